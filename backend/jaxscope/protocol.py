@@ -1,0 +1,470 @@
+"""The wire schema of jaxscope: request models and the discriminated union of run events.
+
+This module is the one contract between the sandbox worker, the server, the CLI and the browser.
+The worker writes events as NDJSON, the server re-validates every line with :data:`EVENT_ADAPTER`
+before forwarding it on the websocket, and the frontend's TypeScript types are generated from
+:func:`json_schema` (``python -m jaxscope.protocol`` prints it; ``frontend/src/gen/`` holds the
+result, and CI fails when the two drift).
+
+Conventions (see ``docs/architecture.md``):
+
+* Every event carries ``type`` (past-tense verb + JAX noun), ``seq`` (0, 1, 2, ... per run, assigned
+  by the supervisor) and ``run_id`` (chosen by the client).
+* Every run ends in exactly one terminal event: :class:`RunFinished` or :class:`RunFailed`.
+* Names follow JAX: jaxpr, eqn, invars, outvars, constvars, aval, weak_type, source_info.
+* Source locations are 1-based lines (and 0-based columns, as Python's ``ast``/``traceback``) of
+  the user's snippet only; JAX's own frames are never reported as a location.
+
+This module imports nothing from JAX: the server and the CLI import it without paying for JAX.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+# The largest snippet the server accepts, in characters. A bigger paste gets ``invalid_request``.
+MAX_CODE_CHARS = 200_000
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Shared views
+# --------------------------------------------------------------------------------------------
+
+
+class SourceLoc(_Model):
+    """A place in the user's snippet (never in JAX's files).
+
+    ``line``/``end_line`` are 1-based; ``column``/``end_column`` 0-based, as in
+    ``jax._src.source_info_util.Frame`` and Python's ``traceback``. ``function`` is the user
+    function's name (``<module>`` at top level).
+    """
+
+    line: int
+    column: int | None = None
+    end_line: int | None = None
+    end_column: int | None = None
+    function: str | None = None
+
+
+class AvalView(_Model):
+    """An abstract value (``jax.core.ShapedArray``): shape, dtype name and weak type.
+
+    ``short`` is ``aval.str_short()`` (``f32[3]``); ``weak_type`` marks Python-scalar-derived
+    avals (``str(aval)`` writes them with a ``~`` prefix, the jaxpr text does not).
+    """
+
+    shape: list[int]
+    dtype: str
+    weak_type: bool = False
+    short: str
+
+
+class VarView(_Model):
+    """A jaxpr variable or literal as JAX prints it.
+
+    ``name`` is the name in JAX's own printout of the enclosing jaxpr (``a``, ``b``, ...); for a
+    literal it is the printed literal (``2.0:f32[]``) and ``literal`` is true.
+    """
+
+    name: str
+    aval: AvalView
+    literal: bool = False
+
+
+class ConstVarView(_Model):
+    """A constvar of a ClosedJaxpr with a preview of its value (``numpy`` repr, truncated)."""
+
+    var: VarView
+    value_preview: str
+
+
+class InnerJaxprView(_Model):
+    """A jaxpr held in an eqn's params (``jit``'s ``jaxpr``, ``cond``'s ``branches``, ...).
+
+    ``param`` is the params key, ``name`` the ``jit`` name when there is one (``_where``),
+    ``text`` JAX's own printout of the inner jaxpr.
+    """
+
+    param: str
+    name: str | None = None
+    text: str
+
+
+class EqnView(_Model):
+    """One equation of a jaxpr.
+
+    ``index`` is its position in ``jaxpr.eqns``; ``text`` is JAX's printout of this eqn alone
+    (names consistent with the enclosing jaxpr); ``params`` maps each param to its printed value;
+    ``source`` is the user line from ``eqn.source_info`` (``source_info_util.user_frame``).
+    """
+
+    index: int
+    primitive: str
+    params: dict[str, str]
+    invars: list[VarView]
+    outvars: list[VarView]
+    effects: list[str] = []
+    source: SourceLoc | None = None
+    text: str
+    inner_jaxprs: list[InnerJaxprView] = []
+
+
+class JaxprView(_Model):
+    """A ClosedJaxpr: JAX's own text plus a structured view of the same object.
+
+    ``text`` is ``str(closed_jaxpr)`` byte for byte; the structured fields use the same names.
+    """
+
+    text: str
+    constvars: list[ConstVarView]
+    invars: list[VarView]
+    outvars: list[VarView]
+    eqns: list[EqnView]
+    effects: list[str]
+
+
+class ArrayPreview(_Model):
+    """A concrete output array: shape, dtype and a truncated ``numpy`` printout."""
+
+    path: str
+    shape: list[int]
+    dtype: str
+    preview: str
+
+
+class TracebackFrame(_Model):
+    """One frame of a user-code traceback (user frames only)."""
+
+    line: int
+    function: str
+    text: str | None = None
+
+
+class OpLink(_Model):
+    """A StableHLO op line linked back to the jaxpr and the user's source.
+
+    ``line`` is the 0-based line index in :attr:`ModuleLowered.stablehlo`; ``op`` the op name
+    (``stablehlo.sine``); ``name_stack`` the location name JAX attached (``jit(f)/sin``);
+    ``source`` the user line from the op's debug location; ``eqn_indices`` the top-level eqns of
+    the staged jaxpr lowered into this op (matched by user line and primitive).
+    """
+
+    line: int
+    op: str
+    name_stack: str | None = None
+    source: SourceLoc | None = None
+    eqn_indices: list[int] = []
+
+
+class CallSpec(_Model):
+    """One extra call of the jitted function in the tracing exhibit's "call again" control.
+
+    ``change``: ``same`` re-uses ``args``; ``shape`` grows axis 0 of every array argument by one
+    (scalars become 1-vectors); ``dtype`` casts floating arguments to float16 and integer ones to
+    int16; ``expr`` evaluates ``expr`` (a Python expression giving an args tuple) in the snippet.
+    """
+
+    change: Literal["same", "shape", "dtype", "expr"] = "same"
+    expr: str | None = None
+
+
+class RunOptions(_Model):
+    """Per-run options. ``calls``: extra calls after the first (tracing exhibit)."""
+
+    calls: list[CallSpec] = Field(default_factory=list, max_length=16)
+
+
+# --------------------------------------------------------------------------------------------
+# Requests (browser or CLI -> server)
+# --------------------------------------------------------------------------------------------
+
+
+class RunRequest(_Model):
+    """Run ``exhibit`` on the snippet ``code``. Answered by a stream of events for ``run_id``."""
+
+    type: Literal["run"] = "run"
+    run_id: str = Field(min_length=1, max_length=64)
+    exhibit: str = Field(min_length=1, max_length=64)
+    code: str
+    options: RunOptions = Field(default_factory=RunOptions)
+
+
+class CancelRequest(_Model):
+    """Cancel the run ``run_id``: it ends with ``run_failed`` kind ``cancelled``."""
+
+    type: Literal["cancel"] = "cancel"
+    run_id: str = Field(min_length=1, max_length=64)
+
+
+Request = Annotated[RunRequest | CancelRequest, Field(discriminator="type")]
+REQUEST_ADAPTER: TypeAdapter[RunRequest | CancelRequest] = TypeAdapter(Request)
+
+
+# --------------------------------------------------------------------------------------------
+# Events (worker -> server -> browser)
+# --------------------------------------------------------------------------------------------
+
+
+class _Event(_Model):
+    seq: int = 0
+    run_id: str = ""
+
+
+Stage = Literal["load", "trace", "lower", "compile", "run", "call"]
+
+
+class RunStarted(_Event):
+    """The worker accepted the run. ``backend`` is ``jax.default_backend()``; ``devices`` the
+    default backend's devices as ``str(device)``; ``cpu_device_count`` the virtual CPU devices."""
+
+    type: Literal["run_started"] = "run_started"
+    exhibit: str
+    jax_version: str
+    backend: str
+    devices: list[str]
+    cpu_device_count: int
+
+
+class StageStarted(_Event):
+    """A stage of the run began (progress: the UI shows which stage runs and for how long)."""
+
+    type: Literal["stage_started"] = "stage_started"
+    stage: Stage
+    call_index: int | None = None
+
+
+class StageTimed(_Event):
+    """A duration reported by ``jax.monitoring`` (``register_event_duration_secs_listener``).
+
+    ``event`` is JAX's event name (``/jax/core/compile/jaxpr_trace_duration``,
+    ``.../jaxpr_to_mlir_module_duration``, ``.../backend_compile_duration``); ``stage`` the
+    station it belongs to; ``duration_ms`` in milliseconds; ``fun_name`` JAX's ``fun_name`` kwarg.
+    """
+
+    type: Literal["stage_timed"] = "stage_timed"
+    stage: Stage
+    event: str
+    duration_ms: float
+    fun_name: str | None = None
+
+
+class EqnRecorded(_Event):
+    """An eqn recorded by JAX's tracer in a user frame, streamed as it is recorded.
+
+    Comes from ``pe.JaxprStackFrame.add_eqn``. ``index`` is the order among the eqns recorded in
+    the traced function's own frame (equal to its index in the staged jaxpr); ``in_avals`` and
+    ``out_avals`` are the avals going in and out (weak types marked); ``params`` printed values.
+    """
+
+    type: Literal["eqn_recorded"] = "eqn_recorded"
+    index: int
+    primitive: str
+    params: dict[str, str]
+    in_avals: list[AvalView]
+    out_avals: list[AvalView]
+    source: SourceLoc | None = None
+
+
+class StdoutPrinted(_Event):
+    """Text the user's code wrote to stdout; ``stage`` tells when (``trace``: printed while
+    tracing; ``run``/``call``: printed while executing, e.g. by ``jax.debug.print``)."""
+
+    type: Literal["stdout_printed"] = "stdout_printed"
+    text: str
+    stage: Stage
+    call_index: int | None = None
+
+
+class JaxprStaged(_Event):
+    """The finished jaxpr: ``str(jax.make_jaxpr(f, static_argnums=...)(*args))`` and its
+    structured view; ``fun_name`` is the traced function's name."""
+
+    type: Literal["jaxpr_staged"] = "jaxpr_staged"
+    fun_name: str
+    jaxpr: JaxprView
+
+
+class JitCalled(_Event):
+    """One call of ``jax.jit(f)`` in the tracing exhibit's call sequence.
+
+    ``traced`` says whether this call traced ``f`` again (a cache miss), read from
+    ``jax.monitoring``'s trace-duration event; ``cache_size`` is the jitted function's
+    ``_cache_size()`` after the call; ``explanation`` JAX's ``jax_explain_cache_misses`` text
+    for this call (empty on a hit); ``arg_avals`` the flattened argument avals.
+    """
+
+    type: Literal["jit_called"] = "jit_called"
+    call_index: int
+    change: Literal["same", "shape", "dtype", "expr"]
+    arg_avals: list[AvalView]
+    traced: bool
+    cache_size: int
+    printed: str
+    explanation: str
+
+
+class ModuleLowered(_Event):
+    """``Lowered``: ``stablehlo`` is ``Lowered.as_text()``; ``hlo`` is
+    ``Lowered.as_text(dialect='hlo')``; ``op_links`` map StableHLO op lines to eqns and source
+    via the debug locations of ``Lowered.as_text(debug_info=True)``."""
+
+    type: Literal["module_lowered"] = "module_lowered"
+    stablehlo: str
+    hlo: str
+    op_links: list[OpLink]
+
+
+class ExecutableCompiled(_Event):
+    """``Compiled``: ``compiled_text`` is ``Compiled.as_text()`` (optimized HLO);
+    ``cost`` is ``Compiled.cost_analysis()`` (flops, transcendentals, bytes accessed, ...);
+    ``memory`` the fields of ``Compiled.memory_analysis()`` in bytes; ``caveats`` say where
+    those numbers are estimates or unavailable on this backend."""
+
+    type: Literal["executable_compiled"] = "executable_compiled"
+    compiled_text: str
+    cost: dict[str, float] | None
+    memory: dict[str, int] | None
+    caveats: list[str]
+
+
+class ProgramExecuted(_Event):
+    """The compiled program ran on ``device``.
+
+    ``dispatch_ms``: time until the call returned (async dispatch, no wait); ``blocked_ms``: time
+    until ``block_until_ready`` returned for the same kind of call (median of ``repeats`` warm
+    calls each); ``ready_after_dispatch``: ``is_ready()`` right after the first call returned.
+    """
+
+    type: Literal["program_executed"] = "program_executed"
+    device: str
+    platform: str
+    outputs: list[ArrayPreview]
+    dispatch_ms: float
+    blocked_ms: float
+    repeats: int
+    ready_after_dispatch: bool
+
+
+class RunFinished(_Event):
+    """Terminal: the run completed. ``duration_ms`` is the worker-side wall time."""
+
+    type: Literal["run_finished"] = "run_finished"
+    duration_ms: float
+
+
+ErrorKind = Literal[
+    "syntax",
+    "user_exception",
+    "tracer_error",
+    "invalid_snippet",
+    "invalid_request",
+    "timeout",
+    "memory",
+    "worker_crashed",
+    "cancelled",
+    "invalid_event",
+]
+
+
+class RunFailed(_Event):
+    """Terminal: the run failed.
+
+    ``kind`` classifies the failure; ``error_class`` is the Python exception class name (JAX's
+    own, e.g. ``TracerBoolConversionError``) when there is one; ``message`` the exception text;
+    ``source`` the deepest user-snippet frame (or the syntax error position); ``traceback`` the
+    user frames only; ``explanation``/``fix`` a plain-language account and the fix that applies.
+    """
+
+    type: Literal["run_failed"] = "run_failed"
+    kind: ErrorKind
+    error_class: str | None = None
+    message: str
+    source: SourceLoc | None = None
+    traceback: list[TracebackFrame] = []
+    explanation: str | None = None
+    fix: str | None = None
+    stage: Stage | None = None
+
+
+Event = Annotated[
+    RunStarted
+    | StageStarted
+    | StageTimed
+    | EqnRecorded
+    | StdoutPrinted
+    | JaxprStaged
+    | JitCalled
+    | ModuleLowered
+    | ExecutableCompiled
+    | ProgramExecuted
+    | RunFinished
+    | RunFailed,
+    Field(discriminator="type"),
+]
+EventModel = (
+    RunStarted
+    | StageStarted
+    | StageTimed
+    | EqnRecorded
+    | StdoutPrinted
+    | JaxprStaged
+    | JitCalled
+    | ModuleLowered
+    | ExecutableCompiled
+    | ProgramExecuted
+    | RunFinished
+    | RunFailed
+)
+EVENT_ADAPTER: TypeAdapter[EventModel] = TypeAdapter(Event)
+
+TERMINAL_TYPES = frozenset({"run_finished", "run_failed"})
+
+
+def is_terminal(event: EventModel) -> bool:
+    """True for the events that end a run (``run_finished``, ``run_failed``)."""
+    return event.type in TERMINAL_TYPES
+
+
+class ExhibitInfo(_Model):
+    """One catalogue entry of ``GET /api/exhibits`` (static metadata; no JAX import).
+
+    ``artefacts`` are the names ``jaxscope run --print`` accepts for this exhibit.
+    """
+
+    id: str
+    title: str
+    summary: str
+    artefacts: list[str]
+    default_example: str
+    examples: list[str]
+
+
+class Catalogue(_Model):
+    """The response of ``GET /api/exhibits``: exhibits plus the example sources by name."""
+
+    exhibits: list[ExhibitInfo]
+    examples: dict[str, str]
+
+
+class WireSchema(_Model):
+    """Root of the generated JSON Schema: one field per top-level type the frontend uses."""
+
+    request: Request
+    event: Event
+    catalogue: Catalogue
+
+
+def json_schema() -> dict[str, object]:
+    """The JSON Schema that ``frontend/src/gen/protocol.ts`` is generated from."""
+    return WireSchema.model_json_schema()
+
+
+if __name__ == "__main__":
+    print(json.dumps(json_schema(), indent=2, sort_keys=True))
