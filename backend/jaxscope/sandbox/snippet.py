@@ -1,0 +1,92 @@
+"""Load a user snippet: compile it under :data:`SNIPPET_FILENAME`, execute it, read its names.
+
+Runs only inside a sandboxed worker (or in tests): executing a snippet executes untrusted code.
+Errors are raised as they are (``SyntaxError`` from ``compile``, any exception from the module
+body), except a snippet that lacks ``f``/``args`` or gives them the wrong type, which raises
+:class:`InvalidSnippet`. The source is registered in :mod:`linecache` so that tracebacks and JAX's
+own messages can quote the user's lines.
+"""
+
+from __future__ import annotations
+
+import linecache
+from collections.abc import Mapping
+from typing import Any
+
+from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, Snippet
+
+
+class InvalidSnippet(Exception):
+    """The snippet ran but does not define what every exhibit needs (``f`` and ``args``)."""
+
+
+def _int_tuple(value: object, name: str) -> tuple[int, ...]:
+    if isinstance(value, int):
+        return (value,)
+    if isinstance(value, (tuple, list)) and all(isinstance(v, int) for v in value):
+        return tuple(value)
+    raise InvalidSnippet(f"`{name}` must be an int or a tuple of ints, got {value!r}")
+
+
+def _str_tuple(value: object, name: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (tuple, list)) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise InvalidSnippet(f"`{name}` must be a str or a tuple of strs, got {value!r}")
+
+
+def register_source(source: str, filename: str = SNIPPET_FILENAME) -> None:
+    """Make ``linecache`` (and so ``traceback``) able to show lines of ``source``."""
+    lines = source.splitlines(keepends=True)
+    linecache.cache[filename] = (len(source), None, lines, filename)
+
+
+def load_snippet(source: str, filename: str = SNIPPET_FILENAME) -> Snippet:
+    """Compile and execute ``source``; return its ``f``, ``args`` and optional names.
+
+    Raises ``SyntaxError`` (with ``lineno``/``offset``), whatever the module body raises, or
+    :class:`InvalidSnippet` when ``f`` is missing or not callable, or ``args`` is missing or not
+    a tuple/list, or an optional name has the wrong type.
+    """
+    register_source(source, filename)
+    code = compile(source, filename, "exec", dont_inherit=True)
+    namespace: dict[str, Any] = {"__name__": "snippet", "__file__": filename}
+    exec(code, namespace)
+    return snippet_from_namespace(source, filename, namespace)
+
+
+def snippet_from_namespace(source: str, filename: str, namespace: Mapping[str, Any]) -> Snippet:
+    """Read ``f``, ``args`` and the optional names out of an executed snippet's namespace."""
+    missing = [n for n in ("f", "args") if n not in namespace]
+    if missing:
+        raise InvalidSnippet(
+            "the snippet must define "
+            + " and ".join(f"`{n}`" for n in missing)
+            + ": `f` is the function to trace and `args` a tuple of example arguments, "
+            "e.g.\n\n    def f(x):\n        return jnp.sin(x) * 2\n\n    args = (jnp.ones(3),)"
+        )
+    f = namespace["f"]
+    if not callable(f):
+        raise InvalidSnippet(f"`f` must be callable, got {type(f).__name__}")
+    args = namespace["args"]
+    if isinstance(args, list):
+        args = tuple(args)
+    if not isinstance(args, tuple):
+        raise InvalidSnippet(
+            f"`args` must be a tuple of arguments, got {type(args).__name__}; "
+            "for one argument write `args = (x,)`"
+        )
+    kwargs = namespace.get("kwargs", {})
+    if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+        raise InvalidSnippet("`kwargs` must be a dict with str keys")
+    return Snippet(
+        source=source,
+        filename=filename,
+        namespace=dict(namespace),
+        f=f,
+        args=args,
+        kwargs=dict(kwargs),
+        static_argnums=_int_tuple(namespace.get("static_argnums", ()), "static_argnums"),
+        static_argnames=_str_tuple(namespace.get("static_argnames", ()), "static_argnames"),
+    )

@@ -1,0 +1,39 @@
+/**
+ * The contract between the shell and an exhibit's view (`exhibits/<id>/View.svelte`).
+ *
+ * A view never opens a socket: it renders the events the shell hands it (the prefix up to the
+ * stepper's cursor) and talks back only through `select` and `rerun`. Line numbers are 1-based
+ * lines of the user's snippet, as in the protocol's `SourceLoc.line`.
+ */
+import type { Event, RunOptions } from './protocol';
+
+/** What is selected across panels: source lines, top-level jaxpr eqns, StableHLO op lines. */
+export interface Selection {
+  /** who made the selection: the editor, a jaxpr eqn, or a StableHLO op */
+  origin: 'none' | 'editor' | 'eqn' | 'op';
+  /** 1-based snippet lines to highlight in the editor */
+  lines: number[];
+  /** indices into the staged jaxpr's `eqns` */
+  eqnIndices: number[];
+  /** 0-based line indices into `module_lowered.stablehlo` */
+  opLines: number[];
+}
+
+export const EMPTY_SELECTION: Selection = { origin: 'none', lines: [], eqnIndices: [], opLines: [] };
+
+export interface ExhibitViewProps {
+  /** events of the current run up to and including the stepper cursor, in `seq` order */
+  events: readonly Event[];
+  /** every event received so far for the current run */
+  allEvents: readonly Event[];
+  /** true while the run has not reached its terminal event */
+  running: boolean;
+  /** the options the current run was started with */
+  options: RunOptions;
+  /** the shared selection; the shell highlights `selection.lines` in the editor */
+  selection: Selection;
+  /** replace the shared selection */
+  select: (selection: Selection) => void;
+  /** run the same code again with other options (e.g. the tracing exhibit's "call again") */
+  rerun: (options: RunOptions) => void;
+}
