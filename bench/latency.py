@@ -1,0 +1,157 @@
+"""Benchmark: how much time jaxscope adds to tracing, and how fast a cold server answers.
+
+Two figures, both measured in one run on this machine (numbers, not pass/fail):
+
+1. **Warm overhead.** For each shipped example (``exhibits/tracing/examples/*.py``): the time
+   from sending a ``RunRequest`` on the websocket to receiving its ``jaxpr_staged`` event, against
+   ``jax.make_jaxpr`` of the same snippet in this process (a fresh function object each time, so
+   neither side hits JAX's trace cache). The added overhead is the difference of the medians.
+   Goal: at most 15 ms at the median on a warm pool.
+2. **Cold start.** Start ``jaxscope serve``, and measure the time from process start to the first
+   ``jaxpr_staged`` of a tiny snippet. Goal: within 3 s.
+
+Usage: ``.venv/bin/python bench/latency.py [--repeats N] [--json OUT]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import jax
+from websockets.sync.client import connect
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "exhibits" / "tracing" / "examples").glob("*.py"))
+TINY = "import jax.numpy as jnp\n\ndef f(x):\n    return jnp.sin(x) * 2\n\nargs = (jnp.ones(3),)\n"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def start_server(port: int) -> tuple[subprocess.Popen[bytes], float]:
+    t0 = time.perf_counter()
+    exe = Path(sys.executable).parent / "jaxscope"
+    proc = subprocess.Popen(
+        [str(exe), "serve", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    return proc, t0
+
+
+def wait_health(port: int, deadline_s: float = 60) -> None:
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=1):
+                return
+        except OSError:
+            time.sleep(0.01)
+    raise RuntimeError("server did not come up")
+
+
+def time_to_jaxpr(ws: Any, code: str) -> float:
+    """Seconds from sending the run request to receiving ``jaxpr_staged`` (then drains the run)."""
+    run_id = uuid.uuid4().hex[:12]
+    request = {"type": "run", "run_id": run_id, "exhibit": "tracing", "code": code}
+    t0 = time.perf_counter()
+    ws.send(json.dumps(request))
+    staged = None
+    while True:
+        event = json.loads(ws.recv())
+        if event.get("run_id") != run_id:
+            continue
+        if event["type"] == "jaxpr_staged" and staged is None:
+            staged = time.perf_counter() - t0
+        if event["type"] in ("run_finished", "run_failed"):
+            if event["type"] == "run_failed":
+                raise RuntimeError(f"run failed: {event['kind']}: {event['message']}")
+            break
+    if staged is None:
+        raise RuntimeError("no jaxpr_staged event")
+    return staged
+
+
+def in_process_make_jaxpr(code: str) -> float:
+    """Seconds for ``jax.make_jaxpr`` of the snippet's ``f`` (fresh function object)."""
+    namespace: dict[str, Any] = {"__name__": "bench_snippet"}
+    exec(compile(code, "<bench>", "exec"), namespace)
+    f, args = namespace["f"], namespace["args"]
+    static = namespace.get("static_argnums", ())
+    t0 = time.perf_counter()
+    jax.make_jaxpr(f, static_argnums=static)(*args)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--json", type=Path, default=None)
+    ns = parser.parse_args()
+
+    port = free_port()
+    proc, t_start = start_server(port)
+    try:
+        wait_health(port)
+        with connect(f"ws://127.0.0.1:{port}/api/ws", max_size=2**26) as ws:
+            time_to_jaxpr(ws, TINY)
+            cold_s = time.perf_counter() - t_start  # from process start to the first jaxpr
+            results: dict[str, Any] = {"cold_start_to_first_jaxpr_s": round(cold_s, 3)}
+            rows = []
+            for path in EXAMPLES:
+                code = path.read_text()
+                time_to_jaxpr(ws, code)  # warm the worker's imports for this example
+                ws_times = [time_to_jaxpr(ws, code) for _ in range(ns.repeats)]
+                jax_times = [in_process_make_jaxpr(code) for _ in range(ns.repeats)]
+                ws_med = statistics.median(ws_times) * 1e3
+                jax_med = statistics.median(jax_times) * 1e3
+                rows.append(
+                    {
+                        "example": path.stem,
+                        "jaxscope_ms_median": round(ws_med, 2),
+                        "make_jaxpr_ms_median": round(jax_med, 2),
+                        "overhead_ms_median": round(ws_med - jax_med, 2),
+                        "ratio": round(ws_med / jax_med, 2),
+                    }
+                )
+            results["examples"] = rows
+            results["overhead_ms_median_over_examples"] = round(
+                statistics.median(r["overhead_ms_median"] for r in rows), 2
+            )
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(timeout=10)
+
+    print(f"cold start -> first jaxpr: {results['cold_start_to_first_jaxpr_s']:.3f} s (goal <= 3 s)")
+    print(f"{'example':<14} {'jaxscope':>10} {'make_jaxpr':>11} {'overhead':>9} {'ratio':>6}")
+    for r in results["examples"]:
+        print(
+            f"{r['example']:<14} {r['jaxscope_ms_median']:>8.2f}ms {r['make_jaxpr_ms_median']:>9.2f}ms"
+            f" {r['overhead_ms_median']:>7.2f}ms {r['ratio']:>6.2f}"
+        )
+    print(
+        f"median added overhead: {results['overhead_ms_median_over_examples']:.2f} ms (goal <= 15 ms)"
+    )
+    if ns.json:
+        ns.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
