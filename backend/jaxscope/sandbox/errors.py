@@ -1,0 +1,189 @@
+"""Turn an exception that escaped a run into exactly one ``RunFailed`` event (inside the worker).
+
+The classification (``kind``) follows ``protocol.ErrorKind``: a ``SyntaxError`` in the snippet is
+``syntax``; :class:`~jaxscope.sandbox.snippet.InvalidSnippet` is ``invalid_snippet``; JAX's tracer
+errors (``jax.errors.ConcretizationTypeError`` and its subclasses, ``UnexpectedTracerError``,
+``NonConcreteBooleanIndexError``) are ``tracer_error`` with a plain explanation and the fix that
+applies; ``MemoryError`` and XLA's RESOURCE_EXHAUSTED are ``memory``; anything else is
+``user_exception``. Only frames of the user's snippet (``SNIPPET_FILENAME``) are reported.
+"""
+
+from __future__ import annotations
+
+import linecache
+import traceback
+from types import TracebackType
+
+import jax.errors
+
+from jaxscope.protocol import RunFailed, SourceLoc, Stage, TracebackFrame
+from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
+from jaxscope.sandbox.snippet import InvalidSnippet
+
+_STATIC_FIX = (
+    "If the value only depends on an argument that is a Python constant (a size, a count, a flag),"
+    " mark that argument static (`static_argnums = (i,)` in the snippet, as for"
+    " `jax.jit(f, static_argnums=...)`): it then stays a concrete Python value while tracing."
+)
+
+_BOOL_EXPLANATION = (
+    "Python's `if`, `while`, `and`, `or` and `not` need a concrete True or False, but while JAX"
+    " traces `f` this value is an abstract tracer: only its shape and dtype are known, not its"
+    " value, because it depends on an argument."
+)
+_BOOL_FIX = (
+    "Select values with `jnp.where(cond, x, y)`, or choose between two functions with"
+    " `jax.lax.cond(pred, true_fun, false_fun, *operands)` (and loops with"
+    " `jax.lax.while_loop`/`fori_loop`). " + _STATIC_FIX
+)
+
+_INT_EXPLANATION = (
+    "`int()`, `range()`, `len()`-like uses and Python indexing need a concrete integer, but while"
+    " JAX traces `f` this value is an abstract tracer (shape and dtype only)."
+)
+
+_ARANGE_EXPLANATION = (
+    "Array shapes must be known while tracing: `jnp.arange(n)`, `jnp.zeros(n)` and friends cannot"
+    " take a traced `n`, because the size of their result would depend on a runtime value."
+)
+
+_ARRAY_EXPLANATION = (
+    "A tracer was passed to NumPy (`np.asarray`, `np.array`, a NumPy function): NumPy needs real"
+    " values, but while JAX traces `f` only shapes and dtypes are known."
+)
+_ARRAY_FIX = "Use `jax.numpy` (`jnp`) instead of `numpy` on traced values. " + _STATIC_FIX
+
+_LEAK_EXPLANATION = (
+    "A tracer escaped the function being traced (stored in a global, a list or an object"
+    " attribute) and was used after that trace ended, where it has no meaning."
+)
+_LEAK_FIX = (
+    "Return values from `f` instead of storing them outside it; keep state explicit"
+    " (pass it in as an argument, return the new state)."
+)
+
+_BOOL_INDEX_EXPLANATION = (
+    "Boolean-mask indexing `x[mask]` gives an array whose size depends on how many entries are"
+    " True, which is not known while tracing."
+)
+_BOOL_INDEX_FIX = (
+    "Use `jnp.where(mask, x, 0)` to keep the shape, or give the size explicitly, e.g."
+    " `jnp.nonzero(mask, size=k)` / `x.at[...]`."
+)
+
+
+def _tracer_help(exc: BaseException) -> tuple[str, str] | None:
+    """(explanation, fix) for a JAX tracer error, or None when ``exc`` is not one."""
+    if isinstance(exc, jax.errors.TracerBoolConversionError):
+        return _BOOL_EXPLANATION, _BOOL_FIX
+    if isinstance(exc, jax.errors.TracerIntegerConversionError):
+        return _INT_EXPLANATION, _STATIC_FIX
+    if isinstance(exc, jax.errors.TracerArrayConversionError):
+        return _ARRAY_EXPLANATION, _ARRAY_FIX
+    if isinstance(exc, jax.errors.ConcretizationTypeError):
+        msg = str(exc)
+        if "arange" in msg:
+            return _ARANGE_EXPLANATION, _STATIC_FIX
+        if "`int` function" in msg or "`float` function" in msg or "`range`" in msg:
+            return _INT_EXPLANATION, _STATIC_FIX
+        return (
+            "A concrete value was needed while JAX traced `f`, but this value is an abstract"
+            " tracer (shape and dtype only) because it depends on an argument.",
+            _BOOL_FIX,
+        )
+    if isinstance(exc, jax.errors.UnexpectedTracerError):
+        return _LEAK_EXPLANATION, _LEAK_FIX
+    if isinstance(exc, jax.errors.NonConcreteBooleanIndexError):
+        return _BOOL_INDEX_EXPLANATION, _BOOL_INDEX_FIX
+    return None
+
+
+_MEMORY_MARKERS = ("RESOURCE_EXHAUSTED", "Out of memory", "out of memory")
+
+
+def is_memory_error(exc: BaseException) -> bool:
+    """``MemoryError``, or JAX's ``JaxRuntimeError`` saying RESOURCE_EXHAUSTED / out of memory."""
+    if isinstance(exc, MemoryError):
+        return True
+    return isinstance(exc, jax.errors.JaxRuntimeError) and any(
+        m in str(exc) for m in _MEMORY_MARKERS
+    )
+
+
+def user_frames(tb: TracebackType | None) -> list[TracebackFrame]:
+    """The frames of ``tb`` that are lines of the user's snippet, outermost first, with the
+    line's text from :mod:`linecache` (where ``load_snippet`` registered the source)."""
+    frames = []
+    for fs in traceback.extract_tb(tb):
+        if fs.filename != SNIPPET_FILENAME or fs.lineno is None:
+            continue
+        text = linecache.getline(SNIPPET_FILENAME, fs.lineno).strip() or None
+        frames.append(TracebackFrame(line=fs.lineno, function=fs.name, text=text))
+    return frames
+
+
+def _syntax_failure(exc: SyntaxError, stage: Stage | None) -> RunFailed:
+    source = None
+    if exc.lineno is not None:
+        source = SourceLoc(
+            line=exc.lineno,
+            # SyntaxError.offset is 1-based; the protocol's columns are 0-based.
+            column=exc.offset - 1 if exc.offset else None,
+            end_line=exc.end_lineno,
+            end_column=exc.end_offset - 1 if exc.end_offset else None,
+            function="<module>",
+        )
+    text = (exc.text or "").rstrip("\n") or None
+    return RunFailed(
+        kind="syntax",
+        error_class=type(exc).__name__,
+        message=str(exc),
+        source=source,
+        traceback=[TracebackFrame(line=exc.lineno, function="<module>", text=text)]
+        if exc.lineno is not None
+        else [],
+        stage=stage,
+    )
+
+
+def classify(exc: BaseException, stage: Stage | None) -> RunFailed:
+    """The one ``RunFailed`` event for ``exc``, which escaped the run during ``stage``.
+
+    ``error_class`` is ``type(exc).__name__`` (JAX's own class for JAX errors), ``message``
+    ``str(exc)``, ``source`` the deepest snippet frame, ``traceback`` the snippet frames only.
+    """
+    if isinstance(exc, SyntaxError) and exc.filename == SNIPPET_FILENAME:
+        return _syntax_failure(exc, stage)
+    frames = user_frames(exc.__traceback__)
+    source = None
+    if frames:
+        deepest = frames[-1]
+        source = SourceLoc(line=deepest.line, function=deepest.function)
+    explanation: str | None = None
+    fix: str | None = None
+    if isinstance(exc, InvalidSnippet):
+        kind = "invalid_snippet"
+    elif is_memory_error(exc):
+        kind = "memory"
+        explanation = (
+            "The run needed more memory than the sandbox allows (its address-space limit, or"
+            " the device's memory)."
+        )
+    else:
+        help_ = _tracer_help(exc)
+        if help_ is not None:
+            kind = "tracer_error"
+            explanation, fix = help_
+        else:
+            kind = "user_exception"
+    message = str(exc) or type(exc).__name__
+    return RunFailed(
+        kind=kind,  # type: ignore[arg-type]
+        error_class=type(exc).__name__,
+        message=message,
+        source=source,
+        traceback=frames,
+        explanation=explanation,
+        fix=fix,
+        stage=stage,
+    )
