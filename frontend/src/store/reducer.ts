@@ -1,0 +1,119 @@
+/**
+ * The run reducer: the state of the current run, rebuilt from the event stream by the pure
+ * function `applyEvent(state, event, now)`.
+ *
+ * Rules (the protocol's, enforced here so that a view never sees a malformed stream):
+ * events of another `run_id` are ignored; an event whose `seq` is already held is a duplicate and
+ * ignored; `events` stay sorted by `seq`; the first terminal event (`run_finished`/`run_failed`)
+ * ends the run, and anything after it is ignored, so a run has exactly one terminal event.
+ * Times (`startedAt`, `stageStartedAt`) are client clock readings in milliseconds, passed in as
+ * `now` so that the reducer stays pure; they drive the "which stage, for how long" display.
+ */
+import type { Event, RunFailed, RunOptions, Stage, TerminalEvent } from '../protocol';
+import { defaultRunOptions, isTerminal } from '../protocol';
+
+export type RunStatus = 'idle' | 'running' | 'finished' | 'failed';
+
+export interface RunState {
+  /** the `run_id` the client chose for the current run; null before the first run */
+  runId: string | null;
+  /** the exhibit id of the current run */
+  exhibit: string | null;
+  /** the options the current run was started with */
+  options: RunOptions;
+  status: RunStatus;
+  /** the events of the current run, sorted by `seq`, without duplicates, ending at the terminal one */
+  events: readonly Event[];
+  /** the stage of the latest `stage_started` event, null before the first or after the terminal event */
+  stage: Stage | null;
+  /** client time (ms) when that `stage_started` event arrived */
+  stageStartedAt: number | null;
+  /** client time (ms) when the run was requested */
+  startedAt: number | null;
+  /** client time (ms) when the terminal event arrived (or the client gave up on the run) */
+  endedAt: number | null;
+  /** the run's one terminal event, once it arrived */
+  terminal: TerminalEvent | null;
+  /** the `run_failed` event, when the run failed */
+  error: RunFailed | null;
+  /** a failure seen only by the client (the websocket closed mid-run); null otherwise */
+  clientError: string | null;
+}
+
+export const IDLE_STATE: RunState = {
+  runId: null,
+  exhibit: null,
+  options: defaultRunOptions(),
+  status: 'idle',
+  events: [],
+  stage: null,
+  stageStartedAt: null,
+  startedAt: null,
+  endedAt: null,
+  terminal: null,
+  error: null,
+  clientError: null,
+};
+
+/** The state right after the client sent `RunRequest{run_id, exhibit, options}`. */
+export function startRun(
+  runId: string,
+  exhibit: string,
+  options: RunOptions,
+  now: number,
+): RunState {
+  return { ...IDLE_STATE, runId, exhibit, options, status: 'running', startedAt: now };
+}
+
+/** Index at which an event with `seq` belongs in `events` (sorted by seq), or -1 if held already. */
+function insertionIndex(events: readonly Event[], seq: number): number {
+  let lo = 0;
+  let hi = events.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    const at = (events[mid] as Event).seq;
+    if (at === seq) return -1;
+    if (at < seq) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The state after `event` arrived at client time `now` (ms). Returns `state` itself when the event is ignored. */
+export function applyEvent(state: RunState, event: Event, now: number): RunState {
+  if (state.runId === null || event.run_id !== state.runId) return state;
+  if (state.terminal !== null || state.clientError !== null) return state;
+  const at = insertionIndex(state.events, event.seq);
+  if (at < 0) return state;
+  const events = [...state.events.slice(0, at), event, ...state.events.slice(at)];
+  if (isTerminal(event)) {
+    const failed = event.type === 'run_failed';
+    return {
+      ...state,
+      events,
+      status: failed ? 'failed' : 'finished',
+      stage: null,
+      stageStartedAt: null,
+      endedAt: now,
+      terminal: event,
+      error: failed ? event : null,
+    };
+  }
+  if (event.type === 'stage_started' && at === events.length - 1) {
+    return { ...state, events, stage: event.stage, stageStartedAt: now };
+  }
+  return { ...state, events };
+}
+
+/** The state after the client lost the run (e.g. the websocket closed before a terminal event). */
+export function failLocally(state: RunState, message: string, now: number): RunState {
+  if (state.status !== 'running') return state;
+  return {
+    ...state,
+    status: 'failed',
+    stage: null,
+    stageStartedAt: null,
+    endedAt: now,
+    clientError: message,
+  };
+}

@@ -1,0 +1,105 @@
+/**
+ * The reactive store of the shell (Svelte 5 runes): the current run (via the pure reducer), the
+ * stepper's cursor over its events, the play timer and the shared selection.
+ *
+ * `ws.ts` feeds events in through `receive`; components read `run`, `stepper`, `visible` and call
+ * the stepper methods. All state transitions are the pure functions of `reducer.ts` and
+ * `stepper.ts`; this class only holds their results in `$state` and owns the play timer.
+ */
+import type { Selection } from '../exhibit-api';
+import { EMPTY_SELECTION } from '../exhibit-api';
+import type { Event, RunOptions } from '../protocol';
+import type { RunState } from './reducer';
+import { IDLE_STATE, applyEvent, failLocally, startRun } from './reducer';
+import type { StepperState } from './stepper';
+import * as stepper from './stepper';
+
+/** Milliseconds between two events while playing. */
+export const PLAY_INTERVAL_MS = 400;
+
+export class RunSession {
+  run: RunState = $state(IDLE_STATE);
+  stepper: StepperState = $state(stepper.INITIAL_STEPPER);
+  selection: Selection = $state(EMPTY_SELECTION);
+
+  /** events up to and including the cursor (what the views render) */
+  visible: readonly Event[] = $derived(stepper.visibleEvents(this.run.events, this.stepper.cursor));
+
+  #timer: ReturnType<typeof setInterval> | null = null;
+  readonly #now: () => number;
+
+  constructor(now: () => number = () => Date.now()) {
+    this.#now = now;
+  }
+
+  /** Begin a new run (after its `RunRequest` was sent): clears events, cursor and selection. */
+  begin(runId: string, exhibit: string, options: RunOptions): void {
+    this.#stopTimer();
+    this.run = startRun(runId, exhibit, options, this.#now());
+    this.stepper = stepper.resetStepper();
+    this.selection = EMPTY_SELECTION;
+  }
+
+  /** An event arrived from the server. */
+  receive(event: Event): void {
+    const next = applyEvent(this.run, event, this.#now());
+    if (next === this.run) return;
+    this.run = next;
+    this.stepper = stepper.eventsChanged(this.stepper, next.events.length);
+  }
+
+  /** The client lost the run (socket closed before its terminal event). */
+  lose(message: string): void {
+    this.run = failLocally(this.run, message, this.#now());
+  }
+
+  first(): void {
+    this.#move(stepper.first);
+  }
+  prev(): void {
+    this.#move(stepper.prev);
+  }
+  next(): void {
+    this.#move(stepper.next);
+  }
+  last(): void {
+    this.#move(stepper.last);
+  }
+  goTo(cursor: number): void {
+    this.#stopTimer();
+    this.stepper = stepper.goTo(this.stepper, cursor, this.run.events.length);
+  }
+
+  /** Toggle play: advance one event every `PLAY_INTERVAL_MS` until the last event. */
+  togglePlay(): void {
+    if (this.stepper.playing) {
+      this.#stopTimer();
+      this.stepper = stepper.pause(this.stepper);
+      return;
+    }
+    this.stepper = stepper.play(this.stepper, this.run.events.length);
+    if (!this.stepper.playing) return;
+    this.#timer = setInterval(() => {
+      this.stepper = stepper.tick(this.stepper, this.run.events.length);
+      if (!this.stepper.playing) this.#stopTimer();
+    }, PLAY_INTERVAL_MS);
+  }
+
+  select(selection: Selection): void {
+    this.selection = selection;
+  }
+
+  dispose(): void {
+    this.#stopTimer();
+  }
+
+  #move(step: (s: StepperState, n: number) => StepperState): void {
+    this.#stopTimer();
+    this.stepper = step(this.stepper, this.run.events.length);
+  }
+
+  #stopTimer(): void {
+    if (this.#timer !== null) clearInterval(this.#timer);
+    this.#timer = null;
+  }
+}
