@@ -1,0 +1,115 @@
+"""The calling convention every exhibit shares: split a snippet's arguments into static and
+dynamic ones and build what JAX is called with.
+
+A snippet gives ``f``, ``args``, ``kwargs``, ``static_argnums`` and ``static_argnames``. Static
+arguments stay concrete Python values and are never traced:
+
+* positional static arguments are passed to ``jax.make_jaxpr``/``jax.jit`` as ``static_argnums``
+  (JAX closes over them itself: they vanish from the jaxpr's invars);
+* keyword static arguments (those named in ``static_argnames``) are closed over with
+  :func:`functools.partial` for ``make_jaxpr`` (which has no ``static_argnames``), and passed as
+  ``static_argnames`` to ``jax.jit``;
+* the remaining (dynamic) keyword arguments are passed as keyword arguments, so JAX traces them
+  as invars exactly as ``jax.jit(f)(*args, **kwargs)`` does.
+
+So ``str(jax.make_jaxpr(plan.fun, static_argnums=plan.static_argnums)(*plan.args,
+**plan.kwargs))`` is the jaxpr that ``jax.jit(f, static_argnums, static_argnames)`` traces.
+
+``jax.ShapeDtypeStruct`` arguments can be traced, lowered and compiled, but not executed: to run a
+program, :func:`concrete_args` replaces them with zeros of that shape and dtype (``jnp.zeros``).
+
+This module uses public JAX only.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from jaxscope.sandbox.probe_api import Snippet
+
+
+@dataclass(frozen=True)
+class CallPlan:
+    """How to call JAX on a snippet.
+
+    ``fun`` is ``f`` with the static keyword arguments closed over (``f`` itself when there are
+    none); ``args`` all positional arguments (the static ones included, at ``static_argnums``);
+    ``kwargs`` the dynamic keyword arguments; ``static_kwargs`` the closed-over ones.
+    """
+
+    f: Callable[..., Any]
+    fun: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    static_kwargs: dict[str, Any] = field(default_factory=dict)
+    static_argnums: tuple[int, ...] = ()
+    static_argnames: tuple[str, ...] = ()
+
+    @property
+    def fun_name(self) -> str:
+        """The traced function's name (``f.__name__``, as JAX's ``fun_name``)."""
+        return str(getattr(self.f, "__name__", type(self.f).__name__))
+
+    def normalized_argnums(self) -> tuple[int, ...]:
+        """``static_argnums`` with negative indices resolved against ``len(args)``."""
+        n = len(self.args)
+        return tuple(sorted({i + n if i < 0 else i for i in self.static_argnums}))
+
+    def dynamic_args(self, args: tuple[Any, ...] | None = None) -> tuple[Any, ...]:
+        """The positional arguments that are traced (static positions removed)."""
+        argv = self.args if args is None else args
+        static = set(self.normalized_argnums())
+        return tuple(a for i, a in enumerate(argv) if i not in static)
+
+    def make_jaxpr(self, args: tuple[Any, ...] | None = None) -> Any:
+        """``jax.make_jaxpr(fun, static_argnums)(*args, **kwargs)``: a ``ClosedJaxpr``."""
+        argv = self.args if args is None else args
+        return jax.make_jaxpr(self.fun, static_argnums=self.static_argnums)(*argv, **self.kwargs)
+
+    def jit(self) -> Any:
+        """``jax.jit(f, static_argnums=..., static_argnames=...)`` (called with
+        ``*args, **kwargs, **static_kwargs``, see :meth:`call`)."""
+        return jax.jit(
+            self.f, static_argnums=self.static_argnums, static_argnames=self.static_argnames
+        )
+
+    def call(self, jitted: Callable[..., Any], args: tuple[Any, ...] | None = None) -> Any:
+        """Call a jitted ``f`` the way the snippet asks: all arguments, static ones included."""
+        argv = self.args if args is None else args
+        return jitted(*argv, **self.kwargs, **self.static_kwargs)
+
+
+def plan_call(snippet: Snippet) -> CallPlan:
+    """Split ``snippet``'s keyword arguments into static ones (named in ``static_argnames``) and
+    dynamic ones, and close ``f`` over the static ones."""
+    static_kwargs = {k: v for k, v in snippet.kwargs.items() if k in snippet.static_argnames}
+    kwargs = {k: v for k, v in snippet.kwargs.items() if k not in snippet.static_argnames}
+    fun = functools.partial(snippet.f, **static_kwargs) if static_kwargs else snippet.f
+    return CallPlan(
+        f=snippet.f,
+        fun=fun,
+        args=tuple(snippet.args),
+        kwargs=kwargs,
+        static_kwargs=static_kwargs,
+        static_argnums=tuple(snippet.static_argnums),
+        static_argnames=tuple(snippet.static_argnames),
+    )
+
+
+def _concrete_leaf(x: Any) -> Any:
+    if isinstance(x, jax.ShapeDtypeStruct):
+        return jnp.zeros(x.shape, x.dtype)
+    return x
+
+
+def concrete_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``args`` with every ``jax.ShapeDtypeStruct`` leaf replaced by ``jnp.zeros`` of its shape
+    and dtype (a program can only run on concrete values)."""
+    out = jax.tree.map(_concrete_leaf, args)
+    return tuple(out)

@@ -1,0 +1,102 @@
+"""The Run station: execute a ``jax.stages.Compiled`` and time it honestly.
+
+JAX dispatches asynchronously: a call returns a ``jax.Array`` as soon as the computation is
+enqueued, before it has finished. So we report two times, both with ``time.perf_counter``:
+
+* ``dispatch_ms``: the call alone (returns when dispatched; no wait), median over warm repeats;
+* ``blocked_ms``: the call followed by ``jax.block_until_ready`` on its outputs, median over
+  warm repeats (``repeats`` of each; fewer for slow programs so the run stays within budget);
+* ``ready_after_dispatch``: whether every output leaf's ``is_ready()`` was already true right
+  after the first call returned.
+
+Outputs are previewed with numpy (``jaxscope.internals.views.preview_value``); ``path`` is
+``jax.tree_util.keystr`` of the leaf's path in the output pytree (``""`` for a single array);
+``device`` is ``str(device)`` of the first output's device, ``platform`` its ``.platform``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+from jaxscope.internals.views import preview_value
+from jaxscope.protocol import ArrayPreview, ProgramExecuted
+
+# Time budget for the warm repeats (seconds) and the most repeats of each measurement.
+REPEAT_BUDGET_S = 1.0
+MAX_REPEATS = 5
+
+
+def _ms(seconds: float) -> float:
+    return seconds * 1e3
+
+
+def _all_ready(out: Any) -> bool:
+    return all(leaf.is_ready() for leaf in jax.tree.leaves(out) if hasattr(leaf, "is_ready"))
+
+
+def output_previews(out: Any) -> list[ArrayPreview]:
+    """An :class:`ArrayPreview` per leaf of the output pytree ``out``."""
+    previews = []
+    for path, leaf in jax.tree_util.tree_flatten_with_path(out)[0]:
+        shape = [int(d) for d in getattr(leaf, "shape", ())]
+        dtype = getattr(leaf, "dtype", None)
+        previews.append(
+            ArrayPreview(
+                path=jax.tree_util.keystr(path),
+                shape=shape,
+                dtype=str(dtype) if dtype is not None else type(leaf).__name__,
+                preview=preview_value(leaf),
+            )
+        )
+    return previews
+
+
+def output_device(out: Any) -> tuple[str, str]:
+    """``(str(device), device.platform)`` of the first output leaf (default device if none)."""
+    for leaf in jax.tree.leaves(out):
+        devices = getattr(leaf, "devices", None)
+        if devices is not None:
+            device = sorted(devices(), key=lambda d: d.id)[0]
+            return str(device), str(device.platform)
+    device = jax.devices()[0]
+    return str(device), str(device.platform)
+
+
+def program_executed(
+    call: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> ProgramExecuted:
+    """Call ``call(*args, **kwargs)`` (a ``Compiled`` or jitted function) and time it."""
+    t0 = time.perf_counter()
+    out = call(*args, **kwargs)
+    first_dispatch = time.perf_counter() - t0
+    ready = _all_ready(out)
+    jax.block_until_ready(out)
+    first_blocked = time.perf_counter() - t0
+
+    repeats = max(1, min(MAX_REPEATS, int(REPEAT_BUDGET_S / max(first_blocked, 1e-6)) // 2))
+    dispatch: list[float] = []
+    blocked: list[float] = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        warm = call(*args, **kwargs)
+        dispatch.append(time.perf_counter() - t0)
+        jax.block_until_ready(warm)
+        t0 = time.perf_counter()
+        jax.block_until_ready(call(*args, **kwargs))
+        blocked.append(time.perf_counter() - t0)
+    del first_dispatch
+    device, platform = output_device(out)
+    return ProgramExecuted(
+        device=device,
+        platform=platform,
+        outputs=output_previews(out),
+        dispatch_ms=_ms(statistics.median(dispatch)),
+        blocked_ms=_ms(statistics.median(blocked)),
+        repeats=repeats,
+        ready_after_dispatch=ready,
+    )

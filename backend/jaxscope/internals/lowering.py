@@ -1,0 +1,341 @@
+"""The Lowered station: StableHLO and HLO texts, and each StableHLO op linked to eqns and source.
+
+Sources (``jax.stages.Lowered``, public):
+
+* ``stablehlo`` is ``Lowered.as_text()`` byte for byte; ``hlo`` is
+  ``Lowered.as_text(dialect="hlo")``.
+* Op links come from ``Lowered.as_text(debug_info=True)``: the same module printed with a
+  ``loc(...)`` suffix on each op line, and a table of aliases at the end
+  (``#loc31 = loc("jit(f)/sin"(#loc24))``, ``#loc24 = loc(callsite(#loc14 at #loc13))``,
+  ``#loc4 = loc("<snippet>":6:8 to :18)``). JAX builds these in
+  ``interpreters.mlir.source_info_to_location``: a name loc holding the eqn's name stack and
+  primitive (``jit(f)/sin``) around the eqn's traceback (callsites of file locs; the innermost
+  frame first). Lines and columns are those of ``source_info_util.Frame`` (1-based line,
+  0-based column).
+
+Each op line of ``stablehlo`` is matched to its line in the debug text by stripping the
+``loc(...)`` suffix (the two lines must then be equal; :func:`op_links` raises otherwise).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from jax._src import source_info_util
+
+from jaxscope.internals.views import eqn_sources
+from jaxscope.protocol import ModuleLowered, OpLink, SourceLoc
+from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
+
+source_info_util.register_exclusion(__file__)
+
+# An op line: optional results, then a dialect op name (``stablehlo.sine``, ``func.call``).
+_OP_RE = re.compile(r'^\s*(?:(?:%[\w#:.-]+(?:\s*,\s*%[\w#:.-]+)*)\s*=\s*)?"?([a-z_]+\.[\w.]+)"?')
+_ALIAS_RE = re.compile(r"^(#loc\d*) = loc\((.*)\)$")
+
+
+# ---------------------------------------------------------------- location parsing
+
+
+@dataclass(frozen=True)
+class FileLoc:
+    """``loc("file":line:col ...)``."""
+
+    file: str
+    line: int
+    column: int
+    end_line: int | None
+    end_column: int | None
+
+
+@dataclass(frozen=True)
+class NameLoc:
+    """``loc("name"(child))`` (``child`` may be unknown)."""
+
+    name: str
+    child: Loc
+
+
+@dataclass(frozen=True)
+class CallSiteLoc:
+    """``loc(callsite(callee at caller))``."""
+
+    callee: Loc
+    caller: Loc
+
+
+@dataclass(frozen=True)
+class FusedLoc:
+    """``loc(fused[a, b, ...])`` (optionally with ``<metadata>``)."""
+
+    parts: tuple[Loc, ...]
+
+
+@dataclass(frozen=True)
+class UnknownLoc:
+    """``loc(unknown)``."""
+
+
+Loc = FileLoc | NameLoc | CallSiteLoc | FusedLoc | UnknownLoc
+
+_FILE_RE = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)(?: to (?:(\d+):)?(\d+))?')
+_STRING_RE = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+class _LocParser:
+    """Recursive descent over the body of ``loc(...)``; ``#locN`` refs resolve via ``aliases``."""
+
+    def __init__(self, text: str, aliases: dict[str, str], cache: dict[str, Loc]) -> None:
+        self.text = text
+        self.pos = 0
+        self.aliases = aliases
+        self.cache = cache
+
+    def _skip(self) -> None:
+        while self.pos < len(self.text) and self.text[self.pos] == " ":
+            self.pos += 1
+
+    def _eat(self, token: str) -> bool:
+        self._skip()
+        if self.text.startswith(token, self.pos):
+            self.pos += len(token)
+            return True
+        return False
+
+    def parse(self) -> Loc:
+        self._skip()
+        t = self.text
+        if t.startswith("#loc", self.pos):
+            m = re.compile(r"#loc\d*").match(t, self.pos)
+            assert m is not None
+            self.pos = m.end()
+            return resolve_alias(m.group(0), self.aliases, self.cache)
+        if self._eat("unknown"):
+            return UnknownLoc()
+        if self._eat("callsite("):
+            callee = self.parse()
+            if not self._eat("at"):
+                raise ValueError(f"bad callsite loc: {t!r}")
+            caller = self.parse()
+            self._eat(")")
+            return CallSiteLoc(callee, caller)
+        if self._eat("fused"):
+            if self._eat("<"):  # fused<metadata>[...]
+                depth = 1
+                while depth and self.pos < len(t):
+                    depth += {"<": 1, ">": -1}.get(t[self.pos], 0)
+                    self.pos += 1
+            self._eat("[")
+            parts = [self.parse()]
+            while self._eat(","):
+                parts.append(self.parse())
+            self._eat("]")
+            return FusedLoc(tuple(parts))
+        m = _FILE_RE.match(t, self.pos)
+        if m:
+            self.pos = m.end()
+            line, col = int(m.group(2)), int(m.group(3))
+            end_col = int(m.group(5)) if m.group(5) else None
+            end_line = int(m.group(4)) if m.group(4) else (line if end_col is not None else None)
+            return FileLoc(m.group(1), line, col, end_line, end_col)
+        m = _STRING_RE.match(t, self.pos)
+        if m:
+            self.pos = m.end()
+            child: Loc = UnknownLoc()
+            if self._eat("("):
+                child = self.parse()
+                self._eat(")")
+            return NameLoc(m.group(1), child)
+        raise ValueError(f"cannot parse location {t[self.pos :]!r}")
+
+
+def resolve_alias(ref: str, aliases: dict[str, str], cache: dict[str, Loc]) -> Loc:
+    """The location an alias (``#loc12``) stands for."""
+    if ref not in cache:
+        if ref not in aliases:
+            return UnknownLoc()
+        cache[ref] = _LocParser(aliases[ref], aliases, cache).parse()
+    return cache[ref]
+
+
+def parse_loc(body: str, aliases: dict[str, str], cache: dict[str, Loc] | None = None) -> Loc:
+    """Parse the body of a ``loc(...)`` (``#loc3``, ``"name"(...)``, ``callsite(...)``...)."""
+    return _LocParser(body, aliases, {} if cache is None else cache).parse()
+
+
+def frames(loc: Loc) -> list[tuple[FileLoc, str | None]]:
+    """File locations in ``loc``, innermost frame first, each with its function name."""
+    if isinstance(loc, FileLoc):
+        return [(loc, None)]
+    if isinstance(loc, NameLoc):
+        if isinstance(loc.child, FileLoc):
+            return [(loc.child, loc.name)]
+        return frames(loc.child)
+    if isinstance(loc, CallSiteLoc):
+        return frames(loc.callee) + frames(loc.caller)
+    if isinstance(loc, FusedLoc):
+        return [f for part in loc.parts for f in frames(part)]
+    return []
+
+
+def name_stack(loc: Loc) -> str | None:
+    """The name stack JAX put on an op (``jit(f)/sin``): the outer name loc, skipping the
+    ``"sin:"`` primitive marker JAX may wrap around it."""
+    while isinstance(loc, NameLoc):
+        if isinstance(loc.child, FileLoc) or isinstance(loc.child, CallSiteLoc):
+            return loc.name
+        if not loc.name.endswith(":"):
+            return loc.name
+        loc = loc.child
+    if isinstance(loc, FusedLoc) and loc.parts:
+        return name_stack(loc.parts[0])
+    return None
+
+
+def snippet_loc(loc: Loc) -> SourceLoc | None:
+    """The innermost frame of ``loc`` in the user's snippet."""
+    for fl, function in frames(loc):
+        if fl.file == SNIPPET_FILENAME:
+            return SourceLoc(
+                line=fl.line,
+                column=fl.column,
+                end_line=fl.end_line,
+                end_column=fl.end_column,
+                function=function,
+            )
+    return None
+
+
+# ---------------------------------------------------------------- op links
+
+
+def _split_debug_text(debug_text: str) -> tuple[list[str], dict[str, str]]:
+    """The module's lines (alias definitions removed) and the alias table."""
+    lines: list[str] = []
+    aliases: dict[str, str] = {}
+    for line in debug_text.splitlines():
+        m = _ALIAS_RE.match(line)
+        if m:
+            aliases[m.group(1)] = m.group(2)
+        else:
+            lines.append(line)
+    return lines, aliases
+
+
+def _strip_loc(line: str) -> tuple[str, str | None]:
+    """``line`` without any `` loc(...)`` (balanced, quotes respected), and the body of the
+    trailing one (the op's own location), if the line ends with one."""
+    out: list[str] = []
+    last_body: str | None = None
+    i = 0
+    while True:
+        k = line.find(" loc(", i)
+        if k < 0:
+            out.append(line[i:])
+            break
+        out.append(line[i:k])
+        start = k + len(" loc(")
+        depth, pos, in_str = 1, start, False
+        while pos < len(line) and depth:
+            c = line[pos]
+            if in_str:
+                if c == "\\":
+                    pos += 1
+                elif c == '"':
+                    in_str = False
+            elif c == '"':
+                in_str = True
+            elif c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+            pos += 1
+        body = line[start : pos - 1]
+        i = pos
+        last_body = body if i >= len(line) else None
+    return "".join(out), last_body
+
+
+def _compatible(primitive: str, params_name: str | None, stack: str | None) -> bool:
+    """Whether an eqn could have been lowered to an op with this name stack."""
+    if stack is None:
+        return False
+    parts = stack.split("/")
+    return primitive in parts or (params_name is not None and f"jit({params_name})" in parts)
+
+
+def op_links(stablehlo: str, debug_text: str, closed_jaxpr: Any) -> list[OpLink]:
+    """Link each op line of ``stablehlo`` to its name stack, user line and top-level eqns.
+
+    ``debug_text`` is ``Lowered.as_text(debug_info=True)`` of the same module and
+    ``closed_jaxpr`` the staged jaxpr it was lowered from. ``eqn_indices``: the top-level eqns
+    whose source line equals the op's snippet line; when several eqns share the line, those
+    whose primitive (or ``jit`` name) appears in the op's name stack.
+    Raises ``ValueError`` when the two texts do not list the same lines.
+    """
+    plain_lines = stablehlo.splitlines()
+    debug_lines, aliases = _split_debug_text(debug_text)
+    # The debug text may carry extra lines that the plain text lacks (blank lines, the
+    # module-level loc): walk both in order, matching stripped lines.
+    stripped = [_strip_loc(line) for line in debug_lines]
+    eqns = list(closed_jaxpr.jaxpr.eqns)
+    sources = eqn_sources(closed_jaxpr)
+    cache: dict[str, Loc] = {}
+    links: list[OpLink] = []
+    j = 0
+    for i, line in enumerate(plain_lines):
+        # The debug text may hold blank lines the plain text lacks; every other line must agree.
+        while j < len(stripped) and not stripped[j][0].strip() and line.strip():
+            j += 1
+        if j >= len(stripped) or stripped[j][0] != line:
+            got = stripped[j][0] if j < len(stripped) else "<end>"
+            raise ValueError(f"StableHLO line {i} differs from the debug text: {line!r} != {got!r}")
+        _, loc_body = stripped[j]
+        j += 1
+        m = _OP_RE.match(line)
+        if not m or loc_body is None:
+            continue
+        op = m.group(1)
+        if op.startswith(("func.func", "module")):
+            continue
+        loc = parse_loc(loc_body, aliases, cache)
+        stack = name_stack(loc)
+        source = snippet_loc(loc)
+        indices: list[int] = []
+        if source is not None:
+            on_line = [k for k, s in enumerate(sources) if s is not None and s.line == source.line]
+            if len(on_line) > 1:
+                narrowed = [
+                    k
+                    for k in on_line
+                    if _compatible(eqns[k].primitive.name, eqns[k].params.get("name"), stack)
+                ]
+                on_line = narrowed or on_line
+            indices = on_line
+        links.append(OpLink(line=i, op=op, name_stack=stack, source=source, eqn_indices=indices))
+    return links
+
+
+def module_lowered(lowered: Any, closed_jaxpr: Any) -> ModuleLowered:
+    """The :class:`ModuleLowered` event of a ``jax.stages.Lowered`` and its staged jaxpr."""
+    stablehlo = lowered.as_text()
+    return ModuleLowered(
+        stablehlo=stablehlo,
+        hlo=lowered.as_text(dialect="hlo"),
+        op_links=op_links(stablehlo, lowered.as_text(debug_info=True), closed_jaxpr),
+    )
+
+
+def count_ops(stablehlo: str, names: Sequence[str] | None = None) -> dict[str, int]:
+    """How many op lines of each name (``stablehlo.tanh`` -> ``tanh``) the text holds."""
+    counts: dict[str, int] = {}
+    for line in stablehlo.splitlines():
+        m = _OP_RE.match(line)
+        if m and m.group(1).startswith("stablehlo."):
+            short = m.group(1).removeprefix("stablehlo.")
+            if names is None or short in names:
+                counts[short] = counts.get(short, 0) + 1
+    return counts

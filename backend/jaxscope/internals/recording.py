@@ -1,0 +1,96 @@
+"""Stream the eqns JAX records while it traces the user's function, as they are recorded.
+
+Source: ``jax._src.interpreters.partial_eval.JaxprStackFrame``. Each trace to a jaxpr creates
+one ``JaxprStackFrame``; ``JaxprStackFrame.add_eqn(eqn: pe.TracingEqn)`` appends each eqn as the
+tracer records it (``TracingEqn.in_tracers``/``.outvars``/``.primitive``/``.params``/
+``.source_info``). ``jnp`` helpers are ``jit(inline=True)`` functions: each is traced in a frame
+of its own (``debug_info.func_src_info`` like ``sin at .../ufuncs.py:584``) and then inlined, eqn
+by eqn, into the enclosing frame.
+
+We keep the eqns of the OUTERMOST frame only: the first ``JaxprStackFrame`` created while
+recording is the one of the traced function itself (``make_jaxpr``/``jit(...).trace`` creates it
+before calling ``f``), so its eqns are exactly the top-level eqns of the final jaxpr, in order
+(``make_jaxpr`` and a top-level ``jit`` trace run with ``auto_dce=False``, so nothing recorded is
+dropped; see the contract tests). Nested frames (jnp helpers, inner ``jax.jit`` functions, scan
+bodies) are not streamed: they appear as the inner jaxprs of their eqn.
+
+While recording, ``JaxprStackFrame.__init__`` and ``.add_eqn`` are patched; the originals are
+restored on exit, also when tracing raises.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from jax._src import source_info_util
+from jax._src.interpreters import partial_eval as pe
+
+from jaxscope.internals.views import aval_view, snippet_source
+from jaxscope.protocol import EqnRecorded
+
+source_info_util.register_exclusion(__file__)
+
+_lock = threading.Lock()
+
+
+def _param_texts(params: dict[str, Any]) -> dict[str, str]:
+    """Param values printed with ``core.pp_kv_pair`` (fresh names: the final jaxpr's names are
+    not known yet while tracing; the staged jaxpr's ``EqnView.params`` has the final ones)."""
+    from jax._src import core
+
+    ctx = core.JaxprPpContext()
+    settings = core.JaxprPpSettings()
+    return {
+        k: core.pp_kv_pair(k, params[k], ctx, settings).format()[len(k) + 1 :]
+        for k in sorted(params)
+    }
+
+
+def eqn_recorded(index: int, eqn: Any) -> EqnRecorded:
+    """The :class:`EqnRecorded` event of a ``pe.TracingEqn`` (or a ``core.JaxprEqn``)."""
+    in_avals = [aval_view(t.aval) for t in eqn.invars]
+    return EqnRecorded(
+        index=index,
+        primitive=eqn.primitive.name,
+        params=_param_texts(eqn.params),
+        in_avals=in_avals,
+        out_avals=[aval_view(v.aval) for v in eqn.outvars],
+        source=snippet_source(eqn.source_info.traceback),
+    )
+
+
+@contextlib.contextmanager
+def recording_eqns(on_eqn: Callable[[EqnRecorded], None]) -> Iterator[list[EqnRecorded]]:
+    """Within the block, call ``on_eqn`` for each eqn recorded in the outermost traced frame,
+    as JAX records it. Yields the list of events sent so far (for tests and the caller).
+
+    Exceptions raised by ``on_eqn`` propagate out of JAX's tracing (and out of the block).
+    """
+    sent: list[EqnRecorded] = []
+    frames: list[Any] = []  # frames created while recording; frames[0] is the outermost
+    orig_init = pe.JaxprStackFrame.__init__
+    orig_add_eqn = pe.JaxprStackFrame.add_eqn
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        orig_init(self, *args, **kwargs)
+        if not frames:
+            frames.append(self)
+
+    def add_eqn(self: Any, eqn: Any) -> None:
+        orig_add_eqn(self, eqn)
+        if frames and self is frames[0]:
+            event = eqn_recorded(len(sent), eqn)
+            sent.append(event)
+            on_eqn(event)
+
+    with _lock:
+        pe.JaxprStackFrame.__init__ = __init__  # type: ignore[method-assign]
+        pe.JaxprStackFrame.add_eqn = add_eqn  # type: ignore[method-assign]
+        try:
+            yield sent
+        finally:
+            pe.JaxprStackFrame.__init__ = orig_init  # type: ignore[method-assign]
+            pe.JaxprStackFrame.add_eqn = orig_add_eqn  # type: ignore[method-assign]

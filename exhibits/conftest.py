@@ -1,0 +1,89 @@
+"""Shared fixtures for exhibit tests: run a probe in-process with a recording ProbeContext.
+
+The real runner (``jaxscope.sandbox``) runs probes in a sandboxed worker; these tests run them
+in-process with :class:`FakeContext`, which records emitted events and the stdout written inside
+each stage (as the runner attributes it), so that each artefact can be checked against JAX.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from jaxscope.protocol import EventModel, RunOptions, Stage, StageStarted, StdoutPrinted
+from jaxscope.sandbox.probe_api import Snippet
+from jaxscope.sandbox.snippet import load_snippet
+
+EXHIBITS = Path(__file__).resolve().parent
+CASES = Path("/work/shared/cases")
+
+T = TypeVar("T")
+
+
+@dataclass
+class FakeContext:
+    """A :class:`ProbeContext` that records events; stdout inside a stage becomes
+    ``StdoutPrinted`` events, as the runner does."""
+
+    snippet: Snippet
+    options: RunOptions = field(default_factory=RunOptions)
+    run_id: str = "test"
+    exhibit: str = "test"
+    events: list[EventModel] = field(default_factory=list)
+
+    def emit(self, event: EventModel) -> None:
+        self.events.append(event)
+
+    @contextlib.contextmanager
+    def stage(self, stage: Stage, call_index: int | None = None) -> Iterator[None]:
+        self.events.append(StageStarted(stage=stage, call_index=call_index))
+        buf = io.StringIO()
+        real = sys.stdout
+        sys.stdout = buf
+        try:
+            yield
+        finally:
+            sys.stdout = real
+            # jax.debug.print goes through a host callback: flush JAX's effects first.
+            if buf.getvalue():
+                self.events.append(
+                    StdoutPrinted(text=buf.getvalue(), stage=stage, call_index=call_index)
+                )
+
+    def of_type(self, kind: type[T]) -> list[T]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+    def one(self, kind: type[T]) -> T:
+        found = self.of_type(kind)
+        assert len(found) == 1, f"expected one {kind.__name__}, got {len(found)}"
+        return found[0]
+
+
+Runner = Callable[..., FakeContext]
+
+
+def run_probe(exhibit: str, source: str, options: RunOptions | None = None) -> FakeContext:
+    """Load ``source`` as a snippet and run ``exhibits.<exhibit>.probe`` on it in-process."""
+    probe: Any = importlib.import_module(f"exhibits.{exhibit}.probe")
+    ctx = FakeContext(snippet=load_snippet(source), options=options or RunOptions())
+    ctx.exhibit = exhibit
+    probe.run(ctx)
+    return ctx
+
+
+@pytest.fixture
+def probe_runner() -> Runner:
+    """``probe_runner(exhibit, source, options=None) -> FakeContext`` (events recorded)."""
+    return run_probe
+
+
+def example_sources(exhibit: str) -> dict[str, str]:
+    """``{name: source}`` of ``exhibits/<exhibit>/examples/*.py``."""
+    return {p.stem: p.read_text() for p in sorted((EXHIBITS / exhibit / "examples").glob("*.py"))}

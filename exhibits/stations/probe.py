@@ -1,0 +1,49 @@
+"""The stations exhibit's probe: the four stations of a jitted call, each a real JAX object.
+
+``jf = jax.jit(f, static_argnums, static_argnames)``; then
+
+* stage ``trace``: ``traced = jf.trace(*args, **kwargs)`` with eqns streamed as JAX records them
+  -> :class:`EqnRecorded` ..., :class:`JaxprStaged` (``traced.jaxpr``);
+* stage ``lower``: ``lowered = traced.lower()`` -> :class:`ModuleLowered` (``as_text()``,
+  ``as_text(dialect="hlo")``, op links from the debug locations);
+* stage ``compile``: ``compiled = lowered.compile()`` -> :class:`ExecutableCompiled`;
+* stage ``run``: ``compiled(*dynamic_args)`` -> :class:`ProgramExecuted`.
+
+:class:`StageTimed` events carry ``jax.monitoring``'s own durations of trace, lower and compile.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jaxscope.internals.calling import concrete_args, plan_call
+from jaxscope.internals.compiled import executable_compiled
+from jaxscope.internals.execution import program_executed
+from jaxscope.internals.lowering import module_lowered
+from jaxscope.internals.monitoring import stage_timers
+from jaxscope.internals.recording import recording_eqns
+from jaxscope.internals.views import jaxpr_view
+from jaxscope.protocol import JaxprStaged
+from jaxscope.sandbox.probe_api import ProbeContext
+
+
+def run(ctx: ProbeContext) -> None:
+    """Run the four stations on ``ctx.snippet`` (user exceptions propagate unchanged)."""
+    plan = plan_call(ctx.snippet)
+    jf = plan.jit()
+    with stage_timers(ctx.emit, plan.fun_name):
+        with ctx.stage("trace"), recording_eqns(ctx.emit):
+            traced: Any = jf.trace(*plan.args, **plan.kwargs, **plan.static_kwargs)
+        ctx.emit(JaxprStaged(fun_name=plan.fun_name, jaxpr=jaxpr_view(traced.jaxpr)))
+        with ctx.stage("lower"):
+            lowered: Any = traced.lower()
+            event = module_lowered(lowered, traced.jaxpr)
+        ctx.emit(event)
+        with ctx.stage("compile"):
+            compiled: Any = lowered.compile()
+            compiled_event = executable_compiled(compiled)
+        ctx.emit(compiled_event)
+    with ctx.stage("run"):
+        args = concrete_args(plan.dynamic_args())
+        executed = program_executed(compiled, args, plan.kwargs)
+    ctx.emit(executed)
