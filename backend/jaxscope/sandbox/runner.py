@@ -182,8 +182,13 @@ class ProbeMissing(Exception):
     """The exhibit's probe could not be imported in this worker."""
 
 
-def run_job(request: RunRequest, cpu_s: float, info: dict[str, Any], probes: dict[str, Any],
-            probe_errors: dict[str, str]) -> None:
+def run_job(
+    request: RunRequest,
+    cpu_s: float,
+    info: dict[str, Any],
+    probes: dict[str, Any],
+    probe_errors: dict[str, str],
+) -> None:
     """Run one job; emits events ending in exactly one terminal event. Never raises."""
     import jax
 
@@ -193,7 +198,7 @@ def run_job(request: RunRequest, cpu_s: float, info: dict[str, Any], probes: dic
 
     started = time.perf_counter()
     guard.set_cpu_budget(cpu_s)
-    jax.clear_caches()
+    jax.clear_caches()  # type: ignore[no-untyped-call]
     ctx = RunContext(request)
     _STDOUT.ctx = ctx
     try:

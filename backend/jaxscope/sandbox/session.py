@@ -1,0 +1,122 @@
+"""One user's session with the sandbox: a websocket connection, or one CLI invocation.
+
+A session validates each request before touching a worker (oversized code, unknown exhibit →
+``run_failed`` ``invalid_request``), leases a worker from the pool and keeps it while it is
+healthy (later runs of the SAME session reuse it: warm caches, no cross-user state), replaces it
+after a failure that leaves it dead or suspect, runs one job at a time, and kills its worker when
+it closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Collection
+
+from jaxscope.protocol import MAX_CODE_CHARS, RunFailed, RunFinished, RunRequest
+from jaxscope.sandbox.pool import WorkerPool
+from jaxscope.sandbox.worker import Emit, WorkerProcess, WorkerStartError
+
+# Clean-up tasks of killed workers, referenced so that they are not garbage-collected early.
+_REAPERS: set[asyncio.Future[int | None]] = set()
+
+
+def request_problem(request: RunRequest, exhibits: Collection[str]) -> str | None:
+    """Why ``request`` is refused before any worker sees it, or None when it is acceptable."""
+    if len(request.code) > MAX_CODE_CHARS:
+        return (
+            f"the code is {len(request.code):,} characters long; jaxscope accepts at most "
+            f"{MAX_CODE_CHARS:,}"
+        )
+    if request.exhibit not in exhibits:
+        return f"unknown exhibit {request.exhibit!r}; known: {', '.join(sorted(exhibits))}"
+    return None
+
+
+class Session:
+    """Runs a session's requests one at a time on its leased worker."""
+
+    def __init__(self, pool: WorkerPool, exhibits: Collection[str]) -> None:
+        self.pool = pool
+        self.exhibits = exhibits
+        self.worker: WorkerProcess | None = None
+        self._lock = asyncio.Lock()
+        self._cancel: asyncio.Event | None = None
+        self.current_run_id: str | None = None
+
+    def cancel(self, run_id: str | None = None) -> bool:
+        """Cancel the current run (if ``run_id`` is given, only when it is that run).
+        Returns whether a run was cancelled; it ends with ``run_failed`` ``cancelled``."""
+        if self._cancel is None or (run_id is not None and run_id != self.current_run_id):
+            return False
+        self._cancel.set()
+        return True
+
+    async def run(
+        self, request: RunRequest, emit: Emit, *, wall_s: float | None = None
+    ) -> RunFinished | RunFailed:
+        """Run ``request``; every event goes through ``emit``, the last one (returned) being the
+        run's only terminal event. ``wall_s`` overrides the pool's wall-clock limit."""
+        problem = request_problem(request, self.exhibits)
+        if problem is not None:
+            failed = RunFailed(kind="invalid_request", message=problem, run_id=request.run_id)
+            await emit(failed)
+            return failed
+        async with self._lock:
+            cancel = asyncio.Event()
+            self._cancel, self.current_run_id = cancel, request.run_id
+            try:
+                return await self._run_locked(request, emit, cancel, wall_s)
+            finally:
+                self._cancel, self.current_run_id = None, None
+
+    async def _run_locked(
+        self, request: RunRequest, emit: Emit, cancel: asyncio.Event, wall_s: float | None
+    ) -> RunFinished | RunFailed:
+        worker = self.worker
+        if worker is None or not worker.alive:
+            self.worker = None
+            acquiring = asyncio.ensure_future(self.pool.acquire())
+            waiting = asyncio.ensure_future(cancel.wait())
+            try:
+                await asyncio.wait({acquiring, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiting.cancel()
+            if not acquiring.done():
+                acquiring.cancel()
+                failed = RunFailed(
+                    kind="cancelled", message="the run was cancelled", run_id=request.run_id
+                )
+                await emit(failed)
+                return failed
+            try:
+                worker = acquiring.result()
+            except WorkerStartError as exc:
+                failed = RunFailed(kind="worker_crashed", message=str(exc), run_id=request.run_id)
+                await emit(failed)
+                return failed
+            self.worker = worker
+        try:
+            terminal = await worker.run(request, emit, cancel=cancel, wall_s=wall_s)
+        except BaseException:
+            # The consumer went away (websocket closed, task cancelled) mid-run: the worker
+            # is still busy with this job, so it cannot be reused.
+            worker.kill()
+            self.worker = None
+            reaper = asyncio.ensure_future(worker.wait_closed())
+            _REAPERS.add(reaper)
+            reaper.add_done_callback(_REAPERS.discard)
+            raise
+        if not worker.alive:
+            self.worker = None
+            await worker.wait_closed()
+        return terminal
+
+    async def close(self) -> None:
+        """Cancel any run and kill this session's worker."""
+        self.cancel()
+        async with self._lock:
+            if self.worker is not None:
+                worker, self.worker = self.worker, None
+                with contextlib.suppress(Exception):
+                    await worker.close()

@@ -1,0 +1,287 @@
+"""The sandbox through the real supervisor: success, every failure kind, limits and recovery."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import jax
+import jax.numpy as jnp
+import pytest
+from conftest import CASES, SandboxHarness, assert_one_terminal
+from jaxscope.protocol import (
+    JaxprStaged,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StdoutPrinted,
+)
+from jaxscope.sandbox.session import Session
+from jaxscope.settings import Limits
+
+SIN = """\
+import jax.numpy as jnp
+
+def f(x):
+    print("tracing f")
+    return jnp.sin(x) * 2.0
+
+args = (jnp.ones(3),)
+"""
+
+
+def failed(events: list) -> RunFailed:  # type: ignore[type-arg]
+    terminal = assert_one_terminal(events)
+    assert isinstance(terminal, RunFailed), terminal
+    return terminal
+
+
+def test_tracing_run_streams_real_jaxpr(sandbox: SandboxHarness) -> None:
+    events = sandbox.run(SIN)
+    terminal = assert_one_terminal(events)
+    assert isinstance(terminal, RunFinished)
+    started = events[0]
+    assert isinstance(started, RunStarted)
+    assert started.jax_version == jax.__version__
+    assert started.cpu_device_count == 8  # --xla_force_host_platform_device_count=8
+    staged = [e for e in events if isinstance(e, JaxprStaged)]
+    assert staged
+    ns: dict[str, object] = {}
+    exec(SIN, ns)
+    expected = str(jax.make_jaxpr(ns["f"])(jnp.ones(3)))  # type: ignore[arg-type]
+    assert staged[-1].jaxpr.text == expected
+    printed = [e for e in events if isinstance(e, StdoutPrinted)]
+    assert [(p.text, p.stage) for p in printed] == [("tracing f\n", "trace")]
+
+
+def test_syntax_error_has_line_and_column(sandbox: SandboxHarness) -> None:
+    code = "def f(x):\n    return x +* 2\nargs = (1.0,)\n"
+    f = failed(sandbox.run(code))
+    assert f.kind == "syntax"
+    assert f.error_class == "SyntaxError"
+    assert f.source is not None and f.source.line == 2
+    try:
+        compile(code, "<snippet>", "exec")
+    except SyntaxError as exc:
+        assert exc.offset is not None
+        assert f.source.column == exc.offset - 1
+    assert f.stage == "load"
+
+
+def test_missing_f_is_invalid_snippet(sandbox: SandboxHarness) -> None:
+    f = failed(sandbox.run("import jax.numpy as jnp\nargs = (jnp.ones(3),)\n"))
+    assert f.kind == "invalid_snippet"
+    assert "`f`" in f.message
+
+
+def test_user_exception_reports_only_user_frames(sandbox: SandboxHarness) -> None:
+    code = (
+        "import jax.numpy as jnp\n"
+        "def helper(x):\n"
+        "    raise ValueError('bad value ' + str(x.shape))\n"
+        "def f(x):\n"
+        "    return helper(x) + 1\n"
+        "args = (jnp.ones(3),)\n"
+    )
+    f = failed(sandbox.run(code))
+    assert f.kind == "user_exception"
+    assert f.error_class == "ValueError"
+    assert f.message == "bad value (3,)"
+    assert [(fr.line, fr.function) for fr in f.traceback] == [(5, "f"), (3, "helper")]
+    assert f.traceback[-1].text == "raise ValueError('bad value ' + str(x.shape))"
+    assert f.source is not None and f.source.line == 3
+
+
+def test_c01_tracer_error(sandbox: SandboxHarness) -> None:
+    expect = json.loads((CASES / "C01_escape_jit_broken.expect.json").read_text())
+    f = failed(sandbox.run((CASES / "C01_escape_jit_broken.py").read_text()))
+    assert f.kind == "tracer_error"
+    assert f.error_class == expect["error_class"] == "TracerBoolConversionError"
+    assert f.message.startswith(expect["error_first_line"])
+    assert f.source is not None and f.source.line == expect["error_user_line"] == 9
+    assert f.fix is not None and "jnp.where" in f.fix and "lax.cond" in f.fix
+    assert f.explanation
+
+
+@pytest.mark.parametrize(
+    ("body", "error_class", "needle"),
+    [
+        ("import subprocess\nsubprocess.run(['ls'])", "PermissionError", "subprocess"),
+        ("import os\nos.system('true')", "PermissionError", "os.system"),
+        (
+            "import socket\nsocket.create_connection(('127.0.0.1', 9))",
+            "PermissionError",
+            "network",
+        ),
+    ],
+)
+def test_process_and_network_refused(
+    sandbox: SandboxHarness, body: str, error_class: str, needle: str
+) -> None:
+    session = sandbox.session()
+    try:
+        code = body + "\ndef f(x):\n    return x\nargs = (1.0,)\n"
+        f = failed(sandbox.run(code, session=session))
+        assert f.kind == "user_exception"
+        assert f.error_class == error_class
+        assert f.message.startswith("jaxscope's sandbox does not allow")
+        assert needle in f.message
+        # The worker survives a refused call and is reused by the same session.
+        pid = session.worker.pid if session.worker else None
+        ok = assert_one_terminal(sandbox.run(SIN, session=session))
+        assert isinstance(ok, RunFinished)
+        assert session.worker is not None and session.worker.pid == pid
+    finally:
+        sandbox.call(session.close())
+
+
+def test_infinite_loop_times_out_and_next_run_works(sandbox: SandboxHarness) -> None:
+    session = sandbox.session()
+    try:
+        t0 = time.monotonic()
+        f = failed(sandbox.run("while True:\n    pass\n", session=session, wall_s=1.5))
+        elapsed = time.monotonic() - t0
+        assert f.kind == "timeout"
+        assert "wall-clock" in f.message
+        assert 1.4 < elapsed < 5.0
+        assert session.worker is None  # killed, to be replaced
+        ok = assert_one_terminal(sandbox.run(SIN, session=session))
+        assert isinstance(ok, RunFinished)
+    finally:
+        sandbox.call(session.close())
+
+
+def test_cpu_limit_ends_with_timeout() -> None:
+    harness = SandboxHarness(Limits(wall_s=20.0, cpu_s=1.0), size=0)
+    try:
+        t0 = time.monotonic()
+        f = failed(harness.run("while True:\n    pass\n"))
+        assert f.kind == "timeout"
+        assert "CPU-time limit" in f.message
+        assert time.monotonic() - t0 < 15.0
+    finally:
+        harness.close()
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "x = bytearray(8 * 2**30)\n",
+        "import jax.numpy as jnp\nx = jnp.ones((1 << 31,))\nx.block_until_ready()\n",
+    ],
+    ids=["bytearray", "jnp_ones"],
+)
+def test_memory_bomb(sandbox: SandboxHarness, code: str) -> None:
+    f = failed(sandbox.run(code))
+    assert f.kind == "memory", f
+
+
+@pytest.mark.parametrize(
+    ("code", "needle"),
+    [
+        ("import os\nos._exit(3)\n", "exit code 3"),
+        ("import ctypes\nctypes.string_at(0)\n", "SIGSEGV"),
+    ],
+    ids=["os_exit", "segfault"],
+)
+def test_worker_death_is_worker_crashed(sandbox: SandboxHarness, code: str, needle: str) -> None:
+    f = failed(sandbox.run(code))
+    assert f.kind == "worker_crashed"
+    assert needle in f.message
+
+
+def test_garbage_on_event_pipe_is_invalid_event(sandbox: SandboxHarness) -> None:
+    code = "import __main__, os\nos.write(__main__.EVENT_FD, b'{not an event}\\n')\n"
+    f = failed(sandbox.run(code))
+    assert f.kind == "invalid_event"
+    assert "not a protocol event" in f.message
+
+
+def test_cancel(sandbox: SandboxHarness) -> None:
+    session = sandbox.session()
+
+    async def scenario() -> list:  # type: ignore[type-arg]
+        task = asyncio.ensure_future(
+            sandbox.arun(session, "while True:\n    pass\n", run_id="to-cancel")
+        )
+        await asyncio.sleep(0.5)
+        while session.worker is None:  # wait until the run is on a worker
+            await asyncio.sleep(0.05)
+        assert session.cancel("other-run") is False
+        assert session.cancel("to-cancel") is True
+        return await task
+
+    try:
+        t0 = time.monotonic()
+        f = failed(sandbox.call(scenario()))
+        assert f.kind == "cancelled"
+        assert time.monotonic() - t0 < 5.0
+    finally:
+        sandbox.call(session.close())
+
+
+def test_concurrent_sessions_isolated(sandbox: SandboxHarness) -> None:
+    looping, normal = sandbox.session(), sandbox.session()
+
+    async def scenario() -> tuple[list, list, float]:  # type: ignore[type-arg]
+        loop_task = asyncio.ensure_future(
+            sandbox.arun(looping, "while True:\n    pass\n", wall_s=6.0)
+        )
+        ok = await sandbox.arun(normal, SIN)
+        finished_at = time.monotonic()
+        return await loop_task, ok, finished_at
+
+    try:
+        t0 = time.monotonic()
+        looped, ok, ok_at = sandbox.call(scenario())
+        assert failed(looped).kind == "timeout"
+        assert isinstance(assert_one_terminal(ok), RunFinished)
+        assert ok_at - t0 < 6.0  # the normal session did not wait for the looping one
+        assert looping.worker is None
+        assert normal.worker is not None
+    finally:
+        sandbox.call(looping.close())
+        sandbox.call(normal.close())
+
+
+def test_worker_reused_within_session_only(sandbox: SandboxHarness) -> None:
+    a, b = sandbox.session(), sandbox.session()
+    try:
+        sandbox.run(SIN, session=a)
+        pid_a = a.worker.pid if a.worker else None
+        sandbox.run("SECRET = 42\n" + SIN, session=a)
+        assert a.worker is not None and a.worker.pid == pid_a
+        events = sandbox.run(
+            "def f(x):\n    return x\nargs = (SECRET,)\n",
+            session=b,
+        )
+        f = failed(events)
+        assert f.kind == "user_exception" and f.error_class == "NameError"
+        assert b.worker is not None and b.worker.pid != pid_a
+    finally:
+        sandbox.call(a.close())
+        sandbox.call(b.close())
+
+
+@pytest.mark.parametrize(
+    ("code", "exhibit", "needle"),
+    [
+        ("x" * (10 * 2**20), "tracing", "at most"),
+        (SIN, "no_such_exhibit", "unknown exhibit"),
+    ],
+    ids=["10MB_paste", "unknown_exhibit"],
+)
+def test_invalid_request_never_reaches_a_worker(
+    sandbox: SandboxHarness, code: str, exhibit: str, needle: str
+) -> None:
+    session: Session = sandbox.session()
+    before = sandbox.pool.handed_out
+    f = failed(sandbox.run(code, exhibit=exhibit, session=session))
+    assert f.kind == "invalid_request"
+    assert needle in f.message
+    assert sandbox.pool.handed_out == before
+    assert session.worker is None
+    ok = assert_one_terminal(sandbox.run(SIN, session=session))
+    assert isinstance(ok, RunFinished)
+    sandbox.call(session.close())
