@@ -8,15 +8,24 @@ Events, in order:
   ``str(jax.make_jaxpr(f, static_argnums=...)(*args, **kwargs))`` byte for byte (static keyword
   arguments closed over, see ``jaxscope.internals.calling``). Python ``print`` output of ``f``
   during this stage is reported by the runner as ``stdout_printed`` with stage ``trace``.
-* stage ``call`` (``call_index`` 0, 1, ...): see :mod:`exhibits.tracing.calls`.
+* stage ``call`` (``call_index`` 0, 1, ...): ``jf = jax.jit(f, static_argnums,
+  static_argnames)`` is called with ``args`` (call 0), then once per ``ctx.options.calls`` entry
+  (same arguments, axis 0 grown by one, float16/int16 dtypes, or the user's expression: see
+  ``CallPlan.vary``); after each call, :class:`JitCalled` says whether it traced, the cache size,
+  what the user's code printed during the call, and JAX's cache-miss explanation.
+
+``make_jaxpr`` and ``jit`` share JAX's tracing caches, so before call 0 all caches are cleared
+(``jax.clear_caches()``): call 0 then traces exactly as a first call in a fresh process does.
 """
 
 from __future__ import annotations
 
-from jaxscope.internals.calling import plan_call
+import jax
+from jaxscope.internals.cache import cache_size, fresh_caches, observe_call
+from jaxscope.internals.calling import CallPlan, plan_call
 from jaxscope.internals.recording import recording_eqns
-from jaxscope.internals.views import jaxpr_view
-from jaxscope.protocol import JaxprStaged
+from jaxscope.internals.views import aval_view, jaxpr_view
+from jaxscope.protocol import CallSpec, JaxprStaged, JitCalled
 from jaxscope.sandbox.probe_api import ProbeContext
 
 
@@ -26,3 +35,27 @@ def run(ctx: ProbeContext) -> None:
     with ctx.stage("trace"), recording_eqns(ctx.emit):
         closed = plan.make_jaxpr()
     ctx.emit(JaxprStaged(fun_name=plan.fun_name, jaxpr=jaxpr_view(closed)))
+    call_sequence(ctx, plan)
+
+
+def call_sequence(ctx: ProbeContext, plan: CallPlan) -> None:
+    """Call ``jax.jit(f)`` once with ``args`` and once per ``ctx.options.calls`` entry."""
+    specs = [CallSpec(change="same"), *ctx.options.calls]
+    jf = plan.jit()
+    fresh_caches()
+    for index, spec in enumerate(specs):
+        with ctx.stage("call", call_index=index):
+            args, kwargs = plan.vary(spec.change, spec.expr, ctx.snippet.namespace)
+            with observe_call(plan.fun_name) as obs:
+                jax.block_until_ready(plan.call(jf, args, kwargs))
+        ctx.emit(
+            JitCalled(
+                call_index=index,
+                change=spec.change,
+                arg_avals=[aval_view(a) for a in plan.dynamic_avals(args, kwargs)],
+                traced=obs.traced,
+                cache_size=cache_size(jf),
+                printed=obs.printed,
+                explanation=obs.explanation,
+            )
+        )

@@ -18,7 +18,8 @@ So ``str(jax.make_jaxpr(plan.fun, static_argnums=plan.static_argnums)(*plan.args
 ``jax.ShapeDtypeStruct`` arguments can be traced, lowered and compiled, but not executed: to run a
 program, :func:`concrete_args` replaces them with zeros of that shape and dtype (``jnp.zeros``).
 
-This module uses public JAX only.
+This module uses public JAX, plus ``source_info_util.register_exclusion`` (it is on the stack
+while JAX traces, and must not be taken for the user's code).
 """
 
 from __future__ import annotations
@@ -30,8 +31,12 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax._src import source_info_util
 
 from jaxscope.sandbox.probe_api import Snippet
+
+source_info_util.register_exclusion(__file__)
 
 
 @dataclass(frozen=True)
@@ -79,10 +84,64 @@ class CallPlan:
             self.f, static_argnums=self.static_argnums, static_argnames=self.static_argnames
         )
 
-    def call(self, jitted: Callable[..., Any], args: tuple[Any, ...] | None = None) -> Any:
-        """Call a jitted ``f`` the way the snippet asks: all arguments, static ones included."""
+    def call(
+        self,
+        jitted: Callable[..., Any],
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        """Call a jitted ``f`` the way the snippet asks: all arguments, static ones included
+        (``args``/``kwargs`` default to the snippet's; ``kwargs`` are the dynamic ones)."""
         argv = self.args if args is None else args
-        return jitted(*argv, **self.kwargs, **self.static_kwargs)
+        kw = self.kwargs if kwargs is None else kwargs
+        return jitted(*argv, **kw, **self.static_kwargs)
+
+    def dynamic_avals(
+        self, args: tuple[Any, ...] | None = None, kwargs: dict[str, Any] | None = None
+    ) -> list[Any]:
+        """``jax.typeof`` of each leaf of the traced arguments (dynamic positional arguments,
+        then dynamic keyword arguments), in ``jax.tree.leaves`` order."""
+        kw = self.kwargs if kwargs is None else kwargs
+        leaves = jax.tree.leaves((self.dynamic_args(args), kw))
+        return [jax.typeof(leaf) for leaf in leaves]
+
+    def vary(
+        self, change: str, expr: str | None, namespace: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The ``(args, kwargs)`` of one "call again" (see :class:`jaxscope.protocol.CallSpec`).
+
+        ``same``: the snippet's arguments. ``shape``: every array leaf of the traced (dynamic)
+        arguments grows by one along axis 0 (its last row repeated; zeros when empty); 0-d arrays
+        and Python ``int``/``float`` scalars become shape ``(1,)``. ``dtype``: floating leaves
+        (Python floats included) become ``float16``, signed and unsigned integer leaves (Python
+        ints included) ``int16``; bool and complex leaves are kept. ``expr``: ``eval(expr,
+        namespace)``, which must give the full positional ``args`` tuple (static positions
+        included); keyword arguments stay the snippet's. Static arguments never change.
+        ``jax.ShapeDtypeStruct`` leaves are made concrete first (:func:`concrete_args`).
+        Raises ``TypeError`` when ``expr`` does not give a tuple or list.
+        """
+        if change == "expr":
+            if not expr:
+                raise TypeError("a call with change='expr' needs an expression giving args")
+            value = eval(expr, namespace)  # the user's own expression, in the sandbox
+            if isinstance(value, list):
+                value = tuple(value)
+            if not isinstance(value, tuple):
+                raise TypeError(
+                    f"the call expression {expr!r} must give a tuple of arguments, "
+                    f"got {type(value).__name__}"
+                )
+            return concrete_args(value), dict(self.kwargs)
+        args = concrete_args(self.args)
+        kwargs = dict(self.kwargs)
+        if change == "same":
+            return args, kwargs
+        leaf_fn = {"shape": _grow_leaf, "dtype": _narrow_leaf}.get(change)
+        if leaf_fn is None:
+            raise ValueError(f"unknown call change {change!r}")
+        static = set(self.normalized_argnums())
+        new_args = tuple(a if i in static else jax.tree.map(leaf_fn, a) for i, a in enumerate(args))
+        return new_args, jax.tree.map(leaf_fn, kwargs)
 
 
 def plan_call(snippet: Snippet) -> CallPlan:
@@ -100,6 +159,42 @@ def plan_call(snippet: Snippet) -> CallPlan:
         static_argnums=tuple(snippet.static_argnums),
         static_argnames=tuple(snippet.static_argnames),
     )
+
+
+def _is_py_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _grow_leaf(x: Any) -> Any:
+    """Axis 0 one longer (last row repeated); 0-d arrays and Python numbers become (1,)."""
+    if _is_py_number(x):
+        return np.asarray([x])
+    if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+        return x
+    xp: Any = jnp if isinstance(x, jax.Array) else np
+    if x.ndim == 0:
+        return xp.reshape(x, (1,))
+    if x.shape[0] == 0:
+        return xp.zeros((1, *x.shape[1:]), x.dtype)
+    return xp.concatenate([x, x[-1:]], axis=0)
+
+
+def _narrow_leaf(x: Any) -> Any:
+    """Floating -> float16, integer -> int16 (other dtypes kept)."""
+    if isinstance(x, bool):
+        return x
+    if isinstance(x, float):
+        return np.float16(x)
+    if isinstance(x, int):
+        return np.int16(x)
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or not hasattr(x, "astype"):
+        return x
+    if jnp.issubdtype(dtype, jnp.floating):
+        return x.astype(np.float16)
+    if jnp.issubdtype(dtype, jnp.integer):
+        return x.astype(np.int16)
+    return x
 
 
 def _concrete_leaf(x: Any) -> Any:

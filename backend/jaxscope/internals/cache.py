@@ -1,0 +1,143 @@
+"""Watch one call of a jitted function: did it trace, what did JAX say about the cache miss,
+what did the user's code print, and how big is the jit cache afterwards.
+
+Sources:
+
+* ``traced``: JAX reports ``/jax/core/compile/jaxpr_trace_duration`` through ``jax.monitoring``
+  (``register_event_duration_secs_listener``) each time it traces a function for ``jit`` at top
+  level, with ``fun_name`` the function's name (``pjit.py``). A call that hits the C++ fast path
+  or the Python-level caches traces nothing and reports nothing.
+* ``explanation``: with ``jax.explain_cache_misses(True)`` JAX logs, at WARNING on the logger
+  ``jax._src.interpreters.partial_eval`` (``pe.explain``), a ``TRACING CACHE MISS at ...``
+  message for each user function it traces anew; we collect those messages during the call.
+  ``pe.explain`` remembers the call sites it has reported in the module-level set
+  ``pe.callsites_with_tracing_cache_miss`` to add "maybe the function is being re-defined
+  repeatedly"; :func:`fresh_caches` empties it with the other caches, so that a previous run in
+  the same worker does not colour this run's explanations.
+* ``cache_size``: ``jitted._cache_size()``, the number of entries in the jitted function's C++
+  cache (``jaxlib`` ``PjitFunction``).
+* ``printed``: text written to ``sys.stdout`` during the call (Python ``print`` while tracing,
+  ``jax.debug.print`` while running), captured by a tee that also passes it on to the stdout that
+  was in place (the runner's, which reports it as ``stdout_printed``). The call waits for
+  ``jax.block_until_ready`` and ``jax.effects_barrier()`` so that ``jax.debug.print``'s host
+  callbacks have printed before the tee is removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import jax
+import jax.monitoring
+from jax._src import source_info_util
+from jax._src.interpreters import partial_eval as pe
+
+from jaxscope.internals.monitoring import TRACE_EVENT
+
+source_info_util.register_exclusion(__file__)
+
+EXPLAIN_LOGGER = "jax._src.interpreters.partial_eval"
+
+
+def fresh_caches() -> None:
+    """``jax.clear_caches()`` (every Python-level and C++ jit cache), and forget the call sites
+    ``pe.explain`` has reported cache misses at."""
+    jax.clear_caches()
+    pe.callsites_with_tracing_cache_miss.clear()
+
+
+def cache_size(jitted: Any) -> int:
+    """``jitted._cache_size()``: entries in the jitted function's C++ cache."""
+    return int(jitted._cache_size())
+
+
+class _Tee(io.TextIOBase):
+    """Write to a buffer and to the stream that was ``sys.stdout`` before."""
+
+    def __init__(self, passthrough: TextIO) -> None:
+        super().__init__()
+        self.passthrough = passthrough
+        self.buffer_ = io.StringIO()
+        self._lock = threading.Lock()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        with self._lock:
+            self.buffer_.write(s)
+        self.passthrough.write(s)
+        return len(s)
+
+    def flush(self) -> None:
+        self.passthrough.flush()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.passthrough, "encoding", "utf-8")
+
+    def isatty(self) -> bool:
+        return False
+
+
+class _ListHandler(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@dataclass
+class CallObservation:
+    """What one observed call did (filled in when the ``observe_call`` block exits)."""
+
+    traced: bool = False
+    trace_events: int = 0
+    printed: str = ""
+    explanation: str = ""
+    messages: list[str] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def observe_call(fun_name: str) -> Iterator[CallObservation]:
+    """Observe the block (one call of ``jax.jit(f)``, with ``f.__name__ == fun_name``).
+
+    The caller should block on the outputs inside the block (``jax.block_until_ready``);
+    on exit we also run ``jax.effects_barrier()``. ``traced`` is true when JAX reported a trace
+    of ``fun_name``; ``explanation`` joins JAX's cache-miss messages (empty on a hit).
+    """
+    obs = CallObservation()
+
+    def on_duration(event: str, duration_secs: float, **kwargs: Any) -> None:
+        del duration_secs
+        if event == TRACE_EVENT and kwargs.get("fun_name") == fun_name:
+            obs.trace_events += 1
+
+    handler = _ListHandler()
+    logger = logging.getLogger(EXPLAIN_LOGGER)
+    tee = _Tee(sys.stdout)
+    jax.monitoring.register_event_duration_secs_listener(on_duration)
+    logger.addHandler(handler)
+    previous_stdout = sys.stdout
+    sys.stdout = tee
+    try:
+        with jax.explain_cache_misses(True):
+            yield obs
+            jax.effects_barrier()
+    finally:
+        sys.stdout = previous_stdout
+        logger.removeHandler(handler)
+        jax.monitoring.unregister_event_duration_listener(on_duration)
+        obs.traced = obs.trace_events > 0
+        obs.printed = tee.buffer_.getvalue()
+        obs.messages = list(handler.messages)
+        obs.explanation = "\n".join(handler.messages)
