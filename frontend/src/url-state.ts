@@ -80,9 +80,9 @@ export function decodeFragment(fragment: string): SharedState | null {
   return { exhibit, code, options };
 }
 
-/** Storage key of the editor draft of `exhibit`. */
-export function draftKey(exhibit: string): string {
-  return `jaxscope:draft:${exhibit}`;
+/** Storage key of the editor draft in `slot` (the shell keeps one draft, slot `editor`). */
+export function draftKey(slot: string): string {
+  return `jaxscope:draft:${slot}`;
 }
 
 /** The subset of `Storage` used here (a test passes a Map-backed fake). */
@@ -91,18 +91,18 @@ export interface DraftStorage {
   setItem(key: string, value: string): void;
 }
 
-/** Save the editor text of `exhibit`; storage errors (quota, private mode) are ignored. */
-export function saveDraft(storage: DraftStorage, exhibit: string, code: string): void {
+/** Save the editor text in `slot`; storage errors (quota, private mode) are ignored. */
+export function saveDraft(storage: DraftStorage, slot: string, code: string): void {
   try {
-    storage.setItem(draftKey(exhibit), code);
+    storage.setItem(draftKey(slot), code);
   } catch {
     // Losing a draft is better than breaking the editor.
   }
 }
 
-export function loadDraft(storage: DraftStorage, exhibit: string): string | null {
+export function loadDraft(storage: DraftStorage, slot: string): string | null {
   try {
-    return storage.getItem(draftKey(exhibit));
+    return storage.getItem(draftKey(slot));
   } catch {
     return null;
   }

@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest';
+import { eqnRecorded, runFailed, runFinished, runStarted, stageStarted } from '../test/events';
+import { IDLE_STATE, applyEvent, failLocally, startRun } from './reducer';
+import type { RunState } from './reducer';
+import type { Event } from '../protocol';
+
+const OPTIONS = { calls: [] };
+
+function feed(state: RunState, events: Event[], now = 1000): RunState {
+  return events.reduce((s, e, i) => applyEvent(s, e, now + i), state);
+}
+
+describe('applyEvent', () => {
+  it('ignores events while idle', () => {
+    expect(applyEvent(IDLE_STATE, runStarted('r1', 0), 0)).toBe(IDLE_STATE);
+  });
+
+  it('keeps events in seq order, whatever the arrival order', () => {
+    const s = feed(startRun('r1', 'tracing', OPTIONS, 0), [
+      runStarted('r1', 0),
+      eqnRecorded('r1', 2, 1),
+      stageStarted('r1', 1, 'trace'),
+      eqnRecorded('r1', 3, 2),
+    ]);
+    expect(s.events.map((e) => e.seq)).toEqual([0, 1, 2, 3]);
+    expect(s.status).toBe('running');
+  });
+
+  it('ignores events of another run and duplicates', () => {
+    const s0 = startRun('r2', 'tracing', OPTIONS, 0);
+    const s1 = feed(s0, [runStarted('r2', 0), eqnRecorded('r2', 1, 0)]);
+    expect(applyEvent(s1, eqnRecorded('r1', 2, 0), 5)).toBe(s1);
+    expect(applyEvent(s1, eqnRecorded('r2', 1, 7), 5)).toBe(s1);
+    expect(s1.events).toHaveLength(2);
+    expect((s1.events[1] as Event & { index: number }).index).toBe(0);
+  });
+
+  it('ends at exactly one terminal event and ignores anything after it', () => {
+    const done = feed(startRun('r1', 'stations', OPTIONS, 0), [
+      runStarted('r1', 0),
+      stageStarted('r1', 1, 'compile'),
+      runFinished('r1', 2),
+    ]);
+    expect(done.status).toBe('finished');
+    expect(done.terminal?.type).toBe('run_finished');
+    expect(done.stage).toBeNull();
+    const after = feed(done, [runFailed('r1', 3, 'cancelled'), eqnRecorded('r1', 4, 0)]);
+    expect(after).toBe(done);
+    expect(after.events.filter((e) => e.type === 'run_finished' || e.type === 'run_failed')).toHaveLength(1);
+    expect(after.error).toBeNull();
+  });
+
+  it('holds the failure of a failed run', () => {
+    const failure = runFailed('r1', 2);
+    const s = feed(startRun('r1', 'tracing', OPTIONS, 0), [runStarted('r1', 0), stageStarted('r1', 1, 'trace'), failure], 100);
+    expect(s.status).toBe('failed');
+    expect(s.error).toEqual(failure);
+    expect(s.terminal).toBe(s.error);
+    expect(s.endedAt).toBe(102);
+  });
+
+  it('tracks the current stage and when it started, by the client clock', () => {
+    let s = startRun('r1', 'stations', OPTIONS, 50);
+    s = applyEvent(s, runStarted('r1', 0), 60);
+    expect(s.stage).toBeNull();
+    s = applyEvent(s, stageStarted('r1', 1, 'trace'), 70);
+    expect([s.stage, s.stageStartedAt]).toEqual(['trace', 70]);
+    s = applyEvent(s, stageStarted('r1', 2, 'lower'), 90);
+    expect([s.stage, s.stageStartedAt]).toEqual(['lower', 90]);
+    // A late-arriving older stage_started does not move the stage backwards.
+    s = applyEvent(s, stageStarted('r1', 3, 'compile'), 95);
+    const late = applyEvent(startRun('r1', 'stations', OPTIONS, 0), stageStarted('r1', 3, 'compile'), 1);
+    expect(applyEvent(late, stageStarted('r1', 1, 'trace'), 2).stage).toBe('compile');
+    expect(s.startedAt).toBe(50);
+  });
+
+  it('a new run starts from scratch', () => {
+    const old = feed(startRun('r1', 'tracing', OPTIONS, 0), [runStarted('r1', 0), runFinished('r1', 1)]);
+    const fresh = startRun('r2', 'stations', { calls: [{ change: 'shape', expr: null }] }, 10);
+    expect(fresh.events).toEqual([]);
+    expect(fresh.terminal).toBeNull();
+    expect(applyEvent(fresh, runFinished('r1', 2), 11)).toBe(fresh);
+    expect(old.status).toBe('finished');
+  });
+
+  it('failLocally fails a running run once, and only a running one', () => {
+    const running = feed(startRun('r1', 'tracing', OPTIONS, 0), [runStarted('r1', 0)]);
+    const lost = failLocally(running, 'connection lost', 9);
+    expect([lost.status, lost.clientError, lost.endedAt]).toEqual(['failed', 'connection lost', 9]);
+    expect(applyEvent(lost, runFinished('r1', 1), 10)).toBe(lost);
+    const finished = applyEvent(running, runFinished('r1', 1), 3);
+    expect(failLocally(finished, 'x', 4)).toBe(finished);
+  });
+});
