@@ -1,0 +1,151 @@
+"""The FastAPI application: health, the exhibit catalogue, the websocket, the built frontend.
+
+``create_app(settings)`` checks every exhibit has all its parts (fails loudly otherwise), starts
+warming the worker pool at startup (so a cold server answers its first trace quickly), enforces
+the token and ``Origin`` rules of :mod:`jaxscope.server.security`, and adds a strict
+Content-Security-Policy to HTML and ``X-Content-Type-Options: nosniff`` to every response. The
+server process never imports JAX: the JAX version comes from the package metadata.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request, Response, WebSocket
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+
+from exhibits.registry import EXHIBITS
+from jaxscope.protocol import Catalogue
+from jaxscope.sandbox.pool import WorkerPool
+from jaxscope.sandbox.session import Session
+from jaxscope.server.catalogue import build_catalogue, check_exhibits
+from jaxscope.server.security import (
+    TOKEN_COOKIE,
+    content_security_policy,
+    origin_ok,
+    presented_token,
+    token_ok,
+)
+from jaxscope.server.ws import serve_session
+from jaxscope.settings import Settings
+
+# WebSocket close code "policy violation" (RFC 6455); before accept, uvicorn answers HTTP 403.
+POLICY_VIOLATION = 1008
+
+NOT_BUILT_PAGE = """<!doctype html><meta charset="utf-8"><title>jaxscope</title>
+<link rel="icon" href="data:,">
+<p>jaxscope's backend is running, but the frontend is not built
+(<code>frontend/dist</code> is missing). Run <code>make serve</code>, or
+<code>npm ci &amp;&amp; npm run build</code>, then reload.</p>
+"""
+
+
+def with_token(settings: Settings) -> Settings:
+    """``settings`` with a generated token when the bind is not loopback and none was given."""
+    if not settings.loopback and settings.token is None:
+        return dataclasses.replace(settings, token=secrets.token_urlsafe(24))
+    return settings
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The jaxscope app for ``settings``; raises ``IncompleteExhibit`` when an exhibit folder
+    lacks a part (unless ``settings.check_exhibits`` is false). ``app.state.settings`` holds the
+    effective settings (with the generated token, if any), ``app.state.pool`` the worker pool."""
+    settings = with_token(settings or Settings())
+    if settings.check_exhibits:
+        check_exhibits()
+    pool = WorkerPool(settings.limits, size=settings.workers)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        pool.start()
+        try:
+            yield
+        finally:
+            await pool.close()
+
+    app = FastAPI(title="jaxscope", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.settings = settings
+    app.state.pool = pool
+    catalogue = build_catalogue()
+    dist: Path = settings.frontend_dist
+    built = (dist / "index.html").is_file()
+
+    @app.middleware("http")
+    async def guard(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        presented = presented_token(request.query_params, request.headers)
+        if not token_ok(settings, presented):
+            response: Response = JSONResponse(
+                {"detail": "a valid token is required: open the URL jaxscope printed at start"},
+                status_code=401,
+            )
+        else:
+            response = await call_next(request)
+            if settings.token is not None and request.query_params.get("token"):
+                response.set_cookie(TOKEN_COOKIE, settings.token, httponly=True, samesite="strict")
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        if response.headers.get("content-type", "").startswith("text/html"):
+            response.headers["Content-Security-Policy"] = content_security_policy(
+                request.headers, request.url.scheme
+            )
+        return response
+
+    @app.get("/api/health")
+    async def health() -> dict[str, Any]:
+        """Liveness, versions (from package metadata: no JAX import here) and pool state."""
+        return {
+            "status": "ok",
+            "jax_version": _version("jax"),
+            "jaxlib_version": _version("jaxlib"),
+            "jaxscope_version": _version("jaxscope"),
+            "pool": pool.state(),
+            "exhibits": list(EXHIBITS),
+            "frontend_built": built,
+        }
+
+    @app.get("/api/exhibits")
+    async def exhibits() -> Catalogue:
+        return catalogue
+
+    @app.websocket("/api/ws")
+    async def ws(websocket: WebSocket) -> None:
+        presented = presented_token(websocket.query_params, websocket.headers)
+        if not token_ok(settings, presented) or not origin_ok(
+            settings, websocket.headers, websocket.url.scheme
+        ):
+            await websocket.close(code=POLICY_VIOLATION)
+            return
+        await websocket.accept()
+        await serve_session(websocket, Session(pool, EXHIBITS))
+
+    if built:
+
+        @app.get("/", include_in_schema=False)
+        async def index() -> FileResponse:
+            return FileResponse(dist / "index.html", media_type="text/html")
+
+        app.mount("/", StaticFiles(directory=dist, html=True), name="frontend")
+    else:
+
+        @app.get("/", include_in_schema=False)
+        async def not_built() -> HTMLResponse:
+            return HTMLResponse(NOT_BUILT_PAGE)
+
+    return app

@@ -1,0 +1,34 @@
+"""The exhibit catalogue (``GET /api/exhibits``) from the static registry; no JAX, no probe."""
+
+from __future__ import annotations
+
+from exhibits.registry import EXHIBITS, Exhibit, missing_parts
+from jaxscope.protocol import Catalogue
+
+
+def build_catalogue(exhibits: dict[str, Exhibit] | None = None) -> Catalogue:
+    """Every exhibit's :class:`~jaxscope.protocol.ExhibitInfo`, and the source of every
+    ``exhibits/<id>/examples/*.py`` keyed ``"<id>/<stem>"``."""
+    table = EXHIBITS if exhibits is None else exhibits
+    examples: dict[str, str] = {}
+    for exhibit in table.values():
+        for stem in exhibit.examples():
+            path = exhibit.folder / "examples" / f"{stem}.py"
+            examples[f"{exhibit.id}/{stem}"] = path.read_text(encoding="utf-8")
+    return Catalogue(exhibits=[e.info() for e in table.values()], examples=examples)
+
+
+class IncompleteExhibit(RuntimeError):
+    """An exhibit folder lacks a required part (raised at server start)."""
+
+
+def check_exhibits(exhibits: dict[str, Exhibit] | None = None) -> None:
+    """Raise :class:`IncompleteExhibit` naming every exhibit part that is missing."""
+    table = EXHIBITS if exhibits is None else exhibits
+    problems = [
+        f"exhibits/{e.id}/ lacks {', '.join(missing)}"
+        for e in table.values()
+        if (missing := missing_parts(e))
+    ]
+    if problems:
+        raise IncompleteExhibit("incomplete exhibits: " + "; ".join(problems))
