@@ -1,0 +1,229 @@
+"""The ``jaxscope`` command: ``serve`` the explorer, or ``run`` an exhibit headless.
+
+``jaxscope run EXHIBIT FILE`` goes through the same sandbox as the server (a worker pool and a
+session, in this process's event loop; no server needed). Output: a short summary by default,
+``--json`` every event as one JSON line, ``--print ARTEFACT`` that artefact's text alone (e.g.
+``--print jaxpr`` is ``str(jax.make_jaxpr(f, static_argnums=...)(*args))`` plus a newline). The
+exit status is 1 when the run fails (kind, JAX's error class and message, and ``line N`` go to
+stderr) and 2 on a usage error. Limits come from ``JAXSCOPE_*`` variables and the flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import dataclasses
+import os
+import sys
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from exhibits.registry import EXHIBITS
+from jaxscope.protocol import EventModel, RunFailed, RunFinished, RunRequest
+from jaxscope.settings import Limits, Settings, settings_from_env
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def _limit_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cpu", type=float, default=None, metavar="S", help="CPU seconds per run")
+    parser.add_argument(
+        "--memory-gib",
+        type=float,
+        default=None,
+        metavar="G",
+        help="address-space limit of a worker in GiB (0 = none)",
+    )
+
+
+def _limits(base: Limits, ns: argparse.Namespace, wall: float | None) -> Limits:
+    changes: dict[str, float | int] = {}
+    if wall is not None:
+        changes["wall_s"] = wall
+    if ns.cpu is not None:
+        changes["cpu_s"] = ns.cpu
+    if ns.memory_gib is not None:
+        changes["address_space_bytes"] = int(ns.memory_gib * 2**30)
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jaxscope", description="A visual explorer and debugger of JAX internals."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="serve the explorer (FastAPI + the built frontend)")
+    serve.add_argument("--host", default=None, help="bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="port (default 8000)")
+    serve.add_argument(
+        "--token", default=None, help="access token (generated for a non-loopback host)"
+    )
+    serve.add_argument("--workers", type=int, default=None, help="warm idle workers (default 2)")
+    serve.add_argument(
+        "--timeout", type=float, default=None, metavar="S", help="wall-clock seconds per run"
+    )
+    _limit_flags(serve)
+
+    run = sub.add_parser("run", help="run an exhibit on a snippet file, headless")
+    run.add_argument("exhibit", help=f"exhibit id ({', '.join(EXHIBITS)})")
+    run.add_argument("file", type=Path, help="the snippet (a .py file defining f and args)")
+    out = run.add_mutually_exclusive_group()
+    out.add_argument("--print", dest="artefact", metavar="ARTEFACT", help="print one artefact")
+    out.add_argument("--json", action="store_true", help="every event as one JSON line")
+    run.add_argument(
+        "--timeout", type=float, default=None, metavar="S", help="wall-clock seconds per run"
+    )
+    _limit_flags(run)
+    return parser
+
+
+def _serve(ns: argparse.Namespace) -> int:
+    import uvicorn
+
+    from jaxscope.server.app import create_app, with_token
+    from jaxscope.server.catalogue import IncompleteExhibit
+
+    settings = settings_from_env(host=ns.host, port=ns.port, token=ns.token, workers=ns.workers)
+    settings = with_token(
+        dataclasses.replace(settings, limits=_limits(settings.limits, ns, ns.timeout))
+    )
+    try:
+        app = create_app(settings)
+    except IncompleteExhibit as exc:
+        print(f"jaxscope: cannot start: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    url = f"http://{host}:{settings.port}/"
+    if settings.token is not None:
+        url += f"?token={settings.token}"
+    print(f"jaxscope is serving at {url}", flush=True)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+    return 0
+
+
+def describe_failure(failed: RunFailed) -> str:
+    """The stderr text of a failed run: kind, JAX's error class and message, ``line N``."""
+    head = f"jaxscope: run failed ({failed.kind})"
+    what = f"{failed.error_class}: {failed.message}" if failed.error_class else failed.message
+    lines = [f"{head}: {what}"]
+    if failed.source is not None:
+        text = next(
+            (fr.text for fr in reversed(failed.traceback) if fr.line == failed.source.line), None
+        )
+        col = f", column {failed.source.column}" if failed.source.column is not None else ""
+        where = f"  at line {failed.source.line}{col}"
+        if failed.source.function:
+            where += f" in {failed.source.function}"
+        lines.append(where + (f": {text}" if text else ""))
+    if failed.stage:
+        lines.append(f"  stage: {failed.stage}")
+    if failed.explanation:
+        lines.append(f"  why: {failed.explanation}")
+    if failed.fix:
+        lines.append(f"  fix: {failed.fix}")
+    return "\n".join(lines) + "\n"
+
+
+async def run_headless(
+    exhibit: str, code: str, settings: Settings, *, stream: TextIO | None = None
+) -> list[EventModel]:
+    """Run ``exhibit`` on ``code`` through a one-session pool; events in order (the last is
+    the terminal one). With ``stream``, each event is also written there as one JSON line."""
+    from jaxscope.sandbox.pool import WorkerPool
+    from jaxscope.sandbox.session import Session
+
+    pool = WorkerPool(settings.limits, size=0)
+    session = Session(pool, EXHIBITS)
+    events: list[EventModel] = []
+
+    async def emit(event: EventModel) -> None:
+        events.append(event)
+        if stream is not None:
+            stream.write(event.model_dump_json() + "\n")
+            stream.flush()
+
+    request = RunRequest(run_id=uuid.uuid4().hex[:12], exhibit=exhibit, code=code)
+    try:
+        await session.run(request, emit)
+    finally:
+        await session.close()
+        await pool.close()
+    return events
+
+
+def _summary(events: Sequence[EventModel], exhibit: str) -> str:
+    counts = collections.Counter(e.type for e in events)
+    terminal = events[-1]
+    lines = [f"exhibit {exhibit}: {terminal.type}"]
+    if isinstance(terminal, RunFinished):
+        lines[0] += f" in {terminal.duration_ms:.1f} ms (worker time)"
+    lines.append("events: " + ", ".join(f"{t} x{n}" for t, n in counts.items()))
+    available = [
+        name for name, extract in EXHIBITS[exhibit].artefacts.items() if extract(events) is not None
+    ]
+    if available:
+        lines.append("artefacts (--print): " + ", ".join(available))
+    return "\n".join(lines) + "\n"
+
+
+def _run(ns: argparse.Namespace) -> int:
+    exhibit = EXHIBITS.get(ns.exhibit)
+    if exhibit is None:
+        print(
+            f"jaxscope: unknown exhibit {ns.exhibit!r}; known: {', '.join(EXHIBITS)}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if ns.artefact is not None and ns.artefact not in exhibit.artefacts:
+        print(
+            f"jaxscope: exhibit {exhibit.id!r} has no artefact {ns.artefact!r}; "
+            f"valid: {', '.join(exhibit.artefacts)}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        code = ns.file.read_text(encoding="utf-8")
+    except OSError as exc:
+        print(f"jaxscope: cannot read {ns.file}: {exc.strerror}", file=sys.stderr)
+        return EXIT_USAGE
+    settings = settings_from_env(workers=0)
+    settings = dataclasses.replace(settings, limits=_limits(settings.limits, ns, ns.timeout))
+    events = asyncio.run(
+        run_headless(exhibit.id, code, settings, stream=sys.stdout if ns.json else None)
+    )
+    terminal = events[-1]
+    if isinstance(terminal, RunFailed):
+        sys.stderr.write(describe_failure(terminal))
+        return EXIT_FAILED
+    if ns.artefact is not None:
+        text = exhibit.artefacts[ns.artefact](events)
+        if text is None:
+            print(f"jaxscope: the run produced no {ns.artefact!r}", file=sys.stderr)
+            return EXIT_FAILED
+        sys.stdout.write(text + "\n")
+    elif not ns.json:
+        sys.stdout.write(_summary(events, exhibit.id))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``jaxscope`` console script; returns the exit status."""
+    ns = build_parser().parse_args(argv)
+    if ns.command == "serve":
+        return _serve(ns)
+    try:
+        return _run(ns)
+    except BrokenPipeError:
+        # The reader of stdout went away (`| head`): stop quietly, like other Unix tools.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())
