@@ -51,6 +51,8 @@ const theme = EditorView.theme({
 export function editorExtensions(callbacks: EditorCallbacks): Extension[] {
   return [
     basicSetup,
+    // The editor column is narrow; wrapped lines keep the whole snippet visible.
+    EditorView.lineWrapping,
     python(),
     indentUnit.of('    '),
     syntaxHighlighting(highlightStyle),
