@@ -1,0 +1,156 @@
+"""Error classification (``sandbox/errors.py``) on real exceptions raised by JAX and Python, and
+the supervisor's classification of worker deaths (``sandbox/worker.classify_death``)."""
+
+from __future__ import annotations
+
+import signal
+
+import jax
+import pytest
+from jaxscope.protocol import RunFailed
+from jaxscope.sandbox.errors import classify
+from jaxscope.sandbox.snippet import InvalidSnippet, load_snippet
+from jaxscope.sandbox.worker import classify_death, worker_env
+from jaxscope.settings import Limits
+
+
+def failure_of(code: str) -> RunFailed:
+    """Load ``code`` as a snippet and trace ``f`` with ``jax.jit``; classify what escapes."""
+    try:
+        snippet = load_snippet(code)
+        jax.jit(snippet.f, static_argnums=snippet.static_argnums)(*snippet.args)
+    except Exception as exc:
+        return classify(exc, "trace")
+    raise AssertionError("no exception")
+
+
+HEAD = "import jax, jax.numpy as jnp\nfrom jax import lax\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "error_class", "line", "fix_needle"),
+    [
+        (
+            "def f(x):\n    if x > 0:\n        return x\n    return -x\nargs = (1.0,)\n",
+            "TracerBoolConversionError",
+            4,
+            "jnp.where",
+        ),
+        (
+            "def f(x, n):\n    return x * int(n)\nargs = (1.0, 3)\n",
+            "ConcretizationTypeError",
+            4,
+            "static_argnums",
+        ),
+        (
+            "def f(x, n):\n    for i in range(n):\n        x = x * 2\n    return x\n"
+            "args = (1.0, 3)\n",
+            "TracerIntegerConversionError",
+            4,
+            "static_argnums",
+        ),
+        (
+            "def f(n):\n    return jnp.arange(n)\nargs = (3,)\n",
+            "ConcretizationTypeError",
+            4,
+            "static_argnums",
+        ),
+        (
+            "import numpy as np\ndef f(x):\n    return np.asarray(x)\nargs = (jnp.ones(2),)\n",
+            "TracerArrayConversionError",
+            5,
+            "jax.numpy",
+        ),
+        (
+            "def f(x):\n    return x[x > 0]\nargs = (jnp.ones(3),)\n",
+            "NonConcreteBooleanIndexError",
+            4,
+            "jnp.where",
+        ),
+    ],
+    ids=["if", "int", "range", "arange", "np_asarray", "bool_index"],
+)
+def test_tracer_errors(body: str, error_class: str, line: int, fix_needle: str) -> None:
+    failed = failure_of(HEAD + body)
+    assert failed.kind == "tracer_error"
+    assert failed.error_class == error_class
+    assert failed.source is not None and failed.source.line == line
+    assert failed.fix is not None and fix_needle in failed.fix
+    assert failed.explanation
+    assert failed.stage == "trace"
+
+
+def test_leaked_tracer() -> None:
+    code = HEAD + (
+        "saved = []\n"
+        "def g(x):\n"
+        "    saved.append(x)\n"
+        "    return x\n"
+        "def f(x):\n"
+        "    jax.jit(g)(x)\n"
+        "    return saved[0] + 1\n"
+        "args = (1.0,)\n"
+    )
+    snippet = load_snippet(code)
+    with pytest.raises(jax.errors.UnexpectedTracerError) as info:
+        snippet.f(*snippet.args)
+    failed = classify(info.value, "trace")
+    assert failed.kind == "tracer_error"
+    assert failed.fix is not None and "Return values" in failed.fix
+
+
+def test_invalid_snippet_and_memory_and_plain() -> None:
+    assert classify(InvalidSnippet("no f"), "load").kind == "invalid_snippet"
+    assert classify(MemoryError(), "trace").kind == "memory"
+    oom = jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 4294967296")
+    assert classify(oom, "run").kind == "memory"
+    other = classify(KeyError("k"), "run")
+    assert (other.kind, other.error_class, other.traceback, other.source) == (
+        "user_exception",
+        "KeyError",
+        [],
+        None,
+    )
+
+
+def test_syntax_error_outside_snippet_is_user_exception() -> None:
+    # A SyntaxError from code the user compiles at run time is not a syntax error of the snippet.
+    failed = failure_of(HEAD + "def f(x):\n    eval('1 +')\n    return x\nargs = (1.0,)\n")
+    assert failed.kind == "user_exception"
+    assert failed.error_class == "SyntaxError"
+    assert failed.source is not None and failed.source.line == 4
+
+
+LIMITS = Limits(cpu_s=7.0, address_space_bytes=3 * 2**30)
+
+
+@pytest.mark.parametrize(
+    ("returncode", "stderr", "kind", "needle"),
+    [
+        (-signal.SIGXCPU, "", "timeout", "CPU-time limit of 7 s"),
+        (
+            -signal.SIGABRT,
+            "terminate called after throwing an instance of 'std::bad_alloc'\n",
+            "memory",
+            "3 GiB",
+        ),
+        (1, "MemoryError\n", "memory", "MemoryError"),
+        (3, "", "worker_crashed", "exit code 3"),
+        (-signal.SIGSEGV, "", "worker_crashed", "killed by SIGSEGV"),
+        (None, "", "worker_crashed", "unknown exit status"),
+    ],
+)
+def test_classify_death(returncode: int | None, stderr: str, kind: str, needle: str) -> None:
+    got_kind, message = classify_death(returncode, stderr, limits=LIMITS)
+    assert got_kind == kind
+    assert needle in message
+
+
+def test_worker_env_keeps_flags_and_platforms() -> None:
+    env = worker_env({"XLA_FLAGS": "--xla_dump_to=/tmp/x", "PATH": "/bin"})
+    assert env["XLA_FLAGS"] == "--xla_dump_to=/tmp/x --xla_force_host_platform_device_count=8"
+    assert "JAX_PLATFORMS" not in env
+    assert (
+        worker_env({"XLA_FLAGS": "--xla_force_host_platform_device_count=4"})["XLA_FLAGS"]
+        == "--xla_force_host_platform_device_count=4"
+    )
