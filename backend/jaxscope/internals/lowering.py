@@ -26,7 +26,7 @@ from typing import Any
 
 from jax._src import source_info_util
 
-from jaxscope.internals.views import eqn_sources
+from jaxscope.internals.views import eqn_sources, snippet_frames
 from jaxscope.protocol import ModuleLowered, OpLink, SourceLoc
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
 
@@ -267,24 +267,94 @@ def _compatible(primitive: str, params_name: str | None, stack: str | None) -> b
     return primitive in parts or (params_name is not None and f"jit({params_name})" in parts)
 
 
+_FUNC_RE = re.compile(r"^\s*func\.func (?:public |private )?@([\w.$-]+)\(")
+_CALL_RE = re.compile(
+    r"^\s*(?:%[\w#:.-]+(?:\s*,\s*%[\w#:.-]+)*\s*=\s*)?(?:func\.)?call @([\w.$-]+)\("
+)
+
+
+def _snippet_chain(loc: Loc) -> tuple[tuple[int, int], ...]:
+    return tuple((fl.line, fl.column) for fl, _ in frames(loc) if fl.file == SNIPPET_FILENAME)
+
+
+class _EqnIndex:
+    """The top-level eqns of a staged jaxpr, searchable by user source and by ``jit`` name."""
+
+    def __init__(self, closed_jaxpr: Any) -> None:
+        self.eqns = list(closed_jaxpr.jaxpr.eqns)
+        self.lines = [s.line if s is not None else None for s in eqn_sources(closed_jaxpr)]
+        self.chains = [snippet_frames(e.source_info.traceback) for e in self.eqns]
+
+    def _narrow(self, found: list[int], stack: str | None) -> list[int]:
+        if len(found) <= 1:
+            return found
+        narrowed = [
+            k
+            for k in found
+            if _compatible(self.eqns[k].primitive.name, self.eqns[k].params.get("name"), stack)
+        ]
+        return narrowed or found
+
+    def by_source(self, loc: Loc, stack: str | None) -> list[int]:
+        """Eqns recorded at the op's whole chain of snippet frames (a helper's line, then the
+        lines that called it); else at the longest outer part of that chain (the op comes from
+        inside an eqn's body, e.g. a ``scan`` body line); else on the op's innermost line."""
+        chain = _snippet_chain(loc)
+        if not chain:
+            return []
+        for start in range(len(chain)):
+            tail = chain[start:]
+            found = [k for k, c in enumerate(self.chains) if c and c == tail]
+            if found:
+                return self._narrow(found, stack)
+        found = [k for k, line in enumerate(self.lines) if line == chain[0][0]]
+        return self._narrow(found, stack)
+
+    def by_jit_name(self, func: str) -> list[int]:
+        """Top-level ``jit`` eqns whose function lowered to the private ``func.func @func``
+        (JAX names it after the ``jit``'s ``name``, with a ``_N`` suffix when taken)."""
+        return [
+            k
+            for k, e in enumerate(self.eqns)
+            if e.primitive.name == "jit"
+            and isinstance(e.params.get("name"), str)
+            and re.fullmatch(re.escape(e.params["name"]) + r"(_\d+)?", func)
+        ]
+
+
 def op_links(stablehlo: str, debug_text: str, closed_jaxpr: Any) -> list[OpLink]:
     """Link each op line of ``stablehlo`` to its name stack, user line and top-level eqns.
 
     ``debug_text`` is ``Lowered.as_text(debug_info=True)`` of the same module and
-    ``closed_jaxpr`` the staged jaxpr it was lowered from. ``eqn_indices``: the top-level eqns
-    whose source line equals the op's snippet line; when several eqns share the line, those
-    whose primitive (or ``jit`` name) appears in the op's name stack.
+    ``closed_jaxpr`` the staged jaxpr it was lowered from. ``eqn_indices`` are, in order of
+    preference: the top-level eqns whose snippet frames (innermost line first, then the lines
+    that called it) equal the op's; else those on the op's innermost snippet line; when several
+    remain, those whose primitive (or ``jit`` name) is in the op's name stack. An op with no
+    such eqn inside a private function (a nested ``jax.jit``), or a ``call`` of one, links to
+    the top-level ``jit`` eqn that function came from. Eqns that stay ambiguous (a Python loop
+    repeats one line) are all listed.
     Raises ``ValueError`` when the two texts do not list the same lines.
     """
     plain_lines = stablehlo.splitlines()
     debug_lines, aliases = _split_debug_text(debug_text)
-    # The debug text may carry extra lines that the plain text lacks (blank lines, the
-    # module-level loc): walk both in order, matching stripped lines.
     stripped = [_strip_loc(line) for line in debug_lines]
-    eqns = list(closed_jaxpr.jaxpr.eqns)
-    sources = eqn_sources(closed_jaxpr)
+    index = _EqnIndex(closed_jaxpr)
+    # Which function calls which (to find, for a nested private function, the function that
+    # main calls and so the top-level jit eqn it belongs to).
+    caller: dict[str, str] = {}
+    current = None
+    for line in plain_lines:
+        if m := _FUNC_RE.match(line):
+            current = m.group(1)
+        elif (m := _CALL_RE.match(line)) and current is not None:
+            caller.setdefault(m.group(1), current)
+
     cache: dict[str, Loc] = {}
     links: list[OpLink] = []
+    in_func: list[str] = []  # the function each link's op sits in
+    # The eqns of the call ops that call each function (a function's body belongs to them).
+    called_by_eqns: dict[str, list[int]] = {}
+    current = None
     j = 0
     for i, line in enumerate(plain_lines):
         # The debug text may hold blank lines the plain text lacks; every other line must agree.
@@ -295,27 +365,45 @@ def op_links(stablehlo: str, debug_text: str, closed_jaxpr: Any) -> list[OpLink]
             raise ValueError(f"StableHLO line {i} differs from the debug text: {line!r} != {got!r}")
         _, loc_body = stripped[j]
         j += 1
-        m = _OP_RE.match(line)
-        if not m or loc_body is None:
+        if m := _FUNC_RE.match(line):
+            current = m.group(1)
             continue
-        op = m.group(1)
-        if op.startswith(("func.func", "module")):
+        if current is None or loc_body is None:
+            continue  # module header, sdy.mesh declarations...
+        call = _CALL_RE.match(line)
+        m = _OP_RE.match(line)
+        if call:
+            op = "func.call"
+        elif m:
+            op = m.group(1)
+        else:
             continue
         loc = parse_loc(loc_body, aliases, cache)
         stack = name_stack(loc)
-        source = snippet_loc(loc)
-        indices: list[int] = []
-        if source is not None:
-            on_line = [k for k, s in enumerate(sources) if s is not None and s.line == source.line]
-            if len(on_line) > 1:
-                narrowed = [
-                    k
-                    for k in on_line
-                    if _compatible(eqns[k].primitive.name, eqns[k].params.get("name"), stack)
-                ]
-                on_line = narrowed or on_line
-            indices = on_line
-        links.append(OpLink(line=i, op=op, name_stack=stack, source=source, eqn_indices=indices))
+        indices = index.by_source(loc, stack)
+        if call:
+            if not indices and current == "main":
+                indices = index.by_jit_name(call.group(1))
+            targets = called_by_eqns.setdefault(call.group(1), [])
+            targets.extend(k for k in indices if k not in targets)
+        links.append(
+            OpLink(line=i, op=op, name_stack=stack, source=snippet_loc(loc), eqn_indices=indices)
+        )
+        in_func.append(current)
+
+    def eqns_of_func(func: str) -> list[int]:
+        seen = {func}
+        while True:
+            found = called_by_eqns.get(func, [])
+            parent = caller.get(func, "main")
+            if found or parent == "main" or parent in seen:
+                return sorted(found) if found else index.by_jit_name(func)
+            func = parent
+            seen.add(func)
+
+    for link, func in zip(links, in_func, strict=True):
+        if not link.eqn_indices and func != "main":
+            link.eqn_indices = eqns_of_func(func)
     return links
 
 

@@ -193,3 +193,17 @@ def jaxpr_view(closed_jaxpr: core.ClosedJaxpr) -> JaxprView:
 def eqn_sources(closed_jaxpr: core.ClosedJaxpr) -> Sequence[SourceLoc | None]:
     """The snippet line of each top-level eqn of ``closed_jaxpr`` (``None`` where none)."""
     return [snippet_source(e.source_info.traceback) for e in closed_jaxpr.jaxpr.eqns]
+
+
+def snippet_frames(traceback: Any) -> tuple[tuple[int, int], ...]:
+    """``(line, column)`` of every snippet frame on ``traceback``, innermost first (the chain
+    of user calls that led to an eqn: a helper's line, then the line that called it...)."""
+    if traceback is None:
+        return ()
+    out = []
+    codes, lastis = traceback.raw_frames()
+    for code, lasti in zip(codes, lastis, strict=True):
+        if code.co_filename == SNIPPET_FILENAME:
+            fr = source_info_util.raw_frame_to_frame(code, lasti)
+            out.append((fr.start_line, fr.start_column))
+    return tuple(out)
