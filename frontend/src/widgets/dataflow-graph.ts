@@ -1,0 +1,137 @@
+/**
+ * The dataflow graph of a staged jaxpr (invars and constvars -> eqns -> outvars), and its layout
+ * with dagre (`@dagrejs/dagre`).
+ *
+ * Nodes are the jaxpr's binders and eqns; an edge runs from the binder or eqn that defines a
+ * variable to every eqn (or outvar slot) that reads it, labelled with the variable's name as JAX
+ * prints it. Literals (`2.0:f32[]`) are not nodes: they are shown in the reading eqn's label. Big
+ * jaxprs are cut to the first `maxEqns` eqns so that layout and drawing stay interactive; the
+ * graph says how many eqns it left out.
+ */
+import dagre from '@dagrejs/dagre';
+import type { AvalView, JaxprView, VarView } from '../protocol';
+import { avalText } from './format';
+
+export type GraphNodeKind = 'invar' | 'constvar' | 'eqn' | 'outvar';
+
+export interface GraphNode {
+  /** unique id: `in:a`, `const:a`, `eqn:3`, `out:0` */
+  id: string;
+  kind: GraphNodeKind;
+  /** primitive name for eqns, variable name for binders, `out[i]` for outvars */
+  label: string;
+  /** the avals the node defines (eqn outvars, the binder's aval), as `f32[3]` / `~f32[]` */
+  sublabel: string;
+  /** the eqn's index in `jaxpr.eqns` (eqn nodes only) */
+  eqnIndex: number | null;
+  /** the user line of the eqn (eqn nodes only) */
+  line: number | null;
+}
+
+export interface GraphEdge {
+  from: string;
+  to: string;
+  /** the variable carried, as JAX prints it (`b`) */
+  label: string;
+}
+
+export interface DataflowGraph {
+  nodes: GraphNode[];
+  edges: GraphEdge[];
+  /** how many eqns were left out (the jaxpr had more than `maxEqns`) */
+  omittedEqns: number;
+}
+
+const avalsText = (avals: readonly AvalView[]): string => avals.map(avalText).join(', ');
+
+const varsText = (vars: readonly VarView[]): string => avalsText(vars.map((v) => v.aval));
+
+/** Build the graph of `jaxpr`, keeping its first `maxEqns` eqns. */
+export function buildDataflowGraph(jaxpr: JaxprView, maxEqns = 300): DataflowGraph {
+  const nodes: GraphNode[] = [];
+  const edges: GraphEdge[] = [];
+  // Variable name -> id of the node that defines it. Names are unique in one jaxpr printout.
+  const definedBy = new Map<string, string>();
+
+  for (const c of jaxpr.constvars) {
+    const id = `const:${c.var.name}`;
+    nodes.push({ id, kind: 'constvar', label: c.var.name, sublabel: avalText(c.var.aval), eqnIndex: null, line: null });
+    definedBy.set(c.var.name, id);
+  }
+  for (const v of jaxpr.invars) {
+    const id = `in:${v.name}`;
+    nodes.push({ id, kind: 'invar', label: v.name, sublabel: avalText(v.aval), eqnIndex: null, line: null });
+    definedBy.set(v.name, id);
+  }
+  const kept = jaxpr.eqns.slice(0, Math.max(0, maxEqns));
+  for (const eqn of kept) {
+    const id = `eqn:${eqn.index}`;
+    const literals = eqn.invars.filter((v) => v.literal).map((v) => v.name);
+    const label = literals.length ? `${eqn.primitive} ${literals.join(' ')}` : eqn.primitive;
+    nodes.push({ id, kind: 'eqn', label, sublabel: varsText(eqn.outvars), eqnIndex: eqn.index, line: eqn.source?.line ?? null });
+    const seen = new Set<string>();
+    for (const v of eqn.invars) {
+      const from = v.literal ? undefined : definedBy.get(v.name);
+      // An eqn reading the same variable twice (`mul a a`) gets one edge.
+      if (from === undefined || seen.has(v.name)) continue;
+      seen.add(v.name);
+      edges.push({ from, to: id, label: v.name });
+    }
+    for (const v of eqn.outvars) {
+      if (v.name !== '_') definedBy.set(v.name, id);
+    }
+  }
+  jaxpr.outvars.forEach((v, i) => {
+    const id = `out:${i}`;
+    const label = v.literal ? `out[${i}] = ${v.name}` : `out[${i}]`;
+    nodes.push({ id, kind: 'outvar', label, sublabel: avalText(v.aval), eqnIndex: null, line: null });
+    const from = v.literal ? undefined : definedBy.get(v.name);
+    if (from !== undefined) edges.push({ from, to: id, label: v.name });
+  });
+  return { nodes, edges, omittedEqns: jaxpr.eqns.length - kept.length };
+}
+
+export interface PlacedNode extends GraphNode {
+  /** centre, in SVG user units */
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+export interface PlacedEdge extends GraphEdge {
+  points: { x: number; y: number }[];
+}
+
+export interface GraphLayout {
+  nodes: PlacedNode[];
+  edges: PlacedEdge[];
+  width: number;
+  height: number;
+}
+
+/** Approximate width of monospace text at the graph's font size (7.2 px per character at 12 px). */
+const CHAR_PX = 7.2;
+
+/** Lay the graph out top to bottom with dagre; node sizes follow their labels. */
+export function layoutDataflowGraph(graph: DataflowGraph): GraphLayout {
+  const g = new dagre.graphlib.Graph({ multigraph: true });
+  g.setGraph({ rankdir: 'TB', nodesep: 18, ranksep: 34, marginx: 8, marginy: 8 });
+  g.setDefaultEdgeLabel(() => ({}));
+  for (const n of graph.nodes) {
+    const chars = Math.max(n.label.length, n.sublabel.length, 3);
+    g.setNode(n.id, { width: Math.ceil(chars * CHAR_PX) + 16, height: 38 });
+  }
+  graph.edges.forEach((e, i) => g.setEdge(e.from, e.to, {}, `e${i}`));
+  dagre.layout(g);
+  const nodes: PlacedNode[] = graph.nodes.map((n) => {
+    const placed = g.node(n.id);
+    return { ...n, x: placed.x ?? 0, y: placed.y ?? 0, width: placed.width, height: placed.height };
+  });
+  const edges: PlacedEdge[] = graph.edges.map((e, i) => {
+    const placed = g.edge({ v: e.from, w: e.to, name: `e${i}` }) as { points?: { x: number; y: number }[] } | undefined;
+    return { ...e, points: placed?.points ?? [] };
+  });
+  const label = g.graph();
+  return { nodes, edges, width: Number(label.width ?? 0), height: Number(label.height ?? 0) };
+}

@@ -1,0 +1,117 @@
+"""Capture the real event streams the frontend's vitest tests read (``*.jsonl`` beside this file),
+and the truths they are checked against (``*.truth.json``).
+
+Each fixture runs one snippet through the real sandbox (``jaxscope.sandbox.worker.WorkerProcess``:
+a spawned worker, the exhibit's probe, the supervisor's validation and ``seq`` numbering) and
+writes one JSON event per line. The truth is computed here, in this process, with public JAX
+only: ``jax.make_jaxpr`` (text, each eqn's primitive and snippet line from its traceback),
+``jax.jit(f).lower`` (StableHLO), ``.compile()`` (``cost_analysis``, ``memory_analysis``) and the
+outputs as numpy arrays. Run from the repository root:
+
+    .venv/bin/python frontend/test-fixtures/capture.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+from jaxscope.protocol import CallSpec, EventModel, RunOptions, RunRequest
+from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
+from jaxscope.sandbox.snippet import load_snippet
+from jaxscope.sandbox.worker import WorkerProcess
+from jaxscope.settings import Limits
+
+HERE = Path(__file__).resolve().parent
+CASES = HERE.parents[2] / "shared" / "cases"
+
+# name -> (exhibit, snippet file, extra calls)
+FIXTURES: dict[str, tuple[str, Path, list[str]]] = {
+    "tracing-where": ("tracing", HERE / "snippets" / "where_print.py", ["same", "shape", "dtype"]),
+    "tracing-nested": ("tracing", HERE / "snippets" / "nested.py", []),
+    "tracing-tracer-error": ("tracing", HERE / "snippets" / "tracer_if.py", []),
+    "tracing-c17": ("tracing", CASES / "C17_print_broken.py", ["same"]),
+    "stations-mlp": ("stations", HERE / "snippets" / "mlp_layer.py", []),
+    "stations-nested": ("stations", HERE / "snippets" / "nested.py", []),
+    "stations-c24": ("stations", CASES / "C24_async_dispatch.py", []),
+}
+
+
+async def capture(name: str, exhibit: str, snippet: Path, calls: list[str]) -> None:
+    worker = await WorkerProcess.spawn(Limits(wall_s=60.0, cpu_s=60.0))
+    events: list[EventModel] = []
+
+    async def emit(event: EventModel) -> None:
+        events.append(event)
+
+    request = RunRequest(
+        run_id=name,
+        exhibit=exhibit,
+        code=snippet.read_text(),
+        options=RunOptions(calls=[CallSpec(change=c) for c in calls]),  # type: ignore[arg-type]
+    )
+    try:
+        await worker.run(request, emit, cancel=asyncio.Event())
+    finally:
+        await worker.close()
+    lines = [json.dumps(e.model_dump(mode="json")) for e in events]
+    (HERE / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
+    print(f"{name}: {len(events)} events, last {events[-1].type}")
+
+
+def _snippet_line(eqn: Any) -> int | None:
+    """The innermost snippet line of an eqn's traceback (``Traceback.frames`` is public)."""
+    for frame in eqn.source_info.traceback.frames:
+        if frame.file_name == SNIPPET_FILENAME:
+            return int(frame.line_num)
+    return None
+
+
+def truth(snippet: Path) -> dict[str, Any]:
+    """What JAX itself says about the snippet, computed in this process (no jaxscope code)."""
+    s = load_snippet(snippet.read_text())
+    out: dict[str, Any] = {}
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            closed = jax.make_jaxpr(s.f)(*s.args)
+    except Exception as exc:
+        return {"error_class": type(exc).__name__}
+    out["trace_stdout"] = printed.getvalue()
+    out["jaxpr_text"] = str(closed)
+    out["eqns"] = [
+        {"primitive": e.primitive.name, "line": _snippet_line(e)} for e in closed.jaxpr.eqns
+    ]
+    out["invars"] = len(closed.jaxpr.invars)
+    out["constvars"] = len(closed.jaxpr.constvars)
+    out["outvars"] = len(closed.jaxpr.outvars)
+    lowered = jax.jit(s.f).lower(*s.args)
+    out["stablehlo"] = lowered.as_text()
+    compiled = lowered.compile()
+    cost = compiled.cost_analysis()
+    out["cost"] = {k: float(v) for k, v in (cost or {}).items()}
+    mem = compiled.memory_analysis()
+    out["memory"] = {k: int(getattr(mem, k)) for k in dir(mem) if k.endswith("_in_bytes")}
+    with contextlib.redirect_stdout(io.StringIO()):
+        outputs = jax.tree.leaves(jax.jit(s.f)(*s.args))
+    out["outputs"] = [
+        {"shape": list(np.shape(x)), "dtype": str(np.asarray(x).dtype), "sum": float(np.sum(x))}
+        for x in outputs
+    ]
+    return out
+
+
+async def main() -> None:
+    for name, (exhibit, snippet, calls) in FIXTURES.items():
+        await capture(name, exhibit, snippet, calls)
+        (HERE / f"{name}.truth.json").write_text(json.dumps(truth(snippet), indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
