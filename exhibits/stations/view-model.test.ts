@@ -1,0 +1,102 @@
+import { describe, expect, it } from 'vitest';
+import { loadEvents, loadTruth } from '../../frontend/test-fixtures/load';
+import { formatCount, humanBytes } from '../../frontend/src/widgets/format';
+import { costLabel, costRows, dispatchSentence, memoryRows, stationStatuses, stationsModel, timeline } from './view-model';
+
+interface Truth {
+  cost: Record<string, number>;
+  memory: Record<string, number>;
+  outputs: { shape: number[]; dtype: string; sum: number }[];
+}
+
+const statusAt = (events: ReturnType<typeof loadEvents>, k: number): string =>
+  stationStatuses(events.slice(0, k + 1))
+    .map((s) => `${s.id}:${s.status}`)
+    .join(' ');
+
+describe('station progress over the event stream (stations-mlp)', () => {
+  const events = loadEvents('stations-mlp');
+
+  it('runs trace, lower, compile, run in turn, each done when its artefact arrives', () => {
+    const at = (type: string, stage?: string): number =>
+      events.findIndex((e) => e.type === type && (stage === undefined || ('stage' in e && e.stage === stage)));
+    expect(statusAt(events, at('stage_started', 'trace'))).toBe('trace:running lower:pending compile:pending run:pending');
+    expect(statusAt(events, at('jaxpr_staged'))).toBe('trace:done lower:pending compile:pending run:pending');
+    expect(statusAt(events, at('stage_started', 'lower'))).toBe('trace:done lower:running compile:pending run:pending');
+    expect(statusAt(events, at('stage_started', 'compile'))).toBe('trace:done lower:done compile:running run:pending');
+    expect(statusAt(events, at('stage_started', 'run'))).toBe('trace:done lower:done compile:done run:running');
+    expect(statusAt(events, events.length - 1)).toBe('trace:done lower:done compile:done run:done');
+  });
+
+  it("marks the station where the run failed (a tracer error while tracing)", () => {
+    const failed = loadEvents('tracing-tracer-error');
+    expect(statusAt(failed, failed.length - 1)).toBe('trace:failed lower:pending compile:pending run:pending');
+  });
+
+  it('draws one bar per jax.monitoring duration, named as JAX names it', () => {
+    const bars = timeline(events);
+    expect(bars.map((b) => [b.stage, b.event])).toEqual([
+      ['trace', '/jax/core/compile/jaxpr_trace_duration'],
+      ['lower', '/jax/core/compile/jaxpr_to_mlir_module_duration'],
+      ['compile', '/jax/core/compile/backend_compile_duration'],
+    ]);
+    expect(Math.max(...bars.map((b) => b.fraction))).toBe(1);
+    for (const b of bars) expect(b.duration_ms).toBeGreaterThan(0);
+  });
+});
+
+describe.each(['stations-mlp', 'stations-nested', 'stations-c24'])('the compiled and run stations of %s', (name) => {
+  const model = stationsModel(loadEvents(name));
+  const truth = loadTruth<Truth>(name);
+
+  it("shows Compiled.cost_analysis() as XLA reports it", () => {
+    expect(model.compiled?.cost).toEqual(truth.cost);
+    const rows = costRows(model.compiled?.cost ?? null);
+    expect(rows.map((r) => r.key).sort()).toEqual(Object.keys(truth.cost).sort());
+    expect(rows[0]?.key).toBe('flops');
+    expect(rows[0]?.value).toBe(formatCount(truth.cost['flops'] ?? NaN));
+  });
+
+  it('shows memory_analysis() in human bytes', () => {
+    expect(model.compiled?.memory).toMatchObject(truth.memory);
+    const rows = memoryRows(model.compiled?.memory ?? null);
+    const arg = rows.find((r) => r.key === 'argument_size_in_bytes');
+    expect(arg?.value).toBe(humanBytes(truth.memory['argument_size_in_bytes'] ?? -1));
+    expect(arg?.label).toBe('argument size');
+  });
+
+  it('previews outputs with the shape, dtype and values JAX computes', () => {
+    const outputs = model.executed?.outputs ?? [];
+    expect(outputs.map((o) => [o.shape, o.dtype])).toEqual(truth.outputs.map((o) => [o.shape, o.dtype]));
+    const first = outputs[0];
+    const t = truth.outputs[0];
+    if (first && t && first.shape.length === 0) expect(Number(first.preview)).toBeCloseTo(t.sum, 4);
+  });
+});
+
+describe('figures for people', () => {
+  it('names per-operand cost keys', () => {
+    expect(costLabel('bytes accessed0{}')).toBe('bytes accessed (operand 0)');
+    expect(costLabel('bytes accessedout{}')).toBe('bytes accessed (output)');
+    expect(costLabel('utilization2{}')).toBe('utilization (operand 2)');
+  });
+
+  it('says "not reported" for -1 and missing figures', () => {
+    const rows = costRows({ flops: -1, transcendentals: undefined, 'bytes accessed': 12 });
+    expect(rows.map((r) => [r.key, r.value, r.reported])).toEqual([
+      ['flops', 'not reported', false],
+      ['transcendentals', 'not reported', false],
+      ['bytes accessed', '12 B', true],
+    ]);
+  });
+
+  it('explains async dispatch with the measured ratio', () => {
+    const run = stationsModel(loadEvents('stations-c24')).executed;
+    expect(run).toBeDefined();
+    if (run) {
+      const s = dispatchSentence(run);
+      expect(s).toContain('block_until_ready');
+      expect(s).toContain(`${(run.blocked_ms / run.dispatch_ms).toFixed(1)}×`);
+    }
+  });
+});

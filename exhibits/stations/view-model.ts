@@ -1,0 +1,176 @@
+/**
+ * The stations exhibit's view model: pure functions from the run's events to the four stations of
+ * a jitted call (Traced, Lowered, Compiled, Run), their progress, the `jax.monitoring` stage
+ * timeline, and the rows of the cost and memory tables.
+ */
+import type {
+  Event,
+  ExecutableCompiled,
+  JaxprStaged,
+  ModuleLowered,
+  ProgramExecuted,
+  RunFailed,
+  Stage,
+  StageTimed,
+} from '../../frontend/src/protocol';
+import { formatCount, humanBytes } from '../../frontend/src/widgets/format';
+import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
+
+export type StationId = 'trace' | 'lower' | 'compile' | 'run';
+
+export type StationStatus = 'pending' | 'running' | 'done' | 'failed';
+
+export interface Station {
+  id: StationId;
+  /** the station's title: Traced, Lowered, Compiled, Run */
+  title: string;
+  /** the JAX object the station holds */
+  holds: string;
+  status: StationStatus;
+}
+
+export const STATIONS: readonly { id: StationId; title: string; holds: string; artefact: Event['type'] }[] = [
+  { id: 'trace', title: 'Traced', holds: 'jaxpr (jax.stages.Traced)', artefact: 'jaxpr_staged' },
+  { id: 'lower', title: 'Lowered', holds: 'StableHLO (jax.stages.Lowered)', artefact: 'module_lowered' },
+  { id: 'compile', title: 'Compiled', holds: 'executable (jax.stages.Compiled)', artefact: 'executable_compiled' },
+  { id: 'run', title: 'Run', holds: 'output arrays on a device', artefact: 'program_executed' },
+];
+
+/**
+ * Each station's status: `done` once its artefact arrived; `running` after its `stage_started`
+ * while the run has not ended; `failed` when the run failed in it (`run_failed.stage`, or the
+ * running station when the failure names none); else `pending`.
+ */
+export function stationStatuses(events: readonly Event[]): Station[] {
+  const started = new Set<Stage>(eventsOf(events, 'stage_started').map((e) => e.stage));
+  const arrived = new Set<string>(events.map((e) => e.type));
+  const failure = lastOf(events, 'run_failed');
+  const finished = failure !== undefined || arrived.has('run_finished');
+  return STATIONS.map(({ id, title, holds, artefact }) => {
+    let status: StationStatus = 'pending';
+    if (arrived.has(artefact)) status = 'done';
+    else if (started.has(id)) {
+      if (failure !== undefined && (failure.stage === id || failure.stage === null)) status = 'failed';
+      else if (!finished) status = 'running';
+    } else if (failure !== undefined && failure.stage === id) status = 'failed';
+    return { id, title, holds, status };
+  });
+}
+
+export interface TimelineBar {
+  /** JAX's event name, e.g. `/jax/core/compile/backend_compile_duration` */
+  event: string;
+  stage: Stage;
+  fun_name: string | null;
+  duration_ms: number;
+  /** share of the longest bar, 0..1 */
+  fraction: number;
+}
+
+/** The `stage_timed` durations as bars scaled to the longest one. */
+export function timeline(events: readonly Event[]): TimelineBar[] {
+  const timed: StageTimed[] = eventsOf(events, 'stage_timed');
+  const longest = Math.max(0, ...timed.map((t) => t.duration_ms));
+  return timed.map((t) => ({
+    event: t.event,
+    stage: t.stage,
+    fun_name: t.fun_name,
+    duration_ms: t.duration_ms,
+    fraction: longest > 0 ? t.duration_ms / longest : 0,
+  }));
+}
+
+export interface FigureRow {
+  /** the key as JAX reports it (`bytes accessed0{}`) */
+  key: string;
+  /** what it means, in words */
+  label: string;
+  /** the value for people, or `not reported` */
+  value: string;
+  reported: boolean;
+}
+
+/** Names XLA's cost analysis uses, in the order the table lists them. */
+const COST_ORDER = ['flops', 'transcendentals', 'bytes accessed', 'optimal_seconds', 'utilization'];
+
+/** What one `cost_analysis()` key means (`bytes accessed1{}` is operand 1's bytes, `out` the output's). */
+export function costLabel(key: string): string {
+  const m = /^(bytes accessed|utilization)(out|\d+)\{(.*)\}$/.exec(key);
+  if (m) {
+    const [, base, which, shape] = m;
+    const operand = which === 'out' ? 'output' : `operand ${which}`;
+    return `${base} (${operand}${shape ? ` ${shape}` : ''})`;
+  }
+  if (key === 'flops') return 'floating-point operations';
+  if (key === 'transcendentals') return 'transcendental operations (exp, sin, …)';
+  if (key === 'bytes accessed') return 'bytes read and written';
+  if (key === 'optimal_seconds') return 'estimated seconds';
+  return key;
+}
+
+const costRank = (key: string): number => {
+  const i = COST_ORDER.findIndex((k) => key === k || key.startsWith(k));
+  return i < 0 ? COST_ORDER.length : i;
+};
+
+/**
+ * The rows of `Compiled.cost_analysis()`, ordered flops, transcendentals, bytes, utilization.
+ * A negative value (XLA's `-1`) or a missing one means the backend did not report it.
+ */
+export function costRows(cost: Readonly<Record<string, number | undefined>> | null): FigureRow[] {
+  if (cost === null) return [];
+  return Object.entries(cost)
+    .sort(([a], [b]) => costRank(a) - costRank(b) || a.localeCompare(b, 'en', { numeric: true }))
+    .map(([key, v]) => {
+      const reported = v !== undefined && Number.isFinite(v) && v >= 0;
+      const isBytes = key.startsWith('bytes accessed');
+      const value = !reported ? 'not reported' : isBytes ? `${formatCount(v)} B` : formatCount(v);
+      return { key, label: costLabel(key), value, reported };
+    });
+}
+
+/** The rows of `Compiled.memory_analysis()` (bytes), in human units. */
+export function memoryRows(memory: Readonly<Record<string, number | undefined>> | null): FigureRow[] {
+  if (memory === null) return [];
+  return Object.entries(memory).map(([key, v]) => {
+    const reported = v !== undefined && Number.isFinite(v) && v >= 0;
+    const label = key.replace(/_in_bytes$/, '').replace(/_/g, ' ');
+    return { key, label, value: reported ? humanBytes(v) : 'not reported', reported };
+  });
+}
+
+/** Everything the stations view shows. */
+export interface StationsModel {
+  stations: Station[];
+  traced: JaxprStaged | undefined;
+  lowered: ModuleLowered | undefined;
+  compiled: ExecutableCompiled | undefined;
+  executed: ProgramExecuted | undefined;
+  bars: TimelineBar[];
+  failure: RunFailed | undefined;
+}
+
+export function stationsModel(events: readonly Event[]): StationsModel {
+  return {
+    stations: stationStatuses(events),
+    traced: lastOf(events, 'jaxpr_staged'),
+    lowered: lastOf(events, 'module_lowered'),
+    compiled: lastOf(events, 'executable_compiled'),
+    executed: lastOf(events, 'program_executed'),
+    bars: timeline(events),
+    failure: lastOf(events, 'run_failed'),
+  };
+}
+
+/** The sentence comparing the time of an async dispatch with the time until the result is ready. */
+export function dispatchSentence(run: ProgramExecuted): string {
+  const ratio = run.dispatch_ms > 0 ? run.blocked_ms / run.dispatch_ms : Number.POSITIVE_INFINITY;
+  const ready = run.ready_after_dispatch
+    ? 'The result was already ready when the call returned (the work was tiny or ran synchronously).'
+    : 'The result was not ready yet when the call returned: the device was still computing.';
+  const times = Number.isFinite(ratio) ? ` (${ratio.toFixed(1)}× the dispatch time)` : '';
+  return (
+    'A jitted call returns as soon as the work is enqueued on the device (async dispatch); ' +
+    `block_until_ready() waits for the result${times}. Time with it when you benchmark. ${ready}`
+  );
+}

@@ -1,0 +1,96 @@
+/**
+ * The tracing exhibit's view model: pure functions from the run's events (up to the stepper's
+ * cursor) to what the view shows — the eqns JAX recorded so far, the staged jaxpr, what the user's
+ * code printed while tracing, and the table of jitted calls with a sentence saying whether each
+ * one traced again (a cache miss) or hit the cache.
+ */
+import type {
+  CallSpec,
+  EqnRecorded,
+  Event,
+  JaxprStaged,
+  JitCalled,
+  RunFailed,
+  StdoutPrinted,
+} from '../../frontend/src/protocol';
+import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
+
+/** What a change of the call-again control is called in the UI. */
+export const CHANGE_LABEL: Readonly<Record<CallSpec['change'], string>> = {
+  same: 'same shapes',
+  shape: 'new shape',
+  dtype: 'new dtype',
+  expr: 'custom args',
+};
+
+export interface CallRow {
+  call: JitCalled;
+  /** e.g. `same shapes → no retrace: the print stays silent` */
+  sentence: string;
+  /** the jitted call's `cache_size` grew with this call */
+  cacheGrew: boolean;
+}
+
+/**
+ * The sentence for one call: whether JAX traced `f` again and what happened to the cache.
+ * `printsWhileTracing` says whether `f` printed while it was first traced (then a cache hit is
+ * visible as a silent print).
+ */
+export function describeCall(call: JitCalled, previous: JitCalled | undefined, printsWhileTracing: boolean): string {
+  const what = call.call_index === 0 ? 'first call' : CHANGE_LABEL[call.change];
+  const entries = `${call.cache_size} ${call.cache_size === 1 ? 'entry' : 'entries'}`;
+  if (!call.traced) {
+    const silent = printsWhileTracing ? 'the print stays silent' : 'f is not run in Python';
+    return `${what} → no retrace (cache hit): ${silent}; cache size stays ${call.cache_size}`;
+  }
+  if (previous === undefined) return `${what} → traced: cache now holds ${entries}`;
+  if (call.cache_size > previous.cache_size) return `${what} → traced again, cache grew to ${call.cache_size}`;
+  return `${what} → traced again (cache size ${call.cache_size})`;
+}
+
+export interface TracingModel {
+  /** eqns recorded so far, in recording order */
+  recorded: EqnRecorded[];
+  /** the staged jaxpr, once the trace finished */
+  staged: JaxprStaged | undefined;
+  /** what the user's code printed while it was traced the first time */
+  tracePrints: StdoutPrinted[];
+  /** one row per `jit_called`, in call order */
+  calls: CallRow[];
+  /** the run's failure, if it failed */
+  failure: RunFailed | undefined;
+}
+
+/** Derive everything the tracing view shows from the events up to the cursor. */
+export function tracingModel(events: readonly Event[]): TracingModel {
+  const prints = eventsOf(events, 'stdout_printed');
+  const tracePrints = prints.filter((p) => p.stage === 'trace');
+  const jitCalls = eventsOf(events, 'jit_called').sort((a, b) => a.call_index - b.call_index);
+  const printsWhileTracing = tracePrints.some((p) => p.text.trim() !== '') || jitCalls.some((c) => c.traced && c.printed.trim() !== '');
+  const calls = jitCalls.map((call, i) => {
+    const previous = i > 0 ? jitCalls[i - 1] : undefined;
+    return {
+      call,
+      sentence: describeCall(call, previous, printsWhileTracing),
+      cacheGrew: previous !== undefined && call.cache_size > previous.cache_size,
+    };
+  });
+  return {
+    recorded: eventsOf(events, 'eqn_recorded'),
+    staged: lastOf(events, 'jaxpr_staged'),
+    tracePrints,
+    calls,
+    failure: lastOf(events, 'run_failed'),
+  };
+}
+
+/** Whether an eqn row is selected (its index is selected) or shares a selected source line. */
+export function rowMark(
+  index: number,
+  line: number | null | undefined,
+  selection: { eqnIndices: readonly number[]; lines: readonly number[] },
+): 'selected' | 'same-line' | null {
+  if (selection.eqnIndices.includes(index)) return 'selected';
+  if (line != null && selection.lines.includes(line)) return 'same-line';
+  return null;
+}
