@@ -52,7 +52,9 @@ def test_tracing_run_streams_real_jaxpr(sandbox: SandboxHarness) -> None:
     expected = str(jax.make_jaxpr(ns["f"])(jnp.ones(3)))  # type: ignore[arg-type]
     assert staged[-1].jaxpr.text == expected
     printed = [e for e in events if isinstance(e, StdoutPrinted)]
-    assert [(p.text, p.stage) for p in printed] == [("tracing f\n", "trace")]
+    # Printed while tracing; the probe's later jit calls may trace (and print) again.
+    assert (printed[0].text, printed[0].stage) == ("tracing f\n", "trace")
+    assert all(p.text == "tracing f\n" and p.stage in ("trace", "call") for p in printed)
 
 
 def test_syntax_error_has_line_and_column(sandbox: SandboxHarness) -> None:
