@@ -1,0 +1,29 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { EXHIBITS, EXHIBIT_IDS } from './exhibits';
+
+const root = resolve(__dirname, '..', '..');
+const python = process.env['JAXSCOPE_PYTHON'] ?? resolve(root, '.venv', 'bin', 'python');
+
+describe('the exhibit table', () => {
+  it('lists the same ids as the backend table, exhibits/registry.py', () => {
+    const out = execFileSync(python, ['-c', 'import json; from exhibits.registry import EXHIBITS; print(json.dumps(list(EXHIBITS)))'], {
+      cwd: root,
+      encoding: 'utf8',
+    });
+    expect([...EXHIBIT_IDS].sort()).toEqual((JSON.parse(out) as string[]).sort());
+  });
+
+  it('holds each exhibit folder’s view and its narrative.md, byte for byte', () => {
+    for (const id of EXHIBIT_IDS) {
+      const entry = EXHIBITS[id];
+      expect(entry, id).toBeDefined();
+      expect(typeof entry?.View).toBe('function');
+      const path = resolve(root, 'exhibits', id, 'narrative.md');
+      expect(existsSync(path)).toBe(true);
+      expect(entry?.narrative).toBe(readFileSync(path, 'utf8'));
+    }
+  });
+});
