@@ -287,3 +287,25 @@ def test_invalid_request_never_reaches_a_worker(
     ok = assert_one_terminal(sandbox.run(SIN, session=session))
     assert isinstance(ok, RunFinished)
     sandbox.call(session.close())
+
+
+def test_unprintable_and_huge_exceptions(sandbox: SandboxHarness) -> None:
+    session = sandbox.session()
+    try:
+        code = (
+            "class Weird(Exception):\n"
+            "    def __str__(self):\n"
+            "        raise RuntimeError('no')\n"
+            "raise Weird()\n"
+        )
+        f = failed(sandbox.run(code, session=session))
+        assert (f.kind, f.error_class) == ("user_exception", "Weird")
+        f = failed(sandbox.run("raise ValueError('x' * 10**6)\n", session=session))
+        assert f.kind == "user_exception" and len(f.message) < 25_000
+        assert f.message.endswith("(truncated)")
+        # sys.exit in the snippet is an ordinary user exception; the worker stays.
+        f = failed(sandbox.run("import sys\nsys.exit(4)\n", session=session))
+        assert (f.kind, f.error_class) == ("user_exception", "SystemExit")
+        assert session.worker is not None
+    finally:
+        sandbox.call(session.close())

@@ -29,6 +29,7 @@ from typing import Any
 
 from jaxscope.protocol import (
     EventModel,
+    RunFailed,
     RunFinished,
     RunOptions,
     RunRequest,
@@ -44,6 +45,9 @@ from jaxscope.settings import Limits
 # the event fd (``import __main__; __main__.EVENT_FD``) to fake a broken worker.
 EVENT_FD = -1
 JOB_FD = -1
+
+# An exception message longer than this is cut (a str() of a huge array, say).
+MAX_MESSAGE_CHARS = 20_000
 
 _write_lock = threading.Lock()
 
@@ -228,7 +232,17 @@ def run_job(
             _STDOUT.flush()
         except Exception:
             pass
-        failed = classify(exc, ctx.error_stage or ctx.current_stage)
+        try:
+            failed = classify(exc, ctx.error_stage or ctx.current_stage)
+        except Exception as broken:  # e.g. a user exception whose __str__ raises
+            failed = RunFailed(
+                kind="user_exception",
+                error_class=type(exc).__name__,
+                message=f"(the exception could not be printed: {type(broken).__name__})",
+                stage=ctx.error_stage or ctx.current_stage,
+            )
+        if len(failed.message) > MAX_MESSAGE_CHARS:
+            failed.message = failed.message[:MAX_MESSAGE_CHARS] + "\n… (truncated)"
         # Break the reference cycle frame -> exception so the user's arrays can be freed.
         del exc
         failed.run_id = ctx.run_id
