@@ -10,9 +10,11 @@ that the supervisor kills on any overrun (and, hosted, a container without netwo
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import resource
+import signal
 import socket
 import sys
 from typing import Any
@@ -35,6 +37,7 @@ _PROCESS_EVENTS = {
 }
 
 _installed = False
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def _set(which: int, soft: int, hard: int | None = None) -> None:
@@ -57,6 +60,19 @@ def apply_startup_limits(limits: Limits) -> None:
     if limits.nproc > 0:
         _set(resource.RLIMIT_NPROC, limits.nproc)
     _set(resource.RLIMIT_CORE, 0)
+
+
+def die_with_parent(expected_parent: int) -> None:
+    """Ask Linux to SIGKILL this process when its parent (the supervisor) dies
+    (``prctl(PR_SET_PDEATHSIG)``), so that a worker busy sleeping in user code cannot outlive a
+    killed server. Exits at once if the parent already died. A no-op where prctl is missing."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != expected_parent:
+        os._exit(0)
 
 
 def cpu_seconds_used() -> float:

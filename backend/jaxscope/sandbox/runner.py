@@ -262,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     global EVENT_FD, JOB_FD
     parser = argparse.ArgumentParser(prog="python -m jaxscope.sandbox.runner")
     parser.add_argument("--limits", default="{}", help="Limits as JSON (see jaxscope.settings)")
+    parser.add_argument("--parent-pid", type=int, default=0, help="die when this process dies")
     ns = parser.parse_args(argv)
     limits = Limits(**json.loads(ns.limits))
 
@@ -277,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from jaxscope.sandbox import guard
 
+    if ns.parent_pid:
+        guard.die_with_parent(ns.parent_pid)
     guard.apply_startup_limits(limits)
     info = _warm_up()
     probes, probe_errors = _import_probes()

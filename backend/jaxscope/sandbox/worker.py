@@ -152,6 +152,8 @@ class WorkerProcess:
             "jaxscope.sandbox.runner",
             "--limits",
             json.dumps(asdict(limits)),
+            "--parent-pid",
+            str(os.getpid()),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
