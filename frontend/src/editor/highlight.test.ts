@@ -56,6 +56,11 @@ describe('line markers', () => {
     expect(found[1]).toEqual({ from: line3.from + 4, to: line3.to, cls: ERROR_MARK_CLASS });
     expect(collect(errorDecorations(state.doc, { line: 99, column: null, end_line: null, end_column: null, function: null }))).toEqual([]);
     expect(collect(errorDecorations(state.doc, null))).toEqual([]);
+    // Python puts a syntax error at the end of a line one past its last character.
+    const atEnd = collect(
+      errorDecorations(state.doc, { line: 3, column: line3.length, end_line: 3, end_column: line3.length + 1, function: null }),
+    );
+    expect(atEnd[1]).toEqual({ from: line3.to - 1, to: line3.to, cls: ERROR_MARK_CLASS });
   });
 
   it('highlights the selected lines through effects, skipping lines that do not exist', () => {

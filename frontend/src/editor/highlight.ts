@@ -35,11 +35,13 @@ export function errorDecorations(doc: Text, loc: SourceLoc | null): DecorationSe
   if (loc === null || loc.line < 1 || loc.line > doc.lines) return Decoration.none;
   const line = doc.line(loc.line);
   const ranges: Range<Decoration>[] = [errorLine.range(line.from)];
-  if (loc.column !== null && loc.column < line.length) {
-    const start = line.from + loc.column;
+  if (loc.column !== null && line.length > 0) {
+    // A syntax error at the end of a line has its column past the last character: mark that one.
+    const column = Math.min(loc.column, line.length - 1);
+    const start = line.from + column;
     const sameLine = loc.end_line === null || loc.end_line === loc.line;
     const endColumn = sameLine && loc.end_column !== null ? loc.end_column : line.length;
-    const end = Math.min(line.from + Math.max(endColumn, loc.column + 1), line.to);
+    const end = Math.min(line.from + Math.max(endColumn, column + 1), line.to);
     ranges.push(errorMark.range(start, end));
   }
   return Decoration.set(ranges, true);
