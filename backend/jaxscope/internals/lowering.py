@@ -427,3 +427,30 @@ def count_ops(stablehlo: str, names: Sequence[str] | None = None) -> dict[str, i
             if names is None or short in names:
                 counts[short] = counts.get(short, 0) + 1
     return counts
+
+
+def _walk_op_names(operation: Any, counts: dict[str, int]) -> None:
+    for region in operation.regions:
+        for block in region.blocks:
+            for op in block.operations:
+                name = op.operation.name
+                counts[name] = counts.get(name, 0) + 1
+                _walk_op_names(op.operation, counts)
+
+
+def mlir_op_counts(module: Any) -> dict[str, int]:
+    """How many ops of each name an MLIR module (``Lowered.compiler_ir("stablehlo")``) holds,
+    nested regions (reduce bodies, while/scan bodies, private functions) included."""
+    counts: dict[str, int] = {}
+    _walk_op_names(module.operation, counts)
+    return counts
+
+
+def parsed_op_counts(stablehlo: str) -> dict[str, int]:
+    """:func:`mlir_op_counts` of a StableHLO text, parsed by MLIR in JAX's own IR context
+    (``interpreters.mlir.make_ir_context``)."""
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
+    with mlir.make_ir_context():
+        return mlir_op_counts(ir.Module.parse(stablehlo))

@@ -11,7 +11,8 @@ Every string here is JAX's own printout:
 * An eqn's ``text`` is ``core.pp_eqn(eqn, context, JaxprPpSettings())`` (JAX's custom rules
   included, e.g. ``jit`` hides default params); each param value is ``core.pp_kv_pair``'s
   printout (``k=`` stripped), inner jaxprs ``core.pp_jaxpr`` with the same context.
-* Avals: ``aval.shape``, ``aval.dtype.name``, ``aval.weak_type``, ``aval.str_short()``.
+* Avals: ``aval.shape``, ``aval.dtype.name``, ``aval.weak_type``,
+  ``aval.str_short(short_dtypes=True)`` (``f32[3]``, as the jaxpr text writes types).
 * ``source`` comes from ``eqn.source_info.traceback`` (an ``xla_client.Traceback``): the innermost
   frame whose file name is :data:`SNIPPET_FILENAME` (``traceback.raw_frames()`` +
   ``source_info_util.raw_frame_to_frame``). ``source_info_util.user_frame`` alone is not enough:
@@ -61,6 +62,13 @@ def preview_value(value: Any, max_chars: int = PREVIEW_CHARS) -> str:
     return text
 
 
+def _short(aval: Any) -> str:
+    try:
+        return str(aval.str_short(short_dtypes=True))
+    except TypeError:  # avals whose str_short takes no short_dtypes
+        return str(aval.str_short())
+
+
 def aval_view(aval: Any) -> AvalView:
     """An ``AvalView`` of a ``core.ShapedArray`` (or any aval with ``str_short``)."""
     shape = [int(d) if isinstance(d, int) else -1 for d in getattr(aval, "shape", ())]
@@ -69,7 +77,7 @@ def aval_view(aval: Any) -> AvalView:
         shape=shape,
         dtype=getattr(dtype, "name", str(dtype)) if dtype is not None else str(aval),
         weak_type=bool(getattr(aval, "weak_type", False)),
-        short=aval.str_short(),
+        short=_short(aval),
     )
 
 
