@@ -91,9 +91,16 @@ describe('WireClient', () => {
     vi.advanceTimersByTime(1);
     expect(sockets).toHaveLength(3);
 
-    client.close();
+    // A request queued on a connection that then fails is dropped, not sent on the next one.
+    client.send({ type: 'cancel', run_id: 'lost' });
     sockets[2]?.drop();
+    vi.advanceTimersByTime(5000);
+    sockets[3]?.open();
+    expect(sockets[3]?.sent).toEqual([]);
+
+    client.close();
+    sockets[3]?.drop();
     vi.advanceTimersByTime(10_000);
-    expect(sockets).toHaveLength(3);
+    expect(sockets).toHaveLength(4);
   });
 });

@@ -2,9 +2,9 @@
  * The only code that opens a WebSocket: one connection to `/api/ws` that sends `RunRequest`/
  * `CancelRequest` and hands every event it receives to `onEvent` (the store).
  *
- * Requests sent while the socket is (re)connecting are queued and flushed on open. A closed
- * socket is reopened after a back-off (0.5 s doubling to 5 s); `onClose` tells the store, which
- * fails a run in flight, since the server ends a session's runs with its socket.
+ * Requests sent while the socket is connecting are queued and flushed on open; a close drops
+ * them. A closed socket is reopened after a back-off (0.5 s doubling to 5 s); `onClose` tells
+ * the store, which fails a run in flight, since the server ends a session's runs with its socket.
  */
 import type { Event, WireRequest } from './protocol';
 
@@ -94,6 +94,8 @@ export class WireClient {
     };
     socket.onclose = (ev) => {
       this.#socket = null;
+      // The store fails the run in flight on close, so requests not yet sent are dropped with it.
+      this.#queue = [];
       this.#handlers.onClose?.(ev.reason || `connection closed (code ${ev.code})`);
       if (!this.#closed) this.#scheduleReconnect();
     };
