@@ -283,6 +283,10 @@ def main(argv: list[str] | None = None) -> int:
     guard.apply_startup_limits(limits)
     info = _warm_up()
     probes, probe_errors = _import_probes()
+    # Move everything alive after warm-up (JAX, probes) out of the collector's reach: the
+    # full collection after each job then scans only the job's objects (45 ms -> ~0 ms).
+    gc.collect()
+    gc.freeze()
     sys.stdin = io.StringIO("")
     sys.stdout = _STDOUT
     guard.install_audit_hook()
