@@ -65,10 +65,6 @@ class Settings:
         """True when ``host`` only accepts connections from this machine."""
         return is_loopback(self.host)
 
-    @property
-    def token_required(self) -> bool:
-        return not self.loopback or self.token is not None
-
 
 def is_loopback(host: str) -> bool:
     """``localhost`` or a loopback IP (127.0.0.0/8, ::1); ``0.0.0.0``/``::`` are not."""

@@ -62,6 +62,8 @@ def test_health(client: TestClient) -> None:
     assert body["jax_version"] == importlib.metadata.version("jax") == jax.__version__
     assert set(body["pool"]) >= {"size", "idle", "starting"}
     assert body["pool"]["size"] == 1
+    assert body["limits"]["wall_s"] == 10.0
+    assert body["limits"]["address_space_bytes"] == 3 * 2**30
     assert r.headers["x-content-type-options"] == "nosniff"
 
 

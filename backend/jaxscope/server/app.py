@@ -116,6 +116,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "jaxlib_version": _version("jaxlib"),
             "jaxscope_version": _version("jaxscope"),
             "pool": pool.state(),
+            "limits": dataclasses.asdict(settings.limits),
             "exhibits": list(EXHIBITS),
             "frontend_built": built,
         }

@@ -1,0 +1,55 @@
+"""Settings: defaults, ``JAXSCOPE_*`` environment overrides, CLI overrides, loopback detection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jaxscope.settings import Limits, is_loopback, settings_from_env
+
+
+def test_defaults() -> None:
+    s = settings_from_env(env={})
+    assert (s.host, s.port, s.workers, s.token, s.check_exhibits) == (
+        "127.0.0.1",
+        8000,
+        2,
+        None,
+        True,
+    )
+    assert s.limits == Limits(wall_s=10.0, cpu_s=10.0, address_space_bytes=3 * 2**30)
+
+
+def test_env_then_flags() -> None:
+    env = {
+        "JAXSCOPE_WALL_S": "2.5",
+        "JAXSCOPE_ADDRESS_SPACE_BYTES": "0",
+        "JAXSCOPE_WORKERS": "4",
+        "JAXSCOPE_TOKEN": "secret",
+        "JAXSCOPE_CHECK_EXHIBITS": "0",
+        "JAXSCOPE_FRONTEND_DIST": "/srv/dist",
+    }
+    s = settings_from_env(env=env, workers=1, host=None)
+    assert s.limits.wall_s == 2.5 and s.limits.address_space_bytes == 0
+    assert s.workers == 1  # the flag wins over the environment
+    assert s.host == "127.0.0.1"  # a None flag changes nothing
+    assert s.token == "secret" and s.check_exhibits is False
+    assert s.frontend_dist == Path("/srv/dist")
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.1.2.3", True),
+        ("::1", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.5", False),
+        ("example.org", False),
+    ],
+)
+def test_is_loopback(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
