@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from jaxscope.settings import Limits, is_loopback, settings_from_env
 
 
