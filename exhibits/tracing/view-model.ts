@@ -59,6 +59,8 @@ export interface TracingModel {
   calls: CallRow[];
   /** the run's failure, if it failed */
   failure: RunFailed | undefined;
+  /** the call of the call sequence the run failed in (`run_failed` in stage `call`) */
+  failedCall: number | undefined;
 }
 
 /** Derive everything the tracing view shows from the events up to the cursor. */
@@ -75,12 +77,16 @@ export function tracingModel(events: readonly Event[]): TracingModel {
       cacheGrew: previous !== undefined && call.cache_size > previous.cache_size,
     };
   });
+  const failure = lastOf(events, 'run_failed');
+  const callStarted = eventsOf(events, 'stage_started').filter((e) => e.stage === 'call');
+  const failedCall = failure?.stage === 'call' ? (callStarted.at(-1)?.call_index ?? undefined) : undefined;
   return {
     recorded: eventsOf(events, 'eqn_recorded'),
     staged: lastOf(events, 'jaxpr_staged'),
     tracePrints,
     calls,
-    failure: lastOf(events, 'run_failed'),
+    failure,
+    failedCall,
   };
 }
 

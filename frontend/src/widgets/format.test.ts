@@ -36,5 +36,6 @@ describe('numbers for people', () => {
   it('compactParams keeps JAX order and cuts long text', () => {
     expect(compactParams({ axes: '(0,)', out_sharding: 'None' })).toBe('axes=(0,) out_sharding=None');
     expect(compactParams({ a: 'x'.repeat(100) }, 10)).toHaveLength(10);
+    expect(compactParams({ donated_invars: '(False,)', name: '_where' })).toBe('name=_where donated_invars=(False,)');
   });
 });

@@ -30,12 +30,16 @@ export function shortDtypeName(dtype: string): string {
   return dtype.replace('float', 'f').replace('uint', 'u').replace('int', 'i').replace('complex', 'c');
 }
 
-/** `key=value` pairs in JAX's order, cut to `max` characters with an ellipsis. */
+/**
+ * `key=value` pairs in JAX's order, `name` first (as JAX prints `jit[name=_where ...]`), cut to
+ * `max` characters with an ellipsis.
+ */
 export function compactParams(
   params: Readonly<Record<string, string | undefined>>,
   max = 80,
 ): string {
-  const text = Object.entries(params)
+  const entries = Object.entries(params);
+  const text = [...entries.filter(([k]) => k === 'name'), ...entries.filter(([k]) => k !== 'name')]
     .map(([k, v]) => `${k}=${(v ?? '').replace(/\s+/g, ' ')}`)
     .join(' ');
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
