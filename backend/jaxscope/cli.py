@@ -1,4 +1,5 @@
-"""The ``jaxscope`` command: ``serve`` the explorer, or ``run`` an exhibit headless.
+"""The ``jaxscope`` command: ``serve`` the explorer, ``run`` an exhibit headless, or serve the
+hosted worker ``pool`` on a Unix socket (docker-compose: ``serve --pool-socket`` relays to it).
 
 ``jaxscope run EXHIBIT FILE`` goes through the same sandbox as the server (a worker pool and a
 session, in this process's event loop; no server needed). Output: a short summary by default,
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import dataclasses
 import os
 import sys
@@ -67,7 +69,22 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--timeout", type=float, default=None, metavar="S", help="wall-clock seconds per run"
     )
+    serve.add_argument(
+        "--pool-socket",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="relay sessions to the hosted pool on this Unix socket (see `jaxscope pool`)",
+    )
     _limit_flags(serve)
+
+    pool = sub.add_parser("pool", help="serve sandbox sessions on a Unix socket (hosted mode)")
+    pool.add_argument("--socket", type=Path, required=True, metavar="PATH")
+    pool.add_argument("--workers", type=int, default=None, help="warm idle workers (default 2)")
+    pool.add_argument(
+        "--timeout", type=float, default=None, metavar="S", help="wall-clock seconds per run"
+    )
+    _limit_flags(pool)
 
     run = sub.add_parser("run", help="run an exhibit on a snippet file, headless")
     run.add_argument("exhibit", help=f"exhibit id ({', '.join(EXHIBITS)})")
@@ -88,7 +105,9 @@ def _serve(ns: argparse.Namespace) -> int:
     from jaxscope.server.app import create_app, with_token
     from jaxscope.server.catalogue import IncompleteExhibit
 
-    settings = settings_from_env(host=ns.host, port=ns.port, token=ns.token, workers=ns.workers)
+    settings = settings_from_env(
+        host=ns.host, port=ns.port, token=ns.token, workers=ns.workers, pool_socket=ns.pool_socket
+    )
     settings = with_token(
         dataclasses.replace(settings, limits=_limits(settings.limits, ns, ns.timeout))
     )
@@ -103,6 +122,20 @@ def _serve(ns: argparse.Namespace) -> int:
         url += f"?token={settings.token}"
     print(f"jaxscope is serving at {url}", flush=True)
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+    return 0
+
+
+def _pool(ns: argparse.Namespace) -> int:
+    import logging
+
+    from jaxscope.sandbox.pool_server import serve_pool
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(name)s: %(message)s")
+    settings = settings_from_env(workers=ns.workers)
+    limits = _limits(settings.limits, ns, ns.timeout)
+    print(f"jaxscope pool serving on {ns.socket}", flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve_pool(ns.socket, limits, settings.workers))
     return 0
 
 
@@ -216,6 +249,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     if ns.command == "serve":
         return _serve(ns)
+    if ns.command == "pool":
+        return _pool(ns)
     try:
         return _run(ns)
     except BrokenPipeError:

@@ -60,4 +60,3 @@ class ProbeContext(Protocol):
         inside it to this stage (``stdout_printed.stage``). Exceptions propagate unchanged,
         and the runner reports the stage they escaped from in ``run_failed.stage``."""
         ...
-

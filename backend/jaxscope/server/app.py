@@ -26,6 +26,7 @@ from jaxscope.protocol import Catalogue
 from jaxscope.sandbox.pool import WorkerPool
 from jaxscope.sandbox.session import Session
 from jaxscope.server.catalogue import build_catalogue, check_exhibits
+from jaxscope.server.remote import relay_session
 from jaxscope.server.security import (
     TOKEN_COOKIE,
     content_security_policy,
@@ -64,15 +65,19 @@ def _version(dist: str) -> str | None:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The jaxscope app for ``settings``; raises ``IncompleteExhibit`` when an exhibit folder
     lacks a part (unless ``settings.check_exhibits`` is false). ``app.state.settings`` holds the
-    effective settings (with the generated token, if any), ``app.state.pool`` the worker pool."""
+    effective settings (with the generated token, if any), ``app.state.pool`` the worker pool
+    (unused, never started, when ``settings.pool_socket`` relays sessions to a hosted pool)."""
     settings = with_token(settings or Settings())
     if settings.check_exhibits:
         check_exhibits()
     pool = WorkerPool(settings.limits, size=settings.workers)
 
+    remote = settings.pool_socket
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        pool.start()
+        if remote is None:
+            pool.start()
         try:
             yield
         finally:
@@ -115,7 +120,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "jax_version": _version("jax"),
             "jaxlib_version": _version("jaxlib"),
             "jaxscope_version": _version("jaxscope"),
-            "pool": pool.state(),
+            "pool": pool.state() if remote is None else {"socket": str(remote)},
             "limits": dataclasses.asdict(settings.limits),
             "exhibits": list(EXHIBITS),
             "frontend_built": built,
@@ -134,7 +139,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await websocket.close(code=POLICY_VIOLATION)
             return
         await websocket.accept()
-        await serve_session(websocket, Session(pool, EXHIBITS))
+        if remote is None:
+            await serve_session(websocket, Session(pool, EXHIBITS))
+        else:
+            await relay_session(websocket, remote)
 
     if built:
 
