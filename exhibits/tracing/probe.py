@@ -14,8 +14,9 @@ Events, in order:
   ``CallPlan.vary``); after each call, :class:`JitCalled` says whether it traced, the cache size,
   what the user's code printed during the call, and JAX's cache-miss explanation.
 
-``make_jaxpr`` and ``jit`` share JAX's tracing caches, so before call 0 all caches are cleared
-(``jax.clear_caches()``): call 0 then traces exactly as a first call in a fresh process does.
+``make_jaxpr`` and ``jit`` share JAX's tracing caches, so before call 0 those caches are emptied
+(``jaxscope.internals.cache.fresh_caches``): call 0 then traces as a first call in a fresh
+process does.
 """
 
 from __future__ import annotations

@@ -4,9 +4,12 @@ what did the user's code print, and how big is the jit cache afterwards.
 Sources:
 
 * ``traced``: JAX reports ``/jax/core/compile/jaxpr_trace_duration`` through ``jax.monitoring``
-  (``register_event_duration_secs_listener``) each time it traces a function for ``jit`` at top
-  level, with ``fun_name`` the function's name (``pjit.py``). A call that hits the C++ fast path
-  or the Python-level caches traces nothing and reports nothing.
+  (``register_event_duration_secs_listener``) when a ``jit`` call misses its parameter cache
+  (``pjit._infer_params_cached``), with ``fun_name`` the function's name (``pjit.py``); the timed
+  step may still hit the tracing cache (``pe.trace_to_jaxpr``) and run nothing of ``f``. So
+  ``traced`` is true only when the event fired AND JAX opened a jaxpr frame for ``fun_name``
+  (``recording.watching_traces``): ``f``'s Python body really ran under tracers. A call that hits
+  the C++ fast path or the Python-level caches traces nothing and reports nothing.
 * ``explanation``: with ``jax.explain_cache_misses(True)`` JAX logs, at WARNING on the logger
   ``jax._src.interpreters.partial_eval`` (``pe.explain``), a ``TRACING CACHE MISS at ...``
   message for each user function it traces anew; we collect those messages during the call.
@@ -36,10 +39,11 @@ from typing import Any, TextIO
 
 import jax
 import jax.monitoring
-from jax._src import source_info_util
+from jax._src import pjit, source_info_util
 from jax._src.interpreters import partial_eval as pe
 
 from jaxscope.internals.monitoring import TRACE_EVENT
+from jaxscope.internals.recording import watching_traces
 
 source_info_util.register_exclusion(__file__)
 
@@ -47,9 +51,18 @@ EXPLAIN_LOGGER = "jax._src.interpreters.partial_eval"
 
 
 def fresh_caches() -> None:
-    """``jax.clear_caches()`` (every Python-level and C++ jit cache), and forget the call sites
-    ``pe.explain`` has reported cache misses at."""
-    jax.clear_caches()
+    """Empty JAX's tracing caches, so that the next ``jit`` call of a function that
+    ``make_jaxpr`` has just traced traces it again, as a first call in a fresh process does.
+
+    ``make_jaxpr(f)`` runs ``jit(f).trace``, which fills ``pjit._infer_params_cached`` and
+    ``pe.trace_to_jaxpr`` (both ``weakref_lru_cache``, keyed by the function); a later
+    ``jax.jit(f)(...)`` would hit them and trace nothing. We clear these two only (not
+    ``jax.clear_caches()``, which would also throw away every compiled executable, so that eager
+    ``jnp``/``jax.random`` calls of the next run compile again). Also forgets the call sites
+    ``pe.explain`` has reported cache misses at.
+    """
+    pjit._infer_params_cached.cache_clear()
+    pe.trace_to_jaxpr.cache_clear()
     pe.callsites_with_tracing_cache_miss.clear()
 
 
@@ -102,6 +115,7 @@ class CallObservation:
 
     traced: bool = False
     trace_events: int = 0
+    traced_functions: list[str] = field(default_factory=list)
     printed: str = ""
     explanation: str = ""
     messages: list[str] = field(default_factory=list)
@@ -113,7 +127,8 @@ def observe_call(fun_name: str) -> Iterator[CallObservation]:
 
     The caller should block on the outputs inside the block (``jax.block_until_ready``);
     on exit we also run ``jax.effects_barrier()``. ``traced`` is true when JAX reported a trace
-    of ``fun_name``; ``explanation`` joins JAX's cache-miss messages (empty on a hit).
+    of ``fun_name`` and opened a jaxpr frame for it; ``explanation`` joins JAX's cache-miss
+    messages (empty on a hit).
     """
     obs = CallObservation()
 
@@ -130,14 +145,14 @@ def observe_call(fun_name: str) -> Iterator[CallObservation]:
     previous_stdout = sys.stdout
     sys.stdout = tee
     try:
-        with jax.explain_cache_misses(True):
+        with jax.explain_cache_misses(True), watching_traces(obs.traced_functions):
             yield obs
             jax.effects_barrier()
     finally:
         sys.stdout = previous_stdout
         logger.removeHandler(handler)
         jax.monitoring.unregister_event_duration_listener(on_duration)
-        obs.traced = obs.trace_events > 0
+        obs.traced = obs.trace_events > 0 and fun_name in obs.traced_functions
         obs.printed = tee.buffer_.getvalue()
         obs.messages = list(handler.messages)
         obs.explanation = "\n".join(handler.messages)

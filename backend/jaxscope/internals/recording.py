@@ -94,3 +94,26 @@ def recording_eqns(on_eqn: Callable[[EqnRecorded], None]) -> Iterator[list[EqnRe
         finally:
             pe.JaxprStackFrame.__init__ = orig_init  # type: ignore[method-assign]
             pe.JaxprStackFrame.add_eqn = orig_add_eqn  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def watching_traces(names: list[str] | None = None) -> Iterator[list[str]]:
+    """Within the block, collect the ``debug_info.func_name`` of every jaxpr frame JAX opens
+    (``pe.JaxprStackFrame.__init__``): the functions whose Python bodies are traced, ``jnp``
+    helpers and nested ``jit`` functions included. A cache hit opens no frame. Appends to
+    ``names`` when given (so the caller holds the list even if the block raises)."""
+    if names is None:
+        names = []
+    orig_init = pe.JaxprStackFrame.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        orig_init(self, *args, **kwargs)
+        info = self.debug_info
+        names.append(str(info.func_name) if info is not None else "")
+
+    with _lock:
+        pe.JaxprStackFrame.__init__ = __init__  # type: ignore[method-assign]
+        try:
+            yield names
+        finally:
+            pe.JaxprStackFrame.__init__ = orig_init  # type: ignore[method-assign]

@@ -1,0 +1,264 @@
+"""The private JAX facts ``jaxscope.internals`` relies on, one test each.
+
+When JAX is upgraded, a change in any of these fails here, loudly and by name, instead of as a
+blank panel in the browser. Only this test file and ``jaxscope.internals`` import ``jax._src``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+
+import jax
+import jax.numpy as jnp
+import jaxscope.internals as internals
+import pytest
+from jax._src import core, pjit, source_info_util
+from jax._src.interpreters import mlir
+from jax._src.interpreters import partial_eval as pe
+from jaxscope.internals import cache, monitoring, recording, views
+from jaxscope.internals.calling import plan_call
+from jaxscope.internals.lowering import op_links, parsed_op_counts
+from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
+from jaxscope.sandbox.snippet import load_snippet
+
+SNIPPET = """
+import jax.numpy as jnp
+
+def f(x, y):
+    z = jnp.sin(x) * 2.0
+    return jnp.sum(z + y)
+
+args = (jnp.ones(3), 1.0)
+"""
+
+
+def test_jax_version_is_the_pinned_one() -> None:
+    assert jax.__version__ == "0.10.2"
+
+
+# ------------------------------------------------------------------ printing (views.py)
+
+
+def test_pp_toplevel_jaxpr_builds_one_context_named_in_core() -> None:
+    src = inspect.getsource(core.pp_toplevel_jaxpr)
+    assert "JaxprPpContext(" in src  # looked up as a module global at call time
+    assert "pp_toplevel_jaxpr" in inspect.getsource(core.Jaxpr.pretty_print)
+    assert inspect.getsource(core.ClosedJaxpr.__str__).strip().endswith("str(self.jaxpr)")
+
+
+def test_printing_helpers_have_the_signatures_we_call() -> None:
+    assert list(inspect.signature(core.pp_var).parameters)[:2] == ["v", "context"]
+    assert list(inspect.signature(core.pp_eqn).parameters) == ["eqn", "context", "settings"]
+    assert list(inspect.signature(core.pp_kv_pair).parameters) == ["k", "v", "context", "settings"]
+    assert list(inspect.signature(core.pp_jaxpr).parameters) == ["jaxpr", "context", "settings"]
+    assert core.JaxprPpSettings()._fields[:2] == ("print_shapes", "source_info")
+
+
+def test_captured_context_names_match_the_text() -> None:
+    closed = jax.make_jaxpr(lambda x, y: jnp.sin(x) * y)(jnp.ones(2), 2.0)
+    text, ctx = views.print_with_context(closed.jaxpr)
+    assert text == str(closed)
+    names = [str(core.pp_var(v, ctx)) for v in closed.jaxpr.invars]
+    assert text.startswith("{ lambda ; " + " ".join(f"{n}:" for n in names[:1]))
+    assert core.JaxprPpContext is not None and core.JaxprPpContext.__name__ == "JaxprPpContext"
+
+
+def test_literals_print_value_and_type() -> None:
+    closed = jax.make_jaxpr(lambda x: x * 2.0)(jnp.ones(2))
+    lit = closed.jaxpr.eqns[0].invars[1]
+    assert isinstance(lit, core.Literal)
+    assert lit.pretty_print(core.JaxprPpContext()) == "2.0:f32[]"
+
+
+def test_avals_have_str_short_with_short_dtypes_and_weak_type() -> None:
+    aval = jax.typeof(1.0)
+    assert aval.weak_type is True
+    assert aval.str_short(short_dtypes=True) == "f32[]"
+    assert str(aval) == "~float32[]"
+
+
+# ------------------------------------------------------------------ source info
+
+
+def test_traceback_raw_frames_and_frame_fields() -> None:
+    snippet = load_snippet(SNIPPET)
+    closed = jax.make_jaxpr(snippet.f)(*snippet.args)
+    tb = closed.jaxpr.eqns[0].source_info.traceback
+    codes, lastis = tb.raw_frames()
+    assert len(codes) == len(lastis)
+    assert SNIPPET_FILENAME in [c.co_filename for c in codes]
+    frame = source_info_util.raw_frame_to_frame(codes[0], lastis[0])
+    assert set(frame._fields) >= {
+        "file_name",
+        "function_name",
+        "start_line",
+        "start_column",
+        "end_line",
+        "end_column",
+    }
+    src = views.snippet_source(tb)
+    assert src is not None and (src.line, src.function) == (5, "f")
+
+
+def test_register_exclusion_hides_jaxscope_and_exhibits() -> None:
+    assert internals.EXCLUDED_ROOTS
+    assert callable(source_info_util.register_exclusion)
+    assert not source_info_util.is_user_filename(internals.__file__)
+    assert not source_info_util.is_user_filename(internals.EXCLUDED_ROOTS[-1] + "probe.py")
+    assert source_info_util.is_user_filename(SNIPPET_FILENAME)
+
+
+# ------------------------------------------------------------------ recording.py
+
+
+def test_jaxpr_stack_frame_add_eqn_and_tracing_eqn() -> None:
+    assert list(inspect.signature(pe.JaxprStackFrame.add_eqn).parameters) == ["self", "eqn"]
+    assert "debug_info" in pe.JaxprStackFrame.__slots__
+    assert "auto_dce" in pe.JaxprStackFrame.__slots__
+    fields = inspect.signature(pe.TracingEqn.__init__).parameters
+    assert list(fields)[1:] == [
+        "in_tracers",
+        "outvars",
+        "primitive",
+        "params",
+        "effects",
+        "source_info",
+        "ctx",
+    ]
+    assert isinstance(pe.TracingEqn.invars, property)
+
+
+def test_make_jaxpr_and_jit_trace_keep_every_recorded_eqn() -> None:
+    # auto_dce=False for these top-level traces: nothing recorded is dropped, so recorded
+    # index == index in the final jaxpr. A dead eqn shows that.
+    seen: list[bool] = []
+    orig = pe.JaxprStackFrame.add_eqn
+
+    def spy(self: pe.JaxprStackFrame, eqn: pe.TracingEqn) -> None:
+        seen.append(self.auto_dce)
+        orig(self, eqn)
+
+    pe.JaxprStackFrame.add_eqn = spy  # type: ignore[method-assign]
+    try:
+        closed = jax.make_jaxpr(lambda x: (jnp.cos(x), x * 2)[1])(jnp.ones(2))
+    finally:
+        pe.JaxprStackFrame.add_eqn = orig  # type: ignore[method-assign]
+    assert [e.primitive.name for e in closed.jaxpr.eqns] == ["cos", "mul"]
+    assert seen and seen[-1] is False
+
+
+def test_recording_streams_the_top_frame_and_restores_on_errors() -> None:
+    before = (pe.JaxprStackFrame.__init__, pe.JaxprStackFrame.add_eqn)
+    snippet = load_snippet(SNIPPET)
+    got = []
+    with recording.recording_eqns(got.append):
+        closed = plan_call(snippet).make_jaxpr()
+    assert [e.primitive for e in got] == [e.primitive.name for e in closed.jaxpr.eqns]
+
+    def boom(x: jax.Array) -> jax.Array:
+        if x.sum() > 0:
+            return x
+        return -x
+
+    with pytest.raises(jax.errors.TracerBoolConversionError), recording.recording_eqns(got.append):
+        jax.make_jaxpr(boom)(jnp.ones(2))
+    assert (pe.JaxprStackFrame.__init__, pe.JaxprStackFrame.add_eqn) == before
+
+
+def test_tracer_errors_are_public_classes() -> None:
+    assert issubclass(jax.errors.TracerBoolConversionError, jax.errors.ConcretizationTypeError)
+    assert issubclass(jax.errors.ConcretizationTypeError, TypeError)
+
+
+# ------------------------------------------------------------------ cache.py / monitoring.py
+
+
+def test_tracing_caches_and_explain_hooks() -> None:
+    for fn in (pjit._infer_params_cached, pe.trace_to_jaxpr):
+        assert callable(fn.cache_clear) and callable(fn.cache_info)
+    assert isinstance(pe.callsites_with_tracing_cache_miss, set)
+    assert pe.logger.name == cache.EXPLAIN_LOGGER
+    assert callable(jax.explain_cache_misses)
+
+
+def test_fresh_caches_make_jit_trace_again_after_make_jaxpr() -> None:
+    def g(x: jax.Array) -> jax.Array:
+        return x + 1
+
+    def g2(x: jax.Array) -> jax.Array:
+        return x + 2
+
+    # make_jaxpr fills the tracing caches that jit shares (but not jit's C++ cache):
+    jax.make_jaxpr(g)(jnp.ones(2))
+    with cache.observe_call("g") as hit:
+        jax.jit(g)(jnp.ones(2))
+    assert hit.trace_events == 1  # JAX times the (cached) trace step...
+    assert not hit.traced  # ...but g's body does not run
+    jax.make_jaxpr(g2)(jnp.ones(2))
+    cache.fresh_caches()
+    jg2 = jax.jit(g2)
+    with cache.observe_call("g2") as miss:
+        jg2(jnp.ones(2))
+    assert miss.traced and "g2" in miss.traced_functions
+    assert cache.cache_size(jg2) == 1
+
+
+def test_explain_cache_misses_logs_at_warning() -> None:
+    def h(x: jax.Array) -> jax.Array:
+        return x * 3
+
+    jh = jax.jit(h)
+    with cache.observe_call("h") as first:
+        jh(jnp.ones(2))
+    with cache.observe_call("h") as second:
+        jh(jnp.ones(3))
+    assert "TRACING CACHE MISS" in first.explanation
+    assert "never seen function" in first.explanation
+    assert "now f32[3] and before f32[2]" in second.explanation
+    # Our handler is removed again after the call.
+    handlers = logging.getLogger(cache.EXPLAIN_LOGGER).handlers
+    assert not any(type(h_).__name__ == "_ListHandler" for h_ in handlers)
+
+
+def test_monitoring_event_names_and_listener_api() -> None:
+    from jax._src import dispatch
+
+    names = {v for k, v in vars(dispatch).items() if isinstance(v, str) and v.startswith("/jax/")}
+    assert {monitoring.TRACE_EVENT, monitoring.LOWER_EVENT, monitoring.COMPILE_EVENT} <= names
+    assert callable(jax.monitoring.register_event_duration_secs_listener)
+    assert callable(jax.monitoring.unregister_event_duration_listener)
+    got = []
+    with monitoring.stage_timers(got.append, "k"):
+
+        def k(x: jax.Array) -> jax.Array:
+            return x - 1
+
+        jax.jit(k).lower(jnp.ones(4)).compile()
+    assert [t.stage for t in got] == ["trace", "lower", "compile"]
+
+
+# ------------------------------------------------------------------ lowering.py
+
+
+def test_debug_locations_and_mlir_context() -> None:
+    snippet = load_snippet(SNIPPET)
+    lowered = jax.jit(snippet.f).lower(*snippet.args)
+    debug = lowered.as_text(debug_info=True)
+    assert '"<snippet>":5:' in debug  # file locations as "file":line:col
+    assert "callsite(" in debug or "#loc" in debug
+    assert '"jit(f)/sin"' in debug  # name-stack location of the sin op
+    links = op_links(lowered.as_text(), debug, jax.make_jaxpr(snippet.f)(*snippet.args))
+    assert any(link.op == "stablehlo.sine" and link.eqn_indices == [0] for link in links)
+    assert callable(mlir.make_ir_context)
+    counts = parsed_op_counts(lowered.as_text())
+    assert counts["stablehlo.sine"] == 1
+
+
+def test_compiled_stats_field_names() -> None:
+    compiled = jax.jit(lambda x: x @ x).lower(jnp.ones((2, 2))).compile()
+    stats = compiled.memory_analysis()
+    for name in ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes"):
+        assert hasattr(stats, name)
+    cost = compiled.cost_analysis()
+    assert isinstance(cost, dict) and "flops" in cost
