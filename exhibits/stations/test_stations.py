@@ -18,6 +18,7 @@ from typing import Any
 import jax
 import numpy as np
 import pytest
+from jaxscope.internals.calling import block_until_ready
 from jaxscope.internals.lowering import parsed_op_counts
 from jaxscope.internals.views import preview_value
 from jaxscope.protocol import (
@@ -91,10 +92,10 @@ def truth_of(source: str) -> Truth:
     return Truth(
         stablehlo=lowered.as_text(),
         hlo=lowered.as_text(dialect="hlo"),
-        compiled_text=compiled.as_text(),
+        compiled_text=str(compiled.as_text()),
         cost=compiled.cost_analysis(),
         memory=compiled.memory_analysis(),
-        outputs=jax.block_until_ready(jf(*args, **s.kwargs)),
+        outputs=block_until_ready(jf(*args, **s.kwargs)),
         jaxpr=jax.make_jaxpr(s.f, static_argnums=s.static_argnums)(*s.args, **s.kwargs),
     )
 

@@ -21,9 +21,8 @@ process does.
 
 from __future__ import annotations
 
-import jax
 from jaxscope.internals.cache import cache_size, fresh_caches, observe_call
-from jaxscope.internals.calling import CallPlan, plan_call
+from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
 from jaxscope.internals.recording import recording_eqns
 from jaxscope.internals.views import aval_view, jaxpr_view
 from jaxscope.protocol import CallSpec, JaxprStaged, JitCalled
@@ -48,7 +47,7 @@ def call_sequence(ctx: ProbeContext, plan: CallPlan) -> None:
         with ctx.stage("call", call_index=index):
             args, kwargs = plan.vary(spec.change, spec.expr, ctx.snippet.namespace)
             with observe_call(plan.fun_name) as obs:
-                jax.block_until_ready(plan.call(jf, args, kwargs))
+                block_until_ready(plan.call(jf, args, kwargs))
         ctx.emit(
             JitCalled(
                 call_index=index,

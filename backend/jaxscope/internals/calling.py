@@ -144,6 +144,11 @@ class CallPlan:
         return new_args, jax.tree.map(leaf_fn, kwargs)
 
 
+def block_until_ready(value: Any) -> Any:
+    """``jax.block_until_ready(value)``: wait until every array in ``value`` is computed."""
+    return jax.block_until_ready(value)
+
+
 def plan_call(snippet: Snippet) -> CallPlan:
     """Split ``snippet``'s keyword arguments into static ones (named in ``static_argnames``) and
     dynamic ones, and close ``f`` over the static ones."""

@@ -43,6 +43,7 @@ def golden(path: Path) -> dict[str, Any]:
     )
     lowered = jf.lower(*ns["args"], **kwargs)
     module = lowered.compiler_ir("stablehlo")
+    assert module is not None
     out = jax.eval_shape(lambda: jf(*ns["args"], **kwargs))
     return {
         "example": path.stem,
