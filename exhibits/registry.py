@@ -83,14 +83,26 @@ class Exhibit:
     summary: str
     default_example: str
     artefacts: dict[str, Extractor] = field(default_factory=dict)
+    # Other exhibits whose examples this one offers too (the same real models serve several
+    # exhibits; the files live once, in the first exhibit that uses them).
+    examples_from: tuple[str, ...] = ()
 
     @property
     def folder(self) -> Path:
         return EXHIBITS_DIR / self.id
 
+    def example_paths(self) -> dict[str, Path]:
+        """Example name (file stem) -> snippet file: this exhibit's own ``examples/*.py`` first,
+        then those of ``examples_from`` under names not taken yet."""
+        paths: dict[str, Path] = {}
+        for folder in (self.id, *self.examples_from):
+            for p in sorted((EXHIBITS_DIR / folder / "examples").glob("*.py")):
+                paths.setdefault(p.stem, p)
+        return paths
+
     def examples(self) -> list[str]:
-        """Example names (file stems under ``examples/``), sorted."""
-        return sorted(p.stem for p in (self.folder / "examples").glob("*.py"))
+        """Example names, sorted."""
+        return sorted(self.example_paths())
 
     def info(self) -> ExhibitInfo:
         return ExhibitInfo(
@@ -118,6 +130,7 @@ EXHIBITS: dict[str, Exhibit] = {
             title="The four stations of a jitted call",
             summary="Traced, Lowered, Compiled, Run: jaxpr, StableHLO, optimized HLO, the device.",
             default_example="mlp_loss",
+            examples_from=("tracing",),
             artefacts={
                 "jaxpr": _jaxpr,
                 "stablehlo": _stablehlo,

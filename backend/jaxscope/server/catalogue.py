@@ -8,12 +8,11 @@ from jaxscope.protocol import Catalogue
 
 def build_catalogue(exhibits: dict[str, Exhibit] | None = None) -> Catalogue:
     """Every exhibit's :class:`~jaxscope.protocol.ExhibitInfo`, and the source of every
-    ``exhibits/<id>/examples/*.py`` keyed ``"<id>/<stem>"``."""
+    example an exhibit offers (``Exhibit.example_paths``) keyed ``"<id>/<stem>"``."""
     table = EXHIBITS if exhibits is None else exhibits
     examples: dict[str, str] = {}
     for exhibit in table.values():
-        for stem in exhibit.examples():
-            path = exhibit.folder / "examples" / f"{stem}.py"
+        for stem, path in exhibit.example_paths().items():
             examples[f"{exhibit.id}/{stem}"] = path.read_text(encoding="utf-8")
     return Catalogue(exhibits=[e.info() for e in table.values()], examples=examples)
 
