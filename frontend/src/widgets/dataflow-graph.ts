@@ -83,9 +83,11 @@ export function buildDataflowGraph(jaxpr: JaxprView, maxEqns = 300): DataflowGra
   }
   jaxpr.outvars.forEach((v, i) => {
     const id = `out:${i}`;
+    const from = v.literal ? undefined : definedBy.get(v.name);
+    // An outvar defined by a left-out eqn would float unconnected: leave it out too.
+    if (from === undefined && !v.literal) return;
     const label = v.literal ? `out[${i}] = ${v.name}` : `out[${i}]`;
     nodes.push({ id, kind: 'outvar', label, sublabel: avalText(v.aval), eqnIndex: null, line: null });
-    const from = v.literal ? undefined : definedBy.get(v.name);
     if (from !== undefined) edges.push({ from, to: id, label: v.name });
   });
   return { nodes, edges, omittedEqns: jaxpr.eqns.length - kept.length };

@@ -1,0 +1,11 @@
+/**
+ * Web Worker that lays out a dataflow graph with dagre off the main thread: a jaxpr of a few
+ * hundred eqns takes dagre seconds (every long edge becomes a chain of dummy nodes), and the page
+ * must stay responsive meanwhile. Message in: `{ id, graph: DataflowGraph }`; out: `{ id, layout }`.
+ */
+import { layoutDataflowGraph, type DataflowGraph } from './dataflow-graph';
+
+self.onmessage = (event: MessageEvent<{ id: number; graph: DataflowGraph }>) => {
+  const { id, graph } = event.data;
+  self.postMessage({ id, layout: layoutDataflowGraph(graph) });
+};
