@@ -18,7 +18,7 @@ from typing import Any
 
 from jaxscope.internals.calling import concrete_args, plan_call
 from jaxscope.internals.compiled import executable_compiled
-from jaxscope.internals.execution import program_executed
+from jaxscope.internals.execution import MAX_REPEATS, program_executed
 from jaxscope.internals.lowering import module_lowered
 from jaxscope.internals.monitoring import stage_timers
 from jaxscope.internals.recording import recording_eqns
@@ -45,5 +45,7 @@ def run(ctx: ProbeContext) -> None:
         ctx.emit(compiled_event)
     with ctx.stage("run"):
         args = concrete_args(plan.dynamic_args())
-        executed = program_executed(compiled, args, plan.kwargs)
+        # A program with effects (jax.debug.print) prints on every call: time one warm call.
+        repeats = 1 if traced.jaxpr.effects else MAX_REPEATS
+        executed = program_executed(compiled, args, plan.kwargs, max_repeats=repeats)
     ctx.emit(executed)

@@ -4,8 +4,8 @@ JAX dispatches asynchronously: a call returns a ``jax.Array`` as soon as the com
 enqueued, before it has finished. So we report two times, both with ``time.perf_counter``:
 
 * ``dispatch_ms``: the call alone (returns when dispatched; no wait), median over warm repeats;
-* ``blocked_ms``: the call followed by ``jax.block_until_ready`` on its outputs, median over
-  warm repeats (``repeats`` of each; fewer for slow programs so the run stays within budget);
+* ``blocked_ms``: the same calls followed by ``jax.block_until_ready`` on their outputs, median
+  over the same warm repeats (fewer repeats for slow programs, so the run stays within budget);
 * ``ready_after_dispatch``: whether every output leaf's ``is_ready()`` was already true right
   after the first call returned.
 
@@ -68,28 +68,35 @@ def output_device(out: Any) -> tuple[str, str]:
 
 
 def program_executed(
-    call: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    call: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    max_repeats: int = MAX_REPEATS,
 ) -> ProgramExecuted:
-    """Call ``call(*args, **kwargs)`` (a ``Compiled`` or jitted function) and time it."""
+    """Call ``call(*args, **kwargs)`` (a ``Compiled`` or jitted function) and time it.
+
+    The first call gives the outputs and ``ready_after_dispatch``; then up to ``max_repeats``
+    warm calls (fewer when one call takes long: about :data:`REPEAT_BUDGET_S` in all) each time
+    the dispatch (until the call returns) and the whole call followed by
+    ``jax.block_until_ready``. A program with effects (``jax.debug.print``) prints once per call.
+    """
     t0 = time.perf_counter()
     out = call(*args, **kwargs)
-    first_dispatch = time.perf_counter() - t0
     ready = _all_ready(out)
     jax.block_until_ready(out)
-    first_blocked = time.perf_counter() - t0
+    first = time.perf_counter() - t0
 
-    repeats = max(1, min(MAX_REPEATS, int(REPEAT_BUDGET_S / max(first_blocked, 1e-6)) // 2))
+    repeats = max(1, min(max_repeats, int(REPEAT_BUDGET_S / max(first, 1e-6))))
     dispatch: list[float] = []
     blocked: list[float] = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         warm = call(*args, **kwargs)
-        dispatch.append(time.perf_counter() - t0)
+        t1 = time.perf_counter()
         jax.block_until_ready(warm)
-        t0 = time.perf_counter()
-        jax.block_until_ready(call(*args, **kwargs))
-        blocked.append(time.perf_counter() - t0)
-    del first_dispatch
+        t2 = time.perf_counter()
+        dispatch.append(t1 - t0)
+        blocked.append(t2 - t0)
     device, platform = output_device(out)
     return ProgramExecuted(
         device=device,

@@ -22,6 +22,7 @@ Every string here is JAX's own printout:
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -70,7 +71,23 @@ def _short(aval: Any) -> str:
 
 
 def aval_view(aval: Any) -> AvalView:
-    """An ``AvalView`` of a ``core.ShapedArray`` (or any aval with ``str_short``)."""
+    """An ``AvalView`` of a ``core.ShapedArray`` (or any aval with ``str_short``).
+
+    Views of hashable avals are cached (a trace meets the same few avals again and again);
+    callers must not mutate the returned model.
+    """
+    try:
+        return _cached_aval_view(aval)
+    except TypeError:  # an unhashable aval
+        return _aval_view(aval)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_aval_view(aval: Any) -> AvalView:
+    return _aval_view(aval)
+
+
+def _aval_view(aval: Any) -> AvalView:
     shape = [int(d) if isinstance(d, int) else -1 for d in getattr(aval, "shape", ())]
     dtype = getattr(aval, "dtype", None)
     return AvalView(
