@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadEvents, loadTruth } from '../../frontend/test-fixtures/load';
 import { formatCount, humanBytes } from '../../frontend/src/widgets/format';
@@ -98,5 +99,22 @@ describe('figures for people', () => {
       expect(s).toContain('block_until_ready');
       expect(s).toContain(`${(run.blocked_ms / run.dispatch_ms).toFixed(1)}×`);
     }
+  });
+});
+
+describe('C24: a jitted chain of four matmuls', () => {
+  const expected = JSON.parse(
+    readFileSync(`${__dirname}/../../frontend/test-fixtures/cases/C24_async_dispatch.expect.json`, 'utf8'),
+  ) as { jaxpr: string; stations: string[]; lowered_op_counts: Record<string, number>; out_shape: number[] };
+  const model = stationsModel(loadEvents('stations-c24'));
+
+  it('shows the four stations, the jaxpr, the lowered ops and the output the case records', () => {
+    expect(model.stations.map((s) => [s.id, s.status])).toEqual(expected.stations.map((id) => [id, 'done']));
+    expect(model.traced?.jaxpr.text).toBe(expected.jaxpr);
+    const lines = (model.lowered?.stablehlo ?? '').split('\n');
+    for (const [op, n] of Object.entries(expected.lowered_op_counts)) {
+      expect(lines.filter((l) => l.includes(`stablehlo.${op} `)).length).toBe(n);
+    }
+    expect(model.executed?.outputs[0]?.shape).toEqual(expected.out_shape);
   });
 });

@@ -58,7 +58,7 @@ describe('tracing-where: sin, where, sum and a print, called again 3 times', () 
 });
 
 describe('C17: a print inside a jitted update', () => {
-  const expected = JSON.parse(readFileSync(`${__dirname}/../../../shared/cases/C17_print_broken.expect.json`, 'utf8')) as {
+  const expected = JSON.parse(readFileSync(`${__dirname}/../../frontend/test-fixtures/cases/C17_print_broken.expect.json`, 'utf8')) as {
     jaxpr: string;
     stdout_per_call: string[];
   };

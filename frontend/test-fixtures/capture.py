@@ -29,7 +29,9 @@ from jaxscope.sandbox.worker import WorkerProcess
 from jaxscope.settings import Limits
 
 HERE = Path(__file__).resolve().parent
-CASES = HERE.parents[2] / "shared" / "cases"
+# Copies of ../shared/cases (C17, C24) with their recorded expectations, so that a fresh clone
+# can recapture and the tests can check against the cases.
+CASES = HERE / "cases"
 
 # name -> (exhibit, snippet file, extra calls)
 FIXTURES: dict[str, tuple[str, Path, list[str]]] = {
