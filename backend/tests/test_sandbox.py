@@ -309,3 +309,19 @@ def test_unprintable_and_huge_exceptions(sandbox: SandboxHarness) -> None:
         assert session.worker is not None
     finally:
         sandbox.call(session.close())
+
+
+def test_rerun_in_session_still_traces_lowers_and_compiles(sandbox: SandboxHarness) -> None:
+    session = sandbox.session()
+    try:
+        for _ in range(2):
+            events = sandbox.run(SIN, exhibit="stations", session=session)
+            assert isinstance(assert_one_terminal(events), RunFinished)
+            timed = {e.event for e in events if e.type == "stage_timed"}  # type: ignore[union-attr]
+            assert "/jax/core/compile/backend_compile_duration" in timed
+            assert any(e.type == "eqn_recorded" for e in events)
+            events = sandbox.run(SIN, exhibit="tracing", session=session)
+            calls = [e for e in events if e.type == "jit_called"]
+            assert calls and calls[0].traced  # type: ignore[union-attr]
+    finally:
+        sandbox.call(session.close())
