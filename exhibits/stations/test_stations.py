@@ -59,7 +59,19 @@ args = (jax.ShapeDtypeStruct((4,), jnp.float32), 3)
 static_argnums = (1,)
 """
 
-SNIPPETS = {"weak": WEAK, "sds": SDS}
+WHILE_INTS = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+def f(x, i):
+    n, y = jax.lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0), (0, x))
+    return y, i * 2, n
+
+args = (jnp.ones(3), np.arange(4, dtype=np.uint8))
+"""
+
+SNIPPETS = {"weak": WEAK, "sds": SDS, "while_ints": WHILE_INTS}
 C24 = (
     (CASES / "C24_async_dispatch.py").read_text()
     if (CASES / "C24_async_dispatch.py").exists()

@@ -96,7 +96,20 @@ def f(x):
 args = (jnp.ones(3),)
 """
 
-SNIPPETS = {"weak": WEAK, "static": STATIC, "helper": HELPER, "cond": COND}
+KEY_WHILE = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+def f(key, x, i):
+    noise = jax.random.normal(key, x.shape)
+    n, y = jax.lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0), (0, x))
+    return y + noise, i * 2, n
+
+args = (jax.random.key(0), jnp.ones(3), np.arange(4, dtype=np.uint8))
+"""
+
+SNIPPETS = {"weak": WEAK, "static": STATIC, "helper": HELPER, "cond": COND, "key_while": KEY_WHILE}
 CASE_SNIPPETS = {
     name: (CASES / f"{name}.py").read_text()
     for name in ("C17_print_broken", "C17_debug_print_fixed")
@@ -161,7 +174,9 @@ def test_structured_view_agrees_with_text(runs: dict[str, FakeContext], name: st
     consts = " ".join(f"{c.var.name}:{c.var.aval.short}" for c in view.constvars)
     invars = " ".join(f"{v.name}:{v.aval.short}" for v in view.invars)
     flat = re.sub(r"\s+", " ", view.text)  # JAX wraps long lines
-    assert flat.startswith(f"{{ lambda {consts}; {invars}. let")
+    # (jaxprs used more than once are printed first: "let _uniform = { lambda ... } in")
+    top = flat[flat.index(f"{{ lambda {consts}; {invars}. let") :]
+    assert top == flat or flat.startswith("let ")
     outs = ", ".join(v.name for v in view.outvars)
     assert flat.endswith(f"in ({outs}{',' if len(view.outvars) == 1 else ''}) }}")
     assert len(view.eqns) == len(truth.jaxpr.eqns)
@@ -302,6 +317,17 @@ def test_grown_values_and_weak_scalars() -> None:
     # y = 1.0 (a weak-typed Python scalar) becomes a 1-vector; x grows from 3 to 4.
     assert [a.short for a in calls[1].arg_avals] == ["f32[4]", "f32[1]"]
     assert calls[1].traced
+
+
+def test_keys_are_kept_and_unsigned_ints_narrow_to_int16() -> None:
+    options = RunOptions(calls=[CallSpec(change="shape"), CallSpec(change="dtype")])
+    calls = run_probe("tracing", KEY_WHILE, options).of_type(JitCalled)
+    assert [[a.short for a in c.arg_avals] for c in calls] == [
+        ["key<fry>[]", "f32[3]", "u8[4]"],
+        ["key<fry>[]", "f32[4]", "u8[5]"],
+        ["key<fry>[]", "f16[3]", "i16[4]"],
+    ]
+    assert [c.traced for c in calls] == [True, True, True]
 
 
 def test_tracer_bool_conversion_propagates() -> None:

@@ -112,7 +112,8 @@ class CallPlan:
 
         ``same``: the snippet's arguments. ``shape``: every array leaf of the traced (dynamic)
         arguments grows by one along axis 0 (its last row repeated; zeros when empty); 0-d arrays
-        and Python ``int``/``float`` scalars become shape ``(1,)``. ``dtype``: floating leaves
+        and Python ``int``/``float`` scalars become shape ``(1,)``; PRNG key arrays are kept
+        (a key is not data to grow). ``dtype``: floating leaves
         (Python floats included) become ``float16``, signed and unsigned integer leaves (Python
         ints included) ``int16``; bool and complex leaves are kept. ``expr``: ``eval(expr,
         namespace)``, which must give the full positional ``args`` tuple (static positions
@@ -170,11 +171,16 @@ def _is_py_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
+def _is_key(x: Any) -> bool:
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+
+
 def _grow_leaf(x: Any) -> Any:
     """Axis 0 one longer (last row repeated); 0-d arrays and Python numbers become (1,)."""
     if _is_py_number(x):
         return np.asarray([x])
-    if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+    if not hasattr(x, "shape") or not hasattr(x, "dtype") or _is_key(x):
         return x
     xp: Any = jnp if isinstance(x, jax.Array) else np
     if x.ndim == 0:

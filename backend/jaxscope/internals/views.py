@@ -158,6 +158,18 @@ def _param_text(key: str, value: Any, ctx: core.JaxprPpContext) -> str:
     return doc.format()[len(key) + 1 :]
 
 
+def _inner_text(jaxpr: core.Jaxpr, ctx: core.JaxprPpContext, settings: core.JaxprPpSettings) -> str:
+    """JAX's printout of an inner jaxpr. A jaxpr used more than once is printed once at the top
+    of the text (``let _uniform = { lambda ... } in``) and by name where used; here we print its
+    body in full (``core.pp_jaxpr_skeleton``, as ``core.pp_jaxpr`` does for unshared ones)."""
+    if jaxpr in ctx.shared_jaxprs:
+        doc = core.pp_jaxpr_skeleton(
+            jaxpr, lambda: core.pp_eqns(jaxpr.eqns, ctx, settings), ctx, settings
+        )
+        return str(doc.format())
+    return str(core.pp_jaxpr(jaxpr, ctx, settings).format())
+
+
 def _inner_jaxprs(eqn: core.JaxprEqn, ctx: core.JaxprPpContext) -> list[InnerJaxprView]:
     settings = core.JaxprPpSettings()
     name = eqn.params.get("name")
@@ -172,7 +184,7 @@ def _inner_jaxprs(eqn: core.JaxprEqn, ctx: core.JaxprPpContext) -> list[InnerJax
                     InnerJaxprView(
                         param=key,
                         name=str(name) if name is not None else None,
-                        text=core.pp_jaxpr(inner, ctx, settings).format(),
+                        text=_inner_text(inner, ctx, settings),
                     )
                 )
     return out
