@@ -40,7 +40,7 @@ export function describeCall(call: JitCalled, previous: JitCalled | undefined, p
   const what = call.call_index === 0 ? 'first call' : CHANGE_LABEL[call.change];
   const entries = `${call.cache_size} ${call.cache_size === 1 ? 'entry' : 'entries'}`;
   if (!call.traced) {
-    const silent = printsWhileTracing ? 'the print stays silent' : 'f is not run in Python';
+    const silent = printsWhileTracing ? 'the print stays silent' : "f's Python body does not run";
     return `${what} → no retrace (cache hit): ${silent}; cache size stays ${call.cache_size}`;
   }
   if (previous === undefined) return `${what} → traced: cache now holds ${entries}`;
