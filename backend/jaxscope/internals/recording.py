@@ -33,7 +33,8 @@ from jaxscope.protocol import EqnRecorded
 
 source_info_util.register_exclusion(__file__)
 
-_lock = threading.Lock()
+# Re-entrant: recording_eqns and watching_traces may nest (each restores what it replaced).
+_lock = threading.RLock()
 
 
 def _param_texts(params: dict[str, Any]) -> dict[str, str]:

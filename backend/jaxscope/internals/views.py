@@ -46,7 +46,7 @@ source_info_util.register_exclusion(__file__)
 # Longest value preview (characters) for constvars and output arrays.
 PREVIEW_CHARS = 2000
 _PRINT_OPTIONS = {"threshold": 50, "edgeitems": 3, "linewidth": 100, "precision": 6}
-_capture_lock = threading.Lock()
+_capture_lock = threading.RLock()
 
 
 def preview_value(value: Any, max_chars: int = PREVIEW_CHARS) -> str:
@@ -123,10 +123,13 @@ def _capturing_pp_context() -> Iterator[list[core.JaxprPpContext]]:
     created: list[core.JaxprPpContext] = []
     original = core.JaxprPpContext
 
+    me = threading.get_ident()
+
     class _Recorded(original):  # type: ignore[misc, valid-type]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            created.append(self)
+            if threading.get_ident() == me:  # not a context another thread prints with
+                created.append(self)
 
     with _capture_lock:
         core.JaxprPpContext = _Recorded
