@@ -92,10 +92,18 @@ def test_exhibits_catalogue(client: TestClient) -> None:
     assert [e.id for e in cat.exhibits] == list(EXHIBITS)
     for info in cat.exhibits:
         assert info.artefacts == list(EXHIBITS[info.id].artefacts)
-    files = sorted(REPO.glob("exhibits/*/examples/*.py"))
-    assert sorted(cat.examples) == sorted(f"{p.parent.parent.name}/{p.stem}" for p in files)
-    for p in files:
-        assert cat.examples[f"{p.parent.parent.name}/{p.stem}"] == p.read_text()
+        assert info.examples == sorted(EXHIBITS[info.id].example_paths())
+    expected = {
+        f"{e.id}/{stem}": path
+        for e in EXHIBITS.values()
+        for stem, path in e.example_paths().items()
+    }
+    assert sorted(cat.examples) == sorted(expected)
+    for key, path in expected.items():
+        assert cat.examples[key] == path.read_text()
+    # Every example file in the repository is offered by at least its own exhibit.
+    for path in REPO.glob("exhibits/*/examples/*.py"):
+        assert cat.examples[f"{path.parent.parent.name}/{path.stem}"] == path.read_text()
 
 
 def test_websocket_round_trip(client: TestClient) -> None:
