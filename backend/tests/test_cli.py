@@ -15,12 +15,12 @@ from pathlib import Path
 
 import jax
 import pytest
-from conftest import CASES, REPO
 from jaxscope.protocol import EVENT_ADAPTER, RunFailed, RunFinished
 from jaxscope.sandbox.snippet import load_snippet
 from websockets.sync.client import connect
 
 from exhibits.registry import EXHIBITS
+from tests.harness import CASES, REPO
 
 JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 

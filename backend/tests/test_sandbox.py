@@ -9,7 +9,6 @@ import time
 import jax
 import jax.numpy as jnp
 import pytest
-from conftest import CASES, SandboxHarness, assert_one_terminal
 from jaxscope.protocol import (
     JaxprStaged,
     RunFailed,
@@ -19,6 +18,8 @@ from jaxscope.protocol import (
 )
 from jaxscope.sandbox.session import Session
 from jaxscope.settings import Limits
+
+from tests.harness import CASES, SandboxHarness, assert_one_terminal
 
 SIN = """\
 import jax.numpy as jnp

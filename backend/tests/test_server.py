@@ -9,13 +9,11 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import jax
 import pytest
-from conftest import REPO
 from fastapi.testclient import TestClient
-from jaxscope.protocol import EVENT_ADAPTER, Catalogue, EventModel, JaxprStaged, RunFailed
+from jaxscope.protocol import EVENT_ADAPTER, Catalogue, JaxprStaged, RunFailed
 from jaxscope.sandbox.snippet import load_snippet
 from jaxscope.server import catalogue as catalogue_module
 from jaxscope.server.app import create_app
@@ -24,6 +22,7 @@ from jaxscope.settings import Limits, Settings
 from starlette.websockets import WebSocketDisconnect
 
 from exhibits.registry import EXHIBITS, Exhibit
+from tests.harness import REPO, collect, run_msg
 
 SIN = "import jax.numpy as jnp\ndef f(x):\n    return jnp.sin(x) * 2.0\nargs = (jnp.ones(3),)\n"
 
@@ -36,22 +35,6 @@ SETTINGS = Settings(workers=1, limits=Limits(wall_s=10.0), check_exhibits=False)
 def client() -> Iterator[TestClient]:
     with TestClient(create_app(SETTINGS)) as c:
         yield c
-
-
-def collect(ws: Any, run_id: str) -> list[EventModel]:
-    """Events of ``run_id`` up to and including its terminal event."""
-    events = []
-    while True:
-        event = EVENT_ADAPTER.validate_json(ws.receive_text())
-        if event.run_id != run_id:
-            continue
-        events.append(event)
-        if event.type in ("run_finished", "run_failed"):
-            return events
-
-
-def run_msg(run_id: str, code: str, exhibit: str = "tracing") -> str:
-    return json.dumps({"type": "run", "run_id": run_id, "exhibit": exhibit, "code": code})
 
 
 def test_health(client: TestClient) -> None:

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import jax
 import pytest
-from conftest import CASES, REPO
 from fastapi.testclient import TestClient
 from jaxscope.protocol import EVENT_ADAPTER, JaxprStaged, RunFailed
 from jaxscope.sandbox.snippet import load_snippet
 from jaxscope.server.app import create_app
 from jaxscope.settings import Settings
-from test_server import SIN, collect, run_msg
+
+from tests.harness import CASES, REPO, collect, run_msg
+from tests.test_server import SIN
 
 JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 
