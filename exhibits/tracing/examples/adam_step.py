@@ -1,6 +1,7 @@
 """One Adam update on a params pytree, given its gradients and the optimizer state."""
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 
 def f(params, grads, state, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
@@ -15,12 +16,13 @@ def f(params, grads, state, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
     return new_params, {"step": step, "m": m, "v": v}
 
 
-params = {"w": jnp.ones((3, 2)), "b": jnp.zeros(2)}
-grads = {"w": jnp.full((3, 2), 0.5), "b": jnp.array([0.1, -0.2])}
+# numpy for the example values: they load instantly (no eager JAX kernels to compile)
+params = {"w": np.ones((3, 2), np.float32), "b": np.zeros(2, np.float32)}
+grads = {"w": np.full((3, 2), 0.5, np.float32), "b": np.array([0.1, -0.2], np.float32)}
 state = {
-    "step": jnp.array(0),
-    "m": jax.tree.map(jnp.zeros_like, params),
-    "v": jax.tree.map(jnp.zeros_like, params),
+    "step": np.array(0, np.int32),
+    "m": jax.tree.map(np.zeros_like, params),
+    "v": jax.tree.map(np.zeros_like, params),
 }
 args = (params, grads, state)
 kwargs = {"lr": 1e-2}
