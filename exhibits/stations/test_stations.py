@@ -250,6 +250,9 @@ def test_op_links_of_a_known_function(runs: dict[str, tuple[FakeContext, Truth]]
     assert sine.name_stack == "jit(f)/sin"
     assert sine.source is not None and (sine.source.line, sine.source.function) == (5, "f")
     assert sine.eqn_indices == [index["sin"]]
+    # The op's debug location and the eqn's source_info name the same span of the line.
+    assert sine.source == eqns[index["sin"]].source
+    assert (sine.source.column, sine.source.end_column) == (8, 18)  # `jnp.sin(x)`
     multiply = by_op["stablehlo.multiply"]
     assert all(m.eqn_indices == [index["mul"]] for m in multiply)
     (reduce_,) = by_op["stablehlo.reduce"]

@@ -81,7 +81,8 @@ class UnknownLoc:
 
 Loc = FileLoc | NameLoc | CallSiteLoc | FusedLoc | UnknownLoc
 
-_FILE_RE = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)(?: to (?:(\d+):)?(\d+))?')
+# "file":line:col, optionally " to :end_col" (same line) or " to end_line:end_col".
+_FILE_RE = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)(?: to (\d+)?:(\d+))?')
 _STRING_RE = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 

@@ -1,0 +1,83 @@
+"""Unit tests of the MLIR location parser and the op-line matching behind ``OpLink``
+(``jaxscope.internals.lowering``), on hand-written debug texts in the form JAX prints."""
+
+from __future__ import annotations
+
+import pytest
+from jaxscope.internals.lowering import (
+    CallSiteLoc,
+    FileLoc,
+    FusedLoc,
+    NameLoc,
+    UnknownLoc,
+    frames,
+    name_stack,
+    op_links,
+    parse_loc,
+    snippet_loc,
+)
+
+ALIASES = {
+    "#loc": "unknown",
+    "#loc3": '"/srv/runner.py":15:5 to :36',
+    "#loc4": '"<snippet>":6:8 to :18',
+    "#loc6": '"<snippet>":4:11 to 5:2',
+    "#loc13": '"<module>"(#loc3)',
+    "#loc14": '"f"(#loc4)',
+    "#loc16": '"g"(#loc6)',
+    "#loc24": "callsite(#loc14 at #loc13)",
+    "#loc33": "callsite(#loc16 at #loc24)",
+    "#loc31": '"jit(f)/sin"(#loc24)',
+    "#loc40": '"tanh:"("jit(f)/tanh"(#loc33))',
+}
+
+
+def test_file_name_callsite_and_unknown_locations() -> None:
+    assert parse_loc("#loc", ALIASES) == UnknownLoc()
+    assert parse_loc("#loc4", ALIASES) == FileLoc("<snippet>", 6, 8, 6, 18)
+    assert parse_loc("#loc6", ALIASES) == FileLoc("<snippet>", 4, 11, 5, 2)
+    sin = parse_loc("#loc31", ALIASES)
+    assert isinstance(sin, NameLoc) and isinstance(sin.child, CallSiteLoc)
+    assert name_stack(sin) == "jit(f)/sin"
+    src = snippet_loc(sin)
+    assert src is not None and (src.line, src.column, src.end_column, src.function) == (
+        6,
+        8,
+        18,
+        "f",
+    )
+
+
+def test_innermost_snippet_frame_first_and_primitive_marker_skipped() -> None:
+    tanh = parse_loc("#loc40", ALIASES)
+    assert name_stack(tanh) == "jit(f)/tanh"  # the "tanh:" marker JAX may add is skipped
+    assert [(fl.file, fl.line, fn) for fl, fn in frames(tanh)] == [
+        ("<snippet>", 4, "g"),
+        ("<snippet>", 6, "f"),
+        ("/srv/runner.py", 15, "<module>"),
+    ]
+    src = snippet_loc(tanh)
+    assert src is not None and (src.line, src.function) == (4, "g")
+
+
+def test_fused_locations_and_inline_bodies() -> None:
+    fused = parse_loc('fused<"meta">[#loc4, "x"]', ALIASES)
+    assert isinstance(fused, FusedLoc) and len(fused.parts) == 2
+    assert snippet_loc(fused) is not None
+    assert parse_loc('"x"', {}) == NameLoc("x", UnknownLoc())
+    with pytest.raises(ValueError):
+        parse_loc("??", {})
+
+
+def test_mismatched_texts_raise() -> None:
+    plain = "module @m {\n  %0 = stablehlo.sine %arg0 : tensor<f32>\n}\n"
+    debug = "module @m {\n  %0 = stablehlo.cosine %arg0 : tensor<f32> loc(#loc)\n} loc(#loc)\n"
+
+    class _Jaxpr:
+        eqns: tuple[object, ...] = ()
+
+    class _NoEqns:  # mimics a ClosedJaxpr without eqns
+        jaxpr = _Jaxpr()
+
+    with pytest.raises(ValueError, match="differs from the debug text"):
+        op_links(plain, debug + "#loc = loc(unknown)\n", _NoEqns())
