@@ -326,3 +326,19 @@ def test_rerun_in_session_still_traces_lowers_and_compiles(sandbox: SandboxHarne
             assert calls and calls[0].traced  # type: ignore[union-attr]
     finally:
         sandbox.call(session.close())
+
+
+def test_cold_pool_first_run_waits_for_warming_worker() -> None:
+    harness = SandboxHarness(Limits(), size=1)
+    try:
+        assert harness.pool.state()["starting"] == 1  # warming began at start()
+        t0 = time.monotonic()
+        ok = assert_one_terminal(harness.run(SIN))
+        assert isinstance(ok, RunFinished)
+        assert time.monotonic() - t0 < 10.0
+        state = harness.pool.state()
+        assert state["handed_out"] == 1
+        assert state["spawned"] == 2  # the first worker, and its replacement
+        assert state["idle"] + state["starting"] == 1
+    finally:
+        harness.close()
