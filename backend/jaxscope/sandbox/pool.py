@@ -40,12 +40,12 @@ class WorkerPool:
             self._spawn()
 
     def _spawn(self) -> None:
+        self.spawned += 1
         task = asyncio.ensure_future(self._start_one())
         self._starting.add(task)
         task.add_done_callback(self._starting.discard)
 
     async def _start_one(self) -> None:
-        self.spawned += 1
         try:
             worker = await WorkerProcess.spawn(self.limits)
         except Exception as exc:
