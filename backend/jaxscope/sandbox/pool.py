@@ -35,8 +35,13 @@ class WorkerPool:
         """Begin warming ``size`` workers in the background (call inside the event loop)."""
         self._fill()
 
+    def _starting_count(self) -> int:
+        # A start task that has just put its worker may still be in the set (its done-callback
+        # runs after the woken acquirer), so count only the unfinished ones.
+        return sum(not task.done() for task in self._starting)
+
     def _fill(self) -> None:
-        while not self._closed and self._idle.qsize() + len(self._starting) < self.size:
+        while not self._closed and self._idle.qsize() + self._starting_count() < self.size:
             self._spawn()
 
     def _spawn(self) -> None:
@@ -63,7 +68,7 @@ class WorkerPool:
         while True:
             if self._closed:
                 raise WorkerStartError("the worker pool is closed")
-            if self._idle.empty() and not self._starting:
+            if self._idle.empty() and not self._starting_count():
                 self._spawn()
             item = await self._idle.get()
             self._fill()
@@ -79,7 +84,7 @@ class WorkerPool:
         return {
             "size": self.size,
             "idle": self._idle.qsize(),
-            "starting": len(self._starting),
+            "starting": self._starting_count(),
             "spawned": self.spawned,
             "handed_out": self.handed_out,
         }
