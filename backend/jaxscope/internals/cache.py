@@ -141,7 +141,13 @@ def observe_call(fun_name: str) -> Iterator[CallObservation]:
     logger = logging.getLogger(EXPLAIN_LOGGER)
     tee = _Tee(sys.stdout)
     jax.monitoring.register_event_duration_secs_listener(on_duration)
+    # Capture JAX's messages here only (not also on stderr through the root logger), and make
+    # sure WARNING passes whatever level the process configured.
+    saved_logger = (logger.level, logger.propagate)
     logger.addHandler(handler)
+    logger.propagate = False
+    if logger.getEffectiveLevel() > logging.WARNING:
+        logger.setLevel(logging.WARNING)
     previous_stdout = sys.stdout
     sys.stdout = tee
     try:
@@ -151,6 +157,8 @@ def observe_call(fun_name: str) -> Iterator[CallObservation]:
     finally:
         sys.stdout = previous_stdout
         logger.removeHandler(handler)
+        logger.setLevel(saved_logger[0])
+        logger.propagate = saved_logger[1]
         jax.monitoring.unregister_event_duration_listener(on_duration)
         obs.traced = obs.trace_events > 0 and fun_name in obs.traced_functions
         obs.printed = tee.buffer_.getvalue()
