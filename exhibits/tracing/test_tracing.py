@@ -330,6 +330,27 @@ def test_keys_are_kept_and_unsigned_ints_narrow_to_int16() -> None:
     assert [c.traced for c in calls] == [True, True, True]
 
 
+PARTIAL = """
+import functools
+import jax.numpy as jnp
+
+def g(x, scale):
+    print("tracing g")
+    return x * scale
+
+f = functools.partial(g, scale=3.0)
+args = (jnp.ones(2),)
+"""
+
+
+def test_partial_f_is_named_as_jax_names_it() -> None:
+    ctx = run_probe("tracing", PARTIAL, RunOptions(calls=[CallSpec(change="same")]))
+    assert staged(ctx).fun_name == "g"
+    assert staged(ctx).jaxpr.text == str(truth_jaxpr(PARTIAL))
+    calls = ctx.of_type(JitCalled)
+    assert [(c.traced, c.printed) for c in calls] == [(True, "tracing g\n"), (False, "")]
+
+
 def test_tracer_bool_conversion_propagates() -> None:
     source = (CASES / "C01_escape_jit_broken.py").read_text()
     with pytest.raises(jax.errors.TracerBoolConversionError) as info:

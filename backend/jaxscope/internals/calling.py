@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax._src import source_info_util
+from jax._src import util as jax_util
 
 from jaxscope.sandbox.probe_api import Snippet
 
@@ -58,8 +59,10 @@ class CallPlan:
 
     @property
     def fun_name(self) -> str:
-        """The traced function's name (``f.__name__``, as JAX's ``fun_name``)."""
-        return str(getattr(self.f, "__name__", type(self.f).__name__))
+        """The traced function's name as JAX names it (``jax._src.util.fun_name``: ``__name__``,
+        that of the wrapped function for a ``functools.partial``); it is the ``fun_name`` of
+        JAX's monitoring events and of the ``jit(...)`` name stack."""
+        return str(jax_util.fun_name(self.f))
 
     def normalized_argnums(self) -> tuple[int, ...]:
         """``static_argnums`` with negative indices resolved against ``len(args)``."""
