@@ -7,7 +7,8 @@ Events, in order:
   (``jaxscope.internals.recording``), then :class:`JaxprStaged` whose ``jaxpr.text`` is
   ``str(jax.make_jaxpr(f, static_argnums=...)(*args, **kwargs))`` byte for byte (static keyword
   arguments closed over, see ``jaxscope.internals.calling``). Python ``print`` output of ``f``
-  during this stage is reported by the runner as ``stdout_printed`` with stage ``trace``.
+  during this stage is reported by the runner as ``stdout_printed`` with stage ``trace``; JAX's
+  own trace duration (``jax.monitoring``) arrives as :class:`StageTimed`.
 * stage ``call`` (``call_index`` 0, 1, ...): ``jf = jax.jit(f, static_argnums,
   static_argnames)`` is called with ``args`` (call 0), then once per ``ctx.options.calls`` entry
   (same arguments, axis 0 grown by one, float16/int16 dtypes, or the user's expression: see
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from jaxscope.internals.cache import cache_size, fresh_caches, observe_call
 from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
+from jaxscope.internals.monitoring import stage_timers
 from jaxscope.internals.recording import recording_eqns
 from jaxscope.internals.views import aval_view, jaxpr_view
 from jaxscope.protocol import CallSpec, JaxprStaged, JitCalled
@@ -32,7 +34,7 @@ from jaxscope.sandbox.probe_api import ProbeContext
 def run(ctx: ProbeContext) -> None:
     """Run the tracing exhibit on ``ctx.snippet`` (user exceptions propagate unchanged)."""
     plan = plan_call(ctx.snippet)
-    with ctx.stage("trace"), recording_eqns(ctx.emit):
+    with ctx.stage("trace"), stage_timers(ctx.emit, plan.fun_name), recording_eqns(ctx.emit):
         closed = plan.make_jaxpr()
     ctx.emit(JaxprStaged(fun_name=plan.fun_name, jaxpr=jaxpr_view(closed)))
     call_sequence(ctx, plan)

@@ -24,6 +24,7 @@ from jaxscope.protocol import (
     JitCalled,
     RunOptions,
     StageStarted,
+    StageTimed,
     StdoutPrinted,
 )
 from jaxscope.sandbox.snippet import load_snippet
@@ -305,6 +306,9 @@ def test_call_sequence_shape_dtype_expr() -> None:
     assert "now f32[4] and before f32[3]" in calls[2].explanation
     assert "now f16[3] and before" in calls[4].explanation
     assert all(c.explanation == "" for c in calls if not c.traced)
+    timed = ctx.of_type(StageTimed)
+    assert [(t.stage, t.fun_name) for t in timed] == [("trace", "f")]
+    assert timed[0].event == "/jax/core/compile/jaxpr_trace_duration"
     # Each call ran in its own stage, in order.
     stages = [(e.stage, e.call_index) for e in ctx.of_type(StageStarted)]
     assert stages == [("trace", None)] + [("call", i) for i in range(7)]
