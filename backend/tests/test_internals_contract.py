@@ -53,6 +53,26 @@ def test_printing_helpers_have_the_signatures_we_call() -> None:
     assert list(inspect.signature(core.pp_kv_pair).parameters) == ["k", "v", "context", "settings"]
     assert list(inspect.signature(core.pp_jaxpr).parameters) == ["jaxpr", "context", "settings"]
     assert core.JaxprPpSettings()._fields[:2] == ("print_shapes", "source_info")
+    # Shared jaxprs (printed once as `let name = ... in`) are printed in full with these:
+    assert list(inspect.signature(core.pp_jaxpr_skeleton).parameters) == [
+        "jaxpr",
+        "eqns_fn",
+        "context",
+        "settings",
+    ]
+    assert list(inspect.signature(core.pp_eqns).parameters) == ["eqns", "context", "settings"]
+    assert isinstance(core.JaxprPpContext().shared_jaxprs, dict)
+
+
+def test_fun_name_follows_partials() -> None:
+    import functools
+
+    from jax._src import util as jax_util
+
+    def g(x: int, y: int) -> int:
+        return x + y
+
+    assert jax_util.fun_name(functools.partial(g, y=1)) == "g"
 
 
 def test_captured_context_names_match_the_text() -> None:
@@ -115,6 +135,11 @@ def test_register_exclusion_hides_jaxscope_and_exhibits() -> None:
 def test_jaxpr_stack_frame_add_eqn_and_tracing_eqn() -> None:
     assert list(inspect.signature(pe.JaxprStackFrame.add_eqn).parameters) == ["self", "eqn"]
     assert "debug_info" in pe.JaxprStackFrame.__slots__
+    names: list[str] = []
+    x = jnp.ones(2)  # (an eager op traces a small jaxpr of its own)
+    with recording.watching_traces(names):
+        jax.make_jaxpr(lambda x: jnp.sin(x))(x)
+    assert names[0] == "<lambda>" and "sin" in names  # DebugInfo.func_name of each frame
     assert "auto_dce" in pe.JaxprStackFrame.__slots__
     fields = inspect.signature(pe.TracingEqn.__init__).parameters
     assert list(fields)[1:] == [
