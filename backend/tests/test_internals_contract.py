@@ -137,9 +137,14 @@ def test_jaxpr_stack_frame_add_eqn_and_tracing_eqn() -> None:
     assert "debug_info" in pe.JaxprStackFrame.__slots__
     names: list[str] = []
     x = jnp.ones(2)  # (an eager op traces a small jaxpr of its own)
+
+    @jax.jit
+    def inner(y: jax.Array) -> jax.Array:
+        return y * 2
+
     with recording.watching_traces(names):
-        jax.make_jaxpr(lambda x: jnp.sin(x))(x)
-    assert names[0] == "<lambda>" and "sin" in names  # DebugInfo.func_name of each frame
+        jax.make_jaxpr(lambda x: inner(x))(x)
+    assert names == ["<lambda>", "inner"]  # DebugInfo.func_name of each frame opened
     assert "auto_dce" in pe.JaxprStackFrame.__slots__
     fields = inspect.signature(pe.TracingEqn.__init__).parameters
     assert list(fields)[1:] == [
