@@ -85,8 +85,18 @@ class SandboxHarness:
 
     def close(self) -> None:
         self.call(self.pool.close())
+        self.call(self._drain())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
+        self.loop.close()
+
+    async def _drain(self) -> None:
+        """Let background clean-ups (killed workers being reaped) finish before the loop ends,
+        so no subprocess transport outlives it."""
+        current = asyncio.current_task()
+        pending = [t for t in asyncio.all_tasks() if t is not current]
+        if pending:
+            await asyncio.wait(pending, timeout=10)
 
 
 def assert_one_terminal(events: list[EventModel]) -> EventModel:

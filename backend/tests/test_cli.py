@@ -163,6 +163,8 @@ def test_serve_cold_start_answers_first_trace_quickly() -> None:
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=15)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def test_serve_non_loopback_prints_token_url() -> None:
@@ -187,3 +189,5 @@ def test_serve_non_loopback_prints_token_url() -> None:
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=15)
+        if proc.stdout is not None:
+            proc.stdout.close()

@@ -47,6 +47,8 @@ def stop(proc: subprocess.Popen[str]) -> None:
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=15)
+    if proc.stdout is not None:
+        proc.stdout.close()
 
 
 @pytest.fixture(scope="module")

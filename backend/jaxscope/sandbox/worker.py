@@ -176,6 +176,11 @@ class WorkerProcess:
             raise WorkerStartError(
                 f"the sandbox worker failed to start ({exc})" + _last_line(worker.stderr_text())
             ) from exc
+        except BaseException:
+            # Cancelled while warming (the pool is closing): do not leave the process behind.
+            worker.kill()
+            await asyncio.shield(worker.wait_closed())
+            raise
         worker.info = info
         log.info("worker %d ready in %.2f s", proc.pid, time.monotonic() - started)
         return worker
