@@ -28,12 +28,14 @@ SIN = "import jax.numpy as jnp\ndef f(x):\n    return jnp.sin(x) * 2.0\nargs = (
 
 # The exhibit-completeness check has its own test below; here the server must come up even while
 # the other parts of the exhibits (golden files, views) are still being written.
+BASE = "http://localhost:8000"
+WS = "ws://localhost:8000/api/ws"  # TestClient's websockets ignore base_url
 SETTINGS = Settings(workers=1, limits=Limits(wall_s=10.0), check_exhibits=False)
 
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[TestClient]:
-    with TestClient(create_app(SETTINGS)) as c:
+    with TestClient(create_app(SETTINGS), base_url=BASE) as c:
         yield c
 
 
@@ -57,7 +59,7 @@ def test_server_process_never_imports_jax() -> None:
         "from jaxscope.server.app import create_app\n"
         "from jaxscope.settings import Settings\n"
         "app = create_app(Settings(workers=0, check_exhibits=False))\n"
-        "c = TestClient(app)\n"
+        "c = TestClient(app, base_url='http://127.0.0.1')\n"
         "assert c.get('/api/health').json()['jax_version']\n"
         "assert c.get('/api/exhibits').status_code == 200\n"
         "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith('jax.')))\n"
@@ -90,7 +92,7 @@ def test_exhibits_catalogue(client: TestClient) -> None:
 
 
 def test_websocket_round_trip(client: TestClient) -> None:
-    with client.websocket_connect("/api/ws") as ws:
+    with client.websocket_connect(WS) as ws:
         ws.send_text(run_msg("rt-1", SIN))
         events = collect(ws, "rt-1")
     types = [e.type for e in events]
@@ -105,15 +107,15 @@ def test_websocket_round_trip(client: TestClient) -> None:
 
 def test_origin_checked(client: TestClient) -> None:
     with pytest.raises(WebSocketDisconnect) as info:
-        with client.websocket_connect("/api/ws", headers={"origin": "http://evil.example"}):
+        with client.websocket_connect(WS, headers={"origin": "http://evil.example"}):
             pass
     assert info.value.code == 1008
-    with client.websocket_connect("/api/ws", headers={"origin": "http://testserver"}) as ws:
+    with client.websocket_connect(WS, headers={"origin": BASE}) as ws:
         ws.send_text(json.dumps({"type": "cancel", "run_id": "nothing"}))
 
 
 def test_oversized_paste_then_session_still_works(client: TestClient) -> None:
-    with client.websocket_connect("/api/ws") as ws:
+    with client.websocket_connect(WS) as ws:
         ws.send_text(run_msg("big", "x = 1\n" * (10 * 2**20 // 6)))
         (failed,) = collect(ws, "big")
         assert isinstance(failed, RunFailed)
@@ -124,7 +126,7 @@ def test_oversized_paste_then_session_still_works(client: TestClient) -> None:
 
 
 def test_bad_requests_get_invalid_request(client: TestClient) -> None:
-    with client.websocket_connect("/api/ws") as ws:
+    with client.websocket_connect(WS) as ws:
         ws.send_text("{not json")
         bad = EVENT_ADAPTER.validate_json(ws.receive_text())
         assert isinstance(bad, RunFailed) and bad.kind == "invalid_request"
@@ -138,7 +140,7 @@ def test_bad_requests_get_invalid_request(client: TestClient) -> None:
 
 
 def test_new_run_cancels_previous(client: TestClient) -> None:
-    with client.websocket_connect("/api/ws") as ws:
+    with client.websocket_connect(WS) as ws:
         ws.send_text(run_msg("slow", "while True:\n    pass\n"))
         first = EVENT_ADAPTER.validate_json(ws.receive_text())  # run_started of "slow"
         assert first.run_id == "slow"
@@ -148,13 +150,27 @@ def test_new_run_cancels_previous(client: TestClient) -> None:
         assert collect(ws, "fast")[-1].type == "run_finished"
 
 
+def test_dns_rebinding_refused(client: TestClient) -> None:
+    # A page on evil.example whose name was re-pointed at 127.0.0.1 sends Host: evil.example.
+    r = client.get("/api/health", headers={"host": "evil.example:8000"})
+    assert r.status_code == 403
+    with pytest.raises(WebSocketDisconnect) as info:
+        with client.websocket_connect(
+            "/api/ws", headers={"host": "evil.example:8000", "origin": "http://evil.example:8000"}
+        ):
+            pass
+    assert info.value.code == 1008
+    for host in ("127.0.0.1:8000", "localhost", "[::1]:8000"):
+        assert client.get("/api/health", headers={"host": host}).status_code == 200
+
+
 def test_html_headers(client: TestClient) -> None:
     r = client.get("/")
     assert r.status_code == 200
     csp = r.headers["content-security-policy"]
     for directive in (
         "default-src 'self'",
-        "connect-src 'self' ws://testserver",
+        "connect-src 'self' ws://localhost:8000",
         "object-src 'none'",
         "base-uri 'none'",
         "frame-ancestors 'none'",
@@ -165,7 +181,7 @@ def test_html_headers(client: TestClient) -> None:
 
 def test_frontend_not_built_page(tmp_path: Path) -> None:
     app = create_app(Settings(workers=0, check_exhibits=False, frontend_dist=tmp_path / "missing"))
-    with TestClient(app) as c:
+    with TestClient(app, base_url=BASE) as c:
         r = c.get("/")
         assert r.status_code == 200 and "frontend is not built" in r.text
 

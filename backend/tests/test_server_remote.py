@@ -23,6 +23,7 @@ from jaxscope.settings import Settings
 from tests.harness import CASES, REPO, collect, run_msg
 from tests.test_server import SIN
 
+WS = "ws://127.0.0.1:8000/api/ws"  # a loopback Host (TestClient's default is testserver)
 JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 
 
@@ -57,7 +58,7 @@ def hosted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClien
     proc = start_pool(socket_path)
     app = create_app(Settings(pool_socket=socket_path, check_exhibits=False))
     try:
-        with TestClient(app) as client:
+        with TestClient(app, base_url="http://127.0.0.1:8000") as client:
             yield client, socket_path
     finally:
         stop(proc)
@@ -75,7 +76,7 @@ def test_health_names_the_socket(hosted: tuple[TestClient, Path]) -> None:
 
 def test_round_trip_through_the_pool(hosted: tuple[TestClient, Path]) -> None:
     client, _ = hosted
-    with client.websocket_connect("/api/ws") as ws:
+    with client.websocket_connect(WS) as ws:
         ws.send_text(run_msg("h1", SIN))
         events = collect(ws, "h1")
         assert [e.seq for e in events] == list(range(len(events)))
@@ -102,7 +103,7 @@ def test_round_trip_through_the_pool(hosted: tuple[TestClient, Path]) -> None:
 
 def test_timeout_in_the_pool(hosted: tuple[TestClient, Path]) -> None:
     client, _ = hosted
-    with client.websocket_connect("/api/ws") as ws:
+    with client.websocket_connect(WS) as ws:
         ws.send_text(run_msg("loop", "while True:\n    pass\n"))
         failed = collect(ws, "loop")[-1]
         assert isinstance(failed, RunFailed) and failed.kind == "timeout"
@@ -114,7 +115,10 @@ def test_pool_lost_mid_run_still_ends_the_run(tmp_path: Path) -> None:
     proc = start_pool(socket_path)
     app = create_app(Settings(pool_socket=socket_path, check_exhibits=False))
     try:
-        with TestClient(app) as client, client.websocket_connect("/api/ws") as ws:
+        with (
+            TestClient(app, base_url="http://127.0.0.1:8000") as client,
+            client.websocket_connect(WS) as ws,
+        ):
             ws.send_text(run_msg("doomed", "import time\ntime.sleep(60)\n"))
             first = EVENT_ADAPTER.validate_json(ws.receive_text())
             assert first.type == "run_started"
@@ -133,7 +137,10 @@ def test_pool_lost_mid_run_still_ends_the_run(tmp_path: Path) -> None:
 
 def test_unreachable_pool(tmp_path: Path) -> None:
     app = create_app(Settings(pool_socket=tmp_path / "absent.sock", check_exhibits=False))
-    with TestClient(app) as client, client.websocket_connect("/api/ws") as ws:
+    with (
+        TestClient(app, base_url="http://127.0.0.1:8000") as client,
+        client.websocket_connect(WS) as ws,
+    ):
         ws.send_text(run_msg("r", SIN))
         (failed,) = collect(ws, "r")
         assert isinstance(failed, RunFailed) and failed.kind == "worker_crashed"

@@ -30,6 +30,7 @@ from jaxscope.server.remote import relay_session
 from jaxscope.server.security import (
     TOKEN_COOKIE,
     content_security_policy,
+    host_ok,
     origin_ok,
     presented_token,
     token_ok,
@@ -95,8 +96,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         request: Request, call_next: Callable[[Request], Awaitable[Response]]
     ) -> Response:
         presented = presented_token(request.query_params, request.headers)
-        if not token_ok(settings, presented):
+        if not host_ok(settings, request.headers):
             response: Response = JSONResponse(
+                {"detail": "this server answers only to localhost / 127.0.0.1"},
+                status_code=403,
+            )
+        elif not token_ok(settings, presented):
+            response = JSONResponse(
                 {"detail": "a valid token is required: open the URL jaxscope printed at start"},
                 status_code=401,
             )
@@ -133,8 +139,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.websocket("/api/ws")
     async def ws(websocket: WebSocket) -> None:
         presented = presented_token(websocket.query_params, websocket.headers)
-        if not token_ok(settings, presented) or not origin_ok(
-            settings, websocket.headers, websocket.url.scheme
+        if (
+            not host_ok(settings, websocket.headers)
+            or not token_ok(settings, presented)
+            or not origin_ok(settings, websocket.headers, websocket.url.scheme)
         ):
             await websocket.close(code=POLICY_VIOLATION)
             return

@@ -1,8 +1,9 @@
 """Access checks of the server: the token (non-loopback binds), the websocket ``Origin`` check
 (against cross-site websocket hijacking) and the security headers of every response.
 
-Rules: on a loopback bind without a token nothing is required, except that a websocket carrying
-an ``Origin`` must come from the served origin. When a token is set (always for a non-loopback
+Rules: on a loopback bind without a token nothing is required, except that the ``Host`` must be
+a loopback name (DNS rebinding) and a websocket carrying an ``Origin`` must come from the served
+origin. When a token is set (always for a non-loopback
 bind), every request must carry it, as ``?token=`` or in the ``jaxscope_token`` cookie that is set
 when a page is opened with ``?token=``; a websocket without ``Origin`` (CLI, bench) is accepted
 only on a loopback bind.
@@ -15,7 +16,7 @@ import re
 
 from starlette.datastructures import Headers, QueryParams
 
-from jaxscope.settings import Settings
+from jaxscope.settings import Settings, is_loopback
 
 TOKEN_COOKIE = "jaxscope_token"
 
@@ -34,6 +35,21 @@ def presented_token(query: QueryParams, headers: Headers) -> str | None:
         if name == TOKEN_COOKIE and value:
             return value
     return None
+
+
+def host_ok(settings: Settings, headers: Headers) -> bool:
+    """Against DNS rebinding: without a token, a loopback server answers only requests whose
+    ``Host`` names a loopback address (``localhost``, ``127.0.0.1``, ``[::1]``, any port). A page
+    on ``evil.example`` re-pointed at 127.0.0.1 would otherwise be same-origin with us. With a
+    token the token is the defence, and any ``Host`` (a public name, a proxy) is accepted."""
+    if settings.token is not None:
+        return True
+    host = headers.get("host", "")
+    if host.startswith("["):
+        name = host[1:].partition("]")[0]
+    else:
+        name = host.rpartition(":")[0] if ":" in host else host
+    return is_loopback(name)
 
 
 def token_ok(settings: Settings, presented: str | None) -> bool:
