@@ -22,6 +22,17 @@ GiB = 2**30
 # (pthread_create of an XLA thread fails). 3 GiB leaves room for user arrays and compiles.
 DEFAULT_ADDRESS_SPACE_BYTES = 3 * GiB
 
+# Present when an NVIDIA driver is loaded (a GPU JAX would make its default backend).
+NVIDIA_CONTROL_DEVICE = Path("/dev/nvidiactl")
+
+
+def default_address_space_bytes(nvidia_device: Path = NVIDIA_CONTROL_DEVICE) -> int:
+    """3 GiB, or 0 (no ``RLIMIT_AS``) where an NVIDIA GPU is attached: CUDA reserves far more
+    virtual address space than it uses, so an address-space limit breaks GPU initialisation (a
+    well-known CUDA constraint; not measured here, this machine has no GPU). There, host memory is
+    bounded by the container's limit and device memory by XLA's allocator."""
+    return 0 if nvidia_device.exists() else DEFAULT_ADDRESS_SPACE_BYTES
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -35,7 +46,7 @@ class Limits:
 
     wall_s: float = 10.0
     cpu_s: float = 10.0
-    address_space_bytes: int = DEFAULT_ADDRESS_SPACE_BYTES
+    address_space_bytes: int = field(default_factory=default_address_space_bytes)
     nproc: int = 4096
 
 

@@ -150,6 +150,11 @@ def test_worker_env_keeps_flags_and_platforms() -> None:
     env = worker_env({"XLA_FLAGS": "--xla_dump_to=/tmp/x", "PATH": "/bin"})
     assert env["XLA_FLAGS"] == "--xla_dump_to=/tmp/x --xla_force_host_platform_device_count=8"
     assert "JAX_PLATFORMS" not in env
+    assert env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+    assert (
+        worker_env({"XLA_PYTHON_CLIENT_PREALLOCATE": "true"})["XLA_PYTHON_CLIENT_PREALLOCATE"]
+        == "true"
+    )
     assert (
         worker_env({"XLA_FLAGS": "--xla_force_host_platform_device_count=4"})["XLA_FLAGS"]
         == "--xla_force_host_platform_device_count=4"

@@ -5,7 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from jaxscope.settings import Limits, is_loopback, settings_from_env
+from jaxscope.settings import (
+    Limits,
+    default_address_space_bytes,
+    is_loopback,
+    settings_from_env,
+)
 
 
 def test_defaults() -> None:
@@ -17,7 +22,9 @@ def test_defaults() -> None:
         None,
         True,
     )
-    assert s.limits == Limits(wall_s=10.0, cpu_s=10.0, address_space_bytes=3 * 2**30)
+    assert s.limits == Limits(
+        wall_s=10.0, cpu_s=10.0, address_space_bytes=default_address_space_bytes()
+    )
 
 
 def test_env_then_flags() -> None:
@@ -52,3 +59,10 @@ def test_env_then_flags() -> None:
 )
 def test_is_loopback(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
+
+
+def test_address_space_limit_off_where_a_gpu_is_attached(tmp_path: Path) -> None:
+    assert default_address_space_bytes(tmp_path / "absent") == 3 * 2**30
+    fake = tmp_path / "nvidiactl"
+    fake.touch()
+    assert default_address_space_bytes(fake) == 0

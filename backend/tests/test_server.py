@@ -18,7 +18,7 @@ from jaxscope.sandbox.snippet import load_snippet
 from jaxscope.server import catalogue as catalogue_module
 from jaxscope.server.app import create_app
 from jaxscope.server.catalogue import IncompleteExhibit
-from jaxscope.settings import Limits, Settings
+from jaxscope.settings import Limits, Settings, default_address_space_bytes
 from starlette.websockets import WebSocketDisconnect
 
 from exhibits.registry import EXHIBITS, Exhibit
@@ -48,7 +48,7 @@ def test_health(client: TestClient) -> None:
     assert set(body["pool"]) >= {"size", "idle", "starting"}
     assert body["pool"]["size"] == 1
     assert body["limits"]["wall_s"] == 10.0
-    assert body["limits"]["address_space_bytes"] == 3 * 2**30
+    assert body["limits"]["address_space_bytes"] == default_address_space_bytes()
     assert r.headers["x-content-type-options"] == "nosniff"
 
 

@@ -73,11 +73,15 @@ class WorkerStartError(RuntimeError):
 
 def worker_env(base: dict[str, str] | None = None) -> dict[str, str]:
     """The worker's environment: ``base`` (default ``os.environ``) with the 8-device flag added to
-    ``XLA_FLAGS`` (existing flags kept). ``JAX_PLATFORMS`` is left alone, so a GPU stays default."""
+    ``XLA_FLAGS`` (existing flags kept) and ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` unless set.
+    ``JAX_PLATFORMS`` is left alone, so a GPU stays the default backend."""
     env = dict(os.environ if base is None else base)
     flags = env.get("XLA_FLAGS", "")
     if "xla_force_host_platform_device_count" not in flags:
         env["XLA_FLAGS"] = (flags + " " + DEVICE_COUNT_FLAG).strip()
+    # On a GPU, XLA would otherwise preallocate 75% of device memory in every warm worker, so
+    # a second worker could not start; allocate on demand instead (no effect on CPU).
+    env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     env["PYTHONUNBUFFERED"] = "1"
     # The worker must not write .pyc files next to the user's temp cwd or the repo.
     env["PYTHONDONTWRITEBYTECODE"] = "1"
