@@ -139,7 +139,9 @@ def main() -> None:
         os.killpg(proc.pid, 15)
         proc.wait(timeout=10)
 
-    print(f"cold start -> first jaxpr: {results['cold_start_to_first_jaxpr_s']:.3f} s (goal <= 3 s)")
+    print(
+        f"cold start -> first jaxpr: {results['cold_start_to_first_jaxpr_s']:.3f} s (goal <= 3 s)"
+    )
     print(f"{'example':<14} {'jaxscope':>10} {'make_jaxpr':>11} {'overhead':>9} {'ratio':>6}")
     for r in results["examples"]:
         print(

@@ -1,0 +1,299 @@
+"""End-to-end tests in real Chromium against a real `jaxscope serve`.
+
+They drive the page as a user does (type in the editor, press Run, click an eqn) and compare what
+the page shows with JAX itself, computed in this test process. Screenshots go to
+``e2e/screenshots/`` (we open and judge them; they are not pixel baselines).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import jax
+import pytest
+from playwright.sync_api import ConsoleMessage, Page, expect
+
+from exhibits.registry import EXHIBITS
+from jaxscope.sandbox.snippet import load_snippet
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = ROOT.parent / "shared" / "cases"
+RUN_TIMEOUT_MS = 30_000
+
+TYPED = """import jax.numpy as jnp
+
+def f(x, y):
+z = jnp.sin(x) * 2.0
+w = z + y
+return jnp.sum(w)
+
+args = (jnp.ones(3), 1.0)
+"""
+# What the editor holds after typing TYPED: CodeMirror indents the body lines by itself
+# (4-space indent unit), so the typed text has no leading spaces (toolchain pitfall 5).
+TYPED_SOURCE = """import jax.numpy as jnp
+
+def f(x, y):
+    z = jnp.sin(x) * 2.0
+    w = z + y
+    return jnp.sum(w)
+
+args = (jnp.ones(3), 1.0)
+"""
+
+
+@pytest.fixture
+def console_errors(page: Page) -> Iterator[list[str]]:
+    """Collects console errors and uncaught page errors; each test asserts it stays empty."""
+    errors: list[str] = []
+
+    def on_console(msg: ConsoleMessage) -> None:
+        if msg.type == "error":
+            errors.append(msg.text)
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
+    yield errors
+
+
+def open_exhibit(page: Page, exhibit: str) -> None:
+    """Open the explorer on ``exhibit`` once its catalogue and example have loaded."""
+    page.goto("/")
+    page.get_by_test_id(f"exhibit-{exhibit}").click()
+    expect(page.get_by_test_id("exhibit-title")).to_contain_text(EXHIBITS[exhibit].title)
+    # The default example arrives with the catalogue; typing before that would be overwritten.
+    expect(page.get_by_test_id("editor").locator(".cm-line").nth(3)).to_be_attached()
+
+
+def set_code(page: Page, code: str) -> None:
+    """Replace the editor's text exactly (insert_text bypasses auto-indent)."""
+    content = page.get_by_test_id("editor").locator(".cm-content")
+    content.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text(code)
+    page.keyboard.press("Escape")
+
+
+def editor_text(page: Page) -> str:
+    # An empty line renders as <br>, whose inner text is a newline of its own.
+    lines = page.get_by_test_id("editor").locator(".cm-line").all_inner_texts()
+    return "\n".join(line.rstrip("\n") for line in lines)
+
+
+def run_and_wait(page: Page) -> None:
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text(
+        re.compile(r"run_finished|run_failed"), timeout=RUN_TIMEOUT_MS
+    )
+
+
+def unfolded_jaxpr_text(page: Page) -> str:
+    fold = page.get_by_test_id("jaxpr-fold")
+    if fold.count() and fold.is_checked():
+        fold.uncheck()
+    return page.get_by_test_id("jaxpr-text").inner_text()
+
+
+def jaxpr_of(source: str) -> str:
+    snippet = load_snippet(source)
+    return str(jax.make_jaxpr(snippet.f, static_argnums=snippet.static_argnums)(*snippet.args))
+
+
+def test_type_run_see_jaxpr_click_eqn(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """Type a function, run it, see JAX's jaxpr, click an eqn: its source line lights up."""
+    open_exhibit(page, "tracing")
+    content = page.get_by_test_id("editor").locator(".cm-content")
+    content.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    for line in TYPED.splitlines():
+        page.keyboard.type(line)
+        page.keyboard.press("Escape")  # close an autocomplete popup that could swallow Enter
+        page.keyboard.press("Enter")
+        if line.startswith("return"):
+            page.keyboard.press("Backspace")  # dedent by one indent unit after the body
+    assert editor_text(page).strip() == TYPED_SOURCE.strip()
+
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    assert unfolded_jaxpr_text(page).strip() == jaxpr_of(TYPED_SOURCE)
+
+    # The eqns as recorded: sin, mul, convert_element_type (the weak-typed y), add, reduce_sum.
+    expect(page.get_by_test_id("eqn-count")).to_have_text("5")
+    # Clicking the `sin` eqn (index 0, recorded on line 4) highlights line 4 in the editor.
+    page.get_by_test_id("eqn-0").click()
+    selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
+    expect(selected).to_have_count(1)
+    expect(selected).to_have_text("    z = jnp.sin(x) * 2.0")
+    # The `add` eqn (index 3) comes from line 5.
+    page.get_by_test_id("eqn-3").click()
+    expect(selected).to_have_text("    w = z + y")
+    page.screenshot(path=str(screenshots / "tracing-typed.png"), full_page=True)
+    assert console_errors == []
+
+
+def test_tracer_error_highlights_line(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """C01: a Python `if` on a traced value under jit -> TracerBoolConversionError, line 9."""
+    expect_case = json.loads((CASES / "C01_escape_jit_broken.expect.json").read_text())
+    source = (CASES / "C01_escape_jit_broken.py").read_text()
+    open_exhibit(page, "tracing")
+    set_code(page, source)
+    run_and_wait(page)
+
+    panel = page.get_by_test_id("error-panel")
+    expect(panel).to_be_visible()
+    expect(page.get_by_test_id("error-kind")).to_have_attribute("data-kind", "tracer_error")
+    expect(page.get_by_test_id("error-class")).to_have_text(expect_case["error_class"])
+    expect(page.get_by_test_id("error-message")).to_contain_text(expect_case["error_first_line"])
+    expect(page.get_by_test_id("error-line")).to_contain_text(str(expect_case["error_user_line"]))
+    expect(page.get_by_test_id("error-fix")).to_contain_text("static")
+    error_line = page.get_by_test_id("editor").locator(".cm-line.cm-js-error-line")
+    expect(error_line).to_have_count(1)
+    offending = source.splitlines()[expect_case["error_user_line"] - 1]
+    expect(error_line).to_have_text(offending)
+    # Nothing lost: the editor still holds the user's text.
+    assert editor_text(page).strip() == source.strip()
+    page.screenshot(path=str(screenshots / "tracing-tracer-error.png"), full_page=True)
+    assert console_errors == []
+
+
+def test_print_fires_once_then_call_again(page: Page, console_errors: list[str]) -> None:
+    """C17: a Python print inside jit prints a tracer while tracing, and nothing on a cache hit;
+    a new shape traces again."""
+    expect_case = json.loads((CASES / "C17_print_broken.expect.json").read_text())
+    open_exhibit(page, "tracing")
+    set_code(page, (CASES / "C17_print_broken.py").read_text())
+    run_and_wait(page)
+    assert unfolded_jaxpr_text(page).strip() == expect_case["jaxpr"]
+    expect(page.get_by_test_id("trace-prints")).to_contain_text("JitTracer(float32[3])")
+
+    page.get_by_test_id("call-same").click()
+    run_and_wait(page)
+    expect(page.get_by_test_id("call-row-1")).to_be_visible()
+    expect(page.get_by_test_id("call-sentence-1")).to_contain_text("no retrace")
+
+    page.get_by_test_id("call-shape").click()
+    run_and_wait(page)
+    expect(page.get_by_test_id("call-sentence-2")).to_contain_text("traced again")
+    expect(page.get_by_test_id("call-row-2")).to_contain_text("JitTracer(float32[4])")
+    assert console_errors == []
+
+
+def test_four_stations_show_all_artefacts(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """C24 in the stations exhibit: jaxpr, StableHLO equal to Lowered.as_text(), compiled HLO,
+    cost and memory tables, and the run on the device with both times."""
+    source = (CASES / "C24_async_dispatch.py").read_text()
+    snippet = load_snippet(source)
+    lowered = jax.jit(snippet.f).trace(*snippet.args).lower()
+
+    open_exhibit(page, "stations")
+    set_code(page, source)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    for station in ("trace", "lower", "compile", "run"):
+        expect(page.get_by_test_id(f"station-step-{station}")).to_have_attribute(
+            "data-status", "done"
+        )
+    assert unfolded_jaxpr_text(page).strip() == jaxpr_of(source)
+    stablehlo = page.get_by_test_id("stablehlo-text")
+    expect(stablehlo).to_contain_text("stablehlo.dot_general")
+    ops = page.get_by_test_id("stablehlo-text").locator("[data-testid^=op-line-]")
+    shown = "\n".join(ops.all_inner_texts())
+    assert shown.count("stablehlo.dot_general") == lowered.as_text().count("stablehlo.dot_general")
+    assert shown.count("stablehlo.tanh") == 4
+    # The figures are JAX's own: Compiled.cost_analysis() of the same program in this process.
+    cost = lowered.compile().cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost
+    flops_row = page.get_by_test_id("cost-table").locator("tr", has_text="flops")
+    expect(flops_row).to_contain_text(f"{int(cost['flops']):,}")
+    expect(page.get_by_test_id("memory-table")).to_be_visible()
+    expect(page.get_by_test_id("cost-caveats")).to_be_visible()
+    expect(page.get_by_test_id("run-device")).to_contain_text("cpu", ignore_case=True)
+    expect(page.get_by_test_id("dispatch-ms")).to_be_visible()
+    expect(page.get_by_test_id("blocked-ms")).to_be_visible()
+    expect(page.get_by_test_id("output-0")).to_contain_text("1000")
+    expect(page.get_by_test_id("stage-timeline")).to_contain_text("backend_compile_duration")
+    page.screenshot(path=str(screenshots / "stations-c24.png"), full_page=True)
+    assert console_errors == []
+
+
+def test_linking_source_eqn_and_ops(page: Page, console_errors: list[str]) -> None:
+    """An eqn lights up its source line and the StableHLO ops lowered from it; an op lights up
+    its source line; an editor line lights up its eqns."""
+    open_exhibit(page, "stations")
+    set_code(page, TYPED_SOURCE)
+    run_and_wait(page)
+    selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
+    ops = page.get_by_test_id("stablehlo-text").locator("[data-testid^=op-line-]")
+
+    page.get_by_test_id("eqn-0").click()  # sin, line 4
+    expect(selected).to_have_text("    z = jnp.sin(x) * 2.0")
+    lit = ops.locator("xpath=self::*[contains(@class, 'hl')]")
+    expect(lit.filter(has_text="stablehlo.sine")).to_have_count(1)
+    expect(lit.filter(has_text="stablehlo.add")).to_have_count(0)
+
+    ops.filter(has_text="stablehlo.add").first.click()  # lowered from `w = z + y`, line 5
+    expect(selected).to_have_text("    w = z + y")
+
+    page.get_by_test_id("editor").locator(".cm-line", has_text="return jnp.sum(w)").click()
+    expect(page.get_by_test_id("eqn-4")).to_have_attribute("aria-pressed", "true")  # reduce_sum
+    expect(page.get_by_test_id("eqn-0")).to_have_attribute("aria-pressed", "false")
+    assert console_errors == []
+
+
+@pytest.mark.parametrize("exhibit", sorted(EXHIBITS))
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_every_exhibit_runs_its_default_example(
+    page: Page, console_errors: list[str], screenshots: Path, exhibit: str, theme: str
+) -> None:
+    """Each registered exhibit opens, runs its default example to the end, and renders."""
+    open_exhibit(page, exhibit)
+    current = page.locator("html").get_attribute("data-theme")
+    if current != theme:
+        page.get_by_test_id("theme-toggle").click()
+    expect(page.locator("html")).to_have_attribute("data-theme", theme)
+    page.get_by_test_id("example-select").select_option(EXHIBITS[exhibit].default_example)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    expect(page.get_by_test_id("narrative")).not_to_be_empty()
+    expect(page.get_by_test_id("jaxpr-text")).to_be_visible()
+    page.screenshot(path=str(screenshots / f"{exhibit}-{theme}.png"), full_page=False)
+    assert console_errors == []
+
+
+def test_syntax_error_keeps_text_and_points_at_column(
+    page: Page, console_errors: list[str]
+) -> None:
+    open_exhibit(page, "tracing")
+    broken = "import jax.numpy as jnp\n\ndef f(x):\n    return jnp.sin(x\n\nargs = (1.0,)\n"
+    set_code(page, broken)
+    run_and_wait(page)
+    expect(page.get_by_test_id("error-kind")).to_have_attribute("data-kind", "syntax")
+    expect(page.get_by_test_id("error-line")).to_contain_text("4")
+    assert editor_text(page).strip() == broken.strip()
+    assert console_errors == []
+
+
+def test_permalink_reopens_exhibit_and_code(page: Page, console_errors: list[str]) -> None:
+    open_exhibit(page, "stations")
+    set_code(page, TYPED_SOURCE)
+    run_and_wait(page)
+    page.get_by_test_id("copy-link").click()
+    link = page.url
+    assert "#" in link
+    other = page.context.new_page()
+    other.goto(link)
+    expect(other.get_by_test_id("exhibit-title")).to_contain_text(EXHIBITS["stations"].title)
+    expect(other.get_by_test_id("editor").locator(".cm-line").nth(3)).to_be_attached()
+    assert editor_text(other).strip() == TYPED_SOURCE.strip()
+    assert console_errors == []
