@@ -14,10 +14,10 @@ from pathlib import Path
 
 import jax
 import pytest
+from jaxscope.sandbox.snippet import load_snippet
 from playwright.sync_api import ConsoleMessage, Page, expect
 
 from exhibits.registry import EXHIBITS
-from jaxscope.sandbox.snippet import load_snippet
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT.parent / "shared" / "cases"
