@@ -114,7 +114,7 @@ def main() -> None:
             time_to_jaxpr(ws, TINY)
             cold_s = time.perf_counter() - t_start  # from process start to the first jaxpr
             results: dict[str, Any] = {"cold_start_to_first_jaxpr_s": round(cold_s, 3)}
-            rows = []
+            rows: list[dict[str, Any]] = []
             for path in EXAMPLES:
                 code = path.read_text()
                 time_to_jaxpr(ws, code)  # warm the worker's imports for this example

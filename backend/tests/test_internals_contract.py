@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -181,7 +182,7 @@ def test_make_jaxpr_and_jit_trace_keep_every_recorded_eqn() -> None:
 def test_recording_streams_the_top_frame_and_restores_on_errors() -> None:
     before = (pe.JaxprStackFrame.__init__, pe.JaxprStackFrame.add_eqn)
     snippet = load_snippet(SNIPPET)
-    got = []
+    got: list[Any] = []
     with recording.recording_eqns(got.append):
         closed = plan_call(snippet).make_jaxpr()
     assert [e.primitive for e in got] == [e.primitive.name for e in closed.jaxpr.eqns]
@@ -258,7 +259,7 @@ def test_monitoring_event_names_and_listener_api() -> None:
     assert {monitoring.TRACE_EVENT, monitoring.LOWER_EVENT, monitoring.COMPILE_EVENT} <= names
     assert callable(jax.monitoring.register_event_duration_secs_listener)
     assert callable(jax.monitoring.unregister_event_duration_listener)
-    got = []
+    got: list[Any] = []
     with monitoring.stage_timers(got.append, "k"):
 
         def k(x: jax.Array) -> jax.Array:

@@ -5,15 +5,18 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import pytest
 from jaxscope.protocol import (
     JaxprStaged,
+    JitCalled,
     RunFailed,
     RunFinished,
     RunStarted,
+    StageTimed,
     StdoutPrinted,
 )
 from jaxscope.sandbox.session import Session
@@ -48,9 +51,9 @@ def test_tracing_run_streams_real_jaxpr(sandbox: SandboxHarness) -> None:
     assert started.cpu_device_count == 8  # --xla_force_host_platform_device_count=8
     staged = [e for e in events if isinstance(e, JaxprStaged)]
     assert staged
-    ns: dict[str, object] = {}
+    ns: dict[str, Any] = {}
     exec(SIN, ns)
-    expected = str(jax.make_jaxpr(ns["f"])(jnp.ones(3)))  # type: ignore[arg-type]
+    expected = str(jax.make_jaxpr(ns["f"])(jnp.ones(3)))
     assert staged[-1].jaxpr.text == expected
     printed = [e for e in events if isinstance(e, StdoutPrinted)]
     # Printed while tracing; the probe's later jit calls may trace (and print) again.
@@ -318,12 +321,12 @@ def test_rerun_in_session_still_traces_lowers_and_compiles(sandbox: SandboxHarne
         for _ in range(2):
             events = sandbox.run(SIN, exhibit="stations", session=session)
             assert isinstance(assert_one_terminal(events), RunFinished)
-            timed = {e.event for e in events if e.type == "stage_timed"}  # type: ignore[union-attr]
+            timed = {e.event for e in events if isinstance(e, StageTimed)}
             assert "/jax/core/compile/backend_compile_duration" in timed
             assert any(e.type == "eqn_recorded" for e in events)
             events = sandbox.run(SIN, exhibit="tracing", session=session)
-            calls = [e for e in events if e.type == "jit_called"]
-            assert calls and calls[0].traced  # type: ignore[union-attr]
+            calls = [e for e in events if isinstance(e, JitCalled)]
+            assert calls and calls[0].traced
     finally:
         sandbox.call(session.close())
 
