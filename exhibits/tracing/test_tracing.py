@@ -318,9 +318,25 @@ def test_grown_values_and_weak_scalars() -> None:
     plan_src = WEAK
     ctx = run_probe("tracing", plan_src, RunOptions(calls=[CallSpec(change="shape")]))
     calls = ctx.of_type(JitCalled)
-    # y = 1.0 (a weak-typed Python scalar) becomes a 1-vector; x grows from 3 to 4.
-    assert [a.short for a in calls[1].arg_avals] == ["f32[4]", "f32[1]"]
+    # x (a bare array argument) grows from 3 to 4; y = 1.0 (a weak-typed Python scalar) is not
+    # an array argument, so it stays a weak f32[].
+    assert [a.short for a in calls[1].arg_avals] == ["f32[4]", "f32[]"]
+    assert [a.weak_type for a in calls[1].arg_avals] == [False, True]
     assert calls[1].traced
+
+
+def test_new_shape_grows_the_data_not_the_parameters() -> None:
+    """mlp_loss: params (a dict) keep their shapes, x and labels grow from 5 rows to 6, so the
+    call traces again and succeeds (growing the weights too would break ``x @ w1``)."""
+    src = EXAMPLES["mlp_loss"]
+    calls = run_probe("tracing", src, RunOptions(calls=[CallSpec(change="shape")])).of_type(
+        JitCalled
+    )
+    before, after = ([a.short for a in c.arg_avals] for c in calls)
+    assert before[:4] == after[:4]  # b1, b2, w1, w2 (dict leaves in sorted key order)
+    assert before[4:] == ["f32[5,8]", "i32[5]"]
+    assert after[4:] == ["f32[6,8]", "i32[6]"]
+    assert calls[1].traced and calls[1].cache_size == 2
 
 
 def test_keys_are_kept_and_unsigned_ints_narrow_to_int16() -> None:

@@ -113,10 +113,13 @@ class CallPlan:
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """The ``(args, kwargs)`` of one "call again" (see :class:`jaxscope.protocol.CallSpec`).
 
-        ``same``: the snippet's arguments. ``shape``: every array leaf of the traced (dynamic)
-        arguments grows by one along axis 0 (its last row repeated; zeros when empty); 0-d arrays
-        and Python ``int``/``float`` scalars become shape ``(1,)``; PRNG key arrays are kept
-        (a key is not data to grow). ``dtype``: floating leaves
+        ``same``: the snippet's arguments. ``shape``: the traced (dynamic) arguments that are
+        arrays themselves (the data: a batch, a sequence) grow by one along axis 0 (their last
+        row repeated; zeros when empty), while pytree arguments (parameters, optimizer state)
+        keep their shapes, so that ``x @ params["w"]`` still type-checks; when no argument is a
+        bare array, every array leaf grows instead. 0-d arrays and Python ``int``/``float``
+        scalars become shape ``(1,)``; PRNG key arrays are kept (a key is not data to grow).
+        ``dtype``: floating leaves
         (Python floats included) become ``float16``, signed and unsigned integer leaves (Python
         ints included) ``int16``; bool and complex leaves are kept. ``expr``: ``eval(expr,
         namespace)``, which must give the full positional ``args`` tuple (static positions
@@ -144,6 +147,13 @@ class CallPlan:
         if leaf_fn is None:
             raise ValueError(f"unknown call change {change!r}")
         static = set(self.normalized_argnums())
+        if change == "shape":
+            bare = [i for i, a in enumerate(args) if i not in static and _is_bare_array(a)] + [
+                k for k, v in kwargs.items() if _is_bare_array(v)
+            ]
+            if bare:
+                new_args = tuple(leaf_fn(a) if i in bare else a for i, a in enumerate(args))
+                return new_args, {k: leaf_fn(v) if k in bare else v for k, v in kwargs.items()}
         new_args = tuple(a if i in static else jax.tree.map(leaf_fn, a) for i, a in enumerate(args))
         return new_args, jax.tree.map(leaf_fn, kwargs)
 
@@ -177,6 +187,11 @@ def _is_py_number(x: Any) -> bool:
 def _is_key(x: Any) -> bool:
     dtype = getattr(x, "dtype", None)
     return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+
+
+def _is_bare_array(x: Any) -> bool:
+    """An argument that is one array (not a pytree of them, not a PRNG key)."""
+    return hasattr(x, "shape") and hasattr(x, "dtype") and not _is_key(x)
 
 
 def _grow_leaf(x: Any) -> Any:
