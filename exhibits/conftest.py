@@ -22,7 +22,8 @@ from jaxscope.sandbox.probe_api import Snippet
 from jaxscope.sandbox.snippet import load_snippet
 
 EXHIBITS = Path(__file__).resolve().parent
-CASES = Path("/work/shared/cases")
+# The shared cases live beside the repository (../shared/cases), in CI as on a developer machine.
+CASES = Path(__file__).resolve().parents[1].parent / "shared" / "cases"
 
 T = TypeVar("T")
 

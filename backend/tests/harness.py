@@ -20,7 +20,8 @@ from jaxscope.settings import Limits
 
 from exhibits.registry import EXHIBITS
 
-CASES = Path("/work/shared/cases")
+# The shared cases live beside the repository (../shared/cases), in CI as on a developer machine.
+CASES = Path(__file__).resolve().parents[2].parent / "shared" / "cases"
 REPO = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
 

@@ -2,7 +2,7 @@
 
 The probe runs in-process (``exhibits/conftest.py``); the truths come from plain JAX calls on a
 separately loaded copy of the snippet (``jax.make_jaxpr``, ``jax.jit``), from numpy, or from the
-shared cases' expected values (``/work/shared/cases/*.expect.json``).
+shared cases' expected values (``../shared/cases/*.expect.json``).
 """
 
 from __future__ import annotations
@@ -385,3 +385,16 @@ def test_examples_run_as_scripts_have_f_and_args() -> None:
         assert callable(snippet.f) and snippet.args, name
         assert "jaxscope" not in source
         assert Path(EXHIBITS / "tracing" / "examples" / f"{name}.py").exists()
+
+
+def test_cache_miss_explanation_names_no_jaxscope_frame() -> None:
+    """JAX's explain-cache-misses text for a new shape, without jaxscope's own call site."""
+    src = (CASES / "C17_print_broken.py").read_text()
+    calls = run_probe("tracing", src, RunOptions(calls=[CallSpec(change="shape")])).of_type(
+        JitCalled
+    )
+    miss = calls[1].explanation
+    assert miss.startswith("TRACING CACHE MISS:\n")
+    assert "* at w, now f32[4] and before f32[3]" in miss
+    assert miss.count("* at w, now f32[4]") == 1  # one message per call, not one per cache
+    assert "probe.py" not in miss and "jaxscope" not in miss

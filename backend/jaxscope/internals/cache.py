@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import re
 import sys
 import threading
 from collections.abc import Iterator
@@ -44,6 +45,7 @@ from jax._src.interpreters import partial_eval as pe
 
 from jaxscope.internals.monitoring import TRACE_EVENT
 from jaxscope.internals.recording import watching_traces
+from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
 
 source_info_util.register_exclusion(__file__)
 
@@ -109,6 +111,27 @@ class _ListHandler(logging.Handler):
         self.messages.append(record.getMessage())
 
 
+_MISS_AT = re.compile(r"^TRACING CACHE MISS at ([^\n]*?):?\n")
+
+
+def tidy_explanation(messages: list[str]) -> str:
+    """JAX's cache-miss messages for one call, as the user should read them.
+
+    JAX names the call site of the jitted call (``TRACING CACHE MISS at <file>:<line>``); that
+    site is jaxscope's probe, not the user's code, so a site outside the snippet is dropped
+    (``TRACING CACHE MISS:``). JAX logs one message per cache that missed (the jit call and its
+    trace); after that, identical messages are kept once.
+    """
+    tidy: list[str] = []
+    for message in messages:
+        m = _MISS_AT.match(message)
+        if m and SNIPPET_FILENAME not in m.group(1):
+            message = "TRACING CACHE MISS:\n" + message[m.end() :]
+        if message not in tidy:
+            tidy.append(message)
+    return "\n".join(tidy)
+
+
 @dataclass
 class CallObservation:
     """What one observed call did (filled in when the ``observe_call`` block exits)."""
@@ -163,4 +186,4 @@ def observe_call(fun_name: str) -> Iterator[CallObservation]:
         obs.traced = obs.trace_events > 0 and fun_name in obs.traced_functions
         obs.printed = tee.buffer_.getvalue()
         obs.messages = list(handler.messages)
-        obs.explanation = "\n".join(handler.messages)
+        obs.explanation = tidy_explanation(handler.messages)
