@@ -297,3 +297,44 @@ def test_permalink_reopens_exhibit_and_code(page: Page, console_errors: list[str
     expect(other.get_by_test_id("editor").locator(".cm-line").nth(3)).to_be_attached()
     assert editor_text(other).strip() == TYPED_SOURCE.strip()
     assert console_errors == []
+
+
+BAD_INPUTS = {
+    "invalid_snippet": "import jax.numpy as jnp\n\ndef g(x):\n    return x\n",
+    "user_exception": "def f(x):\n    return {}[x]\n\nargs = (1.0,)\n",
+    "worker_crashed": "import os\n\ndef f(x):\n    os._exit(3)\n\nargs = (1.0,)\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_INPUTS))
+def test_bad_input_gets_a_clear_error_and_keeps_the_text(
+    page: Page, console_errors: list[str], kind: str
+) -> None:
+    """Bad input ends in a clear error panel; the editor keeps the text; the next run works."""
+    source = BAD_INPUTS[kind]
+    open_exhibit(page, "tracing")
+    set_code(page, source)
+    run_and_wait(page)
+    expect(page.get_by_test_id("error-kind")).to_have_attribute("data-kind", kind)
+    expect(page.get_by_test_id("error-message")).not_to_be_empty()
+    assert editor_text(page).strip() == source.strip()
+    set_code(page, TYPED_SOURCE)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    assert console_errors == []
+
+
+def test_cancel_a_running_loop(page: Page, console_errors: list[str]) -> None:
+    """An endless loop shows progress; Cancel ends it as `cancelled` and the next run works."""
+    loop = "def f(x):\n    while True:\n        pass\n\nargs = (1.0,)\n"
+    open_exhibit(page, "tracing")
+    set_code(page, loop)
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("progress-stage")).to_contain_text("trace", timeout=RUN_TIMEOUT_MS)
+    page.get_by_test_id("cancel").click()
+    expect(page.get_by_test_id("error-kind")).to_have_attribute("data-kind", "cancelled")
+    assert editor_text(page).strip() == loop.strip()
+    set_code(page, TYPED_SOURCE)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    assert console_errors == []
