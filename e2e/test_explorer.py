@@ -338,3 +338,16 @@ def test_cancel_a_running_loop(page: Page, console_errors: list[str]) -> None:
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
     assert console_errors == []
+
+
+def test_selecting_an_eqn_scrolls_its_line_into_view(page: Page, console_errors: list[str]) -> None:
+    """mlp_loss: f's eqns sit below the fold of the editor; selecting one brings its line in."""
+    open_exhibit(page, "tracing")
+    page.get_by_test_id("example-select").select_option("mlp_loss")
+    run_and_wait(page)
+    page.get_by_test_id("eqn-12").click()  # neg, the last eqn, from f's return line
+    selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
+    expect(selected).to_have_count(1)
+    expect(selected).to_be_in_viewport()
+    expect(selected).to_contain_text("jnp.take_along_axis")
+    assert console_errors == []
