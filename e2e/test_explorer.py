@@ -351,3 +351,13 @@ def test_selecting_an_eqn_scrolls_its_line_into_view(page: Page, console_errors:
     expect(selected).to_be_in_viewport()
     expect(selected).to_contain_text("jnp.take_along_axis")
     assert console_errors == []
+
+
+def test_example_picker_follows_the_editor_across_exhibits(page: Page) -> None:
+    """The examples are shared: switching exhibits keeps naming the example in the editor."""
+    open_exhibit(page, "tracing")
+    page.get_by_test_id("example-select").select_option("rnn_scan")
+    page.get_by_test_id("exhibit-stations").click()
+    expect(page.get_by_test_id("example-select")).to_have_value("rnn_scan")
+    set_code(page, TYPED_SOURCE)
+    expect(page.get_by_test_id("example-select")).to_have_value("")
