@@ -70,7 +70,11 @@ def _output(events: Sequence[EventModel]) -> str | None:
     e = _last(events, ProgramExecuted)
     if e is None:
         return None
-    return "\n".join(f"{o.path}: {o.dtype}{o.shape}\n{o.preview}" for o in e.outputs)
+    lines = [f"{o.path or 'output'}: {o.dtype}{o.shape}\n{o.preview}" for o in e.outputs]
+    if e.zeros_for:
+        note = ", ".join(e.zeros_for)
+        lines.insert(0, f"# ran on zeros for {note} (ShapeDtypeStruct arguments have no values)")
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)

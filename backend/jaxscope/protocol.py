@@ -339,7 +339,9 @@ class ProgramExecuted(_Event):
 
     ``dispatch_ms``: time until the call returned (async dispatch, no wait); ``blocked_ms``: time
     until ``block_until_ready`` returned for the same kind of call (median of ``repeats`` warm
-    calls each); ``ready_after_dispatch``: ``is_ready()`` right after the first call returned.
+    calls each); ``ready_after_dispatch``: ``is_ready()`` right after the first call returned;
+    ``zeros_for``: the arguments given as ``jax.ShapeDtypeStruct`` (no values), by key path
+    (``args[0]``, ``kwargs['w']``), which the program ran on as zeros of that shape and dtype.
     """
 
     type: Literal["program_executed"] = "program_executed"
@@ -350,6 +352,7 @@ class ProgramExecuted(_Event):
     blocked_ms: float
     repeats: int
     ready_after_dispatch: bool
+    zeros_for: list[str] = []
 
 
 class RunFinished(_Event):

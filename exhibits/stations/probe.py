@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jaxscope.internals.calling import concrete_args, plan_call
+from jaxscope.internals.calling import concrete_args, placeholder_paths, plan_call
 from jaxscope.internals.compiled import executable_compiled
 from jaxscope.internals.execution import MAX_REPEATS, program_executed
 from jaxscope.internals.lowering import module_lowered
@@ -48,4 +48,5 @@ def run(ctx: ProbeContext) -> None:
         # A program with effects (jax.debug.print) prints on every call: time one warm call.
         repeats = 1 if traced.jaxpr.effects else MAX_REPEATS
         executed = program_executed(compiled, args, plan.kwargs, max_repeats=repeats)
+        executed.zeros_for = placeholder_paths(ctx.snippet.args, ctx.snippet.kwargs)
     ctx.emit(executed)

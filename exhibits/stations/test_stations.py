@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from jaxscope.internals.calling import block_until_ready
@@ -33,6 +34,7 @@ from jaxscope.protocol import (
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.conftest import CASES, EXHIBITS, FakeContext, example_sources, run_probe
+from exhibits.registry import EXHIBITS as REGISTRY
 
 GOLDEN = EXHIBITS / "stations" / "golden"
 EXAMPLES = {**example_sources("tracing"), **example_sources("stations")}
@@ -286,3 +288,27 @@ def test_c24_async_dispatch() -> None:
     n = 1000
     assert cost["flops"] >= 4 * 2 * n**3  # XLA counts a dot of [n,n]x[n,n] as 2n^3
     assert cost["transcendentals"] == 4 * n * n  # one tanh per element, four times
+
+
+SDS_MATMUL = """
+import jax
+import jax.numpy as jnp
+
+def f(x, w, scale):
+    return jnp.tanh(x @ w).sum() * scale
+
+args = (jax.ShapeDtypeStruct((4, 3), jnp.float32), jnp.ones((3, 2)), 2.0)
+kwargs = {}
+"""
+
+
+def test_shape_dtype_struct_arguments_run_on_zeros_and_say_so() -> None:
+    ctx = run_probe("stations", SDS_MATMUL)
+    executed = ctx.of_type(ProgramExecuted)[-1]
+    assert executed.zeros_for == ["args[0]"]
+    # tanh(0 @ w) = 0 everywhere: the output is JAX's value on zeros.
+    expected = jax.jit(load_snippet(SDS_MATMUL).f)(jnp.zeros((4, 3)), jnp.ones((3, 2)), 2.0)
+    assert executed.outputs[0].preview == preview_value(np.asarray(expected))
+    text = REGISTRY["stations"].artefacts["output"](ctx.events)
+    assert text is not None and text.startswith("# ran on zeros for args[0]")
+    assert "\noutput: float32[]" in text

@@ -232,6 +232,18 @@ def _concrete_leaf(x: Any) -> Any:
     return x
 
 
+def placeholder_paths(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[str]:
+    """Key paths (``args[0]``, ``kwargs['w']``) of the ``jax.ShapeDtypeStruct`` leaves, which
+    :func:`concrete_args` replaces with zeros."""
+    is_sds = lambda x: isinstance(x, jax.ShapeDtypeStruct)  # noqa: E731
+    paths: list[str] = []
+    for name, tree in (("args", args), ("kwargs", kwargs)):
+        for path, leaf in jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_sds)[0]:
+            if is_sds(leaf):
+                paths.append(name + jax.tree_util.keystr(path))
+    return paths
+
+
 def concrete_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
     """``args`` with every ``jax.ShapeDtypeStruct`` leaf replaced by ``jnp.zeros`` of its shape
     and dtype (a program can only run on concrete values)."""

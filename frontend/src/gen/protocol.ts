@@ -345,7 +345,9 @@ export interface ExecutableCompiled {
  *
  * ``dispatch_ms``: time until the call returned (async dispatch, no wait); ``blocked_ms``: time
  * until ``block_until_ready`` returned for the same kind of call (median of ``repeats`` warm
- * calls each); ``ready_after_dispatch``: ``is_ready()`` right after the first call returned.
+ * calls each); ``ready_after_dispatch``: ``is_ready()`` right after the first call returned;
+ * ``zeros_for``: the arguments given as ``jax.ShapeDtypeStruct`` (no values), by key path
+ * (``args[0]``, ``kwargs['w']``), which the program ran on as zeros of that shape and dtype.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ProgramExecuted".
@@ -361,6 +363,7 @@ export interface ProgramExecuted {
   run_id: string;
   seq: number;
   type: 'program_executed';
+  zeros_for: string[];
 }
 /**
  * A concrete output array: shape, dtype and a truncated ``numpy`` printout.
