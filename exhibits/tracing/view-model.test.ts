@@ -46,7 +46,7 @@ describe('tracing-where: sin, where, sum and a print, called again 3 times', () 
       [3, 'dtype', true, 3],
     ]);
     expect(model.calls.map((r) => r.sentence)).toEqual([
-      'first call → traced: cache now holds 1 entry',
+      'first call → traced: cache now holds 1 entry (jaxscope emptied the tracing cache make_jaxpr had filled, so the print fires again)',
       'same shapes → no retrace (cache hit): the print stays silent; cache size stays 1',
       'new shape → traced again, cache grew to 2',
       'new dtype → traced again, cache grew to 3',

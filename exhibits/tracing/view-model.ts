@@ -43,7 +43,15 @@ export function describeCall(call: JitCalled, previous: JitCalled | undefined, p
     const silent = printsWhileTracing ? 'the print stays silent' : "f's Python body does not run";
     return `${what} → no retrace (cache hit): ${silent}; cache size stays ${call.cache_size}`;
   }
-  if (previous === undefined) return `${what} → traced: cache now holds ${entries}`;
+  if (previous === undefined) {
+    // make_jaxpr fills the tracing cache that jax.jit shares; the probe empties it before call 0
+    // so that the first call shows a trace, and a Python print in f then fires a second time.
+    const again =
+      printsWhileTracing && call.printed.trim() !== ''
+        ? ' (jaxscope emptied the tracing cache make_jaxpr had filled, so the print fires again)'
+        : '';
+    return `${what} → traced: cache now holds ${entries}${again}`;
+  }
   if (call.cache_size > previous.cache_size) return `${what} → traced again, cache grew to ${call.cache_size}`;
   return `${what} → traced again (cache size ${call.cache_size})`;
 }
