@@ -4,15 +4,19 @@ The classification (``kind``) follows ``protocol.ErrorKind``: a ``SyntaxError`` 
 ``syntax``; :class:`~jaxscope.sandbox.snippet.InvalidSnippet` is ``invalid_snippet``; JAX's tracer
 errors (``jax.errors.ConcretizationTypeError`` and its subclasses, ``UnexpectedTracerError``,
 ``NonConcreteBooleanIndexError``) are ``tracer_error`` with a plain explanation and the fix that
-applies; ``MemoryError`` and XLA's RESOURCE_EXHAUSTED are ``memory``; anything else is
-``user_exception``. Only frames of the user's snippet (``SNIPPET_FILENAME``) are reported.
+applies; ``MemoryError``, ``OSError(ENOMEM)`` and XLA's RESOURCE_EXHAUSTED are ``memory``;
+anything else is ``user_exception`` (located at ``f``'s ``def`` line when JAX raised it with no
+snippet frame in the traceback). Only frames of the user's snippet (``SNIPPET_FILENAME``) are
+reported.
 """
 
 from __future__ import annotations
 
+import errno
+import functools
 import linecache
 import traceback
-from types import TracebackType
+from types import CodeType, TracebackType
 
 import jax.errors
 
@@ -102,8 +106,11 @@ _MEMORY_MARKERS = ("RESOURCE_EXHAUSTED", "Out of memory", "out of memory")
 
 
 def is_memory_error(exc: BaseException) -> bool:
-    """``MemoryError``, or JAX's ``JaxRuntimeError`` saying RESOURCE_EXHAUSTED / out of memory."""
+    """``MemoryError``, ``OSError`` with errno ``ENOMEM`` (``mmap.mmap`` beyond ``RLIMIT_AS``), or
+    JAX's ``JaxRuntimeError`` saying RESOURCE_EXHAUSTED / out of memory."""
     if isinstance(exc, MemoryError):
+        return True
+    if isinstance(exc, OSError) and exc.errno == errno.ENOMEM:
         return True
     return isinstance(exc, jax.errors.JaxRuntimeError) and any(
         m in str(exc) for m in _MEMORY_MARKERS
@@ -146,21 +153,51 @@ def _syntax_failure(exc: SyntaxError, stage: Stage | None) -> RunFailed:
     )
 
 
-def classify(exc: BaseException, stage: Stage | None) -> RunFailed:
+_NO_FRAME_EXPLANATION = (
+    "JAX raised this while handling `f` as a whole (its arguments, `kwargs`, `static_argnums`"
+    " or what it returns), not at a line inside it, so the location shown is where `f` is"
+    " defined."
+)
+
+
+def snippet_code(f: object) -> CodeType | None:
+    """The code object of the snippet's ``f`` (through ``functools.partial`` and
+    ``__wrapped__``, e.g. a ``jax.jit``-wrapped function) when it was defined in the snippet."""
+    for _ in range(8):
+        if isinstance(f, functools.partial):
+            f = f.func
+            continue
+        code = getattr(f, "__code__", None)
+        if isinstance(code, CodeType):
+            return code if code.co_filename == SNIPPET_FILENAME else None
+        wrapped = getattr(f, "__wrapped__", None)
+        if wrapped is None:
+            return None
+        f = wrapped
+    return None
+
+
+def classify(exc: BaseException, stage: Stage | None, f: object = None) -> RunFailed:
     """The one ``RunFailed`` event for ``exc``, which escaped the run during ``stage``.
 
     ``error_class`` is ``type(exc).__name__`` (JAX's own class for JAX errors), ``message``
     ``str(exc)``, ``source`` the deepest snippet frame, ``traceback`` the snippet frames only.
+    When no frame is the snippet's (JAX rejected ``f``'s arguments or result) and ``f`` (the
+    snippet's function, once loaded) was defined in the snippet, ``source`` is the line of its
+    ``def`` (``f.__code__.co_firstlineno``) and the explanation says so.
     """
     if isinstance(exc, SyntaxError) and exc.filename == SNIPPET_FILENAME:
         return _syntax_failure(exc, stage)
     frames = user_frames(exc.__traceback__)
     source = None
+    explanation: str | None = None
+    fix: str | None = None
     if frames:
         deepest = frames[-1]
         source = SourceLoc(line=deepest.line, function=deepest.function)
-    explanation: str | None = None
-    fix: str | None = None
+    elif (code := snippet_code(f)) is not None and stage != "load":
+        source = SourceLoc(line=code.co_firstlineno, function=code.co_name)
+        explanation = _NO_FRAME_EXPLANATION
     if isinstance(exc, InvalidSnippet):
         kind = "invalid_snippet"
     elif is_memory_error(exc):

@@ -45,12 +45,34 @@ def register_source(source: str, filename: str = SNIPPET_FILENAME) -> None:
 def load_snippet(source: str, filename: str = SNIPPET_FILENAME) -> Snippet:
     """Compile and execute ``source``; return its ``f``, ``args`` and optional names.
 
-    Raises ``SyntaxError`` (with ``lineno``/``offset``), whatever the module body raises, or
-    :class:`InvalidSnippet` when ``f`` is missing or not callable, or ``args`` is missing or not
-    a tuple/list, or an optional name has the wrong type.
+    Raises ``SyntaxError`` (with ``lineno``/``offset``; also for a null byte in ``source``, and
+    without a line when the code nests too deeply to compile), whatever the module body raises,
+    or :class:`InvalidSnippet` when ``f`` is missing or not callable, or ``args`` is missing or
+    not a tuple/list, or an optional name has the wrong type.
     """
     register_source(source, filename)
-    code = compile(source, filename, "exec", dont_inherit=True)
+    if "\0" in source:
+        # compile() raises a ValueError without a location for this; report it as the syntax
+        # error it is, at the null byte.
+        at = source.index("\0")
+        line_start = source.rfind("\n", 0, at) + 1
+        line_end = source.find("\n", at)
+        text = source[line_start : len(source) if line_end < 0 else line_end]
+        raise SyntaxError(
+            "source code cannot contain null bytes",
+            (filename, source.count("\n", 0, at) + 1, at - line_start + 1, text.replace("\0", " ")),
+        )
+    try:
+        code = compile(source, filename, "exec", dont_inherit=True)
+    except (RecursionError, MemoryError) as exc:
+        # The parser (MemoryError: its stack overflowed) or the compiler (RecursionError) gave
+        # up on deeply nested code: a syntax problem of the snippet, not a lack of memory.
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise SyntaxError(
+            f"the code is nested too deeply for Python's compiler ({detail}); split long"
+            " expressions into several statements",
+            (filename, None, None, None),
+        ) from exc
     namespace: dict[str, Any] = {"__name__": "snippet", "__file__": filename}
     exec(code, namespace)
     return snippet_from_namespace(source, filename, namespace)
