@@ -198,7 +198,23 @@ def test_worker_death_is_worker_crashed(sandbox: SandboxHarness, code: str, need
 
 
 def test_garbage_on_event_pipe_is_invalid_event(sandbox: SandboxHarness) -> None:
-    code = "import __main__, os\nos.write(__main__.EVENT_FD, b'{not an event}\\n')\n"
+    # The runner keeps the event fd private (no module global); a snippet can still find it
+    # as a pipe that is not stderr, and the supervisor must reject garbage.
+    code = (
+        "import os, stat\n"
+        "err = os.fstat(2).st_ino\n"
+        "for name in os.listdir('/proc/self/fd'):\n"
+        "    fd = int(name)\n"
+        "    try:\n"
+        "        st = os.fstat(fd)\n"
+        "    except OSError:\n"
+        "        continue\n"
+        "    if fd > 2 and stat.S_ISFIFO(st.st_mode) and st.st_ino != err:\n"
+        "        try:\n"
+        "            os.write(fd, b'{not an event}\\n')  # the job pipe's read end: EBADF\n"
+        "        except OSError:\n"
+        "            pass\n"
+    )
     f = failed(sandbox.run(code))
     assert f.kind == "invalid_event"
     assert "not a protocol event" in f.message

@@ -14,7 +14,9 @@ NDJSON events on the event pipe ending in exactly one terminal event (``run_fini
 
 from __future__ import annotations
 
+import _thread
 import argparse
+import contextlib
 import gc
 import io
 import json
@@ -22,10 +24,12 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
+
+from pydantic_core import PydanticSerializationError
 
 from jaxscope.protocol import (
     EventModel,
@@ -41,28 +45,58 @@ from jaxscope.protocol import (
 from jaxscope.sandbox.probe_api import Snippet
 from jaxscope.settings import Limits
 
-# The fds of the private pipes, set by ``main``; module-level so that a test snippet can find
-# the event fd (``import __main__; __main__.EVENT_FD``) to fake a broken worker.
-EVENT_FD = -1
-JOB_FD = -1
-
 # An exception message longer than this is cut (a str() of a huge array, say).
 MAX_MESSAGE_CHARS = 20_000
 
-_write_lock = threading.Lock()
+# The user's printed text: one stdout_printed event carries at most this many characters, and a
+# run prints at most PRINT_CAP_CHARS; the rest is dropped after one TRUNCATED_NOTE (the run goes
+# on), so a print loop cannot flood the supervisor and the browser.
+PRINT_CHUNK_CHARS = 64 * 1024
+PRINT_CAP_CHARS = 2**20
+TRUNCATED_NOTE = "[jaxscope: output truncated after 1 MiB]\n"
+
+# Exit status of a worker that retires right after a run's terminal event (threads the user
+# started are still alive, or its lifetime CPU budget is nearly spent). The supervisor sees a dead
+# worker at the session's next run and leases a fresh one.
+RETIRE_EXIT_CODE = 0
 
 
-def write_line(fd: int, data: bytes) -> None:
-    """Write ``data`` fully to ``fd`` (``os.write`` may write less than asked on a pipe)."""
-    with _write_lock:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
+def _make_line_writer(fd: int) -> Callable[[bytes], None]:
+    """A function writing whole lines to ``fd`` (``os.write`` may write less than asked on a
+    pipe); the fd lives only in this closure, not in a module global user code could import."""
+    lock = threading.Lock()
+    write = os.write
+
+    def write_line(data: bytes) -> None:
+        with lock:
+            view = memoryview(data)
+            while view:
+                n = write(fd, view)
+                view = view[n:]
+
+    return write_line
+
+
+def _not_started(data: bytes) -> None:
+    raise RuntimeError("the event channel is not open (main() has not run)")
+
+
+_write_event_line: Callable[[bytes], None] = _not_started
+
+
+def event_json(event: EventModel) -> bytes:
+    """One NDJSON line for ``event``, valid UTF-8 whatever its text holds: a lone surrogate
+    (``"\\udcff"`` in a print or an exception message) is replaced by ``?`` instead of failing
+    pydantic's serialisation."""
+    try:
+        return event.model_dump_json().encode() + b"\n"
+    except (PydanticSerializationError, UnicodeEncodeError):
+        text = json.dumps(event.model_dump(mode="json"), ensure_ascii=False)
+        return text.encode("utf-8", "replace") + b"\n"
 
 
 def send_event(event: EventModel) -> None:
-    write_line(EVENT_FD, event.model_dump_json().encode() + b"\n")
+    _write_event_line(event_json(event))
 
 
 class RunContext:
@@ -102,18 +136,36 @@ class RunContext:
 
 class StdoutEvents(io.TextIOBase):
     """``sys.stdout`` of the worker: each completed line the user prints during a job becomes a
-    ``stdout_printed`` event (stage and call index of the current :class:`RunContext`); outside
-    a job, text goes to stderr. Thread-safe (``jax.debug.print`` prints from XLA's threads)."""
+    ``stdout_printed`` event (stage and call index of the current :class:`RunContext`), split
+    into events of at most :data:`PRINT_CHUNK_CHARS` characters and capped at
+    :data:`PRINT_CAP_CHARS` per run (then one :data:`TRUNCATED_NOTE`, the rest dropped); outside
+    a job, text goes to stderr. Thread-safe (``jax.debug.print`` prints from XLA's threads).
+    It has no ``buffer`` and no file descriptor (``fileno()`` raises
+    ``io.UnsupportedOperation``)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.ctx: RunContext | None = None
         self._buf = ""
+        self._printed = 0
+        self._truncated = False
         self._lock = threading.RLock()
+
+    def start(self, ctx: RunContext | None) -> None:
+        """Attribute prints to ``ctx`` (a new run: the cap starts again), or to stderr (None)."""
+        with self._lock:
+            self.ctx = ctx
+            self._buf = ""
+            self._printed = 0
+            self._truncated = False
 
     @property
     def encoding(self) -> str:  # type: ignore[override]
         return "utf-8"
+
+    @property
+    def errors(self) -> str:  # type: ignore[override]
+        return "replace"
 
     def writable(self) -> bool:
         return True
@@ -122,12 +174,19 @@ class StdoutEvents(io.TextIOBase):
         return False
 
     def write(self, s: str) -> int:
+        if not isinstance(s, str):
+            raise TypeError(f"write() argument must be str, not {type(s).__name__}")
         with self._lock:
             if self.ctx is None:
                 sys.stderr.write(s)
                 return len(s)
+            if self._truncated:
+                return len(s)
             self._buf += s
-            if "\n" in self._buf:
+            if len(self._buf) >= PRINT_CHUNK_CHARS:
+                text, self._buf = self._buf, ""
+                self._send(text)
+            elif "\n" in self._buf:
                 head, _, self._buf = self._buf.rpartition("\n")
                 self._send(head + "\n")
             return len(s)
@@ -141,6 +200,19 @@ class StdoutEvents(io.TextIOBase):
     def _send(self, text: str) -> None:
         ctx = self.ctx
         assert ctx is not None
+        room = PRINT_CAP_CHARS - self._printed
+        if len(text) > room:
+            text = text[:room]
+            self._truncated = True
+        for i in range(0, len(text), PRINT_CHUNK_CHARS):
+            self._emit(ctx, text[i : i + PRINT_CHUNK_CHARS])
+        self._printed += len(text)
+        if self._truncated:
+            self._buf = ""
+            self._emit(ctx, TRUNCATED_NOTE)
+
+    @staticmethod
+    def _emit(ctx: RunContext, text: str) -> None:
         ev = StdoutPrinted(
             text=text, stage=ctx.current_stage, call_index=ctx.current_call, run_id=ctx.run_id
         )
@@ -186,19 +258,66 @@ class ProbeMissing(Exception):
     """The exhibit's probe could not be imported in this worker."""
 
 
+def _settle(ctx: RunContext) -> None:
+    """Finish the run's pending work inside the run, so it counts against this run's limits:
+    JAX's pending effects and callbacks (``jax.effects_barrier``), then the user's objects
+    (``__del__`` methods run in ``gc.collect``)."""
+    import jax
+
+    jax.effects_barrier()  # type: ignore[no-untyped-call]
+    ctx.__dict__.pop("snippet", None)
+    gc.collect()
+
+
+def _snippet_f(ctx: RunContext) -> object:
+    snippet = ctx.__dict__.get("snippet")
+    return None if snippet is None else snippet.f
+
+
+def _failure(exc: BaseException, ctx: RunContext) -> RunFailed:
+    from jaxscope.sandbox.errors import classify
+
+    stage = ctx.error_stage or ctx.current_stage
+    try:
+        failed = classify(exc, stage, f=_snippet_f(ctx))
+    except Exception as broken:  # e.g. a user exception whose __str__ raises
+        failed = RunFailed(
+            kind="user_exception",
+            error_class=type(exc).__name__,
+            message=f"(the exception could not be printed: {type(broken).__name__})",
+            stage=stage,
+        )
+    if len(failed.message) > MAX_MESSAGE_CHARS:
+        failed.message = failed.message[:MAX_MESSAGE_CHARS] + "\n… (truncated)"
+    failed.run_id = ctx.run_id
+    return failed
+
+
+# Captured at import, before any user code: the number of threads started through ``_thread``
+# (``threading.Thread`` included) that are alive. XLA's native threads do not count, even when
+# they call into Python (``jax.debug.print``).
+_started_threads = _thread._count
+
+
 def run_job(
     request: RunRequest,
     cpu_s: float,
     info: dict[str, Any],
     probes: dict[str, Any],
     probe_errors: dict[str, str],
-) -> None:
-    """Run one job; emits events ending in exactly one terminal event. Never raises."""
+) -> str | None:
+    """Run one job; emits events ending in exactly one terminal event. Never raises.
+
+    Before the terminal event, JAX's pending effects are awaited and the user's objects
+    collected (:func:`_settle`). Returns why the worker must retire after this run (threads the
+    snippet started are still running, or less than one CPU budget is left of its lifetime), or
+    None when it can take the session's next run."""
     from jaxscope.sandbox import guard
-    from jaxscope.sandbox.errors import classify
     from jaxscope.sandbox.snippet import load_snippet
 
     started = time.perf_counter()
+    gc.enable()  # a previous run of the session may have disabled it
+    threads_before = _started_threads()
     guard.set_cpu_budget(cpu_s)
     # No jax.clear_caches() here (measured, see docs/design/0001-sandbox.md): every run executes
     # the snippet anew, so `f` is a new object and JAX traces, lowers and compiles it afresh
@@ -207,7 +326,8 @@ def run_job(
     # compiled for the session's next runs: clearing them cost 2.4-7 s per run of the conv-net
     # example on a 2-core box, against 0.2-0.4 s for the whole run with them kept.
     ctx = RunContext(request)
-    _STDOUT.ctx = ctx
+    _STDOUT.start(ctx)
+    terminal: RunFinished | RunFailed
     try:
         ctx.emit(
             RunStarted(
@@ -228,32 +348,28 @@ def run_job(
             )
         ctx.current_stage = "trace"
         probe.run(ctx)
+        _settle(ctx)
         _STDOUT.flush()
-        ctx.emit(RunFinished(duration_ms=(time.perf_counter() - started) * 1e3))
+        terminal = RunFinished(duration_ms=(time.perf_counter() - started) * 1e3)
     except BaseException as exc:  # the user's code may raise anything, SystemExit included
-        try:
+        with contextlib.suppress(Exception):
             _STDOUT.flush()
-        except Exception:
-            pass
-        try:
-            failed = classify(exc, ctx.error_stage or ctx.current_stage)
-        except Exception as broken:  # e.g. a user exception whose __str__ raises
-            failed = RunFailed(
-                kind="user_exception",
-                error_class=type(exc).__name__,
-                message=f"(the exception could not be printed: {type(broken).__name__})",
-                stage=ctx.error_stage or ctx.current_stage,
-            )
-        if len(failed.message) > MAX_MESSAGE_CHARS:
-            failed.message = failed.message[:MAX_MESSAGE_CHARS] + "\n… (truncated)"
-        # Break the reference cycle frame -> exception so the user's arrays can be freed.
-        del exc
-        failed.run_id = ctx.run_id
-        send_event(failed)
-    finally:
-        _STDOUT.ctx = None
-        ctx.__dict__.pop("snippet", None)
-        gc.collect()
+        terminal = _failure(exc, ctx)
+    if isinstance(terminal, RunFailed):
+        # Outside the except block, so the traceback (and the user's frames) can be freed.
+        with contextlib.suppress(BaseException):
+            _settle(ctx)
+        with contextlib.suppress(Exception):
+            _STDOUT.flush()
+    terminal.run_id = ctx.run_id
+    send_event(terminal)
+    _STDOUT.start(None)
+    ctx.__dict__.pop("snippet", None)
+    if _started_threads() > threads_before:
+        return "threads started by the snippet are still running"
+    if guard.cpu_lifetime_left() < cpu_s:
+        return "its lifetime CPU budget is nearly spent"
+    return None
 
 
 def _read_jobs(fd: int) -> Iterator[bytes]:
@@ -262,22 +378,25 @@ def _read_jobs(fd: int) -> Iterator[bytes]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global EVENT_FD, JOB_FD
+    global _write_event_line
     parser = argparse.ArgumentParser(prog="python -m jaxscope.sandbox.runner")
     parser.add_argument("--limits", default="{}", help="Limits as JSON (see jaxscope.settings)")
     parser.add_argument("--parent-pid", type=int, default=0, help="die when this process dies")
     ns = parser.parse_args(argv)
     limits = Limits(**json.loads(ns.limits))
 
-    # Private pipes first, before anything can write to fd 1 or read fd 0.
-    EVENT_FD = os.dup(1)
+    # Private pipes first, before anything can write to fd 1 or read fd 0. os.dup gives
+    # close-on-exec fds; the event fd's number lives only in the writer's closure.
+    event_fd = os.dup(1)
     os.dup2(2, 1)
-    JOB_FD = os.dup(0)
+    job_fd = os.dup(0)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    os.set_inheritable(EVENT_FD, False)
-    os.set_inheritable(JOB_FD, False)
+    os.set_inheritable(event_fd, False)
+    os.set_inheritable(job_fd, False)
+    write_ready = _write_event_line = _make_line_writer(event_fd)
+    del event_fd
 
     from jaxscope.sandbox import guard
 
@@ -286,22 +405,37 @@ def main(argv: list[str] | None = None) -> int:
     guard.apply_startup_limits(limits)
     info = _warm_up()
     probes, probe_errors = _import_probes()
-    # Move everything alive after warm-up (JAX, probes) out of the collector's reach: the
-    # full collection after each job then scans only the job's objects (45 ms -> ~0 ms).
-    gc.collect()
-    gc.freeze()
+    info["threads"] = guard.thread_count()
+    # Before any user code: become unprivileged (root only), fix the lifetime CPU limit, remove
+    # the spawners that raise no audit event, then install the audit hook.
+    info["uid"] = guard.drop_privileges(os.getcwd(), ns.parent_pid)
+    guard.set_cpu_lifetime(limits.cpu_s)
+    guard.remove_unaudited_spawners()
     sys.stdin = io.StringIO("")
     sys.stdout = _STDOUT
     guard.install_audit_hook()
+    # Move everything alive after warm-up (JAX, probes, the hook) out of the collector's reach:
+    # the full collection in each job then scans only the job's objects (45 ms -> ~0 ms), and
+    # gc.get_objects() could not list the hook even if its audit event were allowed.
+    gc.collect()
+    gc.freeze()
     ready = {"ready": True, **info, "probe_errors": probe_errors, "pid": os.getpid()}
-    write_line(EVENT_FD, json.dumps(ready).encode() + b"\n")
+    write_ready(json.dumps(ready).encode() + b"\n")
 
-    for line in _read_jobs(JOB_FD):
+    for line in _read_jobs(job_fd):
         if not line.strip():
             continue
         job = json.loads(line)
         request = RunRequest.model_validate(job["request"])
-        run_job(request, float(job["cpu_s"]), info, probes, probe_errors)
+        cpu_s = float(job["cpu_s"])
+        retire = run_job(request, cpu_s, info, probes, probe_errors)
+        if retire is not None:
+            # The terminal event is written (os.write, unbuffered); leave before the snippet's
+            # threads can do more. The supervisor replaces a dead worker at the next run.
+            with contextlib.suppress(Exception):
+                sys.stderr.write(f"jaxscope worker retiring: {retire}\n")
+                sys.stderr.flush()
+            os._exit(RETIRE_EXIT_CODE)
     return 0
 
 
