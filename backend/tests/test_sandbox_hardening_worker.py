@@ -1,0 +1,399 @@
+"""The sandbox worker's own defences, through the real supervisor: the audit hook cannot be
+switched off from a snippet, the spawners without an audit event are gone, a root worker runs user
+code as ``nobody``, nothing runs after a run's terminal event, event text is always valid UTF-8
+and capped, and the error kinds of odd failures. Snippets from the adversarial test (breakit)."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterator
+
+import pytest
+from jaxscope.protocol import RunFailed, RunFinished, StdoutPrinted
+from jaxscope.sandbox.runner import (
+    PRINT_CAP_CHARS,
+    PRINT_CHUNK_CHARS,
+    TRUNCATED_NOTE,
+    StdoutEvents,
+)
+from jaxscope.settings import Limits
+
+from tests.harness import SandboxHarness, assert_one_terminal
+
+ROOT = os.geteuid() == 0
+needs_root = pytest.mark.skipif(not ROOT, reason="the privilege drop only happens as root")
+OK = "def f(x):\n    return x * 100.0\nargs = (1.0,)\n"
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[SandboxHarness]:
+    harness = SandboxHarness(Limits(wall_s=20.0, cpu_s=10.0), size=1)
+    yield harness
+    harness.close()
+
+
+@pytest.fixture()
+def victim() -> Iterator[int]:
+    """A process of the test's own user that snippets try to kill."""
+    proc = subprocess.Popen(["sleep", "60"])
+    yield proc.pid
+    proc.kill()
+    proc.wait()
+
+
+def failed(events: list) -> RunFailed:  # type: ignore[type-arg]
+    terminal = assert_one_terminal(events)
+    assert isinstance(terminal, RunFailed), terminal
+    return terminal
+
+
+def finished(events: list) -> RunFinished:  # type: ignore[type-arg]
+    terminal = assert_one_terminal(events)
+    assert isinstance(terminal, RunFinished), terminal
+    return terminal
+
+
+def printed(events: list) -> str:  # type: ignore[type-arg]
+    return "".join(e.text for e in events if isinstance(e, StdoutPrinted))
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+# --- 1. the audit hook ----------------------------------------------------------------------
+
+
+def test_hook_state_is_not_reachable_from_the_guard_module(sandbox: SandboxHarness) -> None:
+    # breakit t2 #1 cleared guard._PROCESS_EVENTS and then ran os.system.
+    code = (
+        "import os, jaxscope.sandbox.guard as g\n"
+        "for name in [n for n in vars(g) if not n.startswith('__')]:\n"
+        "    value = getattr(g, name)\n"
+        "    if isinstance(value, (dict, set)):\n"
+        "        value.clear()\n"
+        "    elif callable(value):\n"
+        "        setattr(g, name, lambda *a, **k: None)\n"
+        "os.system('true')\n"
+    )
+    f = failed(sandbox.run(code))
+    assert (f.kind, f.error_class) == ("user_exception", "PermissionError")
+    assert "os.system" in f.message
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import gc\ngc.get_objects()\n",
+        "import gc\ngc.get_referrers(len)\n",
+        "import gc\ngc.get_referents(len)\n",
+    ],
+    ids=["get_objects", "get_referrers", "get_referents"],
+)
+def test_object_graph_walks_are_refused(sandbox: SandboxHarness, code: str) -> None:
+    f = failed(sandbox.run(code))
+    assert f.error_class == "PermissionError" and "object graph" in f.message
+
+
+def test_patched_getpid_does_not_open_os_kill(sandbox: SandboxHarness, victim: int) -> None:
+    # breakit t2 #2 / t23: the hook compared against os.getpid(), which a snippet can replace.
+    code = f"import os\nos.getpid = lambda: {victim}\nos.kill({victim}, 9)\n"
+    f = failed(sandbox.run(code))
+    assert f.error_class == "PermissionError" and "os.kill" in f.message
+    assert alive(victim)
+
+
+@pytest.mark.parametrize(
+    ("code", "error_class"),
+    [
+        ("import os\nos.pidfd_open(1)\n", "AttributeError"),
+        ("import posix\nposix.pidfd_open(1)\n", "AttributeError"),
+        ("import signal\nsignal.pidfd_send_signal(0, 0)\n", "AttributeError"),
+        ("import _signal\n_signal.pidfd_send_signal(0, 0)\n", "AttributeError"),
+        ("import _posixsubprocess\n", "PermissionError"),
+        ("import sys\nsys.modules['_posixsubprocess'].fork_exec\n", "KeyError"),
+        ("import subprocess\nsubprocess._fork_exec.__name__\n", "AttributeError"),
+        ("import _xxsubinterpreters\n", "PermissionError"),
+        ("import socket\nsocket.socket().listen()\n", "PermissionError"),
+        ("import socket\nsocket.socket(socket.AF_INET6, socket.SOCK_DGRAM)\n", "PermissionError"),
+    ],
+    ids=[
+        "pidfd_open",
+        "posix_pidfd_open",
+        "pidfd_send_signal",
+        "_signal_pidfd",
+        "import_posixsubprocess",
+        "posixsubprocess_in_sys_modules",
+        "subprocess_fork_exec",
+        "subinterpreters",
+        "listen_without_bind",
+        "inet6_socket",
+    ],
+)
+def test_unaudited_routes_are_closed(sandbox: SandboxHarness, code: str, error_class: str) -> None:
+    f = failed(sandbox.run(code))
+    assert (f.kind, f.error_class) == ("user_exception", error_class), f
+
+
+def test_unix_sockets_still_work(sandbox: SandboxHarness) -> None:
+    code = (
+        "import socket\na, b = socket.socketpair()\na.sendall(b'ping')\n"
+        "print(b.recv(4).decode())\n" + OK
+    )
+    events = sandbox.run(code)
+    finished(events)
+    assert printed(events) == "ping\n"
+
+
+# --- 2. privilege drop --------------------------------------------------------------------------
+
+
+@needs_root
+def test_root_worker_runs_user_code_as_nobody(sandbox: SandboxHarness) -> None:
+    code = (
+        "import os, resource\n"
+        "print(os.getuid(), os.geteuid(), os.getgid(), os.getgroups())\n"
+        "print(resource.getrlimit(resource.RLIMIT_NPROC)[0])\n"
+        "with open('/proc/self/status') as s:\n"
+        "    print([l.split()[1] for l in s if l.startswith('NoNewPrivs')][0])\n"
+        "open('scratch.txt', 'w').write('the worker owns its cwd')\n" + OK
+    )
+    events = sandbox.run(code)
+    finished(events)
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    ids, nproc, no_new_privs = printed(events).splitlines()
+    assert ids == f"{nobody.pw_uid} {nobody.pw_uid} {nobody.pw_gid} []"
+    assert int(nproc) == sandbox.limits.nproc
+    assert no_new_privs == "1"
+
+
+@needs_root
+def test_nobody_cannot_kill_the_server_nor_write_root_files(
+    sandbox: SandboxHarness, victim: int
+) -> None:
+    # The routes around the audit hook (ctypes) now meet the kernel's EPERM.
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as root_file:
+        root_file.write("root's\n")
+    os.chmod(root_file.name, 0o644)
+    try:
+        code = (
+            "import ctypes, os\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            f"print(libc.kill(os.getppid(), 9), ctypes.get_errno())\n"
+            f"print(libc.kill({victim}, 9), ctypes.get_errno())\n"
+            f"open({root_file.name!r}, 'w').write('pwned')\n"
+        )
+        f = failed(sandbox.run(code))
+        assert (f.error_class, f.kind) == ("PermissionError", "user_exception")
+        assert "Permission denied" in f.message
+        assert printed(sandbox.run(code + "\n")).splitlines() == ["-1 1", "-1 1"]  # EPERM
+        assert alive(victim)
+        with open(root_file.name) as check:
+            assert check.read() == "root's\n"
+    finally:
+        os.unlink(root_file.name)
+
+
+def test_jax_still_works_after_the_drop(sandbox: SandboxHarness) -> None:
+    code = (
+        "import fractions, mmap, statistics  # stdlib modules the warm-up did not import\n"
+        "import json.tool, codecs  # a submodule of an imported package; a lazy codec\n"
+        "codecs.lookup('koi8_r')\n"
+        "import jax, jax.numpy as jnp\n"
+        "def f(x):\n"
+        "    jax.debug.print('x = {}', x)\n"
+        "    return jnp.sin(x) @ jnp.cos(x).T\n"
+        "args = (jnp.arange(6.0).reshape(2, 3),)\n"
+    )
+    events = sandbox.run(code, "stations")
+    finished(events)
+    assert "x = [[0. 1. 2.]\n [3. 4. 5.]]\n" in printed(events)
+
+
+def test_cpu_hard_limit_cannot_be_raised(sandbox: SandboxHarness) -> None:
+    # breakit t5: the snippet raised RLIMIT_CPU to unlimited and spun forever after its run.
+    code = (
+        "import resource\n"
+        "soft, hard = resource.getrlimit(resource.RLIMIT_CPU)\n"
+        "print(hard != resource.RLIM_INFINITY, soft <= hard)\n"
+        "resource.setrlimit(resource.RLIMIT_CPU, (resource.RLIM_INFINITY,) * 2)\n"
+    )
+    events = sandbox.run(code)
+    f = failed(events)
+    assert printed(events) == "True True\n"
+    assert f.error_class == "ValueError" and "not allowed to raise maximum limit" in f.message
+
+
+# --- 3. nothing after the terminal event ------------------------------------------------------
+
+
+def test_event_fd_is_not_a_main_global(sandbox: SandboxHarness) -> None:
+    code = "import __main__\nprint(hasattr(__main__, 'EVENT_FD'), hasattr(__main__, 'JOB_FD'))\n"
+    assert printed(sandbox.run(code + OK)) == "False False\n"
+
+
+def test_del_runs_inside_the_run(sandbox: SandboxHarness) -> None:
+    # breakit t22: a __del__ that sleeps used to run after run_finished, stalling the next run.
+    code = (
+        "import gc, time\ngc.disable()\n"
+        "class A:\n    def __del__(self):\n        time.sleep(30)\n"
+        "holder = A()\n" + OK
+    )
+    f = failed(sandbox.run(code, wall_s=3.0))
+    assert f.kind == "timeout"
+
+
+def test_del_output_belongs_to_its_run(sandbox: SandboxHarness) -> None:
+    code = "class A:\n    def __del__(self):\n        print('bye')\nholder = A()\n" + OK
+    events = sandbox.run(code)
+    finished(events)
+    assert printed(events) == "bye\n"
+
+
+def test_thread_left_running_retires_the_worker(sandbox: SandboxHarness) -> None:
+    # breakit t3: a thread printing after the run leaked into the session's next run.
+    ghost = (
+        "import threading, time\n"
+        "def spam():\n    while True:\n        print('GHOST'); time.sleep(0.001)\n"
+        "threading.Thread(target=spam, daemon=True).start()\n" + OK
+    )
+    session = sandbox.session()
+    try:
+        first = sandbox.run(ghost, session=session)
+        finished(first)
+        pid = session.worker.pid if session.worker else None
+        for _ in range(3):
+            events = sandbox.run(OK, session=session)
+            finished(events)
+            assert "GHOST" not in printed(events)
+        assert session.worker is not None and session.worker.pid != pid
+    finally:
+        sandbox.call(session.close())
+
+
+def test_threads_of_jax_do_not_retire_the_worker(sandbox: SandboxHarness) -> None:
+    code = (
+        "import jax, jax.numpy as jnp\n"
+        "def f(x):\n    jax.debug.print('{}', x)\n    return jnp.sin(x)\n"
+        "args = (jnp.ones(3),)\n"
+    )
+    session = sandbox.session()
+    try:
+        finished(sandbox.run(code, "stations", session=session))
+        assert session.worker is not None
+        pid = session.worker.pid
+        finished(sandbox.run(code, "stations", session=session))
+        assert session.worker is not None and session.worker.pid == pid
+    finally:
+        sandbox.call(session.close())
+
+
+# --- 4. event text ------------------------------------------------------------------------------
+
+
+def test_lone_surrogate_in_exception_is_user_exception(sandbox: SandboxHarness) -> None:
+    f = failed(sandbox.run('raise ValueError("bad \\udcff")\n'))
+    assert (f.kind, f.error_class, f.message) == ("user_exception", "ValueError", "bad ?")
+    f = failed(sandbox.run('def f(x):\n    raise ValueError("bad \\udcff")\nargs = (1.0,)\n'))
+    assert (f.kind, f.message, f.source and f.source.line) == ("user_exception", "bad ?", 2)
+
+
+def test_lone_surrogate_in_print(sandbox: SandboxHarness) -> None:
+    events = sandbox.run('print("\\udcff bad")\n' + OK)
+    finished(events)
+    assert printed(events) == "? bad\n"
+
+
+def test_print_flood_is_chunked_and_capped(sandbox: SandboxHarness) -> None:
+    code = 'print(("y" * 999 + "\\n") * 3000)\nprint("x" * 5_000_000)\n' + OK
+    events = sandbox.run(code)
+    finished(events)
+    texts = [e.text for e in events if isinstance(e, StdoutPrinted)]
+    assert all(len(t) <= PRINT_CHUNK_CHARS for t in texts)
+    assert texts[-1] == TRUNCATED_NOTE
+    assert sum(map(len, texts[:-1])) == PRINT_CAP_CHARS
+    assert "".join(texts[:-1]) == (("y" * 999 + "\n") * 3000)[:PRINT_CAP_CHARS]
+
+
+def test_stdout_without_buffer_behaves_like_a_text_stream() -> None:
+    out = StdoutEvents()
+    assert (out.encoding, out.errors, out.isatty(), out.writable()) == (
+        "utf-8",
+        "replace",
+        False,
+        True,
+    )
+    with pytest.raises(io.UnsupportedOperation):
+        out.fileno()
+    assert not hasattr(out, "buffer")
+
+
+def test_stdout_attributes_in_a_snippet(sandbox: SandboxHarness) -> None:
+    code = (
+        "import io, sys\n"
+        "try:\n    sys.stdout.fileno()\nexcept io.UnsupportedOperation:\n    print('no fd')\n"
+        "print(sys.stdout.encoding, sys.stdout.errors, sys.stdout.isatty())\n" + OK
+    )
+    events = sandbox.run(code)
+    finished(events)
+    assert printed(events) == "no fd\nutf-8 replace False\n"
+
+
+# --- 5. error kinds and lines -------------------------------------------------------------------
+
+
+def test_null_byte_is_a_syntax_error_at_its_line(sandbox: SandboxHarness) -> None:
+    f = failed(sandbox.run("import jax\ndef f(x): return x\x00\nargs = (1.0,)\n"))
+    assert (f.kind, f.error_class) == ("syntax", "SyntaxError")
+    assert f.source is not None and (f.source.line, f.source.column) == (2, 18)
+
+
+def test_mmap_beyond_address_space_is_memory(sandbox: SandboxHarness) -> None:
+    if sandbox.limits.address_space_bytes == 0:
+        pytest.skip("no address-space limit on this host")
+    f = failed(sandbox.run("import mmap\nm = mmap.mmap(-1, 2**34)\n"))
+    assert (f.kind, f.error_class) == ("memory", "OSError")
+
+
+@pytest.mark.parametrize(
+    ("code", "cause"),
+    [
+        ("x = " + "+".join(["1"] * 60_000) + "\n", "RecursionError"),  # the compiler
+        ("x = " + "-" * 150_000 + "1\n", "MemoryError"),  # the parser's stack
+    ],
+    ids=["compiler_recursion", "parser_stack"],
+)
+def test_too_deeply_nested_code_is_syntax(sandbox: SandboxHarness, code: str, cause: str) -> None:
+    f = failed(sandbox.run(code))
+    assert (f.kind, f.error_class) == ("syntax", "SyntaxError"), f
+    assert "nested too deeply" in f.message and cause in f.message
+
+
+@pytest.mark.parametrize(
+    ("code", "exhibit"),
+    [
+        ('import jax\n\ndef f(x):\n    y = x + 1\n    return "hello"\nargs = (1.0,)\n', "stations"),
+        ("import jax\n\ndef f(x):\n    return x\nargs = (1.0,)\nkwargs = {'y': 2}\n", "tracing"),
+        (
+            "import jax\n\ndef f(x):\n    return x\nargs = (1.0,)\nstatic_argnums = (5,)\n",
+            "tracing",
+        ),
+    ],
+    ids=["returns_str", "unknown_kwarg", "static_argnums_out_of_range"],
+)
+def test_jax_errors_without_snippet_frame_point_at_def(
+    sandbox: SandboxHarness, code: str, exhibit: str
+) -> None:
+    f = failed(sandbox.run(code, exhibit))
+    assert f.kind == "user_exception" and not f.traceback, f
+    assert f.source is not None and (f.source.line, f.source.function) == (3, "f")
+    assert f.explanation and "where `f` is defined" in f.explanation
