@@ -42,6 +42,17 @@ def _limit_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _max_workers_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="most sandbox workers at once, i.e. concurrent sessions (default 8; "
+        "JAXSCOPE_MAX_WORKERS); a run waits up to its wall-clock limit for a free one",
+    )
+
+
 def _limits(base: Limits, ns: argparse.Namespace, wall: float | None) -> Limits:
     changes: dict[str, float | int] = {}
     if wall is not None:
@@ -63,9 +74,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default=None, help="bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port (default 8000)")
     serve.add_argument(
-        "--token", default=None, help="access token (generated for a non-loopback host)"
+        "--token",
+        default=None,
+        help="access token (generated for a non-loopback host); visible to every local process "
+        "in /proc/PID/cmdline: prefer the JAXSCOPE_TOKEN environment variable",
     )
     serve.add_argument("--workers", type=int, default=None, help="warm idle workers (default 2)")
+    _max_workers_flag(serve)
     serve.add_argument(
         "--timeout", type=float, default=None, metavar="S", help="wall-clock seconds per run"
     )
@@ -81,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     pool = sub.add_parser("pool", help="serve sandbox sessions on a Unix socket (hosted mode)")
     pool.add_argument("--socket", type=Path, required=True, metavar="PATH")
     pool.add_argument("--workers", type=int, default=None, help="warm idle workers (default 2)")
+    _max_workers_flag(pool)
     pool.add_argument(
         "--timeout", type=float, default=None, metavar="S", help="wall-clock seconds per run"
     )
@@ -105,8 +121,19 @@ def _serve(ns: argparse.Namespace) -> int:
     from jaxscope.server.app import create_app, with_token
     from jaxscope.server.catalogue import IncompleteExhibit
 
+    if ns.token is not None:
+        print(
+            "jaxscope: note: --token is visible to every local process (ps, /proc/PID/cmdline); "
+            "prefer the JAXSCOPE_TOKEN environment variable",
+            file=sys.stderr,
+        )
     settings = settings_from_env(
-        host=ns.host, port=ns.port, token=ns.token, workers=ns.workers, pool_socket=ns.pool_socket
+        host=ns.host,
+        port=ns.port,
+        token=ns.token,
+        workers=ns.workers,
+        max_workers=ns.max_workers,
+        pool_socket=ns.pool_socket,
     )
     settings = with_token(
         dataclasses.replace(settings, limits=_limits(settings.limits, ns, ns.timeout))
@@ -131,11 +158,13 @@ def _pool(ns: argparse.Namespace) -> int:
     from jaxscope.sandbox.pool_server import serve_pool
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(name)s: %(message)s")
-    settings = settings_from_env(workers=ns.workers)
+    settings = settings_from_env(workers=ns.workers, max_workers=ns.max_workers)
     limits = _limits(settings.limits, ns, ns.timeout)
     print(f"jaxscope pool serving on {ns.socket}", flush=True)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve_pool(ns.socket, limits, settings.workers))
+        asyncio.run(
+            serve_pool(ns.socket, limits, settings.workers, max_workers=settings.max_workers)
+        )
     return 0
 
 
@@ -220,9 +249,13 @@ def _run(ns: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     try:
-        code = ns.file.read_text(encoding="utf-8")
+        # utf-8-sig: a file saved with a byte-order mark (Windows editors) reads as plain code.
+        code = ns.file.read_text(encoding="utf-8-sig")
     except OSError as exc:
         print(f"jaxscope: cannot read {ns.file}: {exc.strerror}", file=sys.stderr)
+        return EXIT_USAGE
+    except UnicodeDecodeError as exc:
+        print(f"jaxscope run: {ns.file} is not UTF-8 text: {exc}", file=sys.stderr)
         return EXIT_USAGE
     settings = settings_from_env(workers=0)
     settings = dataclasses.replace(settings, limits=_limits(settings.limits, ns, ns.timeout))

@@ -1,15 +1,21 @@
-"""A pool of warm sandbox workers (asyncio, in the server or CLI process).
+"""A pool of warm sandbox workers (asyncio, in the server or CLI process), with a cap.
 
 The pool keeps ``size`` idle workers warm (JAX imported, backend up, probes imported). Each worker
 it hands out is replaced in the background; a caller arriving while the pool is still warming
 waits for the first ready worker. With ``size=0`` workers are spawned on demand (the CLI).
 Workers are never returned to the pool: a session keeps its worker and kills it at the end, so no
 state leaks from one user to another.
+
+``max_workers`` caps leased + idle + starting workers (each costs ~220 MB resident): warm spares
+are only kept within the cap, and a caller that needs a worker while the cap is reached waits in
+a first-come queue until a leased worker dies or is closed, up to its timeout, then gets
+:class:`PoolBusy`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 
@@ -18,15 +24,33 @@ from jaxscope.settings import Limits
 
 log = logging.getLogger(__name__)
 
+DEFAULT_MAX_WORKERS = 8
+# Safety net for the wake-ups below (a worker that exits on its own is noticed by polling).
+_POLL_S = 0.5
+
+
+class PoolBusy(RuntimeError):
+    """Every one of the pool's ``max_workers`` workers stayed leased for the caller's timeout."""
+
 
 class WorkerPool:
-    """``size`` warm idle workers with ``limits``; :meth:`acquire` hands one out."""
+    """``size`` warm idle workers with ``limits``, at most ``max_workers`` workers in all;
+    :meth:`acquire` hands one out."""
 
-    def __init__(self, limits: Limits, size: int = 2) -> None:
+    def __init__(
+        self, limits: Limits, size: int = 2, max_workers: int = DEFAULT_MAX_WORKERS
+    ) -> None:
+        if max_workers < 1:
+            raise ValueError(f"max_workers must be at least 1, not {max_workers}")
         self.limits = limits
         self.size = size
-        self._idle: asyncio.Queue[WorkerProcess | BaseException] = asyncio.Queue()
+        self.max_workers = max_workers
+        self._idle: collections.deque[WorkerProcess | BaseException] = collections.deque()
         self._starting: set[asyncio.Task[None]] = set()
+        self._leased: set[WorkerProcess] = set()
+        # Callers waiting for a worker, first come first served.
+        self._queue: collections.deque[object] = collections.deque()
+        self._changed = asyncio.Event()
         self._closed = False
         self.spawned = 0
         self.handed_out = 0
@@ -36,12 +60,23 @@ class WorkerPool:
         self._fill()
 
     def _starting_count(self) -> int:
-        # A start task that has just put its worker may still be in the set (its done-callback
-        # runs after the woken acquirer), so count only the unfinished ones.
         return sum(not task.done() for task in self._starting)
 
+    def _leased_count(self) -> int:
+        # A leased worker counts until it is killed or found dead (its memory is then freed).
+        self._leased = {w for w in self._leased if w.alive}
+        return len(self._leased)
+
+    def _total(self) -> int:
+        return self._leased_count() + len(self._idle) + self._starting_count()
+
     def _fill(self) -> None:
-        while not self._closed and self._idle.qsize() + self._starting_count() < self.size:
+        # Warm spares for the waiting callers plus ``size`` more, within the cap.
+        while (
+            not self._closed
+            and len(self._idle) + self._starting_count() < self.size + len(self._queue)
+            and self._total() < self.max_workers
+        ):
             self._spawn()
 
     def _spawn(self) -> None:
@@ -50,41 +85,73 @@ class WorkerPool:
         self._starting.add(task)
         task.add_done_callback(self._starting.discard)
 
+    def _wake(self) -> None:
+        self._changed.set()
+
     async def _start_one(self) -> None:
         try:
             worker = await WorkerProcess.spawn(self.limits)
         except Exception as exc:
             log.error("worker failed to start: %s", exc)
-            self._idle.put_nowait(exc)
+            self._idle.append(exc)
+            self._wake()
             return
         if self._closed:
             await worker.close()
             return
-        self._idle.put_nowait(worker)
+        self._idle.append(worker)
+        self._wake()
 
-    async def acquire(self) -> WorkerProcess:
-        """A warm worker (waits while the pool warms up). Raises :class:`WorkerStartError` when
-        the worker that was started for this call could not start."""
-        while True:
-            if self._closed:
-                raise WorkerStartError("the worker pool is closed")
-            if self._idle.empty() and not self._starting_count():
-                self._spawn()
-            item = await self._idle.get()
+    async def acquire(self, timeout: float | None = None) -> WorkerProcess:
+        """A warm worker (waits while the pool warms up, or while it is full). Raises
+        :class:`WorkerStartError` when the worker started for this call could not start, and
+        :class:`PoolBusy` when ``max_workers`` workers stayed leased for ``timeout`` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        me = object()
+        self._queue.append(me)
+        try:
+            while True:
+                if self._closed:
+                    raise WorkerStartError("the worker pool is closed")
+                if self._queue[0] is me and self._idle:
+                    item = self._idle.popleft()
+                    if isinstance(item, BaseException):
+                        raise WorkerStartError(str(item)) from item
+                    if not item.alive:
+                        await item.close()
+                        continue
+                    self._leased.add(item)
+                    item.add_gone_callback(self._wake)
+                    self.handed_out += 1
+                    return item
+                self._fill()
+                wait_s = _POLL_S
+                if deadline is not None:
+                    remaining = deadline - loop.time()
+                    if remaining <= 0:
+                        raise PoolBusy(
+                            f"all {self.max_workers} sandbox workers are busy; try again"
+                        )
+                    wait_s = min(wait_s, remaining)
+                self._changed.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), wait_s)
+        finally:
+            self._queue.remove(me)
             self._fill()
-            if isinstance(item, BaseException):
-                raise WorkerStartError(str(item)) from item
-            if item.alive:
-                self.handed_out += 1
-                return item
-            await item.close()
+            self._wake()
 
     def state(self) -> dict[str, int]:
-        """``size``, ``idle`` and ``starting`` workers, and totals ``spawned``/``handed_out``."""
+        """``size``, ``max`` workers, ``leased``, ``idle`` and ``starting`` workers, callers
+        ``waiting``, and totals ``spawned``/``handed_out``."""
         return {
             "size": self.size,
-            "idle": self._idle.qsize(),
+            "max": self.max_workers,
+            "leased": self._leased_count(),
+            "idle": sum(isinstance(item, WorkerProcess) for item in self._idle),
             "starting": self._starting_count(),
+            "waiting": len(self._queue),
             "spawned": self.spawned,
             "handed_out": self.handed_out,
         }
@@ -92,12 +159,13 @@ class WorkerPool:
     async def close(self) -> None:
         """Stop warming and kill every idle worker."""
         self._closed = True
+        self._wake()
         for task in list(self._starting):
             task.cancel()
         for task in list(self._starting):
             with contextlib.suppress(BaseException):
                 await task
-        while not self._idle.empty():
-            item = self._idle.get_nowait()
+        while self._idle:
+            item = self._idle.popleft()
             if isinstance(item, WorkerProcess):
                 await item.close()

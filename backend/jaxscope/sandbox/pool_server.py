@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from exhibits.registry import EXHIBITS
-from jaxscope.sandbox.pool import WorkerPool
+from jaxscope.sandbox.pool import DEFAULT_MAX_WORKERS, WorkerPool
 from jaxscope.sandbox.request_loop import serve_requests
 from jaxscope.sandbox.session import Session
 from jaxscope.sandbox.worker import MAX_EVENT_LINE_BYTES
@@ -29,11 +29,17 @@ SOCKET_MODE = 0o660
 
 
 async def serve_pool(
-    path: Path, limits: Limits, workers: int, *, started: asyncio.Event | None = None
+    path: Path,
+    limits: Limits,
+    workers: int,
+    *,
+    started: asyncio.Event | None = None,
+    max_workers: int = DEFAULT_MAX_WORKERS,
 ) -> None:
     """Serve sessions on the Unix socket ``path`` until cancelled; ``started`` is set once the
-    socket accepts connections."""
-    pool = WorkerPool(limits, size=workers)
+    socket accepts connections. At most ``max_workers`` workers run at once (see
+    :class:`~jaxscope.sandbox.pool.WorkerPool`)."""
+    pool = WorkerPool(limits, size=workers, max_workers=max_workers)
     pool.start()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -4,7 +4,11 @@ A session validates each request before touching a worker (oversized code, unkno
 ``run_failed`` ``invalid_request``), leases a worker from the pool and keeps it while it is
 healthy (later runs of the SAME session reuse it: warm caches, no cross-user state), replaces it
 after a failure that leaves it dead or suspect, runs one job at a time, and kills its worker when
-it closes.
+it closes. A worker found gone before a job started (it exited after its previous job, or was
+killed for writing between jobs: :class:`~jaxscope.sandbox.worker.WorkerGone`) is replaced and
+the job retried once, transparently. When the pool is at its ``max_workers`` cap, the run waits
+for a worker up to its wall-clock limit, then fails with ``timeout`` ("all N sandbox workers are
+busy; try again").
 """
 
 from __future__ import annotations
@@ -14,8 +18,8 @@ import contextlib
 from collections.abc import Collection
 
 from jaxscope.protocol import MAX_CODE_CHARS, RunFailed, RunFinished, RunRequest
-from jaxscope.sandbox.pool import WorkerPool
-from jaxscope.sandbox.worker import Emit, WorkerProcess, WorkerStartError
+from jaxscope.sandbox.pool import PoolBusy, WorkerPool
+from jaxscope.sandbox.worker import Emit, WorkerGone, WorkerProcess, WorkerStartError
 
 # Clean-up tasks of killed workers, referenced so that they are not garbage-collected early.
 _REAPERS: set[asyncio.Future[int | None]] = set()
@@ -73,44 +77,79 @@ class Session:
     async def _run_locked(
         self, request: RunRequest, emit: Emit, cancel: asyncio.Event, wall_s: float | None
     ) -> RunFinished | RunFailed:
-        worker = self.worker
-        if worker is None or not worker.alive:
-            self.worker = None
-            acquiring = asyncio.ensure_future(self.pool.acquire())
-            waiting = asyncio.ensure_future(cancel.wait())
+        for attempt in (1, 2):
+            worker = await self._lease(request, emit, cancel, wall_s)
+            if isinstance(worker, RunFailed):
+                return worker
             try:
-                await asyncio.wait({acquiring, waiting}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                waiting.cancel()
-            if not acquiring.done():
-                acquiring.cancel()
-                failed = RunFailed(
-                    kind="cancelled", message="the run was cancelled", run_id=request.run_id
-                )
-                await emit(failed)
-                return failed
+                terminal = await worker.run(request, emit, cancel=cancel, wall_s=wall_s)
+            except WorkerGone as exc:
+                # Nothing was emitted for this run: retry it once on a fresh worker.
+                self._drop(worker)
+                if attempt == 2:
+                    failed = RunFailed(
+                        kind="worker_crashed", message=str(exc), run_id=request.run_id
+                    )
+                    await emit(failed)
+                    return failed
+                continue
+            except BaseException:
+                # The consumer went away (websocket closed, task cancelled) mid-run: the worker
+                # is still busy with this job, so it cannot be reused.
+                self._drop(worker)
+                raise
+            if not worker.alive:
+                self.worker = None
+                await worker.wait_closed()
+            return terminal
+        raise AssertionError("unreachable")
+
+    def _drop(self, worker: WorkerProcess) -> None:
+        """Kill ``worker`` and reap it in the background."""
+        worker.kill()
+        self.worker = None
+        reaper = asyncio.ensure_future(worker.wait_closed())
+        _REAPERS.add(reaper)
+        reaper.add_done_callback(_REAPERS.discard)
+
+    async def _lease(
+        self, request: RunRequest, emit: Emit, cancel: asyncio.Event, wall_s: float | None
+    ) -> WorkerProcess | RunFailed:
+        """The session's live worker, or a new one from the pool; or the terminal event (already
+        emitted) when the run was cancelled while waiting, the pool stayed full for the run's
+        wall-clock limit, or the worker could not start."""
+        worker = self.worker
+        if worker is not None and worker.alive:
+            return worker
+        self.worker = None
+        wait_s = self.pool.limits.wall_s if wall_s is None else wall_s
+        acquiring = asyncio.ensure_future(self.pool.acquire(timeout=wait_s))
+        waiting = asyncio.ensure_future(cancel.wait())
+        try:
+            await asyncio.wait({acquiring, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiting.cancel()
+        failed: RunFailed | None = None
+        if not acquiring.done():
+            acquiring.cancel()
+            with contextlib.suppress(BaseException):
+                await acquiring
+            failed = RunFailed(
+                kind="cancelled", message="the run was cancelled", run_id=request.run_id
+            )
+        else:
             try:
                 worker = acquiring.result()
+            except PoolBusy as exc:
+                failed = RunFailed(kind="timeout", message=str(exc), run_id=request.run_id)
             except WorkerStartError as exc:
                 failed = RunFailed(kind="worker_crashed", message=str(exc), run_id=request.run_id)
-                await emit(failed)
-                return failed
-            self.worker = worker
-        try:
-            terminal = await worker.run(request, emit, cancel=cancel, wall_s=wall_s)
-        except BaseException:
-            # The consumer went away (websocket closed, task cancelled) mid-run: the worker
-            # is still busy with this job, so it cannot be reused.
-            worker.kill()
-            self.worker = None
-            reaper = asyncio.ensure_future(worker.wait_closed())
-            _REAPERS.add(reaper)
-            reaper.add_done_callback(_REAPERS.discard)
-            raise
-        if not worker.alive:
-            self.worker = None
-            await worker.wait_closed()
-        return terminal
+        if failed is not None:
+            await emit(failed)
+            return failed
+        assert worker is not None
+        self.worker = worker
+        return worker
 
     async def close(self) -> None:
         """Cancel any run and kill this session's worker."""

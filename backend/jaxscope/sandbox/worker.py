@@ -7,16 +7,23 @@ working directory and ``--xla_force_host_platform_device_count=8`` added to ``XL
 ``EVENT_ADAPTER``, assigns ``seq``/``run_id``, enforces the wall-clock limit and cancellation,
 and guarantees exactly one terminal event, synthesising it when the worker cannot (see
 :func:`classify_death`).
+
+The supervisor trusts nothing the worker writes (user code runs there): each job is tagged with
+its own ``run_id`` (``job-N``) and only events carrying it are accepted; whatever the worker
+writes between a terminal event and its next job gets it killed (a forged terminal, or a thread
+the user left behind); stderr is kept as a bounded tail; one event line is at most
+:data:`MAX_EVENT_LINE_BYTES`. A worker found dead or misbehaving before a job produced any event
+raises :class:`WorkerGone`, so the session retries that job on a fresh worker.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
@@ -48,7 +55,13 @@ RECYCLE_KINDS: frozenset[ErrorKind] = frozenset(
 )
 
 # One event line may carry a whole optimized HLO module; anything longer is an invalid event.
-MAX_EVENT_LINE_BYTES = 64 * 2**20
+# Measured (docs/design/0001-sandbox.md, "Hardening"): the examples' biggest line is 24 KiB; a
+# jaxpr_staged costs ~1.6 KiB per eqn (3000 eqns: 4.8 MiB), so 16 MiB admits ~10 000 eqns while
+# bounding what one worker can make the server buffer (at most twice this, per worker).
+MAX_EVENT_LINE_BYTES = 16 * 2**20
+# How much of a worker's stderr the supervisor keeps (its tail), for death classification.
+STDERR_TAIL_BYTES = 64 * 2**10
+STDERR_CHUNK_BYTES = 64 * 2**10
 START_TIMEOUT_S = 120.0
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count=8"
 
@@ -71,11 +84,32 @@ class WorkerStartError(RuntimeError):
     """A worker died or stalled before its ready handshake (message: exit status, stderr tail)."""
 
 
+class WorkerGone(RuntimeError):
+    """The worker was dead, or wrote events of an earlier job, before the current job produced
+    any event: nothing was emitted for the job, which can be retried on a fresh worker."""
+
+
+# Environment variables never passed to a worker (user code can read its environment): every
+# ``JAXSCOPE_*`` (the access token among them) and any name that looks like a credential.
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|KEY", re.IGNORECASE)
+# Prefixes of variables the worker needs even when their names match the pattern above.
+_KEPT_PREFIXES = ("XLA_", "JAX_", "TF_", "NVIDIA_", "CUDA_")
+
+
+def _passed_to_worker(name: str) -> bool:
+    if name.startswith("JAXSCOPE_"):
+        return False
+    return name.startswith(_KEPT_PREFIXES) or not _SECRET_NAME.search(name)
+
+
 def worker_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The worker's environment: ``base`` (default ``os.environ``) with the 8-device flag added to
-    ``XLA_FLAGS`` (existing flags kept) and ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` unless set.
-    ``JAX_PLATFORMS`` is left alone, so a GPU stays the default backend."""
-    env = dict(os.environ if base is None else base)
+    """The worker's environment: ``base`` (default ``os.environ``) without ``JAXSCOPE_*`` and
+    credential-like variables (names containing TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL or
+    KEY, unless they start with ``XLA_``/``JAX_``/``TF_``/``NVIDIA_``/``CUDA_``), with the
+    8-device flag added to ``XLA_FLAGS`` (existing flags kept) and
+    ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` unless set. ``JAX_PLATFORMS`` is left alone, so a GPU
+    stays the default backend."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if _passed_to_worker(k)}
     flags = env.get("XLA_FLAGS", "")
     if "xla_force_host_platform_device_count" not in flags:
         env["XLA_FLAGS"] = (flags + " " + DEVICE_COUNT_FLAG).strip()
@@ -125,6 +159,15 @@ def _last_line(text: str) -> str:
     return f": {lines[-1].strip()[:300]}" if lines else ""
 
 
+_TYPE_IN_LINE = re.compile(rb'"type"\s*:\s*"([a-z_]{1,40})"')
+
+
+def _event_type(head: bytes) -> str:
+    """The ``type`` named in the first bytes of an event line, or ``"unknown"``."""
+    found = _TYPE_IN_LINE.search(head)
+    return found.group(1).decode() if found else "unknown"
+
+
 class WorkerProcess:
     """One spawned, warm worker. Use :meth:`spawn`; then :meth:`run` one job at a time."""
 
@@ -134,9 +177,15 @@ class WorkerProcess:
         self.limits = limits
         self.info: dict[str, object] = {}
         self.runs = 0
-        self._stderr_lines: collections.deque[str] = collections.deque(maxlen=400)
+        # The last STDERR_TAIL_BYTES of stderr (a user thread may write gigabytes to fd 2).
+        self._stderr_tail = bytearray()
         self._stderr_task = asyncio.ensure_future(self._drain_stderr())
         self._killed = False
+        # Reads stdout between jobs: anything the worker writes then gets it killed.
+        self._idle_watch: asyncio.Task[None] | None = None
+        # Why the worker was killed between jobs (logged; the next run gets a fresh worker).
+        self.idle_fault: str | None = None
+        self._on_gone: list[Callable[[], None]] = []
 
     @property
     def pid(self) -> int:
@@ -145,6 +194,15 @@ class WorkerProcess:
     @property
     def alive(self) -> bool:
         return self.proc.returncode is None and not self._killed
+
+    def add_gone_callback(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (once) when the worker is killed or found dead (the pool's cap)."""
+        self._on_gone.append(callback)
+
+    def _gone(self) -> None:
+        callbacks, self._on_gone = self._on_gone, []
+        for callback in callbacks:
+            callback()
 
     @classmethod
     async def spawn(cls, limits: Limits) -> WorkerProcess:
@@ -186,24 +244,58 @@ class WorkerProcess:
             await asyncio.shield(worker.wait_closed())
             raise
         worker.info = info
+        worker._watch_idle()
         log.info("worker %d ready in %.2f s", proc.pid, time.monotonic() - started)
         return worker
 
     async def _drain_stderr(self) -> None:
+        # Bounded chunks, never whole lines: a single "line" may be gigabytes long.
         assert self.proc.stderr is not None
-        while True:
-            try:
-                line = await self.proc.stderr.readline()
-            except ValueError:  # a line longer than the limit: keep reading
-                continue
-            if not line:
-                return
-            text = line.decode(errors="replace")
-            self._stderr_lines.append(text)
-            log.debug("worker %d stderr: %s", self.proc.pid, text.rstrip())
+        while chunk := await self.proc.stderr.read(STDERR_CHUNK_BYTES):
+            self._stderr_tail += chunk
+            if len(self._stderr_tail) > STDERR_TAIL_BYTES:
+                del self._stderr_tail[: len(self._stderr_tail) - STDERR_TAIL_BYTES]
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("worker %d stderr: %s", self.proc.pid, chunk[:500])
 
     def stderr_text(self) -> str:
-        return "".join(self._stderr_lines)
+        """The kept tail of the worker's stderr (at most :data:`STDERR_TAIL_BYTES` bytes, decoded
+        with replacement; its first line may be cut)."""
+        return self._stderr_tail.decode(errors="replace")
+
+    def stderr_kept_bytes(self) -> int:
+        """How many bytes of stderr the supervisor holds for this worker (≤ the tail size)."""
+        return len(self._stderr_tail)
+
+    def _watch_idle(self) -> None:
+        """Between jobs, any output on the event pipe is a protocol violation (a forged terminal
+        event followed by the real ones, a user thread still printing): kill the worker. EOF
+        (the worker exited after its job) only marks it dead."""
+        assert self.proc.stdout is not None
+        stdout = self.proc.stdout
+
+        async def watch() -> None:
+            try:
+                line = await stdout.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                line = b"(an over-long line)"
+            if line:
+                self.idle_fault = f"wrote between jobs: {_event_type(line[:200])} event"
+                log.warning("worker %d %s; killed", self.proc.pid, self.idle_fault)
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.proc.wait(), 5.0)
+            self.kill()
+
+        self._idle_watch = asyncio.ensure_future(watch())
+
+    async def _stop_idle_watch(self) -> None:
+        watch, self._idle_watch = self._idle_watch, None
+        if watch is not None and not watch.done():
+            # Cancelling a pending readline leaves the stream's buffer intact.
+            watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watch
 
     def kill(self) -> None:
         """SIGKILL the worker's whole process group (idempotent)."""
@@ -211,6 +303,7 @@ class WorkerProcess:
         if self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
+        self._gone()
 
     async def wait_closed(self, timeout: float = 5.0) -> int | None:
         """Wait for the process to exit and its stderr to drain; remove its working directory."""
@@ -218,7 +311,10 @@ class WorkerProcess:
             await asyncio.wait_for(self.proc.wait(), timeout)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(self._stderr_task), 2.0)
+        if self._idle_watch is not None and not self._idle_watch.done():
+            self._idle_watch.cancel()
         shutil.rmtree(self.workdir, ignore_errors=True)
+        self._gone()
         return self.proc.returncode
 
     async def close(self) -> None:
@@ -239,12 +335,20 @@ class WorkerProcess:
 
         The run ends with ``run_failed`` ``timeout`` after ``wall_s`` seconds (default
         ``limits.wall_s``), ``cancelled`` once ``cancel`` is set, ``invalid_event`` on a line
-        that is not a protocol event, or the kind from :func:`classify_death` when the worker
-        dies; in all those cases the worker is killed and must not be reused.
+        that is not a protocol event (or over :data:`MAX_EVENT_LINE_BYTES`, or tagged for
+        another job), or the kind from :func:`classify_death` when the worker dies; in all those
+        cases the worker is killed and must not be reused. Raises :class:`WorkerGone` (nothing
+        emitted) when the worker was already dead, or still writing an earlier job's events,
+        before this job produced its first event.
         """
         limits = self.limits
         wall = limits.wall_s if wall_s is None else wall_s
+        await self._stop_idle_watch()
+        if not self.alive:
+            raise WorkerGone(f"worker {self.pid} is gone ({self.idle_fault or 'exited'})")
         self.runs += 1
+        # The worker sees a job-specific run_id; its events must carry it back.
+        tag = f"job-{self.runs}"
         seq = 0
 
         async def forward(event: EventModel) -> None:
@@ -257,10 +361,18 @@ class WorkerProcess:
         def failed(kind: ErrorKind, message: str) -> RunFailed:
             return RunFailed(kind=kind, message=message)
 
-        self._stderr_lines.clear()
-        job = json.dumps({"request": request.model_dump(mode="json"), "cpu_s": limits.cpu_s})
+        self._stderr_tail.clear()
+        job_request = request.model_copy(update={"run_id": tag})
+        job = json.dumps(
+            {
+                "job": self.runs,
+                "request": job_request.model_dump(mode="json"),
+                "cpu_s": limits.cpu_s,
+            }
+        )
         terminal: RunFinished | RunFailed
         assert self.proc.stdin is not None and self.proc.stdout is not None
+        stdout = self.proc.stdout
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wall
         cancel_wait = asyncio.ensure_future(cancel.wait())
@@ -272,7 +384,7 @@ class WorkerProcess:
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the worker is dead: the read below sees EOF and classifies the death
             while True:
-                read = asyncio.ensure_future(self.proc.stdout.readline())
+                read = asyncio.ensure_future(stdout.readuntil(b"\n"))
                 done, _ = await asyncio.wait(
                     {read, cancel_wait},
                     timeout=max(0.0, deadline - loop.time()),
@@ -289,21 +401,35 @@ class WorkerProcess:
                     break
                 try:
                     line = read.result()
-                except (ValueError, asyncio.LimitOverrunError):
+                except asyncio.LimitOverrunError:
+                    # The line is still in the buffer: read its head to name the event type.
+                    head = await stdout.read(200)
                     self.kill()
                     terminal = failed(
                         "invalid_event",
-                        f"the worker wrote an event line over {MAX_EVENT_LINE_BYTES} bytes",
+                        f"the worker wrote a {_event_type(head)} event line over "
+                        f"{MAX_EVENT_LINE_BYTES:,} bytes",
                     )
                     break
-                if not line:
-                    await self.wait_closed()
-                    kind, message = classify_death(
-                        self.proc.returncode, self.stderr_text(), limits=limits
-                    )
-                    self._killed = True
-                    terminal = failed(kind, message)
-                    break
+                except asyncio.IncompleteReadError as eof:
+                    line = eof.partial
+                    if not line and seq == 0:
+                        # Dead before this job's first event (e.g. it exited after its last
+                        # job, as a worker with leftover threads does): not this run's fault.
+                        await self.wait_closed()
+                        self._killed = True
+                        raise WorkerGone(
+                            f"worker {self.pid} exited before the job started "
+                            f"(status {self.proc.returncode})"
+                        ) from None
+                    if not line:
+                        await self.wait_closed()
+                        kind, message = classify_death(
+                            self.proc.returncode, self.stderr_text(), limits=limits
+                        )
+                        self._killed = True
+                        terminal = failed(kind, message)
+                        break
                 try:
                     event = EVENT_ADAPTER.validate_json(line)
                 except ValidationError as exc:
@@ -313,6 +439,19 @@ class WorkerProcess:
                         "invalid_event",
                         "the worker sent a line that is not a protocol event "
                         f"({first['type']}: {first['msg']}): {line[:120]!r}",
+                    )
+                    break
+                if event.run_id not in (tag, ""):
+                    self.kill()
+                    if seq == 0:
+                        # An earlier job is still writing (it forged its terminal event).
+                        raise WorkerGone(
+                            f"worker {self.pid} wrote a {event.type} event of an earlier job"
+                        )
+                    terminal = failed(
+                        "invalid_event",
+                        f"the worker sent a {event.type} event of another job "
+                        "(its earlier job was still running)",
                     )
                     break
                 if isinstance(event, (RunFinished, RunFailed)):
@@ -326,5 +465,7 @@ class WorkerProcess:
                 read.cancel()
         if isinstance(terminal, RunFailed) and terminal.kind in RECYCLE_KINDS:
             self.kill()
+        if self.alive:
+            self._watch_idle()
         await forward(terminal)
         return terminal

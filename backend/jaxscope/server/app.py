@@ -71,7 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = with_token(settings or Settings())
     if settings.check_exhibits:
         check_exhibits()
-    pool = WorkerPool(settings.limits, size=settings.workers)
+    pool = WorkerPool(settings.limits, size=settings.workers, max_workers=settings.max_workers)
 
     remote = settings.pool_socket
 

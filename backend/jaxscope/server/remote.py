@@ -42,7 +42,9 @@ async def relay_session(websocket: WebSocket, socket_path: Path) -> None:
     unreachable = ""
     try:
         reader, writer = await asyncio.open_unix_connection(
-            str(socket_path), limit=MAX_EVENT_LINE_BYTES
+            # The pool re-serialises each event (client run_id, seq): leave a margin.
+            str(socket_path),
+            limit=2 * MAX_EVENT_LINE_BYTES,
         )
     except OSError as exc:
         unreachable = f"the worker pool at {socket_path} is not reachable ({exc.strerror})"
