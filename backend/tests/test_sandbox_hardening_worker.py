@@ -118,6 +118,7 @@ def test_patched_getpid_does_not_open_os_kill(sandbox: SandboxHarness, victim: i
         ("import signal\nsignal.pidfd_send_signal(0, 0)\n", "AttributeError"),
         ("import _signal\n_signal.pidfd_send_signal(0, 0)\n", "AttributeError"),
         ("import _posixsubprocess\n", "PermissionError"),
+        ("import sys\ndel sys.modules['posix']\nimport posix\n", "PermissionError"),
         ("import sys\nsys.modules['_posixsubprocess'].fork_exec\n", "KeyError"),
         ("import subprocess\nsubprocess._fork_exec.__name__\n", "AttributeError"),
         ("import _xxsubinterpreters\n", "PermissionError"),
@@ -130,6 +131,7 @@ def test_patched_getpid_does_not_open_os_kill(sandbox: SandboxHarness, victim: i
         "pidfd_send_signal",
         "_signal_pidfd",
         "import_posixsubprocess",
+        "reimport_posix",
         "posixsubprocess_in_sys_modules",
         "subprocess_fork_exec",
         "subinterpreters",
@@ -201,6 +203,35 @@ def test_nobody_cannot_kill_the_server_nor_write_root_files(
             assert check.read() == "root's\n"
     finally:
         os.unlink(root_file.name)
+
+
+@needs_root
+def test_nproc_binds_after_the_drop(sandbox: SandboxHarness) -> None:
+    # Linux ignores RLIMIT_NPROC for root; as nobody, a thread past the limit cannot start (so a
+    # ctypes fork bomb stops at limits.nproc processes and threads of all workers together).
+    code = (
+        "import resource, threading\n"
+        "hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]\n"
+        "resource.setrlimit(resource.RLIMIT_NPROC, (1, hard))\n"
+        "threading.Thread(target=print).start()\n"
+    )
+    session = sandbox.session()  # the worker is left unable to start threads: closed after
+    try:
+        f = failed(sandbox.run(code, session=session))
+        assert (f.error_class, f.message) == ("RuntimeError", "can't start new thread")
+    finally:
+        sandbox.call(session.close())
+
+
+def test_print_and_stdout_are_restored_for_the_next_run(sandbox: SandboxHarness) -> None:
+    # breakit t9: a run that replaced sys.stdout silenced the session's later runs.
+    session = sandbox.session()
+    try:
+        finished(sandbox.run("import io, sys\nsys.stdout = io.StringIO()\n" + OK, session=session))
+        events = sandbox.run("print('visible')\n" + OK, session=session)
+        assert printed(events) == "visible\n"
+    finally:
+        sandbox.call(session.close())
 
 
 def test_jax_still_works_after_the_drop(sandbox: SandboxHarness) -> None:

@@ -60,6 +60,9 @@ _REFUSED_MODULES = frozenset(
         "_testimportmultiple",
     }
 )
+# Modules always loaded before the hook, whose functions were trimmed: an import of them means a
+# snippet dropped them from sys.modules to get fresh ones with pidfd_open/pidfd_send_signal back.
+_TRIMMED_MODULES = frozenset({"posix", "_signal"})
 
 
 def _set(which: int, soft: int, hard: int | None = None) -> None:
@@ -263,7 +266,7 @@ def _make_hook(my_pid: int) -> Callable[[str, tuple[Any, ...]], None]:
         "sys._current_frames": "inspecting other threads' frames (sys._current_frames)",
     }.get
     network_events = frozenset({"socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg"})
-    refused_modules = _REFUSED_MODULES
+    refused_modules = _REFUSED_MODULES | _TRIMMED_MODULES
     af_unix = getattr(socket, "AF_UNIX", None)
     inet_families = frozenset(
         int(f) for f in (getattr(socket, "AF_INET", None), getattr(socket, "AF_INET6", None)) if f
@@ -303,5 +306,6 @@ def install_audit_hook() -> None:
     """Install the hook of :func:`_make_hook` for this process (audit hooks cannot be removed;
     call once). Refuses process creation, signals to other processes, AF_INET(6) sockets and
     non-AF_UNIX ``connect``/``bind``/``sendto``/``sendmsg``, importing the modules of
-    :data:`_REFUSED_MODULES`, and ``gc.get_objects``/``get_referrers``/``get_referents``."""
+    :data:`_REFUSED_MODULES` and :data:`_TRIMMED_MODULES`, and
+    ``gc.get_objects``/``get_referrers``/``get_referents``."""
     sys.addaudithook(_make_hook(os.getpid()))

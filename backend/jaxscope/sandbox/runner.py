@@ -293,6 +293,9 @@ def _failure(exc: BaseException, ctx: RunContext) -> RunFailed:
     return failed
 
 
+# Captured at import, before any user code (a snippet may monkeypatch ``json.loads``).
+_json_loads = json.loads
+
 # Captured at import, before any user code: the number of threads started through ``_thread``
 # (``threading.Thread`` included) that are alive. XLA's native threads do not count, even when
 # they call into Python (``jax.debug.print``).
@@ -316,7 +319,11 @@ def run_job(
     from jaxscope.sandbox.snippet import load_snippet
 
     started = time.perf_counter()
-    gc.enable()  # a previous run of the session may have disabled it
+    # A previous run of the session may have replaced these (its own damage, but the runner
+    # relies on them): collection on, prints to events, input() finds nothing.
+    gc.enable()
+    sys.stdout = _STDOUT
+    sys.stdin = io.StringIO("")
     threads_before = _started_threads()
     guard.set_cpu_budget(cpu_s)
     # No jax.clear_caches() here (measured, see docs/design/0001-sandbox.md): every run executes
@@ -425,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in _read_jobs(job_fd):
         if not line.strip():
             continue
-        job = json.loads(line)
+        job = _json_loads(line)
         request = RunRequest.model_validate(job["request"])
         cpu_s = float(job["cpu_s"])
         retire = run_job(request, cpu_s, info, probes, probe_errors)
