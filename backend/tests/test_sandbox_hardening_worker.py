@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -61,11 +64,12 @@ def printed(events: list) -> str:  # type: ignore[type-arg]
 
 
 def alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
         return False
-    return True
 
 
 # --- 1. the audit hook ----------------------------------------------------------------------
@@ -165,6 +169,11 @@ def test_root_worker_runs_user_code_as_nobody(sandbox: SandboxHarness) -> None:
         "print(resource.getrlimit(resource.RLIMIT_NPROC)[0])\n"
         "with open('/proc/self/status') as s:\n"
         "    print([l.split()[1] for l in s if l.startswith('NoNewPrivs')][0])\n"
+        "uids = set()\n"
+        "for task in os.listdir('/proc/self/task'):  # every thread, XLA's included\n"
+        "    with open(f'/proc/self/task/{task}/status') as s:\n"
+        "        uids |= {l.split()[2] for l in s if l.startswith('Uid:')}\n"
+        "print(sorted(uids))\n"
         "open('scratch.txt', 'w').write('the worker owns its cwd')\n" + OK
     )
     events = sandbox.run(code)
@@ -172,10 +181,11 @@ def test_root_worker_runs_user_code_as_nobody(sandbox: SandboxHarness) -> None:
     import pwd
 
     nobody = pwd.getpwnam("nobody")
-    ids, nproc, no_new_privs = printed(events).splitlines()
+    ids, nproc, no_new_privs, thread_uids = printed(events).splitlines()
     assert ids == f"{nobody.pw_uid} {nobody.pw_uid} {nobody.pw_gid} []"
     assert int(nproc) == sandbox.limits.nproc
     assert no_new_privs == "1"
+    assert thread_uids == f"['{nobody.pw_uid}']"
 
 
 @needs_root
@@ -232,6 +242,49 @@ def test_print_and_stdout_are_restored_for_the_next_run(sandbox: SandboxHarness)
         assert printed(events) == "visible\n"
     finally:
         sandbox.call(session.close())
+
+
+# A supervisor of its own, so that the test can kill it: it spawns one worker, starts a run that
+# sleeps in user code (so the worker does not read its job pipe's EOF) and prints the worker's pid.
+SUPERVISOR = """
+import asyncio
+from jaxscope.protocol import RunRequest
+from jaxscope.sandbox.worker import WorkerProcess
+from jaxscope.settings import Limits
+
+async def main():
+    worker = await WorkerProcess.spawn(Limits(wall_s=100.0, cpu_s=100.0))
+
+    async def emit(event):
+        if event.type == "stage_started":
+            print(worker.pid, flush=True)
+
+    request = RunRequest(run_id="r", exhibit="tracing", code="import time\\ntime.sleep(100)\\n")
+    await worker.run(request, emit, cancel=asyncio.Event())
+
+asyncio.run(main())
+"""
+
+
+def test_worker_dies_with_its_supervisor_after_the_drop() -> None:
+    # Linux clears PR_SET_PDEATHSIG when a process changes its credentials: the drop sets it
+    # again, or a worker sleeping in user code would outlive a killed server.
+    supervisor = subprocess.Popen([sys.executable, "-c", SUPERVISOR], stdout=subprocess.PIPE)
+    assert supervisor.stdout is not None
+    worker = int(supervisor.stdout.readline())
+    workdir = os.readlink(f"/proc/{worker}/cwd")
+    try:
+        supervisor.kill()
+        supervisor.wait()
+        deadline = time.monotonic() + 10
+        while alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(worker)
+    finally:
+        supervisor.stdout.close()
+        if alive(worker):
+            os.kill(worker, 9)
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def test_jax_still_works_after_the_drop(sandbox: SandboxHarness) -> None:
