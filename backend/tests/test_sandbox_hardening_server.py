@@ -225,6 +225,25 @@ def test_worker_exit_after_its_run_is_not_a_crash(sandbox: SandboxHarness) -> No
         sandbox.call(session.close())
 
 
+def test_run_right_after_a_retiring_run_is_not_a_crash(sandbox: SandboxHarness) -> None:
+    # A run that leaves a thread alive makes the runner exit right after its terminal event
+    # (retirement); the session's next run, sent at once, races that exit.
+    session = sandbox.session()
+    leaves = (
+        "import threading, time\n"
+        "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n" + OK
+    )
+    try:
+        for _ in range(3):
+            assert isinstance(terminal(sandbox.run(leaves, session=session)), RunFinished)
+            first = session.worker
+            events = sandbox.run(OK, session=session)
+            assert isinstance(terminal(events), RunFinished), events[-1]
+            assert session.worker is not first
+    finally:
+        sandbox.call(session.close())
+
+
 def test_worker_dead_but_not_yet_noticed_is_replaced(sandbox: SandboxHarness) -> None:
     session = sandbox.session()
     try:
