@@ -81,3 +81,33 @@ def test_mismatched_texts_raise() -> None:
 
     with pytest.raises(ValueError, match="differs from the debug text"):
         op_links(plain, debug + "#loc = loc(unknown)\n", _NoEqns())
+
+
+LOOP = """
+import jax.numpy as jnp
+
+def f(a, b):
+    for _ in range(200):
+        a = jnp.tanh(a @ b)
+    return a
+
+args = (jnp.ones((4, 4)), jnp.ones((4, 4)) / 4)
+"""
+
+
+def test_a_python_loop_over_one_line_links_each_op_to_its_own_eqn() -> None:
+    """200 dot_general + 200 tanh eqns on one line: each op gets exactly the eqn it was lowered
+    from (in order), so op_links stay linear in size instead of listing all 400 for each op."""
+    import jax
+    from jaxscope.sandbox.snippet import load_snippet
+
+    snippet = load_snippet(LOOP)
+    lowered = jax.jit(snippet.f).trace(*snippet.args).lower()
+    closed = jax.make_jaxpr(snippet.f)(*snippet.args)
+    links = op_links(lowered.as_text(), lowered.as_text(debug_info=True), closed)
+    ops = [link for link in links if link.op in ("stablehlo.dot_general", "stablehlo.tanh")]
+    assert len(ops) == 400
+    assert [link.eqn_indices for link in ops] == [[k] for k in range(400)]
+    prims = [closed.jaxpr.eqns[link.eqn_indices[0]].primitive.name for link in ops]
+    names = ["dot_general" if link.op.endswith("dot_general") else "tanh" for link in ops]
+    assert prims == names

@@ -332,8 +332,8 @@ def op_links(stablehlo: str, debug_text: str, closed_jaxpr: Any) -> list[OpLink]
     that called it) equal the op's; else those on the op's innermost snippet line; when several
     remain, those whose primitive (or ``jit`` name) is in the op's name stack. An op with no
     such eqn inside a private function (a nested ``jax.jit``), or a ``call`` of one, links to
-    the top-level ``jit`` eqn that function came from. Eqns that stay ambiguous (a Python loop
-    repeats one line) are all listed.
+    the top-level ``jit`` eqn that function came from. Ops sharing one ambiguous list (a Python
+    loop repeats one line) are split in order (:func:`_split_ambiguous`).
     Raises ``ValueError`` when the two texts do not list the same lines.
     """
     plain_lines = stablehlo.splitlines()
@@ -405,7 +405,35 @@ def op_links(stablehlo: str, debug_text: str, closed_jaxpr: Any) -> list[OpLink]
     for link, func in zip(links, in_func, strict=True):
         if not link.eqn_indices and func != "main":
             link.eqn_indices = eqns_of_func(func)
+    _split_ambiguous(links, in_func)
     return links
+
+
+# Above this many candidate eqns, an op that stays ambiguous lists none (its source line still
+# links it); otherwise a Python loop over one line makes op_links grow quadratically.
+MAX_AMBIGUOUS = 32
+
+
+def _split_ambiguous(links: list[OpLink], in_func: list[str]) -> None:
+    """Resolve ops that share one ambiguous candidate list (a Python loop repeats a line).
+
+    Lowering keeps the order of top-level eqns, and an eqn's ops are contiguous: when the ``n``
+    ops of ``main`` sharing a candidate list of ``k`` eqns split evenly (``n = m * k``), the
+    ``i``-th run of ``m`` ops belongs to the ``i``-th eqn. What stays ambiguous keeps its list,
+    unless longer than :data:`MAX_AMBIGUOUS` (then empty: linked by ``source`` only).
+    """
+    groups: dict[tuple[int, ...], list[OpLink]] = {}
+    for link, func in zip(links, in_func, strict=True):
+        if func == "main" and len(link.eqn_indices) > 1:
+            groups.setdefault(tuple(link.eqn_indices), []).append(link)
+    for candidates, members in groups.items():
+        per_eqn, rest = divmod(len(members), len(candidates))
+        if per_eqn >= 1 and rest == 0:
+            for n, link in enumerate(members):
+                link.eqn_indices = [candidates[n // per_eqn]]
+        elif len(candidates) > MAX_AMBIGUOUS:
+            for link in members:
+                link.eqn_indices = []
 
 
 def module_lowered(lowered: Any, closed_jaxpr: Any) -> ModuleLowered:
