@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import _thread
 import argparse
+import builtins
 import contextlib
 import gc
 import io
@@ -293,8 +294,10 @@ def _failure(exc: BaseException, ctx: RunContext) -> RunFailed:
     return failed
 
 
-# Captured at import, before any user code (a snippet may monkeypatch ``json.loads``).
+# Captured at import, before any user code (a snippet may monkeypatch ``json.loads``, and
+# ``builtins.print`` for its own later runs).
 _json_loads = json.loads
+_print = builtins.print
 
 # Captured at import, before any user code: the number of threads started through ``_thread``
 # (``threading.Thread`` included) that are alive. XLA's native threads do not count, even when
@@ -324,6 +327,7 @@ def run_job(
     gc.enable()
     sys.stdout = _STDOUT
     sys.stdin = io.StringIO("")
+    builtins.print = _print
     threads_before = _started_threads()
     guard.set_cpu_budget(cpu_s)
     # No jax.clear_caches() here (measured, see docs/design/0001-sandbox.md): every run executes
