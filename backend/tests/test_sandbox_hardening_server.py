@@ -186,20 +186,22 @@ FORGED = (
 def test_output_after_a_terminal_never_reaches_the_next_run(
     sandbox: SandboxHarness, pause_s: float
 ) -> None:
+    """A terminal event forged without the job's unguessable tag is refused at once (the run
+    ends ``invalid_event`` and the worker is killed); the next run starts on a fresh worker and
+    none of the forged run's output reaches it."""
     session = sandbox.session()
     try:
         forged = sandbox.run(FORGED, session=session)
-        assert isinstance(terminal(forged), RunFinished)
+        end = terminal(forged)
+        assert isinstance(end, RunFailed) and end.kind == "invalid_event"
+        assert "another job" in end.message
         first = session.worker
-        assert first is not None
         time.sleep(pause_s)
         events = sandbox.run(OK, session=session)
         assert isinstance(terminal(events), RunFinished)
         assert not any(isinstance(e, StdoutPrinted) for e in events)
-        assert session.worker is not None and session.worker.pid != first.pid
-        assert not first.alive
-        if pause_s:
-            assert first.idle_fault == "wrote between jobs: stdout_printed event"
+        assert session.worker is not None and session.worker is not first
+        assert first is None or not first.alive
     finally:
         sandbox.call(session.close())
 
@@ -378,3 +380,52 @@ def test_cli_refuses_a_non_utf8_file(tmp_path: Path, capsys: pytest.CaptureFixtu
 def _no_leaked_workers(sandbox: SandboxHarness) -> Iterator[None]:
     yield
     assert sandbox.pool.state()["leased"] == 0
+
+
+# --- forged events that carry the job's own tag (user code can read it from sys.stdout) -------
+
+TAGGED = FIND_EVENT_FD + "import json, sys\nTAG = sys.stdout.ctx.run_id\n"
+
+
+def test_computing_after_a_forged_terminal_gets_the_worker_killed(
+    sandbox: SandboxHarness,
+) -> None:
+    """A terminal forged WITH the job's tag is accepted (it cannot be told from the real one),
+    but the worker must then sit idle: user code still computing behind it is killed within
+    about a second of CPU, so it cannot hold a worker outside the wall clock."""
+    spin = (
+        TAGGED + "os.write(EVENT, (json.dumps({'type': 'run_finished', 'run_id': TAG,"
+        " 'duration_ms': 1}) + '\\n').encode())\n" + "while True:\n    pass\n" + OK
+    )
+    session = sandbox.session()
+    try:
+        events = sandbox.run(spin, session=session)
+        assert isinstance(terminal(events), RunFinished)
+        first = session.worker
+        assert first is not None
+        deadline = time.monotonic() + 8
+        while first.alive and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not first.alive
+        assert first.idle_fault is not None and first.idle_fault.startswith("computed for")
+        after = sandbox.run(OK, session=session)
+        assert isinstance(terminal(after), RunFinished)
+    finally:
+        sandbox.call(session.close())
+
+
+def test_forged_output_volume_is_capped_per_run(sandbox: SandboxHarness) -> None:
+    """Printed output is capped in the worker; events forged on the pipe meet the supervisor's
+    per-run byte cap instead of flooding the browser."""
+    flood = (
+        TAGGED + "line = (json.dumps({'type': 'stdout_printed', 'run_id': TAG, 'stage': 'load',"
+        " 'text': 'Z' * (8 * 2**20)}) + '\\n').encode()\n"
+        + "for _ in range(12):\n    os.write(EVENT, line)\n"
+        + OK
+    )
+    events = sandbox.run(flood)
+    end = terminal(events)
+    assert isinstance(end, RunFailed) and end.kind == "invalid_event"
+    assert "bytes of events in one run" in end.message
+    printed = sum(len(e.text) for e in events if isinstance(e, StdoutPrinted))
+    assert printed <= 64 * 2**20

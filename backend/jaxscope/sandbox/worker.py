@@ -9,11 +9,13 @@ and guarantees exactly one terminal event, synthesising it when the worker canno
 :func:`classify_death`).
 
 The supervisor trusts nothing the worker writes (user code runs there): each job is tagged with
-its own ``run_id`` (``job-N``) and only events carrying it are accepted; whatever the worker
-writes between a terminal event and its next job gets it killed (a forged terminal, or a thread
-the user left behind); stderr is kept as a bounded tail; one event line is at most
-:data:`MAX_EVENT_LINE_BYTES`. A worker found dead or misbehaving before a job produced any event
-raises :class:`WorkerGone`, so the session retries that job on a fresh worker.
+its own unguessable ``run_id`` (``job-N-<random>``) and only events carrying it are accepted;
+whatever the worker writes between a terminal event and its next job, and any CPU it spends
+then beyond :data:`IDLE_CPU_BUDGET_S`, gets it killed (a forged terminal, or code the user left
+running); stderr is kept as a bounded tail; one event line is at most
+:data:`MAX_EVENT_LINE_BYTES` and one run's events at most :data:`MAX_RUN_BYTES`. A worker
+found dead or misbehaving before a job produced any event raises :class:`WorkerGone`, so the
+session retries that job on a fresh worker.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import json
 import logging
 import os
 import re
+import secrets
 import shutil
 import signal
 import sys
@@ -59,6 +62,13 @@ RECYCLE_KINDS: frozenset[ErrorKind] = frozenset(
 # jaxpr_staged costs ~1.6 KiB per eqn (3000 eqns: 4.8 MiB), so 16 MiB admits ~10 000 eqns while
 # bounding what one worker can make the server buffer (at most twice this, per worker).
 MAX_EVENT_LINE_BYTES = 16 * 2**20
+# All event lines of one run together: bounds what a run can send to a browser (the runner caps
+# prints at 1 MiB; user code that writes forged events to the event pipe meets this cap).
+MAX_RUN_BYTES = 64 * 2**20
+# Between jobs a worker must sit idle: more CPU than this (seconds) after a run's terminal event
+# means user code is still computing (e.g. behind a forged terminal event), and it is killed.
+IDLE_CPU_BUDGET_S = 1.0
+IDLE_POLL_S = 0.5
 # How much of a worker's stderr the supervisor keeps (its tail), for death classification.
 STDERR_TAIL_BYTES = 64 * 2**10
 STDERR_CHUNK_BYTES = 64 * 2**10
@@ -120,6 +130,24 @@ def worker_env(base: dict[str, str] | None = None) -> dict[str, str]:
     # The worker must not write .pyc files next to the user's temp cwd or the repo.
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` (all its threads), from ``/proc/PID/stat``;
+    None when the process is gone or ``/proc`` cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            text = stat.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    # Fields after the command name (which may hold spaces, in parentheses): utime is field 14,
+    # stime field 15 (1-based), counted in clock ticks.
+    fields = text[text.rfind(")") + 2 :].split()
+    try:
+        ticks = int(fields[11]) + int(fields[12])
+    except (IndexError, ValueError):
+        return None
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _signal_name(signum: int) -> str:
@@ -269,12 +297,13 @@ class WorkerProcess:
 
     def _watch_idle(self) -> None:
         """Between jobs, any output on the event pipe is a protocol violation (a forged terminal
-        event followed by the real ones, a user thread still printing): kill the worker. EOF
+        event followed by the real ones, a user thread still printing), and so is computing
+        (more than :data:`IDLE_CPU_BUDGET_S` of CPU, read from ``/proc``): kill the worker. EOF
         (the worker exited after its job) only marks it dead."""
         assert self.proc.stdout is not None
         stdout = self.proc.stdout
 
-        async def watch() -> None:
+        async def watch_output() -> None:
             try:
                 line = await stdout.readline()
             except (ValueError, asyncio.LimitOverrunError):
@@ -285,6 +314,30 @@ class WorkerProcess:
             else:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.proc.wait(), 5.0)
+
+        async def watch_cpu() -> None:
+            start = process_cpu_s(self.proc.pid)
+            if start is None:
+                return
+            while True:
+                await asyncio.sleep(IDLE_POLL_S)
+                now = process_cpu_s(self.proc.pid)
+                if now is None:
+                    return
+                if now - start > IDLE_CPU_BUDGET_S:
+                    self.idle_fault = f"computed for {now - start:.1f} s of CPU between jobs"
+                    log.warning("worker %d %s; killed", self.proc.pid, self.idle_fault)
+                    return
+
+        async def watch() -> None:
+            tasks = [asyncio.ensure_future(watch_output()), asyncio.ensure_future(watch_cpu())]
+            try:
+                await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in tasks:
+                    task.cancel()
+                # Cancelling a pending readline leaves the stream's buffer intact.
+                await asyncio.gather(*tasks, return_exceptions=True)
             self.kill()
 
         self._idle_watch = asyncio.ensure_future(watch())
@@ -347,8 +400,9 @@ class WorkerProcess:
         if not self.alive:
             raise WorkerGone(f"worker {self.pid} is gone ({self.idle_fault or 'exited'})")
         self.runs += 1
-        # The worker sees a job-specific run_id; its events must carry it back.
-        tag = f"job-{self.runs}"
+        # The worker sees a job-specific, unguessable run_id; its events must carry it back (a
+        # line forged by user code for another or an earlier job is caught by it).
+        tag = f"job-{self.runs}-{secrets.token_hex(8)}"
         seq = 0
 
         async def forward(event: EventModel) -> None:
@@ -371,6 +425,7 @@ class WorkerProcess:
             }
         )
         terminal: RunFinished | RunFailed
+        run_bytes = 0
         assert self.proc.stdin is not None and self.proc.stdout is not None
         stdout = self.proc.stdout
         loop = asyncio.get_running_loop()
@@ -441,7 +496,16 @@ class WorkerProcess:
                         f"({first['type']}: {first['msg']}): {line[:120]!r}",
                     )
                     break
-                if event.run_id not in (tag, ""):
+                run_bytes += len(line)
+                if run_bytes > MAX_RUN_BYTES:
+                    self.kill()
+                    terminal = failed(
+                        "invalid_event",
+                        f"the worker sent more than {MAX_RUN_BYTES:,} bytes of events in one "
+                        "run (printed output is capped at 1 MiB; this is not ordinary output)",
+                    )
+                    break
+                if event.run_id != tag:
                     self.kill()
                     if seq == 0:
                         # An earlier job is still writing (it forged its terminal event).
