@@ -146,10 +146,13 @@ def test_infinite_loop_times_out_and_next_run_works(sandbox: SandboxHarness) -> 
     session = sandbox.session()
     try:
         t0 = time.monotonic()
-        f = failed(sandbox.run("while True:\n    pass\n", session=session, wall_s=1.5))
+        f = failed(sandbox.run("x = 0\nwhile True:\n    x += 1\n", session=session, wall_s=1.5))
         elapsed = time.monotonic() - t0
         assert f.kind == "timeout"
         assert "wall-clock" in f.message
+        # The supervisor asked the worker where it was (faulthandler dump) before killing it.
+        assert f.source is not None and f.source.line in (2, 3)
+        assert f"it was running line {f.source.line}" in f.message
         assert 1.4 < elapsed < 5.0
         assert session.worker is None  # killed, to be replaced
         ok = assert_one_terminal(sandbox.run(SIN, session=session))
@@ -162,9 +165,10 @@ def test_cpu_limit_ends_with_timeout() -> None:
     harness = SandboxHarness(Limits(wall_s=20.0, cpu_s=1.0), size=0)
     try:
         t0 = time.monotonic()
-        f = failed(harness.run("while True:\n    pass\n"))
+        f = failed(harness.run("def spin():\n    while True:\n        pass\n\nspin()\n"))
         assert f.kind == "timeout"
         assert "CPU-time limit" in f.message
+        assert f.source is not None and f.source.function == "spin" and f.source.line in (2, 3)
         assert time.monotonic() - t0 < 15.0
     finally:
         harness.close()

@@ -18,10 +18,12 @@ import _thread
 import argparse
 import builtins
 import contextlib
+import faulthandler
 import gc
 import io
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -424,6 +426,12 @@ def main(argv: list[str] | None = None) -> int:
     guard.remove_unaudited_spawners()
     sys.stdin = io.StringIO("")
     sys.stdout = _STDOUT
+    # On SIGUSR1 (sent by the supervisor just before it kills a run at its wall-clock limit)
+    # and on SIGXCPU (the CPU limit), write every thread's Python stack to stderr, so that a
+    # timeout can name the snippet line that was running. faulthandler's handler is C code: it
+    # works while the main thread is stuck in a C loop (an XLA while_loop) too.
+    faulthandler.register(signal.SIGUSR1, file=2, all_threads=True)
+    faulthandler.register(signal.SIGXCPU, file=2, all_threads=True, chain=True)
     guard.install_audit_hook()
     # Move everything alive after warm-up (JAX, probes, the hook) out of the collector's reach:
     # the full collection in each job then scans only the job's objects (45 ms -> ~0 ms), and

@@ -44,8 +44,10 @@ from jaxscope.protocol import (
     RunFailed,
     RunFinished,
     RunRequest,
+    SourceLoc,
     is_terminal,
 )
+from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
 from jaxscope.settings import Limits
 
 log = logging.getLogger(__name__)
@@ -180,6 +182,35 @@ def classify_death(
     else:
         status = f"exit code {returncode}"
     return "worker_crashed", f"the worker process died ({status})" + _last_line(stderr_text)
+
+
+_FAULT_FRAME = re.compile(r'File "' + re.escape(SNIPPET_FILENAME) + r'", line (\d+) in (\S+)')
+
+
+def stuck_at(stderr_text: str) -> SourceLoc | None:
+    """The snippet line a worker was running, from the last ``faulthandler`` stack dump in its
+    stderr (the runner dumps on SIGUSR1 and SIGXCPU): the innermost snippet frame of the
+    thread that took the signal ("Current thread"), else of any thread; None without one."""
+    lines = stderr_text.splitlines()
+    starts = [i for i, ln in enumerate(lines) if ln.startswith("Current thread ")]
+    blocks: list[list[str]] = []
+    if starts:
+        block: list[str] = []
+        for ln in lines[starts[-1] + 1 :]:
+            if not ln.startswith("  "):
+                break
+            block.append(ln)
+        blocks.append(block)
+    blocks.append(lines)
+    for block in blocks:
+        for ln in block:
+            if m := _FAULT_FRAME.search(ln):
+                return SourceLoc(line=int(m.group(1)), function=m.group(2))
+    return None
+
+
+def _where(loc: SourceLoc | None) -> str:
+    return f" (it was running line {loc.line}, in {loc.function})" if loc else ""
 
 
 def _last_line(text: str) -> str:
@@ -350,6 +381,19 @@ class WorkerProcess:
             with contextlib.suppress(asyncio.CancelledError):
                 await watch
 
+    async def _ask_where(self) -> SourceLoc | None:
+        """Ask a running worker for its Python stacks (SIGUSR1 -> faulthandler dump on stderr)
+        and read the snippet line it is on; None when it does not answer within 0.3 s."""
+        if not self.alive:
+            return None
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGUSR1)
+        for _ in range(6):
+            await asyncio.sleep(0.05)
+            if (loc := stuck_at(self.stderr_text())) is not None:
+                return loc
+        return None
+
     def kill(self) -> None:
         """SIGKILL the worker's whole process group (idempotent)."""
         self._killed = True
@@ -446,13 +490,17 @@ class WorkerProcess:
                     return_when=asyncio.FIRST_COMPLETED,
                 )
                 if read not in done:
-                    self.kill()
                     if cancel_wait in done:
+                        self.kill()
                         terminal = failed("cancelled", "the run was cancelled")
                     else:
+                        loc = await self._ask_where()
+                        self.kill()
                         terminal = failed(
-                            "timeout", f"the run exceeded its wall-clock limit of {wall:g} s"
+                            "timeout",
+                            f"the run exceeded its wall-clock limit of {wall:g} s" + _where(loc),
                         )
+                        terminal.source = loc
                     break
                 try:
                     line = read.result()
@@ -484,6 +532,9 @@ class WorkerProcess:
                         )
                         self._killed = True
                         terminal = failed(kind, message)
+                        if kind == "timeout":
+                            terminal.source = stuck_at(self.stderr_text())
+                            terminal.message += _where(terminal.source)
                         break
                 try:
                     event = EVENT_ADAPTER.validate_json(line)
