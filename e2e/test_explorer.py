@@ -361,3 +361,24 @@ def test_example_picker_follows_the_editor_across_exhibits(page: Page) -> None:
     expect(page.get_by_test_id("example-select")).to_have_value("rnn_scan")
     set_code(page, TYPED_SOURCE)
     expect(page.get_by_test_id("example-select")).to_have_value("")
+
+
+def test_endless_loop_times_out_at_its_line(page: Page, console_errors: list[str]) -> None:
+    """An endless Python loop in f hits the 10 s wall-clock limit; the error names the line the
+    worker was on (from its stack dump) and the editor marks it; the next run works."""
+    loop = "def f(x):\n    n = 0\n    while True:\n        n += 1\n\nargs = (1.0,)\n"
+    open_exhibit(page, "tracing")
+    set_code(page, loop)
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("error-kind")).to_have_attribute(
+        "data-kind", "timeout", timeout=RUN_TIMEOUT_MS
+    )
+    expect(page.get_by_test_id("error-message")).to_contain_text("wall-clock limit")
+    expect(page.get_by_test_id("error-line")).to_contain_text(re.compile(r"[34]"))
+    error_line = page.get_by_test_id("editor").locator(".cm-line.cm-js-error-line")
+    expect(error_line).to_have_count(1)
+    expect(error_line).to_have_text(re.compile(r"while True:|n \+= 1"))
+    set_code(page, TYPED_SOURCE)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    assert console_errors == []
