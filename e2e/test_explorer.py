@@ -296,6 +296,12 @@ def test_permalink_reopens_exhibit_and_code(page: Page, console_errors: list[str
     expect(other.get_by_test_id("exhibit-title")).to_contain_text(EXHIBITS["stations"].title)
     expect(other.get_by_test_id("editor").locator(".cm-line").nth(3)).to_be_attached()
     assert editor_text(other).strip() == TYPED_SOURCE.strip()
+    # A link never runs code by itself: the user reads it and presses Run.
+    expect(other.get_by_test_id("link-notice")).to_be_visible()
+    expect(other.get_by_test_id("stepper-position")).to_contain_text("no events")
+    other.get_by_test_id("run").click()
+    expect(other.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=30000)
+    expect(other.get_by_test_id("link-notice")).to_have_count(0)
     assert console_errors == []
 
 
