@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 from jaxscope.protocol import RunFailed, RunFinished, StdoutPrinted
+from jaxscope.sandbox.guard import WORKER_UID_BASE
 from jaxscope.sandbox.runner import (
     PRINT_CAP_CHARS,
     PRINT_CHUNK_CHARS,
@@ -165,7 +166,7 @@ def test_unix_sockets_still_work(sandbox: SandboxHarness) -> None:
 def test_root_worker_runs_user_code_as_nobody(sandbox: SandboxHarness) -> None:
     code = (
         "import os, resource\n"
-        "print(os.getuid(), os.geteuid(), os.getgid(), os.getgroups())\n"
+        "print(os.getpid(), os.getuid(), os.geteuid(), os.getgid(), os.getgroups())\n"
         "print(resource.getrlimit(resource.RLIMIT_NPROC)[0])\n"
         "with open('/proc/self/status') as s:\n"
         "    print([l.split()[1] for l in s if l.startswith('NoNewPrivs')][0])\n"
@@ -182,10 +183,31 @@ def test_root_worker_runs_user_code_as_nobody(sandbox: SandboxHarness) -> None:
 
     nobody = pwd.getpwnam("nobody")
     ids, nproc, no_new_privs, thread_uids = printed(events).splitlines()
-    assert ids == f"{nobody.pw_uid} {nobody.pw_uid} {nobody.pw_gid} []"
+    pid = int(ids.split()[0])
+    uid = WORKER_UID_BASE + pid  # a uid of this worker's own, group nobody's
+    assert ids == f"{pid} {uid} {uid} {nobody.pw_gid} []"
     assert int(nproc) == sandbox.limits.nproc
     assert no_new_privs == "1"
-    assert thread_uids == f"['{nobody.pw_uid}']"
+    assert thread_uids == f"['{uid}']"
+
+
+@needs_root
+def test_one_sessions_worker_cannot_signal_anothers(sandbox: SandboxHarness) -> None:
+    """Each worker has its own uid, so even ctypes (around the audit hook) gets EPERM when one
+    session's code signals another session's worker."""
+    first, second = sandbox.session(), sandbox.session()
+    try:
+        pid_a = int(printed(sandbox.run("import os\nprint(os.getpid())\n" + OK, session=first)))
+        code = (
+            "import ctypes\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            f"print(libc.kill({pid_a}, 0), ctypes.get_errno())\n" + OK
+        )
+        assert printed(sandbox.run(code, session=second)).strip() == "-1 1"  # EPERM
+        assert first.worker is not None and first.worker.alive
+    finally:
+        sandbox.call(first.close())
+        sandbox.call(second.close())
 
 
 @needs_root

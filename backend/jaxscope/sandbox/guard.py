@@ -2,9 +2,10 @@
 
 ``apply_startup_limits`` runs before JAX is imported (``RLIMIT_AS``, ``RLIMIT_NPROC``,
 ``RLIMIT_CORE=0``). Once the worker is warm and before any user code runs:
-``drop_privileges`` switches a root worker to ``nobody`` (so user code cannot signal the root
-server nor write root-owned files; ``PR_SET_NO_NEW_PRIVS``; ``RLIMIT_NPROC`` then counts against
-``nobody``), ``set_cpu_lifetime`` fixes the hard ``RLIMIT_CPU`` of the worker's whole life,
+``drop_privileges`` switches a root worker to a uid of its own (group ``nobody``; so user code
+cannot signal the root server or another session's worker, nor write root-owned files;
+``PR_SET_NO_NEW_PRIVS``; ``RLIMIT_NPROC`` then counts this worker alone),
+``set_cpu_lifetime`` fixes the hard ``RLIMIT_CPU`` of the worker's whole life,
 ``remove_unaudited_spawners`` deletes the process-creating and signalling functions that raise no
 audit event, and ``install_audit_hook`` refuses process creation, signals to other processes,
 network sockets and object-graph introspection with a clear ``PermissionError``.
@@ -39,7 +40,9 @@ _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _PR_SET_NO_NEW_PRIVS = 38
 
 # The unprivileged user a root worker becomes before running user code.
-UNPRIVILEGED_USER = "nobody"
+UNPRIVILEGED_USER = "nobody"  # its group is the workers' group
+# Root-started workers run user code as WORKER_UID_BASE + pid (no passwd entry needed).
+WORKER_UID_BASE = 100_000
 
 # The hard RLIMIT_CPU of a worker's whole life, in per-run CPU budgets: a snippet may raise its
 # own soft limit up to it (SIGXCPU can also be ignored), so this bounds what one run can steal;
@@ -153,32 +156,42 @@ def _reroute_sys_path(fds: dict[str, int]) -> None:
     sys.path_importer_cache.clear()
 
 
+def worker_uid(pid: int) -> int:
+    """The uid a root-started worker runs user code as: :data:`WORKER_UID_BASE` + its pid, so
+    every live worker has a uid of its own (pids are unique among live processes) and no
+    worker can signal another session's worker, the server, or any root process."""
+    return WORKER_UID_BASE + pid
+
+
 def drop_privileges(workdir: str, parent_pid: int = 0) -> int | None:
-    """When running as root, become ``nobody``: ``workdir`` (the worker's temp cwd) is chowned to
+    """When running as root, become an unprivileged uid of this worker's own
+    (:func:`worker_uid`, group ``nobody``'s): ``workdir`` (the worker's temp cwd) is chowned to
     it, supplementary groups are cleared (``setgroups([])``), then ``setgid``, ``setuid``;
     ``PR_SET_NO_NEW_PRIVS`` is set (cheap, and setuid binaries then cannot regain root), and the
-    parent-death signal is set again (Linux clears it on a credential change).
+    parent-death signal is set again (Linux clears it on a credential change). A uid per worker
+    (rather than a shared ``nobody``) also makes ``RLIMIT_NPROC`` count this worker alone.
 
     Returns the new uid, or None when not root (nothing changes). Raises ``OSError`` when the
     switch fails; the worker must then not run user code."""
     if os.geteuid() != 0:
         _prctl(_PR_SET_NO_NEW_PRIVS, 1)
         return None
-    user = pwd.getpwnam(UNPRIVILEGED_USER)
+    gid = pwd.getpwnam(UNPRIVILEGED_USER).pw_gid
+    uid = worker_uid(os.getpid())
     fds = _pre_open_unreadable_path()
-    os.chown(workdir, user.pw_uid, user.pw_gid)
+    os.chown(workdir, uid, gid)
     os.setgroups([])
-    os.setgid(user.pw_gid)
-    os.setuid(user.pw_uid)
-    if os.getuid() != user.pw_uid or os.geteuid() != user.pw_uid:
+    os.setgid(gid)
+    os.setuid(uid)
+    if os.getuid() != uid or os.geteuid() != uid:
         raise OSError("the worker could not drop its root privileges")
     os.environ["HOME"] = workdir
-    os.environ["USER"] = os.environ["LOGNAME"] = UNPRIVILEGED_USER
+    os.environ["USER"] = os.environ["LOGNAME"] = f"jaxscope-worker-{uid}"
     _reroute_sys_path(fds)
     _prctl(_PR_SET_NO_NEW_PRIVS, 1)
     if parent_pid:
         die_with_parent(parent_pid)
-    return user.pw_uid
+    return uid
 
 
 def cpu_seconds_used() -> float:
