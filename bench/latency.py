@@ -17,54 +17,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import statistics
-import subprocess
-import sys
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
 
 import jax
+from jaxscope.local_server import serving
 from websockets.sync.client import connect
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "exhibits" / "tracing" / "examples").glob("*.py"))
 TINY = "import jax.numpy as jnp\n\ndef f(x):\n    return jnp.sin(x) * 2\n\nargs = (jnp.ones(3),)\n"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def start_server(port: int) -> tuple[subprocess.Popen[bytes], float]:
-    t0 = time.perf_counter()
-    exe = Path(sys.executable).parent / "jaxscope"
-    proc = subprocess.Popen(
-        [str(exe), "serve", "--host", "127.0.0.1", "--port", str(port)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    return proc, t0
-
-
-def wait_health(port: int, deadline_s: float = 60) -> None:
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=1):
-                return
-        except OSError:
-            time.sleep(0.01)
-    raise RuntimeError("server did not come up")
 
 
 def time_to_jaxpr(ws: Any, code: str) -> float:
@@ -106,13 +71,10 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     ns = parser.parse_args()
 
-    port = free_port()
-    proc, t_start = start_server(port)
-    try:
-        wait_health(port)
-        with connect(f"ws://127.0.0.1:{port}/api/ws", max_size=2**26) as ws:
+    with serving(cwd=ROOT) as server:
+        with connect(f"ws://127.0.0.1:{server.port}/api/ws", max_size=2**26) as ws:
             time_to_jaxpr(ws, TINY)
-            cold_s = time.perf_counter() - t_start  # from process start to the first jaxpr
+            cold_s = time.perf_counter() - server.started  # process start -> first jaxpr
             results: dict[str, Any] = {"cold_start_to_first_jaxpr_s": round(cold_s, 3)}
             rows: list[dict[str, Any]] = []
             for path in EXAMPLES:
@@ -135,9 +97,6 @@ def main() -> None:
             results["overhead_ms_median_over_examples"] = round(
                 statistics.median(r["overhead_ms_median"] for r in rows), 2
             )
-    finally:
-        os.killpg(proc.pid, 15)
-        proc.wait(timeout=10)
 
     print(
         f"cold start -> first jaxpr: {results['cold_start_to_first_jaxpr_s']:.3f} s (goal <= 3 s)"

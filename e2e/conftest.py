@@ -7,18 +7,13 @@ first). Playwright cannot download its own browsers here, so the launch argument
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from jaxscope.local_server import serving
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
@@ -35,47 +30,13 @@ CHROMIUM_ARGS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="session")
 def server_url() -> Iterator[str]:
     """A `jaxscope serve` on a free loopback port, torn down after the session."""
     if not (ROOT / "frontend" / "dist" / "index.html").exists():
         pytest.fail("frontend/dist is missing: run `npm run build` (make test does)")
-    port = _free_port()
-    exe = Path(sys.executable).parent / "jaxscope"
-    proc = subprocess.Popen(
-        [str(exe), "serve", "--host", "127.0.0.1", "--port", str(port)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/api/health", timeout=1) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            out = proc.stdout.read().decode() if proc.stdout else ""
-            proc.kill()
-            pytest.fail(f"jaxscope serve did not come up:\n{out}")
-        time.sleep(0.1)
-    yield url
-    os.killpg(proc.pid, 15)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, 9)
+    with serving(cwd=ROOT) as server:
+        yield server.url
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import jax
 import pytest
+from jaxscope.local_server import free_port
 from jaxscope.protocol import EVENT_ADAPTER, RunFailed, RunFinished
 from jaxscope.sandbox.snippet import load_snippet
 from websockets.sync.client import connect
@@ -115,15 +115,8 @@ def test_usage_errors_name_the_valid_choices(tmp_path: Path) -> None:
     assert out.returncode == 2 and "cannot read" in out.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def test_serve_cold_start_answers_first_trace_quickly() -> None:
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "JAXSCOPE_CHECK_EXHIBITS": "0"}
     t0 = time.monotonic()
     proc = subprocess.Popen(
@@ -168,7 +161,7 @@ def test_serve_cold_start_answers_first_trace_quickly() -> None:
 
 
 def test_serve_non_loopback_prints_token_url() -> None:
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "JAXSCOPE_CHECK_EXHIBITS": "0"}
     proc = subprocess.Popen(
         [JAXSCOPE, "serve", "--host", "0.0.0.0", "--port", str(port), "--workers", "0"],
