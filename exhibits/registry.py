@@ -8,6 +8,7 @@ checks that both list the same ids and that every exhibit folder has all its par
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -90,6 +91,8 @@ class Exhibit:
     # Other exhibits whose examples this one offers too (the same real models serve several
     # exhibits; the files live once, in the first exhibit that uses them).
     examples_from: tuple[str, ...] = ()
+    # When set, only these names are borrowed from ``examples_from`` (own examples all count).
+    borrow_only: tuple[str, ...] = ()
 
     @property
     def folder(self) -> Path:
@@ -101,6 +104,8 @@ class Exhibit:
         paths: dict[str, Path] = {}
         for folder in (self.id, *self.examples_from):
             for p in sorted((EXHIBITS_DIR / folder / "examples").glob("*.py")):
+                if folder != self.id and self.borrow_only and p.stem not in self.borrow_only:
+                    continue
                 paths.setdefault(p.stem, p)
         return paths
 
@@ -118,6 +123,16 @@ class Exhibit:
             examples=self.examples(),
         )
 
+
+def _artefacts_of(exhibit_id: str) -> dict[str, Extractor]:
+    """The ``ARTEFACTS`` table of ``exhibits/<id>/artefacts.py`` (imports only the protocol)."""
+    module = importlib.import_module(f"exhibits.{exhibit_id}.artefacts")
+    table: dict[str, Extractor] = module.ARTEFACTS
+    return table
+
+
+# The autodiff exhibits share these examples (the scalar-loss models of ``tracing`` and ``jvp``).
+_AD_EXAMPLES = ("mlp_loss", "attention", "rnn_loss")
 
 EXHIBITS: dict[str, Exhibit] = {
     e.id: e
@@ -144,6 +159,47 @@ EXHIBITS: dict[str, Exhibit] = {
                 "memory": _memory,
                 "output": _output,
             },
+        ),
+        Exhibit(
+            id="jvp",
+            title="JVP, one equation at a time",
+            summary="JAX's JVP rule for each equation: primals and tangents in, tangent eqns out.",
+            default_example="mlp_loss",
+            examples_from=("tracing",),
+            borrow_only=_AD_EXAMPLES,
+            artefacts=_artefacts_of("jvp"),
+        ),
+        Exhibit(
+            id="partial_eval",
+            title="Partial evaluation and residuals",
+            summary="JAX's partial evaluator splits the JVP into a forward and a linear jaxpr.",
+            default_example="mlp_loss",
+            examples_from=("jvp", "tracing"),
+            borrow_only=_AD_EXAMPLES,
+            artefacts=_artefacts_of("partial_eval"),
+        ),
+        Exhibit(
+            id="transpose",
+            title="The transpose walk (backward pass)",
+            summary="The linear jaxpr run backwards through JAX's transpose rules to the gradient.",
+            default_example="mlp_loss",
+            examples_from=("jvp", "tracing"),
+            borrow_only=_AD_EXAMPLES,
+            artefacts=_artefacts_of("transpose"),
+        ),
+        Exhibit(
+            id="custom_vjp",
+            title="Own the derivative: custom_vjp / custom_jvp",
+            summary="Check your rule against autodiff and finite differences; see what fwd saves.",
+            default_example="clip_gradient",
+            artefacts=_artefacts_of("custom_vjp"),
+        ),
+        Exhibit(
+            id="nan_finder",
+            title="NaN and Inf gradients",
+            summary="Walk the backward pass on values and stop where a cotangent turns NaN or Inf.",
+            default_example="where_sqrt",
+            artefacts=_artefacts_of("nan_finder"),
         ),
     ]
 }

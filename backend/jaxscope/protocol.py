@@ -21,7 +21,7 @@ This module imports nothing from JAX: the server and the CLI import it without p
 from __future__ import annotations
 
 import json
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -176,9 +176,12 @@ class CallSpec(_Model):
 
 
 class RunOptions(_Model):
-    """Per-run options. ``calls``: extra calls after the first (tracing exhibit)."""
+    """Per-run options. ``calls``: extra calls after the first (tracing exhibit). ``known``:
+    the partial_eval exhibit's known/unknown toggle, one flag per input of the JVP jaxpr
+    (primals then tangents, flattened); ``None`` = primals known, tangents unknown."""
 
     calls: list[CallSpec] = Field(default_factory=list, max_length=16)
+    known: list[bool] | None = Field(default=None, max_length=4096)
 
 
 # --------------------------------------------------------------------------------------------
@@ -355,6 +358,239 @@ class ProgramExecuted(_Event):
     zeros_for: list[str] = []
 
 
+# --------------------------------------------------------------------------------------------
+# Autodiff exhibits (jvp, partial_eval, transpose, custom_vjp, nan_finder). Each exhibit owns
+# its event classes below; shared views first.
+# --------------------------------------------------------------------------------------------
+
+# Nested lists of numbers (a pytree of arrays as ``tolist()``), non-finite numbers written as the
+# strings ``"nan"``, ``"inf"``, ``"-inf"`` (JSON has no NaN), as in ``../shared/cases``.
+NestedNumbers = Any
+
+
+class RuleView(_Model):
+    """Where a rule of JAX's AD tables comes from.
+
+    ``table`` is the dict it was found in (``primitive_jvps``, ``primitive_transposes``,
+    ``fancy_transposes``); ``name`` the rule function's qualified name (``functools.partial``
+    unwrapped); ``file`` the path below site-packages (``jax/_src/lax/lax.py``) and ``line`` the
+    1-based line where the rule is registered (or defined, when no registration line is found).
+    """
+
+    table: str
+    name: str
+    file: str | None = None
+    line: int | None = None
+
+
+class ValueView(_Model):
+    """A value going into or out of a rule.
+
+    ``role``: primal, tangent, residual (a known value the linear jaxpr reads), undefined_primal
+    (``ad.UndefinedPrimal``: a linear input of a transpose rule), literal, or cotangent.
+    ``zero`` marks a symbolic zero (``ad.Zero``: no array exists); ``preview`` is a truncated
+    ``numpy`` printout (``None`` when the value is only abstract); ``var`` the jaxpr variable name
+    when it has one; ``nonfinite`` true when the value holds a NaN or an Inf.
+    """
+
+    role: Literal["primal", "tangent", "residual", "undefined_primal", "literal", "cotangent"]
+    aval: AvalView
+    preview: str | None = None
+    zero: bool = False
+    var: str | None = None
+    nonfinite: bool = False
+
+
+# ---- jvp -----------------------------------------------------------------------------------
+
+
+class JvpRuleApplied(_Event):
+    """JAX's JVP rule (``ad.primitive_jvps[primitive]``) ran on one primal eqn.
+
+    ``index`` is the primal eqn's index in the staged jaxpr; ``tangent_eqns`` JAX's printout of
+    each eqn the rule emitted; values are at the user's ``args`` with the exhibit's tangents.
+    """
+
+    type: Literal["jvp_rule_applied"] = "jvp_rule_applied"
+    index: int
+    primitive: str
+    source: SourceLoc | None = None
+    rule: RuleView | None = None
+    primals_in: list[ValueView]
+    tangents_in: list[ValueView]
+    tangent_eqns: list[str]
+    primals_out: list[ValueView]
+    tangents_out: list[ValueView]
+
+
+class JvpJaxprStaged(_Event):
+    """The whole JVP jaxpr: ``jaxpr.text`` is ``str(jax.make_jaxpr(lambda p, t: jax.jvp(f, p,
+    t))(args, tangents))``; ``eqn_origin[i]`` the primal eqn index that eqn ``i`` came from (or
+    ``None``); outputs at ``args``, checked against ``jax.jvp`` (``max_abs_diff``)."""
+
+    type: Literal["jvp_jaxpr_staged"] = "jvp_jaxpr_staged"
+    jaxpr: JaxprView
+    eqn_origin: list[int | None]
+    tangents_in: list[ArrayPreview]
+    primals_out: list[ArrayPreview]
+    tangents_out: list[ArrayPreview]
+    matches_jax_jvp: bool
+    max_abs_diff: float
+
+
+# ---- partial_eval --------------------------------------------------------------------------
+
+
+class ResidualView(_Model):
+    """A residual: a value the known (forward) jaxpr hands to the unknown (linear) one.
+
+    ``aval``; ``source`` the user line of the eqn that produced it (``None`` for an input);
+    ``description`` what produced it (``output of sin``, ``the argument x``).
+    """
+
+    aval: AvalView
+    source: SourceLoc | None = None
+    description: str
+
+
+class JaxprSplit(_Event):
+    """``pe.partial_eval_jaxpr_nounits`` split the JVP jaxpr: ``known_inputs`` the flags used
+    (one per JVP-jaxpr input, ``input_labels`` naming each), the known and unknown jaxprs,
+    ``out_unknowns``, and the residuals in order."""
+
+    type: Literal["jaxpr_split"] = "jaxpr_split"
+    input_labels: list[str]
+    known_inputs: list[bool]
+    known: JaxprView
+    unknown: JaxprView
+    out_unknowns: list[bool]
+    residuals: list[ResidualView]
+
+
+class RematPolicyMeasured(_Event):
+    """``jax.checkpoint(f, policy=...)`` under ``jax.grad``: ``saved`` as
+    ``print_saved_residuals`` reports them, their total bytes, the compiled ``memory_analysis``
+    temp bytes and the median step time in milliseconds."""
+
+    type: Literal["remat_policy_measured"] = "remat_policy_measured"
+    policy: str
+    saved: list[ResidualView]
+    residual_bytes: int
+    temp_bytes: int | None
+    step_ms: float
+
+
+# ---- transpose and nan_finder --------------------------------------------------------------
+
+
+class CotangentWrite(_Model):
+    """A cotangent a transpose rule sent to a linear variable: ``mode`` set (first write) or
+    accumulate (``ad.add_tangents`` with what was there), the contribution and the running sum."""
+
+    var: str
+    mode: Literal["set", "accumulate"]
+    contribution: ValueView
+    running: ValueView
+
+
+class TransposeStepped(_Event):
+    """One step of the backward pass: the transpose rule of one linear eqn.
+
+    ``step`` counts from 0 in walk order (last eqn first); ``eqn_index`` indexes the linear
+    jaxpr; ``primal_primitive`` the primal eqn whose JVP rule emitted this eqn, when known.
+    """
+
+    type: Literal["transpose_stepped"] = "transpose_stepped"
+    step: int
+    eqn_index: int
+    primitive: str
+    primal_primitive: str | None = None
+    source: SourceLoc | None = None
+    rule: RuleView | None = None
+    eqn_text: str
+    cts_in: list[ValueView]
+    args: list[ValueView]
+    writes: list[CotangentWrite]
+
+
+class LinearJaxprStaged(_Event):
+    """The linear jaxpr the backward pass walks (residuals first), with the residual values."""
+
+    type: Literal["linear_jaxpr_staged"] = "linear_jaxpr_staged"
+    jaxpr: JaxprView
+    residuals: list[ValueView]
+
+
+class GradientChecked(_Event):
+    """The walk's final cotangents beside ``jax.grad``/``jax.vjp`` and central finite
+    differences in float64. ``gradient``: one entry per element of ``args``."""
+
+    type: Literal["gradient_checked"] = "gradient_checked"
+    gradient: NestedNumbers
+    jax_grad: NestedNumbers
+    jax_vjp: NestedNumbers
+    equal_to_jax: bool
+    finite_difference: NestedNumbers
+    max_abs_err: float
+    max_rel_err: float
+
+
+class GradAttempted(_Event):
+    """One way of taking the gradient (``eager`` = ``jax.grad(f)(*args)``, ``jit`` =
+    ``jax.jit(jax.grad(f))``): whether it worked and, if not, JAX's error and why."""
+
+    type: Literal["grad_attempted"] = "grad_attempted"
+    mode: Literal["eager", "jit"]
+    ok: bool
+    error_class: str | None = None
+    message: str | None = None
+    source: SourceLoc | None = None
+    explanation: str | None = None
+
+
+class NonfiniteFound(_Event):
+    """The first backward-pass step whose cotangent became NaN or Inf (``found`` false: none).
+    ``cure`` the usual fix where one applies (the double-``where`` pattern)."""
+
+    type: Literal["nonfinite_found"] = "nonfinite_found"
+    found: bool
+    step: int | None = None
+    primitive: str | None = None
+    primal_primitive: str | None = None
+    source: SourceLoc | None = None
+    values_in: list[ValueView] = []
+    values_out: list[ValueView] = []
+    cure: str | None = None
+
+
+# ---- custom_vjp ----------------------------------------------------------------------------
+
+
+class ArgumentCheck(_Model):
+    """One argument's gradient three ways: the custom rule, plain autodiff of the same math
+    (the rule removed), finite differences; max abs differences of the custom one to each."""
+
+    path: str
+    custom: NestedNumbers
+    autodiff: NestedNumbers
+    finite_difference: NestedNumbers
+    max_abs_diff_autodiff: float | None
+    max_abs_diff_fd: float | None
+
+
+class CustomRuleChecked(_Event):
+    """A ``custom_vjp``/``custom_jvp`` function checked against autodiff and finite
+    differences; ``residuals`` what ``fwd`` saved; ``problems`` the mistakes found, explained."""
+
+    type: Literal["custom_rule_checked"] = "custom_rule_checked"
+    name: str
+    kind: Literal["custom_vjp", "custom_jvp"]
+    nondiff_argnums: list[int]
+    arguments: list[ArgumentCheck]
+    residuals: list[ValueView]
+    problems: list[str]
+
+
 class RunFinished(_Event):
     """Terminal: the run completed. ``duration_ms`` is the worker-side wall time."""
 
@@ -407,6 +643,16 @@ Event = Annotated[
     | ModuleLowered
     | ExecutableCompiled
     | ProgramExecuted
+    | JvpRuleApplied
+    | JvpJaxprStaged
+    | JaxprSplit
+    | RematPolicyMeasured
+    | TransposeStepped
+    | LinearJaxprStaged
+    | GradientChecked
+    | GradAttempted
+    | NonfiniteFound
+    | CustomRuleChecked
     | RunFinished
     | RunFailed,
     Field(discriminator="type"),
@@ -422,6 +668,16 @@ EventModel = (
     | ModuleLowered
     | ExecutableCompiled
     | ProgramExecuted
+    | JvpRuleApplied
+    | JvpJaxprStaged
+    | JaxprSplit
+    | RematPolicyMeasured
+    | TransposeStepped
+    | LinearJaxprStaged
+    | GradientChecked
+    | GradAttempted
+    | NonfiniteFound
+    | CustomRuleChecked
     | RunFinished
     | RunFailed
 )

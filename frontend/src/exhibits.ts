@@ -7,6 +7,16 @@
  */
 import type { Component } from 'svelte';
 import type { ExhibitViewProps } from './exhibit-api';
+import JvpView from '../../exhibits/jvp/View.svelte';
+import jvpNarrative from '../../exhibits/jvp/narrative.md?raw';
+import PartialEvalView from '../../exhibits/partial_eval/View.svelte';
+import partialEvalNarrative from '../../exhibits/partial_eval/narrative.md?raw';
+import TransposeView from '../../exhibits/transpose/View.svelte';
+import transposeNarrative from '../../exhibits/transpose/narrative.md?raw';
+import CustomVjpView from '../../exhibits/custom_vjp/View.svelte';
+import customVjpNarrative from '../../exhibits/custom_vjp/narrative.md?raw';
+import NanFinderView from '../../exhibits/nan_finder/View.svelte';
+import nanFinderNarrative from '../../exhibits/nan_finder/narrative.md?raw';
 import StationsView from '../../exhibits/stations/View.svelte';
 import stationsNarrative from '../../exhibits/stations/narrative.md?raw';
 import TracingView from '../../exhibits/tracing/View.svelte';
@@ -23,6 +33,11 @@ export interface ExhibitEntry {
 export const EXHIBITS: Readonly<Record<string, ExhibitEntry>> = {
   tracing: { View: TracingView, narrative: tracingNarrative },
   stations: { View: StationsView, narrative: stationsNarrative },
+  jvp: { View: JvpView, narrative: jvpNarrative },
+  partial_eval: { View: PartialEvalView, narrative: partialEvalNarrative },
+  transpose: { View: TransposeView, narrative: transposeNarrative },
+  custom_vjp: { View: CustomVjpView, narrative: customVjpNarrative },
+  nan_finder: { View: NanFinderView, narrative: nanFinderNarrative },
 };
 
 /** The ids of the exhibits this frontend can show, in table order. */

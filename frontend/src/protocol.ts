@@ -74,5 +74,5 @@ export function isTerminal(event: Gen.Event): event is TerminalEvent {
 
 /** The options of a run with no extra calls. */
 export function defaultRunOptions(): RunOptions {
-  return { calls: [] };
+  return { calls: [], known: null };
 }

@@ -17,7 +17,7 @@ describe('URL fragment', () => {
     const state: SharedState = {
       exhibit: 'tracing',
       code: CODE,
-      options: { calls: [{ change: 'same', expr: null }, { change: 'expr', expr: '(jnp.ones(4), 1.0)' }] },
+      options: { calls: [{ change: 'same', expr: null }, { change: 'expr', expr: '(jnp.ones(4), 1.0)' }], known: [true, false] },
     };
     const fragment = encodeFragment(state);
     expect(fragment.startsWith('#e=tracing&c=')).toBe(true);
@@ -28,7 +28,7 @@ describe('URL fragment', () => {
   });
 
   it('round-trips empty code and default options', () => {
-    const state: SharedState = { exhibit: 'stations', code: '', options: { calls: [] } };
+    const state: SharedState = { exhibit: 'stations', code: '', options: { calls: [], known: null } };
     expect(decodeFragment(encodeFragment(state))).toEqual(state);
   });
 
@@ -42,10 +42,11 @@ describe('URL fragment', () => {
   it('drops malformed options instead of failing', () => {
     expect(parseOptions({ calls: [{ change: 'bogus' }, { change: 'dtype' }, 3] })).toEqual({
       calls: [{ change: 'dtype', expr: null }],
+      known: null,
     });
-    expect(parseOptions('x')).toEqual({ calls: [] });
-    const good = encodeFragment({ exhibit: 'tracing', code: 'x', options: { calls: [] } });
-    expect(decodeFragment(good.replace(/&o=.*$/, '&o=garbage'))?.options).toEqual({ calls: [] });
+    expect(parseOptions('x')).toEqual({ calls: [], known: null });
+    const good = encodeFragment({ exhibit: 'tracing', code: 'x', options: { calls: [], known: null } });
+    expect(decodeFragment(good.replace(/&o=.*$/, '&o=garbage'))?.options).toEqual({ calls: [], known: null });
   });
 });
 

@@ -29,10 +29,14 @@ function parseCall(value: unknown): CallSpec | null {
 
 /** Options from untrusted JSON; unknown or malformed parts are dropped. */
 export function parseOptions(value: unknown): RunOptions {
-  if (typeof value !== 'object' || value === null) return { calls: [] };
-  const calls = (value as Record<string, unknown>)['calls'];
-  if (!Array.isArray(calls)) return { calls: [] };
-  return { calls: calls.map(parseCall).filter((c): c is CallSpec => c !== null) };
+  if (typeof value !== 'object' || value === null) return { calls: [], known: null };
+  const record = value as Record<string, unknown>;
+  const calls = record['calls'];
+  const known = record['known'];
+  return {
+    calls: Array.isArray(calls) ? calls.map(parseCall).filter((c): c is CallSpec => c !== null) : [],
+    known: Array.isArray(known) && known.every((k) => typeof k === 'boolean') ? (known as boolean[]) : null,
+  };
 }
 
 /** The fragment (with its leading `#`) that encodes `state`. */
@@ -67,14 +71,14 @@ export function decodeFragment(fragment: string): SharedState | null {
   const code = decompressFromEncodedURIComponent(codeRaw);
   // lz-string returns '' or null for input that is not its own output.
   if (code === null || (code === '' && codeRaw !== compressToEncodedURIComponent(''))) return null;
-  let options: RunOptions = { calls: [] };
+  let options: RunOptions = { calls: [], known: null };
   const optionsRaw = fields.get('o');
   if (optionsRaw !== undefined) {
     const json = decompressFromEncodedURIComponent(optionsRaw);
     try {
       options = parseOptions(json ? JSON.parse(json) : null);
     } catch {
-      options = { calls: [] };
+      options = { calls: [], known: null };
     }
   }
   return { exhibit, code, options };

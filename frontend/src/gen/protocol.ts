@@ -11,6 +11,16 @@ export type Event =
   | ModuleLowered
   | ExecutableCompiled
   | ProgramExecuted
+  | JvpRuleApplied
+  | JvpJaxprStaged
+  | JaxprSplit
+  | RematPolicyMeasured
+  | TransposeStepped
+  | LinearJaxprStaged
+  | GradientChecked
+  | GradAttempted
+  | NonfiniteFound
+  | CustomRuleChecked
   | RunFinished
   | RunFailed;
 export type Request = RunRequest | CancelRequest;
@@ -378,6 +388,277 @@ export interface ArrayPreview {
   shape: number[];
 }
 /**
+ * JAX's JVP rule (``ad.primitive_jvps[primitive]``) ran on one primal eqn.
+ *
+ * ``index`` is the primal eqn's index in the staged jaxpr; ``tangent_eqns`` JAX's printout of
+ * each eqn the rule emitted; values are at the user's ``args`` with the exhibit's tangents.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "JvpRuleApplied".
+ */
+export interface JvpRuleApplied {
+  index: number;
+  primals_in: ValueView[];
+  primals_out: ValueView[];
+  primitive: string;
+  rule: RuleView | null;
+  run_id: string;
+  seq: number;
+  source: SourceLoc | null;
+  tangent_eqns: string[];
+  tangents_in: ValueView[];
+  tangents_out: ValueView[];
+  type: 'jvp_rule_applied';
+}
+/**
+ * A value going into or out of a rule.
+ *
+ * ``role``: primal, tangent, residual (a known value the linear jaxpr reads), undefined_primal
+ * (``ad.UndefinedPrimal``: a linear input of a transpose rule), literal, or cotangent.
+ * ``zero`` marks a symbolic zero (``ad.Zero``: no array exists); ``preview`` is a truncated
+ * ``numpy`` printout (``None`` when the value is only abstract); ``var`` the jaxpr variable name
+ * when it has one; ``nonfinite`` true when the value holds a NaN or an Inf.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ValueView".
+ */
+export interface ValueView {
+  aval: AvalView;
+  nonfinite: boolean;
+  preview: string | null;
+  role: 'primal' | 'tangent' | 'residual' | 'undefined_primal' | 'literal' | 'cotangent';
+  var: string | null;
+  zero: boolean;
+}
+/**
+ * Where a rule of JAX's AD tables comes from.
+ *
+ * ``table`` is the dict it was found in (``primitive_jvps``, ``primitive_transposes``,
+ * ``fancy_transposes``); ``name`` the rule function's qualified name (``functools.partial``
+ * unwrapped); ``file`` the path below site-packages (``jax/_src/lax/lax.py``) and ``line`` the
+ * 1-based line where the rule is registered (or defined, when no registration line is found).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "RuleView".
+ */
+export interface RuleView {
+  file: string | null;
+  line: number | null;
+  name: string;
+  table: string;
+}
+/**
+ * The whole JVP jaxpr: ``jaxpr.text`` is ``str(jax.make_jaxpr(lambda p, t: jax.jvp(f, p,
+ * t))(args, tangents))``; ``eqn_origin[i]`` the primal eqn index that eqn ``i`` came from (or
+ * ``None``); outputs at ``args``, checked against ``jax.jvp`` (``max_abs_diff``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "JvpJaxprStaged".
+ */
+export interface JvpJaxprStaged {
+  eqn_origin: (number | null)[];
+  jaxpr: JaxprView;
+  matches_jax_jvp: boolean;
+  max_abs_diff: number;
+  primals_out: ArrayPreview[];
+  run_id: string;
+  seq: number;
+  tangents_in: ArrayPreview[];
+  tangents_out: ArrayPreview[];
+  type: 'jvp_jaxpr_staged';
+}
+/**
+ * ``pe.partial_eval_jaxpr_nounits`` split the JVP jaxpr: ``known_inputs`` the flags used
+ * (one per JVP-jaxpr input, ``input_labels`` naming each), the known and unknown jaxprs,
+ * ``out_unknowns``, and the residuals in order.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "JaxprSplit".
+ */
+export interface JaxprSplit {
+  input_labels: string[];
+  known: JaxprView;
+  known_inputs: boolean[];
+  out_unknowns: boolean[];
+  residuals: ResidualView[];
+  run_id: string;
+  seq: number;
+  type: 'jaxpr_split';
+  unknown: JaxprView;
+}
+/**
+ * A residual: a value the known (forward) jaxpr hands to the unknown (linear) one.
+ *
+ * ``aval``; ``source`` the user line of the eqn that produced it (``None`` for an input);
+ * ``description`` what produced it (``output of sin``, ``the argument x``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ResidualView".
+ */
+export interface ResidualView {
+  aval: AvalView;
+  description: string;
+  source: SourceLoc | null;
+}
+/**
+ * ``jax.checkpoint(f, policy=...)`` under ``jax.grad``: ``saved`` as
+ * ``print_saved_residuals`` reports them, their total bytes, the compiled ``memory_analysis``
+ * temp bytes and the median step time in milliseconds.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "RematPolicyMeasured".
+ */
+export interface RematPolicyMeasured {
+  policy: string;
+  residual_bytes: number;
+  run_id: string;
+  saved: ResidualView[];
+  seq: number;
+  step_ms: number;
+  temp_bytes: number | null;
+  type: 'remat_policy_measured';
+}
+/**
+ * One step of the backward pass: the transpose rule of one linear eqn.
+ *
+ * ``step`` counts from 0 in walk order (last eqn first); ``eqn_index`` indexes the linear
+ * jaxpr; ``primal_primitive`` the primal eqn whose JVP rule emitted this eqn, when known.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "TransposeStepped".
+ */
+export interface TransposeStepped {
+  args: ValueView[];
+  cts_in: ValueView[];
+  eqn_index: number;
+  eqn_text: string;
+  primal_primitive: string | null;
+  primitive: string;
+  rule: RuleView | null;
+  run_id: string;
+  seq: number;
+  source: SourceLoc | null;
+  step: number;
+  type: 'transpose_stepped';
+  writes: CotangentWrite[];
+}
+/**
+ * A cotangent a transpose rule sent to a linear variable: ``mode`` set (first write) or
+ * accumulate (``ad.add_tangents`` with what was there), the contribution and the running sum.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "CotangentWrite".
+ */
+export interface CotangentWrite {
+  contribution: ValueView;
+  mode: 'set' | 'accumulate';
+  running: ValueView;
+  var: string;
+}
+/**
+ * The linear jaxpr the backward pass walks (residuals first), with the residual values.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "LinearJaxprStaged".
+ */
+export interface LinearJaxprStaged {
+  jaxpr: JaxprView;
+  residuals: ValueView[];
+  run_id: string;
+  seq: number;
+  type: 'linear_jaxpr_staged';
+}
+/**
+ * The walk's final cotangents beside ``jax.grad``/``jax.vjp`` and central finite
+ * differences in float64. ``gradient``: one entry per element of ``args``.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "GradientChecked".
+ */
+export interface GradientChecked {
+  equal_to_jax: boolean;
+  finite_difference: unknown;
+  gradient: unknown;
+  jax_grad: unknown;
+  jax_vjp: unknown;
+  max_abs_err: number;
+  max_rel_err: number;
+  run_id: string;
+  seq: number;
+  type: 'gradient_checked';
+}
+/**
+ * One way of taking the gradient (``eager`` = ``jax.grad(f)(*args)``, ``jit`` =
+ * ``jax.jit(jax.grad(f))``): whether it worked and, if not, JAX's error and why.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "GradAttempted".
+ */
+export interface GradAttempted {
+  error_class: string | null;
+  explanation: string | null;
+  message: string | null;
+  mode: 'eager' | 'jit';
+  ok: boolean;
+  run_id: string;
+  seq: number;
+  source: SourceLoc | null;
+  type: 'grad_attempted';
+}
+/**
+ * The first backward-pass step whose cotangent became NaN or Inf (``found`` false: none).
+ * ``cure`` the usual fix where one applies (the double-``where`` pattern).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "NonfiniteFound".
+ */
+export interface NonfiniteFound {
+  cure: string | null;
+  found: boolean;
+  primal_primitive: string | null;
+  primitive: string | null;
+  run_id: string;
+  seq: number;
+  source: SourceLoc | null;
+  step: number | null;
+  type: 'nonfinite_found';
+  values_in: ValueView[];
+  values_out: ValueView[];
+}
+/**
+ * A ``custom_vjp``/``custom_jvp`` function checked against autodiff and finite
+ * differences; ``residuals`` what ``fwd`` saved; ``problems`` the mistakes found, explained.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "CustomRuleChecked".
+ */
+export interface CustomRuleChecked {
+  arguments: ArgumentCheck[];
+  kind: 'custom_vjp' | 'custom_jvp';
+  name: string;
+  nondiff_argnums: number[];
+  problems: string[];
+  residuals: ValueView[];
+  run_id: string;
+  seq: number;
+  type: 'custom_rule_checked';
+}
+/**
+ * One argument's gradient three ways: the custom rule, plain autodiff of the same math
+ * (the rule removed), finite differences; max abs differences of the custom one to each.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ArgumentCheck".
+ */
+export interface ArgumentCheck {
+  autodiff: unknown;
+  custom: unknown;
+  finite_difference: unknown;
+  max_abs_diff_autodiff: number | null;
+  max_abs_diff_fd: number | null;
+  path: string;
+}
+/**
  * Terminal: the run completed. ``duration_ms`` is the worker-side wall time.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
@@ -448,7 +729,9 @@ export interface RunRequest {
   type: 'run';
 }
 /**
- * Per-run options. ``calls``: extra calls after the first (tracing exhibit).
+ * Per-run options. ``calls``: extra calls after the first (tracing exhibit). ``known``:
+ * the partial_eval exhibit's known/unknown toggle, one flag per input of the JVP jaxpr
+ * (primals then tangents, flattened); ``None`` = primals known, tangents unknown.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "RunOptions".
@@ -458,6 +741,7 @@ export interface RunOptions {
    * @maxItems 16
    */
   calls?: CallSpec[];
+  known: boolean[] | null;
 }
 /**
  * One extra call of the jitted function in the tracing exhibit's "call again" control.

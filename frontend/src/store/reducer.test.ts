@@ -4,7 +4,7 @@ import { IDLE_STATE, applyEvent, failLocally, startRun } from './reducer';
 import type { RunState } from './reducer';
 import type { Event } from '../protocol';
 
-const OPTIONS = { calls: [] };
+const OPTIONS = { calls: [], known: null };
 
 function feed(state: RunState, events: Event[], now = 1000): RunState {
   return events.reduce((s, e, i) => applyEvent(s, e, now + i), state);
@@ -76,7 +76,7 @@ describe('applyEvent', () => {
 
   it('a new run starts from scratch', () => {
     const old = feed(startRun('r1', 'tracing', OPTIONS, 0), [runStarted('r1', 0), runFinished('r1', 1)]);
-    const fresh = startRun('r2', 'stations', { calls: [{ change: 'shape', expr: null }] }, 10);
+    const fresh = startRun('r2', 'stations', { calls: [{ change: 'shape', expr: null }], known: null }, 10);
     expect(fresh.events).toEqual([]);
     expect(fresh.terminal).toBeNull();
     expect(applyEvent(fresh, runFinished('r1', 2), 11)).toBe(fresh);

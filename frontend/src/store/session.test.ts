@@ -9,7 +9,7 @@ describe('RunSession', () => {
   it('follows a streaming run, steps back, and plays to the end on a timer', () => {
     let clock = 0;
     const session = new RunSession(() => clock);
-    session.begin('r1', 'tracing', { calls: [] });
+    session.begin('r1', 'tracing', { calls: [], known: null });
     expect(session.run.status).toBe('running');
     const stream = [runStarted('r1', 0), stageStarted('r1', 1, 'trace'), eqnRecorded('r1', 2, 0), eqnRecorded('r1', 3, 1)];
     for (const e of stream) {
@@ -37,10 +37,10 @@ describe('RunSession', () => {
 
   it('a new run clears the previous one and the selection; a lost run fails', () => {
     const session = new RunSession(() => 5);
-    session.begin('r1', 'tracing', { calls: [] });
+    session.begin('r1', 'tracing', { calls: [], known: null });
     session.receive(runStarted('r1', 0));
     session.select({ origin: 'editor', lines: [3], eqnIndices: [], opLines: [] });
-    session.begin('r2', 'stations', { calls: [] });
+    session.begin('r2', 'stations', { calls: [], known: null });
     expect(session.run.events).toEqual([]);
     expect(session.selection.lines).toEqual([]);
     session.receive(runStarted('r1', 1));

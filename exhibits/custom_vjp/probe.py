@@ -1,0 +1,10 @@
+"""The custom_vjp exhibit's probe (being built)."""
+
+from __future__ import annotations
+
+from jaxscope.sandbox.probe_api import ProbeContext
+
+
+def run(ctx: ProbeContext) -> None:
+    """Not built yet."""
+    raise NotImplementedError("the custom_vjp exhibit is being built")
