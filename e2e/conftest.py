@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from jaxscope.local_server import serving
+from playwright.sync_api import ConsoleMessage, Page
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
@@ -57,3 +58,17 @@ def screenshots() -> Path:
     """Where e2e tests save the screenshots that we look at."""
     SCREENSHOTS.mkdir(exist_ok=True)
     return SCREENSHOTS
+
+
+@pytest.fixture
+def console_errors(page: Page) -> Iterator[list[str]]:
+    """Collects console errors and uncaught page errors; each test asserts it stays empty."""
+    errors: list[str] = []
+
+    def on_console(msg: ConsoleMessage) -> None:
+        if msg.type == "error":
+            errors.append(msg.text)
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
+    yield errors

@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import jax
 import pytest
 from jaxscope.sandbox.snippet import load_snippet
-from playwright.sync_api import ConsoleMessage, Page, expect
+from playwright.sync_api import Page, expect
 
+from e2e.browser import RUN_TIMEOUT_MS, editor_text, open_exhibit, run_and_wait, set_code
 from exhibits.registry import EXHIBITS
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT.parent / "shared" / "cases"
-RUN_TIMEOUT_MS = 30_000
 
 TYPED = """import jax.numpy as jnp
 
@@ -43,52 +42,6 @@ def f(x, y):
 
 args = (jnp.ones(3), 1.0)
 """
-
-
-@pytest.fixture
-def console_errors(page: Page) -> Iterator[list[str]]:
-    """Collects console errors and uncaught page errors; each test asserts it stays empty."""
-    errors: list[str] = []
-
-    def on_console(msg: ConsoleMessage) -> None:
-        if msg.type == "error":
-            errors.append(msg.text)
-
-    page.on("console", on_console)
-    page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
-    yield errors
-
-
-def open_exhibit(page: Page, exhibit: str) -> None:
-    """Open the explorer on ``exhibit`` once its catalogue and example have loaded."""
-    page.goto("/")
-    page.get_by_test_id(f"exhibit-{exhibit}").click()
-    expect(page.get_by_test_id("exhibit-title")).to_contain_text(EXHIBITS[exhibit].title)
-    # The default example arrives with the catalogue; typing before that would be overwritten.
-    expect(page.get_by_test_id("editor").locator(".cm-line").nth(3)).to_be_attached()
-
-
-def set_code(page: Page, code: str) -> None:
-    """Replace the editor's text exactly (insert_text bypasses auto-indent)."""
-    content = page.get_by_test_id("editor").locator(".cm-content")
-    content.click()
-    page.keyboard.press("Control+A")
-    page.keyboard.press("Delete")
-    page.keyboard.insert_text(code)
-    page.keyboard.press("Escape")
-
-
-def editor_text(page: Page) -> str:
-    # An empty line renders as <br>, whose inner text is a newline of its own.
-    lines = page.get_by_test_id("editor").locator(".cm-line").all_inner_texts()
-    return "\n".join(line.rstrip("\n") for line in lines)
-
-
-def run_and_wait(page: Page) -> None:
-    page.get_by_test_id("run").click()
-    expect(page.get_by_test_id("stepper-event-type")).to_have_text(
-        re.compile(r"run_finished|run_failed"), timeout=RUN_TIMEOUT_MS
-    )
 
 
 def unfolded_jaxpr_text(page: Page) -> str:

@@ -1,0 +1,44 @@
+"""Browser helpers shared by the e2e tests: open an exhibit, replace the editor's text, run
+and wait for the terminal event, read the editor back."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Page, expect
+
+from exhibits.registry import EXHIBITS
+
+RUN_TIMEOUT_MS = 30_000
+
+
+def open_exhibit(page: Page, exhibit: str) -> None:
+    """Open the explorer on ``exhibit`` once its catalogue and example have loaded."""
+    page.goto("/")
+    page.get_by_test_id(f"exhibit-{exhibit}").click()
+    expect(page.get_by_test_id("exhibit-title")).to_contain_text(EXHIBITS[exhibit].title)
+    # The default example arrives with the catalogue; typing before that would be overwritten.
+    expect(page.get_by_test_id("editor").locator(".cm-line").nth(3)).to_be_attached()
+
+
+def set_code(page: Page, code: str) -> None:
+    """Replace the editor's text exactly (insert_text bypasses auto-indent)."""
+    content = page.get_by_test_id("editor").locator(".cm-content")
+    content.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text(code)
+    page.keyboard.press("Escape")
+
+
+def editor_text(page: Page) -> str:
+    # An empty line renders as <br>, whose inner text is a newline of its own.
+    lines = page.get_by_test_id("editor").locator(".cm-line").all_inner_texts()
+    return "\n".join(line.rstrip("\n") for line in lines)
+
+
+def run_and_wait(page: Page) -> None:
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text(
+        re.compile(r"run_finished|run_failed"), timeout=RUN_TIMEOUT_MS
+    )
