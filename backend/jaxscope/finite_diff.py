@@ -1,0 +1,194 @@
+"""Central finite differences in float64: the independent truth the autodiff exhibits check JAX's
+gradients against.
+
+Only public JAX is used: the function is evaluated under ``jax.enable_x64(True)`` on float64
+copies of the floating-point arguments (jitted when it can be, eagerly otherwise), one element at
+a time: ``(f(x + h e_i) - f(x - h e_i)) / 2h`` with ``h = cbrt(eps64) * max(1, |x_i|)`` (about
+6e-6 for ``|x_i| <= 1``, truncation and rounding errors of order 1e-11). At a kink the left and
+right one-sided differences disagree; that element is reported as ``None`` (as in
+``../shared/cases``: "null where the left and right differences disagree").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+# h = eps^(1/3) * max(1, |x|) balances truncation (h^2 f''') against rounding (eps f / h).
+_STEP = float(np.finfo(np.float64).eps) ** (1.0 / 3.0)
+# One-sided differences differ by about h * f'' where f is smooth; a kink shows as an O(1) gap.
+_KINK_RTOL = 1e-2
+# More elements than this are sampled evenly; the others are reported as None.
+MAX_ELEMENTS = 4096
+
+
+@dataclass(frozen=True)
+class FiniteDifferences:
+    """Central differences of a scalar function, one entry per differentiated argument.
+
+    ``values[k]`` has the pytree structure of ``args[argnums[k]]`` with float64 ``numpy`` arrays
+    as leaves (NaN where ``known[k]`` is false); ``known[k]`` the same structure with bool arrays:
+    false at a kink or at an element not sampled (more than :data:`MAX_ELEMENTS`).
+    """
+
+    values: list[Any]
+    known: list[Any]
+
+    def nested(self) -> list[Any]:
+        """``values`` as nested lists of floats, ``None`` where not known (JSON-ready)."""
+        out = []
+        for value, known in zip(self.values, self.known, strict=True):
+            out.append(
+                jax.tree.map(lambda v, k: _nested_array(np.asarray(v), np.asarray(k)), value, known)
+            )
+        return [_tree_to_lists(v) for v in out]
+
+
+def _nested_array(value: np.ndarray, known: np.ndarray) -> Any:
+    if value.ndim == 0:
+        return float(value) if bool(known) else None
+    return [_nested_array(v, k) for v, k in zip(value, known, strict=True)]
+
+
+def _tree_to_lists(tree: Any) -> Any:
+    """Containers to lists (dicts in key order, as ``tree_leaves``), leaves kept."""
+    if isinstance(tree, dict):
+        return [_tree_to_lists(tree[k]) for k in sorted(tree)]
+    if isinstance(tree, (list, tuple)):
+        return [_tree_to_lists(t) for t in tree]
+    return tree
+
+
+def is_float_leaf(x: Any) -> bool:
+    """True for a floating-point array or a Python float (the leaves that get a gradient)."""
+    if isinstance(x, float):
+        return True
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and np.issubdtype(np.dtype(dtype), np.floating)
+
+
+def _to_float64(x: Any) -> Any:
+    return np.asarray(x, dtype=np.float64) if is_float_leaf(x) else x
+
+
+def _scalar(value: Any) -> float:
+    arr = np.asarray(value)
+    if arr.shape != ():
+        raise TypeError(f"finite differences need a scalar output, got shape {arr.shape}")
+    return float(arr)
+
+
+def central_differences(
+    fun: Callable[..., Any], args: Sequence[Any], argnums: Sequence[int]
+) -> FiniteDifferences:
+    """Central differences in float64 of the scalar ``fun(*args)`` w.r.t. ``args[i]`` for ``i``
+    in ``argnums`` (only their floating-point leaves; other leaves get NaN and ``known`` false).
+
+    ``fun`` receives float64 copies of the floating-point leaves of every argument. Raises
+    ``TypeError`` when the output is not a scalar, and whatever ``fun`` raises.
+    """
+    with jax.enable_x64(True):
+        args64 = [jax.tree.map(_to_float64, a) for a in args]
+        evaluate = _evaluator(fun, args64)
+        positions = [
+            (k, leaf_index, flat_index)
+            for k, i in enumerate(argnums)
+            for leaf_index, leaf in enumerate(jax.tree.leaves(args64[i]))
+            if is_float_leaf(leaf)
+            for flat_index in range(int(np.size(leaf)))
+        ]
+        if len(positions) > MAX_ELEMENTS:
+            picks = np.linspace(0, len(positions) - 1, MAX_ELEMENTS).round().astype(int)
+            positions = [positions[p] for p in sorted(set(picks.tolist()))]
+        leaves = [[np.array(x, copy=True) for x in jax.tree.leaves(args64[i])] for i in argnums]
+        values = [
+            [np.full(np.shape(x), np.nan, np.float64) for x in leaf_list] for leaf_list in leaves
+        ]
+        known = [[np.zeros(np.shape(x), bool) for x in leaf_list] for leaf_list in leaves]
+        f0 = evaluate(argnums, leaves)
+        for k, leaf_index, flat_index in positions:
+            leaf = leaves[k][leaf_index]
+            flat = leaf.reshape(-1) if leaf.ndim else None
+            x = float(flat[flat_index]) if flat is not None else float(leaf)
+            h = _STEP * max(1.0, abs(x))
+            f_plus = _perturbed(evaluate, argnums, leaves, k, leaf_index, flat_index, x + h)
+            f_minus = _perturbed(evaluate, argnums, leaves, k, leaf_index, flat_index, x - h)
+            central = (f_plus - f_minus) / (2 * h)
+            left, right = (f0 - f_minus) / h, (f_plus - f0) / h
+            scale = max(1.0, abs(left), abs(right))
+            smooth = math.isfinite(central) and abs(left - right) <= _KINK_RTOL * scale
+            np.put(values[k][leaf_index], flat_index, central)
+            np.put(known[k][leaf_index], flat_index, smooth)
+        treedefs = [jax.tree.structure(args64[i]) for i in argnums]
+        return FiniteDifferences(
+            values=[jax.tree.unflatten(t, v) for t, v in zip(treedefs, values, strict=True)],
+            known=[jax.tree.unflatten(t, k) for t, k in zip(treedefs, known, strict=True)],
+        )
+
+
+def _perturbed(
+    evaluate: Callable[[Sequence[int], list[list[np.ndarray]]], float],
+    argnums: Sequence[int],
+    leaves: list[list[np.ndarray]],
+    k: int,
+    leaf_index: int,
+    flat_index: int,
+    x: float,
+) -> float:
+    leaf = leaves[k][leaf_index]
+    old = float(leaf.reshape(-1)[flat_index]) if leaf.ndim else float(leaf)
+    if leaf.ndim:
+        leaf.reshape(-1)[flat_index] = x
+    else:
+        leaves[k][leaf_index] = np.array(x)
+    try:
+        return evaluate(argnums, leaves)
+    finally:
+        if leaf.ndim:
+            leaf.reshape(-1)[flat_index] = old
+        else:
+            leaves[k][leaf_index] = np.array(old)
+
+
+def _evaluator(
+    fun: Callable[..., Any], args64: list[Any]
+) -> Callable[[Sequence[int], list[list[np.ndarray]]], float]:
+    """``evaluate(argnums, leaves)``: ``fun`` on ``args64`` with the leaves of the differentiated
+    arguments replaced; jitted (one compile, then fast calls) unless ``fun`` cannot be jitted."""
+    treedefs = {i: jax.tree.structure(a) for i, a in enumerate(args64)}
+
+    def assemble(argnums: Sequence[int], leaves: list[list[np.ndarray]]) -> list[Any]:
+        full = list(args64)
+        for i, leaf_list in zip(argnums, leaves, strict=True):
+            full[i] = jax.tree.unflatten(treedefs[i], leaf_list)
+        return full
+
+    def jitted_fun(diff_args: list[Any], argnums: tuple[int, ...]) -> Any:
+        full = list(args64)
+        for i, a in zip(argnums, diff_args, strict=True):
+            full[i] = a
+        return fun(*full)
+
+    compiled = jax.jit(jitted_fun, static_argnums=(1,))
+    use_jit = True
+
+    def evaluate(argnums: Sequence[int], leaves: list[list[np.ndarray]]) -> float:
+        nonlocal use_jit
+        full = assemble(argnums, leaves)
+        if use_jit:
+            try:
+                out = compiled([full[i] for i in argnums], tuple(argnums))
+            except Exception:
+                # Python control flow on values, or an int argument used as a shape: evaluate
+                # eagerly from now on (slower, same math).
+                use_jit = False
+            else:
+                return _scalar(out)
+        return _scalar(fun(*full))
+
+    return evaluate

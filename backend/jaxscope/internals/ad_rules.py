@@ -1,0 +1,170 @@
+"""Where JAX's autodiff rules live: look a primitive up in JAX's own rule tables and find the
+file:line where its rule was registered.
+
+JAX keeps its differentiation rules in module-level dicts (``jax._src.interpreters.ad``):
+``primitive_jvps`` (forward mode, used by ``JVPTrace.process_primitive``), and, for the backward
+pass, ``fancy_transposes`` (consulted first by ``backward_pass3``) then ``primitive_transposes``
+(``ad.get_primitive_transpose``). Most entries are ``functools.partial`` wrappers built by helpers
+such as ``ad.defjvp(sin_p, lambda g, x: ...)`` (-> ``partial(standard_jvp, (lambda,), sin_p)``)
+or ``ad.deflinear2`` (-> ``partial(linear_transpose2, rule)``); the registration line is where
+the lambda is written, or the line that names the rule function in a ``defjvp``/``deflinear``/
+``primitive_jvps[...] =`` statement. Everything here is read from the live tables; nothing is
+hard-coded per primitive.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+import sys
+from typing import Any
+
+from jax._src.interpreters import ad
+
+from jaxscope.protocol import RuleView
+
+# The helpers in ad.py that wrap a primitive-specific rule (the interesting function is in their
+# partial's arguments, and the registration line is that function's).
+_GENERIC_HELPERS = frozenset(
+    {
+        "standard_jvp",
+        "standard_jvp2",
+        "linear_jvp",
+        "linear_transpose2",
+        "fancy_bilinear_transpose",
+        "bilinear_transpose",
+        "deflinear",
+        "deflinear2",
+    }
+)
+
+_AD_FILE_SUFFIX = "jax/_src/interpreters/ad.py"
+
+_REGISTRATION = re.compile(
+    r"(primitive_jvps|primitive_transposes|fancy_transposes)\s*\[|"
+    r"\b(defjvp\w*|deflinear\w*|defbilinear\w*|deftranspose\w*|register_\w*)\s*\("
+)
+
+
+def _site_path(filename: str) -> str:
+    """``/.../site-packages/jax/_src/lax/lax.py`` -> ``jax/_src/lax/lax.py``."""
+    marker = "site-packages/"
+    return filename.split(marker, 1)[1] if marker in filename else filename
+
+
+def _code_of(fn: Any) -> Any:
+    return getattr(inspect.unwrap(fn), "__code__", None) if callable(fn) else None
+
+
+def _specific_functions(rule: Any) -> tuple[str, list[Any], list[Any]]:
+    """(helper name, the primitive-specific callables inside ``rule``, primitives it names)."""
+    if not isinstance(rule, functools.partial):
+        return "", [rule], []
+    helper = getattr(rule.func, "__name__", "")
+    specific: list[Any] = []
+    prims: list[Any] = []
+    for arg in (*rule.args, *rule.keywords.values()):
+        items = arg if isinstance(arg, (tuple, list)) else (arg,)
+        for item in items:
+            if isinstance(item, ad.core.Primitive):
+                prims.append(item)
+            elif callable(item) and _code_of(item) is not None:
+                specific.append(item)
+    if helper not in _GENERIC_HELPERS and not specific:
+        specific = [rule.func]
+    return helper, specific, prims
+
+
+@functools.cache
+def _source_lines(filename: str) -> tuple[str, ...]:
+    try:
+        with open(filename, encoding="utf-8") as fh:
+            return tuple(fh.read().splitlines())
+    except OSError:
+        return ()
+
+
+@functools.cache
+def _primitive_names() -> dict[int, list[tuple[str, str]]]:
+    """id(primitive) -> every (module file, global name) that holds it, over the loaded
+    ``jax._src`` modules (a primitive defined in ``ad_util`` is registered from ``ad``)."""
+    found: dict[int, list[tuple[str, str]]] = {}
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("jax._src") or module is None:
+            continue
+        filename = getattr(module, "__file__", None)
+        if not filename:
+            continue
+        for var, value in list(vars(module).items()):
+            if isinstance(value, ad.core.Primitive):
+                found.setdefault(id(value), []).append((filename, var))
+    return found
+
+
+def _registration_line(filename: str, names: list[str], after: int = 0) -> int | None:
+    """The first line (1-based) of ``filename`` past ``after`` that registers one of ``names``."""
+    lines = _source_lines(filename)
+    words = [re.compile(rf"\b{re.escape(n)}\b") for n in names]
+    for i, line in enumerate(lines, start=1):
+        if i <= after or line.lstrip().startswith(("def ", "#")):
+            continue
+        if not _REGISTRATION.search(line):
+            continue
+        # A registration may wrap (``ad.defbilinear(dot_general_p,\n    _lhs_rule, ...)``):
+        # read on while its parentheses are open.
+        statement, j = line, i
+        while statement.count("(") > statement.count(")") and j < min(i + 4, len(lines)):
+            statement += " " + lines[j]
+            j += 1
+        if any(w.search(statement) for w in words):
+            return i
+    return None
+
+
+def _view(table: str, primitive: Any, rule: Any) -> RuleView:
+    helper, specific, named = _specific_functions(rule)
+    label_parts = [getattr(f, "__name__", type(f).__name__) for f in specific]
+    if helper:
+        name = f"{helper}({', '.join(label_parts)})" if label_parts else helper
+    else:
+        name = label_parts[0] if label_parts else type(rule).__name__
+    first = specific[0] if specific else None
+    code = _code_of(first)
+    # Lambdas written inside ad.py's own helpers (``defbilinear``) say nothing about the
+    # primitive: look for its registration instead.
+    if code is not None and not code.co_filename.endswith(_AD_FILE_SUFFIX):
+        filename, line = code.co_filename, code.co_firstlineno
+        if code.co_name != "<lambda>":
+            # A named rule: its registration is a later line naming it (``defjvp(p, _rule)``).
+            line = _registration_line(filename, [code.co_name], after=line) or line
+        return RuleView(table=table, name=name, file=_site_path(filename), line=line)
+    # No specific function (``partial(linear_jvp, prim)``): find the line registering the
+    # primitive's global name in the module that defines it.
+    for filename, var in _primitive_names().get(id(named[0] if named else primitive), []):
+        line = _registration_line(filename, [var])
+        if line is not None:
+            return RuleView(table=table, name=name, file=_site_path(filename), line=line)
+    if code is not None:
+        return RuleView(
+            table=table, name=name, file=_site_path(code.co_filename), line=code.co_firstlineno
+        )
+    return RuleView(table=table, name=name)
+
+
+def jvp_rule_view(primitive: Any) -> RuleView | None:
+    """The JVP rule of ``primitive`` in ``ad.primitive_jvps`` and where it was registered, or
+    ``None`` when the table has no entry (custom_jvp_call/custom_vjp_call are handled by the
+    trace's ``process_custom_*`` methods instead; a user primitive may simply have none)."""
+    rule = ad.primitive_jvps.get(primitive)
+    return None if rule is None else _view("primitive_jvps", primitive, rule)
+
+
+def transpose_rule_view(primitive: Any) -> RuleView | None:
+    """The transpose rule ``backward_pass`` uses for ``primitive``: ``ad.fancy_transposes`` is
+    consulted first, then ``ad.primitive_transposes``; ``None`` when neither has one."""
+    rule = ad.fancy_transposes.get(primitive)
+    if rule is not None:
+        return _view("fancy_transposes", primitive, rule)
+    rule = ad.primitive_transposes.get(primitive)
+    return None if rule is None else _view("primitive_transposes", primitive, rule)
