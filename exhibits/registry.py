@@ -93,6 +93,9 @@ class Exhibit:
     examples_from: tuple[str, ...] = ()
     # When set, only these names are borrowed from ``examples_from`` (own examples all count).
     borrow_only: tuple[str, ...] = ()
+    # Multiplies the sandbox's per-run wall-clock and CPU limits for this exhibit: the autodiff
+    # exhibits trace, compile and run the user's function several times in one run.
+    budget: float = 1.0
 
     @property
     def folder(self) -> Path:
@@ -168,6 +171,7 @@ EXHIBITS: dict[str, Exhibit] = {
             examples_from=("tracing",),
             borrow_only=_AD_EXAMPLES,
             artefacts=_artefacts_of("jvp"),
+            budget=3.0,
         ),
         Exhibit(
             id="partial_eval",
@@ -177,6 +181,7 @@ EXHIBITS: dict[str, Exhibit] = {
             examples_from=("jvp", "tracing"),
             borrow_only=_AD_EXAMPLES,
             artefacts=_artefacts_of("partial_eval"),
+            budget=3.0,
         ),
         Exhibit(
             id="transpose",
@@ -186,6 +191,7 @@ EXHIBITS: dict[str, Exhibit] = {
             examples_from=("jvp", "tracing"),
             borrow_only=_AD_EXAMPLES,
             artefacts=_artefacts_of("transpose"),
+            budget=3.0,
         ),
         Exhibit(
             id="custom_vjp",
@@ -193,6 +199,7 @@ EXHIBITS: dict[str, Exhibit] = {
             summary="Check your rule against autodiff and finite differences; see what fwd saves.",
             default_example="clip_gradient",
             artefacts=_artefacts_of("custom_vjp"),
+            budget=3.0,
         ),
         Exhibit(
             id="nan_finder",
@@ -200,12 +207,20 @@ EXHIBITS: dict[str, Exhibit] = {
             summary="Walk the backward pass on values and stop where a cotangent turns NaN or Inf.",
             default_example="where_sqrt",
             artefacts=_artefacts_of("nan_finder"),
+            budget=3.0,
         ),
     ]
 }
 
 # Each exhibit folder must hold these parts (checked at server start and in tests).
 REQUIRED_PARTS = ("probe.py", "View.svelte", "narrative.md", "examples", "golden")
+
+
+def run_budget(exhibit_id: str) -> float:
+    """The limit multiplier of ``exhibit_id`` (1.0 for an unknown id: the run then fails as
+    unknown exhibit inside the worker, under the normal limits)."""
+    exhibit = EXHIBITS.get(exhibit_id)
+    return exhibit.budget if exhibit else 1.0
 
 
 def missing_parts(exhibit: Exhibit) -> list[str]:

@@ -66,3 +66,13 @@ def test_address_space_limit_off_where_a_gpu_is_attached(tmp_path: Path) -> None
     fake = tmp_path / "nvidiactl"
     fake.touch()
     assert default_address_space_bytes(fake) == 0
+
+
+def test_autodiff_exhibits_get_a_larger_run_budget() -> None:
+    """The AD exhibits trace, compile and run f several times: their wall/CPU limits scale."""
+    from exhibits.registry import EXHIBITS, run_budget
+
+    assert run_budget("tracing") == 1.0
+    assert run_budget("no-such-exhibit") == 1.0
+    for exhibit in ("jvp", "partial_eval", "transpose", "custom_vjp", "nan_finder"):
+        assert run_budget(exhibit) == EXHIBITS[exhibit].budget > 1.0

@@ -37,6 +37,7 @@ from dataclasses import asdict
 
 from pydantic import ValidationError
 
+from exhibits.registry import run_budget
 from jaxscope.protocol import (
     EVENT_ADAPTER,
     ErrorKind,
@@ -431,7 +432,8 @@ class WorkerProcess:
         of ``request``); return the terminal event, which is always the last one emitted.
 
         The run ends with ``run_failed`` ``timeout`` after ``wall_s`` seconds (default
-        ``limits.wall_s``), ``cancelled`` once ``cancel`` is set, ``invalid_event`` on a line
+        ``limits.wall_s``) times the exhibit's ``budget`` (``exhibits.registry``; the CPU limit
+        is scaled the same way), ``cancelled`` once ``cancel`` is set, ``invalid_event`` on a line
         that is not a protocol event (or over :data:`MAX_EVENT_LINE_BYTES`, or tagged for
         another job), or the kind from :func:`classify_death` when the worker dies; in all those
         cases the worker is killed and must not be reused. Raises :class:`WorkerGone` (nothing
@@ -439,7 +441,8 @@ class WorkerProcess:
         before this job produced its first event.
         """
         limits = self.limits
-        wall = limits.wall_s if wall_s is None else wall_s
+        budget = run_budget(request.exhibit)
+        wall = (limits.wall_s if wall_s is None else wall_s) * budget
         await self._stop_idle_watch()
         if not self.alive:
             raise WorkerGone(f"worker {self.pid} is gone ({self.idle_fault or 'exited'})")
@@ -465,7 +468,7 @@ class WorkerProcess:
             {
                 "job": self.runs,
                 "request": job_request.model_dump(mode="json"),
-                "cpu_s": limits.cpu_s,
+                "cpu_s": limits.cpu_s * budget,
             }
         )
         terminal: RunFinished | RunFailed
