@@ -1,0 +1,496 @@
+"""The backward pass, one linear eqn at a time, through JAX's own transpose rules.
+
+This is what ``jax.vjp`` / ``jax.grad`` do in JAX 0.10.2 (``jax/_src/api.py`` ``vjp`` and
+``_vjp3_bwd``), opened up so that each step can be seen:
+
+1. :func:`linearize_vjp` calls ``ad.linearize(fun, primals, is_vjp=True)`` exactly as
+   ``jax.vjp`` does (primals canonicalised with ``dtypes.canonicalize_value``). It returns the
+   linear jaxpr (``constvars`` = the residuals, one ``invar`` per primal leaf, one ``outvar`` per
+   output whose tangent is not a symbolic zero) and the residual *values* (concrete arrays: the
+   forward pass ran on the user's arguments).
+   While it runs, ``LinearizeTrace.process_primitive`` (and the custom_jvp/custom_vjp hooks) are
+   wrapped to note which primal primitive was being linearised when each tangent eqn was
+   recorded (``Linearized.origin``: id of an outvar ``Var`` -> primal primitive name). That is
+   ``primal_primitive``: e.g. the ``mul`` emitted by ``sqrt``'s rule.
+2. :func:`walk` is ``ad.backward_pass3`` (ad.py) with a recorder: the same forward evaluation of
+   non-linear eqns, the same ``ad.ValAccum`` per linear variable (a subclass that logs each
+   ``accum`` call), the same reverse order, the same rule lookup (``ad.fancy_transposes`` first,
+   which receive the accumulators and call ``accum`` themselves; then
+   ``ad.get_primitive_transpose``, called with ``ad.UndefinedPrimal`` for linear inputs, whose
+   results are accumulated). Accumulation is ``ad.add_tangents`` (inside ``ValAccum.accum``):
+   the first non-zero write *sets* the value, later ones *accumulate* (``add_jaxvals``). So the
+   final cotangents are bit-identical to ``jax.vjp`` / ``jax.grad`` (tested).
+
+Public API (stable; the ``nan_finder`` exhibit builds on it):
+
+* ``linearize_vjp(fun, primals) -> Linearized``
+* ``seed_cotangents(lin) -> list``: 1.0 for a scalar output (``lax._one_vjp``, as ``jax.grad``)
+* ``walk(lin, cts_out, on_step=None) -> WalkResult``; ``on_step(StepRecord)`` is called after
+  each step and may return ``True`` to stop the walk there (``WalkResult.stopped``).
+* ``linear_jaxpr_staged(lin) -> LinearJaxprStaged`` and ``StepRecord.event`` (a
+  ``TransposeStepped``), ``value_view(x, role, var=None) -> ValueView``, ``is_nonfinite(x)``.
+
+Writes of a symbolic ``ad.Zero`` change nothing and are not recorded. Call-like eqns (``jit``,
+``scan``, ``cond``, ``custom_lin``, ``remat``) are one step each: their fancy transpose runs a
+whole inner backward pass. Ref primitives (``ref_p``...) are walked as ``backward_pass3`` does
+but not recorded as steps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from jax._src import core, source_info_util
+from jax._src.dtypes import canonicalize_value
+from jax._src.interpreters import ad
+from jax._src.interpreters import partial_eval as pe
+from jax._src.lax import lax as lax_internal
+from jax._src.tree_util import FlatTree
+
+from jaxscope.internals.ad_rules import transpose_rule_view
+from jaxscope.internals.views import (
+    aval_view,
+    jaxpr_view,
+    preview_value,
+    print_with_context,
+    snippet_source,
+)
+from jaxscope.protocol import (
+    CotangentWrite,
+    LinearJaxprStaged,
+    TransposeStepped,
+    ValueView,
+)
+
+source_info_util.register_exclusion(__file__)
+
+# Longest value preview in a step card (characters).
+STEP_PREVIEW_CHARS = 400
+_patch_lock = threading.RLock()
+
+
+@dataclass
+class Linearized:
+    """What ``ad.linearize(fun, primals, is_vjp=True)`` returned (as inside ``jax.vjp``).
+
+    ``jaxpr``: the linear jaxpr (``core.Jaxpr``; constvars are the residuals, invars one per
+    primal leaf, outvars one per output leaf with a non-zero tangent); ``residuals``: the values
+    of its constvars; ``out_primals``: the flat primal outputs; ``out_known[i]``: output ``i``
+    has a symbolic-zero tangent (no outvar); ``in_tree``/``out_tree``: pytree structures of
+    ``primals`` and of the output; ``origin``: ``id(outvar)`` -> the primal primitive whose
+    linearisation recorded that eqn.
+    """
+
+    jaxpr: core.Jaxpr
+    residuals: list[Any]
+    out_primals: list[Any]
+    out_known: list[bool]
+    in_tree: Any
+    out_tree: Any
+    origin: dict[int, str] = field(default_factory=dict)
+    keep: list[Any] = field(default_factory=list, repr=False)
+
+    def closed(self) -> core.ClosedJaxpr:
+        """The linear jaxpr closed over the residual values (printed ``{ lambda a b; c. ...}``)."""
+        return core.ClosedJaxpr(self.jaxpr, self.residuals)
+
+    def primal_primitive(self, eqn: core.JaxprEqn) -> str | None:
+        """The primal primitive whose JVP/linearisation rule emitted ``eqn`` (None if unknown)."""
+        for v in eqn.outvars:
+            name = self.origin.get(id(v))
+            if name is not None:
+                return name
+        return None
+
+
+@dataclass
+class WriteRecord:
+    """One ``accum`` into a linear variable: ``mode`` set (first non-zero write) or accumulate,
+    ``contribution`` the cotangent sent, ``running`` the value after ``ad.add_tangents``."""
+
+    var: core.Var
+    mode: str
+    contribution: Any
+    running: Any
+
+
+@dataclass
+class StepRecord:
+    """One step: the transpose rule of ``eqn`` (``jaxpr.eqns[eqn_index]``) ran.
+
+    ``cts_in``: the cotangent of each outvar (array or ``ad.Zero``); ``args``: each invar's
+    value as the rule saw it (array, literal value, or ``ad.UndefinedPrimal`` for a linear input);
+    ``writes``: the accumulations the step made; ``event``: the same as a ``TransposeStepped``.
+    """
+
+    step: int
+    eqn_index: int
+    eqn: core.JaxprEqn
+    primal_primitive: str | None
+    cts_in: list[Any]
+    args: list[Any]
+    writes: list[WriteRecord]
+    event: TransposeStepped
+
+    @property
+    def nonfinite(self) -> bool:
+        """True when a cotangent arriving or written in this step holds a NaN or an Inf."""
+        return any(is_nonfinite(c) for c in self.cts_in) or any(
+            is_nonfinite(w.contribution) or is_nonfinite(w.running) for w in self.writes
+        )
+
+
+@dataclass
+class WalkResult:
+    """``cotangents``: one per primal leaf (``ad.instantiate_zeros`` applied, as ``jax.vjp``),
+    in ``lin.in_tree`` order; ``steps`` in walk order; ``stopped`` true when ``on_step`` stopped
+    the walk early (then ``cotangents`` are the partial sums so far)."""
+
+    cotangents: list[Any]
+    steps: list[StepRecord]
+    stopped: bool = False
+
+    def unflatten(self, in_tree: Any) -> Any:
+        """The cotangents in the structure of the primals (a tuple, one entry per argument)."""
+        return in_tree.unflatten(self.cotangents)
+
+
+# ---- values -----------------------------------------------------------------------------------
+
+
+def is_nonfinite(x: Any) -> bool:
+    """True when ``x`` is a floating array holding a NaN or an Inf (Zero/None/abstract: False)."""
+    if x is None or type(x) is ad.Zero or isinstance(x, ad.UndefinedPrimal):
+        return False
+    try:
+        arr = np.asarray(x)
+    except Exception:
+        return False
+    return bool(np.issubdtype(arr.dtype, np.inexact) and not np.all(np.isfinite(arr)))
+
+
+def value_view(x: Any, role: str, var: str | None = None) -> ValueView:
+    """A ``ValueView`` of ``x``: an array, a Python/numpy scalar, ``ad.Zero`` (``zero=True``,
+    no preview) or ``ad.UndefinedPrimal`` (no preview)."""
+    if type(x) is ad.Zero:
+        return ValueView(role=role, aval=aval_view(x.aval), zero=True, var=var)  # type: ignore[arg-type]
+    if isinstance(x, ad.UndefinedPrimal):
+        return ValueView(role=role, aval=aval_view(x.aval), var=var)  # type: ignore[arg-type]
+    aval = core.typeof(x)
+    return ValueView(
+        role=role,  # type: ignore[arg-type]
+        aval=aval_view(aval),
+        preview=preview_value(x, STEP_PREVIEW_CHARS),
+        var=var,
+        nonfinite=is_nonfinite(x),
+    )
+
+
+# ---- linearize ----------------------------------------------------------------------------
+
+
+def _frame_eqns(trace: Any) -> list[Any] | None:
+    frame = getattr(trace, "frame", None)
+    return getattr(frame, "tracing_eqns", None)
+
+
+def _recorded(eqns: list[Any], start: int) -> list[Any]:
+    out = []
+    for e in eqns[start:]:
+        e = e() if callable(e) and not hasattr(e, "outvars") else e
+        if e is not None:
+            out.append(e)
+    return out
+
+
+@contextlib.contextmanager
+def _noting_origins(origin: dict[int, str], keep: list[Any]) -> Iterator[None]:
+    """Wrap ``LinearizeTrace.process_primitive`` (and the custom_jvp/custom_vjp hooks) so that
+    each tangent eqn recorded while a primal primitive is linearised is attributed to it (the
+    innermost primitive wins: ``setdefault``)."""
+    cls = ad.LinearizeTrace
+    names = ["process_primitive", "process_custom_jvp_call", "process_custom_vjp_call"]
+    originals = {n: cls.__dict__[n] for n in names if n in cls.__dict__}
+
+    def wrap(orig: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(orig)
+        def wrapped(self: Any, primitive: Any, *rest: Any, **kw: Any) -> Any:
+            eqns = _frame_eqns(self.tangent_trace)
+            start = len(eqns) if eqns is not None else 0
+            out = orig(self, primitive, *rest, **kw)
+            if eqns is not None:
+                for e in _recorded(eqns, start):
+                    for v in e.outvars:
+                        keep.append(v)
+                        origin.setdefault(id(v), primitive.name)
+            return out
+
+        return wrapped
+
+    orig_inline = pe.inline_jaxpr_into_trace
+
+    def inline(trace: Any, src: Any, jaxpr: core.Jaxpr, consts: Any, *args: Any) -> Any:
+        # jnp's jit(inline=True) wrappers: the inner tangent eqns (attributed by the inner
+        # process_primitive) are re-emitted in order with new vars; carry their origin over.
+        eqns = _frame_eqns(trace)
+        start = len(eqns) if eqns is not None else 0
+        out = orig_inline(trace, src, jaxpr, consts, *args)
+        if eqns is not None:
+            inner = iter(jaxpr.eqns)
+            for e in _recorded(eqns, start):
+                for old in inner:
+                    if old.primitive is e.primitive:
+                        name = next((origin[id(v)] for v in old.outvars if id(v) in origin), None)
+                        if name is not None:
+                            for v in e.outvars:
+                                keep.append(v)
+                                origin.setdefault(id(v), name)
+                        break
+        return out
+
+    with _patch_lock:
+        for n, orig in originals.items():
+            setattr(cls, n, wrap(orig))
+        pe.inline_jaxpr_into_trace = inline
+        try:
+            yield
+        finally:
+            for n, orig in originals.items():
+                setattr(cls, n, orig)
+            pe.inline_jaxpr_into_trace = orig_inline
+
+
+def linearize_vjp(fun: Callable[..., Any], primals: Sequence[Any]) -> Linearized:
+    """Linearise ``fun`` at ``primals`` exactly as ``jax.vjp(fun, *primals)`` does
+    (``ad.linearize(..., is_vjp=True)``); raises what ``jax.vjp`` raises."""
+    canon = lambda x: x if isinstance(x, core.Tracer) else canonicalize_value(x)  # noqa: E731
+    primals_ft = FlatTree.flatten(tuple(primals)).map(canon)
+    origin: dict[int, str] = {}
+    keep: list[Any] = []  # the keyed objects stay alive, so their ids stay unique
+    with _noting_origins(origin, keep):
+        out_ft, out_known, jaxpr, residuals = ad.linearize(fun, primals_ft, is_vjp=True)
+    return Linearized(
+        jaxpr=jaxpr,
+        residuals=list(residuals),
+        out_primals=list(out_ft),
+        out_known=list(out_known),
+        in_tree=primals_ft.tree,
+        out_tree=out_ft.tree,
+        origin=origin,
+        keep=keep,
+    )
+
+
+def seed_cotangents(lin: Linearized) -> list[Any]:
+    """The output cotangents ``jax.grad`` starts from: ``lax._one_vjp(out)`` (1 of the output's
+    dtype, shape ``()``) for the single scalar output. Raises JAX's ``TypeError`` ("Gradient only
+    defined for scalar-output functions") otherwise, via ``jax.grad``'s own check."""
+    from jax._src.api import _check_scalar
+
+    if len(lin.out_primals) != 1:
+        _check_scalar(lin.out_tree.unflatten(lin.out_primals))
+    (out,) = lin.out_primals
+    _check_scalar(out)
+    return [lax_internal._one_vjp(out)]
+
+
+# ---- the walk -----------------------------------------------------------------------------
+
+
+class _RecordingAccum(ad.ValAccum):
+    """``ad.ValAccum`` that logs every non-zero ``accum`` (set vs accumulate) into ``log``."""
+
+    def __init__(self, aval: Any, var: core.Var, log: list[WriteRecord]) -> None:
+        super().__init__(aval)
+        self.var = var
+        self.log = log
+
+    def accum(self, x: Any) -> None:
+        before = self.val
+        super().accum(x)
+        if x is None or type(x) is ad.Zero:
+            return
+        mode = "set" if type(before) is ad.Zero else "accumulate"
+        self.log.append(WriteRecord(self.var, mode, x, self.val))
+
+
+def walk(
+    lin: Linearized,
+    cts_out: Sequence[Any],
+    on_step: Callable[[StepRecord], bool | None] | None = None,
+) -> WalkResult:
+    """Run the backward pass of ``lin`` from ``cts_out`` (one per output leaf, known outputs
+    included, as ``jax.vjp``'s function takes them), one linear eqn at a time.
+
+    Mirrors ``ad.backward_pass3(jaxpr, True, residuals, accums, cts)`` as ``_vjp3_bwd`` calls it.
+    """
+    jaxpr = lin.jaxpr
+    cts = [ct for ct, known in zip(cts_out, lin.out_known, strict=True) if not known]
+    log: list[WriteRecord] = []
+    text_ctx = print_with_context(jaxpr)[1]
+    name = lambda v: str(core.pp_var(v, text_ctx))  # noqa: E731
+
+    in_accums = [_RecordingAccum(v.aval.to_ct_aval(), v, log) for v in jaxpr.invars]
+    env: dict[Any, Any] = dict(
+        zip((*jaxpr.constvars, *jaxpr.invars), (*lin.residuals, *in_accums), strict=True)
+    )
+
+    def read(x: Any) -> Any:
+        return x.val if isinstance(x, core.Literal) else env[x]
+
+    def finish(stopped: bool) -> WalkResult:
+        grads = [ad.instantiate_zeros(a.freeze()) for a in in_accums]
+        return WalkResult(cotangents=grads, steps=steps, stopped=stopped)
+
+    steps: list[StepRecord] = []
+    if all(type(ct) is ad.Zero for ct in cts) and not jaxpr.effects:
+        return finish(False)
+
+    lin_eqns: list[tuple[int, core.JaxprEqn]] = []
+    for index, eqn in enumerate(jaxpr.eqns):
+        if eqn.primitive.ref_primitive:
+            (v,) = eqn.outvars
+            lin_eqns.append((index, eqn))
+            if eqn.primitive is core.ref_p or eqn.primitive is core.empty_ref_p:
+                env[v] = ad.RefAccum(v.aval.inner_aval.to_ct_aval())
+            elif eqn.primitive is core.freeze_p:
+                env[v] = ad.ValAccum(v.aval.to_ct_aval())
+            elif eqn.primitive is core.accum_grad_in_ref_p:
+                env[v] = ad.RefAccum(v.aval.to_ct_aval())
+            else:
+                raise AssertionError(f"unknown ref primitive {eqn.primitive}")
+        elif any(isinstance(read(x), ad.GradAccum) for x in eqn.invars):
+            for v in eqn.outvars:
+                env[v] = _RecordingAccum(v.aval.to_ct_aval(), v, log)
+            lin_eqns.append((index, eqn))
+        else:
+            params = eqn.primitive.get_bind_params(eqn.params)
+            with eqn.ctx.manager, ad._name_stack_ctx(eqn.source_info):
+                ans = eqn.primitive.bind(*map(read, eqn.invars), **params)
+            ans = ans if eqn.primitive.multiple_results else [ans]
+            for v, a in zip(eqn.outvars, ans, strict=True):
+                env.setdefault(v, a)
+
+    for acc, ct in zip(map(read, jaxpr.outvars), cts, strict=True):
+        if isinstance(acc, ad.GradAccum):
+            acc.accum(ct)
+    log.clear()  # the seed is not a step's write
+
+    with source_info_util.transform_name_stack("transpose"):
+        for index, eqn in reversed(lin_eqns):
+            with eqn.ctx.manager, ad._name_stack_ctx(eqn.source_info):
+                if eqn.primitive is core.empty_ref_p:
+                    env.pop(eqn.outvars[0]).freeze()
+                    continue
+                if eqn.primitive.ref_primitive:
+                    ct = env.pop(eqn.outvars[0]).freeze()
+                    acc = read(eqn.invars[0])
+                    if isinstance(acc, ad.GradAccum):
+                        acc.accum(ct)
+                    log.clear()
+                    continue
+                cts_in = [env.pop(v).freeze() for v in eqn.outvars]
+                primals = list(map(read, eqn.invars))
+                ct_arg = cts_in if eqn.primitive.multiple_results else cts_in[0]
+                if eqn.primitive in ad.fancy_transposes:
+                    rule = ad.fancy_transposes[eqn.primitive]
+                    rule(ct_arg, *primals, **eqn.params)
+                else:
+                    rule = ad.get_primitive_transpose(eqn.primitive)
+                    up = lambda x: (  # noqa: E731
+                        ad.UndefinedPrimal(x.aval) if isinstance(x, ad.GradAccum) else x
+                    )
+                    if eqn.primitive.call_primitive:
+                        cts_in_avals = [v.aval for v in eqn.outvars]
+                        params = dict(eqn.params)
+                        call_jaxpr = params.pop("call_jaxpr")
+                        cts_out = rule(params, call_jaxpr, map(up, primals), ct_arg, cts_in_avals)
+                    else:
+                        cts_out = rule(ct_arg, *map(up, primals), **eqn.params)
+                    for x, ct in zip(primals, cts_out, strict=False):
+                        if isinstance(x, ad.GradAccum):
+                            x.accum(ct)
+            args = [
+                ad.UndefinedPrimal(x.aval) if isinstance(x, ad.GradAccum) else x for x in primals
+            ]
+            writes = list(log)
+            log.clear()
+            record = StepRecord(
+                step=len(steps),
+                eqn_index=index,
+                eqn=eqn,
+                primal_primitive=lin.primal_primitive(eqn),
+                cts_in=cts_in,
+                args=args,
+                writes=writes,
+                event=_stepped_event(
+                    len(steps), index, eqn, lin, cts_in, args, writes, name, text_ctx
+                ),
+            )
+            steps.append(record)
+            if on_step is not None and on_step(record):
+                return finish(True)
+    return finish(False)
+
+
+def _arg_view(eqn_var: Any, value: Any, name: Callable[[Any], str]) -> ValueView:
+    if isinstance(eqn_var, core.Literal):
+        return value_view(value, "literal", str(eqn_var))
+    if isinstance(value, ad.UndefinedPrimal):
+        return value_view(value, "undefined_primal", name(eqn_var))
+    return value_view(value, "residual", name(eqn_var))
+
+
+def _stepped_event(
+    step: int,
+    index: int,
+    eqn: core.JaxprEqn,
+    lin: Linearized,
+    cts_in: list[Any],
+    args: list[Any],
+    writes: list[WriteRecord],
+    name: Callable[[Any], str],
+    text_ctx: Any,
+) -> TransposeStepped:
+    return TransposeStepped(
+        step=step,
+        eqn_index=index,
+        primitive=eqn.primitive.name,
+        primal_primitive=lin.primal_primitive(eqn),
+        source=snippet_source(eqn.source_info.traceback),
+        rule=transpose_rule_view(eqn.primitive),
+        eqn_text=core.pp_eqn(eqn, text_ctx, core.JaxprPpSettings()).format(),
+        cts_in=[
+            value_view(c, "cotangent", name(v)) for v, c in zip(eqn.outvars, cts_in, strict=True)
+        ],
+        args=[_arg_view(v, a, name) for v, a in zip(eqn.invars, args, strict=True)],
+        writes=[
+            CotangentWrite(
+                var=name(w.var),
+                mode=w.mode,  # type: ignore[arg-type]
+                contribution=value_view(w.contribution, "cotangent", name(w.var)),
+                running=value_view(w.running, "cotangent", name(w.var)),
+            )
+            for w in writes
+        ],
+    )
+
+
+def linear_jaxpr_staged(lin: Linearized) -> LinearJaxprStaged:
+    """The linear jaxpr (``str`` of ``lin.closed()``: residuals as constvars) and the residual
+    values, each named as the jaxpr text names its constvar."""
+    closed = lin.closed()
+    view = jaxpr_view(closed)
+    return LinearJaxprStaged(
+        jaxpr=view,
+        residuals=[
+            value_view(r, "residual", c.var.name)
+            for r, c in zip(lin.residuals, view.constvars, strict=True)
+        ],
+    )
