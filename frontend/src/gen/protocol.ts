@@ -20,6 +20,7 @@ export type Event =
   | GradientChecked
   | GradAttempted
   | NonfiniteFound
+  | CustomCallRecorded
   | CustomRuleChecked
   | RunFinished
   | RunFailed;
@@ -388,16 +389,29 @@ export interface ArrayPreview {
   shape: number[];
 }
 /**
- * JAX's JVP rule (``ad.primitive_jvps[primitive]``) ran on one primal eqn.
+ * One primal eqn went through ``ad.JVPTrace`` (one step of the jvp exhibit).
  *
- * ``index`` is the primal eqn's index in the staged jaxpr; ``tangent_eqns`` JAX's printout of
- * each eqn the rule emitted; values are at the user's ``args`` with the exhibit's tangents.
+ * ``index`` is the primal eqn's index in the staged jaxpr (:class:`JaxprStaged`); ``source``
+ * its user line. ``mechanism`` says what JAX did with it: ``rule`` = the JVP rule
+ * ``ad.primitive_jvps[primitive]`` ran (``rule`` says which, with its registration file:line);
+ * ``zero_tangents`` = every tangent in was a symbolic zero (``ad.Zero``), so
+ * ``JVPTrace.process_primitive`` bound the primal eqn alone and no rule ran; ``custom_jvp`` /
+ * ``custom_vjp`` = the function's own rule ran (``JVPTrace.process_custom_jvp_call`` /
+ * ``process_custom_vjp_call``; ``rule`` names the function). ``note`` explains a special case
+ * (an eqn with an inner jaxpr is one step with its own rule). ``tangent_eqns`` is JAX's printout
+ * of each eqn this step added to the JVP jaxpr (names as in :class:`JvpJaxprStaged`'s text,
+ * the primal recomputation included), ``jvp_eqn_indices`` their indices there (empty when the
+ * attribution is not exact). Values are at the user's ``args`` with the exhibit's tangents;
+ * primal values carry the primal jaxpr's var names, tangents the JVP jaxpr's.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "JvpRuleApplied".
  */
 export interface JvpRuleApplied {
   index: number;
+  jvp_eqn_indices: number[];
+  mechanism: 'rule' | 'zero_tangents' | 'custom_jvp' | 'custom_vjp';
+  note: string | null;
   primals_in: ValueView[];
   primals_out: ValueView[];
   primitive: string;
@@ -448,18 +462,29 @@ export interface RuleView {
   table: string;
 }
 /**
- * The whole JVP jaxpr: ``jaxpr.text`` is ``str(jax.make_jaxpr(lambda p, t: jax.jvp(f, p,
- * t))(args, tangents))``; ``eqn_origin[i]`` the primal eqn index that eqn ``i`` came from (or
- * ``None``); outputs at ``args``, checked against ``jax.jvp`` (``max_abs_diff``).
+ * The whole JVP jaxpr: ``jaxpr.text`` is ``str(jax.make_jaxpr(lambda primals, tangents:
+ * jax.jvp(f_closed, primals, tangents))(primals, tangents))`` (``expression``; ``f_closed`` is
+ * ``f`` with static and keyword arguments closed over, the dynamic positional arguments are the
+ * primals). ``eqn_origin[i]`` is the primal eqn index that JVP eqn ``i`` came from (``None``:
+ * none, e.g. zeros instantiated for the outputs); ``attributed`` is true when that attribution
+ * is exact (the eqn-by-eqn interpretation printed the very same jaxpr). ``tangents_in`` the
+ * tangents used (key paths ``tangents[0]['w1']``); ``primals_out``/``tangents_out`` the JVP
+ * jaxpr evaluated at ``args``; ``jax_primals_out``/``jax_tangents_out`` what
+ * ``jax.jvp(f_closed, primals, tangents)`` returns, and ``max_abs_diff`` the largest absolute
+ * difference between the two (``matches_jax_jvp``: within rtol 1e-5, atol 1e-6).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "JvpJaxprStaged".
  */
 export interface JvpJaxprStaged {
+  attributed: boolean;
   eqn_origin: (number | null)[];
+  expression: string;
+  jax_primals_out: ArrayPreview[];
+  jax_tangents_out: ArrayPreview[];
   jaxpr: JaxprView;
   matches_jax_jvp: boolean;
-  max_abs_diff: number;
+  max_abs_diff: number | null;
   primals_out: ArrayPreview[];
   run_id: string;
   seq: number;
@@ -468,17 +493,22 @@ export interface JvpJaxprStaged {
   type: 'jvp_jaxpr_staged';
 }
 /**
- * ``pe.partial_eval_jaxpr_nounits`` split the JVP jaxpr: ``known_inputs`` the flags used
- * (one per JVP-jaxpr input, ``input_labels`` naming each), the known and unknown jaxprs,
- * ``out_unknowns``, and the residuals in order.
+ * ``pe.partial_eval_jaxpr_nounits`` split the JVP jaxpr ``jvp`` (inputs: ``n_primals``
+ * primal leaves, then as many tangent leaves): ``known_inputs`` the flags used (one per input,
+ * ``input_labels``/``input_avals`` naming each), the known and unknown jaxprs,
+ * ``out_unknowns`` (one per JVP output), and the residuals in order (the known jaxpr's last
+ * outvars, the unknown jaxpr's first invars).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "JaxprSplit".
  */
 export interface JaxprSplit {
+  input_avals: AvalView[];
   input_labels: string[];
+  jvp: JaxprView;
   known: JaxprView;
   known_inputs: boolean[];
+  n_primals: number;
   out_unknowns: boolean[];
   residuals: ResidualView[];
   run_id: string;
@@ -487,29 +517,45 @@ export interface JaxprSplit {
   unknown: JaxprView;
 }
 /**
- * A residual: a value the known (forward) jaxpr hands to the unknown (linear) one.
+ * A residual: a value the known (forward) jaxpr hands to the unknown (linear) one, or a
+ * value ``jax.checkpoint`` saves for the backward pass.
  *
  * ``aval``; ``source`` the user line of the eqn that produced it (``None`` for an input);
- * ``description`` what produced it (``output of sin``, ``the argument x``).
+ * ``description`` what produced it (``output of sin``, ``the argument primal args[0]``; for
+ * remat JAX's own text from ``saved_residuals``); ``bytes`` its size (``float0``: 0);
+ * ``known_eqn`` the index of the producing eqn in the known jaxpr (split only).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ResidualView".
  */
 export interface ResidualView {
   aval: AvalView;
+  bytes: number;
   description: string;
+  known_eqn: number | null;
   source: SourceLoc | null;
 }
 /**
- * ``jax.checkpoint(f, policy=...)`` under ``jax.grad``: ``saved`` as
+ * ``jax.checkpoint(f, policy=...)`` under ``jax.grad`` (w.r.t. the floating-point leaves):
+ * ``policy`` the Python expression (``no checkpoint`` for plain ``f``), ``aliases`` other
+ * names of the same policy in ``jax.checkpoint_policies``; ``saved`` as
  * ``print_saved_residuals`` reports them, their total bytes, the compiled ``memory_analysis``
- * temp bytes and the median step time in milliseconds.
+ * temp bytes (``None``: not reported), the median step time in milliseconds of the compiled
+ * grad over ``repeats`` calls on the worker's device, and ``grad_max_abs_diff`` the largest
+ * difference of its gradient to the un-checkpointed one. ``grad_of`` says what is
+ * differentiated: ``f`` (a scalar output) or ``sum of f's outputs`` (any other output).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "RematPolicyMeasured".
  */
 export interface RematPolicyMeasured {
+  aliases: string[];
+  device: string;
+  grad_max_abs_diff: number;
+  grad_of: string;
+  index: number;
   policy: string;
+  repeats: number;
   residual_bytes: number;
   run_id: string;
   saved: ResidualView[];
@@ -607,56 +653,281 @@ export interface GradAttempted {
 }
 /**
  * The first backward-pass step whose cotangent became NaN or Inf (``found`` false: none).
- * ``cure`` the usual fix where one applies (the double-``where`` pattern).
+ *
+ * ``step``/``eqn_index``/``eqn_text``/``primitive`` name the linear eqn (as in
+ * :class:`TransposeStepped`), ``primal_primitive`` the primal eqn whose JVP emitted it and
+ * ``source`` its user line; ``kind`` ``nan`` when a NaN was written, else ``inf``;
+ * ``values_in`` the cotangent arriving and the residuals the rule read, ``values_out`` the
+ * cotangents it sent (contributions); ``forward_value`` the primal eqn's output at ``args`` and
+ * ``forward_nonfinite`` whether it was already NaN/Inf (``None``: not known);
+ * ``debug_nans`` what ``jax.grad(f)(*args)`` raises under ``jax_debug_nans`` (JAX's error class
+ * and text, ``None`` when it raises nothing); ``gradient`` ``jax.grad``'s result (one entry per
+ * element of ``args``, ``None`` for arguments not differentiated); ``steps_walked`` the steps
+ * emitted; ``cure`` the double-``where`` rewrite where it applies, else ``no_cure`` says why.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "NonfiniteFound".
  */
 export interface NonfiniteFound {
-  cure: string | null;
+  cure: CureView | null;
+  debug_nans: string | null;
+  eqn_index: number | null;
+  eqn_text: string | null;
+  forward_nonfinite: boolean | null;
+  forward_value: MarkedValue | null;
   found: boolean;
+  gradient: {
+    [k: string]: unknown | undefined;
+  };
+  kind: ('nan' | 'inf') | null;
+  no_cure: string | null;
   primal_primitive: string | null;
   primitive: string | null;
   run_id: string;
   seq: number;
   source: SourceLoc | null;
   step: number | null;
+  steps_walked: number;
   type: 'nonfinite_found';
-  values_in: ValueView[];
-  values_out: ValueView[];
+  values_in: MarkedValue[];
+  values_out: MarkedValue[];
 }
 /**
- * A ``custom_vjp``/``custom_jvp`` function checked against autodiff and finite
- * differences; ``residuals`` what ``fwd`` saved; ``problems`` the mistakes found, explained.
+ * The double-``where`` rewrite of the user's code at the NaN step (nan_finder).
+ *
+ * ``guarded`` the functions whose argument gets the inner ``where`` (``sqrt``, ``log``, ``/``);
+ * ``start_line`` the 1-based snippet line where ``before`` (the original lines) starts;
+ * ``after`` their replacement, ``changed`` 0-based indices of its new or changed lines;
+ * ``form`` ``two_lines`` (a ``safe_x = where(...)`` line inserted) or ``inline``;
+ * ``source`` the whole rewritten snippet; ``verified`` whether ``jax.grad`` of the rewritten
+ * snippet at the same ``args`` is finite everywhere (``None``: could not be checked, see
+ * ``verify_error``), ``cured_gradient`` that gradient (one entry per element of ``args``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "CureView".
+ */
+export interface CureView {
+  after: string;
+  before: string;
+  changed: number[];
+  cured_gradient: {
+    [k: string]: unknown | undefined;
+  };
+  explanation: string;
+  form: 'two_lines' | 'inline';
+  guarded: string[];
+  pattern: 'double_where';
+  source: string;
+  start_line: number;
+  verified: boolean | null;
+  verify_error: string | null;
+}
+/**
+ * A value at the NaN step with its NaN/Inf elements located (nan_finder).
+ *
+ * ``label`` says what it is (``cotangent arriving at e``, ``residual a``, ``cotangent sent to
+ * d``); ``value`` the value itself; ``numbers`` its elements as nested lists (NaN/Inf written
+ * ``"nan"``/``"inf"``/``"-inf"``) when it has at most 64 elements, else ``None``;
+ * ``nonfinite_at`` the flat (C-order) indices of its first 64 non-finite elements;
+ * ``nonfinite_count`` how many elements are NaN or Inf in all.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "MarkedValue".
+ */
+export interface MarkedValue {
+  label: string;
+  nonfinite_at: number[];
+  nonfinite_count: number;
+  numbers: {
+    [k: string]: unknown | undefined;
+  };
+  value: ValueView;
+}
+/**
+ * Step 1 for one custom function ``f`` calls: what it received and what its rule sees.
+ *
+ * ``name`` the function's ``__name__``, ``kind``, ``source`` its ``def`` line, ``call_source``
+ * the snippet line of its first call; ``rule_names`` the rule functions (``fwd``, ``bwd`` or
+ * ``jvp``) and ``rule_lines`` their ``def`` lines in the snippet; ``call_args`` the leaves it
+ * received; ``residuals`` what ``fwd`` saved (custom_vjp; empty when fwd failed);
+ * ``jvp_check`` (custom_jvp) the rule's tangents against autodiff of ``.fun``, with
+ * ``tangents_in`` the tangents used (a fixed pseudo-random draw).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "CustomCallRecorded".
+ */
+export interface CustomCallRecorded {
+  call_args: CustomArgView[];
+  call_source: SourceLoc | null;
+  jvp_check: TangentCheck[];
+  kind: 'custom_vjp' | 'custom_jvp';
+  name: string;
+  nondiff_argnums: number[];
+  residuals: SavedResidual[];
+  rule_lines: {
+    [k: string]: number | undefined;
+  };
+  rule_names: {
+    [k: string]: string | undefined;
+  };
+  run_id: string;
+  seq: number;
+  source: SourceLoc | null;
+  tangents_in: ArrayPreview[];
+  type: 'custom_call_recorded';
+}
+/**
+ * One leaf of the arguments the custom function received in ``f`` (its first call).
+ *
+ * ``position`` the positional argument it belongs to, ``path`` its key path
+ * (``args[2]``), ``preview`` the value (``None`` when it was a tracer), ``nondiff`` whether
+ * ``position`` is in ``nondiff_argnums``, ``integer`` whether it is an int (a Python int or an
+ * integer dtype: no cotangent exists for it).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "CustomArgView".
+ */
+export interface CustomArgView {
+  aval: AvalView;
+  integer: boolean;
+  nondiff: boolean;
+  path: string;
+  position: number;
+  preview: string | null;
+}
+/**
+ * ``custom_jvp`` only: one output leaf of ``jax.jvp`` of the custom function at the
+ * arguments it received, with the rule (``custom``) and of ``.fun`` (``autodiff``), same
+ * tangents in; ``max_abs_diff`` between them.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "TangentCheck".
+ */
+export interface TangentCheck {
+  agrees: boolean | null;
+  autodiff: unknown;
+  aval: AvalView;
+  custom: unknown;
+  max_abs_diff: number | null;
+  path: string;
+}
+/**
+ * One leaf of the residuals ``fwd`` returned (the second element of its pair), called
+ * eagerly on the arguments the custom function received: ``path`` its key path in the
+ * residual pytree (``res[0]``), ``input_path`` the argument it is (by identity), if any
+ * (JAX then saves no copy: ``_filter_forwarded_inputs``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SavedResidual".
+ */
+export interface SavedResidual {
+  aval: AvalView;
+  input_path: string | null;
+  path: string;
+  preview: string | null;
+}
+/**
+ * Step 2 for one custom function: ``f``'s gradient with the rule against autodiff without
+ * it and finite differences, per floating leaf of ``args`` (``arguments``); ``attempts`` the
+ * eager and jitted gradient; ``problems`` the mistakes found, explained; ``verdict`` ``agrees``
+ * (every check within tolerance), ``differs`` (a value disagrees) or ``error`` (the gradient
+ * could not be taken).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "CustomRuleChecked".
  */
 export interface CustomRuleChecked {
   arguments: ArgumentCheck[];
+  attempts: GradientAttempt[];
   kind: 'custom_vjp' | 'custom_jvp';
   name: string;
   nondiff_argnums: number[];
-  problems: string[];
-  residuals: ValueView[];
+  problems: RuleProblem[];
   run_id: string;
   seq: number;
   type: 'custom_rule_checked';
+  verdict: 'agrees' | 'differs' | 'error';
 }
 /**
- * One argument's gradient three ways: the custom rule, plain autodiff of the same math
- * (the rule removed), finite differences; max abs differences of the custom one to each.
+ * One floating leaf of ``f``'s arguments, its gradient three ways.
+ *
+ * ``path`` the leaf's key path (``args[0][1]``) and ``aval`` its aval; ``custom`` is
+ * ``jax.grad`` of ``f`` with the custom rule (``None`` when that failed); ``autodiff``
+ * ``jax.grad`` of the same math with the custom function replaced by its undecorated ``.fun``
+ * (the rule removed); ``finite_difference`` central differences in float64
+ * (``jaxscope.finite_diff``; ``None`` entries at kinks). ``max_abs_diff_*`` is the largest
+ * absolute difference of ``custom`` to each (``None`` when one side is missing);
+ * ``agrees_*`` whether that is within ``tolerance`` (absolute, scaled by ``max(1, |ref|)``:
+ * 1e-4 for float32, 1e-6 for float64).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ArgumentCheck".
  */
 export interface ArgumentCheck {
+  agrees_autodiff: boolean | null;
+  agrees_fd: boolean | null;
   autodiff: unknown;
+  aval: AvalView;
   custom: unknown;
   finite_difference: unknown;
   max_abs_diff_autodiff: number | null;
   max_abs_diff_fd: number | null;
   path: string;
+  tolerance: number;
+}
+/**
+ * One way of taking ``f``'s gradient with the custom rule: ``eager`` is
+ * ``jax.grad(f)(*args)``, ``jit`` is ``jax.jit(jax.grad(f))(*args)``; ``ok`` whether it
+ * worked, else JAX's error class and text and the snippet line (``source``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "GradientAttempt".
+ */
+export interface GradientAttempt {
+  error_class: string | null;
+  message: string | null;
+  mode: 'eager' | 'jit';
+  ok: boolean;
+  source: SourceLoc | null;
+}
+/**
+ * A mistake found in a custom rule, explained.
+ *
+ * ``kind``: ``bwd_structure`` (wrong number/structure of cotangents), ``bwd_shape`` (a
+ * cotangent of the wrong shape/dtype), ``fwd_not_pair``, ``fwd_output`` (fwd's primal output
+ * differs from the function's), ``jvp_rule`` (a custom_jvp rule's output rejected),
+ * ``int_not_nondiff`` (an int argument not in ``nondiff_argnums``), ``jit_failed`` (eager
+ * grad works, ``jit(grad)`` does not), ``grad_failed`` (another error), ``differs_autodiff``,
+ * ``differs_fd``, ``jvp_differs``, ``autodiff_failed`` (autodiff of ``.fun`` is not finite or
+ * raises where the rule gives a value: often why the rule exists). ``severity``: ``error`` (it
+ * does not work), ``warning`` (a value differs), ``note`` (for information). ``title`` one clear sentence; ``explanation`` why and the
+ * fix; ``error_class``/``error_message`` JAX's real error, kept verbatim; ``source`` the
+ * snippet line; ``argument`` the key path concerned.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "RuleProblem".
+ */
+export interface RuleProblem {
+  argument: string | null;
+  error_class: string | null;
+  error_message: string | null;
+  explanation: string;
+  kind:
+    | 'bwd_structure'
+    | 'bwd_shape'
+    | 'fwd_not_pair'
+    | 'fwd_output'
+    | 'jvp_rule'
+    | 'int_not_nondiff'
+    | 'jit_failed'
+    | 'grad_failed'
+    | 'differs_autodiff'
+    | 'differs_fd'
+    | 'jvp_differs'
+    | 'autodiff_failed';
+  severity: 'error' | 'warning' | 'note';
+  source: SourceLoc | null;
+  title: string;
 }
 /**
  * Terminal: the run completed. ``duration_ms`` is the worker-side wall time.

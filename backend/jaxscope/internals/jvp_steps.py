@@ -1,0 +1,555 @@
+"""Forward-mode autodiff one primal eqn at a time: JAX's JVP rules run on the user's jaxpr.
+
+What JAX does in ``jax.jvp(f, primals, tangents)`` (``jax._src.interpreters.ad.jvp``): it wraps
+each primal in an ``ad.JVPTracer`` (``.primal``, ``.tangent``; a symbolic-zero tangent
+``ad.Zero(aval)`` is not wrapped at all, see ``ad.maybe_jvp_tracer``) and runs ``f``; each
+primitive bound on such tracers lands in ``ad.JVPTrace.process_primitive``, which
+
+* binds the primal eqn alone when every tangent in is a symbolic zero (no rule runs);
+* otherwise looks the rule up in ``ad.primitive_jvps[primitive]`` and calls
+  ``rule(primals_in, tangents_in, **params) -> (primals_out, tangents_out)`` on the parent trace,
+  which records the eqns the rule emits;
+
+``custom_jvp_call``/``custom_vjp_call`` eqns go to ``JVPTrace.process_custom_jvp_call`` /
+``process_custom_vjp_call`` instead (the function's own rule runs).
+
+How we capture it (:func:`capture_jvp`): we interpret the user's closed primal jaxpr eqn by eqn,
+binding each eqn's primitive as ``core.eval_jaxpr`` does (``get_bind_params``, under
+``source_info_util.user_context(eqn.source_info.traceback)``, so the emitted eqns carry the user's
+line), inside ``jax.jvp``, inside ``jax.make_jaxpr``. Around each bind we read the ``JVPTracer``'s
+``.primal``/``.tangent`` of the inputs and outputs (tracers of the outer ``make_jaxpr`` trace), and
+we count the eqns the outermost ``pe.JaxprStackFrame`` gains (``add_eqn``, patched for the
+duration): those are the eqns that primal eqn's rule emitted. The outer function also returns
+every primal/tangent tracer it read, so one ``jax.jit`` of that jaxpr gives all their values.
+
+The whole JVP jaxpr is JAX's own: ``jax.make_jaxpr(lambda primals, tangents: jax.jvp(f_closed,
+primals, tangents))(primals, tangents)`` where ``f_closed(*dynamic_args)`` calls the user's ``f``
+with the static positional arguments put back at ``static_argnums`` and the keyword arguments
+(static and dynamic) closed over: only the dynamic positional arguments are differentiated.
+When the interpretation's jaxpr (its extra outputs dropped) prints exactly as JAX's JVP jaxpr,
+the per-eqn counts attribute every JVP eqn to the primal eqn that produced it (``attributed``).
+
+Tangent direction (docs/design/0006-jvp-exhibit.md): a snippet may define ``tangents`` with the
+same pytree structure as the dynamic positional arguments; otherwise each floating (or complex)
+leaf gets ones (a Python float gets ``1.0``), and each integer/bool leaf gets the ``float0`` zero
+tangent JAX requires for it (a symbolic zero inside ``jax.jvp``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import numpy as np
+from jax._src import core, source_info_util
+from jax._src.interpreters import ad
+from jax._src.interpreters import partial_eval as pe
+
+from jaxscope.internals.ad_rules import jvp_rule_view
+from jaxscope.internals.calling import CallPlan, concrete_args
+from jaxscope.internals.recording import _lock as _patch_lock
+from jaxscope.internals.views import (
+    aval_view,
+    eqn_view,
+    jaxpr_view,
+    preview_value,
+    print_with_context,
+    snippet_source,
+)
+from jaxscope.protocol import (
+    ArrayPreview,
+    JvpJaxprStaged,
+    JvpRuleApplied,
+    RuleView,
+    ValueView,
+)
+
+source_info_util.register_exclusion(__file__)
+
+# Longest preview of one value in a step (characters): a step shows several values.
+STEP_PREVIEW_CHARS = 600
+# Values larger than this (elements) are not fetched for the steps (the preview says so).
+MAX_VALUE_ELEMENTS = 1 << 20
+# At most this many steps are reported (one event each).
+MAX_STEPS = 2000
+
+# The exact expression of the JVP jaxpr shown (f_closed: see the module docstring).
+JVP_EXPRESSION = (
+    "jax.make_jaxpr(lambda primals, tangents: jax.jvp(f_closed, primals, tangents))"
+    "(primals, tangents)"
+)
+
+INNER_NOTE = (
+    "This eqn holds an inner jaxpr: it is one step with its own JVP rule, which differentiates "
+    "the inner jaxpr as a whole (the eqns it emitted are shown, not a step per inner eqn)."
+)
+ZERO_NOTE = (
+    "Every tangent going in is a symbolic zero (ad.Zero), so JVPTrace.process_primitive binds the "
+    "primal eqn alone and no JVP rule runs: the tangent out is a symbolic zero too."
+)
+
+
+# ---------------------------------------------------------------------------- tangents
+
+
+def _default_tangent(x: Any) -> Any:
+    """Ones for a floating/complex leaf, the ``float0`` zero for an integer/bool leaf."""
+    if isinstance(x, bool):
+        return np.zeros((), jax.dtypes.float0)
+    if isinstance(x, (float, complex)):
+        return type(x)(1)
+    if isinstance(x, int):
+        return np.zeros((), jax.dtypes.float0)
+    dtype = np.dtype(x.dtype)
+    shape = tuple(x.shape)
+    if jax.dtypes.issubdtype(dtype, np.inexact):
+        return np.ones(shape, dtype)
+    return np.zeros(shape, jax.dtypes.float0)
+
+
+def choose_tangents(primals: tuple[Any, ...], given: Any = None) -> tuple[Any, ...]:
+    """The tangents of ``primals`` (a tuple of pytrees): ``given`` (a snippet's ``tangents``,
+    which must have the same pytree structure) or the default direction (module docstring).
+    Raises ``TypeError`` when ``given`` does not match the primals' structure."""
+    if given is None:
+        return tuple(jax.tree.map(_default_tangent, primals))
+    if isinstance(given, list):
+        given = tuple(given)
+    if not isinstance(given, tuple):
+        given = (given,)
+    want, got = jax.tree.structure(primals), jax.tree.structure(given)
+    if want != got:
+        raise TypeError(
+            "the snippet's `tangents` must have the same pytree structure as the differentiated "
+            f"(dynamic positional) arguments: expected {want}, got {got}"
+        )
+    return given
+
+
+def closed_function(plan: CallPlan) -> Callable[..., Any]:
+    """``f_closed(*dynamic_args)``: ``f`` with the static positional arguments put back at
+    ``static_argnums`` and all keyword arguments closed over (the dynamic ones as constants)."""
+    static = set(plan.normalized_argnums())
+    args = plan.args
+    kwargs = dict(concrete_kwargs(plan))
+
+    def f_closed(*dynamic: Any) -> Any:
+        it = iter(dynamic)
+        full = [args[i] if i in static else next(it) for i in range(len(args))]
+        return plan.fun(*full, **kwargs)
+
+    functools.update_wrapper(f_closed, plan.f)
+    return f_closed
+
+
+def concrete_kwargs(plan: CallPlan) -> dict[str, Any]:
+    """The dynamic keyword arguments with ``ShapeDtypeStruct`` leaves made zeros."""
+    return dict(jax.tree.map(lambda x: concrete_args((x,))[0], plan.kwargs))
+
+
+# ---------------------------------------------------------------------------- capture
+
+
+@dataclass
+class _Slot:
+    """One value read around a bind: concrete (``value``), traced (``traced`` indexes the outer
+    function's extra outputs), or a symbolic zero (``zero_aval``)."""
+
+    aval: Any
+    value: Any = None
+    traced: int | None = None
+    zero: bool = False
+
+
+@dataclass
+class _Step:
+    index: int
+    eqn: Any
+    mechanism: str
+    primals_in: list[_Slot]
+    tangents_in: list[_Slot]
+    primals_out: list[_Slot] = field(default_factory=list)
+    tangents_out: list[_Slot] = field(default_factory=list)
+
+
+@dataclass
+class JvpCapture:
+    """What :func:`capture_jvp` returns: the events, ready to emit, and the jaxprs."""
+
+    steps: list[JvpRuleApplied]
+    staged: JvpJaxprStaged
+    jvp_jaxpr: Any
+    interpreted_jaxpr: Any
+    truncated: int = 0
+
+
+@contextlib.contextmanager
+def _counting_outer_eqns(origin: list[int | None], current: list[int | None]) -> Iterator[None]:
+    """While inside: for each eqn added to the outermost ``pe.JaxprStackFrame`` created in the
+    block, append ``current[0]`` (the primal eqn being interpreted, or ``None``) to ``origin``."""
+    frames: list[Any] = []
+    orig_init = pe.JaxprStackFrame.__init__
+    orig_add_eqn = pe.JaxprStackFrame.add_eqn
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        orig_init(self, *args, **kwargs)
+        if not frames:
+            frames.append(self)
+
+    def add_eqn(self: Any, eqn: Any) -> None:
+        orig_add_eqn(self, eqn)
+        if frames and self is frames[0]:
+            origin.append(current[0])
+
+    with _patch_lock:
+        pe.JaxprStackFrame.__init__ = __init__
+        pe.JaxprStackFrame.add_eqn = add_eqn
+        try:
+            yield
+        finally:
+            pe.JaxprStackFrame.__init__ = orig_init
+            pe.JaxprStackFrame.add_eqn = orig_add_eqn
+
+
+def _mechanism(eqn: Any, tangents_in: list[Any]) -> str:
+    name = eqn.primitive.name
+    if all(type(t) is ad.Zero for t in tangents_in):
+        return "zero_tangents"
+    if name == "custom_jvp_call":
+        return "custom_jvp"
+    if name == "custom_vjp_call":
+        return "custom_vjp"
+    return "rule"
+
+
+def _interpreter(
+    primal: Any,
+    n_dynamic: int,
+    kw_leaves: list[Any],
+    steps: list[_Step],
+    traced: list[Any],
+    current: list[int | None],
+) -> Callable[..., list[Any]]:
+    """The function ``jax.jvp`` runs: the closed primal jaxpr, eqn by eqn (as
+    ``core.eval_jaxpr``), recording primal/tangent values around each bind."""
+    jaxpr = primal.jaxpr
+
+    def slot(x: Any, zero_aval: Any = None) -> _Slot:
+        if zero_aval is not None:
+            return _Slot(aval=zero_aval, zero=True)
+        aval = core.typeof(x)
+        if isinstance(x, core.Tracer):
+            traced.append(x)
+            return _Slot(aval=aval, traced=len(traced) - 1)
+        return _Slot(aval=aval, value=x)
+
+    def split(x: Any) -> tuple[_Slot, _Slot, Any]:
+        if isinstance(x, ad.JVPTracer):
+            p, t = x.primal, x.tangent
+        else:
+            p, t = x, ad.Zero(core.typeof(x).to_tangent_aval())
+        pslot = slot(p)
+        tslot = slot(None, zero_aval=t.aval) if type(t) is ad.Zero else slot(t)
+        return pslot, tslot, t
+
+    def interp(*dynamic_leaves: Any) -> list[Any]:
+        env: dict[Any, Any] = {}
+
+        def read(v: Any) -> Any:
+            return v.val if isinstance(v, core.Literal) else env[v]
+
+        for v, c in zip(jaxpr.constvars, primal.consts, strict=True):
+            env[v] = c
+        for v, a in zip(jaxpr.invars, [*dynamic_leaves, *kw_leaves], strict=True):
+            env[v] = a
+        for i, eqn in enumerate(jaxpr.eqns):
+            invals = [read(v) for v in eqn.invars]
+            pairs = [split(x) for x in invals]
+            step = _Step(
+                index=i,
+                eqn=eqn,
+                mechanism=_mechanism(eqn, [t for _, _, t in pairs]),
+                primals_in=[p for p, _, _ in pairs],
+                tangents_in=[t for _, t, _ in pairs],
+            )
+            bind_params = eqn.primitive.get_bind_params(eqn.params)
+            name_stack = source_info_util.current_name_stack() + eqn.source_info.name_stack
+            current[0] = i
+            try:
+                with (
+                    source_info_util.user_context(eqn.source_info.traceback, name_stack=name_stack),
+                    eqn.ctx.manager,
+                ):
+                    ans = eqn.primitive.bind(*invals, **bind_params)
+            finally:
+                current[0] = None
+            outs = ans if eqn.primitive.multiple_results else [ans]
+            for v, o in zip(eqn.outvars, outs, strict=True):
+                env[v] = o
+                p, t, _ = split(o)
+                step.primals_out.append(p)
+                step.tangents_out.append(t)
+            steps.append(step)
+        return [read(v) for v in jaxpr.outvars]
+
+    del n_dynamic
+    return interp
+
+
+def _custom_rule_view(eqn: Any) -> RuleView:
+    """The custom rule a ``custom_jvp_call``/``custom_vjp_call`` eqn carries: the function's
+    name and file:line from its ``call_jaxpr``'s ``debug_info.func_src_info``."""
+    kind = "custom_jvp" if eqn.primitive.name == "custom_jvp_call" else "custom_vjp"
+    info = getattr(eqn.params.get("call_jaxpr"), "jaxpr", None)
+    src = getattr(getattr(info, "debug_info", None), "func_src_info", None) or ""
+    m = re.match(r"(.+?) at (.+):(\d+)$", src)
+    method = f"JVPTrace.process_{kind}_call"
+    if m is None:
+        return RuleView(table=kind, name=f"{src or 'custom rule'} ({method})")
+    path = m.group(2)
+    path = path.split("site-packages/", 1)[1] if "site-packages/" in path else path
+    return RuleView(
+        table=kind, name=f"{m.group(1)}'s {kind} rule ({method})", file=path, line=int(m.group(3))
+    )
+
+
+def _value_view(
+    s: _Slot, role: str, values: list[Any], names: dict[int, str], var: str | None = None
+) -> ValueView:
+    if s.zero:
+        return ValueView(role="tangent", aval=aval_view(s.aval), zero=True, var=var)
+    if s.traced is not None:
+        value = values[s.traced]
+        var = names.get(s.traced, var)
+    else:
+        value = s.value
+    preview: str | None
+    nonfinite = False
+    if value is None:
+        preview = None
+    else:
+        arr = np.asarray(value)
+        preview = preview_value(arr, STEP_PREVIEW_CHARS)
+        if arr.dtype.kind in "fc":
+            nonfinite = bool(not np.all(np.isfinite(arr)))
+    return ValueView(
+        role=role,  # type: ignore[arg-type]
+        aval=aval_view(s.aval),
+        preview=preview,
+        var=var,
+        nonfinite=nonfinite,
+    )
+
+
+def _previews(prefix: str, leaves: list[Any]) -> list[ArrayPreview]:
+    out = []
+    for i, leaf in enumerate(leaves):
+        arr = np.asarray(leaf)
+        out.append(
+            ArrayPreview(
+                path=f"{prefix}[{i}]",
+                shape=list(arr.shape),
+                dtype=str(arr.dtype) if arr.dtype != jax.dtypes.float0 else "float0",
+                preview=preview_value(arr),
+            )
+        )
+    return out
+
+
+def _path_previews(tree: Any) -> list[ArrayPreview]:
+    out = []
+    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        arr = np.asarray(leaf)
+        out.append(
+            ArrayPreview(
+                path="tangents" + jax.tree_util.keystr(path),
+                shape=list(arr.shape),
+                dtype="float0" if arr.dtype == jax.dtypes.float0 else str(arr.dtype),
+                preview=preview_value(arr),
+            )
+        )
+    return out
+
+
+def _max_abs_diff(a: list[Any], b: list[Any]) -> float:
+    worst = 0.0
+    for x, y in zip(a, b, strict=True):
+        x_arr, y_arr = np.asarray(x), np.asarray(y)
+        if x_arr.dtype == jax.dtypes.float0 or x_arr.size == 0:
+            continue
+        d = np.abs(x_arr.astype(np.float64) - y_arr.astype(np.float64))
+        if d.size:
+            m = float(np.nanmax(d)) if not np.all(np.isnan(d)) else 0.0
+            worst = max(worst, m)
+    return worst
+
+
+def _close(a: list[Any], b: list[Any]) -> bool:
+    for x, y in zip(a, b, strict=True):
+        x_arr, y_arr = np.asarray(x), np.asarray(y)
+        if x_arr.dtype == jax.dtypes.float0:
+            continue
+        if x_arr.shape != y_arr.shape:
+            return False
+        if not np.allclose(x_arr, y_arr, rtol=1e-5, atol=1e-6, equal_nan=True):
+            return False
+    return True
+
+
+def _fetchable(x: Any) -> bool:
+    aval = core.typeof(x)
+    return int(np.prod(getattr(aval, "shape", ()), dtype=np.int64)) <= MAX_VALUE_ELEMENTS
+
+
+def capture_jvp(plan: CallPlan, primal: Any, given_tangents: Any = None) -> JvpCapture:
+    """Interpret ``primal`` (the ClosedJaxpr of ``plan.make_jaxpr()``) under ``jax.jvp`` eqn by
+    eqn, and stage JAX's own JVP jaxpr of ``f_closed``; see the module docstring.
+
+    Raises what JAX raises (``NotImplementedError`` for a primitive without a JVP rule,
+    ``TypeError`` for tangents that do not match) and ``TypeError`` for a bad ``tangents``.
+    """
+    dynamic = concrete_args(plan.dynamic_args())
+    tangents = choose_tangents(dynamic, given_tangents)
+    f_closed = closed_function(plan)
+    dyn_leaves = jax.tree.leaves(dynamic)
+    tan_leaves = jax.tree.leaves(tangents)
+    kw_leaves = jax.tree.leaves(concrete_kwargs(plan))
+
+    # JAX's own JVP jaxpr, exactly.
+    jvp_closed = jax.make_jaxpr(lambda primals, tangents: jax.jvp(f_closed, primals, tangents))(
+        dynamic, tangents
+    )
+
+    # The interpretation, eqn by eqn, with every primal/tangent it read as extra outputs.
+    steps: list[_Step] = []
+    traced: list[Any] = []
+    origin: list[int | None] = []
+    current: list[int | None] = [None]
+    interp = _interpreter(primal, len(dyn_leaves), kw_leaves, steps, traced, current)
+    n_out: list[int] = []
+
+    def outer(p: list[Any], t: list[Any]) -> Any:
+        primals_out, tangents_out = jax.jvp(interp, tuple(p), tuple(t))
+        n_out.append(len(primals_out) + len(tangents_out))
+        fetched = [x if _fetchable(x) else None for x in traced]
+        return (list(primals_out), list(tangents_out)), fetched
+
+    with _counting_outer_eqns(origin, current):
+        extended = jax.make_jaxpr(outer)(dyn_leaves, tan_leaves)
+    n = n_out[0]
+    jaxpr = extended.jaxpr
+    trimmed = core.ClosedJaxpr(jaxpr.replace(outvars=jaxpr.outvars[:n]), extended.consts)
+    attributed = str(trimmed) == str(jvp_closed) and len(origin) == len(jaxpr.eqns)
+
+    # Values: one jit of the interpretation (same eqns as JAX's JVP jaxpr) on the inputs.
+    flat_in = [*dyn_leaves, *tan_leaves]
+    results = jax.jit(core.jaxpr_as_fun(extended))(*flat_in)
+    results = [np.asarray(r) if r is not None else None for r in results]
+    fetched_vals = results[n:]
+    # Map each traced value to its fetched output (None leaves were dropped from the outputs).
+    values: list[Any] = []
+    it = iter(fetched_vals)
+    for x in traced:
+        values.append(next(it) if _fetchable(x) else None)
+
+    # Names of the traced values in the JVP jaxpr's text (when it appears there).
+    _, pp_ctx = print_with_context(trimmed.jaxpr)
+    appearing: set[Any] = set(trimmed.jaxpr.invars) | set(trimmed.jaxpr.constvars)
+    for e in trimmed.jaxpr.eqns:
+        appearing.update(v for v in e.invars if isinstance(v, core.Var))
+    appearing.update(v for v in trimmed.jaxpr.outvars if isinstance(v, core.Var))
+    names: dict[int, str] = {}
+    extra_vars = [v for v in jaxpr.outvars[n:]]
+    fetch_index = [i for i, x in enumerate(traced) if _fetchable(x)]
+    for var, i in zip(extra_vars, fetch_index, strict=True):
+        if isinstance(var, core.Var) and var in appearing:
+            names[i] = str(core.pp_var(var, pp_ctx))
+
+    jvp_view = jaxpr_view(jvp_closed)
+    if attributed:
+        eqn_texts = [e.text for e in jvp_view.eqns]
+        eqn_origin = list(origin)
+    else:
+        eqn_texts = [eqn_view(k, e, pp_ctx).text for k, e in enumerate(trimmed.jaxpr.eqns)]
+        eqn_origin = [None] * len(jvp_view.eqns)
+    emitted: dict[int, list[int]] = {}
+    for k, o in enumerate(origin):
+        if o is not None:
+            emitted.setdefault(o, []).append(k)
+
+    _, primal_ctx = print_with_context(primal.jaxpr)
+    events: list[JvpRuleApplied] = []
+    for step in steps[:MAX_STEPS]:
+        eqn = step.eqn
+        in_names = [
+            None if isinstance(v, core.Literal) else str(core.pp_var(v, primal_ctx))
+            for v in eqn.invars
+        ]
+        out_names = [str(core.pp_var(v, primal_ctx)) for v in eqn.outvars]
+        if step.mechanism == "rule":
+            rule = jvp_rule_view(eqn.primitive)
+        elif step.mechanism in ("custom_jvp", "custom_vjp"):
+            rule = _custom_rule_view(eqn)
+        else:
+            rule = None
+        has_inner = any(
+            isinstance(v, (core.Jaxpr, core.ClosedJaxpr))
+            for val in eqn.params.values()
+            for v in (val if isinstance(val, tuple) else (val,))
+        )
+        note = ZERO_NOTE if step.mechanism == "zero_tangents" else INNER_NOTE if has_inner else None
+        indices = emitted.get(step.index, [])
+        events.append(
+            JvpRuleApplied(
+                index=step.index,
+                primitive=eqn.primitive.name,
+                source=snippet_source(eqn.source_info.traceback),
+                rule=rule,
+                mechanism=step.mechanism,  # type: ignore[arg-type]
+                note=note,
+                primals_in=[
+                    _value_view(s, "literal" if nm is None else "primal", values, {}, nm)
+                    for s, nm in zip(step.primals_in, in_names, strict=True)
+                ],
+                tangents_in=[_value_view(s, "tangent", values, names) for s in step.tangents_in],
+                tangent_eqns=[eqn_texts[k] for k in indices],
+                jvp_eqn_indices=indices if attributed else [],
+                primals_out=[
+                    _value_view(s, "primal", values, {}, nm)
+                    for s, nm in zip(step.primals_out, out_names, strict=True)
+                ],
+                tangents_out=[_value_view(s, "tangent", values, names) for s in step.tangents_out],
+            )
+        )
+
+    # The outputs: JAX's JVP jaxpr evaluated (jit) beside jax.jvp itself (eager).
+    out_leaves = [np.asarray(x) for x in jax.jit(core.jaxpr_as_fun(jvp_closed))(*flat_in)]
+    n_primal_out = len(jax.tree.leaves(primal.out_avals))
+    n_primal_out = len(out_leaves) // 2 if n_primal_out * 2 != len(out_leaves) else n_primal_out
+    ref_p, ref_t = jax.jvp(f_closed, dynamic, tangents)
+    ref = [np.asarray(x) for x in [*jax.tree.leaves(ref_p), *jax.tree.leaves(ref_t)]]
+    staged = JvpJaxprStaged(
+        jaxpr=jvp_view,
+        expression=JVP_EXPRESSION,
+        eqn_origin=eqn_origin,
+        attributed=attributed,
+        tangents_in=_path_previews(tangents),
+        primals_out=_previews("primals_out", out_leaves[:n_primal_out]),
+        tangents_out=_previews("tangents_out", out_leaves[n_primal_out:]),
+        jax_primals_out=_previews("primals_out", ref[:n_primal_out]),
+        jax_tangents_out=_previews("tangents_out", ref[n_primal_out:]),
+        matches_jax_jvp=len(ref) == len(out_leaves) and _close(out_leaves, ref),
+        max_abs_diff=_max_abs_diff(out_leaves, ref) if len(ref) == len(out_leaves) else None,
+    )
+    return JvpCapture(
+        steps=events,
+        staged=staged,
+        jvp_jaxpr=jvp_closed,
+        interpreted_jaxpr=trimmed,
+        truncated=max(0, len(steps) - MAX_STEPS),
+    )
