@@ -1,10 +1,321 @@
-"""The nan_finder exhibit's probe (being built)."""
+"""The nan_finder exhibit's probe: walk the backward pass on the user's values and stop at the
+first step whose cotangent becomes NaN or Inf.
+
+Events, in order:
+
+* stage ``trace``: :class:`LinearJaxprStaged`, the linear jaxpr and residual values that
+  ``jax.vjp`` builds at ``args`` (``transpose_walk.linearize_vjp``, JAX's own
+  ``ad.linearize(..., is_vjp=True)``).
+* stage ``run``: one :class:`TransposeStepped` per step of the backward pass (JAX's transpose
+  rules, ``transpose_walk.walk``, seeded with 1.0 as ``jax.grad``), up to and including the first
+  step that writes a NaN or Inf cotangent (all steps when none does); then one
+  :class:`NonfiniteFound`: that step's values in and out with their NaN/Inf elements located,
+  the primal eqn's forward value (``internals.nan_walk.primal_output``), what ``jax.grad`` raises
+  under ``jax_debug_nans``, ``jax.grad``'s own result, and the double-``where`` cure
+  (:mod:`exhibits.nan_finder.cure`) checked by taking ``jax.grad`` of the rewritten snippet.
+
+Differentiated arguments: the snippet's ``argnums`` (an int or a tuple of positions) when it
+sets one, else every positional argument that is not static and whose leaves are all floating
+(ints, bools and static arguments are held fixed, and get ``None`` in ``gradient``).
+"""
 
 from __future__ import annotations
 
-from jaxscope.sandbox.probe_api import ProbeContext
+import contextlib
+import io
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
+from jaxscope.internals.nan_walk import primal_output
+from jaxscope.internals.transpose_walk import (
+    StepRecord,
+    is_nonfinite,
+    linear_jaxpr_staged,
+    linearize_vjp,
+    seed_cotangents,
+    value_view,
+    walk,
+)
+from jaxscope.protocol import CureView, MarkedValue, NonfiniteFound, ValueView
+from jaxscope.sandbox.probe_api import ProbeContext, Snippet
+from jaxscope.sandbox.snippet import load_snippet
+
+from exhibits.nan_finder.cure import Cure, double_where
+
+# Values with at most this many elements are sent in full (``MarkedValue.numbers``).
+MAX_NUMBERS = 64
+# At most this many NaN/Inf positions are listed per value.
+MAX_POSITIONS = 64
+# Gradient leaves with more elements than this are sent as None.
+MAX_GRADIENT_ELEMENTS = 4096
+# The file name the rewritten (cured) snippet is compiled under: not the user's.
+CURED_FILENAME = "<snippet-cured>"
+
+
+@dataclass(frozen=True)
+class Target:
+    """What is differentiated: ``fun(*diff_args)`` is ``f`` with the other arguments fixed;
+    ``argnums`` the positions of ``diff_args`` in the snippet's ``args``."""
+
+    fun: Callable[..., Any]
+    diff_args: tuple[Any, ...]
+    argnums: tuple[int, ...]
+    n_args: int
+
+
+def _floating(tree: Any) -> bool:
+    leaves = jax.tree.leaves(tree)
+    return bool(leaves) and all(jnp.issubdtype(_dtype(leaf), jnp.inexact) for leaf in leaves)
+
+
+def _dtype(leaf: Any) -> Any:
+    dtype = getattr(leaf, "dtype", None)
+    return dtype if dtype is not None else np.result_type(leaf)
+
+
+def differentiated(snippet: Snippet) -> Target:
+    """The :class:`Target` of a snippet (see the module docstring)."""
+    plan: CallPlan = plan_call(snippet)
+    static = set(plan.normalized_argnums())
+    chosen = snippet.namespace.get("argnums")
+    if chosen is None:
+        argnums = tuple(i for i, a in enumerate(plan.args) if i not in static and _floating(a))
+    else:
+        argnums = (chosen,) if isinstance(chosen, int) else tuple(chosen)
+    args = plan.args
+
+    def fun(*diff: Any) -> Any:
+        full = list(args)
+        for i, value in zip(argnums, diff, strict=True):
+            full[i] = value
+        return plan.fun(*full, **plan.kwargs)
+
+    return Target(fun, tuple(args[i] for i in argnums), argnums, len(args))
+
+
+def _number(x: float) -> float | str:
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def numbers(value: Any) -> Any:
+    """``value`` (an array or a pytree of them) as nested lists, NaN/Inf as strings; ``None``
+    for a leaf with more than :data:`MAX_GRADIENT_ELEMENTS` elements."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return {str(k): numbers(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [numbers(v) for v in value]
+    arr = np.asarray(value)
+    if arr.size > MAX_GRADIENT_ELEMENTS:
+        return None
+    if not np.issubdtype(arr.dtype, np.inexact):
+        return arr.tolist()
+    flat = [_number(float(x)) for x in arr.astype(np.float64).ravel()]
+    return np.array(flat, dtype=object).reshape(arr.shape).tolist() if arr.ndim else flat[0]
+
+
+def marked(label: str, raw: Any, view: ValueView) -> MarkedValue:
+    """A :class:`MarkedValue` of ``raw`` (an array, or a symbolic zero / UndefinedPrimal)."""
+    try:
+        arr = np.asarray(raw)
+    except Exception:
+        return MarkedValue(label=label, value=view)
+    if arr.dtype == object or not np.issubdtype(arr.dtype, np.inexact):
+        return MarkedValue(label=label, value=view)
+    bad = np.flatnonzero(~np.isfinite(arr.ravel()))
+    return MarkedValue(
+        label=label,
+        value=view,
+        numbers=numbers(arr) if arr.size <= MAX_NUMBERS else None,
+        nonfinite_at=[int(i) for i in bad[:MAX_POSITIONS]],
+        nonfinite_count=int(bad.size),
+    )
+
+
+def writes_nonfinite(record: StepRecord) -> bool:
+    """True when the step wrote a NaN or Inf cotangent into a linear variable."""
+    return any(is_nonfinite(w.contribution) or is_nonfinite(w.running) for w in record.writes)
+
+
+def _has_nan(x: Any) -> bool:
+    try:
+        arr = np.asarray(x)
+    except Exception:
+        return False
+    return bool(np.issubdtype(arr.dtype, np.inexact) and np.isnan(arr).any())
+
+
+def gradient_of(target: Target) -> list[Any]:
+    """``jax.grad`` of ``target.fun`` w.r.t. every differentiated argument, one entry per
+    element of the snippet's ``args`` (``None`` for the others)."""
+    if not target.argnums:
+        return [None] * target.n_args
+    grads = jax.grad(target.fun, argnums=tuple(range(len(target.argnums))))(*target.diff_args)
+    out: list[Any] = [None] * target.n_args
+    for i, g in zip(target.argnums, grads, strict=True):
+        out[i] = g
+    return out
+
+
+def debug_nans_outcome(target: Target) -> str | None:
+    """What ``jax.grad`` raises under ``jax.debug_nans(True)``: ``"FloatingPointError: ..."``
+    (JAX's class and first line), or ``None`` when it raises nothing. JAX's own notice that it
+    re-runs a jitted function de-optimized goes to stdout; it is not the user's print and is
+    dropped here."""
+    try:
+        with jax.debug_nans(True), contextlib.redirect_stdout(io.StringIO()):
+            block_until_ready(gradient_of(target))
+    except FloatingPointError as e:
+        return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return None
+
+
+def verify_cure(cure: Cure, argnums: tuple[int, ...]) -> CureView:
+    """``jax.grad`` of the rewritten snippet at the same ``args``: finite everywhere?"""
+    view = CureView(
+        guarded=cure.guarded,
+        explanation=cure.explanation,
+        start_line=cure.start_line,
+        before=cure.before,
+        after=cure.after,
+        changed=cure.changed,
+        form="two_lines" if cure.form == "two_lines" else "inline",
+        source=cure.source,
+    )
+    try:
+        snippet = load_snippet(cure.source, CURED_FILENAME)
+        target = differentiated(snippet)
+        if target.argnums != argnums:
+            raise ValueError("the rewritten snippet differentiates other arguments")
+        grads = gradient_of(target)
+    except Exception as e:  # the rewrite is ours: report its failure beside the finding
+        view.verified = None
+        view.verify_error = f"{type(e).__name__}: {e}"
+        return view
+    view.cured_gradient = numbers(grads)
+    view.verified = not any(is_nonfinite(leaf) for leaf in jax.tree.leaves(grads))
+    return view
+
+
+def _no_cure_text(record: StepRecord, forward_nonfinite: bool | None) -> str:
+    primal = record.primal_primitive or record.eqn.primitive.name
+    where = (
+        f"No jnp.where branch holds the {primal} on this line, so this is not the "
+        "discarded-branch NaN that the double-where pattern cures. "
+    )
+    if forward_nonfinite:
+        return where + (
+            f"The forward value of {primal} is already NaN/Inf here: the function itself is not "
+            "finite at these inputs, so neither is its derivative. Check the inputs (or guard "
+            "them before the call)."
+        )
+    return where + (
+        f"The forward value is finite, but {primal}'s derivative is not at these inputs (e.g. "
+        "sqrt at 0, whose slope is infinite). If the function should have a derivative here, "
+        "choose one with jax.custom_jvp, or keep the input off the singular point (sqrt(x + "
+        "eps), or a double where around it)."
+    )
 
 
 def run(ctx: ProbeContext) -> None:
-    """Not built yet."""
-    raise NotImplementedError("the nan_finder exhibit is being built")
+    """Run the nan_finder exhibit on ``ctx.snippet`` (user exceptions propagate unchanged)."""
+    target = differentiated(ctx.snippet)
+    with ctx.stage("trace"):
+        lin = linearize_vjp(target.fun, target.diff_args)
+        cts = seed_cotangents(lin)
+        ctx.emit(linear_jaxpr_staged(lin))
+
+    with ctx.stage("run"):
+        hit: list[StepRecord] = []
+
+        def on_step(record: StepRecord) -> bool:
+            ctx.emit(record.event)
+            if writes_nonfinite(record):
+                hit.append(record)
+                return True
+            return False
+
+        result = walk(lin, cts, on_step)
+        gradient = numbers(gradient_of(target))
+        if not hit:
+            ctx.emit(NonfiniteFound(found=False, gradient=gradient, steps_walked=len(result.steps)))
+            return
+        ctx.emit(finding(ctx, target, hit[0], gradient, len(result.steps)))
+
+
+def finding(
+    ctx: ProbeContext, target: Target, record: StepRecord, gradient: Any, steps: int
+) -> NonfiniteFound:
+    """The :class:`NonfiniteFound` event for the step ``record``."""
+    event = record.event
+    values_in = [
+        marked(f"cotangent arriving at {view.var}", raw, view)
+        for raw, view in zip(record.cts_in, event.cts_in, strict=True)
+    ]
+    values_in += [
+        marked(f"residual {view.var}", raw, view)
+        for raw, view in zip(record.args, event.args, strict=True)
+        if view.role == "residual"
+    ]
+    values_out: list[MarkedValue] = []
+    for raw, view in zip(record.writes, event.writes, strict=True):
+        values_out.append(
+            marked(f"cotangent sent to {view.var}", raw.contribution, view.contribution)
+        )
+        if view.mode == "accumulate":
+            values_out.append(marked(f"running sum of {view.var}", raw.running, view.running))
+    kind: Literal["nan", "inf"] = (
+        "nan"
+        if any(_has_nan(w.contribution) or _has_nan(w.running) for w in record.writes)
+        else "inf"
+    )
+
+    forward_value: MarkedValue | None = None
+    forward_nonfinite: bool | None = None
+    if record.primal_primitive and event.source is not None:
+        out = primal_output(target.fun, target.diff_args, record.primal_primitive, event.source)
+        if out is not None:
+            forward_value = marked(
+                f"forward value of {record.primal_primitive}", out, value_view(out, "primal")
+            )
+            forward_nonfinite = is_nonfinite(out)
+
+    cure_view: CureView | None = None
+    no_cure: str | None = None
+    if event.source is not None:
+        cure = double_where(ctx.snippet.source, event.source.line, event.source.column)
+        if cure is not None:
+            cure_view = verify_cure(cure, target.argnums)
+    if cure_view is None:
+        no_cure = _no_cure_text(record, forward_nonfinite)
+
+    return NonfiniteFound(
+        found=True,
+        kind=kind,
+        step=record.step,
+        eqn_index=record.eqn_index,
+        eqn_text=event.eqn_text,
+        primitive=event.primitive,
+        primal_primitive=record.primal_primitive,
+        source=event.source,
+        values_in=values_in,
+        values_out=values_out,
+        forward_value=forward_value,
+        forward_nonfinite=forward_nonfinite,
+        debug_nans=debug_nans_outcome(target),
+        gradient=gradient,
+        steps_walked=steps,
+        cure=cure_view,
+        no_cure=no_cure,
+    )

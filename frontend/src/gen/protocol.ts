@@ -616,26 +616,44 @@ export interface LinearJaxprStaged {
 }
 /**
  * The walk's final cotangents beside ``jax.grad``/``jax.vjp`` and central finite
- * differences in float64. ``gradient``: one entry per element of ``args``.
+ * differences in float64.
+ *
+ * ``gradient``, ``jax_grad``, ``jax_vjp``, ``finite_difference``: one entry per element of
+ * ``args`` (nested lists of floats; dicts as lists in sorted key order, as ``tree_leaves``;
+ * ``None`` for an argument not differentiated; non-finite numbers as ``"nan"``/``"inf"``;
+ * ``None`` inside ``finite_difference`` at a kink). ``argnums`` the differentiated positions;
+ * ``seed`` the output cotangent the walk started from (``1.0`` for a scalar output, as
+ * ``jax.grad``; for a non-scalar output an all-ones cotangent, i.e. the gradient of
+ * ``sum(f)``, and ``jax_grad`` is then ``jax.grad`` of ``sum(f)``). ``equal_to_jax``: the walk's
+ * gradient is bit-identical to both ``jax_grad`` and ``jax_vjp``.
+ * ``max_abs_err = max |g64 - fd|`` over the elements where ``fd`` is known, with ``g64`` the
+ * same walk run in float64 (``jax.enable_x64``) and ``fd`` the central differences;
+ * ``max_rel_err = max_abs_err / max |fd|`` (the error relative to the largest gradient entry,
+ * infinity norm). Both ``None`` when ``g64`` is NaN or Inf at a compared element (or nothing
+ * could be compared).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "GradientChecked".
  */
 export interface GradientChecked {
+  argnums: number[];
   equal_to_jax: boolean;
   finite_difference: unknown;
   gradient: unknown;
   jax_grad: unknown;
   jax_vjp: unknown;
-  max_abs_err: number;
-  max_rel_err: number;
+  max_abs_err: number | null;
+  max_rel_err: number | null;
   run_id: string;
+  seed: string;
   seq: number;
   type: 'gradient_checked';
 }
 /**
- * One way of taking the gradient (``eager`` = ``jax.grad(f)(*args)``, ``jit`` =
- * ``jax.jit(jax.grad(f))``): whether it worked and, if not, JAX's error and why.
+ * One way of taking the gradient (``eager`` = ``jax.grad(f, argnums)(*args)``, ``jit`` =
+ * ``jax.jit(jax.grad(f, argnums), static_argnums).trace(*args)``: traced with abstract
+ * arguments): whether it worked and, if not, JAX's error (``error_class``, ``message``), the
+ * deepest snippet line on its traceback, a plain ``explanation`` and the ``fix``.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "GradAttempted".
@@ -643,6 +661,7 @@ export interface GradientChecked {
 export interface GradAttempted {
   error_class: string | null;
   explanation: string | null;
+  fix: string | null;
   message: string | null;
   mode: 'eager' | 'jit';
   ok: boolean;

@@ -1,0 +1,68 @@
+"""The forward side of a NaN found in the backward pass (nan_finder exhibit).
+
+The transpose walk (``jaxscope.internals.transpose_walk``) names the primal primitive whose JVP
+emitted the linear eqn where a cotangent first became NaN or Inf, and that eqn's user frame. This
+module finds the same primal eqn in ``jax.make_jaxpr(fun)(*args)`` (same primitive name, same
+user frame: line, column, end line and end column, from ``eqn.source_info``) and evaluates the
+primal jaxpr on the concrete arguments up to it, eqn by eqn with ``eqn.primitive.bind`` (as
+``jax.core.eval_jaxpr`` does), to give that eqn's forward output. So the exhibit can say whether
+the forward value was already NaN/Inf (what ``jax_debug_nans`` stops at) or only the cotangent.
+
+Only top-level eqns are searched (an eqn inside a ``jit`` of a library helper is not); an eqn that
+is not found, or whose user frame matches several eqns (a Python loop), gives ``None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+from jax._src import core, source_info_util
+
+from jaxscope.internals.views import snippet_source
+from jaxscope.protocol import SourceLoc
+
+source_info_util.register_exclusion(__file__)
+
+
+def _same_frame(a: SourceLoc | None, b: SourceLoc) -> bool:
+    return a is not None and (a.line, a.column, a.end_line, a.end_column) == (
+        b.line,
+        b.column,
+        b.end_line,
+        b.end_column,
+    )
+
+
+def primal_output(
+    fun: Callable[..., Any], args: Sequence[Any], primitive: str, source: SourceLoc
+) -> Any | None:
+    """The output (the first outvar's value) at ``args`` of the unique top-level eqn of
+    ``jax.make_jaxpr(fun)(*args)`` whose primitive is ``primitive`` and whose user frame is
+    ``source``; ``None`` when there is no such eqn or more than one."""
+    closed = jax.make_jaxpr(fun)(*args)
+    jaxpr = closed.jaxpr
+    matches = [
+        i
+        for i, eqn in enumerate(jaxpr.eqns)
+        if eqn.primitive.name == primitive
+        and _same_frame(snippet_source(eqn.source_info.traceback), source)
+    ]
+    if len(matches) != 1:
+        return None
+    target = matches[0]
+    env: dict[Any, Any] = {}
+    env.update(zip(jaxpr.constvars, closed.consts, strict=True))
+    env.update(zip(jaxpr.invars, jax.tree.leaves(tuple(args)), strict=True))
+
+    def read(v: Any) -> Any:
+        return v.val if isinstance(v, core.Literal) else env[v]
+
+    for eqn in jaxpr.eqns[: target + 1]:
+        params = eqn.primitive.get_bind_params(eqn.params)
+        with eqn.ctx.manager:
+            ans = eqn.primitive.bind(*map(read, eqn.invars), **params)
+        outs = ans if eqn.primitive.multiple_results else [ans]
+        env.update(zip(eqn.outvars, outs, strict=True))
+    return env[jaxpr.eqns[target].outvars[0]]
