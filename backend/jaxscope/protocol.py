@@ -572,19 +572,82 @@ class GradAttempted(_Event):
     explanation: str | None = None
 
 
+class MarkedValue(_Model):
+    """A value at the NaN step with its NaN/Inf elements located (nan_finder).
+
+    ``label`` says what it is (``cotangent arriving at e``, ``residual a``, ``cotangent sent to
+    d``); ``value`` the value itself; ``numbers`` its elements as nested lists (NaN/Inf written
+    ``"nan"``/``"inf"``/``"-inf"``) when it has at most 64 elements, else ``None``;
+    ``nonfinite_at`` the flat (C-order) indices of its first 64 non-finite elements;
+    ``nonfinite_count`` how many elements are NaN or Inf in all.
+    """
+
+    label: str
+    value: ValueView
+    numbers: NestedNumbers = None
+    nonfinite_at: list[int] = []
+    nonfinite_count: int = 0
+
+
+class CureView(_Model):
+    """The double-``where`` rewrite of the user's code at the NaN step (nan_finder).
+
+    ``guarded`` the functions whose argument gets the inner ``where`` (``sqrt``, ``log``, ``/``);
+    ``start_line`` the 1-based snippet line where ``before`` (the original lines) starts;
+    ``after`` their replacement, ``changed`` 0-based indices of its new or changed lines;
+    ``form`` ``two_lines`` (a ``safe_x = where(...)`` line inserted) or ``inline``;
+    ``source`` the whole rewritten snippet; ``verified`` whether ``jax.grad`` of the rewritten
+    snippet at the same ``args`` is finite everywhere (``None``: could not be checked, see
+    ``verify_error``), ``cured_gradient`` that gradient (one entry per element of ``args``).
+    """
+
+    pattern: Literal["double_where"] = "double_where"
+    guarded: list[str]
+    explanation: str
+    start_line: int
+    before: str
+    after: str
+    changed: list[int]
+    form: Literal["two_lines", "inline"]
+    source: str
+    verified: bool | None = None
+    verify_error: str | None = None
+    cured_gradient: NestedNumbers = None
+
+
 class NonfiniteFound(_Event):
     """The first backward-pass step whose cotangent became NaN or Inf (``found`` false: none).
-    ``cure`` the usual fix where one applies (the double-``where`` pattern)."""
+
+    ``step``/``eqn_index``/``eqn_text``/``primitive`` name the linear eqn (as in
+    :class:`TransposeStepped`), ``primal_primitive`` the primal eqn whose JVP emitted it and
+    ``source`` its user line; ``kind`` ``nan`` when a NaN was written, else ``inf``;
+    ``values_in`` the cotangent arriving and the residuals the rule read, ``values_out`` the
+    cotangents it sent (contributions); ``forward_value`` the primal eqn's output at ``args`` and
+    ``forward_nonfinite`` whether it was already NaN/Inf (``None``: not known);
+    ``debug_nans`` what ``jax.grad(f)(*args)`` raises under ``jax_debug_nans`` (JAX's error class
+    and text, ``None`` when it raises nothing); ``gradient`` ``jax.grad``'s result (one entry per
+    element of ``args``, ``None`` for arguments not differentiated); ``steps_walked`` the steps
+    emitted; ``cure`` the double-``where`` rewrite where it applies, else ``no_cure`` says why.
+    """
 
     type: Literal["nonfinite_found"] = "nonfinite_found"
     found: bool
+    kind: Literal["nan", "inf"] | None = None
     step: int | None = None
+    eqn_index: int | None = None
+    eqn_text: str | None = None
     primitive: str | None = None
     primal_primitive: str | None = None
     source: SourceLoc | None = None
-    values_in: list[ValueView] = []
-    values_out: list[ValueView] = []
-    cure: str | None = None
+    values_in: list[MarkedValue] = []
+    values_out: list[MarkedValue] = []
+    forward_value: MarkedValue | None = None
+    forward_nonfinite: bool | None = None
+    debug_nans: str | None = None
+    gradient: NestedNumbers = None
+    steps_walked: int = 0
+    cure: CureView | None = None
+    no_cure: str | None = None
 
 
 # ---- custom_vjp ----------------------------------------------------------------------------
