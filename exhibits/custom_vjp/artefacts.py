@@ -1,6 +1,9 @@
-"""The custom_vjp exhibit's ``--print`` table: ``check`` is JSON with one entry per argument
-(``path``, ``max_abs_diff_autodiff``, ``max_abs_diff_fd``) plus the ``problems`` found. Imports
-only the protocol."""
+"""The custom_vjp exhibit's ``--print`` table. ``check`` is JSON: the custom function's ``name``,
+``kind``, ``verdict``, one entry per floating leaf of ``args`` (``path``, the gradient with the
+rule ``custom``, ``autodiff`` without it, ``finite_difference``, and ``max_abs_diff_autodiff``/
+``max_abs_diff_fd``), the ``attempts`` (eager and jitted grad: ``ok``, ``error_class``,
+``line``) and the ``problems`` found (``kind``, ``severity``, ``title``, ``error_class``,
+``line``). The last custom function checked when there are several. Imports only the protocol."""
 
 from __future__ import annotations
 
@@ -19,15 +22,37 @@ def _check(events: Sequence[EventModel]) -> str | None:
         {
             "name": e.name,
             "kind": e.kind,
+            "verdict": e.verdict,
             "arguments": [
                 {
                     "path": a.path,
+                    "custom": a.custom,
+                    "autodiff": a.autodiff,
+                    "finite_difference": a.finite_difference,
                     "max_abs_diff_autodiff": a.max_abs_diff_autodiff,
                     "max_abs_diff_fd": a.max_abs_diff_fd,
                 }
                 for a in e.arguments
             ],
-            "problems": e.problems,
+            "attempts": [
+                {
+                    "mode": t.mode,
+                    "ok": t.ok,
+                    "error_class": t.error_class,
+                    "line": t.source.line if t.source else None,
+                }
+                for t in e.attempts
+            ],
+            "problems": [
+                {
+                    "kind": p.kind,
+                    "severity": p.severity,
+                    "title": p.title,
+                    "error_class": p.error_class,
+                    "line": p.source.line if p.source else None,
+                }
+                for p in e.problems
+            ],
         }
     )
 

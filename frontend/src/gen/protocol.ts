@@ -919,7 +919,8 @@ export interface GradientAttempt {
  * grad works, ``jit(grad)`` does not), ``grad_failed`` (another error), ``differs_autodiff``,
  * ``differs_fd``, ``jvp_differs``, ``autodiff_failed`` (autodiff of ``.fun`` is not finite or
  * raises where the rule gives a value: often why the rule exists). ``severity``: ``error`` (it
- * does not work), ``warning`` (a value differs), ``note`` (for information). ``title`` one clear sentence; ``explanation`` why and the
+ * does not work), ``warning`` (a value differs), ``note`` (for information). ``title`` one
+ * clear sentence; ``explanation`` why and the
  * fix; ``error_class``/``error_message`` JAX's real error, kept verbatim; ``source`` the
  * snippet line; ``argument`` the key path concerned.
  *
