@@ -31,6 +31,7 @@ from typing import Any, Literal
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxscope.internals.cache import fresh_caches
 from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
 from jaxscope.internals.nan_walk import primal_output
 from jaxscope.internals.transpose_walk import (
@@ -232,6 +233,10 @@ def run(ctx: ProbeContext) -> None:
     """Run the nan_finder exhibit on ``ctx.snippet`` (user exceptions propagate unchanged)."""
     target = differentiated(ctx.snippet)
     with ctx.stage("trace"):
+        # The walk's primal_primitive attribution is only right on a fresh trace: with JAX's
+        # tracing caches warm (a second run in the same worker) the tangent eqns of a cached
+        # jnp helper are attributed to ``jit``. Empty them first (see the design note).
+        fresh_caches()
         lin = linearize_vjp(target.fun, target.diff_args)
         cts = seed_cotangents(lin)
         ctx.emit(linear_jaxpr_staged(lin))

@@ -1,0 +1,292 @@
+"""Tests of the nan_finder exhibit: every artefact against JAX itself.
+
+The probe runs in-process (``exhibits/conftest.py``). The truths: ``jax.grad`` on a separately
+loaded copy of each snippet, numpy, the shared case C22 (``../shared/cases/C22_*.expect.json``)
+and the goldens computed by ``golden/regen.py`` from plain JAX.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+import pytest
+from jaxscope.protocol import (
+    LinearJaxprStaged,
+    NonfiniteFound,
+    StageStarted,
+    TransposeStepped,
+)
+from jaxscope.sandbox.snippet import load_snippet
+
+from exhibits.conftest import CASES, EXHIBITS, FakeContext, example_sources, run_probe
+from exhibits.nan_finder.cure import double_where
+
+EXAMPLES = example_sources("nan_finder")
+GOLDEN = EXHIBITS / "nan_finder" / "golden"
+JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+REPO = EXHIBITS.parent
+
+BROKEN = (CASES / "C22_where_sqrt_broken.py").read_text()
+FIXED = (CASES / "C22_where_sqrt_fixed.py").read_text()
+BROKEN_EXPECT = json.loads((CASES / "C22_where_sqrt_broken.expect.json").read_text())
+FIXED_EXPECT = json.loads((CASES / "C22_where_sqrt_fixed.expect.json").read_text())
+
+
+def found_of(ctx: FakeContext) -> NonfiniteFound:
+    return ctx.one(NonfiniteFound)
+
+
+def as_float(x: Any) -> float:
+    return float(x) if not isinstance(x, str) else float(x.replace("inf", "inf"))
+
+
+def same_numbers(got: Any, want: Any) -> None:
+    """Nested numbers equal, NaN/Inf written as strings on both sides."""
+    g = np.array([as_float(v) for v in np.ravel(np.array(got, dtype=object))], np.float64)
+    w = np.array([as_float(v) for v in np.ravel(np.array(want, dtype=object))], np.float64)
+    np.testing.assert_array_equal(g, w)
+
+
+def truth_grad(source: str) -> list[np.ndarray]:
+    """``jax.grad`` w.r.t. every floating argument of a fresh copy of the snippet."""
+    s = load_snippet(source)
+    argnums = tuple(
+        i for i, a in enumerate(s.args) if np.issubdtype(np.asarray(a).dtype, np.inexact)
+    )
+    grads = jax.grad(s.f, argnums=argnums)(*s.args)
+    return [np.asarray(g) for g in grads]
+
+
+# ---- C22 -------------------------------------------------------------------------------------
+
+
+def test_c22_broken_lands_on_sqrt_at_line_7_with_the_double_where_cure() -> None:
+    ctx = run_probe("nan_finder", BROKEN)
+    nf = found_of(ctx)
+    assert nf.found and nf.kind == "nan"
+    assert nf.primitive == "mul" and nf.primal_primitive == "sqrt"
+    assert nf.source is not None and nf.source.line == 7
+    assert nf.eqn_text is not None and nf.eqn_text.split(" = ")[1].startswith("mul")
+    # The gradient's NaNs at elements 0 and 1, as the case says (and jax.grad agrees).
+    same_numbers(nf.gradient[0], BROKEN_EXPECT["grad"])
+    same_numbers(nf.gradient[0], truth_grad(BROKEN)[0].tolist())
+    # The cure: the double where, with the exact rewrite of line 7.
+    assert nf.cure is not None and nf.cure.pattern == "double_where"
+    assert nf.cure.guarded == ["sqrt"] and nf.cure.start_line == 7
+    assert nf.cure.before == "    return jnp.sum(jnp.where(x > 0, jnp.sqrt(x), 0.0))"
+    assert nf.cure.after == (
+        "    safe_x = jnp.where(x > 0, x, 1.0)\n"
+        "    return jnp.sum(jnp.where(x > 0, jnp.sqrt(safe_x), 0.0))"
+    )
+    assert nf.cure.verified is True
+    same_numbers(nf.cure.cured_gradient[0], FIXED_EXPECT["grad"])
+    # Forward sqrt(-1) was already NaN: jax_debug_nans stops there, as the case records.
+    assert nf.forward_nonfinite is True
+    assert nf.forward_value is not None and nf.forward_value.nonfinite_at == [0]
+    assert nf.debug_nans == BROKEN_EXPECT["debug_nans_error"]
+
+
+def test_c22_broken_values_in_and_out_against_numpy() -> None:
+    nf = found_of(run_probe("nan_finder", BROKEN))
+    x = np.array([-1.0, 0.0, 4.0], np.float32)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        residual = np.float32(0.5) / np.sqrt(x)  # sqrt's JVP: t * (0.5 / sqrt(x))
+        ct_sqrt_out = np.where(x > 0, 1.0, 0.0).astype(np.float32)  # where's transpose
+        sent = ct_sqrt_out * residual
+    arriving = nf.values_in[0]
+    assert arriving.label.startswith("cotangent arriving")
+    same_numbers(arriving.numbers, ct_sqrt_out.tolist())
+    assert arriving.nonfinite_count == 0
+    (res,) = [v for v in nf.values_in if v.value.role == "residual"]
+    same_numbers(res.numbers, residual.tolist())
+    assert res.nonfinite_at == [0, 1]
+    (out,) = nf.values_out
+    same_numbers(out.numbers, sent.tolist())
+    assert out.nonfinite_at == [0, 1] and out.nonfinite_count == 2 and out.value.nonfinite
+
+
+def test_c22_broken_steps_stop_at_the_nan_step() -> None:
+    ctx = run_probe("nan_finder", BROKEN)
+    nf = found_of(ctx)
+    steps = ctx.of_type(TransposeStepped)
+    assert [s.step for s in steps] == list(range(nf.step + 1 if nf.step is not None else 0))
+    assert steps[-1].eqn_index == nf.eqn_index and steps[-1].primal_primitive == "sqrt"
+    # Every earlier step wrote only finite cotangents; the last one a NaN.
+    for s in steps[:-1]:
+        assert not any(w.contribution.nonfinite for w in s.writes)
+    assert any(w.contribution.nonfinite for w in steps[-1].writes)
+    # Order: the linear jaxpr first (trace), then the steps and the finding (run).
+    kinds = [type(e).__name__ for e in ctx.events if not isinstance(e, StageStarted)]
+    assert kinds[0] == "LinearJaxprStaged" and kinds[-1] == "NonfiniteFound"
+    lin = ctx.one(LinearJaxprStaged)
+    assert len(lin.jaxpr.eqns) == 3
+
+
+def test_a_second_run_in_the_same_process_attributes_the_same() -> None:
+    first = found_of(run_probe("nan_finder", BROKEN))
+    second = found_of(run_probe("nan_finder", BROKEN))
+    assert first.primal_primitive == second.primal_primitive == "sqrt"
+
+
+def test_c22_fixed_is_finite() -> None:
+    ctx = run_probe("nan_finder", FIXED)
+    nf = found_of(ctx)
+    assert not nf.found and nf.cure is None and nf.step is None
+    same_numbers(nf.gradient[0], FIXED_EXPECT["grad"])
+    # The whole walk was emitted.
+    assert nf.steps_walked == len(ctx.of_type(TransposeStepped)) > 0
+
+
+def test_the_cure_applied_to_c22_gives_the_fixed_gradient() -> None:
+    nf = found_of(run_probe("nan_finder", BROKEN))
+    assert nf.cure is not None
+    # The rewritten snippet, run as plain JAX, has the fixed case's gradient.
+    np.testing.assert_array_equal(truth_grad(nf.cure.source)[0], np.array(FIXED_EXPECT["grad"]))
+    assert not found_of(run_probe("nan_finder", nf.cure.source)).found
+
+
+# ---- the examples ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_example_against_jax_grad_and_golden(name: str) -> None:
+    source = EXAMPLES[name]
+    nf = found_of(run_probe("nan_finder", source))
+    golden = json.loads((GOLDEN / f"{name}.json").read_text())
+    truth = truth_grad(source)
+    has_nonfinite = any(not np.all(np.isfinite(g)) for g in truth)
+    assert nf.found == has_nonfinite == golden["has_nonfinite"]
+    for i, g in zip(golden["argnums"], truth, strict=True):
+        same_numbers(nf.gradient[i], g.tolist())
+        same_numbers(nf.gradient[i], golden["gradient"][i])
+    if nf.found:
+        assert nf.debug_nans == golden["debug_nans_error"]
+        assert nf.source is not None
+        assert any(v.nonfinite_count > 0 for v in nf.values_out)
+
+
+def test_entropy_log_cures_the_log_inside_the_branch() -> None:
+    nf = found_of(run_probe("nan_finder", EXAMPLES["entropy_log"]))
+    assert nf.found and nf.source is not None and nf.source.line == 7
+    # 0 * log(0): mul's transpose multiplies the zero cotangent by log(0) = -inf.
+    assert nf.primal_primitive == "mul" and nf.forward_nonfinite is True
+    (res,) = [v for v in nf.values_in if v.value.role == "residual"]
+    assert res.numbers is not None and res.numbers[0] == "-inf"
+    assert nf.cure is not None and nf.cure.guarded == ["log"] and nf.cure.verified
+    assert "jnp.log(safe_p)" in nf.cure.after
+    cured = truth_grad(nf.cure.source)[0]
+    assert np.all(np.isfinite(cured))
+    same_numbers(nf.cure.cured_gradient[0], cured.tolist())
+    p = np.array([0.25, 0.75])
+    np.testing.assert_allclose(cured[1:], -(np.log(p) + 1.0), rtol=1e-6)
+
+
+def test_norm_at_zero_is_inf_with_no_where_to_cure() -> None:
+    nf = found_of(run_probe("nan_finder", EXAMPLES["norm_at_zero"]))
+    assert nf.found and nf.kind == "inf" and nf.primal_primitive == "sqrt"
+    assert nf.source is not None and nf.source.line == 6
+    assert nf.forward_nonfinite is False  # sqrt(0) = 0: only the cotangent is bad
+    assert nf.cure is None and nf.no_cure is not None and "custom_jvp" in nf.no_cure
+    (out,) = nf.values_out
+    assert out.numbers == "inf" and out.nonfinite_at == [0]  # a scalar: 1 * sqrt'(0)
+
+
+def test_sin_times_x_is_finite() -> None:
+    src = "import jax.numpy as jnp\n\ndef f(x):\n    return jnp.sin(x) * x\n\nargs = (1.0,)\n"
+    nf = found_of(run_probe("nan_finder", src))
+    assert not nf.found
+    assert math.isclose(nf.gradient[0], 1.3817732906760363, rel_tol=1e-6)
+
+
+def test_user_error_propagates() -> None:
+    src = "import jax.numpy as jnp\n\ndef f(x):\n    return jnp.sin(x)\n\nargs = (jnp.ones(3),)\n"
+    with pytest.raises(TypeError, match="scalar-output"):
+        run_probe("nan_finder", src)
+
+
+# ---- the cure rewrite on its own ---------------------------------------------------------------
+
+TWO_LINES = """import jax.numpy as jnp
+
+def f(x):
+    y = jnp.sqrt(x)
+    return jnp.sum(jnp.where(x > 0, y, 0.0))
+
+args = (jnp.array([-1.0, 0.0, 4.0]),)
+"""
+
+LAMBDA = """import jax
+import jax.numpy as jnp
+
+def f(x):
+    return jnp.sum(jax.vmap(lambda t: jnp.where(t <= 0, 0.0, t ** 0.5))(x))
+
+args = (jnp.array([-1.0, 0.0, 4.0]),)
+"""
+
+DIVIDE = """import jax.numpy as jnp
+
+def f(x):
+    return jnp.sum(jnp.where(x != 0, 1.0 / x, 0.0))
+
+args = (jnp.array([0.0, 2.0]),)
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "line", "form", "guarded"),
+    [
+        (TWO_LINES, 4, "two_lines", "sqrt"),
+        (LAMBDA, 5, "inline", "**"),
+        (DIVIDE, 4, "two_lines", "/"),
+    ],
+    ids=["assigned_then_where", "lambda_false_branch", "division"],
+)
+def test_cure_rewrites_verified_by_jax_grad(
+    source: str, line: int, form: str, guarded: str
+) -> None:
+    assert not np.all(np.isfinite(truth_grad(source)[0]))
+    nf = found_of(run_probe("nan_finder", source))
+    assert nf.found and nf.source is not None and nf.source.line == line
+    assert nf.cure is not None and nf.cure.form == form and nf.cure.guarded == [guarded]
+    assert nf.cure.verified is True
+    assert np.all(np.isfinite(truth_grad(nf.cure.source)[0]))
+    # Where the branch is selected the gradient is unchanged.
+    before, after = truth_grad(source)[0], truth_grad(nf.cure.source)[0]
+    ok = np.isfinite(before)
+    np.testing.assert_array_equal(after[ok], before[ok])
+
+
+def test_no_where_no_cure() -> None:
+    assert double_where("def f(x):\n    return jnp.sqrt(x)\n", 2, 11) is None
+    assert double_where("def f(x):\n    return jnp.where(x > 0, x * 2, 0.0)\n", 2, 26) is None
+    assert double_where("def f(:\n", 1, 0) is None
+
+
+# ---- the CLI ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [(BROKEN, {"primitive": "sqrt", "line": 7}), (FIXED, None)],
+    ids=["C22_broken", "C22_fixed"],
+)
+def test_cli_print_first_nan(tmp_path: Path, source: str, expected: Any) -> None:
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(source)
+    out = subprocess.run(
+        [JAXSCOPE, "run", "nan_finder", str(snippet), "--print", "first_nan"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == expected
