@@ -466,25 +466,35 @@ class JvpJaxprStaged(_Event):
 
 
 class ResidualView(_Model):
-    """A residual: a value the known (forward) jaxpr hands to the unknown (linear) one.
+    """A residual: a value the known (forward) jaxpr hands to the unknown (linear) one, or a
+    value ``jax.checkpoint`` saves for the backward pass.
 
     ``aval``; ``source`` the user line of the eqn that produced it (``None`` for an input);
-    ``description`` what produced it (``output of sin``, ``the argument x``).
+    ``description`` what produced it (``output of sin``, ``the argument primal args[0]``; for
+    remat JAX's own text from ``saved_residuals``); ``bytes`` its size (``float0``: 0);
+    ``known_eqn`` the index of the producing eqn in the known jaxpr (split only).
     """
 
     aval: AvalView
     source: SourceLoc | None = None
     description: str
+    bytes: int = 0
+    known_eqn: int | None = None
 
 
 class JaxprSplit(_Event):
-    """``pe.partial_eval_jaxpr_nounits`` split the JVP jaxpr: ``known_inputs`` the flags used
-    (one per JVP-jaxpr input, ``input_labels`` naming each), the known and unknown jaxprs,
-    ``out_unknowns``, and the residuals in order."""
+    """``pe.partial_eval_jaxpr_nounits`` split the JVP jaxpr ``jvp`` (inputs: ``n_primals``
+    primal leaves, then as many tangent leaves): ``known_inputs`` the flags used (one per input,
+    ``input_labels``/``input_avals`` naming each), the known and unknown jaxprs,
+    ``out_unknowns`` (one per JVP output), and the residuals in order (the known jaxpr's last
+    outvars, the unknown jaxpr's first invars)."""
 
     type: Literal["jaxpr_split"] = "jaxpr_split"
     input_labels: list[str]
+    input_avals: list[AvalView]
     known_inputs: list[bool]
+    n_primals: int
+    jvp: JaxprView
     known: JaxprView
     unknown: JaxprView
     out_unknowns: list[bool]
@@ -492,16 +502,27 @@ class JaxprSplit(_Event):
 
 
 class RematPolicyMeasured(_Event):
-    """``jax.checkpoint(f, policy=...)`` under ``jax.grad``: ``saved`` as
+    """``jax.checkpoint(f, policy=...)`` under ``jax.grad`` (w.r.t. the floating-point leaves):
+    ``policy`` the Python expression (``no checkpoint`` for plain ``f``), ``aliases`` other
+    names of the same policy in ``jax.checkpoint_policies``; ``saved`` as
     ``print_saved_residuals`` reports them, their total bytes, the compiled ``memory_analysis``
-    temp bytes and the median step time in milliseconds."""
+    temp bytes (``None``: not reported), the median step time in milliseconds of the compiled
+    grad over ``repeats`` calls on the worker's device, and ``grad_max_abs_diff`` the largest
+    difference of its gradient to the un-checkpointed one. ``grad_of`` says what is
+    differentiated: ``f`` (a scalar output) or ``sum of f's outputs`` (any other output)."""
 
     type: Literal["remat_policy_measured"] = "remat_policy_measured"
+    index: int
     policy: str
+    aliases: list[str] = []
     saved: list[ResidualView]
     residual_bytes: int
     temp_bytes: int | None
     step_ms: float
+    repeats: int
+    device: str
+    grad_of: str
+    grad_max_abs_diff: float
 
 
 # ---- transpose and nan_finder --------------------------------------------------------------

@@ -346,6 +346,13 @@ def _value_view(
     )
 
 
+def _dtype_name(arr: np.ndarray) -> str:
+    """The dtype JAX computes with (``float64`` -> ``float32`` unless x64 is on)."""
+    if arr.dtype == jax.dtypes.float0:
+        return "float0"
+    return str(jax.dtypes.canonicalize_dtype(arr.dtype))
+
+
 def _previews(prefix: str, leaves: list[Any]) -> list[ArrayPreview]:
     out = []
     for i, leaf in enumerate(leaves):
@@ -354,7 +361,7 @@ def _previews(prefix: str, leaves: list[Any]) -> list[ArrayPreview]:
             ArrayPreview(
                 path=f"{prefix}[{i}]",
                 shape=list(arr.shape),
-                dtype=str(arr.dtype) if arr.dtype != jax.dtypes.float0 else "float0",
+                dtype=_dtype_name(arr),
                 preview=preview_value(arr),
             )
         )
@@ -369,7 +376,7 @@ def _path_previews(tree: Any) -> list[ArrayPreview]:
             ArrayPreview(
                 path="tangents" + jax.tree_util.keystr(path),
                 shape=list(arr.shape),
-                dtype="float0" if arr.dtype == jax.dtypes.float0 else str(arr.dtype),
+                dtype=_dtype_name(arr),
                 preview=preview_value(arr),
             )
         )

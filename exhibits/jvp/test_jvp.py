@@ -1,0 +1,237 @@
+"""Tests of the jvp exhibit's probe: every artefact against JAX itself.
+
+The probe runs in-process (``exhibits/conftest.py``). Truths: ``jax.make_jaxpr`` of ``jax.jvp``
+and ``jax.jvp`` on a separately loaded copy of the snippet (``golden/regen.py``'s helpers, plain
+JAX), the closed form cos(1)·1 + sin(1), and the golden files.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+import pytest
+from jaxscope.protocol import JaxprStaged, JvpJaxprStaged, JvpRuleApplied, ValueView
+
+from exhibits.conftest import EXHIBITS, FakeContext, run_probe
+from exhibits.jvp.golden.regen import EXAMPLES, golden, jvp_parts, load
+
+GOLDEN = EXHIBITS / "jvp" / "golden"
+JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+EXAMPLE_PATHS = {p.stem: p for p in EXAMPLES}
+SIN_X = 1.3817732906760363  # d/dx sin(x)·x at 1 = cos(1)·1 + sin(1)
+
+
+def number(preview: str | None) -> np.ndarray:
+    """A value preview (numpy's printout, never summarised for these sizes) as an array."""
+    assert preview is not None and "..." not in preview
+    return np.asarray(ast.literal_eval(preview), dtype=np.float64)
+
+
+def truth(source_path: Path) -> tuple[str, list[Any], list[Any]]:
+    """(JVP jaxpr text, primal outputs, tangent outputs) from plain JAX."""
+    f_closed, primals, tangents = jvp_parts(load(source_path))
+    text = str(jax.make_jaxpr(lambda p, t: jax.jvp(f_closed, p, t))(primals, tangents))
+    p_out, t_out = jax.jvp(f_closed, primals, tangents)
+    return text, jax.tree.leaves(p_out), jax.tree.leaves(t_out)
+
+
+@pytest.fixture(scope="module", params=sorted(EXAMPLE_PATHS))
+def example(request: pytest.FixtureRequest) -> tuple[Path, FakeContext]:
+    path = EXAMPLE_PATHS[request.param]
+    return path, run_probe("jvp", path.read_text())
+
+
+def test_sin_times_x_derivative_at_one() -> None:
+    ctx = run_probe("jvp", EXAMPLE_PATHS["sin_times_x"].read_text())
+    staged = ctx.one(JvpJaxprStaged)
+    assert float(number(staged.tangents_out[0].preview)) == pytest.approx(SIN_X, rel=1e-6)
+    assert float(number(staged.primals_out[0].preview)) == pytest.approx(math.sin(1.0), rel=1e-6)
+    sin_step, mul_step = ctx.of_type(JvpRuleApplied)
+    assert (sin_step.primitive, mul_step.primitive) == ("sin", "mul")
+    assert float(number(sin_step.tangents_out[0].preview)) == pytest.approx(math.cos(1.0), 1e-6)
+    assert float(number(mul_step.tangents_out[0].preview)) == pytest.approx(SIN_X, rel=1e-6)
+    # The mul step's inputs: sin(1) and 1 with tangents cos(1) and 1 (the tangent of x).
+    assert [float(number(v.preview)) for v in mul_step.primals_in] == pytest.approx(
+        [math.sin(1.0), 1.0], rel=1e-6
+    )
+    assert [float(number(v.preview)) for v in mul_step.tangents_in] == pytest.approx(
+        [math.cos(1.0), 1.0], rel=1e-6
+    )
+    # The rule JAX ran for sin is defined in lax.py, and sin's rule emits sin, cos, mul.
+    assert sin_step.rule is not None and sin_step.rule.table == "primitive_jvps"
+    assert sin_step.rule.file == "jax/_src/lax/lax.py" and sin_step.rule.line
+    assert [t.split(" = ")[1].split()[0] for t in sin_step.tangent_eqns] == ["sin", "cos", "mul"]
+    assert sin_step.source is not None and sin_step.source.line == 7
+
+
+def test_every_example_against_jax_jvp(example: tuple[Path, FakeContext]) -> None:
+    path, ctx = example
+    text, p_out, t_out = truth(path)
+    staged = ctx.one(JvpJaxprStaged)
+    assert staged.jaxpr.text == text
+    assert staged.attributed
+    assert staged.matches_jax_jvp and staged.max_abs_diff is not None
+    assert staged.max_abs_diff <= 1e-5
+    for shown, ref in zip(
+        [*staged.primals_out, *staged.tangents_out], [*p_out, *t_out], strict=True
+    ):
+        ref_arr = np.asarray(ref, np.float64)
+        np.testing.assert_allclose(number(shown.preview), ref_arr, rtol=1e-5, atol=1e-5)
+    for shown, ref in zip(
+        [*staged.jax_primals_out, *staged.jax_tangents_out], [*p_out, *t_out], strict=True
+    ):
+        np.testing.assert_allclose(number(shown.preview), np.asarray(ref), rtol=1e-6, atol=1e-6)
+
+
+def test_one_step_per_primal_eqn_and_every_jvp_eqn_attributed(
+    example: tuple[Path, FakeContext],
+) -> None:
+    _, ctx = example
+    primal = ctx.one(JaxprStaged).jaxpr
+    steps = ctx.of_type(JvpRuleApplied)
+    staged = ctx.one(JvpJaxprStaged)
+    assert [s.index for s in steps] == list(range(len(primal.eqns)))
+    assert [s.primitive for s in steps] == [e.primitive for e in primal.eqns]
+    # Steps come between the primal jaxpr and the whole JVP jaxpr.
+    kinds = [type(e) for e in ctx.events if isinstance(e, (JaxprStaged, JvpRuleApplied))]
+    assert kinds[0] is JaxprStaged and ctx.events[-1] is staged
+    # Each JVP eqn belongs to exactly one step, in order, and the step shows its text.
+    origin = staged.eqn_origin
+    assert len(origin) == len(staged.jaxpr.eqns)
+    attributed = [o for o in origin if o is not None]
+    assert attributed == sorted(attributed)
+    for step in steps:
+        mine = [k for k, o in enumerate(origin) if o == step.index]
+        assert step.jvp_eqn_indices == mine
+        assert step.tangent_eqns == [staged.jaxpr.eqns[k].text for k in mine]
+        for k in mine:  # the emitted eqns carry the primal eqn's user line
+            assert staged.jaxpr.eqns[k].source == primal.eqns[step.index].source
+
+
+def test_step_values_chain_into_the_outputs(example: tuple[Path, FakeContext]) -> None:
+    """The last steps' outputs are the function's outputs (values at args, from JAX)."""
+    path, ctx = example
+    _, p_out, t_out = truth(path)
+    primal = ctx.one(JaxprStaged).jaxpr
+    steps = ctx.of_type(JvpRuleApplied)
+    produced: dict[str, tuple[ValueView, ValueView]] = {}
+    for s in steps:
+        for p, t in zip(s.primals_out, s.tangents_out, strict=True):
+            assert p.var is not None
+            produced[p.var] = (p, t)
+    for out_var, p_ref, t_ref in zip(primal.outvars, p_out, t_out, strict=True):
+        p, t = produced[out_var.name]
+        np.testing.assert_allclose(number(p.preview), np.asarray(p_ref), rtol=1e-5, atol=1e-5)
+        if t.zero:
+            assert not np.any(np.asarray(t_ref))
+        else:
+            np.testing.assert_allclose(number(t.preview), np.asarray(t_ref), rtol=1e-5, atol=1e-5)
+
+
+ZEROS = """
+import jax.numpy as jnp
+
+def f(x, n):
+    k = jnp.arange(3.0)
+    return jnp.sum(x * k * n)
+
+args = (jnp.ones(3), 2)
+"""
+
+
+def test_symbolic_zero_tangents_are_shown_as_such() -> None:
+    ctx = run_probe("jvp", ZEROS)
+    steps = ctx.of_type(JvpRuleApplied)
+    staged = ctx.one(JvpJaxprStaged)
+    # The int argument n gets the float0 zero tangent.
+    assert [t.dtype for t in staged.tangents_in] == ["float32", "float0"]
+    # jnp.arange(3.0) involves no tangent: JAX binds it alone, no rule runs.
+    first = steps[0]
+    assert first.mechanism == "zero_tangents" and first.rule is None
+    assert all(t.zero for t in first.tangents_out)
+    # Some step multiplies by n: that tangent goes in as a symbolic zero.
+    assert any(t.zero for s in steps if s.mechanism == "rule" for t in s.tangents_in)
+    text, _, t_out = truth_from_source(ZEROS)
+    assert staged.jaxpr.text == text
+    assert float(number(staged.tangents_out[0].preview)) == pytest.approx(float(t_out[0]))
+
+
+def truth_from_source(source: str, tmp: Path | None = None) -> tuple[str, list[Any], list[Any]]:
+    ns: dict[str, Any] = {"__name__": "snippet"}
+    exec(compile(source, "<snippet>", "exec"), ns)
+    f_closed, primals, tangents = jvp_parts(ns)
+    text = str(jax.make_jaxpr(lambda p, t: jax.jvp(f_closed, p, t))(primals, tangents))
+    p_out, t_out = jax.jvp(f_closed, primals, tangents)
+    return text, jax.tree.leaves(p_out), jax.tree.leaves(t_out)
+
+
+CUSTOM_TANGENTS = """
+import jax.numpy as jnp
+
+def f(x, y):
+    return jnp.sin(x) * y
+
+args = (1.0, 3.0)
+tangents = (2.0, 0.0)
+"""
+
+
+def test_snippet_tangents_choose_the_direction() -> None:
+    ctx = run_probe("jvp", CUSTOM_TANGENTS)
+    staged = ctx.one(JvpJaxprStaged)
+    expected = 2.0 * math.cos(1.0) * 3.0
+    assert float(number(staged.tangents_out[0].preview)) == pytest.approx(expected, rel=1e-6)
+    assert [number(t.preview).item() for t in staged.tangents_in] == [2.0, 0.0]
+
+
+def test_tangents_with_the_wrong_structure_fail_clearly() -> None:
+    with pytest.raises(TypeError, match="same pytree structure"):
+        run_probe("jvp", CUSTOM_TANGENTS.replace("tangents = (2.0, 0.0)", "tangents = (2.0,)"))
+
+
+def test_static_argnums_and_custom_jvp_steps() -> None:
+    """attention has a static int argument; mlp_loss has relu (a custom_jvp function)."""
+    ctx = run_probe("jvp", EXAMPLE_PATHS["mlp_loss"].read_text())
+    custom = [s for s in ctx.of_type(JvpRuleApplied) if s.primitive == "custom_jvp_call"]
+    assert custom and all(s.mechanism == "custom_jvp" for s in custom)
+    rule = custom[0].rule
+    assert rule is not None and rule.file == "jax/_src/nn/functions.py" and "relu" in rule.name
+    assert custom[0].note is not None  # an eqn with an inner jaxpr is one step
+
+
+def test_golden_files_are_current() -> None:
+    for path in EXAMPLES:
+        stored = json.loads((GOLDEN / f"{path.stem}.json").read_text())
+        fresh = golden(path)
+        assert stored["jvp_jaxpr"] == fresh["jvp_jaxpr"]
+        np.testing.assert_allclose(
+            np.asarray(stored["tangents_out"][0]), np.asarray(fresh["tangents_out"][0]), rtol=1e-6
+        )
+
+
+def test_golden_matches_the_probe(example: tuple[Path, FakeContext]) -> None:
+    path, ctx = example
+    stored = json.loads((GOLDEN / f"{path.stem}.json").read_text())
+    staged = ctx.one(JvpJaxprStaged)
+    assert staged.jaxpr.text == stored["jvp_jaxpr"]
+    assert len(staged.jaxpr.eqns) == stored["num_eqns"]
+
+
+def test_cli_prints_the_jvp_jaxpr(tmp_path: Path) -> None:
+    path = EXAMPLE_PATHS["sin_times_x"]
+    out = subprocess.run(
+        [JAXSCOPE, "run", "jvp", str(path), "--print", "jvp_jaxpr"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == truth(path)[0]
