@@ -1,0 +1,98 @@
+"""Contract tests for the private JAX names the partial_eval exhibit relies on
+(``jaxscope.internals.split`` and ``jaxscope.internals.remat``). A JAX upgrade that changes any of
+them fails here, loudly, before the exhibit shows anything wrong."""
+
+from __future__ import annotations
+
+import inspect
+
+import jax
+import jax.ad_checkpoint
+import jax.numpy as jnp
+import numpy as np
+from jax._src import ad_checkpoint, core, source_info_util
+from jax._src.interpreters import partial_eval as pe
+from jaxscope.internals import remat
+
+
+def _f(x: jax.Array) -> jax.Array:
+    return jnp.sum((jnp.sin(x) * x) ** 2)
+
+
+X = np.array([0.0, 1.0, 2.0], np.float32)
+
+
+def test_partial_eval_jaxpr_nounits_signature() -> None:
+    params = list(inspect.signature(pe.partial_eval_jaxpr_nounits).parameters)
+    assert params == ["jaxpr", "unknowns", "instantiate"]
+
+
+def test_partial_eval_jaxpr_nounits_returns_known_unknown_out_unknowns_residuals() -> None:
+    jvp = jax.make_jaxpr(lambda x, t: jax.jvp(_f, (x,), (t,)))(X, X)
+    known, unknown, out_uk, res = pe.partial_eval_jaxpr_nounits(
+        jvp, unknowns=[False, True], instantiate=False
+    )
+    assert isinstance(known, core.ClosedJaxpr) and isinstance(unknown, core.ClosedJaxpr)
+    assert list(out_uk) == [False, True]
+    assert [str(a) for a in res] == ["float32[3]"] * 4
+    # known: known inputs -> known outputs then residuals; unknown: residuals then unknown inputs
+    assert len(known.jaxpr.invars) == 1
+    assert len(known.jaxpr.outvars) == 1 + len(res)
+    assert len(unknown.jaxpr.invars) == len(res) + 1
+    assert len(unknown.jaxpr.outvars) == 1
+    outs = core.eval_jaxpr(known.jaxpr, known.consts, X)
+    tan = core.eval_jaxpr(unknown.jaxpr, unknown.consts, *outs[1:], np.ones(3, np.float32))
+    want_y, want_t = jax.jvp(_f, (X,), (np.ones(3, np.float32),))
+    np.testing.assert_allclose(outs[0], want_y, rtol=1e-6)
+    np.testing.assert_allclose(tan[0], want_t, rtol=1e-6)
+
+
+def test_eqns_keep_source_info_and_jaxpr_api() -> None:
+    jvp = jax.make_jaxpr(lambda x, t: jax.jvp(_f, (x,), (t,)))(X, X)
+    known, *_ = pe.partial_eval_jaxpr_nounits(jvp, unknowns=[False, True], instantiate=False)
+    eqn = known.jaxpr.eqns[0]
+    assert eqn.primitive.name == "sin"
+    assert eqn.source_info.traceback is not None
+    assert hasattr(core, "Literal") and hasattr(core, "JaxprEqn")
+    assert callable(source_info_util.register_exclusion)
+
+
+def test_saved_residuals_returns_aval_and_text() -> None:
+    saved = ad_checkpoint.saved_residuals(_f, X)
+    assert len(saved) == 4
+    assert all(isinstance(a, core.ShapedArray) and isinstance(d, str) for a, d in saved)
+    assert saved[0][1] == "from the argument x"
+    assert any(d.startswith("output of sin from ") for _, d in saved)
+    # print_saved_residuals prints this very list, one line each
+    assert jax.ad_checkpoint.print_saved_residuals is ad_checkpoint.print_saved_residuals
+
+
+def test_saved_residuals_names_checkpoint_names() -> None:
+    def g(x: jax.Array) -> jax.Array:
+        h = jax.ad_checkpoint.checkpoint_name(jnp.sin(x), "h")  # type: ignore[no-untyped-call]
+        return jnp.sum(jnp.cos(h))
+
+    policy = jax.checkpoint_policies.save_only_these_names("h")
+    saved = ad_checkpoint.saved_residuals(jax.checkpoint(g, policy=policy), X)
+    assert [d.split(" from ")[0] for _, d in saved] == ["from the argument x", "named 'h'"]
+    closed = jax.make_jaxpr(g)(X)
+    assert remat.checkpoint_names(closed) == ["h"]
+    assert hasattr(core, "jaxprs_in_params")
+
+
+def test_checkpoint_policies_argument_free_set() -> None:
+    """The policies the table measures: every attribute that accepts ``**params``."""
+    names = [n for n, _ in remat.policy_names()]
+    assert names == [
+        "everything_saveable",
+        "nothing_saveable",
+        "dots_saveable",
+        "dots_with_no_batch_dims_saveable",
+    ]
+    assert dict(remat.policy_names())["dots_saveable"] == ["checkpoint_dots"]
+    factories = {
+        "save_only_these_names",
+        "save_any_names_but_these",
+        "offload_dot_with_no_batch_dims",
+    }
+    assert factories <= set(vars(jax.checkpoint_policies))

@@ -1,0 +1,306 @@
+"""The partial_eval exhibit against JAX itself: the split equals ``partial_eval_jaxpr_nounits``
+called here on the same JVP jaxpr, the two halves evaluated one after the other reproduce
+``jax.jvp``, the residuals agree with ``saved_residuals``, toggling known inputs changes the split
+as JAX does, and every remat row agrees with ``saved_residuals``, the compiled memory analysis and
+``jax.grad`` computed here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+import pytest
+from jaxscope.protocol import JaxprSplit, RematPolicyMeasured, RunOptions
+
+from exhibits.conftest import EXHIBITS, FakeContext, run_probe
+from exhibits.partial_eval.golden import regen
+
+GOLDEN = EXHIBITS / "partial_eval" / "golden"
+NAMES = sorted(regen.EXAMPLES)
+JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+REPO = EXHIBITS.parent
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, FakeContext]:
+    return {name: run_probe("partial_eval", p.read_text()) for name, p in regen.EXAMPLES.items()}
+
+
+def ns_of(name: str) -> dict[str, Any]:
+    return regen.load(regen.EXAMPLES[name])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_split_equals_partial_eval_jaxpr_nounits(runs: dict[str, FakeContext], name: str) -> None:
+    event = runs[name].one(JaxprSplit)
+    ns = ns_of(name)
+    jvp = regen.jvp_jaxpr(ns)
+    known, unknown, out_uk, res = regen.split(ns)
+    assert event.jvp.text == str(jvp)
+    assert event.known.text == str(known)
+    assert event.unknown.text == str(unknown)
+    assert event.out_unknowns == list(out_uk)
+    assert [r.aval.short for r in event.residuals] == [a.str_short(short_dtypes=True) for a in res]
+    n = len(jvp.jaxpr.invars)
+    assert event.known_inputs == [i < n // 2 for i in range(n)]
+    assert event.n_primals == n // 2
+    assert len(event.input_labels) == n
+    assert all(lab.startswith("primal ") for lab in event.input_labels[: n // 2])
+    assert all(lab.startswith("tangent ") for lab in event.input_labels[n // 2 :])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_examples_match_golden(runs: dict[str, FakeContext], name: str) -> None:
+    golden = json.loads((GOLDEN / f"{name}.json").read_text())
+    event = runs[name].one(JaxprSplit)
+    assert event.known.text == golden["known_jaxpr"]
+    assert event.unknown.text == golden["unknown_jaxpr"]
+    assert [r.aval.short for r in event.residuals] == golden["residual_avals"]
+    rows = {r.policy: r for r in runs[name].of_type(RematPolicyMeasured)}
+    for policy, count in golden["saved_counts"].items():
+        assert len(rows[policy].saved) == count
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_known_then_unknown_reproduces_jax_jvp(runs: dict[str, FakeContext], name: str) -> None:
+    ns = ns_of(name)
+    g, dyn, kw = regen.call_of(ns)
+    rng = np.random.default_rng(1)
+    primals = (dyn, kw)
+    tangents = jax.tree.map(lambda x: regen.tangent_like(x, rng), primals)
+    want_out, want_tan = jax.jvp(g, primals, tangents)
+    known, unknown, out_uk, res = regen.split(ns)
+    # the probe's split is this split (checked above); evaluate its two halves one after the other
+    assert runs[name].one(JaxprSplit).known.text == str(known)
+    p_leaves, t_leaves = jax.tree.leaves(primals), jax.tree.leaves(tangents)
+    outs = jax.core.eval_jaxpr(known.jaxpr, known.consts, *p_leaves)
+    n_res = len(res)
+    known_outs, residuals = outs[: len(outs) - n_res], outs[len(outs) - n_res :]
+    unknown_outs = jax.core.eval_jaxpr(unknown.jaxpr, unknown.consts, *residuals, *t_leaves)
+    assert out_uk == [False] * (len(out_uk) // 2) + [True] * (len(out_uk) // 2)
+    for got, want in zip(known_outs, jax.tree.leaves(want_out), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    for got, want in zip(unknown_outs, jax.tree.leaves(want_tan), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_sin_times_x_has_the_four_residuals_of_the_hooks_doc(runs: dict[str, FakeContext]) -> None:
+    """``f(x) = sum((sin(x) * x) ** 2)``: 4 residuals of f32[3], the same JAX's
+    ``saved_residuals`` and ``jax.vjp`` report (x itself, sin x, cos x, sin(x) * x)."""
+    event = runs["sin_times_x"].one(JaxprSplit)
+    ns = ns_of("sin_times_x")
+    assert [r.aval.short for r in event.residuals] == ["f32[3]"] * 4
+    _, f_vjp = jax.vjp(ns["f"], *ns["args"])
+    assert len(jax.tree.leaves(f_vjp)) == 4
+    saved = regen.saved(ns, None, checkpointed=False)
+    kinds = Counter(
+        "argument" if d.startswith("from the argument") else d.split(" from ")[0] for _, d in saved
+    )
+    mine = Counter(
+        "argument" if r.description.startswith("the argument") else r.description
+        for r in event.residuals
+    )
+    assert (
+        kinds
+        == mine
+        == Counter({"argument": 1, "output of sin": 1, "output of cos": 1, "output of mul": 1})
+    )
+    lines = {r.description: r.source.line if r.source else None for r in event.residuals}
+    assert lines == {
+        "the argument primal args[0]": None,
+        "output of sin": 9,
+        "output of cos": 9,
+        "output of mul": 10,
+    }
+    assert all(r.bytes == 12 for r in event.residuals)
+    # each residual is produced by the known eqn it names
+    for r in event.residuals:
+        if r.known_eqn is not None:
+            assert r.description == f"output of {event.known.eqns[r.known_eqn].primitive}"
+
+
+@pytest.mark.parametrize(
+    "known",
+    [
+        [True, True],  # everything known: nothing left for the linear jaxpr
+        [False, True],  # the primal unknown: everything unknown
+        [True, False],  # the default
+    ],
+)
+def test_toggling_known_inputs_splits_as_jax_does(known: list[bool]) -> None:
+    source = regen.EXAMPLES["sin_times_x"].read_text()
+    event = run_probe("partial_eval", source, RunOptions(known=known)).one(JaxprSplit)
+    k, u, out_uk, res = regen.split(ns_of("sin_times_x"), known)
+    assert event.known_inputs == known
+    assert (event.known.text, event.unknown.text) == (str(k), str(u))
+    assert event.out_unknowns == list(out_uk)
+    assert len(event.residuals) == len(res)
+
+
+def test_toggling_one_mlp_weight_moves_its_work_to_the_unknown_side(
+    runs: dict[str, FakeContext],
+) -> None:
+    default = runs["mlp_loss"].one(JaxprSplit)
+    labels = default.input_labels
+    known = list(default.known_inputs)
+    known[labels.index("primal args[0]['w2']")] = False
+    source = regen.EXAMPLES["mlp_loss"].read_text()
+    event = run_probe("partial_eval", source, RunOptions(known=known)).one(JaxprSplit)
+    k, u, out_uk, _ = regen.split(ns_of("mlp_loss"), known)
+    assert (event.known.text, event.unknown.text) == (str(k), str(u))
+    assert event.known.text != default.known.text
+    assert event.out_unknowns == list(out_uk) == [True, True]  # the loss needs w2 now
+    assert len(event.known.invars) == len(default.known.invars) - 1
+
+
+def test_wrong_number_of_known_flags_is_a_clear_error() -> None:
+    source = regen.EXAMPLES["sin_times_x"].read_text()
+    with pytest.raises(ValueError, match=r"options.known has 3 flag\(s\).*2 inputs"):
+        run_probe("partial_eval", source, RunOptions(known=[True, False, True]))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_remat_rows_agree_with_saved_residuals_and_jax_grad(
+    runs: dict[str, FakeContext], name: str
+) -> None:
+    ns = ns_of(name)
+    rows = runs[name].of_type(RematPolicyMeasured)
+    assert [r.index for r in rows] == list(range(len(rows)))
+    assert rows[0].policy == "no checkpoint"
+    leaves, loss = regen.float_leaves(ns)
+    g, _, _ = regen.call_of(ns)
+    want_grad = jax.grad(loss(g))(leaves)
+    names = _names(rows)
+    for row in rows:
+        policy, checkpointed = _policy(row.policy, names)
+        fn = jax.checkpoint(g, policy=policy) if checkpointed else g
+        assert [(r.aval.short, r.description) for r in row.saved] == regen.saved(
+            ns, policy, checkpointed
+        ), row.policy
+        assert row.residual_bytes == sum(r.bytes for r in row.saved)
+        compiled = jax.jit(jax.grad(loss(fn))).lower(leaves).compile()
+        stats = compiled.memory_analysis()
+        assert stats is not None
+        assert row.temp_bytes == stats.temp_size_in_bytes
+        got = jax.grad(loss(fn))(leaves)
+        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want_grad), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        assert row.grad_max_abs_diff < 1e-5
+        assert row.step_ms > 0 and row.repeats >= 3
+        assert row.grad_of == ("f" if name != "attention" else "sum of f's outputs")
+
+
+def _names(rows: list[RematPolicyMeasured]) -> list[str]:
+    for row in rows:
+        if row.policy.startswith("save_only_these_names("):
+            return [s.strip().strip("'") for s in row.policy[22:-1].split(",")]
+    return []
+
+
+def _policy(label: str, names: list[str]) -> tuple[Any, bool]:
+    if label == "no checkpoint":
+        return None, False
+    if label.startswith("save_only_these_names("):
+        return jax.checkpoint_policies.save_only_these_names(*names), True
+    if label.startswith("save_any_names_but_these("):
+        return jax.checkpoint_policies.save_any_names_but_these(label[26:-2]), True
+    return getattr(jax.checkpoint_policies, label), True
+
+
+def test_remat_policies_are_the_argument_free_ones_plus_named(runs: dict[str, FakeContext]) -> None:
+    plain = [r.policy for r in runs["mlp_loss"].of_type(RematPolicyMeasured)]
+    assert plain == [
+        "no checkpoint",
+        "everything_saveable",
+        "nothing_saveable",
+        "dots_saveable",
+        "dots_with_no_batch_dims_saveable",
+    ]
+    rows = runs["remat_layers"].of_type(RematPolicyMeasured)
+    named = [r.policy for r in rows][5:]
+    assert named == [
+        "save_only_these_names('pre', 'act')",
+        "save_any_names_but_these('pre')",
+        "save_any_names_but_these('act')",
+    ]
+    by = {r.policy: r for r in rows}
+    assert by["dots_saveable"].aliases == ["checkpoint_dots"]
+    # the memory/compute trade is visible: saving nothing keeps fewer bytes than saving all
+    assert by["nothing_saveable"].residual_bytes < by["everything_saveable"].residual_bytes
+    # the named activations are what save_only_these_names keeps (besides the arguments)
+    descs = [r.description for r in by["save_only_these_names('pre', 'act')"].saved]
+    assert sum("named 'act'" in d for d in descs) == 3
+    assert sum("named 'pre'" in d for d in descs) == 3
+    lines = {r.source.line for r in by["save_any_names_but_these('pre')"].saved if r.source}
+    assert lines == {14}
+
+
+def test_a_non_scalar_f_still_splits_and_the_table_differentiates_the_sum(
+    runs: dict[str, FakeContext],
+) -> None:
+    rows = runs["attention"].of_type(RematPolicyMeasured)
+    assert rows and all(r.grad_of == "sum of f's outputs" for r in rows)
+    assert runs["attention"].one(JaxprSplit).out_unknowns == [False, True]
+
+
+def test_user_exception_propagates() -> None:
+    source = "import jax.numpy as jnp\ndef f(x):\n    raise KeyError('boom')\nargs = (1.0,)\n"
+    with pytest.raises(KeyError, match="boom"):
+        run_probe("partial_eval", source)
+
+
+@pytest.mark.parametrize("artefact", ["known_jaxpr", "unknown_jaxpr", "residuals"])
+def test_cli_print(tmp_path: Path, artefact: str) -> None:
+    path = regen.EXAMPLES["sin_times_x"]
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(path.read_text())
+    proc = subprocess.run(
+        [JAXSCOPE, "run", "partial_eval", str(snippet), "--print", artefact],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr
+    known, unknown, _, res = regen.split(ns_of("sin_times_x"))
+    if artefact == "known_jaxpr":
+        assert proc.stdout == str(known) + "\n"
+    elif artefact == "unknown_jaxpr":
+        assert proc.stdout == str(unknown) + "\n"
+    else:
+        got = json.loads(proc.stdout)
+        assert [a for a, _ in got] == [a.str_short(short_dtypes=True) for a in res]
+        assert sorted(got, key=str) == sorted(
+            [["f32[3]", 9], ["f32[3]", None], ["f32[3]", 9], ["f32[3]", 10]], key=str
+        )
+
+
+def test_python_scalar_and_kwargs_and_static_argnames() -> None:
+    source = (
+        "import jax.numpy as jnp\n"
+        "def f(x, s, *, w, scale):\n"
+        "    return jnp.sum(jnp.tanh(x * w) * s) * scale\n"
+        "args = (jnp.ones(3), 2.0)\n"
+        "kwargs = {'w': jnp.arange(3.0), 'scale': 3}\n"
+        "static_argnames = ('scale',)\n"
+    )
+    ctx = run_probe("partial_eval", source)
+    event = ctx.one(JaxprSplit)
+    assert event.input_labels == [
+        "primal args[0]",
+        "primal args[1]",
+        "primal kwargs['w']",
+        "tangent args[0]",
+        "tangent args[1]",
+        "tangent kwargs['w']",
+    ]
+    rows = ctx.of_type(RematPolicyMeasured)
+    assert rows and all(r.grad_of == "f" and r.grad_max_abs_diff < 1e-6 for r in rows)
+    # the static scale=3 is closed over: it is a literal of the jaxpr, not an input
+    assert "3.0" in event.known.text
