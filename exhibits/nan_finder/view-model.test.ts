@@ -1,0 +1,104 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import type { Event } from '../../frontend/src/protocol';
+import {
+  cells,
+  cureLines,
+  forwardVerdict,
+  gradientRows,
+  headline,
+  landingSelection,
+  nanModel,
+  nonfiniteSummary,
+  stepRows,
+  stepSelection,
+} from './view-model';
+
+// Captured from the real probe by fixtures/capture.py (never written by hand).
+const dir = fileURLToPath(new URL('./fixtures/', import.meta.url));
+function load(name: string): Event[] {
+  return readFileSync(`${dir}${name}.jsonl`, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as Event);
+}
+const example = (name: string): string =>
+  readFileSync(fileURLToPath(new URL(`./examples/${name}.py`, import.meta.url)), 'utf8');
+
+describe('where_sqrt (C22 broken): lands on the sqrt on line 7', () => {
+  const events = load('where_sqrt');
+  const model = nanModel(events);
+  const f = model.found;
+
+  it('finds the NaN at the mul that sqrt emitted, line 7', () => {
+    expect(f?.found).toBe(true);
+    expect(headline(model, false)).toBe('Step 2 wrote a NaN: mul (from sqrt) on line 7.');
+    expect(landingSelection(f!)).toEqual({ origin: 'eqn', lines: [7], eqnIndices: [f!.eqn_index], opLines: [] });
+  });
+
+  it('replays one step per event, the last one non-finite', () => {
+    const counts = events.map((_, k) => nanModel(events.slice(0, k + 1)).steps.length);
+    events.forEach((e, k) => {
+      const before = k === 0 ? 0 : counts[k - 1];
+      expect(counts[k]).toBe(before! + (e.type === 'transpose_stepped' ? 1 : 0));
+    });
+    const rows = stepRows(model.steps);
+    expect(rows.map((r) => r.status)).toEqual(['finite', 'finite', 'nonfinite']);
+    expect(rows[2]?.origin).toBe('mul (from sqrt)');
+    expect(stepSelection(model.steps[2]!).lines).toEqual([7]);
+    // Mid-walk the headline says so, and nothing is found yet.
+    const mid = nanModel(events.slice(0, events.findIndex((e) => e.type === 'transpose_stepped') + 1));
+    expect(mid.found).toBeUndefined();
+    expect(headline(mid, true)).toBe('Walking the backward pass… step 0');
+  });
+
+  it('marks the NaN/Inf elements of the values in and out', () => {
+    const [arriving, residual] = f!.values_in;
+    expect(cells(arriving!)?.map((c) => c.bad)).toEqual([false, false, false]);
+    expect(cells(residual!)?.map((c) => [c.text, c.bad])).toEqual([
+      ['nan', true],
+      ['inf', true],
+      ['0.25', false],
+    ]);
+    expect(nonfiniteSummary(f!.values_out[0]!)).toBe('2 elements NaN/Inf, at flat index 0, 1');
+    expect(gradientRows(f!.gradient)[0]?.cells?.map((c) => c.bad)).toEqual([true, true, false]);
+  });
+
+  it('says the forward sqrt(-1) was already NaN, as jax_debug_nans sees it', () => {
+    expect(forwardVerdict(f!)).toContain('was already NaN/Inf (at flat index 0)');
+    expect(forwardVerdict(f!)).toContain('FloatingPointError: invalid value (nan) encountered in sqrt');
+  });
+
+  it('shows the cure as the exact before/after of line 7', () => {
+    const lines = cureLines(f!.cure!);
+    const src = example('where_sqrt').split('\n');
+    expect(lines.before).toEqual([{ n: 7, text: src[6], changed: true }]);
+    expect(lines.after.map((l) => l.changed)).toEqual([true, true]);
+    expect(lines.after[0]?.text).toBe('    safe_x = jnp.where(x > 0, x, 1.0)');
+    expect(f!.cure!.verified).toBe(true);
+  });
+});
+
+describe('where_sqrt_fixed: finite', () => {
+  const model = nanModel(load('where_sqrt_fixed'));
+  it('reports no NaN and no landing line', () => {
+    expect(model.found?.found).toBe(false);
+    expect(headline(model, false)).toBe(
+      `No NaN or Inf: all ${model.steps.length} steps of the backward pass wrote finite cotangents.`,
+    );
+    expect(landingSelection(model.found!)).toBeNull();
+    expect(stepRows(model.steps).every((r) => r.status === 'finite')).toBe(true);
+    expect(gradientRows(model.found!.gradient)[0]?.cells?.map((c) => c.text)).toEqual(['0.0', '0.0', '0.25']);
+  });
+});
+
+describe('norm_at_zero: an Inf, no where to cure', () => {
+  const f = nanModel(load('norm_at_zero')).found!;
+  it('says Inf, forward finite, and why there is no cure', () => {
+    expect(headline(nanModel(load('norm_at_zero')), false)).toBe('Step 0 wrote an Inf: mul (from sqrt) on line 6.');
+    expect(forwardVerdict(f)).toContain('is finite: only the cotangent went bad');
+    expect(f.cure).toBeNull();
+    expect(f.no_cure).toContain('custom_jvp');
+  });
+});

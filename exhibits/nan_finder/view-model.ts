@@ -1,0 +1,199 @@
+/**
+ * The nan_finder exhibit's view model: pure functions from the run's events (up to the stepper's
+ * cursor) to what the view shows — the backward walk so far with the NaN step marked, the values
+ * going in and out of that step with their NaN/Inf elements, whether the forward value was already
+ * non-finite, the double-where cure as a before/after snippet, and jax.grad's gradient.
+ */
+import type { Selection } from '../../frontend/src/exhibit-api';
+import type { Event, EventOf, RunFailed } from '../../frontend/src/protocol';
+import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
+
+export type Found = EventOf<'nonfinite_found'>;
+export type Step = EventOf<'transpose_stepped'>;
+export type Linear = EventOf<'linear_jaxpr_staged'>;
+export type MarkedValue = Found['values_in'][number];
+export type Cure = NonNullable<Found['cure']>;
+
+export interface NanModel {
+  linear: Linear | undefined;
+  /** the steps walked so far (the stepper replays them one event at a time) */
+  steps: Step[];
+  /** the step the cursor is on (the last one so far) */
+  current: Step | undefined;
+  found: Found | undefined;
+  failure: RunFailed | undefined;
+}
+
+export function nanModel(events: readonly Event[]): NanModel {
+  const steps = eventsOf(events, 'transpose_stepped');
+  return {
+    linear: lastOf(events, 'linear_jaxpr_staged'),
+    steps,
+    current: steps[steps.length - 1],
+    found: lastOf(events, 'nonfinite_found'),
+    failure: lastOf(events, 'run_failed'),
+  };
+}
+
+/** True when a step wrote a NaN or Inf cotangent. */
+export function stepWritesNonfinite(step: Step): boolean {
+  return step.writes.some((w) => w.contribution.nonfinite || w.running.nonfinite);
+}
+
+export type StepStatus = 'finite' | 'nonfinite';
+
+export interface StepRow {
+  step: Step;
+  status: StepStatus;
+  /** `mul ← sqrt` style: the linear primitive and the primal one that emitted it */
+  origin: string;
+  /** `d ← [nan, nan, 0.25]`: what the step wrote, first write only, shortened */
+  wrote: string;
+}
+
+function short(text: string | null | undefined, max = 40): string {
+  const t = (text ?? '').replace(/\s+/g, ' ');
+  return t.length > max ? `${t.slice(0, max - 1)}…` : t;
+}
+
+export function stepRows(steps: readonly Step[]): StepRow[] {
+  return steps.map((step) => ({
+    step,
+    status: stepWritesNonfinite(step) ? 'nonfinite' : 'finite',
+    origin:
+      step.primal_primitive && step.primal_primitive !== step.primitive
+        ? `${step.primitive} (from ${step.primal_primitive})`
+        : step.primitive,
+    wrote:
+      step.writes.length === 0
+        ? '—'
+        : step.writes.map((w) => `${w.var} ${w.mode === 'set' ? '←' : '+='} ${short(w.contribution.preview, 28)}`).join('; '),
+  }));
+}
+
+/** The headline over the whole exhibit. */
+export function headline(model: NanModel, running: boolean): string {
+  const f = model.found;
+  if (f === undefined) {
+    if (model.failure) return 'The backward pass could not be walked (see the error).';
+    if (model.steps.length > 0) return `Walking the backward pass… step ${model.steps.length - 1}`;
+    return running ? 'Linearizing f at your arguments…' : 'Run the snippet to walk its backward pass on values.';
+  }
+  if (!f.found) {
+    return `No NaN or Inf: all ${f.steps_walked} steps of the backward pass wrote finite cotangents.`;
+  }
+  const what = f.kind === 'inf' ? 'an Inf' : 'a NaN';
+  const origin = f.primal_primitive && f.primal_primitive !== f.primitive ? ` (from ${f.primal_primitive})` : '';
+  const line = f.source ? ` on line ${f.source.line}` : '';
+  return `Step ${f.step ?? '?'} wrote ${what}: ${f.primitive ?? '?'}${origin}${line}.`;
+}
+
+export interface Cell {
+  text: string;
+  bad: boolean;
+}
+
+function cellText(v: unknown): string {
+  if (typeof v === 'number') return Number.isInteger(v) ? v.toFixed(1) : Number(v.toPrecision(6)).toString();
+  if (typeof v === 'string') return v;
+  return String(v);
+}
+
+/** Flatten nested numbers (NaN/Inf as strings) in C order. */
+export function flatten(numbers: unknown): unknown[] {
+  if (Array.isArray(numbers)) return numbers.flatMap((n) => flatten(n));
+  return [numbers];
+}
+
+/** The elements of a marked value as cells, NaN/Inf cells marked; `null` when too large. */
+export function cells(value: MarkedValue): Cell[] | null {
+  if (value.numbers === null || value.numbers === undefined) return null;
+  return flatten(value.numbers).map((n) => ({
+    text: cellText(n),
+    bad: typeof n === 'string' && /nan|inf/.test(n),
+  }));
+}
+
+/** One line about where the NaN/Inf elements of a value are. */
+export function nonfiniteSummary(value: MarkedValue): string {
+  if (value.value.zero) return 'symbolic zero (no array)';
+  if (value.nonfinite_count === 0) return 'all finite';
+  const at = value.nonfinite_at.join(', ');
+  const more = value.nonfinite_count > value.nonfinite_at.length ? ', …' : '';
+  const n = value.nonfinite_count;
+  return `${n} element${n === 1 ? '' : 's'} NaN/Inf, at flat index ${at}${more}`;
+}
+
+/** Whether the forward pass was already bad, and what jax_debug_nans does. */
+export function forwardVerdict(f: Found): string {
+  const prim = f.primal_primitive ?? f.primitive ?? 'this eqn';
+  const line = f.source ? ` on line ${f.source.line}` : '';
+  const dn = f.debug_nans
+    ? ` Under jax_debug_nans, jax.grad stops with ${f.debug_nans}.`
+    : ' Under jax_debug_nans, jax.grad raises nothing (it checks for NaN only, not Inf).';
+  if (f.forward_nonfinite === true) {
+    const at = f.forward_value ? ` (at flat index ${f.forward_value.nonfinite_at.join(', ')})` : '';
+    return `The forward value of ${prim}${line} was already NaN/Inf${at}: the forward pass computed it although nothing downstream used it.${dn}`;
+  }
+  if (f.forward_nonfinite === false) {
+    return `The forward value of ${prim}${line} is finite: only the cotangent went bad, in the backward pass.${dn}`;
+  }
+  return `The forward value of ${prim} could not be located in the primal jaxpr.${dn}`;
+}
+
+export interface CodeLine {
+  /** 1-based snippet line of the original (before), or the line the new one takes (after) */
+  n: number;
+  text: string;
+  changed: boolean;
+}
+
+/** The before/after snippets of a cure, numbered as in the editor. */
+export function cureLines(cure: Cure): { before: CodeLine[]; after: CodeLine[] } {
+  const changed = new Set(cure.changed);
+  const beforeLines = cure.before.split('\n');
+  const afterLines = cure.after.split('\n');
+  const removed = new Set(beforeLines.map((t, i) => (afterLines.includes(t) ? -1 : i)).filter((i) => i >= 0));
+  return {
+    before: beforeLines.map((text, i) => ({ n: cure.start_line + i, text, changed: removed.has(i) })),
+    after: afterLines.map((text, i) => ({ n: cure.start_line + i, text, changed: changed.has(i) })),
+  };
+}
+
+/** The gradient (one entry per argument) as labelled rows of cells. */
+export function gradientRows(gradient: unknown): { label: string; cells: Cell[] | null }[] {
+  if (!Array.isArray(gradient)) return [];
+  return gradient.map((g, i) => {
+    if (g === null || g === undefined) return { label: `args[${i}]`, cells: null };
+    const flat = flatten(g);
+    const leaves = flat.length <= 64 ? flat : null;
+    return {
+      label: `args[${i}]`,
+      cells:
+        leaves === null
+          ? null
+          : leaves.map((n) => ({ text: cellText(n), bad: typeof n === 'string' && /nan|inf/.test(n) })),
+    };
+  });
+}
+
+/** The selection that lands the editor on the NaN step's line (and the linear eqn). */
+export function landingSelection(f: Found): Selection | null {
+  if (!f.found || !f.source) return null;
+  return {
+    origin: 'eqn',
+    lines: [f.source.line],
+    eqnIndices: f.eqn_index === null ? [] : [f.eqn_index],
+    opLines: [],
+  };
+}
+
+/** The selection made by clicking a step: its user line and its linear eqn. */
+export function stepSelection(step: Step): Selection {
+  return {
+    origin: 'eqn',
+    lines: step.source ? [step.source.line] : [],
+    eqnIndices: [step.eqn_index],
+    opLines: [],
+  };
+}
