@@ -568,21 +568,40 @@ class LinearJaxprStaged(_Event):
 
 class GradientChecked(_Event):
     """The walk's final cotangents beside ``jax.grad``/``jax.vjp`` and central finite
-    differences in float64. ``gradient``: one entry per element of ``args``."""
+    differences in float64.
+
+    ``gradient``, ``jax_grad``, ``jax_vjp``, ``finite_difference``: one entry per element of
+    ``args`` (nested lists of floats; dicts as lists in sorted key order, as ``tree_leaves``;
+    ``None`` for an argument not differentiated; non-finite numbers as ``"nan"``/``"inf"``;
+    ``None`` inside ``finite_difference`` at a kink). ``argnums`` the differentiated positions;
+    ``seed`` the output cotangent the walk started from (``1.0`` for a scalar output, as
+    ``jax.grad``; for a non-scalar output an all-ones cotangent, i.e. the gradient of
+    ``sum(f)``, and ``jax_grad`` is then ``jax.grad`` of ``sum(f)``). ``equal_to_jax``: the walk's
+    gradient is bit-identical to both ``jax_grad`` and ``jax_vjp``.
+    ``max_abs_err = max |g64 - fd|`` over the elements where ``fd`` is known, with ``g64`` the
+    same walk run in float64 (``jax.enable_x64``) and ``fd`` the central differences;
+    ``max_rel_err = max_abs_err / max |fd|`` (the error relative to the largest gradient entry,
+    infinity norm). Both ``None`` when ``g64`` is NaN or Inf at a compared element (or nothing
+    could be compared).
+    """
 
     type: Literal["gradient_checked"] = "gradient_checked"
+    argnums: list[int] = []
+    seed: str = "1.0"
     gradient: NestedNumbers
     jax_grad: NestedNumbers
     jax_vjp: NestedNumbers
     equal_to_jax: bool
     finite_difference: NestedNumbers
-    max_abs_err: float
-    max_rel_err: float
+    max_abs_err: float | None
+    max_rel_err: float | None
 
 
 class GradAttempted(_Event):
-    """One way of taking the gradient (``eager`` = ``jax.grad(f)(*args)``, ``jit`` =
-    ``jax.jit(jax.grad(f))``): whether it worked and, if not, JAX's error and why."""
+    """One way of taking the gradient (``eager`` = ``jax.grad(f, argnums)(*args)``, ``jit`` =
+    ``jax.jit(jax.grad(f, argnums), static_argnums).trace(*args)``: traced with abstract
+    arguments): whether it worked and, if not, JAX's error (``error_class``, ``message``), the
+    deepest snippet line on its traceback, a plain ``explanation`` and the ``fix``."""
 
     type: Literal["grad_attempted"] = "grad_attempted"
     mode: Literal["eager", "jit"]
@@ -591,6 +610,7 @@ class GradAttempted(_Event):
     message: str | None = None
     source: SourceLoc | None = None
     explanation: str | None = None
+    fix: str | None = None
 
 
 class MarkedValue(_Model):

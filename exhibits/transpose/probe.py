@@ -1,10 +1,277 @@
-"""The transpose exhibit's probe (being built)."""
+"""The transpose exhibit's probe: the backward pass of ``jax.grad(f)``, one linear eqn at a time,
+through JAX's own transpose rules (``jaxscope.internals.transpose_walk``).
+
+Events, in order:
+
+* stage ``trace``: two :class:`GradAttempted` events. ``jit``: ``jax.jit(jax.grad(f, argnums),
+  static_argnums).trace(*args)`` (abstract arguments, as ``jax.jit(jax.grad(f))`` traces);
+  ``eager``: ``jax.grad(f, argnums)(*args)``. A failure carries JAX's error, the snippet line and
+  a plain explanation (``jaxscope.sandbox.errors.ad_help``). When the eager gradient fails the
+  run ends in ``run_failed`` with that error (the user's line), except for a non-scalar output:
+  then the walk goes on from an all-ones cotangent (``jax.vjp``; the gradient of ``sum(f)``).
+  When only ``jit`` fails (a traced value used as a shape or in Python control flow) the walk
+  runs on the eager version, which saw concrete values.
+* :class:`LinearJaxprStaged`: the linear jaxpr ``ad.linearize(..., is_vjp=True)`` made (as
+  ``jax.vjp`` does), residuals as constvars, with their values.
+* stage ``run``: one :class:`TransposeStepped` per linear eqn, last eqn first.
+* :class:`GradientChecked`: the walk's cotangents beside ``jax.grad`` and ``jax.vjp`` (bit for
+  bit) and central finite differences in float64 (``jaxscope.finite_diff``), with the error of
+  the same walk run in float64.
+
+``argnums``: every positional argument that is not static and whose leaves are all floating
+(at least one leaf); a snippet may set ``argnums`` (an int or a tuple) to choose, and then JAX's
+own error for an int argument is what the user sees.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxscope.finite_diff import central_differences, is_float_leaf
+from jaxscope.internals.calling import CallPlan, block_until_ready, concrete_args, plan_call
+from jaxscope.internals.transpose_walk import (
+    Linearized,
+    linear_jaxpr_staged,
+    linearize_vjp,
+    seed_cotangents,
+    walk,
+)
+from jaxscope.protocol import GradAttempted, GradientChecked, SourceLoc
+from jaxscope.sandbox.errors import ad_help, transformation_frames, user_frames
 from jaxscope.sandbox.probe_api import ProbeContext
+
+# The stepper shows one event per step: a walk longer than this is cut (the gradient is still
+# the full walk's).
+MAX_STEP_EVENTS = 2000
 
 
 def run(ctx: ProbeContext) -> None:
-    """Not built yet."""
-    raise NotImplementedError("the transpose exhibit is being built")
+    """Run the transpose exhibit on ``ctx.snippet`` (user exceptions propagate unchanged)."""
+    plan = plan_call(ctx.snippet)
+    args = concrete_args(plan.args)
+    argnums = choose_argnums(plan, args, ctx.snippet.namespace.get("argnums"))
+    with ctx.stage("trace"):
+        jit_error = _attempt(ctx, "jit", lambda: _jit_grad(plan, args, argnums))
+        eager_error = _attempt(ctx, "eager", lambda: _grad(plan, args, argnums))
+        if eager_error is not None and not _non_scalar_output(plan, args, argnums):
+            raise eager_error
+        del jit_error
+        fun, diff_args = dynamic_fun(plan, args, argnums)
+        lin = linearize_vjp(fun, diff_args)
+        seed, seed_text = _seed(lin)
+    ctx.emit(linear_jaxpr_staged(lin))
+    with ctx.stage("run"):
+
+        def on_step(record: Any) -> None:
+            if record.step < MAX_STEP_EVENTS:
+                ctx.emit(record.event)
+
+        result = walk(lin, seed, on_step)
+        gradient = lin.in_tree.unflatten(result.cotangents)
+        ctx.emit(check_gradient(plan, args, argnums, gradient, seed, seed_text))
+
+
+def choose_argnums(plan: CallPlan, args: tuple[Any, ...], chosen: Any) -> tuple[int, ...]:
+    """The positions to differentiate: ``chosen`` (the snippet's ``argnums``) when set, else
+    every non-static positional argument whose leaves are all floating."""
+    if chosen is not None:
+        return (chosen,) if isinstance(chosen, int) else tuple(chosen)
+    static = set(plan.normalized_argnums())
+    out = []
+    for i, a in enumerate(args):
+        leaves = jax.tree.leaves(a)
+        if i not in static and leaves and all(is_float_leaf(x) for x in leaves):
+            out.append(i)
+    return tuple(out)
+
+
+def dynamic_fun(
+    plan: CallPlan, args: tuple[Any, ...], argnums: Sequence[int]
+) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """``(fun, diff_args)``: ``fun(*diff_args)`` is ``f(*args, **kwargs)`` with the arguments at
+    ``argnums`` taken from its parameters and the others closed over (as ``jax.grad``'s
+    ``argnums`` does)."""
+
+    def fun(*diff: Any) -> Any:
+        full = list(args)
+        for i, d in zip(argnums, diff, strict=True):
+            full[i] = d
+        return plan.fun(*full, **plan.kwargs)
+
+    return fun, tuple(args[i] for i in argnums)
+
+
+def _grad_fun(plan: CallPlan, argnums: Sequence[int]) -> Callable[..., Any]:
+    return jax.grad(plan.fun, argnums=tuple(argnums))
+
+
+def _jit_grad(plan: CallPlan, args: tuple[Any, ...], argnums: Sequence[int]) -> Any:
+    jitted = jax.jit(_grad_fun(plan, argnums), static_argnums=plan.static_argnums)
+    return jitted.trace(*args, **plan.kwargs)
+
+
+def _grad(plan: CallPlan, args: tuple[Any, ...], argnums: Sequence[int]) -> Any:
+    return block_until_ready(_grad_fun(plan, argnums)(*args, **plan.kwargs))
+
+
+def _attempt(ctx: ProbeContext, mode: str, thunk: Callable[[], Any]) -> Exception | None:
+    """Run ``thunk``; emit :class:`GradAttempted`; return the exception it raised (or None)."""
+    try:
+        thunk()
+    except Exception as exc:  # shown as the exhibit's point, re-raised by run() when fatal
+        frames = user_frames(exc.__traceback__) or transformation_frames(exc)
+        help_ = ad_help(exc)
+        ctx.emit(
+            GradAttempted(
+                mode=mode,  # type: ignore[arg-type]
+                ok=False,
+                error_class=type(exc).__name__,
+                message=str(exc),
+                source=SourceLoc(line=frames[-1].line, function=frames[-1].function)
+                if frames
+                else None,
+                explanation=help_[0] if help_ else None,
+                fix=help_[1] if help_ else None,
+            )
+        )
+        return exc
+    ctx.emit(GradAttempted(mode=mode, ok=True))  # type: ignore[arg-type]
+    return None
+
+
+def _non_scalar_output(plan: CallPlan, args: tuple[Any, ...], argnums: Sequence[int]) -> bool:
+    """True when ``f``'s output is one floating array that is not a scalar."""
+    fun, diff_args = dynamic_fun(plan, args, argnums)
+    try:
+        out = jax.eval_shape(fun, *diff_args)
+    except Exception:
+        return False
+    leaves = jax.tree.leaves(out)
+    return (
+        len(leaves) == 1
+        and leaves[0].shape != ()
+        and bool(jnp.issubdtype(leaves[0].dtype, jnp.floating))
+    )
+
+
+def _seed(lin: Linearized) -> tuple[list[Any], str]:
+    """The output cotangents: 1.0 for a scalar (``jax.grad``), else all ones."""
+    outs = lin.out_primals
+    if len(outs) == 1 and np.shape(outs[0]) == ():
+        return seed_cotangents(lin), "1.0"
+    seed = [jnp.ones(np.shape(o), jnp.result_type(o)) for o in outs]
+    (o,) = outs
+    short = jax.typeof(o).str_short(short_dtypes=True)
+    return seed, f"ones({short}): the output is not a scalar; this is the gradient of sum(f)"
+
+
+def nested(tree: Any) -> Any:
+    """A pytree of arrays as nested lists of floats (dicts as lists in sorted key order, as
+    ``tree_leaves``); NaN/Inf as ``"nan"``, ``"inf"``, ``"-inf"``."""
+    if tree is None:
+        return None
+    if isinstance(tree, dict):
+        return [nested(tree[k]) for k in sorted(tree)]
+    if isinstance(tree, (list, tuple)):
+        return [nested(t) for t in tree]
+    arr = np.asarray(tree)
+    if arr.ndim == 0:
+        return _number(arr.item())
+    return [nested(x) for x in arr]
+
+
+def _number(x: Any) -> Any:
+    if isinstance(x, float) and not np.isfinite(x):
+        return "nan" if np.isnan(x) else ("inf" if x > 0 else "-inf")
+    return float(x)
+
+
+def _per_arg(n: int, argnums: Sequence[int], values: Sequence[Any]) -> list[Any]:
+    out: list[Any] = [None] * n
+    for i, v in zip(argnums, values, strict=True):
+        out[i] = nested(v)
+    return out
+
+
+def _bit_equal(a: Any, b: Any) -> bool:
+    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+    return len(la) == len(lb) and all(
+        np.asarray(x).dtype == np.asarray(y).dtype
+        and np.array_equal(np.asarray(x), np.asarray(y), equal_nan=True)
+        for x, y in zip(la, lb, strict=True)
+    )
+
+
+def _to64(x: Any) -> Any:
+    return np.asarray(x, np.float64) if is_float_leaf(x) else x
+
+
+def check_gradient(
+    plan: CallPlan,
+    args: tuple[Any, ...],
+    argnums: Sequence[int],
+    gradient: Sequence[Any],
+    seed: list[Any],
+    seed_text: str,
+) -> GradientChecked:
+    """:class:`GradientChecked` for the walk's ``gradient`` (one entry per ``argnums``)."""
+    scalar = seed_text == "1.0"
+    fun, diff_args = dynamic_fun(plan, args, argnums)
+    loss = fun if scalar else (lambda *a: jnp.sum(fun(*a)))
+    jax_grad = jax.grad(loss, argnums=tuple(range(len(diff_args))))(*diff_args)
+    out, f_vjp = jax.vjp(fun, *diff_args)
+    jax_vjp = f_vjp(jax.tree.unflatten(jax.tree.structure(out), seed))
+    equal = _bit_equal(gradient, jax_grad) and _bit_equal(gradient, jax_vjp)
+
+    # The same walk in float64, against central differences in float64.
+    with jax.enable_x64(True):
+        args64 = tuple(jax.tree.map(_to64, a) for a in args)
+        fun64, diff64 = dynamic_fun(plan, args64, argnums)
+        lin64 = linearize_vjp(fun64, diff64)
+        seed64 = _seed(lin64)[0]
+        grad64 = lin64.in_tree.unflatten(walk(lin64, seed64).cotangents)
+
+    def fd_loss(*full: Any) -> Any:
+        value = plan.fun(*full, **plan.kwargs)
+        return value if scalar else jnp.sum(value)
+
+    fd = central_differences(fd_loss, args, list(argnums))
+    abs_err, rel_err = _errors(grad64, fd.values, fd.known)
+    n = len(args)
+    return GradientChecked(
+        argnums=list(argnums),
+        seed=seed_text,
+        gradient=_per_arg(n, argnums, gradient),
+        jax_grad=_per_arg(n, argnums, jax_grad),
+        jax_vjp=_per_arg(n, argnums, jax_vjp),
+        equal_to_jax=equal,
+        finite_difference=_fd_per_arg(n, argnums, fd.nested()),
+        max_abs_err=abs_err,
+        max_rel_err=rel_err,
+    )
+
+
+def _fd_per_arg(n: int, argnums: Sequence[int], values: Sequence[Any]) -> list[Any]:
+    out: list[Any] = [None] * n
+    for i, v in zip(argnums, values, strict=True):
+        out[i] = v
+    return out
+
+
+def _errors(grad64: Any, fd_values: Sequence[Any], fd_known: Sequence[Any]) -> tuple[Any, Any]:
+    """(max abs error, max abs error / max |fd|) over the known elements; None if non-finite."""
+    g = [np.ravel(np.asarray(x, np.float64)) for x in jax.tree.leaves(list(grad64))]
+    v = [np.ravel(np.asarray(x, np.float64)) for x in jax.tree.leaves(list(fd_values))]
+    k = [np.ravel(np.asarray(x, bool)) for x in jax.tree.leaves(list(fd_known))]
+    if not g:
+        return None, None
+    gg, vv, kk = np.concatenate(g), np.concatenate(v), np.concatenate(k)
+    if not kk.any() or not np.all(np.isfinite(gg[kk])):
+        return None, None
+    abs_err = float(np.max(np.abs(gg[kk] - vv[kk])))
+    scale = float(np.max(np.abs(vv[kk])))
+    return abs_err, (abs_err / scale if scale > 0 else abs_err)

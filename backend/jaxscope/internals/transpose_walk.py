@@ -273,6 +273,9 @@ def linearize_vjp(fun: Callable[..., Any], primals: Sequence[Any]) -> Linearized
     primals_ft = FlatTree.flatten(tuple(primals)).map(canon)
     origin: dict[int, str] = {}
     keep: list[Any] = []  # the keyed objects stay alive, so their ids stay unique
+    # Inner jaxprs (jit, jnp's inline wrappers) are linearised once and cached: empty that cache
+    # so that their tangent eqns are recorded again, under our eyes (same result, same bits).
+    ad._linearize_jaxpr.cache_clear()
     with _noting_origins(origin, keep):
         out_ft, out_known, jaxpr, residuals = ad.linearize(fun, primals_ft, is_vjp=True)
     return Linearized(

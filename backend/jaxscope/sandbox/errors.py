@@ -102,6 +102,82 @@ def _tracer_help(exc: BaseException) -> tuple[str, str] | None:
     return None
 
 
+# ---- autodiff errors (the transpose exhibit) ----------------------------------------------
+# Each entry: a piece of JAX's own message (jax 0.10.2), the plain explanation, the fix.
+_AD_HELP: tuple[tuple[str, str, str], ...] = (
+    (
+        "Transpose rule (for reverse-mode differentiation)",
+        "Reverse mode runs the linear jaxpr backwards, calling each primitive's transpose rule"
+        " (`ad.primitive_transposes` / `ad.fancy_transposes`). This primitive has a JVP rule, so"
+        " forward mode (`jax.jvp`) works, but no transpose rule: the backward pass cannot get"
+        " past it.",
+        "Register a transpose for the primitive (`ad.deflinear2`/`ad.primitive_transposes[p] ="
+        " rule`), or wrap the computation in `jax.custom_vjp` and write its backward rule; or use"
+        " forward mode (`jax.jvp`, `jax.jacfwd`).",
+    ),
+    (
+        "Reverse-mode differentiation does not work for lax.while_loop",
+        "A `while_loop` (and a `fori_loop` whose bounds are traced values) runs an unknown number"
+        " of iterations, so JAX cannot save the residuals of every iteration for the backward"
+        " pass: the loop has a JVP (forward mode works) but no transpose. `lax.scan` and a"
+        " `fori_loop` with Python-int bounds have a fixed trip count: JAX lowers them to `scan`,"
+        " stores one residual per iteration, and transposes the scan.",
+        "Use `lax.scan` (or `lax.fori_loop` with static Python-int bounds), or bound the loop"
+        " with a maximum trip count; forward mode (`jax.jvp`, `jax.jacfwd`) works as is.",
+    ),
+    (
+        "Gradient only defined for scalar-output functions",
+        "`jax.grad` seeds the backward pass with a cotangent of 1.0, which only makes sense for"
+        " a scalar output; for a vector output the derivative is a Jacobian, and reverse mode"
+        " computes one vector-Jacobian product per seed.",
+        "Reduce to a scalar loss (`jnp.sum`, `jnp.mean`), or use `jax.vjp(f, *args)` with a"
+        " cotangent of the output's shape, or `jax.jacrev` for the full Jacobian.",
+    ),
+    (
+        "requires real- or complex-valued inputs",
+        "The gradient is only defined for floating (or complex) inputs: an integer or bool input"
+        " cannot be nudged by an infinitesimal, so it has no tangent or cotangent.",
+        "Differentiate only the float arguments (`argnums=...`), cast the input to float, or"
+        " pass `allow_int=True` to get a `float0` (empty) cotangent for it.",
+    ),
+    (
+        "Differentiation rule for",
+        "This primitive has no JVP rule in `ad.primitive_jvps`, so JAX cannot differentiate"
+        " through it at all (neither forward nor reverse mode).",
+        "Define one with `jax.custom_jvp`/`jax.custom_vjp` around the call, or register a JVP"
+        " rule for the primitive (`ad.primitive_jvps[p] = rule`).",
+    ),
+    (
+        "Custom VJP bwd rule must produce an output with the same container",
+        "A `custom_vjp` bwd rule must return one cotangent per positional argument of the"
+        " primal function (a tuple of the same structure), including arguments such as sizes"
+        " that are not differentiated.",
+        "Return `None` for an argument that gets no cotangent, or, better for a Python int"
+        " such as a size, declare it in `nondiff_argnums` (bwd then receives it first and"
+        " returns cotangents for the other arguments only).",
+    ),
+    (
+        "Shapes must be 1D sequences of concrete values",
+        "Under `jax.jit(jax.grad(f))` every argument of `f` is traced, so a value used as an"
+        " array shape (`jnp.zeros((n,))`) is abstract; eagerly, `jax.grad` alone sees the"
+        " concrete Python int and works.",
+        "Keep sizes static: `static_argnums` for `f`'s argument, `nondiff_argnums` for a"
+        " `custom_vjp` argument, or take the size from an array's `.shape`.",
+    ),
+)
+
+
+def ad_help(exc: BaseException) -> tuple[str, str] | None:
+    """(explanation, fix) for one of JAX's autodiff errors (no transpose rule, reverse mode
+    through ``while_loop``, non-scalar ``grad``, ``grad`` of an int input, no JVP rule, a
+    ``custom_vjp`` bwd of the wrong structure, a traced shape under ``jit(grad)``), else None."""
+    msg = str(exc)
+    for marker, explanation, fix in _AD_HELP:
+        if marker in msg:
+            return explanation, fix
+    return None
+
+
 _MEMORY_MARKERS = ("RESOURCE_EXHAUSTED", "Out of memory", "out of memory")
 
 
@@ -127,6 +203,21 @@ def user_frames(tb: TracebackType | None) -> list[TracebackFrame]:
         text = linecache.getline(SNIPPET_FILENAME, fs.lineno).strip() or None
         frames.append(TracebackFrame(line=fs.lineno, function=fs.name, text=text))
     return frames
+
+
+def transformation_frames(exc: BaseException) -> list[TracebackFrame]:
+    """The snippet frames of the stack JAX saved where the op was first traced, when ``exc``
+    was raised later while transforming it (JAX chains a ``JaxStackTraceBeforeTransformation``
+    as ``__cause__``: e.g. a missing transpose rule, found in the backward pass, points at the
+    user's line that bound the primitive)."""
+    cause = exc.__cause__
+    for _ in range(4):
+        if cause is None:
+            return []
+        if type(cause).__name__ == "JaxStackTraceBeforeTransformation":
+            return user_frames(cause.__traceback__)
+        cause = cause.__cause__
+    return []
 
 
 def _syntax_failure(exc: SyntaxError, stage: Stage | None) -> RunFailed:
@@ -188,7 +279,7 @@ def classify(exc: BaseException, stage: Stage | None, f: object = None) -> RunFa
     """
     if isinstance(exc, SyntaxError) and exc.filename == SNIPPET_FILENAME:
         return _syntax_failure(exc, stage)
-    frames = user_frames(exc.__traceback__)
+    frames = user_frames(exc.__traceback__) or transformation_frames(exc)
     source = None
     explanation: str | None = None
     fix: str | None = None
@@ -213,6 +304,9 @@ def classify(exc: BaseException, stage: Stage | None, f: object = None) -> RunFa
             explanation, fix = help_
         else:
             kind = "user_exception"
+            ad = ad_help(exc)
+            if ad is not None:
+                explanation, fix = ad
     message = str(exc) or type(exc).__name__
     return RunFailed(
         kind=kind,  # type: ignore[arg-type]

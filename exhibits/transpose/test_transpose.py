@@ -1,0 +1,328 @@
+"""The transpose exhibit against JAX itself: the walk's gradient is ``jax.grad``'s bit for bit,
+finite differences agree in float64, every accumulation is the sum of its contributions, the
+shared cases C20/C22 reproduce, the failure examples show JAX's real errors, and the CLI prints
+the same gradient."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jaxscope.internals.transpose_walk import linearize_vjp, seed_cotangents, walk
+from jaxscope.protocol import (
+    GradAttempted,
+    GradientChecked,
+    LinearJaxprStaged,
+    TransposeStepped,
+)
+from jaxscope.sandbox.errors import classify
+from jaxscope.sandbox.snippet import load_snippet
+
+from exhibits.conftest import CASES, EXHIBITS, FakeContext, run_probe
+from exhibits.registry import EXHIBITS as REGISTRY
+from exhibits.transpose.probe import nested
+
+HERE = Path(__file__).resolve().parent
+GOLDEN = HERE / "golden"
+EXAMPLES = REGISTRY["transpose"].example_paths()
+REPO = EXHIBITS.parent
+JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+
+
+def run_file(path: Path) -> FakeContext:
+    return run_probe("transpose", path.read_text())
+
+
+def attempts(ctx: FakeContext) -> dict[str, GradAttempted]:
+    return {a.mode: a for a in ctx.of_type(GradAttempted)}
+
+
+@pytest.fixture(scope="module")
+def shipped() -> dict[str, FakeContext]:
+    return {name: run_file(EXAMPLES[name]) for name in ("mlp_loss", "attention", "rnn_loss")}
+
+
+@pytest.mark.parametrize("name", ["mlp_loss", "attention", "rnn_loss"])
+def test_shipped_gradient_is_jax_grad_exactly_and_fd_close(
+    shipped: dict[str, FakeContext], name: str
+) -> None:
+    ctx = shipped[name]
+    check = ctx.one(GradientChecked)
+    snippet = load_snippet(EXAMPLES[name].read_text())
+    args = snippet.args
+    argnums = tuple(check.argnums)
+    # independent truth: jax.grad of f (of sum(f) for attention's (4, 8) output)
+    if name == "attention":
+        assert check.seed.startswith("ones(f32[4,8])")
+        loss = lambda p, x, n: jnp.sum(snippet.f(p, x, n))  # noqa: E731
+    else:
+        assert check.seed == "1.0"
+        loss = snippet.f
+    expected = jax.grad(loss, argnums=argnums)(*args)
+    assert check.gradient == [
+        nested(expected[argnums.index(i)]) if i in argnums else None for i in range(len(args))
+    ]
+    assert check.equal_to_jax
+    assert check.jax_grad == check.gradient == check.jax_vjp
+    assert check.max_rel_err is not None and check.max_rel_err < 1e-6
+    assert check.max_abs_err is not None and check.max_abs_err < 1e-6
+    golden = json.loads((GOLDEN / f"{name}.json").read_text())
+    assert golden["gradient"] == check.gradient
+    # one step per linear eqn (eqns on residuals only are evaluated forward), last eqn first
+    lin = ctx.one(LinearJaxprStaged)
+    steps = ctx.of_type(TransposeStepped)
+    indices = [s.eqn_index for s in steps]
+    assert indices == sorted(indices, reverse=True) and len(set(indices)) == len(indices)
+    assert indices[0] == len(lin.jaxpr.eqns) - 1
+    assert [s.primitive for s in steps] == [lin.jaxpr.eqns[s.eqn_index].primitive for s in steps]
+    assert all(s.rule is not None and s.rule.file and s.rule.line for s in steps)
+
+
+def test_int_and_static_args_are_not_differentiated(shipped: dict[str, FakeContext]) -> None:
+    assert shipped["mlp_loss"].one(GradientChecked).argnums == [0, 1]  # labels are int32
+    assert shipped["mlp_loss"].one(GradientChecked).gradient[2] is None
+    assert shipped["attention"].one(GradientChecked).argnums == [0, 1]  # num_heads is static
+
+
+def test_sin_times_x() -> None:
+    ctx = run_file(EXAMPLES["sin_times_x"])
+    check = ctx.one(GradientChecked)
+    assert check.gradient == [float(jax.grad(lambda x: jnp.sin(x) * x)(1.0))]
+    assert check.max_abs_err is not None and check.max_abs_err < 1e-9
+    with jax.enable_x64(True):
+        lin = linearize_vjp(lambda x: jnp.sin(x) * x, (np.float64(1.0),))
+        result = walk(lin, seed_cotangents(lin))
+        assert float(result.cotangents[0]) == 1.3817732906760363
+    # x is read twice: its cotangent is set once, then accumulated
+    writes = [w for s in ctx.of_type(TransposeStepped) for w in s.writes]
+    modes = [w.mode for w in writes if w.var == lin_input_name(ctx)]
+    assert modes == ["set", "accumulate"]
+    steps = ctx.of_type(TransposeStepped)
+    assert {s.primal_primitive for s in steps} >= {"sin", "mul"}
+
+
+def lin_input_name(ctx: FakeContext) -> str:
+    (invar,) = ctx.one(LinearJaxprStaged).jaxpr.invars
+    return invar.name
+
+
+def _accumulations_sum(fun: Any, args: tuple[Any, ...]) -> int:
+    """Check every write: set -> running == contribution; accumulate -> running == previous
+    running + contribution (same dtype, numpy's add). Returns the number of accumulations."""
+    lin = linearize_vjp(fun, args)
+    result = walk(lin, seed_cotangents(lin))
+    running: dict[int, Any] = {}
+    accumulations = 0
+    for step in result.steps:
+        for w in step.writes:
+            c, r = np.asarray(w.contribution), np.asarray(w.running)
+            if w.mode == "set":
+                assert id(w.var) not in running
+                np.testing.assert_array_equal(r, c)
+            else:
+                accumulations += 1
+                prev = running[id(w.var)]
+                np.testing.assert_array_equal(r, (prev + c).astype(r.dtype))
+            running[id(w.var)] = r
+    grads = jax.grad(fun, argnums=tuple(range(len(args))))(*args)
+    for g, e in zip(result.cotangents, jax.tree.leaves(grads), strict=True):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(e))
+    return accumulations
+
+
+def test_each_accumulation_is_the_sum_of_its_contributions() -> None:
+    snippet = load_snippet(EXAMPLES["mlp_loss"].read_text())
+    p, x, labels = snippet.args
+    _accumulations_sum(lambda p, x: snippet.f(p, x, labels), (p, x))
+    assert _accumulations_sum(lambda x: jnp.sum(jnp.sin(x) * x * jnp.cos(x)), (jnp.ones(3),)) > 0
+
+
+def test_linear_jaxpr_is_jax_vjps() -> None:
+    ctx = run_file(EXAMPLES["sin_times_x"])
+    staged = ctx.one(LinearJaxprStaged)
+    # the residual values are the primal quantities the linear eqns read: cos(1), sin(1), 1
+    previews = sorted(r.preview or "" for r in staged.residuals)
+    assert all(r.role == "residual" for r in staged.residuals)
+    assert len(previews) == len(staged.jaxpr.constvars)
+    expected = {repr(np.float32(np.cos(1.0)).item()), repr(np.float32(np.sin(1.0)).item())}
+    assert expected <= {p for p in previews} | {"1.0"}
+
+
+# ---- cases -----------------------------------------------------------------------------------
+
+
+def expect(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((CASES / f"{name}.expect.json").read_text())
+    return data
+
+
+@pytest.mark.parametrize("name", ["C22_where_sqrt_broken", "C22_where_sqrt_fixed"])
+def test_c22(name: str) -> None:
+    ctx = run_file(CASES / f"{name}.py")
+    check = ctx.one(GradientChecked)
+    exp = expect(name)
+    assert check.gradient == [exp["grad"]]
+    assert check.finite_difference[0][0] == exp["finite_difference"][0]
+    assert check.finite_difference[0][1] is None  # the kink at 0
+    if name.endswith("broken"):
+        assert check.gradient[0][:2] == ["nan", "nan"]
+        assert check.max_abs_err is None
+        # the NaN is made by the mul that sqrt's JVP rule emitted
+        nan_steps = [
+            s
+            for s in ctx.of_type(TransposeStepped)
+            if any(w.contribution.nonfinite for w in s.writes)
+        ]
+        assert nan_steps[0].primal_primitive == "sqrt"
+        assert nan_steps[0].source is not None and nan_steps[0].source.line == 7
+    else:
+        assert check.max_abs_err is not None and check.max_abs_err < 1e-9
+
+
+def test_c20_int_arg_broken_eager_works_jit_fails() -> None:
+    ctx = run_file(CASES / "C20_int_arg_broken.py")
+    exp = expect("C20_int_arg_broken")
+    by_mode = attempts(ctx)
+    assert by_mode["eager"].ok
+    jit = by_mode["jit"]
+    assert not jit.ok and jit.error_class == exp["error_class"]
+    assert jit.message is not None and jit.message.startswith(exp["error_first_line"])
+    assert jit.source is not None and jit.source.line == exp["error_user_line"]
+    assert jit.explanation and jit.fix
+    check = ctx.one(GradientChecked)
+    assert check.gradient == [exp["grad"]]
+    assert check.equal_to_jax
+    assert check.max_rel_err is not None and check.max_rel_err < 1e-6
+
+
+def test_c20_nondiff_fixed() -> None:
+    ctx = run_file(CASES / "C20_nondiff_fixed.py")
+    assert all(a.ok for a in ctx.of_type(GradAttempted))
+    assert ctx.one(GradientChecked).gradient == [expect("C20_nondiff_fixed")["grad"]]
+
+
+def _failure(path: Path) -> tuple[FakeContext, Any]:
+    snippet = load_snippet(path.read_text())
+    ctx = FakeContext(snippet=snippet)
+    from exhibits.transpose import probe
+
+    with pytest.raises(Exception) as info:
+        probe.run(ctx)
+    return ctx, classify(info.value, "trace", snippet.f)
+
+
+def test_c20_bwd_arity_both_fail_run_failed_at_user_line() -> None:
+    exp = expect("C20_bwd_arity_broken")
+    ctx, failed = _failure(CASES / "C20_bwd_arity_broken.py")
+    assert failed.error_class == exp["error_class"]
+    assert failed.message.splitlines()[0] == exp["error_first_line"]
+    assert failed.source is not None and failed.source.line == exp["error_user_line"]
+    assert failed.explanation and failed.fix
+    by_mode = attempts(ctx)
+    assert not by_mode["eager"].ok and not by_mode["jit"].ok
+    jit_message = by_mode["jit"].message or ""
+    assert jit_message.splitlines()[0] == exp["jit_grad_error"].split(": ", 1)[1]
+
+
+# ---- what cannot work --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "error_class", "marker", "line"),
+    [
+        # the deepest snippet frame where JAX recorded the op: the JVP rule's bind (line 12)
+        ("no_transpose_rule", "NotImplementedError", "Transpose rule", 12),
+        ("while_loop_grad", "ValueError", "Reverse-mode differentiation does not work", None),
+        ("int_input", "TypeError", "grad requires real- or complex-valued inputs", None),
+    ],
+)
+def test_failures_show_jax_error_and_explanation(
+    name: str, error_class: str, marker: str, line: int | None
+) -> None:
+    ctx, failed = _failure(EXAMPLES[name])
+    golden = json.loads((GOLDEN / f"{name}.json").read_text())
+    assert failed.error_class == error_class == golden["eager"]["error_class"]
+    assert marker in failed.message
+    assert failed.message.splitlines()[0] == golden["eager"]["error_first_line"]
+    assert failed.explanation and failed.fix
+    if line is not None:
+        assert failed.source is not None and failed.source.line == line
+        assert 16 in [frame.line for frame in failed.traceback]  # f's line that bound it
+    for attempt in ctx.of_type(GradAttempted):
+        assert not attempt.ok and attempt.explanation and marker in (attempt.message or "")
+
+
+def test_fori_loop_traced_bound_jit_fails_eager_walks() -> None:
+    ctx = run_file(EXAMPLES["fori_loop_bounds"])
+    by_mode = attempts(ctx)
+    assert by_mode["eager"].ok and not by_mode["jit"].ok
+    assert by_mode["jit"].error_class == "ValueError" and by_mode["jit"].explanation
+    check = ctx.one(GradientChecked)
+    assert check.gradient == [float(jax.grad(lambda x: x**3)(2.0)), None]  # 12.0; n is int
+    assert check.gradient[0] == 12.0
+    assert any(s.primitive == "scan" for s in ctx.of_type(TransposeStepped))
+
+
+def test_scan_static_trip_count_transposes() -> None:
+    ctx = run_file(EXAMPLES["scan_power"])
+    check = ctx.one(GradientChecked)
+    assert check.gradient == [[0.75, 12.0]]
+    assert check.equal_to_jax
+
+
+def test_nonscalar_output_shows_grad_error_then_walks_vjp() -> None:
+    ctx = run_file(EXAMPLES["nonscalar_output"])
+    for attempt in ctx.of_type(GradAttempted):
+        assert not attempt.ok and attempt.error_class == "TypeError"
+        assert "scalar-output" in (attempt.message or "") and attempt.explanation
+    check = ctx.one(GradientChecked)
+    x = jnp.array([-1.0, 0.5, 2.0])
+    out, f_vjp = jax.vjp(lambda x: jnp.tanh(x) * x, x)
+    assert check.gradient == [nested(f_vjp(jnp.ones_like(out))[0])]
+    assert check.equal_to_jax
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_every_example_matches_golden(name: str) -> None:
+    golden = json.loads((GOLDEN / f"{name}.json").read_text())
+    if "gradient" not in golden:
+        return  # the failures are checked above
+    ctx = run_file(EXAMPLES[name])
+    assert ctx.one(GradientChecked).gradient == golden["gradient"]
+    by_mode = attempts(ctx)
+    assert by_mode["eager"].ok == golden["eager"]["ok"]
+    assert by_mode["jit"].ok == golden["jit"]["ok"]
+
+
+# ---- headless -----------------------------------------------------------------------------------
+
+
+def test_cli_prints_gradient_and_fd_check(tmp_path: Path) -> None:
+    code = EXAMPLES["rnn_loss"].read_text()
+    path = tmp_path / "rnn.py"
+    path.write_text(code)
+    outputs = {}
+    for name in ("gradient", "fd_check", "linear_jaxpr"):
+        proc = subprocess.run(
+            [JAXSCOPE, "run", "transpose", str(path), "--print", name],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=REPO,
+        )
+        assert proc.returncode == 0, proc.stderr
+        outputs[name] = proc.stdout
+    snippet = load_snippet(code)
+    expected = jax.grad(snippet.f, argnums=(0, 1, 2))(*snippet.args)
+    assert json.loads(outputs["gradient"]) == [nested(g) for g in expected]
+    fd = json.loads(outputs["fd_check"])
+    assert set(fd) == {"max_abs_err", "max_rel_err"} and fd["max_rel_err"] < 1e-6
+    lin = linearize_vjp(snippet.f, snippet.args)
+    assert outputs["linear_jaxpr"] == str(lin.closed()) + "\n"
