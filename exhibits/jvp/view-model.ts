@@ -7,23 +7,29 @@
  * the step the user picked). The whole JVP jaxpr arrives last, so the view reads it from all the
  * run's events and highlights the eqns the current step emitted.
  */
-import type { Event, EventOf, JaxprStaged, RunFailed } from '../../frontend/src/protocol';
-import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
+import type {
+  Event,
+  EventOf,
+  JaxprStaged,
+  RunFailed,
+} from "../../frontend/src/protocol";
+import { eventsOf, lastOf } from "../../frontend/src/widgets/events";
 
 // Named through EventOf (frontend/src/protocol.ts re-exports the shared names only).
-export type JvpRuleApplied = EventOf<'jvp_rule_applied'>;
-export type JvpJaxprStaged = EventOf<'jvp_jaxpr_staged'>;
-export type ValueView = JvpRuleApplied['primals_in'][number];
-export type RuleView = NonNullable<JvpRuleApplied['rule']>;
-export type Mechanism = JvpRuleApplied['mechanism'];
+export type JvpRuleApplied = EventOf<"jvp_rule_applied">;
+export type JvpJaxprStaged = EventOf<"jvp_jaxpr_staged">;
+export type ValueView = JvpRuleApplied["primals_in"][number];
+export type RuleView = NonNullable<JvpRuleApplied["rule"]>;
+export type Mechanism = JvpRuleApplied["mechanism"];
 
 /** What each way JAX's JVPTrace handled an eqn is called in the view. */
-export const MECHANISM_LABEL: Readonly<Record<NonNullable<Mechanism>, string>> = {
-  rule: 'JVP rule from ad.primitive_jvps',
-  zero_tangents: 'no rule: all tangents are symbolic zeros',
-  custom_jvp: "the function's own custom_jvp rule",
-  custom_vjp: "the function's own custom_vjp rule (its fwd, differentiated)",
-};
+export const MECHANISM_LABEL: Readonly<Record<NonNullable<Mechanism>, string>> =
+  {
+    rule: "JVP rule from ad.primitive_jvps",
+    zero_tangents: "no rule: all tangents are symbolic zeros",
+    custom_jvp: "the function's own custom_jvp rule",
+    custom_vjp: "the function's own custom_vjp rule (its fwd, differentiated)",
+  };
 
 export interface JvpModel {
   /** the primal jaxpr (first event of the run) */
@@ -45,18 +51,23 @@ export interface JvpModel {
  * Derive the model. `picked` is a primal eqn index the user clicked (its step is shown when it
  * was reached by the cursor); otherwise the last step up to the cursor.
  */
-export function jvpModel(events: readonly Event[], allEvents: readonly Event[], picked?: number | null): JvpModel {
-  const steps = eventsOf(events, 'jvp_rule_applied');
-  const allSteps = eventsOf(allEvents, 'jvp_rule_applied');
-  const pickedStep = picked == null ? undefined : steps.find((s) => s.index === picked);
+export function jvpModel(
+  events: readonly Event[],
+  allEvents: readonly Event[],
+  picked?: number | null,
+): JvpModel {
+  const steps = eventsOf(events, "jvp_rule_applied");
+  const allSteps = eventsOf(allEvents, "jvp_rule_applied");
+  const pickedStep =
+    picked == null ? undefined : steps.find((s) => s.index === picked);
   return {
-    primal: lastOf(events, 'jaxpr_staged') ?? lastOf(allEvents, 'jaxpr_staged'),
+    primal: lastOf(events, "jaxpr_staged") ?? lastOf(allEvents, "jaxpr_staged"),
     steps,
     allSteps,
     current: pickedStep ?? steps.at(-1),
-    staged: lastOf(allEvents, 'jvp_jaxpr_staged'),
-    stagedReached: lastOf(events, 'jvp_jaxpr_staged') !== undefined,
-    failure: lastOf(allEvents, 'run_failed'),
+    staged: lastOf(allEvents, "jvp_jaxpr_staged"),
+    stagedReached: lastOf(events, "jvp_jaxpr_staged") !== undefined,
+    failure: lastOf(allEvents, "run_failed"),
   };
 }
 
@@ -67,7 +78,10 @@ export function ruleLocation(rule: RuleView | null | undefined): string | null {
 }
 
 /** The JVP-jaxpr eqns attributed to primal eqn `primalIndex` (ascending). */
-export function jvpEqnsOf(staged: JvpJaxprStaged | undefined, primalIndex: number): number[] {
+export function jvpEqnsOf(
+  staged: JvpJaxprStaged | undefined,
+  primalIndex: number,
+): number[] {
   if (!staged) return [];
   const out: number[] = [];
   staged.eqn_origin.forEach((o, k) => {
@@ -77,13 +91,16 @@ export function jvpEqnsOf(staged: JvpJaxprStaged | undefined, primalIndex: numbe
 }
 
 /** The primal eqn JVP eqn `jvpIndex` came from, or null. */
-export function originOf(staged: JvpJaxprStaged | undefined, jvpIndex: number): number | null {
+export function originOf(
+  staged: JvpJaxprStaged | undefined,
+  jvpIndex: number,
+): number | null {
   return staged?.eqn_origin[jvpIndex] ?? null;
 }
 
 /** One row of the step card's value table: an input or output with its primal and tangent. */
 export interface ValueRow {
-  side: 'in' | 'out';
+  side: "in" | "out";
   position: number;
   primal: ValueView;
   tangent: ValueView | undefined;
@@ -92,27 +109,41 @@ export interface ValueRow {
 /** The card's rows: inputs (primal with its tangent), then outputs. */
 export function valueRows(step: JvpRuleApplied): ValueRow[] {
   const rows: ValueRow[] = [];
-  step.primals_in.forEach((p, i) => rows.push({ side: 'in', position: i, primal: p, tangent: step.tangents_in[i] }));
-  step.primals_out.forEach((p, i) => rows.push({ side: 'out', position: i, primal: p, tangent: step.tangents_out[i] }));
+  step.primals_in.forEach((p, i) =>
+    rows.push({
+      side: "in",
+      position: i,
+      primal: p,
+      tangent: step.tangents_in[i],
+    }),
+  );
+  step.primals_out.forEach((p, i) =>
+    rows.push({
+      side: "out",
+      position: i,
+      primal: p,
+      tangent: step.tangents_out[i],
+    }),
+  );
   return rows;
 }
 
 /** How a value is shown: its preview, `symbolic zero`, or a note when it was not fetched. */
 export function valueText(v: ValueView | undefined): string {
-  if (v === undefined) return '—';
-  if (v.zero) return 'symbolic zero (ad.Zero)';
-  return v.preview ?? '(not fetched: too large)';
+  if (v === undefined) return "—";
+  if (v.zero) return "symbolic zero (ad.Zero)";
+  return v.preview ?? "(not fetched: too large)";
 }
 
 /** The sentence under the card's title: what JAX did with this eqn. */
 export function stepSentence(step: JvpRuleApplied): string {
   const emitted = step.tangent_eqns.length;
-  const eqns = `${emitted} eqn${emitted === 1 ? '' : 's'}`;
+  const eqns = `${emitted} eqn${emitted === 1 ? "" : "s"}`;
   switch (step.mechanism) {
-    case 'zero_tangents':
+    case "zero_tangents":
       return `No tangent flows into ${step.primitive}: JAX binds the primal eqn alone (${eqns} emitted).`;
-    case 'custom_jvp':
-    case 'custom_vjp':
+    case "custom_jvp":
+    case "custom_vjp":
       return `${step.primitive} carries its own rule: JAX runs it instead of a table entry (${eqns} emitted).`;
     default:
       return `JAX looked up ${step.primitive} in ad.primitive_jvps and ran the rule: it emitted ${eqns}.`;
@@ -126,5 +157,7 @@ export function highlightedJvpEqns(
 ): Set<number> {
   if (!staged || !current) return new Set();
   const fromStep = current.jvp_eqn_indices ?? [];
-  return new Set(fromStep.length > 0 ? fromStep : jvpEqnsOf(staged, current.index));
+  return new Set(
+    fromStep.length > 0 ? fromStep : jvpEqnsOf(staged, current.index),
+  );
 }
