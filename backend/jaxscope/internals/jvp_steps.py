@@ -52,7 +52,7 @@ from jax._src.interpreters import partial_eval as pe
 
 from jaxscope.internals.ad_rules import jvp_rule_view
 from jaxscope.internals.calling import CallPlan, concrete_args
-from jaxscope.internals.recording import _lock as _patch_lock
+from jaxscope.internals.recording import PATCH_LOCK as _patch_lock
 from jaxscope.internals.views import (
     aval_view,
     eqn_view,

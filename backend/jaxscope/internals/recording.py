@@ -34,7 +34,8 @@ from jaxscope.protocol import EqnRecorded
 source_info_util.register_exclusion(__file__)
 
 # Re-entrant: recording_eqns and watching_traces may nest (each restores what it replaced).
-_lock = threading.RLock()
+# One lock for every patch of JaxprStackFrame (recording here, jvp_steps counting eqns).
+PATCH_LOCK = threading.RLock()
 
 
 def _param_texts(params: dict[str, Any]) -> dict[str, str]:
@@ -87,7 +88,7 @@ def recording_eqns(on_eqn: Callable[[EqnRecorded], None]) -> Iterator[list[EqnRe
             sent.append(event)
             on_eqn(event)
 
-    with _lock:
+    with PATCH_LOCK:
         pe.JaxprStackFrame.__init__ = __init__  # type: ignore[method-assign]
         pe.JaxprStackFrame.add_eqn = add_eqn  # type: ignore[method-assign]
         try:
@@ -112,7 +113,7 @@ def watching_traces(names: list[str] | None = None) -> Iterator[list[str]]:
         info = self.debug_info
         names.append(str(info.func_name) if info is not None else "")
 
-    with _lock:
+    with PATCH_LOCK:
         pe.JaxprStackFrame.__init__ = __init__  # type: ignore[method-assign]
         try:
             yield names
