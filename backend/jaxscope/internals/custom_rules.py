@@ -249,15 +249,3 @@ def code_line(fn: Any) -> int | None:
         if fn is None:
             return None
     return None
-
-
-def custom_call_names(closed_jaxpr: Any) -> list[str]:
-    """The ``name`` param of each top-level ``custom_vjp_call`` eqn of a jaxpr, and the
-    primitive name of each ``custom_jvp_call`` (which names no function), in eqn order."""
-    out = []
-    for eqn in closed_jaxpr.jaxpr.eqns:
-        if eqn.primitive.name == "custom_vjp_call":
-            out.append(str(eqn.params.get("name", "custom_vjp_call")))
-        elif eqn.primitive.name == "custom_jvp_call":
-            out.append("custom_jvp_call")
-    return out

@@ -1,0 +1,165 @@
+import { describe, expect, it } from "vitest";
+import type { Event } from "../../frontend/src/protocol";
+import {
+  customModel,
+  diffText,
+  firstLine,
+  formatNested,
+  formatNumber,
+  rowStatus,
+  sortedProblems,
+  verdictText,
+  type ArgumentCheck,
+  type CallRecorded,
+  type RuleChecked,
+  type RuleProblem,
+} from "./view-model";
+
+const aval = {
+  shape: [3],
+  dtype: "float32",
+  weak_type: false,
+  short: "f32[3]",
+};
+
+function recorded(name: string): CallRecorded {
+  return {
+    type: "custom_call_recorded",
+    seq: 1,
+    run_id: "r",
+    name,
+    kind: "custom_vjp",
+    rule_names: { fwd: "fwd", bwd: "bwd" },
+    nondiff_argnums: [],
+    call_args: [],
+    residuals: [],
+  } as unknown as CallRecorded;
+}
+
+function arg(over: Partial<ArgumentCheck>): ArgumentCheck {
+  return {
+    path: "x",
+    aval,
+    custom: [1, 2, 3],
+    autodiff: [1, 2, 3],
+    finite_difference: [1, 2, 3],
+    max_abs_diff_autodiff: 0,
+    max_abs_diff_fd: 0,
+    agrees_autodiff: true,
+    agrees_fd: true,
+    tolerance: 1e-4,
+    ...over,
+  } as ArgumentCheck;
+}
+
+function checked(
+  name: string,
+  verdict: RuleChecked["verdict"],
+  problems: RuleProblem[] = [],
+): RuleChecked {
+  return {
+    type: "custom_rule_checked",
+    seq: 2,
+    run_id: "r",
+    name,
+    kind: "custom_vjp",
+    nondiff_argnums: [],
+    arguments: [arg({})],
+    attempts: [],
+    problems,
+    verdict,
+  } as unknown as RuleChecked;
+}
+
+function problem(
+  severity: RuleProblem["severity"],
+  kind: RuleProblem["kind"],
+): RuleProblem {
+  return { kind, severity, title: kind, explanation: "" } as RuleProblem;
+}
+
+describe("customModel", () => {
+  it("pairs each recorded call with the check that follows it", () => {
+    const events = [
+      recorded("g"),
+      checked("g", "agrees"),
+      recorded("h"),
+    ] as unknown as Event[];
+    const m = customModel(events);
+    expect(
+      m.sections.map((s) => [s.recorded.name, s.checked?.verdict]),
+    ).toEqual([
+      ["g", "agrees"],
+      ["h", undefined],
+    ]);
+    expect(m.staged).toBeUndefined();
+  });
+
+  it("shows the check only once the stepper reaches it", () => {
+    const m = customModel([recorded("g")] as unknown as Event[]);
+    expect(m.sections[0]?.checked).toBeUndefined();
+  });
+});
+
+describe("formatting", () => {
+  it("formats numbers with 4 significant digits and keeps nan/null visible", () => {
+    expect(formatNumber(1.7551651000976562)).toBe("1.755");
+    expect(formatNumber(6)).toBe("6");
+    expect(formatNumber("nan")).toBe("nan");
+    expect(formatNumber(null)).toBe("—");
+    expect(formatNumber(1.234e-9)).toBe("1.234e-9");
+  });
+
+  it("formats nested values and cuts long ones", () => {
+    expect(formatNested([[2, 2, 2], 6])).toBe("[[2, 2, 2], 6]");
+    expect(formatNested([1, 2, 3, 4], 2)).toBe("[1, 2, …]");
+    expect(formatNested(null)).toBe("—");
+  });
+
+  it("diffText says when one side is NaN/Inf only", () => {
+    expect(diffText(null, false)).toBe("NaN/Inf on one side");
+    expect(diffText(null, null)).toBe("—");
+    expect(diffText(3.5103302, false)).toBe("3.51");
+  });
+
+  it("firstLine keeps the first line of JAX text", () => {
+    expect(firstLine("a\nb")).toBe("a");
+    expect(firstLine(null)).toBe("");
+  });
+});
+
+describe("status and verdict", () => {
+  it("judges a row against finite differences first, autodiff when FD is missing", () => {
+    expect(rowStatus(arg({}))).toBe("pass");
+    expect(rowStatus(arg({ agrees_fd: false }))).toBe("differs");
+    expect(rowStatus(arg({ agrees_autodiff: false, agrees_fd: true }))).toBe(
+      "pass",
+    );
+    expect(rowStatus(arg({ agrees_fd: null, agrees_autodiff: false }))).toBe(
+      "differs",
+    );
+    expect(rowStatus(arg({ agrees_fd: null, agrees_autodiff: null }))).toBe(
+      "missing",
+    );
+  });
+
+  it("verdict sentences name the function", () => {
+    expect(verdictText(checked("g", "agrees"))).toContain(
+      "g: your rule agrees",
+    );
+    expect(verdictText(checked("g", "error"))).toContain("failed");
+  });
+
+  it("sorts problems errors first", () => {
+    const ps = [
+      problem("note", "autodiff_failed"),
+      problem("error", "bwd_structure"),
+      problem("warning", "differs_fd"),
+    ];
+    expect(sortedProblems(ps).map((p) => p.severity)).toEqual([
+      "error",
+      "warning",
+      "note",
+    ]);
+  });
+});
