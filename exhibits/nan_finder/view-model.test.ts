@@ -5,6 +5,7 @@ import type { Event } from '../../frontend/src/protocol';
 import {
   cells,
   cureLines,
+  eqnLine,
   forwardVerdict,
   gradientRows,
   headline,
@@ -46,6 +47,8 @@ describe('where_sqrt (C22 broken): lands on the sqrt on line 7', () => {
     const rows = stepRows(model.steps);
     expect(rows.map((r) => r.status)).toEqual(['finite', 'finite', 'nonfinite']);
     expect(rows[2]?.origin).toBe('mul (from sqrt)');
+    expect(eqnLine(model.steps[1]!.eqn_text)).toBe('f:f32[3] = jit[name=_where …] b c e');
+    expect(eqnLine(model.steps[2]!.eqn_text)).toBe('e:f32[3] = mul d a');
     expect(stepSelection(model.steps[2]!).lines).toEqual([7]);
     // Mid-walk the headline says so, and nothing is found yet.
     const mid = nanModel(events.slice(0, events.findIndex((e) => e.type === 'transpose_stepped') + 1));

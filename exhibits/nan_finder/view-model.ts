@@ -56,6 +56,14 @@ function short(text: string | null | undefined, max = 40): string {
   return t.length > max ? `${t.slice(0, max - 1)}…` : t;
 }
 
+/** An eqn's text on one line, an inner jaxpr elided: `f:f32[3] = jit[name=_where …] b c e`. */
+export function eqnLine(text: string): string {
+  const flat = text.replace(/\s+/g, ' ');
+  const m = /^(.*?\bjit\[)\s*name=(\S+?)\s.*\](.*)$/.exec(flat);
+  if (m) return `${m[1]}name=${m[2]} …]${m[3]}`;
+  return flat.length > 72 ? `${flat.slice(0, 71)}…` : flat;
+}
+
 export function stepRows(steps: readonly Step[]): StepRow[] {
   return steps.map((step) => ({
     step,

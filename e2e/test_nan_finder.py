@@ -1,0 +1,80 @@
+"""The nan_finder exhibit in real Chromium: on C22 (a where-guarded sqrt) it lands on line 7,
+marks the NaN step and its NaN elements, and shows the double-where cure; the fixed version is
+finite. Screenshots go to ``e2e/screenshots/`` (looked at, not pixel baselines)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from e2e.browser import open_exhibit, run_and_wait, set_code
+from exhibits.conftest import CASES
+
+BROKEN = (CASES / "C22_where_sqrt_broken.py").read_text()
+FIXED = (CASES / "C22_where_sqrt_fixed.py").read_text()
+
+
+def test_nan_finder_lands_on_line_7_and_shows_the_cure(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    open_exhibit(page, "nan_finder")
+    set_code(page, BROKEN)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    expect(page.get_by_test_id("nan-headline")).to_have_text(
+        "Step 2 wrote a NaN: mul (from sqrt) on line 7."
+    )
+    # The editor highlights line 7, the sqrt inside the where.
+    selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
+    expect(selected).to_have_count(1)
+    expect(selected).to_have_text("    return jnp.sum(jnp.where(x > 0, jnp.sqrt(x), 0.0))")
+    # The NaN step is marked in the walk; its output has two NaN elements.
+    expect(page.get_by_test_id("walk-step-2")).to_have_class(re.compile(r"\bnonfinite\b"))
+    expect(page.get_by_test_id("value-out-0-bad")).to_have_count(2)
+    expect(page.get_by_test_id("forward-verdict")).to_contain_text("encountered in sqrt")
+    # The cure, before and after.
+    expect(page.get_by_test_id("cure-before")).to_contain_text("jnp.sqrt(x)")
+    expect(page.get_by_test_id("cure-after")).to_contain_text("safe_x = jnp.where(x > 0, x, 1.0)")
+    expect(page.get_by_test_id("cure-after")).to_contain_text("jnp.sqrt(safe_x)")
+    expect(page.get_by_test_id("cure-check")).to_contain_text("checked")
+    page.screenshot(path=str(screenshots / "nan_finder-c22.png"), full_page=True)
+    page.get_by_test_id("nan-step").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "nan_finder-c22-step.png"))
+    page.get_by_test_id("gradient").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "nan_finder-c22-cure.png"))
+
+    # Clicking the first step selects its line too (reduce_sum, line 7) and stepping back
+    # through the events walks the steps.
+    page.get_by_test_id("stepper-first").click()
+    expect(page.get_by_test_id("walk-step-0")).to_have_count(0)
+    event_type = page.get_by_test_id("stepper-event-type")
+    for _ in range(12):
+        if event_type.inner_text() == "transpose_stepped":
+            break
+        page.get_by_test_id("stepper-next").click()
+    expect(event_type).to_have_text("transpose_stepped")
+    expect(page.get_by_test_id("walk-step-0")).to_be_visible()
+    expect(page.get_by_test_id("walk-step-1")).to_have_count(0)
+    page.get_by_test_id("stepper-next").click()
+    expect(page.get_by_test_id("walk-step-1")).to_be_visible()
+    expect(page.get_by_test_id("nan-headline")).to_contain_text("Walking the backward pass")
+    page.get_by_test_id("stepper-last").click()
+    expect(page.get_by_test_id("cure")).to_be_visible()
+    assert console_errors == []
+
+
+def test_nan_finder_fixed_is_finite(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    open_exhibit(page, "nan_finder")
+    set_code(page, FIXED)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    expect(page.get_by_test_id("nan-headline")).to_contain_text("No NaN or Inf")
+    expect(page.get_by_test_id("cure")).to_have_count(0)
+    expect(page.get_by_test_id("gradient")).to_contain_text("0.25")
+    page.get_by_test_id("theme-toggle").click()
+    page.screenshot(path=str(screenshots / "nan_finder-fixed-theme2.png"), full_page=True)
+    assert console_errors == []
