@@ -1,0 +1,64 @@
+"""The custom_vjp lab in real Chromium: the wrong-sign example shows the disagreement message and
+the per-argument table; the C20 bwd-arity case shows the bwd-structure problem pointing at line
+27, and clicking the line selects it in the editor. Screenshots in light and dark themes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from e2e.browser import open_exhibit, run_and_wait
+from exhibits.conftest import CASES
+
+
+def load_example(page: Page, name: str) -> None:
+    page.get_by_test_id("example-select").select_option(name)
+    expect(page.get_by_test_id("editor")).to_contain_text("def f(")
+
+
+def test_wrong_sign_disagreement(page: Page, console_errors: list[str], screenshots: Path) -> None:
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "custom_vjp")
+    load_example(page, "wrong_sign")
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    expect(page.get_by_test_id("jaxpr-text")).to_be_visible()
+    table = page.get_by_test_id("argument-table")
+    expect(table).to_be_visible()
+    expect(table.get_by_test_id("argument-x").get_by_test_id("badge")).to_have_text("differs")
+    expect(table.get_by_test_id("argument-w").get_by_test_id("badge")).to_have_text("pass")
+    expect(page.get_by_test_id("verdict")).to_contain_text("differs")
+    problem = page.get_by_test_id("problem-differs_autodiff")
+    expect(problem).to_contain_text("Your rule disagrees with autodiff by 3.51 on argument x")
+    expect(page.get_by_test_id("residuals")).to_contain_text("res")
+    page.screenshot(path=str(screenshots / "custom_vjp-wrong-sign.png"), full_page=True)
+    page.get_by_test_id("theme-toggle").click()
+    page.screenshot(path=str(screenshots / "custom_vjp-wrong-sign-dark.png"), full_page=True)
+    assert console_errors == []
+
+
+def test_c20_bwd_arity_points_at_line(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    case = json.loads((CASES / "C20_bwd_arity_broken.expect.json").read_text())
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "custom_vjp")
+    load_example(page, "c20_bwd_arity_broken")
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    expect(page.get_by_test_id("no-jaxpr")).to_be_visible()
+    problem = page.get_by_test_id("problem-bwd_structure")
+    expect(problem).to_contain_text("bwd must return 3 cotangents")
+    line = problem.get_by_test_id("problem-line")
+    expect(line).to_have_text(f"line {case['error_user_line']}")
+    problem.locator("summary").click()
+    expect(problem.get_by_test_id("jax-error")).to_contain_text(case["error_first_line"])
+    line.click()
+    selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
+    expect(selected).to_have_count(1)
+    expect(selected).to_have_text("    return pad_scale(data, s, 5).sum()")
+    expect(page.get_by_test_id("problem-int_not_nondiff")).to_contain_text("nondiff_argnums")
+    page.screenshot(path=str(screenshots / "custom_vjp-c20-bwd-arity.png"), full_page=True)
+    assert console_errors == []
