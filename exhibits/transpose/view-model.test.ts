@@ -1,0 +1,168 @@
+import { describe, expect, it } from 'vitest';
+import type { Event } from '../../frontend/src/protocol';
+import {
+  accumulationSteps,
+  attemptsNote,
+  cotangentsSoFar,
+  errorText,
+  gradientRows,
+  nestedText,
+  previousRunning,
+  roleLabel,
+  ruleLocation,
+  tableLabel,
+  transposeModel,
+  valueText,
+  writeSentence,
+  type GradAttempted,
+  type GradientChecked,
+  type TransposeStepped,
+  type ValueView,
+} from './view-model';
+
+// The shape of the events the probe sends for f(x) = sin(x) * x at 1.0 (previews as the probe
+// writes them): linear jaxpr { lambda a b; c. let d = mul c a; e = mul b c; f = add_any d e in (f,) }.
+const aval = { shape: [], dtype: 'float32', weak_type: true, short: 'f32[]' };
+const v = (role: ValueView['role'], preview: string | null, name: string | null, zero = false): ValueView => ({
+  role,
+  aval,
+  preview,
+  var: name,
+  zero,
+  nonfinite: false,
+});
+const rule = { table: 'fancy_transposes', name: 'fancy_bilinear_transpose', file: 'jax/_src/lax/lax.py', line: 5018 };
+
+const step = (n: number, eqn: number, primitive: string, writes: TransposeStepped['writes']): TransposeStepped => ({
+  type: 'transpose_stepped',
+  seq: 10 + n,
+  run_id: 'r',
+  step: n,
+  eqn_index: eqn,
+  primitive,
+  primal_primitive: primitive === 'add_any' ? 'mul' : 'sin',
+  source: { line: 7, column: 11, end_line: 7, end_column: 25, function: 'f' },
+  rule,
+  eqn_text: `${primitive} ...`,
+  cts_in: [v('cotangent', '1.0', 'f')],
+  args: [v('undefined_primal', null, 'c'), v('residual', '0.5403023', 'a')],
+  writes,
+});
+
+const s0 = step(0, 2, 'add_any', [
+  { var: 'd', mode: 'set', contribution: v('cotangent', '1.0', 'd'), running: v('cotangent', '1.0', 'd') },
+  { var: 'e', mode: 'set', contribution: v('cotangent', '1.0', 'e'), running: v('cotangent', '1.0', 'e') },
+]);
+const s1 = step(1, 1, 'mul', [
+  {
+    var: 'c',
+    mode: 'set',
+    contribution: v('cotangent', '0.84147096', 'c'),
+    running: v('cotangent', '0.84147096', 'c'),
+  },
+]);
+const s2 = step(2, 0, 'mul', [
+  {
+    var: 'c',
+    mode: 'accumulate',
+    contribution: v('cotangent', '0.5403023', 'c'),
+    running: v('cotangent', '1.3817732', 'c'),
+  },
+]);
+
+const attempt = (mode: 'jit' | 'eager', ok: boolean): GradAttempted => ({
+  type: 'grad_attempted',
+  seq: mode === 'jit' ? 1 : 2,
+  run_id: 'r',
+  mode,
+  ok,
+  error_class: ok ? null : 'TypeError',
+  message: ok ? null : 'Shapes must be 1D sequences of concrete values of integer type',
+  source: null,
+  explanation: null,
+  fix: null,
+});
+
+const check: GradientChecked = {
+  type: 'gradient_checked',
+  seq: 20,
+  run_id: 'r',
+  argnums: [0],
+  seed: '1.0',
+  gradient: [1.3817732334136963, null],
+  jax_grad: [1.3817732334136963, null],
+  jax_vjp: [1.3817732334136963, null],
+  equal_to_jax: true,
+  finite_difference: [1.3817732906760363, null],
+  max_abs_err: 2.1e-11,
+  max_rel_err: 1.5e-11,
+};
+
+const events: Event[] = [attempt('jit', true), attempt('eager', true), s0, s1, s2, check];
+
+describe('transposeModel', () => {
+  it('takes the last step up to the cursor, counts all steps, and reads the check', () => {
+    const m = transposeModel(events.slice(0, 4), events);
+    expect(m.current?.step).toBe(1);
+    expect(m.steps.map((s) => s.step)).toEqual([0, 1]);
+    expect(m.allSteps).toHaveLength(3);
+    expect(m.check).toBeUndefined(); // not reached by the cursor yet
+    expect(m.attempts.jit?.ok).toBe(true);
+    expect(transposeModel(events, events).check?.equal_to_jax).toBe(true);
+  });
+
+  it('shows a picked step only once the cursor reached it', () => {
+    expect(transposeModel(events, events, 0).current?.step).toBe(0);
+    expect(transposeModel(events.slice(0, 3), events, 2).current?.step).toBe(0);
+  });
+});
+
+describe('writes and accumulation', () => {
+  it('finds the accumulation steps and the running value each write replaced', () => {
+    expect(accumulationSteps([s0, s1, s2])).toEqual([2]);
+    const acc = s2.writes[0]!;
+    expect(previousRunning([s0, s1, s2], s2, acc)?.preview).toBe('0.84147096');
+    expect(previousRunning([s0, s1, s2], s1, s1.writes[0]!)).toBeUndefined();
+    expect(writeSentence(acc)).toContain('ad.add_tangents');
+    expect(writeSentence(s1.writes[0]!)).toMatch(/^set c/);
+  });
+
+  it('keeps the latest running value per var', () => {
+    const so = cotangentsSoFar([s0, s1, s2]);
+    expect(so.get('c')?.preview).toBe('1.3817732');
+    expect([...so.keys()].sort()).toEqual(['c', 'd', 'e']);
+  });
+});
+
+describe('formatting', () => {
+  it('names rule tables, roles and values', () => {
+    expect(ruleLocation(rule)).toBe('jax/_src/lax/lax.py:5018');
+    expect(ruleLocation(null)).toBeNull();
+    expect(tableLabel('fancy_transposes')).toContain('accumulators');
+    expect(roleLabel(v('undefined_primal', null, 'c'))).toBe('UndefinedPrimal');
+    expect(valueText(v('cotangent', null, 'x', true))).toBe('ad.Zero(f32[])');
+    expect(valueText(v('undefined_primal', null, 'c'))).toBe('UndefinedPrimal(f32[])');
+    expect(valueText(undefined)).toBe('—');
+  });
+
+  it('writes nested numbers compactly and errors in scientific notation', () => {
+    expect(nestedText([[1.23456789, 2], 'nan'])).toBe('[[1.234568,2],"nan"]');
+    expect(nestedText(null)).toBe('—');
+    expect(nestedText(Array.from({ length: 200 }, () => 1.5), 20)).toHaveLength(20);
+    expect(errorText(null)).toContain('not comparable');
+    expect(errorText(2.1e-11)).toBe('2.10e-11');
+    expect(errorText(0)).toBe('0');
+  });
+
+  it('lists one gradient row per argument', () => {
+    const rows = gradientRows(check);
+    expect(rows).toHaveLength(2);
+    expect(rows[0]).toMatchObject({ arg: 0, differentiated: true, walk: '1.381773', fd: '1.381773' });
+    expect(rows[1]?.differentiated).toBe(false);
+  });
+
+  it('explains when jit and eager differ', () => {
+    expect(attemptsNote(attempt('jit', false), attempt('eager', true))).toContain('abstract');
+    expect(attemptsNote(attempt('jit', true), attempt('eager', true))).toBeNull();
+  });
+});

@@ -1,0 +1,178 @@
+/**
+ * The transpose exhibit's view model: pure functions from the run's events to what the view shows.
+ *
+ * The probe emits `grad_attempted` (jit, then eager), `linear_jaxpr_staged` (the linear jaxpr the
+ * backward pass walks), one `transpose_stepped` per linear eqn (last eqn first), then
+ * `gradient_checked`. The stepper walks the steps: the current step is the last
+ * `transpose_stepped` up to the cursor, or the one the user picked.
+ */
+import type { Event, EventOf, RunFailed } from '../../frontend/src/protocol';
+import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
+
+export type TransposeStepped = EventOf<'transpose_stepped'>;
+export type LinearJaxprStaged = EventOf<'linear_jaxpr_staged'>;
+export type GradientChecked = EventOf<'gradient_checked'>;
+export type GradAttempted = EventOf<'grad_attempted'>;
+export type ValueView = TransposeStepped['args'][number];
+export type CotangentWrite = TransposeStepped['writes'][number];
+export type RuleView = NonNullable<TransposeStepped['rule']>;
+
+export interface TransposeModel {
+  linear: LinearJaxprStaged | undefined;
+  /** the steps up to the cursor, in walk order */
+  steps: TransposeStepped[];
+  /** every step of the run (for the step count) */
+  allSteps: TransposeStepped[];
+  /** the step shown in the card */
+  current: TransposeStepped | undefined;
+  /** the gradient check, once the cursor reached it */
+  check: GradientChecked | undefined;
+  /** jit and eager attempts (from all events: they come first) */
+  attempts: { jit: GradAttempted | undefined; eager: GradAttempted | undefined };
+  failure: RunFailed | undefined;
+}
+
+/** Derive the model; `picked` is a step number the user clicked (shown when reached). */
+export function transposeModel(
+  events: readonly Event[],
+  allEvents: readonly Event[],
+  picked?: number | null,
+): TransposeModel {
+  const steps = eventsOf(events, 'transpose_stepped');
+  const attempts = eventsOf(allEvents, 'grad_attempted');
+  const pickedStep = picked == null ? undefined : steps.find((s) => s.step === picked);
+  return {
+    linear: lastOf(events, 'linear_jaxpr_staged') ?? lastOf(allEvents, 'linear_jaxpr_staged'),
+    steps,
+    allSteps: eventsOf(allEvents, 'transpose_stepped'),
+    current: pickedStep ?? steps.at(-1),
+    check: lastOf(events, 'gradient_checked'),
+    attempts: {
+      jit: attempts.find((a) => a.mode === 'jit'),
+      eager: attempts.find((a) => a.mode === 'eager'),
+    },
+    failure: lastOf(allEvents, 'run_failed'),
+  };
+}
+
+/** `jax/_src/lax/lax.py:5018`, or null when JAX gave no location. */
+export function ruleLocation(rule: RuleView | null | undefined): string | null {
+  if (!rule?.file) return null;
+  return rule.line == null ? rule.file : `${rule.file}:${rule.line}`;
+}
+
+/** What the rule table means, in words. */
+export function tableLabel(table: string): string {
+  if (table === 'fancy_transposes') return 'ad.fancy_transposes (gets the accumulators, writes itself)';
+  if (table === 'primitive_transposes') return 'ad.primitive_transposes (returns cotangents)';
+  return `ad.${table}`;
+}
+
+/** The badge text of an argument of a transpose rule. */
+export function roleLabel(v: ValueView): string {
+  switch (v.role) {
+    case 'undefined_primal':
+      return 'UndefinedPrimal';
+    case 'residual':
+      return 'residual';
+    case 'literal':
+      return 'literal';
+    default:
+      return v.role;
+  }
+}
+
+/** A value's text: its preview, `ad.Zero(f32[3])` for a symbolic zero, or the aval alone. */
+export function valueText(v: ValueView | undefined): string {
+  if (!v) return '—';
+  if (v.zero) return `ad.Zero(${v.aval.short})`;
+  if (v.role === 'undefined_primal') return `UndefinedPrimal(${v.aval.short})`;
+  return v.preview ?? v.aval.short;
+}
+
+/** One sentence for a write: `set e` or `accumulate into e (ad.add_tangents)`. */
+export function writeSentence(w: CotangentWrite): string {
+  return w.mode === 'set'
+    ? `set ${w.var}: its first cotangent`
+    : `accumulate into ${w.var}: ad.add_tangents(previous, contribution)`;
+}
+
+/** The step numbers whose writes include an accumulation (for "jump to an accumulation"). */
+export function accumulationSteps(steps: readonly TransposeStepped[]): number[] {
+  return steps.filter((s) => s.writes.some((w) => w.mode === 'accumulate')).map((s) => s.step);
+}
+
+/** The running value a write replaced: the last earlier write to the same var, if any. */
+export function previousRunning(
+  steps: readonly TransposeStepped[],
+  step: TransposeStepped,
+  w: CotangentWrite,
+): ValueView | undefined {
+  let found: ValueView | undefined;
+  for (const s of steps) {
+    if (s.step > step.step) break;
+    for (const x of s.writes) {
+      if (x === w) return found;
+      if (x.var === w.var) found = x.running;
+    }
+  }
+  return found;
+}
+
+/** The linear vars that received a write up to the cursor (their latest running value). */
+export function cotangentsSoFar(steps: readonly TransposeStepped[]): Map<string, ValueView> {
+  const out = new Map<string, ValueView>();
+  for (const s of steps) for (const w of s.writes) out.set(w.var, w.running);
+  return out;
+}
+
+/** Nested numbers (as the protocol writes them) as compact text, cut at `max` characters. */
+export function nestedText(x: unknown, max = 240): string {
+  const text = x === null || x === undefined ? '—' : JSON.stringify(x, (_k, v: unknown) => roundFloat(v));
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+function roundFloat(v: unknown): unknown {
+  if (typeof v === 'number' && !Number.isInteger(v)) return Number(v.toPrecision(7));
+  return v;
+}
+
+/** Scientific notation for an error figure; "not comparable" for null. */
+export function errorText(x: number | null | undefined): string {
+  if (x === null || x === undefined) return 'not comparable (NaN or Inf in the gradient)';
+  return x === 0 ? '0' : x.toExponential(2);
+}
+
+/** One row of the gradient table: an argument with its three gradients. */
+export interface GradientRow {
+  arg: number;
+  differentiated: boolean;
+  walk: string;
+  jaxGrad: string;
+  jaxVjp: string;
+  fd: string;
+}
+
+export function gradientRows(check: GradientChecked): GradientRow[] {
+  const gradient = check.gradient as unknown[];
+  return gradient.map((g, i) => ({
+    arg: i,
+    differentiated: check.argnums.includes(i),
+    walk: nestedText(g),
+    jaxGrad: nestedText((check.jax_grad as unknown[])[i]),
+    jaxVjp: nestedText((check.jax_vjp as unknown[])[i]),
+    fd: nestedText((check.finite_difference as unknown[])[i]),
+  }));
+}
+
+/** Why the jit and eager outcomes differ, when they do (null when they agree). */
+export function attemptsNote(jit: GradAttempted | undefined, eager: GradAttempted | undefined): string | null {
+  if (!jit || !eager || jit.ok === eager.ok) return null;
+  if (eager.ok)
+    return (
+      'jax.grad(f) works eagerly but jax.jit(jax.grad(f)) fails: under jit every argument is an abstract ' +
+      'tracer (shape and dtype only), so a value used as a shape, a loop bound or in Python control flow is ' +
+      'not available. The walk below is the eager one, which saw concrete values.'
+    );
+  return 'jax.jit(jax.grad(f)) traces but the eager jax.grad(f) fails: see the error.';
+}
