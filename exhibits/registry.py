@@ -209,6 +209,21 @@ EXHIBITS: dict[str, Exhibit] = {
             artefacts=_artefacts_of("nan_finder"),
             budget=3.0,
         ),
+        Exhibit(
+            id="vmap",
+            title="Where vmap puts the axis",
+            summary="JAX's batching rule for each equation: batch dims in, batch dims out.",
+            default_example="per_example_loss",
+            artefacts=_artefacts_of("vmap"),
+        ),
+        Exhibit(
+            id="transform_order",
+            title="Transform order: a stack of chips",
+            summary="Stack jit, grad, vmap, jacfwd, jacrev...: what type-checks, what it computes.",
+            default_example="per_example_grads",
+            artefacts=_artefacts_of("transform_order"),
+            budget=3.0,
+        ),
     ]
 }
 

@@ -175,13 +175,25 @@ class CallSpec(_Model):
     expr: str | None = None
 
 
+# The transforms the transform_order exhibit stacks (outermost first).
+TransformName = Literal[
+    "jit", "grad", "value_and_grad", "vmap", "jacfwd", "jacrev", "hessian", "jvp", "vjp"
+]
+
+
 class RunOptions(_Model):
     """Per-run options. ``calls``: extra calls after the first (tracing exhibit). ``known``:
     the partial_eval exhibit's known/unknown toggle, one flag per input of the JVP jaxpr
-    (primals then tangents, flattened); ``None`` = primals known, tangents unknown."""
+    (primals then tangents, flattened); ``None`` = primals known, tangents unknown.
+    ``in_axes``/``out_axes``: the vmap exhibit's axes as Python expressions (``None`` = the
+    snippet's own ``in_axes``/``out_axes``, else 0). ``stack``: the transform_order exhibit's
+    chips, outermost first (``None`` = the snippet's ``stack`` or its default)."""
 
     calls: list[CallSpec] = Field(default_factory=list, max_length=16)
     known: list[bool] | None = Field(default=None, max_length=4096)
+    in_axes: str | None = Field(default=None, max_length=2000)
+    out_axes: str | None = Field(default=None, max_length=2000)
+    stack: list[TransformName] | None = Field(default=None, max_length=8)
 
 
 # --------------------------------------------------------------------------------------------
@@ -854,6 +866,56 @@ class CustomRuleChecked(_Event):
     verdict: Literal["agrees", "differs", "error"]
 
 
+# --------------------------------------------------------------------------------------------
+# Batching exhibits (vmap, transform_order). Each exhibit owns its event classes below.
+# --------------------------------------------------------------------------------------------
+
+
+class BatchRuleApplied(_Event):
+    """JAX's batching rule (``batching.fancy_primitive_batchers[primitive]``) ran on one eqn of
+    the unbatched jaxpr. ``in_bdims``/``out_bdims``: the batch dim of each value (``None`` = not
+    mapped); shapes before and after; ``moves`` the axis moves/broadcasts the rule introduced."""
+
+    type: Literal["batch_rule_applied"] = "batch_rule_applied"
+    index: int
+    primitive: str
+    source: SourceLoc | None = None
+    rule: RuleView | None = None
+    in_bdims: list[int | None]
+    out_bdims: list[int | None]
+    in_avals: list[AvalView]
+    out_avals: list[AvalView]
+    moves: list[str] = []
+
+
+class BatchedJaxprStaged(_Event):
+    """The batched jaxpr: ``jaxpr.text`` is ``str(jax.make_jaxpr(jax.vmap(f, in_axes,
+    out_axes))(*args))``; outputs checked against ``jax.vmap``."""
+
+    type: Literal["batched_jaxpr_staged"] = "batched_jaxpr_staged"
+    in_axes: str
+    out_axes: str
+    jaxpr: JaxprView
+    outputs: list[ArrayPreview]
+    matches_jax_vmap: bool
+
+
+class TransformStackEvaluated(_Event):
+    """One stack of transforms (outermost first) applied to ``f``: whether JAX accepted it, its
+    jaxpr, the value on the example input, or JAX's error and a plain explanation."""
+
+    type: Literal["transform_stack_evaluated"] = "transform_stack_evaluated"
+    stack: list[str]
+    label: str
+    ok: bool
+    jaxpr: JaxprView | None = None
+    result: list[ArrayPreview] = []
+    error_class: str | None = None
+    message: str | None = None
+    explanation: str | None = None
+    trace_levels: list[str] = []
+
+
 class RunFinished(_Event):
     """Terminal: the run completed. ``duration_ms`` is the worker-side wall time."""
 
@@ -917,6 +979,9 @@ Event = Annotated[
     | NonfiniteFound
     | CustomCallRecorded
     | CustomRuleChecked
+    | BatchRuleApplied
+    | BatchedJaxprStaged
+    | TransformStackEvaluated
     | RunFinished
     | RunFailed,
     Field(discriminator="type"),
@@ -943,6 +1008,9 @@ EventModel = (
     | NonfiniteFound
     | CustomCallRecorded
     | CustomRuleChecked
+    | BatchRuleApplied
+    | BatchedJaxprStaged
+    | TransformStackEvaluated
     | RunFinished
     | RunFailed
 )

@@ -17,6 +17,10 @@ import CustomVjpView from '../../exhibits/custom_vjp/View.svelte';
 import customVjpNarrative from '../../exhibits/custom_vjp/narrative.md?raw';
 import NanFinderView from '../../exhibits/nan_finder/View.svelte';
 import nanFinderNarrative from '../../exhibits/nan_finder/narrative.md?raw';
+import VmapView from '../../exhibits/vmap/View.svelte';
+import vmapNarrative from '../../exhibits/vmap/narrative.md?raw';
+import TransformOrderView from '../../exhibits/transform_order/View.svelte';
+import transformOrderNarrative from '../../exhibits/transform_order/narrative.md?raw';
 import StationsView from '../../exhibits/stations/View.svelte';
 import stationsNarrative from '../../exhibits/stations/narrative.md?raw';
 import TracingView from '../../exhibits/tracing/View.svelte';
@@ -38,6 +42,8 @@ export const EXHIBITS: Readonly<Record<string, ExhibitEntry>> = {
   transpose: { View: TransposeView, narrative: transposeNarrative },
   custom_vjp: { View: CustomVjpView, narrative: customVjpNarrative },
   nan_finder: { View: NanFinderView, narrative: nanFinderNarrative },
+  vmap: { View: VmapView, narrative: vmapNarrative },
+  transform_order: { View: TransformOrderView, narrative: transformOrderNarrative },
 };
 
 /** The ids of the exhibits this frontend can show, in table order. */

@@ -39,9 +39,10 @@ export type {
 
 /**
  * Per-run options. On the wire `calls` may be omitted (pydantic fills `[]`); inside the frontend
- * it is always present so that views never need a fallback.
+ * it is always present so that views never need a fallback. The exhibit-specific options
+ * (`known`, `in_axes`, `out_axes`, `stack`) stay optional: absent means the exhibit's default.
  */
-export type RunOptions = Required<Gen.RunOptions>;
+export type RunOptions = Required<Pick<Gen.RunOptions, 'calls'>> & Partial<Omit<Gen.RunOptions, 'calls'>>;
 
 /** One extra call in the tracing exhibit's "call again" control; `expr` is null unless `change` is `expr`. */
 export type CallSpec = Gen.CallSpec;

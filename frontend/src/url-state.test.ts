@@ -45,6 +45,13 @@ describe('URL fragment', () => {
       known: null,
     });
     expect(parseOptions('x')).toEqual({ calls: [], known: null });
+    expect(parseOptions({ in_axes: '(0, None)', stack: ['vmap', 'grad'] })).toEqual({
+      calls: [],
+      known: null,
+      in_axes: '(0, None)',
+      stack: ['vmap', 'grad'],
+    });
+    expect(parseOptions({ in_axes: 3, stack: ['vmap', 'rm -rf'] })).toEqual({ calls: [], known: null });
     const good = encodeFragment({ exhibit: 'tracing', code: 'x', options: { calls: [], known: null } });
     expect(decodeFragment(good.replace(/&o=.*$/, '&o=garbage'))?.options).toEqual({ calls: [], known: null });
   });

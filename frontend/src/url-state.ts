@@ -27,16 +27,28 @@ function parseCall(value: unknown): CallSpec | null {
   return { change: change as CallSpec['change'], expr: typeof expr === 'string' ? expr : null };
 }
 
+// The transform_order exhibit's chips (protocol `TransformName`).
+const TRANSFORMS = new Set(['jit', 'grad', 'value_and_grad', 'vmap', 'jacfwd', 'jacrev', 'hessian', 'jvp', 'vjp']);
+
 /** Options from untrusted JSON; unknown or malformed parts are dropped. */
 export function parseOptions(value: unknown): RunOptions {
   if (typeof value !== 'object' || value === null) return { calls: [], known: null };
   const record = value as Record<string, unknown>;
   const calls = record['calls'];
   const known = record['known'];
-  return {
+  const options: RunOptions = {
     calls: Array.isArray(calls) ? calls.map(parseCall).filter((c): c is CallSpec => c !== null) : [],
     known: Array.isArray(known) && known.every((k) => typeof k === 'boolean') ? (known as boolean[]) : null,
   };
+  for (const key of ['in_axes', 'out_axes'] as const) {
+    const value = record[key];
+    if (typeof value === 'string') options[key] = value;
+  }
+  const stack = record['stack'];
+  if (Array.isArray(stack) && stack.every((t) => typeof t === 'string' && TRANSFORMS.has(t))) {
+    options.stack = stack as NonNullable<RunOptions['stack']>;
+  }
+  return options;
 }
 
 /** The fragment (with its leading `#`) that encodes `state`. */

@@ -22,6 +22,9 @@ export type Event =
   | NonfiniteFound
   | CustomCallRecorded
   | CustomRuleChecked
+  | BatchRuleApplied
+  | BatchedJaxprStaged
+  | TransformStackEvaluated
   | RunFinished
   | RunFailed;
 export type Request = RunRequest | CancelRequest;
@@ -950,6 +953,66 @@ export interface RuleProblem {
   title: string;
 }
 /**
+ * JAX's batching rule (``batching.fancy_primitive_batchers[primitive]``) ran on one eqn of
+ * the unbatched jaxpr. ``in_bdims``/``out_bdims``: the batch dim of each value (``None`` = not
+ * mapped); shapes before and after; ``moves`` the axis moves/broadcasts the rule introduced.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "BatchRuleApplied".
+ */
+export interface BatchRuleApplied {
+  in_avals: AvalView[];
+  in_bdims: (number | null)[];
+  index: number;
+  moves: string[];
+  out_avals: AvalView[];
+  out_bdims: (number | null)[];
+  primitive: string;
+  rule: RuleView | null;
+  run_id: string;
+  seq: number;
+  source: SourceLoc | null;
+  type: 'batch_rule_applied';
+}
+/**
+ * The batched jaxpr: ``jaxpr.text`` is ``str(jax.make_jaxpr(jax.vmap(f, in_axes,
+ * out_axes))(*args))``; outputs checked against ``jax.vmap``.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "BatchedJaxprStaged".
+ */
+export interface BatchedJaxprStaged {
+  in_axes: string;
+  jaxpr: JaxprView;
+  matches_jax_vmap: boolean;
+  out_axes: string;
+  outputs: ArrayPreview[];
+  run_id: string;
+  seq: number;
+  type: 'batched_jaxpr_staged';
+}
+/**
+ * One stack of transforms (outermost first) applied to ``f``: whether JAX accepted it, its
+ * jaxpr, the value on the example input, or JAX's error and a plain explanation.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "TransformStackEvaluated".
+ */
+export interface TransformStackEvaluated {
+  error_class: string | null;
+  explanation: string | null;
+  jaxpr: JaxprView | null;
+  label: string;
+  message: string | null;
+  ok: boolean;
+  result: ArrayPreview[];
+  run_id: string;
+  seq: number;
+  stack: string[];
+  trace_levels: string[];
+  type: 'transform_stack_evaluated';
+}
+/**
  * Terminal: the run completed. ``duration_ms`` is the worker-side wall time.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
@@ -1023,6 +1086,9 @@ export interface RunRequest {
  * Per-run options. ``calls``: extra calls after the first (tracing exhibit). ``known``:
  * the partial_eval exhibit's known/unknown toggle, one flag per input of the JVP jaxpr
  * (primals then tangents, flattened); ``None`` = primals known, tangents unknown.
+ * ``in_axes``/``out_axes``: the vmap exhibit's axes as Python expressions (``None`` = the
+ * snippet's own ``in_axes``/``out_axes``, else 0). ``stack``: the transform_order exhibit's
+ * chips, outermost first (``None`` = the snippet's ``stack`` or its default).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "RunOptions".
@@ -1032,7 +1098,14 @@ export interface RunOptions {
    * @maxItems 16
    */
   calls?: CallSpec[];
+  in_axes: string | null;
   known: boolean[] | null;
+  out_axes: string | null;
+  stack:
+    | (
+        'jit' | 'grad' | 'value_and_grad' | 'vmap' | 'jacfwd' | 'jacrev' | 'hessian' | 'jvp' | 'vjp'
+      )[]
+    | null;
 }
 /**
  * One extra call of the jitted function in the tracing exhibit's "call again" control.
