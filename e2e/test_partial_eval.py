@@ -1,0 +1,133 @@
+"""The partial_eval exhibit in real Chromium: the split of a small function against JAX computed
+in this test process, toggling an input known and watching the split change, picking a residual
+(its producer and consumers highlighted, its line selected), and sorting the remat table."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax._src.interpreters import partial_eval as pe
+from playwright.sync_api import Page, expect
+
+from e2e.browser import open_exhibit, run_and_wait, set_code
+
+SOURCE = """import jax.numpy as jnp
+import numpy as np
+
+
+def f(x):
+    y = jnp.sin(x) * x
+    return jnp.sum(y ** 2)
+
+
+args = (np.array([0.0, 1.0, 2.0], np.float32),)
+"""
+X = np.array([0.0, 1.0, 2.0], np.float32)
+
+
+def f(x: jax.Array) -> jax.Array:
+    return jnp.sum((jnp.sin(x) * x) ** 2)
+
+
+def split(known: list[bool]) -> tuple[str, str, int]:
+    jvp = jax.make_jaxpr(lambda p, t: jax.jvp(f, p, t))((X,), (X,))
+    k, u, _, res = pe.partial_eval_jaxpr_nounits(jvp, [not b for b in known], instantiate=False)
+    return str(k), str(u), len(res)
+
+
+def text_of(page: Page, testid: str) -> str:
+    return page.get_by_test_id(testid).inner_text().rstrip("\n")
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_toggle_known_and_watch_the_split_change(
+    page: Page, console_errors: list[str], screenshots: Path, theme: str
+) -> None:
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "partial_eval")
+    if page.locator("html").get_attribute("data-theme") != theme:
+        page.get_by_test_id("theme-toggle").click()
+    set_code(page, SOURCE)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+
+    known_text, unknown_text, n_res = split([True, False])
+    assert text_of(page, "jaxpr-text") == known_text
+    assert text_of(page, "unknown-jaxpr-text") == unknown_text
+    expect(page.get_by_test_id("residual-count")).to_have_text(str(n_res))
+
+    # pick the residual produced by sin: its eqn is highlighted in the known jaxpr, its readers
+    # in the unknown one, and its line is selected in the editor
+    row = page.get_by_test_id("residual-table").locator("tr", has_text="output of sin")
+    row.click()
+    expect(page.locator('[data-testid^="known-eqn-"][aria-pressed="true"]')).to_have_count(1)
+    expect(page.locator('[data-testid^="known-eqn-"][aria-pressed="true"]')).to_contain_text("sin")
+    assert page.locator('[data-testid^="unknown-eqn-"][aria-pressed="true"]').count() >= 1
+    selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
+    expect(selected).to_have_count(1)
+    expect(selected).to_have_text("    y = jnp.sin(x) * x")
+    page.screenshot(path=str(screenshots / f"partial_eval-split-{theme}.png"), full_page=True)
+
+    # the tangent becomes known: everything is known, no residuals, an empty linear jaxpr
+    page.get_by_test_id("known-toggle-1").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text(
+        re.compile(r"run_finished|run_failed"), timeout=30_000
+    )
+    expect(page.get_by_test_id("known-toggle-1")).to_have_text("known")
+    known_text, unknown_text, n_res = split([True, True])
+    expect(page.get_by_test_id("no-residuals")).to_be_visible()
+    assert text_of(page, "jaxpr-text") == known_text
+    assert text_of(page, "unknown-jaxpr-text") == unknown_text
+    assert n_res == 0
+
+    # the primal unknown too: everything moves to the unknown side
+    page.get_by_test_id("known-reset").click()
+    expect(page.get_by_test_id("residual-count")).to_have_text("4", timeout=30_000)
+    page.get_by_test_id("known-toggle-0").click()
+    expect(page.get_by_test_id("known-toggle-0")).to_have_text("unknown", timeout=30_000)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text(
+        re.compile(r"run_finished"), timeout=30_000
+    )
+    known_text, unknown_text, _ = split([False, False])
+    assert text_of(page, "unknown-jaxpr-text") == unknown_text
+    assert console_errors == []
+
+
+def test_sort_the_remat_table(page: Page, console_errors: list[str], screenshots: Path) -> None:
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "partial_eval")
+    page.get_by_test_id("example-select").select_option("remat_layers")
+    expect(page.get_by_test_id("editor")).to_contain_text("checkpoint_name")
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    table = page.get_by_test_id("remat-table")
+    expect(table.locator('[data-testid^="remat-row-"]')).to_have_count(8)
+
+    def saved_counts() -> list[int]:
+        return [int(t) for t in table.get_by_test_id("remat-saved").all_inner_texts()]
+
+    def policies() -> list[str]:
+        return table.get_by_test_id("remat-policy").all_inner_texts()
+
+    assert policies()[0] == "no checkpoint"
+    page.get_by_test_id("remat-sort-saved").click()
+    counts = saved_counts()
+    assert counts == sorted(counts)
+    page.get_by_test_id("remat-sort-saved").click()
+    counts = saved_counts()
+    assert counts == sorted(counts, reverse=True)
+    assert policies()[0] in ("no checkpoint", "everything_saveable")
+    page.get_by_test_id("remat-sort-policy").click()
+    assert policies() == sorted(policies())
+    expect(page.get_by_test_id("remat-note")).to_contain_text("measured on the worker's CPU")
+
+    # open a row: the saved residuals with their lines
+    table.locator('[data-testid^="remat-row-"]', has_text="save_only_these_names").click()
+    expect(table.locator('[data-testid^="remat-saved-list-"]')).to_contain_text("named 'act'")
+    page.screenshot(path=str(screenshots / "partial_eval-remat.png"), full_page=True)
+    assert console_errors == []

@@ -1,0 +1,172 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import type { Event } from '../../frontend/src/protocol';
+import {
+  defaultKnown,
+  eqnsOnLines,
+  inputRows,
+  isDefault,
+  nextSort,
+  partialEvalModel,
+  relativeTo,
+  residualBytes,
+  residualLinks,
+  sortRows,
+  splitSentence,
+  toggled,
+  type JaxprSplit,
+} from './view-model';
+
+const dir = fileURLToPath(new URL('.', import.meta.url));
+
+/** Events captured from the real probe by `fixtures/capture.py`. */
+function load(name: string): Event[] {
+  return readFileSync(`${dir}fixtures/${name}.jsonl`, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as Event);
+}
+
+/** JAX's own text of the golden file (computed from plain JAX by `golden/regen.py`). */
+const golden = JSON.parse(readFileSync(`${dir}golden/sin_times_x.json`, 'utf8')) as {
+  known_jaxpr: string;
+  unknown_jaxpr: string;
+};
+
+function splitOf(events: readonly Event[]): JaxprSplit {
+  const s = partialEvalModel(events).split;
+  if (s === undefined) throw new Error('no split');
+  return s;
+}
+
+describe('the split of f(x) = sum((sin(x) * x) ** 2)', () => {
+  const events = load('sin_times_x');
+  const split = splitOf(events);
+
+  it('is the golden split', () => {
+    expect(split.known.text).toBe(golden.known_jaxpr);
+    expect(split.unknown.text).toBe(golden.unknown_jaxpr);
+  });
+
+  it('links each residual to the known eqn that writes it and the unknown eqns that read it', () => {
+    const links = residualLinks(split);
+    expect(links.map((l) => `${l.knownVar}->${l.unknownVar}`)).toEqual(['c->a', 'a->b', 'b->c', 'f->d']);
+    // each producer's eqn text starts by defining the residual, as JAX prints it
+    for (const l of links) {
+      for (const p of l.producers) expect(split.known.eqns[p]?.text.startsWith(`${l.knownVar}:`)).toBe(true);
+      for (const c of l.consumers) expect(split.unknown.eqns[c]?.invars.map((v) => v.name)).toContain(l.unknownVar);
+    }
+    // the argument x is forwarded as is: no known eqn produces it
+    expect(links[1]?.producers).toEqual([]);
+    expect(split.residuals[1]?.description).toBe('the argument primal args[0]');
+    // every producer is the known_eqn the probe reports
+    links.forEach((l, i) => {
+      const k = split.residuals[i]?.known_eqn;
+      expect(l.producers).toEqual(k == null ? [] : [k]);
+    });
+    expect(links.every((l) => l.consumers.length > 0)).toBe(true);
+  });
+
+  it('sums bytes and sums up the split in a sentence', () => {
+    expect(residualBytes(split)).toBe(4 * 3 * 4);
+    expect(splitSentence(split)).toBe(
+      `1 of 2 inputs known: ${split.known.eqns.length} of the JVP's ${split.jvp.eqns.length} eqns run in the known ` +
+        `jaxpr, ${split.unknown.eqns.length} in the unknown one; 1 of 2 outputs unknown; 4 residuals cross between them.`,
+    );
+  });
+
+  it('gives one input row per argument leaf and toggles one flag', () => {
+    const rows = inputRows(split);
+    expect(rows).toEqual([
+      {
+        label: 'args[0]',
+        primalAval: 'f32[3]',
+        tangentAval: 'f32[3]',
+        primal: 0,
+        tangent: 1,
+        primalKnown: true,
+        tangentKnown: false,
+      },
+    ]);
+    expect(isDefault(split)).toBe(true);
+    expect(defaultKnown(split)).toEqual([true, false]);
+    expect(toggled(split.known_inputs, 1)).toEqual([true, true]);
+  });
+
+  it('maps editor lines to the eqns of either jaxpr', () => {
+    const line9 = eqnsOnLines(split.known, [9]);
+    expect([...line9].map((i) => split.known.eqns[i]?.primitive).sort()).toEqual(['cos', 'mul', 'sin']);
+    expect(eqnsOnLines(split.unknown, []).size).toBe(0);
+  });
+});
+
+describe('everything known', () => {
+  const split = splitOf(load('sin_times_x_all_known'));
+  it('leaves nothing unknown and no residuals', () => {
+    expect(split.known_inputs).toEqual([true, true]);
+    expect(isDefault(split)).toBe(false);
+    expect(split.residuals).toEqual([]);
+    expect(split.unknown.eqns).toEqual([]);
+    expect(split.out_unknowns).toEqual([false, false]);
+    expect(residualLinks(split)).toEqual([]);
+  });
+});
+
+describe('the remat table (remat_layers)', () => {
+  const events = load('remat_layers');
+  const rows = partialEvalModel(events).remat;
+
+  it('streams one row per policy, walkable with the stepper', () => {
+    const splitAt = events.findIndex((e) => e.type === 'jaxpr_split');
+    const firstRow = events.findIndex((e) => e.type === 'remat_policy_measured');
+    expect(splitAt).toBeLessThan(firstRow);
+    expect(partialEvalModel(events.slice(0, firstRow + 1)).remat).toHaveLength(1);
+    expect(rows.map((r) => r.policy)).toEqual([
+      'no checkpoint',
+      'everything_saveable',
+      'nothing_saveable',
+      'dots_saveable',
+      'dots_with_no_batch_dims_saveable',
+      "save_only_these_names('pre', 'act')",
+      "save_any_names_but_these('pre')",
+      "save_any_names_but_these('act')",
+    ]);
+  });
+
+  it('sorts by each column, stable, both ways', () => {
+    const byBytes = sortRows(rows, { key: 'residual_bytes', ascending: true }).map((r) => r.residual_bytes);
+    expect(byBytes).toEqual([...byBytes].sort((a, b) => a - b));
+    const desc = sortRows(rows, { key: 'saved', ascending: false }).map((r) => r.saved.length);
+    expect(desc).toEqual([...desc].sort((a, b) => b - a));
+    const ms = sortRows(rows, { key: 'step_ms', ascending: true }).map((r) => r.step_ms);
+    expect(ms).toEqual([...ms].sort((a, b) => a - b));
+    const names = sortRows(rows, { key: 'policy', ascending: true }).map((r) => r.policy);
+    expect(names[0]).toBe('dots_saveable');
+    // ties keep the measurement order
+    const tied = sortRows(rows, { key: 'residual_bytes', ascending: true }).filter(
+      (r) => r.residual_bytes === rows[0]?.residual_bytes,
+    );
+    expect(tied.map((r) => r.index)).toEqual([...tied.map((r) => r.index)].sort((a, b) => a - b));
+  });
+
+  it('puts rows with no temp bytes last either way', () => {
+    const withNull = [...rows.slice(0, 2), { ...rows[2]!, temp_bytes: null }];
+    expect(sortRows(withNull, { key: 'temp_bytes', ascending: true }).at(-1)?.temp_bytes).toBeNull();
+    expect(sortRows(withNull, { key: 'temp_bytes', ascending: false }).at(-1)?.temp_bytes).toBeNull();
+  });
+
+  it('flips direction on the same header, starts ascending on a new one', () => {
+    expect(nextSort({ key: 'step_ms', ascending: true }, 'step_ms')).toEqual({ key: 'step_ms', ascending: false });
+    expect(nextSort({ key: 'step_ms', ascending: false }, 'saved')).toEqual({ key: 'saved', ascending: true });
+  });
+
+  it('relates bytes and time to no checkpoint', () => {
+    const rel = relativeTo(rows);
+    const base = rows[0]!;
+    const nothing = rows.find((r) => r.policy === 'nothing_saveable')!;
+    expect(rel.get(base.index)).toEqual({ bytes: 1, time: 1 });
+    expect(rel.get(nothing.index)?.bytes).toBeCloseTo(nothing.residual_bytes / base.residual_bytes);
+    expect(nothing.residual_bytes).toBeLessThan(base.residual_bytes);
+  });
+});

@@ -1,0 +1,196 @@
+/**
+ * The partial_eval exhibit's view model: pure functions from the run's events (up to the stepper's
+ * cursor) to what the view shows — the known/unknown split of the JVP jaxpr, the inputs and their
+ * known flags, where each residual is produced (known jaxpr) and consumed (unknown jaxpr), and the
+ * remat table sorted as the user asks.
+ */
+import type { Event, EventOf, JaxprView, RunFailed } from '../../frontend/src/protocol';
+import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
+
+export type JaxprSplit = EventOf<'jaxpr_split'>;
+export type RematPolicyMeasured = EventOf<'remat_policy_measured'>;
+export type ResidualView = JaxprSplit['residuals'][number];
+
+export interface InputRow {
+  /** the argument leaf without the `primal `/`tangent ` prefix, e.g. `args[0]['w1']` */
+  label: string;
+  /** aval of the primal, as the jaxpr writes it */
+  primalAval: string;
+  tangentAval: string;
+  /** index of the primal and of the tangent among the JVP jaxpr's inputs */
+  primal: number;
+  tangent: number;
+  primalKnown: boolean;
+  tangentKnown: boolean;
+}
+
+/** One row per argument leaf: its primal input and its tangent input side by side. */
+export function inputRows(split: JaxprSplit): InputRow[] {
+  const n = split.n_primals;
+  const rows: InputRow[] = [];
+  for (let i = 0; i < n; i++) {
+    rows.push({
+      label: (split.input_labels[i] ?? '').replace(/^primal /, ''),
+      primalAval: split.input_avals[i]?.short ?? '',
+      tangentAval: split.input_avals[n + i]?.short ?? '',
+      primal: i,
+      tangent: n + i,
+      primalKnown: split.known_inputs[i] ?? true,
+      tangentKnown: split.known_inputs[n + i] ?? false,
+    });
+  }
+  return rows;
+}
+
+/** The known flags with input `index` flipped (the options of the rerun a toggle asks for). */
+export function toggled(known: readonly boolean[], index: number): boolean[] {
+  return known.map((k, i) => (i === index ? !k : k));
+}
+
+/** Primals known, tangents unknown: what `jax.linearize` and `jax.vjp` do (the default). */
+export function defaultKnown(split: JaxprSplit): boolean[] {
+  return split.known_inputs.map((_, i) => i < split.n_primals);
+}
+
+export function isDefault(split: JaxprSplit): boolean {
+  return defaultKnown(split).every((k, i) => k === split.known_inputs[i]);
+}
+
+export interface ResidualLink {
+  /** the residual's name in the known jaxpr's printout (one of its last outvars) */
+  knownVar: string;
+  /** its name in the unknown jaxpr's printout (one of its first invars) */
+  unknownVar: string;
+  /** known-jaxpr eqns that produce it (empty for an argument forwarded as is) */
+  producers: number[];
+  /** unknown-jaxpr eqns that read it */
+  consumers: number[];
+}
+
+function eqnsWriting(jaxpr: JaxprView, name: string): number[] {
+  return jaxpr.eqns.filter((e) => e.outvars.some((v) => !v.literal && v.name === name)).map((e) => e.index);
+}
+
+function eqnsReading(jaxpr: JaxprView, name: string): number[] {
+  return jaxpr.eqns.filter((e) => e.invars.some((v) => !v.literal && v.name === name)).map((e) => e.index);
+}
+
+/**
+ * Where each residual lives: residual `i` is outvar `nKnownOut + i` of the known jaxpr and invar
+ * `i` of the unknown one (`partial_eval_jaxpr_nounits`' convention).
+ */
+export function residualLinks(split: JaxprSplit): ResidualLink[] {
+  const nRes = split.residuals.length;
+  const nKnownOut = split.known.outvars.length - nRes;
+  return split.residuals.map((_, i) => {
+    const knownVar = split.known.outvars[nKnownOut + i]?.name ?? '';
+    const unknownVar = split.unknown.invars[i]?.name ?? '';
+    return {
+      knownVar,
+      unknownVar,
+      producers: eqnsWriting(split.known, knownVar),
+      consumers: eqnsReading(split.unknown, unknownVar),
+    };
+  });
+}
+
+/** Sum of the residuals' bytes. */
+export function residualBytes(split: JaxprSplit): number {
+  return split.residuals.reduce((s, r) => s + r.bytes, 0);
+}
+
+/** Eqns of `jaxpr` on one of `lines` (the editor's selection mapped to a jaxpr). */
+export function eqnsOnLines(jaxpr: JaxprView, lines: readonly number[]): Set<number> {
+  const set = new Set(lines);
+  return new Set(jaxpr.eqns.filter((e) => e.source != null && set.has(e.source.line)).map((e) => e.index));
+}
+
+/** One sentence summing up the split. */
+export function splitSentence(split: JaxprSplit): string {
+  const nUnknown = split.known_inputs.filter((k) => !k).length;
+  const outs = split.out_unknowns.length;
+  const outsUnknown = split.out_unknowns.filter(Boolean).length;
+  const res = split.residuals.length;
+  return (
+    `${split.known_inputs.length - nUnknown} of ${split.known_inputs.length} inputs known: ` +
+    `${split.known.eqns.length} of the JVP's ${split.jvp.eqns.length} eqns run in the known jaxpr, ` +
+    `${split.unknown.eqns.length} in the unknown one; ${outsUnknown} of ${outs} outputs unknown; ` +
+    `${res} residual${res === 1 ? '' : 's'} cross${res === 1 ? 'es' : ''} between them.`
+  );
+}
+
+export type SortKey = 'index' | 'policy' | 'saved' | 'residual_bytes' | 'temp_bytes' | 'step_ms';
+
+export interface SortState {
+  key: SortKey;
+  ascending: boolean;
+}
+
+function sortValue(row: RematPolicyMeasured, key: SortKey): number | string {
+  switch (key) {
+    case 'index':
+      return row.index;
+    case 'policy':
+      return row.policy;
+    case 'saved':
+      return row.saved.length;
+    case 'residual_bytes':
+      return row.residual_bytes;
+    case 'temp_bytes':
+      // "not reported" sorts last either way round
+      return row.temp_bytes ?? Number.NaN;
+    case 'step_ms':
+      return row.step_ms;
+  }
+}
+
+/** The rows sorted by `sort` (stable: ties keep the measurement order; missing values last). */
+export function sortRows(rows: readonly RematPolicyMeasured[], sort: SortState): RematPolicyMeasured[] {
+  const sign = sort.ascending ? 1 : -1;
+  return rows
+    .map((row, i) => ({ row, i }))
+    .sort((a, b) => {
+      const va = sortValue(a.row, sort.key);
+      const vb = sortValue(b.row, sort.key);
+      const na = typeof va === 'number' && Number.isNaN(va);
+      const nb = typeof vb === 'number' && Number.isNaN(vb);
+      if (na || nb) return na === nb ? a.i - b.i : na ? 1 : -1;
+      const c = typeof va === 'string' || typeof vb === 'string' ? String(va).localeCompare(String(vb)) : va - vb;
+      return c !== 0 ? sign * c : a.i - b.i;
+    })
+    .map((x) => x.row);
+}
+
+/** Clicking a header: the same key flips the direction; a new key starts ascending. */
+export function nextSort(sort: SortState, key: SortKey): SortState {
+  return sort.key === key ? { key, ascending: !sort.ascending } : { key, ascending: true };
+}
+
+/** Each row's residual bytes and step time relative to "no checkpoint" (the first row). */
+export function relativeTo(rows: readonly RematPolicyMeasured[]): Map<number, { bytes: number; time: number }> {
+  const base = rows.find((r) => r.policy === 'no checkpoint');
+  const out = new Map<number, { bytes: number; time: number }>();
+  if (base === undefined) return out;
+  for (const r of rows) {
+    out.set(r.index, {
+      bytes: base.residual_bytes > 0 ? r.residual_bytes / base.residual_bytes : 1,
+      time: base.step_ms > 0 ? r.step_ms / base.step_ms : 1,
+    });
+  }
+  return out;
+}
+
+export interface PartialEvalModel {
+  split: JaxprSplit | undefined;
+  remat: RematPolicyMeasured[];
+  failure: RunFailed | undefined;
+}
+
+/** Derive everything the view shows from the events up to the cursor. */
+export function partialEvalModel(events: readonly Event[]): PartialEvalModel {
+  return {
+    split: lastOf(events, 'jaxpr_split'),
+    remat: eventsOf(events, 'remat_policy_measured').sort((a, b) => a.index - b.index),
+    failure: lastOf(events, 'run_failed'),
+  };
+}
