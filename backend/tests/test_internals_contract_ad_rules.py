@@ -71,3 +71,19 @@ def test_almost_every_rule_has_a_location() -> None:
     views += [transpose_rule_view(p) for p in (*ad.primitive_transposes, *ad.fancy_transposes)]
     located = [v for v in views if v is not None and v.file and v.line]
     assert len(located) >= 0.97 * len(views)
+
+
+def test_batching_rules_come_from_the_fancy_table() -> None:
+    """``fancy_primitive_batchers`` is the real table (``primitive_batchers`` is a shim)."""
+    from jax._src.interpreters import batching
+    from jaxscope.internals.ad_rules import batch_rule_view
+
+    assert isinstance(batching.fancy_primitive_batchers, dict)
+    sin = batch_rule_view(lax.sin_p)
+    assert sin is not None and sin.table == "fancy_primitive_batchers"
+    assert sin.name == "vectorized_batcher"
+    select = batch_rule_view(lax.select_n_p)
+    assert select is not None
+    assert "fancy_primitive_batchers[select_n_p]" in _line(select.file, select.line)
+    views = [batch_rule_view(p) for p in batching.fancy_primitive_batchers]
+    assert sum(1 for v in views if v and v.file and v.line) >= 0.97 * len(views)

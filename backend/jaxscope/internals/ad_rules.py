@@ -36,14 +36,20 @@ _GENERIC_HELPERS = frozenset(
         "bilinear_transpose",
         "deflinear",
         "deflinear2",
+        "vectorized_batcher",
+        "broadcast_batcher",
+        "reducer_batcher",
     }
 )
 
-_AD_FILE_SUFFIX = "jax/_src/interpreters/ad.py"
+# Files of JAX's generic rule helpers: a lambda or wrapper written there is not the
+# primitive's own rule.
+_HELPER_FILES = ("jax/_src/interpreters/ad.py", "jax/_src/interpreters/batching.py")
 
 _REGISTRATION = re.compile(
-    r"(primitive_jvps|primitive_transposes|fancy_transposes)\s*\[|"
-    r"\b(defjvp\w*|deflinear\w*|defbilinear\w*|deftranspose\w*|register_\w*)\s*\("
+    r"(primitive_jvps|primitive_transposes|fancy_transposes|primitive_batchers)\s*\[|"
+    r"\b(defjvp\w*|deflinear\w*|defbilinear\w*|deftranspose\w*|register_\w*|"
+    r"defvectorized|defbroadcasting|defreducer)\s*\("
 )
 
 
@@ -60,6 +66,11 @@ def _code_of(fn: Any) -> Any:
 def _specific_functions(rule: Any) -> tuple[str, list[Any], list[Any]]:
     """(helper name, the primitive-specific callables inside ``rule``, primitives it names)."""
     if not isinstance(rule, functools.partial):
+        # ``batching.primitive_batchers[p] = rule`` stores a ``wrapped`` closure around ``rule``.
+        cells = getattr(rule, "__closure__", None) or ()
+        inner = [c.cell_contents for c in cells if _code_of(_cell(c)) is not None]
+        if getattr(rule, "__name__", "") == "wrapped" and inner:
+            return "", inner, []
         return "", [rule], []
     helper = getattr(rule.func, "__name__", "")
     specific: list[Any] = []
@@ -74,6 +85,13 @@ def _specific_functions(rule: Any) -> tuple[str, list[Any], list[Any]]:
     if helper not in _GENERIC_HELPERS and not specific:
         specific = [rule.func]
     return helper, specific, prims
+
+
+def _cell(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
 
 
 @functools.cache
@@ -133,7 +151,7 @@ def _view(table: str, primitive: Any, rule: Any) -> RuleView:
     code = _code_of(first)
     # Lambdas written inside ad.py's own helpers (``defbilinear``) say nothing about the
     # primitive: look for its registration instead.
-    if code is not None and not code.co_filename.endswith(_AD_FILE_SUFFIX):
+    if code is not None and not code.co_filename.endswith(_HELPER_FILES):
         filename, line = code.co_filename, code.co_firstlineno
         if code.co_name != "<lambda>":
             # A named rule: its registration is a later line naming it (``defjvp(p, _rule)``).
@@ -168,3 +186,13 @@ def transpose_rule_view(primitive: Any) -> RuleView | None:
         return _view("fancy_transposes", primitive, rule)
     rule = ad.primitive_transposes.get(primitive)
     return None if rule is None else _view("primitive_transposes", primitive, rule)
+
+
+def batch_rule_view(primitive: Any) -> RuleView | None:
+    """The batching rule ``BatchTrace.process_primitive`` uses for ``primitive``
+    (``batching.fancy_primitive_batchers``; old-style rules set through the
+    ``primitive_batchers`` shim are unwrapped), or ``None`` when it has none."""
+    from jax._src.interpreters import batching
+
+    rule = batching.fancy_primitive_batchers.get(primitive)
+    return None if rule is None else _view("fancy_primitive_batchers", primitive, rule)
