@@ -46,11 +46,19 @@ _GENERIC_HELPERS = frozenset(
 # primitive's own rule.
 _HELPER_FILES = ("jax/_src/interpreters/ad.py", "jax/_src/interpreters/batching.py")
 
-_REGISTRATION = re.compile(
-    r"(primitive_jvps|primitive_transposes|fancy_transposes|primitive_batchers)\s*\[|"
-    r"\b(defjvp\w*|deflinear\w*|defbilinear\w*|deftranspose\w*|register_\w*|"
-    r"defvectorized|defbroadcasting|defreducer)\s*\("
-)
+# The statements that register a rule, per table.
+_REGISTRATION = {
+    "primitive_jvps": re.compile(
+        r"primitive_jvps\s*\[|\b(defjvp\w*|deflinear\w*|defbilinear\w*|register_\w*)\s*\("
+    ),
+    "primitive_transposes": re.compile(
+        r"primitive_transposes\s*\[|\b(deflinear\w*|defbilinear\w*|deftranspose\w*)\s*\("
+    ),
+    "fancy_transposes": re.compile(r"fancy_transposes\s*\[|\b(defbilinear\w*)\s*\("),
+    "fancy_primitive_batchers": re.compile(
+        r"primitive_batchers\s*\[|\b(defvectorized|defbroadcasting|defreducer)\s*\("
+    ),
+}
 
 
 def _site_path(filename: str) -> str:
@@ -120,14 +128,16 @@ def _primitive_names() -> dict[int, list[tuple[str, str]]]:
     return found
 
 
-def _registration_line(filename: str, names: list[str], after: int = 0) -> int | None:
-    """The first line (1-based) of ``filename`` past ``after`` that registers one of ``names``."""
+def _registration_line(table: str, filename: str, names: list[str], after: int = 0) -> int | None:
+    """The first line (1-based) of ``filename`` past ``after`` that registers one of ``names``
+    in ``table``."""
+    registration = _REGISTRATION[table]
     lines = _source_lines(filename)
     words = [re.compile(rf"\b{re.escape(n)}\b") for n in names]
     for i, line in enumerate(lines, start=1):
         if i <= after or line.lstrip().startswith(("def ", "#")):
             continue
-        if not _REGISTRATION.search(line):
+        if not registration.search(line):
             continue
         # A registration may wrap (``ad.defbilinear(dot_general_p,\n    _lhs_rule, ...)``):
         # read on while its parentheses are open.
@@ -155,14 +165,22 @@ def _view(table: str, primitive: Any, rule: Any) -> RuleView:
         filename, line = code.co_filename, code.co_firstlineno
         if code.co_name != "<lambda>":
             # A named rule: its registration is a later line naming it (``defjvp(p, _rule)``).
-            line = _registration_line(filename, [code.co_name], after=line) or line
+            line = _registration_line(table, filename, [code.co_name], after=line) or line
         return RuleView(table=table, name=name, file=_site_path(filename), line=line)
     # No specific function (``partial(linear_jvp, prim)``): find the line registering the
     # primitive's global name in the module that defines it.
-    for filename, var in _primitive_names().get(id(named[0] if named else primitive), []):
-        line = _registration_line(filename, [var])
+    homes = _primitive_names().get(id(named[0] if named else primitive), [])
+    for filename, var in homes:
+        line = _registration_line(table, filename, [var])
         if line is not None:
             return RuleView(table=table, name=name, file=_site_path(filename), line=line)
+    # Registered inside a constructor (``sin_p = standard_unop(...)`` calls ``defvectorized``):
+    # the line that creates the primitive is where its rule comes from.
+    for filename, var in homes:
+        assignment = re.compile(rf"^{re.escape(var)}\s*(:[^=]*)?=")
+        for i, text in enumerate(_source_lines(filename), start=1):
+            if assignment.match(text):
+                return RuleView(table=table, name=name, file=_site_path(filename), line=i)
     if code is not None:
         return RuleView(
             table=table, name=name, file=_site_path(code.co_filename), line=code.co_firstlineno
