@@ -131,3 +131,35 @@ def test_sort_the_remat_table(page: Page, console_errors: list[str], screenshots
     expect(table.locator('[data-testid^="remat-saved-list-"]')).to_contain_text("named 'act'")
     page.screenshot(path=str(screenshots / "partial_eval-remat.png"), full_page=True)
     assert console_errors == []
+
+
+def test_default_example_steps_from_split_to_rows(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """The default example (mlp_loss): the split arrives in one step, then a remat row a step."""
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "partial_eval")
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    rows = page.get_by_test_id("remat-table").locator('[data-testid^="remat-row-"]')
+    expect(rows).to_have_count(5)
+    expect(page.get_by_test_id("out-unknowns")).to_have_text("[False, True]")
+    page.screenshot(path=str(screenshots / "partial_eval-default.png"), full_page=True)
+    # step back to the split: no row yet, the view says rows are ahead
+    page.get_by_test_id("stepper-first").click()
+    for _ in range(10):
+        if page.get_by_test_id("stepper-event-type").inner_text() == "jaxpr_split":
+            break
+        page.get_by_test_id("stepper-next").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("jaxpr_split")
+    expect(page.get_by_test_id("residual-count")).to_be_visible()
+    expect(page.get_by_test_id("remat-table")).to_have_count(0)
+    expect(page.get_by_text("measured rows ahead")).to_be_visible()
+    for _ in range(2):
+        page.get_by_test_id("stepper-next").click()  # stage_started(compile), then a row
+        if page.get_by_test_id("stepper-event-type").inner_text() == "remat_policy_measured":
+            break
+    expect(rows).to_have_count(1)
+    page.get_by_test_id("stepper-next").click()
+    expect(rows).to_have_count(2)
+    assert console_errors == []
