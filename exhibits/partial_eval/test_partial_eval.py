@@ -188,9 +188,12 @@ def test_remat_rows_agree_with_saved_residuals_and_jax_grad(
         stats = compiled.memory_analysis()
         assert stats is not None
         assert row.temp_bytes == stats.temp_size_in_bytes
+        # eager jax.grad of the checkpointed variant is jax.grad(f), bit for bit
         got = jax.grad(loss(fn))(leaves)
         for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want_grad), strict=True):
-            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+            np.testing.assert_array_equal(a, b)
+        # the probe's compiled gradient against the un-checkpointed compiled one (XLA may fuse
+        # differently, so the last float32 bits may differ)
         assert row.grad_max_abs_diff < 1e-5
         assert row.step_ms > 0 and row.repeats >= 3
         assert row.grad_of == ("f" if name != "attention" else "sum of f's outputs")
