@@ -871,26 +871,74 @@ class CustomRuleChecked(_Event):
 # --------------------------------------------------------------------------------------------
 
 
+class MappedInput(_Model):
+    """One leaf of the positional arguments as ``jax.vmap`` sees it: ``path`` (``args[0]``,
+    ``args[1]['w']``), ``bdim`` its mapped axis (``None`` = not mapped; negative ``in_axes``
+    resolved), ``aval`` its full (batched) aval and ``example_aval`` the per-example aval (the
+    mapped axis removed), read off the ``BatchTracer`` vmap made of it. ``static``: a static
+    argument (``static_argnums``), closed over, never traced."""
+
+    path: str
+    bdim: int | None = None
+    aval: AvalView | None = None
+    example_aval: AvalView | None = None
+    static: bool = False
+
+
+class VmapInputsMapped(_Event):
+    """How ``jax.vmap(f, in_axes, out_axes)`` maps the snippet's ``args``: the axes as given
+    (Python expressions), the mapped size, and each argument leaf (:class:`MappedInput`)."""
+
+    type: Literal["vmap_inputs_mapped"] = "vmap_inputs_mapped"
+    in_axes: str
+    out_axes: str
+    axis_size: int
+    inputs: list[MappedInput]
+
+
 class BatchRuleApplied(_Event):
     """JAX's batching rule (``batching.fancy_primitive_batchers[primitive]``) ran on one eqn of
-    the unbatched jaxpr. ``in_bdims``/``out_bdims``: the batch dim of each value (``None`` = not
-    mapped); shapes before and after; ``moves`` the axis moves/broadcasts the rule introduced."""
+    the unbatched (per-example) jaxpr, inside ``jax.vmap``'s ``BatchTrace``.
+
+    ``index`` is the eqn's index in the per-example jaxpr (:class:`JaxprStaged`); ``in_vars`` /
+    ``out_vars`` its var names there (``None`` for a literal). ``in_bdims``/``out_bdims``: the
+    batch dim of each value (``None`` = not mapped) as ``BatchTracer.batch_dim`` held it.
+    ``example_in_avals``/``example_out_avals``: the per-example avals (the eqn's own);
+    ``in_avals``/``out_avals``: the batched values' avals (the batch axis at its bdim).
+    ``mechanism``: ``rule`` = the rule ran; ``not_mapped`` = no input was mapped, so
+    ``BatchTrace.process_primitive`` bound the eqn unbatched and no rule ran. ``emitted``: JAX's
+    printout of each eqn this step added to the batched jaxpr (:class:`BatchedJaxprStaged`'s
+    names), ``batched_eqn_indices`` their indices there; ``moves`` the subset that moves or
+    broadcasts an axis (``transpose``, ``broadcast_in_dim``, ``reshape``, ...) rather than
+    computing the eqn itself."""
 
     type: Literal["batch_rule_applied"] = "batch_rule_applied"
     index: int
     primitive: str
     source: SourceLoc | None = None
     rule: RuleView | None = None
+    mechanism: Literal["rule", "not_mapped"] = "rule"
+    note: str | None = None
+    in_vars: list[str | None] = []
+    out_vars: list[str] = []
     in_bdims: list[int | None]
     out_bdims: list[int | None]
+    example_in_avals: list[AvalView] = []
+    example_out_avals: list[AvalView] = []
     in_avals: list[AvalView]
     out_avals: list[AvalView]
+    emitted: list[str] = []
+    batched_eqn_indices: list[int] = []
     moves: list[str] = []
 
 
 class BatchedJaxprStaged(_Event):
     """The batched jaxpr: ``jaxpr.text`` is ``str(jax.make_jaxpr(jax.vmap(f, in_axes,
-    out_axes))(*args))``; outputs checked against ``jax.vmap``."""
+    out_axes), static_argnums)(*args))``; ``outputs`` are ``jax.vmap(f, in_axes,
+    out_axes)(*args)``'s leaves and ``matches_jax_vmap`` says the step-by-step interpretation
+    computed the same values; ``interpreted_text_equal`` that its jaxpr prints identically.
+    ``result_bdims``: each output leaf's batch dim before vmap moved it to ``out_axes``;
+    ``output_moves`` the eqns that move did add."""
 
     type: Literal["batched_jaxpr_staged"] = "batched_jaxpr_staged"
     in_axes: str
@@ -898,22 +946,73 @@ class BatchedJaxprStaged(_Event):
     jaxpr: JaxprView
     outputs: list[ArrayPreview]
     matches_jax_vmap: bool
+    interpreted_text_equal: bool = False
+    result_bdims: list[int | None] = []
+    output_moves: list[str] = []
+
+
+class TraceNodeView(_Model):
+    """One value in the nest of tracers that reached the user's ``f`` (transform_order exhibit).
+
+    ``depth`` 0 is the argument ``f`` received; a node's children (``depth + 1``) are the values
+    its tracer wraps: ``primal``/``tangent`` of a ``JVPTracer``/``LinearizeTracer``, ``val`` of a
+    ``BatchTracer``. ``tracer`` is ``type(value).__name__``; ``trace`` the tracer's trace class
+    (``BatchTrace``, ``JVPTrace``, ``LinearizeTrace``, ``DynamicJaxprTrace``; ``None`` for a
+    concrete array); ``aval`` the short aval (``f32[3]``) the value has at this level;
+    ``batch_dim`` a ``BatchTracer``'s batch dim of its ``val``; ``transform`` the chip that
+    creates this kind of trace, in words."""
+
+    depth: int
+    role: Literal["argument", "primal", "tangent", "val"]
+    tracer: str
+    trace: str | None = None
+    aval: str
+    batch_dim: int | None = None
+    transform: str | None = None
+
+
+class ArgTraceView(_Model):
+    """The nest of tracers one argument leaf of ``f`` carried on ``f``'s first call (``path``:
+    ``jax.tree_util.keystr`` of the leaf in the positional arguments, e.g. ``[0]['w']``), nodes
+    in depth-first order (parents before children)."""
+
+    path: str
+    nodes: list[TraceNodeView]
 
 
 class TransformStackEvaluated(_Event):
-    """One stack of transforms (outermost first) applied to ``f``: whether JAX accepted it, its
-    jaxpr, the value on the example input, or JAX's error and a plain explanation."""
+    """One stack of transforms (outermost first) applied to a function: whether JAX accepted it,
+    its jaxpr (``jax.make_jaxpr`` of the composed function), the value on the example input, or
+    JAX's error (class, text, user line) and a plain explanation.
+
+    ``group``: ``user`` for the user's stack (emitted first), else the built-in comparison it
+    belongs to (``per_example``, ``jacobian``, ``model``). ``code`` is the Python expression
+    evaluated. ``traces``: the tracers that reached the function, per argument leaf.
+    ``eqn_count`` counts the jaxpr's eqns, inner jaxprs included; ``flops`` is
+    ``jax.jit(g).lower(...).compile().cost_analysis()["flops"]``; ``time_ms`` the median wall
+    time of a warm call of the jitted function (``block_until_ready``). ``check``: what the
+    result was compared with (built-in comparisons), ``check_ok`` whether it matched."""
 
     type: Literal["transform_stack_evaluated"] = "transform_stack_evaluated"
     stack: list[str]
     label: str
+    group: str = "user"
+    code: str = ""
+    in_axes: str | None = None
     ok: bool
     jaxpr: JaxprView | None = None
     result: list[ArrayPreview] = []
     error_class: str | None = None
     message: str | None = None
+    source: SourceLoc | None = None
     explanation: str | None = None
-    trace_levels: list[str] = []
+    fix: str | None = None
+    traces: list[ArgTraceView] = []
+    eqn_count: int | None = None
+    flops: float | None = None
+    time_ms: float | None = None
+    check: str | None = None
+    check_ok: bool | None = None
 
 
 class RunFinished(_Event):
@@ -979,6 +1078,7 @@ Event = Annotated[
     | NonfiniteFound
     | CustomCallRecorded
     | CustomRuleChecked
+    | VmapInputsMapped
     | BatchRuleApplied
     | BatchedJaxprStaged
     | TransformStackEvaluated
@@ -1008,6 +1108,7 @@ EventModel = (
     | NonfiniteFound
     | CustomCallRecorded
     | CustomRuleChecked
+    | VmapInputsMapped
     | BatchRuleApplied
     | BatchedJaxprStaged
     | TransformStackEvaluated

@@ -41,6 +41,12 @@ _BOOL_FIX = (
     " `jax.lax.while_loop`/`fori_loop`). " + _STATIC_FIX
 )
 
+_VMAP_BOOL_EXPLANATION = (
+    "Under `jax.vmap` this value is a BatchTracer holding one value per example (here one bool"
+    " per example), so Python's `if` cannot pick a single branch: different examples may need"
+    " different branches."
+)
+
 _INT_EXPLANATION = (
     "`int()`, `range()`, `len()`-like uses and Python indexing need a concrete integer, but while"
     " JAX traces `f` this value is an abstract tracer (shape and dtype only)."
@@ -79,6 +85,8 @@ _BOOL_INDEX_FIX = (
 def _tracer_help(exc: BaseException) -> tuple[str, str] | None:
     """(explanation, fix) for a JAX tracer error, or None when ``exc`` is not one."""
     if isinstance(exc, jax.errors.TracerBoolConversionError):
+        if "BatchTracer" in str(exc):
+            return _VMAP_BOOL_EXPLANATION, _BOOL_FIX
         return _BOOL_EXPLANATION, _BOOL_FIX
     if isinstance(exc, jax.errors.TracerIntegerConversionError):
         return _INT_EXPLANATION, _STATIC_FIX
@@ -173,6 +181,51 @@ def ad_help(exc: BaseException) -> tuple[str, str] | None:
     ``custom_vjp`` bwd of the wrong structure, a traced shape under ``jit(grad)``), else None."""
     msg = str(exc)
     for marker, explanation, fix in _AD_HELP:
+        if marker in msg:
+            return explanation, fix
+    return None
+
+
+# ---- batching errors (the vmap exhibit) ---------------------------------------------------
+# Each entry: a piece of JAX's own message (jax 0.10.2), the plain explanation, the fix.
+_VMAP_HELP: tuple[tuple[str, str, str], ...] = (
+    (
+        "vmap got inconsistent sizes for array axes to be mapped",
+        "`jax.vmap` maps every mapped argument along its `in_axes` axis in lockstep, so those"
+        " axes must all have the same size (the batch size); the message lists each mapped"
+        " argument, its axis and that axis's size.",
+        "Give the arguments the same batch size, or mark an argument that is shared by every"
+        " example as not mapped with `None` in `in_axes` (e.g. `in_axes=(None, 0)`).",
+    ),
+    (
+        "vmap in_axes must be an int, None, or a tuple",
+        "`in_axes` needs one entry per positional argument of the call (a tuple as long as"
+        " `args`), or a single int/None for all of them.",
+        "Give `in_axes` exactly one entry per argument (`None` for a static or shared one).",
+    ),
+    (
+        "vmap was requested to map its argument along axis",
+        "`in_axes` asks to map an argument along an axis it does not have (a scalar, or an"
+        " axis beyond its rank).",
+        "Use `None` in `in_axes` for that argument (it is then shared by every example), or an"
+        " axis the argument has.",
+    ),
+    (
+        "Batching rule for",
+        "Inside `jax.vmap` every primitive applied to a mapped value needs a batching rule"
+        " (`batching.fancy_primitive_batchers[p]`), which says how to run it on a whole batch;"
+        " this primitive has none. (With no mapped input it would be bound unbatched.)",
+        "Register a rule (`batching.primitive_batchers[p] = rule`), or wrap the call in"
+        " `jax.custom_batching.custom_vmap`, or loop with `jax.lax.map` instead of `vmap`.",
+    ),
+)
+
+
+def vmap_help(exc: BaseException) -> tuple[str, str] | None:
+    """(explanation, fix) for one of JAX's ``vmap`` errors (inconsistent mapped sizes,
+    ``in_axes`` not matching the arguments or their ranks, no batching rule), else None."""
+    msg = str(exc)
+    for marker, explanation, fix in _VMAP_HELP:
         if marker in msg:
             return explanation, fix
     return None
@@ -304,7 +357,7 @@ def classify(exc: BaseException, stage: Stage | None, f: object = None) -> RunFa
             explanation, fix = help_
         else:
             kind = "user_exception"
-            ad = ad_help(exc)
+            ad = ad_help(exc) or vmap_help(exc)
             if ad is not None:
                 explanation, fix = ad
     message = str(exc) or type(exc).__name__

@@ -22,6 +22,7 @@ export type Event =
   | NonfiniteFound
   | CustomCallRecorded
   | CustomRuleChecked
+  | VmapInputsMapped
   | BatchRuleApplied
   | BatchedJaxprStaged
   | TransformStackEvaluated
@@ -953,20 +954,72 @@ export interface RuleProblem {
   title: string;
 }
 /**
+ * How ``jax.vmap(f, in_axes, out_axes)`` maps the snippet's ``args``: the axes as given
+ * (Python expressions), the mapped size, and each argument leaf (:class:`MappedInput`).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "VmapInputsMapped".
+ */
+export interface VmapInputsMapped {
+  axis_size: number;
+  in_axes: string;
+  inputs: MappedInput[];
+  out_axes: string;
+  run_id: string;
+  seq: number;
+  type: 'vmap_inputs_mapped';
+}
+/**
+ * One leaf of the positional arguments as ``jax.vmap`` sees it: ``path`` (``args[0]``,
+ * ``args[1]['w']``), ``bdim`` its mapped axis (``None`` = not mapped; negative ``in_axes``
+ * resolved), ``aval`` its full (batched) aval and ``example_aval`` the per-example aval (the
+ * mapped axis removed), read off the ``BatchTracer`` vmap made of it. ``static``: a static
+ * argument (``static_argnums``), closed over, never traced.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "MappedInput".
+ */
+export interface MappedInput {
+  aval: AvalView | null;
+  bdim: number | null;
+  example_aval: AvalView | null;
+  path: string;
+  static: boolean;
+}
+/**
  * JAX's batching rule (``batching.fancy_primitive_batchers[primitive]``) ran on one eqn of
- * the unbatched jaxpr. ``in_bdims``/``out_bdims``: the batch dim of each value (``None`` = not
- * mapped); shapes before and after; ``moves`` the axis moves/broadcasts the rule introduced.
+ * the unbatched (per-example) jaxpr, inside ``jax.vmap``'s ``BatchTrace``.
+ *
+ * ``index`` is the eqn's index in the per-example jaxpr (:class:`JaxprStaged`); ``in_vars`` /
+ * ``out_vars`` its var names there (``None`` for a literal). ``in_bdims``/``out_bdims``: the
+ * batch dim of each value (``None`` = not mapped) as ``BatchTracer.batch_dim`` held it.
+ * ``example_in_avals``/``example_out_avals``: the per-example avals (the eqn's own);
+ * ``in_avals``/``out_avals``: the batched values' avals (the batch axis at its bdim).
+ * ``mechanism``: ``rule`` = the rule ran; ``not_mapped`` = no input was mapped, so
+ * ``BatchTrace.process_primitive`` bound the eqn unbatched and no rule ran. ``emitted``: JAX's
+ * printout of each eqn this step added to the batched jaxpr (:class:`BatchedJaxprStaged`'s
+ * names), ``batched_eqn_indices`` their indices there; ``moves`` the subset that moves or
+ * broadcasts an axis (``transpose``, ``broadcast_in_dim``, ``reshape``, ...) rather than
+ * computing the eqn itself.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "BatchRuleApplied".
  */
 export interface BatchRuleApplied {
+  batched_eqn_indices: number[];
+  emitted: string[];
+  example_in_avals: AvalView[];
+  example_out_avals: AvalView[];
   in_avals: AvalView[];
   in_bdims: (number | null)[];
+  in_vars: (string | null)[];
   index: number;
+  mechanism: 'rule' | 'not_mapped';
   moves: string[];
+  note: string | null;
   out_avals: AvalView[];
   out_bdims: (number | null)[];
+  out_vars: string[];
   primitive: string;
   rule: RuleView | null;
   run_id: string;
@@ -976,17 +1029,24 @@ export interface BatchRuleApplied {
 }
 /**
  * The batched jaxpr: ``jaxpr.text`` is ``str(jax.make_jaxpr(jax.vmap(f, in_axes,
- * out_axes))(*args))``; outputs checked against ``jax.vmap``.
+ * out_axes), static_argnums)(*args))``; ``outputs`` are ``jax.vmap(f, in_axes,
+ * out_axes)(*args)``'s leaves and ``matches_jax_vmap`` says the step-by-step interpretation
+ * computed the same values; ``interpreted_text_equal`` that its jaxpr prints identically.
+ * ``result_bdims``: each output leaf's batch dim before vmap moved it to ``out_axes``;
+ * ``output_moves`` the eqns that move did add.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "BatchedJaxprStaged".
  */
 export interface BatchedJaxprStaged {
   in_axes: string;
+  interpreted_text_equal: boolean;
   jaxpr: JaxprView;
   matches_jax_vmap: boolean;
   out_axes: string;
+  output_moves: string[];
   outputs: ArrayPreview[];
+  result_bdims: (number | null)[];
   run_id: string;
   seq: number;
   type: 'batched_jaxpr_staged';

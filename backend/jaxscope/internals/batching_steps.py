@@ -1,0 +1,528 @@
+"""Batching one eqn at a time: JAX's batching rules run on the user's per-example jaxpr inside
+the real ``jax.vmap``.
+
+What JAX does in ``jax.vmap(f, in_axes, out_axes)(*args)`` (``jax._src.api.vmap`` ->
+``batching.batch``): it checks ``in_axes`` against the positional arguments and the mapped sizes
+against each other (``api._mapped_axis_size``: the errors "vmap in_axes must be ..." and "vmap got
+inconsistent sizes ..."), wraps each mapped argument leaf in a ``batching.BatchTracer(trace, val,
+batch_dim)`` whose ``aval`` is the per-example aval (the mapped axis removed), and runs ``f``.
+Each primitive bound then lands in ``batching.BatchTrace.process_primitive``, which reads
+``(val, batch_dim)`` of every input (``None`` = not mapped) and
+
+* calls ``batching.fancy_primitive_batchers[p](axis_data, vals, dims, **params)`` when the
+  primitive has a rule (even when no input is mapped), which binds the batched eqn(s) on the
+  parent trace and returns ``(out, out_dims)``;
+* binds the eqn unbatched when it has no rule and no input is mapped;
+* raises ``NotImplementedError("Batching rule for '<p>' not implemented")`` otherwise.
+
+Finally ``batching.matchaxis`` moves each output's batch dim to ``out_axes`` (a ``transpose``, or
+a ``broadcast_in_dim`` for an unmapped output).
+
+How we capture it:
+
+1. :func:`map_inputs` calls ``jax.vmap(capture, in_axes)(*args)`` where ``capture`` (with ``f``'s
+   signature, so JAX's errors name ``f``'s arguments) only records, for each argument leaf, the
+   ``BatchTracer``'s ``batch_dim`` and ``aval``: the per-example avals are those JAX itself gives
+   ``f`` (docs/design/0011-vmap-exhibit.md). Static positional arguments are passed through
+   unchanged, as ``jax.vmap`` passes a value whose in_axis is ``None``.
+2. The per-example jaxpr is ``jax.make_jaxpr(f, static_argnums)`` at those avals.
+3. :func:`capture_batching` interprets that jaxpr eqn by eqn (binding as ``core.eval_jaxpr``,
+   under the eqn's own source info) inside ``jax.vmap`` (the flat dynamic leaves, each with the
+   batch dim JAX gave it) inside ``jax.make_jaxpr``; around each bind it reads ``batch_dim`` off
+   the ``BatchTracer`` inputs and outputs and counts the eqns the outermost
+   ``pe.JaxprStackFrame`` gains (those the rule emitted). The batched jaxpr shown is JAX's own
+   ``jax.make_jaxpr(jax.vmap(f, in_axes, out_axes), static_argnums)(*args)``; when the
+   interpretation prints the same text, the counts attribute each of its eqns to a step.
+
+:func:`observe_vmap` is an independent observation for tests: it patches
+``BatchTrace.process_primitive`` during a plain ``jax.vmap`` (after ``jax.clear_caches()``, since
+batched inner jaxprs are cached) and records the dims of the calls made on vmap's own trace.
+
+Dynamic keyword arguments are closed over (not mapped); ``jax.vmap`` would map them on axis 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import numpy as np
+from jax._src import core, source_info_util
+from jax._src.interpreters import batching
+from jax._src.interpreters import partial_eval as pe
+
+from jaxscope.internals.ad_rules import batch_rule_view
+from jaxscope.internals.calling import CallPlan, concrete_args
+from jaxscope.internals.recording import PATCH_LOCK as _patch_lock
+from jaxscope.internals.views import (
+    aval_view,
+    eqn_view,
+    jaxpr_view,
+    preview_value,
+    print_with_context,
+    snippet_source,
+)
+from jaxscope.protocol import (
+    ArrayPreview,
+    BatchedJaxprStaged,
+    BatchRuleApplied,
+    MappedInput,
+    VmapInputsMapped,
+)
+
+source_info_util.register_exclusion(__file__)
+
+# At most this many steps are reported (one event each).
+MAX_STEPS = 2000
+# Primitives that only move, insert or broadcast axes: emitted beside the batched eqn they are
+# what the rule did to line the batch axes up.
+MOVE_PRIMITIVES = frozenset(
+    {"transpose", "broadcast_in_dim", "reshape", "squeeze", "expand_dims", "copy", "copy_p"}
+)
+
+NOT_MAPPED_NOTE = (
+    "No input is mapped and the primitive has no batching rule, so BatchTrace.process_primitive "
+    "binds it unbatched: the output is not mapped either."
+)
+ALL_UNMAPPED_NOTE = (
+    "No input is mapped: the rule still runs (BatchTrace.process_primitive calls it whenever the "
+    "primitive has one) and computes the eqn once, for every example."
+)
+INNER_NOTE = (
+    "This eqn holds an inner jaxpr: its rule batches the inner jaxpr as a whole (the eqns it "
+    "emitted are shown, not a step per inner eqn)."
+)
+
+
+# ---------------------------------------------------------------------------- inputs
+
+
+@dataclass
+class MappedArgs:
+    """What :func:`map_inputs` found: per positional argument, the value ``f`` sees per example
+    (a ``jax.ShapeDtypeStruct`` pytree for a dynamic argument, the value itself for a static
+    one); the flat dynamic leaves with their batch dims; the mapped size."""
+
+    example_args: tuple[Any, ...]
+    leaves: list[Any]
+    leaf_bdims: list[int | None]
+    axis_size: int
+    inputs: list[MappedInput]
+
+
+def _bdim_of(x: Any) -> int | None:
+    if isinstance(x, batching.BatchTracer):
+        d = x.batch_dim
+        return d if isinstance(d, int) else None
+    return None
+
+
+def _batched_aval(x: Any) -> Any:
+    """The aval of the whole batched value (``BatchTracer.val``), or of ``x`` itself."""
+    if isinstance(x, batching.BatchTracer):
+        return core.typeof(x.val)
+    return core.typeof(x)
+
+
+def map_inputs(plan: CallPlan, in_axes: Any) -> MappedArgs:
+    """Run ``jax.vmap(capture, in_axes)(*args)`` (``capture`` has ``f``'s signature) and read
+    each argument leaf's batch dim and per-example aval off the tracer JAX made of it.
+
+    Raises JAX's own ``ValueError`` for ``in_axes`` that do not match the arguments, inconsistent
+    mapped sizes, or an axis beyond an argument's rank."""
+    static = set(plan.normalized_argnums())
+    args = concrete_args(plan.args)
+    seen: list[Any] = []
+    sizes: list[int] = []
+
+    def capture(*xs: Any) -> tuple[()]:
+        seen.extend(xs)
+        for leaf in jax.tree.leaves(xs):
+            if isinstance(leaf, batching.BatchTracer):
+                sizes.append(int(leaf._trace.axis_data.size))
+        return ()
+
+    # f's signature (through __wrapped__): JAX's error messages name f's arguments.
+    functools.update_wrapper(capture, plan.f)
+    jax.vmap(capture, in_axes=in_axes)(*args)
+
+    example_args: list[Any] = []
+    leaves: list[Any] = []
+    leaf_bdims: list[int | None] = []
+    inputs: list[MappedInput] = []
+    for i, (arg, traced) in enumerate(zip(args, seen, strict=True)):
+        if i in static:
+            example_args.append(arg)
+            inputs.append(MappedInput(path=f"args[{i}]", static=True))
+            continue
+        flat_arg, _ = jax.tree_util.tree_flatten_with_path(arg)
+        flat_seen, tree = jax.tree.flatten(traced)
+        structs = []
+        for (path, leaf), t in zip(flat_arg, flat_seen, strict=True):
+            bdim = _bdim_of(t)
+            example = core.typeof(t)
+            structs.append(
+                jax.ShapeDtypeStruct(example.shape, example.dtype, weak_type=example.weak_type)
+            )
+            leaves.append(leaf)
+            leaf_bdims.append(bdim)
+            inputs.append(
+                MappedInput(
+                    path=f"args[{i}]" + jax.tree_util.keystr(path),
+                    bdim=bdim,
+                    aval=aval_view(core.typeof(leaf)),
+                    example_aval=aval_view(example),
+                )
+            )
+        example_args.append(jax.tree.unflatten(tree, structs))
+    size = sizes[0] if sizes else 0
+    return MappedArgs(tuple(example_args), leaves, leaf_bdims, size, inputs)
+
+
+def inputs_event(mapped: MappedArgs, in_axes_text: str, out_axes_text: str) -> VmapInputsMapped:
+    """The :class:`VmapInputsMapped` event of ``mapped``."""
+    return VmapInputsMapped(
+        in_axes=in_axes_text,
+        out_axes=out_axes_text,
+        axis_size=mapped.axis_size,
+        inputs=mapped.inputs,
+    )
+
+
+# ---------------------------------------------------------------------------- capture
+
+
+@dataclass
+class _Step:
+    index: int
+    eqn: Any
+    in_bdims: list[int | None]
+    in_avals: list[Any]
+    out_bdims: list[int | None] = field(default_factory=list)
+    out_avals: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class BatchCapture:
+    """What :func:`capture_batching` returns: the events, ready to emit, and the jaxprs."""
+
+    steps: list[BatchRuleApplied]
+    staged: BatchedJaxprStaged
+    batched_jaxpr: Any
+    interpreted_jaxpr: Any
+    truncated: int = 0
+
+
+@contextlib.contextmanager
+def _counting_outer_eqns(origin: list[int | None], current: list[int | None]) -> Iterator[None]:
+    """While inside: for each eqn added to the outermost ``pe.JaxprStackFrame`` created in the
+    block, append ``current[0]`` (the eqn being interpreted, or ``None``) to ``origin``."""
+    frames: list[Any] = []
+    orig_init = pe.JaxprStackFrame.__init__
+    orig_add_eqn = pe.JaxprStackFrame.add_eqn
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        orig_init(self, *args, **kwargs)
+        if not frames:
+            frames.append(self)
+
+    def add_eqn(self: Any, eqn: Any) -> None:
+        orig_add_eqn(self, eqn)
+        if frames and self is frames[0]:
+            origin.append(current[0])
+
+    with _patch_lock:
+        pe.JaxprStackFrame.__init__ = __init__
+        pe.JaxprStackFrame.add_eqn = add_eqn
+        try:
+            yield
+        finally:
+            pe.JaxprStackFrame.__init__ = orig_init
+            pe.JaxprStackFrame.add_eqn = orig_add_eqn
+
+
+def _interpreter(
+    example: Any,
+    out_tree: Any,
+    steps: list[_Step],
+    current: list[int | None],
+    result_bdims: list[int | None],
+) -> Callable[..., Any]:
+    """The function ``jax.vmap`` runs: the closed per-example jaxpr eqn by eqn (as
+    ``core.eval_jaxpr``), recording the batch dims around each bind."""
+    jaxpr = example.jaxpr
+
+    def interp(*leaves: Any) -> Any:
+        env: dict[Any, Any] = {}
+
+        def read(v: Any) -> Any:
+            return v.val if isinstance(v, core.Literal) else env[v]
+
+        for v, c in zip(jaxpr.constvars, example.consts, strict=True):
+            env[v] = c
+        for v, a in zip(jaxpr.invars, leaves, strict=True):
+            env[v] = a
+        for i, eqn in enumerate(jaxpr.eqns):
+            invals = [read(v) for v in eqn.invars]
+            step = _Step(
+                index=i,
+                eqn=eqn,
+                in_bdims=[_bdim_of(x) for x in invals],
+                in_avals=[_batched_aval(x) for x in invals],
+            )
+            bind_params = eqn.primitive.get_bind_params(eqn.params)
+            name_stack = source_info_util.current_name_stack() + eqn.source_info.name_stack
+            current[0] = i
+            steps.append(step)
+            try:
+                with (
+                    source_info_util.user_context(eqn.source_info.traceback, name_stack=name_stack),
+                    eqn.ctx.manager,
+                ):
+                    ans = eqn.primitive.bind(*invals, **bind_params)
+            finally:
+                current[0] = None
+            outs = ans if eqn.primitive.multiple_results else [ans]
+            for v, o in zip(eqn.outvars, outs, strict=True):
+                env[v] = o
+                step.out_bdims.append(_bdim_of(o))
+                step.out_avals.append(_batched_aval(o))
+        outs = [read(v) for v in jaxpr.outvars]
+        result_bdims.extend(_bdim_of(o) for o in outs)
+        return jax.tree.unflatten(out_tree, outs)
+
+    return interp
+
+
+def _dtype_name(arr: np.ndarray) -> str:
+    return str(jax.dtypes.canonicalize_dtype(arr.dtype))
+
+
+def _previews(tree: Any) -> list[ArrayPreview]:
+    out = []
+    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        arr = np.asarray(leaf)
+        out.append(
+            ArrayPreview(
+                path="out" + jax.tree_util.keystr(path),
+                shape=list(arr.shape),
+                dtype=_dtype_name(arr),
+                preview=preview_value(arr),
+            )
+        )
+    return out
+
+
+def _equal(a: list[Any], b: list[Any]) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        xa, ya = np.asarray(x), np.asarray(y)
+        if xa.shape != ya.shape or xa.dtype != ya.dtype:
+            return False
+        if not np.array_equal(xa, ya, equal_nan=xa.dtype.kind in "fc"):
+            return False
+    return True
+
+
+def vmapped(plan: CallPlan, in_axes: Any, out_axes: Any) -> Callable[..., Any]:
+    """``jax.vmap(f, in_axes, out_axes)`` with the dynamic keyword arguments closed over."""
+    fun = plan.fun
+    if plan.kwargs:
+        fun = functools.partial(fun, **jax.tree.map(lambda x: concrete_args((x,))[0], plan.kwargs))
+    return jax.vmap(fun, in_axes=in_axes, out_axes=out_axes)
+
+
+def batched_jaxpr(plan: CallPlan, in_axes: Any, out_axes: Any) -> Any:
+    """``jax.make_jaxpr(jax.vmap(f, in_axes, out_axes), static_argnums)(*args)``."""
+    return jax.make_jaxpr(vmapped(plan, in_axes, out_axes), static_argnums=plan.static_argnums)(
+        *concrete_args(plan.args)
+    )
+
+
+def example_jaxpr(plan: CallPlan, mapped: MappedArgs) -> Any:
+    """The per-example jaxpr: ``jax.make_jaxpr(f, static_argnums)`` at the per-example avals
+    (dynamic keyword arguments closed over)."""
+    fun = plan.fun
+    if plan.kwargs:
+        fun = functools.partial(fun, **jax.tree.map(lambda x: concrete_args((x,))[0], plan.kwargs))
+    return jax.make_jaxpr(fun, static_argnums=plan.static_argnums, return_shape=True)(
+        *mapped.example_args
+    )
+
+
+def capture_batching(
+    plan: CallPlan,
+    mapped: MappedArgs,
+    example: Any,
+    out_shape: Any,
+    in_axes: Any,
+    out_axes: Any,
+    texts: tuple[str, str],
+) -> BatchCapture:
+    """Interpret ``example`` (the per-example ClosedJaxpr) eqn by eqn inside ``jax.vmap`` and
+    stage JAX's own batched jaxpr; see the module docstring. ``texts``: ``in_axes``/``out_axes``
+    as the user wrote them.
+
+    Raises what ``jax.vmap(f, in_axes, out_axes)`` raises (the real call is made again when the
+    interpretation fails, so the error and its user line are JAX's own)."""
+    steps: list[_Step] = []
+    origin: list[int | None] = []
+    current: list[int | None] = [None]
+    result_bdims: list[int | None] = []
+    out_tree = jax.tree.structure(out_shape)
+    interp = _interpreter(example, out_tree, steps, current, result_bdims)
+    in_dims = tuple(mapped.leaf_bdims)
+    batched_interp = jax.vmap(interp, in_axes=in_dims, out_axes=out_axes)
+    try:
+        with _counting_outer_eqns(origin, current):
+            interpreted = jax.make_jaxpr(batched_interp)(*mapped.leaves)
+    except Exception:
+        # JAX's own vmap of the user's f raises the error with the user's frames on it.
+        batched_jaxpr(plan, in_axes, out_axes)
+        raise
+
+    official = batched_jaxpr(plan, in_axes, out_axes)
+    text_equal = str(interpreted) == str(official)
+    attributed = text_equal and len(origin) == len(interpreted.jaxpr.eqns)
+
+    args = concrete_args(plan.args)
+    expected = vmapped(plan, in_axes, out_axes)(*args)
+    got = jax.jit(core.jaxpr_as_fun(interpreted))(*mapped.leaves)
+    matches = _equal(jax.tree.leaves(expected), list(got))
+
+    official_view = jaxpr_view(official)
+    _, pp_ctx = print_with_context(interpreted.jaxpr)
+    texts_of = (
+        [e.text for e in official_view.eqns]
+        if attributed
+        else [eqn_view(k, e, pp_ctx).text for k, e in enumerate(interpreted.jaxpr.eqns)]
+    )
+    emitted: dict[int | None, list[int]] = {}
+    for k, o in enumerate(origin):
+        emitted.setdefault(o, []).append(k)
+
+    _, example_ctx = print_with_context(example.jaxpr)
+    events: list[BatchRuleApplied] = []
+    for step in steps[:MAX_STEPS]:
+        eqn = step.eqn
+        has_rule = eqn.primitive in batching.fancy_primitive_batchers
+        has_inner = any(
+            isinstance(v, (core.Jaxpr, core.ClosedJaxpr))
+            for val in eqn.params.values()
+            for v in (val if isinstance(val, tuple) else (val,))
+        )
+        all_unmapped = all(d is None for d in step.in_bdims)
+        note = (
+            NOT_MAPPED_NOTE
+            if not has_rule
+            else ALL_UNMAPPED_NOTE
+            if all_unmapped
+            else INNER_NOTE
+            if has_inner
+            else None
+        )
+        indices = emitted.get(step.index, []) if attributed else []
+        emitted_texts = [texts_of[k] for k in indices]
+        name = eqn.primitive.name
+        moves = [
+            t
+            for k, t in zip(indices, emitted_texts, strict=True)
+            if interpreted.jaxpr.eqns[k].primitive.name in MOVE_PRIMITIVES
+            and interpreted.jaxpr.eqns[k].primitive.name != name
+        ]
+        events.append(
+            BatchRuleApplied(
+                index=step.index,
+                primitive=name,
+                source=snippet_source(eqn.source_info.traceback),
+                rule=batch_rule_view(eqn.primitive) if has_rule else None,
+                mechanism="rule" if has_rule else "not_mapped",
+                note=note,
+                in_vars=[
+                    None if isinstance(v, core.Literal) else str(core.pp_var(v, example_ctx))
+                    for v in eqn.invars
+                ],
+                out_vars=[str(core.pp_var(v, example_ctx)) for v in eqn.outvars],
+                in_bdims=step.in_bdims,
+                out_bdims=step.out_bdims,
+                example_in_avals=[aval_view(v.aval) for v in eqn.invars],
+                example_out_avals=[aval_view(v.aval) for v in eqn.outvars],
+                in_avals=[aval_view(a) for a in step.in_avals],
+                out_avals=[aval_view(a) for a in step.out_avals],
+                emitted=emitted_texts,
+                batched_eqn_indices=indices,
+                moves=moves,
+            )
+        )
+    output_moves = [texts_of[k] for k in emitted.get(None, [])] if attributed else []
+    staged = BatchedJaxprStaged(
+        in_axes=texts[0],
+        out_axes=texts[1],
+        jaxpr=official_view,
+        outputs=_previews(expected),
+        matches_jax_vmap=matches,
+        interpreted_text_equal=text_equal,
+        result_bdims=result_bdims,
+        output_moves=output_moves,
+    )
+    return BatchCapture(
+        steps=events,
+        staged=staged,
+        batched_jaxpr=official,
+        interpreted_jaxpr=interpreted,
+        truncated=max(0, len(steps) - MAX_STEPS),
+    )
+
+
+# ---------------------------------------------------------------------------- observation
+
+
+@dataclass
+class Observed:
+    """One ``BatchTrace.process_primitive`` call on vmap's own trace."""
+
+    primitive: str
+    in_bdims: list[int | None]
+    out_bdims: list[int | None]
+
+
+def observe_vmap(
+    fun: Callable[..., Any], in_axes: Any, out_axes: Any, *args: Any
+) -> list[Observed]:
+    """Run ``jax.make_jaxpr(jax.vmap(fun, in_axes, out_axes))(*args)`` after
+    ``jax.clear_caches()`` with ``BatchTrace.process_primitive`` patched, and return the calls
+    made on the first ``BatchTrace`` (vmap's own; batched inner jaxprs get their own traces),
+    in order, with the dims read as ``to_batch_info`` reads them and off the outputs."""
+    jax.clear_caches()
+    calls: list[Observed] = []
+    first: list[Any] = []
+    orig = batching.BatchTrace.process_primitive
+
+    def process_primitive(self: Any, p: Any, tracers: Any, params: Any, /) -> Any:
+        if not first:
+            first.append(self)
+        mine = self is first[0]
+        if mine:
+            record = Observed(p.name, [self.to_batch_info(t)[1] for t in tracers], [])
+            calls.append(record)
+        out = orig(self, p, tracers, params)
+        if mine:
+            outs = out if p.multiple_results else [out]
+            record.out_bdims = [
+                o.batch_dim if isinstance(o, batching.BatchTracer) and o._trace is self else None
+                for o in outs
+            ]
+        return out
+
+    with _patch_lock:
+        batching.BatchTrace.process_primitive = process_primitive
+        try:
+            jax.make_jaxpr(jax.vmap(fun, in_axes=in_axes, out_axes=out_axes))(*args)
+        finally:
+            batching.BatchTrace.process_primitive = orig
+    return calls
