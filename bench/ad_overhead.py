@@ -1,0 +1,160 @@
+"""Benchmark: what the autodiff exhibits' capture costs, against plain ``jax.make_jaxpr(jax.grad(f))``.
+
+The function is an MLP with layer norm and GELU. The issue's example, 4 such layers, is 112
+equations in JAX 0.10.2 (``jnp`` helpers no longer leave nested ``jit`` eqns here), so the
+benchmark stacks 36 layers: about 1,000 equations (the count is printed). One repeat, on a freshly loaded snippet (new
+function objects, so neither side hits JAX's tracing caches):
+
+* **jaxscope**: the full capture of the three AD exhibits, as their probes do it —
+  ``jvp``: the primal jaxpr and ``capture_jvp`` (every JVP rule step with values, JAX's JVP
+  jaxpr attributed); ``partial_eval``: ``jvp_program`` and ``split_event`` (JAX's partial
+  evaluator on the JVP jaxpr, residual origins); ``transpose``: ``linearize_vjp`` and ``walk``
+  with every step turned into its ``TransposeStepped`` event (the remat table, the finite
+  differences and the jit/eager attempts are checks, not capture, and are not included);
+* **plain JAX**: ``jax.make_jaxpr(jax.grad(f, argnums=0))(*args)``.
+
+The figure is the ratio of the medians. Goal (issue 3): at most 5x.
+
+Usage: ``.venv/bin/python bench/ad_overhead.py [--repeats N] [--json OUT]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+from jaxscope.internals.calling import plan_call
+from jaxscope.internals.jvp_steps import capture_jvp
+from jaxscope.internals.split import default_known, jvp_program, split_event
+from jaxscope.internals.transpose_walk import (
+    linear_jaxpr_staged,
+    linearize_vjp,
+    seed_cotangents,
+    walk,
+)
+from jaxscope.sandbox.snippet import load_snippet
+
+SNIPPET = '''
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def layer_norm(h, g, b):
+    mu = jnp.mean(h, axis=-1, keepdims=True)
+    var = jnp.mean((h - mu) ** 2, axis=-1, keepdims=True)
+    return g * (h - mu) / jnp.sqrt(var + 1e-5) + b
+
+
+def f(params, x, y):
+    h = x
+    for p in params:
+        h = jax.nn.gelu(layer_norm(h @ p["w"] + p["b"], p["g"], p["beta"]))
+    return jnp.mean((h - y) ** 2)
+
+
+rng = np.random.default_rng(0)
+d = 16
+params = [
+    {
+        "w": (rng.standard_normal((d, d)) * 0.3).astype(np.float32),
+        "b": np.zeros(d, np.float32),
+        "g": np.ones(d, np.float32),
+        "beta": np.zeros(d, np.float32),
+    }
+    for _ in range(36)
+]
+x = rng.standard_normal((8, d)).astype(np.float32)
+y = rng.standard_normal((8, d)).astype(np.float32)
+args = (params, x, y)
+'''
+
+
+def count_eqns(jaxpr: Any) -> int:
+    """Eqns of ``jaxpr`` plus those of every jaxpr nested in an eqn's params."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        total += 1
+        for sub in _subjaxprs(eqn):
+            total += count_eqns(sub)
+    return total
+
+
+def _subjaxprs(eqn: Any) -> list[Any]:
+    found = []
+    for value in eqn.params.values():
+        for v in value if isinstance(value, (tuple, list)) else (value,):
+            inner = getattr(v, "jaxpr", v)
+            if hasattr(inner, "eqns"):
+                found.append(inner)
+    return found
+
+
+def capture() -> None:
+    """The three AD exhibits' capture on a fresh snippet (as their probes do it)."""
+    snippet = load_snippet(SNIPPET)
+    plan = plan_call(snippet)
+    primal = plan.make_jaxpr()
+    capture_jvp(plan, primal)
+    program = jvp_program(plan)
+    split_event(program, default_known(len(program.labels), program.n_primals))
+
+    def loss(params: Any) -> Any:
+        return snippet.f(params, *snippet.args[1:])
+
+    lin = linearize_vjp(loss, [snippet.args[0]])
+    linear_jaxpr_staged(lin)
+    result = walk(lin, seed_cotangents(lin))
+    # Each step's TransposeStepped is what the probe streams: serialise it as the worker does.
+    for step in result.steps:
+        step.event.model_dump_json()
+
+
+def plain() -> None:
+    """``jax.make_jaxpr(jax.grad(f))`` on a fresh snippet."""
+    snippet = load_snippet(SNIPPET)
+    jax.make_jaxpr(jax.grad(snippet.f))(*snippet.args)
+
+
+def median_s(fn: Callable[[], None], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--json", type=Path, default=None)
+    ns = parser.parse_args()
+    snippet = load_snippet(SNIPPET)
+    eqns = count_eqns(jax.make_jaxpr(snippet.f)(*snippet.args).jaxpr)
+    # Warm both paths once (imports, first-use compilation of JAX's own helpers).
+    capture()
+    plain()
+    ours = median_s(capture, ns.repeats)
+    theirs = median_s(plain, ns.repeats)
+    result = {
+        "eqns": eqns,
+        "repeats": ns.repeats,
+        "capture_median_ms": round(ours * 1e3, 1),
+        "make_jaxpr_grad_median_ms": round(theirs * 1e3, 1),
+        "ratio": round(ours / theirs, 2),
+        "goal_ratio": 5.0,
+    }
+    print(json.dumps(result, indent=2))
+    if ns.json:
+        ns.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
