@@ -47,6 +47,7 @@ chromium:
 
 bench: setup frontend
 	$(PY) bench/latency.py
+	$(PY) bench/ad_overhead.py
 
 clean:
 	rm -rf $(VENV) node_modules frontend/dist

@@ -1,9 +1,9 @@
-"""Benchmark: what the autodiff exhibits' capture costs, against plain ``jax.make_jaxpr(jax.grad(f))``.
+"""Benchmark: what the autodiff exhibits' capture costs, against ``make_jaxpr(grad(f))``.
 
 The function is an MLP with layer norm and GELU. The issue's example, 4 such layers, is 112
 equations in JAX 0.10.2 (``jnp`` helpers no longer leave nested ``jit`` eqns here), so the
-benchmark stacks 36 layers: about 1,000 equations (the count is printed). One repeat, on a freshly loaded snippet (new
-function objects, so neither side hits JAX's tracing caches):
+benchmark stacks 36 layers: about 1,000 equations (the count is printed). One repeat, on a
+freshly loaded snippet (new function objects, so neither side hits JAX's tracing caches):
 
 * **jaxscope**: the full capture of the three AD exhibits, as their probes do it —
   ``jvp``: the primal jaxpr and ``capture_jvp`` (every JVP rule step with values, JAX's JVP
@@ -40,7 +40,7 @@ from jaxscope.internals.transpose_walk import (
 )
 from jaxscope.sandbox.snippet import load_snippet
 
-SNIPPET = '''
+SNIPPET = """
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -73,7 +73,7 @@ params = [
 x = rng.standard_normal((8, d)).astype(np.float32)
 y = rng.standard_normal((8, d)).astype(np.float32)
 args = (params, x, y)
-'''
+"""
 
 
 def count_eqns(jaxpr: Any) -> int:
