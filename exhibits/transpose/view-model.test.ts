@@ -3,6 +3,7 @@ import type { Event } from '../../frontend/src/protocol';
 import {
   accumulationSteps,
   attemptsNote,
+  codeSegments,
   cotangentsSoFar,
   errorText,
   gradientRows,
@@ -159,6 +160,16 @@ describe('formatting', () => {
     expect(rows).toHaveLength(2);
     expect(rows[0]).toMatchObject({ arg: 0, differentiated: true, walk: '1.381773', fd: '1.381773' });
     expect(rows[1]?.differentiated).toBe(false);
+  });
+
+  it('splits explanations at backticks', () => {
+    expect(codeSegments('use `lax.scan` or `fori_loop`.')).toEqual([
+      { text: 'use ', code: false },
+      { text: 'lax.scan', code: true },
+      { text: ' or ', code: false },
+      { text: 'fori_loop', code: true },
+      { text: '.', code: false },
+    ]);
   });
 
   it('explains when jit and eager differ', () => {

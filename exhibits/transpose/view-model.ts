@@ -176,3 +176,11 @@ export function attemptsNote(jit: GradAttempted | undefined, eager: GradAttempte
     );
   return 'jax.jit(jax.grad(f)) traces but the eager jax.grad(f) fails: see the error.';
 }
+
+/** `text` split at backticks: odd segments were `code` (the explanations write names so). */
+export function codeSegments(text: string): { text: string; code: boolean }[] {
+  return text
+    .split('`')
+    .map((t, i) => ({ text: t, code: i % 2 === 1 }))
+    .filter((s) => s.text !== '');
+}

@@ -1,0 +1,132 @@
+"""The transpose exhibit in real Chromium: step forward and back through the backward pass of
+``sin(x) * x``; the accumulation step shows the previous value, the contribution and the running
+sum, checked here against JAX; a traced fori_loop bound shows jit failing beside eager working.
+Screenshots go to ``e2e/screenshots/`` (looked at, not pixel baselines)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from playwright.sync_api import Page, expect
+
+from e2e.browser import open_exhibit, run_and_wait, set_code
+from exhibits.registry import EXHIBITS
+
+EXAMPLES = EXHIBITS["transpose"].example_paths()
+SIN_TIMES_X = EXAMPLES["sin_times_x"].read_text()
+
+
+def card_step(page: Page) -> str | None:
+    card = page.get_by_test_id("tw-card")
+    return card.get_attribute("data-step") if card.count() else None
+
+
+def go_to_step(page: Page, step: int) -> None:
+    """From the first event, step forward until the card shows walk step ``step``."""
+    page.get_by_test_id("stepper-first").click()
+    for _ in range(40):
+        if card_step(page) == str(step):
+            return
+        page.get_by_test_id("stepper-next").click()
+    pytest.fail(f"never reached step {step}")
+
+
+def number(page: Page, testid: str) -> np.float32:
+    return np.float32(float(page.get_by_test_id(testid).inner_text()))
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_step_through_the_walk_and_see_an_accumulation(
+    page: Page, console_errors: list[str], screenshots: Path, theme: str
+) -> None:
+    open_exhibit(page, "transpose")
+    if page.locator("html").get_attribute("data-theme") != theme:
+        page.get_by_test_id("theme-toggle").click()
+    set_code(page, SIN_TIMES_X)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    total = page.get_by_test_id("tw-step-count").inner_text().split("/")[-1].strip()
+    assert int(total) >= 2
+
+    # Step forward: step 0 is the last eqn of the linear jaxpr, highlighted there.
+    go_to_step(page, 0)
+    expect(page.get_by_test_id("tw-step-count")).to_have_text(f"step 1 / {total}")
+    page.get_by_test_id("stepper-next").click()
+    expect(page.get_by_test_id("tw-card")).to_have_attribute("data-step", "1")
+    expect(page.get_by_test_id("tw-step-1")).to_be_visible()
+    # ... and back.
+    page.get_by_test_id("stepper-prev").click()
+    expect(page.get_by_test_id("tw-card")).to_have_attribute("data-step", "0")
+    expect(page.get_by_test_id("tw-step-1")).to_have_count(0)
+
+    # The accumulation into x's cotangent: previous + contribution = running = jax.grad.
+    if page.get_by_test_id("stepper-last").is_enabled():
+        page.get_by_test_id("stepper-last").click()
+    acc = page.locator("[data-mode='accumulate']")
+    if acc.count() == 0:  # the last step is not the accumulating one: jump to it
+        page.get_by_test_id("tw-jump-accumulation").click()
+    acc = page.locator("[data-mode='accumulate']").first
+    expect(acc).to_be_visible()
+    index = acc.get_attribute("data-testid")
+    assert index is not None
+    prefix = index  # tw-write-<i>
+    expect(page.get_by_test_id(f"{prefix}-mode")).to_have_text("accumulate")
+    previous = number(page, f"{prefix}-previous")
+    contribution = number(page, f"{prefix}-contribution")
+    running = number(page, f"{prefix}-running")
+    x = jnp.float32(1.0)  # the contributions are sin(x) and cos(x) * 1 as JAX computes them
+    assert {float(previous), float(contribution)} == {float(jnp.sin(x)), float(jnp.cos(x) * 1.0)}
+    assert running == previous + contribution
+    assert running == np.float32(jax.grad(lambda x: jnp.sin(x) * x)(1.0))
+    # The args show a residual and an UndefinedPrimal.
+    roles = page.get_by_test_id("tw-args").locator("[data-testid$='-role']").all_inner_texts()
+    assert sorted(roles) == ["UndefinedPrimal", "residual"]
+    expect(page.get_by_test_id("tw-card-rule-loc")).to_contain_text("jax/_src/")
+    # Clicking a step selects its user line in the editor.
+    page.get_by_test_id(f"tw-step-{card_step(page)}").click()
+    selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
+    expect(selected).to_have_text("    return jnp.sin(x) * x")
+    page.screenshot(path=str(screenshots / f"transpose-accumulate-{theme}.png"))
+    page.get_by_test_id("tw-attempts").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / f"transpose-top-{theme}.png"))
+
+    if page.get_by_test_id("stepper-last").is_enabled():
+        page.get_by_test_id("stepper-last").click()
+    expect(page.get_by_test_id("tw-equal")).to_have_text("bit-identical to jax.grad and jax.vjp")
+    page.get_by_test_id("tw-check").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / f"transpose-check-{theme}.png"))
+    assert console_errors == []
+
+
+def test_jit_fails_where_eager_works(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    open_exhibit(page, "transpose")
+    set_code(page, EXAMPLES["fori_loop_bounds"].read_text())
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    expect(page.get_by_test_id("tw-attempt-jit-outcome")).to_have_text("fails")
+    expect(page.get_by_test_id("tw-attempt-eager-outcome")).to_have_text("works")
+    expect(page.get_by_test_id("tw-attempt-jit")).to_contain_text("Reverse-mode differentiation")
+    expect(page.get_by_test_id("tw-attempts-note")).to_contain_text("abstract tracer")
+    expect(page.get_by_test_id("tw-gradient-0")).to_contain_text("12")
+    page.screenshot(path=str(screenshots / "transpose-jit-vs-eager.png"), full_page=True)
+    assert console_errors == []
+
+
+def test_default_example_walks_mlp_loss(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    open_exhibit(page, "transpose")
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    expect(page.get_by_test_id("jaxpr-text")).to_be_visible()
+    expect(page.get_by_test_id("tw-equal")).to_have_text("bit-identical to jax.grad and jax.vjp")
+    rel = float(page.get_by_test_id("tw-max-rel").inner_text())
+    assert rel < 1e-6
+    page.screenshot(path=str(screenshots / "transpose-mlp_loss.png"), full_page=True)
+    assert console_errors == []
