@@ -5,19 +5,26 @@ jax 0.10.2. A JAX upgrade that changes one of them fails here, loudly, before th
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
-from jax._src import api, core, dtypes
-from jax._src.interpreters import ad
+from jax._src import api as _api
+from jax._src import core, dtypes
+from jax._src.interpreters import ad as _ad
 from jax._src.interpreters import partial_eval as pe
-from jax._src.lax import lax as lax_internal
+from jax._src.lax import lax as _lax_internal
 from jax._src.tree_util import FlatTree
 from jaxscope.internals.transpose_walk import linearize_vjp, seed_cotangents, walk
 from jaxscope.sandbox.errors import ad_help
+
+# JAX's private modules are untyped: read them as Any (this file is mypy strict).
+ad: Any = _ad
+api: Any = _api
+lax_internal: Any = _lax_internal
 
 
 def test_linearize_signature_and_result() -> None:
@@ -119,7 +126,7 @@ def test_ad_error_texts() -> None:
     def loop(x: jax.Array) -> jax.Array:
         return lax.while_loop(lambda c: c < 10.0, lambda c: c * 2.0, x)
 
-    cases = [
+    cases: list[tuple[Any, type[Exception], str]] = [
         (lambda: jax.grad(loop)(1.0), ValueError, "Reverse-mode differentiation does not work"),
         (lambda: jax.grad(jnp.sin)(jnp.ones(3)), TypeError, "Gradient only defined for scalar"),
         (lambda: jax.grad(lambda k: k * 1.0)(3), TypeError, "requires real- or complex-valued"),
