@@ -21,10 +21,17 @@ import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, get_args
 
 from exhibits.registry import EXHIBITS
-from jaxscope.protocol import EventModel, RunFailed, RunFinished, RunRequest
+from jaxscope.protocol import (
+    EventModel,
+    RunFailed,
+    RunFinished,
+    RunOptions,
+    RunRequest,
+    TransformName,
+)
 from jaxscope.settings import Limits, Settings, settings_from_env
 
 EXIT_FAILED = 1
@@ -111,8 +118,27 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--timeout", type=float, default=None, metavar="S", help="wall-clock seconds per run"
     )
+    run.add_argument(
+        "--stack",
+        type=_stack_option,
+        default=None,
+        metavar="T1,T2",
+        help="transform_order: the transforms, outermost first (e.g. vmap,grad)",
+    )
     _limit_flags(run)
     return parser
+
+
+def _stack_option(text: str) -> list[str]:
+    """``--stack vmap,grad`` -> ``["vmap", "grad"]`` (outermost first; empty = no transform)."""
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    valid = get_args(TransformName)
+    bad = [n for n in names if n not in valid]
+    if bad:
+        raise argparse.ArgumentTypeError(
+            f"unknown transform {', '.join(bad)}; valid: {', '.join(valid)}"
+        )
+    return names
 
 
 def _serve(ns: argparse.Namespace) -> int:
@@ -192,7 +218,12 @@ def describe_failure(failed: RunFailed) -> str:
 
 
 async def run_headless(
-    exhibit: str, code: str, settings: Settings, *, stream: TextIO | None = None
+    exhibit: str,
+    code: str,
+    settings: Settings,
+    *,
+    stream: TextIO | None = None,
+    options: RunOptions | None = None,
 ) -> list[EventModel]:
     """Run ``exhibit`` on ``code`` through a one-session pool; events in order (the last is
     the terminal one). With ``stream``, each event is also written there as one JSON line."""
@@ -209,7 +240,12 @@ async def run_headless(
             stream.write(event.model_dump_json() + "\n")
             stream.flush()
 
-    request = RunRequest(run_id=uuid.uuid4().hex[:12], exhibit=exhibit, code=code)
+    request = RunRequest(
+        run_id=uuid.uuid4().hex[:12],
+        exhibit=exhibit,
+        code=code,
+        options=options or RunOptions(),
+    )
     try:
         await session.run(request, emit)
     finally:
@@ -259,8 +295,11 @@ def _run(ns: argparse.Namespace) -> int:
         return EXIT_USAGE
     settings = settings_from_env(workers=0)
     settings = dataclasses.replace(settings, limits=_limits(settings.limits, ns, ns.timeout))
+    options = RunOptions(stack=ns.stack)
     events = asyncio.run(
-        run_headless(exhibit.id, code, settings, stream=sys.stdout if ns.json else None)
+        run_headless(
+            exhibit.id, code, settings, stream=sys.stdout if ns.json else None, options=options
+        )
     )
     terminal = events[-1]
     if isinstance(terminal, RunFailed):

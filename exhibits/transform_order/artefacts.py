@@ -18,7 +18,7 @@ def _first(events: Sequence[EventModel]) -> TransformStackEvaluated | None:
 
 def _result(events: Sequence[EventModel]) -> str | None:
     e = _first(events)
-    if e is None:
+    if e is None or not e.ok:
         return None
     return "\n".join(f"{o.path or 'output'}: {o.dtype}{o.shape}\n{o.preview}" for o in e.result)
 

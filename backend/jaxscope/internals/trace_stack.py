@@ -1,0 +1,139 @@
+"""Which transforms' tracers reached a function: the nest of tracers in its arguments.
+
+When JAX transforms a function, each transform's trace hands the function tracers of its own
+class, and a tracer of an inner transform wraps the values of the outer ones:
+
+* ``jax._src.interpreters.ad.JVPTracer`` (``jax.jvp``, ``jax.jacfwd``) and
+  ``jax._src.interpreters.ad.LinearizeTracer`` (``jax.grad``/``jax.vjp``/``jax.jacrev``: reverse
+  mode linearizes first) carry ``primal`` and ``tangent``;
+* ``jax._src.interpreters.batching.BatchTracer`` (``jax.vmap``) carries ``val`` (the whole
+  batch) and ``batch_dim``;
+* ``jax._src.interpreters.partial_eval.DynamicJaxprTracer`` (``jax.jit``, ``jax.make_jaxpr``, the
+  tangent side of linearize) stages ops into a jaxpr: it wraps nothing.
+
+:func:`tracer_nest` walks these attributes (private fields, checked by
+``backend/tests/test_internals_contract_traces.py``) from the argument ``f`` received down to
+concrete arrays; :func:`observing` wraps ``f`` so that its first call records the nest of every
+argument leaf. Nothing here changes what JAX computes: ``f`` is called with the same values.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+from jax._src import core, source_info_util
+from jax._src.interpreters import ad, batching
+
+from jaxscope.internals.views import aval_view
+from jaxscope.protocol import ArgTraceView, TraceNodeView
+
+source_info_util.register_exclusion(__file__)
+
+# The attributes through which a tracer of each class wraps the values of outer transforms.
+WRAPPED: dict[type, tuple[str, ...]] = {
+    ad.JVPTracer: ("primal", "tangent"),
+    ad.LinearizeTracer: ("primal", "tangent"),
+    batching.BatchTracer: ("val",),
+}
+
+# Which transform (chip) creates each trace class, in words (see the module docstring).
+TRANSFORM_OF_TRACE: dict[str, str] = {
+    "BatchTrace": "vmap (also the batched tangents of jacfwd/hessian)",
+    "JVPTrace": "jvp / jacfwd (forward mode)",
+    "LinearizeTrace": "grad / value_and_grad / vjp / jacrev (reverse mode linearizes first)",
+    "DynamicJaxprTrace": "jit / make_jaxpr (staged into a jaxpr)",
+}
+
+# Longest nest recorded per leaf and most argument leaves recorded (the view stays small).
+MAX_NODES = 24
+MAX_LEAVES = 8
+
+
+def _aval_text(value: Any) -> str:
+    try:
+        return aval_view(jax.typeof(value)).short
+    except Exception:  # a Python scalar or an object JAX has no aval for
+        return type(value).__name__
+
+
+def tracer_nest(value: Any) -> list[TraceNodeView]:
+    """The nest of tracers in ``value`` (an argument leaf ``f`` received), depth-first: the
+    value itself (depth 0), then each wrapped value (``primal``, ``tangent``, ``val``)."""
+    nodes: list[TraceNodeView] = []
+
+    def walk(v: Any, depth: int, role: str) -> None:
+        if len(nodes) >= MAX_NODES:
+            return
+        trace = getattr(v, "_trace", None) if isinstance(v, core.Tracer) else None
+        trace_name = type(trace).__name__ if trace is not None else None
+        bdim = getattr(v, "batch_dim", None) if isinstance(v, batching.BatchTracer) else None
+        nodes.append(
+            TraceNodeView(
+                depth=depth,
+                role=role,  # type: ignore[arg-type]
+                tracer=type(v).__name__,
+                trace=trace_name,
+                aval=_aval_text(v),
+                batch_dim=bdim if isinstance(bdim, int) else None,
+                transform=TRANSFORM_OF_TRACE.get(trace_name) if trace_name else None,
+            )
+        )
+        for attr in WRAPPED.get(type(v), ()):
+            inner = getattr(v, attr, None)
+            if inner is None or isinstance(inner, ad.Zero):
+                continue
+            walk(inner, depth + 1, attr)
+
+    walk(value, 0, "argument")
+    return nodes
+
+
+@dataclass
+class Observation:
+    """What :func:`observing` saw: the nest of each argument leaf on ``f``'s first call."""
+
+    calls: int = 0
+    args: list[ArgTraceView] = field(default_factory=list)
+
+
+def observing(f: Callable[..., Any]) -> tuple[Callable[..., Any], Observation]:
+    """A fresh wrapper of ``f`` (a new function object, so no JAX cache holds a trace of it)
+    that records, on its first call, the tracer nest of every positional argument leaf."""
+    seen = Observation()
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if seen.calls == 0:
+            leaves = jax.tree_util.tree_flatten_with_path(args)[0][:MAX_LEAVES]
+            seen.args = [
+                ArgTraceView(path=jax.tree_util.keystr(path), nodes=tracer_nest(leaf))
+                for path, leaf in leaves
+            ]
+        seen.calls += 1
+        return f(*args, **kwargs)
+
+    return wrapper, seen
+
+
+def count_eqns(jaxpr: core.Jaxpr) -> int:
+    """Eqns of ``jaxpr``, those of its inner jaxprs (``pjit``, ``scan``... params) included."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        total += 1
+        for sub in core.jaxprs_in_params(eqn.params):
+            total += count_eqns(sub)
+    return total
+
+
+__all__ = [
+    "TRANSFORM_OF_TRACE",
+    "WRAPPED",
+    "Observation",
+    "count_eqns",
+    "observing",
+    "tracer_nest",
+]
