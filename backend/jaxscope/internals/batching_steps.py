@@ -491,38 +491,98 @@ class Observed:
     out_bdims: list[int | None]
 
 
+@dataclass
+class _Call:
+    primitive: Any
+    params: Any
+    trace: Any
+    in_bdims: list[int | None]
+    out_bdims: list[int | None] = field(default_factory=list)
+    children: list[_Call] = field(default_factory=list)
+
+
+def _inlined(call: _Call) -> bool:
+    return call.primitive.name == "jit" and bool(call.params.get("inline"))
+
+
 def observe_vmap(
-    fun: Callable[..., Any], in_axes: Any, out_axes: Any, *args: Any
+    fun: Callable[..., Any],
+    in_axes: Any,
+    out_axes: Any,
+    args: tuple[Any, ...],
+    static_argnums: tuple[int, ...] = (),
 ) -> list[Observed]:
-    """Run ``jax.make_jaxpr(jax.vmap(fun, in_axes, out_axes))(*args)`` after
+    """Run ``jax.make_jaxpr(jax.vmap(fun, in_axes, out_axes), static_argnums)(*args)`` after
     ``jax.clear_caches()`` with ``BatchTrace.process_primitive`` patched, and return the calls
-    made on the first ``BatchTrace`` (vmap's own; batched inner jaxprs get their own traces),
-    in order, with the dims read as ``to_batch_info`` reads them and off the outputs."""
+    made on vmap's own ``BatchTrace`` while ``fun`` ran, in order, with the dims read as
+    ``to_batch_info`` reads them and off the outputs.
+
+    A ``jit`` eqn with ``inline=True`` (``jnp`` functions such as ``multiply``) is inlined by
+    ``make_jaxpr``, so the per-example jaxpr holds its inner eqns: such a call is replaced by the
+    calls on the ``BatchTrace`` its batching rule created for the inner jaxpr (recursively; a
+    cached inner batching reuses an earlier expansion of the same jaxpr and dims)."""
     jax.clear_caches()
-    calls: list[Observed] = []
-    first: list[Any] = []
+    roots: list[_Call] = []
+    owner: dict[int, _Call | None] = {}
+    stack: list[_Call] = []
+    inside = [False]
+    root_trace: list[Any] = []
     orig = batching.BatchTrace.process_primitive
 
     def process_primitive(self: Any, p: Any, tracers: Any, params: Any, /) -> Any:
-        if not first:
-            first.append(self)
-        mine = self is first[0]
-        if mine:
-            record = Observed(p.name, [self.to_batch_info(t)[1] for t in tracers], [])
-            calls.append(record)
-        out = orig(self, p, tracers, params)
-        if mine:
-            outs = out if p.multiple_results else [out]
-            record.out_bdims = [
-                o.batch_dim if isinstance(o, batching.BatchTracer) and o._trace is self else None
-                for o in outs
-            ]
+        if not root_trace:
+            root_trace.append(self)
+        if id(self) not in owner:
+            owner[id(self)] = stack[-1] if stack else None
+        call = _Call(p, params, self, [self.to_batch_info(t)[1] for t in tracers])
+        parent = owner[id(self)]
+        if self is root_trace[0]:
+            if inside[0]:
+                roots.append(call)
+        elif parent is not None:
+            parent.children.append(call)
+        stack.append(call)
+        try:
+            out = orig(self, p, tracers, params)
+        finally:
+            stack.pop()
+        outs = out if p.multiple_results else [out]
+        call.out_bdims = [
+            o.batch_dim if isinstance(o, batching.BatchTracer) and o._trace is self else None
+            for o in outs
+        ]
         return out
 
+    def marked(*a: Any, **k: Any) -> Any:
+        inside[0] = True
+        try:
+            return fun(*a, **k)
+        finally:
+            inside[0] = False
+
+    functools.update_wrapper(marked, fun)
     with _patch_lock:
         batching.BatchTrace.process_primitive = process_primitive
         try:
-            jax.make_jaxpr(jax.vmap(fun, in_axes=in_axes, out_axes=out_axes))(*args)
+            jax.make_jaxpr(
+                jax.vmap(marked, in_axes=in_axes, out_axes=out_axes), static_argnums=static_argnums
+            )(*args)
         finally:
             batching.BatchTrace.process_primitive = orig
-    return calls
+
+    expanded: dict[tuple[int, tuple[int | None, ...]], list[Observed]] = {}
+
+    def flat(calls: list[_Call]) -> list[Observed]:
+        out: list[Observed] = []
+        for c in calls:
+            if _inlined(c):
+                key = (id(c.params["jaxpr"]), tuple(c.in_bdims))
+                if c.children:
+                    expanded[key] = flat(c.children)
+                if key in expanded:
+                    out.extend(expanded[key])
+                    continue
+            out.append(Observed(c.primitive.name, c.in_bdims, c.out_bdims))
+        return out
+
+    return flat(roots)

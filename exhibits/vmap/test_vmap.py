@@ -1,0 +1,274 @@
+"""Tests of the vmap exhibit's probe: every artefact against JAX itself.
+
+The probe runs in-process (``exhibits/conftest.py``). Truths: a plain ``jax.vmap`` of a separately
+loaded copy of the snippet (``golden/regen.py``'s helpers), the batch dims observed inside that
+plain ``jax.vmap`` (``BatchTrace.process_primitive`` patched: ``internals.batching_steps.
+observe_vmap``), numpy slicing for the per-example shapes, the golden files and the cases'
+``.expect.json`` files.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+import pytest
+from jaxscope.internals.batching_steps import observe_vmap
+from jaxscope.protocol import (
+    BatchedJaxprStaged,
+    BatchRuleApplied,
+    JaxprStaged,
+    RunOptions,
+    VmapInputsMapped,
+)
+from jaxscope.sandbox.errors import classify
+from jaxscope.sandbox.snippet import load_snippet
+
+from exhibits.conftest import EXHIBITS, FakeContext, run_probe
+from exhibits.vmap.golden.regen import EXAMPLES, golden, load, vmap_parts
+
+GOLDEN = EXHIBITS / "vmap" / "golden"
+CASES = Path("/work/shared/cases")
+JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+EXAMPLE_PATHS = {p.stem: p for p in EXAMPLES}
+ERROR_EXAMPLES = {"in_axes_mismatch", "inconsistent_sizes", "no_batching_rule"}
+RUNNING = sorted(set(EXAMPLE_PATHS) - ERROR_EXAMPLES)
+RUNNING_CASES = ["C01_escape_fixed", "C06_vmap_grad_fixed"]
+
+
+def _path(name: str) -> Path:
+    return EXAMPLE_PATHS[name] if name in EXAMPLE_PATHS else CASES / f"{name}.py"
+
+
+def number(preview: str | None) -> np.ndarray:
+    """A value preview (numpy's printout, never summarised for these sizes) as an array."""
+    assert preview is not None and "..." not in preview
+    return np.asarray(ast.literal_eval(preview), dtype=np.float64)
+
+
+@pytest.fixture(scope="module", params=RUNNING + RUNNING_CASES)
+def example(request: pytest.FixtureRequest) -> tuple[Path, FakeContext]:
+    path = _path(request.param)
+    return path, run_probe("vmap", path.read_text())
+
+
+def test_bdims_equal_those_observed_inside_jax_vmap(example: tuple[Path, FakeContext]) -> None:
+    path, ctx = example
+    ns = load(path)
+    args = tuple(ns["args"])
+    observed = observe_vmap(
+        ns["f"],
+        ns.get("in_axes", 0),
+        ns.get("out_axes", 0),
+        args,
+        tuple(ns.get("static_argnums", ())),
+    )
+    steps = ctx.of_type(BatchRuleApplied)
+    assert steps, "no steps"
+    # Calls with no mapped input are compared out: vmap also makes them for Python constants
+    # (``convert_element_type`` of a literal) that the per-example trace folds into a literal;
+    # they cannot map anything (checked below).
+    assert [(s.primitive, s.in_bdims, s.out_bdims) for s in steps if _mapped(s.in_bdims)] == [
+        (o.primitive, o.in_bdims, o.out_bdims) for o in observed if _mapped(o.in_bdims)
+    ]
+    for s in steps:
+        if not _mapped(s.in_bdims):
+            assert all(d is None for d in s.out_bdims)
+
+
+def _mapped(bdims: list[int | None]) -> bool:
+    return any(d is not None for d in bdims)
+
+
+def test_batched_jaxpr_and_outputs_equal_plain_jax(example: tuple[Path, FakeContext]) -> None:
+    path, ctx = example
+    staged = ctx.one(BatchedJaxprStaged)
+    truth = golden(path)
+    assert staged.jaxpr.text == truth["batched_jaxpr"]
+    assert staged.matches_jax_vmap and staged.interpreted_text_equal
+    assert [o.shape for o in staged.outputs] == truth["output_shapes"]
+    for got, want in zip(staged.outputs, truth["outputs"], strict=True):
+        # previews print 6 significant digits; matches_jax_vmap is the exact comparison
+        np.testing.assert_allclose(
+            number(got.preview), np.asarray(want, np.float64), rtol=1e-5, atol=1e-6
+        )
+    if path.parent == GOLDEN.parent / "examples":
+        assert json.loads((GOLDEN / f"{path.stem}.json").read_text()) == truth
+
+
+def test_per_example_avals_are_the_args_with_the_mapped_axis_removed(
+    example: tuple[Path, FakeContext],
+) -> None:
+    path, ctx = example
+    ns = load(path)
+    _, args, static = vmap_parts(ns)
+    mapped = ctx.one(VmapInputsMapped)
+    in_axes = ns.get("in_axes", 0)
+    axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
+    want_shapes: list[list[int]] = []
+    for i, (arg, axis) in enumerate(zip(args, axes, strict=True)):
+        if i in static:
+            continue
+        for leaf in jax.tree.leaves(arg):
+            a = np.asarray(leaf)
+            one = np.take(a, 0, axis=axis) if axis is not None else a
+            want_shapes.append(list(one.shape))
+            assert mapped.axis_size == (a.shape[axis] if axis is not None else mapped.axis_size)
+    got = [i.example_aval.shape for i in mapped.inputs if not i.static and i.example_aval]
+    assert got == want_shapes
+    per_example = ctx.one(JaxprStaged).jaxpr
+    assert [v.aval.shape for v in per_example.invars] == want_shapes
+    steps = ctx.of_type(BatchRuleApplied)
+    # Every batched aval is the per-example aval with the batch axis inserted at its bdim.
+    for s in steps:
+        pairs = [*zip(s.example_in_avals, s.in_avals, s.in_bdims, strict=True)]
+        pairs += [*zip(s.example_out_avals, s.out_avals, s.out_bdims, strict=True)]
+        for ex, batched, d in pairs:
+            want = list(ex.shape)
+            if d is not None:
+                want.insert(d, mapped.axis_size)
+            assert batched.shape == want
+
+
+def test_steps_attribute_every_batched_eqn_and_name_the_rule(
+    example: tuple[Path, FakeContext],
+) -> None:
+    _, ctx = example
+    staged = ctx.one(BatchedJaxprStaged)
+    steps = ctx.of_type(BatchRuleApplied)
+    indices = [k for s in steps for k in s.batched_eqn_indices]
+    n_out_moves = len(staged.output_moves)
+    assert indices == list(range(len(staged.jaxpr.eqns) - n_out_moves))
+    for s in steps:
+        assert [staged.jaxpr.eqns[k].text for k in s.batched_eqn_indices] == s.emitted
+        assert s.mechanism == "rule" and s.rule is not None
+        assert s.rule.table == "fancy_primitive_batchers" and s.rule.file and s.rule.line
+
+
+def test_default_example_is_the_linear_per_example_loss() -> None:
+    ctx = run_probe("vmap", EXAMPLE_PATHS["per_example_loss"].read_text())
+    ns = load(EXAMPLE_PATHS["per_example_loss"])
+    w, b = ns["params"]["w"].astype(np.float64), float(ns["params"]["b"])
+    want = (ns["xs"].astype(np.float64) @ w + b - ns["ys"]) ** 2  # numpy, per example
+    out = ctx.one(BatchedJaxprStaged).outputs
+    np.testing.assert_allclose(number(out[0].preview), want, rtol=1e-5)
+    dot = ctx.of_type(BatchRuleApplied)[0]
+    assert (dot.primitive, dot.in_bdims, dot.out_bdims) == ("dot_general", [0, None], [0])
+
+
+def test_moves_and_broadcasts_are_the_rules_own_eqns() -> None:
+    ctx = run_probe("vmap", EXAMPLE_PATHS["broadcast_columns"].read_text())
+    mul = ctx.of_type(BatchRuleApplied)[0]
+    assert mul.in_bdims == [1, 0] and mul.out_bdims == [0]
+    assert len(mul.moves) == 1 and "transpose[permutation=(1, 0)]" in mul.moves[0]
+    staged = ctx.one(BatchedJaxprStaged)
+    assert staged.result_bdims == [0, None]  # the bias came back unmapped
+    assert len(staged.output_moves) == 1 and "broadcast_in_dim" in staged.output_moves[0]
+    for text in [*mul.moves, *staged.output_moves]:
+        assert text in staged.jaxpr.text
+
+    matvec = run_probe("vmap", EXAMPLE_PATHS["matvec_shared_matrix"].read_text())
+    staged = matvec.one(BatchedJaxprStaged)
+    assert staged.result_bdims == [1] and "transpose" in staged.output_moves[0]
+
+
+def test_in_axes_and_out_axes_options_override_the_snippet() -> None:
+    path = EXAMPLE_PATHS["matvec_shared_matrix"]
+    ctx = run_probe("vmap", path.read_text(), RunOptions(out_axes="1"))
+    ns = load(path)
+    truth = jax.vmap(ns["f"], in_axes=(None, 0), out_axes=1)(*ns["args"])
+    staged = ctx.one(BatchedJaxprStaged)
+    assert staged.out_axes == "1" and staged.output_moves == []
+    assert staged.outputs[0].shape == list(truth.shape) == [4, 5]
+    assert staged.jaxpr.text == str(
+        jax.make_jaxpr(jax.vmap(ns["f"], in_axes=(None, 0), out_axes=1))(*ns["args"])
+    )
+    # in_axes as an expression: leave the targets unmapped, so each example meets all of them.
+    path = EXAMPLE_PATHS["per_example_loss"]
+    ns = load(path)
+    ctx = run_probe("vmap", path.read_text(), RunOptions(in_axes="(None, 0, None)"))
+    assert [i.bdim for i in ctx.one(VmapInputsMapped).inputs] == [None, None, 0, None]
+    staged = ctx.one(BatchedJaxprStaged)
+    assert staged.in_axes == "(None, 0, None)" and staged.matches_jax_vmap
+    truth = jax.vmap(ns["f"], in_axes=(None, 0, None))(*ns["args"])
+    assert staged.outputs[0].shape == list(truth.shape) == [8, 8]
+
+
+def _failure(source: str) -> Any:
+    with pytest.raises(Exception) as info:
+        run_probe("vmap", source)
+    return classify(info.value, "run", load_snippet(source).f)
+
+
+@pytest.mark.parametrize("name", sorted(ERROR_EXAMPLES))
+def test_error_examples_raise_jaxs_own_error_explained(name: str) -> None:
+    path = EXAMPLE_PATHS[name]
+    want = json.loads((GOLDEN / f"{name}.json").read_text())
+    assert want == golden(path)
+    failed = _failure(path.read_text())
+    assert failed.error_class == want["error_class"]
+    assert failed.message.splitlines()[0] == want["error_first_line"]
+    assert failed.explanation and failed.fix
+    assert failed.source is not None
+    lines = path.read_text().splitlines()
+    if name == "no_batching_rule":  # the user's line that binds the primitive
+        assert "twice_p.bind(y)" in lines[failed.source.line - 1]
+    else:  # raised by vmap on f as a whole: f's def line
+        assert lines[failed.source.line - 1].startswith("def f(")
+    if name == "inconsistent_sizes":
+        assert "axis 0 of argument a of type float32[3]" in failed.message
+        assert "axis 0 of argument b of type float32[4]" in failed.message
+
+
+@pytest.mark.parametrize("case", ["C01_escape_broken", "C06_vmap_grad_broken"])
+def test_cases_reproduce_their_errors(case: str) -> None:
+    expect = json.loads((CASES / f"{case}.expect.json").read_text())
+    failed = _failure((CASES / f"{case}.py").read_text())
+    assert failed.error_class == expect["error_class"]
+    assert failed.message.splitlines()[0] == expect["error_first_line"]
+    assert failed.source is not None and failed.source.line == expect["error_user_line"]
+    assert failed.explanation
+    if case.startswith("C01"):
+        assert "BatchTracer" in failed.message and "BatchTracer" in failed.explanation
+
+
+@pytest.mark.parametrize("case", RUNNING_CASES)
+def test_fixed_cases_reproduce_their_outcomes(case: str) -> None:
+    expect = json.loads((CASES / f"{case}.expect.json").read_text())
+    ctx = run_probe("vmap", (CASES / f"{case}.py").read_text())
+    staged = ctx.one(BatchedJaxprStaged)
+    assert staged.jaxpr.text == expect["jaxpr"]
+    assert staged.outputs[0].shape == expect["vmap_out_shape"]
+    np.testing.assert_allclose(number(staged.outputs[0].preview), expect["vmap_out"], rtol=1e-5)
+    assert ctx.one(JaxprStaged).jaxpr.text == expect["per_example_jaxpr"]
+
+
+def _cli(path: Path, name: str) -> str:
+    out = subprocess.run(
+        [JAXSCOPE, "run", "vmap", str(path), "--print", name],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_cli_prints_batched_jaxpr_bdims_and_output_shape() -> None:
+    path = CASES / "C01_escape_fixed.py"  # static_argnums and in_axes=(0, None)
+    ns = load(path)
+    assert _cli(path, "batched_jaxpr") == golden(path)["batched_jaxpr"]
+    observed = observe_vmap(ns["f"], ns["in_axes"], 0, tuple(ns["args"]), ns["static_argnums"])
+    printed = json.loads(_cli(path, "bdims"))
+    assert [p for p in printed if _mapped(p[1])] == [
+        [o.primitive, o.in_bdims, o.out_bdims] for o in observed if _mapped(o.in_bdims)
+    ]
+    steps = run_probe("vmap", path.read_text()).of_type(BatchRuleApplied)
+    assert printed == [[s.primitive, s.in_bdims, s.out_bdims] for s in steps]
+    assert json.loads(_cli(path, "output_shape")) == golden(path)["output_shapes"]
