@@ -1,0 +1,338 @@
+"""Tests of the transform_order exhibit: every stack against the same transforms called directly.
+
+Truths: the stacks written out as plain JAX calls (``golden/regen.py``'s :func:`direct`, its own
+code), ``jax.make_jaxpr`` of them, numpy closed forms (per-example gradients of a linear model,
+du/dx of case C06, the tanh Jacobians), ``cost_analysis`` of a separately compiled function,
+``type(x)`` observed by our own function inside JAX's transforms, case C06's expect files, the
+golden files, and the ``jaxscope`` CLI.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jaxscope.internals.views import preview_value
+from jaxscope.protocol import RunOptions, TransformStackEvaluated
+
+from exhibits.conftest import CASES, EXHIBITS, FakeContext, run_probe
+from exhibits.transform_order import probe
+from exhibits.transform_order.golden.regen import EXAMPLES, direct, golden, load
+
+HERE = EXHIBITS / "transform_order"
+JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+EXAMPLE = {p.stem: p for p in EXAMPLES}
+
+
+def number(preview: str) -> np.ndarray:
+    """A value preview (numpy's printout, not summarised) as a float64 array."""
+    assert "..." not in preview
+    return np.asarray(ast.literal_eval(preview), dtype=np.float64)
+
+
+def user_event(name: str, stack: list[str] | None = None) -> TransformStackEvaluated:
+    options = RunOptions(stack=stack) if stack is not None else None  # type: ignore[arg-type]
+    ctx = run_probe("transform_order", EXAMPLE[name].read_text(), options)
+    events = ctx.of_type(TransformStackEvaluated)
+    assert events[0].group == "user" and all(e.group != "user" for e in events[1:])
+    return events[0]
+
+
+STACKS = {
+    "per_example_grads": [
+        ["vmap", "grad"],
+        ["grad", "vmap"],
+        ["jit", "vmap", "grad"],
+        ["vmap", "jit", "grad"],
+        ["vmap", "value_and_grad"],
+        ["vmap", "jacrev"],
+        ["vmap", "jvp"],
+        ["vmap", "vjp"],
+        ["vmap"],
+        ["value_and_grad"],
+    ],
+    "tall_wide_jacobian": [
+        ["jacfwd"],
+        ["jacrev"],
+        ["jit", "jacrev"],
+        ["hessian"],
+        ["jvp"],
+        ["vjp"],
+        ["jacfwd", "jvp"],
+        ["vmap"],
+        [],
+    ],
+}
+CASES_STACKS = [(name, stack) for name, stacks in STACKS.items() for stack in stacks]
+
+
+@pytest.mark.parametrize(("name", "stack"), CASES_STACKS, ids=lambda v: ",".join(v) or "none")
+def test_stack_equals_the_composed_transforms(name: str, stack: list[str]) -> None:
+    """Result, jaxpr and error of each stack equal the same transforms called directly."""
+    event = user_event(name, stack)
+    ns = load(EXAMPLE[name])
+    args = tuple(ns["args"])
+    in_axes = ns.get("in_axes", 0)
+    g = direct(stack, ns["f"], in_axes)
+    assert event.stack == stack
+    try:
+        text = str(jax.make_jaxpr(g)(*args))
+        want = g(*args)
+    except Exception as exc:
+        assert not event.ok
+        assert event.error_class == type(exc).__name__
+        assert event.message == str(exc)
+        assert event.jaxpr is None and event.result == []
+        return
+    assert event.ok, event.message
+    assert event.jaxpr is not None and event.jaxpr.text == text
+    leaves = jax.tree.leaves(want)
+    assert [r.preview for r in event.result] == [preview_value(leaf) for leaf in leaves]
+    assert [r.shape for r in event.result] == [list(np.shape(leaf)) for leaf in leaves]
+    # and the raw values, bit for bit, from the probe's own composition
+    _, got = probe.evaluate(ns["f"], args, stack, in_axes, label="", group="user", code="")
+    for a, b in zip(jax.tree.leaves(got), leaves, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_per_example_gradients_equal_the_closed_form() -> None:
+    """vmap(grad(loss), in_axes=(None, 0, 0)) on the linear model = 2(x·w − y)·x (numpy)."""
+    ns = load(EXAMPLE["per_example_grads"])
+    w, x, y = (np.asarray(a, np.float64) for a in ns["args"])
+    closed = 2 * (x @ w - y)[:, None] * x
+    event = user_event("per_example_grads")
+    assert event.stack == ["vmap", "grad"] and event.in_axes == "(None, 0, 0)"
+    np.testing.assert_allclose(number(event.result[0].preview), closed, rtol=1e-5, atol=1e-5)
+
+
+def test_default_in_axes_maps_the_params_and_fails_as_jax_does() -> None:
+    source = EXAMPLE["per_example_grads"].read_text().replace("in_axes = (None, 0, 0)", "")
+    ctx = run_probe("transform_order", source)
+    event = ctx.of_type(TransformStackEvaluated)[0]
+    ns = load(EXAMPLE["per_example_grads"])
+    with pytest.raises(ValueError) as info:
+        jax.vmap(jax.grad(ns["f"]))(*ns["args"])
+    assert not event.ok and event.error_class == "ValueError"
+    assert event.message == str(info.value)
+    assert "inconsistent sizes" in event.message and event.explanation
+
+
+@pytest.mark.parametrize("variant", ["broken", "fixed"])
+def test_case_c06(variant: str) -> None:
+    """C06 (vmap of a function that calls grad) as the case expects, from the case file itself
+    with the stack ``vmap`` (and from the exhibit's copy, whose ``stack`` says so)."""
+    expect = json.loads((CASES / f"C06_vmap_grad_{variant}.expect.json").read_text())
+    source = (CASES / f"C06_vmap_grad_{variant}.py").read_text()
+    for event in (
+        run_probe("transform_order", source, RunOptions(stack=["vmap"])).of_type(
+            TransformStackEvaluated
+        )[0],
+        user_event(f"C06_vmap_grad_{variant}"),
+    ):
+        if variant == "broken":
+            assert not event.ok
+            assert event.error_class == expect["error_class"]
+            assert event.message == expect["error_message"]
+            assert event.source is not None and event.source.line == expect["error_user_line"]
+        else:
+            assert event.ok
+            assert event.result[0].shape == expect["vmap_out_shape"]
+            np.testing.assert_allclose(number(event.result[0].preview), expect["vmap_out"], 1e-6)
+            assert event.jaxpr is not None and event.jaxpr.text == expect["jaxpr"]
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLE))
+def test_examples_match_golden(name: str) -> None:
+    want = json.loads((HERE / "golden" / f"{name}.json").read_text())
+    assert golden(load(EXAMPLE[name])) == want, "golden out of date: run golden/regen.py"
+    event = user_event(name)
+    assert event.stack == want["stack"]
+    if "error" in want:
+        assert f"{event.error_class}: {event.message}" == want["error"]
+        return
+    assert event.jaxpr is not None and event.jaxpr.text == want["jaxpr"]
+    for got, value in zip(event.result, want["result"], strict=True):
+        if "..." not in got.preview:
+            np.testing.assert_allclose(number(got.preview), value, rtol=1e-5, atol=1e-6)
+
+
+# ---- the tracers that reached f ------------------------------------------------------------
+
+
+def seen_types(stack: list[str], f: Any, args: tuple[Any, ...], in_axes: Any = 0) -> list[str]:
+    """``type(a).__name__`` of each argument inside f, observed by our own f."""
+    seen: list[str] = []
+
+    def spy(*a: Any) -> Any:
+        if not seen:
+            seen.extend(type(v).__name__ for v in a)
+        return f(*a)
+
+    with contextlib.suppress(TypeError):  # grad(vmap(u)) fails after f has seen its tracers
+        direct(stack, spy, in_axes)(*args)
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("stack", "nest"),
+    [
+        (["vmap", "grad"], ["LinearizeTracer", "BatchTracer", "ArrayImpl", "DynamicJaxprTracer"]),
+        (["grad", "vmap"], ["BatchTracer", "LinearizeTracer", "ArrayImpl", "DynamicJaxprTracer"]),
+        (["jit", "vmap"], ["BatchTracer", "DynamicJaxprTracer"]),
+        (["vmap", "jit"], ["DynamicJaxprTracer"]),
+        (["jacfwd"], ["JVPTracer", "ArrayImpl", "BatchTracer", "ArrayImpl"]),
+        (["jacrev"], ["LinearizeTracer", "ArrayImpl", "DynamicJaxprTracer"]),
+        ([], ["ArrayImpl"]),
+    ],
+    ids=lambda v: ",".join(v),
+)
+def test_trace_nest_observed_inside_f(stack: list[str], nest: list[str]) -> None:
+    """The nest recorded for ``u(x) = sum(sin(x))`` on a (4, 3) batch (per example f32[3]): the
+    outermost transform's tracer is innermost in the nest; ``type(x)`` inside f agrees."""
+
+    def u(x: Any) -> Any:
+        return jnp.sum(jnp.sin(x))
+
+    x = jnp.ones((4, 3)) if "vmap" in stack else jnp.ones(3)
+    event, _ = probe.evaluate(u, (x,), stack, 0, label="", group="user", code="")
+    nodes = event.traces[0].nodes
+    assert [n.tracer for n in nodes] == nest
+    assert nodes[0].tracer == seen_types(stack, u, (x,))[0]
+    assert nodes[0].aval == "f32[3]"
+    for n in nodes:
+        if n.tracer == "BatchTracer":
+            assert n.batch_dim == 0
+        if n.role == "val" and "vmap" in stack and n.tracer == "ArrayImpl":
+            assert n.aval == "f32[4,3]"  # vmap's trace carries the whole batch
+
+
+def test_unmapped_params_are_not_batch_tracers() -> None:
+    """vmap(grad(loss), in_axes=(None, 0, 0)): w meets only grad's trace, x and y only vmap's."""
+    event = user_event("per_example_grads")
+    ns = load(EXAMPLE["per_example_grads"])
+    assert [a.nodes[0].tracer for a in event.traces] == seen_types(
+        ["vmap", "grad"], ns["f"], tuple(ns["args"]), (None, 0, 0)
+    )
+    w, x, y = event.traces
+    assert [n.tracer for n in w.nodes] == ["LinearizeTracer", "ArrayImpl", "DynamicJaxprTracer"]
+    assert [(n.tracer, n.aval) for n in x.nodes] == [
+        ("BatchTracer", "f32[3]"),
+        ("ArrayImpl", "f32[8,3]"),
+    ]
+    assert [(n.tracer, n.aval) for n in y.nodes] == [
+        ("BatchTracer", "f32[]"),
+        ("ArrayImpl", "f32[8]"),
+    ]
+
+
+# ---- the built-in comparisons --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def builtins() -> list[TransformStackEvaluated]:
+    ctx: FakeContext = run_probe("transform_order", EXAMPLE["per_example_grads"].read_text())
+    return ctx.of_type(TransformStackEvaluated)[1:]
+
+
+def by_code(events: list[TransformStackEvaluated], code: str) -> TransformStackEvaluated:
+    (found,) = [e for e in events if e.code == code]
+    return found
+
+
+def test_vmap_grad_against_grad_vmap_against_summed(
+    builtins: list[TransformStackEvaluated],
+) -> None:
+    xs = jnp.linspace(0.0, 1.0, 4)
+    du = 3 * np.asarray(xs, np.float64) ** 2 + np.cos(np.asarray(xs, np.float64))
+    per = by_code(builtins, "vmap(grad(u))(xs)")
+    np.testing.assert_allclose(number(per.result[0].preview), du, rtol=1e-5)
+    assert per.check_ok is True
+    bad = by_code(builtins, "grad(vmap(u))(xs)")
+    with pytest.raises(TypeError) as info:
+        jax.grad(jax.vmap(probe.u))(xs)
+    assert not bad.ok and bad.message == str(info.value)
+    assert bad.explanation is not None and "vmap(grad(f))" in bad.explanation
+    summed = by_code(builtins, "grad(lambda x: vmap(u)(x).sum())(xs)")
+    np.testing.assert_allclose(number(summed.result[0].preview), du, rtol=1e-5)
+
+
+def test_jacfwd_against_jacrev(builtins: list[TransformStackEvaluated]) -> None:
+    jac = [e for e in builtins if e.group == "jacobian"]
+    assert [e.code for e in jac] == [
+        "jit(jacfwd(tall))(x)",
+        "jit(jacrev(tall))(x)",
+        "jit(jacfwd(wide))(x)",
+        "jit(jacrev(wide))(x)",
+    ]
+    for e in jac:
+        name = "tall" if "tall" in e.code else "wide"
+        fn = getattr(probe, name)
+        chip = getattr(jax, "jacfwd" if "jacfwd" in e.code else "jacrev")
+        n_in = probe.A_TALL.shape[1] if name == "tall" else probe.A_WIDE.shape[1]
+        x = jnp.linspace(-1.0, 1.0, n_in, dtype=jnp.float32)
+        assert e.ok and e.check_ok is True
+        assert e.jaxpr is not None and e.jaxpr.text == str(jax.make_jaxpr(chip(fn))(x))
+        assert e.eqn_count is not None and e.eqn_count >= len(e.jaxpr.eqns)
+        cost: Any = jax.jit(chip(fn)).lower(x).compile().cost_analysis()
+        cost = cost[0] if isinstance(cost, list) else cost
+        assert e.flops == float(cost["flops"])
+        assert e.time_ms is not None and e.time_ms > 0
+    # forward mode is cheaper for the tall Jacobian, reverse mode for the wide one
+    assert jac[0].flops is not None and jac[1].flops is not None and jac[0].flops < jac[1].flops
+    assert jac[2].flops is not None and jac[3].flops is not None and jac[3].flops < jac[2].flops
+    # same values: each checked against the numpy Jacobian in the probe, and the previews agree
+    assert jac[0].result[0].shape == jac[1].result[0].shape == [200, 4]
+    assert all(e.check == "numpy: (1 − tanh²(A·x))·A" for e in jac)
+
+
+def test_model_comparisons(builtins: list[TransformStackEvaluated]) -> None:
+    model = [e for e in builtins if e.group == "model"]
+    w, x, y = (probe.W, probe.X, probe.Y)
+    closed = 2 * (x.astype(np.float64) @ w - y)[:, None] * x
+    per, default, summed = model
+    assert per.in_axes == "(None, 0, 0)" and per.check_ok is True
+    np.testing.assert_allclose(number(per.result[0].preview), closed, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError) as info:
+        jax.vmap(jax.grad(probe.loss))(w, x, y)
+    assert not default.ok and default.message == str(info.value)
+    np.testing.assert_allclose(number(summed.result[0].preview), closed.sum(0), rtol=1e-5)
+
+
+# ---- the CLI -------------------------------------------------------------------------------
+
+
+def jaxscope(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [JAXSCOPE, *argv], capture_output=True, text=True, timeout=120, cwd=EXHIBITS.parent
+    )
+
+
+def test_cli_stack() -> None:
+    path = EXAMPLE["per_example_grads"]
+    ns = load(path)
+    args = tuple(ns["args"])
+    ok = direct(["jit", "vmap", "grad"], ns["f"], ns["in_axes"])
+    out = jaxscope(
+        "run", "transform_order", str(path), "--stack", "jit,vmap,grad", "--print", "jaxpr"
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == str(jax.make_jaxpr(ok)(*args)) + "\n"
+    out = jaxscope("run", "transform_order", str(path), "--stack", "vmap,grad", "--print", "result")
+    assert out.returncode == 0, out.stderr
+    want = jax.vmap(jax.grad(ns["f"]), in_axes=(None, 0, 0))(*args)
+    assert out.stdout == f"output: float32{list(want.shape)}\n{preview_value(want)}\n"
+    out = jaxscope("run", "transform_order", str(path), "--stack", "grad,vmap", "--print", "error")
+    with pytest.raises(TypeError) as info:
+        jax.grad(jax.vmap(ns["f"], in_axes=(None, 0, 0)))(*args)
+    assert out.returncode == 0 and out.stdout == f"TypeError: {info.value}\n"
+    out = jaxscope("run", "transform_order", str(path), "--stack", "vmap,nope")
+    assert out.returncode == 2 and "unknown transform nope" in out.stderr
