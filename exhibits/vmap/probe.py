@@ -54,8 +54,8 @@ def run(ctx: ProbeContext) -> None:
         in_axes, in_text = _axes(ctx.options.in_axes, namespace, "in_axes")
         out_axes, out_text = _axes(ctx.options.out_axes, namespace, "out_axes")
         mapped = map_inputs(plan, in_axes)
-    ctx.emit(inputs_event(mapped, in_text, out_text))
-    with ctx.stage("trace"):
+        # Shown even when the per-example trace fails below (e.g. a Python `if` on a mapped value).
+        ctx.emit(inputs_event(mapped, in_text, out_text))
         try:
             example, out_shape = example_jaxpr(plan, mapped)
         except Exception:

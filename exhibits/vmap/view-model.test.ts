@@ -1,0 +1,120 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import type { Event } from "../../frontend/src/protocol";
+import {
+  axesOptions,
+  bdimText,
+  highlightedBatchedEqns,
+  isMove,
+  originOf,
+  ruleLocation,
+  shapeBoxes,
+  stepSentence,
+  valueRows,
+  vmapModel,
+} from "./view-model";
+
+// Captured from the real probe by fixtures/capture.py (never written by hand).
+const dir = fileURLToPath(new URL("./fixtures/", import.meta.url));
+function load(name: string): Event[] {
+  return readFileSync(`${dir}${name}.jsonl`, "utf8")
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l) as Event);
+}
+
+describe("broadcast_columns: x mapped on axis 1, y on axis 0, bias not mapped", () => {
+  const events = load("broadcast_columns");
+  const model = vmapModel(events, events);
+
+  it("reads the inputs, the per-example jaxpr, the steps and the batched jaxpr", () => {
+    expect(model.inputs?.axis_size).toBe(4);
+    expect(model.inputs?.inputs.map((i) => i.bdim)).toEqual([1, 0, null]);
+    expect(model.example?.jaxpr.invars.map((v) => v.aval.short)).toEqual([
+      "f32[3]",
+      "f32[3]",
+      "f32[3]",
+    ]);
+    expect(model.allSteps.map((s) => s.primitive)).toEqual(["mul", "gt", "jit", "reduce_sum"]);
+    expect(model.current?.primitive).toBe("reduce_sum");
+    expect(model.stagedReached).toBe(true);
+    expect(model.failure).toBeUndefined();
+  });
+
+  it("walks the steps with the stepper cursor and keeps a picked step", () => {
+    const upToMul = events.slice(0, events.findIndex((e) => e.type === "batch_rule_applied") + 1);
+    const m = vmapModel(upToMul, events);
+    expect(m.steps).toHaveLength(1);
+    expect(m.current?.primitive).toBe("mul");
+    expect(m.stagedReached).toBe(false);
+    expect(m.staged).toBeDefined(); // shown ahead of the cursor
+    expect(vmapModel(events, events, 1).current?.primitive).toBe("gt");
+  });
+
+  it("colours the batch axis in the shape pictures", () => {
+    const mul = model.allSteps[0]!;
+    const rows = valueRows(mul);
+    expect(rows.map((r) => [r.side, r.var, r.bdim])).toEqual([
+      ["in", "a", 1],
+      ["in", "b", 0],
+      ["out", "d", 0],
+    ]);
+    expect(shapeBoxes(rows[0]!.aval!, rows[0]!.bdim)).toEqual([
+      { size: 3, batch: false },
+      { size: 4, batch: true },
+    ]);
+    expect(shapeBoxes(rows[2]!.aval!, rows[2]!.bdim)).toEqual([
+      { size: 4, batch: true },
+      { size: 3, batch: false },
+    ]);
+    const gt = model.allSteps[1]!;
+    expect(valueRows(gt)[1]).toMatchObject({ var: null, bdim: null });
+    expect(bdimText(null)).toBe("not mapped");
+    expect(bdimText(1)).toBe("axis 1");
+  });
+
+  it("marks the transpose the mul rule added and links batched eqns back to steps", () => {
+    const mul = model.allSteps[0]!;
+    expect(mul.moves).toHaveLength(1);
+    expect(isMove(mul, mul.emitted![0]!)).toBe(true);
+    expect(isMove(mul, mul.emitted![1]!)).toBe(false);
+    expect(stepSentence(mul)).toBe(
+      "mul: batch dims in (1, 0) → out (0). The rule lined the batch axes up first: 1 axis move/broadcast before the batched mul.",
+    );
+    expect([...highlightedBatchedEqns(mul)]).toEqual([0, 1]);
+    expect(originOf(model.allSteps, 1)).toBe(0);
+    const last = model.staged!.jaxpr.eqns.length - 1; // vmap's own broadcast of the bias output
+    expect(originOf(model.allSteps, last)).toBeNull();
+    expect(model.staged?.output_moves).toHaveLength(1);
+    expect(ruleLocation(mul.rule)).toMatch(/^jax\/_src\/lax\/lax\.py:\d+$/);
+  });
+});
+
+describe("per_example_loss (default)", () => {
+  const events = load("per_example_loss");
+  const model = vmapModel(events, events);
+
+  it("maps the data, not the parameters", () => {
+    expect(model.inputs?.in_axes).toBe("(None, 0, 0)");
+    expect(model.inputs?.inputs.map((i) => [i.path, i.bdim])).toEqual([
+      ["args[0]['b']", null],
+      ["args[0]['w']", null],
+      ["args[1]", 0],
+      ["args[2]", 0],
+    ]);
+    const dot = model.allSteps[0]!;
+    expect(stepSentence(dot)).toBe(
+      "dot_general: batch dims in (0, None) → out (0). The batched dot_general handles the batch axis directly.",
+    );
+    expect(model.staged?.matches_jax_vmap).toBe(true);
+    expect(model.staged?.outputs[0]?.shape).toEqual([8]);
+  });
+});
+
+describe("axesOptions", () => {
+  it("keeps the other options and maps empty text to the snippet's axes", () => {
+    const base = { calls: [], known: null, in_axes: "0", out_axes: null, stack: null };
+    expect(axesOptions(base, " (None, 0) ", "")).toEqual({ ...base, in_axes: "(None, 0)", out_axes: null });
+  });
+});

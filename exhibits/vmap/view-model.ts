@@ -1,0 +1,150 @@
+/**
+ * The vmap exhibit's view model: pure functions from the run's events to what the view shows.
+ *
+ * The probe emits `vmap_inputs_mapped` (each argument's batch dim and per-example aval),
+ * `jaxpr_staged` (the per-example jaxpr), one `batch_rule_applied` per eqn of it, then
+ * `batched_jaxpr_staged` (JAX's own `make_jaxpr(vmap(f, in_axes, out_axes))`). The stepper walks
+ * the steps: the current step is the last `batch_rule_applied` up to the cursor (or the step the
+ * user picked). The batched jaxpr arrives last, so it is read from all the run's events.
+ */
+import type { Event, EventOf, JaxprStaged, RunFailed } from "../../frontend/src/protocol";
+import { eventsOf, lastOf } from "../../frontend/src/widgets/events";
+
+export type BatchRuleApplied = EventOf<"batch_rule_applied">;
+export type BatchedJaxprStaged = EventOf<"batched_jaxpr_staged">;
+export type VmapInputsMapped = EventOf<"vmap_inputs_mapped">;
+export type AvalView = BatchRuleApplied["in_avals"][number];
+export type RuleView = NonNullable<BatchRuleApplied["rule"]>;
+
+export interface VmapModel {
+  inputs: VmapInputsMapped | undefined;
+  /** the per-example (unbatched) jaxpr */
+  example: JaxprStaged | undefined;
+  steps: BatchRuleApplied[];
+  allSteps: BatchRuleApplied[];
+  current: BatchRuleApplied | undefined;
+  staged: BatchedJaxprStaged | undefined;
+  stagedReached: boolean;
+  failure: RunFailed | undefined;
+}
+
+/** Derive the model; `picked` is a per-example eqn index the user clicked (shown once reached). */
+export function vmapModel(
+  events: readonly Event[],
+  allEvents: readonly Event[],
+  picked?: number | null,
+): VmapModel {
+  const steps = eventsOf(events, "batch_rule_applied");
+  const pickedStep = picked == null ? undefined : steps.find((s) => s.index === picked);
+  return {
+    inputs: lastOf(allEvents, "vmap_inputs_mapped"),
+    example: lastOf(events, "jaxpr_staged") ?? lastOf(allEvents, "jaxpr_staged"),
+    steps,
+    allSteps: eventsOf(allEvents, "batch_rule_applied"),
+    current: pickedStep ?? steps.at(-1),
+    staged: lastOf(allEvents, "batched_jaxpr_staged"),
+    stagedReached: lastOf(events, "batched_jaxpr_staged") !== undefined,
+    failure: lastOf(allEvents, "run_failed"),
+  };
+}
+
+/** One box of a shape picture: the dim's size, and whether it is the batch axis. */
+export interface DimBox {
+  size: number;
+  batch: boolean;
+}
+
+/** The boxes of `aval`'s shape, the one at `bdim` marked as the batch axis. */
+export function shapeBoxes(aval: AvalView, bdim: number | null | undefined): DimBox[] {
+  return aval.shape.map((size, i) => ({ size, batch: bdim != null && i === bdim }));
+}
+
+/** `axis 1` or `not mapped`. */
+export function bdimText(bdim: number | null | undefined): string {
+  return bdim == null ? "not mapped" : `axis ${bdim}`;
+}
+
+/** One row of the step card's table: a value going in or out of the eqn. */
+export interface ValueRow {
+  side: "in" | "out";
+  position: number;
+  /** the var name in the per-example jaxpr; null for a literal */
+  var: string | null;
+  exampleAval: AvalView | undefined;
+  aval: AvalView | undefined;
+  bdim: number | null;
+}
+
+export function valueRows(step: BatchRuleApplied): ValueRow[] {
+  const rows: ValueRow[] = [];
+  step.in_bdims.forEach((d, i) =>
+    rows.push({
+      side: "in",
+      position: i,
+      var: step.in_vars?.[i] ?? null,
+      exampleAval: step.example_in_avals?.[i],
+      aval: step.in_avals[i],
+      bdim: d ?? null,
+    }),
+  );
+  step.out_bdims.forEach((d, i) =>
+    rows.push({
+      side: "out",
+      position: i,
+      var: step.out_vars?.[i] ?? null,
+      exampleAval: step.example_out_avals?.[i],
+      aval: step.out_avals[i],
+      bdim: d ?? null,
+    }),
+  );
+  return rows;
+}
+
+const dims = (ds: readonly (number | null | undefined)[]): string =>
+  `(${ds.map((d) => (d == null ? "None" : String(d))).join(", ")})`;
+
+/** A sentence saying what the rule did with the batch dims. */
+export function stepSentence(step: BatchRuleApplied): string {
+  const head = `${step.primitive}: batch dims in ${dims(step.in_bdims)} → out ${dims(step.out_bdims)}.`;
+  if (step.mechanism === "not_mapped") return `${head} No rule ran: nothing was mapped.`;
+  const moved = step.moves?.length ?? 0;
+  if (moved > 0) {
+    return `${head} The rule lined the batch axes up first: ${moved} axis move${moved > 1 ? "s" : ""}/broadcast${moved > 1 ? "s" : ""} before the batched ${step.primitive}.`;
+  }
+  if (step.in_bdims.every((d) => d == null)) return `${head} Computed once, shared by all examples.`;
+  return `${head} The batched ${step.primitive} handles the batch axis directly.`;
+}
+
+/** `jax/_src/lax/lax.py:4571`, or null when JAX gave no location. */
+export function ruleLocation(rule: RuleView | null | undefined): string | null {
+  if (!rule?.file) return null;
+  return rule.line == null ? rule.file : `${rule.file}:${rule.line}`;
+}
+
+/** The batched-jaxpr eqns the current step emitted. */
+export function highlightedBatchedEqns(step: BatchRuleApplied | undefined): Set<number> {
+  return new Set(step?.batched_eqn_indices ?? []);
+}
+
+/** The step (per-example eqn index) that emitted batched eqn `k`, or null (vmap's own moves). */
+export function originOf(steps: readonly BatchRuleApplied[], k: number): number | null {
+  for (const s of steps) if (s.batched_eqn_indices?.includes(k)) return s.index;
+  return null;
+}
+
+/** Whether an emitted eqn's text is one of the step's axis moves. */
+export function isMove(step: BatchRuleApplied, text: string): boolean {
+  return (step.moves ?? []).includes(text);
+}
+
+/**
+ * The options of a rerun with the edited axes: empty text means "the snippet's own" (null).
+ */
+export function axesOptions<T extends object>(
+  options: T,
+  inAxes: string,
+  outAxes: string,
+): T & { in_axes: string | null; out_axes: string | null } {
+  const norm = (s: string): string | null => (s.trim() === "" ? null : s.trim());
+  return { ...options, in_axes: norm(inAxes), out_axes: norm(outAxes) };
+}
