@@ -20,7 +20,9 @@ line), inside ``jax.jvp``, inside ``jax.make_jaxpr``. Around each bind we read t
 ``.primal``/``.tangent`` of the inputs and outputs (tracers of the outer ``make_jaxpr`` trace), and
 we count the eqns the outermost ``pe.JaxprStackFrame`` gains (``add_eqn``, patched for the
 duration): those are the eqns that primal eqn's rule emitted. The outer function also returns
-every primal/tangent tracer it read, so one ``jax.jit`` of that jaxpr gives all their values.
+every primal/tangent tracer it read (each once), so evaluating that jaxpr eagerly
+(``core.jaxpr_as_fun``: each eqn bound as ``core.eval_jaxpr`` does, each primitive's executable
+cached by JAX, no whole-program compile per run) gives all their values.
 
 The whole JVP jaxpr is JAX's own: ``jax.make_jaxpr(lambda primals, tangents: jax.jvp(f_closed,
 primals, tangents))(primals, tangents)`` where ``f_closed(*dynamic_args)`` calls the user's ``f``
@@ -54,6 +56,7 @@ from jaxscope.internals.ad_rules import jvp_rule_view
 from jaxscope.internals.calling import CallPlan, concrete_args
 from jaxscope.internals.recording import PATCH_LOCK as _patch_lock
 from jaxscope.internals.views import (
+    PREVIEW_CHARS,
     aval_view,
     eqn_view,
     jaxpr_view,
@@ -239,13 +242,18 @@ def _interpreter(
     ``core.eval_jaxpr``), recording primal/tangent values around each bind."""
     jaxpr = primal.jaxpr
 
+    seen: dict[int, int] = {}  # id(tracer) -> its index in ``traced`` (read once, however often)
+
     def slot(x: Any, zero_aval: Any = None) -> _Slot:
         if zero_aval is not None:
             return _Slot(aval=zero_aval, zero=True)
         aval = core.typeof(x)
         if isinstance(x, core.Tracer):
-            traced.append(x)
-            return _Slot(aval=aval, traced=len(traced) - 1)
+            k = seen.get(id(x))
+            if k is None:  # ``traced`` keeps the tracer alive, so its id stays its own
+                k = seen[id(x)] = len(traced)
+                traced.append(x)
+            return _Slot(aval=aval, traced=k)
         return _Slot(aval=aval, value=x)
 
     def split(x: Any) -> tuple[_Slot, _Slot, Any]:
@@ -318,25 +326,66 @@ def _custom_rule_view(eqn: Any) -> RuleView:
     )
 
 
+# Arrays up to this many elements have their previews memoised by content (dtype, shape, bytes).
+MEMO_ELEMENTS = 1 << 14
+
+
+class _Printer:
+    """``preview_value`` memoised by content within one capture: equal arrays print equally (the
+    printout is a function of dtype, shape and bytes), and e.g. a ones tangent or a zero bias
+    recurs many times."""
+
+    def __init__(self) -> None:
+        self.memo: dict[tuple[str, tuple[int, ...], bytes, int], str] = {}
+
+    def __call__(self, arr: np.ndarray, max_chars: int) -> str:
+        if arr.dtype.kind not in "biufc" or arr.size > MEMO_ELEMENTS:
+            return preview_value(arr, max_chars)
+        key = (arr.dtype.str, arr.shape, arr.tobytes(), max_chars)
+        text = self.memo.get(key)
+        if text is None:
+            text = self.memo[key] = preview_value(arr, max_chars)
+        return text
+
+
+class _Shown:
+    """Preview text and non-finiteness of each value shown, computed once per value: a value
+    read by several steps (an eqn's output is its consumers' input) is printed once. Values are
+    copied to the host only here, when shown."""
+
+    def __init__(self, values: list[Any], printer: _Printer) -> None:
+        self.values = values
+        self.printer = printer
+        self.traced: dict[int, tuple[str | None, bool]] = {}
+        self.concrete: dict[int, tuple[Any, str | None, bool]] = {}
+
+    def get(self, s: _Slot) -> tuple[str | None, bool]:
+        if s.traced is not None:
+            got = self.traced.get(s.traced)
+            if got is None:
+                got = self.traced[s.traced] = self._show(self.values[s.traced])
+            return got
+        hit = self.concrete.get(id(s.value))
+        if hit is None or hit[0] is not s.value:
+            hit = self.concrete[id(s.value)] = (s.value, *self._show(s.value))
+        return hit[1], hit[2]
+
+    def _show(self, value: Any) -> tuple[str | None, bool]:
+        if value is None:
+            return None, False
+        arr = np.asarray(value)
+        nonfinite = arr.dtype.kind in "fc" and not bool(np.all(np.isfinite(arr)))
+        return self.printer(arr, STEP_PREVIEW_CHARS), nonfinite
+
+
 def _value_view(
-    s: _Slot, role: str, values: list[Any], names: dict[int, str], var: str | None = None
+    s: _Slot, role: str, shown: _Shown, names: dict[int, str], var: str | None = None
 ) -> ValueView:
     if s.zero:
         return ValueView(role="tangent", aval=aval_view(s.aval), zero=True, var=var)
     if s.traced is not None:
-        value = values[s.traced]
         var = names.get(s.traced, var)
-    else:
-        value = s.value
-    preview: str | None
-    nonfinite = False
-    if value is None:
-        preview = None
-    else:
-        arr = np.asarray(value)
-        preview = preview_value(arr, STEP_PREVIEW_CHARS)
-        if arr.dtype.kind in "fc":
-            nonfinite = bool(not np.all(np.isfinite(arr)))
+    preview, nonfinite = shown.get(s)
     return ValueView(
         role=role,  # type: ignore[arg-type]
         aval=aval_view(s.aval),
@@ -353,7 +402,7 @@ def _dtype_name(arr: np.ndarray) -> str:
     return str(jax.dtypes.canonicalize_dtype(arr.dtype))
 
 
-def _previews(prefix: str, leaves: list[Any]) -> list[ArrayPreview]:
+def _previews(prefix: str, leaves: list[Any], printer: _Printer) -> list[ArrayPreview]:
     out = []
     for i, leaf in enumerate(leaves):
         arr = np.asarray(leaf)
@@ -362,13 +411,13 @@ def _previews(prefix: str, leaves: list[Any]) -> list[ArrayPreview]:
                 path=f"{prefix}[{i}]",
                 shape=list(arr.shape),
                 dtype=_dtype_name(arr),
-                preview=preview_value(arr),
+                preview=printer(arr, PREVIEW_CHARS),
             )
         )
     return out
 
 
-def _path_previews(tree: Any) -> list[ArrayPreview]:
+def _path_previews(tree: Any, printer: _Printer) -> list[ArrayPreview]:
     out = []
     for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
         arr = np.asarray(leaf)
@@ -377,7 +426,7 @@ def _path_previews(tree: Any) -> list[ArrayPreview]:
                 path="tangents" + jax.tree_util.keystr(path),
                 shape=list(arr.shape),
                 dtype=_dtype_name(arr),
-                preview=preview_value(arr),
+                preview=printer(arr, PREVIEW_CHARS),
             )
         )
     return out
@@ -404,6 +453,23 @@ def _close(a: list[Any], b: list[Any]) -> bool:
         if x_arr.shape != y_arr.shape:
             return False
         if not np.allclose(x_arr, y_arr, rtol=1e-5, atol=1e-6, equal_nan=True):
+            return False
+    return True
+
+
+def _same_consts(a: list[Any], b: list[Any]) -> bool:
+    """Same number of constants, each the same object or equal arrays of one dtype and shape."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if x is y:
+            continue
+        try:
+            x_arr, y_arr = np.asarray(x), np.asarray(y)
+            same = x_arr.dtype == y_arr.dtype and np.array_equal(x_arr, y_arr, equal_nan=True)
+        except (TypeError, ValueError):  # e.g. PRNG key arrays: not compared, not the same
+            same = False
+        if not same:
             return False
     return True
 
@@ -451,12 +517,17 @@ def capture_jvp(plan: CallPlan, primal: Any, given_tangents: Any = None) -> JvpC
     n = n_out[0]
     jaxpr = extended.jaxpr
     trimmed = core.ClosedJaxpr(jaxpr.replace(outvars=jaxpr.outvars[:n]), extended.consts)
-    attributed = str(trimmed) == str(jvp_closed) and len(origin) == len(jaxpr.eqns)
+    # ``str(closed) == str(closed.jaxpr)``: JAX's JVP jaxpr is printed once, by its view.
+    jvp_view = jaxpr_view(jvp_closed)
+    trimmed_text, pp_ctx = print_with_context(trimmed.jaxpr)
+    attributed = trimmed_text == jvp_view.text and len(origin) == len(jaxpr.eqns)
 
-    # Values: one jit of the interpretation (same eqns as JAX's JVP jaxpr) on the inputs.
+    # Values: the interpretation's jaxpr (same eqns as JAX's JVP jaxpr) evaluated eagerly on the
+    # inputs, eqn by eqn as ``core.eval_jaxpr`` binds them (as eager ``jax.jvp`` runs them: each
+    # primitive's executable is compiled once and cached by JAX; one ``jax.jit`` of the whole
+    # jaxpr would be compiled afresh for every run). Host copies are made only when shown.
     flat_in = [*dyn_leaves, *tan_leaves]
-    results = jax.jit(core.jaxpr_as_fun(extended))(*flat_in)
-    results = [np.asarray(r) if r is not None else None for r in results]
+    results = core.jaxpr_as_fun(extended)(*flat_in)
     fetched_vals = results[n:]
     # Map each traced value to its fetched output (None leaves were dropped from the outputs).
     values: list[Any] = []
@@ -465,7 +536,6 @@ def capture_jvp(plan: CallPlan, primal: Any, given_tangents: Any = None) -> JvpC
         values.append(next(it) if _fetchable(x) else None)
 
     # Names of the traced values in the JVP jaxpr's text (when it appears there).
-    _, pp_ctx = print_with_context(trimmed.jaxpr)
     appearing: set[Any] = set(trimmed.jaxpr.invars) | set(trimmed.jaxpr.constvars)
     for e in trimmed.jaxpr.eqns:
         appearing.update(v for v in e.invars if isinstance(v, core.Var))
@@ -477,7 +547,6 @@ def capture_jvp(plan: CallPlan, primal: Any, given_tangents: Any = None) -> JvpC
         if isinstance(var, core.Var) and var in appearing:
             names[i] = str(core.pp_var(var, pp_ctx))
 
-    jvp_view = jaxpr_view(jvp_closed)
     if attributed:
         eqn_texts = [e.text for e in jvp_view.eqns]
         eqn_origin = list(origin)
@@ -490,6 +559,9 @@ def capture_jvp(plan: CallPlan, primal: Any, given_tangents: Any = None) -> JvpC
             emitted.setdefault(o, []).append(k)
 
     _, primal_ctx = print_with_context(primal.jaxpr)
+    printer = _Printer()
+    shown = _Shown(values, printer)
+    rules: dict[Any, RuleView | None] = {}  # one lookup per primitive (the tables are fixed here)
     events: list[JvpRuleApplied] = []
     for step in steps[:MAX_STEPS]:
         eqn = step.eqn
@@ -499,7 +571,9 @@ def capture_jvp(plan: CallPlan, primal: Any, given_tangents: Any = None) -> JvpC
         ]
         out_names = [str(core.pp_var(v, primal_ctx)) for v in eqn.outvars]
         if step.mechanism == "rule":
-            rule = jvp_rule_view(eqn.primitive)
+            if eqn.primitive not in rules:
+                rules[eqn.primitive] = jvp_rule_view(eqn.primitive)
+            rule = rules[eqn.primitive]
         elif step.mechanism in ("custom_jvp", "custom_vjp"):
             rule = _custom_rule_view(eqn)
         else:
@@ -520,22 +594,27 @@ def capture_jvp(plan: CallPlan, primal: Any, given_tangents: Any = None) -> JvpC
                 mechanism=step.mechanism,  # type: ignore[arg-type]
                 note=note,
                 primals_in=[
-                    _value_view(s, "literal" if nm is None else "primal", values, {}, nm)
+                    _value_view(s, "literal" if nm is None else "primal", shown, {}, nm)
                     for s, nm in zip(step.primals_in, in_names, strict=True)
                 ],
-                tangents_in=[_value_view(s, "tangent", values, names) for s in step.tangents_in],
+                tangents_in=[_value_view(s, "tangent", shown, names) for s in step.tangents_in],
                 tangent_eqns=[eqn_texts[k] for k in indices],
                 jvp_eqn_indices=indices if attributed else [],
                 primals_out=[
-                    _value_view(s, "primal", values, {}, nm)
+                    _value_view(s, "primal", shown, {}, nm)
                     for s, nm in zip(step.primals_out, out_names, strict=True)
                 ],
-                tangents_out=[_value_view(s, "tangent", values, names) for s in step.tangents_out],
+                tangents_out=[_value_view(s, "tangent", shown, names) for s in step.tangents_out],
             )
         )
 
-    # The outputs: JAX's JVP jaxpr evaluated (jit) beside jax.jvp itself (eager).
-    out_leaves = [np.asarray(x) for x in jax.jit(core.jaxpr_as_fun(jvp_closed))(*flat_in)]
+    # The outputs: JAX's JVP jaxpr evaluated (eagerly, as above) beside jax.jvp itself (eager).
+    # When the interpretation prints as JAX's JVP jaxpr and holds the same constants, it is the
+    # same computation on the same inputs: its outputs (above) are those of JAX's JVP jaxpr.
+    if attributed and _same_consts(trimmed.consts, jvp_closed.consts):
+        out_leaves = [np.asarray(x) for x in results[:n]]
+    else:
+        out_leaves = [np.asarray(x) for x in core.jaxpr_as_fun(jvp_closed)(*flat_in)]
     n_primal_out = len(jax.tree.leaves(primal.out_avals))
     n_primal_out = len(out_leaves) // 2 if n_primal_out * 2 != len(out_leaves) else n_primal_out
     ref_p, ref_t = jax.jvp(f_closed, dynamic, tangents)
@@ -545,11 +624,11 @@ def capture_jvp(plan: CallPlan, primal: Any, given_tangents: Any = None) -> JvpC
         expression=JVP_EXPRESSION,
         eqn_origin=eqn_origin,
         attributed=attributed,
-        tangents_in=_path_previews(tangents),
-        primals_out=_previews("primals_out", out_leaves[:n_primal_out]),
-        tangents_out=_previews("tangents_out", out_leaves[n_primal_out:]),
-        jax_primals_out=_previews("primals_out", ref[:n_primal_out]),
-        jax_tangents_out=_previews("tangents_out", ref[n_primal_out:]),
+        tangents_in=_path_previews(tangents, printer),
+        primals_out=_previews("primals_out", out_leaves[:n_primal_out], printer),
+        tangents_out=_previews("tangents_out", out_leaves[n_primal_out:], printer),
+        jax_primals_out=_previews("primals_out", ref[:n_primal_out], printer),
+        jax_tangents_out=_previews("tangents_out", ref[n_primal_out:], printer),
         matches_jax_jvp=len(ref) == len(out_leaves) and _close(out_leaves, ref),
         max_abs_diff=_max_abs_diff(out_leaves, ref) if len(ref) == len(out_leaves) else None,
     )
