@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { EXHIBITS, EXHIBIT_IDS } from './exhibits';
+import { EXHIBITS, EXHIBIT_GROUPS, EXHIBIT_IDS } from './exhibits';
 
 const root = resolve(__dirname, '..', '..');
 const python = process.env['JAXSCOPE_PYTHON'] ?? resolve(root, '.venv', 'bin', 'python');
@@ -25,5 +25,14 @@ describe('the exhibit table', () => {
       expect(existsSync(path)).toBe(true);
       expect(entry?.narrative).toBe(readFileSync(path, 'utf8'));
     }
+  });
+
+  it('puts every exhibit in a navigation group with a short label', () => {
+    for (const id of EXHIBIT_IDS) {
+      expect(EXHIBIT_GROUPS, id).toContain(EXHIBITS[id]?.group);
+      expect(EXHIBITS[id]?.label.length, id).toBeGreaterThan(0);
+    }
+    const labels = EXHIBIT_IDS.map((id) => EXHIBITS[id]?.label);
+    expect(new Set(labels).size).toBe(labels.length);
   });
 });

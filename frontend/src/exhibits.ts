@@ -32,18 +32,26 @@ export interface ExhibitEntry {
   View: Component<ExhibitViewProps>;
   /** `exhibits/<id>/narrative.md` as markdown source (rendered beside the panels) */
   narrative: string;
+  /** the navigation group the tab sits in */
+  group: ExhibitGroup;
+  /** the tab's short label (the full title comes from the catalogue) */
+  label: string;
 }
 
+/** Navigation groups, in display order. */
+export const EXHIBIT_GROUPS = ['Trace & compile', 'Autodiff', 'Batching'] as const;
+export type ExhibitGroup = (typeof EXHIBIT_GROUPS)[number];
+
 export const EXHIBITS: Readonly<Record<string, ExhibitEntry>> = {
-  tracing: { View: TracingView, narrative: tracingNarrative },
-  stations: { View: StationsView, narrative: stationsNarrative },
-  jvp: { View: JvpView, narrative: jvpNarrative },
-  partial_eval: { View: PartialEvalView, narrative: partialEvalNarrative },
-  transpose: { View: TransposeView, narrative: transposeNarrative },
-  custom_vjp: { View: CustomVjpView, narrative: customVjpNarrative },
-  nan_finder: { View: NanFinderView, narrative: nanFinderNarrative },
-  vmap: { View: VmapView, narrative: vmapNarrative },
-  transform_order: { View: TransformOrderView, narrative: transformOrderNarrative },
+  tracing: { View: TracingView, narrative: tracingNarrative, group: 'Trace & compile', label: 'Tracing → jaxpr' },
+  stations: { View: StationsView, narrative: stationsNarrative, group: 'Trace & compile', label: 'Four stations' },
+  jvp: { View: JvpView, narrative: jvpNarrative, group: 'Autodiff', label: 'JVP' },
+  partial_eval: { View: PartialEvalView, narrative: partialEvalNarrative, group: 'Autodiff', label: 'Partial eval' },
+  transpose: { View: TransposeView, narrative: transposeNarrative, group: 'Autodiff', label: 'Transpose walk' },
+  custom_vjp: { View: CustomVjpView, narrative: customVjpNarrative, group: 'Autodiff', label: 'custom_vjp lab' },
+  nan_finder: { View: NanFinderView, narrative: nanFinderNarrative, group: 'Autodiff', label: 'NaN finder' },
+  vmap: { View: VmapView, narrative: vmapNarrative, group: 'Batching', label: 'vmap axes' },
+  transform_order: { View: TransformOrderView, narrative: transformOrderNarrative, group: 'Batching', label: 'Transform order' },
 };
 
 /** The ids of the exhibits this frontend can show, in table order. */
