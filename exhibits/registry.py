@@ -215,6 +215,7 @@ EXHIBITS: dict[str, Exhibit] = {
             summary="JAX's batching rule for each equation: batch dims in, batch dims out.",
             default_example="per_example_loss",
             artefacts=_artefacts_of("vmap"),
+            budget=2.0,
         ),
         Exhibit(
             id="transform_order",

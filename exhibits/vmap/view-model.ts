@@ -100,8 +100,10 @@ export function valueRows(step: BatchRuleApplied): ValueRow[] {
   return rows;
 }
 
-const dims = (ds: readonly (number | null | undefined)[]): string =>
+/** Batch dims as Python writes them: `(0, None)`. */
+export const dimsText = (ds: readonly (number | null | undefined)[]): string =>
   `(${ds.map((d) => (d == null ? "None" : String(d))).join(", ")})`;
+const dims = dimsText;
 
 /** A sentence saying what the rule did with the batch dims. */
 export function stepSentence(step: BatchRuleApplied): string {
