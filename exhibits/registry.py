@@ -210,6 +210,21 @@ EXHIBITS: dict[str, Exhibit] = {
             budget=3.0,
         ),
         Exhibit(
+            id="pytree",
+            title="How every transform unpacks your data",
+            summary="Watch JAX flatten a container: visit order, key paths, leaves, the treedef.",
+            default_example="nested_params",
+            artefacts=_artefacts_of("pytree"),
+        ),
+        Exhibit(
+            id="control_flow",
+            title="Control flow as primitives",
+            summary="cond, scan, while_loop, fori_loop: bodies traced once, carry types checked.",
+            default_example="scan_carry",
+            artefacts=_artefacts_of("control_flow"),
+            budget=3.0,
+        ),
+        Exhibit(
             id="vmap",
             title="Where vmap puts the axis",
             summary="JAX's batching rule for each equation: batch dims in, batch dims out.",

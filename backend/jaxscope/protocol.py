@@ -1015,6 +1015,79 @@ class TransformStackEvaluated(_Event):
     check_ok: bool | None = None
 
 
+# --------------------------------------------------------------------------------------------
+# Pytree and control-flow exhibits (pytree, control_flow). Each exhibit owns its classes below.
+# --------------------------------------------------------------------------------------------
+
+
+class PytreeNodeVisited(_Event):
+    """One node visited while ``tree_flatten`` walks a container, in visit order: its key path
+    (``keystr``), type, how it is registered (``leaf``, ``none``, builtin, ``register_pytree_node``,
+    ``register_dataclass``, ...), whether ``is_leaf`` was consulted and what it said, and the
+    children's keys in the order JAX visits them (dict keys sorted)."""
+
+    type: Literal["pytree_node_visited"] = "pytree_node_visited"
+    index: int
+    keypath: str
+    node_type: str
+    registration: str
+    is_leaf_result: bool | None = None
+    children: list[str] = []
+
+
+class PytreeFlattened(_Event):
+    """The result of ``jax.tree_util.tree_flatten_with_path``: leaves with their key paths,
+    JAX's treedef string, leaf and node counts, and whether unflatten gave the container back."""
+
+    type: Literal["pytree_flattened"] = "pytree_flattened"
+    name: str
+    keypaths: list[str]
+    leaves: list[ArrayPreview]
+    treedef: str
+    num_leaves: int
+    num_nodes: int
+    roundtrip_ok: bool
+
+
+class TreedefsCompared(_Event):
+    """Two containers' treedefs: equal or not, and the first node where they differ."""
+
+    type: Literal["treedefs_compared"] = "treedefs_compared"
+    left: str
+    right: str
+    equal: bool
+    keypath: str | None = None
+    difference: str | None = None
+
+
+class CarryChecked(_Event):
+    """A loop primitive's carry at entry and at the body's exit, leaf by leaf (pytree path,
+    shape, dtype, weak type), with JAX's verdict (accepted, or its error class and message)."""
+
+    type: Literal["carry_checked"] = "carry_checked"
+    primitive: str
+    source: SourceLoc | None = None
+    entry: list[str]
+    exit: list[str]
+    leaf_paths: list[str]
+    ok: bool
+    error_class: str | None = None
+    message: str | None = None
+    leaf_path: str | None = None
+
+
+class ControlFlowShown(_Event):
+    """One semantics fact shown with the jaxpr that proves it (``cond`` traces both branches,
+    ``cond`` under ``vmap`` becomes ``select_n``, static ``fori_loop`` becomes ``scan``, ...)."""
+
+    type: Literal["control_flow_shown"] = "control_flow_shown"
+    topic: str
+    claim: str
+    holds: bool
+    jaxpr: JaxprView | None = None
+    figures: dict[str, float] = {}
+
+
 class RunFinished(_Event):
     """Terminal: the run completed. ``duration_ms`` is the worker-side wall time."""
 
@@ -1082,6 +1155,11 @@ Event = Annotated[
     | BatchRuleApplied
     | BatchedJaxprStaged
     | TransformStackEvaluated
+    | PytreeNodeVisited
+    | PytreeFlattened
+    | TreedefsCompared
+    | CarryChecked
+    | ControlFlowShown
     | RunFinished
     | RunFailed,
     Field(discriminator="type"),
@@ -1112,6 +1190,11 @@ EventModel = (
     | BatchRuleApplied
     | BatchedJaxprStaged
     | TransformStackEvaluated
+    | PytreeNodeVisited
+    | PytreeFlattened
+    | TreedefsCompared
+    | CarryChecked
+    | ControlFlowShown
     | RunFinished
     | RunFailed
 )

@@ -21,6 +21,10 @@ import VmapView from '../../exhibits/vmap/View.svelte';
 import vmapNarrative from '../../exhibits/vmap/narrative.md?raw';
 import TransformOrderView from '../../exhibits/transform_order/View.svelte';
 import transformOrderNarrative from '../../exhibits/transform_order/narrative.md?raw';
+import PytreeView from '../../exhibits/pytree/View.svelte';
+import pytreeNarrative from '../../exhibits/pytree/narrative.md?raw';
+import ControlFlowView from '../../exhibits/control_flow/View.svelte';
+import controlFlowNarrative from '../../exhibits/control_flow/narrative.md?raw';
 import StationsView from '../../exhibits/stations/View.svelte';
 import stationsNarrative from '../../exhibits/stations/narrative.md?raw';
 import TracingView from '../../exhibits/tracing/View.svelte';
@@ -39,7 +43,7 @@ export interface ExhibitEntry {
 }
 
 /** Navigation groups, in display order. */
-export const EXHIBIT_GROUPS = ['Trace & compile', 'Autodiff', 'Batching'] as const;
+export const EXHIBIT_GROUPS = ['Trace & compile', 'Autodiff', 'Batching', 'Pytrees & control flow'] as const;
 export type ExhibitGroup = (typeof EXHIBIT_GROUPS)[number];
 
 export const EXHIBITS: Readonly<Record<string, ExhibitEntry>> = {
@@ -52,6 +56,8 @@ export const EXHIBITS: Readonly<Record<string, ExhibitEntry>> = {
   nan_finder: { View: NanFinderView, narrative: nanFinderNarrative, group: 'Autodiff', label: 'NaN finder' },
   vmap: { View: VmapView, narrative: vmapNarrative, group: 'Batching', label: 'vmap axes' },
   transform_order: { View: TransformOrderView, narrative: transformOrderNarrative, group: 'Batching', label: 'Transform order' },
+  pytree: { View: PytreeView, narrative: pytreeNarrative, group: 'Pytrees & control flow', label: 'Pytrees' },
+  control_flow: { View: ControlFlowView, narrative: controlFlowNarrative, group: 'Pytrees & control flow', label: 'Control flow' },
 };
 
 /** The ids of the exhibits this frontend can show, in table order. */

@@ -26,6 +26,11 @@ export type Event =
   | BatchRuleApplied
   | BatchedJaxprStaged
   | TransformStackEvaluated
+  | PytreeNodeVisited
+  | PytreeFlattened
+  | TreedefsCompared
+  | CarryChecked
+  | ControlFlowShown
   | RunFinished
   | RunFailed;
 export type Request = RunRequest | CancelRequest;
@@ -1052,15 +1057,32 @@ export interface BatchedJaxprStaged {
   type: 'batched_jaxpr_staged';
 }
 /**
- * One stack of transforms (outermost first) applied to ``f``: whether JAX accepted it, its
- * jaxpr, the value on the example input, or JAX's error and a plain explanation.
+ * One stack of transforms (outermost first) applied to a function: whether JAX accepted it,
+ * its jaxpr (``jax.make_jaxpr`` of the composed function), the value on the example input, or
+ * JAX's error (class, text, user line) and a plain explanation.
+ *
+ * ``group``: ``user`` for the user's stack (emitted first), else the built-in comparison it
+ * belongs to (``per_example``, ``jacobian``, ``model``). ``code`` is the Python expression
+ * evaluated. ``traces``: the tracers that reached the function, per argument leaf.
+ * ``eqn_count`` counts the jaxpr's eqns, inner jaxprs included; ``flops`` is
+ * ``jax.jit(g).lower(...).compile().cost_analysis()["flops"]``; ``time_ms`` the median wall
+ * time of a warm call of the jitted function (``block_until_ready``). ``check``: what the
+ * result was compared with (built-in comparisons), ``check_ok`` whether it matched.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "TransformStackEvaluated".
  */
 export interface TransformStackEvaluated {
+  check: string | null;
+  check_ok: boolean | null;
+  code: string;
+  eqn_count: number | null;
   error_class: string | null;
   explanation: string | null;
+  fix: string | null;
+  flops: number | null;
+  group: string;
+  in_axes: string | null;
   jaxpr: JaxprView | null;
   label: string;
   message: string | null;
@@ -1068,9 +1090,141 @@ export interface TransformStackEvaluated {
   result: ArrayPreview[];
   run_id: string;
   seq: number;
+  source: SourceLoc | null;
   stack: string[];
-  trace_levels: string[];
+  time_ms: number | null;
+  traces: ArgTraceView[];
   type: 'transform_stack_evaluated';
+}
+/**
+ * The nest of tracers one argument leaf of ``f`` carried on ``f``'s first call (``path``:
+ * ``jax.tree_util.keystr`` of the leaf in the positional arguments, e.g. ``[0]['w']``), nodes
+ * in depth-first order (parents before children).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ArgTraceView".
+ */
+export interface ArgTraceView {
+  nodes: TraceNodeView[];
+  path: string;
+}
+/**
+ * One value in the nest of tracers that reached the user's ``f`` (transform_order exhibit).
+ *
+ * ``depth`` 0 is the argument ``f`` received; a node's children (``depth + 1``) are the values
+ * its tracer wraps: ``primal``/``tangent`` of a ``JVPTracer``/``LinearizeTracer``, ``val`` of a
+ * ``BatchTracer``. ``tracer`` is ``type(value).__name__``; ``trace`` the tracer's trace class
+ * (``BatchTrace``, ``JVPTrace``, ``LinearizeTrace``, ``DynamicJaxprTrace``; ``None`` for a
+ * concrete array); ``aval`` the short aval (``f32[3]``) the value has at this level;
+ * ``batch_dim`` a ``BatchTracer``'s batch dim of its ``val``; ``transform`` the chip that
+ * creates this kind of trace, in words.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "TraceNodeView".
+ */
+export interface TraceNodeView {
+  aval: string;
+  batch_dim: number | null;
+  depth: number;
+  role: 'argument' | 'primal' | 'tangent' | 'val';
+  trace: string | null;
+  tracer: string;
+  transform: string | null;
+}
+/**
+ * One node visited while ``tree_flatten`` walks a container, in visit order: its key path
+ * (``keystr``), type, how it is registered (``leaf``, ``none``, builtin, ``register_pytree_node``,
+ * ``register_dataclass``, ...), whether ``is_leaf`` was consulted and what it said, and the
+ * children's keys in the order JAX visits them (dict keys sorted).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PytreeNodeVisited".
+ */
+export interface PytreeNodeVisited {
+  children: string[];
+  index: number;
+  is_leaf_result: boolean | null;
+  keypath: string;
+  node_type: string;
+  registration: string;
+  run_id: string;
+  seq: number;
+  type: 'pytree_node_visited';
+}
+/**
+ * The result of ``jax.tree_util.tree_flatten_with_path``: leaves with their key paths,
+ * JAX's treedef string, leaf and node counts, and whether unflatten gave the container back.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PytreeFlattened".
+ */
+export interface PytreeFlattened {
+  keypaths: string[];
+  leaves: ArrayPreview[];
+  name: string;
+  num_leaves: number;
+  num_nodes: number;
+  roundtrip_ok: boolean;
+  run_id: string;
+  seq: number;
+  treedef: string;
+  type: 'pytree_flattened';
+}
+/**
+ * Two containers' treedefs: equal or not, and the first node where they differ.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "TreedefsCompared".
+ */
+export interface TreedefsCompared {
+  difference: string | null;
+  equal: boolean;
+  keypath: string | null;
+  left: string;
+  right: string;
+  run_id: string;
+  seq: number;
+  type: 'treedefs_compared';
+}
+/**
+ * A loop primitive's carry at entry and at the body's exit, leaf by leaf (pytree path,
+ * shape, dtype, weak type), with JAX's verdict (accepted, or its error class and message).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "CarryChecked".
+ */
+export interface CarryChecked {
+  entry: string[];
+  error_class: string | null;
+  exit: string[];
+  leaf_path: string | null;
+  leaf_paths: string[];
+  message: string | null;
+  ok: boolean;
+  primitive: string;
+  run_id: string;
+  seq: number;
+  source: SourceLoc | null;
+  type: 'carry_checked';
+}
+/**
+ * One semantics fact shown with the jaxpr that proves it (``cond`` traces both branches,
+ * ``cond`` under ``vmap`` becomes ``select_n``, static ``fori_loop`` becomes ``scan``, ...).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ControlFlowShown".
+ */
+export interface ControlFlowShown {
+  claim: string;
+  figures: {
+    [k: string]: number | undefined;
+  };
+  holds: boolean;
+  jaxpr: JaxprView | null;
+  run_id: string;
+  seq: number;
+  topic: string;
+  type: 'control_flow_shown';
 }
 /**
  * Terminal: the run completed. ``duration_ms`` is the worker-side wall time.

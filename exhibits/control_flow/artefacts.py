@@ -1,0 +1,22 @@
+"""The control_flow exhibit's ``--print`` table: ``verdict`` is JSON ``{"ok": bool,
+"error_class": ..., "leaf_path": ...}`` for the first loop/cond whose carry or branch types JAX
+checked (the first failing one when any fails). Imports only the protocol."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from jaxscope.protocol import CarryChecked, EventModel
+
+
+def _verdict(events: Sequence[EventModel]) -> str | None:
+    checks = [e for e in events if isinstance(e, CarryChecked)]
+    if not checks:
+        return None
+    failing = [c for c in checks if not c.ok]
+    c = failing[0] if failing else checks[0]
+    return json.dumps({"ok": c.ok, "error_class": c.error_class, "leaf_path": c.leaf_path})
+
+
+ARTEFACTS = {"verdict": _verdict}

@@ -1,0 +1,33 @@
+"""The pytree exhibit's ``--print`` table, for the snippet's ``args``: ``keypaths`` (JSON list
+of ``keystr`` strings in leaf order), ``treedef`` (JAX's own string) and ``num_leaves``. Imports
+only the protocol."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from jaxscope.protocol import EventModel, PytreeFlattened
+
+
+def _args(events: Sequence[EventModel]) -> PytreeFlattened | None:
+    found = [e for e in events if isinstance(e, PytreeFlattened) and e.name == "args"]
+    return found[0] if found else None
+
+
+def _keypaths(events: Sequence[EventModel]) -> str | None:
+    e = _args(events)
+    return json.dumps(e.keypaths) if e else None
+
+
+def _treedef(events: Sequence[EventModel]) -> str | None:
+    e = _args(events)
+    return e.treedef if e else None
+
+
+def _num_leaves(events: Sequence[EventModel]) -> str | None:
+    e = _args(events)
+    return str(e.num_leaves) if e else None
+
+
+ARTEFACTS = {"keypaths": _keypaths, "treedef": _treedef, "num_leaves": _num_leaves}
