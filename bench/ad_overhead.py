@@ -13,7 +13,8 @@ freshly loaded snippet (new function objects, so neither side hits JAX's tracing
   differences and the jit/eager attempts are checks, not capture, and are not included);
 * **plain JAX**: ``jax.make_jaxpr(jax.grad(f, argnums=0))(*args)``.
 
-The figure is the ratio of the medians. Goal (issue 3): at most 5x.
+The figure is the ratio of the medians. Goal (issue 3): at most 5x. ``parts_median_ms`` is the
+median of each part of the capture (where the time goes; docs/design/0013-ad-capture-speed.md).
 
 Usage: ``.venv/bin/python bench/ad_overhead.py [--repeats N] [--json OUT]``.
 """
@@ -96,24 +97,41 @@ def _subjaxprs(eqn: Any) -> list[Any]:
     return found
 
 
-def capture() -> None:
-    """The three AD exhibits' capture on a fresh snippet (as their probes do it)."""
+def capture(parts: dict[str, list[float]] | None = None) -> None:
+    """The three AD exhibits' capture on a fresh snippet (as their probes do it). With ``parts``,
+    each part's seconds are appended to ``parts[name]``."""
+    clock = [time.perf_counter()]
+
+    def lap(name: str) -> None:
+        now = time.perf_counter()
+        if parts is not None:
+            parts.setdefault(name, []).append(now - clock[0])
+        clock[0] = now
+
     snippet = load_snippet(SNIPPET)
     plan = plan_call(snippet)
     primal = plan.make_jaxpr()
+    lap("primal make_jaxpr")
     capture_jvp(plan, primal)
+    lap("jvp: capture_jvp")
     program = jvp_program(plan)
+    lap("partial_eval: jvp_program")
     split_event(program, default_known(len(program.labels), program.n_primals))
+    lap("partial_eval: split_event")
 
     def loss(params: Any) -> Any:
         return snippet.f(params, *snippet.args[1:])
 
     lin = linearize_vjp(loss, [snippet.args[0]])
+    lap("transpose: linearize_vjp")
     linear_jaxpr_staged(lin)
+    lap("transpose: linear_jaxpr_staged")
     result = walk(lin, seed_cotangents(lin))
+    lap("transpose: walk")
     # Each step's TransposeStepped is what the probe streams: serialise it as the worker does.
     for step in result.steps:
         step.event.model_dump_json()
+    lap("transpose: serialise steps")
 
 
 def plain() -> None:
@@ -141,15 +159,17 @@ def main() -> None:
     # Warm both paths once (imports, first-use compilation of JAX's own helpers).
     capture()
     plain()
-    ours = median_s(capture, ns.repeats)
+    parts: dict[str, list[float]] = {}
+    ours = median_s(lambda: capture(parts), ns.repeats)
     theirs = median_s(plain, ns.repeats)
-    result = {
+    result: dict[str, Any] = {
         "eqns": eqns,
         "repeats": ns.repeats,
         "capture_median_ms": round(ours * 1e3, 1),
         "make_jaxpr_grad_median_ms": round(theirs * 1e3, 1),
         "ratio": round(ours / theirs, 2),
         "goal_ratio": 5.0,
+        "parts_median_ms": {k: round(statistics.median(v) * 1e3, 1) for k, v in parts.items()},
     }
     print(json.dumps(result, indent=2))
     if ns.json:
