@@ -973,8 +973,9 @@ class TraceNodeView(_Model):
 
 class ArgTraceView(_Model):
     """The nest of tracers one argument leaf of ``f`` carried on ``f``'s first call (``path``:
-    ``jax.tree_util.keystr`` of the leaf in the positional arguments, e.g. ``[0]['w']``), nodes
-    in depth-first order (parents before children)."""
+    ``jax.tree_util.keystr`` of the leaf in the positional arguments, its leading ``[i]``
+    replaced by the parameter's name where ``f`` has one, e.g. ``params['w']``), nodes in
+    depth-first order (parents before children)."""
 
     path: str
     nodes: list[TraceNodeView]
@@ -1021,52 +1022,123 @@ class TransformStackEvaluated(_Event):
 
 
 class PytreeNodeVisited(_Event):
-    """One node visited while ``tree_flatten`` walks a container, in visit order: its key path
-    (``keystr``), type, how it is registered (``leaf``, ``none``, builtin, ``register_pytree_node``,
-    ``register_dataclass``, ...), whether ``is_leaf`` was consulted and what it said, and the
-    children's keys in the order JAX visits them (dict keys sorted)."""
+    """One node visited while ``tree_flatten`` walks a container, in JAX's visit order (read off
+    an ``is_leaf`` spy passed to ``tree_flatten_with_path``): ``tree`` (``args`` or ``other``),
+    its key path (``keystr``), type (qualname), how it is registered (``leaf``, ``None``,
+    ``builtin``, ``namedtuple``, ``is_leaf``, ``register_pytree_node``, ``register_dataclass``,
+    ...), what ``is_leaf`` returned (``None``: no ``is_leaf`` given), the children's keys in the
+    order JAX visits them (dict keys sorted), and for a leaf its index among the leaves and aval
+    (``f32[2]``, ``~`` marks a weak type); ``aux`` is a registered node's aux data (``repr``)."""
 
     type: Literal["pytree_node_visited"] = "pytree_node_visited"
+    tree: str = "args"
     index: int
     keypath: str
     node_type: str
     registration: str
     is_leaf_result: bool | None = None
     children: list[str] = []
+    leaf_index: int | None = None
+    parent: int | None = None
+    depth: int = 0
+    aux: str | None = None
+    aval: str | None = None
 
 
 class PytreeFlattened(_Event):
     """The result of ``jax.tree_util.tree_flatten_with_path``: leaves with their key paths,
-    JAX's treedef string, leaf and node counts, and whether unflatten gave the container back."""
+    JAX's treedef string, leaf and node counts (``treedef.num_leaves``/``num_nodes``), each
+    leaf's type (``module.qualname``) and aval, and whether ``tree_unflatten(treedef, leaves)``
+    gave back a container with the same treedef and the very same leaf objects."""
 
     type: Literal["pytree_flattened"] = "pytree_flattened"
     name: str
     keypaths: list[str]
     leaves: list[ArrayPreview]
+    leaf_types: list[str] = []
+    avals: list[str] = []
     treedef: str
     num_leaves: int
     num_nodes: int
     roundtrip_ok: bool
+    unflattened: str = ""
 
 
 class TreedefsCompared(_Event):
-    """Two containers' treedefs: equal or not, and the first node where they differ."""
+    """Two containers' treedefs (``args`` and ``other``): equal or not (``treedef ==``), and the
+    first node in visit order where they differ: its key path and ``kind`` (``leaf/node``,
+    ``type``, ``keys``, ``arity``, ``aux data``) with a sentence; ``jax_error`` is what
+    ``jax.tree.map`` over the two raises (JAX's own "pytree structure error" text), if any."""
 
     type: Literal["treedefs_compared"] = "treedefs_compared"
     left: str
     right: str
     equal: bool
     keypath: str | None = None
+    kind: str | None = None
     difference: str | None = None
+    jax_error: str | None = None
+
+
+class PytreeCalled(_Event):
+    """``f`` called on the snippet's ``args``: ``jax.jit(f)(*args)`` (the arguments flattened to
+    leaves and rebuilt from the treedef inside) and eager ``f(*args)`` (the user's containers
+    as they are); outputs as leaf previews with key paths, and whether the two agree
+    (``numpy.allclose`` per leaf, same output treedef)."""
+
+    type: Literal["pytree_called"] = "pytree_called"
+    fun_name: str
+    jit_outputs: list[ArrayPreview]
+    eager_outputs: list[ArrayPreview]
+    out_treedef: str
+    agree: bool
+
+
+class CarryLeafView(_Model):
+    """One leaf of a control-flow carry (or of a branch's output) as JAX's check saw it.
+
+    ``path`` is ``jax.tree_util.keystr`` of the leaf's key path in the carry (``.n_pos``,
+    ``['w']``, ``[1]``; ``""`` for a carry that is a single array); ``types`` one aval per
+    column of :class:`CarryChecked` (``None`` where that side has no such leaf); ``matches``
+    ``core.typematch`` of the two compared sides (the predicate JAX's check uses); ``promoted``:
+    JAX converted this weak-typed init leaf to the body's output type
+    (``loops._promote_weak_typed_input``) and traced the body again."""
+
+    path: str
+    types: list[AvalView | None]
+    matches: bool
+    promoted: bool = False
 
 
 class CarryChecked(_Event):
-    """A loop primitive's carry at entry and at the body's exit, leaf by leaf (pytree path,
-    shape, dtype, weak type), with JAX's verdict (accepted, or its error class and message)."""
+    """JAX's type check of one ``lax.scan`` / ``while_loop`` / ``fori_loop`` carry or of one
+    ``cond`` / ``switch``'s branch outputs, observed while ``jax.make_jaxpr(f)`` traced
+    (``jaxscope.internals.control_flow``).
+
+    ``api`` is JAX's own label (``scan body``, ``while_loop body``, ``cond``, ``switch``);
+    ``primitive`` the jaxpr primitive (``scan``, ``while``, ``cond``); ``fori``: the body is
+    ``fori_loop``'s wrapper (its carry is ``(i, your carry)`` for scan, ``(i, upper, your
+    carry)`` for while). ``columns`` names the compared sides: ``carry in``/``carry out`` for a
+    loop (preceded by ``init`` when JAX promoted a weak-typed init leaf), ``true_fun``/
+    ``false_fun`` for cond, ``branch 0``, ``branch1``... for switch. ``leaves`` row by row,
+    ``entry``/``exit`` the short types (``f32[]``) of the first/last column. ``ok``/
+    ``error_class``/``message``: JAX's verdict (its exception text verbatim); ``leaf_path``
+    the first leaf that differs (``None`` when JAX accepted). ``source`` the snippet line of
+    the call, ``bodies`` the user's functions (name and definition line). ``eqn_index``: the
+    top-level eqn of ``f``'s jaxpr holding the staged primitive; ``eqn_carry_in``/
+    ``eqn_carry_out`` the carry types in that eqn's params (after JAX moved loop-invariant
+    carries to consts); ``branch_out`` each branch's output types in ``branches`` order."""
 
     type: Literal["carry_checked"] = "carry_checked"
+    index: int
     primitive: str
+    api: str
+    fori: bool = False
     source: SourceLoc | None = None
+    bodies: list[SourceLoc] = []
+    columns: list[str]
+    leaves: list[CarryLeafView]
+    trees: list[str]
     entry: list[str]
     exit: list[str]
     leaf_paths: list[str]
@@ -1074,17 +1146,34 @@ class CarryChecked(_Event):
     error_class: str | None = None
     message: str | None = None
     leaf_path: str | None = None
+    eqn_index: int | None = None
+    eqn_carry_in: list[str] = []
+    eqn_carry_out: list[str] = []
+    branch_out: list[list[str]] = []
+    length: int | None = None
 
 
 class ControlFlowShown(_Event):
     """One semantics fact shown with the jaxpr that proves it (``cond`` traces both branches,
-    ``cond`` under ``vmap`` becomes ``select_n``, static ``fori_loop`` becomes ``scan``, ...)."""
+    ``cond`` under ``vmap`` becomes ``select_n``, static ``fori_loop`` becomes ``scan``, ...).
+
+    ``topic`` a stable id; ``claim`` the sentence; ``holds`` whether the jaxpr shows it (read
+    off the jaxpr's primitives, ``primitives``); ``code`` the small function it was computed on
+    (``on_user_code``: the user's own ``f``); ``jaxpr`` ``make_jaxpr`` of it; ``error_class``/
+    ``message`` JAX's error where the claim is a refusal (``grad`` through ``while``);
+    ``figures`` numbers the claim rests on (HLO op counts of ``jit(...).lower(...).compile()
+    .as_text()``, a gradient value)."""
 
     type: Literal["control_flow_shown"] = "control_flow_shown"
     topic: str
     claim: str
     holds: bool
+    code: str = ""
+    on_user_code: bool = False
     jaxpr: JaxprView | None = None
+    primitives: list[str] = []
+    error_class: str | None = None
+    message: str | None = None
     figures: dict[str, float] = {}
 
 
@@ -1158,6 +1247,7 @@ Event = Annotated[
     | PytreeNodeVisited
     | PytreeFlattened
     | TreedefsCompared
+    | PytreeCalled
     | CarryChecked
     | ControlFlowShown
     | RunFinished
@@ -1193,6 +1283,7 @@ EventModel = (
     | PytreeNodeVisited
     | PytreeFlattened
     | TreedefsCompared
+    | PytreeCalled
     | CarryChecked
     | ControlFlowShown
     | RunFinished

@@ -29,6 +29,7 @@ export type Event =
   | PytreeNodeVisited
   | PytreeFlattened
   | TreedefsCompared
+  | PytreeCalled
   | CarryChecked
   | ControlFlowShown
   | RunFinished
@@ -1098,8 +1099,9 @@ export interface TransformStackEvaluated {
 }
 /**
  * The nest of tracers one argument leaf of ``f`` carried on ``f``'s first call (``path``:
- * ``jax.tree_util.keystr`` of the leaf in the positional arguments, e.g. ``[0]['w']``), nodes
- * in depth-first order (parents before children).
+ * ``jax.tree_util.keystr`` of the leaf in the positional arguments, its leading ``[i]``
+ * replaced by the parameter's name where ``f`` has one, e.g. ``params['w']``), nodes in
+ * depth-first order (parents before children).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ArgTraceView".
@@ -1132,34 +1134,47 @@ export interface TraceNodeView {
   transform: string | null;
 }
 /**
- * One node visited while ``tree_flatten`` walks a container, in visit order: its key path
- * (``keystr``), type, how it is registered (``leaf``, ``none``, builtin, ``register_pytree_node``,
- * ``register_dataclass``, ...), whether ``is_leaf`` was consulted and what it said, and the
- * children's keys in the order JAX visits them (dict keys sorted).
+ * One node visited while ``tree_flatten`` walks a container, in JAX's visit order (read off
+ * an ``is_leaf`` spy passed to ``tree_flatten_with_path``): ``tree`` (``args`` or ``other``),
+ * its key path (``keystr``), type (qualname), how it is registered (``leaf``, ``None``,
+ * ``builtin``, ``namedtuple``, ``is_leaf``, ``register_pytree_node``, ``register_dataclass``,
+ * ...), what ``is_leaf`` returned (``None``: no ``is_leaf`` given), the children's keys in the
+ * order JAX visits them (dict keys sorted), and for a leaf its index among the leaves and aval
+ * (``f32[2]``, ``~`` marks a weak type); ``aux`` is a registered node's aux data (``repr``).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "PytreeNodeVisited".
  */
 export interface PytreeNodeVisited {
+  aux: string | null;
+  aval: string | null;
   children: string[];
+  depth: number;
   index: number;
   is_leaf_result: boolean | null;
   keypath: string;
+  leaf_index: number | null;
   node_type: string;
+  parent: number | null;
   registration: string;
   run_id: string;
   seq: number;
+  tree: string;
   type: 'pytree_node_visited';
 }
 /**
  * The result of ``jax.tree_util.tree_flatten_with_path``: leaves with their key paths,
- * JAX's treedef string, leaf and node counts, and whether unflatten gave the container back.
+ * JAX's treedef string, leaf and node counts (``treedef.num_leaves``/``num_nodes``), each
+ * leaf's type (``module.qualname``) and aval, and whether ``tree_unflatten(treedef, leaves)``
+ * gave back a container with the same treedef and the very same leaf objects.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "PytreeFlattened".
  */
 export interface PytreeFlattened {
+  avals: string[];
   keypaths: string[];
+  leaf_types: string[];
   leaves: ArrayPreview[];
   name: string;
   num_leaves: number;
@@ -1169,9 +1184,13 @@ export interface PytreeFlattened {
   seq: number;
   treedef: string;
   type: 'pytree_flattened';
+  unflattened: string;
 }
 /**
- * Two containers' treedefs: equal or not, and the first node where they differ.
+ * Two containers' treedefs (``args`` and ``other``): equal or not (``treedef ==``), and the
+ * first node in visit order where they differ: its key path and ``kind`` (``leaf/node``,
+ * ``type``, ``keys``, ``arity``, ``aux data``) with a sentence; ``jax_error`` is what
+ * ``jax.tree.map`` over the two raises (JAX's own "pytree structure error" text), if any.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "TreedefsCompared".
@@ -1179,7 +1198,9 @@ export interface PytreeFlattened {
 export interface TreedefsCompared {
   difference: string | null;
   equal: boolean;
+  jax_error: string | null;
   keypath: string | null;
+  kind: string | null;
   left: string;
   right: string;
   run_id: string;
@@ -1187,40 +1208,117 @@ export interface TreedefsCompared {
   type: 'treedefs_compared';
 }
 /**
- * A loop primitive's carry at entry and at the body's exit, leaf by leaf (pytree path,
- * shape, dtype, weak type), with JAX's verdict (accepted, or its error class and message).
+ * ``f`` called on the snippet's ``args``: ``jax.jit(f)(*args)`` (the arguments flattened to
+ * leaves and rebuilt from the treedef inside) and eager ``f(*args)`` (the user's containers
+ * as they are); outputs as leaf previews with key paths, and whether the two agree
+ * (``numpy.allclose`` per leaf, same output treedef).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PytreeCalled".
+ */
+export interface PytreeCalled {
+  agree: boolean;
+  eager_outputs: ArrayPreview[];
+  fun_name: string;
+  jit_outputs: ArrayPreview[];
+  out_treedef: string;
+  run_id: string;
+  seq: number;
+  type: 'pytree_called';
+}
+/**
+ * JAX's type check of one ``lax.scan`` / ``while_loop`` / ``fori_loop`` carry or of one
+ * ``cond`` / ``switch``'s branch outputs, observed while ``jax.make_jaxpr(f)`` traced
+ * (``jaxscope.internals.control_flow``).
+ *
+ * ``api`` is JAX's own label (``scan body``, ``while_loop body``, ``cond``, ``switch``);
+ * ``primitive`` the jaxpr primitive (``scan``, ``while``, ``cond``); ``fori``: the body is
+ * ``fori_loop``'s wrapper (its carry is ``(i, your carry)`` for scan, ``(i, upper, your
+ * carry)`` for while). ``columns`` names the compared sides: ``carry in``/``carry out`` for a
+ * loop (preceded by ``init`` when JAX promoted a weak-typed init leaf), ``true_fun``/
+ * ``false_fun`` for cond, ``branch 0``, ``branch1``... for switch. ``leaves`` row by row,
+ * ``entry``/``exit`` the short types (``f32[]``) of the first/last column. ``ok``/
+ * ``error_class``/``message``: JAX's verdict (its exception text verbatim); ``leaf_path``
+ * the first leaf that differs (``None`` when JAX accepted). ``source`` the snippet line of
+ * the call, ``bodies`` the user's functions (name and definition line). ``eqn_index``: the
+ * top-level eqn of ``f``'s jaxpr holding the staged primitive; ``eqn_carry_in``/
+ * ``eqn_carry_out`` the carry types in that eqn's params (after JAX moved loop-invariant
+ * carries to consts); ``branch_out`` each branch's output types in ``branches`` order.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "CarryChecked".
  */
 export interface CarryChecked {
+  api: string;
+  bodies: SourceLoc[];
+  branch_out: string[][];
+  columns: string[];
   entry: string[];
+  eqn_carry_in: string[];
+  eqn_carry_out: string[];
+  eqn_index: number | null;
   error_class: string | null;
   exit: string[];
+  fori: boolean;
+  index: number;
   leaf_path: string | null;
   leaf_paths: string[];
+  leaves: CarryLeafView[];
+  length: number | null;
   message: string | null;
   ok: boolean;
   primitive: string;
   run_id: string;
   seq: number;
   source: SourceLoc | null;
+  trees: string[];
   type: 'carry_checked';
+}
+/**
+ * One leaf of a control-flow carry (or of a branch's output) as JAX's check saw it.
+ *
+ * ``path`` is ``jax.tree_util.keystr`` of the leaf's key path in the carry (``.n_pos``,
+ * ``['w']``, ``[1]``; ``""`` for a carry that is a single array); ``types`` one aval per
+ * column of :class:`CarryChecked` (``None`` where that side has no such leaf); ``matches``
+ * ``core.typematch`` of the two compared sides (the predicate JAX's check uses); ``promoted``:
+ * JAX converted this weak-typed init leaf to the body's output type
+ * (``loops._promote_weak_typed_input``) and traced the body again.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "CarryLeafView".
+ */
+export interface CarryLeafView {
+  matches: boolean;
+  path: string;
+  promoted: boolean;
+  types: (AvalView | null)[];
 }
 /**
  * One semantics fact shown with the jaxpr that proves it (``cond`` traces both branches,
  * ``cond`` under ``vmap`` becomes ``select_n``, static ``fori_loop`` becomes ``scan``, ...).
+ *
+ * ``topic`` a stable id; ``claim`` the sentence; ``holds`` whether the jaxpr shows it (read
+ * off the jaxpr's primitives, ``primitives``); ``code`` the small function it was computed on
+ * (``on_user_code``: the user's own ``f``); ``jaxpr`` ``make_jaxpr`` of it; ``error_class``/
+ * ``message`` JAX's error where the claim is a refusal (``grad`` through ``while``);
+ * ``figures`` numbers the claim rests on (HLO op counts of ``jit(...).lower(...).compile()
+ * .as_text()``, a gradient value).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ControlFlowShown".
  */
 export interface ControlFlowShown {
   claim: string;
+  code: string;
+  error_class: string | null;
   figures: {
     [k: string]: number | undefined;
   };
   holds: boolean;
   jaxpr: JaxprView | null;
+  message: string | null;
+  on_user_code: boolean;
+  primitives: string[];
   run_id: string;
   seq: number;
   topic: string;
