@@ -20,6 +20,7 @@ argument leaf. Nothing here changes what JAX computes: ``f`` is called with the 
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -100,17 +101,40 @@ class Observation:
     args: list[ArgTraceView] = field(default_factory=list)
 
 
+def _positional_names(f: Callable[..., Any]) -> list[str]:
+    """The names of ``f``'s positional parameters (``[]`` when Python cannot say)."""
+    try:
+        params = inspect.signature(f).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in params if p.kind in kinds]
+
+
+def _named(path: str, names: list[str]) -> str:
+    """``[1]['w']`` -> ``x['w']`` when the second positional parameter is ``x``."""
+    if path.startswith("["):
+        head, _, rest = path[1:].partition("]")
+        if head.isdigit() and int(head) < len(names):
+            return names[int(head)] + rest
+    return path
+
+
 def observing(f: Callable[..., Any]) -> tuple[Callable[..., Any], Observation]:
     """A fresh wrapper of ``f`` (a new function object, so no JAX cache holds a trace of it)
-    that records, on its first call, the tracer nest of every positional argument leaf."""
+    that records, on its first call, the tracer nest of every positional argument leaf; each
+    leaf's path starts with the parameter's name (``w``, ``x['b']``) where ``f`` has one."""
     seen = Observation()
+    names = _positional_names(f)
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if seen.calls == 0:
             leaves = jax.tree_util.tree_flatten_with_path(args)[0][:MAX_LEAVES]
             seen.args = [
-                ArgTraceView(path=jax.tree_util.keystr(path), nodes=tracer_nest(leaf))
+                ArgTraceView(
+                    path=_named(jax.tree_util.keystr(path), names), nodes=tracer_nest(leaf)
+                )
                 for path, leaf in leaves
             ]
         seen.calls += 1
