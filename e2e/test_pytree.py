@@ -153,3 +153,27 @@ def test_c09_error_on_the_users_line_with_the_flattening_shown(
     check_leaves(page, source)
     expect(page.get_by_test_id("pytree-failed")).to_contain_text("line 7")
     page.screenshot(path=str(screenshots / "pytree-c09.png"), full_page=True)
+
+
+def test_registrations_example_names_every_kind(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    open_exhibit(page, "pytree")
+    page.get_by_test_id("example-select").select_option("registrations")
+    expect(page.get_by_test_id("editor")).to_contain_text("register_static")
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    check_leaves(page, (EXAMPLES / "registrations.py").read_text())
+    tree = page.get_by_test_id("pytree-tree-args")
+    for kind in (
+        "register_pytree_node",
+        "register_pytree_with_keys",
+        "register_pytree_node_class",
+        "register_pytree_with_keys_class",
+        "register_dataclass",
+        "register_static",
+    ):
+        expect(tree.locator(f"[data-registration={kind}]")).to_have_count(1)
+    expect(tree.locator("[data-keypath='[1]']")).to_have_attribute("data-registration", "leaf")
+    page.screenshot(path=str(screenshots / "pytree-registrations.png"), full_page=True)
