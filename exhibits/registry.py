@@ -240,6 +240,37 @@ EXHIBITS: dict[str, Exhibit] = {
             artefacts=_artefacts_of("transform_order"),
             budget=3.0,
         ),
+        Exhibit(
+            id="caches",
+            title="Caches under a jit call",
+            summary="Which cache answered each call, and what JAX keyed on: a diff per call.",
+            default_example="new_shape",
+            artefacts=_artefacts_of("caches"),
+            budget=2.0,
+        ),
+        Exhibit(
+            id="cache_key",
+            title="The persistent cache key",
+            summary="What JAX hashes before it decides not to compile, ingredient by ingredient.",
+            default_example="matmul",
+            artefacts=_artefacts_of("cache_key"),
+            budget=2.0,
+        ),
+        Exhibit(
+            id="recompile_hunt",
+            title="The recompile hunt",
+            summary="Run a training loop under monitoring: which steps compiled, and why.",
+            default_example="fresh_closure",
+            artefacts=_artefacts_of("recompile_hunt"),
+            budget=3.0,
+        ),
+        Exhibit(
+            id="config",
+            title="Configuration",
+            summary="Every jax.config option: value, scoping, and whether it forces a retrace.",
+            default_example="options",
+            artefacts=_artefacts_of("config"),
+        ),
     ]
 }
 

@@ -187,13 +187,20 @@ class RunOptions(_Model):
     (primals then tangents, flattened); ``None`` = primals known, tangents unknown.
     ``in_axes``/``out_axes``: the vmap exhibit's axes as Python expressions (``None`` = the
     snippet's own ``in_axes``/``out_axes``, else 0). ``stack``: the transform_order exhibit's
-    chips, outermost first (``None`` = the snippet's ``stack`` or its default)."""
+    chips, outermost first (``None`` = the snippet's ``stack`` or its default). ``preset``: a
+    named call sequence or loop of the cache exhibits; ``perturb``: the cache_key exhibit's one
+    changed ingredient; ``steps``: the recompile hunt's step count; ``xla_flags``: flags the
+    cache_key exhibit filters as JAX does."""
 
     calls: list[CallSpec] = Field(default_factory=list, max_length=16)
     known: list[bool] | None = Field(default=None, max_length=4096)
     in_axes: str | None = Field(default=None, max_length=2000)
     out_axes: str | None = Field(default=None, max_length=2000)
     stack: list[TransformName] | None = Field(default=None, max_length=8)
+    preset: str | None = Field(default=None, max_length=200)
+    perturb: str | None = Field(default=None, max_length=200)
+    steps: int | None = Field(default=None, ge=1, le=200)
+    xla_flags: str | None = Field(default=None, max_length=2000)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1177,6 +1184,82 @@ class ControlFlowShown(_Event):
     figures: dict[str, float] = {}
 
 
+# --------------------------------------------------------------------------------------------
+# Cache and configuration exhibits (caches, cache_key, recompile_hunt, config). Each exhibit
+# owns its classes below.
+# --------------------------------------------------------------------------------------------
+
+
+class KeyEntryDiff(_Model):
+    """One entry of what JAX keyed a jit call on (``args[0]`` aval, a static argument, the
+    function's identity, a sharding, the tracing context), here and in the closest earlier call;
+    ``differs`` marks the entries that changed."""
+
+    name: str
+    now: str
+    before: str | None = None
+    differs: bool = False
+
+
+class JitCallObserved(_Event):
+    """One call of a jitted function, with the cache layer that answered it (``layer``), JAX's
+    own counters before and after, the ``jax.monitoring`` timers (ms), JAX's explain-cache-miss
+    text, and the structured diff against the closest earlier call."""
+
+    type: Literal["jit_call_observed"] = "jit_call_observed"
+    index: int
+    function: str
+    source: SourceLoc | None = None
+    layer: str
+    counters: dict[str, int] = {}
+    timers_ms: dict[str, float] = {}
+    explanation: str = ""
+    entries: list[KeyEntryDiff] = []
+
+
+class CacheKeyComputed(_Event):
+    """The persistent compilation cache key, ingredient by ingredient in JAX's order, each with
+    its digest and the running digest; ``key`` as recomputed, ``jax_key`` as JAX wrote it."""
+
+    type: Literal["cache_key_computed"] = "cache_key_computed"
+    perturbation: str | None = None
+    ingredients: list[dict[str, str]]
+    key: str
+    jax_key: str
+    equal: bool
+
+
+class TrainingStepObserved(_Event):
+    """One step of the recompile hunt: compiled or not, its time (ms), and the cause of a
+    recompile with the user's line and the fix."""
+
+    type: Literal["training_step_observed"] = "training_step_observed"
+    step: int
+    compiled: bool
+    duration_ms: float
+    cause: str | None = None
+    source: SourceLoc | None = None
+    fix: str | None = None
+
+
+class ConfigOptionView(_Model):
+    """One ``jax.config`` option: current value (printed), whether a context manager can scope
+    it, whether it is part of the tracing context (changing it forces a retrace), its help."""
+
+    name: str
+    value: str
+    scoped: bool
+    trace_context: bool
+    help: str = ""
+
+
+class ConfigOptionsListed(_Event):
+    """Every ``jax.config`` option (the config exhibit)."""
+
+    type: Literal["config_options_listed"] = "config_options_listed"
+    options: list[ConfigOptionView]
+
+
 class RunFinished(_Event):
     """Terminal: the run completed. ``duration_ms`` is the worker-side wall time."""
 
@@ -1250,6 +1333,10 @@ Event = Annotated[
     | PytreeCalled
     | CarryChecked
     | ControlFlowShown
+    | JitCallObserved
+    | CacheKeyComputed
+    | TrainingStepObserved
+    | ConfigOptionsListed
     | RunFinished
     | RunFailed,
     Field(discriminator="type"),
@@ -1286,6 +1373,10 @@ EventModel = (
     | PytreeCalled
     | CarryChecked
     | ControlFlowShown
+    | JitCallObserved
+    | CacheKeyComputed
+    | TrainingStepObserved
+    | ConfigOptionsListed
     | RunFinished
     | RunFailed
 )

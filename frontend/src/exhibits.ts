@@ -25,6 +25,14 @@ import PytreeView from '../../exhibits/pytree/View.svelte';
 import pytreeNarrative from '../../exhibits/pytree/narrative.md?raw';
 import ControlFlowView from '../../exhibits/control_flow/View.svelte';
 import controlFlowNarrative from '../../exhibits/control_flow/narrative.md?raw';
+import CachesView from '../../exhibits/caches/View.svelte';
+import cachesNarrative from '../../exhibits/caches/narrative.md?raw';
+import CacheKeyView from '../../exhibits/cache_key/View.svelte';
+import cacheKeyNarrative from '../../exhibits/cache_key/narrative.md?raw';
+import RecompileHuntView from '../../exhibits/recompile_hunt/View.svelte';
+import recompileHuntNarrative from '../../exhibits/recompile_hunt/narrative.md?raw';
+import ConfigView from '../../exhibits/config/View.svelte';
+import configNarrative from '../../exhibits/config/narrative.md?raw';
 import StationsView from '../../exhibits/stations/View.svelte';
 import stationsNarrative from '../../exhibits/stations/narrative.md?raw';
 import TracingView from '../../exhibits/tracing/View.svelte';
@@ -43,7 +51,7 @@ export interface ExhibitEntry {
 }
 
 /** Navigation groups, in display order. */
-export const EXHIBIT_GROUPS = ['Trace & compile', 'Autodiff', 'Batching', 'Pytrees & control flow'] as const;
+export const EXHIBIT_GROUPS = ['Trace & compile', 'Autodiff', 'Batching', 'Pytrees & control flow', 'Caches'] as const;
 export type ExhibitGroup = (typeof EXHIBIT_GROUPS)[number];
 
 export const EXHIBITS: Readonly<Record<string, ExhibitEntry>> = {
@@ -58,6 +66,10 @@ export const EXHIBITS: Readonly<Record<string, ExhibitEntry>> = {
   transform_order: { View: TransformOrderView, narrative: transformOrderNarrative, group: 'Batching', label: 'Transform order' },
   pytree: { View: PytreeView, narrative: pytreeNarrative, group: 'Pytrees & control flow', label: 'Pytrees' },
   control_flow: { View: ControlFlowView, narrative: controlFlowNarrative, group: 'Pytrees & control flow', label: 'Control flow' },
+  caches: { View: CachesView, narrative: cachesNarrative, group: 'Caches', label: 'Cache layers' },
+  cache_key: { View: CacheKeyView, narrative: cacheKeyNarrative, group: 'Caches', label: 'Cache key' },
+  recompile_hunt: { View: RecompileHuntView, narrative: recompileHuntNarrative, group: 'Caches', label: 'Recompile hunt' },
+  config: { View: ConfigView, narrative: configNarrative, group: 'Caches', label: 'Config' },
 };
 
 /** The ids of the exhibits this frontend can show, in table order. */

@@ -32,6 +32,10 @@ export type Event =
   | PytreeCalled
   | CarryChecked
   | ControlFlowShown
+  | JitCallObserved
+  | CacheKeyComputed
+  | TrainingStepObserved
+  | ConfigOptionsListed
   | RunFinished
   | RunFailed;
 export type Request = RunRequest | CancelRequest;
@@ -1325,6 +1329,108 @@ export interface ControlFlowShown {
   type: 'control_flow_shown';
 }
 /**
+ * One call of a jitted function, with the cache layer that answered it (``layer``), JAX's
+ * own counters before and after, the ``jax.monitoring`` timers (ms), JAX's explain-cache-miss
+ * text, and the structured diff against the closest earlier call.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "JitCallObserved".
+ */
+export interface JitCallObserved {
+  counters: {
+    [k: string]: number | undefined;
+  };
+  entries: KeyEntryDiff[];
+  explanation: string;
+  function: string;
+  index: number;
+  layer: string;
+  run_id: string;
+  seq: number;
+  source: SourceLoc | null;
+  timers_ms: {
+    [k: string]: number | undefined;
+  };
+  type: 'jit_call_observed';
+}
+/**
+ * One entry of what JAX keyed a jit call on (``args[0]`` aval, a static argument, the
+ * function's identity, a sharding, the tracing context), here and in the closest earlier call;
+ * ``differs`` marks the entries that changed.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "KeyEntryDiff".
+ */
+export interface KeyEntryDiff {
+  before: string | null;
+  differs: boolean;
+  name: string;
+  now: string;
+}
+/**
+ * The persistent compilation cache key, ingredient by ingredient in JAX's order, each with
+ * its digest and the running digest; ``key`` as recomputed, ``jax_key`` as JAX wrote it.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "CacheKeyComputed".
+ */
+export interface CacheKeyComputed {
+  equal: boolean;
+  ingredients: {
+    [k: string]: string | undefined;
+  }[];
+  jax_key: string;
+  key: string;
+  perturbation: string | null;
+  run_id: string;
+  seq: number;
+  type: 'cache_key_computed';
+}
+/**
+ * One step of the recompile hunt: compiled or not, its time (ms), and the cause of a
+ * recompile with the user's line and the fix.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "TrainingStepObserved".
+ */
+export interface TrainingStepObserved {
+  cause: string | null;
+  compiled: boolean;
+  duration_ms: number;
+  fix: string | null;
+  run_id: string;
+  seq: number;
+  source: SourceLoc | null;
+  step: number;
+  type: 'training_step_observed';
+}
+/**
+ * Every ``jax.config`` option (the config exhibit).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ConfigOptionsListed".
+ */
+export interface ConfigOptionsListed {
+  options: ConfigOptionView[];
+  run_id: string;
+  seq: number;
+  type: 'config_options_listed';
+}
+/**
+ * One ``jax.config`` option: current value (printed), whether a context manager can scope
+ * it, whether it is part of the tracing context (changing it forces a retrace), its help.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ConfigOptionView".
+ */
+export interface ConfigOptionView {
+  help: string;
+  name: string;
+  scoped: boolean;
+  trace_context: boolean;
+  value: string;
+}
+/**
  * Terminal: the run completed. ``duration_ms`` is the worker-side wall time.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
@@ -1400,7 +1506,10 @@ export interface RunRequest {
  * (primals then tangents, flattened); ``None`` = primals known, tangents unknown.
  * ``in_axes``/``out_axes``: the vmap exhibit's axes as Python expressions (``None`` = the
  * snippet's own ``in_axes``/``out_axes``, else 0). ``stack``: the transform_order exhibit's
- * chips, outermost first (``None`` = the snippet's ``stack`` or its default).
+ * chips, outermost first (``None`` = the snippet's ``stack`` or its default). ``preset``: a
+ * named call sequence or loop of the cache exhibits; ``perturb``: the cache_key exhibit's one
+ * changed ingredient; ``steps``: the recompile hunt's step count; ``xla_flags``: flags the
+ * cache_key exhibit filters as JAX does.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "RunOptions".
@@ -1413,11 +1522,15 @@ export interface RunOptions {
   in_axes: string | null;
   known: boolean[] | null;
   out_axes: string | null;
+  perturb: string | null;
+  preset: string | null;
   stack:
     | (
         'jit' | 'grad' | 'value_and_grad' | 'vmap' | 'jacfwd' | 'jacrev' | 'hessian' | 'jvp' | 'vjp'
       )[]
     | null;
+  steps: number | null;
+  xla_flags: string | null;
 }
 /**
  * One extra call of the jitted function in the tracing exhibit's "call again" control.

@@ -1,0 +1,24 @@
+"""The config exhibit's ``--print`` table: ``options`` is JSON name -> ``{value, scoped,
+trace_context}``. Imports only the protocol."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from jaxscope.protocol import ConfigOptionsListed, EventModel
+
+
+def _options(events: Sequence[EventModel]) -> str | None:
+    found = [e for e in events if isinstance(e, ConfigOptionsListed)]
+    if not found:
+        return None
+    return json.dumps(
+        {
+            o.name: {"value": o.value, "scoped": o.scoped, "trace_context": o.trace_context}
+            for o in found[-1].options
+        }
+    )
+
+
+ARTEFACTS = {"options": _options}
