@@ -200,9 +200,9 @@ def f(x):
 """
 
 FORI_TRACED_SRC = """\
-@jax.jit
 def f(x, n):
-    # n is traced inside jit: the trip count is unknown, fori_loop becomes a while
+    # n is traced (an argument of make_jaxpr / jit): the trip count is unknown at trace time,
+    # so fori_loop becomes a while
     return lax.fori_loop(0, n, lambda i, c: c * x, 1.0)
 """
 
@@ -296,10 +296,11 @@ def semantics(user_closed: Any, plan: Any) -> Iterator[ControlFlowShown]:
     traced_f = builtin(FORI_TRACED_SRC)
     closed = jax.make_jaxpr(traced_f)(2.0, 3)
     prims = primitives(closed)
-    _, tangent = jax.jvp(lambda x: traced_f(x, 3), (2.0,), (1.0,))
+    jitted = jax.jit(traced_f)
+    _, tangent = jax.jvp(lambda x: jitted(x, 3), (2.0,), (1.0,))
     refusal: Exception | None = None
     try:
-        jax.grad(traced_f)(2.0, 3)
+        jax.grad(jitted)(2.0, 3)
     except Exception as exc:  # JAX's refusal is the point shown
         refusal = exc
     yield ControlFlowShown(
@@ -307,7 +308,7 @@ def semantics(user_closed: Any, plan: Any) -> Iterator[ControlFlowShown]:
         claim="fori_loop with a traced bound becomes a while: forward mode works (jvp = 12) "
         "but reverse mode is refused with JAX's error.",
         holds="while" in prims and "scan" not in prims and refusal is not None,
-        code=FORI_TRACED_SRC,
+        code=FORI_TRACED_SRC + "\njax.grad(jax.jit(f))(2.0, 3)\n",
         jaxpr=jaxpr_view(closed),
         primitives=prims,
         error_class=type(refusal).__name__ if refusal is not None else None,

@@ -1,0 +1,93 @@
+"""The control_flow exhibit in real Chromium: the default example's carry table and jaxpr (light and
+dark), a bad carry showing the leaf path that differs with JAX's own message (checked against JAX
+in this process), the weak-typed init JAX promotes, and clicks that select the user's line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax import lax
+from playwright.sync_api import Page, expect
+
+from e2e.browser import open_exhibit, run_and_wait, set_code
+
+BAD = """import jax.numpy as jnp
+from jax import lax
+
+
+def step(carry, x):
+    total, count = carry["total"], carry["count"]
+    return {"total": total + x, "count": count + 0.5}, None
+
+
+def f(xs):
+    init = {"total": jnp.float32(0.0), "count": jnp.int32(0)}
+    return lax.scan(step, init, xs)
+
+
+args = (jnp.arange(3.0),)
+"""
+
+
+def jax_error() -> str:
+    def step(carry: dict[str, jax.Array], x: jax.Array) -> tuple[dict[str, jax.Array], None]:
+        return {"total": carry["total"] + x, "count": carry["count"] + 0.5}, None
+
+    init = {"total": jnp.float32(0.0), "count": jnp.int32(0)}
+    with pytest.raises(TypeError) as info:
+        jax.make_jaxpr(lambda xs: lax.scan(step, init, xs))(jnp.arange(3.0))
+    return str(info.value)
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_default_example(
+    page: Page, console_errors: list[str], screenshots: Path, theme: str
+) -> None:
+    open_exhibit(page, "control_flow")
+    if page.locator("html").get_attribute("data-theme") != theme:
+        page.get_by_test_id("theme-toggle").click()
+    page.get_by_test_id("example-select").select_option("scan_carry")
+    expect(page.get_by_test_id("editor")).to_contain_text("tracing step")
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    expect(page.get_by_test_id("jaxpr-text")).to_be_visible()
+    expect(page.get_by_test_id("cf-api")).to_have_text("lax.scan")
+    expect(page.get_by_test_id("cf-verdict")).to_have_text("accepted")
+    paths = page.get_by_test_id("cf-leaf-path").all_inner_texts()
+    assert paths == ["['count']", "['decay']", "['mean']"]  # dict keys sorted, as JAX flattens
+    expect(page.get_by_test_id("cf-trace-prints")).to_have_text("1")
+    expect(page.get_by_test_id("cf-run-prints")).to_have_text("0")
+    expect(page.get_by_test_id("cf-shown-cond_vmap_select")).to_contain_text("holds")
+    ops = page.get_by_test_id("cf-unroll-4").locator("td").nth(1).inner_text()
+    ops1 = page.get_by_test_id("cf-unroll-1").locator("td").nth(1).inner_text()
+    assert int(ops) > int(ops1)
+    # Clicking the call's line badge selects the user's line in the editor.
+    page.get_by_test_id("cf-line").click()
+    selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
+    expect(selected.first).to_contain_text("lax.scan(step, init, xs)")
+    page.screenshot(path=str(screenshots / f"control_flow-default-{theme}.png"), full_page=True)
+    page.get_by_test_id("cf-shown-fori_traced_while").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / f"control_flow-semantics-{theme}.png"))
+    assert console_errors == []
+
+
+def test_bad_carry_shows_the_leaf_path(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    open_exhibit(page, "control_flow")
+    set_code(page, BAD)
+    run_and_wait(page)
+    expect(page.get_by_test_id("cf-verdict")).to_have_text("TypeError")
+    expect(page.get_by_test_id("cf-leaf-path-differs")).to_have_text("['count']")
+    expect(page.get_by_test_id("cf-leaf-differs")).to_contain_text("i32[]")
+    expect(page.get_by_test_id("cf-leaf-differs")).to_contain_text("f32[]")
+    message = page.get_by_test_id("cf-message").inner_text()
+    want = jax_error().replace("<snippet>", "")
+    assert [ln for ln in message.splitlines() if ln.strip()] == [
+        ln for ln in want.splitlines() if ln.strip()
+    ]
+    page.screenshot(path=str(screenshots / "control_flow-bad-carry.png"), full_page=True)
+    assert console_errors == []
