@@ -3,6 +3,7 @@ the supervisor's classification of worker deaths (``sandbox/worker.classify_deat
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 
 import jax
@@ -159,3 +160,24 @@ def test_worker_env_keeps_flags_and_platforms() -> None:
         worker_env({"XLA_FLAGS": "--xla_force_host_platform_device_count=4"})["XLA_FLAGS"]
         == "--xla_force_host_platform_device_count=4"
     )
+
+
+def test_snippet_runs_as_a_module_dataclasses_and_future_annotations_work() -> None:
+    """A snippet with ``from __future__ import annotations`` and a dataclass loads: the standard
+    library finds the snippet's module in ``sys.modules`` (it used to fail with AttributeError)."""
+    source = (
+        "from __future__ import annotations\n"
+        "import dataclasses\n"
+        "import jax.numpy as jnp\n\n"
+        "@dataclasses.dataclass\n"
+        "class Params:\n"
+        "    w: jnp.ndarray\n"
+        "    b: float = 0.0\n\n"
+        "def f(p):\n"
+        "    return jnp.sum(p.w) + p.b\n\n"
+        "args = (Params(jnp.ones(3), 1.0),)\n"
+    )
+    snippet = load_snippet(source)
+    assert float(snippet.f(*snippet.args)) == 4.0
+    assert type(snippet.args[0]).__module__ == "snippet"
+    assert dataclasses.fields(snippet.args[0])[0].type == "jnp.ndarray"

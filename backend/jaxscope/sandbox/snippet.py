@@ -10,6 +10,8 @@ own messages can quote the user's lines.
 from __future__ import annotations
 
 import linecache
+import sys
+import types
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +20,10 @@ from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, Snippet
 
 class InvalidSnippet(Exception):
     """The snippet ran but does not define what every exhibit needs (``f`` and ``args``)."""
+
+
+# The module name a snippet runs under (its ``__name__``).
+SNIPPET_MODULE = "snippet"
 
 
 def _int_tuple(value: object, name: str) -> tuple[int, ...]:
@@ -73,7 +79,13 @@ def load_snippet(source: str, filename: str = SNIPPET_FILENAME) -> Snippet:
             " expressions into several statements",
             (filename, None, None, None),
         ) from exc
-    namespace: dict[str, Any] = {"__name__": "snippet", "__file__": filename}
+    # The snippet runs as a real module registered under its name: the standard library looks
+    # classes' modules up in sys.modules (dataclasses resolving string annotations under
+    # ``from __future__ import annotations``, pickle, typing.get_type_hints).
+    module = types.ModuleType(SNIPPET_MODULE)
+    module.__file__ = filename
+    sys.modules[SNIPPET_MODULE] = module
+    namespace: dict[str, Any] = module.__dict__
     exec(code, namespace)
     return snippet_from_namespace(source, filename, namespace)
 
