@@ -1201,37 +1201,149 @@ class KeyEntryDiff(_Model):
     differs: bool = False
 
 
+class CacheCounterView(_Model):
+    """One of JAX's Python-level caches (a ``weakref_lru_cache``) read with ``cache_info()``
+    right before and right after a call; ``source`` names where JAX defines it."""
+
+    name: str
+    source: str
+    hits_before: int
+    hits_after: int
+    misses_before: int
+    misses_after: int
+
+
+CacheLayer = Literal["cpp", "jaxpr", "lowering", "executable", "persistent", "compile"]
+CacheCell = Literal["hit", "miss", "skipped", "off"]
+
+
+class CachesReset(_Event):
+    """The caches exhibit starts from a clean cache state: what it cleared, how the snippet is
+    run (``calls``: ``jit(f)`` on each tuple of ``calls``; ``driver``: ``f(*args)`` itself calls
+    jitted functions, each observed), and whether the persistent cache is in use."""
+
+    type: Literal["caches_reset"] = "caches_reset"
+    mode: Literal["calls", "driver"]
+    cleared: list[str]
+    persistent_enabled: bool = False
+
+
 class JitCallObserved(_Event):
-    """One call of a jitted function, with the cache layer that answered it (``layer``), JAX's
-    own counters before and after, the ``jax.monitoring`` timers (ms), JAX's explain-cache-miss
-    text, and the structured diff against the closest earlier call."""
+    """One call of a jitted function, with the cache layer that answered it (``layer``; see
+    ``internals/cache_layers.py``), per layer ``hit``/``miss``/``skipped``/``off`` (``cells``,
+    keys ``cpp``, ``jaxpr``, ``lowering``, ``executable``, ``persistent``), JAX's own counters
+    before and after, the C++ cache size before/after (``jitted._cache_size()``), the
+    ``jax.monitoring`` timers (ms, keys ``trace``/``lower``/``compile``), JAX's explain-cache-miss
+    text, and the structured diff against the closest earlier call (``closest``: its index).
+    ``function_object``: 1 for the first function object seen in the run, 2 for the next...
+    ``defined_line``: the line where the function is defined (in the snippet). ``source``: the
+    snippet line that made the call (driver mode). ``cause``: why it traced or compiled again,
+    from the diff (``None`` for a call with nothing earlier to compare with, or no new work)."""
 
     type: Literal["jit_call_observed"] = "jit_call_observed"
     index: int
     function: str
+    function_object: int = 1
+    defined_line: int | None = None
     source: SourceLoc | None = None
-    layer: str
-    counters: dict[str, int] = {}
+    layer: CacheLayer
+    cells: dict[str, CacheCell] = {}
+    traced: bool = False
+    compiled: bool = False
+    cpp_size_before: int = 0
+    cpp_size_after: int = 0
+    counters: list[CacheCounterView] = []
     timers_ms: dict[str, float] = {}
     explanation: str = ""
+    closest: int | None = None
     entries: list[KeyEntryDiff] = []
+    cause: str | None = None
+
+
+class CacheKeyIngredientView(_Model):
+    """One ingredient of the persistent cache key (``jax._src.cache_key.get``'s ``entries``):
+    ``digest`` is the sha256 hex of what its helper (``helper``) feeds the hash alone, ``running``
+    the hex of the running sha256 after it; ``detail`` says what was hashed."""
+
+    name: str
+    digest: str
+    running: str
+    helper: str = ""
+    detail: str = ""
 
 
 class CacheKeyComputed(_Event):
     """The persistent compilation cache key, ingredient by ingredient in JAX's order, each with
-    its digest and the running digest; ``key`` as recomputed, ``jax_key`` as JAX wrote it."""
+    its digest and the running digest; ``key`` as recomputed with JAX's per-ingredient helpers,
+    ``jax_key`` as JAX logged it (``compiler``: ``PERSISTENT COMPILATION CACHE MISS/hit ... with
+    key``), ``returned_key`` what ``cache_key.get`` returned, ``cache_file`` the file JAX wrote
+    (``<key>-cache``) in ``cache_dir``; ``persistent`` is ``miss`` or ``hit``. A perturbed key
+    (``perturbation``: body, shapes, donate_argnums, compiler_options, xla_flag, custom_hook,
+    name, line) lists the ingredients whose digest differs from the base key in ``changed``.
+    ``stripped_module`` is the module text after ``strip-debuginfo`` (what ``computation``
+    hashes, as bytecode)."""
 
     type: Literal["cache_key_computed"] = "cache_key_computed"
     perturbation: str | None = None
-    ingredients: list[dict[str, str]]
+    perturbation_detail: str = ""
+    function: str = ""
+    ingredients: list[CacheKeyIngredientView]
+    changed: list[str] = []
     key: str
     jax_key: str
+    returned_key: str = ""
+    cache_file: str | None = None
+    cache_dir: str = ""
+    persistent: str = ""
     equal: bool
+    stripped_module: str = ""
+
+
+class XlaFlagVerdictView(_Model):
+    """One XLA flag through ``cache_key._hash_xla_flags``: ``kept`` in the key or dropped (it is
+    in ``xla_flags_to_exclude_from_cache_key``), and why."""
+
+    flag: str
+    kept: bool
+    reason: str = ""
+
+
+class XlaFlagsFiltered(_Event):
+    """The cache_key exhibit's XLA flag filter: each flag as JAX's ``_hash_xla_flags`` judged it
+    (sorted, as JAX hashes them), the resulting "XLA flags" digest, JAX's exclusion list."""
+
+    type: Literal["xla_flags_filtered"] = "xla_flags_filtered"
+    flags: list[XlaFlagVerdictView]
+    digest: str
+    excluded: list[str] = []
+
+
+class StepCompileView(_Model):
+    """One XLA compilation inside a recompile-hunt step (a ``backend_compile_duration`` event of
+    ``jax.monitoring``), with the key record it belongs to: ``function`` (the Python function's
+    name), ``fun_name`` (JAX's, e.g. ``jit(update)``), ``user`` (defined in the snippet; else a
+    JAX-internal program such as an eager op), ``kind``/``cause``/``fix`` from our structured
+    diff, the call site, and the trace/lower/compile timers (ms)."""
+
+    function: str
+    fun_name: str
+    user: bool
+    kind: str | None = None
+    cause: str | None = None
+    fix: str | None = None
+    source: SourceLoc | None = None
+    defined_line: int | None = None
+    timers_ms: dict[str, float] = {}
 
 
 class TrainingStepObserved(_Event):
-    """One step of the recompile hunt: compiled or not, its time (ms), and the cause of a
-    recompile with the user's line and the fix."""
+    """One step of the recompile hunt (0-based ``step``): compiled or not (any XLA compilation
+    while it ran), its wall time (ms, outputs waited for), the compilations, and for the first
+    compilation of a user function: ``kind`` (first, new_function, weak_type, dtype, shape,
+    static, pytree, context, placement, unknown), the cause, the user's line (``source``, the
+    call site), the fix, the structured diff ``entries`` against the closest earlier key
+    (``compared_step``: the step that key came from), JAX's explain-cache-miss text, the
+    ``jax_log_compiles`` lines, and the jaxpr JAX traced. ``watched`` says what a step is."""
 
     type: Literal["training_step_observed"] = "training_step_observed"
     step: int
@@ -1240,6 +1352,16 @@ class TrainingStepObserved(_Event):
     cause: str | None = None
     source: SourceLoc | None = None
     fix: str | None = None
+    kind: str | None = None
+    function: str | None = None
+    defined_line: int | None = None
+    compared_step: int | None = None
+    entries: list[KeyEntryDiff] = []
+    compiles: list[StepCompileView] = []
+    explanation: str = ""
+    log: list[str] = []
+    jaxpr: JaxprView | None = None
+    watched: str = ""
 
 
 class ConfigOptionView(_Model):
@@ -1251,13 +1373,33 @@ class ConfigOptionView(_Model):
     scoped: bool
     trace_context: bool
     help: str = ""
+    kind: str = ""
+    option_type: str = ""
 
 
 class ConfigOptionsListed(_Event):
-    """Every ``jax.config`` option (the config exhibit)."""
+    """Every ``jax.config`` option (the config exhibit), sorted by name; ``trace_context_names``
+    is ``jax._src.config.trace_context_names()`` (config options and context managers)."""
 
     type: Literal["config_options_listed"] = "config_options_listed"
     options: list[ConfigOptionView]
+    trace_context_names: list[str] = []
+
+
+class ConfigRetraceChecked(_Event):
+    """The config exhibit's experiment: one option flipped (``with option(value):``) around a
+    call of an already-traced ``jax.jit(fun)``; ``traces`` counts how often ``fun``'s Python body
+    ran (1 before the flip), ``retraced`` whether the flipped call traced it again; ``jaxpr`` the
+    jaxpr traced under the flipped option."""
+
+    type: Literal["config_retrace_checked"] = "config_retrace_checked"
+    option: str
+    value: str
+    trace_context: bool
+    retraced: bool
+    traces: int
+    fun_name: str
+    jaxpr: JaxprView | None = None
 
 
 class RunFinished(_Event):
@@ -1333,10 +1475,13 @@ Event = Annotated[
     | PytreeCalled
     | CarryChecked
     | ControlFlowShown
+    | CachesReset
     | JitCallObserved
     | CacheKeyComputed
+    | XlaFlagsFiltered
     | TrainingStepObserved
     | ConfigOptionsListed
+    | ConfigRetraceChecked
     | RunFinished
     | RunFailed,
     Field(discriminator="type"),
@@ -1373,10 +1518,13 @@ EventModel = (
     | PytreeCalled
     | CarryChecked
     | ControlFlowShown
+    | CachesReset
     | JitCallObserved
     | CacheKeyComputed
+    | XlaFlagsFiltered
     | TrainingStepObserved
     | ConfigOptionsListed
+    | ConfigRetraceChecked
     | RunFinished
     | RunFailed
 )

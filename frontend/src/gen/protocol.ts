@@ -32,10 +32,13 @@ export type Event =
   | PytreeCalled
   | CarryChecked
   | ControlFlowShown
+  | CachesReset
   | JitCallObserved
   | CacheKeyComputed
+  | XlaFlagsFiltered
   | TrainingStepObserved
   | ConfigOptionsListed
+  | ConfigRetraceChecked
   | RunFinished
   | RunFailed;
 export type Request = RunRequest | CancelRequest;
@@ -1329,29 +1332,76 @@ export interface ControlFlowShown {
   type: 'control_flow_shown';
 }
 /**
- * One call of a jitted function, with the cache layer that answered it (``layer``), JAX's
- * own counters before and after, the ``jax.monitoring`` timers (ms), JAX's explain-cache-miss
- * text, and the structured diff against the closest earlier call.
+ * The caches exhibit starts from a clean cache state: what it cleared, how the snippet is
+ * run (``calls``: ``jit(f)`` on each tuple of ``calls``; ``driver``: ``f(*args)`` itself calls
+ * jitted functions, each observed), and whether the persistent cache is in use.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "CachesReset".
+ */
+export interface CachesReset {
+  cleared: string[];
+  mode: 'calls' | 'driver';
+  persistent_enabled: boolean;
+  run_id: string;
+  seq: number;
+  type: 'caches_reset';
+}
+/**
+ * One call of a jitted function, with the cache layer that answered it (``layer``; see
+ * ``internals/cache_layers.py``), per layer ``hit``/``miss``/``skipped``/``off`` (``cells``,
+ * keys ``cpp``, ``jaxpr``, ``lowering``, ``executable``, ``persistent``), JAX's own counters
+ * before and after, the C++ cache size before/after (``jitted._cache_size()``), the
+ * ``jax.monitoring`` timers (ms, keys ``trace``/``lower``/``compile``), JAX's explain-cache-miss
+ * text, and the structured diff against the closest earlier call (``closest``: its index).
+ * ``function_object``: 1 for the first function object seen in the run, 2 for the next...
+ * ``defined_line``: the line where the function is defined (in the snippet). ``source``: the
+ * snippet line that made the call (driver mode). ``cause``: why it traced or compiled again,
+ * from the diff (``None`` for a call with nothing earlier to compare with, or no new work).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "JitCallObserved".
  */
 export interface JitCallObserved {
-  counters: {
-    [k: string]: number | undefined;
+  cause: string | null;
+  cells: {
+    [k: string]: 'hit' | 'miss' | 'skipped' | 'off' | undefined;
   };
+  closest: number | null;
+  compiled: boolean;
+  counters: CacheCounterView[];
+  cpp_size_after: number;
+  cpp_size_before: number;
+  defined_line: number | null;
   entries: KeyEntryDiff[];
   explanation: string;
   function: string;
+  function_object: number;
   index: number;
-  layer: string;
+  layer: 'cpp' | 'jaxpr' | 'lowering' | 'executable' | 'persistent' | 'compile';
   run_id: string;
   seq: number;
   source: SourceLoc | null;
   timers_ms: {
     [k: string]: number | undefined;
   };
+  traced: boolean;
   type: 'jit_call_observed';
+}
+/**
+ * One of JAX's Python-level caches (a ``weakref_lru_cache``) read with ``cache_info()``
+ * right before and right after a call; ``source`` names where JAX defines it.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "CacheCounterView".
+ */
+export interface CacheCounterView {
+  hits_after: number;
+  hits_before: number;
+  misses_after: number;
+  misses_before: number;
+  name: string;
+  source: string;
 }
 /**
  * One entry of what JAX keyed a jit call on (``args[0]`` aval, a static argument, the
@@ -1369,43 +1419,137 @@ export interface KeyEntryDiff {
 }
 /**
  * The persistent compilation cache key, ingredient by ingredient in JAX's order, each with
- * its digest and the running digest; ``key`` as recomputed, ``jax_key`` as JAX wrote it.
+ * its digest and the running digest; ``key`` as recomputed with JAX's per-ingredient helpers,
+ * ``jax_key`` as JAX logged it (``compiler``: ``PERSISTENT COMPILATION CACHE MISS/hit ... with
+ * key``), ``returned_key`` what ``cache_key.get`` returned, ``cache_file`` the file JAX wrote
+ * (``<key>-cache``) in ``cache_dir``; ``persistent`` is ``miss`` or ``hit``. A perturbed key
+ * (``perturbation``: body, shapes, donate_argnums, compiler_options, xla_flag, custom_hook,
+ * name, line) lists the ingredients whose digest differs from the base key in ``changed``.
+ * ``stripped_module`` is the module text after ``strip-debuginfo`` (what ``computation``
+ * hashes, as bytecode).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "CacheKeyComputed".
  */
 export interface CacheKeyComputed {
+  cache_dir: string;
+  cache_file: string | null;
+  changed: string[];
   equal: boolean;
-  ingredients: {
-    [k: string]: string | undefined;
-  }[];
+  function: string;
+  ingredients: CacheKeyIngredientView[];
   jax_key: string;
   key: string;
+  persistent: string;
   perturbation: string | null;
+  perturbation_detail: string;
+  returned_key: string;
   run_id: string;
   seq: number;
+  stripped_module: string;
   type: 'cache_key_computed';
 }
 /**
- * One step of the recompile hunt: compiled or not, its time (ms), and the cause of a
- * recompile with the user's line and the fix.
+ * One ingredient of the persistent cache key (``jax._src.cache_key.get``'s ``entries``):
+ * ``digest`` is the sha256 hex of what its helper (``helper``) feeds the hash alone, ``running``
+ * the hex of the running sha256 after it; ``detail`` says what was hashed.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "CacheKeyIngredientView".
+ */
+export interface CacheKeyIngredientView {
+  detail: string;
+  digest: string;
+  helper: string;
+  name: string;
+  running: string;
+}
+/**
+ * The cache_key exhibit's XLA flag filter: each flag as JAX's ``_hash_xla_flags`` judged it
+ * (sorted, as JAX hashes them), the resulting "XLA flags" digest, JAX's exclusion list.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "XlaFlagsFiltered".
+ */
+export interface XlaFlagsFiltered {
+  digest: string;
+  excluded: string[];
+  flags: XlaFlagVerdictView[];
+  run_id: string;
+  seq: number;
+  type: 'xla_flags_filtered';
+}
+/**
+ * One XLA flag through ``cache_key._hash_xla_flags``: ``kept`` in the key or dropped (it is
+ * in ``xla_flags_to_exclude_from_cache_key``), and why.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "XlaFlagVerdictView".
+ */
+export interface XlaFlagVerdictView {
+  flag: string;
+  kept: boolean;
+  reason: string;
+}
+/**
+ * One step of the recompile hunt (0-based ``step``): compiled or not (any XLA compilation
+ * while it ran), its wall time (ms, outputs waited for), the compilations, and for the first
+ * compilation of a user function: ``kind`` (first, new_function, weak_type, dtype, shape,
+ * static, pytree, context, placement, unknown), the cause, the user's line (``source``, the
+ * call site), the fix, the structured diff ``entries`` against the closest earlier key
+ * (``compared_step``: the step that key came from), JAX's explain-cache-miss text, the
+ * ``jax_log_compiles`` lines, and the jaxpr JAX traced. ``watched`` says what a step is.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "TrainingStepObserved".
  */
 export interface TrainingStepObserved {
   cause: string | null;
+  compared_step: number | null;
   compiled: boolean;
+  compiles: StepCompileView[];
+  defined_line: number | null;
   duration_ms: number;
+  entries: KeyEntryDiff[];
+  explanation: string;
   fix: string | null;
+  function: string | null;
+  jaxpr: JaxprView | null;
+  kind: string | null;
+  log: string[];
   run_id: string;
   seq: number;
   source: SourceLoc | null;
   step: number;
   type: 'training_step_observed';
+  watched: string;
 }
 /**
- * Every ``jax.config`` option (the config exhibit).
+ * One XLA compilation inside a recompile-hunt step (a ``backend_compile_duration`` event of
+ * ``jax.monitoring``), with the key record it belongs to: ``function`` (the Python function's
+ * name), ``fun_name`` (JAX's, e.g. ``jit(update)``), ``user`` (defined in the snippet; else a
+ * JAX-internal program such as an eager op), ``kind``/``cause``/``fix`` from our structured
+ * diff, the call site, and the trace/lower/compile timers (ms).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "StepCompileView".
+ */
+export interface StepCompileView {
+  cause: string | null;
+  defined_line: number | null;
+  fix: string | null;
+  fun_name: string;
+  function: string;
+  kind: string | null;
+  source: SourceLoc | null;
+  timers_ms: {
+    [k: string]: number | undefined;
+  };
+  user: boolean;
+}
+/**
+ * Every ``jax.config`` option (the config exhibit), sorted by name; ``trace_context_names``
+ * is ``jax._src.config.trace_context_names()`` (config options and context managers).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ConfigOptionsListed".
@@ -1414,6 +1558,7 @@ export interface ConfigOptionsListed {
   options: ConfigOptionView[];
   run_id: string;
   seq: number;
+  trace_context_names: string[];
   type: 'config_options_listed';
 }
 /**
@@ -1425,9 +1570,32 @@ export interface ConfigOptionsListed {
  */
 export interface ConfigOptionView {
   help: string;
+  kind: string;
   name: string;
+  option_type: string;
   scoped: boolean;
   trace_context: boolean;
+  value: string;
+}
+/**
+ * The config exhibit's experiment: one option flipped (``with option(value):``) around a
+ * call of an already-traced ``jax.jit(fun)``; ``traces`` counts how often ``fun``'s Python body
+ * ran (1 before the flip), ``retraced`` whether the flipped call traced it again; ``jaxpr`` the
+ * jaxpr traced under the flipped option.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ConfigRetraceChecked".
+ */
+export interface ConfigRetraceChecked {
+  fun_name: string;
+  jaxpr: JaxprView | null;
+  option: string;
+  retraced: boolean;
+  run_id: string;
+  seq: number;
+  trace_context: boolean;
+  traces: number;
+  type: 'config_retrace_checked';
   value: string;
 }
 /**
