@@ -1,10 +1,359 @@
-"""The caches exhibit's probe (being built)."""
+"""The caches exhibit's probe: which cache layer answered each jit call, and what JAX keyed on.
+
+Two ways to give the calls (see ``docs/design/0016-cache-layers.md``):
+
+* ``calls`` mode: the snippet defines ``calls`` (a list of argument tuples, tried in order on
+  ``jax.jit(f, static_argnums, static_argnames)``, or on ``f`` itself when it already is a jit
+  object), or the run names a ``preset`` (``RunOptions.preset``) that builds the sequence from
+  ``args`` (:data:`PRESETS`).
+* ``driver`` mode: otherwise ``f(*args, **kwargs)`` is called as plain Python, and every call it
+  makes of a jit object of the snippet (made before or during the run) is observed
+  (``internals.cache_layers.watching_jit_calls``); JAX's internal jits pass through unwatched.
+
+The run starts from a clean cache state (``caches_reset``). Per call, one ``jit_call_observed``
+(stage ``call``): the layer that answered, hit/miss per layer, JAX's counters before/after, the
+``jax.monitoring`` timers, JAX's explain-cache-miss text, and our diff of the key entries against
+the closest earlier call (the one with the fewest differing entries; the latest on a tie).
+"""
 
 from __future__ import annotations
 
-from jaxscope.sandbox.probe_api import ProbeContext
+import contextlib
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import jax
+import numpy as np
+from jaxscope.internals.cache_layers import (
+    COUNTED_CACHES,
+    JitCallRecord,
+    is_jitted,
+    jitted_fun,
+    jitted_statics,
+    key_entries,
+    observe_jit_call,
+    persistent_cache_enabled,
+    reset_caches,
+    trace_context_now,
+    watching_jit_calls,
+)
+from jaxscope.protocol import (
+    CacheCounterView,
+    CachesReset,
+    JitCallObserved,
+    KeyEntryDiff,
+    SourceLoc,
+)
+from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, ProbeContext
+
+MAX_CALLS = 64
+
+# preset name -> what it does to the snippet's (f, args), in words (also the frontend's list).
+PRESETS: dict[str, str] = {
+    "same": "the same call twice",
+    "new_shape": "the same call, then axis 0 of every array one longer",
+    "new_dtype": "the same call, then floats as float16 and ints as int16",
+    "weak_type": "a Python scalar in place of the first array argument",
+    "static_changed": "a static argument changed, then changed back",
+    "redefined": "f redefined: a new function object from the same line",
+    "numpy": "the array arguments as numpy arrays",
+    "committed": "the array arguments committed to a device with jax.device_put",
+    "matmul_precision": "the same call inside jax.default_matmul_precision('highest')",
+}
+
+
+@dataclass
+class PlannedCall:
+    """One call of the sequence: the jit object, its arguments, an optional config context."""
+
+    jitted: Any
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    context: str | None = None
+
+
+def _arrays(args: tuple[Any, ...], fn: Callable[[Any], Any]) -> tuple[Any, ...]:
+    def one(x: Any) -> Any:
+        return fn(x) if isinstance(x, (jax.Array, np.ndarray)) else x
+
+    return tuple(jax.tree.map(one, a) for a in args)
+
+
+def _grow(x: Any) -> Any:
+    x = np.asarray(x)
+    if x.ndim == 0:
+        return jax.numpy.asarray(np.full((1,), x))
+    pad = [(0, 1)] + [(0, 0)] * (x.ndim - 1)
+    return jax.numpy.asarray(np.pad(x, pad, mode="edge"))
+
+
+def _cast(x: Any) -> Any:
+    dt = np.asarray(x).dtype
+    if np.issubdtype(dt, np.floating):
+        return jax.numpy.asarray(x, dtype=np.float16)
+    if np.issubdtype(dt, np.integer):
+        return jax.numpy.asarray(x, dtype=np.int16)
+    return x
+
+
+def _weak(args: tuple[Any, ...], statics: set[int]) -> tuple[Any, ...]:
+    out = list(args)
+    candidates = [
+        i for i, a in enumerate(args) if i not in statics and isinstance(a, (jax.Array, np.ndarray))
+    ]
+    scalars = [i for i in candidates if np.ndim(args[i]) == 0]
+    for i in scalars[:1] or candidates[:1]:
+        out[i] = np.asarray(args[i]).ravel()[0].item()
+    return tuple(out)
+
+
+def _bump(value: Any) -> Any:
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1
+    if isinstance(value, str):
+        return value + "_"
+    return None
+
+
+def _preset_calls(
+    preset: str, jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> list[PlannedCall]:
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; presets: {', '.join(PRESETS)}")
+    first = PlannedCall(jitted, args, kwargs)
+    statics = set(jitted_statics(jitted)[0])
+    if preset == "same":
+        return [first, PlannedCall(jitted, args, kwargs)]
+    if preset == "new_shape":
+        return [
+            first,
+            PlannedCall(jitted, args, kwargs),
+            PlannedCall(jitted, _grow_args(args, statics), kwargs),
+        ]
+    if preset == "new_dtype":
+        return [first, PlannedCall(jitted, _arrays(args, _cast), kwargs)]
+    if preset == "weak_type":
+        return [first, PlannedCall(jitted, _weak(args, statics), kwargs)]
+    if preset == "static_changed":
+        if not statics:
+            raise ValueError(
+                "the static_changed preset needs a static argument: set static_argnums in the "
+                "snippet (or jit f with static_argnums)"
+            )
+        i = min(statics)
+        bumped = _bump(args[i])
+        if bumped is None:
+            raise ValueError(f"cannot change static argument {i} ({args[i]!r}) automatically")
+        changed = (*args[:i], bumped, *args[i + 1 :])
+        return [first, PlannedCall(jitted, changed, kwargs), PlannedCall(jitted, args, kwargs)]
+    if preset == "redefined":
+        fun = jitted_fun(jitted)
+        again = types.FunctionType(
+            fun.__code__, fun.__globals__, fun.__name__, fun.__defaults__, fun.__closure__
+        )
+        again.__kwdefaults__ = fun.__kwdefaults__
+        nums, names = jitted_statics(jitted)
+        rejit = jax.jit(again, static_argnums=nums, static_argnames=names)
+        return [first, PlannedCall(rejit, args, kwargs)]
+    if preset == "numpy":
+        return [first, PlannedCall(jitted, _arrays(args, np.asarray), kwargs)]
+    if preset == "committed":
+        dev = jax.devices()[0]
+        return [first, PlannedCall(jitted, _arrays(args, lambda x: jax.device_put(x, dev)), kwargs)]
+    # matmul_precision
+    return [first, PlannedCall(jitted, args, kwargs, context="highest")]
+
+
+def _grow_args(args: tuple[Any, ...], statics: set[int]) -> tuple[Any, ...]:
+    return tuple(a if i in statics else _arrays((a,), _grow)[0] for i, a in enumerate(args))
+
+
+@contextlib.contextmanager
+def _context(name: str | None) -> Iterator[None]:
+    if name is None:
+        yield
+    else:
+        with jax.default_matmul_precision(name):
+            yield
+
+
+class _Observer:
+    """Observes calls one by one and emits a ``jit_call_observed`` per call."""
+
+    def __init__(self, ctx: ProbeContext) -> None:
+        self.ctx = ctx
+        self.baseline_context = trace_context_now()
+        self.functions: list[Any] = []  # kept alive: ids stay unique, ordinals stable
+        self.history: list[dict[str, str]] = []
+        self.def_lines: list[int | None] = []
+
+    def _ordinal(self, fun: Any) -> int:
+        for i, g in enumerate(self.functions):
+            if g is fun:
+                return i + 1
+        self.functions.append(fun)
+        return len(self.functions)
+
+    def _context_text(self) -> str:
+        now = trace_context_now()
+        changed = [f"{k}={v}" for k, v in now.items() if self.baseline_context.get(k) != v]
+        return "; ".join(changed) if changed else "as at the start of the run"
+
+    def call(
+        self,
+        jitted: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        site: tuple[int, str] | None,
+    ) -> Any:
+        if len(self.history) >= MAX_CALLS:
+            return jitted(*args, **kwargs)
+        fun = jitted_fun(jitted)
+        name = getattr(fun, "__name__", "?")
+        ordinal = self._ordinal(fun)
+        code = getattr(fun, "__code__", None)
+        def_line = (
+            code.co_firstlineno
+            if code is not None and code.co_filename == SNIPPET_FILENAME
+            else None
+        )
+        nums, names = jitted_statics(jitted)
+        entries = [("function", _function_text(name, ordinal, def_line))]
+        entries += key_entries(fun, args, kwargs, nums, names)
+        entries.append(("tracing context", self._context_text()))
+        index = len(self.history)
+        with self.ctx.stage("call", call_index=index):
+            record = observe_jit_call(jitted, args, kwargs)
+        now = dict(entries)
+        closest = self._closest(now)
+        diff = _diff(now, self.history[closest] if closest is not None else None)
+        cause = None
+        if closest is not None and (record.traced or record.compile_events > 0):
+            cause = _cause(diff, name, def_line, self.def_lines[closest])
+        self.history.append(now)
+        self.def_lines.append(def_line)
+        self.ctx.emit(
+            JitCallObserved(
+                index=index,
+                function=name,
+                function_object=ordinal,
+                defined_line=def_line,
+                source=SourceLoc(line=site[0], function=site[1]) if site else None,
+                layer=record.layer(),
+                cells=record.cells(),
+                traced=record.traced,
+                compiled=record.compile_events > 0,
+                cpp_size_before=record.cpp_size_before,
+                cpp_size_after=record.cpp_size_after,
+                counters=_counters(record),
+                timers_ms={k: round(v, 3) for k, v in record.timers_ms.items()},
+                explanation=record.explanation,
+                closest=closest,
+                entries=diff,
+                cause=cause,
+            )
+        )
+        return record.out
+
+    def _closest(self, now: dict[str, str]) -> int | None:
+        best: tuple[int, int] | None = None
+        for i, before in enumerate(self.history):
+            n = sum(1 for d in _diff(now, before) if d.differs)
+            if best is None or n <= best[0]:
+                best = (n, i)
+        return None if best is None else best[1]
+
+
+def _function_text(name: str, ordinal: int, def_line: int | None) -> str:
+    where = f", defined at line {def_line}" if def_line is not None else ""
+    return f"{name} (function object #{ordinal}{where})"
+
+
+def _diff(now: dict[str, str], before: dict[str, str] | None) -> list[KeyEntryDiff]:
+    if before is None:
+        return [KeyEntryDiff(name=k, now=v) for k, v in now.items()]
+    out = [
+        KeyEntryDiff(name=k, now=v, before=before.get(k), differs=before.get(k) != v)
+        for k, v in now.items()
+    ]
+    out += [
+        KeyEntryDiff(name=k, now="(absent)", before=v, differs=True)
+        for k, v in before.items()
+        if k not in now
+    ]
+    return out
+
+
+def _cause(
+    diff: list[KeyEntryDiff], name: str, def_line: int | None, before_line: int | None
+) -> str:
+    differing = [d for d in diff if d.differs]
+    fun = next((d for d in differing if d.name == "function"), None)
+    if fun is not None and def_line is not None and def_line == before_line:
+        return (
+            f"new function object at the same call site ({SNIPPET_FILENAME}:{def_line}): "
+            f"{name} is re-created every call, so its cache entry is never reused"
+        )
+    if not differing:
+        return "no key entry differs from the closest earlier call, yet JAX missed its cache"
+    return "; ".join(f"{d.name}: now {d.now}, before {d.before}" for d in differing)
+
+
+def _counters(record: JitCallRecord) -> list[CacheCounterView]:
+    return [
+        CacheCounterView(
+            name=name,
+            source=COUNTED_CACHES[name][1],
+            hits_before=record.before[name][0],
+            hits_after=record.after[name][0],
+            misses_before=record.before[name][1],
+            misses_after=record.after[name][1],
+        )
+        for name in COUNTED_CACHES
+    ]
 
 
 def run(ctx: ProbeContext) -> None:
-    """Not built yet."""
-    raise NotImplementedError("the caches exhibit is being built")
+    """Reset JAX's caches, then observe each jit call (calls, preset or driver mode)."""
+    snippet = ctx.snippet
+    preset = ctx.options.preset
+    calls = snippet.namespace.get("calls")
+    mode: Literal["calls", "driver"] = (
+        "calls" if preset is not None or calls is not None else "driver"
+    )
+    cleared = reset_caches()
+    ctx.emit(CachesReset(mode=mode, cleared=cleared, persistent_enabled=persistent_cache_enabled()))
+    observer = _Observer(ctx)
+    if mode == "driver":
+        namespace = getattr(snippet.f, "__globals__", snippet.namespace)
+        with watching_jit_calls(namespace, observer.call), ctx.stage("run"):
+            snippet.f(*snippet.args, **snippet.kwargs)
+        return
+    jitted = (
+        snippet.f
+        if is_jitted(snippet.f)
+        else jax.jit(
+            snippet.f,
+            static_argnums=snippet.static_argnums,
+            static_argnames=snippet.static_argnames,
+        )
+    )
+    if preset is not None:
+        planned = _preset_calls(preset, jitted, snippet.args, snippet.kwargs)
+    else:
+        if not isinstance(calls, (list, tuple)):
+            raise TypeError("`calls` must be a list of argument tuples")
+        planned = []
+        for c in list(calls)[:MAX_CALLS]:
+            planned.append(
+                PlannedCall(
+                    jitted, tuple(c) if isinstance(c, (list, tuple)) else (c,), snippet.kwargs
+                )
+            )
+    for p in planned:
+        with _context(p.context):
+            observer.call(p.jitted, p.args, p.kwargs, None)

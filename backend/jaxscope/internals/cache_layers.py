@@ -1,0 +1,418 @@
+"""Watch each call of a jitted function and read, from JAX's own caches and counters, which
+cache layer answered it (the ``caches`` exhibit).
+
+The layers a ``jax.jit`` call walks through (JAX 0.10.2):
+
+* ``cpp``: the C++ fast path of the jitted object (``jaxlib`` ``PjitFunction``); its size is
+  ``jitted._cache_size()``. A hit runs no Python of JAX at all, so no counter below moves.
+* ``jaxpr``: ``pjit._infer_params_cached`` (``weakref_lru_cache``: the traced jaxpr and the
+  call's parameters, keyed by the function, jit info, argument signature, avals and context),
+  backed by ``pe.trace_to_jaxpr`` (whose misses produce the explain-cache-miss messages). A miss
+  reports ``/jax/core/compile/jaxpr_trace_duration`` with ``fun_name`` through
+  ``jax.monitoring``.
+* ``lowering``: ``pjit._pjit_lower`` (``weakref_lru_cache`` keyed by the jaxpr, shardings,
+  layouts...): a hit returns the ``MeshComputation`` whose ``.compile()`` is memoised.
+  ``pxla._cached_lowering_to_hlo`` is read too (shown, not used for the verdict).
+* ``executable``: ``pxla._cached_compilation`` (``weakref_lru_cache`` keyed by the lowered
+  computation).
+* ``persistent``: the on-disk cache (``jax._src.compilation_cache``), only in use when
+  ``jax_compilation_cache_dir`` is set; it reports ``/jax/compilation_cache/cache_hits`` and
+  ``cache_misses`` events.
+
+Every ``weakref_lru_cache`` has ``cache_info()`` with ``hits``/``misses``; we snapshot them right
+before and after the call. Internal jits (``jnp`` helpers) move ``_infer_params_cached`` too
+while ``f`` is traced; the verdict for the outer call uses the trace event of ``f`` (did JAX
+trace *this* function) and the lowering/compile caches, which only the outermost dispatch
+consults.
+
+Also: :func:`watching_jit_calls`, which, while a driver ``f`` runs, turns every ``jax.jit``
+object of the snippet (created before the run, or by ``jax.jit``/``jit`` during it) into an
+observing proxy; jits whose function is not from the snippet (JAX's own) pass through unwatched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.monitoring
+import numpy as np
+from jax._src import config as jax_config
+from jax._src import pjit, source_info_util
+from jax._src.interpreters import partial_eval as pe
+from jax._src.interpreters import pxla
+
+from jaxscope.internals.cache import EXPLAIN_LOGGER, _ListHandler, fresh_caches, tidy_explanation
+from jaxscope.internals.monitoring import COMPILE_EVENT, LOWER_EVENT, TRACE_EVENT
+from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
+
+source_info_util.register_exclusion(__file__)
+
+PERSISTENT_HIT_EVENT = "/jax/compilation_cache/cache_hits"
+PERSISTENT_MISS_EVENT = "/jax/compilation_cache/cache_misses"
+
+# name -> (cache object, where JAX defines it)
+COUNTED_CACHES: dict[str, tuple[Any, str]] = {
+    "infer_params": (pjit._infer_params_cached, "jax/_src/pjit.py _infer_params_cached"),
+    "trace_to_jaxpr": (pe.trace_to_jaxpr, "jax/_src/interpreters/partial_eval.py trace_to_jaxpr"),
+    "pjit_lower": (pjit._pjit_lower, "jax/_src/pjit.py _pjit_lower"),
+    "lowering_to_hlo": (
+        pxla._cached_lowering_to_hlo,
+        "jax/_src/interpreters/pxla.py _cached_lowering_to_hlo",
+    ),
+    "compilation": (pxla._cached_compilation, "jax/_src/interpreters/pxla.py _cached_compilation"),
+}
+
+LAYERS = ("cpp", "jaxpr", "lowering", "executable", "persistent")
+
+_PJIT_TYPE = type(jax.jit(lambda x: x))
+
+
+def counter_snapshot() -> dict[str, tuple[int, int]]:
+    """``{name: (hits, misses)}`` of every cache in :data:`COUNTED_CACHES`."""
+    out = {}
+    for name, (cache, _) in COUNTED_CACHES.items():
+        info = cache.cache_info()
+        out[name] = (int(info.hits), int(info.misses))
+    return out
+
+
+def reset_caches() -> list[str]:
+    """Start from a clean cache state: ``jax.clear_caches()`` (every Python-level cache in
+    ``jax._src.util._caches`` and the C++ jit caches) and :func:`fresh_caches` (also the call
+    sites ``pe.explain`` remembers). Returns what was cleared, in words."""
+    jax.clear_caches()
+    fresh_caches()
+    return [
+        "jax.clear_caches(): every cache in jax._src.util._caches and the C++ jit caches",
+        "pjit._infer_params_cached, pe.trace_to_jaxpr",
+        "pe.callsites_with_tracing_cache_miss (explain-cache-miss memory)",
+    ]
+
+
+def persistent_cache_enabled() -> bool:
+    """Whether the on-disk compilation cache is configured (``jax_compilation_cache_dir``)."""
+    return bool(jax.config.jax_compilation_cache_dir)
+
+
+def is_jitted(obj: Any) -> bool:
+    """``obj`` is a ``jax.jit`` object (``jaxlib`` ``PjitFunction``)."""
+    return isinstance(obj, _PJIT_TYPE)
+
+
+def jitted_fun(jitted: Any) -> Callable[..., Any]:
+    """The Python function a jit object wraps (``jitted._fun``)."""
+    return jitted._fun  # type: ignore[no-any-return]
+
+
+def jitted_statics(jitted: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """``(static_argnums, static_argnames)`` from ``jitted._jit_info`` (``pjit.PjitInfo``)."""
+    info = jitted._jit_info
+    return tuple(info.static_argnums), tuple(info.static_argnames)
+
+
+def trace_context_now() -> dict[str, str]:
+    """The tracing context JAX puts in its jit cache keys (``config.trace_context()``, one value
+    per ``config.trace_context_names()``), as ``{name: repr(value)}``."""
+    names = jax_config.trace_context_names()
+    values = jax_config.trace_context()
+    return {str(n): repr(v) for n, v in zip(names, values, strict=False)}
+
+
+def _short_aval(x: Any) -> str:
+    aval = jax.typeof(x)
+    text = str(aval.str_short(short_dtypes=True)) if hasattr(aval, "str_short") else str(aval)
+    if getattr(aval, "weak_type", False):
+        text += " weak"
+    return text
+
+
+def placement(x: Any) -> str:
+    """Where an argument lives, as the C++ cache and the lowering key see it: a jax.Array
+    committed to a device or not (``x.committed``, ``x.sharding``), a numpy array, a Python
+    scalar."""
+    if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
+        devices = ",".join(str(d) for d in x.sharding.device_set)
+        how = "committed to" if x.committed else "uncommitted, on"
+        return f"jax.Array {how} {devices}"
+    if isinstance(x, np.ndarray):
+        return "numpy.ndarray (host)"
+    if isinstance(x, np.generic):
+        return f"numpy scalar {type(x).__name__}"
+    return f"Python {type(x).__name__}"
+
+
+def key_entries(
+    fun: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    static_argnums: tuple[int, ...],
+    static_argnames: tuple[str, ...],
+) -> list[tuple[str, str]]:
+    """What JAX keys a jit call on, as ``(entry name, text)``: the input pytree (static
+    arguments as ``static``), each dynamic leaf's aval (shape, dtype, ``weak``) and placement
+    (committedness/sharding or host type), each static argument's value. Leaves are named by
+    ``f``'s parameter names and ``jax.tree_util.keystr`` paths. The function's identity and the
+    tracing context are added by the caller."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        params = []
+    nargs = len(args)
+    statics = {i % nargs if nargs else i for i in static_argnums}
+    entries: list[tuple[str, str]] = []
+    dyn_args: list[Any] = []
+    for i, a in enumerate(args):
+        name = params[i] if i < len(params) else f"args[{i}]"
+        if i in statics:
+            entries.append((f"static {name}", repr(a)))
+            dyn_args.append("static")
+            continue
+        dyn_args.append(a)
+    dyn_kwargs: dict[str, Any] = {}
+    for k, v in sorted(kwargs.items()):
+        if k in static_argnames:
+            entries.append((f"static {k}", repr(v)))
+            dyn_kwargs[k] = "static"
+        else:
+            dyn_kwargs[k] = v
+    tree = jax.tree.structure(
+        (tuple(dyn_args), dyn_kwargs), is_leaf=lambda x: isinstance(x, str) and x == "static"
+    )
+    entries.insert(0, ("input pytree", str(tree).replace("PyTreeDef", "", 1)))
+    for i, a in enumerate(args):
+        if i in statics:
+            continue
+        name = params[i] if i < len(params) else f"args[{i}]"
+        _leaf_entries(entries, name, a)
+    for k, v in sorted(kwargs.items()):
+        if k not in static_argnames:
+            _leaf_entries(entries, k, v)
+    return entries
+
+
+def _leaf_entries(entries: list[tuple[str, str]], name: str, value: Any) -> None:
+    for path, leaf in jax.tree_util.tree_leaves_with_path(value):
+        leaf_name = name + jax.tree_util.keystr(path)
+        entries.append((f"{leaf_name} aval", _short_aval(leaf)))
+        entries.append((f"{leaf_name} placement", placement(leaf)))
+
+
+def user_call_site() -> tuple[int, str] | None:
+    """``(line, function)`` of the innermost snippet frame on the stack (the call site)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename == SNIPPET_FILENAME:
+            return frame.f_lineno, frame.f_code.co_name
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+@dataclass
+class JitCallRecord:
+    """What one observed call did, read from JAX's caches and counters."""
+
+    fun_name: str
+    before: dict[str, tuple[int, int]]
+    after: dict[str, tuple[int, int]]
+    cpp_size_before: int
+    cpp_size_after: int
+    traced: bool
+    trace_events: int
+    compile_events: int
+    timers_ms: dict[str, float]
+    persistent_hits: int
+    persistent_misses: int
+    persistent_enabled: bool
+    explanation: str
+    messages: list[str] = field(default_factory=list)
+    out: Any = None
+
+    def delta(self, name: str) -> tuple[int, int]:
+        """``(hits, misses)`` added to cache ``name`` by the call."""
+        b, a = self.before[name], self.after[name]
+        return a[0] - b[0], a[1] - b[1]
+
+    def cells(self) -> dict[str, str]:
+        """Per layer: ``hit``, ``miss``, ``skipped`` (not consulted) or ``off``."""
+        ip_h, ip_m = self.delta("infer_params")
+        python_entered = ip_h + ip_m > 0 or self.trace_events > 0
+        cells: dict[str, str] = {}
+        cells["cpp"] = "miss" if python_entered else "hit"
+        persistent_off = "off" if not self.persistent_enabled else "skipped"
+        if not python_entered:
+            cells.update(
+                jaxpr="skipped", lowering="skipped", executable="skipped", persistent=persistent_off
+            )
+            return cells
+        cells["jaxpr"] = "miss" if self.trace_events > 0 else "hit"
+        lo_h, lo_m = self.delta("pjit_lower")
+        cells["lowering"] = "miss" if lo_m > 0 else ("hit" if lo_h > 0 else "skipped")
+        if cells["lowering"] != "miss":
+            cells.update(executable="skipped", persistent=persistent_off)
+            return cells
+        co_h, co_m = self.delta("compilation")
+        cells["executable"] = "miss" if co_m > 0 else ("hit" if co_h > 0 else "skipped")
+        if cells["executable"] != "miss" or not self.persistent_enabled:
+            cells["persistent"] = persistent_off
+        elif self.persistent_hits > 0:
+            cells["persistent"] = "hit"
+        elif self.persistent_misses > 0:
+            cells["persistent"] = "miss"
+        else:
+            cells["persistent"] = "skipped"
+        return cells
+
+    def layer(self) -> str:
+        """The layer that answered: ``cpp``; ``jaxpr`` (no trace, and the lowering cached with
+        the jaxpr hit: nothing traced, lowered or compiled); ``lowering`` (traced, but the
+        lowering cache hit); ``executable``; ``persistent``; or ``compile`` (XLA compiled)."""
+        c = self.cells()
+        if c["cpp"] == "hit":
+            return "cpp"
+        if c["lowering"] == "hit":
+            return "jaxpr" if c["jaxpr"] == "hit" else "lowering"
+        if c["executable"] == "hit":
+            return "executable"
+        if c["persistent"] == "hit":
+            return "persistent"
+        return "compile"
+
+
+def observe_jit_call(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> JitCallRecord:
+    """Call ``jitted(*args, **kwargs)`` once (blocking on the outputs) and read what JAX's caches,
+    ``jax.monitoring`` timers, persistent-cache events and explain-cache-miss log said."""
+    fun_name = getattr(jitted_fun(jitted), "__name__", "?")
+    jit_name = f"jit({fun_name})"
+    timers = {"trace": 0.0, "lower": 0.0, "compile": 0.0}
+    counts = {"trace": 0, "compile": 0, "p_hit": 0, "p_miss": 0}
+
+    def on_duration(event: str, secs: float, **kw: Any) -> None:
+        name = kw.get("fun_name")
+        if event == TRACE_EVENT and name == fun_name:
+            timers["trace"] += secs * 1e3
+            counts["trace"] += 1
+        elif event == LOWER_EVENT and name == jit_name:
+            timers["lower"] += secs * 1e3
+        elif event == COMPILE_EVENT and name == jit_name:
+            timers["compile"] += secs * 1e3
+            counts["compile"] += 1
+
+    def on_event(event: str, **kw: Any) -> None:
+        del kw
+        if event == PERSISTENT_HIT_EVENT:
+            counts["p_hit"] += 1
+        elif event == PERSISTENT_MISS_EVENT:
+            counts["p_miss"] += 1
+
+    handler = _ListHandler()
+    logger = logging.getLogger(EXPLAIN_LOGGER)
+    saved = (logger.level, logger.propagate)
+    logger.addHandler(handler)
+    logger.propagate = False
+    if logger.getEffectiveLevel() > logging.WARNING:
+        logger.setLevel(logging.WARNING)
+    jax.monitoring.register_event_duration_secs_listener(on_duration)
+    jax.monitoring.register_event_listener(on_event)
+    try:
+        with jax.explain_cache_misses(True):
+            size_before = int(jitted._cache_size())
+            before = counter_snapshot()
+            out = jitted(*args, **kwargs)
+            after = counter_snapshot()
+            size_after = int(jitted._cache_size())
+        jax.block_until_ready(out)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(on_duration)
+        jax.monitoring.unregister_event_listener(on_event)
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+    return JitCallRecord(
+        fun_name=fun_name,
+        before=before,
+        after=after,
+        cpp_size_before=size_before,
+        cpp_size_after=size_after,
+        traced=counts["trace"] > 0,
+        trace_events=counts["trace"],
+        compile_events=counts["compile"],
+        timers_ms=timers,
+        persistent_hits=counts["p_hit"],
+        persistent_misses=counts["p_miss"],
+        persistent_enabled=persistent_cache_enabled(),
+        explanation=tidy_explanation(handler.messages),
+        messages=list(handler.messages),
+        out=out,
+    )
+
+
+def _from_snippet(fun: Any) -> bool:
+    import inspect
+
+    fun = inspect.unwrap(fun)
+    code = getattr(fun, "__code__", None)
+    return code is not None and code.co_filename == SNIPPET_FILENAME
+
+
+def _has_tracer(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    return any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((args, kwargs)))
+
+
+OnCall = Callable[[Any, tuple[Any, ...], dict[str, Any], "tuple[int, str] | None"], Any]
+
+
+class _Watched:
+    """A stand-in for a snippet's jit object: each call from outside a trace goes to
+    ``on_call(jitted, args, kwargs, call_site)``; everything else is the jit object's."""
+
+    def __init__(self, jitted: Any, on_call: OnCall) -> None:
+        self._jaxscope_jitted = jitted
+        self._on_call = on_call
+        self.__wrapped__ = jitted_fun(jitted)
+        self.__name__ = getattr(self.__wrapped__, "__name__", "?")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _has_tracer(args, kwargs):
+            return self._jaxscope_jitted(*args, **kwargs)
+        return self._on_call(self._jaxscope_jitted, args, kwargs, user_call_site())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._jaxscope_jitted, name)
+
+
+@contextlib.contextmanager
+def watching_jit_calls(namespace: dict[str, Any], on_call: OnCall) -> Iterator[None]:
+    """While the block runs, every call of a snippet jit object goes to ``on_call``: jit objects
+    in ``namespace`` (the snippet's globals) are replaced by watchers, and ``jax.jit`` (and a
+    ``jit`` name bound to it in ``namespace``) returns watchers for functions defined in the
+    snippet. Everything is restored on exit."""
+    real_jit = jax.jit
+
+    def watching_jit(fun: Any = None, *a: Any, **kw: Any) -> Any:
+        if fun is None:  # @jax.jit(static_argnums=...) style
+            return lambda g: watching_jit(g, *a, **kw)
+        jitted = real_jit(fun, *a, **kw)
+        return _Watched(jitted, on_call) if _from_snippet(fun) else jitted
+
+    saved: dict[str, Any] = {}
+    for name, value in list(namespace.items()):
+        if is_jitted(value) and _from_snippet(jitted_fun(value)):
+            saved[name] = value
+            namespace[name] = _Watched(value, on_call)
+        elif value is real_jit:
+            saved[name] = value
+            namespace[name] = watching_jit
+    jax.jit = watching_jit  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        jax.jit = real_jit
+        namespace.update(saved)
