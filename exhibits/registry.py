@@ -96,6 +96,9 @@ class Exhibit:
     # Multiplies the sandbox's per-run wall-clock and CPU limits for this exhibit: the autodiff
     # exhibits trace, compile and run the user's function several times in one run.
     budget: float = 1.0
+    # False for an exhibit that runs without user code (config): the snippet may then be empty
+    # or lack ``f``/``args`` (``Snippet.defines_f``), and ``jaxscope run ID -`` needs no file.
+    needs_snippet: bool = True
 
     @property
     def folder(self) -> Path:
@@ -270,6 +273,7 @@ EXHIBITS: dict[str, Exhibit] = {
             summary="Every jax.config option: value, scoping, and whether it forces a retrace.",
             default_example="options",
             artefacts=_artefacts_of("config"),
+            needs_snippet=False,
         ),
     ]
 }

@@ -111,7 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run an exhibit on a snippet file, headless")
     run.add_argument("exhibit", help=f"exhibit id ({', '.join(EXHIBITS)})")
-    run.add_argument("file", type=Path, help="the snippet (a .py file defining f and args)")
+    run.add_argument(
+        "file",
+        type=Path,
+        help="the snippet (a .py file defining f and args); - reads it from stdin (an exhibit "
+        "that needs no snippet, such as config, then reads nothing from a terminal)",
+    )
     out = run.add_mutually_exclusive_group()
     out.add_argument("--print", dest="artefact", metavar="ARTEFACT", help="print one artefact")
     out.add_argument("--json", action="store_true", help="every event as one JSON line")
@@ -269,6 +274,14 @@ def _summary(events: Sequence[EventModel], exhibit: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _read_stdin(needs_snippet: bool) -> str:
+    """FILE ``-``: the snippet from stdin; nothing from a terminal when the exhibit needs no
+    snippet (``jaxscope run config - --print options``)."""
+    if not needs_snippet and sys.stdin.isatty():
+        return ""
+    return sys.stdin.buffer.read().decode("utf-8-sig")
+
+
 def _run(ns: argparse.Namespace) -> int:
     exhibit = EXHIBITS.get(ns.exhibit)
     if exhibit is None:
@@ -286,7 +299,11 @@ def _run(ns: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         # utf-8-sig: a file saved with a byte-order mark (Windows editors) reads as plain code.
-        code = ns.file.read_text(encoding="utf-8-sig")
+        code = (
+            _read_stdin(exhibit.needs_snippet)
+            if str(ns.file) == "-"
+            else ns.file.read_text(encoding="utf-8-sig")
+        )
     except OSError as exc:
         print(f"jaxscope: cannot read {ns.file}: {exc.strerror}", file=sys.stderr)
         return EXIT_USAGE

@@ -21,7 +21,7 @@ def _key(events: Sequence[EventModel]) -> str | None:
 
 def _digests(events: Sequence[EventModel]) -> str | None:
     e = _first(events)
-    return json.dumps({i["name"]: i["digest"] for i in e.ingredients}) if e else None
+    return json.dumps({i.name: i.digest for i in e.ingredients}) if e else None
 
 
 ARTEFACTS = {"key": _key, "digests": _digests}

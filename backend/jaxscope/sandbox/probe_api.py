@@ -29,7 +29,8 @@ class Snippet:
     """A loaded user snippet (the module's namespace after ``exec``).
 
     ``f`` and ``args`` are required; ``kwargs``, ``static_argnums``, ``static_argnames`` are
-    optional in the snippet (defaults: ``{}``, ``()``, ``()``). ``filename`` is the name the source
+    optional in the snippet (defaults: ``{}``, ``()``, ``()``); ``defines_f`` is False when an
+    exhibit that needs no snippet got code without them. ``filename`` is the name the source
     was compiled under (:data:`SNIPPET_FILENAME`), ``source`` its text.
     """
 
@@ -41,6 +42,9 @@ class Snippet:
     kwargs: dict[str, Any] = field(default_factory=dict)
     static_argnums: tuple[int, ...] = ()
     static_argnames: tuple[str, ...] = ()
+    # False for an exhibit that needs no snippet (``Exhibit.needs_snippet=False``) when the
+    # code defines no ``f``/``args``: ``f`` then raises if called and ``args`` is empty.
+    defines_f: bool = True
 
 
 class ProbeContext(Protocol):

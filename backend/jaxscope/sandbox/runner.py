@@ -257,6 +257,14 @@ def _import_probes() -> tuple[dict[str, ModuleType], dict[str, str]]:
     return probes, errors
 
 
+def _needs_snippet(exhibit_id: str) -> bool:
+    """``Exhibit.needs_snippet`` of the registry (True for an unknown id)."""
+    from exhibits.registry import EXHIBITS
+
+    exhibit = EXHIBITS.get(exhibit_id)
+    return exhibit.needs_snippet if exhibit is not None else True
+
+
 class ProbeMissing(Exception):
     """The exhibit's probe could not be imported in this worker."""
 
@@ -352,7 +360,7 @@ def run_job(
             )
         )
         with ctx.stage("load"):
-            ctx.snippet = load_snippet(request.code)
+            ctx.snippet = load_snippet(request.code, require_f=_needs_snippet(request.exhibit))
         probe = probes.get(request.exhibit)
         if probe is None:
             raise ProbeMissing(

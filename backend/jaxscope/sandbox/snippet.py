@@ -48,13 +48,21 @@ def register_source(source: str, filename: str = SNIPPET_FILENAME) -> None:
     linecache.cache[filename] = (len(source), None, lines, filename)
 
 
-def load_snippet(source: str, filename: str = SNIPPET_FILENAME) -> Snippet:
+def _no_function(*args: Any, **kwargs: Any) -> Any:
+    raise InvalidSnippet("this run has no snippet function `f`")
+
+
+def load_snippet(
+    source: str, filename: str = SNIPPET_FILENAME, *, require_f: bool = True
+) -> Snippet:
     """Compile and execute ``source``; return its ``f``, ``args`` and optional names.
 
     Raises ``SyntaxError`` (with ``lineno``/``offset``; also for a null byte in ``source``, and
     without a line when the code nests too deeply to compile), whatever the module body raises,
     or :class:`InvalidSnippet` when ``f`` is missing or not callable, or ``args`` is missing or
-    not a tuple/list, or an optional name has the wrong type.
+    not a tuple/list, or an optional name has the wrong type. With ``require_f=False`` (an
+    exhibit that needs no snippet), code without ``f`` or ``args`` (empty code included) gives a
+    snippet with ``defines_f=False``.
     """
     register_source(source, filename)
     if "\0" in source:
@@ -87,6 +95,15 @@ def load_snippet(source: str, filename: str = SNIPPET_FILENAME) -> Snippet:
     sys.modules[SNIPPET_MODULE] = module
     namespace: dict[str, Any] = module.__dict__
     exec(code, namespace)
+    if not require_f and ("f" not in namespace or "args" not in namespace):
+        return Snippet(
+            source=source,
+            filename=filename,
+            namespace=dict(namespace),
+            f=_no_function,
+            args=(),
+            defines_f=False,
+        )
     return snippet_from_namespace(source, filename, namespace)
 
 
