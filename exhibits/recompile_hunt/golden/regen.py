@@ -45,7 +45,7 @@ def plain_run(source: str, steps: int | None = None) -> dict[str, Any]:
     args = tuple(ns["args"])
     if steps is not None:
         args = (steps,)
-    jax.clear_caches()
+    jax.clear_caches()  # type: ignore[no-untyped-call]
     handler = _Lines()
     names = ("jax._src.dispatch", "jax._src.interpreters.partial_eval")
     loggers = [logging.getLogger(n) for n in names]
@@ -65,7 +65,7 @@ def plain_run(source: str, steps: int | None = None) -> dict[str, Any]:
             depth[0] += 1
             start = len(handler.records)
             try:
-                return jax.block_until_ready(real(*a, **k))
+                return jax.block_until_ready(real(*a, **k))  # type: ignore[no-untyped-call]
             finally:
                 depth[0] -= 1
                 new = handler.records[start:]
