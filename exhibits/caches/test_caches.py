@@ -1,0 +1,263 @@
+"""The caches exhibit against JAX itself.
+
+* Per call, the layer that answered, whether it traced/compiled, and whether JAX explained a
+  miss equal a plain-JAX replay of the same calls read from public signals only
+  (``golden/regen.py``: ``jax.monitoring`` events, the jit object's C++ cache size, the explain
+  log), for every example and every preset.
+* Our diff entries agree with JAX's explain-cache-miss text where JAX has one (aval, static
+  argument, tracing context, function re-created on the same line), and mark what it does not
+  say (a committed input: a new lowering, no message).
+* C05 (``/work/shared/cases``) reproduces: traces and compiles per function, the messages, the
+  cause.
+* Running twice (with other runs in between) gives the same timeline.
+* ``jaxscope run caches FILE --print timeline`` prints the artefact of the in-process run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jax
+import pytest
+from jaxscope.protocol import CachesReset, JitCallObserved, RunOptions
+
+from exhibits.caches import probe as caches_probe
+from exhibits.caches.artefacts import ARTEFACTS
+from exhibits.caches.golden import regen
+from exhibits.conftest import example_sources, run_probe
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+CASES = Path("/work/shared/cases")
+EXAMPLES = example_sources("caches")
+
+
+def observed(source: str, options: RunOptions | None = None) -> list[JitCallObserved]:
+    ctx = run_probe("caches", source, options)
+    return [e for e in ctx.events if isinstance(e, JitCallObserved)]
+
+
+def by_function(calls: list[JitCallObserved], what: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in calls:
+        if getattr(c, what):
+            out[c.function] = out.get(c.function, 0) + 1
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_golden_is_current(name: str) -> None:
+    stored = json.loads((HERE / "golden" / f"{name}.json").read_text())
+    assert regen.golden(EXAMPLES[name]) == stored
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_layers_match_plain_jax(name: str) -> None:
+    truth = json.loads((HERE / "golden" / f"{name}.json").read_text())
+    calls = observed(EXAMPLES[name])
+    if truth["mode"] == "calls":
+        assert len(calls) == len(truth["calls"])
+        for c, t in zip(calls, truth["calls"], strict=True):
+            assert (c.layer, c.traced, c.compiled) == (t["layer"], t["traced"], t["compiled"])
+            assert c.explanation.startswith("TRACING CACHE MISS") == t["explained"]
+            assert c.cells["cpp"] == ("hit" if t["layer"] == "cpp" else "miss")
+            assert c.cells["jaxpr"] == (
+                "skipped" if t["layer"] == "cpp" else ("miss" if t["traced"] else "hit")
+            )
+    else:
+        assert by_function(calls, "traced") == truth["traces_by_function"]
+        assert by_function(calls, "compiled") == truth["compiles_by_function"]
+
+
+@pytest.mark.parametrize("preset", sorted(caches_probe.PRESETS))
+def test_presets_match_plain_jax(preset: str) -> None:
+    source = (
+        "import jax.numpy as jnp\n\n"
+        "def f(x, n):\n"
+        "    return jnp.sum(jnp.sin(x) * x) * n\n\n"
+        "args = (jnp.ones((2, 3)), 2)\n"
+        "static_argnums = (1,)\n"
+    )
+    calls = observed(source, RunOptions(preset=preset))
+    # The same planned calls, replayed in plain JAX from jax.clear_caches().
+    from jaxscope.sandbox.snippet import load_snippet
+
+    snippet = load_snippet(source)
+    jitted = jax.jit(snippet.f, static_argnums=snippet.static_argnums)
+    planned = caches_probe._preset_calls(preset, jitted, snippet.args, {})
+    assert len(calls) == len(planned)
+    # Replay the whole sequence (one clear at the start; each jit object has its own C++ cache).
+    jax.clear_caches()  # type: ignore[no-untyped-call]
+    truths = []
+    for p in planned:
+        events = regen.Events()
+        jax.monitoring.register_event_duration_secs_listener(events)
+        size = p.jitted._cache_size()
+        with caches_probe._context(p.context):
+            jax.block_until_ready(p.jitted(*p.args))  # type: ignore[no-untyped-call]
+        jax.monitoring.unregister_event_duration_listener(events)
+        truths.append((events.seen, p.jitted._cache_size() > size))
+    for c, (seen, grew) in zip(calls, truths, strict=True):
+        kinds = {e for e, n in seen if n in (c.function, f"jit({c.function})")}
+        if regen.COMPILE in kinds:
+            layer = "compile"
+        elif regen.LOWER in kinds:
+            layer = "executable"
+        elif regen.TRACE in kinds:
+            layer = "lowering"
+        else:
+            layer = "jaxpr" if grew else "cpp"
+        assert c.layer == layer, (preset, c.index)
+    assert calls[0].layer == "compile"
+    second = calls[1]
+    differing = {d.name for d in second.entries if d.differs}
+    expected_entry = {
+        "same": set(),
+        "new_shape": set(),
+        "new_dtype": {"x aval"},
+        "weak_type": {"x aval", "x placement"},
+        "static_changed": {"static n"},
+        "redefined": {"function"},
+        "numpy": {"x placement"},
+        "committed": {"x placement"},
+        "matmul_precision": {"tracing context"},
+    }[preset]
+    assert differing == expected_entry
+    if preset == "new_shape":
+        assert {d.name for d in calls[2].entries if d.differs} == {"x aval"}
+
+
+def _jax_input_type_lines(explanation: str) -> list[tuple[str, str, str]]:
+    """``* at NAME, now A and before B`` lines of JAX's explanation, weak types as ours."""
+    out = []
+    for m in re.finditer(
+        r"\* at (\S+), now (\S+) and before (\S+?)(?:https://\S*)?$", explanation, re.M
+    ):
+
+        def norm(t: str) -> str:
+            return t.replace("{weak_type=True}", " weak").replace("{weak_type=False}", "")
+
+        out.append((m.group(1), norm(m.group(2)), norm(m.group(3))))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_diff_agrees_with_explain_text(name: str) -> None:
+    calls = observed(EXAMPLES[name])
+    for c in calls:
+        differing = {d.name: d for d in c.entries if d.differs}
+        text = c.explanation
+        for leaf, now, before in _jax_input_type_lines(text):
+            entry = differing[f"{leaf} aval"]
+            assert (entry.now, entry.before) == (now, before)
+        for m in re.finditer(r"Static\(val=(.+?)\) and before .*?Static\(val=(.+?)\)", text):
+            statics = [d for n, d in differing.items() if n.startswith("static ")]
+            assert [(d.now, d.before) for d in statics] == [(m.group(1), m.group(2))]
+        for m in re.finditer(r"\* (\w+) differs: now (\S+) and before (\S+)", text):
+            ctx_entry = differing["tracing context"]
+            assert f"{m.group(1)}='{m.group(2)}'" in ctx_entry.now
+        if "seen another function defined on the same line" in text:
+            assert "function" in differing and c.cause is not None
+            assert c.cause.startswith("new function object at the same call site")
+        if c.traced and c.closest is not None and "never seen function" not in text:
+            assert differing, "JAX explained a miss our diff does not show"
+
+
+def test_committed_input_new_lowering_that_jax_does_not_explain() -> None:
+    calls = observed(EXAMPLES["committed"])
+    assert calls[1].cells == {
+        "cpp": "miss",
+        "jaxpr": "hit",
+        "lowering": "miss",
+        "executable": "miss",
+        "persistent": "off",
+    }
+    assert calls[1].explanation == ""
+    (entry,) = [d for d in calls[1].entries if d.differs]
+    assert entry.name == "x placement"
+    assert "committed" in entry.now and "uncommitted" in (entry.before or "")
+    assert calls[1].counters and calls[1].timers_ms["trace"] == 0.0
+    assert calls[1].timers_ms["compile"] > 0.0
+
+
+def test_counters_are_before_and_after() -> None:
+    calls = observed(EXAMPLES["new_shape"])
+    first, hit = calls[0], calls[1]
+    lower = {c.name: c for c in first.counters}["pjit_lower"]
+    assert (lower.misses_after - lower.misses_before, lower.hits_after - lower.hits_before) == (
+        1,
+        0,
+    )
+    for c in hit.counters:  # the C++ fast path runs no Python: nothing moves
+        assert (c.hits_before, c.misses_before) == (c.hits_after, c.misses_after)
+    assert (hit.cpp_size_before, hit.cpp_size_after) == (1, 1)
+
+
+def _normalise(message: str, filename: str) -> str:
+    return re.sub(r"id=\d+", "id=<N>", message).replace("<snippet>", filename)
+
+
+@pytest.mark.parametrize("variant", ["broken", "fixed"])
+def test_c05_reproduces(variant: str) -> None:
+    snippet = CASES / f"C05_jit_in_loop_{variant}.py"
+    expect: dict[str, Any] = json.loads(snippet.with_suffix(".expect.json").read_text())
+    calls = observed(snippet.read_text())
+    assert sum(c.traced for c in calls) == expect["trace_count"]
+    assert by_function(calls, "traced") == expect["traces_by_function"]
+    assert by_function(calls, "compiled") == expect["compiles_by_function"]
+    messages = [_normalise(c.explanation, snippet.name) for c in calls if c.explanation]
+    assert messages == expect["cache_misses"]
+    causes = {c.cause for c in calls if c.cause}
+    if expect["recompile_cause"] is None:
+        assert causes == set()
+    else:
+        assert {_normalise(c, snippet.name) for c in causes} == {expect["recompile_cause"]}
+
+
+def test_run_twice_same_timeline() -> None:
+    source = EXAMPLES["static_changed"]
+    first = run_probe("caches", source)
+    run_probe("caches", EXAMPLES["new_shape"])  # something else in between, same worker
+    second = run_probe("caches", source)
+    assert ARTEFACTS["timeline"](first.events) == ARTEFACTS["timeline"](second.events)
+
+    def cells(ctx: Any) -> list[dict[str, str]]:
+        return [dict(e.cells) for e in ctx.events if isinstance(e, JitCallObserved)]
+
+    assert cells(first) == cells(second)
+    resets = [e for e in second.events if isinstance(e, CachesReset)]
+    assert len(resets) == 1 and resets[0].mode == "calls" and resets[0].cleared
+
+
+def test_driver_call_sites_are_user_lines() -> None:
+    calls = observed(EXAMPLES["matmul_precision"])
+    source_lines = EXAMPLES["matmul_precision"].splitlines()
+    call_lines = [i + 1 for i, t in enumerate(source_lines) if t.strip().startswith("step(a, a)")]
+    assert [c.source.line if c.source else None for c in calls] == call_lines
+    assert [c.layer for c in calls] == ["compile", "compile", "cpp"]
+
+
+def test_cli_prints_timeline(tmp_path: Path) -> None:
+    snippet_file = tmp_path / "snippet.py"
+    snippet_file.write_text(EXAMPLES["numpy_input"])
+    jaxscope = str(Path(sys.executable).parent / "jaxscope")
+    done = subprocess.run(
+        [jaxscope, "run", "caches", str(snippet_file), "--print", "timeline"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    expected = json.loads(
+        ARTEFACTS["timeline"](run_probe("caches", EXAMPLES["numpy_input"]).events) or ""
+    )
+    assert printed == expected
+    assert [c["layer"] for c in printed] == ["compile", "jaxpr", "cpp"]
+    assert printed[1]["differs"] == ["x placement"]
