@@ -1238,7 +1238,9 @@ class JitCallObserved(_Event):
     ``function_object``: 1 for the first function object seen in the run, 2 for the next...
     ``defined_line``: the line where the function is defined (in the snippet). ``source``: the
     snippet line that made the call (driver mode). ``cause``: why it traced or compiled again,
-    from the diff (``None`` for a call with nothing earlier to compare with, or no new work)."""
+    from the diff (``None`` for a call with nothing earlier to compare with, or no new work).
+    ``jaxpr``: for a call that traced, the jaxpr JAX traced (``jitted.trace(*args).jaxpr``,
+    read after the call from the cache the call filled)."""
 
     type: Literal["jit_call_observed"] = "jit_call_observed"
     index: int
@@ -1258,6 +1260,7 @@ class JitCallObserved(_Event):
     closest: int | None = None
     entries: list[KeyEntryDiff] = []
     cause: str | None = None
+    jaxpr: JaxprView | None = None
 
 
 class CacheKeyIngredientView(_Model):

@@ -39,6 +39,7 @@ from jaxscope.internals.cache_layers import (
     trace_context_now,
     watching_jit_calls,
 )
+from jaxscope.internals.views import jaxpr_view
 from jaxscope.protocol import (
     CacheCounterView,
     CachesReset,
@@ -228,6 +229,8 @@ class _Observer:
         index = len(self.history)
         with self.ctx.stage("call", call_index=index):
             record = observe_jit_call(jitted, args, kwargs)
+        # The jaxpr this call traced, from the cache the call just filled (a hit: nothing new).
+        jaxpr = jaxpr_view(jitted.trace(*args, **kwargs).jaxpr) if record.traced else None
         now = dict(entries)
         closest = self._closest(now)
         diff = _diff(now, self.history[closest] if closest is not None else None)
@@ -255,6 +258,7 @@ class _Observer:
                 closest=closest,
                 entries=diff,
                 cause=cause,
+                jaxpr=jaxpr,
             )
         )
         return record.out

@@ -261,3 +261,17 @@ def test_cli_prints_timeline(tmp_path: Path) -> None:
     assert printed == expected
     assert [c["layer"] for c in printed] == ["compile", "jaxpr", "cpp"]
     assert printed[1]["differs"] == ["x placement"]
+
+
+def test_traced_calls_carry_the_jaxpr_jax_traced() -> None:
+    from jaxscope.sandbox.snippet import load_snippet
+
+    calls = observed(EXAMPLES["new_shape"])
+    snippet = load_snippet(EXAMPLES["new_shape"])
+    for c in calls:
+        if c.traced:
+            args = snippet.namespace["calls"][c.index]
+            assert c.jaxpr is not None
+            assert c.jaxpr.text == str(jax.make_jaxpr(snippet.f)(*args))
+        else:
+            assert c.jaxpr is None

@@ -1358,6 +1358,8 @@ export interface CachesReset {
  * ``defined_line``: the line where the function is defined (in the snippet). ``source``: the
  * snippet line that made the call (driver mode). ``cause``: why it traced or compiled again,
  * from the diff (``None`` for a call with nothing earlier to compare with, or no new work).
+ * ``jaxpr``: for a call that traced, the jaxpr JAX traced (``jitted.trace(*args).jaxpr``,
+ * read after the call from the cache the call filled).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "JitCallObserved".
@@ -1378,6 +1380,7 @@ export interface JitCallObserved {
   function: string;
   function_object: number;
   index: number;
+  jaxpr: JaxprView | null;
   layer: 'cpp' | 'jaxpr' | 'lowering' | 'executable' | 'persistent' | 'compile';
   run_id: string;
   seq: number;
