@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import type { Event } from '../../frontend/src/protocol';
+import { DEFAULT_QUERY, configModel, counts, queryOptions, toggleSort, type ConfigOption } from './view-model';
+
+function opt(name: string, value: string, scoped: boolean, trace_context: boolean, help = ''): ConfigOption {
+  return { name, value, scoped, trace_context, help, kind: scoped ? 'State' : 'Flag', option_type: 'bool' };
+}
+
+const OPTIONS = [
+  opt('jax_enable_x64', 'False', true, true, 'Enable 64-bit types to be used'),
+  opt('jax_platform_name', "''", false, false, 'Platform name for XLA'),
+  opt('jax_debug_nans', 'False', true, false, 'Add nan checks to every operation'),
+  opt('jax_default_matmul_precision', 'None', true, true, 'Control the default matmul precision'),
+];
+
+describe('config view model', () => {
+  it('searches name, value and help, case-insensitively, every word', () => {
+    expect(queryOptions(OPTIONS, { ...DEFAULT_QUERY, search: 'X64' }).map((o) => o.name)).toEqual(['jax_enable_x64']);
+    expect(queryOptions(OPTIONS, { ...DEFAULT_QUERY, search: 'nan checks' }).map((o) => o.name)).toEqual([
+      'jax_debug_nans',
+    ]);
+    expect(queryOptions(OPTIONS, { ...DEFAULT_QUERY, search: 'none' }).map((o) => o.name)).toEqual([
+      'jax_default_matmul_precision',
+    ]);
+  });
+
+  it('filters to trace-context or scoped options', () => {
+    const traced = queryOptions(OPTIONS, { ...DEFAULT_QUERY, onlyTraceContext: true }).map((o) => o.name);
+    expect(traced).toEqual(['jax_default_matmul_precision', 'jax_enable_x64']);
+    expect(queryOptions(OPTIONS, { ...DEFAULT_QUERY, onlyScoped: true })).toHaveLength(3);
+  });
+
+  it('sorts by a column, toggling direction, ties by name', () => {
+    let q = toggleSort(DEFAULT_QUERY, 'trace_context');
+    expect(queryOptions(OPTIONS, q).map((o) => o.trace_context)).toEqual([true, true, false, false]);
+    q = toggleSort(q, 'trace_context');
+    expect(q.descending).toBe(true);
+    expect(queryOptions(OPTIONS, q).map((o) => o.trace_context)).toEqual([false, false, true, true]);
+    expect(queryOptions(OPTIONS, DEFAULT_QUERY).map((o) => o.name)[0]).toBe('jax_debug_nans');
+  });
+
+  it('reads the listing and the experiments from the events', () => {
+    const events = [
+      { type: 'config_options_listed', seq: 1, run_id: 'r', options: OPTIONS, trace_context_names: [] },
+      {
+        type: 'config_retrace_checked',
+        seq: 2,
+        run_id: 'r',
+        option: 'jax_enable_x64',
+        value: 'True',
+        trace_context: true,
+        retraced: true,
+        traces: 2,
+        fun_name: 'f',
+        jaxpr: null,
+      },
+    ] as Event[];
+    const m = configModel(events);
+    expect(m.listed?.options).toHaveLength(4);
+    expect(m.checks.map((c) => c.retraced)).toEqual([true]);
+    expect(counts(OPTIONS)).toEqual({ total: 4, scoped: 3, traced: 2 });
+  });
+});
