@@ -322,6 +322,22 @@ def test_example_picker_follows_the_editor_across_exhibits(page: Page) -> None:
     expect(page.get_by_test_id("example-select")).to_have_value("")
 
 
+def test_an_example_another_exhibit_lacks_gives_way_to_its_default(page: Page) -> None:
+    """An untouched example the new exhibit does not offer is replaced by that exhibit's default
+    example; the user's own code stays when switching."""
+    open_exhibit(page, "tracing")
+    page.get_by_test_id("example-select").select_option("mlp_loss")
+    page.get_by_test_id("exhibit-custom_vjp").click()
+    default = EXHIBITS["custom_vjp"].default_example
+    expect(page.get_by_test_id("example-select")).to_have_value(default)
+    source = EXHIBITS["custom_vjp"].example_paths()[default].read_text()
+    assert editor_text(page).strip() == source.strip()
+    set_code(page, TYPED_SOURCE)
+    page.get_by_test_id("exhibit-vmap").click()
+    expect(page.get_by_test_id("example-select")).to_have_value("")
+    assert editor_text(page).strip() == TYPED_SOURCE.strip()
+
+
 def test_endless_loop_times_out_at_its_line(page: Page, console_errors: list[str]) -> None:
     """An endless Python loop in f hits the 10 s wall-clock limit; the error names the line the
     worker was on (from its stack dump) and the editor marks it; the next run works."""
