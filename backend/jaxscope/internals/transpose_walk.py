@@ -41,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,6 +65,7 @@ from jaxscope.internals.views import (
 from jaxscope.protocol import (
     CotangentWrite,
     LinearJaxprStaged,
+    RuleView,
     TransposeStepped,
     ValueView,
 )
@@ -95,6 +97,7 @@ class Linearized:
     out_tree: Any
     origin: dict[int, str] = field(default_factory=dict)
     keep: list[Any] = field(default_factory=list, repr=False)
+    shown: _Shown = field(default_factory=lambda: _Shown(), repr=False, compare=False)
 
     def closed(self) -> core.ClosedJaxpr:
         """The linear jaxpr closed over the residual values (printed ``{ lambda a b; c. ...}``)."""
@@ -178,18 +181,65 @@ def is_nonfinite(x: Any) -> bool:
 def value_view(x: Any, role: str, var: str | None = None) -> ValueView:
     """A ``ValueView`` of ``x``: an array, a Python/numpy scalar, ``ad.Zero`` (``zero=True``,
     no preview) or ``ad.UndefinedPrimal`` (no preview)."""
-    if type(x) is ad.Zero:
-        return ValueView(role=role, aval=aval_view(x.aval), zero=True, var=var)  # type: ignore[arg-type]
-    if isinstance(x, ad.UndefinedPrimal):
-        return ValueView(role=role, aval=aval_view(x.aval), var=var)  # type: ignore[arg-type]
-    aval = core.typeof(x)
-    return ValueView(
-        role=role,  # type: ignore[arg-type]
-        aval=aval_view(aval),
-        preview=preview_value(x, STEP_PREVIEW_CHARS),
-        var=var,
-        nonfinite=is_nonfinite(x),
-    )
+    return _Shown().view(x, role, var)
+
+
+def shorter_preview(preview: str, max_chars: int = STEP_PREVIEW_CHARS) -> str:
+    """``preview_value(x, max_chars)`` from ``preview_value(x, longer)`` (``longer >=
+    max_chars``): both cut the same full printout, the longer one later (tested)."""
+    if len(preview) <= max_chars:
+        return preview
+    return preview[: max_chars - 1] + "…"
+
+
+# Arrays up to this many elements have their previews memoised by content (dtype, shape, bytes).
+MEMO_ELEMENTS = 1 << 14
+
+
+class _Shown:
+    """Preview text and non-finiteness per value shown, each computed once: by object (a
+    cotangent written in one step is the next step's cotangent in, a ``set`` write's running
+    value is its contribution, a residual is an argument of several steps), then by content
+    (equal arrays print equally: the text is a function of dtype, shape and bytes)."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[int, tuple[Any, str, bool]] = {}
+        self.by_content: dict[tuple[str, tuple[int, ...], bytes], str] = {}
+
+    def view(self, x: Any, role: str, var: str | None = None) -> ValueView:
+        if type(x) is ad.Zero:
+            return ValueView(role=role, aval=aval_view(x.aval), zero=True, var=var)  # type: ignore[arg-type]
+        if isinstance(x, ad.UndefinedPrimal):
+            return ValueView(role=role, aval=aval_view(x.aval), var=var)  # type: ignore[arg-type]
+        hit = self.by_id.get(id(x))
+        if hit is None or hit[0] is not x:
+            hit = self.by_id[id(x)] = (x, self._preview(x), is_nonfinite(x))
+        return ValueView(
+            role=role,  # type: ignore[arg-type]
+            aval=aval_view(core.typeof(x)),
+            preview=hit[1],
+            var=var,
+            nonfinite=hit[2],
+        )
+
+    def seed(self, x: Any, preview: str) -> None:
+        """Take ``preview`` (``preview_value(x, max_chars)`` for any ``max_chars`` >=
+        ``STEP_PREVIEW_CHARS``, e.g. a jaxpr view's constvar preview) as ``x``'s preview."""
+        if id(x) not in self.by_id:
+            self.by_id[id(x)] = (x, shorter_preview(preview), is_nonfinite(x))
+
+    def _preview(self, x: Any) -> str:
+        try:
+            arr = np.asarray(x)
+        except Exception:  # e.g. a PRNG key array: preview_value shows JAX's repr
+            return preview_value(x, STEP_PREVIEW_CHARS)
+        if arr.dtype.kind not in "biufc" or arr.size > MEMO_ELEMENTS:
+            return preview_value(arr, STEP_PREVIEW_CHARS)
+        key = (arr.dtype.str, arr.shape, arr.tobytes())
+        text = self.by_content.get(key)
+        if text is None:
+            text = self.by_content[key] = preview_value(arr, STEP_PREVIEW_CHARS)
+        return text
 
 
 # ---- linearize ----------------------------------------------------------------------------
@@ -266,6 +316,52 @@ def _noting_origins(origin: dict[int, str], keep: list[Any]) -> Iterator[None]:
             pe.inline_jaxpr_into_trace = orig_inline
 
 
+# Tangent jaxpr returned by ``ad._linearize_jaxpr`` -> the primal primitive of each of its eqns,
+# noted when that jaxpr was traced under ``_noting_origins`` (weakly held, as JAX's cache is).
+_INNER_ORIGINS: weakref.WeakKeyDictionary[core.Jaxpr, list[str | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+@contextlib.contextmanager
+def _cached_inner_origins(origin: dict[int, str], keep: list[Any]) -> Iterator[None]:
+    """Inner jaxprs (``jit``, jnp's inline wrappers, ``scan``/``cond`` bodies) are linearised by
+    ``ad._linearize_jaxpr``, a ``weakref_lru_cache``: on a hit no tangent eqn is recorded, so
+    ``_noting_origins`` sees nothing. Wrap it: a miss (traced now, under our eyes) notes each
+    tangent eqn's primal primitive in ``_INNER_ORIGINS``; a hit puts those back into ``origin``;
+    a hit on an entry cached before we watched (no note) is evicted and traced again. Same
+    jaxprs, same values as a cold cache, without recompiling the cached primal jaxprs."""
+    cached = ad._linearize_jaxpr
+
+    def linearize_jaxpr(jaxpr: Any, *rest: Any) -> Any:
+        misses = cached.cache_info().misses
+        out = cached(jaxpr, *rest)
+        tangent = out[-1].jaxpr
+        if cached.cache_info().misses != misses:
+            _INNER_ORIGINS[tangent] = [
+                next((origin[id(v)] for v in e.outvars if id(v) in origin), None)
+                for e in tangent.eqns
+            ]
+            return out
+        names = _INNER_ORIGINS.get(tangent)
+        if names is None:
+            cached.evict_weakref(jaxpr)
+            return linearize_jaxpr(jaxpr, *rest)
+        for e, name in zip(tangent.eqns, names, strict=True):
+            if name is not None:
+                for v in e.outvars:
+                    keep.append(v)
+                    origin.setdefault(id(v), name)
+        return out
+
+    with _patch_lock:
+        ad._linearize_jaxpr = linearize_jaxpr
+        try:
+            yield
+        finally:
+            ad._linearize_jaxpr = cached
+
+
 def linearize_vjp(fun: Callable[..., Any], primals: Sequence[Any]) -> Linearized:
     """Linearise ``fun`` at ``primals`` exactly as ``jax.vjp(fun, *primals)`` does
     (``ad.linearize(..., is_vjp=True)``); raises what ``jax.vjp`` raises."""
@@ -273,10 +369,7 @@ def linearize_vjp(fun: Callable[..., Any], primals: Sequence[Any]) -> Linearized
     primals_ft = FlatTree.flatten(tuple(primals)).map(canon)
     origin: dict[int, str] = {}
     keep: list[Any] = []  # the keyed objects stay alive, so their ids stay unique
-    # Inner jaxprs (jit, jnp's inline wrappers) are linearised once and cached: empty that cache
-    # so that their tangent eqns are recorded again, under our eyes (same result, same bits).
-    ad._linearize_jaxpr.cache_clear()
-    with _noting_origins(origin, keep):
+    with _noting_origins(origin, keep), _cached_inner_origins(origin, keep):
         out_ft, out_known, jaxpr, residuals = ad.linearize(fun, primals_ft, is_vjp=True)
     return Linearized(
         jaxpr=jaxpr,
@@ -337,7 +430,15 @@ def walk(
     cts = [ct for ct, known in zip(cts_out, lin.out_known, strict=True) if not known]
     log: list[WriteRecord] = []
     text_ctx = print_with_context(jaxpr)[1]
-    name = lambda v: str(core.pp_var(v, text_ctx))  # noqa: E731
+    names: dict[Any, str] = {}
+
+    def name(v: Any) -> str:
+        text = names.get(v)
+        if text is None:
+            text = names[v] = str(core.pp_var(v, text_ctx))
+        return text
+
+    rules: dict[Any, RuleView | None] = {}  # one lookup per primitive (the tables are fixed here)
 
     in_accums = [_RecordingAccum(v.aval.to_ct_aval(), v, log) for v in jaxpr.invars]
     env: dict[Any, Any] = dict(
@@ -433,7 +534,7 @@ def walk(
                 args=args,
                 writes=writes,
                 event=_stepped_event(
-                    len(steps), index, eqn, lin, cts_in, args, writes, name, text_ctx
+                    len(steps), index, eqn, lin, cts_in, args, writes, name, text_ctx, rules
                 ),
             )
             steps.append(record)
@@ -442,12 +543,12 @@ def walk(
     return finish(False)
 
 
-def _arg_view(eqn_var: Any, value: Any, name: Callable[[Any], str]) -> ValueView:
+def _arg_view(eqn_var: Any, value: Any, name: Callable[[Any], str], shown: _Shown) -> ValueView:
     if isinstance(eqn_var, core.Literal):
-        return value_view(value, "literal", str(eqn_var))
+        return shown.view(value, "literal", str(eqn_var))
     if isinstance(value, ad.UndefinedPrimal):
-        return value_view(value, "undefined_primal", name(eqn_var))
-    return value_view(value, "residual", name(eqn_var))
+        return shown.view(value, "undefined_primal", name(eqn_var))
+    return shown.view(value, "residual", name(eqn_var))
 
 
 def _stepped_event(
@@ -460,25 +561,29 @@ def _stepped_event(
     writes: list[WriteRecord],
     name: Callable[[Any], str],
     text_ctx: Any,
+    rules: dict[Any, RuleView | None],
 ) -> TransposeStepped:
+    if eqn.primitive not in rules:
+        rules[eqn.primitive] = transpose_rule_view(eqn.primitive)
+    shown = lin.shown
     return TransposeStepped(
         step=step,
         eqn_index=index,
         primitive=eqn.primitive.name,
         primal_primitive=lin.primal_primitive(eqn),
         source=snippet_source(eqn.source_info.traceback),
-        rule=transpose_rule_view(eqn.primitive),
+        rule=rules[eqn.primitive],
         eqn_text=core.pp_eqn(eqn, text_ctx, core.JaxprPpSettings()).format(),
         cts_in=[
-            value_view(c, "cotangent", name(v)) for v, c in zip(eqn.outvars, cts_in, strict=True)
+            shown.view(c, "cotangent", name(v)) for v, c in zip(eqn.outvars, cts_in, strict=True)
         ],
-        args=[_arg_view(v, a, name) for v, a in zip(eqn.invars, args, strict=True)],
+        args=[_arg_view(v, a, name, shown) for v, a in zip(eqn.invars, args, strict=True)],
         writes=[
             CotangentWrite(
                 var=name(w.var),
                 mode=w.mode,  # type: ignore[arg-type]
-                contribution=value_view(w.contribution, "cotangent", name(w.var)),
-                running=value_view(w.running, "cotangent", name(w.var)),
+                contribution=shown.view(w.contribution, "cotangent", name(w.var)),
+                running=shown.view(w.running, "cotangent", name(w.var)),
             )
             for w in writes
         ],
@@ -490,10 +595,13 @@ def linear_jaxpr_staged(lin: Linearized) -> LinearJaxprStaged:
     values, each named as the jaxpr text names its constvar."""
     closed = lin.closed()
     view = jaxpr_view(closed)
+    # The view printed each residual already (longer): the step cards' previews are its prefix.
+    for r, c in zip(lin.residuals, view.constvars, strict=True):
+        lin.shown.seed(r, c.value_preview)
     return LinearJaxprStaged(
         jaxpr=view,
         residuals=[
-            value_view(r, "residual", c.var.name)
+            lin.shown.view(r, "residual", c.var.name)
             for r, c in zip(lin.residuals, view.constvars, strict=True)
         ],
     )
