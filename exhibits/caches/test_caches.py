@@ -275,3 +275,11 @@ def test_traced_calls_carry_the_jaxpr_jax_traced() -> None:
             assert c.jaxpr.text == str(jax.make_jaxpr(snippet.f)(*args))
         else:
             assert c.jaxpr is None
+
+
+def test_frontend_presets_are_the_probes() -> None:
+    text = (HERE / "view-model.ts").read_text()
+    block = text[
+        text.index("export const PRESETS") : text.index("];", text.index("export const PRESETS"))
+    ]
+    assert re.findall(r"id: '(\w+)'", block) == list(caches_probe.PRESETS)

@@ -1,0 +1,121 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import type { Event } from '../../frontend/src/protocol';
+import {
+  LAYERS,
+  PRESETS,
+  barHeight,
+  cachesModel,
+  callSentence,
+  callState,
+  cellOf,
+  counterRows,
+  differing,
+  jaxSilent,
+  jaxprFor,
+  sameLineNewObject,
+  summary,
+} from './view-model';
+
+// Captured from the real probe by fixtures/capture.py (never written by hand).
+const dir = fileURLToPath(new URL('./fixtures/', import.meta.url));
+function load(name: string): Event[] {
+  return readFileSync(`${dir}${name}.jsonl`, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as Event);
+}
+
+describe('new_shape: compile, C++ hit, new shape compiles', () => {
+  const events = load('new_shape');
+  const model = cachesModel(events, events);
+
+  it('reads the reset and every call', () => {
+    expect(model.reset?.mode).toBe('calls');
+    expect(model.calls.map((c) => c.layer)).toEqual(['compile', 'cpp', 'compile']);
+    expect(model.current?.index).toBe(2);
+  });
+
+  it('cells per layer follow the probe and the legend', () => {
+    const hit = model.calls[1]!;
+    expect(LAYERS.map((l) => cellOf(hit, l))).toEqual(['hit', 'skipped', 'skipped', 'skipped', 'off']);
+    const first = model.calls[0]!;
+    expect(LAYERS.map((l) => cellOf(first, l))).toEqual(['miss', 'miss', 'miss', 'miss', 'off']);
+  });
+
+  it('bar height is proportional to compile time, zero for a hit', () => {
+    const heights = model.calls.map((c) => barHeight(c, model.calls));
+    expect(heights[1]).toBe(0);
+    expect(Math.max(...heights)).toBe(60);
+    expect(heights[0]).toBeGreaterThanOrEqual(3);
+  });
+
+  it('the diff marks the aval, and the jaxpr is the call’s own', () => {
+    const last = model.calls[2]!;
+    expect(differing(last).map((d) => [d.name, d.before, d.now])).toEqual([['x aval', 'f32[3]', 'f32[4]']]);
+    expect(jaxprFor(last, model.calls)).toBe(last.jaxpr);
+    // a C++ hit shows the jaxpr JAX reused: the first call's
+    expect(jaxprFor(model.calls[1], model.calls)).toBe(model.calls[0]!.jaxpr);
+    expect(callSentence(model.calls[1]!)).toContain('C++ fast path answered');
+  });
+
+  it('the stepper cursor decides current and pending calls; a pick overrides', () => {
+    const cut = events.findIndex((e) => e.type === 'jit_call_observed');
+    const early = cachesModel(events.slice(0, cut + 1), events);
+    expect(early.current?.index).toBe(0);
+    expect(callState(early.calls[2]!, early)).toBe('pending');
+    const picked = cachesModel(events, events, 1);
+    expect(picked.current?.index).toBe(1);
+    expect(callState(picked.calls[2]!, picked)).toBe('reached');
+  });
+
+  it('counter rows show before → after for the caches that moved', () => {
+    const rows = counterRows(model.calls[0]!);
+    const lower = rows.find((r) => r.name === 'pjit_lower')!;
+    expect(lower.moved).toBe(true);
+    expect(lower.misses).toMatch(/^\d+ → \d+ \(\+1\)$/);
+    expect(counterRows(model.calls[1]!).some((r) => r.moved)).toBe(false);
+    expect(summary(model.calls)).toEqual({ calls: 3, traces: 2, compiles: 2, byLayer: { compile: 2, cpp: 1 } });
+  });
+});
+
+describe('committed: a new lowering JAX does not explain', () => {
+  const events = load('committed');
+  const model = cachesModel(events, events);
+  it('is flagged silent, with the placement entry differing', () => {
+    const c = model.calls[1]!;
+    expect(c.cells['jaxpr']).toBe('hit');
+    expect(jaxSilent(c)).toBe(true);
+    expect(jaxSilent(model.calls[0]!)).toBe(false);
+    expect(differing(c).map((d) => d.name)).toEqual(['x placement']);
+    expect(callSentence(c)).toContain('traced jaxpr was reused');
+  });
+});
+
+describe('numpy_input: the Python caches answer', () => {
+  const model = cachesModel(load('numpy_input'), load('numpy_input'));
+  it('is the jaxpr layer, not silent (no work)', () => {
+    const c = model.calls[1]!;
+    expect(c.layer).toBe('jaxpr');
+    expect(jaxSilent(c)).toBe(false);
+  });
+});
+
+describe('jit_in_loop (C05): same line, new function object', () => {
+  const events = load('jit_in_loop');
+  const model = cachesModel(events, events);
+  it('every call compiles; from the second on, the same line is flagged', () => {
+    expect(model.calls).toHaveLength(5);
+    expect(model.calls.every((c) => c.layer === 'compile')).toBe(true);
+    expect(sameLineNewObject(model.calls[0]!, model.calls)).toBe(false);
+    expect(model.calls.slice(1).every((c) => sameLineNewObject(c, model.calls))).toBe(true);
+    expect(model.calls[1]!.source?.line).toBe(8);
+  });
+});
+
+describe('presets', () => {
+  it('lists the probe’s presets (ids checked against probe.PRESETS in test_caches.py)', () => {
+    expect(new Set(PRESETS.map((p) => p.id)).size).toBe(PRESETS.length);
+  });
+});
