@@ -91,3 +91,18 @@ def test_bad_carry_shows_the_leaf_path(
     ]
     page.screenshot(path=str(screenshots / "control_flow-bad-carry.png"), full_page=True)
     assert console_errors == []
+
+
+def test_weak_init_promoted_silently(page: Page, screenshots: Path) -> None:
+    open_exhibit(page, "control_flow")
+    page.get_by_test_id("example-select").select_option("C13_weak_carry_broken")
+    expect(page.get_by_test_id("editor")).to_contain_text("weak-typed int init")
+    run_and_wait(page)
+    expect(page.get_by_test_id("cf-verdict")).to_have_text("accepted")
+    row = page.get_by_test_id("cf-leaf-2")
+    expect(row).to_contain_text(".n_pos")
+    cells = row.locator("td").all_inner_texts()
+    # init (weak int), carry in and carry out (float32): JAX promoted the init
+    assert [c.split()[0] for c in cells[1:4]] == ["~i32[]", "f32[]", "f32[]"]
+    expect(row.get_by_test_id("cf-promoted")).to_be_visible()
+    page.screenshot(path=str(screenshots / "control_flow-weak-carry.png"))
