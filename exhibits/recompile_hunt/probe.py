@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from jaxscope.internals.recompiles import Diagnosis, KeyRecord, StepRecord, diagnose, watching
+from jaxscope.internals.recompiles import (
+    Diagnosis,
+    KeyRecord,
+    StepRecord,
+    Watch,
+    diagnose,
+    watching,
+)
 from jaxscope.internals.views import jaxpr_view
 from jaxscope.protocol import StepCompileView, TrainingStepObserved
 from jaxscope.sandbox.probe_api import ProbeContext
@@ -73,9 +80,18 @@ def run(ctx: ProbeContext) -> None:
     args = _args(ctx)
     # The driver looks ``step`` up in its module's globals (``Snippet.namespace`` is a copy).
     namespace: dict[str, Any] = getattr(snippet.f, "__globals__", snippet.namespace)
-    with watching(namespace) as (watch, watched), ctx.stage("run"):
-        snippet.f(*args, **snippet.kwargs)
+    held: list[tuple[Watch, str]] = []
+    try:
+        with watching(namespace) as (watch, watched), ctx.stage("run"):
+            held.append((watch, watched))
+            snippet.f(*args, **snippet.kwargs)
+    finally:  # the steps that ran are reported also when the loop raises (then run_failed)
+        for watch, watched in held:
+            _emit_steps(ctx, watch, watched)
 
+
+def _emit_steps(ctx: ProbeContext, watch: Watch, watched: str) -> None:
+    """One ``training_step_observed`` per step, each compile diagnosed against earlier keys."""
     diagnoses: dict[int, Diagnosis] = {}
     earlier: list[KeyRecord] = []
     for rec in watch.records:

@@ -4,6 +4,7 @@ explain-cache-miss text; C05 reproduced; run twice, same answer; the CLI's ``rec
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import subprocess
@@ -13,8 +14,9 @@ from typing import Any
 
 import pytest
 from jaxscope.protocol import RunOptions, TrainingStepObserved
+from jaxscope.sandbox.snippet import load_snippet
 
-from exhibits.conftest import CASES, run_probe
+from exhibits.conftest import CASES, FakeContext, run_probe
 from exhibits.recompile_hunt.golden.regen import plain_run
 
 HERE = Path(__file__).resolve().parent
@@ -198,3 +200,22 @@ def test_cli_prints_recompiles() -> None:
     truth = plain_run(path.read_text())
     assert sorted(int(k) for k in printed) == truth["compiled_steps"]
     assert "weak type at velocity['b']" in printed["1"]
+
+
+def test_loop_error_propagates_after_the_steps_that_ran() -> None:
+    source = (
+        (EXAMPLES / "ragged_batch.py")
+        .read_text()
+        .replace(
+            "        s = starts[i % len(starts)]\n",
+            "        s = starts[i % len(starts)]\n"
+            "        if i == 3:\n"
+            "            raise ValueError('stop')\n",
+        )
+    )
+    probe: Any = importlib.import_module("exhibits.recompile_hunt.probe")
+    ctx = FakeContext(snippet=load_snippet(source))
+    with pytest.raises(ValueError, match="stop"):
+        probe.run(ctx)
+    assert [s.step for s in ctx.of_type(TrainingStepObserved)] == [0, 1, 2]
+    assert importlib.import_module("jax").jit.__module__ == "jax._src.api"  # the watch is undone
