@@ -527,7 +527,8 @@ class RematPolicyMeasured(_Event):
     ``print_saved_residuals`` reports them, their total bytes, the compiled ``memory_analysis``
     temp bytes (``None``: not reported), the median step time in milliseconds of the compiled
     grad over ``repeats`` calls on the worker's device, and ``grad_max_abs_diff`` the largest
-    difference of its gradient to the un-checkpointed one. ``grad_of`` says what is
+    difference of its gradient to the un-checkpointed one (NaNs at the same places count as
+    equal; ``None``: the two disagree on where the gradient is NaN or Inf). ``grad_of`` says what is
     differentiated: ``f`` (a scalar output) or ``sum of f's outputs`` (any other output)."""
 
     type: Literal["remat_policy_measured"] = "remat_policy_measured"
@@ -541,7 +542,7 @@ class RematPolicyMeasured(_Event):
     repeats: int
     device: str
     grad_of: str
-    grad_max_abs_diff: float
+    grad_max_abs_diff: float | None
 
 
 # ---- transpose and nan_finder --------------------------------------------------------------

@@ -217,13 +217,20 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, int]:
     return statistics.median(times), len(times)
 
 
-def _max_abs_diff(a: Any, b: Any) -> float:
-    diffs = [
-        float(np.max(np.abs(np.asarray(x, np.float64) - np.asarray(y, np.float64))))
-        for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
-        if np.size(x)
-    ]
-    return max(diffs, default=0.0)
+def _max_abs_diff(a: Any, b: Any) -> float | None:
+    """Largest |a - b| over the leaves; NaNs (and equal infinities) at the same positions count
+    as equal (a NaN gradient stays NaN under remat); ``None`` when the two disagree on where
+    they are non-finite."""
+    worst = 0.0
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        x64, y64 = np.asarray(x, np.float64), np.asarray(y, np.float64)
+        same = (np.isnan(x64) & np.isnan(y64)) | (np.isinf(x64) & (x64 == y64))
+        rest_x, rest_y = x64[~same], y64[~same]
+        if not (np.all(np.isfinite(rest_x)) and np.all(np.isfinite(rest_y))):
+            return None
+        if rest_x.size:
+            worst = max(worst, float(np.max(np.abs(rest_x - rest_y))))
+    return worst
 
 
 def saved(fn: Callable[..., Any], target: GradTarget) -> list[ResidualView]:

@@ -559,7 +559,8 @@ export interface ResidualView {
  * ``print_saved_residuals`` reports them, their total bytes, the compiled ``memory_analysis``
  * temp bytes (``None``: not reported), the median step time in milliseconds of the compiled
  * grad over ``repeats`` calls on the worker's device, and ``grad_max_abs_diff`` the largest
- * difference of its gradient to the un-checkpointed one. ``grad_of`` says what is
+ * difference of its gradient to the un-checkpointed one (NaNs at the same places count as
+ * equal; ``None``: the two disagree on where the gradient is NaN or Inf). ``grad_of`` says what is
  * differentiated: ``f`` (a scalar output) or ``sum of f's outputs`` (any other output).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
@@ -568,7 +569,7 @@ export interface ResidualView {
 export interface RematPolicyMeasured {
   aliases: string[];
   device: string;
-  grad_max_abs_diff: number;
+  grad_max_abs_diff: number | null;
   grad_of: string;
   index: number;
   policy: string;
