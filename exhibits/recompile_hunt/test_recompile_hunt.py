@@ -80,6 +80,134 @@ def _explain_mentions(step: TrainingStepObserved) -> None:
                     assert "weak_type" in text
     elif step.kind == "first":
         assert "never seen function" in text
+    elif step.kind == "pytree":
+        assert "different input pytree" in text
+    elif step.kind == "static":
+        assert "Static(val=" in text
+    elif step.kind == "context":
+        assert "Tracing context doesn't match" in text
+        for e in step.entries:
+            if e.differs:
+                assert f"{e.name.removeprefix('context ')} differs" in text
+    elif step.kind == "placement":
+        assert text == ""  # JAX's explanation covers tracing only: the diff says more
+
+
+# More loops, one per cause: (source, the kinds of the compiled steps in order).
+TABLE: dict[str, tuple[str, list[str]]] = {
+    "static": (
+        """\
+import jax
+import jax.numpy as jnp
+from functools import partial
+
+@partial(jax.jit, static_argnums=1)
+def step(x, n):
+    return x * n
+
+def f(k):
+    x = jnp.ones(3)
+    for i in range(k):
+        x = step(x, i % 2)
+    return x
+
+args = (4,)
+""",
+        ["first", "static"],
+    ),
+    "context": (
+        """\
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def step(x):
+    return x @ x
+
+def f(k):
+    x = jnp.ones((3, 3))
+    for i in range(k):
+        with jax.default_matmul_precision("highest" if i % 2 else "default"):
+            x = step(x)
+    return x
+
+args = (3,)
+""",
+        ["first", "context"],
+    ),
+    "placement": (
+        """\
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def step(x):
+    return x + 1
+
+def f(k):
+    x = jnp.ones(3)
+    for i in range(k):
+        x = step(jax.device_put(x, jax.devices()[0]) if i % 2 else jnp.asarray(x) + 0)
+    return x
+
+args = (3,)
+""",
+        ["first", "placement"],
+    ),
+    "eager": (
+        """\
+import jax
+import jax.numpy as jnp
+
+def step(x):
+    return jnp.sin(x) * 2
+
+def f(k):
+    x = jnp.ones(3)
+    for i in range(k):
+        x = step(x)
+    return x
+
+args = (3,)
+""",
+        ["eager"],
+    ),
+    "pytree": (
+        """\
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def step(state):
+    new = {k: v + 1 for k, v in state.items()}
+    new["extra"] = jnp.zeros(())
+    return new
+
+def f(k):
+    s = {"a": jnp.ones(3)}
+    for i in range(k):
+        s = step(s)
+    return s
+
+args = (3,)
+""",
+        ["first", "pytree"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TABLE))
+def test_table_of_causes(name: str) -> None:
+    source, kinds = TABLE[name]
+    steps = steps_of(source)
+    truth = plain_run(source)
+    assert [s.step for s in steps if s.compiled] == truth["compiled_steps"]
+    for s, t in zip(steps, truth["steps"], strict=True):
+        assert [c.fun_name for c in s.compiles] == t["compiled"]
+    assert [s.kind for s in steps if s.compiled] == kinds
+    for s in steps:
+        if s.compiled:
+            _explain_mentions(s)
 
 
 @pytest.mark.parametrize("name", PRESETS)
