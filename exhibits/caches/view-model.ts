@@ -110,14 +110,14 @@ export function callSentence(call: JitCallObserved): string {
     case 'jaxpr':
       return `${who}: the C++ cache missed, but JAX's Python caches answered: the traced jaxpr and its lowered, compiled computation were found; nothing was traced, lowered or compiled.`;
     case 'lowering':
-      return `${who}: f was traced again, but the lowering cache answered: nothing was lowered or compiled.`;
+      return `${who}: ${call.function} was traced again, but the lowering cache answered: nothing was lowered or compiled.`;
     case 'executable':
       return `${who}: lowered again, but the compiled-executable cache answered: nothing was compiled.`;
     case 'persistent':
       return `${who}: the in-memory caches missed; the persistent disk cache answered (no XLA compile).`;
     default:
       return call.traced
-        ? `${who}: no cache answered: JAX traced, lowered and compiled f.`
+        ? `${who}: no cache answered: JAX traced, lowered and compiled ${call.function}.`
         : `${who}: no cache answered for the executable: the traced jaxpr was reused, but JAX lowered and compiled again.`;
   }
 }
