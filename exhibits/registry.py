@@ -275,6 +275,29 @@ EXHIBITS: dict[str, Exhibit] = {
             artefacts=_artefacts_of("config"),
             needs_snippet=False,
         ),
+        Exhibit(
+            id="sharding",
+            title="Sharding: meshes, PartitionSpecs, collectives",
+            summary="Name your devices, annotate an array, read what the partitioner inserted.",
+            default_example="sum_sharded_axis",
+            artefacts=_artefacts_of("sharding"),
+            budget=2.0,
+        ),
+        Exhibit(
+            id="shard_map",
+            title="shard_map: the per-device body",
+            summary="Per-device shapes, varying axes, collectives, and JAX's checks around them.",
+            default_example="psum_rows",
+            artefacts=_artefacts_of("shard_map"),
+            budget=2.0,
+        ),
+        Exhibit(
+            id="rules",
+            title="One rule per primitive: the coverage matrix",
+            summary="Every primitive's JVP, transpose, batching and lowering rules, with sources.",
+            default_example="tables",
+            artefacts=_artefacts_of("rules"),
+        ),
     ]
 }
 

@@ -190,7 +190,9 @@ class RunOptions(_Model):
     chips, outermost first (``None`` = the snippet's ``stack`` or its default). ``preset``: a
     named call sequence or loop of the cache exhibits; ``perturb``: the cache_key exhibit's one
     changed ingredient; ``steps``: the recompile hunt's step count; ``xla_flags``: flags the
-    cache_key exhibit filters as JAX does."""
+    cache_key exhibit filters as JAX does. ``mesh``/``spec``/``array_shape``: the device
+    exhibits' mesh, PartitionSpec and array shape as Python expressions (``None`` = the
+    snippet's ``mesh``/``spec``)."""
 
     calls: list[CallSpec] = Field(default_factory=list, max_length=16)
     known: list[bool] | None = Field(default=None, max_length=4096)
@@ -201,6 +203,9 @@ class RunOptions(_Model):
     perturb: str | None = Field(default=None, max_length=200)
     steps: int | None = Field(default=None, ge=1, le=200)
     xla_flags: str | None = Field(default=None, max_length=2000)
+    mesh: str | None = Field(default=None, max_length=2000)
+    spec: str | None = Field(default=None, max_length=2000)
+    array_shape: str | None = Field(default=None, max_length=200)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1406,6 +1411,70 @@ class ConfigRetraceChecked(_Event):
     jaxpr: JaxprView | None = None
 
 
+# --------------------------------------------------------------------------------------------
+# Device exhibits (sharding, shard_map, rules). Each exhibit owns its classes below.
+# --------------------------------------------------------------------------------------------
+
+
+class ShardView(_Model):
+    """One device's block of a sharded array: the device (``str``), its index ranges per
+    dimension (``[start, stop)``), the block's shape, and which other devices hold a replica."""
+
+    device: str
+    index: list[list[int]]
+    shape: list[int]
+    replica_of: list[str] = []
+
+
+class ShardingPlaced(_Event):
+    """An array of ``shape`` placed with ``NamedSharding(mesh, spec)``: the mesh (axis names,
+    sizes, types), the spec, and every device's block (``addressable_shards``)."""
+
+    type: Literal["sharding_placed"] = "sharding_placed"
+    name: str
+    mesh_axes: list[str]
+    mesh_shape: list[int]
+    axis_types: list[str]
+    spec: str
+    shape: list[int]
+    shards: list[ShardView]
+
+
+class CollectivesFound(_Event):
+    """The collectives the SPMD partitioner inserted in the compiled per-device HLO: op,
+    replica groups, line in ``hlo``; the input/output shardings from ``Compiled``."""
+
+    type: Literal["collectives_found"] = "collectives_found"
+    hlo: str
+    collectives: list[dict[str, str]]
+    counts: dict[str, int]
+    input_shardings: list[str]
+    output_shardings: list[str]
+
+
+class ShardMapChecked(_Event):
+    """shard_map's checks around the per-device body, each passed or failed with JAX's message;
+    per-device shapes of the body's inputs; the verdict."""
+
+    type: Literal["shard_map_checked"] = "shard_map_checked"
+    checks: list[dict[str, str]]
+    ok: bool
+    error_class: str | None = None
+    message: str | None = None
+    check: str | None = None
+
+
+class RulesTabulated(_Event):
+    """The coverage matrix: one row per primitive, one column per rule table (jvp, transpose,
+    batching, lowering, per-platform lowering), each cell the registration file:line or empty;
+    ``counts`` per column equal the sizes of JAX's tables."""
+
+    type: Literal["rules_tabulated"] = "rules_tabulated"
+    columns: list[str]
+    rows: list[dict[str, str]]
+    counts: dict[str, int]
+
+
 class RunFinished(_Event):
     """Terminal: the run completed. ``duration_ms`` is the worker-side wall time."""
 
@@ -1486,6 +1555,10 @@ Event = Annotated[
     | TrainingStepObserved
     | ConfigOptionsListed
     | ConfigRetraceChecked
+    | ShardingPlaced
+    | CollectivesFound
+    | ShardMapChecked
+    | RulesTabulated
     | RunFinished
     | RunFailed,
     Field(discriminator="type"),
@@ -1529,6 +1602,10 @@ EventModel = (
     | TrainingStepObserved
     | ConfigOptionsListed
     | ConfigRetraceChecked
+    | ShardingPlaced
+    | CollectivesFound
+    | ShardMapChecked
+    | RulesTabulated
     | RunFinished
     | RunFailed
 )

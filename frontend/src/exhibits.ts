@@ -33,6 +33,12 @@ import RecompileHuntView from '../../exhibits/recompile_hunt/View.svelte';
 import recompileHuntNarrative from '../../exhibits/recompile_hunt/narrative.md?raw';
 import ConfigView from '../../exhibits/config/View.svelte';
 import configNarrative from '../../exhibits/config/narrative.md?raw';
+import ShardingView from '../../exhibits/sharding/View.svelte';
+import shardingNarrative from '../../exhibits/sharding/narrative.md?raw';
+import ShardMapView from '../../exhibits/shard_map/View.svelte';
+import shardMapNarrative from '../../exhibits/shard_map/narrative.md?raw';
+import RulesView from '../../exhibits/rules/View.svelte';
+import rulesNarrative from '../../exhibits/rules/narrative.md?raw';
 import StationsView from '../../exhibits/stations/View.svelte';
 import stationsNarrative from '../../exhibits/stations/narrative.md?raw';
 import TracingView from '../../exhibits/tracing/View.svelte';
@@ -51,7 +57,7 @@ export interface ExhibitEntry {
 }
 
 /** Navigation groups, in display order. */
-export const EXHIBIT_GROUPS = ['Trace & compile', 'Autodiff', 'Batching', 'Pytrees & control flow', 'Caches'] as const;
+export const EXHIBIT_GROUPS = ['Trace & compile', 'Autodiff', 'Batching', 'Pytrees & control flow', 'Caches', 'Devices'] as const;
 export type ExhibitGroup = (typeof EXHIBIT_GROUPS)[number];
 
 export const EXHIBITS: Readonly<Record<string, ExhibitEntry>> = {
@@ -70,6 +76,9 @@ export const EXHIBITS: Readonly<Record<string, ExhibitEntry>> = {
   cache_key: { View: CacheKeyView, narrative: cacheKeyNarrative, group: 'Caches', label: 'Cache key' },
   recompile_hunt: { View: RecompileHuntView, narrative: recompileHuntNarrative, group: 'Caches', label: 'Recompile hunt' },
   config: { View: ConfigView, narrative: configNarrative, group: 'Caches', label: 'Config' },
+  sharding: { View: ShardingView, narrative: shardingNarrative, group: 'Devices', label: 'Sharding' },
+  shard_map: { View: ShardMapView, narrative: shardMapNarrative, group: 'Devices', label: 'shard_map' },
+  rules: { View: RulesView, narrative: rulesNarrative, group: 'Devices', label: 'Rule matrix' },
 };
 
 /** The ids of the exhibits this frontend can show, in table order. */

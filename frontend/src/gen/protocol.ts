@@ -39,6 +39,10 @@ export type Event =
   | TrainingStepObserved
   | ConfigOptionsListed
   | ConfigRetraceChecked
+  | ShardingPlaced
+  | CollectivesFound
+  | ShardMapChecked
+  | RulesTabulated
   | RunFinished
   | RunFailed;
 export type Request = RunRequest | CancelRequest;
@@ -1603,6 +1607,98 @@ export interface ConfigRetraceChecked {
   value: string;
 }
 /**
+ * An array of ``shape`` placed with ``NamedSharding(mesh, spec)``: the mesh (axis names,
+ * sizes, types), the spec, and every device's block (``addressable_shards``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ShardingPlaced".
+ */
+export interface ShardingPlaced {
+  axis_types: string[];
+  mesh_axes: string[];
+  mesh_shape: number[];
+  name: string;
+  run_id: string;
+  seq: number;
+  shape: number[];
+  shards: ShardView[];
+  spec: string;
+  type: 'sharding_placed';
+}
+/**
+ * One device's block of a sharded array: the device (``str``), its index ranges per
+ * dimension (``[start, stop)``), the block's shape, and which other devices hold a replica.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ShardView".
+ */
+export interface ShardView {
+  device: string;
+  index: number[][];
+  replica_of: string[];
+  shape: number[];
+}
+/**
+ * The collectives the SPMD partitioner inserted in the compiled per-device HLO: op,
+ * replica groups, line in ``hlo``; the input/output shardings from ``Compiled``.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "CollectivesFound".
+ */
+export interface CollectivesFound {
+  collectives: {
+    [k: string]: string | undefined;
+  }[];
+  counts: {
+    [k: string]: number | undefined;
+  };
+  hlo: string;
+  input_shardings: string[];
+  output_shardings: string[];
+  run_id: string;
+  seq: number;
+  type: 'collectives_found';
+}
+/**
+ * shard_map's checks around the per-device body, each passed or failed with JAX's message;
+ * per-device shapes of the body's inputs; the verdict.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ShardMapChecked".
+ */
+export interface ShardMapChecked {
+  check: string | null;
+  checks: {
+    [k: string]: string | undefined;
+  }[];
+  error_class: string | null;
+  message: string | null;
+  ok: boolean;
+  run_id: string;
+  seq: number;
+  type: 'shard_map_checked';
+}
+/**
+ * The coverage matrix: one row per primitive, one column per rule table (jvp, transpose,
+ * batching, lowering, per-platform lowering), each cell the registration file:line or empty;
+ * ``counts`` per column equal the sizes of JAX's tables.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "RulesTabulated".
+ */
+export interface RulesTabulated {
+  columns: string[];
+  counts: {
+    [k: string]: number | undefined;
+  };
+  rows: {
+    [k: string]: string | undefined;
+  }[];
+  run_id: string;
+  seq: number;
+  type: 'rules_tabulated';
+}
+/**
  * Terminal: the run completed. ``duration_ms`` is the worker-side wall time.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
@@ -1681,21 +1777,26 @@ export interface RunRequest {
  * chips, outermost first (``None`` = the snippet's ``stack`` or its default). ``preset``: a
  * named call sequence or loop of the cache exhibits; ``perturb``: the cache_key exhibit's one
  * changed ingredient; ``steps``: the recompile hunt's step count; ``xla_flags``: flags the
- * cache_key exhibit filters as JAX does.
+ * cache_key exhibit filters as JAX does. ``mesh``/``spec``/``array_shape``: the device
+ * exhibits' mesh, PartitionSpec and array shape as Python expressions (``None`` = the
+ * snippet's ``mesh``/``spec``).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "RunOptions".
  */
 export interface RunOptions {
+  array_shape: string | null;
   /**
    * @maxItems 16
    */
   calls?: CallSpec[];
   in_axes: string | null;
   known: boolean[] | null;
+  mesh: string | null;
   out_axes: string | null;
   perturb: string | null;
   preset: string | null;
+  spec: string | null;
   stack:
     | (
         'jit' | 'grad' | 'value_and_grad' | 'vmap' | 'jacfwd' | 'jacrev' | 'hessian' | 'jvp' | 'vjp'

@@ -1,0 +1,10 @@
+"""The rules exhibit's probe (being built)."""
+
+from __future__ import annotations
+
+from jaxscope.sandbox.probe_api import ProbeContext
+
+
+def run(ctx: ProbeContext) -> None:
+    """Not built yet."""
+    raise NotImplementedError("the rules exhibit is being built")

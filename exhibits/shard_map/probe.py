@@ -1,0 +1,10 @@
+"""The shard_map exhibit's probe (being built)."""
+
+from __future__ import annotations
+
+from jaxscope.sandbox.probe_api import ProbeContext
+
+
+def run(ctx: ProbeContext) -> None:
+    """Not built yet."""
+    raise NotImplementedError("the shard_map exhibit is being built")
