@@ -297,6 +297,7 @@ EXHIBITS: dict[str, Exhibit] = {
             summary="Every primitive's JVP, transpose, batching and lowering rules, with sources.",
             default_example="tables",
             artefacts=_artefacts_of("rules"),
+            needs_snippet=False,
         ),
     ]
 }

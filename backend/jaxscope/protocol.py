@@ -1464,15 +1464,54 @@ class ShardMapChecked(_Event):
     check: str | None = None
 
 
+class RuleCell(_Model):
+    """One cell of the coverage matrix: the table that holds the rule (``ad.primitive_jvps``,
+    ``ad.fancy_transposes``, ``mlir._lowerings``, ``mlir._platform_specific_lowerings['cpu']``
+    ...), the rule function's name (``partial``/``lower_fun`` unwrapped), where it was
+    registered (``file`` below site-packages, 1-based ``line``) and ``text``, that line of the
+    installed JAX source."""
+
+    table: str
+    name: str
+    file: str | None = None
+    line: int | None = None
+    text: str | None = None
+
+
+class RuleRow(_Model):
+    """One primitive: its name, the global that creates it (``var`` in ``file`` at ``line``),
+    and its cells by column id (a column absent from ``cells`` has no rule); ``used`` when the
+    primitive appears in the snippet's jaxpr."""
+
+    primitive: str
+    var: str | None = None
+    file: str | None = None
+    line: int | None = None
+    cells: dict[str, RuleCell]
+    used: bool = False
+
+
 class RulesTabulated(_Event):
-    """The coverage matrix: one row per primitive, one column per rule table (jvp, transpose,
-    batching, lowering, per-platform lowering), each cell the registration file:line or empty;
-    ``counts`` per column equal the sizes of JAX's tables."""
+    """The coverage matrix: one row per primitive JAX knows, one column per rule table (jvp,
+    transpose, batching, lowering, then one per platform), each cell the registration file:line.
+    ``counts``: column -> filled cells, equal to ``len()`` of the column's JAX table (the union
+    of keys for transpose); ``table_sizes``: JAX table expression -> ``len()``;
+    ``column_tables``: column -> the tables it reads in lookup order. ``imported`` are the
+    modules imported before tabulating, ``not_imported`` those named but not installed (flax).
+    ``jaxpr`` is the snippet's function (or the default one), whose primitives are ``used``."""
 
     type: Literal["rules_tabulated"] = "rules_tabulated"
     columns: list[str]
-    rows: list[dict[str, str]]
+    column_tables: dict[str, list[str]]
+    rows: list[RuleRow]
     counts: dict[str, int]
+    table_sizes: dict[str, int]
+    imported: list[str]
+    not_imported: list[str]
+    jax_version: str
+    fun_name: str
+    jaxpr: JaxprView | None = None
+    jaxpr_primitives: list[str] = []
 
 
 class RunFinished(_Event):

@@ -1,10 +1,98 @@
-"""The rules exhibit's probe (being built)."""
+"""The rules exhibit: every primitive JAX knows after importing jax, jax.numpy, jax.scipy and
+jax.nn, and for each whether JAX's own tables hold a JVP rule, a transpose rule, a batching
+rule, a generic lowering and a lowering per platform, with the file:line that registered it
+(``internals.rule_tables`` reads ``ad.primitive_jvps``, ``ad.fancy_transposes``,
+``ad.primitive_transposes``, ``batching.fancy_primitive_batchers``, ``mlir._lowerings`` and
+``mlir._platform_specific_lowerings``).
+
+The exhibit needs no snippet (``Exhibit.needs_snippet=False``): with ``f`` and ``args`` in the
+snippet, the rows of the primitives in ``f``'s jaxpr are marked; else :func:`default_fun`'s.
+One event, ``rules_tabulated``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jaxscope.internals import rule_tables
+from jaxscope.internals.calling import plan_call
+from jaxscope.internals.views import jaxpr_view
+from jaxscope.protocol import RuleCell, RuleRow, RulesTabulated
 from jaxscope.sandbox.probe_api import ProbeContext
 
 
+def default_fun(x: jax.Array) -> jax.Array:
+    """The function whose primitives are marked when the snippet defines none."""
+    return jnp.cumsum(jnp.sin(x) @ x.T, axis=0)
+
+
+def _subject(ctx: ProbeContext) -> tuple[str, Callable[..., Any], tuple[Any, ...], Any]:
+    snippet = ctx.snippet
+    if snippet.defines_f:
+        plan = plan_call(snippet)
+        return getattr(snippet.f, "__name__", "f"), plan.fun, plan.args, plan
+    return "default_fun", default_fun, (jnp.ones((3, 3)),), None
+
+
+def tabulate(used: frozenset[str] = frozenset()) -> tuple[list[str], list[RuleRow]]:
+    """The columns and one row per primitive (cells from JAX's tables, with source lines)."""
+    columns = rule_tables.columns()
+    rows: list[RuleRow] = []
+    for prim in rule_tables.known_primitives():
+        cells: dict[str, RuleCell] = {}
+        for column in columns:
+            view = rule_tables.rule_view(prim, column)
+            if view is None:
+                continue
+            text = rule_tables.source_line(view.file, view.line)
+            cells[column] = RuleCell(
+                table=view.table,
+                name=view.name,
+                file=view.file,
+                line=view.line,
+                text=text.strip() if text is not None else None,
+            )
+        where = rule_tables.definition(prim)
+        rows.append(
+            RuleRow(
+                primitive=str(prim.name),
+                var=where.var,
+                file=where.file,
+                line=where.line,
+                cells=cells,
+                used=str(prim.name) in used,
+            )
+        )
+    return columns, rows
+
+
 def run(ctx: ProbeContext) -> None:
-    """Not built yet."""
-    raise NotImplementedError("the rules exhibit is being built")
+    """Trace the subject's jaxpr, then tabulate every primitive's rules."""
+    imported = rule_tables.import_modules()
+    name, fun, args, plan = _subject(ctx)
+    static = plan.static_argnums if plan is not None else ()
+    kwargs = plan.kwargs if plan is not None else {}
+    with ctx.stage("trace"):
+        closed = jax.make_jaxpr(fun, static_argnums=static)(*args, **kwargs)
+    in_jaxpr = rule_tables.primitives_in(closed)
+    columns, rows = tabulate(frozenset(in_jaxpr))
+    counts = {c: sum(1 for r in rows if c in r.cells) for c in columns}
+    counts["primitives"] = len(rows)
+    ctx.emit(
+        RulesTabulated(
+            columns=columns,
+            column_tables=rule_tables.column_tables(),
+            rows=rows,
+            counts=counts,
+            table_sizes=rule_tables.table_sizes(),
+            imported=imported,
+            not_imported=list(rule_tables.NOT_IMPORTED),
+            jax_version=jax.__version__,
+            fun_name=name,
+            jaxpr=jaxpr_view(closed),
+            jaxpr_primitives=in_jaxpr,
+        )
+    )

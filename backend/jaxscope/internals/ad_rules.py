@@ -131,13 +131,22 @@ def _primitive_names() -> dict[int, list[tuple[str, str]]]:
 def _registration_line(table: str, filename: str, names: list[str], after: int = 0) -> int | None:
     """The first line (1-based) of ``filename`` past ``after`` that registers one of ``names``
     in ``table``."""
+    words = [re.compile(rf"\b{re.escape(n)}\b") for n in names]
+    for i, statement in _registration_statements(table, filename):
+        if i > after and any(w.search(statement) for w in words):
+            return i
+    return None
+
+
+@functools.cache
+def _registration_statements(table: str, filename: str) -> tuple[tuple[int, str], ...]:
+    """Every (1-based line, statement) of ``filename`` that registers a rule in ``table``
+    (scanned once per file: the tables name hundreds of primitives)."""
     registration = _REGISTRATION[table]
     lines = _source_lines(filename)
-    words = [re.compile(rf"\b{re.escape(n)}\b") for n in names]
+    found: list[tuple[int, str]] = []
     for i, line in enumerate(lines, start=1):
-        if i <= after or line.lstrip().startswith(("def ", "#")):
-            continue
-        if not registration.search(line):
+        if line.lstrip().startswith(("def ", "#")) or not registration.search(line):
             continue
         # A registration may wrap (``ad.defbilinear(dot_general_p,\n    _lhs_rule, ...)``):
         # read on while its parentheses are open.
@@ -145,9 +154,8 @@ def _registration_line(table: str, filename: str, names: list[str], after: int =
         while statement.count("(") > statement.count(")") and j < min(i + 4, len(lines)):
             statement += " " + lines[j]
             j += 1
-        if any(w.search(statement) for w in words):
-            return i
-    return None
+        found.append((i, statement))
+    return tuple(found)
 
 
 def _view(table: str, primitive: Any, rule: Any) -> RuleView:
@@ -214,3 +222,131 @@ def batch_rule_view(primitive: Any) -> RuleView | None:
 
     rule = batching.fancy_primitive_batchers.get(primitive)
     return None if rule is None else _view("fancy_primitive_batchers", primitive, rule)
+
+
+# --------------------------------------------------------------------------------------------
+# Lowering rules (``mlir._lowerings`` / ``mlir._platform_specific_lowerings``), added for the
+# rules exhibit: the same file:line idea, for ``mlir.register_lowering(prim, rule, platform=)``.
+# --------------------------------------------------------------------------------------------
+
+# ``mlir.register_lowering(...)`` and JAX's helpers around it (``register_cpu_gpu_lowering``).
+_REGISTER_LOWERING = re.compile(r"\bregister_(\w+_)?lowering\s*\(")
+_PLATFORM_KEYWORD = re.compile(r"\bplatform\s*=\s*(?!None\b)")
+_QUOTED = re.compile(r"['\"](\w+)['\"]")
+
+
+def _lowering_function(rule: Any) -> Any:
+    """The function a lowering rule runs: ``functools.partial`` and ``mlir.lower_fun(impl)``
+    wrappers unwrapped (a ``partial(_nary_lower_hlo, hlo.add)`` gives ``_nary_lower_hlo``)."""
+    seen = 0
+    while seen < 8:
+        seen += 1
+        while isinstance(rule, functools.partial):
+            rule = rule.func
+        rule = inspect.unwrap(rule)
+        qualname = getattr(rule, "__qualname__", "")
+        cells = getattr(rule, "__closure__", None) or ()
+        if qualname.startswith("lower_fun.<locals>") and cells:
+            inner = [
+                _cell(c) for c in cells if callable(_cell(c)) and not isinstance(_cell(c), bool)
+            ]
+            if inner:
+                rule = inner[0]
+                continue
+        break
+    return rule
+
+
+def _platform_matches(statement: str, platform: str | None) -> bool:
+    """Whether a registration statement registers for ``platform`` (``None``: the generic
+    table). A platform is named by a quoted literal (``platform="gpu"`` or a positional
+    ``'tpu'``; ``gpu`` counts for cuda and rocm, as JAX expands the alias); a
+    ``platform=name`` keyword or a helper such as ``register_cpu_gpu_lowering`` without
+    literals counts for every platform; a plain ``register_lowering`` without either is
+    generic."""
+    from jax._src import xla_bridge as xb
+
+    literals = [q for q in _QUOTED.findall(statement) if xb.is_known_platform(q)]
+    plain = re.search(r"\bregister_lowering\s*\(", statement) is not None
+    specific = bool(literals) or _PLATFORM_KEYWORD.search(statement) is not None or not plain
+    if platform is None:
+        return not specific
+    if not specific:
+        return False
+    if literals:
+        return any(platform in xb.expand_platform_alias(q) for q in literals)
+    return True
+
+
+def _lowering_line(
+    filename: str, names: list[str], platform: str | None, rule_name: str | None = None
+) -> int | None:
+    """The first ``register_lowering(...)`` statement (1-based line) in ``filename`` that names
+    one of ``names`` (and ``rule_name`` when given) and registers for ``platform``."""
+    words = [re.compile(rf"\b{re.escape(n)}\b") for n in names]
+    rule_word = re.compile(rf"\b{re.escape(rule_name)}\b") if rule_name else None
+    for i, statement in _lowering_statements(filename):
+        if rule_word is not None and not rule_word.search(statement):
+            continue
+        if any(w.search(statement) for w in words) and _platform_matches(statement, platform):
+            return i
+    return None
+
+
+@functools.cache
+def _lowering_statements(filename: str) -> tuple[tuple[int, str], ...]:
+    """Every (1-based line, statement) of ``filename`` calling a ``register_*lowering``."""
+    lines = _source_lines(filename)
+    found: list[tuple[int, str]] = []
+    for i, line in enumerate(lines, start=1):
+        if line.lstrip().startswith(("def ", "#")) or not _REGISTER_LOWERING.search(line):
+            continue
+        statement, j = line, i
+        while statement.count("(") > statement.count(")") and j < min(i + 8, len(lines)):
+            statement += " " + lines[j]
+            j += 1
+        found.append((i, statement))
+    return tuple(found)
+
+
+def lowering_rule_view(primitive: Any, platform: str | None = None) -> RuleView | None:
+    """The lowering rule of ``primitive`` in ``mlir._lowerings`` (``platform=None``) or in
+    ``mlir._platform_specific_lowerings[platform]`` and the line that registered it (the
+    ``mlir.register_lowering(prim, ...)`` statement naming the primitive; else the rule's
+    ``def`` line; else the line creating the primitive), or ``None`` when the table has no
+    entry. ``name`` is the rule function's qualified name after unwrapping ``partial`` and
+    ``mlir.lower_fun``."""
+    from jax._src.interpreters import mlir
+
+    if platform is None:
+        table, entry = "_lowerings", mlir._lowerings.get(primitive)
+    else:
+        table = f"_platform_specific_lowerings[{platform!r}]"
+        entry = mlir._platform_specific_lowerings.get(platform, {}).get(primitive)
+    if entry is None:
+        return None
+    fn = _lowering_function(entry.rule)
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    code = getattr(fn, "__code__", None)
+    homes = _primitive_names().get(id(primitive), [])
+    # The file defining the rule first (a TPU rule registered in ``jax/_src/tpu/...``), then
+    # the modules holding the primitive; a statement naming the rule too wins.
+    files = [code.co_filename] if code is not None else []
+    files += [f for f, _ in homes if f not in files]
+    names = sorted({var for _, var in homes})
+    rule_name = getattr(fn, "__name__", None) if code is not None else None
+    for wanted in ([rule_name] if rule_name and rule_name != "<lambda>" else []) + [None]:
+        for filename in files:
+            line = _lowering_line(filename, names, platform, wanted) if names else None
+            if line is not None:
+                return RuleView(table=table, name=name, file=_site_path(filename), line=line)
+    if code is not None:
+        return RuleView(
+            table=table, name=name, file=_site_path(code.co_filename), line=code.co_firstlineno
+        )
+    for filename, var in homes:
+        assignment = re.compile(rf"^{re.escape(var)}\s*(:[^=]*)?=")
+        for i, text in enumerate(_source_lines(filename), start=1):
+            if assignment.match(text):
+                return RuleView(table=table, name=name, file=_site_path(filename), line=i)
+    return RuleView(table=table, name=name)

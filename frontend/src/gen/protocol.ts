@@ -41,7 +41,10 @@ export type Event =
   | ConfigRetraceChecked
   | ShardingPlaced
   | CollectivesFound
+  | ShardingErrorExplained
+  | ShardMapBodyTraced
   | ShardMapChecked
+  | ShardMapOutputsAssembled
   | RulesTabulated
   | RunFinished
   | RunFailed;
@@ -1607,48 +1610,60 @@ export interface ConfigRetraceChecked {
   value: string;
 }
 /**
- * An array of ``shape`` placed with ``NamedSharding(mesh, spec)``: the mesh (axis names,
- * sizes, types), the spec, and every device's block (``addressable_shards``).
+ * An array of ``shape``/``dtype`` placed with a sharding (``NamedSharding(mesh, spec)``
+ * for ``args[0]``; the sharding ``jax.jit(f)`` gave an output): the mesh (axis names, sizes,
+ * types ``"Auto"``/``"Explicit"``/``"Manual"``, device ids in mesh order, row-major), the
+ * spec (``str(PartitionSpec)``; ``None`` for a sharding that is not a ``NamedSharding``),
+ * ``str(sharding)``, ``sharding.shard_shape(shape)`` and every device's block
+ * (``addressable_shards``, in device order). ``name``: ``"args[0]"``, ``"output"`` (a single
+ * output) or ``"output[i]"`` (leaf ``i`` of several).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ShardingPlaced".
  */
 export interface ShardingPlaced {
   axis_types: string[];
+  dtype: string;
   mesh_axes: string[];
+  mesh_device_ids: number[];
   mesh_shape: number[];
   name: string;
   run_id: string;
   seq: number;
   shape: number[];
+  shard_shape: number[];
+  sharding: string;
   shards: ShardView[];
-  spec: string;
+  spec: string | null;
   type: 'sharding_placed';
 }
 /**
- * One device's block of a sharded array: the device (``str``), its index ranges per
- * dimension (``[start, stop)``), the block's shape, and which other devices hold a replica.
+ * One device's block of a sharded array, read from ``jax.Array.addressable_shards``: the
+ * device (``str(shard.device)``) and its id, the block's index ranges per array dimension
+ * (``[start, stop)``, from ``shard.index``), the block's shape (``shard.data.shape``),
+ * ``shard.replica_id`` (0 = the first copy) and the other devices holding the same block.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ShardView".
  */
 export interface ShardView {
   device: string;
+  device_id: number;
   index: number[][];
+  replica_id: number;
   replica_of: string[];
   shape: number[];
 }
 /**
- * The collectives the SPMD partitioner inserted in the compiled per-device HLO: op,
- * replica groups, line in ``hlo``; the input/output shardings from ``Compiled``.
+ * The collectives the SPMD partitioner inserted in the compiled per-device HLO
+ * (``jax.jit(f).lower(*args).compile().as_text()``), ``counts`` op -> number of instructions,
+ * and ``Compiled.input_shardings`` / ``output_shardings`` (``str`` of each leaf's sharding).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "CollectivesFound".
  */
 export interface CollectivesFound {
-  collectives: {
-    [k: string]: string | undefined;
-  }[];
+  collectives: CollectiveView[];
   counts: {
     [k: string]: number | undefined;
   };
@@ -1660,43 +1675,291 @@ export interface CollectivesFound {
   type: 'collectives_found';
 }
 /**
- * shard_map's checks around the per-device body, each passed or failed with JAX's message;
- * per-device shapes of the body's inputs; the verdict.
+ * One collective instruction of the compiled per-device HLO: ``op`` (``all-reduce``,
+ * ``all-gather``, ``reduce-scatter``, ``collective-permute``, ``all-to-all``; an async
+ * ``-start`` counts as its op), the instruction name, its 0-based ``line`` in the HLO text,
+ * the result type, the ``replica_groups`` (or ``source_target_pairs``) text as XLA prints it,
+ * ``groups``: those groups expanded to device ids (``None`` when the format is not one we
+ * expand), and the instruction's text.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "CollectiveView".
+ */
+export interface CollectiveView {
+  groups: number[][] | null;
+  line: number;
+  name: string;
+  op: string;
+  replica_groups: string;
+  result: string;
+  text: string;
+}
+/**
+ * A sharding error JAX raised (its class and message, unchanged) read back into what went
+ * wrong: ``kind`` ``indivisible`` (array ``axis`` of ``dim_size`` split ``partitions`` ways by
+ * the mesh axes ``mesh_axes`` of sizes ``mesh_axis_sizes``), ``duplicate_axis`` (mesh axis
+ * ``mesh_axes[0]`` named twice in ``spec``), ``sharding_type`` (an Explicit-mode ambiguity:
+ * the ``out_sharding`` fix) or ``other``. ``where``: ``"args[0]"`` (placing the input) or
+ * ``"f"`` (inside ``jax.jit(f)``); ``explanation``/``fix`` in plain words.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ShardingErrorExplained".
+ */
+export interface ShardingErrorExplained {
+  axis: number | null;
+  dim_size: number | null;
+  error_class: string;
+  explanation: string;
+  fix: string;
+  kind: 'indivisible' | 'duplicate_axis' | 'sharding_type' | 'other';
+  mesh_axes: string[];
+  mesh_axis_sizes: number[];
+  message: string;
+  partitions: number | null;
+  run_id: string;
+  seq: number;
+  shape: number[];
+  spec: string | null;
+  type: 'sharding_error_explained';
+  where: string;
+}
+/**
+ * The per-device body as ``jax.shard_map`` traced it: each input's per-device aval and
+ * varying axes (observed with ``jax.typeof`` inside the body), each output's, every body value's
+ * varying axes, the collectives, and the body jaxpr (the ``jaxpr`` param of the ``shard_map``
+ * eqn; ``jaxpr_note`` says when it had to be traced with ``check_vma=False``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ShardMapBodyTraced".
+ */
+export interface ShardMapBodyTraced {
+  collectives: ShardMapCollective[];
+  inputs: ShardMapValueView[];
+  jaxpr: JaxprView | null;
+  jaxpr_note: string | null;
+  outputs: ShardMapValueView[];
+  run_id: string;
+  seq: number;
+  type: 'shard_map_body_traced';
+  values: ShardMapValueView[];
+}
+/**
+ * A body eqn that names mesh axes (psum, psum_invariant, all_gather, ppermute, ...).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ShardMapCollective".
+ */
+export interface ShardMapCollective {
+  axes: string[];
+  eqn_index: number;
+  primitive: string;
+  source: SourceLoc | null;
+  text: string;
+}
+/**
+ * A value of the body: ``name`` (the argument's key path, ``out`` path, or jaxpr variable),
+ * the global shape outside shard_map and its spec (``None`` for body-internal values), the
+ * per-device ``aval`` inside the body and its varying manual axes (``aval.mat.varying``, mesh
+ * order; printed ``{V:(x,y)}``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ShardMapValueView".
+ */
+export interface ShardMapValueView {
+  aval: AvalView;
+  global_shape: number[] | null;
+  name: string;
+  spec: string | null;
+  vma: string[];
+}
+/**
+ * shard_map's checks around the per-device body, each passed or failed with JAX's message,
+ * the specs (each entry, for highlighting the one at fault), the mesh, and the verdict: what
+ * ``jax.jit(jax.shard_map(f, ...))(*args)`` itself did (``ok``, or its error class and message;
+ * ``check``: the failed check, ``body`` for an error raised by the body itself).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ShardMapChecked".
  */
 export interface ShardMapChecked {
+  arg_shapes: number[][];
+  axis_types: string[];
   check: string | null;
-  checks: {
-    [k: string]: string | undefined;
-  }[];
+  check_vma: boolean;
+  checks: ShardMapCheck[];
   error_class: string | null;
+  in_specs: string;
+  mesh_axes: string[];
+  mesh_shape: number[];
   message: string | null;
   ok: boolean;
+  out_specs: string;
   run_id: string;
   seq: number;
+  specs: ShardMapSpecView[];
   type: 'shard_map_checked';
 }
 /**
- * The coverage matrix: one row per primitive, one column per rule table (jvp, transpose,
- * batching, lowering, per-platform lowering), each cell the registration file:line or empty;
- * ``counts`` per column equal the sizes of JAX's tables.
+ * One of shard_map's checks (``jax/_src/shard_map.py``, JAX's order): ``name`` (unknown_axis,
+ * in_arity, spec_rank, divisibility, out_arity, out_rank, replication), what it requires, the
+ * JAX helper that runs it, its status (``passed``/``failed``/``not_reached`` after an earlier
+ * failure/``off`` with ``check_vma=False``) and, when failed, JAX's error class and message.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ShardMapCheck".
+ */
+export interface ShardMapCheck {
+  error_class: string | null;
+  faults: ShardMapFault[];
+  message: string | null;
+  name: string;
+  source: string;
+  status: 'passed' | 'failed' | 'not_reached' | 'off';
+  title: string;
+}
+/**
+ * A spec at fault in a failed check: ``entries`` are positions inside the ``P`` (empty: the
+ * whole spec or tree), ``axes`` the mesh axes involved (the unknown name, the mesh axes that do
+ * not divide, the unmentioned axes the output varies over).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ShardMapFault".
+ */
+export interface ShardMapFault {
+  axes: string[];
+  entries: number[];
+  path: string;
+  spec: string;
+  specs: 'in_specs' | 'out_specs';
+}
+/**
+ * One ``PartitionSpec`` of ``in_specs``/``out_specs``: its key path in that tree
+ * (``keystr``, ``""`` for a bare ``P``), ``str(P)`` and one text per entry (``None``, ``'x'``,
+ * ``('x', 'y')``). A non-``P`` leaf has ``entries == []`` and ``is_spec`` false.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ShardMapSpecView".
+ */
+export interface ShardMapSpecView {
+  entries: string[];
+  is_spec: boolean;
+  path: string;
+  spec: string;
+  specs: 'in_specs' | 'out_specs';
+}
+/**
+ * The per-device outputs assembled into global arrays by ``jax.shard_map`` (under
+ * ``jax.jit``), compared with ``reference`` (the snippet's ``reference(*args)``, else ``f(*args)``
+ * on the global arrays when the body uses no collectives, else ``none``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ShardMapOutputsAssembled".
+ */
+export interface ShardMapOutputsAssembled {
+  outputs: ShardMapOutput[];
+  reference: 'reference' | 'f' | 'none';
+  reference_note: string;
+  run_id: string;
+  seq: number;
+  type: 'shard_map_outputs_assembled';
+}
+/**
+ * An output of ``jax.shard_map``: global shape/dtype, its out_specs entry, every device's
+ * block (``addressable_shards``), a preview, and the comparison with the reference.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ShardMapOutput".
+ */
+export interface ShardMapOutput {
+  dtype: string;
+  matches_reference: boolean | null;
+  max_abs_diff: number | null;
+  path: string;
+  preview: string;
+  reference_preview: string | null;
+  shape: number[];
+  shards: ShardMapShard[];
+  spec: string;
+}
+/**
+ * One device's block of an output: device, index ranges ``[start, stop)`` per dimension.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ShardMapShard".
+ */
+export interface ShardMapShard {
+  device: string;
+  index: number[][];
+  shape: number[];
+}
+/**
+ * The coverage matrix: one row per primitive JAX knows, one column per rule table (jvp,
+ * transpose, batching, lowering, then one per platform), each cell the registration file:line.
+ * ``counts``: column -> filled cells, equal to ``len()`` of the column's JAX table (the union
+ * of keys for transpose); ``table_sizes``: JAX table expression -> ``len()``;
+ * ``column_tables``: column -> the tables it reads in lookup order. ``imported`` are the
+ * modules imported before tabulating, ``not_imported`` those named but not installed (flax).
+ * ``jaxpr`` is the snippet's function (or the default one), whose primitives are ``used``.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "RulesTabulated".
  */
 export interface RulesTabulated {
+  column_tables: {
+    [k: string]: string[] | undefined;
+  };
   columns: string[];
   counts: {
     [k: string]: number | undefined;
   };
-  rows: {
-    [k: string]: string | undefined;
-  }[];
+  fun_name: string;
+  imported: string[];
+  jax_version: string;
+  jaxpr: JaxprView | null;
+  jaxpr_primitives: string[];
+  not_imported: string[];
+  rows: RuleRow[];
   run_id: string;
   seq: number;
+  table_sizes: {
+    [k: string]: number | undefined;
+  };
   type: 'rules_tabulated';
+}
+/**
+ * One primitive: its name, the global that creates it (``var`` in ``file`` at ``line``),
+ * and its cells by column id (a column absent from ``cells`` has no rule); ``used`` when the
+ * primitive appears in the snippet's jaxpr.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "RuleRow".
+ */
+export interface RuleRow {
+  cells: {
+    [k: string]: RuleCell | undefined;
+  };
+  file: string | null;
+  line: number | null;
+  primitive: string;
+  used: boolean;
+  var: string | null;
+}
+/**
+ * One cell of the coverage matrix: the table that holds the rule (``ad.primitive_jvps``,
+ * ``ad.fancy_transposes``, ``mlir._lowerings``, ``mlir._platform_specific_lowerings['cpu']``
+ * ...), the rule function's name (``partial``/``lower_fun`` unwrapped), where it was
+ * registered (``file`` below site-packages, 1-based ``line``) and ``text``, that line of the
+ * installed JAX source.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "RuleCell".
+ */
+export interface RuleCell {
+  file: string | null;
+  line: number | null;
+  name: string;
+  table: string;
+  text: string | null;
 }
 /**
  * Terminal: the run completed. ``duration_ms`` is the worker-side wall time.

@@ -1,0 +1,250 @@
+"""JAX's rule tables as one coverage matrix: every primitive JAX knows, and for each whether it
+has a JVP rule, a transpose rule, a batching rule, a generic lowering and a lowering per
+platform, with the file:line that registered it in the installed JAX.
+
+The tables (all module-level dicts keyed by ``core.Primitive``, read live, never copied):
+
+- ``jvp``: ``jax._src.interpreters.ad.primitive_jvps`` (``JVPTrace.process_primitive``);
+- ``transpose``: ``ad.fancy_transposes`` then ``ad.primitive_transposes`` (the order
+  ``backward_pass`` looks them up); a cell says which one answered;
+- ``batching``: ``jax._src.interpreters.batching.fancy_primitive_batchers``
+  (``BatchTrace.process_primitive``; ``batching.primitive_batchers`` is a proxy writing there);
+- ``lowering``: ``jax._src.interpreters.mlir._lowerings`` (the generic rule);
+- ``cpu``/``cuda``/``rocm``/``tpu`` (and any other platform JAX registered, e.g. ``oneapi``):
+  ``mlir._platform_specific_lowerings[platform]``, consulted before the generic rule by
+  ``mlir._get_lowering_rules``.
+
+"Every primitive JAX knows" is the union of those tables' keys and of the ``core.Primitive``
+objects held by a global of a loaded ``jax`` module (a primitive can exist with no rule at all),
+after importing :data:`IMPORTED` (flax is not a dependency of jaxscope: its primitives, if any,
+are not listed). The file:line of each cell comes from ``internals.ad_rules``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from jax._src import core
+from jax._src.interpreters import ad, batching, mlir
+
+from jaxscope.internals import ad_rules
+from jaxscope.protocol import RuleView
+
+IMPORTED: tuple[str, ...] = ("jax", "jax.numpy", "jax.scipy", "jax.nn")
+"""The modules imported before tabulating (plus every lazily loaded ``jax.scipy`` submodule)."""
+
+NOT_IMPORTED: tuple[str, ...] = ("flax",)
+"""Named by the issue, but not a dependency of jaxscope: not imported, not listed."""
+
+PLATFORMS: tuple[str, ...] = ("cpu", "cuda", "rocm", "tpu")
+"""The platforms always shown as columns (others JAX registered rules for are appended)."""
+
+RULE_COLUMNS: tuple[str, ...] = ("jvp", "transpose", "batching", "lowering")
+
+
+def import_modules() -> list[str]:
+    """Import :data:`IMPORTED` and ``jax.scipy``'s lazy submodules; return the names loaded."""
+    loaded: list[str] = []
+    for name in IMPORTED:
+        module = importlib.import_module(name)
+        loaded.append(name)
+        if name == "jax.scipy":
+            for sub in sorted(dir(module)):
+                if sub.startswith("_"):
+                    continue
+                full = f"jax.scipy.{sub}"
+                try:
+                    importlib.import_module(full)
+                except ImportError:  # an optional dependency missing: skip that submodule
+                    continue
+                loaded.append(full)
+    return loaded
+
+
+def platforms() -> list[str]:
+    """:data:`PLATFORMS` then every other platform with a registered lowering, sorted."""
+    extra = sorted(p for p in mlir._platform_specific_lowerings if p not in PLATFORMS)
+    return [*PLATFORMS, *extra]
+
+
+def columns() -> list[str]:
+    """The matrix's columns: :data:`RULE_COLUMNS` then :func:`platforms`."""
+    return [*RULE_COLUMNS, *platforms()]
+
+
+def column_tables() -> dict[str, list[str]]:
+    """Column -> the JAX table expressions it reads, in lookup order."""
+    out: dict[str, list[str]] = {
+        "jvp": ["ad.primitive_jvps"],
+        "transpose": ["ad.fancy_transposes", "ad.primitive_transposes"],
+        "batching": ["batching.fancy_primitive_batchers"],
+        "lowering": ["mlir._lowerings"],
+    }
+    for p in platforms():
+        out[p] = [f"mlir._platform_specific_lowerings[{p!r}]"]
+    return out
+
+
+def _tables() -> dict[str, Mapping[Any, Any]]:
+    """JAX table expression -> the live dict."""
+    out: dict[str, Mapping[Any, Any]] = {
+        "ad.primitive_jvps": ad.primitive_jvps,
+        "ad.fancy_transposes": ad.fancy_transposes,
+        "ad.primitive_transposes": ad.primitive_transposes,
+        "batching.fancy_primitive_batchers": batching.fancy_primitive_batchers,
+        "mlir._lowerings": mlir._lowerings,
+    }
+    for p in platforms():
+        out[f"mlir._platform_specific_lowerings[{p!r}]"] = mlir._platform_specific_lowerings.get(
+            p, {}
+        )
+    return out
+
+
+def table_sizes() -> dict[str, int]:
+    """JAX table expression -> ``len()`` of that dict."""
+    return {name: len(table) for name, table in _tables().items()}
+
+
+def column_keys(column: str) -> set[Any]:
+    """The primitives with an entry for ``column`` (the union of its tables' keys)."""
+    tables = _tables()
+    keys: set[Any] = set()
+    for name in column_tables()[column]:
+        keys |= set(tables[name])
+    return keys
+
+
+def _module_primitives() -> Iterator[Any]:
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "jax" or name.startswith("jax.")):
+            continue
+        for value in list(vars(module).values()):
+            if isinstance(value, core.Primitive):
+                yield value
+
+
+def known_primitives() -> list[Any]:
+    """Every primitive in any rule table or held by a loaded ``jax`` module's global, sorted
+    by name (names are unique in JAX 0.10.2; ties keep table order)."""
+    seen: dict[int, Any] = {}
+    for table in _tables().values():
+        for key in table:
+            if isinstance(key, core.Primitive):
+                seen.setdefault(id(key), key)
+    for prim in _module_primitives():
+        seen.setdefault(id(prim), prim)
+    return sorted(seen.values(), key=lambda p: str(p.name))
+
+
+@dataclass(frozen=True)
+class Definition:
+    """Where a primitive object is created: the global name, the file below site-packages and
+    the 1-based line of ``name = ...`` (``None`` when not found)."""
+
+    var: str | None
+    file: str | None
+    line: int | None
+
+
+_ASSIGN = re.compile(r"^(\w+)\s*(?::[^=]*)?=(?!=)")
+
+
+@functools.cache
+def _assignments(filename: str) -> dict[str, int]:
+    """Top-level ``name = ...`` lines of ``filename``: name -> first 1-based line."""
+    out: dict[str, int] = {}
+    for i, text in enumerate(ad_rules._source_lines(filename), start=1):
+        m = _ASSIGN.match(text)
+        if m is not None:
+            out.setdefault(m.group(1), i)
+    return out
+
+
+def definition(primitive: Any) -> Definition:
+    """The global that creates ``primitive`` (the first module holding it whose source assigns
+    that name at top level)."""
+    homes = ad_rules._primitive_names().get(id(primitive), [])
+    for filename, var in homes:
+        line = _assignments(filename).get(var)
+        if line is not None:
+            return Definition(var=var, file=ad_rules._site_path(filename), line=line)
+    if homes:
+        filename, var = homes[0]
+        return Definition(var=var, file=ad_rules._site_path(filename), line=None)
+    return Definition(var=None, file=None, line=None)
+
+
+_MODULE_OF_TABLE = {
+    "primitive_jvps": "ad",
+    "fancy_transposes": "ad",
+    "primitive_transposes": "ad",
+    "fancy_primitive_batchers": "batching",
+}
+
+
+def rule_view(primitive: Any, column: str) -> RuleView | None:
+    """The rule of ``primitive`` for ``column`` and where it was registered, or ``None``;
+    ``table`` is the expression of :func:`column_tables` (``ad.primitive_jvps``)."""
+    if column == "jvp":
+        view = ad_rules.jvp_rule_view(primitive)
+    elif column == "transpose":
+        view = ad_rules.transpose_rule_view(primitive)
+    elif column == "batching":
+        view = ad_rules.batch_rule_view(primitive)
+    elif column == "lowering":
+        view = ad_rules.lowering_rule_view(primitive)
+    else:
+        view = ad_rules.lowering_rule_view(primitive, column)
+    if view is None:
+        return None
+    module = _MODULE_OF_TABLE.get(view.table, "mlir")
+    return view.model_copy(update={"table": f"{module}.{view.table}"})
+
+
+def source_line(file: str | None, line: int | None) -> str | None:
+    """The text of ``line`` (1-based) of ``file`` (a path below site-packages), or ``None``."""
+    if file is None or line is None:
+        return None
+    lines = ad_rules._source_lines(site_file(file))
+    return lines[line - 1] if 0 < line <= len(lines) else None
+
+
+def site_file(file: str) -> str:
+    """A path below site-packages -> the absolute path of the installed file."""
+    import jax
+
+    root = jax.__file__.rsplit("jax/__init__.py", 1)[0]
+    return root + file
+
+
+def primitives_in(closed_jaxpr: Any) -> list[str]:
+    """The names of the primitives of a ``ClosedJaxpr``'s eqns, inner jaxprs included
+    (the jaxprs in eqn params), in first-seen order."""
+    names: list[str] = []
+
+    def walk(jaxpr: Any) -> None:
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name not in names:
+                names.append(eqn.primitive.name)
+            for sub in _eqn_subjaxprs(eqn):
+                walk(sub)
+
+    walk(closed_jaxpr.jaxpr)
+    return names
+
+
+def _eqn_subjaxprs(eqn: Any) -> Iterator[Any]:
+    for value in eqn.params.values():
+        items = value if isinstance(value, (tuple, list)) else (value,)
+        for item in items:
+            if isinstance(item, core.ClosedJaxpr):
+                yield item.jaxpr
+            elif isinstance(item, core.Jaxpr):
+                yield item
