@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 # h = eps^(1/3) * max(1, |x|) balances truncation (h^2 f''') against rounding (eps f / h).
@@ -65,11 +66,13 @@ def _tree_to_lists(tree: Any) -> Any:
 
 
 def is_float_leaf(x: Any) -> bool:
-    """True for a floating-point array or a Python float (the leaves that get a gradient)."""
+    """True for a floating-point array (bfloat16 and float16 included) or a Python float: the
+    leaves that get a gradient."""
     if isinstance(x, float):
         return True
     dtype = getattr(x, "dtype", None)
-    return dtype is not None and np.issubdtype(np.dtype(dtype), np.floating)
+    # jnp.issubdtype knows JAX's extended floats (bfloat16, float8_*), numpy's does not.
+    return dtype is not None and bool(jnp.issubdtype(dtype, jnp.floating))
 
 
 def _to_float64(x: Any) -> Any:

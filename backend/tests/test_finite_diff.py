@@ -48,3 +48,13 @@ def test_python_control_flow_falls_back_to_eager() -> None:
 
     fd = central_differences(f, (3.0,), [0])
     assert abs(float(fd.values[0]) - 6.0) < 1e-8
+
+
+def test_bfloat16_and_float16_leaves_are_floating() -> None:
+    """JAX differentiates bfloat16/float16 leaves: so do the finite differences (in float64)."""
+    from jaxscope.finite_diff import is_float_leaf
+
+    assert is_float_leaf(jnp.ones(2, jnp.bfloat16)) and is_float_leaf(np.ones(2, np.float16))
+    assert not is_float_leaf(np.ones(2, np.int32)) and not is_float_leaf(jnp.ones(2, bool))
+    fd = central_differences(lambda x: jnp.sum(x**2), (jnp.array([1.0, 2.0], jnp.bfloat16),), [0])
+    np.testing.assert_allclose(fd.values[0], [2.0, 4.0], rtol=1e-8)
