@@ -49,7 +49,7 @@ _HELPER_FILES = ("jax/_src/interpreters/ad.py", "jax/_src/interpreters/batching.
 # The statements that register a rule, per table.
 _REGISTRATION = {
     "primitive_jvps": re.compile(
-        r"primitive_jvps\s*\[|\b(defjvp\w*|deflinear\w*|defbilinear\w*|register_\w*)\s*\("
+        r"primitive_jvps\s*\[|\b(defjvp\w*|deflinear\w*|defbilinear\w*|register_(?!\w*lowering)\w*)\s*\("
     ),
     "primitive_transposes": re.compile(
         r"primitive_transposes\s*\[|\b(deflinear\w*|defbilinear\w*|deftranspose\w*)\s*\("
