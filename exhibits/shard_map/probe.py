@@ -1,10 +1,336 @@
-"""The shard_map exhibit's probe (being built)."""
+"""The shard_map exhibit's probe: ``jax.shard_map(f, mesh=, in_specs=, out_specs=)`` of the
+user's per-device body ``f``, the checks JAX runs around it, and the assembled outputs.
+
+The snippet defines ``mesh``, ``in_specs``, ``out_specs``, ``f`` (the body) and ``args``;
+optionally ``check_vma`` (default ``True``) and ``reference`` (the same computation without
+shard_map, on the global arrays). ``options.mesh``/``options.spec`` (Python expressions in the
+snippet's namespace) replace ``mesh``/``in_specs``.
+
+Events, in order:
+
+* stage ``trace``: :class:`ShardMapBodyTraced` when the body was reached — ``jax.make_jaxpr``
+  of ``jax.shard_map`` of the body wrapped to record ``jax.typeof`` of its inputs and outputs
+  (per-device avals with their varying manual axes), the body jaxpr (the shard_map eqn's
+  ``jaxpr`` param) and its collectives;
+* stage ``run``: :class:`ShardMapChecked` — each check run with JAX's own helpers
+  (``internals.shard_map_checks``) and the verdict of ``jax.jit(jax.shard_map(f, ...))(*args)``
+  itself; then, when it ran, :class:`ShardMapOutputsAssembled`.
+
+A failed check is the exhibit's subject: the run ends normally with ``ok=False`` and JAX's
+error. An error raised by the body itself (``check == "body"``) propagates after the verdict.
+"""
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
+import jax
+import numpy as np
+from jaxscope.internals.shard_map_checks import (
+    CHECK_SOURCES,
+    CHECK_TITLES,
+    BodyObserved,
+    CheckResult,
+    all_checks,
+    collective_eqns,
+    communicates,
+    observing,
+    shard_map_eqn_body,
+    spec_leaf_paths,
+    var_vma,
+)
+from jaxscope.internals.views import aval_view, jaxpr_view, preview_value
+from jaxscope.protocol import (
+    JaxprView,
+    ShardMapBodyTraced,
+    ShardMapCheck,
+    ShardMapChecked,
+    ShardMapCollective,
+    ShardMapFault,
+    ShardMapOutput,
+    ShardMapOutputsAssembled,
+    ShardMapShard,
+    ShardMapSpecView,
+    ShardMapValueView,
+)
 from jaxscope.sandbox.probe_api import ProbeContext
+from jaxscope.sandbox.snippet import InvalidSnippet
+
+REPLICATION_NOTE = (
+    "The replication check failed, so JAX staged no jaxpr; this body jaxpr was traced again with "
+    "check_vma=False (no varying-axes types, plain psum instead of psum_invariant)."
+)
+
+
+def _setting(ns: dict[str, Any], option: str | None, name: str) -> Any:
+    if option is not None and option.strip():
+        return eval(option, ns)  # the user's own expression, sandboxed
+    if name not in ns:
+        raise InvalidSnippet(f"the shard_map exhibit needs `{name}` in the snippet")
+    return ns[name]
+
+
+def _is_leaf(x: Any) -> bool:
+    return x is None
+
+
+def _spec_views(which: Literal["in_specs", "out_specs"], specs: Any) -> list[ShardMapSpecView]:
+    out = []
+    for path, p in jax.tree_util.tree_flatten_with_path(specs, is_leaf=_is_leaf)[0]:
+        key = jax.tree_util.keystr(path)
+        if isinstance(p, jax.sharding.PartitionSpec):
+            out.append(
+                ShardMapSpecView(specs=which, path=key, spec=str(p), entries=[repr(e) for e in p])
+            )
+        else:
+            out.append(
+                ShardMapSpecView(specs=which, path=key, spec=repr(p), entries=[], is_spec=False)
+            )
+    return out
+
+
+def _check_view(r: CheckResult) -> ShardMapCheck:
+    return ShardMapCheck(
+        name=r.name,
+        title=CHECK_TITLES[r.name],
+        source=CHECK_SOURCES[r.name],
+        status=r.status,
+        error_class=r.error_class,
+        message=r.message,
+        faults=[
+            ShardMapFault(specs=f.specs, path=f.path, spec=f.spec, entries=f.entries, axes=f.axes)
+            for f in r.faults
+        ],
+    )
+
+
+def _paths(tree: Any) -> list[str]:
+    return [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
+
+
+def _body_event(
+    mesh: Any,
+    in_specs: Any,
+    out_specs: Any,
+    args: tuple[Any, ...],
+    seen: BodyObserved,
+    body: Any,
+    note: str | None,
+) -> ShardMapBodyTraced:
+    in_spec_paths = spec_leaf_paths(in_specs, args)
+    leaves = jax.tree.leaves(args)
+    inputs = [
+        ShardMapValueView(
+            name="args" + path,
+            spec=str(sp[1]),
+            global_shape=list(np.shape(leaf)),
+            aval=aval_view(aval),
+            vma=vma,
+        )
+        for path, sp, leaf, aval, vma in zip(
+            _paths(args), in_spec_paths, leaves, seen.in_avals, seen.in_vma, strict=True
+        )
+    ]
+    try:
+        out_spec_strs = [str(p) for _, p in spec_leaf_paths(out_specs, seen.out_value)]
+    except ValueError:  # out_specs is not a prefix of the outputs (the out_arity check)
+        out_spec_strs = [None] * len(seen.out_avals)  # type: ignore[list-item]
+    outputs = [
+        ShardMapValueView(name="out" + path, spec=spec, aval=aval_view(aval), vma=vma)
+        for path, spec, aval, vma in zip(
+            _paths(seen.out_value), out_spec_strs, seen.out_avals, seen.out_vma, strict=True
+        )
+    ]
+    values: list[ShardMapValueView] = []
+    collectives: list[ShardMapCollective] = []
+    view: JaxprView | None = None
+    if body is not None:
+        view = jaxpr_view(body)
+        jaxpr = body.jaxpr
+        for v_view, var in zip(view.invars, jaxpr.invars, strict=True):
+            values.append(
+                ShardMapValueView(name=v_view.name, aval=v_view.aval, vma=var_vma(var, mesh))
+            )
+        for e_view, eqn in zip(view.eqns, jaxpr.eqns, strict=True):
+            for v_view, var in zip(e_view.outvars, eqn.outvars, strict=True):
+                values.append(
+                    ShardMapValueView(name=v_view.name, aval=v_view.aval, vma=var_vma(var, mesh))
+                )
+        for i, eqn, axes in collective_eqns(body):
+            collectives.append(
+                ShardMapCollective(
+                    eqn_index=i,
+                    primitive=eqn.primitive.name,
+                    axes=axes,
+                    text=view.eqns[i].text,
+                    source=view.eqns[i].source,
+                )
+            )
+    return ShardMapBodyTraced(
+        inputs=inputs,
+        outputs=outputs,
+        values=values,
+        collectives=collectives,
+        jaxpr=view,
+        jaxpr_note=note,
+    )
+
+
+def _index(index: tuple[slice, ...], shape: tuple[int, ...]) -> list[list[int]]:
+    return [list(s.indices(n)[:2]) for s, n in zip(index, shape, strict=True)]
+
+
+def _reference(
+    ns: dict[str, Any], f: Any, args: tuple[Any, ...], uses_collectives: bool
+) -> tuple[str, str, list[Any] | None]:
+    if callable(ns.get("reference")):
+        return (
+            "reference",
+            "the snippet's reference(*args)",
+            jax.tree.leaves(ns["reference"](*args)),
+        )
+    if uses_collectives:
+        return (
+            "none",
+            "the body uses collectives, whose axis names are bound only inside shard_map: "
+            "define reference(*args) in the snippet to compare",
+            None,
+        )
+    try:
+        out = jax.tree.leaves(f(*args))
+    except Exception as exc:  # f is not meaningful on the global arrays
+        return "none", f"f(*args) on the global arrays raised {type(exc).__name__}", None
+    return (
+        "f",
+        "f(*args) on the global arrays (equal only when f acts blockwise)",
+        out,
+    )
+
+
+def _outputs_event(
+    ns: dict[str, Any],
+    f: Any,
+    args: tuple[Any, ...],
+    out: Any,
+    out_specs: Any,
+    uses_collectives: bool,
+) -> ShardMapOutputsAssembled:
+    kind, note, ref = _reference(ns, f, args, uses_collectives)
+    leaves = jax.tree.leaves(out)
+    specs = [str(p) for _, p in spec_leaf_paths(out_specs, out)]
+    if ref is not None and len(ref) != len(leaves):
+        kind, note, ref = (
+            "none",
+            f"the reference returned {len(ref)} arrays, not {len(leaves)}",
+            None,
+        )
+    outputs = []
+    for i, (path, leaf, spec) in enumerate(zip(_paths(out), leaves, specs, strict=True)):
+        shards = [
+            ShardMapShard(
+                device=str(s.device),
+                index=_index(s.index, leaf.shape),
+                shape=list(s.data.shape),
+            )
+            for s in sorted(leaf.addressable_shards, key=lambda s: s.device.id)
+        ]
+        got = np.asarray(leaf)
+        match: bool | None = None
+        diff: float | None = None
+        ref_preview: str | None = None
+        if ref is not None:
+            want = np.asarray(ref[i])
+            ref_preview = preview_value(want)
+            match = got.shape == want.shape and bool(np.allclose(got, want, rtol=1e-5, atol=1e-6))
+            if got.shape == want.shape and got.size:
+                diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
+        outputs.append(
+            ShardMapOutput(
+                path="out" + path,
+                spec=spec,
+                shape=list(leaf.shape),
+                dtype=str(leaf.dtype),
+                shards=shards,
+                preview=preview_value(got),
+                reference_preview=ref_preview,
+                matches_reference=match,
+                max_abs_diff=diff,
+            )
+        )
+    return ShardMapOutputsAssembled(outputs=outputs, reference=kind, reference_note=note)  # type: ignore[arg-type]
 
 
 def run(ctx: ProbeContext) -> None:
-    """Not built yet."""
-    raise NotImplementedError("the shard_map exhibit is being built")
+    """Run the shard_map exhibit on ``ctx.snippet`` (see the module docstring)."""
+    ns = ctx.snippet.namespace
+    f = ctx.snippet.f
+    args = tuple(ctx.snippet.args)
+    mesh = _setting(ns, ctx.options.mesh, "mesh")
+    in_specs = _setting(ns, ctx.options.spec, "in_specs")
+    out_specs = _setting(ns, None, "out_specs")
+    check_vma = bool(ns.get("check_vma", True))
+
+    def smap(fun: Any, vma: bool = check_vma) -> Any:
+        return jax.shard_map(fun, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=vma)
+
+    with ctx.stage("trace"):
+        seen = BodyObserved()
+        body = None
+        note = None
+        try:
+            body = shard_map_eqn_body(jax.make_jaxpr(smap(observing(f, seen, mesh)))(*args))
+        except Exception:  # the verdict below is JAX's own call; this trace only observes
+            pass
+        checks = all_checks(f, mesh, in_specs, out_specs, args, seen, check_vma)
+        failed = next((c for c in checks if c.status == "failed"), None)
+        if body is None and failed is not None and failed.name == "replication":
+            try:
+                body = shard_map_eqn_body(jax.make_jaxpr(smap(f, False))(*args))
+                note = REPLICATION_NOTE
+            except Exception:
+                body = None
+        if seen.reached and seen.out_tree is not None:
+            ctx.emit(_body_event(mesh, in_specs, out_specs, args, seen, body, note))
+
+    with ctx.stage("run"):
+        error: Exception | None = None
+        out = None
+        try:
+            out = jax.jit(smap(f))(*args)
+        except Exception as exc:  # the verdict: shown beside the checks, or re-raised below
+            error = exc
+    check: str | None = None
+    if error is not None:
+        if (
+            failed is not None
+            and failed.error_class == type(error).__name__
+            and failed.message == str(error)
+        ):
+            check = failed.name
+        elif failed is None:
+            check = "body"
+    ctx.emit(
+        ShardMapChecked(
+            mesh_axes=[str(a) for a in mesh.axis_names],
+            mesh_shape=[int(n) for n in mesh.axis_sizes],
+            axis_types=[t.name for t in mesh.axis_types],
+            check_vma=check_vma,
+            in_specs=repr(in_specs),
+            out_specs=repr(out_specs),
+            specs=_spec_views("in_specs", in_specs) + _spec_views("out_specs", out_specs),
+            arg_shapes=[list(np.shape(a)) for a in jax.tree.leaves(args)],
+            checks=[_check_view(c) for c in checks],
+            ok=error is None,
+            error_class=None if error is None else type(error).__name__,
+            message=None if error is None else str(error),
+            check=check,
+        )
+    )
+    if error is not None:
+        if check in (None, "body"):
+            raise error
+        return
+    uses_collectives = body is not None and any(
+        communicates(eqn.primitive) for _, eqn, _ in collective_eqns(body)
+    )
+    ctx.emit(_outputs_event(ns, f, args, out, out_specs, uses_collectives))

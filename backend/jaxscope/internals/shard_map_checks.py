@@ -24,9 +24,10 @@ Every private name here has a contract test (``tests/test_internals_contract_sha
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from math import prod
-from typing import Any, Callable
+from typing import Any
 
 import jax
 from jax._src import core
@@ -71,9 +72,19 @@ CHECK_SOURCES = {
     "replication": "_check_mats -> _valid_repeats / _inout_vma_error",
 }
 
-# Collective primitives: any eqn whose params carry mesh axis names (``axes`` for psum and
-# friends, ``axis_name`` for all_gather, ppermute, all_to_all, axis_index, ...).
+# Collective primitives: the ``core.Primitive`` objects defined in ``jax._src.lax.parallel``
+# (psum, psum_invariant, all_gather, ppermute, all_to_all, reduce_scatter, axis_index, pvary,
+# ...); their mesh axis names are in the ``axes`` or ``axis_name`` param.
 _AXIS_PARAMS = ("axes", "axis_name")
+
+
+def parallel_primitives() -> frozenset[core.Primitive]:
+    """Every primitive object of ``jax._src.lax.parallel`` (JAX's collectives), plus
+    ``core.pvary_p`` (the cast that marks a value varying, inserted by auto_pcast)."""
+    from jax._src.lax import parallel
+
+    prims = {v for v in vars(parallel).values() if isinstance(v, core.Primitive)}
+    return frozenset(prims | {core.pvary_p})
 
 
 @dataclass
@@ -116,8 +127,9 @@ class BodyObserved:
 
 
 def axis_names_of(mesh: Any) -> frozenset[Any]:
-    """The manual axes of a full shard_map: all the mesh's axes (``axis_names=frozenset()``)."""
-    return frozenset(mesh.axis_names)
+    """The manual axes of a full shard_map (``axis_names=frozenset()``), computed as
+    ``_shmap_checks`` does (the same frozenset, so JAX's messages print it in the same order)."""
+    return frozenset(mesh.axis_names) - core.get_axis_env().explicit_mesh_axis_names
 
 
 def varying_axes(aval: Any, mesh: Any) -> list[str]:
@@ -182,7 +194,7 @@ class _Marked:
         self.path, self.spec = path, spec
 
 
-def _spec_leaf_paths(specs: Any, tree: Any) -> list[tuple[str, Any]]:
+def spec_leaf_paths(specs: Any, tree: Any) -> list[tuple[str, Any]]:
     """(spec path, spec) for every leaf of ``tree``, in leaf order (the prefix broadcast)."""
     marked = jax.tree.unflatten(
         jax.tree.structure(specs, is_leaf=lambda x: x is None),
@@ -210,7 +222,7 @@ def check_before_body(
         r.faults = _unknown_faults("in_specs", in_specs, manual) or _unknown_faults(
             "out_specs", out_specs, manual
         )
-        return results + [r]
+        return [*results, r]
 
     # 2. in_specs arity / tree prefix.
     try:
@@ -221,7 +233,7 @@ def check_before_body(
         exc = e("shard_map in_specs")
         r = _error("in_arity", exc)
         r.faults = [Fault("in_specs", "", str(in_specs))]
-        return results + [r]
+        return [*results, r]
 
     # 3./4. rank and divisibility, one call as in JAX.
     args_flat, in_tree = tree_flatten(args)
@@ -236,7 +248,7 @@ def check_before_body(
         return results
     except ValueError as exc:
         avals = [core.shaped_abstractify(x) for x in dyn_args]
-        paths = [pp for pp, d in zip(_spec_leaf_paths(in_specs, args), which_dyn, strict=True) if d]
+        paths = [pp for pp, d in zip(spec_leaf_paths(in_specs, args), which_dyn, strict=True) if d]
         rank_bad = any(
             isinstance(p, P) and len(p) > a.ndim for p, a in zip(specs_dyn, avals, strict=True)
         )
@@ -245,7 +257,7 @@ def check_before_body(
             for (path, p), a in zip(paths, avals, strict=True):
                 if isinstance(p, P) and len(p) > a.ndim:
                     r.faults.append(Fault("in_specs", path, str(p), list(range(a.ndim, len(p)))))
-            return results + [r]
+            return [*results, r]
         results.append(CheckResult("spec_rank", "passed"))
         r = _error("divisibility", exc)
         for (path, p), a in zip(paths, avals, strict=True):
@@ -259,7 +271,7 @@ def check_before_body(
             if bad:
                 axes = [str(n) for ns in bad.values() for n in ns]
                 r.faults.append(Fault("in_specs", path, str(p), sorted(bad), axes))
-        return results + [r]
+        return [*results, r]
 
 
 def check_after_body(
@@ -275,9 +287,9 @@ def check_after_body(
         e, *_ = prefix_errors(out_specs, out)
         r = _error("out_arity", e("shard_map out_specs"))
         r.faults = [Fault("out_specs", "", str(out_specs))]
-        return results + [r]
+        return [*results, r]
     avals = FlatTree(seen.out_avals, seen.out_tree, (None,) * len(seen.out_avals))
-    spec_paths = _spec_leaf_paths(out_specs, out)
+    spec_paths = spec_leaf_paths(out_specs, out)
     try:
         sm._check_names(specs_flat, avals)
         results.append(CheckResult("out_rank", "passed"))
@@ -294,9 +306,9 @@ def check_after_body(
         for (path, p), fail in zip(spec_paths, fails, strict=True):
             if fail is not sm.no_fail:
                 r.faults.append(Fault("out_specs", path, str(p), list(range(fail.ndim, len(p)))))
-        return results + [r]
+        return [*results, r]
     if not check_vma:
-        return results + [CheckResult("replication", "off")]
+        return [*results, CheckResult("replication", "off")]
     try:
         sm._check_mats(mesh, specs_flat, avals)
         results.append(CheckResult("replication", "passed"))
@@ -323,7 +335,7 @@ def all_checks(
 ) -> list[CheckResult]:
     """Every check in JAX's order; those after the first failure are ``not_reached``."""
     results = check_before_body(f, mesh, in_specs, out_specs, args)
-    if results[-1].status != "failed" and seen.reached:
+    if results[-1].status != "failed" and seen.reached and seen.out_tree is not None:
         results += check_after_body(f, mesh, out_specs, seen, check_vma)
     done = {r.name for r in results}
     return results + [CheckResult(n, "not_reached") for n in CHECK_NAMES if n not in done]
@@ -346,12 +358,19 @@ def body_in_specs(closed: core.ClosedJaxpr) -> list[str]:
     return []
 
 
+def communicates(primitive: core.Primitive) -> bool:
+    """Whether a collective moves data between devices (``pvary`` only changes the type)."""
+    return primitive is not core.pvary_p
+
+
 def collective_eqns(body: core.ClosedJaxpr) -> list[tuple[int, Any, list[str]]]:
-    """``(index, eqn, axis names)`` of every eqn of the body (top level) whose params name mesh
-    axes (``axes`` or ``axis_name``): psum, psum_invariant, all_gather, ppermute, all_to_all,
-    reduce_scatter, axis_index, pvary, ..."""
+    """``(index, eqn, axis names)`` of every eqn of the body (top level) whose primitive is one
+    of :func:`parallel_primitives` (psum, psum_invariant, all_gather, ppermute, ...)."""
     found = []
+    collectives = parallel_primitives()
     for i, eqn in enumerate(body.jaxpr.eqns):
+        if eqn.primitive not in collectives:
+            continue
         for key in _AXIS_PARAMS:
             if key in eqn.params:
                 names = eqn.params[key]
