@@ -550,6 +550,18 @@ class RematPolicyMeasured(_Event):
     grad_max_abs_diff: float | None
 
 
+class RematUnavailable(_Event):
+    """The remat table could not be computed: ``jax.grad`` (reverse mode, which every row
+    needs) raised, e.g. a ``lax.while_loop`` with a traced bound has a JVP but no transpose.
+    ``error_class``/``message``: JAX's (or the user's) exception class and text;
+    ``explanation``: why, in plain words. The split above it stays valid (forward mode)."""
+
+    type: Literal["remat_unavailable"] = "remat_unavailable"
+    error_class: str
+    message: str
+    explanation: str
+
+
 # ---- transpose and nan_finder --------------------------------------------------------------
 
 
@@ -1417,39 +1429,94 @@ class ConfigRetraceChecked(_Event):
 
 
 class ShardView(_Model):
-    """One device's block of a sharded array: the device (``str``), its index ranges per
-    dimension (``[start, stop)``), the block's shape, and which other devices hold a replica."""
+    """One device's block of a sharded array, read from ``jax.Array.addressable_shards``: the
+    device (``str(shard.device)``) and its id, the block's index ranges per array dimension
+    (``[start, stop)``, from ``shard.index``), the block's shape (``shard.data.shape``),
+    ``shard.replica_id`` (0 = the first copy) and the other devices holding the same block."""
 
     device: str
+    device_id: int = 0
     index: list[list[int]]
     shape: list[int]
+    replica_id: int = 0
     replica_of: list[str] = []
 
 
 class ShardingPlaced(_Event):
-    """An array of ``shape`` placed with ``NamedSharding(mesh, spec)``: the mesh (axis names,
-    sizes, types), the spec, and every device's block (``addressable_shards``)."""
+    """An array of ``shape``/``dtype`` placed with a sharding (``NamedSharding(mesh, spec)``
+    for ``args[0]``; the sharding ``jax.jit(f)`` gave an output): the mesh (axis names, sizes,
+    types ``"Auto"``/``"Explicit"``/``"Manual"``, device ids in mesh order, row-major), the
+    spec (``str(PartitionSpec)``; ``None`` for a sharding that is not a ``NamedSharding``),
+    ``str(sharding)``, ``sharding.shard_shape(shape)`` and every device's block
+    (``addressable_shards``, in device order). ``name``: ``"args[0]"``, ``"output"`` (a single
+    output) or ``"output[i]"`` (leaf ``i`` of several)."""
 
     type: Literal["sharding_placed"] = "sharding_placed"
     name: str
     mesh_axes: list[str]
     mesh_shape: list[int]
     axis_types: list[str]
-    spec: str
+    mesh_device_ids: list[int] = []
+    spec: str | None
+    sharding: str = ""
     shape: list[int]
+    dtype: str = ""
+    shard_shape: list[int] = []
     shards: list[ShardView]
 
 
+class CollectiveView(_Model):
+    """One collective instruction of the compiled per-device HLO: ``op`` (``all-reduce``,
+    ``all-gather``, ``reduce-scatter``, ``collective-permute``, ``all-to-all``; an async
+    ``-start`` counts as its op), the instruction name, its 0-based ``line`` in the HLO text,
+    the result type, the ``replica_groups`` (or ``source_target_pairs``) text as XLA prints it,
+    ``groups``: those groups expanded to device ids (``None`` when the format is not one we
+    expand), and the instruction's text."""
+
+    op: str
+    name: str
+    line: int
+    result: str
+    replica_groups: str
+    groups: list[list[int]] | None = None
+    text: str
+
+
 class CollectivesFound(_Event):
-    """The collectives the SPMD partitioner inserted in the compiled per-device HLO: op,
-    replica groups, line in ``hlo``; the input/output shardings from ``Compiled``."""
+    """The collectives the SPMD partitioner inserted in the compiled per-device HLO
+    (``jax.jit(f).lower(*args).compile().as_text()``), ``counts`` op -> number of instructions,
+    and ``Compiled.input_shardings`` / ``output_shardings`` (``str`` of each leaf's sharding)."""
 
     type: Literal["collectives_found"] = "collectives_found"
     hlo: str
-    collectives: list[dict[str, str]]
+    collectives: list[CollectiveView]
     counts: dict[str, int]
     input_shardings: list[str]
     output_shardings: list[str]
+
+
+class ShardingErrorExplained(_Event):
+    """A sharding error JAX raised (its class and message, unchanged) read back into what went
+    wrong: ``kind`` ``indivisible`` (array ``axis`` of ``dim_size`` split ``partitions`` ways by
+    the mesh axes ``mesh_axes`` of sizes ``mesh_axis_sizes``), ``duplicate_axis`` (mesh axis
+    ``mesh_axes[0]`` named twice in ``spec``), ``sharding_type`` (an Explicit-mode ambiguity:
+    the ``out_sharding`` fix) or ``other``. ``where``: ``"args[0]"`` (placing the input) or
+    ``"f"`` (inside ``jax.jit(f)``); ``explanation``/``fix`` in plain words."""
+
+    type: Literal["sharding_error_explained"] = "sharding_error_explained"
+    error_class: str
+    message: str
+    kind: Literal["indivisible", "duplicate_axis", "sharding_type", "other"]
+    where: str
+    spec: str | None = None
+    shape: list[int] = []
+    axis: int | None = None
+    dim_size: int | None = None
+    partitions: int | None = None
+    mesh_axes: list[str] = []
+    mesh_axis_sizes: list[int] = []
+    explanation: str
+    fix: str
 
 
 class ShardMapSpecView(_Model):
@@ -1691,6 +1758,7 @@ Event = Annotated[
     | JvpJaxprStaged
     | JaxprSplit
     | RematPolicyMeasured
+    | RematUnavailable
     | TransposeStepped
     | LinearJaxprStaged
     | GradientChecked
@@ -1717,6 +1785,7 @@ Event = Annotated[
     | ConfigRetraceChecked
     | ShardingPlaced
     | CollectivesFound
+    | ShardingErrorExplained
     | ShardMapBodyTraced
     | ShardMapChecked
     | ShardMapOutputsAssembled
@@ -1740,6 +1809,7 @@ EventModel = (
     | JvpJaxprStaged
     | JaxprSplit
     | RematPolicyMeasured
+    | RematUnavailable
     | TransposeStepped
     | LinearJaxprStaged
     | GradientChecked
@@ -1766,6 +1836,7 @@ EventModel = (
     | ConfigRetraceChecked
     | ShardingPlaced
     | CollectivesFound
+    | ShardingErrorExplained
     | ShardMapBodyTraced
     | ShardMapChecked
     | ShardMapOutputsAssembled

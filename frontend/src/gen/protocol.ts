@@ -15,6 +15,7 @@ export type Event =
   | JvpJaxprStaged
   | JaxprSplit
   | RematPolicyMeasured
+  | RematUnavailable
   | TransposeStepped
   | LinearJaxprStaged
   | GradientChecked
@@ -588,6 +589,23 @@ export interface RematPolicyMeasured {
   step_ms: number;
   temp_bytes: number | null;
   type: 'remat_policy_measured';
+}
+/**
+ * The remat table could not be computed: ``jax.grad`` (reverse mode, which every row
+ * needs) raised, e.g. a ``lax.while_loop`` with a traced bound has a JVP but no transpose.
+ * ``error_class``/``message``: JAX's (or the user's) exception class and text;
+ * ``explanation``: why, in plain words. The split above it stays valid (forward mode).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "RematUnavailable".
+ */
+export interface RematUnavailable {
+  error_class: string;
+  explanation: string;
+  message: string;
+  run_id: string;
+  seq: number;
+  type: 'remat_unavailable';
 }
 /**
  * One step of the backward pass: the transpose rule of one linear eqn.

@@ -1,0 +1,19 @@
+"""A spec naming only 'x': each block is held by the 4 devices along 'y' (replicas)."""
+import os
+
+if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):  # plain Python: 8 CPU devices
+    os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import AxisType, PartitionSpec as P
+
+mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Auto, AxisType.Auto))
+spec = P("x")  # 'y' is not named: the array is replicated over it
+
+
+def f(a):
+    return a * 2  # elementwise: no collective
+
+
+args = (jnp.arange(8 * 16, dtype=jnp.float32).reshape(8, 16),)
