@@ -1,0 +1,116 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import type { Event } from '../../frontend/src/protocol';
+import {
+  blockRows,
+  collectiveEqns,
+  failedCheck,
+  indexText,
+  meshText,
+  shardMapModel,
+  specOptions,
+  specRows,
+  verdictSentence,
+  vmaSentence,
+  vmaText,
+} from './view-model';
+
+// Captured from the real probe by fixtures/capture.py (never written by hand).
+const dir = fileURLToPath(new URL('./fixtures/', import.meta.url));
+function load(name: string): Event[] {
+  return readFileSync(`${dir}${name}.jsonl`, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Event);
+}
+
+describe('psum_rows (the default example)', () => {
+  const events = load('psum_rows');
+  const model = shardMapModel(events);
+
+  it('reads the three steps', () => {
+    expect(model.body).toBeDefined();
+    expect(model.checked?.ok).toBe(true);
+    expect(model.outputs?.outputs).toHaveLength(1);
+    expect(failedCheck(model.checked)).toBeUndefined();
+    expect(verdictSentence(model.checked!)).toContain('7 of 7 checks passed');
+  });
+
+  it('walks the steps with the stepper', () => {
+    const first = shardMapModel(events.slice(0, events.findIndex((e) => e.type === 'shard_map_body_traced') + 1));
+    expect(first.body).toBeDefined();
+    expect(first.checked).toBeUndefined();
+    expect(first.outputs).toBeUndefined();
+  });
+
+  it('shows per-device avals and varying axes as JAX prints them', () => {
+    const input = model.body!.inputs[0]!;
+    expect(input.aval.shape).toEqual([2, 2]);
+    expect(input.aval.short.endsWith(vmaText(input.vma))).toBe(true);
+    expect(vmaText(input.vma)).toBe('{V:(x,y)}');
+    expect(vmaText(model.body!.outputs[0]!.vma)).toBe('{V:x}');
+    expect(vmaSentence(['x'], ['x', 'y'])).toBe("differs across 'x'; the same across 'y'");
+    expect(vmaSentence([], ['x', 'y'])).toContain('invariant');
+  });
+
+  it('highlights the psum in the body jaxpr', () => {
+    const eqns = collectiveEqns(model.body);
+    expect(eqns.size).toBe(1);
+    const [i] = [...eqns];
+    expect(model.body!.jaxpr!.eqns[i!]!.primitive).toBe('psum_invariant');
+  });
+
+  it('groups device blocks replicated over y', () => {
+    const rows = blockRows(model.outputs!.outputs[0]!);
+    expect(rows).toHaveLength(4); // 4 row blocks, each on the 2 devices along y
+    expect(rows.every((r) => r.devices.length === 2)).toBe(true);
+    expect(rows[0]!.index).toBe('[0:2, 0:1]');
+    expect(meshText(model.checked!)).toBe('x: 4 × y: 2');
+  });
+
+  it('has no fault marks', () => {
+    expect(specRows(model.checked).every((r) => !r.whole && r.cells.every((c) => !c.fault))).toBe(true);
+  });
+});
+
+describe('error examples mark the spec entry at fault', () => {
+  it("unknown_axis: in_specs[0]'s entry 'z'", () => {
+    const m = shardMapModel(load('unknown_axis'));
+    expect(m.checked?.ok).toBe(false);
+    expect(m.checked?.check).toBe('unknown_axis');
+    expect(m.body).toBeUndefined();
+    const row = specRows(m.checked).find((r) => r.label === 'in_specs[0]')!;
+    expect(row.cells.map((c) => [c.text, c.fault])).toEqual([
+      ["'x'", false],
+      ["'z'", true],
+    ]);
+    expect(row.axes).toEqual(['z']);
+    expect(verdictSentence(m.checked!)).toContain('ValueError');
+  });
+
+  it("indivisible_spec: entry 0 ('x') of in_specs[0]", () => {
+    const m = shardMapModel(load('indivisible_spec'));
+    const row = specRows(m.checked).find((r) => r.label === 'in_specs[0]')!;
+    expect(row.cells.filter((c) => c.fault).map((c) => c.text)).toEqual(["'x'"]);
+    expect(failedCheck(m.checked)?.name).toBe('divisibility');
+    expect(m.checked!.checks.slice(4).every((c) => c.status === 'not_reached')).toBe(true);
+  });
+
+  it('out_replication: the whole out_specs, axis y', () => {
+    const m = shardMapModel(load('out_replication'));
+    const row = specRows(m.checked).find((r) => r.specs === 'out_specs')!;
+    expect(row.whole).toBe(true);
+    expect(row.axes).toEqual(['y']);
+    expect(vmaText(m.body!.outputs[0]!.vma)).toBe('{V:(x,y)}');
+    expect(m.outputs).toBeUndefined();
+  });
+});
+
+describe('helpers', () => {
+  it('formats indices and options', () => {
+    expect(indexText([[0, 2], [4, 8]])).toBe('[0:2, 4:8]');
+    expect(specOptions({ calls: [] } as never, "  (P('x'),) ").spec).toBe("(P('x'),)");
+    expect(specOptions({ calls: [] } as never, '  ').spec).toBeNull();
+  });
+});

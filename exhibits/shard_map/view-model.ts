@@ -1,0 +1,174 @@
+/**
+ * The shard_map exhibit's view model: pure functions from the run's events to what the view shows.
+ *
+ * The probe emits `shard_map_body_traced` (when JAX reached the body: per-device avals and varying
+ * axes, the body jaxpr, its collectives), `shard_map_checked` (each of JAX's checks, the specs,
+ * the verdict of `jax.jit(jax.shard_map(...))(*args)`), then, when it ran,
+ * `shard_map_outputs_assembled` (every output's device blocks and the reference comparison).
+ * The stepper walks these three steps.
+ */
+import type { Event, EventOf, RunFailed, RunOptions } from '../../frontend/src/protocol';
+import { lastOf } from '../../frontend/src/widgets/events';
+
+export type ShardMapBodyTraced = EventOf<'shard_map_body_traced'>;
+export type ShardMapChecked = EventOf<'shard_map_checked'>;
+export type ShardMapOutputsAssembled = EventOf<'shard_map_outputs_assembled'>;
+export type ShardMapCheck = ShardMapChecked['checks'][number];
+export type ShardMapFault = ShardMapCheck['faults'][number];
+export type ShardMapSpecView = ShardMapChecked['specs'][number];
+export type ShardMapOutput = ShardMapOutputsAssembled['outputs'][number];
+export type ShardMapValueView = ShardMapBodyTraced['inputs'][number];
+
+export interface ShardMapModel {
+  body: ShardMapBodyTraced | undefined;
+  checked: ShardMapChecked | undefined;
+  outputs: ShardMapOutputsAssembled | undefined;
+  failure: RunFailed | undefined;
+}
+
+/** Derive the model from the events up to the stepper's cursor. */
+export function shardMapModel(events: readonly Event[]): ShardMapModel {
+  return {
+    body: lastOf(events, 'shard_map_body_traced'),
+    checked: lastOf(events, 'shard_map_checked'),
+    outputs: lastOf(events, 'shard_map_outputs_assembled'),
+    failure: lastOf(events, 'run_failed'),
+  };
+}
+
+/** The first failed check, if any. */
+export function failedCheck(checked: ShardMapChecked | undefined): ShardMapCheck | undefined {
+  return checked?.checks.find((c) => c.status === 'failed');
+}
+
+/** One entry of a spec as a chip: its text and whether the failed check points at it. */
+export interface EntryCell {
+  text: string;
+  fault: boolean;
+}
+
+/** One `P(...)` of in_specs/out_specs, as the view draws it. */
+export interface SpecRow {
+  /** `in_specs[0]`, `out_specs` */
+  label: string;
+  specs: ShardMapSpecView['specs'];
+  path: string;
+  spec: string;
+  isSpec: boolean;
+  cells: EntryCell[];
+  /** the whole spec (or its tree) is at fault: no single entry is */
+  whole: boolean;
+  /** mesh axes involved in the fault (unknown name, non-dividing axis, unmentioned varying axis) */
+  axes: string[];
+}
+
+/** The spec rows of a run, each entry marked when the failed check's faults name it. */
+export function specRows(checked: ShardMapChecked | undefined): SpecRow[] {
+  if (!checked) return [];
+  const faults = failedCheck(checked)?.faults ?? [];
+  const rows: SpecRow[] = checked.specs.map((s) => {
+    const mine = faults.filter((f) => f.specs === s.specs && f.path === s.path);
+    const entries = new Set(mine.flatMap((f) => f.entries));
+    return {
+      label: `${s.specs}${s.path}`,
+      specs: s.specs,
+      path: s.path,
+      spec: s.spec,
+      isSpec: s.is_spec,
+      cells: s.entries.map((text, i) => ({ text, fault: entries.has(i) })),
+      whole: mine.length > 0 && entries.size === 0,
+      axes: [...new Set(mine.flatMap((f) => f.axes))],
+    };
+  });
+  // A fault on a whole tree (path "" where the tree is a tuple: arity) marks every row of it.
+  for (const f of faults) {
+    if (f.path === '' && !checked.specs.some((s) => s.specs === f.specs && s.path === '')) {
+      for (const r of rows) if (r.specs === f.specs) r.whole = true;
+    }
+  }
+  return rows;
+}
+
+/** The varying manual axes as JAX prints them in a type: `{V:(x,y)}`, `{V:x}`, or `` (invariant). */
+export function vmaText(vma: readonly string[]): string {
+  if (vma.length === 0) return '';
+  return vma.length === 1 ? `{V:${vma[0]}}` : `{V:(${vma.join(',')})}`;
+}
+
+/** A plain sentence for a value's varying axes. */
+export function vmaSentence(vma: readonly string[], meshAxes: readonly string[]): string {
+  const same = meshAxes.filter((a) => !vma.includes(a));
+  if (vma.length === 0) return 'the same on every device (invariant)';
+  const differs = `differs across ${vma.map((a) => `'${a}'`).join(' and ')}`;
+  return same.length ? `${differs}; the same across ${same.map((a) => `'${a}'`).join(' and ')}` : differs;
+}
+
+export const STATUS_MARK: Record<ShardMapCheck['status'], string> = {
+  passed: '✓',
+  failed: '✗',
+  not_reached: '·',
+  off: '–',
+};
+
+export const STATUS_TEXT: Record<ShardMapCheck['status'], string> = {
+  passed: 'passed',
+  failed: 'failed',
+  not_reached: 'not reached',
+  off: 'off (check_vma=False)',
+};
+
+/** One sentence for the verdict. */
+export function verdictSentence(checked: ShardMapChecked): string {
+  if (checked.ok) {
+    const passed = checked.checks.filter((c) => c.status === 'passed').length;
+    return `jax.shard_map accepted the specs and ran: ${passed} of ${checked.checks.length} checks passed${
+      checked.checks.some((c) => c.status === 'off') ? ' (the replication check is off)' : ''
+    }.`;
+  }
+  const failed = failedCheck(checked);
+  if (checked.check === 'body') return `The body itself raised ${checked.error_class ?? 'an error'}.`;
+  if (failed) return `jax.shard_map raised ${checked.error_class ?? 'an error'}: ${failed.title} — failed.`;
+  return `jax.shard_map raised ${checked.error_class ?? 'an error'}.`;
+}
+
+/** Eqn indices of the body's collectives (highlighted in the body jaxpr). */
+export function collectiveEqns(body: ShardMapBodyTraced | undefined): Set<number> {
+  return new Set(body?.collectives.map((c) => c.eqn_index) ?? []);
+}
+
+/** `x: 4 × y: 2` */
+export function meshText(checked: ShardMapChecked): string {
+  return checked.mesh_axes.map((a, i) => `${a}: ${checked.mesh_shape[i]}`).join(' × ');
+}
+
+/** `[0:2, 4:8]` */
+export function indexText(index: readonly (readonly number[])[]): string {
+  return `[${index.map(([a, b]) => `${a}:${b}`).join(', ')}]`;
+}
+
+/**
+ * The device blocks of an output grouped by block: one row per distinct index range, with the
+ * devices that hold it (more than one: replicated copies).
+ */
+export interface BlockRow {
+  index: string;
+  shape: number[];
+  devices: string[];
+}
+
+export function blockRows(output: ShardMapOutput): BlockRow[] {
+  const rows = new Map<string, BlockRow>();
+  for (const s of output.shards) {
+    const key = indexText(s.index);
+    const row = rows.get(key);
+    if (row) row.devices.push(s.device);
+    else rows.set(key, { index: key, shape: [...s.shape], devices: [s.device] });
+  }
+  return [...rows.values()];
+}
+
+/** Options for a rerun with another in_specs expression (empty: the snippet's own). */
+export function specOptions(options: RunOptions, inSpecs: string): RunOptions {
+  const text = inSpecs.trim();
+  return { ...options, spec: text === '' ? null : text };
+}
