@@ -1,0 +1,283 @@
+/**
+ * The sharding exhibit's view model (pure): which block of the array each device holds, laid
+ * out on the mesh; the collectives the partitioner inserted; the options a rerun sends.
+ */
+import type {
+  Event,
+  EventOf,
+  JaxprStaged,
+  RunFailed,
+  RunOptions,
+} from "../../frontend/src/protocol";
+
+export type ShardingPlaced = EventOf<"sharding_placed">;
+export type CollectivesFound = EventOf<"collectives_found">;
+export type ShardingErrorExplained = EventOf<"sharding_error_explained">;
+export type ShardView = ShardingPlaced["shards"][number];
+
+export interface ShardingModel {
+  /** every placed array so far: `args[0]`, then `output…`, then `jax.jit(f) output…` */
+  placed: ShardingPlaced[];
+  jaxpr: JaxprStaged | null;
+  collectives: CollectivesFound | null;
+  error: ShardingErrorExplained | null;
+  failure: RunFailed | null;
+}
+
+export function shardingModel(events: readonly Event[]): ShardingModel {
+  const model: ShardingModel = {
+    placed: [],
+    jaxpr: null,
+    collectives: null,
+    error: null,
+    failure: null,
+  };
+  for (const e of events) {
+    if (e.type === "sharding_placed") model.placed.push(e);
+    else if (e.type === "jaxpr_staged") model.jaxpr = e;
+    else if (e.type === "collectives_found") model.collectives = e;
+    else if (e.type === "sharding_error_explained") model.error = e;
+    else if (e.type === "run_failed") model.failure = e;
+  }
+  return model;
+}
+
+/** `[0:4, 0:16]` — NumPy slice notation of a block's index ranges. */
+export function rangeText(index: readonly (readonly number[])[]): string {
+  return `[${index.map(([a, b]) => `${a}:${b}`).join(", ")}]`;
+}
+
+export interface Block {
+  /** 0-based, in order of first appearance by device id */
+  id: number;
+  index: number[][];
+  shape: number[];
+  devices: string[];
+}
+
+/** The distinct blocks of an array (devices holding the same index ranges share one). */
+export function blocksOf(placed: ShardingPlaced): Block[] {
+  const byKey = new Map<string, Block>();
+  for (const s of placed.shards) {
+    const key = rangeText(s.index);
+    let block = byKey.get(key);
+    if (block === undefined) {
+      block = { id: byKey.size, index: s.index, shape: s.shape, devices: [] };
+      byKey.set(key, block);
+    }
+    block.devices.push(s.device);
+  }
+  return [...byKey.values()];
+}
+
+export interface GridCell {
+  deviceId: number;
+  /** the device's position on each mesh axis */
+  coord: number[];
+  shard: ShardView | null;
+  block: number;
+  /** a copy of a block another device also holds (`replica_id > 0`) */
+  replica: boolean;
+}
+
+export interface MeshGrid {
+  /** mesh axis drawn down the rows (the first), and those across the columns (the rest) */
+  rowAxis: string | null;
+  colAxes: string[];
+  rows: number;
+  cols: number;
+  cells: GridCell[][];
+}
+
+/**
+ * The mesh as a 2-D grid, whatever its rank: the first mesh axis down the rows, the other axes
+ * flattened (row-major) across the columns; each cell is one device with the block it holds.
+ */
+export function meshGrid(placed: ShardingPlaced): MeshGrid {
+  const shape =
+    placed.mesh_shape.length > 0
+      ? placed.mesh_shape
+      : [placed.mesh_device_ids.length];
+  const rows = shape[0] ?? 1;
+  const cols = shape.slice(1).reduce((a, b) => a * b, 1);
+  const blocks = blocksOf(placed);
+  const blockOf = new Map<string, number>();
+  for (const b of blocks) for (const d of b.devices) blockOf.set(d, b.id);
+  const byId = new Map(placed.shards.map((s) => [s.device_id, s]));
+  const cells: GridCell[][] = [];
+  for (let r = 0; r < rows; r++) {
+    const row: GridCell[] = [];
+    for (let c = 0; c < cols; c++) {
+      const flat = r * cols + c;
+      const deviceId = placed.mesh_device_ids[flat] ?? flat;
+      const shard = byId.get(deviceId) ?? null;
+      row.push({
+        deviceId,
+        coord: unravel(flat, shape),
+        shard,
+        block: shard ? (blockOf.get(shard.device) ?? 0) : -1,
+        replica: shard !== null && shard.replica_id > 0,
+      });
+    }
+    cells.push(row);
+  }
+  return {
+    rowAxis: placed.mesh_axes[0] ?? null,
+    colAxes: placed.mesh_axes.slice(1),
+    rows,
+    cols,
+    cells,
+  };
+}
+
+export function unravel(flat: number, shape: readonly number[]): number[] {
+  const out = new Array<number>(shape.length).fill(0);
+  let rest = flat;
+  for (let i = shape.length - 1; i >= 0; i--) {
+    const n = shape[i] ?? 1;
+    out[i] = rest % n;
+    rest = Math.floor(rest / n);
+  }
+  return out;
+}
+
+/** `x=0, y=3` for a device's mesh coordinates. */
+export function coordText(
+  axes: readonly string[],
+  coord: readonly number[],
+): string {
+  return axes.map((a, i) => `${a}=${coord[i] ?? 0}`).join(", ");
+}
+
+/** A hue per block, spread around the wheel (the fill is translucent: both themes). */
+export function blockHue(block: number, count: number): number {
+  return Math.round((block * 360) / Math.max(count, 1) + 210) % 360;
+}
+
+/** What a spec does to each array dimension: `axis 0 / 2 ('x')`, `axis 1 whole`. */
+export function dimSplits(placed: ShardingPlaced): string[] {
+  return placed.shape.map((size, i) => {
+    const per = placed.shard_shape[i] ?? size;
+    const parts = per > 0 ? size / per : 1;
+    return parts > 1
+      ? `axis ${i}: ${size} → ${parts} × ${per}`
+      : `axis ${i}: ${size} (whole)`;
+  });
+}
+
+/** The 0-based HLO lines of the collectives (to highlight). */
+export function collectiveLines(found: CollectivesFound | null): Set<number> {
+  return new Set(found?.collectives.map((c) => c.line) ?? []);
+}
+
+/** `all-reduce ×1, all-gather ×2`, or a sentence when there is none. */
+export function countsText(
+  counts: Readonly<Record<string, number | undefined>>,
+): string {
+  const parts = Object.entries(counts)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([op, n]) => `${op} ×${n ?? 0}`);
+  return parts.length > 0
+    ? parts.join(", ")
+    : "none: every device computes its block alone";
+}
+
+/** `{0,4} {1,5}` for expanded groups (pairs as `0→4`). */
+export function groupsText(
+  op: string,
+  groups: readonly (readonly number[])[] | null | undefined,
+): string {
+  if (groups == null) return "";
+  if (op === "collective-permute")
+    return groups.map(([a, b]) => `${a}→${b}`).join(" ");
+  return groups.map((g) => `{${g.join(",")}}`).join(" ");
+}
+
+// ------------------------------------------------------------------------------------------
+// The mesh/spec/array form
+// ------------------------------------------------------------------------------------------
+
+export type AxisTypeName = "Auto" | "Explicit";
+
+export interface MeshForm {
+  meshShape: string;
+  axisNames: string;
+  axisType: AxisTypeName;
+  arrayShape: string;
+  spec: string;
+}
+
+/** The form's starting values, from what the probe placed (`args[0]`). */
+export function formFrom(placed: ShardingPlaced | undefined): MeshForm {
+  if (placed === undefined) {
+    return {
+      meshShape: "2, 4",
+      axisNames: "x, y",
+      axisType: "Auto",
+      arrayShape: "8, 16",
+      spec: "P('x', 'y')",
+    };
+  }
+  return {
+    meshShape: placed.mesh_shape.join(", "),
+    axisNames: placed.mesh_axes.join(", "),
+    axisType: placed.axis_types.every((t) => t === "Explicit")
+      ? "Explicit"
+      : "Auto",
+    arrayShape: placed.shape.join(", "),
+    spec: placed.spec ?? "P()",
+  };
+}
+
+function ints(text: string): number[] | null {
+  const parts = text
+    .split(/[,\sx×]+/)
+    .map((t) => t.trim())
+    .filter((t) => t.length > 0);
+  if (!parts.every((t) => /^\d+$/.test(t))) return null;
+  return parts.map(Number);
+}
+
+function tupleText(items: readonly string[]): string {
+  return items.length === 1 ? `(${items[0]},)` : `(${items.join(", ")})`;
+}
+
+/**
+ * The rerun options of the form (Python expressions the probe evaluates in the snippet), or an
+ * error sentence. The mesh takes its devices from `jax.devices()` in order.
+ */
+export function formOptions(
+  base: RunOptions,
+  form: MeshForm,
+  deviceCount: number,
+): RunOptions | string {
+  const shape = ints(form.meshShape);
+  if (shape === null || shape.length === 0 || shape.some((n) => n < 1)) {
+    return "Mesh shape: positive integers, e.g. 2, 4";
+  }
+  const names = form.axisNames
+    .split(/[,\s]+/)
+    .map((t) => t.trim())
+    .filter((t) => t.length > 0);
+  if (names.length !== shape.length) {
+    return `Give one axis name per mesh dimension (${shape.length}), e.g. ${shape.map((_, i) => "xyzw"[i] ?? `a${i}`).join(", ")}`;
+  }
+  if (!names.every((n) => /^[A-Za-z_]\w*$/.test(n)))
+    return "Axis names: Python identifiers, e.g. x, y";
+  const size = shape.reduce((a, b) => a * b, 1);
+  if (size > deviceCount)
+    return `The mesh needs ${size} devices; the worker has ${deviceCount}`;
+  const array = ints(form.arrayShape);
+  if (array === null)
+    return "Array shape: integers, e.g. 8, 16 (empty for a scalar)";
+  const spec = form.spec.trim() === "" ? "P()" : form.spec.trim();
+  const mesh =
+    `jax.make_mesh(${tupleText(shape.map(String))}, ${tupleText(names.map((n) => `'${n}'`))}, ` +
+    `axis_types=(AxisType.${form.axisType},) * ${shape.length}, devices=jax.devices()[:${size}])`;
+  return { ...base, mesh, spec, array_shape: tupleText(array.map(String)) };
+}
+
+/** Options without the mesh/spec/array overrides (the snippet's own). */
+export function snippetOptions(base: RunOptions): RunOptions {
+  return { ...base, mesh: null, spec: null, array_shape: null };
+}
