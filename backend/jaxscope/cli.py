@@ -321,6 +321,11 @@ def _run(ns: argparse.Namespace) -> int:
     terminal = events[-1]
     if isinstance(terminal, RunFailed):
         sys.stderr.write(describe_failure(terminal))
+        # What the run showed before it failed is still printed (the pytree exhibit flattens
+        # ``args`` before ``f`` raises); the exit status says the run failed.
+        text = exhibit.artefacts[ns.artefact](events) if ns.artefact is not None else None
+        if text is not None:
+            sys.stdout.write(text + "\n")
         return EXIT_FAILED
     if ns.artefact is not None:
         text = exhibit.artefacts[ns.artefact](events)

@@ -94,6 +94,23 @@ def test_c01_exit_code_and_stderr() -> None:
     assert isinstance(last, RunFailed) and last.kind == "tracer_error"
 
 
+def test_artefact_shown_before_a_failure_is_still_printed() -> None:
+    """C09: the pytree exhibit flattens ``args`` before ``f`` raises at line 7; ``--print``
+    still prints the key paths (as JAX's ``tree_flatten_with_path`` gives them) and exits 1."""
+    case = CASES / "C09_none_grads_broken.py"
+    expect = json.loads(case.with_suffix(".expect.json").read_text())
+    out = jaxscope("run", "pytree", str(case), "--print", "keypaths")
+    assert out.returncode == 1
+    assert "line 7" in out.stderr
+    snippet = load_snippet(case.read_text())
+    leaves, _ = jax.tree_util.tree_flatten_with_path(snippet.args)
+    assert json.loads(out.stdout) == [jax.tree_util.keystr(path) for path, _ in leaves]
+    assert json.loads(out.stdout) == expect["leaves_keypaths"]
+    # An artefact the run never produced is not invented.
+    out = jaxscope("run", "tracing", str(CASES / "C01_escape_jit_broken.py"), "--print", "jaxpr")
+    assert out.returncode == 1 and out.stdout == ""
+
+
 def test_syntax_error_line_and_column(tmp_path: Path) -> None:
     snippet_file = tmp_path / "bad.py"
     snippet_file.write_text("def f(x):\n    return (x\nargs = (1.0,)\n")
