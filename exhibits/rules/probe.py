@@ -47,13 +47,12 @@ def tabulate(used: frozenset[str] = frozenset()) -> tuple[list[str], list[RuleRo
             view = rule_tables.rule_view(prim, column)
             if view is None:
                 continue
-            text = rule_tables.source_line(view.file, view.line)
             cells[column] = RuleCell(
                 table=view.table,
                 name=view.name,
                 file=view.file,
                 line=view.line,
-                text=text.strip() if text is not None else None,
+                text=rule_tables.source_statement(view.file, view.line),
             )
         where = rule_tables.definition(prim)
         rows.append(

@@ -26,6 +26,7 @@ import functools
 import importlib
 import re
 import sys
+import textwrap
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -214,6 +215,23 @@ def source_line(file: str | None, line: int | None) -> str | None:
         return None
     lines = ad_rules._source_lines(site_file(file))
     return lines[line - 1] if 0 < line <= len(lines) else None
+
+
+def source_statement(file: str | None, line: int | None, max_lines: int = 6) -> str | None:
+    """The statement starting at ``line`` of ``file``: that line and the next ones while its
+    parentheses are open (at most ``max_lines``), dedented; ``None`` when there is no such
+    line."""
+    if file is None or line is None:
+        return None
+    lines = ad_rules._source_lines(site_file(file))
+    if not 0 < line <= len(lines):
+        return None
+    taken = [lines[line - 1]]
+    while "".join(taken).count("(") > "".join(taken).count(")") and len(taken) < max_lines:
+        if line - 1 + len(taken) >= len(lines):
+            break
+        taken.append(lines[line - 1 + len(taken)])
+    return textwrap.dedent("\n".join(taken)).strip("\n")
 
 
 def site_file(file: str) -> str:

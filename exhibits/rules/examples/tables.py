@@ -1,6 +1,6 @@
 # The rules exhibit needs no code: it tabulates every primitive JAX knows and the rules JAX
 # registered for it. With `f` and `args` defined here, the rows of the primitives in f's jaxpr
-# are marked (filter "in my jaxpr"): sin, dot_general, cumsum and their JVP, transpose, batching
+# are marked (filter "only in f"): sin, dot_general, cumsum and their JVP, transpose, batching
 # and per-platform lowering rules.
 import jax.numpy as jnp
 

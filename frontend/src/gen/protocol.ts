@@ -1966,8 +1966,9 @@ export interface RuleRow {
  * One cell of the coverage matrix: the table that holds the rule (``ad.primitive_jvps``,
  * ``ad.fancy_transposes``, ``mlir._lowerings``, ``mlir._platform_specific_lowerings['cpu']``
  * ...), the rule function's name (``partial``/``lower_fun`` unwrapped), where it was
- * registered (``file`` below site-packages, 1-based ``line``) and ``text``, that line of the
- * installed JAX source.
+ * registered (``file`` below site-packages, 1-based ``line``) and ``text``, the statement
+ * of the installed JAX source starting on that line (with its continuation lines while its
+ * parentheses are open, at most 6; dedented).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "RuleCell".

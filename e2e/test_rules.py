@@ -1,0 +1,120 @@
+"""The rules exhibit in real Chromium: the counts shown are the sizes of JAX's tables (as the
+CLI prints them from the same sandbox, and bounded by a fresh ``import jax`` process's tables and
+this process's), searching a primitive shows its rules with the registering source line, the
+"missing transpose" filter keeps exactly the primitives without one, and the platform filter
+shows the generic fallback. Screenshots in light and dark themes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import pytest
+from jax._src.interpreters import ad, mlir
+from playwright.sync_api import Page, expect
+
+from e2e.browser import open_exhibit, run_and_wait
+
+REPO = Path(__file__).resolve().parents[1]
+GOLDEN = json.loads((REPO / "exhibits" / "rules" / "golden" / "tables.json").read_text())
+SITE = Path(jax.__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def cli_counts() -> dict[str, int]:
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "jaxscope"), "run", "rules", "-", "--print", "counts"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    counts: dict[str, int] = json.loads(done.stdout)
+    return counts
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_rules_matrix_counts_search_and_filters(
+    page: Page, console_errors: list[str], screenshots: Path, theme: str, cli_counts: dict[str, int]
+) -> None:
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "rules")
+    if page.locator("html").get_attribute("data-theme") != theme:
+        page.get_by_test_id("theme-toggle").click()
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    expect(page.get_by_test_id("jaxpr-text")).to_be_visible()
+
+    # Counts: the sizes of JAX's tables.
+    for column in ("jvp", "transpose", "batching", "lowering", "cpu", "cuda", "rocm", "tpu"):
+        shown = int(page.get_by_test_id(f"count-{column}").get_attribute("data-count") or "-1")
+        assert shown == cli_counts[column], column
+    jvp = int(page.get_by_test_id("count-jvp").get_attribute("data-count") or "-1")
+    assert GOLDEN["sizes"]["ad.primitive_jvps"] <= jvp <= len(ad.primitive_jvps)
+    lowering = int(page.get_by_test_id("count-lowering").get_attribute("data-count") or "-1")
+    assert GOLDEN["sizes"]["mlir._lowerings"] <= lowering <= len(mlir._lowerings)
+    rows = page.get_by_test_id("rule-row")
+    expect(rows).to_have_count(cli_counts["primitives"])
+    page.screenshot(path=str(screenshots / f"rules-top-{theme}.png"), full_page=False)
+
+    # Search a primitive: its row, then its rules with the registering lines in place.
+    page.get_by_test_id("rules-search").fill("psum")
+    psum = page.locator("[data-testid=rule-row][data-primitive=psum]")
+    expect(psum).to_be_visible()
+    for column in ("jvp", "transpose", "batching", "lowering"):
+        expect(psum.get_by_test_id(f"cell-{column}")).to_have_attribute("data-has", "yes")
+    psum.get_by_test_id("cell-lowering").locator("button").click()
+    detail = page.get_by_test_id("rule-detail")
+    expect(detail).to_have_attribute("data-primitive", "psum")
+    lowering_row = detail.get_by_test_id("detail-lowering")
+    location = lowering_row.get_by_test_id("detail-location").inner_text()
+    file, line = location.rsplit(":", 1)
+    text = (SITE / file).read_text().splitlines()[int(line) - 1].strip()
+    assert "register_lowering" in text
+    expect(lowering_row.get_by_test_id("detail-source")).to_contain_text(text)
+    jvp_source = detail.get_by_test_id("detail-jvp").get_by_test_id("detail-source").inner_text()
+    assert "psum_p" in jvp_source and "register_lowering" not in jvp_source
+    detail.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / f"rules-psum-{theme}.png"), full_page=False)
+
+    # Missing transpose: exactly the primitives without one (primitives - transpose count).
+    page.get_by_test_id("rules-search").fill("")
+    page.get_by_test_id("rules-missing").select_option("transpose")
+    expected = cli_counts["primitives"] - cli_counts["transpose"]
+    expect(rows).to_have_count(expected)
+    expect(page.get_by_test_id("rules-shown")).to_contain_text(f"{expected} of")
+    expect(page.get_by_test_id("shown-transpose")).to_have_text("0")
+    names = set(
+        page.locator("[data-testid=rule-row]").evaluate_all(
+            "rs => rs.map(r => r.dataset.primitive)"
+        )
+    )
+    with_transpose = {p.name for p in ad.primitive_transposes} | {
+        p.name for p in ad.fancy_transposes
+    }
+    assert "sin" in names and "mul" not in names
+    assert not names & with_transpose
+    page.screenshot(path=str(screenshots / f"rules-missing-transpose-{theme}.png"), full_page=False)
+
+    # Platform cpu: sin lowers with the generic rule, dot_general with its own CPU rule.
+    page.get_by_test_id("rules-missing").select_option("")
+    page.get_by_test_id("rules-platform").select_option("cpu")
+    expect(page.get_by_test_id("head-cuda")).to_have_count(0)
+    sin = page.locator("[data-testid=rule-row][data-primitive=sin]")
+    expect(sin.get_by_test_id("cell-cpu")).to_have_attribute("data-has", "generic")
+    dot = page.locator("[data-testid=rule-row][data-primitive=dot_general]")
+    expect(dot.get_by_test_id("cell-cpu")).to_have_attribute("data-has", "yes")
+    # Only the jaxpr's primitives.
+    page.get_by_test_id("rules-only-used").check()
+    shown = set(
+        page.locator("[data-testid=rule-row]").evaluate_all(
+            "rs => rs.map(r => r.dataset.primitive)"
+        )
+    )
+    assert shown == set(GOLDEN["example_primitives"])
+    assert console_errors == []

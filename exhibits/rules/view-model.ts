@@ -1,0 +1,106 @@
+/**
+ * The rules exhibit's view model: the `rules_tabulated` matrix (one row per primitive, one cell
+ * per rule table) searched by name, filtered by platform, by a missing rule and by "in my jaxpr",
+ * with counts per column (JAX's table sizes, and how many of the shown rows have the rule).
+ */
+import type { Event, EventOf } from '../../frontend/src/protocol';
+import { lastOf } from '../../frontend/src/widgets/events';
+
+export type RulesTabulated = EventOf<'rules_tabulated'>;
+export type RuleRow = RulesTabulated['rows'][number];
+export type RuleCell = NonNullable<RuleRow['cells'][string]>;
+
+/** The rule columns (not platforms). */
+export const RULE_COLUMNS = ['jvp', 'transpose', 'batching', 'lowering'] as const;
+
+export interface RulesQuery {
+  /** substring of the primitive name or its Python global (`sin_p`); case-insensitive */
+  search: string;
+  /** 'all', or a platform column: show that platform's column and rows that lower there */
+  platform: string;
+  /** '' (no filter), or a column id: keep rows without that rule (for a platform: neither a
+   * platform rule nor the generic lowering, i.e. the primitive cannot be lowered there) */
+  missing: string;
+  /** keep only the primitives of the snippet's jaxpr */
+  onlyUsed: boolean;
+}
+
+export const DEFAULT_QUERY: RulesQuery = { search: '', platform: 'all', missing: '', onlyUsed: false };
+
+export function rulesModel(events: readonly Event[]): RulesTabulated | undefined {
+  return lastOf(events, 'rules_tabulated');
+}
+
+/** The platform columns of a matrix (every column that is not a rule column). */
+export function platformColumns(t: Pick<RulesTabulated, 'columns'>): string[] {
+  return t.columns.filter((c) => !(RULE_COLUMNS as readonly string[]).includes(c));
+}
+
+/** Whether a column is a platform's lowering column. */
+export function isPlatform(column: string): boolean {
+  return !(RULE_COLUMNS as readonly string[]).includes(column);
+}
+
+/** How `row` lowers on `platform`: its own platform rule, else the generic one, else none. */
+export function loweringOn(row: RuleRow, platform: string): 'platform' | 'generic' | 'none' {
+  if (row.cells[platform] !== undefined) return 'platform';
+  if (row.cells['lowering'] !== undefined) return 'generic';
+  return 'none';
+}
+
+/** Whether `row` lacks the rule of `column` (platforms: cannot be lowered there at all). */
+export function isMissing(row: RuleRow, column: string): boolean {
+  if (isPlatform(column)) return loweringOn(row, column) === 'none';
+  return row.cells[column] === undefined;
+}
+
+/** The columns shown for a query: all, or the rule columns plus the chosen platform. */
+export function shownColumns(t: Pick<RulesTabulated, 'columns'>, q: Pick<RulesQuery, 'platform'>): string[] {
+  if (q.platform === 'all') return [...t.columns];
+  return [...RULE_COLUMNS, q.platform];
+}
+
+/** The rows matching the query, in the event's order (sorted by primitive name). */
+export function queryRows(rows: readonly RuleRow[], q: RulesQuery): RuleRow[] {
+  const needle = q.search.trim().toLowerCase();
+  return rows.filter((r) => {
+    if (q.onlyUsed && !r.used) return false;
+    if (needle && !r.primitive.toLowerCase().includes(needle) && !(r.var ?? '').toLowerCase().includes(needle)) {
+      return false;
+    }
+    if (q.platform !== 'all' && loweringOn(r, q.platform) === 'none' && q.missing !== q.platform) return false;
+    if (q.missing && !isMissing(r, q.missing)) return false;
+    return true;
+  });
+}
+
+/** Column -> how many of `rows` have a rule there (platform columns: their own rule only). */
+export function columnCounts(rows: readonly RuleRow[], columns: readonly string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const c of columns) out[c] = rows.filter((r) => r.cells[c] !== undefined).length;
+  return out;
+}
+
+/** `jax/_src/lax/lax.py:4573` for a cell (or the file alone, or ''). */
+export function cellLocation(cell: Pick<RuleCell, 'file' | 'line'>): string {
+  if (!cell.file) return '';
+  return cell.line ? `${cell.file}:${cell.line}` : cell.file;
+}
+
+/** The short label shown in a cell: `fancy`/`plain` for transposes, the rule's name else. */
+export function cellLabel(column: string, cell: RuleCell): string {
+  if (column === 'transpose') return cell.table === 'ad.fancy_transposes' ? 'fancy' : 'plain';
+  return 'yes';
+}
+
+/** The file's base name without `.py`, and the line (`lax:4573`), for narrow cells. */
+export function shortLocation(cell: Pick<RuleCell, 'file' | 'line'>): string {
+  const loc = cellLocation(cell);
+  const slash = loc.lastIndexOf('/');
+  return (slash >= 0 ? loc.slice(slash + 1) : loc).replace(/\.py(:|$)/, '$1');
+}
+
+/** The row for a primitive name. */
+export function rowOf(rows: readonly RuleRow[], primitive: string): RuleRow | undefined {
+  return rows.find((r) => r.primitive === primitive);
+}
