@@ -85,6 +85,45 @@ def test_captured_context_names_match_the_text() -> None:
     assert core.JaxprPpContext is not None and core.JaxprPpContext.__name__ == "JaxprPpContext"
 
 
+def test_pp_eqns_looks_up_pp_eqn_in_core_at_call_time() -> None:
+    """``views._capturing_pp_context`` replaces ``core.pp_eqn`` while JAX prints, to keep the
+    doc built for each eqn (reused for ``EqnView.text``): ``pp_eqns`` must call it by its module
+    global name, and a doc must format the same each time (the C++ ``Doc`` is immutable)."""
+    assert "pp_eqn(e, context, settings)" in inspect.getsource(core.pp_eqns)
+    closed = jax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(jnp.ones(2))
+    eqn = closed.jaxpr.eqns[0]
+    original = core.pp_eqn
+    with views._capturing_pp_context() as created:
+        assert core.pp_eqn is not original
+        str(closed)
+    assert core.pp_eqn is original
+    memo = views._memo(created[0])
+    assert set(memo.eqn_docs) == {id(e) for e in closed.jaxpr.eqns}
+    doc = memo.eqn_docs[id(eqn)][1]
+    fresh = original(eqn, created[0], views._DEFAULT_SETTINGS)
+    assert doc.format() == doc.format() == fresh.format()
+    # The settings str(jaxpr) prints with are the defaults (NamedTuple equality).
+    assert inspect.signature(core.Jaxpr.pretty_print).parameters["source_info"].default is False
+    assert core.JaxprPpSettings() == views._DEFAULT_SETTINGS
+
+
+def test_pp_context_takes_attributes_and_tracebacks_hash_by_frames() -> None:
+    """``views._memo`` keeps its per-context memo in the context's ``__dict__``;
+    ``views.snippet_source`` is cached per ``Traceback``, which hashes and compares by frames."""
+    assert "__slots__" not in vars(core.JaxprPpContext)
+    assert isinstance(core.JaxprPpContext().__dict__, dict)
+    snippet = load_snippet(SNIPPET)
+    traced = []
+    for _ in range(2):  # a new function object each time: traced again, same frames
+        traced.append(jax.make_jaxpr(lambda x: snippet.f(x, 1.0))(snippet.args[0]))
+    tbs = [e.source_info.traceback for e in traced[0].jaxpr.eqns]
+    tb0, tb1 = tbs[0], traced[1].jaxpr.eqns[0].source_info.traceback
+    assert tb0 is not tb1 and tb0 == tb1 and hash(tb0) == hash(tb1)
+    assert tb0.raw_frames() == tb1.raw_frames()
+    other = [t for t in tbs if t.raw_frames() != tb0.raw_frames()]
+    assert other and all(t != tb0 for t in other)
+
+
 def test_literals_print_value_and_type() -> None:
     closed = jax.make_jaxpr(lambda x: x * 2.0)(jnp.ones(2))
     lit = closed.jaxpr.eqns[0].invars[1]

@@ -17,6 +17,17 @@ Every string here is JAX's own printout:
   frame whose file name is :data:`SNIPPET_FILENAME` (``traceback.raw_frames()`` +
   ``source_info_util.raw_frame_to_frame``). ``source_info_util.user_frame`` alone is not enough:
   it also treats jaxscope's own files as user code.
+
+Cost (docs/design/0013-ad-capture-speed.md): a view is built once per eqn of jaxprs of thousands
+of eqns, so what JAX already computed is reused, never recomputed differently. While JAX prints
+the whole jaxpr we keep the doc ``core.pp_eqn`` built for each eqn (keyed by the eqn object, for
+the captured context and default settings) and format that doc for ``EqnView.text``: the same
+call with the same context, whose names are fixed once assigned, so the same bytes. Per context
+we also keep each var's view and each inner jaxpr's text; param texts of plain values (ints,
+strings, dtypes, tuples of them: ``pp_kv_pair`` prints ``str(value)``, no context) are cached by
+type and value; ``snippet_source`` is cached per traceback (equal tracebacks have equal frames,
+and the eqns of one user line share them). ``backend/tests/test_views_identity.py`` holds every
+field equal to the straightforward per-eqn printing on the shipped examples.
 """
 
 from __future__ import annotations
@@ -100,9 +111,25 @@ def _aval_view(aval: Any) -> AvalView:
 
 def snippet_source(traceback: Any) -> SourceLoc | None:
     """The innermost frame of ``traceback`` (an ``xla_client.Traceback``) in the user's snippet,
-    as a ``SourceLoc`` (1-based lines, 0-based columns); ``None`` when no snippet frame is on it."""
+    as a ``SourceLoc`` (1-based lines, 0-based columns); ``None`` when no snippet frame is on it.
+
+    Cached per traceback (``Traceback`` hashes and compares by its frames, code object and
+    instruction; the eqns of one user line share equal ones); callers must not mutate the result.
+    """
     if traceback is None:
         return None
+    try:
+        return _cached_snippet_source(traceback)
+    except TypeError:  # an unhashable traceback
+        return _snippet_source(traceback)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_snippet_source(traceback: Any) -> SourceLoc | None:
+    return _snippet_source(traceback)
+
+
+def _snippet_source(traceback: Any) -> SourceLoc | None:
     codes, lastis = traceback.raw_frames()
     for code, lasti in zip(codes, lastis, strict=True):
         if code.co_filename == SNIPPET_FILENAME:
@@ -117,11 +144,44 @@ def snippet_source(traceback: Any) -> SourceLoc | None:
     return None
 
 
+_DEFAULT_SETTINGS = core.JaxprPpSettings()
+
+
+class _ContextMemo:
+    """What one ``JaxprPpContext`` has printed: ``eqn_docs[id(eqn)] = (eqn, core.pp_eqn(eqn,
+    ctx, JaxprPpSettings()))`` recorded while JAX printed the whole jaxpr (the eqn is held so its
+    id stays its own), ``var_views[id(v)] = (v, VarView)`` and ``inner_texts[id(jaxpr)] =
+    (jaxpr, text)``. A name, once the context gives one, never changes: each entry is what a
+    fresh call would return."""
+
+    __slots__ = ("eqn_docs", "inner_texts", "var_views")
+
+    def __init__(self) -> None:
+        self.eqn_docs: dict[int, tuple[core.JaxprEqn, Any]] = {}
+        self.var_views: dict[int, tuple[Any, VarView]] = {}
+        self.inner_texts: dict[int, tuple[core.Jaxpr, str]] = {}
+
+
+_MEMO_ATTR = "_jaxscope_memo"
+
+
+def _memo(ctx: core.JaxprPpContext) -> _ContextMemo:
+    """``ctx``'s memo, kept on the context object itself (it lives exactly as long; a
+    ``WeakKeyDictionary`` look-up cost more than the printing it saves)."""
+    memo = ctx.__dict__.get(_MEMO_ATTR)
+    if memo is None:
+        memo = ctx.__dict__.setdefault(_MEMO_ATTR, _ContextMemo())
+    return memo
+
+
 @contextlib.contextmanager
 def _capturing_pp_context() -> Iterator[list[core.JaxprPpContext]]:
-    """Record every ``core.JaxprPpContext`` created inside (``pp_toplevel_jaxpr`` makes one)."""
+    """Record every ``core.JaxprPpContext`` created inside (``pp_toplevel_jaxpr`` makes one),
+    and the doc ``core.pp_eqn`` builds for each eqn printed with one of them (default settings)
+    in that context's :class:`_ContextMemo`."""
     created: list[core.JaxprPpContext] = []
     original = core.JaxprPpContext
+    original_pp_eqn = core.pp_eqn
 
     me = threading.get_ident()
 
@@ -131,12 +191,26 @@ def _capturing_pp_context() -> Iterator[list[core.JaxprPpContext]]:
             if threading.get_ident() == me:  # not a context another thread prints with
                 created.append(self)
 
+    def _recording_pp_eqn(
+        eqn: core.JaxprEqn, context: core.JaxprPpContext, settings: core.JaxprPpSettings
+    ) -> Any:
+        doc = original_pp_eqn(eqn, context, settings)
+        if (
+            threading.get_ident() == me
+            and settings == _DEFAULT_SETTINGS
+            and any(context is c for c in created)
+        ):
+            _memo(context).eqn_docs.setdefault(id(eqn), (eqn, doc))
+        return doc
+
     with _capture_lock:
         core.JaxprPpContext = _Recorded
+        core.pp_eqn = _recording_pp_eqn
         try:
             yield created
         finally:
             core.JaxprPpContext = original
+            core.pp_eqn = original_pp_eqn
 
 
 def print_with_context(jaxpr: core.Jaxpr) -> tuple[str, core.JaxprPpContext]:
@@ -148,8 +222,20 @@ def print_with_context(jaxpr: core.Jaxpr) -> tuple[str, core.JaxprPpContext]:
     return text, created[0]
 
 
-def _var_view(v: Any, ctx: core.JaxprPpContext) -> VarView:
-    return VarView(
+def _var_view(v: Any, ctx: core.JaxprPpContext, memo: _ContextMemo | None = None) -> VarView:
+    views = (memo or _memo(ctx)).var_views
+    hit = views.get(id(v))
+    if hit is not None and hit[0] is v:
+        return hit[1]
+    view = _new_var_view(v, ctx)
+    views[id(v)] = (v, view)
+    return view
+
+
+def _new_var_view(v: Any, ctx: core.JaxprPpContext) -> VarView:
+    # ``model_construct``: every field is built with its declared type here (str, AvalView,
+    # bool), so pydantic's validation (a third of a view's cost) would only copy them.
+    return VarView.model_construct(
         name=str(core.pp_var(v, ctx)),
         aval=aval_view(v.aval),
         literal=isinstance(v, core.Literal),
@@ -157,8 +243,46 @@ def _var_view(v: Any, ctx: core.JaxprPpContext) -> VarView:
 
 
 def _param_text(key: str, value: Any, ctx: core.JaxprPpContext) -> str:
+    frozen = _plain_key(value)
+    if frozen is None:
+        return _new_param_text(key, value, ctx)
+    return _cached_param_text(key, frozen, value)
+
+
+def _new_param_text(key: str, value: Any, ctx: core.JaxprPpContext) -> str:
     doc = core.pp_kv_pair(key, value, ctx, core.JaxprPpSettings())
     return doc.format()[len(key) + 1 :]
+
+
+_PLAIN_TYPES = (int, str, type(None))  # exact types: bool is tagged apart from int
+
+
+def _plain_key(value: Any) -> Any:
+    """A hashable key that determines ``str(value)``, for values ``pp_kv_pair`` prints without
+    the context (ints, bools, strings, None, numpy dtypes, tuples of these): the type is part of
+    the key (``1 == True == 1.0`` print differently); ``None`` for anything else (floats, -0.0
+    equals 0.0; jaxprs, printed with the context; objects whose ``str`` may change)."""
+    t = type(value)
+    if t is tuple:
+        items = tuple(_plain_key(v) for v in value)
+        return None if any(i is None for i in items) else (tuple, items)
+    if t in _PLAIN_TYPES or t is bool or isinstance(value, np.dtype):
+        return (t, value)
+    return None
+
+
+_param_texts: dict[tuple[str, Any], str] = {}
+_PARAM_TEXTS_MAX = 8192
+
+
+def _cached_param_text(key: str, frozen: Any, value: Any) -> str:
+    text = _param_texts.get((key, frozen))
+    if text is None:
+        text = _new_param_text(key, value, core.JaxprPpContext())
+        if len(_param_texts) >= _PARAM_TEXTS_MAX:
+            _param_texts.clear()
+        _param_texts[(key, frozen)] = text
+    return text
 
 
 def _inner_text(jaxpr: core.Jaxpr, ctx: core.JaxprPpContext, settings: core.JaxprPpSettings) -> str:
@@ -173,8 +297,19 @@ def _inner_text(jaxpr: core.Jaxpr, ctx: core.JaxprPpContext, settings: core.Jaxp
     return str(core.pp_jaxpr(jaxpr, ctx, settings).format())
 
 
-def _inner_jaxprs(eqn: core.JaxprEqn, ctx: core.JaxprPpContext) -> list[InnerJaxprView]:
-    settings = core.JaxprPpSettings()
+def _memo_inner_text(jaxpr: core.Jaxpr, ctx: core.JaxprPpContext, memo: _ContextMemo) -> str:
+    texts = memo.inner_texts
+    hit = texts.get(id(jaxpr))
+    if hit is not None and hit[0] is jaxpr:
+        return hit[1]
+    text = _inner_text(jaxpr, ctx, core.JaxprPpSettings())
+    texts[id(jaxpr)] = (jaxpr, text)
+    return text
+
+
+def _inner_jaxprs(
+    eqn: core.JaxprEqn, ctx: core.JaxprPpContext, memo: _ContextMemo | None = None
+) -> list[InnerJaxprView]:
     name = eqn.params.get("name")
     out: list[InnerJaxprView] = []
     for key in sorted(eqn.params):
@@ -187,24 +322,34 @@ def _inner_jaxprs(eqn: core.JaxprEqn, ctx: core.JaxprPpContext) -> list[InnerJax
                     InnerJaxprView(
                         param=key,
                         name=str(name) if name is not None else None,
-                        text=_inner_text(inner, ctx, settings),
+                        text=_memo_inner_text(inner, ctx, memo or _memo(ctx)),
                     )
                 )
     return out
 
 
+def _eqn_text(eqn: core.JaxprEqn, ctx: core.JaxprPpContext, memo: _ContextMemo) -> str:
+    """``core.pp_eqn(eqn, ctx, JaxprPpSettings()).format()``, from the doc JAX built for ``eqn``
+    while printing the whole jaxpr with ``ctx`` when there is one."""
+    hit = memo.eqn_docs.get(id(eqn))
+    doc = hit[1] if hit is not None and hit[0] is eqn else core.pp_eqn(eqn, ctx, _DEFAULT_SETTINGS)
+    return str(doc.format())
+
+
 def eqn_view(index: int, eqn: core.JaxprEqn, ctx: core.JaxprPpContext) -> EqnView:
     """The view of ``eqn`` (the ``index``-th eqn of its jaxpr), names from ``ctx``."""
-    return EqnView(
-        index=index,
-        primitive=eqn.primitive.name,
+    memo = _memo(ctx)
+    # ``model_construct`` (no validation): each field has its declared type by construction.
+    return EqnView.model_construct(
+        index=int(index),
+        primitive=str(eqn.primitive.name),
         params={k: _param_text(k, eqn.params[k], ctx) for k in sorted(eqn.params)},
-        invars=[_var_view(v, ctx) for v in eqn.invars],
-        outvars=[_var_view(v, ctx) for v in eqn.outvars],
+        invars=[_var_view(v, ctx, memo) for v in eqn.invars],
+        outvars=[_var_view(v, ctx, memo) for v in eqn.outvars],
         effects=effect_names(eqn.effects),
         source=snippet_source(eqn.source_info.traceback),
-        text=core.pp_eqn(eqn, ctx, core.JaxprPpSettings()).format(),
-        inner_jaxprs=_inner_jaxprs(eqn, ctx),
+        text=_eqn_text(eqn, ctx, memo),
+        inner_jaxprs=_inner_jaxprs(eqn, ctx, memo),
     )
 
 
