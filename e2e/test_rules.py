@@ -111,10 +111,10 @@ def test_rules_matrix_counts_search_and_filters(
     expect(dot.get_by_test_id("cell-cpu")).to_have_attribute("data-has", "yes")
     # Only the jaxpr's primitives.
     page.get_by_test_id("rules-only-used").check()
-    shown = set(
+    only_used = set(
         page.locator("[data-testid=rule-row]").evaluate_all(
             "rs => rs.map(r => r.dataset.primitive)"
         )
     )
-    assert shown == set(GOLDEN["example_primitives"])
+    assert only_used == set(GOLDEN["example_primitives"])
     assert console_errors == []
