@@ -81,6 +81,9 @@ def test_default_example_body_and_verdict(
     np.testing.assert_allclose(np.asarray(ast.literal_eval(shown)), np.asarray(out))
     # A collective selects its eqn in the body jaxpr and its line in the editor.
     page.get_by_test_id("sm-collectives").locator("button").first.click()
+    assembled = page.get_by_test_id("sm-assembled-0")
+    assembled.scroll_into_view_if_needed()
+    assembled.screenshot(path=str(screenshots / f"shard_map-assembled-{theme}.png"))
     page.screenshot(path=str(screenshots / f"shard_map-psum_rows-{theme}.png"), full_page=True)
     assert console_errors == []
 
@@ -111,6 +114,7 @@ def test_an_invalid_spec_shows_jaxs_error_with_the_entry_highlighted(
     fault = page.get_by_test_id("spec-entry-fault")
     expect(fault).to_have_count(1)
     expect(fault).to_have_text("'z'")
+    expect(page.get_by_test_id("sm-fault-note")).to_have_text("not a mesh axis: 'z'")
     page.screenshot(path=str(screenshots / f"shard_map-unknown-axis-{theme}.png"), full_page=True)
 
     # The indivisible example: JAX's divisibility message, entry 'x' of in_specs[0] marked.

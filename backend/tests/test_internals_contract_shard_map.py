@@ -22,9 +22,11 @@ import jax.numpy as jnp
 import pytest
 from jax._src import core, tree_util
 from jax._src import shard_map as sm
-from jax.sharding import AxisType
-from jax.sharding import PartitionSpec as P
+from jax.sharding import AxisType, PartitionSpec
 from jaxscope.internals import shard_map_checks as smc
+
+P: Any = PartitionSpec  # untyped in jax
+psum: Any = jax.lax.psum
 
 
 def _mesh() -> Any:
@@ -91,7 +93,7 @@ def test_varying_axes_live_on_aval_mat_varying() -> None:
 
     def body(a: Any) -> Any:
         seen.append(jax.typeof(a))
-        return jax.lax.psum(a, "y")
+        return psum(a, "y")
 
     closed = jax.make_jaxpr(
         jax.shard_map(body, mesh=mesh, in_specs=(P("x", "y"),), out_specs=P("x", None))
@@ -128,7 +130,7 @@ TABLE = [
     ((P("x", "y"),), (P("x", "y"), P()), (8, 4), lambda a: a, "out_arity"),
     ((P("x", "y"),), P("x", "y", None), (8, 4), lambda a: a, "out_rank"),
     ((P("x", "y"),), P("x", None), (8, 4), lambda a: a, "replication"),
-    ((P("x", "y"),), P("x", None), (8, 4), lambda a: jax.lax.psum(a, "y"), None),
+    ((P("x", "y"),), P("x", None), (8, 4), lambda a: psum(a, "y"), None),
 ]
 
 

@@ -6,6 +6,7 @@ import {
   blockRows,
   collectiveEqns,
   failedCheck,
+  faultNote,
   indexText,
   meshText,
   shardMapModel,
@@ -86,6 +87,7 @@ describe('error examples mark the spec entry at fault', () => {
       ["'z'", true],
     ]);
     expect(row.axes).toEqual(['z']);
+    expect(faultNote('unknown_axis', row.axes)).toBe("not a mesh axis: 'z'");
     expect(verdictSentence(m.checked!)).toContain('ValueError');
   });
 

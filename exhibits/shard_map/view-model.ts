@@ -127,8 +127,23 @@ export function verdictSentence(checked: ShardMapChecked): string {
   }
   const failed = failedCheck(checked);
   if (checked.check === 'body') return `The body itself raised ${checked.error_class ?? 'an error'}.`;
-  if (failed) return `jax.shard_map raised ${checked.error_class ?? 'an error'}: ${failed.title} — failed.`;
+  if (failed) return `jax.shard_map raised ${checked.error_class ?? 'an error'}: check ${failed.name} failed (${failed.title}).`;
   return `jax.shard_map raised ${checked.error_class ?? 'an error'}.`;
+}
+
+/** A short note beside a spec at fault, naming the mesh axes involved. */
+export function faultNote(check: string, axes: readonly string[]): string {
+  const names = axes.map((a) => `'${a}'`).join(', ');
+  switch (check) {
+    case 'unknown_axis':
+      return `not a mesh axis: ${names}`;
+    case 'divisibility':
+      return `the size of mesh axis ${names} does not divide this array axis`;
+    case 'replication':
+      return `the output still varies over ${names}, which this spec leaves out`;
+    default:
+      return `mesh axis ${names}`;
+  }
 }
 
 /** Eqn indices of the body's collectives (highlighted in the body jaxpr). */
