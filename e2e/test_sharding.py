@@ -52,6 +52,8 @@ def test_default_grid_collectives_and_hlo(
     for shard in golden["args0"]:
         cell = f"device-range-{shard['device_id']}"
         expect(page.get_by_test_id(cell)).to_have_text(_ranges(shard["index"]))
+    # the array cut into 2 x 4 tiles, each held by one device
+    expect(page.locator('[data-testid^="tile-"]')).to_have_count(len(golden["args0"]))
     expect(page.get_by_test_id("collective-counts")).to_have_text("all-reduce ×1")
     page.screenshot(path=str(screenshots / f"sharding-grid-{theme}.png"))
     page.get_by_test_id("collective-0").click()

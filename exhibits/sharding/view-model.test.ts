@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import type { Event } from "../../frontend/src/protocol";
 import {
+  arrayTiles,
   blocksOf,
   collectiveLines,
   countsText,
@@ -214,5 +215,31 @@ describe("the form", () => {
 
   it("unravels row-major", () => {
     expect(unravel(5, [2, 2, 2])).toEqual([1, 0, 1]);
+  });
+});
+
+describe("arrayTiles: the array cut along its first two axes", () => {
+  it("has one tile per block for P(x, y), each with its device", () => {
+    const placed = arg0(load("sum_sharded_axis"));
+    const tiles = arrayTiles(placed);
+    expect(tiles?.rows).toEqual([
+      [0, 4],
+      [4, 8],
+    ]);
+    expect(tiles?.cols).toHaveLength(4);
+    for (const s of placed.shards) {
+      const r = tiles?.rows.findIndex((x) => x[0] === s.index[0]?.[0]) ?? -1;
+      const c = tiles?.cols.findIndex((x) => x[0] === s.index[1]?.[0]) ?? -1;
+      expect(tiles?.tiles[r]?.[c]?.devices).toEqual([s.device]);
+    }
+  });
+  it("lists every block of a tile when a later axis is split (rank 3)", () => {
+    const placed = arg0(load("rank3_blocks"));
+    const tiles = arrayTiles(placed);
+    const perTile =
+      placed.shards.length /
+      ((tiles?.rows.length ?? 1) * (tiles?.cols.length ?? 1));
+    for (const row of tiles?.tiles ?? [])
+      for (const t of row) expect(t.devices).toHaveLength(perTile);
   });
 });

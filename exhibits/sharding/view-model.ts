@@ -281,3 +281,51 @@ export function formOptions(
 export function snippetOptions(base: RunOptions): RunOptions {
   return { ...base, mesh: null, spec: null, array_shape: null };
 }
+
+export interface ArrayTiles {
+  /** `[start, stop)` of each tile row (array axis 0) and column (axis 1; one whole column below rank 2) */
+  rows: number[][];
+  cols: number[][];
+  /** per tile: the blocks that cover it (several when a later axis is split too) and their devices */
+  tiles: { blocks: number[]; devices: string[] }[][];
+}
+
+/**
+ * The array itself cut along its first two axes (the picture `jax.debug.visualize_array_sharding`
+ * draws for 2-D arrays): each tile lists the devices holding it. `null` for a scalar.
+ */
+export function arrayTiles(placed: ShardingPlaced): ArrayTiles | null {
+  if (placed.shape.length === 0) return null;
+  const blocks = blocksOf(placed);
+  const cuts = (axis: number): number[][] => {
+    const size = placed.shape[axis];
+    if (size === undefined) return [[0, 1]];
+    const seen = new Map<string, number[]>();
+    for (const b of blocks) {
+      const r = b.index[axis] ?? [0, size];
+      seen.set(`${r[0]}:${r[1]}`, r);
+    }
+    return [...seen.values()].sort((a, b) => (a[0] ?? 0) - (b[0] ?? 0));
+  };
+  const rows = cuts(0);
+  const cols = placed.shape.length > 1 ? cuts(1) : [[0, 1]];
+  const tiles = rows.map((r) =>
+    cols.map((c) => {
+      const covering = blocks.filter((b) => {
+        const br = b.index[0];
+        const bc = placed.shape.length > 1 ? b.index[1] : c;
+        return (
+          br?.[0] === r[0] &&
+          br?.[1] === r[1] &&
+          bc?.[0] === c[0] &&
+          bc?.[1] === c[1]
+        );
+      });
+      return {
+        blocks: covering.map((b) => b.id),
+        devices: covering.flatMap((b) => b.devices),
+      };
+    }),
+  );
+  return { rows, cols, tiles };
+}
