@@ -291,6 +291,36 @@ def test_worker_reused_within_session_only(sandbox: SandboxHarness) -> None:
 
 
 @pytest.mark.parametrize(
+    "damage",
+    [
+        'jax.config.update("jax_enable_x64", True)',
+        "jax.numpy.ones = None",
+        'os.chdir("/")',
+    ],
+    ids=["config", "monkeypatch", "cwd"],
+)
+def test_a_run_that_changes_global_state_does_not_leak_into_the_next(
+    sandbox: SandboxHarness, damage: str
+) -> None:
+    """A snippet that changes jax.config, a jax module or the cwd retires its worker: the
+    session's next run gets a fresh one and JAX's defaults (f32, not f64)."""
+    session = sandbox.session()
+    try:
+        sandbox.run(f"import os\nimport jax\n{damage}\n" + SIN, session=session)
+        pid = session.worker.pid if session.worker else None
+        events = sandbox.run(SIN, session=session)
+        staged = [e for e in events if isinstance(e, JaxprStaged)]
+        assert staged and "f32[" in staged[-1].jaxpr.text and "f64" not in staged[-1].jaxpr.text
+        assert session.worker is not None and session.worker.pid != pid
+        # A run that changes nothing keeps its worker.
+        pid = session.worker.pid
+        sandbox.run(SIN, session=session)
+        assert session.worker is not None and session.worker.pid == pid
+    finally:
+        sandbox.call(session.close())
+
+
+@pytest.mark.parametrize(
     ("code", "exhibit", "needle"),
     [
         ("x" * (10 * 2**20), "tracing", "at most"),

@@ -315,6 +315,28 @@ _print = builtins.print
 _started_threads = _thread._count
 
 
+# Modules whose public attributes a snippet could replace for the session's later runs.
+_WATCHED_MODULES = ("jax", "jax.numpy", "jax.lax", "jax.nn", "jax.random", "jax.tree_util")
+
+
+def global_state() -> tuple[object, ...]:
+    """A fingerprint of the process-wide state a snippet can change and a later run of the
+    session would inherit: every ``jax.config`` value, the identity of the public attributes of
+    the main ``jax`` modules, and the working directory. The runner retires a worker whose run
+    changed it, so that results never depend on what ran before in the session."""
+    import jax
+
+    config = tuple(sorted((k, repr(v)) for k, v in jax.config.values.items()))
+    attributes = tuple(
+        (name, key, id(value))
+        for name in _WATCHED_MODULES
+        if (module := sys.modules.get(name)) is not None
+        for key, value in sorted(vars(module).items())
+        if not key.startswith("_")
+    )
+    return config, attributes, os.getcwd()
+
+
 def run_job(
     request: RunRequest,
     cpu_s: float,
@@ -326,8 +348,8 @@ def run_job(
 
     Before the terminal event, JAX's pending effects are awaited and the user's objects
     collected (:func:`_settle`). Returns why the worker must retire after this run (threads the
-    snippet started are still running, or less than one CPU budget is left of its lifetime), or
-    None when it can take the session's next run."""
+    snippet started are still running, less than one CPU budget is left of its lifetime, or the
+    run changed :func:`global_state`), or None when it can take the session's next run."""
     from jaxscope.sandbox import guard
     from jaxscope.sandbox.snippet import load_snippet
 
@@ -339,6 +361,7 @@ def run_job(
     sys.stdin = io.StringIO("")
     builtins.print = _print
     threads_before = _started_threads()
+    state_before = global_state()
     guard.set_cpu_budget(cpu_s)
     # No jax.clear_caches() here (measured, see docs/design/0001-sandbox.md): every run executes
     # the snippet anew, so `f` is a new object and JAX traces, lowers and compiles it afresh
@@ -390,6 +413,12 @@ def run_job(
         return "threads started by the snippet are still running"
     if guard.cpu_lifetime_left() < cpu_s:
         return "its lifetime CPU budget is nearly spent"
+    try:
+        changed = global_state() != state_before
+    except BaseException:  # the snippet broke what the fingerprint reads: retire all the same
+        changed = True
+    if changed:
+        return "the run changed global JAX state (jax.config, the jax modules or the cwd)"
     return None
 
 
