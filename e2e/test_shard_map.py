@@ -132,3 +132,24 @@ def test_an_invalid_spec_shows_jaxs_error_with_the_entry_highlighted(
     expect(page.get_by_test_id("sm-spec-in_specs[0]")).to_have_attribute("data-fault", "entry")
     page.screenshot(path=str(screenshots / f"shard_map-indivisible-{theme}.png"), full_page=True)
     assert console_errors == []
+
+
+def test_replication_failure_marks_out_specs_and_shows_the_varying_output(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "shard_map")
+    load_example(page, "out_replication")
+    run_and_wait(page)
+    record, _ = plain("out_replication")
+    assert not record["ok"]
+    expect(page.get_by_test_id("sm-check-replication")).to_have_attribute("data-status", "failed")
+    expect(page.get_by_test_id("shard-map-error")).to_contain_text(
+        "replicated across mesh axis 'y'"
+    )
+    expect(page.get_by_test_id("sm-spec-out_specs")).to_have_attribute("data-fault", "whole")
+    expect(page.get_by_test_id("sm-output-0-vma")).to_have_text("{V:(x,y)}")
+    expect(page.get_by_test_id("sm-jaxpr-note")).to_be_visible()
+    expect(page.get_by_test_id("jaxpr-text")).to_be_visible()
+    page.screenshot(path=str(screenshots / "shard_map-out-replication.png"), full_page=True)
+    assert console_errors == []
