@@ -345,8 +345,57 @@ def _sharding_type(error: BaseException, where: str) -> ShardingErrorExplained:
     )
 
 
+_UNKNOWN_AXIS = re.compile(
+    r"Resource axis: (?P<axis>\S+) of (?P<spec>P\(.*?\)) is not found in mesh: (?P<mesh>\(.*?\))"
+)
+_RANK = re.compile(
+    r"spec=(?P<spec>P\(.*?\)), memory_kind=\w+\) is only valid for values of rank at least "
+    r"(?P<need>\d+), but was applied to a value of rank (?P<rank>\d+)"
+)
+
+
+def _other(error: BaseException, where: str) -> ShardingErrorExplained | None:
+    message = str(error)
+    unknown = _UNKNOWN_AXIS.search(message)
+    if unknown:
+        axis = unknown.group("axis")
+        return ShardingErrorExplained(
+            error_class=type(error).__name__,
+            message=message,
+            kind="other",
+            where=where,
+            spec=unknown.group("spec"),
+            mesh_axes=[axis],
+            explanation=(
+                f"The spec names mesh axis '{axis}', but the mesh's axes are "
+                f"{unknown.group('mesh')}: a spec can only name axes of its mesh."
+            ),
+            fix=(
+                f"Use one of the mesh's axis names {unknown.group('mesh')}, "
+                f"or add '{axis}' to the mesh."
+            ),
+        )
+    rank = _RANK.search(message)
+    if rank:
+        need, have = int(rank.group("need")), int(rank.group("rank"))
+        return ShardingErrorExplained(
+            error_class=type(error).__name__,
+            message=message,
+            kind="other",
+            where=where,
+            spec=rank.group("spec"),
+            explanation=(
+                f"{rank.group('spec')} has {need} entries, one per array axis, but the array has "
+                f"rank {have}."
+            ),
+            fix=f"Give at most {have} entries (trailing axes may be omitted: they are not split).",
+        )
+    return None
+
+
 def explain_error(error: BaseException, where: str) -> ShardingErrorExplained | None:
-    """A :class:`ShardingErrorExplained` for JAX's sharding errors, ``None`` for others."""
+    """A :class:`ShardingErrorExplained` for JAX's sharding errors (and for a spec naming an
+    axis the mesh lacks, or longer than the array's rank), ``None`` for others."""
     name = type(error).__name__
     if name == "IndivisibleError" or "implies that array axis" in str(error):
         return _indivisible(error, where)
@@ -354,4 +403,4 @@ def explain_error(error: BaseException, where: str) -> ShardingErrorExplained | 
         return _duplicate(error, where)
     if name == "ShardingTypeError":
         return _sharding_type(error, where)
-    return None
+    return _other(error, where)

@@ -352,3 +352,15 @@ def test_run_probe_fixture_runs_default_example() -> None:
         "ShardingPlaced",
     ]
     assert jnp.asarray(0).shape == ()
+
+
+def test_unknown_axis_and_too_long_spec_explained() -> None:
+    example = EXAMPLES[0].parent / "sum_sharded_axis.py"
+    ctx, error = _run(example, RunOptions(spec="P('z')"))
+    assert error is not None
+    ev = ctx.one(ShardingErrorExplained)
+    assert (ev.kind, ev.mesh_axes, ev.message) == ("other", ["z"], str(error))
+    ctx, error = _run(example, RunOptions(spec="P('x', None, 'y')"))
+    assert error is not None
+    ev = ctx.one(ShardingErrorExplained)
+    assert ev.message == str(error) and "rank 2" in ev.explanation
