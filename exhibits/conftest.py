@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import pytest
 from jaxscope.protocol import EventModel, RunOptions, Stage, StageStarted, StdoutPrinted
 from jaxscope.sandbox.probe_api import Snippet
+from jaxscope.sandbox.runner import global_state
 from jaxscope.sandbox.snippet import load_snippet
 
 EXHIBITS = Path(__file__).resolve().parent
@@ -73,9 +74,13 @@ Runner = Callable[..., FakeContext]
 def run_probe(exhibit: str, source: str, options: RunOptions | None = None) -> FakeContext:
     """Load ``source`` as a snippet and run ``exhibits.<exhibit>.probe`` on it in-process."""
     probe: Any = importlib.import_module(f"exhibits.{exhibit}.probe")
+    state = global_state()
     ctx = FakeContext(snippet=load_snippet(source), options=options or RunOptions())
     ctx.exhibit = exhibit
     probe.run(ctx)
+    # A probe must leave the process as it found it (jax.config, the jax modules, the cwd):
+    # otherwise the sandbox retires the session's worker after every run of this exhibit.
+    assert global_state() == state, f"the {exhibit} probe changed global JAX state"
     return ctx
 
 

@@ -1,0 +1,15 @@
+"""Repository-wide pytest setup, loaded before any test module imports JAX.
+
+In-process tests see the same 8 virtual CPU devices as the sandboxed workers
+(``jaxscope.sandbox.worker`` adds the flag to every worker's environment), so the sharding and
+shard_map exhibits' probes can run in-process. The flag only takes effect if it is set before
+JAX's CPU backend starts, which is why it lives here and not in a test directory's conftest.
+"""
+
+from __future__ import annotations
+
+import os
+
+_FLAG = "--xla_force_host_platform_device_count=8"
+if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _FLAG).strip()
