@@ -14,9 +14,12 @@ Events, in order:
   under ``jax_debug_nans``, ``jax.grad``'s own result, and the double-``where`` cure
   (:mod:`exhibits.nan_finder.cure`) checked by taking ``jax.grad`` of the rewritten snippet.
 
-Differentiated arguments: the snippet's ``argnums`` (an int or a tuple of positions) when it
-sets one, else every positional argument that is not static and whose leaves are all floating
-(ints, bools and static arguments are held fixed, and get ``None`` in ``gradient``).
+Differentiated arguments: the snippet's ``argnums`` (an int or a tuple of positions, negative
+ones as in ``jax.grad``) when it sets one, else every positional argument that is not static and
+whose leaves are all floating (ints, bools, complex and static arguments are held fixed, and get
+``None`` in ``gradient``). As in the transpose exhibit (``jaxscope.grad_argnums``): a bad
+``argnums``, ``argnums=()``, no floating argument or a complex one chosen fail with
+``invalid_snippet`` before anything is walked (never a "no NaN" answer).
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import jax
-import jax.numpy as jnp
 import numpy as np
+from jaxscope.grad_argnums import choose_argnums
 from jaxscope.internals.cache import fresh_caches
 from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
 from jaxscope.internals.nan_walk import primal_output
@@ -70,26 +73,11 @@ class Target:
     n_args: int
 
 
-def _floating(tree: Any) -> bool:
-    leaves = jax.tree.leaves(tree)
-    return bool(leaves) and all(jnp.issubdtype(_dtype(leaf), jnp.inexact) for leaf in leaves)
-
-
-def _dtype(leaf: Any) -> Any:
-    dtype = getattr(leaf, "dtype", None)
-    return dtype if dtype is not None else np.result_type(leaf)
-
-
 def differentiated(snippet: Snippet) -> Target:
     """The :class:`Target` of a snippet (see the module docstring)."""
     plan: CallPlan = plan_call(snippet)
-    static = set(plan.normalized_argnums())
-    chosen = snippet.namespace.get("argnums")
-    if chosen is None:
-        argnums = tuple(i for i, a in enumerate(plan.args) if i not in static and _floating(a))
-    else:
-        argnums = (chosen,) if isinstance(chosen, int) else tuple(chosen)
     args = plan.args
+    argnums = choose_argnums(args, plan.normalized_argnums(), snippet.namespace.get("argnums"))
 
     def fun(*diff: Any) -> Any:
         full = list(args)

@@ -290,3 +290,38 @@ def test_cli_print_first_nan(tmp_path: Path, source: str, expected: Any) -> None
     )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == expected
+
+
+@pytest.mark.parametrize(
+    ("source", "words"),
+    [
+        ("def f(n):\n    return n * 2.0\n\n\nargs = (3,)\n", "no floating-point argument"),
+        ("def f():\n    return 1.0\n\n\nargs = ()\n", "no floating-point argument"),
+        (
+            "def f(x):\n    return x * 2.0\n\n\nargs = (1.0,)\nargnums = ()\n",
+            "selects no argument",
+        ),
+        ("def f(x):\n    return x * 2.0\n\n\nargs = (1.0,)\nargnums = 5\n", "argnums = 5"),
+    ],
+    ids=["int_arg", "no_args", "empty_argnums", "argnums_out_of_range"],
+)
+def test_cli_nothing_to_differentiate_fails_not_no_nan(
+    tmp_path: Path, source: str, words: str
+) -> None:
+    """Nothing differentiable is an invalid snippet (as in the transpose exhibit), never
+    ``first_nan: null`` ("the gradient is finite")."""
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(source)
+    out = subprocess.run(
+        [JAXSCOPE, "run", "nan_finder", str(snippet), "--print", "first_nan"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert out.returncode != 0
+    assert out.stdout.strip() != "null"
+    assert "invalid_snippet" in out.stderr and words in out.stderr
+    with pytest.raises(Exception, match=r"argnums|floating-point") as info:
+        run_probe("nan_finder", source)
+    assert type(info.value).__name__ == "InvalidSnippet"

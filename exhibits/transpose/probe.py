@@ -19,8 +19,10 @@ Events, in order:
   the same walk run in float64.
 
 ``argnums``: every positional argument that is not static and whose leaves are all floating
-(at least one leaf); a snippet may set ``argnums`` (an int or a tuple) to choose, and then JAX's
-own error for an int argument is what the user sees.
+(at least one leaf); a snippet may set ``argnums`` (an int or a tuple, negative indices as in
+``jax.grad``) to choose, and then JAX's own error for an int argument is what the user sees.
+A bad ``argnums``, ``argnums=()``, no floating argument at all, or a complex one chosen end in
+``invalid_snippet`` (``jaxscope.grad_argnums``): the exhibit walks real gradients only.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxscope import grad_argnums
 from jaxscope.finite_diff import central_differences, is_float_leaf
 from jaxscope.internals.calling import CallPlan, block_until_ready, concrete_args, plan_call
 from jaxscope.internals.transpose_walk import (
@@ -76,17 +79,10 @@ def run(ctx: ProbeContext) -> None:
 
 
 def choose_argnums(plan: CallPlan, args: tuple[Any, ...], chosen: Any) -> tuple[int, ...]:
-    """The positions to differentiate: ``chosen`` (the snippet's ``argnums``) when set, else
-    every non-static positional argument whose leaves are all floating."""
-    if chosen is not None:
-        return (chosen,) if isinstance(chosen, int) else tuple(chosen)
-    static = set(plan.normalized_argnums())
-    out = []
-    for i, a in enumerate(args):
-        leaves = jax.tree.leaves(a)
-        if i not in static and leaves and all(is_float_leaf(x) for x in leaves):
-            out.append(i)
-    return tuple(out)
+    """The positions to differentiate: ``chosen`` (the snippet's ``argnums``) checked and
+    normalised as ``jax.grad`` does, else every non-static positional argument whose leaves are
+    all floating (``jaxscope.grad_argnums.choose_argnums``; ``InvalidSnippet`` when none is)."""
+    return grad_argnums.choose_argnums(args, plan.normalized_argnums(), chosen)
 
 
 def dynamic_fun(

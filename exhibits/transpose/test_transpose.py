@@ -5,6 +5,7 @@ the same gradient."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -326,3 +327,127 @@ def test_cli_prints_gradient_and_fd_check(tmp_path: Path) -> None:
     assert set(fd) == {"max_abs_err", "max_rel_err"} and fd["max_rel_err"] < 1e-6
     lin = linearize_vjp(snippet.f, snippet.args)
     assert outputs["linear_jaxpr"] == str(lin.closed()) + "\n"
+
+
+# ---- argnums as jax.grad takes it (fix-review-34 item 1) ---------------------------------------
+
+ARGNUMS_SNIPPET = """
+import jax.numpy as jnp
+
+
+def f(x, y):
+    return jnp.sum(jnp.sin(x) * y)
+
+
+args = (jnp.array([0.5, 1.0]), jnp.float32(3.0))
+argnums = {argnums}
+"""
+
+
+@pytest.mark.parametrize(("argnums", "position"), [(-1, 1), ((-2,), 0), ((0, -1), None)])
+def test_negative_argnums_as_jax_grad(argnums: Any, position: int | None) -> None:
+    ctx = run_probe("transpose", ARGNUMS_SNIPPET.format(argnums=repr(argnums)))
+    check = ctx.one(GradientChecked)
+    x, y = jnp.array([0.5, 1.0]), jnp.float32(3.0)
+    f = lambda x, y: jnp.sum(jnp.sin(x) * y)  # noqa: E731
+    want = jax.grad(f, argnums=argnums)(x, y)  # JAX's own reading of the negative index
+    if position is not None:
+        assert check.argnums == [position]
+        expected: list[Any] = [None, None]
+        expected[position] = nested(want[0] if isinstance(argnums, tuple) else want)
+    else:
+        assert check.argnums == [0, 1]
+        expected = [nested(want[0]), nested(want[1])]
+    assert check.gradient == expected
+    assert check.equal_to_jax
+
+
+def _invalid(exhibit: str, source: str) -> Any:
+    snippet = load_snippet(source)
+    probe: Any = importlib.import_module(f"exhibits.{exhibit}.probe")
+    ctx = FakeContext(snippet=snippet)
+    with pytest.raises(Exception) as info:
+        probe.run(ctx)
+    failed = classify(info.value, "trace", snippet.f)
+    return ctx, failed
+
+
+@pytest.mark.parametrize("exhibit", ["transpose", "nan_finder"])
+@pytest.mark.parametrize(
+    ("argnums", "jax_words"),
+    [
+        ("5", "requires at least 6 positional arguments"),
+        ("'x'", "cannot be interpreted as an integer"),
+        ("(0.5,)", "cannot be interpreted as an integer"),
+        ("[[0]]", "cannot be interpreted as an integer"),
+        ("-3", "-len(args)"),
+    ],
+)
+def test_bad_argnums_is_invalid_snippet_with_jax_words(
+    exhibit: str, argnums: str, jax_words: str
+) -> None:
+    source = ARGNUMS_SNIPPET.format(argnums=argnums)
+    # JAX's own error for the same argnums, from jax.grad itself
+    ns: dict[str, Any] = {}
+    exec(source, ns)
+    with pytest.raises((TypeError, ValueError)) as jax_info:
+        jax.grad(ns["f"], argnums=ns["argnums"])(*ns["args"])
+    assert jax_words in str(jax_info.value)
+    ctx, failed = _invalid(exhibit, source)
+    assert failed.kind == "invalid_snippet"
+    assert failed.message.startswith(f"`argnums = {argnums}`")
+    assert str(jax_info.value) in failed.message
+    assert not ctx.events  # refused before anything is traced or walked
+
+
+@pytest.mark.parametrize("exhibit", ["transpose", "nan_finder"])
+def test_empty_argnums_is_invalid_snippet(exhibit: str) -> None:
+    source = ARGNUMS_SNIPPET.format(argnums="()")
+    ctx, failed = _invalid(exhibit, source)
+    assert failed.kind == "invalid_snippet"
+    assert "selects no argument" in failed.message and "argnums" in failed.message
+    assert not ctx.events  # nothing walked, no "no NaN" answer
+
+
+NO_FLOAT = """
+import jax.numpy as jnp
+
+
+def f({params}):
+    return {body}
+
+
+args = {args}
+"""
+
+
+@pytest.mark.parametrize("exhibit", ["transpose", "nan_finder"])
+@pytest.mark.parametrize(
+    ("params", "body", "args", "jax_call_args"),
+    [("n", "n * 2.0", "(3,)", (3,)), ("", "1.0", "()", ())],
+)
+def test_no_floating_argument_says_so_with_jax_grads_error(
+    exhibit: str, params: str, body: str, args: str, jax_call_args: tuple[Any, ...]
+) -> None:
+    source = NO_FLOAT.format(params=params, body=body, args=args)
+    ns: dict[str, Any] = {}
+    exec(source, ns)
+    with pytest.raises(TypeError) as jax_info:
+        jax.grad(ns["f"])(*jax_call_args)
+    ctx, failed = _invalid(exhibit, source)
+    assert failed.kind == "invalid_snippet"
+    assert failed.message.startswith("f has no floating-point argument to differentiate")
+    assert str(jax_info.value) in failed.message  # what jax.grad(f) says for the same args
+    assert not ctx.events
+
+
+@pytest.mark.parametrize("exhibit", ["transpose", "nan_finder"])
+@pytest.mark.parametrize("argnums", ["None", "0"])
+def test_complex_argument_is_refused_real_gradients_only(exhibit: str, argnums: str) -> None:
+    source = (
+        "import jax.numpy as jnp\n\n\ndef f(z):\n    return jnp.sum(jnp.abs(z) ** 2)\n\n\n"
+        f"args = (jnp.array([1 + 1j, 2 - 1j], jnp.complex64),)\nargnums = {argnums}\n"
+    )
+    _, failed = _invalid(exhibit, source)
+    assert failed.kind == "invalid_snippet"
+    assert "complex" in failed.message and "real gradients only" in failed.message
