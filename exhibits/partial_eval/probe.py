@@ -12,16 +12,28 @@ Events, in order:
   measured (``jaxscope.internals.remat``): no checkpoint, each argument-free policy of
   ``jax.checkpoint_policies``, and the named policies when ``f`` calls ``checkpoint_name``.
 
-The remat table needs ``jax.grad``: for an ``f`` without a scalar floating-point output JAX's own
-error ends the run after the split was shown.
+The remat table needs ``jax.grad`` (reverse mode). When JAX refuses it (a ``lax.while_loop``
+with a traced bound has a JVP but no transpose; no floating-point input to differentiate...),
+one :class:`RematUnavailable` with JAX's error class and text and a plain explanation takes the
+table's place (after any rows already measured) and the run ends normally: the split above is
+forward mode and stays valid. A memory error still ends the run.
 """
 
 from __future__ import annotations
 
-from jaxscope.internals.calling import plan_call
+from jaxscope.internals.calling import CallPlan, plan_call
 from jaxscope.internals.remat import remat_table
 from jaxscope.internals.split import default_known, jvp_program, split_event
+from jaxscope.protocol import RematUnavailable
+from jaxscope.sandbox.errors import ad_help, is_memory_error
 from jaxscope.sandbox.probe_api import ProbeContext
+
+WHY_UNAVAILABLE = (
+    "Each row of the remat table compiles jax.grad(jax.checkpoint(f, policy)): reverse mode, "
+    "which needs the transpose of every linear eqn of the split's unknown jaxpr. JAX refused "
+    "that for this f, so no policy can be measured. The split above is only forward mode "
+    "(jax.jvp, then partial evaluation) and stays valid."
+)
 
 
 def run(ctx: ProbeContext) -> None:
@@ -35,5 +47,22 @@ def run(ctx: ProbeContext) -> None:
         event, _ = split_event(program, known)
     ctx.emit(event)
     with ctx.stage("compile"):
+        _emit_remat_table(ctx, plan)
+
+
+def _emit_remat_table(ctx: ProbeContext, plan: CallPlan) -> None:
+    """Emit the remat rows, or :class:`RematUnavailable` when ``jax.grad`` fails."""
+    try:
         for row in remat_table(plan):
             ctx.emit(row)
+    except Exception as exc:  # shown beside the split, the exhibit's other half (see docstring)
+        if is_memory_error(exc):
+            raise
+        help_ = ad_help(exc)
+        ctx.emit(
+            RematUnavailable(
+                error_class=type(exc).__name__,
+                message=str(exc) or type(exc).__name__,
+                explanation=f"{WHY_UNAVAILABLE} {help_[0]}" if help_ else WHY_UNAVAILABLE,
+            )
+        )

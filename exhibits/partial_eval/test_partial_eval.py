@@ -16,7 +16,7 @@ from typing import Any
 import jax
 import numpy as np
 import pytest
-from jaxscope.protocol import JaxprSplit, RematPolicyMeasured, RunOptions
+from jaxscope.protocol import JaxprSplit, RematPolicyMeasured, RematUnavailable, RunOptions
 
 from exhibits.conftest import CASES, EXHIBITS, FakeContext, run_probe
 from exhibits.partial_eval.golden import regen
@@ -316,3 +316,41 @@ def test_a_nan_gradient_keeps_the_remat_table() -> None:
     rows = ctx.of_type(RematPolicyMeasured)
     assert len(rows) >= 4
     assert all(r.grad_max_abs_diff == 0.0 for r in rows)
+
+
+# ---- remat unavailable: jax.grad refuses, the split stays (fix-review-34 item 2) ---------------
+
+WHILE_LOOP = EXHIBITS / "partial_eval" / "fixtures" / "while_loop_bound.py"
+
+
+def test_remat_unavailable_keeps_the_split_and_shows_jaxs_error() -> None:
+    ns = regen.load(WHILE_LOOP)
+    # the truth: JAX's own jax.grad refuses this f (reverse mode through a traced-bound loop)
+    with pytest.raises(ValueError) as info:
+        jax.grad(ns["f"])(*ns["args"])
+    ctx = run_probe("partial_eval", WHILE_LOOP.read_text())
+    event = ctx.one(JaxprSplit)
+    known, unknown, _, _ = regen.split(ns)
+    assert event.known.text == str(known) and event.unknown.text == str(unknown)
+    assert not ctx.of_type(RematPolicyMeasured)
+    unavailable = ctx.one(RematUnavailable)
+    assert ctx.events[-1] is unavailable  # in the table's place, and the run ends normally
+    assert unavailable.error_class == type(info.value).__name__ == "ValueError"
+    assert unavailable.message == str(info.value)
+    assert "reverse mode" in unavailable.explanation and "while_loop" in unavailable.explanation
+
+
+def test_cli_known_jaxpr_of_a_snippet_without_remat_table(tmp_path: Path) -> None:
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(WHILE_LOOP.read_text())
+    proc = subprocess.run(
+        [JAXSCOPE, "run", "partial_eval", str(snippet), "--print", "known_jaxpr"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr
+    known, _, _, _ = regen.split(regen.load(WHILE_LOOP))
+    assert proc.stdout == str(known) + "\n"
+    assert "while" in proc.stdout

@@ -170,3 +170,23 @@ describe('the remat table (remat_layers)', () => {
     expect(nothing.residual_bytes).toBeLessThan(base.residual_bytes);
   });
 });
+
+describe('remat unavailable (a while_loop with a traced bound: jax.grad refuses)', () => {
+  const events = load('while_loop_bound');
+
+  it('keeps the split and carries JAX’s error in place of the table', () => {
+    const model = partialEvalModel(events);
+    expect(model.split).toBeDefined();
+    expect(model.remat).toHaveLength(0);
+    expect(model.failure).toBeUndefined();
+    expect(model.rematUnavailable?.error_class).toBe('ValueError');
+    expect(model.rematUnavailable?.message).toContain('Reverse-mode differentiation does not work');
+    expect(model.rematUnavailable?.explanation).toContain('forward mode');
+  });
+
+  it('is absent from an ordinary run and before its step', () => {
+    expect(partialEvalModel(load('sin_times_x')).rematUnavailable).toBeUndefined();
+    const at = events.findIndex((e) => e.type === 'remat_unavailable');
+    expect(partialEvalModel(events.slice(0, at)).rematUnavailable).toBeUndefined();
+  });
+});

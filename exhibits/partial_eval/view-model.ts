@@ -9,6 +9,7 @@ import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
 
 export type JaxprSplit = EventOf<'jaxpr_split'>;
 export type RematPolicyMeasured = EventOf<'remat_policy_measured'>;
+export type RematUnavailable = EventOf<'remat_unavailable'>;
 export type ResidualView = JaxprSplit['residuals'][number];
 
 export interface InputRow {
@@ -183,6 +184,8 @@ export function relativeTo(rows: readonly RematPolicyMeasured[]): Map<number, { 
 export interface PartialEvalModel {
   split: JaxprSplit | undefined;
   remat: RematPolicyMeasured[];
+  /** JAX refused jax.grad, so the remat table could not be measured (the split stays) */
+  rematUnavailable: RematUnavailable | undefined;
   failure: RunFailed | undefined;
 }
 
@@ -191,6 +194,7 @@ export function partialEvalModel(events: readonly Event[]): PartialEvalModel {
   return {
     split: lastOf(events, 'jaxpr_split'),
     remat: eventsOf(events, 'remat_policy_measured').sort((a, b) => a.index - b.index),
+    rematUnavailable: lastOf(events, 'remat_unavailable'),
     failure: lastOf(events, 'run_failed'),
   };
 }
