@@ -13,9 +13,12 @@ Events, in order:
   static_argnums)(*args)`` and ``jax.vmap``'s outputs.
 
 ``in_axes``/``out_axes``: ``options.in_axes``/``out_axes`` (Python expressions evaluated in the
-snippet's namespace), else the snippet's ``in_axes``/``out_axes``, else ``0``. ``in_axes`` covers
-every positional argument, the static ones included (give them ``None``), exactly as in
-``jax.vmap(f, in_axes)(*args)``. JAX's errors propagate unchanged: a bad ``in_axes``,
+snippet's namespace), else the snippet's ``in_axes``/``out_axes``, else ``0``. The static
+arguments (``static_argnums``) stay closed over and are never mapped: ``in_axes`` applies to the
+dynamic positional arguments, as in ``jax.vmap(f_closed, in_axes)(*dynamic_args)``; an
+``in_axes`` tuple with one entry per positional argument, the static ones included, has the
+static entries dropped (``batching_steps.dynamic_in_axes``). JAX's errors propagate unchanged: a
+bad ``in_axes``,
 inconsistent mapped sizes, a primitive with no batching rule, a Python ``if`` on a batched value
 (the per-example trace's error is replaced by the one ``jax.vmap`` itself raises).
 """

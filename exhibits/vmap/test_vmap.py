@@ -272,3 +272,80 @@ def test_cli_prints_batched_jaxpr_bdims_and_output_shape() -> None:
     steps = run_probe("vmap", path.read_text()).of_type(BatchRuleApplied)
     assert printed == [[s.primitive, s.in_bdims, s.out_bdims] for s in steps]
     assert json.loads(_cli(path, "output_shape")) == golden(path)["output_shapes"]
+
+
+# ---- static arguments stay closed over (fix-review-34 item 3) ----------------------------------
+
+TILE = """
+import jax.numpy as jnp
+
+
+def f(x, n):
+    return jnp.tile(x, n)
+
+
+args = (jnp.ones((4, 3)), 2)
+static_argnums = (1,)
+"""
+
+
+@pytest.mark.parametrize(
+    ("in_axes_line", "dynamic_axes"),
+    [
+        ("", 0),  # the default in_axes=0 applies to the dynamic x only
+        ("in_axes = (0, None)\n", (0,)),  # one entry per positional argument: static dropped
+        ("in_axes = (1,)\n", (1,)),  # one entry per dynamic argument
+        ("in_axes = 1\n", 1),
+    ],
+)
+def test_static_argnums_stay_closed_over(in_axes_line: str, dynamic_axes: Any) -> None:
+    ctx = run_probe("vmap", TILE + in_axes_line)
+    x = jax.numpy.ones((4, 3))
+
+    def f_closed(x: Any) -> Any:
+        return jax.numpy.tile(x, 2)
+
+    truth = jax.make_jaxpr(jax.vmap(f_closed, in_axes=dynamic_axes))(x)
+    staged = ctx.one(BatchedJaxprStaged)
+    assert staged.jaxpr.text == str(truth)
+    assert staged.matches_jax_vmap and staged.interpreted_text_equal
+    want = jax.vmap(f_closed, in_axes=dynamic_axes)(x)
+    assert [o.shape for o in staged.outputs] == [list(want.shape)]
+    np.testing.assert_array_equal(number(staged.outputs[0].preview), np.asarray(want))
+    mapped = ctx.one(VmapInputsMapped)
+    assert [(i.path, i.static) for i in mapped.inputs] == [("args[0]", False), ("args[1]", True)]
+    axis = dynamic_axes if isinstance(dynamic_axes, int) else dynamic_axes[0]
+    assert mapped.inputs[0].bdim == axis and mapped.axis_size == x.shape[axis]
+    per_example = ctx.one(JaxprStaged).jaxpr
+    assert [v.aval.shape for v in per_example.invars] == [
+        list(np.take(np.asarray(x), 0, axis=axis).shape)
+    ]
+
+
+def test_static_argnums_in_the_middle_keep_their_place() -> None:
+    source = (
+        "import jax.numpy as jnp\n\n\ndef f(x, n, y):\n    return jnp.tile(x, n) * y\n\n\n"
+        "args = (jnp.arange(6.0).reshape(2, 3), 2, jnp.arange(2.0))\nstatic_argnums = (1,)\n"
+        "in_axes = (0, None, 0)\n"
+    )
+    ctx = run_probe("vmap", source)
+    x, y = jax.numpy.arange(6.0).reshape(2, 3), jax.numpy.arange(2.0)
+
+    def f_closed(x: Any, y: Any) -> Any:
+        return jax.numpy.tile(x, 2) * y
+
+    staged = ctx.one(BatchedJaxprStaged)
+    assert staged.jaxpr.text == str(jax.make_jaxpr(jax.vmap(f_closed))(x, y))
+    assert staged.matches_jax_vmap
+    np.testing.assert_array_equal(
+        number(staged.outputs[0].preview), np.asarray(jax.vmap(f_closed)(x, y))
+    )
+    assert [i.path for i in ctx.one(VmapInputsMapped).inputs] == ["args[0]", "args[1]", "args[2]"]
+
+
+def test_cli_batched_jaxpr_with_static_and_default_in_axes(tmp_path: Path) -> None:
+    path = tmp_path / "tile.py"
+    path.write_text(TILE)
+    f_closed = lambda x: jax.numpy.tile(x, 2)  # noqa: E731
+    truth = jax.make_jaxpr(jax.vmap(f_closed))(jax.numpy.ones((4, 3)))
+    assert _cli(path, "batched_jaxpr") == str(truth)

@@ -24,7 +24,10 @@ How we capture it:
    signature, so JAX's errors name ``f``'s arguments) only records, for each argument leaf, the
    ``BatchTracer``'s ``batch_dim`` and ``aval``: the per-example avals are those JAX itself gives
    ``f`` (docs/design/0011-vmap-exhibit.md). Static positional arguments are passed through
-   unchanged, as ``jax.vmap`` passes a value whose in_axis is ``None``.
+   unchanged: ``f`` is closed over them and vmap sees the dynamic arguments only, with
+   :func:`dynamic_in_axes` (an ``in_axes`` tuple with one entry per positional argument, the
+   static ones included, has the static entries dropped; any other ``in_axes`` applies to the
+   dynamic arguments), so the default ``in_axes=0`` works with an int static argument.
 2. The per-example jaxpr is ``jax.make_jaxpr(f, static_argnums)`` at those avals.
 3. :func:`capture_batching` interprets that jaxpr eqn by eqn (binding as ``core.eval_jaxpr``,
    under the eqn's own source info) inside ``jax.vmap`` (the flat dynamic leaves, each with the
@@ -146,19 +149,27 @@ def map_inputs(plan: CallPlan, in_axes: Any) -> MappedArgs:
                 sizes.append(int(leaf._trace.axis_data.size))
         return ()
 
-    # f's signature (through __wrapped__): JAX's error messages name f's arguments.
-    functools.update_wrapper(capture, plan.f)
-    jax.vmap(capture, in_axes=in_axes)(*args)
+    if static:
+        # The static arguments stay closed over: vmap sees the dynamic ones only.
+        capture.__name__ = capture.__qualname__ = plan.fun_name
+        dynamic = tuple(a for i, a in enumerate(args) if i not in static)
+        jax.vmap(capture, in_axes=dynamic_in_axes(plan, in_axes))(*dynamic)
+    else:
+        # f's signature (through __wrapped__): JAX's error messages name f's arguments.
+        functools.update_wrapper(capture, plan.f)
+        jax.vmap(capture, in_axes=in_axes)(*args)
 
     example_args: list[Any] = []
     leaves: list[Any] = []
     leaf_bdims: list[int | None] = []
     inputs: list[MappedInput] = []
-    for i, (arg, traced) in enumerate(zip(args, seen, strict=True)):
+    traced_of = iter(seen)
+    for i, arg in enumerate(args):
         if i in static:
             example_args.append(arg)
             inputs.append(MappedInput(path=f"args[{i}]", static=True))
             continue
+        traced = next(traced_of)
         flat_arg, _ = jax.tree_util.tree_flatten_with_path(arg)
         flat_seen, tree = jax.tree.flatten(traced)
         structs = []
@@ -329,16 +340,55 @@ def _equal(a: list[Any], b: list[Any]) -> bool:
     return True
 
 
+def dynamic_in_axes(plan: CallPlan, in_axes: Any) -> Any:
+    """``in_axes`` for the dynamic positional arguments (the static ones are closed over, never
+    mapped): a tuple/list with one entry per positional argument, the static ones included, has
+    the static entries dropped (whatever they say); anything else (an int, ``None``, a tuple with
+    one entry per dynamic argument) applies to the dynamic arguments as it is."""
+    static = set(plan.normalized_argnums())
+    if static and isinstance(in_axes, (tuple, list)) and len(in_axes) == len(plan.args):
+        return tuple(a for i, a in enumerate(in_axes) if i not in static)
+    return in_axes
+
+
+def closed_over_static(
+    plan: CallPlan, fun: Callable[..., Any], args: tuple[Any, ...]
+) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """``(f_closed, dynamic)``: ``f_closed(*dynamic) == fun(*args)`` with the static positional
+    arguments of ``args`` (at ``plan.static_argnums``) closed over."""
+    static = set(plan.normalized_argnums())
+
+    def f_closed(*dynamic: Any) -> Any:
+        it = iter(dynamic)
+        return fun(*[args[i] if i in static else next(it) for i in range(len(args))])
+
+    f_closed.__name__ = f_closed.__qualname__ = plan.fun_name
+    return f_closed, tuple(a for i, a in enumerate(args) if i not in static)
+
+
 def vmapped(plan: CallPlan, in_axes: Any, out_axes: Any) -> Callable[..., Any]:
-    """``jax.vmap(f, in_axes, out_axes)`` with the dynamic keyword arguments closed over."""
+    """``jax.vmap(f, in_axes, out_axes)`` with the dynamic keyword arguments closed over; called
+    with every positional argument. With static arguments it is ``jax.vmap(f_closed,
+    dynamic_in_axes(plan, in_axes), out_axes)(*dynamic)``, ``f_closed`` closed over the static
+    arguments (:func:`closed_over_static`): a static argument is never mapped."""
     fun = plan.fun
     if plan.kwargs:
         fun = functools.partial(fun, **jax.tree.map(lambda x: concrete_args((x,))[0], plan.kwargs))
-    return jax.vmap(fun, in_axes=in_axes, out_axes=out_axes)
+    if not plan.static_argnums:
+        return jax.vmap(fun, in_axes=in_axes, out_axes=out_axes)
+    axes = dynamic_in_axes(plan, in_axes)
+
+    def call(*args: Any) -> Any:
+        f_closed, dynamic = closed_over_static(plan, fun, args)
+        return jax.vmap(f_closed, in_axes=axes, out_axes=out_axes)(*dynamic)
+
+    return call
 
 
 def batched_jaxpr(plan: CallPlan, in_axes: Any, out_axes: Any) -> Any:
-    """``jax.make_jaxpr(jax.vmap(f, in_axes, out_axes), static_argnums)(*args)``."""
+    """``jax.make_jaxpr(jax.vmap(f, in_axes, out_axes), static_argnums)(*args)``; with static
+    arguments its text is that of ``jax.make_jaxpr(jax.vmap(f_closed, dynamic_in_axes,
+    out_axes))(*dynamic)`` (see :func:`vmapped`)."""
     return jax.make_jaxpr(vmapped(plan, in_axes, out_axes), static_argnums=plan.static_argnums)(
         *concrete_args(plan.args)
     )
