@@ -38,7 +38,7 @@ from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
 from jaxscope.internals.execution import output_previews
 from jaxscope.internals.trace_stack import count_eqns, observing
 from jaxscope.internals.views import jaxpr_view
-from jaxscope.protocol import TransformName, TransformStackEvaluated
+from jaxscope.protocol import RunOptions, TransformName, TransformStackEvaluated
 from jaxscope.sandbox.errors import classify, is_memory_error
 from jaxscope.sandbox.probe_api import ProbeContext
 from jaxscope.sandbox.snippet import InvalidSnippet
@@ -272,16 +272,37 @@ def _dynamic_fun(plan: CallPlan) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     return fun, plan.dynamic_args()
 
 
+def _max_stack() -> int:
+    """The cap on ``RunOptions.stack`` (its ``max_length``): a snippet's ``stack`` gets the same."""
+    for meta in RunOptions.model_fields["stack"].metadata:
+        limit = getattr(meta, "max_length", None)
+        if isinstance(limit, int):
+            return limit
+    raise AssertionError("RunOptions.stack has no max_length")
+
+
+MAX_STACK = _max_stack()
+
+
 def _stack(ctx: ProbeContext) -> list[str]:
     if ctx.options.stack is not None:
         return list(ctx.options.stack)
     stack = ctx.snippet.namespace.get("stack", DEFAULT_STACK)
     if isinstance(stack, str):
         stack = [s.strip() for s in stack.split(",") if s.strip()]
-    if not isinstance(stack, list | tuple) or any(s not in CHIPS for s in stack):
+    if not isinstance(stack, list | tuple) or any(
+        not isinstance(s, str) or s not in CHIPS for s in stack
+    ):
+        shown = repr(stack)
         raise InvalidSnippet(
-            f"stack must be a list of transform names (outermost first) from {', '.join(CHIPS)};"
-            f" got {stack!r}"
+            f"`stack` must be a list of transform names (outermost first) from {', '.join(CHIPS)};"
+            f" got {shown[:200] + '...' if len(shown) > 200 else shown}"
+        )
+    if len(stack) > MAX_STACK:
+        raise InvalidSnippet(
+            f"`stack` has {len(stack)} transforms; at most {MAX_STACK} are allowed (as in the "
+            "stack picker): each one multiplies the work of tracing f, so a deeper stack would "
+            "run out of the run's time budget"
         )
     return list(stack)
 

@@ -336,3 +336,48 @@ def test_cli_stack() -> None:
     assert out.returncode == 0 and out.stdout == f"TypeError: {info.value}\n"
     out = jaxscope("run", "transform_order", str(path), "--stack", "vmap,nope")
     assert out.returncode == 2 and "unknown transform nope" in out.stderr
+
+
+# ---- the snippet's stack is capped like RunOptions.stack (fix-review-34 item 4) ----------------
+
+STACK_SNIPPET = """
+import jax.numpy as jnp
+
+
+def f(x):
+    return jnp.sin(x) * 2.0
+
+
+args = (jnp.float32(0.5),)
+stack = {stack}
+"""
+
+
+@pytest.mark.parametrize(
+    ("stack", "words"),
+    [
+        (repr(["grad"] * 30), "`stack` has 30 transforms; at most 8"),
+        (repr(",".join(["jit"] * 9)), "`stack` has 9 transforms; at most 8"),
+        ("['grad', 'nope']", "`stack` must be a list of transform names"),
+        ("[1, 2]", "`stack` must be a list of transform names"),
+        ("'grad'.join(['x'] * 1000)", "`stack` must be a list of transform names"),
+    ],
+    ids=["30_grads", "9_jits_text", "unknown_name", "not_names", "long_garbage"],
+)
+def test_snippet_stack_is_capped_and_checked(stack: str, words: str) -> None:
+    with pytest.raises(Exception) as info:
+        run_probe("transform_order", STACK_SNIPPET.format(stack=stack))
+    assert type(info.value).__name__ == "InvalidSnippet"
+    assert words in str(info.value) and len(str(info.value)) < 600
+
+
+def test_the_cap_is_run_options_cap_and_a_full_stack_runs() -> None:
+    with pytest.raises(ValueError):
+        RunOptions(stack=["jit"] * (probe.MAX_STACK + 1))
+    stack = ["jit"] * probe.MAX_STACK
+    ctx = run_probe("transform_order", STACK_SNIPPET.format(stack=repr(stack)))
+    event = next(e for e in ctx.of_type(TransformStackEvaluated) if e.group == "user")
+    assert event.ok and event.stack == stack
+    g = direct(stack, lambda x: jnp.sin(x) * 2.0, 0)
+    want = g(jnp.float32(0.5))
+    assert [r.preview for r in event.result] == [preview_value(want)]
