@@ -2,8 +2,9 @@
 ``kind``, ``verdict``, one entry per floating leaf of ``args`` (``path``, the gradient with the
 rule ``custom``, ``autodiff`` without it, ``finite_difference``, and ``max_abs_diff_autodiff``/
 ``max_abs_diff_fd``), the ``attempts`` (eager and jitted grad: ``ok``, ``error_class``,
-``line``) and the ``problems`` found (``kind``, ``severity``, ``title``, ``error_class``,
-``line``). The last custom function checked when there are several. Imports only the protocol."""
+``message`` (the error's text, JAX's or the user's rule's own), ``line``) and the ``problems``
+found (``kind``, ``severity``, ``title``, ``error_class``, ``error_message``, ``line``). The
+last custom function checked when there are several. Imports only the protocol."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ def _check(events: Sequence[EventModel]) -> str | None:
                     "mode": t.mode,
                     "ok": t.ok,
                     "error_class": t.error_class,
+                    "message": t.message,
                     "line": t.source.line if t.source else None,
                 }
                 for t in e.attempts
@@ -49,6 +51,7 @@ def _check(events: Sequence[EventModel]) -> str | None:
                     "severity": p.severity,
                     "title": p.title,
                     "error_class": p.error_class,
+                    "error_message": p.error_message,
                     "line": p.source.line if p.source else None,
                 }
                 for p in e.problems

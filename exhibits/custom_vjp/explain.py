@@ -205,7 +205,10 @@ def classify_error(
     return RuleProblem(
         kind="grad_failed",
         title=f"jax.grad(f) failed{f' at line {src.line}' if src else ''}.",
-        explanation="JAX's error is shown below as JAX wrote it.",
+        explanation=(
+            "The error is shown below as it was raised: JAX's own text, or your rule's"
+            " (fwd/bwd) own exception."
+        ),
         **common,
     )
 

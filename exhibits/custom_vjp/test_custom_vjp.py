@@ -402,3 +402,81 @@ def test_golden(name: str) -> None:
             np.testing.assert_array_equal(flat(a.custom), flat(w))
     staged = ctx.of_type(JaxprStaged)
     assert (staged[0].jaxpr.text if staged else None) == gold.get("jaxpr")
+
+
+# ---- a rule that raises: its text, not only its class (fix-review-34 item 5) -------------------
+
+RAISING_RULE = """
+import jax
+import jax.numpy as jnp
+
+
+@jax.custom_vjp
+def g(x):
+    return jnp.sin(x)
+
+
+def fwd(x):
+{fwd_body}
+
+
+def bwd(res, ct):
+{bwd_body}
+
+
+g.defvjp(fwd, bwd)
+
+
+def f(x):
+    return g(x).sum()
+
+
+args = (jnp.ones(3),)
+"""
+
+
+@pytest.mark.parametrize(
+    ("fwd_body", "bwd_body"),
+    [
+        (
+            "    return jnp.sin(x), x",
+            "    raise ValueError('my bwd is broken: residual has the wrong shape')",
+        ),
+        ("    raise RuntimeError('fwd refuses x: ' + str(x.shape))", "    return (ct * res,)"),
+        ("    return jnp.sin(x), x", "    return ct * res"),  # JAX's own error: not a tuple
+    ],
+    ids=["bwd_raises", "fwd_raises", "bwd_not_tuple"],
+)
+def test_rule_error_text_in_cli_check_and_events(
+    tmp_path: Path, fwd_body: str, bwd_body: str
+) -> None:
+    source = RAISING_RULE.format(fwd_body=fwd_body, bwd_body=bwd_body)
+    s = load_snippet(source)
+    with pytest.raises(Exception) as info:  # the truth: what jax.grad raises on its own
+        jax.grad(s.f)(*s.args)
+    want = str(info.value)
+    check = run_probe("custom_vjp", source).one(CustomRuleChecked)
+    eager = next(t for t in check.attempts if t.mode == "eager")
+    assert not eager.ok and eager.message == want
+    assert check.problems[0].error_message == want
+    if check.problems[0].kind == "grad_failed":
+        assert "as it was raised" in check.problems[0].explanation
+
+    snippet = tmp_path / "raising.py"
+    snippet.write_text(source)
+    jaxscope = str(ROOT / ".venv" / "bin" / "jaxscope")
+    proc = subprocess.run(
+        [jaxscope, "run", "custom_vjp", str(snippet), "--print", "check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["verdict"] == "error"
+    printed = {t["mode"]: t for t in out["attempts"]}
+    assert printed["eager"]["error_class"] == type(info.value).__name__
+    # the file name differs (<snippet> in-process, the path on the CLI): compare the first line
+    assert printed["eager"]["message"].splitlines()[0] == want.splitlines()[0]
+    assert out["problems"][0]["error_message"].splitlines()[0] == want.splitlines()[0]

@@ -3,6 +3,7 @@ import type { Event } from "../../frontend/src/protocol";
 import {
   customModel,
   diffText,
+  failedAttempts,
   firstLine,
   formatNested,
   formatNumber,
@@ -160,6 +161,25 @@ describe("status and verdict", () => {
       "error",
       "warning",
       "note",
+    ]);
+  });
+});
+
+describe("failed attempts (a rule that raises: its text, not only its class)", () => {
+  it("lists each failed attempt's class and first line, the jit one only when it differs", () => {
+    const attempts = [
+      { mode: "eager" as const, ok: false, error_class: "ValueError", message: "my bwd is broken\nmore", source: null },
+      { mode: "jit" as const, ok: false, error_class: "ValueError", message: "my bwd is broken\nmore", source: null },
+    ];
+    expect(failedAttempts(attempts)).toEqual([
+      { mode: "eager", label: "jax.grad(f)", error_class: "ValueError", firstLine: "my bwd is broken" },
+    ]);
+    const differ = [
+      { ...attempts[0]!, ok: true, error_class: null, message: null },
+      { ...attempts[1]!, message: "TracerIntegerConversionError text" },
+    ];
+    expect(failedAttempts(differ).map((t) => [t.label, t.firstLine])).toEqual([
+      ["jax.jit(jax.grad(f))", "TracerIntegerConversionError text"],
     ]);
   });
 });

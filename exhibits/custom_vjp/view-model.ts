@@ -132,6 +132,38 @@ export function firstLine(text: string | null | undefined): string {
   return i < 0 ? text : text.slice(0, i);
 }
 
+/** A failed gradient attempt as the view lists it: its label, class and first line of text. */
+export interface FailedAttempt {
+  mode: RuleChecked["attempts"][number]["mode"];
+  label: string;
+  error_class: string;
+  firstLine: string;
+}
+
+/**
+ * The failed attempts whose error text is shown under the badges (JAX's or the user's rule's own
+ * message, first line): the jit attempt is left out when its text is the eager one's.
+ */
+export function failedAttempts(
+  attempts: RuleChecked["attempts"],
+): FailedAttempt[] {
+  const out: FailedAttempt[] = [];
+  const shown = new Set<string>();
+  for (const t of attempts) {
+    if (t.ok) continue;
+    const text = t.message ?? "";
+    if (shown.has(text)) continue;
+    shown.add(text);
+    out.push({
+      mode: t.mode,
+      label: t.mode === "eager" ? "jax.grad(f)" : "jax.jit(jax.grad(f))",
+      error_class: t.error_class ?? "error",
+      firstLine: firstLine(text) || "(no message)",
+    });
+  }
+  return out;
+}
+
 /** What the kind of a custom function means, in one line. */
 export function kindText(kind: CallRecorded["kind"]): string {
   return kind === "custom_vjp"
