@@ -62,3 +62,51 @@ def test_c20_bwd_arity_points_at_line(
     expect(page.get_by_test_id("problem-int_not_nondiff")).to_contain_text("nondiff_argnums")
     page.screenshot(path=str(screenshots / "custom_vjp-c20-bwd-arity.png"), full_page=True)
     assert console_errors == []
+
+
+RAISING_BWD = """import jax
+import jax.numpy as jnp
+
+
+@jax.custom_vjp
+def g(x):
+    return jnp.sin(x)
+
+
+def fwd(x):
+    return jnp.sin(x), x
+
+
+def bwd(res, ct):
+    raise ValueError("my bwd is broken: residual has the wrong shape")
+
+
+g.defvjp(fwd, bwd)
+
+
+def f(x):
+    return g(x).sum()
+
+
+args = (jnp.ones(3),)
+"""
+
+
+def test_a_raising_bwd_shows_its_message(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """The user's own error text (not only ValueError) under the attempts and in the problem."""
+    from e2e.browser import set_code
+
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "custom_vjp")
+    set_code(page, RAISING_BWD)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    message = "my bwd is broken: residual has the wrong shape"
+    expect(page.get_by_test_id("attempt-error-eager")).to_contain_text(f"ValueError: {message}")
+    problem = page.get_by_test_id("problem-grad_failed").first
+    expect(problem.get_by_test_id("problem-error")).to_contain_text(f"ValueError: {message}")
+    problem.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "custom_vjp_raising_bwd.png"))
+    assert console_errors == []

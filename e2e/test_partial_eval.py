@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -162,4 +163,36 @@ def test_default_example_steps_from_split_to_rows(
     expect(rows).to_have_count(1)
     page.get_by_test_id("stepper-next").click()
     expect(rows).to_have_count(2)
+    assert console_errors == []
+
+
+WHILE_LOOP = Path(__file__).resolve().parents[1] / "exhibits" / "partial_eval" / "fixtures"
+WHILE_LOOP_SOURCE = (WHILE_LOOP / "while_loop_bound.py").read_text()
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_remat_unavailable_keeps_the_split_and_shows_jaxs_error(
+    page: Page, console_errors: list[str], screenshots: Path, theme: str
+) -> None:
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "partial_eval")
+    if page.locator("html").get_attribute("data-theme") != theme:
+        page.get_by_test_id("theme-toggle").click()
+    set_code(page, WHILE_LOOP_SOURCE)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    ns: dict[str, Any] = {}
+    exec(WHILE_LOOP_SOURCE, ns)
+    with pytest.raises(ValueError) as info:
+        jax.grad(ns["f"])(*ns["args"])
+    expect(page.get_by_test_id("jaxpr-text")).to_be_visible()
+    box = page.get_by_test_id("remat-unavailable")
+    expect(box).to_be_visible()
+    expect(page.get_by_test_id("remat-unavailable-message")).to_have_text(
+        f"ValueError: {info.value}"
+    )
+    expect(page.get_by_test_id("remat-unavailable-why")).to_contain_text("while_loop")
+    expect(page.get_by_test_id("remat-table")).to_have_count(0)
+    box.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / f"partial_eval_remat_unavailable_{theme}.png"))
     assert console_errors == []

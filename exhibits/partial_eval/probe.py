@@ -29,10 +29,10 @@ from jaxscope.sandbox.errors import ad_help, is_memory_error
 from jaxscope.sandbox.probe_api import ProbeContext
 
 WHY_UNAVAILABLE = (
-    "Each row of the remat table compiles jax.grad(jax.checkpoint(f, policy)): reverse mode, "
+    "Each row of the remat table compiles `jax.grad(jax.checkpoint(f, policy))`: reverse mode, "
     "which needs the transpose of every linear eqn of the split's unknown jaxpr. JAX refused "
     "that for this f, so no policy can be measured. The split above is only forward mode "
-    "(jax.jvp, then partial evaluation) and stays valid."
+    "(`jax.jvp`, then partial evaluation) and stays valid."
 )
 
 
