@@ -1074,7 +1074,10 @@ class PytreeFlattened(_Event):
     """The result of ``jax.tree_util.tree_flatten_with_path``: leaves with their key paths,
     JAX's treedef string, leaf and node counts (``treedef.num_leaves``/``num_nodes``), each
     leaf's type (``module.qualname``) and aval, and whether ``tree_unflatten(treedef, leaves)``
-    gave back a container with the same treedef and the very same leaf objects."""
+    gave back a container with the same treedef and the very same leaf objects.
+    ``keypaths``/``leaf_types``/``avals`` (and ``leaves``, the previews) are the first leaves
+    only on a large container: ``leaves_omitted`` says how many leaves they leave out;
+    ``treedef`` is cut at a few thousand characters (``treedef_chars``: its full length)."""
 
     type: Literal["pytree_flattened"] = "pytree_flattened"
     name: str
@@ -1087,6 +1090,8 @@ class PytreeFlattened(_Event):
     num_nodes: int
     roundtrip_ok: bool
     unflattened: str = ""
+    leaves_omitted: int = 0
+    treedef_chars: int = 0
 
 
 class TreedefsCompared(_Event):

@@ -46,6 +46,7 @@ from jaxscope.protocol import (
     XlaFlagVerdictView,
 )
 from jaxscope.sandbox.probe_api import ProbeContext, Snippet
+from jaxscope.sandbox.snippet import InvalidSnippet
 
 CACHE_DIR = "jaxscope-persistent-cache"
 
@@ -121,7 +122,7 @@ def _base(snippet: Snippet) -> Variant:
 
 def _plain_function(f: Callable[..., Any], what: str) -> types.FunctionType:
     if not isinstance(f, types.FunctionType):
-        raise TypeError(
+        raise InvalidSnippet(
             f"the {what} perturbation needs `f` to be a plain Python function (def or lambda), "
             f"got {type(f).__name__}"
         )
@@ -170,7 +171,7 @@ def _grown_args(base: Variant) -> tuple[tuple[Any, ...], str]:
             continue
         shape = tuple(grown[i].shape)
         return tuple(grown), f"shapes: args[{i}] {tuple(a.shape)} -> {shape}"
-    raise ValueError(
+    raise InvalidSnippet(
         "the shapes perturbation found no array argument of f that can grow one row longer "
         "(f rejected every such change)"
     )
@@ -193,7 +194,9 @@ def perturbed(base: Variant, perturb: str) -> Variant:
         static = set(base.jit_kwargs["static_argnums"])
         dynamic = [i for i in range(len(base.args)) if i not in static]
         if not dynamic:
-            raise ValueError("the donate_argnums perturbation needs a positional array argument")
+            raise InvalidSnippet(
+                "the donate_argnums perturbation needs a positional array argument"
+            )
         kw = {**base.jit_kwargs, "donate_argnums": (dynamic[0],)}
         return Variant(
             base.fun, kw, base.args, base.kwargs, detail=f"donate_argnums=({dynamic[0]},)"
@@ -237,7 +240,7 @@ def perturbed(base: Variant, perturb: str) -> Variant:
             detail=f"{f.__name__} defined at line {code.co_firstlineno} instead of "
             f"{f.__code__.co_firstlineno} (same body, same name)",
         )
-    raise ValueError(f"unknown perturbation {perturb!r}; valid: {', '.join(PERTURBATIONS)}")
+    raise InvalidSnippet(f"unknown perturbation {perturb!r}; valid: {', '.join(PERTURBATIONS)}")
 
 
 @contextlib.contextmanager

@@ -220,8 +220,16 @@ def test_flag_filter_equals_jax() -> None:
 
 
 def test_unknown_perturbation_fails() -> None:
-    with pytest.raises(ValueError, match="unknown perturbation"):
+    """An invalid_snippet error naming the valid perturbations, not blamed on JAX or on f."""
+    from jaxscope.sandbox.errors import classify
+    from jaxscope.sandbox.snippet import InvalidSnippet
+
+    with pytest.raises(InvalidSnippet, match="unknown perturbation 'nope'; valid: ") as info:
         run_probe("cache_key", MATMUL, RunOptions(perturb="nope"))
+    failed = classify(info.value, "trace", load_snippet(MATMUL).f)
+    assert failed.kind == "invalid_snippet" and failed.source is None
+    for name in probe.PERTURBATIONS:
+        assert name in failed.message
 
 
 def test_cli_key_and_digests_as_jax_writes_them() -> None:

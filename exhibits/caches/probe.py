@@ -33,13 +33,13 @@ from jaxscope.internals.cache_layers import (
     jitted_fun,
     jitted_statics,
     key_entries,
+    multiline_jaxpr_view,
     observe_jit_call,
     persistent_cache_enabled,
     reset_caches,
     trace_context_now,
     watching_jit_calls,
 )
-from jaxscope.internals.views import jaxpr_view
 from jaxscope.protocol import (
     CacheCounterView,
     CachesReset,
@@ -47,7 +47,8 @@ from jaxscope.protocol import (
     KeyEntryDiff,
     SourceLoc,
 )
-from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, ProbeContext
+from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, ProbeContext, blame_line, setting_line
+from jaxscope.sandbox.snippet import InvalidSnippet
 
 MAX_CALLS = 64
 
@@ -59,6 +60,8 @@ PRESETS: dict[str, str] = {
     "weak_type": "a Python scalar in place of the first array argument",
     "static_changed": "a static argument changed, then changed back",
     "redefined": "f redefined: a new function object from the same line",
+    "new_closure": "a new closure each time: three calls, each jitting a new function object "
+    "made from f's code (as jax.jit(make_step(s)) in a loop does)",
     "numpy": "the array arguments as numpy arrays",
     "committed": "the array arguments committed to a device with jax.device_put",
     "matmul_precision": "the same call inside jax.default_matmul_precision('highest')",
@@ -124,7 +127,7 @@ def _preset_calls(
     preset: str, jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> list[PlannedCall]:
     if preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; presets: {', '.join(PRESETS)}")
+        raise InvalidSnippet(f"unknown preset {preset!r}; presets: {', '.join(PRESETS)}")
     first = PlannedCall(jitted, args, kwargs)
     statics = set(jitted_statics(jitted)[0])
     if preset == "same":
@@ -141,25 +144,20 @@ def _preset_calls(
         return [first, PlannedCall(jitted, _weak(args, statics), kwargs)]
     if preset == "static_changed":
         if not statics:
-            raise ValueError(
+            raise InvalidSnippet(
                 "the static_changed preset needs a static argument: set static_argnums in the "
                 "snippet (or jit f with static_argnums)"
             )
         i = min(statics)
         bumped = _bump(args[i])
         if bumped is None:
-            raise ValueError(f"cannot change static argument {i} ({args[i]!r}) automatically")
+            raise InvalidSnippet(f"cannot change static argument {i} ({args[i]!r}) automatically")
         changed = (*args[:i], bumped, *args[i + 1 :])
         return [first, PlannedCall(jitted, changed, kwargs), PlannedCall(jitted, args, kwargs)]
     if preset == "redefined":
-        fun = jitted_fun(jitted)
-        again = types.FunctionType(
-            fun.__code__, fun.__globals__, fun.__name__, fun.__defaults__, fun.__closure__
-        )
-        again.__kwdefaults__ = fun.__kwdefaults__
-        nums, names = jitted_statics(jitted)
-        rejit = jax.jit(again, static_argnums=nums, static_argnames=names)
-        return [first, PlannedCall(rejit, args, kwargs)]
+        return [first, PlannedCall(_rejit(jitted), args, kwargs)]
+    if preset == "new_closure":
+        return [first, *(PlannedCall(_rejit(jitted), args, kwargs) for _ in range(2))]
     if preset == "numpy":
         return [first, PlannedCall(jitted, _arrays(args, np.asarray), kwargs)]
     if preset == "committed":
@@ -167,6 +165,18 @@ def _preset_calls(
         return [first, PlannedCall(jitted, _arrays(args, lambda x: jax.device_put(x, dev)), kwargs)]
     # matmul_precision
     return [first, PlannedCall(jitted, args, kwargs, context="highest")]
+
+
+def _rejit(jitted: Any) -> Any:
+    """``jax.jit`` of a new function object made from the jitted function's code, globals,
+    defaults and closure cells (what re-running its ``def`` makes), with the same statics."""
+    fun = jitted_fun(jitted)
+    again = types.FunctionType(
+        fun.__code__, fun.__globals__, fun.__name__, fun.__defaults__, fun.__closure__
+    )
+    again.__kwdefaults__ = fun.__kwdefaults__
+    nums, names = jitted_statics(jitted)
+    return jax.jit(again, static_argnums=nums, static_argnames=names)
 
 
 def _grow_args(args: tuple[Any, ...], statics: set[int]) -> tuple[Any, ...]:
@@ -230,7 +240,7 @@ class _Observer:
         with self.ctx.stage("call", call_index=index):
             record = observe_jit_call(jitted, args, kwargs)
         # The jaxpr this call traced, from the cache the call just filled (a hit: nothing new).
-        jaxpr = jaxpr_view(jitted.trace(*args, **kwargs).jaxpr) if record.traced else None
+        jaxpr = multiline_jaxpr_view(jitted.trace(*args, **kwargs).jaxpr) if record.traced else None
         now = dict(entries)
         closest = self._closest(now)
         diff = _diff(now, self.history[closest] if closest is not None else None)
@@ -350,7 +360,12 @@ def run(ctx: ProbeContext) -> None:
         planned = _preset_calls(preset, jitted, snippet.args, snippet.kwargs)
     else:
         if not isinstance(calls, (list, tuple)):
-            raise TypeError("`calls` must be a list of argument tuples")
+            raise blame_line(
+                InvalidSnippet(
+                    f"`calls` must be a list of argument tuples, got {type(calls).__name__}"
+                ),
+                setting_line(snippet.source, "calls"),
+            )
         planned = []
         for c in list(calls)[:MAX_CALLS]:
             planned.append(

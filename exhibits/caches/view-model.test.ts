@@ -95,10 +95,17 @@ describe('committed: a new lowering JAX does not explain', () => {
 
 describe('numpy_input: the Python caches answer', () => {
   const model = cachesModel(load('numpy_input'), load('numpy_input'));
-  it('is the jaxpr layer, not silent (no work)', () => {
+  it('is answered by the deepest cache that hit (lowering), not silent (no work)', () => {
     const c = model.calls[1]!;
-    expect(c.layer).toBe('jaxpr');
+    expect(c.cells['jaxpr']).toBe('hit');
+    expect(c.cells['lowering']).toBe('hit');
+    expect(c.layer).toBe('lowering');
+    expect(c.traced).toBe(false);
+    expect(callSentence(c)).toContain('nothing was traced, lowered or compiled');
     expect(jaxSilent(c)).toBe(false);
+  });
+  it('the jaxpr text is JAX’s printout over several lines', () => {
+    expect(model.calls[0]!.jaxpr!.text.split('\n').length).toBeGreaterThan(2);
   });
 });
 

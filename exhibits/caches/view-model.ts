@@ -44,6 +44,7 @@ export const PRESETS: readonly { id: string; label: string }[] = [
   { id: 'weak_type', label: 'a Python scalar in place of an array' },
   { id: 'static_changed', label: 'a static argument changed and changed back' },
   { id: 'redefined', label: 'f redefined (same line, new object)' },
+  { id: 'new_closure', label: 'a new closure each time (three new function objects)' },
   { id: 'numpy', label: 'numpy arrays in place of jax.Arrays' },
   { id: 'committed', label: 'a committed jax.device_put input' },
   { id: 'matmul_precision', label: "inside default_matmul_precision('highest')" },
@@ -108,9 +109,11 @@ export function callSentence(call: JitCallObserved): string {
     case 'cpp':
       return `${who}: the C++ fast path answered; no Python of JAX ran, nothing was traced, lowered or compiled.`;
     case 'jaxpr':
-      return `${who}: the C++ cache missed, but JAX's Python caches answered: the traced jaxpr and its lowered, compiled computation were found; nothing was traced, lowered or compiled.`;
+      return `${who}: the C++ cache missed, but the traced-jaxpr cache answered; nothing was traced.`;
     case 'lowering':
-      return `${who}: ${call.function} was traced again, but the lowering cache answered: nothing was lowered or compiled.`;
+      return call.traced
+        ? `${who}: ${call.function} was traced again, but the lowering cache answered: nothing was lowered or compiled.`
+        : `${who}: the C++ cache missed; the traced-jaxpr cache and then the lowering cache answered (its lowered computation's compile is memoised): nothing was traced, lowered or compiled.`;
     case 'executable':
       return `${who}: lowered again, but the compiled-executable cache answered: nothing was compiled.`;
     case 'persistent':

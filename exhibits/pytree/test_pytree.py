@@ -447,3 +447,85 @@ def test_cli_prints_keypaths_treedef_and_num_leaves() -> None:
     assert json.loads(_cli(path, "keypaths")) == want["keypaths"]
     assert _cli(path, "treedef") == want["treedef"]
     assert _cli(path, "num_leaves") == str(want["num_leaves"])
+
+
+def _failed(source: str) -> Any:
+    _ctx, err = _run_collecting(source)
+    assert err is not None
+    return classify(err, "trace", load_snippet(source).f)
+
+
+def test_cyclic_container_is_reported_at_the_args_line_by_the_worker(tmp_path: Path) -> None:
+    """Through the real worker (the CLI): a RecursionError, not a crashed worker."""
+    path = tmp_path / "cyclic.py"
+    path.write_text("a = []\na.append(a)\n\n\ndef f(x):\n    return x\n\n\nargs = (a,)\n")
+    out = subprocess.run(
+        [JAXSCOPE, "run", "pytree", str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert "run failed (user_exception): RecursionError: the container is cyclic" in out.stderr
+    assert "at line 9 in <module>" in out.stderr
+    assert "worker_crashed" not in out.stderr
+
+
+def test_too_deep_container_is_reported_at_the_args_line() -> None:
+    source = (
+        "def f(x):\n    return x\n\n\nd = 1.0\nfor _ in range(5000):\n    d = [d]\nargs = (d,)\n"
+    )
+    failed = _failed(source)
+    assert failed.error_class == "RecursionError"
+    assert failed.message.startswith("the container is nested too deeply")
+    assert failed.source is not None and failed.source.line == 8
+    assert "cyclic or nested too deeply" in (failed.explanation or "")
+
+
+def test_unsortable_keys_and_garbage_flatten_point_at_args_and_registration() -> None:
+    keys = "def f(d):\n    return d\n\n\nargs = ({1: 1.0, 'a': 2.0},)\n"
+    failed = _failed(keys)
+    with pytest.raises(Exception) as jax_err:  # JAX's own error, for the class and text
+        jax.tree_util.tree_flatten({1: 1.0, "a": 2.0})
+    assert failed.error_class == type(jax_err.value).__name__
+    assert failed.source is not None and failed.source.line == 5
+    garbage = (
+        "import jax\n\n\nclass Box:\n    def __init__(self, v):\n        self.v = v\n\n\n"
+        "jax.tree_util.register_pytree_node(Box, lambda b: 42, lambda t, c: Box(c[0]))\n\n\n"
+        "def f(b):\n    return b.v\n\n\nargs = (Box(1.0),)\n"
+    )
+    failed = _failed(garbage)
+    assert failed.error_class == "ValueError" and "got 42" in failed.message
+    assert failed.source is not None and failed.source.line == 9
+
+
+def test_large_container_visits_stop_at_the_cap_and_lists_are_capped() -> None:
+    from exhibits.pytree import probe as pytree_probe
+
+    n = pytree_probe.MAX_LEAVES + 500
+    tree = ([float(i) for i in range(n)],)
+    visits = visited_events(tree, None, "args")
+    assert len(visits) == pytree_probe.MAX_VISITS
+    flat = flattened_event(tree, None, "args")
+    truth = jax.tree_util.tree_flatten_with_path(tree)[0]
+    assert flat.num_leaves == n and flat.leaves_omitted == 500
+    assert flat.keypaths == [jax.tree_util.keystr(p) for p, _ in truth[: pytree_probe.MAX_LEAVES]]
+    assert len(flat.avals) == len(flat.leaf_types) == pytree_probe.MAX_LEAVES
+    assert [v.keypath for v in visits[1:4]] == ["[0]", "[0][0]", "[0][1]"]
+
+
+def test_huge_aux_repr_is_cut() -> None:
+    from exhibits.pytree import probe as pytree_probe
+
+    @dataclasses.dataclass
+    class Tagged:
+        v: float
+        tag: str
+
+    jax.tree_util.register_pytree_node(
+        Tagged, lambda t: ((t.v,), t.tag), lambda tag, c: Tagged(c[0], tag)
+    )
+    tree = (Tagged(1.0, "x" * 1_000_000),)
+    flat = flattened_event(tree, None, "args")
+    full = str(jax.tree_util.tree_structure(tree))
+    assert flat.treedef_chars == len(full)
+    assert flat.treedef.startswith(full[: pytree_probe.TREEDEF_CHARS])
+    assert len(flat.treedef) < pytree_probe.TREEDEF_CHARS + 50
+    aux = [v.aux for v in visited_events(tree, None, "args") if v.aux is not None]
+    assert aux and all(len(a) <= 200 for a in aux)

@@ -20,10 +20,12 @@ The layers a ``jax.jit`` call walks through (JAX 0.10.2):
   ``cache_misses`` events.
 
 Every ``weakref_lru_cache`` has ``cache_info()`` with ``hits``/``misses``; we snapshot them right
-before and after the call. Internal jits (``jnp`` helpers) move ``_infer_params_cached`` too
-while ``f`` is traced; the verdict for the outer call uses the trace event of ``f`` (did JAX
-trace *this* function) and the lowering/compile caches, which only the outermost dispatch
-consults.
+before and after the call. Internal jits (``jnp`` helpers' inner ``jit``s, and any jit ``f``
+calls) move ``_infer_params_cached`` and ``trace_to_jaxpr`` too while ``f``'s body runs under the
+trace: those lookups are filtered out. A profile hook (``sys.setprofile``) snapshots the counters
+when ``f``'s code object starts and returns, and the counts moved in between are subtracted, so
+the counters are the outer call's own lookups (keyed by ``f``). The verdict uses the trace event
+of ``f`` (did JAX trace *this* function) and the filtered counters.
 
 Also: :func:`watching_jit_calls`, which, while a driver ``f`` runs, turns every ``jax.jit``
 object of the snippet (created before the run, or by ``jax.jit``/``jit`` during it) into an
@@ -234,6 +236,8 @@ class JitCallRecord:
     explanation: str
     messages: list[str] = field(default_factory=list)
     out: Any = None
+    inner: dict[str, tuple[int, int]] = field(default_factory=dict)
+    filtered: bool = False
 
     def delta(self, name: str) -> tuple[int, int]:
         """``(hits, misses)`` added to cache ``name`` by the call."""
@@ -271,19 +275,61 @@ class JitCallRecord:
         return cells
 
     def layer(self) -> str:
-        """The layer that answered: ``cpp``; ``jaxpr`` (no trace, and the lowering cached with
-        the jaxpr hit: nothing traced, lowered or compiled); ``lowering`` (traced, but the
-        lowering cache hit); ``executable``; ``persistent``; or ``compile`` (XLA compiled)."""
+        """The deepest cache that answered: ``cpp``; ``lowering`` (the lowering cache hit,
+        whether or not the jaxpr cache hit before it: nothing lowered or compiled);
+        ``executable``; ``persistent``; ``jaxpr`` (the jaxpr cache hit and no deeper cache was
+        consulted); or ``compile`` (XLA compiled)."""
         c = self.cells()
         if c["cpp"] == "hit":
             return "cpp"
-        if c["lowering"] == "hit":
-            return "jaxpr" if c["jaxpr"] == "hit" else "lowering"
-        if c["executable"] == "hit":
-            return "executable"
-        if c["persistent"] == "hit":
-            return "persistent"
+        for layer in ("lowering", "executable", "persistent"):
+            if c[layer] == "hit":
+                return layer
+        if c["jaxpr"] == "hit" and c["lowering"] == "skipped":
+            return "jaxpr"
         return "compile"
+
+
+class _BodyWindow:
+    """While active, sums what the counters moved while ``fun``'s own code ran (its body under
+    the trace: the lookups of the jits it calls, e.g. ``jnp`` helpers' inner jits), found with
+    ``sys.setprofile`` call/return events of ``fun.__code__`` (recursion counted once)."""
+
+    def __init__(self, fun: Any) -> None:
+        import inspect
+
+        self.code = getattr(inspect.unwrap(fun), "__code__", None)
+        self.moved: dict[str, tuple[int, int]] = {name: (0, 0) for name in COUNTED_CACHES}
+        self._depth = 0
+        self._start: dict[str, tuple[int, int]] = {}
+        self._saved: Any = None
+
+    def _profile(self, frame: Any, event: str, arg: Any) -> None:
+        del arg
+        if frame.f_code is not self.code:
+            return
+        if event == "call":
+            if self._depth == 0:
+                self._start = counter_snapshot()
+            self._depth += 1
+        elif event == "return" and self._depth > 0:
+            self._depth -= 1
+            if self._depth == 0:
+                now = counter_snapshot()
+                for name, (h, m) in now.items():
+                    h0, m0 = self._start[name]
+                    dh, dm = self.moved[name]
+                    self.moved[name] = (dh + h - h0, dm + m - m0)
+
+    def __enter__(self) -> _BodyWindow:
+        if self.code is not None:
+            self._saved = sys.getprofile()
+            sys.setprofile(self._profile)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.code is not None:
+            sys.setprofile(self._saved)
 
 
 def observe_jit_call(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> JitCallRecord:
@@ -321,12 +367,14 @@ def observe_jit_call(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any])
         logger.setLevel(logging.WARNING)
     jax.monitoring.register_event_duration_secs_listener(on_duration)
     jax.monitoring.register_event_listener(on_event)
+    body = _BodyWindow(jitted_fun(jitted))
     try:
         with jax.explain_cache_misses(True):
             size_before = int(jitted._cache_size())
             before = counter_snapshot()
-            out = jitted(*args, **kwargs)
-            after = counter_snapshot()
+            with body:
+                out = jitted(*args, **kwargs)
+            raw_after = counter_snapshot()
             size_after = int(jitted._cache_size())
         jax.block_until_ready(out)
     finally:
@@ -335,6 +383,10 @@ def observe_jit_call(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any])
         logger.removeHandler(handler)
         logger.setLevel(saved[0])
         logger.propagate = saved[1]
+    after = {
+        name: (h - body.moved[name][0], m - body.moved[name][1])
+        for name, (h, m) in raw_after.items()
+    }
     return JitCallRecord(
         fun_name=fun_name,
         before=before,
@@ -351,7 +403,23 @@ def observe_jit_call(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any])
         explanation=tidy_explanation(handler.messages),
         messages=list(handler.messages),
         out=out,
+        inner=dict(body.moved),
+        filtered=body.code is not None,
     )
+
+
+def multiline_jaxpr_view(closed_jaxpr: Any) -> Any:
+    """:func:`jaxpr_view` of ``closed_jaxpr`` whose ``text`` is JAX's printout broken over
+    lines: ``str(closed_jaxpr)`` puts a short jaxpr on one line; then it is printed again by
+    JAX's pretty printer one column narrower (``pretty_print(width=len - 1)``), which breaks
+    the ``let`` block into one eqn per line and leaves everything else as JAX prints it."""
+    from jaxscope.internals.views import jaxpr_view
+
+    view = jaxpr_view(closed_jaxpr)
+    if "\n" in view.text:
+        return view
+    text = closed_jaxpr.pretty_print(width=max(len(view.text) - 1, 1))
+    return view.model_copy(update={"text": str(text)})
 
 
 def _from_snippet(fun: Any) -> bool:

@@ -30,11 +30,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jax
+import numpy as np
 from jax._src import tree_util as _tu
 
 _BUILTIN_CONTAINERS = (tuple, list, dict, collections.OrderedDict, collections.defaultdict)
 _DICT_LIKE = (dict, collections.OrderedDict, collections.defaultdict)
 AUX_CHARS = 200
+
+
+# Deeper containers are refused before JAX sees them: JAX's C++ flatten recurses once per level
+# and, past Python's recursion limit, raises RecursionError and leaves the interpreter's
+# recursion counter exhausted (jaxlib 0.10.2: nothing, not even ``print``, runs afterwards).
+MAX_DEPTH = 500
+# Types JAX always takes for leaves (never registered), skipped without asking JAX.
+_PLAIN_LEAVES = (int, float, complex, bool, str, bytes, np.ndarray, np.generic)
 
 
 class WalkMismatch(AssertionError):
@@ -72,7 +81,17 @@ def one_level(node: Any) -> tuple[list[tuple[Any, Any]], Any] | None:
     ``node``) and ``PyTreeDef.node_data()`` for the aux data. Not the C++ registry's
     ``flatten_one_level_with_keys``: in jaxlib 0.10.2 it gives every child of a namedtuple the
     first field's key (``.a, .a, .a``), while ``tree_flatten_with_path`` gives ``.a, .b, .c``."""
-    keyed, treedef = jax.tree_util.tree_flatten_with_path(node, is_leaf=lambda x: x is not node)
+    asked = [False]
+
+    def below_root(x: Any) -> bool:  # JAX asks about the root first, then each child
+        del x
+        if asked[0]:
+            return True
+        asked[0] = True
+        return False
+
+    # Not ``x is not node``: a cyclic container holds ``node`` itself as a child.
+    keyed, treedef = jax.tree_util.tree_flatten_with_path(node, is_leaf=below_root)
     if treedef.num_nodes == 1 and treedef.num_leaves == 1:
         return None
     data = treedef.node_data()
@@ -163,8 +182,89 @@ def _aux_text(node: Any, registration: str, aux: Any) -> str | None:
     return text if len(text) <= AUX_CHARS else text[: AUX_CHARS - 1] + "…"
 
 
-def walk(tree: Any, is_leaf: Any = None) -> list[Visit]:
-    """Every node of ``tree`` in JAX's visit order (see the module docstring)."""
+@dataclass(frozen=True)
+class NodeFault:
+    """Where :func:`check_container` found JAX's flatten of one node failing: ``keypath``
+    (``keystr``), the node's class and whether the class is in JAX's Python-side registry
+    (``register_pytree_node`` and friends: the registration's flatten is at fault)."""
+
+    keypath: str
+    node_type: type
+    registered: bool
+
+
+# The attribute :func:`check_container` sets on an exception raised by JAX's flatten of a node.
+FAULT_ATTR = "_jaxscope_node_fault"
+
+
+def check_container(tree: Any, is_leaf: Any = None, max_depth: int = MAX_DEPTH) -> int:
+    """Walk ``tree`` one level at a time (iteratively, with :func:`one_level`, consulting
+    ``is_leaf`` as JAX does) before JAX flattens it whole; returns the number of nodes.
+
+    Raises ``RecursionError`` when a node is its own ancestor (a cyclic container) or the
+    nesting is deeper than ``max_depth``. An exception from one node's flatten (unsortable dict
+    keys, a registered flatten returning garbage) propagates with a :class:`NodeFault` in its
+    :data:`FAULT_ATTR` attribute."""
+    on_path: set[int] = set()
+    count = 0
+    stack: list[tuple[Any, tuple[Any, ...], bool]] = [(tree, (), False)]
+    while stack:
+        node, path, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(node))
+            continue
+        count += 1
+        if node is None or type(node) in _PLAIN_LEAVES or isinstance(node, jax.Array):
+            continue
+        if is_leaf is not None and is_leaf(node):
+            continue
+        where = _short_keystr(path)
+        if id(node) in on_path:
+            raise RecursionError(
+                f"the container is cyclic: the {type(node).__qualname__} at {where} contains "
+                "itself (it is its own ancestor), so JAX's flatten would never end"
+            )
+        if len(path) > max_depth:
+            raise RecursionError(
+                f"the container is nested too deeply: more than {max_depth} levels (at {where}) "
+                "(JAX's C++ flatten recurses once per level, into Python's recursion limit)"
+            )
+        try:
+            got = one_level(node)
+        except Exception as err:
+            fault = NodeFault(where, type(node), type(node) in _tu._registry)
+            try:
+                setattr(err, FAULT_ATTR, fault)
+            except (AttributeError, TypeError):
+                pass
+            raise
+        if got is None:
+            continue
+        on_path.add(id(node))
+        stack.append((node, path, True))
+        for k, child in reversed(got[0]):
+            stack.append((child, (*path, k), False))
+    return count
+
+
+def _short_keystr(path: tuple[Any, ...], keep: int = 6) -> str:
+    if not path:
+        return "the root"
+    if len(path) <= 2 * keep:
+        return jax.tree_util.keystr(path)
+    head = jax.tree_util.keystr(path[:keep])
+    tail = jax.tree_util.keystr(path[-keep:])
+    return f"{head}…({len(path) - 2 * keep} levels)…{tail}"
+
+
+class _Enough(Exception):
+    pass
+
+
+def walk(tree: Any, is_leaf: Any = None, limit: int | None = None) -> list[Visit]:
+    """Every node of ``tree`` in JAX's visit order (see the module docstring); with ``limit``,
+    only the first ``limit`` nodes: the walk stops there (the nodes after it are not looked at,
+    and only the visited prefix is checked against JAX's order)."""
     asked: list[Any] = []
     answers: list[bool] = []
 
@@ -180,6 +280,8 @@ def walk(tree: Any, is_leaf: Any = None) -> list[Visit]:
 
     def visit(node: Any, path: tuple[Any, ...], parent: int | None, depth: int) -> None:
         index = len(visits)
+        if limit is not None and index >= limit:
+            raise _Enough
         if index >= len(asked) or asked[index] is not node:
             raise WalkMismatch(f"node {index} at {jax.tree_util.keystr(path)} is not JAX's")
         said = answers[index]
@@ -218,7 +320,12 @@ def walk(tree: Any, is_leaf: Any = None) -> list[Visit]:
         for k, child in keyed:
             visit(child, (*path, k), index, depth + 1)
 
-    visit(tree, (), None, 0)
+    try:
+        visit(tree, (), None, 0)
+    except _Enough:
+        if [tuple(p) for p, _ in flat[: len(leaves)]] != leaves:
+            raise WalkMismatch("leaf key paths differ from tree_flatten_with_path's") from None
+        return visits
     if len(visits) != len(asked):
         raise WalkMismatch(f"JAX asked about {len(asked)} nodes, the walk has {len(visits)}")
     if [tuple(p) for p, _ in flat] != leaves:

@@ -15,13 +15,12 @@ from __future__ import annotations
 import errno
 import functools
 import linecache
-import traceback
 from types import CodeType, TracebackType
 
 import jax.errors
 
 from jaxscope.protocol import RunFailed, SourceLoc, Stage, TracebackFrame
-from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
+from jaxscope.sandbox.probe_api import BLAME_ATTR, SNIPPET_FILENAME
 from jaxscope.sandbox.snippet import InvalidSnippet
 
 _STATIC_FIX = (
@@ -248,14 +247,25 @@ def is_memory_error(exc: BaseException) -> bool:
 
 def user_frames(tb: TracebackType | None) -> list[TracebackFrame]:
     """The frames of ``tb`` that are lines of the user's snippet, outermost first, with the
-    line's text from :mod:`linecache` (where ``load_snippet`` registered the source)."""
+    line's text from :mod:`linecache` (where ``load_snippet`` registered the source).
+
+    Walks ``tb`` itself (``tb_next``, no recursion) and reads only the snippet's lines: not
+    ``traceback.extract_tb``, which reads every frame's line through :mod:`linecache` and needs
+    Python stack to spare (a RecursionError's traceback has a thousand frames, and JAX's C++
+    pytree flatten can leave the recursion counter exhausted after one)."""
     frames = []
-    for fs in traceback.extract_tb(tb):
-        if fs.filename != SNIPPET_FILENAME or fs.lineno is None:
-            continue
-        text = linecache.getline(SNIPPET_FILENAME, fs.lineno).strip() or None
-        frames.append(TracebackFrame(line=fs.lineno, function=fs.name, text=text))
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == SNIPPET_FILENAME and tb.tb_lineno is not None:
+            text = linecache.getline(SNIPPET_FILENAME, tb.tb_lineno).strip() or None
+            frames.append(TracebackFrame(line=tb.tb_lineno, function=code.co_name, text=text))
+        tb = tb.tb_next
+    if len(frames) > MAX_FRAMES:  # a deep recursion in the snippet: its outermost and innermost
+        frames = frames[: MAX_FRAMES // 2] + frames[-MAX_FRAMES // 2 :]
     return frames
+
+
+MAX_FRAMES = 64
 
 
 def transformation_frames(exc: BaseException) -> list[TracebackFrame]:
@@ -336,10 +346,18 @@ def classify(exc: BaseException, stage: Stage | None, f: object = None) -> RunFa
     source = None
     explanation: str | None = None
     fix: str | None = None
+    blamed = getattr(exc, BLAME_ATTR, None)
     if frames:
         deepest = frames[-1]
         source = SourceLoc(line=deepest.line, function=deepest.function)
-    elif (code := snippet_code(f)) is not None and stage != "load":
+    elif isinstance(blamed, tuple) and len(blamed) == 3:
+        source = SourceLoc(line=int(blamed[0]), function=str(blamed[1]))
+        explanation = None if blamed[2] is None else str(blamed[2])
+    elif (
+        (code := snippet_code(f)) is not None
+        and stage != "load"
+        and not isinstance(exc, InvalidSnippet)  # a setting or option, not f, is at fault
+    ):
         source = SourceLoc(line=code.co_firstlineno, function=code.co_name)
         explanation = _NO_FRAME_EXPLANATION
     if isinstance(exc, InvalidSnippet):

@@ -64,3 +64,53 @@ class ProbeContext(Protocol):
         inside it to this stage (``stdout_printed.stage``). Exceptions propagate unchanged,
         and the runner reports the stage they escaped from in ``run_failed.stage``."""
         ...
+
+
+# The attribute :func:`blame_line` sets on an exception: ``(line, function, explanation)``.
+BLAME_ATTR = "_jaxscope_blame"
+
+
+def setting_line(source: str, name: str) -> int | None:
+    """The line of the last top-level statement of ``source`` that binds ``name`` (``name =
+    ...``, ``name: T = ...``, ``name += ...``, ``def name``/``class name``), found with
+    :mod:`ast`; ``None`` when no statement does (or the source does not parse)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    found: int | None = None
+    for stmt in tree.body:
+        targets: list[ast.expr] = []
+        if isinstance(stmt, ast.Assign):
+            targets = list(stmt.targets)
+        elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+            targets = [stmt.target]
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if stmt.name == name:
+                found = stmt.lineno
+            continue
+        names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        if name in names:
+            found = stmt.lineno
+    return found
+
+
+def blame_line(
+    exc: BaseException,
+    line: int | None,
+    function: str = "<module>",
+    explanation: str | None = None,
+) -> BaseException:
+    """Mark ``exc`` (raised by JAX or a probe, with no frame in the snippet) as caused by the
+    snippet's ``line`` (e.g. the ``args = ...`` line that built a cyclic container, or the line
+    that sets a snippet setting): the runner's ``run_failed`` then points there, with
+    ``explanation`` (or none) instead of "JAX raised this while handling f as a whole". A
+    traceback frame in the snippet still wins. Returns ``exc`` (``raise blame_line(err, 3)``)."""
+    if line is not None:
+        try:
+            setattr(exc, BLAME_ATTR, (line, function, explanation))
+        except (AttributeError, TypeError):  # an exception type without a __dict__
+            pass
+    return exc

@@ -285,23 +285,45 @@ def _snippet_f(ctx: RunContext) -> object:
     return None if snippet is None else snippet.f
 
 
+# Python stack lent to :func:`_failure` while it describes an exception: a RecursionError is
+# caught with the stack nearly full, and JAX's C++ pytree flatten can leave the interpreter's
+# recursion counter exhausted after raising one (jaxlib 0.10.2).
+_FAILURE_EXTRA_RECURSION = 20_000
+
+
 def _failure(exc: BaseException, ctx: RunContext) -> RunFailed:
+    """The ``run_failed`` event for ``exc``: :func:`classify`, with extra recursion headroom;
+    if that fails anyway, a summary that reads nothing but the exception's class (it cannot
+    itself fail: no traceback, no ``str`` of the exception, no user code)."""
     from jaxscope.sandbox.errors import classify
 
     stage = ctx.error_stage or ctx.current_stage
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit + _FAILURE_EXTRA_RECURSION)
     try:
-        failed = classify(exc, stage, f=_snippet_f(ctx))
-    except Exception as broken:  # e.g. a user exception whose __str__ raises
-        failed = RunFailed(
-            kind="user_exception",
-            error_class=type(exc).__name__,
-            message=f"(the exception could not be printed: {type(broken).__name__})",
-            stage=stage,
-        )
-    if len(failed.message) > MAX_MESSAGE_CHARS:
-        failed.message = failed.message[:MAX_MESSAGE_CHARS] + "\n… (truncated)"
-    failed.run_id = ctx.run_id
-    return failed
+        try:
+            failed = classify(exc, stage, f=_snippet_f(ctx))
+        except BaseException as broken:  # e.g. a user exception whose __str__ raises
+            failed = _bare_failure(exc, stage, broken)
+        if len(failed.message) > MAX_MESSAGE_CHARS:
+            failed.message = failed.message[:MAX_MESSAGE_CHARS] + "\n… (truncated)"
+        failed.run_id = ctx.run_id
+        return failed
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _bare_failure(exc: BaseException, stage: Stage | None, broken: BaseException) -> RunFailed:
+    return RunFailed.model_construct(
+        kind="user_exception",
+        error_class=type(exc).__name__,
+        message=f"(the exception could not be described: {type(broken).__name__})",
+        source=None,
+        traceback=[],
+        explanation=None,
+        fix=None,
+        stage=stage,
+    )
 
 
 # Captured at import, before any user code (a snippet may monkeypatch ``json.loads``, and
@@ -409,6 +431,8 @@ def run_job(
     send_event(terminal)
     _STDOUT.start(None)
     ctx.__dict__.pop("snippet", None)
+    if isinstance(terminal, RunFailed) and terminal.error_class == "RecursionError":
+        return "a RecursionError can leave the interpreter's recursion counter unbalanced"
     if _started_threads() > threads_before:
         return "threads started by the snippet are still running"
     if guard.cpu_lifetime_left() < cpu_s:

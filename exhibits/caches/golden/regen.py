@@ -6,8 +6,9 @@ The replay uses public signals only: ``jax.monitoring`` duration events (trace
 JAX's explain-cache-miss log. For a ``calls`` example, per call, the layer implied by them:
 
 * nothing reported and the C++ cache did not grow: ``cpp``;
-* the C++ cache grew, nothing traced, lowered or compiled: ``jaxpr`` (the Python caches answered);
-* traced but not lowered: ``lowering``; lowered but not compiled: ``executable``;
+* not lowered (traced or not): ``lowering``, the deepest cache that answered (when nothing was
+  traced either and the C++ cache grew, the jaxpr cache hit first, then the lowering cache);
+* lowered but not compiled: ``executable``;
 * compiled: ``compile`` (the persistent cache is off in these examples).
 
 For a driver example (``f(*args)`` calls jitted functions itself): traces and compiles per
@@ -105,10 +106,8 @@ def replay_calls(jitted: Any, calls: list[tuple[Any, ...]]) -> list[dict[str, An
             layer = "compile"
         elif lowered:
             layer = "executable"
-        elif traced:
+        elif traced or grew:
             layer = "lowering"
-        elif grew:
-            layer = "jaxpr"
         else:
             layer = "cpp"
         out.append(

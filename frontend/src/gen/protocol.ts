@@ -1200,6 +1200,9 @@ export interface PytreeNodeVisited {
  * JAX's treedef string, leaf and node counts (``treedef.num_leaves``/``num_nodes``), each
  * leaf's type (``module.qualname``) and aval, and whether ``tree_unflatten(treedef, leaves)``
  * gave back a container with the same treedef and the very same leaf objects.
+ * ``keypaths``/``leaf_types``/``avals`` (and ``leaves``, the previews) are the first leaves
+ * only on a large container: ``leaves_omitted`` says how many leaves they leave out;
+ * ``treedef`` is cut at a few thousand characters (``treedef_chars``: its full length).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "PytreeFlattened".
@@ -1209,6 +1212,7 @@ export interface PytreeFlattened {
   keypaths: string[];
   leaf_types: string[];
   leaves: ArrayPreview[];
+  leaves_omitted: number;
   name: string;
   num_leaves: number;
   num_nodes: number;
@@ -1216,6 +1220,7 @@ export interface PytreeFlattened {
   run_id: string;
   seq: number;
   treedef: string;
+  treedef_chars: number;
   type: 'pytree_flattened';
   unflattened: string;
 }
