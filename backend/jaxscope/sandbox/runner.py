@@ -46,6 +46,7 @@ from jaxscope.protocol import (
     StdoutPrinted,
 )
 from jaxscope.sandbox.probe_api import Snippet
+from jaxscope.sandbox.snippet import SNIPPET_MODULE
 from jaxscope.settings import Limits
 
 # An exception message longer than this is cut (a str() of a huge array, say).
@@ -277,6 +278,9 @@ def _settle(ctx: RunContext) -> None:
 
     jax.effects_barrier()  # type: ignore[no-untyped-call]
     ctx.__dict__.pop("snippet", None)
+    # The snippet's module is registered in sys.modules while it runs (load_snippet): drop it,
+    # so that its globals are collected here, inside the run.
+    sys.modules.pop(SNIPPET_MODULE, None)
     gc.collect()
 
 
