@@ -111,16 +111,22 @@ def _source_lines(filename: str) -> tuple[str, ...]:
         return ()
 
 
-@functools.cache
 def _primitive_names() -> dict[int, list[tuple[str, str]]]:
-    """id(primitive) -> every (module file, global name) that holds it, over the loaded
-    ``jax._src`` modules (a primitive defined in ``ad_util`` is registered from ``ad``)."""
+    """id(primitive) -> every (module file, global name) that holds it, over the loaded ``jax``
+    modules (``jax._src`` and public ones such as ``jax.experimental.multihost_utils``; a
+    primitive defined in ``ad_util`` is registered from ``ad``). Rebuilt when modules were
+    imported since the last call, so primitives of later imports are found."""
+    names = tuple(n for n in list(sys.modules) if n == "jax" or n.startswith("jax."))
+    return _primitive_names_of(names)
+
+
+@functools.lru_cache(maxsize=4)
+def _primitive_names_of(module_names: tuple[str, ...]) -> dict[int, list[tuple[str, str]]]:
     found: dict[int, list[tuple[str, str]]] = {}
-    for name, module in list(sys.modules.items()):
-        if not name.startswith("jax._src") or module is None:
-            continue
+    for name in module_names:
+        module = sys.modules.get(name)
         filename = getattr(module, "__file__", None)
-        if not filename:
+        if module is None or not filename:
             continue
         for var, value in list(vars(module).items()):
             if isinstance(value, ad.core.Primitive):
