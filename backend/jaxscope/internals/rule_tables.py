@@ -16,8 +16,8 @@ The tables (all module-level dicts keyed by ``core.Primitive``, read live, never
 
 "Every primitive JAX knows" is the union of those tables' keys and of the ``core.Primitive``
 objects held by a global of a loaded ``jax`` module (a primitive can exist with no rule at all),
-after importing :data:`IMPORTED` (flax is not a dependency of jaxscope: its primitives, if any,
-are not listed). The file:line of each cell comes from ``internals.ad_rules``.
+after importing :data:`IMPORTED` (flax included: importing it adds primitives such as
+``get_variable``/``set_variable`` and those of the JAX modules it loads). The file:line of each cell comes from ``internals.ad_rules``.
 """
 
 from __future__ import annotations
@@ -37,11 +37,19 @@ from jax._src.interpreters import ad, batching, mlir
 from jaxscope.internals import ad_rules
 from jaxscope.protocol import RuleView
 
-IMPORTED: tuple[str, ...] = ("jax", "jax.numpy", "jax.scipy", "jax.nn")
+IMPORTED: tuple[str, ...] = (
+    "jax",
+    "jax.numpy",
+    "jax.scipy",
+    "jax.nn",
+    "flax",
+    "flax.linen",
+    "flax.nnx",
+)
 """The modules imported before tabulating (plus every lazily loaded ``jax.scipy`` submodule)."""
 
-NOT_IMPORTED: tuple[str, ...] = ("flax",)
-"""Named by the issue, but not a dependency of jaxscope: not imported, not listed."""
+NOT_IMPORTED: tuple[str, ...] = ()
+"""Modules the issue names that are not installed (none: flax is a dependency)."""
 
 PLATFORMS: tuple[str, ...] = ("cpu", "cuda", "rocm", "tpu")
 """The platforms always shown as columns (others JAX registered rules for are appended)."""
