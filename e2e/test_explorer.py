@@ -322,6 +322,21 @@ def test_example_picker_follows_the_editor_across_exhibits(page: Page) -> None:
     expect(page.get_by_test_id("example-select")).to_have_value("")
 
 
+def test_loading_an_example_resets_the_exhibit_options(page: Page) -> None:
+    """A stack typed for one example does not override the next example's own: loading an
+    example starts from its settings (the transform_order chips go back to the snippet's)."""
+    open_exhibit(page, "transform_order")
+    page.get_by_test_id("example-select").select_option("per_example_grads")
+    run_and_wait(page)
+    first = page.get_by_test_id("chip-stack").inner_text()
+    page.get_by_test_id("chip-remove-0").click()
+    expect(page.get_by_test_id("chip-stack")).not_to_have_text(first)
+    page.get_by_test_id("example-select").select_option("tall_wide_jacobian")
+    page.get_by_test_id("example-select").select_option("per_example_grads")
+    run_and_wait(page)
+    expect(page.get_by_test_id("chip-stack")).to_have_text(first)
+
+
 def test_an_example_another_exhibit_lacks_gives_way_to_its_default(page: Page) -> None:
     """An untouched example the new exhibit does not offer is replaced by that exhibit's default
     example; the user's own code stays when switching."""
