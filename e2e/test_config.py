@@ -4,6 +4,7 @@ shows which flips retraced. Screenshots in light and dark themes."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,24 @@ def test_config_table_shows_and_filters(
     expect(page.get_by_test_id("jaxpr-text")).to_be_visible()
     rows = page.get_by_test_id("config-row")
     expect(rows).to_have_count(len(CONFIG.values))
+    # by default the experiment shows the first flip that retraced: x64, its jaxpr in f64
+    expect(page.get_by_test_id("retrace-jax_enable_x64")).to_have_class(re.compile(r"\bpicked\b"))
+    expect(page.get_by_test_id("jaxpr-text")).to_contain_text("f64[3]")
+    # help: RST ``literals`` render as code, and every help cell wraps inside its column
+    guard = page.locator("[data-testid=config-row][data-name=jax_array_garbage_collection_guard]")
+    help_cell = guard.get_by_test_id("config-help")
+    expect(help_cell.locator("code").first).to_have_text("jax.Array")
+    assert "``" not in help_cell.inner_text()
+    overflowing = page.eval_on_selector_all(
+        "[data-testid=config-help]",
+        "cells => cells.filter(c => c.scrollWidth > c.clientWidth + 1)"
+        ".map(c => c.textContent.slice(0, 40))",
+    )
+    assert overflowing == []
+    table_box = page.get_by_test_id("config-table").bounding_box()
+    scroll_box = page.locator(".scroll").bounding_box()
+    assert table_box is not None and scroll_box is not None
+    assert table_box["width"] <= scroll_box["width"] + 1  # no column cut off on the right
 
     page.get_by_test_id("config-search").fill("x64")
     names = page.get_by_test_id("config-name").all_inner_texts()

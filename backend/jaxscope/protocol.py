@@ -1390,12 +1390,26 @@ class TrainingStepObserved(_Event):
     watched: str = ""
 
 
+class TrainingStopped(_Event):
+    """The recompile hunt stopped the loop early: the watched loop ran for ``budget_s`` seconds
+    (wall clock, ``elapsed_s`` measured), so the step after ``steps_run`` steps was not run (the
+    driver was interrupted there and the run finishes with the steps it has)."""
+
+    type: Literal["training_stopped"] = "training_stopped"
+    steps_run: int
+    budget_s: float
+    elapsed_s: float
+
+
 class ConfigOptionView(_Model):
     """One ``jax.config`` option: current value (printed), whether a context manager can scope
-    it, whether it is part of the tracing context (changing it forces a retrace), its help."""
+    it, whether it is part of the tracing context (changing it forces a retrace), its help.
+    ``value_json``: the value as JSON text when it is a bool, int, finite float, str or None
+    (``null`` for None), else ``None`` (then only the ``repr`` in ``value`` stands for it)."""
 
     name: str
     value: str
+    value_json: str | None = None
     scoped: bool
     trace_context: bool
     help: str = ""
@@ -1787,6 +1801,7 @@ Event = Annotated[
     | CacheKeyComputed
     | XlaFlagsFiltered
     | TrainingStepObserved
+    | TrainingStopped
     | ConfigOptionsListed
     | ConfigRetraceChecked
     | ShardingPlaced
@@ -1838,6 +1853,7 @@ EventModel = (
     | CacheKeyComputed
     | XlaFlagsFiltered
     | TrainingStepObserved
+    | TrainingStopped
     | ConfigOptionsListed
     | ConfigRetraceChecked
     | ShardingPlaced

@@ -1,5 +1,6 @@
 """The config exhibit's ``--print`` table: ``options`` is JSON name -> ``{value, scoped,
-trace_context}``. Imports only the protocol."""
+trace_context}``, ``value`` a JSON value (true, 3, 0.5, "highest", null) where the option's value
+is one, else its Python ``repr`` as a string. Imports only the protocol."""
 
 from __future__ import annotations
 
@@ -15,7 +16,11 @@ def _options(events: Sequence[EventModel]) -> str | None:
         return None
     return json.dumps(
         {
-            o.name: {"value": o.value, "scoped": o.scoped, "trace_context": o.trace_context}
+            o.name: {
+                "value": o.value if o.value_json is None else json.loads(o.value_json),
+                "scoped": o.scoped,
+                "trace_context": o.trace_context,
+            }
             for o in found[-1].options
         }
     )

@@ -8,6 +8,8 @@ snippet the experiment uses them, else :func:`default_fun` on ``jnp.ones(3)``.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +42,16 @@ def show(value: Any) -> str:
     return repr(value)
 
 
+def as_json(value: Any) -> str | None:
+    """The value as JSON text when JSON has it exactly (bool, int, finite float, str, None;
+    not their subclasses, such as an enum member), else ``None``."""
+    if value is None or type(value) in (bool, int, str):
+        return json.dumps(value)
+    if type(value) is float and math.isfinite(value):
+        return json.dumps(value)
+    return None
+
+
 def _experiment_subject(ctx: ProbeContext) -> tuple[str, Callable[..., Any], tuple[Any, ...], Any]:
     snippet = ctx.snippet
     if snippet.defines_f:
@@ -58,6 +70,7 @@ def run(ctx: ProbeContext) -> None:
                 ConfigOptionView(
                     name=o.name,
                     value=show(o.value),
+                    value_json=as_json(o.value),
                     scoped=o.scoped,
                     trace_context=o.trace_context,
                     help=o.help,

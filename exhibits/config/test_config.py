@@ -141,8 +141,19 @@ def test_cli_options_without_a_file() -> None:
     assert done.returncode == 0, done.stderr
     table = json.loads(done.stdout)
     assert sorted(table) == sorted(jax.config.values)
-    assert table["jax_enable_x64"] == {"value": "False", "scoped": True, "trace_context": True}
+    assert table["jax_enable_x64"] == {"value": False, "scoped": True, "trace_context": True}
     assert table["jax_platform_name"]["scoped"] is False
+    # values as JSON values where JSON has them (checked against jax.config itself), else repr
+    kinds = set()
+    for name, value in jax.config.values.items():
+        printed = table[name]["value"]
+        if value is None or type(value) in (bool, int, str, float):
+            assert printed == value and type(printed) is type(value), name
+        else:
+            assert printed == repr(value), name
+        kinds.add(type(printed))
+    assert {bool, int, str, type(None)} <= kinds
+    assert table["jax_default_matmul_precision"]["value"] is None
 
 
 def test_golden_retraces_from_plain_jax() -> None:

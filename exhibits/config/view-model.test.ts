@@ -1,9 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import type { Event } from '../../frontend/src/protocol';
-import { DEFAULT_QUERY, configModel, counts, queryOptions, toggleSort, type ConfigOption } from './view-model';
+import {
+  DEFAULT_QUERY,
+  configModel,
+  counts,
+  defaultCheck,
+  helpParts,
+  queryOptions,
+  toggleSort,
+  type ConfigOption,
+  type RetraceChecked,
+} from './view-model';
 
 function opt(name: string, value: string, scoped: boolean, trace_context: boolean, help = ''): ConfigOption {
-  return { name, value, scoped, trace_context, help, kind: scoped ? 'State' : 'Flag', option_type: 'bool' };
+  return { name, value, value_json: null, scoped, trace_context, help, kind: scoped ? 'State' : 'Flag', option_type: 'bool' };
 }
 
 const OPTIONS = [
@@ -59,5 +69,52 @@ describe('config view model', () => {
     expect(m.listed?.options).toHaveLength(4);
     expect(m.checks.map((c) => c.retraced)).toEqual([true]);
     expect(counts(OPTIONS)).toEqual({ total: 4, scoped: 3, traced: 2 });
+  });
+});
+
+function check(option: string, retraced: boolean): RetraceChecked {
+  return {
+    type: 'config_retrace_checked',
+    seq: 0,
+    run_id: 'r',
+    option,
+    value: 'True',
+    trace_context: retraced,
+    retraced,
+    traces: 1,
+    fun_name: 'f',
+    jaxpr: null,
+  };
+}
+
+describe('config help and default experiment', () => {
+  it('renders RST ``literals`` and `names` as code, links and stray backticks as text', () => {
+    expect(helpParts('Guard for ``jax.Array`` objects. Default is ``allow``.')).toEqual([
+      { text: 'Guard for ', code: false },
+      { text: 'jax.Array', code: true },
+      { text: ' objects. Default is ', code: false },
+      { text: 'allow', code: true },
+      { text: '.', code: false },
+    ]);
+    expect(helpParts('If False, `reduce_sum` on `f16`')).toEqual([
+      { text: 'If False, ', code: false },
+      { text: 'reduce_sum', code: true },
+      { text: ' on ', code: false },
+      { text: 'f16', code: true },
+    ]);
+    const link = 'See `API compatibility <https://docs.jax.dev/x.html>`_).';
+    expect(helpParts(link)).toEqual([{ text: link, code: false }]);
+    expect(helpParts('a ` b')).toEqual([{ text: 'a ` b', code: false }]);
+    expect(helpParts('')).toEqual([]);
+  });
+
+  it('shows the first flip that retraced, else the latest', () => {
+    const nans = check('jax_debug_nans', false);
+    const x64 = check('jax_enable_x64', true);
+    const prec = check('jax_default_matmul_precision', true);
+    expect(defaultCheck([x64, prec, nans])?.option).toBe('jax_enable_x64');
+    expect(defaultCheck([nans, prec])?.option).toBe('jax_default_matmul_precision');
+    expect(defaultCheck([nans])?.option).toBe('jax_debug_nans');
+    expect(defaultCheck([])).toBeUndefined();
   });
 });

@@ -77,3 +77,31 @@ export function counts(options: readonly ConfigOption[]): { total: number; scope
     traced: options.filter((o) => o.trace_context).length,
   };
 }
+
+/** The experiment shown when none is picked: the first flip that retraced (x64's changed jaxpr
+ * in the default example), else the latest. */
+export function defaultCheck(checks: readonly RetraceChecked[]): RetraceChecked | undefined {
+  return checks.find((c) => c.retraced) ?? checks[checks.length - 1];
+}
+
+export interface HelpPart {
+  text: string;
+  code: boolean;
+}
+
+/** JAX's help text (RST) split into plain text and code spans: ``literal`` (RST) and
+ * `name` (single backticks, as some of JAX's help texts write code), the backticks dropped. An
+ * RST link (`text <url>`_) and an unmatched backtick stay plain text. */
+export function helpParts(help: string): HelpPart[] {
+  const parts: HelpPart[] = [];
+  const re = /``(.+?)``|`([^`]+?)`(?!_)/g;
+  let last = 0;
+  for (const m of help.matchAll(re)) {
+    const at = m.index ?? 0;
+    if (at > last) parts.push({ text: help.slice(last, at), code: false });
+    parts.push({ text: m[1] ?? m[2] ?? '', code: true });
+    last = at + m[0].length;
+  }
+  if (last < help.length) parts.push({ text: help.slice(last), code: false });
+  return parts;
+}

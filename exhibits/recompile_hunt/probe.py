@@ -8,6 +8,8 @@ when ``args`` is one int). A step is one top-level call of the snippet's ``step`
 not: everything JAX compiles while it runs belongs to the step); a snippet without ``step``
 counts every top-level call of a jitted function as a step (C05's ``jax.jit`` in a loop).
 Each run starts from clean caches (``jax.clear_caches()`` and the explainer's call sites).
+Each step's event is emitted as the step finishes; the loop is stopped at the first step that
+would start after :data:`TIME_BUDGET_S` seconds (then ``training_stopped``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from jaxscope.internals.recompiles import (
+    BudgetReached,
     Diagnosis,
     KeyRecord,
     StepRecord,
@@ -23,8 +26,14 @@ from jaxscope.internals.recompiles import (
     watching,
 )
 from jaxscope.internals.views import jaxpr_view
-from jaxscope.protocol import StepCompileView, TrainingStepObserved
+from jaxscope.protocol import StepCompileView, TrainingStepObserved, TrainingStopped
 from jaxscope.sandbox.probe_api import ProbeContext
+
+# Wall-clock seconds the watched loop may run before the next step stops it. The run's wall
+# limit is the runner's ``wall_s`` (10 s) times the exhibit's budget (3): 200 steps that each
+# compile (fresh_closure) take about 29 s here, so the loop stops well inside it, leaving time
+# for the worker's start and the events.
+TIME_BUDGET_S = 12.0
 
 
 def _args(ctx: ProbeContext) -> tuple[Any, ...]:
@@ -75,53 +84,76 @@ def _compile_views(step: StepRecord, diagnoses: dict[int, Diagnosis]) -> list[St
 
 
 def run(ctx: ProbeContext) -> None:
-    """Run the loop under watch, then emit one ``training_step_observed`` per step."""
+    """Run the loop under watch, emitting one ``training_step_observed`` as each step finishes
+    (a run that times out keeps the steps it streamed); after :data:`TIME_BUDGET_S` seconds the
+    next step stops the loop and ``training_stopped`` says so."""
     snippet = ctx.snippet
     args = _args(ctx)
     # The driver looks ``step`` up in its module's globals (``Snippet.namespace`` is a copy).
     namespace: dict[str, Any] = getattr(snippet.f, "__globals__", snippet.namespace)
-    held: list[tuple[Watch, str]] = []
+    emitter = _StepEmitter(ctx)
     try:
-        with watching(namespace) as (watch, watched), ctx.stage("run"):
-            held.append((watch, watched))
+        with (
+            watching(namespace, on_step=emitter.step_done, budget_s=TIME_BUDGET_S) as (
+                watch,
+                watched,
+            ),
+            ctx.stage("run"),
+        ):
+            emitter.watch, emitter.watched = watch, watched
             snippet.f(*args, **snippet.kwargs)
-    finally:  # the steps that ran are reported also when the loop raises (then run_failed)
-        for watch, watched in held:
-            _emit_steps(ctx, watch, watched)
-
-
-def _emit_steps(ctx: ProbeContext, watch: Watch, watched: str) -> None:
-    """One ``training_step_observed`` per step, each compile diagnosed against earlier keys."""
-    diagnoses: dict[int, Diagnosis] = {}
-    earlier: list[KeyRecord] = []
-    for rec in watch.records:
-        if rec.compiled:
-            diagnoses[rec.seq] = diagnose(rec, earlier)
-        earlier.append(rec)
-
-    for step in watch.steps:
-        compiles = _compile_views(step, diagnoses)
-        first = next((k for k in step.keys if k.compiled), None)
-        d = diagnoses[first.seq] if first is not None else None
-        closed = first.closed_jaxpr() if first is not None else None
-        explanation = "\n".join(dict.fromkeys(step.explain))
+    except BudgetReached as stop:
         ctx.emit(
-            TrainingStepObserved(
-                step=step.index,
-                compiled=bool(step.compiles),
-                duration_ms=step.duration_ms,
-                cause=d.cause if d else (compiles[0].cause if compiles else None),
-                source=first.call_site if first else None,
-                fix=d.fix if d else (compiles[0].fix if compiles else None),
-                kind=d.kind if d else (compiles[0].kind if compiles else None),
-                function=first.fun_name if first else None,
-                defined_line=first.defined_line if first else None,
-                compared_step=d.closest.step if d and d.closest else None,
-                entries=d.entries if d else [],
-                compiles=compiles,
-                explanation=explanation,
-                log=list(step.log),
-                jaxpr=jaxpr_view(closed) if closed is not None else None,
-                watched=watched,
+            TrainingStopped(
+                steps_run=stop.steps_run, budget_s=TIME_BUDGET_S, elapsed_s=stop.elapsed_s
             )
         )
+
+
+class _StepEmitter:
+    """Emits each finished step, its compiles diagnosed against the keys of earlier steps (a
+    step's keys are complete when it returns: JAX traces, lowers and compiles inside the call)."""
+
+    def __init__(self, ctx: ProbeContext) -> None:
+        self.ctx = ctx
+        self.watch: Watch | None = None
+        self.watched = ""
+        self.diagnoses: dict[int, Diagnosis] = {}
+        self.earlier: list[KeyRecord] = []
+
+    def step_done(self, step: StepRecord) -> None:
+        assert self.watch is not None
+        for rec in self.watch.records[len(self.earlier) :]:
+            if rec.compiled:
+                self.diagnoses[rec.seq] = diagnose(rec, self.earlier)
+            self.earlier.append(rec)
+        self.ctx.emit(_step_event(step, self.diagnoses, self.watched))
+
+
+def _step_event(
+    step: StepRecord, diagnoses: dict[int, Diagnosis], watched: str
+) -> TrainingStepObserved:
+    """One ``training_step_observed``: the step's compiles, the first user compile's diagnosis."""
+    compiles = _compile_views(step, diagnoses)
+    first = next((k for k in step.keys if k.compiled), None)
+    d = diagnoses[first.seq] if first is not None else None
+    closed = first.closed_jaxpr() if first is not None else None
+    explanation = "\n".join(dict.fromkeys(step.explain))
+    return TrainingStepObserved(
+        step=step.index,
+        compiled=bool(step.compiles),
+        duration_ms=step.duration_ms,
+        cause=d.cause if d else (compiles[0].cause if compiles else None),
+        source=first.call_site if first else None,
+        fix=d.fix if d else (compiles[0].fix if compiles else None),
+        kind=d.kind if d else (compiles[0].kind if compiles else None),
+        function=first.fun_name if first else None,
+        defined_line=first.defined_line if first else None,
+        compared_step=d.closest.step if d and d.closest else None,
+        entries=d.entries if d else [],
+        compiles=compiles,
+        explanation=explanation,
+        log=list(step.log),
+        jaxpr=jaxpr_view(closed) if closed is not None else None,
+        watched=watched,
+    )

@@ -9,11 +9,12 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from jaxscope.protocol import RunOptions, TrainingStepObserved
+from jaxscope.protocol import RunOptions, TrainingStepObserved, TrainingStopped
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.conftest import CASES, FakeContext, run_probe
@@ -347,3 +348,100 @@ def test_loop_error_propagates_after_the_steps_that_ran() -> None:
         probe.run(ctx)
     assert [s.step for s in ctx.of_type(TrainingStepObserved)] == [0, 1, 2]
     assert importlib.import_module("jax").jit.__module__ == "jax._src.api"  # the watch is undone
+
+
+class _TimedContext(FakeContext):
+    """Records when each event was emitted (``time.perf_counter``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.emitted_at: list[tuple[Any, float]] = []
+
+    def emit(self, event: Any) -> None:
+        self.emitted_at.append((event, time.perf_counter()))
+        super().emit(event)
+
+
+def test_each_step_is_emitted_as_it_finishes() -> None:
+    """Step k's event is out before step k + 1 starts (a run that times out keeps its steps)."""
+    source = (
+        (EXAMPLES / "ragged_batch.py")
+        .read_text()
+        .replace(
+            "        s = starts[i % len(starts)]\n",
+            "        STARTS.append(time.perf_counter())\n        s = starts[i % len(starts)]\n",
+        )
+    )
+    source = "import time\nSTARTS = []\n" + source
+    probe: Any = importlib.import_module("exhibits.recompile_hunt.probe")
+    ctx = _TimedContext(snippet=load_snippet(source))
+    probe.run(ctx)
+    starts = ctx.snippet.f.__globals__["STARTS"]
+    emitted = [t for e, t in ctx.emitted_at if isinstance(e, TrainingStepObserved)]
+    assert len(starts) == len(emitted) > 2
+    for k in range(len(starts) - 1):
+        assert emitted[k] < starts[k + 1]
+    assert not ctx.of_type(TrainingStopped)  # the loop finished inside its budget
+
+
+BUDGET_LOOP = """
+import time
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def step(x):
+    return x + 1.0
+
+
+def f(n):
+    x = jnp.zeros(3)
+    while True:  # never ends on its own; `except Exception` does not swallow the stop
+        try:
+            x = step(x)
+        except Exception:
+            pass
+        time.sleep(0.02)
+
+
+args = (1,)
+"""
+
+
+def test_time_budget_stops_the_loop_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    probe: Any = importlib.import_module("exhibits.recompile_hunt.probe")
+    monkeypatch.setattr(probe, "TIME_BUDGET_S", 0.5)
+    t0 = time.perf_counter()
+    ctx = run_probe("recompile_hunt", BUDGET_LOOP)
+    assert time.perf_counter() - t0 < 5
+    steps = ctx.of_type(TrainingStepObserved)
+    stop = ctx.one(TrainingStopped)
+    assert ctx.events[-1] is stop  # after the last step
+    assert stop.steps_run == len(steps) >= 2
+    assert stop.budget_s == 0.5
+    assert stop.elapsed_s >= 0.5
+    assert [s.step for s in steps if s.compiled] == [0]  # one compile, then cache hits
+    assert importlib.import_module("jax").jit.__module__ == "jax._src.api"  # the watch is undone
+
+
+def test_most_steps_fit_the_runs_wall_limit() -> None:
+    """200 steps that each compile (fresh_closure, the most `steps` allows) finish inside the
+    runner's wall limit: the loop stops at its budget, the steps that ran are all there."""
+    source = (EXAMPLES / "fresh_closure.py").read_text().replace("args = (6,)", "args = (200,)")
+    out = subprocess.run(
+        [str(Path(sys.executable).parent / "jaxscope"), "run", "recompile_hunt", "-", "--json"],
+        input=source,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    events = [json.loads(line) for line in out.stdout.splitlines()]
+    assert events[-1]["type"] == "run_finished", events[-1]
+    steps = [e for e in events if e["type"] == "training_step_observed"]
+    stopped = [e for e in events if e["type"] == "training_stopped"]
+    if len(steps) < 200:  # a fast machine may run all 200 inside the budget
+        assert stopped and stopped[0]["steps_run"] == len(steps)
+    assert [s["step"] for s in steps] == list(range(len(steps)))
+    assert all(s["compiled"] and s["kind"] in ("first", "new_function") for s in steps)

@@ -9,6 +9,7 @@ import {
   kindLabel,
   statusOf,
   stepLines,
+  stoppedText,
   type TrainingStep,
 } from "./view-model";
 
@@ -100,5 +101,26 @@ describe("recompile hunt view model", () => {
       "trace 3.1 ms · compile 228 ms",
     );
     expect(timersText(undefined)).toBe("");
+  });
+});
+
+describe("training_stopped", () => {
+  it("is absent for a loop that finished, carried and explained when the budget stopped it", () => {
+    const steps: Event[] = [step(0, 300, "first"), step(1, 200, "new_function")];
+    expect(huntModel(steps).stopped).toBeUndefined();
+    const stop: Event = {
+      type: "training_stopped",
+      seq: 2,
+      run_id: "r",
+      steps_run: 2,
+      budget_s: 12,
+      elapsed_s: 12.04,
+    };
+    const model = huntModel([...steps, stop]);
+    expect(model.steps).toHaveLength(2);
+    expect(model.stopped?.steps_run).toBe(2);
+    const text = stoppedText(stop);
+    expect(text).toContain("Stopped after 2 steps");
+    expect(text).toContain("12 s time budget (12.0 s)");
   });
 });

@@ -7,6 +7,7 @@ import type { Event, EventOf } from "../../frontend/src/protocol";
 import { eventsOf } from "../../frontend/src/widgets/events";
 
 export type TrainingStep = EventOf<"training_step_observed">;
+export type TrainingStopped = EventOf<"training_stopped">;
 
 export type StepStatus = "hit" | "first" | "recompile";
 
@@ -18,6 +19,8 @@ export interface HuntModel {
   maxMs: number;
   /** what counts as a step (`calls of \`step\``, or top-level calls of jitted functions) */
   watched: string;
+  /** set when the loop was stopped at its time budget before it finished */
+  stopped: TrainingStopped | undefined;
 }
 
 export function huntModel(events: readonly Event[]): HuntModel {
@@ -28,7 +31,18 @@ export function huntModel(events: readonly Event[]): HuntModel {
     recompiles: steps.filter((s) => statusOf(s) === "recompile").length,
     maxMs: steps.reduce((m, s) => Math.max(m, s.duration_ms), 0),
     watched: steps[0]?.watched ?? "",
+    stopped: eventsOf(events, "training_stopped")[0],
   };
+}
+
+/** "Stopped after 37 steps: the loop ran for its 12 s time budget (12.1 s)." */
+export function stoppedText(stopped: TrainingStopped): string {
+  const n = stopped.steps_run;
+  return (
+    `Stopped after ${n} ${n === 1 ? "step" : "steps"}: the loop ran for its ` +
+    `${stopped.budget_s} s time budget (${stopped.elapsed_s.toFixed(1)} s), so the next step ` +
+    `was not run. Ask for fewer steps to see the whole loop.`
+  );
 }
 
 /** `hit`: nothing compiled; `first`: the expected first compile; `recompile`: anything else. */

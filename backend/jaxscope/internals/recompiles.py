@@ -195,11 +195,34 @@ class _LogHandler(logging.Handler):
         self.watch.on_log(record.name, record.getMessage())
 
 
-class Watch:
-    """The state of one watched run (see :func:`watching`)."""
+class BudgetReached(BaseException):
+    """Raised at the start of a step once the watched loop has run for its time budget (a
+    ``BaseException``, so that a driver's ``except Exception`` does not swallow it)."""
 
-    def __init__(self, max_steps: int) -> None:
+    def __init__(self, steps_run: int, elapsed_s: float) -> None:
+        super().__init__(f"stopped after {steps_run} steps ({elapsed_s:.1f} s)")
+        self.steps_run = steps_run
+        self.elapsed_s = elapsed_s
+
+
+class Watch:
+    """The state of one watched run (see :func:`watching`).
+
+    ``on_step`` is called with each step's record as the step finishes (also when it raised);
+    once ``budget_s`` seconds (wall clock) have passed since the watch began, the next step
+    raises :class:`BudgetReached` instead of running.
+    """
+
+    def __init__(
+        self,
+        max_steps: int,
+        on_step: Callable[[StepRecord], None] | None = None,
+        budget_s: float | None = None,
+    ) -> None:
         self.max_steps = max_steps
+        self.on_step = on_step
+        self.budget_s = budget_s
+        self.started = time.perf_counter()
         self.steps: list[StepRecord] = []
         self.current: StepRecord | None = None
         self.depth = 0
@@ -213,6 +236,9 @@ class Watch:
     def call_step(self, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
         if self.depth or not trace_state_clean() or len(self.steps) >= self.max_steps:
             return fn(*args, **kwargs)
+        elapsed = time.perf_counter() - self.started
+        if self.budget_s is not None and elapsed >= self.budget_s:
+            raise BudgetReached(len(self.steps), elapsed)
         step = StepRecord(index=len(self.steps))
         self.steps.append(step)
         self.current = step
@@ -226,6 +252,8 @@ class Watch:
             step.duration_ms = (time.perf_counter() - t0) * 1e3
             self.depth -= 1
             self.current = None
+            if self.on_step is not None:
+                self.on_step(step)
 
     # -- keys -------------------------------------------------------------------------------
     def begin_key(
@@ -440,11 +468,17 @@ def watching_steps(watch: Watch, namespace: dict[str, Any], name: str = "step") 
 
 
 @contextlib.contextmanager
-def watching(namespace: dict[str, Any], max_steps: int = 200) -> Iterator[tuple[Watch, str]]:
+def watching(
+    namespace: dict[str, Any],
+    max_steps: int = 200,
+    on_step: Callable[[StepRecord], None] | None = None,
+    budget_s: float | None = None,
+) -> Iterator[tuple[Watch, str]]:
     """Reset JAX's caches, then watch the block: steps, jit keys, compile events and JAX's
-    explain/compile logs (``jax.explain_cache_misses`` and ``jax.log_compiles`` on)."""
+    explain/compile logs (``jax.explain_cache_misses`` and ``jax.log_compiles`` on).
+    ``on_step`` and ``budget_s``: see :class:`Watch` (the budget counts from here)."""
     reset_caches()
-    watch = Watch(max_steps)
+    watch = Watch(max_steps, on_step, budget_s)
     handler = _LogHandler(watch)
     saved_loggers = []
     for name in LOGGERS:

@@ -38,6 +38,7 @@ export type Event =
   | CacheKeyComputed
   | XlaFlagsFiltered
   | TrainingStepObserved
+  | TrainingStopped
   | ConfigOptionsListed
   | ConfigRetraceChecked
   | ShardingPlaced
@@ -1582,6 +1583,22 @@ export interface StepCompileView {
   user: boolean;
 }
 /**
+ * The recompile hunt stopped the loop early: the watched loop ran for ``budget_s`` seconds
+ * (wall clock, ``elapsed_s`` measured), so the step after ``steps_run`` steps was not run (the
+ * driver was interrupted there and the run finishes with the steps it has).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "TrainingStopped".
+ */
+export interface TrainingStopped {
+  budget_s: number;
+  elapsed_s: number;
+  run_id: string;
+  seq: number;
+  steps_run: number;
+  type: 'training_stopped';
+}
+/**
  * Every ``jax.config`` option (the config exhibit), sorted by name; ``trace_context_names``
  * is ``jax._src.config.trace_context_names()`` (config options and context managers).
  *
@@ -1598,6 +1615,8 @@ export interface ConfigOptionsListed {
 /**
  * One ``jax.config`` option: current value (printed), whether a context manager can scope
  * it, whether it is part of the tracing context (changing it forces a retrace), its help.
+ * ``value_json``: the value as JSON text when it is a bool, int, finite float, str or None
+ * (``null`` for None), else ``None`` (then only the ``repr`` in ``value`` stands for it).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ConfigOptionView".
@@ -1610,6 +1629,7 @@ export interface ConfigOptionView {
   scoped: boolean;
   trace_context: boolean;
   value: string;
+  value_json: string | null;
 }
 /**
  * The config exhibit's experiment: one option flipped (``with option(value):``) around a
