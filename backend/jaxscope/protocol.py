@@ -1564,7 +1564,8 @@ class ShardMapFault(_Model):
 
 class ShardMapCheck(_Model):
     """One of shard_map's checks (``jax/_src/shard_map.py``, JAX's order): ``name`` (unknown_axis,
-    in_arity, spec_rank, divisibility, out_arity, out_rank, replication), what it requires, the
+    in_arity, spec_rank, divisibility, out_arity, out_rank, replication, duplicate_axis), what it
+    requires, the
     JAX helper that runs it, its status (``passed``/``failed``/``not_reached`` after an earlier
     failure/``off`` with ``check_vma=False``) and, when failed, JAX's error class and message."""
 
@@ -1619,7 +1620,9 @@ class ShardMapChecked(_Event):
     """shard_map's checks around the per-device body, each passed or failed with JAX's message,
     the specs (each entry, for highlighting the one at fault), the mesh, and the verdict: what
     ``jax.jit(jax.shard_map(f, ...))(*args)`` itself did (``ok``, or its error class and message;
-    ``check``: the failed check, ``body`` for an error raised by the body itself)."""
+    ``check``: the failed check, ``body`` for an error raised by the body itself;
+    ``explanation``: plain words beside JAX's error where its message says little, e.g. a
+    collective naming an axis the mesh lacks, which JAX fails as a bare AssertionError)."""
 
     type: Literal["shard_map_checked"] = "shard_map_checked"
     mesh_axes: list[str]
@@ -1635,6 +1638,7 @@ class ShardMapChecked(_Event):
     error_class: str | None = None
     message: str | None = None
     check: str | None = None
+    explanation: str | None = None
 
 
 class ShardMapShard(_Model):

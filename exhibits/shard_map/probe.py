@@ -22,6 +22,7 @@ error. An error raised by the body itself (``check == "body"``) propagates after
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 import jax
@@ -53,8 +54,10 @@ from jaxscope.protocol import (
     ShardMapSpecView,
     ShardMapValueView,
 )
-from jaxscope.sandbox.probe_api import ProbeContext
+from jaxscope.sandbox.probe_api import ProbeContext, Snippet
 from jaxscope.sandbox.snippet import InvalidSnippet
+
+from exhibits.sharding.settings import check_flag, check_mesh, check_spec_tree, eval_option
 
 REPLICATION_NOTE = (
     "The replication check failed, so JAX staged no jaxpr; this body jaxpr was traced again with "
@@ -62,12 +65,40 @@ REPLICATION_NOTE = (
 )
 
 
-def _setting(ns: dict[str, Any], option: str | None, name: str) -> Any:
-    if option is not None and option.strip():
-        return eval(option, ns)  # the user's own expression, sandboxed
-    if name not in ns:
+def _setting(snippet: Snippet, option: str | None, option_name: str, name: str) -> tuple[Any, str]:
+    """The snippet's ``name``, or ``options.<option_name>`` evaluated in its namespace; returns
+    the value and the name it is reported under."""
+    value = eval_option(option, option_name, dict(snippet.namespace))
+    if value is not None:
+        return value, f"options.{option_name}"
+    if name not in snippet.namespace:
         raise InvalidSnippet(f"the shard_map exhibit needs `{name}` in the snippet")
-    return ns[name]
+    return snippet.namespace[name], name
+
+
+_UNBOUND = re.compile(r"unbound axis name: (?P<axis>.+?)\. To fix this, please call (?P<prim>\w+)")
+
+
+def _unknown_collective_axis(smap: Any, f: Any, args: tuple[Any, ...], mesh: Any) -> str | None:
+    """Why the body failed when a collective names an axis the mesh lacks: with
+    ``check_vma=True`` JAX fails in ``pvary`` with a bare ``AssertionError``; traced again with
+    ``check_vma=False`` JAX's ``NameError`` names the axis and the collective. ``None`` when
+    that is not the error."""
+    try:
+        jax.make_jaxpr(smap(f, False))(*args)
+    except NameError as exc:
+        m = _UNBOUND.search(str(exc))
+        if m is None:
+            return None
+        axes = tuple(str(a) for a in mesh.axis_names)
+        return (
+            f"{m.group('prim')} names axis '{m.group('axis')}'; the mesh axes are {axes}. "
+            "Inside shard_map a collective can only name the mesh's axes (JAX's own error "
+            "here, from its varying-axes check, says nothing more)."
+        )
+    except Exception:
+        return None
+    return None
 
 
 def _is_leaf(x: Any) -> bool:
@@ -265,10 +296,12 @@ def run(ctx: ProbeContext) -> None:
     ns = ctx.snippet.namespace
     f = ctx.snippet.f
     args = tuple(ctx.snippet.args)
-    mesh = _setting(ns, ctx.options.mesh, "mesh")
-    in_specs = _setting(ns, ctx.options.spec, "in_specs")
-    out_specs = _setting(ns, None, "out_specs")
-    check_vma = bool(ns.get("check_vma", True))
+    mesh = check_mesh(ctx.snippet, *_setting(ctx.snippet, ctx.options.mesh, "mesh", "mesh"))
+    in_specs = check_spec_tree(
+        ctx.snippet, *_setting(ctx.snippet, ctx.options.spec, "spec", "in_specs")
+    )
+    out_specs = check_spec_tree(ctx.snippet, *_setting(ctx.snippet, None, "", "out_specs"))
+    check_vma = check_flag(ctx.snippet, ns.get("check_vma", True), "check_vma")
 
     def smap(fun: Any, vma: bool = check_vma) -> Any:
         return jax.shard_map(fun, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=vma)
@@ -309,6 +342,9 @@ def run(ctx: ProbeContext) -> None:
             check = failed.name
         elif failed is None:
             check = "body"
+    explanation = None
+    if check == "body" and isinstance(error, AssertionError):
+        explanation = _unknown_collective_axis(smap, f, args, mesh)
     ctx.emit(
         ShardMapChecked(
             mesh_axes=[str(a) for a in mesh.axis_names],
@@ -324,6 +360,7 @@ def run(ctx: ProbeContext) -> None:
             error_class=None if error is None else type(error).__name__,
             message=None if error is None else str(error),
             check=check,
+            explanation=explanation,
         )
     )
     if error is not None:

@@ -64,6 +64,7 @@ SPEC_TABLE: list[tuple[str, str, str, str, str, str | None]] = [
     ("a.sum()", "(P('x', 'y'),)", "P('x')", "(jnp.ones((8, 4)),)", "", "out_rank"),
     ("a * 2", "(P('x', 'y'),)", "P('x', None)", "(jnp.ones((8, 4)),)", "", "replication"),
     ("a * 2", "(P('x', 'y'),)", "P()", "(jnp.ones((8, 4)),)", "", "replication"),
+    ("a * 2", "(P('x', 'x'),)", "P('x')", "(jnp.ones((8, 8)),)", "", "duplicate_axis"),
     (
         "a * 2",
         "(P('x', 'y'),)",
@@ -336,3 +337,85 @@ def test_cli_prints_the_verdict(name: str) -> None:
         "error_class": truth.get("error_class"),
         "check": want_check,
     }
+
+
+def test_a_duplicate_spec_entry_is_a_failed_check_with_the_entries_at_fault() -> None:
+    source = _source("a * 2", "(P('x', 'x'),)", "P('x')", "(jnp.ones((8, 8)),)", "")
+    checked = run_probe("shard_map", source).one(ShardMapChecked)
+    _, error = _plain(_exec(source))
+    assert type(error).__name__ == "DuplicateSpecError"
+    failed = next(c for c in checked.checks if c.status == "failed")
+    assert (failed.name, failed.message, checked.check) == (
+        "duplicate_axis",
+        str(error),
+        failed.name,
+    )
+    assert [(f.specs, f.path, f.entries, f.axes) for f in failed.faults] == [
+        ("in_specs", "[0]", [0, 1], ["x"])
+    ]
+
+
+def test_a_collective_over_an_unknown_axis_keeps_jaxs_error_and_explains_it() -> None:
+    source = _source("jax.lax.psum(a, 'z')", "(P('x', 'y'),)", "P()", "(jnp.ones((8, 4)),)", "")
+    _, error = _plain(_exec(source))
+    assert type(error) is AssertionError  # JAX 0.10.2: pvary's bare assert
+    import importlib
+
+    from jaxscope.sandbox.snippet import load_snippet
+
+    ctx = FakeContext(snippet=load_snippet(source))
+    with pytest.raises(AssertionError):
+        importlib.import_module("exhibits.shard_map.probe").run(ctx)
+    checked = ctx.one(ShardMapChecked)
+    assert (checked.check, checked.error_class, checked.message) == (
+        "body",
+        "AssertionError",
+        str(error),
+    )
+    assert checked.explanation is not None
+    assert "psum names axis 'z'; the mesh axes are ('x', 'y')" in checked.explanation
+
+
+@pytest.mark.parametrize(
+    ("extra", "options", "words", "setting"),
+    [
+        ("mesh = 'x'", None, "`mesh` must be a jax.sharding.Mesh", "mesh"),
+        ("mesh = 3", None, "`mesh` must be a jax.sharding.Mesh", "mesh"),
+        (
+            "mesh = jax.sharding.AbstractMesh((4, 2), ('x', 'y'))",
+            None,
+            "AbstractMesh",
+            "mesh",
+        ),
+        (
+            "import numpy as np\nfrom jax.sharding import Mesh\n"
+            "mesh = Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ('x', 'x'))",
+            None,
+            "names mesh axis 'x' more than once",
+            "mesh",
+        ),
+        ("check_vma = 'no'", None, "`check_vma` must be True or False", "check_vma"),
+        ("in_specs = 3", None, "`in_specs` must be a PartitionSpec", "in_specs"),
+        ("", RunOptions(mesh="jax.make_mesh((9,), ('x',))"), "options.mesh", None),
+        ("", RunOptions(mesh="jax.make_mesh((4, 2"), "SyntaxError", None),
+        ("", RunOptions(spec="3"), "`options.spec` must be a PartitionSpec", None),
+        ("", RunOptions(mesh="'abc'"), "`options.mesh` must be a jax.sharding.Mesh", None),
+    ],
+)
+def test_bad_settings_and_options_are_invalid_snippet_at_their_line(
+    extra: str, options: RunOptions | None, words: str, setting: str | None
+) -> None:
+    from jaxscope.sandbox.errors import classify
+    from jaxscope.sandbox.snippet import InvalidSnippet, load_snippet
+
+    source = _source("a * 2", "(P('x', 'y'),)", "P('x', 'y')", "(jnp.ones((8, 4)),)", extra)
+    with pytest.raises(InvalidSnippet) as info:
+        run_probe("shard_map", source, options)
+    failed = classify(info.value, "trace", load_snippet(source).f)
+    assert failed.kind == "invalid_snippet" and words in failed.message, failed.message
+    lines = source.split("\n")
+    want = (
+        max(i + 1 for i, t in enumerate(lines) if t.startswith(setting + " =")) if setting else None
+    )
+    assert (failed.source.line if failed.source else None) == want
+    assert "JAX raised this" not in (failed.explanation or "")

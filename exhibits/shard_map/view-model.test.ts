@@ -88,6 +88,7 @@ describe('error examples mark the spec entry at fault', () => {
     ]);
     expect(row.axes).toEqual(['z']);
     expect(faultNote('unknown_axis', row.axes)).toBe("not a mesh axis: 'z'");
+    expect(faultNote('duplicate_axis', ['x'])).toBe("mesh axis 'x' is named at more than one position");
     expect(verdictSentence(m.checked!)).toContain('ValueError');
   });
 

@@ -141,6 +141,8 @@ export function faultNote(check: string, axes: readonly string[]): string {
       return `the size of mesh axis ${names} does not divide this array axis`;
     case 'replication':
       return `the output still varies over ${names}, which this spec leaves out`;
+    case 'duplicate_axis':
+      return `mesh axis ${names} is named at more than one position`;
     default:
       return `mesh axis ${names}`;
   }

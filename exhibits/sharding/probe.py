@@ -26,6 +26,7 @@ the error propagates unchanged (the run ends in ``run_failed``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -37,9 +38,17 @@ from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 from jaxscope.internals.calling import plan_call
 from jaxscope.internals.views import jaxpr_view
 from jaxscope.protocol import CollectivesFound, EventModel, JaxprStaged
-from jaxscope.sandbox.probe_api import ProbeContext
+from jaxscope.sandbox.probe_api import ProbeContext, blame_line, setting_line
+from jaxscope.sandbox.snippet import InvalidSnippet
 
 from .reading import collectives_in, counts_of, explain_error, placed
+from .settings import (
+    check_array_shape,
+    check_first_arg,
+    check_mesh,
+    check_spec,
+    eval_option,
+)
 
 MAX_ELEMENTS = 1 << 24
 
@@ -60,50 +69,33 @@ def _env(namespace: dict[str, Any]) -> dict[str, Any]:
     return env
 
 
-def _eval(option: str | None, namespace: dict[str, Any]) -> Any:
-    if option is None or not option.strip():
-        return None
-    return eval(option, _env(namespace))  # the user's own expression, in the sandbox
+def _mesh(ctx: ProbeContext, env: dict[str, Any]) -> Mesh:
+    option = eval_option(ctx.options.mesh, "mesh", env)
+    if option is not None:
+        return check_mesh(ctx.snippet, option, "options.mesh")
+    return check_mesh(ctx.snippet, ctx.snippet.namespace.get("mesh"), "mesh")
 
 
-def _as_spec(value: Any) -> PartitionSpec:
-    if value is None:
-        return PartitionSpec()  # type: ignore[no-untyped-call]
-    if isinstance(value, PartitionSpec):
-        return value
-    if isinstance(value, tuple | list):
-        return PartitionSpec(*value)  # type: ignore[no-untyped-call]
-    if isinstance(value, str):
-        return PartitionSpec(value)  # type: ignore[no-untyped-call]
-    raise TypeError(f"spec must be a jax.sharding.PartitionSpec, got {type(value).__name__}")
+def _spec(ctx: ProbeContext, env: dict[str, Any]) -> tuple[PartitionSpec, str]:
+    """The spec to place ``args[0]`` with, and the name it came from (``options.spec`` or the
+    snippet's ``spec``)."""
+    option = eval_option(ctx.options.spec, "spec", env)
+    if option is not None:
+        return check_spec(ctx.snippet, option, "options.spec"), "options.spec"
+    return check_spec(ctx.snippet, ctx.snippet.namespace.get("spec"), "spec"), "spec"
 
 
-def _mesh(ctx: ProbeContext) -> Mesh:
-    namespace = ctx.snippet.namespace
-    value = _eval(ctx.options.mesh, namespace)
-    if value is None:
-        value = namespace.get("mesh")
-    if value is None:
-        raise NameError(
-            "the sharding exhibit needs a `mesh`: define one in the snippet, e.g. "
-            "mesh = jax.make_mesh((2, 4), ('x', 'y'))"
-        )
-    if not isinstance(value, Mesh):
-        raise TypeError(f"mesh must be a jax.sharding.Mesh, got {type(value).__name__}")
-    return value
-
-
-def _first_arg(ctx: ProbeContext, args: tuple[Any, ...]) -> Any:
-    shape = _eval(ctx.options.array_shape, ctx.snippet.namespace)
+def _first_arg(ctx: ProbeContext, env: dict[str, Any], plan: Any) -> Any:
+    shape = eval_option(ctx.options.array_shape, "array_shape", env)
     if shape is None:
-        if not args:
-            raise ValueError("the sharding exhibit places args[0]: args is empty")
-        return args[0]
-    dims = (int(shape),) if isinstance(shape, int) else tuple(int(d) for d in shape)
-    size = int(np.prod(dims)) if dims else 1
+        return check_first_arg(ctx.snippet, plan.args, plan.normalized_argnums())
+    dims = check_array_shape(shape)
+    size = math.prod(dims)
     if size > MAX_ELEMENTS:
-        raise ValueError(f"array_shape {dims} has {size} elements (at most {MAX_ELEMENTS})")
-    dtype = getattr(args[0], "dtype", np.float32) if args else np.float32
+        raise InvalidSnippet(
+            f"options.array_shape {dims} has {size} elements (at most {MAX_ELEMENTS})"
+        )
+    dtype = getattr(plan.args[0], "dtype", np.float32) if plan.args else np.float32
     return np.arange(size, dtype=dtype).reshape(dims)
 
 
@@ -122,14 +114,21 @@ def _explained(emit: Callable[[EventModel], None], where: str) -> Iterator[None]
 def run(ctx: ProbeContext) -> None:
     """Run the sharding exhibit on ``ctx.snippet`` (user exceptions propagate unchanged)."""
     plan = plan_call(ctx.snippet)
-    mesh = _mesh(ctx)
-    spec_value = _eval(ctx.options.spec, ctx.snippet.namespace)
-    if spec_value is None:
-        spec_value = ctx.snippet.namespace.get("spec")
+    env = _env(ctx.snippet.namespace)
+    mesh = _mesh(ctx, env)
+    spec, spec_name = _spec(ctx, env)
+    first = _first_arg(ctx, env, plan)
     with ctx.stage("call"), _explained(ctx.emit, "args[0]"):
-        spec = _as_spec(spec_value)
-        first = _first_arg(ctx, plan.args)
-        x = jax.device_put(first, NamedSharding(mesh, spec))
+        try:
+            x = jax.device_put(first, NamedSharding(mesh, spec))
+        except Exception as exc:  # JAX's error, unchanged, at the line that sets the spec
+            line = setting_line(ctx.snippet.source, spec_name) if spec_name == "spec" else None
+            raise blame_line(
+                exc,
+                line or setting_line(ctx.snippet.source, "args"),
+                explanation=f"JAX raised this placing args[0] with NamedSharding(mesh, "
+                f"{spec_name}) = NamedSharding(mesh, {spec}), before f ran.",
+            ) from None
     ctx.emit(placed("args[0]", x))
 
     args = (x, *plan.args[1:])

@@ -203,8 +203,11 @@ def counts_of(collectives: list[CollectiveView]) -> dict[str, int]:
 # Sharding errors
 # --------------------------------------------------------------------------------------------
 
+# A printed PartitionSpec: entries are names, None or tuples of names (one level of parens), so
+# a match cannot run on past its own closing paren into the rest of JAX's message.
+_SPEC = r"P\((?:[^()]|\([^()]*\))*\)"
 _INDIVISIBLE = re.compile(
-    r"spec=(?P<spec>P\(.*?\)), memory_kind.*?implies that array axis (?P<axis>\d+) is "
+    r"spec=(?P<spec>" + _SPEC + r"), memory_kind.*?implies that array axis (?P<axis>\d+) is "
     r"partitioned (?P<parts>\d+) times, but the dimension size is (?P<dim>\d+) "
     r"\(full shape: \((?P<shape>[\d, ]*)\)",
     re.S,
@@ -349,7 +352,7 @@ _UNKNOWN_AXIS = re.compile(
     r"Resource axis: (?P<axis>\S+) of (?P<spec>P\(.*?\)) is not found in mesh: (?P<mesh>\(.*?\))"
 )
 _RANK = re.compile(
-    r"spec=(?P<spec>P\(.*?\)), memory_kind=\w+\) is only valid for values of rank at least "
+    r"spec=(?P<spec>" + _SPEC + r"), memory_kind=\w+\) is only valid for values of rank at least "
     r"(?P<need>\d+), but was applied to a value of rank (?P<rank>\d+)"
 )
 
@@ -388,7 +391,13 @@ def _other(error: BaseException, where: str) -> ShardingErrorExplained | None:
                 f"{rank.group('spec')} has {need} entries, one per array axis, but the array has "
                 f"rank {have}."
             ),
-            fix=f"Give at most {have} entries (trailing axes may be omitted: they are not split).",
+            fix=(
+                "Use P(): a scalar has no axis to split, so it can only be replicated on every "
+                "device."
+                if have == 0
+                else f"Give at most {have} entries (trailing axes may be omitted: they are not "
+                "split)."
+            ),
         )
     return None
 

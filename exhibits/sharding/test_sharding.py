@@ -364,3 +364,87 @@ def test_unknown_axis_and_too_long_spec_explained() -> None:
     assert error is not None
     ev = ctx.one(ShardingErrorExplained)
     assert ev.message == str(error) and "rank 2" in ev.explanation
+
+
+_PLAIN = """
+import jax
+import jax.numpy as jnp
+from jax.sharding import AxisType, PartitionSpec as P
+
+mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
+spec = P("x", "y")
+
+
+def f(a):
+    return a * 2
+
+
+args = (jnp.ones((8, 8)),)
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "options", "words", "setting"),
+    [
+        ("mesh = 'x'", None, "`mesh` must be a jax.sharding.Mesh", "mesh"),
+        ("mesh = 3", None, "`mesh` must be a jax.sharding.Mesh", "mesh"),
+        ("mesh = jax.sharding.AbstractMesh((2, 4), ('x', 'y'))", None, "AbstractMesh", "mesh"),
+        (
+            "import numpy as np\nfrom jax.sharding import Mesh\n"
+            "mesh = Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ('x', 'x'))",
+            None,
+            "names mesh axis 'x' more than once",
+            "mesh",
+        ),
+        ("del mesh", None, "needs a `mesh`", None),
+        ("args = ((jnp.ones(8), jnp.ones(8)),)", None, "it must be one array", "args"),
+        ("static_argnums = (0,)\nargs = (3,)", None, "cannot be static", "static_argnums"),
+        ("spec = 3", None, "`spec` must be a jax.sharding.PartitionSpec", "spec"),
+        ("", RunOptions(spec="P('x'"), "options.spec", None),
+        ("", RunOptions(spec="3"), "`options.spec` must be a jax.sharding.PartitionSpec", None),
+        ("", RunOptions(mesh="jax.make_mesh((9,), ('x',))"), "options.mesh", None),
+        ("", RunOptions(mesh="'abc'"), "`options.mesh` must be a jax.sharding.Mesh", None),
+        ("", RunOptions(array_shape="'abc'"), "options.array_shape must be", None),
+        ("", RunOptions(array_shape="(8, -2)"), "options.array_shape must be", None),
+        ("", RunOptions(array_shape="(8, 2.5)"), "options.array_shape must be", None),
+    ],
+)
+def test_bad_settings_and_options_are_invalid_snippet_at_their_line(
+    extra: str, options: RunOptions | None, words: str, setting: str | None
+) -> None:
+    from jaxscope.sandbox.errors import classify
+    from jaxscope.sandbox.snippet import InvalidSnippet, load_snippet
+
+    source = _PLAIN + extra + "\n"
+    with pytest.raises(InvalidSnippet) as info:
+        run_probe("sharding", source, options)
+    failed = classify(info.value, "call", load_snippet(source).f)
+    assert failed.kind == "invalid_snippet" and words in failed.message, failed.message
+    lines = source.split("\n")
+    want = (
+        max(i + 1 for i, t in enumerate(lines) if t.startswith(setting + " =")) if setting else None
+    )
+    assert (failed.source.line if failed.source else None) == want
+    assert "JAX raised this" not in (failed.explanation or "")
+
+
+@pytest.mark.parametrize(
+    ("shape", "spec", "fix"),
+    [((8,), "P('x', 'y')", "at most 1 entries"), ((), "P('x')", "Use P()")],
+)
+def test_rank_too_long_reads_the_spec_from_jaxs_message(
+    shape: tuple[int, ...], spec: str, fix: str
+) -> None:
+    source = _PLAIN.replace("jnp.ones((8, 8))", f"jnp.ones({shape})") + f"spec = {spec}\n"
+    with pytest.raises(ValueError) as info:
+        run_probe("sharding", source)
+    mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
+    with pytest.raises(ValueError) as plain:
+        jax.device_put(jnp.ones(shape), NamedSharding(mesh, eval(spec, {"P": P})))
+    assert str(info.value) == str(plain.value)
+    from exhibits.sharding.reading import explain_error
+
+    ev = explain_error(info.value, "args[0]")
+    want = eval(spec, {"P": P})
+    assert ev is not None and ev.spec == str(want) and fix in ev.fix
+    assert ev.explanation.startswith(f"{want} has {len(want)} entries")

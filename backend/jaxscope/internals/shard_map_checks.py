@@ -14,7 +14,9 @@
 6. ``out_rank``      — no ``out_specs`` entry is longer than its output's rank (``_check_names``);
 7. ``replication``   — with ``check_vma=True``, an output is not varying over a mesh axis its
    ``out_specs`` entry leaves unmentioned (``_check_mats`` -> ``_valid_repeats``, message
-   ``_inout_vma_error``).
+   ``_inout_vma_error``);
+8. ``duplicate_axis`` — when ``jax.jit`` lowers it, each spec names a mesh axis at most once
+   (``NamedSharding`` -> ``_check_unique_resources``, ``DuplicateSpecError``).
 
 The first failure is the one JAX raises; later checks are ``not_reached``. The varying manual
 axes of a value are ``aval.mat.varying`` (``core.ManualAxisType``; 0.10.2 has no ``aval.vma``).
@@ -50,6 +52,7 @@ CHECK_NAMES = (
     "out_arity",
     "out_rank",
     "replication",
+    "duplicate_axis",
 )
 
 CHECK_TITLES = {
@@ -60,6 +63,7 @@ CHECK_TITLES = {
     "out_arity": "out_specs is a tree prefix of the body's outputs",
     "out_rank": "no out_specs entry is longer than its output's rank",
     "replication": "outputs do not vary over axes their out_specs leave out (check_vma)",
+    "duplicate_axis": "no spec names a mesh axis at two positions (checked when lowering)",
 }
 
 CHECK_SOURCES = {
@@ -70,6 +74,7 @@ CHECK_SOURCES = {
     "out_arity": "broadcast_prefix / prefix_errors",
     "out_rank": "_check_names -> _spec_rank_error",
     "replication": "_check_mats -> _valid_repeats / _inout_vma_error",
+    "duplicate_axis": "lowering: NamedSharding(mesh, spec) -> _check_unique_resources",
 }
 
 # Collective primitives: the ``core.Primitive`` objects defined in ``jax._src.lax.parallel``
@@ -324,6 +329,33 @@ def check_after_body(
     return results
 
 
+def check_duplicates(mesh: Any, in_specs: Any, out_specs: Any) -> CheckResult:
+    """Check 8, made when ``jax.jit`` lowers the shard_map (after the body was traced): each
+    spec names a mesh axis at most once, as ``NamedSharding(mesh, spec)`` requires (it raises
+    JAX's ``DuplicateSpecError``)."""
+    for which, specs in (("in_specs", in_specs), ("out_specs", out_specs)):
+        for path, p in _spec_paths(specs):
+            if not isinstance(p, P):
+                continue
+            try:
+                jax.sharding.NamedSharding(mesh, p)
+            except Exception as exc:  # DuplicateSpecError is not a ValueError
+                if type(exc).__name__ != "DuplicateSpecError":
+                    raise
+                r = _error("duplicate_axis", exc)
+                named = [
+                    (i, str(n))
+                    for i, names in enumerate(p)
+                    for n in (names if isinstance(names, tuple) else (names,))
+                    if n is not None
+                ]
+                twice = sorted({n for _, n in named if [m for _, m in named].count(n) > 1})
+                entries = sorted({i for i, n in named if n in twice})
+                r.faults = [Fault(which, path, str(p), entries, twice)]
+                return r
+    return CheckResult("duplicate_axis", "passed")
+
+
 def all_checks(
     f: Callable[..., Any],
     mesh: Any,
@@ -337,6 +369,8 @@ def all_checks(
     results = check_before_body(f, mesh, in_specs, out_specs, args)
     if results[-1].status != "failed" and seen.reached and seen.out_tree is not None:
         results += check_after_body(f, mesh, out_specs, seen, check_vma)
+        if results[-1].status != "failed":
+            results.append(check_duplicates(mesh, in_specs, out_specs))
     done = {r.name for r in results}
     return results + [CheckResult(n, "not_reached") for n in CHECK_NAMES if n not in done]
 

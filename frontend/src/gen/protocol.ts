@@ -1819,7 +1819,9 @@ export interface ShardMapValueView {
  * shard_map's checks around the per-device body, each passed or failed with JAX's message,
  * the specs (each entry, for highlighting the one at fault), the mesh, and the verdict: what
  * ``jax.jit(jax.shard_map(f, ...))(*args)`` itself did (``ok``, or its error class and message;
- * ``check``: the failed check, ``body`` for an error raised by the body itself).
+ * ``check``: the failed check, ``body`` for an error raised by the body itself;
+ * ``explanation``: plain words beside JAX's error where its message says little, e.g. a
+ * collective naming an axis the mesh lacks, which JAX fails as a bare AssertionError).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ShardMapChecked".
@@ -1831,6 +1833,7 @@ export interface ShardMapChecked {
   check_vma: boolean;
   checks: ShardMapCheck[];
   error_class: string | null;
+  explanation: string | null;
   in_specs: string;
   mesh_axes: string[];
   mesh_shape: number[];
@@ -1844,7 +1847,8 @@ export interface ShardMapChecked {
 }
 /**
  * One of shard_map's checks (``jax/_src/shard_map.py``, JAX's order): ``name`` (unknown_axis,
- * in_arity, spec_rank, divisibility, out_arity, out_rank, replication), what it requires, the
+ * in_arity, spec_rank, divisibility, out_arity, out_rank, replication, duplicate_axis), what it
+ * requires, the
  * JAX helper that runs it, its status (``passed``/``failed``/``not_reached`` after an earlier
  * failure/``off`` with ``check_vma=False``) and, when failed, JAX's error class and message.
  *
