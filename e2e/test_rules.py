@@ -6,6 +6,7 @@ shows the generic fallback. Screenshots in light and dark themes."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -14,17 +15,29 @@ from pathlib import Path
 import jax
 import pytest
 from jax._src.interpreters import ad, mlir
+from jaxscope.internals.rule_tables import import_modules
 from playwright.sync_api import Page, expect
 
 from e2e.browser import open_exhibit, run_and_wait
+from exhibits.registry import EXHIBITS
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = json.loads((REPO / "exhibits" / "rules" / "golden" / "tables.json").read_text())
 SITE = Path(jax.__file__).resolve().parents[1]
 
 
+def _import_as_the_worker_does() -> None:
+    """The tables only grow with imports: load what a worker has loaded when the rules probe
+    tabulates (every exhibit's probe, then the modules the probe imports: flax included), so
+    this process's table sizes bound the worker's from above."""
+    for exhibit_id in EXHIBITS:
+        importlib.import_module(f"exhibits.{exhibit_id}.probe")
+    import_modules()
+
+
 @pytest.fixture(scope="module")
 def cli_counts() -> dict[str, int]:
+    _import_as_the_worker_does()
     done = subprocess.run(
         [str(Path(sys.executable).parent / "jaxscope"), "run", "rules", "-", "--print", "counts"],
         capture_output=True,
@@ -117,4 +130,27 @@ def test_rules_matrix_counts_search_and_filters(
         )
     )
     assert only_used == set(GOLDEN["example_primitives"])
+    assert console_errors == []
+
+
+def test_rules_matrix_scrolls_inside_its_panel_at_1440px(
+    page: Page, console_errors: list[str]
+) -> None:
+    page.set_viewport_size({"width": 1440, "height": 900})
+    open_exhibit(page, "rules")
+    run_and_wait(page)
+    table = page.get_by_test_id("rules-table")
+    expect(table).to_be_visible()
+    box = table.locator("xpath=..").evaluate(
+        "el => { const r = el.getBoundingClientRect();"
+        " return {right: r.right, scroll: el.scrollWidth, client: el.clientWidth}; }"
+    )
+    assert box["right"] <= 1440, box  # the scroll box is inside the window
+    last = table.locator("thead th").last
+    last.scroll_into_view_if_needed()
+    head = last.bounding_box()
+    assert head is not None and head["x"] + head["width"] <= 1440 + 1, head
+    # the primitive column stays in view while the platform columns scroll
+    name = table.locator("thead th").first.bounding_box()
+    assert name is not None and 0 <= name["x"] < 1440
     assert console_errors == []
