@@ -146,6 +146,8 @@ def test_rules_matrix_scrolls_inside_its_panel_at_1440px(
         " return {right: r.right, scroll: el.scrollWidth, client: el.clientWidth}; }"
     )
     assert box["right"] <= 1440, box  # the scroll box is inside the window
+    assert box["scroll"] > box["client"], box  # the platform columns scroll inside it
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1440  # nothing clipped
     last = table.locator("thead th").last
     last.scroll_into_view_if_needed()
     head = last.bounding_box()
