@@ -64,6 +64,23 @@ def test_default_example(
     ops = page.get_by_test_id("cf-unroll-4").locator("td").nth(1).inner_text()
     ops1 = page.get_by_test_id("cf-unroll-1").locator("td").nth(1).inner_text()
     assert int(ops) > int(ops1)
+    fused = page.get_by_test_id("cf-unroll-fused").all_inner_texts()
+    assert fused == ["1", "4"]  # unroll=4: four copies of the body in one fusion
+    # the select_n jaxpr is wider than its card: it scrolls in one box whose horizontal
+    # scrollbar shows (nothing clips it on the right or below)
+    card = page.get_by_test_id("cf-shown-cond_vmap_select")
+    card.scroll_into_view_if_needed()
+    box = card.locator(".small-jaxpr")
+    clipped = box.evaluate(
+        "b => b.scrollHeight > b.clientHeight + 1 || b.scrollWidth > b.clientWidth + 1"
+    )
+    assert not clipped
+    text = card.locator("[data-testid^=cf-jaxpr-]").first
+    card_box, text_box = card.bounding_box(), text.bounding_box()
+    assert card_box is not None and text_box is not None
+    assert text_box["x"] + text_box["width"] <= card_box["x"] + card_box["width"] + 1
+    assert text.evaluate("t => getComputedStyle(t).overflowX") in ("auto", "scroll")
+    page.screenshot(path=str(screenshots / f"control_flow-vmap-{theme}.png"))
     # Clicking the call's line badge selects the user's line in the editor.
     page.get_by_test_id("cf-line").click()
     selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import shutil
 import tempfile
 import types
@@ -85,8 +86,31 @@ _REASONS: tuple[tuple[str, str], ...] = (
 )
 
 
+# An XLA_FLAGS token XLA's parser accepts: ``--name`` or ``--name=value``.
+FLAG_TOKEN = re.compile(r"--([A-Za-z_][A-Za-z0-9_]*)(=.*)?", re.DOTALL)
+
+
+def flag_problem(flag: str) -> str | None:
+    """Why ``flag`` is no XLA flag, or None. The shape is XLA's (``--name[=value]``); JAX and
+    jaxlib expose no list of XLA's flag names, so a well-formed name is judged by XLA's own
+    prefix (every flag of its ``DebugOptions`` is ``xla_...``): XLA parses ``XLA_FLAGS`` when
+    its backend starts and aborts on a token it does not know."""
+    m = FLAG_TOKEN.fullmatch(flag)
+    if m is None:
+        return "not a flag (XLA flags are --name or --name=value); XLA will reject it at startup"
+    if not m.group(1).startswith("xla_"):
+        return (
+            f"--{m.group(1)} is unknown to jaxscope (XLA's flags are named --xla_...); XLA will "
+            "reject it at startup"
+        )
+    return None
+
+
 def reason_for(flag: str, kept: bool) -> str:
-    """Why a flag is in the key, or why JAX drops it."""
+    """Why a flag is in the key, or why JAX drops it (and when it is no XLA flag at all)."""
+    problem = flag_problem(flag)
+    if kept and problem is not None:
+        return f"hashed into the key as written (JAX filters by name only), but {problem}"
     if kept:
         return "kept: it can change the compiled program, so it is hashed into the key"
     name = flag.split("=")[0]

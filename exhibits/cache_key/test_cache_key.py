@@ -274,3 +274,37 @@ def test_golden_keys_from_plain_jax(example: str) -> None:
         pytest.skip(f"golden recorded in another environment: {golden['environment']}")
     (base,) = keys(run_probe("cache_key", (EXAMPLES / f"{example}.py").read_text()))
     assert base.key == golden["key"]
+
+
+def _xla_starts_with(flags: str) -> tuple[bool, str]:
+    """Truth: does XLA's CPU backend start with ``XLA_FLAGS=flags`` (a fresh process)?"""
+    done = subprocess.run(
+        [sys.executable, "-c", "import jax; jax.devices()"],
+        env={**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return done.returncode == 0, done.stderr
+
+
+def test_junk_flags_are_not_called_program_changing() -> None:
+    """JAX hashes every token it does not exclude by name; the reason says when a token is no
+    XLA flag, and XLA itself refuses to start with each of those."""
+    junk = ["garbage", "--bogus_flag=1", "-x"]
+    real = "--xla_cpu_enable_fast_math=true"
+    ctx = run_probe("cache_key", MATMUL, RunOptions(xla_flags=" ".join([*junk, real])))
+    verdicts = {v.flag: v for v in ctx.one(XlaFlagsFiltered).flags}
+    assert sorted(verdicts) == sorted([*junk, real])
+    for flag in junk:
+        v = verdicts[flag]
+        assert v.kept  # JAX's filter keeps it: that is what JAX does
+        assert "can change the compiled program" not in v.reason
+        assert "XLA will reject it at startup" in v.reason
+        started, stderr = _xla_starts_with(flag)
+        assert not started and "XLA_FLAGS" in stderr, flag
+    assert "--bogus_flag is unknown to jaxscope" in verdicts["--bogus_flag=1"].reason
+    assert "not a flag" in verdicts["garbage"].reason
+    assert verdicts[real].reason.startswith("kept: it can change the compiled program")
+    assert _xla_starts_with(real)[0]

@@ -48,7 +48,7 @@ from jaxscope.protocol import (
     JaxprStaged,
     SourceLoc,
 )
-from jaxscope.sandbox.probe_api import ProbeContext
+from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, ProbeContext
 
 BUILTIN_FILENAME = "<control_flow builtin>"
 
@@ -64,17 +64,43 @@ def run(ctx: ProbeContext) -> None:
                 closed = plan.make_jaxpr()
             except Exception as exc:  # emitted beside the checks below, then re-raised
                 error = exc
-        for event in carry_events(records, closed):
+        checks = carry_events(records, closed)
+        for event in checks:
             ctx.emit(event)
         if error is not None and not any(r.error is error for r in records):
             raise error
     if error is None:
         ctx.emit(JaxprStaged(fun_name=plan.fun_name, jaxpr=jaxpr_view(closed)))
+        loop = next((c.source for c in checks if c.primitive == "while" and c.source), None)
         with ctx.stage("run"):
-            block_until_ready(plan.call(plan.jit(), concrete_args(plan.args)))
+            jitted = plan.jit()
+            args = concrete_args(plan.args)
+
+            def execute() -> None:
+                block_until_ready(plan.call(jitted, args))
+
+            if loop is not None:
+                at_line(loop.line, loop.function or plan.fun_name)(execute)
+            else:
+                execute()
     with ctx.stage("compile"):
         for shown in semantics(closed, plan):
             ctx.emit(shown)
+
+
+def at_line(line: int, function: str) -> Callable[[Callable[[], Any]], Any]:
+    """A function ``g(thunk) -> thunk()`` whose frame reads ``<snippet>`` line ``line`` in
+    ``function``. A ``while_loop`` runs inside XLA, after ``f``'s Python frames returned: the
+    compiled call goes through this frame, so a run stopped in an endless loop is placed on the
+    loop's line by the runner's stack dump (``sandbox.worker.stuck_at``)."""
+    ns: dict[str, Any] = {}
+    exec(
+        compile("\n" * (line - 1) + "def _at(thunk): return thunk()\n", SNIPPET_FILENAME, "exec"),
+        ns,
+    )
+    fn: Any = ns["_at"]
+    fn.__code__ = fn.__code__.replace(co_name=function, co_qualname=function)
+    return fn  # type: ignore[no-any-return]
 
 
 # --------------------------------------------------------------------------------------------
@@ -250,6 +276,20 @@ def hlo_op_counts(text: str) -> Counter[str]:
     return Counter(m.group(1) for m in re.finditer(r"=\s*\S+\s+([a-z][\w-]*)\(", text))
 
 
+def hlo_computation_counts(text: str, opcode: str) -> dict[str, int]:
+    """Per computation of ``compiled.as_text()`` (``%name (...) -> ... {`` / ``ENTRY %name``
+    blocks): how many ``opcode`` instructions it holds (computations without one left out)."""
+    counts: dict[str, int] = {}
+    name = ""
+    pattern = re.compile(r"=\s*\S+\s+" + re.escape(opcode) + r"\(")
+    for line in text.splitlines():
+        if header := re.match(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$", line):
+            name = header.group(1)
+        elif pattern.search(line):
+            counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
 def semantics(user_closed: Any, plan: Any) -> Iterator[ControlFlowShown]:
     """The semantics facts, each with the jaxpr that proves it."""
     cond_f = builtin(COND_SRC)
@@ -326,13 +366,21 @@ def semantics(user_closed: Any, plan: Any) -> Iterator[ControlFlowShown]:
         ops = hlo_op_counts(text or "")
         figures[f"unroll_{u}_ops"] = float(sum(ops.values()))
         figures[f"unroll_{u}_sine"] = float(ops["sine"])
+        # the loop body's copies: XLA fuses the unrolled body into one computation
+        figures[f"unroll_{u}_sine_fused"] = float(
+            max(hlo_computation_counts(text or "", "sine").values(), default=0)
+        )
         figures[f"unroll_{u}_lines"] = float(len((text or "").splitlines()))
     closed = jax.make_jaxpr(unroll_f, static_argnums=2)(jnp.float32(0.5), xs, UNROLLS[-1])
     yield ControlFlowShown(
         topic="unroll_hlo",
         claim=f"scan's unroll parameter changes the compiled HLO: unroll={UNROLLS[-1]} copies "
-        "the body into the loop (more ops, more sine instructions), unroll=1 keeps one copy.",
-        holds=figures[f"unroll_{UNROLLS[-1]}_ops"] > figures[f"unroll_{UNROLLS[0]}_ops"],
+        f"the body {UNROLLS[-1]} times into each trip of the loop, so one fused computation "
+        f"holds {UNROLLS[-1]} sine instructions where unroll=1 holds one. The whole program counts "
+        "more: XLA's fusion recomputes some copies in a second fusion that writes the stacked "
+        f"outputs ys ({UNROLL_LENGTH} is a multiple of {UNROLLS[-1]}: no remainder loop).",
+        holds=figures[f"unroll_{UNROLLS[-1]}_ops"] > figures[f"unroll_{UNROLLS[0]}_ops"]
+        and all(figures[f"unroll_{u}_sine_fused"] == u for u in UNROLLS),
         code=UNROLL_SRC
         + f"\njax.jit(f, static_argnums=2).lower(0.5, xs, unroll).compile().as_text()"
         f"  # xs: f32[{UNROLL_LENGTH}]\n",

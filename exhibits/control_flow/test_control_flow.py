@@ -384,6 +384,11 @@ def test_unroll_changes_the_compiled_hlo(shown: dict[str, list[ControlFlowShown]
         assert text is not None
         assert figures[f"unroll_{u}_sine"] == len(re.findall(r"\bsine\(", text))
         assert figures[f"unroll_{u}_ops"] == sum(hlo_op_counts(text).values())
+        # the body's copies: XLA's text separates computations by blank lines; the one with the
+        # most sine instructions holds the unrolled body, u copies
+        per_block = [len(re.findall(r"\bsine\(", block)) for block in text.split("\n\n")]
+        assert figures[f"unroll_{u}_sine_fused"] == max(per_block) == u
+    assert e.holds and "4 sine instructions" in e.claim
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
@@ -435,3 +440,62 @@ def test_cli_verdict(name: str, want: dict[str, Any]) -> None:
     out = jaxscope("run", "control_flow", str(CASES / f"{name}.py"), "--print", "verdict")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == want
+
+
+NO_CONTROL_FLOW = """\
+import jax.numpy as jnp
+
+
+def f(x):
+    return jnp.sin(x) * 2.0
+
+
+args = (1.0,)
+"""
+
+ENDLESS = """\
+import jax.numpy as jnp
+from jax import lax
+
+
+def f(x):
+    y = x * 2.0
+    return lax.while_loop(lambda c: c > -1.0, lambda c: c + 1.0, y)
+
+
+args = (jnp.float32(0.0),)
+"""
+
+
+def test_cli_verdict_without_control_flow(tmp_path: Path) -> None:
+    path = tmp_path / "plain.py"
+    path.write_text(NO_CONTROL_FLOW)
+    out = jaxscope("run", "control_flow", str(path), "--print", "verdict")
+    assert out.returncode == 0, out.stderr
+    verdict = json.loads(out.stdout)
+    assert {k: verdict[k] for k in ("ok", "error_class", "leaf_path")} == {
+        "ok": True,
+        "error_class": None,
+        "leaf_path": None,
+    }
+    assert "no carry or branch types to check" in verdict["note"]
+
+
+def test_endless_while_loop_timeout_names_the_loop_line(tmp_path: Path) -> None:
+    """The loop runs inside XLA, after f returned: the runner's stack dump still finds line 7."""
+    path = tmp_path / "endless.py"
+    path.write_text(ENDLESS)
+    out = jaxscope("run", "control_flow", str(path), "--timeout", "2", "--json")
+    assert out.returncode != 0
+    events = [json.loads(line) for line in out.stdout.splitlines()]
+    failed = events[-1]
+    assert failed["type"] == "run_failed" and failed["kind"] == "timeout"
+    loop_line = (
+        ENDLESS.splitlines().index(
+            "    return lax.while_loop(lambda c: c > -1.0, lambda c: c + 1.0, y)"
+        )
+        + 1
+    )
+    assert failed["source"]["line"] == loop_line == 7
+    assert failed["source"]["function"] == "f"
+    assert f"line {loop_line}, in f" in failed["message"]

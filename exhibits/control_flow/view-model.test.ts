@@ -127,6 +127,9 @@ describe('formatting helpers', () => {
     expect(rows.map((r) => r.unroll)).toEqual([1, 4]);
     expect(rows[1]!.ops).toBeGreaterThan(rows[0]!.ops);
     expect(rows[0]!.sine).toBe(1);
+    // the body's copies in one fusion match unroll; the whole program may count more
+    expect(rows.map((r) => r.sineFused)).toEqual([1, 4]);
+    expect(rows[1]!.sine).toBeGreaterThanOrEqual(rows[1]!.sineFused);
     const fori = shown.find((s) => s.topic === 'fori_static_scan');
     expect(plainFigures(fori!)).toEqual([
       ['x', 2],

@@ -146,6 +146,8 @@ export interface UnrollRow {
   unroll: number;
   ops: number;
   sine: number;
+  /** sine instructions in the one computation that holds the most: the body's copies */
+  sineFused: number;
   lines: number;
 }
 
@@ -160,6 +162,7 @@ export function unrollRows(figures: Readonly<Record<string, number | undefined>>
       unroll: u,
       ops: figures[key] ?? 0,
       sine: figures[`unroll_${u}_sine`] ?? 0,
+      sineFused: figures[`unroll_${u}_sine_fused`] ?? 0,
       lines: figures[`unroll_${u}_lines`] ?? 0,
     });
   }
