@@ -17,7 +17,8 @@ The tables (all module-level dicts keyed by ``core.Primitive``, read live, never
 "Every primitive JAX knows" is the union of those tables' keys and of the ``core.Primitive``
 objects held by a global of a loaded ``jax`` module (a primitive can exist with no rule at all),
 after importing :data:`IMPORTED` (flax included: importing it adds primitives such as
-``get_variable``/``set_variable`` and those of the JAX modules it loads). The file:line of each cell comes from ``internals.ad_rules``.
+``get_variable``/``set_variable`` and those of the JAX modules it loads). The file:line of each
+cell comes from ``internals.ad_rules``.
 """
 
 from __future__ import annotations
