@@ -349,18 +349,30 @@ def global_state() -> tuple[object, ...]:
     """A fingerprint of the process-wide state a snippet can change and a later run of the
     session would inherit: every ``jax.config`` value, the identity of the public attributes of
     the main ``jax`` modules, and the working directory. The runner retires a worker whose run
-    changed it, so that results never depend on what ran before in the session."""
+    changed it (:func:`state_changed`), so that results never depend on what ran before."""
     import jax
 
     config = tuple(sorted((k, repr(v)) for k, v in jax.config.values.items()))
-    attributes = tuple(
-        (name, key, id(value))
+    attributes = {
+        (name, key): id(value)
         for name in _WATCHED_MODULES
         if (module := sys.modules.get(name)) is not None
-        for key, value in sorted(vars(module).items())
+        for key, value in list(vars(module).items())
         if not key.startswith("_")
-    )
+    }
     return config, attributes, os.getcwd()
+
+
+def state_changed(before: tuple[object, ...], after: tuple[object, ...]) -> bool:
+    """True when a config value or the cwd changed, or an attribute that existed before was
+    replaced or deleted. New attributes do not count: importing a submodule (``jax.extend``)
+    adds one, and a probe may import modules lazily."""
+    config_b, attrs_b, cwd_b = before
+    config_a, attrs_a, cwd_a = after
+    assert isinstance(attrs_b, dict) and isinstance(attrs_a, dict)
+    if config_b != config_a or cwd_b != cwd_a:
+        return True
+    return any(attrs_a.get(key) != ident for key, ident in attrs_b.items())
 
 
 def run_job(
@@ -442,7 +454,7 @@ def run_job(
     if guard.cpu_lifetime_left() < cpu_s:
         return "its lifetime CPU budget is nearly spent"
     try:
-        changed = global_state() != state_before
+        changed = state_changed(state_before, global_state())
     except BaseException:  # the snippet broke what the fingerprint reads: retire all the same
         changed = True
     if changed:
