@@ -46,9 +46,8 @@ Dynamic keyword arguments are closed over (not mapped); ``jax.vmap`` would map t
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,11 +55,11 @@ import jax
 import numpy as np
 from jax._src import core, source_info_util
 from jax._src.interpreters import batching
-from jax._src.interpreters import partial_eval as pe
 
 from jaxscope.internals.ad_rules import batch_rule_view
 from jaxscope.internals.calling import CallPlan, concrete_args
 from jaxscope.internals.recording import PATCH_LOCK as _patch_lock
+from jaxscope.internals.recording import counting_outer_eqns
 from jaxscope.internals.views import (
     aval_view,
     eqn_view,
@@ -226,34 +225,6 @@ class BatchCapture:
     batched_jaxpr: Any
     interpreted_jaxpr: Any
     truncated: int = 0
-
-
-@contextlib.contextmanager
-def _counting_outer_eqns(origin: list[int | None], current: list[int | None]) -> Iterator[None]:
-    """While inside: for each eqn added to the outermost ``pe.JaxprStackFrame`` created in the
-    block, append ``current[0]`` (the eqn being interpreted, or ``None``) to ``origin``."""
-    frames: list[Any] = []
-    orig_init = pe.JaxprStackFrame.__init__
-    orig_add_eqn = pe.JaxprStackFrame.add_eqn
-
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        orig_init(self, *args, **kwargs)
-        if not frames:
-            frames.append(self)
-
-    def add_eqn(self: Any, eqn: Any) -> None:
-        orig_add_eqn(self, eqn)
-        if frames and self is frames[0]:
-            origin.append(current[0])
-
-    with _patch_lock:
-        pe.JaxprStackFrame.__init__ = __init__
-        pe.JaxprStackFrame.add_eqn = add_eqn
-        try:
-            yield
-        finally:
-            pe.JaxprStackFrame.__init__ = orig_init
-            pe.JaxprStackFrame.add_eqn = orig_add_eqn
 
 
 def _interpreter(
@@ -429,7 +400,7 @@ def capture_batching(
     in_dims = tuple(mapped.leaf_bdims)
     batched_interp = jax.vmap(interp, in_axes=in_dims, out_axes=out_axes)
     try:
-        with _counting_outer_eqns(origin, current):
+        with counting_outer_eqns(origin, current):
             interpreted = jax.make_jaxpr(batched_interp)(*mapped.leaves)
     except Exception:
         # JAX's own vmap of the user's f raises the error with the user's frames on it.

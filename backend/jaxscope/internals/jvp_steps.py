@@ -39,10 +39,9 @@ tangent JAX requires for it (a symbolic zero inside ``jax.jvp``).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,11 +49,10 @@ import jax
 import numpy as np
 from jax._src import core, source_info_util
 from jax._src.interpreters import ad
-from jax._src.interpreters import partial_eval as pe
 
 from jaxscope.internals.ad_rules import jvp_rule_view
 from jaxscope.internals.calling import CallPlan, concrete_args
-from jaxscope.internals.recording import PATCH_LOCK as _patch_lock
+from jaxscope.internals.recording import counting_outer_eqns
 from jaxscope.internals.views import (
     PREVIEW_CHARS,
     aval_view,
@@ -189,34 +187,6 @@ class JvpCapture:
     jvp_jaxpr: Any
     interpreted_jaxpr: Any
     truncated: int = 0
-
-
-@contextlib.contextmanager
-def _counting_outer_eqns(origin: list[int | None], current: list[int | None]) -> Iterator[None]:
-    """While inside: for each eqn added to the outermost ``pe.JaxprStackFrame`` created in the
-    block, append ``current[0]`` (the primal eqn being interpreted, or ``None``) to ``origin``."""
-    frames: list[Any] = []
-    orig_init = pe.JaxprStackFrame.__init__
-    orig_add_eqn = pe.JaxprStackFrame.add_eqn
-
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        orig_init(self, *args, **kwargs)
-        if not frames:
-            frames.append(self)
-
-    def add_eqn(self: Any, eqn: Any) -> None:
-        orig_add_eqn(self, eqn)
-        if frames and self is frames[0]:
-            origin.append(current[0])
-
-    with _patch_lock:
-        pe.JaxprStackFrame.__init__ = __init__
-        pe.JaxprStackFrame.add_eqn = add_eqn
-        try:
-            yield
-        finally:
-            pe.JaxprStackFrame.__init__ = orig_init
-            pe.JaxprStackFrame.add_eqn = orig_add_eqn
 
 
 def _mechanism(eqn: Any, tangents_in: list[Any]) -> str:
@@ -512,7 +482,7 @@ def capture_jvp(plan: CallPlan, primal: Any, given_tangents: Any = None) -> JvpC
         fetched = [x if _fetchable(x) else None for x in traced]
         return (list(primals_out), list(tangents_out)), fetched
 
-    with _counting_outer_eqns(origin, current):
+    with counting_outer_eqns(origin, current):
         extended = jax.make_jaxpr(outer)(dyn_leaves, tan_leaves)
     n = n_out[0]
     jaxpr = extended.jaxpr

@@ -119,3 +119,32 @@ def watching_traces(names: list[str] | None = None) -> Iterator[list[str]]:
             yield names
         finally:
             pe.JaxprStackFrame.__init__ = orig_init  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def counting_outer_eqns(origin: list[int | None], current: list[int | None]) -> Iterator[None]:
+    """While inside: for each eqn added to the outermost ``pe.JaxprStackFrame`` created in the
+    block, append ``current[0]`` (the eqn being interpreted, or ``None``) to ``origin``: which
+    interpreted eqn emitted each eqn of the result (``jvp_steps``, ``batching_steps``)."""
+    frames: list[Any] = []
+    orig_init = pe.JaxprStackFrame.__init__
+    orig_add_eqn = pe.JaxprStackFrame.add_eqn
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        orig_init(self, *args, **kwargs)
+        if not frames:
+            frames.append(self)
+
+    def add_eqn(self: Any, eqn: Any) -> None:
+        orig_add_eqn(self, eqn)
+        if frames and self is frames[0]:
+            origin.append(current[0])
+
+    with PATCH_LOCK:
+        pe.JaxprStackFrame.__init__ = __init__
+        pe.JaxprStackFrame.add_eqn = add_eqn
+        try:
+            yield
+        finally:
+            pe.JaxprStackFrame.__init__ = orig_init
+            pe.JaxprStackFrame.add_eqn = orig_add_eqn
