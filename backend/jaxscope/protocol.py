@@ -1767,58 +1767,6 @@ class RunFailed(_Event):
     stage: Stage | None = None
 
 
-Event = Annotated[
-    RunStarted
-    | StageStarted
-    | StageTimed
-    | EqnRecorded
-    | StdoutPrinted
-    | JaxprStaged
-    | JitCalled
-    | ModuleLowered
-    | ExecutableCompiled
-    | ProgramExecuted
-    | JvpRuleApplied
-    | JvpJaxprStaged
-    | JaxprSplit
-    | RematPolicyMeasured
-    | RematUnavailable
-    | TransposeStepped
-    | LinearJaxprStaged
-    | GradientChecked
-    | GradAttempted
-    | NonfiniteFound
-    | CustomCallRecorded
-    | CustomRuleChecked
-    | VmapInputsMapped
-    | BatchRuleApplied
-    | BatchedJaxprStaged
-    | TransformStackEvaluated
-    | PytreeNodeVisited
-    | PytreeFlattened
-    | TreedefsCompared
-    | PytreeCalled
-    | CarryChecked
-    | ControlFlowShown
-    | CachesReset
-    | JitCallObserved
-    | CacheKeyComputed
-    | XlaFlagsFiltered
-    | TrainingStepObserved
-    | TrainingStopped
-    | ConfigOptionsListed
-    | ConfigRetraceChecked
-    | ShardingPlaced
-    | CollectivesFound
-    | ShardingErrorExplained
-    | ShardMapBodyTraced
-    | ShardMapChecked
-    | ShardMapOutputsAssembled
-    | RulesTabulated
-    | RunFinished
-    | RunFailed,
-    Field(discriminator="type"),
-]
 EventModel = (
     RunStarted
     | StageStarted
@@ -1870,6 +1818,8 @@ EventModel = (
     | RunFinished
     | RunFailed
 )
+# The discriminated union the wire is validated with (the same classes, keyed by ``type``).
+Event = Annotated[EventModel, Field(discriminator="type")]
 EVENT_ADAPTER: TypeAdapter[EventModel] = TypeAdapter(Event)
 
 TERMINAL_TYPES = frozenset({"run_finished", "run_failed"})
