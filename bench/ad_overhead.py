@@ -11,10 +11,18 @@ freshly loaded snippet (new function objects, so neither side hits JAX's tracing
   evaluator on the JVP jaxpr, residual origins); ``transpose``: ``linearize_vjp`` and ``walk``
   with every step turned into its ``TransposeStepped`` event (the remat table, the finite
   differences and the jit/eager attempts are checks, not capture, and are not included);
-* **plain JAX**: ``jax.make_jaxpr(jax.grad(f, argnums=0))(*args)``.
+* **plain JAX**: ``jax.make_jaxpr(jax.grad(f, argnums=0))(*args)``;
+* **the floor**: only the JAX calls the three exhibits cannot do without, with nothing recorded,
+  viewed or previewed: ``make_jaxpr(f)``; JAX's JVP jaxpr ``make_jaxpr(jvp(f))``; the values of
+  every JVP eqn (eager ``jax.jvp``); ``jvp_program`` and JAX's partial evaluator on it; the
+  linearisation and its backward pass on values (``plain_backward_pass``: what ``jax.vjp``'s
+  function runs); and JAX's own text (``str``) of each jaxpr the exhibits show (primal, JVP twice:
+  two exhibits, known, unknown, linear).
 
 The figure is the ratio of the medians. Goal (issue 3): at most 5x. ``parts_median_ms`` is the
-median of each part of the capture (where the time goes; docs/design/0013-ad-capture-speed.md).
+median of each part of the capture (where the time goes; docs/design/0013-ad-capture-speed.md);
+``exhibits_ratio`` each exhibit's share of the capture against ``make_jaxpr(grad)`` (an exhibit
+is one run: its user waits for its share only); ``floor_ratio`` what the floor alone costs.
 
 Usage: ``.venv/bin/python bench/ad_overhead.py [--repeats N] [--json OUT]``.
 """
@@ -30,12 +38,13 @@ from pathlib import Path
 from typing import Any
 
 import jax
-from jaxscope.internals.calling import plan_call
-from jaxscope.internals.jvp_steps import capture_jvp
-from jaxscope.internals.split import default_known, jvp_program, split_event
+from jaxscope.internals.calling import concrete_args, plan_call
+from jaxscope.internals.jvp_steps import capture_jvp, choose_tangents, closed_function
+from jaxscope.internals.split import default_known, jvp_program, split_event, split_jaxpr
 from jaxscope.internals.transpose_walk import (
     linear_jaxpr_staged,
     linearize_vjp,
+    plain_backward_pass,
     seed_cotangents,
     walk,
 )
@@ -134,6 +143,29 @@ def capture(parts: dict[str, list[float]] | None = None) -> None:
     lap("transpose: serialise steps")
 
 
+def floor() -> None:
+    """The JAX calls the capture cannot do without (see the module docstring), nothing else."""
+    snippet = load_snippet(SNIPPET)
+    plan = plan_call(snippet)
+    str(plan.make_jaxpr())
+    dynamic = concrete_args(plan.dynamic_args())
+    tangents = choose_tangents(dynamic, None)
+    f_closed = closed_function(plan)
+    str(jax.make_jaxpr(lambda p, t: jax.jvp(f_closed, p, t))(dynamic, tangents))
+    jax.jvp(f_closed, dynamic, tangents)
+    program = jvp_program(plan)
+    split = split_jaxpr(program.jaxpr, default_known(len(program.labels), program.n_primals))
+    for closed in (program.jaxpr, split.known, split.unknown):
+        str(closed)
+
+    def loss(params: Any) -> Any:
+        return snippet.f(params, *snippet.args[1:])
+
+    lin = linearize_vjp(loss, [snippet.args[0]])
+    str(lin.closed())
+    plain_backward_pass(lin, seed_cotangents(lin))
+
+
 def plain() -> None:
     """``jax.make_jaxpr(jax.grad(f))`` on a fresh snippet."""
     snippet = load_snippet(SNIPPET)
@@ -156,12 +188,24 @@ def main() -> None:
     ns = parser.parse_args()
     snippet = load_snippet(SNIPPET)
     eqns = count_eqns(jax.make_jaxpr(snippet.f)(*snippet.args).jaxpr)
-    # Warm both paths once (imports, first-use compilation of JAX's own helpers).
+    # Warm every path once (imports, first-use compilation of JAX's own helpers).
     capture()
+    floor()
     plain()
     parts: dict[str, list[float]] = {}
     ours = median_s(lambda: capture(parts), ns.repeats)
     theirs = median_s(plain, ns.repeats)
+    least = median_s(floor, ns.repeats)
+    parts_ms = {k: statistics.median(v) * 1e3 for k, v in parts.items()}
+    prefixes = {
+        "jvp": ("primal", "jvp:"),
+        "partial_eval": ("partial_eval:",),
+        "transpose": ("transpose:",),
+    }
+    exhibits = {
+        name: sum(ms for part, ms in parts_ms.items() if part.startswith(p))
+        for name, p in prefixes.items()
+    }
     result: dict[str, Any] = {
         "eqns": eqns,
         "repeats": ns.repeats,
@@ -169,7 +213,10 @@ def main() -> None:
         "make_jaxpr_grad_median_ms": round(theirs * 1e3, 1),
         "ratio": round(ours / theirs, 2),
         "goal_ratio": 5.0,
-        "parts_median_ms": {k: round(statistics.median(v) * 1e3, 1) for k, v in parts.items()},
+        "floor_median_ms": round(least * 1e3, 1),
+        "floor_ratio": round(least / theirs, 2),
+        "exhibits_ratio": {k: round(ms / 1e3 / theirs, 2) for k, ms in exhibits.items()},
+        "parts_median_ms": {k: round(ms, 1) for k, ms in parts_ms.items()},
     }
     print(json.dumps(result, indent=2))
     if ns.json:

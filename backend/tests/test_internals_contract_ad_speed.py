@@ -107,3 +107,20 @@ def test_a_shorter_preview_is_a_prefix_of_the_longer_one() -> None:
             assert tw.shorter_preview(preview_value(x, PREVIEW_CHARS), short) == preview_value(
                 x, short
             )
+
+
+def test_the_plain_backward_pass_is_the_walk_and_jax_grad_bit_for_bit() -> None:
+    # The bench's floor runs ``plain_backward_pass``: it must be the walk's computation.
+    params = {"w": np.linspace(-0.5, 0.7, 12, dtype=np.float32).reshape(3, 4), "x": X[:3]}
+
+    def loss(p: Any) -> Any:
+        return jnp.sum(jnp.tanh(p["x"] @ p["w"]) ** 2)
+
+    lin = tw.linearize_vjp(loss, [params])
+    seed = tw.seed_cotangents(lin)
+    plain = tw.plain_backward_pass(lin, seed)
+    walked = tw.walk(lin, seed).cotangents
+    want = jax.tree.leaves(jax.grad(loss)(params))
+    assert [np.asarray(c).tobytes() for c in plain] == [np.asarray(c).tobytes() for c in walked]
+    assert [np.asarray(c).tobytes() for c in plain] == [np.asarray(c).tobytes() for c in want]
+    assert [np.asarray(c).shape for c in plain] == [(3, 4), (3,)]

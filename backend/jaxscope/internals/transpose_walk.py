@@ -25,6 +25,7 @@ Public API (stable; the ``nan_finder`` exhibit builds on it):
 
 * ``linearize_vjp(fun, primals) -> Linearized``
 * ``seed_cotangents(lin) -> list``: 1.0 for a scalar output (``lax._one_vjp``, as ``jax.grad``)
+* ``plain_backward_pass(lin, cts_out) -> list``: the same backward pass with nothing recorded
 * ``walk(lin, cts_out, on_step=None) -> WalkResult``; ``on_step(StepRecord)`` is called after
   each step and may return ``True`` to stop the walk there (``WalkResult.stopped``).
 * ``linear_jaxpr_staged(lin) -> LinearJaxprStaged`` and ``StepRecord.event`` (a
@@ -394,6 +395,19 @@ def seed_cotangents(lin: Linearized) -> list[Any]:
     (out,) = lin.out_primals
     _check_scalar(out)
     return [lax_internal._one_vjp(out)]
+
+
+
+def plain_backward_pass(lin: Linearized, cts_out: Sequence[Any]) -> list[Any]:
+    """The backward pass of ``lin`` as ``jax.vjp``'s function runs it, with nothing recorded:
+    ``ad.backward_pass3(jaxpr, True, residuals, accums, cts)`` with one ``ad.ValAccum`` per
+    primal leaf, then ``freeze`` + ``instantiate_zeros`` (``api._vjp3_bwd``). One cotangent per
+    primal leaf (arrays of the primal's shape and tangent dtype). The reference the walk is held
+    bit-identical to, and the cost floor ``bench/ad_overhead.py`` reports."""
+    cts = [ct for ct, known in zip(cts_out, lin.out_known, strict=True) if not known]
+    accums = [ad.ValAccum(v.aval.to_ct_aval()) for v in lin.jaxpr.invars]
+    ad.backward_pass3(lin.jaxpr, True, lin.residuals, accums, cts)
+    return [ad.instantiate_zeros(a.freeze()) for a in accums]
 
 
 # ---- the walk -----------------------------------------------------------------------------
