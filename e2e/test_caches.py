@@ -110,6 +110,33 @@ def test_committed_preset_shows_a_lowering_jax_does_not_explain(
     assert console_errors == []
 
 
+def test_persistent_preset_answers_the_second_call_from_disk(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    # The truth (plain JAX's cache_misses/cache_hits events, the file JAX wrote, the key it
+    # logged) is held in exhibits/caches/test_caches.py; here: the user sees it.
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "caches")
+    page.get_by_test_id("example-select").select_option("same_call")
+    run_and_wait(page)
+    page.get_by_test_id("caches-preset").select_option("persistent")
+    expect(page.get_by_test_id("caches-timeline").locator("button.column")).to_have_count(2)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=30_000)
+    expect(page.get_by_test_id("caches-persistent-dir")).to_contain_text("jaxscope-cache-")
+    expect(page.get_by_test_id("caches-call-0")).to_have_attribute("data-layer", "compile")
+    expect(page.get_by_test_id("caches-cell-0-persistent")).to_have_attribute("data-cell", "miss")
+    expect(page.get_by_test_id("caches-call-1")).to_have_attribute("data-layer", "persistent")
+    expect(page.get_by_test_id("caches-cell-1-persistent")).to_have_attribute("data-cell", "hit")
+    expect(page.get_by_test_id("caches-layer")).to_have_text("persistent disk cache")
+    expect(page.get_by_test_id("caches-persistent")).to_contain_text("hit: JAX read the executable")
+    expect(page.get_by_test_id("caches-cause")).to_contain_text("jax.clear_caches()")
+    differs = page.get_by_test_id("caches-diff").locator("tr[data-differs=true]")
+    expect(differs).to_have_count(1)
+    expect(differs).to_contain_text("in-memory caches")
+    page.screenshot(path=str(screenshots / "caches-persistent.png"), full_page=True)
+    assert console_errors == []
+
+
 def test_c05_loop_flags_same_line_new_object(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:

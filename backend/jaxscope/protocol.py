@@ -1243,12 +1243,15 @@ CacheCell = Literal["hit", "miss", "skipped", "off"]
 class CachesReset(_Event):
     """The caches exhibit starts from a clean cache state: what it cleared, how the snippet is
     run (``calls``: ``jit(f)`` on each tuple of ``calls``; ``driver``: ``f(*args)`` itself calls
-    jitted functions, each observed), and whether the persistent cache is in use."""
+    jitted functions, each observed), and whether the persistent cache is in use
+    (``persistent_dir``: the directory, when the run itself turned it on: the ``persistent``
+    preset uses a new temporary one)."""
 
     type: Literal["caches_reset"] = "caches_reset"
     mode: Literal["calls", "driver"]
     cleared: list[str]
     persistent_enabled: bool = False
+    persistent_dir: str | None = None
 
 
 class JitCallObserved(_Event):
@@ -1263,7 +1266,10 @@ class JitCallObserved(_Event):
     snippet line that made the call (driver mode). ``cause``: why it traced or compiled again,
     from the diff (``None`` for a call with nothing earlier to compare with, or no new work).
     ``jaxpr``: for a call that traced, the jaxpr JAX traced (``jitted.trace(*args).jaxpr``,
-    read after the call from the cache the call filled)."""
+    read after the call from the cache the call filled). ``persistent_key``: with the persistent
+    cache on, the key JAX looked up on disk for this call's own program (``jit_<name>-<sha256>``,
+    as ``jax._src.compiler`` logs it; the file is ``<key>-cache`` in the cache directory), and
+    ``persistent_lookup`` whether that lookup hit or missed; ``None`` when not consulted."""
 
     type: Literal["jit_call_observed"] = "jit_call_observed"
     index: int
@@ -1284,6 +1290,8 @@ class JitCallObserved(_Event):
     entries: list[KeyEntryDiff] = []
     cause: str | None = None
     jaxpr: JaxprView | None = None
+    persistent_key: str | None = None
+    persistent_lookup: Literal["hit", "miss"] | None = None
 
 
 class CacheKeyIngredientView(_Model):

@@ -19,6 +19,7 @@ the closest earlier call (the one with the fewest differing entries; the latest 
 from __future__ import annotations
 
 import contextlib
+import tempfile
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from typing import Any, Literal
 
 import jax
 import numpy as np
+from jaxscope.internals.cache_key import capture_cache_keys, persistent_cache
 from jaxscope.internals.cache_layers import (
     COUNTED_CACHES,
     JitCallRecord,
@@ -65,7 +67,15 @@ PRESETS: dict[str, str] = {
     "numpy": "the array arguments as numpy arrays",
     "committed": "the array arguments committed to a device with jax.device_put",
     "matmul_precision": "the same call inside jax.default_matmul_precision('highest')",
+    "persistent": "the persistent disk cache on (a new temporary directory): the call, then "
+    "JAX's in-memory caches cleared (jax.clear_caches(), as a new process starts) and the same "
+    "call again, answered from disk",
 }
+
+# The key entry that tells the persistent preset's two calls apart: what was in memory.
+MEMORY_ENTRY = "in-memory caches"
+MEMORY_AT_START = "cleared at the start of the run"
+MEMORY_CLEARED = "cleared again just before this call (jax.clear_caches(), as a new process starts)"
 
 
 @dataclass
@@ -76,6 +86,7 @@ class PlannedCall:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     context: str | None = None
+    memory: str | None = None  # the persistent preset: what JAX's in-memory caches hold
 
 
 def _arrays(args: tuple[Any, ...], fn: Callable[[Any], Any]) -> tuple[Any, ...]:
@@ -163,6 +174,11 @@ def _preset_calls(
     if preset == "committed":
         dev = jax.devices()[0]
         return [first, PlannedCall(jitted, _arrays(args, lambda x: jax.device_put(x, dev)), kwargs)]
+    if preset == "persistent":
+        return [
+            PlannedCall(jitted, args, kwargs, memory=MEMORY_AT_START),
+            PlannedCall(jitted, args, kwargs, memory=MEMORY_CLEARED),
+        ]
     # matmul_precision
     return [first, PlannedCall(jitted, args, kwargs, context="highest")]
 
@@ -220,6 +236,7 @@ class _Observer:
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         site: tuple[int, str] | None,
+        memory: str | None = None,
     ) -> Any:
         if len(self.history) >= MAX_CALLS:
             return jitted(*args, **kwargs)
@@ -236,9 +253,17 @@ class _Observer:
         entries = [("function", _function_text(name, ordinal, def_line))]
         entries += key_entries(fun, args, kwargs, nums, names)
         entries.append(("tracing context", self._context_text()))
+        if memory is not None:
+            entries.append((MEMORY_ENTRY, memory))
         index = len(self.history)
+        looked_up: tuple[str, str] | None = None
         with self.ctx.stage("call", call_index=index):
-            record = observe_jit_call(jitted, args, kwargs)
+            if persistent_cache_enabled():
+                with capture_cache_keys() as keys:
+                    record = observe_jit_call(jitted, args, kwargs)
+                looked_up = _own_lookup(keys.logged, name)
+            else:
+                record = observe_jit_call(jitted, args, kwargs)
         # The jaxpr this call traced, from the cache the call just filled (a hit: nothing new).
         jaxpr = multiline_jaxpr_view(jitted.trace(*args, **kwargs).jaxpr) if record.traced else None
         now = dict(entries)
@@ -246,7 +271,7 @@ class _Observer:
         diff = _diff(now, self.history[closest] if closest is not None else None)
         cause = None
         if closest is not None and (record.traced or record.compile_events > 0):
-            cause = _cause(diff, name, def_line, self.def_lines[closest])
+            cause = _cause(diff, name, def_line, self.def_lines[closest], record.layer())
         self.history.append(now)
         self.def_lines.append(def_line)
         self.ctx.emit(
@@ -259,7 +284,8 @@ class _Observer:
                 layer=record.layer(),
                 cells=record.cells(),
                 traced=record.traced,
-                compiled=record.compile_events > 0,
+                # A persistent hit still reports backend_compile_duration (the disk read).
+                compiled=record.compile_events > 0 and record.layer() != "persistent",
                 cpp_size_before=record.cpp_size_before,
                 cpp_size_after=record.cpp_size_after,
                 counters=_counters(record),
@@ -269,6 +295,8 @@ class _Observer:
                 entries=diff,
                 cause=cause,
                 jaxpr=jaxpr,
+                persistent_key=looked_up[1] if looked_up else None,
+                persistent_lookup=looked_up[0] if looked_up else None,  # type: ignore[arg-type]
             )
         )
         return record.out
@@ -280,6 +308,13 @@ class _Observer:
             if best is None or n <= best[0]:
                 best = (n, i)
         return None if best is None else best[1]
+
+
+def _own_lookup(logged: list[tuple[str, str]], name: str) -> tuple[str, str] | None:
+    """The (hit|miss, key) JAX logged for the call's own program (module ``jit_<name>``; other
+    programs compiled meanwhile are JAX's helpers)."""
+    own = [(how, key) for how, key in logged if key.startswith(f"jit_{name}-")]
+    return own[-1] if own else None
 
 
 def _function_text(name: str, ordinal: int, def_line: int | None) -> str:
@@ -303,9 +338,23 @@ def _diff(now: dict[str, str], before: dict[str, str] | None) -> list[KeyEntryDi
 
 
 def _cause(
-    diff: list[KeyEntryDiff], name: str, def_line: int | None, before_line: int | None
+    diff: list[KeyEntryDiff],
+    name: str,
+    def_line: int | None,
+    before_line: int | None,
+    layer: str = "compile",
 ) -> str:
     differing = [d for d in diff if d.differs]
+    if [d.name for d in differing] == [MEMORY_ENTRY]:
+        then = (
+            "the executable was read from the persistent cache on disk, not compiled"
+            if layer == "persistent"
+            else "XLA compiled it again"
+        )
+        return (
+            "JAX's in-memory caches were empty (jax.clear_caches(), as in a new process), so "
+            f"{name} was traced and lowered again; {then}"
+        )
     fun = next((d for d in differing if d.name == "function"), None)
     if fun is not None and def_line is not None and def_line == before_line:
         return (
@@ -339,8 +388,28 @@ def run(ctx: ProbeContext) -> None:
     mode: Literal["calls", "driver"] = (
         "calls" if preset is not None or calls is not None else "driver"
     )
-    cleared = reset_caches()
-    ctx.emit(CachesReset(mode=mode, cleared=cleared, persistent_enabled=persistent_cache_enabled()))
+    with contextlib.ExitStack() as stack:
+        directory = None
+        if preset == "persistent":
+            # Removed after the run; the settings come back (a worker's next run has none).
+            temp = stack.enter_context(tempfile.TemporaryDirectory(prefix="jaxscope-cache-"))
+            directory = str(stack.enter_context(persistent_cache(temp)))
+        cleared = reset_caches()
+        ctx.emit(
+            CachesReset(
+                mode=mode,
+                cleared=cleared,
+                persistent_enabled=persistent_cache_enabled(),
+                persistent_dir=directory,
+            )
+        )
+        _observe(ctx, mode, preset, calls)
+
+
+def _observe(
+    ctx: ProbeContext, mode: Literal["calls", "driver"], preset: str | None, calls: Any
+) -> None:
+    snippet = ctx.snippet
     observer = _Observer(ctx)
     if mode == "driver":
         namespace = getattr(snippet.f, "__globals__", snippet.namespace)
@@ -374,5 +443,7 @@ def run(ctx: ProbeContext) -> None:
                 )
             )
     for p in planned:
+        if p.memory == MEMORY_CLEARED:
+            reset_caches()
         with _context(p.context):
-            observer.call(p.jitted, p.args, p.kwargs, None)
+            observer.call(p.jitted, p.args, p.kwargs, None, p.memory)

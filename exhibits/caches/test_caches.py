@@ -74,7 +74,8 @@ def test_layers_match_plain_jax(name: str) -> None:
         assert by_function(calls, "compiled") == truth["compiles_by_function"]
 
 
-@pytest.mark.parametrize("preset", sorted(caches_probe.PRESETS))
+# ``persistent`` clears the caches mid-run and turns the disk cache on: its own test below.
+@pytest.mark.parametrize("preset", sorted(set(caches_probe.PRESETS) - {"persistent"}))
 def test_presets_match_plain_jax(preset: str) -> None:
     source = (
         "import jax.numpy as jnp\n\n"
@@ -332,6 +333,106 @@ def test_traced_calls_carry_the_jaxpr_jax_traced() -> None:
             assert len(c.jaxpr.text.splitlines()) == len(c.jaxpr.eqns) + 2
         else:
             assert c.jaxpr is None
+
+
+PERSISTENT_SOURCE = (
+    "import jax.numpy as jnp\n\n"
+    "def f(x, n):\n"
+    "    return jnp.sum(jnp.sin(x) * x) * n\n\n"
+    "args = (jnp.ones((2, 3)), 2)\n"
+    "static_argnums = (1,)\n"
+)
+
+
+def _persistent_replay() -> list[dict[str, Any]]:
+    """The persistent preset in plain JAX: the cache on in a new directory, the call, then
+    ``jax.clear_caches()`` and the call again; per call JAX's monitoring events and the files
+    JAX wrote."""
+    import tempfile
+
+    from jax._src import compilation_cache
+    from jaxscope.sandbox.snippet import load_snippet
+
+    snippet = load_snippet(PERSISTENT_SOURCE)
+    jitted = jax.jit(snippet.f, static_argnums=1)
+    names = (
+        "jax_compilation_cache_dir",
+        "jax_persistent_cache_min_compile_time_secs",
+        "jax_persistent_cache_min_entry_size_bytes",
+    )
+    saved = {n: jax.config.values[n] for n in names}
+    seen: list[list[str]] = []
+
+    def listen(event: str, **kw: str | int) -> None:
+        seen[-1].append(event)
+
+    out = []
+    with tempfile.TemporaryDirectory() as directory:
+        compilation_cache.reset_cache()
+        for n, v in zip(names, (directory, 0.0, 0), strict=True):
+            jax.config.update(n, v)  # type: ignore[no-untyped-call]
+        jax.monitoring.register_event_listener(listen)
+        try:
+            jax.clear_caches()  # type: ignore[no-untyped-call]
+            for i in range(2):
+                if i:
+                    jax.clear_caches()  # type: ignore[no-untyped-call]
+                seen.append([])
+                jax.block_until_ready(jitted(*snippet.args))  # type: ignore[no-untyped-call]
+                files = sorted(p.name for p in Path(directory).iterdir())
+                out.append({"events": seen[-1], "files": files})
+        finally:
+            jax.monitoring.unregister_event_listener(listen)
+            for n, v in saved.items():
+                jax.config.update(n, v)  # type: ignore[no-untyped-call]
+            compilation_cache.reset_cache()
+    return out
+
+
+def test_persistent_preset_reads_the_second_call_from_disk(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("WARNING", logger="jax._src.compilation_cache"):
+        ctx = run_probe("caches", PERSISTENT_SOURCE, RunOptions(preset="persistent"))
+    # What JAX's compilation_cache itself says it wrote, during the probe's run.
+    wrote = re.findall(
+        r"Writing jit_f to persistent compilation cache with key '([^']+)'", caplog.text
+    )
+    (reset,) = [e for e in ctx.events if isinstance(e, CachesReset)]
+    assert reset.persistent_enabled and reset.persistent_dir
+    assert not Path(reset.persistent_dir).exists()  # removed after the run
+    assert not jax.config.values["jax_compilation_cache_dir"]  # and the setting is back
+    first, second = [e for e in ctx.events if isinstance(e, JitCallObserved)]
+    truth = _persistent_replay()
+    # Plain JAX: the first call misses the disk cache and writes jit_f-<key>-cache; after
+    # jax.clear_caches() the same call hits it.
+    assert "/jax/compilation_cache/cache_misses" in truth[0]["events"]
+    assert "/jax/compilation_cache/cache_hits" in truth[1]["events"]
+    written = [n for n in truth[0]["files"] if n.startswith("jit_f-")]
+    assert len(written) == 1 and truth[1]["files"] == truth[0]["files"]
+    assert first.cells == {
+        "cpp": "miss",
+        "jaxpr": "miss",
+        "lowering": "miss",
+        "executable": "miss",
+        "persistent": "miss",
+    }
+    assert first.layer == "compile" and first.compiled
+    assert second.cells == {
+        "cpp": "miss",
+        "jaxpr": "miss",
+        "lowering": "miss",
+        "executable": "miss",
+        "persistent": "hit",
+    }
+    assert second.layer == "persistent" and second.traced and not second.compiled
+    # The key looked up is the one JAX wrote, then read back. (Not the replay's key: the module
+    # hashed carries the call site's source locations, and the replay calls from elsewhere.)
+    assert (first.persistent_lookup, second.persistent_lookup) == ("miss", "hit")
+    assert wrote == [first.persistent_key] and second.persistent_key == first.persistent_key
+    (entry,) = [d for d in second.entries if d.differs]
+    assert entry.name == caches_probe.MEMORY_ENTRY
+    assert second.cause is not None and "read from the persistent cache on disk" in second.cause
 
 
 def test_frontend_presets_are_the_probes() -> None:

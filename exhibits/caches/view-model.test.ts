@@ -14,6 +14,7 @@ import {
   differing,
   jaxSilent,
   jaxprFor,
+  persistentLine,
   sameLineNewObject,
   summary,
 } from './view-model';
@@ -124,5 +125,31 @@ describe('jit_in_loop (C05): same line, new function object', () => {
 describe('presets', () => {
   it('lists the probe’s presets (ids checked against probe.PRESETS in test_caches.py)', () => {
     expect(new Set(PRESETS.map((p) => p.id)).size).toBe(PRESETS.length);
+  });
+});
+
+describe('persistent preset: the second call is read from disk', () => {
+  const events = load('persistent');
+  const model = cachesModel(events, events);
+  const [first, second] = model.calls;
+
+  it('says where the cache lives and what each call did on disk', () => {
+    expect(model.reset?.persistent_enabled).toBe(true);
+    expect(model.reset?.persistent_dir).toMatch(/jaxscope-cache-/);
+    expect(first?.layer).toBe('compile');
+    expect(second?.layer).toBe('persistent');
+    expect(persistentLine(first!)).toBe(`miss: no ${first!.persistent_key}-cache on disk; JAX compiled and wrote it`);
+    expect(persistentLine(second!)).toBe(
+      `hit: JAX read the executable from ${second!.persistent_key}-cache instead of compiling`,
+    );
+    expect(second!.persistent_key).toBe(first!.persistent_key);
+    expect(callSentence(second!)).toContain('the persistent disk cache answered');
+    expect(cellOf(second!, 'persistent')).toBe('hit');
+    expect(differing(second!).map((d) => d.name)).toEqual(['in-memory caches']);
+  });
+
+  it('has nothing to say on disk for a call that did not consult it', () => {
+    const plain = load('new_shape');
+    for (const call of cachesModel(plain, plain).calls) expect(persistentLine(call)).toBeUndefined();
   });
 });

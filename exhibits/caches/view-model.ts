@@ -48,6 +48,7 @@ export const PRESETS: readonly { id: string; label: string }[] = [
   { id: 'numpy', label: 'numpy arrays in place of jax.Arrays' },
   { id: 'committed', label: 'a committed jax.device_put input' },
   { id: 'matmul_precision', label: "inside default_matmul_precision('highest')" },
+  { id: 'persistent', label: 'persistent cache on, in-memory caches cleared (a new process)' },
 ];
 
 export interface CachesModel {
@@ -123,6 +124,15 @@ export function callSentence(call: JitCallObserved): string {
         ? `${who}: no cache answered: JAX traced, lowered and compiled ${call.function}.`
         : `${who}: no cache answered for the executable: the traced jaxpr was reused, but JAX lowered and compiled again.`;
   }
+}
+
+/** What the persistent disk cache did for this call, in words (undefined when not consulted). */
+export function persistentLine(call: JitCallObserved): string | undefined {
+  if (!call.persistent_key || !call.persistent_lookup) return undefined;
+  const file = `${call.persistent_key}-cache`;
+  return call.persistent_lookup === 'hit'
+    ? `hit: JAX read the executable from ${file} instead of compiling`
+    : `miss: no ${file} on disk; JAX compiled and wrote it`;
 }
 
 /** JAX's explain text is silent although JAX lowered or compiled again (it covers tracing only). */

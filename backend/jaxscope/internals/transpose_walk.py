@@ -397,7 +397,6 @@ def seed_cotangents(lin: Linearized) -> list[Any]:
     return [lax_internal._one_vjp(out)]
 
 
-
 def plain_backward_pass(lin: Linearized, cts_out: Sequence[Any]) -> list[Any]:
     """The backward pass of ``lin`` as ``jax.vjp``'s function runs it, with nothing recorded:
     ``ad.backward_pass3(jaxpr, True, residuals, accums, cts)`` with one ``ad.ValAccum`` per

@@ -1366,7 +1366,9 @@ export interface ControlFlowShown {
 /**
  * The caches exhibit starts from a clean cache state: what it cleared, how the snippet is
  * run (``calls``: ``jit(f)`` on each tuple of ``calls``; ``driver``: ``f(*args)`` itself calls
- * jitted functions, each observed), and whether the persistent cache is in use.
+ * jitted functions, each observed), and whether the persistent cache is in use
+ * (``persistent_dir``: the directory, when the run itself turned it on: the ``persistent``
+ * preset uses a new temporary one).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "CachesReset".
@@ -1374,6 +1376,7 @@ export interface ControlFlowShown {
 export interface CachesReset {
   cleared: string[];
   mode: 'calls' | 'driver';
+  persistent_dir: string | null;
   persistent_enabled: boolean;
   run_id: string;
   seq: number;
@@ -1391,7 +1394,10 @@ export interface CachesReset {
  * snippet line that made the call (driver mode). ``cause``: why it traced or compiled again,
  * from the diff (``None`` for a call with nothing earlier to compare with, or no new work).
  * ``jaxpr``: for a call that traced, the jaxpr JAX traced (``jitted.trace(*args).jaxpr``,
- * read after the call from the cache the call filled).
+ * read after the call from the cache the call filled). ``persistent_key``: with the persistent
+ * cache on, the key JAX looked up on disk for this call's own program (``jit_<name>-<sha256>``,
+ * as ``jax._src.compiler`` logs it; the file is ``<key>-cache`` in the cache directory), and
+ * ``persistent_lookup`` whether that lookup hit or missed; ``None`` when not consulted.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "JitCallObserved".
@@ -1414,6 +1420,8 @@ export interface JitCallObserved {
   index: number;
   jaxpr: JaxprView | null;
   layer: 'cpp' | 'jaxpr' | 'lowering' | 'executable' | 'persistent' | 'compile';
+  persistent_key: string | null;
+  persistent_lookup: ('hit' | 'miss') | null;
   run_id: string;
   seq: number;
   source: SourceLoc | null;
