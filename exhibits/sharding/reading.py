@@ -133,8 +133,12 @@ def _ints(text: str) -> list[int]:
 def expand_groups(text: str) -> list[list[int]] | None:
     """Device-id groups of a ``replica_groups``/``source_target_pairs`` text, in XLA's forms:
     explicit (``{{0,1},{2,3}}``), iota (``[4,2]<=[8]``, ``[2,4]<=[4,2]T(1,0)``) and mesh
-    (``mesh['axis_0'=2,'axis_1'=4] {'axis_0'}``, optionally ``device_ids=([..]T(..))``);
-    ``None`` for other forms (e.g. sub-axes ``{'axis_0':(2)2}``)."""
+    (``mesh['axis_0'=2,'axis_1'=4] {'axis_0'}``, optionally ``device_ids=([..]T(..))``, with
+    sub-axes ``{'axis_0':(2)2}``: size 2 of axis_0 after a pre-size of 2); ``None`` for a form
+    not recognised. Mesh groups follow XLA's ``MeshAxesReplicaGroupList::
+    flattened_replica_groups`` (xla/hlo/ir/replica_group.cc): each grouped mesh axis is reshaped
+    into [pre-size, size, rest] pieces, the pieces grouped over are moved last (mesh-axis order),
+    and the device array is cut into groups of their product."""
     text = text.strip()
     if text.startswith("{"):
         return [_ints(g) for g in re.findall(r"\{([\d,\s]*)\}", text[1:-1])]
@@ -149,21 +153,54 @@ def expand_groups(text: str) -> list[list[int]] | None:
         r"\s*\{(?P<group>[^}]*)\}",
         text,
     )
-    if mesh is None or ":" in mesh.group("group"):
+    if mesh is None:
         return None
     names = re.findall(r"'([^']+)'=(\d+)", mesh.group("axes"))
+    order = [n for n, _ in names]
     sizes = [int(n) for _, n in names]
     if mesh.group("dims"):
         perm = _ints(mesh.group("perm")) if mesh.group("perm") else None
         ids = _iota(_ints(mesh.group("dims")), perm).reshape(sizes)
     else:
         ids = np.arange(math.prod(sizes)).reshape(sizes)
-    grouped = [n for n in re.findall(r"'([^']+)'", mesh.group("group"))]
-    order = [n for n, _ in names]
-    axes = [order.index(n) for n in grouped]
-    rest = [i for i in range(len(order)) if i not in axes]
-    moved = ids.transpose(rest + axes)
-    size = math.prod(sizes[i] for i in axes)
+    refs: dict[int, list[tuple[int, int] | None]] = {}  # mesh axis -> its (pre, size) pieces
+    for m in re.finditer(r"'([^']+)'(?::\((\d+)\)(\d+))?", mesh.group("group")):
+        if m.group(1) not in order:
+            return None
+        piece = (int(m.group(2)), int(m.group(3))) if m.group(2) else None
+        refs.setdefault(order.index(m.group(1)), []).append(piece)
+    dims: list[int] = []
+    grouped: list[int] = []
+    for axis, full in enumerate(sizes):
+        pieces = refs.get(axis)
+        if pieces is None:
+            dims.append(full)
+            continue
+        if pieces == [None]:
+            grouped.append(len(dims))
+            dims.append(full)
+            continue
+        if None in pieces:  # the whole axis and a sub-axis of it: not a form XLA prints
+            return None
+        # Sub-axes sorted by pre-size, gaps between them kept as their own dims (XLA's
+        # HandleMultiAxisRefPerDimension); grouped in the order they are listed.
+        listed = [p for p in pieces if p is not None]
+        where: dict[tuple[int, int], int] = {}
+        done = 1
+        for pre, size in sorted(listed):
+            if pre % done or full % (pre * size):
+                return None
+            if pre > done:
+                dims.append(pre // done)
+            where[(pre, size)] = len(dims)
+            dims.append(size)
+            done = pre * size
+        if done != full:
+            dims.append(full // done)
+        grouped += [where[p] for p in listed]
+    rest = [i for i in range(len(dims)) if i not in grouped]
+    size = math.prod(dims[i] for i in grouped)
+    moved = ids.reshape(dims).transpose(rest + grouped)
     return [[int(v) for v in row] for row in moved.reshape(-1, size)]
 
 

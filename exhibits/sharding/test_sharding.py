@@ -233,7 +233,70 @@ def test_iota_replica_groups_expand_as_numpy_says() -> None:
     assert expand_groups("[2,4]<=[4,2]T(1,0)") == ids.reshape(4, 2).T.reshape(2, 4).tolist()
     assert expand_groups("{{0,1},{2,3}}") == [[0, 1], [2, 3]]
     assert expand_groups("mesh['axis_0'=2,'axis_1'=4] {'axis_1'}") == ids.reshape(2, 4).tolist()
-    assert expand_groups("mesh['axis_0'=4,'axis_1'=2] {'axis_0':(2)2}") is None
+    assert expand_groups("mesh['axis_0'=2,'axis_1'=4] {'zz'}") is None
+
+
+def _groups_by_coordinates(
+    sizes: list[int], ids: np.ndarray[Any, Any], grouped: dict[int, list[tuple[int, int] | None]]
+) -> set[frozenset[int]]:
+    """The same partition from its definition rather than XLA's reshape/transpose: two devices
+    share a group when every mesh coordinate agrees except the grouped (sub-)coordinates; the
+    sub-coordinate (pre, size) of coordinate c on an axis of size n is (c // (n // (pre*size)))
+    % size."""
+
+    def key(coords: tuple[int, ...]) -> tuple[int, ...]:
+        out: list[int] = []
+        for axis, c in enumerate(coords):
+            pieces = grouped.get(axis)
+            if pieces is None:
+                out.append(c)  # not grouped: must agree
+            elif pieces != [None]:  # sub-axes: what they do not cover must agree
+                rest = c
+                for pre, size in (p for p in pieces if p is not None):
+                    post = sizes[axis] // (pre * size)
+                    rest -= ((c // post) % size) * post
+                out.append(rest)
+        return tuple(out)
+
+    parts: dict[tuple[int, ...], set[int]] = {}
+    for coords in np.ndindex(*sizes):
+        parts.setdefault(key(coords), set()).add(int(ids[coords]))
+    return {frozenset(g) for g in parts.values()}
+
+
+def test_mesh_replica_groups_with_sub_axes_expand_as_xla_defines_them() -> None:
+    # XLA's own comment (replica_group.cc): @mesh<a=8> {a:(1)2} reshapes [8] -> [1,2,4] and
+    # groups over the 2: devices 4 apart; {a:(1)2, a:(4)2} reshapes to [2,2,2], groups over 0, 2.
+    assert expand_groups("mesh['a'=8] {'a':(1)2}") == [[0, 4], [1, 5], [2, 6], [3, 7]]
+    assert expand_groups("mesh['a'=8] {'a':(1)2,'a':(4)2}") == [[0, 1, 4, 5], [2, 3, 6, 7]]
+    # XLA's replica_group_test.cc counts: mesh [2, 6, 10], {axis1:(1)2} -> 60 groups of 2,
+    # {axis2:(2)3} -> 40 groups of 3; mesh [6, 35, 143] with three sub-axes each.
+    mesh = "mesh['axis1'=2,'axis2'=6,'axis3'=10]"
+    for group, count, size in (("{'axis1':(1)2}", 60, 2), ("{'axis2':(2)3}", 40, 3)):
+        got = expand_groups(f"{mesh} {group}")
+        assert got is not None and (len(got), len(got[0])) == (count, size)
+    big = "mesh['alpha'=6,'beta'=35,'gamma'=143]"
+    for group, count, size in (
+        ("{'alpha':(1)2,'beta':(1)5,'gamma':(1)11}", 3 * 7 * 13, 2 * 5 * 11),
+        ("{'alpha':(2)3,'beta':(5)7,'gamma':(11)13}", 2 * 5 * 11, 3 * 7 * 13),
+    ):
+        got = expand_groups(f"{big} {group}")
+        assert got is not None and (len(got), len(got[0])) == (count, size)
+    # Membership from the definition (coordinates), with a device_ids permutation as compiled
+    # HLO prints it (the transpose example's all-to-all).
+    text = "mesh['axis_0'=4,'axis_1'=2], device_ids=([2,2,2]T(0,2,1)) {'axis_0':(2)2}"
+    got = expand_groups(text)
+    ids = np.arange(8).reshape(2, 2, 2).transpose(0, 2, 1).reshape(4, 2)
+    assert got is not None
+    assert {frozenset(g) for g in got} == _groups_by_coordinates([4, 2], ids, {0: [(2, 2)]})
+    assert sorted(d for g in got for d in g) == list(range(8))
+    text = "mesh['a'=4,'b'=6] {'a':(2)2,'b':(1)3}"
+    got = expand_groups(text)
+    ids = np.arange(24).reshape(4, 6)
+    assert got is not None
+    assert {frozenset(g) for g in got} == _groups_by_coordinates(
+        [4, 6], ids, {0: [(2, 2)], 1: [(1, 3)]}
+    )
 
 
 # --------------------------------------------------------------------------------------------
