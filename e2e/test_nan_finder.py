@@ -78,3 +78,28 @@ def test_nan_finder_fixed_is_finite(
     page.get_by_test_id("theme-toggle").click()
     page.screenshot(path=str(screenshots / "nan_finder-fixed-theme2.png"), full_page=True)
     assert console_errors == []
+
+
+def test_nan_finder_lands_inside_a_scan_body(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    # The finding itself (iteration, line, against jax.grad) is held in
+    # exhibits/nan_finder/test_nan_finder.py; here: the user sees where it is.
+    source = (
+        Path(__file__).parent.parent / "exhibits/nan_finder/examples/scan_sqrt.py"
+    ).read_text()
+    sqrt_line = next(i for i, t in enumerate(source.splitlines(), 1) if "jnp.sqrt(x)" in t)
+    open_exhibit(page, "nan_finder")
+    page.get_by_test_id("example-select").select_option("scan_sqrt")
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    expect(page.get_by_test_id("nan-headline")).to_contain_text("inside scan on line")
+    expect(page.get_by_test_id("nan-headline")).to_contain_text(", iteration 2,")
+    expect(page.get_by_test_id("nan-headline")).to_contain_text(f"(from sqrt) on line {sqrt_line}.")
+    selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
+    expect(selected).to_have_count(1)
+    expect(selected).to_contain_text("jnp.sqrt(x)")
+    expect(page.get_by_test_id("nan-inside")).to_contain_text("last first")
+    page.get_by_test_id("nan-step").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "nan_finder-scan.png"))
+    assert console_errors == []

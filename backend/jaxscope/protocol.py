@@ -693,6 +693,23 @@ class CureView(_Model):
     cured_gradient: NestedNumbers = None
 
 
+class EnclosingCall(_Model):
+    """A call-like step of the backward pass the NaN finder descended into (``jit``: its
+    transpose is a backward pass over its own jaxpr, which JAX itself re-runs de-optimised under
+    ``jax_debug_nans``; ``scan``: the body's backward pass per iteration, as ``scan``'s transpose
+    runs it): ``step`` is its step in the walk it belongs to, ``primitive`` its
+    primitive, ``name`` the called function's name (the eqn's ``name`` param), ``source`` the
+    user line of the call; for a ``scan``, ``iteration`` the (0-based, forward-order) iteration
+    whose body's backward pass went bad first (``scan``'s transpose walks the iterations last
+    first)."""
+
+    step: int
+    primitive: str
+    name: str | None = None
+    source: SourceLoc | None = None
+    iteration: int | None = None
+
+
 class NonfiniteFound(_Event):
     """The first backward-pass step whose cotangent became NaN or Inf (``found`` false: none).
 
@@ -706,6 +723,12 @@ class NonfiniteFound(_Event):
     and text, ``None`` when it raises nothing); ``gradient`` ``jax.grad``'s result (one entry per
     element of ``args``, ``None`` for arguments not differentiated); ``steps_walked`` the steps
     emitted; ``cure`` the double-``where`` rewrite where it applies, else ``no_cure`` says why.
+    ``inside``: when the first bad step is a ``jit`` or ``scan`` call, the finder walks that
+    call's body the same way (recursively), outermost call first; then ``step`` is still the
+    top-level step (the one the stepper shows), ``inner_step`` the step in the innermost body's
+    walk, and
+    ``eqn_index``/``eqn_text``/``primitive``/``primal_primitive``/``source``/values/``kind``
+    name that innermost step (``eqn_index`` into the body's jaxpr).
     """
 
     type: Literal["nonfinite_found"] = "nonfinite_found"
@@ -726,6 +749,8 @@ class NonfiniteFound(_Event):
     steps_walked: int = 0
     cure: CureView | None = None
     no_cure: str | None = None
+    inside: list[EnclosingCall] = []
+    inner_step: int | None = None
 
 
 # ---- custom_vjp ----------------------------------------------------------------------------

@@ -135,3 +135,100 @@ def test_ad_error_texts() -> None:
         with pytest.raises(cls, match=marker) as info:
             thunk()
         assert ad_help(info.value) is not None
+
+
+# ---- descending into jit and scan steps (the nan_finder) --------------------------------------
+
+
+def test_jit_and_scan_transposes_run_the_backward_pass_we_open_up() -> None:
+    from jax._src import pjit
+    from jax._src.lax.control_flow import loops
+
+    jit_src = inspect.getsource(pjit._pjit_transpose_fancy)
+    # Under jax_debug_nans JAX re-runs a jit step's backward pass de-optimised, on its body.
+    assert "ad.backward_pass3(jaxpr.jaxpr, False, jaxpr.consts, args, cts_in)" in jit_src
+    scan_src = inspect.getsource(loops._scan_transpose_fancy)
+    assert "ires, consts_dot, carry_dot, xs_dot, eres = split_list(" in scan_src
+    assert "reverse=not reverse" in scan_src
+    body_src = inspect.getsource(loops)  # _transpose_scan_jaxpr_fancy is a weakref_lru_cache
+    assert "ad.backward_pass3(jaxpr.jaxpr, False, jaxpr.consts, primals, ct_carry + ct_ys)" in (
+        body_src
+    )
+    assert _ad.fancy_transposes[pjit.jit_p] is pjit._pjit_transpose_fancy
+    assert _ad.fancy_transposes[loops.scan_p] is loops._scan_transpose_fancy
+
+
+def _steps_of(f: Any, *args: Any) -> tuple[Any, Any]:
+    from jaxscope.internals import transpose_walk as tw
+
+    lin = tw.linearize_vjp(f, list(args))
+    return lin, tw.walk(lin, tw.seed_cotangents(lin))
+
+
+def test_a_jit_steps_body_walk_sends_what_the_jit_transpose_sent() -> None:
+    from jaxscope.internals import transpose_walk as tw
+
+    @jax.jit
+    def norm(v: Any) -> Any:
+        return jnp.sqrt(jnp.sum(v * v))
+
+    def f(x: Any) -> Any:
+        return norm(x) + jnp.sum(jnp.sin(x))
+
+    lin, result = _steps_of(f, jnp.array([1.0, 2.0, 3.0]))
+    (step,) = [r for r in result.steps if r.eqn.primitive.name == "jit"]
+    body = tw.inside(lin, step)
+    assert body is not None
+    inner = tw.walk(body, step.cts_in)
+    sent = [np.asarray(w.contribution) for w in step.writes]
+    # JAX's compiled jit transpose vs the same pass eagerly: equal to float32 rounding...
+    np.testing.assert_allclose([np.asarray(c) for c in inner.cotangents], sent, rtol=1e-6)
+    # ...and bit for bit what ad.backward_pass3 gives on the body (JAX's de-optimised path).
+    plain = tw.plain_backward_pass(body, step.cts_in)
+    assert [np.asarray(c).tobytes() for c in plain] == [
+        np.asarray(c).tobytes() for c in inner.cotangents
+    ]
+    assert {r.primal_primitive for r in inner.steps} >= {"sqrt", "mul"}
+    assert tw.inside(lin, next(r for r in result.steps if r.eqn.primitive.name != "jit")) is None
+
+
+def test_a_scan_steps_body_walks_send_what_the_scan_transpose_sent() -> None:
+    from jaxscope.internals import transpose_walk as tw
+
+    def f(x: Any, w: Any) -> Any:
+        def body(c: Any, xi: Any) -> Any:
+            h = jnp.tanh(c * w + xi)
+            return h, jnp.sqrt(xi + 1.0) * h * w
+
+        c, ys = lax.scan(body, w, x)
+        return c + jnp.sum(ys)
+
+    x, w = jnp.array([1.0, 0.5, 2.0, -0.5]), jnp.float32(0.3)
+    lin, result = _steps_of(f, x, w)
+    (step,) = [r for r in result.steps if r.eqn.primitive.name == "scan"]
+    scanned = tw.walk_scan_body(lin, step)
+    assert scanned is not None and scanned.iteration is None
+    sent = [np.asarray(wr.contribution) for wr in step.writes]
+    assert len(scanned.cotangents) == len(sent)
+    for ours, theirs in zip(scanned.cotangents, sent, strict=True):
+        np.testing.assert_allclose(np.asarray(ours), theirs, rtol=1e-5)
+    # The whole gradient, from the per-iteration walks, against jax.grad.
+    gx = jax.grad(f, argnums=0)(x, w)
+    np.testing.assert_allclose(np.asarray(scanned.cotangents[2]), np.asarray(gx), rtol=1e-5)
+
+    # Stopping: the first bad iteration in scan-transpose order (last first).
+    def g(xs: Any) -> Any:
+        def body(c: Any, xi: Any) -> Any:
+            return c + jnp.sqrt(xi), None
+
+        return lax.scan(body, 0.0, xs)[0]
+
+    xs = jnp.array([0.0, 1.0, 0.0, 2.0])
+    lin, result = _steps_of(g, xs)
+    (step,) = [r for r in result.steps if r.eqn.primitive.name == "scan"]
+    stopped = tw.walk_scan_body(
+        lin, step, lambda r: any(tw.is_nonfinite(wr.contribution) for wr in r.writes)
+    )
+    assert stopped is not None and stopped.iteration == 2  # x[2] = 0, reached before x[0]
+    assert stopped.result is not None and stopped.result.steps[-1].primal_primitive == "sqrt"
+    assert np.isinf(np.asarray(jax.grad(g)(xs))[[0, 2]]).all()

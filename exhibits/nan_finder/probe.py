@@ -38,15 +38,18 @@ from jaxscope.internals.cache import fresh_caches
 from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
 from jaxscope.internals.nan_walk import primal_output
 from jaxscope.internals.transpose_walk import (
+    Linearized,
     StepRecord,
+    inside,
     is_nonfinite,
     linear_jaxpr_staged,
     linearize_vjp,
     seed_cotangents,
     value_view,
     walk,
+    walk_scan_body,
 )
-from jaxscope.protocol import CureView, MarkedValue, NonfiniteFound, ValueView
+from jaxscope.protocol import CureView, EnclosingCall, MarkedValue, NonfiniteFound, ValueView
 from jaxscope.sandbox.probe_api import ProbeContext, Snippet
 from jaxscope.sandbox.snippet import load_snippet
 
@@ -209,6 +212,13 @@ def _no_cure_text(record: StepRecord, forward_nonfinite: bool | None) -> str:
             "finite at these inputs, so neither is its derivative. Check the inputs (or guard "
             "them before the call)."
         )
+    if forward_nonfinite is None:  # e.g. inside a scan body: the forward value is not shown
+        return where + (
+            f"If {primal}'s forward value is finite here, its derivative is not at these inputs "
+            "(e.g. sqrt at 0, whose slope is infinite): choose one with jax.custom_jvp, or keep "
+            "the input off the singular point (sqrt(x + eps), or a double where around it). If "
+            "the forward value is already NaN/Inf, check the inputs."
+        )
     return where + (
         f"The forward value is finite, but {primal}'s derivative is not at these inputs (e.g. "
         "sqrt at 0, whose slope is infinite). If the function should have a derivative here, "
@@ -244,7 +254,60 @@ def run(ctx: ProbeContext) -> None:
         if not hit:
             ctx.emit(NonfiniteFound(found=False, gradient=gradient, steps_walked=len(result.steps)))
             return
-        ctx.emit(finding(ctx, target, hit[0], gradient, len(result.steps)))
+        calls, innermost = descend(lin, hit[0])
+        found = finding(ctx, target, innermost, gradient, len(result.steps))
+        if calls:
+            found.inside = calls
+            found.inner_step = innermost.step
+            found.step = hit[0].step
+        ctx.emit(found)
+
+
+# How many nested jit bodies the finder descends into (a recursive helper cannot nest deeper
+# than its trace did, but keep the walk bounded).
+MAX_DEPTH = 16
+
+
+def descend(lin: Linearized, record: StepRecord) -> tuple[list[EnclosingCall], StepRecord]:
+    """From a first bad step that is a ``jit`` or ``scan`` call, walk that call's body down to
+    its first bad step, again while that is such a call too: for ``jit`` the backward pass of its
+    body with the cotangents the step received (what JAX's ``jit`` transpose runs, and re-runs
+    de-optimised under ``jax_debug_nans``), for ``scan`` the body's backward pass one iteration
+    at a time, as ``scan``'s transpose runs it. Returns the calls descended into (outermost
+    first) and the innermost bad step."""
+    calls: list[EnclosingCall] = []
+    while len(calls) < MAX_DEPTH:
+        hit: list[StepRecord] = []
+
+        def on_step(inner: StepRecord, hit: list[StepRecord] = hit) -> bool:
+            if writes_nonfinite(inner):
+                hit.append(inner)
+                return True
+            return False
+
+        iteration: int | None = None
+        body = inside(lin, record)
+        if body is not None:
+            walk(body, record.cts_in, on_step)
+        else:
+            scanned = walk_scan_body(lin, record, on_step)
+            if scanned is None or scanned.body is None:
+                break
+            body, iteration = scanned.body, scanned.iteration
+        if not hit:  # eagerly the body stays finite: the call's own result is what we report
+            break
+        name = record.eqn.params.get("name")
+        calls.append(
+            EnclosingCall(
+                step=record.step,
+                primitive=record.eqn.primitive.name,
+                name=str(name) if name is not None else None,
+                source=record.event.source,
+                iteration=iteration,
+            )
+        )
+        lin, record = body, hit[0]
+    return calls, record
 
 
 def finding(

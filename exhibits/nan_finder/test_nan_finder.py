@@ -325,3 +325,68 @@ def test_cli_nothing_to_differentiate_fails_not_no_nan(
     with pytest.raises(Exception, match=r"argnums|floating-point") as info:
         run_probe("nan_finder", source)
     assert type(info.value).__name__ == "InvalidSnippet"
+
+
+# ---- inside jit helpers and scan bodies --------------------------------------------------------
+
+
+def _line_of(source: str, text: str) -> int:
+    return next(i for i, line in enumerate(source.splitlines(), 1) if text in line)
+
+
+def test_a_nan_inside_a_jitted_helper_lands_on_the_helpers_line() -> None:
+    source = EXAMPLES["jit_helper"]
+    ctx = run_probe("nan_finder", source)
+    nf = found_of(ctx)
+    assert nf.found and nf.primal_primitive == "sqrt"
+    assert nf.source is not None and nf.source.line == _line_of(source, "jnp.sqrt(")
+    assert nf.source.function == "norm"
+    (call,) = nf.inside
+    assert (call.primitive, call.name, call.iteration) == ("jit", "norm", None)
+    assert call.source is not None and call.source.line == _line_of(source, "norm(w - x)")
+    # The step the stepper shows is the jit step; the inner step is the helper's.
+    steps = ctx.of_type(TransposeStepped)
+    assert steps[nf.step].primitive == "jit" and nf.inner_step is not None
+    # JAX: sqrt's slope at sum((w - x)**2) = 0 is infinite; the gradient is NaN.
+    assert np.isinf(np.asarray(jax.grad(jax.numpy.sqrt)(0.0)))
+    same_numbers(nf.gradient[0], truth_grad(source)[0].tolist())
+    # The forward value of that sqrt, evaluated inside the helper: sqrt(0) = 0, finite.
+    assert nf.forward_value is not None and nf.forward_value.numbers == 0.0
+    assert nf.forward_nonfinite is False
+    assert _artefact("jit_helper") == {"primitive": "sqrt", "line": nf.source.line}
+
+
+def test_a_nan_inside_a_scan_body_lands_on_its_line_and_iteration() -> None:
+    source = EXAMPLES["scan_sqrt"]
+    nf = found_of(run_probe("nan_finder", source))
+    xs = np.asarray(load_snippet(source).args[1])
+    assert nf.found and nf.kind == "inf" and nf.primal_primitive == "sqrt"
+    assert nf.source is not None and nf.source.line == _line_of(source, "jnp.sqrt(x)")
+    (call,) = nf.inside
+    assert call.primitive == "scan" and call.iteration == int(np.flatnonzero(xs == 0)[0])
+    assert call.source is not None and call.source.line == _line_of(source, "jax.lax.scan(")
+    # jax.grad: the gradient w.r.t. xs is infinite exactly at that iteration.
+    grad_xs = truth_grad(source)[1]
+    assert np.flatnonzero(~np.isfinite(grad_xs)).tolist() == [call.iteration]
+    same_numbers(nf.gradient[1], grad_xs.tolist())
+    # The forward value inside a scan body is not evaluated: said so, not claimed finite.
+    assert nf.forward_nonfinite is None
+    assert nf.no_cure is not None and "If sqrt's forward value is finite" in nf.no_cure
+
+
+def _artefact(example: str) -> Any:
+    out = subprocess.run(
+        [
+            JAXSCOPE,
+            "run",
+            "nan_finder",
+            str(EXHIBITS / "nan_finder" / "examples" / f"{example}.py"),
+            "--print",
+            "first_nan",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    return json.loads(out.stdout)

@@ -8,7 +8,9 @@ import {
   eqnLine,
   forwardVerdict,
   gradientRows,
+  callText,
   headline,
+  insidePath,
   landingSelection,
   nanModel,
   nonfiniteSummary,
@@ -103,5 +105,45 @@ describe('norm_at_zero: an Inf, no where to cure', () => {
     expect(forwardVerdict(f)).toContain('is finite: only the cotangent went bad');
     expect(f.cure).toBeNull();
     expect(f.no_cure).toContain('custom_jvp');
+  });
+});
+
+const lineOf = (source: string, text: string): number => source.split('\n').findIndex((l) => l.includes(text)) + 1;
+
+describe('jit_helper: the NaN is born inside a jitted helper', () => {
+  const model = nanModel(load('jit_helper'));
+  const f = model.found!;
+  const source = example('jit_helper');
+
+  it('names the jit call and lands on the line inside the helper', () => {
+    const sqrt = lineOf(source, 'jnp.sqrt(');
+    const call = lineOf(source, 'norm(w - x)');
+    expect(insidePath(f)).toBe(`inside jit(norm) on line ${call}`);
+    expect(callText(f.inside[0]!)).toBe(`jit(norm) on line ${call}`);
+    expect(headline(model, false)).toBe(
+      `Step ${f.step} went bad; inside jit(norm) on line ${call}, its step ${f.inner_step} wrote an Inf first: mul (from sqrt) on line ${sqrt}.`,
+    );
+    expect(model.steps[f.step!]?.primitive).toBe('jit');
+    expect(landingSelection(f)?.lines).toEqual([sqrt]);
+  });
+});
+
+describe('scan_sqrt: the Inf is born inside a scan body, at one iteration', () => {
+  const model = nanModel(load('scan_sqrt'));
+  const f = model.found!;
+  const source = example('scan_sqrt');
+
+  it('names the scan, the iteration, and the line in the body', () => {
+    const sqrt = lineOf(source, 'jnp.sqrt(x)');
+    const scan = lineOf(source, 'jax.lax.scan(');
+    // args: xs = [1, 4, 0, 9]: iteration 2 has x = 0.
+    expect(insidePath(f)).toBe(`inside scan on line ${scan}, iteration 2`);
+    expect(headline(model, false)).toContain(`mul (from sqrt) on line ${sqrt}.`);
+    expect(headline(model, false)).toMatch(/^Step \d+ went bad; inside scan .* wrote an Inf first/);
+    expect(forwardVerdict(f)).toContain('inside a scan body');
+  });
+
+  it('a top-level finding has no path', () => {
+    expect(insidePath(nanModel(load('where_sqrt')).found!)).toBeNull();
   });
 });

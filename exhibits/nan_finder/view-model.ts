@@ -13,6 +13,7 @@ export type Step = EventOf<'transpose_stepped'>;
 export type Linear = EventOf<'linear_jaxpr_staged'>;
 export type MarkedValue = Found['values_in'][number];
 export type Cure = NonNullable<Found['cure']>;
+export type EnclosingCall = Found['inside'][number];
 
 export interface NanModel {
   linear: Linear | undefined;
@@ -93,7 +94,25 @@ export function headline(model: NanModel, running: boolean): string {
   const what = f.kind === 'inf' ? 'an Inf' : 'a NaN';
   const origin = f.primal_primitive && f.primal_primitive !== f.primitive ? ` (from ${f.primal_primitive})` : '';
   const line = f.source ? ` on line ${f.source.line}` : '';
+  const path = insidePath(f);
+  if (path !== null) {
+    return `Step ${f.step ?? '?'} went bad; ${path}, its step ${f.inner_step ?? '?'} wrote ${what} first: ${f.primitive ?? '?'}${origin}${line}.`;
+  }
   return `Step ${f.step ?? '?'} wrote ${what}: ${f.primitive ?? '?'}${origin}${line}.`;
+}
+
+/** A call the finder descended into: `jit(norm) on line 11`, `scan on line 9, iteration 2`. */
+export function callText(c: EnclosingCall): string {
+  const what = c.primitive === 'jit' ? `jit(${c.name ?? '?'})` : c.primitive;
+  const line = c.source ? ` on line ${c.source.line}` : '';
+  const iteration = c.iteration !== null && c.iteration !== undefined ? `, iteration ${c.iteration}` : '';
+  return `${what}${line}${iteration}`;
+}
+
+/** `inside jit(norm) on line 11, inside scan on line 4, iteration 2`; null at top level. */
+export function insidePath(f: Found): string | null {
+  if (f.inside.length === 0) return null;
+  return f.inside.map((c) => `inside ${callText(c)}`).join(', ');
 }
 
 export interface Cell {
@@ -145,6 +164,9 @@ export function forwardVerdict(f: Found): string {
   }
   if (f.forward_nonfinite === false) {
     return `The forward value of ${prim}${line} is finite: only the cotangent went bad, in the backward pass.${dn}`;
+  }
+  if (f.inside.some((c) => c.primitive === 'scan')) {
+    return `The forward value of ${prim}${line} is inside a scan body: it is not evaluated per iteration here.${dn}`;
   }
   return `The forward value of ${prim} could not be located in the primal jaxpr.${dn}`;
 }

@@ -8,8 +8,10 @@ primal jaxpr on the concrete arguments up to it, eqn by eqn with ``eqn.primitive
 ``jax.core.eval_jaxpr`` does), to give that eqn's forward output. So the exhibit can say whether
 the forward value was already NaN/Inf (what ``jax_debug_nans`` stops at) or only the cotangent.
 
-Only top-level eqns are searched (an eqn inside a ``jit`` of a library helper is not); an eqn that
-is not found, or whose user frame matches several eqns (a Python loop), gives ``None``.
+Top-level eqns are searched, and the bodies of ``jit`` eqns (a jitted helper of the user's: the
+nan_finder descends into its backward pass too): the body is evaluated on the ``jit`` eqn's
+inputs, up to the eqn. An eqn that is not found, or whose user frame matches several eqns (a
+Python loop, a helper called twice), gives ``None``.
 """
 
 from __future__ import annotations
@@ -38,31 +40,51 @@ def _same_frame(a: SourceLoc | None, b: SourceLoc) -> bool:
 def primal_output(
     fun: Callable[..., Any], args: Sequence[Any], primitive: str, source: SourceLoc
 ) -> Any | None:
-    """The output (the first outvar's value) at ``args`` of the unique top-level eqn of
-    ``jax.make_jaxpr(fun)(*args)`` whose primitive is ``primitive`` and whose user frame is
-    ``source``; ``None`` when there is no such eqn or more than one."""
+    """The output (the first outvar's value) at ``args`` of the unique eqn of
+    ``jax.make_jaxpr(fun)(*args)`` (top level, or in the body of a ``jit`` eqn) whose primitive
+    is ``primitive`` and whose user frame is ``source``; ``None`` when there is no such eqn or
+    more than one."""
     closed = jax.make_jaxpr(fun)(*args)
-    jaxpr = closed.jaxpr
-    matches = [
-        i
-        for i, eqn in enumerate(jaxpr.eqns)
-        if eqn.primitive.name == primitive
-        and _same_frame(snippet_source(eqn.source_info.traceback), source)
-    ]
-    if len(matches) != 1:
+
+    def direct(eqn: core.JaxprEqn) -> bool:
+        return eqn.primitive.name == primitive and _same_frame(
+            snippet_source(eqn.source_info.traceback), source
+        )
+
+    def body(eqn: core.JaxprEqn) -> core.ClosedJaxpr | None:
+        inner = eqn.params.get("jaxpr") if eqn.primitive.name == "jit" else None
+        return inner if isinstance(inner, core.ClosedJaxpr) else None
+
+    def count(jaxpr: core.Jaxpr) -> int:
+        n = 0
+        for eqn in jaxpr.eqns:
+            inner = body(eqn)
+            n += 1 if direct(eqn) else count(inner.jaxpr) if inner is not None else 0
+        return n
+
+    if count(closed.jaxpr) != 1:
         return None
-    target = matches[0]
-    env: dict[Any, Any] = {}
-    env.update(zip(jaxpr.constvars, closed.consts, strict=True))
-    env.update(zip(jaxpr.invars, jax.tree.leaves(tuple(args)), strict=True))
 
-    def read(v: Any) -> Any:
-        return v.val if isinstance(v, core.Literal) else env[v]
+    def run(closed: core.ClosedJaxpr, inputs: Sequence[Any]) -> Any:
+        jaxpr = closed.jaxpr
+        env: dict[Any, Any] = {}
+        env.update(zip(jaxpr.constvars, closed.consts, strict=True))
+        env.update(zip(jaxpr.invars, inputs, strict=True))
 
-    for eqn in jaxpr.eqns[: target + 1]:
-        params = eqn.primitive.get_bind_params(eqn.params)
-        with eqn.ctx.manager:
-            ans = eqn.primitive.bind(*map(read, eqn.invars), **params)
-        outs = ans if eqn.primitive.multiple_results else [ans]
-        env.update(zip(eqn.outvars, outs, strict=True))
-    return env[jaxpr.eqns[target].outvars[0]]
+        def read(v: Any) -> Any:
+            return v.val if isinstance(v, core.Literal) else env[v]
+
+        for eqn in jaxpr.eqns:
+            inner = body(eqn)
+            if inner is not None and not direct(eqn) and count(inner.jaxpr) == 1:
+                return run(inner, [read(v) for v in eqn.invars])
+            params = eqn.primitive.get_bind_params(eqn.params)
+            with eqn.ctx.manager:
+                ans = eqn.primitive.bind(*map(read, eqn.invars), **params)
+            outs = ans if eqn.primitive.multiple_results else [ans]
+            env.update(zip(eqn.outvars, outs, strict=True))
+            if direct(eqn):
+                return outs[0]
+        return None  # pragma: no cover - count() found it
+
+    return run(closed, jax.tree.leaves(tuple(args)))

@@ -28,6 +28,9 @@ Public API (stable; the ``nan_finder`` exhibit builds on it):
 * ``plain_backward_pass(lin, cts_out) -> list``: the same backward pass with nothing recorded
 * ``walk(lin, cts_out, on_step=None) -> WalkResult``; ``on_step(StepRecord)`` is called after
   each step and may return ``True`` to stop the walk there (``WalkResult.stopped``).
+* ``inside(lin, record) -> Linearized | None``: the body of a ``jit`` step, to walk with the
+  step's cotangents; ``walk_scan_body(lin, record, on_step)``: a ``scan`` step's backward pass
+  one iteration at a time (the nan_finder descends into both)
 * ``linear_jaxpr_staged(lin) -> LinearJaxprStaged`` and ``StepRecord.event`` (a
   ``TransposeStepped``), ``value_view(x, role, var=None) -> ValueView``, ``is_nonfinite(x)``.
 
@@ -554,6 +557,144 @@ def walk(
             if on_step is not None and on_step(record):
                 return finish(True)
     return finish(False)
+
+
+# Call-like eqns whose transpose is a backward pass over their own jaxpr: ``jit`` (pjit's
+# ``_pjit_transpose_fancy``; under ``jax_debug_nans`` JAX itself re-runs exactly that pass,
+# de-optimised: ``ad.backward_pass3(jaxpr.jaxpr, False, jaxpr.consts, args, cts_in)``).
+DESCENDABLE = ("jit",)
+
+
+def inside(lin: Linearized, record: StepRecord) -> Linearized | None:
+    """The body of the call-like eqn of ``record`` (a ``jit`` step) as a :class:`Linearized`
+    whose walk is the backward pass JAX runs for that eqn: the body's consts and the step's
+    residual arguments as residuals (constvars), its linear arguments (``UndefinedPrimal`` in
+    ``record.args``) as invars, every output's cotangent wanted. ``None`` for other eqns.
+    Walk it with ``walk(inner, record.cts_in)``; its steps' eqns are the body's, with the user
+    lines inside the called function."""
+    eqn = record.eqn
+    if eqn.primitive.name not in DESCENDABLE:
+        return None
+    closed = eqn.params.get("jaxpr")
+    if not isinstance(closed, core.ClosedJaxpr):
+        return None
+    body = closed.jaxpr
+    residual_vars, residual_vals, linear_vars = [], [], []
+    for v, a in zip(body.invars, record.args, strict=True):
+        if isinstance(a, ad.UndefinedPrimal):
+            linear_vars.append(v)
+        else:
+            residual_vars.append(v)
+            residual_vals.append(a)
+    jaxpr = body.replace(constvars=[*body.constvars, *residual_vars], invars=linear_vars)
+    return Linearized(
+        jaxpr=jaxpr,
+        residuals=[*closed.consts, *residual_vals],
+        out_primals=[],
+        out_known=[False] * len(body.outvars),
+        in_tree=None,
+        out_tree=None,
+        origin=lin.origin,
+        keep=lin.keep,
+        shown=lin.shown,
+    )
+
+
+@dataclass
+class ScanBodyWalk:
+    """What :func:`walk_scan_body` did: ``iteration`` the (forward-order) iteration whose body
+    walk ``on_step`` stopped (``None``: it never stopped), ``body`` that iteration's
+    :class:`Linearized`, ``result`` its walk; ``cotangents`` what the scan step sends when no
+    walk stopped (per linear argument of the scan eqn: consts summed over iterations, the carry
+    after the last one, xs stacked), in the order of ``record.args``' ``UndefinedPrimal`` s."""
+
+    iteration: int | None
+    body: Linearized | None
+    result: WalkResult | None
+    cotangents: list[Any]
+
+
+def walk_scan_body(
+    lin: Linearized,
+    record: StepRecord,
+    on_step: Callable[[StepRecord], bool | None] | None = None,
+) -> ScanBodyWalk | None:
+    """The backward pass of a ``scan`` step, one iteration at a time: what JAX's
+    ``_scan_transpose_fancy`` runs as a scan of ``ad.backward_pass3`` over the body (the
+    transposed body's binders: residual consts ``ires``, the const cotangents, the carry
+    cotangent, the extensive residuals ``eres`` of that iteration; cotangents in: the carry's and
+    that iteration's ``ys``'), here as one :func:`walk` per iteration, last iteration first (first
+    first for ``reverse=True``), eagerly. ``None`` for other eqns, or a scan with refs or an
+    argument order ``_scan_transpose_fancy`` would not produce (residual consts first, linear xs
+    before extensive residuals)."""
+    eqn = record.eqn
+    if eqn.primitive.name != "scan":
+        return None
+    closed = eqn.params["jaxpr"]
+    num_consts, num_carry = eqn.params["num_consts"], eqn.params["num_carry"]
+    length, reverse = eqn.params["length"], eqn.params["reverse"]
+    body = closed.jaxpr
+    if any(
+        not hasattr(v.aval, "shape") or type(v.aval).__name__ == "AbstractRef" for v in body.invars
+    ):
+        return None
+    linear = [isinstance(a, ad.UndefinedPrimal) for a in record.args]
+    consts_lin = linear[:num_consts]
+    xs_lin = linear[num_consts + num_carry :]
+    num_ires = consts_lin.count(False)
+    num_xs_dot = xs_lin.count(True)
+    if consts_lin != [False] * num_ires + [True] * (num_consts - num_ires):
+        return None
+    if xs_lin != [True] * num_xs_dot + [False] * (len(xs_lin) - num_xs_dot):
+        return None
+    ires_vars = body.invars[:num_ires]
+    lin_vars = body.invars[num_ires : num_consts + num_carry + num_xs_dot]
+    eres_vars = body.invars[num_consts + num_carry + num_xs_dot :]
+    ires = record.args[:num_ires]
+    eres = record.args[num_consts + num_carry + num_xs_dot :]
+    jaxpr = body.replace(constvars=[*body.constvars, *ires_vars, *eres_vars], invars=lin_vars)
+    ct_carry = [ad.instantiate_zeros(c) for c in record.cts_in[:num_carry]]
+    ct_ys = record.cts_in[num_carry:]
+    n_consts_dot = num_consts - num_ires
+    const_cts: list[Any] = [None] * n_consts_dot
+    xs_cts: list[list[Any]] = [[None] * length for _ in range(num_xs_dot)]
+    order = range(length) if reverse else range(length - 1, -1, -1)
+    for i in order:
+        body_i = Linearized(
+            jaxpr=jaxpr,
+            residuals=[*closed.consts, *ires, *(np.asarray(e)[i] for e in eres)],
+            out_primals=[],
+            out_known=[False] * len(body.outvars),
+            in_tree=None,
+            out_tree=None,
+            origin=lin.origin,
+            keep=lin.keep,
+            shown=lin.shown,
+        )
+        cts_i = [*ct_carry, *(c if type(c) is ad.Zero else np.asarray(c)[i] for c in ct_ys)]
+        result = walk(body_i, cts_i, on_step)
+        if result.stopped:
+            return ScanBodyWalk(iteration=i, body=body_i, result=result, cotangents=[])
+        got = result.cotangents
+        for k in range(n_consts_dot):
+            const_cts[k] = got[k] if const_cts[k] is None else ad.add_tangents(const_cts[k], got[k])
+        ct_carry = got[n_consts_dot : n_consts_dot + num_carry]
+        for k in range(num_xs_dot):
+            xs_cts[k][i] = got[n_consts_dot + num_carry + k]
+    outs = [
+        *const_cts,
+        *(
+            [
+                c
+                for c, a in zip(
+                    ct_carry, record.args[num_consts : num_consts + num_carry], strict=True
+                )
+                if isinstance(a, ad.UndefinedPrimal)
+            ]
+        ),
+        *(np.stack([np.asarray(x) for x in xs]) for xs in xs_cts),
+    ]
+    return ScanBodyWalk(iteration=None, body=None, result=None, cotangents=outs)
 
 
 def _arg_view(eqn_var: Any, value: Any, name: Callable[[Any], str], shown: _Shown) -> ValueView:

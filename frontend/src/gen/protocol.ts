@@ -727,6 +727,12 @@ export interface GradAttempted {
  * and text, ``None`` when it raises nothing); ``gradient`` ``jax.grad``'s result (one entry per
  * element of ``args``, ``None`` for arguments not differentiated); ``steps_walked`` the steps
  * emitted; ``cure`` the double-``where`` rewrite where it applies, else ``no_cure`` says why.
+ * ``inside``: when the first bad step is a ``jit`` or ``scan`` call, the finder walks that
+ * call's body the same way (recursively), outermost call first; then ``step`` is still the
+ * top-level step (the one the stepper shows), ``inner_step`` the step in the innermost body's
+ * walk, and
+ * ``eqn_index``/``eqn_text``/``primitive``/``primal_primitive``/``source``/values/``kind``
+ * name that innermost step (``eqn_index`` into the body's jaxpr).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "NonfiniteFound".
@@ -742,6 +748,8 @@ export interface NonfiniteFound {
   gradient: {
     [k: string]: unknown | undefined;
   };
+  inner_step: number | null;
+  inside: EnclosingCall[];
   kind: ('nan' | 'inf') | null;
   no_cure: string | null;
   primal_primitive: string | null;
@@ -805,6 +813,26 @@ export interface MarkedValue {
     [k: string]: unknown | undefined;
   };
   value: ValueView;
+}
+/**
+ * A call-like step of the backward pass the NaN finder descended into (``jit``: its
+ * transpose is a backward pass over its own jaxpr, which JAX itself re-runs de-optimised under
+ * ``jax_debug_nans``; ``scan``: the body's backward pass per iteration, as ``scan``'s transpose
+ * runs it): ``step`` is its step in the walk it belongs to, ``primitive`` its
+ * primitive, ``name`` the called function's name (the eqn's ``name`` param), ``source`` the
+ * user line of the call; for a ``scan``, ``iteration`` the (0-based, forward-order) iteration
+ * whose body's backward pass went bad first (``scan``'s transpose walks the iterations last
+ * first).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "EnclosingCall".
+ */
+export interface EnclosingCall {
+  iteration: number | null;
+  name: string | null;
+  primitive: string;
+  source: SourceLoc | null;
+  step: number;
 }
 /**
  * Step 1 for one custom function ``f`` calls: what it received and what its rule sees.
