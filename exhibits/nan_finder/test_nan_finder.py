@@ -346,7 +346,8 @@ def test_a_nan_inside_a_jitted_helper_lands_on_the_helpers_line() -> None:
     assert call.source is not None and call.source.line == _line_of(source, "norm(w - x)")
     # The step the stepper shows is the jit step; the inner step is the helper's.
     steps = ctx.of_type(TransposeStepped)
-    assert steps[nf.step].primitive == "jit" and nf.inner_step is not None
+    assert nf.step is not None and nf.inner_step is not None
+    assert steps[nf.step].primitive == "jit"
     # JAX: sqrt's slope at sum((w - x)**2) = 0 is infinite; the gradient is NaN.
     assert np.isinf(np.asarray(jax.grad(jax.numpy.sqrt)(0.0)))
     same_numbers(nf.gradient[0], truth_grad(source)[0].tolist())
