@@ -130,6 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="T1,T2",
         help="transform_order: the transforms, outermost first (e.g. vmap,grad)",
     )
+    run.add_argument(
+        "--preset",
+        default=None,
+        metavar="NAME",
+        help="caches: a named call sequence on the snippet's f/args (e.g. same, new_shape, "
+        "persistent)",
+    )
     _limit_flags(run)
     return parser
 
@@ -312,7 +319,7 @@ def _run(ns: argparse.Namespace) -> int:
         return EXIT_USAGE
     settings = settings_from_env(workers=0)
     settings = dataclasses.replace(settings, limits=_limits(settings.limits, ns, ns.timeout))
-    options = RunOptions(stack=ns.stack)
+    options = RunOptions(stack=ns.stack, preset=ns.preset)
     events = asyncio.run(
         run_headless(
             exhibit.id, code, settings, stream=sys.stdout if ns.json else None, options=options

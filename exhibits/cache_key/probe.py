@@ -26,11 +26,9 @@ import contextlib
 import functools
 import os
 import re
-import shutil
-import tempfile
 import types
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +47,7 @@ from jaxscope.protocol import (
 from jaxscope.sandbox.probe_api import ProbeContext, Snippet
 from jaxscope.sandbox.snippet import InvalidSnippet
 
-CACHE_DIR = "jaxscope-persistent-cache"
+CACHE_DIR = ick.CACHE_DIR
 
 # The perturbations, in the view's order, with the ingredients each is expected to change.
 PERTURBATIONS: dict[str, str] = {
@@ -267,20 +265,6 @@ def perturbed(base: Variant, perturb: str) -> Variant:
     raise InvalidSnippet(f"unknown perturbation {perturb!r}; valid: {', '.join(PERTURBATIONS)}")
 
 
-@contextlib.contextmanager
-def clean_cache_dir() -> Iterator[str]:
-    """A fresh temporary working directory holding an empty ``jaxscope-persistent-cache``;
-    the previous working directory comes back after the block and the temp dir is removed."""
-    previous = os.getcwd()
-    work = tempfile.mkdtemp(prefix="jaxscope-cache-key-")
-    os.chdir(work)
-    try:
-        yield CACHE_DIR
-    finally:
-        os.chdir(previous)
-        shutil.rmtree(work, ignore_errors=True)
-
-
 def compute_key(variant: Variant, perturbation: str | None, directory: str) -> CacheKeyComputed:
     """Compile ``variant`` with the persistent cache on (in-memory caches cleared first) and
     return JAX's key next to the recomputed one."""
@@ -334,7 +318,7 @@ def run(ctx: ProbeContext) -> None:
     base = _base(snippet)
     perturb = ctx.options.perturb
     variant = perturbed(base, perturb) if perturb else None
-    with ctx.stage("compile"), clean_cache_dir() as directory:
+    with ctx.stage("compile"), ick.clean_cache_dir() as directory:
         with ick.persistent_cache(directory):
             base_key = compute_key(base, None, directory)
             ctx.emit(base_key)

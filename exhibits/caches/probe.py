@@ -19,7 +19,7 @@ the closest earlier call (the one with the fewest differing entries; the latest 
 from __future__ import annotations
 
 import contextlib
-import tempfile
+import os
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import jax
 import numpy as np
-from jaxscope.internals.cache_key import capture_cache_keys, persistent_cache
+from jaxscope.internals.cache_key import capture_cache_keys, clean_cache_dir, persistent_cache
 from jaxscope.internals.cache_layers import (
     COUNTED_CACHES,
     JitCallRecord,
@@ -391,9 +391,11 @@ def run(ctx: ProbeContext) -> None:
     with contextlib.ExitStack() as stack:
         directory = None
         if preset == "persistent":
-            # Removed after the run; the settings come back (a worker's next run has none).
-            temp = stack.enter_context(tempfile.TemporaryDirectory(prefix="jaxscope-cache-"))
-            directory = str(stack.enter_context(persistent_cache(temp)))
+            # A fresh directory under the same relative name every run (JAX hashes the cache
+            # directory's path into the key), removed after the run; the settings come back.
+            relative = stack.enter_context(clean_cache_dir())
+            stack.enter_context(persistent_cache(relative))
+            directory = os.path.abspath(relative)
         cleared = reset_caches()
         ctx.emit(
             CachesReset(

@@ -24,7 +24,7 @@ from typing import Any
 
 import jax
 import pytest
-from jaxscope.protocol import CachesReset, JitCallObserved, RunOptions
+from jaxscope.protocol import CacheKeyComputed, CachesReset, JitCallObserved, RunOptions
 
 from exhibits.caches import probe as caches_probe
 from exhibits.caches.artefacts import ARTEFACTS
@@ -345,9 +345,11 @@ PERSISTENT_SOURCE = (
 
 
 def _persistent_replay() -> list[dict[str, Any]]:
-    """The persistent preset in plain JAX: the cache on in a new directory, the call, then
+    """The persistent preset in plain JAX: the cache on in a new directory (the same relative
+    path as the probe's: JAX hashes the cache directory's path into the key), the call, then
     ``jax.clear_caches()`` and the call again; per call JAX's monitoring events and the files
     JAX wrote."""
+    import os
     import tempfile
 
     from jax._src import compilation_cache
@@ -367,9 +369,12 @@ def _persistent_replay() -> list[dict[str, Any]]:
         seen[-1].append(event)
 
     out = []
-    with tempfile.TemporaryDirectory() as directory:
+    previous = os.getcwd()
+    with tempfile.TemporaryDirectory() as work:
+        os.chdir(work)
+        directory = Path("jaxscope-persistent-cache")
         compilation_cache.reset_cache()
-        for n, v in zip(names, (directory, 0.0, 0), strict=True):
+        for n, v in zip(names, (str(directory), 0.0, 0), strict=True):
             jax.config.update(n, v)  # type: ignore[no-untyped-call]
         jax.monitoring.register_event_listener(listen)
         try:
@@ -379,13 +384,14 @@ def _persistent_replay() -> list[dict[str, Any]]:
                     jax.clear_caches()  # type: ignore[no-untyped-call]
                 seen.append([])
                 jax.block_until_ready(jitted(*snippet.args))  # type: ignore[no-untyped-call]
-                files = sorted(p.name for p in Path(directory).iterdir())
+                files = sorted(p.name for p in directory.iterdir())
                 out.append({"events": seen[-1], "files": files})
         finally:
             jax.monitoring.unregister_event_listener(listen)
             for n, v in saved.items():
                 jax.config.update(n, v)  # type: ignore[no-untyped-call]
             compilation_cache.reset_cache()
+            os.chdir(previous)
     return out
 
 
@@ -426,10 +432,14 @@ def test_persistent_preset_reads_the_second_call_from_disk(
         "persistent": "hit",
     }
     assert second.layer == "persistent" and second.traced and not second.compiled
-    # The key looked up is the one JAX wrote, then read back. (Not the replay's key: the module
-    # hashed carries the call site's source locations, and the replay calls from elsewhere.)
+    # The key looked up is the one JAX wrote, then read back; the file plain JAX writes for the
+    # same program with the cache in the same (relative) directory; and the key the cache_key
+    # exhibit computes for this snippet.
     assert (first.persistent_lookup, second.persistent_lookup) == ("miss", "hit")
     assert wrote == [first.persistent_key] and second.persistent_key == first.persistent_key
+    assert written == [f"{first.persistent_key}-cache"]
+    (computed, *_) = run_probe("cache_key", PERSISTENT_SOURCE).of_type(CacheKeyComputed)
+    assert computed.jax_key == first.persistent_key
     (entry,) = [d for d in second.entries if d.differs]
     assert entry.name == caches_probe.MEMORY_ENTRY
     assert second.cause is not None and "read from the persistent cache on disk" in second.cause
@@ -459,3 +469,26 @@ def test_option_and_setting_errors_are_invalid_snippet_not_blamed_on_jax() -> No
         assert failed.kind == "invalid_snippet" and words in failed.message
         assert (failed.source.line if failed.source else None) == line
         assert "JAX raised this" not in (failed.explanation or "")
+
+
+def test_cli_preset_runs_the_named_sequence(tmp_path: Path) -> None:
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(PERSISTENT_SOURCE)
+    jaxscope = str(Path(sys.executable).parent / "jaxscope")
+    out = subprocess.run(
+        [jaxscope, "run", "caches", str(snippet), "--preset", "persistent", "--print", "timeline"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    timeline = json.loads(out.stdout)
+    assert [c["layer"] for c in timeline] == ["compile", "persistent"]
+    assert timeline[1]["differs"] == [caches_probe.MEMORY_ENTRY]
+    bad = subprocess.run(
+        [jaxscope, "run", "caches", str(snippet), "--preset", "nope", "--print", "timeline"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert bad.returncode == 1 and "unknown preset 'nope'; presets: same" in bad.stderr

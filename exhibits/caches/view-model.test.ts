@@ -138,9 +138,9 @@ describe('persistent preset: the second call is read from disk', () => {
     expect(model.reset?.persistent_dir).toMatch(/jaxscope-cache-/);
     expect(first?.layer).toBe('compile');
     expect(second?.layer).toBe('persistent');
-    expect(persistentLine(first!)).toBe(`miss: no ${first!.persistent_key}-cache on disk; JAX compiled and wrote it`);
+    expect(persistentLine(first!)).toBe(`miss: no file ${first!.persistent_key}-cache on disk; JAX compiled and wrote it`);
     expect(persistentLine(second!)).toBe(
-      `hit: JAX read the executable from ${second!.persistent_key}-cache instead of compiling`,
+      `hit: JAX read the executable from the file ${second!.persistent_key}-cache instead of compiling`,
     );
     expect(second!.persistent_key).toBe(first!.persistent_key);
     expect(callSentence(second!)).toContain('the persistent disk cache answered');

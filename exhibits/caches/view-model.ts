@@ -131,8 +131,8 @@ export function persistentLine(call: JitCallObserved): string | undefined {
   if (!call.persistent_key || !call.persistent_lookup) return undefined;
   const file = `${call.persistent_key}-cache`;
   return call.persistent_lookup === 'hit'
-    ? `hit: JAX read the executable from ${file} instead of compiling`
-    : `miss: no ${file} on disk; JAX compiled and wrote it`;
+    ? `hit: JAX read the executable from the file ${file} instead of compiling`
+    : `miss: no file ${file} on disk; JAX compiled and wrote it`;
 }
 
 /** JAX's explain text is silent although JAX lowered or compiled again (it covers tracing only). */

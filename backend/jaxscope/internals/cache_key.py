@@ -30,6 +30,8 @@ import hashlib
 import logging
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -393,6 +395,28 @@ def persistent_cache(directory: str) -> Iterator[Path]:
         for n, v in saved.items():
             jax.config.update(n, v)
         cc.reset_cache()
+
+
+# The persistent cache directory, as a path relative to a fresh working directory: JAX writes the
+# cache directory's path into the compile options (``compiler.get_compile_options``:
+# ``xla_gpu_per_fusion_autotune_cache_dir``, even on CPU), so a path that differs per run would
+# change the ``compile_options`` digest, and the key, from run to run.
+CACHE_DIR = "jaxscope-persistent-cache"
+
+
+@contextlib.contextmanager
+def clean_cache_dir() -> Iterator[str]:
+    """A fresh temporary working directory holding an empty :data:`CACHE_DIR`, yielded as that
+    relative path (the same string every run, so the same key for the same program); the
+    previous working directory comes back after the block and the temporary one is removed."""
+    previous = os.getcwd()
+    work = tempfile.mkdtemp(prefix="jaxscope-cache-")
+    os.chdir(work)
+    try:
+        yield CACHE_DIR
+    finally:
+        os.chdir(previous)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def cache_file_suffix() -> str:
