@@ -122,7 +122,9 @@ def test_persistent_preset_answers_the_second_call_from_disk(
     page.get_by_test_id("caches-preset").select_option("persistent")
     expect(page.get_by_test_id("caches-timeline").locator("button.column")).to_have_count(2)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=30_000)
-    expect(page.get_by_test_id("caches-persistent-dir")).to_contain_text("jaxscope-persistent-cache")
+    expect(page.get_by_test_id("caches-persistent-dir")).to_contain_text(
+        "jaxscope-persistent-cache"
+    )
     expect(page.get_by_test_id("caches-call-0")).to_have_attribute("data-layer", "compile")
     expect(page.get_by_test_id("caches-cell-0-persistent")).to_have_attribute("data-cell", "miss")
     expect(page.get_by_test_id("caches-call-1")).to_have_attribute("data-layer", "persistent")
