@@ -137,10 +137,11 @@ def capture(parts: dict[str, list[float]] | None = None) -> None:
     lap("transpose: linear_jaxpr_staged")
     result = walk(lin, seed_cotangents(lin))
     lap("transpose: walk")
-    # Each step's TransposeStepped is what the probe streams: serialise it as the worker does.
+    # Each step's TransposeStepped (built on first use) is what the probe streams: build and
+    # serialise it as the worker does.
     for step in result.steps:
         step.event.model_dump_json()
-    lap("transpose: serialise steps")
+    lap("transpose: step events (built and serialised)")
 
 
 def floor() -> None:

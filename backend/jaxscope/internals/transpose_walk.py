@@ -143,7 +143,13 @@ class StepRecord:
     cts_in: list[Any]
     args: list[Any]
     writes: list[WriteRecord]
-    event: TransposeStepped
+    make_event: Callable[[], TransposeStepped] = field(repr=False, compare=False)
+
+    @functools.cached_property
+    def event(self) -> TransposeStepped:
+        """The step as a ``TransposeStepped`` (built on first use: previews cost, and a walk
+        that only looks for a NaN needs the event of one step)."""
+        return self.make_event()
 
     @property
     def nonfinite(self) -> bool:
@@ -549,8 +555,18 @@ def walk(
                 cts_in=cts_in,
                 args=args,
                 writes=writes,
-                event=_stepped_event(
-                    len(steps), index, eqn, lin, cts_in, args, writes, name, text_ctx, rules
+                make_event=functools.partial(
+                    _stepped_event,
+                    len(steps),
+                    index,
+                    eqn,
+                    lin,
+                    cts_in,
+                    args,
+                    writes,
+                    name,
+                    text_ctx,
+                    rules,
                 ),
             )
             steps.append(record)
