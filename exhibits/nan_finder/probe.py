@@ -263,9 +263,12 @@ def run(ctx: ProbeContext) -> None:
         ctx.emit(found)
 
 
-# How many nested jit bodies the finder descends into (a recursive helper cannot nest deeper
-# than its trace did, but keep the walk bounded).
+# How many nested bodies the finder descends into (a recursive helper cannot nest deeper than
+# its trace did, but keep the walk bounded).
 MAX_DEPTH = 16
+# A scan is walked iteration by iteration only up to this many body eqns in all (iterations x
+# body eqns: about 2 s here); a longer one is reported at its call, as before.
+MAX_SCAN_EQN_STEPS = 50_000
 
 
 def descend(lin: Linearized, record: StepRecord) -> tuple[list[EnclosingCall], StepRecord]:
@@ -289,6 +292,8 @@ def descend(lin: Linearized, record: StepRecord) -> tuple[list[EnclosingCall], S
         body = inside(lin, record)
         if body is not None:
             walk(body, record.cts_in, on_step)
+        elif _scan_size(record) > MAX_SCAN_EQN_STEPS:
+            break
         else:
             scanned = walk_scan_body(lin, record, on_step)
             if scanned is None or scanned.body is None:
@@ -308,6 +313,14 @@ def descend(lin: Linearized, record: StepRecord) -> tuple[list[EnclosingCall], S
         )
         lin, record = body, hit[0]
     return calls, record
+
+
+def _scan_size(record: StepRecord) -> int:
+    """Iterations x body eqns of a ``scan`` step (0 for other eqns)."""
+    if record.eqn.primitive.name != "scan":
+        return 0
+    body = record.eqn.params["jaxpr"].jaxpr
+    return int(record.eqn.params["length"]) * len(body.eqns)
 
 
 def finding(

@@ -391,3 +391,16 @@ def _artefact(example: str) -> Any:
         check=True,
     )
     return json.loads(out.stdout)
+
+
+def test_a_scan_too_long_to_walk_per_iteration_is_reported_at_its_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from exhibits.nan_finder import probe
+
+    source = EXAMPLES["scan_sqrt"]
+    monkeypatch.setattr(probe, "MAX_SCAN_EQN_STEPS", 3)  # 4 iterations x a few eqns: too many
+    nf = found_of(run_probe("nan_finder", source))
+    assert nf.found and nf.inside == [] and nf.inner_step is None
+    assert nf.primitive == "scan"
+    assert nf.source is not None and nf.source.line == _line_of(source, "jax.lax.scan(")
