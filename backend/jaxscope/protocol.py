@@ -511,7 +511,11 @@ class JaxprSplit(_Event):
     primal leaves, then as many tangent leaves): ``known_inputs`` the flags used (one per input,
     ``input_labels``/``input_avals`` naming each), the known and unknown jaxprs,
     ``out_unknowns`` (one per JVP output), and the residuals in order (the known jaxpr's last
-    outvars, the unknown jaxpr's first invars)."""
+    outvars, the unknown jaxpr's first invars). ``split_calls``: indices in ``jvp.eqns`` of the
+    call-like eqns (``jit``, ``scan``, ``cond``, ...) whose own partial-eval rule split them, one
+    part in each jaxpr; ``dropped``: ``len(jvp.eqns) + len(split_calls) - len(known.eqns) -
+    len(unknown.eqns)``, the JVP eqns in neither jaxpr (unknown eqns whose results reach no
+    output: the partial evaluator stages only what the outputs need)."""
 
     type: Literal["jaxpr_split"] = "jaxpr_split"
     input_labels: list[str]
@@ -523,6 +527,8 @@ class JaxprSplit(_Event):
     unknown: JaxprView
     out_unknowns: list[bool]
     residuals: list[ResidualView]
+    split_calls: list[int] = []
+    dropped: int = 0
 
 
 class RematPolicyMeasured(_Event):
@@ -603,14 +609,31 @@ class LinearJaxprStaged(_Event):
     residuals: list[ValueView]
 
 
+class GradientLeaf(_Model):
+    """One leaf of a differentiated argument in :class:`GradientChecked`: ``path`` its key path
+    (``args[0]['b1']``: ``args[i]`` then ``jax.tree_util.keystr``), ``aval`` its abstract value,
+    and the walk's gradient, ``jax.grad``'s, ``jax.vjp``'s and the finite differences at that
+    leaf (nested lists of floats, as in :class:`GradientChecked`)."""
+
+    arg: int
+    path: str
+    aval: AvalView
+    gradient: NestedNumbers
+    jax_grad: NestedNumbers
+    jax_vjp: NestedNumbers
+    finite_difference: NestedNumbers
+
+
 class GradientChecked(_Event):
     """The walk's final cotangents beside ``jax.grad``/``jax.vjp`` and central finite
     differences in float64.
 
     ``gradient``, ``jax_grad``, ``jax_vjp``, ``finite_difference``: one entry per element of
-    ``args`` (nested lists of floats; dicts as lists in sorted key order, as ``tree_leaves``;
-    ``None`` for an argument not differentiated; non-finite numbers as ``"nan"``/``"inf"``;
-    ``None`` inside ``finite_difference`` at a kink). ``argnums`` the differentiated positions;
+    ``args``: ``None`` for an argument not differentiated, an array argument as nested lists of
+    floats, any other pytree as the list of its leaves in ``jax.tree.leaves`` order (each nested
+    lists of floats; a dict's leaves in sorted key order); non-finite numbers as
+    ``"nan"``/``"inf"``; ``None`` inside ``finite_difference`` at a kink. ``leaves``: the same
+    values one differentiated leaf at a time, with its key path and aval (what the view shows). ``argnums`` the differentiated positions;
     ``seed`` the output cotangent the walk started from (``1.0`` for a scalar output, as
     ``jax.grad``; for a non-scalar output an all-ones cotangent, i.e. the gradient of
     ``sum(f)``, and ``jax_grad`` is then ``jax.grad`` of ``sum(f)``). ``equal_to_jax``: the walk's
@@ -632,6 +655,7 @@ class GradientChecked(_Event):
     finite_difference: NestedNumbers
     max_abs_err: float | None
     max_rel_err: float | None
+    leaves: list[GradientLeaf] = []
 
 
 class GradAttempted(_Event):

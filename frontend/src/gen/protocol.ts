@@ -523,12 +523,17 @@ export interface JvpJaxprStaged {
  * primal leaves, then as many tangent leaves): ``known_inputs`` the flags used (one per input,
  * ``input_labels``/``input_avals`` naming each), the known and unknown jaxprs,
  * ``out_unknowns`` (one per JVP output), and the residuals in order (the known jaxpr's last
- * outvars, the unknown jaxpr's first invars).
+ * outvars, the unknown jaxpr's first invars). ``split_calls``: indices in ``jvp.eqns`` of the
+ * call-like eqns (``jit``, ``scan``, ``cond``, ...) whose own partial-eval rule split them, one
+ * part in each jaxpr; ``dropped``: ``len(jvp.eqns) + len(split_calls) - len(known.eqns) -
+ * len(unknown.eqns)``, the JVP eqns in neither jaxpr (unknown eqns whose results reach no
+ * output: the partial evaluator stages only what the outputs need).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "JaxprSplit".
  */
 export interface JaxprSplit {
+  dropped: number;
   input_avals: AvalView[];
   input_labels: string[];
   jvp: JaxprView;
@@ -539,6 +544,7 @@ export interface JaxprSplit {
   residuals: ResidualView[];
   run_id: string;
   seq: number;
+  split_calls: number[];
   type: 'jaxpr_split';
   unknown: JaxprView;
 }
@@ -663,9 +669,11 @@ export interface LinearJaxprStaged {
  * differences in float64.
  *
  * ``gradient``, ``jax_grad``, ``jax_vjp``, ``finite_difference``: one entry per element of
- * ``args`` (nested lists of floats; dicts as lists in sorted key order, as ``tree_leaves``;
- * ``None`` for an argument not differentiated; non-finite numbers as ``"nan"``/``"inf"``;
- * ``None`` inside ``finite_difference`` at a kink). ``argnums`` the differentiated positions;
+ * ``args``: ``None`` for an argument not differentiated, an array argument as nested lists of
+ * floats, any other pytree as the list of its leaves in ``jax.tree.leaves`` order (each nested
+ * lists of floats; a dict's leaves in sorted key order); non-finite numbers as
+ * ``"nan"``/``"inf"``; ``None`` inside ``finite_difference`` at a kink. ``leaves``: the same
+ * values one differentiated leaf at a time, with its key path and aval (what the view shows). ``argnums`` the differentiated positions;
  * ``seed`` the output cotangent the walk started from (``1.0`` for a scalar output, as
  * ``jax.grad``; for a non-scalar output an all-ones cotangent, i.e. the gradient of
  * ``sum(f)``, and ``jax_grad`` is then ``jax.grad`` of ``sum(f)``). ``equal_to_jax``: the walk's
@@ -686,12 +694,31 @@ export interface GradientChecked {
   gradient: unknown;
   jax_grad: unknown;
   jax_vjp: unknown;
+  leaves: GradientLeaf[];
   max_abs_err: number | null;
   max_rel_err: number | null;
   run_id: string;
   seed: string;
   seq: number;
   type: 'gradient_checked';
+}
+/**
+ * One leaf of a differentiated argument in :class:`GradientChecked`: ``path`` its key path
+ * (``args[0]['b1']``: ``args[i]`` then ``jax.tree_util.keystr``), ``aval`` its abstract value,
+ * and the walk's gradient, ``jax.grad``'s, ``jax.vjp``'s and the finite differences at that
+ * leaf (nested lists of floats, as in :class:`GradientChecked`).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "GradientLeaf".
+ */
+export interface GradientLeaf {
+  arg: number;
+  aval: AvalView;
+  finite_difference: unknown;
+  gradient: unknown;
+  jax_grad: unknown;
+  jax_vjp: unknown;
+  path: string;
 }
 /**
  * One way of taking the gradient (``eager`` = ``jax.grad(f, argnums)(*args)``, ``jit`` =
