@@ -492,3 +492,44 @@ def test_cli_preset_runs_the_named_sequence(tmp_path: Path) -> None:
         timeout=300,
     )
     assert bad.returncode == 1 and "unknown preset 'nope'; presets: same" in bad.stderr
+
+
+def test_a_persistent_run_killed_mid_way_leaves_no_cache_directory(tmp_path: Path) -> None:
+    import tempfile
+    import time
+
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(
+        "import jax.numpy as jnp\n\n"
+        "n = [0]\n\n"
+        "def f(x):\n"
+        "    n[0] += 1\n"
+        "    while n[0] == 2:\n"
+        "        pass\n"
+        "    return jnp.sin(x) * 2\n\n"
+        "args = (jnp.ones(3),)\n"
+    )
+    started = time.time()
+    out = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "jaxscope"),
+            "run",
+            "caches",
+            str(snippet),
+            "--preset",
+            "persistent",
+            "--timeout",
+            "6",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 1 and "timeout" in out.stderr
+    # The cache directory lived in the worker's own temporary directory, removed with it.
+    left = [
+        p
+        for p in Path(tempfile.gettempdir()).glob("jaxscope-cache-*")
+        if p.stat().st_mtime >= started - 1
+    ]
+    assert left == []

@@ -408,9 +408,13 @@ CACHE_DIR = "jaxscope-persistent-cache"
 def clean_cache_dir() -> Iterator[str]:
     """A fresh temporary working directory holding an empty :data:`CACHE_DIR`, yielded as that
     relative path (the same string every run, so the same key for the same program); the
-    previous working directory comes back after the block and the temporary one is removed."""
+    previous working directory comes back after the block and the temporary one is removed.
+
+    It is made inside the current working directory: in a sandbox worker that is the worker's
+    own temporary directory, which the supervisor removes when the worker ends, so a run killed
+    mid-block (timeout, CPU limit, cancel) leaves nothing behind either."""
     previous = os.getcwd()
-    work = tempfile.mkdtemp(prefix="jaxscope-cache-")
+    work = tempfile.mkdtemp(prefix="jaxscope-cache-", dir=previous)
     os.chdir(work)
     try:
         yield CACHE_DIR

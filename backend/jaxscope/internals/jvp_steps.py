@@ -99,15 +99,19 @@ ZERO_NOTE = (
 
 
 def _default_tangent(x: Any) -> Any:
-    """Ones for a floating/complex leaf, the ``float0`` zero for an integer/bool leaf."""
+    """Ones for a floating/complex leaf, the ``float0`` zero for an integer/bool/PRNG-key leaf."""
     if isinstance(x, bool):
         return np.zeros((), jax.dtypes.float0)
     if isinstance(x, (float, complex)):
         return type(x)(1)
     if isinstance(x, int):
         return np.zeros((), jax.dtypes.float0)
-    dtype = np.dtype(x.dtype)
     shape = tuple(x.shape)
+    if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+        # A typed PRNG key array: its tangent dtype is float0, as for ints
+        # (core.primal_dtype_to_tangent_dtype).
+        return np.zeros(shape, jax.dtypes.float0)
+    dtype = np.dtype(x.dtype)
     if jax.dtypes.issubdtype(dtype, np.inexact):
         return np.ones(shape, dtype)
     return np.zeros(shape, jax.dtypes.float0)
@@ -343,7 +347,10 @@ class _Shown:
     def _show(self, value: Any) -> tuple[str | None, bool]:
         if value is None:
             return None, False
-        arr = np.asarray(value)
+        try:
+            arr = np.asarray(value)
+        except TypeError:  # a PRNG key array: no numpy view; preview_value shows JAX's repr
+            return preview_value(value, STEP_PREVIEW_CHARS), False
         nonfinite = arr.dtype.kind in "fc" and not bool(np.all(np.isfinite(arr)))
         return self.printer(arr, STEP_PREVIEW_CHARS), nonfinite
 
