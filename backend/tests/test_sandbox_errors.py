@@ -7,6 +7,7 @@ import dataclasses
 import signal
 
 import jax
+import jax.numpy as jnp
 import pytest
 from jaxscope.protocol import RunFailed
 from jaxscope.sandbox.errors import classify
@@ -98,6 +99,55 @@ def test_leaked_tracer() -> None:
     failed = classify(info.value, "trace")
     assert failed.kind == "tracer_error"
     assert failed.fix is not None and "Return values" in failed.fix
+
+
+_CUSTOM_INT_SIZE = """
+import jax, jax.numpy as jnp
+
+@jax.custom_vjp
+def pad(x, n):
+    return jnp.zeros((n,)).at[:3].set(x)
+
+pad.defvjp(lambda x, n: (pad(x, n), None), lambda r, g: (g[:3], None))
+
+def f(x):
+    return pad(x, 5).sum()
+
+args = (jnp.ones(3),)
+"""
+
+
+def test_a_traced_shape_is_explained_for_its_context() -> None:
+    """The real errors JAX raises: a custom_vjp's int argument used as a shape when the function
+    is traced, and a plain traced size; neither explanation blames a transformation not used."""
+    snippet = load_snippet(_CUSTOM_INT_SIZE)
+    with pytest.raises(TypeError) as info:
+        jax.make_jaxpr(snippet.f)(*snippet.namespace["args"])
+    assert "for custom_vjp fun" in str(info.value)
+    failed = classify(info.value, "trace", snippet.f)
+    assert failed.kind == "user_exception" and failed.source is not None
+    assert failed.source.line == 6  # jnp.zeros((n,)) inside the custom_vjp function
+    assert (
+        failed.explanation is not None and "`custom_vjp` function gets every" in failed.explanation
+    )
+    assert failed.fix is not None and "nondiff_argnums" in failed.fix
+    with pytest.raises(TypeError) as plain:
+        jax.make_jaxpr(lambda n: jnp.zeros((n,)))(3)
+    generic = classify(plain.value, "trace")
+    assert generic.explanation is not None and "custom_vjp" not in generic.explanation
+    assert "array shape must be concrete" in generic.explanation
+    for text in (failed.explanation, generic.explanation):
+        assert "grad" not in text
+
+
+def test_jvp_of_a_custom_vjp_is_explained_as_forward_mode() -> None:
+    snippet = load_snippet(_CUSTOM_INT_SIZE.replace("jnp.zeros((n,))", "jnp.zeros((5,))"))
+    x = snippet.namespace["args"][0]
+    with pytest.raises(TypeError) as info:
+        jax.jvp(snippet.f, (x,), (jnp.ones(3),))
+    failed = classify(info.value, "run", snippet.f)
+    assert failed.explanation is not None and "Forward mode (`jax.jvp`" in failed.explanation
+    assert failed.fix is not None and "jax.custom_jvp" in failed.fix
 
 
 def test_invalid_snippet_and_memory_and_plain() -> None:

@@ -13,6 +13,13 @@ Events, in order:
   (``jax.make_jaxpr(lambda primals, tangents: jax.jvp(f_closed, primals, tangents))``), each eqn
   attributed to its primal eqn, and the outputs checked against ``jax.jvp``.
 
+When ``f`` cannot be traced (``jax.make_jaxpr`` fails) the probe asks plain eager
+``jax.jvp(f, primals, tangents)``: if that fails too, its error is the one reported (stage
+``run``), since it is what the user gets from ``jax.jvp`` (e.g. "can't apply forward-mode autodiff
+(jvp) to a custom_vjp function", where tracing first fails on a ``custom_vjp``'s int argument used
+as a shape); if eager ``jax.jvp`` works, the tracing error is reported (stage ``trace``): the
+exhibit needs the jaxpr.
+
 The tangents are the snippet's ``tangents`` when it defines one (same pytree structure as the
 dynamic positional arguments), else ones for floating leaves and the ``float0`` zero for integer
 leaves (see ``docs/design/0006-jvp-exhibit.md``).
@@ -20,21 +27,50 @@ leaves (see ``docs/design/0006-jvp-exhibit.md``).
 
 from __future__ import annotations
 
-from jaxscope.internals.calling import plan_call
-from jaxscope.internals.jvp_steps import capture_jvp
+from typing import Any
+
+import jax
+from jaxscope.internals.calling import CallPlan, concrete_args, plan_call
+from jaxscope.internals.jvp_steps import capture_jvp, choose_tangents, closed_function
 from jaxscope.internals.views import jaxpr_view
 from jaxscope.protocol import JaxprStaged
+from jaxscope.sandbox.errors import is_memory_error
 from jaxscope.sandbox.probe_api import ProbeContext
+from jaxscope.sandbox.snippet import InvalidSnippet
+
+
+def eager_jvp_error(plan: CallPlan, given_tangents: Any = None) -> Exception | None:
+    """What plain eager ``jax.jvp(f_closed, primals, tangents)`` raises on the snippet's
+    arguments (the exhibit's tangents), or None when it works."""
+    try:
+        primals = concrete_args(plan.dynamic_args())
+        tangents = choose_tangents(primals, given_tangents)
+        jax.jvp(closed_function(plan), primals, tangents)
+    except Exception as exc:
+        return exc
+    return None
 
 
 def run(ctx: ProbeContext) -> None:
     """Run the jvp exhibit on ``ctx.snippet`` (user exceptions propagate unchanged)."""
     plan = plan_call(ctx.snippet)
+    given = ctx.snippet.namespace.get("tangents")
+    jvp_error: Exception | None = None
     with ctx.stage("trace"):
-        primal = plan.make_jaxpr()
+        try:
+            primal = plan.make_jaxpr()
+        except Exception as exc:
+            if is_memory_error(exc) or isinstance(exc, InvalidSnippet):
+                raise
+            jvp_error = eager_jvp_error(plan, given)
+            if jvp_error is None:
+                raise
+    if jvp_error is not None:
+        with ctx.stage("run"):
+            raise jvp_error
     ctx.emit(JaxprStaged(fun_name=plan.fun_name, jaxpr=jaxpr_view(primal)))
     with ctx.stage("run"):
-        capture = capture_jvp(plan, primal, ctx.snippet.namespace.get("tangents"))
+        capture = capture_jvp(plan, primal, given)
     for step in capture.steps:
         ctx.emit(step)
     ctx.emit(capture.staged)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -18,9 +19,20 @@ from typing import Any
 import jax
 import numpy as np
 import pytest
-from jaxscope.protocol import JaxprStaged, JvpJaxprStaged, JvpRuleApplied, ValueView
+from jaxscope.protocol import (
+    JaxprStaged,
+    JvpJaxprStaged,
+    JvpRuleApplied,
+    RunFailed,
+    Stage,
+    StageStarted,
+    ValueView,
+)
+from jaxscope.sandbox.errors import classify
+from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.conftest import EXHIBITS, FakeContext, run_probe
+from exhibits.jvp import probe
 from exhibits.jvp.golden.regen import EXAMPLES, golden, jvp_parts, load
 
 GOLDEN = EXHIBITS / "jvp" / "golden"
@@ -235,3 +247,57 @@ def test_cli_prints_the_jvp_jaxpr(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == truth(path)[0]
+
+
+# ---- errors: what plain jax.jvp raises, explained in terms of jvp --------------------------
+
+C20 = EXHIBITS / "custom_vjp" / "examples"  # the same files as the shared C20 cases
+
+
+def _failure(source: str) -> tuple[BaseException, list[Stage], RunFailed]:
+    """The exception the probe raised, the stages it entered, and the runner's RunFailed for it
+    (reported at the last stage entered, as the runner does)."""
+    snippet = load_snippet(source)
+    ctx = FakeContext(snippet=snippet)
+    with pytest.raises(Exception) as info:
+        probe.run(ctx)
+    stages = [e.stage for e in ctx.events if isinstance(e, StageStarted)]
+    return info.value, stages, classify(info.value, stages[-1], snippet.f)
+
+
+@pytest.mark.parametrize(
+    "name", ["c20_int_arg_broken", "c20_bwd_arity_broken", "c20_nondiff_fixed"]
+)
+def test_jvp_of_a_custom_vjp_reports_what_jax_jvp_raises(name: str) -> None:
+    """JAX's own forward-mode error, whether or not tracing fails first (an int argument of a
+    custom_vjp used as a shape makes jax.make_jaxpr fail, but jax.jvp refuses the call first)."""
+    source = (C20 / f"{name}.py").read_text()
+    exc, stages, failed = _failure(source)
+    # The truth: plain eager jax.jvp on a separately loaded copy of the file, ones as tangents.
+    ns = runpy.run_path(str(C20 / f"{name}.py"))
+    primals = ns["args"]
+    with pytest.raises(Exception) as plain:
+        jax.jvp(ns["f"], primals, jax.tree.map(np.ones_like, primals))
+    assert type(exc) is type(plain.value)
+    assert str(exc) == str(plain.value)
+    assert "can't apply forward-mode autodiff (jvp) to a custom_vjp function" in str(exc)
+    assert stages[-1] == "run"
+    assert failed.kind == "user_exception" and failed.error_class == "TypeError"
+    assert failed.source is not None and failed.source.function == "f"
+    assert failed.explanation is not None and failed.fix is not None
+    assert "jax.jvp" in failed.explanation and "custom_vjp" in failed.explanation
+    assert "grad" not in failed.explanation and "jit" not in failed.explanation
+
+
+def test_a_tracing_error_stays_when_eager_jvp_works() -> None:
+    """Python `if` on a value: eager jax.jvp works, jax.make_jaxpr (which the exhibit needs)
+    does not; the exhibit reports the tracing error at the trace stage."""
+    source = "def f(x):\n    if x > 0:\n        return x * 2.0\n    return -x\n\nargs = (1.0,)\n"
+    ns: dict[str, Any] = {}
+    exec(source, ns)
+    assert jax.jvp(ns["f"], (1.0,), (1.0,))[1] == 2.0
+    exc, stages, failed = _failure(source)
+    assert isinstance(exc, jax.errors.TracerBoolConversionError)
+    assert stages == ["trace"]
+    assert failed.kind == "tracer_error" and failed.source is not None
+    assert failed.source.line == 2

@@ -111,7 +111,8 @@ def _tracer_help(exc: BaseException) -> tuple[str, str] | None:
 
 # ---- autodiff errors (the transpose exhibit) ----------------------------------------------
 # Each entry: a piece of JAX's own message (jax 0.10.2), the plain explanation, the fix.
-_AD_HELP: tuple[tuple[str, str, str], ...] = (
+# A marker may be a tuple of pieces that must all be in the message (the most specific first).
+_AD_HELP: tuple[tuple[str | tuple[str, ...], str, str], ...] = (
     (
         "Transpose rule (for reverse-mode differentiation)",
         "Reverse mode runs the linear jaxpr backwards, calling each primitive's transpose rule"
@@ -164,10 +165,32 @@ _AD_HELP: tuple[tuple[str, str, str], ...] = (
         " returns cotangents for the other arguments only).",
     ),
     (
+        "can't apply forward-mode autodiff (jvp) to a custom_vjp function",
+        "`jax.custom_vjp` gives JAX a reverse-mode rule only (`fwd` saves residuals, `bwd` maps"
+        " an output cotangent back to the inputs). Forward mode (`jax.jvp`, `jax.jacfwd`) needs"
+        " a JVP rule that pushes input tangents forward, and JAX cannot derive one from `bwd`,"
+        " so it refuses the `custom_vjp` call instead of differentiating what is inside it.",
+        "Use reverse mode on this function (`jax.grad`, `jax.vjp`, `jax.jacrev`), or define the"
+        " rule with `jax.custom_jvp` instead: JAX derives reverse mode from a JVP rule (it"
+        " linearizes and transposes it), so both modes then work.",
+    ),
+    (
+        ("Shapes must be 1D sequences of concrete values", "for custom_vjp fun"),
+        "JAX traced the `custom_vjp` function here (as it does under `jax.jit`,"
+        " `jax.make_jaxpr`, or any transformation that stages it out), and a `custom_vjp`"
+        " function gets every positional argument as a tracer, Python ints included. So a size"
+        " passed as an argument (`jnp.zeros((n,))`) is abstract (shape and dtype only), and an"
+        " array shape must be concrete.",
+        "Declare the size in `nondiff_argnums` (`@partial(jax.custom_vjp, nondiff_argnums=(i,))`:"
+        " it then stays a Python int, and `fwd`/`bwd` receive it first), or take the size from"
+        " an array's `.shape`.",
+    ),
+    (
         "Shapes must be 1D sequences of concrete values",
-        "Under `jax.jit(jax.grad(f))` every argument of `f` is traced, so a value used as an"
-        " array shape (`jnp.zeros((n,))`) is abstract; eagerly, `jax.grad` alone sees the"
-        " concrete Python int and works.",
+        "While JAX traces `f` (under `jax.jit`, `jax.make_jaxpr` or another staging"
+        " transformation) every argument is an abstract tracer (shape and dtype only), so a"
+        " value computed from an argument and used as an array shape (`jnp.zeros((n,))`) has no"
+        " concrete value; an array shape must be concrete.",
         "Keep sizes static: `static_argnums` for `f`'s argument, `nondiff_argnums` for a"
         " `custom_vjp` argument, or take the size from an array's `.shape`.",
     ),
@@ -177,10 +200,12 @@ _AD_HELP: tuple[tuple[str, str, str], ...] = (
 def ad_help(exc: BaseException) -> tuple[str, str] | None:
     """(explanation, fix) for one of JAX's autodiff errors (no transpose rule, reverse mode
     through ``while_loop``, non-scalar ``grad``, ``grad`` of an int input, no JVP rule, a
-    ``custom_vjp`` bwd of the wrong structure, a traced shape under ``jit(grad)``), else None."""
+    ``custom_vjp`` bwd of the wrong structure, forward mode through a ``custom_vjp``, a traced
+    value used as a shape), else None."""
     msg = str(exc)
     for marker, explanation, fix in _AD_HELP:
-        if marker in msg:
+        pieces = (marker,) if isinstance(marker, str) else marker
+        if all(p in msg for p in pieces):
             return explanation, fix
     return None
 
