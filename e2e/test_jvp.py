@@ -4,6 +4,7 @@ the page shows against JAX computed in this test process, click a step and see i
 from __future__ import annotations
 
 import ast
+import runpy
 from pathlib import Path
 
 import jax
@@ -13,6 +14,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from e2e.browser import open_exhibit, run_and_wait, set_code
+from exhibits.conftest import CASES
 
 SOURCE = """import jax.numpy as jnp
 
@@ -98,4 +100,56 @@ def test_step_through_jvp_and_check_values(
     expect(page.get_by_test_id("jvp-card-primitive")).to_have_text("reduce_sum")
     expect(selected).to_have_text("    return jnp.sum(z)")
     page.screenshot(path=str(screenshots / f"jvp-end-{theme}.png"), full_page=True)
+    assert console_errors == []
+
+
+def test_jvp_of_a_custom_vjp_shows_jaxs_jvp_error(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """C20_int_arg_broken: tracing fails first (an int custom_vjp argument used as a shape), but
+    the page reports what plain jax.jvp raises, explained in terms of forward mode."""
+    path = CASES / "C20_int_arg_broken.py"
+    ns = runpy.run_path(str(path))
+    with pytest.raises(TypeError) as plain:  # the truth: plain eager jax.jvp in this process
+        jax.jvp(ns["f"], ns["args"], jax.tree.map(np.ones_like, ns["args"]))
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    open_exhibit(page, "jvp")
+    set_code(page, path.read_text())
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_failed")
+    expect(page.get_by_test_id("error-class")).to_have_text("TypeError")
+    expect(page.get_by_test_id("error-message")).to_have_text(str(plain.value))
+    expect(page.get_by_test_id("error-line")).to_contain_text("27")
+    why = page.get_by_test_id("error-explanation")
+    expect(why).to_contain_text("Forward mode (jax.jvp, jax.jacfwd) needs a JVP rule")
+    assert "grad" not in why.inner_text()
+    expect(page.get_by_test_id("jvp-failed")).to_contain_text("TypeError at line 27")
+    page.screenshot(path=str(screenshots / "jvp-custom-vjp-error.png"), full_page=True)
+    assert console_errors == []
+
+
+def test_long_vectors_wrap_and_the_side_table_fits(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """mlp_loss: b1's tangent (16 ones) is shown whole, wrapped, not cut off in a scrolling box;
+    the JVP eqn → primal eqn table shows every column unclipped, one line per row."""
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    open_exhibit(page, "jvp")
+    page.get_by_test_id("example-select").select_option("mlp_loss")
+    expect(page.get_by_test_id("editor")).to_contain_text("def f(")
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    b1 = page.get_by_test_id("jvp-tangents").locator("tr", has_text="['b1']").locator("pre")
+    values = np.asarray(ast.literal_eval(b1.inner_text()))
+    np.testing.assert_array_equal(values, np.ones(16, np.float32))  # the default direction
+    assert b1.evaluate("e => e.scrollWidth <= e.clientWidth")
+    origin = page.get_by_test_id("jvp-origin")
+    box = origin.locator("xpath=..")
+    assert box.evaluate("e => e.scrollWidth <= e.clientWidth")
+    heights = origin.locator("tbody tr").evaluate_all("rows => rows.map(r => r.clientHeight)")
+    assert max(heights) == min(heights)  # no row wraps onto a second line
+    heading = page.get_by_role("heading", name="Checked against jax.jvp")
+    assert float(heading.evaluate("e => parseFloat(getComputedStyle(e).marginTop)")) > 8
+    heading.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "jvp-mlp-loss-end.png"))
     assert console_errors == []
