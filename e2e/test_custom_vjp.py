@@ -5,8 +5,12 @@ the per-argument table; the C20 bwd-arity case shows the bwd-structure problem p
 from __future__ import annotations
 
 import json
+import re
+import runpy
 from pathlib import Path
 
+import jax
+import pytest
 from playwright.sync_api import Page, expect
 
 from e2e.browser import open_exhibit, run_and_wait
@@ -108,4 +112,36 @@ def test_a_raising_bwd_shows_its_message(
     expect(problem.get_by_test_id("problem-error")).to_contain_text(f"ValueError: {message}")
     problem.scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / "custom_vjp_raising_bwd.png"))
+    assert console_errors == []
+
+
+def test_c20_int_arg_headline_is_not_green_when_jit_grad_fails(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """c20_int_arg_broken: eager grad agrees with finite differences but jit(grad) fails: the
+    headline says so, in the error colour; the problems render `code` spans, no raw backticks."""
+    ns = runpy.run_path(str(CASES / "C20_int_arg_broken.py"))
+    jax.grad(ns["f"])(*ns["args"])  # the truth: eager grad works in this process...
+    with pytest.raises(TypeError):  # ...and jit(grad) raises
+        jax.jit(jax.grad(ns["f"]))(*ns["args"])
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "custom_vjp")
+    load_example(page, "c20_int_arg_broken")
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    verdict = page.get_by_test_id("verdict")
+    expect(verdict).to_contain_text("but jax.jit(jax.grad(f)) fails — see the 2 errors below.")
+    expect(verdict).to_have_class(re.compile(r"\berror\b"))
+    expect(verdict).not_to_have_class(re.compile(r"\bagrees\b"))
+    problems = page.get_by_test_id("problems")
+    expect(problems.locator(".problem.error")).to_have_count(2)
+    assert "`" not in problems.inner_text()
+    int_arg = page.get_by_test_id("problem-int_not_nondiff").get_by_test_id("problem-explanation")
+    expect(
+        int_arg.locator("code", has_text="@partial(jax.custom_vjp, nondiff_argnums=(2,))")
+    ).to_have_count(1)
+    jit_failed = page.get_by_test_id("problem-jit_failed").get_by_test_id("problem-explanation")
+    expect(jit_failed.locator("code", has_text="if")).to_have_count(1)
+    page.get_by_test_id("verdict").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "custom_vjp-c20-int-arg.png"), full_page=True)
     assert console_errors == []

@@ -10,6 +10,7 @@ import {
   rowStatus,
   sortedProblems,
   verdictText,
+  verdictTone,
   type ArgumentCheck,
   type CallRecorded,
   type RuleChecked,
@@ -149,6 +150,31 @@ describe("status and verdict", () => {
       "g: your rule agrees",
     );
     expect(verdictText(checked("g", "error"))).toContain("failed");
+  });
+
+  it("is green only when nothing failed: values agree but jit(grad) fails (c20_int_arg_broken)", () => {
+    const ok = checked("g", "agrees");
+    expect(verdictTone(ok)).toBe("agrees");
+    // As the probe reports c20_int_arg_broken: eager grad agrees with FD, jit(grad) raises, and
+    // two problems are errors (jit_failed, int_not_nondiff).
+    const jitFails = {
+      ...checked("pad_scale", "agrees", [problem("error", "jit_failed"), problem("error", "int_not_nondiff")]),
+      attempts: [
+        { mode: "eager" as const, ok: true, error_class: null, message: null, source: null },
+        { mode: "jit" as const, ok: false, error_class: "TypeError", message: "Shapes must be 1D", source: null },
+      ],
+    } as RuleChecked;
+    expect(verdictTone(jitFails)).toBe("error");
+    const text = verdictText(jitFails);
+    expect(text).toBe(
+      "pad_scale: with your rule, jax.grad(f) agrees with finite differences on every argument, but jax.jit(jax.grad(f)) fails — see the 2 errors below.",
+    );
+    // Errors without a failed attempt are not green either; warnings and notes are.
+    expect(verdictTone(checked("g", "agrees", [problem("error", "jvp_rule")]))).toBe("error");
+    expect(verdictText(checked("g", "agrees", [problem("error", "jvp_rule")]))).toContain("found an error");
+    expect(verdictTone(checked("g", "agrees", [problem("warning", "int_not_nondiff")]))).toBe("agrees");
+    expect(verdictTone(checked("g", "differs"))).toBe("differs");
+    expect(verdictTone(checked("g", "error"))).toBe("error");
   });
 
   it("sorts problems errors first", () => {

@@ -108,10 +108,37 @@ export function diffText(
   return formatNumber(diff);
 }
 
-/** The verdict line of a check. */
+/** The failed attempts' labels, `jax.grad(f)` / `jax.jit(jax.grad(f))`. */
+function failedLabels(c: RuleChecked): string[] {
+  return c.attempts
+    .filter((t) => !t.ok)
+    .map((t) => (t.mode === "eager" ? "jax.grad(f)" : "jax.jit(jax.grad(f))"));
+}
+
+/** How the verdict line is coloured: `agrees` (green) only when the values agree AND nothing
+ * failed (no failed gradient attempt, no error among the problems); else `error` (red) or
+ * `differs`. */
+export type VerdictTone = "agrees" | "differs" | "error";
+
+export function verdictTone(c: RuleChecked): VerdictTone {
+  if (c.verdict !== "agrees") return c.verdict;
+  const errors = c.problems.some((p) => p.severity === "error");
+  return errors || failedLabels(c).length > 0 ? "error" : "agrees";
+}
+
+/** The verdict line of a check: the values' verdict, and what failed beside them. */
 export function verdictText(c: RuleChecked): string {
-  if (c.verdict === "agrees")
+  if (c.verdict === "agrees") {
+    const failed = failedLabels(c);
+    const errors = c.problems.filter((p) => p.severity === "error").length;
+    const see =
+      errors > 0 ? ` — see the ${errors === 1 ? "error" : `${errors} errors`} below.` : ".";
+    if (failed.length > 0)
+      return `${c.name}: with your rule, jax.grad(f) agrees with finite differences on every argument, but ${failed.join(" and ")} fails${see}`;
+    if (errors > 0)
+      return `${c.name}: your rule's values agree with finite differences on every argument, but the check found ${errors === 1 ? "an error" : `${errors} errors`} — see below.`;
     return `${c.name}: your rule agrees with finite differences on every argument.`;
+  }
   if (c.verdict === "differs")
     return `${c.name}: your rule's gradient differs — see the table and the problems.`;
   return `${c.name}: jax.grad(f) with your rule failed — see the problems.`;
