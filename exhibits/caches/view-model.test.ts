@@ -17,6 +17,7 @@ import {
   persistentLine,
   sameLineNewObject,
   summary,
+  summaryText,
 } from './view-model';
 
 // Captured from the real probe by fixtures/capture.py (never written by hand).
@@ -69,6 +70,24 @@ describe('new_shape: compile, C++ hit, new shape compiles', () => {
     const picked = cachesModel(events, events, 1);
     expect(picked.current?.index).toBe(1);
     expect(callState(picked.calls[2]!, picked)).toBe('reached');
+  });
+
+  it('the header totals count the calls the cursor reached, "of N" while some are pending', () => {
+    const at = (k: number) => {
+      let seen = 0;
+      const cut = events.findIndex((e) => e.type === 'jit_call_observed' && ++seen === k);
+      return cachesModel(events.slice(0, cut + 1), events);
+    };
+    // Each count is the fixture's own flags over the calls reached (JAX's traced/compiled).
+    expect(at(1).reached.map((c) => [c.traced, c.compiled])).toEqual([[true, true]]);
+    expect(summaryText(at(1))).toBe('1 of 3 calls · 1 traced · 1 compiled');
+    expect(summaryText(at(2))).toBe('2 of 3 calls · 1 traced · 1 compiled');
+    expect(summaryText(model)).toBe('3 calls · 2 traced · 2 compiled');
+    // A call picked ahead of the cursor shows in detail but is not counted until reached.
+    const first = events.indexOf(at(1).reached[0]!);
+    const picked = cachesModel(events.slice(0, first + 1), events, 2);
+    expect(picked.current?.index).toBe(2);
+    expect(summaryText(picked)).toBe('1 of 3 calls · 1 traced · 1 compiled');
   });
 
   it('counter rows show before → after for the caches that moved', () => {

@@ -194,6 +194,19 @@ export interface Summary {
   byLayer: Record<string, number>;
 }
 
+/**
+ * The timeline header's totals over the calls the cursor has reached (a column after the cursor
+ * is still faded, so it is not counted yet), and `of N` while some are pending:
+ * `1 of 2 calls · 1 traced · 1 compiled`, then `2 calls · 2 traced · 1 compiled` at the end.
+ */
+export function summaryText(model: CachesModel): string {
+  const seen = summary(model.reached);
+  const total = model.calls.length;
+  const calls =
+    seen.calls < total ? `${seen.calls} of ${total} calls` : `${total} call${total === 1 ? '' : 's'}`;
+  return `${calls} · ${seen.traces} traced · ${seen.compiles} compiled`;
+}
+
 export function summary(calls: readonly JitCallObserved[]): Summary {
   const byLayer: Record<string, number> = {};
   for (const c of calls) byLayer[c.layer] = (byLayer[c.layer] ?? 0) + 1;
