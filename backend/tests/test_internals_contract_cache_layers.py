@@ -124,3 +124,24 @@ def test_which_caches_a_call_consults() -> None:
 def test_reset_forgets_explained_call_sites() -> None:
     reset_caches()
     assert not pe.callsites_with_tracing_cache_miss
+
+
+def test_jitted_and_module_names_are_jaxs() -> None:
+    import functools
+
+    from jax._src import util as jax_util
+    from jax._src.interpreters import mlir
+    from jaxscope.internals.cache_layers import jitted_name, persistent_module_name
+
+    def g(x: Any, k: float) -> Any:
+        return x * k
+
+    lam = jax.jit(lambda x: x)
+    part = jax.jit(functools.partial(g, k=2.0))
+    assert (jitted_name(lam), jitted_name(part)) == ("<lambda>", "g")
+    assert jax_util.fun_name(functools.partial(g, k=1.0)) == "g"
+    assert (persistent_module_name(lam), persistent_module_name(part)) == ("jit__lambda", "jit_g")
+    # JAX's lowering names the module this way (mlir.lower_jaxpr_to_module).
+    src = inspect.getsource(mlir.lower_jaxpr_to_module)
+    assert 'sanitize_name(module_name).rstrip("_")' in src
+    assert str(part.lower(jnp.ones(2)).as_text()).startswith("module @jit_g")

@@ -33,11 +33,13 @@ from jaxscope.internals.cache_layers import (
     JitCallRecord,
     is_jitted,
     jitted_fun,
+    jitted_name,
     jitted_statics,
     key_entries,
     multiline_jaxpr_view,
     observe_jit_call,
     persistent_cache_enabled,
+    persistent_module_name,
     reset_caches,
     trace_context_now,
     watching_jit_calls,
@@ -216,6 +218,8 @@ class _Observer:
         self.baseline_context = trace_context_now()
         self.functions: list[Any] = []  # kept alive: ids stay unique, ordinals stable
         self.history: list[dict[str, str]] = []
+        # module name -> why JAX did not write its persistent cache entry (JAX's own log line)
+        self.not_written: dict[str, str] = {}
         self.def_lines: list[int | None] = []
 
     def _ordinal(self, fun: Any) -> int:
@@ -241,7 +245,7 @@ class _Observer:
         if len(self.history) >= MAX_CALLS:
             return jitted(*args, **kwargs)
         fun = jitted_fun(jitted)
-        name = getattr(fun, "__name__", "?")
+        name = jitted_name(jitted)
         ordinal = self._ordinal(fun)
         code = getattr(fun, "__code__", None)
         def_line = (
@@ -259,9 +263,13 @@ class _Observer:
         looked_up: tuple[str, str] | None = None
         with self.ctx.stage("call", call_index=index):
             if persistent_cache_enabled():
+                module = persistent_module_name(jitted)
                 with capture_cache_keys() as keys:
                     record = observe_jit_call(jitted, args, kwargs)
-                looked_up = _own_lookup(keys.logged, name)
+                looked_up = _own_lookup(keys.logged, module)
+                for message in keys.not_written:
+                    if f"'{module}'" in message:
+                        self.not_written.setdefault(module, message)
             else:
                 record = observe_jit_call(jitted, args, kwargs)
         # The jaxpr this call traced, from the cache the call just filled (a hit: nothing new).
@@ -272,6 +280,9 @@ class _Observer:
         cause = None
         if closest is not None and (record.traced or record.compile_events > 0):
             cause = _cause(diff, name, def_line, self.def_lines[closest], record.layer())
+            unwritten = self.not_written.get(persistent_module_name(jitted))
+            if unwritten and record.layer() != "persistent":
+                cause += f"; the disk had no entry: JAX logged {unwritten!r}"
         self.history.append(now)
         self.def_lines.append(def_line)
         self.ctx.emit(
@@ -310,10 +321,10 @@ class _Observer:
         return None if best is None else best[1]
 
 
-def _own_lookup(logged: list[tuple[str, str]], name: str) -> tuple[str, str] | None:
-    """The (hit|miss, key) JAX logged for the call's own program (module ``jit_<name>``; other
-    programs compiled meanwhile are JAX's helpers)."""
-    own = [(how, key) for how, key in logged if key.startswith(f"jit_{name}-")]
+def _own_lookup(logged: list[tuple[str, str]], module: str) -> tuple[str, str] | None:
+    """The (hit|miss, key) JAX logged for the call's own program (its key starts with the module
+    name, ``jit_f-``; other programs compiled meanwhile are JAX's helpers)."""
+    own = [(how, key) for how, key in logged if key.startswith(f"{module}-")]
     return own[-1] if own else None
 
 

@@ -344,7 +344,9 @@ PERSISTENT_SOURCE = (
 )
 
 
-def _persistent_replay() -> list[dict[str, Any]]:
+def _persistent_replay(
+    source: str = PERSISTENT_SOURCE, static_argnums: tuple[int, ...] = (1,)
+) -> list[dict[str, Any]]:
     """The persistent preset in plain JAX: the cache on in a new directory (the same relative
     path as the probe's: JAX hashes the cache directory's path into the key), the call, then
     ``jax.clear_caches()`` and the call again; per call JAX's monitoring events and the files
@@ -355,8 +357,8 @@ def _persistent_replay() -> list[dict[str, Any]]:
     from jax._src import compilation_cache
     from jaxscope.sandbox.snippet import load_snippet
 
-    snippet = load_snippet(PERSISTENT_SOURCE)
-    jitted = jax.jit(snippet.f, static_argnums=1)
+    snippet = load_snippet(source)
+    jitted = jax.jit(snippet.f, static_argnums=static_argnums)
     names = (
         "jax_compilation_cache_dir",
         "jax_persistent_cache_min_compile_time_secs",
@@ -533,3 +535,49 @@ def test_a_persistent_run_killed_mid_way_leaves_no_cache_directory(tmp_path: Pat
         if p.stat().st_mtime >= started - 1
     ]
     assert left == []
+
+
+@pytest.mark.parametrize(
+    ("definition", "name"),
+    [
+        ("f = jax.jit(lambda x: jnp.sin(x) * 2)", "<lambda>"),
+        ("def g(x, k):\n    return jnp.sin(x) * k\n\n\nf = functools.partial(g, k=2.0)", "g"),
+    ],
+)
+def test_persistent_preset_for_a_lambda_and_a_partial(definition: str, name: str) -> None:
+    # JAX names them jit__lambda / jit_g (util.fun_name through the partial, sanitize_name).
+    source = (
+        "import functools\n\nimport jax\nimport jax.numpy as jnp\n\n"
+        f"{definition}\n\nargs = (jnp.ones(3),)\n"
+    )
+    first, second = observed(source, RunOptions(preset="persistent"))
+    assert (first.function, second.function) == (name, name)
+    assert first.traced and first.compiled and first.layer == "compile"
+    assert second.layer == "persistent" and second.traced and not second.compiled
+    assert (first.persistent_lookup, second.persistent_lookup) == ("miss", "hit")
+    assert first.persistent_key == second.persistent_key
+    module = "jit__lambda" if name == "<lambda>" else "jit_g"
+    assert first.persistent_key is not None and first.persistent_key.startswith(f"{module}-")
+
+
+def test_persistent_preset_says_why_a_host_callback_is_never_on_disk(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    source = (
+        "import jax\nimport jax.numpy as jnp\n\n\n"
+        "def f(x):\n"
+        '    jax.debug.print("x={x}", x=x)\n'
+        "    return jnp.sin(x) * 2\n\n\n"
+        "args = (jnp.ones(3),)\n"
+    )
+    first, second = observed(source, RunOptions(preset="persistent"))
+    # Plain JAX, same sequence: no file written, and JAX's own reason (compiler._cache_write).
+    with caplog.at_level("DEBUG", logger="jax._src.compiler"):
+        truth = _persistent_replay(source, ())
+    assert [t["files"] for t in truth] == [[], []]
+    assert "Not writing persistent cache entry for 'jit_f' because it uses host callbacks" in (
+        caplog.text
+    )
+    assert (first.layer, second.layer) == ("compile", "compile")
+    assert (first.persistent_lookup, second.persistent_lookup) == ("miss", "miss")
+    assert second.cause is not None and "because it uses host callbacks" in second.cause

@@ -93,6 +93,9 @@ class KeyCapture:
     calls: list[CapturedKey] = field(default_factory=list)
     logged: list[tuple[str, str]] = field(default_factory=list)  # (miss|hit, key)
     messages: list[str] = field(default_factory=list)
+    # ``compiler._cache_write``'s reasons for not writing an entry (host callbacks, compile time
+    # or size under the thresholds, process_id != 0), as JAX logs them.
+    not_written: list[str] = field(default_factory=list)
 
 
 class _Collect(logging.Handler):
@@ -153,6 +156,8 @@ def capture_cache_keys() -> Iterator[KeyCapture]:
 
     def on_record(record: logging.LogRecord) -> None:
         message = record.getMessage()
+        if message.startswith("Not writing persistent cache entry"):
+            capture.not_written.append(message)
         m = _LOGGED_KEY.search(message)
         if m is None:
             return

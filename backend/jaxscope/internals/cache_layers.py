@@ -46,8 +46,9 @@ import jax.monitoring
 import numpy as np
 from jax._src import config as jax_config
 from jax._src import pjit, source_info_util
+from jax._src import util as jax_util
+from jax._src.interpreters import mlir, pxla
 from jax._src.interpreters import partial_eval as pe
-from jax._src.interpreters import pxla
 
 from jaxscope.internals.cache import EXPLAIN_LOGGER, _ListHandler, fresh_caches, tidy_explanation
 from jaxscope.internals.monitoring import COMPILE_EVENT, LOWER_EVENT, TRACE_EVENT
@@ -110,6 +111,19 @@ def is_jitted(obj: Any) -> bool:
 def jitted_fun(jitted: Any) -> Callable[..., Any]:
     """The Python function a jit object wraps (``jitted._fun``)."""
     return jitted._fun  # type: ignore[no-any-return]
+
+
+def jitted_name(jitted: Any) -> str:
+    """The name JAX gives the jitted function (``util.fun_name``: ``__name__``, through
+    ``functools.partial``): the ``fun_name`` of its ``jax.monitoring`` trace events."""
+    return str(jax_util.fun_name(jitted_fun(jitted)))
+
+
+def persistent_module_name(jitted: Any) -> str:
+    """The module name JAX compiles a ``jax.jit`` call under, which starts its persistent cache
+    key (``jit_f-<sha256>``): ``mlir.sanitize_name(util.wrap_name("jit", name)).rstrip("_")``
+    (``mlir.lower_jaxpr_to_module``), e.g. ``jit__lambda`` for a lambda."""
+    return str(mlir.sanitize_name(jax_util.wrap_name("jit", jitted_name(jitted))).rstrip("_"))
 
 
 def jitted_statics(jitted: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
@@ -335,7 +349,7 @@ class _BodyWindow:
 def observe_jit_call(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> JitCallRecord:
     """Call ``jitted(*args, **kwargs)`` once (blocking on the outputs) and read what JAX's caches,
     ``jax.monitoring`` timers, persistent-cache events and explain-cache-miss log said."""
-    fun_name = getattr(jitted_fun(jitted), "__name__", "?")
+    fun_name = jitted_name(jitted)
     jit_name = f"jit({fun_name})"
     timers = {"trace": 0.0, "lower": 0.0, "compile": 0.0}
     counts = {"trace": 0, "compile": 0, "p_hit": 0, "p_miss": 0}
