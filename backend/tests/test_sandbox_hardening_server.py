@@ -334,6 +334,7 @@ def test_event_line_over_the_limit_is_invalid_event_naming_its_type(
     assert f.message == (
         f"the worker wrote a stdout_printed event line over {MAX_EVENT_LINE_BYTES:,} bytes"
     )
+    assert f.explanation is not None and "too many eqns or argument leaves" in f.explanation
 
 
 def test_a_jaxpr_of_thousands_of_eqns_fits_the_line_limit(sandbox: SandboxHarness) -> None:

@@ -516,6 +516,13 @@ class WorkerProcess:
                         f"the worker wrote a {_event_type(head)} event line over "
                         f"{MAX_EVENT_LINE_BYTES:,} bytes",
                     )
+                    terminal.explanation = (
+                        "One event this exhibit builds from your function (a jaxpr view, its "
+                        "values or steps) is larger than one event may be: the function has too "
+                        "many eqns or argument leaves for this exhibit (e.g. thousands of "
+                        "separate scalars). Try it smaller: stack many leaves into one array, "
+                        "or fewer layers/iterations unrolled in Python."
+                    )
                     break
                 except asyncio.IncompleteReadError as eof:
                     line = eof.partial
