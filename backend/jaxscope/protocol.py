@@ -775,6 +775,9 @@ class NonfiniteFound(_Event):
     no_cure: str | None = None
     inside: list[EnclosingCall] = []
     inner_step: int | None = None
+    # The differentiated arguments whose values already hold a NaN or an Inf (``args[i]`` plus
+    # the leaf's key path), with how many elements: then the bad cotangent came in with them.
+    inputs_nonfinite: list[str] = []
 
 
 # ---- custom_vjp ----------------------------------------------------------------------------

@@ -256,6 +256,7 @@ def run(ctx: ProbeContext) -> None:
             return
         calls, innermost = descend(lin, hit[0])
         found = finding(ctx, target, innermost, gradient, len(result.steps))
+        found.inputs_nonfinite = nonfinite_inputs(target)
         if calls:
             found.inside = calls
             found.inner_step = innermost.step
@@ -313,6 +314,24 @@ def descend(lin: Linearized, record: StepRecord) -> tuple[list[EnclosingCall], S
         )
         lin, record = body, hit[0]
     return calls, record
+
+
+def nonfinite_inputs(target: Target) -> list[str]:
+    """``args[i]<keypath>: N of M elements NaN/Inf`` for each differentiated leaf holding any."""
+    out = []
+    for i, arg in zip(target.argnums, target.diff_args, strict=True):
+        for path, leaf in jax.tree_util.tree_flatten_with_path(arg)[0]:
+            try:
+                arr = np.asarray(leaf)
+            except TypeError:  # e.g. a PRNG key: not a number
+                continue
+            if not np.issubdtype(arr.dtype, np.inexact):
+                continue
+            bad = int(np.count_nonzero(~np.isfinite(arr)))
+            if bad:
+                where = f"args[{i}]{jax.tree_util.keystr(path)}"
+                out.append(f"{where}: {bad} of {arr.size} elements NaN/Inf")
+    return out
 
 
 def _scan_size(record: StepRecord) -> int:

@@ -404,3 +404,20 @@ def test_a_scan_too_long_to_walk_per_iteration_is_reported_at_its_call(
     assert nf.found and nf.inside == [] and nf.inner_step is None
     assert nf.primitive == "scan"
     assert nf.source is not None and nf.source.line == _line_of(source, "jax.lax.scan(")
+
+
+def test_a_nan_already_in_the_arguments_is_named() -> None:
+    source = (
+        "import jax.numpy as jnp\n\n\n"
+        "def f(p):\n"
+        '    return jnp.sum(jnp.sqrt(p["x"])) + jnp.sum(p["y"])\n\n\n'
+        'args = ({"x": jnp.array([1.0, jnp.nan, 4.0]), "y": jnp.ones(2)},)\n'
+    )
+    nf = found_of(run_probe("nan_finder", source))
+    x = np.array([1.0, np.nan, 4.0])
+    assert nf.found
+    assert nf.inputs_nonfinite == [
+        f"args[0]['x']: {np.count_nonzero(np.isnan(x))} of 3 elements NaN/Inf"
+    ]
+    clean = found_of(run_probe("nan_finder", EXAMPLES["norm_at_zero"]))
+    assert clean.found and clean.inputs_nonfinite == []

@@ -776,6 +776,7 @@ export interface NonfiniteFound {
     [k: string]: unknown | undefined;
   };
   inner_step: number | null;
+  inputs_nonfinite: string[];
   inside: EnclosingCall[];
   kind: ('nan' | 'inf') | null;
   no_cure: string | null;
