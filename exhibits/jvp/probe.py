@@ -35,8 +35,13 @@ from jaxscope.internals.jvp_steps import capture_jvp, choose_tangents, closed_fu
 from jaxscope.internals.views import jaxpr_view
 from jaxscope.protocol import JaxprStaged
 from jaxscope.sandbox.errors import is_memory_error
-from jaxscope.sandbox.probe_api import ProbeContext
+from jaxscope.sandbox.probe_api import ProbeContext, blame_line, setting_line
 from jaxscope.sandbox.snippet import InvalidSnippet
+
+TANGENTS_EXPLANATION = (
+    "JAX checks the tangents you set against the arguments before it differentiates: each "
+    "tangent must have its argument's shape, and its dtype (float0 for an int or bool argument)."
+)
 
 
 def eager_jvp_error(plan: CallPlan, given_tangents: Any = None) -> Exception | None:
@@ -70,7 +75,20 @@ def run(ctx: ProbeContext) -> None:
             raise jvp_error
     ctx.emit(JaxprStaged(fun_name=plan.fun_name, jaxpr=jaxpr_view(primal)))
     with ctx.stage("run"):
-        capture = capture_jvp(plan, primal, given)
+        line = setting_line(ctx.snippet.source, "tangents") if given is not None else None
+        if given is not None:
+            try:
+                choose_tangents(concrete_args(plan.dynamic_args()), given)
+            except TypeError as exc:  # our structure check: the snippet's setting is wrong
+                raise blame_line(InvalidSnippet(str(exc)), line) from None
+        try:
+            capture = capture_jvp(plan, primal, given)
+        except (TypeError, ValueError) as exc:
+            # JAX's own check of the tangents (api._jvp: shapes, dtypes, float0 for ints) has no
+            # frame in the snippet: it is about the `tangents = ...` line.
+            if given is not None and "tangent" in str(exc) and "jvp" in str(exc):
+                raise blame_line(exc, line, explanation=TANGENTS_EXPLANATION) from None
+            raise
     for step in capture.steps:
         ctx.emit(step)
     ctx.emit(capture.staged)

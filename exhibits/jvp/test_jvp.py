@@ -29,7 +29,7 @@ from jaxscope.protocol import (
     ValueView,
 )
 from jaxscope.sandbox.errors import classify
-from jaxscope.sandbox.snippet import load_snippet
+from jaxscope.sandbox.snippet import InvalidSnippet, load_snippet
 
 from exhibits.conftest import EXHIBITS, FakeContext, run_probe
 from exhibits.jvp import probe
@@ -205,7 +205,7 @@ def test_snippet_tangents_choose_the_direction() -> None:
 
 
 def test_tangents_with_the_wrong_structure_fail_clearly() -> None:
-    with pytest.raises(TypeError, match="same pytree structure"):
+    with pytest.raises(InvalidSnippet, match="same pytree structure"):
         run_probe("jvp", CUSTOM_TANGENTS.replace("tangents = (2.0, 0.0)", "tangents = (2.0,)"))
 
 
@@ -301,3 +301,33 @@ def test_a_tracing_error_stays_when_eager_jvp_works() -> None:
     assert stages == ["trace"]
     assert failed.kind == "tracer_error" and failed.source is not None
     assert failed.source.line == 2
+
+
+@pytest.mark.parametrize(
+    ("tangents", "kind", "words"),
+    [
+        ("(jnp.ones(4),)", "invalid_snippet", "same pytree structure"),
+        ("(jnp.ones(4), jnp.ones(3))", "user_exception", "different primal and tangent shapes"),
+        ("(jnp.ones(3, dtype=jnp.int32), jnp.ones(3))", "user_exception", "dtypes must be equal"),
+    ],
+)
+def test_a_wrong_tangents_setting_points_at_its_line(tangents: str, kind: str, words: str) -> None:
+    source = (
+        "import jax.numpy as jnp\n\n\n"
+        "def f(x, y):\n"
+        "    return jnp.sum(x * y)\n\n\n"
+        "args = (jnp.ones(3), jnp.ones(3))\n"
+        f"tangents = {tangents}\n"
+    )
+    with pytest.raises(Exception) as info:
+        run_probe("jvp", source)
+    failed = classify(info.value, "run", load_snippet(source).f)
+    assert failed.kind == kind and words in failed.message
+    assert failed.source is not None and failed.source.line == 9
+    assert "as a whole" not in (failed.explanation or "")
+    # JAX's own words for the last two, from plain jax.jvp with the same tangents.
+    if kind == "user_exception":
+        s = load_snippet(source)
+        with pytest.raises(type(info.value)) as plain:
+            jax.jvp(s.f, s.args, s.namespace["tangents"])
+        assert str(plain.value) == str(info.value)
