@@ -34,6 +34,9 @@ export interface ExhibitViewProps {
   selection: Selection;
   /** replace the shared selection */
   select: (selection: Selection) => void;
-  /** run the same code again with other options (e.g. the tracing exhibit's "call again") */
+  /**
+   * run this exhibit again with these options (e.g. the tracing exhibit's "call again"): always
+   * the exhibit on screen and the editor's current code, whichever run the store held before
+   */
   rerun: (options: RunOptions) => void;
 }
