@@ -5,7 +5,9 @@ Screenshots go to ``e2e/screenshots/`` (looked at, not pixel baselines)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -113,7 +115,7 @@ def test_jit_fails_where_eager_works(
     expect(page.get_by_test_id("tw-attempt-eager-outcome")).to_have_text("works")
     expect(page.get_by_test_id("tw-attempt-jit")).to_contain_text("Reverse-mode differentiation")
     expect(page.get_by_test_id("tw-attempts-note")).to_contain_text("abstract tracer")
-    expect(page.get_by_test_id("tw-gradient-0")).to_contain_text("12")
+    expect(page.get_by_test_id("tw-gradient-0:0")).to_contain_text("12")
     page.screenshot(path=str(screenshots / "transpose-jit-vs-eager.png"), full_page=True)
     assert console_errors == []
 
@@ -129,4 +131,41 @@ def test_default_example_walks_mlp_loss(
     rel = float(page.get_by_test_id("tw-max-rel").inner_text())
     assert rel < 1e-6
     page.screenshot(path=str(screenshots / "transpose-mlp_loss.png"), full_page=True)
+
+    # one row per leaf, named by its key path, its values jax.grad's computed here
+    ns: dict[str, Any] = {"__name__": "snippet"}
+    exec(EXAMPLES["mlp_loss"].read_text(), ns)
+    g_params, g_x = jax.grad(ns["f"], argnums=(0, 1))(*ns["args"])
+    expected = {f"args[0]['{k}']": g_params[k] for k in sorted(g_params)} | {"args[1]": g_x}
+    rows = page.get_by_test_id("tw-gradient").locator("tbody tr")
+    paths = [rows.nth(i).get_attribute("data-path") for i in range(rows.count())]
+    assert paths == [*expected, "args[2]"]
+    expect(rows.nth(5)).to_contain_text("not differentiated")
+    for j, (path, g) in enumerate(expected.items()):
+        key = f"{0 if j < 4 else 1}:{j if j < 4 else 0}"
+        expect(page.get_by_test_id(f"tw-gradient-{key}-path")).to_have_text(path)
+        for col in ("walk", "grad", "fd"):
+            text = page.get_by_test_id(f"tw-gradient-{key}-{col}").inner_text()
+            shown = np.array(json.loads(text.replace("\n", "")), dtype=float)
+            np.testing.assert_allclose(shown, np.asarray(g, np.float64), rtol=1e-6, atol=1e-9)
+    # no number is wrapped mid-way: each one lies on a single line box
+    cut = page.get_by_test_id("tw-gradient").evaluate(
+        """table => {
+          const out = [];
+          for (const pre of table.querySelectorAll('pre.num')) {
+            const node = pre.firstChild;
+            if (!node) continue;
+            for (const m of node.textContent.matchAll(/-?[0-9][0-9.e+-]*/g)) {
+              const r = document.createRange();
+              r.setStart(node, m.index);
+              r.setEnd(node, m.index + m[0].length);
+              if (r.getClientRects().length > 1) out.push(m[0]);
+            }
+          }
+          return out;
+        }"""
+    )
+    assert cut == []
+    page.get_by_test_id("tw-check").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "transpose-check-mlp_loss.png"))
     assert console_errors == []

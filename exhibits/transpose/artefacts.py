@@ -1,5 +1,8 @@
 """The transpose exhibit's ``--print`` table: ``gradient`` (JSON, one entry per element of
-``args``: nested lists of floats, ``null`` for an argument not differentiated), ``fd_check``
+``args``: an array argument as nested lists of floats, a pytree argument as the list of its
+leaves in ``jax.tree.leaves`` order (a dict's by sorted key, an OrderedDict's in insertion
+order, nested containers flattened), each nested lists of floats; ``null`` for an argument not
+differentiated), ``fd_check``
 (JSON ``{"max_abs_err": ..., "max_rel_err": ...}`` against central differences in float64) and
 ``linear_jaxpr`` (JAX's text of the jaxpr the walk runs backwards). Imports only the protocol."""
 

@@ -43,7 +43,8 @@ from jaxscope.internals.transpose_walk import (
     seed_cotangents,
     walk,
 )
-from jaxscope.protocol import GradAttempted, GradientChecked, SourceLoc
+from jaxscope.internals.views import aval_view
+from jaxscope.protocol import GradAttempted, GradientChecked, GradientLeaf, SourceLoc
 from jaxscope.sandbox.errors import ad_help, transformation_frames, user_frames
 from jaxscope.sandbox.probe_api import ProbeContext
 
@@ -166,18 +167,73 @@ def _seed(lin: Linearized) -> tuple[list[Any], str]:
 
 
 def nested(tree: Any) -> Any:
-    """A pytree of arrays as nested lists of floats (dicts as lists in sorted key order, as
-    ``tree_leaves``); NaN/Inf as ``"nan"``, ``"inf"``, ``"-inf"``."""
+    """One argument's values as JSON: ``None`` stays ``None``, an array (or Python scalar) is
+    nested lists of floats, any other pytree the list of its leaves in ``jax.tree.leaves``
+    order (a dict's in sorted key order), each nested lists of floats; NaN/Inf as ``"nan"``,
+    ``"inf"``, ``"-inf"``."""
     if tree is None:
         return None
-    if isinstance(tree, dict):
-        return [nested(tree[k]) for k in sorted(tree)]
-    if isinstance(tree, (list, tuple)):
-        return [nested(t) for t in tree]
-    arr = np.asarray(tree)
+    if jax.tree_util.treedef_is_leaf(jax.tree.structure(tree)):
+        return nested_array(tree)
+    return [nested_array(leaf) for leaf in jax.tree.leaves(tree)]
+
+
+def nested_array(x: Any) -> Any:
+    """One array as nested lists of floats (a scalar as a float)."""
+    arr = np.asarray(x)
     if arr.ndim == 0:
         return _number(arr.item())
-    return [nested(x) for x in arr]
+    return [nested_array(v) for v in arr]
+
+
+def _nested_fd(value: Any, known: Any) -> Any:
+    """One leaf of finite differences as nested lists, ``None`` where not known (a kink)."""
+    v, k = np.asarray(value), np.asarray(known)
+    if v.ndim == 0:
+        return _number(float(v)) if bool(k) else None
+    return [_nested_fd(a, b) for a, b in zip(v, k, strict=True)]
+
+
+def fd_nested(value: Any, known: Any) -> Any:
+    """One argument's finite differences as :func:`nested` writes its gradient."""
+    pairs = list(zip(jax.tree.leaves(value), jax.tree.leaves(known), strict=True))
+    if jax.tree_util.treedef_is_leaf(jax.tree.structure(value)):
+        return _nested_fd(*pairs[0])
+    return [_nested_fd(v, k) for v, k in pairs]
+
+
+def gradient_leaves(
+    args: tuple[Any, ...],
+    argnums: Sequence[int],
+    gradient: Sequence[Any],
+    jax_grad: Sequence[Any],
+    jax_vjp: Sequence[Any],
+    fd_values: Sequence[Any],
+    fd_known: Sequence[Any],
+) -> list[GradientLeaf]:
+    """One :class:`GradientLeaf` per leaf of each differentiated argument, in ``argnums`` then
+    ``jax.tree.leaves`` order, its path ``args[i]`` + ``jax.tree_util.keystr``."""
+    out: list[GradientLeaf] = []
+    for k, i in enumerate(argnums):
+        paths = jax.tree_util.tree_flatten_with_path(args[i])[0]
+        columns = [
+            jax.tree.leaves(tree)
+            for tree in (gradient[k], jax_grad[k], jax_vjp[k], fd_values[k], fd_known[k])
+        ]
+        for j, (path, leaf) in enumerate(paths):
+            g, jg, jv, fv, fk = (c[j] for c in columns)
+            out.append(
+                GradientLeaf(
+                    arg=i,
+                    path=f"args[{i}]{jax.tree_util.keystr(path)}",
+                    aval=aval_view(jax.typeof(leaf)),
+                    gradient=nested_array(g),
+                    jax_grad=nested_array(jg),
+                    jax_vjp=nested_array(jv),
+                    finite_difference=_nested_fd(fv, fk),
+                )
+            )
+    return out
 
 
 def _number(x: Any) -> Any:
@@ -238,6 +294,7 @@ def check_gradient(
     fd = central_differences(fd_loss, args, list(argnums))
     abs_err, rel_err = _errors(grad64, fd.values, fd.known)
     n = len(args)
+    fd_args = [fd_nested(v, k) for v, k in zip(fd.values, fd.known, strict=True)]
     return GradientChecked(
         argnums=list(argnums),
         seed=seed_text,
@@ -245,9 +302,10 @@ def check_gradient(
         jax_grad=_per_arg(n, argnums, jax_grad),
         jax_vjp=_per_arg(n, argnums, jax_vjp),
         equal_to_jax=equal,
-        finite_difference=_fd_per_arg(n, argnums, fd.nested()),
+        finite_difference=_fd_per_arg(n, argnums, fd_args),
         max_abs_err=abs_err,
         max_rel_err=rel_err,
+        leaves=gradient_leaves(args, argnums, gradient, jax_grad, jax_vjp, fd.values, fd.known),
     )
 
 

@@ -451,3 +451,90 @@ def test_complex_argument_is_refused_real_gradients_only(exhibit: str, argnums: 
     _, failed = _invalid(exhibit, source)
     assert failed.kind == "invalid_snippet"
     assert "complex" in failed.message and "real gradients only" in failed.message
+
+
+# ---- one row per leaf (the view's table) and --print gradient for pytree arguments -------------
+
+
+def test_gradient_has_one_leaf_per_row_with_key_path_and_values(
+    shipped: dict[str, FakeContext],
+) -> None:
+    check = shipped["mlp_loss"].one(GradientChecked)
+    snippet = load_snippet(EXAMPLES["mlp_loss"].read_text())
+    params, x, _ = snippet.args
+    g_params, g_x = jax.grad(snippet.f, argnums=(0, 1))(*snippet.args)
+    assert [leaf.path for leaf in check.leaves] == [
+        "args[0]['b1']",
+        "args[0]['b2']",
+        "args[0]['w1']",
+        "args[0]['w2']",
+        "args[1]",
+    ]
+    assert [leaf.arg for leaf in check.leaves] == [0, 0, 0, 0, 1]
+    expected = [g_params[k] for k in ("b1", "b2", "w1", "w2")] + [g_x]
+    primals = [params[k] for k in ("b1", "b2", "w1", "w2")] + [x]
+    for leaf, g, p in zip(check.leaves, expected, primals, strict=True):
+        assert leaf.aval.shape == list(np.shape(p)) and leaf.aval.short.startswith("f32[")
+        truth = np.asarray(g).tolist()  # independent of the probe's formatting
+        assert leaf.gradient == leaf.jax_grad == leaf.jax_vjp == truth
+        fd = np.array(leaf.finite_difference, dtype=float)  # no kinks here: no None
+        assert np.max(np.abs(fd - np.asarray(g, np.float64))) < 1e-6
+    # the per-argument lists are the same leaves, in jax.tree.leaves order
+    assert check.gradient[0] == [leaf.gradient for leaf in check.leaves[:4]]
+    assert check.gradient[1] == check.leaves[4].gradient and check.gradient[2] is None
+
+
+ORDERED = """import collections
+import jax.numpy as jnp
+import numpy as np
+
+
+def f(p, s):
+    return jnp.sum(p["z"] * p["a"]["w"] ** 2) + p["a"]["b"] * s
+
+
+p = collections.OrderedDict(
+    z=np.array([1.0, 2.0], np.float32),
+    a={"w": np.array([3.0, -1.0], np.float32), "b": np.float32(0.5)},
+)
+args = (p, 2.0)
+"""
+
+
+def test_pytree_argument_is_its_leaves_in_tree_leaves_order() -> None:
+    """An OrderedDict keeps its insertion order in ``jax.tree.leaves`` (not sorted keys), and a
+    nested dict is flattened: ``gradient`` per argument is the list of its leaves, each row of
+    ``leaves`` one of them with its key path."""
+    check = run_probe("transpose", ORDERED).one(GradientChecked)
+    snippet = load_snippet(ORDERED)
+    grads = jax.grad(snippet.f, argnums=(0, 1))(*snippet.args)
+    paths = [
+        jax.tree_util.keystr(path) for path, _ in jax.tree_util.tree_flatten_with_path(grads[0])[0]
+    ]
+    assert paths == ["['z']", "['a']['b']", "['a']['w']"]
+    assert [leaf.path for leaf in check.leaves] == [f"args[0]{p}" for p in paths] + ["args[1]"]
+    assert check.gradient == [
+        [np.asarray(g).tolist() for g in jax.tree.leaves(grads[0])],
+        float(grads[1]),
+    ]
+    assert check.equal_to_jax
+
+
+def test_cli_prints_a_dict_argument_as_its_leaves(tmp_path: Path) -> None:
+    path = tmp_path / "mlp.py"
+    path.write_text(EXAMPLES["mlp_loss"].read_text())
+    proc = subprocess.run(
+        [JAXSCOPE, "run", "transpose", str(path), "--print", "gradient"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr
+    snippet = load_snippet(path.read_text())
+    g_params, g_x = jax.grad(snippet.f, argnums=(0, 1))(*snippet.args)
+    assert json.loads(proc.stdout) == [
+        [np.asarray(g).tolist() for g in jax.tree.leaves(g_params)],  # b1, b2, w1, w2
+        np.asarray(g_x).tolist(),
+        None,  # labels: int32, not differentiated
+    ]

@@ -5,6 +5,7 @@ import {
   attemptsNote,
   codeSegments,
   cotangentsSoFar,
+  arrayText,
   errorText,
   gradientRows,
   nestedText,
@@ -97,6 +98,51 @@ const check: GradientChecked = {
   finite_difference: [1.3817732906760363, null],
   max_abs_err: 2.1e-11,
   max_rel_err: 1.5e-11,
+  leaves: [],
+};
+
+const leafAval = (short: string, shape: number[]) => ({ shape, dtype: 'float32', weak_type: false, short });
+
+/** A dict argument {'b': f32[2], 'w': f32[2,3]} and an int argument, as the probe writes them. */
+const dictCheck: GradientChecked = {
+  ...check,
+  argnums: [0],
+  gradient: [[[0.5, -0.25], [[1e-7, 2, -3.123456789], [4, 5, 6]]], null],
+  jax_grad: [[[0.5, -0.25], [[1e-7, 2, -3.123456789], [4, 5, 6]]], null],
+  jax_vjp: [[[0.5, -0.25], [[1e-7, 2, -3.123456789], [4, 5, 6]]], null],
+  finite_difference: [[[0.5000001, -0.25], [[1e-7, 2, null], [4, 5, 6]]], null],
+  leaves: [
+    {
+      arg: 0,
+      path: "args[0]['b']",
+      aval: leafAval('f32[2]', [2]),
+      gradient: [0.5, -0.25],
+      jax_grad: [0.5, -0.25],
+      jax_vjp: [0.5, -0.25],
+      finite_difference: [0.5000001, -0.25],
+    },
+    {
+      arg: 0,
+      path: "args[0]['w']",
+      aval: leafAval('f32[2,3]', [2, 3]),
+      gradient: [
+        [1e-7, 2, -3.123456789],
+        [4, 5, 6],
+      ],
+      jax_grad: [
+        [1e-7, 2, -3.123456789],
+        [4, 5, 6],
+      ],
+      jax_vjp: [
+        [1e-7, 2, -3.123456789],
+        [4, 5, 6],
+      ],
+      finite_difference: [
+        [1e-7, 2, null],
+        [4, 5, 6],
+      ],
+    },
+  ],
 };
 
 const events: Event[] = [attempt('jit', true), attempt('eager', true), s0, s1, s2, check];
@@ -155,11 +201,36 @@ describe('formatting', () => {
     expect(errorText(0)).toBe('0');
   });
 
-  it('lists one gradient row per argument', () => {
+  it('lists one gradient row per argument when the event has no leaves', () => {
     const rows = gradientRows(check);
     expect(rows).toHaveLength(2);
-    expect(rows[0]).toMatchObject({ arg: 0, differentiated: true, walk: '1.381773', fd: '1.381773' });
+    expect(rows[0]).toMatchObject({ arg: 0, path: 'args[0]', differentiated: true, walk: '1.381773', fd: '1.381773' });
     expect(rows[1]?.differentiated).toBe(false);
+  });
+
+  it('lists one row per leaf of a pytree argument, with its key path and aval', () => {
+    const rows = gradientRows(dictCheck);
+    expect(rows.map((r) => [r.path, r.aval, r.differentiated])).toEqual([
+      ["args[0]['b']", 'f32[2]', true],
+      ["args[0]['w']", 'f32[2,3]', true],
+      ['args[1]', '', false],
+    ]);
+    expect(rows[0]?.walk).toBe('[0.5, -0.25]');
+    expect(rows[0]?.fd).toBe('[0.5000001, -0.25]');
+    // one line per matrix row, numbers to 7 digits, a kink as null
+    expect(rows[1]?.walk).toBe('[[1e-7, 2, -3.123457],\n [4, 5, 6]]');
+    expect(rows[1]?.fd).toBe('[[1e-7, 2, null],\n [4, 5, 6]]');
+    expect(new Set(rows.map((r) => r.key)).size).toBe(3);
+  });
+
+  it('writes arrays so that lines break only between numbers', () => {
+    const text = arrayText(Array.from({ length: 50 }, (_, i) => -0.001234567 * (i + 1)));
+    // every space follows a comma: a wrap (at a space) never splits a number
+    expect([...text.matchAll(/ /g)].every((m) => text[m.index - 1] === ',')).toBe(true);
+    expect(text.split(', ')).toHaveLength(50);
+    expect(arrayText([['nan', 'inf'], [1.5, '-inf']])).toBe('[[nan, inf],\n [1.5, -inf]]');
+    expect(arrayText(Array.from({ length: 500 }, () => 1.5), 30)).toHaveLength(30);
+    expect(arrayText(2.5)).toBe('2.5');
   });
 
   it('splits explanations at backticks', () => {

@@ -143,9 +143,41 @@ export function errorText(x: number | null | undefined): string {
   return x === 0 ? '0' : x.toExponential(2);
 }
 
-/** One row of the gradient table: an argument with its three gradients. */
+/** Significant digits in the gradient table (the walk is bit-identical to jax.grad; FD agrees to ~1e-9). */
+const TABLE_DIGITS = 7;
+
+function numberText(v: unknown): string {
+  if (v === null || v === undefined) return 'null';
+  if (typeof v === 'number') return Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(TABLE_DIGITS)));
+  return String(v); // "nan", "inf", "-inf"
+}
+
+function arrayLines(x: unknown, indent: string): string {
+  if (!Array.isArray(x)) return numberText(x);
+  if (x.length === 0) return '[]';
+  if (x.every((e) => !Array.isArray(e))) return `[${x.map(numberText).join(', ')}]`;
+  const inner = indent + ' ';
+  return `[${x.map((e) => arrayLines(e, inner)).join(`,\n${inner}`)}]`;
+}
+
+/**
+ * One array (nested lists as the protocol writes them) as readable text: numbers to 7
+ * significant digits, separated by `, ` (so a line wraps between numbers, never inside one), one
+ * line per row of a matrix; cut at `max` characters with `…`.
+ */
+export function arrayText(x: unknown, max = 2000): string {
+  const text = arrayLines(x, '');
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** One row of the gradient table: a leaf of an argument with its gradients. */
 export interface GradientRow {
+  key: string;
   arg: number;
+  /** `args[0]['b1']` (the leaf's key path, as `jax.tree_util.keystr` writes it after `args[i]`) */
+  path: string;
+  /** `f32[16]`; empty for an argument not differentiated */
+  aval: string;
   differentiated: boolean;
   walk: string;
   jaxGrad: string;
@@ -153,16 +185,47 @@ export interface GradientRow {
   fd: string;
 }
 
+/**
+ * One row per leaf of each differentiated argument (key path, aval, values), one row for each
+ * argument not differentiated, in argument order. Events without `leaves` (older servers) get
+ * one row per argument.
+ */
 export function gradientRows(check: GradientChecked): GradientRow[] {
   const gradient = check.gradient as unknown[];
-  return gradient.map((g, i) => ({
-    arg: i,
-    differentiated: check.argnums.includes(i),
-    walk: nestedText(g),
-    jaxGrad: nestedText((check.jax_grad as unknown[])[i]),
-    jaxVjp: nestedText((check.jax_vjp as unknown[])[i]),
-    fd: nestedText((check.finite_difference as unknown[])[i]),
-  }));
+  const leaves = check.leaves ?? [];
+  const rows: GradientRow[] = [];
+  gradient.forEach((g, i) => {
+    const differentiated = check.argnums.includes(i);
+    const mine = leaves.filter((l) => l.arg === i);
+    if (differentiated && mine.length > 0) {
+      mine.forEach((l, j) =>
+        rows.push({
+          key: `${i}:${j}`,
+          arg: i,
+          path: l.path,
+          aval: l.aval.short,
+          differentiated,
+          walk: arrayText(l.gradient),
+          jaxGrad: arrayText(l.jax_grad),
+          jaxVjp: arrayText(l.jax_vjp),
+          fd: arrayText(l.finite_difference),
+        }),
+      );
+      return;
+    }
+    rows.push({
+      key: `${i}`,
+      arg: i,
+      path: `args[${i}]`,
+      aval: '',
+      differentiated,
+      walk: arrayText(g),
+      jaxGrad: arrayText((check.jax_grad as unknown[])[i]),
+      jaxVjp: arrayText((check.jax_vjp as unknown[])[i]),
+      fd: arrayText((check.finite_difference as unknown[])[i]),
+    });
+  });
+  return rows;
 }
 
 /** Why the jit and eager outcomes differ, when they do (null when they agree). */

@@ -7,9 +7,9 @@ all floating:
 
 * ``eager``: ``jax.grad(f, argnums)(*args)`` -> ``{"ok": true}`` or the error class and first line;
 * ``jit``: ``jax.jit(jax.grad(f, argnums), static_argnums).trace(*args)``, the same way;
-* ``gradient``: one entry per element of ``args`` (nested lists, dicts in sorted key order,
-  ``null`` when not differentiated) of ``jax.grad`` (of ``sum(f)`` for a non-scalar output);
-  absent when the eager gradient fails for another reason.
+* ``gradient``: one entry per element of ``args`` (nested lists; a pytree argument as the list
+  of its leaves in ``jax.tree.leaves`` order, ``null`` when not differentiated) of ``jax.grad``
+  (of ``sum(f)`` for a non-scalar output); absent when the eager gradient fails for another reason.
 
 Run: ``.venv/bin/python exhibits/transpose/golden/regen.py``.
 """
@@ -40,18 +40,19 @@ def load(path: Path) -> dict[str, Any]:
     return namespace
 
 
-def nested(tree: Any) -> Any:
-    if tree is None:
-        return None
-    if isinstance(tree, dict):
-        return [nested(tree[k]) for k in sorted(tree)]
-    if isinstance(tree, (list, tuple)):
-        return [nested(t) for t in tree]
-    arr = np.asarray(tree)
+def nested_array(x: Any) -> Any:
+    arr = np.asarray(x)
     if arr.ndim == 0:
-        x = float(arr)
-        return x if np.isfinite(x) else ("nan" if np.isnan(x) else ("inf" if x > 0 else "-inf"))
-    return [nested(a) for a in arr]
+        v = float(arr)
+        return v if np.isfinite(v) else ("nan" if np.isnan(v) else ("inf" if v > 0 else "-inf"))
+    return [nested_array(a) for a in arr]
+
+
+def nested(tree: Any) -> Any:
+    """An array as nested lists; any other pytree as the list of its leaves (``tree.leaves``)."""
+    if jax.tree_util.treedef_is_leaf(jax.tree.structure(tree)):
+        return nested_array(tree)
+    return [nested_array(leaf) for leaf in jax.tree.leaves(tree)]
 
 
 def floating(x: Any) -> bool:
