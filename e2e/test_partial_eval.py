@@ -41,6 +41,26 @@ def split(known: list[bool]) -> tuple[str, str, int]:
     return str(k), str(u), len(res)
 
 
+def mlp_split() -> tuple[Any, Any, Any]:
+    """The default example's JVP jaxpr and its split, computed here with JAX."""
+    ns: dict[str, Any] = {"__name__": "snippet"}
+    path = Path(__file__).resolve().parents[1] / "exhibits" / "tracing" / "examples" / "mlp_loss.py"
+    exec(compile(path.read_text(), "<snippet>", "exec"), ns)
+    args = ns["args"]
+    tangents = jax.tree.map(
+        lambda x: (
+            np.zeros(np.shape(x), jax.dtypes.float0)
+            if np.issubdtype(np.asarray(x).dtype, np.integer)
+            else np.zeros_like(x)
+        ),
+        args,
+    )
+    jvp = jax.make_jaxpr(lambda p, t: jax.jvp(ns["f"], p, t))(args, tangents)
+    n = len(jvp.jaxpr.invars) // 2
+    k, u, _, _ = pe.partial_eval_jaxpr_nounits(jvp, [False] * n + [True] * n, instantiate=False)
+    return jvp, k, u
+
+
 def text_of(page: Page, testid: str) -> str:
     return page.get_by_test_id(testid).inner_text().rstrip("\n")
 
@@ -146,6 +166,48 @@ def test_default_example_steps_from_split_to_rows(
     expect(rows).to_have_count(5)
     expect(page.get_by_test_id("out-unknowns")).to_have_text("[False, True]")
     page.screenshot(path=str(screenshots / "partial_eval-default.png"), full_page=True)
+
+    # the headline adds up: the eqn counts of JAX's split, here in this process
+    jvp, k, u = mlp_split()
+    split_names = [
+        e.params["name"]
+        for e in k.jaxpr.eqns
+        if e.primitive.name == "jit"
+        and any(e.params["name"] == x.params.get("name") for x in u.jaxpr.eqns)
+    ]
+    assert split_names == ["log_softmax", "take_along_axis"]
+    n_k, n_u, n_j = len(k.jaxpr.eqns), len(u.jaxpr.eqns), len(jvp.jaxpr.eqns)
+    assert n_k + n_u == n_j + len(split_names)
+    expect(page.get_by_test_id("split-sentence")).to_contain_text(
+        f"{n_k} of the JVP's {n_j} eqns run in the known jaxpr, {n_u} in the unknown one"
+    )
+    expect(page.get_by_test_id("split-sentence")).to_contain_text(
+        f"{n_k} + {n_u} = {n_k + n_u}, not {n_j}: "
+        "2 jit eqns (log_softmax, take_along_axis) are split"
+    )
+
+    # the int input's float0 tangent: no toggle, a tooltip says why
+    flag = page.get_by_test_id("known-toggle-11")  # tangent args[2]
+    expect(flag).to_be_disabled()
+    expect(flag).to_have_attribute(
+        "title", re.compile(r"tangent args\[2\]: A float0 tangent .* symbolic zero")
+    )
+    expect(page.get_by_test_id("float0-note-11")).to_have_text("symbolic zero")
+    for i in range(11):
+        expect(page.get_by_test_id(f"known-toggle-{i}")).to_be_enabled()
+
+    # at 1500 px the two jaxprs are stacked, full width: no line of either is cut
+    known_box = page.get_by_test_id("known-pane").bounding_box()
+    unknown_box = page.get_by_test_id("unknown-pane").bounding_box()
+    assert known_box is not None and unknown_box is not None
+    assert unknown_box["y"] >= known_box["y"] + known_box["height"] - 1
+    for testid in ("jaxpr-text", "unknown-jaxpr-text"):
+        overflow = page.get_by_test_id(testid).evaluate(
+            "el => [...el.querySelectorAll('*'), el].some(x => x.scrollWidth > x.clientWidth + 1)"
+        )
+        assert not overflow, f"{testid} has lines cut at 1500 px"
+    page.get_by_test_id("known-pane").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "partial_eval-stacked.png"))
     # step back to the split: no row yet, the view says rows are ahead
     page.get_by_test_id("stepper-first").click()
     for _ in range(10):

@@ -21,6 +21,10 @@ forward mode and stays valid. A memory error still ends the run.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Hashable
+from typing import Any
+
 from jaxscope.internals.calling import CallPlan, plan_call
 from jaxscope.internals.remat import remat_table
 from jaxscope.internals.split import default_known, jvp_program, split_event
@@ -44,10 +48,52 @@ def run(ctx: ProbeContext) -> None:
         known = ctx.options.known
         if known is None:
             known = default_known(len(program.labels), program.n_primals)
-        event, _ = split_event(program, known)
+        event, split = split_event(program, known)
+        calls = split_calls(program.jaxpr.jaxpr, split.known.jaxpr, split.unknown.jaxpr)
+        n_eqns = len(program.jaxpr.jaxpr.eqns)
+        event.split_calls = calls
+        event.dropped = (
+            n_eqns + len(calls) - len(split.known.jaxpr.eqns) - len(split.unknown.jaxpr.eqns)
+        )
     ctx.emit(event)
     with ctx.stage("compile"):
         _emit_remat_table(ctx, plan)
+
+
+def _has_jaxpr(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return any(_has_jaxpr(v) for v in value)
+    return hasattr(value, "eqns") or (hasattr(value, "jaxpr") and hasattr(value, "consts"))
+
+
+def is_call(eqn: Any) -> bool:
+    """True for an eqn with an inner jaxpr (``jit``, ``scan``, ``cond``, ``while``, ...)."""
+    return any(_has_jaxpr(v) for v in eqn.params.values())
+
+
+def _call_key(eqn: Any) -> Hashable:
+    # The partial evaluator re-binds each eqn under its own source_info, so both halves of a
+    # split call carry the JVP eqn's traceback object.
+    return (eqn.primitive.name, eqn.params.get("name"), id(eqn.source_info.traceback))
+
+
+def split_calls(jvp: Any, known: Any, unknown: Any) -> list[int]:
+    """Indices of the JVP jaxpr's call-like eqns that JAX's partial evaluator split: their rule
+    (``pjit``'s ``_pjit_partial_eval``, scan's, cond's...) binds one eqn with the known part of
+    the inner jaxpr in the known jaxpr and one with the unknown part in the unknown jaxpr. Found
+    as a call eqn of the same primitive, name and source traceback on both sides."""
+    k = Counter(_call_key(e) for e in known.eqns if is_call(e))
+    u = Counter(_call_key(e) for e in unknown.eqns if is_call(e))
+    out: list[int] = []
+    for i, eqn in enumerate(jvp.eqns):
+        if not is_call(eqn):
+            continue
+        key = _call_key(eqn)
+        if k[key] > 0 and u[key] > 0:
+            k[key] -= 1
+            u[key] -= 1
+            out.append(i)
+    return out
 
 
 def _emit_remat_table(ctx: ProbeContext, plan: CallPlan) -> None:

@@ -159,6 +159,102 @@ def test_toggling_one_mlp_weight_moves_its_work_to_the_unknown_side(
     assert len(event.known.invars) == len(default.known.invars) - 1
 
 
+def _rederived_counts(jvp: Any, known_inputs: list[bool]) -> tuple[int, int, int]:
+    """(known, unknown, dead unknown) eqns of a JVP jaxpr without call eqns, derived here from
+    the jaxpr alone: an eqn is unknown when any input is; an unknown eqn is live when one of its
+    outputs is a jaxpr output or read by a live unknown eqn (JAX stages only those)."""
+    jaxpr = jvp.jaxpr
+    unknown_vars = {v for v, k in zip(jaxpr.invars, known_inputs, strict=True) if not k}
+    flags = []
+    for eqn in jaxpr.eqns:
+        uk = any(not hasattr(v, "val") and v in unknown_vars for v in eqn.invars)
+        flags.append(uk)
+        if uk:
+            unknown_vars.update(eqn.outvars)
+    needed = {v for v in jaxpr.outvars if not hasattr(v, "val")}
+    live = 0
+    for eqn, uk in zip(reversed(jaxpr.eqns), reversed(flags), strict=True):
+        if uk and any(v in needed for v in eqn.outvars):
+            live += 1
+            needed.update(v for v in eqn.invars if not hasattr(v, "val"))
+    n_unknown = sum(flags)
+    return len(flags) - n_unknown, live, n_unknown - live
+
+
+@pytest.mark.parametrize("name", ["sin_times_x", "attention", "remat_layers"])
+def test_eqn_counts_add_up_rederived(runs: dict[str, FakeContext], name: str) -> None:
+    """Without call eqns nothing is split; the eqns in neither jaxpr are the dead unknown ones."""
+    event = runs[name].one(JaxprSplit)
+    jvp = regen.jvp_jaxpr(ns_of(name))
+    assert not any(e.primitive.name in ("jit", "scan", "cond", "while") for e in jvp.jaxpr.eqns)
+    n_known, n_live, n_dead = _rederived_counts(jvp, event.known_inputs)
+    assert (len(event.known.eqns), len(event.unknown.eqns)) == (n_known, n_live)
+    assert event.split_calls == []
+    assert event.dropped == n_dead == {"attention": 5}.get(name, 0)
+
+
+@pytest.mark.parametrize(
+    ("name", "calls"),
+    [
+        ("mlp_loss", [("jit", "log_softmax"), ("jit", "take_along_axis")]),
+        ("rnn_loss", [("scan", None)]),
+    ],
+)
+def test_split_calls_have_a_part_on_each_side(
+    runs: dict[str, FakeContext], name: str, calls: list[tuple[str, str | None]]
+) -> None:
+    event = runs[name].one(JaxprSplit)
+    known, unknown, _, _ = regen.split(ns_of(name))
+    jvp = regen.jvp_jaxpr(ns_of(name))
+    found = [
+        (jvp.jaxpr.eqns[i].primitive.name, jvp.jaxpr.eqns[i].params.get("name"))
+        for i in event.split_calls
+    ]
+    assert found == calls
+    for prim, call in calls:  # one eqn of this call in each jaxpr, each with a non-empty part
+        for side in (known, unknown):
+            parts = [
+                e
+                for e in side.jaxpr.eqns
+                if e.primitive.name == prim and e.params.get("name") == call
+            ]
+            assert len(parts) == 1
+            inner = parts[0].params["jaxpr"]
+            assert len(inner.jaxpr.eqns) > 0
+    n = len(jvp.jaxpr.eqns) + len(calls)
+    assert (len(known.jaxpr.eqns), len(unknown.jaxpr.eqns), event.dropped) == (
+        len(event.known.eqns),
+        len(event.unknown.eqns),
+        0,
+    )
+    assert len(known.jaxpr.eqns) + len(unknown.jaxpr.eqns) == n
+
+
+def test_a_float0_tangent_is_never_read_so_its_flag_only_moves_an_unused_input(
+    runs: dict[str, FakeContext],
+) -> None:
+    """mlp_loss's ``labels`` (int32): its tangent is float0, which ``jax.jvp`` makes a symbolic
+    zero, so no eqn reads it; known or unknown, the eqns of both jaxprs and the residuals are the
+    same (the view disables that flag and says so)."""
+    default = runs["mlp_loss"].one(JaxprSplit)
+    i = default.input_labels.index("tangent args[2]")
+    assert default.input_avals[i].short == "float0[5]"
+    jvp = regen.jvp_jaxpr(ns_of("mlp_loss"))
+    var = jvp.jaxpr.invars[i]
+    assert not any(var in e.invars for e in jvp.jaxpr.eqns) and var not in jvp.jaxpr.outvars
+    known = list(default.known_inputs)
+    known[i] = True
+    k, u, out_uk, res = regen.split(ns_of("mlp_loss"), known)
+    d_k, d_u, d_out, d_res = regen.split(ns_of("mlp_loss"))
+    assert [str(e) for e in k.jaxpr.eqns] == [str(e) for e in d_k.jaxpr.eqns]
+    assert [str(e) for e in u.jaxpr.eqns] == [str(e) for e in d_u.jaxpr.eqns]
+    assert (out_uk, len(res)) == (d_out, len(d_res))
+    assert (len(k.jaxpr.invars), len(u.jaxpr.invars)) == (
+        len(d_k.jaxpr.invars) + 1,
+        len(d_u.jaxpr.invars) - 1,
+    )
+
+
 def test_wrong_number_of_known_flags_is_a_clear_error() -> None:
     source = regen.EXAMPLES["sin_times_x"].read_text()
     with pytest.raises(ValueError, match=r"options.known has 3 flag\(s\).*2 inputs"):

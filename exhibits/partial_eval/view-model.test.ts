@@ -13,8 +13,10 @@ import {
   residualBytes,
   residualLinks,
   sortRows,
+  splitAccounting,
   splitSentence,
   toggled,
+  FLOAT0_TANGENT_NOTE,
   type JaxprSplit,
 } from './view-model';
 
@@ -39,6 +41,56 @@ function splitOf(events: readonly Event[]): JaxprSplit {
   if (s === undefined) throw new Error('no split');
   return s;
 }
+
+describe('eqn counts that do not add up (real probe events)', () => {
+  it('mlp_loss: the two jit eqns of jnp helpers are split, one part on each side', () => {
+    const split = splitOf(load('mlp_loss'));
+    const [k, u, j] = [split.known.eqns.length, split.unknown.eqns.length, split.jvp.eqns.length];
+    expect([k, u, j]).toEqual([15, 16, 29]);
+    expect(split.split_calls.map((i) => split.jvp.eqns[i]?.params['name'])).toEqual(['log_softmax', 'take_along_axis']);
+    expect(k + u).toBe(j + split.split_calls.length - split.dropped);
+    // each split call has an eqn of the same name in both jaxprs
+    for (const i of split.split_calls) {
+      const name = split.jvp.eqns[i]?.params['name'];
+      for (const side of [split.known, split.unknown])
+        expect(side.eqns.filter((e) => e.primitive === 'jit' && e.params['name'] === name)).toHaveLength(1);
+    }
+    expect(splitAccounting(split)).toBe(
+      '15 + 16 = 31, not 29: 2 jit eqns (log_softmax, take_along_axis) are split by JAX\'s partial evaluator: ' +
+        'part of each runs on each side.',
+    );
+    expect(splitSentence(split)).toContain('9 residuals cross between them. 15 + 16 = 31, not 29: 2 jit eqns');
+  });
+
+  it('attention: unknown eqns nothing reads are dropped', () => {
+    const split = splitOf(load('attention'));
+    expect([split.known.eqns.length, split.unknown.eqns.length, split.jvp.eqns.length]).toEqual([41, 36, 82]);
+    expect(split.split_calls).toEqual([]);
+    expect(splitAccounting(split)).toBe(
+      '41 + 36 = 77, not 82: 5 unknown eqns are dropped: no output needs their results.',
+    );
+  });
+
+  it('counts that add up get no explanation', () => {
+    const split = splitOf(load('sin_times_x'));
+    expect(splitAccounting(split)).toBeNull();
+    expect(splitAccounting({ ...split, dropped: -1 })).toContain("JAX's partial-eval rules add 1 eqn");
+  });
+
+  it('mlp_loss: the integer input args[2] has a float0 tangent, a symbolic zero with no toggle', () => {
+    const rows = inputRows(splitOf(load('mlp_loss')));
+    expect(rows.map((r) => [r.label, r.tangentFloat0])).toEqual([
+      ["args[0]['b1']", false],
+      ["args[0]['b2']", false],
+      ["args[0]['w1']", false],
+      ["args[0]['w2']", false],
+      ['args[1]', false],
+      ['args[2]', true],
+    ]);
+    expect(rows[5]?.tangentAval).toBe('float0[5]');
+    expect(FLOAT0_TANGENT_NOTE).toContain('symbolic zero');
+  });
+});
 
 describe('the split of f(x) = sum((sin(x) * x) ** 2)', () => {
   const events = load('sin_times_x');
@@ -83,6 +135,7 @@ describe('the split of f(x) = sum((sin(x) * x) ** 2)', () => {
         label: 'args[0]',
         primalAval: 'f32[3]',
         tangentAval: 'f32[3]',
+        tangentFloat0: false,
         primal: 0,
         tangent: 1,
         primalKnown: true,

@@ -23,7 +23,18 @@ export interface InputRow {
   tangent: number;
   primalKnown: boolean;
   tangentKnown: boolean;
+  /**
+   * the tangent is `float0` (an integer, bool or key primal): `jax.jvp` turns it into a
+   * symbolic zero (`ad.Zero`), so no eqn reads it and known/unknown only moves an unused input
+   */
+  tangentFloat0: boolean;
 }
+
+/** Why a float0 tangent has no toggle (the flag's tooltip). */
+export const FLOAT0_TANGENT_NOTE =
+  'A float0 tangent (of an integer, bool or key input) is always a symbolic zero: jax.jvp replaces it ' +
+  'by ad.Zero before tracing, so no eqn of the JVP jaxpr reads it. Known or unknown would only move this ' +
+  'unused input from one jaxpr to the other.';
 
 /** One row per argument leaf: its primal input and its tangent input side by side. */
 export function inputRows(split: JaxprSplit): InputRow[] {
@@ -38,6 +49,7 @@ export function inputRows(split: JaxprSplit): InputRow[] {
       tangent: n + i,
       primalKnown: split.known_inputs[i] ?? true,
       tangentKnown: split.known_inputs[n + i] ?? false,
+      tangentFloat0: split.input_avals[n + i]?.short.startsWith('float0') ?? false,
     });
   }
   return rows;
@@ -106,17 +118,62 @@ export function eqnsOnLines(jaxpr: JaxprView, lines: readonly number[]): Set<num
   return new Set(jaxpr.eqns.filter((e) => e.source != null && set.has(e.source.line)).map((e) => e.index));
 }
 
-/** One sentence summing up the split. */
+/** `jit log_softmax`, `scan`: a JVP eqn's primitive and its `name` param (if any). */
+export function callName(split: JaxprSplit, index: number): string {
+  const eqn = split.jvp.eqns[index];
+  if (eqn === undefined) return '?';
+  const name = eqn.params['name'];
+  return name ? `${eqn.primitive} ${name}` : eqn.primitive;
+}
+
+function plural(n: number, one: string, many: string): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/**
+ * Why the known and unknown eqn counts need not add up to the JVP's: call-like eqns (`jit` of a
+ * jnp helper, `scan`, ...) split by their own partial-eval rule have a part on each side, and
+ * unknown eqns whose results reach no output are dropped. Null when the counts add up plainly.
+ */
+export function splitAccounting(split: JaxprSplit): string | null {
+  const calls = split.split_calls ?? [];
+  const dropped = split.dropped ?? 0;
+  const parts: string[] = [];
+  if (calls.length > 0) {
+    const prims = [...new Set(calls.map((i) => split.jvp.eqns[i]?.primitive ?? '?'))];
+    const uniform = prims.length === 1;
+    const names = calls.map((i) => (uniform ? (split.jvp.eqns[i]?.params['name'] ?? null) : callName(split, i)));
+    const kind = uniform ? `${prims[0]} ` : 'call ';
+    const named = names.every((x) => x !== null) ? ` (${names.join(', ')})` : '';
+    parts.push(
+      `${plural(calls.length, `${kind}eqn`, `${kind}eqns`)}${named} ${calls.length === 1 ? 'is' : 'are'} split by ` +
+        `JAX's partial evaluator: part of ${calls.length === 1 ? 'it' : 'each'} runs on each side`,
+    );
+  }
+  if (dropped > 0)
+    parts.push(
+      `${plural(dropped, 'unknown eqn is', 'unknown eqns are')} dropped: no output needs ` +
+        `${dropped === 1 ? 'its result' : 'their results'}`,
+    );
+  if (dropped < 0) parts.push(`JAX's partial-eval rules add ${plural(-dropped, 'eqn', 'eqns')} (a call inlined or split)`);
+  if (parts.length === 0) return null;
+  const sum = split.known.eqns.length + split.unknown.eqns.length;
+  return `${split.known.eqns.length} + ${split.unknown.eqns.length} = ${sum}, not ${split.jvp.eqns.length}: ${parts.join('; ')}.`;
+}
+
+/** One sentence summing up the split (and a second one when the eqn counts need explaining). */
 export function splitSentence(split: JaxprSplit): string {
   const nUnknown = split.known_inputs.filter((k) => !k).length;
   const outs = split.out_unknowns.length;
   const outsUnknown = split.out_unknowns.filter(Boolean).length;
   const res = split.residuals.length;
+  const accounting = splitAccounting(split);
   return (
     `${split.known_inputs.length - nUnknown} of ${split.known_inputs.length} inputs known: ` +
     `${split.known.eqns.length} of the JVP's ${split.jvp.eqns.length} eqns run in the known jaxpr, ` +
     `${split.unknown.eqns.length} in the unknown one; ${outsUnknown} of ${outs} outputs unknown; ` +
-    `${res} residual${res === 1 ? '' : 's'} cross${res === 1 ? 'es' : ''} between them.`
+    `${res} residual${res === 1 ? '' : 's'} cross${res === 1 ? 'es' : ''} between them.` +
+    (accounting ? ` ${accounting}` : '')
   );
 }
 
