@@ -57,7 +57,29 @@ def run(ctx: ProbeContext) -> None:
         )
     ctx.emit(event)
     with ctx.stage("compile"):
-        _emit_remat_table(ctx, plan)
+        if n_eqns > MAX_REMAT_EQNS:
+            ctx.emit(
+                RematUnavailable(
+                    error_class="too large",
+                    message=f"the JVP jaxpr has {n_eqns:,} eqns (the table is measured up to "
+                    f"{MAX_REMAT_EQNS:,})",
+                    explanation=TOO_LARGE,
+                    reason="too_large",
+                )
+            )
+        else:
+            _emit_remat_table(ctx, plan)
+
+
+# The remat table compiles jax.grad(jax.checkpoint(f, policy)) once per policy (about ten): past
+# this many JVP eqns that no longer fits the run's time (5,000 primal eqns: >30 s here).
+MAX_REMAT_EQNS = 4_000
+TOO_LARGE = (
+    "Each row of the remat table compiles `jax.grad(jax.checkpoint(f, policy))` and times it: "
+    "about ten compiles of a function this size do not fit in one run. The split above is "
+    "complete. Try the table on a smaller f (fewer layers or unrolled iterations: `lax.scan` "
+    "keeps the jaxpr small)."
+)
 
 
 def _has_jaxpr(value: Any) -> bool:

@@ -450,3 +450,23 @@ def test_cli_known_jaxpr_of_a_snippet_without_remat_table(tmp_path: Path) -> Non
     known, _, _, _ = regen.split(regen.load(WHILE_LOOP))
     assert proc.stdout == str(known) + "\n"
     assert "while" in proc.stdout
+
+
+def test_a_function_too_large_for_the_remat_table_gets_the_split_and_a_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from exhibits.partial_eval import probe as pe_probe
+
+    monkeypatch.setattr(pe_probe, "MAX_REMAT_EQNS", 5)
+    source = (
+        "import jax.numpy as jnp\n\n\n"
+        "def f(x):\n"
+        "    return jnp.sum(jnp.sin(x) * x)\n\n\n"
+        "args = (jnp.ones(3),)\n"
+    )
+    ctx = run_probe("partial_eval", source)
+    split = ctx.one(JaxprSplit)
+    unavailable = ctx.one(RematUnavailable)
+    assert unavailable.reason == "too_large"
+    assert f"has {len(split.jvp.eqns):,} eqns" in unavailable.message
+    assert ctx.of_type(RematPolicyMeasured) == []

@@ -610,6 +610,7 @@ export interface RematUnavailable {
   error_class: string;
   explanation: string;
   message: string;
+  reason: 'grad_fails' | 'too_large';
   run_id: string;
   seq: number;
   type: 'remat_unavailable';
@@ -673,11 +674,11 @@ export interface LinearJaxprStaged {
  * floats, any other pytree as the list of its leaves in ``jax.tree.leaves`` order (each nested
  * lists of floats; a dict's leaves in sorted key order); non-finite numbers as
  * ``"nan"``/``"inf"``; ``None`` inside ``finite_difference`` at a kink. ``leaves``: the same
- * values one differentiated leaf at a time, with its key path and aval (what the view shows). ``argnums`` the differentiated positions;
- * ``seed`` the output cotangent the walk started from (``1.0`` for a scalar output, as
- * ``jax.grad``; for a non-scalar output an all-ones cotangent, i.e. the gradient of
- * ``sum(f)``, and ``jax_grad`` is then ``jax.grad`` of ``sum(f)``). ``equal_to_jax``: the walk's
- * gradient is bit-identical to both ``jax_grad`` and ``jax_vjp``.
+ * values one differentiated leaf at a time, with its key path and aval (what the view shows).
+ * ``argnums`` the differentiated positions; ``seed`` the output cotangent the walk started from
+ * (``1.0`` for a scalar output, as ``jax.grad``; for a non-scalar output an all-ones cotangent,
+ * i.e. the gradient of ``sum(f)``, and ``jax_grad`` is then ``jax.grad`` of ``sum(f)``).
+ * ``equal_to_jax``: the walk's gradient is bit-identical to both ``jax_grad`` and ``jax_vjp``.
  * ``max_abs_err = max |g64 - fd|`` over the elements where ``fd`` is known, with ``g64`` the
  * same walk run in float64 (``jax.enable_x64``) and ``fd`` the central differences;
  * ``max_rel_err = max_abs_err / max |fd|`` (the error relative to the largest gradient entry,
