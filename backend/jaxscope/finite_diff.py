@@ -26,6 +26,10 @@ _STEP = float(np.finfo(np.float64).eps) ** (1.0 / 3.0)
 _KINK_RTOL = 1e-2
 # More elements than this are sampled evenly; the others are reported as None.
 MAX_ELEMENTS = 4096
+# At most this many argument elements are read by all the evaluations together (two per
+# sample), and at least MIN_SAMPLES elements are differenced: a huge argument stays checkable.
+MAX_WORK = 200_000_000
+MIN_SAMPLES = 16
 
 
 @dataclass(frozen=True)
@@ -98,16 +102,7 @@ def central_differences(
     with jax.enable_x64(True):
         args64 = [jax.tree.map(_to_float64, a) for a in args]
         evaluate = _evaluator(fun, args64)
-        positions = [
-            (k, leaf_index, flat_index)
-            for k, i in enumerate(argnums)
-            for leaf_index, leaf in enumerate(jax.tree.leaves(args64[i]))
-            if is_float_leaf(leaf)
-            for flat_index in range(int(np.size(leaf)))
-        ]
-        if len(positions) > MAX_ELEMENTS:
-            picks = np.linspace(0, len(positions) - 1, MAX_ELEMENTS).round().astype(int)
-            positions = [positions[p] for p in sorted(set(picks.tolist()))]
+        positions = _positions(args64, argnums)
         leaves = [[np.array(x, copy=True) for x in jax.tree.leaves(args64[i])] for i in argnums]
         values = [
             [np.full(np.shape(x), np.nan, np.float64) for x in leaf_list] for leaf_list in leaves
@@ -132,6 +127,40 @@ def central_differences(
             values=[jax.tree.unflatten(t, v) for t, v in zip(treedefs, values, strict=True)],
             known=[jax.tree.unflatten(t, k) for t, k in zip(treedefs, known, strict=True)],
         )
+
+
+def sample_count(total: int, evaluated: int) -> int:
+    """How many of ``total`` differentiable elements are differenced when each evaluation of
+    ``fun`` reads ``evaluated`` elements: all up to :data:`MAX_ELEMENTS`, and at most
+    :data:`MAX_WORK` elements read over the two evaluations per sample (at least
+    :data:`MIN_SAMPLES`): a 4,000 x 4,000 argument gets 16 samples, not 4,096."""
+    by_work = MAX_WORK // max(1, 2 * evaluated)
+    return min(total, MAX_ELEMENTS, max(MIN_SAMPLES, by_work))
+
+
+def _positions(args64: Sequence[Any], argnums: Sequence[int]) -> list[tuple[int, int, int]]:
+    """``(k, leaf_index, flat_index)`` of the elements to difference, evenly spaced over the
+    floating leaves of the differentiated arguments (without listing every element first)."""
+    leaves = [
+        (k, leaf_index, int(np.size(leaf)))
+        for k, i in enumerate(argnums)
+        for leaf_index, leaf in enumerate(jax.tree.leaves(args64[i]))
+        if is_float_leaf(leaf)
+    ]
+    total = sum(size for _, _, size in leaves)
+    evaluated = sum(int(np.size(x)) for a in args64 for x in jax.tree.leaves(a))
+    n = sample_count(total, evaluated)
+    if n >= total:
+        picks = np.arange(total)
+    else:
+        picks = np.unique(np.linspace(0, total - 1, n).round().astype(np.int64))
+    starts = np.cumsum([0] + [size for _, _, size in leaves])
+    out = []
+    for p in picks.tolist():
+        j = int(np.searchsorted(starts, p, side="right")) - 1
+        k, leaf_index, _ = leaves[j]
+        out.append((k, leaf_index, p - int(starts[j])))
+    return out
 
 
 def _perturbed(

@@ -58,3 +58,25 @@ def test_bfloat16_and_float16_leaves_are_floating() -> None:
     assert not is_float_leaf(np.ones(2, np.int32)) and not is_float_leaf(jnp.ones(2, bool))
     fd = central_differences(lambda x: jnp.sum(x**2), (jnp.array([1.0, 2.0], jnp.bfloat16),), [0])
     np.testing.assert_allclose(fd.values[0], [2.0, 4.0], rtol=1e-8)
+
+
+def test_a_huge_argument_is_sampled_by_work_and_still_right() -> None:
+    from jaxscope.finite_diff import MAX_ELEMENTS, MIN_SAMPLES, sample_count
+
+    assert sample_count(100, 100) == 100
+    assert sample_count(10_000, 10_000) == MAX_ELEMENTS
+    assert sample_count(16_000_000, 16_000_000) == MIN_SAMPLES
+    x = np.linspace(-1.0, 1.0, 600 * 600).reshape(600, 600).astype(np.float32)
+
+    def f(a: Any) -> Any:
+        return jnp.sum(jnp.sin(a) * a)
+
+    fd = central_differences(f, [x], [0])
+    known = np.asarray(fd.known[0])
+    values = np.asarray(fd.values[0])
+    # Sampled evenly (first and last element included), each against the exact derivative.
+    assert 0 < known.sum() <= MAX_ELEMENTS and known.flat[0] and known.flat[-1]
+    x64 = x.astype(np.float64)
+    exact = np.cos(x64) * x64 + np.sin(x64)
+    # f sums 360,000 terms (~1e5): the rounding error of the differences is ~eps * |f| / h.
+    np.testing.assert_allclose(values[known], exact[known], rtol=1e-4, atol=1e-5)
