@@ -32,6 +32,7 @@ from jaxscope.internals.cache_layers import (
     COUNTED_CACHES,
     JitCallRecord,
     is_jitted,
+    jitted_donates,
     jitted_fun,
     jitted_name,
     jitted_statics,
@@ -183,6 +184,14 @@ def _preset_calls(
         ]
     # matmul_precision
     return [first, PlannedCall(jitted, args, kwargs, context="highest")]
+
+
+def _copies(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``args`` with every ``jax.Array`` leaf copied (``jax.Array.copy``: same shape, dtype,
+    sharding)."""
+    return tuple(
+        jax.tree.map(lambda x: x.copy() if isinstance(x, jax.Array) else x, a) for a in args
+    )
 
 
 def _rejit(jitted: Any) -> Any:
@@ -458,5 +467,8 @@ def _observe(
     for p in planned:
         if p.memory == MEMORY_CLEARED:
             reset_caches()
+        # A donating jit deletes its input arrays: each call gets its own copies (same avals,
+        # same placement), as a loop that makes fresh inputs would.
+        args = _copies(p.args) if jitted_donates(p.jitted) else p.args
         with _context(p.context):
-            observer.call(p.jitted, p.args, p.kwargs, None, p.memory)
+            observer.call(p.jitted, args, p.kwargs, None, p.memory)

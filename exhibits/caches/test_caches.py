@@ -581,3 +581,20 @@ def test_persistent_preset_says_why_a_host_callback_is_never_on_disk(
     assert (first.layer, second.layer) == ("compile", "compile")
     assert (first.persistent_lookup, second.persistent_lookup) == ("miss", "miss")
     assert second.cause is not None and "because it uses host callbacks" in second.cause
+
+
+def test_a_donating_jit_gets_fresh_inputs_for_each_preset_call() -> None:
+    # Found by a break-it review: the second call reused the array the first one donated.
+    source = (
+        "import jax\nimport jax.numpy as jnp\n\n\n"
+        "def g(x):\n    return jnp.sin(x) * 2\n\n\n"
+        "f = jax.jit(g, donate_argnums=0)\n"
+        "args = (jnp.ones(3),)\n"
+    )
+    calls = observed(source, RunOptions(preset="same"))
+    from jaxscope.sandbox.snippet import load_snippet
+
+    snippet = load_snippet(source)
+    x = snippet.args[0]
+    truth = regen.replay_calls(snippet.f, [(x.copy(),), (x.copy(),)])
+    assert [c.layer for c in calls] == [t["layer"] for t in truth] == ["compile", "cpp"]

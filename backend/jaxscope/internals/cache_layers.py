@@ -113,6 +113,13 @@ def jitted_fun(jitted: Any) -> Callable[..., Any]:
     return jitted._fun  # type: ignore[no-any-return]
 
 
+def jitted_donates(jitted: Any) -> bool:
+    """Whether the jit object donates any argument (``jitted._jit_info.donate_argnums``/
+    ``donate_argnames``): a donated input array is deleted by the call."""
+    info = jitted._jit_info
+    return bool(info.donate_argnums) or bool(getattr(info, "donate_argnames", ()))
+
+
 def jitted_name(jitted: Any) -> str:
     """The name JAX gives the jitted function (``util.fun_name``: ``__name__``, through
     ``functools.partial``): the ``fun_name`` of its ``jax.monitoring`` trace events."""
