@@ -735,6 +735,12 @@ class EnclosingCall(_Model):
     name: str | None = None
     source: SourceLoc | None = None
     iteration: int | None = None
+    # scan only: ``reverse`` as the scan ran (then its transpose walks index 0 first), and the
+    # first iteration, in the order the forward pass ran, whose extensive residuals (values and
+    # derivative factors the forward pass saved) hold NaN/Inf (``None``: none do). Iterations are
+    # indices along the scanned axis.
+    reverse: bool = False
+    forward_nonfinite_iteration: int | None = None
 
 
 class NonfiniteFound(_Event):
@@ -781,6 +787,9 @@ class NonfiniteFound(_Event):
     # The differentiated arguments whose values already hold a NaN or an Inf (``args[i]`` plus
     # the leaf's key path), with how many elements: then the bad cotangent came in with them.
     inputs_nonfinite: list[str] = []
+    # Why the finder did not walk inside the bad step's call (a scan too long to walk per
+    # iteration); ``None`` when it did, or the step is no call.
+    not_descended: str | None = None
 
 
 # ---- custom_vjp ----------------------------------------------------------------------------

@@ -257,6 +257,7 @@ def run(ctx: ProbeContext) -> None:
         calls, innermost = descend(lin, hit[0])
         found = finding(ctx, target, innermost, gradient, len(result.steps))
         found.inputs_nonfinite = nonfinite_inputs(target)
+        found.not_descended = not_descended(innermost)
         if calls:
             found.inside = calls
             found.inner_step = innermost.step
@@ -290,6 +291,7 @@ def descend(lin: Linearized, record: StepRecord) -> tuple[list[EnclosingCall], S
             return False
 
         iteration: int | None = None
+        reverse, forward_bad = False, None
         body = inside(lin, record)
         if body is not None:
             walk(body, record.cts_in, on_step)
@@ -300,6 +302,7 @@ def descend(lin: Linearized, record: StepRecord) -> tuple[list[EnclosingCall], S
             if scanned is None or scanned.body is None:
                 break
             body, iteration = scanned.body, scanned.iteration
+            reverse, forward_bad = scanned.reverse, scanned.first_nonfinite_residual
         if not hit:  # eagerly the body stays finite: the call's own result is what we report
             break
         name = record.eqn.params.get("name")
@@ -310,6 +313,8 @@ def descend(lin: Linearized, record: StepRecord) -> tuple[list[EnclosingCall], S
                 name=str(name) if name is not None else None,
                 source=record.event.source,
                 iteration=iteration,
+                reverse=reverse,
+                forward_nonfinite_iteration=forward_bad,
             )
         )
         lin, record = body, hit[0]
@@ -332,6 +337,20 @@ def nonfinite_inputs(target: Target) -> list[str]:
                 where = f"args[{i}]{jax.tree_util.keystr(path)}"
                 out.append(f"{where}: {bad} of {arr.size} elements NaN/Inf")
     return out
+
+
+def not_descended(record: StepRecord) -> str | None:
+    """Why the finder stopped at a ``scan`` step without walking inside it (too long)."""
+    size = _scan_size(record)
+    if size <= MAX_SCAN_EQN_STEPS:
+        return None
+    length = int(record.eqn.params["length"])
+    eqns = len(record.eqn.params["jaxpr"].jaxpr.eqns)
+    return (
+        f"This scan runs {length:,} iterations of a {eqns}-eqn body: more than "
+        f"{MAX_SCAN_EQN_STEPS:,} body-eqn steps, so the finder did not walk inside it. The bad "
+        "cotangent is born somewhere in its body: try a shorter xs to find where."
+    )
 
 
 def _scan_size(record: StepRecord) -> int:

@@ -403,6 +403,7 @@ def test_a_scan_too_long_to_walk_per_iteration_is_reported_at_its_call(
     nf = found_of(run_probe("nan_finder", source))
     assert nf.found and nf.inside == [] and nf.inner_step is None
     assert nf.primitive == "scan"
+    assert nf.not_descended is not None and "did not walk inside it" in nf.not_descended
     assert nf.source is not None and nf.source.line == _line_of(source, "jax.lax.scan(")
 
 
@@ -421,3 +422,40 @@ def test_a_nan_already_in_the_arguments_is_named() -> None:
     ]
     clean = found_of(run_probe("nan_finder", EXAMPLES["norm_at_zero"]))
     assert clean.found and clean.inputs_nonfinite == []
+
+
+def test_a_reverse_scan_and_a_nan_born_in_the_forward_pass() -> None:
+    rev = (
+        "import jax\nimport jax.numpy as jnp\n\n\n"
+        "def f(xs):\n"
+        "    def body(c, x):\n"
+        "        return c + jnp.sqrt(x), None\n\n"
+        "    c, _ = jax.lax.scan(body, 0.0, xs, reverse=True)\n"
+        "    return c\n\n\n"
+        "args = (jnp.array([1.0, 0.0, 4.0, 9.0, 16.0]),)\n"
+    )
+    nf = found_of(run_probe("nan_finder", rev))
+    (call,) = nf.inside
+    grad = truth_grad(rev)[0]
+    # The only infinite gradient entry is the zero's index, whichever way the scan ran.
+    assert call.reverse and call.iteration == int(np.flatnonzero(~np.isfinite(grad))[0]) == 1
+    assert call.forward_nonfinite_iteration == 1  # 0.5 / sqrt(0), saved for the backward pass
+
+    fwd = (
+        "import jax\nimport jax.numpy as jnp\n\n\n"
+        "def f(x0):\n"
+        "    def body(c, _):\n"
+        "        c = c - 1.0\n"
+        "        return c + 0.0 * jnp.sqrt(c), None\n\n"
+        "    c, _ = jax.lax.scan(body, x0, None, length=6)\n"
+        "    return c\n\n\n"
+        "args = (jnp.float32(2.5),)\n"
+    )
+    nf = found_of(run_probe("nan_finder", fwd))
+    (call,) = nf.inside
+    # The carry goes 1.5, 0.5, -0.5, ...: sqrt turns NaN at iteration 2 of the forward pass
+    # (numpy), the backward pass meets it first at the last iteration.
+    carries = 2.5 - np.arange(1, 7)
+    first = int(np.flatnonzero(carries < 0)[0])
+    assert not call.reverse and call.iteration == 5
+    assert call.forward_nonfinite_iteration == first == 2

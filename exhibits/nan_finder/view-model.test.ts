@@ -12,6 +12,7 @@ import {
   headline,
   insidePath,
   landingSelection,
+  scanNotes,
   nanModel,
   nonfiniteSummary,
   stepRows,
@@ -124,7 +125,9 @@ describe('jit_helper: the NaN is born inside a jitted helper', () => {
       `Step ${f.step} went bad; inside jit(norm) on line ${call}, its step ${f.inner_step} wrote an Inf first: mul (from sqrt) on line ${sqrt}.`,
     );
     expect(model.steps[f.step!]?.primitive).toBe('jit');
-    expect(landingSelection(f)?.lines).toEqual([sqrt]);
+    // The editor lands inside the helper; the linear jaxpr's highlighted eqn is the jit step's.
+    const jitEqn = model.steps.find((s) => s.step === f.step)!.eqn_index;
+    expect(landingSelection(f, model.steps)).toEqual({ origin: 'eqn', lines: [sqrt], eqnIndices: [jitEqn], opLines: [] });
   });
 });
 
@@ -141,6 +144,10 @@ describe('scan_sqrt: the Inf is born inside a scan body, at one iteration', () =
     expect(headline(model, false)).toContain(`mul (from sqrt) on line ${sqrt}.`);
     expect(headline(model, false)).toMatch(/^Step \d+ went bad; inside scan .* wrote an Inf first/);
     expect(forwardVerdict(f)).toContain('inside a scan body');
+    // xs = [1, 4, 0, 9]: the saved 0.5 / sqrt(x) is infinite first at iteration 2.
+    const notes = scanNotes(f);
+    expect(notes[0]).toContain('last first');
+    expect(notes[1]).toContain('first hold NaN/Inf at iteration 2');
   });
 
   it('a top-level finding has no path', () => {

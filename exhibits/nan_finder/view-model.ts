@@ -109,6 +109,28 @@ export function callText(c: EnclosingCall): string {
   return `${what}${line}${iteration}`;
 }
 
+/** What to know about the scans the finder walked inside: the order scan's transpose walks the
+ * iterations in (the reverse of the forward pass), and where the forward pass already made the
+ * residuals NaN/Inf (then the backward pass only carries them back). */
+export function scanNotes(f: Found): string[] {
+  const notes: string[] = [];
+  for (const c of f.inside) {
+    if (c.primitive !== 'scan') continue;
+    notes.push(
+      c.reverse
+        ? 'This scan ran with reverse=True, so its transpose walks index 0 first; iterations are numbered by their index along the scanned axis.'
+        : "Scan's transpose walks the iterations last first; iterations are numbered by their index along the scanned axis.",
+    );
+    const k = c.forward_nonfinite_iteration;
+    if (k !== null && k !== undefined) {
+      notes.push(
+        `Its residuals (what the forward pass saved for the backward pass: values, and derivative factors such as 0.5/sqrt(x)) first hold NaN/Inf at iteration ${k}, in the order the scan ran: that is where it starts; later iterations of the backward pass only carry it back.`,
+      );
+    }
+  }
+  return notes;
+}
+
 /** `inside jit(norm) on line 11, inside scan on line 4, iteration 2`; null at top level. */
 export function insidePath(f: Found): string | null {
   if (f.inside.length === 0) return null;
@@ -207,13 +229,17 @@ export function gradientRows(gradient: unknown): { label: string; cells: Cell[] 
   });
 }
 
-/** The selection that lands the editor on the NaN step's line (and the linear eqn). */
-export function landingSelection(f: Found): Selection | null {
+/** The selection that lands the editor on the NaN step's line (and the linear eqn). When the
+ * finding is inside a jit/scan call, the eqn is the call's own (the top-level step the walk
+ * shows, in `steps`): the finding's `eqn_index` then indexes the call's body, not the linear jaxpr. */
+export function landingSelection(f: Found, steps: readonly Step[] = []): Selection | null {
   if (!f.found || !f.source) return null;
+  const outer = f.inside.length > 0 ? steps.find((s) => s.step === f.step) : undefined;
+  const eqn = f.inside.length > 0 ? (outer?.eqn_index ?? null) : f.eqn_index;
   return {
     origin: 'eqn',
     lines: [f.source.line],
-    eqnIndices: f.eqn_index === null ? [] : [f.eqn_index],
+    eqnIndices: eqn === null || eqn === undefined ? [] : [eqn],
     opLines: [],
   };
 }

@@ -628,6 +628,10 @@ class ScanBodyWalk:
     body: Linearized | None
     result: WalkResult | None
     cotangents: list[Any]
+    # The first iteration (forward order, index along the scanned axis) whose extensive
+    # residuals hold a NaN or an Inf: the forward pass made them there (None: none do).
+    first_nonfinite_residual: int | None = None
+    reverse: bool = False
 
 
 def walk_scan_body(
@@ -675,6 +679,7 @@ def walk_scan_body(
     const_cts: list[Any] = [None] * n_consts_dot
     xs_cts: list[list[Any]] = [[None] * length for _ in range(num_xs_dot)]
     order = range(length) if reverse else range(length - 1, -1, -1)
+    first_bad = _first_nonfinite_row(eres, length, reverse)
     for i in order:
         body_i = Linearized(
             jaxpr=jaxpr,
@@ -690,7 +695,14 @@ def walk_scan_body(
         cts_i = [*ct_carry, *(c if type(c) is ad.Zero else np.asarray(c)[i] for c in ct_ys)]
         result = walk(body_i, cts_i, on_step)
         if result.stopped:
-            return ScanBodyWalk(iteration=i, body=body_i, result=result, cotangents=[])
+            return ScanBodyWalk(
+                iteration=i,
+                body=body_i,
+                result=result,
+                cotangents=[],
+                first_nonfinite_residual=first_bad,
+                reverse=bool(reverse),
+            )
         got = result.cotangents
         for k in range(n_consts_dot):
             const_cts[k] = got[k] if const_cts[k] is None else ad.add_tangents(const_cts[k], got[k])
@@ -710,7 +722,28 @@ def walk_scan_body(
         ),
         *(np.stack([np.asarray(x) for x in xs]) for xs in xs_cts),
     ]
-    return ScanBodyWalk(iteration=None, body=None, result=None, cotangents=outs)
+    return ScanBodyWalk(
+        iteration=None,
+        body=None,
+        result=None,
+        cotangents=outs,
+        first_nonfinite_residual=first_bad,
+        reverse=bool(reverse),
+    )
+
+
+def _first_nonfinite_row(eres: Sequence[Any], length: int, reverse: bool) -> int | None:
+    """The first iteration in forward order (the last index for ``reverse=True``) at which any
+    floating extensive residual holds a NaN or an Inf; ``None`` when none does."""
+    bad = np.zeros(length, bool)
+    for e in eres:
+        arr = np.asarray(e)
+        if np.issubdtype(arr.dtype, np.inexact) and arr.ndim and arr.shape[0] == length:
+            bad |= ~np.isfinite(arr.reshape(length, -1)).all(axis=1)
+    rows = np.flatnonzero(bad)
+    if rows.size == 0:
+        return None
+    return int(rows[-1] if reverse else rows[0])
 
 
 def _arg_view(eqn_var: Any, value: Any, name: Callable[[Any], str], shown: _Shown) -> ValueView:

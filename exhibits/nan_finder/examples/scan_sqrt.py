@@ -7,7 +7,7 @@ import jax.numpy as jnp
 
 def f(h0, xs):
     def step(h, x):
-        h = jnp.tanh(0.5 * h + jnp.sqrt(x))  # x = 0 at step 2: sqrt's slope is infinite there
+        h = jnp.tanh(0.5 * h + jnp.sqrt(x))  # x = 0 at iteration 2: sqrt's slope is infinite there
         return h, h
 
     h, hs = jax.lax.scan(step, h0, xs)

@@ -781,6 +781,7 @@ export interface NonfiniteFound {
   inside: EnclosingCall[];
   kind: ('nan' | 'inf') | null;
   no_cure: string | null;
+  not_descended: string | null;
   primal_primitive: string | null;
   primitive: string | null;
   run_id: string;
@@ -857,9 +858,11 @@ export interface MarkedValue {
  * via the `definition` "EnclosingCall".
  */
 export interface EnclosingCall {
+  forward_nonfinite_iteration: number | null;
   iteration: number | null;
   name: string | null;
   primitive: string;
+  reverse: boolean;
   source: SourceLoc | null;
   step: number;
 }
