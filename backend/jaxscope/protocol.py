@@ -1356,6 +1356,9 @@ class JitCallObserved(_Event):
     jaxpr: JaxprView | None = None
     persistent_key: str | None = None
     persistent_lookup: Literal["hit", "miss"] | None = None
+    # After a miss: why JAX did not write this program to the disk cache, as it logs it
+    # (``compiler._cache_write``: host callbacks, under the size or compile-time threshold).
+    persistent_not_written: str | None = None
 
 
 class CacheKeyIngredientView(_Model):

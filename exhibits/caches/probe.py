@@ -270,6 +270,7 @@ class _Observer:
             entries.append((MEMORY_ENTRY, memory))
         index = len(self.history)
         looked_up: tuple[str, str] | None = None
+        unwritten_now: str | None = None
         with self.ctx.stage("call", call_index=index):
             if persistent_cache_enabled():
                 module = persistent_module_name(jitted)
@@ -279,6 +280,7 @@ class _Observer:
                 for message in keys.not_written:
                     if f"'{module}'" in message:
                         self.not_written.setdefault(module, message)
+                        unwritten_now = message
             else:
                 record = observe_jit_call(jitted, args, kwargs)
         # The jaxpr this call traced, from the cache the call just filled (a hit: nothing new).
@@ -317,6 +319,7 @@ class _Observer:
                 jaxpr=jaxpr,
                 persistent_key=looked_up[1] if looked_up else None,
                 persistent_lookup=looked_up[0] if looked_up else None,  # type: ignore[arg-type]
+                persistent_not_written=unwritten_now,
             )
         )
         return record.out

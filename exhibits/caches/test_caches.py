@@ -581,6 +581,11 @@ def test_persistent_preset_says_why_a_host_callback_is_never_on_disk(
     assert (first.layer, second.layer) == ("compile", "compile")
     assert (first.persistent_lookup, second.persistent_lookup) == ("miss", "miss")
     assert second.cause is not None and "because it uses host callbacks" in second.cause
+    # The disk was asked (compile_requests_use_cache) and missed, though JAX records no
+    # cache_misses event for an entry it does not write.
+    assert first.cells["persistent"] == second.cells["persistent"] == "miss"
+    assert first.persistent_not_written is not None
+    assert "because it uses host callbacks" in first.persistent_not_written
 
 
 def test_a_donating_jit_gets_fresh_inputs_for_each_preset_call() -> None:

@@ -167,6 +167,14 @@ describe('persistent preset: the second call is read from disk', () => {
     expect(differing(second!).map((d) => d.name)).toEqual(['in-memory caches']);
   });
 
+  it('says when JAX did not write the entry (its own reason)', () => {
+    const reason = "Not writing persistent cache entry for 'jit_f' because it uses host callbacks";
+    const missed = { ...first!, persistent_not_written: reason };
+    expect(persistentLine(missed)).toBe(
+      `miss: no file ${first!.persistent_key}-cache on disk; JAX compiled it and did not write it: "${reason}"`,
+    );
+  });
+
   it('has nothing to say on disk for a call that did not consult it', () => {
     const plain = load('new_shape');
     for (const call of cachesModel(plain, plain).calls) expect(persistentLine(call)).toBeUndefined();

@@ -130,9 +130,11 @@ export function callSentence(call: JitCallObserved): string {
 export function persistentLine(call: JitCallObserved): string | undefined {
   if (!call.persistent_key || !call.persistent_lookup) return undefined;
   const file = `${call.persistent_key}-cache`;
-  return call.persistent_lookup === 'hit'
-    ? `hit: JAX read the executable from the file ${file} instead of compiling`
-    : `miss: no file ${file} on disk; JAX compiled and wrote it`;
+  if (call.persistent_lookup === 'hit') return `hit: JAX read the executable from the file ${file} instead of compiling`;
+  if (call.persistent_not_written) {
+    return `miss: no file ${file} on disk; JAX compiled it and did not write it: "${call.persistent_not_written}"`;
+  }
+  return `miss: no file ${file} on disk; JAX compiled and wrote it`;
 }
 
 /** JAX's explain text is silent although JAX lowered or compiled again (it covers tracing only). */

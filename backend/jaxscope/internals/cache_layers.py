@@ -58,6 +58,10 @@ source_info_util.register_exclusion(__file__)
 
 PERSISTENT_HIT_EVENT = "/jax/compilation_cache/cache_hits"
 PERSISTENT_MISS_EVENT = "/jax/compilation_cache/cache_misses"
+# Recorded each time a compile asks the disk cache (compiler.compile_or_get_cached); JAX records
+# ``cache_misses`` only when it then writes an entry, so a program it does not write (host
+# callbacks, under the size/time thresholds) asks, misses, and reports no miss event.
+PERSISTENT_REQUEST_EVENT = "/jax/compilation_cache/compile_requests_use_cache"
 
 # name -> (cache object, where JAX defines it)
 COUNTED_CACHES: dict[str, tuple[Any, str]] = {
@@ -253,6 +257,7 @@ class JitCallRecord:
     timers_ms: dict[str, float]
     persistent_hits: int
     persistent_misses: int
+    persistent_requests: int
     persistent_enabled: bool
     explanation: str
     messages: list[str] = field(default_factory=list)
@@ -289,7 +294,7 @@ class JitCallRecord:
             cells["persistent"] = persistent_off
         elif self.persistent_hits > 0:
             cells["persistent"] = "hit"
-        elif self.persistent_misses > 0:
+        elif self.persistent_misses > 0 or self.persistent_requests > 0:
             cells["persistent"] = "miss"
         else:
             cells["persistent"] = "skipped"
@@ -359,7 +364,7 @@ def observe_jit_call(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any])
     fun_name = jitted_name(jitted)
     jit_name = f"jit({fun_name})"
     timers = {"trace": 0.0, "lower": 0.0, "compile": 0.0}
-    counts = {"trace": 0, "compile": 0, "p_hit": 0, "p_miss": 0}
+    counts = {"trace": 0, "compile": 0, "p_hit": 0, "p_miss": 0, "p_req": 0}
 
     def on_duration(event: str, secs: float, **kw: Any) -> None:
         name = kw.get("fun_name")
@@ -378,6 +383,8 @@ def observe_jit_call(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any])
             counts["p_hit"] += 1
         elif event == PERSISTENT_MISS_EVENT:
             counts["p_miss"] += 1
+        elif event == PERSISTENT_REQUEST_EVENT:
+            counts["p_req"] += 1
 
     handler = _ListHandler()
     logger = logging.getLogger(EXPLAIN_LOGGER)
@@ -420,6 +427,7 @@ def observe_jit_call(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any])
         timers_ms=timers,
         persistent_hits=counts["p_hit"],
         persistent_misses=counts["p_miss"],
+        persistent_requests=counts["p_req"],
         persistent_enabled=persistent_cache_enabled(),
         explanation=tidy_explanation(handler.messages),
         messages=list(handler.messages),

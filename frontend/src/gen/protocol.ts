@@ -1482,6 +1482,7 @@ export interface JitCallObserved {
   layer: 'cpp' | 'jaxpr' | 'lowering' | 'executable' | 'persistent' | 'compile';
   persistent_key: string | null;
   persistent_lookup: ('hit' | 'miss') | null;
+  persistent_not_written: string | null;
   run_id: string;
   seq: number;
   source: SourceLoc | null;
