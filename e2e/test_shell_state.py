@@ -198,3 +198,19 @@ def test_a_visible_line_does_not_scroll_the_editor(page: Page, console_errors: l
     page.wait_for_timeout(300)
     assert editor_scroll(page)["top"] == before
     assert console_errors == []
+
+
+def test_a_reload_after_switching_exhibits_opens_the_exhibit_on_screen(
+    page: Page, console_errors: list[str]
+) -> None:
+    """Found by a review: the fragment kept naming the last run's exhibit, so a reload after
+    switching (without running) went back there."""
+    open_exhibit(page, "tracing")
+    run_and_wait(page)
+    assert fragment_exhibit(page) == "tracing"
+    page.get_by_test_id("exhibit-jvp").click()
+    expect(page.get_by_test_id("exhibit-title")).to_contain_text(EXHIBITS["jvp"].title)
+    assert fragment_exhibit(page) is None
+    page.reload()
+    expect(page.get_by_test_id("exhibit-title")).to_contain_text(EXHIBITS["jvp"].title)
+    assert console_errors == []
