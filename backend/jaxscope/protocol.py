@@ -721,8 +721,9 @@ class CureView(_Model):
 
 
 class EnclosingCall(_Model):
-    """A call-like step of the backward pass the NaN finder descended into (``jit``: its
-    transpose is a backward pass over its own jaxpr, which JAX itself re-runs de-optimised under
+    """A call-like step of the backward pass the NaN finder descended into (``jit``, and
+    ``cond``'s taken branch — ``name`` is then ``branch <index>``: its transpose is a backward
+    pass over its own jaxpr, which JAX itself re-runs de-optimised under
     ``jax_debug_nans``; ``scan``: the body's backward pass per iteration, as ``scan``'s transpose
     runs it): ``step`` is its step in the walk it belongs to, ``primitive`` its
     primitive, ``name`` the called function's name (the eqn's ``name`` param), ``source`` the
@@ -756,8 +757,8 @@ class NonfiniteFound(_Event):
     and text, ``None`` when it raises nothing); ``gradient`` ``jax.grad``'s result (one entry per
     element of ``args``, ``None`` for arguments not differentiated); ``steps_walked`` the steps
     emitted; ``cure`` the double-``where`` rewrite where it applies, else ``no_cure`` says why.
-    ``inside``: when the first bad step is a ``jit`` or ``scan`` call, the finder walks that
-    call's body the same way (recursively), outermost call first; then ``step`` is still the
+    ``inside``: when the first bad step is a ``jit``, ``cond`` or ``scan`` call, the finder walks
+    that call's body the same way (recursively), outermost call first; then ``step`` is still the
     top-level step (the one the stepper shows), ``inner_step`` the step in the innermost body's
     walk, and
     ``eqn_index``/``eqn_text``/``primitive``/``primal_primitive``/``source``/values/``kind``

@@ -232,3 +232,28 @@ def test_a_scan_steps_body_walks_send_what_the_scan_transpose_sent() -> None:
     assert stopped is not None and stopped.iteration == 2  # x[2] = 0, reached before x[0]
     assert stopped.result is not None and stopped.result.steps[-1].primal_primitive == "sqrt"
     assert np.isinf(np.asarray(jax.grad(g)(xs))[[0, 2]]).all()
+
+
+def test_a_cond_steps_taken_branch_walk_sends_what_the_cond_transpose_sent() -> None:
+    from jax._src.lax.control_flow import conditionals
+    from jaxscope.internals import transpose_walk as tw
+
+    src = inspect.getsource(conditionals._cond_transpose_fancy)
+    assert "cond_p.bind(index, *in_flat, branches=(*trans_branches,)" in src
+    assert "ad.backward_pass3(jaxpr.jaxpr, False, jaxpr.consts, args, cts_in)" in inspect.getsource(
+        conditionals
+    )
+
+    def f(x: Any) -> Any:
+        return jnp.sum(lax.cond(jnp.sum(x) > 0, lambda v: jnp.sin(v) * v, lambda v: v * v, x))
+
+    for x, branch in ((jnp.array([0.5, 1.0]), 1), (jnp.array([-0.5, -1.0]), 0)):
+        lin, result = _steps_of(f, x)
+        (step,) = [r for r in result.steps if r.eqn.primitive.name == "cond"]
+        assert int(np.asarray(step.args[0])) == branch
+        body = tw.inside(lin, step)
+        assert body is not None
+        inner = tw.walk(body, step.cts_in)
+        sent = [np.asarray(w.contribution) for w in step.writes]
+        np.testing.assert_allclose([np.asarray(c) for c in inner.cotangents], sent, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(inner.cotangents[0]), jax.grad(f)(x), rtol=1e-6)

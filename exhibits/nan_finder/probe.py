@@ -306,6 +306,8 @@ def descend(lin: Linearized, record: StepRecord) -> tuple[list[EnclosingCall], S
         if not hit:  # eagerly the body stays finite: the call's own result is what we report
             break
         name = record.eqn.params.get("name")
+        if record.eqn.primitive.name == "cond":  # which branch ran: the residual index
+            name = f"branch {int(np.asarray(record.args[0]))}"
         calls.append(
             EnclosingCall(
                 step=record.step,

@@ -459,3 +459,20 @@ def test_a_reverse_scan_and_a_nan_born_in_the_forward_pass() -> None:
     first = int(np.flatnonzero(carries < 0)[0])
     assert not call.reverse and call.iteration == 5
     assert call.forward_nonfinite_iteration == first == 2
+
+
+def test_a_nan_inside_the_branch_a_cond_took() -> None:
+    source = (
+        "import jax\nimport jax.numpy as jnp\n\n\n"
+        "def f(x):\n"
+        "    return jax.lax.cond(x >= 0, lambda v: jnp.sqrt(v), lambda v: -v, x)\n\n\n"
+        "args = (0.0,)\n"
+    )
+    nf = found_of(run_probe("nan_finder", source))
+    (call,) = nf.inside
+    # x >= 0 holds at 0.0: cond runs branches[1], the true branch (sqrt), whose slope at 0 is
+    # infinite (jax.grad agrees).
+    assert (call.primitive, call.name) == ("cond", "branch 1")
+    assert nf.primal_primitive == "sqrt" and nf.source is not None
+    assert nf.source.line == 6 and nf.source.column == source.splitlines()[5].index("jnp.sqrt")
+    assert np.isinf(truth_grad(source)[0])

@@ -103,7 +103,8 @@ export function headline(model: NanModel, running: boolean): string {
 
 /** A call the finder descended into: `jit(norm) on line 11`, `scan on line 9, iteration 2`. */
 export function callText(c: EnclosingCall): string {
-  const what = c.primitive === 'jit' ? `jit(${c.name ?? '?'})` : c.primitive;
+  const what =
+    c.primitive === 'jit' ? `jit(${c.name ?? '?'})` : c.primitive === 'cond' ? `cond (${c.name ?? '?'})` : c.primitive;
   const line = c.source ? ` on line ${c.source.line}` : '';
   const iteration = c.iteration !== null && c.iteration !== undefined ? `, iteration ${c.iteration}` : '';
   return `${what}${line}${iteration}`;

@@ -577,12 +577,15 @@ def walk(
 
 # Call-like eqns whose transpose is a backward pass over their own jaxpr: ``jit`` (pjit's
 # ``_pjit_transpose_fancy``; under ``jax_debug_nans`` JAX itself re-runs exactly that pass,
-# de-optimised: ``ad.backward_pass3(jaxpr.jaxpr, False, jaxpr.consts, args, cts_in)``).
-DESCENDABLE = ("jit",)
+# de-optimised: ``ad.backward_pass3(jaxpr.jaxpr, False, jaxpr.consts, args, cts_in)``) and
+# ``cond`` (``_cond_transpose_fancy``: the same pass over ``branches[index]``, the branch the
+# residual ``index`` selects).
+DESCENDABLE = ("jit", "cond")
 
 
 def inside(lin: Linearized, record: StepRecord) -> Linearized | None:
-    """The body of the call-like eqn of ``record`` (a ``jit`` step) as a :class:`Linearized`
+    """The body of the call-like eqn of ``record`` (a ``jit`` step; for a ``cond`` step, the
+    branch its ``index`` residual selects) as a :class:`Linearized`
     whose walk is the backward pass JAX runs for that eqn: the body's consts and the step's
     residual arguments as residuals (constvars), its linear arguments (``UndefinedPrimal`` in
     ``record.args``) as invars, every output's cotangent wanted. ``None`` for other eqns.
@@ -591,12 +594,20 @@ def inside(lin: Linearized, record: StepRecord) -> Linearized | None:
     eqn = record.eqn
     if eqn.primitive.name not in DESCENDABLE:
         return None
-    closed = eqn.params.get("jaxpr")
+    args = record.args
+    if eqn.primitive.name == "cond":
+        index = args[0]
+        if isinstance(index, ad.UndefinedPrimal):
+            return None
+        closed = eqn.params["branches"][int(np.asarray(index))]
+        args = args[1:]
+    else:
+        closed = eqn.params.get("jaxpr")
     if not isinstance(closed, core.ClosedJaxpr):
         return None
     body = closed.jaxpr
     residual_vars, residual_vals, linear_vars = [], [], []
-    for v, a in zip(body.invars, record.args, strict=True):
+    for v, a in zip(body.invars, args, strict=True):
         if isinstance(a, ad.UndefinedPrimal):
             linear_vars.append(v)
         else:
