@@ -169,3 +169,25 @@ def test_default_example_walks_mlp_loss(
     page.get_by_test_id("tw-check").scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / "transpose-check-mlp_loss.png"))
     assert console_errors == []
+
+
+def test_a_scan_step_shows_its_iterations_inside(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    # The inner walks themselves are held against JAX in exhibits/transpose/test_transpose.py and
+    # backend/tests/test_internals_contract_transpose.py; here: the user can open them.
+    open_exhibit(page, "transpose")
+    page.get_by_test_id("example-select").select_option("scan_power")
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    scan_row = page.locator('[data-testid^="tw-step-"]').filter(has_text="scan").first
+    scan_row.click()
+    expect(page.get_by_test_id("tw-card-primitive")).to_have_text("scan")
+    expect(page.get_by_test_id("tw-inside-sentence")).to_contain_text("last iteration first")
+    first = page.get_by_test_id("tw-inside-0")
+    expect(first).to_contain_text("iteration 2")
+    expect(first.locator("tr")).not_to_have_count(0)
+    expect(page.get_by_test_id("tw-inside-2")).to_contain_text("iteration 0")
+    page.get_by_test_id("tw-inside-sentence").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "transpose-inside-scan.png"))
+    assert console_errors == []

@@ -604,6 +604,49 @@ class TransposeStepped(_Event):
     writes: list[CotangentWrite]
 
 
+class InnerStepView(_Model):
+    """One step of the backward pass inside a call (a ``jit`` body, the branch a ``cond`` took,
+    one iteration of a ``scan`` body): as :class:`TransposeStepped` without the values in
+    (``step`` counts within that walk; ``eqn_text`` names vars as the body prints them)."""
+
+    step: int
+    primitive: str
+    primal_primitive: str | None = None
+    source: SourceLoc | None = None
+    eqn_text: str
+    writes: list[CotangentWrite]
+
+
+class InnerWalkView(_Model):
+    """The backward pass of one call's body: ``iteration`` the scan iteration (index along the
+    scanned axis; ``None`` for ``jit``/``cond``), ``steps`` its steps (at most
+    ``TransposeCallOpened`` ``max_steps``; ``truncated`` how many more there were)."""
+
+    iteration: int | None = None
+    steps: list[InnerStepView]
+    truncated: int = 0
+
+
+class TransposeCallOpened(_Event):
+    """What the transpose rule of a call step (``step``: a ``jit``, ``cond`` or ``scan`` step of the
+    walk) runs inside: the same walk over the call's body with the cotangents the step received
+    (``transpose_walk.inside``/``walk_scan_body``: the backward pass JAX's
+    ``_pjit_transpose_fancy``/``_cond_transpose_fancy`` run on the body, and
+    ``_scan_transpose_fancy`` scans over the iterations, last first). ``name``: the jitted
+    function's name, or ``branch i`` for a cond. For a scan, ``walks`` holds the first iterations
+    walked (at most ``max_iterations``) and ``more_iterations`` how many were not shown. Calls
+    inside the body are one step each here."""
+
+    type: Literal["transpose_call_opened"] = "transpose_call_opened"
+    step: int
+    primitive: str
+    name: str | None = None
+    walks: list[InnerWalkView]
+    more_iterations: int = 0
+    max_steps: int = 0
+    max_iterations: int = 0
+
+
 class LinearJaxprStaged(_Event):
     """The linear jaxpr the backward pass walks (residuals first), with the residual values."""
 
@@ -1860,6 +1903,7 @@ EventModel = (
     | RematPolicyMeasured
     | RematUnavailable
     | TransposeStepped
+    | TransposeCallOpened
     | LinearJaxprStaged
     | GradientChecked
     | GradAttempted

@@ -38,19 +38,35 @@ from jaxscope.finite_diff import central_differences, is_float_leaf
 from jaxscope.internals.calling import CallPlan, block_until_ready, concrete_args, plan_call
 from jaxscope.internals.transpose_walk import (
     Linearized,
+    StepRecord,
+    WalkResult,
+    inside,
     linear_jaxpr_staged,
     linearize_vjp,
     seed_cotangents,
     walk,
+    walk_scan_body,
 )
 from jaxscope.internals.views import aval_view
-from jaxscope.protocol import GradAttempted, GradientChecked, GradientLeaf, SourceLoc
+from jaxscope.protocol import (
+    GradAttempted,
+    GradientChecked,
+    GradientLeaf,
+    InnerStepView,
+    InnerWalkView,
+    SourceLoc,
+    TransposeCallOpened,
+)
 from jaxscope.sandbox.errors import ad_help, transformation_frames, user_frames
 from jaxscope.sandbox.probe_api import ProbeContext
 
 # The stepper shows one event per step: a walk longer than this is cut (the gradient is still
 # the full walk's).
 MAX_STEP_EVENTS = 2000
+# A call step's inner walk: at most this many steps shown per walk, and for a scan the first
+# iterations walked (the last ones run: scan's transpose walks them last first).
+MAX_INNER_STEPS = 200
+MAX_INNER_ITERATIONS = 3
 
 
 def run(ctx: ProbeContext) -> None:
@@ -73,10 +89,65 @@ def run(ctx: ProbeContext) -> None:
         def on_step(record: Any) -> None:
             if record.step < MAX_STEP_EVENTS:
                 ctx.emit(record.event)
+                call = opened_call(lin, record)
+                if call is not None:
+                    ctx.emit(call)
 
         result = walk(lin, seed, on_step)
         gradient = lin.in_tree.unflatten(result.cotangents)
         ctx.emit(check_gradient(plan, args, argnums, gradient, seed, seed_text))
+
+
+def opened_call(lin: Linearized, record: StepRecord) -> TransposeCallOpened | None:
+    """For a ``jit``/``cond``/``scan`` step: the walk its transpose rule runs inside (the body
+    with the step's cotangents; a scan's first :data:`MAX_INNER_ITERATIONS` iterations in walk
+    order); ``None`` for other steps."""
+    eqn = record.eqn
+    name = eqn.params.get("name")
+    body = inside(lin, record)
+    if body is not None:
+        if eqn.primitive.name == "cond":
+            name = f"branch {int(np.asarray(record.args[0]))}"
+        walks = [_walk_view(None, walk(body, record.cts_in))]
+        more = 0
+    else:
+        shown: list[InnerWalkView] = []
+
+        def on_iteration(i: int, result: WalkResult) -> bool:
+            shown.append(_walk_view(i, result))
+            return len(shown) >= MAX_INNER_ITERATIONS
+
+        if walk_scan_body(lin, record, on_iteration=on_iteration) is None:
+            return None
+        walks, more = shown, int(eqn.params["length"]) - len(shown)
+    return TransposeCallOpened(
+        step=record.step,
+        primitive=eqn.primitive.name,
+        name=str(name) if name is not None else None,
+        walks=walks,
+        more_iterations=more,
+        max_steps=MAX_INNER_STEPS,
+        max_iterations=MAX_INNER_ITERATIONS,
+    )
+
+
+def _walk_view(iteration: int | None, result: WalkResult) -> InnerWalkView:
+    steps = []
+    for r in result.steps[:MAX_INNER_STEPS]:
+        e = r.event
+        steps.append(
+            InnerStepView(
+                step=e.step,
+                primitive=e.primitive,
+                primal_primitive=e.primal_primitive,
+                source=e.source,
+                eqn_text=e.eqn_text,
+                writes=e.writes,
+            )
+        )
+    return InnerWalkView(
+        iteration=iteration, steps=steps, truncated=max(0, len(result.steps) - MAX_INNER_STEPS)
+    )
 
 
 def choose_argnums(plan: CallPlan, args: tuple[Any, ...], chosen: Any) -> tuple[int, ...]:

@@ -21,6 +21,7 @@ from jaxscope.protocol import (
     GradAttempted,
     GradientChecked,
     LinearJaxprStaged,
+    TransposeCallOpened,
     TransposeStepped,
 )
 from jaxscope.sandbox.errors import classify
@@ -538,3 +539,48 @@ def test_cli_prints_a_dict_argument_as_its_leaves(tmp_path: Path) -> None:
         np.asarray(g_x).tolist(),
         None,  # labels: int32, not differentiated
     ]
+
+
+# ---- inside call steps ------------------------------------------------------------------------
+
+
+def test_a_scan_step_opens_its_iterations_last_first() -> None:
+    source = EXAMPLES["scan_power"].read_text()
+    ctx = run_probe("transpose", source)
+    steps = ctx.of_type(TransposeStepped)
+    (opened,) = ctx.of_type(TransposeCallOpened)
+    assert steps[opened.step].primitive == "scan" and opened.primitive == "scan"
+    # length=3: scan's transpose walks iterations 2, 1, 0 (all shown: at most 3).
+    assert [w.iteration for w in opened.walks] == [2, 1, 0] and opened.more_iterations == 0
+    body_line = next(i for i, t in enumerate(source.splitlines(), 1) if "return c * x" in t)
+    for w in opened.walks:
+        assert w.steps and all(s.source is not None for s in w.steps)
+        assert {s.source.line for s in w.steps if s.source} == {body_line}
+        assert any(s.primal_primitive == "mul" for s in w.steps)
+    # The events come in walk order: the opened call right after its step.
+    order = [e for e in ctx.events if isinstance(e, (TransposeStepped, TransposeCallOpened))]
+    i = order.index(opened)
+    assert isinstance(order[i - 1], TransposeStepped) and order[i - 1].step == opened.step
+
+
+def test_a_jit_and_a_cond_step_open_their_body() -> None:
+    source = (
+        "import jax\nimport jax.numpy as jnp\n\n\n"
+        "@jax.jit\n"
+        "def norm(v):\n"
+        "    return jnp.sqrt(jnp.sum(v * v))\n\n\n"
+        "def f(x):\n"
+        "    y = jax.lax.cond(x[0] > 0, lambda v: jnp.sin(v), lambda v: v * 2.0, x)\n"
+        "    return norm(y)\n\n\n"
+        "args = (jnp.array([0.5, 2.0]),)\n"
+    )
+    ctx = run_probe("transpose", source)
+    opened = {o.primitive: o for o in ctx.of_type(TransposeCallOpened)}
+    assert set(opened) == {"jit", "cond"}
+    jit_walk, cond_walk = opened["jit"], opened["cond"]
+    assert jit_walk.name == "norm" and len(jit_walk.walks) == 1
+    assert {s.primal_primitive for s in jit_walk.walks[0].steps} >= {"sqrt", "mul"}
+    assert all(s.source is not None and s.source.line == 7 for s in jit_walk.walks[0].steps)
+    # x[0] = 0.5 > 0: cond ran branches[1] (the true branch, sin), whose transpose is a mul by cos.
+    assert cond_walk.name == "branch 1"
+    assert [s.primal_primitive for s in cond_walk.walks[0].steps] == ["sin"]

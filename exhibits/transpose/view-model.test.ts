@@ -8,7 +8,10 @@ import {
   arrayText,
   errorText,
   gradientRows,
+  innerWalkTitle,
+  innerWriteText,
   nestedText,
+  openedSentence,
   previousRunning,
   roleLabel,
   ruleLocation,
@@ -18,6 +21,7 @@ import {
   writeSentence,
   type GradAttempted,
   type GradientChecked,
+  type TransposeCallOpened,
   type TransposeStepped,
   type ValueView,
 } from './view-model';
@@ -246,5 +250,52 @@ describe('formatting', () => {
   it('explains when jit and eager differ', () => {
     expect(attemptsNote(attempt('jit', false), attempt('eager', true))).toContain('abstract');
     expect(attemptsNote(attempt('jit', true), attempt('eager', true))).toBeNull();
+  });
+});
+
+describe('inside a call step', () => {
+  const w = (mode: 'set' | 'accumulate', preview: string | null, zero = false) => ({
+    var: 'c',
+    mode,
+    contribution: v('cotangent', preview, 'c', zero),
+    running: v('cotangent', preview, 'c', zero),
+  });
+  const opened = (primitive: string, name: string | null, iterations: (number | null)[], more = 0) =>
+    ({
+      type: 'transpose_call_opened',
+      seq: 40,
+      run_id: 'r',
+      step: 1,
+      primitive,
+      name,
+      walks: iterations.map((iteration) => ({ iteration, steps: [], truncated: 0 })),
+      more_iterations: more,
+      max_steps: 200,
+      max_iterations: 3,
+    }) as unknown as TransposeCallOpened;
+
+  it('names each walk and says what the rule runs', () => {
+    const scan = opened('scan', null, [9, 8, 7], 7);
+    expect(scan.walks.map((x) => innerWalkTitle(scan, x))).toEqual(['iteration 9', 'iteration 8', 'iteration 7']);
+    expect(openedSentence(scan)).toContain('last iteration first');
+    expect(openedSentence(scan)).toContain('7 more not shown');
+    const jit = opened('jit', 'norm', [null]);
+    expect(innerWalkTitle(jit, jit.walks[0]!)).toBe('the body of jit(norm)');
+    const cond = opened('cond', 'branch 1', [null]);
+    expect(innerWalkTitle(cond, cond.walks[0]!)).toBe('the branch 1 body (the branch this cond took)');
+  });
+
+  it('writes an inner write as ct var = value', () => {
+    expect(innerWriteText(w('set', '0.5'))).toBe('ct c = 0.5');
+    expect(innerWriteText(w('accumulate', '1.5'))).toBe('ct c += 1.5');
+    expect(innerWriteText(w('set', null, true))).toBe('ct c = 0 (symbolic zero)');
+  });
+
+  it('the model picks the opened call of the current step', () => {
+    const s1 = step(1, 0, 'scan', []);
+    const call = opened('scan', null, [2, 1, 0]);
+    const events = [s1, call] as unknown as Event[];
+    expect(transposeModel(events, events).opened?.step).toBe(1);
+    expect(transposeModel([s1] as unknown as Event[], events).opened).toBeUndefined();
   });
 });

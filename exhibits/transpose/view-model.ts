@@ -13,6 +13,8 @@ export type TransposeStepped = EventOf<'transpose_stepped'>;
 export type LinearJaxprStaged = EventOf<'linear_jaxpr_staged'>;
 export type GradientChecked = EventOf<'gradient_checked'>;
 export type GradAttempted = EventOf<'grad_attempted'>;
+export type TransposeCallOpened = EventOf<'transpose_call_opened'>;
+export type InnerWalk = TransposeCallOpened['walks'][number];
 export type ValueView = TransposeStepped['args'][number];
 export type CotangentWrite = TransposeStepped['writes'][number];
 export type RuleView = NonNullable<TransposeStepped['rule']>;
@@ -25,6 +27,8 @@ export interface TransposeModel {
   allSteps: TransposeStepped[];
   /** the step shown in the card */
   current: TransposeStepped | undefined;
+  /** what the current step's transpose rule walked inside (a jit/cond/scan step), once reached */
+  opened: TransposeCallOpened | undefined;
   /** the gradient check, once the cursor reached it */
   check: GradientChecked | undefined;
   /** jit and eager attempts (from all events: they come first) */
@@ -46,6 +50,7 @@ export function transposeModel(
     steps,
     allSteps: eventsOf(allEvents, 'transpose_stepped'),
     current: pickedStep ?? steps.at(-1),
+    opened: eventsOf(events, 'transpose_call_opened').find((o) => o.step === (pickedStep ?? steps.at(-1))?.step),
     check: lastOf(events, 'gradient_checked'),
     attempts: {
       jit: attempts.find((a) => a.mode === 'jit'),
@@ -53,6 +58,33 @@ export function transposeModel(
     },
     failure: lastOf(allEvents, 'run_failed'),
   };
+}
+
+/** The heading of one inner walk: `the body of jit(norm)`, `branch 1`, `iteration 3`. */
+export function innerWalkTitle(opened: TransposeCallOpened, w: InnerWalk): string {
+  if (w.iteration !== null && w.iteration !== undefined) return `iteration ${w.iteration}`;
+  if (opened.primitive === 'cond') return `the ${opened.name ?? 'taken'} body (the branch this cond took)`;
+  return `the body of ${opened.primitive}(${opened.name ?? '?'})`;
+}
+
+/** What a call step's rule does inside, in one sentence. */
+export function openedSentence(opened: TransposeCallOpened): string {
+  const n = opened.walks.length;
+  if (opened.primitive === 'scan') {
+    const more = opened.more_iterations > 0 ? `; ${opened.more_iterations} more not shown` : '';
+    return `scan's transpose runs this backward pass once per iteration, last iteration first (a scan of the transposed body): the first ${n} walked${more}.`;
+  }
+  if (opened.primitive === 'cond') {
+    return 'cond\'s transpose runs the backward pass of the branch the forward pass took (its index is a residual).';
+  }
+  return `jit's transpose runs the backward pass of ${opened.name ?? 'the'} body, compiled as one program; here it is walked step by step.`;
+}
+
+/** `ct a += …` lines of an inner step's writes (var, mode, contribution preview). */
+export function innerWriteText(w: CotangentWrite): string {
+  const op = w.mode === 'accumulate' ? '+=' : '=';
+  const value = w.contribution.zero ? '0 (symbolic zero)' : (w.contribution.preview ?? w.contribution.aval.short);
+  return `ct ${w.var} ${op} ${value}`;
 }
 
 /** `jax/_src/lax/lax.py:5018`, or null when JAX gave no location. */

@@ -649,6 +649,7 @@ def walk_scan_body(
     lin: Linearized,
     record: StepRecord,
     on_step: Callable[[StepRecord], bool | None] | None = None,
+    on_iteration: Callable[[int, WalkResult], bool | None] | None = None,
 ) -> ScanBodyWalk | None:
     """The backward pass of a ``scan`` step, one iteration at a time: what JAX's
     ``_scan_transpose_fancy`` runs as a scan of ``ad.backward_pass3`` over the body (the
@@ -657,7 +658,9 @@ def walk_scan_body(
     that iteration's ``ys``'), here as one :func:`walk` per iteration, last iteration first (first
     first for ``reverse=True``), eagerly. ``None`` for other eqns, or a scan with refs or an
     argument order ``_scan_transpose_fancy`` would not produce (residual consts first, linear xs
-    before extensive residuals)."""
+    before extensive residuals). ``on_iteration(i, result)`` is called after each iteration's
+    walk and may return ``True`` to stop there (``iteration`` stays ``None``: nothing went
+    bad)."""
     eqn = record.eqn
     if eqn.primitive.name != "scan":
         return None
@@ -705,6 +708,15 @@ def walk_scan_body(
         )
         cts_i = [*ct_carry, *(c if type(c) is ad.Zero else np.asarray(c)[i] for c in ct_ys)]
         result = walk(body_i, cts_i, on_step)
+        if not result.stopped and on_iteration is not None and on_iteration(i, result):
+            return ScanBodyWalk(
+                iteration=None,
+                body=body_i,
+                result=result,
+                cotangents=[],
+                first_nonfinite_residual=first_bad,
+                reverse=bool(reverse),
+            )
         if result.stopped:
             return ScanBodyWalk(
                 iteration=i,

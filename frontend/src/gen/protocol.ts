@@ -17,6 +17,7 @@ export type Event =
   | RematPolicyMeasured
   | RematUnavailable
   | TransposeStepped
+  | TransposeCallOpened
   | LinearJaxprStaged
   | GradientChecked
   | GradAttempted
@@ -651,6 +652,60 @@ export interface CotangentWrite {
   mode: 'set' | 'accumulate';
   running: ValueView;
   var: string;
+}
+/**
+ * What the transpose rule of a call step (``step``: a ``jit``, ``cond`` or ``scan`` step of the
+ * walk) runs inside: the same walk over the call's body with the cotangents the step received
+ * (``transpose_walk.inside``/``walk_scan_body``: the backward pass JAX's
+ * ``_pjit_transpose_fancy``/``_cond_transpose_fancy`` run on the body, and
+ * ``_scan_transpose_fancy`` scans over the iterations, last first). ``name``: the jitted
+ * function's name, or ``branch i`` for a cond. For a scan, ``walks`` holds the first iterations
+ * walked (at most ``max_iterations``) and ``more_iterations`` how many were not shown. Calls
+ * inside the body are one step each here.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "TransposeCallOpened".
+ */
+export interface TransposeCallOpened {
+  max_iterations: number;
+  max_steps: number;
+  more_iterations: number;
+  name: string | null;
+  primitive: string;
+  run_id: string;
+  seq: number;
+  step: number;
+  type: 'transpose_call_opened';
+  walks: InnerWalkView[];
+}
+/**
+ * The backward pass of one call's body: ``iteration`` the scan iteration (index along the
+ * scanned axis; ``None`` for ``jit``/``cond``), ``steps`` its steps (at most
+ * ``TransposeCallOpened`` ``max_steps``; ``truncated`` how many more there were).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "InnerWalkView".
+ */
+export interface InnerWalkView {
+  iteration: number | null;
+  steps: InnerStepView[];
+  truncated: number;
+}
+/**
+ * One step of the backward pass inside a call (a ``jit`` body, the branch a ``cond`` took,
+ * one iteration of a ``scan`` body): as :class:`TransposeStepped` without the values in
+ * (``step`` counts within that walk; ``eqn_text`` names vars as the body prints them).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "InnerStepView".
+ */
+export interface InnerStepView {
+  eqn_text: string;
+  primal_primitive: string | null;
+  primitive: string;
+  source: SourceLoc | null;
+  step: number;
+  writes: CotangentWrite[];
 }
 /**
  * The linear jaxpr the backward pass walks (residuals first), with the residual values.
