@@ -67,6 +67,8 @@ MAX_STEP_EVENTS = 2000
 # iterations walked (the last ones run: scan's transpose walks them last first).
 MAX_INNER_STEPS = 200
 MAX_INNER_ITERATIONS = 3
+# At most this many call steps are opened per run (each re-walks its body eagerly).
+MAX_OPENED_CALLS = 64
 
 
 def run(ctx: ProbeContext) -> None:
@@ -86,11 +88,14 @@ def run(ctx: ProbeContext) -> None:
     ctx.emit(linear_jaxpr_staged(lin))
     with ctx.stage("run"):
 
+        opened = [0]
+
         def on_step(record: Any) -> None:
             if record.step < MAX_STEP_EVENTS:
                 ctx.emit(record.event)
-                call = opened_call(lin, record)
+                call = opened_call(lin, record) if opened[0] < MAX_OPENED_CALLS else None
                 if call is not None:
+                    opened[0] += 1
                     ctx.emit(call)
 
         result = walk(lin, seed, on_step)
