@@ -87,7 +87,6 @@ def run(ctx: ProbeContext) -> None:
         seed, seed_text = _seed(lin)
     ctx.emit(linear_jaxpr_staged(lin))
     with ctx.stage("run"):
-
         opened = [0]
 
         def on_step(record: Any) -> None:
