@@ -2,6 +2,7 @@
 import { mount } from 'svelte';
 import App from './App.svelte';
 import './app.css';
+import './widgets/ui.css';
 
 const target = document.getElementById('app');
 if (target === null) throw new Error('index.html lacks #app');
