@@ -40,6 +40,7 @@ from jaxscope.internals.nan_walk import primal_output
 from jaxscope.internals.transpose_walk import (
     Linearized,
     StepRecord,
+    call_name,
     inside,
     is_nonfinite,
     linear_jaxpr_staged,
@@ -305,14 +306,11 @@ def descend(lin: Linearized, record: StepRecord) -> tuple[list[EnclosingCall], S
             reverse, forward_bad = scanned.reverse, scanned.first_nonfinite_residual
         if not hit:  # eagerly the body stays finite: the call's own result is what we report
             break
-        name = record.eqn.params.get("name")
-        if record.eqn.primitive.name == "cond":  # which branch ran: the residual index
-            name = f"branch {int(np.asarray(record.args[0]))}"
         calls.append(
             EnclosingCall(
                 step=record.step,
                 primitive=record.eqn.primitive.name,
-                name=str(name) if name is not None else None,
+                name=call_name(record),
                 source=record.event.source,
                 iteration=iteration,
                 reverse=reverse,

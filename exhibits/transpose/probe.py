@@ -40,6 +40,7 @@ from jaxscope.internals.transpose_walk import (
     Linearized,
     StepRecord,
     WalkResult,
+    call_name,
     inside,
     linear_jaxpr_staged,
     linearize_vjp,
@@ -107,11 +108,8 @@ def opened_call(lin: Linearized, record: StepRecord) -> TransposeCallOpened | No
     with the step's cotangents; a scan's first :data:`MAX_INNER_ITERATIONS` iterations in walk
     order); ``None`` for other steps."""
     eqn = record.eqn
-    name = eqn.params.get("name")
     body = inside(lin, record)
     if body is not None:
-        if eqn.primitive.name == "cond":
-            name = f"branch {int(np.asarray(record.args[0]))}"
         walks = [_walk_view(None, walk(body, record.cts_in))]
         more = 0
     else:
@@ -127,7 +125,7 @@ def opened_call(lin: Linearized, record: StepRecord) -> TransposeCallOpened | No
     return TransposeCallOpened(
         step=record.step,
         primitive=eqn.primitive.name,
-        name=str(name) if name is not None else None,
+        name=call_name(record),
         walks=walks,
         more_iterations=more,
         max_steps=MAX_INNER_STEPS,

@@ -614,17 +614,33 @@ def inside(lin: Linearized, record: StepRecord) -> Linearized | None:
             residual_vars.append(v)
             residual_vals.append(a)
     jaxpr = body.replace(constvars=[*body.constvars, *residual_vars], invars=linear_vars)
+    return _body_linearized(lin, jaxpr, [*closed.consts, *residual_vals])
+
+
+def _body_linearized(lin: Linearized, jaxpr: core.Jaxpr, residuals: list[Any]) -> Linearized:
+    """A call body to walk as :func:`walk` walks ``lin``: ``jaxpr``'s constvars are the
+    ``residuals``, its invars the linear inputs, every output's cotangent wanted; the primal
+    attribution, kept objects and preview memo are ``lin``'s."""
     return Linearized(
         jaxpr=jaxpr,
-        residuals=[*closed.consts, *residual_vals],
+        residuals=residuals,
         out_primals=[],
-        out_known=[False] * len(body.outvars),
+        out_known=[False] * len(jaxpr.outvars),
         in_tree=None,
         out_tree=None,
         origin=lin.origin,
         keep=lin.keep,
         shown=lin.shown,
     )
+
+
+def call_name(record: StepRecord) -> str | None:
+    """The name of a call step's callee: a ``jit``'s function name (its ``name`` param), or
+    ``branch i`` for a ``cond`` (``i`` the residual index that chose the branch)."""
+    if record.eqn.primitive.name == "cond" and not isinstance(record.args[0], ad.UndefinedPrimal):
+        return f"branch {int(np.asarray(record.args[0]))}"
+    name = record.eqn.params.get("name")
+    return str(name) if name is not None else None
 
 
 @dataclass
@@ -695,16 +711,8 @@ def walk_scan_body(
     order = range(length) if reverse else range(length - 1, -1, -1)
     first_bad = _first_nonfinite_row(eres, length, reverse)
     for i in order:
-        body_i = Linearized(
-            jaxpr=jaxpr,
-            residuals=[*closed.consts, *ires, *(np.asarray(e)[i] for e in eres)],
-            out_primals=[],
-            out_known=[False] * len(body.outvars),
-            in_tree=None,
-            out_tree=None,
-            origin=lin.origin,
-            keep=lin.keep,
-            shown=lin.shown,
+        body_i = _body_linearized(
+            lin, jaxpr, [*closed.consts, *ires, *(np.asarray(e)[i] for e in eres)]
         )
         cts_i = [*ct_carry, *(c if type(c) is ad.Zero else np.asarray(c)[i] for c in ct_ys)]
         result = walk(body_i, cts_i, on_step)
