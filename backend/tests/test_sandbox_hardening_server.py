@@ -207,22 +207,33 @@ def test_output_after_a_terminal_never_reaches_the_next_run(
 
 
 def test_worker_exit_after_its_run_is_not_a_crash(sandbox: SandboxHarness) -> None:
+    # The thread left alive makes the runner retire right after the terminal event, and the
+    # thread itself ends the process a second later: either exit may already have been seen when
+    # the run returns, so the workers are told apart by the pid each run prints, not by
+    # ``session.worker`` at that instant.
     session = sandbox.session()
+    pid = "import os\nprint('pid', os.getpid())\n"
     leaves = (
         "import os, threading, time\n"
         "def bye():\n"
         "    time.sleep(1.0)\n"
         "    os._exit(0)\n"
-        "threading.Thread(target=bye, daemon=True).start()\n" + OK
+        "threading.Thread(target=bye, daemon=True).start()\n" + pid + OK
     )
+
+    def printed_pid(events: list[EventModel]) -> str:
+        text = "".join(e.text for e in events if isinstance(e, StdoutPrinted))
+        assert text.startswith("pid "), text
+        return text.split()[1]
+
     try:
-        assert isinstance(terminal(sandbox.run(leaves, session=session)), RunFinished)
-        first = session.worker
-        assert first is not None
+        first = sandbox.run(leaves, session=session)
+        assert isinstance(terminal(first), RunFinished)
         time.sleep(2.0)
-        events = sandbox.run(OK, session=session)
-        assert isinstance(terminal(events), RunFinished)
-        assert session.worker is not None and session.worker.pid != first.pid
+        events = sandbox.run(pid + OK, session=session)
+        assert isinstance(terminal(events), RunFinished), events[-1]
+        assert printed_pid(events) != printed_pid(first)
+        assert session.worker is not None and str(session.worker.pid) == printed_pid(events)
     finally:
         sandbox.call(session.close())
 
