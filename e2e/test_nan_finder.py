@@ -101,10 +101,16 @@ def test_nan_finder_lands_inside_a_scan_body(
     expect(selected).to_contain_text("jnp.sqrt(x)")
     expect(page.get_by_test_id("nan-inside")).to_contain_text("last first")
     expect(page.get_by_test_id("nan-inside")).to_contain_text("first hold NaN/Inf at iteration 2")
+    # sqrt's forward value at that iteration (sqrt(0) = 0) is shown and finite.
+    expect(page.get_by_test_id("forward-verdict")).to_contain_text(
+        f"sqrt on line {sqrt_line}, iteration 2 of the scan, is finite"
+    )
     # The walk highlights the scan step (the top-level step that went bad), not a body eqn.
     picked = page.locator('[data-testid^="walk-step-"].selected')
     expect(picked).to_have_count(1)
     expect(picked).to_contain_text("scan")
     page.get_by_test_id("nan-step").scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / "nan_finder-scan.png"))
+    page.get_by_test_id("forward-verdict").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "nan_finder-scan-forward.png"))
     assert console_errors == []

@@ -1,7 +1,9 @@
 """Contract tests: the private JAX that ``jaxscope.internals.nan_walk`` relies on.
 
 They fail loudly when a JAX upgrade changes how a jaxpr's eqns are evaluated one by one
-(``Primitive.get_bind_params``, ``eqn.ctx.manager``, ``core.Literal.val``) or how an eqn's user
+(``Primitive.get_bind_params``, ``eqn.ctx.manager``, ``core.Literal.val``, ``core.eval_jaxpr``),
+the params of the call-like eqns it evaluates inside (``jit``'s ``jaxpr``, ``cond``'s ``branches``,
+``scan``'s ``jaxpr``/``num_consts``/``num_carry``/``length``/``reverse``), or how an eqn's user
 frame is read (``source_info.traceback``, ``source_info_util.register_exclusion``).
 """
 
@@ -60,3 +62,56 @@ def test_user_frame_of_an_eqn_and_the_forward_value() -> None:
     )
     # Not found (wrong primitive for that frame): None.
     assert primal_output(s.f, s.args, "log", loc) is None
+
+
+def test_call_like_eqn_params_and_eval_jaxpr() -> None:
+    def f(x: jax.Array, xs: jax.Array) -> jax.Array:
+        def body(c: jax.Array, x: jax.Array) -> tuple[jax.Array, jax.Array]:
+            return c + x * x, c
+
+        c, _ = jax.lax.scan(body, x, xs, reverse=True)
+        out: jax.Array = jax.lax.cond(c > 0, lambda v: v, lambda v: -v, c)
+        sin: jax.Array = jax.jit(jnp.sin)(c)
+        return out + sin
+
+    closed = jax.make_jaxpr(f)(1.0, jnp.arange(3.0))
+    by_name = {e.primitive.name: e for e in closed.jaxpr.eqns}
+    scan, cond, jit = by_name["scan"], by_name["cond"], by_name["jit"]
+    assert isinstance(scan.params["jaxpr"], core.ClosedJaxpr)
+    assert (scan.params["num_consts"], scan.params["num_carry"]) == (0, 1)
+    assert (scan.params["length"], scan.params["reverse"]) == (3, True)
+    assert all(isinstance(b, core.ClosedJaxpr) for b in cond.params["branches"])
+    assert len(cond.params["branches"]) == 2
+    assert isinstance(jit.params["jaxpr"], core.ClosedJaxpr)
+    body = scan.params["jaxpr"]
+    out = core.eval_jaxpr(body.jaxpr, body.consts, 1.0, 2.0)
+    assert [float(v) for v in out] == [5.0, 1.0]  # carry 1 + 2*2, y = the carry in
+
+
+def test_forward_value_inside_a_scan_iteration_and_a_cond_branch() -> None:
+    src = (
+        "import jax\nimport jax.numpy as jnp\n\n"
+        "def f(c0, xs):\n"
+        "    def body(c, x):\n"
+        "        c = c * x\n"
+        "        return c, jax.lax.cond(c > 5.0, lambda v: jnp.log(v), lambda v: v, c)\n"
+        "    _, ys = jax.lax.scan(body, c0, xs)\n"
+        "    return jnp.sum(ys)\n\n"
+        "args = (1.0, jnp.array([2.0, 3.0, 4.0]))\n"
+    )
+    s = load_snippet(src)
+    closed = jax.make_jaxpr(s.f)(*s.args)
+    scan = next(e for e in closed.jaxpr.eqns if e.primitive.name == "scan")
+    cond = next(e for e in scan.params["jaxpr"].jaxpr.eqns if e.primitive.name == "cond")
+    branch_eqns = [e for b in cond.params["branches"] for e in b.jaxpr.eqns]
+    log = next(e for e in branch_eqns if e.primitive.name == "log")
+    loc = snippet_source(log.source_info.traceback)
+    assert loc is not None and loc.line == 7
+    carries = np.cumprod(np.array([1.0, 2.0, 3.0, 4.0], np.float32))[1:]  # 2, 6, 24
+    for k in (1, 2):  # the log branch runs where the carry is over 5
+        got = primal_output(s.f, s.args, "log", loc, [k])
+        assert got is not None and float(got) == float(np.log(carries[k]))
+    # Iteration 0 takes the other branch: no value; nor without an iteration for the scan.
+    assert primal_output(s.f, s.args, "log", loc, [0]) is None
+    assert primal_output(s.f, s.args, "log", loc) is None
+    assert primal_output(s.f, s.args, "log", loc, [3]) is None

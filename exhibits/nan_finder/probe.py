@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import io
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -213,7 +213,7 @@ def _no_cure_text(record: StepRecord, forward_nonfinite: bool | None) -> str:
             "finite at these inputs, so neither is its derivative. Check the inputs (or guard "
             "them before the call)."
         )
-    if forward_nonfinite is None:  # e.g. inside a scan body: the forward value is not shown
+    if forward_nonfinite is None:  # e.g. a helper called twice: the forward value is not shown
         return where + (
             f"If {primal}'s forward value is finite here, its derivative is not at these inputs "
             "(e.g. sqrt at 0, whose slope is infinite): choose one with jax.custom_jvp, or keep "
@@ -256,7 +256,7 @@ def run(ctx: ProbeContext) -> None:
             ctx.emit(NonfiniteFound(found=False, gradient=gradient, steps_walked=len(result.steps)))
             return
         calls, innermost = descend(lin, hit[0])
-        found = finding(ctx, target, innermost, gradient, len(result.steps))
+        found = finding(ctx, target, innermost, gradient, len(result.steps), calls)
         found.inputs_nonfinite = nonfinite_inputs(target)
         found.not_descended = not_descended(innermost)
         if calls:
@@ -362,9 +362,15 @@ def _scan_size(record: StepRecord) -> int:
 
 
 def finding(
-    ctx: ProbeContext, target: Target, record: StepRecord, gradient: Any, steps: int
+    ctx: ProbeContext,
+    target: Target,
+    record: StepRecord,
+    gradient: Any,
+    steps: int,
+    calls: Sequence[EnclosingCall] = (),
 ) -> NonfiniteFound:
-    """The :class:`NonfiniteFound` event for the step ``record``."""
+    """The :class:`NonfiniteFound` event for the step ``record``, found inside ``calls``
+    (outermost first; a ``scan``'s ``iteration`` picks the forward value's iteration)."""
     event = record.event
     values_in = [
         marked(f"cotangent arriving at {view.var}", raw, view)
@@ -391,7 +397,18 @@ def finding(
     forward_value: MarkedValue | None = None
     forward_nonfinite: bool | None = None
     if record.primal_primitive and event.source is not None:
-        out = primal_output(target.fun, target.diff_args, record.primal_primitive, event.source)
+        iterations = [c.iteration for c in calls if c.primitive == "scan"]
+        out = (
+            primal_output(
+                target.fun,
+                target.diff_args,
+                record.primal_primitive,
+                event.source,
+                [i for i in iterations if i is not None],
+            )
+            if None not in iterations
+            else None
+        )
         if out is not None:
             forward_value = marked(
                 f"forward value of {record.primal_primitive}", out, value_view(out, "primal")

@@ -370,9 +370,33 @@ def test_a_nan_inside_a_scan_body_lands_on_its_line_and_iteration() -> None:
     grad_xs = truth_grad(source)[1]
     assert np.flatnonzero(~np.isfinite(grad_xs)).tolist() == [call.iteration]
     same_numbers(nf.gradient[1], grad_xs.tolist())
-    # The forward value inside a scan body is not evaluated: said so, not claimed finite.
-    assert nf.forward_nonfinite is None
-    assert nf.no_cure is not None and "If sqrt's forward value is finite" in nf.no_cure
+    # The forward value is sqrt's output at that iteration: sqrt(xs[k]) = 0, finite.
+    assert nf.forward_value is not None and nf.forward_nonfinite is False
+    assert nf.forward_value.numbers == float(np.sqrt(xs[call.iteration]))
+    assert nf.no_cure is not None and "The forward value is finite" in nf.no_cure
+
+
+def test_the_forward_value_inside_a_scan_is_that_iterations() -> None:
+    # The carry doubles: 0.5 at iteration 0, 1.0 at iteration 1, where arcsin's slope
+    # 1/sqrt(1 - c**2) is infinite while arcsin itself is pi/2.
+    source = (
+        "import jax\nimport jax.numpy as jnp\n\n\n"
+        "def f(c0):\n"
+        "    def body(c, _):\n"
+        "        c = 2.0 * c\n"
+        "        return c, jnp.arcsin(c)\n\n"
+        "    _, ys = jax.lax.scan(body, c0, None, length=2)\n"
+        "    return jnp.sum(ys)\n\n\n"
+        "args = (jnp.float32(0.25),)\n"
+    )
+    nf = found_of(run_probe("nan_finder", source))
+    (call,) = nf.inside
+    carries = np.float32(0.25) * np.float32(2.0) ** np.arange(1, 3, dtype=np.float32)
+    assert call.iteration == int(np.flatnonzero(carries == 1.0)[0]) == 1
+    assert nf.primal_primitive == "asin" and nf.forward_nonfinite is False
+    assert nf.forward_value is not None
+    assert nf.forward_value.numbers == float(np.arcsin(carries[call.iteration]))
+    assert not np.isfinite(truth_grad(source)[0])
 
 
 def _artefact(example: str) -> Any:
@@ -440,6 +464,7 @@ def test_a_reverse_scan_and_a_nan_born_in_the_forward_pass() -> None:
     # The only infinite gradient entry is the zero's index, whichever way the scan ran.
     assert call.reverse and call.iteration == int(np.flatnonzero(~np.isfinite(grad))[0]) == 1
     assert call.forward_nonfinite_iteration == 1  # 0.5 / sqrt(0), saved for the backward pass
+    assert nf.forward_value is not None and nf.forward_value.numbers == 0.0  # sqrt(xs[1])
 
     fwd = (
         "import jax\nimport jax.numpy as jnp\n\n\n"
@@ -459,6 +484,9 @@ def test_a_reverse_scan_and_a_nan_born_in_the_forward_pass() -> None:
     first = int(np.flatnonzero(carries < 0)[0])
     assert not call.reverse and call.iteration == 5
     assert call.forward_nonfinite_iteration == first == 2
+    # sqrt's forward value at iteration 5 is sqrt(-3.5): NaN already (the carry ran forward to
+    # it; at iteration 0 it would be sqrt(1.5)).
+    assert nf.forward_nonfinite is True and carries[call.iteration] == -3.5  # sqrt(<0): NaN
 
 
 def test_a_nan_inside_the_branch_a_cond_took() -> None:
@@ -476,3 +504,4 @@ def test_a_nan_inside_the_branch_a_cond_took() -> None:
     assert nf.primal_primitive == "sqrt" and nf.source is not None
     assert nf.source.line == 6 and nf.source.column == source.splitlines()[5].index("jnp.sqrt")
     assert np.isinf(truth_grad(source)[0])
+    assert nf.forward_value is not None and nf.forward_value.numbers == 0.0  # sqrt(0.0)

@@ -177,21 +177,20 @@ export function nonfiniteSummary(value: MarkedValue): string {
 /** Whether the forward pass was already bad, and what jax_debug_nans does. */
 export function forwardVerdict(f: Found): string {
   const prim = f.primal_primitive ?? f.primitive ?? 'this eqn';
-  const line = f.source ? ` on line ${f.source.line}` : '';
+  const scans = f.inside.filter((c) => c.primitive === 'scan' && c.iteration !== null);
+  const at = scans.length > 0 ? `, iteration ${scans.map((c) => c.iteration).join(' / ')} of the scan,` : '';
+  const line = f.source ? ` on line ${f.source.line}${at}` : '';
   const dn = f.debug_nans
     ? ` Under jax_debug_nans, jax.grad stops with ${f.debug_nans}.`
     : ' Under jax_debug_nans, jax.grad raises nothing (it checks for NaN only, not Inf).';
   if (f.forward_nonfinite === true) {
-    const at = f.forward_value ? ` (at flat index ${f.forward_value.nonfinite_at.join(', ')})` : '';
-    return `The forward value of ${prim}${line} was already NaN/Inf${at}: the forward pass computed it although nothing downstream used it.${dn}`;
+    const idx = f.forward_value ? ` (at flat index ${f.forward_value.nonfinite_at.join(', ')})` : '';
+    return `The forward value of ${prim}${line} was already NaN/Inf${idx}: the forward pass computed it although nothing downstream used it.${dn}`;
   }
   if (f.forward_nonfinite === false) {
     return `The forward value of ${prim}${line} is finite: only the cotangent went bad, in the backward pass.${dn}`;
   }
-  if (f.inside.some((c) => c.primitive === 'scan')) {
-    return `The forward value of ${prim}${line} is inside a scan body: it is not evaluated per iteration here.${dn}`;
-  }
-  return `The forward value of ${prim} could not be located in the primal jaxpr.${dn}`;
+  return `The forward value of ${prim} could not be located in the primal jaxpr (a helper called twice, or a loop JAX does not unroll).${dn}`;
 }
 
 export interface CodeLine {

@@ -8,10 +8,14 @@ primal jaxpr on the concrete arguments up to it, eqn by eqn with ``eqn.primitive
 ``jax.core.eval_jaxpr`` does), to give that eqn's forward output. So the exhibit can say whether
 the forward value was already NaN/Inf (what ``jax_debug_nans`` stops at) or only the cotangent.
 
-Top-level eqns are searched, and the bodies of ``jit`` eqns (a jitted helper of the user's: the
-nan_finder descends into its backward pass too): the body is evaluated on the ``jit`` eqn's
-inputs, up to the eqn. An eqn that is not found, or whose user frame matches several eqns (a
-Python loop, a helper called twice), gives ``None``.
+Top-level eqns are searched, and the bodies of call-like eqns on the way to it, each evaluated
+on that eqn's inputs: a ``jit`` eqn's body (a jitted helper of the user's), the branch a ``cond``
+took (``branches[index]``, the index clamped as ``cond`` clamps it), and a ``scan`` body at one
+iteration (the carry run forward to it with ``jax.core.eval_jaxpr``-style evaluation, that
+iteration's slice of ``xs``): the nan_finder descends into the backward passes of all three. An
+eqn that is not found, whose user frame matches several eqns (a Python loop, a helper called
+twice), that sits in a branch ``cond`` did not take, or inside a scan whose iteration is not
+given, gives ``None``.
 """
 
 from __future__ import annotations
@@ -37,13 +41,33 @@ def _same_frame(a: SourceLoc | None, b: SourceLoc) -> bool:
     )
 
 
+def _bodies(eqn: core.JaxprEqn) -> list[core.ClosedJaxpr]:
+    """The jaxprs a call-like eqn runs: ``jit``'s body, every ``cond`` branch, ``scan``'s body."""
+    name = eqn.primitive.name
+    if name == "cond":
+        return list(eqn.params["branches"])
+    inner = eqn.params.get("jaxpr") if name in ("jit", "scan") else None
+    return [inner] if isinstance(inner, core.ClosedJaxpr) else []
+
+
+def _eval(closed: core.ClosedJaxpr, inputs: Sequence[Any]) -> list[Any]:
+    return list(core.eval_jaxpr(closed.jaxpr, closed.consts, *inputs))
+
+
 def primal_output(
-    fun: Callable[..., Any], args: Sequence[Any], primitive: str, source: SourceLoc
+    fun: Callable[..., Any],
+    args: Sequence[Any],
+    primitive: str,
+    source: SourceLoc,
+    iterations: Sequence[int] = (),
 ) -> Any | None:
     """The output (the first outvar's value) at ``args`` of the unique eqn of
-    ``jax.make_jaxpr(fun)(*args)`` (top level, or in the body of a ``jit`` eqn) whose primitive
-    is ``primitive`` and whose user frame is ``source``; ``None`` when there is no such eqn or
-    more than one."""
+    ``jax.make_jaxpr(fun)(*args)`` (top level, or inside ``jit``/``cond``/``scan`` eqns) whose
+    primitive is ``primitive`` and whose user frame is ``source``; ``iterations`` gives, outermost
+    first, the iteration (index along the scanned axis) of each ``scan`` on the way to it. For an
+    eqn inside a scan body the value is that iteration's. ``None`` when there is no such eqn,
+    more than one, it sits in a ``cond`` branch not taken, or ``iterations`` does not give one
+    iteration per enclosing scan (in range)."""
     closed = jax.make_jaxpr(fun)(*args)
 
     def direct(eqn: core.JaxprEqn) -> bool:
@@ -51,21 +75,44 @@ def primal_output(
             snippet_source(eqn.source_info.traceback), source
         )
 
-    def body(eqn: core.JaxprEqn) -> core.ClosedJaxpr | None:
-        inner = eqn.params.get("jaxpr") if eqn.primitive.name == "jit" else None
-        return inner if isinstance(inner, core.ClosedJaxpr) else None
-
     def count(jaxpr: core.Jaxpr) -> int:
         n = 0
         for eqn in jaxpr.eqns:
-            inner = body(eqn)
-            n += 1 if direct(eqn) else count(inner.jaxpr) if inner is not None else 0
+            n += 1 if direct(eqn) else sum(count(b.jaxpr) for b in _bodies(eqn))
         return n
 
     if count(closed.jaxpr) != 1:
         return None
+    pending = list(iterations)
 
-    def run(closed: core.ClosedJaxpr, inputs: Sequence[Any]) -> Any:
+    def enter(eqn: core.JaxprEqn, ins: list[Any]) -> Any | None:
+        """Evaluate the body of ``eqn`` holding the eqn, on ``eqn``'s inputs ``ins``."""
+        name = eqn.primitive.name
+        if name == "jit":
+            return run(eqn.params["jaxpr"], ins)
+        if name == "cond":
+            branches = eqn.params["branches"]
+            index = min(max(int(ins[0]), 0), len(branches) - 1)  # cond clamps its index
+            taken = branches[index]
+            return run(taken, ins[1:]) if count(taken.jaxpr) == 1 else None
+        # scan: invars are consts, initial carry, xs; the body maps consts, carry, x to carry, y.
+        body = eqn.params["jaxpr"]
+        n_consts, n_carry = eqn.params["num_consts"], eqn.params["num_carry"]
+        length = int(eqn.params["length"])
+        if not pending or not 0 <= pending[0] < length:
+            return None
+        k = pending.pop(0)
+        consts, carry = ins[:n_consts], ins[n_consts : n_consts + n_carry]
+        xs = ins[n_consts + n_carry :]
+        order = range(length - 1, -1, -1) if eqn.params["reverse"] else range(length)
+        for i in order:
+            x = [xi[i] for xi in xs]
+            if i == k:
+                return run(body, [*consts, *carry, *x])
+            carry = _eval(body, [*consts, *carry, *x])[:n_carry]
+        return None  # pragma: no cover - k is in range
+
+    def run(closed: core.ClosedJaxpr, inputs: Sequence[Any]) -> Any | None:
         jaxpr = closed.jaxpr
         env: dict[Any, Any] = {}
         env.update(zip(jaxpr.constvars, closed.consts, strict=True))
@@ -75,9 +122,8 @@ def primal_output(
             return v.val if isinstance(v, core.Literal) else env[v]
 
         for eqn in jaxpr.eqns:
-            inner = body(eqn)
-            if inner is not None and not direct(eqn) and count(inner.jaxpr) == 1:
-                return run(inner, [read(v) for v in eqn.invars])
+            if not direct(eqn) and sum(count(b.jaxpr) for b in _bodies(eqn)) == 1:
+                return enter(eqn, [read(v) for v in eqn.invars])
             params = eqn.primitive.get_bind_params(eqn.params)
             with eqn.ctx.manager:
                 ans = eqn.primitive.bind(*map(read, eqn.invars), **params)
