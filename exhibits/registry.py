@@ -168,7 +168,7 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="jvp",
-            title="JVP, one equation at a time",
+            title="JVP, one primal equation at a time",
             summary="JAX's JVP rule for each equation: primals and tangents in, tangent eqns out.",
             default_example="mlp_loss",
             examples_from=("tracing",),
@@ -188,7 +188,7 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="transpose",
-            title="The transpose walk (backward pass)",
+            title="The transpose walk: how jax.grad runs backwards",
             summary="The linear jaxpr run backwards through JAX's transpose rules to the gradient.",
             default_example="mlp_loss",
             examples_from=("jvp", "tracing"),
@@ -245,7 +245,7 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="caches",
-            title="Caches under a jit call",
+            title="The cache layers under a jit call",
             summary="Which cache answered each call, and what JAX keyed on: a diff per call.",
             default_example="new_shape",
             artefacts=_artefacts_of("caches"),
@@ -285,7 +285,7 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="shard_map",
-            title="shard_map: the per-device body",
+            title="shard_map: the per-device body and the checks around it",
             summary="Per-device shapes, varying axes, collectives, and JAX's checks around them.",
             default_example="psum_rows",
             artefacts=_artefacts_of("shard_map"),
