@@ -57,11 +57,26 @@ def test_nan_finder_lands_on_line_7_and_shows_the_cure(
     expect(event_type).to_have_text("transpose_stepped")
     expect(page.get_by_test_id("walk-step-0")).to_be_visible()
     expect(page.get_by_test_id("walk-step-1")).to_have_count(0)
+    # The highlighted eqn is the step under the cursor (step 0: g = reduce_sum f), not the NaN
+    # step's `mul` the run landed on.
+    highlighted = page.locator('section[aria-labelledby="nf-linear"] [aria-pressed="true"]')
+    expect(highlighted).to_have_count(1)
+    expect(highlighted).to_contain_text("reduce_sum")
+    expect(page.get_by_test_id("walk-step-0")).to_have_class(re.compile(r"\bselected\b"))
+    expect(page.locator(".nan")).to_contain_text(
+        "The highlighted eqn is the step under the cursor."
+    )
+    page.screenshot(path=str(screenshots / "nan_finder-c22-step0.png"))
     page.get_by_test_id("stepper-next").click()
     expect(page.get_by_test_id("walk-step-1")).to_be_visible()
     expect(page.get_by_test_id("nan-headline")).to_contain_text("Walking the backward pass")
+    expect(highlighted).to_have_count(1)
+    expect(highlighted).to_contain_text("jit[")
     page.get_by_test_id("stepper-last").click()
     expect(page.get_by_test_id("cure")).to_be_visible()
+    expect(highlighted).to_have_count(1)
+    expect(highlighted).to_contain_text("mul d a")
+    expect(selected).to_have_text("    return jnp.sum(jnp.where(x > 0, jnp.sqrt(x), 0.0))")
     assert console_errors == []
 
 
@@ -113,4 +128,43 @@ def test_nan_finder_lands_inside_a_scan_body(
     page.screenshot(path=str(screenshots / "nan_finder-scan.png"))
     page.get_by_test_id("forward-verdict").scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / "nan_finder-scan-forward.png"))
+
+    # Back at step 0 the editor and the linear jaxpr follow the cursor: the reduce_sum of the
+    # return line, not the scan (nor the sqrt line inside it).
+    page.get_by_test_id("stepper-first").click()
+    event_type = page.get_by_test_id("stepper-event-type")
+    for _ in range(12):
+        if event_type.inner_text() == "transpose_stepped":
+            break
+        page.get_by_test_id("stepper-next").click()
+    expect(page.get_by_test_id("walk-step-0")).to_be_visible()
+    expect(page.get_by_test_id("walk-step-1")).to_have_count(0)
+    expect(selected).to_have_count(1)
+    expect(selected).to_have_text("    return jnp.sum(hs)")
+    highlighted = page.locator('section[aria-labelledby="nf-linear"] [aria-pressed="true"]')
+    expect(highlighted).to_have_count(1)
+    expect(highlighted).to_contain_text("reduce_sum")
+    page.screenshot(path=str(screenshots / "nan_finder-scan-step0.png"))
+    # At the finding the landing is back: the sqrt line inside the body, the scan's eqn.
+    page.get_by_test_id("stepper-last").click()
+    expect(selected).to_contain_text("jnp.sqrt(x)")
+    expect(highlighted).to_contain_text("scan")
+    assert console_errors == []
+
+
+def test_nan_finder_jit_helper_names_the_infinite_residual(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    # sqrt(0) = 0 is finite, the residual 0.5/sqrt(0) its JVP saved is not (values held in
+    # exhibits/nan_finder/test_nan_finder.py): the verdict says both, no contradiction.
+    open_exhibit(page, "nan_finder")
+    page.get_by_test_id("example-select").select_option("jit_helper")
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    verdict = page.get_by_test_id("forward-verdict")
+    expect(verdict).to_contain_text("is finite, but residual b, which the rule reads, is Inf.")
+    expect(verdict).to_contain_text("its derivative factor 0.5/sqrt(x)")
+    expect(verdict).not_to_contain_text("only the cotangent went bad")
+    verdict.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "nan_finder-jit_helper-verdict.png"))
     assert console_errors == []

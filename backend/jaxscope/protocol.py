@@ -1587,7 +1587,9 @@ class ShardingPlaced(_Event):
     spec (``str(PartitionSpec)``; ``None`` for a sharding that is not a ``NamedSharding``),
     ``str(sharding)``, ``sharding.shard_shape(shape)`` and every device's block
     (``addressable_shards``, in device order). ``name``: ``"args[0]"``, ``"output"`` (a single
-    output) or ``"output[i]"`` (leaf ``i`` of several)."""
+    output) or ``"output[i]"`` (leaf ``i`` of several). ``spec_origin`` (``args[0]`` only): where
+    its spec came from, the snippet's ``spec``, ``options.spec`` (the view's form) or
+    ``default`` (the snippet defines no ``spec``: ``P()``)."""
 
     type: Literal["sharding_placed"] = "sharding_placed"
     name: str
@@ -1601,6 +1603,7 @@ class ShardingPlaced(_Event):
     dtype: str = ""
     shard_shape: list[int] = []
     shards: list[ShardView]
+    spec_origin: Literal["spec", "options.spec", "default"] | None = None
 
 
 class CollectiveView(_Model):
@@ -1711,13 +1714,15 @@ class ShardMapValueView(_Model):
 
 
 class ShardMapCollective(_Model):
-    """A body eqn that names mesh axes (psum, psum_invariant, all_gather, ppermute, ...)."""
+    """A body eqn that names mesh axes (psum, psum_invariant, all_gather, ppermute, ...);
+    ``source_text``: the snippet's line at ``source.line``, stripped (the call the user wrote)."""
 
     eqn_index: int
     primitive: str
     axes: list[str]
     text: str
     source: SourceLoc | None = None
+    source_text: str | None = None
 
 
 class ShardMapBodyTraced(_Event):

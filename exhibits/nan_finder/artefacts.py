@@ -1,7 +1,21 @@
-"""The nan_finder exhibit's ``--print`` table: ``first_nan`` is JSON ``{"primitive": ...,
-"line": ...}`` for the first backward-pass step whose cotangent became NaN or Inf (``primitive``
-the primal primitive whose derivative produced it, e.g. ``sqrt``), or ``null`` when the gradient
-is finite. Imports only the protocol."""
+"""The nan_finder exhibit's ``--print`` table: ``first_nan`` is ``null`` when the gradient is
+finite, else JSON with what the page says about the first backward-pass step whose cotangent
+became NaN or Inf:
+
+- ``primitive``: the primal primitive whose derivative produced it (e.g. ``sqrt``; the linear
+  eqn's primitive when none is known), ``line`` its user line: the two keys ``first_nan`` always
+  had, kept as they were;
+- ``kind`` (``nan``/``inf``), ``linear_primitive`` (the linear eqn that wrote it, e.g. ``mul``),
+  ``primal_primitive`` (``null`` when not known), ``step`` (the top-level step of the walk) and
+  ``inner_step`` (the step inside the innermost call, ``null`` at top level);
+- ``inside``: the calls the finder descended into, outermost first, each ``{"primitive",
+  "name", "line", "iteration"}`` (``iteration``: a scan's, in forward order);
+- ``forward_nonfinite`` (the primal value already NaN/Inf; ``null``: not known),
+  ``residuals_nonfinite`` (the residuals the rule read that hold NaN/Inf, e.g. ``residual b``),
+  ``inputs_nonfinite`` (arguments that came in NaN/Inf) and ``debug_nans`` (what ``jax.grad``
+  raises under ``jax_debug_nans``, ``null``: nothing).
+
+Imports only the protocol."""
 
 from __future__ import annotations
 
@@ -18,8 +32,32 @@ def _first_nan(events: Sequence[EventModel]) -> str | None:
     e = found[-1]
     if not e.found:
         return "null"
-    primitive = e.primal_primitive or e.primitive
-    return json.dumps({"primitive": primitive, "line": e.source.line if e.source else None})
+    return json.dumps(
+        {
+            "primitive": e.primal_primitive or e.primitive,
+            "line": e.source.line if e.source else None,
+            "kind": e.kind,
+            "linear_primitive": e.primitive,
+            "primal_primitive": e.primal_primitive,
+            "step": e.step,
+            "inner_step": e.inner_step,
+            "inside": [
+                {
+                    "primitive": c.primitive,
+                    "name": c.name,
+                    "line": c.source.line if c.source else None,
+                    "iteration": c.iteration,
+                }
+                for c in e.inside
+            ],
+            "forward_nonfinite": e.forward_nonfinite,
+            "residuals_nonfinite": [
+                v.label for v in e.values_in if v.value.role == "residual" and v.nonfinite_count > 0
+            ],
+            "inputs_nonfinite": e.inputs_nonfinite,
+            "debug_nans": e.debug_nans,
+        }
+    )
 
 
 ARTEFACTS = {"first_nan": _first_nan}

@@ -273,23 +273,89 @@ def test_no_where_no_cure() -> None:
 # ---- the CLI ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("source", "expected"),
-    [(BROKEN, {"primitive": "sqrt", "line": 7}), (FIXED, None)],
-    ids=["C22_broken", "C22_fixed"],
-)
-def test_cli_print_first_nan(tmp_path: Path, source: str, expected: Any) -> None:
-    snippet = tmp_path / "snippet.py"
-    snippet.write_text(source)
+def _cli_first_nan(path: Path) -> Any:
     out = subprocess.run(
-        [JAXSCOPE, "run", "nan_finder", str(snippet), "--print", "first_nan"],
+        [JAXSCOPE, "run", "nan_finder", str(path), "--print", "first_nan"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         cwd=REPO,
     )
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == expected
+    return json.loads(out.stdout)
+
+
+def _page_says(nf: NonfiniteFound) -> dict[str, Any]:
+    """What the page shows of a finding, as ``first_nan`` prints it (from the probe's event)."""
+    assert nf.source is not None
+    return {
+        "primitive": nf.primal_primitive,
+        "line": nf.source.line,
+        "kind": nf.kind,
+        "linear_primitive": nf.primitive,
+        "primal_primitive": nf.primal_primitive,
+        "step": nf.step,
+        "inner_step": nf.inner_step,
+        "inside": [
+            {
+                "primitive": c.primitive,
+                "name": c.name,
+                "line": c.source.line if c.source else None,
+                "iteration": c.iteration,
+            }
+            for c in nf.inside
+        ],
+        "forward_nonfinite": nf.forward_nonfinite,
+        "residuals_nonfinite": [
+            v.label for v in nf.values_in if v.value.role == "residual" and v.nonfinite_count > 0
+        ],
+        "inputs_nonfinite": nf.inputs_nonfinite,
+        "debug_nans": nf.debug_nans,
+    }
+
+
+def _debug_nans_error(source: str) -> str | None:
+    """What ``jax.grad`` raises under ``jax_debug_nans`` on a fresh copy of the snippet."""
+    s = load_snippet(source)
+    argnums = tuple(
+        i for i, a in enumerate(s.args) if np.issubdtype(np.asarray(a).dtype, np.inexact)
+    )
+    with jax.debug_nans(True):
+        try:
+            [np.asarray(g) for g in jax.grad(s.f, argnums=argnums)(*s.args)]
+        except FloatingPointError as e:
+            return f"FloatingPointError: {e}"
+    return None
+
+
+def test_cli_print_first_nan_c22(tmp_path: Path) -> None:
+    """``first_nan`` on C22: the keys it always had (``primitive`` the primal one, ``line``),
+    then what the page says, each against the probe's event and JAX itself."""
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(BROKEN)
+    got = _cli_first_nan(snippet)
+    assert got == _page_says(found_of(run_probe("nan_finder", BROKEN)))
+    assert {k: got[k] for k in ("primitive", "line")} == {"primitive": "sqrt", "line": 7}
+    x = np.asarray(load_snippet(BROKEN).args[0], np.float32)
+    with np.errstate(all="ignore"):
+        # jax.grad's gradient has NaNs (0 * inf, 0 * nan); sqrt(-1) is already NaN forward; the
+        # residual sqrt's JVP saves, 0.5 / sqrt(x), is NaN/Inf at x <= 0.
+        assert np.isnan(truth_grad(BROKEN)[0]).any() and got["kind"] == "nan"
+        assert got["forward_nonfinite"] is bool(np.isnan(np.sqrt(x)).any()) is True
+        assert not np.all(np.isfinite(0.5 / np.sqrt(x)))
+    assert (got["linear_primitive"], got["primal_primitive"]) == ("mul", "sqrt")
+    assert got["residuals_nonfinite"] == ["residual a"]
+    assert got["inside"] == [] and got["inner_step"] is None
+    assert got["inputs_nonfinite"] == [] and np.all(np.isfinite(x))
+    assert got["debug_nans"] == _debug_nans_error(BROKEN)
+    assert got["debug_nans"] is not None and "encountered in sqrt" in got["debug_nans"]
+
+
+def test_cli_print_first_nan_finite_is_null(tmp_path: Path) -> None:
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(FIXED)
+    assert _cli_first_nan(snippet) is None
+    assert np.all(np.isfinite(truth_grad(FIXED)[0]))
 
 
 @pytest.mark.parametrize(
@@ -354,7 +420,23 @@ def test_a_nan_inside_a_jitted_helper_lands_on_the_helpers_line() -> None:
     # The forward value of that sqrt, evaluated inside the helper: sqrt(0) = 0, finite.
     assert nf.forward_value is not None and nf.forward_value.numbers == 0.0
     assert nf.forward_nonfinite is False
-    assert _artefact("jit_helper") == {"primitive": "sqrt", "line": nf.source.line}
+    # Headless: what the page says, the call path included; sqrt(0) = 0 is finite while the
+    # residual its JVP saved, 0.5 / sqrt(0), is infinite.
+    got = _artefact("jit_helper")
+    assert got == _page_says(nf)
+    assert (got["primitive"], got["line"], got["kind"]) == ("sqrt", nf.source.line, "inf")
+    assert got["inside"] == [
+        {
+            "primitive": "jit",
+            "name": "norm",
+            "line": _line_of(source, "norm(w - x)"),
+            "iteration": None,
+        }
+    ]
+    with np.errstate(divide="ignore"):
+        assert np.isinf(np.float32(0.5) / np.sqrt(np.float32(0.0)))
+    assert got["forward_nonfinite"] is False and got["residuals_nonfinite"] == ["residual b"]
+    assert got["debug_nans"] == _debug_nans_error(source)
 
 
 def test_a_nan_inside_a_scan_body_lands_on_its_line_and_iteration() -> None:
@@ -374,6 +456,14 @@ def test_a_nan_inside_a_scan_body_lands_on_its_line_and_iteration() -> None:
     assert nf.forward_value is not None and nf.forward_nonfinite is False
     assert nf.forward_value.numbers == float(np.sqrt(xs[call.iteration]))
     assert nf.no_cure is not None and "The forward value is finite" in nf.no_cure
+    # Headless: the same iteration, the one where jax.grad's gradient is infinite.
+    got = _artefact("scan_sqrt")
+    assert got == _page_says(nf)
+    (inside,) = got["inside"]
+    assert (inside["primitive"], inside["iteration"]) == ("scan", call.iteration)
+    assert inside["line"] == call.source.line
+    assert (got["kind"], got["forward_nonfinite"]) == ("inf", False)
+    assert got["debug_nans"] is None and _debug_nans_error(source) is None
 
 
 def test_the_forward_value_inside_a_scan_is_that_iterations() -> None:
@@ -400,21 +490,7 @@ def test_the_forward_value_inside_a_scan_is_that_iterations() -> None:
 
 
 def _artefact(example: str) -> Any:
-    out = subprocess.run(
-        [
-            JAXSCOPE,
-            "run",
-            "nan_finder",
-            str(EXHIBITS / "nan_finder" / "examples" / f"{example}.py"),
-            "--print",
-            "first_nan",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    return json.loads(out.stdout)
+    return _cli_first_nan(EXHIBITS / "nan_finder" / "examples" / f"{example}.py")
 
 
 def test_a_scan_too_long_to_walk_per_iteration_is_reported_at_its_call(

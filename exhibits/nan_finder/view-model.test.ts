@@ -5,6 +5,7 @@ import type { Event } from '../../frontend/src/protocol';
 import {
   cells,
   cureLines,
+  cursorSelection,
   eqnLine,
   forwardVerdict,
   gradientRows,
@@ -27,6 +28,7 @@ function load(name: string): Event[] {
     .filter((l) => l.trim() !== '')
     .map((l) => JSON.parse(l) as Event);
 }
+const lineOf = (source: string, text: string): number => source.split('\n').findIndex((l) => l.includes(text)) + 1;
 const example = (name: string): string =>
   readFileSync(fileURLToPath(new URL(`./examples/${name}.py`, import.meta.url)), 'utf8');
 
@@ -86,6 +88,56 @@ describe('where_sqrt (C22 broken): lands on the sqrt on line 7', () => {
   });
 });
 
+describe('the stepper: the editor line and the highlighted eqn follow the cursor', () => {
+  it('where_sqrt: each step under the cursor is selected, the landing once the finding is reached', () => {
+    const events = load('where_sqrt');
+    const found = events.findIndex((e) => e.type === 'nonfinite_found');
+    events.forEach((e, k) => {
+      const prefix = nanModel(events.slice(0, k + 1));
+      const sel = cursorSelection(prefix);
+      if (k >= found) {
+        expect(sel).toEqual(landingSelection(prefix.found!, prefix.steps));
+      } else if (prefix.current === undefined) {
+        expect(sel).toBeNull();
+      } else {
+        const step = prefix.current;
+        expect(e.type === 'transpose_stepped' ? e : step).toBe(step);
+        expect(sel).toEqual({ origin: 'eqn', lines: [step.source!.line], eqnIndices: [step.eqn_index], opLines: [] });
+      }
+    });
+    // Step 0 (g = reduce_sum f) highlights its own eqn, not the NaN step's `e = mul d a`.
+    const step0 = events.findIndex((e) => e.type === 'transpose_stepped');
+    const m0 = nanModel(events.slice(0, step0 + 1));
+    expect(eqnLine(m0.current!.eqn_text)).toMatch(/^g:f32\[\] = reduce_sum/);
+    expect(cursorSelection(m0)?.eqnIndices).toEqual([m0.current!.eqn_index]);
+    expect(cursorSelection(m0)?.eqnIndices).not.toEqual([nanModel(events).found!.eqn_index]);
+  });
+
+  it('scan_sqrt: step 0 is the reduce_sum on the return line; the finding is the sqrt inside the body', () => {
+    const events = load('scan_sqrt');
+    const source = example('scan_sqrt');
+    const step0 = events.findIndex((e) => e.type === 'transpose_stepped');
+    const m0 = nanModel(events.slice(0, step0 + 1));
+    expect(m0.current?.primitive).toBe('reduce_sum');
+    expect(cursorSelection(m0)).toEqual({
+      origin: 'eqn',
+      lines: [lineOf(source, 'return jnp.sum(hs)')],
+      eqnIndices: [m0.current!.eqn_index],
+      opLines: [],
+    });
+    const all = nanModel(events);
+    const scanStep = all.steps.find((s) => s.primitive === 'scan')!;
+    expect(cursorSelection(all)).toEqual({
+      origin: 'eqn',
+      lines: [lineOf(source, 'jnp.sqrt(x)')],
+      eqnIndices: [scanStep.eqn_index],
+      opLines: [],
+    });
+    // Before the first step nothing is selected.
+    expect(cursorSelection(nanModel(events.slice(0, step0)))).toBeNull();
+  });
+});
+
 describe('where_sqrt_fixed: finite', () => {
   const model = nanModel(load('where_sqrt_fixed'));
   it('reports no NaN and no landing line', () => {
@@ -103,13 +155,18 @@ describe('norm_at_zero: an Inf, no where to cure', () => {
   const f = nanModel(load('norm_at_zero')).found!;
   it('says Inf, forward finite, and why there is no cure', () => {
     expect(headline(nanModel(load('norm_at_zero')), false)).toBe('Step 0 wrote an Inf: mul (from sqrt) on line 6.');
-    expect(forwardVerdict(f)).toContain('is finite: only the cotangent went bad');
+    // sqrt(0) = 0 is finite; the residual its rule reads, 0.5/sqrt(0), is not (JAX's sqrt JVP).
+    expect(0.5 / Math.sqrt(0)).toBe(Infinity);
+    expect(forwardVerdict(f)).toContain('sqrt on line 6 is finite, but residual b, which the rule reads, is Inf.');
+    expect(forwardVerdict(f)).toContain("its derivative factor 0.5/sqrt(x), infinite at this input while sqrt's own value");
+    expect(forwardVerdict(f)).not.toContain('only the cotangent went bad');
+    // With every residual finite, only the cotangent went bad.
+    const finiteResiduals = { ...f, values_in: f.values_in.filter((v) => v.value.role !== 'residual') };
+    expect(forwardVerdict(finiteResiduals)).toContain('is finite: only the cotangent went bad');
     expect(f.cure).toBeNull();
     expect(f.no_cure).toContain('custom_jvp');
   });
 });
-
-const lineOf = (source: string, text: string): number => source.split('\n').findIndex((l) => l.includes(text)) + 1;
 
 describe('jit_helper: the NaN is born inside a jitted helper', () => {
   const model = nanModel(load('jit_helper'));
@@ -128,6 +185,13 @@ describe('jit_helper: the NaN is born inside a jitted helper', () => {
     // The editor lands inside the helper; the linear jaxpr's highlighted eqn is the jit step's.
     const jitEqn = model.steps.find((s) => s.step === f.step)!.eqn_index;
     expect(landingSelection(f, model.steps)).toEqual({ origin: 'eqn', lines: [sqrt], eqnIndices: [jitEqn], opLines: [] });
+  });
+
+  it('says sqrt(0) is finite while the residual 0.5/sqrt(0) is Inf, not that only the cotangent went bad', () => {
+    const sqrt = lineOf(source, 'jnp.sqrt(');
+    expect(f.forward_value?.numbers).toBe(0);
+    expect(forwardVerdict(f)).toContain(`sqrt on line ${sqrt} is finite, but residual b, which the rule reads, is Inf.`);
+    expect(forwardVerdict(f)).toContain('0.5/sqrt(x)');
   });
 });
 

@@ -7,6 +7,7 @@
 import type { Selection } from '../../frontend/src/exhibit-api';
 import type { Event, EventOf, RunFailed } from '../../frontend/src/protocol';
 import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
+import { formatScalar } from '../../frontend/src/widgets/format';
 
 export type Found = EventOf<'nonfinite_found'>;
 export type Step = EventOf<'transpose_stepped'>;
@@ -143,9 +144,9 @@ export interface Cell {
   bad: boolean;
 }
 
-function cellText(v: unknown): string {
-  if (typeof v === 'number') return Number.isInteger(v) ? v.toFixed(1) : Number(v.toPrecision(6)).toString();
-  if (typeof v === 'string') return v;
+/** One element as the value previews print it, in its dtype (widgets/format.ts). */
+function cellText(v: unknown, dtype: string): string {
+  if (typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean') return formatScalar(v, dtype);
   return String(v);
 }
 
@@ -159,7 +160,7 @@ export function flatten(numbers: unknown): unknown[] {
 export function cells(value: MarkedValue): Cell[] | null {
   if (value.numbers === null || value.numbers === undefined) return null;
   return flatten(value.numbers).map((n) => ({
-    text: cellText(n),
+    text: cellText(n, value.value.aval.dtype),
     bad: typeof n === 'string' && /nan|inf/.test(n),
   }));
 }
@@ -172,6 +173,27 @@ export function nonfiniteSummary(value: MarkedValue): string {
   const more = value.nonfinite_count > value.nonfinite_at.length ? ', …' : '';
   const n = value.nonfinite_count;
   return `${n} element${n === 1 ? '' : 's'} NaN/Inf, at flat index ${at}${more}`;
+}
+
+/** The factor of the JVP that JAX's rule (`jax/_src/lax/lax.py`) saves as a residual, for the
+ * primitives whose derivative is infinite where their value is finite. */
+export const DERIVATIVE_FACTORS: Readonly<Record<string, string>> = {
+  sqrt: '0.5/sqrt(x)',
+  asin: '1/sqrt(1 - x²)',
+  acos: '-1/sqrt(1 - x²)',
+};
+
+/** The residuals the bad step's rule read that hold NaN/Inf. */
+export function nonfiniteResiduals(f: Found): MarkedValue[] {
+  return f.values_in.filter((v) => v.value.role === 'residual' && v.nonfinite_count > 0);
+}
+
+/** `Inf`, `NaN` or `NaN/Inf`: what a value's bad elements are (from its shown elements). */
+export function badKind(v: MarkedValue): string {
+  const bad = v.numbers === null || v.numbers === undefined ? [] : flatten(v.numbers).filter((n) => typeof n === 'string');
+  const nan = bad.some((n) => n === 'nan');
+  const inf = bad.some((n) => typeof n === 'string' && n.includes('inf'));
+  return nan && !inf ? 'NaN' : inf && !nan ? 'Inf' : 'NaN/Inf';
 }
 
 /** Whether the forward pass was already bad, and what jax_debug_nans does. */
@@ -188,6 +210,23 @@ export function forwardVerdict(f: Found): string {
     return `The forward value of ${prim}${line} was already NaN/Inf${idx}: the forward pass computed it although nothing downstream used it.${dn}`;
   }
   if (f.forward_nonfinite === false) {
+    const bad = nonfiniteResiduals(f);
+    if (bad.length > 0) {
+      const kinds = new Set(bad.map(badKind));
+      const kind = kinds.size === 1 ? [...kinds][0]! : 'NaN/Inf';
+      const names =
+        bad.length === 1
+          ? `${bad[0]!.label}, which the rule reads, is`
+          : `residuals ${bad.map((v) => v.label.replace(/^residual /, '')).join(', ')}, which the rule reads, are`;
+      const factor = DERIVATIVE_FACTORS[prim];
+      const saved = factor ? `for ${prim}, its derivative factor ${factor}` : `for ${prim}, a factor of its derivative`;
+      const at = kind === 'Inf' ? 'infinite' : kind === 'NaN' ? 'undefined (NaN)' : 'infinite or undefined';
+      return (
+        `The forward value of ${prim}${line} is finite, but ${names} ${kind}. A residual is what ` +
+        `the forward pass saved for the backward pass: ${saved}, ${at} at this input while ${prim}'s own value is ` +
+        `finite. The bad value is born in the backward pass, from the derivative, not from the value.${dn}`
+      );
+    }
     return `The forward value of ${prim}${line} is finite: only the cotangent went bad, in the backward pass.${dn}`;
   }
   return `The forward value of ${prim} could not be located in the primal jaxpr (a helper called twice, or a loop JAX does not unroll).${dn}`;
@@ -213,7 +252,17 @@ export function cureLines(cure: Cure): { before: CodeLine[]; after: CodeLine[] }
 }
 
 /** The gradient (one entry per argument) as labelled rows of cells. */
-export function gradientRows(gradient: unknown): { label: string; cells: Cell[] | null }[] {
+/**
+ * The dtype of the gradient's elements: that of the linear jaxpr's inputs (the cotangents it
+ * sends back, one per differentiated leaf) when they all share one, else float64 (the JSON
+ * number printed with float64 digits, capped as the previews are).
+ */
+export function gradientDtype(linear: NanModel['linear']): string {
+  const dtypes = new Set((linear?.jaxpr.invars ?? []).map((v) => v.aval.dtype));
+  return dtypes.size === 1 ? [...dtypes][0]! : 'float64';
+}
+
+export function gradientRows(gradient: unknown, dtype = 'float64'): { label: string; cells: Cell[] | null }[] {
   if (!Array.isArray(gradient)) return [];
   return gradient.map((g, i) => {
     if (g === null || g === undefined) return { label: `args[${i}]`, cells: null };
@@ -224,7 +273,7 @@ export function gradientRows(gradient: unknown): { label: string; cells: Cell[] 
       cells:
         leaves === null
           ? null
-          : leaves.map((n) => ({ text: cellText(n), bad: typeof n === 'string' && /nan|inf/.test(n) })),
+          : leaves.map((n) => ({ text: cellText(n, dtype), bad: typeof n === 'string' && /nan|inf/.test(n) })),
     };
   });
 }
@@ -242,6 +291,19 @@ export function landingSelection(f: Found, steps: readonly Step[] = []): Selecti
     eqnIndices: eqn === null || eqn === undefined ? [] : [eqn],
     opLines: [],
   };
+}
+
+/** What the stepper's cursor shows in the editor and the linear jaxpr: once the cursor reached the
+ * finding, its landing (the NaN step's line, or the line inside the call it was born in, with the
+ * top-level eqn of the step that went bad); before that, the step under the cursor (its line and
+ * linear eqn); `null` before the first step. */
+export function cursorSelection(model: NanModel): Selection | null {
+  const f = model.found;
+  if (f?.found) {
+    const land = landingSelection(f, model.steps);
+    if (land) return land;
+  }
+  return model.current ? stepSelection(model.current) : null;
 }
 
 /** The selection made by clicking a step: its user line and its linear eqn. */

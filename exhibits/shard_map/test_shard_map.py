@@ -208,8 +208,17 @@ def test_body_jaxpr_and_collectives_equal_plain_make_jaxpr(
     }[name]
     assert [(c.primitive, c.axes) for c in body.collectives] == expected
     prims = [e.primitive.name for e in eqn.params["jaxpr"].eqns]
+    source = EXAMPLE_PATHS[name].read_text().splitlines()
     for c in body.collectives:
         assert prims[c.eqn_index] == c.primitive
+        # the snippet's line the eqn came from (JAX's source_info), as the view quotes it
+        assert c.source is not None
+        # (the examples have no '#' inside strings: the comment starts at the first '#')
+        assert c.source_text == source[c.source.line - 1].split("#")[0].strip()
+    if name == "psum_rows":  # the body's psum_invariant is the snippet's lax.psum, at its line
+        (c,) = body.collectives
+        psum_line = next(i for i, t in enumerate(source, 1) if "jax.lax.psum(" in t)
+        assert c.source is not None and c.source.line == psum_line
     # each value's varying axes as JAX prints them in the body jaxpr: name:f32[..]{V:...}
     for v in body.values:
         assert f"{v.name}:{v.aval.short}" in body.jaxpr.text

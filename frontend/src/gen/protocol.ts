@@ -1784,7 +1784,9 @@ export interface ConfigRetraceChecked {
  * spec (``str(PartitionSpec)``; ``None`` for a sharding that is not a ``NamedSharding``),
  * ``str(sharding)``, ``sharding.shard_shape(shape)`` and every device's block
  * (``addressable_shards``, in device order). ``name``: ``"args[0]"``, ``"output"`` (a single
- * output) or ``"output[i]"`` (leaf ``i`` of several).
+ * output) or ``"output[i]"`` (leaf ``i`` of several). ``spec_origin`` (``args[0]`` only): where
+ * its spec came from, the snippet's ``spec``, ``options.spec`` (the view's form) or
+ * ``default`` (the snippet defines no ``spec``: ``P()``).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ShardingPlaced".
@@ -1803,6 +1805,7 @@ export interface ShardingPlaced {
   sharding: string;
   shards: ShardView[];
   spec: string | null;
+  spec_origin: ('spec' | 'options.spec' | 'default') | null;
   type: 'sharding_placed';
 }
 /**
@@ -1912,7 +1915,8 @@ export interface ShardMapBodyTraced {
   values: ShardMapValueView[];
 }
 /**
- * A body eqn that names mesh axes (psum, psum_invariant, all_gather, ppermute, ...).
+ * A body eqn that names mesh axes (psum, psum_invariant, all_gather, ppermute, ...);
+ * ``source_text``: the snippet's line at ``source.line``, stripped (the call the user wrote).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ShardMapCollective".
@@ -1922,6 +1926,7 @@ export interface ShardMapCollective {
   eqn_index: number;
   primitive: string;
   source: SourceLoc | null;
+  source_text: string | null;
   text: string;
 }
 /**
