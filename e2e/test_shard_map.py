@@ -79,8 +79,28 @@ def test_default_example_body_and_verdict(
     assert record["ok"]
     shown = page.get_by_test_id("sm-assembled-0").locator("pre").inner_text()
     np.testing.assert_allclose(np.asarray(ast.literal_eval(shown)), np.asarray(out))
+    # The body's psum_invariant is the snippet's lax.psum: said beside the row, with the call
+    # quoted from the eqn's source line (the example's own psum line).
+    source = (EXAMPLES / "psum_rows.py").read_text().splitlines()
+    psum_line = next(i for i, t in enumerate(source, 1) if "jax.lax.psum(" in t)
+    row = page.get_by_test_id("sm-collectives").locator("li").first
+    expect(row).to_contain_text(f"psum_invariant over 'y' line {psum_line}")
+    expect(row.locator('[data-testid^="sm-collective-call-"]')).to_have_text(
+        f"← your {source[psum_line - 1].split('#')[0].strip()}"
+    )
+    expect(row.locator('[data-testid^="sm-collective-note-"]')).to_contain_text(
+        "psum_invariant is JAX's name for jax.lax.psum inside shard_map with check_vma=True"
+    )
+    expect(row.locator('[data-testid^="sm-collective-note-"]')).to_contain_text(
+        "jax/_src/lax/parallel.py: _psum → bind_psum_invariant → psum_invariant_p"
+    )
     # A collective selects its eqn in the body jaxpr and its line in the editor.
     page.get_by_test_id("sm-collectives").locator("button").first.click()
+    selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
+    expect(selected).to_have_count(1)
+    expect(selected).to_contain_text("jax.lax.psum(partial")
+    row.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / f"shard_map-collective-note-{theme}.png"))
     assembled = page.get_by_test_id("sm-assembled-0")
     assembled.scroll_into_view_if_needed()
     assembled.screenshot(path=str(screenshots / f"shard_map-assembled-{theme}.png"))

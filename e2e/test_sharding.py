@@ -55,6 +55,16 @@ def test_default_grid_collectives_and_hlo(
     # the array cut into 2 x 4 tiles, each held by one device
     expect(page.locator('[data-testid^="tile-"]')).to_have_count(len(golden["args0"]))
     expect(page.get_by_test_id("collective-counts")).to_have_text("all-reduce ×1")
+    # the mesh-form note quotes XLA's mesh and group, and explains no sub-axis: there is none
+    note = page.get_by_test_id("collectives-mesh-note")
+    expect(note).to_contain_text("mesh['axis_0'=2,'axis_1'=4] is the device mesh XLA built")
+    expect(note).to_contain_text("{'axis_0'} names the axes each group runs along")
+    expect(note).not_to_contain_text("sub-axis")
+    expect(note).not_to_contain_text("device_ids")
+    expect(page.get_by_test_id("sharding-grid-caption")).to_contain_text(
+        "args[0], the input f receives"
+    )
+    expect(page.get_by_test_id("sharding-grid-warning")).to_have_count(0)
     page.screenshot(path=str(screenshots / f"sharding-grid-{theme}.png"))
     page.get_by_test_id("collective-0").click()
     hlo_line = page.locator('[data-testid^="hlo-line-"]')
@@ -110,4 +120,57 @@ def test_indivisible_spec_shows_the_error(
     expect(page.get_by_test_id("sharding-spec")).to_have_value("P('y')")  # the form keeps it
     expect(page.get_by_test_id("sharding-array-shape")).to_have_value("6, 16")
     page.screenshot(path=str(screenshots / f"sharding-indivisible-{theme}.png"), full_page=True)
+    assert console_errors == []
+
+
+def test_sub_axis_note_only_where_xla_prints_one(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    _open_default(page, "light")
+    page.get_by_test_id("example-select").select_option("transpose")
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    groups = page.get_by_test_id("collectives-table").locator("code.groups")
+    texts = groups.all_inner_texts()
+    mesh_form = next(t for t in texts if "mesh[" in t)
+    assert "device_ids=([2,2,2]T(0,2,1))" in mesh_form and "{'axis_0':(2)2}" in mesh_form
+    note = page.get_by_test_id("collectives-mesh-note")
+    expect(note).to_contain_text("device_ids=([2,2,2]T(0,2,1)) gives its device order")
+    sub = page.get_by_test_id("collectives-subaxis-note")
+    expect(sub).to_have_count(1)
+    # axis_0 has size 4 in XLA's mesh: read as pre-size 2 x size 2 x rest 1
+    expect(sub).to_have_text(
+        "'axis_0':(2)2 is a sub-axis: axis_0 (size 4) read as 2 × 2 × 1, the groups run along "
+        "the piece of size 2 after a pre-size of 2."
+    )
+    note.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "sharding-subaxis-light.png"))
+    assert console_errors == []
+
+
+def test_c16_broken_grid_is_the_input_and_the_error_names_the_refused_spec(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    expect_c16 = json.loads((CASES / "C16_indivisible_broken.expect.json").read_text())
+    _open_default(page, "light")
+    page.get_by_test_id("example-select").select_option("c16_indivisible_broken")
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_failed")
+    # the refused spec, as JAX's message prints it
+    refused = "P(('batch', 'fsdp'),)"
+    assert f"spec={refused}, memory_kind" in expect_c16["error_message"]
+    spec_line = page.get_by_test_id("sharding-error-spec")
+    expect(spec_line).to_contain_text(f"the spec JAX refused: NamedSharding(mesh, {refused})")
+    expect(spec_line).to_contain_text(f"asked for inside f (line {expect_c16['error_user_line']})")
+    # the grid: args[0], replicated with the default P() (the case defines no spec)
+    assert "spec" not in expect_c16["snippet_names"]
+    expect(page.get_by_test_id("device-grid")).to_have_attribute("data-spec", "P()")
+    caption = page.get_by_test_id("sharding-grid-caption")
+    expect(caption).to_contain_text("args[0], the input f receives")
+    expect(caption).to_contain_text("the snippet defines no spec, so P(): the default, replicated")
+    expect(page.get_by_test_id("sharding-grid-warning")).to_contain_text(
+        f"This is the input, not {refused}"
+    )
+    page.get_by_test_id("sharding-error").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "sharding-c16-broken-light.png"))
     assert console_errors == []

@@ -27,6 +27,7 @@ from jaxscope.internals import shard_map_checks as smc
 
 P: Any = PartitionSpec  # untyped in jax
 psum: Any = jax.lax.psum
+pmean: Any = jax.lax.pmean
 
 
 def _mesh() -> Any:
@@ -118,6 +119,41 @@ def test_collectives_are_lax_parallel_primitives_plus_pvary() -> None:
     assert {"psum", "psum_invariant", "all_gather", "ppermute", "all_to_all", "pvary"} <= names
     assert core.pvary_p.name == "pvary"
     assert "reduce_sum" not in names
+
+
+def test_lax_psum_binds_psum_invariant_under_check_vma() -> None:
+    """The shard_map view's note (exhibits/shard_map/view-model.ts ``collectiveNote``) cites
+    jax/_src/lax/parallel.py: ``_psum`` calls ``bind_psum_invariant`` (which binds
+    ``psum_invariant_p``) when ``config._check_vma`` is on, plain ``psum_p`` when off;
+    ``shard_map`` turns it on from ``check_vma``; ``pmean`` is a psum then a divide."""
+    from jax._src import config
+    from jax._src.lax import parallel
+
+    psum_src = inspect.getsource(parallel._psum)
+    assert "if config._check_vma.value:" in psum_src and "bind_psum_invariant(" in psum_src
+    assert "psum_invariant_p" in inspect.getsource(parallel.bind_psum_invariant)
+    assert parallel.psum_invariant_p.name == "psum_invariant" and parallel.psum_p.name == "psum"
+    assert "x = psum(x" in inspect.getsource(parallel.pmean)
+    mesh = _mesh()
+    seen: list[bool] = []
+
+    def body(a: Any) -> Any:
+        seen.append(bool(config._check_vma.value))
+        return psum(a, "y"), pmean(a, "y")
+
+    for check_vma, prim in ((True, "psum_invariant"), (False, "psum")):
+        fn = jax.shard_map(
+            body,
+            mesh=mesh,
+            in_specs=(P("x", "y"),),
+            out_specs=(P("x", None), P("x", None)),
+            check_vma=check_vma,
+        )
+        closed = jax.make_jaxpr(fn)(jnp.ones((8, 4)))
+        (eqn,) = [e for e in closed.eqns if e.primitive.name == "shard_map"]
+        names = [e.primitive.name for e in eqn.params["jaxpr"].eqns]
+        assert names.count(prim) == 2, names  # lax.psum's and lax.pmean's
+        assert seen[-1] is check_vma
 
 
 # (in_specs, out_specs, args, body) -> the check that fails; each helper's message must equal

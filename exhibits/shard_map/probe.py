@@ -22,7 +22,9 @@ error. An error raised by the body itself (``check == "body"``) propagates after
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from typing import Any, Literal
 
 import jax
@@ -139,6 +141,18 @@ def _paths(tree: Any) -> list[str]:
     return [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
 
 
+def _code_of(line: str) -> str:
+    """A snippet line without its comment, stripped (Python's tokenizer finds the comment, so a
+    ``#`` inside a string stays)."""
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(line).readline):
+            if tok.type == tokenize.COMMENT:
+                return line[: tok.start[1]].strip()
+    except (tokenize.TokenError, SyntaxError):  # a line that opens a bracket: keep it whole
+        pass
+    return line.strip()
+
+
 def _body_event(
     mesh: Any,
     in_specs: Any,
@@ -147,6 +161,7 @@ def _body_event(
     seen: BodyObserved,
     body: Any,
     note: str | None,
+    source: str = "",
 ) -> ShardMapBodyTraced:
     in_spec_paths = spec_leaf_paths(in_specs, args)
     leaves = jax.tree.leaves(args)
@@ -187,14 +202,21 @@ def _body_event(
                 values.append(
                     ShardMapValueView(name=v_view.name, aval=v_view.aval, vma=var_vma(var, mesh))
                 )
+        lines = source.splitlines()
         for i, eqn, axes in collective_eqns(body):
+            loc = view.eqns[i].source
             collectives.append(
                 ShardMapCollective(
                     eqn_index=i,
                     primitive=eqn.primitive.name,
                     axes=axes,
                     text=view.eqns[i].text,
-                    source=view.eqns[i].source,
+                    source=loc,
+                    source_text=(
+                        _code_of(lines[loc.line - 1])
+                        if loc is not None and 0 < loc.line <= len(lines)
+                        else None
+                    ),
                 )
             )
     return ShardMapBodyTraced(
@@ -323,7 +345,9 @@ def run(ctx: ProbeContext) -> None:
             except Exception:
                 body = None
         if seen.reached and seen.out_tree is not None:
-            ctx.emit(_body_event(mesh, in_specs, out_specs, args, seen, body, note))
+            ctx.emit(
+                _body_event(mesh, in_specs, out_specs, args, seen, body, note, ctx.snippet.source)
+            )
 
     with ctx.stage("run"):
         error: Exception | None = None

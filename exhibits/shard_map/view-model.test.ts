@@ -5,6 +5,7 @@ import type { Event } from '../../frontend/src/protocol';
 import {
   blockRows,
   collectiveEqns,
+  collectiveNote,
   failedCheck,
   faultNote,
   indexText,
@@ -35,7 +36,7 @@ describe('psum_rows (the default example)', () => {
     expect(model.checked?.ok).toBe(true);
     expect(model.outputs?.outputs).toHaveLength(1);
     expect(failedCheck(model.checked)).toBeUndefined();
-    expect(verdictSentence(model.checked!)).toContain('7 of 7 checks passed');
+    expect(verdictSentence(model.checked!)).toContain('8 of 8 checks passed');
   });
 
   it('walks the steps with the stepper', () => {
@@ -60,6 +61,39 @@ describe('psum_rows (the default example)', () => {
     expect(eqns.size).toBe(1);
     const [i] = [...eqns];
     expect(model.body!.jaxpr!.eqns[i!]!.primitive).toBe('psum_invariant');
+  });
+
+  it("says psum_invariant is the snippet's lax.psum, on the line it came from", () => {
+    const [c] = model.body!.collectives;
+    expect(c?.primitive).toBe('psum_invariant');
+    // the eqn's source line is the example's own psum line (read from the file, not the event)
+    const example = readFileSync(fileURLToPath(new URL('./examples/psum_rows.py', import.meta.url)), 'utf8').split('\n');
+    const psumLine = example.findIndex((l) => l.includes('jax.lax.psum(')) + 1;
+    expect(c?.source?.line).toBe(psumLine);
+    // the line without its comment (the example has no '#' inside a string)
+    const code = example[psumLine - 1]!.split('#')[0]!.trim();
+    expect(code).toBe('return jax.lax.psum(partial, "y")');
+    expect(c?.source_text).toBe(code);
+    const note = collectiveNote(c!);
+    expect(note?.api).toBe('jax.lax.psum');
+    expect(note?.call).toBe(code);
+    expect(note?.text).toContain("psum_invariant is JAX's name for jax.lax.psum inside shard_map with check_vma=True");
+    expect(note?.text).toContain("invariant over 'y'");
+    expect(note?.where).toContain('jax/_src/lax/parallel.py');
+  });
+
+  it('has no note for a collective named as called, nor a call without a psum line', () => {
+    const [c] = model.body!.collectives;
+    expect(collectiveNote({ ...c!, primitive: 'ppermute' })).toBeNull();
+    expect(collectiveNote({ ...c!, primitive: 'all_gather' })).toBeNull();
+    // psum_invariant whose line is not a psum/pmean call: explained, but not linked to a call
+    const elsewhere = collectiveNote({ ...c!, source_text: 'return g(partial)' });
+    expect(elsewhere?.call).toBeNull();
+    expect(elsewhere?.api).toBe('jax.lax.psum');
+    // pmean is a psum then a divide: the note names the pmean the line calls
+    const mean = collectiveNote({ ...c!, source_text: "return jax.lax.pmean(partial, 'y')" });
+    expect(mean?.api).toBe('jax.lax.pmean');
+    expect(mean?.text).toContain('pmean is a psum, then a divide');
   });
 
   it('groups device blocks replicated over y', () => {

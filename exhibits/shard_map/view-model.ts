@@ -18,6 +18,7 @@ export type ShardMapFault = ShardMapCheck['faults'][number];
 export type ShardMapSpecView = ShardMapChecked['specs'][number];
 export type ShardMapOutput = ShardMapOutputsAssembled['outputs'][number];
 export type ShardMapValueView = ShardMapBodyTraced['inputs'][number];
+export type ShardMapCollective = ShardMapBodyTraced['collectives'][number];
 
 export interface ShardMapModel {
   body: ShardMapBodyTraced | undefined;
@@ -151,6 +152,55 @@ export function faultNote(check: string, axes: readonly string[]): string {
 /** Eqn indices of the body's collectives (highlighted in the body jaxpr). */
 export function collectiveEqns(body: ShardMapBodyTraced | undefined): Set<number> {
   return new Set(body?.collectives.map((c) => c.eqn_index) ?? []);
+}
+
+/** Why a body collective's primitive is not the name the user called. */
+export interface CollectiveNote {
+  /** the public function the snippet's line calls (`jax.lax.psum`), or what binds the primitive */
+  api: string;
+  /** the user's call on the eqn's source line, when that line calls `api` */
+  call: string | null;
+  /** the sentence shown beside the row */
+  text: string;
+  /** where JAX does it (file and function in the installed JAX) */
+  where: string;
+}
+
+/**
+ * The note beside a body collective whose primitive is not the public function's name:
+ * `jax.lax.psum` (and `pmean`, a psum then a divide) binds `psum_invariant` under
+ * `jax.shard_map(..., check_vma=True)`: `jax/_src/lax/parallel.py` `_psum` calls
+ * `bind_psum_invariant` when `config._check_vma` is on (shard_map turns it on from its
+ * `check_vma`), and plain `psum_p` when it is off. `call` is set when the eqn's source line
+ * (`source_text`) calls `psum`/`pmean`. `null` for primitives named as called.
+ */
+export function collectiveNote(c: ShardMapCollective): CollectiveNote | null {
+  const axes = c.axes.map((a) => `'${a}'`).join(', ');
+  const called = /\b(?:lax\.)?(psum|pmean)\s*\(/.exec(c.source_text ?? '');
+  const fn = called?.[1] ?? 'psum';
+  const api = `jax.lax.${fn}`;
+  const mean = fn === 'pmean' ? ' (pmean is a psum, then a divide)' : '';
+  const call = called ? (c.source_text ?? null) : null;
+  if (c.primitive === 'psum_invariant') {
+    return {
+      api,
+      call,
+      where: 'jax/_src/lax/parallel.py: _psum → bind_psum_invariant → psum_invariant_p',
+      text:
+        `psum_invariant is JAX's name for ${api} inside shard_map with check_vma=True${mean}: ` +
+        `the same all-reduce sum, named for its result, which is invariant over ${axes} ` +
+        `(the sum drops ${axes} from the value's {V:…}).`,
+    };
+  }
+  if (c.primitive === 'psum' && called) {
+    return {
+      api,
+      call,
+      where: 'jax/_src/lax/parallel.py: _psum → psum_p',
+      text: `with check_vma=False, ${api}${mean} binds plain psum: no varying-axes types to update.`,
+    };
+  }
+  return null;
 }
 
 /** `x: 4 × y: 2` */

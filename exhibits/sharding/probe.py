@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
@@ -38,7 +38,7 @@ from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 from jaxscope.internals.calling import plan_call
 from jaxscope.internals.views import jaxpr_view
 from jaxscope.protocol import CollectivesFound, EventModel, JaxprStaged
-from jaxscope.sandbox.probe_api import ProbeContext, blame_line, setting_line
+from jaxscope.sandbox.probe_api import ProbeContext, blame_line, mark_during, setting_line
 from jaxscope.sandbox.snippet import InvalidSnippet
 
 from .reading import collectives_in, counts_of, explain_error, placed
@@ -76,7 +76,9 @@ def _mesh(ctx: ProbeContext, env: dict[str, Any]) -> Mesh:
     return check_mesh(ctx.snippet, ctx.snippet.namespace.get("mesh"), "mesh")
 
 
-def _spec(ctx: ProbeContext, env: dict[str, Any]) -> tuple[PartitionSpec, str]:
+def _spec(
+    ctx: ProbeContext, env: dict[str, Any]
+) -> tuple[PartitionSpec, Literal["spec", "options.spec"]]:
     """The spec to place ``args[0]`` with, and the name it came from (``options.spec`` or the
     snippet's ``spec``)."""
     option = eval_option(ctx.options.spec, "spec", env)
@@ -123,13 +125,15 @@ def run(ctx: ProbeContext) -> None:
             x = jax.device_put(first, NamedSharding(mesh, spec))
         except Exception as exc:  # JAX's error, unchanged, at the line that sets the spec
             line = setting_line(ctx.snippet.source, spec_name) if spec_name == "spec" else None
-            raise blame_line(
+            blame_line(
                 exc,
                 line or setting_line(ctx.snippet.source, "args"),
                 explanation=f"JAX raised this placing args[0] with NamedSharding(mesh, "
                 f"{spec_name}) = NamedSharding(mesh, {spec}), before f ran.",
-            ) from None
-    ctx.emit(placed("args[0]", x))
+            )
+            raise mark_during(exc, "while placing args[0] (jax.device_put)") from None
+    given = spec_name == "options.spec" or ctx.snippet.namespace.get("spec") is not None
+    ctx.emit(placed("args[0]", x, spec_origin=spec_name if given else "default"))
 
     args = (x, *plan.args[1:])
     jf = plan.jit()

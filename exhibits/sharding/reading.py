@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import math
 import re
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import numpy as np
@@ -46,9 +46,14 @@ def index_ranges(index: tuple[Any, ...], shape: tuple[int, ...]) -> list[list[in
     return out
 
 
-def placed(name: str, array: jax.Array) -> ShardingPlaced:
+def placed(
+    name: str,
+    array: jax.Array,
+    spec_origin: Literal["spec", "options.spec", "default"] | None = None,
+) -> ShardingPlaced:
     """The :class:`ShardingPlaced` of ``array``: its sharding's mesh and spec (when it is a
-    ``NamedSharding``) and every addressable shard, in device-id order."""
+    ``NamedSharding``) and every addressable shard, in device-id order; ``spec_origin``: where
+    the spec of ``args[0]`` came from."""
     sharding = array.sharding
     shape = tuple(int(d) for d in array.shape)
     shards = sorted(array.addressable_shards, key=lambda s: s.device.id)
@@ -90,6 +95,7 @@ def placed(name: str, array: jax.Array) -> ShardingPlaced:
         dtype=str(array.dtype),
         shard_shape=[int(d) for d in sharding.shard_shape(shape)],
         shards=views,
+        spec_origin=spec_origin,
     )
 
 

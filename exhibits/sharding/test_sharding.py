@@ -18,6 +18,7 @@ if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "")
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -103,6 +104,8 @@ def test_example_matches_plain_jax(path: Path) -> None:
         return
     assert error is None, error
     assert _as_golden(_named(ctx, "args[0]")[0]) == expect["args0"]
+    defines_spec = re.search(r"^spec\s*=", path.read_text(), re.M) is not None
+    assert _named(ctx, "args[0]")[0].spec_origin == ("spec" if defines_spec else "default")
     assert [_as_golden(e) for e in _named(ctx, "output")] == expect["outputs"]
     assert [_as_golden(e) for e in _named(ctx, "jax.jit(f) output")] == expect["jit_outputs"]
     found = ctx.one(CollectivesFound)
@@ -161,6 +164,7 @@ def test_table_of_meshes_and_specs(mesh: str, spec: str, shape: str) -> None:
     assert event.axis_types == [t.name for t in mesh_value.axis_types]
     assert event.mesh_device_ids == [d.id for d in mesh_value.devices.flat]
     assert event.spec == str(spec_value)
+    assert event.spec_origin == "options.spec"
     # replicas: devices holding the same index ranges, per JAX's shards
     by_index: dict[str, set[int]] = {}
     for s in x.addressable_shards:
@@ -354,6 +358,12 @@ def test_c16_broken_reproduces() -> None:
     assert ev.mesh_axes == expect["mesh"]["axis_names"]
     assert ev.mesh_axis_sizes == expect["mesh"]["shape"]
     assert "20" in ev.fix  # pad 19 to 20, as the fixed case does
+    # the spec JAX refused, as its message prints it (the view names it beside the grid)
+    assert ev.spec is not None and f"spec={ev.spec}, memory_kind" in expect["error_message"]
+    # the grid shows args[0] as placed before f: the snippet defines no `spec`, so P()
+    assert "spec" not in expect["snippet_names"]
+    placed = _named(ctx, "args[0]")[0]
+    assert (placed.spec, placed.spec_origin) == (str(P()), "default")
 
 
 @pytest.mark.parametrize("case", ["C16_indivisible_fixed", "C16_spec_table"])

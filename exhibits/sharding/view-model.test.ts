@@ -12,6 +12,8 @@ import {
   formOptions,
   groupsText,
   meshGrid,
+  meshGroupsNote,
+  placedCaption,
   rangeText,
   shardingModel,
   snippetOptions,
@@ -142,6 +144,91 @@ describe("c16_spec_table: replicated specs", () => {
     expect(blocksOf(px).map((b) => b.devices.length)).toEqual([4, 4]);
     const rep = byName.get("output[0]"); // P(): one block, everywhere
     expect(rep && blocksOf(rep).length).toBe(1);
+  });
+});
+
+describe("meshGroupsNote: only what the replica groups shown contain", () => {
+  it("sum_sharded_axis: a plain mesh form, no device_ids, no sub-axis", () => {
+    const found = shardingModel(load("sum_sharded_axis")).collectives;
+    const text = found?.collectives[0]?.replica_groups ?? "";
+    const note = meshGroupsNote(found);
+    expect(note).not.toBeNull();
+    // the mesh and group quoted are the ones XLA printed, and nothing else is explained
+    expect(text).toContain(`${note?.mesh} ${note?.group}`);
+    expect(note?.mesh).toBe("mesh['axis_0'=2,'axis_1'=4]");
+    expect(note?.deviceIds).toBeNull();
+    expect(note?.subAxes).toEqual([]);
+    expect(text).not.toMatch(/':\(\d+\)\d+/);
+  });
+
+  it("transpose: the all-to-all's device_ids and sub-axis, with XLA's numbers", () => {
+    const found = shardingModel(load("transpose")).collectives;
+    const a2a = found?.collectives.find((c) => c.op === "all-to-all");
+    const note = meshGroupsNote(found);
+    expect(a2a?.replica_groups).toContain(note?.deviceIds ?? "(none)");
+    expect(note?.deviceIds).toBe("device_ids=([2,2,2]T(0,2,1))");
+    expect(note?.subAxes).toHaveLength(1);
+    const sub = note?.subAxes[0];
+    expect(a2a?.replica_groups).toContain(sub?.text ?? "(none)");
+    expect(sub).toMatchObject({ axis: "axis_0", axisSize: 4, pre: 2, size: 2, rest: 1 });
+    // one sub-axis of size 2 grouped: each expanded group (checked against XLA in pytest) has 2 devices
+    expect(a2a?.groups?.every((g) => g.length === sub?.size)).toBe(true);
+  });
+
+  it("rank3_blocks: a mesh form over three axes, nothing more", () => {
+    const note = meshGroupsNote(shardingModel(load("rank3_blocks")).collectives);
+    expect(note?.group).toBe("{'axis_2'}");
+    expect(note?.subAxes).toEqual([]);
+  });
+
+  it("no mesh form (collective-permute pairs only), no note", () => {
+    const found = shardingModel(load("transpose")).collectives;
+    if (found === null) throw new Error("no collectives");
+    const pairs = {
+      ...found,
+      collectives: found.collectives.filter((c) => c.op === "collective-permute"),
+    };
+    expect(pairs.collectives).toHaveLength(1);
+    expect(meshGroupsNote(pairs)).toBeNull();
+    expect(meshGroupsNote(null)).toBeNull();
+  });
+});
+
+describe("c16_indivisible_broken: the grid is the input, the error names the refused spec", () => {
+  const model = shardingModel(load("c16_indivisible_broken"));
+  const example = readFileSync(
+    fileURLToPath(new URL("./examples/c16_indivisible_broken.py", import.meta.url)),
+    "utf8",
+  );
+  it("places args[0] with the default P() (the snippet defines no spec)", () => {
+    expect(example).not.toMatch(/^spec\s*=/m);
+    const placed = arg0(load("c16_indivisible_broken"));
+    expect(placed.spec).toBe("P()");
+    expect(placed.spec_origin).toBe("default");
+    expect(blocksOf(placed)).toHaveLength(1); // replicated: one block on every device
+    const caption = placedCaption(placed, model.error);
+    expect(caption.title).toBe("args[0], the input f receives");
+    expect(caption.detail).toContain("the snippet defines no spec, so P()");
+  });
+
+  it("names the spec JAX refused inside f, as JAX's message prints it", () => {
+    expect(model.error?.where).toBe("f");
+    const fromJax = /spec=(P\(.*?\),?\)), memory_kind/.exec(model.error?.message ?? "")?.[1];
+    expect(fromJax).toBe("P(('batch', 'fsdp'),)");
+    expect(model.error?.spec).toBe(fromJax);
+    const caption = placedCaption(arg0(load("c16_indivisible_broken")), model.error);
+    expect(caption.warning).toContain(`not ${fromJax}`);
+  });
+
+  it("outputs are captioned as what f / jax.jit(f) return, with no warning", () => {
+    const events = load("sum_sharded_axis");
+    const m = shardingModel(events);
+    const [out, jitted] = [m.placed[1], m.placed[2]];
+    if (out === undefined || jitted === undefined) throw new Error("no outputs");
+    expect(placedCaption(out, null).title).toBe("output: what f returns, called as you call it");
+    expect(placedCaption(jitted, null).title).toBe("jax.jit(f) output: what jax.jit(f) returns");
+    expect(placedCaption(arg0(events), null)).toMatchObject({ warning: null });
+    expect(placedCaption(arg0(events), null).detail).toContain("from the snippet's spec");
   });
 });
 

@@ -193,6 +193,126 @@ export function groupsText(
   return groups.map((g) => `{${g.join(",")}}`).join(" ");
 }
 
+/** A sub-axis of XLA's mesh form, `'axis_0':(2)2`: the piece of size `size` after `pre`. */
+export interface SubAxis {
+  /** as XLA prints it */
+  text: string;
+  axis: string;
+  /** the mesh axis's size in the collective's mesh (`null`: not in the mesh printed) */
+  axisSize: number | null;
+  pre: number;
+  size: number;
+  /** what is left of the axis after the piece (`axisSize / (pre * size)`) */
+  rest: number | null;
+}
+
+/** What the note under the collectives explains: only the parts of XLA's mesh form shown. */
+export interface MeshGroupsNote {
+  /** the first mesh form shown, `mesh['axis_0'=2,'axis_1'=4]` */
+  mesh: string;
+  /** its grouped axes, `{'axis_0'}` */
+  group: string;
+  /** `device_ids=([2,2,2]T(0,2,1))` when a mesh form shown carries one */
+  deviceIds: string | null;
+  /** every distinct sub-axis shown, in order of appearance */
+  subAxes: SubAxis[];
+}
+
+const MESH_FORM =
+  /(mesh\[[^\]]*\])(?:, (device_ids=\(\[[\d,]+\](?:T\([\d,]+\))?\)))?\s*(\{[^}]*\})/;
+
+/**
+ * The note for XLA's mesh form of replica groups (`mesh['axis_0'=2,'axis_1'=4] {'axis_0'}`),
+ * built from the forms the table shows: `device_ids` and sub-axes (`'axis_0':(2)2`) are
+ * explained only when one appears. `null` when no collective prints the mesh form.
+ */
+export function meshGroupsNote(
+  found: CollectivesFound | null,
+): MeshGroupsNote | null {
+  let note: MeshGroupsNote | null = null;
+  const seen = new Set<string>();
+  for (const c of found?.collectives ?? []) {
+    const m = MESH_FORM.exec(c.replica_groups);
+    if (m === null) continue;
+    const [, mesh = "", deviceIds, group = ""] = m;
+    note ??= { mesh, group, deviceIds: null, subAxes: [] };
+    note.deviceIds ??= deviceIds ?? null;
+    const sizes = new Map(
+      [...mesh.matchAll(/'([^']+)'=(\d+)/g)].map((a) => [a[1] ?? "", Number(a[2])]),
+    );
+    for (const sub of group.matchAll(/'([^']+)':\((\d+)\)(\d+)/g)) {
+      const [text, axis = "", pre = "1", size = "1"] = sub;
+      const axisSize = sizes.get(axis) ?? null;
+      if (seen.has(`${mesh} ${text}`)) continue;
+      seen.add(`${mesh} ${text}`);
+      note.subAxes.push({
+        text,
+        axis,
+        axisSize,
+        pre: Number(pre),
+        size: Number(size),
+        rest:
+          axisSize === null ? null : axisSize / (Number(pre) * Number(size)),
+      });
+    }
+  }
+  return note;
+}
+
+/** What the grid shows: which array, and what that array is (before the picture). */
+export interface PlacedCaption {
+  /** `args[0], the input f receives` */
+  title: string;
+  /** where its sharding came from */
+  detail: string;
+  /** when JAX refused another spec inside f: the grid is not that spec */
+  warning: string | null;
+}
+
+/**
+ * The caption of the grid for `placed`: `args[0]` is the input, placed with
+ * `NamedSharding(mesh, spec)` before `f` runs; when JAX then refused a spec inside `f`, that
+ * failed spec is named so the input's placement is not read as it.
+ */
+export function placedCaption(
+  placed: ShardingPlaced,
+  error: ShardingErrorExplained | null,
+): PlacedCaption {
+  if (placed.name !== "args[0]") {
+    const jitted = placed.name.startsWith("jax.jit(f)");
+    return {
+      title: jitted
+        ? `${placed.name}: what jax.jit(f) returns`
+        : `${placed.name}: what f returns, called as you call it`,
+      detail: jitted
+        ? "its sharding is the one the compiled program gave it"
+        : "its sharding is the one f gave it",
+      warning: null,
+    };
+  }
+  const spec = placed.spec ?? "P()";
+  const origin =
+    placed.spec_origin === "default"
+      ? `the snippet defines no spec, so ${spec}: the default, replicated`
+      : placed.spec_origin === "options.spec"
+        ? `${spec} from the form above`
+        : placed.spec_origin === "spec"
+          ? `${spec} from the snippet's spec`
+          : spec;
+  let warning: string | null = null;
+  if (error !== null && error.where !== "args[0]") {
+    warning =
+      error.spec !== null && error.spec !== undefined
+        ? `This is the input, not ${error.spec}: JAX refused that spec inside f, so no array was placed with it.`
+        : "This is the input as it went into f: JAX raised inside f, so f returned nothing to show.";
+  }
+  return {
+    title: "args[0], the input f receives",
+    detail: `placed with NamedSharding(mesh, spec) before f runs; ${origin}`,
+    warning,
+  };
+}
+
 // ------------------------------------------------------------------------------------------
 // The mesh/spec/array form
 // ------------------------------------------------------------------------------------------
