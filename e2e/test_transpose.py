@@ -191,3 +191,43 @@ def test_a_scan_step_shows_its_iterations_inside(
     page.get_by_test_id("tw-inside-sentence").scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / "transpose-inside-scan.png"))
     assert console_errors == []
+
+
+def test_no_transpose_rule_walks_up_to_the_eqn_and_says_so_once(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """jax.grad raises in its backward pass: the linear jaxpr and the walk up to `double` are
+    shown, `double`'s step is marked, JAX's message is in the error panel (the attempt cards
+    do not repeat it), and the panel says where: while transposing double."""
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    open_exhibit(page, "transpose")
+    set_code(page, EXAMPLES["no_transpose_rule"].read_text())
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_failed")
+    expect(page.get_by_test_id("jaxpr-text")).to_contain_text("double")
+    expect(page.get_by_test_id("tw-step-count")).to_have_text("step 2 / 2")
+    expect(page.get_by_test_id("tw-step-0")).to_contain_text("reduce_sum")
+    expect(page.get_by_test_id("tw-step-1")).to_contain_text("raised NotImplementedError")
+    expect(page.get_by_test_id("tw-card")).to_have_attribute("data-step", "1")
+    expect(page.get_by_test_id("tw-card-failure-headline")).to_have_text(
+        "no transpose rule for double"
+    )
+    expect(page.get_by_test_id("tw-failed")).to_contain_text("no transpose rule for double")
+    message = "Transpose rule (for reverse-mode differentiation) for 'double' not implemented"
+    expect(page.get_by_test_id("tw-card-error")).to_contain_text(message)
+    for mode in ("jit", "eager"):
+        expect(page.get_by_test_id(f"tw-attempt-{mode}-same")).to_contain_text("error panel")
+        expect(page.get_by_test_id(f"tw-attempt-{mode}")).not_to_contain_text(message)
+    expect(page.get_by_test_id("error-during")).to_have_text(
+        "while transposing double (the backward pass of jax.grad)"
+    )
+    expect(page.get_by_test_id("error-message")).to_contain_text(message)
+    assert page.get_by_text("Run a snippet to see its linear jaxpr").count() == 0
+    page.screenshot(path=str(screenshots / "transpose-no-transpose-rule.png"))
+    # One step back: the step before, reduce_sum, as JAX ran it.
+    page.get_by_test_id("stepper-prev").click()
+    page.get_by_test_id("stepper-prev").click()
+    expect(page.get_by_test_id("tw-card")).to_have_attribute("data-step", "0")
+    expect(page.get_by_test_id("tw-card-primitive")).to_have_text("reduce_sum")
+    assert page.get_by_test_id("tw-card-failure").count() == 0
+    assert console_errors == []

@@ -165,3 +165,37 @@ def test_rule_moves_are_marked(page: Page, console_errors: list[str], screenshot
     expect(page.get_by_test_id("vmap-output-moves")).to_contain_text("broadcast_in_dim")
     page.screenshot(path=str(screenshots / "vmap-broadcast-move-dark.png"), full_page=True)
     assert console_errors == []
+
+
+def test_rejected_in_axes_stay_in_the_boxes_and_the_error_points_at_their_line(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """in_axes_mismatch: jax.vmap rejects the snippet's in_axes. The boxes keep the axes the run
+    tried, the error points at the line that sets in_axes, and says where JAX was."""
+    source = (EXAMPLES / "in_axes_mismatch.py").read_text()
+    ns: dict[str, Any] = {}
+    exec(source, ns)
+    with pytest.raises(ValueError) as truth:  # what plain jax.vmap says
+        jax.vmap(ns["f"], in_axes=ns["in_axes"])(*ns["args"])
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    open_exhibit(page, "vmap")
+    set_code(page, source)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_failed")
+    expect(page.get_by_test_id("vmap-in-axes")).to_have_value("(0, 0, None)")
+    expect(page.get_by_test_id("vmap-out-axes")).to_have_value("0")
+    expect(page.get_by_test_id("error-message")).to_have_text(str(truth.value))
+    expect(page.get_by_test_id("error-during")).to_have_text(
+        "while jax.vmap mapped the arguments (in_axes)"
+    )
+    line = page.get_by_test_id("error-line")
+    expect(line).to_contain_text("line 12")
+    line.click()
+    selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
+    expect(selected).to_have_count(1)
+    expect(selected).to_have_text("in_axes = (0, 0, None)")
+    expect(page.get_by_test_id("vmap-failed")).to_contain_text("at line 12")
+    assert page.get_by_test_id("vmap-inputs").count() == 0
+    assert page.get_by_test_id("vmap-axis-size").count() == 0
+    page.screenshot(path=str(screenshots / "vmap-in-axes-mismatch.png"))
+    assert console_errors == []

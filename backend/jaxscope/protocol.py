@@ -589,6 +589,13 @@ class TransposeStepped(_Event):
 
     ``step`` counts from 0 in walk order (last eqn first); ``eqn_index`` indexes the linear
     jaxpr; ``primal_primitive`` the primal eqn whose JVP rule emitted this eqn, when known.
+    ``rule`` is ``None`` when neither ``ad.fancy_transposes`` nor ``ad.primitive_transposes``
+    has an entry for ``primitive``.
+
+    A failing step (the last of a walk whose backward pass raised, as ``jax.grad`` does):
+    ``error_class``/``error`` are the exception its transpose rule raised (JAX's
+    ``NotImplementedError`` for a primitive with no rule, or what the rule raised, e.g. a
+    ``custom_vjp`` ``bwd``'s error) and ``writes`` what it accumulated before raising.
     """
 
     type: Literal["transpose_stepped"] = "transpose_stepped"
@@ -602,6 +609,8 @@ class TransposeStepped(_Event):
     cts_in: list[ValueView]
     args: list[ValueView]
     writes: list[CotangentWrite]
+    error_class: str | None = None
+    error: str | None = None
 
 
 class InnerStepView(_Model):
@@ -1020,12 +1029,15 @@ class MappedInput(_Model):
 
 class VmapInputsMapped(_Event):
     """How ``jax.vmap(f, in_axes, out_axes)`` maps the snippet's ``args``: the axes as given
-    (Python expressions), the mapped size, and each argument leaf (:class:`MappedInput`)."""
+    (Python expressions), the mapped size, and each argument leaf (:class:`MappedInput`).
+    ``axis_size`` ``None`` (and no ``inputs``): ``jax.vmap`` rejected the axes or the arguments
+    before mapping anything, and the run fails next with its error; the axes are still the
+    ones the run tried."""
 
     type: Literal["vmap_inputs_mapped"] = "vmap_inputs_mapped"
     in_axes: str
     out_axes: str
-    axis_size: int
+    axis_size: int | None
     inputs: list[MappedInput]
 
 
@@ -1878,6 +1890,10 @@ class RunFailed(_Event):
     own, e.g. ``TracerBoolConversionError``) when there is one; ``message`` the exception text;
     ``source`` the deepest user-snippet frame (or the syntax error position); ``traceback`` the
     user frames only; ``explanation``/``fix`` a plain-language account and the fix that applies.
+    ``stage`` is the stage the exception escaped from; ``during``, when the probe knows it, says
+    more precisely what JAX was doing (``while transposing double (the backward pass of
+    jax.grad)``, ``while jax.vmap mapped the arguments``: ``probe_api.mark_during``), since the
+    stages name only load/trace/lower/compile/run/call.
     """
 
     type: Literal["run_failed"] = "run_failed"
@@ -1889,6 +1905,7 @@ class RunFailed(_Event):
     explanation: str | None = None
     fix: str | None = None
     stage: Stage | None = None
+    during: str | None = None
 
 
 EventModel = (

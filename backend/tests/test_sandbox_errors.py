@@ -231,3 +231,15 @@ def test_snippet_runs_as_a_module_dataclasses_and_future_annotations_work() -> N
     assert float(snippet.f(*snippet.args)) == 4.0
     assert type(snippet.args[0]).__module__ == "snippet"
     assert dataclasses.fields(snippet.args[0])[0].type == "jnp.ndarray"
+
+
+def test_during_names_where_the_exception_escaped_innermost_first() -> None:
+    from jaxscope.sandbox.probe_api import during, mark_during
+
+    with pytest.raises(ValueError) as info, during("while batching"), during("while mapping"):
+        raise ValueError("bad axes")
+    failed = classify(info.value, "trace")
+    assert (failed.stage, failed.during) == ("trace", "while mapping")  # the innermost mark
+    assert classify(ValueError("plain"), "run").during is None
+    exc = mark_during(KeyError("k"), "while placing args[0]")
+    assert classify(exc, "call").during == "while placing args[0]"

@@ -38,7 +38,7 @@ from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 from jaxscope.internals.calling import plan_call
 from jaxscope.internals.views import jaxpr_view
 from jaxscope.protocol import CollectivesFound, EventModel, JaxprStaged
-from jaxscope.sandbox.probe_api import ProbeContext, blame_line, setting_line
+from jaxscope.sandbox.probe_api import ProbeContext, blame_line, mark_during, setting_line
 from jaxscope.sandbox.snippet import InvalidSnippet
 
 from .reading import collectives_in, counts_of, explain_error, placed
@@ -125,12 +125,13 @@ def run(ctx: ProbeContext) -> None:
             x = jax.device_put(first, NamedSharding(mesh, spec))
         except Exception as exc:  # JAX's error, unchanged, at the line that sets the spec
             line = setting_line(ctx.snippet.source, spec_name) if spec_name == "spec" else None
-            raise blame_line(
+            blame_line(
                 exc,
                 line or setting_line(ctx.snippet.source, "args"),
                 explanation=f"JAX raised this placing args[0] with NamedSharding(mesh, "
                 f"{spec_name}) = NamedSharding(mesh, {spec}), before f ran.",
-            ) from None
+            )
+            raise mark_during(exc, "while placing args[0] (jax.device_put)") from None
     given = spec_name == "options.spec" or ctx.snippet.namespace.get("spec") is not None
     ctx.emit(placed("args[0]", x, spec_origin=spec_name if given else "default"))
 

@@ -9,6 +9,11 @@ Events, in order:
   a plain explanation (``jaxscope.sandbox.errors.ad_help``). When the eager gradient fails the
   run ends in ``run_failed`` with that error (the user's line), except for a non-scalar output:
   then the walk goes on from an all-ones cotangent (``jax.vjp``; the gradient of ``sum(f)``).
+  When it fails in its backward pass (a primitive with no transpose rule, a ``while_loop``, a
+  ``custom_vjp`` ``bwd`` that raises), the linear jaxpr and the walk's steps up to the eqn whose
+  rule raised are shown first, that step last with the error (:func:`failing_walk`: only when
+  the walk raises jax.grad's own error, same class and message), and ``run_failed`` says
+  ``during`` "while transposing <primitive>".
   When only ``jit`` fails (a traced value used as a shape or in Python control flow) the walk
   runs on the eager version, which saw concrete values.
 * :class:`LinearJaxprStaged`: the linear jaxpr ``ad.linearize(..., is_vjp=True)`` made (as
@@ -55,11 +60,12 @@ from jaxscope.protocol import (
     GradientLeaf,
     InnerStepView,
     InnerWalkView,
+    LinearJaxprStaged,
     SourceLoc,
     TransposeCallOpened,
 )
 from jaxscope.sandbox.errors import ad_help, transformation_frames, user_frames
-from jaxscope.sandbox.probe_api import ProbeContext
+from jaxscope.sandbox.probe_api import ProbeContext, mark_during
 
 # The stepper shows one event per step: a walk longer than this is cut (the gradient is still
 # the full walk's).
@@ -80,27 +86,96 @@ def run(ctx: ProbeContext) -> None:
     with ctx.stage("trace"):
         jit_error = _attempt(ctx, "jit", lambda: _jit_grad(plan, args, argnums))
         eager_error = _attempt(ctx, "eager", lambda: _grad(plan, args, argnums))
-        if eager_error is not None and not _non_scalar_output(plan, args, argnums):
-            raise eager_error
         del jit_error
         fun, diff_args = dynamic_fun(plan, args, argnums)
+        if eager_error is not None and not _non_scalar_output(plan, args, argnums):
+            failing = failing_walk(fun, diff_args, eager_error)
+            if failing is None:  # jax.grad failed before its backward pass: nothing to walk
+                raise eager_error
+            staged, events, primitive = failing
+            ctx.emit(staged)
+            with ctx.stage("run"):
+                for event in events:
+                    ctx.emit(event)
+                raise mark_during(eager_error, _transposing(primitive))
         lin = linearize_vjp(fun, diff_args)
         seed, seed_text = _seed(lin)
     ctx.emit(linear_jaxpr_staged(lin))
     with ctx.stage("run"):
-        opened = [0]
-
-        def on_step(record: Any) -> None:
-            if record.step < MAX_STEP_EVENTS:
-                ctx.emit(record.event)
-                call = opened_call(lin, record) if opened[0] < MAX_OPENED_CALLS else None
-                if call is not None:
-                    opened[0] += 1
-                    ctx.emit(call)
-
-        result = walk(lin, seed, on_step)
+        emitted = _WalkEvents(lin)
+        walk_error: Exception | None = None
+        try:
+            result = walk(lin, seed, lambda r: _emit_all(ctx, emitted.step(r)), emitted.fail)
+        except Exception as exc:
+            if emitted.failed is None:
+                raise
+            walk_error = exc
+        if walk_error is not None:
+            assert emitted.failed is not None
+            ctx.emit(emitted.failed.event)
+            raise mark_during(walk_error, _transposing(emitted.failed.eqn.primitive.name))
         gradient = lin.in_tree.unflatten(result.cotangents)
         ctx.emit(check_gradient(plan, args, argnums, gradient, seed, seed_text))
+
+
+def _emit_all(ctx: ProbeContext, events: Sequence[Any]) -> None:
+    for event in events:
+        ctx.emit(event)
+
+
+def _transposing(primitive: str) -> str:
+    """``run_failed.during`` of a backward pass that raised at ``primitive``'s eqn."""
+    return f"while transposing {primitive} (the backward pass of jax.grad)"
+
+
+class _WalkEvents:
+    """The events of a walk's steps (each step's ``TransposeStepped``, then its
+    ``TransposeCallOpened`` for a call step), at most :data:`MAX_STEP_EVENTS` steps and
+    :data:`MAX_OPENED_CALLS` opened calls; ``failed`` the step whose rule raised."""
+
+    def __init__(self, lin: Linearized) -> None:
+        self.lin = lin
+        self.opened = 0
+        self.failed: StepRecord | None = None
+
+    def step(self, record: StepRecord) -> list[Any]:
+        if record.step >= MAX_STEP_EVENTS:
+            return []
+        out: list[Any] = [record.event]
+        call = opened_call(self.lin, record) if self.opened < MAX_OPENED_CALLS else None
+        if call is not None:
+            self.opened += 1
+            out.append(call)
+        return out
+
+    def fail(self, record: StepRecord) -> None:
+        self.failed = record
+
+
+def failing_walk(
+    fun: Callable[..., Any], diff_args: tuple[Any, ...], grad_error: Exception
+) -> tuple[LinearJaxprStaged, list[Any], str] | None:
+    """When ``jax.grad`` raised ``grad_error`` in its backward pass: the linear jaxpr (linearize
+    works), the events of the walk's steps up to the eqn whose transpose rule raised, that step
+    last (its ``TransposeStepped`` with the error), and the primitive. ``None`` when jax.grad
+    failed elsewhere: linearize or the seed raise, the walk completes, or it raises an error of
+    another class or message than ``grad_error``."""
+    try:
+        lin = linearize_vjp(fun, diff_args)
+        seed = _seed(lin)[0]
+    except Exception:
+        return None
+    staged = linear_jaxpr_staged(lin)
+    emitted = _WalkEvents(lin)
+    events: list[Any] = []
+    try:
+        walk(lin, seed, lambda r: events.extend(emitted.step(r)), emitted.fail)
+    except Exception as exc:
+        failed = emitted.failed
+        if failed is None or type(exc) is not type(grad_error) or str(exc) != str(grad_error):
+            return None
+        return staged, [*events, failed.event], failed.eqn.primitive.name
+    return None
 
 
 def opened_call(lin: Linearized, record: StepRecord) -> TransposeCallOpened | None:

@@ -584,3 +584,83 @@ def test_a_jit_and_a_cond_step_open_their_body() -> None:
     # x[0] = 0.5 > 0: cond ran branches[1] (the true branch, sin), whose transpose is a mul by cos.
     assert cond_walk.name == "branch 1"
     assert [s.primal_primitive for s in cond_walk.walks[0].steps] == ["sin"]
+
+
+# ---- a backward pass that raises: the walk up to the failing eqn ------------------------------
+
+
+def _jax_transpose_order(path: Path) -> tuple[list[str], Exception]:
+    """JAX's own backward pass, observed: the primitive of each transpose rule ``jax.grad(f)``
+    calls, in order (every entry of ``ad.primitive_transposes``/``ad.fancy_transposes``
+    wrapped for the call), and the error it raises."""
+    from jax._src.interpreters import ad  # the registries jax.grad reads
+
+    ns: dict[str, Any] = {"__name__": "snippet"}
+    exec(compile(path.read_text(), str(path), "exec"), ns)
+    called: list[str] = []
+    tables = (ad.primitive_transposes, ad.fancy_transposes)
+    saved = [dict(t) for t in tables]
+
+    def recorder(p: Any, rule: Any) -> Any:
+        def wrapped(*a: Any, **k: Any) -> Any:
+            called.append(p.name)
+            return rule(*a, **k)
+
+        return wrapped
+
+    try:
+        for table in tables:
+            for p, rule in list(table.items()):
+                table[p] = recorder(p, rule)
+        with pytest.raises(Exception) as info:
+            jax.grad(ns["f"])(*ns["args"])
+    finally:
+        for table, original in zip(tables, saved, strict=True):
+            table.clear()
+            table.update(original)
+    return called, info.value
+
+
+@pytest.mark.parametrize(
+    ("path", "primitive", "has_rule"),
+    [
+        (EXAMPLES["no_transpose_rule"], "double", False),
+        (EXAMPLES["while_loop_grad"], "while", True),  # its rule raises on purpose
+        (CASES / "C20_bwd_arity_broken.py", "custom_lin", True),  # custom_vjp's bwd raises
+    ],
+    ids=["no_transpose_rule", "while_loop_grad", "C20_bwd_arity_broken"],
+)
+def test_backward_pass_failure_walks_up_to_the_eqn_that_raises(
+    path: Path, primitive: str, has_rule: bool
+) -> None:
+    from jax._src.interpreters import ad  # the registries jax.grad reads
+
+    ctx, failed = _failure(path)
+    called, jax_error = _jax_transpose_order(path)
+    steps = ctx.of_type(TransposeStepped)
+    # The linear jaxpr is shown (linearizing works), then the steps, the failing one last.
+    types = [type(e).__name__ for e in ctx.events]
+    assert types.index("LinearJaxprStaged") < types.index("TransposeStepped")
+    *ran, last = steps
+    # JAX's order, up to the failing eqn (whose rule JAX called too, when it has one)
+    assert [s.primitive for s in ran] + ([last.primitive] if has_rule else []) == called
+    assert all(s.error_class is None for s in ran)
+    assert last.primitive == primitive and last.writes == []
+    assert (last.error_class, last.error) == (type(jax_error).__name__, str(jax_error))
+    # the registry: the rule is missing from both tables exactly when the step says so
+    names = {p.name for t in (ad.primitive_transposes, ad.fancy_transposes) for p in t}
+    assert (primitive in names) == has_rule == (last.rule is not None)
+    lin = ctx.one(LinearJaxprStaged).jaxpr
+    assert lin.eqns[last.eqn_index].primitive == primitive
+    assert [s.eqn_index for s in steps] == sorted((s.eqn_index for s in steps), reverse=True)
+    # The run fails with jax.grad's own error, saying where.
+    assert (failed.error_class, failed.message) == (type(jax_error).__name__, str(jax_error))
+    assert failed.during == f"while transposing {primitive} (the backward pass of jax.grad)"
+    assert not ctx.of_type(GradientChecked)
+
+
+def test_a_failure_before_the_backward_pass_walks_nothing() -> None:
+    """jax.grad refuses an int input before linearizing: no linear jaxpr, no steps."""
+    ctx, failed = _failure(EXAMPLES["int_input"])
+    assert failed.error_class == "TypeError" and failed.during is None
+    assert not ctx.of_type(LinearJaxprStaged) and not ctx.of_type(TransposeStepped)

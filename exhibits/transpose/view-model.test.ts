@@ -7,6 +7,8 @@ import {
   cotangentsSoFar,
   arrayText,
   errorText,
+  failedStep,
+  failureHeadline,
   gradientRows,
   innerWalkTitle,
   innerWriteText,
@@ -15,6 +17,7 @@ import {
   previousRunning,
   roleLabel,
   ruleLocation,
+  sameAsFailure,
   tableLabel,
   transposeModel,
   valueText,
@@ -53,6 +56,8 @@ const step = (n: number, eqn: number, primitive: string, writes: TransposeSteppe
   cts_in: [v('cotangent', '1.0', 'f')],
   args: [v('undefined_primal', null, 'c'), v('residual', '0.5403023', 'a')],
   writes,
+  error_class: null,
+  error: null,
 });
 
 const s0 = step(0, 2, 'add_any', [
@@ -299,3 +304,54 @@ describe('inside a call step', () => {
     expect(transposeModel([s1] as unknown as Event[], events).opened).toBeUndefined();
   });
 });
+
+describe('a backward pass that raises (no_transpose_rule: double has no transpose rule)', () => {
+  const message = "Transpose rule (for reverse-mode differentiation) for 'double' not implemented";
+  const failing: TransposeStepped = {
+    ...step(1, 1, 'double', []),
+    rule: null,
+    error_class: 'NotImplementedError',
+    error: message,
+  };
+  const raised = (mode: 'jit' | 'eager'): GradAttempted => ({
+    ...attempt(mode, false),
+    error_class: 'NotImplementedError',
+    message,
+  });
+  const failure = {
+    type: 'run_failed',
+    seq: 30,
+    run_id: 'r',
+    kind: 'user_exception',
+    error_class: 'NotImplementedError',
+    message,
+    source: { line: 12, column: null, end_line: null, end_column: null, function: '<lambda>' },
+    traceback: [],
+    explanation: null,
+    fix: null,
+    stage: 'run',
+    during: 'while transposing double (the backward pass of jax.grad)',
+  } satisfies Event;
+  const all: Event[] = [raised('jit'), raised('eager'), s0, failing, failure];
+
+  it('finds the failing step, last, and names what is missing', () => {
+    const model = transposeModel(all, all);
+    expect(model.steps.map((s) => s.primitive)).toEqual(['add_any', 'double']);
+    expect(failedStep(model.allSteps)).toBe(failing);
+    expect(failedStep([s0, s1])).toBeUndefined();
+    expect(model.current).toBe(failing);
+    expect(failureHeadline(failing)).toBe('no transpose rule for double');
+    expect(failureHeadline({ ...failing, primitive: 'custom_lin', rule, error_class: 'TypeError' })).toBe(
+      "custom_lin's transpose rule raised TypeError",
+    );
+  });
+
+  it('says the attempts failed with the run error instead of repeating it', () => {
+    const model = transposeModel(all, all);
+    expect(sameAsFailure(raised('jit'), model.failure)).toBe(true);
+    expect(sameAsFailure(attempt('jit', false), model.failure)).toBe(false); // another error
+    expect(sameAsFailure(attempt('jit', true), model.failure)).toBe(false);
+    expect(sameAsFailure(raised('eager'), undefined)).toBe(false);
+  });
+});
+

@@ -279,3 +279,23 @@ export function codeSegments(text: string): { text: string; code: boolean }[] {
     .map((t, i) => ({ text: t, code: i % 2 === 1 }))
     .filter((s) => s.text !== '');
 }
+
+/** The step whose transpose rule raised (the walk's last, when the backward pass failed). */
+export function failedStep(steps: readonly TransposeStepped[]): TransposeStepped | undefined {
+  return steps.find((s) => s.error_class != null);
+}
+
+/** The failing step's headline: `no transpose rule for double` when neither table has one. */
+export function failureHeadline(step: TransposeStepped): string {
+  return step.rule == null
+    ? `no transpose rule for ${step.primitive}`
+    : `${step.primitive}'s transpose rule raised ${step.error_class ?? 'an exception'}`;
+}
+
+/**
+ * Whether an attempt failed with the run's own error (same class and message): its card then
+ * says so in one line instead of repeating JAX's message, explanation and fix.
+ */
+export function sameAsFailure(a: GradAttempted, failure: RunFailed | undefined): boolean {
+  return !a.ok && failure !== undefined && a.error_class === failure.error_class && a.message === failure.message;
+}

@@ -21,6 +21,11 @@ static entries dropped (``batching_steps.dynamic_in_axes``). JAX's errors propag
 bad ``in_axes``,
 inconsistent mapped sizes, a primitive with no batching rule, a Python ``if`` on a batched value
 (the per-example trace's error is replaced by the one ``jax.vmap`` itself raises).
+When ``jax.vmap`` rejects the axes or the arguments before mapping anything,
+:class:`VmapInputsMapped` is still emitted with the axes tried (``axis_size`` ``None``, no
+inputs), an error about ``in_axes`` set by the snippet points at the line that sets it
+(``setting_line``), and ``run_failed.during`` says where JAX was (mapping the arguments, or
+batching: ``probe_api.mark_during``).
 """
 
 from __future__ import annotations
@@ -36,17 +41,30 @@ from jaxscope.internals.batching_steps import (
 )
 from jaxscope.internals.calling import plan_call
 from jaxscope.internals.views import jaxpr_view
-from jaxscope.protocol import JaxprStaged
-from jaxscope.sandbox.probe_api import ProbeContext
+from jaxscope.protocol import JaxprStaged, VmapInputsMapped
+from jaxscope.sandbox.probe_api import (
+    ProbeContext,
+    blame_line,
+    during,
+    mark_during,
+    setting_line,
+)
 
 
-def _axes(option: str | None, namespace: dict[str, Any], name: str) -> tuple[Any, str]:
-    """The axes value and its text: the option's expression, the snippet's variable, or 0."""
+def _axes(option: str | None, namespace: dict[str, Any], name: str) -> tuple[Any, str, bool]:
+    """The axes value, its text and whether the snippet set it: the option's expression, the
+    snippet's variable, or 0."""
     if option is not None and option.strip():
-        return eval(option, namespace), option.strip()  # the user's own expression, sandboxed
+        # the user's own expression, sandboxed
+        return eval(option, namespace), option.strip(), False
     if name in namespace:
-        return namespace[name], repr(namespace[name])
-    return 0, "0"
+        return namespace[name], repr(namespace[name]), True
+    return 0, "0", False
+
+
+# JAX's messages (jax/_src/api.py vmap, _mapped_axis_size, flatten_axes) about in_axes itself;
+# "vmap got inconsistent sizes" is about the arguments as much as the axes.
+_IN_AXES_MESSAGES = ("vmap in_axes", "vmap was requested to map", "non-None value in in_axes")
 
 
 def run(ctx: ProbeContext) -> None:
@@ -54,9 +72,22 @@ def run(ctx: ProbeContext) -> None:
     plan = plan_call(ctx.snippet)
     namespace = ctx.snippet.namespace
     with ctx.stage("trace"):
-        in_axes, in_text = _axes(ctx.options.in_axes, namespace, "in_axes")
-        out_axes, out_text = _axes(ctx.options.out_axes, namespace, "out_axes")
-        mapped = map_inputs(plan, in_axes)
+        in_axes, in_text, in_set = _axes(ctx.options.in_axes, namespace, "in_axes")
+        out_axes, out_text, _ = _axes(ctx.options.out_axes, namespace, "out_axes")
+        try:
+            mapped = map_inputs(plan, in_axes)
+        except Exception as exc:
+            # The axes the run tried stay on the page; an error about in_axes points at the
+            # line that sets it (when the snippet does: not for the view's in_axes box).
+            ctx.emit(
+                VmapInputsMapped(in_axes=in_text, out_axes=out_text, axis_size=None, inputs=[])
+            )
+            if in_set and str(exc).startswith(_IN_AXES_MESSAGES):
+                blame_line(exc, setting_line(ctx.snippet.source, "in_axes"))
+            elif str(exc).startswith("vmap got inconsistent sizes"):
+                blame_line(exc, setting_line(ctx.snippet.source, "args"))
+            mark_during(exc, "while jax.vmap mapped the arguments (in_axes)")
+            raise
         # Shown even when the per-example trace fails below (e.g. a Python `if` on a mapped value).
         ctx.emit(inputs_event(mapped, in_text, out_text))
         try:
@@ -67,7 +98,7 @@ def run(ctx: ProbeContext) -> None:
             batched_jaxpr(plan, in_axes, out_axes)
             raise
     ctx.emit(JaxprStaged(fun_name=plan.fun_name, jaxpr=jaxpr_view(example)))
-    with ctx.stage("run"):
+    with ctx.stage("run"), during("while batching (jax.vmap's batching rules)"):
         capture = capture_batching(
             plan, mapped, example, out_shape, in_axes, out_axes, (in_text, out_text)
         )

@@ -132,6 +132,7 @@ def test_per_example_avals_are_the_args_with_the_mapped_axis_removed(
         for ex, batched, d in pairs:
             want = list(ex.shape)
             if d is not None:
+                assert mapped.axis_size is not None
                 want.insert(d, mapped.axis_size)
             assert batched.shape == want
 
@@ -217,10 +218,16 @@ def test_error_examples_raise_jaxs_own_error_explained(name: str) -> None:
     assert failed.explanation and failed.fix
     assert failed.source is not None
     lines = path.read_text().splitlines()
+    line = lines[failed.source.line - 1]
     if name == "no_batching_rule":  # the user's line that binds the primitive
-        assert "twice_p.bind(y)" in lines[failed.source.line - 1]
-    else:  # raised by vmap on f as a whole: f's def line
-        assert lines[failed.source.line - 1].startswith("def f(")
+        assert "twice_p.bind(y)" in line
+        assert failed.during == "while batching (jax.vmap's batching rules)"
+    elif name == "in_axes_mismatch":  # vmap rejected the snippet's in_axes: the line setting it
+        assert line == "in_axes = (0, 0, None)"
+        assert failed.during == "while jax.vmap mapped the arguments (in_axes)"
+    else:  # vmap rejected the arguments' sizes: the line setting args
+        assert line.startswith("args = (")
+        assert failed.during == "while jax.vmap mapped the arguments (in_axes)"
     if name == "inconsistent_sizes":
         assert "axis 0 of argument a of type float32[3]" in failed.message
         assert "axis 0 of argument b of type float32[4]" in failed.message
@@ -349,3 +356,39 @@ def test_cli_batched_jaxpr_with_static_and_default_in_axes(tmp_path: Path) -> No
     f_closed = lambda x: jax.numpy.tile(x, 2)  # noqa: E731
     truth = jax.make_jaxpr(jax.vmap(f_closed))(jax.numpy.ones((4, 3)))
     assert _cli(path, "batched_jaxpr") == str(truth)
+
+
+def _failed_run(source: str, options: RunOptions | None = None) -> tuple[FakeContext, Any]:
+    snippet = load_snippet(source)
+    ctx = FakeContext(snippet=snippet, options=options or RunOptions())
+    from exhibits.vmap import probe
+
+    with pytest.raises(Exception) as info:
+        probe.run(ctx)
+    return ctx, classify(info.value, "trace", snippet.f)
+
+
+@pytest.mark.parametrize(
+    ("options", "in_axes", "line"),
+    [
+        # the snippet's in_axes: the error points at the line that sets it
+        (RunOptions(), "(0, 0, None)", "in_axes = (0, 0, None)"),
+        # the view's in_axes box: no snippet line sets it, so f's def line (as before)
+        (RunOptions(in_axes="(1, 0, 0)"), "(1, 0, 0)", "def f(a, b):"),
+    ],
+)
+def test_rejected_in_axes_stay_shown_and_point_at_their_line(
+    options: RunOptions, in_axes: str, line: str
+) -> None:
+    source = EXAMPLE_PATHS["in_axes_mismatch"].read_text()
+    ctx, failed = _failed_run(source, options)
+    (tried,) = ctx.of_type(VmapInputsMapped)
+    assert (tried.in_axes, tried.out_axes) == (in_axes, "0")
+    assert tried.axis_size is None and tried.inputs == []
+    ns: dict[str, Any] = {}
+    exec(source, ns)
+    with pytest.raises(ValueError) as truth:  # plain jax.vmap with the same axes
+        jax.vmap(ns["f"], in_axes=eval(in_axes))(*ns["args"])
+    assert (failed.error_class, failed.message) == ("ValueError", str(truth.value))
+    assert failed.source is not None
+    assert source.splitlines()[failed.source.line - 1] == line

@@ -10,6 +10,7 @@ import {
   originOf,
   ruleLocation,
   shapeBoxes,
+  shownAxes,
   stepSentence,
   valueRows,
   vmapModel,
@@ -116,5 +117,44 @@ describe("axesOptions", () => {
   it("keeps the other options and maps empty text to the snippet's axes", () => {
     const base = { calls: [], known: null, in_axes: "0", out_axes: null, stack: null };
     expect(axesOptions(base, " (None, 0) ", "")).toEqual({ ...base, in_axes: "(None, 0)", out_axes: null });
+  });
+});
+
+describe("in_axes_mismatch: jax.vmap rejects the snippet's in_axes before mapping", () => {
+  // What the probe sends (exhibits/vmap/test_vmap.py checks it): the axes tried, nothing mapped.
+  const tried = {
+    type: "vmap_inputs_mapped",
+    seq: 3,
+    run_id: "r",
+    in_axes: "(0, 0, None)",
+    out_axes: "0",
+    axis_size: null,
+    inputs: [],
+  } satisfies Event;
+  const failed = {
+    type: "run_failed",
+    seq: 4,
+    run_id: "r",
+    kind: "user_exception",
+    error_class: "ValueError",
+    message: "vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional arguments passed to the function, but got len(in_axes)=3, len(args)=2",
+    source: { line: 12, column: null, end_line: null, end_column: null, function: "<module>" },
+    traceback: [],
+    explanation: null,
+    fix: null,
+    stage: "trace",
+    during: "while jax.vmap mapped the arguments (in_axes)",
+  } satisfies Event;
+  const events = [tried, failed];
+  const model = vmapModel(events, events);
+
+  it("keeps the axes the run tried in the boxes", () => {
+    expect(model.inputs?.axis_size).toBeNull();
+    expect(shownAxes({}, model.inputs)).toEqual({ inAxes: "(0, 0, None)", outAxes: "0" });
+    // the run's option and the user's unsent edit come first
+    expect(shownAxes({ in_axes: "(1, 0, 0)" }, model.inputs).inAxes).toBe("(1, 0, 0)");
+    expect(shownAxes({}, model.inputs, { in_axes: null, out_axes: "1" }).outAxes).toBe("1");
+    expect(shownAxes({}, undefined)).toEqual({ inAxes: "", outAxes: "" });
+    expect(model.failure?.source?.line).toBe(12);
   });
 });

@@ -150,3 +150,18 @@ export function axesOptions<T extends object>(
   const norm = (s: string): string | null => (s.trim() === "" ? null : s.trim());
   return { ...options, in_axes: norm(inAxes), out_axes: norm(outAxes) };
 }
+
+/**
+ * The texts the in_axes/out_axes boxes show: the user's unsent edit, else the run's option, else
+ * the axes the probe reported it used (also when jax.vmap rejected them: the run tried these).
+ */
+export function shownAxes(
+  options: { in_axes?: string | null; out_axes?: string | null },
+  inputs: VmapInputsMapped | undefined,
+  edits: { in_axes: string | null; out_axes: string | null } = { in_axes: null, out_axes: null },
+): { inAxes: string; outAxes: string } {
+  return {
+    inAxes: edits.in_axes ?? options.in_axes ?? inputs?.in_axes ?? "",
+    outAxes: edits.out_axes ?? options.out_axes ?? inputs?.out_axes ?? "",
+  };
+}

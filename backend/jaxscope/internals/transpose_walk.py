@@ -144,6 +144,9 @@ class StepRecord:
     args: list[Any]
     writes: list[WriteRecord]
     make_event: Callable[[], TransposeStepped] = field(repr=False, compare=False)
+    # The exception the eqn's transpose rule raised (a failing step, see :func:`walk`'s
+    # ``on_error``); ``None`` for a step that ran.
+    error: Exception | None = None
 
     @functools.cached_property
     def event(self) -> TransposeStepped:
@@ -442,9 +445,16 @@ def walk(
     lin: Linearized,
     cts_out: Sequence[Any],
     on_step: Callable[[StepRecord], bool | None] | None = None,
+    on_error: Callable[[StepRecord], None] | None = None,
 ) -> WalkResult:
     """Run the backward pass of ``lin`` from ``cts_out`` (one per output leaf, known outputs
     included, as ``jax.vjp``'s function takes them), one linear eqn at a time.
+
+    When an eqn's transpose rule raises (``ad.get_primitive_transpose``'s NotImplementedError
+    for a primitive with no rule, or the rule itself, e.g. a custom_vjp ``bwd``), the exception
+    propagates as from ``ad.backward_pass3``; with ``on_error``, that step is first handed to
+    ``on_error`` as a :class:`StepRecord` whose ``error`` is the exception (``writes``: any
+    accumulation the rule made before raising).
 
     Mirrors ``ad.backward_pass3(jaxpr, True, residuals, accums, cts)`` as ``_vjp3_bwd`` calls it.
     """
@@ -524,24 +534,32 @@ def walk(
                 cts_in = [env.pop(v).freeze() for v in eqn.outvars]
                 primals = list(map(read, eqn.invars))
                 ct_arg = cts_in if eqn.primitive.multiple_results else cts_in[0]
-                if eqn.primitive in ad.fancy_transposes:
-                    rule = ad.fancy_transposes[eqn.primitive]
-                    rule(ct_arg, *primals, **eqn.params)
-                else:
-                    rule = ad.get_primitive_transpose(eqn.primitive)
-                    up = lambda x: (  # noqa: E731
-                        ad.UndefinedPrimal(x.aval) if isinstance(x, ad.GradAccum) else x
-                    )
-                    if eqn.primitive.call_primitive:
-                        cts_in_avals = [v.aval for v in eqn.outvars]
-                        params = dict(eqn.params)
-                        call_jaxpr = params.pop("call_jaxpr")
-                        cts_out = rule(params, call_jaxpr, map(up, primals), ct_arg, cts_in_avals)
+                error: Exception | None = None
+                try:
+                    if eqn.primitive in ad.fancy_transposes:
+                        rule = ad.fancy_transposes[eqn.primitive]
+                        rule(ct_arg, *primals, **eqn.params)
                     else:
-                        cts_out = rule(ct_arg, *map(up, primals), **eqn.params)
-                    for x, ct in zip(primals, cts_out, strict=False):
-                        if isinstance(x, ad.GradAccum):
-                            x.accum(ct)
+                        rule = ad.get_primitive_transpose(eqn.primitive)
+                        up = lambda x: (  # noqa: E731
+                            ad.UndefinedPrimal(x.aval) if isinstance(x, ad.GradAccum) else x
+                        )
+                        if eqn.primitive.call_primitive:
+                            cts_in_avals = [v.aval for v in eqn.outvars]
+                            params = dict(eqn.params)
+                            call_jaxpr = params.pop("call_jaxpr")
+                            cts_out = rule(
+                                params, call_jaxpr, map(up, primals), ct_arg, cts_in_avals
+                            )
+                        else:
+                            cts_out = rule(ct_arg, *map(up, primals), **eqn.params)
+                        for x, ct in zip(primals, cts_out, strict=False):
+                            if isinstance(x, ad.GradAccum):
+                                x.accum(ct)
+                except Exception as exc:  # recorded as the failing step, then re-raised
+                    if on_error is None:
+                        raise
+                    error = exc
             args = [
                 ad.UndefinedPrimal(x.aval) if isinstance(x, ad.GradAccum) else x for x in primals
             ]
@@ -567,8 +585,14 @@ def walk(
                     name,
                     text_ctx,
                     rules,
+                    error,
                 ),
+                error=error,
             )
+            if error is not None:
+                assert on_error is not None
+                on_error(record)
+                raise error
             steps.append(record)
             if on_step is not None and on_step(record):
                 return finish(True)
@@ -796,6 +820,7 @@ def _stepped_event(
     name: Callable[[Any], str],
     text_ctx: Any,
     rules: dict[Any, RuleView | None],
+    error: Exception | None = None,
 ) -> TransposeStepped:
     if eqn.primitive not in rules:
         rules[eqn.primitive] = transpose_rule_view(eqn.primitive)
@@ -821,6 +846,8 @@ def _stepped_event(
             )
             for w in writes
         ],
+        error_class=None if error is None else type(error).__name__,
+        error=None if error is None else (str(error) or type(error).__name__),
     )
 
 

@@ -20,7 +20,7 @@ from types import CodeType, TracebackType
 import jax.errors
 
 from jaxscope.protocol import RunFailed, SourceLoc, Stage, TracebackFrame
-from jaxscope.sandbox.probe_api import BLAME_ATTR, SNIPPET_FILENAME
+from jaxscope.sandbox.probe_api import BLAME_ATTR, DURING_ATTR, SNIPPET_FILENAME
 from jaxscope.sandbox.snippet import InvalidSnippet
 
 _STATIC_FIX = (
@@ -404,6 +404,7 @@ def classify(exc: BaseException, stage: Stage | None, f: object = None) -> RunFa
             if ad is not None:
                 explanation, fix = ad
     message = str(exc) or type(exc).__name__
+    during = getattr(exc, DURING_ATTR, None)
     return RunFailed(
         kind=kind,  # type: ignore[arg-type]
         error_class=type(exc).__name__,
@@ -413,4 +414,5 @@ def classify(exc: BaseException, stage: Stage | None, f: object = None) -> RunFa
         explanation=explanation,
         fix=fix,
         stage=stage,
+        during=during if isinstance(during, str) else None,
     )

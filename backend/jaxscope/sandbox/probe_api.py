@@ -12,8 +12,8 @@ It does not emit ``run_started``/``run_finished``/``run_failed`` itself either.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -114,3 +114,31 @@ def blame_line(
         except (AttributeError, TypeError):  # an exception type without a __dict__
             pass
     return exc
+
+
+# The attribute :func:`mark_during` sets on an exception: the words ``run_failed.during`` shows.
+DURING_ATTR = "_jaxscope_during"
+
+
+def mark_during(exc: BaseException, what: str) -> BaseException:
+    """Say where in the exhibit's machinery ``exc`` was raised, more precisely than the stage
+    (``ctx.stage`` names only load/trace/lower/compile/run/call): ``what`` is a phrase such as
+    ``"while transposing double (the backward pass)"``, reported as ``run_failed.during`` and
+    shown by the error panel instead of ``during <stage>``. The first mark wins (the innermost).
+    Returns ``exc``."""
+    if getattr(exc, DURING_ATTR, None) is None:
+        try:
+            setattr(exc, DURING_ATTR, what)
+        except (AttributeError, TypeError):  # an exception type without a __dict__
+            pass
+    return exc
+
+
+@contextmanager
+def during(what: str) -> Iterator[None]:
+    """:func:`mark_during` every exception escaping the block with ``what`` (re-raised as is)."""
+    try:
+        yield
+    except Exception as exc:
+        mark_during(exc, what)
+        raise

@@ -621,6 +621,13 @@ export interface RematUnavailable {
  *
  * ``step`` counts from 0 in walk order (last eqn first); ``eqn_index`` indexes the linear
  * jaxpr; ``primal_primitive`` the primal eqn whose JVP rule emitted this eqn, when known.
+ * ``rule`` is ``None`` when neither ``ad.fancy_transposes`` nor ``ad.primitive_transposes``
+ * has an entry for ``primitive``.
+ *
+ * A failing step (the last of a walk whose backward pass raised, as ``jax.grad`` does):
+ * ``error_class``/``error`` are the exception its transpose rule raised (JAX's
+ * ``NotImplementedError`` for a primitive with no rule, or what the rule raised, e.g. a
+ * ``custom_vjp`` ``bwd``'s error) and ``writes`` what it accumulated before raising.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "TransposeStepped".
@@ -630,6 +637,8 @@ export interface TransposeStepped {
   cts_in: ValueView[];
   eqn_index: number;
   eqn_text: string;
+  error: string | null;
+  error_class: string | null;
   primal_primitive: string | null;
   primitive: string;
   rule: RuleView | null;
@@ -1112,12 +1121,15 @@ export interface RuleProblem {
 /**
  * How ``jax.vmap(f, in_axes, out_axes)`` maps the snippet's ``args``: the axes as given
  * (Python expressions), the mapped size, and each argument leaf (:class:`MappedInput`).
+ * ``axis_size`` ``None`` (and no ``inputs``): ``jax.vmap`` rejected the axes or the arguments
+ * before mapping anything, and the run fails next with its error; the axes are still the
+ * ones the run tried.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "VmapInputsMapped".
  */
 export interface VmapInputsMapped {
-  axis_size: number;
+  axis_size: number | null;
   in_axes: string;
   inputs: MappedInput[];
   out_axes: string;
@@ -2158,11 +2170,16 @@ export interface RunFinished {
  * own, e.g. ``TracerBoolConversionError``) when there is one; ``message`` the exception text;
  * ``source`` the deepest user-snippet frame (or the syntax error position); ``traceback`` the
  * user frames only; ``explanation``/``fix`` a plain-language account and the fix that applies.
+ * ``stage`` is the stage the exception escaped from; ``during``, when the probe knows it, says
+ * more precisely what JAX was doing (``while transposing double (the backward pass of
+ * jax.grad)``, ``while jax.vmap mapped the arguments``: ``probe_api.mark_during``), since the
+ * stages name only load/trace/lower/compile/run/call.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "RunFailed".
  */
 export interface RunFailed {
+  during: string | null;
   error_class: string | null;
   explanation: string | null;
   fix: string | null;

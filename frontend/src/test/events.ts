@@ -52,5 +52,6 @@ export function runFailed(runId: string, seq: number, kind: RunFailed['kind'] = 
     explanation: 'Python `if` needs a concrete bool, but x is a tracer.',
     fix: 'Use jnp.where or lax.cond.',
     stage: 'trace',
+    during: null,
   };
 }
