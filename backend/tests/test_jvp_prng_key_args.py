@@ -8,7 +8,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from jaxscope.internals.jvp_steps import choose_tangents
+from jaxscope.internals.views import preview_value
 from jaxscope.protocol import JvpJaxprStaged
 
 from exhibits.conftest import run_probe
@@ -37,5 +39,7 @@ def test_the_jvp_exhibit_runs_with_a_key_argument_and_matches_jax_jvp() -> None:
 
     p, t = jax.jvp(f, (x, k), (jnp.ones(3), np.zeros((), jax.dtypes.float0)))
     assert staged.matches_jax_jvp
-    assert float(staged.primals_out[0].preview) == float(p)
-    assert float(staged.tangents_out[0].preview) == float(t)
+    # The previews print JAX's values as numpy does (float32 digits, 6 after the point).
+    assert staged.primals_out[0].preview == preview_value(np.asarray(p))
+    assert staged.tangents_out[0].preview == preview_value(np.asarray(t))
+    assert float(staged.primals_out[0].preview) == pytest.approx(float(p), abs=5e-7)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -61,17 +62,37 @@ _capture_lock = threading.RLock()
 
 
 def preview_value(value: Any, max_chars: int = PREVIEW_CHARS) -> str:
-    """A numpy printout of ``value`` (summarised past 50 elements; cut at ``max_chars``)."""
+    """A numpy printout of ``value`` (summarised past 50 elements; cut at ``max_chars``).
+
+    Arrays and scalars go through the same numpy element formatter (``precision=6``,
+    ``floatmode='maxprec'``: the shortest digits that round back to the value *in its dtype*, at
+    most 6 after the point; scientific below 1e-4 and from 1e6 for float32, 1e8 for float64),
+    so a float32 scalar never shows float64 digits, nor more digits than the same value inside
+    an array. A scalar's bare trailing point is completed (``1.`` -> ``1.0``, ``1.e-05`` ->
+    ``1e-05``). The frontend's ``formatScalar`` (frontend/src/widgets/format.ts) writes JSON
+    numbers by the same rule, checked against this function on shared cases
+    (docs/design/0004-frontend-shell.md).
+    """
     try:
         arr = np.asarray(value)
     except Exception:  # e.g. a PRNG key array: show JAX's own repr instead
         text = repr(value)
     else:
         with np.printoptions(**_PRINT_OPTIONS):  # type: ignore[arg-type]
-            text = np.array2string(arr, separator=", ") if arr.ndim else repr(arr.item())
+            text = np.array2string(arr, separator=", ")
+        if arr.ndim == 0:
+            text = _complete_point(text)
     if len(text) > max_chars:
         text = text[: max_chars - 1] + "…"
     return text
+
+
+def _complete_point(text: str) -> str:
+    """numpy's ``1.`` / ``-0.`` / ``1.e-05`` as a lone number is written ``1.0`` / ``-0.0`` /
+    ``1e-05`` (complex and other texts unchanged)."""
+    if text.endswith("."):
+        return text + "0"
+    return text.replace(".e", "e") if re.fullmatch(r"-?\d+\.e[-+]\d+", text) else text
 
 
 def _short(aval: Any) -> str:

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { avalText, compactParams, formatMs, humanBytes, shortDtypeName } from './format';
+import cases from './format-cases.json';
+import { avalText, compactParams, formatMs, formatScalar, humanBytes, shortDtypeName } from './format';
 
 describe('avalText', () => {
   it('writes dtypes as the jaxpr printout does and marks weak types like str(aval)', () => {
@@ -37,5 +38,58 @@ describe('numbers for people', () => {
     expect(compactParams({ axes: '(0,)', out_sharding: 'None' })).toBe('axes=(0,) out_sharding=None');
     expect(compactParams({ a: 'x'.repeat(100) }, 10)).toHaveLength(10);
     expect(compactParams({ donated_invars: '(False,)', name: '_where' })).toBe('name=_where donated_invars=(False,)');
+  });
+});
+
+describe('formatScalar', () => {
+  it('prints float32 with float32 digits, never float64 ones (the review findings)', () => {
+    expect(formatScalar(0.10000000149011612, 'float32')).toBe('0.1');
+    // Math.fround round-trip gives 0.19886744; the array previews cap at 6 digits after the point.
+    expect(formatScalar(0.19886744022369385, 'float32')).toBe('0.198867');
+    expect(formatScalar(-1.3560506105422974, 'float32')).toBe('-1.356051');
+    expect(formatScalar(0.1, 'float64')).toBe('0.1');
+    expect(formatScalar(1234.5677490234375, 'float32')).toBe('1234.5677');
+    expect(formatScalar(1234.5677490234375, 'float64')).toBe('1234.567749');
+  });
+
+  it('writes special values, integers and booleans as numpy does', () => {
+    expect(formatScalar(Number.NaN, 'float32')).toBe('nan');
+    expect(formatScalar(Infinity, 'float32')).toBe('inf');
+    expect(formatScalar(-Infinity, 'float64')).toBe('-inf');
+    expect(formatScalar('nan', 'float32')).toBe('nan');
+    expect(formatScalar(-0, 'float32')).toBe('-0.0');
+    expect(formatScalar(0, 'float32')).toBe('0.0');
+    expect(formatScalar(1, 'float32')).toBe('1.0');
+    expect(formatScalar(7, 'int32')).toBe('7');
+    expect(formatScalar(-7, 'int64')).toBe('-7');
+    expect(formatScalar(true, 'bool')).toBe('True');
+    expect(formatScalar(0, 'bool')).toBe('False');
+    expect(formatScalar(null, 'float32')).toBe('—');
+  });
+
+  it('rounds half to even past 6 digits and goes scientific where numpy does', () => {
+    expect(formatScalar(0.0078125, 'float32')).toBe('0.007812');
+    expect(formatScalar(0.0234375, 'float32')).toBe('0.023438');
+    expect(formatScalar(1e-5, 'float32')).toBe('1e-05');
+    expect(formatScalar(12345678, 'float32')).toBe('1.234568e+07');
+    expect(formatScalar(12345678, 'float64')).toBe('12345678.0');
+  });
+
+  it('finds the shortest digits of float16 and bfloat16', () => {
+    expect(formatScalar(0.0999755859375, 'float16')).toBe('0.1');
+    expect(formatScalar(0.10009765625, 'bfloat16')).toBe('0.1');
+    expect(formatScalar(1.5, 'bfloat16')).toBe('1.5');
+    expect(formatScalar(70000, 'float16')).toBe('inf');
+  });
+
+  it('agrees with numpy (the backend preview_value) on every shared case', () => {
+    const wrong = cases.cases
+      .map((c) => {
+        const value = typeof c.value === 'string' && c.value === '-0.0' ? -0 : typeof c.value === 'string' ? Number(c.value.replace('inf', 'Infinity')) : c.value;
+        return { ...c, got: formatScalar(value, c.dtype) };
+      })
+      .filter((c) => c.got !== c.text);
+    expect(wrong).toEqual([]);
+    expect(cases.cases.length).toBeGreaterThan(300);
   });
 });

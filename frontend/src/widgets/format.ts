@@ -73,3 +73,110 @@ export function formatMs(ms: number): string {
 export function formatCount(n: number): string {
   return n.toLocaleString('en-US', { maximumFractionDigits: 3 });
 }
+
+/**
+ * One element of an array of `dtype` as the value previews print it (the backend's
+ * `preview_value`: numpy with `precision=6`, `floatmode='maxprec'`), for values the protocol
+ * sends as JSON numbers. A float is written with the shortest digits that round back to the
+ * same value *in its dtype* (float32: `Math.fround`; float16/bfloat16: rounded to their 11/8-bit
+ * significands), at most 6 after the point, rounding the exact value half to even as numpy does;
+ * scientific (`1e-05`, `1.234568e+07`) below 1e-4 and from `10 ** min(8, np.finfo(dtype).precision)`
+ * (1e6 for float32, 1e8 for float64), as numpy decides for a single value.
+ * A bare trailing point is completed (`1.0`, `-0.0`) as for a lone scalar preview. So a float32
+ * 0.1 is `0.1`, never `0.10000000149011612`, and a scalar never shows more digits than the same
+ * value inside an array preview. Integers as they are, booleans `True`/`False`, non-finite values
+ * `nan`/`inf`/`-inf` (also when sent as those strings), `—` for a missing value. The cases in
+ * `format-cases.json` are checked here and against numpy (backend/tests/test_value_format.py).
+ */
+export function formatScalar(value: number | string | boolean | null | undefined, dtype: string): string {
+  if (value === null || value === undefined) return '—';
+  if (typeof value === 'boolean') return value ? 'True' : 'False';
+  if (typeof value === 'string') return value;
+  if (dtype === 'bool') return value ? 'True' : 'False';
+  if (Number.isNaN(value)) return 'nan';
+  if (!Number.isFinite(value)) return value > 0 ? 'inf' : '-inf';
+  if (/^u?int/.test(dtype)) return String(value);
+  const x = roundTo(value, dtype);
+  if (x === 0) return Object.is(x, -0) ? '-0.0' : '0.0';
+  if (!Number.isFinite(x)) return x > 0 ? 'inf' : '-inf';
+  const abs = Math.abs(x);
+  const [mant, exp] = shortestDigits(x, dtype);
+  // numpy compares with its thresholds in the dtype (a float32 1e-4 is not below 1e-4).
+  if (abs >= roundTo(EXP_CUTOFF[dtype] ?? 1e8, dtype) || abs < roundTo(1e-4, dtype)) {
+    // Scientific, as numpy writes it: mantissa digits after the point capped at PRECISION,
+    // exponent signed with at least two digits.
+    const [m, e] = (mant.split('.')[1] ?? '').length > PRECISION ? roundedDigits(x, PRECISION + 1) : [mant, exp];
+    return `${m}e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(2, '0')}`;
+  }
+  // Positional: String() of a number from 1e-4 to 1e8 writes its shortest digits in full.
+  const positional = String(Number(`${mant}e${exp}`));
+  const text = (positional.split('.')[1] ?? '').length > PRECISION ? roundHalfEven(x.toFixed(100), PRECISION) : positional;
+  return text.includes('.') ? text : `${text}.0`;
+}
+
+/** numpy's `precision` print option in the backend's previews: digits after the point. */
+const PRECISION = 6;
+
+/** Where numpy switches to scientific: `10 ** min(8, np.finfo(dtype).precision)`. */
+const EXP_CUTOFF: Readonly<Record<string, number>> = { float64: 1e8, float32: 1e6, float16: 1e3, bfloat16: 1e2 };
+
+/** Significand bits (with the implicit one) and smallest normal exponent of the small floats. */
+const SMALL_FLOATS: Readonly<Record<string, { bits: number; minExp: number; max: number }>> = {
+  float16: { bits: 11, minExp: -14, max: 65504 },
+  bfloat16: { bits: 8, minExp: -126, max: 3.3895313892515355e38 },
+};
+
+/** `x` rounded (half to even) to the nearest value of `dtype`; float64 and unknown dtypes as is. */
+function roundTo(x: number, dtype: string): number {
+  if (dtype === 'float32') return Math.fround(x);
+  const f = SMALL_FLOATS[dtype];
+  if (f === undefined || x === 0) return x;
+  const exp = Math.max(Math.floor(Math.log2(Math.abs(x))), f.minExp);
+  const ulp = 2 ** (exp - (f.bits - 1));
+  const q = x / ulp; // exact: a power-of-two scaling
+  let r = Math.round(q);
+  if (Math.abs(q - Math.trunc(q)) === 0.5 && r % 2 !== 0) r -= 1; // ties to even
+  const y = r * ulp;
+  // Past the largest finite value by half an ulp or more: overflow, as a cast does.
+  return Math.abs(y) > f.max ? (y > 0 ? Infinity : -Infinity) : y;
+}
+
+/**
+ * The shortest significand (`-1.5`) and exponent that round back to `x` in `dtype`: `x` rounded
+ * half to even to 1, 2, ... significant digits (as numpy's Dragon4 picks the nearest of the
+ * shortest candidates, ties to even; `toPrecision` would round ties up).
+ */
+function shortestDigits(x: number, dtype: string): [string, number] {
+  const maxDigits = dtype === 'float32' ? 9 : dtype in SMALL_FLOATS ? 5 : 17;
+  for (let p = 1; p < maxDigits; p++) {
+    const [m, e] = roundedDigits(x, p);
+    if (roundTo(Number(`${m}e${e}`), dtype) === x) return [m, e];
+  }
+  return roundedDigits(x, maxDigits);
+}
+
+/** `x` rounded half to even to `p` significant digits: [`-1.25`, exponent], zeros trimmed. */
+function roundedDigits(x: number, p: number): [string, number] {
+  const [exact = '', e = '0'] = x.toExponential(100).split('e');
+  const m = roundHalfEven(exact, p - 1);
+  // 9.96 to 2 digits is 10: one more in the exponent
+  if (Math.abs(Number(m)) >= 10) return [x < 0 ? '-1' : '1', Number(e) + 1];
+  return [m, Number(e)];
+}
+
+/** Decimal text (`-0.0078125000…`) rounded half to even at `digits` after the point, trailing zeros (and a bare point) dropped. */
+function roundHalfEven(exact: string, digits: number): string {
+  const negative = exact.startsWith('-');
+  const [whole, fraction = ''] = (negative ? exact.slice(1) : exact).split('.');
+  const kept = (whole ?? '0') + fraction.slice(0, digits).padEnd(digits, '0');
+  const rest = fraction.slice(digits);
+  let up = false;
+  if (rest.length > 0 && rest[0]! > '5') up = true;
+  else if (rest.length > 0 && rest[0] === '5') up = /[1-9]/.test(rest.slice(1)) || Number(kept[kept.length - 1]) % 2 === 1;
+  let n = BigInt(kept);
+  if (up) n += 1n;
+  const s = n.toString().padStart(digits + 1, '0');
+  const intPart = s.slice(0, s.length - digits);
+  const fracPart = s.slice(s.length - digits).replace(/0+$/, '');
+  return `${negative ? '-' : ''}${intPart}${fracPart ? `.${fracPart}` : ''}`;
+}
