@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jaxscope.internals.views import preview_value
 from playwright.sync_api import Page, expect
 
 from e2e.browser import open_exhibit, run_and_wait, set_code
@@ -35,10 +36,6 @@ def go_to_step(page: Page, step: int) -> None:
             return
         page.get_by_test_id("stepper-next").click()
     pytest.fail(f"never reached step {step}")
-
-
-def number(page: Page, testid: str) -> np.float32:
-    return np.float32(float(page.get_by_test_id(testid).inner_text()))
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
@@ -77,13 +74,15 @@ def test_step_through_the_walk_and_see_an_accumulation(
     assert index is not None
     prefix = index  # tw-write-<i>
     expect(page.get_by_test_id(f"{prefix}-mode")).to_have_text("accumulate")
-    previous = number(page, f"{prefix}-previous")
-    contribution = number(page, f"{prefix}-contribution")
-    running = number(page, f"{prefix}-running")
+    previous = page.get_by_test_id(f"{prefix}-previous").inner_text()
+    contribution = page.get_by_test_id(f"{prefix}-contribution").inner_text()
+    running = page.get_by_test_id(f"{prefix}-running").inner_text()
     x = jnp.float32(1.0)  # the contributions are sin(x) and cos(x) * 1 as JAX computes them
-    assert {float(previous), float(contribution)} == {float(jnp.sin(x)), float(jnp.cos(x) * 1.0)}
-    assert running == previous + contribution
-    assert running == np.float32(jax.grad(lambda x: jnp.sin(x) * x)(1.0))
+    # Shown as numpy prints these float32 values (0.841471, 0.540302: float32 digits, never
+    # float64 ones), the sum as numpy prints jax.grad's value.
+    assert {previous, contribution} == {preview_value(jnp.sin(x)), preview_value(jnp.cos(x) * 1.0)}
+    assert running == preview_value(jax.grad(lambda x: jnp.sin(x) * x)(x)) == "1.381773"
+    assert float(running) == pytest.approx(float(previous) + float(contribution), abs=1e-6)
     # The args show a residual and an UndefinedPrimal.
     roles = page.get_by_test_id("tw-args").locator("[data-testid$='-role']").all_inner_texts()
     assert sorted(roles) == ["UndefinedPrimal", "residual"]
