@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Event } from '../../frontend/src/protocol';
 import {
+  breakParts,
   DEFAULT_QUERY,
   cellLabel,
   cellLocation,
@@ -164,5 +165,13 @@ describe('rules view model', () => {
     expect(cellLocation(rows[2]!.cells['lowering']!)).toBe('jax/_src/lax/lax.py:4573');
     expect(shortLocation(rows[2]!.cells['lowering']!)).toBe('lax:4573');
     expect(cellLocation({ file: null, line: null })).toBe('');
+  });
+});
+
+describe('breakParts', () => {
+  it('cuts after _ : . and keeps the text', () => {
+    expect(breakParts('fused_attention_stablehlo:1139')).toEqual(['fused_', 'attention_', 'stablehlo:', '1139']);
+    expect(breakParts('dot_product_attention_fp8_bwd_wrapper').join('')).toBe('dot_product_attention_fp8_bwd_wrapper');
+    expect(breakParts('sin')).toEqual(['sin']);
   });
 });

@@ -100,6 +100,15 @@ export function shortLocation(cell: Pick<RuleCell, 'file' | 'line'>): string {
   return (slash >= 0 ? loc.slice(slash + 1) : loc).replace(/\.py(:|$)/, '$1');
 }
 
+/**
+ * A name or location cut into the pieces a narrow matrix column may wrap between: after each
+ * `_`, `:` and `.` (`fused_attention_stablehlo:1139` -> `fused_`, `attention_`, `stablehlo:`,
+ * `1139`), so a column is as narrow as its longest piece, never broken inside a word.
+ */
+export function breakParts(text: string): string[] {
+  return text.split(/(?<=[_:.])/);
+}
+
 /** The row for a primitive name. */
 export function rowOf(rows: readonly RuleRow[], primitive: string): RuleRow | undefined {
   return rows.find((r) => r.primitive === primitive);
