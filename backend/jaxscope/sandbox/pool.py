@@ -142,6 +142,11 @@ class WorkerPool:
             self._fill()
             self._wake()
 
+    def full(self) -> bool:
+        """Whether a caller would have to wait: no idle worker and ``max_workers`` in use."""
+        idle = any(isinstance(item, WorkerProcess) and item.alive for item in self._idle)
+        return not idle and self._total() >= self.max_workers
+
     def state(self) -> dict[str, int]:
         """``size``, ``max`` workers, ``leased``, ``idle`` and ``starting`` workers, callers
         ``waiting``, and totals ``spawned``/``handed_out``."""

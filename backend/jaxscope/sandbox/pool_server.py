@@ -19,6 +19,7 @@ from exhibits.registry import EXHIBITS
 from jaxscope.sandbox.pool import DEFAULT_MAX_WORKERS, WorkerPool
 from jaxscope.sandbox.request_loop import serve_requests
 from jaxscope.sandbox.session import Session
+from jaxscope.sandbox.tenancy import Tenancy
 from jaxscope.sandbox.worker import MAX_EVENT_LINE_BYTES
 from jaxscope.settings import Limits
 
@@ -40,6 +41,9 @@ async def serve_pool(
     socket accepts connections. At most ``max_workers`` workers run at once (see
     :class:`~jaxscope.sandbox.pool.WorkerPool`)."""
     pool = WorkerPool(limits, size=workers, max_workers=max_workers)
+    # The web tier relays sessions without their client's address: no per-client cap here, but
+    # idle sessions still give their workers up when the pool is full (tenancy.py).
+    tenancy = Tenancy(None)
     pool.start()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -59,7 +63,7 @@ async def serve_pool(
             await writer.drain()
 
         try:
-            await serve_requests(receive, send, Session(pool, EXHIBITS))
+            await serve_requests(receive, send, Session(pool, EXHIBITS, tenancy=tenancy))
         except ConnectionError:
             pass
         finally:

@@ -8,7 +8,8 @@ it closes. A worker found gone before a job started (it exited after its previou
 killed for writing between jobs: :class:`~jaxscope.sandbox.worker.WorkerGone`) is replaced and
 the job retried once, transparently. When the pool is at its ``max_workers`` cap, the run waits
 for a worker up to its wall-clock limit, then fails with ``timeout`` ("all N sandbox workers are
-busy; try again").
+busy; try again"). With a :class:`~jaxscope.sandbox.tenancy.Tenancy`, a client holds at most its
+share of workers and idle sessions give theirs up to busy ones (see ``tenancy.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Collection
 
 from jaxscope.protocol import MAX_CODE_CHARS, RunFailed, RunFinished, RunRequest
 from jaxscope.sandbox.pool import PoolBusy, WorkerPool
+from jaxscope.sandbox.tenancy import Tenancy, now
 from jaxscope.sandbox.worker import Emit, WorkerGone, WorkerProcess, WorkerStartError
 
 # Clean-up tasks of killed workers, referenced so that they are not garbage-collected early.
@@ -40,13 +42,39 @@ def request_problem(request: RunRequest, exhibits: Collection[str]) -> str | Non
 class Session:
     """Runs a session's requests one at a time on its leased worker."""
 
-    def __init__(self, pool: WorkerPool, exhibits: Collection[str]) -> None:
+    def __init__(
+        self,
+        pool: WorkerPool,
+        exhibits: Collection[str],
+        *,
+        tenancy: Tenancy | None = None,
+        owner: str | None = None,
+    ) -> None:
         self.pool = pool
         self.exhibits = exhibits
         self.worker: WorkerProcess | None = None
         self._lock = asyncio.Lock()
         self._cancel: asyncio.Event | None = None
         self.current_run_id: str | None = None
+        # ``owner``: the client (address) the session serves; ``last_used``: when its last run
+        # ended (monotonic s), to pick the idle session used least recently (tenancy.py).
+        self.tenancy, self.owner, self.last_used = tenancy, owner, now()
+        if tenancy is not None:
+            tenancy.join(self)
+
+    def holds_worker(self) -> bool:
+        """Whether the session holds a live worker."""
+        return self.worker is not None and self.worker.alive
+
+    def running(self) -> bool:
+        """Whether a run of the session is in progress (or waiting for a worker)."""
+        return self._lock.locked()
+
+    def give_up_worker(self) -> None:
+        """Kill the (idle) session's worker so that another session can have one; the next run
+        of this session leases a fresh worker, as after a crash."""
+        if self.worker is not None:
+            self._drop(self.worker)
 
     def cancel(self, run_id: str | None = None) -> bool:
         """Cancel the current run (if ``run_id`` is given, only when it is that run).
@@ -73,6 +101,7 @@ class Session:
                 return await self._run_locked(request, emit, cancel, wall_s)
             finally:
                 self._cancel, self.current_run_id = None, None
+                self.last_used = now()
 
     async def _run_locked(
         self, request: RunRequest, emit: Emit, cancel: asyncio.Event, wall_s: float | None
@@ -123,6 +152,10 @@ class Session:
             return worker
         self.worker = None
         wait_s = self.pool.limits.wall_s if wall_s is None else wall_s
+        if self.tenancy is not None:
+            refused = await self._fair_share(request, emit, cancel, wait_s)
+            if refused is not None:
+                return refused
         acquiring = asyncio.ensure_future(self.pool.acquire(timeout=wait_s))
         waiting = asyncio.ensure_future(cancel.wait())
         try:
@@ -151,8 +184,40 @@ class Session:
         self.worker = worker
         return worker
 
+    async def _fair_share(
+        self, request: RunRequest, emit: Emit, cancel: asyncio.Event, wait_s: float
+    ) -> RunFailed | None:
+        """Make room under the tenancy's rules before leasing: at the client's cap, its idle
+        session used least recently gives its worker up (while all its sessions run, wait up to
+        ``wait_s`` for one to end); with the pool full, the idle session used least recently of
+        any client does. Returns the terminal event (emitted) when no room came."""
+        tenancy = self.tenancy
+        assert tenancy is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
+        while tenancy.over_cap(self) and not tenancy.evict_idle(self.owner):
+            failed: RunFailed | None = None
+            if cancel.is_set():
+                failed = RunFailed(
+                    kind="cancelled", message="the run was cancelled", run_id=request.run_id
+                )
+            elif loop.time() >= deadline:
+                failed = RunFailed(
+                    kind="timeout", message=tenancy.busy_message(self), run_id=request.run_id
+                )
+            if failed is not None:
+                await emit(failed)
+                return failed
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(cancel.wait(), 0.2)
+        if self.pool.full():
+            tenancy.evict_idle(any_owner=True)
+        return None
+
     async def close(self) -> None:
         """Cancel any run and kill this session's worker."""
+        if self.tenancy is not None:
+            self.tenancy.leave(self)
         self.cancel()
         async with self._lock:
             if self.worker is not None:

@@ -25,6 +25,7 @@ from exhibits.registry import EXHIBITS
 from jaxscope.protocol import Catalogue
 from jaxscope.sandbox.pool import WorkerPool
 from jaxscope.sandbox.session import Session
+from jaxscope.sandbox.tenancy import Tenancy
 from jaxscope.server.catalogue import build_catalogue, check_exhibits
 from jaxscope.server.remote import relay_session
 from jaxscope.server.security import (
@@ -67,11 +68,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """The jaxscope app for ``settings``; raises ``IncompleteExhibit`` when an exhibit folder
     lacks a part (unless ``settings.check_exhibits`` is false). ``app.state.settings`` holds the
     effective settings (with the generated token, if any), ``app.state.pool`` the worker pool
-    (unused, never started, when ``settings.pool_socket`` relays sessions to a hosted pool)."""
+    (unused, never started, when ``settings.pool_socket`` relays sessions to a hosted pool),
+    ``app.state.tenancy`` who holds its workers (``sandbox/tenancy.py``)."""
     settings = with_token(settings or Settings())
     if settings.check_exhibits:
         check_exhibits()
     pool = WorkerPool(settings.limits, size=settings.workers, max_workers=settings.max_workers)
+    tenancy = Tenancy(settings.per_client)
 
     remote = settings.pool_socket
 
@@ -87,6 +90,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="jaxscope", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings = settings
     app.state.pool = pool
+    app.state.tenancy = tenancy
     catalogue = build_catalogue()
     dist: Path = settings.frontend_dist
     built = (dist / "index.html").is_file()
@@ -148,7 +152,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return
         await websocket.accept()
         if remote is None:
-            await serve_session(websocket, Session(pool, EXHIBITS))
+            owner = websocket.client.host if websocket.client is not None else None
+            session = Session(pool, EXHIBITS, tenancy=tenancy, owner=owner)
+            await serve_session(websocket, session)
         else:
             await relay_session(websocket, remote)
 
