@@ -39,6 +39,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 from jax._src import core, source_info_util
 
@@ -78,13 +79,58 @@ def preview_value(value: Any, max_chars: int = PREVIEW_CHARS) -> str:
     except Exception:  # e.g. a PRNG key array: show JAX's own repr instead
         text = repr(value)
     else:
+        # numpy prints ml_dtypes floats (bfloat16, float8) through float32: 0.100098 for a
+        # bfloat16 0.1. Their elements get the same rule with their own digits instead.
+        small = _ml_float_precision(arr.dtype)
+        formatter = None if small is None else {"all": functools.partial(_ml_float_text, arr.dtype)}
         with np.printoptions(**_PRINT_OPTIONS):  # type: ignore[arg-type]
-            text = np.array2string(arr, separator=", ")
+            text = np.array2string(arr, separator=", ", formatter=formatter)  # type: ignore[arg-type]
         if arr.ndim == 0:
             text = _complete_point(text)
     if len(text) > max_chars:
         text = text[: max_chars - 1] + "…"
     return text
+
+
+def _ml_float_precision(dtype: np.dtype[Any]) -> int | None:
+    """``finfo(dtype).precision`` of an ml_dtypes float (bfloat16, float8_*); ``None`` for the
+    dtypes numpy prints itself (its own floats, ints, bools, complex)."""
+    if dtype.kind != "V":
+        return None
+    try:
+        return int(ml_dtypes.finfo(dtype).precision)
+    except (TypeError, ValueError):
+        return None
+
+
+def _ml_float_text(dtype: np.dtype[Any], x: Any) -> str:
+    """One ml_dtypes float as numpy writes a float of its own dtypes (``precision=6``, maxprec):
+    the shortest digits (ties to even) that round back to ``x`` in ``dtype``, at most 6 after
+    the point; scientific below 1e-4 and from ``10 ** min(8, finfo(dtype).precision)``."""
+    v = float(x)
+    if np.isnan(v):
+        return "nan"
+    if np.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if v == 0:
+        return "-0." if np.signbit(v) else "0."
+    for p in range(1, 18):  # Python's "e" formatting rounds the exact value, ties to even
+        short = f"{v:.{p - 1}e}"
+        if float(np.asarray(float(short)).astype(dtype)) == v:
+            break
+    mantissa, exp = short.split("e")
+    cutoff = float(np.asarray(10.0 ** min(8, _ml_float_precision(dtype) or 8)).astype(dtype))
+    if abs(v) >= cutoff or abs(v) < float(np.asarray(1e-4).astype(dtype)):
+        if len(mantissa.partition(".")[2]) > 6:
+            mantissa, exp = f"{v:.6e}".split("e")
+            mantissa = mantissa.rstrip("0")
+        mantissa = mantissa if "." in mantissa else mantissa + "."
+        return f"{mantissa}e{exp[0]}{exp[1:].lstrip('0').rjust(2, '0')}"
+    digits = len(mantissa.replace("-", "").replace(".", "")) - 1 - int(exp)
+    text = f"{float(short):.{max(0, digits)}f}"
+    if digits > 6:
+        text = f"{v:.6f}".rstrip("0")
+    return text if "." in text else text + "."
 
 
 def _complete_point(text: str) -> str:
