@@ -8,6 +8,7 @@ import {
   cursorSelection,
   eqnLine,
   forwardVerdict,
+  gradientDtype,
   gradientRows,
   callText,
   headline,
@@ -18,6 +19,7 @@ import {
   nonfiniteSummary,
   stepRows,
   stepSelection,
+  type MarkedValue,
 } from './view-model';
 
 // Captured from the real probe by fixtures/capture.py (never written by hand).
@@ -217,5 +219,24 @@ describe('scan_sqrt: the Inf is born inside a scan body, at one iteration', () =
 
   it('a top-level finding has no path', () => {
     expect(insidePath(nanModel(load('where_sqrt')).found!)).toBeNull();
+  });
+});
+
+describe('numbers in the cells', () => {
+  it('print in the value\'s dtype as the previews do (float32 0.1, never 0.10000000149011612)', () => {
+    const aval = { shape: [3], dtype: 'float32', weak_type: false, short: 'f32[3]' };
+    const value = {
+      label: 'residual a',
+      value: { role: 'residual' as const, aval, preview: '[0.1, 0.198867, inf]', zero: false, var: 'a', nonfinite: true },
+      // NestedNumbers is `Any` in the protocol (generated as an object type)
+      numbers: [0.10000000149011612, 0.19886744022369385, 'inf'] as unknown as MarkedValue['numbers'],
+      nonfinite_at: [2],
+      nonfinite_count: 1,
+    };
+    expect(cells(value)?.map((c) => c.text)).toEqual(['0.1', '0.198867', 'inf']);
+    // The gradient takes the dtype of the linear jaxpr's inputs; float64 digits when unknown.
+    expect(gradientDtype(undefined)).toBe('float64');
+    expect(gradientRows([[0.10000000149011612, 1]], 'float32')[0]?.cells?.map((c) => c.text)).toEqual(['0.1', '1.0']);
+    expect(gradientRows([[0.10000000149011612]])[0]?.cells?.map((c) => c.text)).toEqual(['0.1']);
   });
 });
