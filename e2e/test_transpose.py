@@ -230,3 +230,33 @@ def test_no_transpose_rule_walks_up_to_the_eqn_and_says_so_once(
     expect(page.get_by_test_id("tw-card-primitive")).to_have_text("reduce_sum")
     assert page.get_by_test_id("tw-card-failure").count() == 0
     assert console_errors == []
+
+
+def test_c22_fd_check_compares_the_finite_entries_and_lists_the_nans(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """C22 broken: the gradient is [nan, nan, 0.25]. The error figures cover the one finite
+    entry (against numpy's central difference of sqrt at 4) and the two NaN entries are listed
+    with the gradient and the finite difference there."""
+    case = Path(__file__).resolve().parents[2] / "shared" / "cases" / "C22_where_sqrt_broken.py"
+    open_exhibit(page, "transpose")
+    set_code(page, case.read_text())
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    expect(page.get_by_test_id("tw-fd-compared")).to_have_text("over 1 compared entry")
+    h = 1e-6
+    fd_np = (np.sqrt(4.0 + h) - np.sqrt(4.0 - h)) / (2 * h)
+    abs_err = float(page.get_by_test_id("tw-max-abs").inner_text())
+    assert abs_err < 1e-8 and abs(fd_np - 0.25) < 1e-8
+    expect(page.get_by_test_id("tw-fd-skipped-count")).to_have_text("2")
+    row0, row1 = page.get_by_test_id("tw-fd-skipped-0"), page.get_by_test_id("tw-fd-skipped-1")
+    expect(row0).to_contain_text("args[0][0]")
+    expect(row0).to_contain_text("the gradient is nan")
+    expect(row1).to_contain_text("args[0][1]")
+    expect(row1).to_contain_text("null (kink)")
+    grad = np.asarray(
+        jax.grad(lambda x: jnp.sum(jnp.where(x > 0, jnp.sqrt(x), 0.0)))(jnp.array([-1.0, 0.0, 4.0]))
+    )
+    assert np.isnan(grad[:2]).all() and grad[2] == 0.25
+    page.get_by_test_id("tw-check").screenshot(path=str(screenshots / "transpose-c22-fd-check.png"))
+    assert console_errors == []

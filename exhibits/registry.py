@@ -24,6 +24,8 @@ from jaxscope.protocol import (
     ProgramExecuted,
 )
 
+from exhibits.shown import ShownError, ShownErrors
+
 EXHIBITS_DIR = Path(__file__).resolve().parent
 
 Extractor = Callable[[Sequence[EventModel]], str | None]
@@ -118,6 +120,16 @@ class Exhibit:
     def examples(self) -> list[str]:
         """Example names, sorted."""
         return sorted(self.example_paths())
+
+    def shown_errors(self, events: Sequence[EventModel]) -> list[ShownError]:
+        """The errors JAX raised on the user's code that this run shows as an artefact although
+        it finished (``SHOWN_ERRORS`` of ``exhibits/<id>/artefacts.py``; ``exhibits/shown.py``):
+        ``jaxscope run`` then exits 3."""
+        if not (self.folder / "artefacts.py").exists():
+            return []
+        module = importlib.import_module(f"exhibits.{self.id}.artefacts")
+        shown: ShownErrors | None = getattr(module, "SHOWN_ERRORS", None)
+        return shown(events) if shown is not None else []
 
     def info(self) -> ExhibitInfo:
         return ExhibitInfo(

@@ -6,7 +6,10 @@ session, in this process's event loop; no server needed). Output: a short summar
 ``--json`` every event as one JSON line, ``--print ARTEFACT`` that artefact's text alone (e.g.
 ``--print jaxpr`` is ``str(jax.make_jaxpr(f, static_argnums=...)(*args))`` plus a newline). The
 exit status is 1 when the run fails (kind, JAX's error class and message, and ``line N`` go to
-stderr) and 2 on a usage error. Limits come from ``JAXSCOPE_*`` variables and the flags.
+stderr), 2 on a usage error, and 3 when the run finished but what the exhibit shows is an error
+JAX raised on the user's code (the carry check of a ``lax.scan``, a rejected transform stack,
+``jax.jit(jax.grad(f))``...: ``exhibits/shown.py``; one stderr line per error, the artefact is
+still printed). Limits come from ``JAXSCOPE_*`` variables and the flags.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import TextIO, get_args
 
 from exhibits.registry import EXHIBITS
+from exhibits.shown import ShownError
 from jaxscope.protocol import (
     EventModel,
     RunFailed,
@@ -36,6 +40,8 @@ from jaxscope.settings import Limits, Settings, settings_from_env
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+# The run finished, but the exhibit shows an error JAX raised on the user's code.
+EXIT_JAX_ERROR_SHOWN = 3
 
 
 def _limit_flags(parser: argparse.ArgumentParser) -> None:
@@ -229,6 +235,24 @@ def describe_failure(failed: RunFailed) -> str:
     return "\n".join(lines) + "\n"
 
 
+def describe_shown(error: ShownError) -> str:
+    """The stderr text of an error JAX raised on the user's code that a finished run shows:
+    one line saying so, then JAX's error (first line of its message) and ``why`` when known."""
+    at = f" at line {error.line}" if error.line is not None else ""
+    head = (
+        f"jaxscope: the run finished; JAX raised {error.error_class}{at} in "
+        f"{error.computation}, shown by the exhibit as {error.artefact} "
+        f"(--print {error.artefact})"
+    )
+    first = error.message.strip().splitlines()[0] if error.message.strip() else ""
+    if len(first) > 300:
+        first = first[:299] + "…"
+    lines = [head, f"  {error.error_class}: {first}" if first else f"  {error.error_class}"]
+    if error.note:
+        lines.append(f"  note: {error.note}")
+    return "\n".join(lines) + "\n"
+
+
 async def run_headless(
     exhibit: str,
     code: str,
@@ -334,15 +358,21 @@ def _run(ns: argparse.Namespace) -> int:
         if text is not None:
             sys.stdout.write(text + "\n")
         return EXIT_FAILED
+    # JAX's errors the exhibit shows as its lesson: the run finished, the artefact is printed,
+    # and the exit status tells a script that JAX rejected the user's code.
+    shown = exhibit.shown_errors(events)
+    for error in shown:
+        sys.stderr.write(describe_shown(error))
+    status = EXIT_JAX_ERROR_SHOWN if shown else 0
     if ns.artefact is not None:
         text = exhibit.artefacts[ns.artefact](events)
         if text is None:
             print(f"jaxscope: the run produced no {ns.artefact!r}", file=sys.stderr)
-            return EXIT_FAILED
+            return status or EXIT_FAILED
         sys.stdout.write(text + "\n")
     elif not ns.json:
         sys.stdout.write(_summary(events, exhibit.id))
-    return 0
+    return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:

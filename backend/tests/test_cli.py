@@ -11,8 +11,10 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import jax
+import numpy as np
 import pytest
 from jaxscope.local_server import free_port
 from jaxscope.protocol import EVENT_ADAPTER, RunFailed, RunFinished
@@ -201,3 +203,222 @@ def test_serve_non_loopback_prints_token_url() -> None:
         proc.wait(timeout=15)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+# ---- a finished run that shows JAX's error as its lesson exits 3 (exhibits/shown.py) ------------
+
+EX = REPO / "exhibits"
+
+
+def _raised(thunk: Any) -> Exception:
+    """What plain JAX raises (the truth the CLI's exit 3 and stderr line are checked against)."""
+    with pytest.raises(Exception) as info:
+        thunk()
+    return info.value
+
+
+def _shard_map_truth(path: Path) -> tuple[str, str]:
+    """``jax.jit(jax.shard_map(f, ...))(*args)`` in a child with 8 CPU devices (as the workers
+    have): JAX's error class and message."""
+    code = (
+        "import json, runpy, jax\n"
+        f"ns = runpy.run_path({str(path)!r})\n"
+        "fun = jax.shard_map(ns['f'], mesh=ns['mesh'], in_specs=ns['in_specs'],"
+        " out_specs=ns['out_specs'])\n"
+        "try:\n"
+        "    jax.jit(fun)(*ns['args'])\n"
+        "except Exception as exc:\n"
+        "    print(json.dumps([type(exc).__name__, str(exc)]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    assert out.returncode == 0, out.stderr
+    error_class, message = json.loads(out.stdout)
+    return error_class, message
+
+
+def _snippet(path: Path) -> Any:
+    return load_snippet(path.read_text())
+
+
+# exhibit, snippet, artefact, the computation named on stderr, the truth (plain JAX), user line
+SHOWN: dict[str, tuple[str, Path, str, str, Any, int | None]] = {
+    "control_flow-C13_scan_carry": (
+        "control_flow",
+        CASES / "C13_scan_carry_broken.py",
+        "verdict",
+        "the scan body carry check",
+        lambda s: jax.make_jaxpr(s.f)(*s.args),
+        23,
+    ),
+    "custom_vjp-c20_bwd_arity": (
+        "custom_vjp",
+        EX / "custom_vjp/examples/c20_bwd_arity_broken.py",
+        "check",
+        "jax.grad(f)",
+        lambda s: jax.grad(s.f)(*s.args),
+        27,
+    ),
+    "transform_order-C06_vmap_grad": (
+        "transform_order",
+        EX / "transform_order/examples/C06_vmap_grad_broken.py",
+        "error",
+        "vmap(f)(*args)",
+        lambda s: jax.vmap(s.f, in_axes=0)(*s.args),
+        11,
+    ),
+    "transpose-C20_int_arg": (
+        "transpose",
+        CASES / "C20_int_arg_broken.py",
+        "attempts",
+        "jax.jit(jax.grad(f))",
+        lambda s: jax.jit(jax.grad(s.f))(*s.args),
+        8,
+    ),
+    "partial_eval-while_loop": (
+        "partial_eval",
+        EX / "partial_eval/fixtures/while_loop_bound.py",
+        "remat",
+        "jax.grad(f) (the remat table)",
+        lambda s: jax.grad(s.f)(*s.args),
+        None,
+    ),
+    "shard_map-out_replication": (
+        "shard_map",
+        EX / "shard_map/examples/out_replication.py",
+        "verdict",
+        "jax.jit(jax.shard_map(f, ...)): shard_map's replication check",
+        None,
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHOWN))
+def test_a_finished_run_showing_jaxs_error_exits_3(name: str) -> None:
+    """The run finishes (JAX's error is the exhibit's lesson, printed by the artefact), and the
+    exit status 3 with one stderr line tells a script that JAX rejected the code."""
+    exhibit, path, artefact, computation, truth, line = SHOWN[name]
+    if truth is None:
+        error_class, message = _shard_map_truth(path)
+    else:
+        exc = _raised(lambda: truth(_snippet(path)))
+        error_class, message = type(exc).__name__, str(exc)
+    first = message.splitlines()[0]
+    out = jaxscope("run", exhibit, str(path), "--print", artefact, timeout=180)
+    assert out.returncode == 3, out.stderr
+    at = f" at line {line}" if line is not None else ""
+    head = (
+        f"jaxscope: the run finished; JAX raised {error_class}{at} in {computation}, "
+        f"shown by the exhibit as {artefact} (--print {artefact})"
+    )
+    assert head in out.stderr.splitlines()
+    if "frozenset(" not in first:  # set order follows each process's hash seed
+        # JAX's first line (cut at 300 characters)
+        shown = f"  {error_class}: {first}"
+        assert any(
+            x == shown or (x.endswith("…") and shown.startswith(x[:-1]))
+            for x in out.stderr.splitlines()
+        )
+    # the artefact prints JAX's error itself
+    assert error_class in out.stdout
+    if "frozenset(" not in first:
+        assert first in out.stdout.replace("\\n", "\n")
+
+
+def test_shown_error_exit_3_in_json_and_summary_modes_and_the_gradient_still_prints() -> None:
+    """C20: eager jax.grad works, jax.jit(jax.grad(f)) does not. ``--print gradient`` prints
+    jax.grad's value and says on stderr that jit(grad) fails; ``--json`` and the summary exit 3."""
+    path = CASES / "C20_int_arg_broken.py"
+    s = _snippet(path)
+    out = jaxscope("run", "transpose", str(path), "--print", "gradient")
+    assert out.returncode == 3
+    (data, scale) = jax.grad(s.f)(*s.args)
+    assert json.loads(out.stdout) == [[np.asarray(data).tolist(), float(scale)]]
+    assert "JAX raised TypeError at line 8 in jax.jit(jax.grad(f))" in out.stderr
+    assert "note: the walk and the gradient shown are the eager ones" in out.stderr
+    out = jaxscope("run", "transpose", str(path), "--json")
+    assert out.returncode == 3 and "JAX raised TypeError" in out.stderr
+    assert isinstance(EVENT_ADAPTER.validate_json(out.stdout.splitlines()[-1]), RunFinished)
+    out = jaxscope("run", "transpose", str(path))
+    assert out.returncode == 3 and out.stdout.startswith("exhibit transpose: run_finished")
+    assert "attempts" in out.stdout  # listed among the artefacts
+
+
+@pytest.mark.parametrize(
+    ("exhibit", "path", "artefact"),
+    [
+        ("control_flow", CASES / "C13_scan_carry_fixed.py", "verdict"),
+        ("custom_vjp", EX / "custom_vjp/examples/c20_nondiff_fixed.py", "check"),
+        ("transform_order", EX / "transform_order/examples/C06_vmap_grad_fixed.py", "error"),
+        ("shard_map", EX / "shard_map/examples/psum_rows.py", "verdict"),
+    ],
+    ids=lambda v: v.stem if isinstance(v, Path) else str(v),
+)
+def test_the_fixed_snippets_exit_0(exhibit: str, path: Path, artefact: str) -> None:
+    out = jaxscope("run", exhibit, str(path), "--print", artefact, timeout=180)
+    assert out.returncode == 0, out.stderr
+    assert "JAX raised" not in out.stderr
+
+
+# Every event that carries an error JAX raised: either an exhibit's SHOWN_ERRORS reads it, or
+# it is listed here with the reason it does not make a finished run exit 3.
+SHOWN_BY = {
+    "CarryChecked": "control_flow",
+    "CustomRuleChecked": "custom_vjp",
+    "GradAttempted": "transpose",
+    "RematUnavailable": "partial_eval",
+    "ShardMapChecked": "shard_map",
+    "TransformStackEvaluated": "transform_order",
+}
+NOT_SHOWN = {
+    # terminal: the run failed (exit 1)
+    "RunFailed",
+    # followed by run_failed: the sharding run always fails with the error it explains
+    "ShardingErrorExplained",
+    # a step of a backward pass that raised: the run then fails (exit 1)
+    "TransposeStepped",
+    # what jax.grad raises under jax_debug_nans, which the finder turns on itself; NaN/Inf
+    # gradients are the finding, JAX does not reject the code without that flag
+    "NonfiniteFound",
+    # what jax.tree.map(fn, args, other) would raise: the snippet's two containers compared on
+    # request; the user's f and args ran
+    "TreedefsCompared",
+    # a semantics fact on built-in code (grad through a traced-bound fori_loop is refused)
+    "ControlFlowShown",
+}
+
+
+def _error_fields(model: Any, seen: frozenset[Any] = frozenset()) -> bool:
+    from pydantic import BaseModel
+
+    for name, field in model.model_fields.items():
+        if name in ("error_class", "error_message", "jax_error", "debug_nans"):
+            return True
+        for arg in [field.annotation, *getattr(field.annotation, "__args__", ())]:
+            for inner in [arg, *getattr(arg, "__args__", ())]:
+                if (
+                    isinstance(inner, type)
+                    and issubclass(inner, BaseModel)
+                    and inner not in seen
+                    and _error_fields(inner, seen | {model})
+                ):
+                    return True
+    return False
+
+
+def test_every_event_with_jaxs_error_is_shown_or_excluded_for_a_reason() -> None:
+    from typing import get_args
+
+    from jaxscope.protocol import EventModel
+
+    with_errors = {cls.__name__ for cls in get_args(EventModel) if _error_fields(cls)}
+    # a new event with an error field must be decided here (the other way round, an event that
+    # lost its error field while another engineer's change is in flight does not fail this)
+    assert with_errors <= set(SHOWN_BY) | NOT_SHOWN
+    assert set(SHOWN_BY) <= with_errors
+    for exhibit in set(SHOWN_BY.values()):
+        module = __import__(f"exhibits.{exhibit}.artefacts", fromlist=["SHOWN_ERRORS"])
+        assert callable(module.SHOWN_ERRORS)
+        assert EXHIBITS[exhibit].shown_errors([]) == []

@@ -1,7 +1,9 @@
 """The control_flow exhibit's ``--print`` table: ``verdict`` is JSON ``{"ok": bool,
-"error_class": ..., "leaf_path": ...}`` for the first loop/cond whose carry or branch types JAX
-checked (the first failing one when any fails); for a run without any, ``ok`` true and a
-``note`` saying so. Imports only the protocol."""
+"error_class": ..., "leaf_path": ..., "message": ..., "line": ...}`` for the first loop/cond whose
+carry or branch types JAX checked (the first failing one when any fails; ``message`` JAX's text
+verbatim, ``line`` the snippet line of the call); for a run without any, ``ok`` true and a
+``note`` saying so. ``SHOWN_ERRORS``: every check JAX failed (``exhibits/shown.py``). Imports only
+the protocol."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import json
 from collections.abc import Sequence
 
 from jaxscope.protocol import CarryChecked, EventModel, RunFinished
+
+from exhibits.shown import ShownError
 
 
 def _verdict(events: Sequence[EventModel]) -> str | None:
@@ -27,7 +31,32 @@ def _verdict(events: Sequence[EventModel]) -> str | None:
         )
     failing = [c for c in checks if not c.ok]
     c = failing[0] if failing else checks[0]
-    return json.dumps({"ok": c.ok, "error_class": c.error_class, "leaf_path": c.leaf_path})
+    return json.dumps(
+        {
+            "ok": c.ok,
+            "error_class": c.error_class,
+            "leaf_path": c.leaf_path,
+            "message": c.message,
+            "line": c.source.line if c.source else None,
+        }
+    )
+
+
+def _shown_errors(events: Sequence[EventModel]) -> list[ShownError]:
+    return [
+        ShownError(
+            error_class=c.error_class or "Error",
+            message=c.message or "",
+            computation=f"{c.api}'s branch output check"
+            if c.primitive == "cond"
+            else f"the {c.api} carry check",
+            artefact="verdict",
+            line=c.source.line if c.source else None,
+        )
+        for c in events
+        if isinstance(c, CarryChecked) and not c.ok
+    ]
 
 
 ARTEFACTS = {"verdict": _verdict}
+SHOWN_ERRORS = _shown_errors

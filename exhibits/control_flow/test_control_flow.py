@@ -435,11 +435,20 @@ def jaxscope(*argv: str) -> subprocess.CompletedProcess[str]:
     ],
 )
 def test_cli_verdict(name: str, want: dict[str, Any]) -> None:
-    ok, error_class, _ = plain_outcome((CASES / f"{name}.py").read_text())
+    ok, error_class, message = plain_outcome((CASES / f"{name}.py").read_text())
     assert (ok, error_class) == (want["ok"], want["error_class"])  # JAX's own outcome
     out = jaxscope("run", "control_flow", str(CASES / f"{name}.py"), "--print", "verdict")
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == want
+    # JAX's rejection is the lesson (the run finishes) and exits 3: JAX rejected the code.
+    assert out.returncode == (0 if ok else 3), out.stderr
+    verdict = json.loads(out.stdout)
+    assert {k: verdict[k] for k in ("ok", "error_class", "leaf_path")} == want
+    if not ok:
+        expect = json.loads((CASES / f"{name}.expect.json").read_text())
+        assert verdict["line"] == expect["error_user_line"]
+        assert message is not None
+        assert verdict["message"].splitlines()[0] == message.splitlines()[0]
+        assert message.splitlines()[0] == expect["error_first_line"]
+        assert f"JAX raised {error_class} at line {verdict['line']}" in out.stderr
 
 
 NO_CONTROL_FLOW = """\

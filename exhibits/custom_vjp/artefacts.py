@@ -4,7 +4,8 @@ rule ``custom``, ``autodiff`` without it, ``finite_difference``, and ``max_abs_d
 ``max_abs_diff_fd``), the ``attempts`` (eager and jitted grad: ``ok``, ``error_class``,
 ``message`` (the error's text, JAX's or the user's rule's own), ``line``) and the ``problems``
 found (``kind``, ``severity``, ``title``, ``error_class``, ``error_message``, ``line``). The
-last custom function checked when there are several. Imports only the protocol."""
+last custom function checked when there are several. ``SHOWN_ERRORS``: the gradient attempts JAX
+refused (``exhibits/shown.py``). Imports only the protocol."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import json
 from collections.abc import Sequence
 
 from jaxscope.protocol import CustomRuleChecked, EventModel
+
+from exhibits.shown import ShownError, unique
 
 
 def _check(events: Sequence[EventModel]) -> str | None:
@@ -60,4 +63,28 @@ def _check(events: Sequence[EventModel]) -> str | None:
     )
 
 
+_COMPUTATION = {"eager": "jax.grad(f)", "jit": "jax.jit(jax.grad(f))"}
+
+
+def _shown_errors(events: Sequence[EventModel]) -> list[ShownError]:
+    """Each way of taking ``f``'s gradient with the custom rule that raised (the same for every
+    custom function checked: repeats dropped)."""
+    return unique(
+        [
+            ShownError(
+                error_class=t.error_class or "Error",
+                message=t.message or "",
+                computation=_COMPUTATION[t.mode],
+                artefact="check",
+                line=t.source.line if t.source else None,
+            )
+            for e in events
+            if isinstance(e, CustomRuleChecked)
+            for t in e.attempts
+            if not t.ok
+        ]
+    )
+
+
 ARTEFACTS = {"check": _check}
+SHOWN_ERRORS = _shown_errors

@@ -472,7 +472,9 @@ def test_rule_error_text_in_cli_check_and_events(
         timeout=120,
         cwd=ROOT,
     )
-    assert proc.returncode == 0, proc.stderr
+    # JAX's refusal is shown (the run finishes) and exits 3: JAX rejected the code.
+    assert proc.returncode == 3, proc.stderr
+    assert f"JAX raised {type(info.value).__name__}" in proc.stderr
     out = json.loads(proc.stdout)
     assert out["verdict"] == "error"
     printed = {t["mode"]: t for t in out["attempts"]}

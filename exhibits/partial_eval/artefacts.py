@@ -1,13 +1,29 @@
-"""The partial_eval exhibit's ``--print`` table: the known and unknown jaxprs (JAX's text) and the
-residuals as JSON, a list of ``[aval, user line]`` (``aval`` as ``f32[3]``, line ``null`` for a
-residual that is an input). Imports only the protocol."""
+"""The partial_eval exhibit's ``--print`` table: the known and unknown jaxprs (JAX's text); the
+residuals as JSON, one object per residual in order, with what the page's residual table shows:
+``index``, ``known_var`` (its name in the known jaxpr's printout: one of its last outvars),
+``unknown_var`` (its name in the unknown jaxpr's: one of its first invars), ``aval`` (``f32[3]``),
+``bytes``, ``what`` (``output of sin``, ``the argument primal args[0]``), ``primitive`` and
+``known_eqn`` (the known eqn that produced it; ``null`` for an input), ``line`` (that eqn's user
+line) and ``read_by`` (the unknown eqns that read it: ``eqn``, ``primitive``, ``line``); and
+``remat``, the remat table as JSON ``{"rows": [...], "unavailable": ...}`` (``unavailable``:
+why there are no rows, with JAX's error, when ``jax.grad`` refused ``f``). ``SHOWN_ERRORS``:
+that refusal (``exhibits/shown.py``). Imports only the protocol."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
-from jaxscope.protocol import EventModel, JaxprSplit
+from jaxscope.protocol import (
+    EventModel,
+    JaxprSplit,
+    JaxprView,
+    RematPolicyMeasured,
+    RematUnavailable,
+)
+
+from exhibits.shown import ShownError
 
 
 def _split(events: Sequence[EventModel]) -> JaxprSplit | None:
@@ -25,11 +41,96 @@ def _unknown(events: Sequence[EventModel]) -> str | None:
     return s.unknown.text if s else None
 
 
+def _readers(jaxpr: JaxprView, name: str) -> list[dict[str, Any]]:
+    return [
+        {"eqn": e.index, "primitive": e.primitive, "line": e.source.line if e.source else None}
+        for e in jaxpr.eqns
+        if any(not v.literal and v.name == name for v in e.invars)
+    ]
+
+
 def _residuals(events: Sequence[EventModel]) -> str | None:
     s = _split(events)
     if s is None:
         return None
-    return json.dumps([[r.aval.short, r.source.line if r.source else None] for r in s.residuals])
+    # Residual i is outvar (n_known_out + i) of the known jaxpr and invar i of the unknown one
+    # (partial_eval_jaxpr_nounits' convention, as the page's view model reads it).
+    n_known_out = len(s.known.outvars) - len(s.residuals)
+    rows = []
+    for i, r in enumerate(s.residuals):
+        unknown_var = s.unknown.invars[i].name if i < len(s.unknown.invars) else None
+        producer = s.known.eqns[r.known_eqn] if r.known_eqn is not None else None
+        rows.append(
+            {
+                "index": i,
+                "known_var": s.known.outvars[n_known_out + i].name,
+                "unknown_var": unknown_var,
+                "aval": r.aval.short,
+                "bytes": r.bytes,
+                "what": r.description,
+                "primitive": producer.primitive if producer else None,
+                "known_eqn": r.known_eqn,
+                "line": r.source.line if r.source else None,
+                "read_by": _readers(s.unknown, unknown_var) if unknown_var else [],
+            }
+        )
+    return json.dumps(rows)
 
 
-ARTEFACTS = {"known_jaxpr": _known, "unknown_jaxpr": _unknown, "residuals": _residuals}
+def _unavailable(events: Sequence[EventModel]) -> RematUnavailable | None:
+    found = [e for e in events if isinstance(e, RematUnavailable)]
+    return found[-1] if found else None
+
+
+def _remat(events: Sequence[EventModel]) -> str | None:
+    rows = [e for e in events if isinstance(e, RematPolicyMeasured)]
+    gone = _unavailable(events)
+    if not rows and gone is None:
+        return None
+    return json.dumps(
+        {
+            "rows": [
+                {
+                    "policy": r.policy,
+                    "saved": [s.aval.short for s in r.saved],
+                    "residual_bytes": r.residual_bytes,
+                    "temp_bytes": r.temp_bytes,
+                    "step_ms": r.step_ms,
+                    "grad_max_abs_diff": r.grad_max_abs_diff,
+                }
+                for r in rows
+            ],
+            "unavailable": None
+            if gone is None
+            else {
+                "reason": gone.reason,
+                "error_class": gone.error_class,
+                "message": gone.message,
+                "explanation": gone.explanation,
+            },
+        }
+    )
+
+
+def _shown_errors(events: Sequence[EventModel]) -> list[ShownError]:
+    gone = _unavailable(events)
+    if gone is None or gone.reason != "grad_fails":
+        return []
+    return [
+        ShownError(
+            error_class=gone.error_class,
+            message=gone.message,
+            computation="jax.grad(f) (the remat table)",
+            artefact="remat",
+            note="the split (known_jaxpr, unknown_jaxpr, residuals) is forward mode and valid",
+        )
+    ]
+
+
+ARTEFACTS = {
+    "known_jaxpr": _known,
+    "unknown_jaxpr": _unknown,
+    "residuals": _residuals,
+    "remat": _remat,
+}
+SHOWN_ERRORS = _shown_errors

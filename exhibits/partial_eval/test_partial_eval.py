@@ -374,10 +374,52 @@ def test_cli_print(tmp_path: Path, artefact: str) -> None:
         assert proc.stdout == str(unknown) + "\n"
     else:
         got = json.loads(proc.stdout)
-        assert [a for a, _ in got] == [a.str_short(short_dtypes=True) for a in res]
-        assert sorted(got, key=str) == sorted(
-            [["f32[3]", 9], ["f32[3]", None], ["f32[3]", 9], ["f32[3]", 10]], key=str
-        )
+        # the residuals in JAX's order (partial_eval_jaxpr_nounits), each named as the two
+        # jaxprs print it: outvar n_known_out + i of the known jaxpr, invar i of the unknown one
+        assert [r["aval"] for r in got] == [a.str_short(short_dtypes=True) for a in res]
+        assert [r["index"] for r in got] == list(range(len(res)))
+        n_known_out = len(known.jaxpr.outvars) - len(res)
+        known_out_names = _printed_outvars(str(known))
+        unknown_in_names = _printed_invars(str(unknown))
+        assert [r["known_var"] for r in got] == known_out_names[n_known_out:]
+        assert [r["unknown_var"] for r in got] == unknown_in_names[: len(res)]
+        for i, r in enumerate(got):
+            assert r["bytes"] == 12
+            var = known.jaxpr.outvars[n_known_out + i]
+            if r["known_eqn"] is None:  # x itself: an input of the known jaxpr, no producer
+                assert r["what"] == "the argument primal args[0]" and r["primitive"] is None
+                assert any(var is v for v in known.jaxpr.invars) and r["line"] is None
+            else:
+                eqn = known.jaxpr.eqns[r["known_eqn"]]
+                assert any(var is v for v in eqn.outvars)  # this eqn produced the residual
+                assert r["primitive"] == eqn.primitive.name
+                assert r["what"] == f"output of {eqn.primitive.name}"
+            # every unknown eqn that reads it, and only those
+            uvar = unknown.jaxpr.invars[i]
+            readers = [
+                k for k, e in enumerate(unknown.jaxpr.eqns) if any(uvar is v for v in e.invars)
+            ]
+            assert [x["eqn"] for x in r["read_by"]] == readers
+            assert [x["primitive"] for x in r["read_by"]] == [
+                unknown.jaxpr.eqns[k].primitive.name for k in readers
+            ]
+        assert sorted((r["primitive"], r["line"]) for r in got if r["primitive"]) == [
+            ("cos", 9),
+            ("mul", 10),
+            ("sin", 9),
+        ]
+
+
+def _printed_outvars(text: str) -> list[str]:
+    """The outvar names of a jaxpr as JAX prints it: ``... in (a, b) }``."""
+    inner = text.rsplit(" in ", 1)[1].strip().removesuffix("}").strip()
+    return [n.strip() for n in inner.strip("()").split(",") if n.strip()]
+
+
+def _printed_invars(text: str) -> list[str]:
+    """The invar names of a jaxpr as JAX prints it: ``{ lambda consts ; a:f32[3] b:f32[3]. let``."""
+    binders = text.split(";", 1)[1].split(". let", 1)[0]
+    return [b.split(":")[0] for b in binders.split()]
 
 
 def test_python_scalar_and_kwargs_and_static_argnames() -> None:
@@ -446,10 +488,29 @@ def test_cli_known_jaxpr_of_a_snippet_without_remat_table(tmp_path: Path) -> Non
         timeout=120,
         cwd=REPO,
     )
-    assert proc.returncode == 0, proc.stderr
+    # the split is printed; jax.grad's refusal (the remat table's place) exits 3
+    assert proc.returncode == 3, proc.stderr
     known, _, _, _ = regen.split(regen.load(WHILE_LOOP))
     assert proc.stdout == str(known) + "\n"
     assert "while" in proc.stdout
+    ns = regen.load(WHILE_LOOP)
+    with pytest.raises(ValueError) as info:
+        jax.grad(ns["f"])(*ns["args"])
+    first = str(info.value).splitlines()[0]
+    assert "the run finished; JAX raised ValueError in jax.grad(f)" in proc.stderr
+    assert f"  ValueError: {first}" in proc.stderr and "--print remat" in proc.stderr
+    proc = subprocess.run(
+        [JAXSCOPE, "run", "partial_eval", str(snippet), "--print", "remat"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert proc.returncode == 3, proc.stderr
+    remat = json.loads(proc.stdout)
+    assert remat["rows"] == []
+    assert remat["unavailable"]["error_class"] == "ValueError"
+    assert remat["unavailable"]["message"] == str(info.value)
 
 
 def test_a_function_too_large_for_the_remat_table_gets_the_split_and_a_reason(

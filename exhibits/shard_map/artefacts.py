@@ -1,5 +1,7 @@
 """The shard_map exhibit's ``--print`` table: ``verdict`` is JSON ``{"ok": bool, "error_class":
-..., "check": ...}`` (``check``: which of shard_map's checks failed). Imports only the protocol."""
+..., "check": ..., "message": ...}`` (``check``: which of shard_map's checks failed; ``message``:
+JAX's text verbatim). ``SHOWN_ERRORS``: the check JAX failed (``exhibits/shown.py``). Imports only
+the protocol."""
 
 from __future__ import annotations
 
@@ -8,13 +10,38 @@ from collections.abc import Sequence
 
 from jaxscope.protocol import EventModel, ShardMapChecked
 
+from exhibits.shown import ShownError
+
+
+def _checked(events: Sequence[EventModel]) -> ShardMapChecked | None:
+    found = [e for e in events if isinstance(e, ShardMapChecked)]
+    return found[-1] if found else None
+
 
 def _verdict(events: Sequence[EventModel]) -> str | None:
-    found = [e for e in events if isinstance(e, ShardMapChecked)]
-    if not found:
+    e = _checked(events)
+    if e is None:
         return None
-    e = found[-1]
-    return json.dumps({"ok": e.ok, "error_class": e.error_class, "check": e.check})
+    return json.dumps(
+        {"ok": e.ok, "error_class": e.error_class, "check": e.check, "message": e.message}
+    )
+
+
+def _shown_errors(events: Sequence[EventModel]) -> list[ShownError]:
+    e = _checked(events)
+    if e is None or e.ok:
+        return []
+    what = "the body" if e.check in (None, "body") else f"shard_map's {e.check} check"
+    return [
+        ShownError(
+            error_class=e.error_class or "Error",
+            message=e.message or "",
+            computation=f"jax.jit(jax.shard_map(f, ...)): {what}",
+            artefact="verdict",
+            note=e.explanation,
+        )
+    ]
 
 
 ARTEFACTS = {"verdict": _verdict}
+SHOWN_ERRORS = _shown_errors

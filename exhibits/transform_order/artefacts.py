@@ -1,13 +1,16 @@
 """The transform_order exhibit's ``--print`` table for the stack chosen with ``--stack``:
 ``result`` (the value on the example input, one printout per output), ``jaxpr`` (JAX's text) and
-``error`` (``ErrorClass: message`` when JAX rejects the stack, empty otherwise). Imports only the
-protocol."""
+``error`` (``ErrorClass: message`` when JAX rejects the stack, empty otherwise).
+``SHOWN_ERRORS``: the user's stack when JAX rejected it (``exhibits/shown.py``; the built-in
+comparisons that follow are not the user's code). Imports only the protocol."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from jaxscope.protocol import EventModel, TransformStackEvaluated
+
+from exhibits.shown import ShownError
 
 
 def _first(events: Sequence[EventModel]) -> TransformStackEvaluated | None:
@@ -35,4 +38,21 @@ def _error(events: Sequence[EventModel]) -> str | None:
     return "" if e.ok else f"{e.error_class}: {e.message}"
 
 
+def _shown_errors(events: Sequence[EventModel]) -> list[ShownError]:
+    e = _first(events)
+    if e is None or e.ok or e.group != "user":
+        return []
+    return [
+        ShownError(
+            error_class=e.error_class or "Error",
+            message=e.message or "",
+            computation=e.code or e.label,
+            artefact="error",
+            line=e.source.line if e.source else None,
+            note=e.explanation,
+        )
+    ]
+
+
 ARTEFACTS = {"result": _result, "jaxpr": _jaxpr, "error": _error}
+SHOWN_ERRORS = _shown_errors

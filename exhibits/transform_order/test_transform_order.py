@@ -333,7 +333,9 @@ def test_cli_stack() -> None:
     out = jaxscope("run", "transform_order", str(path), "--stack", "grad,vmap", "--print", "error")
     with pytest.raises(TypeError) as info:
         jax.grad(jax.vmap(ns["f"], in_axes=(None, 0, 0)))(*args)
-    assert out.returncode == 0 and out.stdout == f"TypeError: {info.value}\n"
+    # JAX's rejection is the artefact (the run finishes) and exits 3: JAX rejected the stack.
+    assert out.returncode == 3 and out.stdout == f"TypeError: {info.value}\n"
+    assert "the run finished; JAX raised TypeError" in out.stderr
     out = jaxscope("run", "transform_order", str(path), "--stack", "vmap,nope")
     assert out.returncode == 2 and "unknown transform nope" in out.stderr
 

@@ -33,6 +33,7 @@ A bad ``argnums``, ``argnums=()``, no floating argument at all, or a complex one
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -55,6 +56,7 @@ from jaxscope.internals.transpose_walk import (
 )
 from jaxscope.internals.views import aval_view
 from jaxscope.protocol import (
+    FdNotCompared,
     GradAttempted,
     GradientChecked,
     GradientLeaf,
@@ -440,7 +442,7 @@ def check_gradient(
         return value if scalar else jnp.sum(value)
 
     fd = central_differences(fd_loss, args, list(argnums))
-    abs_err, rel_err = _errors(grad64, fd.values, fd.known)
+    cmp = compare_fd(args, argnums, gradient, list(grad64), fd.values, fd.known)
     n = len(args)
     fd_args = [fd_nested(v, k) for v, k in zip(fd.values, fd.known, strict=True)]
     return GradientChecked(
@@ -449,10 +451,13 @@ def check_gradient(
         gradient=_per_arg(n, argnums, gradient),
         jax_grad=_per_arg(n, argnums, jax_grad),
         jax_vjp=_per_arg(n, argnums, jax_vjp),
+        compared=cmp.compared,
+        not_compared=cmp.not_compared,
+        not_compared_count=cmp.not_compared_count,
         equal_to_jax=equal,
         finite_difference=_fd_per_arg(n, argnums, fd_args),
-        max_abs_err=abs_err,
-        max_rel_err=rel_err,
+        max_abs_err=cmp.max_abs_err,
+        max_rel_err=cmp.max_rel_err,
         leaves=gradient_leaves(args, argnums, gradient, jax_grad, jax_vjp, fd.values, fd.known),
     )
 
@@ -464,16 +469,66 @@ def _fd_per_arg(n: int, argnums: Sequence[int], values: Sequence[Any]) -> list[A
     return out
 
 
-def _errors(grad64: Any, fd_values: Sequence[Any], fd_known: Sequence[Any]) -> tuple[Any, Any]:
-    """(max abs error, max abs error / max |fd|) over the known elements; None if non-finite."""
-    g = [np.ravel(np.asarray(x, np.float64)) for x in jax.tree.leaves(list(grad64))]
-    v = [np.ravel(np.asarray(x, np.float64)) for x in jax.tree.leaves(list(fd_values))]
-    k = [np.ravel(np.asarray(x, bool)) for x in jax.tree.leaves(list(fd_known))]
-    if not g:
-        return None, None
-    gg, vv, kk = np.concatenate(g), np.concatenate(v), np.concatenate(k)
-    if not kk.any() or not np.all(np.isfinite(gg[kk])):
-        return None, None
-    abs_err = float(np.max(np.abs(gg[kk] - vv[kk])))
-    scale = float(np.max(np.abs(vv[kk])))
-    return abs_err, (abs_err / scale if scale > 0 else abs_err)
+MAX_NOT_COMPARED = 64
+
+
+@dataclass
+class FdComparison:
+    """The error figures of :class:`GradientChecked` and the elements they leave out."""
+
+    max_abs_err: float | None
+    max_rel_err: float | None
+    compared: int
+    not_compared: list[FdNotCompared]
+    not_compared_count: int
+
+
+def compare_fd(
+    args: tuple[Any, ...],
+    argnums: Sequence[int],
+    gradient: Sequence[Any],
+    grad64: Sequence[Any],
+    fd_values: Sequence[Any],
+    fd_known: Sequence[Any],
+) -> FdComparison:
+    """(max abs error, max abs error / max |fd|) over the elements where ``fd`` is known and
+    finite and both gradients (the walk's, ``grad64``) are finite; the elements where one of
+    them is NaN or Inf listed (a kink with finite gradients is just not compared)."""
+    diffs: list[np.ndarray] = []
+    scales: list[np.ndarray] = []
+    skipped: list[FdNotCompared] = []
+    count = 0
+    for k, i in enumerate(argnums):
+        paths = jax.tree_util.tree_flatten_with_path(args[i])[0]
+        columns = [
+            jax.tree.leaves(tree) for tree in (gradient[k], grad64[k], fd_values[k], fd_known[k])
+        ]
+        for (path, _), g, g64, fv, fk in zip(paths, *columns, strict=True):
+            g32, g64a = np.asarray(g, np.float64), np.asarray(g64, np.float64)
+            fva, fka = np.asarray(fv, np.float64), np.asarray(fk, bool)
+            finite_g = np.isfinite(g32) & np.isfinite(g64a)
+            ok = fka & np.isfinite(fva) & finite_g
+            diffs.append(np.abs(g64a[ok] - fva[ok]))
+            scales.append(np.abs(fva[ok]))
+            bad = ~finite_g | (fka & ~np.isfinite(fva))
+            count += int(bad.sum())
+            for index in np.argwhere(bad)[: max(0, MAX_NOT_COMPARED - len(skipped))]:
+                at = tuple(int(n) for n in index)
+                skipped.append(
+                    FdNotCompared(
+                        path=f"args[{i}]{jax.tree_util.keystr(path)}",
+                        index=list(at),
+                        gradient=_number(float(g32[at])),
+                        gradient_f64=_number(float(g64a[at])),
+                        finite_difference=_number(float(fva[at])) if bool(fka[at]) else None,
+                    )
+                )
+    diff = np.concatenate(diffs) if diffs else np.zeros(0)
+    compared = int(diff.size)
+    if compared == 0:
+        return FdComparison(None, None, 0, skipped, count)
+    abs_err = float(np.max(diff))
+    scale = float(np.max(np.concatenate(scales)))
+    return FdComparison(
+        abs_err, abs_err / scale if scale > 0 else abs_err, compared, skipped, count
+    )

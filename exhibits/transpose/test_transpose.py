@@ -178,7 +178,7 @@ def test_c22(name: str) -> None:
     assert check.finite_difference[0][1] is None  # the kink at 0
     if name.endswith("broken"):
         assert check.gradient[0][:2] == ["nan", "nan"]
-        assert check.max_abs_err is None
+        _fd_check_leaves_out_the_nans(check)
         # the NaN is made by the mul that sqrt's JVP rule emitted
         nan_steps = [
             s
@@ -189,6 +189,71 @@ def test_c22(name: str) -> None:
         assert nan_steps[0].source is not None and nan_steps[0].source.line == 7
     else:
         assert check.max_abs_err is not None and check.max_abs_err < 1e-9
+
+
+def _fd_check_leaves_out_the_nans(check: GradientChecked) -> None:
+    """C22 broken: the gradient is [nan, nan, 0.25]. The error figures compare the one element
+    where both are finite (index 2) and list the other two, against numpy."""
+    x = np.array([-1.0, 0.0, 4.0])
+    grad = np.asarray(
+        jax.grad(load_snippet((CASES / "C22_where_sqrt_broken.py").read_text()).f)(
+            jnp.asarray(x, jnp.float32)
+        )
+    )
+    fd = check.finite_difference[0]
+    # numpy's own central difference where sqrt is smooth (x = 4), and d/dx sqrt(x) = 0.25 there
+    h = 1e-6
+    fd_np = (np.sqrt(4.0 + h) - np.sqrt(4.0 - h)) / (2 * h)
+    assert abs(fd[2] - fd_np) < 1e-8
+    assert check.compared == 1
+    assert check.max_abs_err is not None and check.max_abs_err < 1e-8
+    assert check.max_abs_err == abs(0.25 - fd[2])
+    assert check.max_rel_err == check.max_abs_err / abs(fd[2])
+    bad = [int(i) for i in np.flatnonzero(~np.isfinite(grad))]
+    assert bad == [0, 1]
+    assert check.not_compared_count == 2
+    assert [
+        (n.path, n.index, n.gradient, n.gradient_f64, n.finite_difference)
+        for n in check.not_compared
+    ] == [("args[0]", [i], "nan", "nan", fd[i]) for i in bad]
+    assert fd[:2] == [0.0, None]  # 0 left of the guard, a kink at 0
+
+
+def test_cli_fd_check_lists_what_it_did_not_compare(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [
+            JAXSCOPE,
+            "run",
+            "transpose",
+            str(CASES / "C22_where_sqrt_broken.py"),
+            "--print",
+            "fd_check",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr  # a NaN gradient is no error JAX raised
+    fd = json.loads(proc.stdout)
+    assert fd["compared"] == 1 and 0 < fd["max_abs_err"] < 1e-8
+    assert fd["not_compared"] == [
+        {
+            "path": "args[0]",
+            "index": [0],
+            "gradient": "nan",
+            "gradient_f64": "nan",
+            "finite_difference": 0.0,
+        },
+        {
+            "path": "args[0]",
+            "index": [1],
+            "gradient": "nan",
+            "gradient_f64": "nan",
+            "finite_difference": None,
+        },
+    ]
+    assert fd["not_compared_count"] == 2
 
 
 def test_c20_int_arg_broken_eager_works_jit_fails() -> None:
@@ -328,7 +393,8 @@ def test_cli_prints_gradient_and_fd_check(tmp_path: Path) -> None:
     expected = jax.grad(snippet.f, argnums=(0, 1, 2))(*snippet.args)
     assert json.loads(outputs["gradient"]) == [nested(g) for g in expected]
     fd = json.loads(outputs["fd_check"])
-    assert set(fd) == {"max_abs_err", "max_rel_err"} and fd["max_rel_err"] < 1e-6
+    assert fd["max_rel_err"] < 1e-6 and fd["not_compared"] == [] and fd["not_compared_count"] == 0
+    assert fd["compared"] == sum(np.size(g) for g in jax.tree.leaves(expected))
     lin = linearize_vjp(snippet.f, snippet.args)
     assert outputs["linear_jaxpr"] == str(lin.closed()) + "\n"
 

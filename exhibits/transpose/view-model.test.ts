@@ -8,6 +8,7 @@ import {
   arrayText,
   errorText,
   failedStep,
+  fdNotCompared,
   failureHeadline,
   gradientRows,
   innerWalkTitle,
@@ -108,6 +109,9 @@ const check: GradientChecked = {
   max_abs_err: 2.1e-11,
   max_rel_err: 1.5e-11,
   leaves: [],
+  compared: 1,
+  not_compared: [],
+  not_compared_count: 0,
 };
 
 const leafAval = (short: string, shape: number[]) => ({ shape, dtype: 'float32', weak_type: false, short });
@@ -352,6 +356,44 @@ describe('a backward pass that raises (no_transpose_rule: double has no transpos
     expect(sameAsFailure(attempt('jit', false), model.failure)).toBe(false); // another error
     expect(sameAsFailure(attempt('jit', true), model.failure)).toBe(false);
     expect(sameAsFailure(raised('eager'), undefined)).toBe(false);
+  });
+
+  it('lists the entries the fd check left out (C22: gradient [nan, nan, 0.25], fd [0, kink, 0.25])', () => {
+    const c22: GradientChecked = {
+      ...check,
+      gradient: [['nan', 'nan', 0.25]],
+      finite_difference: [[0.0, null, 0.2500000000013047]],
+      max_abs_err: 1.3e-12,
+      max_rel_err: 5.2e-12,
+      compared: 1,
+      not_compared: [
+        { path: 'args[0]', index: [0], gradient: 'nan', gradient_f64: 'nan', finite_difference: 0.0 },
+        { path: 'args[0]', index: [1], gradient: 'nan', gradient_f64: 'nan', finite_difference: null },
+      ],
+      not_compared_count: 2,
+    };
+    const skipped = fdNotCompared(c22);
+    expect(skipped.compared).toBe(1);
+    expect(skipped.more).toBe(0);
+    expect(skipped.rows.map((r) => [r.where, r.gradient, r.gradientF64, r.fd, r.reason])).toEqual([
+      ['args[0][0]', 'nan', 'nan', '0', 'the gradient is nan'],
+      ['args[0][1]', 'nan', 'nan', 'null (kink)', 'the gradient is nan'],
+    ]);
+    expect(errorText(c22.max_abs_err, skipped.compared)).toBe('1.30e-12');
+    // a finite gradient beside an infinite finite difference; a scalar leaf has no index
+    const fdInf = fdNotCompared({
+      ...check,
+      compared: 0,
+      max_abs_err: null,
+      not_compared: [{ path: 'args[1]', index: [], gradient: 2, gradient_f64: 2, finite_difference: 'inf' }],
+      not_compared_count: 70,
+    });
+    expect(fdInf.rows.map((r) => [r.where, r.reason])).toEqual([['args[1]', 'the finite difference is inf']]);
+    expect(fdInf.more).toBe(69);
+    expect(errorText(null, fdInf.compared)).toBe('nothing to compare (every entry is NaN, Inf or a kink)');
+    // an event from an older server: no count, null meant a NaN somewhere
+    expect(errorText(null, null)).toContain('not comparable');
+    expect(fdNotCompared({ ...check, compared: null, not_compared: [], not_compared_count: 0 }).compared).toBeNull();
   });
 });
 

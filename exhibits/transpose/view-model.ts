@@ -64,6 +64,7 @@ export function transposeModel(
 export function innerWalkTitle(opened: TransposeCallOpened, w: InnerWalk): string {
   if (w.iteration !== null && w.iteration !== undefined) return `iteration ${w.iteration}`;
   if (opened.primitive === 'cond') return `the ${opened.name ?? 'taken'} body (the branch this cond took)`;
+  if (opened.primitive === 'remat2') return `the body of jax.checkpoint(${opened.name ?? '?'})`;
   return `the body of ${opened.primitive}(${opened.name ?? '?'})`;
 }
 
@@ -76,6 +77,9 @@ export function openedSentence(opened: TransposeCallOpened): string {
   }
   if (opened.primitive === 'cond') {
     return 'cond\'s transpose runs the backward pass of the branch the forward pass took (its index is a residual).';
+  }
+  if (opened.primitive === 'remat2') {
+    return `jax.checkpoint's transpose (remat2) recomputes ${opened.name ?? 'the function'}'s forward values from its saved inputs, then runs the backward pass of its body: here the recomputed eqns are evaluated and the linear ones walked step by step.`;
   }
   return `jit's transpose runs the backward pass of ${opened.name ?? 'the'} body, compiled as one program; here it is walked step by step.`;
 }
@@ -169,10 +173,53 @@ function roundFloat(v: unknown): unknown {
   return v;
 }
 
-/** Scientific notation for an error figure; "not comparable" for null. */
-export function errorText(x: number | null | undefined): string {
-  if (x === null || x === undefined) return 'not comparable (NaN or Inf in the gradient)';
+/**
+ * Scientific notation for an error figure. Null: nothing was compared (`compared` 0: every entry
+ * is NaN/Inf or a kink); an event without `compared` (older servers) left the figures out as soon
+ * as one entry was NaN or Inf.
+ */
+export function errorText(x: number | null | undefined, compared?: number | null): string {
+  if (x === null || x === undefined)
+    return compared == null
+      ? 'not comparable (NaN or Inf in the gradient)'
+      : 'nothing to compare (every entry is NaN, Inf or a kink)';
   return x === 0 ? '0' : x.toExponential(2);
+}
+
+/** One element the error figures left out: a gradient or the finite difference is NaN or Inf. */
+export interface FdSkipRow {
+  key: string;
+  /** `args[0][1]`: the leaf's key path, then the element's index in it */
+  where: string;
+  gradient: string;
+  gradientF64: string;
+  fd: string;
+  /** why it was left out */
+  reason: string;
+}
+
+function nonfinite(v: unknown): boolean {
+  return v === 'nan' || v === 'inf' || v === '-inf';
+}
+
+/**
+ * The elements `max_abs_err`/`max_rel_err` leave out (at most 64 listed; `more` counts the rest),
+ * and how many they compare (`null` for an event from an older server).
+ */
+export function fdNotCompared(check: GradientChecked): { rows: FdSkipRow[]; more: number; compared: number | null } {
+  const listed = check.not_compared ?? [];
+  const rows = listed.map((n, i) => ({
+    key: `${i}`,
+    where: n.index.length === 0 ? n.path : `${n.path}[${n.index.join(', ')}]`,
+    gradient: numberText(n.gradient),
+    gradientF64: numberText(n.gradient_f64),
+    fd: n.finite_difference === null || n.finite_difference === undefined ? 'null (kink)' : numberText(n.finite_difference),
+    reason:
+      nonfinite(n.gradient) || nonfinite(n.gradient_f64)
+        ? `the gradient is ${nonfinite(n.gradient) ? String(n.gradient) : String(n.gradient_f64)}`
+        : `the finite difference is ${String(n.finite_difference)}`,
+  }));
+  return { rows, more: Math.max(0, (check.not_compared_count ?? 0) - rows.length), compared: check.compared ?? null };
 }
 
 /** Significant digits in the gradient table (the walk is bit-identical to jax.grad; FD agrees to ~1e-9). */

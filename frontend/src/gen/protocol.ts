@@ -743,17 +743,21 @@ export interface LinearJaxprStaged {
  * (``1.0`` for a scalar output, as ``jax.grad``; for a non-scalar output an all-ones cotangent,
  * i.e. the gradient of ``sum(f)``, and ``jax_grad`` is then ``jax.grad`` of ``sum(f)``).
  * ``equal_to_jax``: the walk's gradient is bit-identical to both ``jax_grad`` and ``jax_vjp``.
- * ``max_abs_err = max |g64 - fd|`` over the elements where ``fd`` is known, with ``g64`` the
- * same walk run in float64 (``jax.enable_x64``) and ``fd`` the central differences;
- * ``max_rel_err = max_abs_err / max |fd|`` (the error relative to the largest gradient entry,
- * infinity norm). Both ``None`` when ``g64`` is NaN or Inf at a compared element (or nothing
- * could be compared).
+ * ``max_abs_err = max |g64 - fd|`` over the compared elements: those where ``fd`` is known and
+ * finite and both the walk's gradient and ``g64`` are finite, with ``g64`` the same walk run in
+ * float64 (``jax.enable_x64``) and ``fd`` the central differences; ``max_rel_err = max_abs_err
+ * / max |fd|`` (the error relative to the largest gradient entry, infinity norm). Both
+ * ``None`` when nothing could be compared. ``compared``: how many elements were compared;
+ * ``not_compared``: the elements left out because a gradient or ``fd`` is NaN or Inf (the
+ * first 64, in leaf order; ``not_compared_count`` all of them). A kink (``fd`` unknown) with
+ * finite gradients is left out silently, as before (``None`` in ``finite_difference``).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "GradientChecked".
  */
 export interface GradientChecked {
   argnums: number[];
+  compared: number | null;
   equal_to_jax: boolean;
   finite_difference: unknown;
   gradient: unknown;
@@ -762,6 +766,8 @@ export interface GradientChecked {
   leaves: GradientLeaf[];
   max_abs_err: number | null;
   max_rel_err: number | null;
+  not_compared: FdNotCompared[];
+  not_compared_count: number;
   run_id: string;
   seed: string;
   seq: number;
@@ -783,6 +789,23 @@ export interface GradientLeaf {
   gradient: unknown;
   jax_grad: unknown;
   jax_vjp: unknown;
+  path: string;
+}
+/**
+ * An element :class:`GradientChecked`'s error figures leave out because a gradient there is
+ * NaN or Inf, or the finite difference is: ``path`` the leaf (as in :class:`GradientLeaf`),
+ * ``index`` the element's position in it (``[]`` for a scalar), ``gradient`` the walk's value
+ * (float32 as shown), ``gradient_f64`` the float64 walk's, ``finite_difference`` the central
+ * difference (``None`` at a kink); non-finite numbers as ``"nan"``/``"inf"``/``"-inf"``.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "FdNotCompared".
+ */
+export interface FdNotCompared {
+  finite_difference: unknown;
+  gradient: unknown;
+  gradient_f64: unknown;
+  index: number[];
   path: string;
 }
 /**
