@@ -451,14 +451,14 @@ def check_gradient(
         gradient=_per_arg(n, argnums, gradient),
         jax_grad=_per_arg(n, argnums, jax_grad),
         jax_vjp=_per_arg(n, argnums, jax_vjp),
-        compared=cmp.compared,
-        not_compared=cmp.not_compared,
-        not_compared_count=cmp.not_compared_count,
         equal_to_jax=equal,
         finite_difference=_fd_per_arg(n, argnums, fd_args),
         max_abs_err=cmp.max_abs_err,
         max_rel_err=cmp.max_rel_err,
         leaves=gradient_leaves(args, argnums, gradient, jax_grad, jax_vjp, fd.values, fd.known),
+        compared=cmp.compared,
+        not_compared=cmp.not_compared,
+        not_compared_count=cmp.not_compared_count,
     )
 
 
