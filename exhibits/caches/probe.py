@@ -27,7 +27,12 @@ from typing import Any, Literal
 
 import jax
 import numpy as np
-from jaxscope.internals.cache_key import capture_cache_keys, clean_cache_dir, persistent_cache
+from jaxscope.internals.cache_key import (
+    capture_cache_keys,
+    clean_cache_dir,
+    persistent_cache,
+    persistent_settings,
+)
 from jaxscope.internals.cache_layers import (
     COUNTED_CACHES,
     JitCallRecord,
@@ -230,6 +235,9 @@ class _Observer:
         # module name -> why JAX did not write its persistent cache entry (JAX's own log line)
         self.not_written: dict[str, str] = {}
         self.def_lines: list[int | None] = []
+        # The persistent cache's settings as the run set them: user code changing them (its
+        # own cache directory, the cache off) explains lookups the preset did not plan.
+        self.settings_at_start = persistent_settings()
 
     def _ordinal(self, fun: Any) -> int:
         for i, g in enumerate(self.functions):
@@ -294,6 +302,9 @@ class _Observer:
             unwritten = self.not_written.get(persistent_module_name(jitted))
             if unwritten and record.layer() != "persistent":
                 cause += f"; the disk had no entry: JAX logged {unwritten!r}"
+        changed = self._settings_changed()
+        if changed is not None:
+            cause = f"{cause}; {changed}" if cause else changed
         self.history.append(now)
         self.def_lines.append(def_line)
         self.ctx.emit(
@@ -323,6 +334,23 @@ class _Observer:
             )
         )
         return record.out
+
+    def _settings_changed(self) -> str | None:
+        """What the user's code changed of the persistent cache's settings since the run
+        started (``None``: nothing)."""
+        now = persistent_settings()
+        changed = [
+            f"{name} = {now[name]!r} (was {was!r})"
+            for name, was in self.settings_at_start.items()
+            if now[name] != was
+        ]
+        if not changed:
+            return None
+        return (
+            "your code changed the persistent cache's settings during the run: "
+            + ", ".join(changed)
+            + "; JAX's disk cache lookups follow those, not the run's"
+        )
 
     def _closest(self, now: dict[str, str]) -> int | None:
         best: tuple[int, int] | None = None

@@ -603,3 +603,29 @@ def test_a_donating_jit_gets_fresh_inputs_for_each_preset_call() -> None:
     x = snippet.args[0]
     truth = regen.replay_calls(snippet.f, [(x.copy(),), (x.copy(),)])
     assert [c.layer for c in calls] == [t["layer"] for t in truth] == ["compile", "cpp"]
+
+
+def test_persistent_preset_says_when_the_snippet_changes_the_cache_settings() -> None:
+    from jaxscope.internals.cache_key import persistent_settings
+
+    # A break-it review: f setting its own cache directory (or turning the cache off) made both
+    # calls miss the disk, with a cause that named only the in-memory caches.
+    source = (
+        "import jax\nimport jax.numpy as jnp\n\n"
+        "def f(x):\n"
+        '    jax.config.update("jax_enable_compilation_cache", False)\n'
+        "    return jnp.sin(x) * 2.0\n\n"
+        "args = (jnp.ones(3),)\n"
+    )
+    try:
+        ctx = run_probe("caches", source, RunOptions(preset="persistent"))
+    finally:
+        jax.config.update("jax_enable_compilation_cache", True)  # type: ignore[no-untyped-call]
+    first, second = ctx.of_type(JitCallObserved)
+    for call in (first, second):
+        assert call.cause is not None
+        assert "jax_enable_compilation_cache = False (was True)" in call.cause
+    # Plain JAX: with the cache disabled nothing is read from disk, so the second call compiles.
+    assert second.compiled and second.layer != "persistent"
+    # The preset's settings came back after the run (the snippet's change did not leak).
+    assert persistent_settings()["jax_compilation_cache_dir"] is None

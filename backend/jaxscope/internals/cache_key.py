@@ -373,6 +373,22 @@ def clear_in_memory_caches() -> None:
     pe.callsites_with_tracing_cache_miss.clear()
 
 
+# The settings :func:`persistent_cache` sets (and restores): what decides whether, where and what
+# JAX's persistent compilation cache writes.
+PERSISTENT_SETTINGS = (
+    "jax_compilation_cache_dir",
+    "jax_persistent_cache_min_compile_time_secs",
+    "jax_persistent_cache_min_entry_size_bytes",
+    "jax_enable_compilation_cache",
+)
+
+
+def persistent_settings() -> dict[str, Any]:
+    """The current values of :data:`PERSISTENT_SETTINGS` (``jax.config``), to tell whether user
+    code changed them while the persistent cache was on."""
+    return {n: getattr(jax.config, n) for n in PERSISTENT_SETTINGS}
+
+
 @contextlib.contextmanager
 def persistent_cache(directory: str) -> Iterator[Path]:
     """The persistent compilation cache on, in ``directory``, for the block; every program
@@ -382,13 +398,7 @@ def persistent_cache(directory: str) -> Iterator[Path]:
     worker's next run has no persistent cache."""
     from jax._src import config as jax_config
 
-    names = (
-        "jax_compilation_cache_dir",
-        "jax_persistent_cache_min_compile_time_secs",
-        "jax_persistent_cache_min_entry_size_bytes",
-        "jax_enable_compilation_cache",
-    )
-    saved = {n: jax_config.config._read(n) for n in names}
+    saved = {n: jax_config.config._read(n) for n in PERSISTENT_SETTINGS}
     cc.reset_cache()
     try:
         jax.config.update("jax_compilation_cache_dir", directory)
