@@ -48,6 +48,7 @@ chromium:
 bench: setup frontend
 	$(PY) bench/latency.py
 	$(PY) bench/ad_overhead.py
+	$(PY) bench/stations_lowering.py
 
 clean:
 	rm -rf $(VENV) node_modules frontend/dist

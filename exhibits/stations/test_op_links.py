@@ -111,3 +111,50 @@ def test_a_python_loop_over_one_line_links_each_op_to_its_own_eqn() -> None:
     prims = [closed.jaxpr.eqns[link.eqn_indices[0]].primitive.name for link in ops]
     names = ["dot_general" if link.op.endswith("dot_general") else "tanh" for link in ops]
     assert prims == names
+
+
+LONG_LOOP = """
+import jax.numpy as jnp
+
+def f(x):
+    for i in range(2500):
+        x = x * 1.0001 + 0.1
+    return x
+
+args = (jnp.ones(3),)
+"""
+
+
+def test_op_links_scale(monkeypatch: pytest.MonkeyPatch) -> None:
+    """5,000 eqns on one line (15,000 ops): each multiply/add links to its own eqn, and the
+    eqns are narrowed by name stack once per distinct (source, name stack), not once per op (it
+    was every candidate eqn for every op: quadratic, 16 s here, a MemoryError at 10,000 eqns)."""
+    import jax
+    from jaxscope.internals import lowering
+    from jaxscope.sandbox.snippet import load_snippet
+
+    snippet = load_snippet(LONG_LOOP)
+    lowered = jax.jit(snippet.f).trace(*snippet.args).lower()
+    closed = jax.make_jaxpr(snippet.f)(*snippet.args)
+    n_eqns = len(closed.jaxpr.eqns)
+    assert n_eqns == 5000
+    checks = 0
+    compatible = lowering._compatible
+
+    def counted(primitive: str, params_name: str | None, stack: str | None) -> bool:
+        nonlocal checks
+        checks += 1
+        return compatible(primitive, params_name, stack)
+
+    monkeypatch.setattr(lowering, "_compatible", counted)
+    links = op_links(lowered.as_text(), lowered.as_text(debug_info=True), closed)
+    ops = [link for link in links if link.op in ("stablehlo.multiply", "stablehlo.add")]
+    assert len(ops) == n_eqns
+    assert [link.eqn_indices for link in ops] == [[k] for k in range(n_eqns)]
+    prims = [closed.jaxpr.eqns[link.eqn_indices[0]].primitive.name for link in ops]
+    assert prims == ["mul" if link.op.endswith("multiply") else "add" for link in ops]
+    # Each eqn's broadcast of its constant precedes its op and links to the same eqn.
+    broadcasts = [link for link in links if link.op == "stablehlo.broadcast_in_dim"]
+    assert [link.eqn_indices for link in broadcasts] == [[k] for k in range(n_eqns)]
+    assert {link.source.line for link in ops + broadcasts if link.source} == {6}
+    assert checks <= 4 * n_eqns, checks

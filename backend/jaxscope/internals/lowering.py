@@ -279,12 +279,31 @@ def _snippet_chain(loc: Loc) -> tuple[tuple[int, int], ...]:
 
 
 class _EqnIndex:
-    """The top-level eqns of a staged jaxpr, searchable by user source and by ``jit`` name."""
+    """The top-level eqns of a staged jaxpr, searchable by user source and by ``jit`` name.
+
+    Lookups are dict hits, and each distinct answer is computed once and shared (a Python loop
+    gives thousands of ops the same candidate list): :func:`op_links` stays near-linear in the
+    number of ops and eqns instead of scanning every eqn for every op."""
 
     def __init__(self, closed_jaxpr: Any) -> None:
         self.eqns = list(closed_jaxpr.jaxpr.eqns)
-        self.lines = [s.line if s is not None else None for s in eqn_sources(closed_jaxpr)]
-        self.chains = [snippet_frames(e.source_info.traceback) for e in self.eqns]
+        lines = [s.line if s is not None else None for s in eqn_sources(closed_jaxpr)]
+        chains = [snippet_frames(e.source_info.traceback) for e in self.eqns]
+        self._by_chain: dict[tuple[tuple[int, int], ...], list[int]] = {}
+        self._by_line: dict[int | None, list[int]] = {}
+        for k, (chain, line) in enumerate(zip(chains, lines, strict=True)):
+            if chain:
+                self._by_chain.setdefault(chain, []).append(k)
+            self._by_line.setdefault(line, []).append(k)
+        self._answers: dict[tuple[Any, ...], tuple[int, ...]] = {}
+        # Equal answers are one object, so ops can be grouped by identity (hashing a long
+        # tuple for every op would make grouping quadratic again).
+        self._interned: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self._jit_names: dict[str, tuple[int, ...]] = {}
+
+    def _intern(self, found: Sequence[int]) -> tuple[int, ...]:
+        t = tuple(found)
+        return self._interned.setdefault(t, t)
 
     def _narrow(self, found: list[int], stack: str | None) -> list[int]:
         if len(found) <= 1:
@@ -296,31 +315,54 @@ class _EqnIndex:
         ]
         return narrowed or found
 
-    def by_source(self, loc: Loc, stack: str | None) -> list[int]:
+    def by_source(self, loc: Loc, stack: str | None) -> tuple[int, ...]:
         """Eqns recorded at the op's whole chain of snippet frames (a helper's line, then the
         lines that called it); else at the longest outer part of that chain (the op comes from
         inside an eqn's body, e.g. a ``scan`` body line); else on the op's innermost line."""
         chain = _snippet_chain(loc)
         if not chain:
-            return []
-        for start in range(len(chain)):
-            tail = chain[start:]
-            found = [k for k, c in enumerate(self.chains) if c and c == tail]
-            if found:
-                return self._narrow(found, stack)
-        found = [k for k, line in enumerate(self.lines) if line == chain[0][0]]
-        return self._narrow(found, stack)
+            return ()
+        key: tuple[Any, ...] = (chain, stack)
+        answer = self._answers.get(key)
+        if answer is None:
+            found: list[int] = []
+            for start in range(len(chain)):
+                found = self._by_chain.get(chain[start:], [])
+                if found:
+                    break
+            else:
+                found = self._by_line.get(chain[0][0], [])
+            answer = self._answers[key] = self._intern(self._narrow(found, stack))
+        return answer
 
-    def by_jit_name(self, func: str) -> list[int]:
+    def by_jit_name(self, func: str) -> tuple[int, ...]:
         """Top-level ``jit`` eqns whose function lowered to the private ``func.func @func``
         (JAX names it after the ``jit``'s ``name``, with a ``_N`` suffix when taken)."""
-        return [
-            k
-            for k, e in enumerate(self.eqns)
-            if e.primitive.name == "jit"
-            and isinstance(e.params.get("name"), str)
-            and re.fullmatch(re.escape(e.params["name"]) + r"(_\d+)?", func)
-        ]
+        answer = self._jit_names.get(func)
+        if answer is None:
+            answer = self._jit_names[func] = self._intern(
+                [
+                    k
+                    for k, e in enumerate(self.eqns)
+                    if e.primitive.name == "jit"
+                    and isinstance(e.params.get("name"), str)
+                    and re.fullmatch(re.escape(e.params["name"]) + r"(_\d+)?", func)
+                ]
+            )
+        return answer
+
+
+@dataclass
+class _Link:
+    """An op line while :func:`op_links` works: ``eqns`` is shared between ops (see
+    :class:`_EqnIndex`) until the :class:`OpLink` is built."""
+
+    line: int
+    op: str
+    stack: str | None
+    source: SourceLoc | None
+    func: str  # the function the op sits in
+    eqns: tuple[int, ...]
 
 
 def op_links(stablehlo: str, debug_text: str, closed_jaxpr: Any) -> list[OpLink]:
@@ -334,6 +376,7 @@ def op_links(stablehlo: str, debug_text: str, closed_jaxpr: Any) -> list[OpLink]
     such eqn inside a private function (a nested ``jax.jit``), or a ``call`` of one, links to
     the top-level ``jit`` eqn that function came from. Ops sharing one ambiguous list (a Python
     loop repeats one line) are split in order (:func:`_split_ambiguous`).
+    Near-linear in the number of ops and eqns (``test_op_links_scale``).
     Raises ``ValueError`` when the two texts do not list the same lines.
     """
     plain_lines = stablehlo.splitlines()
@@ -351,10 +394,10 @@ def op_links(stablehlo: str, debug_text: str, closed_jaxpr: Any) -> list[OpLink]
             caller.setdefault(m.group(1), current)
 
     cache: dict[str, Loc] = {}
-    links: list[OpLink] = []
-    in_func: list[str] = []  # the function each link's op sits in
+    by_loc: dict[str, tuple[str | None, SourceLoc | None, tuple[int, ...]]] = {}
+    links: list[_Link] = []
     # The eqns of the call ops that call each function (a function's body belongs to them).
-    called_by_eqns: dict[str, list[int]] = {}
+    called_by_eqns: dict[str, set[int]] = {}
     current = None
     j = 0
     for i, line in enumerate(plain_lines):
@@ -379,34 +422,48 @@ def op_links(stablehlo: str, debug_text: str, closed_jaxpr: Any) -> list[OpLink]
             op = m.group(1)
         else:
             continue
-        loc = parse_loc(loc_body, aliases, cache)
-        stack = name_stack(loc)
-        indices = index.by_source(loc, stack)
+        seen = by_loc.get(loc_body)
+        if seen is None:  # ops of one Python line share one location (and one answer)
+            loc = parse_loc(loc_body, aliases, cache)
+            stack = name_stack(loc)
+            seen = by_loc[loc_body] = (stack, snippet_loc(loc), index.by_source(loc, stack))
+        stack, source, indices = seen
         if call:
             if not indices and current == "main":
                 indices = index.by_jit_name(call.group(1))
-            targets = called_by_eqns.setdefault(call.group(1), [])
-            targets.extend(k for k in indices if k not in targets)
-        links.append(
-            OpLink(line=i, op=op, name_stack=stack, source=snippet_loc(loc), eqn_indices=indices)
-        )
-        in_func.append(current)
+            called_by_eqns.setdefault(call.group(1), set()).update(indices)
+        links.append(_Link(i, op, stack, source, current, indices))
 
-    def eqns_of_func(func: str) -> list[int]:
-        seen = {func}
+    eqns_of: dict[str, tuple[int, ...]] = {}
+
+    def eqns_of_func(func: str) -> tuple[int, ...]:
+        if func in eqns_of:
+            return eqns_of[func]
+        first, seen = func, {func}
         while True:
-            found = called_by_eqns.get(func, [])
+            found = called_by_eqns.get(func)
             parent = caller.get(func, "main")
             if found or parent == "main" or parent in seen:
-                return sorted(found) if found else index.by_jit_name(func)
+                answer = tuple(sorted(found)) if found else index.by_jit_name(func)
+                eqns_of[first] = answer
+                return answer
             func = parent
             seen.add(func)
 
-    for link, func in zip(links, in_func, strict=True):
-        if not link.eqn_indices and func != "main":
-            link.eqn_indices = eqns_of_func(func)
-    _split_ambiguous(links, in_func)
-    return links
+    for link in links:
+        if not link.eqns and link.func != "main":
+            link.eqns = eqns_of_func(link.func)
+    resolved = _split_ambiguous(links)
+    return [
+        OpLink(
+            line=link.line,
+            op=link.op,
+            name_stack=link.stack,
+            source=link.source,
+            eqn_indices=resolved[n] if n in resolved else list(link.eqns),
+        )
+        for n, link in enumerate(links)
+    ]
 
 
 # Above this many candidate eqns, an op that stays ambiguous lists none (its source line still
@@ -414,26 +471,30 @@ def op_links(stablehlo: str, debug_text: str, closed_jaxpr: Any) -> list[OpLink]
 MAX_AMBIGUOUS = 32
 
 
-def _split_ambiguous(links: list[OpLink], in_func: list[str]) -> None:
-    """Resolve ops that share one ambiguous candidate list (a Python loop repeats a line).
+def _split_ambiguous(links: Sequence[_Link]) -> dict[int, list[int]]:
+    """Resolve ops that share one ambiguous candidate list (a Python loop repeats a line): the
+    new ``eqn_indices`` of those ops, by position in ``links``.
 
     Lowering keeps the order of top-level eqns, and an eqn's ops are contiguous: when the ``n``
     ops of ``main`` sharing a candidate list of ``k`` eqns split evenly (``n = m * k``), the
     ``i``-th run of ``m`` ops belongs to the ``i``-th eqn. What stays ambiguous keeps its list,
     unless longer than :data:`MAX_AMBIGUOUS` (then empty: linked by ``source`` only).
     """
-    groups: dict[tuple[int, ...], list[OpLink]] = {}
-    for link, func in zip(links, in_func, strict=True):
-        if func == "main" and len(link.eqn_indices) > 1:
-            groups.setdefault(tuple(link.eqn_indices), []).append(link)
-    for candidates, members in groups.items():
+    # Equal candidate lists are one object (interned by _EqnIndex, or only in one link).
+    groups: dict[int, tuple[tuple[int, ...], list[int]]] = {}
+    for n, link in enumerate(links):
+        if link.func == "main" and len(link.eqns) > 1:
+            groups.setdefault(id(link.eqns), (link.eqns, []))[1].append(n)
+    resolved: dict[int, list[int]] = {}
+    for candidates, members in groups.values():
         per_eqn, rest = divmod(len(members), len(candidates))
         if per_eqn >= 1 and rest == 0:
-            for n, link in enumerate(members):
-                link.eqn_indices = [candidates[n // per_eqn]]
+            for m, n in enumerate(members):
+                resolved[n] = [candidates[m // per_eqn]]
         elif len(candidates) > MAX_AMBIGUOUS:
-            for link in members:
-                link.eqn_indices = []
+            for n in members:
+                resolved[n] = []
+    return resolved
 
 
 def module_lowered(lowered: Any, closed_jaxpr: Any) -> ModuleLowered:
