@@ -20,7 +20,8 @@ first argument (JAX's default ``argnums=0``); ``vmap`` is ``jax.vmap(g, in_axes)
 snippet's ``in_axes`` (``RunOptions.in_axes`` overrides; default 0) for every vmap chip; ``jvp``
 is ``lambda *a: jax.jvp(g0, (a[0],), (ones_like(a[0]),))`` and returns ``(primal_out,
 tangent_out)``; ``vjp`` is ``out, pb = jax.vjp(g0, a[0])`` returning ``(out,
-pb(ones_like(out))[0])`` — where ``g0`` is ``g`` with the other arguments held fixed.
+pb(ones_like(out))[0])`` — where ``g0`` is ``g`` with the other arguments held fixed, and an
+integer/bool/key leaf gets the ``float0`` zero instead of ones (its only valid tangent).
 """
 
 from __future__ import annotations
@@ -50,8 +51,17 @@ TIME_REPEATS = 5
 # ---- composing the chips -------------------------------------------------------------------
 
 
+def _unit_tangent(x: Any) -> Any:
+    """Ones for a floating/complex leaf; for an integer, bool or key leaf the ``float0`` zero of
+    its shape, the only tangent (and cotangent) ``jax.jvp``/``jax.vjp`` accept for it."""
+    dtype = jax.dtypes.result_type(x)
+    if jnp.issubdtype(dtype, np.inexact):
+        return jnp.ones_like(x)
+    return np.zeros(np.shape(x), jax.dtypes.float0)
+
+
 def _ones(tree: Any) -> Any:
-    return jax.tree.map(jnp.ones_like, tree)
+    return jax.tree.map(_unit_tangent, tree)
 
 
 def _jvp_first(g: Callable[..., Any]) -> Callable[..., Any]:

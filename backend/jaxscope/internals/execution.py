@@ -45,6 +45,8 @@ def output_previews(out: Any) -> list[ArrayPreview]:
     for path, leaf in jax.tree_util.tree_flatten_with_path(out)[0]:
         shape = [int(d) for d in getattr(leaf, "shape", ())]
         dtype = getattr(leaf, "dtype", None)
+        if dtype is not None and dtype == jax.dtypes.float0:
+            dtype = "float0"  # numpy's str of it is "[('float0', 'V')]"
         previews.append(
             ArrayPreview(
                 path=jax.tree_util.keystr(path),

@@ -39,6 +39,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import jax
 import ml_dtypes
 import numpy as np
 from jax._src import core, source_info_util
@@ -79,6 +80,9 @@ def preview_value(value: Any, max_chars: int = PREVIEW_CHARS) -> str:
     except Exception:  # e.g. a PRNG key array: show JAX's own repr instead
         text = repr(value)
     else:
+        if arr.dtype == jax.dtypes.float0:
+            # No data to print (numpy would write ``(b'',)``): its aval, as JAX writes it.
+            return f"float0[{','.join(map(str, arr.shape))}]"
         # numpy prints ml_dtypes floats (bfloat16, float8) through float32: 0.100098 for a
         # bfloat16 0.1. Their elements get the same rule with their own digits instead.
         small = _ml_float_precision(arr.dtype)
