@@ -1,6 +1,8 @@
 """The pytree exhibit's ``--print`` table, for the snippet's ``args``: ``keypaths`` (JSON list
-of ``keystr`` strings in leaf order), ``treedef`` (JAX's own string) and ``num_leaves``. Imports
-only the protocol."""
+of ``keystr`` strings in leaf order; on a container with more leaves than the exhibit lists, the
+object ``{"keypaths": [the first ones], "leaves_omitted": N, "num_leaves": total}``, so a cut
+list never reads as complete), ``treedef`` (JAX's own string) and ``num_leaves``. Imports only
+the protocol."""
 
 from __future__ import annotations
 
@@ -17,7 +19,18 @@ def _args(events: Sequence[EventModel]) -> PytreeFlattened | None:
 
 def _keypaths(events: Sequence[EventModel]) -> str | None:
     e = _args(events)
-    return json.dumps(e.keypaths) if e else None
+    if e is None:
+        return None
+    if e.leaves_omitted:
+        # Cut at MAX_LEAVES: say so rather than print a list that looks complete.
+        return json.dumps(
+            {
+                "keypaths": e.keypaths,
+                "leaves_omitted": e.leaves_omitted,
+                "num_leaves": e.num_leaves,
+            }
+        )
+    return json.dumps(e.keypaths)
 
 
 def _treedef(events: Sequence[EventModel]) -> str | None:

@@ -12,6 +12,7 @@ import {
   registrationText,
   visitSentence,
   visitState,
+  visitsOmitted,
 } from './view-model';
 
 // Captured from the real probe by fixtures/capture.py (never written by hand).
@@ -118,5 +119,18 @@ describe('none_is_leaf: is_leaf asked first on every node', () => {
     expect(visitSentence(none)).toMatch(/^is_leaf\(\[1\]\['b'\]\) → True, asked first\./);
     expect(visitSentence(model.argsVisits[0]!)).toContain('is_leaf(the root) → False');
     expect(model.args?.keypaths).toContain("[1]['b']");
+  });
+});
+
+describe('visitsOmitted: the tree picture says when the probe cut the visits', () => {
+  const events = load('nested_params');
+  const model = pytreeModel(events, events);
+
+  it('is 0 when every node is drawn, else num_nodes minus the visits drawn', () => {
+    const n = model.args?.num_nodes ?? 0;
+    expect(n).toBeGreaterThan(3);
+    expect(visitsOmitted(model.argsVisits, model.args)).toBe(0);
+    expect(visitsOmitted(model.argsVisits.slice(0, 3), model.args)).toBe(n - 3);
+    expect(visitsOmitted(model.argsVisits, undefined)).toBe(0);
   });
 });

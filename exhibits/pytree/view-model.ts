@@ -167,3 +167,9 @@ export function invarNames(jaxpr: JaxprStaged | undefined, flat: PytreeFlattened
   if (!jaxpr || !flat || jaxpr.jaxpr.invars.length !== flat.num_leaves) return [];
   return jaxpr.jaxpr.invars.map((v) => v.name);
 }
+
+/** How many of the container's nodes the tree picture leaves out: the probe sends the first
+ * MAX_VISITS visits (400) while `flat.num_nodes` counts them all; 0 when all are drawn. */
+export function visitsOmitted(visits: readonly PytreeNodeVisited[], flat: PytreeFlattened | undefined): number {
+  return flat ? Math.max(flat.num_nodes - visits.length, 0) : 0;
+}
