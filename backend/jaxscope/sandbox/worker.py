@@ -46,6 +46,8 @@ from jaxscope.protocol import (
     RunFinished,
     RunRequest,
     SourceLoc,
+    Stage,
+    StageStarted,
     is_terminal,
 )
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
@@ -54,6 +56,10 @@ from jaxscope.settings import Limits
 log = logging.getLogger(__name__)
 
 Emit = Callable[[EventModel], Awaitable[None]]
+
+# Failures the supervisor itself declares when it kills (or loses) the worker: their
+# ``stage`` is the last ``stage_started`` the worker sent (the worker cannot report it).
+KILLED_KINDS: frozenset[ErrorKind] = frozenset({"timeout", "memory", "worker_crashed"})
 
 # Failures after which a worker is not reused (its state may be broken or it is already dead).
 RECYCLE_KINDS: frozenset[ErrorKind] = frozenset(
@@ -451,16 +457,21 @@ class WorkerProcess:
         # line forged by user code for another or an earlier job is caught by it).
         tag = f"job-{self.runs}-{secrets.token_hex(8)}"
         seq = 0
+        stage: Stage | None = None  # the last stage_started forwarded
 
         async def forward(event: EventModel) -> None:
-            nonlocal seq
+            nonlocal seq, stage
+            if isinstance(event, StageStarted):
+                stage = event.stage
             event.seq = seq
             event.run_id = request.run_id
             seq += 1
             await emit(event)
 
         def failed(kind: ErrorKind, message: str) -> RunFailed:
-            return RunFailed(kind=kind, message=message)
+            return RunFailed(
+                kind=kind, message=message, stage=stage if kind in KILLED_KINDS else None
+            )
 
         self._stderr_tail.clear()
         job_request = request.model_copy(update={"run_id": tag})
