@@ -18,7 +18,7 @@ from jax._src.interpreters import ad, mlir
 from jaxscope.internals.rule_tables import import_modules
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait
+from e2e.browser import open_exhibit, run_and_wait, set_code
 from exhibits.registry import EXHIBITS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -155,4 +155,44 @@ def test_rules_matrix_scrolls_inside_its_panel_at_1440px(
     # the primitive column stays in view while the platform columns scroll
     name = table.locator("thead th").first.bounding_box()
     assert name is not None and 0 <= name["x"] < 1440
+    assert console_errors == []
+
+
+NO_RULE = """from jax.extend.core import Primitive
+
+p = Primitive("abstract_only")
+p.def_abstract_eval(lambda x: x)
+
+
+def f(x):
+    return p.bind(x)
+
+
+args = (1.0,)
+"""
+
+
+def test_a_primitive_with_no_rule_is_a_row_of_empty_cells(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """The snippet's own primitive, in no rule table: "only in f" shows its row, every cell
+    empty, and its detail says none for each column."""
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    open_exhibit(page, "rules")
+    set_code(page, NO_RULE)
+    run_and_wait(page)
+    page.get_by_test_id("rules-only-used").check()
+    rows = page.locator("[data-testid=rule-row]")
+    expect(rows).to_have_count(1)
+    row = rows.first
+    expect(row).to_have_attribute("data-primitive", "abstract_only")
+    cells = row.locator("td[data-has]")
+    n = cells.count()
+    assert n >= 8
+    for k in range(n):
+        expect(cells.nth(k)).to_have_attribute("data-has", "no")
+    row.get_by_test_id("row-name").click()
+    detail = page.get_by_test_id("rule-detail")
+    expect(detail.get_by_test_id("detail-missing")).to_have_count(n)
+    page.screenshot(path=str(screenshots / "rules-no-rule-light.png"), full_page=False)
     assert console_errors == []

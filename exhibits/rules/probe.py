@@ -12,7 +12,7 @@ One event, ``rules_tabulated``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -37,11 +37,15 @@ def _subject(ctx: ProbeContext) -> tuple[str, Callable[..., Any], tuple[Any, ...
     return "default_fun", default_fun, (jnp.ones((3, 3)),), None
 
 
-def tabulate(used: frozenset[str] = frozenset()) -> tuple[list[str], list[RuleRow]]:
-    """The columns and one row per primitive (cells from JAX's tables, with source lines)."""
+def tabulate(
+    used: frozenset[str] = frozenset(), extra: Sequence[Any] = ()
+) -> tuple[list[str], list[RuleRow]]:
+    """The columns and one row per primitive (cells from JAX's tables, with source lines);
+    ``extra``: primitives to list even when no table or JAX module holds them (the jaxpr's: a
+    snippet's primitive with no rule at all is a row with every cell empty)."""
     columns = rule_tables.columns()
     rows: list[RuleRow] = []
-    for prim in rule_tables.known_primitives():
+    for prim in rule_tables.known_primitives(extra):
         cells: dict[str, RuleCell] = {}
         for column in columns:
             view = rule_tables.rule_view(prim, column)
@@ -77,7 +81,7 @@ def run(ctx: ProbeContext) -> None:
     with ctx.stage("trace"):
         closed = jax.make_jaxpr(fun, static_argnums=static)(*args, **kwargs)
     in_jaxpr = rule_tables.primitives_in(closed)
-    columns, rows = tabulate(frozenset(in_jaxpr))
+    columns, rows = tabulate(frozenset(in_jaxpr), rule_tables.primitive_objects_in(closed))
     counts = {c: sum(1 for r in rows if c in r.cells) for c in columns}
     counts["primitives"] = len(rows)
     ctx.emit(

@@ -262,3 +262,38 @@ def test_cli_counts_without_a_file() -> None:
     for column, floor in floors.items():
         assert floor <= counts[column] <= len(live[column]), column
     assert golden["ad.fancy_transposes"] <= counts["transpose"] <= len(live["transpose"])
+
+
+NO_RULE = """
+from jax.extend.core import Primitive
+
+p = Primitive("abstract_only")
+p.def_abstract_eval(lambda x: x)
+
+
+def f(x):
+    return p.bind(x)
+
+
+args = (1.0,)
+"""
+
+
+def test_a_primitive_with_no_rule_at_all_is_a_row_with_every_cell_empty() -> None:
+    """The snippet's own primitive is in no rule table and no jax module: it is still a row
+    (marked, every cell empty), so "only in f" shows it; the counts stay ``len()`` of JAX's
+    tables."""
+    tabulated = run_rules(NO_RULE)
+    assert tabulated.jaxpr_primitives == ["abstract_only"]
+    rows = [r for r in tabulated.rows if r.primitive == "abstract_only"]
+    assert len(rows) == 1
+    row = rows[0]
+    assert row.used and row.cells == {}
+    assert [r.primitive for r in tabulated.rows if r.used] == ["abstract_only"]
+    tables = jax_tables()
+    assert all("abstract_only" not in table for table in tables.values())
+    assert tabulated.counts["jvp"] == len(ad.primitive_jvps)
+    assert tabulated.counts["lowering"] == len(mlir._lowerings)
+    assert tabulated.counts["primitives"] == len(tabulated.rows)
+    names = [r.primitive for r in tabulated.rows]
+    assert len(names) == len(set(names)) and names == sorted(names)

@@ -17,8 +17,9 @@ The tables (all module-level dicts keyed by ``core.Primitive``, read live, never
 "Every primitive JAX knows" is the union of those tables' keys and of the ``core.Primitive``
 objects held by a global of a loaded ``jax`` module (a primitive can exist with no rule at all),
 after importing :data:`IMPORTED` (flax included: importing it adds primitives such as
-``get_variable``/``set_variable`` and those of the JAX modules it loads). The file:line of each
-cell comes from ``internals.ad_rules``.
+``get_variable``/``set_variable`` and those of the JAX modules it loads), and of the primitives
+in the snippet's jaxpr (its own ``Primitive`` may have no rule and no module global). The
+file:line of each cell comes from ``internals.ad_rules``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import importlib
 import re
 import sys
 import textwrap
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,9 +141,11 @@ def _module_primitives() -> Iterator[Any]:
                 yield value
 
 
-def known_primitives() -> list[Any]:
-    """Every primitive in any rule table or held by a loaded ``jax`` module's global, sorted
-    by name (names are unique in JAX 0.10.2; ties keep table order)."""
+def known_primitives(extra: Iterable[Any] = ()) -> list[Any]:
+    """Every primitive in any rule table or held by a loaded ``jax`` module's global, then those
+    of ``extra`` (a jaxpr's: a snippet's own ``Primitive`` may be in no table and no module)
+    whose name no other holds, sorted by name (names are unique in JAX 0.10.2; ties keep table
+    order)."""
     seen: dict[int, Any] = {}
     for table in _tables().values():
         for key in table:
@@ -150,6 +153,11 @@ def known_primitives() -> list[Any]:
                 seen.setdefault(id(key), key)
     for prim in _module_primitives():
         seen.setdefault(id(prim), prim)
+    names = {str(p.name) for p in seen.values()}
+    for prim in extra:
+        if id(prim) not in seen and str(prim.name) not in names:
+            seen[id(prim)] = prim
+            names.add(str(prim.name))
     return sorted(seen.values(), key=lambda p: str(p.name))
 
 
@@ -254,17 +262,22 @@ def site_file(file: str) -> str:
 def primitives_in(closed_jaxpr: Any) -> list[str]:
     """The names of the primitives of a ``ClosedJaxpr``'s eqns, inner jaxprs included
     (the jaxprs in eqn params), in first-seen order."""
-    names: list[str] = []
+    return list(dict.fromkeys(str(p.name) for p in primitive_objects_in(closed_jaxpr)))
+
+
+def primitive_objects_in(closed_jaxpr: Any) -> list[Any]:
+    """The primitives (objects) of a ``ClosedJaxpr``'s eqns, inner jaxprs included, in
+    first-seen order."""
+    found: dict[int, Any] = {}
 
     def walk(jaxpr: Any) -> None:
         for eqn in jaxpr.eqns:
-            if eqn.primitive.name not in names:
-                names.append(eqn.primitive.name)
+            found.setdefault(id(eqn.primitive), eqn.primitive)
             for sub in _eqn_subjaxprs(eqn):
                 walk(sub)
 
     walk(closed_jaxpr.jaxpr)
-    return names
+    return list(found.values())
 
 
 def _eqn_subjaxprs(eqn: Any) -> Iterator[Any]:
