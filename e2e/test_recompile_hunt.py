@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait
+from e2e.browser import open_exhibit, run_and_wait, set_code
 from exhibits.recompile_hunt.golden.regen import plain_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,4 +96,43 @@ def test_default_fresh_closure_and_steps_rerun(
     expect(page.get_by_test_id("step-2")).to_be_visible()
     expect(page.get_by_test_id("step-3")).to_have_count(0, timeout=30_000)
     expect(page.get_by_test_id("hunt-summary")).to_contain_text("3 steps")
+    assert console_errors == []
+
+
+ENDLESS = """import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def step(p):
+    return p * 0.5 + 1.0
+
+
+def f(n):
+    p = jnp.zeros(3)
+    for i in range(10**9):
+        p = step(p)
+    return p
+
+
+args = (3,)
+"""
+
+
+def test_a_loop_past_the_step_cap_is_stopped_and_says_so(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """A driver that ignores n: 200 steps, then the stop says the step cap (not the time
+    budget) stopped it, and the run finishes."""
+    page.set_viewport_size({"width": 1500, "height": 900})
+    open_exhibit(page, "recompile_hunt")
+    set_code(page, ENDLESS)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    check_strip(page, [0], 200)
+    expect(page.get_by_test_id("hunt-stopped")).to_have_text(
+        "Stopped after 200 steps: the hunt watches at most 200 steps, and the loop called step"
+        " again, so that call was not run. Does the loop use n (the number of steps asked for)?"
+    )
+    page.screenshot(path=str(screenshots / "recompile_hunt-step-cap-light.png"))
     assert console_errors == []

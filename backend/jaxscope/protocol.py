@@ -1543,13 +1543,16 @@ class TrainingStepObserved(_Event):
 
 class TrainingStopped(_Event):
     """The recompile hunt stopped the loop early: the watched loop ran for ``budget_s`` seconds
-    (wall clock, ``elapsed_s`` measured), so the step after ``steps_run`` steps was not run (the
-    driver was interrupted there and the run finishes with the steps it has)."""
+    (wall clock, ``elapsed_s`` measured), or, when ``max_steps`` is set, it had run that many
+    steps (the most the hunt watches) and called ``step`` again; so the step after ``steps_run``
+    steps was not run (the driver was interrupted there and the run finishes with the steps it
+    has)."""
 
     type: Literal["training_stopped"] = "training_stopped"
     steps_run: int
     budget_s: float
     elapsed_s: float
+    max_steps: int | None = None
 
 
 class ConfigOptionView(_Model):

@@ -9,7 +9,8 @@ not: everything JAX compiles while it runs belongs to the step); a snippet witho
 counts every top-level call of a jitted function as a step (C05's ``jax.jit`` in a loop).
 Each run starts from clean caches (``jax.clear_caches()`` and the explainer's call sites).
 Each step's event is emitted as the step finishes; the loop is stopped at the first step that
-would start after :data:`TIME_BUDGET_S` seconds (then ``training_stopped``).
+would start after :data:`TIME_BUDGET_S` seconds, or after :data:`MAX_STEPS` steps (a driver
+that ignores ``n``), then ``training_stopped`` says which.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ from jaxscope.sandbox.probe_api import ProbeContext
 # compile (fresh_closure) take about 29 s here, so the loop stops well inside it, leaving time
 # for the worker's start and the events.
 TIME_BUDGET_S = 12.0
+# The most steps watched (``RunOptions.steps`` allows as many): a driver that calls ``step``
+# more often (``for i in range(10**9)``) is stopped at the next call.
+MAX_STEPS = 200
 
 
 def _args(ctx: ProbeContext) -> tuple[Any, ...]:
@@ -85,8 +89,8 @@ def _compile_views(step: StepRecord, diagnoses: dict[int, Diagnosis]) -> list[St
 
 def run(ctx: ProbeContext) -> None:
     """Run the loop under watch, emitting one ``training_step_observed`` as each step finishes
-    (a run that times out keeps the steps it streamed); after :data:`TIME_BUDGET_S` seconds the
-    next step stops the loop and ``training_stopped`` says so."""
+    (a run that times out keeps the steps it streamed); after :data:`TIME_BUDGET_S` seconds or
+    :data:`MAX_STEPS` steps the next step stops the loop and ``training_stopped`` says so."""
     snippet = ctx.snippet
     args = _args(ctx)
     # The driver looks ``step`` up in its module's globals (``Snippet.namespace`` is a copy).
@@ -94,7 +98,7 @@ def run(ctx: ProbeContext) -> None:
     emitter = _StepEmitter(ctx)
     try:
         with (
-            watching(namespace, on_step=emitter.step_done, budget_s=TIME_BUDGET_S) as (
+            watching(namespace, MAX_STEPS, on_step=emitter.step_done, budget_s=TIME_BUDGET_S) as (
                 watch,
                 watched,
             ),
@@ -105,7 +109,10 @@ def run(ctx: ProbeContext) -> None:
     except BudgetReached as stop:
         ctx.emit(
             TrainingStopped(
-                steps_run=stop.steps_run, budget_s=TIME_BUDGET_S, elapsed_s=stop.elapsed_s
+                steps_run=stop.steps_run,
+                budget_s=TIME_BUDGET_S,
+                elapsed_s=stop.elapsed_s,
+                max_steps=stop.max_steps,
             )
         )
 

@@ -445,3 +445,46 @@ def test_most_steps_fit_the_runs_wall_limit() -> None:
         assert stopped and stopped[0]["steps_run"] == len(steps)
     assert [s["step"] for s in steps] == list(range(len(steps)))
     assert all(s["compiled"] and s["kind"] in ("first", "new_function") for s in steps)
+
+
+ENDLESS_DRIVER = """
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def step(p):
+    return p * 0.5 + 1.0
+
+
+def f(n):
+    p = jnp.zeros(3)
+    for i in range(STEPS):  # ignores n
+        p = step(p)
+    return p
+
+
+args = (3,)
+"""
+
+
+def test_a_loop_longer_than_the_step_cap_is_stopped_there() -> None:
+    """A driver that calls ``step`` more than 200 times (it ignores ``n``) is stopped at its
+    201st call, as the time budget would stop it: it used to run on unwatched, past the run's
+    wall limit (``range(10**9)``: a timeout and no ``training_stopped``)."""
+    probe: Any = importlib.import_module("exhibits.recompile_hunt.probe")
+    assert probe.MAX_STEPS == 200
+    ctx = run_probe("recompile_hunt", ENDLESS_DRIVER.replace("STEPS", "1000"))
+    steps = ctx.of_type(TrainingStepObserved)
+    stop = ctx.one(TrainingStopped)
+    assert ctx.events[-1] is stop
+    assert [s.step for s in steps] == list(range(200))
+    assert (stop.steps_run, stop.max_steps) == (200, 200)
+    assert stop.elapsed_s < probe.TIME_BUDGET_S
+    assert [s.step for s in steps if s.compiled] == [0]
+
+
+def test_a_loop_of_exactly_the_step_cap_finishes() -> None:
+    ctx = run_probe("recompile_hunt", ENDLESS_DRIVER.replace("STEPS", "200"))
+    assert len(ctx.of_type(TrainingStepObserved)) == 200
+    assert not ctx.of_type(TrainingStopped)

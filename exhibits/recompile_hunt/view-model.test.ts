@@ -123,4 +123,19 @@ describe("training_stopped", () => {
     expect(text).toContain("Stopped after 2 steps");
     expect(text).toContain("12 s time budget (12.0 s)");
   });
+
+  it("says when the step cap stopped the loop, not the time budget", () => {
+    const stop: Event = {
+      type: "training_stopped",
+      seq: 200,
+      run_id: "r",
+      steps_run: 200,
+      budget_s: 12,
+      elapsed_s: 0.4,
+      max_steps: 200,
+    };
+    const text = stoppedText(stop);
+    expect(text).toContain("Stopped after 200 steps: the hunt watches at most 200 steps");
+    expect(text).not.toContain("budget");
+  });
 });

@@ -35,9 +35,17 @@ export function huntModel(events: readonly Event[]): HuntModel {
   };
 }
 
-/** "Stopped after 37 steps: the loop ran for its 12 s time budget (12.1 s)." */
+/** "Stopped after 37 steps: the loop ran for its 12 s time budget (12.1 s)...", or, when the
+ * step cap stopped it, "Stopped after 200 steps: the hunt watches at most 200 steps...". */
 export function stoppedText(stopped: TrainingStopped): string {
   const n = stopped.steps_run;
+  if (stopped.max_steps != null) {
+    return (
+      `Stopped after ${n} ${n === 1 ? "step" : "steps"}: the hunt watches at most ` +
+      `${stopped.max_steps} steps, and the loop called step again, so that call was not run. ` +
+      `Does the loop use n (the number of steps asked for)?`
+    );
+  }
   return (
     `Stopped after ${n} ${n === 1 ? "step" : "steps"}: the loop ran for its ` +
     `${stopped.budget_s} s time budget (${stopped.elapsed_s.toFixed(1)} s), so the next step ` +

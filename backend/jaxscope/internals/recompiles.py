@@ -196,21 +196,24 @@ class _LogHandler(logging.Handler):
 
 
 class BudgetReached(BaseException):
-    """Raised at the start of a step once the watched loop has run for its time budget (a
-    ``BaseException``, so that a driver's ``except Exception`` does not swallow it)."""
+    """Raised at the start of a step once the watched loop has run for its time budget, or
+    has run its ``max_steps`` steps (then ``max_steps`` is set): a ``BaseException``, so that a
+    driver's ``except Exception`` does not swallow it."""
 
-    def __init__(self, steps_run: int, elapsed_s: float) -> None:
+    def __init__(self, steps_run: int, elapsed_s: float, max_steps: int | None = None) -> None:
         super().__init__(f"stopped after {steps_run} steps ({elapsed_s:.1f} s)")
         self.steps_run = steps_run
         self.elapsed_s = elapsed_s
+        self.max_steps = max_steps
 
 
 class Watch:
     """The state of one watched run (see :func:`watching`).
 
     ``on_step`` is called with each step's record as the step finishes (also when it raised);
-    once ``budget_s`` seconds (wall clock) have passed since the watch began, the next step
-    raises :class:`BudgetReached` instead of running.
+    once ``budget_s`` seconds (wall clock) have passed since the watch began, or ``max_steps``
+    steps have run, the next step raises :class:`BudgetReached` instead of running (a loop
+    longer than the cap is stopped, not run on unwatched).
     """
 
     def __init__(
@@ -234,11 +237,13 @@ class Watch:
 
     # -- steps ------------------------------------------------------------------------------
     def call_step(self, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
-        if self.depth or not trace_state_clean() or len(self.steps) >= self.max_steps:
+        if self.depth or not trace_state_clean():
             return fn(*args, **kwargs)
         elapsed = time.perf_counter() - self.started
         if self.budget_s is not None and elapsed >= self.budget_s:
             raise BudgetReached(len(self.steps), elapsed)
+        if len(self.steps) >= self.max_steps:
+            raise BudgetReached(len(self.steps), elapsed, max_steps=self.max_steps)
         step = StepRecord(index=len(self.steps))
         self.steps.append(step)
         self.current = step

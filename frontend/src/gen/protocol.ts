@@ -1744,8 +1744,10 @@ export interface StepCompileView {
 }
 /**
  * The recompile hunt stopped the loop early: the watched loop ran for ``budget_s`` seconds
- * (wall clock, ``elapsed_s`` measured), so the step after ``steps_run`` steps was not run (the
- * driver was interrupted there and the run finishes with the steps it has).
+ * (wall clock, ``elapsed_s`` measured), or, when ``max_steps`` is set, it had run that many
+ * steps (the most the hunt watches) and called ``step`` again; so the step after ``steps_run``
+ * steps was not run (the driver was interrupted there and the run finishes with the steps it
+ * has).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "TrainingStopped".
@@ -1753,6 +1755,7 @@ export interface StepCompileView {
 export interface TrainingStopped {
   budget_s: number;
   elapsed_s: number;
+  max_steps: number | null;
   run_id: string;
   seq: number;
   steps_run: number;
