@@ -55,13 +55,21 @@ def test_c20_bwd_arity_points_at_line(
     expect(page.get_by_test_id("no-jaxpr")).to_be_visible()
     problem = page.get_by_test_id("problem-bwd_structure")
     expect(problem).to_contain_text("bwd must return 3 cotangents")
+    # JAX's traceback ends at the call in f (case error_user_line 27, on the grad(f) badge);
+    # the problem points at bwd's return, the 2 cotangents it returns (line 19).
+    source = (CASES / "C20_bwd_arity_broken.py").read_text().splitlines()
+    bwd_return = "    return gd * s, jnp.sum(gd * data)  # 2 cotangents for 3 primal arguments"
+    assert source.index(bwd_return) + 1 == 19
+    expect(page.get_by_test_id("attempts")).to_contain_text(
+        f"{case['error_class']} at line {case['error_user_line']}"
+    )
     line = problem.get_by_test_id("problem-line")
-    expect(line).to_have_text(f"line {case['error_user_line']}")
+    expect(line).to_have_text("line 19")
     expect(problem.get_by_test_id("problem-error")).to_contain_text(case["error_first_line"])
     line.click()
     selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
     expect(selected).to_have_count(1)
-    expect(selected).to_have_text("    return pad_scale(data, s, 5).sum()")
+    expect(selected).to_have_text(bwd_return)
     expect(page.get_by_test_id("problem-int_not_nondiff")).to_contain_text("nondiff_argnums")
     page.screenshot(path=str(screenshots / "custom_vjp-c20-bwd-arity.png"), full_page=True)
     assert console_errors == []

@@ -12,7 +12,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from jaxscope.internals.custom_rules import CustomFunction, RecordedCall, error_source
+from jaxscope.internals.custom_rules import (
+    CustomFunction,
+    RecordedCall,
+    error_source,
+    return_source,
+)
 from jaxscope.protocol import ArgumentCheck, CustomCallRecorded, RuleProblem
 
 if TYPE_CHECKING:
@@ -103,7 +108,11 @@ def classify_error(
     bwd = recorded.rule_names.get("bwd", "bwd")
     bwd_line = recorded.rule_lines.get("bwd")
     at_bwd = f" ({bwd} is defined at line {bwd_line})" if bwd_line else ""
+    # JAX checks bwd's output after bwd returned, so its traceback ends at the call in f: point
+    # at bwd's return instead (JAX's own location stays on the attempt, `GradAttempt.source`).
+    at_return = return_source(custom.rules.get("bwd")) or src
     if msg.startswith(BWD_STRUCTURE):
+        common["source"] = at_return
         diff = _diff_names(custom, call)
         ints = _int_args(recorded)
         int_hint = ""
@@ -129,6 +138,7 @@ def classify_error(
             **common,
         )
     if msg.startswith(BWD_TYPE):
+        common["source"] = at_return
         detail = msg.split("but at ", 1)[1] if "but at " in msg else msg
         return RuleProblem(
             kind="bwd_shape",

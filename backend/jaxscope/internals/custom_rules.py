@@ -18,9 +18,11 @@ the rule). Rebinding is undone on exit.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import inspect
+import linecache
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -249,3 +251,44 @@ def code_line(fn: Any) -> int | None:
         if fn is None:
             return None
     return None
+
+
+def return_source(fn: Any) -> SourceLoc | None:
+    """Where a snippet function hands back its value: its ``return`` statement when it has
+    exactly one (nested functions' own returns not counted), else its ``def`` line; ``None``
+    for a function not defined in the snippet. JAX checks a rule's output after the rule has
+    returned (``_flatten_bwd``), so its traceback never reaches the rule itself."""
+    first = code_line(fn)
+    if first is None:
+        return None
+    try:
+        tree = ast.parse("".join(linecache.getlines(SNIPPET_FILENAME)))
+    except (SyntaxError, ValueError):
+        return SourceLoc(line=first)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        lines = [node.lineno] + [d.lineno for d in node.decorator_list]
+        if min(lines) != first:
+            continue
+        returns: list[ast.Return] = []
+        todo: list[ast.AST] = list(node.body)
+        while todo:
+            child = todo.pop()
+            if isinstance(child, ast.Return):
+                returns.append(child)
+            if not isinstance(
+                child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
+            ):
+                todo.extend(ast.iter_child_nodes(child))
+        if len(returns) == 1:
+            r = returns[0]
+            return SourceLoc(
+                line=r.lineno,
+                column=r.col_offset,
+                end_line=r.end_lineno,
+                end_column=r.end_col_offset,
+                function=node.name,
+            )
+        return SourceLoc(line=node.lineno, function=node.name)
+    return SourceLoc(line=first)
