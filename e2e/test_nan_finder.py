@@ -168,3 +168,43 @@ def test_nan_finder_jit_helper_names_the_infinite_residual(
     verdict.scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / "nan_finder-jit_helper-verdict.png"))
     assert console_errors == []
+
+
+def test_nan_finder_checkpoint_custom_vjp_and_vector_output(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    # Values held against JAX in exhibits/nan_finder/test_nan_finder.py (same sources).
+    from exhibits.nan_finder.fixtures.capture import CHECKPOINT_SQRT, CUSTOM_VJP_BWD, VECTOR_WHERE
+
+    open_exhibit(page, "nan_finder")
+    set_code(page, CHECKPOINT_SQRT)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    expect(page.get_by_test_id("nan-headline")).to_have_text(
+        "Step 1 went bad; inside jax.checkpoint(g) on line 11, its step 0 wrote an Inf first: "
+        "mul (from sqrt) on line 7."
+    )
+    selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
+    expect(selected).to_have_text("    return jnp.sqrt(x)")
+    expect(page.get_by_test_id("forward-verdict")).to_contain_text("0.5/sqrt(x)")
+    page.screenshot(path=str(screenshots / "nan_finder-checkpoint.png"))
+
+    set_code(page, CUSTOM_VJP_BWD)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    no_cure = page.get_by_test_id("no-cure")
+    expect(no_cure).to_contain_text("custom_vjp backward rule h_bwd (defined on line 14)")
+    expect(no_cure).to_contain_text("div on line 15")
+    expect(no_cure).not_to_contain_text("custom_jvp")
+    no_cure.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "nan_finder-custom_vjp_bwd.png"))
+
+    set_code(page, VECTOR_WHERE)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    expect(page.get_by_test_id("nan-seed")).to_contain_text(
+        "ones(f32[3]): the output is not a scalar; this is the gradient of sum(f)"
+    )
+    expect(page.get_by_test_id("cure-check")).to_contain_text("jax.vjp(f, *args)[1](ones(f32[3]))")
+    page.screenshot(path=str(screenshots / "nan_finder-vector.png"), full_page=True)
+    assert console_errors == []

@@ -797,8 +797,10 @@ class EnclosingCall(_Model):
     ``cond``'s taken branch — ``name`` is then ``branch <index>``: its transpose is a backward
     pass over its own jaxpr, which JAX itself re-runs de-optimised under
     ``jax_debug_nans``; ``scan``: the body's backward pass per iteration, as ``scan``'s transpose
-    runs it): ``step`` is its step in the walk it belongs to, ``primitive`` its
-    primitive, ``name`` the called function's name (the eqn's ``name`` param), ``source`` the
+    runs it; ``remat2``, a ``jax.checkpoint``: its body, recomputed and transposed as
+    ``remat_transpose`` does): ``step`` is its step in the walk it belongs to, ``primitive`` its
+    primitive, ``name`` the called function's name (the eqn's ``name`` param; the checkpointed
+    function's for ``remat2``), ``source`` the
     user line of the call; for a ``scan``, ``iteration`` the (0-based, forward-order) iteration
     whose body's backward pass went bad first (``scan``'s transpose walks the iterations last
     first)."""
@@ -829,10 +831,10 @@ class NonfiniteFound(_Event):
     and text, ``None`` when it raises nothing); ``gradient`` ``jax.grad``'s result (one entry per
     element of ``args``, ``None`` for arguments not differentiated); ``steps_walked`` the steps
     emitted; ``cure`` the double-``where`` rewrite where it applies, else ``no_cure`` says why.
-    ``inside``: when the first bad step is a ``jit``, ``cond`` or ``scan`` call, the finder walks
-    that call's body the same way (recursively), outermost call first; then ``step`` is still the
-    top-level step (the one the stepper shows), ``inner_step`` the step in the innermost body's
-    walk, and
+    ``inside``: when the first bad step is a ``jit``, ``cond``, ``scan`` or ``remat2`` call, the
+    finder walks that call's body the same way (recursively), outermost call first; then ``step``
+    is still the top-level step (the one the stepper shows), ``inner_step`` the step in the
+    innermost body's walk, and
     ``eqn_index``/``eqn_text``/``primitive``/``primal_primitive``/``source``/values/``kind``
     name that innermost step (``eqn_index`` into the body's jaxpr).
     """
@@ -863,6 +865,10 @@ class NonfiniteFound(_Event):
     # Why the finder did not walk inside the bad step's call (a scan too long to walk per
     # iteration); ``None`` when it did, or the step is no call.
     not_descended: str | None = None
+    # The output cotangent the walk started from, as :class:`GradientChecked`'s ``seed``: "1.0"
+    # (a scalar output, as ``jax.grad``), or "ones(f32[3]): ..." for a non-scalar output (the
+    # gradient of ``sum(f)``; ``gradient`` is then ``jax.vjp`` with that cotangent).
+    seed: str = "1.0"
 
 
 # ---- custom_vjp ----------------------------------------------------------------------------

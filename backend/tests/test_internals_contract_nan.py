@@ -115,3 +115,39 @@ def test_forward_value_inside_a_scan_iteration_and_a_cond_branch() -> None:
     assert primal_output(s.f, s.args, "log", loc, [0]) is None
     assert primal_output(s.f, s.args, "log", loc) is None
     assert primal_output(s.f, s.args, "log", loc, [3]) is None
+
+
+def test_custom_lin_bwd_params_and_the_first_bad_eqn_of_the_users_bwd() -> None:
+    from jax._src.interpreters import ad
+    from jaxscope.internals.nan_walk import custom_bwd
+    from jaxscope.internals.transpose_walk import linearize_vjp, seed_cotangents, walk
+
+    # custom_lin's transpose calls bwd.call_wrapped(*res, *cts) (a pure transformation2).
+    src = inspect.getsource(ad._custom_lin_transpose)
+    assert "cts_in = bwd.call_wrapped(*res, *cts_out)" in src
+    source = (
+        "import jax\nimport jax.numpy as jnp\n\n\n"
+        "@jax.custom_vjp\ndef h(x):\n    return jnp.sin(x)\n\n\n"
+        "def h_fwd(x):\n    return jnp.sin(x), x\n\n\n"
+        "def h_bwd(r, g):\n    y = g * 2.0\n    return (y / (r - r),)\n\n\n"
+        "h.defvjp(h_fwd, h_bwd)\n\n\n"
+        "def f(x):\n    return h(x).sum()\n\n\n"
+        "args = (jnp.array([1.0, 2.0]),)\n"
+    )
+    s = load_snippet(source)
+    lin = linearize_vjp(s.f, s.args)
+    (step,) = [
+        r for r in walk(lin, seed_cotangents(lin)).steps if r.eqn.primitive.name == "custom_lin"
+    ]
+    bwd = custom_bwd(step.eqn, step.args, step.cts_in)
+    assert bwd is not None and bwd.name == "h_bwd"
+    assert bwd.line == source.splitlines().index("def h_bwd(r, g):") + 1
+    assert bwd.first_bad is not None
+    primitive, where = bwd.first_bad
+    assert primitive == "div" and where is not None
+    assert where.line == source.splitlines().index("    return (y / (r - r),)") + 1
+    # JAX: the gradient is g * 2 / 0 = inf (numpy: the same division).
+    with np.errstate(divide="ignore"):
+        assert np.isinf(np.float32(2.0) / np.float32(0.0))
+    assert np.isinf(np.asarray(jax.grad(s.f)(*s.args))).all()
+    assert custom_bwd(lin.jaxpr.eqns[-1], [], []) is None  # reduce_sum: not a custom_lin

@@ -257,3 +257,67 @@ def test_a_cond_steps_taken_branch_walk_sends_what_the_cond_transpose_sent() -> 
         sent = [np.asarray(w.contribution) for w in step.writes]
         np.testing.assert_allclose([np.asarray(c) for c in inner.cotangents], sent, rtol=1e-6)
         np.testing.assert_allclose(np.asarray(inner.cotangents[0]), jax.grad(f)(x), rtol=1e-6)
+
+
+def test_a_remat_steps_body_walk_sends_what_the_remat_transpose_sent() -> None:
+    from jax._src import ad_checkpoint
+    from jaxscope.internals import transpose_walk as tw
+
+    # remat2's transpose partial-evaluates its body (the non-linear part recomputed from the
+    # residual arguments, the linear part transposed by ad.backward_pass): the walk of the body
+    # does both. Its body is an open jaxpr (no constvars); JVP'd by ad.jvp_jaxpr (cached).
+    assert ad.fancy_transposes[ad_checkpoint.remat_p] is ad_checkpoint.remat_transpose
+    assert ad_checkpoint.remat_p.name == "remat2"
+    src = inspect.getsource(ad_checkpoint.remat_transpose)
+    assert "assert not jaxpr.constvars" in src
+    assert "ad.jvp_jaxpr(" in inspect.getsource(ad_checkpoint.remat_jvp)
+    assert hasattr(ad._jvp_jaxpr, "cache_info") and hasattr(ad._jvp_jaxpr, "evict_weakref")
+    assert "parent_trace" in inspect.signature(ad.JVPTrace).parameters
+
+    @jax.checkpoint
+    def g(v: Any) -> Any:
+        return jnp.sin(v) * jnp.sqrt(v)
+
+    def f(x: Any) -> Any:
+        return jnp.sum(g(x) * x)
+
+    x = jnp.array([0.5, 1.0, 2.0])
+    for _ in range(2):  # the second linearisation hits ad._jvp_jaxpr's cache
+        lin, result = _steps_of(f, x)
+        (step,) = [r for r in result.steps if r.eqn.primitive.name == "remat2"]
+        assert tw.call_name(step) == "g"
+        body = tw.inside(lin, step)
+        assert body is not None
+        inner = tw.walk(body, step.cts_in)
+        sent = [np.asarray(w.contribution) for w in step.writes]
+        np.testing.assert_allclose([np.asarray(c) for c in inner.cotangents], sent, rtol=1e-6)
+        np.testing.assert_allclose(
+            np.asarray(result.cotangents[0]), np.asarray(jax.grad(f)(x)), rtol=0
+        )
+        # The body's tangent eqns are attributed to the primal primitives of g's JVP.
+        assert {r.primal_primitive for r in inner.steps} >= {"sin", "sqrt", "mul"}
+
+
+def test_grad_seed_is_jax_grads_or_all_ones_for_one_vector_output() -> None:
+    from jaxscope.internals import transpose_walk as tw
+
+    x = jnp.array([-1.0, 2.0, 3.0])
+    lin = tw.linearize_vjp(lambda v: jnp.sum(v * v), [x])
+    seed, text = tw.grad_seed(lin)
+    assert text == "1.0" and [np.asarray(s) for s in seed] == [np.float32(1.0)]
+
+    def h(v: Any) -> Any:
+        return jnp.where(v > 0, v, -v)
+
+    lin = tw.linearize_vjp(h, [x])
+    seed, text = tw.grad_seed(lin)
+    assert text.startswith("ones(f32[3]):") and "gradient of sum(f)" in text
+    out, f_vjp = jax.vjp(h, x)
+    (want,) = f_vjp(jnp.ones_like(out))
+    got = tw.walk(lin, seed).cotangents[0]
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    np.testing.assert_array_equal(np.asarray(got), [-1.0, 1.0, 1.0])
+    # Two outputs: JAX's own jax.grad error, as before.
+    lin = tw.linearize_vjp(lambda v: (v, v), [x])
+    with pytest.raises(TypeError, match="Gradient only defined for scalar-output functions"):
+        tw.grad_seed(lin)

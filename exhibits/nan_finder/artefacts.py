@@ -13,7 +13,9 @@ became NaN or Inf:
 - ``forward_nonfinite`` (the primal value already NaN/Inf; ``null``: not known),
   ``residuals_nonfinite`` (the residuals the rule read that hold NaN/Inf, e.g. ``residual b``),
   ``inputs_nonfinite`` (arguments that came in NaN/Inf) and ``debug_nans`` (what ``jax.grad``
-  raises under ``jax_debug_nans``, ``null``: nothing).
+  raises under ``jax_debug_nans``, ``null``: nothing);
+- ``seed``: the output cotangent the walk started from (``"1.0"``, or ``"ones(f32[3]): ..."``
+  for a non-scalar output: then the gradient is that of ``sum(f)``).
 
 Imports only the protocol."""
 
@@ -56,6 +58,7 @@ def _first_nan(events: Sequence[EventModel]) -> str | None:
             ],
             "inputs_nonfinite": e.inputs_nonfinite,
             "debug_nans": e.debug_nans,
+            "seed": e.seed,
         }
     )
 

@@ -7,7 +7,8 @@ Events, in order:
   ``jax.vjp`` builds at ``args`` (``transpose_walk.linearize_vjp``, JAX's own
   ``ad.linearize(..., is_vjp=True)``).
 * stage ``run``: one :class:`TransposeStepped` per step of the backward pass (JAX's transpose
-  rules, ``transpose_walk.walk``, seeded with 1.0 as ``jax.grad``), up to and including the first
+  rules, ``transpose_walk.walk``, seeded with 1.0 as ``jax.grad``; a non-scalar output with all
+  ones, as the transpose exhibit: ``transpose_walk.grad_seed``), up to and including the first
   step that writes a NaN or Inf cotangent (all steps when none does); then one
   :class:`NonfiniteFound`: that step's values in and out with their NaN/Inf elements located,
   the primal eqn's forward value (``internals.nan_walk.primal_output``), what ``jax.grad`` raises
@@ -32,20 +33,21 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jaxscope.grad_argnums import choose_argnums
 from jaxscope.internals.cache import fresh_caches
 from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
-from jaxscope.internals.nan_walk import primal_output
+from jaxscope.internals.nan_walk import CustomBwd, custom_bwd, primal_output
 from jaxscope.internals.transpose_walk import (
     Linearized,
     StepRecord,
     call_name,
+    grad_seed,
     inside,
     is_nonfinite,
     linear_jaxpr_staged,
     linearize_vjp,
-    seed_cotangents,
     value_view,
     walk,
     walk_scan_body,
@@ -149,32 +151,38 @@ def _has_nan(x: Any) -> bool:
     return bool(np.issubdtype(arr.dtype, np.inexact) and np.isnan(arr).any())
 
 
-def gradient_of(target: Target) -> list[Any]:
+def gradient_of(target: Target, ones: bool = False) -> list[Any]:
     """``jax.grad`` of ``target.fun`` w.r.t. every differentiated argument, one entry per
-    element of the snippet's ``args`` (``None`` for the others)."""
+    element of the snippet's ``args`` (``None`` for the others). ``ones``: the output is not a
+    scalar; ``jax.vjp`` with an all-ones cotangent instead (the gradient of ``sum(f)``, what the
+    walk seeds with: ``transpose_walk.grad_seed``)."""
     if not target.argnums:
         return [None] * target.n_args
-    grads = jax.grad(target.fun, argnums=tuple(range(len(target.argnums))))(*target.diff_args)
+    if ones:
+        value, f_vjp = jax.vjp(target.fun, *target.diff_args)
+        grads = f_vjp(jax.tree.map(jnp.ones_like, value))
+    else:
+        grads = jax.grad(target.fun, argnums=tuple(range(len(target.argnums))))(*target.diff_args)
     out: list[Any] = [None] * target.n_args
     for i, g in zip(target.argnums, grads, strict=True):
         out[i] = g
     return out
 
 
-def debug_nans_outcome(target: Target) -> str | None:
+def debug_nans_outcome(target: Target, ones: bool = False) -> str | None:
     """What ``jax.grad`` raises under ``jax.debug_nans(True)``: ``"FloatingPointError: ..."``
     (JAX's class and first line), or ``None`` when it raises nothing. JAX's own notice that it
     re-runs a jitted function de-optimized goes to stdout; it is not the user's print and is
     dropped here."""
     try:
         with jax.debug_nans(True), contextlib.redirect_stdout(io.StringIO()):
-            block_until_ready(gradient_of(target))
+            block_until_ready(gradient_of(target, ones))
     except FloatingPointError as e:
         return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     return None
 
 
-def verify_cure(cure: Cure, argnums: tuple[int, ...]) -> CureView:
+def verify_cure(cure: Cure, argnums: tuple[int, ...], ones: bool = False) -> CureView:
     """``jax.grad`` of the rewritten snippet at the same ``args``: finite everywhere?"""
     view = CureView(
         guarded=cure.guarded,
@@ -191,7 +199,7 @@ def verify_cure(cure: Cure, argnums: tuple[int, ...]) -> CureView:
         target = differentiated(snippet)
         if target.argnums != argnums:
             raise ValueError("the rewritten snippet differentiates other arguments")
-        grads = gradient_of(target)
+        grads = gradient_of(target, ones)
     except Exception as e:  # the rewrite is ours: report its failure beside the finding
         view.verified = None
         view.verify_error = f"{type(e).__name__}: {e}"
@@ -201,7 +209,34 @@ def verify_cure(cure: Cure, argnums: tuple[int, ...]) -> CureView:
     return view
 
 
+def _custom_bwd_text(bwd: CustomBwd) -> str:
+    """The verdict for a NaN/Inf sent by a ``custom_vjp``'s backward rule: the user's ``bwd``
+    computed it; JAX's derivative rules are not involved, so no custom_jvp advice."""
+    at = f" (defined on line {bwd.line})" if bwd.line is not None else ""
+    text = (
+        f"The NaN/Inf was produced by your custom_vjp backward rule {bwd.name}{at}: this step is "
+        f"custom_lin's transpose, which calls {bwd.name}(residuals, cotangent) and sends back "
+        "what it returns. "
+    )
+    if bwd.first_bad is not None:
+        primitive, source = bwd.first_bad
+        where = f" on line {source.line}" if source is not None else ""
+        text += (
+            f"Run on this step's residuals and cotangent, its first operation with a NaN/Inf "
+            f"output is {primitive}{where}. "
+        )
+    else:
+        text += (
+            "No single operation in it made the NaN/Inf: check the residuals its forward rule "
+            "saved. "
+        )
+    return text + f"Fix {bwd.name} so that it returns finite cotangents at these inputs."
+
+
 def _no_cure_text(record: StepRecord, forward_nonfinite: bool | None) -> str:
+    bwd = custom_bwd(record.eqn, record.args, record.cts_in)
+    if bwd is not None:
+        return _custom_bwd_text(bwd)
     primal = record.primal_primitive or record.eqn.primitive.name
     where = (
         f"No jnp.where branch holds the {primal} on this line, so this is not the "
@@ -237,7 +272,8 @@ def run(ctx: ProbeContext) -> None:
         # jnp helper are attributed to ``jit``. Empty them first (see the design note).
         fresh_caches()
         lin = linearize_vjp(target.fun, target.diff_args)
-        cts = seed_cotangents(lin)
+        cts, seed = grad_seed(lin)
+        ones = seed != "1.0"
         ctx.emit(linear_jaxpr_staged(lin))
 
     with ctx.stage("run"):
@@ -251,12 +287,17 @@ def run(ctx: ProbeContext) -> None:
             return False
 
         result = walk(lin, cts, on_step)
-        gradient = numbers(gradient_of(target))
+        gradient = numbers(gradient_of(target, ones))
         if not hit:
-            ctx.emit(NonfiniteFound(found=False, gradient=gradient, steps_walked=len(result.steps)))
+            ctx.emit(
+                NonfiniteFound(
+                    found=False, gradient=gradient, steps_walked=len(result.steps), seed=seed
+                )
+            )
             return
         calls, innermost = descend(lin, hit[0])
-        found = finding(ctx, target, innermost, gradient, len(result.steps), calls)
+        found = finding(ctx, target, innermost, gradient, len(result.steps), calls, ones)
+        found.seed = seed
         found.inputs_nonfinite = nonfinite_inputs(target)
         found.not_descended = not_descended(innermost)
         if calls:
@@ -275,7 +316,8 @@ MAX_SCAN_EQN_STEPS = 50_000
 
 
 def descend(lin: Linearized, record: StepRecord) -> tuple[list[EnclosingCall], StepRecord]:
-    """From a first bad step that is a ``jit`` or ``scan`` call, walk that call's body down to
+    """From a first bad step that is a ``jit``, ``cond``, ``remat2`` or ``scan`` call, walk that
+    call's body down to
     its first bad step, again while that is such a call too: for ``jit`` the backward pass of its
     body with the cotangents the step received (what JAX's ``jit`` transpose runs, and re-runs
     de-optimised under ``jax_debug_nans``), for ``scan`` the body's backward pass one iteration
@@ -368,6 +410,7 @@ def finding(
     gradient: Any,
     steps: int,
     calls: Sequence[EnclosingCall] = (),
+    ones: bool = False,
 ) -> NonfiniteFound:
     """The :class:`NonfiniteFound` event for the step ``record``, found inside ``calls``
     (outermost first; a ``scan``'s ``iteration`` picks the forward value's iteration)."""
@@ -420,7 +463,7 @@ def finding(
     if event.source is not None:
         cure = double_where(ctx.snippet.source, event.source.line, event.source.column)
         if cure is not None:
-            cure_view = verify_cure(cure, target.argnums)
+            cure_view = verify_cure(cure, target.argnums, ones)
     if cure_view is None:
         no_cure = _no_cure_text(record, forward_nonfinite)
 
@@ -437,7 +480,7 @@ def finding(
         values_out=values_out,
         forward_value=forward_value,
         forward_nonfinite=forward_nonfinite,
-        debug_nans=debug_nans_outcome(target),
+        debug_nans=debug_nans_outcome(target, ones),
         gradient=gradient,
         steps_walked=steps,
         cure=cure_view,

@@ -27,6 +27,7 @@ from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.conftest import CASES, EXHIBITS, FakeContext, example_sources, run_probe
 from exhibits.nan_finder.cure import double_where
+from exhibits.nan_finder.fixtures.capture import CHECKPOINT_SQRT, CUSTOM_VJP_BWD, VECTOR_WHERE
 
 EXAMPLES = example_sources("nan_finder")
 GOLDEN = EXHIBITS / "nan_finder" / "golden"
@@ -206,8 +207,14 @@ def test_sin_times_x_is_finite() -> None:
 
 
 def test_user_error_propagates() -> None:
-    src = "import jax.numpy as jnp\n\ndef f(x):\n    return jnp.sin(x)\n\nargs = (jnp.ones(3),)\n"
+    # Two outputs: JAX's own jax.grad error (one vector output is walked from ones instead).
+    src = (
+        "import jax.numpy as jnp\n\ndef f(x):\n    return jnp.sin(x), x\n\nargs = (jnp.ones(3),)\n"
+    )
     with pytest.raises(TypeError, match="scalar-output"):
+        run_probe("nan_finder", src)
+    src = "def f(x):\n    raise ValueError('mine')\n\n\nargs = (1.0,)\n"
+    with pytest.raises(ValueError, match="mine"):
         run_probe("nan_finder", src)
 
 
@@ -311,6 +318,7 @@ def _page_says(nf: NonfiniteFound) -> dict[str, Any]:
         ],
         "inputs_nonfinite": nf.inputs_nonfinite,
         "debug_nans": nf.debug_nans,
+        "seed": nf.seed,
     }
 
 
@@ -581,3 +589,91 @@ def test_a_nan_inside_the_branch_a_cond_took() -> None:
     assert nf.source.line == 6 and nf.source.column == source.splitlines()[5].index("jnp.sqrt")
     assert np.isinf(truth_grad(source)[0])
     assert nf.forward_value is not None and nf.forward_value.numbers == 0.0  # sqrt(0.0)
+
+
+# ---- jax.checkpoint, a custom_vjp bwd, a vector output (s11 break-it review) -----------------
+
+REMAT = CHECKPOINT_SQRT
+
+
+def test_a_nan_inside_a_checkpointed_function_lands_in_its_body() -> None:
+    nf = found_of(run_probe("nan_finder", REMAT))
+    (call,) = nf.inside
+    # jax.checkpoint stages remat2 (remat_p's name in jax 0.10.2); its name is g's.
+    assert (call.primitive, call.name) == ("remat2", "g")
+    assert call.source is not None and call.source.line == _line_of(REMAT, "g(x).sum()")
+    assert (nf.primitive, nf.primal_primitive) == ("mul", "sqrt")
+    assert nf.source is not None and nf.source.line == _line_of(REMAT, "jnp.sqrt(x)")
+    assert nf.source.function == "g"
+    x = np.asarray(load_snippet(REMAT).args[0])
+    # The forward value inside g: sqrt(x) = [0, 1], finite (numpy); the residual 0.5/sqrt(x) of
+    # sqrt's JVP is infinite at 0, so is jax.grad's gradient there.
+    assert nf.forward_value is not None and nf.forward_nonfinite is False
+    same_numbers(nf.forward_value.numbers, np.sqrt(x).tolist())
+    (residual,) = [v for v in nf.values_in if v.value.role == "residual"]
+    with np.errstate(divide="ignore"):
+        same_numbers(residual.numbers, (np.float32(0.5) / np.sqrt(x)).tolist())
+    same_numbers(nf.gradient[0], truth_grad(REMAT)[0].tolist())
+    assert np.isinf(truth_grad(REMAT)[0][0]) and nf.kind == "inf"
+    assert nf.no_cure is not None and "remat2" not in nf.no_cure and "sqrt" in nf.no_cure
+    got = _cli_first_nan_of(REMAT)
+    assert got == _page_says(nf)
+    assert got["inside"] == [
+        {"primitive": "remat2", "name": "g", "line": call.source.line, "iteration": None}
+    ]
+
+
+CUSTOM_VJP = CUSTOM_VJP_BWD
+
+
+def test_a_nan_made_by_a_custom_vjp_bwd_names_the_bwd_rule() -> None:
+    nf = found_of(run_probe("nan_finder", CUSTOM_VJP))
+    assert nf.primitive == "custom_lin" and nf.inside == []
+    assert nf.source is not None and nf.source.line == _line_of(CUSTOM_VJP, "h(x).sum()")
+    # jax.grad: g / (r - r) = 1 / 0 = inf everywhere (numpy agrees).
+    with np.errstate(divide="ignore"):
+        assert np.isinf(np.float32(1.0) / (np.float32(1.0) - np.float32(1.0)))
+    grad = truth_grad(CUSTOM_VJP)[0]
+    assert np.isinf(grad).all() and nf.kind == "inf"
+    same_numbers(nf.gradient[0], grad.tolist())
+    assert nf.no_cure is not None
+    bwd_line = _line_of(CUSTOM_VJP, "def h_bwd(")
+    assert f"custom_vjp backward rule h_bwd (defined on line {bwd_line})" in nf.no_cure
+    assert f"div on line {_line_of(CUSTOM_VJP, 'g / (r - r)')}" in nf.no_cure
+    assert "custom_jvp" not in nf.no_cure
+
+
+VECTOR = VECTOR_WHERE
+
+
+def test_a_vector_output_is_walked_from_ones_as_in_the_transpose_exhibit() -> None:
+    from jaxscope.internals.transpose_walk import grad_seed, linearize_vjp
+
+    ctx = run_probe("nan_finder", VECTOR)
+    nf = found_of(ctx)
+    s = load_snippet(VECTOR)
+    # The seed the transpose exhibit starts from (both call grad_seed), and the note it shows.
+    assert nf.seed == grad_seed(linearize_vjp(s.f, s.args))[1]
+    assert nf.seed.startswith("ones(f32[3]):") and "gradient of sum(f)" in nf.seed
+    out, f_vjp = jax.vjp(s.f, *s.args)
+    (want,) = f_vjp(jax.numpy.ones_like(out))
+    same_numbers(nf.gradient[0], np.asarray(want).tolist())
+    assert np.isnan(np.asarray(want)[:2]).all() and nf.kind == "nan"
+    assert nf.primal_primitive == "sqrt" and nf.source is not None
+    assert nf.source.line == _line_of(VECTOR, "jnp.sqrt(x)")
+    # The double where cures it: jax.vjp of the rewrite with ones is finite (and equals the
+    # gradient of sum(where(b, sqrt(x), -x)) away from the discarded branch: [-1, -1, 0.25]).
+    assert nf.cure is not None and nf.cure.verified is True
+    same_numbers(nf.cure.cured_gradient[0], [-1.0, -1.0, 0.25])
+    assert nf.debug_nans is not None and "sqrt" in nf.debug_nans
+    got = _cli_first_nan_of(VECTOR)
+    assert got == _page_says(nf) and got["seed"] == nf.seed
+
+
+def _cli_first_nan_of(source: str) -> Any:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        snippet = Path(tmp) / "snippet.py"
+        snippet.write_text(source)
+        return _cli_first_nan(snippet)

@@ -102,10 +102,20 @@ export function headline(model: NanModel, running: boolean): string {
   return `Step ${f.step ?? '?'} wrote ${what}: ${f.primitive ?? '?'}${origin}${line}.`;
 }
 
-/** A call the finder descended into: `jit(norm) on line 11`, `scan on line 9, iteration 2`. */
+/** The callee, as the user wrote it: `jit(norm)`, `cond (branch 1)`, `jax.checkpoint(g)` (remat2). */
+function calleeText(c: EnclosingCall): string {
+  if (c.primitive === 'jit') return `jit(${c.name ?? '?'})`;
+  if (c.primitive === 'cond') return `cond (${c.name ?? '?'})`;
+  if (c.primitive === 'remat2') return `jax.checkpoint(${c.name ?? '?'})`;
+  return c.primitive;
+}
+
+/**
+ * A call the finder descended into: `jit(norm) on line 11`, `scan on line 9, iteration 2`,
+ * `jax.checkpoint(g) on line 9`.
+ */
 export function callText(c: EnclosingCall): string {
-  const what =
-    c.primitive === 'jit' ? `jit(${c.name ?? '?'})` : c.primitive === 'cond' ? `cond (${c.name ?? '?'})` : c.primitive;
+  const what = calleeText(c);
   const line = c.source ? ` on line ${c.source.line}` : '';
   const iteration = c.iteration !== null && c.iteration !== undefined ? `, iteration ${c.iteration}` : '';
   return `${what}${line}${iteration}`;
@@ -137,6 +147,30 @@ export function scanNotes(f: Found): string[] {
 export function insidePath(f: Found): string | null {
   if (f.inside.length === 0) return null;
   return f.inside.map((c) => `inside ${callText(c)}`).join(', ');
+}
+
+/**
+ * The output cotangent the walk started from: `1.0` (a scalar output, as jax.grad), or
+ * `ones(f32[3])` for a non-scalar output (the gradient of sum(f)); `1.0` before the finding.
+ */
+export function seedValue(f: Found | undefined): string {
+  const seed = f?.seed ?? '1.0';
+  return seed.split(':')[0]!;
+}
+
+/**
+ * The note for a non-scalar output (the transpose exhibit's `seed` text: the walk starts from an
+ * all-ones cotangent, the gradient of sum(f)); null for a scalar output or an older server.
+ */
+export function seedNote(f: Found | undefined): string | null {
+  const seed = f?.seed;
+  if (!seed || seed === '1.0') return null;
+  return `Seed cotangent ${seed}. jax.grad itself refuses a non-scalar output ("Gradient only defined for scalar-output functions"); the walk, the gradient below and the cure's check are jax.vjp with this cotangent.`;
+}
+
+/** The gradient section's heading: what JAX computed (jax.grad, or jax.vjp with ones). */
+export function gradientSource(f: Found | undefined): string {
+  return seedNote(f) === null ? 'jax.grad' : `jax.vjp(f, *args)[1](${seedValue(f)})`;
 }
 
 export interface Cell {

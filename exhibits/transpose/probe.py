@@ -47,10 +47,10 @@ from jaxscope.internals.transpose_walk import (
     StepRecord,
     WalkResult,
     call_name,
+    grad_seed,
     inside,
     linear_jaxpr_staged,
     linearize_vjp,
-    seed_cotangents,
     walk,
     walk_scan_body,
 )
@@ -306,14 +306,10 @@ def _non_scalar_output(plan: CallPlan, args: tuple[Any, ...], argnums: Sequence[
 
 
 def _seed(lin: Linearized) -> tuple[list[Any], str]:
-    """The output cotangents: 1.0 for a scalar (``jax.grad``), else all ones."""
-    outs = lin.out_primals
-    if len(outs) == 1 and np.shape(outs[0]) == ():
-        return seed_cotangents(lin), "1.0"
-    seed = [jnp.ones(np.shape(o), jnp.result_type(o)) for o in outs]
-    (o,) = outs
-    short = jax.typeof(o).str_short(short_dtypes=True)
-    return seed, f"ones({short}): the output is not a scalar; this is the gradient of sum(f)"
+    """The output cotangents: 1.0 for a scalar (``jax.grad``), else all ones (shared with the
+    nan_finder: ``transpose_walk.grad_seed``)."""
+    seed: tuple[list[Any], str] = grad_seed(lin)
+    return seed
 
 
 def nested(tree: Any) -> Any:

@@ -9,7 +9,8 @@ primal jaxpr on the concrete arguments up to it, eqn by eqn with ``eqn.primitive
 the forward value was already NaN/Inf (what ``jax_debug_nans`` stops at) or only the cotangent.
 
 Top-level eqns are searched, and the bodies of call-like eqns on the way to it, each evaluated
-on that eqn's inputs: a ``jit`` eqn's body (a jitted helper of the user's), the branch a ``cond``
+on that eqn's inputs: a ``jit`` eqn's body (a jitted helper of the user's; a ``jax.checkpoint``'s
+body, ``remat2``, likewise), the branch a ``cond``
 took (``branches[index]``, the index clamped as ``cond`` clamps it), and a ``scan`` body at one
 iteration (the carry run forward to it with ``jax.core.eval_jaxpr``-style evaluation, that
 iteration's slice of ``xs``): the nan_finder descends into the backward passes of all three. An
@@ -20,14 +21,19 @@ given, gives ``None``.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import jax
+import numpy as np
 from jax._src import core, source_info_util
+from jax._src.interpreters import ad
 
 from jaxscope.internals.views import snippet_source
 from jaxscope.protocol import SourceLoc
+from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
 
 source_info_util.register_exclusion(__file__)
 
@@ -42,11 +48,14 @@ def _same_frame(a: SourceLoc | None, b: SourceLoc) -> bool:
 
 
 def _bodies(eqn: core.JaxprEqn) -> list[core.ClosedJaxpr]:
-    """The jaxprs a call-like eqn runs: ``jit``'s body, every ``cond`` branch, ``scan``'s body."""
+    """The jaxprs a call-like eqn runs: ``jit``'s body, every ``cond`` branch, ``scan``'s body,
+    a ``jax.checkpoint``'s (``remat2``: an open jaxpr without constvars)."""
     name = eqn.primitive.name
     if name == "cond":
         return list(eqn.params["branches"])
-    inner = eqn.params.get("jaxpr") if name in ("jit", "scan") else None
+    inner = eqn.params.get("jaxpr") if name in ("jit", "scan", "remat2") else None
+    if name == "remat2" and isinstance(inner, core.Jaxpr) and not inner.constvars:
+        inner = core.ClosedJaxpr(inner, [])
     return [inner] if isinstance(inner, core.ClosedJaxpr) else []
 
 
@@ -62,12 +71,12 @@ def primal_output(
     iterations: Sequence[int] = (),
 ) -> Any | None:
     """The output (the first outvar's value) at ``args`` of the unique eqn of
-    ``jax.make_jaxpr(fun)(*args)`` (top level, or inside ``jit``/``cond``/``scan`` eqns) whose
-    primitive is ``primitive`` and whose user frame is ``source``; ``iterations`` gives, outermost
-    first, the iteration (index along the scanned axis) of each ``scan`` on the way to it. For an
-    eqn inside a scan body the value is that iteration's. ``None`` when there is no such eqn,
-    more than one, it sits in a ``cond`` branch not taken, or ``iterations`` does not give one
-    iteration per enclosing scan (in range)."""
+    ``jax.make_jaxpr(fun)(*args)`` (top level, or inside ``jit``/``cond``/``scan``/``remat2``
+    eqns) whose primitive is ``primitive`` and whose user frame is ``source``; ``iterations``
+    gives, outermost first, the iteration (index along the scanned axis) of each ``scan`` on the
+    way to it. For an eqn inside a scan body the value is that iteration's. ``None`` when there
+    is no such eqn, more than one, it sits in a ``cond`` branch not taken, or ``iterations`` does
+    not give one iteration per enclosing scan (in range)."""
     closed = jax.make_jaxpr(fun)(*args)
 
     def direct(eqn: core.JaxprEqn) -> bool:
@@ -88,8 +97,8 @@ def primal_output(
     def enter(eqn: core.JaxprEqn, ins: list[Any]) -> Any | None:
         """Evaluate the body of ``eqn`` holding the eqn, on ``eqn``'s inputs ``ins``."""
         name = eqn.primitive.name
-        if name == "jit":
-            return run(eqn.params["jaxpr"], ins)
+        if name in ("jit", "remat2"):
+            return run(_bodies(eqn)[0], ins)
         if name == "cond":
             branches = eqn.params["branches"]
             index = min(max(int(ins[0]), 0), len(branches) - 1)  # cond clamps its index
@@ -134,3 +143,59 @@ def primal_output(
         return None  # pragma: no cover - count() found it
 
     return run(closed, jax.tree.leaves(tuple(args)))
+
+
+@dataclass(frozen=True)
+class CustomBwd:
+    """The user's ``custom_vjp`` backward rule behind a ``custom_lin`` eqn: ``name`` (JAX's
+    ``debug_info.func_name``), ``line`` its ``def`` line in the snippet (``None`` when it is not
+    defined in the snippet); ``first_bad`` the first eqn of its trace, run on the step's residuals
+    and cotangents, whose output holds a NaN or an Inf (its primitive and user line; ``None``
+    when no top-level eqn's does, e.g. the bad value came in with the residuals)."""
+
+    name: str
+    line: int | None
+    first_bad: tuple[str, SourceLoc | None] | None
+
+
+def custom_bwd(eqn: core.JaxprEqn, args: Sequence[Any], cts: Sequence[Any]) -> CustomBwd | None:
+    """The :class:`CustomBwd` of a ``custom_lin`` eqn (``None`` for other eqns) whose transpose
+    ran with ``args`` (its residuals first, ``num_res`` of them) and output cotangents ``cts``.
+    ``custom_lin``'s transpose (``ad._custom_lin_transpose``) calls ``bwd.call_wrapped(*res,
+    *cts)``; here the same call is traced with ``make_jaxpr`` and evaluated eqn by eqn."""
+    if eqn.primitive.name != "custom_lin":
+        return None
+    bwd = eqn.params["bwd"]
+    debug = getattr(bwd, "debug_info", None)
+    name = str(getattr(debug, "func_name", None) or "bwd")
+    code = getattr(inspect.unwrap(getattr(bwd, "f", None) or (lambda: None)), "__code__", None)
+    in_snippet = code is not None and code.co_filename == SNIPPET_FILENAME
+    line = code.co_firstlineno if in_snippet else None
+    res = list(args[: eqn.params["num_res"]])
+    cts_in = [ad.instantiate_zeros(c) for c in cts]
+    try:
+        closed = jax.make_jaxpr(lambda *a: bwd.call_wrapped(*a))(*res, *cts_in)
+    except Exception:  # the rule ran in the walk; a failing re-trace only loses the detail
+        return CustomBwd(name, line, None)
+    jaxpr = closed.jaxpr
+    env: dict[Any, Any] = dict(zip(jaxpr.constvars, closed.consts, strict=True))
+    env.update(zip(jaxpr.invars, jax.tree.leaves((res, cts_in)), strict=True))
+
+    def read(v: Any) -> Any:
+        return v.val if isinstance(v, core.Literal) else env[v]
+
+    for e in jaxpr.eqns:
+        params = e.primitive.get_bind_params(e.params)
+        with e.ctx.manager:
+            ans = e.primitive.bind(*map(read, e.invars), **params)
+        outs = ans if e.primitive.multiple_results else [ans]
+        env.update(zip(e.outvars, outs, strict=True))
+        if any(_nonfinite(o) for o in outs):
+            where = snippet_source(e.source_info.traceback)
+            return CustomBwd(name, line, (e.primitive.name, where))
+    return CustomBwd(name, line, None)
+
+
+def _nonfinite(x: Any) -> bool:
+    arr = np.asarray(x)
+    return bool(np.issubdtype(arr.dtype, np.inexact) and not np.all(np.isfinite(arr)))

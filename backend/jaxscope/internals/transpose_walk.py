@@ -24,13 +24,15 @@ This is what ``jax.vjp`` / ``jax.grad`` do in JAX 0.10.2 (``jax/_src/api.py`` ``
 Public API (stable; the ``nan_finder`` exhibit builds on it):
 
 * ``linearize_vjp(fun, primals) -> Linearized``
-* ``seed_cotangents(lin) -> list``: 1.0 for a scalar output (``lax._one_vjp``, as ``jax.grad``)
+* ``seed_cotangents(lin) -> list``: 1.0 for a scalar output (``lax._one_vjp``, as ``jax.grad``);
+  ``grad_seed(lin) -> (list, text)``: the same, or all ones for one non-scalar floating output
 * ``plain_backward_pass(lin, cts_out) -> list``: the same backward pass with nothing recorded
 * ``walk(lin, cts_out, on_step=None) -> WalkResult``; ``on_step(StepRecord)`` is called after
   each step and may return ``True`` to stop the walk there (``WalkResult.stopped``).
-* ``inside(lin, record) -> Linearized | None``: the body of a ``jit`` step, to walk with the
-  step's cotangents; ``walk_scan_body(lin, record, on_step)``: a ``scan`` step's backward pass
-  one iteration at a time (the nan_finder descends into both)
+* ``inside(lin, record) -> Linearized | None``: the body of a ``jit``, ``cond`` (the branch
+  taken) or ``remat2`` (``jax.checkpoint``) step, to walk with the step's cotangents;
+  ``walk_scan_body(lin, record, on_step)``: a ``scan`` step's backward pass one iteration at a
+  time (the nan_finder descends into both)
 * ``linear_jaxpr_staged(lin) -> LinearJaxprStaged`` and ``StepRecord.event`` (a
   ``TransposeStepped``), ``value_view(x, role, var=None) -> ValueView``, ``is_nonfinite(x)``.
 
@@ -50,6 +52,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
 from jax._src import core, source_info_util
 from jax._src.dtypes import canonicalize_value
@@ -277,14 +280,22 @@ def _noting_origins(origin: dict[int, str], keep: list[Any]) -> Iterator[None]:
     """Wrap ``LinearizeTrace.process_primitive`` (and the custom_jvp/custom_vjp hooks) so that
     each tangent eqn recorded while a primal primitive is linearised is attributed to it (the
     innermost primitive wins: ``setdefault``)."""
-    cls = ad.LinearizeTrace
     names = ["process_primitive", "process_custom_jvp_call", "process_custom_vjp_call"]
-    originals = {n: cls.__dict__[n] for n in names if n in cls.__dict__}
+    originals = {
+        (cls, n): cls.__dict__[n]
+        for cls in (ad.LinearizeTrace, ad.JVPTrace)
+        for n in names
+        if n in cls.__dict__
+    }
 
     def wrap(orig: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(orig)
         def wrapped(self: Any, primitive: Any, *rest: Any, **kw: Any) -> Any:
-            eqns = _frame_eqns(self.tangent_trace)
+            # LinearizeTrace records tangent eqns in its tangent trace; JVPTrace (the body of a
+            # ``jax.checkpoint``, whose JVP rule traces ``ad.jvp_jaxpr``) in its parent trace,
+            # primal and tangent eqns alike (the primal ones are never walked as steps).
+            tangent_trace = getattr(self, "tangent_trace", None)
+            eqns = _frame_eqns(self.parent_trace if tangent_trace is None else tangent_trace)
             start = len(eqns) if eqns is not None else 0
             out = orig(self, primitive, *rest, **kw)
             if eqns is not None:
@@ -318,13 +329,13 @@ def _noting_origins(origin: dict[int, str], keep: list[Any]) -> Iterator[None]:
         return out
 
     with _patch_lock:
-        for n, orig in originals.items():
+        for (cls, n), orig in originals.items():
             setattr(cls, n, wrap(orig))
         pe.inline_jaxpr_into_trace = inline
         try:
             yield
         finally:
-            for n, orig in originals.items():
+            for (cls, n), orig in originals.items():
                 setattr(cls, n, orig)
             pe.inline_jaxpr_into_trace = orig_inline
 
@@ -339,40 +350,46 @@ _INNER_ORIGINS: weakref.WeakKeyDictionary[core.Jaxpr, list[str | None]] = (
 @contextlib.contextmanager
 def _cached_inner_origins(origin: dict[int, str], keep: list[Any]) -> Iterator[None]:
     """Inner jaxprs (``jit``, jnp's inline wrappers, ``scan``/``cond`` bodies) are linearised by
-    ``ad._linearize_jaxpr``, a ``weakref_lru_cache``: on a hit no tangent eqn is recorded, so
-    ``_noting_origins`` sees nothing. Wrap it: a miss (traced now, under our eyes) notes each
-    tangent eqn's primal primitive in ``_INNER_ORIGINS``; a hit puts those back into ``origin``;
-    a hit on an entry cached before we watched (no note) is evicted and traced again. Same
-    jaxprs, same values as a cold cache, without recompiling the cached primal jaxprs."""
-    cached = ad._linearize_jaxpr
+    ``ad._linearize_jaxpr``, and a ``jax.checkpoint`` body is differentiated by
+    ``ad._jvp_jaxpr`` (``remat_jvp``), both ``weakref_lru_cache`` s: on a hit no tangent eqn is
+    recorded, so ``_noting_origins`` sees nothing. Wrap them: a miss (traced now, under our eyes)
+    notes each tangent eqn's primal primitive in ``_INNER_ORIGINS``; a hit puts those back into
+    ``origin``; a hit on an entry cached before we watched (no note) is evicted and traced again.
+    Same jaxprs, same values as a cold cache, without recompiling the cached primal jaxprs."""
 
-    def linearize_jaxpr(jaxpr: Any, *rest: Any) -> Any:
-        misses = cached.cache_info().misses
-        out = cached(jaxpr, *rest)
-        tangent = out[-1].jaxpr
-        if cached.cache_info().misses != misses:
-            _INNER_ORIGINS[tangent] = [
-                next((origin[id(v)] for v in e.outvars if id(v) in origin), None)
-                for e in tangent.eqns
-            ]
+    def watched(cached: Any, tangent_of: Callable[[Any], core.Jaxpr]) -> Callable[..., Any]:
+        def traced(jaxpr: Any, *rest: Any) -> Any:
+            misses = cached.cache_info().misses
+            out = cached(jaxpr, *rest)
+            tangent = tangent_of(out)
+            if cached.cache_info().misses != misses:
+                _INNER_ORIGINS[tangent] = [
+                    next((origin[id(v)] for v in e.outvars if id(v) in origin), None)
+                    for e in tangent.eqns
+                ]
+                return out
+            names = _INNER_ORIGINS.get(tangent)
+            if names is None:
+                cached.evict_weakref(jaxpr)
+                return traced(jaxpr, *rest)
+            for e, name in zip(tangent.eqns, names, strict=True):
+                if name is not None:
+                    for v in e.outvars:
+                        keep.append(v)
+                        origin.setdefault(id(v), name)
             return out
-        names = _INNER_ORIGINS.get(tangent)
-        if names is None:
-            cached.evict_weakref(jaxpr)
-            return linearize_jaxpr(jaxpr, *rest)
-        for e, name in zip(tangent.eqns, names, strict=True):
-            if name is not None:
-                for v in e.outvars:
-                    keep.append(v)
-                    origin.setdefault(id(v), name)
-        return out
 
+        return traced
+
+    linearize_jaxpr, jvp_jaxpr = ad._linearize_jaxpr, ad._jvp_jaxpr
     with _patch_lock:
-        ad._linearize_jaxpr = linearize_jaxpr
+        ad._linearize_jaxpr = watched(linearize_jaxpr, lambda out: out[-1].jaxpr)
+        ad._jvp_jaxpr = watched(jvp_jaxpr, lambda out: out[0].jaxpr)
         try:
             yield
         finally:
-            ad._linearize_jaxpr = cached
+            ad._linearize_jaxpr = linearize_jaxpr
+            ad._jvp_jaxpr = jvp_jaxpr
 
 
 def linearize_vjp(fun: Callable[..., Any], primals: Sequence[Any]) -> Linearized:
@@ -407,6 +424,25 @@ def seed_cotangents(lin: Linearized) -> list[Any]:
     (out,) = lin.out_primals
     _check_scalar(out)
     return [lax_internal._one_vjp(out)]
+
+
+def grad_seed(lin: Linearized) -> tuple[list[Any], str]:
+    """The output cotangents a walk starts from, and how to say it. A scalar output: 1.0
+    (:func:`seed_cotangents`, as ``jax.grad``), said ``"1.0"``. One non-scalar floating output:
+    all ones of its shape and dtype (``jax.vjp`` with a ones cotangent: the gradient of
+    ``sum(f)``), said ``"ones(f32[3]): ..."``. Anything else: ``seed_cotangents``' JAX error."""
+    outs = lin.out_primals
+    if len(outs) == 1 and np.shape(outs[0]) != () and is_float(outs[0]):
+        (out,) = outs
+        short = core.typeof(out).str_short(short_dtypes=True)
+        seed = [jnp.ones(np.shape(out), jnp.result_type(out))]
+        return seed, f"ones({short}): the output is not a scalar; this is the gradient of sum(f)"
+    return seed_cotangents(lin), "1.0"
+
+
+def is_float(x: Any) -> bool:
+    """True for an array (or scalar) of a floating dtype (bfloat16 included)."""
+    return bool(jnp.issubdtype(jnp.result_type(x), jnp.floating))
 
 
 def plain_backward_pass(lin: Linearized, cts_out: Sequence[Any]) -> list[Any]:
@@ -603,13 +639,16 @@ def walk(
 # ``_pjit_transpose_fancy``; under ``jax_debug_nans`` JAX itself re-runs exactly that pass,
 # de-optimised: ``ad.backward_pass3(jaxpr.jaxpr, False, jaxpr.consts, args, cts_in)``) and
 # ``cond`` (``_cond_transpose_fancy``: the same pass over ``branches[index]``, the branch the
-# residual ``index`` selects).
-DESCENDABLE = ("jit", "cond")
+# residual ``index`` selects) and ``remat2`` (``jax.checkpoint``: ``remat_transpose``
+# partial-evaluates its body into the non-linear part, recomputed from the residual arguments,
+# and the linear part, and runs ``ad.backward_pass`` over the latter: the walk of the body does
+# both, evaluating its non-linear eqns forward and transposing the linear ones).
+DESCENDABLE = ("jit", "cond", "remat2")
 
 
 def inside(lin: Linearized, record: StepRecord) -> Linearized | None:
-    """The body of the call-like eqn of ``record`` (a ``jit`` step; for a ``cond`` step, the
-    branch its ``index`` residual selects) as a :class:`Linearized`
+    """The body of the call-like eqn of ``record`` (a ``jit`` or ``remat2`` step; for a ``cond``
+    step, the branch its ``index`` residual selects) as a :class:`Linearized`
     whose walk is the backward pass JAX runs for that eqn: the body's consts and the step's
     residual arguments as residuals (constvars), its linear arguments (``UndefinedPrimal`` in
     ``record.args``) as invars, every output's cotangent wanted. ``None`` for other eqns.
@@ -627,6 +666,8 @@ def inside(lin: Linearized, record: StepRecord) -> Linearized | None:
         args = args[1:]
     else:
         closed = eqn.params.get("jaxpr")
+        if isinstance(closed, core.Jaxpr) and not closed.constvars:  # remat2's open body
+            closed = core.ClosedJaxpr(closed, [])
     if not isinstance(closed, core.ClosedJaxpr):
         return None
     body = closed.jaxpr
@@ -659,10 +700,15 @@ def _body_linearized(lin: Linearized, jaxpr: core.Jaxpr, residuals: list[Any]) -
 
 
 def call_name(record: StepRecord) -> str | None:
-    """The name of a call step's callee: a ``jit``'s function name (its ``name`` param), or
-    ``branch i`` for a ``cond`` (``i`` the residual index that chose the branch)."""
+    """The name of a call step's callee: a ``jit``'s function name (its ``name`` param),
+    ``branch i`` for a ``cond`` (``i`` the residual index that chose the branch), the
+    checkpointed function's name for a ``remat2`` (its body's ``debug_info``)."""
     if record.eqn.primitive.name == "cond" and not isinstance(record.args[0], ad.UndefinedPrimal):
         return f"branch {int(np.asarray(record.args[0]))}"
+    if record.eqn.primitive.name == "remat2":
+        debug = getattr(record.eqn.params.get("jaxpr"), "debug_info", None)
+        func = getattr(debug, "func_name", None)
+        return str(func) if func else None
     name = record.eqn.params.get("name")
     return str(name) if name is not None else None
 

@@ -842,10 +842,10 @@ export interface GradAttempted {
  * and text, ``None`` when it raises nothing); ``gradient`` ``jax.grad``'s result (one entry per
  * element of ``args``, ``None`` for arguments not differentiated); ``steps_walked`` the steps
  * emitted; ``cure`` the double-``where`` rewrite where it applies, else ``no_cure`` says why.
- * ``inside``: when the first bad step is a ``jit``, ``cond`` or ``scan`` call, the finder walks
- * that call's body the same way (recursively), outermost call first; then ``step`` is still the
- * top-level step (the one the stepper shows), ``inner_step`` the step in the innermost body's
- * walk, and
+ * ``inside``: when the first bad step is a ``jit``, ``cond``, ``scan`` or ``remat2`` call, the
+ * finder walks that call's body the same way (recursively), outermost call first; then ``step``
+ * is still the top-level step (the one the stepper shows), ``inner_step`` the step in the
+ * innermost body's walk, and
  * ``eqn_index``/``eqn_text``/``primitive``/``primal_primitive``/``source``/values/``kind``
  * name that innermost step (``eqn_index`` into the body's jaxpr).
  *
@@ -872,6 +872,7 @@ export interface NonfiniteFound {
   primal_primitive: string | null;
   primitive: string | null;
   run_id: string;
+  seed: string;
   seq: number;
   source: SourceLoc | null;
   step: number | null;
@@ -936,8 +937,10 @@ export interface MarkedValue {
  * ``cond``'s taken branch — ``name`` is then ``branch <index>``: its transpose is a backward
  * pass over its own jaxpr, which JAX itself re-runs de-optimised under
  * ``jax_debug_nans``; ``scan``: the body's backward pass per iteration, as ``scan``'s transpose
- * runs it): ``step`` is its step in the walk it belongs to, ``primitive`` its
- * primitive, ``name`` the called function's name (the eqn's ``name`` param), ``source`` the
+ * runs it; ``remat2``, a ``jax.checkpoint``: its body, recomputed and transposed as
+ * ``remat_transpose`` does): ``step`` is its step in the walk it belongs to, ``primitive`` its
+ * primitive, ``name`` the called function's name (the eqn's ``name`` param; the checkpointed
+ * function's for ``remat2``), ``source`` the
  * user line of the call; for a ``scan``, ``iteration`` the (0-based, forward-order) iteration
  * whose body's backward pass went bad first (``scan``'s transpose walks the iterations last
  * first).
