@@ -399,6 +399,19 @@ _RANK = re.compile(
     r"(?P<need>\d+), but was applied to a value of rank (?P<rank>\d+)"
 )
 
+# On a mesh with Explicit axes (``jax.make_mesh``'s default) JAX only asserts: ``(0, P('x',))``
+# (the array's rank, the spec).
+_RANK_ASSERTED = re.compile(r"\((?P<rank>\d+), (?P<spec>P\(.*\))\)")
+
+
+def _spec_entries(spec: str) -> int | None:
+    """How many entries ``P(...)``'s printout lists (``None`` if not a plain literal)."""
+    try:
+        entries = ast.literal_eval(spec[1:] if spec != "P()" else "()")
+    except (ValueError, SyntaxError):
+        return None
+    return len(entries) if isinstance(entries, tuple) else 1
+
 
 def _other(error: BaseException, where: str) -> ShardingErrorExplained | None:
     message = str(error)
@@ -422,17 +435,25 @@ def _other(error: BaseException, where: str) -> ShardingErrorExplained | None:
             ),
         )
     rank = _RANK.search(message)
-    if rank:
-        need, have = int(rank.group("need")), int(rank.group("rank"))
+    asserted = _RANK_ASSERTED.fullmatch(message) if isinstance(error, AssertionError) else None
+    if rank or asserted:
+        if rank:
+            spec, need, have = rank.group("spec"), int(rank.group("need")), int(rank.group("rank"))
+        else:
+            assert asserted is not None
+            spec, have = asserted.group("spec"), int(asserted.group("rank"))
+            entries = _spec_entries(spec)
+            if entries is None or entries <= have:
+                return None
+            need = entries
         return ShardingErrorExplained(
             error_class=type(error).__name__,
             message=message,
             kind="other",
             where=where,
-            spec=rank.group("spec"),
+            spec=spec,
             explanation=(
-                f"{rank.group('spec')} has {need} entries, one per array axis, but the array has "
-                f"rank {have}."
+                f"{spec} has {need} entries, one per array axis, but the array has rank {have}."
             ),
             fix=(
                 "Use P(): a scalar has no axis to split, so it can only be replicated on every "

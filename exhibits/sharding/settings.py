@@ -111,7 +111,8 @@ def check_first_arg(
     snippet: Snippet, args: tuple[Any, ...], static_argnums: tuple[int, ...]
 ) -> Any:
     """``args[0]``, the array the exhibit places: it must be one array (not a pytree of them,
-    not a static argument), else :class:`InvalidSnippet` at the ``args`` line."""
+    not a Python number: JAX asserts on ``3`` placed with ``P('x')`` on an explicit mesh, not a
+    static argument), else :class:`InvalidSnippet` at the ``args`` line."""
     if not args:
         raise invalid(snippet, "args", "this exhibit places args[0]: `args` is empty")
     if 0 in static_argnums:
@@ -122,16 +123,14 @@ def check_first_arg(
             "static_argnums",
         )
     first = args[0]
-    if isinstance(first, jax.Array | np.ndarray | np.generic) or (
-        isinstance(first, int | float | complex) and not isinstance(first, bool)
-    ):
+    if isinstance(first, jax.Array | np.ndarray | np.generic):
         return first
     raise invalid(
         snippet,
         "args",
         "this exhibit places args[0] with jax.device_put(args[0], NamedSharding(mesh, spec)): "
-        f"it must be one array, got {type(first).__name__} (a pytree of arrays or a Python "
-        "object has no single shape to shard)",
+        f"it must be one array, got {type(first).__name__} (a pytree of arrays, a Python "
+        "number or object has no array shape to shard)",
     )
 
 

@@ -471,6 +471,8 @@ args = (jnp.ones((8, 8)),)
         ),
         ("del mesh", None, "needs a `mesh`", None),
         ("args = ((jnp.ones(8), jnp.ones(8)),)", None, "it must be one array", "args"),
+        ("args = (3, jnp.ones((8, 4)))", None, "it must be one array, got int", "args"),
+        ("args = (2.5,)", None, "it must be one array, got float", "args"),
         ("static_argnums = (0,)\nargs = (3,)", None, "cannot be static", "static_argnums"),
         ("spec = 3", None, "`spec` must be a jax.sharding.PartitionSpec", "spec"),
         ("", RunOptions(spec="P('x'"), "options.spec", None),
@@ -521,3 +523,30 @@ def test_rank_too_long_reads_the_spec_from_jaxs_message(
     want = eval(spec, {"P": P})
     assert ev is not None and ev.spec == str(want) and fix in ev.fix
     assert ev.explanation.startswith(f"{want} has {len(want)} entries")
+
+
+def test_a_scalar_on_an_explicit_mesh_reads_jaxs_bare_assertion() -> None:
+    """``jax.make_mesh``'s default (Explicit) axes: JAX only asserts ``(0, P('x',))`` placing a
+    rank-0 array with a non-empty spec; the exhibit keeps JAX's error and explains it as the
+    rank error it is (on Auto axes JAX says so itself: test above)."""
+    source = (
+        _PLAIN.replace(", axis_types=(AxisType.Auto,) * 2", "").replace(
+            "jnp.ones((8, 8))", "jnp.array(3.0)"
+        )
+        + "spec = P('x')\n"
+    )
+    assert "axis_types" not in source
+    with pytest.raises(AssertionError) as info:
+        run_probe("sharding", source)
+    mesh = jax.make_mesh((2, 4), ("x", "y"))
+    with pytest.raises(AssertionError) as plain:
+        jax.device_put(jnp.array(3.0), NamedSharding(mesh, P("x")))
+    assert str(info.value) == str(plain.value) == "(0, P('x',))"
+    from exhibits.sharding.reading import explain_error
+
+    ev = explain_error(info.value, "args[0]")
+    assert ev is not None and ev.error_class == "AssertionError" and ev.spec == str(P("x"))
+    assert ev.explanation == "P('x',) has 1 entries, one per array axis, but the array has rank 0."
+    assert ev.fix.startswith("Use P()")
+    assert explain_error(AssertionError("(1, P('x',))"), "args[0]") is None  # not too long
+    assert explain_error(AssertionError("boom"), "args[0]") is None
