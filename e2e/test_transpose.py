@@ -260,3 +260,27 @@ def test_c22_fd_check_compares_the_finite_entries_and_lists_the_nans(
     assert np.isnan(grad[:2]).all() and grad[2] == 0.25
     page.get_by_test_id("tw-check").screenshot(path=str(screenshots / "transpose-c22-fd-check.png"))
     assert console_errors == []
+
+
+def test_a_checkpoint_step_opens_to_its_body(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    # The body walk is held against JAX in exhibits/transpose/test_checkpoint.py.
+    from exhibits.transpose.test_checkpoint import SOURCE
+
+    open_exhibit(page, "transpose")
+    set_code(page, SOURCE)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    row = page.locator('[data-testid^="tw-step-"]').filter(has_text="remat2").first
+    row.click()
+    expect(page.get_by_test_id("tw-card-primitive")).to_have_text("remat2")
+    expect(page.get_by_test_id("tw-inside-sentence")).to_contain_text(
+        "jax.checkpoint's transpose (remat2) recomputes g's forward values"
+    )
+    inner = page.get_by_test_id("tw-inside-0")
+    expect(inner).to_contain_text("the body of jax.checkpoint(g)")
+    expect(inner.locator("tr")).not_to_have_count(0)
+    page.get_by_test_id("tw-inside-sentence").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "transpose-inside-checkpoint.png"))
+    assert console_errors == []
