@@ -374,3 +374,28 @@ def test_endless_loop_times_out_at_its_line(page: Page, console_errors: list[str
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
     assert console_errors == []
+
+
+def test_typed_call_arguments_fail_without_blaming_a_snippet_line(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """A "call with these args" expression that raises is the typed input's fault: the error
+    panel says so and names no line of the snippet (before: f's def line)."""
+    open_exhibit(page, "tracing")
+    set_code(page, TYPED_SOURCE)
+    run_and_wait(page)
+    page.get_by_test_id("call-expr-input").fill("(1/0,)")
+    page.get_by_test_id("call-expr").click()
+    run_and_wait(page)
+    panel = page.get_by_test_id("error-panel")
+    expect(panel.get_by_test_id("error-class")).to_have_text("ZeroDivisionError")
+    expect(panel.get_by_test_id("error-during")).to_have_text(
+        "while evaluating the arguments you typed for call #1"
+    )
+    explanation = panel.get_by_test_id("error-explanation")
+    expect(explanation).to_contain_text("the arguments you typed for call #1 ((1/0,))")
+    expect(explanation.locator("code").first).to_have_text("(1/0,)")
+    expect(explanation).to_contain_text("The expression comes from the call box, not from")
+    expect(panel.get_by_test_id("error-line")).to_have_count(0)
+    page.screenshot(path=str(screenshots / "tracing-typed-call-error.png"), full_page=True)
+    assert console_errors == []

@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxscope.finite_diff import is_float_leaf
+from jaxscope.sandbox.probe_api import blame_line, snippet_setting_line
 from jaxscope.sandbox.snippet import InvalidSnippet
 
 __all__ = ["choose_argnums", "is_complex_arg"]
@@ -133,11 +134,16 @@ def choose_argnums(
     ``args``: the snippet's positional arguments (static ones included); ``static_argnums``:
     their static positions, already non-negative (``CallPlan.normalized_argnums()``);
     ``chosen``: the snippet's ``argnums`` (``None`` when it sets none). Raises
-    :class:`InvalidSnippet` as the module docstring says.
+    :class:`InvalidSnippet` as the module docstring says; one about ``argnums`` is marked with
+    the snippet line that sets it (:func:`~jaxscope.sandbox.probe_api.blame_line`).
     """
     static = set(static_argnums)
     if chosen is not None:
-        return _explicit(chosen, args, static)
+        try:
+            return _explicit(chosen, args, static)
+        except InvalidSnippet as exc:
+            blame_line(exc, snippet_setting_line("argnums"))
+            raise
     out = []
     for i, a in enumerate(args):
         leaves = jax.tree.leaves(a)

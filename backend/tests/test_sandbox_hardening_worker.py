@@ -490,12 +490,10 @@ def test_too_deeply_nested_code_is_syntax(sandbox: SandboxHarness, code: str, ca
     [
         ('import jax\n\ndef f(x):\n    y = x + 1\n    return "hello"\nargs = (1.0,)\n', "stations"),
         ("import jax\n\ndef f(x):\n    return x\nargs = (1.0,)\nkwargs = {'y': 2}\n", "tracing"),
-        (
-            "import jax\n\ndef f(x):\n    return x\nargs = (1.0,)\nstatic_argnums = (5,)\n",
-            "tracing",
-        ),
+        # (static_argnums out of range points at the static_argnums line: test_sandbox.py,
+        # test_a_bad_static_setting_fails_at_its_line_in_the_worker)
     ],
-    ids=["returns_str", "unknown_kwarg", "static_argnums_out_of_range"],
+    ids=["returns_str", "unknown_kwarg"],
 )
 def test_jax_errors_without_snippet_frame_point_at_def(
     sandbox: SandboxHarness, code: str, exhibit: str

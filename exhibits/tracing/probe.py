@@ -22,13 +22,16 @@ process does.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from jaxscope.internals.cache import cache_size, fresh_caches, observe_call
 from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
 from jaxscope.internals.monitoring import stage_timers
 from jaxscope.internals.recording import recording_eqns
 from jaxscope.internals.views import aval_view, jaxpr_view
 from jaxscope.protocol import CallSpec, JaxprStaged, JitCalled
-from jaxscope.sandbox.probe_api import ProbeContext
+from jaxscope.sandbox.probe_api import ProbeContext, blame_typed, mark_during
 
 
 def run(ctx: ProbeContext) -> None:
@@ -46,8 +49,9 @@ def call_sequence(ctx: ProbeContext, plan: CallPlan) -> None:
     jf = plan.jit()
     fresh_caches()
     for index, spec in enumerate(specs):
-        with ctx.stage("call", call_index=index):
+        with ctx.stage("call", call_index=index), typed_arguments(spec, index) as step:
             args, kwargs = plan.vary(spec.change, spec.expr, ctx.snippet.namespace)
+            step[0] = "call"
             with observe_call(plan.fun_name) as obs:
                 block_until_ready(plan.call(jf, args, kwargs))
         ctx.emit(
@@ -61,3 +65,38 @@ def call_sequence(ctx: ProbeContext, plan: CallPlan) -> None:
                 explanation=obs.explanation,
             )
         )
+
+
+@contextmanager
+def typed_arguments(spec: CallSpec, index: int) -> Iterator[list[str]]:
+    """For a call whose arguments the user typed (``change="expr"``): an exception escaping the
+    block is blamed on that expression (:func:`blame_typed`), not on a line of the snippet such
+    as ``f``'s ``def`` (a traceback frame in the snippet still wins). The block sets ``step[0]``
+    to ``"call"`` once the expression is evaluated and ``f`` is being called."""
+    step = ["eval"]
+    try:
+        yield step
+    except Exception as exc:
+        if spec.change != "expr":
+            raise
+        # run_failed.during is plain text (no code spans); the explanation quotes the expression.
+        which = f"the arguments you typed for call #{index}"
+        typed = f"{which} (`{spec.expr}`)"
+        name = type(exc).__name__
+        if step[0] == "eval":
+            mark_during(exc, f"while evaluating {which}")
+            blame_typed(
+                exc,
+                f"Evaluating {typed} raised {name}. The expression comes from the call box,"
+                " not from the snippet, so no line of the snippet is at fault; it must give the"
+                " tuple of positional arguments (static ones included), e.g. `(jnp.ones(3),)`.",
+            )
+        else:
+            mark_during(exc, f"while calling f with {which}")
+            blame_typed(
+                exc,
+                f"Calling `f` with {typed} raised {name} before any line of `f` ran: the"
+                " expression comes from the call box, not from the snippet. It must give one"
+                " entry per positional parameter of `f` (static ones included), as `args` does.",
+            )
+        raise

@@ -27,6 +27,7 @@ from jaxscope.protocol import (
     StageTimed,
     StdoutPrinted,
 )
+from jaxscope.sandbox.errors import classify
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.conftest import CASES, EXHIBITS, FakeContext, example_sources, run_probe
@@ -312,6 +313,53 @@ def test_call_sequence_shape_dtype_expr() -> None:
     # Each call ran in its own stage, in order.
     stages = [(e.stage, e.call_index) for e in ctx.of_type(StageStarted)]
     assert stages == [("trace", None)] + [("call", i) for i in range(7)]
+
+
+TWO_ARGS = """import jax.numpy as jnp
+def f(x, y):
+    return jnp.sum(x * y)
+args = (jnp.ones(3), jnp.ones(3))
+"""
+
+
+@pytest.mark.parametrize(
+    ("expr", "during", "explained"),
+    [
+        ("(1/0,)", "while evaluating", "Evaluating the arguments you typed for call #1"),
+        ("(jnp.ones(2),)", "while calling f with", "Calling `f` with the arguments you typed"),
+    ],
+)
+def test_typed_call_arguments_are_blamed_not_a_snippet_line(
+    expr: str, during: str, explained: str
+) -> None:
+    # The "call again" expression comes from the UI: its failure names no snippet line (before:
+    # f's def line, with "JAX raised this while handling f as a whole").
+    snippet = load_snippet(TWO_ARGS)
+    options = RunOptions(calls=[CallSpec(change="expr", expr=expr)])
+    with pytest.raises(Exception) as info:
+        run_probe("tracing", TWO_ARGS, options)
+    ns: dict[str, Any] = {}
+    exec(TWO_ARGS, ns)
+    with pytest.raises(Exception) as truth:  # the same call, plain Python and JAX
+        jax.jit(ns["f"])(*eval(expr, ns))
+    failed = classify(info.value, "call", snippet.f)
+    assert (failed.error_class, failed.message) == (type(truth.value).__name__, str(truth.value))
+    assert failed.source is None and failed.traceback == []
+    assert failed.during == f"{during} the arguments you typed for call #1"
+    assert failed.explanation is not None and failed.explanation.startswith(explained)
+    assert f"(`{expr}`)" in failed.explanation
+    assert "as a whole" not in failed.explanation
+
+
+def test_typed_call_arguments_reaching_a_line_of_f_point_at_it() -> None:
+    # The typed arguments are fine for the call but f's line 3 rejects them: that line is shown.
+    snippet = load_snippet(TWO_ARGS)
+    options = RunOptions(calls=[CallSpec(change="expr", expr="(jnp.ones(2), jnp.ones(3))")])
+    with pytest.raises(TypeError) as info:
+        run_probe("tracing", TWO_ARGS, options)
+    failed = classify(info.value, "call", snippet.f)
+    assert failed.source is not None and failed.source.line == 3
+    assert "incompatible shapes" in failed.message
 
 
 def test_grown_values_and_weak_scalars() -> None:

@@ -376,7 +376,8 @@ def classify(exc: BaseException, stage: Stage | None, f: object = None) -> RunFa
         deepest = frames[-1]
         source = SourceLoc(line=deepest.line, function=deepest.function)
     elif isinstance(blamed, tuple) and len(blamed) == 3:
-        source = SourceLoc(line=int(blamed[0]), function=str(blamed[1]))
+        if blamed[0] is not None:  # else: input typed in the UI, no snippet line at fault
+            source = SourceLoc(line=int(blamed[0]), function=str(blamed[1]))
         explanation = None if blamed[2] is None else str(blamed[2])
     elif (
         (code := snippet_code(f)) is not None

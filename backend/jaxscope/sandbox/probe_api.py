@@ -66,7 +66,8 @@ class ProbeContext(Protocol):
         ...
 
 
-# The attribute :func:`blame_line` sets on an exception: ``(line, function, explanation)``.
+# The attribute :func:`blame_line` sets on an exception: ``(line, function, explanation)``;
+# ``line`` is None when :func:`blame_typed` set it (no snippet line is at fault).
 BLAME_ATTR = "_jaxscope_blame"
 
 
@@ -97,6 +98,16 @@ def setting_line(source: str, name: str) -> int | None:
     return found
 
 
+def snippet_setting_line(name: str) -> int | None:
+    """:func:`setting_line` of ``name`` in the snippet being run, read from :mod:`linecache`
+    (where ``load_snippet`` registers its source under :data:`SNIPPET_FILENAME`): for code that
+    is handed a setting's value but not the snippet (``grad_argnums.choose_argnums``)."""
+    import linecache
+
+    source = "".join(linecache.getlines(SNIPPET_FILENAME))
+    return setting_line(source, name) if source else None
+
+
 def blame_line(
     exc: BaseException,
     line: int | None,
@@ -113,6 +124,19 @@ def blame_line(
             setattr(exc, BLAME_ATTR, (line, function, explanation))
         except (AttributeError, TypeError):  # an exception type without a __dict__
             pass
+    return exc
+
+
+def blame_typed(exc: BaseException, explanation: str) -> BaseException:
+    """Mark ``exc`` as caused by something the user typed in the exhibit's controls (not in the
+    snippet), e.g. the arguments of a "call again": ``run_failed`` then names no snippet line
+    (rather than ``f``'s ``def`` line) and gives ``explanation``. A traceback frame in the
+    snippet still wins (the typed value reached a line of the snippet that raised). Returns
+    ``exc``."""
+    try:
+        setattr(exc, BLAME_ATTR, (None, "<input>", explanation))
+    except (AttributeError, TypeError):  # an exception type without a __dict__
+        pass
     return exc
 
 

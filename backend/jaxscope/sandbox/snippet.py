@@ -15,7 +15,7 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
-from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, Snippet
+from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, Snippet, blame_line, setting_line
 
 
 class InvalidSnippet(Exception):
@@ -40,6 +40,28 @@ def _str_tuple(value: object, name: str) -> tuple[str, ...]:
     if isinstance(value, (tuple, list)) and all(isinstance(v, str) for v in value):
         return tuple(value)
     raise InvalidSnippet(f"`{name}` must be a str or a tuple of strs, got {value!r}")
+
+
+def _check_static(
+    f: Any, static_argnums: tuple[int, ...], static_argnames: tuple[str, ...], source: str
+) -> None:
+    """JAX's own check of ``static_argnums``/``static_argnames`` against ``f``'s signature
+    (``jax.jit`` runs it when it wraps ``f``, before any tracing): a position ``f`` does not
+    have or a name it does not take raises JAX's ``ValueError``, marked with the line that sets
+    the setting (the message names it). Any other failure to wrap ``f`` is left to the
+    exhibit, which meets it where it calls JAX."""
+    if not static_argnums and not static_argnames:
+        return
+    import jax
+
+    try:
+        jax.jit(f, static_argnums=static_argnums, static_argnames=static_argnames)
+    except ValueError as exc:
+        for name in ("static_argnames", "static_argnums"):
+            if name in str(exc):
+                raise blame_line(exc, setting_line(source, name)) from None
+    except Exception:  # not about the settings: the exhibit's own call meets it
+        pass
 
 
 def register_source(source: str, filename: str = SNIPPET_FILENAME) -> None:
@@ -109,6 +131,10 @@ def load_snippet(
 
 def snippet_from_namespace(source: str, filename: str, namespace: Mapping[str, Any]) -> Snippet:
     """Read ``f``, ``args`` and the optional names out of an executed snippet's namespace."""
+
+    def at(name: str, exc: InvalidSnippet) -> BaseException:
+        return blame_line(exc, setting_line(source, name))
+
     missing = [n for n in ("f", "args") if n not in namespace]
     if missing:
         raise InvalidSnippet(
@@ -119,18 +145,28 @@ def snippet_from_namespace(source: str, filename: str, namespace: Mapping[str, A
         )
     f = namespace["f"]
     if not callable(f):
-        raise InvalidSnippet(f"`f` must be callable, got {type(f).__name__}")
+        raise at("f", InvalidSnippet(f"`f` must be callable, got {type(f).__name__}"))
     args = namespace["args"]
     if isinstance(args, list):
         args = tuple(args)
     if not isinstance(args, tuple):
-        raise InvalidSnippet(
-            f"`args` must be a tuple of arguments, got {type(args).__name__}; "
-            "for one argument write `args = (x,)`"
+        raise at(
+            "args",
+            InvalidSnippet(
+                f"`args` must be a tuple of arguments, got {type(args).__name__}; "
+                "for one argument write `args = (x,)`"
+            ),
         )
     kwargs = namespace.get("kwargs", {})
     if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
-        raise InvalidSnippet("`kwargs` must be a dict with str keys")
+        raise at("kwargs", InvalidSnippet("`kwargs` must be a dict with str keys"))
+    settings: dict[str, Any] = {}
+    for name, read in (("static_argnums", _int_tuple), ("static_argnames", _str_tuple)):
+        try:
+            settings[name] = read(namespace.get(name, ()), name)
+        except InvalidSnippet as exc:
+            raise at(name, exc) from None
+    _check_static(f, settings["static_argnums"], settings["static_argnames"], source)
     return Snippet(
         source=source,
         filename=filename,
@@ -138,6 +174,6 @@ def snippet_from_namespace(source: str, filename: str, namespace: Mapping[str, A
         f=f,
         args=args,
         kwargs=dict(kwargs),
-        static_argnums=_int_tuple(namespace.get("static_argnums", ()), "static_argnums"),
-        static_argnames=_str_tuple(namespace.get("static_argnames", ()), "static_argnames"),
+        static_argnums=settings["static_argnums"],
+        static_argnames=settings["static_argnames"],
     )
