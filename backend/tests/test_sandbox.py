@@ -15,6 +15,8 @@ from jaxscope.protocol import (
     JitCalled,
     RunFailed,
     RunFinished,
+    RunOptions,
+    RunRequest,
     RunStarted,
     StageTimed,
     StdoutPrinted,
@@ -190,7 +192,7 @@ def test_memory_bomb(sandbox: SandboxHarness, code: str) -> None:
 @pytest.mark.parametrize(
     ("code", "needle"),
     [
-        ("import os\nos._exit(3)\n", "exit code 3"),
+        ("import os\nos._exit(3)\n", "exited with code 3 (it was running line 2, in <module>)"),
         ("import ctypes\nctypes.string_at(0)\n", "SIGSEGV"),
     ],
     ids=["os_exit", "segfault"],
@@ -199,6 +201,46 @@ def test_worker_death_is_worker_crashed(sandbox: SandboxHarness, code: str, need
     f = failed(sandbox.run(code))
     assert f.kind == "worker_crashed"
     assert needle in f.message
+
+
+# f exits the worker on its second trace: the caches exhibit's persistent preset traces it twice,
+# and JAX logs "Writing jit_f to persistent compilation cache ..." to stderr in between.
+EXIT_ON_SECOND_CALL = """import os
+import jax.numpy as jnp
+calls = []
+def f(x):
+    calls.append(1)
+    if len(calls) == 2:
+        os._exit(3)
+    return jnp.sin(x) * 2
+args = (jnp.ones(3),)
+"""
+
+
+def test_worker_exit_names_the_line_not_a_log_line(sandbox: SandboxHarness) -> None:
+    session = sandbox.session()
+    events: list[Any] = []
+
+    async def emit(event: Any) -> None:
+        events.append(event)
+
+    request = RunRequest(
+        run_id="exit-1",
+        exhibit="caches",
+        code=EXIT_ON_SECOND_CALL,
+        options=RunOptions(preset="persistent"),
+    )
+    try:
+        sandbox.call(session.run(request, emit, wall_s=60))
+    finally:
+        sandbox.call(session.close())
+    f = failed(events)
+    assert f.kind == "worker_crashed"
+    # The line that called os._exit (named from the stack the worker wrote as it exited), and
+    # no log line of JAX's presented as the cause.
+    assert f.message == "the worker process exited with code 3 (it was running line 7, in f)"
+    assert f.source is not None and (f.source.line, f.source.function) == (7, "f")
+    assert EXIT_ON_SECOND_CALL.splitlines()[6].strip() == "os._exit(3)"
 
 
 def test_garbage_on_event_pipe_is_invalid_event(sandbox: SandboxHarness) -> None:
@@ -395,3 +437,17 @@ def test_cold_pool_first_run_waits_for_warming_worker() -> None:
         assert state["idle"] + state["starting"] == 1
     finally:
         harness.close()
+
+
+def test_a_bad_static_setting_fails_at_its_line_in_the_worker(sandbox: SandboxHarness) -> None:
+    code = (
+        "import jax.numpy as jnp\n"
+        "def f(x, mode):\n"
+        "    return x * mode\n"
+        "args = (jnp.ones(3), 2)\n"
+        "static_argnums = (5,)\n"
+    )
+    f = failed(sandbox.run(code, exhibit="stations"))
+    assert (f.kind, f.error_class, f.stage) == ("user_exception", "ValueError", "load")
+    assert f.message.startswith("Jitted function has static_argnums=(5,)")
+    assert f.source is not None and f.source.line == 5 and f.explanation is None

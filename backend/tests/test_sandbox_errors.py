@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import signal
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -186,7 +187,7 @@ LIMITS = Limits(cpu_s=7.0, address_space_bytes=3 * 2**30)
             "3 GiB",
         ),
         (1, "MemoryError\n", "memory", "MemoryError"),
-        (3, "", "worker_crashed", "exit code 3"),
+        (3, "", "worker_crashed", "exited with code 3"),
         (-signal.SIGSEGV, "", "worker_crashed", "killed by SIGSEGV"),
         (None, "", "worker_crashed", "unknown exit status"),
     ],
@@ -195,6 +196,63 @@ def test_classify_death(returncode: int | None, stderr: str, kind: str, needle: 
     got_kind, message = classify_death(returncode, stderr, limits=LIMITS)
     assert got_kind == kind
     assert needle in message
+
+
+# What the runner writes when user code calls os._exit: the exiting thread's stack (faulthandler).
+_EXIT_STACK = (
+    "Stack (most recent call first):\n"
+    '  File "/venv/jax/_src/api.py", line 10 in cache_miss\n'
+    '  File "<snippet>", line 7 in f\n'
+    '  File "<snippet>", line 12 in <module>\n'
+)
+_JAX_LOG = "Writing jit_f to persistent compilation cache with key 'jit_f-377b5e'\n"
+
+
+@pytest.mark.parametrize(
+    ("returncode", "stderr", "message"),
+    [
+        # JAX's log lines (bare through logging's last resort, "LEVEL:" formatted, absl's I/W)
+        # are not a cause of death; the line that called os._exit is named.
+        (
+            3,
+            _JAX_LOG + _EXIT_STACK,
+            "the worker process exited with code 3 (it was running line 7, in f)",
+        ),
+        (3, _JAX_LOG, "the worker process exited with code 3"),
+        (
+            3,
+            "WARNING:2026-11-29 17:11:24,280:jax._src.compiler:90: Error writing the cache\n"
+            "I1129 17:11:24.123456  77 cpu_client.cc:12] TfrtCpuClient destroyed.\n",
+            "the worker process exited with code 3",
+        ),
+        # A line that says why the process died is still quoted: absl's FATAL check, Python's
+        # fatal error (with the snippet line from faulthandler's dump of the current thread).
+        (
+            -signal.SIGABRT,
+            "F1129 17:11:24.123456  77 pjrt.cc:12] Check failed: ok\n"
+            "W1129 17:11:24.123457  77 pjrt.cc:13] shutting down\n",
+            "the worker process was killed by SIGABRT: F1129 17:11:24.123456  77 pjrt.cc:12]"
+            " Check failed: ok",
+        ),
+        (
+            -signal.SIGSEGV,
+            "Fatal Python error: Segmentation fault\n\nCurrent thread 0x7f (most recent call"
+            ' first):\n  File "<snippet>", line 2 in <module>\n',
+            "the worker process was killed by SIGSEGV (it was running line 2, in <module>):"
+            " Fatal Python error: Segmentation fault",
+        ),
+        (
+            1,
+            "MemoryError: the last words\n" + _EXIT_STACK,
+            "the worker ran out of memory (address-space limit 3 GiB): MemoryError: the last words",
+        ),
+    ],
+    ids=["exit_after_log", "exit_log_only", "formatted_logs", "absl_fatal", "segv", "memory"],
+)
+def test_death_message_quotes_a_cause_never_a_log_line(
+    returncode: int, stderr: str, message: str
+) -> None:
+    assert classify_death(returncode, stderr, limits=LIMITS)[1] == message
 
 
 def test_worker_env_keeps_flags_and_platforms() -> None:
@@ -243,3 +301,74 @@ def test_during_names_where_the_exception_escaped_innermost_first() -> None:
     assert classify(ValueError("plain"), "run").during is None
     exc = mark_during(KeyError("k"), "while placing args[0]")
     assert classify(exc, "call").during == "while placing args[0]"
+
+
+# ---- a snippet setting JAX or the exhibit rejects: the line that sets it ------------------
+
+SETTINGS_HEAD = (
+    "import jax.numpy as jnp\n"
+    "def f(x, mode=1):\n"
+    "    return x * 2\n"
+    "args = (jnp.ones(3),)\n"
+    "kwargs = {'mode': 2}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("setting", "jit_kwargs"),
+    [
+        ("static_argnums = (5,)", {"static_argnums": (5,)}),
+        ("static_argnames = ('mode', 'nope')", {"static_argnames": ("mode", "nope")}),
+        ("static_argnums = (0,)\nstatic_argnames = ('nope',)", {"static_argnames": ("nope",)}),
+        ("static_argnums = '0'", None),
+        ("static_argnames = (1,)", None),
+        ("kwargs = [1]", None),
+        ("args = 3", None),
+    ],
+)
+def test_a_rejected_setting_points_at_its_line(
+    setting: str, jit_kwargs: dict[str, Any] | None
+) -> None:
+    source = SETTINGS_HEAD + setting + "\n"
+    with pytest.raises(Exception) as info:
+        load_snippet(source)
+    failed = classify(info.value, "load")
+    if jit_kwargs is not None:  # JAX's own check (jax.jit wrapping f), its class and words
+        ns: dict[str, Any] = {}
+        exec(SETTINGS_HEAD, ns)
+        with pytest.raises(ValueError) as truth:
+            jax.jit(ns["f"], **jit_kwargs)
+        assert (failed.kind, failed.error_class) == ("user_exception", "ValueError")
+        assert failed.message == str(truth.value)
+    else:
+        assert failed.kind == "invalid_snippet"
+    name = failed.message.split("`")[1] if jit_kwargs is None else next(iter(jit_kwargs))
+    assert failed.source is not None
+    assert source.splitlines()[failed.source.line - 1].startswith(f"{name} =")
+    assert failed.explanation is None  # not "JAX raised this while handling f as a whole"
+
+
+def test_valid_static_settings_still_load() -> None:
+    snippet = load_snippet(SETTINGS_HEAD + "static_argnums = (0,)\nstatic_argnames = 'mode'\n")
+    assert (snippet.static_argnums, snippet.static_argnames) == ((0,), ("mode",))
+
+
+@pytest.mark.parametrize("argnums", ["(0, 7)", "'x'", "()", "(0, 1)"])
+def test_rejected_argnums_point_at_their_line(argnums: str) -> None:
+    from jaxscope.grad_argnums import choose_argnums
+
+    source = (
+        "import jax.numpy as jnp\n"
+        "def f(x, n):\n"
+        "    return jnp.sum(x) * n\n"
+        f"argnums = {argnums}\n"
+        "args = (jnp.ones(3), 2)\n"
+        "static_argnums = 1\n"
+    )
+    snippet = load_snippet(source)
+    with pytest.raises(InvalidSnippet) as info:
+        choose_argnums(snippet.args, snippet.static_argnums, snippet.namespace["argnums"])
+    failed = classify(info.value, "trace", snippet.f)
+    assert failed.kind == "invalid_snippet"
+    assert failed.source is not None and failed.source.line == 4
+    assert failed.explanation is None

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic_core import PydanticSerializationError
 
@@ -63,6 +63,18 @@ TRUNCATED_NOTE = "[jaxscope: output truncated after 1 MiB]\n"
 # started are still alive, or its lifetime CPU budget is nearly spent). The supervisor sees a dead
 # worker at the session's next run and leases a fresh one.
 RETIRE_EXIT_CODE = 0
+
+# The real ``os._exit``: the runner's own exits use it; user code gets :func:`_exit_naming_line`.
+_os_exit = os._exit
+
+
+def _exit_naming_line(status: int) -> NoReturn:
+    """``os._exit`` as user code sees it: first writes the calling thread's Python stack to
+    stderr (``faulthandler``, "Stack (most recent call first):"), so that the supervisor can
+    name the snippet line that ended the worker (``worker.stuck_at``, as for a timeout)."""
+    with contextlib.suppress(Exception):
+        faulthandler.dump_traceback(file=2, all_threads=False)
+    _os_exit(status)
 
 
 def _make_line_writer(fd: int) -> Callable[[bytes], None]:
@@ -509,6 +521,9 @@ def main(argv: list[str] | None = None) -> int:
     # works while the main thread is stuck in a C loop (an XLA while_loop) too.
     faulthandler.register(signal.SIGUSR1, file=2, all_threads=True)
     faulthandler.register(signal.SIGXCPU, file=2, all_threads=True, chain=True)
+    # A snippet that calls os._exit writes its stack first: the death message names its line.
+    # (Only for a better message: posix._exit stays reachable, and exits with no line.)
+    os._exit = _exit_naming_line
     guard.install_audit_hook()
     # Move everything alive after warm-up (JAX, probes, the hook) out of the collector's reach:
     # the full collection in each job then scans only the job's objects (45 ms -> ~0 ms), and
@@ -531,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.suppress(Exception):
                 sys.stderr.write(f"jaxscope worker retiring: {retire}\n")
                 sys.stderr.flush()
-            os._exit(RETIRE_EXIT_CODE)
+            _os_exit(RETIRE_EXIT_CODE)
     return 0
 
 

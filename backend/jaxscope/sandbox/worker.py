@@ -180,26 +180,36 @@ def classify_death(
     if any(m in stderr_text for m in MEMORY_MARKERS):
         return "memory", (
             "the worker ran out of memory (address-space limit "
-            f"{limits.address_space_bytes / 2**30:g} GiB)" + _last_line(stderr_text)
+            f"{limits.address_space_bytes / 2**30:g} GiB)"
+            + _cause_line(stderr_text, lambda ln: any(m in ln for m in MEMORY_MARKERS))
         )
     if returncode is None:
-        status = "unknown exit status"
+        status = "died (unknown exit status)"
     elif returncode < 0:
-        status = f"killed by {_signal_name(-returncode)}"
+        status = f"was killed by {_signal_name(-returncode)}"
     else:
-        status = f"exit code {returncode}"
-    return "worker_crashed", f"the worker process died ({status})" + _last_line(stderr_text)
+        status = f"exited with code {returncode}"
+    where = _where(stuck_at(stderr_text))
+    return "worker_crashed", f"the worker process {status}{where}" + _cause_line(
+        stderr_text, lambda ln: _FAILURE_WORDS.search(ln) is not None
+    )
 
 
 _FAULT_FRAME = re.compile(r'File "' + re.escape(SNIPPET_FILENAME) + r'", line (\d+) in (\S+)')
 
 
+# The first line of a faulthandler dump of the thread that took the signal (all threads
+# dumped) or that called ``os._exit`` (the runner's ``_exit_naming_line``: that thread only).
+_DUMP_STARTS = ("Current thread ", "Stack (most recent call first)")
+
+
 def stuck_at(stderr_text: str) -> SourceLoc | None:
     """The snippet line a worker was running, from the last ``faulthandler`` stack dump in its
-    stderr (the runner dumps on SIGUSR1 and SIGXCPU): the innermost snippet frame of the
-    thread that took the signal ("Current thread"), else of any thread; None without one."""
+    stderr (the runner dumps on SIGUSR1 and SIGXCPU, and when user code calls ``os._exit``): the
+    innermost snippet frame of the thread that took the signal ("Current thread") or exited,
+    else of any thread; None without one."""
     lines = stderr_text.splitlines()
-    starts = [i for i, ln in enumerate(lines) if ln.startswith("Current thread ")]
+    starts = [i for i, ln in enumerate(lines) if ln.startswith(_DUMP_STARTS)]
     blocks: list[list[str]] = []
     if starts:
         block: list[str] = []
@@ -218,6 +228,31 @@ def stuck_at(stderr_text: str) -> SourceLoc | None:
 
 def _where(loc: SourceLoc | None) -> str:
     return f" (it was running line {loc.line}, in {loc.function})" if loc else ""
+
+
+# Lines of a faulthandler dump, and ordinary log lines (absl's I/W/D lines, Python logging's
+# and JAX's "LEVEL:" prefix): never a worker's cause of death.
+_NOT_A_CAUSE = re.compile(
+    r'^(Current thread |Thread 0x|Stack \(most recent call first\)|\s+File "|\s*<no Python frame>)'
+    r"|^[IWD]\d{4} \d\d:\d\d:\d\d"
+    r"|^(DEBUG|INFO|WARNING)[:\s]"
+)
+# What a line that says why a process died contains: an exception (``SomethingError: ...``), a
+# fatal error (Python's "Fatal Python error", absl's FATAL "Check failed"), an abort, a signal.
+_FAILURE_WORDS = re.compile(
+    r"\w*(Error|Exception)\b|[Ff]atal|FATAL|Check failed|terminate called|[Aa]bort"
+    r"|Segmentation fault|[Kk]illed"
+)
+
+
+def _cause_line(text: str, is_cause: Callable[[str], bool]) -> str:
+    """``": <line>"`` for the last line of a dead worker's stderr that can say why it died
+    (``is_cause``), skipping stack dumps and ordinary log lines (JAX logs to stderr, e.g.
+    "Writing jit_f to persistent compilation cache ..."); ``""`` when none does."""
+    for ln in reversed(text.strip().splitlines()):
+        if ln.strip() and not _NOT_A_CAUSE.match(ln) and is_cause(ln):
+            return f": {ln.strip()[:300]}"
+    return ""
 
 
 def _last_line(text: str) -> str:
@@ -556,6 +591,8 @@ class WorkerProcess:
                         if kind == "timeout":
                             terminal.source = stuck_at(self.stderr_text())
                             terminal.message += _where(terminal.source)
+                        elif kind == "worker_crashed":  # its message names the line already
+                            terminal.source = stuck_at(self.stderr_text())
                         break
                 try:
                     event = EVENT_ADAPTER.validate_json(line)
