@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait
+from e2e.browser import open_exhibit, run_and_wait, set_code
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "exhibits" / "shard_map" / "examples"
@@ -172,4 +172,34 @@ def test_replication_failure_marks_out_specs_and_shows_the_varying_output(
     expect(page.get_by_test_id("sm-jaxpr-note")).to_be_visible()
     expect(page.get_by_test_id("jaxpr-text")).to_be_visible()
     page.screenshot(path=str(screenshots / "shard_map-out-replication.png"), full_page=True)
+    assert console_errors == []
+
+
+def test_a_collective_over_an_unknown_axis_and_explicit_axes_are_explained(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """psum over 'nope' on a ('x', 'y') mesh: JAX's bare AssertionError, with the exhibit's
+    explanation in the verdict and the error panel. psum_rows on jax.make_mesh's default
+    Explicit axes: JAX's "does not match the specs of the input" with the hint beside it."""
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "shard_map")
+    source = (EXAMPLES / "psum_rows.py").read_text()
+    set_code(page, source.replace('jax.lax.psum(partial, "y")', 'jax.lax.psum(partial, "nope")'))
+    run_and_wait(page)
+    expect(page.get_by_test_id("shard-map-error")).to_have_text("AssertionError (no message)")
+    said = "axis 'nope' is not an axis of the mesh ('x', 'y'): inside shard_map psum"
+    expect(page.get_by_test_id("sm-explanation")).to_contain_text(said)
+    expect(page.get_by_test_id("error-explanation")).to_contain_text(said)
+    page.screenshot(path=str(screenshots / "shard_map-unknown-collective-axis-light.png"))
+
+    set_code(page, source.replace(", axis_types=(AxisType.Auto,) * 2", ""))
+    run_and_wait(page)
+    expect(page.get_by_test_id("shard-map-error")).to_contain_text(
+        "ValueError: in_specs passed to shard_map: P('x', 'y') does not match the specs of the "
+        "input: P(None, None)"
+    )
+    hint = "The mesh's axes are (Explicit, Explicit)"
+    expect(page.get_by_test_id("sm-explanation")).to_contain_text(hint)
+    expect(page.get_by_test_id("error-explanation")).to_contain_text(hint)
+    page.screenshot(path=str(screenshots / "shard_map-explicit-axes-hint-light.png"))
     assert console_errors == []

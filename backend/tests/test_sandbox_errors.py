@@ -303,6 +303,23 @@ def test_during_names_where_the_exception_escaped_innermost_first() -> None:
     assert classify(exc, "call").during == "while placing args[0]"
 
 
+def test_an_exhibits_explanation_rides_on_the_error_at_its_own_line() -> None:
+    """``probe_api.explain``: JAX's error (class, message, the snippet line it came from) kept,
+    the exhibit's words as the explanation; an explanation the runner finds itself wins."""
+    from jaxscope.sandbox.probe_api import blame_line, explain
+
+    snippet = load_snippet("def f(x):\n    assert x > 1\n    return x\nargs = (1,)\n")
+    with pytest.raises(AssertionError) as info:
+        snippet.f(*snippet.args)
+    assert classify(info.value, "run", snippet.f).explanation is None
+    failed = classify(explain(info.value, "axis 'z' is not a mesh axis"), "run", snippet.f)
+    assert (failed.error_class, failed.message) == ("AssertionError", "AssertionError")
+    assert failed.source is not None and failed.source.line == 2
+    assert failed.explanation == "axis 'z' is not a mesh axis"
+    blamed = blame_line(explain(ValueError("v"), "mine"), 4, explanation="the line's")
+    assert classify(blamed, "run").explanation == "the line's"
+
+
 # ---- a snippet setting JAX or the exhibit rejects: the line that sets it ------------------
 
 SETTINGS_HEAD = (

@@ -56,7 +56,7 @@ from jaxscope.protocol import (
     ShardMapSpecView,
     ShardMapValueView,
 )
-from jaxscope.sandbox.probe_api import ProbeContext, Snippet
+from jaxscope.sandbox.probe_api import ProbeContext, Snippet, blame_line, explain, setting_line
 from jaxscope.sandbox.snippet import InvalidSnippet
 
 from exhibits.sharding.settings import check_flag, check_mesh, check_spec_tree, eval_option
@@ -94,13 +94,38 @@ def _unknown_collective_axis(smap: Any, f: Any, args: tuple[Any, ...], mesh: Any
             return None
         axes = tuple(str(a) for a in mesh.axis_names)
         return (
-            f"{m.group('prim')} names axis '{m.group('axis')}'; the mesh axes are {axes}. "
-            "Inside shard_map a collective can only name the mesh's axes (JAX's own error "
-            "here, from its varying-axes check, says nothing more)."
+            f"axis '{m.group('axis')}' is not an axis of the mesh {axes}: inside shard_map "
+            f"{m.group('prim')} (like every collective) can only name the mesh's axes. JAX's own "
+            "error here, from its varying-axes check, says nothing more."
         )
     except Exception:
         return None
     return None
+
+
+# With Explicit mesh axes (``jax.make_mesh``'s default) shard_map compares ``in_specs`` with
+# the sharding each input already has (``_shard_map_staging``'s check, JAX 0.10.2).
+_INPUT_SPEC_MISMATCH = re.compile(
+    r"in_specs passed to shard_map: (?P<spec>P\(.*?\)) does not match the specs of the input: "
+    r"(?P<has>P\(.*?\)) for arg"
+)
+
+
+def _input_spec_hint(error: BaseException, mesh: Any) -> str | None:
+    """A hint for JAX's "in_specs ... does not match the specs of the input" (an input not
+    placed with its spec on a mesh with Explicit axes); ``None`` for any other error."""
+    m = _INPUT_SPEC_MISMATCH.search(str(error))
+    if m is None:
+        return None
+    n = len(mesh.axis_names)
+    types = ", ".join(t.name for t in mesh.axis_types)
+    return (
+        f"The mesh's axes are ({types}): on Explicit axes (jax.make_mesh's default) shard_map "
+        f"checks in_specs against the sharding the input already has, and this input is "
+        f"{m.group('has')}, not {m.group('spec')}. Either make the axes Auto, "
+        f"jax.make_mesh(..., axis_types=(AxisType.Auto,) * {n}), or place the input with its "
+        f"spec first: jax.device_put(x, NamedSharding(mesh, {m.group('spec')}))."
+    )
 
 
 def _is_leaf(x: Any) -> bool:
@@ -319,9 +344,8 @@ def run(ctx: ProbeContext) -> None:
     f = ctx.snippet.f
     args = tuple(ctx.snippet.args)
     mesh = check_mesh(ctx.snippet, *_setting(ctx.snippet, ctx.options.mesh, "mesh", "mesh"))
-    in_specs = check_spec_tree(
-        ctx.snippet, *_setting(ctx.snippet, ctx.options.spec, "spec", "in_specs")
-    )
+    in_specs_value, in_specs_name = _setting(ctx.snippet, ctx.options.spec, "spec", "in_specs")
+    in_specs = check_spec_tree(ctx.snippet, in_specs_value, in_specs_name)
     out_specs = check_spec_tree(ctx.snippet, *_setting(ctx.snippet, None, "", "out_specs"))
     check_vma = check_flag(ctx.snippet, ns.get("check_vma", True), "check_vma")
 
@@ -357,6 +381,7 @@ def run(ctx: ProbeContext) -> None:
         except Exception as exc:  # the verdict: shown beside the checks, or re-raised below
             error = exc
     check: str | None = None
+    hint = None if error is None else _input_spec_hint(error, mesh)
     if error is not None:
         if (
             failed is not None
@@ -364,11 +389,17 @@ def run(ctx: ProbeContext) -> None:
             and failed.message == str(error)
         ):
             check = failed.name
-        elif failed is None:
+        elif failed is None and hint is None:  # that one is shard_map's, before the body
             check = "body"
-    explanation = None
+    explanation = hint
     if check == "body" and isinstance(error, AssertionError):
         explanation = _unknown_collective_axis(smap, f, args, mesh)
+        if explanation is not None:  # the error panel says it too, at the collective's line
+            explain(error, explanation)
+    if error is not None and hint is not None:  # no line of f raised it: the in_specs line
+        source = ctx.snippet.source
+        line = setting_line(source, in_specs_name) if in_specs_name == "in_specs" else None
+        blame_line(error, line or setting_line(source, "mesh"), explanation=hint)
     ctx.emit(
         ShardMapChecked(
             mesh_axes=[str(a) for a in mesh.axis_names],

@@ -387,7 +387,85 @@ def test_a_collective_over_an_unknown_axis_keeps_jaxs_error_and_explains_it() ->
         str(error),
     )
     assert checked.explanation is not None
-    assert "psum names axis 'z'; the mesh axes are ('x', 'y')" in checked.explanation
+    assert checked.explanation.startswith(
+        "axis 'z' is not an axis of the mesh ('x', 'y'): inside shard_map psum"
+    )
+    # The error panel (run_failed) says it too, with JAX's class and message, at the psum line.
+    from jaxscope.sandbox.errors import classify
+
+    with pytest.raises(AssertionError) as info:
+        run_probe("shard_map", source)
+    failed = classify(info.value, "run", load_snippet(source).f)
+    assert (failed.error_class, failed.message) == (
+        "AssertionError",
+        str(error) or "AssertionError",
+    )
+    assert failed.explanation == checked.explanation
+    lines = source.split("\n")
+    assert failed.source is not None and "jax.lax.psum(a, 'z')" in lines[failed.source.line - 1]
+
+
+EXPLICIT_PSUM_ROWS = _source(
+    "jax.lax.psum(a.sum(axis=1, keepdims=True), 'y')",
+    "(P('x', 'y'),)",
+    "P('x', None)",
+    "(jnp.arange(32.0).reshape(8, 4),)",
+    "",
+).replace(", axis_types=(AxisType.Auto,) * 2", "")
+
+
+def test_explicit_axes_and_an_unplaced_input_get_a_hint_beside_jaxs_error() -> None:
+    """``jax.make_mesh``'s default Explicit axes: JAX compares in_specs with the input's own
+    sharding (P(None, None)); the hint's two fixes each run in plain JAX."""
+    import importlib
+
+    from jaxscope.sandbox.errors import classify
+    from jaxscope.sandbox.snippet import load_snippet
+
+    source = EXPLICIT_PSUM_ROWS
+    assert "axis_types" not in source
+    _, error = _plain(_exec(source))
+    assert type(error) is ValueError and "does not match the specs of the input" in str(error)
+    ctx = FakeContext(snippet=load_snippet(source))
+    with pytest.raises(ValueError) as info:
+        importlib.import_module("exhibits.shard_map.probe").run(ctx)
+    checked = ctx.one(ShardMapChecked)
+    assert (checked.ok, checked.check, checked.error_class, checked.message) == (
+        False,
+        None,  # shard_map's own check of the inputs, not the body
+        "ValueError",
+        str(error),
+    )
+    hint = checked.explanation
+    assert hint is not None
+    assert "The mesh's axes are (Explicit, Explicit)" in hint
+    assert "this input is P(None, None), not P('x', 'y')" in hint
+    assert "axis_types=(AxisType.Auto,) * 2" in hint
+    assert "jax.device_put(x, NamedSharding(mesh, P('x', 'y')))" in hint
+    failed = classify(info.value, "run", load_snippet(source).f)
+    assert (failed.message, failed.explanation) == (str(error), hint)
+    lines = source.split("\n")
+    assert failed.source is not None and lines[failed.source.line - 1].startswith("in_specs =")
+    # Both fixes the hint names run in plain JAX.
+    auto = _exec(source.replace('("x", "y"))', '("x", "y"), axis_types=(AxisType.Auto,) * 2)'))
+    assert _plain(auto)[1] is None
+    place = "args = (jax.device_put(args[0], jax.sharding.NamedSharding(mesh, P('x', 'y'))),)"
+    assert _plain(_exec(source + place + "\n"))[1] is None
+
+
+def test_the_explicit_axes_hint_only_for_that_message() -> None:
+    import importlib
+
+    from jaxscope.sandbox.snippet import load_snippet
+
+    probe: Any = importlib.import_module("exhibits.shard_map.probe")
+    mesh = jax.make_mesh((4, 2), ("x", "y"))
+    assert probe._input_spec_hint(ValueError("something else"), mesh) is None
+    source = _source("a * 2", "(P('x', 'y'),)", "P('x', 'y')", "(jnp.ones((6, 4)),)", "")
+    ctx = FakeContext(snippet=load_snippet(source))
+    probe.run(ctx)  # indivisible: a failed check, JAX's error, no hint
+    checked = ctx.one(ShardMapChecked)
+    assert checked.check == "divisibility" and checked.explanation is None
 
 
 @pytest.mark.parametrize(

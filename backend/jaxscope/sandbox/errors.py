@@ -20,7 +20,7 @@ from types import CodeType, TracebackType
 import jax.errors
 
 from jaxscope.protocol import RunFailed, SourceLoc, Stage, TracebackFrame
-from jaxscope.sandbox.probe_api import BLAME_ATTR, DURING_ATTR, SNIPPET_FILENAME
+from jaxscope.sandbox.probe_api import BLAME_ATTR, DURING_ATTR, EXPLAIN_ATTR, SNIPPET_FILENAME
 from jaxscope.sandbox.snippet import InvalidSnippet
 
 _STATIC_FIX = (
@@ -404,6 +404,9 @@ def classify(exc: BaseException, stage: Stage | None, f: object = None) -> RunFa
             ad = ad_help(exc) or vmap_help(exc)
             if ad is not None:
                 explanation, fix = ad
+    own = getattr(exc, EXPLAIN_ATTR, None)
+    if explanation is None and isinstance(own, str):
+        explanation = own  # the exhibit's words (probe_api.explain)
     message = str(exc) or type(exc).__name__
     during = getattr(exc, DURING_ATTR, None)
     return RunFailed(

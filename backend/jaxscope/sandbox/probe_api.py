@@ -140,6 +140,22 @@ def blame_typed(exc: BaseException, explanation: str) -> BaseException:
     return exc
 
 
+# The attribute :func:`explain` sets on an exception: the exhibit's plain words about it.
+EXPLAIN_ATTR = "_jaxscope_explain"
+
+
+def explain(exc: BaseException, explanation: str) -> BaseException:
+    """Give ``exc`` (JAX's own error, kept as raised) the exhibit's ``explanation`` for
+    ``run_failed``, where JAX's message says too little (a bare ``AssertionError`` at a line of
+    the snippet). Unlike :func:`blame_line` it leaves the line to the traceback; an explanation
+    the runner finds itself (a blamed line's, a tracer error's) wins. Returns ``exc``."""
+    try:
+        setattr(exc, EXPLAIN_ATTR, explanation)
+    except (AttributeError, TypeError):  # an exception type without a __dict__
+        pass
+    return exc
+
+
 # The attribute :func:`mark_during` sets on an exception: the words ``run_failed.during`` shows.
 DURING_ATTR = "_jaxscope_during"
 
