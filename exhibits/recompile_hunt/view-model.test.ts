@@ -115,6 +115,7 @@ describe("training_stopped", () => {
       steps_run: 2,
       budget_s: 12,
       elapsed_s: 12.04,
+      max_steps: null,
     };
     const model = huntModel([...steps, stop]);
     expect(model.steps).toHaveLength(2);
