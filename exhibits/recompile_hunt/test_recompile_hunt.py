@@ -411,16 +411,18 @@ args = (1,)
 
 def test_time_budget_stops_the_loop_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     probe: Any = importlib.import_module("exhibits.recompile_hunt.probe")
-    monkeypatch.setattr(probe, "TIME_BUDGET_S", 0.5)
+    monkeypatch.setattr(probe, "TIME_BUDGET_S", 1.0)
     t0 = time.perf_counter()
     ctx = run_probe("recompile_hunt", BUDGET_LOOP)
-    assert time.perf_counter() - t0 < 5
+    assert time.perf_counter() - t0 < 15
     steps = ctx.of_type(TrainingStepObserved)
     stop = ctx.one(TrainingStopped)
     assert ctx.events[-1] is stop  # after the last step
-    assert stop.steps_run == len(steps) >= 2
-    assert stop.budget_s == 0.5
-    assert stop.elapsed_s >= 0.5
+    # How many steps fit in the budget depends on the machine's load (the first one compiles:
+    # on a busy CI box that alone can use the budget); that the loop stops, and says so, does not.
+    assert stop.steps_run == len(steps) >= 1
+    assert stop.budget_s == 1.0
+    assert stop.elapsed_s >= 1.0
     assert [s.step for s in steps if s.compiled] == [0]  # one compile, then cache hits
     assert importlib.import_module("jax").jit.__module__ == "jax._src.api"  # the watch is undone
 
