@@ -144,7 +144,7 @@ def test_op_links_scale(monkeypatch: pytest.MonkeyPatch) -> None:
     def counted(primitive: str, params_name: str | None, stack: str | None) -> bool:
         nonlocal checks
         checks += 1
-        return compatible(primitive, params_name, stack)
+        return bool(compatible(primitive, params_name, stack))
 
     monkeypatch.setattr(lowering, "_compatible", counted)
     links = op_links(lowered.as_text(), lowered.as_text(debug_info=True), closed)
