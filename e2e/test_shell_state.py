@@ -174,23 +174,29 @@ def test_a_visible_line_does_not_scroll_the_editor(page: Page, console_errors: l
     page.get_by_test_id("example-select").select_option("per_example_loss")
     expect(page.get_by_test_id("editor")).to_contain_text("Per-example squared-error loss")
     # Scroll the first one-row line below the fold up until its bottom is 2 px above the edge.
-    index = page.evaluate(
-        """() => {
-          const scroller = document.querySelector('[data-testid=editor] .cm-scroller');
-          const edge = scroller.getBoundingClientRect().top + scroller.clientHeight;
-          const lines = [...document.querySelectorAll('[data-testid=editor] .cm-line')];
-          const row = lines[1].getBoundingClientRect().height;
-          const i = lines.findIndex((l) => {
-            const r = l.getBoundingClientRect();
-            return r.top > edge && r.height < 1.5 * row;
-          });
-          scroller.scrollTop += lines[i].getBoundingClientRect().bottom - edge + 2;
-          return i;
-        }"""
-    )
+    # Loading the example puts the editor back at line 1, possibly a frame later on a busy
+    # machine: scroll again until the offset holds.
+    before, index = 0.0, -1
+    for _ in range(10):
+        index = page.evaluate(
+            """() => {
+              const scroller = document.querySelector('[data-testid=editor] .cm-scroller');
+              const edge = scroller.getBoundingClientRect().top + scroller.clientHeight;
+              const lines = [...document.querySelectorAll('[data-testid=editor] .cm-line')];
+              const row = lines[1].getBoundingClientRect().height;
+              const i = lines.findIndex((l) => {
+                const r = l.getBoundingClientRect();
+                return r.top > edge && r.height < 1.5 * row;
+              });
+              scroller.scrollTop += lines[i].getBoundingClientRect().bottom - edge + 2;
+              return i;
+            }"""
+        )
+        page.wait_for_timeout(300)
+        before = editor_scroll(page)["top"]
+        if before > 0:
+            break
     assert index > 3
-    page.wait_for_timeout(300)
-    before = editor_scroll(page)["top"]
     assert before > 0
     line = page.get_by_test_id("editor").locator(".cm-line").nth(index)
     line.click(position={"x": 10, "y": 5})
