@@ -8,6 +8,7 @@ other user's run then failed "all 8 sandbox workers are busy". These tests hold 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field
 
 from jaxscope.protocol import EventModel, RunFailed, RunFinished
@@ -33,10 +34,14 @@ class FakeTenant:
     last_used: float
     busy: bool = False
     has_worker: bool = True
+    acquiring: bool = False
     gave_up: list[bool] = field(default_factory=list)
 
     def holds_worker(self) -> bool:
         return self.has_worker
+
+    def claims_worker(self) -> bool:
+        return self.has_worker or self.acquiring
 
     def running(self) -> bool:
         return self.busy
@@ -65,6 +70,13 @@ def test_tenancy_rules_on_fake_sessions() -> None:
     t.leave(a2)
     assert t.holding("a") == []
     assert not Tenancy(None).over_cap(new)
+    # A session still waiting in the pool counts toward its client's share (a review got a
+    # client 3 workers under a cap of 2 while one of its runs waited for a worker to start).
+    waiting = FakeTenant("a", 4.0, busy=True, has_worker=False, acquiring=True)
+    t.join(waiting)
+    t.per_owner = 1
+    assert t.over_cap(new) and t.holding("a") == [waiting]
+    assert not t.evict_idle("a")  # it holds nothing to give up
 
 
 def test_per_client_share_setting() -> None:
@@ -156,3 +168,75 @@ def test_the_server_shares_its_pool_per_client_address() -> None:
     with TestClient(app, base_url="http://localhost:8000") as client:
         assert client.get("/api/health").json()["pool"]["max"] == 6
     assert app.state.tenancy.per_owner == settings.per_client == 3
+
+
+def test_a_run_cancelled_while_waiting_for_a_worker_leaves_none_leased(
+    sandbox: SandboxHarness,
+) -> None:
+    # A review closed a tab while its run waited in a full pool: the pool's acquire went on
+    # and later leased a worker to nobody, for good (4 such closes locked the server).
+    pool = WorkerPool(sandbox.limits, size=0, max_workers=1)
+    busy = Session(pool, EXHIBITS)
+    waiter = Session(pool, EXHIBITS)
+
+    async def scenario() -> None:
+        sleeping = asyncio.ensure_future(sandbox.arun(busy, SLEEP, wall_s=30))
+        while not busy.holds_worker():
+            await asyncio.sleep(0.05)
+        waiting = asyncio.ensure_future(sandbox.arun(waiter, OK, wall_s=30))
+        await asyncio.sleep(0.5)
+        assert pool.state()["waiting"] == 1
+        waiting.cancel()  # what the websocket closing does to its run task
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+        await sleeping
+        await busy.close()
+        for _ in range(40):  # the pool may start a spare in the freed slot: never lease it
+            if pool.state()["leased"] == 0 and pool.state()["waiting"] == 0:
+                break
+            await asyncio.sleep(0.1)
+
+    try:
+        sandbox.call(scenario())
+        state = pool.state()
+        assert (state["leased"], state["waiting"]) == (0, 0), state
+        assert waiter.worker is None
+    finally:
+        for s in (busy, waiter):
+            sandbox.call(s.close())
+        sandbox.call(pool.close())
+
+
+def test_a_waiting_run_takes_the_worker_of_a_session_that_went_idle(
+    sandbox: SandboxHarness,
+) -> None:
+    # Both workers busy when s3 starts waiting; s2's run ends first: s3 must not wait for its
+    # wall clock while s2 sits idle on a worker.
+    pool = WorkerPool(sandbox.limits, size=0, max_workers=2)
+    tenancy = Tenancy(per_owner=None)
+    s1, s2, s3 = (Session(pool, EXHIBITS, tenancy=tenancy, owner=o) for o in "xyz")
+    short = "import time\ntime.sleep(1.0)\n" + OK
+    long = "import time\ntime.sleep(12)\n" + OK
+
+    async def scenario() -> tuple[EventModel, EventModel, float]:
+        slow = asyncio.ensure_future(sandbox.arun(s1, long, wall_s=30))
+        quick = asyncio.ensure_future(sandbox.arun(s2, short, wall_s=30))
+        while not (s1.holds_worker() and s2.holds_worker()):
+            await asyncio.sleep(0.05)
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        third = await sandbox.arun(s3, OK, wall_s=25)
+        took = loop.time() - t0
+        await quick
+        return third[-1], (await slow)[-1], took
+
+    try:
+        third, slow, took = sandbox.call(scenario())
+        assert isinstance(third, RunFinished), third
+        assert isinstance(slow, RunFinished)
+        assert took < 10  # s1's 12 s sleep was not waited for
+        assert not s2.holds_worker() and tenancy.evicted == 1
+    finally:
+        for s in (s1, s2, s3):
+            sandbox.call(s.close())
+        sandbox.call(pool.close())

@@ -18,6 +18,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+from collections.abc import Callable
 
 from jaxscope.sandbox.worker import WorkerProcess, WorkerStartError
 from jaxscope.settings import Limits
@@ -102,10 +103,15 @@ class WorkerPool:
         self._idle.append(worker)
         self._wake()
 
-    async def acquire(self, timeout: float | None = None) -> WorkerProcess:
-        """A warm worker (waits while the pool warms up, or while it is full). Raises
-        :class:`WorkerStartError` when the worker started for this call could not start, and
-        :class:`PoolBusy` when ``max_workers`` workers stayed leased for ``timeout`` seconds."""
+    async def acquire(
+        self, timeout: float | None = None, make_room: Callable[[], bool] | None = None
+    ) -> WorkerProcess:
+        """A warm worker (waits while the pool warms up, or while it is full). While it waits at
+        the cap with fewer workers starting than callers waiting, ``make_room()`` is asked to
+        free a leased worker (an idle session's: ``tenancy.py``) and returns whether it did.
+        Raises :class:`WorkerStartError` when the worker started for this call could not start,
+        and :class:`PoolBusy` when ``max_workers`` workers stayed leased for ``timeout``
+        seconds."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         me = object()
@@ -125,6 +131,13 @@ class WorkerPool:
                     item.add_gone_callback(self._wake)
                     self.handed_out += 1
                     return item
+                if (
+                    make_room is not None
+                    and self.full()
+                    and self._starting_count() < len(self._queue)
+                    and make_room()
+                ):
+                    continue  # a leased worker was freed: _fill() starts one in its place
                 self._fill()
                 wait_s = _POLL_S
                 if deadline is not None:

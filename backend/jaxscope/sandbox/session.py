@@ -27,6 +27,18 @@ from jaxscope.sandbox.worker import Emit, WorkerGone, WorkerProcess, WorkerStart
 _REAPERS: set[asyncio.Future[int | None]] = set()
 
 
+def _abandon(acquiring: asyncio.Future[WorkerProcess]) -> None:
+    """Give up a pending ``pool.acquire``: cancel it, or kill the worker it already got."""
+    if not acquiring.done():
+        acquiring.cancel()
+    elif not acquiring.cancelled() and acquiring.exception() is None:
+        worker = acquiring.result()
+        worker.kill()
+        reaper = asyncio.ensure_future(worker.wait_closed())
+        _REAPERS.add(reaper)
+        reaper.add_done_callback(_REAPERS.discard)
+
+
 def request_problem(request: RunRequest, exhibits: Collection[str]) -> str | None:
     """Why ``request`` is refused before any worker sees it, or None when it is acceptable."""
     if len(request.code) > MAX_CODE_CHARS:
@@ -59,12 +71,17 @@ class Session:
         # ``owner``: the client (address) the session serves; ``last_used``: when its last run
         # ended (monotonic s), to pick the idle session used least recently (tenancy.py).
         self.tenancy, self.owner, self.last_used = tenancy, owner, now()
+        self._acquiring = False  # waiting in the pool for a worker: counts toward the share
         if tenancy is not None:
             tenancy.join(self)
 
     def holds_worker(self) -> bool:
         """Whether the session holds a live worker."""
         return self.worker is not None and self.worker.alive
+
+    def claims_worker(self) -> bool:
+        """Whether the session holds a live worker or is waiting in the pool for one."""
+        return self._acquiring or self.holds_worker()
 
     def running(self) -> bool:
         """Whether a run of the session is in progress (or waiting for a worker)."""
@@ -156,11 +173,20 @@ class Session:
             refused = await self._fair_share(request, emit, cancel, wait_s)
             if refused is not None:
                 return refused
-        acquiring = asyncio.ensure_future(self.pool.acquire(timeout=wait_s))
+        tenancy = self.tenancy
+        make_room = None if tenancy is None else lambda: tenancy.evict_idle(any_owner=True)
+        acquiring = asyncio.ensure_future(self.pool.acquire(timeout=wait_s, make_room=make_room))
         waiting = asyncio.ensure_future(cancel.wait())
+        self._acquiring = True
         try:
             await asyncio.wait({acquiring, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            # This run itself was cancelled (its websocket closed) while waiting: the pool must
+            # not hand the worker to nobody, which would hold it leased for good.
+            _abandon(acquiring)
+            raise
         finally:
+            self._acquiring = False
             waiting.cancel()
         failed: RunFailed | None = None
         if not acquiring.done():
@@ -187,10 +213,10 @@ class Session:
     async def _fair_share(
         self, request: RunRequest, emit: Emit, cancel: asyncio.Event, wait_s: float
     ) -> RunFailed | None:
-        """Make room under the tenancy's rules before leasing: at the client's cap, its idle
-        session used least recently gives its worker up (while all its sessions run, wait up to
-        ``wait_s`` for one to end); with the pool full, the idle session used least recently of
-        any client does. Returns the terminal event (emitted) when no room came."""
+        """Keep the client within its share before leasing: at its cap, its idle session used
+        least recently gives its worker up (while all its sessions run or wait, wait up to
+        ``wait_s`` for one to end). Returns the terminal event (emitted) when no room came. (A
+        full pool is made room in by ``pool.acquire``'s ``make_room``.)"""
         tenancy = self.tenancy
         assert tenancy is not None
         loop = asyncio.get_running_loop()
@@ -210,8 +236,6 @@ class Session:
                 return failed
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(cancel.wait(), 0.2)
-        if self.pool.full():
-            tenancy.evict_idle(any_owner=True)
         return None
 
     async def close(self) -> None:

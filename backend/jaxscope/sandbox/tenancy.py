@@ -9,8 +9,9 @@ is shared by the sessions of one pool and applies two rules when a session needs
   ``per_owner`` workers. At the cap, its own idle session used least recently gives its worker
   up; while all of its sessions are running, the new run waits for one to end (up to its wall
   clock), then fails with a message saying why.
-- **Pool full**: when every worker is leased, the session (of any client) idle the longest gives
-  its worker up, so open but idle tabs never lock others out.
+- **Pool full**: while a run waits for a worker and every worker is leased, the session (of any
+  client) idle the longest gives its worker up, so open but idle tabs never lock others out; a
+  session waiting in the pool counts toward its client's share.
 
 A session that gave its worker up gets a fresh one on its next run, as after a worker crash
 (``Session._lease``); nothing a user sees depends on keeping a worker between runs.
@@ -31,6 +32,10 @@ class Tenant(Protocol):
 
     def holds_worker(self) -> bool:
         """Whether the session holds a live worker."""
+        ...
+
+    def claims_worker(self) -> bool:
+        """Whether the session holds a live worker or is waiting in the pool for one."""
         ...
 
     def running(self) -> bool:
@@ -59,8 +64,8 @@ class Tenancy:
         self._tenants.discard(tenant)
 
     def holding(self, owner: str | None) -> list[Tenant]:
-        """The sessions of ``owner`` that hold a live worker."""
-        return [t for t in self._tenants if t.owner == owner and t.holds_worker()]
+        """The sessions of ``owner`` that hold a live worker or wait in the pool for one."""
+        return [t for t in self._tenants if t.owner == owner and t.claims_worker()]
 
     def over_cap(self, tenant: Tenant) -> bool:
         """Whether ``tenant``'s client already holds its share of workers (``tenant`` itself
