@@ -193,9 +193,13 @@ def test_memory_bomb(sandbox: SandboxHarness, code: str) -> None:
     ("code", "needle"),
     [
         ("import os\nos._exit(3)\n", "exited with code 3 (it was running line 2, in <module>)"),
-        ("import ctypes\nctypes.string_at(0)\n", "SIGSEGV"),
+        (
+            "import ctypes\nctypes.string_at(0)\n",
+            "killed by SIGSEGV (it was running line 2, in <module>)",
+        ),
+        ("import os\nos.abort()\n", "killed by SIGABRT (it was running line 2, in <module>)"),
     ],
-    ids=["os_exit", "segfault"],
+    ids=["os_exit", "segfault", "abort"],
 )
 def test_worker_death_is_worker_crashed(sandbox: SandboxHarness, code: str, needle: str) -> None:
     f = failed(sandbox.run(code))

@@ -521,6 +521,9 @@ def main(argv: list[str] | None = None) -> int:
     # works while the main thread is stuck in a C loop (an XLA while_loop) too.
     faulthandler.register(signal.SIGUSR1, file=2, all_threads=True)
     faulthandler.register(signal.SIGXCPU, file=2, all_threads=True, chain=True)
+    # And on a fatal signal (SIGSEGV, SIGABRT, SIGFPE, SIGBUS, SIGILL: a ctypes crash,
+    # os.abort()), so that "killed by SIGSEGV" names the line too; the signal then proceeds.
+    faulthandler.enable(file=2, all_threads=True)
     # A snippet that calls os._exit writes its stack first: the death message names its line.
     # (Only for a better message: posix._exit stays reachable, and exits with no line.)
     os._exit = _exit_naming_line
