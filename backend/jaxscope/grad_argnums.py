@@ -11,8 +11,11 @@ Rules (``n = len(args)``):
 
 * ``argnums`` set: an int or a sequence of ints; each in ``[-n, n)`` (negative indices count from
   the end, as in ``jax.grad``). ``()`` is refused (``jax.grad`` itself fails on it with
-  ``max() arg is an empty sequence``). A static position or a complex argument is refused. An
-  int argument is passed through: ``jax.grad``'s own int-input error is what the user sees.
+  ``max() arg is an empty sequence``), and so is a position given twice (``(0, 0)``, ``(0, -n)``:
+  ``jax.grad`` fails on it inside its own bookkeeping, or silently). A static position or a
+  complex argument is refused. An int (or bool) argument gets ``jax.grad``'s own int-input
+  ``TypeError``, raised by ``jax.grad`` of a stand-in on that argument and marked with the
+  ``argnums`` line (not left to the exhibit, where it would point at ``f``'s ``def``).
 * ``argnums`` not set: every non-static positional argument whose leaves are all real floating
   point (at least one leaf). None is an error that says so, with what ``jax.grad(f)`` would
   raise on the same arguments.
@@ -89,6 +92,18 @@ def _explicit(chosen: Any, args: tuple[Any, ...], static: set[int]) -> tuple[int
     items = chosen if isinstance(chosen, (list, tuple)) else (chosen,)
     indices = [operator.index(i) for i in items]
     out = tuple(i + n if i < 0 else i for i in indices)
+    repeated = sorted({i for i in out if out.count(i) > 1})
+    if repeated:
+        # jax.grad takes a repeated position as is and then fails inside its own bookkeeping
+        # (TypeError: unsupported operand type(s) for *: 'NoneType' and 'int'), or not at all.
+        which = ", ".join(str(i) for i in repeated)
+        negative = (
+            " (a negative position counts from the end of `args`)" if min(indices) < 0 else ""
+        )
+        raise InvalidSnippet(
+            f"`argnums = {chosen!r}` repeats position{'s' if len(repeated) > 1 else ''} "
+            f"{which}{negative}: name each argument to differentiate once"
+        )
     for i in out:
         if i in static:
             raise InvalidSnippet(
@@ -100,7 +115,21 @@ def _explicit(chosen: Any, args: tuple[Any, ...], static: set[int]) -> tuple[int
                 f"`argnums = {chosen!r}` selects args[{i}], which is complex "
                 f"({_describe(args[i])}): {REAL_ONLY}"
             )
+    _jax_checks_inputs(chosen, args, out)
     return out
+
+
+def _jax_checks_inputs(chosen: Any, args: tuple[Any, ...], out: tuple[int, ...]) -> None:
+    """JAX's own check of the selected arguments' dtypes: ``jax.grad(stand_in, argnums)`` on the
+    selected arguments (float stand-ins elsewhere) raises its ``TypeError`` for an int or bool
+    input ("grad requires real- or complex-valued inputs ... int32"), which is raised as is:
+    ``argnums`` chose that argument, so the caller marks its line."""
+    if all(is_float_leaf(x) for i in out for x in jax.tree.leaves(args[i])):
+        return
+    stand_ins: list[Any] = [0.0] * len(args)
+    for i in out:
+        stand_ins[i] = args[i]
+    jax.grad(_stand_in, argnums=chosen)(*stand_ins)
 
 
 def _none_floating(args: tuple[Any, ...], static: set[int]) -> InvalidSnippet:
@@ -134,14 +163,15 @@ def choose_argnums(
     ``args``: the snippet's positional arguments (static ones included); ``static_argnums``:
     their static positions, already non-negative (``CallPlan.normalized_argnums()``);
     ``chosen``: the snippet's ``argnums`` (``None`` when it sets none). Raises
-    :class:`InvalidSnippet` as the module docstring says; one about ``argnums`` is marked with
-    the snippet line that sets it (:func:`~jaxscope.sandbox.probe_api.blame_line`).
+    :class:`InvalidSnippet` as the module docstring says (or JAX's ``TypeError`` for an int
+    argument chosen by ``argnums``); one about ``argnums`` is marked with the snippet line
+    that sets it (:func:`~jaxscope.sandbox.probe_api.blame_line`).
     """
     static = set(static_argnums)
     if chosen is not None:
         try:
             return _explicit(chosen, args, static)
-        except InvalidSnippet as exc:
+        except (InvalidSnippet, TypeError) as exc:  # TypeError: JAX's, on an int argument
             blame_line(exc, snippet_setting_line("argnums"))
             raise
     out = []

@@ -366,7 +366,10 @@ def test_a_rejected_setting_points_at_its_line(
 
 
 def test_valid_static_settings_still_load() -> None:
-    snippet = load_snippet(SETTINGS_HEAD + "static_argnums = (0,)\nstatic_argnames = 'mode'\n")
+    # args[0] made static must be hashable (an array is not: see the test below), so a 3 here
+    snippet = load_snippet(
+        SETTINGS_HEAD + "args = (3,)\nstatic_argnums = (0,)\nstatic_argnames = 'mode'\n"
+    )
     assert (snippet.static_argnums, snippet.static_argnames) == ((0,), ("mode",))
 
 
@@ -389,3 +392,164 @@ def test_rejected_argnums_point_at_their_line(argnums: str) -> None:
     assert failed.kind == "invalid_snippet"
     assert failed.source is not None and failed.source.line == 4
     assert failed.explanation is None
+
+
+# ---- errors at the line the user got wrong (break-it and user reviews, s11c) ---------------
+
+STATIC_HEAD = "import jax.numpy as jnp\ndef f(x, y):\n    return x * y\n"
+
+
+@pytest.mark.parametrize(
+    ("settings", "jit_kwargs"),
+    [
+        ("args = (jnp.ones(3), jnp.ones(3))\nstatic_argnums = 1\n", {"static_argnums": 1}),
+        ("args = (jnp.ones(3), jnp.ones(3))\nstatic_argnums = -1\n", {"static_argnums": -1}),
+        (
+            "args = (jnp.ones(3),)\nkwargs = {'y': jnp.ones(3)}\nstatic_argnames = 'y'\n",
+            {"static_argnames": "y"},
+        ),
+    ],
+)
+def test_an_unhashable_static_argument_points_at_the_setting(
+    settings: str, jit_kwargs: dict[str, Any]
+) -> None:
+    # Before: JAX's "Non-hashable static arguments" at the call, blamed on `def f` with the
+    # "f as a whole" note. Now: at load, JAX's own error and words, on the setting's line.
+    source = STATIC_HEAD + settings
+    with pytest.raises(ValueError) as info:
+        load_snippet(source)
+    ns: dict[str, Any] = {}
+    exec(source, ns)
+    with pytest.raises(ValueError) as truth:
+        jax.jit(ns["f"], **jit_kwargs)(*ns["args"], **ns.get("kwargs", {}))
+    failed = classify(info.value, "load")
+    assert (failed.error_class, failed.message) == ("ValueError", str(truth.value))
+    assert "Non-hashable static arguments" in failed.message
+    assert failed.source is not None
+    name = next(iter(jit_kwargs))
+    assert source.splitlines()[failed.source.line - 1].startswith(f"{name} =")
+    assert failed.explanation is not None and "as a whole" not in failed.explanation
+    assert f"`{name}` makes" in failed.explanation and "float32[3]" in failed.explanation
+
+
+def test_hashable_static_arguments_still_load() -> None:
+    snippet = load_snippet(STATIC_HEAD + "args = (jnp.ones(3), 2.0)\nstatic_argnums = 1\n")
+    assert snippet.static_argnums == (1,)
+
+
+ARGNUMS_SOURCE = (
+    "import jax.numpy as jnp\n"
+    "def f(x, n):\n"
+    "    return jnp.sum(x) * n\n"
+    "args = (jnp.ones(3), 2)\n"
+    "argnums = {argnums}\n"
+)
+
+
+@pytest.mark.parametrize("exhibit", ["transpose", "nan_finder"])
+@pytest.mark.parametrize("argnums", ["1", "-1", "(0, 1)"])
+def test_argnums_on_an_int_argument_points_at_argnums(exhibit: str, argnums: str) -> None:
+    # Before: JAX's int-input TypeError at `def f` ("f as a whole"). Now: the same error, at
+    # the argnums line.
+    from jaxscope.protocol import RunOptions
+
+    from exhibits.conftest import run_probe
+
+    source = ARGNUMS_SOURCE.format(argnums=argnums)
+    snippet = load_snippet(source)
+    with pytest.raises(TypeError) as info:
+        run_probe(exhibit, source, RunOptions())
+    with pytest.raises(TypeError) as truth:
+        jax.grad(snippet.f, argnums=snippet.namespace["argnums"])(*snippet.args)
+    failed = classify(info.value, "trace", snippet.f)
+    assert (failed.error_class, failed.message) == ("TypeError", str(truth.value))
+    assert "int32" in failed.message
+    assert failed.source is not None and failed.source.line == 5
+    assert failed.explanation is not None and "as a whole" not in failed.explanation
+
+
+@pytest.mark.parametrize("exhibit", ["transpose", "nan_finder"])
+@pytest.mark.parametrize(("argnums", "note"), [("(0, 0)", False), ("(1, -1)", True)])
+def test_argnums_repeating_a_position_is_refused_at_its_line(
+    exhibit: str, argnums: str, note: bool
+) -> None:
+    # Before: transpose failed in jax.grad's bookkeeping ("unsupported operand type(s) for *:
+    # 'NoneType' and 'int'", as plain JAX does) and nan_finder ran and found nothing.
+    from jaxscope.protocol import RunOptions
+
+    from exhibits.conftest import run_probe
+
+    source = (
+        "import jax.numpy as jnp\n"
+        "def f(x, y):\n"
+        "    return jnp.sum(x * y)\n"
+        "args = (jnp.ones(3), jnp.ones(3))\n"
+        f"argnums = {argnums}\n"
+    )
+    snippet = load_snippet(source)
+    with pytest.raises(InvalidSnippet) as info:
+        run_probe(exhibit, source, RunOptions())
+    failed = classify(info.value, "trace", snippet.f)
+    assert failed.kind == "invalid_snippet"
+    position = 0 if argnums == "(0, 0)" else 1
+    assert f"repeats position {position}" in failed.message
+    assert ("counts from the end" in failed.message) is note
+    assert failed.source is not None and failed.source.line == 5
+
+
+def test_a_rejected_bwd_output_names_the_bwd_in_the_transpose_explanation() -> None:
+    # C20: JAX's traceback ends at the call in f (line 27); the explanation names the bwd rule
+    # and its return line (19), which JAX's message and traceback never do.
+    from jaxscope.protocol import RunOptions
+
+    from exhibits.conftest import EXHIBITS, run_probe
+
+    source = (EXHIBITS / "custom_vjp" / "examples" / "c20_bwd_arity_broken.py").read_text()
+    snippet = load_snippet(source)
+    with pytest.raises(TypeError) as info:
+        run_probe("transpose", source, RunOptions())
+    failed = classify(info.value, "trace", snippet.f)
+    assert failed.message.startswith("Custom VJP bwd rule must produce an output")
+    assert failed.source is not None and failed.source.line == 27
+    assert failed.explanation is not None
+    assert "The rule at fault is `bwd`, defined at line 16 (the bwd of `pad_scale`)" in (
+        failed.explanation
+    )
+    assert "it returns at line 19" in failed.explanation
+    assert source.splitlines()[18].strip().startswith("return gd * s, jnp.sum(gd * data)")
+
+
+def test_a_bwd_output_of_the_wrong_shape_is_explained_and_names_the_bwd() -> None:
+    from jaxscope.protocol import RunOptions
+
+    from exhibits.conftest import run_probe
+
+    source = (
+        "import jax\n"
+        "import jax.numpy as jnp\n"
+        "@jax.custom_vjp\n"
+        "def scale(x, s):\n"
+        "    return x * s\n"
+        "def fwd(x, s):\n"
+        "    return scale(x, s), (x, s)\n"
+        "def my_bwd(res, g):\n"
+        "    x, s = res\n"
+        "    return jnp.ones(2), jnp.sum(g * x)\n"
+        "scale.defvjp(fwd, my_bwd)\n"
+        "def f(x, s):\n"
+        "    return scale(x, s).sum()\n"
+        "args = (jnp.array([1.0, 2.0, 3.0]), 2.0)\n"
+    )
+    snippet = load_snippet(source)
+    with pytest.raises(ValueError) as info:
+        run_probe("transpose", source, RunOptions())
+    with pytest.raises(ValueError) as truth:
+        jax.grad(snippet.f)(*snippet.args)
+    failed = classify(info.value, "trace", snippet.f)
+    assert failed.message == str(truth.value)
+    assert failed.source is not None and failed.source.line == 13
+    assert failed.explanation is not None and failed.fix is not None
+    assert "shape and dtype of the primal argument" in failed.explanation
+    assert "`my_bwd`, defined at line 8 (the bwd of `scale`): it returns at line 10" in (
+        failed.explanation
+    )

@@ -105,6 +105,40 @@ def test_websocket_round_trip(client: TestClient) -> None:
     assert staged.jaxpr.text == str(jax.make_jaxpr(snippet.f)(*snippet.args))
 
 
+@pytest.mark.parametrize(
+    ("expr", "message", "during", "explained"),
+    [
+        (
+            "(1/0,)",
+            "division by zero",
+            "while evaluating the arguments you typed for call #1",
+            "Evaluating the arguments you typed for call #1 (`(1/0,)`) raised ZeroDivisionError.",
+        ),
+        (
+            "(jnp.ones(3)",
+            "'(' was never closed (<typed arguments>, line 1)",
+            "while reading the arguments you typed for call #1",
+            "The arguments you typed for call #1 (`(jnp.ones(3)`) are not valid Python",
+        ),
+    ],
+)
+def test_typed_call_arguments_are_blamed_over_the_websocket(
+    client: TestClient, expr: str, message: str, during: str, explained: str
+) -> None:
+    # The "call again" expression's failure, through the worker pool and the websocket: it
+    # names the typed arguments, not a line of the snippet (break-it review s11).
+    request = json.loads(run_msg("typed-1", SIN))
+    request["options"] = {"calls": [{"change": "expr", "expr": expr}]}
+    with client.websocket_connect(WS) as ws:
+        ws.send_text(json.dumps(request))
+        events = collect(ws, "typed-1")
+    failed = events[-1]
+    assert isinstance(failed, RunFailed)
+    assert (failed.message, failed.during, failed.source) == (message, during, None)
+    assert failed.explanation is not None and failed.explanation.startswith(explained)
+    assert "no line of the snippet is at fault" in failed.explanation
+
+
 def test_origin_checked(client: TestClient) -> None:
     with pytest.raises(WebSocketDisconnect) as info:
         with client.websocket_connect(WS, headers={"origin": "http://evil.example"}):

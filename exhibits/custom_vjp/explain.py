@@ -109,8 +109,16 @@ def classify_error(
     bwd_line = recorded.rule_lines.get("bwd")
     at_bwd = f" ({bwd} is defined at line {bwd_line})" if bwd_line else ""
     # JAX checks bwd's output after bwd returned, so its traceback ends at the call in f: point
-    # at bwd's return instead (JAX's own location stays on the attempt, `GradAttempt.source`).
+    # at bwd's return instead (the attempt takes this line too: probe._at_rule).
     at_return = return_source(custom.rules.get("bwd")) or src
+    # Where JAX's own traceback ends (the call in f), said in words where the problem points
+    # elsewhere: the attempt chip and the CLI show the problem's line (probe._at_rule).
+    jax_line = (
+        f" JAX's traceback ends at line {src.line} ({src.function}), where {name} is called:"
+        " JAX checks bwd's output only after bwd has returned, so no line of bwd is on it."
+        if src is not None and at_return is not None and src.line != at_return.line
+        else ""
+    )
     if msg.startswith(BWD_STRUCTURE):
         common["source"] = at_return
         diff = _diff_names(custom, call)
@@ -133,7 +141,7 @@ def classify_error(
                 " primal input, so bwd must return a tuple with exactly one entry per such"
                 " argument, in order: a cotangent with that argument's structure, shape and dtype,"
                 " or None for an argument that gets no gradient. JAX compares the two pytree"
-                " structures in its message below." + int_hint
+                " structures in its message below." + int_hint + jax_line
             ),
             **common,
         )
@@ -150,7 +158,7 @@ def classify_error(
                 "Each cotangent bwd returns must have the same shape and dtype as the primal"
                 " argument it belongs to (a cotangent lives where the argument lives). A"
                 " broadcast the forward pass did (a scalar times a vector) has to be summed"
-                " back in bwd, e.g. `jnp.sum(g * x)` for a scalar argument." + at_bwd
+                " back in bwd, e.g. `jnp.sum(g * x)` for a scalar argument." + at_bwd + jax_line
             ),
             **common,
         )

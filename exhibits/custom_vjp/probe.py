@@ -56,6 +56,7 @@ from jaxscope.protocol import (
     CustomRuleChecked,
     GradientAttempt,
     JaxprStaged,
+    RuleProblem,
     SavedResidual,
     SourceLoc,
     TangentCheck,
@@ -585,10 +586,27 @@ def rule_checked(
         kind=custom.kind,
         nondiff_argnums=list(custom.nondiff_argnums),
         arguments=arguments,
-        attempts=[eager.view(), jitted.view()],
+        attempts=[_at_rule(eager.view(), problems), _at_rule(jitted.view(), problems)],
         problems=problems,
         verdict=verdict,  # type: ignore[arg-type]
     )
+
+
+# Problems whose line is the rule's (bwd's return), where JAX's traceback ends elsewhere.
+_AT_RULE = ("bwd_structure", "bwd_shape")
+
+
+def _at_rule(view: GradientAttempt, problems: Sequence[RuleProblem]) -> GradientAttempt:
+    """A failed attempt whose error is a bwd output JAX rejected (a ``bwd_structure``/
+    ``bwd_shape`` problem with the same message) takes that problem's line (bwd's return), so
+    the attempt chip and the CLI's shown error point where the problem does; JAX's own line
+    (the call in ``f`` where its traceback ends) is named in the problem's explanation."""
+    if view.ok:
+        return view
+    for p in problems:
+        if p.kind in _AT_RULE and p.source is not None and p.error_message == view.message:
+            return view.model_copy(update={"source": p.source})
+    return view
 
 
 def _mask_unknown(values: Any, known: np.ndarray) -> Any:

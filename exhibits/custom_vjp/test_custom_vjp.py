@@ -21,6 +21,7 @@ from jaxscope.protocol import CustomCallRecorded, CustomRuleChecked, JaxprStaged
 from jaxscope.sandbox.snippet import InvalidSnippet, load_snippet
 
 from exhibits.conftest import CASES, EXHIBITS, FakeContext, example_sources, run_probe
+from exhibits.custom_vjp import artefacts
 
 EXAMPLES = example_sources("custom_vjp")
 ROOT = EXHIBITS.parent
@@ -196,13 +197,20 @@ def test_c20_bwd_arity() -> None:
     eager, jitted = c.attempts
     assert not eager.ok and eager.error_class == e["error_class"]
     assert eager.message is not None and eager.message.startswith(e["error_first_line"])
-    assert eager.source is not None and eager.source.line == e["error_user_line"]
     p = c.problems[0]
     assert p.kind == "bwd_structure" and p.severity == "error"
     assert p.error_message == e["error_message"]
-    # JAX's traceback ends at the call in f (line 27, kept on the attempt); the problem points
-    # at the bwd that returned 2 cotangents: its return (line 19).
+    # JAX's traceback ends at the call in f (line 27, said in the explanation); the problem,
+    # the attempt chip and the CLI's shown error point at the bwd that returned 2 cotangents:
+    # its return (line 19).
     assert p.source is not None and (p.source.line, p.source.function) == (19, "bwd")
+    assert eager.source == p.source
+    assert f"JAX's traceback ends at line {e['error_user_line']} (f)" in p.explanation
+    shown = artefacts.SHOWN_ERRORS(ctx.events)
+    assert [(s.computation, s.line) for s in shown] == [
+        ("jax.grad(f)", 19),
+        ("jax.jit(jax.grad(f))", 8),
+    ]
     assert "3 cotangents" in p.title and "(data, s, out_len)" in p.title
     # under jit the int is traced first: JAX's own error, at line 8
     assert not jitted.ok and jitted.message is not None
@@ -301,7 +309,8 @@ def test_bwd_wrong_shape() -> None:
     # At g_bwd's return (line 13), not the call of g in f (line 18) where JAX's traceback ends.
     assert p.source is not None and (p.source.line, p.source.function) == (13, "g_bwd")
     assert source.splitlines()[12].strip().startswith("return (c * s * ct, sn * ct)")
-    assert c.attempts[0].source is not None and c.attempts[0].source.line == 18
+    assert c.attempts[0].source == p.source  # the chip and the CLI agree with the problem
+    assert "JAX's traceback ends at line 18 (f)" in p.explanation
 
 
 def test_fwd_not_a_pair() -> None:

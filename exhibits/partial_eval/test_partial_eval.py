@@ -354,6 +354,33 @@ def test_user_exception_propagates() -> None:
         run_probe("partial_eval", source)
 
 
+TRACER_BOOL = """import jax.numpy as jnp
+def f(x, n, w):
+    if x[0] > w['a']:
+        return jnp.sum(x) * n
+    return w['a']
+args = (jnp.ones(3), 2, {'a': 0.5})
+static_argnums = 1
+"""
+
+
+def test_a_tracer_error_names_f_and_its_arguments_not_jaxscopes_wrapper() -> None:
+    # Before: "tracing the function jvp_fun at .../jaxscope/internals/split.py:124" and
+    # "argument p[0][0]". Now JAX's own words for f, as jax.jit(f) says them.
+    import jax
+    from jaxscope.sandbox.snippet import load_snippet
+
+    snippet = load_snippet(TRACER_BOOL)
+    with pytest.raises(jax.errors.TracerBoolConversionError) as info:
+        run_probe("partial_eval", TRACER_BOOL)
+    with pytest.raises(jax.errors.TracerBoolConversionError) as truth:
+        jax.jit(snippet.f, static_argnums=1)(*snippet.args)
+    assert str(info.value) == str(truth.value)
+    assert "tracing the function f at <snippet>:2 for jit" in str(info.value)
+    assert "the arguments x and w['a']" in str(info.value)
+    assert "jvp_fun" not in str(info.value) and "split.py" not in str(info.value)
+
+
 @pytest.mark.parametrize("artefact", ["known_jaxpr", "unknown_jaxpr", "residuals"])
 def test_cli_print(tmp_path: Path, artefact: str) -> None:
     path = regen.EXAMPLES["sin_times_x"]

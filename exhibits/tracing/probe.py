@@ -83,7 +83,17 @@ def typed_arguments(spec: CallSpec, index: int) -> Iterator[list[str]]:
         which = f"the arguments you typed for call #{index}"
         typed = f"{which} (`{spec.expr}`)"
         name = type(exc).__name__
-        if step[0] == "eval":
+        if isinstance(exc, SyntaxError):
+            mark_during(exc, f"while reading {which}")
+            at = f" at column {exc.offset}" if exc.offset else ""
+            blame_typed(
+                exc,
+                f"{typed[0].upper()}{typed[1:]} are not valid Python ({exc.msg}{at}). The"
+                " expression comes from the call box, not from the snippet, so no line of the"
+                " snippet is at fault; it must give the tuple of positional arguments (static"
+                " ones included), e.g. `(jnp.ones(3),)`.",
+            )
+        elif step[0] == "eval":
             mark_during(exc, f"while evaluating {which}")
             blame_typed(
                 exc,

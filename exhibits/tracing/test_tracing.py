@@ -351,6 +351,25 @@ def test_typed_call_arguments_are_blamed_not_a_snippet_line(
     assert "as a whole" not in failed.explanation
 
 
+def test_typed_call_arguments_that_do_not_parse_are_blamed_on_the_call_box() -> None:
+    # Before: "'(' was never closed (<string>, line 1)" with nothing saying where it came from.
+    snippet = load_snippet(TWO_ARGS)
+    options = RunOptions(calls=[CallSpec(change="expr", expr="(jnp.ones(3)")])
+    with pytest.raises(SyntaxError) as info:
+        run_probe("tracing", TWO_ARGS, options)
+    with pytest.raises(SyntaxError) as truth:  # Python's own words for the same text
+        compile("(jnp.ones(3)", "<typed arguments>", "eval")
+    failed = classify(info.value, "call", snippet.f)
+    assert failed.message == str(truth.value) == "'(' was never closed (<typed arguments>, line 1)"
+    assert failed.source is None and failed.traceback == []
+    assert failed.during == "while reading the arguments you typed for call #1"
+    assert failed.explanation is not None
+    assert failed.explanation.startswith(
+        "The arguments you typed for call #1 (`(jnp.ones(3)`) are not valid Python"
+        " ('(' was never closed at column 1)."
+    )
+
+
 def test_typed_call_arguments_reaching_a_line_of_f_point_at_it() -> None:
     # The typed arguments are fine for the call but f's line 3 rejects them: that line is shown.
     snippet = load_snippet(TWO_ARGS)

@@ -39,6 +39,9 @@ from jaxscope.sandbox.probe_api import Snippet
 
 source_info_util.register_exclusion(__file__)
 
+# The file name a "call again" expression (``CallPlan.vary``, ``change="expr"``) is compiled under.
+TYPED_FILENAME = "<typed arguments>"
+
 
 @dataclass(frozen=True)
 class CallPlan:
@@ -130,7 +133,9 @@ class CallPlan:
         if change == "expr":
             if not expr:
                 raise TypeError("a call with change='expr' needs an expression giving args")
-            value = eval(expr, namespace)  # the user's own expression, in the sandbox
+            # The user's own expression, in the sandbox; compiled under a name that says where
+            # it comes from (a SyntaxError's text reads "(<typed arguments>, line 1)").
+            value = eval(compile(expr, TYPED_FILENAME, "eval", dont_inherit=True), namespace)
             if isinstance(value, list):
                 value = tuple(value)
             if not isinstance(value, tuple):

@@ -292,3 +292,94 @@ def return_source(fn: Any) -> SourceLoc | None:
             )
         return SourceLoc(line=node.lineno, function=node.name)
     return SourceLoc(line=first)
+
+
+@dataclass(frozen=True)
+class RejectedBwd:
+    """The ``custom_vjp`` bwd rule whose output JAX rejected: its ``name``, ``def_line`` and
+    ``returns`` (:func:`return_source`), and ``custom`` the function it belongs to."""
+
+    name: str
+    def_line: int | None
+    returns: SourceLoc | None
+    custom: str
+
+
+BWD_OUTPUT_ERRORS = (
+    "Custom VJP bwd rule must produce an output",
+    "Custom VJP bwd rule produced a SymbolicZero",
+)
+
+
+def _named_on_line(scope: dict[str, Any], line: int) -> list[Any]:
+    """The objects the snippet ``line`` calls by a name or a dotted name, looked up in
+    ``scope``."""
+    text = linecache.getline(SNIPPET_FILENAME, line).strip()
+    try:
+        tree = ast.parse(text.removeprefix("return ").rstrip(":") or "None")
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        parts: list[str] = []
+        func = node.func
+        while isinstance(func, ast.Attribute):
+            parts.append(func.attr)
+            func = func.value
+        if not isinstance(func, ast.Name):
+            continue
+        obj = scope.get(func.id)
+        for attr in reversed(parts):
+            obj = getattr(obj, attr, None)
+        if obj is not None:
+            found.append(obj)
+    return found
+
+
+def rejected_bwd(exc: BaseException, namespace: dict[str, Any] | None = None) -> RejectedBwd | None:
+    """For JAX's error about a ``custom_vjp`` bwd's output (raised in ``_flatten_bwd`` after the
+    rule returned; JAX's traceback filtering drops that frame, and no line of bwd is on the
+    traceback): the bwd at fault, found from the snippet frame that called the custom
+    function (the deepest one on the traceback, or on the stack JAX saved before
+    transforming): a ``custom_vjp`` object that line calls, else the only one with a bwd in
+    that frame's globals. The saved stack's frames carry no variables: names are then looked
+    up in ``namespace`` (the snippet's globals). ``None`` for another error, or when none or
+    several match."""
+    msg = str(exc)
+    if not any(msg.startswith(m) for m in BWD_OUTPUT_ERRORS):
+        return None
+    tbs = [exc.__traceback__]
+    cause = exc.__cause__
+    for _ in range(4):
+        if cause is None:
+            break
+        if isinstance(cause, source_info_util.JaxStackTraceBeforeTransformation):
+            tbs.append(cause.__traceback__)
+        cause = cause.__cause__
+    for tb in tbs:
+        frames = []
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == SNIPPET_FILENAME:
+                frames.append((tb.tb_frame, tb.tb_lineno))
+            tb = tb.tb_next
+        for frame, line in reversed(frames):
+            scope = {**(namespace or {}), **frame.f_globals, **frame.f_locals}
+            called = [o for o in _named_on_line(scope, line) if kind_of(o) == "custom_vjp"]
+            if not called:
+                called = [o for o in scope.values() if kind_of(o) == "custom_vjp"]
+            called = [o for i, o in enumerate(called) if all(o is not p for p in called[:i])]
+            with_bwd = [o for o in called if getattr(o, "bwd", None) is not None]
+            if len(with_bwd) == 1:
+                custom = describe(with_bwd[0])
+                bwd = custom.rules["bwd"]
+                return RejectedBwd(
+                    name=str(getattr(bwd, "__name__", "bwd")),
+                    def_line=code_line(bwd),
+                    returns=return_source(bwd),
+                    custom=custom.name,
+                )
+            if with_bwd:
+                return None
+    return None

@@ -19,13 +19,14 @@ Sources:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import jax
 import numpy as np
-from jax._src import core, source_info_util
+from jax._src import api_util, core, source_info_util
 from jax._src.interpreters import partial_eval as pe
 
 from jaxscope.internals.calling import CallPlan
@@ -124,7 +125,11 @@ def jvp_program(plan: CallPlan) -> JvpProgram:
     def jvp_fun(p: tuple[Any, Any], t: tuple[Any, Any]) -> Any:
         return jax.jvp(g, p, t)
 
-    closed = jax.make_jaxpr(jvp_fun)(primals, tangents)
+    try:
+        closed = jax.make_jaxpr(jvp_fun)(primals, tangents)
+    except Exception as exc:
+        in_user_terms(exc, plan, jvp_fun, (primals, tangents))
+        raise
     labels = _labels(plan)
     return JvpProgram(
         jaxpr=closed,
@@ -133,6 +138,52 @@ def jvp_program(plan: CallPlan) -> JvpProgram:
         fun=jvp_fun,
         primals=primals,
         tangents=tangents,
+    )
+
+
+def in_user_terms(
+    exc: BaseException, plan: CallPlan, wrapper: Callable[..., Any], wrapper_args: tuple[Any, ...]
+) -> None:
+    """Rewrite, in place, the part of a tracer error's message (``TracerBoolConversionError``
+    and friends, ``DynamicJaxprTracer._origin_msg``) that names the function JAX traced when
+    that function is jaxscope's ``wrapper`` (``jvp_fun``) and not the user's ``f``: "tracing
+    the function jvp_fun at .../split.py:124" becomes JAX's own words for ``f`` ("f at
+    <snippet>:2", ``api_util.fun_sourceinfo``), and the wrapper's argument names (``p[0][0]``,
+    ``t[0][1]['w']``: its primals and tangents) become ``f``'s (``x``, ``w`` 's tangent), as
+    ``api_util.debug_info`` names them for ``jax.jit(f)``. Any other message is left as is."""
+    msg = exc.args[0] if exc.args and isinstance(exc.args[0], str) else None
+    wrapper_src = api_util.fun_sourceinfo(wrapper)
+    if msg is None or f"tracing the function {wrapper_src} " not in msg:
+        return
+    try:
+        user = api_util.debug_info(
+            "jit",
+            plan.f,
+            plan.args,
+            {**plan.kwargs, **plan.static_kwargs},
+            static_argnums=plan.static_argnums,
+            static_argnames=plan.static_argnames,
+        )
+        ours = api_util.debug_info("jit", wrapper, wrapper_args, {})
+    except Exception:  # no names to map: JAX's message stays as it is
+        return
+    head, sep, tail = msg.partition(f"tracing the function {wrapper_src} ")
+    renamed: dict[str, str] = {}
+    user_names = list(user.arg_names or ())
+    wrapper_names = list(ours.arg_names or ())
+    n = len(user_names)
+    if len(wrapper_names) == 2 * n:  # primals' leaves, then tangents' (jvp_program)
+        for i, name in enumerate(user_names):
+            primal, tangent = wrapper_names[i], wrapper_names[n + i]
+            if name is not None and primal is not None and tangent is not None:
+                renamed[primal] = name
+                renamed[tangent] = f"{name}'s tangent"
+    if renamed:
+        names = "|".join(re.escape(k) for k in sorted(renamed, key=len, reverse=True))
+        tail = re.sub(rf"(?<![\w\[\]'])({names})(?![\w\[])", lambda m: renamed[m[1]], tail)
+    exc.args = (
+        head + sep.replace(wrapper_src, user.func_src_info or wrapper_src) + tail,
+        *exc.args[1:],
     )
 
 

@@ -165,6 +165,14 @@ _AD_HELP: tuple[tuple[str | tuple[str, ...], str, str], ...] = (
         " returns cotangents for the other arguments only).",
     ),
     (
+        "Custom VJP bwd rule must produce an output with the same type",
+        "Each cotangent a `custom_vjp` bwd rule returns must have the shape and dtype of the"
+        " primal argument it belongs to (a cotangent lives where its argument lives); JAX's"
+        " message names the output position and both types.",
+        "Give that cotangent the argument's shape: a broadcast the forward pass did (a scalar"
+        " times a vector) is summed back in bwd, e.g. `jnp.sum(g * x)` for a scalar argument.",
+    ),
+    (
         "can't apply forward-mode autodiff (jvp) to a custom_vjp function",
         "`jax.custom_vjp` gives JAX a reverse-mode rule only (`fwd` saves residuals, `bwd` maps"
         " an output cotangent back to the inputs). Forward mode (`jax.jvp`, `jax.jacfwd`) needs"
@@ -356,6 +364,28 @@ def snippet_code(f: object) -> CodeType | None:
     return None
 
 
+def _with_bwd(exc: BaseException, explanation: str | None, f: object) -> str | None:
+    """``explanation`` plus, for JAX's error about a ``custom_vjp`` bwd's output, the rule at
+    fault (name, where it returns): JAX checks the output after bwd returned, so its traceback
+    ends at the call of the custom function and never names bwd."""
+    from jaxscope.internals.custom_rules import rejected_bwd, snippet_globals
+
+    try:
+        bwd = rejected_bwd(exc, snippet_globals(f) if f is not None else None)
+    except Exception:  # the explanation stays JAX's help alone
+        bwd = None
+    if bwd is None:
+        return explanation
+    at = f"line {bwd.returns.line}" if bwd.returns is not None else "an unknown line"
+    defined = f", defined at line {bwd.def_line}" if bwd.def_line is not None else ""
+    note = (
+        f"The rule at fault is `{bwd.name}`{defined} (the bwd of `{bwd.custom}`): it returns"
+        f" at {at}. JAX checks what bwd returned only after it returned, so its traceback ends"
+        f" at the call of `{bwd.custom}` instead."
+    )
+    return note if explanation is None else f"{explanation} {note}"
+
+
 def classify(exc: BaseException, stage: Stage | None, f: object = None) -> RunFailed:
     """The one ``RunFailed`` event for ``exc``, which escaped the run during ``stage``.
 
@@ -404,6 +434,7 @@ def classify(exc: BaseException, stage: Stage | None, f: object = None) -> RunFa
             ad = ad_help(exc) or vmap_help(exc)
             if ad is not None:
                 explanation, fix = ad
+            explanation = _with_bwd(exc, explanation, f)
     own = getattr(exc, EXPLAIN_ATTR, None)
     if explanation is None and isinstance(own, str):
         explanation = own  # the exhibit's words (probe_api.explain)

@@ -64,6 +64,66 @@ def _check_static(
         pass
 
 
+def _stand_in(*args: Any, **kwargs: Any) -> Any:
+    del args, kwargs
+    return 0
+
+
+def _kind(value: Any) -> str:
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if isinstance(shape, tuple) and dtype is not None:
+        return f"an array ({dtype}{list(shape)})"
+    return f"a {type(value).__name__}"
+
+
+def _check_hashable(
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+    static_argnums: tuple[int, ...],
+    static_argnames: tuple[str, ...],
+    source: str,
+) -> None:
+    """JAX's check that static arguments are hashable (``jax.jit`` hashes them at the call, to
+    key its cache): a static value ``hash`` refuses gets JAX's own ``ValueError`` ("Non-hashable
+    static arguments are not supported"), raised by ``jax.jit`` of a stand-in on the same
+    arguments (never the user's ``f``) and marked with the line of the setting that made it
+    static (left to the exhibit, it would point at ``f``'s ``def``)."""
+    n = len(args)
+    suspects: list[tuple[str, str, Any]] = []
+    for i in static_argnums:
+        j = i + n if i < 0 else i
+        if 0 <= j < n:
+            suspects.append(("static_argnums", f"args[{j}]", args[j]))
+    suspects += [
+        ("static_argnames", f"kwargs[{k!r}]", kwargs[k]) for k in static_argnames if k in kwargs
+    ]
+    for setting, where, value in suspects:
+        try:
+            hash(value)
+            continue
+        except Exception:
+            pass
+        import jax
+
+        try:
+            jax.jit(_stand_in, static_argnums=static_argnums, static_argnames=static_argnames)(
+                *args, **kwargs
+            )
+        except ValueError as exc:
+            if "Non-hashable static arguments" in str(exc):
+                raise blame_line(
+                    exc,
+                    setting_line(source, setting),
+                    explanation=(
+                        f"`{setting}` makes {where} static, and a static argument must be"
+                        f" hashable (JAX keys its compile cache on its value), but {where} is"
+                        f" {_kind(value)}. Leave it out of `{setting}` so that it is"
+                        " traced, or pass a hashable value (a Python int, str, tuple)."
+                    ),
+                ) from None
+        return
+
+
 def register_source(source: str, filename: str = SNIPPET_FILENAME) -> None:
     """Make ``linecache`` (and so ``traceback``) able to show lines of ``source``."""
     lines = source.splitlines(keepends=True)
@@ -167,6 +227,7 @@ def snippet_from_namespace(source: str, filename: str, namespace: Mapping[str, A
         except InvalidSnippet as exc:
             raise at(name, exc) from None
     _check_static(f, settings["static_argnums"], settings["static_argnames"], source)
+    _check_hashable(args, kwargs, settings["static_argnums"], settings["static_argnames"], source)
     return Snippet(
         source=source,
         filename=filename,
