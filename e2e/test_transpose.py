@@ -6,6 +6,7 @@ Screenshots go to ``e2e/screenshots/`` (looked at, not pixel baselines)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -143,10 +144,14 @@ def test_default_example_walks_mlp_loss(
     for j, (path, g) in enumerate(expected.items()):
         key = f"{0 if j < 4 else 1}:{j if j < 4 else 0}"
         expect(page.get_by_test_id(f"tw-gradient-{key}-path")).to_have_text(path)
-        for col in ("walk", "grad", "fd"):
+        for col in ("walk", "grad"):
+            # float32 columns: each number as the walk prints it (preview_value of the float32)
             text = page.get_by_test_id(f"tw-gradient-{key}-{col}").inner_text()
-            shown = np.array(json.loads(text.replace("\n", "")), dtype=float)
-            np.testing.assert_allclose(shown, np.asarray(g, np.float64), rtol=1e-6, atol=1e-9)
+            numbers = text.replace("\n", "").replace("[", "").replace("]", "").split(", ")
+            assert numbers == [preview_value(np.float32(v)) for v in np.asarray(g).ravel()]
+        text = page.get_by_test_id(f"tw-gradient-{key}-fd").inner_text()  # float64, 7 digits
+        shown = np.array(json.loads(text.replace("\n", "")), dtype=float)
+        np.testing.assert_allclose(shown, np.asarray(g, np.float64), rtol=1e-6, atol=1e-9)
     # no number is wrapped mid-way: each one lies on a single line box
     cut = page.get_by_test_id("tw-gradient").evaluate(
         """table => {
@@ -253,7 +258,13 @@ def test_c22_fd_check_compares_the_finite_entries_and_lists_the_nans(
     expect(row0).to_contain_text("args[0][0]")
     expect(row0).to_contain_text("the gradient is nan")
     expect(row1).to_contain_text("args[0][1]")
-    expect(row1).to_contain_text("null (kink)")
+    expect(row1).to_contain_text("kink")
+    expect(row1).to_contain_text("a kink (no finite difference) and the gradient is nan")
+    expect(row1).not_to_contain_text("null")
+    # the main table: no raw null, a dash with a title
+    fd_cell = page.get_by_test_id("tw-gradient-0:0-fd")
+    expect(fd_cell).to_have_text("[0, —, 0.25]")
+    expect(fd_cell).to_have_attribute("title", re.compile("kink"))
     grad = np.asarray(
         jax.grad(lambda x: jnp.sum(jnp.where(x > 0, jnp.sqrt(x), 0.0)))(jnp.array([-1.0, 0.0, 4.0]))
     )
@@ -283,4 +294,27 @@ def test_a_checkpoint_step_opens_to_its_body(
     expect(inner.locator("tr")).not_to_have_count(0)
     page.get_by_test_id("tw-inside-sentence").scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / "transpose-inside-checkpoint.png"))
+    assert console_errors == []
+
+
+def test_nan_inputs_list_the_nan_finite_differences(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """f = sum(2x) at x = [nan, nan]: the gradient is 2 (jax.grad), the finite differences are
+    NaN (f is NaN around the point, no kink): both entries listed with the reason."""
+    open_exhibit(page, "transpose")
+    set_code(
+        page,
+        "import jax.numpy as jnp\n\n\ndef f(x):\n    return jnp.sum(2 * x)\n\n\n"
+        "args = (jnp.array([jnp.nan, jnp.nan]),)\n",
+    )
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    grad = np.asarray(jax.grad(lambda x: jnp.sum(2 * x))(jnp.array([jnp.nan, jnp.nan])))
+    assert grad.tolist() == [2.0, 2.0]
+    expect(page.get_by_test_id("tw-gradient-0:0-walk")).to_have_text("[2.0, 2.0]")
+    expect(page.get_by_test_id("tw-gradient-0:0-fd")).to_have_text("[nan, nan]")
+    expect(page.get_by_test_id("tw-fd-skipped-count")).to_have_text("2")
+    expect(page.get_by_test_id("tw-fd-skipped-0")).to_contain_text("the finite difference is nan")
+    page.get_by_test_id("tw-check").screenshot(path=str(screenshots / "transpose-nan-inputs.png"))
     assert console_errors == []

@@ -38,11 +38,14 @@ class FiniteDifferences:
 
     ``values[k]`` has the pytree structure of ``args[argnums[k]]`` with float64 ``numpy`` arrays
     as leaves (NaN where ``known[k]`` is false); ``known[k]`` the same structure with bool arrays:
-    false at a kink or at an element not sampled (more than :data:`MAX_ELEMENTS`).
+    false at a kink or at an element not sampled (more than :data:`MAX_ELEMENTS`). ``sampled[k]``
+    (same structure, bool) true where the difference was taken: sampled but not known is a kink
+    when the value is finite, and a NaN/Inf difference (``f`` not finite near the point) when not.
     """
 
     values: list[Any]
     known: list[Any]
+    sampled: list[Any] | None = None
 
     def nested(self) -> list[Any]:
         """``values`` as nested lists of floats, ``None`` where not known (JSON-ready)."""
@@ -108,6 +111,7 @@ def central_differences(
             [np.full(np.shape(x), np.nan, np.float64) for x in leaf_list] for leaf_list in leaves
         ]
         known = [[np.zeros(np.shape(x), bool) for x in leaf_list] for leaf_list in leaves]
+        sampled = [[np.zeros(np.shape(x), bool) for x in leaf_list] for leaf_list in leaves]
         f0 = evaluate(argnums, leaves)
         for k, leaf_index, flat_index in positions:
             leaf = leaves[k][leaf_index]
@@ -122,10 +126,12 @@ def central_differences(
             smooth = math.isfinite(central) and abs(left - right) <= _KINK_RTOL * scale
             np.put(values[k][leaf_index], flat_index, central)
             np.put(known[k][leaf_index], flat_index, smooth)
+            np.put(sampled[k][leaf_index], flat_index, True)
         treedefs = [jax.tree.structure(args64[i]) for i in argnums]
         return FiniteDifferences(
             values=[jax.tree.unflatten(t, v) for t, v in zip(treedefs, values, strict=True)],
             known=[jax.tree.unflatten(t, k) for t, k in zip(treedefs, known, strict=True)],
+            sampled=[jax.tree.unflatten(t, k) for t, k in zip(treedefs, sampled, strict=True)],
         )
 
 

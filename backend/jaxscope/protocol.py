@@ -684,13 +684,16 @@ class FdNotCompared(_Model):
     NaN or Inf, or the finite difference is: ``path`` the leaf (as in :class:`GradientLeaf`),
     ``index`` the element's position in it (``[]`` for a scalar), ``gradient`` the walk's value
     (float32 as shown), ``gradient_f64`` the float64 walk's, ``finite_difference`` the central
-    difference (``None`` at a kink); non-finite numbers as ``"nan"``/``"inf"``/``"-inf"``."""
+    difference (``None`` at a kink); non-finite numbers as ``"nan"``/``"inf"``/``"-inf"``.
+    ``why``: the reason in words (``the gradient is nan``, ``the finite difference is nan``, ``a
+    kink (no finite difference) and the gradient is inf``; empty from older servers)."""
 
     path: str
     index: list[int]
     gradient: NestedNumbers
     gradient_f64: NestedNumbers
     finite_difference: NestedNumbers
+    why: str = ""
 
 
 class GradientChecked(_Event):

@@ -1,6 +1,7 @@
 """The custom_vjp exhibit's ``--print`` table. ``check`` is JSON: the custom function's ``name``,
 ``kind``, ``verdict``, one entry per floating leaf of ``args`` (``path``, the gradient with the
-rule ``custom``, ``autodiff`` without it, ``finite_difference``, and ``max_abs_diff_autodiff``/
+rule ``custom``, ``autodiff`` without it (both in the leaf's dtype's digits:
+``exhibits/digits.py``), ``finite_difference``, and ``max_abs_diff_autodiff``/
 ``max_abs_diff_fd``), the ``attempts`` (eager and jitted grad: ``ok``, ``error_class``,
 ``message`` (the error's text, JAX's or the user's rule's own), ``line``) and the ``problems``
 found (``kind``, ``severity``, ``title``, ``error_class``, ``error_message``, ``line``). The
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 
 from jaxscope.protocol import CustomRuleChecked, EventModel
 
+from exhibits.digits import in_dtype
 from exhibits.shown import ShownError, unique
 
 
@@ -30,8 +32,8 @@ def _check(events: Sequence[EventModel]) -> str | None:
             "arguments": [
                 {
                     "path": a.path,
-                    "custom": a.custom,
-                    "autodiff": a.autodiff,
+                    "custom": in_dtype(a.custom, a.aval.dtype),
+                    "autodiff": in_dtype(a.autodiff, a.aval.dtype),
                     "finite_difference": a.finite_difference,
                     "max_abs_diff_autodiff": a.max_abs_diff_autodiff,
                     "max_abs_diff_fd": a.max_abs_diff_fd,

@@ -116,6 +116,9 @@ describe("formatting", () => {
     expect(formatNested([[2, 2, 2], 6])).toBe("[[2, 2, 2], 6]");
     expect(formatNested([1, 2, 3, 4], 2)).toBe("[1, 2, …]");
     expect(formatNested(null)).toBe("—");
+    // a float32 gradient as the shared rule prints it (the residuals' 6 digits), not 4 digits
+    expect(formatNested([0.33166807889938354, 2, "nan"], 8, "float32")).toBe("[0.331668, 2.0, nan]");
+    expect(formatNested([1.7551651000976562], 8, "float64")).toBe("[1.755165]");
   });
 
   it("diffText says when one side is NaN/Inf only", () => {

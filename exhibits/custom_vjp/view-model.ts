@@ -11,6 +11,7 @@ import type {
   RunFailed,
 } from "../../frontend/src/protocol";
 import { eventsOf, lastOf } from "../../frontend/src/widgets/events";
+import { formatScalar } from "../../frontend/src/widgets/format";
 
 export type CallRecorded = EventOf<"custom_call_recorded">;
 export type RuleChecked = EventOf<"custom_rule_checked">;
@@ -65,8 +66,11 @@ export function formatNumber(x: number | string | null | undefined): string {
   return s.includes("e") ? s : String(Number(s));
 }
 
-/** Nested numbers as a compact string, `[1, 2.5, nan]`, cut after `limit` numbers. */
-export function formatNested(value: Nested | undefined, limit = 8): string {
+/** Nested numbers as a compact string, `[1, 2.5, nan]`, cut after `limit` numbers. With a
+ * `dtype` (the gradients of a float32 leaf), each number as the shared rule prints a value of
+ * that dtype (`formatScalar`: `0.331668`, as the residuals beside them); without one (the
+ * float64 finite differences), :func:`formatNumber`'s 4 significant digits. */
+export function formatNested(value: Nested | undefined, limit = 8, dtype?: string): string {
   if (value === undefined) return "—";
   let count = 0;
   let cut = false;
@@ -83,7 +87,7 @@ export function formatNested(value: Nested | undefined, limit = 8): string {
       return `[${parts.join(", ")}${cut && parts.length < v.length ? ", …" : ""}]`;
     }
     count += 1;
-    return formatNumber(v);
+    return dtype === undefined || v === null ? formatNumber(v) : formatScalar(v, dtype);
   };
   return walk(value);
 }

@@ -1,12 +1,14 @@
 """The transpose exhibit's ``--print`` table: ``gradient`` (JSON, one entry per element of
-``args``: an array argument as nested lists of floats, a pytree argument as the list of its
+``args``: an array argument as nested lists of floats in its dtype's digits (``0.33166808``
+for a float32, as JAX prints it: ``exhibits/digits.py``), a pytree argument as the list of its
 leaves in ``jax.tree.leaves`` order (a dict's by sorted key, an OrderedDict's in insertion
 order, nested containers flattened), each nested lists of floats; ``null`` for an argument not
 differentiated), ``fd_check`` (JSON ``{"max_abs_err": ..., "max_rel_err": ..., "compared": N,
 "not_compared": [...], "not_compared_count": M}`` against central differences in float64: the
 errors over the elements where the finite difference and both gradients are finite, and each
 element left out because one of them is NaN or Inf, as ``{"path", "index", "gradient",
-"gradient_f64", "finite_difference"}``), ``attempts`` (JSON, ``jax.jit(jax.grad(f))`` and
+"gradient_f64", "finite_difference", "why"}``: ``gradient`` in its dtype's digits, ``why`` the
+reason in words), ``attempts`` (JSON, ``jax.jit(jax.grad(f))`` and
 ``jax.grad(f)``: ``mode``, ``ok``, JAX's ``error_class``/``message``, the snippet ``line``, the
 ``explanation`` and ``fix``) and ``linear_jaxpr`` (JAX's text of the jaxpr the walk runs
 backwards). ``SHOWN_ERRORS``: the attempts JAX refused in a run that finished
@@ -16,9 +18,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from jaxscope.protocol import EventModel, GradAttempted, GradientChecked, LinearJaxprStaged
 
+from exhibits.digits import in_dtype
 from exhibits.shown import ShownError
 
 _COMPUTATION = {"eager": "jax.grad(f)", "jit": "jax.jit(jax.grad(f))"}
@@ -29,9 +33,28 @@ def _checked(events: Sequence[EventModel]) -> GradientChecked | None:
     return found[-1] if found else None
 
 
+def _gradient_in_dtype(c: GradientChecked) -> list[Any]:
+    """``c.gradient`` with each leaf's numbers in its dtype's digits (``exhibits/digits.py``):
+    the leaves' avals give the dtypes, one leaf argument as its array, a pytree as its leaves."""
+    out: list[Any] = []
+    for i, g in enumerate(c.gradient if isinstance(c.gradient, list) else []):
+        mine = [leaf for leaf in c.leaves if leaf.arg == i]
+        if g is None or not mine:
+            out.append(g)
+        elif len(mine) == 1 and mine[0].path == f"args[{i}]":
+            out.append(in_dtype(g, mine[0].aval.dtype))
+        else:
+            out.append([in_dtype(leaf.gradient, leaf.aval.dtype) for leaf in mine])
+    return out
+
+
+def _dtype_of(c: GradientChecked, path: str) -> str:
+    return next((leaf.aval.dtype for leaf in c.leaves if leaf.path == path), "float64")
+
+
 def _gradient(events: Sequence[EventModel]) -> str | None:
     c = _checked(events)
-    return json.dumps(c.gradient) if c else None
+    return json.dumps(_gradient_in_dtype(c)) if c else None
 
 
 def _fd_check(events: Sequence[EventModel]) -> str | None:
@@ -43,7 +66,10 @@ def _fd_check(events: Sequence[EventModel]) -> str | None:
             "max_abs_err": c.max_abs_err,
             "max_rel_err": c.max_rel_err,
             "compared": c.compared,
-            "not_compared": [n.model_dump() for n in c.not_compared],
+            "not_compared": [
+                {**n.model_dump(), "gradient": in_dtype(n.gradient, _dtype_of(c, n.path))}
+                for n in c.not_compared
+            ],
             "not_compared_count": c.not_compared_count,
         }
     )

@@ -332,20 +332,25 @@ def nested_array(x: Any) -> Any:
     return [nested_array(v) for v in arr]
 
 
-def _nested_fd(value: Any, known: Any) -> Any:
-    """One leaf of finite differences as nested lists, ``None`` where not known (a kink)."""
+def _nested_fd(value: Any, known: Any, sampled: Any = None) -> Any:
+    """One leaf of finite differences as nested lists, ``None`` where not known (a kink, or not
+    sampled); a difference taken that came out NaN/Inf (``sampled``) as ``"nan"``/``"inf"``."""
     v, k = np.asarray(value), np.asarray(known)
+    s = np.asarray(sampled if sampled is not None else known)
     if v.ndim == 0:
-        return _number(float(v)) if bool(k) else None
-    return [_nested_fd(a, b) for a, b in zip(v, k, strict=True)]
+        if bool(k) or (bool(s) and not np.isfinite(float(v))):
+            return _number(float(v))
+        return None
+    return [_nested_fd(a, b, c) for a, b, c in zip(v, k, s, strict=True)]
 
 
-def fd_nested(value: Any, known: Any) -> Any:
+def fd_nested(value: Any, known: Any, sampled: Any = None) -> Any:
     """One argument's finite differences as :func:`nested` writes its gradient."""
-    pairs = list(zip(jax.tree.leaves(value), jax.tree.leaves(known), strict=True))
+    trees = [value, known, sampled if sampled is not None else known]
+    triples = list(zip(*(jax.tree.leaves(t) for t in trees), strict=True))
     if jax.tree_util.treedef_is_leaf(jax.tree.structure(value)):
-        return _nested_fd(*pairs[0])
-    return [_nested_fd(v, k) for v, k in pairs]
+        return _nested_fd(*triples[0])
+    return [_nested_fd(v, k, s) for v, k, s in triples]
 
 
 def gradient_leaves(
@@ -356,18 +361,20 @@ def gradient_leaves(
     jax_vjp: Sequence[Any],
     fd_values: Sequence[Any],
     fd_known: Sequence[Any],
+    fd_sampled: Sequence[Any] | None = None,
 ) -> list[GradientLeaf]:
     """One :class:`GradientLeaf` per leaf of each differentiated argument, in ``argnums`` then
     ``jax.tree.leaves`` order, its path ``args[i]`` + ``jax.tree_util.keystr``."""
     out: list[GradientLeaf] = []
     for k, i in enumerate(argnums):
         paths = jax.tree_util.tree_flatten_with_path(args[i])[0]
+        sampled = fd_sampled[k] if fd_sampled is not None else fd_known[k]
         columns = [
             jax.tree.leaves(tree)
-            for tree in (gradient[k], jax_grad[k], jax_vjp[k], fd_values[k], fd_known[k])
+            for tree in (gradient[k], jax_grad[k], jax_vjp[k], fd_values[k], fd_known[k], sampled)
         ]
         for j, (path, leaf) in enumerate(paths):
-            g, jg, jv, fv, fk = (c[j] for c in columns)
+            g, jg, jv, fv, fk, fs = (c[j] for c in columns)
             out.append(
                 GradientLeaf(
                     arg=i,
@@ -376,7 +383,7 @@ def gradient_leaves(
                     gradient=nested_array(g),
                     jax_grad=nested_array(jg),
                     jax_vjp=nested_array(jv),
-                    finite_difference=_nested_fd(fv, fk),
+                    finite_difference=_nested_fd(fv, fk, fs),
                 )
             )
     return out
@@ -438,9 +445,10 @@ def check_gradient(
         return value if scalar else jnp.sum(value)
 
     fd = central_differences(fd_loss, args, list(argnums))
-    cmp = compare_fd(args, argnums, gradient, list(grad64), fd.values, fd.known)
+    cmp = compare_fd(args, argnums, gradient, list(grad64), fd.values, fd.known, fd.sampled)
     n = len(args)
-    fd_args = [fd_nested(v, k) for v, k in zip(fd.values, fd.known, strict=True)]
+    sampled = fd.sampled if fd.sampled is not None else fd.known
+    fd_args = [fd_nested(v, k, s) for v, k, s in zip(fd.values, fd.known, sampled, strict=True)]
     return GradientChecked(
         argnums=list(argnums),
         seed=seed_text,
@@ -451,7 +459,9 @@ def check_gradient(
         finite_difference=_fd_per_arg(n, argnums, fd_args),
         max_abs_err=cmp.max_abs_err,
         max_rel_err=cmp.max_rel_err,
-        leaves=gradient_leaves(args, argnums, gradient, jax_grad, jax_vjp, fd.values, fd.known),
+        leaves=gradient_leaves(
+            args, argnums, gradient, jax_grad, jax_vjp, fd.values, fd.known, fd.sampled
+        ),
         compared=cmp.compared,
         not_compared=cmp.not_compared,
         not_compared_count=cmp.not_compared_count,
@@ -479,6 +489,18 @@ class FdComparison:
     not_compared_count: int
 
 
+def _why(gradient: Any, gradient_f64: Any, fd: Any, fd_shown: bool) -> str:
+    """Why an element is not compared, in words (``FdNotCompared.why``)."""
+    if isinstance(gradient, str) or isinstance(gradient_f64, str):
+        bad = gradient if isinstance(gradient, str) else gradient_f64
+        which = "gradient" if isinstance(gradient, str) else "float64 gradient"
+        text = f"the {which} is {bad}"
+        if not fd_shown:
+            return f"a kink (no finite difference) and {text}"
+        return f"{text} and the finite difference is {fd}" if isinstance(fd, str) else text
+    return f"the finite difference is {fd} (f is not finite near this point)"
+
+
 def compare_fd(
     args: tuple[Any, ...],
     argnums: Sequence[int],
@@ -486,37 +508,48 @@ def compare_fd(
     grad64: Sequence[Any],
     fd_values: Sequence[Any],
     fd_known: Sequence[Any],
+    fd_sampled: Sequence[Any] | None = None,
 ) -> FdComparison:
     """(max abs error, max abs error / max |fd|) over the elements where ``fd`` is known and
     finite and both gradients (the walk's, ``grad64``) are finite; the elements where one of
-    them is NaN or Inf listed (a kink with finite gradients is just not compared)."""
+    them is NaN or Inf listed, each with its reason (a kink with finite gradients is just not
+    compared; a difference taken (``fd_sampled``) that came out NaN/Inf is no kink: listed)."""
     diffs: list[np.ndarray] = []
     scales: list[np.ndarray] = []
     skipped: list[FdNotCompared] = []
     count = 0
+    sampled_trees = fd_sampled if fd_sampled is not None else fd_known
     for k, i in enumerate(argnums):
         paths = jax.tree_util.tree_flatten_with_path(args[i])[0]
         columns = [
-            jax.tree.leaves(tree) for tree in (gradient[k], grad64[k], fd_values[k], fd_known[k])
+            jax.tree.leaves(tree)
+            for tree in (gradient[k], grad64[k], fd_values[k], fd_known[k], sampled_trees[k])
         ]
-        for (path, _), g, g64, fv, fk in zip(paths, *columns, strict=True):
+        for (path, _), g, g64, fv, fk, fs in zip(paths, *columns, strict=True):
             g32, g64a = np.asarray(g, np.float64), np.asarray(g64, np.float64)
             fva, fka = np.asarray(fv, np.float64), np.asarray(fk, bool)
+            fsa = np.asarray(fs, bool)
             finite_g = np.isfinite(g32) & np.isfinite(g64a)
             ok = fka & np.isfinite(fva) & finite_g
             diffs.append(np.abs(g64a[ok] - fva[ok]))
             scales.append(np.abs(fva[ok]))
-            bad = ~finite_g | (fka & ~np.isfinite(fva))
+            # A difference taken but NaN/Inf (f is not finite near the point) is no kink: listed.
+            fd_bad = (fka | fsa) & ~np.isfinite(fva)
+            bad = ~finite_g | fd_bad
             count += int(bad.sum())
             for index in np.argwhere(bad)[: max(0, MAX_NOT_COMPARED - len(skipped))]:
                 at = tuple(int(n) for n in index)
+                g_text = _number(float(g32[at]))
+                g64_text = _number(float(g64a[at]))
+                fd_shown = bool(fka[at]) or bool(fd_bad[at])
                 skipped.append(
                     FdNotCompared(
                         path=f"args[{i}]{jax.tree_util.keystr(path)}",
                         index=list(at),
-                        gradient=_number(float(g32[at])),
-                        gradient_f64=_number(float(g64a[at])),
-                        finite_difference=_number(float(fva[at])) if bool(fka[at]) else None,
+                        gradient=g_text,
+                        gradient_f64=g64_text,
+                        finite_difference=_number(float(fva[at])) if fd_shown else None,
+                        why=_why(g_text, g64_text, _number(float(fva[at])), fd_shown),
                     )
                 )
     diff = np.concatenate(diffs) if diffs else np.zeros(0)

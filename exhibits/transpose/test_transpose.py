@@ -244,6 +244,7 @@ def test_cli_fd_check_lists_what_it_did_not_compare(tmp_path: Path) -> None:
             "gradient": "nan",
             "gradient_f64": "nan",
             "finite_difference": 0.0,
+            "why": "the gradient is nan",
         },
         {
             "path": "args[0]",
@@ -251,6 +252,7 @@ def test_cli_fd_check_lists_what_it_did_not_compare(tmp_path: Path) -> None:
             "gradient": "nan",
             "gradient_f64": "nan",
             "finite_difference": None,
+            "why": "a kink (no finite difference) and the gradient is nan",
         },
     ]
     assert fd["not_compared_count"] == 2
@@ -391,7 +393,17 @@ def test_cli_prints_gradient_and_fd_check(tmp_path: Path) -> None:
         outputs[name] = proc.stdout
     snippet = load_snippet(code)
     expected = jax.grad(snippet.f, argnums=(0, 1, 2))(*snippet.args)
-    assert json.loads(outputs["gradient"]) == [nested(g) for g in expected]
+    printed = json.loads(outputs["gradient"])
+    # float32 values in float32 digits (as numpy prints them): the same float32, no float64 tail
+    assert jax.tree.map(np.float32, printed) == jax.tree.map(
+        np.float32, [nested(g) for g in expected]
+    )
+    # each printed number is the float32's own shortest text (str of a numpy float32)
+    assert all(
+        repr(v) == str(np.float32(v)) or repr(v) == str(np.float32(v)) + "0" or "e" in repr(v)
+        for v in jax.tree.leaves(printed)
+        if isinstance(v, float) and np.isfinite(v)
+    )
     fd = json.loads(outputs["fd_check"])
     assert fd["max_rel_err"] < 1e-6 and fd["not_compared"] == [] and fd["not_compared_count"] == 0
     assert fd["compared"] == sum(np.size(g) for g in jax.tree.leaves(expected))
@@ -603,11 +615,15 @@ def test_cli_prints_a_dict_argument_as_its_leaves(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     snippet = load_snippet(path.read_text())
     g_params, g_x = jax.grad(snippet.f, argnums=(0, 1))(*snippet.args)
-    assert json.loads(proc.stdout) == [
+    printed = json.loads(proc.stdout)
+    want = [
         [np.asarray(g).tolist() for g in jax.tree.leaves(g_params)],  # b1, b2, w1, w2
         np.asarray(g_x).tolist(),
         None,  # labels: int32, not differentiated
     ]
+    # the same float32 values, printed in float32 digits
+    assert jax.tree.map(np.float32, printed) == jax.tree.map(np.float32, want)
+    assert printed[2] is None
 
 
 # ---- inside call steps ------------------------------------------------------------------------
@@ -733,3 +749,62 @@ def test_a_failure_before_the_backward_pass_walks_nothing() -> None:
     ctx, failed = _failure(EXAMPLES["int_input"])
     assert failed.error_class == "TypeError" and failed.during is None
     assert not ctx.of_type(LinearJaxprStaged) and not ctx.of_type(TransposeStepped)
+
+
+# ---- review s11c: float32 digits in --print, NaN finite differences listed with a reason --------
+
+
+def test_cli_gradient_prints_float32_digits_as_jax(tmp_path: Path) -> None:
+    """``--print gradient`` writes a float32 gradient in the digits numpy/JAX print it with
+    (``0.33166808``), not the float64 it widens to (``0.33166807889938354``)."""
+    path = tmp_path / "f.py"
+    path.write_text(
+        "import jax.numpy as jnp\n"
+        "def f(x):\n    return jnp.sum(jnp.tanh(x) ** 2)\n"
+        "args = (jnp.array([0.3, -1.2, 0.7]),)\n"
+    )
+    proc = subprocess.run(
+        [JAXSCOPE, "run", "transpose", str(path), "--print", "gradient"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr
+    g = jax.grad(lambda x: jnp.sum(jnp.tanh(x) ** 2))(jnp.array([0.3, -1.2, 0.7]))
+    want = "[[" + ", ".join(repr(v.item()) for v in np.asarray(g)) + "]]"
+    # repr of a numpy float32 scalar: the shortest digits that round back in float32
+    assert proc.stdout.strip() == "[[" + ", ".join(str(np.float32(v)) for v in np.asarray(g)) + "]]"
+    assert proc.stdout.strip() != want  # not the float64 digits
+
+
+def test_fd_check_lists_nan_finite_differences_with_why() -> None:
+    """NaN inputs: f = sum(2x) has gradient 2 everywhere but f is NaN around the point, so the
+    finite difference is NaN (not a kink): both entries are listed, each with its reason."""
+    code = (
+        "import jax.numpy as jnp\n"
+        "def f(x):\n    return jnp.sum(2 * x)\n"
+        "args = (jnp.array([jnp.nan, jnp.nan]),)\n"
+    )
+    check = run_probe("transpose", code).one(GradientChecked)
+    truth = np.asarray(jax.grad(lambda x: jnp.sum(2 * x))(jnp.array([jnp.nan, jnp.nan])))
+    assert truth.tolist() == [2.0, 2.0]
+    assert check.compared == 0 and check.max_abs_err is None
+    assert check.not_compared_count == 2
+    assert [(n.index, n.gradient, n.finite_difference, n.why) for n in check.not_compared] == [
+        ([i], 2.0, "nan", "the finite difference is nan (f is not finite near this point)")
+        for i in (0, 1)
+    ]
+    assert check.leaves[0].finite_difference == ["nan", "nan"]
+
+
+def test_kink_with_finite_gradient_stays_silent() -> None:
+    """abs at 0: a kink (the one-sided differences disagree), finite gradient: not compared and
+    not listed, as before (``None`` in the table)."""
+    code = (
+        "import jax.numpy as jnp\ndef f(x):\n    return jnp.sum(jnp.abs(x))\n"
+        "args = (jnp.array([0.0, 2.0]),)\n"
+    )
+    check = run_probe("transpose", code).one(GradientChecked)
+    assert check.compared == 1 and check.not_compared == [] and check.not_compared_count == 0
+    assert check.leaves[0].finite_difference[0] is None

@@ -230,9 +230,14 @@ describe('formatting', () => {
     ]);
     expect(rows[0]?.walk).toBe('[0.5, -0.25]');
     expect(rows[0]?.fd).toBe('[0.5000001, -0.25]');
-    // one line per matrix row, numbers to 7 digits, a kink as null
-    expect(rows[1]?.walk).toBe('[[1e-7, 2, -3.123457],\n [4, 5, 6]]');
-    expect(rows[1]?.fd).toBe('[[1e-7, 2, null],\n [4, 5, 6]]');
+    // one line per matrix row; the float32 columns as numpy prints float32 (formatScalar, as the
+    // walk), the float64 finite differences to 7 digits, a kink as — (with a title on the page)
+    expect(rows[1]?.walk).toBe('[[1e-07, 2.0, -3.123457],\n [4.0, 5.0, 6.0]]');
+    expect(rows[1]?.fd).toBe('[[1e-7, 2, —],\n [4, 5, 6]]');
+    expect(rows[1]?.fdKink).toBe(true);
+    expect(rows[0]?.fdKink).toBe(false);
+    // the reviewer's value: the float32 0.33166807889938354 is 0.331668 in the walk and here
+    expect(arrayText([0.33166807889938354], 100, 'float32')).toBe('[0.331668]');
     expect(new Set(rows.map((r) => r.key)).size).toBe(3);
   });
 
@@ -367,8 +372,15 @@ describe('a backward pass that raises (no_transpose_rule: double has no transpos
       max_rel_err: 5.2e-12,
       compared: 1,
       not_compared: [
-        { path: 'args[0]', index: [0], gradient: 'nan', gradient_f64: 'nan', finite_difference: 0.0 },
-        { path: 'args[0]', index: [1], gradient: 'nan', gradient_f64: 'nan', finite_difference: null },
+        { path: 'args[0]', index: [0], gradient: 'nan', gradient_f64: 'nan', finite_difference: 0.0, why: 'the gradient is nan' },
+        {
+          path: 'args[0]',
+          index: [1],
+          gradient: 'nan',
+          gradient_f64: 'nan',
+          finite_difference: null,
+          why: 'a kink (no finite difference) and the gradient is nan',
+        },
       ],
       not_compared_count: 2,
     };
@@ -377,7 +389,7 @@ describe('a backward pass that raises (no_transpose_rule: double has no transpos
     expect(skipped.more).toBe(0);
     expect(skipped.rows.map((r) => [r.where, r.gradient, r.gradientF64, r.fd, r.reason])).toEqual([
       ['args[0][0]', 'nan', 'nan', '0', 'the gradient is nan'],
-      ['args[0][1]', 'nan', 'nan', 'null (kink)', 'the gradient is nan'],
+      ['args[0][1]', 'nan', 'nan', 'kink', 'a kink (no finite difference) and the gradient is nan'],
     ]);
     expect(errorText(c22.max_abs_err, skipped.compared)).toBe('1.30e-12');
     // a finite gradient beside an infinite finite difference; a scalar leaf has no index
@@ -385,10 +397,29 @@ describe('a backward pass that raises (no_transpose_rule: double has no transpos
       ...check,
       compared: 0,
       max_abs_err: null,
-      not_compared: [{ path: 'args[1]', index: [], gradient: 2, gradient_f64: 2, finite_difference: 'inf' }],
+      not_compared: [{ path: 'args[1]', index: [], gradient: 2, gradient_f64: 2, finite_difference: 'inf', why: '' }],
       not_compared_count: 70,
     });
-    expect(fdInf.rows.map((r) => [r.where, r.reason])).toEqual([['args[1]', 'the finite difference is inf']]);
+    // an older server's entry (no why): the reason worked out here; the float32 gradient as numpy prints it
+    expect(fdInf.rows.map((r) => [r.where, r.gradient, r.reason])).toEqual([['args[1]', '2.0', 'the finite difference is inf']]);
+    // the NaN-input case: the finite difference itself is nan (no kink), the probe's why shown
+    const fdNan = fdNotCompared({
+      ...check,
+      compared: 0,
+      max_abs_err: null,
+      not_compared: [
+        {
+          path: 'args[0]',
+          index: [0],
+          gradient: 2,
+          gradient_f64: 2,
+          finite_difference: 'nan',
+          why: 'the finite difference is nan (f is not finite near this point)',
+        },
+      ],
+      not_compared_count: 1,
+    });
+    expect(fdNan.rows.map((r) => [r.fd, r.reason])).toEqual([['nan', 'the finite difference is nan (f is not finite near this point)']]);
     expect(fdInf.more).toBe(69);
     expect(errorText(null, fdInf.compared)).toBe('nothing to compare (every entry is NaN, Inf or a kink)');
     // an event from an older server: no count, null meant a NaN somewhere

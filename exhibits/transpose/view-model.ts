@@ -8,6 +8,7 @@
  */
 import type { Event, EventOf, RunFailed } from '../../frontend/src/protocol';
 import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
+import { formatScalar } from '../../frontend/src/widgets/format';
 
 export type TransposeStepped = EventOf<'transpose_stepped'>;
 export type LinearJaxprStaged = EventOf<'linear_jaxpr_staged'>;
@@ -202,51 +203,72 @@ function nonfinite(v: unknown): boolean {
   return v === 'nan' || v === 'inf' || v === '-inf';
 }
 
+/** What a `null` finite difference means, for the cell's title. */
+export const NO_FD_TITLE =
+  'no finite difference here: a kink (the one-sided differences disagree), or an element not sampled';
+
 /**
  * The elements `max_abs_err`/`max_rel_err` leave out (at most 64 listed; `more` counts the rest),
- * and how many they compare (`null` for an event from an older server).
+ * and how many they compare (`null` for an event from an older server). The walk's gradient in
+ * its leaf's dtype (the shared `formatScalar`), the float64 columns at 7 significant digits; the
+ * reason is the probe's `why` (older servers: worked out here).
  */
 export function fdNotCompared(check: GradientChecked): { rows: FdSkipRow[]; more: number; compared: number | null } {
   const listed = check.not_compared ?? [];
+  const dtypeOf = (path: string): string => (check.leaves ?? []).find((l) => l.path === path)?.aval.dtype ?? 'float32';
   const rows = listed.map((n, i) => ({
     key: `${i}`,
     where: n.index.length === 0 ? n.path : `${n.path}[${n.index.join(', ')}]`,
-    gradient: numberText(n.gradient),
+    gradient: scalarText(n.gradient, dtypeOf(n.path)),
     gradientF64: numberText(n.gradient_f64),
-    fd: n.finite_difference === null || n.finite_difference === undefined ? 'null (kink)' : numberText(n.finite_difference),
+    fd: n.finite_difference === null || n.finite_difference === undefined ? 'kink' : numberText(n.finite_difference),
     reason:
-      nonfinite(n.gradient) || nonfinite(n.gradient_f64)
+      n.why ||
+      (nonfinite(n.gradient) || nonfinite(n.gradient_f64)
         ? `the gradient is ${nonfinite(n.gradient) ? String(n.gradient) : String(n.gradient_f64)}`
-        : `the finite difference is ${String(n.finite_difference)}`,
+        : `the finite difference is ${String(n.finite_difference)}`),
   }));
   return { rows, more: Math.max(0, (check.not_compared_count ?? 0) - rows.length), compared: check.compared ?? null };
 }
 
-/** Significant digits in the gradient table (the walk is bit-identical to jax.grad; FD agrees to ~1e-9). */
+/** Significant digits of the float64 columns (finite differences agree to ~1e-9). */
 const TABLE_DIGITS = 7;
 
 function numberText(v: unknown): string {
-  if (v === null || v === undefined) return 'null';
+  if (v === null || v === undefined) return '—';
   if (typeof v === 'number') return Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(TABLE_DIGITS)));
   return String(v); // "nan", "inf", "-inf"
 }
 
-function arrayLines(x: unknown, indent: string): string {
-  if (!Array.isArray(x)) return numberText(x);
+/** One value of an array of `dtype`, as the shared rule prints it (`formatScalar`). */
+function scalarText(v: unknown, dtype: string): string {
+  if (typeof v === 'number' || typeof v === 'string') return formatScalar(v, dtype);
+  return numberText(v);
+}
+
+function arrayLines(x: unknown, indent: string, text: (v: unknown) => string): string {
+  if (!Array.isArray(x)) return text(x);
   if (x.length === 0) return '[]';
-  if (x.every((e) => !Array.isArray(e))) return `[${x.map(numberText).join(', ')}]`;
+  if (x.every((e) => !Array.isArray(e))) return `[${x.map(text).join(', ')}]`;
   const inner = indent + ' ';
-  return `[${x.map((e) => arrayLines(e, inner)).join(`,\n${inner}`)}]`;
+  return `[${x.map((e) => arrayLines(e, inner, text)).join(`,\n${inner}`)}]`;
 }
 
 /**
- * One array (nested lists as the protocol writes them) as readable text: numbers to 7
- * significant digits, separated by `, ` (so a line wraps between numbers, never inside one), one
- * line per row of a matrix; cut at `max` characters with `…`.
+ * One array (nested lists as the protocol writes them) as readable text, separated by `, ` (so a
+ * line wraps between numbers, never inside one), one line per row of a matrix; cut at `max`
+ * characters with `…`. With a `dtype`, each number as the shared rule prints a value of that
+ * dtype (`formatScalar`: `0.331668` for a float32, as in the walk); without one (the float64
+ * finite differences), 7 significant digits and `—` where there is none (a kink).
  */
-export function arrayText(x: unknown, max = 2000): string {
-  const text = arrayLines(x, '');
+export function arrayText(x: unknown, max = 2000, dtype?: string): string {
+  const text = arrayLines(x, '', dtype === undefined ? numberText : (v) => scalarText(v, dtype));
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** Whether nested numbers hold a `null` (a finite difference not known). */
+export function hasNull(x: unknown): boolean {
+  return x === null || (Array.isArray(x) && x.some(hasNull));
 }
 
 /** One row of the gradient table: a leaf of an argument with its gradients. */
@@ -262,6 +284,8 @@ export interface GradientRow {
   jaxGrad: string;
   jaxVjp: string;
   fd: string;
+  /** the finite differences hold a `—` (a kink or an element not sampled) */
+  fdKink: boolean;
 }
 
 /**
@@ -284,10 +308,11 @@ export function gradientRows(check: GradientChecked): GradientRow[] {
           path: l.path,
           aval: l.aval.short,
           differentiated,
-          walk: arrayText(l.gradient),
-          jaxGrad: arrayText(l.jax_grad),
-          jaxVjp: arrayText(l.jax_vjp),
+          walk: arrayText(l.gradient, 2000, l.aval.dtype),
+          jaxGrad: arrayText(l.jax_grad, 2000, l.aval.dtype),
+          jaxVjp: arrayText(l.jax_vjp, 2000, l.aval.dtype),
           fd: arrayText(l.finite_difference),
+          fdKink: hasNull(l.finite_difference),
         }),
       );
       return;
@@ -302,6 +327,7 @@ export function gradientRows(check: GradientChecked): GradientRow[] {
       jaxGrad: arrayText((check.jax_grad as unknown[])[i]),
       jaxVjp: arrayText((check.jax_vjp as unknown[])[i]),
       fd: arrayText((check.finite_difference as unknown[])[i]),
+      fdKink: hasNull((check.finite_difference as unknown[])[i]),
     });
   });
   return rows;

@@ -807,6 +807,7 @@ export interface FdNotCompared {
   gradient_f64: unknown;
   index: number[];
   path: string;
+  why: string;
 }
 /**
  * One way of taking the gradient (``eager`` = ``jax.grad(f, argnums)(*args)``, ``jit`` =
