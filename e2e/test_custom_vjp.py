@@ -55,14 +55,14 @@ def test_c20_bwd_arity_points_at_line(
     expect(page.get_by_test_id("no-jaxpr")).to_be_visible()
     problem = page.get_by_test_id("problem-bwd_structure")
     expect(problem).to_contain_text("bwd must return 3 cotangents")
-    # JAX's traceback ends at the call in f (case error_user_line 27, on the grad(f) badge);
-    # the problem points at bwd's return, the 2 cotangents it returns (line 19).
+    # JAX's traceback ends at the call in f (case error_user_line 27, said in the problem's
+    # explanation); the problem and the grad(f) badge point at bwd's return, the 2 cotangents
+    # it returns (line 19).
     source = (CASES / "C20_bwd_arity_broken.py").read_text().splitlines()
     bwd_return = "    return gd * s, jnp.sum(gd * data)  # 2 cotangents for 3 primal arguments"
     assert source.index(bwd_return) + 1 == 19
-    expect(page.get_by_test_id("attempts")).to_contain_text(
-        f"{case['error_class']} at line {case['error_user_line']}"
-    )
+    expect(page.get_by_test_id("attempts")).to_contain_text(f"{case['error_class']} at line 19")
+    expect(problem).to_contain_text(f"JAX's traceback ends at line {case['error_user_line']} (f)")
     line = problem.get_by_test_id("problem-line")
     expect(line).to_have_text("line 19")
     expect(problem.get_by_test_id("problem-error")).to_contain_text(case["error_first_line"])

@@ -80,3 +80,44 @@ def test_a_bwd_with_several_returns_is_pointed_at_its_def() -> None:
     src = p.source
     assert src is not None
     assert (src.line, src.function) == (line_of(TWO_RETURNS, "def h_bwd("), "h_bwd")
+
+
+F_IS_CUSTOM = """\
+import jax
+import jax.numpy as jnp
+
+
+@jax.custom_vjp
+def f(x):
+    return jnp.sum(x * 2.0)
+
+
+def fwd(x):
+    return f(x), x
+
+
+def bwd(x, g):
+    return (jnp.ones(2) * g,)
+
+
+f.defvjp(fwd, bwd)
+args = (jnp.array([1.0, 2.0, 3.0]),)
+"""
+
+
+def test_a_bwd_output_error_with_no_snippet_frame_gets_bwds_return_line() -> None:
+    # f is the custom function: JAX's traceback has no snippet line at all (the CLI's stderr
+    # said no line); the attempts and the problem now say bwd's return.
+    from exhibits.custom_vjp.artefacts import SHOWN_ERRORS
+
+    ctx = run_probe("custom_vjp", F_IS_CUSTOM)
+    checked = next(e for e in ctx.events if isinstance(e, CustomRuleChecked))
+    snippet = load_snippet(F_IS_CUSTOM)
+    with pytest.raises(ValueError) as want:
+        jax.grad(snippet.f)(*snippet.args)
+    p = checked.problems[0]
+    assert p.kind == "bwd_shape" and p.error_message == str(want.value)
+    at = line_of(F_IS_CUSTOM, "return (jnp.ones(2) * g,)")
+    assert p.source is not None and p.source.line == at
+    assert [t.source for t in checked.attempts] == [p.source, p.source]
+    assert {s.line for s in SHOWN_ERRORS(ctx.events)} == {at}
