@@ -8,6 +8,7 @@ snippet the experiment uses them, else :func:`default_fun` on ``jnp.ones(3)``.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable
@@ -88,6 +89,9 @@ def run(ctx: ProbeContext) -> None:
     kwargs = plan.kwargs if plan is not None else {}
     traces = [0]
 
+    # wraps: JAX's messages name the user's function, its line and its parameters ("tracing
+    # the function f at <snippet>:2 ... the argument x"), not this wrapper in probe.py.
+    @functools.wraps(fun)
     def counted(*a: Any, **k: Any) -> Any:
         traces[0] += 1
         return fun(*a, **k)

@@ -160,3 +160,26 @@ def test_golden_retraces_from_plain_jax() -> None:
     golden = json.loads((Path(__file__).parent / "golden" / "options.json").read_text())
     checks = run_config((EXAMPLES / "options.py").read_text()).of_type(ConfigRetraceChecked)
     assert {c.option: c.retraced for c in checks} == golden["retraced"]
+
+
+def test_a_tracer_error_names_f_not_the_probes_counting_wrapper() -> None:
+    # Before: "tracing the function f at .../exhibits/config/probe.py:91" (the wrapper that
+    # counts traces) and its `*a` arguments. Now JAX's own words for f, as jax.jit(f) says them.
+    from exhibits.conftest import run_probe
+
+    source = (
+        "import jax.numpy as jnp\n"
+        "def f(x, w):\n"
+        "    if x[0] > w:\n"
+        "        return jnp.sum(x)\n"
+        "    return w\n"
+        "args = (jnp.ones(3), 0.5)\n"
+    )
+    snippet = load_snippet(source)
+    with pytest.raises(jax.errors.TracerBoolConversionError) as info:
+        run_probe("config", source)
+    with pytest.raises(jax.errors.TracerBoolConversionError) as truth:
+        jax.jit(snippet.f)(*snippet.args)
+    assert str(info.value) == str(truth.value)
+    assert "tracing the function f at <snippet>:2 for jit" in str(info.value)
+    assert "probe.py" not in str(info.value)
