@@ -49,6 +49,10 @@ def test_nan_finder_lands_on_line_7_and_shows_the_cure(
     # through the events walks the steps.
     page.get_by_test_id("stepper-first").click()
     expect(page.get_by_test_id("walk-step-0")).to_have_count(0)
+    # A replayed prefix of the finished run says where the run is, not "run the snippet".
+    expect(page.get_by_test_id("nan-headline")).not_to_contain_text("Run the snippet")
+    expect(page.locator(".nan")).not_to_contain_text("No step yet: step forward")
+    page.screenshot(path=str(screenshots / "nan_finder-c22-event0.png"))
     event_type = page.get_by_test_id("stepper-event-type")
     for _ in range(12):
         if event_type.inner_text() == "transpose_stepped":
@@ -174,7 +178,12 @@ def test_nan_finder_checkpoint_custom_vjp_and_vector_output(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     # Values held against JAX in exhibits/nan_finder/test_nan_finder.py (same sources).
-    from exhibits.nan_finder.fixtures.capture import CHECKPOINT_SQRT, CUSTOM_VJP_BWD, VECTOR_WHERE
+    from exhibits.nan_finder.fixtures.capture import (
+        CALLBACK_BWD,
+        CHECKPOINT_SQRT,
+        CUSTOM_VJP_BWD,
+        VECTOR_WHERE,
+    )
 
     open_exhibit(page, "nan_finder")
     set_code(page, CHECKPOINT_SQRT)
@@ -187,6 +196,10 @@ def test_nan_finder_checkpoint_custom_vjp_and_vector_output(
     selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
     expect(selected).to_have_text("    return jnp.sqrt(x)")
     expect(page.get_by_test_id("forward-verdict")).to_contain_text("0.5/sqrt(x)")
+    expect(page.get_by_test_id("forward-verdict")).to_contain_text(
+        "recomputed in the backward pass"
+    )
+    page.get_by_test_id("forward-verdict").scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / "nan_finder-checkpoint.png"))
 
     set_code(page, CUSTOM_VJP_BWD)
@@ -196,8 +209,26 @@ def test_nan_finder_checkpoint_custom_vjp_and_vector_output(
     expect(no_cure).to_contain_text("custom_vjp backward rule h_bwd (defined on line 14)")
     expect(no_cure).to_contain_text("div on line 15")
     expect(no_cure).not_to_contain_text("custom_jvp")
+    # The headline and the editor land on the bwd's bad line, not on the call in f.
+    expect(page.get_by_test_id("nan-headline")).to_have_text(
+        "Step 1 wrote an Inf: your custom_vjp backward rule h_bwd, div on line 15, run for the "
+        "call on line 22."
+    )
+    expect(selected).to_have_text("    return (g / (r - r),)")
+    expect(page.get_by_test_id("forward-verdict")).not_to_contain_text("forward value")
+    page.screenshot(path=str(screenshots / "nan_finder-custom_vjp_bwd-top.png"))
     no_cure.scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / "nan_finder-custom_vjp_bwd.png"))
+
+    # A pure_callback in the bwd that raises under jax_debug_nans: the run goes on.
+    set_code(page, CALLBACK_BWD)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    expect(page.get_by_test_id("forward-verdict")).to_contain_text(
+        "FloatingPointError: invalid value (nan) encountered in div (raised inside a host callback"
+    )
+    page.get_by_test_id("forward-verdict").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "nan_finder-callback_bwd.png"))
 
     set_code(page, VECTOR_WHERE)
     run_and_wait(page)
@@ -206,5 +237,8 @@ def test_nan_finder_checkpoint_custom_vjp_and_vector_output(
         "ones(f32[3]): the output is not a scalar; this is the gradient of sum(f)"
     )
     expect(page.get_by_test_id("cure-check")).to_contain_text("jax.vjp(f, *args)[1](ones(f32[3]))")
+    expect(page.get_by_test_id("forward-verdict")).to_contain_text(
+        "Under jax_debug_nans, jax.vjp with the ones(f32[3]) cotangent (jax.grad itself refuses"
+    )
     page.screenshot(path=str(screenshots / "nan_finder-vector.png"), full_page=True)
     assert console_errors == []

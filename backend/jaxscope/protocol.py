@@ -866,12 +866,25 @@ class NonfiniteFound(_Event):
     # the leaf's key path), with how many elements: then the bad cotangent came in with them.
     inputs_nonfinite: list[str] = []
     # Why the finder did not walk inside the bad step's call (a scan too long to walk per
-    # iteration); ``None`` when it did, or the step is no call.
+    # iteration, or the walk of its body failed in jaxscope's machinery); ``None`` when it did,
+    # or the step is no call.
     not_descended: str | None = None
     # The output cotangent the walk started from, as :class:`GradientChecked`'s ``seed``: "1.0"
     # (a scalar output, as ``jax.grad``), or "ones(f32[3]): ..." for a non-scalar output (the
     # gradient of ``sum(f)``; ``gradient`` is then ``jax.vjp`` with that cotangent).
     seed: str = "1.0"
+    # Whether ``f``'s own output (the forward pass's result) holds a NaN or an Inf (``None``:
+    # not known): then a non-finite forward value may be what f returns, not a discarded one.
+    output_nonfinite: bool | None = None
+    # For an Inf-only finding: what the same gradient raises under ``jax_debug_infs`` (JAX's
+    # class and first line; ``None`` when nothing, or not asked).
+    debug_infs: str | None = None
+    # When the bad step is a ``custom_lin`` (a custom_vjp's backward rule): the rule's name,
+    # and the first eqn of its trace with a NaN/Inf output (``bwd_primitive`` at
+    # ``bwd_source``), run on the step's residuals and cotangent; the landing goes there.
+    bwd_name: str | None = None
+    bwd_primitive: str | None = None
+    bwd_source: SourceLoc | None = None
 
 
 # ---- custom_vjp ----------------------------------------------------------------------------

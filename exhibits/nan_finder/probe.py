@@ -38,7 +38,7 @@ import numpy as np
 from jaxscope.grad_argnums import choose_argnums
 from jaxscope.internals.cache import fresh_caches
 from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
-from jaxscope.internals.nan_walk import CustomBwd, custom_bwd, primal_output
+from jaxscope.internals.nan_walk import CustomBwd, custom_bwd, custom_bwd_return, primal_output
 from jaxscope.internals.transpose_walk import (
     Linearized,
     StepRecord,
@@ -53,7 +53,7 @@ from jaxscope.internals.transpose_walk import (
     walk_scan_body,
 )
 from jaxscope.protocol import CureView, EnclosingCall, MarkedValue, NonfiniteFound, ValueView
-from jaxscope.sandbox.probe_api import ProbeContext, Snippet
+from jaxscope.sandbox.probe_api import ProbeContext, Snippet, blame_line
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.nan_finder.cure import Cure, double_where
@@ -64,6 +64,9 @@ MAX_NUMBERS = 64
 MAX_POSITIONS = 64
 # Gradient leaves with more elements than this are sent as None.
 MAX_GRADIENT_ELEMENTS = 4096
+# The start of JAX's error for a custom_vjp bwd returning the wrong structure
+# (``custom_derivatives._flatten_bwd``), as the custom_vjp exhibit matches it.
+BWD_STRUCTURE = "Custom VJP bwd rule must produce an output with the same container"
 # The file name the rewritten (cured) snippet is compiled under: not the user's.
 CURED_FILENAME = "<snippet-cured>"
 
@@ -169,16 +172,32 @@ def gradient_of(target: Target, ones: bool = False) -> list[Any]:
     return out
 
 
-def debug_nans_outcome(target: Target, ones: bool = False) -> str | None:
-    """What ``jax.grad`` raises under ``jax.debug_nans(True)``: ``"FloatingPointError: ..."``
-    (JAX's class and first line), or ``None`` when it raises nothing. JAX's own notice that it
-    re-runs a jitted function de-optimized goes to stdout; it is not the user's print and is
-    dropped here."""
+def debug_nans_outcome(target: Target, ones: bool = False, flag: str = "nans") -> str | None:
+    """What the gradient (``jax.grad``; ``jax.vjp`` with ones for a non-scalar output) raises
+    under ``jax.debug_nans(True)`` (``flag="infs"``: ``jax.debug_infs(True)``):
+    ``"FloatingPointError: ..."`` (JAX's class and first line), or ``None`` when it raises
+    nothing. A ``FloatingPointError`` raised inside a host callback (``jax.pure_callback`` whose
+    Python function computes with jax under the flag) reaches the caller wrapped by XLA as a
+    ``JaxRuntimeError`` (``INTERNAL: CpuCallback error``): reported as that FloatingPointError,
+    with where it was raised. Any other exception is reported by its class and first line: the
+    outcome is recorded, the run goes on. JAX's own notice that it re-runs a jitted function
+    de-optimized goes to stdout; it is not the user's print and is dropped here."""
+    mode = jax.debug_infs(True) if flag == "infs" else jax.debug_nans(True)
     try:
-        with jax.debug_nans(True), contextlib.redirect_stdout(io.StringIO()):
+        with mode, contextlib.redirect_stdout(io.StringIO()):
             block_until_ready(gradient_of(target, ones))
     except FloatingPointError as e:
         return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    except Exception as e:
+        text = str(e)
+        inner = [ln for ln in text.splitlines() if ln.startswith("FloatingPointError:")]
+        if inner:
+            first = text.splitlines()[0].split(": Traceback")[0][:120]
+            return (
+                f"{inner[-1]} (raised inside a host callback; XLA re-raises it as "
+                f"{type(e).__name__}: {first})"
+            )
+        return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
     return None
 
 
@@ -234,9 +253,6 @@ def _custom_bwd_text(bwd: CustomBwd) -> str:
 
 
 def _no_cure_text(record: StepRecord, forward_nonfinite: bool | None) -> str:
-    bwd = custom_bwd(record.eqn, record.args, record.cts_in)
-    if bwd is not None:
-        return _custom_bwd_text(bwd)
     primal = record.primal_primitive or record.eqn.primitive.name
     where = (
         f"No jnp.where branch holds the {primal} on this line, so this is not the "
@@ -286,7 +302,22 @@ def run(ctx: ProbeContext) -> None:
                 return True
             return False
 
-        result = walk(lin, cts, on_step)
+        failed: list[StepRecord] = []
+        try:
+            result = walk(lin, cts, on_step, on_error=failed.append)
+        except TypeError as e:
+            at = custom_bwd_return(failed[0].eqn) if failed else None
+            if at is None or not str(e).startswith(BWD_STRUCTURE):
+                raise
+            # JAX checks bwd's output after bwd returned: its traceback ends at the call in f.
+            # Point at bwd's return, as the custom_vjp exhibit does.
+            raise blame_line(
+                TypeError(str(e)),
+                at.line,
+                at.function or "<module>",
+                "Your custom_vjp backward rule returned a different structure than the "
+                "primal function's arguments: one cotangent per argument, in a tuple.",
+            ) from None
         gradient = numbers(gradient_of(target, ones))
         if not hit:
             ctx.emit(
@@ -295,11 +326,12 @@ def run(ctx: ProbeContext) -> None:
                 )
             )
             return
-        calls, innermost = descend(lin, hit[0])
+        calls, innermost, stopped = descend(lin, hit[0])
         found = finding(ctx, target, innermost, gradient, len(result.steps), calls, ones)
         found.seed = seed
         found.inputs_nonfinite = nonfinite_inputs(target)
-        found.not_descended = not_descended(innermost)
+        found.not_descended = stopped or not_descended(innermost)
+        found.output_nonfinite = any(is_nonfinite(o) for o in lin.out_primals)
         if calls:
             found.inside = calls
             found.inner_step = innermost.step
@@ -315,15 +347,20 @@ MAX_DEPTH = 16
 MAX_SCAN_EQN_STEPS = 50_000
 
 
-def descend(lin: Linearized, record: StepRecord) -> tuple[list[EnclosingCall], StepRecord]:
+def descend(
+    lin: Linearized, record: StepRecord
+) -> tuple[list[EnclosingCall], StepRecord, str | None]:
     """From a first bad step that is a ``jit``, ``cond``, ``remat2`` or ``scan`` call, walk that
     call's body down to
     its first bad step, again while that is such a call too: for ``jit`` the backward pass of its
     body with the cotangents the step received (what JAX's ``jit`` transpose runs, and re-runs
     de-optimised under ``jax_debug_nans``), for ``scan`` the body's backward pass one iteration
     at a time, as ``scan``'s transpose runs it. Returns the calls descended into (outermost
-    first) and the innermost bad step."""
+    first), the innermost bad step, and why the descent stopped at a call it walks into (the
+    walk of that call's body failed in jaxscope's machinery, which ``jax.grad`` does not use:
+    the finding is then the call itself, and the exception is not the user's)."""
     calls: list[EnclosingCall] = []
+    stopped: str | None = None
     while len(calls) < MAX_DEPTH:
         hit: list[StepRecord] = []
 
@@ -335,17 +372,25 @@ def descend(lin: Linearized, record: StepRecord) -> tuple[list[EnclosingCall], S
 
         iteration: int | None = None
         reverse, forward_bad = False, None
-        body = inside(lin, record)
-        if body is not None:
-            walk(body, record.cts_in, on_step)
-        elif _scan_size(record) > MAX_SCAN_EQN_STEPS:
-            break
-        else:
-            scanned = walk_scan_body(lin, record, on_step)
-            if scanned is None or scanned.body is None:
+        try:
+            body = inside(lin, record)
+            if body is not None:
+                walk(body, record.cts_in, on_step)
+            elif _scan_size(record) > MAX_SCAN_EQN_STEPS:
                 break
-            body, iteration = scanned.body, scanned.iteration
-            reverse, forward_bad = scanned.reverse, scanned.first_nonfinite_residual
+            else:
+                scanned = walk_scan_body(lin, record, on_step)
+                if scanned is None or scanned.body is None:
+                    break
+                body, iteration = scanned.body, scanned.iteration
+                reverse, forward_bad = scanned.reverse, scanned.first_nonfinite_residual
+        except Exception as e:  # JAX's own transpose of the call ran; ours of its body did not
+            stopped = (
+                f"The finder could not walk inside this {record.eqn.primitive.name} call "
+                f"({type(e).__name__} in jaxscope's walk of its body; JAX's own backward pass "
+                "ran it, this step's values are JAX's): the NaN/Inf is reported at the call."
+            )
+            break
         if not hit:  # eagerly the body stays finite: the call's own result is what we report
             break
         calls.append(
@@ -360,7 +405,7 @@ def descend(lin: Linearized, record: StepRecord) -> tuple[list[EnclosingCall], S
             )
         )
         lin, record = body, hit[0]
-    return calls, record
+    return calls, record, stopped
 
 
 def nonfinite_inputs(target: Target) -> list[str]:
@@ -439,7 +484,10 @@ def finding(
 
     forward_value: MarkedValue | None = None
     forward_nonfinite: bool | None = None
-    if record.primal_primitive and event.source is not None:
+    bwd = custom_bwd(record.eqn, record.args, record.cts_in)
+    # A custom_vjp's backward rule made it: the value of custom_vjp_call (the primal output)
+    # is not what the rule's NaN/Inf comes from, so it is not looked up or shown.
+    if bwd is None and record.primal_primitive and event.source is not None:
         iterations = [c.iteration for c in calls if c.primitive == "scan"]
         out = (
             primal_output(
@@ -465,7 +513,10 @@ def finding(
         if cure is not None:
             cure_view = verify_cure(cure, target.argnums, ones)
     if cure_view is None:
-        no_cure = _no_cure_text(record, forward_nonfinite)
+        no_cure = (
+            _custom_bwd_text(bwd) if bwd is not None else _no_cure_text(record, forward_nonfinite)
+        )
+    bad_line = bwd.first_bad if bwd is not None else None
 
     return NonfiniteFound(
         found=True,
@@ -481,6 +532,10 @@ def finding(
         forward_value=forward_value,
         forward_nonfinite=forward_nonfinite,
         debug_nans=debug_nans_outcome(target, ones),
+        debug_infs=debug_nans_outcome(target, ones, "infs") if kind == "inf" else None,
+        bwd_name=bwd.name if bwd is not None else None,
+        bwd_primitive=bad_line[0] if bad_line is not None else None,
+        bwd_source=bad_line[1] if bad_line is not None else None,
         gradient=gradient,
         steps_walked=steps,
         cure=cure_view,

@@ -27,7 +27,15 @@ from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.conftest import CASES, EXHIBITS, FakeContext, example_sources, run_probe
 from exhibits.nan_finder.cure import double_where
-from exhibits.nan_finder.fixtures.capture import CHECKPOINT_SQRT, CUSTOM_VJP_BWD, VECTOR_WHERE
+from exhibits.nan_finder.fixtures.capture import (
+    BWD_WRONG_STRUCTURE,
+    CALLBACK_BWD,
+    CHECKPOINT_LOG,
+    CHECKPOINT_SCAN_CUSTOM_VJP,
+    CHECKPOINT_SQRT,
+    CUSTOM_VJP_BWD,
+    VECTOR_WHERE,
+)
 
 EXAMPLES = example_sources("nan_finder")
 GOLDEN = EXHIBITS / "nan_finder" / "golden"
@@ -677,3 +685,127 @@ def _cli_first_nan_of(source: str) -> Any:
         snippet = Path(tmp) / "snippet.py"
         snippet.write_text(source)
         return _cli_first_nan(snippet)
+
+
+# ---- s11c review: f's own output, a custom_vjp bwd's line, remat + scan, callbacks -----------
+
+
+def _plain_debug(source: str, flag: str) -> str | None:
+    """What plain ``jax.grad`` raises under ``jax.debug_<flag>(True)`` (class: first line)."""
+    s = load_snippet(source)
+    mode = jax.debug_infs(True) if flag == "infs" else jax.debug_nans(True)
+    try:
+        with mode:
+            np.asarray(jax.grad(s.f)(*s.args))
+    except FloatingPointError as e:
+        return f"FloatingPointError: {str(e).splitlines()[0]}"
+    return None
+
+
+def test_a_nonfinite_forward_value_that_f_returns_is_not_called_unused() -> None:
+    nf = found_of(run_probe("nan_finder", CHECKPOINT_LOG))
+    s = load_snippet(CHECKPOINT_LOG)
+    # log(0) = -inf is f's own output (numpy and JAX agree): nothing discarded it.
+    with np.errstate(divide="ignore"):
+        assert np.isinf(np.log(np.asarray(s.args[0])).sum())
+    assert np.isinf(np.asarray(s.f(*s.args)))
+    assert nf.forward_nonfinite is True and nf.output_nonfinite is True
+    assert nf.kind == "inf" and nf.debug_nans is None
+    # jax_debug_infs exists and stops at the log in the forward pass (plain JAX says so).
+    want = _plain_debug(CHECKPOINT_LOG, "infs")
+    assert want is not None and "log" in want
+    assert nf.debug_infs == want
+    assert _plain_debug(CHECKPOINT_LOG, "nans") is None
+    # C22: sqrt of a negative is NaN in the forward pass, but the where discards it: f finite.
+    c22 = found_of(run_probe("nan_finder", BROKEN))
+    b = load_snippet(BROKEN)
+    assert np.isfinite(np.asarray(b.f(*b.args))).all()
+    assert c22.forward_nonfinite is True and c22.output_nonfinite is False
+
+
+def test_a_custom_vjp_bwd_finding_lands_on_the_bwds_bad_line() -> None:
+    nf = found_of(run_probe("nan_finder", CUSTOM_VJP))
+    assert nf.bwd_name == "h_bwd" and nf.bwd_primitive == "div"
+    assert nf.bwd_source is not None
+    assert nf.bwd_source.line == _line_of(CUSTOM_VJP, "g / (r - r)")
+    assert nf.bwd_source.function == "h_bwd"
+    # The value of custom_vjp_call is not what the rule's Inf came from: not shown.
+    assert nf.forward_value is None and nf.forward_nonfinite is None
+    # sin(1), sin(2) are finite: f's output is.
+    s = load_snippet(CUSTOM_VJP)
+    assert np.isfinite(np.asarray(s.f(*s.args))) and nf.output_nonfinite is False
+
+
+def test_a_custom_vjp_bwd_inside_a_scan_inside_a_checkpoint_is_walked() -> None:
+    src = CHECKPOINT_SCAN_CUSTOM_VJP
+    nf = found_of(run_probe("nan_finder", src))
+    grad = truth_grad(src)[0]
+    # The bwd divides by x = 0 at element 0: jax.grad is Inf there, finite at element 1.
+    assert np.isinf(grad[0]) and np.isfinite(grad[1])
+    same_numbers(nf.gradient[0], grad.tolist())
+    assert [c.primitive for c in nf.inside] == ["remat2", "scan"]
+    assert nf.inside[0].name == "h"
+    # scan's transpose walks the last iteration first: that is where the Inf is first written.
+    assert nf.inside[1].iteration == 1
+    assert nf.primitive == "custom_lin" and nf.not_descended is None
+    assert nf.bwd_source is not None and nf.bwd_source.line == _line_of(src, "ct / x")
+    assert nf.kind == "inf"
+
+
+def test_a_custom_vjp_bwd_walked_inside_a_checkpoint_matches_jax() -> None:
+    from jaxscope.internals.transpose_walk import inside, linearize_vjp, seed_cotangents, walk
+
+    s = load_snippet(CHECKPOINT_SCAN_CUSTOM_VJP)
+    lin = linearize_vjp(s.f, s.args)
+    top = walk(lin, seed_cotangents(lin))
+    (call,) = [r for r in top.steps if r.eqn.primitive.name == "remat2"]
+    body = inside(lin, call)
+    assert body is not None
+    # The body's walk (remat_transpose's split: non-linear part recomputed, linear part
+    # transposed) sends back what JAX's own transpose of the call did.
+    got = walk(body, call.cts_in).cotangents
+    want = truth_grad(CHECKPOINT_SCAN_CUSTOM_VJP)[0]
+    same_numbers(numbers_of(got[0]), want.tolist())
+
+
+def numbers_of(x: Any) -> Any:
+    from exhibits.nan_finder.probe import numbers
+
+    return numbers(x)
+
+
+def test_a_callback_raising_under_debug_nans_is_recorded_and_the_run_goes_on() -> None:
+    nf = found_of(run_probe("nan_finder", CALLBACK_BWD))
+    s = load_snippet(CALLBACK_BWD)
+    grad = np.asarray(jax.grad(s.f)(*s.args))
+    same_numbers(nf.gradient[0], grad.tolist())
+    assert np.isnan(grad[0]) and nf.kind == "nan"
+    # Plain JAX: under jax_debug_nans the callback's jnp division raises FloatingPointError,
+    # which reaches jax.grad's caller wrapped by XLA (JaxRuntimeError, INTERNAL: CpuCallback).
+    with pytest.raises(Exception) as info, jax.debug_nans(True):
+        np.asarray(jax.grad(s.f)(*s.args))
+    assert "FloatingPointError: invalid value (nan) encountered in div" in str(info.value)
+    assert nf.debug_nans is not None
+    assert nf.debug_nans.startswith("FloatingPointError: invalid value (nan) encountered in div")
+    assert type(info.value).__name__ in nf.debug_nans
+    assert nf.bwd_source is not None
+    assert nf.bwd_source.line == _line_of(CALLBACK_BWD, "pure_callback")
+
+
+def test_a_bwd_returning_the_wrong_structure_is_blamed_at_its_return() -> None:
+    from jaxscope.sandbox.errors import transformation_frames, user_frames
+    from jaxscope.sandbox.probe_api import BLAME_ATTR
+
+    src = BWD_WRONG_STRUCTURE
+    s = load_snippet(src)
+    with pytest.raises(TypeError, match="Custom VJP bwd rule must produce") as plain:
+        jax.grad(s.f)(*s.args)
+    with pytest.raises(TypeError) as info:
+        run_probe("nan_finder", src)
+    assert str(info.value) == str(plain.value)  # JAX's own message, unchanged
+    # No snippet frame and no JAX cause (whose frame is the call in f) is left on it: the
+    # runner's run_failed takes the blamed line, bwd's return (custom_rules.return_source).
+    assert user_frames(info.value.__traceback__) == []
+    assert transformation_frames(info.value) == []
+    line, function, _ = getattr(info.value, BLAME_ATTR)
+    assert (line, function) == (_line_of(src, "return (ct, ct)"), "g_bwd")

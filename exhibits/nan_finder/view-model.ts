@@ -24,6 +24,9 @@ export interface NanModel {
   current: Step | undefined;
   found: Found | undefined;
   failure: RunFailed | undefined;
+  /** the run has begun at the cursor (some event of it is there): a replayed prefix of a
+   * finished run, or a live one */
+  started: boolean;
 }
 
 export function nanModel(events: readonly Event[]): NanModel {
@@ -34,6 +37,7 @@ export function nanModel(events: readonly Event[]): NanModel {
     current: steps[steps.length - 1],
     found: lastOf(events, 'nonfinite_found'),
     failure: lastOf(events, 'run_failed'),
+    started: events.length > 0,
   };
 }
 
@@ -87,7 +91,10 @@ export function headline(model: NanModel, running: boolean): string {
   if (f === undefined) {
     if (model.failure) return 'The backward pass could not be walked (see the error).';
     if (model.steps.length > 0) return `Walking the backward pass… step ${model.steps.length - 1}`;
-    return running ? 'Linearizing f at your arguments…' : 'Run the snippet to walk its backward pass on values.';
+    if (model.linear) return 'Linearized f at your arguments; walking the backward pass… (no step yet)';
+    return running || model.started
+      ? 'Linearizing f at your arguments…'
+      : 'Run the snippet to walk its backward pass on values.';
   }
   if (!f.found) {
     return `No NaN or Inf: all ${f.steps_walked} steps of the backward pass wrote finite cotangents.`;
@@ -96,6 +103,12 @@ export function headline(model: NanModel, running: boolean): string {
   const origin = f.primal_primitive && f.primal_primitive !== f.primitive ? ` (from ${f.primal_primitive})` : '';
   const line = f.source ? ` on line ${f.source.line}` : '';
   const path = insidePath(f);
+  if (f.bwd_name) {
+    // The bad value was made inside the user's custom_vjp backward rule: name its line.
+    const op = f.bwd_primitive ? `, ${f.bwd_primitive}${f.bwd_source ? ` on line ${f.bwd_source.line}` : ''}` : '';
+    const via = path !== null ? ` (${path}, its step ${f.inner_step ?? '?'})` : '';
+    return `Step ${f.step ?? '?'} wrote ${what}: your custom_vjp backward rule ${f.bwd_name}${op}${via}, run for the call${line}.`;
+  }
   if (path !== null) {
     return `Step ${f.step ?? '?'} went bad; ${path}, its step ${f.inner_step ?? '?'} wrote ${what} first: ${f.primitive ?? '?'}${origin}${line}.`;
   }
@@ -126,6 +139,7 @@ export function callText(c: EnclosingCall): string {
  * residuals NaN/Inf (then the backward pass only carries them back). */
 export function scanNotes(f: Found): string[] {
   const notes: string[] = [];
+  const remat = underCheckpoint(f);
   for (const c of f.inside) {
     if (c.primitive !== 'scan') continue;
     notes.push(
@@ -136,11 +150,25 @@ export function scanNotes(f: Found): string[] {
     const k = c.forward_nonfinite_iteration;
     if (k !== null && k !== undefined) {
       notes.push(
-        `Its residuals (what the forward pass saved for the backward pass: values, and derivative factors such as 0.5/sqrt(x)) first hold NaN/Inf at iteration ${k}, in the order the scan ran: that is where it starts; later iterations of the backward pass only carry it back.`,
+        `Its residuals (${residualWhat(remat)}: values, and derivative factors such as 0.5/sqrt(x)) first hold NaN/Inf at iteration ${k}, in the order the scan ran: that is where it starts; later iterations of the backward pass only carry it back.`,
       );
     }
   }
   return notes;
+}
+
+/** Whether the finding sits inside a jax.checkpoint (remat2) call the finder walked into. */
+export function underCheckpoint(f: Found): boolean {
+  return f.inside.some((c) => c.primitive === 'remat2');
+}
+
+/** What a residual is: saved by the forward pass, or, inside jax.checkpoint, recomputed in the
+ * backward pass from the checkpoint's inputs (remat_transpose evaluates the non-linear part of
+ * the body again before transposing the linear part). */
+export function residualWhat(remat: boolean): string {
+  return remat
+    ? 'what the backward pass needs from the forward computation; inside jax.checkpoint it is not saved by the forward pass but recomputed in the backward pass, from the checkpoint\'s inputs'
+    : 'what the forward pass saved for the backward pass';
 }
 
 /** `inside jit(norm) on line 11, inside scan on line 4, iteration 2`; null at top level. */
@@ -230,18 +258,48 @@ export function badKind(v: MarkedValue): string {
   return nan && !inf ? 'NaN' : inf && !nan ? 'Inf' : 'NaN/Inf';
 }
 
+/** What jax_debug_nans (and, for an Inf, jax_debug_infs) does with this gradient: jax.grad, or
+ * for a non-scalar output (which jax.grad refuses) jax.vjp with the all-ones cotangent. */
+export function debugFlagsText(f: Found): string {
+  const vector = seedNote(f) !== null;
+  const grad = vector ? `jax.vjp with the ${seedValue(f)} cotangent (jax.grad itself refuses a non-scalar output)` : 'jax.grad';
+  let text = f.debug_nans
+    ? ` Under jax_debug_nans, ${grad} stops with ${f.debug_nans}.`
+    : ` Under jax_debug_nans, ${grad} raises nothing${f.kind === 'inf' ? ' (it checks for NaN only, not Inf)' : ''}.`;
+  if (f.kind === 'inf') {
+    text += f.debug_infs
+      ? ` Its Inf counterpart, jax_debug_infs, stops at the first Inf: ${f.debug_infs}.`
+      : ' Its Inf counterpart, jax_debug_infs, raises nothing here either.';
+  }
+  return text;
+}
+
 /** Whether the forward pass was already bad, and what jax_debug_nans does. */
 export function forwardVerdict(f: Found): string {
   const prim = f.primal_primitive ?? f.primitive ?? 'this eqn';
   const scans = f.inside.filter((c) => c.primitive === 'scan' && c.iteration !== null);
   const at = scans.length > 0 ? `, iteration ${scans.map((c) => c.iteration).join(' / ')} of the scan,` : '';
   const line = f.source ? ` on line ${f.source.line}${at}` : '';
-  const dn = f.debug_nans
-    ? ` Under jax_debug_nans, jax.grad stops with ${f.debug_nans}.`
-    : ' Under jax_debug_nans, jax.grad raises nothing (it checks for NaN only, not Inf).';
+  const dn = debugFlagsText(f);
+  const output =
+    f.output_nonfinite === true
+      ? " f's own output is NaN/Inf at these inputs too: the function itself is not finite there, so neither is its gradient."
+      : '';
+  if (f.bwd_name) {
+    const op = f.bwd_primitive
+      ? `its ${f.bwd_primitive}${f.bwd_source ? ` on line ${f.bwd_source.line}` : ''} is the first operation with a NaN/Inf output`
+      : 'no single operation in it made the NaN/Inf (check the residuals its forward rule saved)';
+    return `The bad cotangent was made in the backward pass, by your custom_vjp backward rule ${f.bwd_name}: run on this step's residuals and cotangent (shown above), ${op}.${output}${dn}`;
+  }
   if (f.forward_nonfinite === true) {
     const idx = f.forward_value ? ` (at flat index ${f.forward_value.nonfinite_at.join(', ')})` : '';
-    return `The forward value of ${prim}${line} was already NaN/Inf${idx}: the forward pass computed it although nothing downstream used it.${dn}`;
+    const downstream =
+      f.output_nonfinite === true
+        ? " f's output itself is NaN/Inf at these inputs: the bad forward value is part of what f returns, so its gradient cannot be finite either."
+        : f.output_nonfinite === false
+          ? " f's output is finite, so nothing downstream used it (e.g. a where discarded it): the forward pass computed it anyway, and its derivative still enters the backward pass."
+          : '';
+    return `The forward value of ${prim}${line} was already NaN/Inf${idx}.${downstream}${dn}`;
   }
   if (f.forward_nonfinite === false) {
     const bad = nonfiniteResiduals(f);
@@ -256,14 +314,14 @@ export function forwardVerdict(f: Found): string {
       const saved = factor ? `for ${prim}, its derivative factor ${factor}` : `for ${prim}, a factor of its derivative`;
       const at = kind === 'Inf' ? 'infinite' : kind === 'NaN' ? 'undefined (NaN)' : 'infinite or undefined';
       return (
-        `The forward value of ${prim}${line} is finite, but ${names} ${kind}. A residual is what ` +
-        `the forward pass saved for the backward pass: ${saved}, ${at} at this input while ${prim}'s own value is ` +
+        `The forward value of ${prim}${line} is finite, but ${names} ${kind}. A residual is ` +
+        `${residualWhat(underCheckpoint(f))}: ${saved}, ${at} at this input while ${prim}'s own value is ` +
         `finite. The bad value is born in the backward pass, from the derivative, not from the value.${dn}`
       );
     }
     return `The forward value of ${prim}${line} is finite: only the cotangent went bad, in the backward pass.${dn}`;
   }
-  return `The forward value of ${prim} could not be located in the primal jaxpr (a helper called twice, or a loop JAX does not unroll).${dn}`;
+  return `The forward value of ${prim} could not be located in the primal jaxpr (a helper called twice, or a loop JAX does not unroll).${output}${dn}`;
 }
 
 export interface CodeLine {
@@ -316,12 +374,14 @@ export function gradientRows(gradient: unknown, dtype = 'float64'): { label: str
  * finding is inside a jit/scan call, the eqn is the call's own (the top-level step the walk
  * shows, in `steps`): the finding's `eqn_index` then indexes the call's body, not the linear jaxpr. */
 export function landingSelection(f: Found, steps: readonly Step[] = []): Selection | null {
-  if (!f.found || !f.source) return null;
+  // A custom_vjp bwd made it: land on the bwd's bad line (the eqn stays custom_lin's step).
+  const at = f.bwd_source ?? f.source;
+  if (!f.found || !at) return null;
   const outer = f.inside.length > 0 ? steps.find((s) => s.step === f.step) : undefined;
   const eqn = f.inside.length > 0 ? (outer?.eqn_index ?? null) : f.eqn_index;
   return {
     origin: 'eqn',
-    lines: [f.source.line],
+    lines: [at.line],
     eqnIndices: eqn === null || eqn === undefined ? [] : [eqn],
     opLines: [],
   };

@@ -31,6 +31,7 @@ import numpy as np
 from jax._src import core, source_info_util
 from jax._src.interpreters import ad
 
+from jaxscope.internals.custom_rules import return_source
 from jaxscope.internals.views import snippet_source
 from jaxscope.protocol import SourceLoc
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
@@ -158,6 +159,21 @@ class CustomBwd:
     first_bad: tuple[str, SourceLoc | None] | None
 
 
+def _bwd_function(eqn: core.JaxprEqn) -> Any:
+    """The user's ``bwd`` behind a ``custom_lin`` eqn (unwrapped from JAX's ``WrappedFun``)."""
+    return inspect.unwrap(getattr(eqn.params["bwd"], "f", None) or (lambda: None))
+
+
+def custom_bwd_return(eqn: core.JaxprEqn) -> SourceLoc | None:
+    """Where the user's ``bwd`` behind a ``custom_lin`` eqn returns (``custom_rules
+    .return_source``, as the custom_vjp exhibit points at it): JAX checks the structure of what
+    it returned after it returned, so JAX's own traceback ends at the call in ``f``. ``None``
+    for another eqn, or a ``bwd`` not defined in the snippet."""
+    if eqn.primitive.name != "custom_lin":
+        return None
+    return return_source(_bwd_function(eqn))
+
+
 def custom_bwd(eqn: core.JaxprEqn, args: Sequence[Any], cts: Sequence[Any]) -> CustomBwd | None:
     """The :class:`CustomBwd` of a ``custom_lin`` eqn (``None`` for other eqns) whose transpose
     ran with ``args`` (its residuals first, ``num_res`` of them) and output cotangents ``cts``.
@@ -168,7 +184,7 @@ def custom_bwd(eqn: core.JaxprEqn, args: Sequence[Any], cts: Sequence[Any]) -> C
     bwd = eqn.params["bwd"]
     debug = getattr(bwd, "debug_info", None)
     name = str(getattr(debug, "func_name", None) or "bwd")
-    code = getattr(inspect.unwrap(getattr(bwd, "f", None) or (lambda: None)), "__code__", None)
+    code = getattr(_bwd_function(eqn), "__code__", None)
     in_snippet = code is not None and code.co_filename == SNIPPET_FILENAME
     line = code.co_firstlineno if in_snippet else None
     res = list(args[: eqn.params["num_res"]])

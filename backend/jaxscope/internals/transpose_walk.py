@@ -54,7 +54,7 @@ from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
-from jax._src import core, source_info_util
+from jax._src import config, core, source_info_util
 from jax._src.dtypes import canonicalize_value
 from jax._src.interpreters import ad
 from jax._src.interpreters import partial_eval as pe
@@ -670,6 +670,8 @@ def inside(lin: Linearized, record: StepRecord) -> Linearized | None:
             closed = core.ClosedJaxpr(closed, [])
     if not isinstance(closed, core.ClosedJaxpr):
         return None
+    if eqn.primitive.name == "remat2":
+        return _remat_linear(lin, closed, args)
     body = closed.jaxpr
     residual_vars, residual_vals, linear_vars = [], [], []
     for v, a in zip(body.invars, args, strict=True):
@@ -680,6 +682,62 @@ def inside(lin: Linearized, record: StepRecord) -> Linearized | None:
             residual_vals.append(a)
     jaxpr = body.replace(constvars=[*body.constvars, *residual_vars], invars=linear_vars)
     return _body_linearized(lin, jaxpr, [*closed.consts, *residual_vals])
+
+
+def _remat_linear(lin: Linearized, closed: core.ClosedJaxpr, args: Sequence[Any]) -> Linearized:
+    """A ``remat2`` body as ``remat_transpose`` (``ad_checkpoint._transpose_jaxpr``) runs it:
+    ``pe.partial_eval_jaxpr_nounits`` splits it into the non-linear part, evaluated here on the
+    step's residual arguments (the forward computation the checkpoint recomputes in the
+    backward pass), and the linear part, whose inputs are those recomputed residuals then the
+    linear arguments: that part is what is walked. (Walking the whole body would hand a
+    ``scan`` or ``custom_lin`` inside it ``UndefinedPrimal`` s for the primal values it mixes
+    with its tangents.) The partial-evaluated eqns are new objects: their primal primitive is
+    carried over from the body's eqn with the same primitive and traceback."""
+    in_lin = [isinstance(a, ad.UndefinedPrimal) for a in args]
+    known_args = [a for a, linear in zip(args, in_lin, strict=True) if not linear]
+    with config.mutable_array_checks(False):
+        known, linear, _, _ = pe.partial_eval_jaxpr_nounits(closed, in_lin, False)
+    with source_info_util.extend_name_stack("rematted_computation"):
+        consts = core.jaxpr_as_fun(known)(*known_args)
+    jaxpr = linear.jaxpr
+    n_res = len(consts)
+    jaxpr = jaxpr.replace(
+        constvars=[*jaxpr.constvars, *jaxpr.invars[:n_res]], invars=jaxpr.invars[n_res:]
+    )
+    origin = dict(lin.origin)
+    names: dict[tuple[str, int], set[str]] = {}
+
+    def note(j: core.Jaxpr) -> None:
+        for e in j.eqns:
+            name = lin.primal_primitive(e)
+            if name is not None:
+                names.setdefault((e.primitive.name, id(e.source_info.traceback)), set()).add(name)
+            for sub in core.jaxprs_in_params(e.params):
+                note(sub)
+
+    def carry(j: core.Jaxpr) -> None:
+        for e in j.eqns:
+            found = names.get((e.primitive.name, id(e.source_info.traceback)), set())
+            if len(found) == 1:
+                for v in e.outvars:
+                    origin.setdefault(id(v), next(iter(found)))
+            for sub in core.jaxprs_in_params(e.params):
+                carry(sub)
+
+    note(closed.jaxpr)
+    carry(jaxpr)
+    body = Linearized(
+        jaxpr=jaxpr,
+        residuals=[*linear.consts, *consts],
+        out_primals=[],
+        out_known=[False] * len(jaxpr.outvars),
+        in_tree=None,
+        out_tree=None,
+        origin=origin,
+        keep=[*lin.keep, linear, known],
+        shown=lin.shown,
+    )
+    return body
 
 
 def _body_linearized(lin: Linearized, jaxpr: core.Jaxpr, residuals: list[Any]) -> Linearized:

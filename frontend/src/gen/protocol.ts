@@ -797,6 +797,8 @@ export interface GradientLeaf {
  * ``index`` the element's position in it (``[]`` for a scalar), ``gradient`` the walk's value
  * (float32 as shown), ``gradient_f64`` the float64 walk's, ``finite_difference`` the central
  * difference (``None`` at a kink); non-finite numbers as ``"nan"``/``"inf"``/``"-inf"``.
+ * ``why``: the reason in words (``the gradient is nan``, ``the finite difference is nan``, ``a
+ * kink (no finite difference) and the gradient is inf``; empty from older servers).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "FdNotCompared".
@@ -854,7 +856,11 @@ export interface GradAttempted {
  * via the `definition` "NonfiniteFound".
  */
 export interface NonfiniteFound {
+  bwd_name: string | null;
+  bwd_primitive: string | null;
+  bwd_source: SourceLoc | null;
   cure: CureView | null;
+  debug_infs: string | null;
   debug_nans: string | null;
   eqn_index: number | null;
   eqn_text: string | null;
@@ -870,6 +876,7 @@ export interface NonfiniteFound {
   kind: ('nan' | 'inf') | null;
   no_cure: string | null;
   not_descended: string | null;
+  output_nonfinite: boolean | null;
   primal_primitive: string | null;
   primitive: string | null;
   run_id: string;
