@@ -96,3 +96,29 @@ def test_checkpoint_policies_argument_free_set() -> None:
         "offload_dot_with_no_batch_dims",
     }
     assert factories <= set(vars(jax.checkpoint_policies))
+
+
+def test_tracer_error_origin_names_fun_sourceinfo_and_debug_info_arg_names() -> None:
+    """``split.in_user_terms`` rewrites a tracer error's "tracing the function X at file:line"
+    (``DynamicJaxprTracer._origin_msg``: ``debug_info.func_src_info`` =
+    ``api_util.fun_sourceinfo``) and its argument names (``api_util.debug_info(...).arg_names``,
+    key paths like ``p[0][0]``)."""
+    from jax._src import api_util
+
+    def wrapper(p: tuple[jax.Array, ...], t: tuple[jax.Array, ...]) -> jax.Array:
+        return jnp.where(p[0] > 0, p[0], t[0]) if bool(p[0][0] > 0) else p[0]
+
+    primals, tangents = (jnp.ones(2),), (jnp.ones(2),)
+    source = api_util.fun_sourceinfo(wrapper)
+    assert source.startswith("wrapper at ") and source.endswith(
+        f":{wrapper.__code__.co_firstlineno}"
+    )
+    names = api_util.debug_info("jit", wrapper, (primals, tangents), {}).arg_names
+    assert list(names or ()) == ["p[0]", "t[0]"]
+    try:
+        jax.make_jaxpr(wrapper)(primals, tangents)
+    except jax.errors.TracerBoolConversionError as exc:
+        assert f"tracing the function {source} for jit" in str(exc)
+        assert "depends on the value of the argument p[0]." in str(exc)
+    else:
+        raise AssertionError("expected a TracerBoolConversionError")
