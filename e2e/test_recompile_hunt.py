@@ -132,7 +132,27 @@ def test_a_loop_past_the_step_cap_is_stopped_and_says_so(
     check_strip(page, [0], 200)
     expect(page.get_by_test_id("hunt-stopped")).to_have_text(
         "Stopped after 200 steps: the hunt watches at most 200 steps, and the loop called step"
-        " again, so that call was not run. Does the loop use n (the number of steps asked for)?"
+        " again, so that call was not run. f was called with n = 3: does the loop use n?"
     )
     page.screenshot(path=str(screenshots / "recompile_hunt-step-cap-light.png"))
+    assert console_errors == []
+
+
+def test_a_requested_n_past_the_cap_is_shown_and_the_cap_named(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """clean_loop with args = (10**9,): the box shows the n f was called with (not the 200
+    steps that ran), the stop says the step cap stopped it, no "does the loop use n?"."""
+    page.set_viewport_size({"width": 1500, "height": 900})
+    open_exhibit(page, "recompile_hunt")
+    source = (EXAMPLES / "clean_loop.py").read_text()
+    set_code(page, source.replace("args = (6,)", "args = (10**9,)"))
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    expect(page.get_by_test_id("steps-input")).to_have_value("1000000000")
+    stopped = page.get_by_test_id("hunt-stopped")
+    expect(stopped).to_contain_text("f was called with n = 1000000000")
+    expect(stopped).to_contain_text("the step cap stopped it")
+    expect(stopped).not_to_contain_text("use n")
+    page.screenshot(path=str(screenshots / "recompile_hunt-requested-n-light.png"))
     assert console_errors == []

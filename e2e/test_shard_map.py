@@ -203,3 +203,39 @@ def test_a_collective_over_an_unknown_axis_and_explicit_axes_are_explained(
     expect(page.get_by_test_id("error-explanation")).to_contain_text(hint)
     page.screenshot(path=str(screenshots / "shard_map-explicit-axes-hint-light.png"))
     assert console_errors == []
+
+
+def test_all_gather_over_an_unknown_axis_and_an_out_specs_axis_name_their_line(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """all_gather over 'nope': JAX's bare NameError, explained as psum's is; out_specs naming
+    an axis 'w' the mesh lacks: the verdict names the out_specs line."""
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "shard_map")
+    source = (EXAMPLES / "psum_rows.py").read_text()
+    set_code(
+        page, source.replace('jax.lax.psum(partial, "y")', 'jax.lax.all_gather(partial, "nope")')
+    )
+    run_and_wait(page)
+    expect(page.get_by_test_id("shard-map-error")).to_have_text(
+        "NameError: unbound axis name: nope"
+    )
+    said = "axis 'nope' is not an axis of the mesh ('x', 'y')"
+    expect(page.get_by_test_id("sm-explanation")).to_contain_text(said)
+    expect(page.get_by_test_id("error-explanation")).to_contain_text(said)
+
+    lines = source.split("\n")
+    out_line = next(i for i, t in enumerate(lines, 1) if t.startswith("out_specs ="))
+    set_code(
+        page,
+        "\n".join(
+            'out_specs = P("x", "w")' if i == out_line else t for i, t in enumerate(lines, 1)
+        ),
+    )
+    run_and_wait(page)
+    expect(page.get_by_test_id("shard-map-error")).to_contain_text("out_specs refers to 'w'")
+    expect(page.get_by_test_id("sm-verdict-line")).to_contain_text(f"line {out_line}")
+    page.get_by_test_id("sm-verdict").screenshot(
+        path=str(screenshots / "shard_map-out-specs-line-light.png")
+    )
+    assert console_errors == []

@@ -1568,13 +1568,15 @@ class TrainingStopped(_Event):
     (wall clock, ``elapsed_s`` measured), or, when ``max_steps`` is set, it had run that many
     steps (the most the hunt watches) and called ``step`` again; so the step after ``steps_run``
     steps was not run (the driver was interrupted there and the run finishes with the steps it
-    has)."""
+    has). ``requested_n``: the ``n`` the driver was called with (``f(n)``, a single int
+    argument), ``None`` when ``f`` takes something else."""
 
     type: Literal["training_stopped"] = "training_stopped"
     steps_run: int
     budget_s: float
     elapsed_s: float
     max_steps: int | None = None
+    requested_n: int | None = None
 
 
 class ConfigOptionView(_Model):
@@ -1803,7 +1805,9 @@ class ShardMapChecked(_Event):
     ``jax.jit(jax.shard_map(f, ...))(*args)`` itself did (``ok``, or its error class and message;
     ``check``: the failed check, ``body`` for an error raised by the body itself;
     ``explanation``: plain words beside JAX's error where its message says little, e.g. a
-    collective naming an axis the mesh lacks, which JAX fails as a bare AssertionError)."""
+    collective naming an axis the mesh lacks, which JAX fails as a bare AssertionError;
+    ``line``: the snippet line of the specs at fault when one of shard_map's spec checks failed,
+    e.g. the ``out_specs`` line for an axis the mesh lacks)."""
 
     type: Literal["shard_map_checked"] = "shard_map_checked"
     mesh_axes: list[str]
@@ -1820,6 +1824,7 @@ class ShardMapChecked(_Event):
     message: str | None = None
     check: str | None = None
     explanation: str | None = None
+    line: int | None = None
 
 
 class ShardMapShard(_Model):
@@ -1874,7 +1879,9 @@ class RuleCell(_Model):
 class RuleRow(_Model):
     """One primitive: its name, the global that creates it (``var`` in ``file`` at ``line``),
     and its cells by column id (a column absent from ``cells`` has no rule); ``used`` when the
-    primitive appears in the snippet's jaxpr."""
+    primitive appears in the snippet's jaxpr (matched by object, not by name). ``own``: the
+    snippet's own ``Primitive`` object (a row of its own even when a JAX primitive has the same
+    name: ``Primitive("add")`` beside ``lax.add_p``)."""
 
     primitive: str
     var: str | None = None
@@ -1882,6 +1889,7 @@ class RuleRow(_Model):
     line: int | None = None
     cells: dict[str, RuleCell]
     used: bool = False
+    own: bool = False
 
 
 class RulesTabulated(_Event):

@@ -48,6 +48,13 @@ def _args(ctx: ProbeContext) -> tuple[Any, ...]:
     return args
 
 
+def _requested_n(args: tuple[Any, ...]) -> int | None:
+    """The ``n`` of ``f(n)``: the single int argument the driver was called with, else None."""
+    if len(args) == 1 and isinstance(args[0], int) and not isinstance(args[0], bool):
+        return int(args[0])
+    return None
+
+
 def _compile_views(step: StepRecord, diagnoses: dict[int, Diagnosis]) -> list[StepCompileView]:
     """One view per XLA compilation in the step; user compilations carry their diagnosis."""
     views: list[StepCompileView] = []
@@ -113,6 +120,7 @@ def run(ctx: ProbeContext) -> None:
                 budget_s=TIME_BUDGET_S,
                 elapsed_s=stop.elapsed_s,
                 max_steps=stop.max_steps,
+                requested_n=_requested_n(args),
             )
         )
 

@@ -482,8 +482,39 @@ def test_a_loop_longer_than_the_step_cap_is_stopped_there() -> None:
     assert ctx.events[-1] is stop
     assert [s.step for s in steps] == list(range(200))
     assert (stop.steps_run, stop.max_steps) == (200, 200)
+    assert stop.requested_n == 3  # f(3): the loop ignores n
     assert stop.elapsed_s < probe.TIME_BUDGET_S
     assert [s.step for s in steps if s.compiled] == [0]
+
+
+JAXSCOPE_BIN = str(Path(sys.executable).parent / "jaxscope")
+
+
+def test_cli_recompiles_says_the_step_cap_stopped_the_loop() -> None:
+    """clean_loop with ``args = (10**9,)``: ``--print recompiles`` keeps step 0's cause and adds
+    the stop: the cap (200 steps), the requested n, in words."""
+    source = (EXAMPLES / "clean_loop.py").read_text().replace("args = (6,)", "args = (10**9,)")
+    out = subprocess.run(
+        [JAXSCOPE_BIN, "run", "recompile_hunt", "-", "--print", "recompiles"],
+        input=source,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr
+    printed = json.loads(out.stdout)
+    assert list(printed) == ["0", "stopped"]
+    stopped = printed["stopped"]
+    assert stopped["reason"] == "max_steps"
+    assert (stopped["steps_run"], stopped["max_steps"], stopped["requested_n"]) == (
+        200,
+        200,
+        10**9,
+    )
+    assert "f was called with n = 1000000000" in stopped["message"]
+    assert "step cap stopped it" in stopped["message"]
+    assert "use n" not in stopped["message"]
 
 
 def test_a_loop_of_exactly_the_step_cap_finishes() -> None:

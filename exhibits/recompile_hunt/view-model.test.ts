@@ -9,6 +9,7 @@ import {
   kindLabel,
   statusOf,
   stepLines,
+  stepsShown,
   stoppedText,
   type TrainingStep,
 } from "./view-model";
@@ -116,6 +117,7 @@ describe("training_stopped", () => {
       budget_s: 12,
       elapsed_s: 12.04,
       max_steps: null,
+      requested_n: null,
     };
     const model = huntModel([...steps, stop]);
     expect(model.steps).toHaveLength(2);
@@ -134,9 +136,35 @@ describe("training_stopped", () => {
       budget_s: 12,
       elapsed_s: 0.4,
       max_steps: 200,
+      requested_n: 50,
     };
     const text = stoppedText(stop);
+    // n = 50 within the cap and the loop ran on: it does not use n
     expect(text).toContain("Stopped after 200 steps: the hunt watches at most 200 steps");
+    expect(text).toContain("f was called with n = 50: does the loop use n?");
     expect(text).not.toContain("budget");
+  });
+
+  it("names the requested n when the cap stopped it (args = (10**9,)), no misleading hint", () => {
+    const stop = {
+      type: "training_stopped" as const,
+      seq: 200,
+      run_id: "r",
+      steps_run: 200,
+      budget_s: 12,
+      elapsed_s: 0.4,
+      max_steps: 200,
+      requested_n: 1_000_000_000,
+    };
+    const text = stoppedText(stop);
+    expect(text).toContain("f was called with n = 1000000000");
+    expect(text).toContain("the step cap stopped it");
+    expect(text).not.toContain("does the loop use n");
+    const steps: Event[] = [step(0, 300, "first"), step(1, 2, null)];
+    const model = huntModel([...steps, stop]);
+    // the box shows what was asked, not the 2 (or 200) steps that ran; the page's own choice wins
+    expect(stepsShown(undefined, model)).toBe(1_000_000_000);
+    expect(stepsShown(30, model)).toBe(30);
+    expect(stepsShown(undefined, huntModel(steps))).toBe(2);
   });
 });

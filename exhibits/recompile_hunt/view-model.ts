@@ -19,7 +19,7 @@ export interface HuntModel {
   maxMs: number;
   /** what counts as a step (`calls of \`step\``, or top-level calls of jitted functions) */
   watched: string;
-  /** set when the loop was stopped at its time budget before it finished */
+  /** set when the loop was stopped (its time budget or its step cap) before it finished */
   stopped: TrainingStopped | undefined;
 }
 
@@ -36,21 +36,41 @@ export function huntModel(events: readonly Event[]): HuntModel {
 }
 
 /** "Stopped after 37 steps: the loop ran for its 12 s time budget (12.1 s)...", or, when the
- * step cap stopped it, "Stopped after 200 steps: the hunt watches at most 200 steps...". */
+ * step cap stopped it, "Stopped after 200 steps: f was called with n = 1000000000, and the hunt
+ * watches at most 200 steps...". The "does the loop use n?" hint only when n was within the cap
+ * (then the loop ran past n). */
 export function stoppedText(stopped: TrainingStopped): string {
   const n = stopped.steps_run;
+  const steps = `${n} ${n === 1 ? "step" : "steps"}`;
+  const asked = stopped.requested_n ?? null;
   if (stopped.max_steps != null) {
+    if (asked !== null && asked > stopped.max_steps)
+      return (
+        `Stopped after ${steps}: f was called with n = ${asked}, and the hunt watches at most ` +
+        `${stopped.max_steps} steps, so the step cap stopped it (the rest of the loop was not run). ` +
+        `Ask for at most ${stopped.max_steps} steps to see the whole loop.`
+      );
     return (
-      `Stopped after ${n} ${n === 1 ? "step" : "steps"}: the hunt watches at most ` +
-      `${stopped.max_steps} steps, and the loop called step again, so that call was not run. ` +
-      `Does the loop use n (the number of steps asked for)?`
+      `Stopped after ${steps}: the hunt watches at most ${stopped.max_steps} steps, and the loop ` +
+      `called step again, so that call was not run.` +
+      (asked !== null ? ` f was called with n = ${asked}: does the loop use n?` : "")
     );
   }
   return (
-    `Stopped after ${n} ${n === 1 ? "step" : "steps"}: the loop ran for its ` +
+    `Stopped after ${steps}: the loop ran for its ` +
     `${stopped.budget_s} s time budget (${stopped.elapsed_s.toFixed(1)} s), so the next step ` +
     `was not run. Ask for fewer steps to see the whole loop.`
   );
+}
+
+/** The number the "Run [n] steps" box starts at: the steps asked for on the page, else the `n`
+ * f was called with (even past the cap: the box shows what was asked, the note says the cap),
+ * else the steps that ran. */
+export function stepsShown(
+  asked: number | null | undefined,
+  model: HuntModel,
+): number {
+  return asked ?? model.stopped?.requested_n ?? model.steps.length;
 }
 
 /** `hit`: nothing compiled; `first`: the expected first compile; `recompile`: anything else. */

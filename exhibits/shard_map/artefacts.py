@@ -1,7 +1,8 @@
 """The shard_map exhibit's ``--print`` table: ``verdict`` is JSON ``{"ok": bool, "error_class":
 ..., "check": ..., "message": ...}`` (``check``: which of shard_map's checks failed; ``message``:
-JAX's text verbatim). ``SHOWN_ERRORS``: the check JAX failed (``exhibits/shown.py``). Imports only
-the protocol."""
+JAX's text verbatim; ``line``: the snippet line of the specs at fault when a spec check failed,
+e.g. ``out_specs = P("x", "w")``; ``explanation``: the exhibit's words beside JAX's error).
+``SHOWN_ERRORS``: the check JAX failed (``exhibits/shown.py``). Imports only the protocol."""
 
 from __future__ import annotations
 
@@ -23,7 +24,14 @@ def _verdict(events: Sequence[EventModel]) -> str | None:
     if e is None:
         return None
     return json.dumps(
-        {"ok": e.ok, "error_class": e.error_class, "check": e.check, "message": e.message}
+        {
+            "ok": e.ok,
+            "error_class": e.error_class,
+            "check": e.check,
+            "message": e.message,
+            "line": e.line,
+            "explanation": e.explanation,
+        }
     )
 
 
@@ -38,6 +46,7 @@ def _shown_errors(events: Sequence[EventModel]) -> list[ShownError]:
             message=e.message or "",
             computation=f"jax.jit(jax.shard_map(f, ...)): {what}",
             artefact="verdict",
+            line=e.line,
             note=e.explanation,
         )
     ]

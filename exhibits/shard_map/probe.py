@@ -78,25 +78,68 @@ def _setting(snippet: Snippet, option: str | None, option_name: str, name: str) 
     return snippet.namespace[name], name
 
 
-_UNBOUND = re.compile(r"unbound axis name: (?P<axis>.+?)\. To fix this, please call (?P<prim>\w+)")
+_UNBOUND = re.compile(
+    r"unbound axis name: (?P<axis>[^\s.]+)\.?(?: To fix this, please call (?P<prim>\w+))?"
+)
+# psum/pmean/... over a tuple of axes with one the mesh lacks (JAX 0.10.2, ``_psum_invariant``).
+_PSUM_AXES = re.compile(
+    r"jax\.lax\.(?P<prim>\w+) can only accept axis_name .*? axes: \((?P<axes>[^)]*)\)"
+)
 
 
-def _unknown_collective_axis(smap: Any, f: Any, args: tuple[Any, ...], mesh: Any) -> str | None:
-    """Why the body failed when a collective names an axis the mesh lacks: with
-    ``check_vma=True`` JAX fails in ``pvary`` with a bare ``AssertionError``; traced again with
-    ``check_vma=False`` JAX's ``NameError`` names the axis and the collective. ``None`` when
-    that is not the error."""
+def _not_mesh_axis(axis: str, prim: str | None, mesh: Any, jax_says: str) -> str:
+    axes = tuple(str(a) for a in mesh.axis_names)
+    like = "like the collectives" if prim == "axis_index" else "like every collective"
+    what = f"shard_map {prim} ({like})" if prim else "shard_map every collective"
+    return (
+        f"axis '{axis}' is not an axis of the mesh {axes}: inside {what} can only name the "
+        f"mesh's axes. {jax_says}"
+    )
+
+
+def _unknown_collective_axis(
+    smap: Any, f: Any, args: tuple[Any, ...], mesh: Any, error: BaseException | None = None
+) -> str | None:
+    """Why the body failed when a collective names an axis the mesh lacks, ``None`` when that
+    is not the error. JAX says it in several ways (0.10.2): ``psum(x, "nope")`` with
+    ``check_vma=True`` fails in ``pvary`` with a bare ``AssertionError`` (traced again with
+    ``check_vma=False``, JAX's ``NameError`` names the axis and the collective);
+    ``psum(x, ("x", "nope"))`` raises "psum can only accept axis_name which corresponds to one of
+    varying..."; ``all_gather(x, "nope")`` a bare ``NameError: unbound axis name: nope``;
+    ``axis_index("q")`` "Found an unbound axis name: q"."""
+    mesh_axes = {str(a) for a in mesh.axis_names}
+    if isinstance(error, NameError):
+        m = _UNBOUND.search(str(error))
+        if m is None or m.group("axis") in mesh_axes:
+            return None
+        return _not_mesh_axis(
+            m.group("axis"), m.group("prim"), mesh, "JAX's error names the axis, not the mesh."
+        )
+    if isinstance(error, ValueError):
+        p = _PSUM_AXES.search(str(error))
+        if p is None:
+            return None
+        named = [a.strip().strip("'\"") for a in p.group("axes").split(",") if a.strip()]
+        missing = [a for a in named if a not in mesh_axes]
+        if not missing:
+            return None
+        return _not_mesh_axis(
+            missing[0],
+            p.group("prim"),
+            mesh,
+            "JAX's error, from its varying-axes check, speaks of varying and invarying states.",
+        )
     try:
         jax.make_jaxpr(smap(f, False))(*args)
     except NameError as exc:
         m = _UNBOUND.search(str(exc))
         if m is None:
             return None
-        axes = tuple(str(a) for a in mesh.axis_names)
-        return (
-            f"axis '{m.group('axis')}' is not an axis of the mesh {axes}: inside shard_map "
-            f"{m.group('prim')} (like every collective) can only name the mesh's axes. JAX's own "
-            "error here, from its varying-axes check, says nothing more."
+        return _not_mesh_axis(
+            m.group("axis"),
+            m.group("prim"),
+            mesh,
+            "JAX's own error here, from its varying-axes check, says nothing more.",
         )
     except Exception:
         return None
@@ -392,10 +435,17 @@ def run(ctx: ProbeContext) -> None:
         elif failed is None and hint is None:  # that one is shard_map's, before the body
             check = "body"
     explanation = hint
-    if check == "body" and isinstance(error, AssertionError):
-        explanation = _unknown_collective_axis(smap, f, args, mesh)
+    if check == "body" and isinstance(error, (AssertionError, NameError, ValueError)):
+        explanation = _unknown_collective_axis(smap, f, args, mesh, error)
         if explanation is not None:  # the error panel says it too, at the collective's line
             explain(error, explanation)
+    # A failed spec check (an out_specs naming an axis the mesh lacks, ...) is blamed on the line
+    # of the specs at fault.
+    line: int | None = None
+    if failed is not None and check == failed.name and failed.faults:
+        which = failed.faults[0].specs
+        name = in_specs_name if which == "in_specs" else "out_specs"
+        line = setting_line(ctx.snippet.source, name) if name in ("in_specs", "out_specs") else None
     if error is not None and hint is not None:  # no line of f raised it: the in_specs line
         source = ctx.snippet.source
         line = setting_line(source, in_specs_name) if in_specs_name == "in_specs" else None
@@ -416,6 +466,7 @@ def run(ctx: ProbeContext) -> None:
             message=None if error is None else str(error),
             check=check,
             explanation=explanation,
+            line=line,
         )
     )
     if error is not None:

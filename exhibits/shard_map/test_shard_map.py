@@ -511,3 +511,76 @@ def test_bad_settings_and_options_are_invalid_snippet_at_their_line(
     )
     assert (failed.source.line if failed.source else None) == want
     assert "JAX raised this" not in (failed.explanation or "")
+
+
+# ---- review s11c: every way JAX says "that axis is not the mesh's", and the out_specs line ------
+
+
+@pytest.mark.parametrize(
+    ("body", "error_class", "axis", "prim"),
+    [
+        ("jax.lax.psum(a, ('x', 'nope'))", ValueError, "nope", "psum"),
+        ("jax.lax.all_gather(a, 'nope')", NameError, "nope", None),
+        ("a + jax.lax.axis_index('q')", NameError, "q", "axis_index"),
+    ],
+)
+def test_other_collectives_over_an_unknown_axis_are_explained(
+    body: str, error_class: type[Exception], axis: str, prim: str | None
+) -> None:
+    """JAX raises each of these its own way (plain JAX below); the verdict keeps JAX's error and
+    adds the same sentence as for ``psum(a, 'nope')``, and the error panel says it too."""
+    import importlib
+
+    from jaxscope.sandbox.errors import classify
+    from jaxscope.sandbox.snippet import load_snippet
+
+    source = _source(body, "(P('x', 'y'),)", "P('x', 'y')", "(jnp.ones((8, 4)),)", "")
+    _, error = _plain(_exec(source))
+    assert type(error) is error_class
+    ctx = FakeContext(snippet=load_snippet(source))
+    with pytest.raises(error_class) as info:
+        importlib.import_module("exhibits.shard_map.probe").run(ctx)
+    checked = ctx.one(ShardMapChecked)
+    assert (checked.check, checked.error_class, checked.message) == (
+        "body",
+        error_class.__name__,
+        str(error),
+    )
+    want = f"axis '{axis}' is not an axis of the mesh ('x', 'y'): inside shard_map"
+    assert checked.explanation is not None and checked.explanation.startswith(want)
+    if prim is not None:
+        assert f"shard_map {prim} (" in checked.explanation
+    failed = classify(info.value, "run", load_snippet(source).f)
+    assert failed.explanation == checked.explanation
+    assert failed.source is not None
+    assert body in source.split("\n")[failed.source.line - 1]
+
+
+def test_a_collective_over_mesh_axes_is_not_explained_as_unknown() -> None:
+    """A psum over ('x', 'y') is fine: no explanation, no error."""
+    source = _source(
+        "jax.lax.psum(a, ('x', 'y'))", "(P('x', 'y'),)", "P()", "(jnp.ones((8, 4)),)", ""
+    )
+    checked = run_probe("shard_map", source).one(ShardMapChecked)
+    _, error = _plain(_exec(source))
+    assert error is None and checked.ok and checked.explanation is None
+
+
+def test_an_out_specs_axis_the_mesh_lacks_names_the_out_specs_line(tmp_path: Path) -> None:
+    source = _source("a * 2", "(P('x', 'y'),)", "P('x', 'w')", "(jnp.ones((8, 4)),)", "")
+    _, error = _plain(_exec(source))
+    assert type(error) is ValueError and "'w'" in str(error)
+    checked = run_probe("shard_map", source).one(ShardMapChecked)
+    out_line = next(i for i, t in enumerate(source.split("\n"), 1) if t.startswith("out_specs ="))
+    assert (checked.check, checked.line) == ("unknown_axis", out_line)
+    path = tmp_path / "s.py"
+    path.write_text(source)
+    proc = subprocess.run(
+        [JAXSCOPE, "run", "shard_map", str(path), "--print", "verdict"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert json.loads(proc.stdout)["line"] == out_line
+    assert f"at line {out_line}" in proc.stderr

@@ -38,7 +38,13 @@ from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 from jaxscope.internals.calling import plan_call
 from jaxscope.internals.views import jaxpr_view
 from jaxscope.protocol import CollectivesFound, EventModel, JaxprStaged
-from jaxscope.sandbox.probe_api import ProbeContext, blame_line, mark_during, setting_line
+from jaxscope.sandbox.probe_api import (
+    ProbeContext,
+    blame_line,
+    explain,
+    mark_during,
+    setting_line,
+)
 from jaxscope.sandbox.snippet import InvalidSnippet
 
 from .reading import collectives_in, counts_of, explain_error, placed
@@ -103,13 +109,18 @@ def _first_arg(ctx: ProbeContext, env: dict[str, Any], plan: Any) -> Any:
 
 @contextmanager
 def _explained(emit: Callable[[EventModel], None], where: str) -> Iterator[None]:
-    """Emit JAX's sharding errors, explained, and let them propagate unchanged."""
+    """Emit JAX's sharding errors, explained, and let them propagate unchanged. A bare
+    ``AssertionError`` (JAX's ``(0, P('x',))`` for a rank-0 array placed with ``P('x')`` on an
+    Explicit mesh, wherever it is placed: args[0] or a ``device_put`` inside f) also carries the
+    explanation and the fix into ``run_failed`` (the error panel, the CLI's ``why:``)."""
     try:
         yield
     except Exception as error:
         event = explain_error(error, where)
         if event is not None:
             emit(event)
+            if isinstance(error, AssertionError):
+                explain(error, f"{event.explanation} {event.fix or ''}".strip())
         raise
 
 

@@ -453,7 +453,8 @@ def _other(error: BaseException, where: str) -> ShardingErrorExplained | None:
             where=where,
             spec=spec,
             explanation=(
-                f"{spec} has {need} entries, one per array axis, but the array has rank {have}."
+                f"{spec} has {need} {'entry' if need == 1 else 'entries'}, one per array axis, "
+                f"but the array has rank {have}."
             ),
             fix=(
                 "Use P(): a scalar has no axis to split, so it can only be replicated on every "

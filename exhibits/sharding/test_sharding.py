@@ -522,7 +522,8 @@ def test_rank_too_long_reads_the_spec_from_jaxs_message(
     ev = explain_error(info.value, "args[0]")
     want = eval(spec, {"P": P})
     assert ev is not None and ev.spec == str(want) and fix in ev.fix
-    assert ev.explanation.startswith(f"{want} has {len(want)} entries")
+    word = "entry" if len(want) == 1 else "entries"
+    assert ev.explanation.startswith(f"{want} has {len(want)} {word}")
 
 
 def test_a_scalar_on_an_explicit_mesh_reads_jaxs_bare_assertion() -> None:
@@ -546,7 +547,41 @@ def test_a_scalar_on_an_explicit_mesh_reads_jaxs_bare_assertion() -> None:
 
     ev = explain_error(info.value, "args[0]")
     assert ev is not None and ev.error_class == "AssertionError" and ev.spec == str(P("x"))
-    assert ev.explanation == "P('x',) has 1 entries, one per array axis, but the array has rank 0."
+    assert ev.explanation == "P('x',) has 1 entry, one per array axis, but the array has rank 0."
     assert ev.fix.startswith("Use P()")
     assert explain_error(AssertionError("(1, P('x',))"), "args[0]") is None  # not too long
     assert explain_error(AssertionError("boom"), "args[0]") is None
+
+
+@pytest.mark.parametrize("arg", ["np.float32(3.0)", "jnp.ones(())"])
+def test_a_scalar_placed_inside_f_on_an_explicit_mesh_is_explained_in_run_failed(
+    arg: str,
+) -> None:
+    """Review s11c: ``f`` does ``jax.device_put(a, NamedSharding(mesh, P('x')))`` on an Explicit
+    mesh with a rank-0 ``a``: JAX's bare ``AssertionError: (0, P('x',))`` (plain JAX below) is
+    kept, at the device_put line, and run_failed explains it as the rank error (the fix P())."""
+    from jaxscope.sandbox.errors import classify
+    from jaxscope.sandbox.snippet import load_snippet
+
+    source = (
+        "import jax\nimport jax.numpy as jnp\nimport numpy as np\n"
+        "from jax.sharding import NamedSharding, PartitionSpec as P\n\n"
+        'mesh = jax.make_mesh((2, 4), ("x", "y"))\nspec = P()\n\n\n'
+        'def f(a):\n    return jax.device_put(a, NamedSharding(mesh, P("x")))\n\n\n'
+        f"args = ({arg},)\n"
+    )
+    mesh = jax.make_mesh((2, 4), ("x", "y"))
+    value = eval(arg, {"np": np, "jnp": jnp})
+    with pytest.raises(AssertionError) as plain:
+        jax.jit(lambda a: jax.device_put(a, NamedSharding(mesh, P("x"))))(value)
+    with pytest.raises(AssertionError) as info:
+        run_probe("sharding", source)
+    assert str(info.value) == str(plain.value) == "(0, P('x',))"
+    failed = classify(info.value, "trace", load_snippet(source).f)
+    assert failed.error_class == "AssertionError" and failed.message == "(0, P('x',))"
+    assert failed.source is not None
+    assert "jax.device_put(a" in source.split("\n")[failed.source.line - 1]
+    assert failed.explanation is not None
+    assert failed.explanation.startswith(
+        "P('x',) has 1 entry, one per array axis, but the array has rank 0. Use P()"
+    )

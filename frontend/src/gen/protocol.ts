@@ -1758,7 +1758,8 @@ export interface StepCompileView {
  * (wall clock, ``elapsed_s`` measured), or, when ``max_steps`` is set, it had run that many
  * steps (the most the hunt watches) and called ``step`` again; so the step after ``steps_run``
  * steps was not run (the driver was interrupted there and the run finishes with the steps it
- * has).
+ * has). ``requested_n``: the ``n`` the driver was called with (``f(n)``, a single int
+ * argument), ``None`` when ``f`` takes something else.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "TrainingStopped".
@@ -1767,6 +1768,7 @@ export interface TrainingStopped {
   budget_s: number;
   elapsed_s: number;
   max_steps: number | null;
+  requested_n: number | null;
   run_id: string;
   seq: number;
   steps_run: number;
@@ -2000,7 +2002,9 @@ export interface ShardMapValueView {
  * ``jax.jit(jax.shard_map(f, ...))(*args)`` itself did (``ok``, or its error class and message;
  * ``check``: the failed check, ``body`` for an error raised by the body itself;
  * ``explanation``: plain words beside JAX's error where its message says little, e.g. a
- * collective naming an axis the mesh lacks, which JAX fails as a bare AssertionError).
+ * collective naming an axis the mesh lacks, which JAX fails as a bare AssertionError;
+ * ``line``: the snippet line of the specs at fault when one of shard_map's spec checks failed,
+ * e.g. the ``out_specs`` line for an axis the mesh lacks).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ShardMapChecked".
@@ -2014,6 +2018,7 @@ export interface ShardMapChecked {
   error_class: string | null;
   explanation: string | null;
   in_specs: string;
+  line: number | null;
   mesh_axes: string[];
   mesh_shape: number[];
   message: string | null;
@@ -2155,7 +2160,9 @@ export interface RulesTabulated {
 /**
  * One primitive: its name, the global that creates it (``var`` in ``file`` at ``line``),
  * and its cells by column id (a column absent from ``cells`` has no rule); ``used`` when the
- * primitive appears in the snippet's jaxpr.
+ * primitive appears in the snippet's jaxpr (matched by object, not by name). ``own``: the
+ * snippet's own ``Primitive`` object (a row of its own even when a JAX primitive has the same
+ * name: ``Primitive("add")`` beside ``lax.add_p``).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "RuleRow".
@@ -2166,6 +2173,7 @@ export interface RuleRow {
   };
   file: string | null;
   line: number | null;
+  own: boolean;
   primitive: string;
   used: boolean;
   var: string | null;
