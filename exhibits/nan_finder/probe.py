@@ -252,12 +252,22 @@ def _custom_bwd_text(bwd: CustomBwd) -> str:
     return text + f"Fix {bwd.name} so that it returns finite cotangents at these inputs."
 
 
-def _no_cure_text(record: StepRecord, forward_nonfinite: bool | None) -> str:
+def _no_cure_text(
+    record: StepRecord, forward_nonfinite: bool | None, output_nonfinite: bool | None = None
+) -> str:
     primal = record.primal_primitive or record.eqn.primitive.name
     where = (
         f"No jnp.where branch holds the {primal} on this line, so this is not the "
         "discarded-branch NaN that the double-where pattern cures. "
     )
+    if forward_nonfinite and output_nonfinite is False:
+        return where + (
+            f"The forward value of {primal} is already NaN/Inf here, but f's output is finite: "
+            "a later operation discarded it (not a jnp.where branch this finder can rewrite). "
+            f"{primal}'s derivative at that input still enters the backward pass, where a zero "
+            "cotangent times Inf is NaN. Keep the input off the bad point before the call (a "
+            "jnp.where on the argument, as in the double-where pattern)."
+        )
     if forward_nonfinite:
         return where + (
             f"The forward value of {primal} is already NaN/Inf here: the function itself is not "
@@ -327,11 +337,14 @@ def run(ctx: ProbeContext) -> None:
             )
             return
         calls, innermost, stopped = descend(lin, hit[0])
-        found = finding(ctx, target, innermost, gradient, len(result.steps), calls, ones)
+        output_bad = any(is_nonfinite(o) for o in lin.out_primals)
+        found = finding(
+            ctx, target, innermost, gradient, len(result.steps), calls, ones, output_bad
+        )
         found.seed = seed
         found.inputs_nonfinite = nonfinite_inputs(target)
         found.not_descended = stopped or not_descended(innermost)
-        found.output_nonfinite = any(is_nonfinite(o) for o in lin.out_primals)
+        found.output_nonfinite = output_bad
         if calls:
             found.inside = calls
             found.inner_step = innermost.step
@@ -456,6 +469,7 @@ def finding(
     steps: int,
     calls: Sequence[EnclosingCall] = (),
     ones: bool = False,
+    output_nonfinite: bool | None = None,
 ) -> NonfiniteFound:
     """The :class:`NonfiniteFound` event for the step ``record``, found inside ``calls``
     (outermost first; a ``scan``'s ``iteration`` picks the forward value's iteration)."""
@@ -514,7 +528,9 @@ def finding(
             cure_view = verify_cure(cure, target.argnums, ones)
     if cure_view is None:
         no_cure = (
-            _custom_bwd_text(bwd) if bwd is not None else _no_cure_text(record, forward_nonfinite)
+            _custom_bwd_text(bwd)
+            if bwd is not None
+            else _no_cure_text(record, forward_nonfinite, output_nonfinite)
         )
     bad_line = bwd.first_bad if bwd is not None else None
 

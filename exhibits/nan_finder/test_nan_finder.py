@@ -809,3 +809,25 @@ def test_a_bwd_returning_the_wrong_structure_is_blamed_at_its_return() -> None:
     assert transformation_frames(info.value) == []
     line, function, _ = getattr(info.value, BLAME_ATTR)
     assert (line, function) == (_line_of(src, "return (ct, ct)"), "g_bwd")
+
+
+def test_a_nonfinite_forward_value_discarded_by_maximum_is_not_called_fs_own() -> None:
+    src = (
+        "import jax.numpy as jnp\n\n\n"
+        "def f(x):\n"
+        "    return jnp.maximum(jnp.log(x), -1.0).sum()\n\n\n"
+        "args = (jnp.array([0.0, 1.0]),)\n"
+    )
+    nf = found_of(run_probe("nan_finder", src))
+    s = load_snippet(src)
+    # log(0) = -inf, but maximum discards it: f is finite (JAX and numpy), its gradient NaN.
+    assert np.isfinite(np.asarray(s.f(*s.args)))
+    with np.errstate(divide="ignore"):
+        assert np.isfinite(np.maximum(np.log(np.array([0.0, 1.0])), -1.0).sum())
+    grad = truth_grad(src)[0]
+    same_numbers(nf.gradient[0], grad.tolist())
+    assert np.isnan(grad[0])
+    assert nf.primal_primitive == "log" and nf.forward_nonfinite is True
+    assert nf.output_nonfinite is False and nf.cure is None and nf.no_cure is not None
+    assert "f's output is finite" in nf.no_cure
+    assert "the function itself is not finite" not in nf.no_cure
