@@ -196,3 +196,38 @@ def test_a_primitive_with_no_rule_is_a_row_of_empty_cells(
     expect(detail.get_by_test_id("detail-missing")).to_have_count(n)
     page.screenshot(path=str(screenshots / "rules-no-rule-light.png"), full_page=False)
     assert console_errors == []
+
+
+def test_a_snippet_add_is_its_own_row_and_no_abstract_eval_keeps_the_table(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """The snippet's ``Primitive("add")``: "only in f" shows one row, "add (your Primitive)"
+    with empty cells (not JAX's add with its rules). A primitive with no abstract eval: the
+    table is shown (its row there) beside JAX's NotImplementedError."""
+    from exhibits.rules.test_rules import NO_ABSTRACT_EVAL, OWN_ADD
+
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    open_exhibit(page, "rules")
+    set_code(page, OWN_ADD)
+    run_and_wait(page)
+    page.get_by_test_id("rules-only-used").check()
+    rows = page.locator("[data-testid=rule-row]")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-own", "true")
+    expect(rows.first.get_by_test_id("row-name")).to_have_text("●add (your Primitive)")
+    cells = rows.first.locator("td[data-has]")
+    for k in range(cells.count()):
+        expect(cells.nth(k)).to_have_attribute("data-has", "no")
+    page.screenshot(path=str(screenshots / "rules-own-add-light.png"), full_page=False)
+
+    set_code(page, NO_ABSTRACT_EVAL)
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("error-class")).to_have_text("NotImplementedError", timeout=60000)
+    expect(page.get_by_test_id("error-message")).to_contain_text("Abstract evaluation for 'myop'")
+    expect(page.get_by_test_id("rules-table")).to_be_visible()
+    page.get_by_test_id("rules-only-used").uncheck()  # nothing is used: no jaxpr was traced
+    mine = page.locator("[data-testid=rule-row][data-own=true]")
+    expect(mine).to_have_count(1)
+    expect(mine).to_have_attribute("data-primitive", "myop")
+    page.screenshot(path=str(screenshots / "rules-no-abstract-eval-light.png"), full_page=False)
+    assert console_errors == []

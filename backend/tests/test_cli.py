@@ -290,7 +290,7 @@ SHOWN: dict[str, tuple[str, Path, str, str, Any, int | None]] = {
         "verdict",
         "jax.jit(jax.shard_map(f, ...)): shard_map's replication check",
         None,
-        None,
+        22,  # the out_specs line: the specs at fault (shard_map_checked.line)
     ),
 }
 

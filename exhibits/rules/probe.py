@@ -38,14 +38,22 @@ def _subject(ctx: ProbeContext) -> tuple[str, Callable[..., Any], tuple[Any, ...
 
 
 def tabulate(
-    used: frozenset[str] = frozenset(), extra: Sequence[Any] = ()
+    used: frozenset[str] = frozenset(),
+    extra: Sequence[Any] = (),
+    used_objects: Sequence[Any] | None = None,
+    own: Sequence[Any] = (),
 ) -> tuple[list[str], list[RuleRow]]:
     """The columns and one row per primitive (cells from JAX's tables, with source lines);
-    ``extra``: primitives to list even when no table or JAX module holds them (the jaxpr's: a
-    snippet's primitive with no rule at all is a row with every cell empty)."""
+    ``extra``: primitives to list even when no table or JAX module holds them (the jaxpr's and
+    the snippet's: a snippet's primitive with no rule at all is a row with every cell empty).
+    ``used_objects``: the jaxpr's primitive objects, matched by object (a snippet's
+    ``Primitive("add")`` does not mark JAX's ``add``); without it, ``used`` matches names.
+    ``own``: the snippet's own primitives, marked ``own``."""
     columns = rule_tables.columns()
     rows: list[RuleRow] = []
-    for prim in rule_tables.known_primitives(extra):
+    used_ids = None if used_objects is None else {id(p) for p in used_objects}
+    own_ids = {id(p) for p in own}
+    for prim in rule_tables.known_primitives([*extra, *own]):
         cells: dict[str, RuleCell] = {}
         for column in columns:
             view = rule_tables.rule_view(prim, column)
@@ -58,30 +66,53 @@ def tabulate(
                 line=view.line,
                 text=rule_tables.source_statement(view.file, view.line),
             )
-        where = rule_tables.definition(prim)
+        mine = id(prim) in own_ids
+        where = rule_tables.definition(prim) if not mine else None
         rows.append(
             RuleRow(
                 primitive=str(prim.name),
-                var=where.var,
-                file=where.file,
-                line=where.line,
+                var=where.var if where else None,
+                file=where.file if where else None,
+                line=where.line if where else None,
                 cells=cells,
-                used=str(prim.name) in used,
+                used=str(prim.name) in used if used_ids is None else id(prim) in used_ids,
+                own=mine,
             )
         )
     return columns, rows
 
 
+def _own_primitives(ctx: ProbeContext, in_jaxpr: Sequence[Any]) -> list[Any]:
+    """The snippet's own ``Primitive`` objects: its globals that are primitives, and the
+    jaxpr's primitives no JAX module holds."""
+    jax_ids = rule_tables.jax_primitive_ids()
+    found: dict[int, Any] = {}
+    values = list(ctx.snippet.namespace.values()) if ctx.snippet.defines_f else []
+    for p in [*values, *in_jaxpr]:
+        if rule_tables.is_primitive(p) and id(p) not in jax_ids:
+            found.setdefault(id(p), p)
+    return list(found.values())
+
+
 def run(ctx: ProbeContext) -> None:
-    """Trace the subject's jaxpr, then tabulate every primitive's rules."""
+    """Trace the subject's jaxpr, then tabulate every primitive's rules. When tracing fails (a
+    snippet ``Primitive`` with no abstract eval raises ``NotImplementedError``) the table is
+    still sent, with the snippet's primitives and no jaxpr, then JAX's error is raised."""
     imported = rule_tables.import_modules()
     name, fun, args, plan = _subject(ctx)
     static = plan.static_argnums if plan is not None else ()
     kwargs = plan.kwargs if plan is not None else {}
+    error: Exception | None = None
+    closed = None
     with ctx.stage("trace"):
-        closed = jax.make_jaxpr(fun, static_argnums=static)(*args, **kwargs)
-    in_jaxpr = rule_tables.primitives_in(closed)
-    columns, rows = tabulate(frozenset(in_jaxpr), rule_tables.primitive_objects_in(closed))
+        try:
+            closed = jax.make_jaxpr(fun, static_argnums=static)(*args, **kwargs)
+        except Exception as exc:  # the table first, then JAX's error as the run's failure
+            error = exc
+    objects = rule_tables.primitive_objects_in(closed) if closed is not None else []
+    in_jaxpr = rule_tables.primitives_in(closed) if closed is not None else []
+    own = _own_primitives(ctx, objects)
+    columns, rows = tabulate(frozenset(in_jaxpr), objects, used_objects=objects, own=own)
     counts = {c: sum(1 for r in rows if c in r.cells) for c in columns}
     counts["primitives"] = len(rows)
     ctx.emit(
@@ -95,7 +126,9 @@ def run(ctx: ProbeContext) -> None:
             not_imported=list(rule_tables.NOT_IMPORTED),
             jax_version=jax.__version__,
             fun_name=name,
-            jaxpr=jaxpr_view(closed),
+            jaxpr=jaxpr_view(closed) if closed is not None else None,
             jaxpr_primitives=in_jaxpr,
         )
     )
+    if error is not None:
+        raise error

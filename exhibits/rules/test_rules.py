@@ -297,3 +297,74 @@ def test_a_primitive_with_no_rule_at_all_is_a_row_with_every_cell_empty() -> Non
     assert tabulated.counts["primitives"] == len(tabulated.rows)
     names = [r.primitive for r in tabulated.rows]
     assert len(names) == len(set(names)) and names == sorted(names)
+
+
+# ---- review s11c: rows matched by object; a primitive with no abstract eval ---------------------
+
+OWN_ADD = """
+import jax
+import jax.numpy as jnp
+from jax.extend.core import Primitive
+
+add_p = Primitive("add")
+add_p.def_abstract_eval(lambda x, y: jax.core.ShapedArray(x.shape, x.dtype))
+
+
+def f(x):
+    return add_p.bind(x, x)
+
+
+args = (jnp.ones(3),)
+"""
+
+
+def test_a_snippet_primitive_named_like_jaxs_is_its_own_row() -> None:
+    """``Primitive("add")`` with only an abstract eval: its own row (``own``, used, no cell),
+    and JAX's ``lax.add_p`` row keeps its rules, not marked used (matched by object)."""
+    tabulated = run_rules(OWN_ADD)
+    snippet = load_snippet(OWN_ADD)
+    closed = jax.make_jaxpr(snippet.f)(*snippet.args)
+    (eqn,) = closed.jaxpr.eqns
+    assert eqn.primitive is snippet.namespace["add_p"] and eqn.primitive is not jax.lax.add_p
+    adds = [r for r in tabulated.rows if r.primitive == "add"]
+    assert [(r.own, r.used) for r in adds] == [(False, False), (True, True)]
+    jax_row, own_row = adds
+    assert own_row.cells == {} and own_row.var is None
+    assert jax.lax.add_p in ad.primitive_jvps and "jvp" in jax_row.cells
+    assert jax.lax.add_p in mlir._lowerings and "lowering" in jax_row.cells
+    assert [r.primitive for r in tabulated.rows if r.used] == ["add"]
+    assert tabulated.counts["jvp"] == len(ad.primitive_jvps)
+    assert tabulated.counts["primitives"] == len(tabulated.rows)
+
+
+NO_ABSTRACT_EVAL = """
+import jax.numpy as jnp
+from jax.extend.core import Primitive
+
+myop_p = Primitive("myop")
+
+
+def f(x):
+    return myop_p.bind(x)
+
+
+args = (jnp.ones(3),)
+"""
+
+
+def test_a_primitive_with_no_abstract_eval_keeps_the_table_and_raises_jaxs_error() -> None:
+    """Tracing raises JAX's NotImplementedError (plain JAX below): the table is sent first
+    (the snippet's ``myop`` a row of its own, nothing used, no jaxpr), then the error."""
+    snippet = load_snippet(NO_ABSTRACT_EVAL)
+    with pytest.raises(NotImplementedError) as plain:
+        jax.make_jaxpr(snippet.f)(*snippet.args)
+    ctx = FakeContext(snippet=load_snippet(NO_ABSTRACT_EVAL), options=RunOptions())
+    with pytest.raises(NotImplementedError) as info:
+        probe.run(ctx)
+    assert str(info.value) == str(plain.value) == "Abstract evaluation for 'myop' not implemented"
+    tabulated = ctx.one(RulesTabulated)
+    assert tabulated.jaxpr is None and tabulated.jaxpr_primitives == []
+    rows = [r for r in tabulated.rows if r.primitive == "myop"]
+    assert [(r.own, r.used, r.cells) for r in rows] == [(True, False, {})]
+    assert not any(r.used for r in tabulated.rows)
+    assert tabulated.counts["jvp"] == len(ad.primitive_jvps)

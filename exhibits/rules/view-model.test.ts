@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Event } from '../../frontend/src/protocol';
 import {
+  rowKey,
+  rowOf,
   breakParts,
   DEFAULT_QUERY,
   cellLabel,
@@ -30,6 +32,7 @@ const rows: RuleRow[] = [
     file: 'jax/_src/lax/lax.py',
     line: 5000,
     used: true,
+    own: false,
     cells: {
       jvp: cell('ad.primitive_jvps', 6100),
       transpose: cell('ad.fancy_transposes', 6101),
@@ -45,6 +48,7 @@ const rows: RuleRow[] = [
     file: 'jax/_src/lax/parallel.py',
     line: 1000,
     used: false,
+    own: false,
     cells: {
       jvp: cell('ad.primitive_jvps', 1054, 'jax/_src/lax/parallel.py'),
       transpose: cell('ad.primitive_transposes', 1054, 'jax/_src/lax/parallel.py'),
@@ -58,6 +62,7 @@ const rows: RuleRow[] = [
     file: 'jax/_src/lax/lax.py',
     line: 4570,
     used: true,
+    own: false,
     cells: {
       jvp: cell('ad.primitive_jvps', 4571),
       batching: cell('batching.fancy_primitive_batchers', 4570),
@@ -70,6 +75,7 @@ const rows: RuleRow[] = [
     file: 'jax/_src/ad_util.py',
     line: 40,
     used: false,
+    own: false,
     cells: {},
   },
   {
@@ -78,6 +84,7 @@ const rows: RuleRow[] = [
     file: 'jax/_src/lax/linalg.py',
     line: 900,
     used: false,
+    own: false,
     cells: {
       cpu: cell("mlir._platform_specific_lowerings['cpu']", 921, 'jax/_src/lax/linalg.py'),
     },
@@ -173,5 +180,17 @@ describe('breakParts', () => {
     expect(breakParts('fused_attention_stablehlo:1139')).toEqual(['fused_', 'attention_', 'stablehlo:', '1139']);
     expect(breakParts('dot_product_attention_fp8_bwd_wrapper').join('')).toBe('dot_product_attention_fp8_bwd_wrapper');
     expect(breakParts('sin')).toEqual(['sin']);
+  });
+});
+
+describe('a snippet Primitive named like a JAX primitive', () => {
+  const jaxAdd: RuleRow = { primitive: 'add', var: 'add_p', file: 'jax/_src/lax/lax.py', line: 1, used: false, own: false, cells: { jvp: cell('ad.primitive_jvps', 2) } };
+  const mine: RuleRow = { primitive: 'add', var: null, file: null, line: null, used: true, own: true, cells: {} };
+  it('is a row of its own, named as such, and a name picks the one in the jaxpr', () => {
+    expect(rowKey(jaxAdd)).toBe('add');
+    expect(rowKey(mine)).toBe('add (your Primitive)');
+    expect(rowOf([jaxAdd, mine], 'add')).toBe(mine); // the jaxpr's add is the snippet's
+    expect(rowOf([jaxAdd, mine], 'add (your Primitive)')).toBe(mine);
+    expect(rowOf([jaxAdd, { ...mine, used: false }], 'add')).toBe(jaxAdd);
   });
 });

@@ -109,7 +109,17 @@ export function breakParts(text: string): string[] {
   return text.split(/(?<=[_:.])/);
 }
 
-/** The row for a primitive name. */
-export function rowOf(rows: readonly RuleRow[], primitive: string): RuleRow | undefined {
-  return rows.find((r) => r.primitive === primitive);
+/** A row's name as shown and its key: the primitive's name, `add (your Primitive)` for the
+ * snippet's own Primitive object (a row of its own beside JAX's `add`). */
+export function rowKey(r: RuleRow): string {
+  return r.own ? `${r.primitive} (your Primitive)` : r.primitive;
+}
+
+/** The row for a key (`rowKey`) or a primitive name; for a name two rows share (the snippet's
+ * `Primitive("add")` and JAX's `add`), the one in the jaxpr, else JAX's (a click on JAX's row
+ * picks it by key: `rowKey` of JAX's row is the bare name, the snippet's carries its suffix). */
+export function rowOf(rows: readonly RuleRow[], key: string): RuleRow | undefined {
+  const named = rows.filter((r) => r.primitive === key);
+  if (named.length > 0) return named.find((r) => r.used) ?? named.find((r) => !r.own) ?? named[0];
+  return rows.find((r) => rowKey(r) === key);
 }

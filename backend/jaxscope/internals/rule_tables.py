@@ -143,9 +143,10 @@ def _module_primitives() -> Iterator[Any]:
 
 def known_primitives(extra: Iterable[Any] = ()) -> list[Any]:
     """Every primitive in any rule table or held by a loaded ``jax`` module's global, then those
-    of ``extra`` (a jaxpr's: a snippet's own ``Primitive`` may be in no table and no module)
-    whose name no other holds, sorted by name (names are unique in JAX 0.10.2; ties keep table
-    order)."""
+    of ``extra`` (a jaxpr's, a snippet's: a snippet's own ``Primitive`` may be in no table and
+    no module) not already there, matched by object: a snippet's ``Primitive("add")`` is a row
+    of its own beside JAX's ``add``. Sorted by name (JAX's names are unique in JAX 0.10.2; ties
+    keep table order, JAX's first)."""
     seen: dict[int, Any] = {}
     for table in _tables().values():
         for key in table:
@@ -153,12 +154,21 @@ def known_primitives(extra: Iterable[Any] = ()) -> list[Any]:
                 seen.setdefault(id(key), key)
     for prim in _module_primitives():
         seen.setdefault(id(prim), prim)
-    names = {str(p.name) for p in seen.values()}
     for prim in extra:
-        if id(prim) not in seen and str(prim.name) not in names:
-            seen[id(prim)] = prim
-            names.add(str(prim.name))
+        seen.setdefault(id(prim), prim)
     return sorted(seen.values(), key=lambda p: str(p.name))
+
+
+def jax_primitive_ids() -> frozenset[int]:
+    """The ids of the primitives a loaded ``jax`` module holds as a global (``lax.add_p``): a
+    snippet's own ``Primitive`` is not one of them (its rules may be in the tables, registered
+    by the snippet)."""
+    return frozenset(id(p) for p in _module_primitives())
+
+
+def is_primitive(value: Any) -> bool:
+    """Whether ``value`` is a JAX ``Primitive`` object (a snippet's global, say)."""
+    return isinstance(value, core.Primitive)
 
 
 @dataclass(frozen=True)
