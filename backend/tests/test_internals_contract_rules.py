@@ -99,3 +99,38 @@ def test_rule_tables_partials_and_globals() -> None:
     view = rule_tables.rule_view(lax.sin_p, "jvp")
     assert view is not None and view.table == "ad.primitive_jvps"
     assert isinstance(ad.primitive_jvps, dict)
+
+
+def test_every_table_primitive_of_jax_is_a_module_global() -> None:
+    """``known_primitives`` lists a table key only when it is a JAX module global or the
+    current snippet's (earlier runs' snippet primitives stay in JAX's process-wide tables): that
+    needs every primitive JAX itself registers to be a module global. Checked in a fresh
+    process, where no snippet has registered anything."""
+    import subprocess
+    import sys
+
+    code = (
+        "from jax._src import core\n"
+        "from jaxscope.internals import rule_tables as rt\n"
+        "rt.import_modules()\n"
+        "ids = rt.jax_primitive_ids()\n"
+        "stray = sorted({(k.name, t) for t, table in rt._tables().items() for k in table\n"
+        "                if isinstance(k, core.Primitive) and id(k) not in ids})\n"
+        "print(stray)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_an_earlier_runs_snippet_primitive_is_not_listed() -> None:
+    old = jax.extend.core.Primitive("jaxscope_earlier_run")
+    ad.primitive_jvps[old] = lambda primals, tangents: (primals[0], tangents[0])
+    try:
+        assert old not in rule_tables.known_primitives()
+        mine = jax.extend.core.Primitive("jaxscope_earlier_run")
+        listed = rule_tables.known_primitives([mine])
+        assert mine in listed and old not in listed
+    finally:
+        del ad.primitive_jvps[old]

@@ -145,12 +145,19 @@ def known_primitives(extra: Iterable[Any] = ()) -> list[Any]:
     """Every primitive in any rule table or held by a loaded ``jax`` module's global, then those
     of ``extra`` (a jaxpr's, a snippet's: a snippet's own ``Primitive`` may be in no table and
     no module) not already there, matched by object: a snippet's ``Primitive("add")`` is a row
-    of its own beside JAX's ``add``. Sorted by name (JAX's names are unique in JAX 0.10.2; ties
+    of its own beside JAX's ``add``. Primitives an earlier run's snippet left in the tables are
+    not listed. Sorted by name (JAX's names are unique in JAX 0.10.2; ties
     keep table order, JAX's first)."""
+    # A table key that is neither JAX's (a module global) nor in ``extra`` is an earlier run's
+    # snippet primitive, registered in JAX's process-wide tables by that run in this worker (a
+    # second run of the same snippet makes a second ``double``): not listed, as it is not this
+    # run's. JAX's own table primitives are all module globals (contract test).
+    extra = list(extra)
+    wanted = {id(p) for p in _module_primitives()} | {id(p) for p in extra}
     seen: dict[int, Any] = {}
     for table in _tables().values():
         for key in table:
-            if isinstance(key, core.Primitive):
+            if isinstance(key, core.Primitive) and id(key) in wanted:
                 seen.setdefault(id(key), key)
     for prim in _module_primitives():
         seen.setdefault(id(prim), prim)
