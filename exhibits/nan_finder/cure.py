@@ -257,18 +257,31 @@ def _find_branch(
     return None
 
 
-def explanation_for(names: list[str]) -> str:
-    """The plain account of why ``where`` leaks a NaN and what the inner ``where`` changes."""
+def explanation_for(names: list[str], at: str | None = None) -> str:
+    """The plain account of why ``where`` leaks a NaN and what the inner ``where`` changes;
+    ``at``: the primal primitive of the step where the walk stopped, when it is not one of the
+    guarded ``names`` (``p * log(p)``: ``mul``'s transpose multiplies the zero by the saved
+    ``log(p)``, -inf at 0, before ``log``'s own derivative is reached)."""
     shown = ", ".join(n if n in ("/", "**") else f"{n}" for n in names)
+    if at is not None and at not in names:
+        how = (
+            f"the transpose of {at} in that branch multiplies that zero by a factor the forward "
+            f"pass computed with {shown} at the discarded inputs (here Inf or NaN; {shown}'s own "
+            "derivative is not finite there either): 0 * inf = NaN, 0 * NaN = NaN. "
+        )
+    else:
+        how = (
+            f"the transpose of {shown}'s derivative multiplies that zero by the derivative at "
+            "the discarded inputs, where it is Inf or NaN: 0 * inf = NaN, 0 * NaN = NaN. "
+        )
     return (
         "jnp.where differentiates both branches. Its transpose (select_n's) sends the branch it "
-        "did not select a zero cotangent, and the transpose of "
-        f"{shown}'s derivative multiplies that zero by the derivative at the discarded inputs, "
-        "where it is Inf or NaN: 0 * inf = NaN, 0 * NaN = NaN. The outer where cannot remove a "
-        "NaN that is already in the cotangent. The cure is a second where on the argument: "
-        "where the outer where discards the branch, the argument becomes a safe value where the "
-        "derivative is finite, so the zero cotangent stays zero; where the branch is selected, "
-        "nothing changes."
+        "did not select a zero cotangent, and "
+        + how
+        + "The outer where cannot remove a NaN that is already in the cotangent. The cure is a "
+        "second where on the argument: where the outer where discards the branch, the argument "
+        "becomes a safe value where the derivative is finite, so the zero cotangent stays "
+        "zero; where the branch is selected, nothing changes."
     )
 
 

@@ -56,7 +56,7 @@ from jaxscope.protocol import CureView, EnclosingCall, MarkedValue, NonfiniteFou
 from jaxscope.sandbox.probe_api import ProbeContext, Snippet, blame_line
 from jaxscope.sandbox.snippet import load_snippet
 
-from exhibits.nan_finder.cure import Cure, double_where
+from exhibits.nan_finder.cure import Cure, double_where, explanation_for
 
 # Values with at most this many elements are sent in full (``MarkedValue.numbers``).
 MAX_NUMBERS = 64
@@ -226,6 +226,13 @@ def verify_cure(cure: Cure, argnums: tuple[int, ...], ones: bool = False) -> Cur
     view.cured_gradient = numbers(grads)
     view.verified = not any(is_nonfinite(leaf) for leaf in jax.tree.leaves(grads))
     return view
+
+
+def _guarded_primitives(names: list[str]) -> set[str]:
+    """The primal primitives guarded calls bind (``/`` is ``div``, ``**`` ``pow`` or
+    ``integer_pow``; ``sqrt`` and ``log`` are their own)."""
+    by_name = {"/": ("div",), "**": ("pow", "integer_pow")}
+    return {p for n in names for p in by_name.get(n, (n,))}
 
 
 def _custom_bwd_text(bwd: CustomBwd) -> str:
@@ -526,6 +533,9 @@ def finding(
         cure = double_where(ctx.snippet.source, event.source.line, event.source.column)
         if cure is not None:
             cure_view = verify_cure(cure, target.argnums, ones)
+            primal = record.primal_primitive
+            if primal and primal not in _guarded_primitives(cure.guarded):
+                cure_view.explanation = explanation_for(cure.guarded, primal)
     if cure_view is None:
         no_cure = (
             _custom_bwd_text(bwd)

@@ -190,6 +190,8 @@ def test_entropy_log_cures_the_log_inside_the_branch() -> None:
     assert res.numbers is not None and res.numbers[0] == "-inf"
     assert nf.cure is not None and nf.cure.guarded == ["log"] and nf.cure.verified
     assert "jnp.log(safe_p)" in nf.cure.after
+    # The account names the step's own primitive (a review: it said "log's derivative").
+    assert "the transpose of mul in that branch multiplies that zero" in nf.cure.explanation
     cured = truth_grad(nf.cure.source)[0]
     assert np.all(np.isfinite(cured))
     same_numbers(nf.cure.cured_gradient[0], cured.tolist())
