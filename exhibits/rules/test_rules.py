@@ -63,17 +63,17 @@ def tabulated() -> RulesTabulated:
 
 
 def live(table: dict[Any, Any]) -> dict[Any, Any]:
-    """The entries of one of JAX's tables whose primitive is JAX's own (a module global): other
-    tests in this process ran snippets that registered rules for their own primitives there
-    (the exhibit lists those only in the run that made them)."""
+    """The entries of one of JAX's tables whose primitive a loaded module holds (JAX's, flax's):
+    other tests in this process ran snippets that registered rules for their own primitives
+    there (the exhibit lists those only in the run that made them)."""
     rule_tables.import_modules()
-    ids = rule_tables.jax_primitive_ids()
+    ids = rule_tables.loaded_primitive_ids()
     return {p: r for p, r in table.items() if id(p) in ids}
 
 
 def jax_tables() -> dict[str, dict[Any, Any]]:
     """Column -> {primitive name: entry}, read straight from JAX's dicts (transpose: fancy
-    then plain, as ``backward_pass`` looks them up), JAX's own primitives only (``live``)."""
+    then plain, as ``backward_pass`` looks them up), less earlier snippets' (``live``)."""
     out: dict[str, dict[Any, Any]] = {
         "jvp": {p.name: r for p, r in live(ad.primitive_jvps).items()},
         "transpose": {

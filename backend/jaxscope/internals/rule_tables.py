@@ -141,6 +141,22 @@ def _module_primitives() -> Iterator[Any]:
                 yield value
 
 
+def _loaded_primitives() -> Iterator[Any]:
+    """The primitives any loaded module holds as a global: JAX's, a library's (``flax.nnx``'s
+    ``get_variable_p``), the current snippet's (its module is ``sys.modules["snippet"]``, which
+    the next snippet replaces)."""
+    for module in list(sys.modules.values()):
+        if module is None:
+            continue
+        try:
+            values = list(vars(module).values())
+        except TypeError:  # a module-like object without a __dict__
+            continue
+        for value in values:
+            if isinstance(value, core.Primitive):
+                yield value
+
+
 def known_primitives(extra: Iterable[Any] = ()) -> list[Any]:
     """Every primitive in any rule table or held by a loaded ``jax`` module's global, then those
     of ``extra`` (a jaxpr's, a snippet's: a snippet's own ``Primitive`` may be in no table and
@@ -148,12 +164,12 @@ def known_primitives(extra: Iterable[Any] = ()) -> list[Any]:
     of its own beside JAX's ``add``. Primitives an earlier run's snippet left in the tables are
     not listed. Sorted by name (JAX's names are unique in JAX 0.10.2; ties
     keep table order, JAX's first)."""
-    # A table key that is neither JAX's (a module global) nor in ``extra`` is an earlier run's
+    # A table key that no loaded module holds and that is not in ``extra`` is an earlier run's
     # snippet primitive, registered in JAX's process-wide tables by that run in this worker (a
     # second run of the same snippet makes a second ``double``): not listed, as it is not this
-    # run's. JAX's own table primitives are all module globals (contract test).
+    # run's. JAX's and the libraries' table primitives are all module globals (contract test).
     extra = list(extra)
-    wanted = {id(p) for p in _module_primitives()} | {id(p) for p in extra}
+    wanted = loaded_primitive_ids() | {id(p) for p in extra}
     seen: dict[int, Any] = {}
     for table in _tables().values():
         for key in table:
@@ -164,6 +180,12 @@ def known_primitives(extra: Iterable[Any] = ()) -> list[Any]:
     for prim in extra:
         seen.setdefault(id(prim), prim)
     return sorted(seen.values(), key=lambda p: str(p.name))
+
+
+def loaded_primitive_ids() -> frozenset[int]:
+    """The ids of the primitives any loaded module holds as a global (JAX's, libraries', the
+    current snippet's): the table keys :func:`known_primitives` lists besides its ``extra``."""
+    return frozenset(id(p) for p in _loaded_primitives())
 
 
 def jax_primitive_ids() -> frozenset[int]:
