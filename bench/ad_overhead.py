@@ -33,7 +33,6 @@ import argparse
 import json
 import statistics
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +48,7 @@ from jaxscope.internals.transpose_walk import (
     walk,
 )
 from jaxscope.sandbox.snippet import load_snippet
+from timing import median_s  # bench/timing.py (scripts run with bench/ on the path)
 
 SNIPPET = """
 import jax
@@ -171,15 +171,6 @@ def plain() -> None:
     """``jax.make_jaxpr(jax.grad(f))`` on a fresh snippet."""
     snippet = load_snippet(SNIPPET)
     jax.make_jaxpr(jax.grad(snippet.f))(*snippet.args)
-
-
-def median_s(fn: Callable[[], None], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main() -> None:

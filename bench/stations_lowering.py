@@ -35,6 +35,7 @@ from jaxscope.internals.recording import recording_eqns
 from jaxscope.internals.views import jaxpr_view
 from jaxscope.protocol import JaxprStaged
 from jaxscope.sandbox.snippet import load_snippet
+from timing import median_s  # bench/timing.py (scripts run with bench/ on the path)
 
 SNIPPET = """
 import jax.numpy as jnp
@@ -95,15 +96,6 @@ def links_only(steps: int) -> Callable[[], None]:
         op_links(*texts, closed)
 
     return run
-
-
-def median_s(fn: Callable[[], None], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main() -> None:

@@ -3,8 +3,6 @@
  * its SNIPPETS): a NaN inside a jax.checkpoint'ed function, an Inf made by a custom_vjp bwd rule,
  * and a vector output walked from an all-ones cotangent.
  */
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Event } from '../../frontend/src/protocol';
 import {
@@ -19,14 +17,9 @@ import {
   seedNote,
   seedValue,
 } from './view-model';
+import { fixtureLoader } from '../../frontend/src/test/fixtures';
 
-const dir = fileURLToPath(new URL('./fixtures/', import.meta.url));
-function load(name: string): Event[] {
-  return readFileSync(`${dir}${name}.jsonl`, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((l) => JSON.parse(l) as Event);
-}
+const load = fixtureLoader(import.meta.url);
 
 describe('checkpoint_sqrt: the Inf is born inside a jax.checkpoint body', () => {
   const model = nanModel(load('checkpoint_sqrt'));

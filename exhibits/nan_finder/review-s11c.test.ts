@@ -5,20 +5,13 @@
  * names jax_debug_infs; a residual inside jax.checkpoint is recomputed; a replayed prefix of a
  * finished run is not described as never run.
  */
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Event } from '../../frontend/src/protocol';
 import { SNIPPET_SOURCES } from './fixtures/snippets';
 import { cursorSelection, debugFlagsText, forwardVerdict, headline, landingSelection, nanModel } from './view-model';
+import { fixtureLoader } from '../../frontend/src/test/fixtures';
 
-const dir = fileURLToPath(new URL('./fixtures/', import.meta.url));
-function load(name: string): Event[] {
-  return readFileSync(`${dir}${name}.jsonl`, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((l) => JSON.parse(l) as Event);
-}
+const load = fixtureLoader(import.meta.url);
 function found(name: string) {
   const f = nanModel(load(name)).found;
   if (!f?.found) throw new Error(`${name}: no finding`);

@@ -21,15 +21,10 @@ import {
   stepSelection,
   type MarkedValue,
 } from './view-model';
+import { fixtureLoader } from '../../frontend/src/test/fixtures';
 
 // Captured from the real probe by fixtures/capture.py (never written by hand).
-const dir = fileURLToPath(new URL('./fixtures/', import.meta.url));
-function load(name: string): Event[] {
-  return readFileSync(`${dir}${name}.jsonl`, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((l) => JSON.parse(l) as Event);
-}
+const load = fixtureLoader(import.meta.url);
 const lineOf = (source: string, text: string): number => source.split('\n').findIndex((l) => l.includes(text)) + 1;
 const example = (name: string): string =>
   readFileSync(fileURLToPath(new URL(`./examples/${name}.py`, import.meta.url)), 'utf8');

@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Event } from '../../frontend/src/protocol';
 import {
@@ -14,15 +12,10 @@ import {
   visitState,
   visitsOmitted,
 } from './view-model';
+import { fixtureLoader } from '../../frontend/src/test/fixtures';
 
 // Captured from the real probe by fixtures/capture.py (never written by hand).
-const dir = fileURLToPath(new URL('./fixtures/', import.meta.url));
-function load(name: string): Event[] {
-  return readFileSync(`${dir}${name}.jsonl`, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((l) => JSON.parse(l) as Event);
-}
+const load = fixtureLoader(import.meta.url);
 
 describe('nested_params: dict, list of dataclasses, namedtuple, None', () => {
   const events = load('nested_params');

@@ -17,15 +17,10 @@ import {
   vmaSentence,
   vmaText,
 } from './view-model';
+import { fixtureLoader } from '../../frontend/src/test/fixtures';
 
 // Captured from the real probe by fixtures/capture.py (never written by hand).
-const dir = fileURLToPath(new URL('./fixtures/', import.meta.url));
-function load(name: string): Event[] {
-  return readFileSync(`${dir}${name}.jsonl`, 'utf8')
-    .trim()
-    .split('\n')
-    .map((line) => JSON.parse(line) as Event);
-}
+const load = fixtureLoader(import.meta.url);
 
 describe('psum_rows (the default example)', () => {
   const events = load('psum_rows');

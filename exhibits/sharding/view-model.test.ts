@@ -20,15 +20,10 @@ import {
   unravel,
   type ShardingPlaced,
 } from "./view-model";
+import { fixtureLoader } from "../../frontend/src/test/fixtures";
 
 // Captured from the real probe by fixtures/capture.py (never written by hand).
-const dir = fileURLToPath(new URL("./fixtures/", import.meta.url));
-function load(name: string): Event[] {
-  return readFileSync(`${dir}${name}.jsonl`, "utf8")
-    .split("\n")
-    .filter((l) => l.trim() !== "")
-    .map((l) => JSON.parse(l) as Event);
-}
+const load = fixtureLoader(import.meta.url);
 
 function arg0(events: readonly Event[]): ShardingPlaced {
   const found = shardingModel(events).placed.find((p) => p.name === "args[0]");

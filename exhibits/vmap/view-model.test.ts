@@ -1,5 +1,3 @@
-import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import type { Event } from "../../frontend/src/protocol";
 import {
@@ -15,15 +13,10 @@ import {
   valueRows,
   vmapModel,
 } from "./view-model";
+import { fixtureLoader } from "../../frontend/src/test/fixtures";
 
 // Captured from the real probe by fixtures/capture.py (never written by hand).
-const dir = fileURLToPath(new URL("./fixtures/", import.meta.url));
-function load(name: string): Event[] {
-  return readFileSync(`${dir}${name}.jsonl`, "utf8")
-    .split("\n")
-    .filter((l) => l.trim() !== "")
-    .map((l) => JSON.parse(l) as Event);
-}
+const load = fixtureLoader(import.meta.url);
 
 describe("broadcast_columns: x mapped on axis 1, y on axis 0, bias not mapped", () => {
   const events = load("broadcast_columns");
