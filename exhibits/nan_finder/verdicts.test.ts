@@ -1,5 +1,5 @@
 /**
- * The s11c review findings, on events captured from the real probe (fixtures/capture.py): the
+ * Verdicts and landings, on events captured from the real probe (fixtures/capture.py): the
  * verdict says "nothing downstream used it" only when f's output is finite; a custom_vjp bwd's
  * finding lands on the bwd's bad line; a non-scalar output names jax.vjp, not jax.grad; an Inf
  * names jax_debug_infs; a residual inside jax.checkpoint is recomputed; a replayed prefix of a
@@ -19,7 +19,7 @@ function found(name: string) {
 }
 const lineOf = (source: string | undefined, text: string): number => (source ?? '').split('\n').findIndex((l) => l.includes(text)) + 1;
 
-describe("item 1: 'nothing downstream used it' only when f's output is finite", () => {
+describe("'nothing downstream used it' only when f's output is finite", () => {
   it("a log(0) that f returns (inside jax.checkpoint) says f's output itself is NaN/Inf", () => {
     const f = found('checkpoint_log');
     expect(f.forward_nonfinite).toBe(true);
@@ -35,7 +35,7 @@ describe("item 1: 'nothing downstream used it' only when f's output is finite", 
   });
 });
 
-describe('item 2: a custom_vjp bwd finding points at the bwd', () => {
+describe('a custom_vjp bwd finding points at the bwd', () => {
   const src = SNIPPET_SOURCES.custom_vjp_bwd;
   const bad = lineOf(src, 'g / (r - r)');
   const f = found('custom_vjp_bwd');
@@ -56,7 +56,7 @@ describe('item 2: a custom_vjp bwd finding points at the bwd', () => {
   });
 });
 
-describe('item 3: a bwd inside a scan inside jax.checkpoint', () => {
+describe('a bwd inside a scan inside jax.checkpoint', () => {
   it('is walked down to the bwd line', () => {
     const src = SNIPPET_SOURCES.checkpoint_scan_custom_vjp;
     const f = found('checkpoint_scan_custom_vjp');
@@ -67,7 +67,7 @@ describe('item 3: a bwd inside a scan inside jax.checkpoint', () => {
   });
 });
 
-describe('item 4: a callback raising under jax_debug_nans', () => {
+describe('a callback raising under jax_debug_nans', () => {
   it("is reported as jax_debug_nans' outcome", () => {
     const f = found('callback_bwd');
     expect(debugFlagsText(f)).toContain(
@@ -76,7 +76,7 @@ describe('item 4: a callback raising under jax_debug_nans', () => {
   });
 });
 
-describe('item 6: what the debug flags do', () => {
+describe('what the debug flags do', () => {
   it('a non-scalar output names jax.vjp with the ones cotangent (jax.grad refuses it)', () => {
     const t = debugFlagsText(found('vector_where'));
     expect(t).toContain('Under jax_debug_nans, jax.vjp with the ones(f32[3]) cotangent');
@@ -90,7 +90,7 @@ describe('item 6: what the debug flags do', () => {
   });
 });
 
-describe('item 7: residuals inside jax.checkpoint are recomputed', () => {
+describe('residuals inside jax.checkpoint are recomputed', () => {
   it('says so for the checkpointed sqrt', () => {
     const v = forwardVerdict(found('checkpoint_sqrt'));
     expect(v).toContain('recomputed in the backward pass');
@@ -101,7 +101,7 @@ describe('item 7: residuals inside jax.checkpoint are recomputed', () => {
   });
 });
 
-describe('item 8: replaying the first events of a finished run', () => {
+describe('replaying the first events of a finished run', () => {
   const events = load('where_sqrt');
   it('never shows the never-run text once the run has begun', () => {
     for (let k = 1; k <= events.length; k++) {
