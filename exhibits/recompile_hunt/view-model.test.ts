@@ -127,17 +127,22 @@ describe("training_stopped", () => {
     expect(text).toContain("12 s time budget (12.0 s)");
   });
 
-  it("says when the step cap stopped the loop, not the time budget", () => {
-    const stop: Event = {
-      type: "training_stopped",
+  /** A training_stopped at the 200-step cap, f having been called with ``requested_n``. */
+  function capStop(requestedN: number) {
+    return {
+      type: "training_stopped" as const,
       seq: 200,
       run_id: "r",
       steps_run: 200,
       budget_s: 12,
       elapsed_s: 0.4,
       max_steps: 200,
-      requested_n: 50,
+      requested_n: requestedN,
     };
+  }
+
+  it("says when the step cap stopped the loop, not the time budget", () => {
+    const stop: Event = capStop(50);
     const text = stoppedText(stop);
     // n = 50 within the cap and the loop ran on: it does not use n
     expect(text).toContain("Stopped after 200 steps: the hunt watches at most 200 steps");
@@ -146,16 +151,7 @@ describe("training_stopped", () => {
   });
 
   it("names the requested n when the cap stopped it (args = (10**9,)), no misleading hint", () => {
-    const stop = {
-      type: "training_stopped" as const,
-      seq: 200,
-      run_id: "r",
-      steps_run: 200,
-      budget_s: 12,
-      elapsed_s: 0.4,
-      max_steps: 200,
-      requested_n: 1_000_000_000,
-    };
+    const stop = capStop(1_000_000_000);
     const text = stoppedText(stop);
     expect(text).toContain("f was called with n = 1000000000");
     expect(text).toContain("the step cap stopped it");
