@@ -27,14 +27,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax
-import numpy as np
 from jax._src import core, source_info_util
 from jax._src.interpreters import ad
 
-from jaxscope.internals.custom_rules import return_source
+from jaxscope.internals.custom_rules import code_line, return_source
+from jaxscope.internals.transpose_walk import is_nonfinite
 from jaxscope.internals.views import snippet_source
 from jaxscope.protocol import SourceLoc
-from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
 
 source_info_util.register_exclusion(__file__)
 
@@ -184,9 +183,7 @@ def custom_bwd(eqn: core.JaxprEqn, args: Sequence[Any], cts: Sequence[Any]) -> C
     bwd = eqn.params["bwd"]
     debug = getattr(bwd, "debug_info", None)
     name = str(getattr(debug, "func_name", None) or "bwd")
-    code = getattr(_bwd_function(eqn), "__code__", None)
-    in_snippet = code is not None and code.co_filename == SNIPPET_FILENAME
-    line = code.co_firstlineno if in_snippet else None
+    line = code_line(_bwd_function(eqn))
     res = list(args[: eqn.params["num_res"]])
     cts_in = [ad.instantiate_zeros(c) for c in cts]
     try:
@@ -206,12 +203,7 @@ def custom_bwd(eqn: core.JaxprEqn, args: Sequence[Any], cts: Sequence[Any]) -> C
             ans = e.primitive.bind(*map(read, e.invars), **params)
         outs = ans if e.primitive.multiple_results else [ans]
         env.update(zip(e.outvars, outs, strict=True))
-        if any(_nonfinite(o) for o in outs):
+        if any(is_nonfinite(o) for o in outs):
             where = snippet_source(e.source_info.traceback)
             return CustomBwd(name, line, (e.primitive.name, where))
     return CustomBwd(name, line, None)
-
-
-def _nonfinite(x: Any) -> bool:
-    arr = np.asarray(x)
-    return bool(np.issubdtype(arr.dtype, np.inexact) and not np.all(np.isfinite(arr)))
