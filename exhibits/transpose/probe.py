@@ -101,7 +101,7 @@ def run(ctx: ProbeContext) -> None:
                     ctx.emit(event)
                 raise mark_during(eager_error, _transposing(primitive))
         lin = linearize_vjp(fun, diff_args)
-        seed, seed_text = _seed(lin)
+        seed, seed_text = grad_seed(lin)
     ctx.emit(linear_jaxpr_staged(lin))
     with ctx.stage("run"):
         emitted = _WalkEvents(lin)
@@ -164,7 +164,7 @@ def failing_walk(
     another class or message than ``grad_error``."""
     try:
         lin = linearize_vjp(fun, diff_args)
-        seed = _seed(lin)[0]
+        seed = grad_seed(lin)[0]
     except Exception:
         return None
     staged = linear_jaxpr_staged(lin)
@@ -305,13 +305,6 @@ def _non_scalar_output(plan: CallPlan, args: tuple[Any, ...], argnums: Sequence[
     )
 
 
-def _seed(lin: Linearized) -> tuple[list[Any], str]:
-    """The output cotangents: 1.0 for a scalar (``jax.grad``), else all ones (shared with the
-    nan_finder: ``transpose_walk.grad_seed``)."""
-    seed: tuple[list[Any], str] = grad_seed(lin)
-    return seed
-
-
 def nested(tree: Any) -> Any:
     """One argument's values as JSON: ``None`` stays ``None``, an array (or Python scalar) is
     nested lists of floats, any other pytree the list of its leaves in ``jax.tree.leaves``
@@ -437,7 +430,7 @@ def check_gradient(
         args64 = tuple(jax.tree.map(_to64, a) for a in args)
         fun64, diff64 = dynamic_fun(plan, args64, argnums)
         lin64 = linearize_vjp(fun64, diff64)
-        seed64 = _seed(lin64)[0]
+        seed64 = grad_seed(lin64)[0]
         grad64 = lin64.in_tree.unflatten(walk(lin64, seed64).cotangents)
 
     def fd_loss(*full: Any) -> Any:
