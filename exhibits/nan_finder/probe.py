@@ -56,6 +56,7 @@ from jaxscope.protocol import CureView, EnclosingCall, MarkedValue, NonfiniteFou
 from jaxscope.sandbox.probe_api import ProbeContext, Snippet, blame_line
 from jaxscope.sandbox.snippet import load_snippet
 
+from exhibits.custom_vjp.explain import BWD_STRUCTURE
 from exhibits.nan_finder.cure import Cure, double_where, explanation_for
 
 # Values with at most this many elements are sent in full (``MarkedValue.numbers``).
@@ -64,9 +65,6 @@ MAX_NUMBERS = 64
 MAX_POSITIONS = 64
 # Gradient leaves with more elements than this are sent as None.
 MAX_GRADIENT_ELEMENTS = 4096
-# The start of JAX's error for a custom_vjp bwd returning the wrong structure
-# (``custom_derivatives._flatten_bwd``), as the custom_vjp exhibit matches it.
-BWD_STRUCTURE = "Custom VJP bwd rule must produce an output with the same container"
 # The file name the rewritten (cured) snippet is compiled under: not the user's.
 CURED_FILENAME = "<snippet-cured>"
 
@@ -324,7 +322,7 @@ def run(ctx: ProbeContext) -> None:
             result = walk(lin, cts, on_step, on_error=failed.append)
         except TypeError as e:
             at = custom_bwd_return(failed[0].eqn) if failed else None
-            if at is None or not str(e).startswith(BWD_STRUCTURE):
+            if at is None or not str(e).startswith(BWD_STRUCTURE):  # the custom_vjp lab's match
                 raise
             # JAX checks bwd's output after bwd returned: its traceback ends at the call in f.
             # Point at bwd's return, as the custom_vjp exhibit does.
