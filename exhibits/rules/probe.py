@@ -110,7 +110,7 @@ def run(ctx: ProbeContext) -> None:
         except Exception as exc:  # the table first, then JAX's error as the run's failure
             error = exc
     objects = rule_tables.primitive_objects_in(closed) if closed is not None else []
-    in_jaxpr = rule_tables.primitives_in(closed) if closed is not None else []
+    in_jaxpr = list(dict.fromkeys(str(p.name) for p in objects))  # primitives_in, walked once
     own = _own_primitives(ctx, objects)
     columns, rows = tabulate(frozenset(in_jaxpr), objects, used_objects=objects, own=own)
     counts = {c: sum(1 for r in rows if c in r.cells) for c in columns}
