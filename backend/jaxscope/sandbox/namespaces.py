@@ -1,0 +1,328 @@
+"""The outer boundary of a sandbox worker: Linux namespaces through bubblewrap (``bwrap``).
+
+Every worker runs inside its own ``bwrap`` (Debian's ``bubblewrap``, the sandbox Flatpak uses):
+
+- its own **pid namespace** (``--unshare-pid``) whose init is bwrap's reaper: when the supervisor
+  kills the worker, or the server dies (``--die-with-parent``), the kernel kills every process
+  left in the namespace, including one a snippet detached with ``fork`` + ``setsid``;
+- its own **network namespace** (``--unshare-net``): only a loopback of its own, so no
+  connection anywhere, loopback services of the host included; also its own IPC, UTS and cgroup
+  namespaces;
+- a **file system of its own**: a fresh root with read-only binds of the system (``/usr``, the
+  libraries, a few files of ``/etc``), the Python installation, the venv and the two packages it
+  imports (``jaxscope`` and ``exhibits``), its own ``/proc`` (it sees only its own processes) and
+  a minimal ``/dev``, and a private, size-capped ``tmpfs`` at ``/tmp`` (its home and working
+  directory) that vanishes with the namespace: the server's and other workers' files are not
+  there at all, and nothing is left to clean up;
+- as **root**, bwrap runs the worker through ``setpriv`` as a uid of its own (:class:`UidLease`)
+  in group ``nogroup`` with no supplementary groups and ``no_new_privs``: the worker never holds
+  root, not even while JAX starts. Without root, bwrap makes an unprivileged user namespace and
+  the worker keeps the server's uid (other workers are still invisible to it).
+
+:func:`sandbox_problem` checks once that namespaces work here; the server refuses to start without
+them unless started with ``--unsafe-no-sandbox`` (``JAXSCOPE_NAMESPACES=0``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import grp
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import exhibits
+import jaxscope
+
+# The uids handed to root-started workers: WORKER_UID_BASE .. WORKER_UID_BASE + UID_SLOTS - 1.
+WORKER_UID_BASE = 100_000
+UID_SLOTS = 50_000
+# Where uid leases are held (one lock file per uid, flock'ed while its worker may exist), shared
+# by every jaxscope process on the machine so that two servers never hand out the same uid.
+UID_LOCK_DIR = Path(tempfile.gettempdir()) / "jaxscope-worker-uids"
+
+# Files of /etc a worker needs (the dynamic loader's cache, user/group names, the time zone).
+_ETC_FILES = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "localtime",
+    "alternatives",
+)
+# Top-level system directories, bound read-only where they are real directories and recreated as
+# the same symlinks where they are symlinks (Debian's merged /usr: /lib -> usr/lib).
+_SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+_SETPRIV = "/usr/bin/setpriv"
+
+_MISSING = (
+    "bubblewrap (bwrap) is not installed: jaxscope runs every sandbox worker in its own Linux "
+    "namespaces through it. Install it (Debian: apt-get install bubblewrap; `make serve` and "
+    "`make test` do), or start with --unsafe-no-sandbox to run user code without namespaces "
+    "(only for code you trust)."
+)
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap is missing or this kernel forbids the namespaces it needs (message: why)."""
+
+
+def bwrap_path() -> str | None:
+    """The ``bwrap`` executable on ``PATH``, or None."""
+    return shutil.which("bwrap")
+
+
+def _real(path: str) -> str:
+    return os.path.realpath(path)
+
+
+@functools.cache
+def readonly_paths() -> tuple[str, ...]:
+    """What a worker sees of the host besides the system directories: the Python installation,
+    the venv, and the ``jaxscope`` and ``exhibits`` packages (each bound at its own path)."""
+    paths = {
+        _real(sys.base_prefix),
+        _real(sys.prefix),
+        str(Path(_real(jaxscope.__file__)).parent),
+        str(Path(_real(exhibits.__file__)).parent),
+        # The python executable may live outside its prefix (a venv's bin/python is a symlink).
+        str(Path(_real(sys.executable)).parent),
+    }
+    kept = sorted(paths)
+    return tuple(p for p in kept if not any(p != q and p.startswith(q + os.sep) for q in kept))
+
+
+def _parents(paths: tuple[str, ...]) -> list[str]:
+    """The ancestors of ``paths`` below ``/`` and outside the system directories, outermost
+    first (``/work``, ``/work/main`` for ``/work/main/.venv``)."""
+    found: list[str] = []
+    for path in paths:
+        parts = Path(path).parts[1:-1]
+        for i in range(len(parts)):
+            parent = "/" + "/".join(parts[: i + 1])
+            if parts[0] not in _SYSTEM_DIRS and parent not in found:
+                found.append(parent)
+    return found
+
+
+def _gpu_args() -> list[str]:
+    """Device nodes and sysfs a GPU backend needs, where an NVIDIA driver is loaded."""
+    nodes = sorted(str(p) for p in Path("/dev").glob("nvidia*"))
+    if not nodes:
+        return []
+    args = ["--ro-bind", "/sys", "/sys"]
+    for node in nodes:
+        args += ["--dev-bind", node, node]
+    return args
+
+
+@functools.cache
+def worker_gid() -> int:
+    """The group of root-started workers: ``nogroup`` (Debian) or ``nobody``."""
+    for name in ("nogroup", "nobody"):
+        with contextlib.suppress(KeyError):
+            return grp.getgrnam(name).gr_gid
+    return 65534
+
+
+def bwrap_argv(command: list[str], *, uid: int | None, tmp_bytes: int) -> list[str]:
+    """The ``bwrap`` command line that runs ``command`` (argv, absolute paths) in the worker's
+    namespaces (see the module docstring). ``uid``: the uid to run as (root only; None keeps the
+    caller's); ``tmp_bytes``: the size cap of the private ``/tmp`` (bytes, > 0).
+
+    Raises :class:`SandboxUnavailable` when ``bwrap`` is not installed."""
+    bwrap = bwrap_path()
+    if bwrap is None:
+        raise SandboxUnavailable(_MISSING)
+    argv = [
+        bwrap,
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname",
+        "jaxscope-worker",
+    ]
+    for name in _SYSTEM_DIRS:
+        host = Path("/") / name
+        if host.is_symlink():
+            argv += ["--symlink", os.readlink(host), str(host)]
+        elif host.is_dir():
+            argv += ["--ro-bind", str(host), str(host)]
+    for name in _ETC_FILES:
+        argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    # bwrap would create the bound paths' parents with the caller's umask (0700 under umask
+    # 077, unreadable to the worker's uid): create them 0755 first.
+    for parent in _parents(readonly_paths()):
+        argv += ["--perms", "0755", "--dir", parent]
+    for path in readonly_paths():
+        argv += ["--ro-bind", path, path]
+    argv += [
+        "--ro-bind-try",
+        "/sys/devices/system/cpu",
+        "/sys/devices/system/cpu",
+        *_gpu_args(),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--perms",
+        "01777",
+        "--size",
+        str(tmp_bytes),
+        "--tmpfs",
+        "/tmp",
+        "--chdir",
+        "/tmp",
+    ]
+    if uid is None:
+        return [*argv, "--", *command]
+    # bwrap drops every capability of a privileged sandbox but these two, which setpriv needs for
+    # the switch; setuid to a non-zero uid clears them again.
+    return [
+        *argv,
+        "--cap-add",
+        "CAP_SETUID",
+        "--cap-add",
+        "CAP_SETGID",
+        "--",
+        _SETPRIV,
+        f"--reuid={uid}",
+        f"--regid={worker_gid()}",
+        "--clear-groups",
+        "--no-new-privs",
+        "--",
+        *command,
+    ]
+
+
+@functools.cache
+def sandbox_problem() -> str | None:
+    """Why workers cannot run in namespaces here (bwrap missing, or the kernel refused to make
+    the namespaces: e.g. unprivileged user namespaces disabled, or a container without
+    ``CAP_SYS_ADMIN``), or None when a trial sandbox ran. Checked once per process."""
+    if bwrap_path() is None:
+        return _MISSING
+    uid = WORKER_UID_BASE + UID_SLOTS if os.geteuid() == 0 else None
+    argv = bwrap_argv(["/bin/true"], uid=uid, tmp_bytes=2**20)
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap could not start a sandbox: {exc}"
+    if done.returncode != 0:
+        why = done.stderr.decode(errors="replace").strip().splitlines()
+        return (
+            "bubblewrap could not create the sandbox's namespaces on this machine ("
+            + (why[-1] if why else f"exit status {done.returncode}")
+            + "). Enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1"
+            " or user.max_user_namespaces), run the container with namespaces allowed, or start "
+            "with --unsafe-no-sandbox to run user code without namespaces (only for code you "
+            "trust)."
+        )
+    return None
+
+
+class UidLease:
+    """A worker uid held by this process until :meth:`release`: an exclusive ``flock`` on
+    ``UID_LOCK_DIR/<uid>``, so that no jaxscope process on the machine hands the uid to another
+    worker while this one's processes may still exist. Release only once they are gone."""
+
+    def __init__(self, uid: int, fd: int) -> None:
+        self.uid = uid
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        """Give the uid back (idempotent)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+
+class _Cursor:
+    next = 0
+
+
+def lease_uid() -> UidLease:
+    """A uid no other live jaxscope worker on this machine holds. The search starts after the
+    last uid this process leased (uids are reused as late as possible). Blocking (file locks):
+    call it off the event loop. Raises ``RuntimeError`` when all :data:`UID_SLOTS` are held."""
+    UID_LOCK_DIR.mkdir(mode=0o700, exist_ok=True)
+    for step in range(UID_SLOTS):
+        slot = (_Cursor.next + step) % UID_SLOTS
+        uid = WORKER_UID_BASE + slot
+        fd = os.open(UID_LOCK_DIR / str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        _Cursor.next = slot + 1
+        return UidLease(uid, fd)
+    raise RuntimeError(f"all {UID_SLOTS} worker uids are in use")
+
+
+def pids_of_uid(uid: int) -> Iterator[int]:
+    """Pids of the live processes whose real uid is ``uid`` (from ``/proc/*/status``)."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            with open(f"/proc/{entry.name}/status", "rb") as status:
+                for line in status:
+                    if line.startswith(b"Uid:"):
+                        if int(line.split()[1]) == uid:
+                            yield int(entry.name)
+                        break
+
+
+def kill_uid(uid: int, timeout_s: float = 5.0) -> bool:
+    """SIGKILL every process running as ``uid`` until none is left (blocking: call it off the
+    event loop); True when none is left within ``timeout_s``."""
+    import signal
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = list(pids_of_uid(uid))
+        if not left:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        for pid in left:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.05)
+
+
+def _parent_pids() -> dict[int, int]:
+    """pid -> parent pid of every live process (``/proc/*/stat``)."""
+    parents: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                text = stat.read()
+            # Field 4 (ppid) follows the command name, which may hold spaces, in parentheses.
+            parents[int(entry.name)] = int(text[text.rfind(b")") + 2 :].split()[1])
+    return parents
+
+
+def python_in_sandbox(bwrap_pid: int) -> int | None:
+    """The host pid of the command bwrap ``bwrap_pid`` runs: its grandchild (bwrap forks the pid
+    namespace's init, which forks the command); None when it is not found."""
+    parents = _parent_pids()
+    children = [pid for pid, ppid in parents.items() if ppid == bwrap_pid]
+    grandchildren = sorted(pid for pid, ppid in parents.items() if ppid in children)
+    return grandchildren[0] if grandchildren else None
