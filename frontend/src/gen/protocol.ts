@@ -49,6 +49,7 @@ export type Event =
   | ShardMapChecked
   | ShardMapOutputsAssembled
   | RulesTabulated
+  | RunQueued
   | RunFinished
   | RunFailed;
 export type Request = RunRequest | CancelRequest;
@@ -2195,6 +2196,28 @@ export interface RuleCell {
   name: string;
   table: string;
   text: string | null;
+}
+/**
+ * Not a step of the run: the run waits for a sandbox worker (every worker is busy, or the
+ * client holds its share of them). Sent by the server when the run starts waiting and whenever
+ * its place changes; the page shows it until the run's first event, and Cancel leaves the
+ * queue. ``position``: 1 = next to get a worker; ``waiting``: runs waiting in all;
+ * ``estimate_s``: about how long until a worker is free (seconds, from the recent hold times
+ * of workers; None while unknown); ``reason``: ``pool_full`` or ``client_share`` (this client's
+ * other sessions hold its share: ``JAXSCOPE_MAX_WORKERS_PER_CLIENT``). Its ``seq`` is always 0
+ * and it is never part of the stepper's event list.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "RunQueued".
+ */
+export interface RunQueued {
+  estimate_s: number | null;
+  position: number;
+  reason: 'pool_full' | 'client_share';
+  run_id: string;
+  seq: number;
+  type: 'run_queued';
+  waiting: number;
 }
 /**
  * Terminal: the run completed. ``duration_ms`` is the worker-side wall time.
