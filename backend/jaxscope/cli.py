@@ -6,10 +6,12 @@ session, in this process's event loop; no server needed). Output: a short summar
 ``--json`` every event as one JSON line, ``--print ARTEFACT`` that artefact's text alone (e.g.
 ``--print jaxpr`` is ``str(jax.make_jaxpr(f, static_argnums=...)(*args))`` plus a newline). The
 exit status is 1 when the run fails (kind, JAX's error class and message, and ``line N`` go to
-stderr), 2 on a usage error, and 3 when the run finished but what the exhibit shows is an error
-JAX raised on the user's code (the carry check of a ``lax.scan``, a rejected transform stack,
-``jax.jit(jax.grad(f))``...: ``exhibits/shown.py``; one stderr line per error, the artefact is
-still printed). Limits come from ``JAXSCOPE_*`` variables and the flags.
+stderr), 2 on a usage error (among them a FILE that is not UTF-8, or longer than
+``MAX_CODE_CHARS`` characters: it is read no further than that), and 3 when the run finished but
+what the exhibit shows is an error JAX raised on the user's code (the carry check of a
+``lax.scan``, a rejected transform stack, ``jax.jit(jax.grad(f))``...: ``exhibits/shown.py``; one
+stderr line per error, the artefact is still printed). Limits come from ``JAXSCOPE_*`` variables
+and the flags.
 """
 
 from __future__ import annotations
@@ -19,16 +21,18 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import io
 import os
 import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO, get_args
+from typing import BinaryIO, TextIO, get_args
 
 from exhibits.registry import EXHIBITS
 from exhibits.shown import ShownError
 from jaxscope.protocol import (
+    MAX_CODE_CHARS,
     EventModel,
     RunFailed,
     RunFinished,
@@ -55,6 +59,27 @@ def _limit_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _sandbox_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="run user code WITHOUT bubblewrap's namespaces (no network, pid or file-system "
+        "isolation; only the rlimits and the audit hook remain): only where the kernel forbids "
+        "namespaces, and only for code you trust (JAXSCOPE_NAMESPACES=0)",
+    )
+
+
+def sandbox_refusal(limits: Limits) -> str | None:
+    """Why a command must not start: workers need namespaces (``limits.namespaces``) that this
+    machine cannot make; None when they work or were explicitly turned off."""
+    from jaxscope.sandbox.namespaces import sandbox_problem
+
+    if not limits.namespaces:
+        return None
+    why = sandbox_problem()
+    return None if why is None else f"jaxscope: cannot start: {why}"
+
+
 def _max_workers_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-workers",
@@ -74,6 +99,8 @@ def _limits(base: Limits, ns: argparse.Namespace, wall: float | None) -> Limits:
         changes["cpu_s"] = ns.cpu
     if ns.memory_gib is not None:
         changes["address_space_bytes"] = int(ns.memory_gib * 2**30)
+    if getattr(ns, "unsafe_no_sandbox", False):
+        changes["namespaces"] = False
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
@@ -105,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="relay sessions to the hosted pool on this Unix socket (see `jaxscope pool`)",
     )
     _limit_flags(serve)
+    _sandbox_flag(serve)
 
     pool = sub.add_parser("pool", help="serve sandbox sessions on a Unix socket (hosted mode)")
     pool.add_argument("--socket", type=Path, required=True, metavar="PATH")
@@ -114,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=None, metavar="S", help="wall-clock seconds per run"
     )
     _limit_flags(pool)
+    _sandbox_flag(pool)
 
     run = sub.add_parser("run", help="run an exhibit on a snippet file, headless")
     run.add_argument("exhibit", help=f"exhibit id ({', '.join(EXHIBITS)})")
@@ -144,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
         "persistent)",
     )
     _limit_flags(run)
+    _sandbox_flag(run)
     return parser
 
 
@@ -182,6 +212,9 @@ def _serve(ns: argparse.Namespace) -> int:
     settings = with_token(
         dataclasses.replace(settings, limits=_limits(settings.limits, ns, ns.timeout))
     )
+    if settings.pool_socket is None and (refusal := sandbox_refusal(settings.limits)):
+        print(refusal, file=sys.stderr)
+        return EXIT_USAGE
     try:
         app = create_app(settings)
     except IncompleteExhibit as exc:
@@ -204,6 +237,9 @@ def _pool(ns: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(name)s: %(message)s")
     settings = settings_from_env(workers=ns.workers, max_workers=ns.max_workers)
     limits = _limits(settings.limits, ns, ns.timeout)
+    if refusal := sandbox_refusal(limits):
+        print(refusal, file=sys.stderr)
+        return EXIT_USAGE
     print(f"jaxscope pool serving on {ns.socket}", flush=True)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(
@@ -305,12 +341,30 @@ def _summary(events: Sequence[EventModel], exhibit: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def read_code(stream: BinaryIO) -> str:
+    """The snippet in ``stream`` as UTF-8 (utf-8-sig: a file saved with a byte-order mark, as
+    Windows editors do, reads as plain code), newlines as they are; at most
+    ``MAX_CODE_CHARS + 1`` characters are read, so that an endless or huge input is refused
+    (by the caller) without reading it all. Raises ``UnicodeDecodeError``."""
+    text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
+    try:
+        return text.read(MAX_CODE_CHARS + 1)
+    finally:
+        text.detach()  # leave ``stream`` open: its owner closes it
+
+
 def _read_stdin(needs_snippet: bool) -> str:
-    """FILE ``-``: the snippet from stdin; nothing from a terminal when the exhibit needs no
-    snippet (``jaxscope run config - --print options``)."""
+    """FILE ``-``: the snippet from stdin (:func:`read_code`); nothing from a terminal when the
+    exhibit needs no snippet (``jaxscope run config - --print options``)."""
     if not needs_snippet and sys.stdin.isatty():
         return ""
-    return sys.stdin.buffer.read().decode("utf-8-sig")
+    return read_code(sys.stdin.buffer)
+
+
+def _read_file(path: Path) -> str:
+    """FILE: the snippet in ``path`` (:func:`read_code`)."""
+    with path.open("rb") as fh:
+        return read_code(fh)
 
 
 def _run(ns: argparse.Namespace) -> int:
@@ -329,20 +383,26 @@ def _run(ns: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     try:
-        # utf-8-sig: a file saved with a byte-order mark (Windows editors) reads as plain code.
-        code = (
-            _read_stdin(exhibit.needs_snippet)
-            if str(ns.file) == "-"
-            else ns.file.read_text(encoding="utf-8-sig")
-        )
+        code = _read_stdin(exhibit.needs_snippet) if str(ns.file) == "-" else _read_file(ns.file)
     except OSError as exc:
         print(f"jaxscope: cannot read {ns.file}: {exc.strerror}", file=sys.stderr)
         return EXIT_USAGE
     except UnicodeDecodeError as exc:
         print(f"jaxscope run: {ns.file} is not UTF-8 text: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if len(code) > MAX_CODE_CHARS:
+        source = "stdin" if str(ns.file) == "-" else str(ns.file)
+        print(
+            f"jaxscope run: the code on {source} is longer than {MAX_CODE_CHARS:,} characters,"
+            " the most jaxscope accepts; nothing was run",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     settings = settings_from_env(workers=0)
     settings = dataclasses.replace(settings, limits=_limits(settings.limits, ns, ns.timeout))
+    if refusal := sandbox_refusal(settings.limits):
+        print(refusal, file=sys.stderr)
+        return EXIT_USAGE
     options = RunOptions(stack=ns.stack, preset=ns.preset)
     events = asyncio.run(
         run_headless(

@@ -1915,6 +1915,23 @@ class RulesTabulated(_Event):
     jaxpr_primitives: list[str] = []
 
 
+class RunQueued(_Event):
+    """Not a step of the run: the run waits for a sandbox worker (every worker is busy, or the
+    client holds its share of them). Sent by the server when the run starts waiting and whenever
+    its place changes; the page shows it until the run's first event, and Cancel leaves the
+    queue. ``position``: 1 = next to get a worker; ``waiting``: runs waiting in all;
+    ``estimate_s``: about how long until a worker is free (seconds, from the recent hold times
+    of workers; None while unknown); ``reason``: ``pool_full`` or ``client_share`` (this client's
+    other sessions hold its share: ``JAXSCOPE_MAX_WORKERS_PER_CLIENT``). Its ``seq`` is always 0
+    and it is never part of the stepper's event list."""
+
+    type: Literal["run_queued"] = "run_queued"
+    position: int
+    waiting: int
+    estimate_s: float | None = None
+    reason: Literal["pool_full", "client_share"] = "pool_full"
+
+
 class RunFinished(_Event):
     """Terminal: the run completed. ``duration_ms`` is the worker-side wall time."""
 
@@ -2010,6 +2027,7 @@ EventModel = (
     | ShardMapChecked
     | ShardMapOutputsAssembled
     | RulesTabulated
+    | RunQueued
     | RunFinished
     | RunFailed
 )

@@ -36,6 +36,40 @@ def default_address_space_bytes(nvidia_device: Path = NVIDIA_CONTROL_DEVICE) -> 
     return 0 if nvidia_device.exists() else DEFAULT_ADDRESS_SPACE_BYTES
 
 
+# What one worker costs, for sizing the pool from the machine: resident memory while it runs a
+# snippet (measured ~220 MB warm, up to ~0.7 GB compiling a conv net; counted generously).
+WORKER_MEMORY_BYTES = 768 * 2**20
+# Memory left to the server, the browser of a local user and the system.
+RESERVED_MEMORY_BYTES = 2 * 2**30
+
+
+def _available_memory_bytes() -> int:
+    try:
+        with open("/proc/meminfo", "rb") as meminfo:
+            for line in meminfo:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 8 * 2**30
+
+
+def auto_sizes(cores: int | None = None, memory_bytes: int | None = None) -> tuple[int, int]:
+    """(warm idle workers, most workers) for a machine with ``cores`` CPUs and ``memory_bytes``
+    available (default: this one's, from ``os.sched_getaffinity`` and ``/proc/meminfo``): up to
+    4 workers per core (runs are mostly short and users read between them), as many as memory
+    holds at :data:`WORKER_MEMORY_BYTES` each, at least 2 and at most 64; one warm spare per
+    core, at least 1 and at most 8 (a spare costs a worker start, ~2 CPU s)."""
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) or 1
+    if memory_bytes is None:
+        memory_bytes = _available_memory_bytes()
+    by_memory = max(0, memory_bytes - RESERVED_MEMORY_BYTES) // WORKER_MEMORY_BYTES
+    most = max(2, min(4 * cores, int(by_memory), 64))
+    warm = max(1, min(cores, 8, most))
+    return warm, most
+
+
 @dataclass(frozen=True)
 class Limits:
     """Per-run limits of a sandboxed worker.
@@ -43,13 +77,18 @@ class Limits:
     ``wall_s``: wall-clock seconds per run (supervisor kills the process group);
     ``cpu_s``: CPU seconds per run (``RLIMIT_CPU`` soft limit, SIGXCPU);
     ``address_space_bytes``: ``RLIMIT_AS`` of the worker in bytes (0 = no limit);
-    ``nproc``: ``RLIMIT_NPROC`` (processes+threads of the user; ignored for root, 0 = no limit).
+    ``nproc``: ``RLIMIT_NPROC`` (processes+threads of the user; ignored for root, 0 = no limit);
+    ``namespaces``: run each worker in its own Linux namespaces through bubblewrap
+    (``sandbox/namespaces.py``; False only with ``--unsafe-no-sandbox``);
+    ``tmp_bytes``: the size cap of a namespaced worker's private ``/tmp`` (a tmpfs, in memory).
     """
 
     wall_s: float = 10.0
     cpu_s: float = 10.0
     address_space_bytes: int = field(default_factory=default_address_space_bytes)
     nproc: int = 4096
+    namespaces: bool = True
+    tmp_bytes: int = 256 * 2**20
 
 
 def _default_dist() -> Path:
@@ -61,7 +100,8 @@ class Settings:
     """Everything ``create_app`` and the CLI need.
 
     ``workers``: warm idle workers kept by the pool; ``max_workers``: the most workers (leased,
-    idle and starting) at once, i.e. concurrent sessions (``JAXSCOPE_MAX_WORKERS``);
+    idle and starting) at once, i.e. runs at once (``JAXSCOPE_MAX_WORKERS``; both default to
+    what the machine holds, :func:`auto_sizes`; further runs wait in a queue);
     ``max_workers_per_client``: the most of them one client address holds at once (0: half of
     ``max_workers``, rounded up; ``JAXSCOPE_MAX_WORKERS_PER_CLIENT``, see ``sandbox/tenancy.py``);
     ``token``:
@@ -75,8 +115,8 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     token: str | None = None
-    workers: int = 2
-    max_workers: int = 8
+    workers: int = field(default_factory=lambda: auto_sizes()[0])
+    max_workers: int = field(default_factory=lambda: auto_sizes()[1])
     max_workers_per_client: int = 0
     limits: Limits = field(default_factory=Limits)
     frontend_dist: Path = field(default_factory=_default_dist)

@@ -163,9 +163,10 @@ def worker_uid(pid: int) -> int:
     return WORKER_UID_BASE + pid
 
 
-def drop_privileges(workdir: str, parent_pid: int = 0) -> int | None:
+def drop_privileges(workdir: str, parent_pid: int = 0, uid: int = 0) -> int | None:
     """When running as root, become an unprivileged uid of this worker's own
-    (:func:`worker_uid`, group ``nobody``'s): ``workdir`` (the worker's temp cwd) is chowned to
+    (``uid``, leased by the supervisor so that no other worker holds it; else
+    :func:`worker_uid`; group ``nobody``'s): ``workdir`` (the worker's temp cwd) is chowned to
     it, supplementary groups are cleared (``setgroups([])``), then ``setgid``, ``setuid``;
     ``PR_SET_NO_NEW_PRIVS`` is set (cheap, and setuid binaries then cannot regain root), and the
     parent-death signal is set again (Linux clears it on a credential change). A uid per worker
@@ -177,7 +178,7 @@ def drop_privileges(workdir: str, parent_pid: int = 0) -> int | None:
         _prctl(_PR_SET_NO_NEW_PRIVS, 1)
         return None
     gid = pwd.getpwnam(UNPRIVILEGED_USER).pw_gid
-    uid = worker_uid(os.getpid())
+    uid = uid or worker_uid(os.getpid())
     fds = _pre_open_unreadable_path()
     os.chown(workdir, uid, gid)
     os.setgroups([])

@@ -8,8 +8,11 @@ state leaks from one user to another.
 
 ``max_workers`` caps leased + idle + starting workers (each costs ~220 MB resident): warm spares
 are only kept within the cap, and a caller that needs a worker while the cap is reached waits in
-a first-come queue until a leased worker dies or is closed, up to its timeout, then gets
-:class:`PoolBusy`.
+a first-come queue until a leased worker dies or is closed (a run is never refused for
+capacity: without a timeout it waits until it gets one or is cancelled; with one it gets
+:class:`PoolBusy`). :meth:`WorkerPool.queue_position` and :meth:`WorkerPool.estimate_s` tell a
+waiting caller where it stands. Sizes default to what the machine holds
+(:func:`jaxscope.settings.auto_sizes`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 
 from jaxscope.sandbox.worker import WorkerProcess, WorkerStartError
@@ -55,6 +59,10 @@ class WorkerPool:
         self._closed = False
         self.spawned = 0
         self.handed_out = 0
+        # Running means (exponential, seconds) of how long a leased worker is held and how long
+        # one takes to start: the queue's estimate.
+        self.mean_hold_s: float | None = None
+        self.mean_start_s: float | None = None
 
     def start(self) -> None:
         """Begin warming ``size`` workers in the background (call inside the event loop)."""
@@ -89,7 +97,40 @@ class WorkerPool:
     def _wake(self) -> None:
         self._changed.set()
 
+    @staticmethod
+    def _mean(old: float | None, new: float) -> float:
+        return new if old is None else 0.8 * old + 0.2 * new
+
+    def _held(self, since: float) -> Callable[[], None]:
+        def gone() -> None:
+            self.mean_hold_s = self._mean(self.mean_hold_s, time.monotonic() - since)
+            self._wake()
+
+        return gone
+
+    def queue_position(self, ticket: object) -> int | None:
+        """1-based place of the caller ``ticket`` (passed to :meth:`acquire`) in the queue, or
+        None when it is not waiting."""
+        try:
+            return self._queue.index(ticket) + 1
+        except ValueError:
+            return None
+
+    def waiting(self) -> int:
+        """How many callers wait for a worker."""
+        return len(self._queue)
+
+    def estimate_s(self, position: int) -> float | None:
+        """About how long (s) the caller at ``position`` waits: workers free up at
+        ``max_workers`` per mean hold time, and one then takes a mean start time; None until a
+        worker has been held once."""
+        if self.mean_hold_s is None:
+            return None
+        start = self.mean_start_s or 0.0
+        return position * self.mean_hold_s / self.max_workers + start
+
     async def _start_one(self) -> None:
+        started = time.monotonic()
         try:
             worker = await WorkerProcess.spawn(self.limits)
         except Exception as exc:
@@ -97,6 +138,7 @@ class WorkerPool:
             self._idle.append(exc)
             self._wake()
             return
+        self.mean_start_s = self._mean(self.mean_start_s, time.monotonic() - started)
         if self._closed:
             await worker.close()
             return
@@ -104,17 +146,21 @@ class WorkerPool:
         self._wake()
 
     async def acquire(
-        self, timeout: float | None = None, make_room: Callable[[], bool] | None = None
+        self,
+        timeout: float | None = None,
+        make_room: Callable[[], bool] | None = None,
+        ticket: object | None = None,
     ) -> WorkerProcess:
         """A warm worker (waits while the pool warms up, or while it is full). While it waits at
         the cap with fewer workers starting than callers waiting, ``make_room()`` is asked to
         free a leased worker (an idle session's: ``tenancy.py``) and returns whether it did.
         Raises :class:`WorkerStartError` when the worker started for this call could not start,
         and :class:`PoolBusy` when ``max_workers`` workers stayed leased for ``timeout``
-        seconds."""
+        seconds (never without a ``timeout``). ``ticket``: any object naming the caller in
+        :meth:`queue_position`."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
-        me = object()
+        me = object() if ticket is None else ticket
         self._queue.append(me)
         try:
             while True:
@@ -128,7 +174,7 @@ class WorkerPool:
                         await item.close()
                         continue
                     self._leased.add(item)
-                    item.add_gone_callback(self._wake)
+                    item.add_gone_callback(self._held(time.monotonic()))
                     self.handed_out += 1
                     return item
                 if (

@@ -1,14 +1,14 @@
 """One user's session with the sandbox: a websocket connection, or one CLI invocation.
 
 A session validates each request before touching a worker (oversized code, unknown exhibit →
-``run_failed`` ``invalid_request``), leases a worker from the pool and keeps it while it is
-healthy (later runs of the SAME session reuse it: warm caches, no cross-user state), replaces it
-after a failure that leaves it dead or suspect, runs one job at a time, and kills its worker when
-it closes. A worker found gone before a job started (it exited after its previous job, or was
-killed for writing between jobs: :class:`~jaxscope.sandbox.worker.WorkerGone`) is replaced and
-the job retried once, transparently. When the pool is at its ``max_workers`` cap, the run waits
-for a worker up to its wall-clock limit, then fails with ``timeout`` ("all N sandbox workers are
-busy; try again"). With a :class:`~jaxscope.sandbox.tenancy.Tenancy`, a client holds at most its
+``run_failed`` ``invalid_request``), leases a fresh worker from the pool for every run (a worker
+serves one run and is killed after it, so a run sees the state of a fresh worker whatever the
+session's or anyone's earlier runs did), runs one job at a time, and kills its worker when it
+closes. A worker found gone before a job started (killed for writing or computing while idle:
+:class:`~jaxscope.sandbox.worker.WorkerGone`) is replaced and the job retried once,
+transparently. When the pool is at its ``max_workers`` cap, the run waits in the pool's fair
+queue, never refused, and the session sends ``run_queued`` with its place until it gets a worker
+or is cancelled. With a :class:`~jaxscope.sandbox.tenancy.Tenancy`, a client holds at most its
 share of workers and idle sessions give theirs up to busy ones (see ``tenancy.py``).
 """
 
@@ -18,10 +18,13 @@ import asyncio
 import contextlib
 from collections.abc import Collection
 
-from jaxscope.protocol import MAX_CODE_CHARS, RunFailed, RunFinished, RunRequest
-from jaxscope.sandbox.pool import PoolBusy, WorkerPool
+from jaxscope.protocol import MAX_CODE_CHARS, RunFailed, RunFinished, RunQueued, RunRequest
+from jaxscope.sandbox.pool import WorkerPool
 from jaxscope.sandbox.tenancy import Tenancy, now
 from jaxscope.sandbox.worker import Emit, WorkerGone, WorkerProcess, WorkerStartError
+
+# How often a waiting run checks its place in the queue (seconds).
+QUEUE_REPORT_S = 0.25
 
 # Clean-up tasks of killed workers, referenced so that they are not garbage-collected early.
 _REAPERS: set[asyncio.Future[int | None]] = set()
@@ -144,9 +147,9 @@ class Session:
                 # is still busy with this job, so it cannot be reused.
                 self._drop(worker)
                 raise
-            if not worker.alive:
-                self.worker = None
-                await worker.wait_closed()
+            # A worker serves one run (worker.run kills it after the terminal event): reap it
+            # in the background; the session's next run leases a fresh one.
+            self._drop(worker)
             return terminal
         raise AssertionError("unreachable")
 
@@ -168,15 +171,18 @@ class Session:
         if worker is not None and worker.alive:
             return worker
         self.worker = None
-        wait_s = self.pool.limits.wall_s if wall_s is None else wall_s
         if self.tenancy is not None:
-            refused = await self._fair_share(request, emit, cancel, wait_s)
+            refused = await self._fair_share(request, emit, cancel)
             if refused is not None:
                 return refused
         tenancy = self.tenancy
         make_room = None if tenancy is None else lambda: tenancy.evict_idle(any_owner=True)
-        acquiring = asyncio.ensure_future(self.pool.acquire(timeout=wait_s, make_room=make_room))
+        # A run is never refused for capacity: it waits in the pool's queue (no timeout) until
+        # it gets a worker or is cancelled, and the page is told its place.
+        ticket = object()
+        acquiring = asyncio.ensure_future(self.pool.acquire(make_room=make_room, ticket=ticket))
         waiting = asyncio.ensure_future(cancel.wait())
+        reporting = asyncio.ensure_future(self._report_queue(request, emit, ticket))
         self._acquiring = True
         try:
             await asyncio.wait({acquiring, waiting}, return_when=asyncio.FIRST_COMPLETED)
@@ -188,6 +194,9 @@ class Session:
         finally:
             self._acquiring = False
             waiting.cancel()
+            reporting.cancel()
+            with contextlib.suppress(BaseException):
+                await reporting
         failed: RunFailed | None = None
         if not acquiring.done():
             acquiring.cancel()
@@ -199,8 +208,6 @@ class Session:
         else:
             try:
                 worker = acquiring.result()
-            except PoolBusy as exc:
-                failed = RunFailed(kind="timeout", message=str(exc), run_id=request.run_id)
             except WorkerStartError as exc:
                 failed = RunFailed(kind="worker_crashed", message=str(exc), run_id=request.run_id)
         if failed is not None:
@@ -210,30 +217,54 @@ class Session:
         self.worker = worker
         return worker
 
+    async def _report_queue(self, request: RunRequest, emit: Emit, ticket: object) -> None:
+        """While the run waits in the pool's queue, send ``run_queued`` when it starts waiting
+        and whenever its place changes (checked every :data:`QUEUE_REPORT_S`)."""
+        last: int | None = None
+        while True:
+            await asyncio.sleep(QUEUE_REPORT_S)
+            position = self.pool.queue_position(ticket)
+            if position is None or not self.pool.full() or position == last:
+                continue
+            last = position
+            await emit(
+                RunQueued(
+                    run_id=request.run_id,
+                    position=position,
+                    waiting=self.pool.waiting(),
+                    estimate_s=self.pool.estimate_s(position),
+                )
+            )
+
     async def _fair_share(
-        self, request: RunRequest, emit: Emit, cancel: asyncio.Event, wait_s: float
+        self, request: RunRequest, emit: Emit, cancel: asyncio.Event
     ) -> RunFailed | None:
         """Keep the client within its share before leasing: at its cap, its idle session used
-        least recently gives its worker up (while all its sessions run or wait, wait up to
-        ``wait_s`` for one to end). Returns the terminal event (emitted) when no room came. (A
-        full pool is made room in by ``pool.acquire``'s ``make_room``.)"""
+        least recently gives its worker up; while all its sessions run or wait, this run waits
+        (``run_queued``, reason ``client_share``) for one to end, or until it is cancelled.
+        Returns the terminal event (emitted) when cancelled. (A full pool is made room in by
+        ``pool.acquire``'s ``make_room``.)"""
         tenancy = self.tenancy
         assert tenancy is not None
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + wait_s
+        told = False
         while tenancy.over_cap(self) and not tenancy.evict_idle(self.owner):
-            failed: RunFailed | None = None
             if cancel.is_set():
                 failed = RunFailed(
                     kind="cancelled", message="the run was cancelled", run_id=request.run_id
                 )
-            elif loop.time() >= deadline:
-                failed = RunFailed(
-                    kind="timeout", message=tenancy.busy_message(self), run_id=request.run_id
-                )
-            if failed is not None:
                 await emit(failed)
                 return failed
+            if not told:
+                told = True
+                await emit(
+                    RunQueued(
+                        run_id=request.run_id,
+                        position=1,
+                        waiting=1,
+                        estimate_s=self.pool.mean_hold_s,
+                        reason="client_share",
+                    )
+                )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(cancel.wait(), 0.2)
         return None

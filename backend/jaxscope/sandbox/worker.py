@@ -50,6 +50,14 @@ from jaxscope.protocol import (
     StageStarted,
     is_terminal,
 )
+from jaxscope.sandbox.namespaces import (
+    SandboxUnavailable,
+    UidLease,
+    bwrap_argv,
+    kill_uid,
+    lease_uid,
+    python_in_sandbox,
+)
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
 from jaxscope.settings import Limits
 
@@ -60,11 +68,6 @@ Emit = Callable[[EventModel], Awaitable[None]]
 # Failures the supervisor itself declares when it kills (or loses) the worker: their
 # ``stage`` is the last ``stage_started`` the worker sent (the worker cannot report it).
 KILLED_KINDS: frozenset[ErrorKind] = frozenset({"timeout", "memory", "worker_crashed"})
-
-# Failures after which a worker is not reused (its state may be broken or it is already dead).
-RECYCLE_KINDS: frozenset[ErrorKind] = frozenset(
-    {"timeout", "memory", "worker_crashed", "cancelled", "invalid_event"}
-)
 
 # One event line may carry a whole optimized HLO module; anything longer is an invalid event.
 # Measured (docs/design/0001-sandbox.md, "Hardening"): the examples' biggest line is 24 KiB; a
@@ -108,27 +111,46 @@ class WorkerGone(RuntimeError):
     any event: nothing was emitted for the job, which can be retried on a fresh worker."""
 
 
-# Environment variables never passed to a worker (user code can read its environment): every
-# ``JAXSCOPE_*`` (the access token among them) and any name that looks like a credential.
-_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|KEY", re.IGNORECASE)
-# Prefixes of variables the worker needs even when their names match the pattern above.
-_KEPT_PREFIXES = ("XLA_", "JAX_", "TF_", "NVIDIA_", "CUDA_")
+# The worker's environment is an allowlist: these names, and names with these prefixes (JAX's and
+# XLA's settings), minus secret-looking ones; nothing else of the server's environment (tokens,
+# DSNs, keys, ``JAXSCOPE_*``) reaches user code.
+_ALLOWED_NAMES = frozenset(
+    {
+        "PATH",
+        "LANG",
+        "LANGUAGE",
+        "LC_ALL",
+        "LC_CTYPE",
+        "LC_NUMERIC",
+        "TZ",
+        "CUDA_VISIBLE_DEVICES",
+        "NVIDIA_VISIBLE_DEVICES",
+        "NVIDIA_DRIVER_CAPABILITIES",
+        "TF_CPP_MIN_LOG_LEVEL",
+        "TF_CPP_MAX_VLOG_LEVEL",
+        "TF_CPP_VMODULE",
+    }
+)
+_ALLOWED_PREFIXES = ("JAX_", "XLA_")
+_SECRET_NAME = re.compile(
+    r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY$|_PAT$|_AUTH|_PEM$|DSN", re.IGNORECASE
+)
 
 
 def _passed_to_worker(name: str) -> bool:
-    if name.startswith("JAXSCOPE_"):
-        return False
-    return name.startswith(_KEPT_PREFIXES) or not _SECRET_NAME.search(name)
+    allowed = name in _ALLOWED_NAMES or name.startswith(_ALLOWED_PREFIXES)
+    return allowed and not _SECRET_NAME.search(name)
 
 
-def worker_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The worker's environment: ``base`` (default ``os.environ``) without ``JAXSCOPE_*`` and
-    credential-like variables (names containing TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL or
-    KEY, unless they start with ``XLA_``/``JAX_``/``TF_``/``NVIDIA_``/``CUDA_``), with the
-    8-device flag added to ``XLA_FLAGS`` (existing flags kept) and
-    ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` unless set. ``JAX_PLATFORMS`` is left alone, so a GPU
-    stays the default backend."""
+def worker_env(base: dict[str, str] | None = None, *, home: str = "/tmp") -> dict[str, str]:
+    """The worker's environment, by allowlist: from ``base`` (default ``os.environ``) only
+    ``PATH``, the locale and time zone, the GPU runtime's device selection, TF/XLA log levels and
+    ``JAX_*``/``XLA_*`` (not secret-looking names); with the 8-device flag added to ``XLA_FLAGS``
+    (existing flags kept), ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` unless set, and
+    ``HOME``/``TMPDIR`` set to ``home`` (the worker's private ``/tmp`` in its namespaces).
+    ``JAX_PLATFORMS`` is left alone, so a GPU stays the default backend."""
     env = {k: v for k, v in (os.environ if base is None else base).items() if _passed_to_worker(k)}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     flags = env.get("XLA_FLAGS", "")
     if "xla_force_host_platform_device_count" not in flags:
         env["XLA_FLAGS"] = (flags + " " + DEVICE_COUNT_FLAG).strip()
@@ -136,8 +158,9 @@ def worker_env(base: dict[str, str] | None = None) -> dict[str, str]:
     # a second worker could not start; allocate on demand instead (no effect on CPU).
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     env["PYTHONUNBUFFERED"] = "1"
-    # The worker must not write .pyc files next to the user's temp cwd or the repo.
+    # The worker must not write .pyc files (its view of the venv is read-only anyway).
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["HOME"] = env["TMPDIR"] = home
     return env
 
 
@@ -272,16 +295,32 @@ def _event_type(head: bytes) -> str:
 class WorkerProcess:
     """One spawned, warm worker. Use :meth:`spawn`; then :meth:`run` one job at a time."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, workdir: str, limits: Limits) -> None:
+    def __init__(
+        self,
+        proc: asyncio.subprocess.Process,
+        limits: Limits,
+        *,
+        workdir: str | None = None,
+        uid: UidLease | None = None,
+    ) -> None:
         self.proc = proc
+        # Without namespaces only: the host directory that is the worker's cwd (removed when it
+        # ends). In namespaces the worker's files live on its own tmpfs and vanish with it.
         self.workdir = workdir
         self.limits = limits
+        # The uid the worker runs as (root-started workers only), held until its processes
+        # are gone, so that it is never handed to another worker while they could exist.
+        self.uid = uid
         self.info: dict[str, object] = {}
         self.runs = 0
+        # The pid of the worker's Python process as this (the supervisor's) pid namespace sees
+        # it: in namespaces ``proc`` is bwrap, and the worker its grandchild.
+        self.worker_pid = proc.pid
         # The last STDERR_TAIL_BYTES of stderr (a user thread may write gigabytes to fd 2).
         self._stderr_tail = bytearray()
         self._stderr_task = asyncio.ensure_future(self._drain_stderr())
         self._killed = False
+        self._cleaned = False
         # Reads stdout between jobs: anything the worker writes then gets it killed.
         self._idle_watch: asyncio.Task[None] | None = None
         # Why the worker was killed between jobs (logged; the next run gets a fresh worker).
@@ -290,6 +329,7 @@ class WorkerProcess:
 
     @property
     def pid(self) -> int:
+        """The pid of the process the supervisor started (bwrap, in namespaces)."""
         return self.proc.pid
 
     @property
@@ -307,25 +347,52 @@ class WorkerProcess:
 
     @classmethod
     async def spawn(cls, limits: Limits) -> WorkerProcess:
-        """Start a worker and wait for its ready handshake. Raises :class:`WorkerStartError`."""
-        workdir = tempfile.mkdtemp(prefix="jaxscope-worker-")
-        proc = await asyncio.create_subprocess_exec(
+        """Start a worker and wait for its ready handshake. With ``limits.namespaces`` the
+        worker runs inside bubblewrap (:mod:`jaxscope.sandbox.namespaces`); without, in a fresh
+        host temp directory. As root it runs as a uid leased for its life. Raises
+        :class:`WorkerStartError` (also when bubblewrap is missing)."""
+        command = [
             sys.executable,
             "-m",
             "jaxscope.sandbox.runner",
             "--limits",
             json.dumps(asdict(limits)),
-            "--parent-pid",
-            str(os.getpid()),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=workdir,
-            env=worker_env(),
-            start_new_session=True,
-            limit=MAX_EVENT_LINE_BYTES,
-        )
-        worker = cls(proc, workdir, limits)
+        ]
+        lease: UidLease | None = None
+        workdir: str | None = None
+        try:
+            if os.geteuid() == 0:
+                lease = await asyncio.to_thread(lease_uid)
+            if limits.namespaces:
+                uid = lease.uid if lease is not None else None
+                try:
+                    argv = bwrap_argv(command, uid=uid, tmp_bytes=limits.tmp_bytes)
+                except SandboxUnavailable as exc:
+                    raise WorkerStartError(str(exc)) from exc
+                env = worker_env()
+            else:
+                workdir = await asyncio.to_thread(tempfile.mkdtemp, prefix="jaxscope-worker-")
+                argv = [*command, "--parent-pid", str(os.getpid())]
+                if lease is not None:
+                    argv += ["--uid", str(lease.uid)]
+                env = worker_env(home=workdir)
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=workdir or "/",
+                env=env,
+                start_new_session=True,
+                limit=MAX_EVENT_LINE_BYTES,
+            )
+        except BaseException:
+            if lease is not None:
+                lease.release()
+            if workdir is not None:
+                await asyncio.to_thread(shutil.rmtree, workdir, True)
+            raise
+        worker = cls(proc, limits, workdir=workdir, uid=lease)
         started = time.monotonic()
         try:
             assert proc.stdout is not None
@@ -345,6 +412,10 @@ class WorkerProcess:
             await asyncio.shield(worker.wait_closed())
             raise
         worker.info = info
+        if limits.namespaces:
+            found = await asyncio.to_thread(python_in_sandbox, proc.pid)
+            if found is not None:
+                worker.worker_pid = found
         worker._watch_idle()
         log.info("worker %d ready in %.2f s", proc.pid, time.monotonic() - started)
         return worker
@@ -389,12 +460,12 @@ class WorkerProcess:
                     await asyncio.wait_for(self.proc.wait(), 5.0)
 
         async def watch_cpu() -> None:
-            start = process_cpu_s(self.proc.pid)
+            start = process_cpu_s(self.worker_pid)
             if start is None:
                 return
             while True:
                 await asyncio.sleep(IDLE_POLL_S)
-                now = process_cpu_s(self.proc.pid)
+                now = process_cpu_s(self.worker_pid)
                 if now is None:
                     return
                 if now - start > IDLE_CPU_BUDGET_S:
@@ -423,13 +494,28 @@ class WorkerProcess:
             with contextlib.suppress(asyncio.CancelledError):
                 await watch
 
+    async def _stop(self, cancelled: bool, wall: float) -> RunFailed:
+        """Kill the worker mid-run: the ``cancelled`` or ``timeout`` failure (the latter naming
+        the snippet line it was running). Its ``stage`` is filled in by the caller."""
+        if cancelled:
+            self.kill()
+            return RunFailed(kind="cancelled", message="the run was cancelled")
+        loc = await self._ask_where()
+        self.kill()
+        failed = RunFailed(
+            kind="timeout",
+            message=f"the run exceeded its wall-clock limit of {wall:g} s" + _where(loc),
+        )
+        failed.source = loc
+        return failed
+
     async def _ask_where(self) -> SourceLoc | None:
         """Ask a running worker for its Python stacks (SIGUSR1 -> faulthandler dump on stderr)
         and read the snippet line it is on; None when it does not answer within 0.3 s."""
         if not self.alive:
             return None
         with contextlib.suppress(ProcessLookupError):
-            os.kill(self.proc.pid, signal.SIGUSR1)
+            os.kill(self.worker_pid, signal.SIGUSR1)
         for _ in range(6):
             await asyncio.sleep(0.05)
             if (loc := stuck_at(self.stderr_text())) is not None:
@@ -445,16 +531,36 @@ class WorkerProcess:
         self._gone()
 
     async def wait_closed(self, timeout: float = 5.0) -> int | None:
-        """Wait for the process to exit and its stderr to drain; remove its working directory."""
+        """Wait for the process to exit and its stderr to drain, then clean up off the event
+        loop (:meth:`_clean_up`)."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.proc.wait(), timeout)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(self._stderr_task), 2.0)
         if self._idle_watch is not None and not self._idle_watch.done():
             self._idle_watch.cancel()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        if not self._cleaned:
+            self._cleaned = True
+            # In a thread: removing 300 000 files or waiting for a namespace to empty must never
+            # stall the server's event loop (every other session's runs).
+            await asyncio.shield(asyncio.to_thread(self._clean_up))
         self._gone()
         return self.proc.returncode
+
+    def _clean_up(self) -> None:
+        """Blocking: remove the host working directory (without namespaces), kill whatever still
+        runs under the worker's uid (without namespaces a ``setsid`` child escapes ``killpg``; in
+        namespaces the kernel empties the pid namespace), then release the uid; a uid whose
+        processes would not die stays leased for good."""
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        lease = self.uid
+        if lease is None:
+            return
+        if kill_uid(lease.uid):
+            lease.release()
+        else:
+            log.error("uid %d still has processes after its worker ended; not reused", lease.uid)
 
     async def close(self) -> None:
         """Kill the worker and clean up (no state outlives its session)."""
@@ -538,18 +644,11 @@ class WorkerProcess:
                     timeout=max(0.0, deadline - loop.time()),
                     return_when=asyncio.FIRST_COMPLETED,
                 )
-                if read not in done:
-                    if cancel_wait in done:
-                        self.kill()
-                        terminal = failed("cancelled", "the run was cancelled")
-                    else:
-                        loc = await self._ask_where()
-                        self.kill()
-                        terminal = failed(
-                            "timeout",
-                            f"the run exceeded its wall-clock limit of {wall:g} s" + _where(loc),
-                        )
-                        terminal.source = loc
+                # The deadline holds however fast lines come (a print loop keeps ``read``
+                # ready every time, so ``asyncio.wait`` alone would never time out).
+                if read not in done or cancel_wait in done or loop.time() >= deadline:
+                    terminal = await self._stop(cancel_wait in done, wall)
+                    terminal.stage = stage if terminal.kind in KILLED_KINDS else None
                     break
                 try:
                     line = read.result()
@@ -631,14 +730,27 @@ class WorkerProcess:
                     assert is_terminal(event)
                     terminal = event
                     break
-                await forward(event)
+                # Forwarding waits for the session's consumer (a slow page); the deadline and a
+                # cancel still end the run while it waits, and the event is sent all the same.
+                sending = asyncio.ensure_future(forward(event))
+                done, _ = await asyncio.wait(
+                    {sending, cancel_wait},
+                    timeout=max(0.0, deadline - loop.time()),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if sending not in done:
+                    terminal = await self._stop(cancel_wait in done, wall)
+                    terminal.stage = stage if terminal.kind in KILLED_KINDS else None
+                    await sending
+                    break
+                sending.result()
         finally:
             cancel_wait.cancel()
             if read is not None and not read.done():
                 read.cancel()
-        if isinstance(terminal, RunFailed) and terminal.kind in RECYCLE_KINDS:
-            self.kill()
-        if self.alive:
-            self._watch_idle()
+        # One job per worker: the next run, of this session or any other, starts in a fresh
+        # process and namespaces, so nothing this run changed (modules, builtins, sys, signals,
+        # environment, cwd, JAX's config, files in /tmp, processes it left) can reach it.
+        self.kill()
         await forward(terminal)
         return terminal
