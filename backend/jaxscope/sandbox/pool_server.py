@@ -56,7 +56,7 @@ async def serve_pool(
                 if not line:
                     return None
                 if line.strip():
-                    return line.decode("utf-8", errors="replace")
+                    return line.decode("utf-8", errors="surrogateescape")
 
         async def send(text: str) -> None:
             writer.write(text.encode() + b"\n")

@@ -1,10 +1,17 @@
 """The request loop of one session, independent of the transport (websocket or Unix socket).
 
-Each incoming text is a ``RunRequest`` or ``CancelRequest`` as JSON (``REQUEST_ADAPTER``). Bad
-JSON or an invalid request is answered by ``run_failed`` ``invalid_request`` (with the ``run_id``
-when one could be read). A new run cancels the session's previous one (which ends with
-``cancelled``) before starting. Every event goes out as one JSON text (``model_dump_json()``,
-which never contains a raw newline, so NDJSON framing is safe).
+Each incoming text is a ``RunRequest`` or ``CancelRequest`` as JSON (``REQUEST_ADAPTER``).
+Whatever else arrives is answered by ``run_failed`` ``invalid_request`` (with the ``run_id`` when
+one could be read, its lone surrogates replaced so that the answer always serializes), and the
+connection and the session's runs carry on: text that is not JSON, JSON nested thousands deep,
+text with a lone surrogate (a transport decodes bytes that are not UTF-8 to such surrogates:
+``surrogateescape``), unknown fields or request types, code longer than ``MAX_CODE_CHARS``.
+
+A new run cancels the session's previous one (which ends with ``cancelled``) before starting. A
+cancel is matched to the run it names even when it arrives right behind that run's request,
+before the session has made the run current: the run then ends with ``cancelled`` without a
+worker seeing it. Every event goes out as one JSON text (``model_dump_json()``, which never
+contains a raw newline, so NDJSON framing is safe).
 """
 
 from __future__ import annotations
@@ -12,11 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from collections.abc import Awaitable, Callable
 
 from pydantic import ValidationError
 
 from jaxscope.protocol import (
+    MAX_CODE_CHARS,
     REQUEST_ADAPTER,
     CancelRequest,
     EventModel,
@@ -30,26 +39,58 @@ from jaxscope.sandbox.session import Session
 Receive = Callable[[], Awaitable[str | None]]
 Send = Callable[[str], Awaitable[None]]
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# The longest piece of a request (a field name, a run_id) quoted back in an answer.
+_QUOTE_CHARS = 64
+# The longest ``invalid_request`` message (an answer stays far below the 1 MiB event limit).
+_MESSAGE_CHARS = 1000
+
+
+def clean_text(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, lone surrogates replaced by U+FFFD: always
+    serializable as UTF-8 JSON."""
+    return _SURROGATE.sub("\ufffd", text[:limit])
+
 
 def run_id_of(text: str) -> str:
-    """The ``run_id`` of a (possibly invalid) request, or ``""``."""
+    """The ``run_id`` of a (possibly invalid) request, cleaned (:func:`clean_text`), or ``""``."""
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply to read
         return ""
     run_id = data.get("run_id") if isinstance(data, dict) else None
-    return run_id[:64] if isinstance(run_id, str) else ""
+    return clean_text(run_id, _QUOTE_CHARS) if isinstance(run_id, str) else ""
+
+
+def _invalid(message: str, text: str) -> RunFailed:
+    return RunFailed(
+        kind="invalid_request",
+        message=clean_text(message, _MESSAGE_CHARS),
+        run_id=run_id_of(text),
+    )
 
 
 def parse_request(text: str) -> RunRequest | CancelRequest | RunFailed:
     """The request in ``text``, or the ``invalid_request`` event that answers it."""
+    if _SURROGATE.search(text):
+        return _invalid("invalid request: the text is not valid UTF-8 (a lone surrogate)", text)
     try:
-        return REQUEST_ADAPTER.validate_json(text)
+        request = REQUEST_ADAPTER.validate_json(text)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
+        where = ".".join(clean_text(str(p), _QUOTE_CHARS) for p in first["loc"])
         message = f"invalid request: {where}: {first['msg']}" if where else first["msg"]
-        return RunFailed(kind="invalid_request", message=message, run_id=run_id_of(text))
+        return _invalid(message, text)
+    except Exception as exc:  # never seen; the request is refused, the connection kept
+        return _invalid(f"invalid request ({type(exc).__name__})", text)
+    if isinstance(request, RunRequest) and len(request.code) > MAX_CODE_CHARS:
+        # Also checked by the session; refused here so that the hosted relay never forwards it.
+        return _invalid(
+            f"the code is {len(request.code):,} characters long; jaxscope accepts at most "
+            f"{MAX_CODE_CHARS:,}",
+            text,
+        )
+    return request
 
 
 async def serve_requests(receive: Receive, send: Send, session: Session) -> None:
@@ -64,20 +105,56 @@ async def serve_requests(receive: Receive, send: Send, session: Session) -> None
         async with send_lock:
             await send(event.model_dump_json())
 
+    async def run_one(request: RunRequest, cancelled: asyncio.Event) -> RunFinished | RunFailed:
+        """``session.run(request)``, ended early by ``cancelled``: set by a cancel that found
+        the run not yet current in the session (its task had not started, or it waits for the
+        session's lock), it is passed on to the session as soon as the run is current."""
+        if cancelled.is_set():
+            failed = RunFailed(
+                kind="cancelled", message="the run was cancelled", run_id=request.run_id
+            )
+            await emit(failed)
+            return failed
+        run = asyncio.ensure_future(session.run(request, emit))
+        try:
+            waiting = asyncio.ensure_future(cancelled.wait())
+            try:
+                await asyncio.wait({run, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiting.cancel()
+            while not run.done() and not session.cancel(request.run_id):
+                await asyncio.wait({run}, timeout=0.01)
+            return await run
+        finally:
+            if not run.done():  # this task was cancelled: the connection closed
+                run.cancel()
+                with contextlib.suppress(BaseException):
+                    await run
+
     run_task: asyncio.Task[RunFinished | RunFailed] | None = None
+    run_id = ""  # of run_task
+    cancelled = asyncio.Event()  # run_task's: a cancel the session did not take yet
     try:
         while (text := await receive()) is not None:
             request = parse_request(text)
             if isinstance(request, RunFailed):
                 await emit(request)
             elif isinstance(request, CancelRequest):
-                session.cancel(request.run_id)
+                if (
+                    not session.cancel(request.run_id)
+                    and request.run_id == run_id
+                    and run_task is not None
+                    and not run_task.done()
+                ):
+                    cancelled.set()
             else:
                 if run_task is not None and not run_task.done():
                     session.cancel()
+                    cancelled.set()
                     with contextlib.suppress(Exception):
                         await run_task
-                run_task = asyncio.create_task(session.run(request, emit))
+                run_id, cancelled = request.run_id, asyncio.Event()
+                run_task = asyncio.create_task(run_one(request, cancelled))
     finally:
         closed = True
         if run_task is not None and not run_task.done():
