@@ -11,6 +11,9 @@ RUN npm run build
 
 FROM python:3.11-slim-bookworm
 ENV PYTHONDONTWRITEBYTECODE=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+# bubblewrap: every sandbox worker runs in its own namespaces (docs/design/0001-sandbox.md).
+RUN apt-get update -q && apt-get install -y -q --no-install-recommends bubblewrap \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY pyproject.toml constraints.txt README.md ./
 COPY backend ./backend

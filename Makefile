@@ -11,12 +11,12 @@ PORT ?= 8000
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: serve test setup setup-dev frontend chromium lint typecheck gen-check unit e2e compose-check bench clean
+.PHONY: serve test setup setup-dev frontend chromium bubblewrap lint typecheck gen-check unit e2e compose-check bench clean
 
-serve: setup frontend
+serve: setup frontend bubblewrap
 	$(VENV)/bin/jaxscope serve --host $(HOST) --port $(PORT)
 
-test: setup-dev frontend chromium
+test: setup-dev frontend chromium bubblewrap
 	bash scripts/test-all.sh
 
 # --- installs (each step is skipped when already done) -------------------------------------
@@ -44,6 +44,11 @@ frontend: frontend/dist/index.html
 
 chromium:
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q --no-install-recommends chromium; }
+
+# Every sandbox worker runs in its own namespaces through bubblewrap (docs/design/0001-sandbox.md);
+# setpriv (util-linux) switches a root-started worker to its own uid.
+bubblewrap:
+	@command -v bwrap >/dev/null && command -v setpriv >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q --no-install-recommends bubblewrap util-linux; }
 
 bench: setup frontend
 	$(PY) bench/latency.py

@@ -68,6 +68,9 @@ class Session:
         self.pool = pool
         self.exhibits = exhibits
         self.worker: WorkerProcess | None = None
+        # The worker that served the session's last run (killed after it; kept for its pid and
+        # stderr tail).
+        self.last_worker: WorkerProcess | None = None
         self._lock = asyncio.Lock()
         self._cancel: asyncio.Event | None = None
         self.current_run_id: str | None = None
@@ -149,6 +152,7 @@ class Session:
                 raise
             # A worker serves one run (worker.run kills it after the terminal event): reap it
             # in the background; the session's next run leases a fresh one.
+            self.last_worker = worker
             self._drop(worker)
             return terminal
         raise AssertionError("unreachable")
