@@ -1,7 +1,19 @@
 /** Small display formatters of the shell. */
+import type { QueueState } from './store/reducer';
 
 /** Milliseconds as seconds with one decimal (`1.2 s`); negative or NaN input shows `0.0 s`. */
 export function formatSeconds(ms: number): string {
   const s = Number.isFinite(ms) && ms > 0 ? ms / 1000 : 0;
   return `${s.toFixed(1)} s`;
+}
+
+/** What the run bar says while a run waits for a sandbox worker (`RunState.queue`). */
+export function formatQueue(queue: QueueState): string {
+  const place = `position ${queue.position} of ${Math.max(queue.waiting, queue.position)}`;
+  const s = queue.estimate_s;
+  const about = s !== null && Number.isFinite(s) && s >= 0 ? `, about ${Math.max(1, Math.round(s))} s` : '';
+  if (queue.reason === 'client_share') {
+    return `Waiting for a sandbox worker: your other tabs hold this client's share of workers (${place}${about})`;
+  }
+  return `Waiting for a sandbox worker: ${place}${about}`;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { eqnRecorded, runFailed, runFinished, runStarted, stageStarted } from '../test/events';
+import { eqnRecorded, runFailed, runFinished, runQueued, runStarted, stageStarted } from '../test/events';
 import { IDLE_STATE, applyEvent, failLocally, startRun } from './reducer';
 import type { RunState } from './reducer';
 import type { Event } from '../protocol';
@@ -90,5 +90,41 @@ describe('applyEvent', () => {
     expect(applyEvent(lost, runFinished('r1', 1), 10)).toBe(lost);
     const finished = applyEvent(running, runFinished('r1', 1), 3);
     expect(failLocally(finished, 'x', 4)).toBe(finished);
+  });
+
+  it('run_queued sets the queue and never enters the events', () => {
+    let s = startRun('r1', 'tracing', OPTIONS, 0);
+    expect(s.queue).toBeNull();
+    s = applyEvent(s, runQueued('r1', 2, 5, 8), 1);
+    expect(s.queue).toEqual({ position: 2, waiting: 5, estimate_s: 8, reason: 'pool_full' });
+    s = applyEvent(s, runQueued('r1', 1, 3, null, 'client_share'), 2);
+    expect(s.queue).toEqual({ position: 1, waiting: 3, estimate_s: null, reason: 'client_share' });
+    expect(s.events).toEqual([]);
+    expect(s.status).toBe('running');
+    expect(applyEvent(s, runQueued('r0', 1, 1), 3)).toBe(s);
+  });
+
+  it('the seq-0 run_started after a run_queued is applied, and clears the queue', () => {
+    const s = feed(startRun('r1', 'tracing', OPTIONS, 0), [
+      runQueued('r1', 1, 1, 2.5),
+      runStarted('r1', 0),
+      stageStarted('r1', 1, 'trace'),
+    ]);
+    expect(s.queue).toBeNull();
+    expect(s.events.map((e) => [e.type, e.seq])).toEqual([
+      ['run_started', 0],
+      ['stage_started', 1],
+    ]);
+    expect(s.stage).toBe('trace');
+    // A stale run_queued after the run got its worker changes nothing.
+    expect(applyEvent(s, runQueued('r1', 1, 1), 9)).toBe(s);
+  });
+
+  it('cancelling while queued ends the run and clears the queue', () => {
+    const s = feed(startRun('r1', 'tracing', OPTIONS, 0), [runQueued('r1', 3, 4), runFailed('r1', 0, 'cancelled')]);
+    expect([s.status, s.queue, s.error?.kind]).toEqual(['failed', null, 'cancelled']);
+    expect(s.events).toHaveLength(1);
+    const lost = failLocally(applyEvent(startRun('r2', 'tracing', OPTIONS, 0), runQueued('r2', 1, 1), 1), 'gone', 2);
+    expect(lost.queue).toBeNull();
   });
 });

@@ -8,11 +8,19 @@
  * ends the run, and anything after it is ignored, so a run has exactly one terminal event.
  * Times (`startedAt`, `stageStartedAt`) are client clock readings in milliseconds, passed in as
  * `now` so that the reducer stays pure; they drive the "which stage, for how long" display.
+ *
+ * `run_queued` is not a step of the run (its `seq` is always 0, the seq of the worker's own
+ * `run_started`): it only sets `queue`, the run's place in the server's wait for a sandbox
+ * worker, and never enters `events`. Any other event of the run clears `queue`, and a
+ * `run_queued` after the run's first event is ignored.
  */
-import type { Event, RunFailed, RunOptions, Stage, TerminalEvent } from '../protocol';
+import type { Event, EventOf, RunFailed, RunOptions, Stage, TerminalEvent } from '../protocol';
 import { defaultRunOptions, isTerminal } from '../protocol';
 
 export type RunStatus = 'idle' | 'running' | 'finished' | 'failed';
+
+/** Where a run waits for a sandbox worker, from the latest `run_queued` (see the protocol's RunQueued). */
+export type QueueState = Pick<EventOf<'run_queued'>, 'position' | 'waiting' | 'estimate_s' | 'reason'>;
 
 export interface RunState {
   /** the `run_id` the client chose for the current run; null before the first run */
@@ -38,6 +46,8 @@ export interface RunState {
   error: RunFailed | null;
   /** a failure seen only by the client (the websocket closed mid-run); null otherwise */
   clientError: string | null;
+  /** the run waits for a sandbox worker (the latest `run_queued`); null once any other event of it arrived */
+  queue: QueueState | null;
 }
 
 export const IDLE_STATE: RunState = {
@@ -53,6 +63,7 @@ export const IDLE_STATE: RunState = {
   terminal: null,
   error: null,
   clientError: null,
+  queue: null,
 };
 
 /** The state right after the client sent `RunRequest{run_id, exhibit, options}`. */
@@ -83,6 +94,12 @@ function insertionIndex(events: readonly Event[], seq: number): number {
 export function applyEvent(state: RunState, event: Event, now: number): RunState {
   if (state.runId === null || event.run_id !== state.runId) return state;
   if (state.terminal !== null || state.clientError !== null) return state;
+  if (event.type === 'run_queued') {
+    // Only while the run waits: once it has events, it holds a worker and a stale place is moot.
+    if (state.events.length > 0) return state;
+    const { position, waiting, estimate_s, reason } = event;
+    return { ...state, queue: { position, waiting, estimate_s, reason } };
+  }
   const at = insertionIndex(state.events, event.seq);
   if (at < 0) return state;
   const events = [...state.events.slice(0, at), event, ...state.events.slice(at)];
@@ -91,6 +108,7 @@ export function applyEvent(state: RunState, event: Event, now: number): RunState
     return {
       ...state,
       events,
+      queue: null,
       status: failed ? 'failed' : 'finished',
       stage: null,
       stageStartedAt: null,
@@ -100,9 +118,9 @@ export function applyEvent(state: RunState, event: Event, now: number): RunState
     };
   }
   if (event.type === 'stage_started' && at === events.length - 1) {
-    return { ...state, events, stage: event.stage, stageStartedAt: now };
+    return { ...state, events, queue: null, stage: event.stage, stageStartedAt: now };
   }
-  return { ...state, events };
+  return { ...state, events, queue: null };
 }
 
 /** The state after the client lost the run (e.g. the websocket closed before a terminal event). */
@@ -115,5 +133,6 @@ export function failLocally(state: RunState, message: string, now: number): RunS
     stageStartedAt: null,
     endedAt: now,
     clientError: message,
+    queue: null,
   };
 }

@@ -2,7 +2,7 @@
  * Event builders for tests: well-formed protocol events of one run, with every field the wire
  * carries (the generated types require them), so tests read as a stream.
  */
-import type { Event, RunFailed, StageStarted } from '../protocol';
+import type { Event, EventOf, RunFailed, StageStarted } from '../protocol';
 
 export function runStarted(runId: string, seq: number): Event {
   return {
@@ -54,4 +54,14 @@ export function runFailed(runId: string, seq: number, kind: RunFailed['kind'] = 
     stage: 'trace',
     during: null,
   };
+}
+
+export function runQueued(
+  runId: string,
+  position: number,
+  waiting: number,
+  estimate_s: number | null = null,
+  reason: EventOf<'run_queued'>['reason'] = 'pool_full',
+): Event {
+  return { type: 'run_queued', run_id: runId, seq: 0, position, waiting, estimate_s, reason };
 }

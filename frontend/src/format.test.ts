@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { formatQueue, formatSeconds } from './format';
+
+describe('formatSeconds', () => {
+  it('shows one decimal and clamps bad input to 0', () => {
+    expect([formatSeconds(1234), formatSeconds(-5), formatSeconds(Number.NaN)]).toEqual(['1.2 s', '0.0 s', '0.0 s']);
+  });
+});
+
+describe('formatQueue', () => {
+  it('names the place and the estimate when there is one', () => {
+    expect(formatQueue({ position: 2, waiting: 5, estimate_s: 7.6, reason: 'pool_full' })).toBe(
+      'Waiting for a sandbox worker: position 2 of 5, about 8 s',
+    );
+    expect(formatQueue({ position: 1, waiting: 1, estimate_s: null, reason: 'pool_full' })).toBe(
+      'Waiting for a sandbox worker: position 1 of 1',
+    );
+    expect(formatQueue({ position: 1, waiting: 1, estimate_s: 0.2, reason: 'pool_full' })).toBe(
+      'Waiting for a sandbox worker: position 1 of 1, about 1 s',
+    );
+  });
+
+  it("says when the client's other tabs hold its share", () => {
+    expect(formatQueue({ position: 1, waiting: 2, estimate_s: 3, reason: 'client_share' })).toBe(
+      "Waiting for a sandbox worker: your other tabs hold this client's share of workers (position 1 of 2, about 3 s)",
+    );
+  });
+});
