@@ -56,7 +56,14 @@ from jaxscope.protocol import (
     ShardMapSpecView,
     ShardMapValueView,
 )
-from jaxscope.sandbox.probe_api import ProbeContext, Snippet, blame_line, explain, setting_line
+from jaxscope.sandbox.probe_api import (
+    ProbeContext,
+    Snippet,
+    blame_line,
+    explain,
+    setting_line,
+    source_lines,
+)
 from jaxscope.sandbox.snippet import InvalidSnippet
 
 from exhibits.sharding.settings import check_flag, check_mesh, check_spec_tree, eval_option
@@ -270,7 +277,7 @@ def _body_event(
                 values.append(
                     ShardMapValueView(name=v_view.name, aval=v_view.aval, vma=var_vma(var, mesh))
                 )
-        lines = source.splitlines()
+        lines = [line.rstrip("\r\n") for line in source_lines(source)]
         for i, eqn, axes in collective_eqns(body):
             loc = view.eqns[i].source
             collectives.append(

@@ -12,6 +12,7 @@ It does not emit ``run_started``/``run_finished``/``run_failed`` itself either.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
@@ -22,6 +23,17 @@ from jaxscope.protocol import EventModel, RunOptions, Stage
 # The file name under which a snippet is compiled: every source_info, traceback frame and debug
 # location that points at this name is a line of the user's snippet.
 SNIPPET_FILENAME = "<snippet>"
+
+# Where Python's tokenizer ends a line: ``\r\n``, ``\r`` or ``\n``, and nothing else.
+_LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
+
+
+def source_lines(source: str) -> list[str]:
+    """``source``'s lines (with their ends) as Python numbers them: split at ``\n``, ``\r\n``
+    and ``\r`` only. Not ``str.splitlines()``, which also splits at characters that are no
+    line end to Python (form feed, ``\v``, ``\x1c``-``\x1e``, ``\x85``, U+2028, U+2029), so
+    that a line number from a traceback would quote the wrong line."""
+    return [line for line in _LINE_END.split(source) if line]
 
 
 @dataclass

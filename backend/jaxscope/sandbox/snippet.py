@@ -15,7 +15,13 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
-from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, Snippet, blame_line, setting_line
+from jaxscope.sandbox.probe_api import (
+    SNIPPET_FILENAME,
+    Snippet,
+    blame_line,
+    setting_line,
+    source_lines,
+)
 
 
 class InvalidSnippet(Exception):
@@ -125,8 +131,9 @@ def _check_hashable(
 
 
 def register_source(source: str, filename: str = SNIPPET_FILENAME) -> None:
-    """Make ``linecache`` (and so ``traceback``) able to show lines of ``source``."""
-    lines = source.splitlines(keepends=True)
+    """Make ``linecache`` (and so ``traceback``) able to show lines of ``source``, numbered as
+    Python numbers them (:func:`~jaxscope.sandbox.probe_api.source_lines`)."""
+    lines = source_lines(source)
     linecache.cache[filename] = (len(source), None, lines, filename)
 
 
@@ -150,14 +157,13 @@ def load_snippet(
     if "\0" in source:
         # compile() raises a ValueError without a location for this; report it as the syntax
         # error it is, at the null byte.
-        at = source.index("\0")
-        line_start = source.rfind("\n", 0, at) + 1
-        line_end = source.find("\n", at)
-        text = source[line_start : len(source) if line_end < 0 else line_end]
-        raise SyntaxError(
-            "source code cannot contain null bytes",
-            (filename, source.count("\n", 0, at) + 1, at - line_start + 1, text.replace("\0", " ")),
-        )
+        for number, line in enumerate(source_lines(source), start=1):
+            if "\0" in line:
+                text = line.rstrip("\r\n")
+                raise SyntaxError(
+                    "source code cannot contain null bytes",
+                    (filename, number, text.index("\0") + 1, text.replace("\0", " ")),
+                )
     try:
         code = compile(source, filename, "exec", dont_inherit=True)
     except (RecursionError, MemoryError) as exc:
