@@ -7,7 +7,10 @@ errors (``jax.errors.ConcretizationTypeError`` and its subclasses, ``UnexpectedT
 applies; ``MemoryError``, ``OSError(ENOMEM)`` and XLA's RESOURCE_EXHAUSTED are ``memory``;
 anything else is ``user_exception`` (located at ``f``'s ``def`` line when JAX raised it with no
 snippet frame in the traceback). Only frames of the user's snippet (``SNIPPET_FILENAME``) are
-reported.
+reported; for an exception raised in a host callback (``jax.pure_callback`` and friends), which
+JAX re-raises as a ``JaxRuntimeError``, they include the callback's frames. The server's own file
+paths (site-packages, the standard library, the jaxscope checkout) are shortened in what the user
+reads (``jax/_src/pjit.py``, not ``/srv/.../site-packages/jax/_src/pjit.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,11 @@ from __future__ import annotations
 import errno
 import functools
 import linecache
+import re
+import site
+import sys
+import sysconfig
+from pathlib import Path
 from types import CodeType, TracebackType
 
 import jax.errors
@@ -316,6 +324,92 @@ def transformation_frames(exc: BaseException) -> list[TracebackFrame]:
     return []
 
 
+# A frame of the snippet in a traceback printed into a message: ``File "<snippet>", line 6, in h``.
+_PRINTED_FRAME = re.compile(r'File "' + re.escape(SNIPPET_FILENAME) + r'", line (\d+), in (\S+)')
+
+
+def is_runtime_error(exc: BaseException) -> bool:
+    """``exc`` is the error XLA's runtime raised (``JaxRuntimeError``; ``XlaRuntimeError`` in
+    older jaxlibs)."""
+    return isinstance(exc, jax.errors.JaxRuntimeError) or type(exc).__name__ in (
+        "JaxRuntimeError",
+        "XlaRuntimeError",
+    )
+
+
+def callback_frames(exc: BaseException) -> list[TracebackFrame]:
+    """The snippet frames of the exception a host callback (``jax.pure_callback``,
+    ``jax.debug.callback``, ``io_callback``) raised, when ``exc`` is the runtime error JAX
+    re-raised it as (outermost first; [] otherwise). XLA calls the callback from C++ while the
+    computation runs, so the snippet's frames are not in ``exc``'s traceback: they are in its
+    ``__cause__``/``__context__`` chain when JAX chained the original, else only in the
+    callback's traceback that JAX printed into the message."""
+    if not is_runtime_error(exc):
+        return []
+    inner = exc.__cause__ or exc.__context__
+    for _ in range(8):
+        if inner is None:
+            break
+        frames = user_frames(inner.__traceback__)
+        if frames:
+            return frames
+        inner = inner.__cause__ or inner.__context__
+    frames = []
+    for match in _PRINTED_FRAME.finditer(str(exc)):
+        line = int(match.group(1))
+        text = linecache.getline(SNIPPET_FILENAME, line).strip() or None
+        frames.append(TracebackFrame(line=line, function=match.group(2), text=text))
+    return frames[-MAX_FRAMES:]
+
+
+def _callback_explanation(frame: TracebackFrame) -> str:
+    return (
+        f"`{frame.function}` raised this at line {frame.line}: a Python callback that JAX called"
+        " on the host while the computation ran (`jax.pure_callback`, `jax.debug.callback` or"
+        " `io_callback`). XLA hands the callback's exception back as a `JaxRuntimeError`, with"
+        " the callback's traceback in its message."
+    )
+
+
+@functools.cache
+def _server_roots() -> tuple[str, ...]:
+    """The directories of the server's own files, longest first: site-packages, the standard
+    library, the jaxscope checkout (or wherever the package is installed), Python's prefixes."""
+    paths = sysconfig.get_paths()
+    roots = {paths.get(k, "") for k in ("purelib", "platlib", "stdlib", "platstdlib")}
+    roots.update(site.getsitepackages())
+    roots.update((sys.prefix, sys.base_prefix, sys.exec_prefix))
+    here = Path(__file__)
+    roots.update((str(here.parents[3]), str(here.resolve().parents[3])))  # above backend/
+    roots.update(str(Path(r).resolve()) for r in list(roots) if r)
+    return tuple(sorted((r.rstrip("/") for r in roots if r.strip("/")), key=len, reverse=True))
+
+
+# An absolute path in a message (not the path part of a URL: no ``:`` or ``/`` before it).
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.~:/-])/[^\s\"'<>:;,()\[\]{}]+")
+_PACKAGE_DIRS = ("/site-packages/", "/dist-packages/")
+
+
+def _short_path(match: re.Match[str]) -> str:
+    path = match.group(0)
+    for marker in _PACKAGE_DIRS:
+        if marker in path:
+            return path.rsplit(marker, 1)[1]
+    for root in _server_roots():
+        if path == root:
+            return "…"
+        if path.startswith(root + "/"):
+            return path[len(root) + 1 :]
+    return path
+
+
+def shorten_paths(text: str) -> str:
+    """``text`` with the server's absolute file paths made relative to the directory they are
+    in (site-packages, the standard library, the jaxscope checkout): ``jax/_src/pjit.py``,
+    ``backend/jaxscope/sandbox/runner.py``. Other paths (and URLs) stay as they are."""
+    return _ABSOLUTE_PATH.sub(_short_path, text) if "/" in text else text
+
+
 def _syntax_failure(exc: SyntaxError, stage: Stage | None) -> RunFailed:
     source = None
     if exc.lineno is not None:
@@ -390,14 +484,19 @@ def classify(exc: BaseException, stage: Stage | None, f: object = None) -> RunFa
     """The one ``RunFailed`` event for ``exc``, which escaped the run during ``stage``.
 
     ``error_class`` is ``type(exc).__name__`` (JAX's own class for JAX errors), ``message``
-    ``str(exc)``, ``source`` the deepest snippet frame, ``traceback`` the snippet frames only.
-    When no frame is the snippet's (JAX rejected ``f``'s arguments or result) and ``f`` (the
-    snippet's function, once loaded) was defined in the snippet, ``source`` is the line of its
-    ``def`` (``f.__code__.co_firstlineno``) and the explanation says so.
+    ``str(exc)`` (the server's paths shortened: :func:`shorten_paths`), ``source`` the deepest
+    snippet frame, ``traceback`` the snippet frames only, those of a host callback that raised
+    included (:func:`callback_frames`). When no frame is the snippet's (JAX rejected ``f``'s
+    arguments or result) and ``f`` (the snippet's function, once loaded) was defined in the
+    snippet, ``source`` is the line of its ``def`` (``f.__code__.co_firstlineno``) and the
+    explanation says so.
     """
     if isinstance(exc, SyntaxError) and exc.filename == SNIPPET_FILENAME:
         return _syntax_failure(exc, stage)
-    frames = user_frames(exc.__traceback__) or transformation_frames(exc)
+    in_callback = callback_frames(exc)
+    frames = user_frames(exc.__traceback__) + in_callback or transformation_frames(exc)
+    if len(frames) > MAX_FRAMES:
+        frames = frames[: MAX_FRAMES // 2] + frames[-MAX_FRAMES // 2 :]
     source = None
     explanation: str | None = None
     fix: str | None = None
@@ -438,15 +537,17 @@ def classify(exc: BaseException, stage: Stage | None, f: object = None) -> RunFa
     own = getattr(exc, EXPLAIN_ATTR, None)
     if explanation is None and isinstance(own, str):
         explanation = own  # the exhibit's words (probe_api.explain)
+    if explanation is None and in_callback:
+        explanation = _callback_explanation(in_callback[-1])
     message = str(exc) or type(exc).__name__
     during = getattr(exc, DURING_ATTR, None)
     return RunFailed(
         kind=kind,  # type: ignore[arg-type]
         error_class=type(exc).__name__,
-        message=message,
+        message=shorten_paths(message),
         source=source,
         traceback=frames,
-        explanation=explanation,
+        explanation=None if explanation is None else shorten_paths(explanation),
         fix=fix,
         stage=stage,
         during=during if isinstance(during, str) else None,
