@@ -53,10 +53,16 @@ def host_ok(settings: Settings, headers: Headers) -> bool:
 
 
 def token_ok(settings: Settings, presented: str | None) -> bool:
-    """True when no token is required, or ``presented`` equals it (constant-time compare)."""
+    """True when no token is required, or ``presented`` equals it (constant-time compare of the
+    UTF-8 bytes: ``hmac.compare_digest`` refuses a ``str`` with non-ASCII characters, and a
+    presented token is whatever the client sent, lone surrogates included)."""
     if settings.token is None:
         return settings.loopback
-    return presented is not None and hmac.compare_digest(presented, settings.token)
+    if presented is None:
+        return False
+    return hmac.compare_digest(
+        presented.encode("utf-8", "surrogatepass"), settings.token.encode("utf-8", "surrogatepass")
+    )
 
 
 def served_origin(headers: Headers, scheme: str) -> str | None:
