@@ -13,14 +13,14 @@ from starlette.websockets import WebSocketDisconnect
 
 # (query string, headers) carrying a token with characters hmac.compare_digest refuses in a str.
 # Header values go as bytes: the client sends them as they are (latin-1 or UTF-8).
-PRESENTED: dict[str, tuple[str, dict[str, bytes]]] = {
+PRESENTED: dict[str, tuple[str, dict[bytes, bytes]]] = {
     "query, UTF-8 é": ("?token=%C3%A9", {}),
     "query, snowman and ASCII": ("?token=abc%E2%98%83def", {}),
     "query, UTF-8 of a lone surrogate": ("?token=%ED%A0%80", {}),
     "query, bytes that are not UTF-8": ("?token=%FF%FE", {}),
-    "cookie, latin-1 é": ("", {"cookie": "jaxscope_token=\u00e9".encode("latin-1")}),
-    "cookie, UTF-8 bytes": ("", {"cookie": "jaxscope_token=\u2603".encode()}),
-    "authorization header": ("", {"authorization": "Bearer \u00e9t\u00e9".encode()}),
+    "cookie, latin-1 é": ("", {b"cookie": "jaxscope_token=\u00e9".encode("latin-1")}),
+    "cookie, UTF-8 bytes": ("", {b"cookie": "jaxscope_token=\u2603".encode()}),
+    "authorization header": ("", {b"authorization": "Bearer \u00e9t\u00e9".encode()}),
 }
 
 
@@ -55,7 +55,7 @@ def test_non_ascii_token_is_refused_on_the_websocket(
     client.cookies.clear()
     with pytest.raises(WebSocketDisconnect) as info:
         with client.websocket_connect(
-            "/api/ws" + query, headers={"origin": b"http://testserver", **headers}
+            "/api/ws" + query, headers={b"origin": b"http://testserver", **headers}
         ):
             pass
     assert info.value.code == 1008
@@ -71,6 +71,6 @@ def test_non_ascii_token_on_a_loopback_server_with_a_token() -> None:
     app = create_app(Settings(token="s3cret", workers=0, check_exhibits=False))
     with TestClient(app, base_url="http://localhost:8000") as client:
         assert client.get("/api/health?token=s%C3%A9cret").status_code == 401
-        cookie = {"cookie": "jaxscope_token=\u00e9".encode("latin-1")}
+        cookie = {b"cookie": "jaxscope_token=\u00e9".encode("latin-1")}
         assert client.get("/api/health", headers=cookie).status_code == 401
         assert client.get("/api/health?token=s3cret").status_code == 200
