@@ -55,6 +55,8 @@ class WorkerPool:
         self._leased: set[WorkerProcess] = set()
         # Callers waiting for a worker, first come first served.
         self._queue: collections.deque[object] = collections.deque()
+        # Per waiting caller: whether it may take a worker now (its client's share).
+        self._eligible: dict[object, Callable[[], bool]] = {}
         self._changed = asyncio.Event()
         self._closed = False
         self.spawned = 0
@@ -148,25 +150,28 @@ class WorkerPool:
     async def acquire(
         self,
         timeout: float | None = None,
-        make_room: Callable[[], bool] | None = None,
+        eligible: Callable[[], bool] | None = None,
         ticket: object | None = None,
     ) -> WorkerProcess:
-        """A warm worker (waits while the pool warms up, or while it is full). While it waits at
-        the cap with fewer workers starting than callers waiting, ``make_room()`` is asked to
-        free a leased worker (an idle session's: ``tenancy.py``) and returns whether it did.
-        Raises :class:`WorkerStartError` when the worker started for this call could not start,
-        and :class:`PoolBusy` when ``max_workers`` workers stayed leased for ``timeout``
-        seconds (never without a ``timeout``). ``ticket``: any object naming the caller in
-        :meth:`queue_position`."""
+        """A warm worker (waits while the pool warms up, or while it is full). Callers are
+        served first come, first served among those ``eligible()`` at that moment (a caller
+        whose client holds its share of workers, ``tenancy.py``, is passed over, not blocking
+        the others; it keeps its place for when it is eligible again). Raises
+        :class:`WorkerStartError` when the worker started for this call could not start, and
+        :class:`PoolBusy` when no worker came within ``timeout`` seconds (never without a
+        ``timeout``: a run waits until it gets one or is cancelled). ``ticket``: any object
+        naming the caller in :meth:`queue_position`."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         me = object() if ticket is None else ticket
         self._queue.append(me)
+        if eligible is not None:
+            self._eligible[me] = eligible
         try:
             while True:
                 if self._closed:
                     raise WorkerStartError("the worker pool is closed")
-                if self._queue[0] is me and self._idle:
+                if self._idle and self._first_eligible() is me:
                     item = self._idle.popleft()
                     if isinstance(item, BaseException):
                         raise WorkerStartError(str(item)) from item
@@ -177,13 +182,6 @@ class WorkerPool:
                     item.add_gone_callback(self._held(time.monotonic()))
                     self.handed_out += 1
                     return item
-                if (
-                    make_room is not None
-                    and self.full()
-                    and self._starting_count() < len(self._queue)
-                    and make_room()
-                ):
-                    continue  # a leased worker was freed: _fill() starts one in its place
                 self._fill()
                 wait_s = _POLL_S
                 if deadline is not None:
@@ -198,8 +196,23 @@ class WorkerPool:
                     await asyncio.wait_for(self._changed.wait(), wait_s)
         finally:
             self._queue.remove(me)
+            self._eligible.pop(me, None)
             self._fill()
             self._wake()
+
+    def _first_eligible(self) -> object | None:
+        """The earliest waiting caller that may take a worker now."""
+        for ticket in self._queue:
+            check = self._eligible.get(ticket)
+            if check is None or check():
+                return ticket
+        return None
+
+    def is_eligible(self, ticket: object) -> bool:
+        """Whether the waiting caller ``ticket`` may take a worker now (its client is within
+        its share)."""
+        check = self._eligible.get(ticket)
+        return check is None or check()
 
     def full(self) -> bool:
         """Whether a caller would have to wait: no idle worker and ``max_workers`` in use."""

@@ -17,10 +17,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Collection
+from typing import Literal
 
 from jaxscope.protocol import MAX_CODE_CHARS, RunFailed, RunFinished, RunQueued, RunRequest
 from jaxscope.sandbox.pool import WorkerPool
-from jaxscope.sandbox.tenancy import Tenancy, now
+from jaxscope.sandbox.tenancy import Tenancy
 from jaxscope.sandbox.worker import Emit, WorkerGone, WorkerProcess, WorkerStartError
 
 # How often a waiting run checks its place in the queue (seconds).
@@ -74,30 +75,14 @@ class Session:
         self._lock = asyncio.Lock()
         self._cancel: asyncio.Event | None = None
         self.current_run_id: str | None = None
-        # ``owner``: the client (address) the session serves; ``last_used``: when its last run
-        # ended (monotonic s), to pick the idle session used least recently (tenancy.py).
-        self.tenancy, self.owner, self.last_used = tenancy, owner, now()
-        self._acquiring = False  # waiting in the pool for a worker: counts toward the share
+        # ``owner``: the client (address) the session serves (its share: tenancy.py).
+        self.tenancy, self.owner = tenancy, owner
         if tenancy is not None:
             tenancy.join(self)
 
     def holds_worker(self) -> bool:
         """Whether the session holds a live worker."""
         return self.worker is not None and self.worker.alive
-
-    def claims_worker(self) -> bool:
-        """Whether the session holds a live worker or is waiting in the pool for one."""
-        return self._acquiring or self.holds_worker()
-
-    def running(self) -> bool:
-        """Whether a run of the session is in progress (or waiting for a worker)."""
-        return self._lock.locked()
-
-    def give_up_worker(self) -> None:
-        """Kill the (idle) session's worker so that another session can have one; the next run
-        of this session leases a fresh worker, as after a crash."""
-        if self.worker is not None:
-            self._drop(self.worker)
 
     def cancel(self, run_id: str | None = None) -> bool:
         """Cancel the current run (if ``run_id`` is given, only when it is that run).
@@ -124,7 +109,6 @@ class Session:
                 return await self._run_locked(request, emit, cancel, wall_s)
             finally:
                 self._cancel, self.current_run_id = None, None
-                self.last_used = now()
 
     async def _run_locked(
         self, request: RunRequest, emit: Emit, cancel: asyncio.Event, wall_s: float | None
@@ -175,19 +159,15 @@ class Session:
         if worker is not None and worker.alive:
             return worker
         self.worker = None
-        if self.tenancy is not None:
-            refused = await self._fair_share(request, emit, cancel)
-            if refused is not None:
-                return refused
         tenancy = self.tenancy
-        make_room = None if tenancy is None else lambda: tenancy.evict_idle(any_owner=True)
+        eligible = None if tenancy is None else lambda: not tenancy.over_cap(self)
         # A run is never refused for capacity: it waits in the pool's queue (no timeout) until
-        # it gets a worker or is cancelled, and the page is told its place.
+        # it gets a worker or is cancelled, and the page is told its place. Within the queue a
+        # run whose client holds its share of workers lets the others by (tenancy.py).
         ticket = object()
-        acquiring = asyncio.ensure_future(self.pool.acquire(make_room=make_room, ticket=ticket))
+        acquiring = asyncio.ensure_future(self.pool.acquire(eligible=eligible, ticket=ticket))
         waiting = asyncio.ensure_future(cancel.wait())
         reporting = asyncio.ensure_future(self._report_queue(request, emit, ticket))
-        self._acquiring = True
         try:
             await asyncio.wait({acquiring, waiting}, return_when=asyncio.FIRST_COMPLETED)
         except BaseException:
@@ -196,7 +176,6 @@ class Session:
             _abandon(acquiring)
             raise
         finally:
-            self._acquiring = False
             waiting.cancel()
             reporting.cancel()
             with contextlib.suppress(BaseException):
@@ -223,55 +202,28 @@ class Session:
 
     async def _report_queue(self, request: RunRequest, emit: Emit, ticket: object) -> None:
         """While the run waits in the pool's queue, send ``run_queued`` when it starts waiting
-        and whenever its place changes (checked every :data:`QUEUE_REPORT_S`)."""
-        last: int | None = None
+        and whenever its place or the reason changes (checked every :data:`QUEUE_REPORT_S`)."""
+        last: tuple[int, str] | None = None
         while True:
             await asyncio.sleep(QUEUE_REPORT_S)
             position = self.pool.queue_position(ticket)
-            if position is None or not self.pool.full() or position == last:
+            if position is None:
                 continue
-            last = position
+            reason: Literal["pool_full", "client_share"] = (
+                "pool_full" if self.pool.is_eligible(ticket) else "client_share"
+            )
+            if (reason == "pool_full" and not self.pool.full()) or (position, reason) == last:
+                continue
+            last = (position, reason)
             await emit(
                 RunQueued(
                     run_id=request.run_id,
                     position=position,
                     waiting=self.pool.waiting(),
                     estimate_s=self.pool.estimate_s(position),
+                    reason=reason,
                 )
             )
-
-    async def _fair_share(
-        self, request: RunRequest, emit: Emit, cancel: asyncio.Event
-    ) -> RunFailed | None:
-        """Keep the client within its share before leasing: at its cap, its idle session used
-        least recently gives its worker up; while all its sessions run or wait, this run waits
-        (``run_queued``, reason ``client_share``) for one to end, or until it is cancelled.
-        Returns the terminal event (emitted) when cancelled. (A full pool is made room in by
-        ``pool.acquire``'s ``make_room``.)"""
-        tenancy = self.tenancy
-        assert tenancy is not None
-        told = False
-        while tenancy.over_cap(self) and not tenancy.evict_idle(self.owner):
-            if cancel.is_set():
-                failed = RunFailed(
-                    kind="cancelled", message="the run was cancelled", run_id=request.run_id
-                )
-                await emit(failed)
-                return failed
-            if not told:
-                told = True
-                await emit(
-                    RunQueued(
-                        run_id=request.run_id,
-                        position=1,
-                        waiting=1,
-                        estimate_s=self.pool.mean_hold_s,
-                        reason="client_share",
-                    )
-                )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(cancel.wait(), 0.2)
-        return None
 
     async def close(self) -> None:
         """Cancel any run and kill this session's worker."""

@@ -522,6 +522,15 @@ class WorkerProcess:
                 return loc
         return None
 
+    def exit_status(self) -> int | None:
+        """The worker's exit status as ``subprocess`` reports it (negative: killed by that
+        signal). In namespaces the process is bwrap, which exits with 128 + the signal number
+        when the worker was killed by a signal: that is turned back into ``-signal``."""
+        code = self.proc.returncode
+        if self.limits.namespaces and code is not None and 128 < code < 128 + signal.NSIG:
+            return -(code - 128)
+        return code
+
     def kill(self) -> None:
         """SIGKILL the worker's whole process group (idempotent)."""
         self._killed = True
@@ -683,7 +692,7 @@ class WorkerProcess:
                     if not line:
                         await self.wait_closed()
                         kind, message = classify_death(
-                            self.proc.returncode, self.stderr_text(), limits=limits
+                            self.exit_status(), self.stderr_text(), limits=limits
                         )
                         self._killed = True
                         terminal = failed(kind, message)
