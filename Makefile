@@ -54,6 +54,7 @@ bench: setup frontend
 	$(PY) bench/latency.py
 	$(PY) bench/ad_overhead.py
 	$(PY) bench/stations_lowering.py
+	$(PY) bench/clean_runs.py
 
 clean:
 	rm -rf $(VENV) node_modules frontend/dist
