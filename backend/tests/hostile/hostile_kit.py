@@ -14,6 +14,7 @@ module docstrings of the test files)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sys
@@ -71,6 +72,8 @@ class Outcome:
     events: list[EventModel]
     stamps: list[float]
     worker: WorkerProcess | None
+    # When the run was asked for (``time.time()``).
+    started: float = 0.0
     uid: int | None = None
     worker_pid: int | None = None
     notes: list[str] = field(default_factory=list)
@@ -141,6 +144,7 @@ async def arun(
             watch(event, sess)
 
     request = RunRequest(run_id=harness.run_id(), exhibit=exhibit, code=code)
+    started = time.time() - 1.0
     try:
         await sess.run(request, emit, wall_s=wall_s)
     finally:
@@ -149,7 +153,7 @@ async def arun(
     worker = sess.last_worker
     if worker is None and workers:
         worker = workers[-1]
-    outcome = Outcome(events=events, stamps=stamps, worker=worker)
+    outcome = Outcome(events=events, stamps=stamps, worker=worker, started=started)
     if worker is not None:
         outcome.uid = worker.uid.uid if worker.uid is not None else None
         outcome.worker_pid = worker.worker_pid
@@ -216,14 +220,17 @@ def sockets_of_uid(uid: int) -> list[str]:
     return found
 
 
-def files_of_uid(uid: int) -> list[str]:
-    """Entries of :data:`HOST_DIRS` owned by ``uid``."""
+def files_of_uid(uid: int, since: float = 0.0) -> list[str]:
+    """Entries of :data:`HOST_DIRS` owned by ``uid`` and changed since ``since`` (``time.time``
+    s; uids are reused, and an earlier holder of the uid may have left files, e.g. the working
+    directory of a worker run without namespaces by another test)."""
     found = []
     for folder in HOST_DIRS:
         with contextlib.suppress(OSError):
             for entry in os.scandir(folder):
                 with contextlib.suppress(OSError):
-                    if entry.stat(follow_symlinks=False).st_uid == uid:
+                    st = entry.stat(follow_symlinks=False)
+                    if st.st_uid == uid and st.st_ctime >= since:
                         found.append(entry.path)
     return found
 
@@ -263,8 +270,9 @@ def assert_nothing_left(outcome: Outcome, host: HostPaths | None = None) -> None
     assert outcome.worker is not None, "no worker served the run"
     wait_gone(outcome)
     if outcome.uid is not None:
-        assert not sockets_of_uid(outcome.uid)
-        assert not files_of_uid(outcome.uid)
+        assert not sockets_of_uid(outcome.uid), sockets_of_uid(outcome.uid)
+        left = files_of_uid(outcome.uid, since=outcome.started)
+        assert not left, f"files of the worker's uid {outcome.uid} on the host: {left}"
     if host is not None:
         assert not host.changed(), f"host paths changed: {host.changed()}"
 
@@ -283,3 +291,39 @@ def host_depth() -> int:
     depth = ns_depth(os.getpid())
     assert depth is not None
     return depth
+
+
+async def _alongside(
+    harness: SandboxHarness, code: str, wall_s: float | None, delay_s: float, ok_code: str
+) -> tuple[Outcome, Outcome]:
+    hostile = asyncio.ensure_future(arun(harness, code, wall_s=wall_s))
+    await asyncio.sleep(delay_s)
+    ok = await arun(harness, ok_code)
+    return await hostile, ok
+
+
+def alongside(
+    harness: SandboxHarness,
+    code: str,
+    *,
+    wall_s: float | None = None,
+    delay_s: float = 1.0,
+    ok_code: str = SIN,
+) -> tuple[Outcome, Outcome]:
+    """Run ``code`` in one session and, ``delay_s`` later, an ordinary run in another: the
+    hostile outcome and the ordinary one (which must not have waited for the hostile one)."""
+    return harness.call(_alongside(harness, code, wall_s, delay_s, ok_code), timeout=180)
+
+
+# An ordinary run takes well under a second once it has its worker; a stalled server (event
+# loop blocked by another session's hostile run) would hold it for the hostile run's length.
+NOT_STALLED_S = 5.0
+
+
+def assert_served_meanwhile(hostile: Outcome, ok: Outcome, *, ends_first: bool = True) -> None:
+    """The ordinary run finished within :data:`NOT_STALLED_S` of taking its job, and (with
+    ``ends_first``, for a hostile run that lasts) before the hostile run ended."""
+    ok.finished()
+    assert ok.run_s < NOT_STALLED_S, f"the ordinary run took {ok.run_s:.1f} s"
+    if ends_first:
+        assert ok.ended_at < hostile.ended_at, "the ordinary run waited for the hostile one"
