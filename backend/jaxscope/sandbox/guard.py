@@ -305,8 +305,9 @@ def _make_hook(my_pid: int) -> Callable[[str, tuple[Any, ...]], None]:
                 refuse(f"importing {args[0]}")
         elif event == "socket.__new__":
             # (sock, family, type, proto): an AF_INET(6) socket could listen() (auto-bind) or
-            # connect_ex without a bind/connect event; refuse it at creation.
-            if len(args) > 1 and args[1] in inet_families:
+            # connect_ex without a bind/connect event; refuse it at creation. Family -1 is
+            # ``_socket.socket()`` called without arguments, which makes an AF_INET socket.
+            if len(args) > 1 and (args[1] in inet_families or args[1] == -1):
                 refuse("network sockets (socket.socket)")
         elif event in network_events:
             family = getattr(args[0], "family", None) if args else None

@@ -366,13 +366,6 @@ def test_a_listener_in_the_sandbox_is_not_reachable_from_the_host(
     assert_nothing_left(outcome)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="audit-hook gap: _socket.socket() with no arguments makes an AF_INET socket that the "
-    "hook does not refuse (its socket.__new__ event carries family -1); it can listen() with an "
-    "auto-bind (no bind event). The network namespace still holds (see "
-    "test_a_listener_in_the_sandbox_is_not_reachable_from_the_host[_socket_listen_autobind]).",
-)
 def test_the_audit_hook_refuses_a_default_socket(sandbox: SandboxHarness) -> None:
     outcome = run(sandbox, "import _socket\n_socket.socket()\n" + OK_TAIL)
     failed = outcome.failed("user_exception")
