@@ -1,27 +1,36 @@
 """The sandbox worker's own defences, through the real supervisor: the audit hook cannot be
-switched off from a snippet, the spawners without an audit event are gone, a root worker runs user
-code as ``nobody``, nothing runs after a run's terminal event, event text is always valid UTF-8
-and capped, and the error kinds of odd failures. Snippets from the adversarial test (breakit)."""
+switched off from a snippet, the spawners without an audit event are gone, a worker lives in
+namespaces of its own (as root: under a leased uid, never root), nothing of a run outlives it,
+event text is always valid UTF-8 and capped, and the error kinds of odd failures. Snippets from
+the adversarial test (breakit).
+
+Since issue 12 a worker serves one run and is killed after its terminal event:
+``session.last_worker`` is the one that served the session's last run."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
+import jaxscope
 import pytest
-from jaxscope.protocol import RunFailed, RunFinished, StdoutPrinted
-from jaxscope.sandbox.guard import WORKER_UID_BASE
+from jaxscope import cli
+from jaxscope.protocol import EventModel, RunFailed, RunFinished, StdoutPrinted
+from jaxscope.sandbox.namespaces import UID_SLOTS, WORKER_UID_BASE, pids_of_uid, worker_gid
 from jaxscope.sandbox.runner import (
     PRINT_CAP_CHARS,
     PRINT_CHUNK_CHARS,
     TRUNCATED_NOTE,
     StdoutEvents,
 )
+from jaxscope.sandbox.session import Session
+from jaxscope.sandbox.worker import WorkerProcess
 from jaxscope.settings import Limits
 
 from tests.harness import SandboxHarness, assert_one_terminal
@@ -61,6 +70,13 @@ def finished(events: list) -> RunFinished:  # type: ignore[type-arg]
 
 def printed(events: list) -> str:  # type: ignore[type-arg]
     return "".join(e.text for e in events if isinstance(e, StdoutPrinted))
+
+
+def served_by(session: Session) -> WorkerProcess:
+    """The worker that served ``session``'s last run (killed after it)."""
+    worker = session.last_worker
+    assert worker is not None and session.worker is None and not worker.alive
+    return worker
 
 
 def alive(pid: int) -> bool:
@@ -162,78 +178,119 @@ def test_unix_sockets_still_work(sandbox: SandboxHarness) -> None:
 
 
 @needs_root
-def test_root_worker_runs_user_code_as_nobody(sandbox: SandboxHarness) -> None:
+def test_root_worker_runs_user_code_as_its_leased_uid(sandbox: SandboxHarness) -> None:
+    """As root, bwrap starts the worker through ``setpriv`` as a uid leased for it alone
+    (100000-149999), group ``nogroup``, no supplementary groups, ``no_new_privs``, no
+    capabilities: its real, effective, saved and file-system uids are all that uid (no way back
+    to root), in every thread, and the handshake (sent after the warm-up, before any user code)
+    already reports it. Its cwd and home are its private ``/tmp``, writable by it."""
     code = (
         "import os, resource\n"
         "print(os.getpid(), os.getuid(), os.geteuid(), os.getgid(), os.getgroups())\n"
-        "print(resource.getrlimit(resource.RLIMIT_NPROC)[0])\n"
         "with open('/proc/self/status') as s:\n"
-        "    print([l.split()[1] for l in s if l.startswith('NoNewPrivs')][0])\n"
+        "    status = {l.split(':')[0]: l.split()[1:] for l in s}\n"
+        "print(*status['Uid'], *status['Gid'])\n"
+        "print(status['CapPrm'][0], status['CapEff'][0], status['NoNewPrivs'][0])\n"
+        "print(resource.getrlimit(resource.RLIMIT_NPROC)[0])\n"
         "uids = set()\n"
         "for task in os.listdir('/proc/self/task'):  # every thread, XLA's included\n"
         "    with open(f'/proc/self/task/{task}/status') as s:\n"
         "        uids |= {l.split()[2] for l in s if l.startswith('Uid:')}\n"
         "print(sorted(uids))\n"
-        "open('scratch.txt', 'w').write('the worker owns its cwd')\n" + OK
+        "open('scratch.txt', 'w').write('the worker owns its cwd')\n"
+        "print(os.getcwd(), os.environ['HOME'], os.path.getsize('scratch.txt'))\n" + OK
     )
-    events = sandbox.run(code)
-    finished(events)
-    import pwd
-
-    nobody = pwd.getpwnam("nobody")
-    ids, nproc, no_new_privs, thread_uids = printed(events).splitlines()
-    pid = int(ids.split()[0])
-    uid = WORKER_UID_BASE + pid  # a uid of this worker's own, group nobody's
-    assert ids == f"{pid} {uid} {uid} {nobody.pw_gid} []"
-    assert int(nproc) == sandbox.limits.nproc
-    assert no_new_privs == "1"
-    assert thread_uids == f"['{uid}']"
-
-
-@needs_root
-def test_one_sessions_worker_cannot_signal_anothers(sandbox: SandboxHarness) -> None:
-    """Each worker has its own uid, so even ctypes (around the audit hook) gets EPERM when one
-    session's code signals another session's worker."""
-    first, second = sandbox.session(), sandbox.session()
+    session = sandbox.session()
     try:
-        pid_a = int(printed(sandbox.run("import os\nprint(os.getpid())\n" + OK, session=first)))
+        events = sandbox.run(code, session=session)
+    finally:
+        sandbox.call(session.close())
+    finished(events)
+    worker = served_by(session)
+    assert worker.uid is not None
+    uid, gid = worker.uid.uid, worker_gid()
+    assert WORKER_UID_BASE <= uid < WORKER_UID_BASE + UID_SLOTS
+    assert worker.info["uid"] == uid
+    ids, status_ids, privs, nproc, thread_uids, home = printed(events).splitlines()
+    assert ids == f"2 {uid} {uid} {gid} []"  # pid 2: its own pid namespace
+    assert status_ids == f"{uid} {uid} {uid} {uid} {gid} {gid} {gid} {gid}"
+    assert privs == "0000000000000000 0000000000000000 1"
+    assert int(nproc) == sandbox.limits.nproc
+    assert thread_uids == f"['{uid}']"
+    assert home == "/tmp /tmp 23"
+    assert worker.workdir is None  # no host directory of the worker's
+
+
+def test_one_sessions_worker_cannot_see_nor_signal_anothers(sandbox: SandboxHarness) -> None:
+    """Each worker has its own pid namespace: another session's worker, running meanwhile, is
+    not even visible (its ``/proc`` lists only its own namespace's init and itself), so even
+    ctypes (around the audit hook) gets ESRCH for the other worker's host pid, and no pid inside
+    names it (the other worker is pid 2 in its own namespace, as this one is in its own). As
+    root, the two also run as different uids."""
+    first, second = sandbox.session(), sandbox.session()
+    holds = "import time\ntime.sleep(4)\n" + OK
+
+    async def scenario() -> tuple[list[EventModel], list[EventModel], bool]:
+        holding = asyncio.ensure_future(sandbox.arun(first, holds, wall_s=30))
+        while not first.holds_worker():
+            await asyncio.sleep(0.05)
+        victim = first.worker
+        assert victim is not None
         code = (
-            "import ctypes\n"
+            "import ctypes, os\n"
             "libc = ctypes.CDLL(None, use_errno=True)\n"
-            f"print(libc.kill({pid_a}, 0), ctypes.get_errno())\n" + OK
+            "print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))\n"
+            f"print(libc.kill({victim.worker_pid}, 0), ctypes.get_errno())\n"
+            f"print(libc.kill({victim.pid}, 0), ctypes.get_errno())\n" + OK
         )
-        assert printed(sandbox.run(code, session=second)).strip() == "-1 1"  # EPERM
-        assert first.worker is not None and first.worker.alive
+        attack = await sandbox.arun(second, code, wall_s=30)
+        still_alive = victim.alive
+        return await holding, attack, still_alive
+
+    try:
+        held, attack, still_alive = sandbox.call(scenario())
+        finished(attack)
+        assert printed(attack).splitlines() == ["[1, 2]", "-1 3", "-1 3"]  # ESRCH
+        assert still_alive
+        finished(held)
+        if ROOT:
+            one, two = served_by(first).uid, served_by(second).uid
+            assert one is not None and two is not None and one.uid != two.uid
     finally:
         sandbox.call(first.close())
         sandbox.call(second.close())
 
 
 @needs_root
-def test_nobody_cannot_kill_the_server_nor_write_root_files(
-    sandbox: SandboxHarness, victim: int
+def test_worker_cannot_kill_the_server_nor_write_host_files(
+    sandbox: SandboxHarness, victim: int, tmp_path: Path
 ) -> None:
-    # The routes around the audit hook (ctypes) now meet the kernel's EPERM.
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as root_file:
-        root_file.write("root's\n")
-    os.chmod(root_file.name, 0o644)
-    try:
-        code = (
-            "import ctypes, os\n"
-            "libc = ctypes.CDLL(None, use_errno=True)\n"
-            f"print(libc.kill(os.getppid(), 9), ctypes.get_errno())\n"
-            f"print(libc.kill({victim}, 9), ctypes.get_errno())\n"
-            f"open({root_file.name!r}, 'w').write('pwned')\n"
-        )
-        f = failed(sandbox.run(code))
-        assert (f.error_class, f.kind) == ("PermissionError", "user_exception")
-        assert "Permission denied" in f.message
-        assert printed(sandbox.run(code + "\n")).splitlines() == ["-1 1", "-1 1"]  # EPERM
-        assert alive(victim)
-        with open(root_file.name) as check:
-            assert check.read() == "root's\n"
-    finally:
-        os.unlink(root_file.name)
+    # The routes around the audit hook (ctypes) meet the kernel: its namespace's init is root's
+    # (EPERM), host processes are not in its pid namespace (ESRCH), the host's /tmp is not in its
+    # file system, and what the host shares with it (the jaxscope package) is root's and bound
+    # read-only.
+    root_file = tmp_path / "root.txt"
+    root_file.write_text("root's\n")
+    root_file.chmod(0o644)
+    package = Path(jaxscope.__file__)
+    before = package.read_bytes()
+    code = (
+        "import ctypes, os, jaxscope\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "print(os.getppid(), libc.kill(os.getppid(), 9), ctypes.get_errno())\n"
+        f"print(libc.kill({os.getpid()}, 0), ctypes.get_errno())\n"
+        f"print(libc.kill({victim}, 9), ctypes.get_errno())\n"
+        f"print(os.path.exists({str(root_file)!r}))\n"
+        "open(jaxscope.__file__, 'a').write('pwned')\n"
+    )
+    events = sandbox.run(code)
+    f = failed(events)
+    assert (f.error_class, f.kind) == ("PermissionError", "user_exception"), f
+    assert "Permission denied" in f.message
+    assert printed(events).splitlines() == ["1 -1 1", "-1 3", "-1 3", "False"]
+    assert alive(victim)
+    assert root_file.read_text() == "root's\n"
+    assert package.read_bytes() == before
 
 
 @needs_root
@@ -363,8 +420,10 @@ def test_del_output_belongs_to_its_run(sandbox: SandboxHarness) -> None:
     assert printed(events) == "bye\n"
 
 
-def test_thread_left_running_retires_the_worker(sandbox: SandboxHarness) -> None:
-    # breakit t3: a thread printing after the run leaked into the session's next run.
+def test_thread_left_running_dies_with_its_run(sandbox: SandboxHarness) -> None:
+    # breakit t3: a thread printing after the run leaked into the session's next run. The
+    # worker is killed after its terminal event, its thread with it; each later run gets a
+    # fresh worker and none sees the ghost's output.
     ghost = (
         "import threading, time\n"
         "def spam():\n    while True:\n        print('GHOST'); time.sleep(0.001)\n"
@@ -372,33 +431,76 @@ def test_thread_left_running_retires_the_worker(sandbox: SandboxHarness) -> None
     )
     session = sandbox.session()
     try:
-        first = sandbox.run(ghost, session=session)
-        finished(first)
-        pid = session.worker.pid if session.worker else None
+        finished(sandbox.run(ghost, session=session))
+        haunted = served_by(session)
+        served = [haunted]
         for _ in range(3):
             events = sandbox.run(OK, session=session)
             finished(events)
             assert "GHOST" not in printed(events)
-        assert session.worker is not None and session.worker.pid != pid
+            served.append(served_by(session))
+        assert len({id(w) for w in served}) == 4
+        sandbox.call(haunted.wait_closed())
+        assert haunted.proc.returncode is not None and not alive(haunted.worker_pid)
     finally:
         sandbox.call(session.close())
 
 
-def test_threads_of_jax_do_not_retire_the_worker(sandbox: SandboxHarness) -> None:
+def test_without_namespaces_a_root_worker_still_runs_as_a_leased_uid(tmp_path: Path) -> None:
+    """``Limits(namespaces=False)`` (``--unsafe-no-sandbox``): the worker runs on the host, in
+    a host temp directory of its own (removed after it), its pid the host's; as root it still
+    runs user code as a leased uid and a ``setsid`` orphan it leaves is killed (``kill_uid``)
+    once the worker is gone. The CLI's flag runs a snippet end to end."""
+    harness = SandboxHarness(Limits(wall_s=20.0, cpu_s=10.0, namespaces=False), size=0)
+    session = harness.session()
     code = (
-        "import jax, jax.numpy as jnp\n"
-        "def f(x):\n    jax.debug.print('{}', x)\n    return jnp.sin(x)\n"
-        "args = (jnp.ones(3),)\n"
+        "import ctypes, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "print(os.getpid(), os.getuid(), os.getcwd(), os.environ['HOME'])\n"
+        "child = libc.fork()\n"
+        "if child == 0:\n"
+        "    libc.setsid()\n"
+        "    while True:\n"
+        "        libc.pause()\n"
+        "print(child)\n" + OK
     )
-    session = sandbox.session()
+    orphan = 0
     try:
-        finished(sandbox.run(code, "stations", session=session))
-        assert session.worker is not None
-        pid = session.worker.pid
-        finished(sandbox.run(code, "stations", session=session))
-        assert session.worker is not None and session.worker.pid == pid
+        events = harness.run(code, session=session)
+        finished(events)
+        worker = served_by(session)
+        ids, child = printed(events).splitlines()
+        orphan = int(child)
+        pid, uid, cwd, home = ids.split()
+        assert int(pid) == worker.worker_pid == worker.pid  # no bwrap, no pid namespace
+        assert worker.workdir is not None and cwd == home == worker.workdir
+        if ROOT:
+            assert worker.uid is not None and int(uid) == worker.uid.uid == worker.info["uid"]
+            assert WORKER_UID_BASE <= int(uid) < WORKER_UID_BASE + UID_SLOTS
+        else:
+            assert int(uid) == os.getuid()
+        # The session's reaper cleans up in a thread (the workdir's removal, then kill_uid).
+        # Killed processes may stay zombies for a while (reaped by the host's init): nothing
+        # of the uid may still run.
+        lease = worker.uid
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and (
+            os.path.exists(worker.workdir)
+            or (lease is not None and any(alive(p) for p in pids_of_uid(lease.uid)))
+        ):
+            time.sleep(0.1)
+        assert not os.path.exists(worker.workdir)
+        if ROOT:
+            assert lease is not None and not alive(orphan)
+            assert not any(alive(p) for p in pids_of_uid(lease.uid))
     finally:
-        sandbox.call(session.close())
+        harness.call(session.close())
+        harness.close()
+        if orphan > 0 and not ROOT and alive(orphan):
+            os.kill(orphan, 9)  # without root nothing can tell the orphan from the server's
+    path = tmp_path / "ok.py"
+    path.write_text(OK)
+    assert cli.main(["run", "tracing", str(path), "--unsafe-no-sandbox"]) == 0
 
 
 # --- 4. event text ------------------------------------------------------------------------------
