@@ -2,8 +2,10 @@
 artefact that ``jaxscope run --print ARTEFACT`` can print out of a run's events.
 
 The server and the CLI read this table without importing JAX or any probe; the sandbox worker
-imports ``exhibits.<id>.probe`` by id. ``frontend/src/exhibits.ts`` is the frontend's table; a test
-checks that both list the same ids and that every exhibit folder has all its parts.
+imports ``exhibits.<id>.probe`` by id. ``jaxscope.events`` assembles the event union from the
+``events.py`` of every exhibit listed here (``Exhibit.events_module``).
+``frontend/src/exhibits.ts`` is the frontend's table; a test checks that both list the same ids
+and that every exhibit folder has all its parts.
 """
 
 from __future__ import annotations
@@ -15,61 +17,57 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from jaxscope.protocol import (
-    EventModel,
-    ExecutableCompiled,
-    ExhibitInfo,
-    JaxprStaged,
-    ModuleLowered,
-    ProgramExecuted,
-)
+from jaxscope.protocol import EventBase, ExhibitInfo, JaxprStaged
 
 from exhibits.shown import ShownError, ShownErrors
+from exhibits.stations.events import ExecutableCompiled, ModuleLowered, ProgramExecuted
 
 EXHIBITS_DIR = Path(__file__).resolve().parent
 
-Extractor = Callable[[Sequence[EventModel]], str | None]
+# Events are annotated with their base class here: ``jaxscope.events`` assembles the event union
+# from this table, so nothing it imports may ask for the union (``EventModel``) while it loads.
+Extractor = Callable[[Sequence[EventBase]], str | None]
 
 
 T = TypeVar("T")
 
 
-def _last(events: Sequence[EventModel], kind: type[T]) -> T | None:
+def _last(events: Sequence[EventBase], kind: type[T]) -> T | None:
     found = [e for e in events if isinstance(e, kind)]
     return found[-1] if found else None
 
 
-def _jaxpr(events: Sequence[EventModel]) -> str | None:
+def _jaxpr(events: Sequence[EventBase]) -> str | None:
     e = _last(events, JaxprStaged)
     return e.jaxpr.text if e else None
 
 
-def _stablehlo(events: Sequence[EventModel]) -> str | None:
+def _stablehlo(events: Sequence[EventBase]) -> str | None:
     e = _last(events, ModuleLowered)
     return e.stablehlo if e else None
 
 
-def _hlo(events: Sequence[EventModel]) -> str | None:
+def _hlo(events: Sequence[EventBase]) -> str | None:
     e = _last(events, ModuleLowered)
     return e.hlo if e else None
 
 
-def _compiled(events: Sequence[EventModel]) -> str | None:
+def _compiled(events: Sequence[EventBase]) -> str | None:
     e = _last(events, ExecutableCompiled)
     return e.compiled_text if e else None
 
 
-def _cost(events: Sequence[EventModel]) -> str | None:
+def _cost(events: Sequence[EventBase]) -> str | None:
     e = _last(events, ExecutableCompiled)
     return json.dumps(e.cost, indent=2, sort_keys=True) if e else None
 
 
-def _memory(events: Sequence[EventModel]) -> str | None:
+def _memory(events: Sequence[EventBase]) -> str | None:
     e = _last(events, ExecutableCompiled)
     return json.dumps(e.memory, indent=2, sort_keys=True) if e else None
 
 
-def _output(events: Sequence[EventModel]) -> str | None:
+def _output(events: Sequence[EventBase]) -> str | None:
     e = _last(events, ProgramExecuted)
     if e is None:
         return None
@@ -82,8 +80,8 @@ def _output(events: Sequence[EventModel]) -> str | None:
 
 @dataclass(frozen=True)
 class Exhibit:
-    """One exhibit: its folder is ``exhibits/<id>/`` (probe.py, View.svelte, narrative.md,
-    examples/*.py, golden/*.json, tests)."""
+    """One exhibit: its folder is ``exhibits/<id>/`` (events.py, probe.py, View.svelte,
+    narrative.md, examples/*.py, golden/*.json, tests)."""
 
     id: str
     title: str
@@ -106,6 +104,11 @@ class Exhibit:
     def folder(self) -> Path:
         return EXHIBITS_DIR / self.id
 
+    @property
+    def events_module(self) -> str:
+        """The module that defines this exhibit's events and lists them in ``EVENTS``."""
+        return f"exhibits.{self.id}.events"
+
     def example_paths(self) -> dict[str, Path]:
         """Example name (file stem) -> snippet file: this exhibit's own ``examples/*.py`` first,
         then those of ``examples_from`` under names not taken yet."""
@@ -121,7 +124,7 @@ class Exhibit:
         """Example names, sorted."""
         return sorted(self.example_paths())
 
-    def shown_errors(self, events: Sequence[EventModel]) -> list[ShownError]:
+    def shown_errors(self, events: Sequence[EventBase]) -> list[ShownError]:
         """The errors JAX raised on the user's code that this run shows as an artefact although
         it finished (``SHOWN_ERRORS`` of ``exhibits/<id>/artefacts.py``; ``exhibits/shown.py``):
         ``jaxscope run`` then exits 3."""
@@ -143,7 +146,8 @@ class Exhibit:
 
 
 def _artefacts_of(exhibit_id: str) -> dict[str, Extractor]:
-    """The ``ARTEFACTS`` table of ``exhibits/<id>/artefacts.py`` (imports only the protocol)."""
+    """The ``ARTEFACTS`` table of ``exhibits/<id>/artefacts.py`` (imports only the protocol and
+    events modules)."""
     module = importlib.import_module(f"exhibits.{exhibit_id}.artefacts")
     table: dict[str, Extractor] = module.ARTEFACTS
     return table
@@ -317,7 +321,7 @@ EXHIBITS: dict[str, Exhibit] = {
 }
 
 # Each exhibit folder must hold these parts (checked at server start and in tests).
-REQUIRED_PARTS = ("probe.py", "View.svelte", "narrative.md", "examples", "golden")
+REQUIRED_PARTS = ("probe.py", "View.svelte", "narrative.md", "examples", "golden", "events.py")
 
 
 def run_budget(exhibit_id: str) -> float:

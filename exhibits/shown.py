@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from jaxscope.protocol import EventModel
+from jaxscope.protocol import EventBase
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class ShownError:
     note: str | None = None
 
 
-ShownErrors = Callable[[Sequence[EventModel]], list[ShownError]]
+ShownErrors = Callable[[Sequence[EventBase]], list[ShownError]]
 
 
 def unique(errors: Sequence[ShownError]) -> list[ShownError]:

@@ -6,20 +6,22 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from jaxscope.protocol import CacheKeyComputed, EventModel
+from jaxscope.protocol import EventBase
+
+from exhibits.cache_key.events import CacheKeyComputed
 
 
-def _first(events: Sequence[EventModel]) -> CacheKeyComputed | None:
+def _first(events: Sequence[EventBase]) -> CacheKeyComputed | None:
     found = [e for e in events if isinstance(e, CacheKeyComputed)]
     return found[0] if found else None
 
 
-def _key(events: Sequence[EventModel]) -> str | None:
+def _key(events: Sequence[EventBase]) -> str | None:
     e = _first(events)
     return e.jax_key if e else None
 
 
-def _digests(events: Sequence[EventModel]) -> str | None:
+def _digests(events: Sequence[EventBase]) -> str | None:
     e = _first(events)
     return json.dumps({i.name: i.digest for i in e.ingredients}) if e else None
 

@@ -37,15 +37,16 @@ import numpy as np
 from jaxscope.internals import cache_key as ick
 from jaxscope.internals.calling import plan_call
 from jaxscope.internals.views import jaxpr_view
-from jaxscope.protocol import (
+from jaxscope.protocol import JaxprStaged
+from jaxscope.sandbox.probe_api import ProbeContext, Snippet
+from jaxscope.sandbox.snippet import InvalidSnippet
+
+from exhibits.cache_key.events import (
     CacheKeyComputed,
     CacheKeyIngredientView,
-    JaxprStaged,
     XlaFlagsFiltered,
     XlaFlagVerdictView,
 )
-from jaxscope.sandbox.probe_api import ProbeContext, Snippet
-from jaxscope.sandbox.snippet import InvalidSnippet
 
 CACHE_DIR = ick.CACHE_DIR
 

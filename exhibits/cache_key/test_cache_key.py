@@ -22,10 +22,11 @@ from typing import Any
 
 import jax
 import pytest
-from jaxscope.protocol import EVENT_ADAPTER, CacheKeyComputed, RunOptions, XlaFlagsFiltered
+from jaxscope.protocol import EVENT_ADAPTER, RunOptions
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.cache_key import probe
+from exhibits.cache_key.events import CacheKeyComputed, XlaFlagsFiltered
 from exhibits.conftest import FakeContext, run_probe
 
 # jax.config.update and jax.clear_caches are untyped: read them as Any (mypy strict)

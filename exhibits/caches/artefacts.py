@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from jaxscope.protocol import EventModel, JitCallObserved
+from jaxscope.protocol import EventBase
+
+from exhibits.caches.events import JitCallObserved
 
 
-def _timeline(events: Sequence[EventModel]) -> str | None:
+def _timeline(events: Sequence[EventBase]) -> str | None:
     calls = [e for e in events if isinstance(e, JitCallObserved)]
     return json.dumps(
         [

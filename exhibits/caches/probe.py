@@ -50,15 +50,11 @@ from jaxscope.internals.cache_layers import (
     trace_context_now,
     watching_jit_calls,
 )
-from jaxscope.protocol import (
-    CacheCounterView,
-    CachesReset,
-    JitCallObserved,
-    KeyEntryDiff,
-    SourceLoc,
-)
+from jaxscope.protocol import SourceLoc
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, ProbeContext, blame_line, setting_line
 from jaxscope.sandbox.snippet import InvalidSnippet
+
+from exhibits.caches.events import CacheCounterView, CachesReset, JitCallObserved, KeyEntryDiff
 
 MAX_CALLS = 64
 

@@ -24,10 +24,12 @@ from typing import Any
 
 import jax
 import pytest
-from jaxscope.protocol import CacheKeyComputed, CachesReset, JitCallObserved, RunOptions
+from jaxscope.protocol import RunOptions
 
+from exhibits.cache_key.events import CacheKeyComputed
 from exhibits.caches import probe as caches_probe
 from exhibits.caches.artefacts import ARTEFACTS
+from exhibits.caches.events import CachesReset, JitCallObserved
 from exhibits.caches.golden import regen
 from exhibits.conftest import example_sources, run_probe
 

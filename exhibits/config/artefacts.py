@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from jaxscope.protocol import ConfigOptionsListed, EventModel
+from jaxscope.protocol import EventBase
+
+from exhibits.config.events import ConfigOptionsListed
 
 
-def _options(events: Sequence[EventModel]) -> str | None:
+def _options(events: Sequence[EventBase]) -> str | None:
     found = [e for e in events if isinstance(e, ConfigOptionsListed)]
     if not found:
         return None

@@ -20,8 +20,9 @@ from jaxscope.internals import config_table
 from jaxscope.internals.cache import fresh_caches
 from jaxscope.internals.calling import block_until_ready, plan_call
 from jaxscope.internals.views import jaxpr_view
-from jaxscope.protocol import ConfigOptionsListed, ConfigOptionView, ConfigRetraceChecked
 from jaxscope.sandbox.probe_api import ProbeContext
+
+from exhibits.config.events import ConfigOptionsListed, ConfigOptionView, ConfigRetraceChecked
 
 # (option, value to flip to): the first three are in the tracing context, the last two not.
 FLIPS: tuple[tuple[str, Any], ...] = (

@@ -14,10 +14,11 @@ import jax
 import jax.monitoring
 import jax.numpy as jnp
 import pytest
-from jaxscope.protocol import ConfigOptionsListed, ConfigRetraceChecked, RunOptions
+from jaxscope.protocol import RunOptions
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.config import probe
+from exhibits.config.events import ConfigOptionsListed, ConfigRetraceChecked
 from exhibits.conftest import FakeContext
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"

@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from jaxscope.protocol import CarryChecked, EventModel, RunFinished
+from jaxscope.protocol import EventBase, RunFinished
 
+from exhibits.control_flow.events import CarryChecked
 from exhibits.shown import ShownError
 
 
-def _verdict(events: Sequence[EventModel]) -> str | None:
+def _verdict(events: Sequence[EventBase]) -> str | None:
     checks = [e for e in events if isinstance(e, CarryChecked)]
     if not checks:
         if not any(isinstance(e, RunFinished) for e in events):
@@ -42,7 +43,7 @@ def _verdict(events: Sequence[EventModel]) -> str | None:
     )
 
 
-def _shown_errors(events: Sequence[EventModel]) -> list[ShownError]:
+def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
     return [
         ShownError(
             error_class=c.error_class or "Error",

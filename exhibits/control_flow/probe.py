@@ -41,14 +41,10 @@ from jaxscope.internals.control_flow import (
     observe_control_flow,
 )
 from jaxscope.internals.views import aval_view, jaxpr_view
-from jaxscope.protocol import (
-    CarryChecked,
-    CarryLeafView,
-    ControlFlowShown,
-    JaxprStaged,
-    SourceLoc,
-)
+from jaxscope.protocol import JaxprStaged, SourceLoc
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, ProbeContext
+
+from exhibits.control_flow.events import CarryChecked, CarryLeafView, ControlFlowShown
 
 BUILTIN_FILENAME = "<control_flow builtin>"
 

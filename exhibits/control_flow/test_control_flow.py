@@ -22,15 +22,10 @@ import jax
 import jax.numpy as jnp
 import pytest
 from jax import lax
-from jaxscope.protocol import (
-    CarryChecked,
-    ControlFlowShown,
-    JaxprStaged,
-    StageStarted,
-    StdoutPrinted,
-)
+from jaxscope.protocol import JaxprStaged, StageStarted, StdoutPrinted
 
 from exhibits.conftest import CASES, EXHIBITS, FakeContext, run_probe
+from exhibits.control_flow.events import CarryChecked, ControlFlowShown
 from exhibits.control_flow.golden.regen import EXAMPLES, golden, load
 from exhibits.control_flow.probe import FORI_TRACED_SRC, builtin, hlo_op_counts
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from jaxscope.protocol import CustomRuleChecked, EventModel
+from jaxscope.protocol import EventBase
 
+from exhibits.custom_vjp.events import CustomRuleChecked
 from exhibits.digits import in_dtype
 from exhibits.shown import ShownError, unique
 
 
-def _check(events: Sequence[EventModel]) -> str | None:
+def _check(events: Sequence[EventBase]) -> str | None:
     found = [e for e in events if isinstance(e, CustomRuleChecked)]
     if not found:
         return None
@@ -68,7 +69,7 @@ def _check(events: Sequence[EventModel]) -> str | None:
 _COMPUTATION = {"eager": "jax.grad(f)", "jit": "jax.jit(jax.grad(f))"}
 
 
-def _shown_errors(events: Sequence[EventModel]) -> list[ShownError]:
+def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
     """Each way of taking ``f``'s gradient with the custom rule that raised (the same for every
     custom function checked: repeats dropped)."""
     return unique(

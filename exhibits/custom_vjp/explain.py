@@ -18,7 +18,8 @@ from jaxscope.internals.custom_rules import (
     error_source,
     return_source,
 )
-from jaxscope.protocol import ArgumentCheck, CustomCallRecorded, RuleProblem
+
+from exhibits.custom_vjp.events import ArgumentCheck, CustomCallRecorded, RuleProblem
 
 if TYPE_CHECKING:
     from exhibits.custom_vjp.probe import Attempt

@@ -48,23 +48,21 @@ from jaxscope.internals.custom_rules import (
     without_rule,
 )
 from jaxscope.internals.views import aval_view, jaxpr_view, preview_value
-from jaxscope.protocol import (
-    ArgumentCheck,
-    ArrayPreview,
-    CustomArgView,
-    CustomCallRecorded,
-    CustomRuleChecked,
-    GradientAttempt,
-    JaxprStaged,
-    RuleProblem,
-    SavedResidual,
-    SourceLoc,
-    TangentCheck,
-)
+from jaxscope.protocol import ArrayPreview, JaxprStaged, SourceLoc
 from jaxscope.sandbox.probe_api import ProbeContext
 from jaxscope.sandbox.snippet import InvalidSnippet
 
 from exhibits.custom_vjp import explain
+from exhibits.custom_vjp.events import (
+    ArgumentCheck,
+    CustomArgView,
+    CustomCallRecorded,
+    CustomRuleChecked,
+    GradientAttempt,
+    RuleProblem,
+    SavedResidual,
+    TangentCheck,
+)
 
 PREVIEW_CHARS = 400
 

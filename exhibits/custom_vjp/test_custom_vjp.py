@@ -17,11 +17,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jaxscope.protocol import CustomCallRecorded, CustomRuleChecked, JaxprStaged
+from jaxscope.protocol import JaxprStaged
 from jaxscope.sandbox.snippet import InvalidSnippet, load_snippet
 
 from exhibits.conftest import CASES, EXHIBITS, FakeContext, example_sources, run_probe
 from exhibits.custom_vjp import artefacts
+from exhibits.custom_vjp.events import CustomCallRecorded, CustomRuleChecked
 
 EXAMPLES = example_sources("custom_vjp")
 ROOT = EXHIBITS.parent

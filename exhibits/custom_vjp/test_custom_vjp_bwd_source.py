@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import jax
 import pytest
-from jaxscope.protocol import CustomRuleChecked, RuleProblem
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.conftest import run_probe
+from exhibits.custom_vjp.events import CustomRuleChecked, RuleProblem
 
 WRONG_SHAPE = """\
 import jax

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from jaxscope.protocol import EventModel, JaxprStaged, JvpJaxprStaged
+from jaxscope.protocol import EventBase, JaxprStaged
+
+from exhibits.jvp.events import JvpJaxprStaged
 
 
-def _jvp_jaxpr(events: Sequence[EventModel]) -> str | None:
+def _jvp_jaxpr(events: Sequence[EventBase]) -> str | None:
     found = [e for e in events if isinstance(e, JvpJaxprStaged)]
     return found[-1].jaxpr.text if found else None
 
 
-def _jaxpr(events: Sequence[EventModel]) -> str | None:
+def _jaxpr(events: Sequence[EventBase]) -> str | None:
     found = [e for e in events if isinstance(e, JaxprStaged)]
     return found[-1].jaxpr.text if found else None
 

@@ -19,20 +19,13 @@ from typing import Any
 import jax
 import numpy as np
 import pytest
-from jaxscope.protocol import (
-    JaxprStaged,
-    JvpJaxprStaged,
-    JvpRuleApplied,
-    RunFailed,
-    Stage,
-    StageStarted,
-    ValueView,
-)
+from jaxscope.protocol import JaxprStaged, RunFailed, Stage, StageStarted, ValueView
 from jaxscope.sandbox.errors import classify
 from jaxscope.sandbox.snippet import InvalidSnippet, load_snippet
 
 from exhibits.conftest import EXHIBITS, FakeContext, run_probe
 from exhibits.jvp import probe
+from exhibits.jvp.events import JvpJaxprStaged, JvpRuleApplied
 from exhibits.jvp.golden.regen import EXAMPLES, golden, jvp_parts, load
 
 GOLDEN = EXHIBITS / "jvp" / "golden"

@@ -24,10 +24,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from jaxscope.protocol import EventModel, NonfiniteFound
+from jaxscope.protocol import EventBase
+
+from exhibits.nan_finder.events import NonfiniteFound
 
 
-def _first_nan(events: Sequence[EventModel]) -> str | None:
+def _first_nan(events: Sequence[EventBase]) -> str | None:
     found = [e for e in events if isinstance(e, NonfiniteFound)]
     if not found:
         return None

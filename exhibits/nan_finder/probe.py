@@ -52,12 +52,13 @@ from jaxscope.internals.transpose_walk import (
     walk,
     walk_scan_body,
 )
-from jaxscope.protocol import CureView, EnclosingCall, MarkedValue, NonfiniteFound, ValueView
+from jaxscope.protocol import ValueView
 from jaxscope.sandbox.probe_api import ProbeContext, Snippet, blame_line
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.custom_vjp.explain import BWD_STRUCTURE
 from exhibits.nan_finder.cure import Cure, double_where, explanation_for
+from exhibits.nan_finder.events import CureView, EnclosingCall, MarkedValue, NonfiniteFound
 
 # Values with at most this many elements are sent in full (``MarkedValue.numbers``).
 MAX_NUMBERS = 64

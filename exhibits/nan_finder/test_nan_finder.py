@@ -17,16 +17,12 @@ from typing import Any
 import jax
 import numpy as np
 import pytest
-from jaxscope.protocol import (
-    LinearJaxprStaged,
-    NonfiniteFound,
-    StageStarted,
-    TransposeStepped,
-)
+from jaxscope.protocol import StageStarted
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.conftest import CASES, EXHIBITS, FakeContext, example_sources, run_probe
 from exhibits.nan_finder.cure import double_where
+from exhibits.nan_finder.events import NonfiniteFound
 from exhibits.nan_finder.fixtures.capture import (
     BWD_WRONG_STRUCTURE,
     CALLBACK_BWD,
@@ -36,6 +32,7 @@ from exhibits.nan_finder.fixtures.capture import (
     CUSTOM_VJP_BWD,
     VECTOR_WHERE,
 )
+from exhibits.transpose.events import LinearJaxprStaged, TransposeStepped
 
 EXAMPLES = example_sources("nan_finder")
 GOLDEN = EXHIBITS / "nan_finder" / "golden"

@@ -15,28 +15,23 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from jaxscope.protocol import (
-    EventModel,
-    JaxprSplit,
-    JaxprView,
-    RematPolicyMeasured,
-    RematUnavailable,
-)
+from jaxscope.protocol import EventBase, JaxprView
 
+from exhibits.partial_eval.events import JaxprSplit, RematPolicyMeasured, RematUnavailable
 from exhibits.shown import ShownError
 
 
-def _split(events: Sequence[EventModel]) -> JaxprSplit | None:
+def _split(events: Sequence[EventBase]) -> JaxprSplit | None:
     found = [e for e in events if isinstance(e, JaxprSplit)]
     return found[-1] if found else None
 
 
-def _known(events: Sequence[EventModel]) -> str | None:
+def _known(events: Sequence[EventBase]) -> str | None:
     s = _split(events)
     return s.known.text if s else None
 
 
-def _unknown(events: Sequence[EventModel]) -> str | None:
+def _unknown(events: Sequence[EventBase]) -> str | None:
     s = _split(events)
     return s.unknown.text if s else None
 
@@ -49,7 +44,7 @@ def _readers(jaxpr: JaxprView, name: str) -> list[dict[str, Any]]:
     ]
 
 
-def _residuals(events: Sequence[EventModel]) -> str | None:
+def _residuals(events: Sequence[EventBase]) -> str | None:
     s = _split(events)
     if s is None:
         return None
@@ -77,12 +72,12 @@ def _residuals(events: Sequence[EventModel]) -> str | None:
     return json.dumps(rows)
 
 
-def _unavailable(events: Sequence[EventModel]) -> RematUnavailable | None:
+def _unavailable(events: Sequence[EventBase]) -> RematUnavailable | None:
     found = [e for e in events if isinstance(e, RematUnavailable)]
     return found[-1] if found else None
 
 
-def _remat(events: Sequence[EventModel]) -> str | None:
+def _remat(events: Sequence[EventBase]) -> str | None:
     rows = [e for e in events if isinstance(e, RematPolicyMeasured)]
     gone = _unavailable(events)
     if not rows and gone is None:
@@ -112,7 +107,7 @@ def _remat(events: Sequence[EventModel]) -> str | None:
     )
 
 
-def _shown_errors(events: Sequence[EventModel]) -> list[ShownError]:
+def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
     gone = _unavailable(events)
     if gone is None or gone.reason != "grad_fails":
         return []

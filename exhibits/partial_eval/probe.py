@@ -28,9 +28,10 @@ from typing import Any
 from jaxscope.internals.calling import CallPlan, plan_call
 from jaxscope.internals.remat import remat_table
 from jaxscope.internals.split import default_known, jvp_program, split_event
-from jaxscope.protocol import RematUnavailable
 from jaxscope.sandbox.errors import ad_help, is_memory_error
 from jaxscope.sandbox.probe_api import ProbeContext
+
+from exhibits.partial_eval.events import RematUnavailable
 
 WHY_UNAVAILABLE = (
     "Each row of the remat table compiles `jax.grad(jax.checkpoint(f, policy))`: reverse mode, "

@@ -16,9 +16,10 @@ from typing import Any
 import jax
 import numpy as np
 import pytest
-from jaxscope.protocol import JaxprSplit, RematPolicyMeasured, RematUnavailable, RunOptions
+from jaxscope.protocol import RunOptions
 
 from exhibits.conftest import CASES, EXHIBITS, FakeContext, run_probe
+from exhibits.partial_eval.events import JaxprSplit, RematPolicyMeasured, RematUnavailable
 from exhibits.partial_eval.golden import regen
 
 GOLDEN = EXHIBITS / "partial_eval" / "golden"

@@ -9,15 +9,17 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from jaxscope.protocol import EventModel, PytreeFlattened
+from jaxscope.protocol import EventBase
+
+from exhibits.pytree.events import PytreeFlattened
 
 
-def _args(events: Sequence[EventModel]) -> PytreeFlattened | None:
+def _args(events: Sequence[EventBase]) -> PytreeFlattened | None:
     found = [e for e in events if isinstance(e, PytreeFlattened) and e.name == "args"]
     return found[0] if found else None
 
 
-def _keypaths(events: Sequence[EventModel]) -> str | None:
+def _keypaths(events: Sequence[EventBase]) -> str | None:
     e = _args(events)
     if e is None:
         return None
@@ -33,12 +35,12 @@ def _keypaths(events: Sequence[EventModel]) -> str | None:
     return json.dumps(e.keypaths)
 
 
-def _treedef(events: Sequence[EventModel]) -> str | None:
+def _treedef(events: Sequence[EventBase]) -> str | None:
     e = _args(events)
     return e.treedef if e else None
 
 
-def _num_leaves(events: Sequence[EventModel]) -> str | None:
+def _num_leaves(events: Sequence[EventBase]) -> str | None:
     e = _args(events)
     return str(e.num_leaves) if e else None
 

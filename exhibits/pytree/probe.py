@@ -39,16 +39,16 @@ from jaxscope.internals.pytree_walk import (
     walk,
 )
 from jaxscope.internals.views import jaxpr_view, preview_value
-from jaxscope.protocol import (
-    ArrayPreview,
-    JaxprStaged,
+from jaxscope.protocol import ArrayPreview, JaxprStaged
+from jaxscope.sandbox.probe_api import ProbeContext, blame_line, setting_line
+from jaxscope.sandbox.snippet import InvalidSnippet
+
+from exhibits.pytree.events import (
     PytreeCalled,
     PytreeFlattened,
     PytreeNodeVisited,
     TreedefsCompared,
 )
-from jaxscope.sandbox.probe_api import ProbeContext, blame_line, setting_line
-from jaxscope.sandbox.snippet import InvalidSnippet
 
 # At most this many node visits are sent per container (the walk stops there).
 MAX_VISITS = 400

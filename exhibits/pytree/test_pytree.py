@@ -22,18 +22,17 @@ import numpy as np
 import pytest
 from jax.tree_util import GetAttrKey
 from jaxscope.internals.pytree_walk import first_difference, walk
-from jaxscope.protocol import (
-    JaxprStaged,
-    PytreeCalled,
-    PytreeFlattened,
-    PytreeNodeVisited,
-    RunOptions,
-    TreedefsCompared,
-)
+from jaxscope.protocol import JaxprStaged, RunOptions
 from jaxscope.sandbox.errors import classify
 from jaxscope.sandbox.snippet import InvalidSnippet, load_snippet
 
 from exhibits.conftest import CASES, FakeContext, run_probe
+from exhibits.pytree.events import (
+    PytreeCalled,
+    PytreeFlattened,
+    PytreeNodeVisited,
+    TreedefsCompared,
+)
 from exhibits.pytree.golden.regen import EXAMPLES, golden
 from exhibits.pytree.probe import compared_event, flattened_event, run, visited_events
 

@@ -11,7 +11,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from jaxscope.protocol import EventModel, TrainingStepObserved, TrainingStopped
+from jaxscope.protocol import EventBase
+
+from exhibits.recompile_hunt.events import TrainingStepObserved, TrainingStopped
 
 
 def stopped_message(stop: TrainingStopped) -> str:
@@ -40,7 +42,7 @@ def stopped_message(stop: TrainingStopped) -> str:
     )
 
 
-def _recompiles(events: Sequence[EventModel]) -> str | None:
+def _recompiles(events: Sequence[EventBase]) -> str | None:
     steps = [e for e in events if isinstance(e, TrainingStepObserved)]
     out: dict[str, Any] = {str(s.step): s.cause for s in steps if s.compiled}
     stops = [e for e in events if isinstance(e, TrainingStopped)]

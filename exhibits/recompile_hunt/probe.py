@@ -27,8 +27,9 @@ from jaxscope.internals.recompiles import (
     watching,
 )
 from jaxscope.internals.views import jaxpr_view
-from jaxscope.protocol import StepCompileView, TrainingStepObserved, TrainingStopped
 from jaxscope.sandbox.probe_api import ProbeContext
+
+from exhibits.recompile_hunt.events import StepCompileView, TrainingStepObserved, TrainingStopped
 
 # Wall-clock seconds the watched loop may run before the next step stops it. The run's wall
 # limit is the runner's ``wall_s`` (10 s) times the exhibit's budget (3): 200 steps that each

@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jaxscope.protocol import RunOptions, TrainingStepObserved, TrainingStopped
+from jaxscope.protocol import RunOptions
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.conftest import CASES, FakeContext, run_probe
+from exhibits.recompile_hunt.events import TrainingStepObserved, TrainingStopped
 from exhibits.recompile_hunt.golden.regen import plain_run
 
 HERE = Path(__file__).resolve().parent

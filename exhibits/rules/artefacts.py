@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from jaxscope.protocol import EventModel, RulesTabulated
+from jaxscope.protocol import EventBase
+
+from exhibits.rules.events import RulesTabulated
 
 
-def _counts(events: Sequence[EventModel]) -> str | None:
+def _counts(events: Sequence[EventBase]) -> str | None:
     found = [e for e in events if isinstance(e, RulesTabulated)]
     return json.dumps(found[-1].counts, sort_keys=True) if found else None
 

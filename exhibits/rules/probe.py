@@ -20,8 +20,9 @@ import jax.numpy as jnp
 from jaxscope.internals import rule_tables
 from jaxscope.internals.calling import plan_call
 from jaxscope.internals.views import jaxpr_view
-from jaxscope.protocol import RuleCell, RuleRow, RulesTabulated
 from jaxscope.sandbox.probe_api import ProbeContext
+
+from exhibits.rules.events import RuleCell, RuleRow, RulesTabulated
 
 
 def default_fun(x: jax.Array) -> jax.Array:

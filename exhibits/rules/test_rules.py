@@ -20,11 +20,12 @@ import jax.scipy
 import pytest
 from jax._src.interpreters import ad, batching, mlir
 from jaxscope.internals import rule_tables
-from jaxscope.protocol import RuleRow, RulesTabulated, RunOptions
+from jaxscope.protocol import RunOptions
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.conftest import FakeContext
 from exhibits.rules import probe
+from exhibits.rules.events import RuleRow, RulesTabulated
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE / "examples"

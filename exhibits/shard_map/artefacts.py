@@ -9,17 +9,18 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from jaxscope.protocol import EventModel, ShardMapChecked
+from jaxscope.protocol import EventBase
 
+from exhibits.shard_map.events import ShardMapChecked
 from exhibits.shown import ShownError
 
 
-def _checked(events: Sequence[EventModel]) -> ShardMapChecked | None:
+def _checked(events: Sequence[EventBase]) -> ShardMapChecked | None:
     found = [e for e in events if isinstance(e, ShardMapChecked)]
     return found[-1] if found else None
 
 
-def _verdict(events: Sequence[EventModel]) -> str | None:
+def _verdict(events: Sequence[EventBase]) -> str | None:
     e = _checked(events)
     if e is None:
         return None
@@ -35,7 +36,7 @@ def _verdict(events: Sequence[EventModel]) -> str | None:
     )
 
 
-def _shown_errors(events: Sequence[EventModel]) -> list[ShownError]:
+def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
     e = _checked(events)
     if e is None or e.ok:
         return []

@@ -43,8 +43,18 @@ from jaxscope.internals.shard_map_checks import (
     var_vma,
 )
 from jaxscope.internals.views import aval_view, jaxpr_view, preview_value
-from jaxscope.protocol import (
-    JaxprView,
+from jaxscope.protocol import JaxprView
+from jaxscope.sandbox.probe_api import (
+    ProbeContext,
+    Snippet,
+    blame_line,
+    explain,
+    setting_line,
+    source_lines,
+)
+from jaxscope.sandbox.snippet import InvalidSnippet
+
+from exhibits.shard_map.events import (
     ShardMapBodyTraced,
     ShardMapCheck,
     ShardMapChecked,
@@ -56,16 +66,6 @@ from jaxscope.protocol import (
     ShardMapSpecView,
     ShardMapValueView,
 )
-from jaxscope.sandbox.probe_api import (
-    ProbeContext,
-    Snippet,
-    blame_line,
-    explain,
-    setting_line,
-    source_lines,
-)
-from jaxscope.sandbox.snippet import InvalidSnippet
-
 from exhibits.sharding.settings import check_flag, check_mesh, check_spec_tree, eval_option
 
 REPLICATION_NOTE = (

@@ -19,14 +19,10 @@ import jax
 import numpy as np
 import pytest
 from jax.sharding import NamedSharding, PartitionSpec
-from jaxscope.protocol import (
-    RunOptions,
-    ShardMapBodyTraced,
-    ShardMapChecked,
-    ShardMapOutputsAssembled,
-)
+from jaxscope.protocol import RunOptions
 
 from exhibits.conftest import EXHIBITS, FakeContext, run_probe
+from exhibits.shard_map.events import ShardMapBodyTraced, ShardMapChecked, ShardMapOutputsAssembled
 from exhibits.shard_map.golden.regen import EXAMPLES, golden, load, normalised
 
 GOLDEN = EXHIBITS / "shard_map" / "golden"

@@ -8,19 +8,21 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from jaxscope.protocol import CollectivesFound, EventModel, ShardingPlaced
+from jaxscope.protocol import EventBase
+
+from exhibits.sharding.events import CollectivesFound, ShardingPlaced
 
 
-def _placed(events: Sequence[EventModel], prefix: str) -> list[ShardingPlaced]:
+def _placed(events: Sequence[EventBase], prefix: str) -> list[ShardingPlaced]:
     return [e for e in events if isinstance(e, ShardingPlaced) and e.name.startswith(prefix)]
 
 
-def _shard_shapes(events: Sequence[EventModel]) -> str | None:
+def _shard_shapes(events: Sequence[EventBase]) -> str | None:
     found = _placed(events, "args[0]")
     return json.dumps([s.shape for s in found[0].shards]) if found else None
 
 
-def _output_shard_shapes(events: Sequence[EventModel]) -> str | None:
+def _output_shard_shapes(events: Sequence[EventBase]) -> str | None:
     found = _placed(events, "output")
     if not found:
         return None
@@ -28,7 +30,7 @@ def _output_shard_shapes(events: Sequence[EventModel]) -> str | None:
     return json.dumps(lists[0] if len(lists) == 1 else lists)
 
 
-def _collectives(events: Sequence[EventModel]) -> str | None:
+def _collectives(events: Sequence[EventBase]) -> str | None:
     found = [e for e in events if isinstance(e, CollectivesFound)]
     return json.dumps(found[-1].counts, sort_keys=True) if found else None
 

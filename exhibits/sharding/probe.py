@@ -37,7 +37,7 @@ import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 from jaxscope.internals.calling import plan_call
 from jaxscope.internals.views import jaxpr_view
-from jaxscope.protocol import CollectivesFound, EventModel, JaxprStaged
+from jaxscope.protocol import EventModel, JaxprStaged
 from jaxscope.sandbox.probe_api import (
     ProbeContext,
     blame_line,
@@ -46,6 +46,8 @@ from jaxscope.sandbox.probe_api import (
     setting_line,
 )
 from jaxscope.sandbox.snippet import InvalidSnippet
+
+from exhibits.sharding.events import CollectivesFound
 
 from .reading import collectives_in, counts_of, explain_error, placed
 from .settings import (

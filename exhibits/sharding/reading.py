@@ -21,7 +21,13 @@ from typing import Any, Literal
 import jax
 import numpy as np
 from jax.sharding import NamedSharding
-from jaxscope.protocol import CollectiveView, ShardingErrorExplained, ShardingPlaced, ShardView
+
+from exhibits.sharding.events import (
+    CollectiveView,
+    ShardingErrorExplained,
+    ShardingPlaced,
+    ShardView,
+)
 
 COLLECTIVE_OPS = ("all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all")
 

@@ -29,15 +29,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.sharding import AxisType, NamedSharding, PartitionSpec
-from jaxscope.protocol import (
-    CollectivesFound,
-    JaxprStaged,
-    RunOptions,
-    ShardingErrorExplained,
-    ShardingPlaced,
-)
+from jaxscope.protocol import JaxprStaged, RunOptions
 
 from exhibits.conftest import CASES, FakeContext, run_probe
+from exhibits.sharding.events import CollectivesFound, ShardingErrorExplained, ShardingPlaced
 from exhibits.sharding.golden.regen import (
     EXAMPLES,
     collective_counts,

@@ -22,19 +22,13 @@ import pytest
 from jaxscope.internals.calling import block_until_ready
 from jaxscope.internals.lowering import parsed_op_counts
 from jaxscope.internals.views import preview_value
-from jaxscope.protocol import (
-    EqnRecorded,
-    ExecutableCompiled,
-    JaxprStaged,
-    ModuleLowered,
-    ProgramExecuted,
-    StageStarted,
-    StageTimed,
-)
+from jaxscope.protocol import JaxprStaged, StageStarted, StageTimed
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.conftest import CASES, EXHIBITS, FakeContext, example_sources, run_probe
 from exhibits.registry import EXHIBITS as REGISTRY
+from exhibits.stations.events import ExecutableCompiled, ModuleLowered, ProgramExecuted
+from exhibits.tracing.events import EqnRecorded
 
 GOLDEN = EXHIBITS / "stations" / "golden"
 EXAMPLES = {**example_sources("tracing"), **example_sources("stations")}

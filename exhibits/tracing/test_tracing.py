@@ -19,9 +19,7 @@ import numpy as np
 import pytest
 from jaxscope.protocol import (
     CallSpec,
-    EqnRecorded,
     JaxprStaged,
-    JitCalled,
     RunOptions,
     StageStarted,
     StageTimed,
@@ -31,6 +29,7 @@ from jaxscope.sandbox.errors import classify
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.conftest import CASES, EXHIBITS, FakeContext, example_sources, run_probe
+from exhibits.tracing.events import EqnRecorded, JitCalled
 
 EXAMPLES = example_sources("tracing")
 GOLDEN = EXHIBITS / "tracing" / "golden"

@@ -8,37 +8,38 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from jaxscope.protocol import EventModel, TransformStackEvaluated
+from jaxscope.protocol import EventBase
 
 from exhibits.shown import ShownError
+from exhibits.transform_order.events import TransformStackEvaluated
 
 
-def _first(events: Sequence[EventModel]) -> TransformStackEvaluated | None:
+def _first(events: Sequence[EventBase]) -> TransformStackEvaluated | None:
     # The stack the user asked for is evaluated first; built-in comparisons follow it.
     found = [e for e in events if isinstance(e, TransformStackEvaluated)]
     return found[0] if found else None
 
 
-def _result(events: Sequence[EventModel]) -> str | None:
+def _result(events: Sequence[EventBase]) -> str | None:
     e = _first(events)
     if e is None or not e.ok:
         return None
     return "\n".join(f"{o.path or 'output'}: {o.dtype}{o.shape}\n{o.preview}" for o in e.result)
 
 
-def _jaxpr(events: Sequence[EventModel]) -> str | None:
+def _jaxpr(events: Sequence[EventBase]) -> str | None:
     e = _first(events)
     return e.jaxpr.text if e and e.jaxpr else None
 
 
-def _error(events: Sequence[EventModel]) -> str | None:
+def _error(events: Sequence[EventBase]) -> str | None:
     e = _first(events)
     if e is None:
         return None
     return "" if e.ok else f"{e.error_class}: {e.message}"
 
 
-def _shown_errors(events: Sequence[EventModel]) -> list[ShownError]:
+def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
     e = _first(events)
     if e is None or e.ok or e.group != "user":
         return []

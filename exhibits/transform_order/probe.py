@@ -39,10 +39,12 @@ from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
 from jaxscope.internals.execution import output_previews
 from jaxscope.internals.trace_stack import count_eqns, observing
 from jaxscope.internals.views import jaxpr_view
-from jaxscope.protocol import RunOptions, TransformName, TransformStackEvaluated
+from jaxscope.protocol import RunOptions, TransformName
 from jaxscope.sandbox.errors import classify, is_memory_error
 from jaxscope.sandbox.probe_api import ProbeContext
 from jaxscope.sandbox.snippet import InvalidSnippet
+
+from exhibits.transform_order.events import TransformStackEvaluated
 
 CHIPS: tuple[str, ...] = get_args(TransformName)
 DEFAULT_STACK: tuple[str, ...] = ("vmap", "grad")

@@ -22,10 +22,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jaxscope.internals.views import preview_value
-from jaxscope.protocol import RunOptions, TransformStackEvaluated
+from jaxscope.protocol import RunOptions
 
 from exhibits.conftest import CASES, EXHIBITS, FakeContext, run_probe
 from exhibits.transform_order import probe
+from exhibits.transform_order.events import TransformStackEvaluated
 from exhibits.transform_order.golden.regen import EXAMPLES, direct, golden, load
 
 HERE = EXHIBITS / "transform_order"

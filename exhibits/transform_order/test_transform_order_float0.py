@@ -14,9 +14,10 @@ import jax
 import numpy as np
 import pytest
 from jaxscope.internals.views import preview_value
-from jaxscope.protocol import RunOptions, TransformStackEvaluated
+from jaxscope.protocol import RunOptions
 
 from exhibits.conftest import run_probe
+from exhibits.transform_order.events import TransformStackEvaluated
 
 SCALAR = "def f(x):\n    return x * 2\n\nargs = (3,)\n"
 VECTOR = "import jax.numpy as jnp\n\ndef f(x):\n    return x * 2\n\nargs = (jnp.arange(3),)\n"

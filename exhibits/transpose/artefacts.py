@@ -20,15 +20,16 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from jaxscope.protocol import EventModel, GradAttempted, GradientChecked, LinearJaxprStaged
+from jaxscope.protocol import EventBase
 
 from exhibits.digits import in_dtype
 from exhibits.shown import ShownError
+from exhibits.transpose.events import GradAttempted, GradientChecked, LinearJaxprStaged
 
 _COMPUTATION = {"eager": "jax.grad(f)", "jit": "jax.jit(jax.grad(f))"}
 
 
-def _checked(events: Sequence[EventModel]) -> GradientChecked | None:
+def _checked(events: Sequence[EventBase]) -> GradientChecked | None:
     found = [e for e in events if isinstance(e, GradientChecked)]
     return found[-1] if found else None
 
@@ -52,12 +53,12 @@ def _dtype_of(c: GradientChecked, path: str) -> str:
     return next((leaf.aval.dtype for leaf in c.leaves if leaf.path == path), "float64")
 
 
-def _gradient(events: Sequence[EventModel]) -> str | None:
+def _gradient(events: Sequence[EventBase]) -> str | None:
     c = _checked(events)
     return json.dumps(_gradient_in_dtype(c)) if c else None
 
 
-def _fd_check(events: Sequence[EventModel]) -> str | None:
+def _fd_check(events: Sequence[EventBase]) -> str | None:
     c = _checked(events)
     if c is None:
         return None
@@ -75,11 +76,11 @@ def _fd_check(events: Sequence[EventModel]) -> str | None:
     )
 
 
-def _attempted(events: Sequence[EventModel]) -> list[GradAttempted]:
+def _attempted(events: Sequence[EventBase]) -> list[GradAttempted]:
     return [e for e in events if isinstance(e, GradAttempted)]
 
 
-def _attempts(events: Sequence[EventModel]) -> str | None:
+def _attempts(events: Sequence[EventBase]) -> str | None:
     found = _attempted(events)
     if not found:
         return None
@@ -100,12 +101,12 @@ def _attempts(events: Sequence[EventModel]) -> str | None:
     )
 
 
-def _linear(events: Sequence[EventModel]) -> str | None:
+def _linear(events: Sequence[EventBase]) -> str | None:
     found = [e for e in events if isinstance(e, LinearJaxprStaged)]
     return found[-1].jaxpr.text if found else None
 
 
-def _shown_errors(events: Sequence[EventModel]) -> list[ShownError]:
+def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
     attempts = _attempted(events)
     checked = _checked(events)
     note: str | None = None

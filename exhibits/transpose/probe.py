@@ -55,7 +55,11 @@ from jaxscope.internals.transpose_walk import (
     walk_scan_body,
 )
 from jaxscope.internals.views import aval_view
-from jaxscope.protocol import (
+from jaxscope.protocol import SourceLoc
+from jaxscope.sandbox.errors import ad_help, transformation_frames, user_frames
+from jaxscope.sandbox.probe_api import ProbeContext, mark_during
+
+from exhibits.transpose.events import (
     FdNotCompared,
     GradAttempted,
     GradientChecked,
@@ -63,11 +67,8 @@ from jaxscope.protocol import (
     InnerStepView,
     InnerWalkView,
     LinearJaxprStaged,
-    SourceLoc,
     TransposeCallOpened,
 )
-from jaxscope.sandbox.errors import ad_help, transformation_frames, user_frames
-from jaxscope.sandbox.probe_api import ProbeContext, mark_during
 
 # The stepper shows one event per step: a walk longer than this is cut (the gradient is still
 # the full walk's).

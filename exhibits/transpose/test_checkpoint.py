@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import jax
 import numpy as np
-from jaxscope.protocol import GradientChecked, TransposeCallOpened, TransposeStepped
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.conftest import run_probe
+from exhibits.transpose.events import GradientChecked, TransposeCallOpened, TransposeStepped
 
 SOURCE = (
     "import jax\nimport jax.numpy as jnp\n\n\n"

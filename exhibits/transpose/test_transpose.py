@@ -18,18 +18,18 @@ import numpy as np
 import pytest
 from jaxscope.internals.transpose_walk import linearize_vjp, seed_cotangents, walk
 from jaxscope.internals.views import preview_value
-from jaxscope.protocol import (
+from jaxscope.sandbox.errors import classify
+from jaxscope.sandbox.snippet import load_snippet
+
+from exhibits.conftest import CASES, EXHIBITS, FakeContext, run_probe
+from exhibits.registry import EXHIBITS as REGISTRY
+from exhibits.transpose.events import (
     GradAttempted,
     GradientChecked,
     LinearJaxprStaged,
     TransposeCallOpened,
     TransposeStepped,
 )
-from jaxscope.sandbox.errors import classify
-from jaxscope.sandbox.snippet import load_snippet
-
-from exhibits.conftest import CASES, EXHIBITS, FakeContext, run_probe
-from exhibits.registry import EXHIBITS as REGISTRY
 from exhibits.transpose.probe import nested
 
 HERE = Path(__file__).resolve().parent

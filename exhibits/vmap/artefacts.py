@@ -8,22 +8,24 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from jaxscope.protocol import BatchedJaxprStaged, BatchRuleApplied, EventModel
+from jaxscope.protocol import EventBase
+
+from exhibits.vmap.events import BatchedJaxprStaged, BatchRuleApplied
 
 
-def _batched(events: Sequence[EventModel]) -> str | None:
+def _batched(events: Sequence[EventBase]) -> str | None:
     found = [e for e in events if isinstance(e, BatchedJaxprStaged)]
     return found[-1].jaxpr.text if found else None
 
 
-def _bdims(events: Sequence[EventModel]) -> str | None:
+def _bdims(events: Sequence[EventBase]) -> str | None:
     steps = [e for e in events if isinstance(e, BatchRuleApplied)]
     if not steps:
         return None
     return json.dumps([[s.primitive, s.in_bdims, s.out_bdims] for s in steps])
 
 
-def _output_shape(events: Sequence[EventModel]) -> str | None:
+def _output_shape(events: Sequence[EventBase]) -> str | None:
     found = [e for e in events if isinstance(e, BatchedJaxprStaged)]
     return json.dumps([o.shape for o in found[-1].outputs]) if found else None
 

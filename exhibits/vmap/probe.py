@@ -41,7 +41,7 @@ from jaxscope.internals.batching_steps import (
 )
 from jaxscope.internals.calling import plan_call
 from jaxscope.internals.views import jaxpr_view
-from jaxscope.protocol import JaxprStaged, VmapInputsMapped
+from jaxscope.protocol import JaxprStaged
 from jaxscope.sandbox.probe_api import (
     ProbeContext,
     blame_line,
@@ -49,6 +49,8 @@ from jaxscope.sandbox.probe_api import (
     mark_during,
     setting_line,
 )
+
+from exhibits.vmap.events import VmapInputsMapped
 
 
 def _axes(option: str | None, namespace: dict[str, Any], name: str) -> tuple[Any, str, bool]:

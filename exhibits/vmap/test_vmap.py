@@ -20,17 +20,12 @@ import jax
 import numpy as np
 import pytest
 from jaxscope.internals.batching_steps import observe_vmap
-from jaxscope.protocol import (
-    BatchedJaxprStaged,
-    BatchRuleApplied,
-    JaxprStaged,
-    RunOptions,
-    VmapInputsMapped,
-)
+from jaxscope.protocol import JaxprStaged, RunOptions
 from jaxscope.sandbox.errors import classify
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.conftest import EXHIBITS, FakeContext, run_probe
+from exhibits.vmap.events import BatchedJaxprStaged, BatchRuleApplied, VmapInputsMapped
 from exhibits.vmap.golden.regen import EXAMPLES, golden, load, vmap_parts
 
 GOLDEN = EXHIBITS / "vmap" / "golden"

@@ -56,6 +56,7 @@ import numpy as np
 from jax._src import core, source_info_util
 from jax._src.interpreters import batching
 
+from exhibits.vmap.events import BatchedJaxprStaged, BatchRuleApplied, MappedInput, VmapInputsMapped
 from jaxscope.internals.ad_rules import batch_rule_view
 from jaxscope.internals.calling import CallPlan, concrete_args
 from jaxscope.internals.recording import PATCH_LOCK as _patch_lock
@@ -68,13 +69,7 @@ from jaxscope.internals.views import (
     print_with_context,
     snippet_source,
 )
-from jaxscope.protocol import (
-    ArrayPreview,
-    BatchedJaxprStaged,
-    BatchRuleApplied,
-    MappedInput,
-    VmapInputsMapped,
-)
+from jaxscope.protocol import ArrayPreview
 
 source_info_util.register_exclusion(__file__)
 

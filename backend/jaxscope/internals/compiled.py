@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from jaxscope.protocol import ExecutableCompiled
+from exhibits.stations.events import ExecutableCompiled
 
 MEMORY_FIELDS = (
     "argument_size_in_bytes",

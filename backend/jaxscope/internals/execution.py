@@ -23,8 +23,9 @@ from typing import Any
 
 import jax
 
+from exhibits.stations.events import ProgramExecuted
 from jaxscope.internals.views import preview_value
-from jaxscope.protocol import ArrayPreview, ProgramExecuted
+from jaxscope.protocol import ArrayPreview
 
 # Time budget for the warm repeats (seconds) and the most repeats of each measurement.
 REPEAT_BUDGET_S = 1.0

@@ -50,6 +50,7 @@ import numpy as np
 from jax._src import core, source_info_util
 from jax._src.interpreters import ad
 
+from exhibits.jvp.events import JvpJaxprStaged, JvpRuleApplied
 from jaxscope.internals.ad_rules import jvp_rule_view
 from jaxscope.internals.calling import CallPlan, concrete_args
 from jaxscope.internals.recording import counting_outer_eqns
@@ -62,13 +63,7 @@ from jaxscope.internals.views import (
     print_with_context,
     snippet_source,
 )
-from jaxscope.protocol import (
-    ArrayPreview,
-    JvpJaxprStaged,
-    JvpRuleApplied,
-    RuleView,
-    ValueView,
-)
+from jaxscope.protocol import ArrayPreview, RuleView, ValueView
 
 source_info_util.register_exclusion(__file__)
 

@@ -44,9 +44,10 @@ import jax.monitoring
 from jax._src import config as jax_config
 from jax._src import core, pjit, source_info_util
 
+from exhibits.caches.events import KeyEntryDiff
 from jaxscope.internals.cache import fresh_caches
 from jaxscope.internals.monitoring import COMPILE_EVENT, LOWER_EVENT, TRACE_EVENT
-from jaxscope.protocol import KeyEntryDiff, SourceLoc
+from jaxscope.protocol import SourceLoc
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
 
 source_info_util.register_exclusion(__file__)

@@ -28,8 +28,8 @@ from typing import Any
 from jax._src import source_info_util
 from jax._src.interpreters import partial_eval as pe
 
+from exhibits.tracing.events import EqnRecorded
 from jaxscope.internals.views import aval_view, snippet_source
-from jaxscope.protocol import EqnRecorded
 
 source_info_util.register_exclusion(__file__)
 

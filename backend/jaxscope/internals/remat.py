@@ -38,10 +38,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax._src import ad_checkpoint, core, source_info_util
 
+from exhibits.partial_eval.events import RematPolicyMeasured, ResidualView
 from jaxscope.internals.calling import CallPlan
 from jaxscope.internals.split import call_with_statics, nbytes
 from jaxscope.internals.views import aval_view
-from jaxscope.protocol import RematPolicyMeasured, ResidualView, SourceLoc
+from jaxscope.protocol import SourceLoc
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
 
 source_info_util.register_exclusion(__file__)

@@ -29,9 +29,9 @@ import numpy as np
 from jax._src import api_util, core, source_info_util
 from jax._src.interpreters import partial_eval as pe
 
+from exhibits.partial_eval.events import JaxprSplit, ResidualView
 from jaxscope.internals.calling import CallPlan
 from jaxscope.internals.views import aval_view, jaxpr_view, snippet_source
-from jaxscope.protocol import JaxprSplit, ResidualView
 
 source_info_util.register_exclusion(__file__)
 

@@ -29,8 +29,8 @@ import jax
 from jax._src import core, source_info_util
 from jax._src.interpreters import ad, batching
 
+from exhibits.transform_order.events import ArgTraceView, TraceNodeView
 from jaxscope.internals.views import aval_view
-from jaxscope.protocol import ArgTraceView, TraceNodeView
 
 source_info_util.register_exclusion(__file__)
 

@@ -61,6 +61,7 @@ from jax._src.interpreters import partial_eval as pe
 from jax._src.lax import lax as lax_internal
 from jax._src.tree_util import FlatTree
 
+from exhibits.transpose.events import CotangentWrite, LinearJaxprStaged, TransposeStepped
 from jaxscope.internals.ad_rules import transpose_rule_view
 from jaxscope.internals.views import (
     aval_view,
@@ -69,13 +70,7 @@ from jaxscope.internals.views import (
     print_with_context,
     snippet_source,
 )
-from jaxscope.protocol import (
-    CotangentWrite,
-    LinearJaxprStaged,
-    RuleView,
-    TransposeStepped,
-    ValueView,
-)
+from jaxscope.protocol import RuleView, ValueView
 
 source_info_util.register_exclusion(__file__)
 

@@ -1,0 +1,86 @@
+"""The stations exhibit's events: ``module_lowered`` (StableHLO, HLO and the op links back to
+the jaxpr), ``executable_compiled`` (optimized HLO, cost and memory analysis) and
+``program_executed`` (the outputs and timings on the device).
+
+The registry's ``stablehlo``/``hlo``/``compiled``/``cost``/``memory``/``output`` artefacts
+read these classes from here.
+
+It imports only pydantic and ``jaxscope.protocol`` (the core views); ``jaxscope.events`` puts
+``EVENTS`` into the event union (see its docstring).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from jaxscope.protocol import ArrayPreview, EventBase, SourceLoc, WireModel
+
+
+class OpLink(WireModel):
+    """A StableHLO op line linked back to the jaxpr and the user's source.
+
+    ``line`` is the 0-based line index in :attr:`ModuleLowered.stablehlo`; ``op`` the op name
+    (``stablehlo.sine``); ``name_stack`` the location name JAX attached (``jit(f)/sin``);
+    ``source`` the user line from the op's debug location; ``eqn_indices`` the top-level eqns of
+    the staged jaxpr lowered into this op (matched by user line and primitive).
+    """
+
+    line: int
+    op: str
+    name_stack: str | None = None
+    source: SourceLoc | None = None
+    eqn_indices: list[int] = []
+
+
+class ModuleLowered(EventBase):
+    """``Lowered``: ``stablehlo`` is ``Lowered.as_text()``; ``hlo`` is
+    ``Lowered.as_text(dialect='hlo')``; ``op_links`` map StableHLO op lines to eqns and source
+    via the debug locations of ``Lowered.as_text(debug_info=True)``."""
+
+    type: Literal["module_lowered"] = "module_lowered"
+    stablehlo: str
+    hlo: str
+    op_links: list[OpLink]
+
+
+class ExecutableCompiled(EventBase):
+    """``Compiled``: ``compiled_text`` is ``Compiled.as_text()`` (optimized HLO);
+    ``cost`` is ``Compiled.cost_analysis()`` (flops, transcendentals, bytes accessed, ...);
+    ``memory`` the fields of ``Compiled.memory_analysis()`` in bytes; ``caveats`` say where
+    those numbers are estimates or unavailable on this backend."""
+
+    type: Literal["executable_compiled"] = "executable_compiled"
+    compiled_text: str
+    cost: dict[str, float] | None
+    memory: dict[str, int] | None
+    caveats: list[str]
+
+
+class ProgramExecuted(EventBase):
+    """The compiled program ran on ``device``.
+
+    ``dispatch_ms``: time until the call returned (async dispatch, no wait); ``blocked_ms``: time
+    until ``block_until_ready`` returned for the same kind of call (median of ``repeats`` warm
+    calls each); ``ready_after_dispatch``: ``is_ready()`` right after the first call returned;
+    ``zeros_for``: the arguments given as ``jax.ShapeDtypeStruct`` (no values), by key path
+    (``args[0]``, ``kwargs['w']``), which the program ran on as zeros of that shape and dtype.
+    """
+
+    type: Literal["program_executed"] = "program_executed"
+    device: str
+    platform: str
+    outputs: list[ArrayPreview]
+    dispatch_ms: float
+    blocked_ms: float
+    repeats: int
+    ready_after_dispatch: bool
+    zeros_for: list[str] = []
+
+
+# This exhibit's events, in the order the union lists them (checked: every event class
+# defined here must be listed, see ``jaxscope.events``).
+EVENTS: tuple[type[EventBase], ...] = (
+    ModuleLowered,
+    ExecutableCompiled,
+    ProgramExecuted,
+)

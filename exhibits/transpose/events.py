@@ -1,0 +1,216 @@
+"""The transpose exhibit's events: ``linear_jaxpr_staged``, ``transpose_stepped`` (one transpose
+rule of the backward pass), ``transpose_call_opened`` (the walk inside a call's body),
+``gradient_checked`` (against ``jax.grad``/``jax.vjp`` and finite differences) and
+``grad_attempted`` (eager and jitted gradients).
+
+The nan_finder exhibit walks the same backward pass and emits ``linear_jaxpr_staged`` and
+``transpose_stepped`` too: it imports them from here (the transpose exhibit owns them; a
+dependency one way, no cycle).
+
+It imports only pydantic and ``jaxscope.protocol`` (the core views); ``jaxscope.events`` puts
+``EVENTS`` into the event union (see its docstring).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from jaxscope.protocol import (
+    AvalView,
+    EventBase,
+    JaxprView,
+    NestedNumbers,
+    RuleView,
+    SourceLoc,
+    ValueView,
+    WireModel,
+)
+
+
+class CotangentWrite(WireModel):
+    """A cotangent a transpose rule sent to a linear variable: ``mode`` set (first write) or
+    accumulate (``ad.add_tangents`` with what was there), the contribution and the running sum."""
+
+    var: str
+    mode: Literal["set", "accumulate"]
+    contribution: ValueView
+    running: ValueView
+
+
+class TransposeStepped(EventBase):
+    """One step of the backward pass: the transpose rule of one linear eqn.
+
+    ``step`` counts from 0 in walk order (last eqn first); ``eqn_index`` indexes the linear
+    jaxpr; ``primal_primitive`` the primal eqn whose JVP rule emitted this eqn, when known.
+    ``rule`` is ``None`` when neither ``ad.fancy_transposes`` nor ``ad.primitive_transposes``
+    has an entry for ``primitive``.
+
+    A failing step (the last of a walk whose backward pass raised, as ``jax.grad`` does):
+    ``error_class``/``error`` are the exception its transpose rule raised (JAX's
+    ``NotImplementedError`` for a primitive with no rule, or what the rule raised, e.g. a
+    ``custom_vjp`` ``bwd``'s error) and ``writes`` what it accumulated before raising.
+    """
+
+    type: Literal["transpose_stepped"] = "transpose_stepped"
+    step: int
+    eqn_index: int
+    primitive: str
+    primal_primitive: str | None = None
+    source: SourceLoc | None = None
+    rule: RuleView | None = None
+    eqn_text: str
+    cts_in: list[ValueView]
+    args: list[ValueView]
+    writes: list[CotangentWrite]
+    error_class: str | None = None
+    error: str | None = None
+
+
+class InnerStepView(WireModel):
+    """One step of the backward pass inside a call (a ``jit`` body, the branch a ``cond`` took,
+    one iteration of a ``scan`` body): as :class:`TransposeStepped` without the values in
+    (``step`` counts within that walk; ``eqn_text`` names vars as the body prints them)."""
+
+    step: int
+    primitive: str
+    primal_primitive: str | None = None
+    source: SourceLoc | None = None
+    eqn_text: str
+    writes: list[CotangentWrite]
+
+
+class InnerWalkView(WireModel):
+    """The backward pass of one call's body: ``iteration`` the scan iteration (index along the
+    scanned axis; ``None`` for ``jit``/``cond``), ``steps`` its steps (at most
+    ``TransposeCallOpened`` ``max_steps``; ``truncated`` how many more there were)."""
+
+    iteration: int | None = None
+    steps: list[InnerStepView]
+    truncated: int = 0
+
+
+class TransposeCallOpened(EventBase):
+    """What the transpose rule of a call step (``step``: a ``jit``, ``cond`` or ``scan`` step of the
+    walk) runs inside: the same walk over the call's body with the cotangents the step received
+    (``transpose_walk.inside``/``walk_scan_body``: the backward pass JAX's
+    ``_pjit_transpose_fancy``/``_cond_transpose_fancy`` run on the body, and
+    ``_scan_transpose_fancy`` scans over the iterations, last first). ``name``: the jitted
+    function's name, or ``branch i`` for a cond. For a scan, ``walks`` holds the first iterations
+    walked (at most ``max_iterations``) and ``more_iterations`` how many were not shown. Calls
+    inside the body are one step each here."""
+
+    type: Literal["transpose_call_opened"] = "transpose_call_opened"
+    step: int
+    primitive: str
+    name: str | None = None
+    walks: list[InnerWalkView]
+    more_iterations: int = 0
+    max_steps: int = 0
+    max_iterations: int = 0
+
+
+class LinearJaxprStaged(EventBase):
+    """The linear jaxpr the backward pass walks (residuals first), with the residual values."""
+
+    type: Literal["linear_jaxpr_staged"] = "linear_jaxpr_staged"
+    jaxpr: JaxprView
+    residuals: list[ValueView]
+
+
+class GradientLeaf(WireModel):
+    """One leaf of a differentiated argument in :class:`GradientChecked`: ``path`` its key path
+    (``args[0]['b1']``: ``args[i]`` then ``jax.tree_util.keystr``), ``aval`` its abstract value,
+    and the walk's gradient, ``jax.grad``'s, ``jax.vjp``'s and the finite differences at that
+    leaf (nested lists of floats, as in :class:`GradientChecked`)."""
+
+    arg: int
+    path: str
+    aval: AvalView
+    gradient: NestedNumbers
+    jax_grad: NestedNumbers
+    jax_vjp: NestedNumbers
+    finite_difference: NestedNumbers
+
+
+class FdNotCompared(WireModel):
+    """An element :class:`GradientChecked`'s error figures leave out because a gradient there is
+    NaN or Inf, or the finite difference is: ``path`` the leaf (as in :class:`GradientLeaf`),
+    ``index`` the element's position in it (``[]`` for a scalar), ``gradient`` the walk's value
+    (float32 as shown), ``gradient_f64`` the float64 walk's, ``finite_difference`` the central
+    difference (``None`` at a kink); non-finite numbers as ``"nan"``/``"inf"``/``"-inf"``.
+    ``why``: the reason in words (``the gradient is nan``, ``the finite difference is nan``, ``a
+    kink (no finite difference) and the gradient is inf``; empty from older servers)."""
+
+    path: str
+    index: list[int]
+    gradient: NestedNumbers
+    gradient_f64: NestedNumbers
+    finite_difference: NestedNumbers
+    why: str = ""
+
+
+class GradientChecked(EventBase):
+    """The walk's final cotangents beside ``jax.grad``/``jax.vjp`` and central finite
+    differences in float64.
+
+    ``gradient``, ``jax_grad``, ``jax_vjp``, ``finite_difference``: one entry per element of
+    ``args``: ``None`` for an argument not differentiated, an array argument as nested lists of
+    floats, any other pytree as the list of its leaves in ``jax.tree.leaves`` order (each nested
+    lists of floats; a dict's leaves in sorted key order); non-finite numbers as
+    ``"nan"``/``"inf"``; ``None`` inside ``finite_difference`` at a kink. ``leaves``: the same
+    values one differentiated leaf at a time, with its key path and aval (what the view shows).
+    ``argnums`` the differentiated positions; ``seed`` the output cotangent the walk started from
+    (``1.0`` for a scalar output, as ``jax.grad``; for a non-scalar output an all-ones cotangent,
+    i.e. the gradient of ``sum(f)``, and ``jax_grad`` is then ``jax.grad`` of ``sum(f)``).
+    ``equal_to_jax``: the walk's gradient is bit-identical to both ``jax_grad`` and ``jax_vjp``.
+    ``max_abs_err = max |g64 - fd|`` over the compared elements: those where ``fd`` is known and
+    finite and both the walk's gradient and ``g64`` are finite, with ``g64`` the same walk run in
+    float64 (``jax.enable_x64``) and ``fd`` the central differences; ``max_rel_err = max_abs_err
+    / max |fd|`` (the error relative to the largest gradient entry, infinity norm). Both
+    ``None`` when nothing could be compared. ``compared``: how many elements were compared;
+    ``not_compared``: the elements left out because a gradient or ``fd`` is NaN or Inf (the
+    first 64, in leaf order; ``not_compared_count`` all of them). A kink (``fd`` unknown) with
+    finite gradients is left out silently, as before (``None`` in ``finite_difference``).
+    """
+
+    type: Literal["gradient_checked"] = "gradient_checked"
+    argnums: list[int] = []
+    seed: str = "1.0"
+    gradient: NestedNumbers
+    jax_grad: NestedNumbers
+    jax_vjp: NestedNumbers
+    equal_to_jax: bool
+    finite_difference: NestedNumbers
+    max_abs_err: float | None
+    max_rel_err: float | None
+    leaves: list[GradientLeaf] = []
+    compared: int | None = None
+    not_compared: list[FdNotCompared] = []
+    not_compared_count: int = 0
+
+
+class GradAttempted(EventBase):
+    """One way of taking the gradient (``eager`` = ``jax.grad(f, argnums)(*args)``, ``jit`` =
+    ``jax.jit(jax.grad(f, argnums), static_argnums).trace(*args)``: traced with abstract
+    arguments): whether it worked and, if not, JAX's error (``error_class``, ``message``), the
+    deepest snippet line on its traceback, a plain ``explanation`` and the ``fix``."""
+
+    type: Literal["grad_attempted"] = "grad_attempted"
+    mode: Literal["eager", "jit"]
+    ok: bool
+    error_class: str | None = None
+    message: str | None = None
+    source: SourceLoc | None = None
+    explanation: str | None = None
+    fix: str | None = None
+
+
+# This exhibit's events, in the order the union lists them (checked: every event class
+# defined here must be listed, see ``jaxscope.events``).
+EVENTS: tuple[type[EventBase], ...] = (
+    TransposeStepped,
+    TransposeCallOpened,
+    LinearJaxprStaged,
+    GradientChecked,
+    GradAttempted,
+)
