@@ -3,6 +3,12 @@
 The real runner (``jaxscope.sandbox``) runs probes in a sandboxed worker; these tests run them
 in-process with :class:`FakeContext`, which records emitted events and the stdout written inside
 each stage (as the runner attributes it), so that each artefact can be checked against JAX.
+
+Every event is checked on the way in as the worker checks it: serialized as the runner writes it
+(``runner.event_json``) and parsed back with the union the server validates with
+(``jaxscope.events.EVENT_ADAPTER``). An event missing from the union (a class that no events
+module lists, or one defined outside ``exhibits/<id>/events.py``) fails the exhibit's own tests
+here, as it would fail every real run with ``invalid_event``.
 """
 
 from __future__ import annotations
@@ -17,16 +23,41 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from jaxscope import events as event_union
 from jaxscope.protocol import EventModel, RunOptions, Stage, StageStarted, StdoutPrinted
 from jaxscope.sandbox.probe_api import Snippet
-from jaxscope.sandbox.runner import global_state, state_changed
+from jaxscope.sandbox.runner import event_json, global_state, state_changed
 from jaxscope.sandbox.snippet import load_snippet
+from pydantic import ValidationError
 
 EXHIBITS = Path(__file__).resolve().parent
 # The shared cases live beside the repository (../shared/cases), in CI as on a developer machine.
 CASES = Path(__file__).resolve().parents[1].parent / "shared" / "cases"
 
 T = TypeVar("T")
+
+
+class EventNotInUnion(AssertionError):
+    """A probe emitted an event the worker would reject (``invalid_event`` in a real run)."""
+
+
+def check_wire(event: EventModel) -> None:
+    """Validate ``event`` as the worker does: the runner's NDJSON line, parsed with the union's
+    adapter, must give back an event of the same class (read at call time, so a test can swap
+    the adapter for one without some event)."""
+    line = event_json(event)
+    try:
+        parsed = event_union.EVENT_ADAPTER.validate_json(line)
+    except ValidationError as exc:
+        raise EventNotInUnion(
+            f"{type(event).__name__} (type {event.type!r}) is not a valid wire event: the worker "
+            f"would fail the run with invalid_event. {exc.errors()[0]['msg']}; is it listed in "
+            "the EVENTS of its exhibits/<id>/events.py?"
+        ) from exc
+    if type(parsed) is not type(event):
+        raise EventNotInUnion(
+            f"{type(event).__name__} came back from the wire as {type(parsed).__name__}"
+        )
 
 
 @dataclass
@@ -41,11 +72,12 @@ class FakeContext:
     events: list[EventModel] = field(default_factory=list)
 
     def emit(self, event: EventModel) -> None:
+        check_wire(event)
         self.events.append(event)
 
     @contextlib.contextmanager
     def stage(self, stage: Stage, call_index: int | None = None) -> Iterator[None]:
-        self.events.append(StageStarted(stage=stage, call_index=call_index))
+        self.emit(StageStarted(stage=stage, call_index=call_index))
         buf = io.StringIO()
         real = sys.stdout
         sys.stdout = buf
@@ -55,9 +87,7 @@ class FakeContext:
             sys.stdout = real
             # jax.debug.print goes through a host callback: flush JAX's effects first.
             if buf.getvalue():
-                self.events.append(
-                    StdoutPrinted(text=buf.getvalue(), stage=stage, call_index=call_index)
-                )
+                self.emit(StdoutPrinted(text=buf.getvalue(), stage=stage, call_index=call_index))
 
     def of_type(self, kind: type[T]) -> list[T]:
         return [e for e in self.events if isinstance(e, kind)]

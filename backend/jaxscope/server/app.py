@@ -1,6 +1,7 @@
 """The FastAPI application: health, the exhibit catalogue, the websocket, the built frontend.
 
-``create_app(settings)`` checks every exhibit has all its parts (fails loudly otherwise), starts
+``create_app(settings)`` checks every exhibit has all its parts and that the event union holds
+every event the exhibits' ``events.py`` define (fails loudly otherwise), starts
 warming the worker pool at startup (so a cold server answers its first trace quickly), enforces
 the token and ``Origin`` rules of :mod:`jaxscope.server.security`, and adds a strict
 Content-Security-Policy to HTML and ``X-Content-Type-Options: nosniff`` to every response. The
@@ -66,7 +67,9 @@ def _version(dist: str) -> str | None:
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The jaxscope app for ``settings``; raises ``IncompleteExhibit`` when an exhibit folder
-    lacks a part (unless ``settings.check_exhibits`` is false). ``app.state.settings`` holds the
+    lacks a part or the event union lacks one of its events (unless ``settings.check_exhibits``
+    is false; an inconsistent union also fails importing ``jaxscope.events``, whatever the
+    settings). ``app.state.settings`` holds the
     effective settings (with the generated token, if any), ``app.state.pool`` the worker pool
     (unused, never started, when ``settings.pool_socket`` relays sessions to a hosted pool),
     ``app.state.tenancy`` who holds its workers (``sandbox/tenancy.py``)."""

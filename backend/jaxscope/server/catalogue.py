@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from exhibits.registry import EXHIBITS, Exhibit, missing_parts
+from jaxscope.events import check_union
 from jaxscope.protocol import Catalogue
 
 
@@ -18,11 +19,15 @@ def build_catalogue(exhibits: dict[str, Exhibit] | None = None) -> Catalogue:
 
 
 class IncompleteExhibit(RuntimeError):
-    """An exhibit folder lacks a required part (raised at server start)."""
+    """An exhibit folder lacks a required part, or its ``events.py`` defines an event the event
+    union lacks (raised at server start)."""
 
 
 def check_exhibits(exhibits: dict[str, Exhibit] | None = None) -> None:
-    """Raise :class:`IncompleteExhibit` naming every exhibit part that is missing."""
+    """Raise :class:`IncompleteExhibit` naming every exhibit part that is missing, and every
+    problem of the event union assembled from the exhibits' ``events.py``
+    (:func:`jaxscope.events.check_union`: an event class its module does not list in
+    ``EVENTS``, two events with the same ``type``)."""
     table = EXHIBITS if exhibits is None else exhibits
     problems = [
         f"exhibits/{e.id}/ lacks {', '.join(missing)}"
@@ -31,3 +36,5 @@ def check_exhibits(exhibits: dict[str, Exhibit] | None = None) -> None:
     ]
     if problems:
         raise IncompleteExhibit("incomplete exhibits: " + "; ".join(problems))
+    if union := check_union(table):
+        raise IncompleteExhibit("the event union is inconsistent: " + "; ".join(union))
