@@ -3,8 +3,8 @@
 Checked here: the real union holds every event every events module defines, each ``type`` once;
 the check (``jaxscope.events.union_problems``) catches an event its module does not list, two
 events sharing a ``type``, and an event listed by a module that does not define it; the server
-and the worker's runner refuse to start on such an exhibit; and the exhibit tests' ``run_probe`` fails a probe that emits
-an event the union lacks, as the worker would fail the real run.
+and the worker's runner refuse to start on such an exhibit; and the exhibit tests' ``run_probe``
+fails a probe that emits an event the union lacks, as the worker would fail the real run.
 """
 
 from __future__ import annotations
