@@ -86,8 +86,8 @@ def _max_workers_flag(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="most sandbox workers at once, i.e. concurrent sessions (default 8; "
-        "JAXSCOPE_MAX_WORKERS); a run waits up to its wall-clock limit for a free one",
+        help="most sandbox workers at once, i.e. runs at once (default: what this machine "
+        "holds, 4 per core within memory; JAXSCOPE_MAX_WORKERS); further runs wait in a queue",
     )
 
 
@@ -119,7 +119,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="access token (generated for a non-loopback host); visible to every local process "
         "in /proc/PID/cmdline: prefer the JAXSCOPE_TOKEN environment variable",
     )
-    serve.add_argument("--workers", type=int, default=None, help="warm idle workers (default 2)")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="warm idle workers (default: one per core, at most 8)",
+    )
     _max_workers_flag(serve)
     serve.add_argument(
         "--timeout", type=float, default=None, metavar="S", help="wall-clock seconds per run"
@@ -136,7 +141,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     pool = sub.add_parser("pool", help="serve sandbox sessions on a Unix socket (hosted mode)")
     pool.add_argument("--socket", type=Path, required=True, metavar="PATH")
-    pool.add_argument("--workers", type=int, default=None, help="warm idle workers (default 2)")
+    pool.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="warm idle workers (default: one per core, at most 8)",
+    )
     _max_workers_flag(pool)
     pool.add_argument(
         "--timeout", type=float, default=None, metavar="S", help="wall-clock seconds per run"

@@ -163,12 +163,6 @@ def bwrap_argv(command: list[str], *, uid: int | None, tmp_bytes: int) -> list[s
             argv += ["--ro-bind", str(host), str(host)]
     for name in _ETC_FILES:
         argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    # bwrap would create the bound paths' parents with the caller's umask (0700 under umask
-    # 077, unreadable to the worker's uid): create them 0755 first.
-    for parent in _parents(readonly_paths()):
-        argv += ["--perms", "0755", "--dir", parent]
-    for path in readonly_paths():
-        argv += ["--ro-bind", path, path]
     argv += [
         "--ro-bind-try",
         "/sys/devices/system/cpu",
@@ -178,15 +172,22 @@ def bwrap_argv(command: list[str], *, uid: int | None, tmp_bytes: int) -> list[s
         "/proc",
         "--dev",
         "/dev",
+        # The private /tmp first: a checkout or venv that lives under /tmp is bound over it
+        # below, instead of being hidden by it.
         "--perms",
         "01777",
         "--size",
         str(tmp_bytes),
         "--tmpfs",
         "/tmp",
-        "--chdir",
-        "/tmp",
     ]
+    # bwrap would create the bound paths' parents with the caller's umask (0700 under umask
+    # 077, unreadable to the worker's uid): create them 0755 first.
+    for parent in _parents(readonly_paths()):
+        argv += ["--perms", "0755", "--dir", parent]
+    for path in readonly_paths():
+        argv += ["--ro-bind", path, path]
+    argv += ["--chdir", "/tmp"]
     if uid is None:
         return [*argv, "--", *command]
     # bwrap drops every capability of a privileged sandbox but these two, which setpriv needs for
@@ -274,15 +275,19 @@ def lease_uid() -> UidLease:
 
 
 def pids_of_uid(uid: int) -> Iterator[int]:
-    """Pids of the live processes whose real uid is ``uid`` (from ``/proc/*/status``)."""
+    """Pids of the live processes whose real uid is ``uid`` (from ``/proc/*/status``); zombies
+    (exited, waiting for their parent to reap them) do not count: they can do nothing."""
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         with contextlib.suppress(OSError, ValueError, IndexError):
             with open(f"/proc/{entry.name}/status", "rb") as status:
+                zombie = False
                 for line in status:
-                    if line.startswith(b"Uid:"):
-                        if int(line.split()[1]) == uid:
+                    if line.startswith(b"State:"):
+                        zombie = line.split()[1] in (b"Z", b"X")
+                    elif line.startswith(b"Uid:"):
+                        if int(line.split()[1]) == uid and not zombie:
                             yield int(entry.name)
                         break
 
@@ -326,3 +331,64 @@ def python_in_sandbox(bwrap_pid: int) -> int | None:
     children = [pid for pid, ppid in parents.items() if ppid == bwrap_pid]
     grandchildren = sorted(pid for pid, ppid in parents.items() if ppid in children)
     return grandchildren[0] if grandchildren else None
+
+
+_PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+
+
+@functools.cache
+def become_subreaper() -> bool:
+    """Make this process (the supervisor) a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``):
+    a process orphaned below it is re-parented to it instead of to the host's init. bubblewrap
+    0.8's ``--die-with-parent`` has a window: bwrap killed within ~20 ms of its start (a pool
+    closing while it warms) leaves the namespace's init running with parent 1, holding the
+    worker's pipes; re-parented here, :func:`reap_stray_sandboxes` finds and kills it. Returns
+    whether the kernel accepted it (once per process)."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _is_namespace_init(pid: int) -> bool:
+    """Whether ``pid`` is the init (pid 1) of a pid namespace below ours (``NSpid`` in its
+    status ends in 1; readable for a zombie too)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"NSpid:"):
+                    ids = line.split()[1:]
+                    return len(ids) > 1 and ids[-1] == b"1"
+    except OSError:
+        pass
+    return False
+
+
+def reap_stray_sandboxes() -> int:
+    """Blocking: SIGKILL and reap the children of this process that are the init of another
+    pid namespace: sandbox inits re-parented here when their bwrap died
+    (:func:`become_subreaper`), alive (killing one empties its namespace) or already zombies
+    (nobody else would reap them). This process's own subprocesses are never touched. Returns
+    how many it reaped."""
+    import signal
+
+    me = os.getpid()
+    reaped = 0
+    for pid, ppid in _parent_pids().items():
+        if ppid != me or not _is_namespace_init(pid):
+            continue
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            try:
+                if os.waitpid(pid, os.WNOHANG) != (0, 0):
+                    reaped += 1
+                    break
+            except ChildProcessError:
+                break
+            time.sleep(0.01)
+    return reaped

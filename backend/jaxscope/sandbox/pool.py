@@ -152,6 +152,7 @@ class WorkerPool:
         timeout: float | None = None,
         eligible: Callable[[], bool] | None = None,
         ticket: object | None = None,
+        on_lease: Callable[[WorkerProcess], None] | None = None,
     ) -> WorkerProcess:
         """A warm worker (waits while the pool warms up, or while it is full). Callers are
         served first come, first served among those ``eligible()`` at that moment (a caller
@@ -160,7 +161,9 @@ class WorkerPool:
         :class:`WorkerStartError` when the worker started for this call could not start, and
         :class:`PoolBusy` when no worker came within ``timeout`` seconds (never without a
         ``timeout``: a run waits until it gets one or is cancelled). ``ticket``: any object
-        naming the caller in :meth:`queue_position`."""
+        naming the caller in :meth:`queue_position`; ``on_lease(worker)`` is called the moment
+        the worker is leased, before any other waiter is looked at (the caller's client counts
+        it toward its share from then on)."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         me = object() if ticket is None else ticket
@@ -181,6 +184,8 @@ class WorkerPool:
                     self._leased.add(item)
                     item.add_gone_callback(self._held(time.monotonic()))
                     self.handed_out += 1
+                    if on_lease is not None:
+                        on_lease(item)
                     return item
                 self._fill()
                 wait_s = _POLL_S
@@ -207,6 +212,13 @@ class WorkerPool:
             if check is None or check():
                 return ticket
         return None
+
+    def must_wait(self, position: int) -> bool:
+        """Whether the caller at ``position`` waits for a busy pool: more callers are ahead of
+        it (itself included) than idle and starting workers, and no more can start (the cap)."""
+        idle = sum(isinstance(item, WorkerProcess) and item.alive for item in self._idle)
+        ready_soon = idle + self._starting_count()
+        return position > ready_soon and self._total() >= self.max_workers
 
     def is_eligible(self, ticket: object) -> bool:
         """Whether the waiting caller ``ticket`` may take a worker now (its client is within

@@ -165,7 +165,9 @@ class Session:
         # it gets a worker or is cancelled, and the page is told its place. Within the queue a
         # run whose client holds its share of workers lets the others by (tenancy.py).
         ticket = object()
-        acquiring = asyncio.ensure_future(self.pool.acquire(eligible=eligible, ticket=ticket))
+        acquiring = asyncio.ensure_future(
+            self.pool.acquire(eligible=eligible, ticket=ticket, on_lease=self._leased)
+        )
         waiting = asyncio.ensure_future(cancel.wait())
         reporting = asyncio.ensure_future(self._report_queue(request, emit, ticket))
         try:
@@ -200,6 +202,11 @@ class Session:
         self.worker = worker
         return worker
 
+    def _leased(self, worker: WorkerProcess) -> None:
+        # At once, inside pool.acquire: the client's share counts this worker before the pool
+        # looks at the next waiter (tenancy.py reads holds_worker()).
+        self.worker = worker
+
     async def _report_queue(self, request: RunRequest, emit: Emit, ticket: object) -> None:
         """While the run waits in the pool's queue, send ``run_queued`` when it starts waiting
         and whenever its place or the reason changes (checked every :data:`QUEUE_REPORT_S`)."""
@@ -212,7 +219,8 @@ class Session:
             reason: Literal["pool_full", "client_share"] = (
                 "pool_full" if self.pool.is_eligible(ticket) else "client_share"
             )
-            if (reason == "pool_full" and not self.pool.full()) or (position, reason) == last:
+            busy = self.pool.must_wait(position)
+            if (reason == "pool_full" and not busy) or (position, reason) == last:
                 continue
             last = (position, reason)
             await emit(

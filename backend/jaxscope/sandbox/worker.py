@@ -53,10 +53,12 @@ from jaxscope.protocol import (
 from jaxscope.sandbox.namespaces import (
     SandboxUnavailable,
     UidLease,
+    become_subreaper,
     bwrap_argv,
     kill_uid,
     lease_uid,
     python_in_sandbox,
+    reap_stray_sandboxes,
 )
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
 from jaxscope.settings import Limits
@@ -320,7 +322,7 @@ class WorkerProcess:
         self._stderr_tail = bytearray()
         self._stderr_task = asyncio.ensure_future(self._drain_stderr())
         self._killed = False
-        self._cleaned = False
+        self._cleaning: asyncio.Future[None] | None = None
         # Reads stdout between jobs: anything the worker writes then gets it killed.
         self._idle_watch: asyncio.Task[None] | None = None
         # Why the worker was killed between jobs (logged; the next run gets a fresh worker).
@@ -376,16 +378,30 @@ class WorkerProcess:
                 if lease is not None:
                     argv += ["--uid", str(lease.uid)]
                 env = worker_env(home=workdir)
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                cwd=workdir or "/",
-                env=env,
-                start_new_session=True,
-                limit=MAX_EVENT_LINE_BYTES,
+            if limits.namespaces:
+                become_subreaper()
+            creating = asyncio.ensure_future(
+                asyncio.create_subprocess_exec(
+                    *argv,
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    cwd=workdir or "/",
+                    env=env,
+                    start_new_session=True,
+                    limit=MAX_EVENT_LINE_BYTES,
+                )
             )
+            try:
+                proc = await asyncio.shield(creating)
+            except asyncio.CancelledError:
+                # Cancelled mid-start (the pool is closing): finish starting, so that the
+                # process can be killed and cleaned up like any other, then go on cancelling.
+                orphan = cls(await creating, limits, workdir=workdir, uid=lease)
+                lease = workdir = None
+                orphan.kill()
+                await orphan.wait_closed()
+                raise
         except BaseException:
             if lease is not None:
                 lease.release()
@@ -540,19 +556,19 @@ class WorkerProcess:
         self._gone()
 
     async def wait_closed(self, timeout: float = 5.0) -> int | None:
-        """Wait for the process to exit and its stderr to drain, then clean up off the event
-        loop (:meth:`_clean_up`)."""
+        """Wait for the process to exit and its stderr to drain, then for the clean-up off the
+        event loop (:meth:`_clean_up`, started once; every caller waits for it)."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.proc.wait(), timeout)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(self._stderr_task), 2.0)
         if self._idle_watch is not None and not self._idle_watch.done():
             self._idle_watch.cancel()
-        if not self._cleaned:
-            self._cleaned = True
+        if self._cleaning is None:
             # In a thread: removing 300 000 files or waiting for a namespace to empty must never
             # stall the server's event loop (every other session's runs).
-            await asyncio.shield(asyncio.to_thread(self._clean_up))
+            self._cleaning = asyncio.ensure_future(asyncio.to_thread(self._clean_up))
+        await asyncio.shield(self._cleaning)
         self._gone()
         return self.proc.returncode
 
@@ -563,6 +579,8 @@ class WorkerProcess:
         processes would not die stays leased for good."""
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
+        if self.limits.namespaces:
+            reap_stray_sandboxes()
         lease = self.uid
         if lease is None:
             return
