@@ -43,20 +43,16 @@ import collections
 import json
 import math
 import os
-import signal
 import subprocess
-import sys
-import tempfile
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jaxscope.local_server import free_port, wait_healthy
+from jaxscope.local_server import Served, free_port, serving
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Origin
@@ -238,38 +234,14 @@ def rss_mb(proc: subprocess.Popen[bytes]) -> float | None:
     return None
 
 
-@contextmanager
-def server(
-    port: int, max_workers: int | None, per_client: int
-) -> Iterator[subprocess.Popen[bytes]]:
-    """``jaxscope serve`` on 127.0.0.1:``port``, healthy on entry; on exit its whole process group
-    (server and workers) gets SIGTERM, then SIGKILL after 10 s."""
-    exe = Path(sys.executable).parent / "jaxscope"
-    args = [str(exe), "serve", "--host", "127.0.0.1", "--port", str(port)]
-    if max_workers is not None:
-        args += ["--max-workers", str(max_workers)]
+def server(port: int, max_workers: int | None, per_client: int) -> AbstractContextManager[Served]:
+    """``jaxscope serve`` on 127.0.0.1:``port`` (``local_server.serving``) with the pool's cap and
+    the client share (``per_client`` > 0 lifts it to that many workers)."""
     env = dict(os.environ)
     if per_client > 0:
         env["JAXSCOPE_MAX_WORKERS_PER_CLIENT"] = str(per_client)
-    log_file = tempfile.NamedTemporaryFile(prefix="jaxscope-load-", suffix=".log", delete=False)
-    log = Path(log_file.name)
-    proc = subprocess.Popen(
-        args, cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    log_file.close()
-    try:
-        wait_healthy(f"http://127.0.0.1:{port}", proc, 120.0, log)
-        yield proc
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=10)
-        except ProcessLookupError:
-            pass
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.unlink(missing_ok=True)
+    args = [] if max_workers is None else ["--max-workers", str(max_workers)]
+    return serving(*args, cwd=ROOT, timeout_s=120.0, port=port, env=env)
 
 
 def pool_state(base: str) -> dict[str, Any]:
@@ -308,7 +280,8 @@ def main() -> None:
     base = f"http://127.0.0.1:{port}"
     url = f"ws://127.0.0.1:{port}/api/ws"
     stats = Stats()
-    with server(port, ns.max_workers, ns.per_client) as proc:
+    with server(port, ns.max_workers, ns.per_client) as served:
+        proc = served.proc
         asyncio.run(warm_up(url, base))
         pool = pool_state(base)
         rss_start = rss_mb(proc)

@@ -61,10 +61,17 @@ def wait_healthy(
 
 
 @contextmanager
-def serving(*extra_args: str, cwd: Path | None = None, timeout_s: float = 60.0) -> Iterator[Served]:
-    """``jaxscope serve --host 127.0.0.1 --port <free> *extra_args``, healthy on entry; on exit
-    its whole process group (server and workers) gets SIGTERM, then SIGKILL after 10 s."""
-    port = free_port()
+def serving(
+    *extra_args: str,
+    cwd: Path | None = None,
+    timeout_s: float = 60.0,
+    port: int | None = None,
+    env: dict[str, str] | None = None,
+) -> Iterator[Served]:
+    """``jaxscope serve --host 127.0.0.1 --port <port> *extra_args`` (a free port by default;
+    ``env``: the server's environment, default this process's), healthy on entry; on exit its
+    whole process group (server and workers) gets SIGTERM, then SIGKILL after 10 s."""
+    port = free_port() if port is None else port
     exe = Path(sys.executable).parent / "jaxscope"
     # The server's log goes to a file: an unread pipe would fill up and block the server.
     log_file = tempfile.NamedTemporaryFile(prefix="jaxscope-serve-", suffix=".log", delete=False)
@@ -73,6 +80,7 @@ def serving(*extra_args: str, cwd: Path | None = None, timeout_s: float = 60.0) 
     proc = subprocess.Popen(
         [str(exe), "serve", "--host", "127.0.0.1", "--port", str(port), *extra_args],
         cwd=cwd,
+        env=env,
         stdout=log_file,
         stderr=subprocess.STDOUT,
         start_new_session=True,
