@@ -24,7 +24,7 @@ from jaxscope import cli
 from jaxscope.protocol import EventModel, RunFailed, RunFinished, StdoutPrinted
 from jaxscope.sandbox.namespaces import UID_SLOTS, WORKER_UID_BASE, pids_of_uid, worker_gid
 from jaxscope.sandbox.runner import (
-    PRINT_CAP_CHARS,
+    PRINT_CAP_BYTES,
     PRINT_CHUNK_CHARS,
     TRUNCATED_NOTE,
     StdoutEvents,
@@ -526,8 +526,8 @@ def test_print_flood_is_chunked_and_capped(sandbox: SandboxHarness) -> None:
     texts = [e.text for e in events if isinstance(e, StdoutPrinted)]
     assert all(len(t) <= PRINT_CHUNK_CHARS for t in texts)
     assert texts[-1] == TRUNCATED_NOTE
-    assert sum(map(len, texts[:-1])) == PRINT_CAP_CHARS
-    assert "".join(texts[:-1]) == (("y" * 999 + "\n") * 3000)[:PRINT_CAP_CHARS]
+    assert sum(map(len, texts[:-1])) == PRINT_CAP_BYTES
+    assert "".join(texts[:-1]) == (("y" * 999 + "\n") * 3000)[:PRINT_CAP_BYTES]
 
 
 def test_stdout_without_buffer_behaves_like_a_text_stream() -> None:

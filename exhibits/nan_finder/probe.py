@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxscope.grad_argnums import choose_argnums
-from jaxscope.internals.cache import fresh_caches
+from jaxscope.internals.cache import SWAPPED_OUT_STREAMS, fresh_caches
 from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
 from jaxscope.internals.nan_walk import CustomBwd, custom_bwd, custom_bwd_return, primal_output
 from jaxscope.internals.transpose_walk import (
@@ -183,7 +183,11 @@ def debug_nans_outcome(target: Target, ones: bool = False, flag: str = "nans") -
     de-optimized goes to stdout; it is not the user's print and is dropped here."""
     mode = jax.debug_infs(True) if flag == "infs" else jax.debug_nans(True)
     try:
-        with mode, contextlib.redirect_stdout(io.StringIO()):
+        # Kept alive after the block: CPython 3.11's print() holds sys.stdout as a borrowed
+        # reference, and a user thread printing meanwhile would write into a freed buffer.
+        dropped = io.StringIO()
+        SWAPPED_OUT_STREAMS.append(dropped)
+        with mode, contextlib.redirect_stdout(dropped):
             block_until_ready(gradient_of(target, ones))
     except FloatingPointError as e:
         return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"

@@ -73,11 +73,16 @@ def cache_size(jitted: Any) -> int:
     return int(jitted._cache_size())
 
 
-class _Tee(io.TextIOBase):
-    """Write to a buffer and to the stream that was ``sys.stdout`` before."""
+# Streams that were sys.stdout for a while (see ``observe_call``'s ``finally``).
+SWAPPED_OUT_STREAMS: list[object] = []
+
+
+class _Tee:
+    """Write to a buffer and to the stream that was ``sys.stdout`` before. A plain object (no
+    IOBase finaliser that closes it): a user thread may still be inside ``print`` on it after
+    the probe put ``sys.stdout`` back (hostile suite, ``test_a_thread_that_keeps_printing...``)."""
 
     def __init__(self, passthrough: TextIO) -> None:
-        super().__init__()
         self.passthrough = passthrough
         self.buffer_ = io.StringIO()
         self._lock = threading.Lock()
@@ -179,6 +184,10 @@ def observe_call(fun_name: str) -> Iterator[CallObservation]:
             jax.effects_barrier()
     finally:
         sys.stdout = previous_stdout
+        # CPython 3.11's print() holds sys.stdout as a borrowed reference: a user thread still
+        # inside print() on the tee would write into freed memory (the worker crashed with
+        # SIGSEGV). Keep it alive; a worker serves one run, so this never grows.
+        SWAPPED_OUT_STREAMS.append(tee)
         logger.removeHandler(handler)
         logger.setLevel(saved_logger[0])
         logger.propagate = saved_logger[1]

@@ -161,6 +161,9 @@ def bwrap_argv(command: list[str], *, uid: int | None, tmp_bytes: int) -> list[s
             argv += ["--symlink", os.readlink(host), str(host)]
         elif host.is_dir():
             argv += ["--ro-bind", str(host), str(host)]
+    # /etc would be made with the caller's umask (0700 under 077): the worker could not read the
+    # files bound for it.
+    argv += ["--perms", "0755", "--dir", "/etc"]
     for name in _ETC_FILES:
         argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     argv += [

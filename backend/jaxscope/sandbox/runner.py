@@ -53,13 +53,13 @@ from jaxscope.settings import Limits
 MAX_MESSAGE_CHARS = 20_000
 
 # The user's printed text: one stdout_printed event carries at most this many characters, and a
-# run prints at most PRINT_CAP_CHARS; the rest is dropped after one TRUNCATED_NOTE (the run goes
-# on), so a print loop cannot flood the supervisor and the browser.
+# run prints at most PRINT_CAP_BYTES (UTF-8); the rest is dropped after one TRUNCATED_NOTE (the
+# run goes on), so a print loop cannot flood the supervisor and the browser.
 PRINT_CHUNK_CHARS = 64 * 1024
 # Completed lines are sent at most this often (seconds); the rest waits in the buffer for the
 # next line, a chunk's worth of text, or the next stage or event (which flush it).
 PRINT_INTERVAL_S = 0.05
-PRINT_CAP_CHARS = 2**20
+PRINT_CAP_BYTES = 2**20
 TRUNCATED_NOTE = "[jaxscope: output truncated after 1 MiB]\n"
 
 # Exit status of a worker that retires right after a run's terminal event (threads the user
@@ -132,13 +132,13 @@ class RunContext:
         self.error_stage: Stage | None = None
 
     def emit(self, event: EventModel) -> None:
-        _STDOUT.flush()
+        _STDOUT.drain()
         event.run_id = self.run_id
         send_event(event)
 
     @contextmanager
     def stage(self, stage: Stage, call_index: int | None = None) -> Iterator[None]:
-        _STDOUT.flush()
+        _STDOUT.drain()
         previous = (self.current_stage, self.current_call)
         self.current_stage, self.current_call = stage, call_index
         self.emit(StageStarted(stage=stage, call_index=call_index))
@@ -149,15 +149,16 @@ class RunContext:
                 self.error_stage = stage
             raise
         finally:
-            _STDOUT.flush()
+            _STDOUT.drain()
             self.current_stage, self.current_call = previous
 
 
 class StdoutEvents(io.TextIOBase):
     """``sys.stdout`` of the worker: each completed line the user prints during a job becomes a
     ``stdout_printed`` event (stage and call index of the current :class:`RunContext`), split
-    into events of at most :data:`PRINT_CHUNK_CHARS` characters and capped at
-    :data:`PRINT_CAP_CHARS` per run (then one :data:`TRUNCATED_NOTE`, the rest dropped); outside
+    into events of at most :data:`PRINT_CHUNK_CHARS` characters, at most one per
+    :data:`PRINT_INTERVAL_S` unless a chunk is full, and capped at :data:`PRINT_CAP_BYTES` of
+    UTF-8 per run (then one :data:`TRUNCATED_NOTE`, the rest dropped); outside
     a job, text goes to stderr. Thread-safe (``jax.debug.print`` prints from XLA's threads).
     It has no ``buffer`` and no file descriptor (``fileno()`` raises
     ``io.UnsupportedOperation``)."""
@@ -214,6 +215,15 @@ class StdoutEvents(io.TextIOBase):
             return len(s)
 
     def flush(self) -> None:
+        """The user's ``flush()`` (``print(..., flush=True)``): sends what is buffered at most
+        once per :data:`PRINT_INTERVAL_S`, so a flushing print loop is coalesced like any other;
+        the runner itself empties the buffer with :meth:`drain`."""
+        with self._lock:
+            if time.monotonic() - self._last_send >= PRINT_INTERVAL_S:
+                self.drain()
+
+    def drain(self) -> None:
+        """Send everything buffered now (before each event, at stage boundaries, at the end)."""
         with self._lock:
             if self._buf and self.ctx is not None:
                 text, self._buf = self._buf, ""
@@ -223,13 +233,16 @@ class StdoutEvents(io.TextIOBase):
         ctx = self.ctx
         assert ctx is not None
         self._last_send = time.monotonic()
-        room = PRINT_CAP_CHARS - self._printed
-        if len(text) > room:
-            text = text[:room]
+        # The cap counts UTF-8 bytes, what goes on the wire (an emoji is 4 of them).
+        data = text.encode("utf-8", "replace")
+        room = PRINT_CAP_BYTES - self._printed
+        if len(data) > room:
+            text = data[: max(room, 0)].decode("utf-8", "ignore")
+            data = text.encode("utf-8")
             self._truncated = True
         for i in range(0, len(text), PRINT_CHUNK_CHARS):
             self._emit(ctx, text[i : i + PRINT_CHUNK_CHARS])
-        self._printed += len(text)
+        self._printed += len(data)
         if self._truncated:
             self._buf = ""
             self._emit(ctx, TRUNCATED_NOTE)
@@ -450,18 +463,18 @@ def run_job(
         ctx.current_stage = "trace"
         probe.run(ctx)
         _settle(ctx)
-        _STDOUT.flush()
+        _STDOUT.drain()
         terminal = RunFinished(duration_ms=(time.perf_counter() - started) * 1e3)
     except BaseException as exc:  # the user's code may raise anything, SystemExit included
         with contextlib.suppress(Exception):
-            _STDOUT.flush()
+            _STDOUT.drain()
         terminal = _failure(exc, ctx)
     if isinstance(terminal, RunFailed):
         # Outside the except block, so the traceback (and the user's frames) can be freed.
         with contextlib.suppress(BaseException):
             _settle(ctx)
         with contextlib.suppress(Exception):
-            _STDOUT.flush()
+            _STDOUT.drain()
     terminal.run_id = ctx.run_id
     send_event(terminal)
     _STDOUT.start(None)

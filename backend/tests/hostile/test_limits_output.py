@@ -128,8 +128,8 @@ def check_flood(outcome: Outcome, expected: str, lines: tuple[int, ...] | None, 
             assert failed.source is not None and failed.source.line in lines, failed
 
 
-# Floods that break a bound today (sandbox bugs, see the reasons).
-KNOWN_BUGS: dict[str, tuple[str, str, tuple[int, ...] | None, bool, str]] = {
+# Floods that broke a bound when this suite was written (the reason says how), fixed since.
+FIXED_FLOODS: dict[str, tuple[str, str, tuple[int, ...] | None, bool, str]] = {
     "print_flush_forever": (
         "while True:\n    print('f', flush=True)\n",
         TIMEOUT,
@@ -153,14 +153,11 @@ KNOWN_BUGS: dict[str, tuple[str, str, tuple[int, ...] | None, bool, str]] = {
     "name",
     [
         *FLOODS,
-        *(
-            pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=bug[-1]))
-            for name, bug in KNOWN_BUGS.items()
-        ),
+        *FIXED_FLOODS,
     ],
 )
 def test_a_flood_of_output_is_bounded(sandbox: SandboxHarness, name: str) -> None:
-    code, expected, lines, cut = FLOODS[name] if name in FLOODS else KNOWN_BUGS[name][:4]
+    code, expected, lines, cut = FLOODS[name] if name in FLOODS else FIXED_FLOODS[name][:4]
     outcome = run(sandbox, code, wall_s=WALL_S)
     check_flood(outcome, expected, lines, cut)
     assert_nothing_left(outcome)
@@ -175,15 +172,9 @@ THREAD_PRINTS = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a thread printing while the tracing probe swaps sys.stdout (internals.cache._Tee) "
-    "crashes the worker in most runs: worker_crashed 'killed by SIGSEGV: AttributeError: "
-    "'_Tee' object has no attribute '_lock'' (a use-after-free of the replaced sys.stdout in "
-    "print()), or invalid_event when it dies mid-write of a jit_called event",
-)
 def test_a_thread_that_keeps_printing_is_bounded(sandbox: SandboxHarness) -> None:
-    # It fails in about 2 runs out of 3: a few tries make the outcome certain in practice.
+    # It crashed the worker in about 2 runs out of 3 until the probes kept the streams they
+    # swap out of sys.stdout alive: six tries make a regression certain in practice.
     for _ in range(6):
         outcome = run(sandbox, THREAD_PRINTS, wall_s=WALL_S)
         check_flood(outcome, EITHER, (3, 4), False)
