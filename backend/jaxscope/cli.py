@@ -235,7 +235,17 @@ def _serve(ns: argparse.Namespace) -> int:
     if settings.token is not None:
         url += f"?token={settings.token}"
     print(f"jaxscope is serving at {url}", flush=True)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+    # loop="asyncio": uvloop (installed with uvicorn[standard]) starts subprocesses through
+    # libuv, which leaves the server's inherited file descriptors open in every sandbox worker.
+    # No per-message deflate: compressing a 16 MiB event would hold the event loop for all.
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level="info",
+        loop="asyncio",
+        ws_per_message_deflate=False,
+    )
     return 0
 
 
@@ -310,7 +320,7 @@ async def run_headless(
     """Run ``exhibit`` on ``code`` through a one-session pool; events in order (the last is
     the terminal one). With ``stream``, each event is also written there as one JSON line."""
     from jaxscope.sandbox.pool import WorkerPool
-    from jaxscope.sandbox.session import Session
+    from jaxscope.sandbox.session import Session, reap_all
 
     pool = WorkerPool(settings.limits, size=0)
     session = Session(pool, EXHIBITS)
@@ -333,6 +343,7 @@ async def run_headless(
     finally:
         await session.close()
         await pool.close()
+        await reap_all()
     return events
 
 

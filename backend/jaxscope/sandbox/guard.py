@@ -195,6 +195,34 @@ def drop_privileges(workdir: str, parent_pid: int = 0, uid: int = 0) -> int | No
     return uid
 
 
+def close_inherited_fds() -> None:
+    """Close every file descriptor above 2 this process inherited (call first thing: the worker
+    needs only stdin, stdout and stderr, its job and event pipes)."""
+    os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+
+
+# keyctl(2): the syscall number per machine, the operation and the special keyring ids.
+_SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}
+_KEYCTL_CLEAR = 7
+_KEYRINGS = (-3, -4, -5)  # KEY_SPEC_SESSION_KEYRING, _USER_KEYRING, _USER_SESSION_KEYRING
+
+
+def clear_keyrings() -> None:
+    """Empty this uid's user and user-session keyrings and the session keyring
+    (``keyctl(KEYCTL_CLEAR)``): they belong to the uid, not the process, and outlive it, so a
+    previous worker of the same uid could leave keys for this one to read. A no-op where the
+    syscall is unknown or refused."""
+    number = _SYS_KEYCTL.get(os.uname().machine)
+    if number is None:
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        for keyring in _KEYRINGS:
+            libc.syscall(number, _KEYCTL_CLEAR, ctypes.c_long(keyring))
+    except (OSError, AttributeError):
+        pass
+
+
 def cpu_seconds_used() -> float:
     """User + system CPU seconds of this process (all threads) so far."""
     ru = resource.getrusage(resource.RUSAGE_SELF)

@@ -30,6 +30,7 @@ import fcntl
 import functools
 import grp
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -255,7 +256,9 @@ class UidLease:
 
 
 class _Cursor:
-    next = 0
+    # A random start, so that two processes (a server, then a CLI run) do not both begin at the
+    # first uid: uids are reused as late as possible.
+    next = secrets.randbelow(UID_SLOTS)
 
 
 def lease_uid() -> UidLease:

@@ -57,6 +57,10 @@ class WorkerPool:
         self._queue: collections.deque[object] = collections.deque()
         # Per waiting caller: whether it may take a worker now (its client's share).
         self._eligible: dict[object, Callable[[], bool]] = {}
+        # _first_eligible's answer for the state numbered _generation: every waiter asks it on
+        # every wake-up, and each answer walks the queue (a client's share walks its sessions).
+        self._generation = 0
+        self._first: tuple[int, object | None] | None = None
         self._changed = asyncio.Event()
         self._closed = False
         self.spawned = 0
@@ -97,6 +101,9 @@ class WorkerPool:
         task.add_done_callback(self._starting.discard)
 
     def _wake(self) -> None:
+        # Whatever changed (a worker ready or gone, a caller in or out of the queue) may change
+        # who is eligible: the next _first_eligible computes it again.
+        self._generation += 1
         self._changed.set()
 
     @staticmethod
@@ -106,6 +113,8 @@ class WorkerPool:
     def _held(self, since: float) -> Callable[[], None]:
         def gone() -> None:
             self.mean_hold_s = self._mean(self.mean_hold_s, time.monotonic() - since)
+            # A slot is free: keep the warm spares up even when nobody waits right now.
+            self._fill()
             self._wake()
 
         return gone
@@ -170,6 +179,7 @@ class WorkerPool:
         self._queue.append(me)
         if eligible is not None:
             self._eligible[me] = eligible
+        self._wake()
         try:
             while True:
                 if self._closed:
@@ -206,12 +216,18 @@ class WorkerPool:
             self._wake()
 
     def _first_eligible(self) -> object | None:
-        """The earliest waiting caller that may take a worker now."""
+        """The earliest waiting caller that may take a worker now (computed once per change of
+        the pool's state: a queue of n waiters costs O(n) per change, not O(n²))."""
+        if self._first is not None and self._first[0] == self._generation:
+            return self._first[1]
+        first: object | None = None
         for ticket in self._queue:
             check = self._eligible.get(ticket)
             if check is None or check():
-                return ticket
-        return None
+                first = ticket
+                break
+        self._first = (self._generation, first)
+        return first
 
     def must_wait(self, position: int) -> bool:
         """Whether the caller at ``position`` waits for a busy pool: more callers are ahead of

@@ -510,6 +510,14 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     limits = Limits(**json.loads(ns.limits))
 
+    from jaxscope.sandbox import guard
+
+    # Only the three pipes: whatever else the supervisor's process held open (a server started
+    # under uvloop, a socket handed over by systemd, a log file) must not reach user code.
+    guard.close_inherited_fds()
+    # A uid's kernel keyrings outlive its processes: clear what a previous holder of this
+    # worker's uid may have left, before any user code.
+    guard.clear_keyrings()
     # Private pipes first, before anything can write to fd 1 or read fd 0. os.dup gives
     # close-on-exec fds; the event fd's number lives only in the writer's closure.
     event_fd = os.dup(1)
@@ -522,8 +530,6 @@ def main(argv: list[str] | None = None) -> int:
     os.set_inheritable(job_fd, False)
     write_ready = _write_event_line = _make_line_writer(event_fd)
     del event_fd
-
-    from jaxscope.sandbox import guard
 
     if ns.parent_pid:
         guard.die_with_parent(ns.parent_pid)

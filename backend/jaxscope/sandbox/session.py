@@ -31,6 +31,13 @@ QUEUE_REPORT_S = 0.25
 _REAPERS: set[asyncio.Future[int | None]] = set()
 
 
+async def reap_all() -> None:
+    """Wait for the background clean-up of every worker a session dropped (before the event
+    loop closes: a CLI run, a test)."""
+    while _REAPERS:
+        await asyncio.gather(*list(_REAPERS), return_exceptions=True)
+
+
 def _abandon(acquiring: asyncio.Future[WorkerProcess]) -> None:
     """Give up a pending ``pool.acquire``: cancel it, or kill the worker it already got."""
     if not acquiring.done():

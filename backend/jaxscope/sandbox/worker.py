@@ -76,6 +76,8 @@ KILLED_KINDS: frozenset[ErrorKind] = frozenset({"timeout", "memory", "worker_cra
 # jaxpr_staged costs ~1.6 KiB per eqn (3000 eqns: 4.8 MiB), so 16 MiB admits ~10 000 eqns while
 # bounding what one worker can make the server buffer (at most twice this, per worker).
 MAX_EVENT_LINE_BYTES = 16 * 2**20
+# Event lines longer than this are validated in a thread, not on the server's event loop.
+VALIDATE_OFF_LOOP_BYTES = 256 * 2**10
 # All event lines of one run together: bounds what a run can send to a browser (the runner caps
 # prints at 1 MiB; user code that writes forged events to the event pipe meets this cap).
 MAX_RUN_BYTES = 64 * 2**20
@@ -721,7 +723,12 @@ class WorkerProcess:
                             terminal.source = stuck_at(self.stderr_text())
                         break
                 try:
-                    event = EVENT_ADAPTER.validate_json(line)
+                    if len(line) > VALIDATE_OFF_LOOP_BYTES:
+                        # A big line takes ~20 ms per MiB to validate: off the event loop, so
+                        # that one run's (possibly forged) big events cannot stall the others.
+                        event = await asyncio.to_thread(EVENT_ADAPTER.validate_json, line)
+                    else:
+                        event = EVENT_ADAPTER.validate_json(line)
                 except ValidationError as exc:
                     self.kill()
                     first = exc.errors()[0]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import ipaddress
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -63,6 +64,20 @@ def _version(dist: str) -> str | None:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def client_of(host: str | None) -> str | None:
+    """Who a connection counts as for the per-client share of workers: its address, except that
+    every loopback address (all of 127.0.0.0/8 and ::1 reach a server bound to 127.0.0.1) is
+    one client, ``"loopback"``."""
+    if host is None:
+        return None
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return "loopback"
+    except ValueError:
+        pass
+    return host
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -155,7 +170,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return
         await websocket.accept()
         if remote is None:
-            owner = websocket.client.host if websocket.client is not None else None
+            owner = client_of(websocket.client.host if websocket.client is not None else None)
             session = Session(pool, EXHIBITS, tenancy=tenancy, owner=owner)
             await serve_session(websocket, session)
         else:
