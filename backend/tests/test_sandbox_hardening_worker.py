@@ -525,7 +525,8 @@ def test_print_flood_is_chunked_and_capped(sandbox: SandboxHarness) -> None:
     finished(events)
     texts = [e.text for e in events if isinstance(e, StdoutPrinted)]
     assert all(len(t) <= PRINT_CHUNK_CHARS for t in texts)
-    assert texts[-1] == TRUNCATED_NOTE
+    # The cap cuts a line: the note starts a line of its own.
+    assert texts[-1] == "\n" + TRUNCATED_NOTE
     assert sum(map(len, texts[:-1])) == PRINT_CAP_BYTES
     assert "".join(texts[:-1]) == (("y" * 999 + "\n") * 3000)[:PRINT_CAP_BYTES]
 

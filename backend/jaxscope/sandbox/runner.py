@@ -245,7 +245,8 @@ class StdoutEvents(io.TextIOBase):
         self._printed += len(data)
         if self._truncated:
             self._buf = ""
-            self._emit(ctx, TRUNCATED_NOTE)
+            # On a line of its own, not glued to the half-printed text before it.
+            self._emit(ctx, TRUNCATED_NOTE if text.endswith("\n") else "\n" + TRUNCATED_NOTE)
 
     @staticmethod
     def _emit(ctx: RunContext, text: str) -> None:
