@@ -186,6 +186,7 @@ def drop_privileges(workdir: str, parent_pid: int = 0, uid: int = 0) -> int | No
     os.setuid(uid)
     if os.getuid() != uid or os.geteuid() != uid:
         raise OSError("the worker could not drop its root privileges")
+    clear_keyrings()
     os.environ["HOME"] = workdir
     os.environ["USER"] = os.environ["LOGNAME"] = f"jaxscope-worker-{uid}"
     _reroute_sys_path(fds)
@@ -210,10 +211,14 @@ _KEYRINGS = (-3, -4, -5)  # KEY_SPEC_SESSION_KEYRING, _USER_KEYRING, _USER_SESSI
 def clear_keyrings() -> None:
     """Empty this uid's user and user-session keyrings and the session keyring
     (``keyctl(KEYCTL_CLEAR)``): they belong to the uid, not the process, and outlive it, so a
-    previous worker of the same uid could leave keys for this one to read. A no-op where the
-    syscall is unknown or refused."""
+    previous worker of the same uid could leave keys for this one to read. Only for a worker
+    uid leased by the supervisor (``namespaces.WORKER_UID_BASE`` and up): a worker started by a
+    non-root server runs as the server's own user, whose keys are not ours to clear. A no-op
+    where the syscall is unknown or refused."""
+    from jaxscope.sandbox.namespaces import UID_SLOTS, WORKER_UID_BASE
+
     number = _SYS_KEYCTL.get(os.uname().machine)
-    if number is None:
+    if number is None or not WORKER_UID_BASE <= os.getuid() < WORKER_UID_BASE + UID_SLOTS:
         return
     try:
         libc = ctypes.CDLL(None, use_errno=True)
