@@ -32,12 +32,19 @@ from jaxscope.protocol import (
     RunStarted,
     StdoutPrinted,
 )
-from jaxscope.sandbox.namespaces import pids_of_uid
+from jaxscope.sandbox.namespaces import pids_of_uid, readonly_paths
 from jaxscope.sandbox.session import Session
 from jaxscope.sandbox.worker import WorkerProcess
 
 import exhibits
 from tests.harness import REPO, SandboxHarness, assert_one_terminal
+
+# What a fresh worker's /tmp holds: nothing, unless the install itself (a checkout, a venv) lives
+# under /tmp, whose read-only binds then appear there (``namespaces.bwrap_argv`` mounts the
+# private /tmp first and binds the install over it). Sorted top-level names.
+TMP_BINDS: list[str] = sorted(
+    {Path(p).relative_to("/tmp").parts[0] for p in readonly_paths() if p.startswith("/tmp/")}
+)
 
 ROOT = os.geteuid() == 0
 # Makes a snippet a valid tracing snippet, so that it finishes when nothing before it failed.

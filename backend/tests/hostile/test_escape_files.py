@@ -27,6 +27,7 @@ from tests.hostile.hostile_kit import (
     JAXSCOPE_DIR,
     OK_TAIL,
     SITE_PACKAGES,
+    TMP_BINDS,
     HostPaths,
     alongside,
     assert_nothing_left,
@@ -200,7 +201,7 @@ LISTINGS: dict[str, tuple[str, set[str]]] = {
     "server_cwd": (str(REPO), VISIBLE.get(str(REPO), set())),
     "server_backend": (str(REPO / "backend"), {"jaxscope"}),
     "work": (str(REPO.parent), VISIBLE.get(str(REPO.parent), set())),
-    "tmp_is_fresh": ("/tmp", set()),
+    "tmp_is_fresh": ("/tmp", set(TMP_BINDS)),
     "etc": (
         "/etc",
         {"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf"}
@@ -270,7 +271,7 @@ def test_another_workers_tmp_is_not_visible(sandbox: SandboxHarness) -> None:
     failed = seeker.failed("user_exception")
     assert failed.error_class == "FileNotFoundError"
     assert failed.source is not None and failed.source.line == 3
-    assert seeker.printed == "[] False\n"
+    assert seeker.printed == f"{TMP_BINDS} False\n"
     assert seeker.ended_at < keeper.ended_at
     assert_nothing_left(keeper)
     assert_nothing_left(seeker)
@@ -315,7 +316,7 @@ def test_filling_tmp_ends_cleanly_and_others_are_served(sandbox: SandboxHarness,
     hostile, ok = alongside(sandbox, code, wall_s=wall_s, delay_s=0.5)
     if expected == "finished":
         hostile.finished()
-        assert hostile.printed == "made 300000\n"
+        assert hostile.printed == f"made {300000 + len(TMP_BINDS)}\n"
     else:
         failed = hostile.failed("user_exception")
         assert (failed.error_class, expected[1] in failed.message) == (expected[0], True), failed
@@ -326,7 +327,7 @@ def test_filling_tmp_ends_cleanly_and_others_are_served(sandbox: SandboxHarness,
     # The server is not left busy cleaning up: the next run is an ordinary one.
     after = run(sandbox, "print(sorted(__import__('os').listdir('/tmp')))\n" + OK_TAIL)
     after.finished()
-    assert after.printed == "[]\n" and after.run_s < 5.0
+    assert after.printed == f"{TMP_BINDS}\n" and after.run_s < 5.0
 
 
 def test_python_files_on_sys_path_are_not_writable(sandbox: SandboxHarness) -> None:

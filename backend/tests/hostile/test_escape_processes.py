@@ -28,6 +28,7 @@ from tests.hostile.hostile_kit import (
     OK_TAIL,
     ROOT,
     SITE_PACKAGES,
+    TMP_BINDS,
     HostPaths,
     Outcome,
     arun,
@@ -259,7 +260,7 @@ def _check_victim(victim: Outcome, planter: Outcome) -> None:
     assert failed.error_class == "ModuleNotFoundError", failed
     assert failed.source is not None and failed.source.line == 3
     assert "evil" in failed.message
-    assert victim.printed.startswith("TMP [] "), victim.printed
+    assert victim.printed.startswith(f"TMP {TMP_BINDS} "), victim.printed
     assert victim.uid != planter.uid or victim.uid is None
 
 
