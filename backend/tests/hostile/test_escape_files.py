@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from jaxscope.sandbox.namespaces import UID_LOCK_DIR, readonly_paths
-from jaxscope.settings import Limits
 
 from tests.harness import REPO, SandboxHarness
 from tests.hostile.hostile_kit import (
@@ -34,14 +32,6 @@ from tests.hostile.hostile_kit import (
     assert_served_meanwhile,
     run,
 )
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[SandboxHarness]:
-    harness = SandboxHarness(Limits(wall_s=10.0, cpu_s=10.0), size=2)
-    yield harness
-    harness.close()
-
 
 EROFS = ("OSError", "Read-only file system")
 EACCES = ("PermissionError", "Permission denied")

@@ -13,13 +13,11 @@ from __future__ import annotations
 import asyncio
 import json
 import platform
-from collections.abc import Iterator
 
 import pytest
 from jaxscope.protocol import EventModel, StdoutPrinted
 from jaxscope.sandbox.namespaces import pids_of_uid
 from jaxscope.sandbox.session import Session
-from jaxscope.settings import Limits
 
 from tests.harness import REPO, SandboxHarness
 from tests.hostile.hostile_kit import (
@@ -37,14 +35,6 @@ from tests.hostile.hostile_kit import (
     ns_depth,
     run,
 )
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[SandboxHarness]:
-    harness = SandboxHarness(Limits(wall_s=10.0, cpu_s=10.0), size=2)
-    yield harness
-    harness.close()
-
 
 PRELUDE = "import ctypes, os, signal, sys, time\nlibc = ctypes.CDLL(None, use_errno=True)\n"
 # After the escape: wait for it to settle, then show what the worker's /proc holds.

@@ -10,11 +10,8 @@ terminal event, nothing left behind."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from jaxscope.sandbox.runner import TRUNCATED_NOTE
-from jaxscope.settings import Limits
 
 from tests.harness import SandboxHarness
 from tests.hostile.hostile_kit import (
@@ -30,13 +27,6 @@ WALL_S = 3.0
 SLACK_S = 1.5
 MAX_TEXT_BYTES = 2 * 2**20
 MAX_PRINT_EVENTS = 1000
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[SandboxHarness]:
-    harness = SandboxHarness(Limits(wall_s=10.0, cpu_s=10.0), size=2)
-    yield harness
-    harness.close()
 
 
 # The outcomes a flood may have: it ran into the wall clock (at one of ``lines``, or, where the

@@ -23,17 +23,9 @@ from pathlib import Path
 import pytest
 from jaxscope.protocol import EventModel, StdoutPrinted
 from jaxscope.sandbox.session import Session
-from jaxscope.settings import Limits
 
 from tests.harness import SandboxHarness
 from tests.hostile.hostile_kit import OK_TAIL, Outcome, assert_nothing_left, run
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[SandboxHarness]:
-    harness = SandboxHarness(Limits(wall_s=10.0, cpu_s=10.0), size=2)
-    yield harness
-    harness.close()
 
 
 def _has_ipv6_loopback() -> bool:

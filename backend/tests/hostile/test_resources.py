@@ -32,13 +32,6 @@ SLACK_S = 1.5
 
 
 @pytest.fixture(scope="module")
-def sandbox() -> Iterator[SandboxHarness]:
-    harness = SandboxHarness(Limits(wall_s=10.0, cpu_s=10.0), size=2)
-    yield harness
-    harness.close()
-
-
-@pytest.fixture(scope="module")
 def cpu_tight() -> Iterator[SandboxHarness]:
     """Workers with a 1 s CPU limit (and a long wall clock): the CPU limit ends the run."""
     harness = SandboxHarness(Limits(wall_s=20.0, cpu_s=1.0), size=1)

@@ -11,23 +11,13 @@ was done (the damaging run says so), and nothing of either worker is left behind
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from jaxscope.protocol import JaxprStaged
-from jaxscope.settings import Limits
 
 from tests.harness import SandboxHarness
 from tests.hostile.hostile_kit import OK_TAIL, Outcome, assert_nothing_left, run
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[SandboxHarness]:
-    harness = SandboxHarness(Limits(wall_s=10.0, cpu_s=10.0), size=2)
-    yield harness
-    harness.close()
-
 
 # What a run sees of the worker's state (one JSON line), then an ordinary tracing snippet.
 PROBE = """import atexit, builtins, faulthandler, gc, importlib.util, json, os, resource, signal
