@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { eqnRecorded, runFailed, runFinished, runQueued, runStarted, stageStarted } from '../test/events';
-import { IDLE_STATE, applyEvent, failLocally, startRun } from './reducer';
+import { IDLE_STATE, applyEvent, applyEvents, failLocally, startRun } from './reducer';
 import type { RunState } from './reducer';
 import type { Event } from '../protocol';
 
@@ -126,5 +126,43 @@ describe('applyEvent', () => {
     expect(s.events).toHaveLength(1);
     const lost = failLocally(applyEvent(startRun('r2', 'tracing', OPTIONS, 0), runQueued('r2', 1, 1), 1), 'gone', 2);
     expect(lost.queue).toBeNull();
+  });
+});
+
+describe('applyEvents', () => {
+  it('equals applying the batch one event at a time, in any arrival order', () => {
+    const stream: Event[] = [
+      runQueued('r1', 1, 2),
+      runStarted('r1', 0),
+      eqnRecorded('r1', 3, 1),
+      stageStarted('r1', 1, 'trace'),
+      eqnRecorded('r1', 2, 0),
+      eqnRecorded('r1', 2, 0),
+      eqnRecorded('r9', 4, 0),
+      stageStarted('r1', 4, 'lower'),
+      runFinished('r1', 5),
+      eqnRecorded('r1', 6, 3),
+    ];
+    const s0 = startRun('r1', 'tracing', OPTIONS, 0);
+    const oneByOne = stream.reduce((s, e) => applyEvent(s, e, 50), s0);
+    const batched = applyEvents(s0, stream, 50);
+    expect(batched).toEqual(oneByOne);
+    expect(batched.events.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect([batched.status, batched.terminal?.seq]).toEqual(['finished', 5]);
+  });
+
+  it('returns the state itself when the whole batch is ignored', () => {
+    const s0 = feed(startRun('r1', 'tracing', OPTIONS, 0), [runStarted('r1', 0)]);
+    expect(applyEvents(s0, [runStarted('r1', 0), eqnRecorded('r2', 1, 0)], 9)).toBe(s0);
+    expect(applyEvents(s0, [], 9)).toBe(s0);
+  });
+
+  it('takes in 20,000 in-order events in one batch without copying per event', () => {
+    const s0 = startRun('r1', 'tracing', OPTIONS, 0);
+    const stream: Event[] = [runStarted('r1', 0)];
+    for (let i = 1; i <= 20_000; i++) stream.push(eqnRecorded('r1', i, i - 1));
+    const s = applyEvents(s0, stream, 1);
+    expect(s.events).toHaveLength(20_001);
+    expect(s.events[20_000]?.seq).toBe(20_000);
   });
 });

@@ -92,35 +92,56 @@ function insertionIndex(events: readonly Event[], seq: number): number {
 
 /** The state after `event` arrived at client time `now` (ms). Returns `state` itself when the event is ignored. */
 export function applyEvent(state: RunState, event: Event, now: number): RunState {
-  if (state.runId === null || event.run_id !== state.runId) return state;
+  return applyEvents(state, [event], now);
+}
+
+/**
+ * The state after a batch of events arrived at client time `now` (ms): the same as applying them
+ * one by one with `applyEvent`, but the event list is copied once per batch, not once per event,
+ * so that taking in n events costs O(n) instead of O(n²) (the page applies one batch per animation
+ * frame). Returns `state` itself when every event of the batch is ignored.
+ */
+export function applyEvents(state: RunState, batch: readonly Event[], now: number): RunState {
+  if (state.runId === null || batch.length === 0) return state;
   if (state.terminal !== null || state.clientError !== null) return state;
-  if (event.type === 'run_queued') {
-    // Only while the run waits: once it has events, it holds a worker and a stale place is moot.
-    if (state.events.length > 0) return state;
-    const { position, waiting, estimate_s, reason } = event;
-    return { ...state, queue: { position, waiting, estimate_s, reason } };
+  let events: Event[] | null = null;
+  let next: RunState = state;
+  for (const event of batch) {
+    if (event.run_id !== state.runId) continue;
+    if (event.type === 'run_queued') {
+      // Only while the run waits: once it has events, it holds a worker and a stale place is moot.
+      if ((events ?? next.events).length > 0) continue;
+      const { position, waiting, estimate_s, reason } = event;
+      next = { ...next, queue: { position, waiting, estimate_s, reason } };
+      continue;
+    }
+    const held = events ?? next.events;
+    const last = held[held.length - 1];
+    // Events nearly always arrive in seq order: append without a search.
+    const at = last === undefined || last.seq < event.seq ? held.length : insertionIndex(held, event.seq);
+    if (at < 0) continue;
+    if (events === null) events = [...next.events];
+    events.splice(at, 0, event);
+    if (isTerminal(event)) {
+      const failed = event.type === 'run_failed';
+      return {
+        ...next,
+        events,
+        queue: null,
+        status: failed ? 'failed' : 'finished',
+        stage: null,
+        stageStartedAt: null,
+        endedAt: now,
+        terminal: event,
+        error: failed ? event : null,
+      };
+    }
+    next = { ...next, queue: null };
+    if (event.type === 'stage_started' && at === events.length - 1) {
+      next = { ...next, stage: event.stage, stageStartedAt: now };
+    }
   }
-  const at = insertionIndex(state.events, event.seq);
-  if (at < 0) return state;
-  const events = [...state.events.slice(0, at), event, ...state.events.slice(at)];
-  if (isTerminal(event)) {
-    const failed = event.type === 'run_failed';
-    return {
-      ...state,
-      events,
-      queue: null,
-      status: failed ? 'failed' : 'finished',
-      stage: null,
-      stageStartedAt: null,
-      endedAt: now,
-      terminal: event,
-      error: failed ? event : null,
-    };
-  }
-  if (event.type === 'stage_started' && at === events.length - 1) {
-    return { ...state, events, queue: null, stage: event.stage, stageStartedAt: now };
-  }
-  return { ...state, events, queue: null };
+  return events === null ? next : { ...next, events };
 }
 
 /** The state after the client lost the run (e.g. the websocket closed before a terminal event). */

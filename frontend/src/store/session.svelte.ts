@@ -2,20 +2,46 @@
  * The reactive store of the shell (Svelte 5 runes): the current run (via the pure reducer), the
  * stepper's cursor over its events, the play timer and the shared selection.
  *
- * `ws.ts` feeds events in through `receive`; components read `run`, `stepper`, `visible` and call
- * the stepper methods. All state transitions are the pure functions of `reducer.ts` and
+ * `ws.ts` feeds events in through `receive`; they are held and applied in one batch per animation
+ * frame (`flush`), so a run that streams thousands of events a second costs the page one state
+ * change and one render per frame, not one per event. Components read `run`, `stepper`, `visible`
+ * and call the stepper methods. All state transitions are the pure functions of `reducer.ts` and
  * `stepper.ts`; this class only holds their results in `$state` and owns the play timer.
  */
 import type { Selection } from '../exhibit-api';
 import { EMPTY_SELECTION } from '../exhibit-api';
 import type { Event, RunOptions } from '../protocol';
 import type { RunState } from './reducer';
-import { IDLE_STATE, applyEvent, failLocally, startRun } from './reducer';
+import { IDLE_STATE, applyEvents, failLocally, startRun } from './reducer';
 import type { StepperState } from './stepper';
 import * as stepper from './stepper';
 
 /** Milliseconds between two events while playing. */
 export const PLAY_INTERVAL_MS = 400;
+
+/**
+ * The latest a held batch waits when no animation frame comes (a background tab gets none): the
+ * run still advances, and its terminal event still ends it.
+ */
+export const FLUSH_FALLBACK_MS = 100;
+
+/** How the store asks to be called back before the next paint (a test passes its own). */
+export interface FrameScheduler {
+  request(callback: () => void): void;
+}
+
+const browserFrames: FrameScheduler = {
+  request(callback) {
+    let done = false;
+    const once = (): void => {
+      if (done) return;
+      done = true;
+      callback();
+    };
+    if (typeof requestAnimationFrame === 'function') requestAnimationFrame(once);
+    setTimeout(once, FLUSH_FALLBACK_MS);
+  },
+};
 
 export class RunSession {
   run: RunState = $state(IDLE_STATE);
@@ -27,22 +53,40 @@ export class RunSession {
 
   #timer: ReturnType<typeof setInterval> | null = null;
   readonly #now: () => number;
+  readonly #frames: FrameScheduler;
+  /** events received since the last flush, in arrival order */
+  #pending: Event[] = [];
+  #scheduled = false;
 
-  constructor(now: () => number = () => Date.now()) {
+  constructor(now: () => number = () => Date.now(), frames: FrameScheduler = browserFrames) {
     this.#now = now;
+    this.#frames = frames;
   }
 
   /** Begin a new run (after its `RunRequest` was sent): clears events, cursor and selection. */
   begin(runId: string, exhibit: string, options: RunOptions): void {
     this.#stopTimer();
+    this.#pending = [];
     this.run = startRun(runId, exhibit, options, this.#now());
     this.stepper = stepper.resetStepper();
     this.selection = EMPTY_SELECTION;
   }
 
-  /** An event arrived from the server. */
+  /** An event arrived from the server: held until the next frame's `flush`. */
   receive(event: Event): void {
-    const next = applyEvent(this.run, event, this.#now());
+    this.#pending.push(event);
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    this.#frames.request(() => this.flush());
+  }
+
+  /** Apply every held event now, as one batch (one state change, one render). */
+  flush(): void {
+    this.#scheduled = false;
+    const batch = this.#pending;
+    if (batch.length === 0) return;
+    this.#pending = [];
+    const next = applyEvents(this.run, batch, this.#now());
     if (next === this.run) return;
     this.run = next;
     this.stepper = stepper.eventsChanged(this.stepper, next.events.length);
@@ -50,6 +94,8 @@ export class RunSession {
 
   /** The client lost the run (socket closed before its terminal event). */
   lose(message: string): void {
+    // Events that arrived before the close are part of the run: the terminal one may be among them.
+    this.flush();
     this.run = failLocally(this.run, message, this.#now());
   }
 

@@ -1,6 +1,24 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { eqnRecorded, runFinished, runStarted, stageStarted } from '../test/events';
+import type { FrameScheduler } from './session.svelte';
 import { PLAY_INTERVAL_MS, RunSession } from './session.svelte';
+
+/** Applies each event at once (as if every event had a frame of its own). */
+const EVERY_EVENT: FrameScheduler = { request: (callback) => callback() };
+
+/** Holds the frame callbacks until the test calls `frame()`. */
+function manualFrames(): FrameScheduler & { frame: () => void; waiting: () => number } {
+  let callbacks: (() => void)[] = [];
+  return {
+    request: (callback) => void callbacks.push(callback),
+    frame: () => {
+      const due = callbacks;
+      callbacks = [];
+      for (const callback of due) callback();
+    },
+    waiting: () => callbacks.length,
+  };
+}
 
 describe('RunSession', () => {
   beforeEach(() => vi.useFakeTimers());
@@ -8,7 +26,7 @@ describe('RunSession', () => {
 
   it('follows a streaming run, steps back, and plays to the end on a timer', () => {
     let clock = 0;
-    const session = new RunSession(() => clock);
+    const session = new RunSession(() => clock, EVERY_EVENT);
     session.begin('r1', 'tracing', { calls: [], known: null });
     expect(session.run.status).toBe('running');
     const stream = [runStarted('r1', 0), stageStarted('r1', 1, 'trace'), eqnRecorded('r1', 2, 0), eqnRecorded('r1', 3, 1)];
@@ -36,7 +54,7 @@ describe('RunSession', () => {
   });
 
   it('a new run clears the previous one and the selection; a lost run fails', () => {
-    const session = new RunSession(() => 5);
+    const session = new RunSession(() => 5, EVERY_EVENT);
     session.begin('r1', 'tracing', { calls: [], known: null });
     session.receive(runStarted('r1', 0));
     session.select({ origin: 'editor', lines: [3], eqnIndices: [], opLines: [] });
@@ -47,5 +65,44 @@ describe('RunSession', () => {
     expect(session.run.events).toEqual([]);
     session.lose('connection to the server lost');
     expect([session.run.status, session.run.clientError]).toEqual(['failed', 'connection to the server lost']);
+  });
+
+  it('applies the events of a frame as one batch, asking for one frame per batch', () => {
+    const frames = manualFrames();
+    const session = new RunSession(() => 7, frames);
+    session.begin('r1', 'tracing', { calls: [], known: null });
+    const before = session.run;
+    session.receive(runStarted('r1', 0));
+    for (let i = 0; i < 1000; i++) session.receive(eqnRecorded('r1', i + 1, i));
+    expect(frames.waiting()).toBe(1);
+    expect(session.run).toBe(before);
+    frames.frame();
+    expect(session.run.events).toHaveLength(1001);
+    expect(session.stepper.cursor).toBe(1000);
+    session.receive(runFinished('r1', 1001));
+    expect(frames.waiting()).toBe(1);
+    frames.frame();
+    expect(session.run.status).toBe('finished');
+  });
+
+  it('a lost socket first applies what arrived before it closed', () => {
+    const frames = manualFrames();
+    const session = new RunSession(() => 7, frames);
+    session.begin('r1', 'tracing', { calls: [], known: null });
+    session.receive(runStarted('r1', 0));
+    session.receive(runFinished('r1', 1));
+    session.lose('connection to the server lost');
+    expect([session.run.status, session.run.clientError]).toEqual(['finished', null]);
+  });
+
+  it('events held for a run that was replaced never reach the new one', () => {
+    const frames = manualFrames();
+    const session = new RunSession(() => 7, frames);
+    session.begin('r1', 'tracing', { calls: [], known: null });
+    session.receive(runStarted('r1', 0));
+    session.begin('r2', 'tracing', { calls: [], known: null });
+    session.receive(runStarted('r2', 0));
+    frames.frame();
+    expect(session.run.events.map((e) => e.run_id)).toEqual(['r2']);
   });
 });
