@@ -91,6 +91,7 @@ def test_the_protocol_keeps_only_the_core_events() -> None:
         "stdout_printed",
         "jaxpr_staged",
         "run_queued",
+        "budget_scaled",
         "run_finished",
         "run_failed",
     }

@@ -370,6 +370,21 @@ class RunQueued(EventBase):
     reason: Literal["pool_full", "client_share"] = "pool_full"
 
 
+class BudgetScaled(EventBase):
+    """The run's time limits grew with the size of the user's program, so that a real model is
+    not held to a limit meant for snippets. Sent at most once per run, right after the first
+    event that carries a jaxpr of more than ``jaxscope.settings.SCALE_FROM_EQNS`` eqns.
+    ``eqns``: that jaxpr's top-level eqns; ``wall_s``/``cpu_s``: the run's wall-clock and CPU
+    limits from now on, in seconds (``jaxscope.settings.scaled_limit``: the exhibit's limit plus
+    ``Limits.per_eqn_ms`` per eqn, at most ``Limits.ceiling_s``). The supervisor computes
+    ``wall_s`` itself from ``eqns``; it is not the worker's word."""
+
+    type: Literal["budget_scaled"] = "budget_scaled"
+    eqns: int = Field(ge=0)
+    wall_s: float
+    cpu_s: float
+
+
 class RunFinished(EventBase):
     """Terminal: the run completed. ``duration_ms`` is the worker-side wall time."""
 
@@ -425,6 +440,7 @@ EVENTS: tuple[type[EventBase], ...] = (
     StdoutPrinted,
     JaxprStaged,
     RunQueued,
+    BudgetScaled,
     RunFinished,
     RunFailed,
 )

@@ -80,15 +80,37 @@ class Limits:
     ``nproc``: ``RLIMIT_NPROC`` (processes+threads of the user; ignored for root, 0 = no limit);
     ``namespaces``: run each worker in its own Linux namespaces through bubblewrap
     (``sandbox/namespaces.py``; False only with ``--unsafe-no-sandbox``);
-    ``tmp_bytes``: the size cap of a namespaced worker's private ``/tmp`` (a tmpfs, in memory).
+    ``tmp_bytes``: the size cap of a namespaced worker's private ``/tmp`` (a tmpfs, in memory);
+    ``per_eqn_ms``/``ceiling_s``: how a run's wall-clock and CPU limits grow with the size of the
+    program it shows (milliseconds per eqn, times the exhibit's budget; the most seconds a
+    scaled limit reaches), see :func:`scaled_limit`.
     """
 
     wall_s: float = 10.0
     cpu_s: float = 10.0
+    per_eqn_ms: float = 4.0
+    ceiling_s: float = 120.0
     address_space_bytes: int = field(default_factory=default_address_space_bytes)
     nproc: int = 4096
     namespaces: bool = True
     tmp_bytes: int = 256 * 2**20
+
+
+# A run's limits scale with its program only past this many eqns: a snippet keeps the limits it
+# always had, and a real model (hundreds to tens of thousands of eqns) gets time in proportion.
+SCALE_FROM_EQNS = 200
+
+
+def scaled_limit(base_s: float, budget: float, eqns: int, limits: Limits) -> float:
+    """Seconds a run may take (wall clock or CPU) once it showed a program of ``eqns`` eqns:
+    ``base_s × budget`` (the exhibit's limit) plus ``per_eqn_ms`` per eqn times ``budget``, at
+    most ``limits.ceiling_s`` but never below the exhibit's limit (``jaxscope run --timeout 300``
+    keeps its 300 s). ``budget`` is the exhibit's multiplier (``exhibits.registry.run_budget``)."""
+    unscaled = base_s * budget
+    if eqns <= SCALE_FROM_EQNS:
+        return unscaled
+    grown = unscaled + eqns * limits.per_eqn_ms / 1e3 * budget
+    return max(unscaled, min(grown, limits.ceiling_s))
 
 
 def _default_dist() -> Path:

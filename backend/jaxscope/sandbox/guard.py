@@ -234,11 +234,13 @@ def cpu_seconds_used() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def set_cpu_lifetime(per_run_s: float) -> int:
+def set_cpu_lifetime(per_run_s: float, floor_s: float = 0.0) -> int:
     """Fix the hard ``RLIMIT_CPU`` once for the worker's life: CPU used so far +
-    ``LIFETIME_CPU_BUDGETS`` × ``per_run_s`` (seconds, rounded up). Past it the kernel sends
-    SIGKILL, which a snippet cannot ignore nor (unprivileged) raise. Returns the hard limit."""
-    hard = math.ceil(cpu_seconds_used() + LIFETIME_CPU_BUDGETS * per_run_s)
+    ``LIFETIME_CPU_BUDGETS`` × ``per_run_s``, and at least ``floor_s`` (seconds, rounded up; the
+    floor leaves room for a run whose limit scaled with its program up to ``Limits.ceiling_s``).
+    Past it the kernel sends SIGKILL, which a snippet cannot ignore nor (unprivileged) raise.
+    Returns the hard limit."""
+    hard = math.ceil(cpu_seconds_used() + max(LIFETIME_CPU_BUDGETS * per_run_s, floor_s))
     _set(resource.RLIMIT_CPU, hard, hard)
     return resource.getrlimit(resource.RLIMIT_CPU)[1]
 

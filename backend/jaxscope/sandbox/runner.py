@@ -35,7 +35,9 @@ from typing import Any, NoReturn
 from pydantic_core import PydanticSerializationError
 
 from jaxscope.protocol import (
+    BudgetScaled,
     EventModel,
+    JaxprView,
     RunFailed,
     RunFinished,
     RunOptions,
@@ -47,7 +49,7 @@ from jaxscope.protocol import (
 )
 from jaxscope.sandbox.probe_api import Snippet
 from jaxscope.sandbox.snippet import SNIPPET_MODULE
-from jaxscope.settings import Limits
+from jaxscope.settings import Limits, scaled_limit
 
 # An exception message longer than this is cut (a str() of a huge array, say).
 MAX_MESSAGE_CHARS = 20_000
@@ -101,6 +103,8 @@ def _not_started(data: bytes) -> None:
 
 
 _write_event_line: Callable[[bytes], None] = _not_started
+# The worker's limits (set once by main); a run's limits scale with its program from these.
+_LIMITS = Limits()
 
 
 def event_json(event: EventModel) -> bytes:
@@ -121,9 +125,14 @@ def send_event(event: EventModel) -> None:
 class RunContext:
     """The runner's :class:`~jaxscope.sandbox.probe_api.ProbeContext` for one job."""
 
-    def __init__(self, request: RunRequest) -> None:
+    def __init__(self, request: RunRequest, budget: float = 1.0) -> None:
         self.run_id = request.run_id
         self.exhibit = request.exhibit
+        # The exhibit's limit multiplier, and CPU seconds used when the job began: the CPU limit
+        # is raised from there once the run shows a large program (``_scale_budget``).
+        self.budget = budget
+        self.cpu_at_start = 0.0
+        self.scaled = False
         self.options: RunOptions = request.options
         self.snippet: Snippet
         self.current_stage: Stage = "load"
@@ -135,6 +144,28 @@ class RunContext:
         _STDOUT.drain()
         event.run_id = self.run_id
         send_event(event)
+        if not self.scaled:
+            self._scale_budget(event)
+
+    def _scale_budget(self, event: EventModel) -> None:
+        """After the first event that shows a jaxpr (a :class:`JaxprView` field) of a large
+        program: raise this run's CPU limit with its size and tell the supervisor, which raises
+        the wall clock (``BudgetScaled``; ``settings.scaled_limit``)."""
+        views = [v for v in vars(event).values() if isinstance(v, JaxprView)]
+        if not views:
+            return
+        eqns = max(len(view.eqns) for view in views)
+        cpu_s = scaled_limit(_LIMITS.cpu_s, self.budget, eqns, _LIMITS)
+        if cpu_s <= _LIMITS.cpu_s * self.budget:
+            return
+        self.scaled = True
+        from jaxscope.sandbox import guard
+
+        guard.set_cpu_budget(self.cpu_at_start + cpu_s - guard.cpu_seconds_used())
+        wall_s = scaled_limit(_LIMITS.wall_s, self.budget, eqns, _LIMITS)
+        scaled = BudgetScaled(eqns=eqns, wall_s=wall_s, cpu_s=cpu_s)
+        scaled.run_id = self.run_id
+        send_event(scaled)
 
     @contextmanager
     def stage(self, stage: Stage, call_index: int | None = None) -> Iterator[None]:
@@ -434,13 +465,15 @@ def run_job(
     threads_before = _started_threads()
     state_before = global_state()
     guard.set_cpu_budget(cpu_s)
+    cpu_at_start = guard.cpu_seconds_used()
     # No jax.clear_caches() here (measured, see docs/design/0001-sandbox.md): every run executes
     # the snippet anew, so `f` is a new object and JAX traces, lowers and compiles it afresh
     # (probes empty the tracing caches they need with internals.cache.fresh_caches), while the
     # eager kernels of the snippet's module body (`jax.random.normal` for parameters...) stay
     # compiled for the session's next runs: clearing them cost 2.4-7 s per run of the conv-net
     # example on a 2-core box, against 0.2-0.4 s for the whole run with them kept.
-    ctx = RunContext(request)
+    ctx = RunContext(request, budget=cpu_s / _LIMITS.cpu_s if _LIMITS.cpu_s > 0 else 1.0)
+    ctx.cpu_at_start = cpu_at_start
     _STDOUT.start(ctx)
     terminal: RunFinished | RunFailed
     try:
@@ -510,6 +543,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     ns = parser.parse_args(argv)
     limits = Limits(**json.loads(ns.limits))
+    global _LIMITS
+    _LIMITS = limits
 
     from jaxscope.sandbox import guard
 
@@ -541,7 +576,7 @@ def main(argv: list[str] | None = None) -> int:
     # Before any user code: become unprivileged (root only), fix the lifetime CPU limit, remove
     # the spawners that raise no audit event, then install the audit hook.
     info["uid"] = guard.drop_privileges(os.getcwd(), ns.parent_pid, ns.uid) or os.getuid()
-    guard.set_cpu_lifetime(limits.cpu_s)
+    guard.set_cpu_lifetime(limits.cpu_s, floor_s=limits.ceiling_s + limits.cpu_s)
     guard.remove_unaudited_spawners()
     sys.stdin = io.StringIO("")
     sys.stdout = _STDOUT

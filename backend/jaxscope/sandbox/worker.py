@@ -40,6 +40,7 @@ from pydantic import ValidationError
 from exhibits.registry import run_budget
 from jaxscope.protocol import (
     EVENT_ADAPTER,
+    BudgetScaled,
     ErrorKind,
     EventModel,
     RunFailed,
@@ -61,7 +62,7 @@ from jaxscope.sandbox.namespaces import (
     reap_stray_sandboxes,
 )
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
-from jaxscope.settings import Limits
+from jaxscope.settings import Limits, scaled_limit
 
 log = logging.getLogger(__name__)
 
@@ -191,6 +192,31 @@ def _signal_name(signum: int) -> str:
         return signal.Signals(signum).name
     except ValueError:
         return f"signal {signum}"
+
+
+def limit_help(failed: RunFailed, eqns: int | None) -> str | None:
+    """What to try after a run hit its wall-clock limit at ``failed.stage``, for a program of
+    ``eqns`` eqns (None when its limit was not scaled: a small program, or none shown yet).
+    None for any other failure (its explanation is kept)."""
+    if failed.kind != "timeout":
+        return failed.explanation
+    longer = (
+        "a longer limit (`jaxscope run EXHIBIT FILE --timeout S`, or `jaxscope serve --timeout S`)"
+    )
+    if failed.stage in ("compile", "call", "run") and eqns is not None:
+        return (
+            f"XLA's compile time grows with the program: {eqns:,} eqns can take minutes to "
+            "compile in plain JAX too (`jax.jit(f).lower(*args).compile()`). A Python loop is "
+            "unrolled into the jaxpr, one copy per iteration; `lax.fori_loop` or `lax.scan` "
+            "keeps one copy of its body and compiles in seconds. Or try a part of the program, "
+            f"or {longer}."
+        )
+    if eqns is not None:
+        return (
+            f"The limit already grew with the program ({eqns:,} eqns). Try a part of it (fewer "
+            f"layers, fewer loop iterations, a smaller batch), or {longer}."
+        )
+    return f"Try a smaller program or a part of it, or {longer}."
 
 
 def classify_death(
@@ -512,17 +538,23 @@ class WorkerProcess:
             with contextlib.suppress(asyncio.CancelledError):
                 await watch
 
-    async def _stop(self, cancelled: bool, wall: float) -> RunFailed:
+    async def _stop(self, cancelled: bool, wall: float, scaled_for: int | None = None) -> RunFailed:
         """Kill the worker mid-run: the ``cancelled`` or ``timeout`` failure (the latter naming
-        the snippet line it was running). Its ``stage`` is filled in by the caller."""
+        the snippet line it was running, and the program size its limit was scaled for). Its
+        ``stage`` is filled in by the caller."""
         if cancelled:
             self.kill()
             return RunFailed(kind="cancelled", message="the run was cancelled")
         loc = await self._ask_where()
         self.kill()
+        limit = (
+            f"{wall:g} s"
+            if scaled_for is None
+            else (f"{wall:.0f} s (scaled for a program of {scaled_for:,} eqns)")
+        )
         failed = RunFailed(
             kind="timeout",
-            message=f"the run exceeded its wall-clock limit of {wall:g} s" + _where(loc),
+            message=f"the run exceeded its wall-clock limit of {limit}" + _where(loc),
         )
         failed.source = loc
         return failed
@@ -618,7 +650,9 @@ class WorkerProcess:
         """
         limits = self.limits
         budget = run_budget(request.exhibit)
-        wall = (limits.wall_s if wall_s is None else wall_s) * budget
+        base_wall = limits.wall_s if wall_s is None else wall_s
+        wall = base_wall * budget
+        scaled_for: int | None = None  # the eqns the wall clock was scaled for (BudgetScaled)
         await self._stop_idle_watch()
         if not self.alive:
             raise WorkerGone(f"worker {self.pid} is gone ({self.idle_fault or 'exited'})")
@@ -676,8 +710,9 @@ class WorkerProcess:
                 # The deadline holds however fast lines come (a print loop keeps ``read``
                 # ready every time, so ``asyncio.wait`` alone would never time out).
                 if read not in done or cancel_wait in done or loop.time() >= deadline:
-                    terminal = await self._stop(cancel_wait in done, wall)
+                    terminal = await self._stop(cancel_wait in done, wall, scaled_for)
                     terminal.stage = stage if terminal.kind in KILLED_KINDS else None
+                    terminal.explanation = limit_help(terminal, scaled_for)
                     break
                 try:
                     line = read.result()
@@ -764,6 +799,15 @@ class WorkerProcess:
                     assert is_terminal(event)
                     terminal = event
                     break
+                if isinstance(event, BudgetScaled):
+                    # The wall clock grows with the program the run showed; from the eqn count
+                    # by our own formula (a forged event gets at most ``limits.ceiling_s``).
+                    scaled = scaled_limit(base_wall, budget, event.eqns, limits)
+                    if scaled > wall:
+                        deadline += scaled - wall
+                        wall = scaled
+                        scaled_for = event.eqns
+                    event.wall_s = wall
                 # Forwarding waits for the session's consumer (a slow page); the deadline and a
                 # cancel still end the run while it waits, and the event is sent all the same.
                 sending = asyncio.ensure_future(forward(event))
@@ -773,8 +817,9 @@ class WorkerProcess:
                     return_when=asyncio.FIRST_COMPLETED,
                 )
                 if sending not in done:
-                    terminal = await self._stop(cancel_wait in done, wall)
+                    terminal = await self._stop(cancel_wait in done, wall, scaled_for)
                     terminal.stage = stage if terminal.kind in KILLED_KINDS else None
+                    terminal.explanation = limit_help(terminal, scaled_for)
                     await sending
                     break
                 sending.result()

@@ -7,6 +7,7 @@ export type Event =
   | StdoutPrinted
   | JaxprStaged
   | RunQueued
+  | BudgetScaled
   | RunFinished
   | RunFailed
   | EqnRecorded
@@ -298,6 +299,26 @@ export interface RunQueued {
   seq: number;
   type: 'run_queued';
   waiting: number;
+}
+/**
+ * The run's time limits grew with the size of the user's program, so that a real model is
+ * not held to a limit meant for snippets. Sent at most once per run, right after the first
+ * event that carries a jaxpr of more than ``jaxscope.settings.SCALE_FROM_EQNS`` eqns.
+ * ``eqns``: that jaxpr's top-level eqns; ``wall_s``/``cpu_s``: the run's wall-clock and CPU
+ * limits from now on, in seconds (``jaxscope.settings.scaled_limit``: the exhibit's limit plus
+ * ``Limits.per_eqn_ms`` per eqn, at most ``Limits.ceiling_s``). The supervisor computes
+ * ``wall_s`` itself from ``eqns``; it is not the worker's word.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "BudgetScaled".
+ */
+export interface BudgetScaled {
+  cpu_s: number;
+  eqns: number;
+  run_id: string;
+  seq: number;
+  type: 'budget_scaled';
+  wall_s: number;
 }
 /**
  * Terminal: the run completed. ``duration_ms`` is the worker-side wall time.
