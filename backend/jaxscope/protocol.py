@@ -58,12 +58,23 @@ class WireModel(BaseModel):
 # --------------------------------------------------------------------------------------------
 
 
+class CallerFrame(WireModel):
+    """A snippet frame that called the one a :class:`SourceLoc` names: its line (1-based) and
+    function (``<module>`` at top level)."""
+
+    line: int
+    function: str | None = None
+
+
 class SourceLoc(WireModel):
     """A place in the user's snippet (never in JAX's files).
 
     ``line``/``end_line`` are 1-based; ``column``/``end_column`` 0-based, as in
     ``jax._src.source_info_util.Frame`` and Python's ``traceback``. ``function`` is the user
-    function's name (``<module>`` at top level).
+    function's name (``<module>`` at top level). ``callers``: for an eqn, the snippet frames
+    that led to this line, innermost first (``layer_norm`` was called from ``block``'s line,
+    which ``f``'s loop called...), from the eqn's ``source_info.traceback``; None when the
+    line is in the outermost snippet frame, or for a place that is not an eqn's.
     """
 
     line: int
@@ -71,6 +82,7 @@ class SourceLoc(WireModel):
     end_line: int | None = None
     end_column: int | None = None
     function: str | None = None
+    callers: list[CallerFrame] | None = None
 
 
 class AvalView(WireModel):
@@ -140,6 +152,9 @@ class JaxprView(WireModel):
     """A ClosedJaxpr: JAX's own text plus a structured view of the same object.
 
     ``text`` is ``str(closed_jaxpr)`` byte for byte; the structured fields use the same names.
+    ``arg_names``: for each invar, the keypath of its leaf in the traced function's arguments
+    as JAX names it (``params['layers'][3]['w']``: ``jaxpr.debug_info.arg_names``); None when
+    JAX recorded none (a jaxpr JAX built itself, e.g. a rule's).
     """
 
     text: str
@@ -148,6 +163,7 @@ class JaxprView(WireModel):
     outvars: list[VarView]
     eqns: list[EqnView]
     effects: list[str]
+    arg_names: list[str] | None = None
 
 
 class ArrayPreview(WireModel):

@@ -21,6 +21,7 @@ const src = {
   end_line: null,
   end_column: null,
   function: "f",
+  callers: null,
 };
 const aval = { shape: [], dtype: "float32", weak_type: false, short: "f32[]" };
 const v = (
@@ -64,6 +65,7 @@ const primal: Event = {
       eqn(1, "mul", "c:f32[] = mul b a"),
     ],
     effects: [],
+    arg_names: null,
   },
 };
 

@@ -32,7 +32,7 @@ function step(
     source:
       line === null
         ? null
-        : { line, column: 17, end_line: line, end_column: 30, function: "f" },
+        : { line, column: 17, end_line: line, end_column: 30, function: "f", callers: null },
     fix: null,
     kind,
     function: kind === null ? null : "step",

@@ -131,7 +131,7 @@ describe("in_axes_mismatch: jax.vmap rejects the snippet's in_axes before mappin
     kind: "user_exception",
     error_class: "ValueError",
     message: "vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional arguments passed to the function, but got len(in_axes)=3, len(args)=2",
-    source: { line: 12, column: null, end_line: null, end_column: null, function: "<module>" },
+    source: { line: 12, column: null, end_line: null, end_column: null, function: "<module>", callers: null },
     traceback: [],
     explanation: null,
     fix: null,

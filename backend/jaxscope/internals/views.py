@@ -46,6 +46,7 @@ from jax._src import core, source_info_util
 
 from jaxscope.protocol import (
     AvalView,
+    CallerFrame,
     ConstVarView,
     EqnView,
     InnerJaxprView,
@@ -202,17 +203,23 @@ def _cached_snippet_source(traceback: Any) -> SourceLoc | None:
 
 def _snippet_source(traceback: Any) -> SourceLoc | None:
     codes, lastis = traceback.raw_frames()
-    for code, lasti in zip(codes, lastis, strict=True):
-        if code.co_filename == SNIPPET_FILENAME:
-            fr = source_info_util.raw_frame_to_frame(code, lasti)
-            return SourceLoc(
-                line=fr.start_line,
-                column=fr.start_column,
-                end_line=fr.end_line,
-                end_column=fr.end_column,
-                function=fr.function_name,
-            )
-    return None
+    frames = [
+        source_info_util.raw_frame_to_frame(code, lasti)
+        for code, lasti in zip(codes, lastis, strict=True)
+        if code.co_filename == SNIPPET_FILENAME
+    ]
+    if not frames:
+        return None
+    fr = frames[0]
+    callers = [CallerFrame(line=c.start_line, function=c.function_name) for c in frames[1:]]
+    return SourceLoc(
+        line=fr.start_line,
+        column=fr.start_column,
+        end_line=fr.end_line,
+        end_column=fr.end_column,
+        function=fr.function_name,
+        callers=callers or None,
+    )
 
 
 _DEFAULT_SETTINGS = core.JaxprPpSettings()
@@ -443,7 +450,19 @@ def jaxpr_view(closed_jaxpr: core.ClosedJaxpr) -> JaxprView:
         outvars=[_var_view(v, ctx) for v in jaxpr.outvars],
         eqns=[eqn_view(i, e, ctx) for i, e in enumerate(jaxpr.eqns)],
         effects=effect_names(closed_jaxpr.effects),
+        arg_names=arg_names(jaxpr),
     )
+
+
+def arg_names(jaxpr: core.Jaxpr) -> list[str] | None:
+    """The keypath of each invar's leaf in the traced function's arguments
+    (``jaxpr.debug_info.arg_names``: ``params['layers'][3]['w']``), or None when JAX recorded
+    none or not one per invar."""
+    info = getattr(jaxpr, "debug_info", None)
+    names = getattr(info, "arg_names", None)
+    if names is None or len(names) != len(jaxpr.invars):
+        return None
+    return [str(n) for n in names]
 
 
 def eqn_sources(closed_jaxpr: core.ClosedJaxpr) -> Sequence[SourceLoc | None]:

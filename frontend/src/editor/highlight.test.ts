@@ -38,7 +38,7 @@ describe('line markers', () => {
     const state = EditorState.create({ doc: DOC });
     const line4 = state.doc.line(4);
     const found = collect(
-      errorDecorations(state.doc, { line: 4, column: 7, end_line: 4, end_column: 12, function: 'f' }),
+      errorDecorations(state.doc, { line: 4, column: 7, end_line: 4, end_column: 12, function: 'f', callers: null }),
     );
     expect(found).toEqual([
       { from: line4.from, to: line4.from, cls: ERROR_LINE_CLASS },
@@ -51,14 +51,14 @@ describe('line markers', () => {
     const state = EditorState.create({ doc: DOC });
     const line3 = state.doc.line(3);
     const found = collect(
-      errorDecorations(state.doc, { line: 3, column: 4, end_line: null, end_column: null, function: null }),
+      errorDecorations(state.doc, { line: 3, column: 4, end_line: null, end_column: null, function: null, callers: null }),
     );
     expect(found[1]).toEqual({ from: line3.from + 4, to: line3.to, cls: ERROR_MARK_CLASS });
-    expect(collect(errorDecorations(state.doc, { line: 99, column: null, end_line: null, end_column: null, function: null }))).toEqual([]);
+    expect(collect(errorDecorations(state.doc, { line: 99, column: null, end_line: null, end_column: null, function: null, callers: null }))).toEqual([]);
     expect(collect(errorDecorations(state.doc, null))).toEqual([]);
     // Python puts a syntax error at the end of a line one past its last character.
     const atEnd = collect(
-      errorDecorations(state.doc, { line: 3, column: line3.length, end_line: 3, end_column: line3.length + 1, function: null }),
+      errorDecorations(state.doc, { line: 3, column: line3.length, end_line: 3, end_column: line3.length + 1, function: null, callers: null }),
     );
     expect(atEnd[1]).toEqual({ from: line3.to - 1, to: line3.to, cls: ERROR_MARK_CLASS });
   });
@@ -69,7 +69,7 @@ describe('line markers', () => {
     const selected = decorations(state).filter((d) => d.cls === SELECTED_LINE_CLASS);
     expect(selected.map((d) => state.doc.lineAt(d.from).number)).toEqual([2, 5]);
     state = state.update({
-      effects: setErrorLoc.of({ line: 1, column: null, end_line: null, end_column: null, function: null }),
+      effects: setErrorLoc.of({ line: 1, column: null, end_line: null, end_column: null, function: null, callers: null }),
     }).state;
     expect(decorations(state).filter((d) => d.cls === ERROR_LINE_CLASS)).toHaveLength(1);
     state = state.update({ effects: [setSelectedLines.of([]), setErrorLoc.of(null)] }).state;

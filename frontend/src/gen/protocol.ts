@@ -173,11 +173,15 @@ export interface JaxprStaged {
  * A ClosedJaxpr: JAX's own text plus a structured view of the same object.
  *
  * ``text`` is ``str(closed_jaxpr)`` byte for byte; the structured fields use the same names.
+ * ``arg_names``: for each invar, the keypath of its leaf in the traced function's arguments
+ * as JAX names it (``params['layers'][3]['w']``: ``jaxpr.debug_info.arg_names``); None when
+ * JAX recorded none (a jaxpr JAX built itself, e.g. a rule's).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "JaxprView".
  */
 export interface JaxprView {
+  arg_names: string[] | null;
   constvars: ConstVarView[];
   effects: string[];
   eqns: EqnView[];
@@ -266,15 +270,30 @@ export interface InnerJaxprView {
  *
  * ``line``/``end_line`` are 1-based; ``column``/``end_column`` 0-based, as in
  * ``jax._src.source_info_util.Frame`` and Python's ``traceback``. ``function`` is the user
- * function's name (``<module>`` at top level).
+ * function's name (``<module>`` at top level). ``callers``: for an eqn, the snippet frames
+ * that led to this line, innermost first (``layer_norm`` was called from ``block``'s line,
+ * which ``f``'s loop called...), from the eqn's ``source_info.traceback``; None when the
+ * line is in the outermost snippet frame, or for a place that is not an eqn's.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "SourceLoc".
  */
 export interface SourceLoc {
+  callers: CallerFrame[] | null;
   column: number | null;
   end_column: number | null;
   end_line: number | null;
+  function: string | null;
+  line: number;
+}
+/**
+ * A snippet frame that called the one a :class:`SourceLoc` names: its line (1-based) and
+ * function (``<module>`` at top level).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "CallerFrame".
+ */
+export interface CallerFrame {
   function: string | null;
   line: number;
 }

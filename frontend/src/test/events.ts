@@ -31,7 +31,7 @@ export function eqnRecorded(runId: string, seq: number, index: number, line = 3)
     params: { accuracy: 'None' },
     in_avals: [{ shape: [3], dtype: 'float32', weak_type: false, short: 'f32[3]' }],
     out_avals: [{ shape: [3], dtype: 'float32', weak_type: false, short: 'f32[3]' }],
-    source: { line, column: 11, end_line: line, end_column: 20, function: 'f' },
+    source: { line, column: 11, end_line: line, end_column: 20, function: 'f', callers: null },
   };
 }
 
@@ -47,7 +47,7 @@ export function runFailed(runId: string, seq: number, kind: RunFailed['kind'] = 
     kind,
     error_class: 'TracerBoolConversionError',
     message: 'Attempted boolean conversion of traced array with shape bool[].',
-    source: { line: 4, column: 4, end_line: 4, end_column: 12, function: 'f' },
+    source: { line: 4, column: 4, end_line: 4, end_column: 12, function: 'f', callers: null },
     traceback: [{ line: 4, function: 'f', text: 'if x > 0:' }],
     explanation: 'Python `if` needs a concrete bool, but x is a tracer.',
     fix: 'Use jnp.where or lax.cond.',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import cases from './format-cases.json';
-import { avalText, compactParams, formatMs, formatScalar, humanBytes, shortDtypeName } from './format';
+import { avalText, compactParams, formatMs, formatScalar, humanBytes, shortDtypeName, sourceLong, sourceShort } from './format';
 
 describe('avalText', () => {
   it('writes dtypes as the jaxpr printout does and marks weak types like str(aval)', () => {
@@ -91,5 +91,18 @@ describe('formatScalar', () => {
       .filter((c) => c.got !== c.text);
     expect(wrong).toEqual([]);
     expect(cases.cases.length).toBeGreaterThan(300);
+  });
+});
+
+describe('eqn sources', () => {
+  const nested = { line: 26, function: 'layer_norm', callers: [{ line: 41, function: 'block' }, { line: 50, function: 'f' }] };
+  it('names the line and the snippet frames that called it', () => {
+    expect(sourceShort(nested)).toBe('line 26 ← 41 ← 50');
+    expect(sourceLong(nested)).toBe('line 26 in layer_norm, called from line 41 in block, called from line 50 in f');
+  });
+  it('is one line in the outermost frame, and a dash without a place', () => {
+    expect(sourceShort({ line: 3, function: 'f', callers: null })).toBe('line 3');
+    expect(sourceLong({ line: 3, function: '<module>' })).toBe('line 3');
+    expect(sourceShort(null)).toBe('—');
   });
 });

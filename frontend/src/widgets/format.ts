@@ -180,3 +180,32 @@ function roundHalfEven(exact: string, digits: number): string {
   const fracPart = s.slice(s.length - digits).replace(/0+$/, '');
   return `${negative ? '-' : ''}${intPart}${fracPart ? `.${fracPart}` : ''}`;
 }
+
+/** The fields of a protocol `SourceLoc` the source formatters read. */
+export interface SourceLike {
+  line: number;
+  function?: string | null;
+  callers?: readonly { line: number; function?: string | null }[] | null;
+}
+
+/**
+ * An eqn's place in the snippet in a table cell: its line, then the lines of the snippet
+ * frames that called it, innermost first (`line 26 ← 41 ← 50`); `—` without a place.
+ */
+export function sourceShort(source: SourceLike | null | undefined): string {
+  if (!source) return '—';
+  const callers = source.callers ?? [];
+  return [`line ${source.line}`, ...callers.map((c) => String(c.line))].join(' ← ');
+}
+
+/**
+ * The same place in words, for a tooltip or a card:
+ * `line 26 in layer_norm, called from line 41 in block, called from line 50 in f`.
+ */
+export function sourceLong(source: SourceLike | null | undefined): string {
+  if (!source) return 'no line of the snippet';
+  const at = (line: number, fn: string | null | undefined): string =>
+    fn && fn !== '<module>' ? `line ${line} in ${fn}` : `line ${line}`;
+  const callers = source.callers ?? [];
+  return [at(source.line, source.function), ...callers.map((c) => `called from ${at(c.line, c.function)}`)].join(', ');
+}
