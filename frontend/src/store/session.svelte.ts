@@ -44,7 +44,10 @@ const browserFrames: FrameScheduler = {
 };
 
 export class RunSession {
-  run: RunState = $state(IDLE_STATE);
+  // Raw, not deeply reactive: the reducer replaces the state (and the events array) on every
+  // batch and never mutates it, so a deep proxy over tens of thousands of events (each with
+  // its avals and params) would only cost time on every read.
+  run: RunState = $state.raw(IDLE_STATE);
   stepper: StepperState = $state(stepper.INITIAL_STEPPER);
   selection: Selection = $state(EMPTY_SELECTION);
 
