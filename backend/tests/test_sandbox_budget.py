@@ -49,6 +49,10 @@ def test_timeout_help_names_the_stage_and_what_to_try() -> None:
     at_compile = RunFailed(kind="timeout", message="m", stage="call")
     assert "lax.fori_loop" in (limit_help(at_compile, 20_000) or "")
     assert "20,000 eqns" in (limit_help(at_compile, 20_000) or "")
+    # eager execution (stage run) compiles nothing of the whole program: no compile advice
+    at_run = RunFailed(kind="timeout", message="m", stage="run")
+    assert "compile" not in (limit_help(at_run, 20_000) or "")
+    assert "already grew" in (limit_help(at_run, 20_000) or "")
     small = RunFailed(kind="timeout", message="m", stage="trace")
     assert "--timeout" in (limit_help(small, None) or "")
     other = RunFailed(kind="user_exception", message="m", explanation="kept")
@@ -63,11 +67,46 @@ def test_a_large_program_gets_a_later_deadline(sandbox: SandboxHarness) -> None:
     assert staged and len(staged[0].jaxpr.eqns) == 2_001  # + the debug_callback
     scaled = [e for e in events if isinstance(e, BudgetScaled)]
     assert len(scaled) == 1
-    expected = scaled_limit(2.0, 1.0, 2_001, sandbox.limits)
+    # The supervisor's size: the jaxpr's eqns, or the events sent before it, whichever is more.
+    size = max(2_001, scaled[0].seq)
+    expected = scaled_limit(2.0, 1.0, size, sandbox.limits)
     assert scaled[0].eqns == 2_001 and scaled[0].wall_s == pytest.approx(expected)
     assert events.index(scaled[0]) == events.index(staged[0]) + 1
     terminal = assert_one_terminal(events)
     assert isinstance(terminal, RunFailed) and terminal.kind == "timeout", terminal
-    assert f"{expected:.0f} s (scaled for a program of 2,001 eqns)" in terminal.message
+    assert f"{expected:.0f} s (scaled for a program of about {size:,} eqns)" in terminal.message
     assert terminal.stage == "call"
     assert "lax.fori_loop" in (terminal.explanation or "")
+
+
+# 3,000 eqn_recorded events stream while f is traced, and the trace then sleeps: the jaxpr is
+# never complete, so only the events sent tell the run's size.
+STREAMS_THEN_STALLS = """\
+import time
+import jax.numpy as jnp
+
+def f(x):
+    for _ in range(1500):
+        x = jnp.sin(x) + x
+    time.sleep(60)
+    return x
+
+args = (jnp.ones(3),)
+"""
+
+
+def test_the_events_of_a_trace_grow_the_limit_before_its_jaxpr(sandbox: SandboxHarness) -> None:
+    events = sandbox.run(STREAMS_THEN_STALLS, wall_s=2.0)
+    assert not [e for e in events if isinstance(e, JaxprStaged)]
+    terminal = assert_one_terminal(events)
+    assert isinstance(terminal, RunFailed) and terminal.kind == "timeout", terminal
+    assert terminal.stage == "trace"
+    # The supervisor re-checks every 256 events: the last check before the stall saw at least
+    # 2,816 of the 3,000 eqn_recorded events.
+    recorded = len(events) - 4  # run_started, two stage_started, run_failed
+    assert recorded >= 3_000
+    assert "scaled for a program of about" in terminal.message
+    size = int(terminal.message.split("about ")[1].split(" eqns")[0].replace(",", ""))
+    assert 2_800 <= size <= recorded + 3
+    expected = scaled_limit(2.0, 1.0, size, sandbox.limits)
+    assert f"limit of {expected:.0f} s" in terminal.message

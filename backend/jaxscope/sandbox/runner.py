@@ -103,6 +103,8 @@ def _not_started(data: bytes) -> None:
 
 
 _write_event_line: Callable[[bytes], None] = _not_started
+# How often (in events) a run's size is re-checked against its limits (as the supervisor does).
+SIZE_CHECK_EVERY = 256
 # The worker's limits (set once by main); a run's limits scale with its program from these.
 _LIMITS = Limits()
 
@@ -132,7 +134,9 @@ class RunContext:
         # is raised from there once the run shows a large program (``_scale_budget``).
         self.budget = budget
         self.cpu_at_start = 0.0
-        self.scaled = False
+        self.emitted = 0  # events this run sent
+        self.size = 0  # the size its limits were scaled for (eqns or events)
+        self.reported_eqns = 0  # the largest jaxpr told to the supervisor (BudgetScaled)
         self.options: RunOptions = request.options
         self.snippet: Snippet
         self.current_stage: Stage = "load"
@@ -144,28 +148,35 @@ class RunContext:
         _STDOUT.drain()
         event.run_id = self.run_id
         send_event(event)
-        if not self.scaled:
-            self._scale_budget(event)
+        self.emitted += 1
+        self._scale_budget(event)
 
     def _scale_budget(self, event: EventModel) -> None:
-        """After the first event that shows a jaxpr (a :class:`JaxprView` field) of a large
-        program: raise this run's CPU limit with its size and tell the supervisor, which raises
-        the wall clock (``BudgetScaled``; ``settings.scaled_limit``)."""
+        """Let the run's limits grow with its size (``settings.scaled_limit``): the eqns of the
+        largest jaxpr it showed (a :class:`JaxprView` field of an event), or the events it sent
+        (checked every ``SIZE_CHECK_EVERY``), whichever is more. The CPU limit is this
+        process's own; a larger jaxpr is also told to the supervisor (``BudgetScaled``), which
+        moves its wall clock (it counts the events itself)."""
         views = [v for v in vars(event).values() if isinstance(v, JaxprView)]
-        if not views:
+        eqns = max((len(v.eqns) for v in views), default=0)
+        if eqns <= self.reported_eqns and self.emitted % SIZE_CHECK_EVERY:
             return
-        eqns = max(len(view.eqns) for view in views)
-        cpu_s = scaled_limit(_LIMITS.cpu_s, self.budget, eqns, _LIMITS)
+        size = max(self.size, eqns, self.emitted)
+        if size <= self.size:
+            return
+        self.size = size
+        cpu_s = scaled_limit(_LIMITS.cpu_s, self.budget, size, _LIMITS)
         if cpu_s <= _LIMITS.cpu_s * self.budget:
             return
-        self.scaled = True
         from jaxscope.sandbox import guard
 
         guard.set_cpu_budget(self.cpu_at_start + cpu_s - guard.cpu_seconds_used())
-        wall_s = scaled_limit(_LIMITS.wall_s, self.budget, eqns, _LIMITS)
-        scaled = BudgetScaled(eqns=eqns, wall_s=wall_s, cpu_s=cpu_s)
-        scaled.run_id = self.run_id
-        send_event(scaled)
+        if eqns > self.reported_eqns:
+            self.reported_eqns = eqns
+            wall_s = scaled_limit(_LIMITS.wall_s, self.budget, size, _LIMITS)
+            scaled = BudgetScaled(eqns=eqns, wall_s=wall_s, cpu_s=cpu_s)
+            scaled.run_id = self.run_id
+            send_event(scaled)
 
     @contextmanager
     def stage(self, stage: Stage, call_index: int | None = None) -> Iterator[None]:

@@ -194,6 +194,10 @@ def _signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
+# How often (in events) the supervisor re-checks a run's size against its limits.
+SIZE_CHECK_EVERY = 256
+
+
 def limit_help(failed: RunFailed, eqns: int | None) -> str | None:
     """What to try after a run hit its wall-clock limit at ``failed.stage``, for a program of
     ``eqns`` eqns (None when its limit was not scaled: a small program, or none shown yet).
@@ -203,7 +207,7 @@ def limit_help(failed: RunFailed, eqns: int | None) -> str | None:
     longer = (
         "a longer limit (`jaxscope run EXHIBIT FILE --timeout S`, or `jaxscope serve --timeout S`)"
     )
-    if failed.stage in ("compile", "call", "run") and eqns is not None:
+    if failed.stage in ("compile", "call") and eqns is not None:
         return (
             f"XLA's compile time grows with the program: {eqns:,} eqns can take minutes to "
             "compile in plain JAX too (`jax.jit(f).lower(*args).compile()`). A Python loop is "
@@ -220,16 +224,19 @@ def limit_help(failed: RunFailed, eqns: int | None) -> str | None:
 
 
 def classify_death(
-    returncode: int | None, stderr_text: str, *, limits: Limits
+    returncode: int | None, stderr_text: str, *, limits: Limits, cpu_s: float | None = None
 ) -> tuple[ErrorKind, str]:
     """(kind, message) for a worker that died during a job without a terminal event.
 
-    SIGXCPU (the ``RLIMIT_CPU`` soft limit) → ``timeout``; memory markers on stderr (MemoryError,
-    std::bad_alloc then SIGABRT, RESOURCE_EXHAUSTED, failed mmap) → ``memory``; anything else
-    (``os._exit``, SIGSEGV, ...) → ``worker_crashed`` with the exit code or signal name.
+    SIGXCPU (the ``RLIMIT_CPU`` soft limit: ``cpu_s``, the run's own CPU limit after its
+    exhibit's budget and its program's size, default ``limits.cpu_s``) → ``timeout``; memory
+    markers on stderr (MemoryError, std::bad_alloc then SIGABRT, RESOURCE_EXHAUSTED, failed
+    mmap) → ``memory``; anything else (``os._exit``, SIGSEGV, ...) → ``worker_crashed`` with
+    the exit code or signal name.
     """
     if returncode == -signal.SIGXCPU:
-        return "timeout", f"the run exceeded its CPU-time limit of {limits.cpu_s:g} s"
+        limit = limits.cpu_s if cpu_s is None else cpu_s
+        return "timeout", f"the run exceeded its CPU-time limit of {limit:.3g} s"
     if any(m in stderr_text for m in MEMORY_MARKERS):
         return "memory", (
             "the worker ran out of memory (address-space limit "
@@ -550,7 +557,7 @@ class WorkerProcess:
         limit = (
             f"{wall:g} s"
             if scaled_for is None
-            else (f"{wall:.0f} s (scaled for a program of {scaled_for:,} eqns)")
+            else (f"{wall:.0f} s (scaled for a program of about {scaled_for:,} eqns)")
         )
         failed = RunFailed(
             kind="timeout",
@@ -652,7 +659,8 @@ class WorkerProcess:
         budget = run_budget(request.exhibit)
         base_wall = limits.wall_s if wall_s is None else wall_s
         wall = base_wall * budget
-        scaled_for: int | None = None  # the eqns the wall clock was scaled for (BudgetScaled)
+        scaled_for: int | None = None  # the size the wall clock was scaled for
+        size = 0  # the run's size so far: eqns of its largest jaxpr, or events sent
         await self._stop_idle_watch()
         if not self.alive:
             raise WorkerGone(f"worker {self.pid} is gone ({self.idle_fault or 'exited'})")
@@ -747,7 +755,10 @@ class WorkerProcess:
                     if not line:
                         await self.wait_closed()
                         kind, message = classify_death(
-                            self.exit_status(), self.stderr_text(), limits=limits
+                            self.exit_status(),
+                            self.stderr_text(),
+                            limits=limits,
+                            cpu_s=scaled_limit(limits.cpu_s, budget, size, limits),
                         )
                         self._killed = True
                         terminal = failed(kind, message)
@@ -799,14 +810,19 @@ class WorkerProcess:
                     assert is_terminal(event)
                     terminal = event
                     break
-                if isinstance(event, BudgetScaled):
-                    # The wall clock grows with the program the run showed; from the eqn count
-                    # by our own formula (a forged event gets at most ``limits.ceiling_s``).
-                    scaled = scaled_limit(base_wall, budget, event.eqns, limits)
+                # The wall clock grows with the size of what the run shows: the eqns of the
+                # largest jaxpr it reported (BudgetScaled), or the events it sent, whichever is
+                # more (a trace streams one event per eqn before its jaxpr is complete). By our
+                # own formula: a forged event gains at most ``limits.ceiling_s``.
+                grown = isinstance(event, BudgetScaled) and event.eqns > size
+                if grown or seq % SIZE_CHECK_EVERY == 0:
+                    size = max(size, seq, event.eqns if isinstance(event, BudgetScaled) else 0)
+                    scaled = scaled_limit(base_wall, budget, size, limits)
                     if scaled > wall:
                         deadline += scaled - wall
                         wall = scaled
-                        scaled_for = event.eqns
+                        scaled_for = size
+                if isinstance(event, BudgetScaled):
                     event.wall_s = wall
                 # Forwarding waits for the session's consumer (a slow page); the deadline and a
                 # cancel still end the run while it waits, and the event is sent all the same.
