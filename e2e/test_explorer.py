@@ -258,6 +258,23 @@ def test_permalink_reopens_exhibit_and_code(page: Page, console_errors: list[str
     assert console_errors == []
 
 
+def test_permalink_keeps_the_exhibits_options(page: Page, console_errors: list[str]) -> None:
+    """An option set in a view (the caches exhibit's preset) survives a copied link: the link
+    carries every RunOptions field (issue 18: the preset was dropped)."""
+    open_exhibit(page, "caches")
+    preset = page.get_by_test_id("caches-preset")
+    preset.select_option("new_shape")
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text(
+        re.compile(r"run_finished|run_failed"), timeout=30000
+    )
+    page.get_by_test_id("copy-link").click()
+    other = page.context.new_page()
+    other.goto(page.url)
+    expect(other.get_by_test_id("exhibit-title")).to_contain_text(EXHIBITS["caches"].title)
+    expect(other.get_by_test_id("caches-preset")).to_have_value("new_shape")
+    assert console_errors == []
+
+
 BAD_INPUTS = {
     "invalid_snippet": "import jax.numpy as jnp\n\ndef g(x):\n    return x\n",
     "user_exception": "def f(x):\n    return {}[x]\n\nargs = (1.0,)\n",

@@ -64,6 +64,29 @@ function dropPropertyTitles(node) {
 }
 
 const schema = JSON.parse(schemaText);
+
+/**
+ * The schema of `RunOptions` alone, with the definitions it refers to: the page validates the
+ * options of a shared link against it (url-state.ts), so that every option the backend knows
+ * round-trips through a link without a hand-kept copy of the model.
+ */
+function runOptionsSchema(full) {
+  const defs = {};
+  const pending = ['RunOptions'];
+  while (pending.length > 0) {
+    const name = pending.pop();
+    if (name in defs) continue;
+    defs[name] = full.$defs[name];
+    for (const ref of JSON.stringify(defs[name]).matchAll(/"#\/\$defs\/([A-Za-z0-9_]+)"/g)) pending.push(ref[1]);
+  }
+  const { RunOptions, ...rest } = defs;
+  return { ...RunOptions, $defs: rest };
+}
+writeFileSync(
+  resolve(outDir, 'run-options.schema.json'),
+  JSON.stringify(runOptionsSchema(schema), null, 2) + '\n',
+);
+
 requireDefaults(schema);
 for (const def of Object.values(schema.$defs ?? {})) dropPropertyTitles(def);
 
@@ -80,4 +103,4 @@ const ts = await compile(schema, 'WireSchema', {
   style: { singleQuote: true, printWidth: 100, trailingComma: 'all' },
 });
 writeFileSync(resolve(outDir, 'protocol.ts'), ts);
-console.log(`wrote ${outDir}/protocol.schema.json and protocol.ts`);
+console.log(`wrote ${outDir}/protocol.schema.json, run-options.schema.json and protocol.ts`);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeFragment, encodeFragment, loadDraft, parseOptions, saveDraft } from './url-state';
+import { OPTION_NAMES, decodeFragment, encodeFragment, loadDraft, parseOptions, saveDraft } from './url-state';
 import type { SharedState } from './url-state';
 
 const CODE = [
@@ -77,5 +77,48 @@ describe('drafts', () => {
     };
     expect(() => saveDraft(broken, 'tracing', CODE)).not.toThrow();
     expect(loadDraft(broken, 'tracing')).toBeNull();
+  });
+});
+
+/** A value for every option the backend's RunOptions defines (one per exhibit control). */
+const EVERY_OPTION: Record<string, unknown> = {
+  calls: [{ change: 'shape', expr: null }, { change: 'expr', expr: '(jnp.ones(2),)' }],
+  known: [true, false, false],
+  in_axes: '(0, None)',
+  out_axes: '1',
+  stack: ['jit', 'vmap', 'grad'],
+  preset: 'new_shape',
+  perturb: 'jax_version',
+  steps: 12,
+  xla_flags: '--xla_cpu_enable_fast_math=true',
+  mesh: "jax.make_mesh((2, 4), ('x', 'y'))",
+  spec: "P('x', None)",
+  array_shape: '(8, 16)',
+};
+
+describe('every option survives a copied link', () => {
+  it('has a value above for each option the backend defines (a new option must be added here)', () => {
+    expect(Object.keys(EVERY_OPTION).sort()).toEqual([...OPTION_NAMES].sort());
+  });
+
+  it('round-trips each option alone and all of them together', () => {
+    for (const [key, value] of Object.entries(EVERY_OPTION)) {
+      const options = parseOptions({ [key]: value });
+      const state: SharedState = { exhibit: 'caches', code: 'x = 1', options };
+      const reopened = decodeFragment(encodeFragment(state));
+      expect(reopened?.options, key).toEqual(options);
+      expect((reopened?.options as unknown as Record<string, unknown>)[key], key).toEqual(value);
+    }
+    const all = parseOptions(EVERY_OPTION);
+    expect(all).toEqual(EVERY_OPTION);
+    expect(decodeFragment(encodeFragment({ exhibit: 'sharding', code: '', options: all }))?.options).toEqual(EVERY_OPTION);
+  });
+
+  it('drops an option the backend model would refuse', () => {
+    expect(parseOptions({ steps: 0 })).toEqual({ calls: [], known: null });
+    expect(parseOptions({ steps: 201 })).toEqual({ calls: [], known: null });
+    expect(parseOptions({ preset: 'x'.repeat(201) })).toEqual({ calls: [], known: null });
+    expect(parseOptions({ stack: ['vmap', 'pmap'] })).toEqual({ calls: [], known: null });
+    expect(parseOptions({ mesh: 3, spec: "P('x')" })).toEqual({ calls: [], known: null, spec: "P('x')" });
   });
 });

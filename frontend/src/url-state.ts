@@ -6,8 +6,11 @@
  * exhibit, code and options, and the shell runs it. The editor text also survives a reload via
  * localStorage (`saveDraft`/`loadDraft`).
  */
+import { Validator, type Schema } from '@cfworker/json-schema';
 import { compressToEncodedURIComponent, decompressFromEncodedURIComponent } from 'lz-string';
+import optionsSchema from './gen/run-options.schema.json';
 import type { CallSpec, RunOptions } from './protocol';
+import { defaultRunOptions } from './protocol';
 
 export interface SharedState {
   exhibit: string;
@@ -15,38 +18,50 @@ export interface SharedState {
   options: RunOptions;
 }
 
-const CHANGES: ReadonlySet<string> = new Set(['same', 'shape', 'dtype', 'expr']);
+/** The JSON Schema of one option (a property of the generated `RunOptions` schema). */
+type PropertySchema = Record<string, unknown>;
 
-function parseCall(value: unknown): CallSpec | null {
-  if (typeof value !== 'object' || value === null) return null;
-  const record = value as Record<string, unknown>;
-  const change = record['change'];
-  const expr = record['expr'];
-  if (typeof change !== 'string' || !CHANGES.has(change)) return null;
-  if (expr !== null && expr !== undefined && typeof expr !== 'string') return null;
-  return { change: change as CallSpec['change'], expr: typeof expr === 'string' ? expr : null };
+const OPTION_PROPERTIES = optionsSchema.properties as Record<string, PropertySchema>;
+const OPTION_DEFS = optionsSchema.$defs as Record<string, unknown>;
+
+function validatorOf(schema: PropertySchema): Validator {
+  // An interpreting validator (no `new Function`): the page's Content-Security-Policy forbids eval.
+  return new Validator({ ...schema, $defs: OPTION_DEFS } as Schema, '2020-12', true);
 }
 
-// The transform_order exhibit's chips (protocol `TransformName`).
-const TRANSFORMS = new Set(['jit', 'grad', 'value_and_grad', 'vmap', 'jacfwd', 'jacrev', 'hessian', 'jvp', 'vjp']);
+/** One validator per option of `RunOptions`, from the schema the backend's model generates. */
+const OPTION_VALIDATORS: ReadonlyMap<string, Validator> = new Map(
+  Object.entries(OPTION_PROPERTIES).map(([key, schema]) => [key, validatorOf(schema)]),
+);
+const CALLS = OPTION_PROPERTIES['calls'] as { items: PropertySchema; maxItems?: number };
+const CALL_VALIDATOR = validatorOf(CALLS.items);
 
-/** Options from untrusted JSON; unknown or malformed parts are dropped. */
+/** The names of every option a run can carry (the backend's `RunOptions` fields). */
+export const OPTION_NAMES: readonly string[] = [...OPTION_VALIDATORS.keys()];
+
+/**
+ * Options from untrusted JSON (a shared link): each option the backend's `RunOptions` defines
+ * is kept when it is valid by that model's JSON Schema (`gen/run-options.schema.json`, generated
+ * from `backend/jaxscope/protocol.py`), so every option round-trips through a link without a
+ * hand-kept copy; unknown or malformed parts are dropped (a call of `calls` one by one).
+ */
 export function parseOptions(value: unknown): RunOptions {
-  if (typeof value !== 'object' || value === null) return { calls: [], known: null };
+  const options = defaultRunOptions();
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return options;
   const record = value as Record<string, unknown>;
-  const calls = record['calls'];
-  const known = record['known'];
-  const options: RunOptions = {
-    calls: Array.isArray(calls) ? calls.map(parseCall).filter((c): c is CallSpec => c !== null) : [],
-    known: Array.isArray(known) && known.every((k) => typeof k === 'boolean') ? (known as boolean[]) : null,
-  };
-  for (const key of ['in_axes', 'out_axes'] as const) {
-    const value = record[key];
-    if (typeof value === 'string') options[key] = value;
-  }
-  const stack = record['stack'];
-  if (Array.isArray(stack) && stack.every((t) => typeof t === 'string' && TRANSFORMS.has(t))) {
-    options.stack = stack as NonNullable<RunOptions['stack']>;
+  const out = options as unknown as Record<string, unknown>;
+  for (const [key, validator] of OPTION_VALIDATORS) {
+    const raw = record[key];
+    if (raw === undefined) continue;
+    if (key === 'calls') {
+      if (!Array.isArray(raw)) continue;
+      options.calls = raw
+        .filter((call) => CALL_VALIDATOR.validate(call).valid)
+        .slice(0, CALLS.maxItems ?? raw.length)
+        .map((call: CallSpec) => ({ change: call.change ?? 'same', expr: call.expr ?? null }));
+      continue;
+    }
+    if (validator.validate(raw).valid) out[key] = raw;
   }
   return options;
 }
@@ -83,14 +98,14 @@ export function decodeFragment(fragment: string): SharedState | null {
   const code = decompressFromEncodedURIComponent(codeRaw);
   // lz-string returns '' or null for input that is not its own output.
   if (code === null || (code === '' && codeRaw !== compressToEncodedURIComponent(''))) return null;
-  let options: RunOptions = { calls: [], known: null };
+  let options: RunOptions = defaultRunOptions();
   const optionsRaw = fields.get('o');
   if (optionsRaw !== undefined) {
     const json = decompressFromEncodedURIComponent(optionsRaw);
     try {
       options = parseOptions(json ? JSON.parse(json) : null);
     } catch {
-      options = { calls: [], known: null };
+      options = defaultRunOptions();
     }
   }
   return { exhibit, code, options };
