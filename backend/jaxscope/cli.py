@@ -22,12 +22,15 @@ import collections
 import contextlib
 import dataclasses
 import io
+import json
 import os
 import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO, TextIO, get_args
+from typing import Any, BinaryIO, TextIO, get_args
+
+from pydantic import ValidationError
 
 from exhibits.registry import EXHIBITS
 from exhibits.shown import ShownError
@@ -168,23 +171,69 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--timeout", type=float, default=None, metavar="S", help="wall-clock seconds per run"
     )
-    run.add_argument(
-        "--stack",
-        type=_stack_option,
-        default=None,
-        metavar="T1,T2",
-        help="transform_order: the transforms, outermost first (e.g. vmap,grad)",
-    )
-    run.add_argument(
-        "--preset",
-        default=None,
-        metavar="NAME",
-        help="caches: a named call sequence on the snippet's f/args (e.g. same, new_shape, "
-        "persistent)",
-    )
+    _option_flags(run)
     _limit_flags(run)
     _sandbox_flag(run)
     return parser
+
+
+def _option_flags(run: argparse.ArgumentParser) -> None:
+    """One flag per field of :class:`RunOptions` (``--in-axes``, ``--preset``, ``--steps``...),
+    derived from the model: its description is the help, and the value is checked by the model
+    itself (:func:`_run_options`), so that every control of every exhibit is reachable from the
+    CLI without a copy of the model here. A list field takes JSON (``--known '[true, false]'``),
+    except ``--stack``, which takes names separated by commas."""
+    group = run.add_argument_group(
+        "exhibit options (RunOptions; each applies to the exhibits it names)"
+    )
+    for name, field in RunOptions.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        if name == "stack":
+            group.add_argument(
+                flag,
+                dest=f"opt_{name}",
+                type=_stack_option,
+                metavar="T1,T2",
+                help=field.description,
+            )
+        elif name in ("calls", "known"):
+            group.add_argument(
+                flag, dest=f"opt_{name}", type=_json_option, metavar="JSON", help=field.description
+            )
+        elif name == "steps":
+            group.add_argument(
+                flag, dest=f"opt_{name}", type=int, metavar="N", help=field.description
+            )
+        else:
+            group.add_argument(
+                flag,
+                dest=f"opt_{name}",
+                metavar="EXPR" if "expression" in (field.description or "") else "TEXT",
+                help=field.description,
+            )
+
+
+def _json_option(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
+
+
+def _run_options(ns: argparse.Namespace) -> RunOptions:
+    """The :class:`RunOptions` the flags ask for (flags not given keep the model's defaults);
+    raises :class:`ValueError` with pydantic's own words for a value the model refuses."""
+    given = {
+        name: getattr(ns, f"opt_{name}")
+        for name in RunOptions.model_fields
+        if getattr(ns, f"opt_{name}", None) is not None
+    }
+    try:
+        return RunOptions(**given)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "options"
+        raise ValueError(f"{where}: {first['msg']}") from None
 
 
 def _stack_option(text: str) -> list[str]:
@@ -424,7 +473,11 @@ def _run(ns: argparse.Namespace) -> int:
     if refusal := sandbox_refusal(settings.limits):
         print(refusal, file=sys.stderr)
         return EXIT_USAGE
-    options = RunOptions(stack=ns.stack, preset=ns.preset)
+    try:
+        options = _run_options(ns)
+    except ValueError as exc:
+        print(f"jaxscope run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     events = asyncio.run(
         run_headless(
             exhibit.id, code, settings, stream=sys.stdout if ns.json else None, options=options

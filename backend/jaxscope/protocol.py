@@ -214,18 +214,63 @@ class RunOptions(WireModel):
     exhibits' mesh, PartitionSpec and array shape as Python expressions (``None`` = the
     snippet's ``mesh``/``spec``)."""
 
-    calls: list[CallSpec] = Field(default_factory=list, max_length=16)
-    known: list[bool] | None = Field(default=None, max_length=4096)
-    in_axes: str | None = Field(default=None, max_length=2000)
-    out_axes: str | None = Field(default=None, max_length=2000)
-    stack: list[TransformName] | None = Field(default=None, max_length=8)
-    preset: str | None = Field(default=None, max_length=200)
-    perturb: str | None = Field(default=None, max_length=200)
-    steps: int | None = Field(default=None, ge=1, le=200)
-    xla_flags: str | None = Field(default=None, max_length=2000)
-    mesh: str | None = Field(default=None, max_length=2000)
-    spec: str | None = Field(default=None, max_length=2000)
-    array_shape: str | None = Field(default=None, max_length=200)
+    calls: list[CallSpec] = Field(
+        default_factory=list,
+        max_length=16,
+        description="tracing: extra calls after the first, as JSON "
+        '(e.g. [{"change": "shape"}, {"change": "expr", "expr": "(jnp.ones(4),)"}])',
+    )
+    known: list[bool] | None = Field(
+        default=None,
+        max_length=4096,
+        description="partial_eval: known (true) or unknown (false) per input of the JVP jaxpr, "
+        "primals then tangents, as JSON (e.g. [true, false])",
+    )
+    in_axes: str | None = Field(
+        default=None, max_length=2000, description="vmap: in_axes as a Python expression"
+    )
+    out_axes: str | None = Field(
+        default=None, max_length=2000, description="vmap: out_axes as a Python expression"
+    )
+    stack: list[TransformName] | None = Field(
+        default=None,
+        max_length=8,
+        description="transform_order: the transforms, outermost first (e.g. vmap,grad)",
+    )
+    preset: str | None = Field(
+        default=None,
+        max_length=200,
+        description="caches: a named call sequence on the snippet's f/args "
+        "(e.g. same, new_shape, persistent)",
+    )
+    perturb: str | None = Field(
+        default=None,
+        max_length=200,
+        description="cache_key: the one ingredient of the cache key to change",
+    )
+    steps: int | None = Field(
+        default=None, ge=1, le=200, description="recompile_hunt: the number of loop steps"
+    )
+    xla_flags: str | None = Field(
+        default=None,
+        max_length=2000,
+        description="cache_key: XLA flags, filtered as JAX filters them for the key",
+    )
+    mesh: str | None = Field(
+        default=None,
+        max_length=2000,
+        description="sharding/shard_map: the mesh as a Python expression",
+    )
+    spec: str | None = Field(
+        default=None,
+        max_length=2000,
+        description="sharding/shard_map: the PartitionSpec(s) as a Python expression",
+    )
+    array_shape: str | None = Field(
+        default=None,
+        max_length=200,
+        description="sharding: the array's shape as a Python expression (e.g. (8, 16))",
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -422,3 +422,46 @@ def test_every_event_with_jaxs_error_is_shown_or_excluded_for_a_reason() -> None
         module = __import__(f"exhibits.{exhibit}.artefacts", fromlist=["SHOWN_ERRORS"])
         assert callable(module.SHOWN_ERRORS)
         assert EXHIBITS[exhibit].shown_errors([]) == []
+
+
+VMAP_SNIPPET = """\
+import jax.numpy as jnp
+
+def f(x, y):
+    return jnp.sin(x) * y
+
+args = (jnp.ones((3, 4)), jnp.ones(3))
+"""
+
+
+def test_every_run_option_has_a_flag_derived_from_the_model(tmp_path: Path) -> None:
+    """``jaxscope run`` offers one flag per RunOptions field (issue 13: derived, not copied);
+    a value the model refuses is a usage error in the model's words."""
+    from jaxscope.protocol import RunOptions
+
+    out = jaxscope("run", "--help")
+    for name, field in RunOptions.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        assert flag in out.stdout, flag
+        assert field.description, name
+    snippet_file = tmp_path / "snippet.py"
+    snippet_file.write_text(VMAP_SNIPPET)
+    bad = jaxscope("run", "recompile_hunt", str(snippet_file), "--steps", "0")
+    assert bad.returncode == 2 and "--steps" in bad.stderr and "greater than" in bad.stderr
+    not_json = jaxscope("run", "partial_eval", str(snippet_file), "--known", "[true,")
+    assert not_json.returncode == 2 and "not JSON" in not_json.stderr
+
+
+def test_a_derived_flag_reaches_the_exhibit(tmp_path: Path) -> None:
+    """``--in-axes`` (no hand-written flag) is the vmap exhibit's in_axes: the output shape is
+    that of ``jax.vmap(f, in_axes)`` computed here."""
+    snippet_file = tmp_path / "snippet.py"
+    snippet_file.write_text(VMAP_SNIPPET)
+    out = jaxscope(
+        "run", "vmap", str(snippet_file), "--in-axes", "(1, None)", "--print", "output_shape"
+    )
+    assert out.returncode == 0, out.stderr
+    snippet = load_snippet(VMAP_SNIPPET)
+    expected = jax.vmap(snippet.f, in_axes=(1, None))(*snippet.args).shape
+    assert expected == (4, 3)  # the default in_axes=0 would give (3, 4)
+    assert "4, 3" in out.stdout and "3, 4" not in out.stdout, out.stdout

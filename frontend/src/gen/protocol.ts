@@ -704,6 +704,12 @@ export interface ResidualView {
  * equal; ``None``: the two disagree on where the gradient is NaN or Inf). ``grad_of`` says what is
  * differentiated: ``f`` (a scalar output) or ``sum of f's outputs`` (any other output).
  *
+ * ``not_measured``: ``None`` when the row was compiled and measured. Otherwise the row was not
+ * compiled (a program too large to compile once per policy within the run's time) and this is
+ * why, in words the view shows: ``saved`` and ``residual_bytes`` are still JAX's (partial
+ * evaluation, no compile), while ``temp_bytes``, ``step_ms`` and ``grad_max_abs_diff`` are
+ * ``None`` and ``repeats`` is 0 (not measured, not "not reported").
+ *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "RematPolicyMeasured".
  */
@@ -713,13 +719,14 @@ export interface RematPolicyMeasured {
   grad_max_abs_diff: number | null;
   grad_of: string;
   index: number;
+  not_measured: string | null;
   policy: string;
   repeats: number;
   residual_bytes: number;
   run_id: string;
   saved: ResidualView[];
   seq: number;
-  step_ms: number;
+  step_ms: number | null;
   temp_bytes: number | null;
   type: 'remat_policy_measured';
 }
@@ -843,16 +850,42 @@ export interface InnerStepView {
 }
 /**
  * The linear jaxpr the backward pass walks (residuals first), with the residual values.
+ * ``output_leaf``: set when ``f`` returns a pytree and its first leaf (a floating scalar: a
+ * train step's loss) is what is differentiated (:class:`OutputLeafView`).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "LinearJaxprStaged".
  */
 export interface LinearJaxprStaged {
   jaxpr: JaxprView;
+  output_leaf: OutputLeafView | null;
   residuals: ValueView[];
   run_id: string;
   seq: number;
   type: 'linear_jaxpr_staged';
+}
+/**
+ * The first-leaf rule applied (``jaxscope.grad_output``): ``f`` (or, in a transform stack,
+ * the function a ``grad`` chip wraps) returned a pytree whose first leaf is a floating scalar,
+ * and that leaf is what is differentiated: ``jax.grad(lambda *a: jax.tree.leaves(f(*a))[0])``.
+ * ``leaves``: how many leaves the output has; ``kind`` its container's type name
+ * (``tuple``, ``dict``, ``State``); ``structure`` the output with every leaf replaced by its
+ * aval (cut to 240 characters); ``path`` the first leaf's key path (``[0]``: from
+ * ``jax.tree_util.tree_flatten_with_path``); ``aval`` its aval (``f32[]``); ``note`` the
+ * sentence the view shows; ``chip`` the stack position of the ``grad``/``value_and_grad``
+ * chip it applies to (transform_order only; ``None`` elsewhere).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "OutputLeafView".
+ */
+export interface OutputLeafView {
+  aval: string;
+  chip: number | null;
+  kind: string;
+  leaves: number;
+  note: string;
+  path: string;
+  structure: string;
 }
 /**
  * The walk's final cotangents beside ``jax.grad``/``jax.vjp`` and central finite
@@ -1586,6 +1619,9 @@ export interface BatchedJaxprStaged {
  * ``jax.jit(g).lower(...).compile().cost_analysis()["flops"]``; ``time_ms`` the median wall
  * time of a warm call of the jitted function (``block_until_ready``). ``check``: what the
  * result was compared with (built-in comparisons), ``check_ok`` whether it matched.
+ * ``output_leaf``: one entry per ``grad``/``value_and_grad`` chip whose function returned a
+ * pytree whose first leaf is a floating scalar (a train step's loss), which is what that chip
+ * differentiated (``jaxscope.grad_output``; ``OutputLeafView.chip`` its stack position).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "TransformStackEvaluated".
@@ -1605,6 +1641,7 @@ export interface TransformStackEvaluated {
   label: string;
   message: string | null;
   ok: boolean;
+  output_leaf: OutputLeafView[];
   result: ArrayPreview[];
   run_id: string;
   seq: number;
@@ -2351,24 +2388,59 @@ export interface RunRequest {
  * via the `definition` "RunOptions".
  */
 export interface RunOptions {
+  /**
+   * sharding: the array's shape as a Python expression (e.g. (8, 16))
+   */
   array_shape: string | null;
   /**
+   * tracing: extra calls after the first, as JSON (e.g. [{"change": "shape"}, {"change": "expr", "expr": "(jnp.ones(4),)"}])
+   *
    * @maxItems 16
    */
   calls?: CallSpec[];
+  /**
+   * vmap: in_axes as a Python expression
+   */
   in_axes: string | null;
+  /**
+   * partial_eval: known (true) or unknown (false) per input of the JVP jaxpr, primals then tangents, as JSON (e.g. [true, false])
+   */
   known: boolean[] | null;
+  /**
+   * sharding/shard_map: the mesh as a Python expression
+   */
   mesh: string | null;
+  /**
+   * vmap: out_axes as a Python expression
+   */
   out_axes: string | null;
+  /**
+   * cache_key: the one ingredient of the cache key to change
+   */
   perturb: string | null;
+  /**
+   * caches: a named call sequence on the snippet's f/args (e.g. same, new_shape, persistent)
+   */
   preset: string | null;
+  /**
+   * sharding/shard_map: the PartitionSpec(s) as a Python expression
+   */
   spec: string | null;
+  /**
+   * transform_order: the transforms, outermost first (e.g. vmap,grad)
+   */
   stack:
     | (
         'jit' | 'grad' | 'value_and_grad' | 'vmap' | 'jacfwd' | 'jacrev' | 'hessian' | 'jvp' | 'vjp'
       )[]
     | null;
+  /**
+   * recompile_hunt: the number of loop steps
+   */
   steps: number | null;
+  /**
+   * cache_key: XLA flags, filtered as JAX filters them for the key
+   */
   xla_flags: string | null;
 }
 /**
