@@ -154,7 +154,10 @@ class JaxprView(WireModel):
     ``text`` is ``str(closed_jaxpr)`` byte for byte; the structured fields use the same names.
     ``arg_names``: for each invar, the keypath of its leaf in the traced function's arguments
     as JAX names it (``params['layers'][3]['w']``: ``jaxpr.debug_info.arg_names``); None when
-    JAX recorded none (a jaxpr JAX built itself, e.g. a rule's).
+    JAX recorded none (a jaxpr JAX built itself, e.g. a rule's). ``total_eqns``: None for a
+    complete view; for a summary of a program too large to stream whole
+    (``jaxscope.summaries``), the number of eqns of the whole jaxpr, of which ``eqns`` holds the
+    first ones and ``text`` JAX's text of those with one line saying how many more there are.
     """
 
     text: str
@@ -164,6 +167,7 @@ class JaxprView(WireModel):
     eqns: list[EqnView]
     effects: list[str]
     arg_names: list[str] | None = None
+    total_eqns: int | None = None
 
 
 class ArrayPreview(WireModel):

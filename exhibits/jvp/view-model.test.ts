@@ -66,6 +66,7 @@ const primal: Event = {
     ],
     effects: [],
     arg_names: null,
+    total_eqns: null,
   },
 };
 

@@ -50,6 +50,7 @@ from jaxscope.protocol import (
 from jaxscope.sandbox.probe_api import Snippet
 from jaxscope.sandbox.snippet import SNIPPET_MODULE
 from jaxscope.settings import Limits, scaled_limit
+from jaxscope.summaries import STREAM_LIMIT_BYTES, summarise_event
 
 # An exception message longer than this is cut (a str() of a huge array, say).
 MAX_MESSAGE_CHARS = 20_000
@@ -147,9 +148,13 @@ class RunContext:
     def emit(self, event: EventModel) -> None:
         _STDOUT.drain()
         event.run_id = self.run_id
-        send_event(event)
+        line = event_json(event)
+        # The limits scale with the whole program, before a view of it is summarised.
         self.emitted += 1
         self._scale_budget(event)
+        if len(line) > STREAM_LIMIT_BYTES and summarise_event(event):
+            line = event_json(event)
+        _write_event_line(line)
 
     def _scale_budget(self, event: EventModel) -> None:
         """Let the run's limits grow with its size (``settings.scaled_limit``): the eqns of the

@@ -175,7 +175,10 @@ export interface JaxprStaged {
  * ``text`` is ``str(closed_jaxpr)`` byte for byte; the structured fields use the same names.
  * ``arg_names``: for each invar, the keypath of its leaf in the traced function's arguments
  * as JAX names it (``params['layers'][3]['w']``: ``jaxpr.debug_info.arg_names``); None when
- * JAX recorded none (a jaxpr JAX built itself, e.g. a rule's).
+ * JAX recorded none (a jaxpr JAX built itself, e.g. a rule's). ``total_eqns``: None for a
+ * complete view; for a summary of a program too large to stream whole
+ * (``jaxscope.summaries``), the number of eqns of the whole jaxpr, of which ``eqns`` holds the
+ * first ones and ``text`` JAX's text of those with one line saying how many more there are.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "JaxprView".
@@ -188,6 +191,7 @@ export interface JaxprView {
   invars: VarView[];
   outvars: VarView[];
   text: string;
+  total_eqns: number | null;
 }
 /**
  * A constvar of a ClosedJaxpr with a preview of its value (``numpy`` repr, truncated).
@@ -910,19 +914,30 @@ export interface OutputLeafView {
  * first 64, in leaf order; ``not_compared_count`` all of them). A kink (``fd`` unknown) with
  * finite gradients is left out silently, as before (``None`` in ``finite_difference``).
  *
+ * Size: a leaf of more than ``max_leaf_values`` elements (or past 16,384 sent in all) is
+ * ``None`` in ``gradient``/``jax_grad``/``jax_vjp``/``finite_difference`` and summarised in
+ * ``leaves`` (:class:`GradientLeaf` ``sent``); ``leaves_not_sent`` counts them. ``elements``:
+ * the differentiated elements in all; ``fd_sampled``: how many of them were differenced
+ * (``jaxscope.finite_diff`` samples evenly past 4,096 elements, fewer for a large program:
+ * at least 16); ``equal_to_jax`` always covers every element.
+ *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "GradientChecked".
  */
 export interface GradientChecked {
   argnums: number[];
   compared: number | null;
+  elements: number | null;
   equal_to_jax: boolean;
+  fd_sampled: number | null;
   finite_difference: unknown;
   gradient: unknown;
   jax_grad: unknown;
   jax_vjp: unknown;
   leaves: GradientLeaf[];
+  leaves_not_sent: number;
   max_abs_err: number | null;
+  max_leaf_values: number | null;
   max_rel_err: number | null;
   not_compared: FdNotCompared[];
   not_compared_count: number;
@@ -937,17 +952,47 @@ export interface GradientChecked {
  * and the walk's gradient, ``jax.grad``'s, ``jax.vjp``'s and the finite differences at that
  * leaf (nested lists of floats, as in :class:`GradientChecked`).
  *
+ * ``sent`` false: the leaf is too large for its values to be sent (more than
+ * ``GradientChecked.max_leaf_values`` elements, or past the event's total): the four value
+ * fields are ``None`` and the leaf is summarised: ``size`` its elements, ``equal_to_jax``
+ * whether this leaf of the walk's gradient is bit-identical to ``jax.grad``'s and
+ * ``jax.vjp``'s, ``max_abs`` the largest finite ``|gradient|``, ``nonfinite`` how many
+ * elements are NaN/Inf, ``fd_sampled`` how many elements were differenced and
+ * ``fd_samples`` the first 64 of them (:class:`FdSample`). The summary is set for every
+ * leaf; ``fd_samples`` only for a leaf not sent.
+ *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "GradientLeaf".
  */
 export interface GradientLeaf {
   arg: number;
   aval: AvalView;
+  equal_to_jax: boolean | null;
+  fd_sampled: number;
+  fd_samples: FdSample[];
   finite_difference: unknown;
   gradient: unknown;
   jax_grad: unknown;
   jax_vjp: unknown;
+  max_abs: number | null;
+  nonfinite: number;
   path: string;
+  sent: boolean;
+  size: number;
+}
+/**
+ * One element of a leaf whose values are not sent where a finite difference was taken:
+ * ``index`` its position in the leaf, ``gradient`` the walk's value there,
+ * ``finite_difference`` the central difference in float64 (``None`` at a kink); non-finite
+ * numbers as ``"nan"``/``"inf"``/``"-inf"``.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "FdSample".
+ */
+export interface FdSample {
+  finite_difference: unknown;
+  gradient: unknown;
+  index: number[];
 }
 /**
  * An element :class:`GradientChecked`'s error figures leave out because a gradient there is
