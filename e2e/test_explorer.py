@@ -20,7 +20,7 @@ from e2e.browser import RUN_TIMEOUT_MS, editor_text, open_exhibit, run_and_wait,
 from exhibits.registry import EXHIBITS
 
 ROOT = Path(__file__).resolve().parent.parent
-CASES = ROOT.parent / "shared" / "cases"
+CASES = ROOT / "cases"
 
 TYPED = """import jax.numpy as jnp
 

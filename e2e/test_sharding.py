@@ -16,7 +16,7 @@ from e2e.browser import open_exhibit, run_and_wait
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "exhibits" / "sharding" / "golden"
-CASES = Path("/work/shared/cases")
+CASES = Path(__file__).resolve().parents[1] / "cases"
 
 
 def _ranges(index: list[list[int]]) -> str:

@@ -243,7 +243,7 @@ def test_c22_fd_check_compares_the_finite_entries_and_lists_the_nans(
     """C22 broken: the gradient is [nan, nan, 0.25]. The error figures cover the one finite
     entry (against numpy's central difference of sqrt at 4) and the two NaN entries are listed
     with the gradient and the finite difference there."""
-    case = Path(__file__).resolve().parents[2] / "shared" / "cases" / "C22_where_sqrt_broken.py"
+    case = Path(__file__).resolve().parents[1] / "cases" / "C22_where_sqrt_broken.py"
     open_exhibit(page, "transpose")
     set_code(page, case.read_text())
     run_and_wait(page)

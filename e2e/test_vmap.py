@@ -19,7 +19,7 @@ from e2e.browser import open_exhibit, run_and_wait, set_code
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "exhibits" / "vmap" / "examples"
-CASES = Path("/work/shared/cases")
+CASES = Path(__file__).resolve().parents[1] / "cases"
 
 
 def load(path: Path) -> dict[str, Any]:

@@ -31,8 +31,8 @@ from jaxscope.sandbox.snippet import load_snippet
 from pydantic import ValidationError
 
 EXHIBITS = Path(__file__).resolve().parent
-# The shared cases live beside the repository (../shared/cases), in CI as on a developer machine.
-CASES = Path(__file__).resolve().parents[1].parent / "shared" / "cases"
+# Real user problems with their right values (copied from the project's shared cases: cases/README.md).
+CASES = Path(__file__).resolve().parents[1] / "cases"
 
 T = TypeVar("T")
 

@@ -7,7 +7,7 @@
 * Our diff entries agree with JAX's explain-cache-miss text where JAX has one (aval, static
   argument, tracing context, function re-created on the same line), and mark what it does not
   say (a committed input: a new lowering, no message).
-* C05 (``/work/shared/cases``) reproduces: traces and compiles per function, the messages, the
+* C05 (``cases/``) reproduces: traces and compiles per function, the messages, the
   cause.
 * Running twice (with other runs in between) gives the same timeline.
 * ``jaxscope run caches FILE --print timeline`` prints the artefact of the in-process run.
@@ -35,7 +35,7 @@ from exhibits.conftest import example_sources, run_probe
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-CASES = Path("/work/shared/cases")
+CASES = Path(__file__).resolve().parents[2] / "cases"
 EXAMPLES = example_sources("caches")
 
 

@@ -3,7 +3,7 @@
 Truths: ``jax.grad(f)`` on a separately loaded copy of the snippet (the custom column), the
 gradient of the same math written out without any custom rule (the autodiff column), central
 differences in float64 computed here with numpy-driven evaluations (the FD column), and the
-shared cases' expected outcomes (``../shared/cases/C20_*.expect.json``).
+shared cases' expected outcomes (``cases/C20_*.expect.json``).
 """
 
 from __future__ import annotations

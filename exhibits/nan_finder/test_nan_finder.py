@@ -1,7 +1,7 @@
 """Tests of the nan_finder exhibit: every artefact against JAX itself.
 
 The probe runs in-process (``exhibits/conftest.py``). The truths: ``jax.grad`` on a separately
-loaded copy of each snippet, numpy, the shared case C22 (``../shared/cases/C22_*.expect.json``)
+loaded copy of each snippet, numpy, the shared case C22 (``cases/C22_*.expect.json``)
 and the goldens computed by ``golden/regen.py`` from plain JAX.
 """
 

@@ -2,7 +2,7 @@
 
 The probe runs in-process (``exhibits/conftest.py``); the truths come from plain JAX calls on a
 separately loaded copy of the snippet (``jax.make_jaxpr``, ``jax.jit``), from numpy, or from the
-shared cases' expected values (``../shared/cases/*.expect.json``).
+shared cases' expected values (``cases/*.expect.json``).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from exhibits.vmap.events import BatchedJaxprStaged, BatchRuleApplied, VmapInput
 from exhibits.vmap.golden.regen import EXAMPLES, golden, load, vmap_parts
 
 GOLDEN = EXHIBITS / "vmap" / "golden"
-CASES = Path("/work/shared/cases")
+CASES = Path(__file__).resolve().parents[2] / "cases"
 JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 EXAMPLE_PATHS = {p.stem: p for p in EXAMPLES}
 ERROR_EXAMPLES = {"in_axes_mismatch", "inconsistent_sizes", "no_batching_rule"}
