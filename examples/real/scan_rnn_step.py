@@ -1,6 +1,7 @@
 """One SGD train step of an Elman RNN run with ``lax.scan``: hidden size 128, 50 time steps, a
 batch of 8 sequences of 16 features, a linear read-out of every hidden state and the mean squared
-error against the targets. ``f`` returns the new params (``params - lr * jax.grad(loss)``).
+error against the targets. ``f`` returns ``(loss, new_params)``: the loss before the step and
+``params - lr * jax.grad(loss)``, as a train step does.
 
 ``xs``/``ys`` are time-major ([50, batch, features]); ``in_axes`` (for the vmap exhibit) maps
 the batch axis (1): one train step per sequence.
@@ -44,8 +45,8 @@ def loss(params, xs, ys):
 
 
 def f(params, xs, ys):
-    grads = jax.grad(loss)(params, xs, ys)
-    return jax.tree.map(lambda p, g: p - LR * g, params, grads)
+    value, grads = jax.value_and_grad(loss)(params, xs, ys)
+    return value, jax.tree.map(lambda p, g: p - LR * g, params, grads)
 
 
 rng = np.random.default_rng(0)

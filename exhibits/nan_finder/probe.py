@@ -29,13 +29,14 @@ import contextlib
 import io
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxscope.grad_argnums import choose_argnums
+from jaxscope.grad_output import OutputRule
 from jaxscope.internals.cache import SWAPPED_OUT_STREAMS, fresh_caches
 from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
 from jaxscope.internals.nan_walk import CustomBwd, custom_bwd, custom_bwd_return, primal_output
@@ -59,6 +60,7 @@ from jaxscope.sandbox.snippet import load_snippet
 from exhibits.custom_vjp.explain import BWD_STRUCTURE
 from exhibits.nan_finder.cure import Cure, double_where, explanation_for
 from exhibits.nan_finder.events import CureView, EnclosingCall, MarkedValue, NonfiniteFound
+from exhibits.transpose.events import OutputLeafView
 
 # Values with at most this many elements are sent in full (``MarkedValue.numbers``).
 MAX_NUMBERS = 64
@@ -73,12 +75,16 @@ CURED_FILENAME = "<snippet-cured>"
 @dataclass(frozen=True)
 class Target:
     """What is differentiated: ``fun(*diff_args)`` is ``f`` with the other arguments fixed;
-    ``argnums`` the positions of ``diff_args`` in the snippet's ``args``."""
+    ``argnums`` the positions of ``diff_args`` in the snippet's ``args``. ``rule``: the
+    first-leaf rule ``fun`` is wrapped with (``jaxscope.grad_output``, as in the transpose
+    exhibit): a pytree output whose first leaf is a floating scalar (a train step's loss) is cut
+    to that leaf; ``rule.seen`` what ``f`` returned."""
 
     fun: Callable[..., Any]
     diff_args: tuple[Any, ...]
     argnums: tuple[int, ...]
     n_args: int
+    rule: OutputRule = field(default_factory=OutputRule, compare=False)
 
 
 def differentiated(snippet: Snippet) -> Target:
@@ -86,14 +92,16 @@ def differentiated(snippet: Snippet) -> Target:
     plan: CallPlan = plan_call(snippet)
     args = plan.args
     argnums = choose_argnums(args, plan.normalized_argnums(), snippet.namespace.get("argnums"))
+    rule = OutputRule()
 
+    @rule.wrap
     def fun(*diff: Any) -> Any:
         full = list(args)
         for i, value in zip(argnums, diff, strict=True):
             full[i] = value
         return plan.fun(*full, **plan.kwargs)
 
-    return Target(fun, tuple(args[i] for i in argnums), argnums, len(args))
+    return Target(fun, tuple(args[i] for i in argnums), argnums, len(args), rule)
 
 
 def _number(x: float) -> float | str:
@@ -308,9 +316,16 @@ def run(ctx: ProbeContext) -> None:
         # jnp helper are attributed to ``jit``. Empty them first (see the design note).
         fresh_caches()
         lin = linearize_vjp(target.fun, target.diff_args)
-        cts, seed = grad_seed(lin)
+        try:
+            cts, seed = grad_seed(lin)
+        except TypeError as exc:  # JAX's scalar-output error: cut its printout of the output
+            target.rule.shorten(exc)
+            raise
         ones = seed != "1.0"
-        ctx.emit(linear_jaxpr_staged(lin))
+        staged = linear_jaxpr_staged(lin)
+        if target.rule.applied and target.rule.seen is not None:
+            staged.output_leaf = OutputLeafView(**target.rule.seen.view_fields())
+        ctx.emit(staged)
 
     with ctx.stage("run"):
         hit: list[StepRecord] = []

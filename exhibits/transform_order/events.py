@@ -3,7 +3,8 @@ accepted or not, its jaxpr, value, cost and the tracers that reached ``f``).
 
 ``TransformName`` (the chips) stays in ``jaxscope.protocol`` with ``RunOptions``.
 
-It imports only pydantic and ``jaxscope.protocol`` (the core views); ``jaxscope.events`` puts
+It imports only pydantic, ``jaxscope.protocol`` (the core views) and the transpose exhibit's
+``OutputLeafView`` (the first-leaf note, defined once there); ``jaxscope.events`` puts
 ``EVENTS`` into the event union (see its docstring).
 """
 
@@ -12,6 +13,8 @@ from __future__ import annotations
 from typing import Literal
 
 from jaxscope.protocol import ArrayPreview, EventBase, JaxprView, SourceLoc, WireModel
+
+from exhibits.transpose.events import OutputLeafView
 
 
 class TraceNodeView(WireModel):
@@ -55,7 +58,10 @@ class TransformStackEvaluated(EventBase):
     ``eqn_count`` counts the jaxpr's eqns, inner jaxprs included; ``flops`` is
     ``jax.jit(g).lower(...).compile().cost_analysis()["flops"]``; ``time_ms`` the median wall
     time of a warm call of the jitted function (``block_until_ready``). ``check``: what the
-    result was compared with (built-in comparisons), ``check_ok`` whether it matched."""
+    result was compared with (built-in comparisons), ``check_ok`` whether it matched.
+    ``output_leaf``: one entry per ``grad``/``value_and_grad`` chip whose function returned a
+    pytree whose first leaf is a floating scalar (a train step's loss), which is what that chip
+    differentiated (``jaxscope.grad_output``; ``OutputLeafView.chip`` its stack position)."""
 
     type: Literal["transform_stack_evaluated"] = "transform_stack_evaluated"
     stack: list[str]
@@ -77,6 +83,7 @@ class TransformStackEvaluated(EventBase):
     time_ms: float | None = None
     check: str | None = None
     check_ok: bool | None = None
+    output_leaf: list[OutputLeafView] = []
 
 
 # This exhibit's events, in the order the union lists them (checked: every event class

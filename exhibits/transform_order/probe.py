@@ -22,6 +22,17 @@ is ``lambda *a: jax.jvp(g0, (a[0],), (ones_like(a[0]),))`` and returns ``(primal
 tangent_out)``; ``vjp`` is ``out, pb = jax.vjp(g0, a[0])`` returning ``(out,
 pb(ones_like(out))[0])`` — where ``g0`` is ``g`` with the other arguments held fixed, and an
 integer/bool/key leaf gets the ``float0`` zero instead of ones (its only valid tangent).
+
+``grad`` and ``value_and_grad`` need a scalar output. When the function a ``grad`` or
+``value_and_grad`` chip wraps returns a pytree whose first leaf (``jax.tree.leaves`` order) is a
+floating scalar, e.g. a train step's ``(loss, new_params, opt_state)``, the chip differentiates
+that leaf: ``grad(g)`` is ``jax.grad(lambda *a: jax.tree.leaves(g(*a))[0])``, and
+``value_and_grad``'s value is that leaf too (``jaxscope.grad_output``, the rule the transpose
+and nan_finder exhibits apply to ``f``). The event says so (``output_leaf``). The rule is
+decided on the output the chip's function returns inside the stack, so ``vmap(grad(step))``
+looks at one example's output and ``grad(vmap(step))`` at the batched one (whose loss is then
+not a scalar: JAX's error, as without the rule). Otherwise JAX's own error is shown, with its
+printout of the output cut to the output's structure.
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ from typing import Any, get_args
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxscope.grad_output import OutputRule, shorten_scalar_error
 from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
 from jaxscope.internals.execution import output_previews
 from jaxscope.internals.trace_stack import count_eqns, observing
@@ -45,6 +57,7 @@ from jaxscope.sandbox.probe_api import ProbeContext
 from jaxscope.sandbox.snippet import InvalidSnippet
 
 from exhibits.transform_order.events import TransformStackEvaluated
+from exhibits.transpose.events import OutputLeafView
 
 CHIPS: tuple[str, ...] = get_args(TransformName)
 DEFAULT_STACK: tuple[str, ...] = ("vmap", "grad")
@@ -91,8 +104,17 @@ def _vjp_first(g: Callable[..., Any]) -> Callable[..., Any]:
     return vjp_first
 
 
-def apply_chip(name: str, g: Callable[..., Any], in_axes: Any) -> Callable[..., Any]:
-    """One chip wrapped around ``g`` (see the module docstring)."""
+# The chips that need a scalar output (``jax.grad``'s check): the first-leaf rule applies to them.
+SCALAR_CHIPS = ("grad", "value_and_grad")
+
+
+def apply_chip(
+    name: str, g: Callable[..., Any], in_axes: Any, rule: OutputRule | None = None
+) -> Callable[..., Any]:
+    """One chip wrapped around ``g`` (see the module docstring); ``rule``: for ``grad`` and
+    ``value_and_grad``, the first-leaf rule ``g`` is wrapped with first."""
+    if name in SCALAR_CHIPS and rule is not None:
+        g = rule.wrap(g)
     if name == "jit":
         return jax.jit(g)
     if name == "grad":
@@ -114,12 +136,42 @@ def apply_chip(name: str, g: Callable[..., Any], in_axes: Any) -> Callable[..., 
     raise InvalidSnippet(f"unknown transform {name!r}; the chips are {', '.join(CHIPS)}")
 
 
-def compose(f: Callable[..., Any], stack: Sequence[str], in_axes: Any) -> Callable[..., Any]:
-    """``stack[0](stack[1](...(f)))``: the first name is the outermost transform."""
+def compose(
+    f: Callable[..., Any],
+    stack: Sequence[str],
+    in_axes: Any,
+    rules: dict[int, OutputRule] | None = None,
+) -> Callable[..., Any]:
+    """``stack[0](stack[1](...(f)))``: the first name is the outermost transform. ``rules``:
+    filled with the first-leaf rule of each ``grad``/``value_and_grad`` chip, by stack position
+    (``jaxscope.grad_output``: the function the chip wraps returning a pytree whose first leaf
+    is a floating scalar is differentiated at that leaf)."""
     g = f
-    for name in reversed(stack):
-        g = apply_chip(name, g, in_axes)
+    for i in reversed(range(len(stack))):
+        rule = None
+        if rules is not None and stack[i] in SCALAR_CHIPS:
+            rule = rules[i] = OutputRule()
+        g = apply_chip(stack[i], g, in_axes, rule)
     return g
+
+
+def output_leaves(stack: Sequence[str], rules: dict[int, OutputRule]) -> list[OutputLeafView]:
+    """One :class:`OutputLeafView` per chip whose first-leaf rule applied, outermost first; the
+    note names the function the chip wraps (``f``, or ``vmap(f)`` for ``grad(vmap(f))``)."""
+    out = []
+    for i in sorted(rules):
+        rule = rules[i]
+        if rule.applied and rule.seen is not None:
+            subject = stack_code(stack[i + 1 :], "f", None)
+            out.append(OutputLeafView(**rule.seen.view_fields(subject), chip=i))
+    return out
+
+
+def _shorten(exc: Exception, rules: dict[int, OutputRule]) -> None:
+    """Cut JAX's scalar-output error (it prints the whole output) to the output's structure,
+    as seen by the innermost grad chip that saw an output it could not differentiate."""
+    refused = [r for _, r in sorted(rules.items()) if r.seen is not None and not r.applied]
+    shorten_scalar_error(exc, refused[-1].seen if refused else None)
 
 
 def stack_code(stack: Sequence[str], fname: str, in_axes_text: str | None) -> str:
@@ -216,21 +268,24 @@ def evaluate(
     the output (``None`` when JAX rejected the stack)."""
     observed, seen = observing(f)
     flops = time_ms = None
+    rules: dict[int, OutputRule] = {}
     try:
         if measure:
             # Under jax.jit: one trace (observed), one compile (cost_analysis), warm timings.
-            traced = jax.jit(compose(observed, stack, in_axes)).trace(*args)
+            traced = jax.jit(compose(observed, stack, in_axes, rules)).trace(*args)
             closed = traced.jaxpr
             compiled = traced.lower().compile()
             flops = _flops(compiled)
             out, time_ms = _timed(compiled, args)
         else:
             # Eagerly, as the user would call it; the tracers reaching f are recorded here.
-            out = compose(observed, stack, in_axes)(*args)
-            closed = jax.make_jaxpr(compose(f, stack, in_axes))(*args)
+            out = compose(observed, stack, in_axes, rules)(*args)
+            # The same rules again (the same outputs: they apply alike), on fresh wrappers.
+            closed = jax.make_jaxpr(compose(f, stack, in_axes, {}))(*args)
     except Exception as exc:
         if is_memory_error(exc):
             raise
+        _shorten(exc, rules)
         failed = classify(exc, "run", user_f)
         explanation, fix = _explain(exc, stack, (failed.explanation, failed.fix))
         failed_event = TransformStackEvaluated(
@@ -246,6 +301,7 @@ def evaluate(
             explanation=explanation,
             fix=fix,
             traces=seen.args,
+            output_leaf=output_leaves(stack, rules),
         )
         return failed_event, None
     event = TransformStackEvaluated(
@@ -261,6 +317,7 @@ def evaluate(
         eqn_count=count_eqns(closed.jaxpr),
         flops=flops,
         time_ms=time_ms,
+        output_leaf=output_leaves(stack, rules),
     )
     return event, out
 

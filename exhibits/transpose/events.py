@@ -109,19 +109,62 @@ class TransposeCallOpened(EventBase):
     max_iterations: int = 0
 
 
+class OutputLeafView(WireModel):
+    """The first-leaf rule applied (``jaxscope.grad_output``): ``f`` (or, in a transform stack,
+    the function a ``grad`` chip wraps) returned a pytree whose first leaf is a floating scalar,
+    and that leaf is what is differentiated: ``jax.grad(lambda *a: jax.tree.leaves(f(*a))[0])``.
+    ``leaves``: how many leaves the output has; ``kind`` its container's type name
+    (``tuple``, ``dict``, ``State``); ``structure`` the output with every leaf replaced by its
+    aval (cut to 240 characters); ``path`` the first leaf's key path (``[0]``: from
+    ``jax.tree_util.tree_flatten_with_path``); ``aval`` its aval (``f32[]``); ``note`` the
+    sentence the view shows; ``chip`` the stack position of the ``grad``/``value_and_grad``
+    chip it applies to (transform_order only; ``None`` elsewhere)."""
+
+    leaves: int
+    kind: str
+    structure: str
+    path: str
+    aval: str
+    note: str
+    chip: int | None = None
+
+
 class LinearJaxprStaged(EventBase):
-    """The linear jaxpr the backward pass walks (residuals first), with the residual values."""
+    """The linear jaxpr the backward pass walks (residuals first), with the residual values.
+    ``output_leaf``: set when ``f`` returns a pytree and its first leaf (a floating scalar: a
+    train step's loss) is what is differentiated (:class:`OutputLeafView`)."""
 
     type: Literal["linear_jaxpr_staged"] = "linear_jaxpr_staged"
     jaxpr: JaxprView
     residuals: list[ValueView]
+    output_leaf: OutputLeafView | None = None
+
+
+class FdSample(WireModel):
+    """One element of a leaf whose values are not sent where a finite difference was taken:
+    ``index`` its position in the leaf, ``gradient`` the walk's value there,
+    ``finite_difference`` the central difference in float64 (``None`` at a kink); non-finite
+    numbers as ``"nan"``/``"inf"``/``"-inf"``."""
+
+    index: list[int]
+    gradient: NestedNumbers
+    finite_difference: NestedNumbers
 
 
 class GradientLeaf(WireModel):
     """One leaf of a differentiated argument in :class:`GradientChecked`: ``path`` its key path
     (``args[0]['b1']``: ``args[i]`` then ``jax.tree_util.keystr``), ``aval`` its abstract value,
     and the walk's gradient, ``jax.grad``'s, ``jax.vjp``'s and the finite differences at that
-    leaf (nested lists of floats, as in :class:`GradientChecked`)."""
+    leaf (nested lists of floats, as in :class:`GradientChecked`).
+
+    ``sent`` false: the leaf is too large for its values to be sent (more than
+    ``GradientChecked.max_leaf_values`` elements, or past the event's total): the four value
+    fields are ``None`` and the leaf is summarised: ``size`` its elements, ``equal_to_jax``
+    whether this leaf of the walk's gradient is bit-identical to ``jax.grad``'s and
+    ``jax.vjp``'s, ``max_abs`` the largest finite ``|gradient|``, ``nonfinite`` how many
+    elements are NaN/Inf, ``fd_sampled`` how many elements were differenced and
+    ``fd_samples`` the first 64 of them (:class:`FdSample`). The summary is set for every
+    leaf; ``fd_samples`` only for a leaf not sent."""
 
     arg: int
     path: str
@@ -130,6 +173,13 @@ class GradientLeaf(WireModel):
     jax_grad: NestedNumbers
     jax_vjp: NestedNumbers
     finite_difference: NestedNumbers
+    size: int = 0
+    sent: bool = True
+    equal_to_jax: bool | None = None
+    max_abs: float | None = None
+    nonfinite: int = 0
+    fd_sampled: int = 0
+    fd_samples: list[FdSample] = []
 
 
 class FdNotCompared(WireModel):
@@ -171,6 +221,17 @@ class GradientChecked(EventBase):
     ``not_compared``: the elements left out because a gradient or ``fd`` is NaN or Inf (the
     first 64, in leaf order; ``not_compared_count`` all of them). A kink (``fd`` unknown) with
     finite gradients is left out silently, as before (``None`` in ``finite_difference``).
+
+    Size: a leaf of more than ``max_leaf_values`` elements (or past 16,384 sent in all) is
+    ``None`` in ``gradient``/``jax_grad``/``jax_vjp``/``finite_difference`` and summarised in
+    ``leaves`` (:class:`GradientLeaf` ``sent``); ``leaves_not_sent`` counts them. ``elements``:
+    the differentiated elements in all; ``fd_sampled``: how many of them were differenced
+    (``jaxscope.finite_diff`` samples evenly past 4,096 elements, fewer for a large program:
+    at least 16); ``equal_to_jax`` always covers every element.
+
+    ``float64_walk`` false: the linear jaxpr has more than 500 eqns (``linear_eqns``), and the
+    float64 walk was not run; the errors then compare the float32 walk with the float64 finite
+    differences (float32 rounding included), and ``FdNotCompared.gradient_f64`` is ``None``.
     """
 
     type: Literal["gradient_checked"] = "gradient_checked"
@@ -187,6 +248,12 @@ class GradientChecked(EventBase):
     compared: int | None = None
     not_compared: list[FdNotCompared] = []
     not_compared_count: int = 0
+    elements: int | None = None
+    fd_sampled: int | None = None
+    leaves_not_sent: int = 0
+    max_leaf_values: int | None = None
+    float64_walk: bool = True
+    linear_eqns: int | None = None
 
 
 class GradAttempted(EventBase):
