@@ -6,7 +6,9 @@ residuals as JSON, one object per residual in order, with what the page's residu
 ``known_eqn`` (the known eqn that produced it; ``null`` for an input), ``line`` (that eqn's user
 line) and ``read_by`` (the unknown eqns that read it: ``eqn``, ``primitive``, ``line``); and
 ``remat``, the remat table as JSON ``{"rows": [...], "unavailable": ...}`` (``unavailable``:
-why there are no rows, with JAX's error, when ``jax.grad`` refused ``f``). ``SHOWN_ERRORS``:
+why there are no rows, with JAX's error, when ``jax.grad`` refused ``f``; a row's
+``not_measured``: why its ``temp_bytes``, ``step_ms`` and ``grad_max_abs_diff`` are ``null``, a
+program too large to compile once per row). ``SHOWN_ERRORS``:
 that refusal (``exhibits/shown.py``). Imports only the protocol."""
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ def _remat(events: Sequence[EventBase]) -> str | None:
                     "temp_bytes": r.temp_bytes,
                     "step_ms": r.step_ms,
                     "grad_max_abs_diff": r.grad_max_abs_diff,
+                    "not_measured": r.not_measured,
                 }
                 for r in rows
             ],

@@ -65,7 +65,13 @@ class RematPolicyMeasured(EventBase):
     grad over ``repeats`` calls on the worker's device, and ``grad_max_abs_diff`` the largest
     difference of its gradient to the un-checkpointed one (NaNs at the same places count as
     equal; ``None``: the two disagree on where the gradient is NaN or Inf). ``grad_of`` says what is
-    differentiated: ``f`` (a scalar output) or ``sum of f's outputs`` (any other output)."""
+    differentiated: ``f`` (a scalar output) or ``sum of f's outputs`` (any other output).
+
+    ``not_measured``: ``None`` when the row was compiled and measured. Otherwise the row was not
+    compiled (a program too large to compile once per policy within the run's time) and this is
+    why, in words the view shows: ``saved`` and ``residual_bytes`` are still JAX's (partial
+    evaluation, no compile), while ``temp_bytes``, ``step_ms`` and ``grad_max_abs_diff`` are
+    ``None`` and ``repeats`` is 0 (not measured, not "not reported")."""
 
     type: Literal["remat_policy_measured"] = "remat_policy_measured"
     index: int
@@ -74,11 +80,12 @@ class RematPolicyMeasured(EventBase):
     saved: list[ResidualView]
     residual_bytes: int
     temp_bytes: int | None
-    step_ms: float
+    step_ms: float | None
     repeats: int
     device: str
     grad_of: str
     grad_max_abs_diff: float | None
+    not_measured: str | None = None
 
 
 class RematUnavailable(EventBase):

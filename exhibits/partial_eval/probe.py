@@ -11,6 +11,8 @@ Events, in order:
 * stage ``compile``: one :class:`RematPolicyMeasured` per checkpoint policy, streamed as each is
   measured (``jaxscope.internals.remat``): no checkpoint, each argument-free policy of
   ``jax.checkpoint_policies``, and the named policies when ``f`` calls ``checkpoint_name``.
+  Past ``MAX_COMPILED_EQNS`` JVP eqns no row is compiled: each has its saved residuals (partial
+  evaluation, no compile) and ``not_measured`` says why its compiled columns are empty.
 
 The remat table needs ``jax.grad`` (reverse mode). When JAX refuses it (a ``lax.while_loop``
 with a traced bound has a JVP but no transpose; no floating-point input to differentiate...),
@@ -69,18 +71,49 @@ def run(ctx: ProbeContext) -> None:
                 )
             )
         else:
-            _emit_remat_table(ctx, plan)
+            _emit_remat_table(ctx, plan, not_compiled(n_eqns))
 
 
-# The remat table compiles jax.grad(jax.checkpoint(f, policy)) once per policy (about ten): past
-# this many JVP eqns that no longer fits the run's time (5,000 primal eqns: >30 s here).
-MAX_REMAT_EQNS = 4_000
+# Past this many JVP eqns there is no table at all. Below it and past MAX_COMPILED_EQNS each row
+# only traces jax.vjp of the checkpointed f (saved_residuals) and lists what it saves: the GPT
+# stack of examples/real at 40 layers (8,020 JVP eqns) ran in 25 s of the CLI (row events ~0.4 MB,
+# its jaxpr_split 13 MB, near the worker's 16 MiB event cap, which a larger split would pass).
+MAX_REMAT_EQNS = 10_000
 TOO_LARGE = (
-    "Each row of the remat table compiles `jax.grad(jax.checkpoint(f, policy))` and times it: "
-    "about ten compiles of a function this size do not fit in one run. The split above is "
-    "complete. Try the table on a smaller f (fewer layers or unrolled iterations: `lax.scan` "
-    "keeps the jaxpr small)."
+    "Each row of the remat table traces `jax.vjp(jax.checkpoint(f, policy))` and lists every "
+    "residual it saves (and, for a small f, compiles and times `jax.grad` of it): for a "
+    "function this size that does not fit in one run. The split above is complete. Try the "
+    "table on a smaller f (fewer layers or unrolled iterations: `lax.scan` keeps the jaxpr "
+    "small)."
 )
+
+
+# Past this many JVP eqns no row is compiled (residuals only). One compile of
+# jax.jit(jax.grad(jax.checkpoint(f))) grows with the program: for the GPT stack of examples/real
+# on 2 shared CPU cores (load 5-8), 4.5 s at 2 layers (458 JVP eqns), 7.5 s at 4 (856), 16-28 s
+# at 12 (2,448), i.e. ~8 ms per eqn, five rows or more ~40 ms per eqn plus ~1 s per row to lower
+# and time, while the run's wall limit grows by 12 ms per eqn from 30 s (settings.scaled_limit,
+# budget 3). The 4-layer stack timed out at its 40 s limit; the 2-layer one finished (42 s CLI
+# wall at load 7.7), as does nnx_adam_step (407 eqns). Design 0007, "Large programs".
+MAX_COMPILED_EQNS = 500
+# One compile of the 12-layer GPT stack's gradient, as measured when the limit above was set.
+REFERENCE_COMPILE = "examples/real/gpt_stack.py, 2,448 JVP eqns, took 16-28 s on 2 CPU cores"
+
+
+def not_compiled(n_eqns: int) -> str | None:
+    """Why the remat rows of a JVP of ``n_eqns`` eqns are not compiled (``None``: they are)."""
+    if n_eqns <= MAX_COMPILED_EQNS:
+        return None
+    return (
+        f"Not measured for a program this size: the JVP jaxpr has {n_eqns:,} eqns, and the table "
+        f"compiles its rows only up to {MAX_COMPILED_EQNS:,}. Each row compiles "
+        "`jax.jit(jax.grad(jax.checkpoint(f, policy)))` with XLA, and one compile per row does "
+        f"not fit in the run's time at this size (for scale: {REFERENCE_COMPILE} for one "
+        "compile). The saved residuals and their bytes need no compile (JAX's partial evaluator, "
+        "what `print_saved_residuals` prints) and are complete. To measure the temp bytes, step "
+        "time and gradient check, run a part of the program (fewer layers or unrolled "
+        "iterations)."
+    )
 
 
 def _has_jaxpr(value: Any) -> bool:
@@ -119,10 +152,10 @@ def split_calls(jvp: Any, known: Any, unknown: Any) -> list[int]:
     return out
 
 
-def _emit_remat_table(ctx: ProbeContext, plan: CallPlan) -> None:
+def _emit_remat_table(ctx: ProbeContext, plan: CallPlan, not_compiled: str | None) -> None:
     """Emit the remat rows, or :class:`RematUnavailable` when ``jax.grad`` fails."""
     try:
-        for row in remat_table(plan):
+        for row in remat_table(plan, not_compiled):
             ctx.emit(row)
     except Exception as exc:  # shown beside the split, the exhibit's other half (see docstring)
         if is_memory_error(exc):

@@ -6,6 +6,8 @@ as JAX does, and every remat row agrees with ``saved_residuals``, the compiled m
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.ad_checkpoint
 import numpy as np
 import pytest
 from jaxscope.protocol import RunOptions
@@ -292,7 +295,8 @@ def test_remat_rows_agree_with_saved_residuals_and_jax_grad(
         # the probe's compiled gradient against the un-checkpointed compiled one (XLA may fuse
         # differently, so the last float32 bits may differ)
         assert row.grad_max_abs_diff is not None and row.grad_max_abs_diff < 1e-5
-        assert row.step_ms > 0 and row.repeats >= 3
+        assert row.step_ms is not None and row.step_ms > 0 and row.repeats >= 3
+        assert row.not_measured is None
         assert row.grad_of == ("f" if name != "attention" else "sum of f's outputs")
 
 
@@ -559,3 +563,149 @@ def test_a_function_too_large_for_the_remat_table_gets_the_split_and_a_reason(
     assert unavailable.reason == "too_large"
     assert f"has {len(split.jvp.eqns):,} eqns" in unavailable.message
     assert ctx.of_type(RematPolicyMeasured) == []
+
+
+# ---- a program too large to compile once per row: residuals only (issue 14, class B) ----------
+
+GPT_STACK = REPO / "examples" / "real" / "gpt_stack.py"
+BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"  # jax._src.dispatch
+
+
+def _vjp_residuals(fn: Any, dyn: Any, kw: Any) -> list[Any]:
+    """The residuals ``jax.vjp`` keeps for ``fn``: the leaves of its pullback (a pytree that
+    closes over them), abstractly evaluated (no compile, no FLOP)."""
+    return jax.tree.leaves(jax.eval_shape(lambda d, k: jax.vjp(fn, d, k)[1], dyn, kw))
+
+
+def _printed_residuals(fn: Any, dyn: Any, kw: Any) -> list[str]:
+    """What ``jax.ad_checkpoint.print_saved_residuals`` prints, one line per residual."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        jax.ad_checkpoint.print_saved_residuals(fn, dyn, kw)  # type: ignore[no-untyped-call]
+    return out.getvalue().splitlines()
+
+
+@pytest.fixture(scope="module")
+def gpt_stack() -> tuple[FakeContext, list[float]]:
+    """The 12-layer GPT stack of examples/real through the probe in-process (~10 s on 2 cores),
+    and the XLA backend compiles JAX reported while it ran (``jax.monitoring``)."""
+    compiles: list[float] = []
+
+    def on_event(event: str, duration_secs: float, **_: str | int) -> None:
+        if event == BACKEND_COMPILE:
+            compiles.append(duration_secs)
+
+    jax.monitoring.register_event_duration_secs_listener(on_event)
+    try:
+        ctx = run_probe("partial_eval", GPT_STACK.read_text())
+    finally:
+        jax.monitoring.unregister_event_duration_listener(on_event)
+    return ctx, compiles
+
+
+def test_gpt_stack_remat_table_is_residuals_only_and_says_what_it_did_not_measure(
+    gpt_stack: tuple[FakeContext, list[float]],
+) -> None:
+    from exhibits.partial_eval import probe as pe_probe
+
+    ctx, compiles = gpt_stack
+    n_eqns = len(ctx.one(JaxprSplit).jvp.eqns)
+    assert n_eqns == len(regen.jvp_jaxpr(regen.load(GPT_STACK)).jaxpr.eqns) == 2448
+    assert pe_probe.MAX_COMPILED_EQNS < n_eqns <= pe_probe.MAX_REMAT_EQNS
+    assert not ctx.of_type(RematUnavailable)
+    rows = ctx.of_type(RematPolicyMeasured)
+    assert [r.policy for r in rows] == [
+        "no checkpoint",
+        "everything_saveable",
+        "nothing_saveable",
+        "dots_saveable",
+        "dots_with_no_batch_dims_saveable",
+    ]
+    assert compiles == []  # nothing was compiled: not the 5 gradients, not anything else
+    for row in rows:
+        assert row.not_measured is not None
+        assert row.not_measured.startswith(
+            "Not measured for a program this size: the JVP jaxpr has 2,448 eqns, and the table "
+            "compiles its rows only up to 500."
+        )
+        assert "run a part of the program" in row.not_measured
+        # what was not measured is empty, never a made-up number
+        assert (row.temp_bytes, row.step_ms, row.grad_max_abs_diff, row.repeats) == (
+            None,
+            None,
+            None,
+            0,
+        )
+
+
+def test_gpt_stack_residual_columns_match_jax_vjp_and_print_saved_residuals(
+    gpt_stack: tuple[FakeContext, list[float]],
+) -> None:
+    ctx, _ = gpt_stack
+    rows = ctx.of_type(RematPolicyMeasured)
+    ns = regen.load(GPT_STACK)
+    g, dyn, kw = regen.call_of(ns)
+    counts = {}
+    for row in rows:
+        policy, checkpointed = _policy(row.policy, [])
+        fn = jax.checkpoint(g, policy=policy) if checkpointed else g
+        # JAX's public printout of the saved residuals, line for line
+        printed = _printed_residuals(fn, dyn, kw)
+        assert [f"{r.aval.short} {r.description}" for r in row.saved] == printed, row.policy
+        # and the residuals jax.vjp's pullback closes over: as many, as large, the same shapes
+        leaves = _vjp_residuals(fn, dyn, kw)
+        assert len(row.saved) == len(leaves), row.policy
+        assert row.residual_bytes == sum(x.size * x.dtype.itemsize for x in leaves)
+        assert row.residual_bytes == sum(r.bytes for r in row.saved)
+        assert Counter(tuple(r.aval.shape) for r in row.saved) == Counter(x.shape for x in leaves)
+        counts[row.policy] = len(row.saved)
+    # the trade the table shows: saving nothing keeps a third of the residuals
+    assert counts == {
+        "no checkpoint": 468,
+        "everything_saveable": 444,
+        "nothing_saveable": 150,
+        "dots_saveable": 247,
+        "dots_with_no_batch_dims_saveable": 223,
+    }
+
+
+def test_below_the_compile_limit_every_row_is_compiled_and_above_it_keeps_its_residuals(
+    runs: dict[str, FakeContext], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The limit is on the JVP's eqns, inclusive; past it each row keeps exactly the residuals
+    the compiled run shows, and nothing else."""
+    from exhibits.partial_eval import probe as pe_probe
+
+    source = regen.EXAMPLES["remat_layers"].read_text()
+    compiled = runs["remat_layers"].of_type(RematPolicyMeasured)
+    n_eqns = len(runs["remat_layers"].one(JaxprSplit).jvp.eqns)
+    assert n_eqns <= pe_probe.MAX_COMPILED_EQNS and all(r.not_measured is None for r in compiled)
+    monkeypatch.setattr(pe_probe, "MAX_COMPILED_EQNS", n_eqns)
+    at_limit = run_probe("partial_eval", source).of_type(RematPolicyMeasured)
+    assert all(r.not_measured is None and r.step_ms is not None for r in at_limit)
+    monkeypatch.setattr(pe_probe, "MAX_COMPILED_EQNS", n_eqns - 1)
+    past = run_probe("partial_eval", source).of_type(RematPolicyMeasured)
+    assert [r.policy for r in past] == [r.policy for r in compiled]
+    for a, b in zip(past, compiled, strict=True):
+        assert a.saved == b.saved and a.residual_bytes == b.residual_bytes
+        assert a.not_measured == pe_probe.not_compiled(n_eqns)
+        assert f"the JVP jaxpr has {n_eqns:,} eqns" in (a.not_measured or "")
+        assert (a.temp_bytes, a.step_ms, a.grad_max_abs_diff, a.repeats) == (None, None, None, 0)
+
+
+def test_cli_remat_of_gpt_stack_finishes_with_the_residual_columns() -> None:
+    """The run that timed out (issue 14, class B: 5 compiles of ~16 s against a 59 s limit)."""
+    proc = subprocess.run(
+        [JAXSCOPE, "run", "partial_eval", str(GPT_STACK), "--print", "remat"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr
+    remat = json.loads(proc.stdout)
+    assert remat["unavailable"] is None
+    assert [len(r["saved"]) for r in remat["rows"]] == [468, 444, 150, 247, 223]
+    for r in remat["rows"]:
+        assert (r["temp_bytes"], r["step_ms"], r["grad_max_abs_diff"]) == (None, None, None)
+        assert r["not_measured"].startswith("Not measured for a program this size")
