@@ -258,3 +258,53 @@ def test_remat_unavailable_keeps_the_split_and_shows_jaxs_error(
     box.scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / f"partial_eval_remat_unavailable_{theme}.png"))
     assert console_errors == []
+
+
+GPT_STACK = Path(__file__).resolve().parents[1] / "examples" / "real" / "gpt_stack.py"
+
+
+def test_gpt_stack_remat_table_shows_residuals_and_says_what_it_did_not_measure(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """examples/real/gpt_stack.py (2,448 JVP eqns): too large to compile the gradient once per
+    policy, so every row has its saved residuals (JAX's vjp, computed here) and the compiled
+    columns say "not measured", with the reason above the table."""
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "partial_eval")
+    source = GPT_STACK.read_text()
+    set_code(page, source)
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text(
+        re.compile(r"run_finished|run_failed"), timeout=90_000
+    )
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    ns: dict[str, Any] = {"__name__": "snippet"}
+    exec(compile(source, "<snippet>", "exec"), ns)
+    policies = [None, *(getattr(jax.checkpoint_policies, n) for n in POLICIES)]
+    want = []
+    for policy in policies:
+        fn = ns["f"] if policy is None else jax.checkpoint(ns["f"], policy=policy)
+        pullback = jax.eval_shape(lambda *a, fn=fn: jax.vjp(fn, *a)[1], *ns["args"])
+        want.append(len(jax.tree.leaves(pullback)))
+    table = page.get_by_test_id("remat-table")
+    expect(table.locator('[data-testid^="remat-row-"]')).to_have_count(len(want))
+    assert [int(t) for t in table.get_by_test_id("remat-saved").all_inner_texts()] == want
+    for cell in ("remat-temp", "remat-ms", "remat-grad"):
+        assert set(table.get_by_test_id(cell).all_inner_texts()) == {"not measured"}
+    note = page.get_by_test_id("remat-not-measured")
+    expect(note).to_contain_text("no row was compiled")
+    expect(page.get_by_test_id("remat-not-measured-why")).to_contain_text(
+        "the JVP jaxpr has 2,448 eqns, and the table compiles its rows only up to 500"
+    )
+    expect(page.get_by_test_id("remat-note")).to_contain_text("Residual bytes are exact")
+    note.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "partial_eval_gpt_stack_remat.png"))
+    assert console_errors == []
+
+
+POLICIES = (
+    "everything_saveable",
+    "nothing_saveable",
+    "dots_saveable",
+    "dots_with_no_batch_dims_saveable",
+)

@@ -8,6 +8,7 @@ import {
   inputRows,
   isDefault,
   nextSort,
+  notMeasured,
   partialEvalModel,
   relativeTo,
   residualBytes,
@@ -192,7 +193,7 @@ describe('the remat table (remat_layers)', () => {
     expect(byBytes).toEqual([...byBytes].sort((a, b) => a - b));
     const desc = sortRows(rows, { key: 'saved', ascending: false }).map((r) => r.saved.length);
     expect(desc).toEqual([...desc].sort((a, b) => b - a));
-    const ms = sortRows(rows, { key: 'step_ms', ascending: true }).map((r) => r.step_ms);
+    const ms = sortRows(rows, { key: 'step_ms', ascending: true }).map((r) => r.step_ms ?? Number.NaN);
     expect(ms).toEqual([...ms].sort((a, b) => a - b));
     const names = sortRows(rows, { key: 'policy', ascending: true }).map((r) => r.policy);
     expect(names[0]).toBe('dots_saveable');
@@ -221,6 +222,39 @@ describe('the remat table (remat_layers)', () => {
     expect(rel.get(base.index)).toEqual({ bytes: 1, time: 1 });
     expect(rel.get(nothing.index)?.bytes).toBeCloseTo(nothing.residual_bytes / base.residual_bytes);
     expect(nothing.residual_bytes).toBeLessThan(base.residual_bytes);
+  });
+});
+
+describe('a program too large to compile once per row (remat_layers, compile limit lowered to 0 eqns)', () => {
+  const events = load('remat_layers_not_compiled');
+  const rows = partialEvalModel(events).remat;
+  const measured = partialEvalModel(load('remat_layers')).remat;
+
+  it('keeps every row with its residuals, the same as the compiled run', () => {
+    expect(rows.map((r) => r.policy)).toEqual(measured.map((r) => r.policy));
+    expect(rows.map((r) => r.saved.length)).toEqual(measured.map((r) => r.saved.length));
+    expect(rows.map((r) => r.residual_bytes)).toEqual(measured.map((r) => r.residual_bytes));
+  });
+
+  it('says why the compiled columns are empty, never a number', () => {
+    const why = notMeasured(rows);
+    expect(why).toMatch(/^Not measured for a program this size: the JVP jaxpr has \d+ eqns/);
+    expect(why).toContain('run a part of the program');
+    for (const r of rows) {
+      expect(r.not_measured).toBe(why);
+      expect([r.temp_bytes, r.step_ms, r.grad_max_abs_diff, r.repeats]).toEqual([null, null, null, 0]);
+    }
+    expect(notMeasured(measured)).toBeNull();
+  });
+
+  it('sorts the rows without step times by the other columns, and has no relative time', () => {
+    const rel = relativeTo(rows);
+    expect([...rel.values()].every((v) => v.time === null)).toBe(true);
+    expect(rel.get(0)?.bytes).toBe(1);
+    const bySaved = sortRows(rows, { key: 'saved', ascending: true }).map((r) => r.saved.length);
+    expect(bySaved).toEqual([...bySaved].sort((a, b) => a - b));
+    const byMs = sortRows(rows, { key: 'step_ms', ascending: false }).map((r) => r.index);
+    expect(byMs).toEqual(rows.map((r) => r.index)); // all missing: measurement order
   });
 });
 

@@ -198,7 +198,8 @@ function sortValue(row: RematPolicyMeasured, key: SortKey): number | string {
       // "not reported" sorts last either way round
       return row.temp_bytes ?? Number.NaN;
     case 'step_ms':
-      return row.step_ms;
+      // "not measured" (a row not compiled) sorts last either way round
+      return row.step_ms ?? Number.NaN;
   }
 }
 
@@ -224,18 +225,29 @@ export function nextSort(sort: SortState, key: SortKey): SortState {
   return sort.key === key ? { key, ascending: !sort.ascending } : { key, ascending: true };
 }
 
-/** Each row's residual bytes and step time relative to "no checkpoint" (the first row). */
-export function relativeTo(rows: readonly RematPolicyMeasured[]): Map<number, { bytes: number; time: number }> {
+/**
+ * Each row's residual bytes and step time relative to "no checkpoint" (the first row); `time` is
+ * null when either step time was not measured.
+ */
+export function relativeTo(rows: readonly RematPolicyMeasured[]): Map<number, { bytes: number; time: number | null }> {
   const base = rows.find((r) => r.policy === 'no checkpoint');
-  const out = new Map<number, { bytes: number; time: number }>();
+  const out = new Map<number, { bytes: number; time: number | null }>();
   if (base === undefined) return out;
   for (const r of rows) {
     out.set(r.index, {
       bytes: base.residual_bytes > 0 ? r.residual_bytes / base.residual_bytes : 1,
-      time: base.step_ms > 0 ? r.step_ms / base.step_ms : 1,
+      time: base.step_ms == null || r.step_ms == null ? null : base.step_ms > 0 ? r.step_ms / base.step_ms : 1,
     });
   }
   return out;
+}
+
+/**
+ * Why the compiled columns (temp bytes, step time, grad check) are empty: the first row's
+ * `not_measured` (a program too large to compile once per row: residuals only), else null.
+ */
+export function notMeasured(rows: readonly RematPolicyMeasured[]): string | null {
+  return rows.find((r) => r.not_measured != null)?.not_measured ?? null;
 }
 
 export interface PartialEvalModel {
