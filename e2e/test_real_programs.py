@@ -71,3 +71,35 @@ def test_the_gpt_stack_jaxpr_is_windowed_named_and_linked(
     expect(page.get_by_test_id(f"eqn-{last}")).to_have_attribute("aria-pressed", "true")
     page.screenshot(path=str(screenshots / "real-gpt-tracing.png"), full_page=False)
     assert console_errors == []
+
+
+def test_the_gpt_stack_graph_opens_grouped_and_expands_a_layer(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """The dataflow graph of the 12-layer stack opens on its user calls as collapsed groups (not
+    the first 150 of 928 eqns); expanding the layers' group and then one call in it shows its
+    eqns, and clicking one selects that eqn in the eqn stream."""
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    open_exhibit(page, "tracing")
+    set_code(page, GPT)
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=120_000)
+    page.get_by_test_id("tab-graph").click()
+    groups = page.get_by_test_id("graph-group")
+    expect(groups.first).to_be_visible(timeout=30_000)
+    assert page.get_by_test_id("graph-omitted").count() == 0
+    assert page.locator("[data-testid^='graph-eqn-']").count() < 100
+    page.screenshot(path=str(screenshots / "real-gpt-graph-collapsed.png"))
+    # The layer loop's group (the call of `block` in f's loop), then one call inside it.
+    page.locator("[data-testid='graph-group'][data-group-label^='block']").first.click()
+    inner = page.locator("[data-testid='graph-group'][data-group-label^='attention']")
+    expect(inner.first).to_be_visible(timeout=30_000)
+    inner.first.click()
+    eqn_nodes = page.locator("[data-testid^='graph-eqn-']")
+    expect(eqn_nodes.first).to_be_visible(timeout=30_000)
+    node = eqn_nodes.last
+    index = int((node.get_attribute("data-testid") or "").rsplit("-", 1)[1])
+    node.click()
+    expect(page.get_by_test_id(f"recorded-eqn-{index}")).to_have_attribute("aria-pressed", "true")
+    page.screenshot(path=str(screenshots / "real-gpt-graph-expanded.png"))
+    assert console_errors == []

@@ -9,10 +9,10 @@
  * graph says how many eqns it left out.
  */
 import dagre from '@dagrejs/dagre';
-import type { AvalView, JaxprView, VarView } from '../protocol';
-import { avalText } from './format';
+import type { JaxprView } from '../protocol';
+import { allGroupIds, groupTree, invarGroups, visibleGraph } from './graph-groups';
 
-export type GraphNodeKind = 'invar' | 'constvar' | 'eqn' | 'outvar';
+export type GraphNodeKind = 'invar' | 'constvar' | 'eqn' | 'outvar' | 'group';
 
 export interface GraphNode {
   /** unique id: `in:a`, `const:a`, `eqn:3`, `out:0` */
@@ -26,6 +26,8 @@ export interface GraphNode {
   eqnIndex: number | null;
   /** the user line of the eqn (eqn nodes only) */
   line: number | null;
+  /** the collapsed group the node stands for (group nodes only; `graph-groups.ts`) */
+  groupId?: string;
 }
 
 export interface GraphEdge {
@@ -42,55 +44,12 @@ export interface DataflowGraph {
   omittedEqns: number;
 }
 
-const avalsText = (avals: readonly AvalView[]): string => avals.map(avalText).join(', ');
-
-const varsText = (vars: readonly VarView[]): string => avalsText(vars.map((v) => v.aval));
-
-/** Build the graph of `jaxpr`, keeping its first `maxEqns` eqns. */
+/** The graph of `jaxpr` with every group expanded (`graph-groups.ts`), keeping its first `maxEqns` eqns. */
 export function buildDataflowGraph(jaxpr: JaxprView, maxEqns = 300): DataflowGraph {
-  const nodes: GraphNode[] = [];
-  const edges: GraphEdge[] = [];
-  // Variable name -> id of the node that defines it. Names are unique in one jaxpr printout.
-  const definedBy = new Map<string, string>();
-
-  for (const c of jaxpr.constvars) {
-    const id = `const:${c.var.name}`;
-    nodes.push({ id, kind: 'constvar', label: c.var.name, sublabel: avalText(c.var.aval), eqnIndex: null, line: null });
-    definedBy.set(c.var.name, id);
-  }
-  for (const v of jaxpr.invars) {
-    const id = `in:${v.name}`;
-    nodes.push({ id, kind: 'invar', label: v.name, sublabel: avalText(v.aval), eqnIndex: null, line: null });
-    definedBy.set(v.name, id);
-  }
-  const kept = jaxpr.eqns.slice(0, Math.max(0, maxEqns));
-  for (const eqn of kept) {
-    const id = `eqn:${eqn.index}`;
-    const literals = eqn.invars.filter((v) => v.literal).map((v) => v.name);
-    const label = literals.length ? `${eqn.primitive} ${literals.join(' ')}` : eqn.primitive;
-    nodes.push({ id, kind: 'eqn', label, sublabel: varsText(eqn.outvars), eqnIndex: eqn.index, line: eqn.source?.line ?? null });
-    const seen = new Set<string>();
-    for (const v of eqn.invars) {
-      const from = v.literal ? undefined : definedBy.get(v.name);
-      // An eqn reading the same variable twice (`mul a a`) gets one edge.
-      if (from === undefined || seen.has(v.name)) continue;
-      seen.add(v.name);
-      edges.push({ from, to: id, label: v.name });
-    }
-    for (const v of eqn.outvars) {
-      if (v.name !== '_') definedBy.set(v.name, id);
-    }
-  }
-  jaxpr.outvars.forEach((v, i) => {
-    const id = `out:${i}`;
-    const from = v.literal ? undefined : definedBy.get(v.name);
-    // An outvar defined by a left-out eqn would float unconnected: leave it out too.
-    if (from === undefined && !v.literal) return;
-    const label = v.literal ? `out[${i}] = ${v.name}` : `out[${i}]`;
-    nodes.push({ id, kind: 'outvar', label, sublabel: avalText(v.aval), eqnIndex: null, line: null });
-    if (from !== undefined) edges.push({ from, to: id, label: v.name });
-  });
-  return { nodes, edges, omittedEqns: jaxpr.eqns.length - kept.length };
+  const tree = groupTree(jaxpr);
+  const args = (invarGroups(jaxpr) ?? []).flatMap((g) => (g ? [g.id] : []));
+  const { nodes, edges, omittedEqns } = visibleGraph(jaxpr, tree, new Set([...allGroupIds(tree), ...args]), maxEqns);
+  return { nodes, edges, omittedEqns };
 }
 
 export interface PlacedNode extends GraphNode {
