@@ -31,10 +31,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from e2e.browser import open_exhibit, set_code  # noqa: E402
-from e2e.conftest import CHROMIUM_ARGS  # noqa: E402
 from jaxscope.local_server import serving  # noqa: E402
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
+
+from e2e.browser import open_exhibit, set_code  # noqa: E402
+from e2e.conftest import CHROMIUM_ARGS  # noqa: E402
 
 EXHIBITS = [
     "tracing",

@@ -1,0 +1,138 @@
+"""Benchmark: the dataflow graph of a large program in headless Chromium (issue 14, item 3).
+
+For a program of about ``--eqns`` eqns (a 12-layer-like stack of calls, so that the graph has a
+hierarchy to open, unless ``--flat`` asks for one unrolled loop in ``f``), run in the tracing
+exhibit against a ``jaxscope serve`` started here:
+
+- ``first_paint_ms``: from the click on the "dataflow graph" tab (the jaxpr is already staged) to
+  the first node painted;
+- ``expand_ms``: from "expand all" to the expanded graph painted (capped at the widget's
+  ``maxEqns`` visible eqns, which the graph says);
+- ``pan_fps``: frames per second while the graph's box scrolls for one second, one scroll step
+  per animation frame.
+
+Prints one JSON object with ``eqns``, ``first_paint_ms``, ``expand_ms``, ``pan_fps``,
+``nodes_collapsed`` and ``nodes_expanded``. Goal (issue 14): first paint ≤ 1,000 ms, ≥ 60 FPS.
+
+Usage: ``.venv/bin/python bench/graph_scale.py [--eqns N] [--flat]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from jaxscope.local_server import serving  # noqa: E402
+from playwright.sync_api import expect, sync_playwright  # noqa: E402
+
+from e2e.browser import open_exhibit, set_code  # noqa: E402
+from e2e.conftest import CHROMIUM_ARGS  # noqa: E402
+
+STACK = """\
+import jax.numpy as jnp
+
+def norm(x):
+    return (x - x.mean()) / (x.std() + 1e-5)
+
+def layer(w, x):
+    h = jnp.tanh(norm(x) @ w)
+    return x + h * 0.5
+
+def f(ws, x):
+    for w in ws:
+        for _ in range({inner}):
+            x = layer(w, x)
+    return x.sum()
+
+args = ([jnp.eye(8) * 0.1 for _ in range(12)], jnp.ones((4, 8)))
+"""
+
+FLAT = """\
+import jax.numpy as jnp
+
+def f(x):
+    for _ in range({inner}):
+        x = jnp.sin(x) + x
+    return x
+
+args = (jnp.ones(3),)
+"""
+
+PAN_JS = """async (box) => {
+  let frames = 0;
+  const start = performance.now();
+  await new Promise((done) => {
+    const step = () => {
+      frames++;
+      box.scrollTop = (box.scrollTop + 40) % Math.max(1, box.scrollHeight - box.clientHeight);
+      box.scrollLeft = (box.scrollLeft + 25) % Math.max(1, box.scrollWidth - box.clientWidth);
+      if (performance.now() - start < 1000) requestAnimationFrame(step); else done();
+    };
+    requestAnimationFrame(step);
+  });
+  return frames * 1000 / (performance.now() - start);
+}"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--eqns", type=int, default=10_000)
+    parser.add_argument("--flat", action="store_true")
+    ns = parser.parse_args()
+    # A layer call is 10 eqns (norm 6, matmul, tanh, mul, add); 12 layers of `inner` calls each.
+    inner = ns.eqns // 2 if ns.flat else max(1, ns.eqns // 120)
+    code = (FLAT if ns.flat else STACK).format(inner=inner)
+    exe = shutil.which("chromium") or "/usr/bin/chromium"
+    with serving(cwd=ROOT) as server, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+        page = browser.new_page(base_url=server.url, viewport={"width": 1400, "height": 1000})
+        open_exhibit(page, "tracing")
+        set_code(page, code)
+        page.get_by_test_id("run").click()
+        expect(page.get_by_test_id("stepper-event-type")).to_have_text(
+            re.compile("run_finished|run_failed"), timeout=300_000
+        )
+        eqns = int(page.get_by_test_id("eqn-count").inner_text().rstrip("…"))
+        t0 = time.perf_counter()
+        page.get_by_test_id("tab-graph").click()
+        page.locator("[data-testid='dataflow-graph'] svg g.node").first.wait_for(timeout=120_000)
+        first_paint_ms = (time.perf_counter() - t0) * 1e3
+        collapsed = page.locator("[data-testid='dataflow-graph'] svg g.node").count()
+        box = page.get_by_test_id("dataflow-graph")
+        pan_fps = float(box.evaluate(PAN_JS))
+        t1 = time.perf_counter()
+        page.get_by_test_id("graph-expand-all").click()
+        nodes_js = "document.querySelectorAll(\"[data-testid='dataflow-graph'] svg g.node\")"
+        page.wait_for_function(
+            f"n => {nodes_js}.length > n",
+            arg=collapsed,
+            timeout=300_000,
+        )
+        expand_ms = (time.perf_counter() - t1) * 1e3
+        expanded = page.locator("[data-testid='dataflow-graph'] svg g.node").count()
+        browser.close()
+    print(
+        json.dumps(
+            {
+                "eqns": eqns,
+                "first_paint_ms": round(first_paint_ms),
+                "expand_ms": round(expand_ms),
+                "pan_fps": round(pan_fps, 1),
+                "nodes_collapsed": collapsed,
+                "nodes_expanded": expanded,
+                "goal": {"first_paint_ms": 1000, "pan_fps": 60},
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
