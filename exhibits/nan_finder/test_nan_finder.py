@@ -830,3 +830,49 @@ def test_a_nonfinite_forward_value_discarded_by_maximum_is_not_called_fs_own() -
     assert nf.output_nonfinite is False and nf.cure is None and nf.no_cure is not None
     assert "f's output is finite" in nf.no_cure
     assert "the function itself is not finite" not in nf.no_cure
+
+
+# ---- train steps: a pytree output's first leaf (jaxscope.grad_output) ---------------------------
+
+
+@pytest.mark.parametrize("which", ["mlp_sgd_step", "scan_rnn_step"])
+def test_train_step_walks_the_gradient_of_its_first_leaf(which: str) -> None:
+    from exhibits.nan_finder.probe import MAX_GRADIENT_ELEMENTS, numbers
+    from exhibits.train_steps import FIRST_LEAF_PATH, TRAIN_STEP, loss_grad, scan_rnn_step
+
+    source = TRAIN_STEP if which == "mlp_sgd_step" else scan_rnn_step()
+    ctx = run_probe("nan_finder", source)
+    nf = found_of(ctx)
+    assert not nf.found and nf.seed == "1.0"
+    want = loss_grad(source, (0, 1, 2))  # params, x/xs, y/ys: all floating
+    assert nf.gradient == numbers(list(want))
+    sent = [leaf for leaf in jax.tree.leaves(want) if np.size(leaf) <= MAX_GRADIENT_ELEMENTS]
+    assert sent  # some leaves are compared value for value
+    # The walk ran over the loss's linear jaxpr, said in its note with the key path.
+    note = ctx.one(LinearJaxprStaged).output_leaf
+    assert note is not None and note.path == FIRST_LEAF_PATH and note.aval == "f32[]"
+    assert f"output path {FIRST_LEAF_PATH}" in note.note
+    assert len(ctx.of_type(LinearJaxprStaged)[0].jaxpr.outvars) == 1  # the loss's tangent only
+    assert nf.steps_walked == len(ctx.of_type(TransposeStepped)) > 0
+
+
+def test_a_pytree_output_whose_first_leaf_is_not_a_scalar_fails_short() -> None:
+    from exhibits.train_steps import PARAMS_STEP
+
+    with pytest.raises(TypeError, match="scalar-output") as raised:
+        run_probe("nan_finder", PARAMS_STEP)
+    message = str(raised.value)
+    assert len(message) < 1000 and "Array(" not in message
+    assert "a dict of 4 leaves" in message and "output['b1'], is f32[4]" in message
+
+
+def test_a_nan_in_a_train_steps_loss_gradient_is_found() -> None:
+    """The first-leaf rule and the finder together: sqrt at 0 inside the loss of a step."""
+    from exhibits.train_steps import TRAIN_STEP
+
+    bad = "    return jnp.mean(jnp.sqrt((pred - y) ** 2 * params['b1'][0]))"
+    source = TRAIN_STEP.replace("    return jnp.mean((pred - y) ** 2)", bad)
+    line = source.splitlines().index(bad) + 1
+    nf = found_of(run_probe("nan_finder", source))
+    assert nf.found and nf.primal_primitive == "sqrt"
+    assert nf.source is not None and nf.source.line == line and nf.source.function == "loss"

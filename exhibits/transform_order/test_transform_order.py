@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 from jaxscope.internals.views import preview_value
 from jaxscope.protocol import RunOptions
+from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.conftest import CASES, EXHIBITS, FakeContext, run_probe
 from exhibits.transform_order import probe
@@ -384,3 +385,75 @@ def test_the_cap_is_run_options_cap_and_a_full_stack_runs() -> None:
     g = direct(stack, lambda x: jnp.sin(x) * 2.0, 0)
     want = g(jnp.float32(0.5))
     assert [r.preview for r in event.result] == [preview_value(want)]
+
+
+# ---- train steps: a grad chip differentiates a pytree output's first leaf -----------------------
+
+
+def _train_step(which: str) -> str:
+    from exhibits.train_steps import TRAIN_STEP, scan_rnn_step
+
+    return TRAIN_STEP if which == "mlp_sgd_step" else scan_rnn_step()
+
+
+@pytest.mark.parametrize("which", ["mlp_sgd_step", "scan_rnn_step"])
+@pytest.mark.parametrize("stack", [["grad"], ["vmap", "grad"]], ids=",".join)
+def test_grad_chip_on_a_train_step_takes_the_first_leaf(which: str, stack: list[str]) -> None:
+    from exhibits.train_steps import FIRST_LEAF_PATH
+
+    source = _train_step(which)
+    ctx = run_probe("transform_order", source, RunOptions(stack=stack))  # type: ignore[arg-type]
+    event = ctx.of_type(TransformStackEvaluated)[0]
+    assert event.group == "user" and event.ok, event.message
+    # The truth, computed here: grad of the first output (the loss), w.r.t. the first argument.
+    snippet = load_snippet(source)
+    f, args, in_axes = snippet.f, tuple(snippet.args), snippet.namespace["in_axes"]
+    loss_grad = jax.grad(lambda *a: f(*a)[0])
+    want = jax.vmap(loss_grad, in_axes=in_axes)(*args) if stack[0] == "vmap" else loss_grad(*args)
+    leaves = jax.tree.leaves(want)
+    assert [r.preview for r in event.result] == [preview_value(leaf) for leaf in leaves]
+    _, got = probe.evaluate(f, args, stack, in_axes, label="", group="user", code="")
+    for a, b in zip(jax.tree.leaves(got), leaves, strict=True):
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+    # Said in the event: which chip, the leaf's key path, the note the view shows.
+    (note,) = event.output_leaf
+    assert note.chip == stack.index("grad") and note.path == FIRST_LEAF_PATH
+    assert note.aval == "f32[]" and f"output path {FIRST_LEAF_PATH}" in note.note
+
+
+def test_value_and_grad_chip_returns_the_loss_and_its_gradient() -> None:
+    from exhibits.train_steps import TRAIN_STEP
+
+    ctx = run_probe("transform_order", TRAIN_STEP, RunOptions(stack=["value_and_grad"]))
+    event = ctx.of_type(TransformStackEvaluated)[0]
+    snippet = load_snippet(TRAIN_STEP)
+    f, args = snippet.f, tuple(snippet.args)
+    want = jax.value_and_grad(lambda *a: f(*a)[0])(*args)
+    assert event.ok and [r.preview for r in event.result] == [
+        preview_value(leaf) for leaf in jax.tree.leaves(want)
+    ]
+    assert [n.chip for n in event.output_leaf] == [0]
+
+
+def test_grad_outside_vmap_of_a_train_step_is_still_refused_shortly() -> None:
+    """grad(vmap(step)): vmap(step)'s first leaf is the batch of losses, not a scalar: JAX's
+    error, cut to the output's structure, with the order explanation."""
+    from exhibits.train_steps import TRAIN_STEP
+
+    ctx = run_probe("transform_order", TRAIN_STEP, RunOptions(stack=["grad", "vmap"]))
+    event = ctx.of_type(TransformStackEvaluated)[0]
+    assert not event.ok and event.error_class == "TypeError" and event.output_leaf == []
+    message = event.message or ""
+    assert len(message) < 1000 and "Tracer" not in message
+    assert "a tuple of 5 leaves: (f32[5], {'b1': f32[5,4]" in message
+    assert event.explanation is not None and "grad is outside vmap" in event.explanation
+
+
+def test_a_pytree_output_whose_first_leaf_is_not_a_scalar_fails_short() -> None:
+    from exhibits.train_steps import PARAMS_STEP
+
+    event = run_probe("transform_order", PARAMS_STEP).of_type(TransformStackEvaluated)[0]
+    assert not event.ok and event.error_class == "TypeError"
+    message = event.message or ""
+    assert len(message) < 1000 and "a dict of 4 leaves" in message
+    assert "output['b1'], is f32[4]" in message

@@ -229,9 +229,10 @@ class GradientChecked(EventBase):
     (``jaxscope.finite_diff`` samples evenly past 4,096 elements, fewer for a large program:
     at least 16); ``equal_to_jax`` always covers every element.
 
-    ``float64_walk`` false: the linear jaxpr has more than 500 eqns (``linear_eqns``), and the
-    float64 walk was not run; the errors then compare the float32 walk with the float64 finite
-    differences (float32 rounding included), and ``FdNotCompared.gradient_f64`` is ``None``.
+    ``float64_walk`` false: the program is large (``program_eqns``, the top-level eqns of
+    ``jax.jit(jax.grad(f))``'s jaxpr, over 200), and the float64 walk was not run; the errors
+    then compare the float32 walk with the float64 finite differences (float32 rounding
+    included), and ``FdNotCompared.gradient_f64`` is ``None``.
     """
 
     type: Literal["gradient_checked"] = "gradient_checked"
@@ -253,7 +254,7 @@ class GradientChecked(EventBase):
     leaves_not_sent: int = 0
     max_leaf_values: int | None = None
     float64_walk: bool = True
-    linear_eqns: int | None = None
+    program_eqns: int | None = None
 
 
 class GradAttempted(EventBase):

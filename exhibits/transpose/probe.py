@@ -93,7 +93,8 @@ def run(ctx: ProbeContext) -> None:
     args = concrete_args(plan.args)
     argnums = choose_argnums(plan, args, ctx.snippet.namespace.get("argnums"))
     with ctx.stage("trace"):
-        _attempt(ctx, "jit", lambda: _jit_grad(plan, args, argnums), rule)
+        traced: list[Any] = []
+        _attempt(ctx, "jit", lambda: traced.append(_jit_grad(plan, args, argnums)), rule)
         # The eager gradient is kept: it is the jax.grad the walk is compared with, bit for bit.
         eager: list[Any] = []
         eager_error = _attempt(ctx, "eager", lambda: eager.append(_grad(plan, args, argnums)), rule)
@@ -136,7 +137,7 @@ def run(ctx: ProbeContext) -> None:
                 seed,
                 seed_text,
                 jax_grad=eager[0] if eager else None,
-                linear_eqns=len(lin.jaxpr.eqns),
+                program_eqns=len(traced[0].jaxpr.eqns) if traced else len(lin.jaxpr.eqns),
             )
         )
 
@@ -529,12 +530,12 @@ def check_gradient(
     seed: list[Any],
     seed_text: str,
     jax_grad: Any = None,
-    linear_eqns: int = 0,
+    program_eqns: int = 0,
 ) -> GradientChecked:
     """:class:`GradientChecked` for the walk's ``gradient`` (one entry per ``argnums``).
     ``jax_grad``: eager ``jax.grad(f, argnums)(*args)`` when the run already has it (the
-    eager attempt's result), else it is computed here. ``linear_eqns``: the linear jaxpr's
-    eqns; past :data:`MAX_FLOAT64_WALK_EQNS` the float64 walk is skipped (see there)."""
+    eager attempt's result), else it is computed here. ``program_eqns``: the size of the
+    program (see :data:`MAX_FLOAT64_WALK_EQNS`; past it the float64 walk is skipped)."""
     scalar = seed_text == "1.0"
     fun, diff_args = dynamic_fun(plan, args, argnums)
     if jax_grad is None or not scalar:
@@ -546,7 +547,7 @@ def check_gradient(
 
     # The same walk in float64, against central differences in float64.
     grad64: Any = None
-    float64_walk = linear_eqns <= MAX_FLOAT64_WALK_EQNS
+    float64_walk = program_eqns <= MAX_FLOAT64_WALK_EQNS
     if float64_walk:
         with jax.enable_x64(True):
             args64 = tuple(jax.tree.map(_to64, a) for a in args)
@@ -590,7 +591,7 @@ def check_gradient(
         leaves_not_sent=sum(not leaf.sent for leaf in leaves),
         max_leaf_values=MAX_LEAF_VALUES,
         float64_walk=float64_walk,
-        linear_eqns=linear_eqns,
+        program_eqns=program_eqns,
     )
 
 
@@ -603,11 +604,13 @@ def _fd_per_arg(n: int, argnums: Sequence[int], values: Sequence[Any]) -> list[A
 
 MAX_NOT_COMPARED = 64
 # The float64 walk (the truth the finite differences are held to, without float32 rounding) is
-# run for a linear jaxpr of at most this many eqns. Past it, it would cost as much as the
-# run's own walk again, and more (eager float64 kernels compile cold: ~6.5 s of a 12-layer
-# transformer's ~20 s): the finite differences are compared with the float32 walk instead,
-# and the event says so (GradientChecked.float64_walk false).
-MAX_FLOAT64_WALK_EQNS = 500
+# run for a program of at most this many eqns: the top-level eqns of the jaxpr
+# ``jax.jit(jax.grad(f))`` traces (the jit attempt's; the linear jaxpr's when that attempt
+# failed). It runs ``f`` eagerly again in float64, whose kernels all compile cold (~25 ms an eqn
+# here: 5.3 s of the Flax adam step's 267, 6.5 s of the 12-layer transformer's 2,715), as much
+# as the rest of the check. Past it the finite differences are compared with the float32 walk
+# instead, and the event says so (GradientChecked.float64_walk false).
+MAX_FLOAT64_WALK_EQNS = 200
 
 
 @dataclass

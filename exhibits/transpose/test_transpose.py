@@ -808,3 +808,117 @@ def test_kink_with_finite_gradient_stays_silent() -> None:
     check = run_probe("transpose", code).one(GradientChecked)
     assert check.compared == 1 and check.not_compared == [] and check.not_compared_count == 0
     assert check.leaves[0].finite_difference[0] is None
+
+
+# ---- train steps: a pytree output's first leaf (jaxscope.grad_output) ---------------------------
+
+
+def _walk_gradient(monkeypatch: pytest.MonkeyPatch, source: str) -> tuple[FakeContext, Any]:
+    """Run the probe on ``source`` and keep the gradient its walk handed to ``check_gradient``
+    (the event carries only a summary of a leaf over 4,096 elements)."""
+    from exhibits.transpose import probe
+
+    seen: list[Any] = []
+    real = probe.check_gradient
+
+    def keep(plan: Any, args: Any, argnums: Any, gradient: Any, *rest: Any, **kw: Any) -> Any:
+        seen.append(gradient)
+        return real(plan, args, argnums, gradient, *rest, **kw)
+
+    monkeypatch.setattr(probe, "check_gradient", keep)
+    ctx = run_probe("transpose", source)
+    assert len(seen) == 1
+    return ctx, seen[0]
+
+
+def _assert_bit_identical(got: Any, want: Any) -> None:
+    got_leaves, want_leaves = jax.tree.leaves(got), jax.tree.leaves(want)
+    assert len(got_leaves) == len(want_leaves)
+    for g, w in zip(got_leaves, want_leaves, strict=True):
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        assert np.array_equal(np.asarray(g), np.asarray(w))
+
+
+@pytest.mark.parametrize("which", ["mlp_sgd_step", "scan_rnn_step"])
+def test_train_step_walks_the_gradient_of_its_first_leaf(
+    monkeypatch: pytest.MonkeyPatch, which: str
+) -> None:
+    from exhibits.train_steps import FIRST_LEAF_PATH, TRAIN_STEP, loss_grad, scan_rnn_step
+
+    source = TRAIN_STEP if which == "mlp_sgd_step" else scan_rnn_step()
+    ctx, gradient = _walk_gradient(monkeypatch, source)
+    check = ctx.one(GradientChecked)
+    assert check.argnums == [0, 1, 2] and check.seed == "1.0"
+    want = loss_grad(source, tuple(check.argnums))
+    _assert_bit_identical(gradient, want)
+    assert check.equal_to_jax and all(leaf.equal_to_jax for leaf in check.leaves)
+    # The leaves small enough to send carry the values: those of jax.grad of the loss.
+    for leaf, w in zip(check.leaves, jax.tree.leaves(want), strict=True):
+        assert leaf.gradient == (nested(w) if leaf.sent else None)
+    assert check.max_rel_err is not None and check.max_rel_err < 1e-6
+    # Said where the view shows it first: the linear jaxpr's note, with the leaf's key path.
+    note = ctx.one(LinearJaxprStaged).output_leaf
+    assert note is not None and note.path == FIRST_LEAF_PATH and note.aval == "f32[]"
+    n_params = len(jax.tree.leaves(load_snippet(source).args[0]))
+    assert note.kind == "tuple" and note.leaves == 1 + n_params  # (loss, new_params)
+    assert f"output path {FIRST_LEAF_PATH}" in note.note and "first leaf" in note.note
+    # Both attempts worked: they took the gradient of the same first leaf.
+    assert all(a.ok for a in ctx.of_type(GradAttempted))
+
+
+def test_a_pytree_output_whose_first_leaf_is_not_a_scalar_fails_short() -> None:
+    from exhibits.train_steps import PARAMS_STEP
+
+    with pytest.raises(TypeError) as raised:
+        run_probe("transpose", PARAMS_STEP)
+    message = str(raised.value)
+    assert len(message) < 1000
+    assert message.startswith("Gradient only defined for scalar-output functions.")
+    # The output's structure, briefly, and why the rule did not apply.
+    assert "a dict of 4 leaves: {'b1': f32[4], 'b2': f32[2], 'w1': f32[3,4], 'w2': f32[4,2]}" in (
+        message
+    )
+    assert "output['b1'], is f32[4]" in message and "Array(" not in message
+
+
+def test_a_pytree_output_error_is_short_in_the_attempts_too() -> None:
+    """The attempts (shown by a finished run of the rule's other branch) carry the short text:
+    a non-scalar first leaf fails both, and the run fails with the same text."""
+    from exhibits.train_steps import PARAMS_STEP
+
+    ctx = FakeContext(snippet=load_snippet(PARAMS_STEP))
+    from exhibits.transpose import probe
+
+    with pytest.raises(TypeError):
+        probe.run(ctx)
+    attempts_ = ctx.of_type(GradAttempted)
+    assert [a.ok for a in attempts_] == [False, False]
+    assert all(
+        len(a.message or "") < 1000 and "dict of 4 leaves" in (a.message or "") for a in attempts_
+    )
+
+
+def test_gpt_stack_gradient_is_jax_grad_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 12-layer transformer of examples/real (928 eqns, 9.6 M parameters; issue 14): the
+    walk finishes, its gradient is jax.grad's bit for bit (every leaf, np.array_equal), the
+    event summarises the leaves too large to send, and the float64 walk is skipped and said."""
+    from exhibits.train_steps import REAL
+
+    source = (REAL / "gpt_stack.py").read_text()
+    ctx, gradient = _walk_gradient(monkeypatch, source)
+    check = ctx.one(GradientChecked)
+    assert check.argnums == [0]  # tokens and targets are int32
+    snippet = load_snippet(source)
+    want = jax.grad(snippet.f)(*snippet.args)
+    _assert_bit_identical(gradient[0], want)
+    assert check.equal_to_jax and all(leaf.equal_to_jax for leaf in check.leaves)
+    assert check.elements == sum(np.size(x) for x in jax.tree.leaves(want)) == 9_604_608
+    assert check.leaves_not_sent == sum(not leaf.sent for leaf in check.leaves) > 0
+    for leaf, w in zip(check.leaves, jax.tree.leaves(want), strict=True):
+        assert leaf.size == np.size(w)
+        assert leaf.gradient == (nested(w) if leaf.sent else None)
+        assert leaf.max_abs == pytest.approx(float(np.max(np.abs(np.asarray(w)))))
+    assert not check.float64_walk and check.program_eqns is not None and check.program_eqns > 200
+    assert check.fd_sampled == check.compared == 16  # finite differences at 16 elements
+    assert check.max_rel_err is not None and check.max_rel_err < 1e-4
+    assert ctx.one(LinearJaxprStaged).output_leaf is None  # f returns the scalar loss

@@ -921,9 +921,10 @@ export interface OutputLeafView {
  * (``jaxscope.finite_diff`` samples evenly past 4,096 elements, fewer for a large program:
  * at least 16); ``equal_to_jax`` always covers every element.
  *
- * ``float64_walk`` false: the linear jaxpr has more than 500 eqns (``linear_eqns``), and the
- * float64 walk was not run; the errors then compare the float32 walk with the float64 finite
- * differences (float32 rounding included), and ``FdNotCompared.gradient_f64`` is ``None``.
+ * ``float64_walk`` false: the program is large (``program_eqns``, the top-level eqns of
+ * ``jax.jit(jax.grad(f))``'s jaxpr, over 200), and the float64 walk was not run; the errors
+ * then compare the float32 walk with the float64 finite differences (float32 rounding
+ * included), and ``FdNotCompared.gradient_f64`` is ``None``.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "GradientChecked".
@@ -941,12 +942,12 @@ export interface GradientChecked {
   jax_vjp: unknown;
   leaves: GradientLeaf[];
   leaves_not_sent: number;
-  linear_eqns: number | null;
   max_abs_err: number | null;
   max_leaf_values: number | null;
   max_rel_err: number | null;
   not_compared: FdNotCompared[];
   not_compared_count: number;
+  program_eqns: number | null;
   run_id: string;
   seed: string;
   seq: number;
