@@ -31,7 +31,7 @@ from jaxscope.sandbox.snippet import load_snippet
 from pydantic import ValidationError
 
 EXHIBITS = Path(__file__).resolve().parent
-# Real user problems with their right values (copied from the project's shared cases: cases/README.md).
+# Real user problems with their right values (copied from the shared cases: cases/README.md).
 CASES = Path(__file__).resolve().parents[1] / "cases"
 
 T = TypeVar("T")

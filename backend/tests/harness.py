@@ -20,7 +20,7 @@ from jaxscope.settings import Limits
 
 from exhibits.registry import EXHIBITS
 
-# Real user problems with their right values (copied from the project's shared cases: cases/README.md).
+# Real user problems with their right values (copied from the shared cases: cases/README.md).
 CASES = Path(__file__).resolve().parents[2] / "cases"
 REPO = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
