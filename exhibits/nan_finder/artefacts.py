@@ -17,6 +17,9 @@ became NaN or Inf:
 - ``seed``: the output cotangent the walk started from (``"1.0"``, or ``"ones(f32[3]): ..."``
   for a non-scalar output: then the gradient is that of ``sum(f)``).
 
+``output_leaf``: only when ``f`` returns a pytree whose first leaf, a floating scalar (a train
+step's loss), is what was differentiated: the note the page shows, then the output's structure.
+
 Imports only the protocol."""
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from collections.abc import Sequence
 from jaxscope.protocol import EventBase
 
 from exhibits.nan_finder.events import NonfiniteFound
+from exhibits.transpose.events import LinearJaxprStaged
 
 
 def _first_nan(events: Sequence[EventBase]) -> str | None:
@@ -65,4 +69,10 @@ def _first_nan(events: Sequence[EventBase]) -> str | None:
     )
 
 
-ARTEFACTS = {"first_nan": _first_nan}
+def _output_leaf(events: Sequence[EventBase]) -> str | None:
+    found = [e for e in events if isinstance(e, LinearJaxprStaged)]
+    leaf = found[-1].output_leaf if found else None
+    return f"{leaf.note}\noutput: {leaf.structure}" if leaf is not None else None
+
+
+ARTEFACTS = {"first_nan": _first_nan, "output_leaf": _output_leaf}

@@ -1,6 +1,8 @@
 """The transform_order exhibit's ``--print`` table for the stack chosen with ``--stack``:
 ``result`` (the value on the example input, one printout per output), ``jaxpr`` (JAX's text) and
-``error`` (``ErrorClass: message`` when JAX rejects the stack, empty otherwise).
+``error`` (``ErrorClass: message`` when JAX rejects the stack, empty otherwise) and
+``output_leaf`` (only when a ``grad``/``value_and_grad`` chip differentiated the first leaf of a
+pytree output: per chip, its note and the output's structure).
 ``SHOWN_ERRORS``: the user's stack when JAX rejected it (``exhibits/shown.py``; the built-in
 comparisons that follow are not the user's code). Imports only the protocol."""
 
@@ -55,5 +57,15 @@ def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
     ]
 
 
-ARTEFACTS = {"result": _result, "jaxpr": _jaxpr, "error": _error}
+def _output_leaf(events: Sequence[EventBase]) -> str | None:
+    e = _first(events)
+    if e is None or not e.output_leaf:
+        return None
+    notes = [f"{e.stack[leaf.chip or 0]}: {leaf.note}" for leaf in e.output_leaf]
+    return "\n".join(
+        f"{note}\noutput: {leaf.structure}" for note, leaf in zip(notes, e.output_leaf, strict=True)
+    )
+
+
+ARTEFACTS = {"result": _result, "jaxpr": _jaxpr, "error": _error, "output_leaf": _output_leaf}
 SHOWN_ERRORS = _shown_errors

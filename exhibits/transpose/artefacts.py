@@ -3,15 +3,21 @@
 for a float32, as JAX prints it: ``exhibits/digits.py``), a pytree argument as the list of its
 leaves in ``jax.tree.leaves`` order (a dict's by sorted key, an OrderedDict's in insertion
 order, nested containers flattened), each nested lists of floats; ``null`` for an argument not
-differentiated), ``fd_check`` (JSON ``{"max_abs_err": ..., "max_rel_err": ..., "compared": N,
-"not_compared": [...], "not_compared_count": M}`` against central differences in float64: the
+differentiated, and for a leaf of more than 4,096 elements, whose values the run does not send:
+``fd_check`` says which and how it compared), ``fd_check`` (JSON ``{"max_abs_err": ...,
+"max_rel_err": ..., "compared": N, "not_compared": [...], "not_compared_count": M, "elements":
+E, "fd_sampled": S, "float64_walk": bool, "equal_to_jax": bool, "leaves_not_sent": [paths]}``
+against central differences in float64 (at ``S`` of the ``E`` differentiated elements; compared
+with the float32 walk when ``float64_walk`` is false, a program too large for it): the
 errors over the elements where the finite difference and both gradients are finite, and each
 element left out because one of them is NaN or Inf, as ``{"path", "index", "gradient",
 "gradient_f64", "finite_difference", "why"}``: ``gradient`` in its dtype's digits, ``why`` the
 reason in words), ``attempts`` (JSON, ``jax.jit(jax.grad(f))`` and
 ``jax.grad(f)``: ``mode``, ``ok``, JAX's ``error_class``/``message``, the snippet ``line``, the
-``explanation`` and ``fix``) and ``linear_jaxpr`` (JAX's text of the jaxpr the walk runs
-backwards). ``SHOWN_ERRORS``: the attempts JAX refused in a run that finished
+``explanation`` and ``fix``), ``linear_jaxpr`` (JAX's text of the jaxpr the walk runs
+backwards) and ``output_leaf`` (only when ``f`` returns a pytree whose first leaf, a floating
+scalar, is what was differentiated: the note the page shows, then the output's structure).
+``SHOWN_ERRORS``: the attempts JAX refused in a run that finished
 (``exhibits/shown.py``). Imports only the protocol."""
 
 from __future__ import annotations
@@ -72,6 +78,11 @@ def _fd_check(events: Sequence[EventBase]) -> str | None:
                 for n in c.not_compared
             ],
             "not_compared_count": c.not_compared_count,
+            "elements": c.elements,
+            "fd_sampled": c.fd_sampled,
+            "float64_walk": c.float64_walk,
+            "equal_to_jax": c.equal_to_jax,
+            "leaves_not_sent": [leaf.path for leaf in c.leaves if not leaf.sent],
         }
     )
 
@@ -131,10 +142,17 @@ def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
     return out
 
 
+def _output_leaf(events: Sequence[EventBase]) -> str | None:
+    found = [e for e in events if isinstance(e, LinearJaxprStaged)]
+    leaf = found[-1].output_leaf if found else None
+    return f"{leaf.note}\noutput: {leaf.structure}" if leaf is not None else None
+
+
 ARTEFACTS = {
     "gradient": _gradient,
     "fd_check": _fd_check,
     "attempts": _attempts,
     "linear_jaxpr": _linear,
+    "output_leaf": _output_leaf,
 }
 SHOWN_ERRORS = _shown_errors

@@ -922,3 +922,24 @@ def test_gpt_stack_gradient_is_jax_grad_bit_for_bit(monkeypatch: pytest.MonkeyPa
     assert check.fd_sampled == check.compared == 16  # finite differences at 16 elements
     assert check.max_rel_err is not None and check.max_rel_err < 1e-4
     assert ctx.one(LinearJaxprStaged).output_leaf is None  # f returns the scalar loss
+
+
+def test_cli_lists_and_prints_the_first_leaf_note(tmp_path: Path) -> None:
+    from exhibits.train_steps import TRAIN_STEP
+
+    path = tmp_path / "step.py"
+    path.write_text(TRAIN_STEP)
+    proc = subprocess.run(
+        [JAXSCOPE, "run", "transpose", str(path), "--print", "output_leaf"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr
+    note, structure = proc.stdout.strip().split("\n")
+    assert note.startswith("f returns a pytree of 5 leaves (tuple); differentiating its first leaf")
+    assert "output path [0]" in note
+    assert (
+        structure == "output: (f32[], {'b1': f32[4], 'b2': f32[2], 'w1': f32[3,4], 'w2': f32[4,2]})"
+    )

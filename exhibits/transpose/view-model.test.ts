@@ -7,6 +7,7 @@ import {
   cotangentsSoFar,
   arrayText,
   errorText,
+  fdCoverage,
   failedStep,
   fdNotCompared,
   failureHeadline,
@@ -15,6 +16,7 @@ import {
   innerWriteText,
   nestedText,
   openedSentence,
+  outputLeafNote,
   previousRunning,
   roleLabel,
   ruleLocation,
@@ -25,6 +27,7 @@ import {
   writeSentence,
   type GradAttempted,
   type GradientChecked,
+  type LinearJaxprStaged,
   type TransposeCallOpened,
   type TransposeStepped,
   type ValueView,
@@ -112,7 +115,24 @@ const check: GradientChecked = {
   compared: 1,
   not_compared: [],
   not_compared_count: 0,
+  elements: 1,
+  fd_sampled: 1,
+  leaves_not_sent: 0,
+  max_leaf_values: 4096,
+  float64_walk: true,
+  program_eqns: 3,
 };
+
+/** The summary fields of a leaf whose values are sent (`size` elements). */
+const sentLeaf = (size: number) => ({
+  size,
+  sent: true,
+  equal_to_jax: true,
+  max_abs: 1,
+  nonfinite: 0,
+  fd_sampled: size,
+  fd_samples: [],
+});
 
 const leafAval = (short: string, shape: number[]) => ({ shape, dtype: 'float32', weak_type: false, short });
 
@@ -129,6 +149,7 @@ const dictCheck: GradientChecked = {
       arg: 0,
       path: "args[0]['b']",
       aval: leafAval('f32[2]', [2]),
+      ...sentLeaf(2),
       gradient: [0.5, -0.25],
       jax_grad: [0.5, -0.25],
       jax_vjp: [0.5, -0.25],
@@ -138,6 +159,7 @@ const dictCheck: GradientChecked = {
       arg: 0,
       path: "args[0]['w']",
       aval: leafAval('f32[2,3]', [2, 3]),
+      ...sentLeaf(6),
       gradient: [
         [1e-7, 2, -3.123456789],
         [4, 5, 6],
@@ -428,3 +450,71 @@ describe('a backward pass that raises (no_transpose_rule: double has no transpos
   });
 });
 
+
+describe('a large program (the 12-layer transformer): leaves summarised, fd sampled', () => {
+  const big: GradientChecked = {
+    ...check,
+    gradient: [[null], null],
+    jax_grad: [[null], null],
+    jax_vjp: [[null], null],
+    finite_difference: [[null], null],
+    leaves: [
+      {
+        arg: 0,
+        path: "args[0]['tok_emb']",
+        aval: leafAval('f32[512,256]', [512, 256]),
+        gradient: null,
+        jax_grad: null,
+        jax_vjp: null,
+        finite_difference: null,
+        size: 131072,
+        sent: false,
+        equal_to_jax: true,
+        max_abs: 0.0123,
+        nonfinite: 0,
+        fd_sampled: 8,
+        fd_samples: [
+          { index: [0, 0], gradient: 0.001, finite_difference: 0.0010000002 },
+          { index: [3, 7], gradient: -0.25, finite_difference: null },
+        ],
+      },
+    ],
+    compared: 16,
+    elements: 9604608,
+    fd_sampled: 16,
+    leaves_not_sent: 1,
+    max_leaf_values: 4096,
+    float64_walk: false,
+    program_eqns: 2715,
+  };
+
+  it('writes a summary row for a leaf whose values are not sent', () => {
+    const [row] = gradientRows(big);
+    expect(row).toMatchObject({ path: "args[0]['tok_emb']", aval: 'f32[512,256]', differentiated: true });
+    expect(row?.walk).toBe('131,072 elements, values not sent; max |g| 0.0123');
+    expect(row?.jaxGrad).toBe('bit-identical to the walk');
+    expect(row?.jaxVjp).toBe('bit-identical to the walk');
+    expect(row?.fd).toBe('[0, 0] 0.001 (walk 0.001)\n[3, 7] — (walk -0.25)\n… 6 more sampled');
+    expect(row?.fdKink).toBe(true);
+  });
+
+  it('says what the finite differences sampled and that the float64 walk was skipped', () => {
+    const text = fdCoverage(big) ?? '';
+    expect(text).toContain('Finite differences at 16 of 9,604,608 elements');
+    expect(text).toContain('2,715 eqns');
+    expect(text).toContain('float64 walk was skipped');
+    expect(text).toContain('1 leaf of more than 4,096 elements is summarised');
+    expect(fdCoverage(check)).toBe('Finite differences at every element (1).');
+    expect(fdCoverage({ ...check, elements: null, fd_sampled: null })).toBeNull();
+  });
+
+  it('reads the first-leaf note of a train step from the linear jaxpr', () => {
+    const note = 'f returns a pytree of 5 leaves (tuple); differentiating its first leaf …';
+    const linear = {
+      output_leaf: { leaves: 5, kind: 'tuple', structure: '(f32[], {…})', path: '[0]', aval: 'f32[]', note, chip: null },
+    } as unknown as LinearJaxprStaged;
+    expect(outputLeafNote(linear)).toBe(note);
+    expect(outputLeafNote(undefined)).toBeNull();
+    expect(outputLeafNote({ output_leaf: null } as unknown as LinearJaxprStaged)).toBeNull();
+  });
+});

@@ -302,18 +302,22 @@ export function gradientRows(check: GradientChecked): GradientRow[] {
     const mine = leaves.filter((l) => l.arg === i);
     if (differentiated && mine.length > 0) {
       mine.forEach((l, j) =>
-        rows.push({
-          key: `${i}:${j}`,
-          arg: i,
-          path: l.path,
-          aval: l.aval.short,
-          differentiated,
-          walk: arrayText(l.gradient, 2000, l.aval.dtype),
-          jaxGrad: arrayText(l.jax_grad, 2000, l.aval.dtype),
-          jaxVjp: arrayText(l.jax_vjp, 2000, l.aval.dtype),
-          fd: arrayText(l.finite_difference),
-          fdKink: hasNull(l.finite_difference),
-        }),
+        rows.push(
+          l.sent === false
+            ? summaryRow(`${i}:${j}`, i, l)
+            : {
+                key: `${i}:${j}`,
+                arg: i,
+                path: l.path,
+                aval: l.aval.short,
+                differentiated,
+                walk: arrayText(l.gradient, 2000, l.aval.dtype),
+                jaxGrad: arrayText(l.jax_grad, 2000, l.aval.dtype),
+                jaxVjp: arrayText(l.jax_vjp, 2000, l.aval.dtype),
+                fd: arrayText(l.finite_difference),
+                fdKink: hasNull(l.finite_difference),
+              },
+        ),
       );
       return;
     }
@@ -331,6 +335,70 @@ export function gradientRows(check: GradientChecked): GradientRow[] {
     });
   });
   return rows;
+}
+
+type GradientLeaf = NonNullable<GradientChecked['leaves']>[number];
+
+/** At most this many finite-difference samples are written in a summarised leaf's row. */
+export const FD_SAMPLES_SHOWN = 6;
+
+/**
+ * The row of a leaf too large for its values to be sent (`sent` false): the walk's column says
+ * how many elements and the largest |gradient|, the jax.grad/jax.vjp columns whether this leaf is
+ * bit-identical to the walk's, the finite-difference column the sampled elements (`[i, j] fd`).
+ */
+function summaryRow(key: string, arg: number, l: GradientLeaf): GradientRow {
+  const same = l.equal_to_jax === true ? 'bit-identical to the walk' : l.equal_to_jax === false ? 'differs from the walk' : '';
+  const bad = (l.nonfinite ?? 0) > 0 ? `, ${(l.nonfinite ?? 0).toLocaleString('en-US')} NaN/Inf` : '';
+  const max = l.max_abs == null ? '' : `; max |g| ${scalarText(l.max_abs, l.aval.dtype)}`;
+  const samples = l.fd_samples ?? [];
+  const shown = samples
+    .slice(0, FD_SAMPLES_SHOWN)
+    .map((s) => `[${s.index.join(', ')}] ${numberText(s.finite_difference)} (walk ${scalarText(s.gradient, l.aval.dtype)})`);
+  const more = (l.fd_sampled ?? 0) - shown.length;
+  if (more > 0) shown.push(`… ${more} more sampled`);
+  return {
+    key,
+    arg,
+    path: l.path,
+    aval: l.aval.short,
+    differentiated: true,
+    walk: `${(l.size ?? 0).toLocaleString('en-US')} elements, values not sent${max}${bad}`,
+    jaxGrad: same,
+    jaxVjp: same,
+    fd: shown.length > 0 ? shown.join('\n') : 'not sampled',
+    fdKink: samples.some((s) => s.finite_difference === null),
+  };
+}
+
+/**
+ * What the finite-difference check covered, in words: how many elements were differenced, and
+ * against which gradient (the float64 walk, or the float32 walk when the program was too large
+ * for it). Null for an event from an older server.
+ */
+export function fdCoverage(check: GradientChecked): string | null {
+  if (check.fd_sampled == null || check.elements == null) return null;
+  const n = (x: number) => x.toLocaleString('en-US');
+  const sampled =
+    check.fd_sampled >= check.elements
+      ? `Finite differences at every element (${n(check.elements)}).`
+      : `Finite differences at ${n(check.fd_sampled)} of ${n(check.elements)} elements, evenly spaced (a sample: each one costs two evaluations of f).`;
+  const against =
+    check.float64_walk === false
+      ? ` The program is large (${n(check.program_eqns ?? 0)} eqns in jax.jit(jax.grad(f))): the float64 walk was skipped, so the errors compare the float32 walk with them and include float32 rounding.`
+      : '';
+  const k = check.leaves_not_sent ?? 0;
+  const notSent =
+    k > 0
+      ? ` ${n(k)} ${k === 1 ? 'leaf' : 'leaves'} of more than ${n(check.max_leaf_values ?? 0)} elements ${k === 1 ? 'is' : 'are'} summarised, not sent; bit-identity with jax.grad covers every element.`
+      : '';
+  return sampled + against + notSent;
+}
+
+/** The first-leaf note (f returned a pytree: its first leaf, the loss, is differentiated). */
+export function outputLeafNote(linear: LinearJaxprStaged | undefined): string | null {
+  const leaf = linear?.output_leaf;
+  return leaf ? leaf.note : null;
 }
 
 /** Why the jit and eager outcomes differ, when they do (null when they agree). */
