@@ -22,6 +22,7 @@ from jaxscope.internals import views
 from jaxscope.internals.calling import plan_call
 from jaxscope.protocol import (
     AvalView,
+    CallerFrame,
     ConstVarView,
     EqnView,
     InnerJaxprView,
@@ -60,17 +61,22 @@ def _ref_source(tb: Any) -> SourceLoc | None:
     if tb is None:
         return None
     codes, lastis = tb.raw_frames()
-    for code, lasti in zip(codes, lastis, strict=True):
-        if code.co_filename == SNIPPET_FILENAME:
-            fr = source_info_util.raw_frame_to_frame(code, lasti)
-            return SourceLoc(
-                line=fr.start_line,
-                column=fr.start_column,
-                end_line=fr.end_line,
-                end_column=fr.end_column,
-                function=fr.function_name,
-            )
-    return None
+    frames = [
+        source_info_util.raw_frame_to_frame(code, lasti)
+        for code, lasti in zip(codes, lastis, strict=True)
+        if code.co_filename == SNIPPET_FILENAME
+    ]
+    if not frames:
+        return None
+    fr, callers = frames[0], frames[1:]
+    return SourceLoc(
+        line=fr.start_line,
+        column=fr.start_column,
+        end_line=fr.end_line,
+        end_column=fr.end_column,
+        function=fr.function_name,
+        callers=[CallerFrame(line=c.start_line, function=c.function_name) for c in callers] or None,
+    )
 
 
 def _ref_var(v: Any, ctx: Any) -> VarView:
@@ -144,6 +150,7 @@ def _ref_view(closed: Any) -> JaxprView:
         outvars=[_ref_var(v, ctx) for v in jaxpr.outvars],
         eqns=[_ref_eqn(i, e, ctx) for i, e in enumerate(jaxpr.eqns)],
         effects=sorted(str(e) for e in closed.effects),
+        arg_names=list(jaxpr.debug_info.arg_names) if jaxpr.debug_info else None,
     )
 
 
