@@ -149,14 +149,17 @@ class RunContext:
         _STDOUT.drain()
         event.run_id = self.run_id
         line = event_json(event)
-        # The limits scale with the whole program, before a view of it is summarised.
+        # The limits scale with the whole program, before a view of it is summarised; the
+        # supervisor hears of it right after the event that showed it.
         self.emitted += 1
-        self._scale_budget(event)
+        scaled = self._scale_budget(event)
         if len(line) > STREAM_LIMIT_BYTES and summarise_event(event):
             line = event_json(event)
         _write_event_line(line)
+        if scaled is not None:
+            send_event(scaled)
 
-    def _scale_budget(self, event: EventModel) -> None:
+    def _scale_budget(self, event: EventModel) -> BudgetScaled | None:
         """Let the run's limits grow with its size (``settings.scaled_limit``): the eqns of the
         largest jaxpr it showed (a :class:`JaxprView` field of an event), or the events it sent
         (checked every ``SIZE_CHECK_EVERY``), whichever is more. The CPU limit is this
@@ -165,14 +168,14 @@ class RunContext:
         views = [v for v in vars(event).values() if isinstance(v, JaxprView)]
         eqns = max((len(v.eqns) for v in views), default=0)
         if eqns <= self.reported_eqns and self.emitted % SIZE_CHECK_EVERY:
-            return
+            return None
         size = max(self.size, eqns, self.emitted)
         if size <= self.size:
-            return
+            return None
         self.size = size
         cpu_s = scaled_limit(_LIMITS.cpu_s, self.budget, size, _LIMITS)
         if cpu_s <= _LIMITS.cpu_s * self.budget:
-            return
+            return None
         from jaxscope.sandbox import guard
 
         guard.set_cpu_budget(self.cpu_at_start + cpu_s - guard.cpu_seconds_used())
@@ -181,7 +184,8 @@ class RunContext:
             wall_s = scaled_limit(_LIMITS.wall_s, self.budget, size, _LIMITS)
             scaled = BudgetScaled(eqns=eqns, wall_s=wall_s, cpu_s=cpu_s)
             scaled.run_id = self.run_id
-            send_event(scaled)
+            return scaled
+        return None
 
     @contextmanager
     def stage(self, stage: Stage, call_index: int | None = None) -> Iterator[None]:
