@@ -1,8 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { loadEvents, loadTruth } from '../../test-fixtures/load';
 import type { JaxprView } from '../protocol';
-import { buildDataflowGraph, layoutDataflowGraph } from './dataflow-graph';
+import type { DataflowGraph } from './dataflow-graph';
+import { layoutDataflowGraph } from './dataflow-graph';
 import { lastOf } from './events';
+import { allGroupIds, groupTree, invarGroups, visibleGraph } from './graph-groups';
+
+/** The graph with every group expanded (what a program of at most `maxEqns` eqns opens on). */
+function buildDataflowGraph(jaxpr: JaxprView, maxEqns = 300): DataflowGraph {
+  const tree = groupTree(jaxpr);
+  const args = (invarGroups(jaxpr) ?? []).flatMap((g) => (g ? [g.id] : []));
+  return visibleGraph(jaxpr, tree, new Set([...allGroupIds(tree), ...args]), maxEqns);
+}
 
 interface Truth {
   eqns: { primitive: string }[];

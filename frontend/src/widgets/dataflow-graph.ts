@@ -2,15 +2,12 @@
  * The dataflow graph of a staged jaxpr (invars and constvars -> eqns -> outvars), and its layout
  * with dagre (`@dagrejs/dagre`).
  *
- * Nodes are the jaxpr's binders and eqns; an edge runs from the binder or eqn that defines a
- * variable to every eqn (or outvar slot) that reads it, labelled with the variable's name as JAX
- * prints it. Literals (`2.0:f32[]`) are not nodes: they are shown in the reading eqn's label. Big
- * jaxprs are cut to the first `maxEqns` eqns so that layout and drawing stay interactive; the
- * graph says how many eqns it left out.
+ * Nodes are the jaxpr's binders, eqns and collapsed groups (built by `graph-groups.ts`'s
+ * `visibleGraph`); an edge runs from the node that defines a variable to every node that reads it,
+ * labelled with the variable's name as JAX prints it. Literals (`2.0:f32[]`) are not nodes: they
+ * are shown in the reading eqn's label.
  */
 import dagre from '@dagrejs/dagre';
-import type { JaxprView } from '../protocol';
-import { allGroupIds, groupTree, invarGroups, visibleGraph } from './graph-groups';
 
 export type GraphNodeKind = 'invar' | 'constvar' | 'eqn' | 'outvar' | 'group';
 
@@ -42,14 +39,6 @@ export interface DataflowGraph {
   edges: GraphEdge[];
   /** how many eqns were left out (the jaxpr had more than `maxEqns`) */
   omittedEqns: number;
-}
-
-/** The graph of `jaxpr` with every group expanded (`graph-groups.ts`), keeping its first `maxEqns` eqns. */
-export function buildDataflowGraph(jaxpr: JaxprView, maxEqns = 300): DataflowGraph {
-  const tree = groupTree(jaxpr);
-  const args = (invarGroups(jaxpr) ?? []).flatMap((g) => (g ? [g.id] : []));
-  const { nodes, edges, omittedEqns } = visibleGraph(jaxpr, tree, new Set([...allGroupIds(tree), ...args]), maxEqns);
-  return { nodes, edges, omittedEqns };
 }
 
 export interface PlacedNode extends GraphNode {

@@ -150,7 +150,7 @@ export interface VisibleGraph extends DataflowGraph {
  * The graph with collapsed groups as single nodes: an edge runs from the node that defines a
  * variable to each node that reads it (one edge per pair of nodes, labelled with the first
  * variable and how many more), none inside a collapsed group. Eqn nodes past `maxEqns` visible
- * ones are left out (and counted), as in `buildDataflowGraph`.
+ * ones are left out (and counted).
  */
 export function visibleGraph(
   jaxpr: JaxprView,
