@@ -23,6 +23,7 @@ import contextlib
 import dataclasses
 import io
 import json
+import math
 import os
 import sys
 import uuid
@@ -51,11 +52,37 @@ EXIT_USAGE = 2
 EXIT_JAX_ERROR_SHOWN = 3
 
 
+def _seconds(text: str) -> float:
+    """A limit in seconds: a finite number above 0 (``--timeout -5`` or ``nan`` is a usage
+    error, not a run killed at once, and ``inf`` would be no limit at all)."""
+    value = _number(text)
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text!r}")
+    return value
+
+
+def _gib(text: str) -> float:
+    """An address-space limit in GiB: a finite number, 0 for none."""
+    value = _number(text)
+    if not 0 <= value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be 0 (no limit) or a number of GiB, not {text!r}")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
 def _limit_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--cpu", type=float, default=None, metavar="S", help="CPU seconds per run")
+    parser.add_argument(
+        "--cpu", type=_seconds, default=None, metavar="S", help="CPU seconds per run"
+    )
     parser.add_argument(
         "--memory-gib",
-        type=float,
+        type=_gib,
         default=None,
         metavar="G",
         help="address-space limit of a worker in GiB (0 = none)",
@@ -130,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _max_workers_flag(serve)
     serve.add_argument(
-        "--timeout", type=float, default=None, metavar="S", help="wall-clock seconds per run"
+        "--timeout", type=_seconds, default=None, metavar="S", help="wall-clock seconds per run"
     )
     serve.add_argument(
         "--pool-socket",
@@ -152,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _max_workers_flag(pool)
     pool.add_argument(
-        "--timeout", type=float, default=None, metavar="S", help="wall-clock seconds per run"
+        "--timeout", type=_seconds, default=None, metavar="S", help="wall-clock seconds per run"
     )
     _limit_flags(pool)
     _sandbox_flag(pool)
@@ -169,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--print", dest="artefact", metavar="ARTEFACT", help="print one artefact")
     out.add_argument("--json", action="store_true", help="every event as one JSON line")
     run.add_argument(
-        "--timeout", type=float, default=None, metavar="S", help="wall-clock seconds per run"
+        "--timeout", type=_seconds, default=None, metavar="S", help="wall-clock seconds per run"
     )
     _option_flags(run)
     _limit_flags(run)
@@ -237,8 +264,13 @@ def _run_options(ns: argparse.Namespace) -> RunOptions:
 
 
 def _stack_option(text: str) -> list[str]:
-    """``--stack vmap,grad`` -> ``["vmap", "grad"]`` (outermost first; empty = no transform)."""
-    names = [t.strip() for t in text.split(",") if t.strip()]
+    """``--stack vmap,grad`` -> ``["vmap", "grad"]`` (outermost first; ``""`` = no transform;
+    an empty name between commas is an error, not silently dropped)."""
+    if not text.strip():
+        return []
+    names = [t.strip() for t in text.split(",")]
+    if "" in names:
+        raise argparse.ArgumentTypeError(f"an empty transform name in {text!r}")
     valid = get_args(TransformName)
     bad = [n for n in names if n not in valid]
     if bad:

@@ -465,3 +465,26 @@ def test_a_derived_flag_reaches_the_exhibit(tmp_path: Path) -> None:
     expected = jax.vmap(snippet.f, in_axes=(1, None))(*snippet.args).shape
     assert expected == (4, 3)  # the default in_axes=0 would give (3, 4)
     assert "4, 3" in out.stdout and "3, 4" not in out.stdout, out.stdout
+
+
+@pytest.mark.parametrize(
+    "flag, value",
+    [
+        ("--timeout", "-5"),
+        ("--timeout", "0"),
+        ("--timeout", "nan"),
+        ("--timeout", "inf"),
+        ("--cpu", "-1"),
+        ("--memory-gib", "-1"),
+        ("--memory-gib", "x"),
+        ("--stack", "vmap,,grad"),
+    ],
+)
+def test_a_nonsense_limit_or_stack_is_a_usage_error(tmp_path: Path, flag: str, value: str) -> None:
+    """A negative, zero, NaN or infinite limit was taken as a limit (a run "killed at its
+    wall-clock limit of -10 s", or no limit at all); an empty transform name was dropped."""
+    snippet_file = tmp_path / "snippet.py"
+    snippet_file.write_text(VMAP_SNIPPET)
+    out = jaxscope("run", "transform_order", str(snippet_file), f"{flag}={value}")
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert flag in out.stderr and "Traceback" not in out.stderr
