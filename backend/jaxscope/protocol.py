@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -51,6 +51,9 @@ class WireModel(BaseModel):
     """The base of every model on the wire: unknown fields are an error."""
 
     model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+WireModelT = TypeVar("WireModelT", bound=WireModel)
 
 
 # --------------------------------------------------------------------------------------------
@@ -290,6 +293,15 @@ class RunRequest(WireModel):
     exhibit: str = Field(min_length=1, max_length=64)
     code: str
     options: RunOptions = Field(default_factory=RunOptions)
+    details: Literal["eager", "on_demand"] = Field(
+        default="eager",
+        description=(
+            "eager: every event is streamed whole (the CLI, tests). on_demand: an event whose "
+            "exhibit can summarise it is streamed as its summary (``detail_id`` set: values, "
+            "previews and long texts left out) and the whole event stays in the session's "
+            "worker until its next run; the page asks for it with a DetailRequest (the page)."
+        ),
+    )
 
 
 class CancelRequest(WireModel):
@@ -299,8 +311,19 @@ class CancelRequest(WireModel):
     run_id: str = Field(min_length=1, max_length=64)
 
 
-Request = Annotated[RunRequest | CancelRequest, Field(discriminator="type")]
-REQUEST_ADAPTER: TypeAdapter[RunRequest | CancelRequest] = TypeAdapter(Request)
+class DetailRequest(WireModel):
+    """Ask for the whole event behind a summary of the run ``run_id`` (its ``detail_id``).
+    Answered by one event: the whole event (``detail_of`` = ``detail_id``, the summary's
+    ``seq``), or ``detail_failed`` when the run's details are gone (the session ran again, its
+    worker was retired or reclaimed for another user's run) or the id is unknown."""
+
+    type: Literal["detail"] = "detail"
+    run_id: str = Field(min_length=1, max_length=64)
+    detail_id: str = Field(min_length=1, max_length=64)
+
+
+Request = Annotated[RunRequest | CancelRequest | DetailRequest, Field(discriminator="type")]
+REQUEST_ADAPTER: TypeAdapter[RunRequest | CancelRequest | DetailRequest] = TypeAdapter(Request)
 
 
 # --------------------------------------------------------------------------------------------
@@ -314,9 +337,20 @@ class EventBase(WireModel):
 
     seq: int = 0
     run_id: str = ""
+    # Details on demand (design 0023): a summary carries the ``detail_id`` to ask for its whole
+    # event; the whole event, sent in answer to a DetailRequest, carries ``detail_of`` (the same
+    # id) and the summary's ``seq``, and replaces it.
+    detail_id: str | None = None
+    detail_of: str | None = None
     if TYPE_CHECKING:
         # Every event declares its own ``type: Literal[...]``; this is for code that holds any.
         type: str
+
+    def summarised(self) -> Self | None:
+        """This event as streamed to a page that asks for details on demand: a copy without
+        its bulky parts (value previews, per-leaf values), or None when it is streamed whole
+        (the default). An exhibit's event overrides it; the whole event stays in the worker."""
+        return None
 
 
 Stage = Literal["load", "trace", "lower", "compile", "run", "call"]
@@ -416,6 +450,8 @@ class ValueView(WireModel):
     zero: bool = False
     var: str | None = None
     nonfinite: bool = False
+    # True in a summary: the preview exists and stays in the worker (details on demand).
+    deferred: bool = False
 
 
 class RunQueued(EventBase):
@@ -496,6 +532,37 @@ class RunFailed(EventBase):
     during: str | None = None
 
 
+class DetailFailed(EventBase):
+    """The answer to a DetailRequest that cannot be served: ``detail_id`` names what was asked;
+    ``gone`` is true when the run's details no longer exist (the session ran again, or its
+    worker was retired or reclaimed for another user's run: run again to see them), false for
+    an id the run never had or a worker that failed while answering (``message`` says which)."""
+
+    type: Literal["detail_failed"] = "detail_failed"
+    gone: bool = True
+    message: str
+
+
+def without_previews(model: WireModelT) -> WireModelT:
+    """A deep copy of ``model`` whose :class:`ValueView` previews are left out (``preview``
+    None, ``deferred`` true): the summary of a step event (its values stay in the worker)."""
+    copy = model.model_copy(deep=True)
+    _drop_previews(copy)
+    return copy
+
+
+def _drop_previews(value: object) -> None:
+    if isinstance(value, ValueView):
+        if value.preview is not None:
+            value.preview, value.deferred = None, True
+    elif isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            _drop_previews(getattr(value, name))
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _drop_previews(item)
+
+
 # The core's own events, in the order the union lists them; every exhibit's ``events.py`` has an
 # ``EVENTS`` tuple of its own (``jaxscope.events`` checks that each lists every event it defines).
 EVENTS: tuple[type[EventBase], ...] = (
@@ -508,6 +575,7 @@ EVENTS: tuple[type[EventBase], ...] = (
     BudgetScaled,
     RunFinished,
     RunFailed,
+    DetailFailed,
 )
 
 TERMINAL_TYPES = frozenset({"run_finished", "run_failed"})

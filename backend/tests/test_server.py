@@ -255,3 +255,24 @@ def test_startup_fails_on_incomplete_exhibit(
     monkeypatch.setattr(catalogue_module, "EXHIBITS", {"half": fake})
     with pytest.raises(IncompleteExhibit, match=r"exhibits/half/ lacks probe.py"):
         create_app(Settings(workers=0))
+
+
+def test_a_detail_request_over_the_websocket(client: TestClient) -> None:
+    """A page's run (details on demand) streams summaries; a ``detail`` request gets the whole
+    event back with the summary's seq; a detail of an unknown run is answered as gone."""
+    with client.websocket_connect(WS) as ws:
+        request = json.loads(run_msg("dd-1", SIN, exhibit="transpose"))
+        ws.send_text(json.dumps(request | {"details": "on_demand"}))
+        events = collect(ws, "dd-1")
+        assert events[-1].type == "run_finished", events[-1]
+        summary = next(e for e in events if e.detail_id is not None)
+        ask = {"type": "detail", "run_id": "dd-1", "detail_id": summary.detail_id}
+        ws.send_text(json.dumps(ask))
+        whole = EVENT_ADAPTER.validate_json(ws.receive_text())
+        assert whole.type == summary.type and whole.seq == summary.seq
+        assert whole.detail_of == summary.detail_id and whole.detail_id is None
+        assert len(whole.model_dump_json()) > len(summary.model_dump_json())
+        ws.send_text(json.dumps(ask | {"run_id": "no-such-run"}))
+        gone = EVENT_ADAPTER.validate_json(ws.receive_text())
+        assert gone.type == "detail_failed" and gone.run_id == "no-such-run"
+        assert "run again" in gone.message

@@ -10,7 +10,7 @@ It imports only pydantic and ``jaxscope.protocol`` (the core views); ``jaxscope.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Self
 
 from jaxscope.protocol import (
     ArrayPreview,
@@ -19,6 +19,7 @@ from jaxscope.protocol import (
     RuleView,
     SourceLoc,
     ValueView,
+    without_previews,
 )
 
 
@@ -52,6 +53,10 @@ class JvpRuleApplied(EventBase):
     jvp_eqn_indices: list[int] = []
     primals_out: list[ValueView]
     tangents_out: list[ValueView]
+
+    def summarised(self) -> Self:
+        """Streamed to the page without its values' previews (details on demand)."""
+        return without_previews(self)
 
 
 class JvpJaxprStaged(EventBase):

@@ -13,7 +13,7 @@ It imports only pydantic and ``jaxscope.protocol`` (the core views); ``jaxscope.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Self
 
 from jaxscope.protocol import (
     AvalView,
@@ -24,6 +24,7 @@ from jaxscope.protocol import (
     SourceLoc,
     ValueView,
     WireModel,
+    without_previews,
 )
 
 
@@ -64,6 +65,10 @@ class TransposeStepped(EventBase):
     writes: list[CotangentWrite]
     error_class: str | None = None
     error: str | None = None
+
+    def summarised(self) -> Self:
+        """Streamed to the page without its values' previews (details on demand)."""
+        return without_previews(self)
 
 
 class InnerStepView(WireModel):
@@ -107,6 +112,10 @@ class TransposeCallOpened(EventBase):
     more_iterations: int = 0
     max_steps: int = 0
     max_iterations: int = 0
+
+    def summarised(self) -> Self:
+        """Streamed to the page without its writes' previews (details on demand)."""
+        return without_previews(self)
 
 
 class OutputLeafView(WireModel):
@@ -199,6 +208,10 @@ class FdNotCompared(WireModel):
     why: str = ""
 
 
+# A gradient check with at least this many sent values streams its summary (details on demand).
+SUMMARY_FROM_VALUES = 4096
+
+
 class GradientChecked(EventBase):
     """The walk's final cotangents beside ``jax.grad``/``jax.vjp`` and central finite
     differences in float64.
@@ -255,6 +268,27 @@ class GradientChecked(EventBase):
     max_leaf_values: int | None = None
     float64_walk: bool = True
     program_eqns: int | None = None
+
+    def summarised(self) -> Self | None:
+        """Streamed to the page with every figure but without the values (details on demand):
+        ``gradient``/``jax_grad``/``jax_vjp``/``finite_difference`` ``None`` per argument and
+        per sent leaf; None (streamed whole) when they hold fewer than 4,096 numbers."""
+        if sum(leaf.size for leaf in self.leaves if leaf.sent) < SUMMARY_FROM_VALUES:
+            return None
+        none = [None for _ in self.gradient] if isinstance(self.gradient, list) else None
+        leaves = [
+            leaf.model_copy(
+                update={"gradient": None, "jax_grad": None, "jax_vjp": None}
+                | {"finite_difference": None}
+            )
+            if leaf.sent
+            else leaf
+            for leaf in self.leaves
+        ]
+        return self.model_copy(
+            update={"gradient": none, "jax_grad": none, "jax_vjp": none}
+            | {"finite_difference": none, "leaves": leaves}
+        )
 
 
 class GradAttempted(EventBase):

@@ -279,7 +279,7 @@ def _snippet_chain(loc: Loc) -> tuple[tuple[int, int], ...]:
     return tuple((fl.line, fl.column) for fl, _ in frames(loc) if fl.file == SNIPPET_FILENAME)
 
 
-class _EqnIndex:
+class EqnIndex:
     """The top-level eqns of a staged jaxpr, searchable by user source and by ``jit`` name.
 
     Lookups are dict hits, and each distinct answer is computed once and shared (a Python loop
@@ -320,7 +320,11 @@ class _EqnIndex:
         """Eqns recorded at the op's whole chain of snippet frames (a helper's line, then the
         lines that called it); else at the longest outer part of that chain (the op comes from
         inside an eqn's body, e.g. a ``scan`` body line); else on the op's innermost line."""
-        chain = _snippet_chain(loc)
+        return self.by_chain(_snippet_chain(loc), stack)
+
+    def by_chain(self, chain: tuple[tuple[int, int], ...], stack: str | None) -> tuple[int, ...]:
+        """:meth:`by_source` for a chain of snippet frames ``(line, column)``, innermost first
+        (as :func:`jaxscope.internals.views.snippet_frames` gives an eqn's)."""
         if not chain:
             return ()
         key: tuple[Any, ...] = (chain, stack)
@@ -356,7 +360,7 @@ class _EqnIndex:
 @dataclass
 class _Link:
     """An op line while :func:`op_links` works: ``eqns`` is shared between ops (see
-    :class:`_EqnIndex`) until the :class:`OpLink` is built."""
+    :class:`EqnIndex`) until the :class:`OpLink` is built."""
 
     line: int
     op: str
@@ -383,7 +387,7 @@ def op_links(stablehlo: str, debug_text: str, closed_jaxpr: Any) -> list[OpLink]
     plain_lines = stablehlo.splitlines()
     debug_lines, aliases = _split_debug_text(debug_text)
     stripped = [_strip_loc(line) for line in debug_lines]
-    index = _EqnIndex(closed_jaxpr)
+    index = EqnIndex(closed_jaxpr)
     # Which function calls which (to find, for a nested private function, the function that
     # main calls and so the top-level jit eqn it belongs to).
     caller: dict[str, str] = {}
@@ -481,7 +485,7 @@ def _split_ambiguous(links: Sequence[_Link]) -> dict[int, list[int]]:
     ``i``-th run of ``m`` ops belongs to the ``i``-th eqn. What stays ambiguous keeps its list,
     unless longer than :data:`MAX_AMBIGUOUS` (then empty: linked by ``source`` only).
     """
-    # Equal candidate lists are one object (interned by _EqnIndex, or only in one link).
+    # Equal candidate lists are one object (interned by EqnIndex, or only in one link).
     groups: dict[int, tuple[tuple[int, ...], list[int]]] = {}
     for n, link in enumerate(links):
         if link.func == "main" and len(link.eqns) > 1:

@@ -63,6 +63,9 @@ class WorkerPool:
         self._first: tuple[int, object | None] | None = None
         self._changed = asyncio.Event()
         self._closed = False
+        # Leased workers kept only for a finished run's details, oldest first, with the call
+        # that releases each: the first to go when a caller needs a slot at the cap.
+        self._kept: dict[WorkerProcess, Callable[[], None]] = {}
         self.spawned = 0
         self.handed_out = 0
         # Running means (exponential, seconds) of how long a leased worker is held and how long
@@ -197,6 +200,7 @@ class WorkerPool:
                     if on_lease is not None:
                         on_lease(item)
                     return item
+                self._reclaim_kept()
                 self._fill()
                 wait_s = _POLL_S
                 if deadline is not None:
@@ -214,6 +218,26 @@ class WorkerPool:
             self._eligible.pop(me, None)
             self._fill()
             self._wake()
+
+    def keep(self, worker: WorkerProcess, release: Callable[[], None]) -> None:
+        """``worker`` (leased) now only holds a finished run's details: ``release()`` kills it
+        when a caller needs its slot (the details are then gone, which the page is told)."""
+        self._kept[worker] = release
+
+    def unkeep(self, worker: WorkerProcess) -> None:
+        """``worker`` is no longer kept for details (its session released it)."""
+        self._kept.pop(worker, None)
+
+    def _reclaim_kept(self) -> None:
+        # A run waiting for a slot beats a finished run's details: the oldest kept worker goes.
+        if self._idle or self._starting_count() or self._total() < self.max_workers:
+            return
+        self._kept = {w: r for w, r in self._kept.items() if w.alive}
+        if self._kept:
+            worker = next(iter(self._kept))
+            release = self._kept.pop(worker)
+            log.info("worker %d kept for details released: a run needs its slot", worker.pid)
+            release()
 
     def _first_eligible(self) -> object | None:
         """The earliest waiting caller that may take a worker now (computed once per change of

@@ -1,6 +1,7 @@
 """The request loop of one session, independent of the transport (websocket or Unix socket).
 
-Each incoming text is a ``RunRequest`` or ``CancelRequest`` as JSON (``REQUEST_ADAPTER``).
+Each incoming text is a ``RunRequest``, ``CancelRequest`` or ``DetailRequest`` as JSON
+(``REQUEST_ADAPTER``).
 Whatever else arrives is answered by ``run_failed`` ``invalid_request`` (with the ``run_id`` when
 one could be read, its lone surrogates replaced so that the answer always serializes), and the
 connection and the session's runs carry on: text that is not JSON, JSON nested thousands deep,
@@ -28,6 +29,7 @@ from jaxscope.protocol import (
     MAX_CODE_CHARS,
     REQUEST_ADAPTER,
     CancelRequest,
+    DetailRequest,
     EventModel,
     RunFailed,
     RunFinished,
@@ -70,7 +72,7 @@ def _invalid(message: str, text: str) -> RunFailed:
     )
 
 
-def parse_request(text: str) -> RunRequest | CancelRequest | RunFailed:
+def parse_request(text: str) -> RunRequest | CancelRequest | DetailRequest | RunFailed:
     """The request in ``text``, or the ``invalid_request`` event that answers it."""
     if _SURROGATE.search(text):
         return _invalid("invalid request: the text is not valid UTF-8 (a lone surrogate)", text)
@@ -131,6 +133,7 @@ async def serve_requests(receive: Receive, send: Send, session: Session) -> None
                 with contextlib.suppress(BaseException):
                     await run
 
+    detail_tasks: set[asyncio.Task[None]] = set()
     run_task: asyncio.Task[RunFinished | RunFailed] | None = None
     run_id = ""  # of run_task
     cancelled = asyncio.Event()  # run_task's: a cancel the session did not take yet
@@ -139,6 +142,12 @@ async def serve_requests(receive: Receive, send: Send, session: Session) -> None
             request = parse_request(text)
             if isinstance(request, RunFailed):
                 await emit(request)
+            elif isinstance(request, DetailRequest):
+                # Answered beside the run loop (one at a time, by the session's lock), so that
+                # the page's prefetch never holds up a cancel or a new run.
+                task = asyncio.create_task(session.detail(request, emit))
+                detail_tasks.add(task)
+                task.add_done_callback(detail_tasks.discard)
             elif isinstance(request, CancelRequest):
                 if (
                     not session.cancel(request.run_id)
@@ -157,6 +166,8 @@ async def serve_requests(receive: Receive, send: Send, session: Session) -> None
                 run_task = asyncio.create_task(run_one(request, cancelled))
     finally:
         closed = True
+        for task in list(detail_tasks):
+            task.cancel()
         if run_task is not None and not run_task.done():
             run_task.cancel()
             with contextlib.suppress(BaseException):

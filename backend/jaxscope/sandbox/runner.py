@@ -36,6 +36,7 @@ from pydantic_core import PydanticSerializationError
 
 from jaxscope.protocol import (
     BudgetScaled,
+    DetailFailed,
     EventModel,
     JaxprView,
     RunFailed,
@@ -144,10 +145,22 @@ class RunContext:
         self.current_call: int | None = None
         # The innermost stage an exception escaped from (reported in run_failed.stage).
         self.error_stage: Stage | None = None
+        # Details on demand: the whole events behind the summaries this run streamed, by
+        # detail_id (kept after the run for DetailRequests: :func:`serve_detail`).
+        self.on_demand = request.details == "on_demand"
+        self.capture: dict[str, EventModel] = {}
 
     def emit(self, event: EventModel) -> None:
         _STDOUT.drain()
         event.run_id = self.run_id
+        if self.on_demand and event.detail_of is None:
+            summary = event.summarised()
+            if summary is not None:
+                # The whole event stays here; the page asks for it when it shows it.
+                detail_id = f"d{len(self.capture)}"
+                self.capture[detail_id] = event
+                summary.detail_id = detail_id
+                event = summary
         line = event_json(event)
         # The limits scale with the whole program, before a view of it is summarised; the
         # supervisor hears of it right after the event that showed it.
@@ -530,6 +543,8 @@ def run_job(
         with contextlib.suppress(Exception):
             _STDOUT.drain()
     terminal.run_id = ctx.run_id
+    if isinstance(terminal, RunFinished):
+        _CAPTURE.update(ctx.capture)
     send_event(terminal)
     _STDOUT.start(None)
     ctx.__dict__.pop("snippet", None)
@@ -546,6 +561,33 @@ def run_job(
     if changed:
         return "the run changed global JAX state (jax.config, the jax modules or the cwd)"
     return None
+
+
+# The whole events behind the last run's summaries (details on demand), by detail_id: kept
+# until the worker's next job (the supervisor never gives a worker a second run, so in practice
+# until the worker is killed).
+_CAPTURE: dict[str, EventModel] = {}
+
+
+def serve_detail(detail_id: str, tag: str) -> None:
+    """Answer one DetailRequest of the last run: its whole event (``detail_of`` = ``detail_id``,
+    ``run_id`` = ``tag``), or ``detail_failed`` for an id it never had. Never raises."""
+    event = _CAPTURE.get(detail_id)
+    if event is None:
+        send_event(
+            DetailFailed(
+                run_id=tag,
+                detail_id=detail_id,
+                gone=False,
+                message=f"the run has no detail {detail_id[:64]!r}",
+            )
+        )
+        return
+    whole = event.model_copy(update={"run_id": tag, "detail_of": detail_id, "detail_id": None})
+    line = event_json(whole)
+    if len(line) > STREAM_LIMIT_BYTES and summarise_event(whole):
+        line = event_json(whole)
+    _write_event_line(line)
 
 
 def _read_jobs(fd: int) -> Iterator[bytes]:
@@ -625,6 +667,10 @@ def main(argv: list[str] | None = None) -> int:
         if not line.strip():
             continue
         job = _json_loads(line)
+        if "detail" in job:
+            serve_detail(str(job["detail"]), str(job["tag"]))
+            continue
+        _CAPTURE.clear()
         request = RunRequest.model_validate(job["request"])
         cpu_s = float(job["cpu_s"])
         retire = run_job(request, cpu_s, info, probes, probe_errors)

@@ -10,6 +10,11 @@ transparently. When the pool is at its ``max_workers`` cap, the run waits in the
 queue, never refused, and the session sends ``run_queued`` with its place until it gets a worker
 or is cancelled. With a :class:`~jaxscope.sandbox.tenancy.Tenancy`, a client holds at most its
 share of workers and idle sessions give theirs up to busy ones (see ``tenancy.py``).
+
+Details on demand (``RunRequest.details == "on_demand"``, design 0023): the worker of a finished
+run that streamed summaries is kept, for that run's DetailRequests only, until the session's
+next run, its end, :data:`DETAILS_KEPT_S` without a request, or the pool's need of the slot for
+someone's run; a DetailRequest after that is answered ``detail_failed`` (gone).
 """
 
 from __future__ import annotations
@@ -19,13 +24,29 @@ import contextlib
 from collections.abc import Collection
 from typing import Literal
 
-from jaxscope.protocol import MAX_CODE_CHARS, RunFailed, RunFinished, RunQueued, RunRequest
+from jaxscope.protocol import (
+    MAX_CODE_CHARS,
+    DetailFailed,
+    DetailRequest,
+    RunFailed,
+    RunFinished,
+    RunQueued,
+    RunRequest,
+)
 from jaxscope.sandbox.pool import WorkerPool
 from jaxscope.sandbox.tenancy import Tenancy
-from jaxscope.sandbox.worker import Emit, WorkerGone, WorkerProcess, WorkerStartError
+from jaxscope.sandbox.worker import (
+    DETAILS_GONE,
+    Emit,
+    WorkerGone,
+    WorkerProcess,
+    WorkerStartError,
+)
 
 # How often a waiting run checks its place in the queue (seconds).
 QUEUE_REPORT_S = 0.25
+# How long a finished run's details are kept without a DetailRequest (seconds).
+DETAILS_KEPT_S = 600.0
 
 # Clean-up tasks of killed workers, referenced so that they are not garbage-collected early.
 _REAPERS: set[asyncio.Future[int | None]] = set()
@@ -36,6 +57,14 @@ async def reap_all() -> None:
     loop closes: a CLI run, a test)."""
     while _REAPERS:
         await asyncio.gather(*list(_REAPERS), return_exceptions=True)
+
+
+def _reap(worker: WorkerProcess) -> None:
+    """Kill ``worker`` and reap it in the background."""
+    worker.kill()
+    reaper = asyncio.ensure_future(worker.wait_closed())
+    _REAPERS.add(reaper)
+    reaper.add_done_callback(_REAPERS.discard)
 
 
 def _abandon(acquiring: asyncio.Future[WorkerProcess]) -> None:
@@ -86,6 +115,13 @@ class Session:
         self.tenancy, self.owner = tenancy, owner
         if tenancy is not None:
             tenancy.join(self)
+        # Details on demand: the worker that finished the session's last run, kept to answer
+        # its DetailRequests (``details_run_id``) until the next run, the session's end,
+        # DETAILS_KEPT_S of no request, or the pool's need of the slot (``WorkerPool.keep``).
+        self.details_worker: WorkerProcess | None = None
+        self.details_run_id: str | None = None
+        self._details_lock = asyncio.Lock()
+        self._details_timer: asyncio.TimerHandle | None = None
 
     def holds_worker(self) -> bool:
         """Whether the session holds a live worker."""
@@ -110,6 +146,8 @@ class Session:
             await emit(failed)
             return failed
         async with self._lock:
+            # The previous run's details go with its worker before this run takes a slot.
+            self.release_details()
             cancel = asyncio.Event()
             self._cancel, self.current_run_id = cancel, request.run_id
             try:
@@ -141,20 +179,64 @@ class Session:
                 # is still busy with this job, so it cannot be reused.
                 self._drop(worker)
                 raise
-            # A worker serves one run (worker.run kills it after the terminal event): reap it
-            # in the background; the session's next run leases a fresh one.
+            # A worker serves one run (worker.run kills it after the terminal event, unless it
+            # keeps the run's details): reap it in the background; the session's next run
+            # leases a fresh one.
             self.last_worker = worker
-            self._drop(worker)
+            if worker.keeps_details:
+                self.worker = None
+                self._keep_details(worker, request.run_id)
+            else:
+                self._drop(worker)
             return terminal
         raise AssertionError("unreachable")
 
+    def _keep_details(self, worker: WorkerProcess, run_id: str) -> None:
+        self.details_worker, self.details_run_id = worker, run_id
+        self.pool.keep(worker, self.release_details)
+        self._restart_details_timer()
+
+    def _restart_details_timer(self) -> None:
+        if self._details_timer is not None:
+            self._details_timer.cancel()
+        loop = asyncio.get_running_loop()
+        self._details_timer = loop.call_later(DETAILS_KEPT_S, self.release_details)
+
+    def release_details(self) -> None:
+        """Kill the worker that holds the last run's details (they are gone from now on)."""
+        if self._details_timer is not None:
+            self._details_timer.cancel()
+            self._details_timer = None
+        worker, self.details_worker = self.details_worker, None
+        if worker is not None:
+            self.pool.unkeep(worker)
+            _reap(worker)
+
+    async def detail(self, request: DetailRequest, emit: Emit) -> None:
+        """Answer ``request`` with one event: the whole event behind the summary it names, or
+        ``detail_failed`` (the run still running, its details gone, an unknown id)."""
+        async with self._details_lock:
+            worker = self.details_worker
+            if request.run_id == self.current_run_id:
+                message, gone = "the run is still running: its details come once it ends", False
+            elif worker is None or request.run_id != self.details_run_id:
+                message, gone = DETAILS_GONE, True
+            else:
+                self._restart_details_timer()
+                await worker.detail(request.run_id, request.detail_id, emit)
+                if not worker.alive:
+                    self.release_details()
+                return
+            await emit(
+                DetailFailed(
+                    run_id=request.run_id, detail_id=request.detail_id, gone=gone, message=message
+                )
+            )
+
     def _drop(self, worker: WorkerProcess) -> None:
         """Kill ``worker`` and reap it in the background."""
-        worker.kill()
         self.worker = None
-        reaper = asyncio.ensure_future(worker.wait_closed())
-        _REAPERS.add(reaper)
-        reaper.add_done_callback(_REAPERS.discard)
+        _reap(worker)
 
     async def _lease(
         self, request: RunRequest, emit: Emit, cancel: asyncio.Event, wall_s: float | None
@@ -246,6 +328,7 @@ class Session:
             self.tenancy.leave(self)
         self.cancel()
         async with self._lock:
+            self.release_details()
             if self.worker is not None:
                 worker, self.worker = self.worker, None
                 with contextlib.suppress(Exception):

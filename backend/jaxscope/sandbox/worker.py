@@ -41,6 +41,7 @@ from exhibits.registry import run_budget
 from jaxscope.protocol import (
     EVENT_ADAPTER,
     BudgetScaled,
+    DetailFailed,
     ErrorKind,
     EventModel,
     RunFailed,
@@ -85,6 +86,11 @@ MAX_RUN_BYTES = 64 * 2**20
 # Between jobs a worker must sit idle: more CPU than this (seconds) after a run's terminal event
 # means user code is still computing (e.g. behind a forged terminal event), and it is killed.
 IDLE_CPU_BUDGET_S = 1.0
+# What a page is told when it asks for a detail of a run whose worker is gone.
+DETAILS_GONE = (
+    "this run's details are gone (the session ran again, or its worker was retired or lent to "
+    "another run): run again to see them"
+)
 IDLE_POLL_S = 0.5
 # How much of a worker's stderr the supervisor keeps (its tail), for death classification.
 STDERR_TAIL_BYTES = 64 * 2**10
@@ -363,6 +369,10 @@ class WorkerProcess:
         # Why the worker was killed between jobs (logged; the next run gets a fresh worker).
         self.idle_fault: str | None = None
         self._on_gone: list[Callable[[], None]] = []
+        # Details on demand: after a finished run that streamed summaries, the worker is kept
+        # (not killed) to answer DetailRequests: the seq and type of each summary, by detail_id.
+        self.detail_seqs: dict[str, tuple[int, str]] = {}
+        self.details_served = 0
 
     @property
     def pid(self) -> int:
@@ -824,6 +834,8 @@ class WorkerProcess:
                         scaled_for = size
                 if isinstance(event, BudgetScaled):
                     event.wall_s = wall
+                if event.detail_id is not None:
+                    self.detail_seqs[event.detail_id] = (seq, event.type)
                 # Forwarding waits for the session's consumer (a slow page); the deadline and a
                 # cancel still end the run while it waits, and the event is sent all the same.
                 sending = asyncio.ensure_future(forward(event))
@@ -845,7 +857,71 @@ class WorkerProcess:
                 read.cancel()
         # One job per worker: the next run, of this session or any other, starts in a fresh
         # process and namespaces, so nothing this run changed (modules, builtins, sys, signals,
-        # environment, cwd, JAX's config, files in /tmp, processes it left) can reach it.
-        self.kill()
+        # environment, cwd, JAX's config, files in /tmp, processes it left) can reach it. A
+        # finished run that streamed summaries keeps its worker for its details only (the
+        # session kills it at its next run, when it closes, or when the pool needs the slot);
+        # between answers it is watched like any idle worker.
+        if isinstance(terminal, RunFinished) and self.detail_seqs and self.alive:
+            self._watch_idle()
+        else:
+            self.detail_seqs.clear()
+            self.kill()
         await forward(terminal)
         return terminal
+
+    @property
+    def keeps_details(self) -> bool:
+        """Whether the worker is alive and holds the details of the run it finished."""
+        return self.alive and bool(self.detail_seqs)
+
+    async def detail(self, run_id: str, detail_id: str, emit: Emit) -> None:
+        """Answer a DetailRequest of the run this worker finished (``run_id``: the page's): the
+        whole event behind the summary ``detail_id``, sent through ``emit`` with the summary's
+        ``seq`` and ``detail_of``; else ``detail_failed``. The answer is checked as strictly as
+        a run's events (its own unguessable tag, the summary's type, the line limit); a worker
+        that answers wrongly or not within the wall-clock limit is killed (its details gone)."""
+        known = self.detail_seqs.get(detail_id)
+        if known is None or not self.alive:
+            gone = not self.alive
+            await emit(
+                DetailFailed(
+                    run_id=run_id,
+                    detail_id=detail_id[:64],
+                    gone=gone,
+                    message=DETAILS_GONE if gone else f"the run has no detail {detail_id[:64]!r}",
+                )
+            )
+            return
+        seq, event_type = known
+        await self._stop_idle_watch()
+        self.details_served += 1
+        tag = f"detail-{self.details_served}-{secrets.token_hex(8)}"
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        problem: str | None = None
+        event: EventModel | None = None
+        try:
+            self.proc.stdin.write(json.dumps({"detail": detail_id, "tag": tag}).encode() + b"\n")
+            await self.proc.stdin.drain()
+            line = await asyncio.wait_for(self.proc.stdout.readuntil(b"\n"), self.limits.wall_s)
+            event = await asyncio.to_thread(EVENT_ADAPTER.validate_json, line)
+        except (BrokenPipeError, ConnectionResetError, asyncio.IncompleteReadError):
+            problem = "the worker holding the run's details died"
+        except TimeoutError:
+            problem = f"the worker did not answer within {self.limits.wall_s:g} s"
+        except asyncio.LimitOverrunError:
+            problem = f"the detail is over {MAX_EVENT_LINE_BYTES:,} bytes"
+        except ValidationError:
+            problem = "the worker's answer is not a protocol event"
+        if event is not None and problem is None:
+            if event.run_id != tag or event.type != event_type or event.detail_of != detail_id:
+                problem = "the worker's answer is not the detail asked for"
+        if problem is not None or event is None:
+            log.warning("worker %d: detail %s: %s; killed", self.proc.pid, detail_id, problem)
+            self.kill()
+            await emit(
+                DetailFailed(run_id=run_id, detail_id=detail_id, gone=False, message=f"{problem}")
+            )
+            return
+        event.seq, event.run_id = seq, run_id
+        self._watch_idle()
+        await emit(event)

@@ -1,0 +1,160 @@
+"""Details on demand (design 0023): a page's run streams summaries, the whole events stay in the
+session's worker, and a DetailRequest gets each back exactly as the eager stream carried it; a
+detail asked for after the worker is gone gets a clear answer, never a hang."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Literal
+
+import pytest
+from jaxscope.protocol import (
+    DetailFailed,
+    DetailRequest,
+    EventModel,
+    RunRequest,
+)
+from jaxscope.sandbox.session import Session
+from jaxscope.settings import Limits
+
+from tests.harness import REPO, SandboxHarness
+
+SIN_TIMES_X = (REPO / "exhibits/transpose/examples/sin_times_x.py").read_text()
+# A gradient of 64 x 128 = 8,192 values: its check streams a summary.
+WIDE = """\
+import jax.numpy as jnp
+def f(w, x):
+    return jnp.sum(jnp.tanh(x @ w) ** 2)
+args = (jnp.linspace(-1.0, 1.0, 64 * 128).reshape(64, 128), jnp.linspace(0.0, 1.0, 64))
+"""
+
+
+def _run(
+    sandbox: SandboxHarness,
+    session: Session,
+    code: str,
+    exhibit: str,
+    details: Literal["eager", "on_demand"],
+    run_id: str,
+) -> list[EventModel]:
+    events: list[EventModel] = []
+
+    async def go() -> None:
+        async def emit(event: EventModel) -> None:
+            events.append(event)
+
+        request = RunRequest(run_id=run_id, exhibit=exhibit, code=code, details=details)
+        await session.run(request, emit)
+
+    sandbox.call(go())
+    return events
+
+
+def _detail(
+    sandbox: SandboxHarness, session: Session, run_id: str, detail_id: str
+) -> list[EventModel]:
+    answers: list[EventModel] = []
+
+    async def go() -> None:
+        async def emit(event: EventModel) -> None:
+            answers.append(event)
+
+        await asyncio.wait_for(
+            session.detail(DetailRequest(run_id=run_id, detail_id=detail_id), emit), 60
+        )
+
+    sandbox.call(go())
+    return answers
+
+
+def _wire(event: EventModel) -> dict[str, object]:
+    return event.model_dump(mode="json", exclude={"run_id", "seq", "detail_id", "detail_of"})
+
+
+@pytest.mark.parametrize(
+    ("exhibit", "code"),
+    [("transpose", SIN_TIMES_X), ("jvp", SIN_TIMES_X), ("transpose", WIDE)],
+    ids=["transpose", "jvp", "transpose_wide_gradient"],
+)
+def test_each_detail_equals_the_eager_event(
+    sandbox: SandboxHarness, exhibit: str, code: str
+) -> None:
+    eager_session, page_session = sandbox.session(), sandbox.session()
+    try:
+        eager = _run(sandbox, eager_session, code, exhibit, "eager", "eager-1")
+        page = _run(sandbox, page_session, code, exhibit, "on_demand", "page-1")
+        assert eager[-1].type == page[-1].type == "run_finished", page[-1]
+        assert [e.type for e in eager] == [e.type for e in page]
+        summaries = [e for e in page if e.detail_id is not None]
+        assert summaries, "the run streamed no summary"
+        assert all(e.detail_id is None for e in eager)
+        # A summary is smaller than its event and leaves the previews out, keeping the rest.
+        for summary in summaries:
+            whole = eager[summary.seq]
+            assert len(summary.model_dump_json()) < len(whole.model_dump_json())
+            assert '"preview":"' not in summary.model_dump_json() or summary.type == (
+                "gradient_checked"
+            )
+        for summary in summaries:
+            assert summary.detail_id is not None
+            answers = _detail(sandbox, page_session, "page-1", summary.detail_id)
+            assert len(answers) == 1, answers
+            whole = answers[0]
+            assert whole.detail_of == summary.detail_id
+            assert whole.seq == summary.seq and whole.run_id == "page-1"
+            assert _wire(whole) == _wire(eager[summary.seq]), summary.type
+        # Events that are not summarised are streamed exactly as the eager stream has them.
+        for event in page:
+            if event.detail_id is None and event.type not in ("run_finished", "stage_timed"):
+                assert _wire(event) == _wire(eager[event.seq]) or event.type == "run_started"
+    finally:
+        sandbox.call(eager_session.close())
+        sandbox.call(page_session.close())
+
+
+def test_details_are_gone_after_the_next_run_or_the_end(sandbox: SandboxHarness) -> None:
+    session = sandbox.session()
+    try:
+        first = _run(sandbox, session, SIN_TIMES_X, "transpose", "on_demand", "r1")
+        detail_id = next(e.detail_id for e in first if e.detail_id is not None)
+        assert detail_id is not None
+        assert session.details_worker is not None and session.details_worker.alive
+        unknown = _detail(sandbox, session, "r1", "d999999")
+        assert isinstance(unknown[0], DetailFailed) and not unknown[0].gone
+        _run(sandbox, session, SIN_TIMES_X, "tracing", "on_demand", "r2")
+        gone = _detail(sandbox, session, "r1", detail_id)
+        assert len(gone) == 1 and isinstance(gone[0], DetailFailed) and gone[0].gone
+        assert "run again" in gone[0].message
+    finally:
+        sandbox.call(session.close())
+    after_close = _detail(sandbox, session, "r1", "d0")
+    assert isinstance(after_close[0], DetailFailed) and after_close[0].gone
+
+
+def test_an_eager_run_keeps_no_worker(sandbox: SandboxHarness) -> None:
+    session = sandbox.session()
+    try:
+        _run(sandbox, session, SIN_TIMES_X, "transpose", "eager", "e1")
+        assert session.details_worker is None
+    finally:
+        sandbox.call(session.close())
+
+
+def test_a_run_waiting_for_a_slot_reclaims_kept_details() -> None:
+    """A pool of one worker: the first session's kept worker is released for the second
+    session's run, whose page is then told the first run's details are gone."""
+    harness = SandboxHarness(Limits(wall_s=10.0, cpu_s=10.0), size=0)
+    harness.pool.max_workers = 1
+    first, second = harness.session(), harness.session()
+    try:
+        events = _run(harness, first, SIN_TIMES_X, "transpose", "on_demand", "a1")
+        detail_id = next(e.detail_id for e in events if e.detail_id is not None)
+        assert detail_id is not None and first.details_worker is not None
+        other = _run(harness, second, SIN_TIMES_X, "tracing", "eager", "b1")
+        assert other[-1].type == "run_finished", other[-1]
+        gone = _detail(harness, first, "a1", detail_id)
+        assert isinstance(gone[0], DetailFailed) and gone[0].gone
+    finally:
+        harness.call(first.close())
+        harness.call(second.close())
+        harness.close()
