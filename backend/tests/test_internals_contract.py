@@ -19,6 +19,7 @@ from jax._src.interpreters import mlir
 from jax._src.interpreters import partial_eval as pe
 from jaxscope.internals import cache, monitoring, recording, views
 from jaxscope.internals.calling import plan_call
+from jaxscope.internals.compiled import hlo_links, stack_frame_index
 from jaxscope.internals.lowering import op_links, parsed_op_counts
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
 from jaxscope.sandbox.snippet import load_snippet
@@ -332,3 +333,33 @@ def test_compiled_stats_field_names() -> None:
         assert hasattr(stats, name)
     cost = compiled.cost_analysis()
     assert isinstance(cost, dict) and "flops" in cost
+
+
+def test_optimized_hlo_text_carries_metadata_and_stack_frames() -> None:
+    """``compiled.py`` reads instruction metadata from ``Compiled.as_text()`` because jaxlib
+    gives no structured form: no ``HloModuleProto`` classes, and an ``HloInstruction`` binding
+    without metadata. The text prints the four stack frame tables and, on each instruction,
+    ``metadata={op_name=... stack_frame_id=N}``; the instructions it names are the module's."""
+    snippet = load_snippet(SNIPPET)
+    closed = jax.make_jaxpr(snippet.f)(*snippet.args)
+    compiled = jax.jit(snippet.f).lower(*snippet.args).compile()
+    text = compiled.as_text()
+    assert text is not None
+    lines = text.splitlines()
+    for table in ("FileNames", "FunctionNames", "FileLocations", "StackFrames"):
+        assert table in lines
+    assert 'op_name="jit(f)/sin" stack_frame_id=' in text
+    frames = stack_frame_index(lines)
+    assert SNIPPET_FILENAME in frames.file_names.values()
+    executable = compiled.runtime_executable()
+    assert executable is not None
+    (module,) = executable.hlo_modules()
+    instructions = {
+        (c.name, i.name): i.opcode.name for c in module.computations() for i in c.instructions()
+    }
+    assert not hasattr(next(iter(module.computations())).instructions()[0], "metadata")
+    links = hlo_links(text, closed)
+    assert {(link.computation, link.instruction) for link in links} <= set(instructions)
+    (sine,) = [link for link in links if link.opcode == "sine"]
+    assert instructions[(sine.computation, sine.instruction)] == "kSin"
+    assert sine.eqn_indices == [0] and sine.source is not None and sine.source.line == 5

@@ -1,6 +1,7 @@
 """The stations exhibit's events: ``module_lowered`` (StableHLO, HLO and the op links back to
-the jaxpr), ``executable_compiled`` (optimized HLO, cost and memory analysis) and
-``program_executed`` (the outputs and timings on the device).
+the jaxpr), ``executable_compiled`` (optimized HLO with its instructions linked back to the
+jaxpr, cost and memory analysis) and ``program_executed`` (the outputs and timings on the
+device).
 
 The registry's ``stablehlo``/``hlo``/``compiled``/``cost``/``memory``/``output`` artefacts
 read these classes from here.
@@ -43,17 +44,41 @@ class ModuleLowered(EventBase):
     op_links: list[OpLink]
 
 
+class HloLink(WireModel):
+    """An instruction line of the optimized HLO linked back to the jaxpr and the user's source.
+
+    ``line`` is the 0-based line index in :attr:`ExecutableCompiled.compiled_text`;
+    ``instruction`` the instruction's name (``sin.0``); ``opcode`` XLA's opcode (``sine``,
+    ``fusion``); ``computation`` the computation it sits in (``fused_computation``, ``main.2``);
+    ``op_name`` the name stack of its ``metadata`` (``jit(f)/sin``); ``source`` the innermost
+    snippet frame of its ``stack_frame_id`` (line, column and function: XLA's end columns are
+    shared by ops starting at one column, so none is given); ``eqn_indices`` the top-level
+    eqns of the staged jaxpr it came from (matched like :class:`OpLink`'s); a fusion (or call)
+    also counts for the eqns of the instructions in the computation it calls.
+    """
+
+    line: int
+    instruction: str
+    opcode: str
+    computation: str
+    op_name: str | None = None
+    source: SourceLoc | None = None
+    eqn_indices: list[int] = []
+
+
 class ExecutableCompiled(EventBase):
     """``Compiled``: ``compiled_text`` is ``Compiled.as_text()`` (optimized HLO);
     ``cost`` is ``Compiled.cost_analysis()`` (flops, transcendentals, bytes accessed, ...);
     ``memory`` the fields of ``Compiled.memory_analysis()`` in bytes; ``caveats`` say where
-    those numbers are estimates or unavailable on this backend."""
+    those numbers are estimates or unavailable on this backend; ``hlo_links`` map the
+    instruction lines of ``compiled_text`` to eqns and source via their ``metadata``."""
 
     type: Literal["executable_compiled"] = "executable_compiled"
     compiled_text: str
     cost: dict[str, float] | None
     memory: dict[str, int] | None
     caveats: list[str]
+    hlo_links: list[HloLink] = []
 
 
 class ProgramExecuted(EventBase):

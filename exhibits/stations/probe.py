@@ -41,7 +41,7 @@ def run(ctx: ProbeContext) -> None:
         ctx.emit(event)
         with ctx.stage("compile"):
             compiled: Any = lowered.compile()
-            compiled_event = executable_compiled(compiled)
+            compiled_event = executable_compiled(compiled, traced.jaxpr)
         ctx.emit(compiled_event)
     with ctx.stage("run"):
         args = concrete_args(plan.dynamic_args())

@@ -306,3 +306,75 @@ def test_shape_dtype_struct_arguments_run_on_zeros_and_say_so() -> None:
     text = REGISTRY["stations"].artefacts["output"](ctx.events)
     assert text is not None and text.startswith("# ran on zeros for args[0]")
     assert "\noutput: float32[]" in text
+
+
+def _computation_lines(text_lines: list[str], name: str) -> list[str]:
+    """The instruction lines of computation ``%name`` in an HLO module's text (its header line
+    ends with ``{``, its body with a lone ``}``)."""
+    start = next(
+        i
+        for i, line in enumerate(text_lines)
+        if line.startswith((f"%{name} ", f"ENTRY %{name} ")) and line.endswith("{")
+    )
+    end = text_lines.index("}", start)
+    return text_lines[start + 1 : end]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_hlo_links_address_the_compiled_text(
+    runs: dict[str, tuple[FakeContext, Truth]], name: str
+) -> None:
+    """Each link names the instruction on its line of ``Compiled.as_text()``, and a plain eqn
+    links only to instructions of its own line."""
+    ctx, truth = runs[name]
+    compiled = ctx.one(ExecutableCompiled)
+    eqns = ctx.one(JaxprStaged).jaxpr.eqns
+    lines = truth.compiled_text.splitlines()
+    assert any(link.eqn_indices for link in compiled.hlo_links), "no instruction was linked"
+    for link in compiled.hlo_links:
+        text = lines[link.line]
+        assert f"%{link.instruction} = " in text and f" {link.opcode}(" in text
+        assert link.computation in {
+            line.split()[1 if line.startswith("ENTRY") else 0].lstrip("%")
+            for line in lines[: link.line]
+            if line.endswith("{") and line.startswith(("%", "ENTRY %"))
+        }
+        if link.op_name is not None:  # as XLA prints it (C escapes: params[\'b\'])
+            escaped = link.op_name.replace("\\", "\\\\").replace("'", "\\'")
+            assert f'op_name="{escaped}"' in text
+        for k in link.eqn_indices:
+            eqn = eqns[k]
+            if link.opcode != "fusion" and link.source and eqn.source and not eqn.inner_jaxprs:
+                assert eqn.source.line == link.source.line
+
+
+def test_hlo_links_of_jnp_sin(runs: dict[str, tuple[FakeContext, Truth]]) -> None:
+    """The instructions linked to the ``jnp.sin`` eqn of WEAK (line 5) are sines, or a fusion
+    whose computation holds that sine, in the text of ``jax.jit(f).lower(...).compile()``."""
+    ctx, truth = runs["weak"]
+    compiled = ctx.one(ExecutableCompiled)
+    eqns = ctx.one(JaxprStaged).jaxpr.eqns
+    (sin,) = [e.index for e in eqns if e.primitive == "sin"]
+    lines = truth.compiled_text.splitlines()
+    linked = [link for link in compiled.hlo_links if sin in link.eqn_indices]
+    sines = [link for link in linked if link.opcode != "fusion"]
+    fusions = [link for link in linked if link.opcode == "fusion"]
+    assert sines, "no sine instruction linked to the sin eqn"
+    for link in sines:
+        assert " sine(" in lines[link.line]
+        assert link.op_name == "jit(f)/sin"
+        assert link.source is not None and link.source.line == 5
+        source = eqns[sin].source
+        assert source is not None  # the eqn's own place: `jnp.sin(x)` starts at column 8
+        assert (link.source.line, link.source.column, link.source.function) == (5, 8, "f")
+        assert (source.line, source.column, source.function) == (5, 8, "f")
+    for link in fusions:
+        called = lines[link.line].split("calls=%")[1].split(",")[0].split()[0]
+        assert any(" sine(" in line for line in _computation_lines(lines, called))
+    # Every sine of the module is linked back to the sin eqn.
+    sine_lines = {i for i, line in enumerate(lines) if " sine(" in line}
+    assert sine_lines == {link.line for link in sines}
+    # The program opens on the user's code: the first linked instruction sits below the stack
+    # frame tables XLA prints at the top (which list the harness's files too).
+    first = min(link.line for link in compiled.hlo_links if link.source is not None)
+    assert first > lines.index("StackFrames")

@@ -489,7 +489,8 @@ export interface OpLink {
  * ``Compiled``: ``compiled_text`` is ``Compiled.as_text()`` (optimized HLO);
  * ``cost`` is ``Compiled.cost_analysis()`` (flops, transcendentals, bytes accessed, ...);
  * ``memory`` the fields of ``Compiled.memory_analysis()`` in bytes; ``caveats`` say where
- * those numbers are estimates or unavailable on this backend.
+ * those numbers are estimates or unavailable on this backend; ``hlo_links`` map the
+ * instruction lines of ``compiled_text`` to eqns and source via their ``metadata``.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ExecutableCompiled".
@@ -500,12 +501,37 @@ export interface ExecutableCompiled {
   cost: {
     [k: string]: number | undefined;
   } | null;
+  hlo_links: HloLink[];
   memory: {
     [k: string]: number | undefined;
   } | null;
   run_id: string;
   seq: number;
   type: 'executable_compiled';
+}
+/**
+ * An instruction line of the optimized HLO linked back to the jaxpr and the user's source.
+ *
+ * ``line`` is the 0-based line index in :attr:`ExecutableCompiled.compiled_text`;
+ * ``instruction`` the instruction's name (``sin.0``); ``opcode`` XLA's opcode (``sine``,
+ * ``fusion``); ``computation`` the computation it sits in (``fused_computation``, ``main.2``);
+ * ``op_name`` the name stack of its ``metadata`` (``jit(f)/sin``); ``source`` the innermost
+ * snippet frame of its ``stack_frame_id`` (line, column and function: XLA's end columns are
+ * shared by ops starting at one column, so none is given); ``eqn_indices`` the top-level
+ * eqns of the staged jaxpr it came from (matched like :class:`OpLink`'s); a fusion (or call)
+ * also counts for the eqns of the instructions in the computation it calls.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "HloLink".
+ */
+export interface HloLink {
+  computation: string;
+  eqn_indices: number[];
+  instruction: string;
+  line: number;
+  op_name: string | null;
+  opcode: string;
+  source: SourceLoc | null;
 }
 /**
  * The compiled program ran on ``device``.
