@@ -2,7 +2,18 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadEvents, loadTruth } from '../../frontend/test-fixtures/load';
 import { formatCount, humanBytes } from '../../frontend/src/widgets/format';
-import { costLabel, costRows, dispatchSentence, memoryRows, stationStatuses, stationsModel, timeline } from './view-model';
+import { buildLinkMaps, highlightOf, selectEqn, selectHlo } from '../../frontend/src/widgets/linking';
+import {
+  costLabel,
+  costRows,
+  dispatchSentence,
+  firstUserInstruction,
+  hloTitle,
+  memoryRows,
+  stationStatuses,
+  stationsModel,
+  timeline,
+} from './view-model';
 
 interface Truth {
   cost: Record<string, number>;
@@ -116,5 +127,72 @@ describe('C24: a jitted chain of four matmuls', () => {
       expect(lines.filter((l) => l.includes(`stablehlo.${op} `)).length).toBe(n);
     }
     expect(model.executed?.outputs[0]?.shape).toEqual(expected.out_shape);
+  });
+});
+
+/** The instruction lines of computation `%name` in an HLO module's text (header `... {`, body up to `}`). */
+function computationLines(lines: readonly string[], name: string): string[] {
+  const start = lines.findIndex((l) => (l.startsWith(`%${name} `) || l.startsWith(`ENTRY %${name} `)) && l.endsWith('{'));
+  expect(start).toBeGreaterThanOrEqual(0);
+  return lines.slice(start + 1, lines.indexOf('}', start));
+}
+
+/** Whether instruction line `n` is `opcode` itself, or a fusion whose computation holds one. */
+function isOrFuses(lines: readonly string[], n: number, opcode: string): boolean {
+  const line = lines[n] ?? '';
+  if (line.includes(` ${opcode}(`)) return true;
+  const called = / fusion\(.*\bcalls=%([^\s,}]+)/.exec(line)?.[1];
+  return called !== undefined && computationLines(lines, called).some((l) => l.includes(` ${opcode}(`));
+}
+
+describe('the optimized HLO linked to eqns and source (stations-mlp: tanh(x @ w) on line 4, sum(h * h) on line 5)', () => {
+  const model = stationsModel(loadEvents('stations-mlp'));
+  const eqns = model.traced?.jaxpr.eqns ?? [];
+  const compiled = model.compiled;
+  const lines = (compiled?.compiled_text ?? '').split('\n');
+  const maps = buildLinkMaps(eqns, model.lowered?.op_links ?? [], compiled?.hlo_links ?? []);
+  const tanh = eqns.findIndex((e) => e.primitive === 'tanh');
+  const tanhLines = lines.flatMap((l, n) => (l.includes(' tanh(') ? [n] : []));
+
+  it('selecting the tanh eqn highlights every tanh instruction and the fusions holding one, nothing else', () => {
+    expect(tanh).toBeGreaterThanOrEqual(0);
+    expect(tanhLines.length).toBeGreaterThan(0);
+    const h = highlightOf(maps, selectEqn(maps, tanh));
+    for (const n of tanhLines) expect(h.hloLines.has(n)).toBe(true);
+    for (const n of h.hloLines) expect(isOrFuses(lines, n, 'tanh')).toBe(true);
+    expect([...h.hloLines].some((n) => lines[n]?.includes(' fusion('))).toBe(true);
+  });
+
+  it('clicking a tanh instruction selects its eqn and line 4, and lights up only itself here', () => {
+    const n = tanhLines[0] ?? -1;
+    const sel = selectHlo(maps, n);
+    expect(sel).toEqual({ origin: 'hlo', lines: [4], eqnIndices: [tanh], opLines: [], hloLines: [n] });
+    const h = highlightOf(maps, sel);
+    expect([...h.eqns]).toEqual([tanh]);
+    expect([...h.hloLines]).toEqual([n]);
+    // ...and the StableHLO ops lowered from the same eqn.
+    const stablehlo = (model.lowered?.stablehlo ?? '').split('\n');
+    expect(h.opLines.size).toBeGreaterThan(0);
+    for (const op of h.opLines) expect(stablehlo[op]).toContain('stablehlo.tanh');
+    expect(hloTitle(maps.hloLink.get(n)!)).toBe(`tanh · jit(f)/tanh · line 4 · eqn ${tanh}`);
+  });
+
+  it('an editor selection of line 5 lights up its instructions, not those of line 4', () => {
+    const h = highlightOf(maps, { origin: 'editor', lines: [5], eqnIndices: [], opLines: [] });
+    const texts = [...h.hloLines].map((n) => lines[n] ?? '');
+    expect(texts.some((t) => t.includes(' multiply('))).toBe(true);
+    expect(texts.some((t) => t.includes(' reduce('))).toBe(true);
+    for (const n of tanhLines) expect(h.hloLines.has(n)).toBe(false);
+  });
+
+  it("opens on the first instruction from the user's code, below the stack frame tables", () => {
+    const start = firstUserInstruction(compiled);
+    expect(start).toBeDefined();
+    const first = start ?? -1;
+    expect(first).toBeGreaterThan(lines.indexOf('StackFrames'));
+    expect(lines[first]).toMatch(/^\s+(ROOT )?%\S+ = .*metadata=\{op_name="jit\(f\)\/[^"]*" stack_frame_id=\d+\}/);
+    // No instruction above it names a snippet line.
+    for (const link of compiled?.hlo_links ?? []) if (link.line < first) expect(link.source).toBeNull();
+    expect(firstUserInstruction(undefined)).toBeUndefined();
   });
 });

@@ -1,11 +1,12 @@
 /**
  * The stations exhibit's view model: pure functions from the run's events to the four stations of
  * a jitted call (Traced, Lowered, Compiled, Run), their progress, the `jax.monitoring` stage
- * timeline, and the rows of the cost and memory tables.
+ * timeline, the rows of the cost and memory tables, and where the optimized HLO opens.
  */
 import type {
   Event,
   ExecutableCompiled,
+  HloLink,
   JaxprStaged,
   ModuleLowered,
   ProgramExecuted,
@@ -173,4 +174,24 @@ export function dispatchSentence(run: ProgramExecuted): string {
     'A jitted call returns as soon as the work is enqueued on the device (async dispatch); ' +
     `block_until_ready() waits for the result${times}. Time with it when you benchmark. ${ready}`
   );
+}
+
+/**
+ * The line the optimized HLO opens on: its first instruction from the user's code (one whose
+ * metadata names a snippet line), not the module header and the stack frame tables above it
+ * (which list the harness's files too). Undefined when no instruction came from the snippet.
+ */
+export function firstUserInstruction(compiled: ExecutableCompiled | undefined): number | undefined {
+  let first: number | undefined;
+  for (const link of compiled?.hlo_links ?? []) {
+    if (link.source && (first === undefined || link.line < first)) first = link.line;
+  }
+  return first;
+}
+
+/** The tooltip of an optimized HLO instruction: opcode, name stack, user line, eqns. */
+export function hloTitle(link: HloLink): string {
+  const where = link.source ? ` · line ${link.source.line}` : '';
+  const eqns = link.eqn_indices.length ? ` · eqn ${link.eqn_indices.join(', ')}` : '';
+  return `${link.opcode}${link.op_name ? ` · ${link.op_name}` : ''}${where}${eqns}`;
 }

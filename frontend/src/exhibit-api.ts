@@ -7,16 +7,21 @@
  */
 import type { Event, RunOptions } from './protocol';
 
-/** What is selected across panels: source lines, top-level jaxpr eqns, StableHLO op lines. */
+/**
+ * What is selected across panels: source lines, top-level jaxpr eqns, StableHLO op lines and
+ * optimized HLO instruction lines.
+ */
 export interface Selection {
-  /** who made the selection: the editor, a jaxpr eqn, or a StableHLO op */
-  origin: 'none' | 'editor' | 'eqn' | 'op';
+  /** who made the selection: the editor, a jaxpr eqn, a StableHLO op or an optimized HLO instruction */
+  origin: 'none' | 'editor' | 'eqn' | 'op' | 'hlo';
   /** 1-based snippet lines to highlight in the editor */
   lines: number[];
   /** indices into the staged jaxpr's `eqns` */
   eqnIndices: number[];
   /** 0-based line indices into `module_lowered.stablehlo` */
   opLines: number[];
+  /** 0-based line indices into `executable_compiled.compiled_text` (absent: none) */
+  hloLines?: number[];
 }
 
 export const EMPTY_SELECTION: Selection = { origin: 'none', lines: [], eqnIndices: [], opLines: [] };
@@ -39,4 +44,10 @@ export interface ExhibitViewProps {
    * the exhibit on screen and the editor's current code, whichever run the store held before
    */
   rerun: (options: RunOptions) => void;
+  /**
+   * details on demand: the view shows this event in full (the step the user picked), so the
+   * shell asks for its whole event if it is a summary (`detail_id`); the answer replaces it in
+   * `events`. Steps near the stepper's cursor are asked for without it.
+   */
+  wantDetail?: (event: Event) => void;
 }

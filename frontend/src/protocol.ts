@@ -19,6 +19,7 @@ export type {
   Event,
   ExecutableCompiled,
   ExhibitInfo,
+  HloLink,
   InnerJaxprView,
   JaxprStaged,
   JaxprView,
