@@ -94,6 +94,7 @@ def test_the_protocol_keeps_only_the_core_events() -> None:
         "budget_scaled",
         "run_finished",
         "run_failed",
+        "detail_failed",
     }
     # exhibits' events resolve from the protocol for importers not moved yet
     assert protocol.JitCalled is JitCalled

@@ -340,8 +340,14 @@ class EventBase(WireModel):
     # Details on demand (design 0023): a summary carries the ``detail_id`` to ask for its whole
     # event; the whole event, sent in answer to a DetailRequest, carries ``detail_of`` (the same
     # id) and the summary's ``seq``, and replaces it.
-    detail_id: str | None = None
-    detail_of: str | None = None
+    # Left off the wire while None (most events), so they cost nothing there; the frontend's
+    # types mark them optional (``x-wire-optional``, read by frontend/scripts/gen-protocol.mjs).
+    detail_id: str | None = Field(
+        default=None, exclude_if=lambda v: v is None, json_schema_extra={"x-wire-optional": True}
+    )
+    detail_of: str | None = Field(
+        default=None, exclude_if=lambda v: v is None, json_schema_extra={"x-wire-optional": True}
+    )
     if TYPE_CHECKING:
         # Every event declares its own ``type: Literal[...]``; this is for code that holds any.
         type: str
@@ -450,8 +456,11 @@ class ValueView(WireModel):
     zero: bool = False
     var: str | None = None
     nonfinite: bool = False
-    # True in a summary: the preview exists and stays in the worker (details on demand).
-    deferred: bool = False
+    # True in a summary: the preview exists and stays in the worker (details on demand); off
+    # the wire while false.
+    deferred: bool = Field(
+        default=False, exclude_if=lambda v: not v, json_schema_extra={"x-wire-optional": True}
+    )
 
 
 class RunQueued(EventBase):

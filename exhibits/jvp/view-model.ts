@@ -14,6 +14,7 @@ import type {
   RunFailed,
 } from "../../frontend/src/protocol";
 import { eventsOf, lastOf } from "../../frontend/src/widgets/events";
+import { LOADING } from "../../frontend/src/widgets/format";
 
 // Named through EventOf (frontend/src/protocol.ts re-exports the shared names only).
 export type JvpRuleApplied = EventOf<"jvp_rule_applied">;
@@ -132,6 +133,7 @@ export function valueRows(step: JvpRuleApplied): ValueRow[] {
 export function valueText(v: ValueView | undefined): string {
   if (v === undefined) return "—";
   if (v.zero) return "symbolic zero (ad.Zero)";
+  if (v.deferred === true) return `${v.aval.short} ${LOADING}`;
   return v.preview ?? "(not fetched: too large)";
 }
 

@@ -8,7 +8,7 @@
  */
 import type { Event, EventOf, RunFailed } from '../../frontend/src/protocol';
 import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
-import { formatScalar } from '../../frontend/src/widgets/format';
+import { LOADING, formatScalar } from '../../frontend/src/widgets/format';
 
 export type TransposeStepped = EventOf<'transpose_stepped'>;
 export type LinearJaxprStaged = EventOf<'linear_jaxpr_staged'>;
@@ -88,7 +88,7 @@ export function openedSentence(opened: TransposeCallOpened): string {
 /** `ct a += …` lines of an inner step's writes (var, mode, contribution preview). */
 export function innerWriteText(w: CotangentWrite): string {
   const op = w.mode === 'accumulate' ? '+=' : '=';
-  const value = w.contribution.zero ? '0 (symbolic zero)' : (w.contribution.preview ?? w.contribution.aval.short);
+  const value = w.contribution.zero ? '0 (symbolic zero)' : valueText(w.contribution);
   return `ct ${w.var} ${op} ${value}`;
 }
 
@@ -124,6 +124,7 @@ export function valueText(v: ValueView | undefined): string {
   if (!v) return '—';
   if (v.zero) return `ad.Zero(${v.aval.short})`;
   if (v.role === 'undefined_primal') return `UndefinedPrimal(${v.aval.short})`;
+  if (v.deferred === true) return `${v.aval.short} ${LOADING}`;
   return v.preview ?? v.aval.short;
 }
 
@@ -296,6 +297,8 @@ export interface GradientRow {
 export function gradientRows(check: GradientChecked): GradientRow[] {
   const gradient = check.gradient as unknown[];
   const leaves = check.leaves ?? [];
+  // A summary (details on demand): the figures are here, the values come with the whole event.
+  const summarised = check.detail_id != null;
   const rows: GradientRow[] = [];
   gradient.forEach((g, i) => {
     const differentiated = check.argnums.includes(i);
@@ -305,7 +308,9 @@ export function gradientRows(check: GradientChecked): GradientRow[] {
         rows.push(
           l.sent === false
             ? summaryRow(`${i}:${j}`, i, l)
-            : {
+            : summarised
+              ? loadingRow(`${i}:${j}`, i, l)
+              : {
                 key: `${i}:${j}`,
                 arg: i,
                 path: l.path,
@@ -338,6 +343,23 @@ export function gradientRows(check: GradientChecked): GradientRow[] {
 }
 
 type GradientLeaf = NonNullable<GradientChecked['leaves']>[number];
+
+/** The row of a leaf whose values are still in the worker (the event is a summary). */
+function loadingRow(key: string, arg: number, l: GradientLeaf): GradientRow {
+  const same = l.equal_to_jax === true ? 'bit-identical to the walk' : l.equal_to_jax === false ? 'differs from the walk' : LOADING;
+  return {
+    key,
+    arg,
+    path: l.path,
+    aval: l.aval.short,
+    differentiated: true,
+    walk: LOADING,
+    jaxGrad: same,
+    jaxVjp: same,
+    fd: LOADING,
+    fdKink: false,
+  };
+}
 
 /** At most this many finite-difference samples are written in a summarised leaf's row. */
 export const FD_SAMPLES_SHOWN = 6;

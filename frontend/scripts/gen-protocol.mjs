@@ -25,7 +25,7 @@ writeFileSync(resolve(outDir, 'protocol.schema.json'), schemaText);
 
 /**
  * The server serializes every field, defaults included (pydantic's model_dump), so a property
- * with a default is always present on the wire. Marking those required gives the frontend exact
+ * with a default is always present on the wire (except those marked `x-wire-optional`). Marking those required gives the frontend exact
  * types: `event.type` is a required literal, so `switch (event.type)` narrows the union.
  */
 function requireDefaults(node) {
@@ -37,7 +37,8 @@ function requireDefaults(node) {
   if (node.type === 'object' && node.properties) {
     const required = new Set(node.required ?? []);
     for (const [name, prop] of Object.entries(node.properties)) {
-      if (prop && typeof prop === 'object' && 'default' in prop) required.add(name);
+      // `x-wire-optional`: the server leaves the field off while it is null (exclude_if).
+      if (prop && typeof prop === 'object' && 'default' in prop && !prop['x-wire-optional']) required.add(name);
     }
     node.required = Object.keys(node.properties).filter((name) => required.has(name));
   }

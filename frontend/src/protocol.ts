@@ -49,10 +49,14 @@ export type RunOptions = Required<Pick<Gen.RunOptions, 'calls'>> & Partial<Omit<
 export type CallSpec = Gen.CallSpec;
 
 /** A run request as the frontend sends it (options always present). */
-export type RunRequest = Omit<Gen.RunRequest, 'options'> & { options: RunOptions };
+export type RunRequest = Omit<Gen.RunRequest, 'options' | 'details'> & {
+  options: RunOptions;
+  /** the page always asks `on_demand` (absent: `eager`) */
+  details?: Gen.RunRequest['details'];
+};
 
 /** Anything the frontend sends on the websocket. */
-export type WireRequest = RunRequest | Gen.CancelRequest;
+export type WireRequest = RunRequest | Gen.CancelRequest | Gen.DetailRequest;
 
 /** The `type` tag of every event (`run_started`, `eqn_recorded`, ...). */
 export type EventType = Gen.Event['type'];

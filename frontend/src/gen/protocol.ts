@@ -10,6 +10,7 @@ export type Event =
   | BudgetScaled
   | RunFinished
   | RunFailed
+  | DetailFailed
   | EqnRecorded
   | JitCalled
   | ModuleLowered
@@ -53,7 +54,7 @@ export type Event =
   | ShardMapChecked
   | ShardMapOutputsAssembled
   | RulesTabulated;
-export type Request = RunRequest | CancelRequest;
+export type Request = RunRequest | CancelRequest | DetailRequest;
 
 /**
  * Root of the generated JSON Schema: one field per top-level type the frontend uses.
@@ -101,6 +102,8 @@ export interface ExhibitInfo {
 export interface RunStarted {
   backend: string;
   cpu_device_count: number;
+  detail_id?: string | null;
+  detail_of?: string | null;
   devices: string[];
   exhibit: string;
   jax_version: string;
@@ -116,6 +119,8 @@ export interface RunStarted {
  */
 export interface StageStarted {
   call_index: number | null;
+  detail_id?: string | null;
+  detail_of?: string | null;
   run_id: string;
   seq: number;
   stage: 'load' | 'trace' | 'lower' | 'compile' | 'run' | 'call';
@@ -132,6 +137,8 @@ export interface StageStarted {
  * via the `definition` "StageTimed".
  */
 export interface StageTimed {
+  detail_id?: string | null;
+  detail_of?: string | null;
   duration_ms: number;
   event: string;
   fun_name: string | null;
@@ -149,6 +156,8 @@ export interface StageTimed {
  */
 export interface StdoutPrinted {
   call_index: number | null;
+  detail_id?: string | null;
+  detail_of?: string | null;
   run_id: string;
   seq: number;
   stage: 'load' | 'trace' | 'lower' | 'compile' | 'run' | 'call';
@@ -163,6 +172,8 @@ export interface StdoutPrinted {
  * via the `definition` "JaxprStaged".
  */
 export interface JaxprStaged {
+  detail_id?: string | null;
+  detail_of?: string | null;
   fun_name: string;
   jaxpr: JaxprView;
   run_id: string;
@@ -315,6 +326,8 @@ export interface CallerFrame {
  * via the `definition` "RunQueued".
  */
 export interface RunQueued {
+  detail_id?: string | null;
+  detail_of?: string | null;
   estimate_s: number | null;
   position: number;
   reason: 'pool_full' | 'client_share';
@@ -337,6 +350,8 @@ export interface RunQueued {
  */
 export interface BudgetScaled {
   cpu_s: number;
+  detail_id?: string | null;
+  detail_of?: string | null;
   eqns: number;
   run_id: string;
   seq: number;
@@ -350,6 +365,8 @@ export interface BudgetScaled {
  * via the `definition` "RunFinished".
  */
 export interface RunFinished {
+  detail_id?: string | null;
+  detail_of?: string | null;
   duration_ms: number;
   run_id: string;
   seq: number;
@@ -371,6 +388,8 @@ export interface RunFinished {
  * via the `definition` "RunFailed".
  */
 export interface RunFailed {
+  detail_id?: string | null;
+  detail_of?: string | null;
   during: string | null;
   error_class: string | null;
   explanation: string | null;
@@ -406,6 +425,24 @@ export interface TracebackFrame {
   text: string | null;
 }
 /**
+ * The answer to a DetailRequest that cannot be served: ``detail_id`` names what was asked;
+ * ``gone`` is true when the run's details no longer exist (the session ran again, or its
+ * worker was retired or reclaimed for another user's run: run again to see them), false for
+ * an id the run never had or a worker that failed while answering (``message`` says which).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "DetailFailed".
+ */
+export interface DetailFailed {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  gone: boolean;
+  message: string;
+  run_id: string;
+  seq: number;
+  type: 'detail_failed';
+}
+/**
  * An eqn recorded by JAX's tracer in a user frame, streamed as it is recorded.
  *
  * Comes from ``pe.JaxprStackFrame.add_eqn``. ``index`` is the order among the eqns recorded in
@@ -416,6 +453,8 @@ export interface TracebackFrame {
  * via the `definition` "EqnRecorded".
  */
 export interface EqnRecorded {
+  detail_id?: string | null;
+  detail_of?: string | null;
   in_avals: AvalView[];
   index: number;
   out_avals: AvalView[];
@@ -444,6 +483,8 @@ export interface JitCalled {
   cache_size: number;
   call_index: number;
   change: 'same' | 'shape' | 'dtype' | 'expr';
+  detail_id?: string | null;
+  detail_of?: string | null;
   explanation: string;
   printed: string;
   run_id: string;
@@ -460,6 +501,8 @@ export interface JitCalled {
  * via the `definition` "ModuleLowered".
  */
 export interface ModuleLowered {
+  detail_id?: string | null;
+  detail_of?: string | null;
   hlo: string;
   op_links: OpLink[];
   run_id: string;
@@ -501,6 +544,8 @@ export interface ExecutableCompiled {
   cost: {
     [k: string]: number | undefined;
   } | null;
+  detail_id?: string | null;
+  detail_of?: string | null;
   hlo_links: HloLink[];
   memory: {
     [k: string]: number | undefined;
@@ -547,6 +592,8 @@ export interface HloLink {
  */
 export interface ProgramExecuted {
   blocked_ms: number;
+  detail_id?: string | null;
+  detail_of?: string | null;
   device: string;
   dispatch_ms: number;
   outputs: ArrayPreview[];
@@ -590,6 +637,8 @@ export interface ArrayPreview {
  * via the `definition` "JvpRuleApplied".
  */
 export interface JvpRuleApplied {
+  detail_id?: string | null;
+  detail_of?: string | null;
   index: number;
   jvp_eqn_indices: number[];
   mechanism: 'rule' | 'zero_tangents' | 'custom_jvp' | 'custom_vjp';
@@ -620,6 +669,7 @@ export interface JvpRuleApplied {
  */
 export interface ValueView {
   aval: AvalView;
+  deferred?: boolean;
   nonfinite: boolean;
   preview: string | null;
   role: 'primal' | 'tangent' | 'residual' | 'undefined_primal' | 'literal' | 'cotangent';
@@ -660,6 +710,8 @@ export interface RuleView {
  */
 export interface JvpJaxprStaged {
   attributed: boolean;
+  detail_id?: string | null;
+  detail_of?: string | null;
   eqn_origin: (number | null)[];
   expression: string;
   jax_primals_out: ArrayPreview[];
@@ -689,6 +741,8 @@ export interface JvpJaxprStaged {
  * via the `definition` "JaxprSplit".
  */
 export interface JaxprSplit {
+  detail_id?: string | null;
+  detail_of?: string | null;
   dropped: number;
   input_avals: AvalView[];
   input_labels: string[];
@@ -745,6 +799,8 @@ export interface ResidualView {
  */
 export interface RematPolicyMeasured {
   aliases: string[];
+  detail_id?: string | null;
+  detail_of?: string | null;
   device: string;
   grad_max_abs_diff: number | null;
   grad_of: string;
@@ -770,6 +826,8 @@ export interface RematPolicyMeasured {
  * via the `definition` "RematUnavailable".
  */
 export interface RematUnavailable {
+  detail_id?: string | null;
+  detail_of?: string | null;
   error_class: string;
   explanation: string;
   message: string;
@@ -797,6 +855,8 @@ export interface RematUnavailable {
 export interface TransposeStepped {
   args: ValueView[];
   cts_in: ValueView[];
+  detail_id?: string | null;
+  detail_of?: string | null;
   eqn_index: number;
   eqn_text: string;
   error: string | null;
@@ -838,6 +898,8 @@ export interface CotangentWrite {
  * via the `definition` "TransposeCallOpened".
  */
 export interface TransposeCallOpened {
+  detail_id?: string | null;
+  detail_of?: string | null;
   max_iterations: number;
   max_steps: number;
   more_iterations: number;
@@ -887,6 +949,8 @@ export interface InnerStepView {
  * via the `definition` "LinearJaxprStaged".
  */
 export interface LinearJaxprStaged {
+  detail_id?: string | null;
+  detail_of?: string | null;
   jaxpr: JaxprView;
   output_leaf: OutputLeafView | null;
   residuals: ValueView[];
@@ -958,6 +1022,8 @@ export interface OutputLeafView {
 export interface GradientChecked {
   argnums: number[];
   compared: number | null;
+  detail_id?: string | null;
+  detail_of?: string | null;
   elements: number | null;
   equal_to_jax: boolean;
   fd_sampled: number | null;
@@ -1057,6 +1123,8 @@ export interface FdNotCompared {
  * via the `definition` "GradAttempted".
  */
 export interface GradAttempted {
+  detail_id?: string | null;
+  detail_of?: string | null;
   error_class: string | null;
   explanation: string | null;
   fix: string | null;
@@ -1084,6 +1152,8 @@ export interface GradAttempted {
 export interface CustomCallRecorded {
   call_args: CustomArgView[];
   call_source: SourceLoc | null;
+  detail_id?: string | null;
+  detail_of?: string | null;
   jvp_check: TangentCheck[];
   kind: 'custom_vjp' | 'custom_jvp';
   name: string;
@@ -1164,6 +1234,8 @@ export interface SavedResidual {
 export interface CustomRuleChecked {
   arguments: ArgumentCheck[];
   attempts: GradientAttempt[];
+  detail_id?: string | null;
+  detail_of?: string | null;
   kind: 'custom_vjp' | 'custom_jvp';
   name: string;
   nondiff_argnums: number[];
@@ -1285,6 +1357,8 @@ export interface NonfiniteFound {
   cure: CureView | null;
   debug_infs: string | null;
   debug_nans: string | null;
+  detail_id?: string | null;
+  detail_of?: string | null;
   eqn_index: number | null;
   eqn_text: string | null;
   forward_nonfinite: boolean | null;
@@ -1405,6 +1479,8 @@ export interface PytreeNodeVisited {
   aval: string | null;
   children: string[];
   depth: number;
+  detail_id?: string | null;
+  detail_of?: string | null;
   index: number;
   is_leaf_result: boolean | null;
   keypath: string;
@@ -1431,6 +1507,8 @@ export interface PytreeNodeVisited {
  */
 export interface PytreeFlattened {
   avals: string[];
+  detail_id?: string | null;
+  detail_of?: string | null;
   keypaths: string[];
   leaf_types: string[];
   leaves: ArrayPreview[];
@@ -1456,6 +1534,8 @@ export interface PytreeFlattened {
  * via the `definition` "TreedefsCompared".
  */
 export interface TreedefsCompared {
+  detail_id?: string | null;
+  detail_of?: string | null;
   difference: string | null;
   equal: boolean;
   jax_error: string | null;
@@ -1478,6 +1558,8 @@ export interface TreedefsCompared {
  */
 export interface PytreeCalled {
   agree: boolean;
+  detail_id?: string | null;
+  detail_of?: string | null;
   eager_outputs: ArrayPreview[];
   fun_name: string;
   jit_outputs: ArrayPreview[];
@@ -1513,6 +1595,8 @@ export interface CarryChecked {
   bodies: SourceLoc[];
   branch_out: string[][];
   columns: string[];
+  detail_id?: string | null;
+  detail_of?: string | null;
   entry: string[];
   eqn_carry_in: string[];
   eqn_carry_out: string[];
@@ -1570,6 +1654,8 @@ export interface CarryLeafView {
 export interface ControlFlowShown {
   claim: string;
   code: string;
+  detail_id?: string | null;
+  detail_of?: string | null;
   error_class: string | null;
   figures: {
     [k: string]: number | undefined;
@@ -1596,6 +1682,8 @@ export interface ControlFlowShown {
  */
 export interface VmapInputsMapped {
   axis_size: number | null;
+  detail_id?: string | null;
+  detail_of?: string | null;
   in_axes: string;
   inputs: MappedInput[];
   out_axes: string;
@@ -1641,6 +1729,8 @@ export interface MappedInput {
  */
 export interface BatchRuleApplied {
   batched_eqn_indices: number[];
+  detail_id?: string | null;
+  detail_of?: string | null;
   emitted: string[];
   example_in_avals: AvalView[];
   example_out_avals: AvalView[];
@@ -1673,6 +1763,8 @@ export interface BatchRuleApplied {
  * via the `definition` "BatchedJaxprStaged".
  */
 export interface BatchedJaxprStaged {
+  detail_id?: string | null;
+  detail_of?: string | null;
   in_axes: string;
   interpreted_text_equal: boolean;
   jaxpr: JaxprView;
@@ -1708,6 +1800,8 @@ export interface TransformStackEvaluated {
   check: string | null;
   check_ok: boolean | null;
   code: string;
+  detail_id?: string | null;
+  detail_of?: string | null;
   eqn_count: number | null;
   error_class: string | null;
   explanation: string | null;
@@ -1777,6 +1871,8 @@ export interface TraceNodeView {
  */
 export interface CachesReset {
   cleared: string[];
+  detail_id?: string | null;
+  detail_of?: string | null;
   mode: 'calls' | 'driver';
   persistent_dir: string | null;
   persistent_enabled: boolean;
@@ -1815,6 +1911,8 @@ export interface JitCallObserved {
   cpp_size_after: number;
   cpp_size_before: number;
   defined_line: number | null;
+  detail_id?: string | null;
+  detail_of?: string | null;
   entries: KeyEntryDiff[];
   explanation: string;
   function: string;
@@ -1881,6 +1979,8 @@ export interface CacheKeyComputed {
   cache_dir: string;
   cache_file: string | null;
   changed: string[];
+  detail_id?: string | null;
+  detail_of?: string | null;
   equal: boolean;
   function: string;
   ingredients: CacheKeyIngredientView[];
@@ -1918,6 +2018,8 @@ export interface CacheKeyIngredientView {
  * via the `definition` "XlaFlagsFiltered".
  */
 export interface XlaFlagsFiltered {
+  detail_id?: string | null;
+  detail_of?: string | null;
   digest: string;
   excluded: string[];
   flags: XlaFlagVerdictView[];
@@ -1955,6 +2057,8 @@ export interface TrainingStepObserved {
   compiled: boolean;
   compiles: StepCompileView[];
   defined_line: number | null;
+  detail_id?: string | null;
+  detail_of?: string | null;
   duration_ms: number;
   entries: KeyEntryDiff[];
   explanation: string;
@@ -2006,6 +2110,8 @@ export interface StepCompileView {
  */
 export interface TrainingStopped {
   budget_s: number;
+  detail_id?: string | null;
+  detail_of?: string | null;
   elapsed_s: number;
   max_steps: number | null;
   requested_n: number | null;
@@ -2022,6 +2128,8 @@ export interface TrainingStopped {
  * via the `definition` "ConfigOptionsListed".
  */
 export interface ConfigOptionsListed {
+  detail_id?: string | null;
+  detail_of?: string | null;
   options: ConfigOptionView[];
   run_id: string;
   seq: number;
@@ -2057,6 +2165,8 @@ export interface ConfigOptionView {
  * via the `definition` "ConfigRetraceChecked".
  */
 export interface ConfigRetraceChecked {
+  detail_id?: string | null;
+  detail_of?: string | null;
   fun_name: string;
   jaxpr: JaxprView | null;
   option: string;
@@ -2084,6 +2194,8 @@ export interface ConfigRetraceChecked {
  */
 export interface ShardingPlaced {
   axis_types: string[];
+  detail_id?: string | null;
+  detail_of?: string | null;
   dtype: string;
   mesh_axes: string[];
   mesh_device_ids: number[];
@@ -2129,6 +2241,8 @@ export interface CollectivesFound {
   counts: {
     [k: string]: number | undefined;
   };
+  detail_id?: string | null;
+  detail_of?: string | null;
   hlo: string;
   input_shardings: string[];
   output_shardings: string[];
@@ -2169,6 +2283,8 @@ export interface CollectiveView {
  */
 export interface ShardingErrorExplained {
   axis: number | null;
+  detail_id?: string | null;
+  detail_of?: string | null;
   dim_size: number | null;
   error_class: string;
   explanation: string;
@@ -2196,6 +2312,8 @@ export interface ShardingErrorExplained {
  */
 export interface ShardMapBodyTraced {
   collectives: ShardMapCollective[];
+  detail_id?: string | null;
+  detail_of?: string | null;
   inputs: ShardMapValueView[];
   jaxpr: JaxprView | null;
   jaxpr_note: string | null;
@@ -2255,6 +2373,8 @@ export interface ShardMapChecked {
   check: string | null;
   check_vma: boolean;
   checks: ShardMapCheck[];
+  detail_id?: string | null;
+  detail_of?: string | null;
   error_class: string | null;
   explanation: string | null;
   in_specs: string;
@@ -2327,6 +2447,8 @@ export interface ShardMapSpecView {
  * via the `definition` "ShardMapOutputsAssembled".
  */
 export interface ShardMapOutputsAssembled {
+  detail_id?: string | null;
+  detail_of?: string | null;
   outputs: ShardMapOutput[];
   reference: 'reference' | 'f' | 'none';
   reference_note: string;
@@ -2383,6 +2505,8 @@ export interface RulesTabulated {
   counts: {
     [k: string]: number | undefined;
   };
+  detail_id?: string | null;
+  detail_of?: string | null;
   fun_name: string;
   imported: string[];
   jax_version: string;
@@ -2444,6 +2568,10 @@ export interface RuleCell {
  */
 export interface RunRequest {
   code: string;
+  /**
+   * eager: every event is streamed whole (the CLI, tests). on_demand: an event whose exhibit can summarise it is streamed as its summary (``detail_id`` set: values, previews and long texts left out) and the whole event stays in the session's worker until its next run; the page asks for it with a DetailRequest (the page).
+   */
+  details: 'eager' | 'on_demand';
   exhibit: string;
   options?: RunOptions;
   run_id: string;
@@ -2544,4 +2672,18 @@ export interface CallSpec {
 export interface CancelRequest {
   run_id: string;
   type: 'cancel';
+}
+/**
+ * Ask for the whole event behind a summary of the run ``run_id`` (its ``detail_id``).
+ * Answered by one event: the whole event (``detail_of`` = ``detail_id``, the summary's
+ * ``seq``), or ``detail_failed`` when the run's details are gone (the session ran again, its
+ * worker was retired or reclaimed for another user's run) or the id is unknown.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "DetailRequest".
+ */
+export interface DetailRequest {
+  detail_id: string;
+  run_id: string;
+  type: 'detail';
 }

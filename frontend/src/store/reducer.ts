@@ -9,6 +9,12 @@
  * Times (`startedAt`, `stageStartedAt`) are client clock readings in milliseconds, passed in as
  * `now` so that the reducer stays pure; they drive the "which stage, for how long" display.
  *
+ * Details on demand (design 0023): a summary event carries `detail_id`; the whole event, sent
+ * in answer to the page's detail request (after the terminal event), carries `detail_of` and the
+ * summary's `seq`, and replaces the summary in `events` (views then show its values). A
+ * `detail_failed` never enters `events`: it sets `detailNote` (the details are gone) and marks
+ * the id as failed in `detailsFailed`, so that it is not asked for again.
+ *
  * `run_queued` is not a step of the run (its `seq` is always 0, the seq of the worker's own
  * `run_started`): it only sets `queue`, the run's place in the server's wait for a sandbox
  * worker, and never enters `events`. Any other event of the run clears `queue`, and a
@@ -48,6 +54,10 @@ export interface RunState {
   clientError: string | null;
   /** the run waits for a sandbox worker (the latest `run_queued`); null once any other event of it arrived */
   queue: QueueState | null;
+  /** why a detail could not be had (the latest `detail_failed`'s message); null otherwise */
+  detailNote: string | null;
+  /** the detail ids a `detail_failed` answered (never asked for again) */
+  detailsFailed: ReadonlySet<string>;
 }
 
 export const IDLE_STATE: RunState = {
@@ -64,6 +74,8 @@ export const IDLE_STATE: RunState = {
   error: null,
   clientError: null,
   queue: null,
+  detailNote: null,
+  detailsFailed: new Set(),
 };
 
 /** The state right after the client sent `RunRequest{run_id, exhibit, options}`. */
@@ -90,6 +102,38 @@ function insertionIndex(events: readonly Event[], seq: number): number {
   return lo;
 }
 
+/** Index of the event with `seq` in `events` (sorted by seq), or -1. */
+function indexOfSeq(events: readonly Event[], seq: number): number {
+  // Seqs are nearly always 0..n-1: try the index first.
+  if (events[seq]?.seq === seq) return seq;
+  let lo = 0;
+  let hi = events.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const at = (events[mid] as Event).seq;
+    if (at === seq) return mid;
+    if (at < seq) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+
+/** The summaries among `events[from..to]` whose whole event has not been asked for yet (`asked`) nor failed. */
+export function wantedDetails(
+  state: RunState,
+  from: number,
+  to: number,
+  asked: ReadonlySet<string>,
+): string[] {
+  const wanted: string[] = [];
+  const events = state.events;
+  for (let i = Math.max(0, from); i <= Math.min(events.length - 1, to); i++) {
+    const id = (events[i] as Event).detail_id;
+    if (id !== null && id !== undefined && !asked.has(id) && !state.detailsFailed.has(id)) wanted.push(id);
+  }
+  return wanted;
+}
+
 /** The state after `event` arrived at client time `now` (ms). Returns `state` itself when the event is ignored. */
 export function applyEvent(state: RunState, event: Event, now: number): RunState {
   return applyEvents(state, [event], now);
@@ -103,11 +147,26 @@ export function applyEvent(state: RunState, event: Event, now: number): RunState
  */
 export function applyEvents(state: RunState, batch: readonly Event[], now: number): RunState {
   if (state.runId === null || batch.length === 0) return state;
-  if (state.terminal !== null || state.clientError !== null) return state;
+  if (state.clientError !== null) return state;
   let events: Event[] | null = null;
   let next: RunState = state;
   for (const event of batch) {
     if (event.run_id !== state.runId) continue;
+    if (event.type === 'detail_failed') {
+      const failed = new Set(next.detailsFailed);
+      if (event.detail_id !== null && event.detail_id !== undefined) failed.add(event.detail_id);
+      next = { ...next, detailNote: event.message, detailsFailed: failed };
+      continue;
+    }
+    if (event.detail_of !== null && event.detail_of !== undefined) {
+      const held = events ?? next.events;
+      const at = indexOfSeq(held, event.seq);
+      if (at < 0 || held[at]?.detail_id !== event.detail_of || held[at]?.type !== event.type) continue;
+      if (events === null) events = [...next.events];
+      events[at] = event;
+      continue;
+    }
+    if (next.terminal !== null) continue;
     if (event.type === 'run_queued') {
       // Only while the run waits: once it has events, it holds a worker and a stale place is moot.
       if ((events ?? next.events).length > 0) continue;

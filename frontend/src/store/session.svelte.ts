@@ -5,14 +5,15 @@
  * `ws.ts` feeds events in through `receive`; they are held and applied in one batch per animation
  * frame (`flush`), so a run that streams thousands of events a second costs the page one state
  * change and one render per frame, not one per event. Components read `run`, `stepper`, `visible`
- * and call the stepper methods. All state transitions are the pure functions of `reducer.ts` and
+ * and call the stepper methods. Once a run has ended, the store asks for the whole events behind
+ * the summaries near the cursor (details on demand: `wantDetails`, `DETAIL_WINDOW`). All state transitions are the pure functions of `reducer.ts` and
  * `stepper.ts`; this class only holds their results in `$state` and owns the play timer.
  */
 import type { Selection } from '../exhibit-api';
 import { EMPTY_SELECTION } from '../exhibit-api';
 import type { Event, RunOptions } from '../protocol';
 import type { RunState } from './reducer';
-import { IDLE_STATE, applyEvents, failLocally, startRun } from './reducer';
+import { IDLE_STATE, applyEvents, failLocally, startRun, wantedDetails } from './reducer';
 import type { StepperState } from './stepper';
 import * as stepper from './stepper';
 
@@ -24,6 +25,16 @@ export const PLAY_INTERVAL_MS = 400;
  * run still advances, and its terminal event still ends it.
  */
 export const FLUSH_FALLBACK_MS = 100;
+
+/**
+ * Details on demand: once a run has ended, the store asks for the whole events of the summaries
+ * within this many events of the cursor (the step on screen and its neighbours, so that stepping
+ * finds them already there).
+ */
+export const DETAIL_WINDOW = 8;
+
+/** How the store asks the server for a detail (the shell passes the websocket's send). */
+export type DetailSender = (runId: string, detailId: string) => void;
 
 /** How the store asks to be called back before the next paint (a test passes its own). */
 export interface FrameScheduler {
@@ -60,16 +71,48 @@ export class RunSession {
   /** events received since the last flush, in arrival order */
   #pending: Event[] = [];
   #scheduled = false;
+  /** detail ids of the current run already asked for */
+  #asked = new Set<string>();
+  #sendDetail: DetailSender | null;
 
-  constructor(now: () => number = () => Date.now(), frames: FrameScheduler = browserFrames) {
+  constructor(
+    now: () => number = () => Date.now(),
+    frames: FrameScheduler = browserFrames,
+    sendDetail: DetailSender | null = null,
+  ) {
     this.#now = now;
     this.#frames = frames;
+    this.#sendDetail = sendDetail;
+  }
+
+  /** Set how details are asked for (the shell, once its websocket exists). */
+  setDetailSender(sendDetail: DetailSender): void {
+    this.#sendDetail = sendDetail;
+  }
+
+  /**
+   * Ask for the whole events of the summaries among `events[from..to]` (a view showing those
+   * rows calls it); nothing while the run streams (its worker serves details once it ended).
+   */
+  wantDetails(from: number, to: number): void {
+    const run = this.run;
+    if (run.terminal === null || run.runId === null || this.#sendDetail === null) return;
+    for (const id of wantedDetails(run, from, to, this.#asked)) {
+      this.#asked.add(id);
+      this.#sendDetail(run.runId, id);
+    }
+  }
+
+  #prefetch(): void {
+    const cursor = this.stepper.cursor;
+    this.wantDetails(cursor - DETAIL_WINDOW, cursor + DETAIL_WINDOW);
   }
 
   /** Begin a new run (after its `RunRequest` was sent): clears events, cursor and selection. */
   begin(runId: string, exhibit: string, options: RunOptions): void {
     this.#stopTimer();
     this.#pending = [];
+    this.#asked = new Set();
     this.run = startRun(runId, exhibit, options, this.#now());
     this.stepper = stepper.resetStepper();
     this.selection = EMPTY_SELECTION;
@@ -93,6 +136,7 @@ export class RunSession {
     if (next === this.run) return;
     this.run = next;
     this.stepper = stepper.eventsChanged(this.stepper, next.events.length);
+    this.#prefetch();
   }
 
   /** The client lost the run (socket closed before its terminal event). */
@@ -117,6 +161,7 @@ export class RunSession {
   goTo(cursor: number): void {
     this.#stopTimer();
     this.stepper = stepper.goTo(this.stepper, cursor, this.run.events.length);
+    this.#prefetch();
   }
 
   /** Toggle play: advance one event every `PLAY_INTERVAL_MS` until the last event. */
@@ -130,6 +175,7 @@ export class RunSession {
     if (!this.stepper.playing) return;
     this.#timer = setInterval(() => {
       this.stepper = stepper.tick(this.stepper, this.run.events.length);
+      this.#prefetch();
       if (!this.stepper.playing) this.#stopTimer();
     }, PLAY_INTERVAL_MS);
   }
@@ -145,6 +191,7 @@ export class RunSession {
   #move(step: (s: StepperState, n: number) => StepperState): void {
     this.#stopTimer();
     this.stepper = step(this.stepper, this.run.events.length);
+    this.#prefetch();
   }
 
   #stopTimer(): void {

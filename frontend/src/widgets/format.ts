@@ -209,3 +209,9 @@ export function sourceLong(source: SourceLike | null | undefined): string {
   const callers = source.callers ?? [];
   return [at(source.line, source.function), ...callers.map((c) => `called from ${at(c.line, c.function)}`)].join(', ');
 }
+
+/**
+ * What a value left out of a summary shows until its whole event arrives (details on demand:
+ * the page asks for the steps near the stepper's cursor once the run has ended).
+ */
+export const LOADING = '(loading…)';
