@@ -103,3 +103,42 @@ def test_the_gpt_stack_graph_opens_grouped_and_expands_a_layer(
     expect(page.get_by_test_id(f"recorded-eqn-{index}")).to_have_attribute("aria-pressed", "true")
     page.screenshot(path=str(screenshots / "real-gpt-graph-expanded.png"))
     assert console_errors == []
+
+
+def test_the_stepper_walks_the_gpt_stack_transpose_steps_with_values_on_demand(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """The backward pass of the 12-layer stack streams its steps without their values (details
+    on demand); the card of the step on screen gets its values once the run ended, and stepping
+    back through the steps fetches each one's as it comes into view, the page keeping up."""
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    frames: list[int] = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(len(data))))
+    open_exhibit(page, "transpose")
+    set_code(page, GPT)
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=240_000)
+    card = page.get_by_test_id("tw-card")
+    cts = page.get_by_test_id("tw-cts-in")
+    expect(cts).not_to_contain_text("loading", timeout=30_000)
+    # The gradient check at the end of the stream is within reach of the cursor: its values came.
+    expect(page.get_by_test_id("tw-gradient")).not_to_contain_text("loading", timeout=30_000)
+    streamed = len(frames)
+    page.get_by_test_id("stepper-first").click()
+    steps_seen: set[str] = set()
+    for _ in range(40):
+        page.get_by_test_id("stepper-next").click()
+    # 40 events in: the card shows a step of the walk, with its values fetched.
+    expect(card).to_be_visible()
+    expect(cts).not_to_contain_text("loading", timeout=30_000)
+    for _ in range(5):
+        page.get_by_test_id("stepper-next").click()
+        steps_seen.add(card.get_attribute("data-step") or "")
+        expect(cts).not_to_contain_text("loading", timeout=30_000)
+    assert len(steps_seen) >= 4, steps_seen
+    # Only what was on screen came back after the run: far fewer frames than steps.
+    step_count = int((page.get_by_test_id("tw-step-count").inner_text().split("/")[1]).strip())
+    assert len(frames) - streamed < step_count / 4, (len(frames) - streamed, step_count)
+    assert dom_elements(page) < MAX_DOM_ELEMENTS
+    page.screenshot(path=str(screenshots / "real-gpt-transpose-steps.png"))
+    assert console_errors == []
