@@ -29,12 +29,12 @@ How we capture it:
    static ones included, has the static entries dropped; any other ``in_axes`` applies to the
    dynamic arguments), so the default ``in_axes=0`` works with an int static argument.
 2. The per-example jaxpr is ``jax.make_jaxpr(f, static_argnums)`` at those avals.
-3. :func:`capture_batching` interprets that jaxpr eqn by eqn (binding as ``core.eval_jaxpr``,
-   under the eqn's own source info) inside ``jax.vmap`` (the flat dynamic leaves, each with the
-   batch dim JAX gave it) inside ``jax.make_jaxpr``; around each bind it reads ``batch_dim`` off
-   the ``BatchTracer`` inputs and outputs and counts the eqns the outermost
-   ``pe.JaxprStackFrame`` gains (those the rule emitted). The batched jaxpr shown is JAX's own
-   ``jax.make_jaxpr(jax.vmap(f, in_axes, out_axes), static_argnums)(*args)``; when the
+3. :func:`capture_batching` interprets that jaxpr eqn by eqn (``jaxscope.internals.interpret``,
+   binding as ``core.eval_jaxpr``, under the eqn's own source info) inside ``jax.vmap`` (the flat
+   dynamic leaves, each with the batch dim JAX gave it) inside ``jax.make_jaxpr``; around each bind
+   it reads ``batch_dim`` off the ``BatchTracer`` inputs and outputs and counts the eqns the
+   outermost ``pe.JaxprStackFrame`` gains (those the rule emitted). The batched jaxpr shown is JAX's
+   own ``jax.make_jaxpr(jax.vmap(f, in_axes, out_axes), static_argnums)(*args)``; when the
    interpretation prints the same text, the counts attribute each of its eqns to a step.
 
 :func:`observe_vmap` is an independent observation for tests: it patches
@@ -59,8 +59,9 @@ from jax._src.interpreters import batching
 from exhibits.vmap.events import BatchedJaxprStaged, BatchRuleApplied, MappedInput, VmapInputsMapped
 from jaxscope.internals.ad_rules import batch_rule_view
 from jaxscope.internals.calling import CallPlan, concrete_args
+from jaxscope.internals.interpret import Env, interpret
 from jaxscope.internals.recording import PATCH_LOCK as _patch_lock
-from jaxscope.internals.recording import counting_outer_eqns
+from jaxscope.internals.recording import CountingHook, counting_outer_eqns
 from jaxscope.internals.views import (
     aval_view,
     eqn_view,
@@ -222,6 +223,33 @@ class BatchCapture:
     truncated: int = 0
 
 
+class _Recorder(CountingHook):
+    """The per-example jaxpr's walk under ``jax.vmap``: each eqn bound as ``core.eval_jaxpr``
+    binds it (``current[0]`` naming it meanwhile, for ``counting_outer_eqns``), the batch dims
+    and batched avals of its inputs and outputs recorded as a :class:`_Step`."""
+
+    def __init__(self, steps: list[_Step], current: list[int | None]) -> None:
+        self.steps = steps
+        super().__init__(current)
+
+    def before(self, index: int, eqn: Any, invals: list[Any], env: Env) -> bool:
+        self.steps.append(
+            _Step(
+                index=index,
+                eqn=eqn,
+                in_bdims=[_bdim_of(x) for x in invals],
+                in_avals=[_batched_aval(x) for x in invals],
+            )
+        )
+        return False
+
+    def after(self, index: int, eqn: Any, invals: list[Any], outvals: list[Any], env: Env) -> bool:
+        step = self.steps[-1]
+        step.out_bdims.extend(_bdim_of(o) for o in outvals)
+        step.out_avals.extend(_batched_aval(o) for o in outvals)
+        return False
+
+
 def _interpreter(
     example: Any,
     out_tree: Any,
@@ -229,46 +257,13 @@ def _interpreter(
     current: list[int | None],
     result_bdims: list[int | None],
 ) -> Callable[..., Any]:
-    """The function ``jax.vmap`` runs: the closed per-example jaxpr eqn by eqn (as
-    ``core.eval_jaxpr``), recording the batch dims around each bind."""
-    jaxpr = example.jaxpr
+    """The function ``jax.vmap`` runs: the closed per-example jaxpr eqn by eqn
+    (:func:`interpret`), recording the batch dims around each bind (:class:`_Recorder`)."""
+    recorder = _Recorder(steps, current)
 
     def interp(*leaves: Any) -> Any:
-        env: dict[Any, Any] = {}
-
-        def read(v: Any) -> Any:
-            return v.val if isinstance(v, core.Literal) else env[v]
-
-        for v, c in zip(jaxpr.constvars, example.consts, strict=True):
-            env[v] = c
-        for v, a in zip(jaxpr.invars, leaves, strict=True):
-            env[v] = a
-        for i, eqn in enumerate(jaxpr.eqns):
-            invals = [read(v) for v in eqn.invars]
-            step = _Step(
-                index=i,
-                eqn=eqn,
-                in_bdims=[_bdim_of(x) for x in invals],
-                in_avals=[_batched_aval(x) for x in invals],
-            )
-            bind_params = eqn.primitive.get_bind_params(eqn.params)
-            name_stack = source_info_util.current_name_stack() + eqn.source_info.name_stack
-            current[0] = i
-            steps.append(step)
-            try:
-                with (
-                    source_info_util.user_context(eqn.source_info.traceback, name_stack=name_stack),
-                    eqn.ctx.manager,
-                ):
-                    ans = eqn.primitive.bind(*invals, **bind_params)
-            finally:
-                current[0] = None
-            outs = ans if eqn.primitive.multiple_results else [ans]
-            for v, o in zip(eqn.outvars, outs, strict=True):
-                env[v] = o
-                step.out_bdims.append(_bdim_of(o))
-                step.out_avals.append(_batched_aval(o))
-        outs = [read(v) for v in jaxpr.outvars]
+        outs = interpret(example.jaxpr, example.consts, leaves, recorder).outvals
+        assert outs is not None  # the recorder never stops the walk
         result_bdims.extend(_bdim_of(o) for o in outs)
         return jax.tree.unflatten(out_tree, outs)
 

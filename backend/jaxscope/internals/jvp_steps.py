@@ -13,16 +13,17 @@ primitive bound on such tracers lands in ``ad.JVPTrace.process_primitive``, whic
 ``custom_jvp_call``/``custom_vjp_call`` eqns go to ``JVPTrace.process_custom_jvp_call`` /
 ``process_custom_vjp_call`` instead (the function's own rule runs).
 
-How we capture it (:func:`capture_jvp`): we interpret the user's closed primal jaxpr eqn by eqn,
-binding each eqn's primitive as ``core.eval_jaxpr`` does (``get_bind_params``, under
+How we capture it (:func:`capture_jvp`): we interpret the user's closed primal jaxpr eqn by eqn
+(``jaxscope.internals.interpret``, with :class:`_Recorder` as its hook), binding each eqn's
+primitive as ``core.eval_jaxpr`` does (``get_bind_params``, under
 ``source_info_util.user_context(eqn.source_info.traceback)``, so the emitted eqns carry the user's
 line), inside ``jax.jvp``, inside ``jax.make_jaxpr``. Around each bind we read the ``JVPTracer``'s
 ``.primal``/``.tangent`` of the inputs and outputs (tracers of the outer ``make_jaxpr`` trace), and
 we count the eqns the outermost ``pe.JaxprStackFrame`` gains (``add_eqn``, patched for the
-duration): those are the eqns that primal eqn's rule emitted. The outer function also returns
-every primal/tangent tracer it read (each once), so evaluating that jaxpr eagerly
-(``core.jaxpr_as_fun``: each eqn bound as ``core.eval_jaxpr`` does, each primitive's executable
-cached by JAX, no whole-program compile per run) gives all their values.
+duration): those are the eqns that primal eqn's rule emitted. The outer function also returns every
+primal/tangent tracer it read (each once), so evaluating that jaxpr eagerly (``core.jaxpr_as_fun``:
+each eqn bound as ``core.eval_jaxpr`` does, each primitive's executable cached by JAX, no
+whole-program compile per run) gives all their values.
 
 The whole JVP jaxpr is JAX's own: ``jax.make_jaxpr(lambda primals, tangents: jax.jvp(f_closed,
 primals, tangents))(primals, tangents)`` where ``f_closed(*dynamic_args)`` calls the user's ``f``
@@ -53,7 +54,8 @@ from jax._src.interpreters import ad
 from exhibits.jvp.events import JvpJaxprStaged, JvpRuleApplied
 from jaxscope.internals.ad_rules import jvp_rule_view
 from jaxscope.internals.calling import CallPlan, concrete_args
-from jaxscope.internals.recording import counting_outer_eqns
+from jaxscope.internals.interpret import Env, interpret
+from jaxscope.internals.recording import CountingHook, counting_outer_eqns
 from jaxscope.internals.views import (
     PREVIEW_CHARS,
     aval_view,
@@ -199,82 +201,78 @@ def _mechanism(eqn: Any, tangents_in: list[Any]) -> str:
     return "rule"
 
 
+class _Recorder(CountingHook):
+    """The primal jaxpr's walk under ``jax.jvp``: each eqn bound as ``core.eval_jaxpr`` binds it
+    (``current[0]`` naming it meanwhile, for ``counting_outer_eqns``), the primal/tangent values
+    of its inputs and outputs recorded as a :class:`_Step`."""
+
+    def __init__(self, steps: list[_Step], traced: list[Any], current: list[int | None]) -> None:
+        self.steps = steps
+        self.traced = traced
+        super().__init__(current)
+        self.seen: dict[int, int] = {}  # id(tracer) -> its index in ``traced`` (read once)
+        self.step: _Step | None = None
+
+    def slot(self, x: Any, zero_aval: Any = None) -> _Slot:
+        if zero_aval is not None:
+            return _Slot(aval=zero_aval, zero=True)
+        aval = core.typeof(x)
+        if isinstance(x, core.Tracer):
+            k = self.seen.get(id(x))
+            if k is None:  # ``traced`` keeps the tracer alive, so its id stays its own
+                k = self.seen[id(x)] = len(self.traced)
+                self.traced.append(x)
+            return _Slot(aval=aval, traced=k)
+        return _Slot(aval=aval, value=x)
+
+    def split(self, x: Any) -> tuple[_Slot, _Slot, Any]:
+        if isinstance(x, ad.JVPTracer):
+            p, t = x.primal, x.tangent
+        else:
+            p, t = x, ad.Zero(core.typeof(x).to_tangent_aval())
+        pslot = self.slot(p)
+        tslot = self.slot(None, zero_aval=t.aval) if type(t) is ad.Zero else self.slot(t)
+        return pslot, tslot, t
+
+    def before(self, index: int, eqn: Any, invals: list[Any], env: Env) -> bool:
+        pairs = [self.split(x) for x in invals]
+        self.step = _Step(
+            index=index,
+            eqn=eqn,
+            mechanism=_mechanism(eqn, [t for _, _, t in pairs]),
+            primals_in=[p for p, _, _ in pairs],
+            tangents_in=[t for _, t, _ in pairs],
+        )
+        return False
+
+    def after(self, index: int, eqn: Any, invals: list[Any], outvals: list[Any], env: Env) -> bool:
+        step = self.step
+        assert step is not None
+        for o in outvals:
+            p, t, _ = self.split(o)
+            step.primals_out.append(p)
+            step.tangents_out.append(t)
+        self.steps.append(step)
+        return False
+
+
 def _interpreter(
     primal: Any,
-    n_dynamic: int,
     kw_leaves: list[Any],
     steps: list[_Step],
     traced: list[Any],
     current: list[int | None],
 ) -> Callable[..., list[Any]]:
-    """The function ``jax.jvp`` runs: the closed primal jaxpr, eqn by eqn (as
-    ``core.eval_jaxpr``), recording primal/tangent values around each bind."""
-    jaxpr = primal.jaxpr
-
-    seen: dict[int, int] = {}  # id(tracer) -> its index in ``traced`` (read once, however often)
-
-    def slot(x: Any, zero_aval: Any = None) -> _Slot:
-        if zero_aval is not None:
-            return _Slot(aval=zero_aval, zero=True)
-        aval = core.typeof(x)
-        if isinstance(x, core.Tracer):
-            k = seen.get(id(x))
-            if k is None:  # ``traced`` keeps the tracer alive, so its id stays its own
-                k = seen[id(x)] = len(traced)
-                traced.append(x)
-            return _Slot(aval=aval, traced=k)
-        return _Slot(aval=aval, value=x)
-
-    def split(x: Any) -> tuple[_Slot, _Slot, Any]:
-        if isinstance(x, ad.JVPTracer):
-            p, t = x.primal, x.tangent
-        else:
-            p, t = x, ad.Zero(core.typeof(x).to_tangent_aval())
-        pslot = slot(p)
-        tslot = slot(None, zero_aval=t.aval) if type(t) is ad.Zero else slot(t)
-        return pslot, tslot, t
+    """The function ``jax.jvp`` runs: the closed primal jaxpr, eqn by eqn (:func:`interpret`),
+    recording primal/tangent values around each bind (:class:`_Recorder`)."""
+    recorder = _Recorder(steps, traced, current)
 
     def interp(*dynamic_leaves: Any) -> list[Any]:
-        env: dict[Any, Any] = {}
+        args = [*dynamic_leaves, *kw_leaves]
+        out = interpret(primal.jaxpr, primal.consts, args, recorder).outvals
+        assert out is not None  # the recorder never stops the walk
+        return out
 
-        def read(v: Any) -> Any:
-            return v.val if isinstance(v, core.Literal) else env[v]
-
-        for v, c in zip(jaxpr.constvars, primal.consts, strict=True):
-            env[v] = c
-        for v, a in zip(jaxpr.invars, [*dynamic_leaves, *kw_leaves], strict=True):
-            env[v] = a
-        for i, eqn in enumerate(jaxpr.eqns):
-            invals = [read(v) for v in eqn.invars]
-            pairs = [split(x) for x in invals]
-            step = _Step(
-                index=i,
-                eqn=eqn,
-                mechanism=_mechanism(eqn, [t for _, _, t in pairs]),
-                primals_in=[p for p, _, _ in pairs],
-                tangents_in=[t for _, t, _ in pairs],
-            )
-            bind_params = eqn.primitive.get_bind_params(eqn.params)
-            name_stack = source_info_util.current_name_stack() + eqn.source_info.name_stack
-            current[0] = i
-            try:
-                with (
-                    source_info_util.user_context(eqn.source_info.traceback, name_stack=name_stack),
-                    eqn.ctx.manager,
-                ):
-                    ans = eqn.primitive.bind(*invals, **bind_params)
-            finally:
-                current[0] = None
-            outs = ans if eqn.primitive.multiple_results else [ans]
-            for v, o in zip(eqn.outvars, outs, strict=True):
-                env[v] = o
-                p, t, _ = split(o)
-                step.primals_out.append(p)
-                step.tangents_out.append(t)
-            steps.append(step)
-        return [read(v) for v in jaxpr.outvars]
-
-    del n_dynamic
     return interp
 
 
@@ -475,7 +473,7 @@ def capture_jvp(plan: CallPlan, primal: Any, given_tangents: Any = None) -> JvpC
     traced: list[Any] = []
     origin: list[int | None] = []
     current: list[int | None] = [None]
-    interp = _interpreter(primal, len(dyn_leaves), kw_leaves, steps, traced, current)
+    interp = _interpreter(primal, kw_leaves, steps, traced, current)
     n_out: list[int] = []
 
     def outer(p: list[Any], t: list[Any]) -> Any:

@@ -2,11 +2,12 @@
 
 The transpose walk (``jaxscope.internals.transpose_walk``) names the primal primitive whose JVP
 emitted the linear eqn where a cotangent first became NaN or Inf, and that eqn's user frame. This
-module finds the same primal eqn in ``jax.make_jaxpr(fun)(*args)`` (same primitive name, same
-user frame: line, column, end line and end column, from ``eqn.source_info``) and evaluates the
-primal jaxpr on the concrete arguments up to it, eqn by eqn with ``eqn.primitive.bind`` (as
-``jax.core.eval_jaxpr`` does), to give that eqn's forward output. So the exhibit can say whether
-the forward value was already NaN/Inf (what ``jax_debug_nans`` stops at) or only the cotangent.
+module finds the same primal eqn in ``jax.make_jaxpr(fun)(*args)`` (same primitive name, same user
+frame: line, column, end line and end column, from ``eqn.source_info``) and evaluates the primal
+jaxpr on the concrete arguments up to it, eqn by eqn with ``eqn.primitive.bind`` (as
+``jax.core.eval_jaxpr`` does: ``jaxscope.internals.interpret``, its hook stopping there), to give
+that eqn's forward output. So the exhibit can say whether the forward value was already NaN/Inf
+(what ``jax_debug_nans`` stops at) or only the cotangent.
 
 Top-level eqns are searched, and the bodies of call-like eqns on the way to it, each evaluated
 on that eqn's inputs: a ``jit`` eqn's body (a jitted helper of the user's; a ``jax.checkpoint``'s
@@ -31,6 +32,7 @@ from jax._src import core, source_info_util
 from jax._src.interpreters import ad
 
 from jaxscope.internals.custom_rules import code_line, return_source
+from jaxscope.internals.interpret import Env, EqnHook, interpret
 from jaxscope.internals.transpose_walk import is_nonfinite
 from jaxscope.internals.views import snippet_source
 from jaxscope.protocol import SourceLoc
@@ -121,26 +123,30 @@ def primal_output(
             carry = _eval(body, [*consts, *carry, *x])[:n_carry]
         return None  # pragma: no cover - k is in range
 
-    def run(closed: core.ClosedJaxpr, inputs: Sequence[Any]) -> Any | None:
-        jaxpr = closed.jaxpr
-        env: dict[Any, Any] = {}
-        env.update(zip(jaxpr.constvars, closed.consts, strict=True))
-        env.update(zip(jaxpr.invars, inputs, strict=True))
+    class ToTarget(EqnHook):
+        """Evaluates eqns up to the target: stops at the eqn whose body holds it (entering that
+        body instead of binding the eqn) or at the target itself (its first output kept)."""
 
-        def read(v: Any) -> Any:
-            return v.val if isinstance(v, core.Literal) else env[v]
+        found: Any | None = None
 
-        for eqn in jaxpr.eqns:
+        def before(self, index: int, eqn: core.JaxprEqn, invals: list[Any], env: Env) -> bool:
             if not direct(eqn) and sum(count(b.jaxpr) for b in _bodies(eqn)) == 1:
-                return enter(eqn, [read(v) for v in eqn.invars])
-            params = eqn.primitive.get_bind_params(eqn.params)
-            with eqn.ctx.manager:
-                ans = eqn.primitive.bind(*map(read, eqn.invars), **params)
-            outs = ans if eqn.primitive.multiple_results else [ans]
-            env.update(zip(eqn.outvars, outs, strict=True))
+                self.found = enter(eqn, invals)
+                return True
+            return False
+
+        def after(
+            self, index: int, eqn: core.JaxprEqn, invals: list[Any], outvals: list[Any], env: Env
+        ) -> bool:
             if direct(eqn):
-                return outs[0]
-        return None  # pragma: no cover - count() found it
+                self.found = outvals[0]
+                return True
+            return False
+
+    def run(closed: core.ClosedJaxpr, inputs: Sequence[Any]) -> Any | None:
+        hook = ToTarget()
+        interpret(closed.jaxpr, closed.consts, inputs, hook)
+        return hook.found
 
     return run(closed, jax.tree.leaves(tuple(args)))
 
@@ -190,20 +196,21 @@ def custom_bwd(eqn: core.JaxprEqn, args: Sequence[Any], cts: Sequence[Any]) -> C
         closed = jax.make_jaxpr(lambda *a: bwd.call_wrapped(*a))(*res, *cts_in)
     except Exception:  # the rule ran in the walk; a failing re-trace only loses the detail
         return CustomBwd(name, line, None)
-    jaxpr = closed.jaxpr
-    env: dict[Any, Any] = dict(zip(jaxpr.constvars, closed.consts, strict=True))
-    env.update(zip(jaxpr.invars, jax.tree.leaves((res, cts_in)), strict=True))
+    hook = _FirstNonfinite()
+    interpret(closed.jaxpr, closed.consts, jax.tree.leaves((res, cts_in)), hook)
+    return CustomBwd(name, line, hook.found)
 
-    def read(v: Any) -> Any:
-        return v.val if isinstance(v, core.Literal) else env[v]
 
-    for e in jaxpr.eqns:
-        params = e.primitive.get_bind_params(e.params)
-        with e.ctx.manager:
-            ans = e.primitive.bind(*map(read, e.invars), **params)
-        outs = ans if e.primitive.multiple_results else [ans]
-        env.update(zip(e.outvars, outs, strict=True))
-        if any(is_nonfinite(o) for o in outs):
-            where = snippet_source(e.source_info.traceback)
-            return CustomBwd(name, line, (e.primitive.name, where))
-    return CustomBwd(name, line, None)
+class _FirstNonfinite(EqnHook):
+    """Stops at the first eqn one of whose outputs holds a NaN or an Inf, noting its primitive
+    and user line (``found``)."""
+
+    found: tuple[str, SourceLoc | None] | None = None
+
+    def after(
+        self, index: int, eqn: core.JaxprEqn, invals: list[Any], outvals: list[Any], env: Env
+    ) -> bool:
+        if any(is_nonfinite(o) for o in outvals):
+            self.found = (eqn.primitive.name, snippet_source(eqn.source_info.traceback))
+            return True
+        return False

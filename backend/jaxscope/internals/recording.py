@@ -29,6 +29,7 @@ from jax._src import source_info_util
 from jax._src.interpreters import partial_eval as pe
 
 from exhibits.tracing.events import EqnRecorded
+from jaxscope.internals.interpret import Env, EqnHook, bind_eqn
 from jaxscope.internals.views import aval_view, snippet_source
 
 source_info_util.register_exclusion(__file__)
@@ -148,3 +149,20 @@ def counting_outer_eqns(origin: list[int | None], current: list[int | None]) -> 
         finally:
             pe.JaxprStackFrame.__init__ = orig_init
             pe.JaxprStackFrame.add_eqn = orig_add_eqn
+
+
+class CountingHook(EqnHook):
+    """The :func:`~jaxscope.internals.interpret.interpret` hook of a walk run inside
+    :func:`counting_outer_eqns`: each eqn bound as ``core.eval_jaxpr`` binds it, with
+    ``current[0]`` naming it meanwhile, so that the eqns its rule emits are attributed to it
+    (``jvp_steps`` and ``batching_steps`` record around it in ``before``/``after``)."""
+
+    def __init__(self, current: list[int | None]) -> None:
+        self.current = current
+
+    def evaluate(self, index: int, eqn: Any, invals: list[Any], env: Env) -> list[Any]:
+        self.current[0] = index
+        try:
+            return bind_eqn(eqn, invals)
+        finally:
+            self.current[0] = None

@@ -64,6 +64,7 @@ from jax._src.tree_util import FlatTree
 
 from exhibits.transpose.events import CotangentWrite, LinearJaxprStaged, TransposeStepped
 from jaxscope.internals.ad_rules import transpose_rule_view
+from jaxscope.internals.interpret import Env, EqnHook, interpret
 from jaxscope.internals.views import (
     aval_view,
     jaxpr_view,
@@ -487,6 +488,38 @@ class _RecordingAccum(ad.ValAccum):
         self.log.append(WriteRecord(self.var, mode, x, self.val))
 
 
+class _ForwardHalf(EqnHook):
+    """The forward half of ``ad.backward_pass3``, as the hook of one :func:`interpret`: a ref
+    eqn's output gets the ``RefAccum``/``ValAccum`` ``backward_pass3`` gives it; an eqn reading a
+    cotangent accumulator is linear, its outputs get :class:`_RecordingAccum` s (logging into
+    ``log``); both are noted in ``lin_eqns`` (index, eqn), for the reverse walk. Every other eqn
+    is evaluated as ``backward_pass3`` binds it (under ``ad._name_stack_ctx``, not the user's
+    traceback: nothing is traced here)."""
+
+    def __init__(self, log: list[WriteRecord]) -> None:
+        self.log = log
+        self.lin_eqns: list[tuple[int, core.JaxprEqn]] = []
+
+    def evaluate(self, index: int, eqn: core.JaxprEqn, invals: list[Any], env: Env) -> list[Any]:
+        if eqn.primitive.ref_primitive:
+            (v,) = eqn.outvars
+            self.lin_eqns.append((index, eqn))
+            if eqn.primitive is core.ref_p or eqn.primitive is core.empty_ref_p:
+                return [ad.RefAccum(v.aval.inner_aval.to_ct_aval())]
+            if eqn.primitive is core.freeze_p:
+                return [ad.ValAccum(v.aval.to_ct_aval())]
+            if eqn.primitive is core.accum_grad_in_ref_p:
+                return [ad.RefAccum(v.aval.to_ct_aval())]
+            raise AssertionError(f"unknown ref primitive {eqn.primitive}")
+        if any(isinstance(x, ad.GradAccum) for x in invals):
+            self.lin_eqns.append((index, eqn))
+            return [_RecordingAccum(v.aval.to_ct_aval(), v, self.log) for v in eqn.outvars]
+        params = eqn.primitive.get_bind_params(eqn.params)
+        with eqn.ctx.manager, ad._name_stack_ctx(eqn.source_info):
+            ans = eqn.primitive.bind(*invals, **params)
+        return list(ans) if eqn.primitive.multiple_results else [ans]
+
+
 def walk(
     lin: Linearized,
     cts_out: Sequence[Any],
@@ -519,47 +552,27 @@ def walk(
     rules: dict[Any, RuleView | None] = {}  # one lookup per primitive (the tables are fixed here)
 
     in_accums = [_RecordingAccum(v.aval.to_ct_aval(), v, log) for v in jaxpr.invars]
-    env: dict[Any, Any] = dict(
-        zip((*jaxpr.constvars, *jaxpr.invars), (*lin.residuals, *in_accums), strict=True)
-    )
-
-    def read(x: Any) -> Any:
-        return x.val if isinstance(x, core.Literal) else env[x]
+    steps: list[StepRecord] = []
 
     def finish(stopped: bool) -> WalkResult:
         grads = [ad.instantiate_zeros(a.freeze()) for a in in_accums]
         return WalkResult(cotangents=grads, steps=steps, stopped=stopped)
 
-    steps: list[StepRecord] = []
     if all(type(ct) is ad.Zero for ct in cts) and not jaxpr.effects:
         return finish(False)
 
-    lin_eqns: list[tuple[int, core.JaxprEqn]] = []
-    for index, eqn in enumerate(jaxpr.eqns):
-        if eqn.primitive.ref_primitive:
-            (v,) = eqn.outvars
-            lin_eqns.append((index, eqn))
-            if eqn.primitive is core.ref_p or eqn.primitive is core.empty_ref_p:
-                env[v] = ad.RefAccum(v.aval.inner_aval.to_ct_aval())
-            elif eqn.primitive is core.freeze_p:
-                env[v] = ad.ValAccum(v.aval.to_ct_aval())
-            elif eqn.primitive is core.accum_grad_in_ref_p:
-                env[v] = ad.RefAccum(v.aval.to_ct_aval())
-            else:
-                raise AssertionError(f"unknown ref primitive {eqn.primitive}")
-        elif any(isinstance(read(x), ad.GradAccum) for x in eqn.invars):
-            for v in eqn.outvars:
-                env[v] = _RecordingAccum(v.aval.to_ct_aval(), v, log)
-            lin_eqns.append((index, eqn))
-        else:
-            params = eqn.primitive.get_bind_params(eqn.params)
-            with eqn.ctx.manager, ad._name_stack_ctx(eqn.source_info):
-                ans = eqn.primitive.bind(*map(read, eqn.invars), **params)
-            ans = ans if eqn.primitive.multiple_results else [ans]
-            for v, a in zip(eqn.outvars, ans, strict=True):
-                env.setdefault(v, a)
+    # The forward half of ``backward_pass3`` is one interpretation (:class:`_ForwardHalf`); the
+    # backward half below walks its linear eqns in reverse, popping cotangents from its env: a
+    # transposition, not an evaluation, so it is not :func:`interpret`'s forward loop.
+    forward = _ForwardHalf(log)
+    ran = interpret(jaxpr, lin.residuals, in_accums, forward)
+    env, lin_eqns = ran.env, forward.lin_eqns
+    assert ran.outvals is not None  # the forward half never stops
 
-    for acc, ct in zip(map(read, jaxpr.outvars), cts, strict=True):
+    def read(x: Any) -> Any:
+        return x.val if isinstance(x, core.Literal) else env[x]
+
+    for acc, ct in zip(ran.outvals, cts, strict=True):
         if isinstance(acc, ad.GradAccum):
             acc.accum(ct)
     log.clear()  # the seed is not a step's write
