@@ -1,12 +1,20 @@
-"""Central finite differences in float64: the independent truth the autodiff exhibits check JAX's
-gradients against.
+"""Numeric checks, in one place: central finite differences in float64 (the independent truth the
+autodiff exhibits check JAX's gradients against) and the comparison of two results at the
+precision of their dtype.
 
-Only public JAX is used: the function is evaluated under ``jax.enable_x64(True)`` on float64
-copies of the floating-point arguments (jitted when it can be, eagerly otherwise), one element at
-a time: ``(f(x + h e_i) - f(x - h e_i)) / 2h`` with ``h = cbrt(eps64) * max(1, |x_i|)`` (about
-6e-6 for ``|x_i| <= 1``, truncation and rounding errors of order 1e-11). At a kink the left and
-right one-sided differences disagree; that element is reported as ``None`` (as in
-``../shared/cases``: "null where the left and right differences disagree").
+Finite differences. Only public JAX is used: the function is evaluated under
+``jax.enable_x64(True)`` on float64 copies of the floating-point arguments (jitted when it can
+be, eagerly otherwise), one element at a time: ``(f(x + h e_i) - f(x - h e_i)) / 2h`` with
+``h = cbrt(eps64) * max(1, |x_i|)`` (about 6e-6 for ``|x_i| <= 1``, truncation and rounding
+errors of order 1e-11). At a kink the left and right one-sided differences disagree; that element
+is reported as ``None`` (as in ``../shared/cases``: "null where the left and right differences
+disagree").
+
+Comparison. :func:`tolerance` is the tolerance of a dtype (float64 1e-6, float32 1e-4, narrower
+floats 1e-2), scaled by ``max(1, |reference|)``; :func:`compare` holds a result to a reference at
+it, :func:`max_abs_diff` / :func:`max_abs_diff_leaves` give the largest difference. In all three
+a NaN on both sides (or the same infinity on both) counts as equal, and a NaN/Inf on one side
+only makes the difference unbounded (``None``).
 """
 
 from __future__ import annotations
@@ -230,3 +238,81 @@ def _evaluator(
         return _scalar(fun(*full))
 
     return evaluate
+
+
+# ---- comparison at dtype precision --------------------------------------------------------
+
+
+def tolerance(dtype: Any) -> float:
+    """The absolute tolerance (scaled by ``max(1, |reference|)``) for a result of ``dtype``:
+    1e-6 for float64, 1e-4 for float32, 1e-2 for anything narrower (bfloat16, float16)."""
+    dt = np.dtype(dtype)
+    if dt == np.float64:
+        return 1e-6
+    if dt == np.float32:
+        return 1e-4
+    return 1e-2
+
+
+def _finite_pairs(
+    actual: Any, reference: Any, known: Any | None
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The elements (marked by ``known``; all when ``None``) of ``actual`` (broadcast to
+    ``reference``'s shape) and ``reference`` in float64 that are not equal non-finite pairs (NaN
+    and NaN, or the same infinity); ``None`` when any of those is non-finite on one side."""
+    r = np.asarray(reference, dtype=np.float64)
+    c = np.broadcast_to(np.asarray(actual, dtype=np.float64), r.shape)
+    if known is not None:
+        mask = np.asarray(known, bool)
+        c, r = c[mask], r[mask]
+    same_nonfinite = (np.isnan(c) & np.isnan(r)) | (np.isinf(c) & (c == r))
+    c, r = c[~same_nonfinite], r[~same_nonfinite]
+    if not (np.all(np.isfinite(c)) and np.all(np.isfinite(r))):
+        return None
+    return c, r
+
+
+def max_abs_diff(actual: Any, reference: Any, known: Any | None = None) -> float | None:
+    """Largest ``|actual - reference|`` (float64) over the elements ``known`` marks (all when
+    ``None``); equal non-finite pairs count as equal; ``None`` when one side only is NaN/Inf
+    somewhere; ``0.0`` when nothing finite is compared."""
+    pairs = _finite_pairs(actual, reference, known)
+    if pairs is None:
+        return None
+    c, r = pairs
+    return float(np.max(np.abs(c - r))) if c.size else 0.0
+
+
+def max_abs_diff_leaves(a: Any, b: Any) -> float | None:
+    """:func:`max_abs_diff` over the leaves of two pytrees of one structure: the largest, or
+    ``None`` when any leaf's is ``None``."""
+    worst = 0.0
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        d = max_abs_diff(x, y)
+        if d is None:
+            return None
+        worst = max(worst, d)
+    return worst
+
+
+def compare(
+    actual: Any, reference: Any, known: Any | None, tol: float
+) -> tuple[float | None, bool]:
+    """``(max abs difference, within tolerance)`` of ``actual`` against ``reference`` over the
+    elements ``known`` marks (all when ``None``): within when every finite element differs by at
+    most ``tol * max(1, |reference|)`` (``tol``: :func:`tolerance` of the dtype). Equal
+    non-finite pairs count as equal; a NaN/Inf on one side only gives ``(None, False)``; no
+    element compared gives ``(None, True)``."""
+    shape = np.shape(reference)
+    if known is None and int(np.prod(shape)) == 0:
+        return None, True
+    if known is not None and not np.asarray(known, bool).any():
+        return None, True
+    pairs = _finite_pairs(actual, reference, known)
+    if pairs is None:
+        return None, False
+    c, r = pairs
+    if not c.size:
+        return 0.0, True
+    diff = np.abs(c - r)
+    return float(diff.max()), bool(np.all(diff <= tol * np.maximum(1.0, np.abs(r))))

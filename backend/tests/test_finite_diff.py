@@ -1,4 +1,5 @@
-"""Finite differences against closed-form derivatives and ``jax.grad`` in float64."""
+"""Finite differences against closed-form derivatives and ``jax.grad`` in float64; the comparison
+at dtype precision against differences worked out by hand."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxscope.finite_diff import central_differences
+from jaxscope.finite_diff import (
+    central_differences,
+    compare,
+    max_abs_diff,
+    max_abs_diff_leaves,
+    tolerance,
+)
 
 
 def test_sin_times_x_matches_closed_form() -> None:
@@ -81,3 +88,47 @@ def test_a_huge_argument_is_sampled_by_work_and_still_right() -> None:
     exact = np.cos(x64) * x64 + np.sin(x64)
     # f sums 360,000 terms (~1e5): the rounding error of the differences is ~eps * |f| / h.
     np.testing.assert_allclose(values[known], exact[known], rtol=1e-4, atol=1e-5)
+
+
+def test_tolerance_follows_the_dtype() -> None:
+    assert tolerance(np.float64) == 1e-6 and tolerance(np.float32) == 1e-4
+    assert tolerance(jnp.bfloat16) == 1e-2 and tolerance(np.float16) == 1e-2
+
+
+def test_compare_scales_the_tolerance_by_the_reference() -> None:
+    ref = np.array([0.5, 100.0, -3.0])
+    # 1e-4 * max(1, |ref|): 1e-4, 1e-2, 3e-4 allowed; the differences are 5e-5, 9e-3, 2e-4.
+    got = ref + np.array([5e-5, 9e-3, -2e-4])
+    diff, ok = compare(got, ref, None, 1e-4)
+    assert ok and diff is not None and abs(diff - 9e-3) < 1e-12
+    diff, ok = compare(got, ref, None, 1e-6)
+    assert not ok and diff is not None and abs(diff - 9e-3) < 1e-12
+    # A scalar actual is broadcast to the reference's shape.
+    assert compare(1.0, np.ones(3), None, 1e-6) == (0.0, True)
+
+
+def test_compare_nonfinite_and_masks() -> None:
+    nan, inf = float("nan"), float("inf")
+    # NaN on both sides, the same infinity on both: equal; the rest compared.
+    assert compare([nan, inf, 1.0], [nan, inf, 1.5], None, 1e-4) == (0.5, False)
+    # One side only: unbounded.
+    assert compare([nan, 1.0], [1.0, 1.0], None, 1e-4) == (None, False)
+    assert compare([inf], [-inf], None, 1e-4) == (None, False)
+    # Only the known elements count (a kink's NaN difference is not compared).
+    assert compare([1.0, 7.0], [1.0, nan], [True, False], 1e-4) == (0.0, True)
+    # Nothing compared: nothing known, or nothing at all.
+    assert compare([1.0], [2.0], [False], 1e-4) == (None, True)
+    assert compare(np.zeros(0), np.zeros(0), None, 1e-4) == (None, True)
+    # Only equal non-finite pairs: within, difference 0.
+    assert compare([nan], [nan], None, 1e-4) == (0.0, True)
+
+
+def test_max_abs_diff_over_arrays_and_pytrees() -> None:
+    nan = float("nan")
+    assert max_abs_diff(np.array([1.0, 2.0, nan]), np.array([1.5, 1.0, nan])) == 1.0
+    assert max_abs_diff([1.0, nan], [1.0, 2.0]) is None
+    assert max_abs_diff(np.float32(1.0), np.float32(1.0)) == 0.0
+    a = {"w": np.array([[1.0, 2.0]], np.float32), "b": np.float32(3.0)}
+    b = {"w": np.array([[1.0, 2.25]], np.float32), "b": np.float32(2.0)}
+    assert max_abs_diff_leaves(a, b) == 1.0
+    assert max_abs_diff_leaves(a, {**b, "b": np.float32(nan)}) is None

@@ -35,7 +35,7 @@ from typing import Any
 
 import jax
 import numpy as np
-from jaxscope.finite_diff import central_differences, is_float_leaf
+from jaxscope.finite_diff import central_differences, compare, is_float_leaf, tolerance
 from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
 from jaxscope.internals.custom_rules import (
     CustomFunction,
@@ -67,16 +67,6 @@ from exhibits.custom_vjp.events import (
 PREVIEW_CHARS = 400
 
 
-def tolerance(dtype: Any) -> float:
-    """The absolute tolerance (scaled by ``max(1, |reference|)``) for a gradient of ``dtype``."""
-    dt = np.dtype(dtype)
-    if dt == np.float64:
-        return 1e-6
-    if dt == np.float32:
-        return 1e-4
-    return 1e-2
-
-
 def nested(value: Any) -> Any:
     """An array as nested lists of floats, non-finite values as ``"nan"``/``"inf"``/``"-inf"``
     (``None`` stays ``None``)."""
@@ -94,30 +84,6 @@ def nested(value: Any) -> Any:
     if arr.ndim == 0:
         return one(float(arr))
     return [nested(a) for a in arr]
-
-
-def compare(
-    custom: Any, reference: Any, known: Any | None, tol: float
-) -> tuple[float | None, bool]:
-    """``(max abs difference, within tolerance)`` of two arrays, over the elements ``known``
-    marks (all when ``None``). Both NaN (or the same infinity) counts as equal; a non-finite
-    value on one side only makes the difference unbounded: ``(None, False)``."""
-    c = np.asarray(custom, dtype=np.float64)
-    r = np.asarray(reference, dtype=np.float64)
-    mask = np.ones(r.shape, bool) if known is None else np.asarray(known, bool)
-    if not mask.any():
-        return None, True
-    c, r = np.broadcast_to(c, r.shape)[mask], r[mask]
-    same_nonfinite = (np.isnan(c) & np.isnan(r)) | (np.isinf(c) & (c == r))
-    one_sided = (~np.isfinite(c) | ~np.isfinite(r)) & ~same_nonfinite
-    if one_sided.any():
-        return None, False
-    finite = np.isfinite(c) & np.isfinite(r)
-    if not finite.any():
-        return 0.0, True
-    diff = np.abs(c[finite] - r[finite])
-    ok = bool(np.all(diff <= tol * np.maximum(1.0, np.abs(r[finite]))))
-    return float(diff.max()), ok
 
 
 # ---- the gradient target: f as a function of its floating leaves -----------------------------

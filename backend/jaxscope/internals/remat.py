@@ -45,6 +45,7 @@ import numpy as np
 from jax._src import ad_checkpoint, core, source_info_util
 
 from exhibits.partial_eval.events import RematPolicyMeasured, ResidualView
+from jaxscope.finite_diff import max_abs_diff_leaves
 from jaxscope.internals.calling import CallPlan
 from jaxscope.internals.split import call_with_statics, nbytes
 from jaxscope.internals.views import aval_view
@@ -224,22 +225,6 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, int]:
     return statistics.median(times), len(times)
 
 
-def _max_abs_diff(a: Any, b: Any) -> float | None:
-    """Largest |a - b| over the leaves; NaNs (and equal infinities) at the same positions count
-    as equal (a NaN gradient stays NaN under remat); ``None`` when the two disagree on where
-    they are non-finite."""
-    worst = 0.0
-    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
-        x64, y64 = np.asarray(x, np.float64), np.asarray(y, np.float64)
-        same = (np.isnan(x64) & np.isnan(y64)) | (np.isinf(x64) & (x64 == y64))
-        rest_x, rest_y = x64[~same], y64[~same]
-        if not (np.all(np.isfinite(rest_x)) and np.all(np.isfinite(rest_y))):
-            return None
-        if rest_x.size:
-            worst = max(worst, float(np.max(np.abs(rest_x - rest_y))))
-    return worst
-
-
 def saved(fn: Callable[..., Any], target: GradTarget) -> list[ResidualView]:
     """``saved_residuals(fn, dyn_args, kwargs)`` as views (JAX's text as the description)."""
     out = []
@@ -303,7 +288,7 @@ def measure(
         repeats=repeats,
         device=", ".join(sorted(str(d) for d in device)) or str(jax.devices()[0]),
         grad_of=target.grad_of,
-        grad_max_abs_diff=0.0 if reference is None else _max_abs_diff(grads, reference),
+        grad_max_abs_diff=0.0 if reference is None else max_abs_diff_leaves(grads, reference),
     )
     return event, grads
 
