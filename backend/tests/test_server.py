@@ -13,7 +13,7 @@ from pathlib import Path
 import jax
 import pytest
 from fastapi.testclient import TestClient
-from jaxscope.protocol import EVENT_ADAPTER, Catalogue, JaxprStaged, RunFailed
+from jaxscope.protocol import EVENT_ADAPTER, Catalogue, DetailFailed, JaxprStaged, RunFailed
 from jaxscope.sandbox.snippet import load_snippet
 from jaxscope.server import catalogue as catalogue_module
 from jaxscope.server.app import create_app
@@ -274,5 +274,5 @@ def test_a_detail_request_over_the_websocket(client: TestClient) -> None:
         assert len(whole.model_dump_json()) > len(summary.model_dump_json())
         ws.send_text(json.dumps(ask | {"run_id": "no-such-run"}))
         gone = EVENT_ADAPTER.validate_json(ws.receive_text())
-        assert gone.type == "detail_failed" and gone.run_id == "no-such-run"
-        assert "run again" in gone.message
+        assert isinstance(gone, DetailFailed) and gone.run_id == "no-such-run"
+        assert gone.gone and "run again" in gone.message
