@@ -416,3 +416,35 @@ def test_typed_call_arguments_fail_without_blaming_a_snippet_line(
     expect(panel.get_by_test_id("error-line")).to_have_count(0)
     page.screenshot(path=str(screenshots / "tracing-typed-call-error.png"), full_page=True)
     assert console_errors == []
+
+
+def test_a_view_that_fails_fails_alone(page: Page, console_errors: list[str]) -> None:
+    """An exhibit view that throws on a stream it did not expect (here a ``jaxpr_staged`` whose
+    jaxpr view lost its eqns on the way, rewritten by the test's websocket route) shows an error
+    in its place; the shell, the stepper and the editor keep working, and the editor its text."""
+    from playwright.sync_api import WebSocketRoute
+
+    def corrupt(message: str | bytes) -> str | bytes:
+        if isinstance(message, str) and '"type":"jaxpr_staged"' in message:
+            event = json.loads(message)
+            event["jaxpr"]["eqns"] = None
+            return json.dumps(event)
+        return message
+
+    def route(ws: WebSocketRoute) -> None:
+        server = ws.connect_to_server()
+        server.on_message(lambda message: ws.send(corrupt(message)))
+        ws.on_message(lambda message: server.send(message))
+
+    page.route_web_socket(re.compile(r".*/api/ws.*"), route)
+    open_exhibit(page, "tracing")
+    code = "import jax.numpy as jnp\ndef f(x):\n    return jnp.sin(x) * 2.0\nargs = (jnp.ones(3),)\n"
+    set_code(page, code)
+    run_and_wait(page)
+    expect(page.get_by_test_id("view-failed")).to_be_visible()
+    expect(page.get_by_test_id("view-failed")).to_contain_text("Tracing")
+    assert editor_text(page).strip() == code.strip()
+    # The shell still steps through the run.
+    page.get_by_test_id("stepper-first").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_started")
+    assert any("exhibit view failed" in e for e in console_errors), console_errors
