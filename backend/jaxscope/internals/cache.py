@@ -45,7 +45,7 @@ from jax._src.interpreters import partial_eval as pe
 
 from jaxscope.internals.monitoring import TRACE_EVENT
 from jaxscope.internals.recording import watching_traces
-from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
+from jaxscope.snippet_model import SNIPPET_FILENAME
 
 source_info_util.register_exclusion(__file__)
 

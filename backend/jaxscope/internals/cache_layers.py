@@ -52,7 +52,7 @@ from jax._src.interpreters import partial_eval as pe
 
 from jaxscope.internals.cache import EXPLAIN_LOGGER, _ListHandler, fresh_caches, tidy_explanation
 from jaxscope.internals.monitoring import COMPILE_EVENT, LOWER_EVENT, TRACE_EVENT
-from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
+from jaxscope.snippet_model import SNIPPET_FILENAME
 
 source_info_util.register_exclusion(__file__)
 

@@ -35,7 +35,7 @@ import numpy as np
 from jax._src import source_info_util
 from jax._src import util as jax_util
 
-from jaxscope.sandbox.probe_api import Snippet
+from jaxscope.snippet_model import Snippet
 
 source_info_util.register_exclusion(__file__)
 

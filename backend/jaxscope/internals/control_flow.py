@@ -38,7 +38,7 @@ from jax._src import tree_util as jtu
 from jax._src.lax.control_flow import conditionals, loops
 
 from jaxscope.protocol import SourceLoc
-from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
+from jaxscope.snippet_model import SNIPPET_FILENAME
 
 source_info_util.register_exclusion(__file__)
 

@@ -33,7 +33,7 @@ import jax
 from jax._src import source_info_util
 
 from jaxscope.protocol import SourceLoc
-from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
+from jaxscope.snippet_model import SNIPPET_FILENAME
 
 source_info_util.register_exclusion(__file__)
 

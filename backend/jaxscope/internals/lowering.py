@@ -29,7 +29,7 @@ from jax._src import source_info_util
 from exhibits.stations.events import ModuleLowered, OpLink
 from jaxscope.internals.views import eqn_sources, snippet_frames
 from jaxscope.protocol import SourceLoc
-from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
+from jaxscope.snippet_model import SNIPPET_FILENAME
 
 source_info_util.register_exclusion(__file__)
 

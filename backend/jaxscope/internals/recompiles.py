@@ -48,7 +48,7 @@ from exhibits.caches.events import KeyEntryDiff
 from jaxscope.internals.cache import fresh_caches
 from jaxscope.internals.monitoring import COMPILE_EVENT, LOWER_EVENT, TRACE_EVENT
 from jaxscope.protocol import SourceLoc
-from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
+from jaxscope.snippet_model import SNIPPET_FILENAME
 
 source_info_util.register_exclusion(__file__)
 

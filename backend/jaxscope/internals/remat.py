@@ -50,7 +50,7 @@ from jaxscope.internals.calling import CallPlan
 from jaxscope.internals.split import call_with_statics, nbytes
 from jaxscope.internals.views import aval_view
 from jaxscope.protocol import SourceLoc
-from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
+from jaxscope.snippet_model import SNIPPET_FILENAME
 
 source_info_util.register_exclusion(__file__)
 

@@ -54,7 +54,7 @@ from jaxscope.protocol import (
     SourceLoc,
     VarView,
 )
-from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
+from jaxscope.snippet_model import SNIPPET_FILENAME
 
 source_info_util.register_exclusion(__file__)
 

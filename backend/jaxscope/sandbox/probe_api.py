@@ -12,51 +12,17 @@ It does not emit ``run_started``/``run_finished``/``run_failed`` itself either.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from jaxscope.protocol import EventModel, RunOptions, Stage
 
-# The file name under which a snippet is compiled: every source_info, traceback frame and debug
-# location that points at this name is a line of the user's snippet.
-SNIPPET_FILENAME = "<snippet>"
-
-# Where Python's tokenizer ends a line: ``\r\n``, ``\r`` or ``\n``, and nothing else.
-_LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
-
-
-def source_lines(source: str) -> list[str]:
-    """``source``'s lines (with their ends) as Python numbers them: split at ``\n``, ``\r\n``
-    and ``\r`` only. Not ``str.splitlines()``, which also splits at characters that are no
-    line end to Python (form feed, ``\v``, ``\x1c``-``\x1e``, ``\x85``, U+2028, U+2029), so
-    that a line number from a traceback would quote the wrong line."""
-    return [line for line in _LINE_END.split(source) if line]
-
-
-@dataclass
-class Snippet:
-    """A loaded user snippet (the module's namespace after ``exec``).
-
-    ``f`` and ``args`` are required; ``kwargs``, ``static_argnums``, ``static_argnames`` are
-    optional in the snippet (defaults: ``{}``, ``()``, ``()``); ``defines_f`` is False when an
-    exhibit that needs no snippet got code without them. ``filename`` is the name the source
-    was compiled under (:data:`SNIPPET_FILENAME`), ``source`` its text.
-    """
-
-    source: str
-    filename: str
-    namespace: dict[str, Any]
-    f: Callable[..., Any]
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    static_argnums: tuple[int, ...] = ()
-    static_argnames: tuple[str, ...] = ()
-    # False for an exhibit that needs no snippet (``Exhibit.needs_snippet=False``) when the
-    # code defines no ``f``/``args``: ``f`` then raises if called and ``args`` is empty.
-    defines_f: bool = True
+# What a loaded snippet is lives outside the sandbox (``jaxscope.internals`` reads it too);
+# re-exported here, the module probes import.
+from jaxscope.snippet_model import SNIPPET_FILENAME as SNIPPET_FILENAME
+from jaxscope.snippet_model import Snippet as Snippet
+from jaxscope.snippet_model import source_lines as source_lines
 
 
 class ProbeContext(Protocol):
