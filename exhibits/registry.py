@@ -3,7 +3,9 @@ artefact that ``jaxscope run --print ARTEFACT`` can print out of a run's events.
 
 The server and the CLI read this table without importing JAX or any probe; the sandbox worker
 imports ``exhibits.<id>.probe`` by id. ``jaxscope.events`` assembles the event union from the
-``events.py`` of every exhibit listed here (``Exhibit.events_module``).
+``events.py`` of every exhibit listed here (``Exhibit.events_module``), and
+``jaxscope.explainers`` the chain of error explainers from the ``explain.py`` of those that
+explain errors (``Exhibit.explain_module``).
 ``frontend/src/exhibits.ts`` is the frontend's table; a test checks that both list the same ids
 and that every exhibit folder has all its parts.
 """
@@ -99,6 +101,10 @@ class Exhibit:
     # False for an exhibit that runs without user code (config): the snippet may then be empty
     # or lack ``f``/``args`` (``Snippet.defines_f``), and ``jaxscope run ID -`` needs no file.
     needs_snippet: bool = True
+    # True when ``exhibits/<id>/explain.py`` defines ``explain_error``, the handler that explains
+    # the JAX errors this exhibit knows (``jaxscope.explainers``: the chain asks the exhibits'
+    # handlers in this table's order).
+    explains_errors: bool = False
 
     @property
     def folder(self) -> Path:
@@ -108,6 +114,12 @@ class Exhibit:
     def events_module(self) -> str:
         """The module that defines this exhibit's events and lists them in ``EVENTS``."""
         return f"exhibits.{self.id}.events"
+
+    @property
+    def explain_module(self) -> str:
+        """The module whose ``explain_error`` explains this exhibit's errors (when
+        ``explains_errors``; imported only in the worker, it may import JAX)."""
+        return f"exhibits.{self.id}.explain"
 
     def example_paths(self) -> dict[str, Path]:
         """Example name (file stem) -> snippet file: this exhibit's own ``examples/*.py`` first,
@@ -191,6 +203,7 @@ EXHIBITS: dict[str, Exhibit] = {
             borrow_only=_AD_EXAMPLES,
             artefacts=_artefacts_of("jvp"),
             budget=3.0,
+            explains_errors=True,
         ),
         Exhibit(
             id="partial_eval",
@@ -211,6 +224,7 @@ EXHIBITS: dict[str, Exhibit] = {
             borrow_only=_AD_EXAMPLES,
             artefacts=_artefacts_of("transpose"),
             budget=3.0,
+            explains_errors=True,
         ),
         Exhibit(
             id="custom_vjp",
@@ -219,6 +233,7 @@ EXHIBITS: dict[str, Exhibit] = {
             default_example="clip_gradient",
             artefacts=_artefacts_of("custom_vjp"),
             budget=3.0,
+            explains_errors=True,
         ),
         Exhibit(
             id="nan_finder",
@@ -250,6 +265,7 @@ EXHIBITS: dict[str, Exhibit] = {
             default_example="per_example_loss",
             artefacts=_artefacts_of("vmap"),
             budget=2.0,
+            explains_errors=True,
         ),
         Exhibit(
             id="transform_order",

@@ -1,6 +1,7 @@
 """Contract tests: every private JAX name ``jaxscope.internals.transpose_walk`` relies on (and the
-error texts ``sandbox.errors.ad_help`` recognises) still exists and behaves as assumed in
-jax 0.10.2. A JAX upgrade that changes one of them fails here, loudly, before the exhibit breaks."""
+error texts ``exhibits.transpose.explain.ad_help`` recognises) still exists and behaves as
+assumed in jax 0.10.2. A JAX upgrade that changes one of them fails here, loudly, before the
+exhibit breaks."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from jax._src.interpreters import partial_eval as pe
 from jax._src.lax import lax as _lax_internal
 from jax._src.tree_util import FlatTree
 from jaxscope.internals.transpose_walk import linearize_vjp, seed_cotangents, walk
-from jaxscope.sandbox.errors import ad_help
+
+from exhibits.transpose.explain import ad_help
 
 # JAX's private modules are untyped: read them as Any (this file is mypy strict).
 ad: Any = _ad

@@ -4,6 +4,10 @@ sentences (``RuleProblem``), JAX's own error class and text kept verbatim.
 JAX's messages are recognised by the start of their text (``jax/_src/custom_derivatives.py``:
 ``_flatten_bwd``, ``_flatten_fwd``, ``_flatten_jvp``); a message not recognised is still shown,
 as ``grad_failed``/``jit_failed`` with JAX's text.
+
+:func:`explain_error` is this exhibit's link of ``jaxscope.explainers``' chain (listed through the
+registry's ``explains_errors``): the ``run_failed`` explanation of a ``custom_vjp`` error in any
+exhibit, with the bwd at fault named for an output JAX rejected.
 """
 
 from __future__ import annotations
@@ -12,11 +16,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from jaxscope.explainers import ErrorContext, Explanation, MessageHelp, first_match
 from jaxscope.internals.custom_rules import (
     CustomFunction,
     RecordedCall,
     error_source,
+    rejected_bwd,
     return_source,
+    snippet_globals,
 )
 
 from exhibits.custom_vjp.events import ArgumentCheck, CustomCallRecorded, RuleProblem
@@ -401,3 +408,83 @@ def problems(
             )
         )
     return sorted(out, key=lambda p: _ORDER[p.severity])
+
+
+# ---- the run_failed explanation (a link of jaxscope.explainers' chain) ----------------------
+
+JVP_OF_CUSTOM_VJP = "can't apply forward-mode autodiff (jvp) to a custom_vjp function"
+TRACED_SHAPE = "Shapes must be 1D sequences of concrete values"
+
+CUSTOM_VJP_HELP: tuple[MessageHelp, ...] = (
+    MessageHelp(
+        BWD_STRUCTURE,
+        "A `custom_vjp` bwd rule must return one cotangent per positional argument of the"
+        " primal function (a tuple of the same structure), including arguments such as sizes"
+        " that are not differentiated.",
+        "Return `None` for an argument that gets no cotangent, or, better for a Python int"
+        " such as a size, declare it in `nondiff_argnums` (bwd then receives it first and"
+        " returns cotangents for the other arguments only).",
+    ),
+    MessageHelp(
+        BWD_TYPE,
+        "Each cotangent a `custom_vjp` bwd rule returns must have the shape and dtype of the"
+        " primal argument it belongs to (a cotangent lives where its argument lives); JAX's"
+        " message names the output position and both types.",
+        "Give that cotangent the argument's shape: a broadcast the forward pass did (a scalar"
+        " times a vector) is summed back in bwd, e.g. `jnp.sum(g * x)` for a scalar argument.",
+    ),
+    MessageHelp(
+        JVP_OF_CUSTOM_VJP,
+        "`jax.custom_vjp` gives JAX a reverse-mode rule only (`fwd` saves residuals, `bwd` maps"
+        " an output cotangent back to the inputs). Forward mode (`jax.jvp`, `jax.jacfwd`) needs"
+        " a JVP rule that pushes input tangents forward, and JAX cannot derive one from `bwd`,"
+        " so it refuses the `custom_vjp` call instead of differentiating what is inside it.",
+        "Use reverse mode on this function (`jax.grad`, `jax.vjp`, `jax.jacrev`), or define the"
+        " rule with `jax.custom_jvp` instead: JAX derives reverse mode from a JVP rule (it"
+        " linearizes and transposes it), so both modes then work.",
+    ),
+    MessageHelp(
+        (TRACED_SHAPE, "for custom_vjp fun"),
+        "JAX traced the `custom_vjp` function here (as it does under `jax.jit`,"
+        " `jax.make_jaxpr`, or any transformation that stages it out), and a `custom_vjp`"
+        " function gets every positional argument as a tracer, Python ints included. So a size"
+        " passed as an argument (`jnp.zeros((n,))`) is abstract (shape and dtype only), and an"
+        " array shape must be concrete.",
+        "Declare the size in `nondiff_argnums` (`@partial(jax.custom_vjp, nondiff_argnums=(i,))`:"
+        " it then stays a Python int, and `fwd`/`bwd` receive it first), or take the size from"
+        " an array's `.shape`.",
+    ),
+)
+
+
+def _bwd_note(exc: BaseException, f: object) -> str | None:
+    """For JAX's error about a ``custom_vjp`` bwd's output, the rule at fault (name, where it
+    returns): JAX checks the output after bwd returned, so its traceback ends at the call of
+    the custom function and never names bwd. None for another error or when it is not found."""
+    try:
+        bwd = rejected_bwd(exc, snippet_globals(f) if f is not None else None)
+    except Exception:  # the explanation stays JAX's help alone
+        return None
+    if bwd is None:
+        return None
+    at = f"line {bwd.returns.line}" if bwd.returns is not None else "an unknown line"
+    defined = f", defined at line {bwd.def_line}" if bwd.def_line is not None else ""
+    return (
+        f"The rule at fault is `{bwd.name}`{defined} (the bwd of `{bwd.custom}`): it returns"
+        f" at {at}. JAX checks what bwd returned only after it returned, so its traceback ends"
+        f" at the call of `{bwd.custom}` instead."
+    )
+
+
+def explain_error(exc: BaseException, ctx: ErrorContext) -> Explanation | None:
+    """The explanation and fix of one of JAX's ``custom_vjp`` errors, else None. For a bwd
+    output JAX rejected, the bwd at fault is named after the explanation (after the location's
+    own note when no entry matches, e.g. a bwd that returned a ``SymbolicZero``)."""
+    help_ = first_match(CUSTOM_VJP_HELP, exc)
+    note = _bwd_note(exc, ctx.f)
+    if note is None:
+        return help_
+    base = help_.explanation if help_ is not None else ctx.location_note
+    return Explanation(
+        note if base is None else f"{base} {note}", help_.fix if help_ is not None else None
+    )

@@ -30,10 +30,11 @@ from typing import Any
 from jaxscope.internals.calling import CallPlan, plan_call
 from jaxscope.internals.remat import remat_table
 from jaxscope.internals.split import default_known, jvp_program, split_event
-from jaxscope.sandbox.errors import ad_help, is_memory_error
+from jaxscope.sandbox.errors import is_memory_error
 from jaxscope.sandbox.probe_api import ProbeContext
 
 from exhibits.partial_eval.events import RematUnavailable
+from exhibits.transpose.explain import ad_help
 
 WHY_UNAVAILABLE = (
     "Each row of the remat table compiles `jax.grad(jax.checkpoint(f, policy))`: reverse mode, "
@@ -165,6 +166,6 @@ def _emit_remat_table(ctx: ProbeContext, plan: CallPlan, not_compiled: str | Non
             RematUnavailable(
                 error_class=type(exc).__name__,
                 message=str(exc) or type(exc).__name__,
-                explanation=f"{WHY_UNAVAILABLE} {help_[0]}" if help_ else WHY_UNAVAILABLE,
+                explanation=f"{WHY_UNAVAILABLE} {help_.explanation}" if help_ else WHY_UNAVAILABLE,
             )
         )

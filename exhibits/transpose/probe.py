@@ -6,7 +6,7 @@ Events, in order:
 * stage ``trace``: two :class:`GradAttempted` events. ``jit``: ``jax.jit(jax.grad(f, argnums),
   static_argnums).trace(*args)`` (abstract arguments, as ``jax.jit(jax.grad(f))`` traces);
   ``eager``: ``jax.grad(f, argnums)(*args)``. A failure carries JAX's error, the snippet line and
-  a plain explanation (``jaxscope.sandbox.errors.ad_help``). When the eager gradient fails the
+  a plain explanation (``exhibits.transpose.explain.ad_help``). When the eager gradient fails the
   run ends in ``run_failed`` with that error (the user's line), except for a non-scalar output:
   then the walk goes on from an all-ones cotangent (``jax.vjp``; the gradient of ``sum(f)``).
   When it fails in its backward pass (a primitive with no transpose rule, a ``while_loop``, a
@@ -59,7 +59,7 @@ from jaxscope.internals.transpose_walk import (
 )
 from jaxscope.internals.views import aval_view
 from jaxscope.protocol import SourceLoc
-from jaxscope.sandbox.errors import ad_help, transformation_frames, user_frames
+from jaxscope.sandbox.errors import transformation_frames, user_frames
 from jaxscope.sandbox.probe_api import ProbeContext, mark_during
 
 from exhibits.transpose.events import (
@@ -74,6 +74,7 @@ from exhibits.transpose.events import (
     OutputLeafView,
     TransposeCallOpened,
 )
+from exhibits.transpose.explain import ad_help
 
 # The stepper shows one event per step: a walk longer than this is cut (the gradient is still
 # the full walk's).
@@ -327,8 +328,8 @@ def _attempt(
                 source=SourceLoc(line=frames[-1].line, function=frames[-1].function)
                 if frames
                 else None,
-                explanation=help_[0] if help_ else None,
-                fix=help_[1] if help_ else None,
+                explanation=help_.explanation if help_ else None,
+                fix=help_.fix if help_ else None,
             )
         )
         return exc
