@@ -1,0 +1,238 @@
+"""The import boundaries of the backend, read from the source with :mod:`ast` (nothing imported):
+
+* ``jaxscope/sandbox/`` (process isolation) never imports ``jaxscope.internals`` (JAX);
+* ``jaxscope/internals/`` never imports ``jaxscope.sandbox``;
+* only ``jaxscope/internals/`` imports private JAX (``jax._src``, ``jax.interpreters``,
+  ``jax.extend``), each name of which a contract test pins: checked for every module under
+  ``backend/jaxscope`` and every exhibit module that runs in the worker (tests, golden
+  regeneration scripts and examples may, as independent truth or user code).
+
+An import counts wherever it is (a function body, ``if TYPE_CHECKING``), relative imports are
+resolved, and ``importlib.import_module``/``__import__`` of a literal name counts too. What both
+sides share lives outside both (``jaxscope.snippet_model``, ``jaxscope.explainers``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BACKEND = REPO / "backend"
+EXHIBITS = REPO / "exhibits"
+
+SANDBOX = "jaxscope.sandbox"
+INTERNALS = "jaxscope.internals"
+PRIVATE_JAX = ("jax._src", "jax.interpreters", "jax.extend")
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One forbidden import: where it is, what it imports, which rule it breaks."""
+
+    path: str
+    line: int
+    imported: str
+    rule: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: imports {self.imported} ({self.rule})"
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def _absolute(module: str | None, level: int, package: str) -> str:
+    """The absolute name of ``from <level dots><module> import ...`` in ``package``."""
+    if level == 0:
+        return module or ""
+    parts = package.split(".")
+    base = parts[: len(parts) - (level - 1)] if level > 1 else parts
+    return ".".join([*base, module] if module else base)
+
+
+def imported_names(tree: ast.AST, package: str) -> Iterator[tuple[int, str]]:
+    """``(line, dotted name)`` of every import in ``tree``: each ``import a.b``, for ``from a
+    import b`` both ``a`` and ``a.b`` (``b`` may be a submodule), and the literal argument of
+    ``importlib.import_module``/``__import__``. ``package`` resolves relative imports."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node.module, node.level, package)
+            yield node.lineno, base
+            for alias in node.names:
+                if alias.name != "*":
+                    yield node.lineno, f"{base}.{alias.name}"
+        elif isinstance(node, ast.Call) and node.args:
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            first = node.args[0]
+            if (
+                called in ("import_module", "__import__")
+                and isinstance(first, ast.Constant)
+                and isinstance(first.value, str)
+            ):
+                yield node.lineno, first.value
+
+
+def violations(source: str, module: str, path: str, *, is_package: bool = False) -> list[Violation]:
+    """The imports of ``source`` (the module named ``module``, read from ``path``) that break
+    a rule of this file, one per import statement and rule."""
+    package = module if is_package else module.rpartition(".")[0]
+    found: dict[tuple[int, str], Violation] = {}
+    for line, name in imported_names(ast.parse(source, filename=path), package):
+        if _within(module, SANDBOX) and _within(name, INTERNALS):
+            rule = "sandbox/ may not import jaxscope.internals"
+        elif _within(module, INTERNALS) and _within(name, SANDBOX):
+            rule = "internals/ may not import jaxscope.sandbox"
+        elif not _within(module, INTERNALS) and any(_within(name, p) for p in PRIVATE_JAX):
+            rule = "only jaxscope.internals may import private JAX"
+        else:
+            continue
+        found.setdefault((line, rule), Violation(path, line, name, rule))
+    return list(found.values())
+
+
+def _module_name(path: Path, root: Path) -> tuple[str, bool]:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        return ".".join(parts[:-1]), True
+    return ".".join(parts), False
+
+
+def scan(root: Path, paths: list[Path]) -> list[Violation]:
+    """The violations of every file in ``paths`` (modules named relative to ``root``)."""
+    out: list[Violation] = []
+    for path in sorted(paths):
+        module, is_package = _module_name(path, root)
+        shown = path.relative_to(REPO) if path.is_relative_to(REPO) else path.relative_to(root)
+        source = path.read_text(encoding="utf-8")
+        out += violations(source, module, str(shown), is_package=is_package)
+    return out
+
+
+def _runs_in_worker(path: Path) -> bool:
+    """An exhibit module of the app (not a test, a golden regeneration script or an example)."""
+    rel = path.relative_to(EXHIBITS)
+    return not (
+        path.name.startswith("test_")
+        or path.name == "conftest.py"
+        or "examples" in rel.parts
+        or "golden" in rel.parts
+        or "fixtures" in rel.parts
+    )
+
+
+def test_the_backend_keeps_its_import_boundaries() -> None:
+    paths = list((BACKEND / "jaxscope").rglob("*.py"))
+    assert len(paths) > 50  # the scan found the package
+    found = scan(BACKEND, paths)
+    assert not found, "forbidden imports:\n" + "\n".join(map(str, found))
+
+
+def test_exhibit_modules_import_no_private_jax() -> None:
+    paths = [p for p in EXHIBITS.rglob("*.py") if _runs_in_worker(p)]
+    assert any(p.name == "probe.py" for p in paths)
+    found = scan(REPO, paths)
+    assert not found, "forbidden imports:\n" + "\n".join(map(str, found))
+
+
+# ---- the checker itself, on deliberately bad sources ---------------------------------------
+
+_HEADER = '"""A module."""\n\n'  # the import under test is on line 3
+
+
+@pytest.mark.parametrize(
+    ("module", "statement", "imported"),
+    [
+        ("jaxscope.sandbox.errors", "import jaxscope.internals.views", "jaxscope.internals.views"),
+        (
+            "jaxscope.sandbox.errors",
+            "from jaxscope.internals.custom_rules import rejected_bwd",
+            "jaxscope.internals.custom_rules",
+        ),
+        ("jaxscope.sandbox.errors", "from jaxscope import internals", "jaxscope.internals"),
+        ("jaxscope.sandbox.errors", "from ..internals import views", "jaxscope.internals"),
+        (
+            "jaxscope.sandbox.runner",
+            "importlib.import_module('jaxscope.internals.views')",
+            "jaxscope.internals.views",
+        ),
+        (
+            "jaxscope.internals.views",
+            "from jaxscope.sandbox.probe_api import SNIPPET_FILENAME",
+            "jaxscope.sandbox.probe_api",
+        ),
+        ("jaxscope.internals.views", "from jaxscope import sandbox", "jaxscope.sandbox"),
+        ("jaxscope.internals.views", "from .. import sandbox", "jaxscope.sandbox"),
+        ("jaxscope.sandbox.errors", "from jax._src import core", "jax._src"),
+        ("jaxscope.cli", "import jax.interpreters.ad", "jax.interpreters.ad"),
+        ("exhibits.vmap.probe", "from jax.extend.core import Primitive", "jax.extend.core"),
+        ("exhibits.vmap.probe", "from jax import _src", "jax._src"),
+    ],
+)
+def test_the_checker_names_file_and_line_of_a_forbidden_import(
+    module: str, statement: str, imported: str
+) -> None:
+    found = violations(_HEADER + statement + "\n", module, "bad.py")
+    assert [(v.path, v.line, v.imported) for v in found] == [("bad.py", 3, imported)]
+    assert str(found[0]).startswith(f"bad.py:3: imports {imported} (")
+
+
+def test_relative_imports_resolve_from_the_package() -> None:
+    # In sandbox/__init__.py ``..`` is ``jaxscope``; in sandbox/errors.py ``.`` is the sandbox.
+    found = violations("from ..internals import views\n", "jaxscope.sandbox", "p", is_package=True)
+    assert [v.imported for v in found] == ["jaxscope.internals"]
+    assert violations("from .internals import x\n", "jaxscope.sandbox.errors", "p") == []
+
+
+def test_the_checker_sees_imports_inside_functions_and_type_checking() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from jaxscope.internals.calling import CallPlan\n"
+        "def f() -> None:\n"
+        "    import jaxscope.internals.views\n"
+    )
+    found = violations(source, "jaxscope.sandbox.errors", "bad.py")
+    assert [v.line for v in found] == [3, 5]
+
+
+@pytest.mark.parametrize(
+    ("module", "statement"),
+    [
+        ("jaxscope.internals.views", "from jax._src import core"),
+        ("jaxscope.internals.views", "from jaxscope.snippet_model import SNIPPET_FILENAME"),
+        ("jaxscope.sandbox.errors", "from jaxscope.explainers import explain"),
+        ("jaxscope.sandbox.errors", "import jax.errors"),
+        ("jaxscope.sandbox.errors", "from jaxscope.sandbox_tools import x"),  # a name boundary
+        ("jaxscope.internals.views", "import jax.numpy as jnp"),
+        ("exhibits.vmap.probe", "from jaxscope.internals.views import jaxpr_view"),
+        ("jaxscope.cli", "from jaxscope.sandbox.pool import WorkerPool"),
+    ],
+)
+def test_the_checker_allows_what_the_rules_allow(module: str, statement: str) -> None:
+    assert violations(_HEADER + statement + "\n", module, "ok.py") == []
+
+
+def test_a_bad_module_file_fails_the_scan(tmp_path: Path) -> None:
+    """A forbidden import written into a file of a (temporary) package tree is reported with
+    that file's path and the line of the import."""
+    sandbox = tmp_path / "jaxscope" / "sandbox"
+    sandbox.mkdir(parents=True)
+    (tmp_path / "jaxscope" / "__init__.py").write_text("")
+    (sandbox / "__init__.py").write_text("")
+    (sandbox / "good.py").write_text("from jaxscope.protocol import RunFailed\n")
+    (sandbox / "bad.py").write_text(_HEADER + "x = 1\nfrom jaxscope.internals import views\n")
+    found = scan(tmp_path, list(tmp_path.rglob("*.py")))
+    assert [str(v) for v in found] == [
+        "jaxscope/sandbox/bad.py:4: imports jaxscope.internals "
+        "(sandbox/ may not import jaxscope.internals)"
+    ]
