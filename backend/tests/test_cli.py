@@ -488,3 +488,23 @@ def test_a_nonsense_limit_or_stack_is_a_usage_error(tmp_path: Path, flag: str, v
     out = jaxscope("run", "transform_order", str(snippet_file), f"{flag}={value}")
     assert out.returncode == 2, (out.stdout, out.stderr)
     assert flag in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "error"),
+    [("--in-axes", "(0,", "SyntaxError"), ("--out-axes", "nope", "NameError")],
+)
+def test_a_bad_axes_expression_blames_the_option_not_f(
+    tmp_path: Path, flag: str, value: str, error: str
+) -> None:
+    """vmap's ``--in-axes``/``--out-axes`` are Python expressions: one that does not evaluate is
+    ``invalid_snippet`` naming the option, as ``--mesh`` is, not an exception "in f"."""
+    snippet = tmp_path / "s.py"
+    snippet.write_text(
+        "import jax.numpy as jnp\ndef f(x):\n    return jnp.sin(x)\nargs = (jnp.ones((4, 3)),)\n"
+    )
+    done = jaxscope("run", "vmap", str(snippet), flag, value)
+    assert done.returncode == 1, done.stderr
+    assert "(invalid_snippet)" in done.stderr, done.stderr
+    assert f"options.{flag[2:].replace('-', '_')} = {value!r}" in done.stderr
+    assert error in done.stderr and " in f" not in done.stderr

@@ -15,6 +15,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 from jaxscope.sandbox.probe_api import Snippet, blame_line, setting_line
+from jaxscope.sandbox.probe_api import eval_option as eval_option
 from jaxscope.sandbox.snippet import InvalidSnippet
 
 
@@ -23,20 +24,6 @@ def invalid(snippet: Snippet, name: str, message: str) -> BaseException:
     variable); for an option (``options.x``) no line: the option is not in the snippet."""
     line = None if name.startswith("options.") else setting_line(snippet.source, name)
     return blame_line(InvalidSnippet(message), line)
-
-
-def eval_option(option: str | None, name: str, env: dict[str, Any]) -> Any:
-    """``options.<name>`` evaluated in ``env`` (``None`` when unset or blank); any error of the
-    expression (a SyntaxError, a NameError, JAX refusing a 9-device mesh on 8 devices...) is
-    :class:`InvalidSnippet` naming the option."""
-    if option is None or not option.strip():
-        return None
-    try:
-        return eval(option, env)  # the user's own expression, in the sandbox
-    except Exception as exc:
-        raise InvalidSnippet(
-            f"options.{name} = {option!r} could not be evaluated: {type(exc).__name__}: {exc}"
-        ) from exc
 
 
 def check_mesh(snippet: Snippet, value: Any, name: str) -> Mesh:

@@ -46,6 +46,7 @@ from jaxscope.sandbox.probe_api import (
     ProbeContext,
     blame_line,
     during,
+    eval_option,
     mark_during,
     setting_line,
 )
@@ -57,8 +58,8 @@ def _axes(option: str | None, namespace: dict[str, Any], name: str) -> tuple[Any
     """The axes value, its text and whether the snippet set it: the option's expression, the
     snippet's variable, or 0."""
     if option is not None and option.strip():
-        # the user's own expression, sandboxed
-        return eval(option, namespace), option.strip(), False
+        # A bad expression is the option's fault (invalid_snippet naming it), not f's.
+        return eval_option(option, name, namespace), option.strip(), False
     if name in namespace:
         return namespace[name], repr(namespace[name]), True
     return 0, "0", False

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Protocol
+from typing import Any, Protocol
 
 from jaxscope.protocol import EventModel, RunOptions, Stage
 
@@ -42,6 +42,24 @@ class ProbeContext(Protocol):
         inside it to this stage (``stdout_printed.stage``). Exceptions propagate unchanged,
         and the runner reports the stage they escaped from in ``run_failed.stage``."""
         ...
+
+
+def eval_option(option: str | None, name: str, env: dict[str, Any]) -> Any:
+    """``options.<name>`` (a Python expression the user typed in the view or passed to the
+    CLI) evaluated in ``env`` (the snippet's namespace); ``None`` when unset or blank. Any error
+    of the expression (a SyntaxError, a NameError, JAX refusing a 9-device mesh on 8 devices)
+    is :class:`~jaxscope.sandbox.snippet.InvalidSnippet` naming the option, not the user's
+    ``f``: the option, not the snippet, is at fault."""
+    from jaxscope.sandbox.snippet import InvalidSnippet
+
+    if option is None or not option.strip():
+        return None
+    try:
+        return eval(option, env)  # the user's own expression, in the sandbox
+    except Exception as exc:
+        raise InvalidSnippet(
+            f"options.{name} = {option!r} could not be evaluated: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 # The attribute :func:`blame_line` sets on an exception: ``(line, function, explanation)``;
