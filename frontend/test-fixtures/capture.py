@@ -6,9 +6,10 @@ a spawned worker, the exhibit's probe, the supervisor's validation and ``seq`` n
 writes one JSON event per line. The truth is computed here, in this process, with public JAX
 only: ``jax.make_jaxpr`` (text, each eqn's primitive and snippet line from its traceback),
 ``jax.jit(f).lower`` (StableHLO), ``.compile()`` (``cost_analysis``, ``memory_analysis``) and the
-outputs as numpy arrays. Run from the repository root:
+outputs as numpy arrays; for the dataflow graph's inner jaxprs, each eqn's inner jaxprs read from
+its params (``inner``). Run from the repository root (all fixtures, or the ones named):
 
-    .venv/bin/python frontend/test-fixtures/capture.py
+    .venv/bin/python frontend/test-fixtures/capture.py [name ...]
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import asyncio
 import contextlib
 import io
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,8 @@ FIXTURES: dict[str, tuple[str, Path, list[str]]] = {
     "stations-mlp": ("stations", HERE / "snippets" / "mlp_layer.py", []),
     "stations-nested": ("stations", HERE / "snippets" / "nested.py", []),
     "stations-c24": ("stations", CASES / "C24_async_dispatch.py", []),
+    "tracing-graph-inner": ("tracing", HERE / "snippets" / "graph_inner.py", []),
+    "tracing-graph-layers": ("tracing", HERE / "snippets" / "graph_layers.py", []),
 }
 
 
@@ -75,6 +79,40 @@ def _snippet_line(eqn: Any) -> int | None:
     return None
 
 
+def _inner_jaxprs(eqn: Any) -> list[tuple[str, Any]]:
+    """The jaxprs in an eqn's params, as (params key, Jaxpr), keys sorted and tuples in order
+    (``branches``): ``ClosedJaxpr`` and ``Jaxpr`` told apart by their public attributes."""
+    out: list[tuple[str, Any]] = []
+    for key in sorted(eqn.params):
+        value = eqn.params[key]
+        for v in value if isinstance(value, tuple) else (value,):
+            if hasattr(v, "jaxpr") and hasattr(v, "consts"):
+                out.append((key, v.jaxpr))
+            elif hasattr(v, "eqns") and hasattr(v, "invars"):
+                out.append((key, v))
+    return out
+
+
+def _inner_tree(eqn: Any) -> dict[str, Any]:
+    """An eqn as JAX holds it, with its inner jaxprs' eqns, all the way down."""
+    return {
+        "primitive": eqn.primitive.name,
+        "invars": len(eqn.invars),
+        "literals": sum(1 for v in eqn.invars if hasattr(v, "val")),  # a Literal holds its value
+        "out_types": [v.aval.str_short(short_dtypes=True) for v in eqn.outvars],
+        "inner": [
+            {
+                "param": key,
+                "constvars": len(j.constvars),
+                "invars": len(j.invars),
+                "outvars": len(j.outvars),
+                "eqns": [_inner_tree(e) for e in j.eqns],
+            }
+            for key, j in _inner_jaxprs(eqn)
+        ],
+    }
+
+
 def truth(snippet: Path) -> dict[str, Any]:
     """What JAX itself says about the snippet, computed in this process (no jaxscope code)."""
     s = load_snippet(snippet.read_text())
@@ -90,6 +128,7 @@ def truth(snippet: Path) -> dict[str, Any]:
     out["eqns"] = [
         {"primitive": e.primitive.name, "line": _snippet_line(e)} for e in closed.jaxpr.eqns
     ]
+    out["inner"] = [_inner_tree(e) for e in closed.jaxpr.eqns]
     out["invars"] = len(closed.jaxpr.invars)
     out["constvars"] = len(closed.jaxpr.constvars)
     out["outvars"] = len(closed.jaxpr.outvars)
@@ -109,11 +148,13 @@ def truth(snippet: Path) -> dict[str, Any]:
     return out
 
 
-async def main() -> None:
+async def main(names: list[str]) -> None:
     for name, (exhibit, snippet, calls) in FIXTURES.items():
+        if names and name not in names:
+            continue
         await capture(name, exhibit, snippet, calls)
         (HERE / f"{name}.truth.json").write_text(json.dumps(truth(snippet), indent=1) + "\n")
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(sys.argv[1:]))
