@@ -5,7 +5,8 @@
  * Nodes are the jaxpr's binders, eqns and collapsed groups (built by `graph-groups.ts`'s
  * `visibleGraph`); an edge runs from the node that defines a variable to every node that reads it,
  * labelled with the variable's name as JAX prints it. Literals (`2.0:f32[]`) are not nodes: they
- * are shown in the reading eqn's label.
+ * are shown in the reading eqn's label. Expanded groups are clusters (dagre's compound graph):
+ * each is laid out as a box around the nodes and clusters it holds.
  */
 import dagre from '@dagrejs/dagre';
 
@@ -19,12 +20,32 @@ export interface GraphNode {
   label: string;
   /** the avals the node defines (eqn outvars, the binder's aval), as `f32[3]` / `~f32[]` */
   sublabel: string;
-  /** the eqn's index in `jaxpr.eqns` (eqn nodes only) */
+  /** the eqn's index in `jaxpr.eqns` (eqn nodes only; for an eqn of an inner jaxpr, the
+   * top-level eqn that holds it) */
   eqnIndex: number | null;
-  /** the user line of the eqn (eqn nodes only) */
+  /** the user line of the eqn (top-level eqn nodes only) */
   line: number | null;
   /** the collapsed group the node stands for (group nodes only; `graph-groups.ts`) */
   groupId?: string;
+  /** the cluster (expanded group) the node is drawn in */
+  parent?: string;
+  /** an eqn of an inner jaxpr: its place (`4/jaxpr0/2`: the third eqn of eqn 4's `jaxpr`) */
+  path?: string;
+  /** an eqn with inner jaxprs: the group id that expands it in place (`x:4`) */
+  expand?: string;
+}
+
+/** An expanded group, drawn as a box around what it holds. */
+export interface GraphCluster {
+  /** `cl:` and the group id */
+  id: string;
+  /** `block (line 12)`, `jit _where · eqn 4`, `branches[1]` */
+  label: string;
+  /** the group it collapses back to; null for an inner jaxpr of a `cond`/`while` (its eqn's box collapses) */
+  groupId: string | null;
+  parent: string | null;
+  /** for an expanded eqn (and its inner jaxprs' boxes): the top-level eqn */
+  eqnIndex: number | null;
 }
 
 export interface GraphEdge {
@@ -37,6 +58,8 @@ export interface GraphEdge {
 export interface DataflowGraph {
   nodes: GraphNode[];
   edges: GraphEdge[];
+  /** the expanded groups that hold nodes, parents before children */
+  clusters: GraphCluster[];
   /** how many eqns were left out (the jaxpr had more than `maxEqns`) */
   omittedEqns: number;
 }
@@ -53,9 +76,18 @@ export interface PlacedEdge extends GraphEdge {
   points: { x: number; y: number }[];
 }
 
+export interface PlacedCluster extends GraphCluster {
+  /** centre and size of its box, in SVG user units */
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
 export interface GraphLayout {
   nodes: PlacedNode[];
   edges: PlacedEdge[];
+  clusters: PlacedCluster[];
   width: number;
   height: number;
 }
@@ -63,14 +95,22 @@ export interface GraphLayout {
 /** Approximate width of monospace text at the graph's font size (7.2 px per character at 12 px). */
 const CHAR_PX = 7.2;
 
-/** Lay the graph out top to bottom with dagre; node sizes follow their labels. */
+/** Room on the right of an expandable eqn's node for its expand button. */
+export const EXPAND_PX = 18;
+
+/** Lay the graph out top to bottom with dagre; node sizes follow their labels; clusters are
+ * dagre's compound nodes (a graph with none is laid out as a plain one). */
 export function layoutDataflowGraph(graph: DataflowGraph): GraphLayout {
-  const g = new dagre.graphlib.Graph({ multigraph: true });
+  const compound = graph.clusters.length > 0;
+  const g = new dagre.graphlib.Graph({ multigraph: true, compound });
   g.setGraph({ rankdir: 'TB', nodesep: 18, ranksep: 34, marginx: 8, marginy: 8 });
   g.setDefaultEdgeLabel(() => ({}));
+  for (const c of graph.clusters) g.setNode(c.id, {});
+  for (const c of graph.clusters) if (c.parent !== null) g.setParent(c.id, c.parent);
   for (const n of graph.nodes) {
     const chars = Math.max(n.label.length, n.sublabel.length, 3);
-    g.setNode(n.id, { width: Math.ceil(chars * CHAR_PX) + 16, height: 38 });
+    g.setNode(n.id, { width: Math.ceil(chars * CHAR_PX) + 16 + (n.expand ? EXPAND_PX : 0), height: 38 });
+    if (compound && n.parent !== undefined) g.setParent(n.id, n.parent);
   }
   graph.edges.forEach((e, i) => g.setEdge(e.from, e.to, {}, `e${i}`));
   dagre.layout(g);
@@ -78,10 +118,14 @@ export function layoutDataflowGraph(graph: DataflowGraph): GraphLayout {
     const placed = g.node(n.id);
     return { ...n, x: placed.x ?? 0, y: placed.y ?? 0, width: placed.width, height: placed.height };
   });
+  const clusters: PlacedCluster[] = graph.clusters.map((c) => {
+    const placed = g.node(c.id);
+    return { ...c, x: placed.x ?? 0, y: placed.y ?? 0, width: placed.width ?? 0, height: placed.height ?? 0 };
+  });
   const edges: PlacedEdge[] = graph.edges.map((e, i) => {
     const placed = g.edge({ v: e.from, w: e.to, name: `e${i}` }) as { points?: { x: number; y: number }[] } | undefined;
     return { ...e, points: placed?.points ?? [] };
   });
   const label = g.graph();
-  return { nodes, edges, width: Number(label.width ?? 0), height: Number(label.height ?? 0) };
+  return { nodes, edges, clusters, width: Number(label.width ?? 0), height: Number(label.height ?? 0) };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { EqnView, JaxprView, SourceLoc } from '../protocol';
-import { allGroupIds, callPath, groupTree, visibleGraph } from './graph-groups';
+import { ARG_STUB_FANOUT, allGroupIds, callPath, groupTree, visibleGraph } from './graph-groups';
 
 const aval = { shape: [3], dtype: 'float32', weak_type: false, short: 'f32[3]' };
 const v = (name: string) => ({ name, aval, literal: false });
@@ -112,5 +112,25 @@ describe('the arguments of many leaves', () => {
     expect(g.edges.map((e) => `${e.from}→${e.to}`)).toEqual(['grp:arg:params→eqn:0', 'in:p19→eqn:0', 'eqn:0→out:0']);
     const open = visibleGraph(jaxpr, tree, new Set(['arg:params']));
     expect(open.nodes.filter((n) => n.kind === 'invar')).toHaveLength(20);
+  });
+
+  it('a collapsed argument that many nodes read is drawn beside each of them, not once at the top', () => {
+    const invars = Array.from({ length: 20 }, (_, i) => v(`p${i}`));
+    const names = [...Array.from({ length: 19 }, (_, i) => `params['layers'][${i}]['w']`), 'x'];
+    const readers = ARG_STUB_FANOUT + 2;
+    const jaxpr: JaxprView = {
+      ...JAXPR,
+      invars,
+      arg_names: names,
+      eqns: Array.from({ length: readers }, (_, i) => eqn(i, [`p${i}`, i === 0 ? 'p19' : `y${i - 1}`], `y${i}`, src(3, 'f'))),
+      outvars: [v(`y${readers - 1}`)],
+    };
+    const g = visibleGraph(jaxpr, groupTree(jaxpr), new Set());
+    const stubs = g.nodes.filter((n) => n.groupId === 'arg:params');
+    expect(stubs.map((n) => n.id)).toEqual(Array.from({ length: readers }, (_, i) => `grp:arg:params@eqn:${i}`));
+    expect(g.edges.filter((e) => e.from.startsWith('grp:arg:params')).map((e) => `${e.from}→${e.to}`)).toEqual(
+      stubs.map((n) => `${n.id}→${n.id.split('@')[1]}`),
+    );
+    expect(stubs.every((n) => n.label === '▸ params' && n.sublabel === '19 leaves')).toBe(true);
   });
 });

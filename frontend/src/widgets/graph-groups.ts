@@ -10,10 +10,20 @@
  * (a Python loop unrolled in `f` itself) are grouped by line. Groups are collapsed into one node
  * until the user expands them (`visibleGraph`), so that a 12-layer model opens on a graph of tens
  * of nodes instead of a thousand.
+ *
+ * An eqn that holds inner jaxprs (`jit`, `scan`, `cond`, `while`, `custom_jvp_call`,
+ * `custom_vjp_call`, `remat`) is a group too (`x:<index>`, inside it `x:<index>/jaxpr0/<j>` for
+ * an eqn of its inner jaxpr, and so on down): one node until expanded, then its inner eqns in
+ * place (`inner-jaxprs.ts`), wired to the eqn's operands and results by position. An expanded
+ * group is drawn as a box around what it holds (`GraphCluster`), its header collapsing it again.
+ * JAX's name scopes (`jax.named_scope`, the eqns' `source_info.name_stack`) are not grouped: the
+ * wire's `EqnView` does not carry the name stack.
  */
 import type { EqnView, JaxprView, SourceLoc } from '../protocol';
 import { avalText } from './format';
-import type { DataflowGraph, GraphEdge, GraphNode } from './dataflow-graph';
+import type { DataflowGraph, GraphCluster, GraphEdge, GraphNode } from './dataflow-graph';
+import type { ParsedInner } from './jaxpr-parse';
+import { innerLabel, innerOfTop, innerOperands, innerResults, parsedEqn, topEqn, type AnyEqn } from './inner-jaxprs';
 
 export interface EqnGroup {
   kind: 'group';
@@ -141,16 +151,49 @@ export function allGroupIds(items: readonly GroupItem[]): string[] {
   return out;
 }
 
+/** The group ids (outermost first) of the call-site and line groups that hold top-level eqn `index`. */
+export function groupsHolding(tree: readonly GroupItem[], index: number): string[] {
+  const out: string[] = [];
+  let list: readonly GroupItem[] = tree;
+  for (;;) {
+    const group = list.find((it): it is EqnGroup => it.kind === 'group' && it.first <= index && index <= it.last);
+    if (group === undefined) return out;
+    out.push(group.id);
+    list = group.items;
+  }
+}
+
+/** The group id of an eqn with inner jaxprs: `x:4` for top-level eqn 4, `x:4/jaxpr0/2` for the
+ * third eqn of its inner jaxpr. `path` is the eqn's place (`4`, `4/jaxpr0/2`). */
+export const innerGroupId = (path: string): string => `x:${path}`;
+
+/** The node id of an eqn: `eqn:4`, `eqn:4/jaxpr0/2`. */
+export const eqnNodeId = (path: string): string => `eqn:${path}`;
+
+/** The path of the `j`-th eqn of `inner`, an inner jaxpr of the eqn at `path`. */
+export const innerPath = (path: string, inner: ParsedInner, j: number): string => `${path}/${inner.param}${inner.position}/${j}`;
+
 export interface VisibleGraph extends DataflowGraph {
-  /** the visible node of each eqn: its own node, or the collapsed group that holds it */
+  /** the visible node of each top-level eqn: its own node, or the collapsed group that holds it
+   * (none for an eqn expanded into its inner jaxprs, or left out) */
   nodeOfEqn: Map<number, string>;
 }
+
+/** An eqn's label: its primitive, its `name` (`jit _where`) and the literals it reads. */
+function eqnLabel(eqn: AnyEqn): string {
+  const literals = eqn.invars.filter((v) => v.literal).map((v) => v.name);
+  return [eqn.primitive, ...(eqn.name ? [eqn.name] : []), ...literals].join(' ');
+}
+
+type Defs = Map<string, string[]>;
 
 /**
  * The graph with collapsed groups as single nodes: an edge runs from the node that defines a
  * variable to each node that reads it (one edge per pair of nodes, labelled with the first
  * variable and how many more), none inside a collapsed group. Eqn nodes past `maxEqns` visible
- * ones are left out (and counted).
+ * ones are left out (and counted). An expanded eqn with inner jaxprs is not a node: its inner
+ * eqns are, each inner invar reading what the eqn's operand at its position reads, and each of
+ * the eqn's results defined by the inner outvars at its position (by every branch of a `cond`).
  */
 export function visibleGraph(
   jaxpr: JaxprView,
@@ -159,41 +202,26 @@ export function visibleGraph(
   maxEqns = 300,
 ): VisibleGraph {
   const nodes: GraphNode[] = [];
+  const clusters: GraphCluster[] = [];
   const nodeOfEqn = new Map<number, string>();
   let eqnNodes = 0;
   let omitted = 0;
   const byIndex = new Map(jaxpr.eqns.map((e) => [e.index, e]));
-  const place = (list: readonly GroupItem[]): void => {
-    for (const it of list) {
-      if (it.kind === 'group' && !expanded.has(it.id)) {
-        const id = `grp:${it.id}`;
-        const count = it.last - it.first + 1;
-        nodes.push({ id, kind: 'group', label: `▸ ${it.label}`, sublabel: `${count.toLocaleString('en-US')} eqns`, eqnIndex: null, line: null, groupId: it.id });
-        for (let k = it.first; k <= it.last; k++) nodeOfEqn.set(k, id);
-        continue;
-      }
-      if (it.kind === 'group') {
-        place(it.items);
-        continue;
-      }
-      const eqn = byIndex.get(it.index);
-      if (eqn === undefined) continue;
-      if (eqnNodes >= maxEqns) {
-        omitted++;
-        continue;
-      }
-      eqnNodes++;
-      const id = `eqn:${eqn.index}`;
-      const literals = eqn.invars.filter((v) => v.literal).map((v) => v.name);
-      const label = literals.length ? `${eqn.primitive} ${literals.join(' ')}` : eqn.primitive;
-      nodes.push({ id, kind: 'eqn', label, sublabel: eqn.outvars.map((v) => avalText(v.aval)).join(', '), eqnIndex: eqn.index, line: eqn.source?.line ?? null });
-      nodeOfEqn.set(eqn.index, id);
-    }
+  const edgeOf = new Map<string, GraphEdge & { more: number }>();
+  const connect = (from: string, to: string, name: string): void => {
+    if (from === to) return;
+    const key = `${from}→${to}`;
+    const seen = edgeOf.get(key);
+    if (seen) seen.more++;
+    else edgeOf.set(key, { from, to, label: name, more: 0 });
   };
-  const definedBy = new Map<string, string>();
+  const read = (defs: Defs, v: { name: string; literal: boolean }): string[] => (v.literal ? [] : (defs.get(v.name) ?? []));
+  const withParent = (parent: string | null): { parent?: string } => (parent === null ? {} : { parent });
+
+  const top: Defs = new Map();
   for (const c of jaxpr.constvars) {
     nodes.push({ id: `const:${c.var.name}`, kind: 'constvar', label: c.var.name, sublabel: avalText(c.var.aval), eqnIndex: null, line: null });
-    definedBy.set(c.var.name, `const:${c.var.name}`);
+    top.set(c.var.name, [`const:${c.var.name}`]);
   }
   const argGroups = invarGroups(jaxpr);
   jaxpr.invars.forEach((v, i) => {
@@ -203,39 +231,118 @@ export function visibleGraph(
       if (!nodes.some((n) => n.id === id)) {
         nodes.push({ id, kind: 'group', label: `▸ ${arg.name}`, sublabel: `${arg.leaves} leaves`, eqnIndex: null, line: null, groupId: arg.id });
       }
-      definedBy.set(v.name, id);
+      top.set(v.name, [id]);
       return;
     }
-    nodes.push({ id: `in:${v.name}`, kind: 'invar', label: v.name, sublabel: avalText(v.aval), eqnIndex: null, line: null });
-    definedBy.set(v.name, `in:${v.name}`);
-  });
-  place(tree);
-  const edgeOf = new Map<string, GraphEdge & { more: number }>();
-  const connect = (from: string, to: string, name: string): void => {
-    if (from === to) return;
-    const key = `${from}→${to}`;
-    const seen = edgeOf.get(key);
-    if (seen) seen.more++;
-    else edgeOf.set(key, { from, to, label: name, more: 0 });
-  };
-  for (const eqn of jaxpr.eqns) {
-    const to = nodeOfEqn.get(eqn.index);
-    if (to !== undefined) {
-      for (const v of eqn.invars) {
-        const from = v.literal ? undefined : definedBy.get(v.name);
-        if (from !== undefined) connect(from, to, v.name);
+    let parent: string | null = null;
+    if (arg !== undefined) {
+      parent = `cl:${arg.id}`;
+      if (!clusters.some((c) => c.id === parent)) {
+        clusters.push({ id: parent, label: `${arg.name} (${arg.leaves} leaves)`, groupId: arg.id, parent: null, eqnIndex: null });
       }
     }
-    for (const v of eqn.outvars) {
-      if (v.name !== '_' && to !== undefined) definedBy.set(v.name, to);
+    nodes.push({ id: `in:${v.name}`, kind: 'invar', label: v.name, sublabel: avalText(v.aval), eqnIndex: null, line: null, ...withParent(parent) });
+    top.set(v.name, [`in:${v.name}`]);
+  });
+
+  /** Draw `eqn` (top-level eqn `index`, or an eqn of an inner jaxpr at `path`) reading `defs`. */
+  const emit = (eqn: AnyEqn, defs: Defs, index: number, path: string, line: number | null, inner: ParsedInner[] | null, parent: string | null): void => {
+    const groupId = innerGroupId(path);
+    // An inner jaxpr with no eqns (`custom_vjp_call` of the identity) has nothing to show.
+    const expandable = inner !== null && inner.some((sub) => sub.jaxpr.eqns.length > 0);
+    if (expandable && expanded.has(groupId)) {
+      const box = `cl:${groupId}`;
+      clusters.push({ id: box, label: path === String(index) ? `${eqnLabel(eqn)} · eqn ${index}` : eqnLabel(eqn), groupId, parent, eqnIndex: index });
+      const results: string[][] = eqn.outvars.map(() => []);
+      for (const sub of inner) {
+        let where = box;
+        if (inner.length > 1) {
+          where = `${box}/${sub.param}${sub.position}`;
+          clusters.push({ id: where, label: innerLabel(sub, inner), groupId: null, parent: box, eqnIndex: index });
+        }
+        const scope: Defs = new Map();
+        const operands = innerOperands(eqn, sub);
+        sub.jaxpr.invars.forEach((v, i) => {
+          const at = operands[i];
+          const operand = at == null ? undefined : eqn.invars[at];
+          scope.set(v.name, operand === undefined ? [] : read(defs, operand));
+        });
+        for (const c of sub.jaxpr.constvars) {
+          const id = `const:${path}/${sub.param}${sub.position}/${c.name}`;
+          nodes.push({ id, kind: 'constvar', label: c.name, sublabel: c.type ?? '', eqnIndex: null, line: null, parent: where });
+          scope.set(c.name, [id]);
+        }
+        sub.jaxpr.eqns.forEach((e, j) => emit(parsedEqn(e), scope, index, innerPath(path, sub, j), null, e.inner, where));
+        const at = innerResults(eqn, sub);
+        sub.jaxpr.outvars.forEach((v, i) => {
+          const r = at[i];
+          if (r != null) results[r]?.push(...read(scope, v));
+        });
+      }
+      eqn.outvars.forEach((v, r) => {
+        if (v.name !== '_') defs.set(v.name, [...new Set(results[r])]);
+      });
+      return;
     }
-  }
+    if (eqnNodes >= maxEqns) {
+      omitted++;
+      return;
+    }
+    eqnNodes++;
+    const id = eqnNodeId(path);
+    const isTop = path === String(index);
+    nodes.push({
+      id,
+      kind: 'eqn',
+      label: eqnLabel(eqn),
+      sublabel: eqn.outTypes.join(', '),
+      eqnIndex: index,
+      line,
+      ...withParent(parent),
+      ...(isTop ? {} : { path }),
+      ...(expandable ? { expand: groupId } : {}),
+    });
+    if (isTop) nodeOfEqn.set(index, id);
+    for (const v of eqn.invars) for (const from of read(defs, v)) connect(from, id, v.name);
+    for (const v of eqn.outvars) if (v.name !== '_') defs.set(v.name, [id]);
+  };
+
+  const place = (list: readonly GroupItem[], parent: string | null): void => {
+    for (const it of list) {
+      if (it.kind === 'group' && !expanded.has(it.id)) {
+        const id = `grp:${it.id}`;
+        const count = it.last - it.first + 1;
+        nodes.push({ id, kind: 'group', label: `▸ ${it.label}`, sublabel: `${count.toLocaleString('en-US')} eqns`, eqnIndex: null, line: null, groupId: it.id, ...withParent(parent) });
+        for (let k = it.first; k <= it.last; k++) {
+          nodeOfEqn.set(k, id);
+          const eqn = byIndex.get(k);
+          if (eqn === undefined) continue;
+          for (const v of eqn.invars) for (const from of read(top, v)) connect(from, id, v.name);
+          for (const v of eqn.outvars) if (v.name !== '_') top.set(v.name, [id]);
+        }
+        continue;
+      }
+      if (it.kind === 'group') {
+        const box = `cl:${it.id}`;
+        clusters.push({ id: box, label: it.label, groupId: it.id, parent, eqnIndex: null });
+        place(it.items, box);
+        continue;
+      }
+      const eqn = byIndex.get(it.index);
+      if (eqn === undefined) continue;
+      emit(topEqn(eqn), top, eqn.index, String(eqn.index), eqn.source?.line ?? null, innerOfTop(jaxpr, eqn), parent);
+    }
+  };
+  place(tree, null);
+
   jaxpr.outvars.forEach((v, i) => {
-    const from = v.literal ? undefined : definedBy.get(v.name);
-    if (from === undefined && !v.literal) return;
+    // An outvar that no drawn node defines (its eqn left out past `maxEqns`) is left out too; one
+    // an expanded eqn passes through from a literal (a scan's ys that are its carry in) is drawn.
+    if (!v.literal && !top.has(v.name)) return;
+    const from = read(top, v);
     const id = `out:${i}`;
     nodes.push({ id, kind: 'outvar', label: v.literal ? `out[${i}] = ${v.name}` : `out[${i}]`, sublabel: avalText(v.aval), eqnIndex: null, line: null });
-    if (from !== undefined) connect(from, id, v.name);
+    for (const f of from) connect(f, id, v.name);
   });
   // An eqn node reads the same variable twice (`mul a a`): one edge, labelled once.
   const edges = [...edgeOf.values()].map(({ from, to, label, more }) => ({
@@ -243,5 +350,54 @@ export function visibleGraph(
     to,
     label: more > 0 && from.startsWith('grp:') ? `${label} +${more}` : label,
   }));
-  return { nodes, edges, omittedEqns: omitted, nodeOfEqn };
+  const stubbed = stubArgGroups(nodes, edges);
+  return { ...stubbed, clusters: nonEmpty(clusters, stubbed.nodes), omittedEqns: omitted, nodeOfEqn };
+}
+
+/** A collapsed argument read by more nodes than this is drawn once beside each of them. */
+export const ARG_STUB_FANOUT = 4;
+
+/**
+ * A collapsed argument of many leaves (`params`) that many nodes read, one node per reader (`id`
+ * `grp:arg:params@eqn:5`, drawn beside it) instead of one node with an edge to each: the readers
+ * of a model's weights run down the whole graph, and dagre draws every edge from the top to them
+ * as a chain of bends that makes the graph thousands of pixels wide and its layout ten times
+ * slower.
+ */
+function stubArgGroups(nodes: GraphNode[], edges: GraphEdge[]): { nodes: GraphNode[]; edges: GraphEdge[] } {
+  const readers = new Map<string, number>();
+  for (const e of edges) if (e.from.startsWith('grp:arg:')) readers.set(e.from, (readers.get(e.from) ?? 0) + 1);
+  const stub = new Set([...readers].filter(([, n]) => n > ARG_STUB_FANOUT).map(([id]) => id));
+  if (stub.size === 0) return { nodes, edges };
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const out = nodes.filter((n) => !stub.has(n.id));
+  const outEdges: GraphEdge[] = [];
+  for (const e of edges) {
+    const source = byId.get(e.from);
+    if (!stub.has(e.from) || source === undefined) {
+      outEdges.push(e);
+      continue;
+    }
+    const id = `${e.from}@${e.to}`;
+    const { parent: _drop, ...plain } = source;
+    const parent = byId.get(e.to)?.parent;
+    out.push({ ...plain, id, ...(parent === undefined ? {} : { parent }) });
+    outEdges.push({ ...e, from: id });
+  }
+  return { nodes: out, edges: outEdges };
+}
+
+/** The clusters that hold a node (dagre cannot lay out an empty one: an expanded group whose
+ * eqns were all left out, an inner jaxpr with no eqns). */
+function nonEmpty(clusters: readonly GraphCluster[], nodes: readonly GraphNode[]): GraphCluster[] {
+  const parentOf = new Map(clusters.map((c) => [c.id, c.parent]));
+  const held = new Set<string>();
+  for (const n of nodes) {
+    let at: string | null | undefined = n.parent;
+    while (at != null && !held.has(at)) {
+      held.add(at);
+      at = parentOf.get(at);
+    }
+  }
+  return clusters.filter((c) => held.has(c.id));
 }

@@ -1,0 +1,118 @@
+/**
+ * Search over the dataflow graph of a jaxpr: the eqns a query names, at any depth (the eqns of
+ * inner jaxprs too), and the groups to expand to show each one. A query is a source line
+ * (`line 26`, `line:26` or `26`: the top-level eqns JAX recorded at that user line), or a word:
+ * the eqns of that primitive or `name` (`dot_general`, `_where`), or that define or read that
+ * variable (`gi`); a word that names none of these finds the primitives and names that contain
+ * it (`dot` finds `dot_general`).
+ */
+import type { JaxprView } from '../protocol';
+import type { ParsedInner } from './jaxpr-parse';
+import { innerOfTop, parsedEqn, topEqn, type AnyEqn } from './inner-jaxprs';
+import { eqnNodeId, groupsHolding, innerGroupId, innerPath, type GroupItem } from './graph-groups';
+
+export interface GraphHit {
+  /** the top-level eqn that is or holds the hit */
+  eqnIndex: number;
+  /** the hit's place: `4` for top-level eqn 4, `4/jaxpr0/2` for an eqn of its inner jaxpr */
+  path: string;
+  /** its node id once shown (`eqn:4/jaxpr0/2`) */
+  nodeId: string;
+  /** the groups that hold it, outermost first: call-site and line groups, then the eqns with
+   * inner jaxprs it is inside (`x:4`) */
+  groups: string[];
+}
+
+interface Candidate {
+  eqn: AnyEqn;
+  index: number;
+  path: string;
+  line: number | null;
+  groups: string[];
+  /** names an inner jaxpr's binders share with its eqn's operands and results (JAX prints a
+   * `jit`'s inner binders with its eqn's names): not this eqn's own variables */
+  aliases: ReadonlySet<string>;
+}
+
+/** Every eqn of `jaxpr`, top-level and inner, in order (each inner one after the eqn holding it). */
+function* candidates(jaxpr: JaxprView, tree: readonly GroupItem[]): Generator<Candidate> {
+  function* inside(eqn: AnyEqn, path: string, inner: readonly ParsedInner[] | null, index: number, groups: string[]): Generator<Candidate> {
+    if (!inner) return;
+    const aliases = new Set([...eqn.invars, ...eqn.outvars].map((v) => v.name));
+    for (const sub of inner) {
+      for (const [j, e] of sub.jaxpr.eqns.entries()) {
+        const at = innerPath(path, sub, j);
+        const any = parsedEqn(e);
+        const held = [...groups, innerGroupId(path)];
+        yield { eqn: any, index, path: at, line: null, groups: held, aliases };
+        yield* inside(any, at, e.inner, index, held);
+      }
+    }
+  }
+  for (const e of jaxpr.eqns) {
+    const eqn = topEqn(e);
+    const groups = groupsHolding(tree, e.index);
+    const path = String(e.index);
+    yield { eqn, index: e.index, path, line: e.source?.line ?? null, groups, aliases: new Set() };
+    if (e.inner_jaxprs.length > 0) yield* inside(eqn, path, innerOfTop(jaxpr, e), e.index, groups);
+  }
+}
+
+const hit = (c: Candidate): GraphHit => ({ eqnIndex: c.index, path: c.path, nodeId: eqnNodeId(c.path), groups: c.groups });
+
+/** The eqns `query` finds in `jaxpr` (grouped as `tree`), in order; [] for a blank query. */
+export function searchGraph(jaxpr: JaxprView, tree: readonly GroupItem[], query: string): GraphHit[] {
+  const q = query.trim();
+  if (q === '') return [];
+  const line = /^(?:line\s*:?\s*)?(\d+)$/i.exec(q);
+  if (line) {
+    const n = Number(line[1]);
+    return [...candidates(jaxpr, tree)].filter((c) => c.line === n).map(hit);
+  }
+  const word = q.toLowerCase();
+  const all = [...candidates(jaxpr, tree)];
+  const own = (c: Candidate, v: { name: string; literal: boolean }): boolean => !v.literal && v.name === q && !c.aliases.has(v.name);
+  const exact = all.filter(
+    (c) =>
+      c.eqn.primitive.toLowerCase() === word ||
+      c.eqn.name?.toLowerCase() === word ||
+      c.eqn.outvars.some((v) => own(c, v)) ||
+      c.eqn.invars.some((v) => own(c, v)),
+  );
+  if (exact.length > 0) return exact.map(hit);
+  return all.filter((c) => c.eqn.primitive.toLowerCase().includes(word) || (c.eqn.name?.toLowerCase().includes(word) ?? false)).map(hit);
+}
+
+/**
+ * The groups to expand to show `hits`: all the groups of the first, then those of each next hit
+ * while the eqns they make visible stay within `budget` (a search for `mul` in a 12-layer model
+ * must not open every layer at once). The caller adds each hit's groups as the user steps to it.
+ */
+export function groupsToShow(
+  tree: readonly GroupItem[],
+  hits: readonly GraphHit[],
+  expanded: ReadonlySet<string>,
+  budget: number,
+): Set<string> {
+  const sizeOf = new Map<string, number>();
+  const walk = (list: readonly GroupItem[]): void => {
+    for (const it of list) {
+      if (it.kind === 'group') {
+        sizeOf.set(it.id, it.items.length);
+        walk(it.items);
+      }
+    }
+  };
+  walk(tree);
+  const out = new Set(expanded);
+  let cost = 0;
+  for (const [k, h] of hits.entries()) {
+    const added = h.groups.filter((g) => !out.has(g));
+    // An expanded group shows its items in place of its one node; inner-jaxpr groups count as a few.
+    const more = added.reduce((n, g) => n + (sizeOf.get(g) ?? 8), 0);
+    if (k > 0 && cost + more > budget) break;
+    cost += more;
+    for (const g of added) out.add(g);
+  }
+  return out;
+}
