@@ -43,6 +43,7 @@ from jaxscope.protocol import (
     RunOptions,
     RunRequest,
     TransformName,
+    option_exhibits,
 )
 from jaxscope.settings import Limits, Settings, settings_from_env
 
@@ -261,6 +262,19 @@ def _run_options(ns: argparse.Namespace) -> RunOptions:
         first = exc.errors()[0]
         where = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "options"
         raise ValueError(f"{where}: {first['msg']}") from None
+
+
+def _options_elsewhere(ns: argparse.Namespace, exhibit: str) -> str | None:
+    """Why the flags given do not apply to ``exhibit`` (each option is read by the exhibits its
+    ``x-exhibits`` names), or None: a flag the exhibit would ignore is refused, not dropped."""
+    for name in RunOptions.model_fields:
+        if getattr(ns, f"opt_{name}", None) is None:
+            continue
+        readers = option_exhibits(name)
+        if exhibit not in readers:
+            flag = "--" + name.replace("_", "-")
+            return f"{flag} is an option of {' and '.join(readers)}, not of {exhibit}"
+    return None
 
 
 def _stack_option(text: str) -> list[str]:
@@ -509,6 +523,9 @@ def _run(ns: argparse.Namespace) -> int:
         options = _run_options(ns)
     except ValueError as exc:
         print(f"jaxscope run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if (elsewhere := _options_elsewhere(ns, exhibit.id)) is not None:
+        print(f"jaxscope run: {elsewhere}", file=sys.stderr)
         return EXIT_USAGE
     events = asyncio.run(
         run_headless(

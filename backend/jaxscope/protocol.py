@@ -222,58 +222,77 @@ class RunOptions(WireModel):
     snippet's ``mesh``/``spec``)."""
 
     calls: list[CallSpec] = Field(
+        json_schema_extra={"x-exhibits": ["tracing"]},
         default_factory=list,
         max_length=16,
         description="tracing: extra calls after the first, as JSON "
         '(e.g. [{"change": "shape"}, {"change": "expr", "expr": "(jnp.ones(4),)"}])',
     )
     known: list[bool] | None = Field(
+        json_schema_extra={"x-exhibits": ["partial_eval"]},
         default=None,
         max_length=4096,
         description="partial_eval: known (true) or unknown (false) per input of the JVP jaxpr, "
         "primals then tangents, as JSON (e.g. [true, false])",
     )
     in_axes: str | None = Field(
-        default=None, max_length=2000, description="vmap: in_axes as a Python expression"
+        json_schema_extra={"x-exhibits": ["vmap", "transform_order"]},
+        default=None,
+        max_length=2000,
+        description="vmap: in_axes as a Python expression",
     )
     out_axes: str | None = Field(
-        default=None, max_length=2000, description="vmap: out_axes as a Python expression"
+        json_schema_extra={"x-exhibits": ["vmap"]},
+        default=None,
+        max_length=2000,
+        description="vmap: out_axes as a Python expression",
     )
     stack: list[TransformName] | None = Field(
+        json_schema_extra={"x-exhibits": ["transform_order"]},
         default=None,
         max_length=8,
         description="transform_order: the transforms, outermost first (e.g. vmap,grad)",
     )
     preset: str | None = Field(
+        json_schema_extra={"x-exhibits": ["caches"]},
         default=None,
         max_length=200,
         description="caches: a named call sequence on the snippet's f/args "
         "(e.g. same, new_shape, persistent)",
     )
     perturb: str | None = Field(
+        json_schema_extra={"x-exhibits": ["cache_key"]},
         default=None,
         max_length=200,
         description="cache_key: the one ingredient of the cache key to change",
     )
     steps: int | None = Field(
-        default=None, ge=1, le=200, description="recompile_hunt: the number of loop steps"
+        json_schema_extra={"x-exhibits": ["recompile_hunt"]},
+        default=None,
+        ge=1,
+        le=200,
+        description="recompile_hunt: the number of loop steps",
     )
     xla_flags: str | None = Field(
+        json_schema_extra={"x-exhibits": ["cache_key"]},
         default=None,
         max_length=2000,
         description="cache_key: XLA flags, filtered as JAX filters them for the key",
     )
     mesh: str | None = Field(
+        json_schema_extra={"x-exhibits": ["sharding", "shard_map"]},
         default=None,
         max_length=2000,
         description="sharding/shard_map: the mesh as a Python expression",
     )
     spec: str | None = Field(
+        json_schema_extra={"x-exhibits": ["sharding", "shard_map"]},
         default=None,
         max_length=2000,
         description="sharding/shard_map: the PartitionSpec(s) as a Python expression",
     )
     array_shape: str | None = Field(
+        json_schema_extra={"x-exhibits": ["sharding"]},
         default=None,
         max_length=200,
         description="sharding: the array's shape as a Python expression (e.g. (8, 16))",
@@ -284,6 +303,14 @@ class RunOptions(WireModel):
 # Requests (browser or CLI -> server)
 # --------------------------------------------------------------------------------------------
 
+
+
+def option_exhibits(name: str) -> tuple[str, ...]:
+    """The exhibits that read the run option ``name`` (its ``x-exhibits``; a test checks them
+    against what each probe reads)."""
+    extra = RunOptions.model_fields[name].json_schema_extra
+    exhibits = extra.get("x-exhibits", []) if isinstance(extra, dict) else []
+    return tuple(str(e) for e in exhibits) if isinstance(exhibits, list) else ()
 
 class RunRequest(WireModel):
     """Run ``exhibit`` on the snippet ``code``. Answered by a stream of events for ``run_id``."""

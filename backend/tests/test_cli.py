@@ -17,7 +17,7 @@ import jax
 import numpy as np
 import pytest
 from jaxscope.local_server import free_port
-from jaxscope.protocol import EVENT_ADAPTER, RunFailed, RunFinished
+from jaxscope.protocol import EVENT_ADAPTER, RunFailed, RunFinished, RunOptions, option_exhibits
 from jaxscope.sandbox.snippet import load_snippet
 from websockets.sync.client import connect
 
@@ -508,3 +508,27 @@ def test_a_bad_axes_expression_blames_the_option_not_f(
     assert "(invalid_snippet)" in done.stderr, done.stderr
     assert f"options.{flag[2:].replace('-', '_')} = {value!r}" in done.stderr
     assert error in done.stderr and " in f" not in done.stderr
+
+
+def test_an_option_of_another_exhibit_is_refused_not_ignored(tmp_path: Path) -> None:
+    snippet = tmp_path / "s.py"
+    snippet.write_text(VMAP_SNIPPET)
+    out = jaxscope("run", "tracing", str(snippet), "--in-axes", "0")
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert "--in-axes is an option of vmap and transform_order, not of tracing" in out.stderr
+
+
+def test_each_option_names_the_exhibits_that_read_it() -> None:
+    """``x-exhibits`` of every RunOptions field is exactly the exhibits whose code reads
+    ``options.<field>`` (read from the source, tests left out)."""
+    import re
+
+    readers: dict[str, set[str]] = {name: set() for name in RunOptions.model_fields}
+    for path in sorted((REPO / "exhibits").glob("*/*.py")):
+        if path.name.startswith("test_") or path.parent.name.startswith("_"):
+            continue
+        for name in re.findall(r"options\.([a-z_]+)\b", path.read_text()):
+            if name in readers:
+                readers[name].add(path.parent.name)
+    for name in RunOptions.model_fields:
+        assert set(option_exhibits(name)) == readers[name], name
