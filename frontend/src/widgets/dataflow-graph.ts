@@ -33,6 +33,8 @@ export interface GraphNode {
   path?: string;
   /** an eqn with inner jaxprs: the group id that expands it in place (`x:4`) */
   expand?: string;
+  /** collapsed arguments the node reads that are not wired to it (`params`: read by too many) */
+  reads?: string[];
 }
 
 /** An expanded group, drawn as a box around what it holds. */

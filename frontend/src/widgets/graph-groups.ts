@@ -354,37 +354,60 @@ export function visibleGraph(
   return { ...stubbed, clusters: nonEmpty(clusters, stubbed.nodes), omittedEqns: omitted, nodeOfEqn };
 }
 
-/** A collapsed argument read by more nodes than this is drawn once beside each of them. */
+/** A collapsed argument read by more nodes than this is marked on its readers instead of wired to them. */
 export const ARG_STUB_FANOUT = 4;
 
 /**
- * A collapsed argument of many leaves (`params`) that many nodes read, one node per reader (`id`
- * `grp:arg:params@eqn:5`, drawn beside it) instead of one node with an edge to each: the readers
- * of a model's weights run down the whole graph, and dagre draws every edge from the top to them
- * as a chain of bends that makes the graph thousands of pixels wide and its layout ten times
- * slower.
+ * A collapsed argument of many leaves (`params`) that many nodes read keeps its one node (to
+ * expand it) but not its edges: each reader is marked as reading it (`GraphNode.reads`). The
+ * readers of a model's weights run down the whole graph; dagre draws every edge from the top to
+ * them as a chain of bends, which makes the graph thousands of pixels wide and its layout ten
+ * times slower, and a copy of the argument beside each reader pulls every layer sideways (dagre
+ * centres a node between its parents), so that the layers run down a diagonal.
  */
 function stubArgGroups(nodes: GraphNode[], edges: GraphEdge[]): { nodes: GraphNode[]; edges: GraphEdge[] } {
   const readers = new Map<string, number>();
   for (const e of edges) if (e.from.startsWith('grp:arg:')) readers.set(e.from, (readers.get(e.from) ?? 0) + 1);
   const stub = new Set([...readers].filter(([, n]) => n > ARG_STUB_FANOUT).map(([id]) => id));
   if (stub.size === 0) return { nodes, edges };
-  const byId = new Map(nodes.map((n) => [n.id, n]));
-  const out = nodes.filter((n) => !stub.has(n.id));
-  const outEdges: GraphEdge[] = [];
+  const nameOf = new Map(nodes.map((n) => [n.id, n.label.replace(/^▸ /, '')]));
+  const reads = new Map<string, string[]>();
+  const kept: GraphEdge[] = [];
   for (const e of edges) {
-    const source = byId.get(e.from);
-    if (!stub.has(e.from) || source === undefined) {
-      outEdges.push(e);
+    if (!stub.has(e.from)) {
+      kept.push(e);
       continue;
     }
-    const id = `${e.from}@${e.to}`;
-    const { parent: _drop, ...plain } = source;
-    const parent = byId.get(e.to)?.parent;
-    out.push({ ...plain, id, ...(parent === undefined ? {} : { parent }) });
-    outEdges.push({ ...e, from: id });
+    const list = reads.get(e.to) ?? [];
+    list.push(nameOf.get(e.from) ?? e.from);
+    reads.set(e.to, list);
   }
-  return { nodes: out, edges: outEdges };
+  return { nodes: nodes.map((n) => (reads.has(n.id) ? { ...n, reads: reads.get(n.id) } : n)), edges: kept };
+}
+
+/** How many eqn nodes `visibleGraph` draws for `expanded` when nothing is left out: a collapsed
+ * group draws none, an expanded eqn its inner eqns (those of every inner jaxpr), all the way down. */
+export function visibleEqnCount(jaxpr: JaxprView, tree: readonly GroupItem[], expanded: ReadonlySet<string>): number {
+  const byIndex = new Map(jaxpr.eqns.map((e) => [e.index, e]));
+  const ofEqn = (path: string, inner: readonly ParsedInner[] | null): number => {
+    if (inner === null || !inner.some((sub) => sub.jaxpr.eqns.length > 0) || !expanded.has(innerGroupId(path))) return 1;
+    let n = 0;
+    for (const sub of inner) sub.jaxpr.eqns.forEach((e, j) => (n += ofEqn(innerPath(path, sub, j), e.inner)));
+    return n;
+  };
+  const walk = (list: readonly GroupItem[]): number => {
+    let n = 0;
+    for (const it of list) {
+      if (it.kind === 'group') {
+        if (expanded.has(it.id)) n += walk(it.items);
+        continue;
+      }
+      const eqn = byIndex.get(it.index);
+      if (eqn !== undefined) n += ofEqn(String(eqn.index), innerOfTop(jaxpr, eqn));
+    }
+    return n;
+  };
+  return walk(tree);
 }
 
 /** The clusters that hold a node (dagre cannot lay out an empty one: an expanded group whose

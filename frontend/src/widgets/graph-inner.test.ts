@@ -3,7 +3,7 @@ import { loadEvents, loadTruth } from '../../test-fixtures/load';
 import type { JaxprView } from '../protocol';
 import { layoutDataflowGraph } from './dataflow-graph';
 import { lastOf } from './events';
-import { allGroupIds, groupTree, visibleGraph, type EqnGroup, type GroupItem } from './graph-groups';
+import { allGroupIds, groupTree, visibleEqnCount, visibleGraph, type EqnGroup, type GroupItem } from './graph-groups';
 import { groupsToShow, searchGraph } from './graph-search';
 
 interface TruthEqn {
@@ -205,16 +205,30 @@ describe('search', () => {
 
   it('expands the groups that hold the hits, and the graph then shows them', () => {
     const hits = searchGraph(jaxpr, tree, 'select_n');
-    const all = groupsToShow(tree, hits, new Set(), 300);
+    const all = groupsToShow(jaxpr, tree, hits, new Set(), 300);
     expect([...all].sort()).toEqual([layers.id, 'x:11', 'x:3', 'x:7'].sort());
     const g = visibleGraph(jaxpr, tree, all);
     const ids = new Set(g.nodes.map((n) => n.id));
     for (const h of hits) expect(ids.has(h.nodeId)).toBe(true);
-    // A small budget opens the first hit's groups only; stepping to the next opens its own.
-    const first = groupsToShow(tree, hits, new Set(), 1);
-    expect([...first].sort()).toEqual([layers.id, 'x:3'].sort());
-    const next = groupsToShow(tree, hits.slice(1), first, 1);
-    expect(next.has('x:7')).toBe(true);
+    // Within a budget of drawn eqns: the first hit's groups, alone when what was open before
+    // and they would draw more; then the next hits' while the budget holds (opening a `_where`
+    // costs nothing: its one select_n takes the place of the jit's node).
+    const layerEqns = visibleEqnCount(jaxpr, tree, new Set([layers.id, 'x:3']));
+    const reset = groupsToShow(jaxpr, tree, hits, new Set([head.id, 'x:12']), layerEqns);
+    expect([...reset].sort()).toEqual([layers.id, 'x:11', 'x:3', 'x:7'].sort());
+    const sin = searchGraph(jaxpr, tree, 'sin');
+    const stop = groupsToShow(jaxpr, tree, [hits[0], ...sin].filter((h) => h !== undefined), new Set(), layerEqns);
+    expect([...stop].sort()).toEqual([layers.id, 'x:3'].sort());
+    const both = groupsToShow(jaxpr, tree, [hits[0], ...sin].filter((h) => h !== undefined), new Set(), 300);
+    expect([...both].sort()).toEqual([head.id, layers.id, 'x:12', 'x:3'].sort());
+  });
+
+  it('counts the eqns the graph draws', () => {
+    for (const open of [[], [layers.id], [layers.id, 'x:3'], [layers.id, head.id, 'x:12'], [head.id, 'x:12', 'x:3']]) {
+      const set = new Set(open);
+      const drawn = visibleGraph(jaxpr, tree, set, Infinity).nodes.filter((n) => n.kind === 'eqn').length;
+      expect(visibleEqnCount(jaxpr, tree, set)).toBe(drawn);
+    }
   });
 });
 

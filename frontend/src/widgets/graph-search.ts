@@ -9,7 +9,7 @@
 import type { JaxprView } from '../protocol';
 import type { ParsedInner } from './jaxpr-parse';
 import { innerOfTop, parsedEqn, topEqn, type AnyEqn } from './inner-jaxprs';
-import { eqnNodeId, groupsHolding, innerGroupId, innerPath, type GroupItem } from './graph-groups';
+import { eqnNodeId, groupsHolding, innerGroupId, innerPath, visibleEqnCount, type GroupItem } from './graph-groups';
 
 export interface GraphHit {
   /** the top-level eqn that is or holds the hit */
@@ -84,35 +84,28 @@ export function searchGraph(jaxpr: JaxprView, tree: readonly GroupItem[], query:
 }
 
 /**
- * The groups to expand to show `hits`: all the groups of the first, then those of each next hit
- * while the eqns they make visible stay within `budget` (a search for `mul` in a 12-layer model
- * must not open every layer at once). The caller adds each hit's groups as the user steps to it.
+ * The groups to expand to show `hits`: those of the first (added to `expanded`, or alone when
+ * the two together would draw more than `budget` eqns, so that the graph leaves no hit out),
+ * then those of each next hit while the eqns drawn stay within `budget` (a search for `mul` in
+ * a 12-layer model must not open every layer at once). The caller asks again for each hit the
+ * user steps to.
  */
 export function groupsToShow(
+  jaxpr: JaxprView,
   tree: readonly GroupItem[],
   hits: readonly GraphHit[],
   expanded: ReadonlySet<string>,
   budget: number,
 ): Set<string> {
-  const sizeOf = new Map<string, number>();
-  const walk = (list: readonly GroupItem[]): void => {
-    for (const it of list) {
-      if (it.kind === 'group') {
-        sizeOf.set(it.id, it.items.length);
-        walk(it.items);
-      }
-    }
-  };
-  walk(tree);
-  const out = new Set(expanded);
-  let cost = 0;
-  for (const [k, h] of hits.entries()) {
-    const added = h.groups.filter((g) => !out.has(g));
-    // An expanded group shows its items in place of its one node; inner-jaxpr groups count as a few.
-    const more = added.reduce((n, g) => n + (sizeOf.get(g) ?? 8), 0);
-    if (k > 0 && cost + more > budget) break;
-    cost += more;
-    for (const g of added) out.add(g);
+  const [first, ...rest] = hits;
+  if (first === undefined) return new Set(expanded);
+  let out = new Set([...expanded, ...first.groups]);
+  if (visibleEqnCount(jaxpr, tree, out) > budget) out = new Set(first.groups);
+  for (const hit of rest) {
+    if (hit.groups.every((g) => out.has(g))) continue;
+    const more = new Set([...out, ...hit.groups]);
+    if (visibleEqnCount(jaxpr, tree, more) > budget) break;
+    out = more;
   }
   return out;
 }
