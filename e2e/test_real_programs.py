@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import jax
+from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
 from jaxscope.sandbox.snippet import load_snippet
 from playwright.sync_api import Page, expect
 
@@ -95,6 +97,9 @@ def test_the_gpt_stack_graph_opens_grouped_and_expands_a_layer(
     inner = page.locator("[data-testid='graph-group'][data-group-label^='attention']")
     expect(inner.first).to_be_visible(timeout=30_000)
     inner.first.click()
+    # The layout with the call expanded (a box around its eqns) is in.
+    box = page.locator("[data-testid='graph-cluster'][data-group-label^='attention']")
+    expect(box.first).to_be_visible(timeout=30_000)
     eqn_nodes = page.locator("[data-testid^='graph-eqn-']")
     expect(eqn_nodes.first).to_be_visible(timeout=30_000)
     node = eqn_nodes.last
@@ -102,6 +107,130 @@ def test_the_gpt_stack_graph_opens_grouped_and_expands_a_layer(
     node.click()
     expect(page.get_by_test_id(f"recorded-eqn-{index}")).to_have_attribute("aria-pressed", "true")
     page.screenshot(path=str(screenshots / "real-gpt-graph-expanded.png"))
+    assert console_errors == []
+
+
+def _inner_jaxprs(eqn: Any) -> list[tuple[str, Any]]:
+    """The jaxprs in an eqn's params as (params key + position among that key's, Jaxpr), keys
+    sorted: ``jaxpr0``, ``branches1``. ``ClosedJaxpr``/``Jaxpr`` told apart by public attributes."""
+    out: list[tuple[str, Any]] = []
+    for key in sorted(eqn.params):
+        value = eqn.params[key]
+        position = 0
+        for v in value if isinstance(value, tuple) else (value,):
+            inner = v.jaxpr if hasattr(v, "jaxpr") and hasattr(v, "consts") else v
+            if hasattr(inner, "eqns") and hasattr(inner, "invars"):
+                out.append((f"{key}{position}", inner))
+                position += 1
+    return out
+
+
+def _paths_of(jaxpr: Any, primitive: str, prefix: str = "") -> list[str]:
+    """The places (``0/jaxpr0/2/jaxpr0/0``) of the eqns of ``primitive``, at any depth, in order."""
+    out: list[str] = []
+    for j, eqn in enumerate(jaxpr.eqns):
+        path = f"{prefix}{j}"
+        if eqn.primitive.name == primitive:
+            out.append(path)
+        for key, inner in _inner_jaxprs(eqn):
+            out += _paths_of(inner, primitive, f"{path}/{key}/")
+    return out
+
+
+def _snippet_line(eqn: Any) -> int | None:
+    for frame in eqn.source_info.traceback.frames:
+        if frame.file_name == SNIPPET_FILENAME:
+            return int(frame.line_num)
+    return None
+
+
+def test_the_gpt_stack_graph_expands_jit_calls_finds_eqns_and_has_an_overview(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """In the 12-layer stack's graph, a `jit` call expands in place into its inner eqns and its
+    box collapses it again; the search finds eqns by primitive inside nested `jit` calls, by
+    source line and inside the layers' call groups, opening what holds them and selecting each
+    (the eqn stream follows); the overview moves the view where it is clicked. The expected
+    eqns are JAX's own (`jax.make_jaxpr`, the jaxprs in each eqn's params)."""
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    snippet = load_snippet(GPT)
+    closed = jax.make_jaxpr(snippet.f)(*snippet.args)
+    eqns = closed.jaxpr.eqns
+    open_exhibit(page, "tracing")
+    set_code(page, GPT)
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=120_000)
+    page.get_by_test_id("tab-graph").click()
+    expect(page.get_by_test_id("graph-group").first).to_be_visible(timeout=30_000)
+
+    # Expand `jit log_softmax` with its +: its inner eqns, then collapse it by its box's header.
+    soft = next(i for i, e in enumerate(eqns) if e.params.get("name") == "log_softmax")
+    inner_count = len(_inner_jaxprs(eqns[soft])[0][1].eqns)
+    page.locator(f"[data-testid='graph-expand'][data-group='x:{soft}']").click()
+    inner = page.locator(f"[data-testid='graph-inner-eqn'][data-path^='{soft}/jaxpr0/']")
+    expect(inner.first).to_be_visible(timeout=30_000)
+    assert inner.count() == inner_count
+    expect(page.get_by_test_id(f"graph-eqn-{soft}")).to_have_count(0)
+    page.screenshot(path=str(screenshots / "real-gpt-graph-jit-expanded.png"))
+    page.locator("[data-testid='graph-cluster'][data-group-label^='jit log_softmax']").click()
+    expect(page.get_by_test_id(f"graph-eqn-{soft}")).to_be_visible(timeout=30_000)
+    expect(inner).to_have_count(0)
+
+    search = page.get_by_test_id("graph-search")
+    count = page.get_by_test_id("graph-search-count")
+    hit_class = re.compile(r"\bhit\b")
+
+    # By primitive, inside nested jit calls (`jit _take` holds `jit _where`, which holds select_n).
+    selects = _paths_of(closed.jaxpr, "select_n")
+    search.fill("select_n")
+    search.press("Enter")
+    expect(count).to_have_text(f"1 of {len(selects)}")
+    first = page.locator(f"[data-testid='graph-inner-eqn'][data-path='{selects[0]}']")
+    expect(first).to_be_visible(timeout=30_000)
+    expect(first).to_have_class(hit_class)
+    top = int(selects[0].split("/")[0])
+    expect(page.get_by_test_id(f"recorded-eqn-{top}")).to_have_attribute("aria-pressed", "true")
+
+    # By source line: the eqns of `logits = x @ params["tok_emb"].T`.
+    lines = GPT.splitlines()
+    line = next(n for n, text in enumerate(lines, 1) if text.strip().startswith("logits ="))
+    at_line = [i for i, e in enumerate(eqns) if _snippet_line(e) == line]
+    search.fill(f"line {line}")
+    search.press("Enter")
+    expect(count).to_have_text(f"1 of {len(at_line)}")
+    node = page.get_by_test_id(f"graph-eqn-{at_line[0]}")
+    expect(node).to_be_visible(timeout=30_000)
+    expect(node).to_have_class(hit_class)
+    pressed = ("aria-pressed", "true")
+    expect(page.get_by_test_id(f"recorded-eqn-{at_line[0]}")).to_have_attribute(*pressed)
+
+    # Inside the layers: the first rsqrt is in layer 0's first layer_norm, in two call groups.
+    rsqrts = [i for i, e in enumerate(eqns) if e.primitive.name == "rsqrt"]
+    search.fill("rsqrt")
+    search.press("Enter")
+    expect(count).to_have_text(f"1 of {len(rsqrts)}")
+    node = page.get_by_test_id(f"graph-eqn-{rsqrts[0]}")
+    expect(node).to_be_visible(timeout=60_000)
+    expect(node).to_have_class(hit_class)
+    expect(page.get_by_test_id(f"recorded-eqn-{rsqrts[0]}")).to_have_attribute(*pressed)
+    # Enter again: the next hit.
+    search.press("Enter")
+    expect(count).to_have_text(f"2 of {len(rsqrts)}")
+    expect(page.get_by_test_id(f"recorded-eqn-{rsqrts[1]}")).to_have_attribute(*pressed)
+    expect(page.get_by_test_id(f"graph-eqn-{rsqrts[1]}")).to_have_class(hit_class, timeout=60_000)
+    expect(page.get_by_test_id("graph-busy")).to_have_count(0, timeout=60_000)
+    page.screenshot(path=str(screenshots / "real-gpt-graph-search.png"))
+
+    # The overview: a click near its bottom moves the view down the graph.
+    minimap = page.get_by_test_id("graph-minimap")
+    expect(minimap).to_be_visible()
+    canvas = page.get_by_test_id("dataflow-graph")
+    canvas.evaluate("el => { el.scrollTop = 0; }")
+    box = minimap.bounding_box()
+    assert box is not None
+    minimap.click(position={"x": box["width"] / 2, "y": box["height"] - 2})
+    assert int(canvas.evaluate("el => el.scrollTop")) > 0
+    page.screenshot(path=str(screenshots / "real-gpt-graph-minimap.png"))
     assert console_errors == []
 
 
