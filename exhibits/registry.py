@@ -83,7 +83,8 @@ def _output(events: Sequence[EventBase]) -> str | None:
 @dataclass(frozen=True)
 class Exhibit:
     """One exhibit: its folder is ``exhibits/<id>/`` (events.py, probe.py, View.svelte,
-    narrative.md, examples/*.py, golden/*.json, tests)."""
+    narrative.md, examples/*.py, golden/, tests; ``docs/adding-an-exhibit.md``). ``artefacts``
+    defaults to the ``ARTEFACTS`` of ``exhibits/<id>/artefacts.py`` where the folder has one."""
 
     id: str
     title: str
@@ -105,6 +106,12 @@ class Exhibit:
     # the JAX errors this exhibit knows (``jaxscope.explainers``: the chain asks the exhibits'
     # handlers in this table's order).
     explains_errors: bool = False
+
+    def __post_init__(self) -> None:
+        # An exhibit's ``artefacts.py`` is its --print table: read when the entry names none, so
+        # that registering an exhibit copied from ``exhibits/_template/`` is one entry here.
+        if not self.artefacts and (self.folder / "artefacts.py").exists():
+            object.__setattr__(self, "artefacts", _artefacts_of(self.id))
 
     @property
     def folder(self) -> Path:
