@@ -124,12 +124,20 @@ class InnerJaxprView(WireModel):
     """A jaxpr held in an eqn's params (``jit``'s ``jaxpr``, ``cond``'s ``branches``, ...).
 
     ``param`` is the params key, ``name`` the ``jit`` name when there is one (``_where``),
-    ``text`` JAX's own printout of the inner jaxpr.
+    ``text`` JAX's own printout of the inner jaxpr; ``constvars``/``invars``/``outvars``/``eqns``
+    the same jaxpr's structure (``jaxpr.constvars`` ..., each eqn an :class:`EqnView`, with its
+    own inner jaxprs and its snippet line), named as ``text`` and the enclosing jaxpr's text
+    name them (one ``core.JaxprPpContext``), so the graph can open a call in place without
+    reading JAX's printout back.
     """
 
     param: str
     name: str | None = None
     text: str
+    constvars: list[VarView] = []
+    invars: list[VarView] = []
+    outvars: list[VarView] = []
+    eqns: list[EqnView] = []
 
 
 class EqnView(WireModel):
@@ -150,6 +158,9 @@ class EqnView(WireModel):
     text: str
     inner_jaxprs: list[InnerJaxprView] = []
 
+
+
+InnerJaxprView.model_rebuild()
 
 class JaxprView(WireModel):
     """A ClosedJaxpr: JAX's own text plus a structured view of the same object.

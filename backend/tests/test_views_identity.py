@@ -117,6 +117,10 @@ def _ref_eqn(index: int, eqn: Any, ctx: Any) -> EqnView:
                         param=key,
                         name=str(name) if name is not None else None,
                         text=_ref_inner_text(j, ctx),
+                        constvars=[_ref_var(x, ctx) for x in j.constvars],
+                        invars=[_ref_var(x, ctx) for x in j.invars],
+                        outvars=[_ref_var(x, ctx) for x in j.outvars],
+                        eqns=[_ref_eqn(i, e, ctx) for i, e in enumerate(j.eqns)],
                     )
                 )
     return EqnView(

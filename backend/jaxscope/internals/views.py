@@ -228,16 +228,17 @@ _DEFAULT_SETTINGS = core.JaxprPpSettings()
 class _ContextMemo:
     """What one ``JaxprPpContext`` has printed: ``eqn_docs[id(eqn)] = (eqn, core.pp_eqn(eqn,
     ctx, JaxprPpSettings()))`` recorded while JAX printed the whole jaxpr (the eqn is held so its
-    id stays its own), ``var_views[id(v)] = (v, VarView)`` and ``inner_texts[id(jaxpr)] =
-    (jaxpr, text)``. A name, once the context gives one, never changes: each entry is what a
-    fresh call would return."""
+    id stays its own), ``var_views[id(v)] = (v, VarView)``, ``inner_texts[id(jaxpr)] =
+    (jaxpr, text)`` and ``inner_eqns[id(jaxpr)] = (jaxpr, [EqnView])``. A name, once the
+    context gives one, never changes: each entry is what a fresh call would return."""
 
-    __slots__ = ("eqn_docs", "inner_texts", "var_views")
+    __slots__ = ("eqn_docs", "inner_eqns", "inner_texts", "var_views")
 
     def __init__(self) -> None:
         self.eqn_docs: dict[int, tuple[core.JaxprEqn, Any]] = {}
         self.var_views: dict[int, tuple[Any, VarView]] = {}
         self.inner_texts: dict[int, tuple[core.Jaxpr, str]] = {}
+        self.inner_eqns: dict[int, tuple[core.Jaxpr, list[EqnView]]] = {}
 
 
 _MEMO_ATTR = "_jaxscope_memo"
@@ -385,6 +386,20 @@ def _memo_inner_text(jaxpr: core.Jaxpr, ctx: core.JaxprPpContext, memo: _Context
     return text
 
 
+def _memo_inner_eqns(
+    jaxpr: core.Jaxpr, ctx: core.JaxprPpContext, memo: _ContextMemo
+) -> list[EqnView]:
+    """The eqn views of an inner jaxpr, built once per jaxpr object (a jaxpr JAX shares between
+    calls, e.g. one ``jit`` function called in every layer, is one object)."""
+    views = memo.inner_eqns
+    hit = views.get(id(jaxpr))
+    if hit is not None and hit[0] is jaxpr:
+        return hit[1]
+    eqns = [eqn_view(i, e, ctx) for i, e in enumerate(jaxpr.eqns)]
+    views[id(jaxpr)] = (jaxpr, eqns)
+    return eqns
+
+
 def _inner_jaxprs(
     eqn: core.JaxprEqn, ctx: core.JaxprPpContext, memo: _ContextMemo | None = None
 ) -> list[InnerJaxprView]:
@@ -396,11 +411,16 @@ def _inner_jaxprs(
         for v in values:
             if isinstance(v, (core.Jaxpr, core.ClosedJaxpr)):
                 inner = v.jaxpr if isinstance(v, core.ClosedJaxpr) else v
+                memo = memo or _memo(ctx)
                 out.append(
-                    InnerJaxprView(
+                    InnerJaxprView.model_construct(
                         param=key,
                         name=str(name) if name is not None else None,
-                        text=_memo_inner_text(inner, ctx, memo or _memo(ctx)),
+                        text=_memo_inner_text(inner, ctx, memo),
+                        constvars=[_var_view(x, ctx, memo) for x in inner.constvars],
+                        invars=[_var_view(x, ctx, memo) for x in inner.invars],
+                        outvars=[_var_view(x, ctx, memo) for x in inner.outvars],
+                        eqns=_memo_inner_eqns(inner, ctx, memo),
                     )
                 )
     return out

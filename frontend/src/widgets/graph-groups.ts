@@ -22,7 +22,7 @@
 import type { EqnView, JaxprView, SourceLoc } from '../protocol';
 import { avalText } from './format';
 import type { DataflowGraph, GraphCluster, GraphEdge, GraphNode } from './dataflow-graph';
-import type { ParsedInner } from './jaxpr-parse';
+import type { ParsedInner } from './inner-jaxprs';
 import { innerLabel, innerOfTop, innerOperands, innerResults, parsedEqn, topEqn, type AnyEqn } from './inner-jaxprs';
 
 export interface EqnGroup {

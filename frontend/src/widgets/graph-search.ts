@@ -7,7 +7,7 @@
  * it (`dot` finds `dot_general`).
  */
 import type { JaxprView } from '../protocol';
-import type { ParsedInner } from './jaxpr-parse';
+import type { ParsedInner } from './inner-jaxprs';
 import { innerOfTop, parsedEqn, topEqn, type AnyEqn } from './inner-jaxprs';
 import { eqnNodeId, groupsHolding, innerGroupId, innerPath, visibleEqnCount, type GroupItem } from './graph-groups';
 

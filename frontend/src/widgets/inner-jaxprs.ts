@@ -1,17 +1,59 @@
 /**
  * The inner jaxprs of a staged jaxpr's eqns, for the dataflow graph to expand an eqn in place:
- * each `EqnView.inner_jaxprs` text parsed once (`jaxpr-parse.ts`) and kept with the eqn, and how
- * an inner jaxpr's binders line up with the eqn's own operands and results (the positions JAX's
- * rules give them: `jit`, `custom_jvp_call`, `custom_vjp_call`, `remat` and `scan` pass the
- * eqn's operands as the inner jaxpr's invars one for one; `cond`'s branches take all but the
- * index; `while`'s `cond_jaxpr` takes its `cond_nconsts` consts and the carry, its `body_jaxpr`
- * the rest).
+ * each `EqnView.inner_jaxprs` entry carries the inner jaxpr's structure as the backend read it
+ * from JAX's own objects (its binders and `EqnView`s, named as JAX's printout names them), and
+ * how an inner jaxpr's binders line up with the eqn's own operands and results (the positions
+ * JAX's rules give them: `jit`, `custom_jvp_call`, `custom_vjp_call`, `remat` and `scan` pass
+ * the eqn's operands as the inner jaxpr's invars one for one; `cond`'s branches take all but
+ * the index; `while`'s `cond_jaxpr` takes its `cond_nconsts` consts and the carry, its
+ * `body_jaxpr` the rest).
  */
 import type { EqnView, JaxprView } from '../protocol';
 import { avalText } from './format';
-import { parseJaxpr, sharedJaxprs, type ParsedEqn, type ParsedInner, type ParsedVar } from './jaxpr-parse';
 
-/** What the graph needs of an eqn, top-level (`EqnView`) or inner (parsed from text). */
+type InnerJaxprView = EqnView['inner_jaxprs'][number];
+type VarView = EqnView['invars'][number];
+
+/** A variable of an inner jaxpr: as JAX prints it (`b`, `_`, or a literal `2.0:f32[]`), its type. */
+export interface InnerVar {
+  name: string;
+  /** the binder's type (`f32[3,4]`) */
+  type: string | null;
+  literal: boolean;
+}
+
+/** An eqn of an inner jaxpr, with its own inner jaxprs. */
+export interface InnerEqn {
+  primitive: string;
+  /** each param's printed value, inner jaxprs left out (`num_consts` → `0`) */
+  params: Record<string, string>;
+  invars: InnerVar[];
+  outvars: InnerVar[];
+  inner: ParsedInner[];
+  /** the snippet line of the eqn, when it has one */
+  line: number | null;
+}
+
+/** A jaxpr held in an eqn's params, structured. */
+export interface InnerJaxpr {
+  constvars: InnerVar[];
+  invars: InnerVar[];
+  eqns: InnerEqn[];
+  outvars: InnerVar[];
+}
+
+export interface ParsedInner {
+  /** the params key that holds it (`jaxpr`, `branches`, `body_jaxpr`, `call_jaxpr`) */
+  param: string;
+  /** its position in a tuple of jaxprs (`branches`), else 0 */
+  position: number;
+  jaxpr: InnerJaxpr;
+}
+
+/** Kept for the graph's modules that name the eqn type. */
+export type ParsedEqn = InnerEqn;
+
+/** What the graph needs of an eqn, top-level or inner (both `EqnView`s on the wire). */
 export interface AnyEqn {
   primitive: string;
   /** the `name` param JAX prints first (`jit[name=_where ...]`, `custom_jvp_call[name=relu ...]`) */
@@ -23,36 +65,56 @@ export interface AnyEqn {
   outTypes: string[];
 }
 
-interface Parsed {
-  shared: Map<string, string>;
-  inner: WeakMap<EqnView, ParsedInner[] | null>;
+// The type as JAX's printout writes it (`f32[]`, weak or not), as the inner jaxpr's text shows.
+const varOf = (v: VarView): InnerVar => ({ name: v.name, type: v.aval.short, literal: v.literal });
+
+function eqnOf(eqn: EqnView): InnerEqn {
+  const held = new Set(eqn.inner_jaxprs.map((j) => j.param));
+  const params: Record<string, string> = {};
+  for (const [k, v] of Object.entries(eqn.params)) if (!held.has(k) && v !== undefined) params[k] = v;
+  return {
+    primitive: eqn.primitive,
+    params,
+    invars: eqn.invars.map(varOf),
+    outvars: eqn.outvars.map(varOf),
+    inner: innersOf(eqn.inner_jaxprs) ?? [],
+    line: eqn.source?.line ?? null,
+  };
 }
 
-const parsedOf = new WeakMap<JaxprView, Parsed>();
-
-/** The inner jaxprs of a top-level eqn, parsed (cached per eqn); [] for an eqn with none, null
- * when the text could not be read (the eqn then stays one node). */
-export function innerOfTop(jaxpr: JaxprView, eqn: EqnView): ParsedInner[] | null {
-  if (eqn.inner_jaxprs.length === 0) return [];
-  let parsed = parsedOf.get(jaxpr);
-  if (parsed === undefined) {
-    parsed = { shared: sharedJaxprs(jaxpr.text), inner: new WeakMap() };
-    parsedOf.set(jaxpr, parsed);
-  }
-  const hit = parsed.inner.get(eqn);
-  if (hit !== undefined) return hit;
-  let out: ParsedInner[] | null;
-  try {
-    const seen = new Map<string, number>();
-    out = eqn.inner_jaxprs.map((view) => {
-      const position = seen.get(view.param) ?? 0;
-      seen.set(view.param, position + 1);
-      return { param: view.param, position, jaxpr: parseJaxpr(view.text, parsed.shared) };
+/** The structured inner jaxprs, or null when a view lacks its structure (a capture from before
+ * the backend sent it): the eqn then stays one node. */
+function innersOf(views: readonly InnerJaxprView[]): ParsedInner[] | null {
+  const seen = new Map<string, number>();
+  const out: ParsedInner[] = [];
+  for (const view of views) {
+    if (!Array.isArray(view.eqns) || !Array.isArray(view.invars) || !Array.isArray(view.outvars)) return null;
+    const position = seen.get(view.param) ?? 0;
+    seen.set(view.param, position + 1);
+    out.push({
+      param: view.param,
+      position,
+      jaxpr: {
+        constvars: (view.constvars ?? []).map(varOf),
+        invars: view.invars.map(varOf),
+        eqns: view.eqns.map(eqnOf),
+        outvars: view.outvars.map(varOf),
+      },
     });
-  } catch {
-    out = null;
   }
-  parsed.inner.set(eqn, out);
+  return out;
+}
+
+const innerCache = new WeakMap<EqnView, ParsedInner[] | null>();
+
+/** The inner jaxprs of a top-level eqn (cached per eqn); [] for an eqn with none, null when
+ * they came without their structure (the eqn then stays one node). */
+export function innerOfTop(_jaxpr: JaxprView, eqn: EqnView): ParsedInner[] | null {
+  if (eqn.inner_jaxprs.length === 0) return [];
+  const hit = innerCache.get(eqn);
+  if (hit !== undefined) return hit;
+  const out = innersOf(eqn.inner_jaxprs);
+  innerCache.set(eqn, out);
   return out;
 }
 
@@ -73,14 +135,14 @@ export function topEqn(eqn: EqnView): AnyEqn {
   };
 }
 
-export function parsedEqn(eqn: ParsedEqn): AnyEqn {
+export function parsedEqn(eqn: InnerEqn): AnyEqn {
   return {
     primitive: eqn.primitive,
     name: eqn.params.name ?? null,
     params: eqn.params,
     invars: eqn.invars,
     outvars: eqn.outvars,
-    outTypes: eqn.outvars.map((v: ParsedVar) => v.type ?? ''),
+    outTypes: eqn.outvars.map((v: InnerVar) => v.type ?? ''),
   };
 }
 
