@@ -340,6 +340,12 @@ EXHIBITS: dict[str, Exhibit] = {
             # Importing flax in the run costs about 2 s on a loaded 2-core machine.
             budget=2.0,
         ),
+        Exhibit(
+            id="dtypes",
+            title="Type promotion: result_type and the lattice",
+            summary="jnp.promote_types over JAX's dtypes and weak types, x64 off and on.",
+            default_example="mixed_ints",
+        ),
     ]
 }
 

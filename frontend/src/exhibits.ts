@@ -60,6 +60,7 @@ const TABLE: Readonly<Record<string, { group: ExhibitGroup; label: string }>> = 
   sharding: { group: 'Devices', label: 'Sharding' },
   shard_map: { group: 'Devices', label: 'shard_map' },
   rules: { group: 'Devices', label: 'Rule matrix' },
+  dtypes: { group: 'Trace & compile', label: 'Type promotion' },
 };
 
 /** The view and narrative of folder `exhibits/<id>/` (throws when the folder lacks one). */

@@ -53,7 +53,9 @@ export type Event =
   | ShardMapBodyTraced
   | ShardMapChecked
   | ShardMapOutputsAssembled
-  | RulesTabulated;
+  | RulesTabulated
+  | PromotionTabulated
+  | ResultTypeComputed;
 export type Request = RunRequest | CancelRequest | DetailRequest;
 
 /**
@@ -2559,6 +2561,112 @@ export interface RuleCell {
   name: string;
   table: string;
   text: string | null;
+}
+/**
+ * ``jnp.promote_types`` of every pair of ``types`` with ``jax_enable_x64`` set to ``x64``
+ * (``cells[i][j]`` joins ``types[i]`` and ``types[j]``). ``unpromoted``: the narrow dtypes JAX
+ * also defines (int4, float8_e4m3fn, ...), dead ends of its lattice: no type is above them, so
+ * promoting one with a wider type raises; ``unpromoted_error`` JAX's message for the first with
+ * float32.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PromotionTabulated".
+ */
+export interface PromotionTabulated {
+  cells: PromotionCell[][];
+  detail_id?: string | null;
+  detail_of?: string | null;
+  run_id: string;
+  seq: number;
+  type: 'promotion_tabulated';
+  types: JaxType[];
+  unpromoted: string[];
+  unpromoted_error: string;
+  x64: boolean;
+}
+/**
+ * One cell of the table: ``join`` the lattice's join of the row and column types
+ * (``jnp.promote_types``, weak when the join is a weak type); ``result`` the dtype of an array
+ * of the join under the same setting (``jax.dtypes.canonicalize_dtype``: with x64 off a 64-bit
+ * type becomes 32 bits).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PromotionCell".
+ */
+export interface PromotionCell {
+  join: JaxType;
+  result: string;
+}
+/**
+ * A node of the promotion lattice: ``dtype`` its numpy dtype name (``int32``; for a weak
+ * type, the dtype ``np.dtype`` gives the Python type: ``int64``, ``float64``, ``complex128``),
+ * ``weak`` whether it is a weak type, ``code`` its short name (``i32``, ``f*``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "JaxType".
+ */
+export interface JaxType {
+  code: string;
+  dtype: string;
+  weak: boolean;
+}
+/**
+ * The result type of the snippet's arguments (the leaves of ``args`` and ``kwargs``, static
+ * arguments left out) with x64 off and on; ``user_x64`` the setting the snippet ran with.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ResultTypeComputed".
+ */
+export interface ResultTypeComputed {
+  answers: ResultTypeAnswer[];
+  args: ArgumentDtype[];
+  detail_id?: string | null;
+  detail_of?: string | null;
+  run_id: string;
+  seq: number;
+  type: 'result_type_computed';
+  user_x64: boolean;
+}
+/**
+ * ``jax.dtypes.result_type(*leaves, return_weak_type_flag=True)`` with x64 set to ``x64``:
+ * ``dtype`` (what ``jnp.result_type`` returns), ``weak``, and ``code`` (the result's node);
+ * ``steps``: the table's cells that fold the arguments' nodes into the result.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ResultTypeAnswer".
+ */
+export interface ResultTypeAnswer {
+  code: string;
+  dtype: string;
+  steps: PromotionStep[];
+  weak: boolean;
+  x64: boolean;
+}
+/**
+ * One join of the fold that gives the result type: ``row`` joined with ``col`` is ``join``
+ * (the table's cell), left to right over the arguments.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PromotionStep".
+ */
+export interface PromotionStep {
+  col: string;
+  join: string;
+  row: string;
+}
+/**
+ * One leaf of the snippet's arguments: its key path (``args[0]``), its Python type
+ * (``ndarray``, ``ArrayImpl``, ``float``), and its node in the lattice with x64 off and on (a
+ * numpy float64 array counts as float32 with x64 off; a Python float is ``f*`` either way).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ArgumentDtype".
+ */
+export interface ArgumentDtype {
+  path: string;
+  python_type: string;
+  x64_off: JaxType;
+  x64_on: JaxType;
 }
 /**
  * Run ``exhibit`` on the snippet ``code``. Answered by a stream of events for ``run_id``.

@@ -1,0 +1,100 @@
+"""The dtypes exhibit's events: JAX's type promotion table (``promotion_tabulated``, one per
+``jax_enable_x64`` setting) and the result type of the snippet's arguments
+(``result_type_computed``).
+
+The types are those of JAX's type promotion lattice (https://docs.jax.dev/en/latest/type_promotion.html):
+bool, the signed and unsigned ints, bfloat16/float16/float32/float64, complex64/complex128, and
+the weak types of Python's ``int``, ``float`` and ``complex``. Each is written as JAX writes
+dtypes in a jaxpr (``i32``, ``bf16``, ``c64``), and a weak type as the promotion docs write it
+(``i*``, ``f*``, ``c*``).
+
+Imports only pydantic and ``jaxscope.protocol``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from jaxscope.protocol import EventBase, WireModel
+
+
+class JaxType(WireModel):
+    """A node of the promotion lattice: ``dtype`` its numpy dtype name (``int32``; for a weak
+    type, the dtype ``np.dtype`` gives the Python type: ``int64``, ``float64``, ``complex128``),
+    ``weak`` whether it is a weak type, ``code`` its short name (``i32``, ``f*``)."""
+
+    code: str
+    dtype: str
+    weak: bool = False
+
+
+class PromotionCell(WireModel):
+    """One cell of the table: ``join`` the lattice's join of the row and column types
+    (``jnp.promote_types``, weak when the join is a weak type); ``result`` the dtype of an array
+    of the join under the same setting (``jax.dtypes.canonicalize_dtype``: with x64 off a 64-bit
+    type becomes 32 bits)."""
+
+    join: JaxType
+    result: str
+
+
+class PromotionTabulated(EventBase):
+    """``jnp.promote_types`` of every pair of ``types`` with ``jax_enable_x64`` set to ``x64``
+    (``cells[i][j]`` joins ``types[i]`` and ``types[j]``). ``unpromoted``: the narrow dtypes JAX
+    also defines (int4, float8_e4m3fn, ...), dead ends of its lattice: no type is above them, so
+    promoting one with a wider type raises; ``unpromoted_error`` JAX's message for the first with
+    float32."""
+
+    type: Literal["promotion_tabulated"] = "promotion_tabulated"
+    x64: bool
+    types: list[JaxType]
+    cells: list[list[PromotionCell]]
+    unpromoted: list[str] = []
+    unpromoted_error: str = ""
+
+
+class ArgumentDtype(WireModel):
+    """One leaf of the snippet's arguments: its key path (``args[0]``), its Python type
+    (``ndarray``, ``ArrayImpl``, ``float``), and its node in the lattice with x64 off and on (a
+    numpy float64 array counts as float32 with x64 off; a Python float is ``f*`` either way)."""
+
+    path: str
+    python_type: str
+    x64_off: JaxType
+    x64_on: JaxType
+
+
+class PromotionStep(WireModel):
+    """One join of the fold that gives the result type: ``row`` joined with ``col`` is ``join``
+    (the table's cell), left to right over the arguments."""
+
+    row: str
+    col: str
+    join: str
+
+
+class ResultTypeAnswer(WireModel):
+    """``jax.dtypes.result_type(*leaves, return_weak_type_flag=True)`` with x64 set to ``x64``:
+    ``dtype`` (what ``jnp.result_type`` returns), ``weak``, and ``code`` (the result's node);
+    ``steps``: the table's cells that fold the arguments' nodes into the result."""
+
+    x64: bool
+    dtype: str
+    weak: bool
+    code: str
+    steps: list[PromotionStep] = []
+
+
+class ResultTypeComputed(EventBase):
+    """The result type of the snippet's arguments (the leaves of ``args`` and ``kwargs``, static
+    arguments left out) with x64 off and on; ``user_x64`` the setting the snippet ran with."""
+
+    type: Literal["result_type_computed"] = "result_type_computed"
+    args: list[ArgumentDtype]
+    answers: list[ResultTypeAnswer]
+    user_x64: bool
+
+
+# This exhibit's events (checked: every event class defined here must be listed, see
+# ``jaxscope.events``).
+EVENTS: tuple[type[EventBase], ...] = (PromotionTabulated, ResultTypeComputed)

@@ -1,0 +1,349 @@
+"""The dtypes exhibit against JAX and against JAX's documentation.
+
+- Every cell of both tables: the join against ``jnp.promote_types`` computed here (with
+  ``jax.enable_x64``), the result against ``jax.dtypes.canonicalize_dtype`` of it, and join and
+  weak flag against the lattice of JAX's type promotion docs
+  (https://docs.jax.dev/en/latest/type_promotion.html: the lattice is given there as the dict
+  the figure is drawn from; its join is the docs' binary promotion table), with x64 off its one
+  edge changed as ``jax/_src/dtypes.py`` says (uint32 -> int32 instead of int64). A few cells of
+  the docs' table are also checked as printed there.
+- Each example's arguments and result type: each leaf's node against ``jax.typeof`` and
+  ``jnp.result_type``, the result against ``jnp.result_type`` and against the dtype and weak type
+  of what ``f`` itself returns (``jax.eval_shape``), with x64 off and on.
+- The golden event streams (recorded with ``jaxscope run --json``) against the probe, the
+  ``--print`` artefacts, and that a run leaves ``jax_enable_x64`` as it found it.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jaxscope.events import EVENT_ADAPTER
+from jaxscope.protocol import EventBase, RunFinished
+
+from exhibits.conftest import FakeContext, Runner, run_probe
+from exhibits.registry import EXHIBITS
+
+from .events import EVENTS, PromotionTabulated, ResultTypeComputed
+from .probe import STRONG, WEAK, short_name
+
+CONFIG: Any = jax.config  # untyped in JAX
+HERE = Path(__file__).resolve().parent
+EXHIBIT = HERE.name
+EXAMPLES = sorted(p.stem for p in (HERE / "examples").glob("*.py"))
+
+# The lattice of JAX's type promotion docs (docs/type_promotion.rst, the code under its figure):
+# each type and the types immediately above it.
+DOC_LATTICE: dict[str, list[str]] = {
+    "b1": ["i*"],
+    "u1": ["u2", "i2"],
+    "u2": ["i4", "u4"],
+    "u4": ["u8", "i8"],
+    "u8": ["f*"],
+    "i*": ["u1", "i1"],
+    "i1": ["i2"],
+    "i2": ["i4"],
+    "i4": ["i8"],
+    "i8": ["f*"],
+    "f*": ["c*", "f2", "bf"],
+    "bf": ["f4"],
+    "f2": ["f4"],
+    "f4": ["c8", "f8"],
+    "f8": ["c16"],
+    "c*": ["c8"],
+    "c8": ["c16"],
+    "c16": [],
+}
+# The order of the docs' binary promotion table (and of the exhibit's).
+DOC_ORDER = "b1 u1 u2 u4 u8 i1 i2 i4 i8 bf f2 f4 f8 c8 c16 i* f* c*".split()
+# The docs' names (bytes: u4 is uint32) -> the exhibit's (bits, as a jaxpr writes them).
+DOC_NAMES = {
+    "b1": "bool",
+    "u1": "u8",
+    "u2": "u16",
+    "u4": "u32",
+    "u8": "u64",
+    "i1": "i8",
+    "i2": "i16",
+    "i4": "i32",
+    "i8": "i64",
+    "bf": "bf16",
+    "f2": "f16",
+    "f4": "f32",
+    "f8": "f64",
+    "c8": "c64",
+    "c16": "c128",
+    "i*": "i*",
+    "f*": "f*",
+    "c*": "c*",
+}
+
+
+def doc_join(lattice: dict[str, list[str]], a: str, b: str) -> str:
+    """The least upper bound of ``a`` and ``b`` on ``lattice`` (the docs' definition)."""
+
+    def above(n: str) -> set[str]:
+        seen, todo = {n}, [n]
+        while todo:
+            for m in lattice[todo.pop()]:
+                if m not in seen:
+                    seen.add(m)
+                    todo.append(m)
+        return seen
+
+    common = above(a) & above(b)
+    (least,) = [c for c in common if common <= above(c)]
+    return least
+
+
+def x32_lattice() -> dict[str, list[str]]:
+    """The docs' lattice as JAX builds it with x64 off: uint32 goes to int32, not int64
+    (``_type_promotion_lattice`` in jax/_src/dtypes.py: "the only one ... u4xi4->i8")."""
+    return {**DOC_LATTICE, "u4": ["u8", "i4"]}
+
+
+def lattice_types() -> list[Any]:
+    return [*(jnp.dtype(n) for n in STRONG), *WEAK]
+
+
+@pytest.fixture(scope="module")
+def run() -> FakeContext:
+    """The default example's run (the tables do not depend on the snippet)."""
+    return run_probe(EXHIBIT, (HERE / "examples" / "mixed_ints.py").read_text())
+
+
+def tables(ctx: FakeContext) -> dict[bool, PromotionTabulated]:
+    return {t.x64: t for t in ctx.of_type(PromotionTabulated)}
+
+
+def test_short_names_are_jaxs() -> None:
+    for name in STRONG:
+        aval: Any = jax.core.ShapedArray((), jnp.dtype(name))
+        short = aval.str_short(short_dtypes=True)
+        assert short == short_name(name) + "[]"
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["x64_off", "x64_on"])
+def test_every_cell_is_jaxs_promote_types(run: FakeContext, x64: bool) -> None:
+    table = tables(run)[x64]
+    types = lattice_types()
+    assert len(table.types) == len(table.cells) == len(types) == 18
+    with jax.enable_x64(x64), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        for a, row in zip(types, table.cells, strict=True):
+            for b, cell in zip(types, row, strict=True):
+                join = jnp.promote_types(a, b)
+                assert cell.join.dtype == join.name, (a, b)
+                assert cell.result == jax.dtypes.canonicalize_dtype(join).name, (a, b)
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["x64_off", "x64_on"])
+def test_every_cell_is_the_documented_join(run: FakeContext, x64: bool) -> None:
+    table = tables(run)[x64]
+    lattice = DOC_LATTICE if x64 else x32_lattice()
+    docs = DOC_ORDER
+    # The docs' order of types is the table's (and the exhibit's).
+    assert [t.code for t in table.types] == [DOC_NAMES[c] for c in docs]
+    assert [t.weak for t in table.types] == [c.endswith("*") for c in docs]
+    for i, a in enumerate(docs):
+        for j, b in enumerate(docs):
+            join = doc_join(lattice, a, b)
+            cell = table.cells[i][j]
+            assert cell.join.code == DOC_NAMES[join], (a, b)
+            assert cell.join.weak == join.endswith("*"), (a, b)
+
+
+def test_cells_printed_in_the_docs(run: FakeContext) -> None:
+    """A few cells of the docs' binary promotion table (x64: the docs' table is JAX's default
+    lattice), copied from the page as printed."""
+    table = tables(run)[True]
+    index = {t.code: i for i, t in enumerate(table.types)}
+
+    def cell(a: str, b: str) -> str:
+        return table.cells[index[DOC_NAMES[a]]][index[DOC_NAMES[b]]].join.code
+
+    printed = {
+        ("u4", "i1"): "i8",
+        ("u8", "i1"): "f*",
+        ("bf", "f2"): "f4",
+        ("u1", "i*"): "u1",
+        ("bf", "c*"): "c8",
+        ("f8", "c8"): "c16",
+        ("b1", "i*"): "i*",
+        ("i*", "f*"): "f*",
+        ("f2", "f*"): "f2",
+    }
+    for (a, b), expected in printed.items():
+        assert cell(a, b) == DOC_NAMES[expected], (a, b)
+
+
+def test_only_the_uint32_edge_depends_on_x64(run: FakeContext) -> None:
+    off, on = tables(run)[False], tables(run)[True]
+    codes = [t.code for t in off.types]
+    changed = {
+        (codes[i], codes[j], off.cells[i][j].join.code, on.cells[i][j].join.code)
+        for i in range(18)
+        for j in range(18)
+        if off.cells[i][j].join.code != on.cells[i][j].join.code
+    }
+    expected = {(a, b, "i32", "i64") for a in ("u32",) for b in ("i8", "i16", "i32")}
+    assert changed == expected | {(b, a, j, k) for a, b, j, k in expected}
+
+
+def test_the_narrow_dtypes_jax_never_promotes(run: FakeContext) -> None:
+    table = tables(run)[False]
+    assert {"int4", "uint4", "float8_e4m3fn", "float8_e5m2"} <= set(table.unpromoted)
+    for name in table.unpromoted:
+        narrow = jnp.dtype(getattr(jnp, name))
+        # below it: bool and itself; above it: nothing, so a wider type has no join with it
+        assert jnp.promote_types(narrow, jnp.bool_) == narrow
+        assert jnp.promote_types(narrow, narrow) == narrow
+        for wider in (
+            jnp.float32,
+            jnp.int32 if jnp.issubdtype(narrow, jnp.integer) else jnp.bfloat16,
+        ):
+            with pytest.raises(jax.dtypes.TypePromotionError):
+                jnp.promote_types(narrow, wider)
+    assert "no available implicit dtype promotion path" in table.unpromoted_error
+
+
+def example(name: str) -> dict[str, Any]:
+    namespace: dict[str, Any] = {"__name__": "example"}
+    path = HERE / "examples" / f"{name}.py"
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_result_type_of_each_example(name: str, probe_runner: Runner) -> None:
+    ctx = probe_runner(EXHIBIT, (HERE / "examples" / f"{name}.py").read_text())
+    computed = ctx.one(ResultTypeComputed)
+    ns = example(name)
+    leaves = jax.tree_util.tree_leaves(ns["args"])
+    assert len(computed.args) == len(leaves)
+    assert computed.user_x64 is False
+    by_x64 = {a.x64: a for a in computed.answers}
+    for x64 in (False, True):
+        with jax.enable_x64(x64):
+            for arg, leaf in zip(computed.args, leaves, strict=True):
+                node = arg.x64_on if x64 else arg.x64_off
+                aval = jax.typeof(leaf)
+                assert node.dtype == jnp.result_type(leaf).name == aval.dtype.name
+                assert node.weak == aval.weak_type
+            out = jax.eval_shape(ns["f"], *ns["args"])
+            expected = jnp.result_type(*leaves)
+        answer = by_x64[x64]
+        assert answer.dtype == expected.name
+        # what f computes: its output has the result type, weak only when every input was
+        assert answer.dtype == out.dtype.name
+        assert answer.weak == out.weak_type
+        # the fold through the table ends at the result
+        table = tables(ctx)[x64]
+        index = {t.code: i for i, t in enumerate(table.types)}
+        for step in answer.steps:
+            assert table.cells[index[step.row]][index[step.col]].join.code == step.join
+        assert answer.steps[-1].join == answer.code
+    assert not CONFIG.read("jax_enable_x64")
+
+
+def test_the_examples_answers() -> None:
+    """What each example is there to show, written out."""
+    expected = {
+        "mixed_ints": ("int32", "int64"),
+        "weak_scalar": ("bfloat16", "bfloat16"),
+        "numpy_float64": ("float32", "float64"),
+    }
+    assert sorted(expected) == EXAMPLES
+    for name, (off, on) in expected.items():
+        leaves = jax.tree_util.tree_leaves(example(name)["args"])
+        with jax.enable_x64(False):
+            assert jnp.result_type(*leaves).name == off
+        with jax.enable_x64(True):
+            assert jnp.result_type(*leaves).name == on
+
+
+def test_static_arguments_and_no_arguments(probe_runner: Runner) -> None:
+    static = (
+        "import jax.numpy as jnp\n"
+        "def f(n, x, y):\n"
+        "    return jnp.ones(n, jnp.int8) + x + y\n"
+        "args = (3, jnp.int8(1), 2)\n"
+        "static_argnums = (0,)\n"
+    )
+    computed = probe_runner(EXHIBIT, static).one(ResultTypeComputed)
+    assert [a.path for a in computed.args] == ["args[1]", "args[2]"]
+    assert [a.x64_off.code for a in computed.args] == ["i8", "i*"]
+    assert {a.dtype for a in computed.answers} == {"int8"}
+    empty = "def f():\n    return 1.0\nargs = ()\n"
+    computed = probe_runner(EXHIBIT, empty).one(ResultTypeComputed)
+    assert computed.args == [] and computed.answers == []
+
+
+def test_a_snippet_that_turned_x64_on(probe_runner: Runner) -> None:
+    source = (
+        "import jax\n"
+        "import numpy as np\n"
+        "jax.config.update('jax_enable_x64', True)\n"
+        "def f(x):\n"
+        "    return x * 2\n"
+        "args = (np.ones(2),)\n"
+    )
+    try:
+        computed = probe_runner(EXHIBIT, source).one(ResultTypeComputed)
+        assert CONFIG.read("jax_enable_x64")  # the probe left the user's setting
+    finally:
+        CONFIG.update("jax_enable_x64", False)
+    assert computed.user_x64 is True
+    assert {a.x64: a.dtype for a in computed.answers} == {False: "float32", True: "float64"}
+
+
+def golden_streams() -> list[Path]:
+    return sorted((HERE / "golden").glob("*.events.jsonl"))
+
+
+def test_every_example_has_its_golden() -> None:
+    assert [p.name.removesuffix(".events.jsonl") for p in golden_streams()] == EXAMPLES
+
+
+@pytest.mark.parametrize("golden", golden_streams(), ids=lambda p: p.name)
+def test_golden_stream_is_the_probes(golden: Path, probe_runner: Runner) -> None:
+    """The golden (``jaxscope run dtypes examples/NAME.py --json``, the real sandbox) parses with
+    the event union and holds what the probe emits now."""
+    lines = [line for line in golden.read_text().splitlines() if line.strip()]
+    stream = [EVENT_ADAPTER.validate_json(line) for line in lines]
+    assert isinstance(stream[-1], RunFinished)
+    example_path = HERE / "examples" / (golden.name.removesuffix(".events.jsonl") + ".py")
+    ctx = probe_runner(EXHIBIT, example_path.read_text())
+
+    def own(events: list[EventBase]) -> list[dict[str, Any]]:
+        return [e.model_dump(exclude={"seq", "run_id"}) for e in events if isinstance(e, EVENTS)]
+
+    assert own(stream) == own(ctx.events)
+    assert [e["type"] for e in own(stream)] == [
+        "promotion_tabulated",
+        "promotion_tabulated",
+        "result_type_computed",
+    ]
+
+
+def test_print_artefacts(run: FakeContext) -> None:
+    artefacts = EXHIBITS[EXHIBIT].artefacts
+    answer = json.loads(artefacts["result_type"](run.events) or "")
+    assert answer == {
+        "x64_off": {"dtype": "int32", "weak": False, "code": "i32"},
+        "x64_on": {"dtype": "int64", "weak": False, "code": "i64"},
+    }
+    text = artefacts["table"](run.events) or ""
+    off, on = text.split("\n\n")
+    assert off.splitlines()[0] == "# jnp.promote_types, x64 off"
+    assert on.splitlines()[1].split() == [DOC_NAMES[c] for c in DOC_ORDER]
+    # the row of uint32, with x64 on: as the docs print their u4 row
+    u32 = next(line.split() for line in on.splitlines() if line.split()[0] == "u32")
+    docs_u4_row = "u4 u4 u4 u4 u8 i8 i8 i8 i8 bf f2 f4 f8 c8 c16 u4 f* c*".split()
+    assert u32[1:] == [DOC_NAMES[c] for c in docs_u4_row]

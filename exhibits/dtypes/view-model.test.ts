@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import type { Event } from '../../frontend/src/protocol';
+import { goldenLoader } from '../../frontend/src/test/fixtures';
+import { argRows, defaultMode, dtypesModel, grid, x64Note, type Computed } from './view-model';
+
+// The golden event streams: `jaxscope run dtypes examples/<name>.py --json` (the real sandbox);
+// test_dtypes.py checks every value in them against JAX.
+const golden = goldenLoader(import.meta.url);
+
+function cellsWhere(events: readonly Event[], mode: 'off' | 'on', pick: (hit: string, changed: boolean) => boolean): string[] {
+  const g = grid(dtypesModel(events), mode);
+  return (g?.rows ?? []).flatMap((r) =>
+    r.cells.flatMap((c, j) => (pick(c.hit, c.changed) ? [`${r.header.code}|${g?.headers[j]?.code}=${c.code}`] : [])),
+  );
+}
+
+describe('dtypes view model', () => {
+  it('marks the answer cell of uint32 + int32: int32 with x64 off, int64 with x64 on', () => {
+    const events = golden('mixed_ints');
+    const model = dtypesModel(events);
+    expect(defaultMode(model)).toBe('off');
+    expect(cellsWhere(events, 'off', (hit) => hit === 'answer')).toEqual(['u32|i32=i32']);
+    expect(cellsWhere(events, 'on', (hit) => hit === 'answer')).toEqual(['u32|i32=i64']);
+    expect(grid(model, 'off')?.headers.filter((h) => h.hit).map((h) => h.code)).toEqual(['u32', 'i32']);
+    expect(argRows(model).map((a) => [a.path, a.pythonType, a.off, a.on])).toEqual([
+      ['args[0]', 'ndarray', 'u32', 'u32'],
+      ['args[1]', 'ArrayImpl', 'i32', 'i32'],
+    ]);
+    expect(x64Note(model)).toContain('the table is not: with x64 off, JAX joins uint32 with a signed integer into int32');
+  });
+
+  it('marks † exactly where the two tables differ: uint32 with the signed ints below int64', () => {
+    // JAX's lattice differs in one edge only (uint32 -> int32 instead of int64 with x64 off,
+    // jax/_src/dtypes.py); its joins with int8, int16, int32, both ways round.
+    const changed = cellsWhere(golden('mixed_ints'), 'off', (_, c) => c).sort();
+    expect(changed).toEqual(
+      ['i16|u32=i32', 'i32|u32=i32', 'i8|u32=i32', 'u32|i16=i32', 'u32|i32=i32', 'u32|i8=i32'].sort(),
+    );
+    expect(cellsWhere(golden('mixed_ints'), 'on', (_, c) => c).every((c) => c.endsWith('=i64'))).toBe(true);
+  });
+
+  it('keeps bfloat16 with a Python float (weak f*), and says x64 changes nothing', () => {
+    const events = golden('weak_scalar');
+    const model = dtypesModel(events);
+    expect(argRows(model).map((a) => a.off)).toEqual(['bf16', 'f*']);
+    expect(grid(model, 'off')?.headers.find((h) => h.code === 'f*')).toMatchObject({ weak: true, hit: true, title: 'Python float (weakly typed)' });
+    expect(cellsWhere(events, 'off', (hit) => hit === 'answer')).toEqual(['bf16|f*=bf16']);
+    expect(x64Note(model)).toBeNull();
+  });
+
+  it('folds four arguments left to right; a numpy float64 is float32 with x64 off', () => {
+    const events = golden('numpy_float64');
+    const model = dtypesModel(events);
+    // in the table's order (columns i8, f32, i*); the fold went f32, f32, i8, i*
+    expect(cellsWhere(events, 'off', (hit) => hit !== 'none')).toEqual(['f32|i8=f32', 'f32|f32=f32', 'f32|i*=f32']);
+    expect(cellsWhere(events, 'on', (hit) => hit === 'step')).toEqual(['f64|i8=f64', 'f64|f32=f64']);
+    expect(cellsWhere(events, 'on', (hit) => hit === 'answer')).toEqual(['f64|i*=f64']);
+    expect(x64Note(model)).toBe(
+      'x64 changes the answer: float32 with x64 off, float64 with x64 on. With x64 off JAX takes args[0] (f64 with x64 on) as f32: it canonicalizes 64-bit types to 32 bits.',
+    );
+  });
+
+  it('puts the answer of one argument on the diagonal, and shows the tables before the result', () => {
+    const events = golden('mixed_ints');
+    const computed = events.find((e) => e.type === 'result_type_computed') as Computed;
+    const one: Computed = {
+      ...computed,
+      args: computed.args.slice(0, 1),
+      answers: computed.answers.map((a) => ({ ...a, dtype: 'uint32', code: 'u32', steps: [] })),
+    };
+    const withOne = events.map((e) => (e === computed ? one : e));
+    expect(cellsWhere(withOne, 'off', (hit) => hit === 'answer')).toEqual(['u32|u32=u32']);
+    const tablesOnly = events.filter((e) => e.type !== 'result_type_computed');
+    expect(cellsWhere(tablesOnly, 'off', (hit) => hit !== 'none')).toEqual([]);
+    expect(grid(dtypesModel(tablesOnly), 'on')?.rows.length).toBe(18);
+  });
+
+  it('says what a cell means in its tooltip, canonicalization and weak types included', () => {
+    const g = grid(dtypesModel(golden('mixed_ints')), 'off');
+    const cell = (row: string, col: string) => {
+      const r = g?.rows.find((x) => x.header.code === row);
+      return r?.cells[g?.headers.findIndex((h) => h.code === col) ?? -1]?.title;
+    };
+    expect(cell('u32', 'i32')).toBe('jnp.promote_types(uint32, int32) = int32; with x64 on: int64');
+    expect(cell('i64', 'f32')).toBe('jnp.promote_types(int64, float32) = float32');
+    expect(cell('i64', 'i8')).toBe(
+      'jnp.promote_types(int64, int8) = int64; an array of it is int32 with x64 off (64-bit types are canonicalized to 32 bits)',
+    );
+    expect(cell('i*', 'f*')).toBe(
+      'jnp.promote_types(Python int (weakly typed), Python float (weakly typed)) = Python float (weakly typed); an array of it is a weakly typed float32',
+    );
+  });
+});

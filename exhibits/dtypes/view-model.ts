@@ -1,0 +1,151 @@
+/**
+ * The dtypes exhibit's view model: the promotion tables (`promotion_tabulated`, x64 off and on)
+ * as the grid the view draws, with the snippet's arguments, their result type and the cells
+ * that fold them into it highlighted (`result_type_computed`), and why x64 changes the answer
+ * where it does. Pure functions of the events; the view only lays them out.
+ */
+import type { Event, EventOf } from '../../frontend/src/protocol';
+import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
+
+export type Tabulated = EventOf<'promotion_tabulated'>;
+export type Computed = EventOf<'result_type_computed'>;
+export type JaxType = Tabulated['types'][number];
+export type Answer = Computed['answers'][number];
+/** the `jax_enable_x64` setting a table or answer is for */
+export type Mode = 'off' | 'on';
+
+export interface DtypesModel {
+  tables: Partial<Record<Mode, Tabulated>>;
+  computed: Computed | undefined;
+}
+
+export function dtypesModel(events: readonly Event[]): DtypesModel {
+  const tables: Partial<Record<Mode, Tabulated>> = {};
+  for (const t of eventsOf(events, 'promotion_tabulated')) tables[t.x64 ? 'on' : 'off'] = t;
+  return { tables, computed: lastOf(events, 'result_type_computed') };
+}
+
+/** The mode to show first: the one the snippet ran with (x64 off unless it turned it on). */
+export function defaultMode(model: DtypesModel): Mode {
+  return model.computed?.user_x64 ? 'on' : 'off';
+}
+
+/** A node's name in words: `int32`, `Python int (weakly typed)`. */
+export function typeName(t: JaxType): string {
+  if (!t.weak) return t.dtype;
+  const kind = t.code === 'i*' ? 'int' : t.code === 'f*' ? 'float' : 'complex';
+  return `Python ${kind} (weakly typed)`;
+}
+
+export type Hit = 'none' | 'step' | 'answer';
+
+export interface GridCell {
+  code: string;
+  weak: boolean;
+  /** a cell of the fold of the arguments' types ('answer': its last, the result type) */
+  hit: Hit;
+  /** the other x64 setting joins these two types differently */
+  changed: boolean;
+  title: string;
+}
+
+export interface GridHeader {
+  code: string;
+  weak: boolean;
+  /** one of the arguments' types */
+  hit: boolean;
+  title: string;
+}
+
+export interface Grid {
+  mode: Mode;
+  headers: GridHeader[];
+  rows: { header: GridHeader; cells: GridCell[] }[];
+  /** the arguments' types in this mode, in argument order */
+  argCodes: string[];
+  answer: Answer | undefined;
+  /** the cell that holds the answer, as [row code, column code] */
+  answerCell: [string, string] | undefined;
+}
+
+function answerOf(model: DtypesModel, mode: Mode): Answer | undefined {
+  return model.computed?.answers.find((a) => a.x64 === (mode === 'on'));
+}
+
+/** The table of `mode`, with the arguments' types, the fold's cells and the answer marked. */
+export function grid(model: DtypesModel, mode: Mode): Grid | undefined {
+  const table = model.tables[mode];
+  if (!table) return undefined;
+  const other = model.tables[mode === 'on' ? 'off' : 'on'];
+  const answer = answerOf(model, mode);
+  const argCodes = (model.computed?.args ?? []).map((a) => (mode === 'on' ? a.x64_on : a.x64_off).code);
+  const steps = answer?.steps ?? [];
+  const last = steps[steps.length - 1];
+  // One argument: its type joined with itself (the diagonal) is the answer.
+  const answerCell: [string, string] | undefined =
+    answer === undefined
+      ? undefined
+      : last !== undefined
+        ? last.join === answer.code
+          ? [last.row, last.col]
+          : undefined
+        : argCodes[0] === answer.code
+          ? [answer.code, answer.code]
+          : undefined;
+  const stepCells = new Set(steps.map((s) => `${s.row}|${s.col}`));
+  const args = new Set(argCodes);
+  const header = (t: JaxType): GridHeader => ({ code: t.code, weak: t.weak, hit: args.has(t.code), title: typeName(t) });
+  const headers = table.types.map(header);
+  const rows = table.types.map((rowType, i) => ({
+    header: header(rowType),
+    cells: table.types.map((colType, j): GridCell => {
+      const cell = table.cells[i]?.[j];
+      const join = cell?.join;
+      const otherJoin = other?.cells[i]?.[j]?.join;
+      const key = `${rowType.code}|${colType.code}`;
+      const hit: Hit =
+        answerCell && answerCell[0] === rowType.code && answerCell[1] === colType.code ? 'answer' : stepCells.has(key) ? 'step' : 'none';
+      let title = join ? `jnp.promote_types(${typeName(rowType)}, ${typeName(colType)}) = ${typeName(join)}` : '';
+      if (cell && join?.weak) title += `; an array of it is a weakly typed ${cell.result}`;
+      else if (cell && join && cell.result !== join.dtype) {
+        title += `; an array of it is ${cell.result} with x64 off (64-bit types are canonicalized to 32 bits)`;
+      }
+      if (otherJoin && join && otherJoin.code !== join.code) title += `; with x64 ${mode === 'on' ? 'off' : 'on'}: ${typeName(otherJoin)}`;
+      return { code: join?.code ?? '?', weak: join?.weak ?? false, hit, changed: !!otherJoin && !!join && otherJoin.code !== join.code, title };
+    }),
+  }));
+  return { mode, headers, rows, argCodes, answer, answerCell };
+}
+
+export interface ArgRow {
+  path: string;
+  pythonType: string;
+  off: string;
+  on: string;
+  /** x64 changes how JAX takes this argument (a numpy 64-bit value is canonicalized) */
+  differs: boolean;
+}
+
+export function argRows(model: DtypesModel): ArgRow[] {
+  return (model.computed?.args ?? []).map((a) => ({
+    path: a.path,
+    pythonType: a.python_type,
+    off: a.x64_off.code,
+    on: a.x64_on.code,
+    differs: a.x64_off.code !== a.x64_on.code,
+  }));
+}
+
+/** Whether x64 changes the result type, and why (null when it does not). */
+export function x64Note(model: DtypesModel): string | null {
+  const off = answerOf(model, 'off');
+  const on = answerOf(model, 'on');
+  if (!off || !on || (off.dtype === on.dtype && off.weak === on.weak)) return null;
+  const head = `x64 changes the answer: ${off.dtype} with x64 off, ${on.dtype} with x64 on.`;
+  const canonicalized = argRows(model).filter((a) => a.differs);
+  if (canonicalized.length > 0) {
+    const which = canonicalized.map((a) => `${a.path} (${a.on} with x64 on)`).join(', ');
+    return `${head} With x64 off JAX takes ${which} as ${canonicalized.map((a) => a.off).join(', ')}: it canonicalizes 64-bit types to 32 bits.`;
+  }
+  return `${head} The arguments' types are the same; the table is not: with x64 off, JAX joins uint32 with a signed integer into int32, so that two 32-bit inputs never make a 64-bit type (with x64 on, int64).`;
+}
