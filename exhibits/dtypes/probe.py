@@ -176,6 +176,16 @@ def argument_leaves(plan: CallPlan) -> list[tuple[str, Any]]:
     return leaves + leaf_paths("kwargs", plan.kwargs)
 
 
+def python_type(leaf: Any) -> str:
+    """What the leaf is, as the user wrote it: ``jax.Array``, ``numpy.ndarray``,
+    ``numpy.int8`` (a numpy scalar), ``float``."""
+    if isinstance(leaf, jax.Array):
+        return "jax.Array"
+    cls = type(leaf)
+    module = cls.__module__.split(".")[0]
+    return cls.__name__ if module == "builtins" else f"{module}.{cls.__name__}"
+
+
 def node_of(leaf: Any, x64: bool) -> JaxType:
     """The lattice node JAX promotes ``leaf`` as, with x64 set to ``x64``."""
     with x64_set(x64):
@@ -213,7 +223,7 @@ def run(ctx: ProbeContext) -> None:
     args = [
         ArgumentDtype(
             path=path,
-            python_type=type(leaf).__name__,
+            python_type=python_type(leaf),
             x64_off=node_of(leaf, False),
             x64_on=node_of(leaf, True),
         )

@@ -278,6 +278,7 @@ def test_static_arguments_and_no_arguments(probe_runner: Runner) -> None:
     )
     computed = probe_runner(EXHIBIT, static).one(ResultTypeComputed)
     assert [a.path for a in computed.args] == ["args[1]", "args[2]"]
+    assert [a.python_type for a in computed.args] == ["jax.Array", "int"]
     assert [a.x64_off.code for a in computed.args] == ["i8", "i*"]
     assert {a.dtype for a in computed.answers} == {"int8"}
     empty = "def f():\n    return 1.0\nargs = ()\n"
@@ -347,3 +348,15 @@ def test_print_artefacts(run: FakeContext) -> None:
     u32 = next(line.split() for line in on.splitlines() if line.split()[0] == "u32")
     docs_u4_row = "u4 u4 u4 u4 u8 i8 i8 i8 i8 bf f2 f4 f8 c8 c16 u4 f* c*".split()
     assert u32[1:] == [DOC_NAMES[c] for c in docs_u4_row]
+
+
+def test_what_each_argument_is(probe_runner: Runner) -> None:
+    source = (HERE / "examples" / "numpy_float64.py").read_text()
+    computed = probe_runner(EXHIBIT, source).one(ResultTypeComputed)
+    # np.ones(3), jnp.ones(3, float32), np.int8(2), 3
+    assert [a.python_type for a in computed.args] == [
+        "numpy.ndarray",
+        "jax.Array",
+        "numpy.int8",
+        "int",
+    ]

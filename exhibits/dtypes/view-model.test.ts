@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Event } from '../../frontend/src/protocol';
 import { goldenLoader } from '../../frontend/src/test/fixtures';
-import { argRows, defaultMode, dtypesModel, grid, x64Note, type Computed } from './view-model';
+import { argRows, defaultMode, dtypesModel, firstSentence, grid, x64Note, type Computed } from './view-model';
 
 // The golden event streams: `jaxscope run dtypes examples/<name>.py --json` (the real sandbox);
 // test_dtypes.py checks every value in them against JAX.
@@ -23,8 +23,8 @@ describe('dtypes view model', () => {
     expect(cellsWhere(events, 'on', (hit) => hit === 'answer')).toEqual(['u32|i32=i64']);
     expect(grid(model, 'off')?.headers.filter((h) => h.hit).map((h) => h.code)).toEqual(['u32', 'i32']);
     expect(argRows(model).map((a) => [a.path, a.pythonType, a.off, a.on])).toEqual([
-      ['args[0]', 'ndarray', 'u32', 'u32'],
-      ['args[1]', 'ArrayImpl', 'i32', 'i32'],
+      ['args[0]', 'numpy.ndarray', 'u32', 'u32'],
+      ['args[1]', 'jax.Array', 'i32', 'i32'],
     ]);
     expect(x64Note(model)).toContain('the table is not: with x64 off, JAX joins uint32 with a signed integer into int32');
   });
@@ -73,6 +73,14 @@ describe('dtypes view model', () => {
     const tablesOnly = events.filter((e) => e.type !== 'result_type_computed');
     expect(cellsWhere(tablesOnly, 'off', (hit) => hit !== 'none')).toEqual([]);
     expect(grid(dtypesModel(tablesOnly), 'on')?.rows.length).toBe(18);
+  });
+
+  it("cuts JAX's message after its first sentence", () => {
+    const tables = dtypesModel(golden('mixed_ints')).tables;
+    expect(firstSentence(tables.off?.unpromoted_error ?? '')).toBe(
+      "Input dtypes ('int1', 'float32') have no available implicit dtype promotion path.",
+    );
+    expect(firstSentence('no period')).toBe('no period');
   });
 
   it('says what a cell means in its tooltip, canonicalization and weak types included', () => {

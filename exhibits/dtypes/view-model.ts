@@ -149,3 +149,9 @@ export function x64Note(model: DtypesModel): string | null {
   }
   return `${head} The arguments' types are the same; the table is not: with x64 off, JAX joins uint32 with a signed integer into int32, so that two 32-bit inputs never make a 64-bit type (with x64 on, int64).`;
 }
+
+/** The first sentence of JAX's error message (its advice follows). */
+export function firstSentence(message: string): string {
+  const end = message.indexOf('. ');
+  return end < 0 ? message : message.slice(0, end + 1);
+}

@@ -2655,9 +2655,10 @@ export interface PromotionStep {
   row: string;
 }
 /**
- * One leaf of the snippet's arguments: its key path (``args[0]``), its Python type
- * (``ndarray``, ``ArrayImpl``, ``float``), and its node in the lattice with x64 off and on (a
- * numpy float64 array counts as float32 with x64 off; a Python float is ``f*`` either way).
+ * One leaf of the snippet's arguments: its key path (``args[0]``), what it is
+ * (``jax.Array``, ``numpy.ndarray``, ``numpy.int8``, ``float``), and its node in the lattice
+ * with x64 off and on (a numpy float64 array counts as float32 with x64 off; a Python float
+ * is ``f*`` either way).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ArgumentDtype".
