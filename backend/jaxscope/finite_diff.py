@@ -4,17 +4,43 @@ precision of their dtype.
 
 Finite differences. Only public JAX is used: the function is evaluated under
 ``jax.enable_x64(True)`` on float64 copies of the floating-point arguments (jitted when it can
-be, eagerly otherwise), one element at a time: ``(f(x + h e_i) - f(x - h e_i)) / 2h`` with
-``h = cbrt(eps64) * max(1, |x_i|)`` (about 6e-6 for ``|x_i| <= 1``, truncation and rounding
-errors of order 1e-11). At a kink the left and right one-sided differences disagree; that element
-is reported as ``None`` (as in ``../shared/cases``: "null where the left and right differences
-disagree").
+be, eagerly otherwise): the *upcast function*. A float16 or bfloat16 value widens to float64
+exactly, so the differences are taken at the input's own value. One element at a time:
+``(f(x + h e_i) - f(x - h e_i)) / 2h`` with ``h = cbrt(eps) * max(1, |x_i|)`` where ``eps`` is
+the machine epsilon of the narrowest floating dtype the upcast function computes in
+(:func:`narrowest_float` of its jaxpr): float64 for a plain program (h is about 6e-6 for
+``|x_i| <= 1``, truncation and rounding errors of order 1e-11); a program that casts inside (a
+bfloat16 compute dtype, an ``astype(jnp.float32)`` of its result) is only as smooth as that
+dtype, and the step grows to its resolution (4.9e-3 for float32, 0.2 for bfloat16), the step
+that balances truncation against that dtype's rounding. Each element gets a status
+(:class:`FiniteDifferences` ``status``):
+
+* ``SMOOTH``: the central difference is known. At a kink the left and right one-sided
+  differences disagree (``KINK``; ``None`` in :meth:`FiniteDifferences.nested`, as in
+  ``../shared/cases``: "null where the left and right differences disagree"); a NaN/Inf
+  difference is ``NONFINITE``. The one-sided differences agree when their gap is within 1% of
+  the larger (plus the noise below); otherwise they are taken again at ``h / 2``: a smooth
+  function's gap halves and its central difference stays (curvature), a kink's does not. A kink
+  within the step but not at ``x`` (a ReLU or a max switching between ``x`` and ``x + h``) is
+  outside the step ``h / 16``, where the difference is taken once more.
+* ``FLAT``: ``f(x - h)``, ``f(x)`` and ``f(x + h)`` are equal bit for bit, and still at the
+  coarse step ``2**-7 * max(1, |x_i|)`` (about one bfloat16 spacing, several of float16's):
+  ``f`` does not depend on the element there, and the difference is 0. When ``f`` changes at the
+  coarse step in a way the flatness at ``h`` rules out for a smooth function (a jump, or a slope
+  that would have moved ``f`` at ``h``), ``f`` rounds the element inside (a cast to a narrower
+  dtype): ``ROUNDED``, no difference is meaningful there. Where the upcast function computes in
+  a dtype narrower than float64, every difference is also taken at ``h / 2``; the two must agree
+  (a staircase of rounded inputs does not) or the element is ``ROUNDED``.
+* ``noise``: the rounding error the difference can carry, ``8 * eps * max|f| / h`` (``f``'s
+  values at the three points), for the comparison to tell what it cannot resolve.
 
 Comparison. :func:`tolerance` is the tolerance of a dtype (float64 1e-6, float32 1e-4, narrower
 floats 1e-2), scaled by ``max(1, |reference|)``; :func:`compare` holds a result to a reference at
 it, :func:`max_abs_diff` / :func:`max_abs_diff_leaves` give the largest difference. In all three
 a NaN on both sides (or the same infinity on both) counts as equal, and a NaN/Inf on one side
-only makes the difference unbounded (``None``).
+only makes the difference unbounded (``None``). :func:`gradient_tolerance` is the tolerance a
+gradient is held to against the finite differences (the same, but at least 8 spacings of a
+narrow dtype: bfloat16 6.25e-2).
 """
 
 from __future__ import annotations
@@ -32,6 +58,12 @@ import numpy as np
 _STEP = float(np.finfo(np.float64).eps) ** (1.0 / 3.0)
 # One-sided differences differ by about h * f'' where f is smooth; a kink shows as an O(1) gap.
 _KINK_RTOL = 1e-2
+# Where f is flat at h, the difference is retried at this step (times max(1, |x|)): one
+# bfloat16 spacing at |x| in [1, 2), at least one everywhere else; 8 float16 spacings.
+COARSE_STEP = 2.0**-7
+# f's value carries about this many of its dtype's spacings of rounding (the noise bound).
+_EPS32 = float(np.finfo(np.float32).eps)
+_NOISE_ULPS = 8.0
 # More elements than this are sampled evenly; the others are reported as None.
 MAX_ELEMENTS = 4096
 # At most this many argument elements are read by all the evaluations together (two per
@@ -39,21 +71,33 @@ MAX_ELEMENTS = 4096
 MAX_WORK = 200_000_000
 MIN_SAMPLES = 16
 
+# FiniteDifferences.status, per element (see the module docstring).
+NOT_SAMPLED, SMOOTH, KINK, NONFINITE, FLAT, ROUNDED = 0, 1, 2, 3, 4, 5
+STATUS_NAMES = ("not_sampled", "smooth", "kink", "nonfinite", "flat", "rounded")
+
 
 @dataclass(frozen=True)
 class FiniteDifferences:
     """Central differences of a scalar function, one entry per differentiated argument.
 
     ``values[k]`` has the pytree structure of ``args[argnums[k]]`` with float64 ``numpy`` arrays
-    as leaves (NaN where ``known[k]`` is false); ``known[k]`` the same structure with bool arrays:
-    false at a kink or at an element not sampled (more than :data:`MAX_ELEMENTS`). ``sampled[k]``
-    (same structure, bool) true where the difference was taken: sampled but not known is a kink
-    when the value is finite, and a NaN/Inf difference (``f`` not finite near the point) when not.
+    as leaves (NaN where nothing was taken); ``known[k]`` the same structure with bool arrays:
+    true where the difference is the derivative (``SMOOTH`` or ``FLAT``), false at a kink, a
+    NaN/Inf difference, an element ``f`` rounds inside, or one not sampled (more than
+    :data:`MAX_ELEMENTS`). ``sampled[k]`` (bool) true where a difference was taken. ``status[k]``
+    (int8): the outcome per element, :data:`STATUS_NAMES`; ``noise[k]`` (float64) the rounding
+    error the difference can carry there, ``steps[k]`` (float64) the step ``h`` it was taken
+    with (0 where not sampled). ``dtype``: the narrowest floating dtype the upcast function
+    computes in (``float64`` for a program without casts), whose epsilon sets the step.
     """
 
     values: list[Any]
     known: list[Any]
     sampled: list[Any] | None = None
+    status: list[Any] | None = None
+    noise: list[Any] | None = None
+    steps: list[Any] | None = None
+    dtype: str = "float64"
 
     def nested(self) -> list[Any]:
         """``values`` as nested lists of floats, ``None`` where not known (JSON-ready)."""
@@ -101,46 +145,224 @@ def _scalar(value: Any) -> float:
     return float(arr)
 
 
+def narrowest_float(closed_jaxpr: Any) -> np.dtype[Any] | None:
+    """The narrowest floating dtype (fewest bits; bfloat16 before float16) among the outputs of
+    every eqn of ``closed_jaxpr`` (a ``jax.make_jaxpr`` result), the jaxprs in its eqns' params
+    included (jit bodies, cond branches, scan bodies, custom rules); ``None`` without any."""
+    found: list[np.dtype[Any]] = []
+    seen: set[int] = set()
+
+    def visit(jaxpr: Any) -> None:
+        inner = getattr(jaxpr, "jaxpr", None)
+        if inner is not None and not hasattr(jaxpr, "eqns"):
+            jaxpr = inner  # a ClosedJaxpr
+        if id(jaxpr) in seen or not hasattr(jaxpr, "eqns"):
+            return
+        seen.add(id(jaxpr))
+        for eqn in jaxpr.eqns:
+            for var in eqn.outvars:
+                dtype = getattr(getattr(var, "aval", None), "dtype", None)
+                if dtype is not None and jnp.issubdtype(dtype, jnp.floating):
+                    found.append(np.dtype(dtype))
+            for param in eqn.params.values():
+                for p in param if isinstance(param, (tuple, list)) else (param,):
+                    if hasattr(p, "eqns") or hasattr(p, "jaxpr"):
+                        visit(p)
+
+    visit(closed_jaxpr)
+    if not found:
+        return None
+    out = found[0]
+    for d in found[1:]:
+        out = narrower(out, d)
+    return out
+
+
+def _finfo(dtype: Any) -> Any:
+    # jnp.finfo knows bfloat16 and the float8s (numpy's does not); it is untyped.
+    return jnp.finfo(dtype)  # type: ignore[no-untyped-call]
+
+
+def _eps(dtype: Any) -> float:
+    return float(_finfo(dtype).eps)
+
+
 def central_differences(
-    fun: Callable[..., Any], args: Sequence[Any], argnums: Sequence[int]
+    fun: Callable[..., Any],
+    args: Sequence[Any],
+    argnums: Sequence[int],
+    also: Sequence[tuple[int, int, int]] = (),
 ) -> FiniteDifferences:
     """Central differences in float64 of the scalar ``fun(*args)`` w.r.t. ``args[i]`` for ``i``
     in ``argnums`` (only their floating-point leaves; other leaves get NaN and ``known`` false).
 
-    ``fun`` receives float64 copies of the floating-point leaves of every argument. Raises
-    ``TypeError`` when the output is not a scalar, and whatever ``fun`` raises.
+    ``fun`` receives float64 copies of the floating-point leaves of every argument. ``also``:
+    elements ``(k, leaf_index, flat_index)`` (``k`` indexes ``argnums``, ``leaf_index`` the
+    argument's ``jax.tree.leaves``) to difference besides the even sample (e.g. where a
+    gradient is NaN). Raises ``TypeError`` when the output is not a scalar, and whatever ``fun``
+    raises.
     """
     with jax.enable_x64(True):
         args64 = [jax.tree.map(_to_float64, a) for a in args]
         evaluate = _evaluator(fun, args64)
         positions = _positions(args64, argnums)
+        taken = set(positions)
+        positions += [p for p in also if p not in taken]
         leaves = [[np.array(x, copy=True) for x in jax.tree.leaves(args64[i])] for i in argnums]
-        values = [
-            [np.full(np.shape(x), np.nan, np.float64) for x in leaf_list] for leaf_list in leaves
-        ]
-        known = [[np.zeros(np.shape(x), bool) for x in leaf_list] for leaf_list in leaves]
-        sampled = [[np.zeros(np.shape(x), bool) for x in leaf_list] for leaf_list in leaves]
+        shapes = [[np.shape(x) for x in leaf_list] for leaf_list in leaves]
+        values = [[np.full(s, np.nan, np.float64) for s in ss] for ss in shapes]
+        status = [[np.zeros(s, np.int8) for s in ss] for ss in shapes]
+        noise = [[np.zeros(s, np.float64) for s in ss] for ss in shapes]
+        steps = [[np.zeros(s, np.float64) for s in ss] for ss in shapes]
         f0 = evaluate(argnums, leaves)
+        inner = _upcast_dtype(fun, args64, evaluate.out_dtype)
+        step = _eps(inner) ** (1.0 / 3.0)
         for k, leaf_index, flat_index in positions:
             leaf = leaves[k][leaf_index]
-            flat = leaf.reshape(-1) if leaf.ndim else None
-            x = float(flat[flat_index]) if flat is not None else float(leaf)
-            h = _STEP * max(1.0, abs(x))
-            f_plus = _perturbed(evaluate, argnums, leaves, k, leaf_index, flat_index, x + h)
-            f_minus = _perturbed(evaluate, argnums, leaves, k, leaf_index, flat_index, x - h)
-            central = (f_plus - f_minus) / (2 * h)
-            left, right = (f0 - f_minus) / h, (f_plus - f0) / h
-            scale = max(1.0, abs(left), abs(right))
-            smooth = math.isfinite(central) and abs(left - right) <= _KINK_RTOL * scale
-            np.put(values[k][leaf_index], flat_index, central)
-            np.put(known[k][leaf_index], flat_index, smooth)
-            np.put(sampled[k][leaf_index], flat_index, True)
+            x = float(leaf.reshape(-1)[flat_index]) if leaf.ndim else float(leaf)
+
+            def at(x_new: float, k: int = k, j: int = leaf_index, i: int = flat_index) -> float:
+                return _perturbed(evaluate, argnums, leaves, k, j, i, x_new)
+
+            value, state, error, h = _difference(at, x, f0, step, _eps(inner), inner != np.float64)
+            np.put(values[k][leaf_index], flat_index, value)
+            np.put(status[k][leaf_index], flat_index, state)
+            np.put(noise[k][leaf_index], flat_index, error)
+            np.put(steps[k][leaf_index], flat_index, h)
         treedefs = [jax.tree.structure(args64[i]) for i in argnums]
+
+        def trees(per_leaf: list[list[np.ndarray]]) -> list[Any]:
+            return [jax.tree.unflatten(t, v) for t, v in zip(treedefs, per_leaf, strict=True)]
+
+        known = [[(s == SMOOTH) | (s == FLAT) for s in ss] for ss in status]
+        sampled = [[s != NOT_SAMPLED for s in ss] for ss in status]
         return FiniteDifferences(
-            values=[jax.tree.unflatten(t, v) for t, v in zip(treedefs, values, strict=True)],
-            known=[jax.tree.unflatten(t, k) for t, k in zip(treedefs, known, strict=True)],
-            sampled=[jax.tree.unflatten(t, k) for t, k in zip(treedefs, sampled, strict=True)],
+            values=trees(values),
+            known=trees(known),
+            sampled=trees(sampled),
+            status=trees(status),
+            noise=trees(noise),
+            steps=trees(steps),
+            dtype=str(inner),
         )
+
+
+def _upcast_dtype(fun: Callable[..., Any], args64: list[Any], out_dtype: Any) -> np.dtype[Any]:
+    """The narrowest floating dtype the upcast function computes in: its jaxpr's (float64 when
+    it cannot be traced, e.g. Python control flow on values), and its output's."""
+    candidates = [np.dtype(np.float64)]
+    if out_dtype is not None and jnp.issubdtype(out_dtype, jnp.floating):
+        candidates.append(np.dtype(out_dtype))
+    try:
+        found = narrowest_float(jax.make_jaxpr(fun)(*args64))
+    except Exception:  # traced values in Python control flow: the output's dtype is all we know
+        found = None
+    if found is not None:
+        candidates.append(found)
+    out = candidates[0]
+    for d in candidates[1:]:
+        out = narrower(out, d)
+    return out
+
+
+def _difference(
+    at: Callable[[float], float], x: float, f0: float, step: float, eps: float, narrow: bool
+) -> tuple[float, int, float, float]:
+    """``(value, status, noise, h)`` of one element's difference (see the module docstring):
+    ``at(x')`` is ``f`` with the element set to ``x'``; ``narrow``: the upcast function
+    computes in a dtype narrower than float64 (``eps`` its epsilon)."""
+    scale = max(1.0, abs(x))
+    if eps > _EPS32:
+        # f rounds to bfloat16/float16 inside: a difference cannot resolve a gradient at that
+        # precision (its error is about eps^(2/3), 4e-2 for bfloat16, past the tolerance);
+        # only an element f does not depend on at all (flat at the coarse step) is known.
+        h = COARSE_STEP * scale
+        f_plus, f_minus = at(x + h), at(x - h)
+        noise = _noise(eps, h, f0, f_plus, f_minus)
+        if f_plus == f0 == f_minus and math.isfinite(f0):
+            return 0.0, FLAT, noise, h
+        central, _ = _central(f_plus, f0, f_minus, h)
+        return central, (ROUNDED if math.isfinite(central) else NONFINITE), noise, h
+    h = step * scale
+    f_plus, f_minus = at(x + h), at(x - h)
+    if f_plus == f0 == f_minus and math.isfinite(f0):
+        coarse = max(h, COARSE_STEP * scale)
+        if coarse == h:
+            return 0.0, FLAT, _noise(eps, h, f0), h
+        f_plus, f_minus = at(x + coarse), at(x - coarse)
+        if f_plus == f0 == f_minus:
+            return 0.0, FLAT, _noise(eps, coarse, f0), coarse
+        central, smooth = _central(f_plus, f0, f_minus, coarse)
+        # A smooth f flat at h has |f'| * h below f's resolution; a larger slope at the coarse
+        # step means f jumped in between: it rounds the element inside.
+        resolution = 2 * eps * max(abs(f0), abs(f_plus), abs(f_minus)) + 1e-300
+        if smooth and abs(central) * h <= resolution:
+            return central, SMOOTH, _noise(eps, coarse, f0, f_plus, f_minus), coarse
+        return central, ROUNDED, _noise(eps, coarse, f0, f_plus, f_minus), coarse
+    central, left, right = _sides(f_plus, f0, f_minus, h)
+    noise = _noise(eps, h, f0, f_plus, f_minus)
+    if not math.isfinite(central):
+        return central, NONFINITE, noise, h
+    gap = abs(left - right)
+    if gap <= _KINK_RTOL * max(abs(left), abs(right)) + 4 * noise and not narrow:
+        return central, SMOOTH, noise, h
+    # The one-sided differences differ: curvature (their gap shrinks with the step), a kink at
+    # or near x (it does not), or, in a program that rounds inside, a staircase (the difference
+    # itself changes with the step). Taken again at h / 2 to tell.
+    if _steady(at, x, f0, h, central, gap, eps):
+        return central, SMOOTH, noise, h
+    if narrow and gap <= _KINK_RTOL * max(abs(left), abs(right)) + 4 * noise:
+        return central, ROUNDED, noise, h
+    if not narrow:
+        # A kink within the step but not at x (a ReLU or a max that switches between x and
+        # x + h): 16 times closer it is outside, and the difference there is the derivative.
+        near = h / 16
+        f_plus, f_minus = at(x + near), at(x - near)
+        central, left, right = _sides(f_plus, f0, f_minus, near)
+        noise = _noise(eps, near, f0, f_plus, f_minus)
+        gap = abs(left - right)
+        if math.isfinite(central) and _steady(at, x, f0, near, central, gap, eps):
+            return central, SMOOTH, noise, near
+    return central, KINK, noise, h
+
+
+def _steady(
+    at: Callable[[float], float],
+    x: float,
+    f0: float,
+    h: float,
+    central: float,
+    gap: float,
+    eps: float,
+) -> bool:
+    """Whether the difference at ``h`` (one-sided gap ``gap``) is a smooth function's: taken
+    again at ``h / 2``, the gap halves (curvature) and the central difference stays."""
+    f_plus, f_minus = at(x + h / 2), at(x - h / 2)
+    half, left, right = _sides(f_plus, f0, f_minus, h / 2)
+    noise = _noise(eps, h / 2, f0, f_plus, f_minus)
+    halves = abs(abs(left - right) - gap / 2) <= 0.15 * gap + 4 * noise
+    steady = abs(half - central) <= _KINK_RTOL * max(abs(half), abs(central)) + 2 * noise
+    return math.isfinite(half) and halves and steady
+
+
+def _sides(f_plus: float, f0: float, f_minus: float, h: float) -> tuple[float, float, float]:
+    """The central difference and the left and right one-sided ones."""
+    return (f_plus - f_minus) / (2 * h), (f0 - f_minus) / h, (f_plus - f0) / h
+
+
+def _central(f_plus: float, f0: float, f_minus: float, h: float) -> tuple[float, bool]:
+    """The central difference and whether the one-sided ones agree (no kink, as far as one step
+    tells: the flat retry's test)."""
+    central, left, right = _sides(f_plus, f0, f_minus, h)
+    scale = max(1.0, abs(left), abs(right))
+    smooth = math.isfinite(central) and abs(left - right) <= _KINK_RTOL * scale
+    return central, smooth
+
+
+def _noise(eps: float, h: float, *fs: float) -> float:
+    """The rounding error a difference at step ``h`` can carry: a few of ``f``'s spacings."""
+    finite = [abs(v) for v in fs if math.isfinite(v)]
+    return _NOISE_ULPS * eps * max(finite, default=0.0) / h
 
 
 def sample_count(total: int, evaluated: int) -> int:
@@ -201,43 +423,48 @@ def _perturbed(
             leaves[k][leaf_index] = np.array(old)
 
 
-def _evaluator(
-    fun: Callable[..., Any], args64: list[Any]
-) -> Callable[[Sequence[int], list[list[np.ndarray]]], float]:
+class _Evaluator:
     """``evaluate(argnums, leaves)``: ``fun`` on ``args64`` with the leaves of the differentiated
-    arguments replaced; jitted (one compile, then fast calls) unless ``fun`` cannot be jitted."""
-    treedefs = {i: jax.tree.structure(a) for i, a in enumerate(args64)}
+    arguments replaced; jitted (one compile, then fast calls) unless ``fun`` cannot be jitted.
+    ``out_dtype``: the dtype of the last output (the upcast function's result dtype)."""
 
-    def assemble(argnums: Sequence[int], leaves: list[list[np.ndarray]]) -> list[Any]:
-        full = list(args64)
+    def __init__(self, fun: Callable[..., Any], args64: list[Any]) -> None:
+        self.fun = fun
+        self.args64 = args64
+        self.treedefs = {i: jax.tree.structure(a) for i, a in enumerate(args64)}
+        self.use_jit = True
+        self.out_dtype: Any = None
+
+        def jitted_fun(diff_args: list[Any], argnums: tuple[int, ...]) -> Any:
+            full = list(args64)
+            for i, a in zip(argnums, diff_args, strict=True):
+                full[i] = a
+            return fun(*full)
+
+        self.compiled = jax.jit(jitted_fun, static_argnums=(1,))
+
+    def __call__(self, argnums: Sequence[int], leaves: list[list[np.ndarray]]) -> float:
+        full = list(self.args64)
         for i, leaf_list in zip(argnums, leaves, strict=True):
-            full[i] = jax.tree.unflatten(treedefs[i], leaf_list)
-        return full
-
-    def jitted_fun(diff_args: list[Any], argnums: tuple[int, ...]) -> Any:
-        full = list(args64)
-        for i, a in zip(argnums, diff_args, strict=True):
-            full[i] = a
-        return fun(*full)
-
-    compiled = jax.jit(jitted_fun, static_argnums=(1,))
-    use_jit = True
-
-    def evaluate(argnums: Sequence[int], leaves: list[list[np.ndarray]]) -> float:
-        nonlocal use_jit
-        full = assemble(argnums, leaves)
-        if use_jit:
+            full[i] = jax.tree.unflatten(self.treedefs[i], leaf_list)
+        if self.use_jit:
             try:
-                out = compiled([full[i] for i in argnums], tuple(argnums))
+                out = self.compiled([full[i] for i in argnums], tuple(argnums))
             except Exception:
                 # Python control flow on values, or an int argument used as a shape: evaluate
                 # eagerly from now on (slower, same math).
-                use_jit = False
+                self.use_jit = False
             else:
-                return _scalar(out)
-        return _scalar(fun(*full))
+                return self._scalar(out)
+        return self._scalar(self.fun(*full))
 
-    return evaluate
+    def _scalar(self, out: Any) -> float:
+        self.out_dtype = getattr(out, "dtype", None)
+        return _scalar(out)
+
+
+def _evaluator(fun: Callable[..., Any], args64: list[Any]) -> _Evaluator:
+    return _Evaluator(fun, args64)
 
 
 # ---- comparison at dtype precision --------------------------------------------------------
@@ -252,6 +479,19 @@ def tolerance(dtype: Any) -> float:
     if dt == np.float32:
         return 1e-4
     return 1e-2
+
+
+def gradient_tolerance(dtype: Any) -> float:
+    """The relative tolerance a gradient of ``dtype`` is held to against the float64 finite
+    differences: :func:`tolerance`, but at least 8 spacings of the dtype at 1 (8 * eps): float64
+    1e-6, float32 1e-4, float16 1e-2, bfloat16 6.25e-2 (its 8-bit significand is right to about
+    1 part in 256 after one rounding; a gradient adds several roundings)."""
+    return max(tolerance(dtype), 8 * _eps(dtype))
+
+
+def narrower(a: Any, b: Any) -> np.dtype[Any]:
+    """The narrower of two floating dtypes (fewer bits; bfloat16 before float16)."""
+    return min(np.dtype(a), np.dtype(b), key=lambda d: (d.itemsize, int(_finfo(d).nmant)))
 
 
 def _finite_pairs(

@@ -132,3 +132,88 @@ def test_max_abs_diff_over_arrays_and_pytrees() -> None:
     b = {"w": np.array([[1.0, 2.25]], np.float32), "b": np.float32(2.0)}
     assert max_abs_diff_leaves(a, b) == 1.0
     assert max_abs_diff_leaves(a, {**b, "b": np.float32(nan)}) is None
+
+
+# ---- element statuses: flat, rounded inside, a kink near x, the step of a narrow f -------------
+
+
+def _status(fd: Any) -> list[str]:
+    from jaxscope.finite_diff import STATUS_NAMES
+
+    return [STATUS_NAMES[int(s)] for s in np.asarray(jax.tree.leaves(fd.status)[0]).ravel()]
+
+
+def test_an_element_f_does_not_depend_on_is_flat_with_difference_0() -> None:
+    fd = central_differences(lambda x: jnp.sin(x[0]), (np.array([0.5, 3.0], np.float32),), [0])
+    assert _status(fd) == ["smooth", "flat"]
+    assert abs(float(fd.values[0][0]) - math.cos(0.5)) < 1e-9 and float(fd.values[0][1]) == 0.0
+    assert np.asarray(fd.known[0]).tolist() == [True, True]
+
+
+def test_an_input_rounded_to_bfloat16_inside_is_not_differenced() -> None:
+    """A float32 leaf cast to bfloat16 inside f (a bfloat16 compute dtype): widened to float64,
+    f still rounds it, so no difference can check a gradient at bfloat16's precision."""
+
+    def f(x: jax.Array) -> jax.Array:
+        return jnp.sum(x.astype(jnp.bfloat16).astype(jnp.float32) ** 2)
+
+    x = np.array([0.3, 1.7, 0.0], np.float32)
+    # plain numpy: at float64's step the rounded input does not move, f is flat
+    h = 6e-6
+    assert float(f(jnp.asarray(x[:1] + h))) == float(f(jnp.asarray(x[:1])))
+    fd = central_differences(f, (x,), [0])
+    assert fd.dtype == "bfloat16"
+    # x = 0 is a bfloat16 value whose neighbours are all small: f moves, so still rounded
+    assert _status(fd) == ["rounded", "rounded", "rounded"]
+    assert not np.asarray(fd.known[0]).any()
+
+
+def test_a_float32_result_sets_a_float32_step() -> None:
+    """f casts its result to float32: its differences are only float32-precise, so the step is
+    cbrt(eps32) * max(1, |x|), and the derivative is still right to ~1e-5."""
+
+    def f(x: jax.Array) -> jax.Array:
+        return jnp.sum(jnp.sin(x)).astype(jnp.float32)
+
+    fd = central_differences(f, (np.array([0.5, 2.0]),), [0])
+    assert fd.dtype == "float32"
+    eps32 = float(np.finfo(np.float32).eps)
+    steps = np.asarray(fd.steps[0]) if fd.steps is not None else None
+    assert steps is not None
+    np.testing.assert_allclose(steps, [eps32 ** (1 / 3), 2 * eps32 ** (1 / 3)], rtol=1e-12)
+    np.testing.assert_allclose(fd.values[0], np.cos([0.5, 2.0]), atol=3e-5)
+    assert _status(fd) == ["smooth", "smooth"]
+
+
+def test_a_kink_just_past_x_is_stepped_around() -> None:
+    """relu(x - c) with the kink c 2e-6 past x = 1: at the usual step (6e-6) the difference
+    straddles it (0.33); 16 times closer it does not, and the derivative there is 0."""
+    c = 1.0 + 2e-6
+
+    def f(x: jax.Array) -> jax.Array:
+        return jnp.sum(jax.nn.relu(x - c))
+
+    fd = central_differences(f, (np.array([1.0]),), [0])
+    assert _status(fd) == ["smooth"] and float(fd.values[0][0]) == 0.0
+    # and a kink at x itself stays a kink
+    fd = central_differences(lambda x: jnp.sum(jax.nn.relu(x - 1.0)), (np.array([1.0]),), [0])
+    assert _status(fd) == ["kink"]
+
+
+def test_narrowest_float_reads_inner_jaxprs_and_tolerances() -> None:
+    from jaxscope.finite_diff import gradient_tolerance, narrower, narrowest_float
+
+    @jax.jit
+    def inner(x: jax.Array) -> jax.Array:
+        return (x.astype(jnp.bfloat16) * 2).astype(jnp.float32)
+
+    closed = jax.make_jaxpr(lambda x: jnp.sum(inner(x)))(np.ones(3, np.float32))
+    assert str(narrowest_float(closed)) == "bfloat16"  # inside the jit's jaxpr
+    assert str(narrowest_float(jax.make_jaxpr(jnp.sin)(np.float32(1.0)))) == "float32"
+    assert narrowest_float(jax.make_jaxpr(lambda x: x)(np.float32(1.0))) is None
+    assert str(narrower(jnp.float16, jnp.bfloat16)) == "bfloat16"
+    assert str(narrower(np.float32, np.float16)) == "float16"
+    assert gradient_tolerance(np.float32) == 1e-4 and gradient_tolerance(np.float16) == 1e-2
+    assert (
+        gradient_tolerance(jnp.bfloat16) == 8 * 2.0**-7 and gradient_tolerance(np.float64) == 1e-6
+    )
