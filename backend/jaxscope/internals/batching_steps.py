@@ -60,6 +60,7 @@ from exhibits.vmap.events import BatchedJaxprStaged, BatchRuleApplied, MappedInp
 from jaxscope.internals.ad_rules import batch_rule_view
 from jaxscope.internals.calling import CallPlan, concrete_args
 from jaxscope.internals.interpret import Env, interpret
+from jaxscope.internals.patching import patched
 from jaxscope.internals.recording import PATCH_LOCK as _patch_lock
 from jaxscope.internals.recording import CountingHook, counting_outer_eqns
 from jaxscope.internals.views import (
@@ -572,14 +573,10 @@ def observe_vmap(
             inside[0] = False
 
     functools.update_wrapper(marked, fun)
-    with _patch_lock:
-        batching.BatchTrace.process_primitive = process_primitive
-        try:
-            jax.make_jaxpr(
-                jax.vmap(marked, in_axes=in_axes, out_axes=out_axes), static_argnums=static_argnums
-            )(*args)
-        finally:
-            batching.BatchTrace.process_primitive = orig
+    with _patch_lock, patched(batching.BatchTrace, process_primitive=process_primitive):
+        jax.make_jaxpr(
+            jax.vmap(marked, in_axes=in_axes, out_axes=out_axes), static_argnums=static_argnums
+        )(*args)
 
     expanded: dict[tuple[int, tuple[int | None, ...]], list[Observed]] = {}
 

@@ -30,6 +30,7 @@ from jax._src.interpreters import partial_eval as pe
 
 from exhibits.tracing.events import EqnRecorded
 from jaxscope.internals.interpret import Env, EqnHook, bind_eqn
+from jaxscope.internals.patching import patched
 from jaxscope.internals.views import aval_view, snippet_source
 
 source_info_util.register_exclusion(__file__)
@@ -89,14 +90,8 @@ def recording_eqns(on_eqn: Callable[[EqnRecorded], None]) -> Iterator[list[EqnRe
             sent.append(event)
             on_eqn(event)
 
-    with PATCH_LOCK:
-        pe.JaxprStackFrame.__init__ = __init__  # type: ignore[method-assign]
-        pe.JaxprStackFrame.add_eqn = add_eqn  # type: ignore[method-assign]
-        try:
-            yield sent
-        finally:
-            pe.JaxprStackFrame.__init__ = orig_init  # type: ignore[method-assign]
-            pe.JaxprStackFrame.add_eqn = orig_add_eqn  # type: ignore[method-assign]
+    with PATCH_LOCK, patched(pe.JaxprStackFrame, __init__=__init__, add_eqn=add_eqn):
+        yield sent
 
 
 @contextlib.contextmanager
@@ -114,12 +109,8 @@ def watching_traces(names: list[str] | None = None) -> Iterator[list[str]]:
         info = self.debug_info
         names.append(str(info.func_name) if info is not None else "")
 
-    with PATCH_LOCK:
-        pe.JaxprStackFrame.__init__ = __init__  # type: ignore[method-assign]
-        try:
-            yield names
-        finally:
-            pe.JaxprStackFrame.__init__ = orig_init  # type: ignore[method-assign]
+    with PATCH_LOCK, patched(pe.JaxprStackFrame, __init__=__init__):
+        yield names
 
 
 @contextlib.contextmanager
@@ -141,14 +132,8 @@ def counting_outer_eqns(origin: list[int | None], current: list[int | None]) -> 
         if frames and self is frames[0]:
             origin.append(current[0])
 
-    with PATCH_LOCK:
-        pe.JaxprStackFrame.__init__ = __init__
-        pe.JaxprStackFrame.add_eqn = add_eqn
-        try:
-            yield
-        finally:
-            pe.JaxprStackFrame.__init__ = orig_init
-            pe.JaxprStackFrame.add_eqn = orig_add_eqn
+    with PATCH_LOCK, patched(pe.JaxprStackFrame, __init__=__init__, add_eqn=add_eqn):
+        yield
 
 
 class CountingHook(EqnHook):
