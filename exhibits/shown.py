@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from jaxscope.protocol import EventBase
 
@@ -25,7 +26,12 @@ class ShownError:
     ``computation``: what JAX was asked to do (``jax.jit(jax.grad(f))``, ``the scan body carry
     check``); ``line``: the snippet line JAX's traceback (or the check) points at, ``None`` when
     none is known; ``artefact``: the ``--print`` artefact that shows the error; ``note``: plain
-    words on what the exhibit shows instead (e.g. the walk is the eager one)."""
+    words on what the exhibit shows instead (e.g. the walk is the eager one).
+
+    ``kind`` ``finding``: no error JAX raised, but a wrong result the exhibit found in what JAX
+    computed without complaint (transpose: a gradient that disagrees with the finite
+    differences): ``error_class`` names the finding (``GradientMismatch``) and ``message`` says
+    what differs. It makes ``jaxscope run`` exit 3 all the same."""
 
     error_class: str
     message: str
@@ -33,6 +39,7 @@ class ShownError:
     artefact: str
     line: int | None = None
     note: str | None = None
+    kind: Literal["error", "finding"] = "error"
 
 
 ShownErrors = Callable[[Sequence[EventBase]], list[ShownError]]

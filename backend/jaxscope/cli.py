@@ -10,7 +10,8 @@ stderr), 2 on a usage error (among them a FILE that is not UTF-8, or longer than
 ``MAX_CODE_CHARS`` characters: it is read no further than that), and 3 when the run finished but
 what the exhibit shows is an error JAX raised on the user's code (the carry check of a
 ``lax.scan``, a rejected transform stack, ``jax.jit(jax.grad(f))``...: ``exhibits/shown.py``; one
-stderr line per error, the artefact is still printed). Limits come from ``JAXSCOPE_*`` variables
+stderr line per error, the artefact is still printed) or a wrong result it found (a gradient
+that disagrees with the finite differences). Limits come from ``JAXSCOPE_*`` variables
 and the flags.
 """
 
@@ -388,15 +389,22 @@ def describe_failure(failed: RunFailed) -> str:
 
 def describe_shown(error: ShownError) -> str:
     """The stderr text of an error JAX raised on the user's code that a finished run shows:
-    one line saying so, then JAX's error (first line of its message) and ``why`` when known."""
+    one line saying so, then JAX's error (first line of its message) and ``why`` when known. A
+    finding (``ShownError.kind``: a wrong result, e.g. a gradient that disagrees with finite
+    differences) is said to be one, with its sentence in full."""
     at = f" at line {error.line}" if error.line is not None else ""
     head = (
         f"jaxscope: the run finished; JAX raised {error.error_class}{at} in "
         f"{error.computation}, shown by the exhibit as {error.artefact} "
         f"(--print {error.artefact})"
     )
+    if error.kind == "finding":  # no error: a wrong result the exhibit found
+        head = (
+            f"jaxscope: the run finished; the exhibit found a wrong result ({error.error_class})"
+            f"{at} in {error.computation}, shown as {error.artefact} (--print {error.artefact})"
+        )
     first = error.message.strip().splitlines()[0] if error.message.strip() else ""
-    if len(first) > 300:
+    if len(first) > 300 and error.kind != "finding":
         first = first[:299] + "…"
     lines = [head, f"  {error.error_class}: {first}" if first else f"  {error.error_class}"]
     if error.note:

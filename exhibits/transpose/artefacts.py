@@ -1,24 +1,32 @@
-"""The transpose exhibit's ``--print`` table: ``gradient`` (JSON, one entry per element of
+"""The transpose exhibit's ``--print`` table: ``verdict`` (JSON ``{"ok", "verdict", "headline",
+"checked", "disagree_count", "not_compared_count", "first"}``: the gradient held to float64
+finite differences at its dtype's precision, ``GradientChecked``'s verdict (``agree``,
+``disagree``, ``incomplete``; ``ok`` only for ``agree``), its headline sentence, and ``first``
+the first disagreeing element (or, for ``incomplete``, the first left out), as in
+``fd_check``), ``gradient`` (JSON, one entry per element of
 ``args``: an array argument as nested lists of floats in its dtype's digits (``0.33166808``
 for a float32, as JAX prints it: ``exhibits/digits.py``), a pytree argument as the list of its
 leaves in ``jax.tree.leaves`` order (a dict's by sorted key, an OrderedDict's in insertion
 order, nested containers flattened), each nested lists of floats; ``null`` for an argument not
 differentiated, and for a leaf of more than 4,096 elements, whose values the run does not send:
-``fd_check`` says which and how it compared), ``fd_check`` (JSON ``{"max_abs_err": ...,
-"max_rel_err": ..., "compared": N, "not_compared": [...], "not_compared_count": M, "elements":
-E, "fd_sampled": S, "float64_walk": bool, "equal_to_jax": bool, "leaves_not_sent": [paths]}``
-against central differences in float64 (at ``S`` of the ``E`` differentiated elements; compared
-with the float32 walk when ``float64_walk`` is false, a program too large for it): the
-errors over the elements where the finite difference and both gradients are finite, and each
-element left out because one of them is NaN or Inf, as ``{"path", "index", "gradient",
-"gradient_f64", "finite_difference", "why"}``: ``gradient`` in its dtype's digits, ``why`` the
-reason in words), ``attempts`` (JSON, ``jax.jit(jax.grad(f))`` and
+``fd_check`` says which and how it compared), ``fd_check`` (JSON ``{"verdict", "headline",
+"checked", "disagree_count", "disagreements": [...], "max_abs_err": ..., "max_rel_err": ...,
+"compared": N, "not_compared": [...], "not_compared_count": M, "elements": E, "fd_sampled": S,
+"float64_walk": bool, "fd_dtype": dtype, "equal_to_jax": bool, "leaves_not_sent": [paths]}``
+against central differences in float64 (at ``S`` of the ``E`` differentiated elements): each
+disagreement as ``{"path", "index", "gradient", "gradient_f64", "finite_difference", "kind",
+"allowed", "dtype", "why"}``, each element left out as ``{"path", "index", "gradient",
+"gradient_f64", "finite_difference", "why", "reason"}``, ``gradient`` in its dtype's digits;
+the errors (the float64 walk, or the float32 walk when ``float64_walk`` is false, against the
+differences) over the checked elements where the gradients are finite), ``attempts`` (JSON,
+``jax.jit(jax.grad(f))`` and
 ``jax.grad(f)``: ``mode``, ``ok``, JAX's ``error_class``/``message``, the snippet ``line``, the
 ``explanation`` and ``fix``), ``linear_jaxpr`` (JAX's text of the jaxpr the walk runs
 backwards) and ``output_leaf`` (only when ``f`` returns a pytree whose first leaf, a floating
 scalar, is what was differentiated: the note the page shows, then the output's structure).
 ``SHOWN_ERRORS``: the attempts JAX refused in a run that finished
-(``exhibits/shown.py``). Imports only the protocol."""
+(``exhibits/shown.py``), and a ``disagree`` verdict as a finding (``GradientMismatch``): then
+``jaxscope run`` exits 3 and writes the headline on stderr. Imports only the protocol."""
 
 from __future__ import annotations
 
@@ -30,7 +38,13 @@ from jaxscope.protocol import EventBase
 
 from exhibits.digits import in_dtype
 from exhibits.shown import ShownError
-from exhibits.transpose.events import GradAttempted, GradientChecked, LinearJaxprStaged
+from exhibits.transpose.events import (
+    FdDisagreement,
+    FdNotCompared,
+    GradAttempted,
+    GradientChecked,
+    LinearJaxprStaged,
+)
 
 _COMPUTATION = {"eager": "jax.grad(f)", "jit": "jax.jit(jax.grad(f))"}
 
@@ -64,23 +78,56 @@ def _gradient(events: Sequence[EventBase]) -> str | None:
     return json.dumps(_gradient_in_dtype(c)) if c else None
 
 
+def _disagreement(c: GradientChecked, d: FdDisagreement) -> dict[str, Any]:
+    return {**d.model_dump(), "gradient": in_dtype(d.gradient, _dtype_of(c, d.path))}
+
+
+def _left_out(c: GradientChecked, n: FdNotCompared) -> dict[str, Any]:
+    return {**n.model_dump(), "gradient": in_dtype(n.gradient, _dtype_of(c, n.path))}
+
+
+def _verdict(events: Sequence[EventBase]) -> str | None:
+    c = _checked(events)
+    if c is None or c.verdict is None:
+        return None
+    first: dict[str, Any] | None = None
+    if c.disagreements:
+        first = _disagreement(c, c.disagreements[0])
+    elif c.verdict == "incomplete" and c.not_compared:
+        first = _left_out(c, c.not_compared[0])
+    return json.dumps(
+        {
+            "ok": c.verdict == "agree",
+            "verdict": c.verdict,
+            "headline": c.headline,
+            "checked": c.checked,
+            "disagree_count": c.disagree_count,
+            "not_compared_count": c.not_compared_count,
+            "first": first,
+        }
+    )
+
+
 def _fd_check(events: Sequence[EventBase]) -> str | None:
     c = _checked(events)
     if c is None:
         return None
     return json.dumps(
         {
+            "verdict": c.verdict,
+            "headline": c.headline,
+            "checked": c.checked,
+            "disagree_count": c.disagree_count,
+            "disagreements": [_disagreement(c, d) for d in c.disagreements],
             "max_abs_err": c.max_abs_err,
             "max_rel_err": c.max_rel_err,
             "compared": c.compared,
-            "not_compared": [
-                {**n.model_dump(), "gradient": in_dtype(n.gradient, _dtype_of(c, n.path))}
-                for n in c.not_compared
-            ],
+            "not_compared": [_left_out(c, n) for n in c.not_compared],
             "not_compared_count": c.not_compared_count,
             "elements": c.elements,
             "fd_sampled": c.fd_sampled,
             "float64_walk": c.float64_walk,
+            "fd_dtype": c.fd_dtype,
             "equal_to_jax": c.equal_to_jax,
             "leaves_not_sent": [leaf.path for leaf in c.leaves if not leaf.sent],
         }
@@ -139,6 +186,16 @@ def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
                 note=note,
             )
         )
+    if checked is not None and checked.verdict == "disagree":
+        out.append(
+            ShownError(
+                error_class="GradientMismatch",
+                message=checked.headline,
+                computation="jax.grad(f), held to float64 finite differences",
+                artefact="verdict",
+                kind="finding",
+            )
+        )
     return out
 
 
@@ -149,6 +206,7 @@ def _output_leaf(events: Sequence[EventBase]) -> str | None:
 
 
 ARTEFACTS = {
+    "verdict": _verdict,
     "gradient": _gradient,
     "fd_check": _fd_check,
     "attempts": _attempts,

@@ -34,14 +34,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxscope import grad_argnums
-from jaxscope.finite_diff import central_differences, is_float_leaf
+from jaxscope.finite_diff import central_differences, is_float_leaf, narrowest_float
 from jaxscope.grad_output import OutputRule
 from jaxscope.internals.calling import CallPlan, block_until_ready, concrete_args, plan_call
 from jaxscope.internals.transpose_walk import (
@@ -63,7 +62,6 @@ from jaxscope.sandbox.errors import transformation_frames, user_frames
 from jaxscope.sandbox.probe_api import ProbeContext, mark_during
 
 from exhibits.transpose.events import (
-    FdNotCompared,
     FdSample,
     GradAttempted,
     GradientChecked,
@@ -75,6 +73,7 @@ from exhibits.transpose.events import (
     TransposeCallOpened,
 )
 from exhibits.transpose.explain import ad_help
+from exhibits.transpose.fd_check import compare_fd, headline, nonfinite_positions
 
 # The stepper shows one event per step: a walk longer than this is cut (the gradient is still
 # the full walk's).
@@ -139,6 +138,7 @@ def run(ctx: ProbeContext) -> None:
                 seed_text,
                 jax_grad=eager[0] if eager else None,
                 program_eqns=len(traced[0].jaxpr.eqns) if traced else len(lin.jaxpr.eqns),
+                compute_dtype=narrowest_float(traced[0].jaxpr if traced else lin.jaxpr),
             )
         )
 
@@ -532,11 +532,14 @@ def check_gradient(
     seed_text: str,
     jax_grad: Any = None,
     program_eqns: int = 0,
+    compute_dtype: Any = None,
 ) -> GradientChecked:
     """:class:`GradientChecked` for the walk's ``gradient`` (one entry per ``argnums``).
     ``jax_grad``: eager ``jax.grad(f, argnums)(*args)`` when the run already has it (the
     eager attempt's result), else it is computed here. ``program_eqns``: the size of the
-    program (see :data:`MAX_FLOAT64_WALK_EQNS`; past it the float64 walk is skipped)."""
+    program (see :data:`MAX_FLOAT64_WALK_EQNS`; past it the float64 walk is skipped).
+    ``compute_dtype``: the narrowest floating dtype the program computes in (the gradient is
+    held at its precision when it is narrower than a leaf's; ``exhibits.transpose.fd_check``)."""
     scalar = seed_text == "1.0"
     fun, diff_args = dynamic_fun(plan, args, argnums)
     if jax_grad is None or not scalar:
@@ -561,8 +564,9 @@ def check_gradient(
         value = plan.fun(*full, **plan.kwargs)
         return value if scalar else jnp.sum(value)
 
-    fd = central_differences(fd_loss, args, list(argnums))
-    cmp = compare_fd(args, argnums, gradient, grad64, fd.values, fd.known, fd.sampled)
+    also = nonfinite_positions(argnums, gradient)
+    fd = central_differences(fd_loss, args, list(argnums), also=also)
+    cmp = compare_fd(args, argnums, gradient, grad64, fd, compute_dtype)
     n = len(args)
     sampled = fd.sampled if fd.sampled is not None else fd.known
     sent = sent_leaves(args, argnums)
@@ -573,6 +577,11 @@ def check_gradient(
     leaves = gradient_leaves(
         args, argnums, gradient, jax_grad, jax_vjp, fd.values, fd.known, fd.sampled, sent
     )
+    for leaf, held in zip(leaves, cmp.leaves, strict=True):
+        leaf.held_at, leaf.tolerance = held.held_at, held.tol
+        leaf.checked, leaf.disagree = held.checked, held.disagree
+    elements = sum(leaf.size for leaf in leaves)
+    fd_sampled = sum(leaf.fd_sampled for leaf in leaves)
     return GradientChecked(
         argnums=list(argnums),
         seed=seed_text,
@@ -587,12 +596,18 @@ def check_gradient(
         compared=cmp.compared,
         not_compared=cmp.not_compared,
         not_compared_count=cmp.not_compared_count,
-        elements=sum(leaf.size for leaf in leaves),
-        fd_sampled=sum(leaf.fd_sampled for leaf in leaves),
+        elements=elements,
+        fd_sampled=fd_sampled,
         leaves_not_sent=sum(not leaf.sent for leaf in leaves),
         max_leaf_values=MAX_LEAF_VALUES,
         float64_walk=float64_walk,
         program_eqns=program_eqns,
+        verdict=cmp.verdict,
+        headline=headline(cmp, elements, fd_sampled),
+        checked=cmp.checked,
+        disagreements=cmp.disagreements,
+        disagree_count=cmp.disagree_count,
+        fd_dtype=fd.dtype,
     )
 
 
@@ -603,7 +618,6 @@ def _fd_per_arg(n: int, argnums: Sequence[int], values: Sequence[Any]) -> list[A
     return out
 
 
-MAX_NOT_COMPARED = 64
 # The float64 walk (the truth the finite differences are held to, without float32 rounding) is
 # run for a program of at most this many eqns: the top-level eqns of the jaxpr
 # ``jax.jit(jax.grad(f))`` traces (the jit attempt's; the linear jaxpr's when that attempt
@@ -612,93 +626,3 @@ MAX_NOT_COMPARED = 64
 # as the rest of the check. Past it the finite differences are compared with the float32 walk
 # instead, and the event says so (GradientChecked.float64_walk false).
 MAX_FLOAT64_WALK_EQNS = 200
-
-
-@dataclass
-class FdComparison:
-    """The error figures of :class:`GradientChecked` and the elements they leave out."""
-
-    max_abs_err: float | None
-    max_rel_err: float | None
-    compared: int
-    not_compared: list[FdNotCompared]
-    not_compared_count: int
-
-
-def _why(gradient: Any, gradient_f64: Any, fd: Any, fd_shown: bool) -> str:
-    """Why an element is not compared, in words (``FdNotCompared.why``)."""
-    if isinstance(gradient, str) or isinstance(gradient_f64, str):
-        bad = gradient if isinstance(gradient, str) else gradient_f64
-        which = "gradient" if isinstance(gradient, str) else "float64 gradient"
-        text = f"the {which} is {bad}"
-        if not fd_shown:
-            return f"a kink (no finite difference) and {text}"
-        return f"{text} and the finite difference is {fd}" if isinstance(fd, str) else text
-    return f"the finite difference is {fd} (f is not finite near this point)"
-
-
-def compare_fd(
-    args: tuple[Any, ...],
-    argnums: Sequence[int],
-    gradient: Sequence[Any],
-    grad64: Sequence[Any] | None,
-    fd_values: Sequence[Any],
-    fd_known: Sequence[Any],
-    fd_sampled: Sequence[Any] | None = None,
-) -> FdComparison:
-    """(max abs error, max abs error / max |fd|) over the elements where ``fd`` is known and
-    finite and both gradients (the walk's, ``grad64``) are finite; the elements where one of
-    them is NaN or Inf listed, each with its reason (a kink with finite gradients is just not
-    compared; a difference taken (``fd_sampled``) that came out NaN/Inf is no kink: listed).
-    ``grad64`` ``None`` (the float64 walk skipped): the walk's own gradient is compared, and
-    ``gradient_f64`` is ``None`` in the rows."""
-    no64 = grad64 is None
-    if grad64 is None:
-        grad64 = gradient
-    diffs: list[np.ndarray] = []
-    scales: list[np.ndarray] = []
-    skipped: list[FdNotCompared] = []
-    count = 0
-    sampled_trees = fd_sampled if fd_sampled is not None else fd_known
-    for k, i in enumerate(argnums):
-        paths = jax.tree_util.tree_flatten_with_path(args[i])[0]
-        columns = [
-            jax.tree.leaves(tree)
-            for tree in (gradient[k], grad64[k], fd_values[k], fd_known[k], sampled_trees[k])
-        ]
-        for (path, _), g, g64, fv, fk, fs in zip(paths, *columns, strict=True):
-            g32, g64a = np.asarray(g, np.float64), np.asarray(g64, np.float64)
-            fva, fka = np.asarray(fv, np.float64), np.asarray(fk, bool)
-            fsa = np.asarray(fs, bool)
-            finite_g = np.isfinite(g32) & np.isfinite(g64a)
-            ok = fka & np.isfinite(fva) & finite_g
-            diffs.append(np.abs(g64a[ok] - fva[ok]))
-            scales.append(np.abs(fva[ok]))
-            # A difference taken but NaN/Inf (f is not finite near the point) is no kink: listed.
-            fd_bad = (fka | fsa) & ~np.isfinite(fva)
-            bad = ~finite_g | fd_bad
-            count += int(bad.sum())
-            for index in np.argwhere(bad)[: max(0, MAX_NOT_COMPARED - len(skipped))]:
-                at = tuple(int(n) for n in index)
-                g_text = _number(float(g32[at]))
-                g64_text = None if no64 else _number(float(g64a[at]))
-                fd_shown = bool(fka[at]) or bool(fd_bad[at])
-                skipped.append(
-                    FdNotCompared(
-                        path=f"args[{i}]{jax.tree_util.keystr(path)}",
-                        index=list(at),
-                        gradient=g_text,
-                        gradient_f64=g64_text,
-                        finite_difference=_number(float(fva[at])) if fd_shown else None,
-                        why=_why(g_text, g64_text, _number(float(fva[at])), fd_shown),
-                    )
-                )
-    diff = np.concatenate(diffs) if diffs else np.zeros(0)
-    compared = int(diff.size)
-    if compared == 0:
-        return FdComparison(None, None, 0, skipped, count)
-    abs_err = float(np.max(diff))
-    scale = float(np.max(np.concatenate(scales)))
-    return FdComparison(
-        abs_err, abs_err / scale if scale > 0 else abs_err, compared, skipped, count
-    )

@@ -193,7 +193,9 @@ def test_c22(name: str) -> None:
 
 def _fd_check_leaves_out_the_nans(check: GradientChecked) -> None:
     """C22 broken: the gradient is [nan, nan, 0.25]. The error figures compare the one element
-    where both are finite (index 2) and list the other two, against numpy."""
+    where both are finite (index 2); the NaN where the finite difference is 0 (index 0) is a
+    disagreement, the verdict's first; the NaN at the kink (index 1) is left out, against
+    numpy."""
     x = np.array([-1.0, 0.0, 4.0])
     grad = np.asarray(
         jax.grad(load_snippet((CASES / "C22_where_sqrt_broken.py").read_text()).f)(
@@ -211,12 +213,26 @@ def _fd_check_leaves_out_the_nans(check: GradientChecked) -> None:
     assert check.max_rel_err == check.max_abs_err / abs(fd[2])
     bad = [int(i) for i in np.flatnonzero(~np.isfinite(grad))]
     assert bad == [0, 1]
-    assert check.not_compared_count == 2
-    assert [
-        (n.path, n.index, n.gradient, n.gradient_f64, n.finite_difference)
-        for n in check.not_compared
-    ] == [("args[0]", [i], "nan", "nan", fd[i]) for i in bad]
     assert fd[:2] == [0.0, None]  # 0 left of the guard, a kink at 0
+    # index 0: NaN where f is smooth (0 left of the guard): the verdict's first disagreement
+    assert check.verdict == "disagree" and check.disagree_count == 1 and check.checked == 2
+    (first,) = check.disagreements
+    assert (first.path, first.index, first.gradient, first.finite_difference, first.kind) == (
+        "args[0]",
+        [0],
+        "nan",
+        0.0,
+        "nonfinite",
+    )
+    assert "first at args[0][0]: the gradient is nan where the finite difference is 0.0" in (
+        check.headline
+    )
+    # index 1: the kink, left out (never agreement), with the gradient there
+    assert check.not_compared_count == 1
+    assert [
+        (n.path, n.index, n.gradient, n.gradient_f64, n.finite_difference, n.reason)
+        for n in check.not_compared
+    ] == [("args[0]", [1], "nan", "nan", None, "kink")]
 
 
 def test_cli_fd_check_lists_what_it_did_not_compare(tmp_path: Path) -> None:
@@ -234,28 +250,28 @@ def test_cli_fd_check_lists_what_it_did_not_compare(tmp_path: Path) -> None:
         timeout=120,
         cwd=REPO,
     )
-    assert proc.returncode == 0, proc.stderr  # a NaN gradient is no error JAX raised
+    # No error JAX raised, but a finding: the gradient disagrees with the finite differences.
+    assert proc.returncode == 3, proc.stderr
+    assert "the exhibit found a wrong result (GradientMismatch)" in proc.stderr
     fd = json.loads(proc.stdout)
+    assert fd["verdict"] == "disagree" and fd["headline"] in proc.stderr
     assert fd["compared"] == 1 and 0 < fd["max_abs_err"] < 1e-8
+    assert [(d["index"], d["gradient"], d["finite_difference"]) for d in fd["disagreements"]] == [
+        ([0], "nan", 0.0)
+    ]
     assert fd["not_compared"] == [
-        {
-            "path": "args[0]",
-            "index": [0],
-            "gradient": "nan",
-            "gradient_f64": "nan",
-            "finite_difference": 0.0,
-            "why": "the gradient is nan",
-        },
         {
             "path": "args[0]",
             "index": [1],
             "gradient": "nan",
             "gradient_f64": "nan",
             "finite_difference": None,
-            "why": "a kink (no finite difference) and the gradient is nan",
+            "why": "a kink: the one-sided differences disagree, no derivative to hold it to; "
+            "the gradient is nan",
+            "reason": "kink",
         },
     ]
-    assert fd["not_compared_count"] == 2
+    assert fd["not_compared_count"] == 1
 
 
 def test_c20_int_arg_broken_eager_works_jit_fails() -> None:
@@ -791,23 +807,41 @@ def test_fd_check_lists_nan_finite_differences_with_why() -> None:
     assert truth.tolist() == [2.0, 2.0]
     assert check.compared == 0 and check.max_abs_err is None
     assert check.not_compared_count == 2
-    assert [(n.index, n.gradient, n.finite_difference, n.why) for n in check.not_compared] == [
-        ([i], 2.0, "nan", "the finite difference is nan (f is not finite near this point)")
+    assert [
+        (n.index, n.gradient, n.finite_difference, n.why, n.reason) for n in check.not_compared
+    ] == [
+        ([i], 2.0, "nan", "the finite difference is nan (f is not finite near here)", "nonfinite")
         for i in (0, 1)
     ]
     assert check.leaves[0].finite_difference == ["nan", "nan"]
+    # nothing held to a finite difference: never agreement
+    assert check.verdict == "incomplete" and check.checked == 0
+    assert check.headline.startswith(
+        "Not fully checked: 2 elements were left out, first args[0][0]"
+    )
 
 
-def test_kink_with_finite_gradient_stays_silent() -> None:
-    """abs at 0: a kink (the one-sided differences disagree), finite gradient: not compared and
-    not listed, as before (``None`` in the table)."""
+def test_a_kink_with_a_finite_gradient_is_left_out_and_said() -> None:
+    """abs at 0: a kink (the one-sided differences disagree: -1 and 1), finite gradient: not
+    compared, listed with its reason, and the verdict is incomplete, not agreement (issue 15:
+    elements left out never make the headline look like agreement)."""
     code = (
         "import jax.numpy as jnp\ndef f(x):\n    return jnp.sum(jnp.abs(x))\n"
         "args = (jnp.array([0.0, 2.0]),)\n"
     )
     check = run_probe("transpose", code).one(GradientChecked)
-    assert check.compared == 1 and check.not_compared == [] and check.not_compared_count == 0
+    h = 1e-6  # numpy's one-sided differences at 0 and the derivative at 2
+    assert (0.0 - abs(-h)) / h == -1.0 and (abs(h) - 0.0) / h == 1.0
+    assert (abs(2.0 + h) - abs(2.0 - h)) / (2 * h) == pytest.approx(1.0)
+    assert check.compared == 1 and check.checked == 1 and check.not_compared_count == 1
+    assert [(n.index, n.reason) for n in check.not_compared] == [([0], "kink")]
     assert check.leaves[0].finite_difference[0] is None
+    assert check.verdict == "incomplete"
+    assert check.headline == (
+        "Not fully checked: 1 element was left out, first args[0][0]: a kink: the one-sided "
+        "differences disagree, no derivative to hold it to; the 1 other checked element agrees "
+        "at float32 precision."
+    )
 
 
 # ---- train steps: a pytree output's first leaf (jaxscope.grad_output) ---------------------------
@@ -920,6 +954,7 @@ def test_gpt_stack_gradient_is_jax_grad_bit_for_bit(monkeypatch: pytest.MonkeyPa
         assert leaf.max_abs == pytest.approx(float(np.max(np.abs(np.asarray(w)))))
     assert not check.float64_walk and check.program_eqns is not None and check.program_eqns > 200
     assert check.fd_sampled == check.compared == 16  # finite differences at 16 elements
+    assert check.verdict == "agree" and "the 16 sampled elements (of 9,604,608" in check.headline
     assert check.max_rel_err is not None and check.max_rel_err < 1e-4
     assert ctx.one(LinearJaxprStaged).output_leaf is None  # f returns the scalar loss
 

@@ -121,6 +121,12 @@ const check: GradientChecked = {
   max_leaf_values: 4096,
   float64_walk: true,
   program_eqns: 3,
+  verdict: 'agree',
+  headline: 'The gradient agrees with the float64 finite differences at every element (1), within float32 precision.',
+  checked: 1,
+  disagreements: [],
+  disagree_count: 0,
+  fd_dtype: 'float64',
 };
 
 /** The summary fields of a leaf whose values are sent (`size` elements). */
@@ -132,6 +138,10 @@ const sentLeaf = (size: number) => ({
   nonfinite: 0,
   fd_sampled: size,
   fd_samples: [],
+  held_at: 'float32',
+  tolerance: 1e-4,
+  checked: size,
+  disagree: 0,
 });
 
 const leafAval = (short: string, shape: number[]) => ({ shape, dtype: 'float32', weak_type: false, short });
@@ -394,7 +404,7 @@ describe('a backward pass that raises (no_transpose_rule: double has no transpos
       max_rel_err: 5.2e-12,
       compared: 1,
       not_compared: [
-        { path: 'args[0]', index: [0], gradient: 'nan', gradient_f64: 'nan', finite_difference: 0.0, why: 'the gradient is nan' },
+        { path: 'args[0]', index: [0], gradient: 'nan', gradient_f64: 'nan', finite_difference: 0.0, why: 'the gradient is nan', reason: '' },
         {
           path: 'args[0]',
           index: [1],
@@ -402,6 +412,7 @@ describe('a backward pass that raises (no_transpose_rule: double has no transpos
           gradient_f64: 'nan',
           finite_difference: null,
           why: 'a kink (no finite difference) and the gradient is nan',
+          reason: 'kink',
         },
       ],
       not_compared_count: 2,
@@ -419,7 +430,7 @@ describe('a backward pass that raises (no_transpose_rule: double has no transpos
       ...check,
       compared: 0,
       max_abs_err: null,
-      not_compared: [{ path: 'args[1]', index: [], gradient: 2, gradient_f64: 2, finite_difference: 'inf', why: '' }],
+      not_compared: [{ path: 'args[1]', index: [], gradient: 2, gradient_f64: 2, finite_difference: 'inf', why: '', reason: '' }],
       not_compared_count: 70,
     });
     // an older server's entry (no why): the reason worked out here; the float32 gradient as numpy prints it
@@ -437,6 +448,7 @@ describe('a backward pass that raises (no_transpose_rule: double has no transpos
           gradient_f64: 2,
           finite_difference: 'nan',
           why: 'the finite difference is nan (f is not finite near this point)',
+          reason: 'nonfinite',
         },
       ],
       not_compared_count: 1,
@@ -477,6 +489,10 @@ describe('a large program (the 12-layer transformer): leaves summarised, fd samp
           { index: [0, 0], gradient: 0.001, finite_difference: 0.0010000002 },
           { index: [3, 7], gradient: -0.25, finite_difference: null },
         ],
+        held_at: 'float32',
+        tolerance: 1e-4,
+        checked: 7,
+        disagree: 0,
       },
     ],
     compared: 16,

@@ -985,53 +985,109 @@ export interface OutputLeafView {
 }
 /**
  * The walk's final cotangents beside ``jax.grad``/``jax.vjp`` and central finite
- * differences in float64.
+ * differences in float64, and the verdict of holding the gradient to them.
  *
- * ``gradient``, ``jax_grad``, ``jax_vjp``, ``finite_difference``: one entry per element of
- * ``args``: ``None`` for an argument not differentiated, an array argument as nested lists of
- * floats, any other pytree as the list of its leaves in ``jax.tree.leaves`` order (each nested
- * lists of floats; a dict's leaves in sorted key order); non-finite numbers as
- * ``"nan"``/``"inf"``; ``None`` inside ``finite_difference`` at a kink. ``leaves``: the same
- * values one differentiated leaf at a time, with its key path and aval (what the view shows).
- * ``argnums`` the differentiated positions; ``seed`` the output cotangent the walk started from
- * (``1.0`` for a scalar output, as ``jax.grad``; for a non-scalar output an all-ones cotangent,
- * i.e. the gradient of ``sum(f)``, and ``jax_grad`` is then ``jax.grad`` of ``sum(f)``).
- * ``equal_to_jax``: the walk's gradient is bit-identical to both ``jax_grad`` and ``jax_vjp``.
- * ``max_abs_err = max |g64 - fd|`` over the compared elements: those where ``fd`` is known and
- * finite and both the walk's gradient and ``g64`` are finite, with ``g64`` the same walk run in
- * float64 (``jax.enable_x64``) and ``fd`` the central differences; ``max_rel_err = max_abs_err
- * / max |fd|`` (the error relative to the largest gradient entry, infinity norm). Both
- * ``None`` when nothing could be compared. ``compared``: how many elements were compared;
- * ``not_compared``: the elements left out because a gradient or ``fd`` is NaN or Inf (the
- * first 64, in leaf order; ``not_compared_count`` all of them). A kink (``fd`` unknown) with
- * finite gradients is left out silently, as before (``None`` in ``finite_difference``).
+ * The verdict (what the view and ``jaxscope run`` show first). ``verdict``:
+ *
+ * * ``disagree``: at some element the gradient is NaN or Inf where the finite difference is
+ *   finite, or differs from it by more than the tolerance (a zero gradient where the
+ *   difference is not zero is one of these); ``disagreements`` lists them (the first 64, in
+ *   argument, leaf and element order; ``disagree_count`` all of them), the first is named in
+ *   the headline;
+ * * ``agree``: every element differenced was held to its difference and is within the
+ *   tolerance (past 4,096 elements those are an even sample, and the headline says so);
+ * * ``incomplete``: none disagrees, but some elements were left out (``not_compared``: a kink,
+ *   a NaN/Inf difference, an element ``f`` rounds inside, a difference too imprecise there, a
+ *   NaN/Inf gradient past the sample), or nothing could be held at all: never agreement.
+ *
+ * ``headline``: that verdict as one sentence, naming the first disagreeing (or left out)
+ * element by key path and index with the gradient in its dtype's digits (numpy's printout: a
+ * float16 0.333251953125 is ``0.3333``) and the finite difference (float64, 6 digits), and,
+ * when the float64 walk was run, whether it agrees there (then the dtype's rounding, not the
+ * rule, lost the gradient). ``checked``: the elements held to their difference.
+ *
+ * The tolerance. Element ``i`` of a leaf agrees when ``|g_i - fd_i| <= tol * s_i + noise_i``
+ * with ``s_i = max(|fd_i|, max |fd| over the leaf, 1e-2 * max |fd| over every leaf)`` (a leaf
+ * whose true gradient is small is held to its own scale: a zero gradient there disagrees), and
+ * ``noise_i`` the rounding error of the difference (``FiniteDifferences.noise``); an element
+ * whose ``noise_i`` is past ``tol * s_i`` cannot be resolved and is left out (``unresolved``),
+ * unless its gradient is NaN/Inf. ``tol`` is ``jaxscope.finite_diff.gradient_tolerance`` of the
+ * leaf's dtype, or of the narrowest floating dtype ``f`` computes in when that is narrower
+ * (``GradientLeaf.held_at``): float32 1e-4, float16 1e-2, bfloat16 6.25e-2, float64 1e-6.
+ *
+ * Low-precision inputs (float16, bfloat16). The finite differences are not taken in the
+ * input's dtype (there ``x + h`` rounds back to ``x`` for any step under its spacing and every
+ * difference would be 0 or a jump): every floating leaf is widened to float64, exactly (a
+ * float16 value is a float64 value), and ``f`` is evaluated in float64 under
+ * ``jax.enable_x64``, the upcast function, at the input's own value. The step is
+ * ``h = cbrt(eps) * max(1, |x|)`` with ``eps`` the epsilon of the narrowest floating dtype the
+ * upcast function still computes in (``fd_dtype``): float64 (``h`` about 6e-6) unless ``f``
+ * casts inside, when the step grows to that dtype's resolution (float32: 4.9e-3; a function
+ * that still rounds to bfloat16 or float16 inside, e.g. a Flax layer with
+ * ``dtype=jnp.bfloat16``, cannot be differenced at that precision: its elements are left out as
+ * ``rounded`` unless ``f`` does not change at all at ``2**-7 * max(1, |x|)``). Where the
+ * upcast function is flat at ``h`` (the same value bit for bit at ``x - h``, ``x`` and
+ * ``x + h``), the difference is retried at ``2**-7 * max(1, |x|)``, which is at least one
+ * spacing of bfloat16 and several of float16 at ``x``: still flat, ``f`` does not depend on
+ * the element (difference 0); changed by more than a slope flat at ``h`` allows, ``f`` rounds
+ * the element inside (``rounded``). The gradient itself (in its dtype) is then held at its
+ * dtype's tolerance (above).
+ *
+ * The values. ``gradient``, ``jax_grad``, ``jax_vjp``, ``finite_difference``: one entry per
+ * element of ``args``: ``None`` for an argument not differentiated, an array argument as
+ * nested lists of floats, any other pytree as the list of its leaves in ``jax.tree.leaves``
+ * order (each nested lists of floats; a dict's leaves in sorted key order); non-finite numbers
+ * as ``"nan"``/``"inf"``; ``None`` inside ``finite_difference`` at a kink, a rounded element or
+ * one not sampled. ``leaves``: the same values one differentiated leaf at a time, with its key
+ * path and aval (what the view shows). ``argnums`` the differentiated positions; ``seed`` the
+ * output cotangent the walk started from (``1.0`` for a scalar output, as ``jax.grad``; for a
+ * non-scalar output an all-ones cotangent, i.e. the gradient of ``sum(f)``, and ``jax_grad``
+ * is then ``jax.grad`` of ``sum(f)``). ``equal_to_jax``: the walk's gradient is bit-identical
+ * to both ``jax_grad`` and ``jax_vjp``.
+ *
+ * The figures of the rules. ``max_abs_err = max |g64 - fd|`` over the compared elements: the
+ * checked ones where both the walk's gradient and ``g64`` are finite, with ``g64`` the same
+ * walk run in float64 (``jax.enable_x64``, on the widened arguments) and ``fd`` the central
+ * differences; ``max_rel_err = max_abs_err / max |fd|`` (the error relative to the largest
+ * gradient entry, infinity norm). Both ``None`` when nothing could be compared. They say
+ * whether JAX's rules are right in float64; the verdict says whether the gradient the user
+ * gets is right at its precision (a float16 gradient that overflowed to 0 has a tiny
+ * ``max_abs_err`` and a ``disagree`` verdict). ``compared``: how many elements the figures
+ * cover; ``not_compared``: the elements left out of the check, each with its ``reason`` (the
+ * first 64, in leaf order; ``not_compared_count`` all of them).
  *
  * Size: a leaf of more than ``max_leaf_values`` elements (or past 16,384 sent in all) is
  * ``None`` in ``gradient``/``jax_grad``/``jax_vjp``/``finite_difference`` and summarised in
  * ``leaves`` (:class:`GradientLeaf` ``sent``); ``leaves_not_sent`` counts them. ``elements``:
  * the differentiated elements in all; ``fd_sampled``: how many of them were differenced
  * (``jaxscope.finite_diff`` samples evenly past 4,096 elements, fewer for a large program:
- * at least 16); ``equal_to_jax`` always covers every element.
+ * at least 16; the first 64 elements whose gradient is NaN/Inf are differenced too);
+ * ``equal_to_jax`` always covers every element.
  *
  * ``float64_walk`` false: the program is large (``program_eqns``, the top-level eqns of
- * ``jax.jit(jax.grad(f))``'s jaxpr, over 200), and the float64 walk was not run; the errors
+ * ``jax.jit(jax.grad(f))``'s jaxpr, over 200), and the float64 walk was not run; the figures
  * then compare the float32 walk with the float64 finite differences (float32 rounding
- * included), and ``FdNotCompared.gradient_f64`` is ``None``.
+ * included), and ``gradient_f64`` is ``None`` in the rows.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "GradientChecked".
  */
 export interface GradientChecked {
   argnums: number[];
+  checked: number | null;
   compared: number | null;
   detail_id?: string | null;
   detail_of?: string | null;
+  disagree_count: number;
+  disagreements: FdDisagreement[];
   elements: number | null;
   equal_to_jax: boolean;
+  fd_dtype: string | null;
   fd_sampled: number | null;
   finite_difference: unknown;
   float64_walk: boolean;
   gradient: unknown;
+  headline: string;
   jax_grad: unknown;
   jax_vjp: unknown;
   leaves: GradientLeaf[];
@@ -1046,6 +1102,32 @@ export interface GradientChecked {
   seed: string;
   seq: number;
   type: 'gradient_checked';
+  verdict: ('agree' | 'disagree' | 'incomplete') | null;
+}
+/**
+ * An element whose gradient disagrees with its finite difference (:class:`GradientChecked`
+ * ``disagreements``): ``path`` and ``index`` as in :class:`FdNotCompared`, ``gradient`` the
+ * walk's value (exactly its dtype's value), ``gradient_f64`` the float64 walk's (``None`` when
+ * it was skipped), ``finite_difference`` the central difference (known: no kink); non-finite
+ * numbers as ``"nan"``/``"inf"``/``"-inf"``. ``kind``: ``nonfinite`` (the gradient is NaN or
+ * Inf where the difference is finite), ``zero`` (the gradient is 0 where the difference is
+ * not), ``off`` (past the tolerance); ``allowed`` the largest ``|gradient - finite
+ * difference|`` the tolerance accepts at this element; ``dtype`` the precision it is held to;
+ * ``why`` the sentence.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "FdDisagreement".
+ */
+export interface FdDisagreement {
+  allowed: number;
+  dtype: string;
+  finite_difference: unknown;
+  gradient: unknown;
+  gradient_f64: unknown;
+  index: number[];
+  kind: 'nonfinite' | 'zero' | 'off';
+  path: string;
+  why: string;
 }
 /**
  * One leaf of a differentiated argument in :class:`GradientChecked`: ``path`` its key path
@@ -1062,17 +1144,26 @@ export interface GradientChecked {
  * ``fd_samples`` the first 64 of them (:class:`FdSample`). The summary is set for every
  * leaf; ``fd_samples`` only for a leaf not sent.
  *
+ * The check (:class:`GradientChecked` ``verdict``): ``held_at`` the dtype whose precision the
+ * leaf's gradient is held to (its own, or a narrower one ``f`` computes in), ``tolerance`` that
+ * relative tolerance (``jaxscope.finite_diff.gradient_tolerance``), ``checked`` how many of
+ * its elements were held to their finite difference and ``disagree`` how many of those
+ * disagree.
+ *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "GradientLeaf".
  */
 export interface GradientLeaf {
   arg: number;
   aval: AvalView;
+  checked: number;
+  disagree: number;
   equal_to_jax: boolean | null;
   fd_sampled: number;
   fd_samples: FdSample[];
   finite_difference: unknown;
   gradient: unknown;
+  held_at: string | null;
   jax_grad: unknown;
   jax_vjp: unknown;
   max_abs: number | null;
@@ -1080,6 +1171,7 @@ export interface GradientLeaf {
   path: string;
   sent: boolean;
   size: number;
+  tolerance: number | null;
 }
 /**
  * One element of a leaf whose values are not sent where a finite difference was taken:
@@ -1101,8 +1193,12 @@ export interface FdSample {
  * ``index`` the element's position in it (``[]`` for a scalar), ``gradient`` the walk's value
  * (float32 as shown), ``gradient_f64`` the float64 walk's, ``finite_difference`` the central
  * difference (``None`` at a kink); non-finite numbers as ``"nan"``/``"inf"``/``"-inf"``.
- * ``why``: the reason in words (``the gradient is nan``, ``the finite difference is nan``, ``a
- * kink (no finite difference) and the gradient is inf``; empty from older servers).
+ * ``why``: the reason in words (``a kink: the one-sided differences disagree; the gradient is
+ * inf``, ``the finite difference is nan (f is not finite near this point)``; empty from older
+ * servers); ``reason`` the same as a code: ``kink``, ``nonfinite`` (the difference is NaN/Inf),
+ * ``rounded`` (``f`` rounds the element inside: flat at float64's step, or computing in
+ * bfloat16/float16), ``unresolved`` (the difference's rounding error is past the tolerance
+ * there) or ``not_sampled`` (an element past the sample whose gradient is NaN/Inf).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "FdNotCompared".
@@ -1113,6 +1209,7 @@ export interface FdNotCompared {
   gradient_f64: unknown;
   index: number[];
   path: string;
+  reason: '' | 'kink' | 'nonfinite' | 'rounded' | 'unresolved' | 'not_sampled';
   why: string;
 }
 /**
