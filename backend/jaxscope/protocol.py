@@ -159,8 +159,8 @@ class EqnView(WireModel):
     inner_jaxprs: list[InnerJaxprView] = []
 
 
-
 InnerJaxprView.model_rebuild()
+
 
 class JaxprView(WireModel):
     """A ClosedJaxpr: JAX's own text plus a structured view of the same object.
@@ -250,7 +250,7 @@ class RunOptions(WireModel):
         json_schema_extra={"x-exhibits": ["vmap", "transform_order"]},
         default=None,
         max_length=2000,
-        description="vmap: in_axes as a Python expression",
+        description="vmap/transform_order: in_axes as a Python expression",
     )
     out_axes: str | None = Field(
         json_schema_extra={"x-exhibits": ["vmap"]},
@@ -315,13 +315,13 @@ class RunOptions(WireModel):
 # --------------------------------------------------------------------------------------------
 
 
-
 def option_exhibits(name: str) -> tuple[str, ...]:
     """The exhibits that read the run option ``name`` (its ``x-exhibits``; a test checks them
     against what each probe reads)."""
     extra = RunOptions.model_fields[name].json_schema_extra
     exhibits = extra.get("x-exhibits", []) if isinstance(extra, dict) else []
     return tuple(str(e) for e in exhibits) if isinstance(exhibits, list) else ()
+
 
 class RunRequest(WireModel):
     """Run ``exhibit`` on the snippet ``code``. Answered by a stream of events for ``run_id``."""
@@ -478,6 +478,10 @@ class RuleView(WireModel):
     line: int | None = None
 
 
+# What a value is to the rule it goes into or comes out of (ValueView.role).
+ValueRole = Literal["primal", "tangent", "residual", "undefined_primal", "literal", "cotangent"]
+
+
 class ValueView(WireModel):
     """A value going into or out of a rule.
 
@@ -488,7 +492,7 @@ class ValueView(WireModel):
     when it has one; ``nonfinite`` true when the value holds a NaN or an Inf.
     """
 
-    role: Literal["primal", "tangent", "residual", "undefined_primal", "literal", "cotangent"]
+    role: ValueRole
     aval: AvalView
     preview: str | None = None
     zero: bool = False

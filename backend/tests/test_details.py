@@ -19,7 +19,11 @@ from jaxscope.settings import Limits
 
 from tests.harness import REPO, SandboxHarness
 
-SIN_TIMES_X = (REPO / "exhibits/transpose/examples/sin_times_x.py").read_text()
+# Values long enough that a step's previews are worth leaving out (sin_times_x's own are 3 floats).
+SIN_TIMES_X = (
+    (REPO / "exhibits/transpose/examples/sin_times_x.py").read_text()
+    + "\nargs = (jnp.linspace(0.0, 1.0, 64),)\n"
+)
 # A gradient of 64 x 128 = 8,192 values: its check streams a summary.
 WIDE = """\
 import jax.numpy as jnp
@@ -158,3 +162,31 @@ def test_a_run_waiting_for_a_slot_reclaims_kept_details() -> None:
         harness.call(first.close())
         harness.call(second.close())
         harness.close()
+
+
+def test_a_worker_that_retires_sends_the_whole_events_before_its_terminal(
+    sandbox: SandboxHarness,
+) -> None:
+    """A snippet that leaves a thread running retires its worker after the run: the worker does
+    not stay to answer, so each summary's whole event arrives before run_finished (same seq,
+    ``detail_of``) and equals the eager stream's."""
+    code = (
+        "import threading, time\n"
+        "threading.Thread(target=lambda: time.sleep(30), daemon=True).start()\n" + SIN_TIMES_X
+    )
+    eager_session, page_session = sandbox.session(), sandbox.session()
+    try:
+        eager = _run(sandbox, eager_session, code, "transpose", "eager", "t-eager")
+        page = _run(sandbox, page_session, code, "transpose", "on_demand", "t-page")
+        assert page[-1].type == "run_finished", page[-1]
+        summaries = {e.detail_id: e for e in page if e.detail_id is not None}
+        wholes = [e for e in page if e.detail_of is not None]
+        assert summaries and {e.detail_of for e in wholes} == set(summaries)
+        for whole in wholes:
+            assert whole.detail_of is not None
+            assert whole.seq == summaries[whole.detail_of].seq
+            assert _wire(whole) == _wire(eager[whole.seq])
+        assert page_session.details_worker is None
+    finally:
+        sandbox.call(eager_session.close())
+        sandbox.call(page_session.close())

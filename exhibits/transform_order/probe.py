@@ -53,7 +53,7 @@ from jaxscope.internals.trace_stack import count_eqns, observing
 from jaxscope.internals.views import jaxpr_view
 from jaxscope.protocol import RunOptions, TransformName
 from jaxscope.sandbox.errors import classify, is_memory_error
-from jaxscope.sandbox.probe_api import ProbeContext
+from jaxscope.sandbox.probe_api import ProbeContext, eval_option
 from jaxscope.sandbox.snippet import InvalidSnippet
 
 from exhibits.transform_order.events import TransformStackEvaluated
@@ -378,9 +378,10 @@ def _stack(ctx: ProbeContext) -> list[str]:
 
 def _in_axes(ctx: ProbeContext, plan: CallPlan) -> tuple[Any, str | None]:
     ns = ctx.snippet.namespace
-    if ctx.options.in_axes is not None:
+    if ctx.options.in_axes is not None and ctx.options.in_axes.strip():
         text: str | None = ctx.options.in_axes
-        value = eval(ctx.options.in_axes, ns)  # the user's own text, in the sandbox
+        # A bad expression is the option's fault (invalid_snippet naming it), not f's.
+        value = eval_option(ctx.options.in_axes, "in_axes", dict(ns))
     elif "in_axes" in ns:
         value = ns["in_axes"]
         text = repr(value)

@@ -232,6 +232,8 @@ class WorkerPool:
         # A run waiting for a slot beats a finished run's details: the oldest kept worker goes.
         if self._idle or self._starting_count() or self._total() < self.max_workers:
             return
+        if self._first_eligible() is None:  # no waiter may take the slot now (its share)
+            return
         self._kept = {w: r for w, r in self._kept.items() if w.alive}
         if self._kept:
             worker = next(iter(self._kept))

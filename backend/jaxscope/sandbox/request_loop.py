@@ -29,6 +29,7 @@ from jaxscope.protocol import (
     MAX_CODE_CHARS,
     REQUEST_ADAPTER,
     CancelRequest,
+    DetailFailed,
     DetailRequest,
     EventModel,
     RunFailed,
@@ -44,6 +45,8 @@ Send = Callable[[str], Awaitable[None]]
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # The longest piece of a request (a field name, a run_id) quoted back in an answer.
 _QUOTE_CHARS = 64
+# Detail requests a session may have waiting for an answer; more are refused at once.
+MAX_PENDING_DETAILS = 64
 # The longest ``invalid_request`` message (an answer stays far below the 1 MiB event limit).
 _MESSAGE_CHARS = 1000
 
@@ -143,6 +146,18 @@ async def serve_requests(receive: Receive, send: Send, session: Session) -> None
             if isinstance(request, RunFailed):
                 await emit(request)
             elif isinstance(request, DetailRequest):
+                if len(detail_tasks) >= MAX_PENDING_DETAILS:
+                    # A flood of requests is answered at once, not queued without bound.
+                    await emit(
+                        DetailFailed(
+                            run_id=clean_text(request.run_id, _QUOTE_CHARS),
+                            detail_id=clean_text(request.detail_id, _QUOTE_CHARS),
+                            gone=False,
+                            message=f"more than {MAX_PENDING_DETAILS} detail requests are "
+                            "waiting: ask again once they are answered",
+                        )
+                    )
+                    continue
                 # Answered beside the run loop (one at a time, by the session's lock), so that
                 # the page's prefetch never holds up a cancel or a new run.
                 task = asyncio.create_task(session.detail(request, emit))

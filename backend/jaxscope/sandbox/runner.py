@@ -105,6 +105,9 @@ def _not_started(data: bytes) -> None:
 
 
 _write_event_line: Callable[[bytes], None] = _not_started
+# Details on demand: an event is streamed as its summary only when it is at least this long
+# (bytes of JSON) and its summary shorter (a step of a few scalars is cheaper whole).
+SUMMARY_FROM_BYTES = 1024
 # How often (in events) a run's size is re-checked against its limits (as the supervisor does).
 SIZE_CHECK_EVERY = 256
 # The worker's limits (set once by main); a run's limits scale with its program from these.
@@ -153,15 +156,16 @@ class RunContext:
     def emit(self, event: EventModel) -> None:
         _STDOUT.drain()
         event.run_id = self.run_id
-        if self.on_demand and event.detail_of is None:
+        line = event_json(event)
+        if self.on_demand and event.detail_of is None and len(line) > SUMMARY_FROM_BYTES:
             summary = event.summarised()
             if summary is not None:
-                # The whole event stays here; the page asks for it when it shows it.
-                detail_id = f"d{len(self.capture)}"
-                self.capture[detail_id] = event
-                summary.detail_id = detail_id
-                event = summary
-        line = event_json(event)
+                summary.detail_id = f"d{len(self.capture)}"
+                summary_line = event_json(summary)
+                if len(summary_line) < len(line):
+                    # The whole event stays here; the page asks for it when it shows it.
+                    self.capture[summary.detail_id] = event
+                    event, line = summary, summary_line
         # The limits scale with the whole program, before a view of it is summarised; the
         # supervisor hears of it right after the event that showed it.
         self.emitted += 1
@@ -543,11 +547,34 @@ def run_job(
         with contextlib.suppress(Exception):
             _STDOUT.drain()
     terminal.run_id = ctx.run_id
-    if isinstance(terminal, RunFinished):
-        _CAPTURE.update(ctx.capture)
-    send_event(terminal)
     _STDOUT.start(None)
     ctx.__dict__.pop("snippet", None)
+    try:
+        retire = _retire_reason(terminal, threads_before, cpu_s, state_before)
+    except BaseException:  # the snippet broke what the checks read (guard, threading): retire
+        retire = "the run broke the runner's own checks"
+    if isinstance(terminal, RunFinished):
+        if retire is None:
+            _CAPTURE.update(ctx.capture)
+        else:
+            # This worker will not stay to answer detail requests: the whole events go now,
+            # before the terminal one (each replaces its summary; the supervisor checks them).
+            with contextlib.suppress(Exception):  # the terminal event goes out whatever
+                for detail_id, event in ctx.capture.items():
+                    _send_whole(event, detail_id, ctx.run_id)
+    send_event(terminal)
+    return retire
+
+
+def _retire_reason(
+    terminal: RunFinished | RunFailed,
+    threads_before: int,
+    cpu_s: float,
+    state_before: tuple[object, ...],
+) -> str | None:
+    """Why the worker must retire after this run (see :func:`run_job`), or None."""
+    from jaxscope.sandbox import guard
+
     if isinstance(terminal, RunFailed) and terminal.error_class == "RecursionError":
         return "a RecursionError can leave the interpreter's recursion counter unbalanced"
     if _started_threads() > threads_before:
@@ -583,6 +610,12 @@ def serve_detail(detail_id: str, tag: str) -> None:
             )
         )
         return
+    _send_whole(event, detail_id, tag)
+
+
+def _send_whole(event: EventModel, detail_id: str, tag: str) -> None:
+    """Send the whole event behind the summary ``detail_id`` (``detail_of`` set, ``run_id`` =
+    ``tag``: the detail job's, or the run's when it goes out before the terminal event)."""
     whole = event.model_copy(update={"run_id": tag, "detail_of": detail_id, "detail_id": None})
     line = event_json(whole)
     if len(line) > STREAM_LIMIT_BYTES and summarise_event(whole):

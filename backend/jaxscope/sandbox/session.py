@@ -45,8 +45,10 @@ from jaxscope.sandbox.worker import (
 
 # How often a waiting run checks its place in the queue (seconds).
 QUEUE_REPORT_S = 0.25
-# How long a finished run's details are kept without a DetailRequest (seconds).
+# How long a finished run's details are kept without a DetailRequest (seconds), and at most
+# in all (requests do not keep a worker, and its memory, forever).
 DETAILS_KEPT_S = 600.0
+DETAILS_MAX_S = 1800.0
 
 # Clean-up tasks of killed workers, referenced so that they are not garbage-collected early.
 _REAPERS: set[asyncio.Future[int | None]] = set()
@@ -122,6 +124,7 @@ class Session:
         self.details_run_id: str | None = None
         self._details_lock = asyncio.Lock()
         self._details_timer: asyncio.TimerHandle | None = None
+        self._details_until = 0.0
 
     def holds_worker(self) -> bool:
         """Whether the session holds a live worker."""
@@ -193,6 +196,7 @@ class Session:
 
     def _keep_details(self, worker: WorkerProcess, run_id: str) -> None:
         self.details_worker, self.details_run_id = worker, run_id
+        self._details_until = asyncio.get_running_loop().time() + DETAILS_MAX_S
         self.pool.keep(worker, self.release_details)
         self._restart_details_timer()
 
@@ -200,7 +204,8 @@ class Session:
         if self._details_timer is not None:
             self._details_timer.cancel()
         loop = asyncio.get_running_loop()
-        self._details_timer = loop.call_later(DETAILS_KEPT_S, self.release_details)
+        delay = min(DETAILS_KEPT_S, max(0.0, self._details_until - loop.time()))
+        self._details_timer = loop.call_later(delay, self.release_details)
 
     def release_details(self) -> None:
         """Kill the worker that holds the last run's details (they are gone from now on)."""
@@ -219,6 +224,8 @@ class Session:
             worker = self.details_worker
             if request.run_id == self.current_run_id:
                 message, gone = "the run is still running: its details come once it ends", False
+            elif self.last_worker is None and worker is None:
+                message, gone = "this session has run nothing yet: there are no details", True
             elif worker is None or request.run_id != self.details_run_id:
                 message, gone = DETAILS_GONE, True
             else:

@@ -86,6 +86,9 @@ MAX_RUN_BYTES = 64 * 2**20
 # Between jobs a worker must sit idle: more CPU than this (seconds) after a run's terminal event
 # means user code is still computing (e.g. behind a forged terminal event), and it is killed.
 IDLE_CPU_BUDGET_S = 1.0
+# The CPU seconds a worker kept for details may spend after its run ended, all answers
+# included (an answer is a few milliseconds of serialisation): past it, it is killed.
+DETAILS_CPU_BUDGET_S = 5.0
 # What a page is told when it asks for a detail of a run whose worker is gone.
 DETAILS_GONE = (
     "this run's details are gone (the session ran again, or its worker was retired or lent to "
@@ -373,6 +376,8 @@ class WorkerProcess:
         # (not killed) to answer DetailRequests: the seq and type of each summary, by detail_id.
         self.detail_seqs: dict[str, tuple[int, str]] = {}
         self.details_served = 0
+        # The worker's CPU seconds when its run ended, once it is kept for details.
+        self._details_cpu_base: float | None = None
 
     @property
     def pid(self) -> int:
@@ -516,12 +521,18 @@ class WorkerProcess:
             if line:
                 self.idle_fault = f"wrote between jobs: {_event_type(line[:200])} event"
                 log.warning("worker %d %s; killed", self.proc.pid, self.idle_fault)
+                self.kill()  # here, not after: cancelling the watch must not save the worker
             else:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.proc.wait(), 5.0)
 
         async def watch_cpu() -> None:
-            start = process_cpu_s(self.worker_pid)
+            # A worker kept for details counts its CPU from its run's end, across every watch
+            # and answer (a detail request must not restart the count).
+            start = self._details_cpu_base
+            budget = DETAILS_CPU_BUDGET_S
+            if start is None:
+                start, budget = process_cpu_s(self.worker_pid), IDLE_CPU_BUDGET_S
             if start is None:
                 return
             while True:
@@ -529,9 +540,10 @@ class WorkerProcess:
                 now = process_cpu_s(self.worker_pid)
                 if now is None:
                     return
-                if now - start > IDLE_CPU_BUDGET_S:
+                if now - start > budget:
                     self.idle_fault = f"computed for {now - start:.1f} s of CPU between jobs"
                     log.warning("worker %d %s; killed", self.proc.pid, self.idle_fault)
+                    self.kill()  # here, not after: cancelling the watch must not save it
                     return
 
         async def watch() -> None:
@@ -816,6 +828,21 @@ class WorkerProcess:
                         "(its earlier job was still running)",
                     )
                     break
+                if event.detail_of is not None:
+                    # A worker that will not stay to answer sends the whole events before its
+                    # terminal one: each replaces a summary it streamed (same seq and type).
+                    known = self.detail_seqs.pop(event.detail_of, None)
+                    if known is None or known[1] != event.type:
+                        self.kill()
+                        terminal = failed(
+                            "invalid_event",
+                            f"the worker sent the whole event of a summary it never streamed "
+                            f"({event.type})",
+                        )
+                        break
+                    event.seq, event.run_id = known[0], request.run_id
+                    await emit(event)
+                    continue
                 if isinstance(event, (RunFinished, RunFailed)):
                     assert is_terminal(event)
                     terminal = event
@@ -862,6 +889,7 @@ class WorkerProcess:
         # session kills it at its next run, when it closes, or when the pool needs the slot);
         # between answers it is watched like any idle worker.
         if isinstance(terminal, RunFinished) and self.detail_seqs and self.alive:
+            self._details_cpu_base = process_cpu_s(self.worker_pid)
             self._watch_idle()
         else:
             self.detail_seqs.clear()
@@ -905,7 +933,7 @@ class WorkerProcess:
             line = await asyncio.wait_for(self.proc.stdout.readuntil(b"\n"), self.limits.wall_s)
             event = await asyncio.to_thread(EVENT_ADAPTER.validate_json, line)
         except (BrokenPipeError, ConnectionResetError, asyncio.IncompleteReadError):
-            problem = "the worker holding the run's details died"
+            problem = DETAILS_GONE
         except TimeoutError:
             problem = f"the worker did not answer within {self.limits.wall_s:g} s"
         except asyncio.LimitOverrunError:
@@ -915,11 +943,21 @@ class WorkerProcess:
         if event is not None and problem is None:
             if event.run_id != tag or event.type != event_type or event.detail_of != detail_id:
                 problem = "the worker's answer is not the detail asked for"
+        used = process_cpu_s(self.worker_pid)
+        base = self._details_cpu_base
+        if problem is None and used is not None and base is not None:
+            if used - base > DETAILS_CPU_BUDGET_S:
+                problem = DETAILS_GONE
         if problem is not None or event is None:
             log.warning("worker %d: detail %s: %s; killed", self.proc.pid, detail_id, problem)
             self.kill()
             await emit(
-                DetailFailed(run_id=run_id, detail_id=detail_id, gone=False, message=f"{problem}")
+                DetailFailed(
+                    run_id=run_id,
+                    detail_id=detail_id,
+                    gone=problem == DETAILS_GONE,
+                    message=f"{problem}",
+                )
             )
             return
         event.seq, event.run_id = seq, run_id
