@@ -240,9 +240,10 @@ def test_no_transpose_rule_walks_up_to_the_eqn_and_says_so_once(
 def test_c22_fd_check_compares_the_finite_entries_and_lists_the_nans(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
-    """C22 broken: the gradient is [nan, nan, 0.25]. The error figures cover the one finite
-    entry (against numpy's central difference of sqrt at 4) and the two NaN entries are listed
-    with the gradient and the finite difference there."""
+    """C22 broken: the gradient is [nan, nan, 0.25]. The check leads with its verdict: the NaN
+    where the finite difference is 0 (index 0) disagrees, named first; the NaN at the kink
+    (index 1) is left out and listed; the error figures cover the one finite entry (against
+    numpy's central difference of sqrt at 4)."""
     case = Path(__file__).resolve().parents[1] / "cases" / "C22_where_sqrt_broken.py"
     open_exhibit(page, "transpose")
     set_code(page, case.read_text())
@@ -253,14 +254,24 @@ def test_c22_fd_check_compares_the_finite_entries_and_lists_the_nans(
     fd_np = (np.sqrt(4.0 + h) - np.sqrt(4.0 - h)) / (2 * h)
     abs_err = float(page.get_by_test_id("tw-max-abs").inner_text())
     assert abs_err < 1e-8 and abs(fd_np - 0.25) < 1e-8
-    expect(page.get_by_test_id("tw-fd-skipped-count")).to_have_text("2")
-    row0, row1 = page.get_by_test_id("tw-fd-skipped-0"), page.get_by_test_id("tw-fd-skipped-1")
-    expect(row0).to_contain_text("args[0][0]")
+    # the verdict first: a disagreement, naming args[0][0]
+    expect(page.get_by_test_id("tw-verdict")).to_have_attribute("data-verdict", "disagree")
+    expect(page.get_by_test_id("tw-headline")).to_contain_text(
+        "first at args[0][0]: the gradient is nan where the finite difference is 0.0"
+    )
+    expect(page.get_by_test_id("tw-fd-disagree-count")).to_have_text("1")
+    disagree = page.get_by_test_id("tw-fd-disagree-0")
+    expect(disagree).to_contain_text("args[0][0]")
+    expect(disagree).to_contain_text("nan")
+    expect(page.get_by_test_id("tw-gradient-0:0")).to_have_class(re.compile("disagrees"))
+    # the kink at 0, left out and said
+    expect(page.get_by_test_id("tw-fd-skipped-count")).to_have_text("1")
+    row0 = page.get_by_test_id("tw-fd-skipped-0")
+    expect(row0).to_contain_text("args[0][1]")
+    expect(row0).to_contain_text("kink")
+    expect(row0).to_contain_text("a kink: the one-sided differences disagree")
     expect(row0).to_contain_text("the gradient is nan")
-    expect(row1).to_contain_text("args[0][1]")
-    expect(row1).to_contain_text("kink")
-    expect(row1).to_contain_text("a kink (no finite difference) and the gradient is nan")
-    expect(row1).not_to_contain_text("null")
+    expect(row0).not_to_contain_text("null")
     # the main table: no raw null, a dash with a title
     fd_cell = page.get_by_test_id("tw-gradient-0:0-fd")
     expect(fd_cell).to_have_text("[0, —, 0.25]")

@@ -188,7 +188,94 @@ export function errorText(x: number | null | undefined, compared?: number | null
   return x === 0 ? '0' : x.toExponential(2);
 }
 
-/** One element the error figures left out: a gradient or the finite difference is NaN or Inf. */
+/** The verdict of the gradient check, as the view leads with it. */
+export interface VerdictView {
+  verdict: 'agree' | 'disagree' | 'incomplete';
+  /** the tag's text */
+  label: string;
+  headline: string;
+}
+
+const VERDICT_LABELS = {
+  agree: 'agrees with the finite differences',
+  disagree: 'disagrees with the finite differences',
+  incomplete: 'not fully checked',
+} as const;
+
+/**
+ * The check's verdict and headline (the probe's sentence: the first disagreeing element, or the
+ * first one left out, by key path and index, the gradient in its dtype's digits); null for an
+ * event from an older server, which had none.
+ */
+export function verdictView(check: GradientChecked): VerdictView | null {
+  if (check.verdict == null) return null;
+  return { verdict: check.verdict, label: VERDICT_LABELS[check.verdict], headline: check.headline ?? '' };
+}
+
+/** One element whose gradient disagrees with its finite difference. */
+export interface FdDisagreeRow {
+  key: string;
+  /** `args[0][1]`: the leaf's key path, then the element's index in it */
+  where: string;
+  /** the walk's gradient in its leaf's dtype (the shared `formatScalar`) */
+  gradient: string;
+  gradientF64: string;
+  fd: string;
+  /** the largest |gradient - fd| the tolerance accepts there, and at which precision */
+  allowed: string;
+  why: string;
+  kind: 'nonfinite' | 'zero' | 'off';
+}
+
+/** The dtype of the leaf at `path` (its aval's), float32 when the event does not say. */
+function leafDtype(check: GradientChecked, path: string): string {
+  return (check.leaves ?? []).find((l) => l.path === path)?.aval.dtype ?? 'float32';
+}
+
+/** `args[0]['w'][1, 2]`: a leaf's key path and an element's index in it. */
+function elementWhere(path: string, index: readonly number[]): string {
+  return index.length === 0 ? path : `${path}[${index.join(', ')}]`;
+}
+
+/**
+ * The disagreements (the first 64; `more` counts the rest), the gradient in its leaf's dtype as
+ * numpy prints it (`0.3333` for a float16 0.333251953125), the float64 columns at 7 significant
+ * digits.
+ */
+export function fdDisagreements(check: GradientChecked): { rows: FdDisagreeRow[]; more: number } {
+  const listed = check.disagreements ?? [];
+  const rows = listed.map((d, i) => ({
+    key: `${i}`,
+    where: elementWhere(d.path, d.index),
+    gradient: scalarText(d.gradient, leafDtype(check, d.path)),
+    gradientF64: numberText(d.gradient_f64),
+    fd: numberText(d.finite_difference),
+    allowed: `${Number(d.allowed.toPrecision(2))} (${d.dtype})`,
+    why: d.why,
+    kind: d.kind,
+  }));
+  return { rows, more: Math.max(0, (check.disagree_count ?? 0) - rows.length) };
+}
+
+/** The key of the gradient table's row (`arg:leaf`) holding the first disagreement, if any. */
+export function firstDisagreementRow(check: GradientChecked): string | null {
+  const first = (check.disagreements ?? [])[0];
+  if (!first) return null;
+  const leaves = check.leaves ?? [];
+  const leaf = leaves.find((l) => l.path === first.path);
+  if (!leaf) return null;
+  const j = leaves.filter((l) => l.arg === leaf.arg).indexOf(leaf);
+  return `${leaf.arg}:${j}`;
+}
+
+/** What a left-out element's missing finite difference was, for its cell. */
+const LEFT_OUT_FD: Readonly<Record<string, string>> = {
+  kink: 'kink',
+  rounded: 'f rounds it',
+  not_sampled: 'not sampled',
+};
+
+/** One element the check left out: a kink, a NaN/Inf difference, an input f rounds... */
 export interface FdSkipRow {
   key: string;
   /** `args[0][1]`: the leaf's key path, then the element's index in it */
@@ -209,20 +296,23 @@ export const NO_FD_TITLE =
   'no finite difference here: a kink (the one-sided differences disagree), or an element not sampled';
 
 /**
- * The elements `max_abs_err`/`max_rel_err` leave out (at most 64 listed; `more` counts the rest),
- * and how many they compare (`null` for an event from an older server). The walk's gradient in
- * its leaf's dtype (the shared `formatScalar`), the float64 columns at 7 significant digits; the
- * reason is the probe's `why` (older servers: worked out here).
+ * The elements the check left out (at most 64 listed; `more` counts the rest), and how many the
+ * error figures compare (`null` for an event from an older server). The walk's gradient in its
+ * leaf's dtype (the shared `formatScalar`), the float64 columns at 7 significant digits, a
+ * missing finite difference named by its reason; the reason is the probe's `why` (older
+ * servers: worked out here).
  */
 export function fdNotCompared(check: GradientChecked): { rows: FdSkipRow[]; more: number; compared: number | null } {
   const listed = check.not_compared ?? [];
-  const dtypeOf = (path: string): string => (check.leaves ?? []).find((l) => l.path === path)?.aval.dtype ?? 'float32';
   const rows = listed.map((n, i) => ({
     key: `${i}`,
-    where: n.index.length === 0 ? n.path : `${n.path}[${n.index.join(', ')}]`,
-    gradient: scalarText(n.gradient, dtypeOf(n.path)),
+    where: elementWhere(n.path, n.index),
+    gradient: scalarText(n.gradient, leafDtype(check, n.path)),
     gradientF64: numberText(n.gradient_f64),
-    fd: n.finite_difference === null || n.finite_difference === undefined ? 'kink' : numberText(n.finite_difference),
+    fd:
+      n.finite_difference === null || n.finite_difference === undefined
+        ? (LEFT_OUT_FD[n.reason ?? ''] ?? 'kink')
+        : numberText(n.finite_difference),
     reason:
       n.why ||
       (nonfinite(n.gradient) || nonfinite(n.gradient_f64)
@@ -415,6 +505,24 @@ export function fdCoverage(check: GradientChecked): string | null {
       ? ` ${n(k)} ${k === 1 ? 'leaf' : 'leaves'} of more than ${n(check.max_leaf_values ?? 0)} elements ${k === 1 ? 'is' : 'are'} summarised, not sent; bit-identity with jax.grad covers every element.`
       : '';
   return sampled + against + notSent;
+}
+
+/**
+ * How the check works, under its tables: the gradient in its dtype held to float64 finite
+ * differences at its dtype's precision (the step of a program that still computes in a narrower
+ * dtype inside is that dtype's), left-out entries never counted as agreement, and what the error
+ * figures compare.
+ */
+export function checkNote(check: GradientChecked): string {
+  const inside =
+    check.fd_dtype && check.fd_dtype !== 'float64' ? ` (f still computes in ${check.fd_dtype} inside: the step is that dtype's)` : '';
+  const walk = check.float64_walk === false ? 'the walk' : 'the same walk run in float64';
+  return (
+    `The verdict holds the walk's gradient, in its dtype, to central differences in float64 (f on its arguments widened to float64${inside}) ` +
+    "at its dtype's precision: a NaN or Inf gradient where the difference is finite disagrees, and an entry with no derivative to hold it to " +
+    '(— = a kink, or not sampled) is left out, never counted as agreement. ' +
+    `The errors compare ${walk} with the differences over the checked entries (JAX's rules without the dtype's rounding), relative to the largest gradient entry.`
+  );
 }
 
 /** The first-leaf note (f returned a pytree: its first leaf, the loss, is differentiated). */
