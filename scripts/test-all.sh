@@ -32,7 +32,7 @@ compose_check() {
 
 step "ruff" "$VENV/bin/ruff" check .
 step "ruff format" "$VENV/bin/ruff" format --check .
-step "mypy (strict outside internals)" "$VENV/bin/mypy"
+step "mypy (strict)" "$VENV/bin/mypy"
 step "protocol drift (frontend/src/gen)" protocol_drift
 step "tsc + svelte-check" npm run --silent check
 step "vitest" npm run --silent test

@@ -32,6 +32,7 @@ from jaxscope.internals.cache_layers import (
     jitted_statics,
     key_entries,
     observe_jit_call,
+    persistent_cache_enabled,
     reset_caches,
     trace_context_now,
 )
@@ -86,6 +87,17 @@ def test_trace_context_names_and_values() -> None:
     assert len(jax_config.trace_context()) == len(names)
     with jax.default_matmul_precision("highest"):
         assert trace_context_now()["jax_default_matmul_precision"] == "'highest'"
+
+
+def test_compilation_cache_dir_is_a_state_of_jax_config() -> None:
+    # persistent_cache_enabled reads the State behind jax.config.jax_compilation_cache_dir.
+    state = jax_config.compilation_cache_dir
+    config: Any = jax.config  # its options are attributes set at run time
+    assert config._value_holders["jax_compilation_cache_dir"] is state
+    assert persistent_cache_enabled() is bool(state.value)
+    with state("/nonexistent/jaxscope-contract"):
+        assert persistent_cache_enabled() and config.jax_compilation_cache_dir == state.value
+    assert persistent_cache_enabled() is bool(state.value)
 
 
 def test_key_entries_read_avals_and_placement() -> None:

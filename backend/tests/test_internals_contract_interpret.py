@@ -109,7 +109,7 @@ def test_interpreted_under_jax_transforms_stages_the_same_jaxpr() -> None:
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
 
 
-class _Log(EqnHook):  # type: ignore[misc]  # mypy skips internals: Any
+class _Log(EqnHook):
     """Records every call, with copies of what it was shown."""
 
     def __init__(self) -> None:
@@ -158,7 +158,7 @@ def test_hook_sees_every_eqn_in_order_with_its_values() -> None:
     np.testing.assert_array_equal(np.asarray(ran.env[top_k.outvars[1]]), np.argsort(-X)[:3])
 
 
-class _SinToCos(EqnHook):  # type: ignore[misc]  # mypy skips internals: Any
+class _SinToCos(EqnHook):
     """Replaces each ``sin`` eqn's evaluation with ``cos`` of its input."""
 
     def __init__(self) -> None:
@@ -186,7 +186,7 @@ def test_hook_can_replace_an_eqns_evaluation() -> None:
     )
 
 
-class _StopAt(EqnHook):  # type: ignore[misc]  # mypy skips internals: Any
+class _StopAt(EqnHook):
     def __init__(self, name: str, when: str) -> None:
         self.name, self.when = name, when
         self.evaluated: list[int] = []

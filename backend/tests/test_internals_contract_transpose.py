@@ -18,6 +18,7 @@ from jax._src import core, dtypes
 from jax._src.interpreters import ad as _ad
 from jax._src.interpreters import partial_eval as pe
 from jax._src.lax import lax as _lax_internal
+from jax._src.state.types import AbstractRef
 from jax._src.tree_util import FlatTree
 from jaxscope.internals.transpose_walk import linearize_vjp, seed_cotangents, walk
 
@@ -87,6 +88,24 @@ def test_accumulators_zero_undefined_primal_add_tangents() -> None:
     np.testing.assert_array_equal(ad.instantiate_zeros(z), [0.0, 0.0])
     for name in ("ref_p", "empty_ref_p", "freeze_p", "accum_grad_in_ref_p"):
         assert hasattr(core, name), name
+
+
+def test_a_new_ref_has_an_abstract_ref_aval() -> None:
+    # transpose_walk._ForwardHalf reads ref_p/empty_ref_p outvars as AbstractRef (.inner_aval).
+    # Unannotated in JAX: called through Any.
+    new_ref: Any = core.new_ref
+    empty_ref: Any = core.empty_ref
+    sds: Any = jax.ShapeDtypeStruct
+
+    def f(x: jax.Array) -> Any:
+        ref = new_ref(x)
+        empty_ref(sds((2,), jnp.float32))
+        return ref[...]
+
+    eqns = jax.make_jaxpr(f)(jnp.ones(2, jnp.float32)).jaxpr.eqns
+    made = [e.outvars[0].aval for e in eqns if e.primitive in (core.ref_p, core.empty_ref_p)]
+    assert len(made) == 2 and all(isinstance(a, AbstractRef) for a in made)
+    assert all(a.inner_aval == core.ShapedArray((2,), jnp.float32) for a in made)
 
 
 def test_rule_tables() -> None:

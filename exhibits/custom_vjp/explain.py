@@ -13,7 +13,7 @@ exhibit, with the bwd at fault named for an output JAX rejected.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import numpy as np
 from jaxscope.explainers import ErrorContext, Explanation, MessageHelp, first_match
@@ -25,6 +25,7 @@ from jaxscope.internals.custom_rules import (
     return_source,
     snippet_globals,
 )
+from jaxscope.protocol import SourceLoc
 
 from exhibits.custom_vjp.events import ArgumentCheck, CustomCallRecorded, RuleProblem
 
@@ -37,6 +38,15 @@ FWD_RULE = "Custom VJP fwd rule"
 JVP_RULE = "Custom JVP rule must produce"
 
 _ORDER = {"error": 0, "warning": 1, "note": 2}
+
+
+class _ErrorFields(TypedDict):
+    """The fields every :class:`RuleProblem` made from a JAX error shares (``classify_error``)."""
+
+    error_class: str
+    error_message: str
+    source: SourceLoc | None
+    severity: Literal["error", "warning", "note"]
 
 
 def _fmt(x: float | None) -> str:
@@ -106,7 +116,7 @@ def classify_error(
     """A :class:`RuleProblem` for an error ``jax.grad`` raised with the user's rule."""
     msg = str(exc)
     src = error_source(exc)
-    common = {
+    common: _ErrorFields = {
         "error_class": type(exc).__name__,
         "error_message": msg,
         "source": src,

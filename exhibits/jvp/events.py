@@ -22,6 +22,9 @@ from jaxscope.protocol import (
     without_previews,
 )
 
+# What JAX did with a primal eqn under JVPTrace (JvpRuleApplied.mechanism).
+JvpMechanism = Literal["rule", "zero_tangents", "custom_jvp", "custom_vjp"]
+
 
 class JvpRuleApplied(EventBase):
     """One primal eqn went through ``ad.JVPTrace`` (one step of the jvp exhibit).
@@ -45,7 +48,7 @@ class JvpRuleApplied(EventBase):
     primitive: str
     source: SourceLoc | None = None
     rule: RuleView | None = None
-    mechanism: Literal["rule", "zero_tangents", "custom_jvp", "custom_vjp"] = "rule"
+    mechanism: JvpMechanism = "rule"
     note: str | None = None
     primals_in: list[ValueView]
     tangents_in: list[ValueView]

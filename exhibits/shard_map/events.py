@@ -12,13 +12,18 @@ from typing import Literal
 
 from jaxscope.protocol import AvalView, EventBase, JaxprView, SourceLoc, WireModel
 
+# Which spec tree a spec or fault belongs to, and a check's outcome (also the types of
+# jaxscope.internals.shard_map_checks' Fault and CheckResult, which these views are made from).
+SpecsName = Literal["in_specs", "out_specs"]
+CheckStatus = Literal["passed", "failed", "not_reached", "off"]
+
 
 class ShardMapSpecView(WireModel):
     """One ``PartitionSpec`` of ``in_specs``/``out_specs``: its key path in that tree
     (``keystr``, ``""`` for a bare ``P``), ``str(P)`` and one text per entry (``None``, ``'x'``,
     ``('x', 'y')``). A non-``P`` leaf has ``entries == []`` and ``is_spec`` false."""
 
-    specs: Literal["in_specs", "out_specs"]
+    specs: SpecsName
     path: str
     spec: str
     entries: list[str]
@@ -30,7 +35,7 @@ class ShardMapFault(WireModel):
     whole spec or tree), ``axes`` the mesh axes involved (the unknown name, the mesh axes that do
     not divide, the unmentioned axes the output varies over)."""
 
-    specs: Literal["in_specs", "out_specs"]
+    specs: SpecsName
     path: str
     spec: str
     entries: list[int] = []
@@ -47,7 +52,7 @@ class ShardMapCheck(WireModel):
     name: str
     title: str
     source: str
-    status: Literal["passed", "failed", "not_reached", "off"]
+    status: CheckStatus
     error_class: str | None = None
     message: str | None = None
     faults: list[ShardMapFault] = []

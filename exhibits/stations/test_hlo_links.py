@@ -8,7 +8,10 @@ from typing import Any
 
 import jax
 from jaxscope.internals.compiled import hlo_links, stack_frame_index
+from jaxscope.protocol import SourceLoc
 from jaxscope.sandbox.snippet import load_snippet
+
+from exhibits.stations.events import HloLink
 
 HELPERS = """
 import jax.numpy as jnp
@@ -46,6 +49,12 @@ def _compiled(source: str) -> tuple[str, Any]:
     return str(text), jax.make_jaxpr(s.f)(*s.args)
 
 
+def _source(link: HloLink) -> SourceLoc:
+    """``link.source``, which every instruction tested here has (a snippet line)."""
+    assert link.source is not None, link
+    return link.source
+
+
 def test_a_helper_called_from_a_helper_links_to_its_own_eqn() -> None:
     """Two ``jnp.sin`` eqns: one on f's line 11, one in g (line 5, called from h's line 8,
     called from f's line 12). Each sine instruction links to its own eqn, found through its
@@ -58,11 +67,12 @@ def test_a_helper_called_from_a_helper_links_to_its_own_eqn() -> None:
     sine_lines = [i for i, line in enumerate(lines) if " sine(" in line]
     assert len(sine_lines) == 2
     got = sorted(
-        (links[i].source.line, links[i].source.function, links[i].eqn_indices) for i in sine_lines
+        (_source(links[i]).line, _source(links[i]).function, links[i].eqn_indices)
+        for i in sine_lines
     )
     assert got == [(5, "g", [sins[1]]), (11, "f", [sins[0]])]
     # The stack frame of g's sine, innermost first: g, then h, then f (then the harness).
-    g_line = next(i for i in sine_lines if links[i].source.line == 5)
+    g_line = next(i for i in sine_lines if _source(links[i]).line == 5)
     frame_id = int(lines[g_line].split("stack_frame_id=")[1].split("}")[0].split()[0])
     chain = stack_frame_index(lines).chain(frame_id)
     snippet = [(fr.function, fr.line) for fr in chain if fr.file == "<snippet>"]
@@ -82,7 +92,7 @@ def test_instructions_from_a_scan_body_link_to_the_scan_eqn() -> None:
     assert exps and coss
     for i in exps:
         assert links[i].eqn_indices == [scan]
-        assert links[i].source is not None and links[i].source.line == 7
+        assert _source(links[i]).line == 7
     for i in coss:
         assert links[i].eqn_indices == [cos]
     # The while loop and every fusion holding an exponential count for the scan eqn too.

@@ -16,6 +16,9 @@ from jaxscope.protocol import ArrayPreview, EventBase, JaxprView, SourceLoc, Wir
 
 from exhibits.transpose.events import OutputLeafView
 
+# What a node of the tracer nest is to the one above it (TraceNodeView.role).
+TraceRole = Literal["argument", "primal", "tangent", "val"]
+
 
 class TraceNodeView(WireModel):
     """One value in the nest of tracers that reached the user's ``f`` (transform_order exhibit).
@@ -29,7 +32,7 @@ class TraceNodeView(WireModel):
     creates this kind of trace, in words."""
 
     depth: int
-    role: Literal["argument", "primal", "tangent", "val"]
+    role: TraceRole
     tracer: str
     trace: str | None = None
     aval: str

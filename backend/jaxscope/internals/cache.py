@@ -100,7 +100,7 @@ class _Tee:
         self.passthrough.flush()
 
     @property
-    def encoding(self) -> str:  # type: ignore[override]
+    def encoding(self) -> str:
         return getattr(self.passthrough, "encoding", "utf-8")
 
     def isatty(self) -> bool:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,7 @@ from jax._src import util as jax_util
 from jax._src.interpreters import mlir, pxla
 from jax._src.interpreters import partial_eval as pe
 
+from exhibits.caches.events import CacheCell, CacheLayer
 from jaxscope.internals.cache import EXPLAIN_LOGGER, _ListHandler, fresh_caches, tidy_explanation
 from jaxscope.internals.monitoring import COMPILE_EVENT, LOWER_EVENT, TRACE_EVENT
 from jaxscope.snippet_model import SNIPPET_FILENAME
@@ -104,7 +106,7 @@ def reset_caches() -> list[str]:
 
 def persistent_cache_enabled() -> bool:
     """Whether the on-disk compilation cache is configured (``jax_compilation_cache_dir``)."""
-    return bool(jax.config.jax_compilation_cache_dir)
+    return bool(jax_config.compilation_cache_dir.value)
 
 
 def is_jitted(obj: Any) -> bool:
@@ -114,7 +116,8 @@ def is_jitted(obj: Any) -> bool:
 
 def jitted_fun(jitted: Any) -> Callable[..., Any]:
     """The Python function a jit object wraps (``jitted._fun``)."""
-    return jitted._fun  # type: ignore[no-any-return]
+    fun: Callable[..., Any] = jitted._fun
+    return fun
 
 
 def jitted_donates(jitted: Any) -> bool:
@@ -234,11 +237,11 @@ def _leaf_entries(entries: list[tuple[str, str]], name: str, value: Any) -> None
 
 def user_call_site() -> tuple[int, str] | None:
     """``(line, function)`` of the innermost snippet frame on the stack (the call site)."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_filename == SNIPPET_FILENAME:
             return frame.f_lineno, frame.f_code.co_name
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     return None
 
 
@@ -270,13 +273,13 @@ class JitCallRecord:
         b, a = self.before[name], self.after[name]
         return a[0] - b[0], a[1] - b[1]
 
-    def cells(self) -> dict[str, str]:
+    def cells(self) -> dict[str, CacheCell]:
         """Per layer: ``hit``, ``miss``, ``skipped`` (not consulted) or ``off``."""
         ip_h, ip_m = self.delta("infer_params")
         python_entered = ip_h + ip_m > 0 or self.trace_events > 0
-        cells: dict[str, str] = {}
+        cells: dict[str, CacheCell] = {}
         cells["cpp"] = "miss" if python_entered else "hit"
-        persistent_off = "off" if not self.persistent_enabled else "skipped"
+        persistent_off: CacheCell = "off" if not self.persistent_enabled else "skipped"
         if not python_entered:
             cells.update(
                 jaxpr="skipped", lowering="skipped", executable="skipped", persistent=persistent_off
@@ -300,7 +303,7 @@ class JitCallRecord:
             cells["persistent"] = "skipped"
         return cells
 
-    def layer(self) -> str:
+    def layer(self) -> CacheLayer:
         """The deepest cache that answered: ``cpp``; ``lowering`` (the lowering cache hit,
         whether or not the jaxpr cache hit before it: nothing lowered or compiled);
         ``executable``; ``persistent``; ``jaxpr`` (the jaxpr cache hit and no deeper cache was
@@ -308,7 +311,8 @@ class JitCallRecord:
         c = self.cells()
         if c["cpp"] == "hit":
             return "cpp"
-        for layer in ("lowering", "executable", "persistent"):
+        deeper: tuple[CacheLayer, ...] = ("lowering", "executable", "persistent")
+        for layer in deeper:
             if c[layer] == "hit":
                 return layer
         if c["jaxpr"] == "hit" and c["lowering"] == "skipped":
@@ -366,18 +370,18 @@ def observe_jit_call(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any])
     timers = {"trace": 0.0, "lower": 0.0, "compile": 0.0}
     counts = {"trace": 0, "compile": 0, "p_hit": 0, "p_miss": 0, "p_req": 0}
 
-    def on_duration(event: str, secs: float, **kw: Any) -> None:
+    def on_duration(event: str, duration_secs: float, **kw: str | int) -> None:
         name = kw.get("fun_name")
         if event == TRACE_EVENT and name == fun_name:
-            timers["trace"] += secs * 1e3
+            timers["trace"] += duration_secs * 1e3
             counts["trace"] += 1
         elif event == LOWER_EVENT and name == jit_name:
-            timers["lower"] += secs * 1e3
+            timers["lower"] += duration_secs * 1e3
         elif event == COMPILE_EVENT and name == jit_name:
-            timers["compile"] += secs * 1e3
+            timers["compile"] += duration_secs * 1e3
             counts["compile"] += 1
 
-    def on_event(event: str, **kw: Any) -> None:
+    def on_event(event: str, **kw: str | int) -> None:
         del kw
         if event == PERSISTENT_HIT_EVENT:
             counts["p_hit"] += 1
@@ -507,7 +511,7 @@ def watching_jit_calls(namespace: dict[str, Any], on_call: OnCall) -> Iterator[N
         elif value is real_jit:
             saved[name] = value
             namespace[name] = watching_jit
-    jax.jit = watching_jit  # type: ignore[assignment]
+    jax.jit = watching_jit
     try:
         yield
     finally:

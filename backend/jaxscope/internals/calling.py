@@ -191,7 +191,7 @@ def _is_py_number(x: Any) -> bool:
 
 def _is_key(x: Any) -> bool:
     dtype = getattr(x, "dtype", None)
-    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+    return dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key)
 
 
 def _is_bare_array(x: Any) -> bool:
@@ -240,7 +240,10 @@ def _concrete_leaf(x: Any) -> Any:
 def placeholder_paths(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[str]:
     """Key paths (``args[0]``, ``kwargs['w']``) of the ``jax.ShapeDtypeStruct`` leaves, which
     :func:`concrete_args` replaces with zeros."""
-    is_sds = lambda x: isinstance(x, jax.ShapeDtypeStruct)  # noqa: E731
+
+    def is_sds(x: Any) -> bool:
+        return isinstance(x, jax.ShapeDtypeStruct)
+
     paths: list[str] = []
     for name, tree in (("args", args), ("kwargs", kwargs)):
         for path, leaf in jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_sds)[0]:

@@ -40,8 +40,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from exhibits.stations.events import ExecutableCompiled, HloLink
-from jaxscope.internals.lowering import MAX_AMBIGUOUS, SNIPPET_FILENAME, EqnIndex
+from jaxscope.internals.lowering import MAX_AMBIGUOUS, EqnIndex
 from jaxscope.protocol import SourceLoc
+from jaxscope.snippet_model import SNIPPET_FILENAME
 
 MEMORY_FIELDS = (
     "argument_size_in_bytes",

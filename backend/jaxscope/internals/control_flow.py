@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,11 +82,11 @@ class CarryObservation:
 
 def _snippet_caller() -> SourceLoc | None:
     """The innermost snippet frame on the current Python stack (the user's call line)."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_filename == SNIPPET_FILENAME:
             return SourceLoc(line=frame.f_lineno, function=frame.f_code.co_name)
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     return None
 
 
@@ -217,26 +218,27 @@ def observe_control_flow() -> Iterator[list[CarryObservation]]:
         )
 
     def check_branches(
-        api_name: str, name1: str, name2: str, f1: Any, f2: Any, out1: Any, out2: Any
-    ) -> Any:
-        args = (api_name, name1, name2, f1, f2, out1, out2)
+        api_name: str, name1: str, name2: str, f1: Any, f2: Any, out_avals1: Any, out_avals2: Any
+    ) -> None:
+        args = (api_name, name1, name2, f1, f2, out_avals1, out_avals2)
         if threading.get_ident() != me:
-            return orig_branch(*args)
+            orig_branch(*args)
+            return
         obs = CarryObservation(
             api=api_name,
             primitive="cond",
             fori=False,
             labels=(name1, name2),
             functions=(f1, f2),
-            paths=_keystrs(out1),
-            out_paths=_keystrs(out2),
-            avals=(list(out1), list(out2)),
-            trees=(str(out1.tree), str(out2.tree)),
-            promoted=[False] * len(out1.vals),
+            paths=_keystrs(out_avals1),
+            out_paths=_keystrs(out_avals2),
+            avals=(list(out_avals1), list(out_avals2)),
+            trees=(str(out_avals1.tree), str(out_avals2.tree)),
+            promoted=[False] * len(out_avals1.vals),
             call_source=_snippet_caller(),
         )
         records.append(obs)
-        return _observe(obs, out1, out2, lambda: orig_branch(*args))
+        _observe(obs, out_avals1, out_avals2, lambda: orig_branch(*args))
 
     with _lock:
         loops._check_carry_type = check_carry

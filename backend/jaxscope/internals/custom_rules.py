@@ -147,7 +147,9 @@ class RecordedCall:
     source: SourceLoc | None
 
 
-def _resolve(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple:
+def _resolve(
+    fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Any, ...]:
     if not kwargs:
         return args
     bound = inspect.signature(fun).bind(*args, **kwargs)

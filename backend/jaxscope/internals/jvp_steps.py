@@ -47,11 +47,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax._src import core, source_info_util
 from jax._src.interpreters import ad
 
-from exhibits.jvp.events import JvpJaxprStaged, JvpRuleApplied
+from exhibits.jvp.events import JvpJaxprStaged, JvpMechanism, JvpRuleApplied
 from jaxscope.internals.ad_rules import jvp_rule_view
 from jaxscope.internals.calling import CallPlan, concrete_args
 from jaxscope.internals.interpret import Env, interpret
@@ -65,7 +66,7 @@ from jaxscope.internals.views import (
     print_with_context,
     snippet_source,
 )
-from jaxscope.protocol import ArrayPreview, RuleView, ValueView
+from jaxscope.protocol import ArrayPreview, RuleView, ValueRole, ValueView
 
 source_info_util.register_exclusion(__file__)
 
@@ -104,12 +105,12 @@ def _default_tangent(x: Any) -> Any:
     if isinstance(x, int):
         return np.zeros((), jax.dtypes.float0)
     shape = tuple(x.shape)
-    if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+    if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
         # A typed PRNG key array: its tangent dtype is float0, as for ints
         # (core.primal_dtype_to_tangent_dtype).
         return np.zeros(shape, jax.dtypes.float0)
     dtype = np.dtype(x.dtype)
-    if jax.dtypes.issubdtype(dtype, np.inexact):
+    if jnp.issubdtype(dtype, np.inexact):
         return np.ones(shape, dtype)
     return np.zeros(shape, jax.dtypes.float0)
 
@@ -120,17 +121,22 @@ def choose_tangents(primals: tuple[Any, ...], given: Any = None) -> tuple[Any, .
     Raises ``TypeError`` when ``given`` does not match the primals' structure."""
     if given is None:
         return tuple(jax.tree.map(_default_tangent, primals))
-    if isinstance(given, list):
-        given = tuple(given)
-    if not isinstance(given, tuple):
-        given = (given,)
-    want, got = jax.tree.structure(primals), jax.tree.structure(given)
+    if isinstance(given, tuple):
+        tangents: tuple[Any, ...] = given
+    elif isinstance(given, list):
+        tangents = tuple(given)
+    else:
+        tangents = (given,)
+    # ``object``: jaxlib has no stub for its PyTreeDef (a C++ type), so mypy cannot resolve the
+    # name JAX annotates with; they are only compared and printed here.
+    want: object = jax.tree.structure(primals)
+    got: object = jax.tree.structure(tangents)
     if want != got:
         raise TypeError(
             "the snippet's `tangents` must have the same pytree structure as the differentiated "
             f"(dynamic positional) arguments: expected {want}, got {got}"
         )
-    return given
+    return tangents
 
 
 def closed_function(plan: CallPlan) -> Callable[..., Any]:
@@ -172,7 +178,7 @@ class _Slot:
 class _Step:
     index: int
     eqn: Any
-    mechanism: str
+    mechanism: JvpMechanism
     primals_in: list[_Slot]
     tangents_in: list[_Slot]
     primals_out: list[_Slot] = field(default_factory=list)
@@ -190,7 +196,7 @@ class JvpCapture:
     truncated: int = 0
 
 
-def _mechanism(eqn: Any, tangents_in: list[Any]) -> str:
+def _mechanism(eqn: Any, tangents_in: list[Any]) -> JvpMechanism:
     name = eqn.primitive.name
     if all(type(t) is ad.Zero for t in tangents_in):
         return "zero_tangents"
@@ -349,7 +355,7 @@ class _Shown:
 
 
 def _value_view(
-    s: _Slot, role: str, shown: _Shown, names: dict[int, str], var: str | None = None
+    s: _Slot, role: ValueRole, shown: _Shown, names: dict[int, str], var: str | None = None
 ) -> ValueView:
     if s.zero:
         return ValueView(role="tangent", aval=aval_view(s.aval), zero=True, var=var)
@@ -357,7 +363,7 @@ def _value_view(
         var = names.get(s.traced, var)
     preview, nonfinite = shown.get(s)
     return ValueView(
-        role=role,  # type: ignore[arg-type]
+        role=role,
         aval=aval_view(s.aval),
         preview=preview,
         var=var,
@@ -561,7 +567,7 @@ def capture_jvp(plan: CallPlan, primal: Any, given_tangents: Any = None) -> JvpC
                 primitive=eqn.primitive.name,
                 source=snippet_source(eqn.source_info.traceback),
                 rule=rule,
-                mechanism=step.mechanism,  # type: ignore[arg-type]
+                mechanism=step.mechanism,
                 note=note,
                 primals_in=[
                     _value_view(s, "literal" if nm is None else "primal", shown, {}, nm)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import collections
 import operator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import jax
 import numpy as np
@@ -73,6 +73,21 @@ class Visit:
     aval: str | None = None
 
 
+class _TreeDef(Protocol):
+    """What :func:`one_level` reads of a ``PyTreeDef``. jaxlib ships no stub for that C++ type,
+    so the name JAX annotates ``tree_flatten_with_path`` with does not resolve for mypy.
+    ``num_nodes``/``num_leaves`` are public; ``node_data()`` is pinned by
+    test_internals_contract_pytree.py."""
+
+    @property
+    def num_nodes(self) -> int: ...
+
+    @property
+    def num_leaves(self) -> int: ...
+
+    def node_data(self) -> tuple[type[Any], Any] | None: ...
+
+
 def one_level(node: Any) -> tuple[list[tuple[Any, Any]], Any] | None:
     """``(children with their keys, aux data)`` of ``node`` as JAX flattens it, ``None`` when
     JAX takes ``node`` for a leaf.
@@ -91,6 +106,7 @@ def one_level(node: Any) -> tuple[list[tuple[Any, Any]], Any] | None:
         return False
 
     # Not ``x is not node``: a cyclic container holds ``node`` itself as a child.
+    treedef: _TreeDef
     keyed, treedef = jax.tree_util.tree_flatten_with_path(node, is_leaf=below_root)
     if treedef.num_nodes == 1 and treedef.num_leaves == 1:
         return None

@@ -35,6 +35,7 @@ import logging
 import sys
 import threading
 import time
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +48,7 @@ from jax._src import core, pjit, source_info_util
 from exhibits.caches.events import KeyEntryDiff
 from jaxscope.internals.cache import fresh_caches
 from jaxscope.internals.monitoring import COMPILE_EVENT, LOWER_EVENT, TRACE_EVENT
+from jaxscope.internals.patching import patched
 from jaxscope.protocol import SourceLoc
 from jaxscope.snippet_model import SNIPPET_FILENAME
 
@@ -82,7 +84,7 @@ def trace_context_entries() -> dict[str, str]:
 
 def user_frame() -> SourceLoc | None:
     """The innermost frame of the user's snippet on the Python stack (the call site)."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
         if code.co_filename == SNIPPET_FILENAME:
@@ -94,7 +96,7 @@ def user_frame() -> SourceLoc | None:
                 end_column=fr.end_column,
                 function=fr.function_name,
             )
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     return None
 
 
@@ -401,13 +403,8 @@ def watching_jit_keys(watch: Watch) -> Iterator[None]:
             watch.fill_key(rec, fun, ji, signature, avals)
         return entry
 
-    pjit._infer_params = infer_params
-    pjit._infer_params_cached = infer_params_cached
-    try:
+    with patched(pjit, _infer_params=infer_params, _infer_params_cached=infer_params_cached):
         yield
-    finally:
-        pjit._infer_params = orig_infer
-        pjit._infer_params_cached = orig_cached
 
 
 class _WatchedJit:
@@ -416,7 +413,7 @@ class _WatchedJit:
     def __init__(self, watch: Watch, jitted: Any) -> None:
         self._watch = watch
         self._jitted = jitted
-        functools.update_wrapper(self, jitted)  # type: ignore[arg-type]
+        functools.update_wrapper(self, jitted)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._watch.call_step(self._jitted, args, kwargs)
@@ -465,7 +462,7 @@ def watching_steps(watch: Watch, namespace: dict[str, Any], name: str = "step") 
             return lambda f: _WatchedJit(watch, real_jit(f, **kw))
         return _WatchedJit(watch, real_jit(fun, **kw))
 
-    jax.jit = jit  # type: ignore[assignment]
+    jax.jit = jit
     try:
         yield "top-level calls of jitted functions"
     finally:

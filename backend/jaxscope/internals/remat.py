@@ -199,17 +199,18 @@ def grad_target(plan: CallPlan) -> GradTarget:
     def rebuild(new: list[Any]) -> tuple[Any, Any]:
         it = iter(new)
         full = [next(it) if f else x for x, f in zip(leaves, is_float, strict=True)]
-        return jax.tree.unflatten(treedef, full)  # type: ignore[no-any-return]
+        rebuilt: tuple[Any, Any] = jax.tree.unflatten(treedef, full)  # (dyn_args, kwargs)
+        return rebuilt
 
     return GradTarget(call, dyn_args, kwargs, float_leaves, rebuild, scalar)
 
 
 def _is_float(x: Any) -> bool:
-    return bool(jax.dtypes.issubdtype(jax.typeof(x).dtype, np.inexact))
+    return bool(jnp.issubdtype(jax.typeof(x).dtype, np.inexact))
 
 
 def _is_real(x: Any) -> bool:
-    return bool(jax.dtypes.issubdtype(x.dtype, np.floating))
+    return bool(jnp.issubdtype(x.dtype, np.floating))
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[float, int]:

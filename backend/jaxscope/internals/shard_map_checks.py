@@ -44,6 +44,8 @@ from jax._src.tree_util import (
 )
 from jax.sharding import PartitionSpec as P
 
+from exhibits.shard_map.events import CheckStatus, SpecsName
+
 CHECK_NAMES = (
     "unknown_axis",
     "in_arity",
@@ -99,7 +101,7 @@ class Fault:
     the positions inside the ``P`` at fault (empty: the whole spec or tree), ``axes`` the mesh
     axes involved (the unknown name, the non-dividing axes, the unmentioned varying axes)."""
 
-    specs: str
+    specs: SpecsName
     path: str
     spec: str
     entries: list[int] = field(default_factory=list)
@@ -111,7 +113,7 @@ class CheckResult:
     """One check: ``status`` is ``passed``, ``failed``, ``not_reached`` or ``off``."""
 
     name: str
-    status: str
+    status: CheckStatus
     error_class: str | None = None
     message: str | None = None
     faults: list[Fault] = field(default_factory=list)
@@ -134,7 +136,8 @@ class BodyObserved:
 def axis_names_of(mesh: Any) -> frozenset[Any]:
     """The manual axes of a full shard_map (``axis_names=frozenset()``), computed as
     ``_shmap_checks`` does (the same frozenset, so JAX's messages print it in the same order)."""
-    return frozenset(mesh.axis_names) - core.get_axis_env().explicit_mesh_axis_names
+    explicit: frozenset[Any] = core.get_axis_env().explicit_mesh_axis_names
+    return frozenset(mesh.axis_names) - explicit
 
 
 def varying_axes(aval: Any, mesh: Any) -> list[str]:
@@ -173,7 +176,7 @@ def _spec_paths(specs: Any) -> list[tuple[str, Any]]:
     return [(keystr(k), p) for k, p in generate_key_paths(specs)]
 
 
-def _unknown_faults(which: str, specs: Any, manual: frozenset[Any]) -> list[Fault]:
+def _unknown_faults(which: SpecsName, specs: Any, manual: frozenset[Any]) -> list[Fault]:
     faults = []
     for path, p in _spec_paths(specs):
         if not isinstance(p, P):
@@ -235,8 +238,7 @@ def check_before_body(
         results.append(CheckResult("in_arity", "passed"))
     except ValueError:
         e, *_ = prefix_errors(in_specs, args)
-        exc = e("shard_map in_specs")
-        r = _error("in_arity", exc)
+        r = _error("in_arity", e("shard_map in_specs"))
         r.faults = [Fault("in_specs", "", str(in_specs))]
         return [*results, r]
 
@@ -333,7 +335,8 @@ def check_duplicates(mesh: Any, in_specs: Any, out_specs: Any) -> CheckResult:
     """Check 8, made when ``jax.jit`` lowers the shard_map (after the body was traced): each
     spec names a mesh axis at most once, as ``NamedSharding(mesh, spec)`` requires (it raises
     JAX's ``DuplicateSpecError``)."""
-    for which, specs in (("in_specs", in_specs), ("out_specs", out_specs)):
+    trees: tuple[tuple[SpecsName, Any], ...] = (("in_specs", in_specs), ("out_specs", out_specs))
+    for which, specs in trees:
         for path, p in _spec_paths(specs):
             if not isinstance(p, P):
                 continue
@@ -356,6 +359,13 @@ def check_duplicates(mesh: Any, in_specs: Any, out_specs: Any) -> CheckResult:
     return CheckResult("duplicate_axis", "passed")
 
 
+def _last_failed(results: list[CheckResult]) -> bool:
+    """Whether the last check run failed (JAX stops there). A function, not ``results[-1]``
+    twice in one body: mypy would keep the first comparison's narrowing after ``results``
+    grows."""
+    return results[-1].status == "failed"
+
+
 def all_checks(
     f: Callable[..., Any],
     mesh: Any,
@@ -367,9 +377,9 @@ def all_checks(
 ) -> list[CheckResult]:
     """Every check in JAX's order; those after the first failure are ``not_reached``."""
     results = check_before_body(f, mesh, in_specs, out_specs, args)
-    if results[-1].status != "failed" and seen.reached and seen.out_tree is not None:
+    if not _last_failed(results) and seen.reached and seen.out_tree is not None:
         results += check_after_body(f, mesh, out_specs, seen, check_vma)
-        if results[-1].status != "failed":
+        if not _last_failed(results):
             results.append(check_duplicates(mesh, in_specs, out_specs))
     done = {r.name for r in results}
     return results + [CheckResult(n, "not_reached") for n in CHECK_NAMES if n not in done]

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax._src import api_util, core, source_info_util
 from jax._src.interpreters import partial_eval as pe
@@ -39,7 +40,7 @@ source_info_util.register_exclusion(__file__)
 def tangent_dtype(aval: Any) -> Any:
     """The dtype ``jax.jvp`` wants for the tangent of a primal of ``aval``: the same dtype for
     floating and complex primals, ``jax.dtypes.float0`` otherwise (integers, bools, keys)."""
-    if jax.dtypes.issubdtype(aval.dtype, np.inexact):
+    if jnp.issubdtype(aval.dtype, np.inexact):
         return aval.dtype
     return jax.dtypes.float0
 
@@ -52,7 +53,7 @@ def _aval_of(leaf: Any) -> Any:
 
 def nbytes(aval: Any) -> int:
     """Bytes of an array of ``aval`` (``float0`` counts 0: it holds no data)."""
-    dtype = np.dtype(aval.dtype)
+    dtype: np.dtype[Any] = np.dtype(aval.dtype)
     if dtype == jax.dtypes.float0:
         return 0
     return int(np.prod(aval.shape, dtype=np.int64)) * dtype.itemsize

@@ -29,13 +29,13 @@ import jax
 from jax._src import core, source_info_util
 from jax._src.interpreters import ad, batching
 
-from exhibits.transform_order.events import ArgTraceView, TraceNodeView
+from exhibits.transform_order.events import ArgTraceView, TraceNodeView, TraceRole
 from jaxscope.internals.views import aval_view
 
 source_info_util.register_exclusion(__file__)
 
 # The attributes through which a tracer of each class wraps the values of outer transforms.
-WRAPPED: dict[type, tuple[str, ...]] = {
+WRAPPED: dict[type, tuple[TraceRole, ...]] = {
     ad.JVPTracer: ("primal", "tangent"),
     ad.LinearizeTracer: ("primal", "tangent"),
     batching.BatchTracer: ("val",),
@@ -66,7 +66,7 @@ def tracer_nest(value: Any) -> list[TraceNodeView]:
     value itself (depth 0), then each wrapped value (``primal``, ``tangent``, ``val``)."""
     nodes: list[TraceNodeView] = []
 
-    def walk(v: Any, depth: int, role: str) -> None:
+    def walk(v: Any, depth: int, role: TraceRole) -> None:
         if len(nodes) >= MAX_NODES:
             return
         trace = getattr(v, "_trace", None) if isinstance(v, core.Tracer) else None
@@ -75,7 +75,7 @@ def tracer_nest(value: Any) -> list[TraceNodeView]:
         nodes.append(
             TraceNodeView(
                 depth=depth,
-                role=role,  # type: ignore[arg-type]
+                role=role,
                 tracer=type(v).__name__,
                 trace=trace_name,
                 aval=_aval_text(v),

@@ -51,7 +51,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import jax.numpy as jnp
 import numpy as np
@@ -65,6 +65,7 @@ from jax._src.tree_util import FlatTree
 from exhibits.transpose.events import CotangentWrite, LinearJaxprStaged, TransposeStepped
 from jaxscope.internals.ad_rules import transpose_rule_view
 from jaxscope.internals.interpret import Env, EqnHook, interpret
+from jaxscope.internals.patching import patched
 from jaxscope.internals.views import (
     aval_view,
     jaxpr_view,
@@ -72,7 +73,10 @@ from jaxscope.internals.views import (
     print_with_context,
     snippet_source,
 )
-from jaxscope.protocol import RuleView, ValueView
+from jaxscope.protocol import RuleView, ValueRole, ValueView
+
+if TYPE_CHECKING:
+    from jax._src.state.types import AbstractRef
 
 source_info_util.register_exclusion(__file__)
 
@@ -122,7 +126,7 @@ class WriteRecord:
     ``contribution`` the cotangent sent, ``running`` the value after ``ad.add_tangents``."""
 
     var: core.Var
-    mode: str
+    mode: Literal["set", "accumulate"]  # CotangentWrite.mode
     contribution: Any
     running: Any
 
@@ -191,7 +195,7 @@ def is_nonfinite(x: Any) -> bool:
     return bool(np.issubdtype(arr.dtype, np.inexact) and not np.all(np.isfinite(arr)))
 
 
-def value_view(x: Any, role: str, var: str | None = None) -> ValueView:
+def value_view(x: Any, role: ValueRole, var: str | None = None) -> ValueView:
     """A ``ValueView`` of ``x``: an array, a Python/numpy scalar, ``ad.Zero`` (``zero=True``,
     no preview) or ``ad.UndefinedPrimal`` (no preview)."""
     return _Shown().view(x, role, var)
@@ -219,16 +223,16 @@ class _Shown:
         self.by_id: dict[int, tuple[Any, str, bool]] = {}
         self.by_content: dict[tuple[str, tuple[int, ...], bytes], str] = {}
 
-    def view(self, x: Any, role: str, var: str | None = None) -> ValueView:
+    def view(self, x: Any, role: ValueRole, var: str | None = None) -> ValueView:
         if type(x) is ad.Zero:
-            return ValueView(role=role, aval=aval_view(x.aval), zero=True, var=var)  # type: ignore[arg-type]
+            return ValueView(role=role, aval=aval_view(x.aval), zero=True, var=var)
         if isinstance(x, ad.UndefinedPrimal):
-            return ValueView(role=role, aval=aval_view(x.aval), var=var)  # type: ignore[arg-type]
+            return ValueView(role=role, aval=aval_view(x.aval), var=var)
         hit = self.by_id.get(id(x))
         if hit is None or hit[0] is not x:
             hit = self.by_id[id(x)] = (x, self._preview(x), is_nonfinite(x))
         return ValueView(
-            role=role,  # type: ignore[arg-type]
+            role=role,
             aval=aval_view(core.typeof(x)),
             preview=hit[1],
             var=var,
@@ -378,15 +382,15 @@ def _cached_inner_origins(origin: dict[int, str], keep: list[Any]) -> Iterator[N
 
         return traced
 
-    linearize_jaxpr, jvp_jaxpr = ad._linearize_jaxpr, ad._jvp_jaxpr
-    with _patch_lock:
-        ad._linearize_jaxpr = watched(linearize_jaxpr, lambda out: out[-1].jaxpr)
-        ad._jvp_jaxpr = watched(jvp_jaxpr, lambda out: out[0].jaxpr)
-        try:
-            yield
-        finally:
-            ad._linearize_jaxpr = linearize_jaxpr
-            ad._jvp_jaxpr = jvp_jaxpr
+    with (
+        _patch_lock,
+        patched(
+            ad,
+            _linearize_jaxpr=watched(ad._linearize_jaxpr, lambda out: out[-1].jaxpr),
+            _jvp_jaxpr=watched(ad._jvp_jaxpr, lambda out: out[0].jaxpr),
+        ),
+    ):
+        yield
 
 
 @contextlib.contextmanager
@@ -484,8 +488,9 @@ class _RecordingAccum(ad.ValAccum):
         super().accum(x)
         if x is None or type(x) is ad.Zero:
             return
-        mode = "set" if type(before) is ad.Zero else "accumulate"
-        self.log.append(WriteRecord(self.var, mode, x, self.val))
+        self.log.append(
+            WriteRecord(self.var, "set" if type(before) is ad.Zero else "accumulate", x, self.val)
+        )
 
 
 class _ForwardHalf(EqnHook):
@@ -505,7 +510,10 @@ class _ForwardHalf(EqnHook):
             (v,) = eqn.outvars
             self.lin_eqns.append((index, eqn))
             if eqn.primitive is core.ref_p or eqn.primitive is core.empty_ref_p:
-                return [ad.RefAccum(v.aval.inner_aval.to_ct_aval())]
+                # A new ref's aval is a state.types.AbstractRef; JAX's Var types it as the base
+                # class (ad.py's own backward pass reads .inner_aval the same way).
+                ref_aval = cast("AbstractRef", v.aval)
+                return [ad.RefAccum(ref_aval.inner_aval.to_ct_aval())]
             if eqn.primitive is core.freeze_p:
                 return [ad.ValAccum(v.aval.to_ct_aval())]
             if eqn.primitive is core.accum_grad_in_ref_p:
@@ -967,7 +975,7 @@ def _stepped_event(
         writes=[
             CotangentWrite(
                 var=name(w.var),
-                mode=w.mode,  # type: ignore[arg-type]
+                mode=w.mode,
                 contribution=shown.view(w.contribution, "cotangent", name(w.var)),
                 running=shown.view(w.running, "cotangent", name(w.var)),
             )

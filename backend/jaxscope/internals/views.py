@@ -44,6 +44,7 @@ import ml_dtypes
 import numpy as np
 from jax._src import core, source_info_util
 
+from jaxscope.internals.patching import patched
 from jaxscope.protocol import (
     AvalView,
     CallerFrame,
@@ -60,7 +61,6 @@ source_info_util.register_exclusion(__file__)
 
 # Longest value preview (characters) for constvars and output arrays.
 PREVIEW_CHARS = 2000
-_PRINT_OPTIONS = {"threshold": 50, "edgeitems": 3, "linewidth": 100, "precision": 6}
 _capture_lock = threading.RLock()
 
 
@@ -87,9 +87,15 @@ def preview_value(value: Any, max_chars: int = PREVIEW_CHARS) -> str:
         # numpy prints ml_dtypes floats (bfloat16, float8) through float32: 0.100098 for a
         # bfloat16 0.1. Their elements get the same rule with their own digits instead.
         small = _ml_float_precision(arr.dtype)
-        formatter = None if small is None else {"all": functools.partial(_ml_float_text, arr.dtype)}
-        with np.printoptions(**_PRINT_OPTIONS):  # type: ignore[arg-type]
-            text = np.array2string(arr, separator=", ", formatter=formatter)  # type: ignore[arg-type]
+        with np.printoptions(threshold=50, edgeitems=3, linewidth=100, precision=6):
+            if small is None:
+                text = np.array2string(arr, separator=", ")
+            else:
+                text = np.array2string(
+                    arr,
+                    separator=", ",
+                    formatter={"all": functools.partial(_ml_float_text, arr.dtype)},
+                )
         if arr.ndim == 0:
             text = _complete_point(text)
     if len(text) > max_chars:
@@ -247,7 +253,7 @@ _MEMO_ATTR = "_jaxscope_memo"
 def _memo(ctx: core.JaxprPpContext) -> _ContextMemo:
     """``ctx``'s memo, kept on the context object itself (it lives exactly as long; a
     ``WeakKeyDictionary`` look-up cost more than the printing it saves)."""
-    memo = ctx.__dict__.get(_MEMO_ATTR)
+    memo: _ContextMemo | None = ctx.__dict__.get(_MEMO_ATTR)  # only _memo writes it
     if memo is None:
         memo = ctx.__dict__.setdefault(_MEMO_ATTR, _ContextMemo())
     return memo
@@ -259,37 +265,33 @@ def _capturing_pp_context() -> Iterator[list[core.JaxprPpContext]]:
     and the doc ``core.pp_eqn`` builds for each eqn printed with one of them (default settings)
     in that context's :class:`_ContextMemo`."""
     created: list[core.JaxprPpContext] = []
-    original = core.JaxprPpContext
-    original_pp_eqn = core.pp_eqn
-
     me = threading.get_ident()
 
-    class _Recorded(original):  # type: ignore[misc, valid-type]
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            if threading.get_ident() == me:  # not a context another thread prints with
-                created.append(self)
-
-    def _recording_pp_eqn(
-        eqn: core.JaxprEqn, context: core.JaxprPpContext, settings: core.JaxprPpSettings
-    ) -> Any:
-        doc = original_pp_eqn(eqn, context, settings)
-        if (
-            threading.get_ident() == me
-            and settings == _DEFAULT_SETTINGS
-            and any(context is c for c in created)
-        ):
-            _memo(context).eqn_docs.setdefault(id(eqn), (eqn, doc))
-        return doc
-
     with _capture_lock:
-        core.JaxprPpContext = _Recorded
-        core.pp_eqn = _recording_pp_eqn
-        try:
+        # Read under the lock: the wrappers call (and `patched` restores) what is in place now,
+        # never another thread's wrappers.
+        original_pp_eqn = core.pp_eqn
+
+        class _Recorded(core.JaxprPpContext):
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                if threading.get_ident() == me:  # not a context another thread prints with
+                    created.append(self)
+
+        def _recording_pp_eqn(
+            eqn: core.JaxprEqn, context: core.JaxprPpContext, settings: core.JaxprPpSettings
+        ) -> Any:
+            doc = original_pp_eqn(eqn, context, settings)
+            if (
+                threading.get_ident() == me
+                and settings == _DEFAULT_SETTINGS
+                and any(context is c for c in created)
+            ):
+                _memo(context).eqn_docs.setdefault(id(eqn), (eqn, doc))
+            return doc
+
+        with patched(core, JaxprPpContext=_Recorded, pp_eqn=_recording_pp_eqn):
             yield created
-        finally:
-            core.JaxprPpContext = original
-            core.pp_eqn = original_pp_eqn
 
 
 def print_with_context(jaxpr: core.Jaxpr) -> tuple[str, core.JaxprPpContext]:
