@@ -272,13 +272,21 @@ export interface EqnView {
  * A jaxpr held in an eqn's params (``jit``'s ``jaxpr``, ``cond``'s ``branches``, ...).
  *
  * ``param`` is the params key, ``name`` the ``jit`` name when there is one (``_where``),
- * ``text`` JAX's own printout of the inner jaxpr.
+ * ``text`` JAX's own printout of the inner jaxpr; ``constvars``/``invars``/``outvars``/``eqns``
+ * the same jaxpr's structure (``jaxpr.constvars`` ..., each eqn an :class:`EqnView`, with its
+ * own inner jaxprs and its snippet line), named as ``text`` and the enclosing jaxpr's text
+ * name them (one ``core.JaxprPpContext``), so the graph can open a call in place without
+ * reading JAX's printout back.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "InnerJaxprView".
  */
 export interface InnerJaxprView {
+  constvars: VarView[];
+  eqns: EqnView[];
+  invars: VarView[];
   name: string | null;
+  outvars: VarView[];
   param: string;
   text: string;
 }
@@ -2811,7 +2819,7 @@ export interface RunOptions {
    */
   calls?: CallSpec[];
   /**
-   * vmap: in_axes as a Python expression
+   * vmap/transform_order: in_axes as a Python expression
    */
   in_axes: string | null;
   /**
