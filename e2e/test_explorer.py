@@ -438,7 +438,9 @@ def test_a_view_that_fails_fails_alone(page: Page, console_errors: list[str]) ->
 
     page.route_web_socket(re.compile(r".*/api/ws.*"), route)
     open_exhibit(page, "tracing")
-    code = "import jax.numpy as jnp\ndef f(x):\n    return jnp.sin(x) * 2.0\nargs = (jnp.ones(3),)\n"
+    code = (
+        "import jax.numpy as jnp\ndef f(x):\n    return jnp.sin(x) * 2.0\nargs = (jnp.ones(3),)\n"
+    )
     set_code(page, code)
     run_and_wait(page)
     expect(page.get_by_test_id("view-failed")).to_be_visible()

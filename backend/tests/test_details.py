@@ -21,9 +21,8 @@ from tests.harness import REPO, SandboxHarness
 
 # Values long enough that a step's previews are worth leaving out (sin_times_x's own are 3 floats).
 SIN_TIMES_X = (
-    (REPO / "exhibits/transpose/examples/sin_times_x.py").read_text()
-    + "\nargs = (jnp.linspace(0.0, 1.0, 64),)\n"
-)
+    REPO / "exhibits/transpose/examples/sin_times_x.py"
+).read_text() + "\nargs = (jnp.linspace(0.0, 1.0, 64),)\n"
 # A gradient of 64 x 128 = 8,192 values: its check streams a summary.
 WIDE = """\
 import jax.numpy as jnp
