@@ -71,3 +71,22 @@ def test_eqn_count_and_jit_matches_eager(name: str) -> None:
         assert got.shape == want.shape and got.dtype == want.dtype
         assert np.all(np.isfinite(want))
         np.testing.assert_allclose(got, want, rtol=2e-4, atol=1e-5)
+
+
+def test_the_vmap_exhibit_says_the_scan_rnn_step_matches_jax_vmap() -> None:
+    """The step-by-step batching of the scan RNN step runs jitted and ``jax.vmap`` op by op:
+    they round differently (1.5e-8), which must not read as "differs from jax.vmap"."""
+    import json
+    import subprocess
+
+    snippet = REAL / "scan_rnn_step.py"
+    done = subprocess.run(
+        [sys.executable, "-m", "jaxscope.cli", "run", "vmap", str(snippet), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    assert events[-1]["type"] == "run_finished", done.stderr
+    staged = next(e for e in events if e["type"] == "batched_jaxpr_staged")
+    assert staged["interpreted_text_equal"] and staged["matches_jax_vmap"]
