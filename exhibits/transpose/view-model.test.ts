@@ -18,6 +18,7 @@ import {
   openedSentence,
   outputLeafNote,
   previousRunning,
+  previousWrite,
   roleLabel,
   ruleLocation,
   sameAsFailure,
@@ -215,6 +216,10 @@ describe('writes and accumulation', () => {
     const acc = s2.writes[0]!;
     expect(previousRunning([s0, s1, s2], s2, acc)?.preview).toBe('0.84147096');
     expect(previousRunning([s0, s1, s2], s1, s1.writes[0]!)).toBeUndefined();
+    // The step whose whole event holds that value (asked for when the card shows acc).
+    expect(previousWrite([s0, s1, s2], s2, acc)?.step).toBe(
+      [s0, s1].reverse().find((s) => s.writes.some((w) => w.var === acc.var)),
+    );
     expect(writeSentence(acc)).toContain('ad.add_tangents');
     expect(writeSentence(s1.writes[0]!)).toMatch(/^set c/);
   });

@@ -146,12 +146,24 @@ export function previousRunning(
   step: TransposeStepped,
   w: CotangentWrite,
 ): ValueView | undefined {
-  let found: ValueView | undefined;
+  return previousWrite(steps, step, w)?.value;
+}
+
+/**
+ * The step that last wrote `w.var` before `w`, and the running value it left: an accumulation's
+ * "previous" (its values come with that step's whole event: details on demand).
+ */
+export function previousWrite(
+  steps: readonly TransposeStepped[],
+  step: TransposeStepped,
+  w: CotangentWrite,
+): { step: TransposeStepped; value: ValueView } | undefined {
+  let found: { step: TransposeStepped; value: ValueView } | undefined;
   for (const s of steps) {
     if (s.step > step.step) break;
     for (const x of s.writes) {
       if (x === w) return found;
-      if (x.var === w.var) found = x.running;
+      if (x.var === w.var) found = { step: s, value: x.running };
     }
   }
   return found;
