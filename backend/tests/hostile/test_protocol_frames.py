@@ -103,7 +103,7 @@ FRAMES: dict[str, tuple[str | bytes, str, str]] = {
         "k",
         "Extra inputs are not permitted",
     ),
-    "unknown type": ('{"type": "detail", "run_id": "t"}', "t", "does not match"),
+    "unknown type": ('{"type": "details", "run_id": "t"}', "t", "does not match"),
     "run_id too long": (run_msg("r" * 65, "x = 1"), "r" * 64, "run_id"),
 }
 
