@@ -1863,7 +1863,8 @@ export interface BatchRuleApplied {
  * out_axes), static_argnums)(*args))``; ``outputs`` are ``jax.vmap(f, in_axes,
  * out_axes)(*args)``'s leaves and ``matches_jax_vmap`` says the step-by-step interpretation
  * computed the same values (bit-identical, or floating leaves within their dtype's tolerance,
- * ``jaxscope.finite_diff.tolerance``: the interpretation runs jitted, ``jax.vmap`` op by op); ``interpreted_text_equal`` that its jaxpr prints identically.
+ * ``jaxscope.finite_diff.tolerance``: the interpretation runs jitted, ``jax.vmap`` op by op);
+ * ``interpreted_text_equal`` that its jaxpr prints identically.
  * ``result_bdims``: each output leaf's batch dim before vmap moved it to ``out_axes``;
  * ``output_moves`` the eqns that move did add.
  *
