@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadEvents, loadTruth } from '../../test-fixtures/load';
 import type { JaxprView } from '../protocol';
 import { lastOf } from './events';
-import { innerOfTop, type ParsedEqn, type ParsedInner } from './inner-jaxprs';
+import { innerOfTop, type InnerEqn, type ParsedInner } from './inner-jaxprs';
 
 /** An eqn as JAX holds it (`capture.py`'s `_inner_tree`: read from the eqn's params in Python). */
 interface TruthEqn {
@@ -25,7 +25,7 @@ function staged(name: string): JaxprView {
 }
 
 /** The parse of an eqn, in the truth's terms. */
-function asTruth(eqn: ParsedEqn): TruthEqn {
+function asTruth(eqn: InnerEqn): TruthEqn {
   return {
     primitive: eqn.primitive,
     invars: eqn.invars.length,

@@ -50,9 +50,6 @@ export interface ParsedInner {
   jaxpr: InnerJaxpr;
 }
 
-/** Kept for the graph's modules that name the eqn type. */
-export type ParsedEqn = InnerEqn;
-
 /** What the graph needs of an eqn, top-level or inner (both `EqnView`s on the wire). */
 export interface AnyEqn {
   primitive: string;
