@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from jaxscope.internals.jvp_steps import choose_tangents
 from jaxscope.internals.views import preview_value
-from jaxscope.protocol import JvpJaxprStaged
 
 from exhibits.conftest import run_probe
+from exhibits.jvp.events import JvpJaxprStaged
 
 SOURCE = (
     "import jax\nimport jax.numpy as jnp\n\n\n"

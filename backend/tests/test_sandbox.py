@@ -12,7 +12,6 @@ import jax.numpy as jnp
 import pytest
 from jaxscope.protocol import (
     JaxprStaged,
-    JitCalled,
     RunFailed,
     RunFinished,
     RunOptions,
@@ -24,6 +23,7 @@ from jaxscope.protocol import (
 from jaxscope.sandbox.session import Session
 from jaxscope.settings import Limits
 
+from exhibits.tracing.events import JitCalled
 from tests.harness import CASES, SandboxHarness, assert_one_terminal
 
 SIN = """\
