@@ -5,12 +5,15 @@ import type { Event } from '../../frontend/src/protocol';
 import {
   defaultKnown,
   eqnsOnLines,
+  gradCheck,
   inputRows,
   isDefault,
   nextSort,
   notMeasured,
   partialEvalModel,
   relativeTo,
+  rematEmptyMessage,
+  rematNote,
   residualBytes,
   residualLinks,
   sortRows,
@@ -275,5 +278,52 @@ describe('remat unavailable (a while_loop with a traced bound: jax.grad refuses)
     expect(partialEvalModel(load('sin_times_x')).rematUnavailable).toBeUndefined();
     const at = events.findIndex((e) => e.type === 'remat_unavailable');
     expect(partialEvalModel(events.slice(0, at)).rematUnavailable).toBeUndefined();
+  });
+});
+
+describe('the remat cells and notes, worded from the rows', () => {
+  const events = load('remat_layers');
+  const rows = partialEvalModel(events).remat;
+  const notCompiled = partialEvalModel(load('remat_layers_not_compiled')).remat;
+
+  it('checks the gradient within 1e-5, a cross past it or where NaN/Inf differ', () => {
+    for (const r of rows) {
+      const d = r.grad_max_abs_diff;
+      expect(d).not.toBeNull();
+      // the probe's difference, printed as the cell prints it (one digit of mantissa)
+      expect(gradCheck(r)).toEqual({ tone: 'ok', text: `✓ ${d!.toExponential(1)}` });
+    }
+    const base = rows[0]!;
+    expect(gradCheck({ ...base, grad_max_abs_diff: 2.5e-3 })).toEqual({ tone: 'bad', text: '✗ 2.5e-3' });
+    expect(gradCheck({ ...base, grad_max_abs_diff: 1e-5 })).toEqual({ tone: 'ok', text: '✓ 1.0e-5' });
+    expect(gradCheck({ ...base, grad_max_abs_diff: null })).toEqual({ tone: 'bad', text: '✗ NaN/Inf differ' });
+    for (const r of notCompiled) expect(gradCheck(r)).toEqual({ tone: 'muted', text: 'not measured' });
+  });
+
+  it('says how many rows are ahead of the cursor, or why there is none', () => {
+    const at = events.findIndex((e) => e.type === 'jaxpr_split');
+    const shown = partialEvalModel(events.slice(0, at + 1)).remat.length;
+    expect(shown).toBe(0);
+    expect(rematEmptyMessage(true, rows.length - shown, false, undefined)).toBe('Step forward: 8 measured rows ahead.');
+    expect(rematEmptyMessage(true, 1, true, undefined)).toBe('Step forward: 1 measured row ahead.');
+    expect(rematEmptyMessage(true, 0, true, undefined)).toBe('Measuring the policies…');
+    const failed = { type: 'run_failed', kind: 'timeout', error_class: null } as unknown as Parameters<
+      typeof rematEmptyMessage
+    >[3];
+    expect(rematEmptyMessage(true, 0, false, failed)).toBe(
+      'No remat rows: the run failed after the split (timeout; see the error).',
+    );
+    expect(rematEmptyMessage(false, 3, true, failed)).toBe('');
+    expect(rematEmptyMessage(true, 0, false, undefined)).toBe('');
+  });
+
+  it('names the device and the repeats the times come from, or says only bytes were measured', () => {
+    const first = rows[0]!;
+    expect(first.device.startsWith('cpu')).toBe(true);
+    const note = rematNote(rows, false);
+    expect(note).toContain(`measured on the worker's CPU (${first.device}), the median of ${first.repeats} calls`);
+    expect(note).toContain(first.grad_of === 'f' ? 'The gradient is that of f with' : "the sum of f's outputs");
+    expect(rematNote(notCompiled, true)).toMatch(/^Residual bytes are exact: they are what `jax.checkpoint` saves/);
+    expect(rematNote([], false)).toBe('');
   });
 });

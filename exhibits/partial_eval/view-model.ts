@@ -267,3 +267,55 @@ export function partialEvalModel(events: readonly Event[]): PartialEvalModel {
     failure: lastOf(events, 'run_failed'),
   };
 }
+
+/** A remat row's grad check cell: not measured, or its largest |difference| to plain f's gradient. */
+export interface GradCheck {
+  tone: 'muted' | 'ok' | 'bad';
+  text: string;
+}
+
+/** Agreement within 1e-5 is a check mark; NaN/Inf that differ (null) or more is a cross. */
+export function gradCheck(row: RematPolicyMeasured): GradCheck {
+  if (row.not_measured != null) return { tone: 'muted', text: 'not measured' };
+  const d = row.grad_max_abs_diff;
+  if (d === null) return { tone: 'bad', text: '✗ NaN/Inf differ' };
+  return d <= 1e-5 ? { tone: 'ok', text: `✓ ${d.toExponential(1)}` } : { tone: 'bad', text: `✗ ${d.toExponential(1)}` };
+}
+
+/**
+ * What the remat section says while it has no row: rows measured after the stepper's cursor, the
+ * policies being measured, or the run that failed after the split; '' before any split.
+ */
+export function rematEmptyMessage(
+  hasSplit: boolean,
+  rowsAhead: number,
+  running: boolean,
+  failure: RunFailed | undefined,
+): string {
+  if (!hasSplit) return '';
+  if (rowsAhead > 0) return `Step forward: ${rowsAhead} measured row${rowsAhead === 1 ? '' : 's'} ahead.`;
+  if (running) return 'Measuring the policies…';
+  if (failure) return `No remat rows: the run failed after the split (${failure.error_class ?? failure.kind}; see the error).`;
+  return '';
+}
+
+/**
+ * The note under the remat table: what the bytes (and, when rows were compiled, the times) are,
+ * and which gradient was taken (`backticks`: code, for RichText).
+ */
+export function rematNote(rows: readonly RematPolicyMeasured[], residualsOnly: boolean): string {
+  const first = rows[0];
+  if (first === undefined) return '';
+  const of = first.grad_of === 'f' ? 'f' : "the sum of f's outputs (f does not return a scalar)";
+  if (residualsOnly)
+    return (
+      `Residual bytes are exact: they are what \`jax.checkpoint\` saves for the gradient of ${of} with respect ` +
+      'to its floating-point arguments; integer and static arguments stay fixed.'
+    );
+  const where = first.device.startsWith('cpu') ? 'CPU' : 'device';
+  return (
+    `Times are measured on the worker's ${where} (${first.device}), the median of ${first.repeats} calls after a ` +
+    'warm-up: at this size they are dominated by dispatch, and vary from run to run. Bytes are exact. The ' +
+    `gradient is that of ${of} with respect to its floating-point arguments; integer and static arguments stay fixed.`
+  );
+}
