@@ -556,3 +556,24 @@ def compare(
         return 0.0, True
     diff = np.abs(c - r)
     return float(diff.max()), bool(np.all(diff <= tol * np.maximum(1.0, np.abs(r))))
+
+
+def first_difference(
+    actual: Any, reference: Any, tol: float
+) -> tuple[list[int], float, float] | None:
+    """The first element (row-major) where ``actual`` and ``reference`` (same shape) differ past
+    ``tol * max(1, |reference|)``, or where one side only is NaN/Inf: ``(index, actual value,
+    reference value)`` in float64; ``None`` when every element agrees (equal non-finite pairs
+    agree). The element :func:`compare` found out of tolerance, named for the user."""
+    r = np.asarray(reference, dtype=np.float64)
+    c = np.broadcast_to(np.asarray(actual, dtype=np.float64), r.shape)
+    same_nonfinite = (np.isnan(c) & np.isnan(r)) | (np.isinf(c) & (c == r))
+    with np.errstate(invalid="ignore"):
+        bad = ~same_nonfinite & ~(np.abs(c - r) <= tol * np.maximum(1.0, np.abs(r)))
+    if r.ndim == 0:  # argwhere of a 0-d array has no columns
+        return ([], float(c), float(r)) if bool(bad) else None
+    where = np.argwhere(bad)
+    if not len(where):
+        return None
+    index = tuple(int(i) for i in where[0])
+    return list(index), float(c[index]), float(r[index])

@@ -1,8 +1,14 @@
 """The shard_map exhibit's ``--print`` table: ``verdict`` is JSON ``{"ok": bool, "error_class":
 ..., "check": ..., "message": ...}`` (``check``: which of shard_map's checks failed; ``message``:
 JAX's text verbatim; ``line``: the snippet line of the specs at fault when a spec check failed,
-e.g. ``out_specs = P("x", "w")``; ``explanation``: the exhibit's words beside JAX's error).
-``SHOWN_ERRORS``: the check JAX failed (``exhibits/shown.py``). Imports only the protocol."""
+e.g. ``out_specs = P("x", "w")``; ``explanation``: the exhibit's words beside JAX's error;
+``reference``: what the outputs were compared with (``reference``, ``f`` or ``none``) and
+``differs``, one entry per output past tolerance: ``{"path", "index", "got", "want",
+"max_abs_diff"}``). ``ok`` is false when JAX refused the program *or* an output differs from the
+reference: a wrong result is a finding, not a pass.
+``SHOWN_ERRORS``: the check JAX failed, or the outputs that differ from the reference
+(``ReferenceMismatch``, a finding: ``jaxscope run`` exits 3 and says what differs on stderr)
+(``exhibits/shown.py``). Imports only the protocol."""
 
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ from collections.abc import Sequence
 
 from jaxscope.protocol import EventBase
 
-from exhibits.shard_map.events import ShardMapChecked
+from exhibits.shard_map.events import ShardMapChecked, ShardMapOutput, ShardMapOutputsAssembled
 from exhibits.shown import ShownError
 
 
@@ -20,26 +26,61 @@ def _checked(events: Sequence[EventBase]) -> ShardMapChecked | None:
     return found[-1] if found else None
 
 
+def _assembled(events: Sequence[EventBase]) -> ShardMapOutputsAssembled | None:
+    found = [e for e in events if isinstance(e, ShardMapOutputsAssembled)]
+    return found[-1] if found else None
+
+
+def _differing(events: Sequence[EventBase]) -> list[ShardMapOutput]:
+    a = _assembled(events)
+    return [o for o in a.outputs if o.matches_reference is False] if a else []
+
+
+def _what_differs(o: ShardMapOutput) -> str:
+    if o.first_diff_index is None:
+        return f"{o.path} differs (shape or values)"
+    at = ", ".join(str(i) for i in o.first_diff_index)
+    where = f"{o.path}[{at}]" if at else o.path
+    return f"{where} is {o.first_diff_got:.8g}, the reference has {o.first_diff_want:.8g}" + (
+        f" (max |difference| {o.max_abs_diff:.3g})" if o.max_abs_diff is not None else ""
+    )
+
+
 def _verdict(events: Sequence[EventBase]) -> str | None:
     e = _checked(events)
     if e is None:
         return None
+    a = _assembled(events)
+    differs = _differing(events)
     return json.dumps(
         {
-            "ok": e.ok,
+            "ok": e.ok and not differs,
             "error_class": e.error_class,
             "check": e.check,
             "message": e.message,
             "line": e.line,
             "explanation": e.explanation,
+            "reference": a.reference if a else None,
+            "differs": [
+                {
+                    "path": o.path,
+                    "index": o.first_diff_index,
+                    "got": o.first_diff_got,
+                    "want": o.first_diff_want,
+                    "max_abs_diff": o.max_abs_diff,
+                }
+                for o in differs
+            ],
         }
     )
 
 
 def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
     e = _checked(events)
-    if e is None or e.ok:
+    if e is None:
         return []
+    if e.ok:
+        return _mismatches(events)
     what = "the body" if e.check in (None, "body") else f"shard_map's {e.check} check"
     return [
         ShownError(
@@ -49,6 +90,38 @@ def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
             artefact="verdict",
             line=e.line,
             note=e.explanation,
+        )
+    ]
+
+
+def _mismatches(events: Sequence[EventBase]) -> list[ShownError]:
+    """The outputs that differ from the reference, as one finding: JAX ran the program without
+    complaint, and it computed something else than the reference."""
+    a = _assembled(events)
+    differs = _differing(events)
+    if a is None or not differs:
+        return []
+    against = (
+        "the snippet's reference(*args)"
+        if a.reference == "reference"
+        else "f(*args) on the global arrays (the same function without shard_map)"
+    )
+    note = None
+    if a.reference == "f":
+        note = (
+            "inside shard_map f sees each device's block, not the global array: a reduction "
+            "(sum, mean, max, a norm) over a sharded axis needs a collective (jax.lax.psum, "
+            "pmean, pmax) to be global; an elementwise f matches"
+        )
+    return [
+        ShownError(
+            error_class="ReferenceMismatch",
+            message=f"{len(differs)} of {len(a.outputs)} outputs differ from {against}: "
+            + "; ".join(_what_differs(o) for o in differs[:3]),
+            computation="jax.jit(jax.shard_map(f, ...))(*args)",
+            artefact="verdict",
+            note=note,
+            kind="finding",
         )
     ]
 

@@ -136,7 +136,10 @@ class ShardMapShard(WireModel):
 
 class ShardMapOutput(WireModel):
     """An output of ``jax.shard_map``: global shape/dtype, its out_specs entry, every device's
-    block (``addressable_shards``), a preview, and the comparison with the reference."""
+    block (``addressable_shards``), a preview, and the comparison with the reference, at the
+    output's dtype precision (``finite_diff.tolerance``: 1e-6 float64, 1e-4 float32, 1e-2
+    narrower, scaled by ``max(1, |reference|)``). ``first_diff_index``/``first_diff_got``/
+    ``first_diff_want``: the first element (row-major) past tolerance, when one is."""
 
     path: str
     spec: str
@@ -147,6 +150,9 @@ class ShardMapOutput(WireModel):
     reference_preview: str | None = None
     matches_reference: bool | None = None
     max_abs_diff: float | None = None
+    first_diff_index: list[int] | None = None
+    first_diff_got: float | None = None
+    first_diff_want: float | None = None
 
 
 class ShardMapOutputsAssembled(EventBase):

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 import jax
 import numpy as np
+from jaxscope import finite_diff as fd
 from jaxscope.internals.shard_map_checks import (
     CHECK_SOURCES,
     CHECK_TITLES,
@@ -335,6 +336,26 @@ def _reference(
     )
 
 
+def _against(
+    got: np.ndarray, want: np.ndarray
+) -> tuple[bool, float | None, tuple[list[int], float, float] | None]:
+    """``(matches, max abs difference, first element past tolerance)`` of an output against the
+    reference, at the precision of the narrower dtype of the two (a bfloat16 body is not held to
+    float32 digits); a shape mismatch never matches; integer and boolean outputs compare exactly."""
+    if got.shape != want.shape:
+        return False, None, None
+    floats = [d for d in (got.dtype, want.dtype) if jax.numpy.issubdtype(d, jax.numpy.inexact)]
+    if len(floats) == 2:
+        tol = fd.tolerance(fd.narrower(*floats))
+    elif floats:
+        tol = fd.tolerance(floats[0])
+    else:  # integers and booleans compare exactly
+        tol = 0.0
+    diff, within = fd.compare(got, want, None, tol)
+    first = None if within else fd.first_difference(got, want, tol)
+    return within, diff, first
+
+
 def _outputs_event(
     ns: dict[str, Any],
     f: Any,
@@ -366,12 +387,11 @@ def _outputs_event(
         match: bool | None = None
         diff: float | None = None
         ref_preview: str | None = None
+        first: tuple[list[int], float, float] | None = None
         if ref is not None:
             want = np.asarray(ref[i])
             ref_preview = preview_value(want)
-            match = got.shape == want.shape and bool(np.allclose(got, want, rtol=1e-5, atol=1e-6))
-            if got.shape == want.shape and got.size:
-                diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
+            match, diff, first = _against(got, want)
         outputs.append(
             ShardMapOutput(
                 path="out" + path,
@@ -383,6 +403,9 @@ def _outputs_event(
                 reference_preview=ref_preview,
                 matches_reference=match,
                 max_abs_diff=diff,
+                first_diff_index=first[0] if first else None,
+                first_diff_got=first[1] if first else None,
+                first_diff_want=first[2] if first else None,
             )
         )
     return ShardMapOutputsAssembled(outputs=outputs, reference=kind, reference_note=note)  # type: ignore[arg-type]
