@@ -149,7 +149,12 @@ def test_long_vectors_wrap_and_the_side_table_fits(
     heights = origin.locator("tbody tr").evaluate_all("rows => rows.map(r => r.clientHeight)")
     assert max(heights) == min(heights)  # no row wraps onto a second line
     heading = page.get_by_role("heading", name="Checked against jax.jvp")
-    assert float(heading.evaluate("e => parseFloat(getComputedStyle(e).marginTop)")) > 8
+    # the check is set apart from the JVP jaxpr above it
+    gap = heading.evaluate(
+        "e => e.getBoundingClientRect().top"
+        " - e.closest('section').previousElementSibling.getBoundingClientRect().bottom"
+    )
+    assert float(gap) > 8
     heading.scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / "jvp-mlp-loss-end.png"))
     assert console_errors == []
