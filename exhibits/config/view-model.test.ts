@@ -5,6 +5,7 @@ import {
   configModel,
   counts,
   defaultCheck,
+  breakable,
   helpParts,
   queryOptions,
   toggleSort,
@@ -106,6 +107,39 @@ describe('config help and default experiment', () => {
     expect(helpParts(link)).toEqual([{ text: link, code: false }]);
     expect(helpParts('a ` b')).toEqual([{ text: 'a ` b', code: false }]);
     expect(helpParts('')).toEqual([]);
+  });
+
+  it('lets long words (URLs, enum reprs) wrap after their separators, keeping the text', () => {
+    const url = 'See https://docs.jax.dev/en/latest/api_compatibility.html for more.';
+    const pieces = breakable(url);
+    expect(pieces.join('')).toBe(url);
+    expect(pieces).toEqual([
+      'See https:',
+      '/',
+      '/',
+      'docs.',
+      'jax.',
+      'dev/',
+      'en/',
+      'latest/',
+      'api_',
+      'compatibility.',
+      'html for more.',
+    ]);
+    const value = "<NumpyDtypePromotion.STANDARD: 'standard'>";
+    expect(breakable(value).join('')).toBe(value);
+    expect(breakable("'xla_gpu_per_fusion_autotune_cache_dir'")).toEqual([
+      "'xla_",
+      'gpu_',
+      'per_',
+      'fusion_',
+      'autotune_',
+      'cache_',
+      "dir'",
+    ]);
+    // prose and short words stay one piece: no break inside jax.numpy
+    expect(breakable('Use jax.numpy and jax.lax here.')).toEqual(['Use jax.numpy and jax.lax here.']);
+    expect(breakable('')).toEqual(['']);
   });
 
   it('shows the first flip that retraced, else the latest', () => {

@@ -105,3 +105,27 @@ export function helpParts(help: string): HelpPart[] {
   if (last < help.length) parts.push({ text: help.slice(last), code: false });
   return parts;
 }
+
+/** Longer words than this get break opportunities (`breakable`). */
+const LONG_WORD = 24;
+
+/** `text` cut into pieces between which a line may wrap: after `/ . _ # ? & = :` inside a word
+ * longer than 24 characters (JAX's help has URLs, its values enum reprs and paths, none with a
+ * space). The view puts a `<wbr>` between the pieces, so the table's columns are not as wide as
+ * the longest URL and the text reads the same (`textContent` is unchanged). Short words, and
+ * prose, stay whole. */
+export function breakable(text: string): string[] {
+  const pieces: string[] = [];
+  let run = '';
+  for (const word of text.split(/(\s+)/)) {
+    if (word.length <= LONG_WORD) {
+      run += word;
+      continue;
+    }
+    const cut = word.split(/(?<=[/._#?&=:])/);
+    pieces.push(run + (cut[0] ?? ''), ...cut.slice(1, -1));
+    run = cut.length > 1 ? (cut[cut.length - 1] ?? '') : '';
+  }
+  if (run !== '' || pieces.length === 0) pieces.push(run);
+  return pieces;
+}
