@@ -13,10 +13,14 @@ import {
   groupsText,
   meshGrid,
   meshGroupsNote,
+  meshSizes,
   placedCaption,
   rangeText,
   shardingModel,
   snippetOptions,
+  tileColumns,
+  tileHeight,
+  tileRange,
   unravel,
   type ShardingPlaced,
 } from "./view-model";
@@ -323,5 +327,28 @@ describe("arrayTiles: the array cut along its first two axes", () => {
       ((tiles?.rows.length ?? 1) * (tiles?.cols.length ?? 1));
     for (const row of tiles?.tiles ?? [])
       for (const t of row) expect(t.devices).toHaveLength(perTile);
+  });
+});
+
+describe("the tiles' layout: widths, heights and ranges", () => {
+  it("gives each column its share of axis 1 and each tile its shard's ranges", () => {
+    // sum_sharded_axis: f32[8, 16] with P('x', 'y') on a 2 x 4 mesh (x=2, y=4)
+    const placed = arg0(load("sum_sharded_axis"));
+    const tiles = arrayTiles(placed);
+    if (tiles === null) throw new Error("no tiles");
+    expect(tileColumns(tiles)).toBe(Array(4).fill("minmax(4.5rem, 4fr)").join(" "));
+    // rows of 4 array rows: 1.6 + 4 * 0.25 rem
+    expect(tileHeight(tiles, 0)).toBeCloseTo(2.6);
+    for (const s of placed.shards) {
+      const r = tiles.rows.findIndex((x) => x[0] === s.index[0]?.[0]);
+      const c = tiles.cols.findIndex((x) => x[0] === s.index[1]?.[0]);
+      expect(tileRange(tiles, r, c, 2)).toBe(rangeText(s.index));
+    }
+    expect(meshSizes(placed)).toBe("x=2 × y=4");
+  });
+  it("caps a tall row at 6rem and prints one range below rank 2", () => {
+    const tiles = { rows: [[0, 100]], cols: [[0, 1]], tiles: [[{ blocks: [0], devices: ["cpu:0"] }]] };
+    expect(tileHeight(tiles, 0)).toBe(6);
+    expect(tileRange(tiles, 0, 0, 1)).toBe("[0:100]");
   });
 });

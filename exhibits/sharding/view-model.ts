@@ -449,3 +449,33 @@ export function arrayTiles(placed: ShardingPlaced): ArrayTiles | null {
   );
   return { rows, cols, tiles };
 }
+
+/**
+ * The CSS columns of the tiles: each as wide as the array columns it covers (its share of
+ * axis 1), never narrower than its label.
+ */
+export function tileColumns(tiles: ArrayTiles): string {
+  return tiles.cols
+    .map((c) => `minmax(4.5rem, ${(c[1] ?? 1) - (c[0] ?? 0)}fr)`)
+    .join(" ");
+}
+
+/** A tile row's height in rem: taller for more array rows (a quarter rem each), within 1.6 to 6. */
+export function tileHeight(tiles: ArrayTiles, row: number): number {
+  const r = tiles.rows[row];
+  return Math.min(6, 1.6 + ((r?.[1] ?? 1) - (r?.[0] ?? 0)) * 0.25);
+}
+
+/** `[0:4, 0:8]` of a tile (`[0:4]` below rank 2), the ranges of axes 0 and 1 it covers. */
+export function tileRange(tiles: ArrayTiles, row: number, col: number, rank: number): string {
+  const r = tiles.rows[row];
+  const c = tiles.cols[col];
+  return rank > 1 ? `[${r?.[0]}:${r?.[1]}, ${c?.[0]}:${c?.[1]}]` : `[${r?.[0]}:${r?.[1]}]`;
+}
+
+/** The mesh of a placed array: `x=2 × y=4`, or `8 devices` when it has no axes. */
+export function meshSizes(placed: ShardingPlaced): string {
+  return placed.mesh_axes.length > 0
+    ? placed.mesh_axes.map((a, i) => `${a}=${placed.mesh_shape[i]}`).join(" × ")
+    : `${placed.mesh_device_ids.length} devices`;
+}
