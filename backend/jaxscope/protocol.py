@@ -19,6 +19,14 @@ class, for importers not moved yet) resolves on first use through :func:`__getat
 registry imports (``exhibits/<id>/events.py``, ``artefacts.py``) annotates with
 :class:`EventBase` instead, since the union is assembled while it loads.
 
+The run options (:class:`RunOptions`) are the one part of the core that exhibits own: each
+exhibit with controls defines its options model in ``exhibits/<id>/options.py`` (fields, limits,
+descriptions, ``x-exhibits``), and :class:`RunOptions` is composed of them, one base per exhibit.
+Those modules import only pydantic and :mod:`jaxscope.wire` (where :class:`WireModel` lives;
+re-exported here), so this module imports them while it is defined, without a cycle. The CLI's
+flags, the page's shared links (``frontend/src/gen/run-options.schema.json``) and
+:func:`option_exhibits` are derived from :class:`RunOptions`.
+
 The frontend's TypeScript types are generated from :func:`jaxscope.events.json_schema`
 (``python -m jaxscope.events`` prints it; ``frontend/src/gen/`` holds the result, and CI fails
 when the two drift).
@@ -32,28 +40,33 @@ Conventions (see ``docs/architecture.md``):
 * Source locations are 1-based lines (and 0-based columns, as Python's ``ast``/``traceback``) of
   the user's snippet only; JAX's own frames are never reported as a location.
 
-This module imports nothing from JAX: the server and the CLI import it without paying for JAX.
+This module imports nothing from JAX, nor do the options modules it imports: the server and the
+CLI import it without paying for JAX.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, Field, TypeAdapter
+
+from exhibits.cache_key.options import CacheKeyOptions
+from exhibits.caches.options import CachesOptions
+from exhibits.partial_eval.options import PartialEvalOptions
+from exhibits.recompile_hunt.options import RecompileHuntOptions
+from exhibits.sharding.options import ShardingOptions
+from exhibits.tracing.options import CallSpec as CallSpec
+from exhibits.tracing.options import TracingOptions
+from exhibits.transform_order.options import TransformName as TransformName
+from exhibits.transform_order.options import TransformOrderOptions
+from exhibits.vmap.options import VmapOptions
+from jaxscope.wire import WireModel as WireModel
+from jaxscope.wire import WireModelT as WireModelT
 
 # The largest snippet the server accepts, in characters. A bigger paste gets ``invalid_request``.
 MAX_CODE_CHARS = 200_000
-
-
-class WireModel(BaseModel):
-    """The base of every model on the wire: unknown fields are an error."""
-
-    model_config = ConfigDict(extra="forbid", frozen=False)
-
-
-WireModelT = TypeVar("WireModelT", bound=WireModel)
 
 
 # --------------------------------------------------------------------------------------------
@@ -201,113 +214,25 @@ class TracebackFrame(WireModel):
     text: str | None = None
 
 
-class CallSpec(WireModel):
-    """One extra call of the jitted function in the tracing exhibit's "call again" control.
-
-    ``change``: ``same`` re-uses ``args``; ``shape`` grows axis 0 of every array argument by one
-    (scalars become 1-vectors); ``dtype`` casts floating arguments to float16 and integer ones to
-    int16; ``expr`` evaluates ``expr`` (a Python expression giving an args tuple) in the snippet.
-    """
-
-    change: Literal["same", "shape", "dtype", "expr"] = "same"
-    expr: str | None = None
-
-
-# The transforms the transform_order exhibit stacks (outermost first).
-TransformName = Literal[
-    "jit", "grad", "value_and_grad", "vmap", "jacfwd", "jacrev", "hessian", "jvp", "vjp"
-]
-
-
-class RunOptions(WireModel):
-    """Per-run options. ``calls``: extra calls after the first (tracing exhibit). ``known``:
-    the partial_eval exhibit's known/unknown toggle, one flag per input of the JVP jaxpr
-    (primals then tangents, flattened); ``None`` = primals known, tangents unknown.
-    ``in_axes``/``out_axes``: the vmap exhibit's axes as Python expressions (``None`` = the
-    snippet's own ``in_axes``/``out_axes``, else 0). ``stack``: the transform_order exhibit's
-    chips, outermost first (``None`` = the snippet's ``stack`` or its default). ``preset``: a
-    named call sequence or loop of the cache exhibits; ``perturb``: the cache_key exhibit's one
-    changed ingredient; ``steps``: the recompile hunt's step count; ``xla_flags``: flags the
-    cache_key exhibit filters as JAX does. ``mesh``/``spec``/``array_shape``: the device
-    exhibits' mesh, PartitionSpec and array shape as Python expressions (``None`` = the
-    snippet's ``mesh``/``spec``)."""
-
-    calls: list[CallSpec] = Field(
-        json_schema_extra={"x-exhibits": ["tracing"]},
-        default_factory=list,
-        max_length=16,
-        description="tracing: extra calls after the first, as JSON "
-        '(e.g. [{"change": "shape"}, {"change": "expr", "expr": "(jnp.ones(4),)"}])',
-    )
-    known: list[bool] | None = Field(
-        json_schema_extra={"x-exhibits": ["partial_eval"]},
-        default=None,
-        max_length=4096,
-        description="partial_eval: known (true) or unknown (false) per input of the JVP jaxpr, "
-        "primals then tangents, as JSON (e.g. [true, false])",
-    )
-    in_axes: str | None = Field(
-        json_schema_extra={"x-exhibits": ["vmap", "transform_order"]},
-        default=None,
-        max_length=2000,
-        description="vmap/transform_order: in_axes as a Python expression",
-    )
-    out_axes: str | None = Field(
-        json_schema_extra={"x-exhibits": ["vmap"]},
-        default=None,
-        max_length=2000,
-        description="vmap: out_axes as a Python expression",
-    )
-    stack: list[TransformName] | None = Field(
-        json_schema_extra={"x-exhibits": ["transform_order"]},
-        default=None,
-        max_length=8,
-        description="transform_order: the transforms, outermost first (e.g. vmap,grad)",
-    )
-    preset: str | None = Field(
-        json_schema_extra={"x-exhibits": ["caches"]},
-        default=None,
-        max_length=200,
-        description="caches: a named call sequence on the snippet's f/args "
-        "(e.g. same, new_shape, persistent)",
-    )
-    perturb: str | None = Field(
-        json_schema_extra={"x-exhibits": ["cache_key"]},
-        default=None,
-        max_length=200,
-        description="cache_key: the one ingredient of the cache key to change",
-    )
-    steps: int | None = Field(
-        json_schema_extra={"x-exhibits": ["recompile_hunt"]},
-        default=None,
-        ge=1,
-        le=200,
-        description="recompile_hunt: the number of loop steps",
-    )
-    xla_flags: str | None = Field(
-        json_schema_extra={"x-exhibits": ["cache_key"]},
-        default=None,
-        max_length=2000,
-        description="cache_key: XLA flags, filtered as JAX filters them for the key",
-    )
-    mesh: str | None = Field(
-        json_schema_extra={"x-exhibits": ["sharding", "shard_map"]},
-        default=None,
-        max_length=2000,
-        description="sharding/shard_map: the mesh as a Python expression",
-    )
-    spec: str | None = Field(
-        json_schema_extra={"x-exhibits": ["sharding", "shard_map"]},
-        default=None,
-        max_length=2000,
-        description="sharding/shard_map: the PartitionSpec(s) as a Python expression",
-    )
-    array_shape: str | None = Field(
-        json_schema_extra={"x-exhibits": ["sharding"]},
-        default=None,
-        max_length=200,
-        description="sharding: the array's shape as a Python expression (e.g. (8, 16))",
-    )
+# The options registry: every exhibit's run options, one base per exhibit that owns some (its
+# ``exhibits/<id>/options.py``), in the registry's order (exhibits/registry.py). An exhibit that
+# adds options adds its line here; exhibits/test_options.py fails on an options model left out.
+# Pydantic collects the fields of the last base first, so ``model_fields`` lists sharding's
+# first; nothing reads that order but ``jaxscope run --help``.
+class RunOptions(
+    TracingOptions,
+    PartialEvalOptions,
+    VmapOptions,
+    TransformOrderOptions,
+    CachesOptions,
+    CacheKeyOptions,
+    RecompileHuntOptions,
+    ShardingOptions,
+):
+    """Per-run options: the controls of the exhibits that rerun with a change, composed of each
+    exhibit's options model (``exhibits/<id>/options.py``). Each field's description and its
+    ``x-exhibits`` name the exhibits that read it. An option given as a Python expression
+    (``in_axes``, ``mesh``...) is evaluated inside the sandbox, never in the server."""
 
 
 # --------------------------------------------------------------------------------------------

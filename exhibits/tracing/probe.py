@@ -30,10 +30,11 @@ from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
 from jaxscope.internals.monitoring import stage_timers
 from jaxscope.internals.recording import recording_eqns
 from jaxscope.internals.views import aval_view, jaxpr_view
-from jaxscope.protocol import CallSpec, JaxprStaged
+from jaxscope.protocol import JaxprStaged
 from jaxscope.sandbox.probe_api import ProbeContext, blame_typed, mark_during
 
 from exhibits.tracing.events import JitCalled
+from exhibits.tracing.options import CallSpec
 
 
 def run(ctx: ProbeContext) -> None:

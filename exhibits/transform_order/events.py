@@ -1,7 +1,7 @@
 """The transform_order exhibit's event: ``transform_stack_evaluated`` (one stack of transforms:
 accepted or not, its jaxpr, value, cost and the tracers that reached ``f``).
 
-``TransformName`` (the chips) stays in ``jaxscope.protocol`` with ``RunOptions``.
+``TransformName`` (the chips) and the ``stack`` option are in ``options.py``.
 
 It imports only pydantic, ``jaxscope.protocol`` (the core views) and the transpose exhibit's
 ``OutputLeafView`` (the first-leaf note, defined once there); ``jaxscope.events`` puts

@@ -51,12 +51,13 @@ from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
 from jaxscope.internals.execution import output_previews
 from jaxscope.internals.trace_stack import count_eqns, observing
 from jaxscope.internals.views import jaxpr_view
-from jaxscope.protocol import RunOptions, TransformName
+from jaxscope.protocol import RunOptions
 from jaxscope.sandbox.errors import classify, is_memory_error
 from jaxscope.sandbox.probe_api import ProbeContext, eval_option
 from jaxscope.sandbox.snippet import InvalidSnippet
 
 from exhibits.transform_order.events import TransformStackEvaluated
+from exhibits.transform_order.options import TransformName
 from exhibits.transpose.events import OutputLeafView
 
 CHIPS: tuple[str, ...] = get_args(TransformName)

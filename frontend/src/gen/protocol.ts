@@ -2794,17 +2794,10 @@ export interface RunRequest {
   type: 'run';
 }
 /**
- * Per-run options. ``calls``: extra calls after the first (tracing exhibit). ``known``:
- * the partial_eval exhibit's known/unknown toggle, one flag per input of the JVP jaxpr
- * (primals then tangents, flattened); ``None`` = primals known, tangents unknown.
- * ``in_axes``/``out_axes``: the vmap exhibit's axes as Python expressions (``None`` = the
- * snippet's own ``in_axes``/``out_axes``, else 0). ``stack``: the transform_order exhibit's
- * chips, outermost first (``None`` = the snippet's ``stack`` or its default). ``preset``: a
- * named call sequence or loop of the cache exhibits; ``perturb``: the cache_key exhibit's one
- * changed ingredient; ``steps``: the recompile hunt's step count; ``xla_flags``: flags the
- * cache_key exhibit filters as JAX does. ``mesh``/``spec``/``array_shape``: the device
- * exhibits' mesh, PartitionSpec and array shape as Python expressions (``None`` = the
- * snippet's ``mesh``/``spec``).
+ * Per-run options: the controls of the exhibits that rerun with a change, composed of each
+ * exhibit's options model (``exhibits/<id>/options.py``). Each field's description and its
+ * ``x-exhibits`` name the exhibits that read it. An option given as a Python expression
+ * (``in_axes``, ``mesh``...) is evaluated inside the sandbox, never in the server.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "RunOptions".
