@@ -9,6 +9,7 @@ import {
   moveChip,
   ms,
   nestBoxes,
+  nodeText,
   orderModel,
   removeChip,
   shownStack,
@@ -216,5 +217,15 @@ describe("formatting", () => {
     expect(compact(null)).toBe("—");
     expect(ms(0.0252)).toBe("25 µs");
     expect(ms(3.14159)).toBe("3.14 ms");
+  });
+
+  it("writes a tracer as its class and aval, with vmap's batch dim", () => {
+    const [argument, primal, val] = vmapGradX.nodes;
+    expect(nodeText(argument!)).toBe("LinearizeTracer f32[3]");
+    expect(nodeText(primal!)).toBe("BatchTracer f32[3], batch dim 0");
+    expect(nodeText(val!)).toBe("ArrayImpl f32[4,3]");
+    expect(nodeText(node(1, "val", "BatchTracer", "BatchTrace", "f32[]", 2))).toBe(
+      "BatchTracer f32[], batch dim 2",
+    );
   });
 });

@@ -227,3 +227,12 @@ export function ms(t: number | null | undefined): string {
   if (t === null || t === undefined) return "—";
   return t < 1 ? `${(t * 1000).toFixed(0)} µs` : `${t.toFixed(2)} ms`;
 }
+
+/** A tracer as the nest diagram writes it: its class, its aval, and vmap's batch dim if any. */
+export function nodeText(n: TraceNode): string {
+  const bd =
+    n.batch_dim !== null && n.batch_dim !== undefined
+      ? `, batch dim ${n.batch_dim}`
+      : "";
+  return `${n.tracer} ${n.aval}${bd}`;
+}
