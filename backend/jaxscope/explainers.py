@@ -218,6 +218,48 @@ def shapes(exc: BaseException, ctx: ErrorContext) -> Explanation | None:
     return first_match(SHAPE_HELP, exc)
 
 
+# ---- a donated or deleted array used again (generic) --------------------------------------
+
+# Plain JAX raises these too (jax-ml/jax#9675, #9237, #16906): the run fails as plain JAX would,
+# and says why the array is gone. Eager dispatch reports the buffer, jit the Array.
+DELETED_HELP: tuple[MessageHelp, ...] = (
+    MessageHelp(
+        ("Donation requested for invalid buffer",),
+        "An array was donated twice: a function jitted with `donate_argnums`/`donate_argnames`"
+        " got an array whose buffer an earlier donation (or `.delete()`) had already given away.",
+        "Pass the earlier call's result on (`x = f(x)`) instead of its argument, pass a copy"
+        " (`jnp.array(x, copy=True)`), or drop the donation from that `jax.jit`.",
+    ),
+    MessageHelp(
+        ("Array has been deleted",),
+        "An argument's device buffer is gone: the array was donated to an earlier call of a"
+        " function jitted with `donate_argnums`/`donate_argnames` (XLA may reuse a donated"
+        " buffer for that call's output, so JAX deletes the array), or deleted with"
+        " `.delete()`. Plain JAX raises the same error. The line shown is where JAX found the"
+        " buffer gone, not where it was donated: look for the `jax.jit(..., donate_argnums=...)`"
+        " call that took the array earlier.",
+        "Use the donated call's result from then on (`x = f(x)`), pass a copy"
+        " (`jnp.array(x, copy=True)`) where the original is still needed, or drop"
+        " `donate_argnums` from the `jax.jit` that took it.",
+    ),
+    MessageHelp(
+        ("Buffer has been deleted or donated",),
+        "An argument's device buffer is gone: it was donated to an earlier jitted call"
+        " (`donate_argnums`/`donate_argnames`) or deleted with `.delete()`. Plain JAX raises the"
+        " same error.",
+        "Use the donated call's result from then on (`x = f(x)`), pass a copy"
+        " (`jnp.array(x, copy=True)`), or drop `donate_argnums` from the `jax.jit` that took it.",
+    ),
+)
+
+
+def deleted_buffers(exc: BaseException, ctx: ErrorContext) -> Explanation | None:
+    """The explanation of JAX's error for an array whose buffer was donated or deleted, else
+    None."""
+    del ctx
+    return first_match(DELETED_HELP, exc)
+
+
 # ---- the chain ----------------------------------------------------------------------------
 
 # The exhibits' handler: ``exhibits/<id>/explain.py`` defines this function.
@@ -230,9 +272,10 @@ def _link(explainer: Explainer) -> Link:
 
 @functools.cache
 def explainer_chain() -> tuple[Link, ...]:
-    """The handlers in the order they are asked: the tracer errors, then each exhibit that
-    explains errors in the registry's order, then the shape errors."""
-    links = [_link(tracer_errors)]
+    """The handlers in the order they are asked: the tracer errors and the donated/deleted
+    arrays, then each exhibit that explains errors in the registry's order, then the shape
+    errors."""
+    links = [_link(tracer_errors), _link(deleted_buffers)]
     for exhibit in EXHIBITS.values():
         if exhibit.explains_errors:
             module = importlib.import_module(exhibit.explain_module)

@@ -22,6 +22,7 @@ from exhibits.transpose.explain import REVERSE_MODE_HELP
 from exhibits.vmap.explain import VMAP_HELP
 
 TRACER = "jaxscope.explainers.tracer_errors"
+DELETED = "jaxscope.explainers.deleted_buffers"
 JVP = "exhibits.jvp.explain.explain_error"
 TRANSPOSE = "exhibits.transpose.explain.explain_error"
 CUSTOM_VJP = "exhibits.custom_vjp.explain.explain_error"
@@ -34,6 +35,7 @@ def test_the_chain_order_is_stable() -> None:
     # generic shape error last (custom_vjp's entry for the same message is more specific).
     assert [link.name for link in explainer_chain()] == [
         TRACER,
+        DELETED,
         JVP,
         TRANSPOSE,
         CUSTOM_VJP,
