@@ -2567,13 +2567,19 @@ export interface ShardMapOutputsAssembled {
 }
 /**
  * An output of ``jax.shard_map``: global shape/dtype, its out_specs entry, every device's
- * block (``addressable_shards``), a preview, and the comparison with the reference.
+ * block (``addressable_shards``), a preview, and the comparison with the reference, at the
+ * output's dtype precision (``finite_diff.tolerance``: 1e-6 float64, 1e-4 float32, 1e-2
+ * narrower, scaled by ``max(1, |reference|)``). ``first_diff_index``/``first_diff_got``/
+ * ``first_diff_want``: the first element (row-major) past tolerance, when one is.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ShardMapOutput".
  */
 export interface ShardMapOutput {
   dtype: string;
+  first_diff_got: number | null;
+  first_diff_index: number[] | null;
+  first_diff_want: number | null;
   matches_reference: boolean | null;
   max_abs_diff: number | null;
   path: string;
