@@ -13,8 +13,9 @@ server re-validates every worker line with) is assembled in :mod:`jaxscope.event
 module's :data:`EVENTS` and every registered exhibit's ``events.py`` (``exhibits/registry.py``),
 and assembling it fails on an event class that an events module defines but does not list, or on
 two events with the same ``type``. Those modules import this one, so this module cannot import
-them: ``from jaxscope.protocol import EVENT_ADAPTER`` (or ``EventModel``, or an exhibit's event
-class, for importers not moved yet) resolves on first use through :func:`__getattr__`. Statically
+them: ``from jaxscope.protocol import EVENT_ADAPTER`` (or ``EventModel``) resolves on first use
+through :func:`__getattr__`; an exhibit's event classes are imported from its own
+``exhibits.<id>.events``, never from here. Statically
 (for mypy) ``EventModel`` is :class:`EventBase`: narrow with ``isinstance``. A module that the
 registry imports (``exhibits/<id>/events.py``, ``artefacts.py``) annotates with
 :class:`EventBase` instead, since the union is assembled while it loads.
@@ -573,9 +574,9 @@ _UNION_NAMES = frozenset({"EventModel", "Event", "EVENT_ADAPTER", "EVENT_CLASSES
 
 
 def __getattr__(name: str) -> Any:
-    """``EventModel``, ``Event``, ``EVENT_ADAPTER``, ``json_schema``, and the event models of
-    ``exhibits/<id>/events.py`` by class name (for importers that still import them from here;
-    new code imports an exhibit's events from ``exhibits.<id>.events``)."""
+    """``EventModel``, ``Event``, ``EVENT_ADAPTER``, ``EVENT_CLASSES`` and ``json_schema``, from
+    :mod:`jaxscope.events` on first use. An exhibit's event class is not here: it is imported
+    from ``exhibits.<id>.events`` (the AttributeError says so)."""
     if name.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     assembling = sys.modules.get("jaxscope.events")
@@ -590,10 +591,13 @@ def __getattr__(name: str) -> Any:
 
     if name in _UNION_NAMES:
         return getattr(events, name)
-    model = events.MODELS_BY_NAME.get(name)
-    if model is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return model
+    owner = events.MODELS_BY_NAME.get(name)
+    if owner is not None:
+        raise AttributeError(
+            f"module {__name__!r} has no attribute {name!r}: exhibits' events are imported "
+            f"from their exhibit, {owner.__module__}"
+        )
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ExhibitInfo(WireModel):
