@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Event } from "../../frontend/src/protocol";
 import {
+  attemptText,
   customModel,
   diffText,
   failedAttempts,
@@ -210,5 +211,20 @@ describe("failed attempts (a rule that raises: its text, not only its class)", (
     expect(failedAttempts(differ).map((t) => [t.label, t.firstLine])).toEqual([
       ["jax.jit(jax.grad(f))", "TracerIntegerConversionError text"],
     ]);
+  });
+});
+
+describe("attempt badges", () => {
+  it("names the call and says ok, or the error class and the line it points at", () => {
+    const line = { line: 19, column: 4, end_line: 19, end_column: 20, function: "bwd", callers: null };
+    expect(attemptText({ mode: "eager", ok: true, error_class: null, message: null, source: null })).toBe(
+      "jax.grad(f): ok",
+    );
+    expect(
+      attemptText({ mode: "jit", ok: false, error_class: "TypeError", message: "x", source: line }),
+    ).toBe("jax.jit(jax.grad(f)): TypeError at line 19");
+    expect(attemptText({ mode: "eager", ok: false, error_class: "ValueError", message: "x", source: null })).toBe(
+      "jax.grad(f): ValueError",
+    );
   });
 });

@@ -201,3 +201,10 @@ export function kindText(kind: CallRecorded["kind"]): string {
     ? "custom_vjp: fwd runs in place of the function and saves residuals; bwd turns an output cotangent into one cotangent per argument."
     : "custom_jvp: the jvp rule maps (primals, tangents) to (primal_out, tangent_out); JAX transposes it for reverse mode.";
 }
+
+/** A gradient attempt's badge: `jax.grad(f): ok`, or its error class and the line it points at. */
+export function attemptText(t: RuleChecked["attempts"][number]): string {
+  const label = t.mode === "eager" ? "jax.grad(f)" : "jax.jit(jax.grad(f))";
+  if (t.ok) return `${label}: ok`;
+  return `${label}: ${t.error_class}${t.source ? ` at line ${t.source.line}` : ""}`;
+}
