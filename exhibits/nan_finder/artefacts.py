@@ -4,7 +4,9 @@ became NaN or Inf:
 
 - ``primitive``: the primal primitive whose derivative produced it (e.g. ``sqrt``; the linear
   eqn's primitive when none is known), ``line`` its user line: the two keys ``first_nan`` always
-  had, kept as they were;
+  had, kept as they were; when the step is inside a library function's body (no user line of
+  its own), ``line`` is the line where the user called the library and ``library_call`` names
+  that call (``corrcoef``), else ``library_call`` is ``null``;
 - ``kind`` (``nan``/``inf``), ``linear_primitive`` (the linear eqn that wrote it, e.g. ``mul``),
   ``primal_primitive`` (``null`` when not known), ``step`` (the top-level step of the walk) and
   ``inner_step`` (the step inside the innermost call, ``null`` at top level);
@@ -44,6 +46,7 @@ def _first_nan(events: Sequence[EventBase]) -> str | None:
         {
             "primitive": e.primal_primitive or e.primitive,
             "line": e.source.line if e.source else None,
+            "library_call": e.library_call,
             "kind": e.kind,
             "linear_primitive": e.primitive,
             "primal_primitive": e.primal_primitive,

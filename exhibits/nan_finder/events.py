@@ -142,6 +142,10 @@ class NonfiniteFound(EventBase):
     # For an Inf-only finding: what the same gradient raises under ``jax_debug_infs`` (JAX's
     # class and first line; ``None`` when nothing, or not asked).
     debug_infs: str | None = None
+    # When the bad step has no user line (inside a library function's body), ``source`` is the
+    # line of the innermost call that has one (where the user called the library) and this
+    # names that call (``corrcoef``, ``norm``); ``None`` when the step has its own user line.
+    library_call: str | None = None
     # When the bad step is a ``custom_lin`` (a custom_vjp's backward rule): the rule's name,
     # and the first eqn of its trace with a NaN/Inf output (``bwd_primitive`` at
     # ``bwd_source``), run on the step's residuals and cotangent; the landing goes there.

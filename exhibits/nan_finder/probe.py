@@ -374,7 +374,22 @@ def run(ctx: ProbeContext) -> None:
             found.inside = calls
             found.inner_step = innermost.step
             found.step = hit[0].step
+            _blame_the_call(found, calls)
         ctx.emit(found)
+
+
+def _blame_the_call(found: NonfiniteFound, calls: list[EnclosingCall]) -> None:
+    """A bad step with no line of the user's (inside a library function: ``jnp.corrcoef``,
+    ``jnp.linalg.norm``, ``logsumexp`` are jitted calls whose bodies JAX traced from its own
+    source) is blamed on the innermost call that has one: the line where the user called the
+    library, which is the line they can change; ``library_call`` names the call."""
+    if found.source is not None:
+        return
+    for call in reversed(calls):
+        if call.source is not None:
+            found.source = call.source
+            found.library_call = call.name or call.primitive
+            return
 
 
 # How many nested bodies the finder descends into (a recursive helper cannot nest deeper than

@@ -305,6 +305,7 @@ def _page_says(nf: NonfiniteFound) -> dict[str, Any]:
     return {
         "primitive": nf.primal_primitive,
         "line": nf.source.line,
+        "library_call": nf.library_call,
         "kind": nf.kind,
         "linear_primitive": nf.primitive,
         "primal_primitive": nf.primal_primitive,

@@ -1478,6 +1478,7 @@ export interface NonfiniteFound {
   inputs_nonfinite: string[];
   inside: EnclosingCall[];
   kind: ('nan' | 'inf') | null;
+  library_call: string | null;
   no_cure: string | null;
   not_descended: string | null;
   output_nonfinite: boolean | null;
