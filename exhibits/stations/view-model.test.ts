@@ -10,6 +10,7 @@ import {
   firstUserInstruction,
   hloTitle,
   memoryRows,
+  opTitle,
   stationStatuses,
   stationsModel,
   timeline,
@@ -175,6 +176,14 @@ describe('the optimized HLO linked to eqns and source (stations-mlp: tanh(x @ w)
     expect(h.opLines.size).toBeGreaterThan(0);
     for (const op of h.opLines) expect(stablehlo[op]).toContain('stablehlo.tanh');
     expect(hloTitle(maps.hloLink.get(n)!)).toBe(`tanh · jit(f)/tanh · line 4 · eqn ${tanh}`);
+  });
+
+  it("titles each StableHLO op with its op, name stack, line and eqn (tanh: line 4)", () => {
+    const stablehlo = (model.lowered?.stablehlo ?? '').split('\n');
+    const at = stablehlo.findIndex((l) => l.includes('= stablehlo.tanh '));
+    const link = maps.opLink.get(at);
+    expect(link).toBeDefined();
+    expect(opTitle(link!)).toBe(`stablehlo.tanh · jit(f)/tanh · line 4 · eqn ${tanh}`);
   });
 
   it('an editor selection of line 5 lights up its instructions, not those of line 4', () => {

@@ -9,6 +9,7 @@ import type {
   HloLink,
   JaxprStaged,
   ModuleLowered,
+  OpLink,
   ProgramExecuted,
   RunFailed,
   Stage,
@@ -194,4 +195,11 @@ export function hloTitle(link: HloLink): string {
   const where = link.source ? ` · line ${link.source.line}` : '';
   const eqns = link.eqn_indices.length ? ` · eqn ${link.eqn_indices.join(', ')}` : '';
   return `${link.opcode}${link.op_name ? ` · ${link.op_name}` : ''}${where}${eqns}`;
+}
+
+/** The tooltip of a StableHLO op: op, name stack, user line, eqns. */
+export function opTitle(link: OpLink): string {
+  const where = link.source ? ` · line ${link.source.line}` : '';
+  const eqns = link.eqn_indices.length ? ` · eqn ${link.eqn_indices.join(', ')}` : '';
+  return `${link.op}${link.name_stack ? ` · ${link.name_stack}` : ''}${where}${eqns}`;
 }
