@@ -8,6 +8,9 @@ import {
   cellLabel,
   cellLocation,
   columnCounts,
+  columnLabel,
+  detailRow,
+  numbered,
   isMissing,
   loweringOn,
   platformColumns,
@@ -192,5 +195,40 @@ describe('a snippet Primitive named like a JAX primitive', () => {
     expect(rowOf([jaxAdd, mine], 'add')).toBe(mine); // the jaxpr's add is the snippet's
     expect(rowOf([jaxAdd, mine], 'add (your Primitive)')).toBe(mine);
     expect(rowOf([jaxAdd, { ...mine, used: false }], 'add')).toBe(jaxAdd);
+  });
+});
+
+describe('the detail panel', () => {
+  const jaxAdd: RuleRow = { primitive: 'add', var: 'add_p', file: 'jax/_src/lax/lax.py', line: 1, used: false, own: false, cells: { jvp: cell('ad.primitive_jvps', 2) } };
+  const mine: RuleRow = { primitive: 'add', var: null, file: null, line: null, used: true, own: true, cells: {} };
+  const both = { rows: [jaxAdd, mine], jaxpr_primitives: ['add'] };
+
+  it("shows the jaxpr's first primitive until a row or a name is picked", () => {
+    expect(detailRow(tabulated, null, null)?.primitive).toBe('dot_general');
+    expect(detailRow(tabulated, 'psum', null)?.primitive).toBe('psum');
+    expect(detailRow({ rows, jaxpr_primitives: [] }, null, null)).toBeUndefined();
+    expect(detailRow(tabulated, 'no_such_primitive', null)).toBeUndefined();
+  });
+
+  it("keeps JAX's add apart from the snippet's when its row is clicked, and follows a later name", () => {
+    expect(detailRow(both, null, null)).toBe(mine); // the jaxpr's add is the snippet's
+    expect(detailRow(both, rowKey(jaxAdd), jaxAdd)).toBe(jaxAdd);
+    expect(detailRow(both, rowKey(mine), mine)).toBe(mine);
+    // an eqn click sets the name and leaves the clicked row behind: the name wins
+    expect(detailRow(tabulated, 'sin', jaxAdd)?.primitive).toBe('sin');
+  });
+
+  it('labels columns and numbers the registering lines from the first', () => {
+    expect(['jvp', 'transpose', 'batching', 'lowering', 'cpu'].map(columnLabel)).toEqual([
+      'JVP',
+      'transpose',
+      'batching',
+      'lowering (generic)',
+      'cpu',
+    ]);
+    expect(numbered(4573, 'mlir.register_lowering(\n    sin_p, ...)')).toBe(
+      '4573  mlir.register_lowering(\n4574      sin_p, ...)',
+    );
+    expect(numbered(7, 'x')).toBe('   7  x');
   });
 });

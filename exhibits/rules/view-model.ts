@@ -123,3 +123,42 @@ export function rowOf(rows: readonly RuleRow[], key: string): RuleRow | undefine
   if (named.length > 0) return named.find((r) => r.used) ?? named.find((r) => !r.own) ?? named[0];
   return rows.find((r) => rowKey(r) === key);
 }
+
+const COLUMN_LABELS: Readonly<Record<string, string>> = {
+  jvp: 'JVP',
+  transpose: 'transpose',
+  batching: 'batching',
+  lowering: 'lowering (generic)',
+};
+
+/** A column's header: the rule columns by what they hold, a platform by its name. */
+export function columnLabel(column: string): string {
+  return COLUMN_LABELS[column] ?? column;
+}
+
+/** The registering statement with its line numbers (`4573  mlir.register_lowering(...)`). */
+export function numbered(first: number, text: string): string {
+  return text
+    .split('\n')
+    .map((t, i) => `${String(first + i).padStart(4, ' ')}  ${t}`)
+    .join('\n');
+}
+
+/**
+ * The row the detail panel shows: the row clicked (`pickedRow`, kept apart from a row of the same
+ * name: JAX's `add` and the snippet's), else the primitive picked by name (an eqn, a name in the
+ * note), else the jaxpr's first primitive.
+ */
+export function detailRow(
+  t: Pick<RulesTabulated, 'rows' | 'jaxpr_primitives'>,
+  picked: string | null,
+  pickedRow: RuleRow | null,
+): RuleRow | undefined {
+  if (pickedRow !== null && picked === rowKey(pickedRow)) {
+    const key = rowKey(pickedRow);
+    const same = t.rows.find((r) => rowKey(r) === key && r.own === pickedRow.own);
+    if (same) return same;
+  }
+  const name = picked ?? t.jaxpr_primitives[0] ?? null;
+  return name === null ? undefined : rowOf(t.rows, name);
+}
