@@ -346,6 +346,14 @@ EXHIBITS: dict[str, Exhibit] = {
             summary="jnp.promote_types over JAX's dtypes and weak types, x64 off and on.",
             default_example="mixed_ints",
         ),
+        Exhibit(
+            id="prng",
+            title="Keys are values: the key tree and key reuse",
+            summary="Every jax.random split, fold_in and draw of f, its key data, and reused keys.",
+            default_example="reuse_bug",
+            # f runs twice, op by op (eagerly: once recording, once under the reuse checker).
+            budget=3.0,
+        ),
     ]
 }
 

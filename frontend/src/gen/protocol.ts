@@ -55,7 +55,9 @@ export type Event =
   | ShardMapOutputsAssembled
   | RulesTabulated
   | PromotionTabulated
-  | ResultTypeComputed;
+  | ResultTypeComputed
+  | RandomCallRecorded
+  | KeyReuseChecked;
 export type Request = RunRequest | CancelRequest | DetailRequest;
 
 /**
@@ -2782,6 +2784,72 @@ export interface ArgumentDtype {
   python_type: string;
   x64_off: JaxType;
   x64_on: JaxType;
+}
+/**
+ * One call of a public ``jax.random`` function inside ``f``.
+ *
+ * ``op`` is the function's name (``split``, ``normal``). ``index`` counts the calls from 0.
+ * ``key_in`` is ``jax.random.key_data`` of the key it read, flattened (None for a seed, for a
+ * batch of keys, or for a key that is a tracer under ``vmap``); ``keys_out`` the data of each
+ * key it made (``split``: one per new key; a draw makes none). ``typed`` is whether the key is a
+ * typed key (``jax.random.key``; dtype ``key<fry>``) rather than a raw ``uint32[2]`` array
+ * (``jax.random.PRNGKey``). ``consumes`` is whether JAX's key-reuse rules consume the key read
+ * (``split`` and draws do; ``fold_in`` and ``clone`` do not). ``parent``: the ``index`` of the
+ * call that made the key read (None: a seed, or a key that came from ``args``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "RandomCallRecorded".
+ */
+export interface RandomCallRecorded {
+  code: string | null;
+  consumes: boolean;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  impl: string | null;
+  index: number;
+  key_in: number[] | null;
+  keys_out: number[][];
+  kind: 'seed' | 'split' | 'fold_in' | 'clone' | 'draw';
+  line: number | null;
+  op: string;
+  parent: number | null;
+  run_id: string;
+  seq: number;
+  type: 'random_call_recorded';
+  typed: boolean;
+}
+/**
+ * The reuse findings of the run. ``typed_keys``/``raw_keys``: whether ``f`` used typed keys
+ * and raw ``uint32`` keys (the checker sees only the former).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "KeyReuseChecked".
+ */
+export interface KeyReuseChecked {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  findings: KeyReuseFinding[];
+  raw_keys: boolean;
+  run_id: string;
+  seq: number;
+  type: 'key_reuse_checked';
+  typed_keys: boolean;
+}
+/**
+ * One reuse of a key: ``line`` the call that used the key again, ``first_line`` the earlier
+ * call that consumed it (None when the recorded tree does not show it). ``checker``: who found
+ * it, JAX's ``jax.debug_key_reuse`` (typed keys) or jaxscope's own check over the recorded
+ * tree (raw ``uint32`` keys, the same key data consumed twice by splits/draws). ``message``
+ * is JAX's ``KeyReuseError`` text for the former.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "KeyReuseFinding".
+ */
+export interface KeyReuseFinding {
+  checker: 'jax.debug_key_reuse' | 'jaxscope';
+  first_line: number | null;
+  line: number | null;
+  message: string | null;
 }
 /**
  * Run ``exhibit`` on the snippet ``code``. Answered by a stream of events for ``run_id``.
