@@ -19,6 +19,14 @@ became NaN or Inf:
 - ``seed``: the output cotangent the walk started from (``"1.0"``, or ``"ones(f32[3]): ..."``
   for a non-scalar output: then the gradient is that of ``sum(f)``).
 
+``hidden``: ``null`` when ``f``'s forward pass makes no NaN/Inf that its outputs hide, else JSON
+``{"origin": {"index", "primitive", "line", "text", "kind"}, "hider": {...} or null, "count"}``
+(``ForwardNonfiniteHidden``: where the value was born, the first eqn that dropped it).
+
+``SHOWN_ERRORS`` (``exhibits/shown.py``): a gradient with a NaN/Inf (``NonfiniteGradient``) and a
+hidden forward NaN/Inf (``HiddenNonfinite``) are findings: ``jaxscope run`` exits 3 and says on
+stderr where each was made.
+
 ``output_leaf``: only when ``f`` returns a pytree whose first leaf, a floating scalar (a train
 step's loss), is what was differentiated: the note the page shows, then the output's structure.
 
@@ -31,7 +39,8 @@ from collections.abc import Sequence
 
 from jaxscope.protocol import EventBase
 
-from exhibits.nan_finder.events import NonfiniteFound
+from exhibits.nan_finder.events import ForwardEqnView, ForwardNonfiniteHidden, NonfiniteFound
+from exhibits.shown import ShownError
 from exhibits.transpose.events import LinearJaxprStaged
 
 
@@ -78,4 +87,81 @@ def _output_leaf(events: Sequence[EventBase]) -> str | None:
     return f"{leaf.note}\noutput: {leaf.structure}" if leaf is not None else None
 
 
-ARTEFACTS = {"first_nan": _first_nan, "output_leaf": _output_leaf}
+def _last_hidden(events: Sequence[EventBase]) -> ForwardNonfiniteHidden | None:
+    found = [e for e in events if isinstance(e, ForwardNonfiniteHidden)]
+    return found[-1] if found else None
+
+
+def _eqn_json(e: ForwardEqnView) -> dict[str, object]:
+    line = e.source.line if e.source else None
+    return {
+        "index": e.index,
+        "primitive": e.primitive,
+        "line": line,
+        "text": e.text,
+        "kind": e.kind,
+    }
+
+
+def _hidden(events: Sequence[EventBase]) -> str | None:
+    if not any(isinstance(e, NonfiniteFound) for e in events):
+        return None  # the run did not get that far
+    h = _last_hidden(events)
+    if h is None:
+        return "null"
+    return json.dumps(
+        {
+            "origin": _eqn_json(h.origin),
+            "hider": _eqn_json(h.hider) if h.hider else None,
+            "count": h.count,
+        }
+    )
+
+
+def _at(e: ForwardEqnView) -> str:
+    what = e.text if " = " not in e.text else e.primitive  # a call reads "jit _where"
+    return f"{what} at line {e.source.line}" if e.source else f"{what} (eqn {e.index})"
+
+
+def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
+    out: list[ShownError] = []
+    found = [e for e in events if isinstance(e, NonfiniteFound)]
+    h = _last_hidden(events)
+    if found and found[-1].found:
+        e = found[-1]
+        where = f"{e.primal_primitive or e.primitive}"
+        if e.library_call:
+            where += f" inside {e.library_call}"
+        out.append(
+            ShownError(
+                error_class="NonfiniteGradient",
+                message=f"the gradient holds {'NaN' if e.kind == 'nan' else 'Inf'}: the backward"
+                f" pass first wrote one at the derivative of {where}",
+                computation="jax.grad(f), walked backwards eqn by eqn",
+                artefact="first_nan",
+                line=e.source.line if e.source else None,
+                kind="finding",
+            )
+        )
+    if h is not None:
+        hider = f", dropped by {_at(h.hider)}" if h.hider else ""
+        kind = "NaN" if h.origin.kind == "nan" else "Inf"
+        out.append(
+            ShownError(
+                error_class="HiddenNonfinite",
+                message=f"the forward pass made {h.count} {kind} value(s) at"
+                f" {_at(h.origin)}{hider}; f's outputs do not show them, but its gradient"
+                " goes through them",
+                computation="f(*args), evaluated eqn by eqn",
+                artefact="hidden",
+                line=h.origin.source.line if h.origin.source else None,
+                kind="finding",
+                note="compute the risky op on safe inputs (the double where: "
+                "jnp.where(ok, op(jnp.where(ok, x, safe)), fallback))",
+            )
+        )
+    return out
+
+
+ARTEFACTS = {"first_nan": _first_nan, "hidden": _hidden, "output_leaf": _output_leaf}
+SHOWN_ERRORS = _shown_errors

@@ -154,6 +154,32 @@ class NonfiniteFound(EventBase):
     bwd_source: SourceLoc | None = None
 
 
+class ForwardEqnView(WireModel):
+    """A top-level eqn of ``f``'s forward pass: its index in ``jax.make_jaxpr(f)``'s jaxpr, its
+    primitive, its user line, JAX's text of it (a call as its primitive and name, ``jit
+    _where``) and ``kind`` (``nan``/``inf``) of the non-finite values it wrote or read."""
+
+    index: int
+    primitive: str
+    source: SourceLoc | None = None
+    text: str
+    kind: Literal["nan", "inf"]
+
+
+class ForwardNonfiniteHidden(EventBase):
+    """A NaN or an Inf made in ``f``'s forward pass that ``f``'s outputs do not show
+    (``jaxscope.internals.hidden_nonfinite``): ``origin`` the first top-level eqn that wrote one
+    from finite inputs (``count`` non-finite elements), ``hider`` the first later eqn that read
+    one and wrote only finite values (a ``where``/``select_n``, a multiply by 0; ``None``: no
+    eqn read it). The gradient of such code is NaN wherever the hidden branch's derivative is
+    infinite: the double-``where`` keeps the NaN from being made at all."""
+
+    type: Literal["forward_nonfinite_hidden"] = "forward_nonfinite_hidden"
+    origin: ForwardEqnView
+    hider: ForwardEqnView | None = None
+    count: int
+
+
 # This exhibit's events, in the order the union lists them (checked: every event class
 # defined here must be listed, see ``jaxscope.events``).
-EVENTS: tuple[type[EventBase], ...] = (NonfiniteFound,)
+EVENTS: tuple[type[EventBase], ...] = (NonfiniteFound, ForwardNonfiniteHidden)

@@ -39,6 +39,7 @@ from jaxscope.grad_argnums import choose_argnums
 from jaxscope.grad_output import OutputRule
 from jaxscope.internals.cache import SWAPPED_OUT_STREAMS, fresh_caches
 from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
+from jaxscope.internals.hidden_nonfinite import NonfiniteEqn, hidden_nonfinite
 from jaxscope.internals.nan_walk import CustomBwd, custom_bwd, custom_bwd_return, primal_output
 from jaxscope.internals.transpose_walk import (
     Linearized,
@@ -59,7 +60,14 @@ from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.custom_vjp.explain import BWD_STRUCTURE
 from exhibits.nan_finder.cure import Cure, double_where, explanation_for
-from exhibits.nan_finder.events import CureView, EnclosingCall, MarkedValue, NonfiniteFound
+from exhibits.nan_finder.events import (
+    CureView,
+    EnclosingCall,
+    ForwardEqnView,
+    ForwardNonfiniteHidden,
+    MarkedValue,
+    NonfiniteFound,
+)
 from exhibits.transpose.events import OutputLeafView
 
 # Values with at most this many elements are sent in full (``MarkedValue.numbers``).
@@ -354,6 +362,9 @@ def run(ctx: ProbeContext) -> None:
                 "primal function's arguments: one cotangent per argument, in a tuple.",
             ) from None
         gradient = numbers(gradient_of(target, ones))
+        hidden = _hidden_forward(target)
+        if hidden is not None:
+            ctx.emit(hidden)
         if not hit:
             ctx.emit(
                 NonfiniteFound(
@@ -376,6 +387,30 @@ def run(ctx: ProbeContext) -> None:
             found.step = hit[0].step
             _blame_the_call(found, calls)
         ctx.emit(found)
+
+
+def _hidden_forward(target: Any) -> ForwardNonfiniteHidden | None:
+    """The NaN/Inf that ``f``'s forward pass makes and its outputs hide
+    (``internals.hidden_nonfinite``), on the differentiated function and arguments."""
+    closed = jax.make_jaxpr(target.fun)(*target.diff_args)
+    found = hidden_nonfinite(closed, jax.tree.leaves(target.diff_args))
+    if found is None:
+        return None
+
+    def view(e: NonfiniteEqn) -> ForwardEqnView:
+        return ForwardEqnView(
+            index=e.index,
+            primitive=e.primitive,
+            source=e.source,
+            text=e.text,
+            kind="nan" if e.kind == "nan" else "inf",
+        )
+
+    return ForwardNonfiniteHidden(
+        origin=view(found.origin),
+        hider=view(found.hider) if found.hider is not None else None,
+        count=found.count,
+    )
 
 
 def _blame_the_call(found: NonfiniteFound, calls: list[EnclosingCall]) -> None:

@@ -29,6 +29,7 @@ export type Event =
   | CustomCallRecorded
   | CustomRuleChecked
   | NonfiniteFound
+  | ForwardNonfiniteHidden
   | PytreeNodeVisited
   | PytreeFlattened
   | TreedefsCompared
@@ -1571,6 +1572,42 @@ export interface EnclosingCall {
   reverse: boolean;
   source: SourceLoc | null;
   step: number;
+}
+/**
+ * A NaN or an Inf made in ``f``'s forward pass that ``f``'s outputs do not show
+ * (``jaxscope.internals.hidden_nonfinite``): ``origin`` the first top-level eqn that wrote one
+ * from finite inputs (``count`` non-finite elements), ``hider`` the first later eqn that read
+ * one and wrote only finite values (a ``where``/``select_n``, a multiply by 0; ``None``: no
+ * eqn read it). The gradient of such code is NaN wherever the hidden branch's derivative is
+ * infinite: the double-``where`` keeps the NaN from being made at all.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ForwardNonfiniteHidden".
+ */
+export interface ForwardNonfiniteHidden {
+  count: number;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  hider: ForwardEqnView | null;
+  origin: ForwardEqnView;
+  run_id: string;
+  seq: number;
+  type: 'forward_nonfinite_hidden';
+}
+/**
+ * A top-level eqn of ``f``'s forward pass: its index in ``jax.make_jaxpr(f)``'s jaxpr, its
+ * primitive, its user line, JAX's text of it (a call as its primitive and name, ``jit
+ * _where``) and ``kind`` (``nan``/``inf``) of the non-finite values it wrote or read.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ForwardEqnView".
+ */
+export interface ForwardEqnView {
+  index: number;
+  kind: 'nan' | 'inf';
+  primitive: string;
+  source: SourceLoc | null;
+  text: string;
 }
 /**
  * One node visited while ``tree_flatten`` walks a container, in JAX's visit order (read off
