@@ -61,6 +61,7 @@ const TABLE: Readonly<Record<string, { group: ExhibitGroup; label: string }>> = 
   shard_map: { group: 'Devices', label: 'shard_map' },
   rules: { group: 'Devices', label: 'Rule matrix' },
   dtypes: { group: 'Trace & compile', label: 'Type promotion' },
+  prng: { group: 'Trace & compile', label: 'PRNG keys' },
 };
 
 /** The view and narrative of folder `exhibits/<id>/` (throws when the folder lacks one). */
