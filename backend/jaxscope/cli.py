@@ -186,7 +186,15 @@ def build_parser() -> argparse.ArgumentParser:
     _limit_flags(pool)
     _sandbox_flag(pool)
 
-    run = sub.add_parser("run", help="run an exhibit on a snippet file, headless")
+    run = sub.add_parser(
+        "run",
+        help="run an exhibit on a snippet file, headless",
+        description="Run an exhibit on a snippet file, headless. Exit status: 0 fine; 1 the run "
+        "failed; 2 usage; 3 the run finished but JAX refused the code or the exhibit found a "
+        "wrong result (said on stderr).",
+        epilog=_artefacts_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     run.add_argument("exhibit", help=f"exhibit id ({', '.join(EXHIBITS)})")
     run.add_argument(
         "file",
@@ -204,6 +212,16 @@ def build_parser() -> argparse.ArgumentParser:
     _limit_flags(run)
     _sandbox_flag(run)
     return parser
+
+
+def _artefacts_epilog() -> str:
+    """What ``--print`` takes, per exhibit (every run can also print ``jaxpr`` where the exhibit
+    stages one): the registry's artefact names, one line per exhibit."""
+    lines = ["artefacts (--print ARTEFACT), per exhibit:"]
+    for exhibit in EXHIBITS.values():
+        names = ", ".join(exhibit.artefacts) or "(none: use --json)"
+        lines.append(f"  {exhibit.id:<16} {names}")
+    return "\n".join(lines)
 
 
 def _option_flags(run: argparse.ArgumentParser) -> None:

@@ -532,3 +532,17 @@ def test_each_option_names_the_exhibits_that_read_it() -> None:
                 readers[name].add(path.parent.name)
     for name in RunOptions.model_fields:
         assert set(option_exhibits(name)) == readers[name], name
+
+
+def test_run_help_lists_every_exhibits_artefacts() -> None:
+    """``jaxscope run --help`` names what ``--print`` takes, per exhibit, from the registry."""
+    from exhibits.registry import EXHIBITS
+
+    proc = subprocess.run(
+        [JAXSCOPE, "run", "--help"], capture_output=True, text=True, timeout=60, check=True
+    )
+    for exhibit in EXHIBITS.values():
+        line = next(x for x in proc.stdout.splitlines() if x.strip().startswith(exhibit.id + " "))
+        for name in exhibit.artefacts:
+            assert name in line, (exhibit.id, name)
+    assert "3 the run finished" in proc.stdout
