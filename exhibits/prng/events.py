@@ -66,12 +66,14 @@ class KeyReuseFinding(WireModel):
 
 class KeyReuseChecked(EventBase):
     """The reuse findings of the run. ``typed_keys``/``raw_keys``: whether ``f`` used typed keys
-    and raw ``uint32`` keys (the checker sees only the former)."""
+    and raw ``uint32`` keys (the checker sees only the former). ``calls_left_out``: the recorded
+    calls after the first ``MAX_CALLS`` (``probe.py``), checked but not sent as events."""
 
     type: Literal["key_reuse_checked"] = "key_reuse_checked"
     findings: list[KeyReuseFinding]
     typed_keys: bool
     raw_keys: bool
+    calls_left_out: int = 0
 
 
 EVENTS: tuple[type[EventBase], ...] = (RandomCallRecorded, KeyReuseChecked)

@@ -44,6 +44,9 @@ SEED_OPS = frozenset({"key", "PRNGKey", "wrap_key_data"})
 DERIVE_OPS: dict[str, RandomOpKind] = {"split": "split", "fold_in": "fold_in", "clone": "clone"}
 # Functions taking a key that neither draw nor derive: they only read a key's metadata.
 NOT_RECORDED = frozenset({"key_data", "key_impl", "key_dtype"})
+# The calls sent as events: a loop of thousands of draws would flood the stepper. The reuse
+# checks still see every call.
+MAX_CALLS = 500
 
 
 def op_kind(name: str) -> RandomOpKind | None:
@@ -299,7 +302,7 @@ def run(ctx: ProbeContext) -> None:
     with ctx.stage("trace"):
         with recording(snippet.namespace) as recorder, jax.disable_jit():
             snippet.f(*snippet.args, **snippet.kwargs)
-    for i, call in enumerate(recorder.calls):
+    for i, call in enumerate(recorder.calls[:MAX_CALLS]):
         ctx.emit(
             RandomCallRecorded(
                 index=i,
@@ -328,6 +331,7 @@ def run(ctx: ProbeContext) -> None:
             findings=findings,
             typed_keys=typed_keys,
             raw_keys=any(not c.typed for c in recorder.calls),
+            calls_left_out=max(0, len(recorder.calls) - MAX_CALLS),
         )
     )
 

@@ -257,3 +257,54 @@ def test_print_artefacts(probe_runner: Runner) -> None:
             "checker": "jax.debug_key_reuse",
         }
     ]
+
+
+def test_jax_random_is_restored_when_f_raises(probe_runner: Runner) -> None:
+    text = (
+        "import jax\n"
+        "from jax.random import split\n"
+        "def f(key):\n"
+        "    a, b = split(key)\n"
+        "    raise ValueError('after a split')\n"
+        "args = (jax.random.key(0),)\n"
+    )
+    original = jax.random.split
+    with pytest.raises(ValueError, match="after a split"):
+        probe_runner(EXHIBIT, text)
+    assert jax.random.split is original
+
+
+def test_keys_under_vmap_have_no_data(probe_runner: Runner) -> None:
+    text = (
+        "import jax\n"
+        "def f(key):\n"
+        "    keys = jax.random.split(key, 3)\n"
+        "    return jax.vmap(lambda k: jax.random.normal(k, (2,)))(keys)\n"
+        "args = (jax.random.key(5),)\n"
+    )
+    ctx = probe_runner(EXHIBIT, text)
+    split, normal = calls(ctx.events)
+    assert split.keys_out == np_split([0, 5], 3)
+    # inside vmap the key is a batch tracer: no data, no parent found by data
+    assert normal.op == "normal" and normal.key_in is None and normal.line == 4
+    assert reuse(ctx.events) == []
+
+
+def test_a_long_loop_is_capped_but_checked(probe_runner: Runner) -> None:
+    from .probe import MAX_CALLS
+
+    text = (
+        "import jax\n"
+        "def f(n):\n"
+        "    key = jax.random.PRNGKey(0)\n"
+        f"    for i in range({MAX_CALLS + 10}):\n"
+        "        key = jax.random.fold_in(key, i)\n"
+        "    return jax.random.uniform(key) + jax.random.uniform(key)\n"
+        "args = (0,)\n"
+    )
+    ctx = probe_runner(EXHIBIT, text)
+    assert len(calls(ctx.events)) == MAX_CALLS
+    (checked,) = ctx.of_type(KeyReuseChecked)
+    assert checked.calls_left_out == MAX_CALLS + 10 + 3 - MAX_CALLS
+    # the reuse past the cap is still found: both draws on line 6
+    assert reuse(ctx.events) == [(6, 6, "jaxscope")]

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { goldenLoader } from '../../frontend/src/test/fixtures';
-import { checkerNote, findings, keyText, keyTree } from './view-model';
+import { callsLeftOut, checkerNote, findings, keyText, keyTree } from './view-model';
 
 const golden = goldenLoader(import.meta.url);
 
@@ -55,5 +55,6 @@ describe('prng view model', () => {
     expect(keyTree(events.slice(0, first + 1)).length).toBe(1);
     expect(findings(events.slice(0, first + 1))).toBeNull();
     expect(keyText([0, 42])).toBe('[0 42]');
+    expect(callsLeftOut(events)).toBe(0);
   });
 });

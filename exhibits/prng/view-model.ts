@@ -97,3 +97,8 @@ export function checkerNote(events: readonly Event[]): string | null {
     'own check over the recorded tree (the same key data consumed twice by splits or draws).'
   );
 }
+
+/** How many recorded calls the tree leaves out (past the probe's cap); 0 when none. */
+export function callsLeftOut(events: readonly Event[]): number {
+  return lastOf(events, 'key_reuse_checked')?.calls_left_out ?? 0;
+}

@@ -2857,12 +2857,14 @@ export interface RandomCallRecorded {
 }
 /**
  * The reuse findings of the run. ``typed_keys``/``raw_keys``: whether ``f`` used typed keys
- * and raw ``uint32`` keys (the checker sees only the former).
+ * and raw ``uint32`` keys (the checker sees only the former). ``calls_left_out``: the recorded
+ * calls after the first ``MAX_CALLS`` (``probe.py``), checked but not sent as events.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "KeyReuseChecked".
  */
 export interface KeyReuseChecked {
+  calls_left_out: number;
   detail_id?: string | null;
   detail_of?: string | null;
   findings: KeyReuseFinding[];
