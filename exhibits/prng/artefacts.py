@@ -5,6 +5,10 @@
 - ``reuse``: a JSON list of ``{"line", "first_line", "checker"}``, one per reused key
   (``checker``: ``"jax.debug_key_reuse"`` or ``"jaxscope"`` for raw ``uint32`` keys).
 
+``SHOWN_ERRORS``: each reused key is a finding (``KeyReuse``, ``exhibits/shown.py``): a draw
+from a key already consumed repeats its random bits, which JAX computes without complaint
+outside ``jax.debug_key_reuse``; ``jaxscope run`` exits 3 and names both lines on stderr.
+
 Imports only the protocol and this exhibit's events."""
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import json
 from collections.abc import Sequence
 
 from jaxscope.protocol import EventBase
+
+from exhibits.shown import ShownError
 
 from .events import KeyReuseChecked, RandomCallRecorded
 
@@ -48,4 +54,32 @@ def _reuse(events: Sequence[EventBase]) -> str | None:
     )
 
 
+def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
+    out: list[ShownError] = []
+    for e in events:
+        if not isinstance(e, KeyReuseChecked):
+            continue
+        for f in e.findings:
+            first = f"first consumed at line {f.first_line}" if f.first_line else "consumed before"
+            by = (
+                "jax.debug_key_reuse"
+                if f.checker == "jax.debug_key_reuse"
+                else "jaxscope's check of raw uint32 keys (jax.debug_key_reuse cannot see them)"
+            )
+            out.append(
+                ShownError(
+                    error_class="KeyReuse",
+                    message=f"a PRNG key {first} is used again: the two uses draw the same "
+                    f"random bits (found by {by})",
+                    computation="f(*args) with its jax.random calls recorded",
+                    artefact="reuse",
+                    line=f.line,
+                    note="split the key first: k1, k2 = jax.random.split(key), one per use",
+                    kind="finding",
+                )
+            )
+    return out
+
+
 ARTEFACTS = {"key_tree": _key_tree, "reuse": _reuse}
+SHOWN_ERRORS = _shown_errors
