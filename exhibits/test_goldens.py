@@ -1,0 +1,79 @@
+"""Every exhibit's golden event streams (``exhibits/<id>/golden/<example>.events.jsonl``, recorded
+through the real sandbox with ``jaxscope run ID EXAMPLE --json``; vitest reads the same files in
+``frontend/src/goldens.test.ts`` and the exhibits' view-model tests).
+
+Each golden must: parse line by line with the event union, as the server re-validates a
+worker's lines; number its events 0, 1, 2...; end with ``run_finished``; hold events of its own
+exhibit; and still be what the exhibit emits: a fresh ``jaxscope run`` of the same example emits
+the same exhibit events, in the same order (their types: values such as durations differ per
+run, and each exhibit's own tests check the values against JAX). A golden with no example of
+that name, or an exhibit without a golden of its default example, fails.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from jaxscope.protocol import EVENT_ADAPTER, EventBase, RunFinished
+
+from exhibits.registry import EXHIBITS, Exhibit
+
+JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+GOLDENS = [
+    (exhibit, path)
+    for exhibit in EXHIBITS.values()
+    for path in sorted((exhibit.folder / "golden").glob("*.events.jsonl"))
+]
+
+
+def example_of(exhibit: Exhibit, golden: Path) -> Path:
+    name = golden.name.removesuffix(".events.jsonl")
+    paths = exhibit.example_paths()
+    assert name in paths, f"{golden}: {exhibit.id} has no example {name!r}"
+    return paths[name]
+
+
+def own_types(exhibit: Exhibit, lines: list[str]) -> list[str]:
+    own = {cls.model_fields["type"].default for cls in exhibit_events(exhibit)}
+    return [t for t in (json.loads(x)["type"] for x in lines) if t in own]
+
+
+def exhibit_events(exhibit: Exhibit) -> tuple[type[EventBase], ...]:
+    module = importlib.import_module(exhibit.events_module)
+    return tuple(module.EVENTS)
+
+
+def test_every_exhibit_has_the_golden_of_its_default_example() -> None:
+    for exhibit in EXHIBITS.values():
+        golden = exhibit.folder / "golden" / f"{exhibit.default_example}.events.jsonl"
+        assert golden.is_file(), f"{exhibit.id}: record {golden.relative_to(golden.parents[2])}"
+
+
+@pytest.mark.parametrize(
+    ("exhibit", "golden"), GOLDENS, ids=[f"{e.id}/{p.name}" for e, p in GOLDENS]
+)
+def test_a_golden_is_a_stream_the_exhibit_still_emits(exhibit: Exhibit, golden: Path) -> None:
+    lines = [x for x in golden.read_text().splitlines() if x.strip()]
+    stream = [EVENT_ADAPTER.validate_json(x) for x in lines]
+    assert [e.seq for e in stream] == list(range(len(stream)))
+    assert isinstance(stream[-1], RunFinished)
+    recorded = own_types(exhibit, lines)
+    assert recorded, f"{golden.name} holds none of {exhibit.id}'s events"
+    proc = subprocess.run(
+        [JAXSCOPE, "run", exhibit.id, str(example_of(exhibit, golden)), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=exhibit.folder.parents[1],
+    )
+    assert proc.returncode in (0, 3), proc.stderr
+    fresh = [x for x in proc.stdout.splitlines() if x.strip()]
+    assert own_types(exhibit, fresh) == recorded, (
+        f"{exhibit.id} now emits other events for {golden.name}: record it again with "
+        f"jaxscope run {exhibit.id} EXAMPLE --json > {golden}"
+    )
