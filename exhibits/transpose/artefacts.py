@@ -193,6 +193,8 @@ def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
                 message=checked.headline,
                 computation="jax.grad(f), held to float64 finite differences",
                 artefact="verdict",
+                # a custom rule on the path is where the user can look: its return line
+                line=next((r.source.line for r in checked.rules_on_path if r.source), None),
                 kind="finding",
             )
         )

@@ -160,6 +160,14 @@ class FdSample(WireModel):
     finite_difference: NestedNumbers
 
 
+class CustomRuleOnPath(WireModel):
+    """A user's ``custom_vjp`` backward rule on a gradient element's path: its function name and
+    the line where it returns (``None`` when not defined in the snippet)."""
+
+    name: str
+    source: SourceLoc | None = None
+
+
 class GradientLeaf(WireModel):
     """One leaf of a differentiated argument in :class:`GradientChecked`: ``path`` its key path
     (``args[0]['b1']``: ``args[i]`` then ``jax.tree_util.keystr``), ``aval`` its abstract value,
@@ -362,6 +370,10 @@ class GradientChecked(EventBase):
     disagreements: list[FdDisagreement] = []
     disagree_count: int = 0
     fd_dtype: str | None = None
+    # For a ``disagree`` verdict: the user's ``custom_vjp`` backward rules that the first
+    # disagreeing leaf's cotangent passes through (``internals/rule_blame.py``), where each
+    # returns: JAX's own rules are tested, the user's are the first suspects.
+    rules_on_path: list[CustomRuleOnPath] = []
 
     def summarised(self) -> Self | None:
         """Streamed to the page with every figure but without the values (details on demand):

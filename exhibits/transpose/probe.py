@@ -43,6 +43,7 @@ from jaxscope import grad_argnums
 from jaxscope.finite_diff import central_differences, is_float_leaf, narrowest_float
 from jaxscope.grad_output import OutputRule
 from jaxscope.internals.calling import CallPlan, block_until_ready, concrete_args, plan_call
+from jaxscope.internals.rule_blame import custom_rules_on_path
 from jaxscope.internals.transpose_walk import (
     Linearized,
     StepRecord,
@@ -62,6 +63,7 @@ from jaxscope.sandbox.errors import transformation_frames, user_frames
 from jaxscope.sandbox.probe_api import ProbeContext, mark_during
 
 from exhibits.transpose.events import (
+    CustomRuleOnPath,
     FdSample,
     GradAttempted,
     GradientChecked,
@@ -128,19 +130,44 @@ def run(ctx: ProbeContext) -> None:
             ctx.emit(emitted.failed.event)
             raise mark_during(walk_error, _transposing(emitted.failed.eqn.primitive.name))
         gradient = lin.in_tree.unflatten(result.cotangents)
-        ctx.emit(
-            check_gradient(
-                plan,
-                args,
-                argnums,
-                gradient,
-                seed,
-                seed_text,
-                jax_grad=eager[0] if eager else None,
-                program_eqns=len(traced[0].jaxpr.eqns) if traced else len(lin.jaxpr.eqns),
-                compute_dtype=narrowest_float(traced[0].jaxpr if traced else lin.jaxpr),
-            )
+        checked = check_gradient(
+            plan,
+            args,
+            argnums,
+            gradient,
+            seed,
+            seed_text,
+            jax_grad=eager[0] if eager else None,
+            program_eqns=len(traced[0].jaxpr.eqns) if traced else len(lin.jaxpr.eqns),
+            compute_dtype=narrowest_float(traced[0].jaxpr if traced else lin.jaxpr),
         )
+        blame_custom_rules(checked, lin.jaxpr)
+        ctx.emit(checked)
+
+
+def blame_custom_rules(checked: GradientChecked, linear_jaxpr: Any) -> None:
+    """For a ``disagree`` verdict: the user's ``custom_vjp`` backward rules that the first
+    disagreeing leaf's cotangent passes through (``internals/rule_blame.py``), kept in
+    ``rules_on_path`` and named in the headline with the line where each returns. The leaves are
+    the linear jaxpr's inputs in order; when they do not line up, nothing is claimed."""
+    if checked.verdict != "disagree":
+        return
+    first = next((i for i, leaf in enumerate(checked.leaves) if leaf.disagree), None)
+    if first is None or len(checked.leaves) != len(linear_jaxpr.invars):
+        return
+    rules = custom_rules_on_path(linear_jaxpr, first)
+    if not rules:
+        return
+    checked.rules_on_path = [CustomRuleOnPath(name=r.name, source=r.source) for r in rules]
+    named = ", ".join(
+        f"{r.name} (returns at line {r.source.line})" if r.source else r.name for r in rules
+    )
+    one = len(rules) == 1
+    checked.headline += (
+        f" The cotangent of {checked.leaves[first].path} passes through your custom_vjp rule"
+        f"{'' if one else 's'} {named}: JAX's own rules are tested, so check what "
+        f"{'it returns' if one else 'they return'} first."
+    )
 
 
 def ruled_plan(plan: CallPlan, rule: OutputRule) -> CallPlan:

@@ -128,6 +128,7 @@ const check: GradientChecked = {
   disagreements: [],
   disagree_count: 0,
   fd_dtype: 'float64',
+  rules_on_path: [],
 };
 
 /** The summary fields of a leaf whose values are sent (`size` elements). */

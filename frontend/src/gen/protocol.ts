@@ -1109,6 +1109,7 @@ export interface GradientChecked {
   not_compared: FdNotCompared[];
   not_compared_count: number;
   program_eqns: number | null;
+  rules_on_path: CustomRuleOnPath[];
   run_id: string;
   seed: string;
   seq: number;
@@ -1222,6 +1223,17 @@ export interface FdNotCompared {
   path: string;
   reason: '' | 'kink' | 'nonfinite' | 'rounded' | 'unresolved' | 'not_sampled';
   why: string;
+}
+/**
+ * A user's ``custom_vjp`` backward rule on a gradient element's path: its function name and
+ * the line where it returns (``None`` when not defined in the snippet).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "CustomRuleOnPath".
+ */
+export interface CustomRuleOnPath {
+  name: string;
+  source: SourceLoc | null;
 }
 /**
  * One way of taking the gradient (``eager`` = ``jax.grad(f, argnums)(*args)``, ``jit`` =
