@@ -2,7 +2,7 @@
 and report the avals it went in and came out with (``events.py``).
 
 Runs inside the sandbox worker (``jaxscope.sandbox.probe_api``). Public JAX here; anything
-private only through ``jaxscope.internals``. The imports of the exhibit's own modules are
+private only through ``jaxscope.internals.api``. The imports of the exhibit's own modules are
 relative, so that a copy of this folder under another name works unchanged.
 """
 
@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import jax
-from jaxscope.internals.calling import CallPlan, plan_call
-from jaxscope.internals.views import aval_view
+from jaxscope.internals.api import CallPlan, aval_view, plan_call
 from jaxscope.sandbox.probe_api import ProbeContext
 
 from .events import TemplateAvalsRead, TemplateLeafAval

@@ -34,9 +34,24 @@ from typing import Any
 
 import jax
 import numpy as np
-from jaxscope.internals import cache_key as ick
-from jaxscope.internals.calling import plan_call
-from jaxscope.internals.views import jaxpr_view
+
+# CACHE_DIR is the probe's too: the tests point JAX's cache at probe.CACHE_DIR.
+from jaxscope.internals.api import CACHE_DIR as CACHE_DIR
+from jaxscope.internals.api import (
+    cache_file_suffix,
+    capture_cache_keys,
+    clean_cache_dir,
+    clear_in_memory_caches,
+    custom_hook_returning,
+    excluded_flags,
+    jaxpr_view,
+    persistent_cache,
+    plan_call,
+    recompute_cache_key,
+    stripped_module_text,
+    xla_flag_filter,
+    xla_flags_env,
+)
 from jaxscope.protocol import JaxprStaged
 from jaxscope.sandbox.probe_api import ProbeContext, Snippet
 from jaxscope.sandbox.snippet import InvalidSnippet
@@ -47,8 +62,6 @@ from exhibits.cache_key.events import (
     XlaFlagsFiltered,
     XlaFlagVerdictView,
 )
-
-CACHE_DIR = ick.CACHE_DIR
 
 # The perturbations, in the view's order, with the ingredients each is expected to change.
 PERTURBATIONS: dict[str, str] = {
@@ -233,7 +246,7 @@ def perturbed(base: Variant, perturb: str) -> Variant:
             base.jit_kwargs,
             base.args,
             base.kwargs,
-            context=lambda: ick.xla_flags_env(EXTRA_XLA_FLAG),
+            context=lambda: xla_flags_env(EXTRA_XLA_FLAG),
             detail=PERTURBATIONS[perturb],
         )
     if perturb == "custom_hook":
@@ -242,7 +255,7 @@ def perturbed(base: Variant, perturb: str) -> Variant:
             base.jit_kwargs,
             base.args,
             base.kwargs,
-            context=lambda: ick.custom_hook_returning(SALT),
+            context=lambda: custom_hook_returning(SALT),
             detail=PERTURBATIONS[perturb],
         )
     if perturb == "name":
@@ -269,20 +282,20 @@ def perturbed(base: Variant, perturb: str) -> Variant:
 def compute_key(variant: Variant, perturbation: str | None, directory: str) -> CacheKeyComputed:
     """Compile ``variant`` with the persistent cache on (in-memory caches cleared first) and
     return JAX's key next to the recomputed one."""
-    ick.clear_in_memory_caches()
+    clear_in_memory_caches()
     with variant.context(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         lowered = jax.jit(variant.fun, **variant.jit_kwargs).lower(*variant.args, **variant.kwargs)
-        with ick.capture_cache_keys() as capture:
+        with capture_cache_keys() as capture:
             lowered.compile()
         if not capture.calls:
             raise RuntimeError("JAX compiled without asking the persistent cache for a key")
         call = capture.calls[-1]
-        ingredients, key = ick.recompute(call)
+        ingredients, key = recompute_cache_key(call)
     logged = [k for _, k in capture.logged]
     jax_key = logged[-1] if logged else ""
     persistent = capture.logged[-1][0] if capture.logged else ""
-    suffix = ick.cache_file_suffix()
+    suffix = cache_file_suffix()
     files = sorted(os.listdir(directory))
     cache_file = f"{call.key}{suffix}" if f"{call.key}{suffix}" in files else None
     said = [str(w.message).splitlines()[0] for w in caught]
@@ -303,7 +316,7 @@ def compute_key(variant: Variant, perturbation: str | None, directory: str) -> C
         cache_dir=f"./{directory} (in a fresh temporary directory)",
         persistent=persistent,
         equal=key == jax_key == call.key and cache_file is not None,
-        stripped_module=ick.stripped_module_text(call.module),
+        stripped_module=stripped_module_text(call.module),
     )
 
 
@@ -319,8 +332,8 @@ def run(ctx: ProbeContext) -> None:
     base = _base(snippet)
     perturb = ctx.options.perturb
     variant = perturbed(base, perturb) if perturb else None
-    with ctx.stage("compile"), ick.clean_cache_dir() as directory:
-        with ick.persistent_cache(directory):
+    with ctx.stage("compile"), clean_cache_dir() as directory:
+        with persistent_cache(directory):
             base_key = compute_key(base, None, directory)
             ctx.emit(base_key)
             if variant is not None:
@@ -329,7 +342,7 @@ def run(ctx: ProbeContext) -> None:
                 other.changed = [i.name for i in other.ingredients if before[i.name] != i.digest]
                 ctx.emit(other)
     if ctx.options.xla_flags is not None:
-        verdicts, digest = ick.xla_flag_filter(ctx.options.xla_flags)
+        verdicts, digest = xla_flag_filter(ctx.options.xla_flags)
         ctx.emit(
             XlaFlagsFiltered(
                 flags=[
@@ -337,6 +350,6 @@ def run(ctx: ProbeContext) -> None:
                     for v in verdicts
                 ],
                 digest=digest,
-                excluded=ick.excluded_flags(),
+                excluded=excluded_flags(),
             )
         )

@@ -27,15 +27,11 @@ from typing import Any, Literal
 
 import jax
 import numpy as np
-from jaxscope.internals.cache_key import (
-    capture_cache_keys,
-    clean_cache_dir,
-    persistent_cache,
-    persistent_settings,
-)
-from jaxscope.internals.cache_layers import (
+from jaxscope.internals.api import (
     COUNTED_CACHES,
     JitCallRecord,
+    capture_cache_keys,
+    clean_cache_dir,
     is_jitted,
     jitted_donates,
     jitted_fun,
@@ -44,8 +40,10 @@ from jaxscope.internals.cache_layers import (
     key_entries,
     multiline_jaxpr_view,
     observe_jit_call,
+    persistent_cache,
     persistent_cache_enabled,
     persistent_module_name,
+    persistent_settings,
     reset_caches,
     trace_context_now,
     watching_jit_calls,

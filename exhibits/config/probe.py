@@ -16,10 +16,15 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jaxscope.internals import config_table
-from jaxscope.internals.cache import fresh_caches
-from jaxscope.internals.calling import block_until_ready, plan_call
-from jaxscope.internals.views import jaxpr_view
+from jaxscope.internals.api import (
+    block_until_ready,
+    config_flipped,
+    config_options,
+    fresh_caches,
+    jaxpr_view,
+    plan_call,
+    trace_context_names,
+)
 from jaxscope.sandbox.probe_api import ProbeContext
 
 from exhibits.config.events import ConfigOptionsListed, ConfigOptionView, ConfigRetraceChecked
@@ -65,7 +70,7 @@ def _experiment_subject(ctx: ProbeContext) -> tuple[str, Callable[..., Any], tup
 
 def run(ctx: ProbeContext) -> None:
     """List every option, then flip each of :data:`FLIPS` around a traced jit call."""
-    options = config_table.options()
+    options = config_options()
     ctx.emit(
         ConfigOptionsListed(
             options=[
@@ -81,7 +86,7 @@ def run(ctx: ProbeContext) -> None:
                 )
                 for o in options
             ],
-            trace_context_names=list(config_table.trace_context_names()),
+            trace_context_names=list(trace_context_names()),
         )
     )
     in_context = {o.name: o.trace_context for o in options}
@@ -104,7 +109,7 @@ def run(ctx: ProbeContext) -> None:
         block_until_ready(jitted(*args, **kwargs))
     for i, (option, value) in enumerate(FLIPS, start=1):
         before = traces[0]
-        with ctx.stage("call", i), config_table.flipped(option, value):
+        with ctx.stage("call", i), config_flipped(option, value):
             block_until_ready(jitted(*args, **kwargs))
             retraced = traces[0] > before
             closed = jax.make_jaxpr(fun, static_argnums=static)(*args, **kwargs)

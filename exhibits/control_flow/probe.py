@@ -30,17 +30,20 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 from jax import lax
-from jaxscope.internals.calling import block_until_ready, concrete_args, plan_call
-from jaxscope.internals.control_flow import (
+from jaxscope.internals.api import (
     CarryObservation,
+    aval_view,
+    block_until_ready,
     branch_out_avals,
     carry_avals,
+    concrete_args,
     eqn_snippet_line,
     function_source,
     iter_eqns,
+    jaxpr_view,
     observe_control_flow,
+    plan_call,
 )
-from jaxscope.internals.views import aval_view, jaxpr_view
 from jaxscope.protocol import JaxprStaged, SourceLoc
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, ProbeContext
 

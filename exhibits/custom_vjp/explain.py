@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import numpy as np
 from jaxscope.explainers import ErrorContext, Explanation, MessageHelp, first_match
-from jaxscope.internals.custom_rules import (
+from jaxscope.internals.api import (
     CustomFunction,
     RecordedCall,
     error_source,

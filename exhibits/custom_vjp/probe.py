@@ -36,18 +36,22 @@ from typing import Any
 import jax
 import numpy as np
 from jaxscope.finite_diff import central_differences, compare, is_float_leaf, tolerance
-from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
-from jaxscope.internals.custom_rules import (
+from jaxscope.internals.api import (
+    CallPlan,
     CustomFunction,
     RecordedCall,
+    aval_view,
+    block_until_ready,
     code_line,
     error_source,
     find_custom_functions,
+    jaxpr_view,
+    plan_call,
+    preview_value,
     recording_calls,
     snippet_globals,
     without_rule,
 )
-from jaxscope.internals.views import aval_view, jaxpr_view, preview_value
 from jaxscope.protocol import ArrayPreview, JaxprStaged, SourceLoc
 from jaxscope.sandbox.probe_api import ProbeContext
 from jaxscope.sandbox.snippet import InvalidSnippet

@@ -25,7 +25,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxscope.internals.calling import CallPlan, plan_call
+from jaxscope.internals.api import CallPlan, plan_call
 from jaxscope.sandbox.probe_api import ProbeContext
 
 from .events import (

@@ -30,9 +30,15 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-from jaxscope.internals.calling import CallPlan, concrete_args, plan_call
-from jaxscope.internals.jvp_steps import capture_jvp, choose_tangents, closed_function
-from jaxscope.internals.views import jaxpr_view
+from jaxscope.internals.api import (
+    CallPlan,
+    capture_jvp,
+    choose_tangents,
+    closed_function,
+    concrete_args,
+    jaxpr_view,
+    plan_call,
+)
 from jaxscope.protocol import JaxprStaged
 from jaxscope.sandbox.errors import is_memory_error
 from jaxscope.sandbox.probe_api import ProbeContext, blame_line, setting_line

@@ -37,22 +37,29 @@ import jax.numpy as jnp
 import numpy as np
 from jaxscope.grad_argnums import choose_argnums
 from jaxscope.grad_output import OutputRule
-from jaxscope.internals.cache import SWAPPED_OUT_STREAMS, fresh_caches
-from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
-from jaxscope.internals.hidden_nonfinite import NonfiniteEqn, hidden_nonfinite
-from jaxscope.internals.nan_walk import CustomBwd, custom_bwd, custom_bwd_return, primal_output
-from jaxscope.internals.transpose_walk import (
+from jaxscope.internals.api import (
+    SWAPPED_OUT_STREAMS,
+    CallPlan,
+    CustomBwd,
     Linearized,
-    StepRecord,
+    NonfiniteEqn,
+    TransposeStepRecord,
+    block_until_ready,
     call_name,
+    custom_bwd,
+    custom_bwd_return,
+    fresh_caches,
     grad_seed,
+    hidden_nonfinite,
     inside,
     is_nonfinite,
     linear_jaxpr_staged,
     linearize_vjp,
+    plan_call,
+    primal_output,
     value_view,
-    walk,
     walk_scan_body,
+    walk_transpose,
 )
 from jaxscope.protocol import ValueView
 from jaxscope.sandbox.probe_api import ProbeContext, Snippet, blame_line
@@ -156,7 +163,7 @@ def marked(label: str, raw: Any, view: ValueView) -> MarkedValue:
     )
 
 
-def writes_nonfinite(record: StepRecord) -> bool:
+def writes_nonfinite(record: TransposeStepRecord) -> bool:
     """True when the step wrote a NaN or Inf cotangent into a linear variable."""
     return any(is_nonfinite(w.contribution) or is_nonfinite(w.running) for w in record.writes)
 
@@ -279,7 +286,9 @@ def _custom_bwd_text(bwd: CustomBwd) -> str:
 
 
 def _no_cure_text(
-    record: StepRecord, forward_nonfinite: bool | None, output_nonfinite: bool | None = None
+    record: TransposeStepRecord,
+    forward_nonfinite: bool | None,
+    output_nonfinite: bool | None = None,
 ) -> str:
     primal = record.primal_primitive or record.eqn.primitive.name
     where = (
@@ -336,18 +345,18 @@ def run(ctx: ProbeContext) -> None:
         ctx.emit(staged)
 
     with ctx.stage("run"):
-        hit: list[StepRecord] = []
+        hit: list[TransposeStepRecord] = []
 
-        def on_step(record: StepRecord) -> bool:
+        def on_step(record: TransposeStepRecord) -> bool:
             ctx.emit(record.event)
             if writes_nonfinite(record):
                 hit.append(record)
                 return True
             return False
 
-        failed: list[StepRecord] = []
+        failed: list[TransposeStepRecord] = []
         try:
-            result = walk(lin, cts, on_step, on_error=failed.append)
+            result = walk_transpose(lin, cts, on_step, on_error=failed.append)
         except TypeError as e:
             at = custom_bwd_return(failed[0].eqn) if failed else None
             if at is None or not str(e).startswith(BWD_STRUCTURE):  # the custom_vjp lab's match
@@ -436,8 +445,8 @@ MAX_SCAN_EQN_STEPS = 50_000
 
 
 def descend(
-    lin: Linearized, record: StepRecord
-) -> tuple[list[EnclosingCall], StepRecord, str | None]:
+    lin: Linearized, record: TransposeStepRecord
+) -> tuple[list[EnclosingCall], TransposeStepRecord, str | None]:
     """From a first bad step that is a ``jit``, ``cond``, ``remat2`` or ``scan`` call, walk that
     call's body down to
     its first bad step, again while that is such a call too: for ``jit`` the backward pass of its
@@ -450,9 +459,9 @@ def descend(
     calls: list[EnclosingCall] = []
     stopped: str | None = None
     while len(calls) < MAX_DEPTH:
-        hit: list[StepRecord] = []
+        hit: list[TransposeStepRecord] = []
 
-        def on_step(inner: StepRecord, hit: list[StepRecord] = hit) -> bool:
+        def on_step(inner: TransposeStepRecord, hit: list[TransposeStepRecord] = hit) -> bool:
             if writes_nonfinite(inner):
                 hit.append(inner)
                 return True
@@ -463,7 +472,7 @@ def descend(
         try:
             body = inside(lin, record)
             if body is not None:
-                walk(body, record.cts_in, on_step)
+                walk_transpose(body, record.cts_in, on_step)
             elif _scan_size(record) > MAX_SCAN_EQN_STEPS:
                 break
             else:
@@ -514,7 +523,7 @@ def nonfinite_inputs(target: Target) -> list[str]:
     return out
 
 
-def not_descended(record: StepRecord) -> str | None:
+def not_descended(record: TransposeStepRecord) -> str | None:
     """Why the finder stopped at a ``scan`` step without walking inside it (too long)."""
     size = _scan_size(record)
     if size <= MAX_SCAN_EQN_STEPS:
@@ -528,7 +537,7 @@ def not_descended(record: StepRecord) -> str | None:
     )
 
 
-def _scan_size(record: StepRecord) -> int:
+def _scan_size(record: TransposeStepRecord) -> int:
     """Iterations x body eqns of a ``scan`` step (0 for other eqns)."""
     if record.eqn.primitive.name != "scan":
         return 0
@@ -539,7 +548,7 @@ def _scan_size(record: StepRecord) -> int:
 def finding(
     ctx: ProbeContext,
     target: Target,
-    record: StepRecord,
+    record: TransposeStepRecord,
     gradient: Any,
     steps: int,
     calls: Sequence[EnclosingCall] = (),

@@ -27,9 +27,14 @@ from collections import Counter
 from collections.abc import Hashable
 from typing import Any
 
-from jaxscope.internals.calling import CallPlan, plan_call
-from jaxscope.internals.remat import remat_table
-from jaxscope.internals.split import default_known, jvp_program, split_event
+from jaxscope.internals.api import (
+    CallPlan,
+    default_known,
+    jvp_program,
+    plan_call,
+    remat_table,
+    split_event,
+)
 from jaxscope.sandbox.errors import is_memory_error
 from jaxscope.sandbox.probe_api import ProbeContext
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import jax
 import numpy as np
-from jaxscope.internals.calling import block_until_ready
+from jaxscope.internals.api import block_until_ready
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, ProbeContext
 
 from .events import KeyReuseChecked, KeyReuseFinding, RandomCallRecorded, RandomOpKind

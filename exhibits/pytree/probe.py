@@ -27,18 +27,19 @@ from typing import Any
 
 import jax
 import numpy as np
-from jaxscope.internals.calling import plan_call
-from jaxscope.internals.execution import output_previews
-from jaxscope.internals.pytree_walk import (
+from jaxscope.internals.api import (
     FAULT_ATTR,
     NodeFault,
     check_container,
     first_difference,
+    jaxpr_view,
     leaf_aval,
+    output_previews,
+    plan_call,
+    preview_value,
     type_name,
-    walk,
+    walk_pytree,
 )
-from jaxscope.internals.views import jaxpr_view, preview_value
 from jaxscope.protocol import ArrayPreview, JaxprStaged
 from jaxscope.sandbox.probe_api import ProbeContext, blame_line, setting_line
 from jaxscope.sandbox.snippet import InvalidSnippet
@@ -175,7 +176,7 @@ def visited_events(tree: Any, is_leaf: Any, name: str) -> list[PytreeNodeVisited
             aux=v.aux,
             aval=v.aval,
         )
-        for v in walk(tree, is_leaf, limit=MAX_VISITS)
+        for v in walk_pytree(tree, is_leaf, limit=MAX_VISITS)
     ]
 
 

@@ -17,16 +17,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from jaxscope.internals.recompiles import (
+from jaxscope.internals.api import (
     BudgetReached,
     Diagnosis,
     KeyRecord,
-    StepRecord,
+    RecompileStepRecord,
     Watch,
     diagnose,
+    jaxpr_view,
     watching,
 )
-from jaxscope.internals.views import jaxpr_view
 from jaxscope.sandbox.probe_api import ProbeContext
 
 from exhibits.recompile_hunt.events import StepCompileView, TrainingStepObserved, TrainingStopped
@@ -56,7 +56,9 @@ def _requested_n(args: tuple[Any, ...]) -> int | None:
     return None
 
 
-def _compile_views(step: StepRecord, diagnoses: dict[int, Diagnosis]) -> list[StepCompileView]:
+def _compile_views(
+    step: RecompileStepRecord, diagnoses: dict[int, Diagnosis]
+) -> list[StepCompileView]:
     """One view per XLA compilation in the step; user compilations carry their diagnosis."""
     views: list[StepCompileView] = []
     user = [k for k in step.keys if k.compiled]
@@ -137,7 +139,7 @@ class _StepEmitter:
         self.diagnoses: dict[int, Diagnosis] = {}
         self.earlier: list[KeyRecord] = []
 
-    def step_done(self, step: StepRecord) -> None:
+    def step_done(self, step: RecompileStepRecord) -> None:
         assert self.watch is not None
         for rec in self.watch.records[len(self.earlier) :]:
             if rec.compiled:
@@ -147,7 +149,7 @@ class _StepEmitter:
 
 
 def _step_event(
-    step: StepRecord, diagnoses: dict[int, Diagnosis], watched: str
+    step: RecompileStepRecord, diagnoses: dict[int, Diagnosis], watched: str
 ) -> TrainingStepObserved:
     """One ``training_step_observed``: the step's compiles, the first user compile's diagnosis."""
     compiles = _compile_views(step, diagnoses)

@@ -17,9 +17,22 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jaxscope.internals import rule_tables
-from jaxscope.internals.calling import plan_call
-from jaxscope.internals.views import jaxpr_view
+from jaxscope.internals.api import (
+    NOT_IMPORTED,
+    is_primitive,
+    jax_primitive_ids,
+    jaxpr_view,
+    known_primitives,
+    plan_call,
+    primitive_definition,
+    primitive_objects_in,
+    rule_column_tables,
+    rule_columns,
+    rule_import_modules,
+    rule_table_sizes,
+    rule_view,
+    source_statement,
+)
 from jaxscope.sandbox.probe_api import ProbeContext
 
 from exhibits.rules.events import RuleCell, RuleRow, RulesTabulated
@@ -50,14 +63,14 @@ def tabulate(
     ``used_objects``: the jaxpr's primitive objects, matched by object (a snippet's
     ``Primitive("add")`` does not mark JAX's ``add``); without it, ``used`` matches names.
     ``own``: the snippet's own primitives, marked ``own``."""
-    columns = rule_tables.columns()
+    columns = rule_columns()
     rows: list[RuleRow] = []
     used_ids = None if used_objects is None else {id(p) for p in used_objects}
     own_ids = {id(p) for p in own}
-    for prim in rule_tables.known_primitives([*extra, *own]):
+    for prim in known_primitives([*extra, *own]):
         cells: dict[str, RuleCell] = {}
         for column in columns:
-            view = rule_tables.rule_view(prim, column)
+            view = rule_view(prim, column)
             if view is None:
                 continue
             cells[column] = RuleCell(
@@ -65,10 +78,10 @@ def tabulate(
                 name=view.name,
                 file=view.file,
                 line=view.line,
-                text=rule_tables.source_statement(view.file, view.line),
+                text=source_statement(view.file, view.line),
             )
         mine = id(prim) in own_ids
-        where = rule_tables.definition(prim) if not mine else None
+        where = primitive_definition(prim) if not mine else None
         rows.append(
             RuleRow(
                 primitive=str(prim.name),
@@ -86,11 +99,11 @@ def tabulate(
 def _own_primitives(ctx: ProbeContext, in_jaxpr: Sequence[Any]) -> list[Any]:
     """The snippet's own ``Primitive`` objects: its globals that are primitives, and the
     jaxpr's primitives no JAX module holds."""
-    jax_ids = rule_tables.jax_primitive_ids()
+    jax_ids = jax_primitive_ids()
     found: dict[int, Any] = {}
     values = list(ctx.snippet.namespace.values()) if ctx.snippet.defines_f else []
     for p in [*values, *in_jaxpr]:
-        if rule_tables.is_primitive(p) and id(p) not in jax_ids:
+        if is_primitive(p) and id(p) not in jax_ids:
             found.setdefault(id(p), p)
     return list(found.values())
 
@@ -99,7 +112,7 @@ def run(ctx: ProbeContext) -> None:
     """Trace the subject's jaxpr, then tabulate every primitive's rules. When tracing fails (a
     snippet ``Primitive`` with no abstract eval raises ``NotImplementedError``) the table is
     still sent, with the snippet's primitives and no jaxpr, then JAX's error is raised."""
-    imported = rule_tables.import_modules()
+    imported = rule_import_modules()
     name, fun, args, plan = _subject(ctx)
     static = plan.static_argnums if plan is not None else ()
     kwargs = plan.kwargs if plan is not None else {}
@@ -110,7 +123,7 @@ def run(ctx: ProbeContext) -> None:
             closed = jax.make_jaxpr(fun, static_argnums=static)(*args, **kwargs)
         except Exception as exc:  # the table first, then JAX's error as the run's failure
             error = exc
-    objects = rule_tables.primitive_objects_in(closed) if closed is not None else []
+    objects = primitive_objects_in(closed) if closed is not None else []
     in_jaxpr = list(dict.fromkeys(str(p.name) for p in objects))  # primitives_in, walked once
     own = _own_primitives(ctx, objects)
     columns, rows = tabulate(frozenset(in_jaxpr), objects, used_objects=objects, own=own)
@@ -119,12 +132,12 @@ def run(ctx: ProbeContext) -> None:
     ctx.emit(
         RulesTabulated(
             columns=columns,
-            column_tables=rule_tables.column_tables(),
+            column_tables=rule_column_tables(),
             rows=rows,
             counts=counts,
-            table_sizes=rule_tables.table_sizes(),
+            table_sizes=rule_table_sizes(),
             imported=imported,
-            not_imported=list(rule_tables.NOT_IMPORTED),
+            not_imported=list(NOT_IMPORTED),
             jax_version=jax.__version__,
             fun_name=name,
             jaxpr=jaxpr_view(closed) if closed is not None else None,

@@ -30,20 +30,22 @@ from typing import Any, Literal
 import jax
 import numpy as np
 from jaxscope import finite_diff as fd
-from jaxscope.internals.shard_map_checks import (
+from jaxscope.internals.api import (
     CHECK_SOURCES,
     CHECK_TITLES,
     BodyObserved,
     CheckResult,
     all_checks,
+    aval_view,
     collective_eqns,
     communicates,
-    observing,
+    jaxpr_view,
+    observing_shard_map,
+    preview_value,
     shard_map_eqn_body,
     spec_leaf_paths,
     var_vma,
 )
-from jaxscope.internals.views import aval_view, jaxpr_view, preview_value
 from jaxscope.protocol import JaxprView
 from jaxscope.sandbox.probe_api import (
     ProbeContext,
@@ -430,7 +432,9 @@ def run(ctx: ProbeContext) -> None:
         body = None
         note = None
         try:
-            body = shard_map_eqn_body(jax.make_jaxpr(smap(observing(f, seen, mesh)))(*args))
+            body = shard_map_eqn_body(
+                jax.make_jaxpr(smap(observing_shard_map(f, seen, mesh)))(*args)
+            )
         except Exception:  # the verdict below is JAX's own call; this trace only observes
             pass
         checks = all_checks(f, mesh, in_specs, out_specs, args, seen, check_vma)

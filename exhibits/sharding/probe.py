@@ -35,8 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
-from jaxscope.internals.calling import plan_call
-from jaxscope.internals.views import jaxpr_view
+from jaxscope.internals.api import jaxpr_view, plan_call
 from jaxscope.protocol import EventModel, JaxprStaged
 from jaxscope.sandbox.probe_api import (
     ProbeContext,

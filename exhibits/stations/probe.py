@@ -16,13 +16,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from jaxscope.internals.calling import concrete_args, placeholder_paths, plan_call
-from jaxscope.internals.compiled import executable_compiled
-from jaxscope.internals.execution import MAX_REPEATS, program_executed
-from jaxscope.internals.lowering import module_lowered
-from jaxscope.internals.monitoring import stage_timers
-from jaxscope.internals.recording import recording_eqns
-from jaxscope.internals.views import jaxpr_view
+from jaxscope.internals.api import (
+    MAX_REPEATS,
+    concrete_args,
+    executable_compiled,
+    jaxpr_view,
+    module_lowered,
+    placeholder_paths,
+    plan_call,
+    program_executed,
+    recording_eqns,
+    stage_timers,
+)
 from jaxscope.protocol import JaxprStaged
 from jaxscope.sandbox.probe_api import ProbeContext
 

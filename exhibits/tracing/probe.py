@@ -25,11 +25,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from jaxscope.internals.cache import cache_size, fresh_caches, observe_call
-from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
-from jaxscope.internals.monitoring import stage_timers
-from jaxscope.internals.recording import recording_eqns
-from jaxscope.internals.views import aval_view, jaxpr_view
+from jaxscope.internals.api import (
+    CallPlan,
+    aval_view,
+    block_until_ready,
+    cache_size,
+    fresh_caches,
+    jaxpr_view,
+    observe_call,
+    plan_call,
+    recording_eqns,
+    stage_timers,
+)
 from jaxscope.protocol import JaxprStaged
 from jaxscope.sandbox.probe_api import ProbeContext, blame_typed, mark_during
 

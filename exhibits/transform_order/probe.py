@@ -47,10 +47,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxscope.grad_output import OutputRule, shorten_scalar_error
-from jaxscope.internals.calling import CallPlan, block_until_ready, plan_call
-from jaxscope.internals.execution import output_previews
-from jaxscope.internals.trace_stack import count_eqns, observing
-from jaxscope.internals.views import jaxpr_view
+from jaxscope.internals.api import (
+    CallPlan,
+    block_until_ready,
+    count_eqns,
+    jaxpr_view,
+    observing_trace_stack,
+    output_previews,
+    plan_call,
+)
 from jaxscope.protocol import RunOptions
 from jaxscope.sandbox.errors import classify, is_memory_error
 from jaxscope.sandbox.probe_api import ProbeContext, eval_option
@@ -267,7 +272,7 @@ def evaluate(
     recorded on that call), then ``jax.make_jaxpr`` of the same composition. JAX's error, if it
     rejects the stack, is kept with its class, text and the user's line. Returns the event and
     the output (``None`` when JAX rejected the stack)."""
-    observed, seen = observing(f)
+    observed, seen = observing_trace_stack(f)
     flops = time_ms = None
     rules: dict[int, OutputRule] = {}
     try:

@@ -34,7 +34,7 @@ from jaxscope.finite_diff import (
     is_float_leaf,
     narrower,
 )
-from jaxscope.internals.views import preview_value
+from jaxscope.internals.api import preview_value
 
 from exhibits.transpose.events import FdDisagreement, FdNotCompared
 

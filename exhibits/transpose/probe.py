@@ -42,22 +42,25 @@ import numpy as np
 from jaxscope import grad_argnums
 from jaxscope.finite_diff import central_differences, is_float_leaf, narrowest_float
 from jaxscope.grad_output import OutputRule
-from jaxscope.internals.calling import CallPlan, block_until_ready, concrete_args, plan_call
-from jaxscope.internals.rule_blame import custom_rules_on_path
-from jaxscope.internals.transpose_walk import (
+from jaxscope.internals.api import (
+    CallPlan,
     Linearized,
-    StepRecord,
+    TransposeStepRecord,
     WalkResult,
+    aval_view,
+    block_until_ready,
     call_name,
+    concrete_args,
+    custom_rules_on_path,
     grad_seed,
     inside,
     linear_jaxpr_staged,
     linearize_vjp,
     noting_caches,
-    walk,
+    plan_call,
     walk_scan_body,
+    walk_transpose,
 )
-from jaxscope.internals.views import aval_view
 from jaxscope.protocol import SourceLoc
 from jaxscope.sandbox.errors import transformation_frames, user_frames
 from jaxscope.sandbox.probe_api import ProbeContext, mark_during
@@ -120,7 +123,9 @@ def run(ctx: ProbeContext) -> None:
         emitted = _WalkEvents(lin)
         walk_error: Exception | None = None
         try:
-            result = walk(lin, seed, lambda r: _emit_all(ctx, emitted.step(r)), emitted.fail)
+            result = walk_transpose(
+                lin, seed, lambda r: _emit_all(ctx, emitted.step(r)), emitted.fail
+            )
         except Exception as exc:
             if emitted.failed is None:
                 raise
@@ -203,9 +208,9 @@ class _WalkEvents:
     def __init__(self, lin: Linearized) -> None:
         self.lin = lin
         self.opened = 0
-        self.failed: StepRecord | None = None
+        self.failed: TransposeStepRecord | None = None
 
-    def step(self, record: StepRecord) -> list[Any]:
+    def step(self, record: TransposeStepRecord) -> list[Any]:
         if record.step >= MAX_STEP_EVENTS:
             return []
         out: list[Any] = [record.event]
@@ -215,7 +220,7 @@ class _WalkEvents:
             out.append(call)
         return out
 
-    def fail(self, record: StepRecord) -> None:
+    def fail(self, record: TransposeStepRecord) -> None:
         self.failed = record
 
 
@@ -236,7 +241,7 @@ def failing_walk(
     emitted = _WalkEvents(lin)
     events: list[Any] = []
     try:
-        walk(lin, seed, lambda r: events.extend(emitted.step(r)), emitted.fail)
+        walk_transpose(lin, seed, lambda r: events.extend(emitted.step(r)), emitted.fail)
     except Exception as exc:
         failed = emitted.failed
         if failed is None or type(exc) is not type(grad_error) or str(exc) != str(grad_error):
@@ -245,14 +250,14 @@ def failing_walk(
     return None
 
 
-def opened_call(lin: Linearized, record: StepRecord) -> TransposeCallOpened | None:
+def opened_call(lin: Linearized, record: TransposeStepRecord) -> TransposeCallOpened | None:
     """For a ``jit``/``cond``/``scan`` step: the walk its transpose rule runs inside (the body
     with the step's cotangents; a scan's first :data:`MAX_INNER_ITERATIONS` iterations in walk
     order); ``None`` for other steps."""
     eqn = record.eqn
     body = inside(lin, record)
     if body is not None:
-        walks = [_walk_view(None, walk(body, record.cts_in))]
+        walks = [_walk_view(None, walk_transpose(body, record.cts_in))]
         more = 0
     else:
         shown: list[InnerWalkView] = []
@@ -585,7 +590,7 @@ def check_gradient(
             fun64, diff64 = dynamic_fun(plan, args64, argnums)
             lin64 = linearize_vjp(fun64, diff64)
             seed64 = grad_seed(lin64)[0]
-            grad64 = list(lin64.in_tree.unflatten(walk(lin64, seed64).cotangents))
+            grad64 = list(lin64.in_tree.unflatten(walk_transpose(lin64, seed64).cotangents))
 
     def fd_loss(*full: Any) -> Any:
         value = plan.fun(*full, **plan.kwargs)

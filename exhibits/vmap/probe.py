@@ -32,15 +32,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from jaxscope.internals.batching_steps import (
+from jaxscope.internals.api import (
     batched_jaxpr,
     capture_batching,
     example_jaxpr,
     inputs_event,
+    jaxpr_view,
     map_inputs,
+    plan_call,
 )
-from jaxscope.internals.calling import plan_call
-from jaxscope.internals.views import jaxpr_view
 from jaxscope.protocol import JaxprStaged
 from jaxscope.sandbox.probe_api import (
     ProbeContext,

@@ -1,0 +1,251 @@
+"""The one door from the probes into ``jaxscope.internals``: every exhibit module that runs in
+the worker (``exhibits/<id>/probe.py`` and its helpers, not tests or golden scripts) imports
+internals only from here (``backend/tests/test_import_rules.py`` checks it).
+
+It defines nothing: it re-exports, each with the signature of the submodule that defines it,
+exactly the names the probes use, so that what the exhibits depend on in internals is one list
+to read. A name that two submodules share (``walk``, ``StepRecord``, ``observing``) or that is too
+general alone (``rule_tables.columns``, ``config_table.options``) is re-exported under a name
+that says which machinery it belongs to. Importing this module imports those submodules and
+nothing else.
+"""
+
+from __future__ import annotations
+
+# The imports are grouped by what they are for, each renamed name bound in its group, rather
+# than in one sorted block (I001) with every assignment after it (E402).
+# ruff: noqa: I001, E402
+
+# Submodules whose names are re-exported under another name (bound below, by assignment).
+from jaxscope.internals import cache_key as _cache_key
+from jaxscope.internals import config_table as _config_table
+from jaxscope.internals import pytree_walk as _pytree_walk
+from jaxscope.internals import recompiles as _recompiles
+from jaxscope.internals import rule_tables as _rule_tables
+from jaxscope.internals import shard_map_checks as _shard_map_checks
+from jaxscope.internals import trace_stack as _trace_stack
+from jaxscope.internals import transpose_walk as _transpose_walk
+
+# The calling convention and running a compiled program: a snippet's arguments, timing, previews.
+from jaxscope.internals.calling import (
+    CallPlan as CallPlan,
+    block_until_ready as block_until_ready,
+    concrete_args as concrete_args,
+    placeholder_paths as placeholder_paths,
+    plan_call as plan_call,
+)
+from jaxscope.internals.execution import (
+    MAX_REPEATS as MAX_REPEATS,
+    output_previews as output_previews,
+    program_executed as program_executed,
+)
+
+# Views of jaxprs, avals and values with JAX's own names.
+from jaxscope.internals.views import (
+    aval_view as aval_view,
+    jaxpr_view as jaxpr_view,
+    preview_value as preview_value,
+)
+
+# Tracing and the stations: the jit-call observer, timers, the eqn stream, lowering, compiling.
+from jaxscope.internals.cache import (
+    SWAPPED_OUT_STREAMS as SWAPPED_OUT_STREAMS,
+    cache_size as cache_size,
+    fresh_caches as fresh_caches,
+    observe_call as observe_call,
+)
+from jaxscope.internals.compiled import (
+    executable_compiled as executable_compiled,
+)
+from jaxscope.internals.lowering import (
+    module_lowered as module_lowered,
+)
+from jaxscope.internals.monitoring import (
+    stage_timers as stage_timers,
+)
+from jaxscope.internals.recording import (
+    recording_eqns as recording_eqns,
+)
+
+# Forward-mode autodiff, partial evaluation and remat policies.
+from jaxscope.internals.jvp_steps import (
+    capture_jvp as capture_jvp,
+    choose_tangents as choose_tangents,
+    closed_function as closed_function,
+)
+from jaxscope.internals.remat import (
+    remat_table as remat_table,
+)
+from jaxscope.internals.split import (
+    default_known as default_known,
+    jvp_program as jvp_program,
+    split_event as split_event,
+)
+
+# The backward pass step by step, and the custom rules on a disagreeing gradient's path.
+from jaxscope.internals.rule_blame import (
+    custom_rules_on_path as custom_rules_on_path,
+)
+from jaxscope.internals.transpose_walk import (
+    Linearized as Linearized,
+    WalkResult as WalkResult,
+    call_name as call_name,
+    grad_seed as grad_seed,
+    inside as inside,
+    is_nonfinite as is_nonfinite,
+    linear_jaxpr_staged as linear_jaxpr_staged,
+    linearize_vjp as linearize_vjp,
+    noting_caches as noting_caches,
+    value_view as value_view,
+    walk_scan_body as walk_scan_body,
+)
+
+TransposeStepRecord = _transpose_walk.StepRecord
+walk_transpose = _transpose_walk.walk
+
+# The NaN finder: a custom bwd's forward values, non-finite values hidden inside an eqn.
+from jaxscope.internals.hidden_nonfinite import (
+    NonfiniteEqn as NonfiniteEqn,
+    hidden_nonfinite as hidden_nonfinite,
+)
+from jaxscope.internals.nan_walk import (
+    CustomBwd as CustomBwd,
+    custom_bwd as custom_bwd,
+    custom_bwd_return as custom_bwd_return,
+    primal_output as primal_output,
+)
+
+# custom_vjp/custom_jvp: finding the user's rules, recording their calls, checking them.
+from jaxscope.internals.custom_rules import (
+    CustomFunction as CustomFunction,
+    RecordedCall as RecordedCall,
+    code_line as code_line,
+    error_source as error_source,
+    find_custom_functions as find_custom_functions,
+    recording_calls as recording_calls,
+    rejected_bwd as rejected_bwd,
+    return_source as return_source,
+    snippet_globals as snippet_globals,
+    without_rule as without_rule,
+)
+
+# Batching rules step by step, and the trace nest of a transform stack.
+from jaxscope.internals.batching_steps import (
+    batched_jaxpr as batched_jaxpr,
+    capture_batching as capture_batching,
+    example_jaxpr as example_jaxpr,
+    inputs_event as inputs_event,
+    map_inputs as map_inputs,
+)
+from jaxscope.internals.trace_stack import (
+    count_eqns as count_eqns,
+)
+
+observing_trace_stack = _trace_stack.observing
+
+# JAX's rule tables (jvp, transpose, batching, lowering) per primitive.
+from jaxscope.internals.rule_tables import (
+    NOT_IMPORTED as NOT_IMPORTED,
+    is_primitive as is_primitive,
+    jax_primitive_ids as jax_primitive_ids,
+    known_primitives as known_primitives,
+    primitive_objects_in as primitive_objects_in,
+    rule_view as rule_view,
+    source_statement as source_statement,
+)
+
+rule_column_tables = _rule_tables.column_tables
+rule_columns = _rule_tables.columns
+primitive_definition = _rule_tables.definition
+rule_import_modules = _rule_tables.import_modules
+rule_table_sizes = _rule_tables.table_sizes
+
+# Pytrees: JAX's registry and the order it visits a container's nodes in.
+from jaxscope.internals.pytree_walk import (
+    FAULT_ATTR as FAULT_ATTR,
+    NodeFault as NodeFault,
+    check_container as check_container,
+    first_difference as first_difference,
+    leaf_aval as leaf_aval,
+    type_name as type_name,
+)
+
+walk_pytree = _pytree_walk.walk
+
+# Control flow: JAX's own carry and branch checks, observed.
+from jaxscope.internals.control_flow import (
+    CarryObservation as CarryObservation,
+    branch_out_avals as branch_out_avals,
+    carry_avals as carry_avals,
+    eqn_snippet_line as eqn_snippet_line,
+    function_source as function_source,
+    iter_eqns as iter_eqns,
+    observe_control_flow as observe_control_flow,
+)
+
+# shard_map: its checks, its body as each device sees it, its collectives.
+from jaxscope.internals.shard_map_checks import (
+    CHECK_SOURCES as CHECK_SOURCES,
+    CHECK_TITLES as CHECK_TITLES,
+    BodyObserved as BodyObserved,
+    CheckResult as CheckResult,
+    all_checks as all_checks,
+    collective_eqns as collective_eqns,
+    communicates as communicates,
+    shard_map_eqn_body as shard_map_eqn_body,
+    spec_leaf_paths as spec_leaf_paths,
+    var_vma as var_vma,
+)
+
+observing_shard_map = _shard_map_checks.observing
+
+# Caches: the persistent cache key, the cache layers of a jit call, recompiles, the config table.
+from jaxscope.internals.cache_key import (
+    CACHE_DIR as CACHE_DIR,
+    cache_file_suffix as cache_file_suffix,
+    capture_cache_keys as capture_cache_keys,
+    clean_cache_dir as clean_cache_dir,
+    clear_in_memory_caches as clear_in_memory_caches,
+    custom_hook_returning as custom_hook_returning,
+    excluded_flags as excluded_flags,
+    persistent_cache as persistent_cache,
+    persistent_settings as persistent_settings,
+    stripped_module_text as stripped_module_text,
+    xla_flag_filter as xla_flag_filter,
+    xla_flags_env as xla_flags_env,
+)
+
+recompute_cache_key = _cache_key.recompute
+from jaxscope.internals.cache_layers import (
+    COUNTED_CACHES as COUNTED_CACHES,
+    JitCallRecord as JitCallRecord,
+    is_jitted as is_jitted,
+    jitted_donates as jitted_donates,
+    jitted_fun as jitted_fun,
+    jitted_name as jitted_name,
+    jitted_statics as jitted_statics,
+    key_entries as key_entries,
+    multiline_jaxpr_view as multiline_jaxpr_view,
+    observe_jit_call as observe_jit_call,
+    persistent_cache_enabled as persistent_cache_enabled,
+    persistent_module_name as persistent_module_name,
+    reset_caches as reset_caches,
+    trace_context_now as trace_context_now,
+    watching_jit_calls as watching_jit_calls,
+)
+
+config_flipped = _config_table.flipped
+config_options = _config_table.options
+from jaxscope.internals.config_table import (
+    trace_context_names as trace_context_names,
+)
+from jaxscope.internals.recompiles import (
+    BudgetReached as BudgetReached,
+    Diagnosis as Diagnosis,
+    KeyRecord as KeyRecord,
+    Watch as Watch,
+    diagnose as diagnose,
+    watching as watching,
+)
+
+RecompileStepRecord = _recompiles.StepRecord
