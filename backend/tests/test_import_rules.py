@@ -5,7 +5,9 @@
 * only ``jaxscope/internals/`` imports private JAX (``jax._src``, ``jax.interpreters``,
   ``jax.extend``), each name of which a contract test pins: checked for every module under
   ``backend/jaxscope`` and every exhibit module that runs in the worker (tests, golden
-  regeneration scripts and examples may, as independent truth or user code).
+  regeneration scripts and examples may, as independent truth or user code);
+* an exhibit module that runs in the worker reaches ``jaxscope.internals`` only through its one
+  facade, ``jaxscope.internals.api`` (what the probes use of internals is that one list).
 
 An import counts wherever it is (a function body, ``if TYPE_CHECKING``), relative imports are
 resolved, and ``importlib.import_module``/``__import__`` of a literal name counts too. What both
@@ -27,6 +29,8 @@ EXHIBITS = REPO / "exhibits"
 
 SANDBOX = "jaxscope.sandbox"
 INTERNALS = "jaxscope.internals"
+INTERNALS_API = "jaxscope.internals.api"
+EXHIBITS_PACKAGE = "exhibits"
 PRIVATE_JAX = ("jax._src", "jax.interpreters", "jax.extend")
 
 
@@ -94,6 +98,15 @@ def violations(source: str, module: str, path: str, *, is_package: bool = False)
             rule = "internals/ may not import jaxscope.sandbox"
         elif not _within(module, INTERNALS) and any(_within(name, p) for p in PRIVATE_JAX):
             rule = "only jaxscope.internals may import private JAX"
+        elif (
+            _within(module, EXHIBITS_PACKAGE)
+            and _within(name, INTERNALS)
+            # ``from jaxscope.internals import api`` names the package too: only what is taken
+            # from it (a submodule other than api, a name of its __init__) breaks the rule.
+            and name != INTERNALS
+            and not _within(name, INTERNALS_API)
+        ):
+            rule = f"an exhibit module reaches jaxscope.internals only through {INTERNALS_API}"
         else:
             continue
         found.setdefault((line, rule), Violation(path, line, name, rule))
@@ -144,6 +157,19 @@ def test_exhibit_modules_import_no_private_jax() -> None:
     assert not found, "forbidden imports:\n" + "\n".join(map(str, found))
 
 
+def test_exhibit_modules_reach_internals_only_through_the_api() -> None:
+    """Every probe and helper module that imports internals names ``jaxscope.internals.api``
+    (the scan above fails on any other internals import; this checks the scan saw them)."""
+    paths = [p for p in EXHIBITS.rglob("*.py") if _runs_in_worker(p)]
+    through_api = {
+        p.relative_to(EXHIBITS).as_posix()
+        for p in paths
+        for _, name in imported_names(ast.parse(p.read_text(encoding="utf-8")), "exhibits")
+        if name == INTERNALS_API
+    }
+    assert {"vmap/probe.py", "transpose/fd_check.py", "custom_vjp/explain.py"} <= through_api
+
+
 # ---- the checker itself, on deliberately bad sources ---------------------------------------
 
 _HEADER = '"""A module."""\n\n'  # the import under test is on line 3
@@ -176,6 +202,26 @@ _HEADER = '"""A module."""\n\n'  # the import under test is on line 3
         ("jaxscope.cli", "import jax.interpreters.ad", "jax.interpreters.ad"),
         ("exhibits.vmap.probe", "from jax.extend.core import Primitive", "jax.extend.core"),
         ("exhibits.vmap.probe", "from jax import _src", "jax._src"),
+        (
+            "exhibits.vmap.probe",
+            "from jaxscope.internals.views import jaxpr_view",
+            "jaxscope.internals.views",
+        ),
+        (
+            "exhibits.nan_finder.cure",
+            "from jaxscope.internals import views",
+            "jaxscope.internals.views",
+        ),
+        (
+            "exhibits.rules.probe",
+            "import jaxscope.internals.rule_tables",
+            "jaxscope.internals.rule_tables",
+        ),
+        (
+            "exhibits.config.probe",
+            "from jaxscope.internals import EXCLUDED_ROOTS",
+            "jaxscope.internals.EXCLUDED_ROOTS",
+        ),
     ],
 )
 def test_the_checker_names_file_and_line_of_a_forbidden_import(
@@ -214,7 +260,12 @@ def test_the_checker_sees_imports_inside_functions_and_type_checking() -> None:
         ("jaxscope.sandbox.errors", "import jax.errors"),
         ("jaxscope.sandbox.errors", "from jaxscope.sandbox_tools import x"),  # a name boundary
         ("jaxscope.internals.views", "import jax.numpy as jnp"),
-        ("exhibits.vmap.probe", "from jaxscope.internals.views import jaxpr_view"),
+        ("exhibits.vmap.probe", "from jaxscope.internals.api import jaxpr_view"),
+        ("exhibits.vmap.probe", "from jaxscope.internals import api"),
+        ("exhibits.transpose.fd_check", "import jaxscope.internals.api"),
+        # The facade itself, and backend modules, import internals' submodules directly.
+        ("jaxscope.internals.api", "from jaxscope.internals.views import jaxpr_view"),
+        ("jaxscope.cli", "from jaxscope.internals.views import jaxpr_view"),
         ("jaxscope.cli", "from jaxscope.sandbox.pool import WorkerPool"),
     ],
 )
@@ -235,4 +286,20 @@ def test_a_bad_module_file_fails_the_scan(tmp_path: Path) -> None:
     assert [str(v) for v in found] == [
         "jaxscope/sandbox/bad.py:4: imports jaxscope.internals "
         "(sandbox/ may not import jaxscope.internals)"
+    ]
+
+
+def test_the_api_rule_names_the_file_and_the_module_of_a_lazy_import() -> None:
+    """An internals submodule imported inside a probe's function (lazily) breaks the rule too,
+    and the message says which file, which line, which module and what to import instead."""
+    source = (
+        '"""A probe."""\n'
+        "from jaxscope.internals.api import plan_call\n"
+        "def run() -> None:\n"
+        "    from jaxscope.internals.transpose_walk import walk\n"
+    )
+    found = violations(source, "exhibits.transpose.probe", "exhibits/transpose/probe.py")
+    assert [str(v) for v in found] == [
+        "exhibits/transpose/probe.py:4: imports jaxscope.internals.transpose_walk "
+        "(an exhibit module reaches jaxscope.internals only through jaxscope.internals.api)"
     ]
