@@ -15,13 +15,14 @@ import {
   insidePath,
   landingSelection,
   scanNotes,
+  hiddenText,
   nanModel,
   nonfiniteSummary,
   stepRows,
   stepSelection,
   type MarkedValue,
 } from './view-model';
-import { fixtureLoader } from '../../frontend/src/test/fixtures';
+import { fixtureLoader, goldenLoader } from '../../frontend/src/test/fixtures';
 
 // Captured from the real probe by fixtures/capture.py (never written by hand).
 const load = fixtureLoader(import.meta.url);
@@ -233,5 +234,24 @@ describe('numbers in the cells', () => {
     expect(gradientDtype(undefined)).toBe('float64');
     expect(gradientRows([[0.10000000149011612, 1]], 'float32')[0]?.cells?.map((c) => c.text)).toEqual(['0.1', '1.0']);
     expect(gradientRows([[0.10000000149011612]])[0]?.cells?.map((c) => c.text)).toEqual(['0.1']);
+  });
+});
+
+describe('the hidden NaN/Inf of the forward pass', () => {
+  const golden = goldenLoader(import.meta.url);
+
+  it("is read from the golden run and said with the origin's and the hider's lines", () => {
+    const events = golden('where_sqrt');
+    const hidden = nanModel(events).hidden;
+    expect(hidden).toBeDefined();
+    if (!hidden) return;
+    const text = hiddenText(hidden);
+    expect(text).toContain(`${hidden.count} NaN value`);
+    expect(text).toContain(`${hidden.origin.primitive} at line ${hidden.origin.source?.line}`);
+    expect(text).toContain(`dropped by ${hidden.hider?.text} at line ${hidden.hider?.source?.line}`);
+  });
+
+  it('is absent from a run that hides nothing', () => {
+    expect(nanModel([]).hidden).toBeUndefined();
   });
 });

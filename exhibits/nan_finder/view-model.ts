@@ -23,6 +23,8 @@ export interface NanModel {
   /** the step the cursor is on (the last one so far) */
   current: Step | undefined;
   found: Found | undefined;
+  /** a NaN/Inf the forward pass made and f's outputs hide (where it was born, what dropped it) */
+  hidden: EventOf<'forward_nonfinite_hidden'> | undefined;
   failure: RunFailed | undefined;
   /** the run has begun at the cursor (some event of it is there): a replayed prefix of a
    * finished run, or a live one */
@@ -36,6 +38,7 @@ export function nanModel(events: readonly Event[]): NanModel {
     steps,
     current: steps[steps.length - 1],
     found: lastOf(events, 'nonfinite_found'),
+    hidden: lastOf(events, 'forward_nonfinite_hidden'),
     failure: lastOf(events, 'run_failed'),
     started: events.length > 0,
   };
@@ -408,4 +411,15 @@ export function stepSelection(step: Step): Selection {
     eqnIndices: [step.eqn_index],
     opLines: [],
   };
+}
+
+/** The sentence the page shows for a hidden NaN/Inf (the CLI's ``HiddenNonfinite`` finding). */
+export function hiddenText(h: EventOf<'forward_nonfinite_hidden'>): string {
+  const at = (e: { primitive: string; text: string; source?: { line: number } | null }): string => {
+    const what = e.text.includes(' = ') ? e.primitive : e.text;
+    return e.source ? `${what} at line ${e.source.line}` : what;
+  };
+  const kind = h.origin.kind === 'nan' ? 'NaN' : 'Inf';
+  const dropped = h.hider ? `, dropped by ${at(h.hider)}` : '';
+  return `The forward pass made ${h.count} ${kind} value${h.count === 1 ? '' : 's'} at ${at(h.origin)}${dropped}: f's output does not show ${h.count === 1 ? 'it' : 'them'}, but the gradient goes through ${h.count === 1 ? 'it' : 'them'}.`;
 }
