@@ -160,6 +160,10 @@ class EqnView(WireModel):
     ``index`` is its position in ``jaxpr.eqns``; ``text`` is JAX's printout of this eqn alone
     (names consistent with the enclosing jaxpr); ``params`` maps each param to its printed value;
     ``source`` is the user line from ``eqn.source_info`` (``source_info_util.user_frame``).
+    ``name_stack`` is ``str(eqn.source_info.name_stack)``: the scopes the eqn was traced in
+    (``jax.named_scope``, Flax linen module names, transforms such as ``jvp(layer3)/attn``), as
+    JAX writes them into the HLO op names (``op_name="jit(f)/layer3/attn/dot_general"``);
+    left off the wire when empty.
     """
 
     index: int
@@ -171,6 +175,9 @@ class EqnView(WireModel):
     source: SourceLoc | None = None
     text: str
     inner_jaxprs: list[InnerJaxprView] = []
+    name_stack: str = Field(
+        default="", exclude_if=lambda v: not v, json_schema_extra={"x-wire-optional": True}
+    )
 
 
 InnerJaxprView.model_rebuild()

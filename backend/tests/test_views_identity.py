@@ -136,6 +136,7 @@ def _ref_eqn(index: int, eqn: Any, ctx: Any) -> EqnView:
         source=_ref_source(eqn.source_info.traceback),
         text=core.pp_eqn(eqn, ctx, settings).format(),
         inner_jaxprs=inner,
+        name_stack=str(eqn.source_info.name_stack) if eqn.source_info.name_stack.stack else "",
     )
 
 

@@ -450,7 +450,14 @@ def eqn_view(index: int, eqn: core.JaxprEqn, ctx: core.JaxprPpContext) -> EqnVie
         source=snippet_source(eqn.source_info.traceback),
         text=_eqn_text(eqn, ctx, memo),
         inner_jaxprs=_inner_jaxprs(eqn, ctx, memo),
+        name_stack=name_stack_text(eqn.source_info.name_stack),
     )
+
+
+def name_stack_text(name_stack: source_info_util.NameStack) -> str:
+    """``str(name_stack)`` (``layer3/attn``, ``transpose(jvp(layer3))``): what JAX writes
+    between ``jit(f)/`` and the primitive in the HLO op names; ``""`` for an empty stack."""
+    return str(name_stack) if name_stack.stack else ""
 
 
 def effect_names(effects: Any) -> list[str]:

@@ -254,6 +254,10 @@ export interface AvalView {
  * ``index`` is its position in ``jaxpr.eqns``; ``text`` is JAX's printout of this eqn alone
  * (names consistent with the enclosing jaxpr); ``params`` maps each param to its printed value;
  * ``source`` is the user line from ``eqn.source_info`` (``source_info_util.user_frame``).
+ * ``name_stack`` is ``str(eqn.source_info.name_stack)``: the scopes the eqn was traced in
+ * (``jax.named_scope``, Flax linen module names, transforms such as ``jvp(layer3)/attn``), as
+ * JAX writes them into the HLO op names (``op_name="jit(f)/layer3/attn/dot_general"``);
+ * left off the wire when empty.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "EqnView".
@@ -263,6 +267,7 @@ export interface EqnView {
   index: number;
   inner_jaxprs: InnerJaxprView[];
   invars: VarView[];
+  name_stack?: string;
   outvars: VarView[];
   params: {
     [k: string]: string | undefined;
