@@ -3,8 +3,16 @@ import { Virtualizer, observeElementOffset, observeElementRect, elementScroll } 
 import { WINDOW_THRESHOLD, shouldWindow, spacers } from './virtual-window';
 
 /** A TanStack virtualizer over a fake scroll element of `height` px scrolled to `top`. */
-function windowOf(count: number, rowHeight: number, height: number, top: number): Virtualizer<HTMLElement, Element> {
-  const element = { scrollTop: top, clientHeight: height, offsetHeight: height } as unknown as HTMLElement;
+function windowOf(
+  count: number,
+  rowHeight: number,
+  height: number,
+  top: number,
+  margin = 0,
+): Virtualizer<HTMLElement, Element> {
+  // `margin`: a sticky header's height above the rows
+  const scrollHeight = margin + count * rowHeight;
+  const element = { scrollTop: top, clientHeight: height, offsetHeight: height, scrollHeight } as unknown as HTMLElement;
   const v = new Virtualizer<HTMLElement, Element>({
     count,
     getScrollElement: () => element,
@@ -15,6 +23,8 @@ function windowOf(count: number, rowHeight: number, height: number, top: number)
     observeElementRect,
     observeElementOffset,
     scrollToFn: elementScroll,
+    scrollMargin: margin,
+    scrollPaddingStart: margin,
   });
   v._willUpdate();
   return v;
@@ -39,6 +49,24 @@ describe('windowing', () => {
     const rendered = rows.reduce((sum, r) => sum + r.size, 0);
     expect(top).toBe(498 * 20);
     expect(top + rendered + bottom).toBe(total);
+  });
+
+  it('keeps rows below a sticky header of the box (scrollMargin and scrollPaddingStart)', () => {
+    const head = 30;
+    const v = windowOf(20_000, 20, 400, 10_000, head);
+    const rows = v.getVirtualItems();
+    const total = v.getTotalSize();
+    expect(total).toBe(400_000);
+    const { top, bottom } = spacers(rows, total, head);
+    const rendered = rows.reduce((sum, r) => sum + r.size, 0);
+    expect(top + rendered + bottom).toBe(total);
+    expect(top).toBe((rows[0]?.index ?? 0) * 20);
+    // Brought into view from below (align start), row 700's top is where the header ends, not under it.
+    const [offset] = v.getOffsetForIndex(700, 'start') ?? [0];
+    expect(head + 700 * 20 - offset).toBe(head);
+    // From above (align end), its bottom is the box's bottom edge.
+    const [endOffset] = v.getOffsetForIndex(100, 'end') ?? [0];
+    expect(head + 101 * 20 - endOffset).toBe(400);
   });
 
   it('has no spacers without rows', () => {

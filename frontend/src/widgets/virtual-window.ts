@@ -24,11 +24,17 @@ export interface WindowRow {
 
 /**
  * Heights (px) of the spacer above the first rendered row and below the last one, for rows
- * `rows` (in index order) of a list whose full height is `total` px.
+ * `rows` (in index order) of a list whose full height is `total` px. `margin`: where the list
+ * starts in its scroll box (a table's header above the rows: TanStack's `scrollMargin`), which
+ * the rows' offsets include and `total` does not.
  */
-export function spacers(rows: readonly WindowRow[], total: number): { top: number; bottom: number } {
+export function spacers(
+  rows: readonly WindowRow[],
+  total: number,
+  margin = 0,
+): { top: number; bottom: number } {
   const first = rows[0];
   const last = rows[rows.length - 1];
   if (first === undefined || last === undefined) return { top: 0, bottom: 0 };
-  return { top: Math.max(0, first.start), bottom: Math.max(0, total - last.end) };
+  return { top: Math.max(0, first.start - margin), bottom: Math.max(0, total - (last.end - margin)) };
 }
