@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -35,6 +36,23 @@ EXHIBITS = Path(__file__).resolve().parent
 CASES = Path(__file__).resolve().parents[1] / "cases"
 
 T = TypeVar("T")
+
+# The CLI of the venv running the tests, as a user runs it (the sandboxed worker included).
+JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+
+
+def jaxscope_run(exhibit: str, path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``jaxscope run EXHIBIT PATH EXTRA...`` from the repository's root, its stdout and stderr
+    captured as text (5 minutes at most). The exit status is the caller's to check: 0 fine, 1
+    failed, 3 JAX refused the code or the exhibit found a wrong result."""
+    return subprocess.run(
+        [JAXSCOPE, "run", exhibit, str(path), *extra],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=CASES.parent,
+    )
+
 
 # The template (``exhibits/_template/``) is registered nowhere, so its events are in no union: its
 # tests run in the registered copy ``exhibits/test_template.py`` makes (docs/adding-an-exhibit.md).
@@ -74,6 +92,7 @@ class FakeContext:
     run_id: str = "test"
     exhibit: str = "test"
     events: list[EventModel] = field(default_factory=list)
+    on_demand: bool = False
 
     def emit(self, event: EventModel) -> None:
         check_wire(event)

@@ -10,9 +10,6 @@ gives the origin's and the hider's lines. The fixed case must print ``null`` and
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -20,19 +17,11 @@ import numpy as np
 import pytest
 from jaxscope.sandbox.snippet import load_snippet
 
-from exhibits.conftest import CASES
-
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+from exhibits.conftest import CASES, jaxscope_run
 
 
 def hidden(name: str) -> tuple[int, Any, str]:
-    proc = subprocess.run(
-        [JAXSCOPE, "run", "nan_finder", str(CASES / f"{name}.py"), "--print", "hidden"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=CASES.parent,
-    )
+    proc = jaxscope_run("nan_finder", CASES / f"{name}.py", "--print", "hidden")
     assert proc.stdout.strip(), proc.stderr
     return proc.returncode, json.loads(proc.stdout), proc.stderr
 

@@ -9,18 +9,13 @@ values) and the snippet's text (the line that calls the library function).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
 from jaxscope.sandbox.snippet import load_snippet
 
-from exhibits.conftest import CASES
-
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+from exhibits.conftest import CASES, jaxscope_run
 
 
 @pytest.mark.parametrize(
@@ -39,13 +34,7 @@ def test_a_nan_inside_a_library_function_is_blamed_on_the_calling_line(
     assert not np.all(np.isfinite(grad))  # plain JAX: the gradient is broken
     # the call in f's body (the docstring names it too)
     (line,) = [i for i, t in enumerate(text.splitlines(), 1) if call in t and t.startswith("    ")]
-    proc = subprocess.run(
-        [JAXSCOPE, "run", "nan_finder", str(CASES / f"{name}.py"), "--print", "first_nan"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=CASES.parent,
-    )
+    proc = jaxscope_run("nan_finder", CASES / f"{name}.py", "--print", "first_nan")
     assert proc.returncode == 3, proc.stderr  # a NaN gradient is a finding
     assert f"NonfiniteGradient) at line {line}" in proc.stderr
     first = json.loads(proc.stdout)

@@ -9,13 +9,13 @@ are found in the examples' text.
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import jax
 import numpy as np
 
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+from exhibits.conftest import jaxscope_run
+
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 
 
@@ -25,12 +25,7 @@ def line_of(name: str, piece: str) -> int:
 
 
 def run(name: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [JAXSCOPE, "run", "prng", str(EXAMPLES / name), "--print", "reuse"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return jaxscope_run("prng", EXAMPLES / name, "--print", "reuse")
 
 
 def test_a_typed_key_used_twice_is_a_finding() -> None:

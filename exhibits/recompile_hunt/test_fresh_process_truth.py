@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from exhibits.conftest import CASES
+from exhibits.conftest import CASES, jaxscope_run
 
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 
 # Run as a user would: the snippet as a script, then f(*args), JAX logging every compile.
@@ -53,12 +52,7 @@ def plain_compiles(path: Path, name: str) -> int:
 
 
 def hunted_compiles(path: Path) -> int:
-    proc = subprocess.run(
-        [JAXSCOPE, "run", "recompile_hunt", str(path), "--print", "recompiles"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = jaxscope_run("recompile_hunt", path, "--print", "recompiles")
     assert proc.returncode in (0, 3), proc.stderr
     steps = json.loads(proc.stdout)
     assert "stopped" not in steps  # the whole loop ran, as in the plain script

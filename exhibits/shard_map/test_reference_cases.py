@@ -12,9 +12,6 @@ first differing element and both values as numpy has them; its fix must exit 0 w
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -23,19 +20,11 @@ import numpy as np
 import pytest
 from jax.sharding import PartitionSpec as P
 
-from exhibits.conftest import CASES
-
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+from exhibits.conftest import CASES, jaxscope_run
 
 
 def verdict(name: str) -> tuple[int, dict[str, Any], str]:
-    proc = subprocess.run(
-        [JAXSCOPE, "run", "shard_map", str(CASES / f"{name}.py"), "--print", "verdict"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=CASES.parent,
-    )
+    proc = jaxscope_run("shard_map", CASES / f"{name}.py", "--print", "verdict")
     assert proc.stdout.strip(), proc.stderr
     return proc.returncode, json.loads(proc.stdout), proc.stderr
 

@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
 from jaxscope.sandbox.snippet import load_snippet
 
-from exhibits.conftest import CASES
-
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+from exhibits.conftest import CASES, jaxscope_run
 
 
 def plain_error(name: str) -> BaseException:
@@ -32,13 +28,7 @@ def plain_error(name: str) -> BaseException:
 
 
 def cli(exhibit: str, name: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [JAXSCOPE, "run", exhibit, str(CASES / f"{name}.py"), *extra],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=CASES.parent,
-    )
+    return jaxscope_run(exhibit, CASES / f"{name}.py", *extra)
 
 
 @pytest.mark.parametrize(
