@@ -7,7 +7,8 @@ writes one JSON event per line. The truth is computed here, in this process, wit
 only: ``jax.make_jaxpr`` (text, each eqn's primitive and snippet line from its traceback),
 ``jax.jit(f).lower`` (StableHLO), ``.compile()`` (``cost_analysis``, ``memory_analysis``) and the
 outputs as numpy arrays; for the dataflow graph's inner jaxprs, each eqn's inner jaxprs read from
-its params (``inner``). Run from the repository root (all fixtures, or the ones named):
+its params (``inner``); each eqn's name stack (``str(eqn.source_info.name_stack)``). Run from
+the repository root (all fixtures, or the ones named):
 
     .venv/bin/python frontend/test-fixtures/capture.py [name ...]
 """
@@ -46,6 +47,7 @@ FIXTURES: dict[str, tuple[str, Path, list[str]]] = {
     "stations-c24": ("stations", CASES / "C24_async_dispatch.py", []),
     "tracing-graph-inner": ("tracing", HERE / "snippets" / "graph_inner.py", []),
     "tracing-graph-layers": ("tracing", HERE / "snippets" / "graph_layers.py", []),
+    "tracing-graph-scopes": ("tracing", HERE / "snippets" / "graph_scopes.py", []),
 }
 
 
@@ -126,7 +128,13 @@ def truth(snippet: Path) -> dict[str, Any]:
     out["trace_stdout"] = printed.getvalue()
     out["jaxpr_text"] = str(closed)
     out["eqns"] = [
-        {"primitive": e.primitive.name, "line": _snippet_line(e)} for e in closed.jaxpr.eqns
+        {
+            "primitive": e.primitive.name,
+            "line": _snippet_line(e),
+            # JAX's name stack as it prints it (what the HLO op names carry after `jit(f)/`)
+            "name_stack": str(e.source_info.name_stack),
+        }
+        for e in closed.jaxpr.eqns
     ]
     out["inner"] = [_inner_tree(e) for e in closed.jaxpr.eqns]
     out["invars"] = len(closed.jaxpr.invars)

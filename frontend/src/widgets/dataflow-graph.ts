@@ -1,6 +1,7 @@
 /**
  * The dataflow graph of a staged jaxpr (invars and constvars -> eqns -> outvars), and its layout
- * with dagre (`@dagrejs/dagre`).
+ * with dagre (`@dagrejs/dagre`), or past `DAGRE_MAX_NODES` with the layered layout of
+ * `graph-layered.ts`.
  *
  * Nodes are the jaxpr's binders, eqns and collapsed groups (built by `graph-groups.ts`'s
  * `visibleGraph`); an edge runs from the node that defines a variable to every node that reads it,
@@ -9,6 +10,7 @@
  * each is laid out as a box around the nodes and clusters it holds.
  */
 import dagre from '@dagrejs/dagre';
+import { layoutLayered } from './graph-layered';
 
 export type GraphNodeKind = 'invar' | 'constvar' | 'eqn' | 'outvar' | 'group';
 
@@ -100,6 +102,25 @@ const CHAR_PX = 7.2;
 /** Room on the right of an expandable eqn's node for its expand button. */
 export const EXPAND_PX = 18;
 
+/** Node height, in SVG user units. */
+export const NODE_H = 38;
+
+/** A node's size: its width follows its longest label (and its expand button). */
+export function nodeWidth(n: GraphNode): number {
+  const chars = Math.max(n.label.length, n.sublabel.length, 3);
+  return Math.ceil(chars * CHAR_PX) + 16 + (n.expand ? EXPAND_PX : 0);
+}
+
+/** Graphs of up to this many nodes and boxes are laid out with dagre; larger ones with the
+ * layered layout of `graph-layered.ts` (dagre's cost grows much faster than the graph: seconds
+ * at a few hundred nodes with long edges, minutes at thousands). */
+export const DAGRE_MAX_NODES = 400;
+
+/** Lay the graph out with dagre when it is small enough, else with the layered layout. */
+export function layoutGraph(graph: DataflowGraph): GraphLayout {
+  return graph.nodes.length + graph.clusters.length <= DAGRE_MAX_NODES ? layoutDataflowGraph(graph) : layoutLayered(graph);
+}
+
 /** Lay the graph out top to bottom with dagre; node sizes follow their labels; clusters are
  * dagre's compound nodes (a graph with none is laid out as a plain one). */
 export function layoutDataflowGraph(graph: DataflowGraph): GraphLayout {
@@ -110,8 +131,7 @@ export function layoutDataflowGraph(graph: DataflowGraph): GraphLayout {
   for (const c of graph.clusters) g.setNode(c.id, {});
   for (const c of graph.clusters) if (c.parent !== null) g.setParent(c.id, c.parent);
   for (const n of graph.nodes) {
-    const chars = Math.max(n.label.length, n.sublabel.length, 3);
-    g.setNode(n.id, { width: Math.ceil(chars * CHAR_PX) + 16 + (n.expand ? EXPAND_PX : 0), height: 38 });
+    g.setNode(n.id, { width: nodeWidth(n), height: NODE_H });
     if (compound && n.parent !== undefined) g.setParent(n.id, n.parent);
   }
   graph.edges.forEach((e, i) => g.setEdge(e.from, e.to, {}, `e${i}`));

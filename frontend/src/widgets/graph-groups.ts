@@ -16,8 +16,15 @@
  * an eqn of its inner jaxpr, and so on down): one node until expanded, then its inner eqns in
  * place (`inner-jaxprs.ts`), wired to the eqn's operands and results by position. An expanded
  * group is drawn as a box around what it holds (`GraphCluster`), its header collapsing it again.
- * JAX's name scopes (`jax.named_scope`, the eqns' `source_info.name_stack`) are not grouped: the
- * wire's `EqnView` does not carry the name stack.
+ *
+ * JAX's name scopes come first: eqns traced inside `jax.named_scope('layer3')` (or a Flax linen
+ * module, which enters one per module call) carry it in their name stack (`EqnView.name_stack`,
+ * `str(eqn.source_info.name_stack)`: `layer3/attn`, `transpose(jvp(layer3))`), and consecutive
+ * eqns of one scope form a group (`layer3`), inside it those of one inner scope (`attn`), and
+ * only below the scopes the call groups above. A scope the user named says more than the line
+ * that called a function, so a loop `with jax.named_scope(f'layer{i}')` opens as one box per
+ * layer. A list of more than `CHUNK` items (the 40,000 eqns of one unrolled line) is split into
+ * groups of `CHUNK` consecutive items, so that no expand draws more than that at once.
  */
 import type { EqnView, JaxprView, SourceLoc } from '../protocol';
 import { avalText } from './format';
@@ -27,10 +34,14 @@ import { innerLabel, innerOfTop, innerOperands, innerResults, parsedEqn, topEqn,
 
 export interface EqnGroup {
   kind: 'group';
-  /** unique in the tree: the path of call sites and run numbers (`g:50>block#0/41>layer_norm#2`) */
+  /** unique in the tree: the path of scopes, call sites and run numbers
+   * (`g/ns:layer3#0/ns:attn#0`, `g/50>block#0/41>layer_norm#2`) */
   id: string;
-  /** what the group is: `block (line 50)`, or `line 17` for a run of one line */
+  /** what the group is: a name scope (`layer3`, `transpose(jvp(layer3))`), a call
+   * (`block (line 50)`), `line 17` for a run of one line, `eqns 500–999` for a chunk */
   label: string;
+  /** what made it: a name scope, a user call, a run of one line, or a chunk of a long list */
+  origin: 'scope' | 'call' | 'line' | 'chunk';
   /** indices of the first and last eqn it holds (its eqns are contiguous) */
   first: number;
   last: number;
@@ -78,7 +89,7 @@ function groupAt(eqns: readonly EqnView[], paths: readonly string[][], depth: nu
     runsOf.set(call, run + 1);
     const id = `${prefix}/${call}#${run}`;
     const inner = groupAt(eqns.slice(i, j), paths, depth + 1, id);
-    items.push({ kind: 'group', id, label: callLabel(call), first: eqn.index, last: (eqns[j - 1] as EqnView).index, items: inner });
+    items.push({ kind: 'group', id, label: callLabel(call), origin: 'call', first: eqn.index, last: (eqns[j - 1] as EqnView).index, items: inner });
     i = j;
   }
   return groupLineRuns(items, eqns, prefix);
@@ -104,7 +115,7 @@ function groupLineRuns(items: GroupItem[], eqns: readonly EqnView[], prefix: str
       const run = items.slice(i, j) as { kind: 'eqn'; index: number }[];
       const first = (run[0] as { index: number }).index;
       const last = (run[run.length - 1] as { index: number }).index;
-      out.push({ kind: 'group', id: `${prefix}/line${line}@${first}`, label: `line ${line}`, first, last, items: run });
+      out.push({ kind: 'group', id: `${prefix}/line${line}@${first}`, label: `line ${line}`, origin: 'line', first, last, items: run });
       i = j;
     } else {
       out.push(item);
@@ -114,11 +125,106 @@ function groupLineRuns(items: GroupItem[], eqns: readonly EqnView[], prefix: str
   return out;
 }
 
-/** The group tree of `jaxpr`'s top-level eqns. */
+/** A transform of no named scope (`jvp()`, `transpose(jvp())`): names nothing the user wrote. */
+const BARE_TRANSFORM = /^(?:[^()/]+\()+\)+$/;
+
+/** The scopes of a name stack as JAX prints it, outermost first, split at the `/`s outside
+ * parentheses: `transpose(jvp(layer3))/attn` → [`transpose(jvp(layer3))`, `attn`]; bare
+ * transforms (`jvp()`) are left out. */
+export function scopePath(nameStack: string | undefined): string[] {
+  if (!nameStack) return [];
+  const out: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i <= nameStack.length; i++) {
+    const c = nameStack[i];
+    if (c === '(') depth++;
+    else if (c === ')') depth--;
+    else if ((c === '/' && depth === 0) || c === undefined) {
+      const part = nameStack.slice(start, i);
+      if (part !== '' && !BARE_TRANSFORM.test(part)) out.push(part);
+      start = i + 1;
+    }
+  }
+  return out;
+}
+
+/** How many calls all of `eqns` share, outermost first (a scope entered inside `block` holds
+ * eqns all called through `block`: its call groups start below that call). */
+function sharedCalls(eqns: readonly EqnView[], paths: readonly string[][]): number {
+  const head = paths[(eqns[0] as EqnView).index] ?? [];
+  let d = 0;
+  while (d < head.length && eqns.every((e) => paths[e.index]?.[d] === head[d])) d++;
+  return d;
+}
+
+/** Group `eqns` (contiguous, in order) by their name scopes at depth `depth`, and below the
+ * scopes by the calls that made them, from call depth `calls` (those all of them share left
+ * out: the `block(p, x)` inside `with named_scope('layer3')` is the box `layer3`, not `layer3`
+ * around `block (line 50)`). A scope of one eqn is not a group. */
+function groupScopes(eqns: readonly EqnView[], scopes: readonly string[][], paths: readonly string[][], depth: number, calls: number, prefix: string): GroupItem[] {
+  const items: GroupItem[] = [];
+  const runsOf = new Map<string, number>();
+  let i = 0;
+  while (i < eqns.length) {
+    const first = eqns[i] as EqnView;
+    const scope = scopes[first.index]?.[depth];
+    let j = i;
+    while (j < eqns.length && scopes[(eqns[j] as EqnView).index]?.[depth] === scope) j++;
+    const run = eqns.slice(i, j);
+    const last = (eqns[j - 1] as EqnView).index;
+    if (scope === undefined) {
+      // Call-site ids are unique within one `groupAt`: each run outside the scopes has its own prefix.
+      items.push(...groupAt(run, paths, calls, i === 0 && j === eqns.length ? prefix : `${prefix}@${first.index}`));
+    } else if (run.length === 1) {
+      items.push({ kind: 'eqn', index: first.index });
+    } else {
+      const k = runsOf.get(scope) ?? 0;
+      runsOf.set(scope, k + 1);
+      const id = `${prefix}/ns:${scope}#${k}`;
+      const inner = groupScopes(run, scopes, paths, depth + 1, Math.max(calls, sharedCalls(run, paths)), id);
+      items.push({ kind: 'group', id, label: scope, origin: 'scope', first: first.index, last, items: inner });
+    }
+    i = j;
+  }
+  return items;
+}
+
+/** Most items a group (or the top level) lists; longer lists are split into chunks of this many. */
+export const CHUNK = 500;
+
+/** Split every list of more than `CHUNK` items into groups of `CHUNK` consecutive items
+ * (`eqns 500–999`, by the eqn indices they span), all the way down. */
+function chunked(items: GroupItem[], prefix: string): GroupItem[] {
+  const deep = items.map((it) => (it.kind === 'group' ? { ...it, items: chunked(it.items, it.id) } : it));
+  if (deep.length <= CHUNK) return deep;
+  const out: GroupItem[] = [];
+  const firstOf = (it: GroupItem): number => (it.kind === 'eqn' ? it.index : it.first);
+  const lastOf = (it: GroupItem): number => (it.kind === 'eqn' ? it.index : it.last);
+  for (let k = 0; k < deep.length; k += CHUNK) {
+    const part = deep.slice(k, k + CHUNK);
+    const first = firstOf(part[0] as GroupItem);
+    const last = lastOf(part[part.length - 1] as GroupItem);
+    out.push({ kind: 'group', id: `${prefix}/chunk@${first}`, label: `eqns ${first.toLocaleString('en-US')}–${last.toLocaleString('en-US')}`, origin: 'chunk', first, last, items: part });
+  }
+  // (past CHUNK² items: chunks of chunks, under ids of their own)
+  return chunked(out, `${prefix}/c`);
+}
+
+/** The group tree of `jaxpr`'s top-level eqns: name scopes, then user calls, then long runs of
+ * one line; long lists chunked. */
 export function groupTree(jaxpr: JaxprView): GroupItem[] {
   const paths: string[][] = [];
-  for (const e of jaxpr.eqns) paths[e.index] = callPath(e.source);
-  return groupAt(jaxpr.eqns, paths, 0, 'g');
+  const scopes: string[][] = [];
+  let scoped = false;
+  for (const e of jaxpr.eqns) {
+    paths[e.index] = callPath(e.source);
+    const path = scopePath(e.name_stack);
+    scopes[e.index] = path;
+    scoped ||= path.length > 0;
+  }
+  const tree = scoped ? groupScopes(jaxpr.eqns, scopes, paths, 0, 0, 'g') : groupAt(jaxpr.eqns, paths, 0, 'g');
+  return chunked(tree, 'g');
 }
 
 /** An argument of many leaves gets one node: more than this many invars in all, and it is grouped. */
@@ -195,11 +301,15 @@ type Defs = Map<string, string[]>;
  * eqns are, each inner invar reading what the eqn's operand at its position reads, and each of
  * the eqn's results defined by the inner outvars at its position (by every branch of a `cond`).
  */
+/** Most eqn nodes a graph draws (the layered layout and the windowed drawing keep this many
+ * responsive; past it the graph says how many it left out). */
+export const MAX_VISIBLE_EQNS = 50_000;
+
 export function visibleGraph(
   jaxpr: JaxprView,
   tree: readonly GroupItem[],
   expanded: ReadonlySet<string>,
-  maxEqns = 300,
+  maxEqns = MAX_VISIBLE_EQNS,
 ): VisibleGraph {
   const nodes: GraphNode[] = [];
   const clusters: GraphCluster[] = [];
