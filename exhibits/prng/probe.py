@@ -10,7 +10,9 @@ recorded (a depth count guards the rest). ``f`` runs under ``jax.disable_jit()``
 that keys inside a jitted ``f`` are concrete values with data to show; keys that are tracers
 anyway (under ``vmap``) have no data (``None``).
 
-Key reuse: ``f`` runs again, as written (jit and all), under ``jax.debug_key_reuse(True)``.
+Key reuse: ``f`` runs again, as written (jit and all), under ``jax.debug_key_reuse(True)``,
+its stdout dropped: the first run already showed what ``f`` prints, and a user's script calls
+``f`` once.
 JAX's checker tracks only typed keys; it raises ``KeyReuseError`` at the second use. Its line
 is the innermost snippet frame of the error's traceback or of its causes (under ``jit`` JAX
 attaches the eqn's user traceback as the cause). The first use is the earlier consuming call of
@@ -21,8 +23,10 @@ consumed twice by ``split``s or draws (the calls JAX's reuse rules consume a key
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import io
 import linecache
 import sys
 import threading
@@ -342,7 +346,9 @@ def checker_findings(ctx: ProbeContext, calls: list[Call]) -> list[KeyReuseFindi
     snippet = ctx.snippet
     with ctx.stage("run"):
         try:
-            with jax.debug_key_reuse(True):
+            # jax.debug.print's callbacks print through sys.stdout too; they have run when
+            # block_until_ready returns.
+            with jax.debug_key_reuse(True), contextlib.redirect_stdout(io.StringIO()):
                 block_until_ready(snippet.f(*snippet.args, **snippet.kwargs))
         except jax.errors.KeyReuseError as exc:
             line = error_line(exc)

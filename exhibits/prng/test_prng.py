@@ -17,7 +17,7 @@ import jax
 import numpy as np
 import pytest
 from jaxscope.events import EVENT_ADAPTER
-from jaxscope.protocol import EventBase, RunFinished
+from jaxscope.protocol import EventBase, RunFinished, StdoutPrinted
 
 from exhibits.conftest import Runner
 from exhibits.registry import EXHIBITS
@@ -175,6 +175,23 @@ def test_raw_key_reuse_is_jaxscopes_own_check(probe_runner: Runner) -> None:
     ns = example_namespace("prngkey_loop")
     with jax.debug_key_reuse(True):
         ns["f"](*ns["args"])
+
+
+def test_what_f_prints_is_shown_once(probe_runner: Runner) -> None:
+    # f runs twice (recorded, then under the reuse checker); the script would print once.
+    text = (
+        "import jax\n"
+        "def f(key):\n"
+        "    print('drawing')\n"
+        "    x = jax.random.normal(key)\n"
+        "    jax.debug.print('x={x}', x=x)\n"
+        "    return x\n"
+        "args = (jax.random.key(0),)\n"
+    )
+    ctx = probe_runner(EXHIBIT, text)
+    printed = "".join(e.text for e in ctx.of_type(StdoutPrinted))
+    assert printed.count("drawing") == 1
+    assert printed.count("x=") == 1
 
 
 def test_correct_code_has_no_findings(probe_runner: Runner) -> None:
