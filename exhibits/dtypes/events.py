@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.protocol import EventBase, WireModel
+from jaxscope.protocol import EventBase, SourceLoc, WireModel
 
 
 class JaxType(WireModel):
@@ -96,6 +96,42 @@ class ResultTypeComputed(EventBase):
     user_x64: bool
 
 
+class DtypeChange(WireModel):
+    """A dtype JAX changed without being asked. ``kind`` ``promoted``: inside ``f``, a value
+    derived from the arguments widened by an implicit promotion that lasts to an output
+    (``jaxscope.internals.dtype_changes``): ``api`` what the user called at ``source``'s line
+    (``*``, ``/``, ``@``, ``jnp.where``, ``Linear.__call__``), ``partner`` the operand it met
+    (``f32[] constant``), ``count`` the eqns of that line that did the same. ``demoted``: an
+    argument leaf (``api`` its path, ``args[0]``; ``source`` the line that sets ``args``) that
+    JAX canonicalizes to 32 bits with x64 off and whose values change by it: ``changed`` of
+    ``total`` elements, the first (``example``: its index, value before and after, as numpy
+    prints them). ``from_type``/``to_type``: types as a jaxpr writes them (``bf16[4,8]``)."""
+
+    kind: Literal["promoted", "demoted"]
+    api: str
+    source: SourceLoc | None = None
+    from_dtype: str
+    to_dtype: str
+    from_type: str
+    to_type: str
+    partner: str | None = None
+    count: int = 1
+    changed: int | None = None
+    total: int | None = None
+    example: str | None = None
+
+
+class DtypeChangesFound(EventBase):
+    """The dtype changes of the snippet under its own x64 setting (``x64``): the arguments'
+    demotions, then ``f``'s lasting implicit promotions, read from ``jax.make_jaxpr(f)`` (its
+    ``eqns_read`` eqns, calls inlined). Empty ``changes``: JAX kept every dtype."""
+
+    type: Literal["dtype_changes_found"] = "dtype_changes_found"
+    x64: bool
+    changes: list[DtypeChange]
+    eqns_read: int = 0
+
+
 # This exhibit's events (checked: every event class defined here must be listed, see
 # ``jaxscope.events``).
-EVENTS: tuple[type[EventBase], ...] = (PromotionTabulated, ResultTypeComputed)
+EVENTS: tuple[type[EventBase], ...] = (PromotionTabulated, ResultTypeComputed, DtypeChangesFound)

@@ -11,7 +11,13 @@ under either setting (its own ``result_type``), their ``result_type``, and the c
 that fold them into it.
 
 x64 is set only inside ``with jax.enable_x64(...)`` (JAX's context manager), so the run leaves
-``jax.config`` as the snippet left it. No private JAX.
+``jax.config`` as the snippet left it.
+
+Last, the dtype changes JAX made without being asked, under the snippet's own setting
+(:class:`DtypeChangesFound`, findings of ``jaxscope run``): with x64 off, a numpy argument of a
+64-bit type whose values change when JAX canonicalizes it to 32 bits (what JAX holds is read
+back from ``jax.device_put``), then ``f``'s implicit promotions that last to an output
+(``jaxscope.internals.dtype_changes``, on ``jax.make_jaxpr(f)``).
 """
 
 from __future__ import annotations
@@ -25,11 +31,14 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxscope.internals.api import CallPlan, plan_call
-from jaxscope.sandbox.probe_api import ProbeContext
+from jaxscope.internals.api import CallPlan, dtype_eqn_count, dtype_promotions, plan_call
+from jaxscope.protocol import SourceLoc
+from jaxscope.sandbox.probe_api import ProbeContext, setting_line
 
 from .events import (
     ArgumentDtype,
+    DtypeChange,
+    DtypeChangesFound,
     JaxType,
     PromotionCell,
     PromotionStep,
@@ -236,3 +245,49 @@ def run(ctx: ProbeContext) -> None:
             answer(values, [a.x64_on if t.x64 else a.x64_off for a in args], t) for t in tables
         ]
     ctx.emit(ResultTypeComputed(args=args, answers=answers, user_x64=user_x64))
+    changes = [] if user_x64 else demotions(leaves, setting_line(ctx.snippet.source, "args"))
+    closed = plan.make_jaxpr()
+    changes += [
+        DtypeChange(kind="promoted", **{k: v for k, v in p.__dict__.items()})
+        for p in dtype_promotions(closed)
+    ]
+    ctx.emit(DtypeChangesFound(x64=user_x64, changes=changes, eqns_read=dtype_eqn_count(closed)))
+
+
+def demotions(leaves: list[tuple[str, Any]], line: int | None) -> list[DtypeChange]:
+    """The numpy leaves (arrays and scalars; a ``jax.Array`` is already what JAX holds, a
+    Python scalar is weakly typed) whose values change when JAX takes them with x64 off: what
+    JAX holds is ``jax.device_put(leaf)``, compared with the leaf in the leaf's dtype."""
+    out: list[DtypeChange] = []
+    for path, leaf in leaves:
+        if isinstance(leaf, jax.Array) or not isinstance(leaf, (np.ndarray, np.generic)):
+            continue
+        before = np.asarray(leaf)
+        with x64_set(False):
+            held = np.asarray(jax.device_put(before))
+        if held.dtype == before.dtype:
+            continue
+        back = held.astype(before.dtype)
+        same = back == before
+        if before.dtype.kind in "fc":  # a NaN is kept as a NaN
+            same |= np.isnan(back) & np.isnan(before)
+        changed = np.argwhere(~np.asarray(same))
+        if not len(changed):
+            continue
+        index = tuple(int(i) for i in changed[0])
+        at = path + ("[" + ", ".join(map(str, index)) + "]" if index else "")
+        out.append(
+            DtypeChange(
+                kind="demoted",
+                api=path,
+                source=SourceLoc(line=line) if line else None,
+                from_dtype=before.dtype.name,
+                to_dtype=held.dtype.name,
+                from_type=f"{short_name(before.dtype)}{list(before.shape)}".replace(" ", ""),
+                to_type=f"{short_name(held.dtype)}{list(held.shape)}".replace(" ", ""),
+                changed=len(changed),
+                total=int(before.size),
+                example=f"{at}: {before[index].item()!r} -> {held[index].item()!r}",
+            )
+        )
+    return out

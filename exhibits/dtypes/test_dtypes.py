@@ -30,7 +30,7 @@ from jaxscope.protocol import EventBase, RunFinished
 from exhibits.conftest import FakeContext, Runner, run_probe
 from exhibits.registry import EXHIBITS
 
-from .events import EVENTS, PromotionTabulated, ResultTypeComputed
+from .events import EVENTS, DtypeChangesFound, PromotionTabulated, ResultTypeComputed
 from .probe import STRONG, WEAK, short_name
 
 CONFIG: Any = jax.config  # untyped in JAX
@@ -240,9 +240,14 @@ def test_result_type_of_each_example(name: str, probe_runner: Runner) -> None:
             expected = jnp.result_type(*leaves)
         answer = by_x64[x64]
         assert answer.dtype == expected.name
-        # what f computes: its output has the result type, weak only when every input was
-        assert answer.dtype == out.dtype.name
-        assert answer.weak == out.weak_type
+        # what f computes: its output has the result type, weak only when every input was,
+        # unless the run found a promotion inside f: then the output has the promoted dtype
+        promoted = [c for c in ctx.one(DtypeChangesFound).changes if c.kind == "promoted"]
+        if promoted:
+            assert out.dtype.name == promoted[-1].to_dtype != answer.dtype
+        else:
+            assert answer.dtype == out.dtype.name
+            assert answer.weak == out.weak_type
         # the fold through the table ends at the result
         table = tables(ctx)[x64]
         index = {t.code: i for i, t in enumerate(table.types)}
@@ -258,6 +263,7 @@ def test_the_examples_answers() -> None:
         "mixed_ints": ("int32", "int64"),
         "weak_scalar": ("bfloat16", "bfloat16"),
         "numpy_float64": ("float32", "float64"),
+        "bf16_promoted": ("bfloat16", "bfloat16"),  # the args; lr * grads is float32
     }
     assert sorted(expected) == EXAMPLES
     for name, (off, on) in expected.items():
@@ -330,6 +336,7 @@ def test_golden_stream_is_the_probes(golden: Path, probe_runner: Runner) -> None
         "promotion_tabulated",
         "promotion_tabulated",
         "result_type_computed",
+        "dtype_changes_found",
     ]
 
 

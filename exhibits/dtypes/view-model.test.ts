@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Event } from '../../frontend/src/protocol';
 import { goldenLoader } from '../../frontend/src/test/fixtures';
-import { argRows, defaultMode, dtypesModel, firstSentence, grid, x64Note, type Computed } from './view-model';
+import { argRows, changeRows, defaultMode, dtypesModel, firstSentence, grid, x64Note, type Computed } from './view-model';
 
 // The golden event streams: `jaxscope run dtypes examples/<name>.py --json` (the real sandbox);
 // test_dtypes.py checks every value in them against JAX.
@@ -97,5 +97,24 @@ describe('dtypes view model', () => {
     expect(cell('i*', 'f*')).toBe(
       'jnp.promote_types(Python int (weakly typed), Python float (weakly typed)) = Python float (weakly typed); an array of it is a weakly typed float32',
     );
+  });
+});
+
+describe('dtypes view model: the dtype changes', () => {
+  it('says the promotion of the bf16_promoted example at its line, in the words of the CLI', () => {
+    // test_dtype_cases.py holds the same snippet (cases/DT01) to plain JAX's output dtype
+    const rows = changeRows(dtypesModel(golden('bf16_promoted')));
+    expect(rows).toHaveLength(1);
+    expect(rows[0]?.kind).toBe('promoted');
+    expect(rows[0]?.line).toBe(12);
+    expect(rows[0]?.text).toBe("bf16[4,8] promoted to f32[4,8] by * with f32[] constant; the wider dtype lasts to f's output");
+  });
+
+  it('has no change for the examples that keep their dtypes', () => {
+    for (const name of ['mixed_ints', 'weak_scalar', 'numpy_float64']) {
+      const model = dtypesModel(golden(name));
+      expect(model.changes).toBeDefined();
+      expect(changeRows(model)).toEqual([]);
+    }
   });
 });

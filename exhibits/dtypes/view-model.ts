@@ -9,6 +9,8 @@ import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
 
 export type Tabulated = EventOf<'promotion_tabulated'>;
 export type Computed = EventOf<'result_type_computed'>;
+export type ChangesFound = EventOf<'dtype_changes_found'>;
+export type Change = ChangesFound['changes'][number];
 export type JaxType = Tabulated['types'][number];
 export type Answer = Computed['answers'][number];
 /** the `jax_enable_x64` setting a table or answer is for */
@@ -17,12 +19,39 @@ export type Mode = 'off' | 'on';
 export interface DtypesModel {
   tables: Partial<Record<Mode, Tabulated>>;
   computed: Computed | undefined;
+  /** the dtype changes JAX made without being asked (undefined: the run did not get there) */
+  changes: ChangesFound | undefined;
 }
 
 export function dtypesModel(events: readonly Event[]): DtypesModel {
   const tables: Partial<Record<Mode, Tabulated>> = {};
   for (const t of eventsOf(events, 'promotion_tabulated')) tables[t.x64 ? 'on' : 'off'] = t;
-  return { tables, computed: lastOf(events, 'result_type_computed') };
+  return { tables, computed: lastOf(events, 'result_type_computed'), changes: lastOf(events, 'dtype_changes_found') };
+}
+
+export interface ChangeRow {
+  kind: Change['kind'];
+  line: number | null;
+  /** the finding in one sentence, the words of the CLI's stderr line (artefacts.py `headline`) */
+  text: string;
+  fix: string;
+}
+
+/** Each dtype change as the page says it: where, what became what, and how to keep the dtype. */
+export function changeRows(model: DtypesModel): ChangeRow[] {
+  return (model.changes?.changes ?? []).map((c) => ({
+    kind: c.kind,
+    line: c.source?.line ?? null,
+    text:
+      c.kind === 'demoted'
+        ? `${c.api} is ${c.from_type}; with x64 off JAX holds it as ${c.to_type}, and ${c.changed} of ${c.total} values change (${c.example})`
+        : `${c.from_type} promoted to ${c.to_type} by ${c.api}${c.partner ? ` with ${c.partner}` : ''}; the wider dtype lasts to f's output` +
+          (c.count > 1 ? ` (${c.count} times on this line)` : ''),
+    fix:
+      c.kind === 'demoted'
+        ? 'Turn on jax_enable_x64 to keep 64 bits, or make the array float32 yourself (np.asarray(a, np.float32)) so the rounding is yours.'
+        : "Give the constant or the other operand the value's dtype (a Python scalar is weakly typed and takes it), or convert on purpose with .astype.",
+  }));
 }
 
 /** The mode to show first: the one the snippet ran with (x64 off unless it turned it on). */

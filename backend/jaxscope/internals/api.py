@@ -108,6 +108,13 @@ from jaxscope.internals.hidden_nonfinite import (
     NonfiniteEqn as NonfiniteEqn,
     hidden_nonfinite as hidden_nonfinite,
 )
+# The dtypes exhibit: the implicit, lasting widenings of f's jaxpr.
+from jaxscope.internals import dtype_changes as _dtype_changes
+from jaxscope.internals.dtype_changes import Promotion as Promotion
+
+dtype_promotions = _dtype_changes.promotions
+dtype_eqn_count = _dtype_changes.eqn_count
+
 from jaxscope.internals.nan_walk import (
     CustomBwd as CustomBwd,
     custom_bwd as custom_bwd,

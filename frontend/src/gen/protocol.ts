@@ -57,6 +57,7 @@ export type Event =
   | RulesTabulated
   | PromotionTabulated
   | ResultTypeComputed
+  | DtypeChangesFound
   | RandomCallRecorded
   | KeyReuseChecked;
 export type Request = RunRequest | CancelRequest | DetailRequest;
@@ -2838,6 +2839,52 @@ export interface ArgumentDtype {
   python_type: string;
   x64_off: JaxType;
   x64_on: JaxType;
+}
+/**
+ * The dtype changes of the snippet under its own x64 setting (``x64``): the arguments'
+ * demotions, then ``f``'s lasting implicit promotions, read from ``jax.make_jaxpr(f)`` (its
+ * ``eqns_read`` eqns, calls inlined). Empty ``changes``: JAX kept every dtype.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "DtypeChangesFound".
+ */
+export interface DtypeChangesFound {
+  changes: DtypeChange[];
+  detail_id?: string | null;
+  detail_of?: string | null;
+  eqns_read: number;
+  run_id: string;
+  seq: number;
+  type: 'dtype_changes_found';
+  x64: boolean;
+}
+/**
+ * A dtype JAX changed without being asked. ``kind`` ``promoted``: inside ``f``, a value
+ * derived from the arguments widened by an implicit promotion that lasts to an output
+ * (``jaxscope.internals.dtype_changes``): ``api`` what the user called at ``source``'s line
+ * (``*``, ``/``, ``@``, ``jnp.where``, ``Linear.__call__``), ``partner`` the operand it met
+ * (``f32[] constant``), ``count`` the eqns of that line that did the same. ``demoted``: an
+ * argument leaf (``api`` its path, ``args[0]``; ``source`` the line that sets ``args``) that
+ * JAX canonicalizes to 32 bits with x64 off and whose values change by it: ``changed`` of
+ * ``total`` elements, the first (``example``: its index, value before and after, as numpy
+ * prints them). ``from_type``/``to_type``: types as a jaxpr writes them (``bf16[4,8]``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "DtypeChange".
+ */
+export interface DtypeChange {
+  api: string;
+  changed: number | null;
+  count: number;
+  example: string | null;
+  from_dtype: string;
+  from_type: string;
+  kind: 'promoted' | 'demoted';
+  partner: string | null;
+  source: SourceLoc | null;
+  to_dtype: string;
+  to_type: string;
+  total: number | null;
 }
 /**
  * One call of a public ``jax.random`` function inside ``f``.

@@ -1,0 +1,280 @@
+"""Where ``f`` silently widens the dtype of its data: the implicit promotions of a jaxpr.
+
+``x_bf16 * jnp.float32(2.0)`` computes in float32 from that line on; under ``jax_enable_x64`` a
+``np.float64`` constant turns float32 params into float64; ``i / 2`` turns an int array into
+floats. JAX records each as a ``convert_element_type`` eqn, indistinguishable in the jaxpr from
+one the user asked for (``x.astype``) or that a library makes and undoes (``jnp.mean`` of
+bfloat16 accumulates in float32 and converts back). A conversion counts here when:
+
+* it widens a float derived from ``f``'s arguments (not a constant) to a wider float
+  (``bf16``/``f16`` -> ``f32``, ``f32`` -> ``f64``) or to complex. An integer made float
+  (``image / 255``, ``jnp.mean`` of ints) is left out: that is what the user wrote, in NumPy's
+  semantics too, and flagging it would bury the widenings nobody asked for;
+* nothing in the call chain between the conversion and the user's line asked for it: no
+  ``astype``/``asarray``/``array``/``convert_element_type`` frame, unless a ``promote_dtypes``
+  (JAX's) or ``promote_dtype`` (Flax's) frame is there: those are the promotion itself;
+* it lasts: a value of the wider dtype computed from it reaches one of ``f``'s outputs (the
+  library's accumulate-and-convert-back never does).
+
+The jaxpr is read with calls inlined (``jit``, ``closed_call``, ``custom_jvp_call``,
+``custom_vjp_call``, ``remat``: their bodies' vars are mapped to the caller's); the bodies of
+``scan``/``while``/``cond`` are not looked into (their eqns count as one opaque eqn). Frames come
+from ``eqn.source_info.traceback``: a jitted ``jnp`` function whose body JAX inlined carries the
+caller's traceback, so the frame just inside the user's line names the API the user called.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from jax._src import core
+
+from jaxscope.internals.views import snippet_source
+from jaxscope.protocol import SourceLoc
+from jaxscope.snippet_model import SNIPPET_FILENAME
+
+# Call primitives whose body runs once with the call's operands as its invars, in order.
+_CALLS = ("jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "remat")
+# Frames that ask for a conversion by name, and the frames of the promotion itself.
+_EXPLICIT = frozenset({"astype", "asarray", "array", "convert_element_type"})
+_PROMOTION = ("promote_dtypes", "promote_dtype", "_promote")
+_OPERATORS = {
+    "mul": "*",
+    "truediv": "/",
+    "add": "+",
+    "sub": "-",
+    "pow": "**",
+    "matmul": "@",
+    "floordiv": "//",
+    "mod": "%",
+}
+
+
+@dataclass(frozen=True)
+class Promotion:
+    """One implicit, lasting widening (module docstring): the user's line (``source``), the
+    API the user called there (``api``: ``*`` for ``_operator_mul``, else the function's name),
+    the value's type before and after (``from_type``/``to_type`` as a jaxpr writes them, e.g.
+    ``bf16[4,8]``), the operand it met (``partner``: its type and ``argument``/``constant``/
+    ``computed``; ``None`` when the first eqn that read it had no other operand) and how many
+    eqns at that line made the same change (``count``)."""
+
+    source: SourceLoc | None
+    api: str
+    from_dtype: str
+    to_dtype: str
+    from_type: str
+    to_type: str
+    partner: str | None
+    count: int = 1
+
+
+@dataclass
+class _Flat:
+    eqn: core.JaxprEqn
+    ins: list[object | None]  # the key of each operand (None: a constant)
+    outs: list[object]
+
+
+def _body(eqn: core.JaxprEqn) -> tuple[core.Jaxpr, list[Any]] | None:
+    if eqn.primitive.name not in _CALLS:
+        return None
+    body = eqn.params.get("jaxpr", eqn.params.get("call_jaxpr"))
+    if isinstance(body, core.ClosedJaxpr):
+        jaxpr, consts = body.jaxpr, list(body.consts)
+    elif isinstance(body, core.Jaxpr):
+        jaxpr, consts = body, []
+    else:
+        return None
+    if len(jaxpr.invars) != len(eqn.invars):
+        return None
+    return jaxpr, consts
+
+
+def _flatten(jaxpr: core.Jaxpr, env: dict[Any, object | None], out: list[_Flat]) -> None:
+    for v in jaxpr.constvars:
+        env[v] = None
+    for eqn in jaxpr.eqns:
+        ins = [None if isinstance(a, core.Literal) else env.get(a) for a in eqn.invars]
+        found = _body(eqn)
+        if found is not None:
+            body, _ = found
+            inner: dict[Any, object | None] = dict(zip(body.invars, ins, strict=True))
+            _flatten(body, inner, out)
+            for o, bo in zip(eqn.outvars, body.outvars, strict=True):
+                env[o] = None if isinstance(bo, core.Literal) else inner.get(bo)
+            continue
+        for o in eqn.outvars:
+            env[o] = o
+        out.append(_Flat(eqn, ins, list(eqn.outvars)))
+
+
+def _floating(d: np.dtype[Any]) -> bool:
+    return bool(np.issubdtype(d, np.floating)) or "float" in d.name  # ml_dtypes: bfloat16
+
+
+def _widens(old: np.dtype[Any], new: np.dtype[Any]) -> bool:
+    return _floating(old) and ((_floating(new) and new.itemsize > old.itemsize) or new.kind == "c")
+
+
+def _chain(eqn: core.JaxprEqn) -> tuple[list[tuple[str, str]], bool]:
+    """The frames between the eqn and the user's innermost line (innermost first, as
+    ``(qualified function name, file)``), and whether a user line was found."""
+    tb = eqn.source_info.traceback
+    if tb is None:
+        return [], False
+    codes, _ = tb.raw_frames()
+    chain: list[tuple[str, str]] = []
+    for code in codes:
+        if code.co_filename == SNIPPET_FILENAME:
+            return chain, True
+        chain.append((code.co_qualname, code.co_filename))
+    return chain, False
+
+
+_WRAPPERS = frozenset(
+    {"op", "wrapper", "wrapped", "inner", "reraise_with_filtered_traceback", "cache_miss"}
+)
+
+
+def _api(chain: list[tuple[str, str]]) -> str:
+    """The API the user called at the line (the outermost frame of the chain that is not a
+    wrapper), in the user's words: ``*`` for ``_operator_mul``, else its qualified name."""
+    for qualname, _ in reversed(chain):
+        name = qualname.rsplit(".", 1)[-1]
+        if name.startswith("_operator_"):
+            op = name.removeprefix("_operator_")
+            op = op if op in _OPERATORS else op.removeprefix("r")
+            return _OPERATORS.get(op, name)
+    for qualname, _ in reversed(chain):
+        name = qualname.rsplit(".", 1)[-1]
+        if name not in _WRAPPERS and "<locals>" not in qualname.rsplit(".", 1)[0]:
+            return qualname
+    return "?"
+
+
+def _implicit(chain: list[tuple[str, str]]) -> bool:
+    names = [n.rsplit(".", 1)[-1] for n, _ in chain]
+    if any(n.startswith(_PROMOTION) for n in names):
+        return True
+    return not any(n in _EXPLICIT or n.endswith("convert_element_type") for n in names) and not any(
+        f.endswith("scalar_types.py") for _, f in chain
+    )
+
+
+def _short(aval: Any) -> str:
+    return str(aval.str_short(short_dtypes=True))
+
+
+def _spread(flat: list[_Flat], start: int, key: object, dtype: Any) -> set[object]:
+    """The values of ``dtype`` computed from ``key`` (written by ``flat[start]``), ``key``
+    included: where the wider dtype spread."""
+    frontier = {key}
+    for item in flat[start + 1 :]:
+        if any(k is not None and k in frontier for k in item.ins):
+            frontier.update(o for o in item.outs if getattr(o.aval, "dtype", None) == dtype)  # type: ignore[attr-defined]
+    return frontier
+
+
+def _origin(key: object | None, args: set[object]) -> str:
+    return "constant" if key is None else "argument" if key in args else "computed"
+
+
+def _widened_operand(item: _Flat, tainted: set[object]) -> tuple[Any, Any] | None:
+    """``(operand, output)`` of an eqn that widens a value derived from the arguments: a
+    ``convert_element_type``, or an eqn whose operands have different dtypes and whose output
+    has the wider one (``dot_general`` of bfloat16 and float32 converts nothing: its
+    ``preferred_element_type`` is float32)."""
+    eqn = item.eqn
+    if eqn.primitive.name == "convert_element_type":
+        return (eqn.invars[0], eqn.outvars[0]) if item.ins[0] in tainted else None
+    if _body(eqn) is not None or len(eqn.outvars) != 1 or len(eqn.invars) < 2:
+        return None
+    out = eqn.outvars[0]
+    dtype = getattr(out.aval, "dtype", None)
+    dtypes = {getattr(a.aval, "dtype", None) for a in eqn.invars}
+    if dtype is None or dtype not in dtypes or len(dtypes) < 2:
+        return None
+    for a, k in zip(eqn.invars, item.ins, strict=True):
+        if k is not None and k in tainted and getattr(a.aval, "dtype", dtype) != dtype:
+            return a, out
+    return None
+
+
+def _partner(
+    flat: list[_Flat], start: int, operand: Any, key: object, dtype: Any
+) -> tuple[Any, object | None] | None:
+    """The operand of ``dtype`` that the widened value met: in the widening eqn itself (a mixed
+    ``dot_general``), else in the first eqn that read the converted value ``key``."""
+    item = flat[start]
+    if item.eqn.primitive.name == "convert_element_type":
+        item = next((x for x in flat[start + 1 :] if key in x.ins), item)
+        if item is flat[start]:
+            return None
+    for atom, k in zip(item.eqn.invars, item.ins, strict=True):
+        if atom is not operand and k is not key and getattr(atom.aval, "dtype", None) == dtype:
+            return atom, k
+    return None
+
+
+def promotions(closed_jaxpr: core.ClosedJaxpr, limit: int = 50) -> list[Promotion]:
+    """The implicit, lasting widenings of ``closed_jaxpr`` (module docstring), one per user line
+    and pair of dtypes, in eqn order; at most ``limit``. A widening whose wider operand came
+    from one already found is its consequence (``params - lr * grads`` widens ``params``
+    because ``lr * grads`` was widened) and is not listed again."""
+    jaxpr = closed_jaxpr.jaxpr
+    env: dict[Any, object | None] = {v: v for v in jaxpr.invars}
+    flat: list[_Flat] = []
+    _flatten(jaxpr, env, flat)
+    args = set(jaxpr.invars)
+    outs = {env.get(v) for v in jaxpr.outvars if not isinstance(v, core.Literal)} - {None}
+    tainted: set[object] = set(args)
+    spread: set[object] = set()  # the values the widenings found so far made wider
+    found: dict[tuple[int | None, str, str], Promotion] = {}
+    for i, item in enumerate(flat):
+        if any(k is not None and k in tainted for k in item.ins):
+            tainted.update(item.outs)
+        else:
+            continue
+        widened = _widened_operand(item, tainted)
+        if widened is None:
+            continue
+        operand, out = widened
+        old, new = operand.aval.dtype, out.aval.dtype
+        chain, has_user = _chain(item.eqn)
+        if not has_user or not _widens(old, new) or not _implicit(chain):
+            continue
+        reached = _spread(flat, i, out, new)
+        if not reached & outs:
+            continue
+        met = _partner(flat, i, operand, out, new)
+        if met is not None and met[1] is not None and met[1] in spread:
+            continue  # a consequence of a widening already found
+        spread |= reached
+        source = snippet_source(item.eqn.source_info.traceback)
+        key = (source.line if source else None, str(old), str(new))
+        if key in found:
+            p = found[key]
+            found[key] = Promotion(**{**p.__dict__, "count": p.count + 1})
+            continue
+        if len(found) >= limit:
+            break
+        found[key] = Promotion(
+            source=source,
+            api=_api(chain),
+            from_dtype=str(np.dtype(old).name),
+            to_dtype=str(np.dtype(new).name),
+            from_type=_short(operand.aval),
+            to_type=_short(out.aval),
+            partner=f"{_short(met[0].aval)} {_origin(met[1], args)}" if met else None,
+        )
+    return list(found.values())
+
+
+def eqn_count(closed_jaxpr: core.ClosedJaxpr) -> int:
+    """How many eqns :func:`promotions` reads (calls inlined)."""
+    flat: list[_Flat] = []
+    _flatten(closed_jaxpr.jaxpr, {v: v for v in closed_jaxpr.jaxpr.invars}, flat)
+    return len(flat)

@@ -1,0 +1,129 @@
+"""A dtype JAX changed without being asked is a finding (issue 15, "Silent changes are
+findings"): the ``cases/DT*`` snippets (public reports cited in their docstrings) run through the
+real sandbox with ``jaxscope run dtypes FILE --print changes``.
+
+The truth, computed apart from the exhibit: each snippet run as plain Python in a fresh process
+(its own x64 setting) says which dtypes ``f`` takes and returns; ``jnp.result_type`` of the
+value's dtype and the constant's says what the promotion makes; numpy says which elements of a
+float64 argument its float32 rounding changes. The snippet's text gives the line. A fixed case
+must print ``[]`` and exit 0.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from exhibits.conftest import CASES
+
+JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+
+# Runs a snippet as plain Python and says what JAX made of it: the dtypes f takes and returns.
+PLAIN = """
+import json, runpy, sys
+import jax, numpy as np
+ns = runpy.run_path(sys.argv[1])
+out = ns["f"](*ns["args"])
+print(json.dumps({
+    "x64": bool(jax.config.read("jax_enable_x64")),
+    "args": [str(np.asarray(a).dtype) for a in ns["args"]],
+    "out": str(out.dtype),
+}))
+"""
+
+
+def changes(name: str) -> tuple[int, list[dict[str, Any]], str]:
+    proc = subprocess.run(
+        [JAXSCOPE, "run", "dtypes", str(CASES / f"{name}.py"), "--print", "changes"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=CASES.parent,
+    )
+    assert proc.stdout.strip(), proc.stderr
+    return proc.returncode, json.loads(proc.stdout), proc.stderr
+
+
+def plain(name: str) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-c", PLAIN, str(CASES / f"{name}.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def line_of(name: str, piece: str) -> int:
+    """The line of the snippet that holds ``piece`` (once)."""
+    text = (CASES / f"{name}.py").read_text().splitlines()
+    (line,) = [i for i, t in enumerate(text, 1) if piece in t]
+    return line
+
+
+@pytest.mark.parametrize(
+    ("name", "piece", "value", "constant", "api"),
+    [
+        # optax#1405: a numpy float32 learning rate times bfloat16 grads
+        ("DT01_bf16_numpy_lr_broken", "step = lr * grads", jnp.bfloat16, np.float32(1e-3), "*"),
+        # jaqmc#64: with x64 on, np.sqrt's float64 scalar times a float32 layer
+        ("DT02_x64_numpy_scale_broken", "jnp.tanh(h * scale)", np.float32, np.float64(0.35), "*"),
+    ],
+)
+def test_a_promotion_that_lasts_is_a_finding_at_its_line(
+    name: str, piece: str, value: Any, constant: Any, api: str
+) -> None:
+    truth = plain(name)
+    assert truth["out"] != truth["args"][0]  # plain JAX: f returns a wider dtype than it took
+    code, found, stderr = changes(name)
+    assert code == 3 and "DtypePromoted" in stderr
+    (change,) = found  # the cascade after it (params - step) is its consequence, not listed
+    assert change["kind"] == "promoted" and change["line"] == line_of(name, piece)
+    assert change["api"] == api
+    with jax.enable_x64(truth["x64"]):  # the snippet's own setting
+        wider = np.dtype(jnp.result_type(jnp.zeros(1, value), constant))
+    assert str(wider) == truth["out"]
+    assert change["from_type"].startswith({"bfloat16": "bf16", "float32": "f32"}[truth["args"][0]])
+    assert change["to_type"].startswith({"float32": "f32", "float64": "f64"}[str(wider)])
+    assert change["partner"].endswith("constant")
+    assert f"line {change['line']}" in stderr
+
+
+def test_a_float64_argument_rounded_to_float32_is_a_finding() -> None:
+    name = "DT03_float64_arg_broken"
+    truth = plain(name)
+    assert not truth["x64"] and truth["args"] == ["float64"]
+    n = 4
+    hilbert = 1.0 / (np.arange(n)[:, None] + np.arange(n)[None, :] + 1.0)
+    changed = np.argwhere(hilbert.astype(np.float32).astype(np.float64) != hilbert)
+    code, found, stderr = changes(name)
+    assert code == 3 and "DtypeDemoted" in stderr
+    (change,) = found
+    assert change["kind"] == "demoted" and change["api"] == "args[0]"
+    assert change["line"] == line_of(name, "args = (")
+    assert (change["changed"], change["total"]) == (len(changed), hilbert.size)
+    i, j = changed[0]
+    before, after = float(hilbert[i, j]), float(np.float32(hilbert[i, j]))
+    assert change["example"] == f"args[0][{i}, {j}]: {before!r} -> {after!r}"
+    assert (change["from_type"], change["to_type"]) == ("f64[4,4]", "f32[4,4]")
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["DT01_bf16_numpy_lr_fixed", "DT02_x64_numpy_scale_fixed", "DT03_float64_arg_fixed"],
+)
+def test_the_fixed_cases_change_no_dtype(name: str) -> None:
+    truth = plain(name)
+    assert truth["out"] == truth["args"][0]  # plain JAX: f keeps its arguments' dtype
+    code, found, _ = changes(name)
+    assert code == 0 and found == []
