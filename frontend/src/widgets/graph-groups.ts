@@ -66,12 +66,23 @@ export function callPath(source: SourceLoc | null | undefined): string[] {
 }
 
 function callLabel(call: string): string {
-  const [line, fn] = call.split('>');
-  return `${fn} (line ${line})`;
+  // At the first `>` only: a nested function's name has one of its own (`attention.<locals>.heads`).
+  const at = call.indexOf('>');
+  return `${call.slice(at + 1)} (line ${call.slice(0, at)})`;
 }
 
-/** Group `eqns` (contiguous, in order) at call depth `depth`. */
-function groupAt(eqns: readonly EqnView[], paths: readonly string[][], depth: number, prefix: string): GroupItem[] {
+/** What the eqns are grouped by, indexed by eqn: the user calls that made each (`callPath`) and
+ * its name scopes (`scopePath`). */
+interface Keys {
+  calls: readonly string[][];
+  scopes: readonly string[][];
+}
+
+/** Group `eqns` (contiguous, in order) by the calls at call depth `depth`; inside each call
+ * group, by the name scopes from scope depth `scopeDepth` again (a scope entered inside the
+ * function called). */
+function groupAt(eqns: readonly EqnView[], keys: Keys, scopeDepth: number, depth: number, prefix: string): GroupItem[] {
+  const paths = keys.calls;
   const items: GroupItem[] = [];
   const runsOf = new Map<string, number>();
   let i = 0;
@@ -88,7 +99,7 @@ function groupAt(eqns: readonly EqnView[], paths: readonly string[][], depth: nu
     const run = runsOf.get(call) ?? 0;
     runsOf.set(call, run + 1);
     const id = `${prefix}/${call}#${run}`;
-    const inner = groupAt(eqns.slice(i, j), paths, depth + 1, id);
+    const inner = groupLevel(eqns.slice(i, j), keys, scopeDepth, depth + 1, id);
     items.push({ kind: 'group', id, label: callLabel(call), origin: 'call', first: eqn.index, last: (eqns[j - 1] as EqnView).index, items: inner });
     i = j;
   }
@@ -158,34 +169,72 @@ function sharedCalls(eqns: readonly EqnView[], paths: readonly string[][]): numb
   return d;
 }
 
-/** Group `eqns` (contiguous, in order) by their name scopes at depth `depth`, and below the
- * scopes by the calls that made them, from call depth `calls` (those all of them share left
- * out: the `block(p, x)` inside `with named_scope('layer3')` is the box `layer3`, not `layer3`
- * around `block (line 50)`). A scope of one eqn is not a group. */
-function groupScopes(eqns: readonly EqnView[], scopes: readonly string[][], paths: readonly string[][], depth: number, calls: number, prefix: string): GroupItem[] {
+interface ScopeRun {
+  /** the scope at this depth; undefined for eqns grouped by their calls here */
+  scope: string | undefined;
+  eqns: EqnView[];
+}
+
+/**
+ * `eqns` cut into runs of one name scope at scope depth `depth`. A scope entered inside the
+ * call the eqns around it are in (the `named_scope` `jnp.einsum` enters for its spec, in the
+ * middle of `attention`) is not cut out of that call here: a scoped run next to an unscoped
+ * one made by the same call at call depth `calls` joins it, and its scope is grouped inside the
+ * call's group. A run of one eqn is not a scope group either. Runs of scopes that follow one
+ * another (the layers of a loop, each in its own scope) stay apart.
+ */
+function scopeRuns(eqns: readonly EqnView[], keys: Keys, depth: number, calls: number): ScopeRun[] {
+  const runs: ScopeRun[] = [];
+  for (const e of eqns) {
+    const scope = keys.scopes[e.index]?.[depth];
+    const last = runs[runs.length - 1];
+    if (last !== undefined && last.scope === scope) last.eqns.push(e);
+    else runs.push({ scope, eqns: [e] });
+  }
+  const callAt = (e: EqnView | undefined): string | undefined => (e === undefined ? undefined : keys.calls[e.index]?.[calls]);
+  const inside = (run: ScopeRun, k: number): boolean => {
+    if (run.eqns.length === 1) return true;
+    const before = runs[k - 1];
+    const after = runs[k + 1];
+    const first = callAt(run.eqns[0]);
+    const last = callAt(run.eqns[run.eqns.length - 1]);
+    return (
+      (before?.scope === undefined && first !== undefined && callAt(before?.eqns[before.eqns.length - 1]) === first) ||
+      (after?.scope === undefined && last !== undefined && callAt(after?.eqns[0]) === last)
+    );
+  };
+  const merged: ScopeRun[] = [];
+  runs.forEach((run, k) => {
+    const scope = run.scope !== undefined && inside(run, k) ? undefined : run.scope;
+    const prev = merged[merged.length - 1];
+    if (prev !== undefined && scope === undefined && prev.scope === undefined) prev.eqns.push(...run.eqns);
+    else merged.push({ scope, eqns: [...run.eqns] });
+  });
+  return merged;
+}
+
+/** Group `eqns` (contiguous, in order) by their name scopes at scope depth `depth`, and below
+ * (or without) a scope by the calls that made them, from call depth `calls` (those all of a
+ * scope's eqns share left out: the `block(p, x)` inside `with named_scope('layer3')` is the box
+ * `layer3`, not `layer3` around `block (line 50)`). */
+function groupLevel(eqns: readonly EqnView[], keys: Keys, depth: number, calls: number, prefix: string): GroupItem[] {
+  const runs = scopeRuns(eqns, keys, depth, calls);
+  if (runs.length === 1 && runs[0]?.scope === undefined) return groupAt(eqns, keys, depth, calls, prefix);
   const items: GroupItem[] = [];
   const runsOf = new Map<string, number>();
-  let i = 0;
-  while (i < eqns.length) {
-    const first = eqns[i] as EqnView;
-    const scope = scopes[first.index]?.[depth];
-    let j = i;
-    while (j < eqns.length && scopes[(eqns[j] as EqnView).index]?.[depth] === scope) j++;
-    const run = eqns.slice(i, j);
-    const last = (eqns[j - 1] as EqnView).index;
+  for (const { scope, eqns: run } of runs) {
+    const first = (run[0] as EqnView).index;
+    const last = (run[run.length - 1] as EqnView).index;
     if (scope === undefined) {
       // Call-site ids are unique within one `groupAt`: each run outside the scopes has its own prefix.
-      items.push(...groupAt(run, paths, calls, i === 0 && j === eqns.length ? prefix : `${prefix}@${first.index}`));
-    } else if (run.length === 1) {
-      items.push({ kind: 'eqn', index: first.index });
-    } else {
-      const k = runsOf.get(scope) ?? 0;
-      runsOf.set(scope, k + 1);
-      const id = `${prefix}/ns:${scope}#${k}`;
-      const inner = groupScopes(run, scopes, paths, depth + 1, Math.max(calls, sharedCalls(run, paths)), id);
-      items.push({ kind: 'group', id, label: scope, origin: 'scope', first: first.index, last, items: inner });
+      items.push(...groupAt(run, keys, depth, calls, `${prefix}@${first}`));
+      continue;
     }
-    i = j;
+    const k = runsOf.get(scope) ?? 0;
+    runsOf.set(scope, k + 1);
+    const id = `${prefix}/ns:${scope}#${k}`;
+    const inner = groupLevel(run, keys, depth + 1, Math.max(calls, sharedCalls(run, keys.calls)), id);
+    items.push({ kind: 'group', id, label: scope, origin: 'scope', first, last, items: inner });
   }
   return items;
 }
@@ -223,7 +272,8 @@ export function groupTree(jaxpr: JaxprView): GroupItem[] {
     scopes[e.index] = path;
     scoped ||= path.length > 0;
   }
-  const tree = scoped ? groupScopes(jaxpr.eqns, scopes, paths, 0, 0, 'g') : groupAt(jaxpr.eqns, paths, 0, 'g');
+  const keys = { calls: paths, scopes };
+  const tree = scoped ? groupLevel(jaxpr.eqns, keys, 0, 0, 'g') : groupAt(jaxpr.eqns, keys, 0, 0, 'g');
   return chunked(tree, 'g');
 }
 

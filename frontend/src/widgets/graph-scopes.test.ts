@@ -75,12 +75,22 @@ describe('name-scope groups from a real capture', () => {
     // layer1's residual add is in the layer's scope only: an eqn of the box, no call group around it.
     const own = TRUTH.eqns.flatMap((e, i) => (e.name_stack === 'layer1' ? [i] : []));
     expect(layer1.items.filter((it) => it.kind === 'eqn').map(label)).toEqual(own);
-    // Inside `attn`, the call of `norm` (all of attn is called through `block`, left out).
+    // Inside `attn`, the call of `mix` (all of attn is called through `block`, left out), and
+    // in it the call of `norm`, the einsum's eqn (its own one-eqn scope, the spec, is no group)
+    // and the call of the nested `scale`.
     const attn = groups(layer1.items).find((g) => g.label === 'attn') as EqnGroup;
-    const norm = groups(attn.items);
-    expect(norm.map((g) => g.label)).toEqual([expect.stringMatching(/^norm \(line \d+\)$/)]);
-    const lines = TRUTH.eqns.slice(attn.first, attn.last + 1).map((e) => e.line);
-    expect(lines).toContain(Number(/line (\d+)/.exec(norm[0]?.label ?? '')?.[1]));
+    expect(groups(attn.items).map((g) => g.label)).toEqual([expect.stringMatching(/^mix \(line \d+\)$/)]);
+    const mix = groups(attn.items)[0] as EqnGroup;
+    const einsum = TRUTH.eqns.findIndex((e, i) => i >= mix.first && e.name_stack.endsWith('/ij,jk->ki'));
+    expect(einsum).toBeGreaterThan(mix.first);
+    expect(mix.items.map(label)).toContain(einsum);
+    expect(groups(mix.items).map((g) => g.label)).toEqual([
+      expect.stringMatching(/^norm \(line \d+\)$/),
+      expect.stringMatching(/^mix\.<locals>\.scale \(line \d+\)$/),
+    ]);
+    const norm = groups(mix.items)[0] as EqnGroup;
+    const lines = TRUTH.eqns.slice(norm.first, norm.last + 1).map((e) => e.line);
+    expect(new Set(lines).size).toBe(1);
     // The linen module's scopes: its two Dense layers.
     const head = groups(tree).find((g) => g.label === 'Head') as EqnGroup;
     expect(groups(head.items).map((g) => g.label).sort()).toEqual(['Dense_0', 'Dense_1']);
