@@ -1,22 +1,28 @@
 # jaxscope: `make serve` installs what is missing and serves the explorer; `make test` installs
 # what is missing and runs every check and test. Both work from a clean clone on a machine with
-# Python 3.11, Node 20 and apt (Debian), and install the Python side into .venv/.
+# Python 3.11, Node 20 and apt (Debian), and install the Python side into .venv/ and the
+# PyTorch/XLA track into .venv-torch/ (about 7 GB; `make serve TORCH=no` leaves it out).
 
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# The torch venv (docs/design/0025-torch-xla-track.md): a venv of its own, never .venv.
+TORCH_VENV := .venv-torch
+TORCH_PY := $(TORCH_VENV)/bin/python
+TORCH ?= yes
+WITH_TORCH := $(if $(filter no,$(TORCH)),,torch)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: serve test setup setup-dev frontend chromium bubblewrap lint typecheck gen-check unit e2e compose-check bench clean
+.PHONY: serve test setup setup-dev torch frontend chromium bubblewrap lint typecheck gen-check unit e2e compose-check bench clean
 
-serve: setup frontend bubblewrap
+serve: setup frontend bubblewrap $(WITH_TORCH)
 	$(VENV)/bin/jaxscope serve --host $(HOST) --port $(PORT)
 
-test: setup-dev frontend chromium bubblewrap
+test: setup-dev frontend chromium bubblewrap $(WITH_TORCH)
 	bash scripts/test-all.sh
 
 # --- installs (each step is skipped when already done) -------------------------------------
@@ -32,6 +38,15 @@ $(VENV)/.dev: $(VENV)/.core
 
 setup: $(VENV)/.core
 setup-dev: $(VENV)/.dev
+
+# torch 2.9.0 + torch_xla 2.9.0 and the rest of their closure, every version exact (--no-deps:
+# the file is the whole closure); the import check creates no PJRT client.
+$(TORCH_VENV)/.ready: requirements-torch.txt
+	test -x $(TORCH_PY) || $(PYTHON) -m venv $(TORCH_VENV)
+	$(TORCH_PY) -m pip install -q --no-deps -r requirements-torch.txt 2>&1 | grep -v "is ignored" || true
+	PJRT_DEVICE=CPU $(TORCH_PY) -c "import torch, torch_xla, pydantic, ml_dtypes" && touch $@
+
+torch: $(TORCH_VENV)/.ready
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -57,4 +72,4 @@ bench: setup frontend
 	$(PY) bench/clean_runs.py
 
 clean:
-	rm -rf $(VENV) node_modules frontend/dist
+	rm -rf $(VENV) $(TORCH_VENV) node_modules frontend/dist

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from jaxscope.protocol import EventBase, ExhibitInfo, JaxprStaged
+from jaxscope.protocol import EventBase, ExhibitInfo, JaxprStaged, WorkerKind
 
 from exhibits.shown import ShownError, ShownErrors
 from exhibits.stations.events import ExecutableCompiled, ModuleLowered, ProgramExecuted
@@ -106,6 +106,13 @@ class Exhibit:
     # the JAX errors this exhibit knows (``jaxscope.explainers``: the chain asks the exhibits'
     # handlers in this table's order).
     explains_errors: bool = False
+    # The kind of sandbox worker that runs the probe: "torch" for the PyTorch/XLA track (the
+    # torch venv's interpreter, design 0025), "jax" for every other exhibit.
+    worker: WorkerKind = "jax"
+    # This exhibit's RLIMIT_AS in bytes, when it needs another than the sandbox's default
+    # (``Limits.address_space_bytes``); None keeps the default, and a default of 0 (no limit:
+    # a GPU host, or ``--memory-gib 0``) is kept whatever this says.
+    address_space_bytes: int | None = None
 
     def __post_init__(self) -> None:
         # An exhibit's ``artefacts.py`` is its --print table: read when the entry names none, so
@@ -161,6 +168,7 @@ class Exhibit:
             artefacts=list(self.artefacts),
             default_example=self.default_example,
             examples=self.examples(),
+            worker=self.worker,
         )
 
 

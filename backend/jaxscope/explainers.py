@@ -26,7 +26,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import jax.errors
+try:
+    import jax.errors
+
+    HAS_JAX = True
+except ImportError:  # a torch worker has no JAX (design 0025): no JAX error can reach it
+    HAS_JAX = False
 
 from exhibits.registry import EXHIBITS
 from jaxscope.protocol import Stage
@@ -156,11 +161,15 @@ _BOOL_INDEX_FIX = (
 # JAX's tracer errors: a run that fails with one is ``tracer_error``, not ``user_exception``.
 # (TracerBoolConversionError is a ConcretizationTypeError; the integer and array ones are not.)
 TRACER_ERRORS: tuple[type[Exception], ...] = (
-    jax.errors.ConcretizationTypeError,
-    jax.errors.TracerIntegerConversionError,
-    jax.errors.TracerArrayConversionError,
-    jax.errors.UnexpectedTracerError,
-    jax.errors.NonConcreteBooleanIndexError,
+    (
+        jax.errors.ConcretizationTypeError,
+        jax.errors.TracerIntegerConversionError,
+        jax.errors.TracerArrayConversionError,
+        jax.errors.UnexpectedTracerError,
+        jax.errors.NonConcreteBooleanIndexError,
+    )
+    if HAS_JAX
+    else ()
 )
 
 
@@ -173,6 +182,8 @@ def tracer_errors(exc: BaseException, ctx: ErrorContext) -> Explanation | None:
     """The explanation and fix of a JAX tracer error (answers for every one of
     :data:`TRACER_ERRORS`), else None."""
     del ctx  # the message and class say everything
+    if not is_tracer_error(exc):
+        return None
     if isinstance(exc, jax.errors.TracerBoolConversionError):
         if "BatchTracer" in str(exc):
             return Explanation(_VMAP_BOOL_EXPLANATION, _BOOL_FIX)
@@ -277,7 +288,8 @@ def explainer_chain() -> tuple[Link, ...]:
     errors."""
     links = [_link(tracer_errors), _link(deleted_buffers)]
     for exhibit in EXHIBITS.values():
-        if exhibit.explains_errors:
+        # A JAX exhibit's handler explains JAX's errors, which cannot arise without JAX.
+        if exhibit.explains_errors and (HAS_JAX or exhibit.worker != "jax"):
             module = importlib.import_module(exhibit.explain_module)
             links.append(_link(getattr(module, EXHIBIT_EXPLAINER)))
     links.append(_link(shapes))

@@ -49,9 +49,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, TypeAlias
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, Field, PrivateAttr, TypeAdapter, field_serializer
 
 from exhibits.cache_key.options import CacheKeyOptions
 from exhibits.caches.options import CachesOptions
@@ -343,6 +344,12 @@ class RunStarted(EventBase):
     backend: str
     devices: list[str]
     cpu_device_count: int
+    # A torch worker (``WorkerKind`` "torch", design 0025) has no JAX: ``jax_version`` is "",
+    # ``backend`` the ``PJRT_DEVICE`` it runs with, ``devices`` empty (torch_xla creates its
+    # PJRT client inside the run) and this field torch_xla's version.
+    torch_xla_version: str | None = Field(
+        default=None, exclude_if=lambda v: v is None, json_schema_extra={"x-wire-optional": True}
+    )
 
 
 class StageStarted(EventBase):
@@ -415,6 +422,30 @@ class RuleView(WireModel):
 ValueRole = Literal["primal", "tangent", "residual", "undefined_primal", "literal", "cotangent"]
 
 
+class PendingPreview:
+    """A value's preview not formatted yet (details on demand, design 0013): ``make()`` returns
+    the text, formatted on the first :meth:`text` call and kept. ``min_chars`` is a lower bound
+    of its length (the runner decides from it, without formatting, that a step's summary is
+    shorter than the whole step). Shared, never copied: ``copy.deepcopy`` returns it as is (a
+    deep copy of an event must not copy the array it holds)."""
+
+    __slots__ = ("_make", "_text", "min_chars")
+
+    def __init__(self, make: Callable[[], str], min_chars: int) -> None:
+        self._make: Callable[[], str] | None = make
+        self._text: str | None = None
+        self.min_chars = min_chars
+
+    def text(self) -> str:
+        if self._text is None:
+            assert self._make is not None
+            self._text, self._make = self._make(), None  # the array is let go once printed
+        return self._text
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> PendingPreview:
+        return self
+
+
 class ValueView(WireModel):
     """A value going into or out of a rule.
 
@@ -423,6 +454,10 @@ class ValueView(WireModel):
     ``zero`` marks a symbolic zero (``ad.Zero``: no array exists); ``preview`` is a truncated
     ``numpy`` printout (``None`` when the value is only abstract); ``var`` the jaxpr variable name
     when it has one; ``nonfinite`` true when the value holds a NaN or an Inf.
+
+    A capture for a page (details on demand) may leave ``preview`` None and hold the value in
+    ``pending`` instead (:meth:`with_pending`): the preview is formatted when the view is
+    serialised (the whole event, asked for by the page), and is then the same text.
     """
 
     role: ValueRole
@@ -436,6 +471,23 @@ class ValueView(WireModel):
     deferred: bool = Field(
         default=False, exclude_if=lambda v: not v, json_schema_extra={"x-wire-optional": True}
     )
+    _pending: PendingPreview | None = PrivateAttr(default=None)
+
+    def with_pending(self, pending: PendingPreview) -> Self:
+        """This view with its preview formatted only when serialised (``preview`` None)."""
+        self._pending = pending
+        return self
+
+    @property
+    def pending(self) -> PendingPreview | None:
+        """The preview not formatted yet (None: ``preview`` is all there is)."""
+        return self._pending
+
+    @field_serializer("preview")
+    def _serialised_preview(self, preview: str | None) -> str | None:
+        if preview is None and self._pending is not None:
+            return self._pending.text()
+        return preview
 
 
 class RunQueued(EventBase):
@@ -537,14 +589,41 @@ def without_previews(model: WireModelT) -> WireModelT:
 
 def _drop_previews(value: object) -> None:
     if isinstance(value, ValueView):
-        if value.preview is not None:
+        if value.preview is not None or value.pending is not None:
             value.preview, value.deferred = None, True
+            value._pending = None
     elif isinstance(value, BaseModel):
         for name in type(value).model_fields:
             _drop_previews(getattr(value, name))
     elif isinstance(value, (list, tuple)):
         for item in value:
             _drop_previews(item)
+
+
+# What a summarised ValueView writes instead of its preview: ``"preview":null,"deferred":true``
+# against the whole's ``"preview":"<text>"`` (the quotes around the text counted).
+_DEFERRED_CHARS = len('null,"deferred":true') - len('""')
+
+
+def deferred_margin(model: BaseModel) -> int:
+    """A lower bound of how many bytes longer ``model``'s JSON is than its summary's
+    (:func:`without_previews`) because of the previews still pending in it (each at least its
+    ``PendingPreview.min_chars`` long); 0 when none is pending. The runner streams a summary
+    from this without formatting them (docs/design/0013-ad-capture-speed.md)."""
+    total = 0
+    stack: list[object] = [model]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, ValueView):
+            if value.preview is None and value.pending is not None:
+                total += value.pending.min_chars - _DEFERRED_CHARS
+        elif isinstance(value, JaxprView):  # thousands of eqn views, and no value view
+            continue
+        elif isinstance(value, BaseModel):
+            stack.extend(getattr(value, name) for name in type(value).model_fields)
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+    return total
 
 
 # The core's own events, in the order the union lists them; every exhibit's ``events.py`` has an
@@ -607,10 +686,17 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# The kind of sandbox worker that runs an exhibit's probe (design 0025): "jax" (the JAX venv's
+# interpreter, JAX imported) or "torch" (the torch venv's interpreter: torch + torch_xla).
+WorkerKind = Literal["jax", "torch"]
+
+
 class ExhibitInfo(WireModel):
     """One catalogue entry of ``GET /api/exhibits`` (static metadata; no JAX import).
 
-    ``artefacts`` are the names ``jaxscope run --print`` accepts for this exhibit.
+    ``artefacts`` are the names ``jaxscope run --print`` accepts for this exhibit; ``worker``
+    the kind of worker that runs it (the PyTorch/XLA track's are "torch"); ``unavailable`` why
+    this server cannot run it and how to add it (the torch venv is not installed), else None.
     """
 
     id: str
@@ -619,6 +705,8 @@ class ExhibitInfo(WireModel):
     artefacts: list[str]
     default_example: str
     examples: list[str]
+    worker: WorkerKind = "jax"
+    unavailable: str | None = None
 
 
 class Catalogue(WireModel):

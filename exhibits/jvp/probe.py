@@ -88,7 +88,7 @@ def run(ctx: ProbeContext) -> None:
             except TypeError as exc:  # our structure check: the snippet's setting is wrong
                 raise blame_line(InvalidSnippet(str(exc)), line) from None
         try:
-            capture = capture_jvp(plan, primal, given)
+            capture = capture_jvp(plan, primal, given, previews_on_demand=ctx.on_demand)
         except (TypeError, ValueError) as exc:
             # JAX's own check of the tangents (api._jvp: shapes, dtypes, float0 for ints) has no
             # frame in the snippet: it is about the `tangents = ...` line.

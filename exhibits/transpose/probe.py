@@ -114,7 +114,7 @@ def run(ctx: ProbeContext) -> None:
                 for event in events:
                     ctx.emit(event)
                 raise mark_during(eager_error, _transposing(primitive))
-        lin = linearize_vjp(fun, diff_args)
+        lin = linearize_vjp(fun, diff_args, previews_on_demand=ctx.on_demand)
         seed, seed_text = grad_seed(lin)
     staged = linear_jaxpr_staged(lin)
     staged.output_leaf = output_leaf_view(rule)

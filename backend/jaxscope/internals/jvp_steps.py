@@ -56,6 +56,7 @@ from exhibits.jvp.events import JvpJaxprStaged, JvpMechanism, JvpRuleApplied
 from jaxscope.internals.ad_rules import jvp_rule_view
 from jaxscope.internals.calling import CallPlan, concrete_args
 from jaxscope.internals.interpret import Env, interpret
+from jaxscope.internals.previews import Previews
 from jaxscope.internals.recording import CountingHook, counting_outer_eqns
 from jaxscope.internals.views import (
     PREVIEW_CHARS,
@@ -66,7 +67,7 @@ from jaxscope.internals.views import (
     print_with_context,
     snippet_source,
 )
-from jaxscope.protocol import ArrayPreview, RuleView, ValueRole, ValueView
+from jaxscope.protocol import ArrayPreview, PendingPreview, RuleView, ValueRole, ValueView
 
 source_info_util.register_exclusion(__file__)
 
@@ -299,40 +300,19 @@ def _custom_rule_view(eqn: Any) -> RuleView:
     )
 
 
-# Arrays up to this many elements have their previews memoised by content (dtype, shape, bytes).
-MEMO_ELEMENTS = 1 << 14
-
-
-class _Printer:
-    """``preview_value`` memoised by content within one capture: equal arrays print equally (the
-    printout is a function of dtype, shape and bytes), and e.g. a ones tangent or a zero bias
-    recurs many times."""
-
-    def __init__(self) -> None:
-        self.memo: dict[tuple[str, tuple[int, ...], bytes, int], str] = {}
-
-    def __call__(self, arr: np.ndarray, max_chars: int) -> str:
-        if arr.dtype.kind not in "biufc" or arr.size > MEMO_ELEMENTS:
-            return preview_value(arr, max_chars)
-        key = (arr.dtype.str, arr.shape, arr.tobytes(), max_chars)
-        text = self.memo.get(key)
-        if text is None:
-            text = self.memo[key] = preview_value(arr, max_chars)
-        return text
-
-
 class _Shown:
-    """Preview text and non-finiteness of each value shown, computed once per value: a value
-    read by several steps (an eqn's output is its consumers' input) is printed once. Values are
-    copied to the host only here, when shown."""
+    """Preview text (or a preview printed when asked: ``jaxscope.internals.previews``) and
+    non-finiteness of each value shown, computed once per value: a value read by several steps
+    (an eqn's output is its consumers' input) is printed once. Values are copied to the host only
+    here, when shown."""
 
-    def __init__(self, values: list[Any], printer: _Printer) -> None:
+    def __init__(self, values: list[Any], printer: Previews) -> None:
         self.values = values
         self.printer = printer
-        self.traced: dict[int, tuple[str | None, bool]] = {}
-        self.concrete: dict[int, tuple[Any, str | None, bool]] = {}
+        self.traced: dict[int, tuple[str | PendingPreview | None, bool]] = {}
+        self.concrete: dict[int, tuple[Any, str | PendingPreview | None, bool]] = {}
 
-    def get(self, s: _Slot) -> tuple[str | None, bool]:
+    def get(self, s: _Slot) -> tuple[str | PendingPreview | None, bool]:
         if s.traced is not None:
             got = self.traced.get(s.traced)
             if got is None:
@@ -343,7 +323,7 @@ class _Shown:
             hit = self.concrete[id(s.value)] = (s.value, *self._show(s.value))
         return hit[1], hit[2]
 
-    def _show(self, value: Any) -> tuple[str | None, bool]:
+    def _show(self, value: Any) -> tuple[str | PendingPreview | None, bool]:
         if value is None:
             return None, False
         try:
@@ -351,7 +331,7 @@ class _Shown:
         except TypeError:  # a PRNG key array: no numpy view; preview_value shows JAX's repr
             return preview_value(value, STEP_PREVIEW_CHARS), False
         nonfinite = arr.dtype.kind in "fc" and not bool(np.all(np.isfinite(arr)))
-        return self.printer(arr, STEP_PREVIEW_CHARS), nonfinite
+        return self.printer.preview(arr, STEP_PREVIEW_CHARS), nonfinite
 
 
 def _value_view(
@@ -362,13 +342,14 @@ def _value_view(
     if s.traced is not None:
         var = names.get(s.traced, var)
     preview, nonfinite = shown.get(s)
-    return ValueView(
+    view = ValueView(
         role=role,
         aval=aval_view(s.aval),
-        preview=preview,
+        preview=preview if not isinstance(preview, PendingPreview) else None,
         var=var,
         nonfinite=nonfinite,
     )
+    return view.with_pending(preview) if isinstance(preview, PendingPreview) else view
 
 
 def _dtype_name(arr: np.ndarray) -> str:
@@ -378,7 +359,7 @@ def _dtype_name(arr: np.ndarray) -> str:
     return str(jax.dtypes.canonicalize_dtype(arr.dtype))
 
 
-def _previews(prefix: str, leaves: list[Any], printer: _Printer) -> list[ArrayPreview]:
+def _previews(prefix: str, leaves: list[Any], printer: Previews) -> list[ArrayPreview]:
     out = []
     for i, leaf in enumerate(leaves):
         arr = np.asarray(leaf)
@@ -387,13 +368,13 @@ def _previews(prefix: str, leaves: list[Any], printer: _Printer) -> list[ArrayPr
                 path=f"{prefix}[{i}]",
                 shape=list(arr.shape),
                 dtype=_dtype_name(arr),
-                preview=printer(arr, PREVIEW_CHARS),
+                preview=printer.text(arr, PREVIEW_CHARS),
             )
         )
     return out
 
 
-def _path_previews(tree: Any, printer: _Printer) -> list[ArrayPreview]:
+def _path_previews(tree: Any, printer: Previews) -> list[ArrayPreview]:
     out = []
     for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
         arr = np.asarray(leaf)
@@ -402,7 +383,7 @@ def _path_previews(tree: Any, printer: _Printer) -> list[ArrayPreview]:
                 path="tangents" + jax.tree_util.keystr(path),
                 shape=list(arr.shape),
                 dtype=_dtype_name(arr),
-                preview=printer(arr, PREVIEW_CHARS),
+                preview=printer.text(arr, PREVIEW_CHARS),
             )
         )
     return out
@@ -455,9 +436,13 @@ def _fetchable(x: Any) -> bool:
     return int(np.prod(getattr(aval, "shape", ()), dtype=np.int64)) <= MAX_VALUE_ELEMENTS
 
 
-def capture_jvp(plan: CallPlan, primal: Any, given_tangents: Any = None) -> JvpCapture:
+def capture_jvp(
+    plan: CallPlan, primal: Any, given_tangents: Any = None, previews_on_demand: bool = False
+) -> JvpCapture:
     """Interpret ``primal`` (the ClosedJaxpr of ``plan.make_jaxpr()``) under ``jax.jvp`` eqn by
     eqn, and stage JAX's own JVP jaxpr of ``f_closed``; see the module docstring.
+    ``previews_on_demand``: the steps' value previews are printed when each event is serialised
+    (a page's run: ``jaxscope.internals.previews``), not now; the events serialise the same.
 
     Raises what JAX raises (``NotImplementedError`` for a primitive without a JVP rule,
     ``TypeError`` for tangents that do not match) and ``TypeError`` for a bad ``tangents``.
@@ -535,7 +520,7 @@ def capture_jvp(plan: CallPlan, primal: Any, given_tangents: Any = None) -> JvpC
             emitted.setdefault(o, []).append(k)
 
     _, primal_ctx = print_with_context(primal.jaxpr)
-    printer = _Printer()
+    printer = Previews(on_demand=previews_on_demand)
     shown = _Shown(values, printer)
     rules: dict[Any, RuleView | None] = {}  # one lookup per primitive (the tables are fixed here)
     events: list[JvpRuleApplied] = []

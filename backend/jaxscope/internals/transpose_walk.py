@@ -66,14 +66,16 @@ from exhibits.transpose.events import CotangentWrite, LinearJaxprStaged, Transpo
 from jaxscope.internals.ad_rules import transpose_rule_view
 from jaxscope.internals.interpret import Env, EqnHook, interpret
 from jaxscope.internals.patching import patched
+from jaxscope.internals.previews import Previews
 from jaxscope.internals.views import (
     aval_view,
+    eqn_text,
     jaxpr_view,
     preview_value,
     print_with_context,
     snippet_source,
 )
-from jaxscope.protocol import RuleView, ValueRole, ValueView
+from jaxscope.protocol import PendingPreview, RuleView, ValueRole, ValueView
 
 if TYPE_CHECKING:
     from jax._src.state.types import AbstractRef
@@ -209,19 +211,16 @@ def shorter_preview(preview: str, max_chars: int = STEP_PREVIEW_CHARS) -> str:
     return preview[: max_chars - 1] + "…"
 
 
-# Arrays up to this many elements have their previews memoised by content (dtype, shape, bytes).
-MEMO_ELEMENTS = 1 << 14
-
-
 class _Shown:
-    """Preview text and non-finiteness per value shown, each computed once: by object (a
-    cotangent written in one step is the next step's cotangent in, a ``set`` write's running
-    value is its contribution, a residual is an argument of several steps), then by content
-    (equal arrays print equally: the text is a function of dtype, shape and bytes)."""
+    """Preview text (or a preview printed when asked: ``jaxscope.internals.previews``) and
+    non-finiteness per value shown, each computed once: by object (a cotangent written in one
+    step is the next step's cotangent in, a ``set`` write's running value is its contribution, a
+    residual is an argument of several steps), then by content (``Previews``: equal arrays print
+    equally, the text is a function of dtype, shape and bytes)."""
 
-    def __init__(self) -> None:
-        self.by_id: dict[int, tuple[Any, str, bool]] = {}
-        self.by_content: dict[tuple[str, tuple[int, ...], bytes], str] = {}
+    def __init__(self, previews: Previews | None = None) -> None:
+        self.previews = previews if previews is not None else Previews()
+        self.by_id: dict[int, tuple[Any, str | PendingPreview, bool]] = {}
 
     def view(self, x: Any, role: ValueRole, var: str | None = None) -> ValueView:
         if type(x) is ad.Zero:
@@ -231,13 +230,15 @@ class _Shown:
         hit = self.by_id.get(id(x))
         if hit is None or hit[0] is not x:
             hit = self.by_id[id(x)] = (x, self._preview(x), is_nonfinite(x))
-        return ValueView(
+        preview = hit[1]
+        view = ValueView(
             role=role,
             aval=aval_view(core.typeof(x)),
-            preview=hit[1],
+            preview=preview if isinstance(preview, str) else None,
             var=var,
             nonfinite=hit[2],
         )
+        return view if isinstance(preview, str) else view.with_pending(preview)
 
     def seed(self, x: Any, preview: str) -> None:
         """Take ``preview`` (``preview_value(x, max_chars)`` for any ``max_chars`` >=
@@ -245,18 +246,12 @@ class _Shown:
         if id(x) not in self.by_id:
             self.by_id[id(x)] = (x, shorter_preview(preview), is_nonfinite(x))
 
-    def _preview(self, x: Any) -> str:
+    def _preview(self, x: Any) -> str | PendingPreview:
         try:
             arr = np.asarray(x)
         except Exception:  # e.g. a PRNG key array: preview_value shows JAX's repr
             return preview_value(x, STEP_PREVIEW_CHARS)
-        if arr.dtype.kind not in "biufc" or arr.size > MEMO_ELEMENTS:
-            return preview_value(arr, STEP_PREVIEW_CHARS)
-        key = (arr.dtype.str, arr.shape, arr.tobytes())
-        text = self.by_content.get(key)
-        if text is None:
-            text = self.by_content[key] = preview_value(arr, STEP_PREVIEW_CHARS)
-        return text
+        return self.previews.preview(arr, STEP_PREVIEW_CHARS)
 
 
 # ---- linearize ----------------------------------------------------------------------------
@@ -407,9 +402,13 @@ def noting_caches() -> Iterator[None]:
         yield
 
 
-def linearize_vjp(fun: Callable[..., Any], primals: Sequence[Any]) -> Linearized:
+def linearize_vjp(
+    fun: Callable[..., Any], primals: Sequence[Any], previews_on_demand: bool = False
+) -> Linearized:
     """Linearise ``fun`` at ``primals`` exactly as ``jax.vjp(fun, *primals)`` does
-    (``ad.linearize(..., is_vjp=True)``); raises what ``jax.vjp`` raises."""
+    (``ad.linearize(..., is_vjp=True)``); raises what ``jax.vjp`` raises.
+    ``previews_on_demand``: the walk's step events print their value previews when serialised
+    (a page's run: ``jaxscope.internals.previews``), not when built; they serialise the same."""
     canon = lambda x: x if isinstance(x, core.Tracer) else canonicalize_value(x)  # noqa: E731
     primals_ft = FlatTree.flatten(tuple(primals)).map(canon)
     origin: dict[int, str] = {}
@@ -425,6 +424,7 @@ def linearize_vjp(fun: Callable[..., Any], primals: Sequence[Any]) -> Linearized
         out_tree=out_ft.tree,
         origin=origin,
         keep=keep,
+        shown=_Shown(Previews(on_demand=previews_on_demand)),
     )
 
 
@@ -967,7 +967,7 @@ def _stepped_event(
         primal_primitive=lin.primal_primitive(eqn),
         source=snippet_source(eqn.source_info.traceback),
         rule=rules[eqn.primitive],
-        eqn_text=core.pp_eqn(eqn, text_ctx, core.JaxprPpSettings()).format(),
+        eqn_text=eqn_text(eqn, text_ctx),
         cts_in=[
             shown.view(c, "cotangent", name(v)) for v, c in zip(eqn.outvars, cts_in, strict=True)
         ],

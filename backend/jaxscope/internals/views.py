@@ -36,6 +36,7 @@ import contextlib
 import functools
 import re
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -234,9 +235,10 @@ _DEFAULT_SETTINGS = core.JaxprPpSettings()
 class _ContextMemo:
     """What one ``JaxprPpContext`` has printed: ``eqn_docs[id(eqn)] = (eqn, core.pp_eqn(eqn,
     ctx, JaxprPpSettings()))`` recorded while JAX printed the whole jaxpr (the eqn is held so its
-    id stays its own), ``var_views[id(v)] = (v, VarView)``, ``inner_texts[id(jaxpr)] =
-    (jaxpr, text)`` and ``inner_eqns[id(jaxpr)] = (jaxpr, [EqnView])``. A name, once the
-    context gives one, never changes: each entry is what a fresh call would return."""
+    id stays its own; the doc is replaced by its text once formatted), ``var_views[id(v)] = (v,
+    VarView)``, ``inner_texts[id(jaxpr)] = (jaxpr, text)`` and ``inner_eqns[id(jaxpr)] = (jaxpr,
+    [EqnView])``. A name, once the context gives one, never changes: each entry is what a fresh
+    call would return."""
 
     __slots__ = ("eqn_docs", "inner_eqns", "inner_texts", "var_views")
 
@@ -294,12 +296,29 @@ def _capturing_pp_context() -> Iterator[list[core.JaxprPpContext]]:
             yield created
 
 
+# What print_with_context printed, per jaxpr object while it lives: a capture asks again for a
+# jaxpr a view of it printed (the jvp exhibit names the primal jaxpr's vars after its
+# JaxprStaged view; the transpose walk names the linear jaxpr's vars, and prints its eqns, after
+# linear_jaxpr_staged's view). A jaxpr is not changed once built, and a context never renames a
+# var it has named, so the text and the names are what printing it again would give.
+_PRINTED: weakref.WeakKeyDictionary[core.Jaxpr, tuple[str, core.JaxprPpContext]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def print_with_context(jaxpr: core.Jaxpr) -> tuple[str, core.JaxprPpContext]:
-    """``str(jaxpr)`` and the ``JaxprPpContext`` JAX used to print it (its var names)."""
+    """``str(jaxpr)`` and the ``JaxprPpContext`` JAX used to print it (its var names); printed
+    once per jaxpr object (a second call returns the same text and context)."""
+    with _capture_lock:
+        hit = _PRINTED.get(jaxpr)
+    if hit is not None:
+        return hit
     with _capturing_pp_context() as created:
         text = str(jaxpr)
     if not created:
         raise RuntimeError("core.pp_toplevel_jaxpr did not create a JaxprPpContext")
+    with _capture_lock:
+        _PRINTED[jaxpr] = (text, created[0])
     return text, created[0]
 
 
@@ -430,10 +449,21 @@ def _inner_jaxprs(
 
 def _eqn_text(eqn: core.JaxprEqn, ctx: core.JaxprPpContext, memo: _ContextMemo) -> str:
     """``core.pp_eqn(eqn, ctx, JaxprPpSettings()).format()``, from the doc JAX built for ``eqn``
-    while printing the whole jaxpr with ``ctx`` when there is one."""
+    while printing the whole jaxpr with ``ctx`` when there is one; formatted once per eqn and
+    context (an eqn view and a transpose step of the same eqn share it)."""
     hit = memo.eqn_docs.get(id(eqn))
+    if hit is not None and hit[0] is eqn and isinstance(hit[1], str):
+        return hit[1]
     doc = hit[1] if hit is not None and hit[0] is eqn else core.pp_eqn(eqn, ctx, _DEFAULT_SETTINGS)
-    return str(doc.format())
+    text = str(doc.format())
+    memo.eqn_docs[id(eqn)] = (eqn, text)
+    return text
+
+
+def eqn_text(eqn: core.JaxprEqn, ctx: core.JaxprPpContext) -> str:
+    """``core.pp_eqn(eqn, ctx, core.JaxprPpSettings()).format()``, reusing what printing the
+    whole jaxpr with ``ctx`` (:func:`print_with_context`) or its view already built."""
+    return _eqn_text(eqn, ctx, _memo(ctx))
 
 
 def eqn_view(index: int, eqn: core.JaxprEqn, ctx: core.JaxprPpContext) -> EqnView:

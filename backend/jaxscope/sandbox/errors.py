@@ -29,7 +29,10 @@ import sysconfig
 from pathlib import Path
 from types import CodeType, TracebackType
 
-import jax.errors
+try:
+    from jax.errors import JaxRuntimeError as _JaxRuntimeError
+except ImportError:  # a torch worker has no JAX (design 0025): no JAX error can reach it
+    _JaxRuntimeError = None
 
 from jaxscope.explainers import ErrorContext, explain, explainer_chain, is_tracer_error
 from jaxscope.protocol import RunFailed, SourceLoc, Stage, TracebackFrame
@@ -46,9 +49,7 @@ def is_memory_error(exc: BaseException) -> bool:
         return True
     if isinstance(exc, OSError) and exc.errno == errno.ENOMEM:
         return True
-    return isinstance(exc, jax.errors.JaxRuntimeError) and any(
-        m in str(exc) for m in _MEMORY_MARKERS
-    )
+    return is_runtime_error(exc) and any(m in str(exc) for m in _MEMORY_MARKERS)
 
 
 def user_frames(tb: TracebackType | None) -> list[TracebackFrame]:
@@ -96,10 +97,9 @@ _PRINTED_FRAME = re.compile(r'File "' + re.escape(SNIPPET_FILENAME) + r'", line 
 def is_runtime_error(exc: BaseException) -> bool:
     """``exc`` is the error XLA's runtime raised (``JaxRuntimeError``; ``XlaRuntimeError`` in
     older jaxlibs)."""
-    return isinstance(exc, jax.errors.JaxRuntimeError) or type(exc).__name__ in (
-        "JaxRuntimeError",
-        "XlaRuntimeError",
-    )
+    if _JaxRuntimeError is not None and isinstance(exc, _JaxRuntimeError):
+        return True
+    return type(exc).__name__ in ("JaxRuntimeError", "XlaRuntimeError")
 
 
 def callback_frames(exc: BaseException) -> list[TracebackFrame]:

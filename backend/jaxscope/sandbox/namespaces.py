@@ -98,6 +98,11 @@ def readonly_paths() -> tuple[str, ...]:
         # The python executable may live outside its prefix (a venv's bin/python is a symlink).
         str(Path(_real(sys.executable)).parent),
     }
+    return _outermost(paths)
+
+
+def _outermost(paths: set[str]) -> tuple[str, ...]:
+    """``paths`` sorted, without those that lie inside another of them."""
     kept = sorted(paths)
     return tuple(p for p in kept if not any(p != q and p.startswith(q + os.sep) for q in kept))
 
@@ -135,10 +140,18 @@ def worker_gid() -> int:
     return 65534
 
 
-def bwrap_argv(command: list[str], *, uid: int | None, tmp_bytes: int) -> list[str]:
+def bwrap_argv(
+    command: list[str],
+    *,
+    uid: int | None,
+    tmp_bytes: int,
+    extra_paths: tuple[str, ...] = (),
+) -> list[str]:
     """The ``bwrap`` command line that runs ``command`` (argv, absolute paths) in the worker's
     namespaces (see the module docstring). ``uid``: the uid to run as (root only; None keeps the
-    caller's); ``tmp_bytes``: the size cap of the private ``/tmp`` (bytes, > 0).
+    caller's); ``tmp_bytes``: the size cap of the private ``/tmp`` (bytes, > 0);
+    ``extra_paths``: more host paths bound read-only (another venv and its base Python, for a
+    worker of another kind: ``sandbox/kinds.py``).
 
     Raises :class:`SandboxUnavailable` when ``bwrap`` is not installed."""
     bwrap = bwrap_path()
@@ -187,9 +200,10 @@ def bwrap_argv(command: list[str], *, uid: int | None, tmp_bytes: int) -> list[s
     ]
     # bwrap would create the bound paths' parents with the caller's umask (0700 under umask
     # 077, unreadable to the worker's uid): create them 0755 first.
-    for parent in _parents(readonly_paths()):
+    bound = _outermost({*readonly_paths(), *extra_paths})
+    for parent in _parents(bound):
         argv += ["--perms", "0755", "--dir", parent]
-    for path in readonly_paths():
+    for path in bound:
         argv += ["--ro-bind", path, path]
     argv += ["--chdir", "/tmp"]
     if uid is None:

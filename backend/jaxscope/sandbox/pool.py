@@ -24,12 +24,17 @@ import logging
 import time
 from collections.abc import Callable
 
+from jaxscope.protocol import WorkerKind
+from jaxscope.sandbox.kinds import exhibit_limits, worker_kind
 from jaxscope.sandbox.worker import WorkerProcess, WorkerStartError
 from jaxscope.settings import Limits
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_WORKERS = 8
+# The most workers of a pool beside the main one (``WorkerPool.for_exhibit``): torch workers
+# hold ~0.9 GB resident each (design 0025).
+OTHER_KIND_MAX_WORKERS = 2
 # Safety net for the wake-ups below (a worker that exits on its own is noticed by polling).
 _POLL_S = 0.5
 
@@ -43,11 +48,19 @@ class WorkerPool:
     :meth:`acquire` hands one out."""
 
     def __init__(
-        self, limits: Limits, size: int = 2, max_workers: int = DEFAULT_MAX_WORKERS
+        self,
+        limits: Limits,
+        size: int = 2,
+        max_workers: int = DEFAULT_MAX_WORKERS,
+        kind: WorkerKind = "jax",
     ) -> None:
         if max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, not {max_workers}")
         self.limits = limits
+        self.kind: WorkerKind = kind
+        # The pools of workers of another kind or other limits (``for_exhibit``), made on the
+        # first run that needs one: a JAX-only user never starts a torch worker.
+        self._others: dict[tuple[WorkerKind, Limits], WorkerPool] = {}
         self.size = size
         self.max_workers = max_workers
         self._idle: collections.deque[WorkerProcess | BaseException] = collections.deque()
@@ -76,6 +89,28 @@ class WorkerPool:
     def start(self) -> None:
         """Begin warming ``size`` workers in the background (call inside the event loop)."""
         self._fill()
+
+    def for_exhibit(self, exhibit_id: str) -> WorkerPool:
+        """The pool whose workers run ``exhibit_id``: this one, or (an exhibit of another worker
+        kind or with limits of its own, ``sandbox/kinds.py``) a pool kept beside it, made and
+        started on the first call (inside the event loop). Such a pool keeps at most one warm
+        spare and :data:`OTHER_KIND_MAX_WORKERS` workers (a torch worker holds ~0.9 GB)."""
+        kind = worker_kind(exhibit_id)
+        limits = exhibit_limits(exhibit_id, self.limits)
+        if (kind, limits) == (self.kind, self.limits):
+            return self
+        key = (kind, limits)
+        pool = self._others.get(key)
+        if pool is None:
+            pool = WorkerPool(
+                limits,
+                size=min(self.size, 1),
+                max_workers=min(self.max_workers, OTHER_KIND_MAX_WORKERS),
+                kind=kind,
+            )
+            self._others[key] = pool
+            pool.start()
+        return pool
 
     def _starting_count(self) -> int:
         return sum(not task.done() for task in self._starting)
@@ -146,7 +181,7 @@ class WorkerPool:
     async def _start_one(self) -> None:
         started = time.monotonic()
         try:
-            worker = await WorkerProcess.spawn(self.limits)
+            worker = await WorkerProcess.spawn(self.limits, self.kind)
         except Exception as exc:
             log.error("worker failed to start: %s", exc)
             self._idle.append(exc)
@@ -288,7 +323,9 @@ class WorkerPool:
         }
 
     async def close(self) -> None:
-        """Stop warming and kill every idle worker."""
+        """Stop warming and kill every idle worker (of the pools beside it too)."""
+        for other in self._others.values():
+            await other.close()
         self._closed = True
         self._wake()
         for task in list(self._starting):

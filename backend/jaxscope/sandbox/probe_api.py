@@ -32,6 +32,10 @@ class ProbeContext(Protocol):
     exhibit: str
     options: RunOptions
     snippet: Snippet
+    # The run streams summaries to a page that asks for details on demand
+    # (``RunRequest.details``): a probe may leave out of its capture what no summary carries
+    # (value previews, printed when the page asks: ``jaxscope.internals.previews``).
+    on_demand: bool
 
     def emit(self, event: EventModel) -> None:
         """Send one event (``seq``/``run_id`` are filled in by the runner/supervisor)."""

@@ -37,6 +37,7 @@ from pydantic_core import PydanticSerializationError
 from jaxscope.protocol import (
     BudgetScaled,
     DetailFailed,
+    EventBase,
     EventModel,
     JaxprView,
     RunFailed,
@@ -47,6 +48,8 @@ from jaxscope.protocol import (
     Stage,
     StageStarted,
     StdoutPrinted,
+    WorkerKind,
+    deferred_margin,
 )
 from jaxscope.sandbox.probe_api import Snippet
 from jaxscope.sandbox.snippet import SNIPPET_MODULE
@@ -156,8 +159,17 @@ class RunContext:
     def emit(self, event: EventModel) -> None:
         _STDOUT.drain()
         event.run_id = self.run_id
-        line = event_json(event)
-        if self.on_demand and event.detail_of is None and len(line) > SUMMARY_FROM_BYTES:
+        summarised = self._summarised_unprinted(event) if self.on_demand else None
+        if summarised is not None:
+            event, line = summarised
+        else:
+            line = event_json(event)
+        if (
+            summarised is None
+            and self.on_demand
+            and event.detail_of is None
+            and len(line) > SUMMARY_FROM_BYTES
+        ):
             summary = event.summarised()
             if summary is not None:
                 summary.detail_id = f"d{len(self.capture)}"
@@ -175,6 +187,29 @@ class RunContext:
         _write_event_line(line)
         if scaled is not None:
             send_event(scaled)
+
+    def _summarised_unprinted(self, event: EventModel) -> tuple[EventModel, bytes] | None:
+        """The summary of an event whose value previews are still pending (a capture for a
+        page prints them only when asked: ``jaxscope.internals.previews``) and its line, when
+        the rule above (at least ``SUMMARY_FROM_BYTES``, summary shorter) holds for a lower
+        bound of the whole event's length (``deferred_margin``), so the previews are not
+        printed; None otherwise (then the whole event is serialised, previews printed, and the
+        rule applied to its exact length)."""
+        if event.detail_of is not None or type(event).summarised is EventBase.summarised:
+            return None
+        margin = deferred_margin(event)
+        if margin <= 0:
+            return None
+        summary = event.summarised()
+        if summary is None:
+            return None
+        least = len(event_json(summary)) + margin  # the whole line is at least this long
+        summary.detail_id = f"d{len(self.capture)}"
+        summary_line = event_json(summary)
+        if least <= SUMMARY_FROM_BYTES or len(summary_line) >= least:
+            return None
+        self.capture[summary.detail_id] = event
+        return summary, summary_line
 
     def _scale_budget(self, event: EventModel) -> BudgetScaled | None:
         """Let the run's limits grow with its size (``settings.scaled_limit``): the eqns of the
@@ -327,8 +362,13 @@ class StdoutEvents(io.TextIOBase):
 _STDOUT = StdoutEvents()
 
 
-def _warm_up() -> dict[str, Any]:
-    """Import JAX, initialise the default backend, compile one tiny function."""
+def _warm_up(kind: WorkerKind = "jax") -> dict[str, Any]:
+    """Import JAX, initialise the default backend, compile one tiny function. A torch worker
+    (design 0025) imports torch and torch_xla instead and creates no PJRT client: torch_xla
+    holds one per process and reads ``PJRT_DEVICE`` and its other settings when the run
+    creates it."""
+    if kind == "torch":
+        return _warm_up_torch()
     import jax
     import jax.numpy as jnp
 
@@ -342,16 +382,35 @@ def _warm_up() -> dict[str, Any]:
     }
 
 
-def _import_probes() -> tuple[dict[str, ModuleType], dict[str, str]]:
-    """Import ``exhibits.<id>.probe`` for every registry id; import errors are kept, not fatal
-    (the run of such an exhibit fails with the import error)."""
+def _warm_up_torch() -> dict[str, Any]:
+    import torch
+    import torch_xla
+    import torch_xla.debug.metrics  # the probes read its counters
+
+    return {
+        "jax_version": "",
+        "torch_xla_version": torch_xla.__version__,
+        "torch_version": torch.__version__,
+        "backend": os.environ.get("PJRT_DEVICE", ""),
+        "devices": [],
+        "cpu_device_count": 0,
+    }
+
+
+def _import_probes(kind: WorkerKind = "jax") -> tuple[dict[str, ModuleType], dict[str, str]]:
+    """Import ``exhibits.<id>.probe`` for every registry id whose exhibit runs in a worker of
+    ``kind``; import errors are kept, not fatal (the run of such an exhibit fails with the
+    import error)."""
     import importlib
 
     from exhibits.registry import EXHIBITS
 
     probes: dict[str, ModuleType] = {}
     errors: dict[str, str] = {}
-    for exhibit_id in EXHIBITS:
+    for exhibit_id, exhibit in EXHIBITS.items():
+        if exhibit.worker != kind:
+            errors[exhibit_id] = f"it runs in a {exhibit.worker} worker, not a {kind} worker"
+            continue
         try:
             probes[exhibit_id] = importlib.import_module(f"exhibits.{exhibit_id}.probe")
         except Exception as exc:
@@ -450,7 +509,10 @@ def global_state() -> tuple[object, ...]:
     """A fingerprint of the process-wide state a snippet can change and a later run of the
     session would inherit: every ``jax.config`` value, the identity of the public attributes of
     the main ``jax`` modules, and the working directory. The runner retires a worker whose run
-    changed it (:func:`state_changed`), so that results never depend on what ran before."""
+    changed it (:func:`state_changed`), so that results never depend on what ran before. A
+    torch worker has no JAX: there, only the working directory (it retires after every run)."""
+    if "jax" not in sys.modules:
+        return (), {}, os.getcwd()
     import jax
 
     config = tuple(sorted((k, repr(v)) for k, v in jax.config.values.items()))
@@ -521,6 +583,7 @@ def run_job(
                 backend=info["backend"],
                 devices=info["devices"],
                 cpu_device_count=info["cpu_device_count"],
+                torch_xla_version=info.get("torch_xla_version"),
             )
         )
         with ctx.stage("load"):
@@ -636,6 +699,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--uid", type=int, default=0, help="(root, no namespaces) the uid to run user code as"
     )
+    parser.add_argument(
+        "--kind", choices=("jax", "torch"), default="jax", help="the worker kind (design 0025)"
+    )
     ns = parser.parse_args(argv)
     limits = Limits(**json.loads(ns.limits))
     global _LIMITS
@@ -665,8 +731,9 @@ def main(argv: list[str] | None = None) -> int:
     if ns.parent_pid:
         guard.die_with_parent(ns.parent_pid)
     guard.apply_startup_limits(limits)
-    info = _warm_up()
-    probes, probe_errors = _import_probes()
+    kind: WorkerKind = ns.kind
+    info = _warm_up(kind)
+    probes, probe_errors = _import_probes(kind)
     info["threads"] = guard.thread_count()
     # Before any user code: become unprivileged (root only), fix the lifetime CPU limit, remove
     # the spawners that raise no audit event, then install the audit hook.

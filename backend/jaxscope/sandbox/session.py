@@ -33,6 +33,7 @@ from jaxscope.protocol import (
     RunQueued,
     RunRequest,
 )
+from jaxscope.sandbox.kinds import kind_problem, worker_kind
 from jaxscope.sandbox.pool import WorkerPool
 from jaxscope.sandbox.tenancy import Tenancy
 from jaxscope.sandbox.worker import (
@@ -90,7 +91,7 @@ def request_problem(request: RunRequest, exhibits: Collection[str]) -> str | Non
         )
     if request.exhibit not in exhibits:
         return f"unknown exhibit {request.exhibit!r}; known: {', '.join(sorted(exhibits))}"
-    return None
+    return kind_problem(worker_kind(request.exhibit))
 
 
 class Session:
@@ -122,6 +123,8 @@ class Session:
         # DETAILS_KEPT_S of no request, or the pool's need of the slot (``WorkerPool.keep``).
         self.details_worker: WorkerProcess | None = None
         self.details_run_id: str | None = None
+        # The pool the details worker came from (``WorkerPool.for_exhibit``).
+        self._details_pool: WorkerPool = pool
         self._details_lock = asyncio.Lock()
         self._details_timer: asyncio.TimerHandle | None = None
         self._details_until = 0.0
@@ -188,16 +191,17 @@ class Session:
             self.last_worker = worker
             if worker.keeps_details:
                 self.worker = None
-                self._keep_details(worker, request.run_id)
+                self._keep_details(worker, request.run_id, request.exhibit)
             else:
                 self._drop(worker)
             return terminal
         raise AssertionError("unreachable")
 
-    def _keep_details(self, worker: WorkerProcess, run_id: str) -> None:
+    def _keep_details(self, worker: WorkerProcess, run_id: str, exhibit: str) -> None:
         self.details_worker, self.details_run_id = worker, run_id
         self._details_until = asyncio.get_running_loop().time() + DETAILS_MAX_S
-        self.pool.keep(worker, self.release_details)
+        self._details_pool = self.pool.for_exhibit(exhibit)
+        self._details_pool.keep(worker, self.release_details)
         self._restart_details_timer()
 
     def _restart_details_timer(self) -> None:
@@ -214,7 +218,7 @@ class Session:
             self._details_timer = None
         worker, self.details_worker = self.details_worker, None
         if worker is not None:
-            self.pool.unkeep(worker)
+            self._details_pool.unkeep(worker)
             _reap(worker)
 
     async def detail(self, request: DetailRequest, emit: Emit) -> None:
@@ -251,9 +255,12 @@ class Session:
         """The session's live worker, or a new one from the pool; or the terminal event (already
         emitted) when the run was cancelled while waiting, the pool stayed full for the run's
         wall-clock limit, or the worker could not start."""
+        pool = self.pool.for_exhibit(request.exhibit)
         worker = self.worker
-        if worker is not None and worker.alive:
+        if worker is not None and worker.alive and worker.kind == pool.kind:
             return worker
+        if worker is not None and worker.alive:
+            self._drop(worker)  # a worker of another kind cannot run this exhibit
         self.worker = None
         tenancy = self.tenancy
         eligible = None if tenancy is None else lambda: not tenancy.over_cap(self)
@@ -262,10 +269,10 @@ class Session:
         # run whose client holds its share of workers lets the others by (tenancy.py).
         ticket = object()
         acquiring = asyncio.ensure_future(
-            self.pool.acquire(eligible=eligible, ticket=ticket, on_lease=self._leased)
+            pool.acquire(eligible=eligible, ticket=ticket, on_lease=self._leased)
         )
         waiting = asyncio.ensure_future(cancel.wait())
-        reporting = asyncio.ensure_future(self._report_queue(request, emit, ticket))
+        reporting = asyncio.ensure_future(self._report_queue(pool, request, emit, ticket))
         try:
             await asyncio.wait({acquiring, waiting}, return_when=asyncio.FIRST_COMPLETED)
         except BaseException:
@@ -303,19 +310,21 @@ class Session:
         # looks at the next waiter (tenancy.py reads holds_worker()).
         self.worker = worker
 
-    async def _report_queue(self, request: RunRequest, emit: Emit, ticket: object) -> None:
-        """While the run waits in the pool's queue, send ``run_queued`` when it starts waiting
+    async def _report_queue(
+        self, pool: WorkerPool, request: RunRequest, emit: Emit, ticket: object
+    ) -> None:
+        """While the run waits in ``pool``'s queue, send ``run_queued`` when it starts waiting
         and whenever its place or the reason changes (checked every :data:`QUEUE_REPORT_S`)."""
         last: tuple[int, str] | None = None
         while True:
             await asyncio.sleep(QUEUE_REPORT_S)
-            position = self.pool.queue_position(ticket)
+            position = pool.queue_position(ticket)
             if position is None:
                 continue
             reason: Literal["pool_full", "client_share"] = (
-                "pool_full" if self.pool.is_eligible(ticket) else "client_share"
+                "pool_full" if pool.is_eligible(ticket) else "client_share"
             )
-            busy = self.pool.must_wait(position)
+            busy = pool.must_wait(position)
             if (reason == "pool_full" and not busy) or (position, reason) == last:
                 continue
             last = (position, reason)
@@ -323,8 +332,8 @@ class Session:
                 RunQueued(
                     run_id=request.run_id,
                     position=position,
-                    waiting=self.pool.waiting(),
-                    estimate_s=self.pool.estimate_s(position),
+                    waiting=pool.waiting(),
+                    estimate_s=pool.estimate_s(position),
                     reason=reason,
                 )
             )

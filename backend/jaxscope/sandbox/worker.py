@@ -29,7 +29,6 @@ import re
 import secrets
 import shutil
 import signal
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -50,8 +49,10 @@ from jaxscope.protocol import (
     SourceLoc,
     Stage,
     StageStarted,
+    WorkerKind,
     is_terminal,
 )
+from jaxscope.sandbox.kinds import kind_problem, python_of, venv_paths
 from jaxscope.sandbox.namespaces import (
     SandboxUnavailable,
     UidLease,
@@ -156,26 +157,59 @@ def _passed_to_worker(name: str) -> bool:
     return allowed and not _SECRET_NAME.search(name)
 
 
-def worker_env(base: dict[str, str] | None = None, *, home: str = "/tmp") -> dict[str, str]:
+def worker_env(
+    base: dict[str, str] | None = None, *, home: str = "/tmp", kind: WorkerKind = "jax"
+) -> dict[str, str]:
     """The worker's environment, by allowlist: from ``base`` (default ``os.environ``) only
     ``PATH``, the locale and time zone, the GPU runtime's device selection, TF/XLA log levels and
     ``JAX_*``/``XLA_*`` (not secret-looking names); with the 8-device flag added to ``XLA_FLAGS``
     (existing flags kept), ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` unless set, and
     ``HOME``/``TMPDIR`` set to ``home`` (the worker's private ``/tmp`` in its namespaces).
-    ``JAX_PLATFORMS`` is left alone, so a GPU stays the default backend."""
+    ``JAX_PLATFORMS`` is left alone, so a GPU stays the default backend.
+
+    A torch worker (``kind="torch"``, design 0025) gets ``PJRT_DEVICE=CPU`` (torch_xla's CPU
+    client; its probes may set other torch_xla settings before they create the client), no
+    device-count flag (JAX's flag leaves torch_xla at one device), and ``PYTHONPATH`` naming
+    the ``jaxscope`` and ``exhibits`` packages (its venv does not install them)."""
     env = {k: v for k, v in (os.environ if base is None else base).items() if _passed_to_worker(k)}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    if kind == "torch":
+        env["PJRT_DEVICE"] = "CPU"
+        env["PYTHONPATH"] = os.pathsep.join(package_roots())
+        # `import torch_xla` reaches torch._inductor, which names its cache folder after
+        # getpass.getuser(): the worker's uid has no passwd entry, so the name comes from here.
+        env["USER"] = env["LOGNAME"] = "jaxscope-worker"
+        env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(home, "torchinductor")
+        _common_env(env, home)
+        return env
     flags = env.get("XLA_FLAGS", "")
     if "xla_force_host_platform_device_count" not in flags:
         env["XLA_FLAGS"] = (flags + " " + DEVICE_COUNT_FLAG).strip()
     # On a GPU, XLA would otherwise preallocate 75% of device memory in every warm worker, so
     # a second worker could not start; allocate on demand instead (no effect on CPU).
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    _common_env(env, home)
+    return env
+
+
+def _common_env(env: dict[str, str], home: str) -> None:
     env["PYTHONUNBUFFERED"] = "1"
     # The worker must not write .pyc files (its view of the venv is read-only anyway).
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["HOME"] = env["TMPDIR"] = home
-    return env
+
+
+def package_roots() -> list[str]:
+    """The folders that hold the ``jaxscope`` and ``exhibits`` packages (real paths; one when
+    both lie in one folder)."""
+    import exhibits
+    import jaxscope
+
+    roots = [
+        os.path.dirname(os.path.dirname(os.path.realpath(m.__file__ or "")))
+        for m in (jaxscope, exhibits)
+    ]
+    return list(dict.fromkeys(roots))
 
 
 def process_cpu_s(pid: int) -> float | None:
@@ -348,8 +382,11 @@ class WorkerProcess:
         *,
         workdir: str | None = None,
         uid: UidLease | None = None,
+        kind: WorkerKind = "jax",
     ) -> None:
         self.proc = proc
+        # Which interpreter it runs (sandbox/kinds.py); with ``limits``, the pool it came from.
+        self.kind: WorkerKind = kind
         # Without namespaces only: the host directory that is the worker's cwd (removed when it
         # ends). In namespaces the worker's files live on its own tmpfs and vanish with it.
         self.workdir = workdir
@@ -398,18 +435,26 @@ class WorkerProcess:
             callback()
 
     @classmethod
-    async def spawn(cls, limits: Limits) -> WorkerProcess:
-        """Start a worker and wait for its ready handshake. With ``limits.namespaces`` the
-        worker runs inside bubblewrap (:mod:`jaxscope.sandbox.namespaces`); without, in a fresh
-        host temp directory. As root it runs as a uid leased for its life. Raises
-        :class:`WorkerStartError` (also when bubblewrap is missing)."""
+    async def spawn(cls, limits: Limits, kind: WorkerKind = "jax") -> WorkerProcess:
+        """Start a worker of ``kind`` (``sandbox/kinds.py``: its interpreter) and wait for its
+        ready handshake. With ``limits.namespaces`` the worker runs inside bubblewrap
+        (:mod:`jaxscope.sandbox.namespaces`); without, in a fresh host temp directory. As root
+        it runs as a uid leased for its life. Raises :class:`WorkerStartError` (also when
+        bubblewrap is missing, or the kind's interpreter is not installed)."""
+        problem = kind_problem(kind)
+        if problem is not None:
+            raise WorkerStartError(problem)
+        python = python_of(kind)
         command = [
-            sys.executable,
+            python,
             "-m",
             "jaxscope.sandbox.runner",
             "--limits",
             json.dumps(asdict(limits)),
+            "--kind",
+            kind,
         ]
+        extra = () if kind == "jax" else venv_paths(python)
         lease: UidLease | None = None
         workdir: str | None = None
         try:
@@ -418,16 +463,18 @@ class WorkerProcess:
             if limits.namespaces:
                 uid = lease.uid if lease is not None else None
                 try:
-                    argv = bwrap_argv(command, uid=uid, tmp_bytes=limits.tmp_bytes)
+                    argv = bwrap_argv(
+                        command, uid=uid, tmp_bytes=limits.tmp_bytes, extra_paths=extra
+                    )
                 except SandboxUnavailable as exc:
                     raise WorkerStartError(str(exc)) from exc
-                env = worker_env()
+                env = worker_env(kind=kind)
             else:
                 workdir = await asyncio.to_thread(tempfile.mkdtemp, prefix="jaxscope-worker-")
                 argv = [*command, "--parent-pid", str(os.getpid())]
                 if lease is not None:
                     argv += ["--uid", str(lease.uid)]
-                env = worker_env(home=workdir)
+                env = worker_env(home=workdir, kind=kind)
             if limits.namespaces:
                 become_subreaper()
             creating = asyncio.ensure_future(
@@ -458,7 +505,7 @@ class WorkerProcess:
             if workdir is not None:
                 await asyncio.to_thread(shutil.rmtree, workdir, True)
             raise
-        worker = cls(proc, limits, workdir=workdir, uid=lease)
+        worker = cls(proc, limits, workdir=workdir, uid=lease, kind=kind)
         started = time.monotonic()
         try:
             assert proc.stdout is not None

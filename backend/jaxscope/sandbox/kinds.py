@@ -1,0 +1,90 @@
+"""Worker kinds: which interpreter runs an exhibit's probe, and with which limits (design 0025).
+
+Two kinds (``jaxscope.protocol.WorkerKind``):
+
+- ``"jax"``: the interpreter of this process (the JAX venv, ``.venv/``); JAX imported at warm-up,
+  8 virtual CPU devices, the sandbox's default ``RLIMIT_AS`` (3 GiB).
+- ``"torch"``: the PyTorch/XLA track, in a venv of its own (``.venv-torch/``, made by ``make
+  torch`` from ``requirements-torch.txt``: torch 2.9.0 + torch_xla 2.9.0 pinned together, with
+  the few pure-Python packages the runner imports). Its warm-up imports torch and torch_xla but
+  creates no PJRT client (torch_xla holds one per process and reads ``PJRT_DEVICE`` and its
+  other settings when it creates it: inside the run). ``import torch`` alone maps 5 GB of
+  address space (PyPI's build loads its CUDA libraries even on a CPU), so the exhibits of this
+  kind set their own ``Exhibit.address_space_bytes``: the worker's limits are the sandbox's
+  with that one field replaced (:func:`exhibit_limits`), never a global loosening.
+
+The pool keeps one sub-pool per (kind, limits) pair (``WorkerPool.for_exhibit``). This module
+imports neither JAX nor torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from pathlib import Path
+
+from exhibits.registry import EXHIBITS, EXHIBITS_DIR
+from jaxscope.protocol import WorkerKind
+from jaxscope.settings import Limits
+
+# The torch venv's interpreter unless ``JAXSCOPE_TORCH_PYTHON`` names another: the repository's
+# ``.venv-torch`` (``make torch``), beside the JAX venv.
+TORCH_VENV = EXHIBITS_DIR.parent / ".venv-torch"
+TORCH_PYTHON_ENV = "JAXSCOPE_TORCH_PYTHON"
+
+TORCH_MISSING = (
+    "the PyTorch/XLA track is not installed here: its exhibits run in a venv of their own, "
+    "{venv} (torch 2.9.0 + torch_xla 2.9.0, about 7 GB, 2-3 minutes). Install it with "
+    "`make torch` (`make serve` and `make test` do it too)"
+)
+
+
+def worker_kind(exhibit_id: str) -> WorkerKind:
+    """The kind of worker that runs ``exhibit_id`` ("jax" for an unknown id: the run then fails
+    as an unknown exhibit inside a JAX worker, as before)."""
+    exhibit = EXHIBITS.get(exhibit_id)
+    return exhibit.worker if exhibit else "jax"
+
+
+def torch_python() -> Path:
+    """The torch venv's ``python`` (``JAXSCOPE_TORCH_PYTHON``, else ``.venv-torch/bin/python``
+    of this checkout). Not resolved: a venv's ``bin/python`` is a symlink to its base Python,
+    and only the venv's path makes it a venv."""
+    named = os.environ.get(TORCH_PYTHON_ENV)
+    return Path(named).absolute() if named else TORCH_VENV / "bin" / "python"
+
+
+def python_of(kind: WorkerKind) -> str:
+    """The interpreter a worker of ``kind`` runs (absolute path)."""
+    return sys.executable if kind == "jax" else str(torch_python())
+
+
+def kind_problem(kind: WorkerKind) -> str | None:
+    """Why workers of ``kind`` cannot start here (the torch venv is missing), or None."""
+    if kind == "jax":
+        return None
+    python = torch_python()
+    if not os.access(python, os.X_OK):
+        return TORCH_MISSING.format(venv=python.parent.parent)
+    return None
+
+
+def exhibit_limits(exhibit_id: str, limits: Limits) -> Limits:
+    """The limits a worker for ``exhibit_id`` starts with: ``limits`` with the exhibit's own
+    ``address_space_bytes`` where it sets one and ``limits`` has a limit at all (0, no
+    ``RLIMIT_AS``, stays 0)."""
+    exhibit = EXHIBITS.get(exhibit_id)
+    own = exhibit.address_space_bytes if exhibit else None
+    if own is None or limits.address_space_bytes == 0:
+        return limits
+    return dataclasses.replace(limits, address_space_bytes=own)
+
+
+def venv_paths(python: str) -> tuple[str, ...]:
+    """What a worker running ``python`` must see read-only besides the system: the venv it
+    belongs to (``bin/python``'s grandparent) and the base installation its symlink resolves
+    to (both real paths)."""
+    venv = Path(python).absolute().parent.parent
+    base = Path(os.path.realpath(python)).parent.parent
+    return tuple(sorted({os.path.realpath(venv), str(base)}))
