@@ -85,7 +85,9 @@ export interface Catalogue {
 /**
  * One catalogue entry of ``GET /api/exhibits`` (static metadata; no JAX import).
  *
- * ``artefacts`` are the names ``jaxscope run --print`` accepts for this exhibit.
+ * ``artefacts`` are the names ``jaxscope run --print`` accepts for this exhibit; ``worker``
+ * the kind of worker that runs it (the PyTorch/XLA track's are "torch"); ``unavailable`` why
+ * this server cannot run it and how to add it (the torch venv is not installed), else None.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ExhibitInfo".
@@ -97,6 +99,8 @@ export interface ExhibitInfo {
   id: string;
   summary: string;
   title: string;
+  unavailable: string | null;
+  worker: 'jax' | 'torch';
 }
 /**
  * The worker accepted the run. ``backend`` is ``jax.default_backend()``; ``devices`` the
@@ -115,6 +119,7 @@ export interface RunStarted {
   jax_version: string;
   run_id: string;
   seq: number;
+  torch_xla_version?: string | null;
   type: 'run_started';
 }
 /**

@@ -1,0 +1,91 @@
+"""The torch worker kind (design 0025): its limits, environment and interpreter, and real torch
+workers in the sandbox (skipped, with the reason, where the torch venv is not installed; `make
+test` installs it, so CI runs them)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+
+import pytest
+from jaxscope.protocol import RunRequest
+from jaxscope.sandbox import kinds
+from jaxscope.sandbox.session import request_problem
+from jaxscope.sandbox.worker import WorkerProcess, WorkerStartError, worker_env
+from jaxscope.settings import GiB, Limits
+
+from exhibits.registry import EXHIBITS, Exhibit
+
+TORCH_PROBLEM = kinds.kind_problem("torch")
+needs_torch = pytest.mark.skipif(TORCH_PROBLEM is not None, reason=str(TORCH_PROBLEM))
+
+
+def test_exhibit_limits_replace_only_the_address_space(monkeypatch: pytest.MonkeyPatch) -> None:
+    own = Exhibit(
+        id="torch_probe_x",
+        title="t",
+        summary="s",
+        default_example="e",
+        worker="torch",
+        address_space_bytes=8 * GiB,
+    )
+    monkeypatch.setitem(EXHIBITS, own.id, own)
+    base = Limits(address_space_bytes=3 * GiB, wall_s=7.0, cpu_s=9.0, nproc=99)
+    limits = kinds.exhibit_limits(own.id, base)
+    assert limits == dataclasses.replace(base, address_space_bytes=8 * GiB)
+    # No limit at all (a GPU host, --memory-gib 0) stays no limit.
+    unlimited = dataclasses.replace(base, address_space_bytes=0)
+    assert kinds.exhibit_limits(own.id, unlimited) == unlimited
+    # A JAX exhibit keeps the sandbox's limits.
+    assert kinds.exhibit_limits("tracing", base) is base
+
+
+def test_torch_env_sets_pjrt_and_no_jax_device_flag() -> None:
+    env = worker_env(
+        {"PATH": "/bin", "XLA_FLAGS": "--xla_dump_to=/x", "SECRET_TOKEN": "s"}, kind="torch"
+    )
+    assert env["PJRT_DEVICE"] == "CPU"
+    assert env["XLA_FLAGS"] == "--xla_dump_to=/x"  # kept, and no device-count flag added
+    assert "SECRET_TOKEN" not in env
+    assert env["USER"] == env["LOGNAME"] == "jaxscope-worker"
+    roots = env["PYTHONPATH"].split(":")
+    assert any((Path(r) / "jaxscope" / "sandbox").is_dir() for r in roots)
+    assert any((Path(r) / "exhibits" / "registry.py").is_file() for r in roots)
+    jax_env = worker_env({"PATH": "/bin"})
+    assert "PJRT_DEVICE" not in jax_env and "device_count=8" in jax_env["XLA_FLAGS"]
+
+
+def test_missing_torch_venv_is_refused_before_any_worker(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    own = Exhibit(id="torch_probe_y", title="t", summary="s", default_example="e", worker="torch")
+    monkeypatch.setitem(EXHIBITS, own.id, own)
+    monkeypatch.setenv(kinds.TORCH_PYTHON_ENV, str(tmp_path / "nowhere" / "bin" / "python"))
+    problem = request_problem(RunRequest(run_id="r1", exhibit=own.id, code=""), [own.id])
+    assert problem is not None and "make torch" in problem and "nowhere" in problem
+    with pytest.raises(WorkerStartError, match="not installed"):
+        asyncio.run(WorkerProcess.spawn(Limits(), "torch"))
+
+
+@needs_torch
+def test_torch_worker_starts_in_the_sandbox_only_with_its_own_address_space() -> None:
+    async def spawn(limit: int) -> WorkerProcess:
+        return await WorkerProcess.spawn(Limits(address_space_bytes=limit), "torch")
+
+    async def main() -> None:
+        worker = await spawn(8 * GiB)
+        try:
+            assert worker.info["torch_xla_version"] == "2.9.0"
+            assert worker.info["jax_version"] == ""
+            assert worker.info["backend"] == "CPU"
+            assert worker.kind == "torch"
+            assert int(str(worker.info["uid"])) != 0 or not worker.limits.namespaces
+        finally:
+            worker.kill()
+            await worker.wait_closed()
+        # The JAX workers' 3 GiB does not hold `import torch` (reference: VmPeak 5-6 GB).
+        with pytest.raises(WorkerStartError, match="failed to map segment"):
+            await spawn(3 * GiB)
+
+    asyncio.run(main())
