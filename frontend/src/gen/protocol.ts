@@ -688,6 +688,10 @@ export interface JvpRuleApplied {
  * ``numpy`` printout (``None`` when the value is only abstract); ``var`` the jaxpr variable name
  * when it has one; ``nonfinite`` true when the value holds a NaN or an Inf.
  *
+ * A capture for a page (details on demand) may leave ``preview`` None and hold the value in
+ * ``pending`` instead (:meth:`with_pending`): the preview is formatted when the view is
+ * serialised (the whole event, asked for by the page), and is then the same text.
+ *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ValueView".
  */
