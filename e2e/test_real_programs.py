@@ -10,7 +10,7 @@ from typing import Any
 import jax
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
 from jaxscope.sandbox.snippet import load_snippet
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from e2e.browser import open_exhibit, set_code
 
@@ -75,38 +75,163 @@ def test_the_gpt_stack_jaxpr_is_windowed_named_and_linked(
     assert console_errors == []
 
 
-def test_the_gpt_stack_graph_opens_grouped_and_expands_a_layer(
+def _scroll_graph_until(page: Page, locator: Locator, step: int = 300) -> None:
+    """Scroll the graph's box down from the top until ``locator`` is in the DOM (the graph
+    holds only what is in view)."""
+    box = page.get_by_test_id("dataflow-graph")
+    box.evaluate("el => { el.scrollTop = 0; }")
+    for _ in range(200):
+        if locator.count() > 0:
+            return
+        at_end = box.evaluate(
+            f"el => {{ const end = el.scrollTop + el.clientHeight >= el.scrollHeight - 1;"
+            f" el.scrollTop += {step}; return end; }}"
+        )
+        page.wait_for_timeout(30)
+        if at_end and locator.count() == 0:
+            break
+    expect(locator.first).to_be_attached()
+
+
+def _seen_scrolling(page: Page, locator: Locator, attribute: str) -> set[str]:
+    """The ``attribute`` of every element ``locator`` finds while the graph's box scrolls from
+    its top to its bottom (the graph holds only what is in view)."""
+    box = page.get_by_test_id("dataflow-graph")
+    box.evaluate("el => { el.scrollTop = 0; }")
+    seen: set[str] = set()
+    for _ in range(500):
+        page.wait_for_timeout(30)
+        seen |= {
+            v
+            for v in locator.evaluate_all(f"els => els.map(e => e.getAttribute('{attribute}'))")
+            if v
+        }
+        if box.evaluate(
+            "el => { const end = el.scrollTop + el.clientHeight >= el.scrollHeight - 1;"
+            " el.scrollTop += el.clientHeight / 2; return end; }"
+        ):
+            break
+    return seen
+
+
+def test_the_gpt_stack_graph_opens_on_its_layers_and_expands_one(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
-    """The dataflow graph of the 12-layer stack opens on its user calls as collapsed groups (not
-    the first 150 of 928 eqns); expanding the layers' group and then one call in it shows its
-    eqns, and clicking one selects that eqn in the eqn stream."""
+    """The dataflow graph of the 12-layer stack opens on its name scopes as collapsed groups, one
+    per `jax.named_scope(f"layer{i}")` (not the first 150 of 928 eqns); expanding layer3 shows a
+    box with its calls (attention, layer norms, mlp), expanding attention its eqns, and clicking
+    one selects that eqn in the eqn stream and its source line in the editor. The layers and the
+    eqns are JAX's own (`jax.make_jaxpr`, each eqn's `source_info`)."""
     page.set_viewport_size({"width": 1400, "height": 1000})
+    snippet = load_snippet(GPT)
+    closed = jax.make_jaxpr(snippet.f)(*snippet.args)
+    stacks = [str(e.source_info.name_stack) for e in closed.jaxpr.eqns]
+    layers = sorted({s.split("/")[0] for s in stacks if s}, key=lambda s: int(s[5:]))
+    assert layers == [f"layer{i}" for i in range(12)]
+    layer3 = [i for i, s in enumerate(stacks) if s.split("/")[0] == "layer3"]
     open_exhibit(page, "tracing")
     set_code(page, GPT)
     page.get_by_test_id("run").click()
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=120_000)
     page.get_by_test_id("tab-graph").click()
-    groups = page.get_by_test_id("graph-group")
-    expect(groups.first).to_be_visible(timeout=30_000)
+    group = "[data-testid='graph-group'][data-group-label='{}']"
+    expect(page.locator(group.format("layer0"))).to_be_visible(timeout=30_000)
     assert page.get_by_test_id("graph-omitted").count() == 0
     assert page.locator("[data-testid^='graph-eqn-']").count() < 100
+    page.get_by_test_id("dataflow-graph").scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / "real-gpt-graph-collapsed.png"))
-    # The layer loop's group (the call of `block` in f's loop), then one call inside it.
-    page.locator("[data-testid='graph-group'][data-group-label^='block']").first.click()
-    inner = page.locator("[data-testid='graph-group'][data-group-label^='attention']")
-    expect(inner.first).to_be_visible(timeout=30_000)
-    inner.first.click()
-    # The layout with the call expanded (a box around its eqns) is in.
+    # Every layer is a group: the last one too, further down.
+    _scroll_graph_until(page, page.locator(group.format("layer11")))
+    labels = page.locator("[data-testid='graph-group'][data-group-label^='layer']")
+    seen = {labels.nth(i).get_attribute("data-group-label") for i in range(labels.count())}
+    assert seen <= set(layers) and "layer11" in seen
+    # Expand layer3: a box labelled layer3 around the calls of block's body.
+    _scroll_graph_until(page, page.locator(group.format("layer3")))
+    page.locator(group.format("layer3")).click()
+    cluster = page.locator("[data-testid='graph-cluster'][data-group-label='layer3']")
+    expect(cluster).to_be_visible(timeout=30_000)
+    attention = page.locator("[data-testid='graph-group'][data-group-label^='attention (line']")
+    expect(attention.first).to_be_visible(timeout=30_000)
+    expect(page.get_by_test_id("graph-busy")).to_have_count(0, timeout=60_000)
+    page.get_by_test_id("dataflow-graph").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "real-gpt-graph-layer3.png"))
+    attention.first.click()
     box = page.locator("[data-testid='graph-cluster'][data-group-label^='attention']")
     expect(box.first).to_be_visible(timeout=30_000)
+    expect(page.get_by_test_id("graph-busy")).to_have_count(0, timeout=60_000)
     eqn_nodes = page.locator("[data-testid^='graph-eqn-']")
     expect(eqn_nodes.first).to_be_visible(timeout=30_000)
-    node = eqn_nodes.last
-    index = int((node.get_attribute("data-testid") or "").rsplit("-", 1)[1])
-    node.click()
+    shown = [int((n.get_attribute("data-testid") or "").rsplit("-", 1)[1]) for n in eqn_nodes.all()]
+    inside = [i for i in shown if i in layer3 and "attn" not in stacks[i]]
+    assert inside, shown
+    index = max(i for i in inside if closed.jaxpr.eqns[i].primitive.name == "dot_general")
+    page.get_by_test_id(f"graph-eqn-{index}").click()
     expect(page.get_by_test_id(f"recorded-eqn-{index}")).to_have_attribute("aria-pressed", "true")
+    line = _snippet_line(closed.jaxpr.eqns[index])
+    assert line is not None
+    selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
+    expect(selected).to_have_text(GPT.splitlines()[line - 1])
     page.screenshot(path=str(screenshots / "real-gpt-graph-expanded.png"))
+    assert console_errors == []
+
+
+LONG = """\
+import jax.numpy as jnp
+
+def f(x):
+    for _ in range({n}):
+        x = jnp.sin(x) + x
+    return x
+
+args = (jnp.ones(3),)
+"""
+
+
+def test_a_graph_of_over_1000_visible_eqns_draws_what_is_in_view(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """An unrolled loop of 1,600 eqns, all expanded (`expand all`): the graph draws every eqn
+    (none left out), the box shows nodes wherever it is scrolled (top, middle, bottom; never blank
+    space), and the DOM holds only those in view."""
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    code = LONG.format(n=800)
+    snippet = load_snippet(code)
+    eqns = len(jax.make_jaxpr(snippet.f)(*snippet.args).jaxpr.eqns)
+    assert eqns == 1600
+    open_exhibit(page, "tracing")
+    set_code(page, code)
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=120_000)
+    page.get_by_test_id("tab-graph").click()
+    expect(page.get_by_test_id("graph-group").first).to_be_visible(timeout=30_000)
+    page.get_by_test_id("graph-expand-all").click()
+    expect(page.get_by_test_id("graph-busy")).to_have_count(0, timeout=60_000)
+    expect(page.locator("[data-testid='dataflow-graph'] svg")).to_have_attribute(
+        "aria-label", f"dataflow graph of {eqns} eqns"
+    )
+    assert page.get_by_test_id("graph-omitted").count() == 0
+    box = page.get_by_test_id("dataflow-graph")
+    height = int(box.evaluate("el => el.scrollHeight"))
+    assert height > eqns * 38  # every eqn is a node of the layout, one row each
+    in_view_js = """el => {
+      const r = el.getBoundingClientRect();
+      return [...el.querySelectorAll("[data-testid^='graph-eqn-']")].filter((n) => {
+        const b = n.getBoundingClientRect();
+        return b.bottom > r.top && b.top < r.bottom && b.right > r.left && b.left < r.right;
+      }).map((n) => Number(n.dataset.testid.split('-').pop()));
+    }"""
+    seen: list[list[int]] = []
+    for where in ("0", "el.scrollHeight / 2", "el.scrollHeight"):
+        box.evaluate(f"el => {{ el.scrollTop = {where}; }}")
+        page.wait_for_timeout(100)
+        visible = box.evaluate(in_view_js)
+        assert len(visible) >= 3, (where, visible)
+        seen.append(visible)
+        assert page.locator("[data-testid^='graph-eqn-']").count() < 150
+    # Top, middle and bottom show different eqns, in order: the first, some in between, the last.
+    assert min(seen[0]) == 0 and max(seen[2]) == eqns - 1
+    assert max(seen[0]) < min(seen[1]) and max(seen[1]) < min(seen[2])
+    page.screenshot(path=str(screenshots / "real-graph-1600-eqns.png"))
     assert console_errors == []
 
 
@@ -166,10 +291,15 @@ def test_the_gpt_stack_graph_expands_jit_calls_finds_eqns_and_has_an_overview(
     # Expand `jit log_softmax` with its +: its inner eqns, then collapse it by its box's header.
     soft = next(i for i, e in enumerate(eqns) if e.params.get("name") == "log_softmax")
     inner_count = len(_inner_jaxprs(eqns[soft])[0][1].eqns)
-    page.locator(f"[data-testid='graph-expand'][data-group='x:{soft}']").click()
+    # The graph holds only what is in view: scroll down to the eqn first.
+    plus = page.locator(f"[data-testid='graph-expand'][data-group='x:{soft}']")
+    _scroll_graph_until(page, plus)
+    plus.click()
     inner = page.locator(f"[data-testid='graph-inner-eqn'][data-path^='{soft}/jaxpr0/']")
     expect(inner.first).to_be_visible(timeout=30_000)
-    assert inner.count() == inner_count
+    assert _seen_scrolling(page, inner, "data-path") == {
+        f"{soft}/jaxpr0/{j}" for j in range(inner_count)
+    }
     expect(page.get_by_test_id(f"graph-eqn-{soft}")).to_have_count(0)
     page.screenshot(path=str(screenshots / "real-gpt-graph-jit-expanded.png"))
     page.locator("[data-testid='graph-cluster'][data-group-label^='jit log_softmax']").click()

@@ -2,7 +2,9 @@
 causal multi-head self-attention, layer norm, GELU MLP), a final layer norm, the tied output
 projection and the mean next-token cross-entropy. d_model=256, 4 heads, seq 32, vocab 512.
 
-The layers are a Python loop, so the jaxpr holds every layer (~1,000 eqns). ``f`` takes any
+The layers are a Python loop, so the jaxpr holds every layer (~1,000 eqns), each under
+``jax.named_scope(f"layer{i}")`` (its eqns' name stack, which the dataflow graph groups by and the
+HLO op names carry: ``jit(f)/layer3/dot_general``). ``f`` takes any
 leading batch dims: ``args`` hold a batch of 2 sequences, and ``in_axes`` (for the vmap
 exhibit) maps one sequence at a time (per-example losses).
 """
@@ -82,8 +84,9 @@ def block(p, x):
 
 def f(params, tokens, targets):
     x = jnp.take(params["tok_emb"], tokens, axis=0) + params["pos_emb"]
-    for p in params["layers"]:  # unrolled: every layer is in the jaxpr
-        x = block(p, x)
+    for i, p in enumerate(params["layers"]):  # unrolled: every layer is in the jaxpr
+        with jax.named_scope(f"layer{i}"):  # the eqns' name stack: layer0/..., as in the HLO
+            x = block(p, x)
     x = layer_norm(x, params["ln_f_g"], params["ln_f_b"])
     logits = x @ params["tok_emb"].T
     logp = jax.nn.log_softmax(logits, axis=-1)
