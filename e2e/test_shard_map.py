@@ -239,3 +239,26 @@ def test_all_gather_over_an_unknown_axis_and_an_out_specs_axis_name_their_line(
         path=str(screenshots / "shard_map-out-specs-line-light.png")
     )
     assert console_errors == []
+
+
+def test_real_code_the_call_inside_f_is_found(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "shard_map")
+    load_example(page, "found_in_jit")
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    source = (EXAMPLES / "found_in_jit.py").read_text().splitlines()
+    call = next(i for i, t in enumerate(source, 1) if "return jax.shard_map(" in t)
+    expect(page.get_by_test_id("sm-found")).to_contain_text(
+        f"this is the call at line {call} (inside jit(f))"
+    )
+    expect(page.get_by_test_id("sm-in-specs")).to_have_count(0)  # the specs are the call's
+    expect(page.get_by_test_id("sm-input-1-aval")).to_have_text("f32[2,4]{V:batch}")
+    expect(page.get_by_test_id("sm-verdict")).to_have_attribute("data-ok", "true")
+    page.get_by_test_id("sm-found").get_by_role("button", name="show the call").click()
+    selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
+    expect(selected).to_contain_text("return jax.shard_map(")
+    page.screenshot(path=str(screenshots / "shard_map-found_in_jit.png"), full_page=True)
+    assert console_errors == []

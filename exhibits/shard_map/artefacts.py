@@ -4,7 +4,9 @@ JAX's text verbatim; ``line``: the snippet line of the specs at fault when a spe
 e.g. ``out_specs = P("x", "w")``; ``explanation``: the exhibit's words beside JAX's error;
 ``reference``: what the outputs were compared with (``reference``, ``f`` or ``none``) and
 ``differs``, one entry per output past tolerance: ``{"path", "index", "got", "want",
-"max_abs_diff"}``). ``ok`` is false when JAX refused the program *or* an output differs from the
+"max_abs_diff"}``; ``found``: for real code whose ``f`` calls ``jax.shard_map`` itself,
+``{"sites": [{"line", "within", "reachable"}, ...], "shown": index}``, else null). ``ok`` is
+false when JAX refused the program *or* an output differs from the
 reference: a wrong result is a finding, not a pass.
 ``SHOWN_ERRORS``: the check JAX failed, or the outputs that differ from the reference
 (``ReferenceMismatch``, a finding: ``jaxscope run`` exits 3 and says what differs on stderr)
@@ -61,6 +63,8 @@ def _verdict(events: Sequence[EventBase]) -> str | None:
             "line": e.line,
             "explanation": e.explanation,
             "reference": a.reference if a else None,
+            # real code: the shard_map calls found inside f, and which one was checked
+            "found": e.found.model_dump() if e.found else None,
             "differs": [
                 {
                     "path": o.path,

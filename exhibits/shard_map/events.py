@@ -98,6 +98,27 @@ class ShardMapBodyTraced(EventBase):
     jaxpr_note: str | None = None
 
 
+class ShardMapSite(WireModel):
+    """A ``shard_map`` call found inside ``f`` (a snippet with no ``in_specs``): its user line
+    (``None``: none found), the calls it sits in as JAX names them (``["jit(f)"]``) and whether
+    its inputs could be evaluated (false inside a ``scan``/``while``/``cond`` body)."""
+
+    line: int | None = None
+    within: list[str] = []
+    reachable: bool = True
+
+
+class ShardMapFound(WireModel):
+    """Real code: the snippet defines no ``in_specs``, so ``f``'s jaxpr was searched for its
+    ``shard_map`` calls (``internals.shard_map_found``). ``sites`` are all of them in program
+    order, ``shown`` the index of the one this run checks (the first whose inputs could be
+    evaluated), whose mesh, specs and body come from its eqn's params and whose inputs are the
+    arrays ``f`` passed it at ``args``."""
+
+    sites: list[ShardMapSite]
+    shown: int
+
+
 class ShardMapChecked(EventBase):
     """shard_map's checks around the per-device body, each passed or failed with JAX's message,
     the specs (each entry, for highlighting the one at fault), the mesh, and the verdict: what
@@ -106,7 +127,8 @@ class ShardMapChecked(EventBase):
     ``explanation``: plain words beside JAX's error where its message says little, e.g. a
     collective naming an axis the mesh lacks, which JAX fails as a bare AssertionError;
     ``line``: the snippet line of the specs at fault when one of shard_map's spec checks failed,
-    e.g. the ``out_specs`` line for an axis the mesh lacks)."""
+    e.g. the ``out_specs`` line for an axis the mesh lacks; ``found``: set when the call was
+    found inside ``f`` rather than given by the snippet)."""
 
     type: Literal["shard_map_checked"] = "shard_map_checked"
     mesh_axes: list[str]
@@ -124,6 +146,7 @@ class ShardMapChecked(EventBase):
     check: str | None = None
     explanation: str | None = None
     line: int | None = None
+    found: ShardMapFound | None = None
 
 
 class ShardMapShard(WireModel):

@@ -6,6 +6,13 @@ optionally ``check_vma`` (default ``True``) and ``reference`` (the same computat
 shard_map, on the global arrays). ``options.mesh``/``options.spec`` (Python expressions in the
 snippet's namespace) replace ``mesh``/``in_specs``.
 
+Real code: a snippet with no ``in_specs`` (and no ``options.spec``) is a whole program whose
+``f`` calls ``jax.shard_map`` itself. ``f``'s jaxpr is searched for its ``shard_map`` eqns
+(``internals.shard_map_found``); the first one whose inputs can be evaluated is checked as the
+snippet form would be, with the mesh, specs, ``check_vma`` and body from the eqn's params and,
+as ``args``, the global arrays ``f`` passed the call (``f``'s jaxpr evaluated up to it). Its
+line is the call's line; the others are listed (``ShardMapChecked.found``).
+
 Events, in order:
 
 * stage ``trace``: :class:`ShardMapBodyTraced` when the body was reached — ``jax.make_jaxpr``
@@ -39,10 +46,13 @@ from jaxscope.internals.api import (
     aval_view,
     collective_eqns,
     communicates,
+    find_shard_maps,
     jaxpr_view,
     observing_shard_map,
     preview_value,
+    shard_map_body_fun,
     shard_map_eqn_body,
+    shard_map_inputs,
     spec_leaf_paths,
     var_vma,
 )
@@ -63,9 +73,11 @@ from exhibits.shard_map.events import (
     ShardMapChecked,
     ShardMapCollective,
     ShardMapFault,
+    ShardMapFound,
     ShardMapOutput,
     ShardMapOutputsAssembled,
     ShardMapShard,
+    ShardMapSite,
     ShardMapSpecView,
     ShardMapValueView,
 )
@@ -312,8 +324,10 @@ def _index(index: tuple[slice, ...], shape: tuple[int, ...]) -> list[list[int]]:
 
 
 def _reference(
-    ns: dict[str, Any], f: Any, args: tuple[Any, ...], uses_collectives: bool
+    ns: dict[str, Any], f: Any, args: tuple[Any, ...], uses_collectives: bool, found: bool
 ) -> tuple[str, str, list[Any] | None]:
+    if found:  # the snippet's reference, if any, is of its f, not of this call
+        return "none", FOUND_NOTE, None
     if callable(ns.get("reference")):
         return (
             "reference",
@@ -365,8 +379,9 @@ def _outputs_event(
     out: Any,
     out_specs: Any,
     uses_collectives: bool,
+    found: bool = False,
 ) -> ShardMapOutputsAssembled:
-    kind, note, ref = _reference(ns, f, args, uses_collectives)
+    kind, note, ref = _reference(ns, f, args, uses_collectives, found)
     leaves = jax.tree.leaves(out)
     specs = [str(p) for _, p in spec_leaf_paths(out_specs, out)]
     if ref is not None and len(ref) != len(leaves):
@@ -413,19 +428,84 @@ def _outputs_event(
     return ShardMapOutputsAssembled(outputs=outputs, reference=kind, reference_note=note)  # type: ignore[arg-type]
 
 
+FOUND_NOTE = (
+    "the call's inputs are arrays f made: to compare with a reference, give the exhibit the "
+    "snippet form (the body as f, with mesh, in_specs, out_specs and reference)"
+)
+
+
+def _found_call(ctx: ProbeContext) -> tuple[Any, tuple[Any, ...], Any, ShardMapFound]:
+    """The first ``shard_map`` call inside ``f`` whose inputs can be evaluated: its body as a
+    function of flat per-device inputs (returning a tuple, as ``out_specs`` is one), the global
+    arrays ``f`` passes it, its eqn, and what :class:`ShardMapFound` reports. A snippet whose
+    ``f`` makes none is :class:`InvalidSnippet`."""
+    snippet = ctx.snippet
+    flat, _ = jax.tree.flatten((tuple(snippet.args), dict(snippet.kwargs)))
+    closed = jax.make_jaxpr(snippet.f)(*snippet.args, **snippet.kwargs)
+    found = find_shard_maps(closed)
+    sites = [
+        ShardMapSite(
+            line=c.source.line if c.source else None, within=list(c.within), reachable=c.reachable
+        )
+        for c in found
+    ]
+    for i, call in enumerate(found):
+        inputs = shard_map_inputs(closed, call, flat)
+        if inputs is None:
+            continue
+        return (
+            shard_map_body_fun(call),
+            tuple(inputs),
+            call.eqn,
+            ShardMapFound(sites=sites, shown=i),
+        )
+    if found:
+        raise InvalidSnippet(
+            "the shard_map calls in f are all inside a loop or a branch (lines "
+            + ", ".join(str(s.line) for s in sites)
+            + "): their inputs change per iteration; give the exhibit the body as f, with "
+            "mesh, in_specs, out_specs and args"
+        )
+    raise InvalidSnippet(
+        "the shard_map exhibit needs `in_specs` in the snippet (f is then the per-device body), "
+        "or an f that calls jax.shard_map: this f makes no shard_map call"
+    )
+
+
 def run(ctx: ProbeContext) -> None:
     """Run the shard_map exhibit on ``ctx.snippet`` (see the module docstring)."""
     ns = ctx.snippet.namespace
-    f = ctx.snippet.f
-    args = tuple(ctx.snippet.args)
-    mesh = check_mesh(ctx.snippet, *_setting(ctx.snippet, ctx.options.mesh, "mesh", "mesh"))
-    in_specs_value, in_specs_name = _setting(ctx.snippet, ctx.options.spec, "spec", "in_specs")
-    in_specs = check_spec_tree(ctx.snippet, in_specs_value, in_specs_name)
-    out_specs = check_spec_tree(ctx.snippet, *_setting(ctx.snippet, None, "", "out_specs"))
-    check_vma = check_flag(ctx.snippet, ns.get("check_vma", True), "check_vma")
+    found: ShardMapFound | None = None
+    axis_names: Any = frozenset()
+    call_line: int | None = None
+    if "in_specs" not in ns and eval_option(ctx.options.spec, "spec", dict(ns)) is None:
+        with ctx.stage("trace"):
+            f, args, eqn, found = _found_call(ctx)
+        mesh = eqn.params["mesh"]
+        in_specs, in_specs_name = eqn.params["in_specs"], "in_specs"
+        out_specs = eqn.params["out_specs"]
+        check_vma = bool(eqn.params["check_vma"])
+        if set(eqn.params["newly_manual_axes"]) != set(mesh.axis_names):
+            axis_names = frozenset(eqn.params["newly_manual_axes"])  # a partly manual call
+        call_line = found.sites[found.shown].line
+    else:
+        f = ctx.snippet.f
+        args = tuple(ctx.snippet.args)
+        mesh = check_mesh(ctx.snippet, *_setting(ctx.snippet, ctx.options.mesh, "mesh", "mesh"))
+        in_specs_value, in_specs_name = _setting(ctx.snippet, ctx.options.spec, "spec", "in_specs")
+        in_specs = check_spec_tree(ctx.snippet, in_specs_value, in_specs_name)
+        out_specs = check_spec_tree(ctx.snippet, *_setting(ctx.snippet, None, "", "out_specs"))
+        check_vma = check_flag(ctx.snippet, ns.get("check_vma", True), "check_vma")
 
     def smap(fun: Any, vma: bool = check_vma) -> Any:
-        return jax.shard_map(fun, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=vma)
+        return jax.shard_map(
+            fun,
+            mesh=mesh,
+            in_specs=in_specs,
+            out_specs=out_specs,
+            axis_names=axis_names,
+            check_vma=vma,
+        )
 
     with ctx.stage("trace"):
         seen = BodyObserved()
@@ -480,9 +560,12 @@ def run(ctx: ProbeContext) -> None:
         which = failed.faults[0].specs
         name = in_specs_name if which == "in_specs" else "out_specs"
         line = setting_line(ctx.snippet.source, name) if name in ("in_specs", "out_specs") else None
+        if found is not None:  # the specs are the call's arguments
+            line = call_line
     if error is not None and hint is not None:  # no line of f raised it: the in_specs line
         source = ctx.snippet.source
         line = setting_line(source, in_specs_name) if in_specs_name == "in_specs" else None
+        line = call_line if found is not None else line
         blame_line(error, line or setting_line(source, "mesh"), explanation=hint)
     ctx.emit(
         ShardMapChecked(
@@ -501,6 +584,7 @@ def run(ctx: ProbeContext) -> None:
             check=check,
             explanation=explanation,
             line=line,
+            found=found,
         )
     )
     if error is not None:
@@ -510,4 +594,4 @@ def run(ctx: ProbeContext) -> None:
     uses_collectives = body is not None and any(
         communicates(eqn.primitive) for _, eqn, _ in collective_eqns(body)
     )
-    ctx.emit(_outputs_event(ns, f, args, out, out_specs, uses_collectives))
+    ctx.emit(_outputs_event(ns, f, args, out, out_specs, uses_collectives, found is not None))

@@ -8,6 +8,7 @@ import {
   collectiveNote,
   failedCheck,
   faultNote,
+  foundText,
   indexText,
   meshText,
   shardMapModel,
@@ -144,5 +145,24 @@ describe('helpers', () => {
     expect(indexText([[0, 2], [4, 8]])).toBe('[0:2, 4:8]');
     expect(specOptions({ calls: [] } as never, "  (P('x'),) ").spec).toBe("(P('x'),)");
     expect(specOptions({ calls: [] } as never, '  ').spec).toBeNull();
+  });
+});
+
+describe('found_in_jit (real code: f calls jax.shard_map itself)', () => {
+  const model = shardMapModel(load('found_in_jit'));
+
+  it('says which call of f is checked, and where it is', () => {
+    const checked = model.checked;
+    expect(checked?.found?.sites).toHaveLength(1);
+    const line = checked?.found?.sites[0]?.line;
+    expect(line).toBeGreaterThan(0);
+    expect(foundText(checked!)).toBe(
+      `Your f calls jax.shard_map itself: this is the call at line ${line} (inside jit(f)), checked with the arrays f passed it at your args; its mesh, specs and body are the ones JAX staged for it.`,
+    );
+    expect(model.body?.collectives.map((c) => c.primitive)).toContain('psum_invariant');
+  });
+
+  it('is null for the snippet form', () => {
+    expect(foundText(shardMapModel(load('psum_rows')).checked!)).toBeNull();
   });
 });

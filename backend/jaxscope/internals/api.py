@@ -190,6 +190,17 @@ from jaxscope.internals.control_flow import (
     observe_control_flow as observe_control_flow,
 )
 
+# shard_map calls found inside a user's f (real code), and the arrays each received.
+from jaxscope.internals.shard_map_found import (
+    find_shard_maps as find_shard_maps,
+)
+from jaxscope.internals.shard_map_found import (
+    shard_map_body_fun as shard_map_body_fun,
+)
+from jaxscope.internals.shard_map_found import (
+    shard_map_inputs as shard_map_inputs,
+)
+
 # shard_map: its checks, its body as each device sees it, its collectives.
 from jaxscope.internals.shard_map_checks import (
     CHECK_SOURCES as CHECK_SOURCES,

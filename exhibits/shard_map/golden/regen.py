@@ -21,7 +21,11 @@ import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
 HERE = Path(__file__).resolve().parent
-EXAMPLES = sorted((HERE.parent / "examples").glob("*.py"))
+# The snippet-form examples (those that give in_specs; found_in_jit.py is real code whose f
+# calls jax.shard_map itself, tested in test_found_in_f.py).
+EXAMPLES = sorted(
+    p for p in (HERE.parent / "examples").glob("*.py") if "\nin_specs = " in p.read_text()
+)
 
 
 def load(path: Path) -> dict[str, Any]:

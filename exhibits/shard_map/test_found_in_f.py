@@ -1,0 +1,116 @@
+"""Real code: a snippet with no ``in_specs`` whose ``f`` calls ``jax.shard_map`` itself. The
+exhibit finds the call in ``f``'s jaxpr and checks it with the arrays ``f`` passed it.
+
+Truths: JAX's own text of the call's eqn (``jax.make_jaxpr(f)``), the call's inputs computed
+with numpy, the loss computed with numpy and by plain ``f``, and the snippet's line of the call
+read from its text.
+"""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.extend
+import numpy as np
+import pytest
+from jaxscope.sandbox.snippet import InvalidSnippet
+
+from exhibits.conftest import EXHIBITS, jaxscope_run, run_probe
+from exhibits.shard_map.events import ShardMapBodyTraced, ShardMapChecked, ShardMapOutputsAssembled
+from exhibits.shard_map.golden.regen import load
+
+EXAMPLE = EXHIBITS / "shard_map" / "examples" / "found_in_jit.py"
+
+HEADER = """import jax
+import jax.numpy as jnp
+from functools import partial
+from jax.sharding import AxisType, PartitionSpec as P
+
+mesh = jax.make_mesh((4,), ("x",), axis_types=(AxisType.Auto,))
+"""
+
+
+def line_of(text: str, piece: str) -> int:
+    return next(i for i, t in enumerate(text.splitlines(), 1) if piece in t)
+
+
+def test_the_call_inside_a_jitted_f_is_found_with_the_inputs_f_made() -> None:
+    text = EXAMPLE.read_text()
+    ctx = run_probe("shard_map", text)
+    checked = ctx.one(ShardMapChecked)
+    assert checked.ok and checked.found is not None
+    (site,) = checked.found.sites
+    assert site.line == line_of(text, "return jax.shard_map(")
+    assert site.within == ["jit(f)"] and site.reachable and checked.found.shown == 0
+    assert checked.mesh_axes == ["batch"] and checked.mesh_shape == [8]
+    assert checked.in_specs == "(P(), P('batch',), P('batch',))"
+    # the inputs are what f passed the call: x normalised row by row (numpy)
+    ns = load(EXAMPLE)
+    w, x, y = (np.asarray(a, np.float64) for a in ns["args"])
+    xn = x / np.linalg.norm(x, axis=1, keepdims=True)
+    body = ctx.one(ShardMapBodyTraced)
+    assert [(v.name, v.spec, v.global_shape, v.aval.short) for v in body.inputs] == [
+        ("args[0]", "P()", [4, 1], "f32[4,1]"),
+        ("args[1]", "P('batch',)", [16, 4], "f32[2,4]{V:batch}"),
+        ("args[2]", "P('batch',)", [16, 1], "f32[2,1]{V:batch}"),
+    ]
+    # the body is the one JAX staged for the call (JAX's own text of the eqn's jaxpr)
+    closed = jax.make_jaxpr(ns["f"])(*ns["args"])
+    inner = closed.jaxpr.eqns[0].params["jaxpr"]
+    (smap,) = [e for e in inner.eqns if e.primitive.name == "shard_map"]
+    assert body.jaxpr is not None
+    assert body.jaxpr.text == str(jax.extend.core.ClosedJaxpr(smap.params["jaxpr"], ()))
+    # the collectives keep the user's lines in the body function
+    pmean = line_of(text, "jax.lax.pmean(")
+    lines = [(c.primitive, c.source and c.source.line) for c in body.collectives]
+    assert ("psum_invariant", pmean) in lines
+    # the output: the mean squared error over the whole batch (numpy), as plain f computes it
+    want = np.mean((np.tanh(xn @ w) - y) ** 2)
+    (out,) = ctx.one(ShardMapOutputsAssembled).outputs
+    got = float(out.preview)
+    assert got == pytest.approx(want, rel=1e-5)
+    assert got == pytest.approx(float(ns["f"](*ns["args"])), rel=1e-6)
+    assert ctx.one(ShardMapOutputsAssembled).reference == "none"
+
+
+def test_several_calls_are_listed_and_a_loop_body_is_not_evaluated_to() -> None:
+    text = HEADER + (
+        "@partial(jax.shard_map, mesh=mesh, in_specs=P('x'), out_specs=P())\n"
+        "def total(a):\n"
+        "    return jax.lax.psum(a.sum(), 'x')\n"
+        "\n"
+        "def f(x):\n"
+        "    def step(c, _):\n"
+        "        return c + total(x * c), None\n"
+        "    c, _ = jax.lax.scan(step, 1.0, None, length=2)\n"
+        "    return total(jnp.sin(x)) + c\n"
+        "\n"
+        "args = (jnp.arange(8.0),)\n"
+    )
+    ctx = run_probe("shard_map", text)
+    checked = ctx.one(ShardMapChecked)
+    assert checked.found is not None
+    sites = [(s.line, s.within, s.reachable) for s in checked.found.sites]
+    loop_line = line_of(text, "return c + total(")
+    call_line = line_of(text, "return total(jnp.sin(x))")
+    assert sites == [(loop_line, ["scan"], False), (call_line, [], True)]
+    assert checked.found.shown == 1
+    (out,) = ctx.one(ShardMapOutputsAssembled).outputs
+    assert float(out.preview) == pytest.approx(float(np.sin(np.arange(8.0)).sum()), rel=1e-5)
+
+
+def test_an_f_without_shard_map_says_what_the_exhibit_needs() -> None:
+    with pytest.raises(InvalidSnippet, match="makes no shard_map call"):
+        run_probe("shard_map", HEADER + "def f(x):\n    return x * 2\nargs = (jnp.ones(4),)\n")
+
+
+def test_the_cli_prints_the_found_call() -> None:
+    proc = jaxscope_run("shard_map", EXAMPLE, "--print", "verdict")
+    assert proc.returncode == 0, proc.stderr
+    verdict = json.loads(proc.stdout)
+    line = line_of(EXAMPLE.read_text(), "return jax.shard_map(")
+    assert verdict["ok"] and verdict["found"] == {
+        "sites": [{"line": line, "within": ["jit(f)"], "reachable": True}],
+        "shown": 0,
+    }
