@@ -7,23 +7,18 @@
  * `shard_map_outputs_assembled` (every output's device blocks and the reference comparison).
  * The stepper walks these three steps.
  */
-import type {
-  Event,
-  EventOf,
-  RunFailed,
-  RunOptions,
-} from "../../frontend/src/protocol";
-import { lastOf } from "../../frontend/src/widgets/events";
+import type { Event, EventOf, RunFailed, RunOptions } from '../../frontend/src/protocol';
+import { lastOf } from '../../frontend/src/widgets/events';
 
-export type ShardMapBodyTraced = EventOf<"shard_map_body_traced">;
-export type ShardMapChecked = EventOf<"shard_map_checked">;
-export type ShardMapOutputsAssembled = EventOf<"shard_map_outputs_assembled">;
-export type ShardMapCheck = ShardMapChecked["checks"][number];
-export type ShardMapFault = ShardMapCheck["faults"][number];
-export type ShardMapSpecView = ShardMapChecked["specs"][number];
-export type ShardMapOutput = ShardMapOutputsAssembled["outputs"][number];
-export type ShardMapValueView = ShardMapBodyTraced["inputs"][number];
-export type ShardMapCollective = ShardMapBodyTraced["collectives"][number];
+export type ShardMapBodyTraced = EventOf<'shard_map_body_traced'>;
+export type ShardMapChecked = EventOf<'shard_map_checked'>;
+export type ShardMapOutputsAssembled = EventOf<'shard_map_outputs_assembled'>;
+export type ShardMapCheck = ShardMapChecked['checks'][number];
+export type ShardMapFault = ShardMapCheck['faults'][number];
+export type ShardMapSpecView = ShardMapChecked['specs'][number];
+export type ShardMapOutput = ShardMapOutputsAssembled['outputs'][number];
+export type ShardMapValueView = ShardMapBodyTraced['inputs'][number];
+export type ShardMapCollective = ShardMapBodyTraced['collectives'][number];
 
 export interface ShardMapModel {
   body: ShardMapBodyTraced | undefined;
@@ -35,18 +30,16 @@ export interface ShardMapModel {
 /** Derive the model from the events up to the stepper's cursor. */
 export function shardMapModel(events: readonly Event[]): ShardMapModel {
   return {
-    body: lastOf(events, "shard_map_body_traced"),
-    checked: lastOf(events, "shard_map_checked"),
-    outputs: lastOf(events, "shard_map_outputs_assembled"),
-    failure: lastOf(events, "run_failed"),
+    body: lastOf(events, 'shard_map_body_traced'),
+    checked: lastOf(events, 'shard_map_checked'),
+    outputs: lastOf(events, 'shard_map_outputs_assembled'),
+    failure: lastOf(events, 'run_failed'),
   };
 }
 
 /** The first failed check, if any. */
-export function failedCheck(
-  checked: ShardMapChecked | undefined,
-): ShardMapCheck | undefined {
-  return checked?.checks.find((c) => c.status === "failed");
+export function failedCheck(checked: ShardMapChecked | undefined): ShardMapCheck | undefined {
+  return checked?.checks.find((c) => c.status === 'failed');
 }
 
 /** One entry of a spec as a chip: its text and whether the failed check points at it. */
@@ -59,7 +52,7 @@ export interface EntryCell {
 export interface SpecRow {
   /** `in_specs[0]`, `out_specs` */
   label: string;
-  specs: ShardMapSpecView["specs"];
+  specs: ShardMapSpecView['specs'];
   path: string;
   spec: string;
   isSpec: boolean;
@@ -90,10 +83,7 @@ export function specRows(checked: ShardMapChecked | undefined): SpecRow[] {
   });
   // A fault on a whole tree (path "" where the tree is a tuple: arity) marks every row of it.
   for (const f of faults) {
-    if (
-      f.path === "" &&
-      !checked.specs.some((s) => s.specs === f.specs && s.path === "")
-    ) {
+    if (f.path === '' && !checked.specs.some((s) => s.specs === f.specs && s.path === '')) {
       for (const r of rows) if (r.specs === f.specs) r.whole = true;
     }
   }
@@ -102,66 +92,57 @@ export function specRows(checked: ShardMapChecked | undefined): SpecRow[] {
 
 /** The varying manual axes as JAX prints them in a type: `{V:(x,y)}`, `{V:x}`, or `` (invariant). */
 export function vmaText(vma: readonly string[]): string {
-  if (vma.length === 0) return "";
-  return vma.length === 1 ? `{V:${vma[0]}}` : `{V:(${vma.join(",")})}`;
+  if (vma.length === 0) return '';
+  return vma.length === 1 ? `{V:${vma[0]}}` : `{V:(${vma.join(',')})}`;
 }
 
 /** A plain sentence for a value's varying axes. */
-export function vmaSentence(
-  vma: readonly string[],
-  meshAxes: readonly string[],
-): string {
+export function vmaSentence(vma: readonly string[], meshAxes: readonly string[]): string {
   const same = meshAxes.filter((a) => !vma.includes(a));
-  if (vma.length === 0) return "the same on every device (invariant)";
-  const differs = `differs across ${vma.map((a) => `'${a}'`).join(" and ")}`;
-  return same.length
-    ? `${differs}; the same across ${same.map((a) => `'${a}'`).join(" and ")}`
-    : differs;
+  if (vma.length === 0) return 'the same on every device (invariant)';
+  const differs = `differs across ${vma.map((a) => `'${a}'`).join(' and ')}`;
+  return same.length ? `${differs}; the same across ${same.map((a) => `'${a}'`).join(' and ')}` : differs;
 }
 
-export const STATUS_MARK: Record<ShardMapCheck["status"], string> = {
-  passed: "✓",
-  failed: "✗",
-  not_reached: "·",
-  off: "–",
+export const STATUS_MARK: Record<ShardMapCheck['status'], string> = {
+  passed: '✓',
+  failed: '✗',
+  not_reached: '·',
+  off: '–',
 };
 
-export const STATUS_TEXT: Record<ShardMapCheck["status"], string> = {
-  passed: "passed",
-  failed: "failed",
-  not_reached: "not reached",
-  off: "off (check_vma=False)",
+export const STATUS_TEXT: Record<ShardMapCheck['status'], string> = {
+  passed: 'passed',
+  failed: 'failed',
+  not_reached: 'not reached',
+  off: 'off (check_vma=False)',
 };
 
 /** One sentence for the verdict. */
 export function verdictSentence(checked: ShardMapChecked): string {
   if (checked.ok) {
-    const passed = checked.checks.filter((c) => c.status === "passed").length;
+    const passed = checked.checks.filter((c) => c.status === 'passed').length;
     return `jax.shard_map accepted the specs and ran: ${passed} of ${checked.checks.length} checks passed${
-      checked.checks.some((c) => c.status === "off")
-        ? " (the replication check is off)"
-        : ""
+      checked.checks.some((c) => c.status === 'off') ? ' (the replication check is off)' : ''
     }.`;
   }
   const failed = failedCheck(checked);
-  if (checked.check === "body")
-    return `The body itself raised ${checked.error_class ?? "an error"}.`;
-  if (failed)
-    return `jax.shard_map raised ${checked.error_class ?? "an error"}: check ${failed.name} failed (${failed.title}).`;
-  return `jax.shard_map raised ${checked.error_class ?? "an error"}.`;
+  if (checked.check === 'body') return `The body itself raised ${checked.error_class ?? 'an error'}.`;
+  if (failed) return `jax.shard_map raised ${checked.error_class ?? 'an error'}: check ${failed.name} failed (${failed.title}).`;
+  return `jax.shard_map raised ${checked.error_class ?? 'an error'}.`;
 }
 
 /** A short note beside a spec at fault, naming the mesh axes involved. */
 export function faultNote(check: string, axes: readonly string[]): string {
-  const names = axes.map((a) => `'${a}'`).join(", ");
+  const names = axes.map((a) => `'${a}'`).join(', ');
   switch (check) {
-    case "unknown_axis":
+    case 'unknown_axis':
       return `not a mesh axis: ${names}`;
-    case "divisibility":
+    case 'divisibility':
       return `the size of mesh axis ${names} does not divide this array axis`;
-    case "replication":
+    case 'replication':
       return `the output still varies over ${names}, which this spec leaves out`;
-    case "duplicate_axis":
+    case 'duplicate_axis':
       return `mesh axis ${names} is named at more than one position`;
     default:
       return `mesh axis ${names}`;
@@ -169,9 +150,7 @@ export function faultNote(check: string, axes: readonly string[]): string {
 }
 
 /** Eqn indices of the body's collectives (highlighted in the body jaxpr). */
-export function collectiveEqns(
-  body: ShardMapBodyTraced | undefined,
-): Set<number> {
+export function collectiveEqns(body: ShardMapBodyTraced | undefined): Set<number> {
   return new Set(body?.collectives.map((c) => c.eqn_index) ?? []);
 }
 
@@ -196,29 +175,28 @@ export interface CollectiveNote {
  * (`source_text`) calls `psum`/`pmean`. `null` for primitives named as called.
  */
 export function collectiveNote(c: ShardMapCollective): CollectiveNote | null {
-  const axes = c.axes.map((a) => `'${a}'`).join(", ");
-  const called = /\b(?:lax\.)?(psum|pmean)\s*\(/.exec(c.source_text ?? "");
-  const fn = called?.[1] ?? "psum";
+  const axes = c.axes.map((a) => `'${a}'`).join(', ');
+  const called = /\b(?:lax\.)?(psum|pmean)\s*\(/.exec(c.source_text ?? '');
+  const fn = called?.[1] ?? 'psum';
   const api = `jax.lax.${fn}`;
-  const mean = fn === "pmean" ? " (pmean is a psum, then a divide)" : "";
+  const mean = fn === 'pmean' ? ' (pmean is a psum, then a divide)' : '';
   const call = called ? (c.source_text ?? null) : null;
-  if (c.primitive === "psum_invariant") {
+  if (c.primitive === 'psum_invariant') {
     return {
       api,
       call,
-      where:
-        "jax/_src/lax/parallel.py: _psum → bind_psum_invariant → psum_invariant_p",
+      where: 'jax/_src/lax/parallel.py: _psum → bind_psum_invariant → psum_invariant_p',
       text:
         `psum_invariant is JAX's name for ${api} inside shard_map with check_vma=True${mean}: ` +
         `the same all-reduce sum, named for its result, which is invariant over ${axes} ` +
         `(the sum drops ${axes} from the value's {V:…}).`,
     };
   }
-  if (c.primitive === "psum" && called) {
+  if (c.primitive === 'psum' && called) {
     return {
       api,
       call,
-      where: "jax/_src/lax/parallel.py: _psum → psum_p",
+      where: 'jax/_src/lax/parallel.py: _psum → psum_p',
       text: `with check_vma=False, ${api}${mean} binds plain psum: no varying-axes types to update.`,
     };
   }
@@ -227,14 +205,12 @@ export function collectiveNote(c: ShardMapCollective): CollectiveNote | null {
 
 /** `x: 4 × y: 2` */
 export function meshText(checked: ShardMapChecked): string {
-  return checked.mesh_axes
-    .map((a, i) => `${a}: ${checked.mesh_shape[i]}`)
-    .join(" × ");
+  return checked.mesh_axes.map((a, i) => `${a}: ${checked.mesh_shape[i]}`).join(' × ');
 }
 
 /** `[0:2, 4:8]` */
 export function indexText(index: readonly (readonly number[])[]): string {
-  return `[${index.map(([a, b]) => `${a}:${b}`).join(", ")}]`;
+  return `[${index.map(([a, b]) => `${a}:${b}`).join(', ')}]`;
 }
 
 /**
@@ -253,8 +229,7 @@ export function blockRows(output: ShardMapOutput): BlockRow[] {
     const key = indexText(s.index);
     const row = rows.get(key);
     if (row) row.devices.push(s.device);
-    else
-      rows.set(key, { index: key, shape: [...s.shape], devices: [s.device] });
+    else rows.set(key, { index: key, shape: [...s.shape], devices: [s.device] });
   }
   return [...rows.values()];
 }
@@ -262,7 +237,7 @@ export function blockRows(output: ShardMapOutput): BlockRow[] {
 /** Options for a rerun with another in_specs expression (empty: the snippet's own). */
 export function specOptions(options: RunOptions, inSpecs: string): RunOptions {
   const text = inSpecs.trim();
-  return { ...options, spec: text === "" ? null : text };
+  return { ...options, spec: text === '' ? null : text };
 }
 
 /**
@@ -273,17 +248,14 @@ export function foundText(checked: ShardMapChecked): string | null {
   const found = checked.found;
   if (!found) return null;
   const where = (s: { line?: number | null; within?: string[] }): string =>
-    `${s.line != null ? `line ${s.line}` : "a line outside your snippet"}${s.within?.length ? ` (inside ${s.within.join(" → ")})` : ""}`;
+    `${s.line != null ? `line ${s.line}` : 'a line outside your snippet'}${s.within?.length ? ` (inside ${s.within.join(' → ')})` : ''}`;
   const shown = found.sites[found.shown];
   if (!shown) return null;
   const others = found.sites.filter((_, i) => i !== found.shown);
   const rest = others.length
-    ? ` f makes ${others.length} other shard_map call${others.length === 1 ? "" : "s"}: ${others
-        .map(
-          (s) =>
-            `${where(s)}${s.reachable === false ? ", in a loop or a branch: not checked" : ""}`,
-        )
-        .join("; ")}.`
-    : "";
+    ? ` f makes ${others.length} other shard_map call${others.length === 1 ? '' : 's'}: ${others
+        .map((s) => `${where(s)}${s.reachable === false ? ', in a loop or a branch: not checked' : ''}`)
+        .join('; ')}.`
+    : '';
   return `Your f calls jax.shard_map itself: this is the call at ${where(shown)}, checked with the arrays f passed it at your args; its mesh, specs and body are the ones JAX staged for it.${rest}`;
 }
