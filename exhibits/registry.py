@@ -362,6 +362,17 @@ EXHIBITS: dict[str, Exhibit] = {
             # f runs twice, op by op (eagerly: once recording, once under the reuse checker).
             budget=3.0,
         ),
+        Exhibit(
+            id="flax_params",
+            title="Params are data: a Flax model's parameters",
+            summary="Each self.param with its key, the params dict init returns and apply reads.",
+            default_example="mlp",
+            # The snippet defines `model` (and `args`), not `f`.
+            needs_snippet=False,
+            # Importing flax and the first eager init (one XLA compile per primitive) take
+            # seconds on a loaded machine.
+            budget=3.0,
+        ),
     ]
 }
 

@@ -62,6 +62,7 @@ const TABLE: Readonly<Record<string, { group: ExhibitGroup; label: string }>> = 
   rules: { group: 'Devices', label: 'Rule matrix' },
   dtypes: { group: 'Trace & compile', label: 'Type promotion' },
   prng: { group: 'Trace & compile', label: 'PRNG keys' },
+  flax_params: { group: 'Pytrees & control flow', label: 'Flax params' },
 };
 
 /** The view and narrative of folder `exhibits/<id>/` (throws when the folder lacks one). */

@@ -267,3 +267,15 @@ from jaxscope.internals.recompiles import (
 )
 
 RecompileStepRecord = _recompiles.StepRecord
+
+# Flax: linen's Scope.param/make_rng and nnx's RngStream/Variable observed, and JAX's dead-code
+# elimination of a jaxpr's inputs (the parameters apply never reads).
+from jaxscope.internals.flax_hooks import (
+    LinenParam as LinenParam,
+    LinenRecorder as LinenRecorder,
+    NnxRecorder as NnxRecorder,
+    NnxVariable as NnxVariable,
+    recording_linen as recording_linen,
+    recording_nnx as recording_nnx,
+    unused_invars as unused_invars,
+)

@@ -59,7 +59,12 @@ export type Event =
   | ResultTypeComputed
   | DtypeChangesFound
   | RandomCallRecorded
-  | KeyReuseChecked;
+  | KeyReuseChecked
+  | ParamCreated
+  | ParamsInitialized
+  | ParamsApplied
+  | FlaxErrorRaised
+  | NnxStateSplit;
 export type Request = RunRequest | CancelRequest | DetailRequest;
 
 /**
@@ -2538,7 +2543,8 @@ export interface ShardMapValueView {
  * ``explanation``: plain words beside JAX's error where its message says little, e.g. a
  * collective naming an axis the mesh lacks, which JAX fails as a bare AssertionError;
  * ``line``: the snippet line of the specs at fault when one of shard_map's spec checks failed,
- * e.g. the ``out_specs`` line for an axis the mesh lacks).
+ * e.g. the ``out_specs`` line for an axis the mesh lacks; ``found``: set when the call was
+ * found inside ``f`` rather than given by the snippet).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ShardMapChecked".
@@ -2553,6 +2559,7 @@ export interface ShardMapChecked {
   detail_of?: string | null;
   error_class: string | null;
   explanation: string | null;
+  found: ShardMapFound | null;
   in_specs: string;
   line: number | null;
   mesh_axes: string[];
@@ -2598,6 +2605,33 @@ export interface ShardMapFault {
   path: string;
   spec: string;
   specs: 'in_specs' | 'out_specs';
+}
+/**
+ * Real code: the snippet defines no ``in_specs``, so ``f``'s jaxpr was searched for its
+ * ``shard_map`` calls (``internals.shard_map_found``). ``sites`` are all of them in program
+ * order, ``shown`` the index of the one this run checks (the first whose inputs could be
+ * evaluated), whose mesh, specs and body come from its eqn's params and whose inputs are the
+ * arrays ``f`` passed it at ``args``.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ShardMapFound".
+ */
+export interface ShardMapFound {
+  shown: number;
+  sites: ShardMapSite[];
+}
+/**
+ * A ``shard_map`` call found inside ``f`` (a snippet with no ``in_specs``): its user line
+ * (``None``: none found), the calls it sits in as JAX names them (``["jit(f)"]``) and whether
+ * its inputs could be evaluated (false inside a ``scan``/``while``/``cond`` body).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ShardMapSite".
+ */
+export interface ShardMapSite {
+  line: number | null;
+  reachable: boolean;
+  within: string[];
 }
 /**
  * One ``PartitionSpec`` of ``in_specs``/``out_specs``: its key path in that tree
@@ -2962,6 +2996,205 @@ export interface KeyReuseFinding {
   first_line: number | null;
   line: number | null;
   message: string | null;
+}
+/**
+ * One parameter created, in call order (``index`` from 0).
+ *
+ * ``path``: the names from the model down (``["Dense_0", "kernel"]``; linen: the scope path
+ * and the ``self.param`` name, inside the ``params`` collection; nnx: the attribute path).
+ * ``initializer``: the function that made the value, named as it is reached publicly
+ * (``jax.nn.initializers.lecun_normal()``, ``jax.nn.initializers.zeros``), None when not
+ * known (nnx: the creating frame had no ``<name>_init``). ``key``: ``jax.random.key_data`` of
+ * the key it was given (None: traced, or none found). ``reproduced``: the initializer applied
+ * to that key (and the shape and dtype flax gave it) equals the value (None: not checked).
+ *
+ * Key derivation. linen: ``root_key`` is the ``params`` stream's key from ``init``,
+ * ``fold_in_data`` the static data flax hashed (child scope names, then the per-scope counter),
+ * ``folded`` the uint32 it folded in (the first 4 bytes of their SHA-1), so ``key ==
+ * fold_in(root_key, folded)``. nnx: ``root_key`` is the stream's key, ``stream`` its tag and
+ * ``folded`` its count at the draw, so ``key == fold_in(root_key, folded)`` too.
+ * ``preview``: the value as numpy prints it (summarised). ``line``: the snippet line that
+ * created it (the innermost snippet frame).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ParamCreated".
+ */
+export interface ParamCreated {
+  api: 'linen' | 'nnx';
+  aval: AvalView;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  fold_in_data: (string | number)[];
+  folded: number | null;
+  index: number;
+  initializer: string | null;
+  key: number[] | null;
+  line: number | null;
+  path: string[];
+  preview: string | null;
+  reproduced: boolean | null;
+  root_key: number[] | null;
+  run_id: string;
+  seq: number;
+  stream: string;
+  type: 'param_created';
+}
+/**
+ * The pytree ``init`` returned (linen: the variables dict, a plain ``dict``; nnx: the
+ * ``nnx.Param`` state), as data: ``container`` its Python type's name, ``treedef``
+ * ``str(jax.tree_util.tree_structure(...))``, ``leaves`` in flattening order, ``total_size``
+ * the element count and ``total_bytes``. ``init_seconds``: the wall time of the first init
+ * (nnx: constructing the model); ``compiles``/``compile_seconds``: the XLA compiles JAX
+ * reported during it (``jax.monitoring``'s backend compile events) and their time.
+ * ``other_keys``: the keys drawn during init that no parameter got, in order.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ParamsInitialized".
+ */
+export interface ParamsInitialized {
+  api: 'linen' | 'nnx';
+  compile_seconds: number;
+  compiles: number;
+  container: string;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  init_seconds: number;
+  leaves: ParamLeaf[];
+  other_keys: OtherKey[];
+  run_id: string;
+  seq: number;
+  total_bytes: number;
+  total_size: number;
+  treedef: string;
+  type: 'params_initialized';
+}
+/**
+ * One leaf of the params pytree in JAX's flattening order: its key path
+ * (``['params']['Dense_0']['bias']``), its path as names, its aval and the ``index`` of the
+ * ``param_created`` event that made it (None: a leaf no ``self.param`` made).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ParamLeaf".
+ */
+export interface ParamLeaf {
+  aval: AvalView;
+  created_index: number | null;
+  keypath: string;
+  path: string[];
+}
+/**
+ * A key the model drew that no parameter got (a Dropout's stream fork in nnx, a
+ * ``self.make_rng('dropout')`` in linen): ``stream``, the data folded in and the key.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "OtherKey".
+ */
+export interface OtherKey {
+  fold_in_data: (string | number)[];
+  folded: number | null;
+  key: number[] | null;
+  stream: string;
+}
+/**
+ * ``apply`` on the dict ``init`` returned (nnx: ``nnx.merge(graphdef, params, rest)``
+ * called). ``call``: what ran, as Python (``model.apply(variables, *apply_args)``).
+ * ``reads``: linen's reads, in order (nnx: empty, it reads attributes). ``unused``: the paths
+ * of the parameters whose jaxpr invar no output depends on (JAX's dead-code elimination of the
+ * ``jaxpr_staged`` event's jaxpr of the same call). ``outputs``: the output as numpy prints
+ * it; ``output_aval`` its aval when it is one array.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ParamsApplied".
+ */
+export interface ParamsApplied {
+  api: 'linen' | 'nnx';
+  call: string;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  output: string;
+  output_aval: AvalView | null;
+  reads: ParamRead[];
+  run_id: string;
+  seq: number;
+  type: 'params_applied';
+  unused: string[][];
+}
+/**
+ * One parameter ``apply`` read from the dict (linen ``Scope.get_variable``), in read order:
+ * its path, and ``same_object``: the array read is the very object ``init`` put in the
+ * dict (no copy).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ParamRead".
+ */
+export interface ParamRead {
+  path: string[];
+  same_object: boolean;
+}
+/**
+ * An error ``init`` or ``apply`` raised on the model: Flax's own (a
+ * ``flax.errors.FlaxError`` such as ``ScopeParamShapeError``) or JAX's branch check under
+ * ``nn.cond``. ``phase`` is where; ``error_class`` and ``message`` as raised; ``line`` the
+ * innermost snippet line of its traceback; ``docs`` Flax's link for its error class.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "FlaxErrorRaised".
+ */
+export interface FlaxErrorRaised {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  docs: string | null;
+  error_class: string;
+  line: number | null;
+  message: string;
+  phase: 'init' | 'apply';
+  run_id: string;
+  seq: number;
+  type: 'flax_error_raised';
+}
+/**
+ * ``graphdef, state = nnx.split(model)``: the graphdef's ``nodes`` (static structure, no
+ * arrays) and the state's leaves (all the arrays). ``merge_equal``: ``nnx.merge(graphdef,
+ * state)`` called on ``args`` gives the same output as the model (``max_abs_diff``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "NnxStateSplit".
+ */
+export interface NnxStateSplit {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  graphdef_type: string;
+  leaves: StateLeaf[];
+  max_abs_diff: number | null;
+  merge_equal: boolean;
+  nodes: GraphNode[];
+  run_id: string;
+  seq: number;
+  type: 'nnx_state_split';
+}
+/**
+ * One leaf of an nnx ``State`` (``nnx.to_flat_state``): its path, the Variable type
+ * (``Param``, ``RngKey``, ``RngCount``) and aval.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "StateLeaf".
+ */
+export interface StateLeaf {
+  aval: AvalView;
+  path: string[];
+  variable_type: string;
+}
+/**
+ * One entry of an nnx ``GraphDef``'s ``nodes``: ``kind`` (``NodeDef``, ``VariableDef``,
+ * ...), the node's ``type`` name and its ``index`` (None for a plain pytree node).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "GraphNode".
+ */
+export interface GraphNode {
+  index: number | null;
+  kind: string;
+  type_name: string;
 }
 /**
  * Run ``exhibit`` on the snippet ``code``. Answered by a stream of events for ``run_id``.
