@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.protocol import EventBase, WireModel
+from jaxscope.protocol import EventBase, SourceLoc, WireModel
 
 
 class ShardView(WireModel):
@@ -107,10 +107,48 @@ class ShardingErrorExplained(EventBase):
     fix: str
 
 
+class AnnotationCheck(WireModel):
+    """One sharding annotation inside ``f`` (``primitive`` ``sharding_constraint`` for
+    ``jax.lax.with_sharding_constraint``, ``device_put`` for ``jax.device_put`` to a sharding)
+    at the user's line (``source``): the requested ``spec`` (``str(PartitionSpec)``) on a value
+    of ``shape``/``dtype``, and what the compiled program holds instead: ``got`` (the spec of
+    ``Compiled.output_shardings`` for that value; ``replicated`` when fully replicated),
+    ``kept`` whether it is equivalent to the request (``Sharding.is_equivalent_to``).
+    ``where``: ``output[i]`` when the annotated value is f's flat output ``i`` (read from
+    ``jax.jit(f)``'s compiled program), ``inside f`` when later eqns compute from it (then read
+    from the annotation compiled alone on a value of the same type, ``jax.jit`` of the one call).
+    ``reason``: why JAX could not keep it (an indivisible dimension; ``device_put`` lowering to
+    nothing inside ``jit``), ``None`` when kept. ``user_jit``: the annotation runs compiled when
+    the user calls ``f`` (it lies inside a ``jit``: ``f`` is decorated, or calls a jitted
+    function); when not, ``f`` called eagerly places the value as asked (an eager
+    ``device_put``), and only the exhibit's ``jax.jit(f)`` loses it: not a finding."""
+
+    primitive: str
+    source: SourceLoc | None = None
+    spec: str
+    shape: list[int]
+    dtype: str
+    kept: bool
+    got: str
+    where: str
+    reason: str | None = None
+    fix: str | None = None
+    user_jit: bool = True
+
+
+class ShardingAnnotationsChecked(EventBase):
+    """Every sharding annotation of ``f``'s jaxpr (calls inlined), checked against the
+    compiled program: empty when ``f`` has none."""
+
+    type: Literal["sharding_annotations_checked"] = "sharding_annotations_checked"
+    annotations: list[AnnotationCheck]
+
+
 # This exhibit's events, in the order the union lists them (checked: every event class
 # defined here must be listed, see ``jaxscope.events``).
 EVENTS: tuple[type[EventBase], ...] = (
     ShardingPlaced,
     CollectivesFound,
     ShardingErrorExplained,
+    ShardingAnnotationsChecked,
 )

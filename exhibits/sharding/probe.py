@@ -13,7 +13,9 @@ Events, in order:
   ``jax.device_put(args[0], NamedSharding(mesh, spec))`` and its ``addressable_shards``;
 * stage ``trace``: :class:`JaxprStaged`, ``jax.jit(f).trace(x, *args[1:])`` (``x`` the placed
   ``args[0]``), under ``jax.set_mesh(mesh)`` (so that ``P(...)`` works as an ``out_sharding``);
-* stages ``lower``/``compile``: :class:`CollectivesFound` from ``Compiled.as_text()``;
+* stages ``lower``/``compile``: :class:`CollectivesFound` from ``Compiled.as_text()``, then
+  :class:`ShardingAnnotationsChecked`: whether the compiled program keeps each
+  ``with_sharding_constraint``/``device_put`` written inside ``f`` (``kept.py``);
 * stage ``run``: one :class:`ShardingPlaced` per output leaf of ``f(x, *args[1:])`` called as
   the user calls it (``output``, or ``output[i]``), then one per output leaf of ``jax.jit(f)``
   (``jax.jit(f) output``, ``jax.jit(f) output[i]``): inside ``jit``, a ``device_put`` to a
@@ -48,6 +50,7 @@ from jaxscope.sandbox.snippet import InvalidSnippet
 
 from exhibits.sharding.events import CollectivesFound
 
+from .kept import check as check_annotations
 from .reading import collectives_in, counts_of, explain_error, placed
 from .settings import (
     check_array_shape,
@@ -173,6 +176,7 @@ def run(ctx: ProbeContext) -> None:
                 ],
             )
         )
+        ctx.emit(check_annotations(traced.jaxpr, compiled, mesh))
         with ctx.stage("run"):
             # What f returns as the user calls it (a device_put inside f places its output),
             # then what jax.jit(f) returns: inside jit a device_put to a NamedSharding on an

@@ -416,6 +416,7 @@ def test_run_probe_fixture_runs_default_example() -> None:
         "ShardingPlaced",
         "JaxprStaged",
         "CollectivesFound",
+        "ShardingAnnotationsChecked",
         "ShardingPlaced",
         "ShardingPlaced",
     ]

@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import type { Event } from "../../frontend/src/protocol";
 import {
+  annotationText,
   arrayTiles,
   blocksOf,
   collectiveLines,
@@ -350,5 +351,25 @@ describe("the tiles' layout: widths, heights and ranges", () => {
     const tiles = { rows: [[0, 100]], cols: [[0, 1]], tiles: [[{ blocks: [0], devices: ["cpu:0"] }]] };
     expect(tileHeight(tiles, 0)).toBe(6);
     expect(tileRange(tiles, 0, 0, 1)).toBe("[0:100]");
+  });
+});
+
+describe("sharding annotations the compiled program does not keep", () => {
+  it("says the constraint of constraint_not_kept at its line, in the words of the CLI", () => {
+    // test_annotation_cases.py holds the same snippet (cases/SH01) to plain JAX's output sharding
+    const model = shardingModel(load("constraint_not_kept"));
+    const all = model.annotations?.annotations ?? [];
+    expect(all).toHaveLength(1);
+    const [a] = all;
+    expect(a?.kept).toBe(false);
+    expect(a?.source?.line).toBe(24);
+    expect(a && annotationText(a)).toBe(
+      "with_sharding_constraint asked for P('data', None) on f32[17,16]; the program holds it replicated (as f's output[0]): " +
+        "axis 0 of size 17 does not divide among the 8 devices of mesh axis 'data': XLA replicates it instead of splitting it unevenly",
+    );
+  });
+
+  it("has no annotation for an f that writes none", () => {
+    expect(shardingModel(load("sum_sharded_axis")).annotations?.annotations).toEqual([]);
   });
 });

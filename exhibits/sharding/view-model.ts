@@ -14,6 +14,8 @@ export type ShardingPlaced = EventOf<"sharding_placed">;
 export type CollectivesFound = EventOf<"collectives_found">;
 export type ShardingErrorExplained = EventOf<"sharding_error_explained">;
 export type ShardView = ShardingPlaced["shards"][number];
+export type AnnotationsChecked = EventOf<"sharding_annotations_checked">;
+export type AnnotationCheck = AnnotationsChecked["annotations"][number];
 
 export interface ShardingModel {
   /** every placed array so far: `args[0]`, then `output…`, then `jax.jit(f) output…` */
@@ -22,6 +24,8 @@ export interface ShardingModel {
   collectives: CollectivesFound | null;
   error: ShardingErrorExplained | null;
   failure: RunFailed | null;
+  /** the with_sharding_constraint/device_put annotations inside f, checked */
+  annotations: AnnotationsChecked | null;
 }
 
 export function shardingModel(events: readonly Event[]): ShardingModel {
@@ -31,6 +35,7 @@ export function shardingModel(events: readonly Event[]): ShardingModel {
     collectives: null,
     error: null,
     failure: null,
+    annotations: null,
   };
   for (const e of events) {
     if (e.type === "sharding_placed") model.placed.push(e);
@@ -38,6 +43,7 @@ export function shardingModel(events: readonly Event[]): ShardingModel {
     else if (e.type === "collectives_found") model.collectives = e;
     else if (e.type === "sharding_error_explained") model.error = e;
     else if (e.type === "run_failed") model.failure = e;
+    else if (e.type === "sharding_annotations_checked") model.annotations = e;
   }
   return model;
 }
@@ -478,4 +484,15 @@ export function meshSizes(placed: ShardingPlaced): string {
   return placed.mesh_axes.length > 0
     ? placed.mesh_axes.map((a, i) => `${a}=${placed.mesh_shape[i]}`).join(" × ")
     : `${placed.mesh_device_ids.length} devices`;
+}
+
+const SHORT: Record<string, string> = { float32: "f32", float64: "f64", bfloat16: "bf16", float16: "f16", int32: "i32" };
+
+/** An annotation the compiled program did not keep, in the words of the CLI's stderr line
+ * (artefacts.py `headline`): what was asked, what the program holds, why. */
+export function annotationText(a: AnnotationCheck): string {
+  const call = a.primitive === "sharding_constraint" ? "with_sharding_constraint" : "device_put";
+  const value = `${SHORT[a.dtype] ?? a.dtype}[${a.shape.join(",")}]`;
+  const where = a.where.startsWith("output") ? `as f's ${a.where}` : "compiled alone";
+  return `${call} asked for ${a.spec} on ${value}; the program holds it ${a.got} (${where}): ${a.reason ?? ""}`;
 }

@@ -115,6 +115,12 @@ from jaxscope.internals.dtype_changes import Promotion as Promotion
 dtype_promotions = _dtype_changes.promotions
 dtype_eqn_count = _dtype_changes.eqn_count
 
+# The sharding exhibit: with_sharding_constraint / device_put annotations inside f.
+from jaxscope.internals.sharding_annotations import (
+    ShardingAnnotation as ShardingAnnotation,
+    sharding_annotations as sharding_annotations,
+)
+
 from jaxscope.internals.nan_walk import (
     CustomBwd as CustomBwd,
     custom_bwd as custom_bwd,

@@ -76,6 +76,7 @@ class _Flat:
     eqn: core.JaxprEqn
     ins: list[object | None]  # the key of each operand (None: a constant)
     outs: list[object]
+    calls: tuple[str, ...] = ()  # the primitives of the calls it was inlined from, outermost first
 
 
 def _body(eqn: core.JaxprEqn) -> tuple[core.Jaxpr, list[Any]] | None:
@@ -93,7 +94,12 @@ def _body(eqn: core.JaxprEqn) -> tuple[core.Jaxpr, list[Any]] | None:
     return jaxpr, consts
 
 
-def _flatten(jaxpr: core.Jaxpr, env: dict[Any, object | None], out: list[_Flat]) -> None:
+def _flatten(
+    jaxpr: core.Jaxpr,
+    env: dict[Any, object | None],
+    out: list[_Flat],
+    calls: tuple[str, ...] = (),
+) -> None:
     for v in jaxpr.constvars:
         env[v] = None
     for eqn in jaxpr.eqns:
@@ -102,13 +108,13 @@ def _flatten(jaxpr: core.Jaxpr, env: dict[Any, object | None], out: list[_Flat])
         if found is not None:
             body, _ = found
             inner: dict[Any, object | None] = dict(zip(body.invars, ins, strict=True))
-            _flatten(body, inner, out)
+            _flatten(body, inner, out, (*calls, str(eqn.primitive.name)))
             for o, bo in zip(eqn.outvars, body.outvars, strict=True):
                 env[o] = None if isinstance(bo, core.Literal) else inner.get(bo)
             continue
         for o in eqn.outvars:
             env[o] = o
-        out.append(_Flat(eqn, ins, list(eqn.outvars)))
+        out.append(_Flat(eqn, ins, list(eqn.outvars), calls))
 
 
 def _floating(d: np.dtype[Any]) -> bool:
@@ -271,6 +277,15 @@ def promotions(closed_jaxpr: core.ClosedJaxpr, limit: int = 50) -> list[Promotio
             partner=f"{_short(met[0].aval)} {_origin(met[1], args)}" if met else None,
         )
     return list(found.values())
+
+
+def flatten_calls(jaxpr: core.Jaxpr, env: dict[Any, object | None]) -> list[_Flat]:
+    """``jaxpr``'s eqns with calls inlined, each with a key per operand and output (``env``
+    maps ``jaxpr``'s invars to their keys, and gets every var's key; ``None``: a constant). A
+    call's outputs get the keys of its body's outputs."""
+    flat: list[_Flat] = []
+    _flatten(jaxpr, env, flat)
+    return flat
 
 
 def eqn_count(closed_jaxpr: core.ClosedJaxpr) -> int:

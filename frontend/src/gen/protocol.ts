@@ -51,6 +51,7 @@ export type Event =
   | ShardingPlaced
   | CollectivesFound
   | ShardingErrorExplained
+  | ShardingAnnotationsChecked
   | ShardMapBodyTraced
   | ShardMapChecked
   | ShardMapOutputsAssembled
@@ -2480,6 +2481,53 @@ export interface ShardingErrorExplained {
   shape: number[];
   spec: string | null;
   type: 'sharding_error_explained';
+  where: string;
+}
+/**
+ * Every sharding annotation of ``f``'s jaxpr (calls inlined), checked against the
+ * compiled program: empty when ``f`` has none.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ShardingAnnotationsChecked".
+ */
+export interface ShardingAnnotationsChecked {
+  annotations: AnnotationCheck[];
+  detail_id?: string | null;
+  detail_of?: string | null;
+  run_id: string;
+  seq: number;
+  type: 'sharding_annotations_checked';
+}
+/**
+ * One sharding annotation inside ``f`` (``primitive`` ``sharding_constraint`` for
+ * ``jax.lax.with_sharding_constraint``, ``device_put`` for ``jax.device_put`` to a sharding)
+ * at the user's line (``source``): the requested ``spec`` (``str(PartitionSpec)``) on a value
+ * of ``shape``/``dtype``, and what the compiled program holds instead: ``got`` (the spec of
+ * ``Compiled.output_shardings`` for that value; ``replicated`` when fully replicated),
+ * ``kept`` whether it is equivalent to the request (``Sharding.is_equivalent_to``).
+ * ``where``: ``output[i]`` when the annotated value is f's flat output ``i`` (read from
+ * ``jax.jit(f)``'s compiled program), ``inside f`` when later eqns compute from it (then read
+ * from the annotation compiled alone on a value of the same type, ``jax.jit`` of the one call).
+ * ``reason``: why JAX could not keep it (an indivisible dimension; ``device_put`` lowering to
+ * nothing inside ``jit``), ``None`` when kept. ``user_jit``: the annotation runs compiled when
+ * the user calls ``f`` (it lies inside a ``jit``: ``f`` is decorated, or calls a jitted
+ * function); when not, ``f`` called eagerly places the value as asked (an eager
+ * ``device_put``), and only the exhibit's ``jax.jit(f)`` loses it: not a finding.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "AnnotationCheck".
+ */
+export interface AnnotationCheck {
+  dtype: string;
+  fix: string | null;
+  got: string;
+  kept: boolean;
+  primitive: string;
+  reason: string | null;
+  shape: number[];
+  source: SourceLoc | null;
+  spec: string;
+  user_jit: boolean;
   where: string;
 }
 /**

@@ -1,0 +1,27 @@
+# A sharding constraint on 17 rows over 8 devices inside jax.jit (jax-ml/jax#26946): JAX accepts it
+# and the compiled program replicates the table on every device. The exhibit reports the
+# constraint at its line (ShardingNotKept); with vocab_size = 24 the constraint is kept.
+
+import os
+
+if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):  # plain Python
+    flags = os.environ.get("XLA_FLAGS", "")
+    os.environ["XLA_FLAGS"] = flags + " --xla_force_host_platform_device_count=8"
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+mesh = jax.make_mesh((8,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
+vocab_size = 17
+
+
+@jax.jit
+def f(scale):
+    embedding = jnp.arange(vocab_size * 16, dtype=jnp.float32).reshape(vocab_size, 16) * scale
+    # 17 rows over 8 devices:
+    return jax.lax.with_sharding_constraint(embedding, NamedSharding(mesh, P("data", None)))
+
+
+args = (jnp.float32(0.5),)
