@@ -152,7 +152,8 @@ export function initFigures(events: readonly Event[]): string | null {
   const compiles =
     init.compiles > 0
       ? `${init.compiles} XLA compiles took ${init.compile_seconds.toFixed(2)} s of it: run eagerly, ` +
-        'each new primitive compiles a small program the first time, so a second init takes milliseconds'
+        `each new primitive compiles a small program the first time, so a second ${init.api === 'linen' ? 'init' : 'build'} ` +
+        'takes milliseconds'
       : 'no XLA compile was needed (the programs were already compiled)';
   return `${size}. ${what} took ${init.init_seconds.toFixed(2)} s; ${compiles}.`;
 }
