@@ -47,10 +47,11 @@ CLI import it without paying for JAX.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, TypeAlias, get_args
 
 from pydantic import BaseModel, Field, PrivateAttr, TypeAdapter, field_serializer
 
@@ -485,8 +486,10 @@ class ValueView(WireModel):
 
     @field_serializer("preview")
     def _serialised_preview(self, preview: str | None) -> str | None:
-        if preview is None and self._pending is not None:
-            return self._pending.text()
+        if preview is None:
+            pending = _pending_of(self)
+            if pending is not None:
+                return pending.text()
         return preview
 
 
@@ -580,24 +583,67 @@ class DetailFailed(EventBase):
 
 
 def without_previews(model: WireModelT) -> WireModelT:
-    """A deep copy of ``model`` whose :class:`ValueView` previews are left out (``preview``
-    None, ``deferred`` true): the summary of a step event (its values stay in the worker)."""
-    copy = model.model_copy(deep=True)
-    _drop_previews(copy)
-    return copy
+    """A copy of ``model`` whose :class:`ValueView` previews are left out (``preview`` None,
+    ``deferred`` true; a pending one dropped): the summary of a step event (its values stay in
+    the worker). Only ``model`` itself and what holds a dropped preview are copied; the rest
+    (avals, sources, texts) is shared with ``model``, so a summary must not be changed below its
+    top level (the runner sets only its ``detail_id``)."""
+    summary = _without_preview(model)
+    return summary if summary is not model else model.model_copy()  # type: ignore[return-value]
 
 
-def _drop_previews(value: object) -> None:
+def _pending_of(view: ValueView) -> PendingPreview | None:
+    # The private attribute, read without pydantic's ``__getattr__`` (a step has dozens).
+    private = view.__pydantic_private__
+    return private.get("_pending") if private else None
+
+
+def _without_preview(value: object) -> object:
+    """``value`` with its previews left out: the same object when it holds none."""
     if isinstance(value, ValueView):
-        if value.preview is not None or value.pending is not None:
-            value.preview, value.deferred = None, True
-            value._pending = None
-    elif isinstance(value, BaseModel):
-        for name in type(value).model_fields:
-            _drop_previews(getattr(value, name))
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            _drop_previews(item)
+        if value.preview is None and _pending_of(value) is None:
+            return value
+        copy = value.model_copy(update={"preview": None, "deferred": True})
+        copy._pending = None
+        return copy
+    if isinstance(value, BaseModel):
+        changed = _changes(value)
+        return value.model_copy(update=changed) if changed else value
+    if isinstance(value, (list, tuple)):
+        items = [_without_preview(item) for item in value]
+        if any(a is not b for a, b in zip(items, value, strict=True)):
+            return items if isinstance(value, list) else tuple(items)
+    return value
+
+
+def _changes(model: BaseModel) -> dict[str, object]:
+    changed: dict[str, object] = {}
+    for name in _value_fields(type(model)):
+        old = getattr(model, name)
+        new = _without_preview(old)
+        if new is not old:
+            changed[name] = new
+    return changed
+
+
+@functools.cache
+def _value_fields(cls: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of ``cls`` whose declared type can hold a :class:`ValueView` (a step's value
+    lists, a write's values), so the walks above skip avals, sources and jaxpr views."""
+    return tuple(
+        name for name, f in cls.model_fields.items() if _may_hold_value(f.annotation, set())
+    )
+
+
+def _may_hold_value(tp: object, seen: set[type]) -> bool:
+    if tp is ValueView:
+        return True
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        if tp in seen:
+            return False
+        seen.add(tp)
+        return any(_may_hold_value(f.annotation, seen) for f in tp.model_fields.values())
+    return any(_may_hold_value(arg, seen) for arg in get_args(tp))
 
 
 # What a summarised ValueView writes instead of its preview: ``"preview":null,"deferred":true``
@@ -615,12 +661,11 @@ def deferred_margin(model: BaseModel) -> int:
     while stack:
         value = stack.pop()
         if isinstance(value, ValueView):
-            if value.preview is None and value.pending is not None:
-                total += value.pending.min_chars - _DEFERRED_CHARS
-        elif isinstance(value, JaxprView):  # thousands of eqn views, and no value view
-            continue
+            pending = _pending_of(value)
+            if value.preview is None and pending is not None:
+                total += pending.min_chars - _DEFERRED_CHARS
         elif isinstance(value, BaseModel):
-            stack.extend(getattr(value, name) for name in type(value).model_fields)
+            stack.extend(getattr(value, name) for name in _value_fields(type(value)))
         elif isinstance(value, (list, tuple)):
             stack.extend(value)
     return total

@@ -203,9 +203,11 @@ class RunContext:
         summary = event.summarised()
         if summary is None:
             return None
-        least = len(event_json(summary)) + margin  # the whole line is at least this long
         summary.detail_id = f"d{len(self.capture)}"
         summary_line = event_json(summary)
+        # The whole line is at least this long: the summary's, less its `"detail_id":"dN",`
+        # (the whole has none), plus what the pending previews add.
+        least = len(summary_line) - len(f'"detail_id":"{summary.detail_id}",') + margin
         if least <= SUMMARY_FROM_BYTES or len(summary_line) >= least:
             return None
         self.capture[summary.detail_id] = event
