@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait
+from e2e.browser import open_exhibit, run_and_wait, set_code
 from exhibits.registry import EXHIBITS
 
 EXAMPLE = EXHIBITS["dtypes"].example_paths()[EXHIBITS["dtypes"].default_example]
@@ -69,4 +69,39 @@ def test_dtypes_highlights_the_result_type(
     assert expected(False)[0] != expected(True)[0]
     expect(page.get_by_test_id("x64-note")).to_contain_text("x64 changes the answer")
     page.screenshot(path=str(screenshots / f"dtypes-x64-on-{theme}.png"), full_page=True)
+    assert console_errors == []
+
+
+def test_dtypes_says_a_promotion_at_its_line(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """The bf16_promoted example (cases/DT01, optax#1405): plain JAX returns float32 from
+    bfloat16 arguments, and the page names the line of ``lr * grads``; a fixed learning rate (a
+    Python float) keeps bfloat16 and the page says nothing changed."""
+    path = EXHIBITS["dtypes"].example_paths()["bf16_promoted"]
+    code = path.read_text()
+    namespace: dict[str, Any] = {"__name__": "example"}
+    exec(compile(code, str(path), "exec"), namespace)
+    out = jax.eval_shape(namespace["f"], *namespace["args"])
+    assert out.dtype == jnp.float32 and namespace["args"][0].dtype == jnp.bfloat16
+    line = next(i for i, t in enumerate(code.splitlines(), 1) if "step = lr * grads" in t)
+
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    open_exhibit(page, "dtypes")
+    set_code(page, code)
+    run_and_wait(page)
+    change = page.get_by_test_id("dtype-change")
+    expect(change).to_have_count(1)
+    expect(change).to_have_attribute("data-line", str(line))
+    expect(change).to_have_attribute("data-kind", "promoted")
+    expect(page.get_by_test_id("change-line")).to_have_text(f"line {line}")
+    expect(page.get_by_test_id("change-text")).to_contain_text(
+        "bf16[4,8] promoted to f32[4,8] by * with f32[] constant"
+    )
+    page.screenshot(path=str(screenshots / "dtypes-promoted.png"), full_page=False)
+
+    set_code(page, code.replace("lr = np.float32(1e-3)", "lr = 1e-3"))
+    run_and_wait(page)
+    expect(page.get_by_test_id("no-changes")).to_be_visible()
+    expect(page.get_by_test_id("dtype-change")).to_have_count(0)
     assert console_errors == []
