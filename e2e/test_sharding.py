@@ -174,3 +174,36 @@ def test_c16_broken_grid_is_the_input_and_the_error_names_the_refused_spec(
     page.get_by_test_id("sharding-error").scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / "sharding-c16-broken-light.png"))
     assert console_errors == []
+
+
+def test_sharding_says_a_constraint_the_program_does_not_keep(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """The constraint_not_kept example (cases/SH01, jax-ml/jax#26946): 17 rows constrained over
+    8 devices inside jit. The page names the constraint's line and says it is held replicated
+    (test_annotation_cases.py holds the same to plain JAX's output sharding); with 24 rows it
+    is kept."""
+    from e2e.browser import set_code
+    from exhibits.registry import EXHIBITS
+
+    code = EXHIBITS["sharding"].example_paths()["constraint_not_kept"].read_text()
+    line = next(i for i, t in enumerate(code.splitlines(), 1) if "with_sharding_constraint(" in t)
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    open_exhibit(page, "sharding")
+    set_code(page, code)
+    run_and_wait(page)
+    note = page.get_by_test_id("annotation")
+    expect(note).to_have_count(1)
+    expect(note).to_have_attribute("data-kept", "false")
+    expect(note).to_have_attribute("data-line", str(line))
+    expect(page.get_by_test_id("annotation-text")).to_contain_text(
+        "holds it replicated (as f's output[0]): axis 0 of size 17 does not divide among the 8"
+    )
+    page.get_by_test_id("sharding-annotations").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "sharding-not-kept.png"))
+
+    set_code(page, code.replace("vocab_size = 17", "vocab_size = 24"))
+    run_and_wait(page)
+    expect(page.get_by_test_id("annotation")).to_have_attribute("data-kept", "true")
+    expect(page.get_by_test_id("annotations-count")).to_have_text("0 of 1 not kept")
+    assert console_errors == []
