@@ -9,8 +9,9 @@
  * its box: each run of nodes in one box (the same chain of expanded groups) gets rows of its
  * own, below everything before it, so that boxes never overlap and nest as the groups do. Rows
  * are centred; a box is drawn around its nodes and inner boxes, with room for its header.
- * Edges are straight segments from the bottom of their source to the top of their target
- * (dagre routes them around nodes; at this size the layout's speed matters more).
+ * Edges run from the bottom of their source to the top of their target, straight between
+ * neighbouring rows and around the right of the rows between otherwise (dagre routes them
+ * around every node; at this size the layout's speed matters more).
  */
 import type { DataflowGraph, GraphLayout, PlacedCluster, PlacedEdge, PlacedNode } from './dataflow-graph';
 import { NODE_H, nodeWidth } from './dataflow-graph';
@@ -118,7 +119,13 @@ export function layoutLayered(graph: DataflowGraph): GraphLayout {
     if (a === undefined || b === undefined) return [];
     const from = placed[a] as PlacedNode;
     const to = placed[b] as PlacedNode;
-    return [{ ...e, points: [{ x: from.x, y: from.y + NODE_H / 2 }, { x: to.x, y: to.y - NODE_H / 2 }] }];
+    const start = { x: from.x, y: from.y + NODE_H / 2 };
+    const end = { x: to.x, y: to.y - NODE_H / 2 };
+    if ((rank[b] ?? 0) - (rank[a] ?? 0) <= 1) return [{ ...e, points: [start, end] }];
+    // Over more than one row: around the rows between, on the right of both ends, so that the
+    // edge is not drawn through the nodes it passes.
+    const side = Math.max(from.x + from.width / 2, to.x + to.width / 2) + NODE_GAP / 2;
+    return [{ ...e, points: [start, { x: side, y: start.y + RANK_GAP / 2 }, { x: side, y: end.y - RANK_GAP / 2 }, end] }];
   });
   return { nodes: placed, edges: placedEdges, clusters: placedClusters, width: maxRow + 2 * side, height: top - RANK_GAP + MARGIN };
 }
