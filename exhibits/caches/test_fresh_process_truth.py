@@ -1,0 +1,93 @@
+"""Measuring must not change what is measured (issue 15): the caches exhibit's count of the
+traces and compiles each jitted function makes equals what JAX itself logs for the same snippet
+run as a plain script in a fresh Python process (the driver ``f(*args)``, or ``jax.jit(f)`` on
+each of ``calls``) (``jax_log_compiles``: "Finished tracing <name>
+for jit" per trace, "Finished XLA compilation of jit(<name>)" per compile). So neither the
+worker's own references nor its earlier runs turn a miss into a hit, or a hit into a miss.
+Cases: every example of the exhibit and the shared C05 pair.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from exhibits.conftest import CASES, jaxscope_run
+
+EXAMPLES = Path(__file__).resolve().parent / "examples"
+
+# The snippet as a script, then f(*args), JAX logging every trace and compile of the loop.
+_PLAIN = """
+import logging, io, runpy, sys
+import jax
+jax.config.update("jax_log_compiles", True)
+buf = io.StringIO()
+handler = logging.StreamHandler(buf)
+handler.setLevel(logging.DEBUG)
+logging.getLogger("jax").addHandler(handler)
+logging.getLogger("jax").setLevel(logging.DEBUG)
+ns = runpy.run_path(sys.argv[1], run_name="snippet")
+buf.truncate(0)  # what the module did while it loaded is not the loop's
+buf.seek(0)
+if "calls" in ns:  # calls mode: jax.jit(f) (with the snippet's statics) on each tuple in turn
+    f = ns["f"]
+    if not hasattr(f, "lower"):
+        f = jax.jit(
+            f,
+            static_argnums=ns.get("static_argnums", ()),
+            static_argnames=ns.get("static_argnames", ()),
+        )
+    for call in ns["calls"]:
+        f(*call)
+else:  # driver mode: the user's loop, as written
+    ns["f"](*ns["args"])
+print(buf.getvalue())
+"""
+
+
+def plain_counts(path: Path, names: set[str]) -> tuple[Counter[str], Counter[str]]:
+    """``(traces, compiles)`` per jitted function name in a fresh ``python`` running f(*args)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _PLAIN, str(path)], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    log = proc.stdout + proc.stderr
+    traces = Counter(m for m in re.findall(r"Finished tracing (\S+) for jit", log) if m in names)
+    compiles = Counter(
+        m for m in re.findall(r"Finished XLA compilation of jit\((\S+)\)", log) if m in names
+    )
+    return traces, compiles
+
+
+def exhibit_counts(path: Path) -> tuple[Counter[str], Counter[str]]:
+    """``(traces, compiles)`` per function as the caches exhibit observed them (``--json``)."""
+    proc = jaxscope_run("caches", path, "--json")
+    assert proc.returncode == 0, proc.stderr
+    calls = [json.loads(line) for line in proc.stdout.splitlines()]
+    calls = [c for c in calls if c.get("type") == "jit_call_observed"]
+    assert calls, "no jit call observed"
+    traces = Counter(c["function"] for c in calls if c["traced"])
+    compiles = Counter(c["function"] for c in calls if c["compiled"])
+    return traces, compiles
+
+
+PATHS = [
+    *sorted(EXAMPLES.glob("*.py")),
+    CASES / "C05_jit_in_loop_broken.py",
+    CASES / "C05_jit_in_loop_fixed.py",
+]
+
+
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: p.stem)
+def test_traces_and_compiles_equal_a_fresh_process(path: Path) -> None:
+    traced, compiled = exhibit_counts(path)
+    names = set(traced) | set(compiled)
+    plain_traced, plain_compiled = plain_counts(path, names)
+    assert compiled == plain_compiled
+    assert traced == plain_traced
