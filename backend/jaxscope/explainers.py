@@ -8,6 +8,9 @@ handler is owned by the code that knows its error:
 * the generic ones live here: JAX's tracer errors first (:func:`tracer_errors`: they also make
   the run's ``kind`` ``tracer_error``), a traced value used as an array shape last
   (:func:`shapes`, after the exhibits' more specific shape errors);
+* those of errors raised inside Flax, optax and ``jax.tree`` utilities (two trees of different
+  structure, NNX trace-level errors, a linen module passed to a transform) live in
+  :mod:`jaxscope.library_errors`, right after the tracer errors;
 * an exhibit's live in ``exhibits/<id>/explain.py`` as ``explain_error``, listed by the exhibit
   registry (``Exhibit.explains_errors``), and enter the chain in the registry's order.
 
@@ -284,9 +287,17 @@ def _link(explainer: Explainer) -> Link:
 @functools.cache
 def explainer_chain() -> tuple[Link, ...]:
     """The handlers in the order they are asked: the tracer errors and the donated/deleted
-    arrays, then each exhibit that explains errors in the registry's order, then the shape
-    errors."""
-    links = [_link(tracer_errors), _link(deleted_buffers)]
+    arrays, the errors raised inside Flax, optax and ``jax.tree`` utilities
+    (:mod:`jaxscope.library_errors`), then each exhibit that explains errors in the registry's
+    order, then the shape errors."""
+    from jaxscope import library_errors  # it imports this module
+
+    links = [
+        _link(tracer_errors),
+        _link(deleted_buffers),
+        _link(library_errors.tree_structures),
+        _link(library_errors.flax_errors),
+    ]
     for exhibit in EXHIBITS.values():
         # A JAX exhibit's handler explains JAX's errors, which cannot arise without JAX.
         if exhibit.explains_errors and (HAS_JAX or exhibit.worker != "jax"):

@@ -352,11 +352,14 @@ def walk(tree: Any, is_leaf: Any = None, limit: int | None = None) -> list[Visit
 @dataclass(frozen=True)
 class Difference:
     """The first node where two containers' structures differ: its ``keypath`` (``keystr``),
-    ``kind`` (``leaf/node``, ``type``, ``keys``, ``arity``, ``aux data``) and a sentence."""
+    ``kind`` (``leaf/node``, ``type``, ``keys``, ``arity``, ``aux data``), a sentence, and the
+    two nodes there (``left``, ``right``: not compared, for callers that describe them)."""
 
     keypath: str
     kind: str
     text: str
+    left: Any = field(default=None, compare=False, repr=False)
+    right: Any = field(default=None, compare=False, repr=False)
 
 
 def _describe(node: Any, got: tuple[list[tuple[Any, Any]], Any] | None) -> str:
@@ -387,12 +390,16 @@ def first_difference(left: Any, right: Any, is_leaf: Any = None) -> Difference |
                 where,
                 "leaf/node",
                 f"left is {_describe(a, ia)}, right is {_describe(b, ib)}",
+                a,
+                b,
             )
         if type(a) is not type(b):
             return Difference(
                 where,
                 "type",
                 f"left is {_describe(a, ia)}, right is {_describe(b, ib)}",
+                a,
+                b,
             )
         (ka, auxa), (kb, auxb) = ia, ib
         if isinstance(a, _DICT_LIKE):
@@ -405,13 +412,15 @@ def first_difference(left: Any, right: Any, is_leaf: Any = None) -> Difference |
                     text = f"keys only on the left: {only_a!r}; only on the right: {only_b!r}"
                 else:
                     text = f"the same keys in another order: {keys_a!r} vs {keys_b!r}"
-                return Difference(where, "keys", text)
+                return Difference(where, "keys", text, a, b)
         if len(ka) != len(kb):
             return Difference(
                 where,
                 "arity",
                 f"{type(a).__qualname__} with {len(ka)} children on the left, {len(kb)} on the "
                 "right",
+                a,
+                b,
             )
         if type(a) is not dict and not _aux_equal(auxa, auxb):
             return Difference(
@@ -419,6 +428,8 @@ def first_difference(left: Any, right: Any, is_leaf: Any = None) -> Difference |
                 "aux data",
                 f"{type(a).__qualname__} aux data {_short_repr(auxa)} on the left, "
                 f"{_short_repr(auxb)} on the right",
+                a,
+                b,
             )
         for (k, ca), (_, cb) in zip(ka, kb, strict=True):
             found = compare(ca, cb, (*path, k))
