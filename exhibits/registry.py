@@ -373,6 +373,18 @@ EXHIBITS: dict[str, Exhibit] = {
             # seconds on a loaded machine.
             budget=3.0,
         ),
+        Exhibit(
+            id="lazy_tensor",
+            title="Lazy tensors: the pending graph and its cuts (PyTorch/XLA)",
+            summary="torch_xla's pending IR line by line, what cuts it, and the graph hash.",
+            default_example="mlp_item",
+            worker="torch",
+            # `import torch` maps 5 GB of address space, 5.9-6.3 GB after work (design 0025).
+            address_space_bytes=8 * 2**30,
+            # f runs three times (line by line, plainly, the hash experiments) and each sync
+            # compiles; the first compile of a fresh process is the slow one.
+            budget=3.0,
+        ),
     ]
 }
 

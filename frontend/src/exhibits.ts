@@ -37,7 +37,15 @@ export interface ExhibitEntry {
 }
 
 /** Navigation groups, in display order. */
-export const EXHIBIT_GROUPS = ['Trace & compile', 'Autodiff', 'Batching', 'Pytrees & control flow', 'Caches', 'Devices'] as const;
+export const EXHIBIT_GROUPS = [
+  'Trace & compile',
+  'Autodiff',
+  'Batching',
+  'Pytrees & control flow',
+  'Caches',
+  'Devices',
+  'PyTorch/XLA',
+] as const;
 export type ExhibitGroup = (typeof EXHIBIT_GROUPS)[number];
 
 /** Where each exhibit sits in the navigation: one line per exhibit, in display order. */
@@ -63,6 +71,7 @@ const TABLE: Readonly<Record<string, { group: ExhibitGroup; label: string }>> = 
   dtypes: { group: 'Trace & compile', label: 'Type promotion' },
   prng: { group: 'Trace & compile', label: 'PRNG keys' },
   flax_params: { group: 'Pytrees & control flow', label: 'Flax params' },
+  lazy_tensor: { group: 'PyTorch/XLA', label: 'Lazy tensors' },
 };
 
 /** The view and narrative of folder `exhibits/<id>/` (throws when the folder lacks one). */

@@ -435,10 +435,11 @@ class ProbeMissing(Exception):
 def _settle(ctx: RunContext) -> None:
     """Finish the run's pending work inside the run, so it counts against this run's limits:
     JAX's pending effects and callbacks (``jax.effects_barrier``), then the user's objects
-    (``__del__`` methods run in ``gc.collect``)."""
-    import jax
+    (``__del__`` methods run in ``gc.collect``). A torch worker has no JAX effects to await."""
+    if "jax" in sys.modules:
+        import jax
 
-    jax.effects_barrier()  # type: ignore[no-untyped-call]
+        jax.effects_barrier()  # type: ignore[no-untyped-call]
     ctx.__dict__.pop("snippet", None)
     # The snippet's module is registered in sys.modules while it runs (load_snippet): drop it,
     # so that its globals are collected here, inside the run.

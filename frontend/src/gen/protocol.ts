@@ -65,7 +65,11 @@ export type Event =
   | ParamsInitialized
   | ParamsApplied
   | FlaxErrorRaised
-  | NnxStateSplit;
+  | NnxStateSplit
+  | LazyLineStepped
+  | LazyGraphBuilt
+  | LazyGraphSynced
+  | GraphHashCompared;
 export type Request = RunRequest | CancelRequest | DetailRequest;
 
 /**
@@ -3243,6 +3247,115 @@ export interface GraphNode {
   index: number | null;
   kind: string;
   type_name: string;
+}
+/**
+ * One snippet line of ``f`` finished (``sys.settrace``'s next line or return event).
+ *
+ * ``pending`` is the IR of every XLA tensor alive in that frame right after the line, one
+ * node per entry; ``new_nodes`` how many of them name this line; ``executions`` how many
+ * programs torch_xla ran during the line (``ExecuteComputation`` counter delta: a cut, the
+ * pending graph was compiled or fetched from the cache and executed) and ``compiles`` how
+ * many it compiled (``UncachedCompile`` delta); ``transfers_from_device`` the
+ * ``TransferFromDeviceTime`` samples added (values copied to the host).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "LazyLineStepped".
+ */
+export interface LazyLineStepped {
+  compiles: number;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  executions: number;
+  function: string;
+  line: number;
+  new_nodes: number;
+  pending: IrNodeView[];
+  run_id: string;
+  seq: number;
+  source: string;
+  transfers_from_device: number;
+  type: 'lazy_line_stepped';
+}
+/**
+ * One line of torch_xla's IR text (``_get_xla_tensors_text`` with IR debug on, which adds
+ * ``location=function@<snippet>:LINE``): the text as torch_xla wrote it and the snippet line
+ * it names (None: the node was made outside the snippet, e.g. the probe moving ``args``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "IrNodeView".
+ */
+export interface IrNodeView {
+  line: number | null;
+  text: string;
+}
+/**
+ * ``f``'s outputs on the XLA device right after ``f`` returned, before any sync, as
+ * torch_xla gives them for a plain script (IR debug off): ``ir`` is
+ * ``_get_xla_tensors_text(outputs)``, ``hlo`` ``_get_xla_tensors_hlo(outputs)``,
+ * ``graph_hash`` ``_get_graph_hash(outputs).hex()``; ``outputs`` each output's shape and
+ * dtype as torch prints them (``torch.Size([])``, ``torch.float32``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "LazyGraphBuilt".
+ */
+export interface LazyGraphBuilt {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  graph_hash: string;
+  hlo: string;
+  ir: string;
+  outputs: string[];
+  run_id: string;
+  seq: number;
+  type: 'lazy_graph_built';
+}
+/**
+ * ``torch_xla.sync()`` then ``.cpu()`` of each output: the values (``str`` of the CPU
+ * tensor) and the counters that moved (``ExecuteComputation``, ``UncachedCompile``,
+ * ``CachedCompile`` deltas).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "LazyGraphSynced".
+ */
+export interface LazyGraphSynced {
+  cached_compiles: number;
+  compiles: number;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  executions: number;
+  run_id: string;
+  seq: number;
+  type: 'lazy_graph_synced';
+  values: string[];
+}
+/**
+ * The graph hash of ``f``'s outputs (IR debug off, before any sync) for the snippet's
+ * ``args`` (``graph_hash``) and for changed ones (``trials``): new values of the same shapes,
+ * ``args[0]`` one row longer (a new leading size).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "GraphHashCompared".
+ */
+export interface GraphHashCompared {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  graph_hash: string;
+  run_id: string;
+  seq: number;
+  trials: HashTrial[];
+  type: 'graph_hash_compared';
+}
+/**
+ * One experiment on the graph hash: ``change`` what was changed in ``args``, the new
+ * ``graph_hash`` and whether it equals the first one (``same``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "HashTrial".
+ */
+export interface HashTrial {
+  change: string;
+  graph_hash: string;
+  same: boolean;
 }
 /**
  * Run ``exhibit`` on the snippet ``code``. Answered by a stream of events for ``run_id``.

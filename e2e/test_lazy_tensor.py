@@ -1,0 +1,55 @@
+"""The lazy_tensor exhibit (PyTorch/XLA track) in real Chromium: the default example runs in a
+torch worker; the steps table has one row per line of ``f`` with the ``.item()`` line the only
+cut, clicking a step shows its pending IR, and the graph hash and the hash experiments are
+shown. Screenshots in the light and dark themes. Skipped where the torch venv is missing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from jaxscope.sandbox.kinds import kind_problem
+from playwright.sync_api import Page, expect
+
+from e2e.browser import open_exhibit
+from exhibits.registry import EXHIBITS
+
+pytestmark = pytest.mark.skipif(
+    kind_problem("torch") is not None, reason=str(kind_problem("torch"))
+)
+
+EXAMPLE = EXHIBITS["lazy_tensor"].example_paths()[EXHIBITS["lazy_tensor"].default_example]
+# A fresh torch worker imports torch and torch_xla (5-15 s on a loaded 2-core box) before f runs.
+TORCH_RUN_TIMEOUT_MS = 120_000
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_lazy_tensor_shows_the_steps_and_the_cut(
+    page: Page, console_errors: list[str], screenshots: Path, theme: str
+) -> None:
+    page.set_viewport_size({"width": 1500, "height": 1300})
+    open_exhibit(page, "lazy_tensor")
+    if page.locator("html").get_attribute("data-theme") != theme:
+        page.get_by_test_id("theme-toggle").click()
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text(
+        "run_finished", timeout=TORCH_RUN_TIMEOUT_MS
+    )
+    source = EXAMPLE.read_text().splitlines()
+    body = [
+        t.strip() for t in source[source.index("def f(x, w1, w2):") + 1 : source.index("args = (")]
+    ]
+    body = [t for t in body if t]
+    steps = page.get_by_test_id("lazy-step")
+    expect(steps).to_have_count(len(body))
+    cut = page.get_by_test_id("lazy-cut")
+    expect(cut).to_have_count(1)
+    item = next(t for t in body if ".item()" in t)
+    expect(steps.filter(has=cut)).to_contain_text(item)
+    steps.first.click()
+    expect(page.get_by_test_id("lazy-pending")).to_contain_text("aten::mm")
+    expect(page.get_by_test_id("graph-hash")).to_contain_text("hash ")
+    expect(page.get_by_test_id("hash-trial")).to_have_count(2)
+    expect(page.get_by_test_id("run-info")).to_contain_text("torch_xla 2.9.0")
+    page.screenshot(path=str(screenshots / f"lazy_tensor-{theme}.png"), full_page=True)
+    assert console_errors == []

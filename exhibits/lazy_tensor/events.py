@@ -1,0 +1,94 @@
+"""The lazy_tensor exhibit's events (PyTorch/XLA track, design 0025): what torch_xla's lazy
+tensors did while the snippet's ``f`` ran on the XLA device, from torch_xla's own functions.
+
+Imports only pydantic and ``jaxscope.protocol``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from jaxscope.protocol import EventBase, WireModel
+
+
+class IrNodeView(WireModel):
+    """One line of torch_xla's IR text (``_get_xla_tensors_text`` with IR debug on, which adds
+    ``location=function@<snippet>:LINE``): the text as torch_xla wrote it and the snippet line
+    it names (None: the node was made outside the snippet, e.g. the probe moving ``args``)."""
+
+    text: str
+    line: int | None
+
+
+class LazyLineStepped(EventBase):
+    """One snippet line of ``f`` finished (``sys.settrace``'s next line or return event).
+
+    ``pending`` is the IR of every XLA tensor alive in that frame right after the line, one
+    node per entry; ``new_nodes`` how many of them name this line; ``executions`` how many
+    programs torch_xla ran during the line (``ExecuteComputation`` counter delta: a cut, the
+    pending graph was compiled or fetched from the cache and executed) and ``compiles`` how
+    many it compiled (``UncachedCompile`` delta); ``transfers_from_device`` the
+    ``TransferFromDeviceTime`` samples added (values copied to the host)."""
+
+    type: Literal["lazy_line_stepped"] = "lazy_line_stepped"
+    line: int
+    function: str
+    source: str
+    pending: list[IrNodeView]
+    new_nodes: int
+    executions: int
+    compiles: int
+    transfers_from_device: int
+
+
+class LazyGraphBuilt(EventBase):
+    """``f``'s outputs on the XLA device right after ``f`` returned, before any sync, as
+    torch_xla gives them for a plain script (IR debug off): ``ir`` is
+    ``_get_xla_tensors_text(outputs)``, ``hlo`` ``_get_xla_tensors_hlo(outputs)``,
+    ``graph_hash`` ``_get_graph_hash(outputs).hex()``; ``outputs`` each output's shape and
+    dtype as torch prints them (``torch.Size([])``, ``torch.float32``)."""
+
+    type: Literal["lazy_graph_built"] = "lazy_graph_built"
+    ir: str
+    hlo: str
+    graph_hash: str
+    outputs: list[str]
+
+
+class LazyGraphSynced(EventBase):
+    """``torch_xla.sync()`` then ``.cpu()`` of each output: the values (``str`` of the CPU
+    tensor) and the counters that moved (``ExecuteComputation``, ``UncachedCompile``,
+    ``CachedCompile`` deltas)."""
+
+    type: Literal["lazy_graph_synced"] = "lazy_graph_synced"
+    values: list[str]
+    executions: int
+    compiles: int
+    cached_compiles: int
+
+
+class HashTrial(WireModel):
+    """One experiment on the graph hash: ``change`` what was changed in ``args``, the new
+    ``graph_hash`` and whether it equals the first one (``same``)."""
+
+    change: str
+    graph_hash: str
+    same: bool
+
+
+class GraphHashCompared(EventBase):
+    """The graph hash of ``f``'s outputs (IR debug off, before any sync) for the snippet's
+    ``args`` (``graph_hash``) and for changed ones (``trials``): new values of the same shapes,
+    ``args[0]`` one row longer (a new leading size)."""
+
+    type: Literal["graph_hash_compared"] = "graph_hash_compared"
+    graph_hash: str
+    trials: list[HashTrial]
+
+
+EVENTS: tuple[type[EventBase], ...] = (
+    LazyLineStepped,
+    LazyGraphBuilt,
+    LazyGraphSynced,
+    GraphHashCompared,
+)
