@@ -23,6 +23,8 @@ from exhibits.vmap.explain import VMAP_HELP
 
 TRACER = "jaxscope.explainers.tracer_errors"
 DELETED = "jaxscope.explainers.deleted_buffers"
+TREES = "jaxscope.library_errors.tree_structures"
+FLAX = "jaxscope.library_errors.flax_errors"
 JVP = "exhibits.jvp.explain.explain_error"
 TRANSPOSE = "exhibits.transpose.explain.explain_error"
 CUSTOM_VJP = "exhibits.custom_vjp.explain.explain_error"
@@ -31,11 +33,14 @@ SHAPES = "jaxscope.explainers.shapes"
 
 
 def test_the_chain_order_is_stable() -> None:
-    # Tracer errors first (they also set the kind), the exhibits in the registry's order, the
-    # generic shape error last (custom_vjp's entry for the same message is more specific).
+    # Tracer errors first (they also set the kind), the errors raised inside Flax, optax and
+    # jax.tree utilities, the exhibits in the registry's order, the generic shape error last
+    # (custom_vjp's entry for the same message is more specific).
     assert [link.name for link in explainer_chain()] == [
         TRACER,
         DELETED,
+        TREES,
+        FLAX,
         JVP,
         TRANSPOSE,
         CUSTOM_VJP,
