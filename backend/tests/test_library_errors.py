@@ -26,8 +26,8 @@ from jaxscope.internals.pytree_walk import first_difference
 from jaxscope.protocol import RunFailed
 from jaxscope.sandbox.errors import classify
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
-from jaxscope.snippet_model import Snippet
 from jaxscope.sandbox.snippet import load_snippet
+from jaxscope.snippet_model import Snippet
 
 CASES = Path(__file__).resolve().parents[2] / "cases"
 TREES = "jaxscope.library_errors.tree_structures"
@@ -52,6 +52,11 @@ def raised(s: Snippet, call: Callable[[Snippet], Any]) -> BaseException:
     with pytest.raises(Exception) as info:
         call(s)
     return info.value
+
+
+def structure(tree: Any) -> Any:
+    """``jax.tree.structure`` (its treedef compared with ``==``)."""
+    return jax.tree.structure(tree)
 
 
 def snippet_line(exc: BaseException) -> int | None:
@@ -95,16 +100,16 @@ def test_grads_of_the_predictions_are_one_array_where_the_params_are_a_tree() ->
 
 
 def test_params_passed_third_are_not_differentiated() -> None:
-    s, failed = explained("FO02_params_not_first_broken")
+    _s, failed = explained("FO02_params_not_first_broken")
     assert "`grads` and `model_optimizer_state[0].mu`" in (failed.explanation or "")
     assert "argnums=i" in (failed.fix or "")
     # the hint applied: argnums=2 is the params' position in model_loss(x, y, params)
     fixed = load("FO02_params_not_first_fixed")
-    loss, new = jit_call(fixed)
+    _loss, new = jit_call(fixed)
     params = fixed.args[2]
-    assert jax.tree.structure(new) == jax.tree.structure(params)
+    assert structure(new) == structure(params)
     want = jax.grad(fixed.namespace["model_loss"], argnums=2)(*fixed.args[:3])
-    assert jax.tree.structure(want) == jax.tree.structure(params)
+    assert structure(want) == structure(params)
 
 
 def test_a_frozen_dict_optimizer_state_against_plain_dict_gradients() -> None:
@@ -161,11 +166,13 @@ def test_frozen_backbone_stays_frozen_with_the_fix() -> None:
     s = load("FO04_partial_grads_fixed")
     new = jit_call(s)
     params = s.namespace["params"]
-    for a, b in zip(jax.tree.leaves(new["backbone"]), jax.tree.leaves(params["backbone"])):
+    for a, b in zip(
+        jax.tree.leaves(new["backbone"]), jax.tree.leaves(params["backbone"]), strict=True
+    ):
         np.testing.assert_array_equal(a, b)
     assert any(
         not np.array_equal(a, b)
-        for a, b in zip(jax.tree.leaves(new["head"]), jax.tree.leaves(params["head"]))
+        for a, b in zip(jax.tree.leaves(new["head"]), jax.tree.leaves(params["head"]), strict=True)
     )
 
 
@@ -231,11 +238,11 @@ def test_the_nnx_fixes_applied_run_and_carry_the_state_out() -> None:
     assert not np.array_equal(np.asarray(model.layers[0].kernel[...]), kernel)  # updated
     s = load("NX03_merge_no_copy_fixed")
     grads = jax.grad(s.f)(*s.args)
-    assert jax.tree.structure(grads) == jax.tree.structure(s.args[0])
+    assert structure(grads) == structure(s.args[0])
 
 
 def test_a_linen_module_passed_to_jit() -> None:
-    s, failed = explained("LN01_module_jit_arg_broken")
+    _s, failed = explained("LN01_module_jit_arg_broken")
     assert "A Flax linen Module (`Model`)" in (failed.explanation or "")
     assert failed.source is not None and failed.source.function == "f"  # f as a whole
     fix = failed.fix or ""
