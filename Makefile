@@ -17,7 +17,7 @@ PORT ?= 8000
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: serve test setup setup-dev torch frontend chromium bubblewrap lint typecheck gen-check unit e2e compose-check bench clean
+.PHONY: serve test setup setup-dev torch frontend chromium bubblewrap lint typecheck gen-check unit e2e compose-check bench clean wheel
 
 serve: setup frontend bubblewrap $(WITH_TORCH)
 	$(VENV)/bin/jaxscope serve --host $(HOST) --port $(PORT)
@@ -65,6 +65,11 @@ chromium:
 bubblewrap:
 	@command -v bwrap >/dev/null && command -v setpriv >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q --no-install-recommends bubblewrap util-linux; }
 
+# A wheel that serves the whole explorer with no Node and no clone (`pip install
+# dist/jaxscope-*.whl`, then `jaxscope serve`): the built frontend travels inside the package.
+wheel: setup frontend
+	$(PY) scripts/build_wheel.py --out dist
+
 bench: setup frontend
 	$(PY) bench/latency.py
 	$(PY) bench/ad_overhead.py
@@ -72,4 +77,4 @@ bench: setup frontend
 	$(PY) bench/clean_runs.py
 
 clean:
-	rm -rf $(VENV) $(TORCH_VENV) node_modules frontend/dist
+	rm -rf $(VENV) $(TORCH_VENV) node_modules frontend/dist dist build backend/jaxscope/_frontend

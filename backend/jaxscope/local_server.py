@@ -67,12 +67,14 @@ def serving(
     timeout_s: float = 60.0,
     port: int | None = None,
     env: dict[str, str] | None = None,
+    exe: Path | None = None,
 ) -> Iterator[Served]:
     """``jaxscope serve --host 127.0.0.1 --port <port> *extra_args`` (a free port by default;
-    ``env``: the server's environment, default this process's), healthy on entry; on exit its
-    whole process group (server and workers) gets SIGTERM, then SIGKILL after 10 s."""
+    ``env``: the server's environment, default this process's; ``exe``: the ``jaxscope``
+    command, default this venv's), healthy on entry; on exit its whole process group (server
+    and workers) gets SIGTERM, then SIGKILL after 10 s."""
     port = free_port() if port is None else port
-    exe = Path(sys.executable).parent / "jaxscope"
+    exe = Path(sys.executable).parent / "jaxscope" if exe is None else exe
     # The server's log goes to a file: an unread pipe would fill up and block the server.
     log_file = tempfile.NamedTemporaryFile(prefix="jaxscope-serve-", suffix=".log", delete=False)
     log = Path(log_file.name)

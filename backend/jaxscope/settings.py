@@ -113,8 +113,17 @@ def scaled_limit(base_s: float, budget: float, eqns: int, limits: Limits) -> flo
     return max(unscaled, min(grown, limits.ceiling_s))
 
 
+# Where a wheel carries the built frontend (``make wheel`` copies frontend/dist there).
+PACKAGED_DIST = Path(__file__).resolve().parent / "_frontend"
+
+
 def _default_dist() -> Path:
-    return EXHIBITS_DIR.parent / "frontend" / "dist"
+    """The built frontend: the checkout's ``frontend/dist`` (``npm run build``), or, in an
+    installed wheel, the copy it carries (:data:`PACKAGED_DIST`)."""
+    checkout = EXHIBITS_DIR.parent / "frontend" / "dist"
+    if (checkout / "index.html").exists() or not (PACKAGED_DIST / "index.html").exists():
+        return checkout
+    return PACKAGED_DIST
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,97 @@
+"""``pip install`` of jaxscope's wheel serves the whole explorer with no Node and no clone (issue
+18): the wheel is built as ``make wheel`` builds it (``scripts/build_wheel.py``), installed into
+a new venv (with the project's pins, ``constraints.txt``), and that venv's ``jaxscope serve``,
+started outside any checkout, serves the page and its assets, the catalogue, and runs a snippet
+over the websocket in its sandbox: the jaxpr it streams is JAX's own text of the same function.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jaxscope.local_server import serving
+from websockets.sync.client import connect
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.timeout(900)
+
+CODE = (
+    "import jax.numpy as jnp\n\ndef f(x):\n    return jnp.sin(x) * 2.0\n\nargs = (jnp.ones(3),)\n"
+)
+
+
+def _get(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=30) as r:
+        assert r.status == 200
+        data: bytes = r.read()
+        return data
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ``jaxscope`` command of a new venv that has only the wheel (and its dependencies)."""
+    if not (ROOT / "frontend" / "dist" / "index.html").exists():
+        pytest.fail("frontend/dist is missing: run `npm run build` (make test does)")
+    tmp = tmp_path_factory.mktemp("wheel")
+    built = subprocess.run(
+        [sys.executable, ROOT / "scripts" / "build_wheel.py", "--out", tmp / "dist"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    wheel = Path(built.stdout.strip().splitlines()[-1])
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "jaxscope/_frontend/index.html" in names
+    assert "exhibits/tracing/narrative.md" in names
+    venv = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run(
+        [
+            venv / "bin" / "python",
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "-c",
+            ROOT / "constraints.txt",
+            wheel,
+        ],
+        check=True,
+        timeout=800,
+    )
+    return venv / "bin" / "jaxscope"
+
+
+def test_the_installed_wheel_serves_the_explorer(installed: Path, tmp_path: Path) -> None:
+    # started in an empty directory: nothing of the checkout is reachable from there
+    with serving(cwd=tmp_path, exe=installed, timeout_s=120) as server:
+        page = _get(server.url + "/").decode()
+        assert '<div id="app">' in page or "<div id=app>" in page or 'id="app"' in page
+        for asset in re.findall(r'(?:src|href)="(/assets/[^"]+)"', page):
+            assert _get(server.url + asset)
+        catalogue = json.loads(_get(server.url + "/api/exhibits"))
+        ids = {e["id"] for e in catalogue["exhibits"]}
+        assert {"tracing", "stations", "transpose"} <= ids
+        ws_url = server.url.replace("http://", "ws://") + "/api/ws"
+        with connect(ws_url, open_timeout=30) as ws:
+            ws.send(json.dumps({"type": "run", "run_id": "w1", "exhibit": "tracing", "code": CODE}))
+            events = []
+            while True:
+                event = json.loads(ws.recv(timeout=300))
+                events.append(event)
+                if event.get("type") in ("run_finished", "run_failed"):
+                    break
+    assert events[-1]["type"] == "run_finished", events[-1]
+    (staged,) = [e for e in events if e["type"] == "jaxpr_staged"]
+    want = str(jax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(jnp.ones(3)))
+    assert staged["jaxpr"]["text"] == want
