@@ -173,7 +173,9 @@ def leaf_paths(prefix: str, tree: Any) -> list[tuple[str, Any]]:
 
 
 def argument_leaves(plan: CallPlan) -> list[tuple[str, Any]]:
-    """The leaves of the positional arguments that are not static, then of the keywords."""
+    """The leaves of the positional arguments that are not static, then of the keywords; a
+    typed PRNG key (``jax.random.key``: an extended dtype, outside the promotion lattice, which
+    ``result_type`` refuses) is left out."""
     n = len(plan.args)
     static = {i % n for i in plan.static_argnums} if n else set()
     leaves = [
@@ -182,7 +184,11 @@ def argument_leaves(plan: CallPlan) -> list[tuple[str, Any]]:
         if i not in static
         for leaf in leaf_paths(f"args[{i}]", a)
     ]
-    return leaves + leaf_paths("kwargs", plan.kwargs)
+    return [
+        (path, leaf)
+        for path, leaf in leaves + leaf_paths("kwargs", plan.kwargs)
+        if not jnp.issubdtype(getattr(leaf, "dtype", float), jax.dtypes.extended)
+    ]
 
 
 def python_type(leaf: Any) -> str:

@@ -367,3 +367,51 @@ def test_what_each_argument_is(probe_runner: Runner) -> None:
         "numpy.int8",
         "int",
     ]
+
+
+def test_a_dtype_asked_for_by_a_dtype_argument_is_no_finding(probe_runner: Runner) -> None:
+    """``jnp.sum(x, dtype=jnp.float32)`` widens bfloat16 because the user asked (no operand of
+    float32 meets it); ``x * np.float32(2)`` on the next line is a promotion. Truth: plain JAX's
+    output dtypes."""
+    source = (
+        "import jax.numpy as jnp\n"
+        "import numpy as np\n"
+        "def f(x):\n"
+        "    asked = jnp.sum(x, dtype=jnp.float32) + jnp.mean(x, dtype=jnp.float32)\n"
+        "    return asked, jnp.cumsum(x, dtype=jnp.float32), x * np.float32(2)\n"
+        "args = (jnp.ones((4, 8), jnp.bfloat16),)\n"
+    )
+    ns: dict[str, Any] = {}
+    exec(source, ns)
+    out = ns["f"](*ns["args"])
+    assert [o.dtype.name for o in out] == ["float32"] * 3  # all three left bfloat16
+    (change,) = probe_runner(EXHIBIT, source).one(DtypeChangesFound).changes
+    assert (change.kind, change.source and change.source.line) == ("promoted", 5)
+    assert (change.api, change.from_type, change.to_type) == ("*", "bf16[4,8]", "f32[4,8]")
+    assert change.partner == "f32[] constant"
+
+
+def test_a_typed_key_argument_is_left_out_of_the_result_type(probe_runner: Runner) -> None:
+    """A ``jax.random.key`` argument has an extended dtype that ``result_type`` refuses: the
+    run leaves it out and still finds f's promotion (bfloat16 plus jax.random.normal's float32,
+    as plain JAX computes it)."""
+    source = (
+        "import jax\n"
+        "import jax.numpy as jnp\n"
+        "def f(key, x):\n"
+        "    return x + 0.1 * jax.random.normal(key, x.shape)\n"
+        "args = (jax.random.key(0), jnp.ones((4,), jnp.bfloat16))\n"
+    )
+    ns: dict[str, Any] = {}
+    exec(source, ns)
+    assert ns["f"](*ns["args"]).dtype.name == "float32"
+    ctx = probe_runner(EXHIBIT, source)
+    computed = ctx.one(ResultTypeComputed)
+    assert [a.path for a in computed.args] == ["args[1]"]
+    assert {a.dtype for a in computed.answers} == {"bfloat16"}
+    (change,) = ctx.one(DtypeChangesFound).changes
+    assert (change.source and change.source.line, change.from_type, change.to_type) == (
+        4,
+        "bf16[4]",
+        "f32[4]",
+    )

@@ -14,7 +14,11 @@ bfloat16 accumulates in float32 and converts back). A conversion counts here whe
   ``astype``/``asarray``/``array``/``convert_element_type`` frame, unless a ``promote_dtypes``
   (JAX's) or ``promote_dtype`` (Flax's) frame is there: those are the promotion itself;
 * it lasts: a value of the wider dtype computed from it reaches one of ``f``'s outputs (the
-  library's accumulate-and-convert-back never does).
+  library's accumulate-and-convert-back never does);
+* it met an operand of the wider dtype (past broadcasts and reshapes): promotion is the join of
+  two operands' dtypes, so a conversion that meets none was asked for by a ``dtype=``
+  argument (``jnp.sum(x, dtype=jnp.float32)``, ``jnp.mean``'s, ``jnp.cumsum``'s), whose frame
+  looks the same as a promotion's.
 
 The jaxpr is read with calls inlined (``jit``, ``closed_call``, ``custom_jvp_call``,
 ``custom_vjp_call``, ``remat``: their bodies' vars are mapped to the caller's); the bodies of
@@ -40,6 +44,10 @@ _CALLS = ("jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_
 # Frames that ask for a conversion by name, and the frames of the promotion itself.
 _EXPLICIT = frozenset({"astype", "asarray", "array", "convert_element_type"})
 _PROMOTION = ("promote_dtypes", "promote_dtype", "_promote")
+# Single-operand eqns that move or copy a value without computing with it.
+_RESHAPES = frozenset(
+    {"broadcast_in_dim", "reshape", "squeeze", "expand_dims", "transpose", "copy"}
+)
 _OPERATORS = {
     "mul": "*",
     "truediv": "/",
@@ -213,12 +221,19 @@ def _partner(
     flat: list[_Flat], start: int, operand: Any, key: object, dtype: Any
 ) -> tuple[Any, object | None] | None:
     """The operand of ``dtype`` that the widened value met: in the widening eqn itself (a mixed
-    ``dot_general``), else in the first eqn that read the converted value ``key``."""
+    ``dot_general``), else in the first eqn that read the converted value ``key`` (past
+    broadcasts and reshapes of it); ``None`` when it met none."""
     item = flat[start]
     if item.eqn.primitive.name == "convert_element_type":
-        item = next((x for x in flat[start + 1 :] if key in x.ins), item)
-        if item is flat[start]:
-            return None
+        at = start
+        while True:  # past the broadcasts and reshapes a promotion makes before the join
+            at = next((j for j in range(at + 1, len(flat)) if key in flat[j].ins), -1)
+            if at < 0:
+                return None
+            item = flat[at]
+            if item.eqn.primitive.name not in _RESHAPES or len(item.outs) != 1:
+                break
+            key = item.outs[0]
     for atom, k in zip(item.eqn.invars, item.ins, strict=True):
         if atom is not operand and k is not key and getattr(atom.aval, "dtype", None) == dtype:
             return atom, k
@@ -256,6 +271,8 @@ def promotions(closed_jaxpr: core.ClosedJaxpr, limit: int = 50) -> list[Promotio
         if not reached & outs:
             continue
         met = _partner(flat, i, operand, out, new)
+        if met is None and item.eqn.primitive.name == "convert_element_type":
+            continue  # no operand of the wider dtype: asked for by a dtype= argument
         if met is not None and met[1] is not None and met[1] in spread:
             continue  # a consequence of a widening already found
         spread |= reached
