@@ -17,7 +17,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from jaxscope.internals.previews import (
-    MIN_DEFERRED_SHOWN,
+    MIN_DEFERRED_CHARS,
     Previews,
     min_preview_chars,
     shown_elements,
@@ -52,13 +52,16 @@ GPT_1_LAYER = (
         (2, 3, 4, 5),
     ],
 )
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.bool_, np.complex64])
+@pytest.mark.parametrize(
+    "dtype", [np.float32, np.float64, np.float16, np.int32, np.uint8, np.bool_, np.complex64]
+)
 def test_min_preview_chars_bounds_numpys_printout(shape: tuple[int, ...], dtype: Any) -> None:
     rng = np.random.default_rng(0)
     for arr in (np.zeros(shape, dtype), (rng.standard_normal(shape) * 1e3).astype(dtype)):
         for max_chars in (400, 600, 40):
             text = preview_value(arr, max_chars)
-            assert len(text) >= min_preview_chars(shape, max_chars), (shape, dtype, text)
+            bound = min_preview_chars(shape, np.dtype(dtype).kind, max_chars)
+            assert len(text) >= bound, (shape, dtype, text)
     # numpy's own count of printed elements (``...`` aside) is what shown_elements says
     printed = preview_value(np.arange(np.prod(shape)).reshape(shape) + 10, 10**6)
     digits = [t for t in printed.replace("[", " ").replace("]", " ").replace(",", " ").split()]
@@ -75,7 +78,8 @@ def test_eager_previews_are_text_and_on_demand_ones_print_the_same_when_asked() 
     assert page.deferred == 1 and page.held_bytes == arr.nbytes
     assert pending.text() == text and pending.text() is pending.text()
     # Too few printed elements, a scalar, float0, an ml_dtypes float: printed at once.
-    small = np.arange(MIN_DEFERRED_SHOWN - 1, dtype=np.float32)
+    small = np.arange(6, dtype=np.float32)
+    assert min_preview_chars(small.shape, "f", 400) < MIN_DEFERRED_CHARS
     for value in (small, np.float32(2.5), np.zeros((3, 4), jax.dtypes.float0)):
         assert page.preview(np.asarray(value), 400) == preview_value(value, 400)
     bf16 = np.ones(64, ml_dtypes.bfloat16)
