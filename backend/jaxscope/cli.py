@@ -211,6 +211,28 @@ def build_parser() -> argparse.ArgumentParser:
     _option_flags(run)
     _limit_flags(run)
     _sandbox_flag(run)
+
+    diff = sub.add_parser(
+        "diff",
+        help="one artefact of two versions of a snippet, as a unified diff",
+        description="Run an exhibit on two snippet files and print the unified diff of one "
+        "artefact (jaxpr, stablehlo, ...). Exit status, as diff(1): 0 the same; 1 different; "
+        "2 a usage error, or a run that failed or produced no such artefact.",
+        epilog=_artefacts_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    diff.add_argument("exhibit", help=f"exhibit id ({', '.join(EXHIBITS)})")
+    diff.add_argument("a", type=Path, help="the first version of the snippet")
+    diff.add_argument("b", type=Path, help="the second version")
+    diff.add_argument(
+        "--print", dest="artefact", metavar="ARTEFACT", required=True, help="the artefact"
+    )
+    diff.add_argument(
+        "--timeout", type=_seconds, default=None, metavar="S", help="wall-clock seconds per run"
+    )
+    _option_flags(diff)
+    _limit_flags(diff)
+    _sandbox_flag(diff)
     return parser
 
 
@@ -592,6 +614,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ns.command == "pool":
         return _pool(ns)
     try:
+        if ns.command == "diff":
+            from jaxscope.cli_diff import run_diff
+
+            return run_diff(ns)
         return _run(ns)
     except BrokenPipeError:
         # The reader of stdout went away (`| head`): stop quietly, like other Unix tools.

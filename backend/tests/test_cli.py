@@ -367,6 +367,7 @@ def test_the_fixed_snippets_exit_0(exhibit: str, path: Path, artefact: str) -> N
 SHOWN_BY = {
     "CarryChecked": "control_flow",
     "CustomRuleChecked": "custom_vjp",
+    "FlaxErrorRaised": "flax_params",
     "GradAttempted": "transpose",
     "RematUnavailable": "partial_eval",
     "ShardMapChecked": "shard_map",
