@@ -101,7 +101,8 @@ def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
             note=a.fix,
         )
         for a in (found.annotations if found else [])
-        if not a.kept and a.user_jit  # eagerly, f places the value as asked
+        # eagerly, f places the value as asked; None: not measured, so nothing is claimed
+        if a.kept is False and a.user_jit
     ]
 
 

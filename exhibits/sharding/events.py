@@ -113,7 +113,10 @@ class AnnotationCheck(WireModel):
     at the user's line (``source``): the requested ``spec`` (``str(PartitionSpec)``) on a value
     of ``shape``/``dtype``, and what the compiled program holds instead: ``got`` (the spec of
     ``Compiled.output_shardings`` for that value; ``replicated`` when fully replicated),
-    ``kept`` whether it is equivalent to the request (``Sharding.is_equivalent_to``).
+    ``kept`` whether it is equivalent to the request (``Sharding.is_equivalent_to``); ``None``
+    when it could not be measured (a value later eqns read, split unevenly: XLA keeps an uneven
+    split of an intermediate, padded, but a value compiled alone is a jit output, which JAX
+    always holds replicated then, so that measure would say "not kept" of a kept split).
     ``where``: ``output[i]`` when the annotated value is f's flat output ``i`` (read from
     ``jax.jit(f)``'s compiled program), ``inside f`` when later eqns compute from it (then read
     from the annotation compiled alone on a value of the same type, ``jax.jit`` of the one call).
@@ -128,7 +131,7 @@ class AnnotationCheck(WireModel):
     spec: str
     shape: list[int]
     dtype: str
-    kept: bool
+    kept: bool | None
     got: str
     where: str
     reason: str | None = None

@@ -137,3 +137,53 @@ def test_an_eager_device_put_is_not_a_finding() -> None:
     assert code == 0 and "ShardingNotKept" not in stderr
     assert [a["user_jit"] for a in found] == [False] * 6
     assert [a["kept"] for a in found][:3] == [True, False, False]  # under jax.jit(f)
+
+
+UNEVEN_INSIDE = """\
+import os
+FLAG = " --xla_force_host_platform_device_count=8"
+if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + FLAG
+import jax
+import jax.numpy as jnp
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+mesh = jax.make_mesh((8,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
+
+
+@jax.jit
+def f(x):
+    y = jax.lax.with_sharding_constraint(jnp.sin(x), NamedSharding(mesh, P("data", None)))
+    return jnp.cos(y) * 2
+
+
+args = (jnp.ones((17, 256)),)
+"""
+
+# The compiled program's per-device shapes of f, in plain Python: the sine runs on 3 rows per
+# device (17 rows split over 8 devices, padded to 24): XLA kept the uneven split.
+PLAIN_HLO = """
+import runpy, sys
+ns = runpy.run_path(sys.argv[1])
+print(ns["f"].lower(*ns["args"]).compile().as_text())
+"""
+
+
+def test_an_uneven_split_inside_f_is_not_measured_and_not_a_finding(tmp_path: Path) -> None:
+    path = tmp_path / "uneven_inside.py"
+    path.write_text(UNEVEN_INSIDE)
+    hlo = subprocess.run(
+        [sys.executable, "-c", PLAIN_HLO, str(path)], capture_output=True, text=True, timeout=300
+    )
+    assert hlo.returncode == 0, hlo.stderr
+    assert any("sine(" in line and "f32[3,256]" in line for line in hlo.stdout.splitlines())
+    proc = subprocess.run(
+        [JAXSCOPE, "run", "sharding", str(path), "--print", "annotations"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr  # no finding: the program keeps it
+    (a,) = json.loads(proc.stdout)
+    assert (a["kept"], a["got"], a["where"]) == (None, "not measured", "inside f")
+    assert "ShardingNotKept" not in proc.stderr

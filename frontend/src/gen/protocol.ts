@@ -2508,7 +2508,10 @@ export interface ShardingAnnotationsChecked {
  * at the user's line (``source``): the requested ``spec`` (``str(PartitionSpec)``) on a value
  * of ``shape``/``dtype``, and what the compiled program holds instead: ``got`` (the spec of
  * ``Compiled.output_shardings`` for that value; ``replicated`` when fully replicated),
- * ``kept`` whether it is equivalent to the request (``Sharding.is_equivalent_to``).
+ * ``kept`` whether it is equivalent to the request (``Sharding.is_equivalent_to``); ``None``
+ * when it could not be measured (a value later eqns read, split unevenly: XLA keeps an uneven
+ * split of an intermediate, padded, but a value compiled alone is a jit output, which JAX
+ * always holds replicated then, so that measure would say "not kept" of a kept split).
  * ``where``: ``output[i]`` when the annotated value is f's flat output ``i`` (read from
  * ``jax.jit(f)``'s compiled program), ``inside f`` when later eqns compute from it (then read
  * from the annotation compiled alone on a value of the same type, ``jax.jit`` of the one call).
@@ -2525,7 +2528,7 @@ export interface AnnotationCheck {
   dtype: string;
   fix: string | null;
   got: string;
-  kept: boolean;
+  kept: boolean | null;
   primitive: string;
   reason: string | null;
   shape: number[];
@@ -2759,7 +2762,9 @@ export interface ShardMapShard {
  * ``counts``: column -> filled cells, equal to ``len()`` of the column's JAX table (the union
  * of keys for transpose); ``table_sizes``: JAX table expression -> ``len()``;
  * ``column_tables``: column -> the tables it reads in lookup order. ``imported`` are the
- * modules imported before tabulating, ``not_imported`` those named but not installed (flax).
+ * modules imported before tabulating (flax's, then every other ``jax`` module, sorted),
+ * ``not_imported`` the ``jax`` modules whose import failed (an optional dependency
+ * such as tensorflow is not installed).
  * ``jaxpr`` is the snippet's function (or the default one), whose primitives are ``used``.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
