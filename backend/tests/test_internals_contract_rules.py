@@ -91,7 +91,11 @@ def test_rule_tables_partials_and_globals() -> None:
     assert isinstance(mlir._lowerings[lax.add_p].rule, functools.partial)
     rule_tables.import_modules()
     known = rule_tables.known_primitives()
-    assert lax.sin_p in known and len({p.name for p in known}) == len(known)
+    assert lax.sin_p in known
+    # Names are unique but where Pallas's kernel primitives reuse a core name (gather, swap,
+    # load, bitcast...): outside jax._src.pallas each name is one primitive.
+    outside = [p.name for p in known if "/pallas/" not in (rule_tables.definition(p).file or "")]
+    assert len(set(outside)) == len(outside)
     closed = jax.make_jaxpr(lambda x: jax.lax.scan(lambda c, y: (c + jnp.sin(y), c), x, x))(
         jnp.ones(3)
     )

@@ -49,7 +49,9 @@ class RulesTabulated(EventBase):
     ``counts``: column -> filled cells, equal to ``len()`` of the column's JAX table (the union
     of keys for transpose); ``table_sizes``: JAX table expression -> ``len()``;
     ``column_tables``: column -> the tables it reads in lookup order. ``imported`` are the
-    modules imported before tabulating, ``not_imported`` those named but not installed (flax).
+    modules imported before tabulating (flax's, then every other ``jax`` module, sorted),
+    ``not_imported`` the ``jax`` modules whose import failed (an optional dependency
+    such as tensorflow is not installed).
     ``jaxpr`` is the snippet's function (or the default one), whose primitives are ``used``."""
 
     type: Literal["rules_tabulated"] = "rules_tabulated"

@@ -1,9 +1,9 @@
-"""The rules exhibit: every primitive JAX knows after importing jax, jax.numpy, jax.scipy and
-jax.nn, and for each whether JAX's own tables hold a JVP rule, a transpose rule, a batching
-rule, a generic lowering and a lowering per platform, with the file:line that registered it
-(``internals.rule_tables`` reads ``ad.primitive_jvps``, ``ad.fancy_transposes``,
-``ad.primitive_transposes``, ``batching.fancy_primitive_batchers``, ``mlir._lowerings`` and
-``mlir._platform_specific_lowerings``).
+"""The rules exhibit: every primitive JAX knows after importing jax, jax.numpy, jax.scipy, jax.nn,
+flax and every other module of jax, and for each whether JAX's own tables hold a JVP rule, a
+transpose rule, a batching rule, a generic lowering and a lowering per platform, with the
+file:line that registered it (``internals.rule_tables`` reads ``ad.primitive_jvps``,
+``ad.fancy_transposes``, ``ad.primitive_transposes``, ``batching.fancy_primitive_batchers``,
+``mlir._lowerings`` and ``mlir._platform_specific_lowerings``).
 
 The exhibit needs no snippet (``Exhibit.needs_snippet=False``): with ``f`` and ``args`` in the
 snippet, the rows of the primitives in ``f``'s jaxpr are marked; else :func:`default_fun`'s.
@@ -112,7 +112,7 @@ def run(ctx: ProbeContext) -> None:
     """Trace the subject's jaxpr, then tabulate every primitive's rules. When tracing fails (a
     snippet ``Primitive`` with no abstract eval raises ``NotImplementedError``) the table is
     still sent, with the snippet's primitives and no jaxpr, then JAX's error is raised."""
-    imported = rule_import_modules()
+    imported = rule_import_modules()  # every jax module: the count is the same in any run
     name, fun, args, plan = _subject(ctx)
     static = plan.static_argnums if plan is not None else ()
     kwargs = plan.kwargs if plan is not None else {}
@@ -136,8 +136,8 @@ def run(ctx: ProbeContext) -> None:
             rows=rows,
             counts=counts,
             table_sizes=rule_table_sizes(),
-            imported=imported,
-            not_imported=list(NOT_IMPORTED),
+            imported=imported.loaded,
+            not_imported=[*NOT_IMPORTED, *imported.failed],
             jax_version=jax.__version__,
             fun_name=name,
             jaxpr=jaxpr_view(closed) if closed is not None else None,

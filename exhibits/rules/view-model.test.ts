@@ -10,6 +10,8 @@ import {
   columnCounts,
   columnLabel,
   detailRow,
+  importedSummary,
+  keyRows,
   numbered,
   isMissing,
   loweringOn,
@@ -230,5 +232,21 @@ describe('the detail panel', () => {
       '4573  mlir.register_lowering(\n4574      sin_p, ...)',
     );
     expect(numbered(7, 'x')).toBe('   7  x');
+  });
+
+  it('summarises the imported modules as a count of jax modules and the other libraries', () => {
+    const imported = ['jax', 'jax.numpy', 'jax.scipy', 'jax.scipy.linalg', 'flax', 'flax.linen', 'jax.experimental.sparse', 'jax.numpy'];
+    expect(importedSummary(imported)).toEqual({ jax: 5, others: ['flax', 'flax.linen'] });
+    expect(importedSummary([])).toEqual({ jax: 0, others: [] });
+  });
+
+  it('keys a second JAX primitive of the same name by its file', () => {
+    const core = { primitive: 'gather', var: 'gather_p', file: 'jax/_src/lax/slicing.py', line: 1, cells: {}, used: true, own: false };
+    const pallas = { ...core, file: 'jax/_src/pallas/mosaic/sc_primitives.py', used: false };
+    keyRows([core, pallas]);
+    expect(rowKey(core)).toBe('gather');
+    expect(rowKey(pallas)).toBe('gather (jax/_src/pallas/mosaic/sc_primitives.py)');
+    expect(rowOf([core, pallas], 'gather')).toBe(core);
+    expect(rowOf([core, pallas], rowKey(pallas))).toBe(pallas);
   });
 });

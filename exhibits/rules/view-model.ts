@@ -28,7 +28,9 @@ export interface RulesQuery {
 export const DEFAULT_QUERY: RulesQuery = { search: '', platform: 'all', missing: '', onlyUsed: false };
 
 export function rulesModel(events: readonly Event[]): RulesTabulated | undefined {
-  return lastOf(events, 'rules_tabulated');
+  const t = lastOf(events, 'rules_tabulated');
+  if (t !== undefined) keyRows(t.rows);
+  return t;
 }
 
 /** The platform columns of a matrix (every column that is not a rule column). */
@@ -109,10 +111,29 @@ export function breakParts(text: string): string[] {
   return text.split(/(?<=[_:.])/);
 }
 
+/** Keys of JAX's rows that share their name with an earlier JAX row (`keyRows`). */
+const sharedNameKeys = new WeakMap<RuleRow, string>();
+
+/**
+ * Give each of JAX's rows whose name an earlier JAX row has a key of its own: Pallas's kernel
+ * primitives reuse core names (`gather`, `swap`, `load` in `pallas/mosaic/sc_primitives.py`), so
+ * the second `gather` is `gather (jax/_src/pallas/mosaic/sc_primitives.py)`. The first keeps the
+ * bare name (rows come sorted by name, JAX's core table first).
+ */
+export function keyRows(rows: readonly RuleRow[]): void {
+  const seen = new Set<string>();
+  for (const r of rows) {
+    if (r.own) continue;
+    if (seen.has(r.primitive)) sharedNameKeys.set(r, `${r.primitive} (${r.file ?? r.var ?? 'another module'})`);
+    seen.add(r.primitive);
+  }
+}
+
 /** A row's name as shown and its key: the primitive's name, `add (your Primitive)` for the
- * snippet's own Primitive object (a row of its own beside JAX's `add`). */
+ * snippet's own Primitive object (a row of its own beside JAX's `add`), and the defining file
+ * for a second JAX primitive of the same name (`keyRows`). */
 export function rowKey(r: RuleRow): string {
-  return r.own ? `${r.primitive} (your Primitive)` : r.primitive;
+  return r.own ? `${r.primitive} (your Primitive)` : (sharedNameKeys.get(r) ?? r.primitive);
 }
 
 /** The row for a key (`rowKey`) or a primitive name; for a name two rows share (the snippet's
@@ -161,4 +182,14 @@ export function detailRow(
   }
   const name = picked ?? t.jaxpr_primitives[0] ?? null;
   return name === null ? undefined : rowOf(t.rows, name);
+}
+
+/**
+ * What the probe imported, for the sentence above the counts: `jax`, how many of JAX's modules
+ * (`jax` and its submodules: the probe imports every one, so that the count is the same in any
+ * run), and `others`, the other libraries' modules (`flax`, `flax.linen`, `flax.nnx`).
+ */
+export function importedSummary(imported: readonly string[]): { jax: number; others: string[] } {
+  const isJax = (m: string): boolean => m === 'jax' || m.startsWith('jax.');
+  return { jax: new Set(imported.filter(isJax)).size, others: [...new Set(imported.filter((m) => !isJax(m)))] };
 }

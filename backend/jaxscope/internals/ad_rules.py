@@ -116,8 +116,18 @@ def _primitive_names() -> dict[int, list[tuple[str, str]]]:
     modules (``jax._src`` and public ones such as ``jax.experimental.multihost_utils``; a
     primitive defined in ``ad_util`` is registered from ``ad``). Rebuilt when modules were
     imported since the last call, so primitives of later imports are found."""
-    names = tuple(n for n in list(sys.modules) if n == "jax" or n.startswith("jax."))
+    # Filtering ~1,000 module names on each of the rule table's thousands of lookups cost
+    # seconds: refilter only when the number of loaded modules changed (imports only add).
+    global _jax_module_names
+    count, names = _jax_module_names
+    if count != len(sys.modules):
+        names = tuple(n for n in list(sys.modules) if n == "jax" or n.startswith("jax."))
+        _jax_module_names = (len(sys.modules), names)
     return _primitive_names_of(names)
+
+
+# (len(sys.modules) when last filtered, the loaded jax modules' names then)
+_jax_module_names: tuple[int, tuple[str, ...]] = (-1, ())
 
 
 @functools.lru_cache(maxsize=4)

@@ -17,18 +17,26 @@ The tables (all module-level dicts keyed by ``core.Primitive``, read live, never
 "Every primitive JAX knows" is the union of those tables' keys and of the ``core.Primitive``
 objects held by a global of a loaded ``jax`` module (a primitive can exist with no rule at all),
 after importing :data:`IMPORTED` (flax included: importing it adds primitives such as
-``get_variable``/``set_variable`` and those of the JAX modules it loads), and of the primitives
-in the snippet's jaxpr (its own ``Primitive`` may have no rule and no module global). The
-file:line of each cell comes from ``internals.ad_rules``.
+``get_variable``/``set_variable`` and those of the JAX modules it loads) and every module of
+``jax``, and of the primitives in the snippet's jaxpr (its own ``Primitive`` may
+have no rule and no module global). The file:line of each cell comes from ``internals.ad_rules``.
+
+Why every module: the tables only grow with imports, and JAX imports some modules
+lazily (``jax.device_put`` to a sharding imports ``jax.experimental.multihost_utils``, which
+defines two primitives). Counting only what happened to be loaded made the count depend on what
+the process had run before (291, then 293 after a sharded ``device_put``); with every module
+imported first it is the same in any process of the installed JAX.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import pkgutil
 import re
 import sys
 import textwrap
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -48,7 +56,8 @@ IMPORTED: tuple[str, ...] = (
     "flax.linen",
     "flax.nnx",
 )
-"""The modules imported before tabulating (plus every lazily loaded ``jax.scipy`` submodule)."""
+"""The modules imported before tabulating, then every other module of ``jax``
+(:func:`jax_modules`)."""
 
 NOT_IMPORTED: tuple[str, ...] = ()
 """Modules the issue names that are not installed (none: flax is a dependency)."""
@@ -58,9 +67,66 @@ PLATFORMS: tuple[str, ...] = ("cpu", "cuda", "rocm", "tpu")
 
 RULE_COLUMNS: tuple[str, ...] = ("jvp", "transpose", "batching", "lowering")
 
+NOT_WALKED: tuple[str, ...] = ("jax.collect_profile", "jax.experimental.pallas.ops")
+"""Modules of ``jax`` that are not library code, not imported (nor their submodules): a
+command-line script, and Pallas example kernels (they define no primitive, and some import JAX's
+test harness). Every ``test_*``/``*test_util`` module (JAX's test harnesses) is skipped too:
+importing one adds its test flags to ``jax.config``."""
 
-def import_modules() -> list[str]:
-    """Import :data:`IMPORTED` and ``jax.scipy``'s lazy submodules; return the names loaded."""
+
+@dataclass(frozen=True)
+class Imported:
+    """What :func:`import_modules` loaded: ``loaded`` (:data:`IMPORTED`, then every other module
+    of ``jax``, sorted) and ``failed`` (modules of ``jax`` whose import raised: an optional
+    dependency missing, such as tensorflow for ``jax.experimental.jax2tf``)."""
+
+    loaded: list[str]
+    failed: list[str]
+
+
+def _walked(name: str) -> bool:
+    return name not in NOT_WALKED and not any(
+        part.startswith("test_") or part.endswith("test_util") for part in name.split(".")
+    )
+
+
+def jax_modules() -> Imported:
+    """Import every module of ``jax`` (private ones too: ``jax.experimental.key_reuse._core``,
+    which JAX imports only when key-reuse checking is on, defines two primitives), package by
+    package in sorted order, but :data:`NOT_WALKED` and the test harnesses; a module whose import
+    raises is listed in ``failed`` and skipped, with its submodules."""
+    import jax
+
+    loaded: list[str] = []
+    failed: list[str] = []
+    # Depth first, by hand: pkgutil.walk_packages would import the test harness packages too
+    # (it imports every package to list its children).
+    pending = [jax]
+    while pending:
+        package = pending.pop()
+        children = sorted(
+            (info.name, info.ispkg)
+            for info in pkgutil.iter_modules(package.__path__, package.__name__ + ".")
+            if _walked(info.name)
+        )
+        for name, is_package in children:
+            try:
+                # Deprecated modules (jax.cloud_tpu_init) warn on import: not the user's doing.
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    module = importlib.import_module(name)
+            except Exception:  # an optional dependency missing (tensorflow, flatbuffers)
+                failed.append(name)
+                continue
+            loaded.append(name)
+            if is_package:
+                pending.append(module)
+    return Imported(loaded=sorted(loaded), failed=sorted(failed))
+
+
+def import_modules() -> Imported:
+    """Import :data:`IMPORTED`, ``jax.scipy``'s lazy submodules and every other module of
+    ``jax`` (:func:`jax_modules`); return what loaded and what failed."""
     loaded: list[str] = []
     for name in IMPORTED:
         module = importlib.import_module(name)
@@ -75,7 +141,9 @@ def import_modules() -> list[str]:
                 except ImportError:  # an optional dependency missing: skip that submodule
                     continue
                 loaded.append(full)
-    return loaded
+    walked = jax_modules()
+    loaded += [name for name in walked.loaded if name not in loaded]
+    return Imported(loaded=loaded, failed=walked.failed)
 
 
 def platforms() -> list[str]:
@@ -162,8 +230,8 @@ def known_primitives(extra: Iterable[Any] = ()) -> list[Any]:
     of ``extra`` (a jaxpr's, a snippet's: a snippet's own ``Primitive`` may be in no table and
     no module) not already there, matched by object: a snippet's ``Primitive("add")`` is a row
     of its own beside JAX's ``add``. Primitives an earlier run's snippet left in the tables are
-    not listed. Sorted by name (JAX's names are unique in JAX 0.10.2; ties
-    keep table order, JAX's first)."""
+    not listed. Sorted by name (ties keep table order: a snippet's after JAX's, and Pallas's kernel
+    primitives that reuse a core name, such as ``gather`` or ``swap``, after the core one)."""
     # A table key that no loaded module holds and that is not in ``extra`` is an earlier run's
     # snippet primitive, registered in JAX's process-wide tables by that run in this worker (a
     # second run of the same snippet makes a second ``double``): not listed, as it is not this
