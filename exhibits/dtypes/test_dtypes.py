@@ -415,3 +415,53 @@ def test_a_typed_key_argument_is_left_out_of_the_result_type(probe_runner: Runne
         "bf16[4]",
         "f32[4]",
     )
+
+
+# jnp functions whose body is a jit of their own (jnp.where's _where, jnp.clip, jnp.dot,
+# jnp.interp, jnp.polyval, jax.nn.standardize): JAX traces that body with a traceback cut short
+# at the jit, so its eqns name no snippet line; the line is the enclosing call's. Each: the
+# expression at line 4, the arguments, and the API named.
+INNER_JITS = [
+    ("jnp.where(c, x, np.float32(0.5))", "jnp.ones(4, bool), jnp.ones(4, jnp.bfloat16)", "where"),
+    (
+        "jnp.where(True, x[:, None], c)",
+        "jnp.ones((4, 3), jnp.float32), jnp.ones(4, jnp.bfloat16)",
+        "where",
+    ),
+    ("jnp.clip(x, np.float32(0), np.float32(1))", "0, jnp.ones(4, jnp.bfloat16)", "jnp.clip"),
+    ("jnp.dot(x, c)", "jnp.ones((4, 4)), jnp.ones((4, 4), jnp.bfloat16)", "jnp.dot"),
+    ("jnp.concatenate([x, c])", "jnp.ones(4), jnp.ones(4, jnp.bfloat16)", "concatenate"),
+    ("jnp.einsum('ij,jk->ik', x, c)", "jnp.ones((2, 2)), jnp.ones((2, 2), jnp.bfloat16)", "einsum"),
+    ("jnp.interp(x, c, c)", "jnp.arange(4.0), jnp.ones(4, jnp.bfloat16)", "interp"),
+    (
+        "jax.nn.standardize(x, mean=c, variance=c)",
+        "jnp.ones((2, 1)), jnp.ones((2, 8), jnp.bfloat16)",
+        "jax.nn.standardize",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("expr", "arguments", "api"), INNER_JITS, ids=[e for e, _, _ in INNER_JITS]
+)
+def test_a_promotion_inside_a_jitted_jnp_function_is_found_at_the_call(
+    expr: str, arguments: str, api: str, probe_runner: Runner
+) -> None:
+    """Truth: plain JAX's output dtype is float32 although ``x`` is bfloat16 (the other
+    operand, or the numpy constant, is float32); the line is the call's."""
+    source = (
+        "import jax, jax.numpy as jnp\n"
+        "import numpy as np\n"
+        "def f(c, x):\n"
+        f"    return {expr}\n"
+        f"args = ({arguments},)\n"
+    )
+    ns: dict[str, Any] = {}
+    exec(source, ns)
+    _, x = ns["args"]
+    assert x.dtype == jnp.bfloat16 and ns["f"](*ns["args"]).dtype == jnp.float32
+    (change,) = probe_runner(EXHIBIT, source).one(DtypeChangesFound).changes
+    assert change.kind == "promoted" and change.source and change.source.line == 4
+    assert (change.from_dtype, change.to_dtype) == ("bfloat16", "float32")
+    assert change.from_type.startswith("bf16[") and change.to_type.startswith("f32[")
+    assert change.api == api

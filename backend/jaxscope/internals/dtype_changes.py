@@ -24,11 +24,18 @@ The jaxpr is read with calls inlined (``jit``, ``closed_call``, ``custom_jvp_cal
 ``custom_vjp_call``, ``remat``: their bodies' vars are mapped to the caller's); the bodies of
 ``scan``/``while``/``cond`` are not looked into (their eqns count as one opaque eqn). Frames come
 from ``eqn.source_info.traceback``: a jitted ``jnp`` function whose body JAX inlined carries the
-caller's traceback, so the frame just inside the user's line names the API the user called.
+caller's traceback, so the frame just inside the user's line names the API the user called. The
+body of a ``jit`` eqn (``jnp.where``'s ``_where``, ``jnp.clip``, ``jnp.interp``,
+``jax.nn.standardize``) carries a traceback JAX cut short at that ``jit``: its eqns take the line
+and the outer frames of the innermost enclosing call eqn that has a snippet frame. Where the
+frames name only JAX's call machinery (``jnp.clip``, ``jnp.dot`` and the ``jnp`` ufuncs leave no
+frame of their own), the API is the callee written at the line's call expression.
 """
 
 from __future__ import annotations
 
+import linecache
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,6 +92,9 @@ class _Flat:
     ins: list[object | None]  # the key of each operand (None: a constant)
     outs: list[object]
     calls: tuple[str, ...] = ()  # the primitives of the calls it was inlined from, outermost first
+    # the call eqns it was inlined from, outermost first: where a body's eqn whose traceback JAX
+    # cut short (no snippet frame) was called from
+    enclosing: tuple[core.JaxprEqn, ...] = ()
 
 
 def _body(eqn: core.JaxprEqn) -> tuple[core.Jaxpr, list[Any]] | None:
@@ -107,6 +117,7 @@ def _flatten(
     env: dict[Any, object | None],
     out: list[_Flat],
     calls: tuple[str, ...] = (),
+    enclosing: tuple[core.JaxprEqn, ...] = (),
 ) -> None:
     for v in jaxpr.constvars:
         env[v] = None
@@ -116,13 +127,16 @@ def _flatten(
         if found is not None:
             body, _ = found
             inner: dict[Any, object | None] = dict(zip(body.invars, ins, strict=True))
-            _flatten(body, inner, out, (*calls, str(eqn.primitive.name)))
+            _flatten(body, inner, out, (*calls, str(eqn.primitive.name)), (*enclosing, eqn))
             for o, bo in zip(eqn.outvars, body.outvars, strict=True):
                 env[o] = None if isinstance(bo, core.Literal) else inner.get(bo)
             continue
+        # A constant broadcast or reshaped is still a constant (jnp.where broadcasts its
+        # np.float32 scalar inside its jit before the join).
+        moved_constant = eqn.primitive.name in _RESHAPES and ins == [None]
         for o in eqn.outvars:
-            env[o] = o
-        out.append(_Flat(eqn, ins, list(eqn.outvars), calls))
+            env[o] = None if moved_constant else o
+        out.append(_Flat(eqn, ins, list(eqn.outvars), calls, enclosing))
 
 
 def _floating(d: np.dtype[Any]) -> bool:
@@ -148,14 +162,50 @@ def _chain(eqn: core.JaxprEqn) -> tuple[list[tuple[str, str]], bool]:
     return chain, False
 
 
+def _user_chain(item: _Flat) -> tuple[list[tuple[str, str]], Any]:
+    """The frames between ``item``'s eqn and the user's line (:func:`_chain`), and the
+    traceback that reaches the user's line (``None`` when none does).
+
+    JAX traces the body of a ``jnp`` function that is itself a ``jit`` (``jnp.where``'s
+    ``_where``, ``jnp.clip``) with a traceback cut short at the ``jit``: its eqns name no
+    snippet frame. Their user line is the one of the innermost enclosing call eqn that has
+    one, and their chain continues into that eqn's frames (which name the API called)."""
+    chain, has_user = _chain(item.eqn)
+    if has_user:
+        return chain, item.eqn.source_info.traceback
+    for outer in reversed(item.enclosing):
+        more, has_user = _chain(outer)
+        chain = chain + more
+        if has_user:
+            return chain, outer.source_info.traceback
+    return chain, None
+
+
 _WRAPPERS = frozenset(
     {"op", "wrapper", "wrapped", "inner", "reraise_with_filtered_traceback", "cache_miss"}
 )
+# Frames of JAX's own call machinery: the API the user called is not among the chain's frames
+# (a jitted jnp function such as jnp.clip or jnp.dot: JAX's traceback keeps no frame of it; a
+# jnp ufunc such as jnp.maximum: its frame is the ufunc class's __call__).
+_MACHINERY = frozenset({"_run_python_pjit", "ufunc.__call__", "Primitive.bind"})
+_CALLEE = re.compile(r"[A-Za-z_][\w.]*")
 
 
-def _api(chain: list[tuple[str, str]]) -> str:
+def _callee(source: SourceLoc | None) -> str | None:
+    """The name the user called at ``source`` (the call expression's columns on its line, as
+    Python's code positions give them: ``jnp.clip(x, lo, hi)`` -> ``jnp.clip``); ``None``
+    when the text there is not a call of a dotted name."""
+    if source is None or source.column is None or source.end_line not in (None, source.line):
+        return None
+    text = linecache.getline(SNIPPET_FILENAME, source.line)[source.column : source.end_column]
+    callee = text.split("(", 1)[0].strip() if "(" in text else ""
+    return callee if _CALLEE.fullmatch(callee) else None
+
+
+def _api(chain: list[tuple[str, str]], source: SourceLoc | None = None) -> str:
     """The API the user called at the line (the outermost frame of the chain that is not a
-    wrapper), in the user's words: ``*`` for ``_operator_mul``, else its qualified name."""
+    wrapper), in the user's words: ``*`` for ``_operator_mul``, else its qualified name; where
+    that frame is JAX's call machinery, the callee written at ``source`` (:func:`_callee`)."""
     for qualname, _ in reversed(chain):
         name = qualname.rsplit(".", 1)[-1]
         if name.startswith("_operator_"):
@@ -165,8 +215,10 @@ def _api(chain: list[tuple[str, str]]) -> str:
     for qualname, _ in reversed(chain):
         name = qualname.rsplit(".", 1)[-1]
         if name not in _WRAPPERS and "<locals>" not in qualname.rsplit(".", 1)[0]:
+            if qualname in _MACHINERY:
+                return _callee(source) or qualname
             return qualname
-    return "?"
+    return _callee(source) or "?"
 
 
 def _implicit(chain: list[tuple[str, str]]) -> bool:
@@ -264,8 +316,8 @@ def promotions(closed_jaxpr: core.ClosedJaxpr, limit: int = 50) -> list[Promotio
             continue
         operand, out = widened
         old, new = operand.aval.dtype, out.aval.dtype
-        chain, has_user = _chain(item.eqn)
-        if not has_user or not _widens(old, new) or not _implicit(chain):
+        chain, traceback = _user_chain(item)
+        if traceback is None or not _widens(old, new) or not _implicit(chain):
             continue
         reached = _spread(flat, i, out, new)
         if not reached & outs:
@@ -276,7 +328,7 @@ def promotions(closed_jaxpr: core.ClosedJaxpr, limit: int = 50) -> list[Promotio
         if met is not None and met[1] is not None and met[1] in spread:
             continue  # a consequence of a widening already found
         spread |= reached
-        source = snippet_source(item.eqn.source_info.traceback)
+        source = snippet_source(traceback)
         key = (source.line if source else None, str(old), str(new))
         if key in found:
             p = found[key]
@@ -286,7 +338,7 @@ def promotions(closed_jaxpr: core.ClosedJaxpr, limit: int = 50) -> list[Promotio
             break
         found[key] = Promotion(
             source=source,
-            api=_api(chain),
+            api=_api(chain, source),
             from_dtype=str(np.dtype(old).name),
             to_dtype=str(np.dtype(new).name),
             from_type=_short(operand.aval),
