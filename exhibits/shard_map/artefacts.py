@@ -4,7 +4,8 @@ JAX's text verbatim; ``line``: the snippet line of the specs at fault when a spe
 e.g. ``out_specs = P("x", "w")``; ``explanation``: the exhibit's words beside JAX's error;
 ``reference``: what the outputs were compared with (``reference``, ``f`` or ``none``) and
 ``differs``, one entry per output past tolerance: ``{"path", "index", "got", "want",
-"max_abs_diff"}``; ``found``: for real code whose ``f`` calls ``jax.shard_map`` itself,
+"max_abs_diff"}``; ``replicas_differ``: the outputs whose devices disagree on a block
+out_specs says they share; ``found``: for real code whose ``f`` calls ``jax.shard_map`` itself,
 ``{"sites": [{"line", "within", "reachable"}, ...], "shown": index}``, else null). ``ok`` is
 false when JAX refused the program *or* an output differs from the
 reference: a wrong result is a finding, not a pass.
@@ -56,13 +57,14 @@ def _verdict(events: Sequence[EventBase]) -> str | None:
     differs = _differing(events)
     return json.dumps(
         {
-            "ok": e.ok and not differs,
+            "ok": e.ok and not differs and not (a and any(o.replicas_differ for o in a.outputs)),
             "error_class": e.error_class,
             "check": e.check,
             "message": e.message,
             "line": e.line,
             "explanation": e.explanation,
             "reference": a.reference if a else None,
+            "replicas_differ": [o.path for o in a.outputs if o.replicas_differ] if a else [],
             # real code: the shard_map calls found inside f, and which one was checked
             "found": e.found.model_dump() if e.found else None,
             "differs": [
@@ -84,7 +86,7 @@ def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
     if e is None:
         return []
     if e.ok:
-        return _mismatches(events)
+        return _mismatches(events) + _replicas(events)
     what = "the body" if e.check in (None, "body") else f"shard_map's {e.check} check"
     return [
         ShownError(
@@ -125,6 +127,38 @@ def _mismatches(events: Sequence[EventBase]) -> list[ShownError]:
             computation="jax.jit(jax.shard_map(f, ...))(*args)",
             artefact="verdict",
             note=note,
+            kind="finding",
+        )
+    ]
+
+
+def _replicas(events: Sequence[EventBase]) -> list[ShownError]:
+    """Outputs whose devices disagree on a block out_specs says they share, as one finding:
+    the global array holds one device's copy, the others computed something else."""
+    a = _assembled(events)
+    bad = [o for o in (a.outputs if a else []) if o.replicas_differ is not None]
+    if a is None or not bad:
+        return []
+    parts = []
+    for o in bad[:3]:
+        d = o.replicas_differ
+        assert d is not None
+        parts.append(
+            f"{o.path} (out_specs {o.spec}): {d.device} holds {d.value:g} and {d.other} holds "
+            f"{d.other_value:g} at {d.index} of the block they share"
+        )
+    return [
+        ShownError(
+            error_class="ReplicasDiffer",
+            message=f"{len(bad)} of {len(a.outputs)} outputs are not the same on the devices "
+            "that out_specs says hold the same values: " + "; ".join(parts),
+            computation="jax.jit(jax.shard_map(f, ...))(*args)",
+            artefact="verdict",
+            line=a.out_specs_line,
+            note="out_specs leaves the output unsplit over a mesh axis the body's value still "
+            "varies over; with check_vma=False JAX trusts it and returns one device's copy. Make "
+            "the value the same along that axis (jax.lax.psum / pmean / all_gather), or split "
+            "the output over it in out_specs",
             kind="finding",
         )
     ]

@@ -157,12 +157,29 @@ class ShardMapShard(WireModel):
     shape: list[int]
 
 
+class ShardMapReplicaDiff(WireModel):
+    """Two devices that hold the same block of an output (out_specs leaves it unsplit over a
+    mesh axis: every device along it should hold the same values) but different values:
+    ``device`` and ``other``, the block's index ranges ``[start, stop)`` per dimension, the
+    first element of the block (row-major) past the dtype's tolerance, and both values. With
+    ``check_vma=False`` JAX trusts out_specs and the global array reads the first device's."""
+
+    device: str
+    other: str
+    block: list[list[int]]
+    index: list[int]
+    value: float
+    other_value: float
+
+
 class ShardMapOutput(WireModel):
     """An output of ``jax.shard_map``: global shape/dtype, its out_specs entry, every device's
     block (``addressable_shards``), a preview, and the comparison with the reference, at the
     output's dtype precision (``finite_diff.tolerance``: 1e-6 float64, 1e-4 float32, 1e-2
     narrower, scaled by ``max(1, |reference|)``). ``first_diff_index``/``first_diff_got``/
-    ``first_diff_want``: the first element (row-major) past tolerance, when one is."""
+    ``first_diff_want``: the first element (row-major) past tolerance, when one is.
+    ``replicas_differ``: devices that should hold the same block and do not (the first pair
+    found), ``None`` when every block's copies agree."""
 
     path: str
     spec: str
@@ -176,6 +193,7 @@ class ShardMapOutput(WireModel):
     first_diff_index: list[int] | None = None
     first_diff_got: float | None = None
     first_diff_want: float | None = None
+    replicas_differ: ShardMapReplicaDiff | None = None
 
 
 class ShardMapOutputsAssembled(EventBase):
@@ -187,6 +205,9 @@ class ShardMapOutputsAssembled(EventBase):
     outputs: list[ShardMapOutput]
     reference: Literal["reference", "f", "none"]
     reference_note: str
+    # the line of out_specs (the snippet's, or the call's in real code): where a finding about
+    # the outputs is blamed
+    out_specs_line: int | None = None
 
 
 # This exhibit's events, in the order the union lists them (checked: every event class

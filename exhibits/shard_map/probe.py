@@ -76,6 +76,7 @@ from exhibits.shard_map.events import (
     ShardMapFound,
     ShardMapOutput,
     ShardMapOutputsAssembled,
+    ShardMapReplicaDiff,
     ShardMapShard,
     ShardMapSite,
     ShardMapSpecView,
@@ -372,6 +373,32 @@ def _against(
     return within, diff, first
 
 
+def _replicas_differ(leaf: Any) -> ShardMapReplicaDiff | None:
+    """The first pair of devices holding the same block of ``leaf`` (``addressable_shards``
+    with equal ``index``) with values past the dtype's tolerance of each other."""
+    blocks: dict[str, Any] = {}
+    for s in sorted(leaf.addressable_shards, key=lambda s: s.device.id):
+        block = _index(s.index, leaf.shape)
+        key = repr(block)
+        data = np.asarray(s.data)
+        if key not in blocks:
+            blocks[key] = (s.device, data)
+            continue
+        device, first = blocks[key]
+        within, _, where = _against(data, first)
+        if not within and where is not None:
+            index, value, other_value = where
+            return ShardMapReplicaDiff(
+                device=str(device),
+                other=str(s.device),
+                block=block,
+                index=index,
+                value=other_value,
+                other_value=value,
+            )
+    return None
+
+
 def _outputs_event(
     ns: dict[str, Any],
     f: Any,
@@ -423,6 +450,7 @@ def _outputs_event(
                 first_diff_index=first[0] if first else None,
                 first_diff_got=first[1] if first else None,
                 first_diff_want=first[2] if first else None,
+                replicas_differ=_replicas_differ(leaf),
             )
         )
     return ShardMapOutputsAssembled(outputs=outputs, reference=kind, reference_note=note)  # type: ignore[arg-type]
@@ -594,4 +622,8 @@ def run(ctx: ProbeContext) -> None:
     uses_collectives = body is not None and any(
         communicates(eqn.primitive) for _, eqn, _ in collective_eqns(body)
     )
-    ctx.emit(_outputs_event(ns, f, args, out, out_specs, uses_collectives, found is not None))
+    assembled = _outputs_event(ns, f, args, out, out_specs, uses_collectives, found is not None)
+    assembled.out_specs_line = (
+        call_line if found is not None else setting_line(ctx.snippet.source, "out_specs")
+    )
+    ctx.emit(assembled)

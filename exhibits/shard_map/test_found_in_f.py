@@ -9,6 +9,8 @@ read from its text.
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import jax
 import jax.extend
@@ -114,3 +116,59 @@ def test_the_cli_prints_the_found_call() -> None:
         "sites": [{"line": line, "within": ["jit(f)"], "reachable": True}],
         "shown": 0,
     }
+
+
+UNCHECKED = HEADER + (
+    "def f(x):\n"
+    "    return jax.shard_map(\n"
+    "        lambda a: a.sum(keepdims=True), mesh=mesh, in_specs=P('x'), out_specs=P(),\n"
+    "        check_vma=False,\n"
+    "    )(x)\n"
+    "\n"
+    "args = (jnp.arange(16.0),)\n"
+)
+
+
+def test_devices_that_disagree_on_a_replicated_output_are_a_finding(tmp_path: Path) -> None:
+    # plain JAX: out_specs=P() claims every device holds the same sum; with check_vma=False JAX
+    # trusts it, and each device holds the sum of its own block (numpy)
+    ns: dict[str, Any] = {}
+    exec(compile(UNCHECKED, "<snippet>", "exec"), ns)
+    out = ns["f"](*ns["args"])
+    blocks = np.arange(16.0).reshape(4, 4).sum(axis=1)
+    shards = sorted(out.addressable_shards, key=lambda s: s.device.id)
+    held = [float(np.asarray(s.data)[0]) for s in shards]
+    assert held == list(blocks) and float(out[0]) == blocks[0]
+    path = tmp_path / "unchecked.py"
+    path.write_text(UNCHECKED)
+    proc = jaxscope_run("shard_map", path, "--print", "verdict")
+    assert proc.returncode == 3, proc.stderr  # a finding, at the call's line
+    line = line_of(UNCHECKED, "return jax.shard_map(")
+    assert f"ReplicasDiffer) at line {line}" in proc.stderr
+    assert f"holds {blocks[0]:g}" in proc.stderr and f"holds {blocks[1]:g}" in proc.stderr
+    verdict = json.loads(proc.stdout)
+    assert not verdict["ok"] and verdict["replicas_differ"] == ["out[0]"]  # the call's outputs
+
+
+def test_a_psum_makes_the_copies_agree(tmp_path: Path) -> None:
+    fixed = UNCHECKED.replace("a.sum(keepdims=True)", "jax.lax.psum(a.sum(keepdims=True), 'x')")
+    path = tmp_path / "fixed.py"
+    path.write_text(fixed)
+    proc = jaxscope_run("shard_map", path, "--print", "verdict")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["replicas_differ"] == []
+
+
+def test_a_call_inside_a_cond_branch_has_the_conds_line() -> None:
+    # JAX records the branch's eqns with no user frame: the cond's line stands in
+    text = HEADER + (
+        "sm = jax.shard_map(lambda a: a * 2, mesh=mesh, in_specs=P('x'), out_specs=P('x'))\n"
+        "\n"
+        "def f(x, p):\n"
+        "    return jax.lax.cond(p, sm, lambda a: a, x)\n"
+        "\n"
+        "args = (jnp.arange(8.0), True)\n"
+    )
+    with pytest.raises(InvalidSnippet) as info:
+        run_probe("shard_map", text)
+    assert f"(lines {line_of(text, 'jax.lax.cond(')})" in str(info.value)

@@ -72,15 +72,23 @@ def _body(eqn: core.JaxprEqn) -> tuple[core.Jaxpr, Sequence[Any]] | None:
     return (jaxpr, consts) if len(jaxpr.invars) == len(eqn.invars) else None
 
 
-def _walk(jaxpr: core.Jaxpr, within: tuple[str, ...], reachable: bool) -> Iterator[FoundShardMap]:
+def _walk(
+    jaxpr: core.Jaxpr,
+    within: tuple[str, ...],
+    reachable: bool,
+    outer: SourceLoc | None = None,
+) -> Iterator[FoundShardMap]:
+    """``outer``: the line of the eqn whose body this is, for an eqn whose own traceback JAX
+    cut short of the user's frames (a ``cond`` branch's eqns carry none)."""
     for eqn in jaxpr.eqns:
+        source = snippet_source(eqn.source_info.traceback) or outer
         if eqn.primitive.name == "shard_map":
-            yield FoundShardMap(eqn, snippet_source(eqn.source_info.traceback), within, reachable)
+            yield FoundShardMap(eqn, source, within, reachable)
             continue  # a shard_map nested in a body is that body's business
         body = _body(eqn)
         for inner in core.jaxprs_in_params(eqn.params):
             runs_once = body is not None and inner is body[0]
-            yield from _walk(inner, (*within, _call_name(eqn)), reachable and runs_once)
+            yield from _walk(inner, (*within, _call_name(eqn)), reachable and runs_once, source)
 
 
 def find_shard_maps(closed: core.ClosedJaxpr) -> list[FoundShardMap]:
