@@ -24,7 +24,11 @@ freshly loaded snippet (new function objects, so neither side hits JAX's tracing
   function runs); and JAX's own text (``str``) of each jaxpr the exhibits show (primal, JVP twice:
   two exhibits, known, unknown, linear).
 
-Figures are ratios of medians. ``ratio`` and ``exhibits_ratio`` are the **page's** capture
+Each repeat times plain JAX, both captures and the floor in turn (the machine is shared, its load
+changes within minutes), each call on a collected heap (``gc.collect()`` first: the garbage of one
+call is not charged to the next). Figures are ratios of medians of wall time; ``cpu`` holds the
+same ratios in this process's CPU time (``time.process_time``), which a loaded machine disturbs
+less. ``ratio`` and ``exhibits_ratio`` are the **page's** capture
 (``on_demand``: what a user of the page waits for; an exhibit is one run, so each exhibit's share
 is what its user waits for); ``eager`` holds the same figures for the CLI's capture. Goals
 (issues 3 and 14): each exhibit at most 2x, the three together at most 5x. ``parts_median_ms``
@@ -39,9 +43,12 @@ Usage: ``.venv/bin/python bench/ad_overhead.py [--repeats N] [--json OUT]``.
 from __future__ import annotations
 
 import argparse
+import functools
+import gc
 import json
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -60,7 +67,6 @@ from jaxscope.internals.views import jaxpr_view
 from jaxscope.protocol import JaxprStaged, RunRequest
 from jaxscope.sandbox import guard, runner
 from jaxscope.sandbox.snippet import load_snippet
-from timing import median_s  # bench/timing.py (scripts run with bench/ on the path)
 
 SNIPPET = """
 import jax
@@ -145,13 +151,14 @@ def capture(
     emitted through the runner (``details``: the page's ``on_demand`` or the CLI's ``eager``).
     With ``parts``, each part's seconds are appended to ``parts[name]``; with ``contexts``, each
     exhibit's ``RunContext`` (its capture of whole events) is appended."""
-    clock = [time.perf_counter()]
+    clock = [time.perf_counter(), time.process_time()]
 
     def lap(name: str) -> None:
-        now = time.perf_counter()
+        now = [time.perf_counter(), time.process_time()]
         if parts is not None:
-            parts.setdefault(name, []).append(now - clock[0])
-        clock[0] = now
+            parts.setdefault(name, []).append(now[0] - clock[0])
+            parts.setdefault("cpu " + name, []).append(now[1] - clock[1])
+        clock[:] = now
 
     on_demand = details == "on_demand"
     snippet = load_snippet(SNIPPET)
@@ -252,36 +259,66 @@ def main() -> None:
     plain()
     parts: dict[Details, dict[str, list[float]]] = {d: {} for d in MODES}
     times: dict[Details, list[float]] = {d: [] for d in MODES}
+    plain_s: list[float] = []
+    floor_s: list[float] = []
     streamed: dict[Details, int] = {}
     details_s: list[float] = []
-    for _ in range(ns.repeats):  # the two modes alternate, so both see the same machine
+
+    cpu: dict[str, list[float]] = {}
+
+    def timed(fn: Callable[[], None], name: str) -> float:
+        # Each call starts on a collected heap: the garbage of the call before is not charged
+        # to it (Python's collector takes 20-45% of these calls' CPU time here).
+        gc.collect()
+        t0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        cpu.setdefault(name, []).append(time.process_time() - c0)
+        return time.perf_counter() - t0
+
+    # Every repeat times plain JAX, both captures and the floor in turn, so that all of them
+    # see the same machine (it is shared: its load changes within minutes).
+    for _ in range(ns.repeats):
+        plain_s.append(timed(plain, "plain"))
         for details in MODES:
             contexts: list[runner.RunContext] = []
             before = sink.bytes
-            t0 = time.perf_counter()
-            capture(details, parts[details], contexts)
-            times[details].append(time.perf_counter() - t0)
+            run = functools.partial(capture, details, parts[details], contexts)
+            times[details].append(timed(run, details))
             streamed[details] = sink.bytes - before
             if details == "on_demand":
-                t0 = time.perf_counter()
-                serve_details(contexts)
-                details_s.append(time.perf_counter() - t0)
-    theirs = median_s(plain, ns.repeats)
-    least = median_s(floor, ns.repeats)
+                details_s.append(timed(functools.partial(serve_details, contexts), "details"))
+        floor_s.append(timed(floor, "floor"))
+    theirs = statistics.median(plain_s)
+    least = statistics.median(floor_s)
     prefixes = ("jvp", "partial_eval", "transpose")
+
+    plain_cpu = statistics.median(cpu["plain"])
 
     def figures(details: Details) -> dict[str, Any]:
         ours = statistics.median(times[details])
-        parts_ms = {k: statistics.median(v) * 1e3 for k, v in parts[details].items()}
-        exhibits = {
-            name: sum(ms for part, ms in parts_ms.items() if part.startswith(name + ":"))
-            for name in prefixes
-        }
+        ms = {k: statistics.median(v) * 1e3 for k, v in parts[details].items()}
+        wall_ms = {k: v for k, v in ms.items() if not k.startswith("cpu ")}
+
+        def exhibits(prefix: str, over_s: float) -> dict[str, float]:
+            return {
+                name: round(
+                    sum(v for k, v in ms.items() if k.startswith(prefix + name + ":"))
+                    / 1e3
+                    / over_s,
+                    2,
+                )
+                for name in prefixes
+            }
+
         return {
             "capture_median_ms": round(ours * 1e3, 1),
             "ratio": round(ours / theirs, 2),
-            "exhibits_ratio": {k: round(ms / 1e3 / theirs, 2) for k, ms in exhibits.items()},
-            "parts_median_ms": {k: round(ms, 1) for k, ms in parts_ms.items()},
+            "exhibits_ratio": exhibits("", theirs),
+            "parts_median_ms": {k: round(v, 1) for k, v in wall_ms.items()},
+            "cpu": {
+                "ratio": round(statistics.median(cpu[details]) / plain_cpu, 2),
+                "exhibits_ratio": exhibits("cpu ", plain_cpu),
+            },
         }
 
     page, eager = figures("on_demand"), figures("eager")
@@ -299,6 +336,11 @@ def main() -> None:
         "floor_ratio": round(least / theirs, 2),
         "parts_median_ms": page["parts_median_ms"],
         "details_median_ms": round(statistics.median(details_s) * 1e3, 1),
+        "cpu": {
+            **page["cpu"],
+            "make_jaxpr_grad_median_ms": round(plain_cpu * 1e3, 1),
+            "floor_ratio": round(statistics.median(cpu["floor"]) / plain_cpu, 2),
+        },
         "streamed_bytes": streamed,
         "eager": eager,
     }
