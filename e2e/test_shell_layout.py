@@ -10,10 +10,13 @@ from pathlib import Path
 
 from playwright.sync_api import Locator, Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait
+from e2e.browser import open_exhibit, run_and_wait, set_code
 from exhibits.registry import EXHIBITS
 
-FAILING = "import jax.numpy as jnp\n\ndef f(x):\n    return jnp.dot(x, jnp.ones(4))\n\nargs = (jnp.ones(3),)\n"
+FAILING = (
+    "import jax.numpy as jnp\n\ndef f(x):\n    return jnp.dot(x, jnp.ones(4))\n\n"
+    "args = (jnp.ones(3),)\n"
+)
 
 
 def box(locator: Locator) -> tuple[float, float, float, float]:
@@ -37,6 +40,62 @@ def test_every_tab_keeps_its_box_whichever_tab_is_active(
         expect(page.get_by_test_id(f"exhibit-{eid}")).to_have_attribute("aria-current", "page")
         assert tab_boxes(page) == first, f"tabs moved when {eid} became active"
     page.locator("header.topbar").screenshot(path=str(screenshots / "shell-tabs.png"))
+    assert console_errors == []
+
+
+def drag(page: Page, handle: Locator, dx: float, dy: float) -> None:
+    x, y, w, h = box(handle)
+    page.mouse.move(x + w / 2, y + h / 2)
+    page.mouse.down()
+    page.mouse.move(x + w / 2 + dx / 2, y + h / 2 + dy / 2, steps=5)
+    page.mouse.move(x + w / 2 + dx, y + h / 2 + dy, steps=5)
+    page.mouse.up()
+
+
+def test_the_columns_and_the_editor_resize_and_keep_their_sizes_after_a_reload(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    page.set_viewport_size({"width": 1400, "height": 900})
+    open_exhibit(page, "tracing")
+    left = page.get_by_role("region", name="snippet")
+    editor = page.get_by_test_id("editor-box")
+    width0, height0 = box(left)[2], box(editor)[3]
+
+    drag(page, page.get_by_test_id("column-splitter"), 180, 0)
+    drag(page, page.get_by_test_id("editor-splitter"), 0, 120)
+    width1, height1 = box(left)[2], box(editor)[3]
+    assert abs(width1 - (width0 + 180)) <= 2, (width0, width1)
+    assert abs(height1 - (height0 + 120)) <= 2, (height0, height1)
+    # paneforge saves the layout after a short debounce.
+    page.wait_for_function("localStorage.getItem('paneforge:jaxscope:columns') !== null")
+    page.wait_for_function("localStorage.getItem('paneforge:jaxscope:editor') !== null")
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(screenshots / "shell-resized.png"))
+
+    page.reload()
+    expect(page.get_by_test_id("editor").locator(".cm-line").nth(3)).to_be_attached()
+    assert abs(box(left)[2] - width1) <= 1
+    assert abs(box(editor)[3] - height1) <= 1
+
+    # The keyboard moves a focused splitter too (paneforge: arrow keys).
+    page.get_by_test_id("column-splitter").focus()
+    page.keyboard.press("ArrowLeft")
+    assert box(left)[2] < width1 - 5
+    assert console_errors == []
+
+
+def test_an_error_panel_does_not_shrink_the_editor(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    page.set_viewport_size({"width": 1400, "height": 900})
+    open_exhibit(page, "tracing")
+    editor = page.get_by_test_id("editor-box")
+    before = box(editor)
+    set_code(page, FAILING)
+    run_and_wait(page)
+    expect(page.get_by_test_id("error-panel")).to_be_visible()
+    assert box(editor) == before
+    page.screenshot(path=str(screenshots / "shell-error-panel.png"))
     assert console_errors == []
 
 
@@ -81,4 +140,26 @@ def test_arrow_keys_and_home_end_step_through_the_run_outside_the_editor(
     page.get_by_test_id("example-select").focus()
     page.keyboard.press("End")
     assert position(page) == (n - 2, n)
+    assert console_errors == []
+
+
+def test_a_narrow_window_has_one_column_without_splitters_and_keeps_the_code(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    page.set_viewport_size({"width": 1400, "height": 900})
+    open_exhibit(page, "tracing")
+    set_code(page, FAILING)
+    page.set_viewport_size({"width": 800, "height": 900})
+    expect(page.get_by_test_id("column-splitter")).to_have_count(0)
+    expect(page.get_by_test_id("editor-splitter")).to_have_count(0)
+    # The editor is mounted anew in the one-column layout, with the code typed before.
+    expect(page.get_by_test_id("editor").locator(".cm-line").nth(3)).to_have_text(
+        "    return jnp.dot(x, jnp.ones(4))"
+    )
+    left, right = (
+        page.get_by_role("region", name="snippet"),
+        page.get_by_role("region", name="artefacts"),
+    )
+    assert box(right)[1] >= box(left)[1] + box(left)[3] - 1  # artefacts below the snippet
+    page.screenshot(path=str(screenshots / "shell-narrow.png"), full_page=True)
     assert console_errors == []
