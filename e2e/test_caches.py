@@ -6,6 +6,7 @@ Screenshots in light and dark themes."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import jax.numpy as jnp
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait
+from e2e.browser import open_exhibit, run_and_wait, set_code
 from exhibits.caches.golden import regen
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,4 +158,39 @@ def test_c05_loop_flags_same_line_new_object(
     expect(page.get_by_test_id("caches-cause")).to_contain_text("new function object")
     expect(page.get_by_test_id("caches-explanation")).to_contain_text("re-defined repeatedly")
     page.screenshot(path=str(screenshots / "caches-c05-dark.png"), full_page=True)
+    assert console_errors == []
+
+
+DRIVER_CASES = ROOT / "exhibits" / "caches" / "driver_cases"
+
+
+def test_driver_notes_say_what_the_timeline_does_not_show(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """A driver whose jitted g is also vmapped and differentiated eagerly: the timeline's two
+    calls, the header's count of the compiles outside them (the summary's, which the fresh-process
+    test checks against jax_log_compiles), and the note naming the lines. Then eager code: no
+    timeline, and the plain "no jitted call of your code was observed" note."""
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    open_exhibit(page, "caches")
+    set_code(page, (DRIVER_CASES / "vmap_of_jit.py").read_text())
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    expect(page.get_by_test_id("caches-timeline").locator("button.column")).to_have_count(2)
+    expect(page.get_by_test_id("caches-summary")).to_contain_text(
+        re.compile(r"2 calls · 1 traced · 1 compiled · \d+ more compiles outside these calls")
+    )
+    note = page.get_by_test_id("caches-driver-note")
+    expect(note).to_contain_text("Incomplete:")
+    expect(note).to_contain_text("g called under jax.vmap at line")
+    page.screenshot(path=str(screenshots / "caches-driver-incomplete.png"), full_page=True)
+    set_code(page, (DRIVER_CASES / "eager_only.py").read_text())
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    expect(page.get_by_test_id("caches-timeline")).to_have_count(0)
+    expect(page.get_by_test_id("caches-empty")).to_have_count(0)
+    note = page.get_by_test_id("caches-driver-note")
+    expect(note).to_contain_text("no jitted call of your code was observed")
+    expect(note).to_contain_text("What to try")
+    page.screenshot(path=str(screenshots / "caches-driver-nothing.png"), full_page=True)
     assert console_errors == []

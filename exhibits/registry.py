@@ -160,6 +160,16 @@ class Exhibit:
         shown: ShownErrors | None = getattr(module, "SHOWN_ERRORS", None)
         return shown(events) if shown is not None else []
 
+    def notes(self, events: Sequence[EventBase]) -> list[str]:
+        """Plain-words notes a finished run gives beside its artefacts (``NOTES(events)`` of
+        ``exhibits/<id>/artefacts.py``: e.g. caches, "no jitted call of your code was
+        observed"): ``jaxscope run`` prints each on stderr; the exit status is unchanged."""
+        if not (self.folder / "artefacts.py").exists():
+            return []
+        module = importlib.import_module(f"exhibits.{self.id}.artefacts")
+        notes: Callable[[Sequence[EventBase]], list[str]] | None = getattr(module, "NOTES", None)
+        return notes(events) if notes is not None else []
+
     def info(self) -> ExhibitInfo:
         return ExhibitInfo(
             id=self.id,

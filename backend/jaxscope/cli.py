@@ -591,6 +591,8 @@ def _run(ns: argparse.Namespace) -> int:
         return EXIT_FAILED
     # JAX's errors the exhibit shows as its lesson: the run finished, the artefact is printed,
     # and the exit status tells a script that JAX rejected the user's code.
+    for note in exhibit.notes(events):
+        sys.stderr.write(f"jaxscope: note: {note}\n")
     shown = exhibit.shown_errors(events)
     for error in shown:
         sys.stderr.write(describe_shown(error))

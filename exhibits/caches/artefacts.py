@@ -1,6 +1,7 @@
 """The caches exhibit's ``--print`` table: ``timeline`` is JSON, one object per jit call
-observed: ``{"function": ..., "layer": ..., "differs": [entry names]}``. Imports only the
-protocol."""
+observed: ``{"function": ..., "layer": ..., "differs": [entry names]}``. ``NOTES``: a driver
+run's note (no jit call observed, or JAX's work the timeline does not show), which
+``jaxscope run`` prints on stderr. Imports only the protocol."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Sequence
 
 from jaxscope.protocol import EventBase
 
-from exhibits.caches.events import JitCallObserved
+from exhibits.caches.events import DriverRunSummary, JitCallObserved
 
 
 def _timeline(events: Sequence[EventBase]) -> str | None:
@@ -24,6 +25,11 @@ def _timeline(events: Sequence[EventBase]) -> str | None:
             for c in calls
         ]
     )
+
+
+def NOTES(events: Sequence[EventBase]) -> list[str]:
+    """The driver run's note, when it has one: why the timeline is empty or incomplete."""
+    return [e.note for e in events if isinstance(e, DriverRunSummary) and e.note]
 
 
 ARTEFACTS = {"timeline": _timeline}

@@ -1,5 +1,6 @@
-"""The caches exhibit's events: ``caches_reset`` and ``jit_call_observed`` (one jitted call, the
-cache layer that answered it and what JAX keyed it on).
+"""The caches exhibit's events: ``caches_reset``, ``jit_call_observed`` (one jitted call, the
+cache layer that answered it and what JAX keyed it on) and, in driver mode, ``driver_run_summary``
+(JAX's work the calls shown do not account for, and a note when no call was observed).
 
 ``KeyEntryDiff`` (one entry of a jit cache key, now and before) is also carried by the
 recompile_hunt exhibit's ``training_step_observed``, which imports it from here (the caches
@@ -102,9 +103,52 @@ class JitCallObserved(EventBase):
     persistent_not_written: str | None = None
 
 
+class WorkOutsideCalls(WireModel):
+    """JAX's traces and compiles of one snippet function (``function``: its name, as JAX's
+    ``jax_log_compiles`` lines give it) in a driver run, in all (``traces_total``,
+    ``compiles_total``: every ``Finished tracing <function> for jit`` / ``Finished XLA compilation
+    of jit(<function>)``) and outside the calls the timeline shows (``traces``, ``compiles``)."""
+
+    function: str
+    traces: int
+    compiles: int
+    traces_total: int
+    compiles_total: int
+
+
+class TransformedCallView(WireModel):
+    """A jitted function of the snippet called with tracers outside any observed call:
+    ``how`` names the transformation (``jax.vmap``, autodiff...), ``line`` the snippet line,
+    ``count`` how many such calls."""
+
+    function: str
+    how: str
+    line: int | None = None
+    count: int = 1
+
+
+class DriverRunSummary(EventBase):
+    """After a driver run (``f(*args)`` as plain Python): how many jit calls were observed
+    (``observed_calls``), how many jit objects of the snippet were watched (``watched_jits``),
+    JAX's work per function that no observed call accounts for (``outside``: e.g. ``jax.vmap(g)``
+    on a jitted ``g`` compiles a batched ``jit(g)``), the transformed calls seen
+    (``transformed``), the calls past the exhibit's limit (``beyond_limit``, run but not shown),
+    and ``note``: in plain words, why the timeline is empty or incomplete and what to try
+    (``None`` when the timeline shows all of it)."""
+
+    type: Literal["driver_run_summary"] = "driver_run_summary"
+    observed_calls: int
+    watched_jits: int
+    outside: list[WorkOutsideCalls] = []
+    transformed: list[TransformedCallView] = []
+    beyond_limit: int = 0
+    note: str | None = None
+
+
 # This exhibit's events, in the order the union lists them (checked: every event class
 # defined here must be listed, see ``jaxscope.events``).
 EVENTS: tuple[type[EventBase], ...] = (
     CachesReset,
     JitCallObserved,
+    DriverRunSummary,
 )

@@ -7,8 +7,11 @@ Two ways to give the calls (see ``docs/design/0016-cache-layers.md``):
   object), or the run names a ``preset`` (``RunOptions.preset``) that builds the sequence from
   ``args`` (:data:`PRESETS`).
 * ``driver`` mode: otherwise ``f(*args, **kwargs)`` is called as plain Python, and every call it
-  makes of a jit object of the snippet (made before or during the run) is observed
-  (``internals.cache_layers.watching_jit_calls``); JAX's internal jits pass through unwatched.
+  makes of a jit object of the snippet that it can reach (globals, dicts, classes and instances,
+  closures; or made during the run) is observed (``internals.cache_layers.watching_jit_calls``);
+  JAX's internal jits pass through unwatched. A ``driver_run_summary`` ends the run: JAX's traces
+  and compiles no observed call accounts for (``exhibits/caches/driver.py``), and a note when
+  the timeline is empty or incomplete.
 
 The run starts from a clean cache state (``caches_reset``). Per call, one ``jit_call_observed``
 (stage ``call``): the layer that answered, hit/miss per layer, JAX's counters before/after, the
@@ -21,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import types
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -52,6 +56,7 @@ from jaxscope.protocol import SourceLoc
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, ProbeContext, blame_line, setting_line
 from jaxscope.sandbox.snippet import InvalidSnippet
 
+from exhibits.caches.driver import summary as driver_summary
 from exhibits.caches.events import CacheCounterView, CachesReset, JitCallObserved, KeyEntryDiff
 
 MAX_CALLS = 64
@@ -229,6 +234,11 @@ class _Observer:
         # module name -> why JAX did not write its persistent cache entry (JAX's own log line)
         self.not_written: dict[str, str] = {}
         self.def_lines: list[int | None] = []
+        # JAX's trace/compile events each observed call counted, per function name (a driver
+        # run's summary subtracts them from the whole run's); calls past MAX_CALLS, unobserved.
+        self.traces: Counter[str] = Counter()
+        self.compiles: Counter[str] = Counter()
+        self.beyond_limit = 0
         # The persistent cache's settings as the run set them: user code changing them (its
         # own cache directory, the cache off) explains lookups the preset did not plan.
         self.settings_at_start = persistent_settings()
@@ -254,6 +264,7 @@ class _Observer:
         memory: str | None = None,
     ) -> Any:
         if len(self.history) >= MAX_CALLS:
+            self.beyond_limit += 1
             return jitted(*args, **kwargs)
         fun = jitted_fun(jitted)
         name = jitted_name(jitted)
@@ -285,6 +296,8 @@ class _Observer:
                         unwritten_now = message
             else:
                 record = observe_jit_call(jitted, args, kwargs)
+        self.traces[name] += record.trace_events
+        self.compiles[name] += record.compile_events
         # The jaxpr this call traced, from the cache the call just filled (a hit: nothing new).
         jaxpr = multiline_jaxpr_view(jitted.trace(*args, **kwargs).jaxpr) if record.traced else None
         now = dict(entries)
@@ -460,8 +473,18 @@ def _observe(
     observer = _Observer(ctx)
     if mode == "driver":
         namespace = getattr(snippet.f, "__globals__", snippet.namespace)
-        with watching_jit_calls(namespace, observer.call), ctx.stage("run"):
-            snippet.f(*snippet.args, **snippet.kwargs)
+        with watching_jit_calls(namespace, observer.call, snippet.source) as watch:
+            with ctx.stage("run"):
+                snippet.f(*snippet.args, **snippet.kwargs)
+        ctx.emit(
+            driver_summary(
+                watch,
+                observer.traces,
+                observer.compiles,
+                len(observer.history),
+                observer.beyond_limit,
+            )
+        )
         return
     jitted = (
         snippet.f

@@ -4,7 +4,12 @@ run as a plain script in a fresh Python process (the driver ``f(*args)``, or ``j
 each of ``calls``) (``jax_log_compiles``: "Finished tracing <name>
 for jit" per trace, "Finished XLA compilation of jit(<name>)" per compile). So neither the
 worker's own references nor its earlier runs turn a miss into a hit, or a hit into a miss.
-Cases: every example of the exhibit and the shared C05 pair.
+Cases: every example of the exhibit, the shared C05 pair, and the driver cases of a review
+(``driver_cases/``): a jitted method (``@partial(jax.jit, static_argnums=0)``), jits kept in a
+dict, a tuple, a closure and an instance, ``jax.vmap``/``jax.grad`` of a jitted function called
+eagerly (JAX compiles variants of ``jit(g)`` no call of the jit object accounts for: the
+``driver_run_summary`` counts them, and the exhibit's total is the timeline's plus those), and a
+jit out of the watcher's reach (no call observed; the summary still counts JAX's work).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import pytest
 from exhibits.conftest import CASES, jaxscope_run
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
+DRIVER_CASES = Path(__file__).resolve().parent / "driver_cases"
 
 # The snippet as a script, then f(*args), JAX logging every trace and compile of the loop.
 _PLAIN = """
@@ -66,21 +72,29 @@ def plain_counts(path: Path, names: set[str]) -> tuple[Counter[str], Counter[str
 
 
 def exhibit_counts(path: Path) -> tuple[Counter[str], Counter[str]]:
-    """``(traces, compiles)`` per function as the caches exhibit observed them (``--json``)."""
+    """``(traces, compiles)`` per function as the caches exhibit counted them (``--json``): the
+    timeline's calls that traced/compiled, plus a driver run's work outside them
+    (``driver_run_summary.outside``)."""
     proc = jaxscope_run("caches", path, "--json")
     assert proc.returncode == 0, proc.stderr
-    calls = [json.loads(line) for line in proc.stdout.splitlines()]
-    calls = [c for c in calls if c.get("type") == "jit_call_observed"]
-    assert calls, "no jit call observed"
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    calls = [c for c in events if c.get("type") == "jit_call_observed"]
+    outside = [w for e in events if e.get("type") == "driver_run_summary" for w in e["outside"]]
+    assert calls or outside, "no jit call observed, no work of JAX counted"
     traces = Counter(c["function"] for c in calls if c["traced"])
     compiles = Counter(c["function"] for c in calls if c["compiled"])
-    return traces, compiles
+    for w in outside:
+        traces[w["function"]] += w["traces"]
+        compiles[w["function"]] += w["compiles"]
+    return +traces, +compiles
 
 
 PATHS = [
     *sorted(EXAMPLES.glob("*.py")),
     CASES / "C05_jit_in_loop_broken.py",
     CASES / "C05_jit_in_loop_fixed.py",
+    # eager_only jits nothing: its note is tested in test_caches.py
+    *sorted(p for p in DRIVER_CASES.glob("*.py") if p.stem != "eager_only"),
 ]
 
 

@@ -12,6 +12,7 @@ import {
   differing,
   jaxSilent,
   jaxprFor,
+  outsideCompiles,
   persistentLine,
   sameLineNewObject,
   summary,
@@ -171,5 +172,39 @@ describe('persistent preset: the second call is read from disk', () => {
   it('has nothing to say on disk for a call that did not consult it', () => {
     const plain = load('new_shape');
     for (const call of cachesModel(plain, plain).calls) expect(persistentLine(call)).toBeUndefined();
+  });
+});
+
+describe('driver runs: JAX’s work outside the calls shown, and no call at all', () => {
+  it('vmap/grad of a jitted g: the header counts the compiles outside the columns', () => {
+    const events = load('vmap_of_jit');
+    const model = cachesModel(events, events);
+    const driver = model.driver!;
+    const work = driver.outside.find((w) => w.function === 'g')!;
+    // JAX's total (the fresh-process test checks it against jax_log_compiles) is the
+    // timeline's compiles plus those outside it
+    expect(work.compiles_total).toBe(summary(model.calls).compiles + work.compiles);
+    expect(outsideCompiles(driver)).toBe(work.compiles);
+    expect(summaryText(model)).toBe(
+      `2 calls · 1 traced · 1 compiled · ${work.compiles} more compiles outside these calls`,
+    );
+    // while the cursor has not reached every column, only the reached calls are counted
+    const first = events.findIndex((e) => e.type === 'jit_call_observed');
+    expect(summaryText(cachesModel(events.slice(0, first + 1), events))).toBe('1 of 2 calls · 1 traced · 1 compiled');
+    expect(driver.note).toMatch(/^the timeline does not show all of JAX's work/);
+  });
+
+  it('no jit call: the model carries the note, and counts nothing', () => {
+    const events = load('eager_only');
+    const model = cachesModel(events, events);
+    expect(model.calls).toEqual([]);
+    expect(outsideCompiles(model.driver)).toBe(0);
+    expect(model.driver?.note).toMatch(/^no jitted call of your code was observed: .*What to try/);
+  });
+
+  it('a calls-mode run has no driver summary', () => {
+    const events = load('new_shape');
+    expect(cachesModel(events, events).driver).toBeUndefined();
+    expect(outsideCompiles(undefined)).toBe(0);
   });
 });

@@ -6,12 +6,16 @@
  * `jax.monitoring` timers, JAX's explain text, and the diff of key entries against the closest
  * earlier call. The timeline is drawn from all the run's calls; the stepper's cursor (or a call
  * the user picked) decides the current call, and calls after the cursor are still "pending".
+ * A driver run ends with `driver_run_summary`: JAX's traces and compiles that no call shown
+ * accounts for (eager `jax.vmap`/`jax.grad` of a jitted function, jits out of reach), and a note
+ * when the timeline is empty or incomplete.
  */
 import type { Event, EventOf, JaxprView, RunFailed } from '../../frontend/src/protocol';
 import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
 
 export type JitCallObserved = EventOf<'jit_call_observed'>;
 export type CachesReset = EventOf<'caches_reset'>;
+export type DriverRunSummary = EventOf<'driver_run_summary'>;
 export type KeyEntry = JitCallObserved['entries'][number];
 
 /** The cache layers a jit call walks through, top to bottom (the timeline's rows). */
@@ -60,6 +64,8 @@ export interface CachesModel {
   /** the call shown in detail: the picked one, else the last one reached */
   current: JitCallObserved | undefined;
   failure: RunFailed | undefined;
+  /** a driver run's summary (undefined in calls mode, or before the run ends) */
+  driver: DriverRunSummary | undefined;
 }
 
 export function cachesModel(
@@ -76,6 +82,7 @@ export function cachesModel(
     reached,
     current: pick ?? reached.at(-1),
     failure: lastOf(allEvents, 'run_failed'),
+    driver: lastOf(allEvents, 'driver_run_summary'),
   };
 }
 
@@ -206,7 +213,16 @@ export function summaryText(model: CachesModel): string {
   const total = model.calls.length;
   const calls =
     seen.calls < total ? `${seen.calls} of ${total} calls` : `${total} call${total === 1 ? '' : 's'}`;
-  return `${calls} · ${seen.traces} traced · ${seen.compiles} compiled`;
+  const text = `${calls} · ${seen.traces} traced · ${seen.compiles} compiled`;
+  const outside = outsideCompiles(model.driver);
+  // JAX's work outside the columns is counted once the whole timeline is reached
+  if (outside === 0 || seen.calls < total) return text;
+  return `${text} · ${outside} more compile${outside === 1 ? '' : 's'} outside these calls`;
+}
+
+/** JAX's compiles that no call of the timeline accounts for (a driver run's summary). */
+export function outsideCompiles(driver: DriverRunSummary | undefined): number {
+  return (driver?.outside ?? []).reduce((n, w) => n + w.compiles, 0);
 }
 
 export function summary(calls: readonly JitCallObserved[]): Summary {

@@ -27,18 +27,17 @@ when ``f``'s code object starts and returns, and the counts moved in between are
 the counters are the outer call's own lookups (keyed by ``f``). The verdict uses the trace event
 of ``f`` (did JAX trace *this* function) and the filtered counters.
 
-Also: :func:`watching_jit_calls`, which, while a driver ``f`` runs, turns every ``jax.jit``
-object of the snippet (created before the run, or by ``jax.jit``/``jit`` during it) into an
-observing proxy; jits whose function is not from the snippet (JAX's own) pass through unwatched.
+Also, re-exported from ``internals/jit_watch.py``: :func:`watching_jit_calls`, which, while a
+driver ``f`` runs, turns every ``jax.jit`` object of the snippet it can reach (globals, dicts,
+classes, closures; or made by ``jax.jit`` during the run) into an observing proxy, and counts
+JAX's trace/compile events of the snippet's functions for the whole run.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import sys
-import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,8 +52,19 @@ from jax._src.interpreters import partial_eval as pe
 
 from exhibits.caches.events import CacheCell, CacheLayer
 from jaxscope.internals.cache import EXPLAIN_LOGGER, _ListHandler, fresh_caches, tidy_explanation
+from jaxscope.internals.jit_watch import (
+    is_jitted as is_jitted,
+)
+from jaxscope.internals.jit_watch import (
+    jitted_fun as jitted_fun,
+)
+from jaxscope.internals.jit_watch import (
+    user_call_site as user_call_site,
+)
+from jaxscope.internals.jit_watch import (
+    watching_jit_calls as watching_jit_calls,
+)
 from jaxscope.internals.monitoring import COMPILE_EVENT, LOWER_EVENT, TRACE_EVENT
-from jaxscope.snippet_model import SNIPPET_FILENAME
 
 source_info_util.register_exclusion(__file__)
 
@@ -78,8 +88,6 @@ COUNTED_CACHES: dict[str, tuple[Any, str]] = {
 }
 
 LAYERS = ("cpp", "jaxpr", "lowering", "executable", "persistent")
-
-_PJIT_TYPE = type(jax.jit(lambda x: x))
 
 
 def counter_snapshot() -> dict[str, tuple[int, int]]:
@@ -107,17 +115,6 @@ def reset_caches() -> list[str]:
 def persistent_cache_enabled() -> bool:
     """Whether the on-disk compilation cache is configured (``jax_compilation_cache_dir``)."""
     return bool(jax_config.compilation_cache_dir.value)
-
-
-def is_jitted(obj: Any) -> bool:
-    """``obj`` is a ``jax.jit`` object (``jaxlib`` ``PjitFunction``)."""
-    return isinstance(obj, _PJIT_TYPE)
-
-
-def jitted_fun(jitted: Any) -> Callable[..., Any]:
-    """The Python function a jit object wraps (``jitted._fun``)."""
-    fun: Callable[..., Any] = jitted._fun
-    return fun
 
 
 def jitted_donates(jitted: Any) -> bool:
@@ -177,6 +174,19 @@ def placement(x: Any) -> str:
     return f"Python {type(x).__name__}"
 
 
+def static_text(value: Any) -> str:
+    """A static argument as JAX keys it: its ``repr``; for an object whose class keeps
+    ``object.__repr__`` (``<M object at 0x...>``, new for every instance), its class and
+    ``hash`` instead, since JAX looks statics up by hash and equality (two equal instances
+    are one cache entry)."""
+    if type(value).__repr__ is object.__repr__:  # type: ignore[comparison-overlap]
+        try:
+            return f"{type(value).__name__} instance, hash {hash(value)}"
+        except TypeError:
+            return f"{type(value).__name__} instance (unhashable)"
+    return repr(value)
+
+
 def key_entries(
     fun: Callable[..., Any],
     args: tuple[Any, ...],
@@ -202,14 +212,14 @@ def key_entries(
     for i, a in enumerate(args):
         name = params[i] if i < len(params) else f"args[{i}]"
         if i in statics:
-            entries.append((f"static {name}", repr(a)))
+            entries.append((f"static {name}", static_text(a)))
             dyn_args.append("static")
             continue
         dyn_args.append(a)
     dyn_kwargs: dict[str, Any] = {}
     for k, v in sorted(kwargs.items()):
         if k in static_argnames:
-            entries.append((f"static {k}", repr(v)))
+            entries.append((f"static {k}", static_text(v)))
             dyn_kwargs[k] = "static"
         else:
             dyn_kwargs[k] = v
@@ -233,16 +243,6 @@ def _leaf_entries(entries: list[tuple[str, str]], name: str, value: Any) -> None
         leaf_name = name + jax.tree_util.keystr(path)
         entries.append((f"{leaf_name} aval", _short_aval(leaf)))
         entries.append((f"{leaf_name} placement", placement(leaf)))
-
-
-def user_call_site() -> tuple[int, str] | None:
-    """``(line, function)`` of the innermost snippet frame on the stack (the call site)."""
-    frame: types.FrameType | None = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_filename == SNIPPET_FILENAME:
-            return frame.f_lineno, frame.f_code.co_name
-        frame = frame.f_back
-    return None
 
 
 @dataclass
@@ -453,67 +453,3 @@ def multiline_jaxpr_view(closed_jaxpr: Any) -> Any:
         return view
     text = closed_jaxpr.pretty_print(width=max(len(view.text) - 1, 1))
     return view.model_copy(update={"text": str(text)})
-
-
-def _from_snippet(fun: Any) -> bool:
-    import inspect
-
-    fun = inspect.unwrap(fun)
-    code = getattr(fun, "__code__", None)
-    return code is not None and code.co_filename == SNIPPET_FILENAME
-
-
-def _has_tracer(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    return any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((args, kwargs)))
-
-
-OnCall = Callable[[Any, tuple[Any, ...], dict[str, Any], "tuple[int, str] | None"], Any]
-
-
-class _Watched:
-    """A stand-in for a snippet's jit object: each call from outside a trace goes to
-    ``on_call(jitted, args, kwargs, call_site)``; everything else is the jit object's."""
-
-    def __init__(self, jitted: Any, on_call: OnCall) -> None:
-        self._jaxscope_jitted = jitted
-        self._on_call = on_call
-        self.__wrapped__ = jitted_fun(jitted)
-        self.__name__ = getattr(self.__wrapped__, "__name__", "?")
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _has_tracer(args, kwargs):
-            return self._jaxscope_jitted(*args, **kwargs)
-        return self._on_call(self._jaxscope_jitted, args, kwargs, user_call_site())
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._jaxscope_jitted, name)
-
-
-@contextlib.contextmanager
-def watching_jit_calls(namespace: dict[str, Any], on_call: OnCall) -> Iterator[None]:
-    """While the block runs, every call of a snippet jit object goes to ``on_call``: jit objects
-    in ``namespace`` (the snippet's globals) are replaced by watchers, and ``jax.jit`` (and a
-    ``jit`` name bound to it in ``namespace``) returns watchers for functions defined in the
-    snippet. Everything is restored on exit."""
-    real_jit = jax.jit
-
-    def watching_jit(fun: Any = None, *a: Any, **kw: Any) -> Any:
-        if fun is None:  # @jax.jit(static_argnums=...) style
-            return lambda g: watching_jit(g, *a, **kw)
-        jitted = real_jit(fun, *a, **kw)
-        return _Watched(jitted, on_call) if _from_snippet(fun) else jitted
-
-    saved: dict[str, Any] = {}
-    for name, value in list(namespace.items()):
-        if is_jitted(value) and _from_snippet(jitted_fun(value)):
-            saved[name] = value
-            namespace[name] = _Watched(value, on_call)
-        elif value is real_jit:
-            saved[name] = value
-            namespace[name] = watching_jit
-    jax.jit = watching_jit
-    try:
-        yield
-    finally:
-        jax.jit = real_jit
-        namespace.update(saved)

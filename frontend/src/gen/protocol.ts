@@ -42,6 +42,7 @@ export type Event =
   | TransformStackEvaluated
   | CachesReset
   | JitCallObserved
+  | DriverRunSummary
   | CacheKeyComputed
   | XlaFlagsFiltered
   | TrainingStepObserved
@@ -2148,6 +2149,61 @@ export interface KeyEntryDiff {
   now: string;
 }
 /**
+ * After a driver run (``f(*args)`` as plain Python): how many jit calls were observed
+ * (``observed_calls``), how many jit objects of the snippet were watched (``watched_jits``),
+ * JAX's work per function that no observed call accounts for (``outside``: e.g. ``jax.vmap(g)``
+ * on a jitted ``g`` compiles a batched ``jit(g)``), the transformed calls seen
+ * (``transformed``), the calls past the exhibit's limit (``beyond_limit``, run but not shown),
+ * and ``note``: in plain words, why the timeline is empty or incomplete and what to try
+ * (``None`` when the timeline shows all of it).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "DriverRunSummary".
+ */
+export interface DriverRunSummary {
+  beyond_limit: number;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  note: string | null;
+  observed_calls: number;
+  outside: WorkOutsideCalls[];
+  run_id: string;
+  seq: number;
+  transformed: TransformedCallView[];
+  type: 'driver_run_summary';
+  watched_jits: number;
+}
+/**
+ * JAX's traces and compiles of one snippet function (``function``: its name, as JAX's
+ * ``jax_log_compiles`` lines give it) in a driver run, in all (``traces_total``,
+ * ``compiles_total``: every ``Finished tracing <function> for jit`` / ``Finished XLA compilation
+ * of jit(<function>)``) and outside the calls the timeline shows (``traces``, ``compiles``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "WorkOutsideCalls".
+ */
+export interface WorkOutsideCalls {
+  compiles: number;
+  compiles_total: number;
+  function: string;
+  traces: number;
+  traces_total: number;
+}
+/**
+ * A jitted function of the snippet called with tracers outside any observed call:
+ * ``how`` names the transformation (``jax.vmap``, autodiff...), ``line`` the snippet line,
+ * ``count`` how many such calls.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "TransformedCallView".
+ */
+export interface TransformedCallView {
+  count: number;
+  function: string;
+  how: string;
+  line: number | null;
+}
+/**
  * The persistent compilation cache key, ingredient by ingredient in JAX's order, each with
  * its digest and the running digest; ``key`` as recomputed with JAX's per-ingredient helpers,
  * ``jax_key`` as JAX logged it (``compiler``: ``PERSISTENT COMPILATION CACHE MISS/hit ... with
@@ -2714,6 +2770,7 @@ export interface ShardMapSpecView {
 export interface ShardMapOutputsAssembled {
   detail_id?: string | null;
   detail_of?: string | null;
+  out_specs_line: number | null;
   outputs: ShardMapOutput[];
   reference: 'reference' | 'f' | 'none';
   reference_note: string;
@@ -2727,6 +2784,8 @@ export interface ShardMapOutputsAssembled {
  * output's dtype precision (``finite_diff.tolerance``: 1e-6 float64, 1e-4 float32, 1e-2
  * narrower, scaled by ``max(1, |reference|)``). ``first_diff_index``/``first_diff_got``/
  * ``first_diff_want``: the first element (row-major) past tolerance, when one is.
+ * ``replicas_differ``: devices that should hold the same block and do not (the first pair
+ * found), ``None`` when every block's copies agree.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ShardMapOutput".
@@ -2741,9 +2800,28 @@ export interface ShardMapOutput {
   path: string;
   preview: string;
   reference_preview: string | null;
+  replicas_differ: ShardMapReplicaDiff | null;
   shape: number[];
   shards: ShardMapShard[];
   spec: string;
+}
+/**
+ * Two devices that hold the same block of an output (out_specs leaves it unsplit over a
+ * mesh axis: every device along it should hold the same values) but different values:
+ * ``device`` and ``other``, the block's index ranges ``[start, stop)`` per dimension, the
+ * first element of the block (row-major) past the dtype's tolerance, and both values. With
+ * ``check_vma=False`` JAX trusts out_specs and the global array reads the first device's.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ShardMapReplicaDiff".
+ */
+export interface ShardMapReplicaDiff {
+  block: number[][];
+  device: string;
+  index: number[];
+  other: string;
+  other_value: number;
+  value: number;
 }
 /**
  * One device's block of an output: device, index ranges ``[start, stop)`` per dimension.
