@@ -98,6 +98,8 @@ class FiniteDifferences:
     noise: list[Any] | None = None
     steps: list[Any] | None = None
     dtype: str = "float64"
+    # ``fun(*args)`` itself, in float64: what every difference is taken around
+    f0: float = math.nan
 
     def nested(self) -> list[Any]:
         """``values`` as nested lists of floats, ``None`` where not known (JSON-ready)."""
@@ -244,6 +246,7 @@ def central_differences(
             noise=trees(noise),
             steps=trees(steps),
             dtype=str(inner),
+            f0=float(f0),
         )
 
 

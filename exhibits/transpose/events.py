@@ -220,7 +220,11 @@ class FdNotCompared(WireModel):
     servers); ``reason`` the same as a code: ``kink``, ``nonfinite`` (the difference is NaN/Inf),
     ``rounded`` (``f`` rounds the element inside: flat at float64's step, or computing in
     bfloat16/float16), ``unresolved`` (the difference's rounding error is past the tolerance
-    there) or ``not_sampled`` (an element past the sample whose gradient is NaN/Inf)."""
+    there), ``not_sampled`` (an element past the sample whose gradient is NaN/Inf) or
+    ``another_function`` (``f`` in float64 is not the function that was differentiated: its
+    value at ``args`` differs from the float32 one past rounding, e.g. random bits drawn with
+    x64 on; then ``path`` is ``f(*args)``, ``gradient`` f's value and ``gradient_f64`` the
+    float64 value, and nothing is compared)."""
 
     path: str
     index: list[int]
@@ -228,7 +232,9 @@ class FdNotCompared(WireModel):
     gradient_f64: NestedNumbers
     finite_difference: NestedNumbers
     why: str = ""
-    reason: Literal["", "kink", "nonfinite", "rounded", "unresolved", "not_sampled"] = ""
+    reason: Literal[
+        "", "kink", "nonfinite", "rounded", "unresolved", "not_sampled", "another_function"
+    ] = ""
 
 
 class FdDisagreement(WireModel):

@@ -16,6 +16,8 @@ Worker code (it runs inside the sandbox, beside ``probe.py``); no private JAX.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -341,8 +343,52 @@ def _left_out(
     )
 
 
+# How far f's float64 value at args may be from its float32 one (relative, scaled by
+# max(1, |value|)) before the float64 function counts as another function: far past float32's
+# and bfloat16's rounding of a whole program, far short of a different random draw.
+SAME_FUNCTION_RTOL = 0.05
+
+
+def another_function(cmp: FdComparison, value: float, value64: float) -> FdComparison:
+    """``cmp`` with nothing compared when ``f``'s float64 value ``value64`` at ``args`` is not
+    its float32 ``value`` (:data:`SAME_FUNCTION_RTOL`): the differences are then of another
+    function (random bits drawn with x64 on differ, a branch on the dtype), and holding the
+    gradient to them would report a disagreement about the wrong function. ``cmp`` unchanged
+    when the values agree or either is not finite (the non-finite checks say more there)."""
+    if not (math.isfinite(value) and math.isfinite(value64)):
+        return cmp
+    if abs(value64 - value) <= SAME_FUNCTION_RTOL * max(1.0, abs(value)):
+        return cmp
+    why = (
+        f"f's value at args is {value:.6g} in float32 but {value64:.6g} in float64: the "
+        "float64 run computes another function (a random draw gives other bits with x64 on; a "
+        "branch or a dtype chosen by x64), so its finite differences cannot check this gradient"
+    )
+    note = FdNotCompared(
+        path="f(*args)",
+        index=[],
+        gradient=number(value),
+        gradient_f64=number(value64),
+        finite_difference=None,
+        why=why,
+        reason="another_function",
+    )
+    for leaf in cmp.leaves:
+        leaf.checked = leaf.disagree = 0
+    return dataclasses.replace(
+        cmp,
+        checked=0,
+        disagreements=[],
+        disagree_count=0,
+        not_compared=[note],
+        not_compared_count=1,
+    )
+
+
 def headline(cmp: FdComparison, elements: int, sampled: int) -> str:
     """The verdict as one sentence (module docstring)."""
+    if cmp.not_compared and cmp.not_compared[0].reason == "another_function":
+        return f"Not checked: {cmp.not_compared[0].why}."
     held = sorted({leaf.held_at for leaf in cmp.leaves if leaf.checked})
     precision = " and ".join(held) if held else "its dtype's"
     everywhere = (

@@ -78,7 +78,12 @@ from exhibits.transpose.events import (
     TransposeCallOpened,
 )
 from exhibits.transpose.explain import ad_help
-from exhibits.transpose.fd_check import compare_fd, headline, nonfinite_positions
+from exhibits.transpose.fd_check import (
+    another_function,
+    compare_fd,
+    headline,
+    nonfinite_positions,
+)
 
 # The stepper shows one event per step: a walk longer than this is cut (the gradient is still
 # the full walk's).
@@ -599,6 +604,10 @@ def check_gradient(
     also = nonfinite_positions(argnums, gradient)
     fd = central_differences(fd_loss, args, list(argnums), also=also)
     cmp = compare_fd(args, argnums, gradient, grad64, fd, compute_dtype)
+    # f's float32 value, as fd_loss sums it, against the float64 value the differences are
+    # taken around
+    value = float(np.sum(np.asarray(jax.tree.leaves(out)[0], np.float64)))
+    cmp = another_function(cmp, value, fd.f0)
     n = len(args)
     sampled = fd.sampled if fd.sampled is not None else fd.known
     sent = sent_leaves(args, argnums)

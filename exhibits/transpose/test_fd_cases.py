@@ -419,3 +419,37 @@ def test_a_zero_gradient_where_the_derivative_is_small_disagrees() -> None:
     assert "first at args[0][0]: the gradient is 0.0 where the finite difference is 1e-05" in (
         check.headline
     )
+
+
+DROPOUT = """\
+import jax
+import jax.numpy as jnp
+
+def f(w):
+    keep = jax.random.bernoulli(jax.random.key(0), 0.5, (8,))  # a dropout mask
+    return jnp.sum(jnp.where(keep, w, 0.0) ** 2)
+
+args = (jnp.linspace(0.1, 1.0, 8),)
+"""
+
+
+def test_a_function_whose_float64_run_draws_other_bits_is_not_checked(tmp_path: Path) -> None:
+    # plain JAX: with x64 on, the same key draws another mask, so f is another function there
+    ns = load_snippet(DROPOUT)
+    value32 = float(ns.f(*ns.args))
+    with jax.enable_x64(True):
+        value64 = float(ns.f(jnp.asarray(np.asarray(ns.args[0], np.float64))))
+    assert abs(value64 - value32) > 0.05 * max(1.0, abs(value32))
+    path = tmp_path / "dropout.py"
+    path.write_text(DROPOUT)
+    proc = subprocess.run(
+        [JAXSCOPE, "run", "transpose", str(path), "--print", "fd_check"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr  # no GradientMismatch about the wrong function
+    check = json.loads(proc.stdout)
+    assert check["verdict"] == "incomplete" and check["disagree_count"] == 0
+    assert check["headline"].startswith("Not checked: f's value at args is")
+    assert f"{value32:.6g} in float32 but {value64:.6g} in float64" in check["headline"]
