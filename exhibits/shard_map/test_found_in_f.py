@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from jaxscope.sandbox.snippet import InvalidSnippet
 
-from exhibits.conftest import EXHIBITS, jaxscope_run, run_probe
+from exhibits.conftest import CASES, EXHIBITS, jaxscope_run, run_probe
 from exhibits.shard_map.events import ShardMapBodyTraced, ShardMapChecked, ShardMapOutputsAssembled
 from exhibits.shard_map.golden.regen import load
 
@@ -172,3 +172,28 @@ def test_a_call_inside_a_cond_branch_has_the_conds_line() -> None:
     with pytest.raises(InvalidSnippet) as info:
         run_probe("shard_map", text)
     assert f"(lines {line_of(text, 'jax.lax.cond(')})" in str(info.value)
+
+
+@pytest.mark.parametrize("case", ["SM01_unchecked_loss_in_jit", "SM02_grads_not_reduced"])
+def test_real_cases_an_unreduced_value_is_found_and_the_fix_is_clean(case: str) -> None:
+    broken = (CASES / f"{case}_broken.py").read_text()
+    ns: dict[str, Any] = {}
+    exec(compile(broken, "<snippet>", "exec"), ns)
+    w, x, y = ns["args"]
+    # plain JAX, truth: each device holds the result of its own quarter of the batch
+    out = ns["f"](w, x, y)
+    shards = sorted(out.addressable_shards, key=lambda s: s.device.id)
+    held = [np.asarray(s.data) for s in shards]
+    assert not all(np.allclose(held[0], h) for h in held[1:])
+    quarter = (w, x[:2], y[:2])  # device 0's block of the batch
+    if case.startswith("SM01"):
+        want0 = np.mean((np.asarray(x[:2]) @ np.asarray(w) - np.asarray(y[:2])) ** 2)
+    else:
+        want0 = np.asarray(w) - 0.1 * np.asarray(jax.grad(ns["loss"])(*quarter))
+    np.testing.assert_allclose(held[0], want0, rtol=1e-5)
+    proc = jaxscope_run("shard_map", CASES / f"{case}_broken.py", "--print", "verdict")
+    assert proc.returncode == 3, proc.stderr
+    assert f"ReplicasDiffer) at line {line_of(broken, 'return jax.shard_map(')}" in proc.stderr
+    fixed = jaxscope_run("shard_map", CASES / f"{case}_fixed.py", "--print", "verdict")
+    assert fixed.returncode == 0, fixed.stderr
+    assert json.loads(fixed.stdout)["ok"]
