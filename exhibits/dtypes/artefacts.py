@@ -4,11 +4,14 @@ return_weak_type_flag=True)`` gave); ``table`` is the promotion table with x64 o
 on, as text (rows and columns in the order of JAX's type promotion docs; ``i*``/``f*``/``c*``
 the weak types); ``changes`` the dtype changes JAX made without being asked (JSON list, each
 ``{"kind", "api", "line", "from_type", "to_type", "partner", "count", "changed", "total",
-"example"}``: ``DtypeChangesFound``), ``[]`` when none.
+"example", "finding", "corrupted", "corruption", "corrupt_example"}``: ``DtypeChangesFound``),
+``[]`` when none.
 
-``SHOWN_ERRORS``: each change is a finding (``DtypePromoted``, ``DtypeDemoted``): ``jaxscope
-run`` exits 3 with one stderr line per change, at its line. Imports only the protocol and this
-exhibit's events."""
+``SHOWN_ERRORS``: each promotion is a finding (``DtypePromoted``), and so is a demotion that
+corrupts values (``DtypeDemoted``: overflow, underflow, a whole number lost, an integer
+wrapped): ``jaxscope run`` exits 3 with one stderr line per finding, at its line. A demotion
+that only rounds floats to float32, as JAX documents, is in ``NOTES``: one stderr line each,
+exit status 0. Imports only the protocol and this exhibit's events."""
 
 from __future__ import annotations
 
@@ -72,19 +75,37 @@ def _changes(events: Sequence[EventBase]) -> str | None:
                 "changed": c.changed,
                 "total": c.total,
                 "example": c.example,
+                "finding": c.finding,
+                "corrupted": c.corrupted,
+                "corruption": c.corruption,
+                "corrupt_example": c.corrupt_example,
             }
             for c in found.changes
         ]
     )
 
 
+# How a corrupted value was changed, in words (``DtypeChange.corruption``).
+CORRUPTIONS = {
+    "overflow": "overflow to inf",
+    "underflow": "underflow to 0 or to float32 subnormals that lose digits",
+    "whole_number": "are whole numbers above 2**24 that float32 holds as other whole numbers",
+    "wrapped": "lie outside the 32-bit range and wrap around",
+}
+
+
 def headline(c: DtypeChange) -> str:
     """The change in one sentence (the CLI's stderr line; the page says the same)."""
     if c.kind == "demoted":
-        return (
-            f"{c.api} is {c.from_type}; with x64 off JAX holds it as {c.to_type}, and"
-            f" {c.changed} of {c.total} values change ({c.example})"
-        )
+        head = f"{c.api} is {c.from_type}; with x64 off JAX holds it as {c.to_type}"
+        if not c.finding:
+            return (
+                f"{head}, and rounds {c.changed} of {c.total} values to"
+                f" {c.to_dtype} ({c.example}), as JAX documents"
+            )
+        how = CORRUPTIONS[c.corruption or "wrapped"]
+        rest = f"; {c.changed} values change in all" if c.changed != c.corrupted else ""
+        return f"{head}, and {c.corrupted} of {c.total} values {how} ({c.corrupt_example}){rest}"
     met = f" with {c.partner}" if c.partner else ""
     return (
         f"{c.from_type} promoted to {c.to_type} by {c.api}{met}; the wider dtype lasts to"
@@ -106,17 +127,33 @@ def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
             artefact="changes",
             line=c.source.line if c.source else None,
             kind="finding",
-            note=NOTES[c.kind],
+            note=FIXES[c.kind],
         )
         for c in found.changes
+        if c.finding
     ]
 
 
-NOTES = {
+def NOTES(events: Sequence[EventBase]) -> list[str]:
+    """The changes that are not findings (a float64 argument only rounded to float32), one
+    line each: ``jaxscope run`` prints them on stderr and the exit status stays as it is."""
+    found = _last_changes(events)
+    if found is None:
+        return []
+    return [
+        f"DtypeDemoted at line {c.source.line if c.source else '?'}, not a finding:"
+        f" {headline(c)} (--print changes)"
+        for c in found.changes
+        if not c.finding
+    ]
+
+
+# The fix the CLI says under a finding, per kind of change.
+FIXES = {
     "promoted": "give the constant or the other operand the value's dtype (a Python scalar,"
     " or .astype(x.dtype)), or convert on purpose with .astype",
-    "demoted": "turn on jax_enable_x64 to keep 64 bits, or make the array float32 yourself"
-    " (np.asarray(a, np.float32)) so the rounding is yours",
+    "demoted": "turn on jax_enable_x64 to keep 64 bits, or bring the values into what 32 bits"
+    " hold before JAX takes them (rescale, offset or reduce them in numpy)",
 }
 
 ARTEFACTS = {"result_type": _result_type, "table": _table, "changes": _changes}

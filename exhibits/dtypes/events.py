@@ -105,7 +105,16 @@ class DtypeChange(WireModel):
     argument leaf (``api`` its path, ``args[0]``; ``source`` the line that sets ``args``) that
     JAX canonicalizes to 32 bits with x64 off and whose values change by it: ``changed`` of
     ``total`` elements, the first (``example``: its index, value before and after, as numpy
-    prints them). ``from_type``/``to_type``: types as a jaxpr writes them (``bf16[4,8]``)."""
+    prints them). ``from_type``/``to_type``: types as a jaxpr writes them (``bf16[4,8]``).
+
+    ``corrupted``: of the ``changed`` elements of a demotion, those the 32-bit copy does not
+    merely round (``docs/design/0024-findings.md``): ``corruption`` says how the first was
+    (``overflow``: a finite float that float32 holds as inf; ``underflow``: a nonzero float
+    below float32's smallest normal, held as 0 or as a subnormal with digits lost;
+    ``whole_number``: in a float array of whole numbers, one above 2**24 that float32 holds as
+    another whole number; ``wrapped``: an integer outside the 32-bit range, wrapped around), and
+    ``corrupt_example`` which. ``finding``: the change is a finding (a promotion; a demotion
+    with ``corrupted`` elements); a demotion that only rounds is a note."""
 
     kind: Literal["promoted", "demoted"]
     api: str
@@ -119,6 +128,10 @@ class DtypeChange(WireModel):
     changed: int | None = None
     total: int | None = None
     example: str | None = None
+    corrupted: int = 0
+    corruption: Literal["overflow", "underflow", "whole_number", "wrapped"] | None = None
+    corrupt_example: str | None = None
+    finding: bool = True
 
 
 class DtypeChangesFound(EventBase):

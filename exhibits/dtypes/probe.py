@@ -14,10 +14,11 @@ x64 is set only inside ``with jax.enable_x64(...)`` (JAX's context manager), so 
 ``jax.config`` as the snippet left it.
 
 Last, the dtype changes JAX made without being asked, under the snippet's own setting
-(:class:`DtypeChangesFound`, findings of ``jaxscope run``): with x64 off, a numpy argument of a
-64-bit type whose values change when JAX canonicalizes it to 32 bits (what JAX holds is read
-back from ``jax.device_put``), then ``f``'s implicit promotions that last to an output
-(``jaxscope.internals.dtype_changes``, on ``jax.make_jaxpr(f)``).
+(:class:`DtypeChangesFound`): with x64 off, a numpy argument of a 64-bit type whose values
+change when JAX canonicalizes it to 32 bits (what JAX holds is read back from
+``jax.device_put``; a note when they are only rounded, a finding when some are corrupted:
+``demotions.py``), then ``f``'s implicit promotions that last to an output (findings;
+``jaxscope.internals.dtype_changes``, on ``jax.make_jaxpr(f)``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from jaxscope.internals.api import CallPlan, dtype_eqn_count, dtype_promotions, 
 from jaxscope.protocol import SourceLoc
 from jaxscope.sandbox.probe_api import ProbeContext, setting_line
 
+from .demotions import demotion
 from .events import (
     ArgumentDtype,
     DtypeChange,
@@ -260,28 +262,32 @@ def run(ctx: ProbeContext) -> None:
     ctx.emit(DtypeChangesFound(x64=user_x64, changes=changes, eqns_read=dtype_eqn_count(closed)))
 
 
+def _at(path: str, index: tuple[int, ...]) -> str:
+    return path + ("[" + ", ".join(map(str, index)) + "]" if index else "")
+
+
 def demotions(leaves: list[tuple[str, Any]], line: int | None) -> list[DtypeChange]:
     """The numpy leaves (arrays and scalars; a ``jax.Array`` is already what JAX holds, a
     Python scalar is weakly typed) whose values change when JAX takes them with x64 off: what
-    JAX holds is ``jax.device_put(leaf)``, compared with the leaf in the leaf's dtype."""
+    JAX holds is ``jax.device_put(leaf)``, compared with the leaf in the leaf's dtype. A leaf
+    whose values are only rounded is a note; one with values corrupted (overflow, underflow,
+    a whole number lost, an integer wrapped: ``demotions.py``) is a finding."""
     out: list[DtypeChange] = []
     for path, leaf in leaves:
         if isinstance(leaf, jax.Array) or not isinstance(leaf, (np.ndarray, np.generic)):
             continue
         before = np.asarray(leaf)
-        with x64_set(False):
+        with x64_set(False), np.errstate(over="ignore"):  # numpy warns of the cast's overflow
             held = np.asarray(jax.device_put(before))
         if held.dtype == before.dtype:
             continue
-        back = held.astype(before.dtype)
-        same = back == before
-        if before.dtype.kind in "fc":  # a NaN is kept as a NaN
-            same |= np.isnan(back) & np.isnan(before)
-        changed = np.argwhere(~np.asarray(same))
+        found = demotion(before, held)
+        changed = np.argwhere(found.changed)
         if not len(changed):
             continue
         index = tuple(int(i) for i in changed[0])
-        at = path + ("[" + ", ".join(map(str, index)) + "]" if index else "")
+        corrupted = np.argwhere(found.corrupted)
+        bad = tuple(int(i) for i in corrupted[0]) if len(corrupted) else None
         out.append(
             DtypeChange(
                 kind="demoted",
@@ -293,7 +299,13 @@ def demotions(leaves: list[tuple[str, Any]], line: int | None) -> list[DtypeChan
                 to_type=f"{short_name(held.dtype)}{list(held.shape)}".replace(" ", ""),
                 changed=len(changed),
                 total=int(before.size),
-                example=f"{at}: {before[index].item()!r} -> {held[index].item()!r}",
+                example=f"{_at(path, index)}: {before[index].item()!r} -> {held[index].item()!r}",
+                corrupted=len(corrupted),
+                corruption=found.first_corruption,
+                corrupt_example=None
+                if bad is None
+                else f"{_at(path, bad)}: {before[bad].item()!r} -> {held[bad].item()!r}",
+                finding=bad is not None,
             )
         )
     return out

@@ -23,6 +23,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from jaxscope.events import EVENT_ADAPTER
 from jaxscope.protocol import EventBase, RunFinished
@@ -30,6 +31,7 @@ from jaxscope.protocol import EventBase, RunFinished
 from exhibits.conftest import FakeContext, Runner, run_probe
 from exhibits.registry import EXHIBITS
 
+from .artefacts import headline
 from .events import EVENTS, DtypeChangesFound, PromotionTabulated, ResultTypeComputed
 from .probe import STRONG, WEAK, short_name
 
@@ -264,6 +266,7 @@ def test_the_examples_answers() -> None:
         "weak_scalar": ("bfloat16", "bfloat16"),
         "numpy_float64": ("float32", "float64"),
         "bf16_promoted": ("bfloat16", "bfloat16"),  # the args; lr * grads is float32
+        "int64_ids": ("float32", "float64"),  # int64 ids, a float64 table
     }
     assert sorted(expected) == EXAMPLES
     for name, (off, on) in expected.items():
@@ -465,3 +468,120 @@ def test_a_promotion_inside_a_jitted_jnp_function_is_found_at_the_call(
     assert (change.from_dtype, change.to_dtype) == ("bfloat16", "float32")
     assert change.from_type.startswith("bf16[") and change.to_type.startswith("f32[")
     assert change.api == api
+
+
+def test_float64_data_rounded_to_float32_is_a_note(probe_runner: Runner) -> None:
+    """Ordinary code: float64 numpy data handed to JAX with x64 off. Every value changes, each
+    only rounded (numpy: within 2**-24 of it): the change is listed, and it is not a finding."""
+    source = (
+        "import jax.numpy as jnp\n"
+        "import numpy as np\n"
+        "def f(w, x):\n"
+        "    return jnp.tanh(x @ w)\n"
+        "args = (jnp.ones((4, 2)), np.random.default_rng(0).normal(size=(32, 4)))\n"
+    )
+    x = np.random.default_rng(0).normal(size=(32, 4))
+    rounded = x.astype(np.float32).astype(np.float64)
+    assert np.all(np.abs(rounded - x) <= 2.0**-24 * np.abs(x))
+    ctx = probe_runner(EXHIBIT, source)
+    (change,) = ctx.one(DtypeChangesFound).changes
+    assert (change.kind, change.api, change.finding, change.corrupted) == (
+        "demoted",
+        "args[1]",
+        False,
+        0,
+    )
+    assert (change.changed, change.total) == (int(np.sum(rounded != x)), x.size)
+    assert EXHIBITS[EXHIBIT].shown_errors(ctx.events) == []  # jaxscope run exits 0
+    (note,) = EXHIBITS[EXHIBIT].notes(ctx.events)
+    assert note.startswith("DtypeDemoted at line 5, not a finding: args[1] is f64[32,4];")
+    assert f"rounds {change.changed} of 128 values to float32 ({change.example})" in note
+
+
+# Values a 32-bit copy corrupts rather than rounds (design 0024), each with the element numpy
+# says is changed beyond float32's rounding: (the argument, the corruption, its index).
+CORRUPTING = [
+    ("np.array([1.0, 1e39, 0.5])", "overflow", 1),
+    ("np.array([1.0, 0.5, 1e-300])", "underflow", 2),
+    ("np.array([0.25, 3e-40])", "underflow", 1),
+    ("np.array([3.0, 16777217.0, 2.0**30 + 1])", "whole_number", 1),
+    ("np.array([5, -(2**31) - 1, 2**40], np.int64)", "wrapped", 1),
+    ("np.array([1, 2**33], np.uint64)", "wrapped", 1),
+]
+
+
+@pytest.mark.parametrize(
+    ("value", "corruption", "first"), CORRUPTING, ids=[c for _, c, _ in CORRUPTING]
+)
+def test_values_a_32_bit_copy_corrupts_are_a_finding(
+    value: str, corruption: str, first: int, probe_runner: Runner
+) -> None:
+    """Truth: numpy's cast to the 32-bit dtype (JAX's canonicalization, read back with
+    ``jax.device_put`` in the probe) and float32's unit roundoff."""
+    source = (
+        "import jax.numpy as jnp\n"
+        "import numpy as np\n"
+        "def f(a):\n"
+        "    return a + 1\n"
+        f"args = ({value},)\n"
+    )
+    before = eval(value, {"np": np})
+    with np.errstate(over="ignore"):
+        held = before.astype({"f": np.float32, "i": np.int32, "u": np.uint32}[before.dtype.kind])
+    back = held.astype(before.dtype)
+    if before.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            beyond = ~(np.abs(back - before) <= 2.0**-24 * np.abs(before))
+        if corruption == "whole_number":  # rounded, but a count or id is not what it was
+            beyond = back != before
+    else:
+        beyond = back != before
+    assert int(np.flatnonzero(beyond)[0]) == first
+    ctx = probe_runner(EXHIBIT, source)
+    (change,) = ctx.one(DtypeChangesFound).changes
+    assert change.finding and change.corruption == corruption
+    assert change.corrupted == int(beyond.sum())
+    assert change.changed == int(np.sum(back != before))
+    assert change.corrupt_example == (
+        f"args[0][{first}]: {before[first].item()!r} -> {held[first].item()!r}"
+    )
+    (shown,) = EXHIBITS[EXHIBIT].shown_errors(ctx.events)
+    assert (shown.kind, shown.error_class, shown.line) == ("finding", "DtypeDemoted", 5)
+    assert EXHIBITS[EXHIBIT].notes(ctx.events) == []
+
+
+def test_the_int64_ids_example_looks_up_wrong_rows_in_plain_jax(probe_runner: Runner) -> None:
+    """The example's finding is real: plain JAX (x64 off) returns other rows than numpy for
+    exactly the ids int32 cannot hold; the table's rounding is the note."""
+    ns = example("int64_ids")
+    ids, table = ns["args"]
+    out = np.asarray(ns["f"](*ns["args"]))
+    assert out.dtype == np.float32
+    right = table[ids % table.shape[0]].astype(np.float32)
+    wrong = [i for i in range(len(ids)) if not np.array_equal(out[i], right[i])]
+    assert wrong == [i for i, v in enumerate(ids) if v > np.iinfo(np.int32).max] == [1, 2]
+    changes = probe_runner(EXHIBIT, (HERE / "examples" / "int64_ids.py").read_text()).one(
+        DtypeChangesFound
+    )
+    assert [(c.api, c.finding, c.corrupted) for c in changes.changes] == [
+        ("args[0]", True, len(wrong)),
+        ("args[1]", False, 0),
+    ]
+
+
+def test_the_page_and_the_cli_say_the_same_sentences() -> None:
+    """The view model's sentences for the int64_ids golden (view-model.test.ts holds the page
+    to these very strings) are the CLI's headlines."""
+    stream = [
+        EVENT_ADAPTER.validate_json(line)
+        for line in (HERE / "golden" / "int64_ids.events.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    (found,) = [e for e in stream if isinstance(e, DtypeChangesFound)]
+    assert [headline(c) for c in found.changes] == [
+        "args[0] is i64[3]; with x64 off JAX holds it as i32[3], and 2 of 3 values lie outside"
+        " the 32-bit range and wrap around (args[0][1]: 4294967303 -> 7)",
+        "args[1] is f64[1000,4]; with x64 off JAX holds it as f32[1000,4], and rounds 4000 of"
+        " 4000 values to float32 (args[1][0, 0]: 0.1257302210933933 -> 0.1257302165031433), as"
+        " JAX documents",
+    ]

@@ -106,8 +106,27 @@ describe('dtypes view model: the dtype changes', () => {
     const rows = changeRows(dtypesModel(golden('bf16_promoted')));
     expect(rows).toHaveLength(1);
     expect(rows[0]?.kind).toBe('promoted');
+    expect(rows[0]?.finding).toBe(true);
     expect(rows[0]?.line).toBe(12);
     expect(rows[0]?.text).toBe("bf16[4,8] promoted to f32[4,8] by * with f32[] constant; the wider dtype lasts to f's output");
+  });
+
+  it('says the int64_ids example: the wrapped ids a finding, the rounded float64 table a note', () => {
+    // test_dtypes.py: plain JAX looks up other rows for exactly the ids int32 cannot hold; the
+    // same sentences are artefacts.py's headline (the CLI's stderr lines)
+    const rows = changeRows(dtypesModel(golden('int64_ids')));
+    expect(rows.map((r) => [r.kind, r.finding, r.line])).toEqual([
+      ['demoted', true, 13],
+      ['demoted', false, 13],
+    ]);
+    expect(rows[0]?.text).toBe(
+      'args[0] is i64[3]; with x64 off JAX holds it as i32[3], and 2 of 3 values lie outside the 32-bit range and wrap around (args[0][1]: 4294967303 -> 7)',
+    );
+    expect(rows[1]?.text).toBe(
+      'args[1] is f64[1000,4]; with x64 off JAX holds it as f32[1000,4], and rounds 4000 of 4000 values to float32 (args[1][0, 0]: 0.1257302210933933 -> 0.1257302165031433), as JAX documents',
+    );
+    expect(rows[0]?.fix).toContain('jax_enable_x64');
+    expect(rows[1]?.fix).toMatch(/^Not a finding/);
   });
 
   it('has no change for the examples that keep their dtypes', () => {

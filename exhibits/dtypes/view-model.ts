@@ -31,26 +31,46 @@ export function dtypesModel(events: readonly Event[]): DtypesModel {
 
 export interface ChangeRow {
   kind: Change['kind'];
+  /** a finding (a promotion; a demotion that corrupts values); false: a note (values only rounded) */
+  finding: boolean;
   line: number | null;
-  /** the finding in one sentence, the words of the CLI's stderr line (artefacts.py `headline`) */
+  /** the change in one sentence, the words of the CLI's stderr line (artefacts.py `headline`) */
   text: string;
   fix: string;
+}
+
+/** How a corrupted value was changed, in words (artefacts.py `CORRUPTIONS`). */
+const CORRUPTIONS: Record<NonNullable<Change['corruption']>, string> = {
+  overflow: 'overflow to inf',
+  underflow: 'underflow to 0 or to float32 subnormals that lose digits',
+  whole_number: 'are whole numbers above 2**24 that float32 holds as other whole numbers',
+  wrapped: 'lie outside the 32-bit range and wrap around',
+};
+
+function demotedText(c: Change): string {
+  const head = `${c.api} is ${c.from_type}; with x64 off JAX holds it as ${c.to_type}`;
+  if (!c.finding) return `${head}, and rounds ${c.changed} of ${c.total} values to ${c.to_dtype} (${c.example}), as JAX documents`;
+  const rest = c.changed !== c.corrupted ? `; ${c.changed} values change in all` : '';
+  return `${head}, and ${c.corrupted} of ${c.total} values ${CORRUPTIONS[c.corruption ?? 'wrapped']} (${c.corrupt_example})${rest}`;
 }
 
 /** Each dtype change as the page says it: where, what became what, and how to keep the dtype. */
 export function changeRows(model: DtypesModel): ChangeRow[] {
   return (model.changes?.changes ?? []).map((c) => ({
     kind: c.kind,
+    finding: c.finding,
     line: c.source?.line ?? null,
     text:
       c.kind === 'demoted'
-        ? `${c.api} is ${c.from_type}; with x64 off JAX holds it as ${c.to_type}, and ${c.changed} of ${c.total} values change (${c.example})`
+        ? demotedText(c)
         : `${c.from_type} promoted to ${c.to_type} by ${c.api}${c.partner ? ` with ${c.partner}` : ''}; the wider dtype lasts to f's output` +
           (c.count > 1 ? ` (${c.count} times on this line)` : ''),
     fix:
-      c.kind === 'demoted'
-        ? 'Turn on jax_enable_x64 to keep 64 bits, or make the array float32 yourself (np.asarray(a, np.float32)) so the rounding is yours.'
-        : "Give the constant or the other operand the value's dtype (a Python scalar is weakly typed and takes it), or convert on purpose with .astype.",
+      c.kind === 'promoted'
+        ? "Give the constant or the other operand the value's dtype (a Python scalar is weakly typed and takes it), or convert on purpose with .astype."
+        : c.finding
+          ? 'Turn on jax_enable_x64 to keep 64 bits, or bring the values into what 32 bits hold before JAX takes them (rescale, offset or reduce them in numpy).'
+          : 'Not a finding: every value keeps float32 precision. To compute in float64, turn on jax_enable_x64; to say float32 in the code, pass np.asarray(a, np.float32).',
   }));
 }
 

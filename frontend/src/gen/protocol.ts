@@ -3054,14 +3054,27 @@ export interface DtypeChange {
   api: string;
   changed: number | null;
   count: number;
+ * ``corrupted``: of the ``changed`` elements of a demotion, those the 32-bit copy does not
+ * merely round (``docs/design/0024-findings.md``): ``corruption`` says how the first was
+ * (``overflow``: a finite float that float32 holds as inf; ``underflow``: a nonzero float
+ * below float32's smallest normal, held as 0 or as a subnormal with digits lost;
+ * ``whole_number``: in a float array of whole numbers, one above 2**24 that float32 holds as
+ * another whole number; ``wrapped``: an integer outside the 32-bit range, wrapped around), and
+ * ``corrupt_example`` which. ``finding``: the change is a finding (a promotion; a demotion
+ * with ``corrupted`` elements); a demotion that only rounds is a note.
+ *
   example: string | null;
   from_dtype: string;
   from_type: string;
   kind: 'promoted' | 'demoted';
   partner: string | null;
   source: SourceLoc | null;
+  corrupt_example: string | null;
+  corrupted: number;
+  corruption: ('overflow' | 'underflow' | 'whole_number' | 'wrapped') | null;
   to_dtype: string;
   to_type: string;
+  finding: boolean;
   total: number | null;
 }
 /**
