@@ -175,6 +175,72 @@ def test_the_gpt_stack_graph_opens_on_its_layers_and_expands_one(
     assert console_errors == []
 
 
+_IN_VIEW_JS = """(el, sel) => {
+  const r = el.getBoundingClientRect();
+  return [...el.querySelectorAll(sel)].filter((n) => {
+    const b = n.getBoundingClientRect();
+    return b.bottom > r.top && b.top < r.bottom && b.right > r.left && b.left < r.right;
+  }).map((n) => n.dataset.testid + (n.dataset.groupLabel ? `:${n.dataset.groupLabel}` : ''));
+}"""
+
+
+def test_expand_all_of_the_gpt_stack_keeps_nodes_in_view(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """ "expand all" of the 12-layer stack makes a layout about 16,000 x 62,000 units, a row of
+    148 parameters across the top and the eqns in one column near its middle: the box must not
+    stay at the top-left corner, on nothing but parameters (a break-it review found it blank).
+    After it, eqn nodes are inside the box's viewport, the first eqns of layer0 (the group in view
+    before) among them; an eqn picked before "collapse all" is then found in the group that holds
+    it, in view; and the overview's view rectangle is where the box is."""
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    snippet = load_snippet(GPT)
+    closed = jax.make_jaxpr(snippet.f)(*snippet.args)
+    stacks = [str(e.source_info.name_stack) for e in closed.jaxpr.eqns]
+    open_exhibit(page, "tracing")
+    set_code(page, GPT)
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=120_000)
+    page.get_by_test_id("tab-graph").click()
+    box = page.get_by_test_id("dataflow-graph")
+    expect(page.locator("[data-testid='graph-group'][data-group-label='layer0']")).to_be_visible(
+        timeout=30_000
+    )
+    before = box.evaluate(_IN_VIEW_JS, "[data-testid='graph-group']")
+    assert "graph-group:layer0" in before, before
+    page.get_by_test_id("graph-expand-all").click()
+    expect(page.locator("[data-testid='dataflow-graph'] svg")).to_have_attribute(
+        "aria-label", f"dataflow graph of {len(stacks)} eqns"
+    )
+    expect(page.get_by_test_id("graph-busy")).to_have_count(0, timeout=60_000)
+    width, height = box.evaluate("el => [el.scrollWidth, el.scrollHeight]")
+    assert width > 5 * 1400 and height > 20_000  # the layout the review measured, roughly
+    page.wait_for_timeout(200)
+    shown = box.evaluate(_IN_VIEW_JS, "[data-testid^='graph-eqn-']")
+    assert len(shown) >= 3, (shown, box.evaluate("el => [el.scrollLeft, el.scrollTop]"))
+    eqns = sorted(int(t.rsplit("-", 1)[1]) for t in shown)
+    # the group in view before, layer0, is in view after: some of its eqns (JAX's name stacks)
+    assert any(stacks[i].split("/")[0] == "layer0" for i in eqns), eqns
+    box.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "real-gpt-graph-expand-all.png"))
+    # The overview's rectangle is the box's scroll position, not the corner.
+    left = float(
+        page.get_by_test_id("graph-minimap-view").evaluate("el => parseFloat(el.style.left)")
+    )
+    assert left > 10, left
+    # Pick an eqn of layer0, then collapse all: the group node that holds it is in view.
+    picked = next(i for i in eqns if stacks[i].split("/")[0] == "layer0")
+    page.get_by_test_id(f"graph-eqn-{picked}").click()
+    expect(page.get_by_test_id(f"recorded-eqn-{picked}")).to_have_attribute("aria-pressed", "true")
+    page.get_by_test_id("graph-collapse-all").click()
+    expect(page.get_by_test_id("graph-busy")).to_have_count(0, timeout=60_000)
+    page.wait_for_timeout(200)
+    groups = box.evaluate(_IN_VIEW_JS, "[data-testid='graph-group']")
+    assert "graph-group:layer0" in groups, groups
+    page.screenshot(path=str(screenshots / "real-gpt-graph-collapse-all.png"))
+    assert console_errors == []
+
+
 LONG = """\
 import jax.numpy as jnp
 
