@@ -105,3 +105,41 @@ def test_dtypes_says_a_promotion_at_its_line(
     expect(page.get_by_test_id("no-changes")).to_be_visible()
     expect(page.get_by_test_id("dtype-change")).to_have_count(0)
     assert console_errors == []
+
+
+def test_dtypes_tells_a_finding_from_a_note(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """The int64_ids example (jax-ml/jax#18385): plain JAX (x64 off) wraps the ids int32 cannot
+    hold, computed here with numpy's cast; the page tags that change a finding and the float64
+    table, only rounded to float32, a note, both at the line that sets ``args``."""
+    path = EXHIBITS["dtypes"].example_paths()["int64_ids"]
+    code = path.read_text()
+    namespace: dict[str, Any] = {"__name__": "example"}
+    exec(compile(code, str(path), "exec"), namespace)
+    ids = namespace["ids"]
+    wrapped = [int(v) for v in ids if v != v.astype("int32")]
+    assert len(wrapped) == 2
+    line = next(i for i, t in enumerate(code.splitlines(), 1) if t.startswith("args = ("))
+
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    open_exhibit(page, "dtypes")
+    set_code(page, code)
+    run_and_wait(page)
+    change = page.get_by_test_id("dtype-change")
+    expect(change).to_have_count(2)
+    expect(change.nth(0)).to_have_attribute("data-finding", "true")
+    expect(change.nth(1)).to_have_attribute("data-finding", "false")
+    for i in range(2):
+        expect(change.nth(i)).to_have_attribute("data-line", str(line))
+    first = int(ids[ids != ids.astype("int32")][0])
+    expect(page.get_by_test_id("change-text").nth(0)).to_contain_text(
+        f"{len(wrapped)} of {ids.size} values lie outside the 32-bit range and wrap around"
+    )
+    expect(page.get_by_test_id("change-text").nth(0)).to_contain_text(
+        f"{first} -> {int(ids.astype('int32')[ids != ids.astype('int32')][0])}"
+    )
+    expect(page.get_by_test_id("change-text").nth(1)).to_contain_text("as JAX documents")
+    expect(page.get_by_test_id("changes-split")).to_have_text("1 finding, 1 note")
+    page.get_by_test_id("dtype-changes").screenshot(path=str(screenshots / "dtypes-note.png"))
+    assert console_errors == []
