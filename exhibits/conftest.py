@@ -41,6 +41,48 @@ T = TypeVar("T")
 JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 
 
+# The snippet as a plain script in a fresh Python, JAX logging every trace and compile
+# (``jax_log_compiles``) of the loop: the driver ``f(*args)``, or ``jax.jit(f)`` (with the
+# snippet's statics) on each tuple of ``calls``; what the module did while it loaded is left out.
+_PLAIN_LOG = """
+import logging, io, runpy, sys
+import jax
+jax.config.update("jax_log_compiles", True)
+buf = io.StringIO()
+handler = logging.StreamHandler(buf)
+handler.setLevel(logging.DEBUG)
+logging.getLogger("jax").addHandler(handler)
+logging.getLogger("jax").setLevel(logging.DEBUG)
+ns = runpy.run_path(sys.argv[1], run_name="snippet")
+buf.truncate(0)
+buf.seek(0)
+if "calls" in ns:
+    f = ns["f"]
+    if not hasattr(f, "lower"):
+        f = jax.jit(
+            f,
+            static_argnums=ns.get("static_argnums", ()),
+            static_argnames=ns.get("static_argnames", ()),
+        )
+    for call in ns["calls"]:
+        f(*call)
+else:
+    ns["f"](*ns["args"])
+print(buf.getvalue())
+"""
+
+
+def plain_jax_log(path: Path) -> str:
+    """What JAX logs (``jax_log_compiles``: "Finished tracing <name> for jit", "Finished XLA
+    compilation of jit(<name>)", ...) while a fresh ``python`` runs the snippet at ``path`` as a
+    user would (:data:`_PLAIN_LOG`); the independent truth of the cache exhibits' counts."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _PLAIN_LOG, str(path)], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout + proc.stderr
+
+
 def jaxscope_run(exhibit: str, path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     """``jaxscope run EXHIBIT PATH EXTRA...`` from the repository's root, its stdout and stderr
     captured as text (5 minutes at most). The exit status is the caller's to check: 0 fine, 1

@@ -16,54 +16,20 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from exhibits.conftest import CASES, jaxscope_run
+from exhibits.conftest import CASES, jaxscope_run, plain_jax_log
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 DRIVER_CASES = Path(__file__).resolve().parent / "driver_cases"
 
-# The snippet as a script, then f(*args), JAX logging every trace and compile of the loop.
-_PLAIN = """
-import logging, io, runpy, sys
-import jax
-jax.config.update("jax_log_compiles", True)
-buf = io.StringIO()
-handler = logging.StreamHandler(buf)
-handler.setLevel(logging.DEBUG)
-logging.getLogger("jax").addHandler(handler)
-logging.getLogger("jax").setLevel(logging.DEBUG)
-ns = runpy.run_path(sys.argv[1], run_name="snippet")
-buf.truncate(0)  # what the module did while it loaded is not the loop's
-buf.seek(0)
-if "calls" in ns:  # calls mode: jax.jit(f) (with the snippet's statics) on each tuple in turn
-    f = ns["f"]
-    if not hasattr(f, "lower"):
-        f = jax.jit(
-            f,
-            static_argnums=ns.get("static_argnums", ()),
-            static_argnames=ns.get("static_argnames", ()),
-        )
-    for call in ns["calls"]:
-        f(*call)
-else:  # driver mode: the user's loop, as written
-    ns["f"](*ns["args"])
-print(buf.getvalue())
-"""
-
 
 def plain_counts(path: Path, names: set[str]) -> tuple[Counter[str], Counter[str]]:
     """``(traces, compiles)`` per jitted function name in a fresh ``python`` running f(*args)."""
-    proc = subprocess.run(
-        [sys.executable, "-c", _PLAIN, str(path)], capture_output=True, text=True, timeout=300
-    )
-    assert proc.returncode == 0, proc.stderr
-    log = proc.stdout + proc.stderr
+    log = plain_jax_log(path)
     traces = Counter(m for m in re.findall(r"Finished tracing (\S+) for jit", log) if m in names)
     compiles = Counter(
         m for m in re.findall(r"Finished XLA compilation of jit\((\S+)\)", log) if m in names

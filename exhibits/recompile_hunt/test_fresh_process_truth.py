@@ -10,44 +10,18 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from exhibits.conftest import CASES, jaxscope_run
+from exhibits.conftest import CASES, jaxscope_run, plain_jax_log
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
-
-# Run as a user would: the snippet as a script, then f(*args), JAX logging every compile.
-_PLAIN = """
-import logging, io, runpy, sys
-import jax
-jax.config.update("jax_log_compiles", True)
-buf = io.StringIO()
-handler = logging.StreamHandler(buf)
-handler.setLevel(logging.DEBUG)
-logging.getLogger("jax").addHandler(handler)
-logging.getLogger("jax").setLevel(logging.DEBUG)
-ns = runpy.run_path(sys.argv[1], run_name="snippet")
-buf.truncate(0)  # compiles while the module ran are not the loop's
-buf.seek(0)
-ns["f"](*ns["args"])
-print(buf.getvalue())
-"""
 
 
 def plain_compiles(path: Path, name: str) -> int:
     """How many times a fresh ``python`` compiles ``jit(<name>)`` while ``f(*args)`` runs."""
-    proc = subprocess.run(
-        [sys.executable, "-c", _PLAIN, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
-    log = proc.stdout + proc.stderr
+    log = plain_jax_log(path)
     return len(re.findall(r"Finished XLA compilation of jit\(" + re.escape(name) + r"\)", log))
 
 
