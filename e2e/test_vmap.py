@@ -199,3 +199,37 @@ def test_rejected_in_axes_stay_in_the_boxes_and_the_error_points_at_their_line(
     assert page.get_by_test_id("vmap-axis-size").count() == 0
     page.screenshot(path=str(screenshots / "vmap-in-axes-mismatch.png"))
     assert console_errors == []
+
+
+def test_missing_batching_rule_lands_on_the_failing_eqn(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """no_batching_rule: sin and mul are batched (their steps shown), then 'twice' has no
+    batching rule. At the end of the run the stepper stands on eqn 2, highlighted in the
+    per-example jaxpr, and the card says JAX raised there; stepping back shows the sin step that
+    succeeded."""
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "vmap")
+    load_example(page, "no_batching_rule")
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_failed")
+    expect(page.get_by_test_id("error-message")).to_contain_text(
+        "Batching rule for 'twice' not implemented"
+    )
+    expect(page.get_by_test_id("vmap-card")).to_have_attribute("data-index", "2")
+    expect(page.get_by_test_id("vmap-card-primitive")).to_have_text("twice")
+    expect(page.get_by_test_id("vmap-card-sentence")).to_contain_text("JAX raised here")
+    expect(page.get_by_test_id("vmap-card-failed")).to_be_visible()
+    expect(page.get_by_test_id("example-eqn-2")).to_have_attribute("aria-pressed", "true")
+    expect(page.get_by_test_id("example-eqn-1")).to_have_attribute("aria-pressed", "false")
+    expect(page.get_by_test_id("vmap-step-count")).to_contain_text("step 3 / 4 · failed at eqn 2")
+    expect(page.get_by_test_id("vmap-failed")).to_contain_text("failed at eqn 2")
+    expect(page.get_by_test_id("vmap-step-0")).to_contain_text("sin")
+    expect(page.get_by_test_id("vmap-step-1")).to_contain_text("mul")
+    page.screenshot(path=str(screenshots / "vmap-no-batching-rule.png"), full_page=True)
+    go_to_step(page, 0)
+    expect(page.get_by_test_id("vmap-card-primitive")).to_have_text("sin")
+    expect(page.get_by_test_id("vmap-in-0-bdim")).to_have_text("axis 0")
+    expect(page.get_by_test_id("example-eqn-0")).to_have_attribute("aria-pressed", "true")
+    assert page.get_by_test_id("vmap-failed").count() == 0
+    assert console_errors == []

@@ -59,7 +59,10 @@ class BatchRuleApplied(EventBase):
     ``example_in_avals``/``example_out_avals``: the per-example avals (the eqn's own);
     ``in_avals``/``out_avals``: the batched values' avals (the batch axis at its bdim).
     ``mechanism``: ``rule`` = the rule ran; ``not_mapped`` = no input was mapped, so
-    ``BatchTrace.process_primitive`` bound the eqn unbatched and no rule ran. ``emitted``: JAX's
+    ``BatchTrace.process_primitive`` bound the eqn unbatched and no rule ran; ``failed`` = JAX
+    raised on this eqn (e.g. no batching rule and a mapped input): the run's last step, with no
+    outputs, after the steps that succeeded (whose ``emitted`` is then empty: no batched jaxpr
+    was staged to attribute eqns in). ``emitted``: JAX's
     printout of each eqn this step added to the batched jaxpr (:class:`BatchedJaxprStaged`'s
     names), ``batched_eqn_indices`` their indices there; ``moves`` the subset that moves or
     broadcasts an axis (``transpose``, ``broadcast_in_dim``, ``reshape``, ...) rather than
@@ -70,7 +73,7 @@ class BatchRuleApplied(EventBase):
     primitive: str
     source: SourceLoc | None = None
     rule: RuleView | None = None
-    mechanism: Literal["rule", "not_mapped"] = "rule"
+    mechanism: Literal["rule", "not_mapped", "failed"] = "rule"
     note: str | None = None
     in_vars: list[str | None] = []
     out_vars: list[str] = []

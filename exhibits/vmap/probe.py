@@ -10,7 +10,9 @@ Events, in order:
 * stage ``run``: one :class:`BatchRuleApplied` per eqn of that jaxpr (the rule from
   ``batching.fancy_primitive_batchers``, batch dims and avals in and out, the eqns it emitted),
   then :class:`BatchedJaxprStaged`: ``jax.make_jaxpr(jax.vmap(f, in_axes, out_axes),
-  static_argnums)(*args)`` and ``jax.vmap``'s outputs.
+  static_argnums)(*args)`` and ``jax.vmap``'s outputs. When batching fails, the steps that
+  succeeded are emitted, then a ``batch_rule_applied`` with ``mechanism="failed"`` for the eqn
+  JAX raised on, then the run fails with JAX's error.
 
 ``in_axes``/``out_axes``: ``options.in_axes``/``out_axes`` (Python expressions evaluated in the
 snippet's namespace), else the snippet's ``in_axes``/``out_axes``, else ``0``. The static
@@ -103,7 +105,14 @@ def run(ctx: ProbeContext) -> None:
     ctx.emit(JaxprStaged(fun_name=plan.fun_name, jaxpr=jaxpr_view(example)))
     with ctx.stage("run"), during("while batching (jax.vmap's batching rules)"):
         capture = capture_batching(
-            plan, mapped, example, out_shape, in_axes, out_axes, (in_text, out_text)
+            plan,
+            mapped,
+            example,
+            out_shape,
+            in_axes,
+            out_axes,
+            (in_text, out_text),
+            emit_partial=ctx.emit,
         )
     for step in capture.steps:
         ctx.emit(step)

@@ -10,6 +10,7 @@ observe_vmap``), numpy slicing for the per-example shapes, the golden files and 
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from typing import Any
 import jax
 import numpy as np
 import pytest
-from jaxscope.internals.batching_steps import observe_vmap
+from jaxscope.internals.batching_steps import batching_rules, observe_vmap
 from jaxscope.protocol import JaxprStaged, RunOptions
 from jaxscope.sandbox.errors import classify
 from jaxscope.sandbox.snippet import load_snippet
@@ -387,3 +388,37 @@ def test_rejected_in_axes_stay_shown_and_point_at_their_line(
     assert (failed.error_class, failed.message) == ("ValueError", str(truth.value))
     assert failed.source is not None
     assert source.splitlines()[failed.source.line - 1] == line
+
+
+def test_failing_run_streams_the_steps_before_the_failing_eqn() -> None:
+    """``no_batching_rule``: the ``sin`` and ``mul`` steps JAX batched are emitted as JAX's own
+    batching made them (``observe_vmap`` on the real ``jax.vmap``, up to its error), then a
+    ``failed`` step for the eqn whose primitive is not in JAX's batching rule table, then JAX's
+    error."""
+    path = EXAMPLE_PATHS["no_batching_rule"]
+    ns = load(path)
+    probe: Any = importlib.import_module("exhibits.vmap.probe")
+    ctx = FakeContext(snippet=load_snippet(path.read_text()), options=RunOptions())
+    ctx.exhibit = "vmap"
+    with pytest.raises(NotImplementedError, match="Batching rule for 'twice' not implemented"):
+        probe.run(ctx)
+    steps = ctx.of_type(BatchRuleApplied)
+    assert not ctx.of_type(BatchedJaxprStaged)
+    *done, failed = steps
+    observed = observe_vmap(ns["f"], 0, 0, tuple(ns["args"]), until_error=True)
+    *observed_done, observed_failed = observed
+    assert [(s.primitive, s.in_bdims, s.out_bdims) for s in done] == [
+        (o.primitive, o.in_bdims, o.out_bdims) for o in observed_done
+    ]
+    assert [s.primitive for s in done] == ["sin", "mul"]
+    assert all(s.mechanism == "rule" for s in done)
+    example = ctx.of_type(JaxprStaged)[0].jaxpr
+    assert failed.mechanism == "failed" and failed.primitive == observed_failed.primitive
+    assert example.eqns[failed.index].text.split("= ")[1].startswith(failed.primitive)
+    assert failed.index == len(done) == 2 and failed.out_bdims == [] and failed.in_bdims == [0]
+    assert len(example.eqns) == 4  # the cos after it is never reached
+    fancy = batching_rules()
+    assert ns["twice_p"] not in fancy
+    assert failed.primitive == ns["twice_p"].name
+    assert {s.primitive for s in done} <= {p.name for p in fancy}
+    assert failed.note and "no batching rule" in failed.note

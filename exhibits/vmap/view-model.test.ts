@@ -151,3 +151,35 @@ describe("in_axes_mismatch: jax.vmap rejects the snippet's in_axes before mappin
     expect(model.failure?.source?.line).toBe(12);
   });
 });
+
+describe("no_batching_rule: sin and mul batched, then twice (no batching rule) fails", () => {
+  // Captured from the real probe, the run_failed event from the sandbox's classify.
+  const events = load("no_batching_rule");
+
+  it("at the end of the run, the stepper stands on the failing eqn", () => {
+    const model = vmapModel(events, events);
+    expect(model.steps.map((s) => [s.index, s.primitive, s.mechanism])).toEqual([
+      [0, "sin", "rule"],
+      [1, "mul", "rule"],
+      [2, "twice", "failed"],
+    ]);
+    expect(model.current?.index).toBe(2);
+    expect(model.failedStep?.index).toBe(2);
+    expect(model.example?.jaxpr.eqns[2]?.text).toContain("twice");
+    expect(model.example?.jaxpr.eqns).toHaveLength(4);
+    expect(highlightedBatchedEqns(model.current).size).toBe(0);
+    expect(model.failure?.error_class).toBe("NotImplementedError");
+    expect(stepSentence(model.current!)).toBe(
+      "twice: batch dims in (0) → JAX raised here, so vmap failed at this eqn (the error panel has JAX's message).",
+    );
+    expect(valueRows(model.current!).map((r) => r.side)).toEqual(["in"]);
+  });
+
+  it("before the failure, the sin step is the current one and nothing failed yet", () => {
+    const before = events.slice(0, events.findIndex((e) => e.type === "batch_rule_applied") + 1);
+    const model = vmapModel(before, events);
+    expect(model.current?.primitive).toBe("sin");
+    expect(model.current?.out_bdims).toEqual([0]);
+    expect(model.failedStep).toBeUndefined();
+  });
+});

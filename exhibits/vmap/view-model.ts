@@ -5,7 +5,9 @@
  * `jaxpr_staged` (the per-example jaxpr), one `batch_rule_applied` per eqn of it, then
  * `batched_jaxpr_staged` (JAX's own `make_jaxpr(vmap(f, in_axes, out_axes))`). The stepper walks
  * the steps: the current step is the last `batch_rule_applied` up to the cursor (or the step the
- * user picked). The batched jaxpr arrives last, so it is read from all the run's events.
+ * user picked). The batched jaxpr arrives last, so it is read from all the run's events. When
+ * batching fails, the steps that succeeded arrive, then a `failed` step for the eqn JAX raised
+ * on, then `run_failed`: the stepper at the end stands on the failing eqn.
  */
 import type { Event, EventOf, JaxprStaged, RunFailed } from "../../frontend/src/protocol";
 import { eventsOf, lastOf } from "../../frontend/src/widgets/events";
@@ -26,6 +28,8 @@ export interface VmapModel {
   staged: BatchedJaxprStaged | undefined;
   stagedReached: boolean;
   failure: RunFailed | undefined;
+  /** the eqn JAX raised on (a `failed` step: the steps before it succeeded), once reached */
+  failedStep: BatchRuleApplied | undefined;
 }
 
 /** Derive the model; `picked` is a per-example eqn index the user clicked (shown once reached). */
@@ -45,6 +49,7 @@ export function vmapModel(
     staged: lastOf(allEvents, "batched_jaxpr_staged"),
     stagedReached: lastOf(events, "batched_jaxpr_staged") !== undefined,
     failure: lastOf(allEvents, "run_failed"),
+    failedStep: steps.find((s) => s.mechanism === "failed"),
   };
 }
 
@@ -108,6 +113,9 @@ const dims = dimsText;
 /** A sentence saying what the rule did with the batch dims. */
 export function stepSentence(step: BatchRuleApplied): string {
   const head = `${step.primitive}: batch dims in ${dims(step.in_bdims)} → out ${dims(step.out_bdims)}.`;
+  if (step.mechanism === "failed") {
+    return `${step.primitive}: batch dims in ${dims(step.in_bdims)} → JAX raised here, so vmap failed at this eqn (the error panel has JAX's message).`;
+  }
   if (step.mechanism === "not_mapped") return `${head} No rule ran: nothing was mapped.`;
   const moved = step.moves?.length ?? 0;
   if (moved > 0) {

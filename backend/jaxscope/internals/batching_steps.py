@@ -374,6 +374,69 @@ def example_jaxpr(plan: CallPlan, mapped: MappedArgs) -> Any:
     )
 
 
+FAILED_NOTE = (
+    "JAX raised while batching this eqn (the error panel has its message): no batched eqn was "
+    "emitted for it, and the eqns after it were never reached."
+)
+NO_RULE_NOTE = (
+    "The primitive has no batching rule (nothing in batching.fancy_primitive_batchers) and an "
+    "input is mapped, so BatchTrace.process_primitive raised NotImplementedError."
+)
+
+
+def _step_event(
+    step: _Step,
+    example_ctx: Any,
+    indices: list[int],
+    emitted_texts: list[str],
+    moves: list[str],
+    *,
+    failed: bool = False,
+) -> BatchRuleApplied:
+    """The :class:`BatchRuleApplied` event of ``step``; ``failed``: JAX raised on it."""
+    eqn = step.eqn
+    has_rule = eqn.primitive in batching.fancy_primitive_batchers
+    has_inner = any(
+        isinstance(v, (core.Jaxpr, core.ClosedJaxpr))
+        for val in eqn.params.values()
+        for v in (val if isinstance(val, tuple) else (val,))
+    )
+    all_unmapped = all(d is None for d in step.in_bdims)
+    note = (
+        (FAILED_NOTE if has_rule or all_unmapped else NO_RULE_NOTE)
+        if failed
+        else NOT_MAPPED_NOTE
+        if not has_rule
+        else ALL_UNMAPPED_NOTE
+        if all_unmapped
+        else INNER_NOTE
+        if has_inner
+        else None
+    )
+    return BatchRuleApplied(
+        index=step.index,
+        primitive=eqn.primitive.name,
+        source=snippet_source(eqn.source_info.traceback),
+        rule=batch_rule_view(eqn.primitive) if has_rule else None,
+        mechanism="failed" if failed else "rule" if has_rule else "not_mapped",
+        note=note,
+        in_vars=[
+            None if isinstance(v, core.Literal) else str(core.pp_var(v, example_ctx))
+            for v in eqn.invars
+        ],
+        out_vars=[str(core.pp_var(v, example_ctx)) for v in eqn.outvars],
+        in_bdims=step.in_bdims,
+        out_bdims=step.out_bdims,
+        example_in_avals=[aval_view(v.aval) for v in eqn.invars],
+        example_out_avals=[aval_view(v.aval) for v in eqn.outvars],
+        in_avals=[aval_view(a) for a in step.in_avals],
+        out_avals=[aval_view(a) for a in step.out_avals],
+        emitted=emitted_texts,
+        batched_eqn_indices=indices,
+        moves=moves,
+    )
+
+
 def capture_batching(
     plan: CallPlan,
     mapped: MappedArgs,
@@ -382,10 +445,15 @@ def capture_batching(
     in_axes: Any,
     out_axes: Any,
     texts: tuple[str, str],
+    emit_partial: Callable[[BatchRuleApplied], None] | None = None,
 ) -> BatchCapture:
     """Interpret ``example`` (the per-example ClosedJaxpr) eqn by eqn inside ``jax.vmap`` and
     stage JAX's own batched jaxpr; see the module docstring. ``texts``: ``in_axes``/``out_axes``
     as the user wrote them.
+
+    When the interpretation fails, ``emit_partial`` (if given) receives a step event for each
+    eqn batched before the failure and then one with ``mechanism="failed"`` for the eqn JAX
+    raised on (its inputs' batch dims, no outputs), before the error is raised.
 
     Raises what ``jax.vmap(f, in_axes, out_axes)`` raises (the real call is made again when the
     interpretation fails, so the error and its user line are JAX's own)."""
@@ -401,6 +469,13 @@ def capture_batching(
         with counting_outer_eqns(origin, current):
             interpreted = jax.make_jaxpr(batched_interp)(*mapped.leaves)
     except Exception:
+        if emit_partial is not None:
+            # The steps that ran are shown, then the eqn JAX failed on (the last step begun).
+            # No batched jaxpr exists, so which eqns each step emitted is not attributed.
+            _, example_ctx = print_with_context(example.jaxpr)
+            for k, step in enumerate(steps[:MAX_STEPS]):
+                failed = k == len(steps) - 1 and len(step.out_bdims) < len(step.eqn.outvars)
+                emit_partial(_step_event(step, example_ctx, [], [], [], failed=failed))
         # JAX's own vmap of the user's f raises the error with the user's frames on it.
         batched_jaxpr(plan, in_axes, out_axes)
         raise
@@ -428,56 +503,15 @@ def capture_batching(
     _, example_ctx = print_with_context(example.jaxpr)
     events: list[BatchRuleApplied] = []
     for step in steps[:MAX_STEPS]:
-        eqn = step.eqn
-        has_rule = eqn.primitive in batching.fancy_primitive_batchers
-        has_inner = any(
-            isinstance(v, (core.Jaxpr, core.ClosedJaxpr))
-            for val in eqn.params.values()
-            for v in (val if isinstance(val, tuple) else (val,))
-        )
-        all_unmapped = all(d is None for d in step.in_bdims)
-        note = (
-            NOT_MAPPED_NOTE
-            if not has_rule
-            else ALL_UNMAPPED_NOTE
-            if all_unmapped
-            else INNER_NOTE
-            if has_inner
-            else None
-        )
         indices = emitted.get(step.index, []) if attributed else []
         emitted_texts = [texts_of[k] for k in indices]
-        name = eqn.primitive.name
         moves = [
             t
             for k, t in zip(indices, emitted_texts, strict=True)
             if interpreted.jaxpr.eqns[k].primitive.name in MOVE_PRIMITIVES
-            and interpreted.jaxpr.eqns[k].primitive.name != name
+            and interpreted.jaxpr.eqns[k].primitive.name != step.eqn.primitive.name
         ]
-        events.append(
-            BatchRuleApplied(
-                index=step.index,
-                primitive=name,
-                source=snippet_source(eqn.source_info.traceback),
-                rule=batch_rule_view(eqn.primitive) if has_rule else None,
-                mechanism="rule" if has_rule else "not_mapped",
-                note=note,
-                in_vars=[
-                    None if isinstance(v, core.Literal) else str(core.pp_var(v, example_ctx))
-                    for v in eqn.invars
-                ],
-                out_vars=[str(core.pp_var(v, example_ctx)) for v in eqn.outvars],
-                in_bdims=step.in_bdims,
-                out_bdims=step.out_bdims,
-                example_in_avals=[aval_view(v.aval) for v in eqn.invars],
-                example_out_avals=[aval_view(v.aval) for v in eqn.outvars],
-                in_avals=[aval_view(a) for a in step.in_avals],
-                out_avals=[aval_view(a) for a in step.out_avals],
-                emitted=emitted_texts,
-                batched_eqn_indices=indices,
-                moves=moves,
-            )
-        )
+        events.append(_step_event(step, example_ctx, indices, emitted_texts, moves))
     output_moves = [texts_of[k] for k in emitted.get(None, [])] if attributed else []
     staged = BatchedJaxprStaged(
         in_axes=texts[0],
@@ -499,6 +533,12 @@ def capture_batching(
 
 
 # ---------------------------------------------------------------------------- observation
+
+
+def batching_rules() -> dict[Any, Any]:
+    """JAX's batching rule table, for tests: ``batching.fancy_primitive_batchers`` (primitive ->
+    rule; ``batching.primitive_batchers`` is a write-only proxy that stores into it)."""
+    return batching.fancy_primitive_batchers
 
 
 @dataclass
@@ -530,6 +570,7 @@ def observe_vmap(
     out_axes: Any,
     args: tuple[Any, ...],
     static_argnums: tuple[int, ...] = (),
+    until_error: bool = False,
 ) -> list[Observed]:
     """Run ``jax.make_jaxpr(jax.vmap(fun, in_axes, out_axes), static_argnums)(*args)`` after
     ``jax.clear_caches()`` with ``BatchTrace.process_primitive`` patched, and return the calls
@@ -539,7 +580,10 @@ def observe_vmap(
     A ``jit`` eqn with ``inline=True`` (``jnp`` functions such as ``multiply``) is inlined by
     ``make_jaxpr``, so the per-example jaxpr holds its inner eqns: such a call is replaced by the
     calls on the ``BatchTrace`` its batching rule created for the inner jaxpr (recursively; a
-    cached inner batching reuses an earlier expansion of the same jaxpr and dims)."""
+    cached inner batching reuses an earlier expansion of the same jaxpr and dims).
+
+    ``until_error``: when ``jax.vmap`` raises, return the calls made until then (the last one,
+    the call that raised, with no ``out_bdims``) instead of raising."""
     jax.clear_caches()
     roots: list[_Call] = []
     owner: dict[int, _Call | None] = {}
@@ -581,9 +625,13 @@ def observe_vmap(
 
     functools.update_wrapper(marked, fun)
     with _patch_lock, patched(batching.BatchTrace, process_primitive=process_primitive):
-        jax.make_jaxpr(
-            jax.vmap(marked, in_axes=in_axes, out_axes=out_axes), static_argnums=static_argnums
-        )(*args)
+        try:
+            jax.make_jaxpr(
+                jax.vmap(marked, in_axes=in_axes, out_axes=out_axes), static_argnums=static_argnums
+            )(*args)
+        except Exception:
+            if not until_error:
+                raise
 
     expanded: dict[tuple[int, tuple[int | None, ...]], list[Observed]] = {}
 

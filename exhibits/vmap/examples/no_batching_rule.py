@@ -11,8 +11,9 @@ twice_p.def_abstract_eval(lambda x: x)
 
 
 def f(x):
-    y = jnp.sin(x)
-    return twice_p.bind(y)  # no batching rule for 'twice'
+    y = jnp.sin(x) * x
+    z = twice_p.bind(y)  # no batching rule for 'twice'
+    return jnp.cos(z)
 
 
 args = (np.linspace(0.0, 1.0, 4, dtype=np.float32),)
