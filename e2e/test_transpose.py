@@ -234,6 +234,42 @@ def test_no_transpose_rule_walks_up_to_the_eqn_and_says_so_once(
     expect(page.get_by_test_id("tw-card")).to_have_attribute("data-step", "0")
     expect(page.get_by_test_id("tw-card-primitive")).to_have_text("reduce_sum")
     assert page.get_by_test_id("tw-card-failure").count() == 0
+    # Before its step the failure is not shown (issue 18 item 9f): no hint, no "same" cards.
+    expect(page.get_by_test_id("tw-failed")).to_have_count(0)
+    expect(page.get_by_test_id("tw-attempt-jit-same")).to_have_count(0)
+    assert console_errors == []
+
+
+def test_stepping_back_hides_what_comes_later(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """At the first event of a run the attempts and the linear jaxpr have not arrived: the view
+    says they are "(not yet at this point of the run)" instead of showing them (issue 18 item
+    9f); stepping forward past their events shows them."""
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    open_exhibit(page, "transpose")
+    set_code(page, SIN_TIMES_X)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    expect(page.get_by_test_id("tw-attempt-jit")).to_be_visible()
+    page.get_by_test_id("stepper-first").click()
+    expect(page.get_by_test_id("tw-attempts-later")).to_contain_text(
+        "(not yet at this point of the run)"
+    )
+    expect(page.get_by_test_id("tw-linear-later")).to_contain_text(
+        "(not yet at this point of the run)"
+    )
+    expect(page.get_by_test_id("tw-attempt-jit")).to_have_count(0)
+    expect(page.get_by_test_id("lin-eqn-0")).to_have_count(0)
+    page.screenshot(path=str(screenshots / "transpose-not-yet.png"))
+    for _ in range(40):
+        if page.get_by_test_id("stepper-event-type").inner_text() == "linear_jaxpr_staged":
+            break
+        page.get_by_test_id("stepper-next").click()
+    expect(page.get_by_test_id("tw-attempt-jit")).to_be_visible()
+    expect(page.get_by_test_id("tw-attempts-later")).to_have_count(0)
+    expect(page.get_by_test_id("tw-linear-later")).to_have_count(0)
+    expect(page.get_by_test_id("lin-eqn-0")).to_be_visible()
     assert console_errors == []
 
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Event } from '../../frontend/src/protocol';
+import { goldenLoader } from '../../frontend/src/test/fixtures';
 import {
   accumulationSteps,
   attemptsNote,
@@ -538,5 +539,53 @@ describe('a large program (the 12-layer transformer): leaves summarised, fd samp
     expect(outputLeafNote(linear)).toBe(note);
     expect(outputLeafNote(undefined)).toBeNull();
     expect(outputLeafNote({ output_leaf: null } as unknown as LinearJaxprStaged)).toBeNull();
+  });
+});
+
+describe('mlp_loss golden stream: every artefact waits for its step', () => {
+  // Recorded through the real sandbox (golden/mlp_loss.events.jsonl).
+  const stream = goldenLoader(import.meta.url)('mlp_loss');
+  const upTo = (type: string): Event[] => stream.slice(0, stream.findIndex((e) => e.type === type));
+
+  it('before the attempts, nothing but their coming is shown', () => {
+    const m = transposeModel(upTo('grad_attempted'), stream);
+    expect(m.attempts).toEqual({ jit: undefined, eager: undefined });
+    expect(m.linear).toBeUndefined();
+    expect(m.later).toEqual({ linear: true, attempts: true, failure: false });
+    expect(m.allSteps.length).toBe(stream.filter((e) => e.type === 'transpose_stepped').length);
+  });
+
+  it('after the attempts and before the linear jaxpr, the linear jaxpr is still to come', () => {
+    const m = transposeModel(upTo('linear_jaxpr_staged'), stream);
+    expect(m.attempts.jit?.ok).toBe(true);
+    expect(m.attempts.eager?.ok).toBe(true);
+    expect(m.linear).toBeUndefined();
+    expect(m.later).toEqual({ linear: true, attempts: false, failure: false });
+    expect(m.steps).toEqual([]);
+  });
+
+  it('at the end, everything is there and nothing is to come', () => {
+    const m = transposeModel(stream, stream);
+    expect(m.linear?.type).toBe('linear_jaxpr_staged');
+    expect(m.later).toEqual({ linear: false, attempts: false, failure: false });
+    expect(m.failure).toBeUndefined();
+    expect(m.failedAt).toBeUndefined();
+  });
+});
+
+describe('a failing walk: the error and the failing step wait for their event', () => {
+  const failing = { ...s2, error_class: 'NotImplementedError', rule: null } as unknown as Event;
+  const failed = { type: 'run_failed', kind: 'user_exception', message: 'x', error_class: 'NotImplementedError' } as unknown as Event;
+  const all = [attempt('jit', false), attempt('eager', false), s0, s1, failing, failed];
+
+  it('says the run fails later, not before', () => {
+    const early = transposeModel(all.slice(0, 3), all);
+    expect(early.failure).toBeUndefined();
+    expect(early.failedAt).toBeUndefined();
+    expect(early.later.failure).toBe(true);
+    const end = transposeModel(all, all);
+    expect(end.failure?.error_class).toBe('NotImplementedError');
+    expect(end.failedAt?.step).toBe(2);
+    expect(end.later.failure).toBe(false);
   });
 });

@@ -4,7 +4,8 @@
  * The probe emits `grad_attempted` (jit, then eager), `linear_jaxpr_staged` (the linear jaxpr the
  * backward pass walks), one `transpose_stepped` per linear eqn (last eqn first), then
  * `gradient_checked`. The stepper walks the steps: the current step is the last
- * `transpose_stepped` up to the cursor, or the one the user picked.
+ * `transpose_stepped` up to the cursor, or the one the user picked. Every artefact is read from
+ * the events up to the cursor (as nan_finder does): stepping back hides what comes later.
  */
 import type { Event, EventOf, RunFailed } from '../../frontend/src/protocol';
 import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
@@ -32,9 +33,14 @@ export interface TransposeModel {
   opened: TransposeCallOpened | undefined;
   /** the gradient check, once the cursor reached it */
   check: GradientChecked | undefined;
-  /** jit and eager attempts (from all events: they come first) */
+  /** jit and eager attempts, once the cursor reached them */
   attempts: { jit: GradAttempted | undefined; eager: GradAttempted | undefined };
+  /** the run's error, once the cursor reached it */
   failure: RunFailed | undefined;
+  /** the step whose transpose rule raised, once the cursor reached it */
+  failedAt: TransposeStepped | undefined;
+  /** artefacts the run sends after the cursor: the view says "(not yet at this point of the run)" */
+  later: { linear: boolean; attempts: boolean; failure: boolean };
 }
 
 /** Derive the model; `picked` is a step number the user clicked (shown when reached). */
@@ -43,11 +49,15 @@ export function transposeModel(
   allEvents: readonly Event[],
   picked?: number | null,
 ): TransposeModel {
+  // Only the events up to the cursor: a later artefact (the linear jaxpr, the attempts, the
+  // error) is not shown before its step; `later` says it is coming.
   const steps = eventsOf(events, 'transpose_stepped');
-  const attempts = eventsOf(allEvents, 'grad_attempted');
+  const attempts = eventsOf(events, 'grad_attempted');
   const pickedStep = picked == null ? undefined : steps.find((s) => s.step === picked);
+  const linear = lastOf(events, 'linear_jaxpr_staged');
+  const failure = lastOf(events, 'run_failed');
   return {
-    linear: lastOf(events, 'linear_jaxpr_staged') ?? lastOf(allEvents, 'linear_jaxpr_staged'),
+    linear,
     steps,
     allSteps: eventsOf(allEvents, 'transpose_stepped'),
     current: pickedStep ?? steps.at(-1),
@@ -57,7 +67,13 @@ export function transposeModel(
       jit: attempts.find((a) => a.mode === 'jit'),
       eager: attempts.find((a) => a.mode === 'eager'),
     },
-    failure: lastOf(allEvents, 'run_failed'),
+    failure,
+    failedAt: failedStep(steps),
+    later: {
+      linear: !linear && lastOf(allEvents, 'linear_jaxpr_staged') !== undefined,
+      attempts: attempts.length === 0 && lastOf(allEvents, 'grad_attempted') !== undefined,
+      failure: !failure && lastOf(allEvents, 'run_failed') !== undefined,
+    },
   };
 }
 
