@@ -108,6 +108,7 @@ from jaxscope.internals.hidden_nonfinite import (
     NonfiniteEqn as NonfiniteEqn,
     hidden_nonfinite as hidden_nonfinite,
 )
+
 # The dtypes exhibit: the implicit, lasting widenings of f's jaxpr.
 from jaxscope.internals import dtype_changes as _dtype_changes
 from jaxscope.internals.dtype_changes import Promotion as Promotion

@@ -1236,7 +1236,11 @@ export interface FdSample {
  * servers); ``reason`` the same as a code: ``kink``, ``nonfinite`` (the difference is NaN/Inf),
  * ``rounded`` (``f`` rounds the element inside: flat at float64's step, or computing in
  * bfloat16/float16), ``unresolved`` (the difference's rounding error is past the tolerance
- * there) or ``not_sampled`` (an element past the sample whose gradient is NaN/Inf).
+ * there), ``not_sampled`` (an element past the sample whose gradient is NaN/Inf) or
+ * ``another_function`` (``f`` in float64 is not the function that was differentiated: its
+ * value at ``args`` differs from the float32 one past rounding, e.g. random bits drawn with
+ * x64 on; then ``path`` is ``f(*args)``, ``gradient`` f's value and ``gradient_f64`` the
+ * float64 value, and nothing is compared).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "FdNotCompared".
@@ -1247,7 +1251,7 @@ export interface FdNotCompared {
   gradient_f64: unknown;
   index: number[];
   path: string;
-  reason: '' | 'kink' | 'nonfinite' | 'rounded' | 'unresolved' | 'not_sampled';
+  reason: '' | 'kink' | 'nonfinite' | 'rounded' | 'unresolved' | 'not_sampled' | 'another_function';
   why: string;
 }
 /**
@@ -3050,13 +3054,6 @@ export interface DtypeChangesFound {
  * ``total`` elements, the first (``example``: its index, value before and after, as numpy
  * prints them). ``from_type``/``to_type``: types as a jaxpr writes them (``bf16[4,8]``).
  *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "DtypeChange".
- */
-export interface DtypeChange {
-  api: string;
-  changed: number | null;
-  count: number;
  * ``corrupted``: of the ``changed`` elements of a demotion, those the 32-bit copy does not
  * merely round (``docs/design/0024-findings.md``): ``corruption`` says how the first was
  * (``overflow``: a finite float that float32 holds as inf; ``underflow``: a nonzero float
@@ -3066,18 +3063,25 @@ export interface DtypeChange {
  * ``corrupt_example`` which. ``finding``: the change is a finding (a promotion; a demotion
  * with ``corrupted`` elements); a demotion that only rounds is a note.
  *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "DtypeChange".
+ */
+export interface DtypeChange {
+  api: string;
+  changed: number | null;
+  corrupt_example: string | null;
+  corrupted: number;
+  corruption: ('overflow' | 'underflow' | 'whole_number' | 'wrapped') | null;
+  count: number;
   example: string | null;
+  finding: boolean;
   from_dtype: string;
   from_type: string;
   kind: 'promoted' | 'demoted';
   partner: string | null;
   source: SourceLoc | null;
-  corrupt_example: string | null;
-  corrupted: number;
-  corruption: ('overflow' | 'underflow' | 'whole_number' | 'wrapped') | null;
   to_dtype: string;
   to_type: string;
-  finding: boolean;
   total: number | null;
 }
 /**
