@@ -289,6 +289,29 @@ def output_fields(out: Any) -> tuple[str, AvalView | None]:
     return preview_value(out) if aval is not None else repr(out)[:2000], aval
 
 
+def _wrong_inputs(exc: BaseException) -> bool:
+    """Whether ``model.init(rngs, *args)`` failed because ``args`` are not the model's inputs
+    (Python's own ``TypeError`` for the module's ``__call__``)."""
+    text = str(exc)
+    return isinstance(exc, TypeError) and "__call__()" in text and "argument" in text
+
+
+def _blame_args(ctx: ProbeContext, exc: BaseException, given: int) -> None:
+    """Blame the snippet's ``args`` line for inputs the model's ``__call__`` does not take: a
+    snippet written for the other exhibits (``f`` a train step, ``args`` its arguments) gives
+    ``init`` the train step's arguments."""
+    blame_line(
+        exc,
+        setting_line(ctx.snippet.source, "args"),
+        explanation=(
+            "The flax_params exhibit calls model.init(rngs, *args) and model.apply(params, "
+            f"*args): `args` must be the model's own inputs (here it has {given}), not the "
+            "arguments of a train step f. Set `args = (x,)` with what `model(...)` takes, and "
+            "`apply_args` when apply should see other inputs."
+        ),
+    )
+
+
 def run_linen(
     ctx: ProbeContext,
     model: Any,
@@ -305,6 +328,8 @@ def run_linen(
             variables = model.init(linen_rngs(rngs), *args)
         except Exception as exc:
             if not shown_error(exc):
+                if _wrong_inputs(exc):
+                    _blame_args(ctx, exc, len(args))
                 raise
             failed: BaseException | None = exc
         else:

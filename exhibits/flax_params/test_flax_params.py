@@ -30,7 +30,7 @@ from jaxscope.protocol import EventBase, JaxprStaged, RunFinished
 from jaxscope.sandbox.runner import global_state, state_changed
 from jaxscope.sandbox.snippet import InvalidSnippet, load_snippet
 
-from exhibits.conftest import FakeContext
+from exhibits.conftest import FakeContext, run_probe
 from exhibits.registry import EXHIBITS
 
 from .events import (
@@ -394,3 +394,31 @@ def test_golden_stream_is_the_probes(golden: Path) -> None:
 
     assert own(stream) == own(ctx.events)
     assert own(stream)
+
+
+def test_a_train_steps_arguments_as_args_are_blamed_on_the_args_line() -> None:
+    from jaxscope.sandbox.probe_api import BLAME_ATTR
+
+    text = (
+        "import jax\nimport jax.numpy as jnp\nimport flax.linen as nn\n\n"
+        "class MLP(nn.Module):\n"
+        "    @nn.compact\n"
+        "    def __call__(self, x):\n"
+        "        return nn.Dense(2)(x)\n\n"
+        "model = MLP()\n"
+        "params = model.init(jax.random.key(0), jnp.ones((1, 3)))\n\n"
+        "def f(params, x):\n"
+        "    return jnp.sum(model.apply(params, x))\n\n"
+        "args = (params, jnp.ones((4, 3)))\n"
+    )
+    # plain Flax: init with a train step's arguments is Python's own TypeError
+    with pytest.raises(TypeError) as plain:
+        ns: dict[str, Any] = {}
+        exec(compile(text, "<snippet>", "exec"), ns)
+        ns["model"].init(jax.random.key(0), *ns["args"])
+    with pytest.raises(TypeError) as info:
+        run_probe("flax_params", text)
+    assert str(info.value) == str(plain.value)
+    line, _, explanation = getattr(info.value, BLAME_ATTR)
+    assert line == text.splitlines().index("args = (params, jnp.ones((4, 3)))") + 1
+    assert "`args` must be the model's own inputs (here it has 2)" in explanation
