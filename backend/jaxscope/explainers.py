@@ -6,8 +6,9 @@ or ``None``; the first non-``None`` answer wins (the model is Treescope's handle
 handler is owned by the code that knows its error:
 
 * the generic ones live here: JAX's tracer errors first (:func:`tracer_errors`: they also make
-  the run's ``kind`` ``tracer_error``), a traced value used as an array shape last
-  (:func:`shapes`, after the exhibits' more specific shape errors);
+  the run's ``kind`` ``tracer_error``), a traced value used as an array shape and shapes that
+  do not broadcast last (:func:`shapes`, :func:`broadcasting`: after the exhibits' more
+  specific shape errors);
 * those of errors raised inside Flax, optax and ``jax.tree`` utilities (two trees of different
   structure, NNX trace-level errors, a linen module passed to a transform) live in
   :mod:`jaxscope.library_errors`, right after the tracer errors;
@@ -23,8 +24,10 @@ not a syntax error, an invalid snippet or a memory error. Handlers match JAX's o
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -232,6 +235,66 @@ def shapes(exc: BaseException, ctx: ErrorContext) -> Explanation | None:
     return first_match(SHAPE_HELP, exc)
 
 
+# ---- shapes that do not broadcast (generic) ----------------------------------------------
+
+# JAX's messages (jax 0.10.2): a primitive's shape rule ("mul got incompatible shapes for
+# broadcasting: (4, 5), (4, 10).") and jnp's own check ("Incompatible shapes for broadcasting:
+# shapes=[(3,), (4,), ()]").
+_BROADCAST = re.compile(
+    r"(?:(?P<prim>\w+) got incompatible shapes for broadcasting: (?P<pair>\(.*\))\.?$"
+    r"|Incompatible shapes for broadcasting: shapes=(?P<list>\[.*\]))"
+)
+
+
+def _shapes_of(text: str) -> list[tuple[int, ...]] | None:
+    """The shapes JAX printed (a Python literal of tuples of ints), or None."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return None
+    shapes = list(value) if isinstance(value, list | tuple) else []
+    if not shapes or not all(isinstance(s, tuple) for s in shapes):
+        return None
+    return [tuple(int(d) for d in s) for s in shapes]
+
+
+def first_clash(shapes: Sequence[tuple[int, ...]]) -> tuple[int, int, int] | None:
+    """numpy's broadcasting rule (align the shapes at their last axis; the sizes on each axis
+    must be equal or 1): the first axis from the right where two sizes clash, as ``(axis from
+    the right, negative; size, other size)``; None when the shapes broadcast."""
+    for axis in range(1, max(len(s) for s in shapes) + 1):
+        sizes = {s[-axis] for s in shapes if len(s) >= axis and s[-axis] != 1}
+        if len(sizes) > 1:
+            a, b = sorted(sizes)[:2]
+            return -axis, a, b
+    return None
+
+
+def broadcasting(exc: BaseException, ctx: ErrorContext) -> Explanation | None:
+    """Why two shapes do not broadcast, naming the axis and the sizes (JAX's message names only
+    the shapes), else None."""
+    del ctx
+    m = _BROADCAST.search(str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+    if m is None:
+        return None
+    shapes = _shapes_of(m.group("pair") or m.group("list"))
+    clash = first_clash(shapes) if shapes else None
+    if shapes is None or clash is None:
+        return None
+    axis, a, b = clash
+    op = f"`{m.group('prim')}`" if m.group("prim") else "this operation"
+    shown = ", ".join(str(s) for s in shapes if s)
+    return Explanation(
+        f"{op} combines arrays elementwise, so their shapes must broadcast (numpy's rule: align"
+        f" the shapes at their last axis; on each axis the sizes must be equal, or one of them"
+        f" 1). {shown} clash at axis {axis}: size {a} against {b}.",
+        "Find which operand has the wrong size on that axis (a slice such as `[:, :5]`, a"
+        " transposed matrix, a missing reshape). To broadcast on purpose, give the smaller one a"
+        " size-1 axis there (`x[:, None]`, `jnp.expand_dims`) or reshape it explicitly. The"
+        " tracing exhibit's eqn list shows the shape of every value up to the failing line.",
+    )
+
+
 # ---- a donated or deleted array used again (generic) --------------------------------------
 
 # Plain JAX raises these too (jax-ml/jax#9675, #9237, #16906): the run fails as plain JAX would,
@@ -289,7 +352,7 @@ def explainer_chain() -> tuple[Link, ...]:
     """The handlers in the order they are asked: the tracer errors and the donated/deleted
     arrays, the errors raised inside Flax, optax and ``jax.tree`` utilities
     (:mod:`jaxscope.library_errors`), then each exhibit that explains errors in the registry's
-    order, then the shape errors."""
+    order, then the shape errors (a traced shape, then shapes that do not broadcast)."""
     from jaxscope import library_errors  # it imports this module
 
     links = [
@@ -304,6 +367,7 @@ def explainer_chain() -> tuple[Link, ...]:
             module = importlib.import_module(exhibit.explain_module)
             links.append(_link(getattr(module, EXHIBIT_EXPLAINER)))
     links.append(_link(shapes))
+    links.append(_link(broadcasting))
     return tuple(links)
 
 

@@ -30,6 +30,7 @@ TRANSPOSE = "exhibits.transpose.explain.explain_error"
 CUSTOM_VJP = "exhibits.custom_vjp.explain.explain_error"
 VMAP = "exhibits.vmap.explain.explain_error"
 SHAPES = "jaxscope.explainers.shapes"
+BROADCAST = "jaxscope.explainers.broadcasting"
 
 
 def test_the_chain_order_is_stable() -> None:
@@ -46,6 +47,7 @@ def test_the_chain_order_is_stable() -> None:
         CUSTOM_VJP,
         VMAP,
         SHAPES,
+        BROADCAST,
     ]
     assert explainer_chain() is explainer_chain()  # assembled once
 
