@@ -5,7 +5,9 @@ the persistent cache on (public API: ``jax_compilation_cache_dir`` set to the re
 ``jaxscope-persistent-cache`` inside a fresh temporary directory, as the probe does, and
 ``jax_persistent_cache_min_compile_time_secs=0``) and record the name of the file JAX writes
 (``<key>-cache``), with the environment the key depends on (jaxlib version, backend, device
-count, ``XLA_FLAGS``). The tests compare against the golden only in the same environment.
+count, ``XLA_FLAGS``). The key depends on the machine as well (another CPU gave another key
+with all four equal), so the tests compute it with :func:`written_key` in a fresh process
+instead of reading these files; the files show what a key looks like.
 Run: ``.venv/bin/python exhibits/cache_key/golden/regen.py``.
 """
 
