@@ -58,7 +58,7 @@ from jaxscope.internals.api import (
 )
 from jaxscope.protocol import RunOptions
 from jaxscope.sandbox.errors import classify, is_memory_error
-from jaxscope.sandbox.probe_api import ProbeContext, eval_option
+from jaxscope.sandbox.probe_api import ProbeContext, blame_line, eval_option, setting_line
 from jaxscope.sandbox.snippet import InvalidSnippet
 
 from exhibits.transform_order.events import TransformStackEvaluated
@@ -267,11 +267,13 @@ def evaluate(
     in_axes_text: str | None = None,
     user_f: object = None,
     measure: bool = False,
+    source: str = "",
 ) -> tuple[TransformStackEvaluated, Any]:
     """Compose ``stack`` around ``f``, call it on ``args`` (the tracers reaching ``f`` are
     recorded on that call), then ``jax.make_jaxpr`` of the same composition. JAX's error, if it
-    rejects the stack, is kept with its class, text and the user's line. Returns the event and
-    the output (``None`` when JAX rejected the stack)."""
+    rejects the stack, is kept with its class, text and the user's line (``source``: the
+    snippet's text, whose ``args`` line is the one of vmap's inconsistent sizes, as the vmap
+    exhibit says). Returns the event and the output (``None`` when JAX rejected the stack)."""
     observed, seen = observing_trace_stack(f)
     flops = time_ms = None
     rules: dict[int, OutputRule] = {}
@@ -292,6 +294,9 @@ def evaluate(
         if is_memory_error(exc):
             raise
         _shorten(exc, rules)
+        if source and "vmap" in stack and str(exc).startswith("vmap got inconsistent sizes"):
+            # about the arguments' sizes: their line, as the vmap exhibit says
+            blame_line(exc, setting_line(source, "args"))
         failed = classify(exc, "run", user_f)
         explanation, fix = _explain(exc, stack, (failed.explanation, failed.fix))
         failed_event = TransformStackEvaluated(
@@ -417,6 +422,7 @@ def run(ctx: ProbeContext) -> None:
             code=stack_code(stack, fname, in_axes_text if "vmap" in stack else None) + "(*args)",
             in_axes_text=in_axes_text if "vmap" in stack else None,
             user_f=ctx.snippet.f,
+            source=ctx.snippet.source,
         )
     ctx.emit(event)
     with ctx.stage("run"):

@@ -457,3 +457,23 @@ def test_a_pytree_output_whose_first_leaf_is_not_a_scalar_fails_short() -> None:
     message = event.message or ""
     assert len(message) < 1000 and "a dict of 4 leaves" in message
     assert "output['b1'], is f32[4]" in message
+
+
+def test_vmaps_inconsistent_sizes_are_at_the_args_line_as_in_the_vmap_exhibit() -> None:
+    from jaxscope.sandbox.probe_api import BLAME_ATTR
+
+    text = (
+        "import jax.numpy as jnp\n\n"
+        "def f(x, w):\n"
+        "    return jnp.sum(jnp.tanh(x @ w))\n\n"
+        "args = (jnp.ones((4, 3)), jnp.ones((3, 2)))\n"
+    )
+    args_line = text.splitlines().index("args = (jnp.ones((4, 3)), jnp.ones((3, 2)))") + 1
+    ctx = run_probe("transform_order", text, RunOptions(stack=["vmap", "grad"]))
+    (event,) = [e for e in ctx.of_type(TransformStackEvaluated) if e.group == "user"]
+    assert not event.ok and event.message is not None
+    assert event.message.startswith("vmap got inconsistent sizes")
+    assert event.source is not None and event.source.line == args_line
+    with pytest.raises(ValueError) as info:
+        run_probe("vmap", text)
+    assert getattr(info.value, BLAME_ATTR)[0] == args_line
