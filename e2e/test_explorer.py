@@ -219,9 +219,11 @@ def test_every_exhibit_runs_its_default_example(
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
     expect(page.get_by_test_id("narrative")).not_to_be_empty()
-    # Every exhibit shows a jaxpr but dtypes (its lesson is the promotion table) and prng (the
-    # key tree its calls made).
-    main = {"dtypes": "promotion", "prng": "prng-tree"}.get(exhibit, "jaxpr-text")
+    # Every exhibit shows a jaxpr but dtypes (its lesson is the promotion table), prng (the key
+    # tree its calls made) and lazy_tensor (torch_xla's pending IR graph: no JAX there).
+    main = {"dtypes": "promotion", "prng": "prng-tree", "lazy_tensor": "lazy-graph"}.get(
+        exhibit, "jaxpr-text"
+    )
     expect(page.get_by_test_id(main)).to_be_visible()
     page.screenshot(path=str(screenshots / f"{exhibit}-{theme}.png"), full_page=False)
     assert console_errors == []
