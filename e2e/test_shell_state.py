@@ -145,7 +145,11 @@ def test_loading_an_example_shows_line_1(
     (the old scroll offset used to leave line 1 half hidden). A user's small scroll, too."""
     page.set_viewport_size({"width": 1500, "height": 1000})
     open_exhibit(page, "vmap")
-    page.get_by_test_id("example-select").select_option("no_batching_rule")
+    # an error below any editor height the panes allow: 80 lines down
+    # (vmap maps x to scalars, and `@` needs at least one axis: JAX's error on the return line)
+    tail = "def f(x):\n    return x @ x\n\nargs = (jnp.ones(3),)\n"
+    far = "import jax.numpy as jnp\n" + "\n" * 80 + tail
+    set_code(page, far)
     run_and_wait(page)
     expect(page.get_by_test_id("editor").locator(".cm-js-error-line")).to_be_in_viewport()
     assert editor_scroll(page)["top"] > 0
