@@ -246,6 +246,10 @@ _BROADCAST = re.compile(
 )
 
 
+# How much of a message the broadcasting explainer reads: JAX's line is far shorter.
+_BROADCAST_SCAN = 4096
+
+
 def _shapes_of(text: str) -> list[tuple[int, ...]] | None:
     """The shapes JAX printed (a Python literal of tuples of ints), or None."""
     try:
@@ -274,7 +278,10 @@ def broadcasting(exc: BaseException, ctx: ErrorContext) -> Explanation | None:
     """Why two shapes do not broadcast, naming the axis and the sizes (JAX's message names only
     the shapes), else None."""
     del ctx
-    m = _BROADCAST.search(str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+    # JAX's message is one short line; a snippet's own exception may carry megabytes, which
+    # must not be copied or scanned whole (the hostile tests time such runs).
+    first = str(exc)[:_BROADCAST_SCAN].lstrip().partition("\n")[0]
+    m = _BROADCAST.search(first)
     if m is None:
         return None
     shapes = _shapes_of(m.group("pair") or m.group("list"))
