@@ -343,6 +343,10 @@ function eqnLabel(eqn: AnyEqn): string {
 
 type Defs = Map<string, string[]>;
 
+/** Most eqn nodes a graph draws (the layered layout and the windowed drawing keep this many
+ * responsive; past it the graph says how many it left out). */
+export const MAX_VISIBLE_EQNS = 50_000;
+
 /**
  * The graph with collapsed groups as single nodes: an edge runs from the node that defines a
  * variable to each node that reads it (one edge per pair of nodes, labelled with the first
@@ -351,10 +355,6 @@ type Defs = Map<string, string[]>;
  * eqns are, each inner invar reading what the eqn's operand at its position reads, and each of
  * the eqn's results defined by the inner outvars at its position (by every branch of a `cond`).
  */
-/** Most eqn nodes a graph draws (the layered layout and the windowed drawing keep this many
- * responsive; past it the graph says how many it left out). */
-export const MAX_VISIBLE_EQNS = 50_000;
-
 export function visibleGraph(
   jaxpr: JaxprView,
   tree: readonly GroupItem[],
