@@ -6,7 +6,7 @@ exhibits' own handlers.
   ``tx.update``/``apply_updates``, a user's ``jax.tree.map``) do not have the same structure.
   The trees are read off the ``tree_map`` frame of the traceback (its ``tree`` and ``rest``),
   compared node by node with the pytree exhibit's treedef diff
-  (:func:`jaxscope.internals.pytree_walk.first_difference`), and named as the user's own
+  (``jaxscope.internals.api.first_difference``), and named as the user's own
   variables where the snippet's frame holds them (``grads``, ``opt_state[0].mu``). The fix
   depends on how they differ: ``dict`` vs ``FrozenDict``, an array where a tree was expected (a
   gradient taken with respect to the wrong argument), a tuple of gradients (``argnums``
@@ -80,26 +80,24 @@ _TREE_MAPS = {
 
 def _tree_map_trees(exc: BaseException) -> tuple[Any, tuple[Any, ...]] | None:
     """``(tree, rest)`` of the innermost ``jax.tree.map``/``tree_map`` call on ``exc``'s
-    traceback (JAX's ``jax/_src/tree_util.py`` and ``jax/_src/tree.py``), else None."""
+    traceback (JAX's ``jax/_src/tree_util.py`` and ``jax/_src/tree.py``), else on the
+    unfiltered traceback JAX keeps as its cause (:func:`_all_frames`), else None."""
+    found = _innermost_tree_map(_frames(exc.__traceback__))
+    if found is None and exc.__cause__ is not None:
+        found = _innermost_tree_map(_all_frames(exc))
+    return found
+
+
+def _innermost_tree_map(frames: Iterator[FrameType]) -> tuple[Any, tuple[Any, ...]] | None:
     found = None
-    for frame in _frames(exc.__traceback__):
+    for frame in frames:
         code = frame.f_code
         file = code.co_filename.replace("\\", "/")
-        if "/jax/" not in file:
+        if "/jax/" not in file or code.co_name not in _TREE_MAPS.get(file.rsplit("/", 1)[-1], ()):
             continue
-        names = _TREE_MAPS.get(file.rsplit("/", 1)[-1], ())
-        if code.co_name in names:
-            local = frame.f_locals
-            if "tree" in local and isinstance(local.get("rest"), tuple):
-                found = (local["tree"], local["rest"])
-    if found is None and exc.__cause__ is not None:
-        for frame in _all_frames(exc):
-            code = frame.f_code
-            names = _TREE_MAPS.get(code.co_filename.rsplit("/", 1)[-1], ())
-            if "/jax/" in code.co_filename and code.co_name in names:
-                local = frame.f_locals
-                if "tree" in local and isinstance(local.get("rest"), tuple):
-                    found = (local["tree"], local["rest"])
+        local = frame.f_locals
+        if "tree" in local and isinstance(local.get("rest"), tuple):
+            found = (local["tree"], local["rest"])
     return found
 
 
@@ -218,7 +216,7 @@ def tree_structures(exc: BaseException, ctx: ErrorContext) -> Explanation | None
     trees = _tree_map_trees(exc)
     if trees is None:
         return None
-    from jaxscope.internals.pytree_walk import first_difference
+    from jaxscope.internals.api import first_difference
 
     tree, rest = trees
     found = None
