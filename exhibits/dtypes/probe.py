@@ -255,10 +255,7 @@ def run(ctx: ProbeContext) -> None:
     ctx.emit(ResultTypeComputed(args=args, answers=answers, user_x64=user_x64))
     changes = [] if user_x64 else demotions(leaves, setting_line(ctx.snippet.source, "args"))
     closed = plan.make_jaxpr()
-    changes += [
-        DtypeChange(kind="promoted", **{k: v for k, v in p.__dict__.items()})
-        for p in dtype_promotions(closed)
-    ]
+    changes += [DtypeChange(kind="promoted", **vars(p)) for p in dtype_promotions(closed)]
     ctx.emit(DtypeChangesFound(x64=user_x64, changes=changes, eqns_read=dtype_eqn_count(closed)))
 
 

@@ -585,3 +585,31 @@ def test_the_page_and_the_cli_say_the_same_sentences() -> None:
         " 4000 values to float32 (args[1][0, 0]: 0.1257302210933933 -> 0.1257302165031433), as"
         " JAX documents",
     ]
+
+
+def test_eqns_read_counts_fs_eqns_with_jit_bodies_inlined(probe_runner: Runner) -> None:
+    """The page's "(N eqns read)": the eqns of ``jax.make_jaxpr(f)`` with each ``jit`` eqn
+    replaced by its body's eqns (a jitted helper, and ``jnp.where``/``jnp.clip``, which are
+    jits of their own), counted here by walking JAX's jaxpr."""
+    source = (
+        "import jax, jax.numpy as jnp\n"
+        "import numpy as np\n"
+        "@jax.jit\n"
+        "def helper(x, c):\n"
+        "    return jnp.where(x > 0, x * c, x)\n"
+        "def f(c, x):\n"
+        "    return jnp.clip(helper(x, c), -1.0, 1.0).sum()\n"
+        "args = (np.float32(2.0), jnp.ones((2, 8), jnp.bfloat16))\n"
+    )
+    ns: dict[str, Any] = {}
+    exec(source, ns)
+
+    def inlined(jaxpr: Any) -> int:
+        return sum(
+            inlined(e.params["jaxpr"].jaxpr) if e.primitive.name == "jit" else 1 for e in jaxpr.eqns
+        )
+
+    closed = jax.make_jaxpr(ns["f"])(*ns["args"])
+    assert len(closed.jaxpr.eqns) == 3  # helper, clip, reduce_sum: the count is not the top's
+    found = probe_runner(EXHIBIT, source).one(DtypeChangesFound)
+    assert found.eqns_read == inlined(closed.jaxpr) == 10

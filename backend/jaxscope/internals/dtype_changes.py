@@ -299,8 +299,7 @@ def promotions(closed_jaxpr: core.ClosedJaxpr, limit: int = 50) -> list[Promotio
     because ``lr * grads`` was widened) and is not listed again."""
     jaxpr = closed_jaxpr.jaxpr
     env: dict[Any, object | None] = {v: v for v in jaxpr.invars}
-    flat: list[_Flat] = []
-    _flatten(jaxpr, env, flat)
+    flat = flatten_calls(jaxpr, env)
     args = set(jaxpr.invars)
     outs = {env.get(v) for v in jaxpr.outvars if not isinstance(v, core.Literal)} - {None}
     tainted: set[object] = set(args)
@@ -359,6 +358,4 @@ def flatten_calls(jaxpr: core.Jaxpr, env: dict[Any, object | None]) -> list[_Fla
 
 def eqn_count(closed_jaxpr: core.ClosedJaxpr) -> int:
     """How many eqns :func:`promotions` reads (calls inlined)."""
-    flat: list[_Flat] = []
-    _flatten(closed_jaxpr.jaxpr, {v: v for v in closed_jaxpr.jaxpr.invars}, flat)
-    return len(flat)
+    return len(flatten_calls(closed_jaxpr.jaxpr, {v: v for v in closed_jaxpr.jaxpr.invars}))
