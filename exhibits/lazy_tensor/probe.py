@@ -8,8 +8,8 @@ The snippet's ``args`` are CPU tensors; the probe moves them to the XLA device a
    before any sync, then ``torch_xla.sync()`` and the values;
 3. the graph hash again on new values of the same shapes, and with ``args[0]`` one row longer.
 
-torch and torch_xla are public API here, except ``torch_xla._XLAC``'s text, HLO, hash and
-IR-debug functions, which are torch_xla's own way to read its pending graph.
+torch and torch_xla are public API here, except ``torch_xla._XLAC``'s text, HLO, hash,
+tensor-debug-info and IR-debug functions, which are torch_xla's own way to read its pending graph.
 """
 
 from __future__ import annotations
@@ -89,6 +89,17 @@ def _nodes(text: str) -> list[IrNodeView]:
     return nodes
 
 
+def _has_ir(t: Any) -> bool:
+    """Whether the XLA tensor ``t`` has an IR node yet (torch_xla's debug info: ``IR: None`` for
+    a tensor that is only device data, an argument no line has used yet). Reading the IR text
+    of such a tensor would make its ``device_data`` node there, in the probe's frame (it would
+    name the probe as its location, for good), instead of at the user's line that first uses
+    it, as in a plain script."""
+    import torch_xla
+
+    return "\nIR: None\n" not in torch_xla._XLAC._get_xla_tensor_debug_info(t)
+
+
 @contextmanager
 def _line_steps(ctx: ProbeContext) -> Iterator[None]:
     """While active, emit a :class:`LazyLineStepped` after each line of a snippet frame."""
@@ -103,7 +114,7 @@ def _line_steps(ctx: ProbeContext) -> Iterator[None]:
         after = _counts()
         live = [v for v in frame.f_locals.values() if isinstance(v, torch.Tensor)]
         live += _xla_leaves(result)
-        tensors = [t for t in live if t.device.type == "xla"]
+        tensors = [t for t in live if t.device.type == "xla" and _has_ir(t)]
         text = torch_xla._XLAC._get_xla_tensors_text(tensors) if tensors else ""
         nodes = _nodes(text)
         ctx.emit(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +54,12 @@ truth["hash_new_values"] = bytes(torch_xla._XLAC._get_graph_hash(
     [run([t * 0.5 + 0.25 for t in args])])).hex()
 longer = [torch.cat([args[0], args[0][:1]]), *args[1:]]
 truth["hash_longer"] = bytes(torch_xla._XLAC._get_graph_hash([run(longer)])).hex()
+# With IR debug on, each node of a plain run names the line that made it (the arguments moved
+# and synced first: device data, as the probe gives them to f).
+moved = [t.to(dev) for t in args]
+torch_xla.sync()
+torch_xla._XLAC._set_ir_debug(True)
+truth["ir_debug"] = torch_xla._XLAC._get_xla_tensors_text([f(*moved)])
 print(json.dumps(truth))
 """
 
@@ -139,6 +146,31 @@ def test_lines_grow_the_graph_and_the_item_line_cuts(events: list[EventBase]) ->
         if step.line != item_line:
             assert step.new_nodes > 0
             assert step.new_nodes == sum(n.line == step.line for n in step.pending)
+
+
+def _device_data(texts: list[str]) -> set[tuple[str, str]]:
+    """The (shape, location) of each ``xla::device_data`` node among IR node lines."""
+    found = set()
+    for text in texts:
+        matched = re.search(r"= (\S+) xla::device_data\(\), location=([^,]+),", text)
+        if matched:
+            found.add((matched.group(1), matched.group(2)))
+    return found
+
+
+def test_arguments_name_the_line_that_first_uses_them(
+    events: list[EventBase], truth: dict[str, Any]
+) -> None:
+    """Reading the pending IR after a line must not make an unused argument's IR node in the
+    probe (it showed ``location=finish@probe.py:107`` for good): each device-data node names
+    the snippet line a plain run with IR debug on names (``w2`` first used on line 9)."""
+    steps = [e for e in events if isinstance(e, LazyLineStepped)]
+    expected = _device_data(truth["ir_debug"].splitlines())
+    assert len(expected) >= 3  # x, w1, w2 and the Python scalars
+    assert expected <= _device_data([n.text for n in steps[-1].pending])
+    for step in steps:
+        for node in step.pending:
+            assert "location=" not in node.text or "@<snippet>:" in node.text, node.text
 
 
 def test_print_artefacts_are_byte_for_byte(truth: dict[str, Any]) -> None:

@@ -3382,7 +3382,7 @@ export interface LazyLineStepped {
 /**
  * One line of torch_xla's IR text (``_get_xla_tensors_text`` with IR debug on, which adds
  * ``location=function@<snippet>:LINE``): the text as torch_xla wrote it and the snippet line
- * it names (None: the node was made outside the snippet, e.g. the probe moving ``args``).
+ * it names (None: the node names no snippet line).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "IrNodeView".
