@@ -12,6 +12,7 @@ import hashlib
 import importlib
 import json
 import re
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -30,7 +31,7 @@ from jaxscope.protocol import EventBase, JaxprStaged, RunFinished
 from jaxscope.sandbox.runner import global_state, state_changed
 from jaxscope.sandbox.snippet import InvalidSnippet, load_snippet
 
-from exhibits.conftest import FakeContext, run_probe
+from exhibits.conftest import FakeContext, jaxscope_run, run_probe
 from exhibits.registry import EXHIBITS
 
 from .events import (
@@ -422,3 +423,43 @@ def test_a_train_steps_arguments_as_args_are_blamed_on_the_args_line() -> None:
     line, _, explanation = getattr(info.value, BLAME_ATTR)
     assert line == text.splitlines().index("args = (params, jnp.ones((4, 3)))") + 1
     assert "`args` must be the model's own inputs (here it has 2)" in explanation
+
+
+# ``model.init`` in a fresh Python after what a worker does before any run (the runner's own
+# warm-up, which compiles one tiny function), every XLA compile logged by JAX
+# (``jax_log_compiles``): the truth of the page's "N XLA compiles" for the first init.
+_INIT_COMPILES = """
+import io, logging, runpy, sys
+import jax
+from jaxscope.sandbox.runner import _warm_up
+_warm_up()
+ns = runpy.run_path(sys.argv[1], run_name="snippet")
+jax.config.update("jax_log_compiles", True)
+buf = io.StringIO()
+handler = logging.StreamHandler(buf)
+handler.setLevel(logging.DEBUG)
+logging.getLogger("jax").addHandler(handler)
+logging.getLogger("jax").setLevel(logging.DEBUG)
+ns["model"].init(jax.random.key(ns.get("rngs", 0)), *ns["args"])
+print(buf.getvalue().count("Finished XLA compilation"))
+"""
+
+
+def test_init_compiles_are_the_ones_jax_logs() -> None:
+    """The first init's compile count on the page (a real ``jaxscope run``, the sandboxed
+    worker) equals the compiles JAX logs for ``model.init`` in a fresh process."""
+    path = EXAMPLES / "mlp.py"
+    done = jaxscope_run(EXHIBIT, path, "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    events = [EVENT_ADAPTER.validate_json(line) for line in done.stdout.splitlines() if line]
+    (init,) = [e for e in events if isinstance(e, ParamsInitialized)]
+    plain = subprocess.run(
+        [sys.executable, "-c", _INIT_COMPILES, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    logged = int(plain.stdout.strip().splitlines()[-1])
+    assert logged > 0
+    assert init.compiles == logged
