@@ -531,6 +531,33 @@ def _read_file(path: Path) -> str:
         return read_code(fh)
 
 
+def code_too_long(code: str, source: str) -> str | None:
+    """Why ``code`` (read from ``source``) is refused for its length, or None."""
+    if len(code) <= MAX_CODE_CHARS:
+        return None
+    return (
+        f"the code on {source} is longer than {MAX_CODE_CHARS:,} characters,"
+        " the most jaxscope accepts; nothing was run"
+    )
+
+
+def settings_and_options(ns: argparse.Namespace, exhibit: str) -> tuple[Settings, RunOptions] | str:
+    """The settings (limits from the flags) and run options of a ``run``/``diff`` command for
+    ``exhibit``, or the usage error that refuses them (the sandbox refused, a bad option, a
+    flag of another exhibit), as the line to print."""
+    settings = settings_from_env(workers=0)
+    settings = dataclasses.replace(settings, limits=_limits(settings.limits, ns, ns.timeout))
+    if refusal := sandbox_refusal(settings.limits):
+        return refusal
+    try:
+        options = _run_options(ns)
+    except ValueError as exc:
+        return f"jaxscope {ns.command}: {exc}"
+    if (elsewhere := _options_elsewhere(ns, exhibit)) is not None:
+        return f"jaxscope {ns.command}: {elsewhere}"
+    return settings, options
+
+
 def _run(ns: argparse.Namespace) -> int:
     exhibit = EXHIBITS.get(ns.exhibit)
     if exhibit is None:
@@ -554,27 +581,14 @@ def _run(ns: argparse.Namespace) -> int:
     except UnicodeDecodeError as exc:
         print(f"jaxscope run: {ns.file} is not UTF-8 text: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if len(code) > MAX_CODE_CHARS:
-        source = "stdin" if str(ns.file) == "-" else str(ns.file)
-        print(
-            f"jaxscope run: the code on {source} is longer than {MAX_CODE_CHARS:,} characters,"
-            " the most jaxscope accepts; nothing was run",
-            file=sys.stderr,
-        )
+    if too_long := code_too_long(code, "stdin" if str(ns.file) == "-" else str(ns.file)):
+        print(f"jaxscope run: {too_long}", file=sys.stderr)
         return EXIT_USAGE
-    settings = settings_from_env(workers=0)
-    settings = dataclasses.replace(settings, limits=_limits(settings.limits, ns, ns.timeout))
-    if refusal := sandbox_refusal(settings.limits):
-        print(refusal, file=sys.stderr)
+    prepared = settings_and_options(ns, exhibit.id)
+    if isinstance(prepared, str):
+        print(prepared, file=sys.stderr)
         return EXIT_USAGE
-    try:
-        options = _run_options(ns)
-    except ValueError as exc:
-        print(f"jaxscope run: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    if (elsewhere := _options_elsewhere(ns, exhibit.id)) is not None:
-        print(f"jaxscope run: {elsewhere}", file=sys.stderr)
-        return EXIT_USAGE
+    settings, options = prepared
     events = asyncio.run(
         run_headless(
             exhibit.id, code, settings, stream=sys.stdout if ns.json else None, options=options

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import difflib
 import sys
 from pathlib import Path
 
 from exhibits.registry import EXHIBITS
 from jaxscope.protocol import RunFailed, RunOptions
-from jaxscope.settings import Settings, settings_from_env
+from jaxscope.settings import Settings
 
 EXIT_SAME, EXIT_DIFFERENT, EXIT_TROUBLE = 0, 1, 2
 
@@ -50,16 +49,11 @@ def run_diff(ns: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_TROUBLE
-    settings = settings_from_env(workers=0)
-    settings = dataclasses.replace(settings, limits=cli._limits(settings.limits, ns, ns.timeout))
-    if refusal := cli.sandbox_refusal(settings.limits):
-        print(refusal, file=sys.stderr)
+    prepared = cli.settings_and_options(ns, exhibit.id)
+    if isinstance(prepared, str):
+        print(prepared, file=sys.stderr)
         return EXIT_TROUBLE
-    try:
-        options = cli._run_options(ns)
-    except ValueError as exc:
-        print(f"jaxscope diff: {exc}", file=sys.stderr)
-        return EXIT_TROUBLE
+    settings, options = prepared
     texts: list[str] = []
     for path in (ns.a, ns.b):
         text = _artefact(exhibit.id, ns.artefact, path, settings, options)
@@ -81,6 +75,9 @@ def _artefact(
         code = cli._read_file(path)
     except (OSError, UnicodeDecodeError) as exc:
         print(f"jaxscope diff: cannot read {path}: {exc}", file=sys.stderr)
+        return None
+    if (too_long := cli.code_too_long(code, str(path))) is not None:
+        print(f"jaxscope diff: {too_long}", file=sys.stderr)
         return None
     events = asyncio.run(cli.run_headless(exhibit, code, settings, options=options))
     if isinstance(events[-1], RunFailed):

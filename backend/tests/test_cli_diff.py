@@ -59,3 +59,29 @@ def test_a_failing_run_or_an_unknown_artefact_is_trouble(tmp_path: Path) -> None
     proc = diff(tmp_path, A, broken, "--print", "jaxpr")
     assert proc.returncode == 2
     assert "b.py failed" in proc.stderr and "NameError" in proc.stderr
+
+
+def test_a_flag_of_another_exhibit_or_an_overlong_file_is_refused_as_run_refuses_it(
+    tmp_path: Path,
+) -> None:
+    """``diff`` checks its flags and files as ``run`` does: ``--in-axes`` is not the tracing
+    exhibit's (``run`` refuses it; ``diff`` ran both files and dropped it), and a file past
+    the code limit is refused by name before anything runs."""
+    from jaxscope.protocol import MAX_CODE_CHARS
+
+    (tmp_path / "a.py").write_text(A)
+    run = subprocess.run(
+        [JAXSCOPE, "run", "tracing", str(tmp_path / "a.py"), "--in-axes", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 2 and "not of tracing" in run.stderr
+    proc = diff(tmp_path, A, B, "--print", "jaxpr", "--in-axes", "1")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert "jaxscope diff: --in-axes is an option of" in proc.stderr
+    assert "not of tracing" in proc.stderr
+    long = A + "#" * MAX_CODE_CHARS + "\n"
+    proc = diff(tmp_path, A, long, "--print", "jaxpr")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert f"the code on {tmp_path / 'b.py'} is longer than {MAX_CODE_CHARS:,}" in proc.stderr
