@@ -613,3 +613,30 @@ def test_eqns_read_counts_fs_eqns_with_jit_bodies_inlined(probe_runner: Runner) 
     assert len(closed.jaxpr.eqns) == 3  # helper, clip, reduce_sum: the count is not the top's
     found = probe_runner(EXHIBIT, source).one(DtypeChangesFound)
     assert found.eqns_read == inlined(closed.jaxpr) == 10
+
+
+def test_a_promotion_inside_jax_checkpoint_is_found_at_its_line(probe_runner: Runner) -> None:
+    """``jax.checkpoint``'s body is read like a ``jit``'s (its eqn is ``remat2``; the list of
+    call primitives named ``remat``, which no eqn is, so the body was one opaque eqn). Truth:
+    plain JAX returns float32 for bfloat16 ``x``; ``jax.make_jaxpr`` holds one ``remat2`` eqn
+    whose body has the ``mul``."""
+    source = (
+        "import jax, jax.numpy as jnp\n"
+        "import numpy as np\n"
+        "def f(x):\n"
+        "    g = jax.checkpoint(lambda y: y * np.float32(2.0))\n"
+        "    return g(x)\n"
+        "args = (jnp.ones((4,), jnp.bfloat16),)\n"
+    )
+    ns: dict[str, Any] = {}
+    exec(source, ns)
+    assert ns["f"](*ns["args"]).dtype == jnp.float32
+    (eqn,) = jax.make_jaxpr(ns["f"])(*ns["args"]).jaxpr.eqns
+    body = [e.primitive.name for e in eqn.params["jaxpr"].eqns]
+    assert eqn.primitive.name == "remat2" and "mul" in body
+    found = probe_runner(EXHIBIT, source).one(DtypeChangesFound)
+    assert found.eqns_read == len(body)
+    (change,) = found.changes
+    assert change.kind == "promoted" and change.api == "*"
+    assert change.source is not None and change.source.line == 4
+    assert (change.from_dtype, change.to_dtype) == ("bfloat16", "float32")

@@ -21,7 +21,8 @@ bfloat16 accumulates in float32 and converts back). A conversion counts here whe
   looks the same as a promotion's.
 
 The jaxpr is read with calls inlined (``jit``, ``closed_call``, ``custom_jvp_call``,
-``custom_vjp_call``, ``remat``: their bodies' vars are mapped to the caller's); the bodies of
+``custom_vjp_call``, ``jax.checkpoint``'s ``remat2``: ``interpret.call_body``; their bodies' vars
+are mapped to the caller's); the bodies of
 ``scan``/``while``/``cond`` are not looked into (their eqns count as one opaque eqn). Frames come
 from ``eqn.source_info.traceback``: a jitted ``jnp`` function whose body JAX inlined carries the
 caller's traceback, so the frame just inside the user's line names the API the user called. The
@@ -42,12 +43,11 @@ from typing import Any
 import numpy as np
 from jax._src import core
 
+from jaxscope.internals.interpret import call_body
 from jaxscope.internals.views import snippet_source
 from jaxscope.protocol import SourceLoc
 from jaxscope.snippet_model import SNIPPET_FILENAME
 
-# Call primitives whose body runs once with the call's operands as its invars, in order.
-_CALLS = ("jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "remat")
 # Frames that ask for a conversion by name, and the frames of the promotion itself.
 _EXPLICIT = frozenset({"astype", "asarray", "array", "convert_element_type"})
 _PROMOTION = ("promote_dtypes", "promote_dtype", "_promote")
@@ -97,21 +97,6 @@ class _Flat:
     enclosing: tuple[core.JaxprEqn, ...] = ()
 
 
-def _body(eqn: core.JaxprEqn) -> tuple[core.Jaxpr, list[Any]] | None:
-    if eqn.primitive.name not in _CALLS:
-        return None
-    body = eqn.params.get("jaxpr", eqn.params.get("call_jaxpr"))
-    if isinstance(body, core.ClosedJaxpr):
-        jaxpr, consts = body.jaxpr, list(body.consts)
-    elif isinstance(body, core.Jaxpr):
-        jaxpr, consts = body, []
-    else:
-        return None
-    if len(jaxpr.invars) != len(eqn.invars):
-        return None
-    return jaxpr, consts
-
-
 def _flatten(
     jaxpr: core.Jaxpr,
     env: dict[Any, object | None],
@@ -123,7 +108,7 @@ def _flatten(
         env[v] = None
     for eqn in jaxpr.eqns:
         ins = [None if isinstance(a, core.Literal) else env.get(a) for a in eqn.invars]
-        found = _body(eqn)
+        found = call_body(eqn)
         if found is not None:
             body, _ = found
             inner: dict[Any, object | None] = dict(zip(body.invars, ins, strict=True))
@@ -256,7 +241,7 @@ def _widened_operand(item: _Flat, tainted: set[object]) -> tuple[Any, Any] | Non
     eqn = item.eqn
     if eqn.primitive.name == "convert_element_type":
         return (eqn.invars[0], eqn.outvars[0]) if item.ins[0] in tainted else None
-    if _body(eqn) is not None or len(eqn.outvars) != 1 or len(eqn.invars) < 2:
+    if call_body(eqn) is not None or len(eqn.outvars) != 1 or len(eqn.invars) < 2:
         return None
     out = eqn.outvars[0]
     dtype = getattr(out.aval, "dtype", None)

@@ -53,6 +53,34 @@ def read(env: Env, v: core.Atom) -> Any:
     return v.val if isinstance(v, core.Literal) else env[v]
 
 
+# Call eqns whose body runs once, on the call's own inputs in order (param name of the body):
+# ``jax.checkpoint``'s eqn is ``remat2`` in JAX 0.10.2 (``checkpoint`` in older releases).
+CALL_BODIES = {
+    "jit": "jaxpr",
+    "pjit": "jaxpr",
+    "closed_call": "call_jaxpr",
+    "core_call": "call_jaxpr",
+    "remat2": "jaxpr",
+    "checkpoint": "jaxpr",
+    "custom_jvp_call": "call_jaxpr",
+    "custom_vjp_call": "call_jaxpr",
+}
+
+
+def call_body(eqn: core.JaxprEqn) -> tuple[core.Jaxpr, Sequence[Any]] | None:
+    """The jaxpr and consts a call eqn (:data:`CALL_BODIES`) runs on its own inputs, whose
+    invars are the eqn's invars in order; ``None`` for any other eqn."""
+    param = CALL_BODIES.get(eqn.primitive.name)
+    inner = eqn.params.get(param) if param else None
+    if isinstance(inner, core.ClosedJaxpr):
+        jaxpr, consts = inner.jaxpr, inner.consts
+    elif isinstance(inner, core.Jaxpr):
+        jaxpr, consts = inner, ()
+    else:
+        return None
+    return (jaxpr, consts) if len(jaxpr.invars) == len(eqn.invars) else None
+
+
 def bind_eqn(eqn: core.JaxprEqn, invals: Sequence[Any]) -> list[Any]:
     """``eqn`` evaluated on ``invals`` as ``core.eval_jaxpr`` evaluates it: its primitive bound
     with ``get_bind_params(eqn.params)`` under the eqn's user traceback and name stack (so eqns

@@ -24,21 +24,9 @@ from typing import Any
 
 from jax._src import core
 
-from jaxscope.internals.interpret import Env, EqnHook, interpret
+from jaxscope.internals.interpret import Env, EqnHook, call_body, interpret
 from jaxscope.internals.views import snippet_source
 from jaxscope.protocol import SourceLoc
-
-# Call eqns whose body runs once, on the call's own inputs (param name of the body).
-_CALL_BODIES = {
-    "jit": "jaxpr",
-    "pjit": "jaxpr",
-    "closed_call": "call_jaxpr",
-    "core_call": "call_jaxpr",
-    "remat2": "jaxpr",
-    "checkpoint": "jaxpr",
-    "custom_jvp_call": "call_jaxpr",
-    "custom_vjp_call": "call_jaxpr",
-}
 
 
 @dataclass(frozen=True)
@@ -59,19 +47,6 @@ def _call_name(eqn: core.JaxprEqn) -> str:
     return f"{eqn.primitive.name}({name})" if name else eqn.primitive.name
 
 
-def _body(eqn: core.JaxprEqn) -> tuple[core.Jaxpr, Sequence[Any]] | None:
-    """The jaxpr (and its consts) a call eqn runs on its own inputs, ``None`` for any other."""
-    param = _CALL_BODIES.get(eqn.primitive.name)
-    inner = eqn.params.get(param) if param else None
-    if isinstance(inner, core.ClosedJaxpr):
-        jaxpr, consts = inner.jaxpr, inner.consts
-    elif isinstance(inner, core.Jaxpr):
-        jaxpr, consts = inner, ()
-    else:
-        return None
-    return (jaxpr, consts) if len(jaxpr.invars) == len(eqn.invars) else None
-
-
 def _walk(
     jaxpr: core.Jaxpr,
     within: tuple[str, ...],
@@ -85,7 +60,7 @@ def _walk(
         if eqn.primitive.name == "shard_map":
             yield FoundShardMap(eqn, source, within, reachable)
             continue  # a shard_map nested in a body is that body's business
-        body = _body(eqn)
+        body = call_body(eqn)
         for inner in core.jaxprs_in_params(eqn.params):
             runs_once = body is not None and inner is body[0]
             yield from _walk(inner, (*within, _call_name(eqn)), reachable and runs_once, source)
@@ -118,7 +93,7 @@ class _UpTo(EqnHook):
     def evaluate(
         self, index: int, eqn: core.JaxprEqn, invals: list[Any], env: Env
     ) -> Sequence[Any]:
-        body = _body(eqn)
+        body = call_body(eqn)
         if body is not None and any(f.eqn is self.target for f in _walk(body[0], (), True)):
             out = interpret(body[0], body[1], invals, self).outvals
             assert out is not None  # the hook stops only by raising
