@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -23,9 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from exhibits.conftest import CASES
-
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+from exhibits.conftest import CASES, jaxscope_run
 
 # Runs a snippet as plain Python and says what JAX made of it: the dtypes f takes and returns.
 PLAIN = """
@@ -44,13 +41,7 @@ print(json.dumps({
 
 
 def changes(name: str) -> tuple[int, list[dict[str, Any]], str]:
-    proc = subprocess.run(
-        [JAXSCOPE, "run", "dtypes", str(CASES / f"{name}.py"), "--print", "changes"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=CASES.parent,
-    )
+    proc = jaxscope_run("dtypes", CASES / f"{name}.py", "--print", "changes")
     assert proc.stdout.strip(), proc.stderr
     return proc.returncode, json.loads(proc.stdout), proc.stderr
 

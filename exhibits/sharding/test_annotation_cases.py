@@ -20,9 +20,7 @@ from typing import Any
 
 import pytest
 
-from exhibits.conftest import CASES
-
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+from exhibits.conftest import CASES, jaxscope_run
 
 # Runs a snippet as plain Python: f(*args)'s sharding against the spec the snippet asked for.
 PLAIN = """
@@ -42,13 +40,7 @@ print(json.dumps({
 
 
 def printed(name: str) -> tuple[int, list[dict[str, Any]], str]:
-    proc = subprocess.run(
-        [JAXSCOPE, "run", "sharding", str(CASES / f"{name}.py"), "--print", "annotations"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=CASES.parent,
-    )
+    proc = jaxscope_run("sharding", CASES / f"{name}.py", "--print", "annotations")
     assert proc.stdout.strip(), proc.stderr
     return proc.returncode, json.loads(proc.stdout), proc.stderr
 
@@ -177,12 +169,7 @@ def test_an_uneven_split_inside_f_is_not_measured_and_not_a_finding(tmp_path: Pa
     )
     assert hlo.returncode == 0, hlo.stderr
     assert any("sine(" in line and "f32[3,256]" in line for line in hlo.stdout.splitlines())
-    proc = subprocess.run(
-        [JAXSCOPE, "run", "sharding", str(path), "--print", "annotations"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = jaxscope_run("sharding", path, "--print", "annotations")
     assert proc.returncode == 0, proc.stderr  # no finding: the program keeps it
     (a,) = json.loads(proc.stdout)
     assert (a["kept"], a["got"], a["where"]) == (None, "not measured", "inside f")
