@@ -94,26 +94,16 @@ def check(closed_jaxpr: Any, compiled: Any, mesh: Mesh) -> ShardingAnnotationsCh
         elif cut is not None and a.primitive != "device_put":
             # An intermediate split unevenly: XLA keeps it (padded), while the same constraint
             # compiled alone is a jit output, which comes back replicated whatever was kept.
-            checks.append(
-                AnnotationCheck(
-                    primitive=a.primitive,
-                    source=a.source,
-                    spec=str(getattr(requested, "spec", requested)),
-                    shape=list(a.shape),
-                    dtype=a.dtype,
-                    kept=None,
-                    got="not measured",
-                    where="inside f",
-                    reason=f"{cut}: inside f XLA may keep an uneven split (padded); the "
-                    "exhibit cannot read an intermediate's sharding from the compiled program",
-                    user_jit=a.in_jit,
-                )
-            )
-            continue
+            got, where = None, "inside f"
         else:
             got, where = _alone(a, requested), "inside f"
-        kept = bool(got.is_equivalent_to(requested, len(a.shape)))
-        if not kept:
+        if got is None:
+            kept = None
+            reason = (
+                f"{cut}: inside f XLA may keep an uneven split (padded); the exhibit cannot read"
+                " an intermediate's sharding from the compiled program"
+            )
+        elif not (kept := bool(got.is_equivalent_to(requested, len(a.shape)))):
             if a.primitive == "device_put":
                 reason = "inside jit, jax.device_put to a sharding lowers to nothing (JAX's"
                 reason += " lowering rule returns the value as it is): the compiler never sees it"
@@ -132,7 +122,7 @@ def check(closed_jaxpr: Any, compiled: Any, mesh: Mesh) -> ShardingAnnotationsCh
                 shape=list(a.shape),
                 dtype=a.dtype,
                 kept=kept,
-                got=spec_of(got),
+                got="not measured" if got is None else spec_of(got),
                 where=where,
                 reason=reason,
                 fix=fix,
