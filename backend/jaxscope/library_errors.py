@@ -30,9 +30,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from jaxscope.explainers import ErrorContext, Explanation
-
-# The snippet's file name as ``load_snippet`` compiles it (jaxscope.sandbox.probe_api).
-_SNIPPET_FILENAME = "<snippet>"
+from jaxscope.snippet_model import SNIPPET_FILENAME
 
 # JAX's messages for two trees whose structures differ (jax 0.10.2): ``tree_map``'s own
 # (``_prefix_error``) and the C++ ``flatten_up_to``'s.
@@ -105,7 +103,7 @@ def _snippet_frame(exc: BaseException) -> FrameType | None:
     """The deepest frame of the user's snippet on ``exc``'s traceback."""
     deepest = None
     for frame in _frames(exc.__traceback__):
-        if frame.f_code.co_filename == _SNIPPET_FILENAME:
+        if frame.f_code.co_filename == SNIPPET_FILENAME:
             deepest = frame
     return deepest
 
@@ -328,7 +326,7 @@ def _linen_module_in(exc: BaseException, f: object) -> Any:
     traceback, else a global of the snippet (``f``'s module) whose class JAX's message names
     (JAX rejects an argument before ``f`` runs, and its frames are filtered out)."""
     for frame in _all_frames(exc):
-        if frame.f_code.co_filename == _SNIPPET_FILENAME:
+        if frame.f_code.co_filename == SNIPPET_FILENAME:
             continue  # the snippet's own locals hold its modules whether passed or not
         for value in frame.f_locals.values():
             items = value.values() if isinstance(value, dict) else value

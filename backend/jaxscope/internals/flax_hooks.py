@@ -33,21 +33,18 @@ from typing import Any
 
 import jax
 
+from jaxscope.internals.jit_watch import user_call_site
 from jaxscope.internals.patching import patched
-from jaxscope.snippet_model import SNIPPET_FILENAME
 
 # Class-level patches of flax must not interleave between threads.
 PATCH_LOCK = threading.RLock()
 
 
 def snippet_line() -> int | None:
-    """The line of the innermost snippet frame on the current Python stack."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_filename == SNIPPET_FILENAME:
-            return frame.f_lineno
-        frame = frame.f_back  # type: ignore[assignment]
-    return None
+    """The line of the innermost snippet frame on the current Python stack
+    (:func:`jaxscope.internals.jit_watch.user_call_site`)."""
+    site = user_call_site()
+    return site[0] if site is not None else None
 
 
 @dataclass
