@@ -286,3 +286,14 @@ from jaxscope.internals.flax_hooks import (
     recording_nnx as recording_nnx,
     unused_invars as unused_invars,
 )
+
+# Pallas: the pallas_call eqns of f, each BlockSpec's index map, the kernel's effects on its refs.
+from jaxscope.internals.pallas_found import (
+    FoundPallasCall as FoundPallasCall,
+    find_pallas_calls as find_pallas_calls,
+)
+from jaxscope.internals import pallas_found as _pallas_found
+
+pallas_block_indices = _pallas_found.block_indices
+pallas_ref_effects = _pallas_found.ref_effects
+pallas_kernel_view = _pallas_found.kernel_view
