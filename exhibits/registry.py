@@ -395,6 +395,13 @@ EXHIBITS: dict[str, Exhibit] = {
             # compiles; the first compile of a fresh process is the slow one.
             budget=3.0,
         ),
+        Exhibit(
+            id="xla_passes",
+            title="XLA's optimizer, pass by pass",
+            summary="The HLO module after every XLA pass, what each pass changed, the pass that "
+            "created each fusion, and the CPU kernels' LLVM IR.",
+            default_example="mlp_softmax",
+        ),
     ]
 }
 
