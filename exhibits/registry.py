@@ -402,6 +402,13 @@ EXHIBITS: dict[str, Exhibit] = {
             "created each fusion, and the CPU kernels' LLVM IR.",
             default_example="mlp_softmax",
         ),
+        Exhibit(
+            id="pallas",
+            title="A Pallas kernel, block by block (interpret mode)",
+            summary="The grid, the blocks each program instance reads and writes, the kernel's "
+            "jaxpr, and the output against the jnp reference.",
+            default_example="matmul",
+        ),
     ]
 }
 
