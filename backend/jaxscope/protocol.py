@@ -65,6 +65,7 @@ from exhibits.tracing.options import TracingOptions
 from exhibits.transform_order.options import TransformName as TransformName
 from exhibits.transform_order.options import TransformOrderOptions
 from exhibits.vmap.options import VmapOptions
+from exhibits.wrapped_fun.options import WrappedFunOptions
 from jaxscope.wire import WireModel as WireModel
 from jaxscope.wire import WireModelT as WireModelT
 
@@ -238,6 +239,7 @@ class RunOptions(
     CacheKeyOptions,
     RecompileHuntOptions,
     ShardingOptions,
+    WrappedFunOptions,
 ):
     """Per-run options: the controls of the exhibits that rerun with a change, composed of each
     exhibit's options model (``exhibits/<id>/options.py``). Each field's description and its

@@ -287,16 +287,6 @@ from jaxscope.internals.flax_hooks import (
     unused_invars as unused_invars,
 )
 
-# jax.export: the dimension variables of a shape-polymorphic export, solved as JAX solves them,
-# and the constraints JAX checks when the exported module is called.
-from jaxscope.internals.export_dims import (
-    DimConstraint as DimConstraint,
-    SolvedDims as SolvedDims,
-    concrete_shape as concrete_shape,
-    dim_values as dim_values,
-    solved_dims as solved_dims,
-)
-
 # Pallas: the pallas_call eqns of f, each BlockSpec's index map, the kernel's effects on its refs.
 from jaxscope.internals.pallas_found import (
     FoundPallasCall as FoundPallasCall,
@@ -307,3 +297,18 @@ from jaxscope.internals import pallas_found as _pallas_found
 pallas_block_indices = _pallas_found.block_indices
 pallas_ref_effects = _pallas_found.ref_effects
 pallas_kernel_view = _pallas_found.kernel_view
+
+# linear_util: the WrappedFun stacks built around the snippet's functions, their real call order
+# and write-once stores, and what traced f when no WrappedFun did.
+from jaxscope.internals import wrapped_fun_watch as _wrapped_fun_watch
+from jaxscope.internals.wrapped_fun_watch import (
+    first_callers as first_callers,
+    store_kind as store_kind,
+    store_value as store_value,
+    write_once_text as write_once_text,
+)
+
+WrappedFunStack = _wrapped_fun_watch.Stack
+WrappedFunStep = _wrapped_fun_watch.Step
+watching_wrapped_funs = _wrapped_fun_watch.watching
+wrapped_core_code = _wrapped_fun_watch.core_code
