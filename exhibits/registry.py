@@ -396,6 +396,17 @@ EXHIBITS: dict[str, Exhibit] = {
             budget=3.0,
         ),
         Exhibit(
+            id="export",
+            title="jax.export: a function serialized as StableHLO",
+            summary="The exported module, its calling convention and platforms, the symbolic "
+            "dimensions and the constraints JAX derived, and a serialize-deserialize-call round "
+            "trip.",
+            default_example="mlp_batch",
+            explains_errors=True,
+            # jit(f) and the deserialized module compile twice each (at args, at another size).
+            budget=2.0,
+        ),
+        Exhibit(
             id="xla_passes",
             title="XLA's optimizer, pass by pass",
             summary="The HLO module after every XLA pass, what each pass changed, the pass that "

@@ -287,6 +287,16 @@ from jaxscope.internals.flax_hooks import (
     unused_invars as unused_invars,
 )
 
+# jax.export: the dimension variables of a shape-polymorphic export, solved as JAX solves them,
+# and the constraints JAX checks when the exported module is called.
+from jaxscope.internals.export_dims import (
+    DimConstraint as DimConstraint,
+    SolvedDims as SolvedDims,
+    concrete_shape as concrete_shape,
+    dim_values as dim_values,
+    solved_dims as solved_dims,
+)
+
 # Pallas: the pallas_call eqns of f, each BlockSpec's index map, the kernel's effects on its refs.
 from jaxscope.internals.pallas_found import (
     FoundPallasCall as FoundPallasCall,

@@ -71,11 +71,11 @@ export type Event =
   | LazyGraphBuilt
   | LazyGraphSynced
   | GraphHashCompared
-  | HloPassRan
-  | LlvmIrDumped
-  | XlaDumpRead
-  | PallasCallFound
-  | PallasOutputCompared
+  | ExportSpecsBuilt
+  | FunctionExported
+  | StablehloExported
+  | DimsSolved
+  | ExportRoundTripped
   | WrappedFunStackBuilt
   | WrappedFunCallsRecorded
   | WrappedFunWatched;
@@ -3469,308 +3469,204 @@ export interface HashTrial {
   same: boolean;
 }
 /**
- * The module after one pass, as XLA dumped it.
- *
- * ``index`` is the snapshot's place in the dump (0-based; the dump's own sequence number is
- * ``dump_seq``), ``pipeline`` the pass pipeline it ran in (``simplification``), ``pass_name``
- * XLA's name of the pass (``algsimp``; ``pipeline-start`` for the snapshot a pipeline takes
- * before its first pass), ``occurrence`` which run of that pass name this is (1-based: ``algsimp``
- * runs in several pipelines and iterations; ``--print pass algsimp#3``). ``changed``: whether
- * the module's text differs from the snapshot before (the first: from the module XLA received,
- * its ``before_optimizations`` dump). ``instruction_count``: instructions in the text, fused
- * computations included; ``appeared_count``/``vanished_count``/``rewritten_count``: the sizes
- * of the diff's lists; ``fusions_created``: the names of the ``fusion`` instructions that
- * appeared.
- *
- * Whole event only (a page asks for it; ``--json`` and the CLI get it): ``hlo_text``, the text
- * after the pass (None when unchanged, except in the first snapshot: it is then the text of
- * the last snapshot before it that carries one),
- * and the diff from the text before: ``appeared`` (instructions whose name is new),
- * ``vanished`` (names gone), ``rewritten`` (same name, another line), ``diff``
- * (``difflib.unified_diff`` lines, 2 lines of context, no file header).
+ * What ``jax.export.export(jax.jit(f), platforms=platforms)`` is called with: ``leaves``
+ * the flat argument specifications (``symbolic_args_specs(args, shapes, constraints=...)``),
+ * ``specs`` the snippet's ``shapes`` per positional argument, ``constraints`` the snippet's
+ * explicit constraints (``"b <= 64"``), ``platforms`` the snippet's (None: JAX's default, the
+ * default backend's platform), ``*_line`` the snippet lines that set them.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "HloPassRan".
+ * via the `definition` "ExportSpecsBuilt".
  */
-export interface HloPassRan {
-  appeared: HloInstructionRef[];
-  appeared_count: number;
-  changed: boolean;
-  deferred: boolean;
+export interface ExportSpecsBuilt {
+  constraints: string[];
+  constraints_line: number | null;
   detail_id?: string | null;
   detail_of?: string | null;
-  diff: string[];
-  dump_seq: number;
-  fusions_created: string[];
-  hlo_text: string | null;
-  index: number;
-  instruction_count: number;
-  occurrence: number;
-  pass_name: string;
-  pipeline: string;
-  rewritten: HloInstructionRef[];
-  rewritten_count: number;
+  leaves: ExportedAval[];
+  platforms: string[] | null;
+  platforms_line: number | null;
   run_id: string;
   seq: number;
-  text_bytes: number;
-  type: 'hlo_pass_ran';
-  vanished: HloInstructionRef[];
-  vanished_count: number;
+  shapes_line: number | null;
+  specs: ArgumentSpec[];
+  type: 'export_specs_built';
 }
 /**
- * One HLO instruction of a snapshot: its name (``%add.7`` without the ``%``), its opcode,
- * the computation it is in (``main.12``, ``fused_computation.3``) and its line in the text.
+ * One flat argument or result: its key path (``args[1]``, ``args[0]['w1']``, ``out[0]``),
+ * its aval (``aval.short`` is JAX's ``str_short``: ``f32[b,8]``; a symbolic dimension is -1 in
+ * ``aval.shape``) and each dimension as JAX prints it (``["b", "8"]``, ``["2*b"]``).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "HloInstructionRef".
+ * via the `definition` "ExportedAval".
  */
-export interface HloInstructionRef {
-  computation: string;
-  line: string;
-  name: string;
-  opcode: string;
-}
-/**
- * The LLVM IR the CPU backend wrote for one kernel (``kernel``: the file's name between the
- * module's name and ``.ir-``, ``add_tanh_fusion_kernel_module``): ``no_opt`` as XLA emitted
- * it, ``with_opt`` after LLVM's optimisation (``*.ir-no-opt.ll`` / ``*.ir-with-opt.ll``);
- * ``fusion`` the fusion instruction of the final module it is the kernel of, where its name is
- * that fusion's name with ``_kernel_module`` (XLA CPU's naming), else None. A summary leaves
- * the texts out (``deferred``) and keeps their sizes.
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "LlvmIrDumped".
- */
-export interface LlvmIrDumped {
-  deferred: boolean;
-  detail_id?: string | null;
-  detail_of?: string | null;
-  fusion: string | null;
-  kernel: string;
-  no_opt: string | null;
-  no_opt_bytes: number;
-  run_id: string;
-  seq: number;
-  type: 'llvm_ir_dumped';
-  with_opt: string | null;
-  with_opt_bytes: number;
-}
-/**
- * The dump as a whole. ``module``: the HLO module's name (``jit_f``); ``backend``:
- * ``jax.default_backend()``; ``dump_pass_re``: the ``xla_dump_hlo_pass_re`` compiled with
- * (``.+``: every pass, changed or not; XLA leaves out the unchanged ones for exactly ``.*``);
- * ``pass_count``/``changed_count``: snapshots and those whose text changed;
- * ``dump_bytes``: the size of every file XLA wrote; ``fusions``: the final module's fusions;
- * ``last_is_compiled``: whether the last snapshot is ``Compiled.as_text()`` of the same
- * compile (up to the key order of ``backend_config`` JSON, which the dump prints from the
- * proto); ``llvm_ir_note``: why there is no LLVM IR, where there is none;
- * ``compile_s``: ``Lowered.compile`` with the dump options; ``read_s``: reading the files and
- * diffing the snapshots.
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "XlaDumpRead".
- */
-export interface XlaDumpRead {
-  backend: string;
-  changed_count: number;
-  compile_s: number;
-  detail_id?: string | null;
-  detail_of?: string | null;
-  dump_bytes: number;
-  dump_pass_re: string;
-  fusions: FusionCreated[];
-  last_is_compiled: boolean;
-  llvm_ir_note: string | null;
-  module: string;
-  pass_count: number;
-  read_s: number;
-  run_id: string;
-  seq: number;
-  type: 'xla_dump_read';
-}
-/**
- * A ``fusion`` instruction of the final module (``Compiled.as_text()``): ``kind``
- * (``kLoop``, ``kInput``, ``kOutput``, ``kCustom``), the computation it ``calls``, the opcodes
- * fused into it (parameters left out), and the pass that created it: the first snapshot in
- * which a fusion instruction of that name appears (``pass_index``, ``pass_name``,
- * ``pipeline``).
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "FusionCreated".
- */
-export interface FusionCreated {
-  calls: string;
-  fused_opcodes: string[];
-  kind: string;
-  name: string;
-  pass_index: number;
-  pass_name: string;
-  pipeline: string;
-}
-/**
- * One ``pallas_call`` eqn of ``jax.make_jaxpr(f)(*args)``, in program order (``index``).
- *
- * ``grid``: the grid (``None`` for a dynamic one). ``dimension_semantics``: the compiler
- * params' (``pltpu.CompilerParams(dimension_semantics=...)``), one per grid axis, ``None`` when
- * none given. ``interpret``: the call's ``interpret`` param. ``kernel_name``: the kernel
- * function as JAX recorded it (``matmul_kernel at snippet.py:14``). ``kernel_jaxpr``: the
- * kernel's jaxpr (``eqn.params['jaxpr']``), ``text`` is ``str`` of it. ``operands``: the
- * inputs, then the outputs. ``programs``: every grid point in the order interpret mode runs
- * them (row-major, the last axis fastest), the first ``MAX_PROGRAMS``; ``programs_left_out``
- * the rest. ``not_evaluated``: why the index maps were not evaluated (scalar prefetch, a
- * dynamic grid, a sliced block dimension), else ``None``. ``revisits``: the output blocks
- * written by more than one program instance (over the whole grid). ``unwritten``: per output,
- * the number of its elements no program instance writes. ``output_written``/``output_read``:
- * per output, whether the kernel's top level writes its ref, and whether the kernel may read
- * it (accumulation). ``findings``/``notes``: what the exhibit concludes from them.
- * ``source``: the user's line of the call; ``within``: the calls it sits in (``jit(f)``).
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "PallasCallFound".
- */
-export interface PallasCallFound {
-  detail_id?: string | null;
-  detail_of?: string | null;
-  dimension_semantics: string[] | null;
-  findings: PallasCallFinding[];
-  grid: number[] | null;
-  index: number;
-  interpret: boolean;
-  kernel_jaxpr: JaxprView;
-  kernel_name: string | null;
-  not_evaluated: string | null;
-  notes: string[];
-  operands: PallasOperand[];
-  output_read: boolean[];
-  output_written: boolean[];
-  programs: PallasProgram[];
-  programs_left_out: number;
-  revisits: PallasRevisit[];
-  run_id: string;
-  seq: number;
-  source: SourceLoc | null;
-  type: 'pallas_call_found';
-  unwritten: number[];
-  within: string[];
-}
-/**
- * A wrong result the index maps make certain. ``kind``: ``race`` (writers of one output
- * block differ along a grid axis the call declares ``parallel``), ``overwrite`` (no
- * ``dimension_semantics`` given, and the kernel writes the output without reading it, so each
- * writer replaces the previous one's block), ``unwritten`` (output elements no program
- * instance writes). ``message``: what the finding says, in words.
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "PallasCallFinding".
- */
-export interface PallasCallFinding {
-  kind: 'race' | 'overwrite' | 'unwritten';
-  message: string;
-  output: number;
-}
-/**
- * One input or output of the call as its BlockSpec maps it. ``role``/``index``: the
- * ``index``-th input (``in_specs[index]``) or output (``out_specs``). ``name``: the kernel's
- * parameter name (``x_ref``). ``origin``: JAX's name for it (``args[0]``, ``outputs``).
- * ``aval``: the whole array. ``block``: one dimension per array dimension. ``index_map``: the
- * index map's jaxpr, as JAX traced it (grid indices in, one block index per dimension out).
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "PallasOperand".
- */
-export interface PallasOperand {
+export interface ExportedAval {
   aval: AvalView;
-  block: PallasBlockDim[];
-  index: number;
-  index_map: JaxprView;
-  name: string | null;
-  origin: string;
-  role: 'input' | 'output';
+  dims: string[];
+  path: string;
 }
 /**
- * One dimension of a BlockSpec's block. ``kind``: ``blocked`` (block index ``i`` covers
- * elements ``[i*size, (i+1)*size)``), ``squeezed`` (``None`` in the BlockSpec: one element,
- * the dimension absent from the kernel's ref), ``element`` (``pl.Element(size)``: the index
- * map returns the element offset), ``other`` (a window the index map returns as a slice; not
- * evaluated). ``text``: JAX's own text of it (``Blocked(4)``).
+ * The specification given for one positional argument: ``shapes`` entry as the snippet
+ * wrote it (``"(b, 8)"``; None: its own concrete shapes), ``static`` for a static argument.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "PallasBlockDim".
+ * via the `definition` "ArgumentSpec".
  */
-export interface PallasBlockDim {
-  kind: 'blocked' | 'squeezed' | 'element' | 'other';
-  size: number;
+export interface ArgumentSpec {
+  index: number;
+  spec: string | null;
+  static: boolean;
+}
+/**
+ * The ``jax.export.Exported``'s fields: ``in_avals``/``out_avals`` (flat, symbolic
+ * dimensions included), ``platforms``, ``calling_convention_version``, ``nr_devices``,
+ * ``module_kept_var_idx``, ``uses_global_constants``, ``disabled_safety_checks``
+ * (``str`` of each), ``ordered_effects``/``unordered_effects`` (``str``),
+ * ``in_shardings_hlo``/``out_shardings_hlo`` (``str``, None unspecified),
+ * ``serialized_bytes`` (``len(exported.serialize())``), ``export_ms`` (the ``export`` call's
+ * wall time, tracing and lowering included).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "FunctionExported".
+ */
+export interface FunctionExported {
+  calling_convention_version: number;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  disabled_safety_checks: string[];
+  export_ms: number;
+  fun_name: string;
+  in_avals: ExportedAval[];
+  in_shardings_hlo: (string | null)[];
+  module_kept_var_idx: number[];
+  nr_devices: number;
+  ordered_effects: string[];
+  out_avals: ExportedAval[];
+  out_shardings_hlo: (string | null)[];
+  platforms: string[];
+  run_id: string;
+  seq: number;
+  serialized_bytes: number;
+  type: 'function_exported';
+  unordered_effects: string[];
+  uses_global_constants: boolean;
+}
+/**
+ * ``Exported.mlir_module()``: the StableHLO module text (``text``), its ``line_count`` and
+ * ``byte_count`` (UTF-8), the number of ``shape_assertion`` custom calls in it, and
+ * ``complete`` false in a summary (``text`` then holds the first lines only).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "StablehloExported".
+ */
+export interface StablehloExported {
+  byte_count: number;
+  complete: boolean;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  line_count: number;
+  run_id: string;
+  seq: number;
+  shape_assertions: number;
+  text: string;
+  type: 'stablehlo_exported';
+}
+/**
+ * The dimension variables of a shape-polymorphic export, as JAX solves them from the
+ * arguments' shapes, and the ``constraints`` it asserts when the module is called, in the
+ * module's order; ``shape_assertions`` the ``shape_assertion`` custom calls in the module
+ * (fewer than the constraints when some are decided at export time).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "DimsSolved".
+ */
+export interface DimsSolved {
+  constraints: DimConstraintView[];
+  detail_id?: string | null;
+  detail_of?: string | null;
+  run_id: string;
+  seq: number;
+  shape_assertions: number;
+  type: 'dims_solved';
+  variables: DimVariable[];
+}
+/**
+ * One constraint JAX derived: ``text`` (``args[1].shape[0] >= 1``), its ``left``,
+ * ``comparator`` (``==``/``>=``) and ``right``, and ``message`` the error the module's
+ * ``shape_assertion`` raises when it fails (``{0}``... stand for ``message_inputs``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "DimConstraintView".
+ */
+export interface DimConstraintView {
+  comparator: string;
+  left: string;
+  message: string;
+  message_inputs: string[];
+  right: string;
   text: string;
 }
 /**
- * One program instance (grid point) ``program_id`` (what ``pl.program_id(axis)`` returns
- * in it): for each operand, in ``operands`` order, the block indices its index map returns
- * (``blocks``) and the element range ``[start, stop)`` per array dimension that block covers,
- * clipped to the array (``ranges``; a partial last block is shorter).
+ * One dimension variable: ``name`` (``b``), ``solved_as`` how the exported module computes
+ * it from the arguments (JAX's text: ``args[1].shape[0]``, ``floordiv(args[0].shape[0], 2)``),
+ * ``value`` its value for the snippet's ``args``.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "PallasProgram".
+ * via the `definition` "DimVariable".
  */
-export interface PallasProgram {
-  blocks: number[][];
-  program_id: number[];
-  ranges: number[][][];
+export interface DimVariable {
+  name: string;
+  solved_as: string;
+  value: number;
 }
 /**
- * An output block that more than one program instance writes: ``output`` (its index among
- * the outputs), ``block`` (its block indices), ``program_ids`` (the writers, in grid order) and
- * ``axes`` (the grid axes along which the writers' program ids differ).
+ * ``blob = exported.serialize()`` (``serialized_bytes``), ``jax.export.deserialize(blob)``
+ * (``same_fields``: its avals, trees, platforms, calling convention and kept vars equal the
+ * original's) and its ``.call``: ``calls`` (empty when ``callable_here`` is false: the
+ * default ``backend`` is not among the exported platforms, ``note`` says so).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "PallasRevisit".
+ * via the `definition` "ExportRoundTripped".
  */
-export interface PallasRevisit {
-  axes: number[];
-  block: number[];
-  output: number;
-  program_ids: number[][];
-}
-/**
- * ``f(*args)`` (the kernel run by Pallas's interpreter on the CPU) against
- * ``reference(*args)`` when the snippet defines ``reference`` (``reference: "reference"``),
- * else ``"none"`` with ``reference_note`` saying why; ``reference_line``: the snippet line
- * that defines ``reference``.
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "PallasOutputCompared".
- */
-export interface PallasOutputCompared {
+export interface ExportRoundTripped {
+  backend: string;
+  callable_here: boolean;
+  calls: RoundTripCall[];
+  deserialize_ms: number;
   detail_id?: string | null;
   detail_of?: string | null;
-  outputs: PallasOutput[];
-  reference: 'reference' | 'none';
-  reference_line: number | null;
-  reference_note: string | null;
+  note: string | null;
   run_id: string;
+  same_fields: boolean;
   seq: number;
-  type: 'pallas_output_compared';
+  serialize_ms: number;
+  serialized_bytes: number;
+  type: 'export_round_tripped';
 }
 /**
- * One output leaf of ``f(*args)`` (``path``: ``out``, ``out[1]``) against the reference's
- * leaf: ``max_abs_diff`` (``None``: no reference, a shape mismatch, or NaN/Inf on one side
- * only), ``allclose`` (every element within the dtype's tolerance scaled by
- * ``max(1, |reference|)``, ``jaxscope.finite_diff.compare``; ``None`` without a reference),
- * ``first_diff_*`` the first element past it (row-major).
+ * One call of the deserialized export: ``label`` (``args``, or ``b=6``), ``dim_values`` of
+ * the call, the argument shapes (``f32[6,8]``), the outputs' avals; ``equal`` whether each
+ * output is within the dtype's tolerance of ``jax.jit(f)``'s (``np.allclose``, rtol 1e-5,
+ * atol 1e-6 for floats, exact otherwise), ``identical`` whether bit for bit, ``max_abs_diff``
+ * the largest absolute difference (None: no numeric output); ``error`` JAX's message when the
+ * call raised (a shape assertion), then the rest is empty; ``call_ms`` its wall time (the
+ * compile of the deserialized module included).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "PallasOutput".
+ * via the `definition` "RoundTripCall".
  */
-export interface PallasOutput {
-  allclose: boolean | null;
-  aval: AvalView;
-  first_diff_got: number | null;
-  first_diff_index: number[] | null;
-  first_diff_want: number | null;
+export interface RoundTripCall {
+  arg_shapes: string[];
+  call_ms: number;
+  dim_values: {
+    [k: string]: number | undefined;
+  };
+  equal: boolean;
+  error: string | null;
+  identical: boolean;
+  label: string;
   max_abs_diff: number | null;
-  path: string;
-  preview: string;
-  reference_preview: string | null;
-  tolerance: number | null;
+  out_avals: string[];
 }
 /**
  * One ``WrappedFun`` stack around the snippet function ``core_name``. ``core_source`` is

@@ -1,0 +1,165 @@
+"""What the index maps of one ``pallas_call`` say, grid point by grid point: the element ranges
+each program instance reads and writes, the output blocks written twice, the output elements
+never written, and the findings that follow (``events.PallasCallFound``).
+
+Pure numpy over the block indices ``jaxscope.internals.api.pallas_block_indices`` evaluated; the
+grid order is interpret mode's (``np.ndindex``: row-major, the last axis fastest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .events import PallasBlockDim, PallasCallFinding, PallasRevisit
+
+# Grid axis semantics under which two program instances may run at the same time
+# (``pltpu.CompilerParams(dimension_semantics=...)``; ``arbitrary`` runs in order).
+PARALLEL = ("parallel", "core_parallel", "subcore_parallel")
+
+
+def element_ranges(
+    block: Sequence[PallasBlockDim], shape: Sequence[int], indices: np.ndarray
+) -> np.ndarray:
+    """``[start, stop)`` per array dimension of the block at ``indices`` (``int[n, ndim]``, one
+    row per grid point): ``int64[n, ndim, 2]``. A ``blocked`` dimension's block ``i`` starts at
+    ``i * size``; a ``squeezed`` one's index is the element; an ``element`` one's index is the
+    start offset. Clipped to the array (a partial last block is shorter, an index past the end
+    covers nothing: ``start == stop``)."""
+    n = indices.shape[0]
+    out = np.zeros((n, len(shape), 2), dtype=np.int64)
+    for d, (dim, extent) in enumerate(zip(block, shape, strict=True)):
+        i = indices[:, d]
+        start = i * dim.size if dim.kind == "blocked" else i
+        stop = start + dim.size
+        out[:, d, 0] = np.clip(start, 0, extent)
+        out[:, d, 1] = np.clip(stop, 0, extent)
+    return out
+
+
+def _covered(shape: Sequence[int], ranges: np.ndarray) -> int:
+    """How many elements of an array of ``shape`` the ``ranges`` (``[n, ndim, 2]``) cover."""
+    mask = np.zeros(tuple(shape), dtype=bool)
+    for r in ranges:
+        mask[tuple(slice(int(a), int(b)) for a, b in r)] = True
+    return int(mask.sum())
+
+
+@dataclass(frozen=True)
+class OutputWrites:
+    """What the grid does to one output: its block indices per grid point (``int[n, ndim]``),
+    the element ranges they cover, the kernel's effects on its ref (written at the top level,
+    maybe read), its shape, and whether ``input_output_aliases`` makes it an input's buffer (its
+    unwritten elements keep the input's values)."""
+
+    index: int
+    shape: tuple[int, ...]
+    blocks: np.ndarray
+    ranges: np.ndarray
+    written: bool
+    read: bool
+    aliased: bool = False
+
+
+def revisits(program_ids: np.ndarray, out: OutputWrites) -> list[PallasRevisit]:
+    """The blocks of ``out`` that more than one grid point writes, in the order of their first
+    writer, with the grid axes along which the writers' program ids differ."""
+    writers: dict[tuple[int, ...], list[int]] = {}
+    for p, block in enumerate(out.blocks):
+        writers.setdefault(tuple(int(b) for b in block), []).append(p)
+    found = []
+    for block, ps in writers.items():
+        if len(ps) < 2:
+            continue
+        ids = program_ids[ps]
+        axes = [a for a in range(ids.shape[1]) if len(set(ids[:, a].tolist())) > 1]
+        found.append(
+            PallasRevisit(output=out.index, block=list(block), program_ids=ids.tolist(), axes=axes)
+        )
+    return found
+
+
+def unwritten(out: OutputWrites) -> int:
+    """The number of ``out``'s elements that no grid point's block covers."""
+    return int(np.prod(out.shape, dtype=np.int64)) - _covered(out.shape, out.ranges)
+
+
+def _axes_text(axes: Sequence[int]) -> str:
+    return ", ".join(str(a) for a in axes)
+
+
+def judge(
+    out: OutputWrites,
+    found: Sequence[PallasRevisit],
+    missing: int,
+    semantics: Sequence[str] | None,
+) -> tuple[list[PallasCallFinding], list[str]]:
+    """The findings and notes for one output.
+
+    - ``race``: writers of one block differ along an axis declared parallel: those program
+      instances may run at the same time, and which write lands is not defined.
+    - ``overwrite``: no semantics declared, and the kernel writes the output ref at its top level
+      without reading it: each writer replaces the block the previous one wrote (interpret mode
+      runs the grid in order, so the last writer's block is what ``f`` returns; on a GPU, where
+      every grid point is its own program, they race).
+    - otherwise a revisit is a note: a kernel that reads the block it writes (accumulating over
+      an axis) or writes it under a condition (``pl.when``) is correct where that axis runs in
+      order (``arbitrary``).
+    - ``unwritten``: elements of the output that no block covers."""
+    findings: list[PallasCallFinding] = []
+    notes: list[str] = []
+    if found:
+        first = found[0]
+        more = f" ({len(found)} blocks in all)" if len(found) > 1 else ""
+        who = " and ".join(str(tuple(p)) for p in first.program_ids[:2])
+        if len(first.program_ids) > 2:
+            who += f" and {len(first.program_ids) - 2} more"
+        head = (
+            f"output {out.index}'s block {tuple(first.block)} is written by program instances "
+            f"{who}{more}"
+        )
+        parallel = [a for a in first.axes if semantics is not None and semantics[a] in PARALLEL]
+        if parallel:
+            findings.append(
+                PallasCallFinding(
+                    kind="race",
+                    output=out.index,
+                    message=f"{head}, which differ along grid axis {_axes_text(parallel)}, "
+                    "declared parallel: they may run at the same time, so which write lands is "
+                    "not defined (interpret mode runs the grid in order and keeps the last)",
+                )
+            )
+        elif semantics is None and out.written and not out.read:
+            findings.append(
+                PallasCallFinding(
+                    kind="overwrite",
+                    output=out.index,
+                    message=f"{head}; the kernel writes the block without reading it, so each "
+                    "writer replaces the previous one's values (interpret mode keeps the last "
+                    "writer's; on a GPU every grid point is its own program and they race)",
+                )
+            )
+        else:
+            notes.append(
+                f"{head} along grid axis {_axes_text(first.axes)}: correct only where that "
+                "axis runs in order (dimension_semantics 'arbitrary'), as an accumulation does"
+            )
+    if missing and out.aliased:
+        notes.append(
+            f"{missing} elements of output {out.index} are in no block any program instance "
+            "writes: input_output_aliases gives it an input's buffer, so they keep its values"
+        )
+    elif missing:
+        total = int(np.prod(out.shape, dtype=np.int64))
+        findings.append(
+            PallasCallFinding(
+                kind="unwritten",
+                output=out.index,
+                message=f"{missing} of output {out.index}'s {total} elements are in no block "
+                "any program instance writes: their values are whatever the output buffer "
+                "held (interpret mode fills floats with NaN, integers with their minimum)",
+            )
+        )
+    return findings, notes

@@ -1,0 +1,246 @@
+"""The pallas exhibit's backend half: find the ``pl.pallas_call``s in the snippet's ``f``, evaluate
+each BlockSpec's index map on every grid point, run ``f`` (the kernel interpreted on the CPU)
+and compare it with the snippet's ``reference``.
+
+Snippet contract: ``f`` calls ``pl.pallas_call(kernel, grid=..., in_specs=[pl.BlockSpec(...)],
+out_specs=..., out_shape=..., interpret=True)``; ``args``; optionally ``reference``, the jnp
+function ``f`` should equal (``reference(*args)``). The calls are read from
+``jax.make_jaxpr(f)(*args)`` (each is one ``pallas_call`` eqn; ``jaxscope.internals.api``
+reads its params), so a call inside ``jax.jit`` or a helper is found as well.
+
+Runs inside the sandbox worker (``jaxscope.sandbox.probe_api``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+from jaxscope import finite_diff as fd
+from jaxscope.internals.api import (
+    FoundPallasCall,
+    aval_view,
+    block_until_ready,
+    find_pallas_calls,
+    jaxpr_view,
+    pallas_block_indices,
+    pallas_kernel_view,
+    pallas_ref_effects,
+    plan_call,
+    preview_value,
+)
+from jaxscope.sandbox.probe_api import ProbeContext, blame_line, setting_line
+from jaxscope.sandbox.snippet import InvalidSnippet
+
+from .blocks import OutputWrites, element_ranges, judge, revisits, unwritten
+from .events import (
+    PallasBlockDim,
+    PallasCallFinding,
+    PallasCallFound,
+    PallasOperand,
+    PallasOutput,
+    PallasOutputCompared,
+    PallasProgram,
+    PallasRevisit,
+)
+
+# Grid points sent as events (the revisits and unwritten elements cover the whole grid).
+MAX_PROGRAMS = 1024
+# Grid points whose index maps are evaluated at all (one vmapped evaluation per operand).
+MAX_GRID = 1 << 16
+
+
+def run(ctx: ProbeContext) -> None:
+    """Trace ``f``, emit one ``pallas_call_found`` per call, run ``f`` and compare it."""
+    plan = plan_call(ctx.snippet)
+    with ctx.stage("trace"):
+        closed = jax.make_jaxpr(plan.fun, static_argnums=plan.static_argnums)(
+            *plan.args, **plan.kwargs
+        )
+        calls = find_pallas_calls(closed)
+        if not calls:
+            raise blame_line(
+                InvalidSnippet(
+                    "f calls no pl.pallas_call: this exhibit shows a Pallas kernel's blocks; "
+                    "call pl.pallas_call(kernel, grid=..., in_specs=..., out_specs=..., "
+                    "out_shape=..., interpret=True)(...) in f"
+                ),
+                setting_line(ctx.snippet.source, "f"),
+            )
+        found = [call_found(i, call) for i, call in enumerate(calls)]
+    for event in found:
+        ctx.emit(event)
+    with ctx.stage("run"):
+        out = block_until_ready(plan.fun(*plan.args, **plan.kwargs))
+    with ctx.stage("call"):
+        ctx.emit(compared(ctx, plan.args, plan.kwargs, out))
+
+
+def _not_evaluated(call: FoundPallasCall) -> str | None:
+    if call.grid is None:
+        return "the grid has a dynamic bound: its size is known only when the kernel runs"
+    if call.num_index_operands:
+        return (
+            "the index maps read scalar-prefetch operands, values known only when the kernel "
+            "runs: not evaluated"
+        )
+    if int(np.prod(call.grid, dtype=np.int64)) > MAX_GRID:
+        return f"the grid has more than {MAX_GRID} program instances: not evaluated"
+    for op in call.operands:
+        if any(d.kind == "other" for d in op.block):
+            dims = ", ".join(d.text for d in op.block)
+            return f"{op.name or op.origin}'s block ({dims}) is a window its index map slices"
+    return None
+
+
+def call_found(index: int, call: FoundPallasCall) -> PallasCallFound:
+    """The event of one call: the operands, and every grid point's blocks and ranges."""
+    operands = [
+        PallasOperand(
+            role=op.role,
+            index=op.index,
+            name=op.name,
+            origin=op.origin,
+            aval=aval_view(op.aval),
+            block=[PallasBlockDim(kind=d.kind, size=d.size, text=d.text) for d in op.block],
+            index_map=jaxpr_view(op.index_map),
+        )
+        for op in call.operands
+    ]
+    effects = [pallas_ref_effects(call.kernel, ref) for ref in call.output_refs()]
+    reason = _not_evaluated(call)
+    programs: list[PallasProgram] = []
+    left_out = 0
+    found_revisits: list[PallasRevisit] = []
+    missing: list[int] = []
+    findings: list[PallasCallFinding] = []
+    notes: list[str] = []
+    if reason is None and call.grid is not None:
+        ids = np.array(list(np.ndindex(*call.grid)), dtype=np.int32).reshape(-1, len(call.grid))
+        blocks = [pallas_block_indices(op, ids) for op in call.operands]
+        ranges = [
+            element_ranges(o.block, o.aval.shape, b) for o, b in zip(operands, blocks, strict=True)
+        ]
+        shown = min(len(ids), MAX_PROGRAMS)
+        left_out = len(ids) - shown
+        programs = [
+            PallasProgram(
+                program_id=ids[p].tolist(),
+                blocks=[b[p].tolist() for b in blocks],
+                ranges=[r[p].tolist() for r in ranges],
+            )
+            for p in range(shown)
+        ]
+        outputs = [k for k, op in enumerate(call.operands) if op.role == "output"]
+        for n, k in enumerate(outputs):
+            written, read = effects[n]
+            writes = OutputWrites(
+                index=n,
+                shape=call.operands[k].shape,
+                blocks=blocks[k],
+                ranges=ranges[k],
+                written=written,
+                read=read,
+                aliased=n in call.aliased_outputs,
+            )
+            again = revisits(ids, writes)
+            found_revisits += again
+            missing.append(unwritten(writes))
+            more_findings, more_notes = judge(writes, again, missing[-1], call.dimension_semantics)
+            findings += more_findings
+            notes += more_notes
+    return PallasCallFound(
+        index=index,
+        source=call.source,
+        within=list(call.within),
+        grid=list(call.grid) if call.grid is not None else None,
+        dimension_semantics=(
+            list(call.dimension_semantics) if call.dimension_semantics is not None else None
+        ),
+        interpret=call.interpret,
+        kernel_name=call.kernel_name,
+        kernel_jaxpr=pallas_kernel_view(call),
+        operands=operands,
+        programs=programs,
+        programs_left_out=left_out,
+        not_evaluated=reason,
+        revisits=found_revisits,
+        unwritten=missing,
+        output_written=[w for w, _ in effects],
+        output_read=[r for _, r in effects],
+        findings=findings,
+        notes=notes,
+    )
+
+
+def _tolerance(got: np.ndarray, want: np.ndarray) -> float:
+    floats = [d for d in (got.dtype, want.dtype) if np.issubdtype(d, np.inexact)]
+    if len(floats) == 2:
+        return fd.tolerance(fd.narrower(*floats))
+    if floats:
+        return fd.tolerance(floats[0])
+    return 0.0  # integers and booleans compare exactly
+
+
+def _against(output: PallasOutput, got: np.ndarray, want: np.ndarray) -> PallasOutput:
+    """``output`` with its comparison against ``want`` filled in: at the narrower dtype's
+    tolerance; a shape mismatch is not close and has no difference."""
+    tol = _tolerance(got, want)
+    if got.shape != want.shape:
+        diff, close, first = None, False, None
+    else:
+        diff, close = fd.compare(got, want, None, tol)
+        first = None if close else fd.first_difference(got, want, tol)
+    return output.model_copy(
+        update={
+            "reference_preview": preview_value(want),
+            "max_abs_diff": diff,
+            "allclose": close,
+            "tolerance": tol,
+            "first_diff_index": first[0] if first else None,
+            "first_diff_got": first[1] if first else None,
+            "first_diff_want": first[2] if first else None,
+        }
+    )
+
+
+def compared(
+    ctx: ProbeContext, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
+) -> PallasOutputCompared:
+    """``out`` (``f(*args)``) leaf by leaf against ``reference(*args, **kwargs)``."""
+    reference = ctx.snippet.namespace.get("reference")
+    line = setting_line(ctx.snippet.source, "reference") if reference is not None else None
+    paths, leaves = zip(*jax.tree_util.tree_flatten_with_path(out)[0], strict=True)
+    want: list[Any] | None = None
+    note: str | None = None
+    if reference is None:
+        note = "the snippet defines no reference(*args) to compare with"
+    elif not callable(reference):
+        raise blame_line(InvalidSnippet("`reference` must be a function of args"), line)
+    else:
+        want = [np.asarray(x) for x in jax.tree.leaves(reference(*args, **kwargs))]
+        if len(want) != len(leaves):
+            note = f"reference(*args) returned {len(want)} arrays, f(*args) {len(leaves)}"
+            want = None
+    outputs = []
+    for i, (path, leaf) in enumerate(zip(paths, leaves, strict=True)):
+        got = np.asarray(leaf)
+        output = PallasOutput(
+            path="out" + jax.tree_util.keystr(path),
+            aval=aval_view(jax.typeof(leaf)),
+            preview=preview_value(got),
+            reference_preview=None,
+            max_abs_diff=None,
+            allclose=None,
+            tolerance=None,
+        )
+        if want is not None:
+            output = _against(output, got, want[i])
+        outputs.append(output)
+    return PallasOutputCompared(
+        outputs=outputs,
+        reference="reference" if want is not None else "none",
+        reference_note=note,
+        reference_line=line,
+    )

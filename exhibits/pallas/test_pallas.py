@@ -1,0 +1,297 @@
+"""The pallas exhibit's tests, each value against an independent truth:
+
+- the blocks: each example's own ``BlockSpec``s (recorded by running its ``f`` with
+  ``pl.pallas_call`` wrapped), their ``index_map`` Python functions called on every grid point
+  with plain ints, times the block shape, clipped to the array, in numpy;
+- the kernel's jaxpr: ``str`` of the ``pallas_call`` eqn's ``jaxpr`` param in
+  ``jax.make_jaxpr(f)``, as JAX prints it;
+- the outputs: ``f(*args)`` against the reference computed with numpy;
+- the findings: the overwrite example's output read in numpy (the last writer's block, NaN where
+  nothing was written), and an accumulating matmul that revisits its output block in order
+  (no finding);
+- the golden stream against the probe, the ``--print`` artefacts' exact format.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import jax
+import numpy as np
+import pytest
+from jaxscope.events import EVENT_ADAPTER
+from jaxscope.protocol import EventBase, RunFinished
+from jaxscope.sandbox.snippet import InvalidSnippet
+
+from exhibits.conftest import Runner, jaxscope_run
+from exhibits.registry import EXHIBITS
+
+from .events import EVENTS, PallasCallFound, PallasOutputCompared
+
+HERE = Path(__file__).resolve().parent
+EXHIBIT = HERE.name
+EXAMPLES = HERE / "examples"
+
+
+def recorded(name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The example run as plain Python, with every ``pl.pallas_call`` call's keyword arguments
+    (grid, in_specs, out_specs, out_shape) recorded: ``(namespace, calls)``."""
+    path = EXAMPLES / f"{name}.py"
+    ns: dict[str, Any] = {"__name__": "example"}
+    exec(compile(path.read_text(), str(path), "exec"), ns)
+    calls: list[dict[str, Any]] = []
+    real = ns["pl"]
+
+    def pallas_call(kernel: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return real.pallas_call(kernel, **kwargs)
+
+    ns["pl"] = SimpleNamespace(pallas_call=pallas_call, BlockSpec=real.BlockSpec)
+    ns["f"](*ns["args"])
+    return ns, calls
+
+
+def expected_ranges(spec: Any, shape: tuple[int, ...], pid: tuple[int, ...]) -> list[list[int]]:
+    """The element range per dimension of ``spec``'s block at grid point ``pid``: the user's
+    ``index_map`` called with plain ints, times the block size (a ``None`` dimension: the
+    index is the element), clipped to the array."""
+    idx = spec.index_map(*pid)
+    out = []
+    for i, b, n in zip(idx, spec.block_shape, shape, strict=True):
+        size = 1 if b is None else b
+        start = int(i) * size
+        out.append([min(start, n), min(start + size, n)])
+    return out
+
+
+def found(ctx: Any) -> PallasCallFound:
+    return ctx.one(PallasCallFound)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("name", ["matmul", "add", "overwrite"])
+def test_blocks_are_the_index_maps(name: str, probe_runner: Runner) -> None:
+    ns, (call,) = recorded(name)
+    ctx = probe_runner(EXHIBIT, (EXAMPLES / f"{name}.py").read_text())
+    event = found(ctx)
+    grid = call["grid"]
+    assert event.grid == list(grid)
+    in_shapes = [np.shape(a) for a in ns["args"]]
+    out_shape = call["out_shape"].shape
+    specs = [(s, shp) for s, shp in zip(call["in_specs"], in_shapes, strict=True)]
+    specs.append((call["out_specs"], out_shape))
+    assert [o.aval.shape for o in event.operands] == [list(s) for _, s in specs]
+    assert [o.role for o in event.operands] == ["input"] * len(in_shapes) + ["output"]
+    # every grid point, in interpret mode's order (row-major, last axis fastest)
+    points = list(np.ndindex(*grid))
+    assert [p.program_id for p in event.programs] == [list(p) for p in points]
+    for program, pid in zip(event.programs, points, strict=True):
+        want = [expected_ranges(spec, shape, pid) for spec, shape in specs]
+        assert program.ranges == want, pid
+        assert program.blocks == [[int(i) for i in s.index_map(*pid)] for s, _ in specs]
+    # the block shapes, as the user wrote them
+    for op, (spec, _) in zip(event.operands, specs, strict=True):
+        assert [None if d.kind == "squeezed" else d.size for d in op.block] == list(
+            spec.block_shape
+        )
+
+
+def kernel_text(name: str) -> str:
+    """``str`` of the kernel jaxpr JAX staged: the ``jaxpr`` param of the one ``pallas_call``
+    eqn of ``jax.make_jaxpr(f)``."""
+    ns, _ = recorded(name)
+    (eqn,) = [e for e in jax.make_jaxpr(ns["f"])(*ns["args"]).eqns if "pallas" in str(e.primitive)]
+    return str(eqn.params["jaxpr"])
+
+
+@pytest.mark.parametrize("name", ["matmul", "add"])
+def test_kernel_jaxpr_is_jaxs(name: str, probe_runner: Runner) -> None:
+    ctx = probe_runner(EXHIBIT, (EXAMPLES / f"{name}.py").read_text())
+    event = found(ctx)
+    text = kernel_text(name)
+    assert event.kernel_jaxpr.text == text
+    assert EXHIBITS[EXHIBIT].artefacts["kernel_jaxpr"](ctx.events) == text
+    # the refs the kernel takes: one per operand, of the block's shape
+    shapes = [v.aval.shape for v in event.kernel_jaxpr.invars]
+    assert shapes == [[d.size for d in o.block if d.kind != "squeezed"] for o in event.operands]
+
+
+def test_matmul_output_equals_numpy(probe_runner: Runner) -> None:
+    ns, _ = recorded("matmul")
+    ctx = probe_runner(EXHIBIT, (EXAMPLES / "matmul.py").read_text())
+    (out,) = ctx.one(PallasOutputCompared).outputs
+    got = np.asarray(ns["f"](*ns["args"]), dtype=np.float64)
+    want = np.asarray(ns["args"][0], np.float64) @ np.asarray(ns["args"][1], np.float64)
+    # the exhibit compares with the snippet's jnp reference (float32): numpy agrees with both
+    ref32 = np.asarray(ns["reference"](*ns["args"]), np.float64)
+    assert out.max_abs_diff == pytest.approx(float(np.abs(got - ref32).max()), abs=0)
+    assert np.allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())
+    assert out.allclose is True and out.tolerance == 1e-4
+    assert out.aval.short == "f32[8,12]"
+
+
+def test_add_partial_last_block(probe_runner: Runner) -> None:
+    ctx = probe_runner(EXHIBIT, (EXAMPLES / "add.py").read_text())
+    event = found(ctx)
+    # 10 elements in blocks of 4: the third program's blocks hold 2 elements of the array
+    assert [p.ranges[2] for p in event.programs] == [[[0, 4]], [[4, 8]], [[8, 10]]]
+    assert event.unwritten == [0] and event.findings == [] and event.revisits == []
+    (out,) = ctx.one(PallasOutputCompared).outputs
+    x, y = recorded("add")[0]["args"]
+    got = np.asarray(recorded("add")[0]["f"](x, y))
+    np.testing.assert_array_equal(got, x + y)  # numpy's sum, exactly
+    assert out.max_abs_diff == 0.0 and out.allclose is True
+
+
+def test_overwrite_is_found(probe_runner: Runner) -> None:
+    ns, (call,) = recorded("overwrite")
+    ctx = probe_runner(EXHIBIT, (EXAMPLES / "overwrite.py").read_text())
+    event = found(ctx)
+    # numpy's truth: both programs' out index maps return block 0
+    writers = [call["out_specs"].index_map(i) for i in range(2)]
+    assert writers == [(0,), (0,)]
+    (revisit,) = event.revisits
+    assert revisit.block == [0] and revisit.program_ids == [[0], [1]] and revisit.axes == [0]
+    assert event.dimension_semantics == ["parallel"]
+    assert [f.kind for f in event.findings] == ["race", "unwritten"]
+    assert event.unwritten == [4]
+    # what interpret mode returned: program 1's block (x[4:8] * 2) in elements 0..3, NaN after
+    got = np.asarray(ns["f"](*ns["args"]))
+    x = ns["args"][0]
+    np.testing.assert_array_equal(got[:4], x[4:8] * 2)
+    assert np.isnan(got[4:]).all()
+    (out,) = ctx.one(PallasOutputCompared).outputs
+    assert out.allclose is False and out.max_abs_diff is None  # NaN on one side only
+    assert out.first_diff_index == [0] and out.first_diff_got == 8.0 and out.first_diff_want == 0.0
+    shown = EXHIBITS[EXHIBIT].shown_errors(ctx.events)
+    assert [s.error_class for s in shown] == [
+        "PallasOutputRace",
+        "PallasOutputUnwritten",
+        "ReferenceMismatch",
+    ]
+    assert all(s.kind == "finding" for s in shown)
+    assert shown[0].line == 21 and shown[2].line == 32  # the call; def reference
+
+
+ACCUMULATE = """\
+import jax, jax.numpy as jnp, numpy as np
+from jax.experimental import pallas as pl
+
+def kernel(x_ref, y_ref, o_ref):
+    @pl.when(pl.program_id(2) == 0)
+    def _():
+        o_ref[...] = jnp.zeros_like(o_ref)
+    o_ref[...] += x_ref[...] @ y_ref[...]
+
+def f(x, y):
+    return pl.pallas_call(
+        kernel,
+        grid=(2, 2, 2),
+        in_specs=[pl.BlockSpec((4, 4), lambda i, j, k: (i, k)),
+                  pl.BlockSpec((4, 4), lambda i, j, k: (k, j))],
+        out_specs=pl.BlockSpec((4, 4), lambda i, j, k: (i, j)),
+        out_shape=jax.ShapeDtypeStruct((8, 8), jnp.float32),
+        interpret=True,
+    )(x, y)
+
+def reference(x, y):
+    return x @ y
+
+args = (np.arange(64, dtype=np.float32).reshape(8, 8) / 64, np.eye(8, dtype=np.float32))
+"""
+
+
+def test_accumulation_is_a_note_not_a_finding(probe_runner: Runner) -> None:
+    """The reduction axis k revisits each output block in order, and the kernel reads it
+    (``+=``): correct in interpret mode (numpy agrees), so a note, never a finding."""
+    ctx = probe_runner(EXHIBIT, ACCUMULATE)
+    event = found(ctx)
+    assert len(event.revisits) == 4
+    assert all(r.axes == [2] for r in event.revisits)
+    assert event.output_read == [True] and event.findings == []
+    assert len(event.notes) == 1 and "axis 2" in event.notes[0]
+    (out,) = ctx.one(PallasOutputCompared).outputs
+    x, y = (np.asarray(a, np.float64) for a in load_args(ACCUMULATE))
+    assert out.allclose is True and out.max_abs_diff is not None
+    assert out.max_abs_diff <= 1e-6 * max(1.0, float(np.abs(x @ y).max()))
+
+
+def load_args(source: str) -> Any:
+    ns: dict[str, Any] = {}
+    exec(source, ns)
+    return ns["args"]
+
+
+def test_overwrite_without_semantics(probe_runner: Runner) -> None:
+    """No ``dimension_semantics``: the kernel writes block 0 twice without reading it."""
+    source = (
+        (EXAMPLES / "overwrite.py")
+        .read_text()
+        .replace(
+            '        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),\n', ""
+        )
+    )
+    event = found(probe_runner(EXHIBIT, source))
+    assert event.dimension_semantics is None
+    assert event.output_written == [True] and event.output_read == [False]
+    assert [f.kind for f in event.findings] == ["overwrite", "unwritten"]
+
+
+def test_no_pallas_call_is_blamed_on_f(probe_runner: Runner) -> None:
+    from jaxscope.sandbox.probe_api import BLAME_ATTR
+
+    source = "import jax.numpy as jnp\n\ndef f(x):\n    return x * 2\n\nargs = (jnp.ones(3),)\n"
+    with pytest.raises(InvalidSnippet, match=r"f calls no pl\.pallas_call") as info:
+        probe_runner(EXHIBIT, source)
+    line, _, _ = getattr(info.value, BLAME_ATTR)
+    assert line == 3
+
+
+def test_print_blocks_format(probe_runner: Runner) -> None:
+    _, (call,) = recorded("add")
+    ctx = probe_runner(EXHIBIT, (EXAMPLES / "add.py").read_text())
+    text = EXHIBITS[EXHIBIT].artefacts["blocks"](ctx.events)
+    assert text is not None
+    assert json.loads(text) == [
+        {
+            "program_id": [i],
+            "reads": {"0": [[4 * i, min(4 * i + 4, 10)]], "1": [[4 * i, min(4 * i + 4, 10)]]},
+            "writes": {"0": [[4 * i, min(4 * i + 4, 10)]]},
+        }
+        for i in range(call["grid"][0])
+    ]
+    assert text.startswith('[{"program_id": [0], "reads": {"0": [[0, 4]], "1": [[0, 4]]}, ')
+
+
+def test_cli_prints_blocks_and_exits_3_on_findings() -> None:
+    ok = jaxscope_run(EXHIBIT, EXAMPLES / "matmul.py", "--print", "blocks")
+    assert ok.returncode == 0, ok.stderr
+    rows = json.loads(ok.stdout)
+    assert [r["program_id"] for r in rows] == [list(p) for p in np.ndindex(2, 3)]
+    bad = jaxscope_run(EXHIBIT, EXAMPLES / "overwrite.py", "--print", "blocks")
+    assert bad.returncode == 3
+    assert "PallasOutputRace" in bad.stderr and "PallasOutputUnwritten" in bad.stderr
+
+
+def golden_streams() -> list[Path]:
+    return sorted((HERE / "golden").glob("*.events.jsonl"))
+
+
+@pytest.mark.parametrize("golden", golden_streams(), ids=lambda p: p.name)
+def test_golden_stream_is_the_probes(golden: Path, probe_runner: Runner) -> None:
+    """The golden (``jaxscope run ID examples/NAME.py --json``, the real sandbox) parses with the
+    event union and holds what the probe emits now."""
+    lines = [line for line in golden.read_text().splitlines() if line.strip()]
+    stream = [EVENT_ADAPTER.validate_json(line) for line in lines]
+    assert isinstance(stream[-1], RunFinished)
+    assert [e.seq for e in stream] == list(range(len(stream)))
+    example = HERE / "examples" / (golden.name.removesuffix(".events.jsonl") + ".py")
+    ctx = probe_runner(EXHIBIT, example.read_text())
+
+    def own(events: list[EventBase]) -> list[dict[str, Any]]:
+        return [e.model_dump(exclude={"seq", "run_id"}) for e in events if isinstance(e, EVENTS)]
+
+    assert own(stream) == own(ctx.events)
+    assert own(stream), "the golden holds none of this exhibit's events"
