@@ -74,6 +74,7 @@ const TABLE: Readonly<Record<string, { group: ExhibitGroup; label: string }>> = 
   lazy_tensor: { group: 'PyTorch/XLA', label: 'Lazy tensors' },
   export: { group: 'Trace & compile', label: 'jax.export' },
   wrapped_fun: { group: 'Trace & compile', label: 'WrappedFun stack' },
+  xla_passes: { group: 'Trace & compile', label: 'XLA passes' },
 };
 
 /** The view and narrative of folder `exhibits/<id>/` (throws when the folder lacks one). */

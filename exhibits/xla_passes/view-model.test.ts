@@ -1,0 +1,97 @@
+import { describe, expect, it } from 'vitest';
+import { goldenLoader } from '../../frontend/src/test/fixtures';
+import {
+  changeCounts,
+  cliName,
+  diffKinds,
+  dumpRead,
+  instructionLines,
+  kernels,
+  passes,
+  pipelines,
+  shownPass,
+  stops,
+  textSource,
+} from './view-model';
+
+const golden = goldenLoader(import.meta.url);
+
+describe('xla_passes view model', () => {
+  it('stops at the passes that changed the module, or at every pass', () => {
+    const events = golden('mlp_softmax');
+    const all = passes(events);
+    const read = dumpRead(events);
+    expect(all.length).toBe(read?.pass_count);
+    expect(all.map((p) => p.index)).toEqual(all.map((_, i) => i));
+    const changed = stops(all, false);
+    // the first snapshot, then every pass that changed the text
+    expect(changed[0]?.index).toBe(0);
+    expect(changed.slice(1).every((p) => p.changed)).toBe(true);
+    expect(changed.filter((p) => p.changed).length).toBe(read?.changed_count);
+    expect(changed.map((p) => p.pass_name)).toContain('fusion');
+    expect(stops(all, true).length).toBe(all.length);
+  });
+
+  it('shows the pass at the cursor, or the one picked, with the text of the last changed snapshot', () => {
+    const events = golden('mlp_softmax');
+    const all = passes(events);
+    const fusion = all.find((p) => p.pass_name === 'fusion');
+    expect(fusion).toBeDefined();
+    if (!fusion) return;
+    const upTo = events.slice(0, events.indexOf(fusion) + 1);
+    expect(shownPass(all, upTo, null)).toBe(fusion);
+    expect(shownPass(all, events, 3)).toBe(all[3]);
+    // an unchanged pass shows the text of the last snapshot that carries one
+    const after = all[fusion.index + 2];
+    expect(after).toBeDefined();
+    if (!after) return;
+    const source = textSource(all, after);
+    expect(source.index).toBeLessThanOrEqual(after.index);
+    expect(source.hlo_text).not.toBeNull();
+    expect(all.slice(source.index + 1, after.index + 1).every((p) => !p.changed)).toBe(true);
+  });
+
+  it('reads the fusion pass: its counts, its diff lines and the lines of the new instructions', () => {
+    const all = passes(golden('mlp_softmax'));
+    const fusion = all.find((p) => p.pass_name === 'fusion');
+    if (!fusion) throw new Error('no fusion pass');
+    expect(fusion.fusions_created).toContain('add_tanh_fusion');
+    expect(changeCounts(fusion)).toBe(`+${fusion.appeared_count} −${fusion.vanished_count} ~${fusion.rewritten_count}`);
+    const kinds = diffKinds(fusion.diff);
+    expect(kinds.filter((k) => k === 'add').length).toBeGreaterThan(0);
+    expect(kinds[0]).toBe('hunk');
+    const text = fusion.hlo_text ?? '';
+    const lines = instructionLines(text, new Set(['add_tanh_fusion']));
+    expect(lines.size).toBe(1);
+    const [n] = [...lines];
+    expect(text.split('\n')[n ?? 0]).toContain('%add_tanh_fusion = ');
+    expect(changeCounts(all[1] ?? fusion)).toBe('unchanged');
+  });
+
+  it('names passes as the CLI does and groups them by pipeline', () => {
+    const all = passes(golden('mlp_softmax'));
+    const algsimp = all.filter((p) => p.pass_name === 'algsimp');
+    expect(algsimp.map(cliName).slice(0, 2)).toEqual(['algsimp', 'algsimp#2']);
+    const pipes = pipelines(all);
+    expect(pipes.reduce((n, p) => n + p.passes, 0)).toBe(all.length);
+    expect(pipes.map((p) => p.name)).toContain('simplification');
+  });
+
+  it('lists the fusions with the pass that created them and the LLVM IR kernels', () => {
+    const events = golden('mlp_softmax');
+    const read = dumpRead(events);
+    const byName = new Map(read?.fusions.map((f) => [f.name, f]));
+    expect(byName.get('add_tanh_fusion')?.pass_name).toBe('fusion');
+    expect(byName.get('add_tanh_fusion')?.fused_opcodes).toEqual(['broadcast', 'add', 'tanh']);
+    expect(read?.last_is_compiled).toBe(true);
+    const irs = kernels(events);
+    expect(irs.map((k) => k.kernel)).toContain('add_tanh_fusion_kernel_module');
+    expect(irs.find((k) => k.kernel === 'add_tanh_fusion_kernel_module')?.fusion).toBe('add_tanh_fusion');
+  });
+
+  it('finds the loop-invariant hoist in the loop example', () => {
+    const all = passes(golden('loop_invariant'));
+    const licm = all.find((p) => p.pass_name === 'while-loop-invariant-code-motion' && p.changed);
+    expect(licm).toBeDefined();
+  });
+});

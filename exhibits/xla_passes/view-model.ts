@@ -1,0 +1,114 @@
+/**
+ * The xla_passes exhibit's view model: the `hlo_pass_ran` snapshots as the stops of a slider
+ * (the passes that changed the module, or every pass), the pass shown and where its text comes
+ * from (details on demand: a summary carries no text), its diff as lines, and the fusions and
+ * LLVM IR kernels of `xla_dump_read`/`llvm_ir_dumped`. Pure functions of the events, tested on
+ * the golden event streams (`view-model.test.ts`); the view only lays them out.
+ */
+import type { Event, EventOf } from '../../frontend/src/protocol';
+import { eventsOf } from '../../frontend/src/widgets/events';
+
+export type HloPassRan = EventOf<'hlo_pass_ran'>;
+export type XlaDumpRead = EventOf<'xla_dump_read'>;
+export type LlvmIrDumped = EventOf<'llvm_ir_dumped'>;
+
+/** Every snapshot received, in the dump's order (summaries included). */
+export function passes(events: readonly Event[]): HloPassRan[] {
+  return eventsOf(events, 'hlo_pass_ran');
+}
+
+/** The dump's totals, fusions and check (the run's last exhibit event), or null before it. */
+export function dumpRead(events: readonly Event[]): XlaDumpRead | null {
+  return eventsOf(events, 'xla_dump_read')[0] ?? null;
+}
+
+export function kernels(events: readonly Event[]): LlvmIrDumped[] {
+  return eventsOf(events, 'llvm_ir_dumped');
+}
+
+/**
+ * The snapshots the slider stops at: those whose text changed (and the first, which shows the
+ * module as the passes found it), or every one when `all`.
+ */
+export function stops(all: readonly HloPassRan[], every: boolean): HloPassRan[] {
+  return every ? [...all] : all.filter((p) => p.changed || p.index === 0);
+}
+
+/** The pass shown: the one picked, else the last snapshot the stepper's cursor reached. */
+export function shownPass(
+  all: readonly HloPassRan[],
+  reached: readonly Event[],
+  picked: number | null,
+): HloPassRan | null {
+  if (picked !== null && all[picked]) return all[picked];
+  const upTo = passes(reached);
+  return upTo[upTo.length - 1] ?? null;
+}
+
+/**
+ * The snapshot whose whole event holds the text after `pass`: the pass itself when it changed the
+ * module (or is the first), else the last such snapshot before it (an unchanged pass leaves the
+ * text as it was).
+ */
+export function textSource(all: readonly HloPassRan[], pass: HloPassRan): HloPassRan {
+  for (let i = pass.index; i >= 0; i--) {
+    const p = all[i];
+    if (p && (p.changed || p.index === 0)) return p;
+  }
+  return pass;
+}
+
+/** `pipeline-start` is the snapshot a pipeline takes before its first pass. */
+export function passLabel(p: HloPassRan): string {
+  const run = p.occurrence > 1 ? ` #${p.occurrence}` : '';
+  return `${p.pass_name}${run}`;
+}
+
+/** The CLI's name of a snapshot (`--print pass:NAME#k`). */
+export function cliName(p: HloPassRan): string {
+  return p.occurrence > 1 ? `${p.pass_name}#${p.occurrence}` : p.pass_name;
+}
+
+/** "+3 −14 ~2": the instructions the pass added, removed and rewrote. */
+export function changeCounts(p: HloPassRan): string {
+  if (!p.changed) return 'unchanged';
+  const parts = [`+${p.appeared_count}`, `−${p.vanished_count}`];
+  if (p.rewritten_count) parts.push(`~${p.rewritten_count}`);
+  return parts.join(' ');
+}
+
+export type DiffKind = 'add' | 'del' | 'hunk' | 'context';
+
+/** The kind of each line of a pass's unified diff. */
+export function diffKinds(lines: readonly string[]): DiffKind[] {
+  return lines.map((l) => (l.startsWith('@@') ? 'hunk' : l.startsWith('+') ? 'add' : l.startsWith('-') ? 'del' : 'context'));
+}
+
+/** The 0-based lines of `text` that define the given instruction names (`%name = ...`). */
+export function instructionLines(text: string, names: ReadonlySet<string>): Set<number> {
+  const out = new Set<number>();
+  text.split('\n').forEach((line, n) => {
+    const m = /^\s+(?:ROOT\s+)?%([\w.-]+)\s+=/.exec(line);
+    if (m && names.has(m[1] ?? '')) out.add(n);
+  });
+  return out;
+}
+
+/** The pipelines in the order they first ran, with how many of their snapshots changed the text. */
+export function pipelines(all: readonly HloPassRan[]): { name: string; passes: number; changed: number }[] {
+  const out = new Map<string, { name: string; passes: number; changed: number }>();
+  for (const p of all) {
+    const row = out.get(p.pipeline) ?? { name: p.pipeline, passes: 0, changed: 0 };
+    row.passes += 1;
+    if (p.changed) row.changed += 1;
+    out.set(p.pipeline, row);
+  }
+  return [...out.values()];
+}
+
+/** Sizes as the page shows them: 812 B, 14.3 KiB, 2.1 MiB. */
+export function bytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
