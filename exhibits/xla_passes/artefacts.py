@@ -28,7 +28,7 @@ PASS_PREFIX = re.compile(r"^pass[: ](?P<spec>.+)$")
 # ``NAME#k`` (the k-th run of NAME) or ``#i`` (the snapshot at index i).
 NUMBERED = re.compile(r"(?P<name>.*?)#(?P<k>\d+)")
 # The placeholder the CLI's help lists for the family of ``pass:NAME`` artefacts.
-PASS_HELP = "pass:NAME"
+PASS_HELP = "pass:NAME[#k]"
 
 
 def _passes(events: Sequence[EventBase]) -> str | None:

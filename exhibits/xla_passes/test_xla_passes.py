@@ -247,7 +247,7 @@ def test_print_passes_and_pass() -> None:
     )
     assert table["pass:no-such-pass"](ctx.events) is None
     assert table["pass:algsimp#999"](ctx.events) is None
-    assert table["pass:NAME"](ctx.events) is None
+    assert table["pass:NAME[#k]"](ctx.events) is None
 
 
 def golden_streams() -> list[Path]:
