@@ -420,6 +420,18 @@ EXHIBITS: dict[str, Exhibit] = {
             "run, and their write-once stores; jit and grad build none.",
             default_example="vmap_sin",
         ),
+        Exhibit(
+            id="review",
+            title="Code review: a training step's questions, answered from the run",
+            summary="Static and dynamic arguments, baked constants, hidden randomness, "
+            "executables per step, host-device transfers, tracer errors and jits made in the "
+            "loop, each at its line with the fix.",
+            default_example="mlp_step",
+            # The step runs twice, then again under the transfer guard per line found,
+            # and each jitted function is traced once more; a jit made per step compiles each
+            # time.
+            budget=2.0,
+        ),
     ]
 }
 

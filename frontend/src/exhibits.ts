@@ -75,6 +75,7 @@ const TABLE: Readonly<Record<string, { group: ExhibitGroup; label: string }>> = 
   export: { group: 'Trace & compile', label: 'jax.export' },
   wrapped_fun: { group: 'Trace & compile', label: 'WrappedFun stack' },
   xla_passes: { group: 'Trace & compile', label: 'XLA passes' },
+  review: { group: 'Caches', label: 'Code review' },
 };
 
 /** The view and narrative of folder `exhibits/<id>/` (throws when the folder lacks one). */

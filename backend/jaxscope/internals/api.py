@@ -322,3 +322,19 @@ WrappedFunStack = _wrapped_fun_watch.Stack
 WrappedFunStep = _wrapped_fun_watch.Step
 watching_wrapped_funs = _wrapped_fun_watch.watching
 wrapped_core_code = _wrapped_fun_watch.core_code
+
+# The review exhibit: device-to-host reads and numpy/Python random calls from the snippet,
+# host-to-device transfers under a per-line transfer guard, executables launched (profiler),
+# and the constants baked into a traced jaxpr with the line that reads each.
+from jaxscope.internals.review_hooks import (
+    BakedConstant as BakedConstant,
+    HostRead as HostRead,
+    RandomCall as RandomCall,
+    baked_constants as baked_constants,
+    device_to_host_reads as device_to_host_reads,
+    executions as executions,
+    guarded as guarded,
+    is_transfer_guard_error as is_transfer_guard_error,
+    random_calls as random_calls,
+)
+

@@ -138,6 +138,9 @@ class JitWatch:
     traces: Counter[str] = field(default_factory=Counter)
     compiles: Counter[str] = field(default_factory=Counter)
     depth: int = 0  # > 0 while an observed call runs
+    # (function name, snippet line) of each ``jax.jit`` of a snippet function made during the
+    # run, in order: the review exhibit's "jit created inside the loop"
+    created: list[tuple[str, int | None]] = field(default_factory=list)
 
     def on_duration(self, event: str, duration_secs: float, **kw: str | int) -> None:
         del duration_secs
@@ -284,7 +287,13 @@ def watching_jit_calls(
         if fun is None:  # @jax.jit(static_argnums=...) style
             return lambda g: watching_jit(g, *a, **kw)
         jitted = real_jit(fun, *a, **kw)
-        return wrap(jitted) if _from_snippet(fun) else jitted
+        if not _from_snippet(fun):
+            return jitted
+        site = user_call_site()
+        watch.created.append(
+            (getattr(inspect.unwrap(fun), "__name__", "?"), site[0] if site else None)
+        )
+        return wrap(jitted)
 
     swapper = _Swapper(wrap, real_jit, watching_jit)
     swapper.seen.add(id(namespace))

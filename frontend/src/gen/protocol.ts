@@ -76,9 +76,15 @@ export type Event =
   | StablehloExported
   | DimsSolved
   | ExportRoundTripped
+  | HloPassRan
+  | LlvmIrDumped
+  | XlaDumpRead
   | WrappedFunStackBuilt
   | WrappedFunCallsRecorded
-  | WrappedFunWatched;
+  | WrappedFunWatched
+  | ReviewStepRan
+  | ReviewArgsRead
+  | ReviewFindingsFound;
 export type Request = RunRequest | CancelRequest | DetailRequest;
 
 /**
@@ -3669,6 +3675,145 @@ export interface RoundTripCall {
   out_avals: string[];
 }
 /**
+ * The module after one pass, as XLA dumped it.
+ *
+ * ``index`` is the snapshot's place in the dump (0-based; the dump's own sequence number is
+ * ``dump_seq``), ``pipeline`` the pass pipeline it ran in (``simplification``), ``pass_name``
+ * XLA's name of the pass (``algsimp``; ``pipeline-start`` for the snapshot a pipeline takes
+ * before its first pass), ``occurrence`` which run of that pass name this is (1-based: ``algsimp``
+ * runs in several pipelines and iterations; ``--print pass algsimp#3``). ``changed``: whether
+ * the module's text differs from the snapshot before (the first: from the module XLA received,
+ * its ``before_optimizations`` dump). ``instruction_count``: instructions in the text, fused
+ * computations included; ``appeared_count``/``vanished_count``/``rewritten_count``: the sizes
+ * of the diff's lists; ``fusions_created``: the names of the ``fusion`` instructions that
+ * appeared.
+ *
+ * Whole event only (a page asks for it; ``--json`` and the CLI get it): ``hlo_text``, the text
+ * after the pass (None when unchanged, except in the first snapshot: it is then the text of
+ * the last snapshot before it that carries one),
+ * and the diff from the text before: ``appeared`` (instructions whose name is new),
+ * ``vanished`` (names gone), ``rewritten`` (same name, another line), ``diff``
+ * (``difflib.unified_diff`` lines, 2 lines of context, no file header).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "HloPassRan".
+ */
+export interface HloPassRan {
+  appeared: HloInstructionRef[];
+  appeared_count: number;
+  changed: boolean;
+  deferred: boolean;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  diff: string[];
+  dump_seq: number;
+  fusions_created: string[];
+  hlo_text: string | null;
+  index: number;
+  instruction_count: number;
+  occurrence: number;
+  pass_name: string;
+  pipeline: string;
+  rewritten: HloInstructionRef[];
+  rewritten_count: number;
+  run_id: string;
+  seq: number;
+  text_bytes: number;
+  type: 'hlo_pass_ran';
+  vanished: HloInstructionRef[];
+  vanished_count: number;
+}
+/**
+ * One HLO instruction of a snapshot: its name (``%add.7`` without the ``%``), its opcode,
+ * the computation it is in (``main.12``, ``fused_computation.3``) and its line in the text.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "HloInstructionRef".
+ */
+export interface HloInstructionRef {
+  computation: string;
+  line: string;
+  name: string;
+  opcode: string;
+}
+/**
+ * The LLVM IR the CPU backend wrote for one kernel (``kernel``: the file's name between the
+ * module's name and ``.ir-``, ``add_tanh_fusion_kernel_module``): ``no_opt`` as XLA emitted
+ * it, ``with_opt`` after LLVM's optimisation (``*.ir-no-opt.ll`` / ``*.ir-with-opt.ll``);
+ * ``fusion`` the fusion instruction of the final module it is the kernel of, where its name is
+ * that fusion's name with ``_kernel_module`` (XLA CPU's naming), else None. A summary leaves
+ * the texts out (``deferred``) and keeps their sizes.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "LlvmIrDumped".
+ */
+export interface LlvmIrDumped {
+  deferred: boolean;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  fusion: string | null;
+  kernel: string;
+  no_opt: string | null;
+  no_opt_bytes: number;
+  run_id: string;
+  seq: number;
+  type: 'llvm_ir_dumped';
+  with_opt: string | null;
+  with_opt_bytes: number;
+}
+/**
+ * The dump as a whole. ``module``: the HLO module's name (``jit_f``); ``backend``:
+ * ``jax.default_backend()``; ``dump_pass_re``: the ``xla_dump_hlo_pass_re`` compiled with
+ * (``.+``: every pass, changed or not; XLA leaves out the unchanged ones for exactly ``.*``);
+ * ``pass_count``/``changed_count``: snapshots and those whose text changed;
+ * ``dump_bytes``: the size of every file XLA wrote; ``fusions``: the final module's fusions;
+ * ``last_is_compiled``: whether the last snapshot is ``Compiled.as_text()`` of the same
+ * compile (up to the key order of ``backend_config`` JSON, which the dump prints from the
+ * proto); ``llvm_ir_note``: why there is no LLVM IR, where there is none;
+ * ``compile_s``: ``Lowered.compile`` with the dump options; ``read_s``: reading the files and
+ * diffing the snapshots.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "XlaDumpRead".
+ */
+export interface XlaDumpRead {
+  backend: string;
+  changed_count: number;
+  compile_s: number;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  dump_bytes: number;
+  dump_pass_re: string;
+  fusions: FusionCreated[];
+  last_is_compiled: boolean;
+  llvm_ir_note: string | null;
+  module: string;
+  pass_count: number;
+  read_s: number;
+  run_id: string;
+  seq: number;
+  type: 'xla_dump_read';
+}
+/**
+ * A ``fusion`` instruction of the final module (``Compiled.as_text()``): ``kind``
+ * (``kLoop``, ``kInput``, ``kOutput``, ``kCustom``), the computation it ``calls``, the opcodes
+ * fused into it (parameters left out), and the pass that created it: the first snapshot in
+ * which a fusion instruction of that name appears (``pass_index``, ``pass_name``,
+ * ``pipeline``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "FusionCreated".
+ */
+export interface FusionCreated {
+  calls: string;
+  fused_opcodes: string[];
+  kind: string;
+  name: string;
+  pass_index: number;
+  pass_name: string;
+  pipeline: string;
+}
+/**
  * One ``WrappedFun`` stack around the snippet function ``core_name``. ``core_source`` is
  * JAX's ``debug_info.func_src_info`` (``f at <snippet>:3``) and ``core_line`` its line when it
  * is in the snippet. ``entered``: how many times ``call_wrapped`` ran it (0: built, never
@@ -3814,6 +3959,122 @@ export interface WrappedFunCaller {
   file: string;
   function: string;
   line: number;
+}
+/**
+ * Step ``index`` (the ``index``-th call of ``f``): ``executables``, the XLA executables it
+ * launched (a ``jax.profiler`` trace's executions: a jitted call is one, each eager op
+ * between jits another); ``compiles``/``traces``: JAX's ``backend_compile_duration`` and
+ * ``jaxpr_trace_duration`` events during the step, per ``fun_name`` (each is one
+ * ``jax_log_compiles`` line); ``host_reads``: device-to-host reads from the snippet;
+ * ``wall_ms``: the step's wall time, outputs waited for.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ReviewStepRan".
+ */
+export interface ReviewStepRan {
+  compiles: NameCount[];
+  detail_id?: string | null;
+  detail_of?: string | null;
+  executables: number;
+  host_reads: number;
+  index: number;
+  run_id: string;
+  seq: number;
+  traces: NameCount[];
+  type: 'review_step_ran';
+  wall_ms: number;
+}
+/**
+ * A function name (``jit(loss_fn)``, ``loss_fn``) and how many times it happened.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "NameCount".
+ */
+export interface NameCount {
+  count: number;
+  name: string;
+}
+/**
+ * The static/dynamic table of every jitted function the steps called, in first-call
+ * order.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ReviewArgsRead".
+ */
+export interface ReviewArgsRead {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  functions: ReviewJitArgs[];
+  run_id: string;
+  seq: number;
+  type: 'review_args_read';
+}
+/**
+ * A jitted function the steps called: its ``function`` name, the snippet ``line`` of the
+ * first call (``None``: the probe called ``f`` itself), and its ``args``.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ReviewJitArgs".
+ */
+export interface ReviewJitArgs {
+  args: ReviewArg[];
+  function: string;
+  line: number | null;
+}
+/**
+ * One argument of a jitted function: position ``index``, its parameter ``name`` (``None``:
+ * no signature), ``static`` (absent from ``args_info``) and ``detail``: the static value's
+ * ``repr``, or the dynamic leaves' avals (``f32[8,16]``, ``~`` for a weak type).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ReviewArg".
+ */
+export interface ReviewArg {
+  detail: string;
+  index: number;
+  name: string | null;
+  static: boolean;
+}
+/**
+ * The run's findings in line order, and ``steps``: how many steps ran (``f`` called).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ReviewFindingsFound".
+ */
+export interface ReviewFindingsFound {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  findings: ReviewFinding[];
+  run_id: string;
+  seq: number;
+  steps: number;
+  type: 'review_findings_found';
+}
+/**
+ * One finding: its ``kind``, the snippet ``line`` where it happens (``None``: no snippet
+ * line, said in the message), the ``message`` (what was seen, with counts) and the ``fix``;
+ * ``steps``: in how many steps it was seen (``0``: found outside the counted steps).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ReviewFinding".
+ */
+export interface ReviewFinding {
+  fix: string;
+  kind:
+    | 'BakedConstant'
+    | 'ImplicitRandomness'
+    | 'TracerBoolConversion'
+    | 'ConcretizationTypeError'
+    | 'TracerIntegerConversion'
+    | 'TracerArrayConversion'
+    | 'NonConcreteBooleanIndex'
+    | 'UnexpectedTracer'
+    | 'HostToDevice'
+    | 'DeviceToHost'
+    | 'JitInLoop';
+  line: number | null;
+  message: string;
+  steps: number;
 }
 /**
  * Run ``exhibit`` on the snippet ``code``. Answered by a stream of events for ``run_id``.

@@ -1,0 +1,138 @@
+"""The private JAX facts ``internals/review_hooks.py`` relies on (the review exhibit), one test
+each: a JAX upgrade that changes one fails here by name.
+"""
+
+from __future__ import annotations
+
+import linecache
+import random
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax._src import core, jaxpr_util
+from jax._src.array import ArrayImpl
+from jaxscope.internals import review_hooks
+from jaxscope.snippet_model import SNIPPET_FILENAME
+
+SNIPPET = """
+import random
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+TABLE = np.arange(512, dtype=np.float32)
+
+
+def reads(x):
+    a = float(x)
+    b = x.item()
+    c = np.asarray(x)
+    print(x)
+    return a, b, c
+
+
+def draws(x):
+    return x + np.random.normal() + random.random()
+
+
+def uses_table(x):
+    return x + TABLE
+
+
+def eager(x):
+    y = x * 1.0
+    return y + 0
+"""
+
+
+def _load() -> dict[str, Any]:
+    linecache.cache[SNIPPET_FILENAME] = (
+        len(SNIPPET),
+        None,
+        SNIPPET.splitlines(True),
+        SNIPPET_FILENAME,
+    )
+    ns: dict[str, Any] = {}
+    exec(compile(SNIPPET, SNIPPET_FILENAME, "exec"), ns)
+    return ns
+
+
+def _line(text: str) -> int:
+    (hit,) = [i + 1 for i, line in enumerate(SNIPPET.splitlines()) if text in line]
+    return hit
+
+
+def test_array_impl_has_the_read_methods() -> None:
+    for name in review_hooks.READ_METHODS:
+        assert name in vars(ArrayImpl), name
+
+
+def test_device_to_host_reads_are_seen_at_the_snippet_line_and_undone() -> None:
+    ns = _load()
+    originals = {n: getattr(ArrayImpl, n) for n in review_hooks.READ_METHODS}
+    with review_hooks.device_to_host_reads() as reads:
+        ns["reads"](jnp.float32(2.0))
+    got = [(r.op, r.line) for r in reads]
+    assert got == [
+        ("float()", _line("a = float(x)")),
+        (".item()", _line("b = x.item()")),
+        ("np.asarray()", _line("c = np.asarray(x)")),
+        ("str()/print()", _line("print(x)")),
+    ]
+    assert {n: getattr(ArrayImpl, n) for n in review_hooks.READ_METHODS} == originals
+    assert np.asarray.__module__ == "numpy"
+
+
+def test_random_calls_know_whether_jax_traces() -> None:
+    ns = _load()
+    with review_hooks.random_calls() as calls:
+        ns["draws"](1.0)
+        jax.jit(ns["draws"])(1.0)
+    assert [(c.api, c.tracing) for c in calls] == [
+        ("np.random.normal", False),
+        ("random.random", False),
+        ("np.random.normal", True),
+        ("random.random", True),
+    ]
+    assert getattr(random.random, "__self__", None) is not None  # the bound method is back
+
+
+def test_trace_ctx_and_eval_trace() -> None:
+    assert isinstance(core.trace_ctx.trace, core.EvalTrace)
+    assert not review_hooks.is_tracing()
+
+
+def test_the_guard_stops_a_python_scalar_and_allowed_lines_pass() -> None:
+    ns = _load()
+    x = jnp.ones(3)
+    ns["eager"](x)
+    with pytest.raises(Exception) as info, review_hooks.guarded(set()):
+        ns["eager"](x)
+    assert review_hooks.is_transfer_guard_error(info.value)
+    with review_hooks.guarded({_line("y = x * 1.0"), _line("return y + 0")}):
+        ns["eager"](x)
+    config: Any = jax.config
+    assert config.jax_transfer_guard_host_to_device is None
+
+
+def test_profiler_counts_one_execution_per_jitted_call_and_eager_op() -> None:
+    ns = _load()
+    x = jnp.ones(3)
+    g = jax.jit(lambda v: v * 2 + 1)
+    g(x)
+    ns["eager"](x)
+    assert review_hooks.executions(lambda: g(x))[1] == 1
+    assert review_hooks.executions(lambda: ns["eager"](x))[1] == 2
+
+
+def test_baked_constants_with_the_line_that_reads_them() -> None:
+    ns = _load()
+    closed = jax.jit(ns["uses_table"]).trace(jnp.ones(512)).jaxpr
+    (c,) = review_hooks.baked_constants(closed)
+    assert (c.aval, c.nbytes, c.numpy) == ("f32[512]", 2048, True)
+    assert c.line == _line("return x + TABLE")
+    assert np.shares_memory(c.value, ns["TABLE"])
+    assert list(jaxpr_util.eqns_using_var(closed.jaxpr, closed.jaxpr.constvars[0]))
