@@ -396,6 +396,13 @@ EXHIBITS: dict[str, Exhibit] = {
             budget=3.0,
         ),
         Exhibit(
+            id="pallas",
+            title="A Pallas kernel, block by block (interpret mode)",
+            summary="The grid, the blocks each program instance reads and writes, the kernel's "
+            "jaxpr, and the output against the jnp reference.",
+            default_example="matmul",
+        ),
+        Exhibit(
             id="export",
             title="jax.export: a function serialized as StableHLO",
             summary="The exported module, its calling convention and platforms, the symbolic "

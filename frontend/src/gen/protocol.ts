@@ -71,6 +71,8 @@ export type Event =
   | LazyGraphBuilt
   | LazyGraphSynced
   | GraphHashCompared
+  | PallasCallFound
+  | PallasOutputCompared
   | ExportSpecsBuilt
   | FunctionExported
   | StablehloExported
@@ -3473,6 +3475,171 @@ export interface HashTrial {
   change: string;
   graph_hash: string;
   same: boolean;
+}
+/**
+ * One ``pallas_call`` eqn of ``jax.make_jaxpr(f)(*args)``, in program order (``index``).
+ *
+ * ``grid``: the grid (``None`` for a dynamic one). ``dimension_semantics``: the compiler
+ * params' (``pltpu.CompilerParams(dimension_semantics=...)``), one per grid axis, ``None`` when
+ * none given. ``interpret``: the call's ``interpret`` param. ``kernel_name``: the kernel
+ * function as JAX recorded it (``matmul_kernel at snippet.py:14``). ``kernel_jaxpr``: the
+ * kernel's jaxpr (``eqn.params['jaxpr']``), ``text`` is ``str`` of it. ``operands``: the
+ * inputs, then the outputs. ``programs``: every grid point in the order interpret mode runs
+ * them (row-major, the last axis fastest), the first ``MAX_PROGRAMS``; ``programs_left_out``
+ * the rest. ``not_evaluated``: why the index maps were not evaluated (scalar prefetch, a
+ * dynamic grid, a sliced block dimension), else ``None``. ``revisits``: the output blocks
+ * written by more than one program instance (over the whole grid). ``unwritten``: per output,
+ * the number of its elements no program instance writes. ``output_written``/``output_read``:
+ * per output, whether the kernel's top level writes its ref, and whether the kernel may read
+ * it (accumulation). ``findings``/``notes``: what the exhibit concludes from them.
+ * ``source``: the user's line of the call; ``within``: the calls it sits in (``jit(f)``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PallasCallFound".
+ */
+export interface PallasCallFound {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  dimension_semantics: string[] | null;
+  findings: PallasCallFinding[];
+  grid: number[] | null;
+  index: number;
+  interpret: boolean;
+  kernel_jaxpr: JaxprView;
+  kernel_name: string | null;
+  not_evaluated: string | null;
+  notes: string[];
+  operands: PallasOperand[];
+  output_read: boolean[];
+  output_written: boolean[];
+  programs: PallasProgram[];
+  programs_left_out: number;
+  revisits: PallasRevisit[];
+  run_id: string;
+  seq: number;
+  source: SourceLoc | null;
+  type: 'pallas_call_found';
+  unwritten: number[];
+  within: string[];
+}
+/**
+ * A wrong result the index maps make certain. ``kind``: ``race`` (writers of one output
+ * block differ along a grid axis the call declares ``parallel``), ``overwrite`` (no
+ * ``dimension_semantics`` given, and the kernel writes the output without reading it, so each
+ * writer replaces the previous one's block), ``unwritten`` (output elements no program
+ * instance writes). ``message``: what the finding says, in words.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PallasCallFinding".
+ */
+export interface PallasCallFinding {
+  kind: 'race' | 'overwrite' | 'unwritten';
+  message: string;
+  output: number;
+}
+/**
+ * One input or output of the call as its BlockSpec maps it. ``role``/``index``: the
+ * ``index``-th input (``in_specs[index]``) or output (``out_specs``). ``name``: the kernel's
+ * parameter name (``x_ref``). ``origin``: JAX's name for it (``args[0]``, ``outputs``).
+ * ``aval``: the whole array. ``block``: one dimension per array dimension. ``index_map``: the
+ * index map's jaxpr, as JAX traced it (grid indices in, one block index per dimension out).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PallasOperand".
+ */
+export interface PallasOperand {
+  aval: AvalView;
+  block: PallasBlockDim[];
+  index: number;
+  index_map: JaxprView;
+  name: string | null;
+  origin: string;
+  role: 'input' | 'output';
+}
+/**
+ * One dimension of a BlockSpec's block. ``kind``: ``blocked`` (block index ``i`` covers
+ * elements ``[i*size, (i+1)*size)``), ``squeezed`` (``None`` in the BlockSpec: one element,
+ * the dimension absent from the kernel's ref), ``element`` (``pl.Element(size)``: the index
+ * map returns the element offset), ``other`` (a window the index map returns as a slice; not
+ * evaluated). ``text``: JAX's own text of it (``Blocked(4)``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PallasBlockDim".
+ */
+export interface PallasBlockDim {
+  kind: 'blocked' | 'squeezed' | 'element' | 'other';
+  size: number;
+  text: string;
+}
+/**
+ * One program instance (grid point) ``program_id`` (what ``pl.program_id(axis)`` returns
+ * in it): for each operand, in ``operands`` order, the block indices its index map returns
+ * (``blocks``) and the element range ``[start, stop)`` per array dimension that block covers,
+ * clipped to the array (``ranges``; a partial last block is shorter).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PallasProgram".
+ */
+export interface PallasProgram {
+  blocks: number[][];
+  program_id: number[];
+  ranges: number[][][];
+}
+/**
+ * An output block that more than one program instance writes: ``output`` (its index among
+ * the outputs), ``block`` (its block indices), ``program_ids`` (the writers, in grid order) and
+ * ``axes`` (the grid axes along which the writers' program ids differ).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PallasRevisit".
+ */
+export interface PallasRevisit {
+  axes: number[];
+  block: number[];
+  output: number;
+  program_ids: number[][];
+}
+/**
+ * ``f(*args)`` (the kernel run by Pallas's interpreter on the CPU) against
+ * ``reference(*args)`` when the snippet defines ``reference`` (``reference: "reference"``),
+ * else ``"none"`` with ``reference_note`` saying why; ``reference_line``: the snippet line
+ * that defines ``reference``.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PallasOutputCompared".
+ */
+export interface PallasOutputCompared {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  outputs: PallasOutput[];
+  reference: 'reference' | 'none';
+  reference_line: number | null;
+  reference_note: string | null;
+  run_id: string;
+  seq: number;
+  type: 'pallas_output_compared';
+}
+/**
+ * One output leaf of ``f(*args)`` (``path``: ``out``, ``out[1]``) against the reference's
+ * leaf: ``max_abs_diff`` (``None``: no reference, a shape mismatch, or NaN/Inf on one side
+ * only), ``allclose`` (every element within the dtype's tolerance scaled by
+ * ``max(1, |reference|)``, ``jaxscope.finite_diff.compare``; ``None`` without a reference),
+ * ``first_diff_*`` the first element past it (row-major).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PallasOutput".
+ */
+export interface PallasOutput {
+  allclose: boolean | null;
+  aval: AvalView;
+  first_diff_got: number | null;
+  first_diff_index: number[] | null;
+  first_diff_want: number | null;
+  max_abs_diff: number | null;
+  path: string;
+  preview: string;
+  reference_preview: string | null;
+  tolerance: number | null;
 }
 /**
  * What ``jax.export.export(jax.jit(f), platforms=platforms)`` is called with: ``leaves``
