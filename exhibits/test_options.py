@@ -150,6 +150,7 @@ def test_run_options_is_the_composition_of_every_exhibits_options() -> None:
         "cache_key",
         "recompile_hunt",
         "sharding",
+        "wrapped_fun",
     }
     assert options_problems(RunOptions, modules, list(EXHIBITS)) == []
     # One base per exhibit that has an options.py, in the registry's order.
@@ -198,6 +199,7 @@ def test_the_composition_keeps_the_wire_format() -> None:
         {"steps": 0},
         {"stack": ["pmap"]},
         {"calls": [{}] * 17},
+        {"transform": "pmap"},
     ]
     for bad in refused:
         with pytest.raises(ValidationError):
@@ -215,6 +217,7 @@ def test_the_composition_keeps_the_wire_format() -> None:
         "mesh": None,
         "spec": None,
         "array_shape": None,
+        "transform": None,
     }
 
 
