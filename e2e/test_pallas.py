@@ -1,0 +1,116 @@
+"""The pallas exhibit in real Chromium: the default matmul's grid, the slices a hovered program
+instance reads and writes (against the example's own index_map functions called here), the
+kernel jaxpr as JAX prints it and the allclose verdict; the overwrite example's findings and its
+never-written output block. Screenshots in the light and dark themes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import jax
+import numpy as np
+import pytest
+from playwright.sync_api import Page, expect
+
+from e2e.browser import open_exhibit, run_and_wait, set_code
+from exhibits.registry import EXHIBITS
+
+PATHS = EXHIBITS["pallas"].example_paths()
+
+
+def recorded(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The example run as plain Python, its one ``pl.pallas_call``'s keyword arguments kept."""
+    path = PATHS[name]
+    ns: dict[str, Any] = {"__name__": "example"}
+    exec(compile(path.read_text(), str(path), "exec"), ns)
+    calls: list[dict[str, Any]] = []
+    real = ns["pl"]
+
+    def pallas_call(kernel: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return real.pallas_call(kernel, **kwargs)
+
+    ns["pl"] = SimpleNamespace(pallas_call=pallas_call, BlockSpec=real.BlockSpec)
+    ns["f"](*ns["args"])
+    return ns, calls[0]
+
+
+def slice_text(name: str, spec: Any, shape: tuple[int, ...], pid: tuple[int, ...]) -> str:
+    """``name[a:b, c:d]``: the user's index_map at ``pid`` times the block shape, clipped."""
+    parts = []
+    for i, b, n in zip(spec.index_map(*pid), spec.block_shape, shape, strict=True):
+        start = int(i) * b
+        parts.append(f"{min(start, n)}:{min(start + b, n)}")
+    return f"{name}[{', '.join(parts)}]"
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_pallas_matmul_blocks(
+    page: Page, console_errors: list[str], screenshots: Path, theme: str
+) -> None:
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "pallas")
+    if page.locator("html").get_attribute("data-theme") != theme:
+        page.get_by_test_id("theme-toggle").click()
+    assert EXHIBITS["pallas"].default_example == "matmul"
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+
+    ns, call = recorded("matmul")
+    grid = call["grid"]
+    expect(page.get_by_test_id("pallas-grid")).to_have_text(f"grid ({', '.join(map(str, grid))})")
+    points = page.get_by_test_id("grid-point")
+    expect(points).to_have_count(int(np.prod(grid)))
+    x, y = ns["args"]
+    specs = [
+        ("x", call["in_specs"][0], x.shape),
+        ("y", call["in_specs"][1], y.shape),
+        ("o", call["out_specs"], call["out_shape"].shape),
+    ]
+    for k, pid in enumerate(np.ndindex(*grid)):
+        if k not in (0, 4):
+            continue
+        points.nth(k).hover()
+        expect(page.get_by_test_id("picked-pid")).to_have_text(f"({', '.join(map(str, pid))})")
+        expect(page.get_by_test_id("access-slice")).to_have_text(
+            [slice_text(n, s, shape, pid) for n, s, shape in specs]
+        )
+        # one block filled in each operand's picture
+        expect(page.locator('[data-testid="block-cell"][data-picked="true"]')).to_have_count(3)
+    # the kernel jaxpr as JAX prints it
+    (eqn,) = jax.make_jaxpr(ns["f"])(*ns["args"]).eqns
+    kernel = page.get_by_test_id("kernel-jaxpr")
+    for line in str(eqn.params["jaxpr"]).splitlines():
+        expect(kernel).to_contain_text(line.strip())
+    # the output against the reference: numpy's matmul agrees
+    got = np.asarray(ns["f"](*ns["args"]), np.float64)
+    want = np.asarray(x, np.float64) @ np.asarray(y, np.float64)
+    assert np.allclose(got, want, atol=1e-4)
+    expect(page.get_by_test_id("verdict")).to_contain_text("allclose: max |f − reference| = ")
+    page.get_by_test_id("pallas-pictures").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / f"pallas-{theme}.png"), full_page=True)
+    assert console_errors == []
+
+
+def test_pallas_overwrite_findings(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "pallas")
+    set_code(page, PATHS["overwrite"].read_text())
+    run_and_wait(page)
+    _, call = recorded("overwrite")
+    # both program instances' out index map returns block 0: one output block, two writers
+    assert [call["out_specs"].index_map(i) for i in range(2)] == [(0,), (0,)]
+    findings = page.get_by_test_id("pallas-finding")
+    expect(findings).to_have_count(2)
+    expect(findings.nth(0)).to_have_attribute("data-kind", "race")
+    expect(findings.nth(1)).to_have_attribute("data-kind", "unwritten")
+    expect(page.locator('[data-testid="block-cell"][data-revisited="true"]')).to_have_count(1)
+    expect(page.get_by_test_id("unwritten-block")).to_have_count(1)
+    expect(page.get_by_test_id("verdict")).to_contain_text("not allclose")
+    page.get_by_test_id("pallas-pictures").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "pallas-overwrite.png"), full_page=True)
+    assert console_errors == []
