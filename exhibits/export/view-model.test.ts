@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { goldenLoader } from '../../frontend/src/test/fixtures';
-import { exportModel, fieldRows, formatBytes, markedLines, readableMessage, roundTripVerdict } from './view-model';
+import { exportModel, fieldRows, formatBytes, markedLines, plural, readableMessage, roundTripVerdict } from './view-model';
 
 const golden = goldenLoader(import.meta.url);
 
@@ -56,6 +56,7 @@ describe('export view model', () => {
       text: '1 of 1 calls differ from jit(f), max |Δ| 5.0e-1',
     });
     expect(formatBytes(3080)).toBe('3,080 bytes');
+    expect([plural(1, 'constraint'), plural(3, 'constraint')]).toEqual(['1 constraint', '3 constraints']);
     expect(formatBytes(300 * 1024)).toBe('300.0 KiB');
   });
 
@@ -66,5 +67,6 @@ describe('export view model', () => {
     expect(m.specs).not.toBeNull();
     expect(m.exported).toBeNull();
     expect(m.roundTrip).toBeNull();
+    expect(m.failure).toBeNull();
   });
 });

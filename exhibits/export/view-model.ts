@@ -16,7 +16,11 @@ function last<T>(list: readonly T[]): T | null {
   return list.length > 0 ? (list[list.length - 1] ?? null) : null;
 }
 
+export type RunFailed = EventOf<'run_failed'>;
+
 export interface ExportModel {
+  /** the run's failure, when JAX refused to export `f` (a dimension that is not polymorphic) */
+  failure: RunFailed | null;
   specs: SpecsBuilt | null;
   exported: FunctionExported | null;
   module: ModuleText | null;
@@ -27,12 +31,18 @@ export interface ExportModel {
 /** The events read so far (up to the stepper's cursor). */
 export function exportModel(events: readonly Event[]): ExportModel {
   return {
+    failure: last(eventsOf(events, 'run_failed')),
     specs: last(eventsOf(events, 'export_specs_built')),
     exported: last(eventsOf(events, 'function_exported')),
     module: last(eventsOf(events, 'stablehlo_exported')),
     dims: last(eventsOf(events, 'dims_solved')),
     roundTrip: last(eventsOf(events, 'export_round_tripped')),
   };
+}
+
+/** `1 constraint`, `3 constraints`. */
+export function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 
 /** `1,234 bytes`, `12.3 KiB`, `4.5 MiB`. */
