@@ -57,7 +57,9 @@ def test_export_shows_the_exported_module_and_its_round_trip(
         f"calling convention v{exp.calling_convention_version}"
     )
     # the serialized size names the probe's file in its locations: a size, not this test's
-    expect(page.get_by_test_id("serialized-bytes")).to_have_text(re.compile(r"serialized [\d,]+ bytes"))
+    expect(page.get_by_test_id("serialized-bytes")).to_have_text(
+        re.compile(r"serialized [\d,]+ bytes")
+    )
 
     var = page.get_by_test_id("dim-var")
     expect(var).to_have_count(1)
