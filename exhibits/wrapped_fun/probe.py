@@ -161,11 +161,16 @@ def core_line(source: str | None) -> int | None:
 
 def out_text(transform: str, result: Any) -> str:
     """A printout of the result: the jaxpr text for ``make_jaxpr``, else each leaf's numpy
-    printout (cut at :data:`OUT_CHARS`)."""
+    printout after its key path (``['y'] = [...]``; a bare array has none), cut at
+    :data:`OUT_CHARS`."""
     if transform == "make_jaxpr":
         text = str(result)
     else:
-        text = "\n".join(preview_value(leaf) for leaf in jax.tree.leaves(result))
+        leaves, _ = jax.tree_util.tree_flatten_with_path(result)
+        text = "\n".join(
+            f"{jax.tree_util.keystr(path)} = {preview_value(leaf)}" if path else preview_value(leaf)
+            for path, leaf in leaves
+        )
     return text if len(text) <= OUT_CHARS else text[: OUT_CHARS - 1] + "…"
 
 

@@ -120,7 +120,12 @@ def ones(tree: Any) -> Any:
 
 
 def out_text(result: Any) -> str:
-    return "\n".join(preview_value(leaf) for leaf in jax.tree.leaves(result))
+    """The result as the page prints it: each leaf after its key path."""
+    leaves, _ = jax.tree_util.tree_flatten_with_path(result)
+    return "\n".join(
+        f"{jax.tree_util.keystr(p)} = {preview_value(x)}" if p else preview_value(x)
+        for p, x in leaves
+    )
 
 
 # --- vmap: the default example ------------------------------------------------------------------
