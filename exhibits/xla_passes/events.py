@@ -25,13 +25,13 @@ from jaxscope.protocol import EventBase, WireModel
 
 
 class HloInstructionRef(WireModel):
-    """One HLO instruction of a snapshot: its name (``%add.7`` without the ``%``), its opcode,
-    the computation it is in (``main.12``, ``fused_computation.3``) and its line in the text."""
+    """One HLO instruction of a snapshot: its name (``%add.7`` without the ``%``), its opcode and
+    the computation it is in (``main.12``, ``fused_computation.3``). Its line is in the diff (a
+    copy here would double the largest events)."""
 
     name: str
     opcode: str
     computation: str
-    line: str
 
 
 class HloPassRan(EventBase):

@@ -38,8 +38,7 @@ def dump_options(directory: str) -> dict[str, Any]:
 
 def refs(found: list[Instruction]) -> list[HloInstructionRef]:
     return [
-        HloInstructionRef(name=i.name, opcode=i.opcode, computation=i.computation, line=i.line)
-        for i in found
+        HloInstructionRef(name=i.name, opcode=i.opcode, computation=i.computation) for i in found
     ]
 
 

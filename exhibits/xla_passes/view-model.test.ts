@@ -41,6 +41,12 @@ describe('xla_passes view model', () => {
     const upTo = events.slice(0, events.indexOf(fusion) + 1);
     expect(shownPass(all, upTo, null)).toBe(fusion);
     expect(shownPass(all, events, 3)).toBe(all[3]);
+    // at the end of the run, the last pass that changed the module (not the unchanged last one)
+    const changedStops = stops(all, false);
+    const lastChanged = changedStops[changedStops.length - 1];
+    expect(shownPass(all, events, null, changedStops)).toBe(lastChanged);
+    expect(shownPass(all, events, null, all)).toBe(all[all.length - 1]);
+    expect(lastChanged?.index).toBeLessThan(all.length - 1);
     // an unchanged pass shows the text of the last snapshot that carries one
     const after = all[fusion.index + 2];
     expect(after).toBeDefined();

@@ -34,15 +34,22 @@ export function stops(all: readonly HloPassRan[], every: boolean): HloPassRan[] 
   return every ? [...all] : all.filter((p) => p.changed || p.index === 0);
 }
 
-/** The pass shown: the one picked, else the last snapshot the stepper's cursor reached. */
+/**
+ * The pass shown: the one picked, else the last of `stopsShown` the stepper's cursor reached (an
+ * unchanged pass is not worth showing unless every pass is on the slider), else the last reached.
+ */
 export function shownPass(
   all: readonly HloPassRan[],
   reached: readonly Event[],
   picked: number | null,
+  stopsShown: readonly HloPassRan[] = all,
 ): HloPassRan | null {
   if (picked !== null && all[picked]) return all[picked];
   const upTo = passes(reached);
-  return upTo[upTo.length - 1] ?? null;
+  const last = upTo[upTo.length - 1];
+  if (!last) return null;
+  const stop = stopsShown.filter((p) => p.index <= last.index).pop();
+  return stop ?? last;
 }
 
 /**

@@ -1,0 +1,98 @@
+"""The xla_passes exhibit in real Chromium: the default example (an MLP layer with a softmax)
+shows as many passes as a plain ``compile(compiler_options=...)`` dumps here, as many changed ones
+as the dump's texts change, and the fusions of ``Compiled.as_text()``; picking a fusion's row
+shows the pass that created it, with its diff and its HLO text fetched on demand; ticking "every
+pass" lists them all; a kernel's LLVM IR opens. Screenshots in the light and dark themes."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import jax
+import pytest
+from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
+from playwright.sync_api import Page, expect
+
+from e2e.browser import open_exhibit, run_and_wait
+from exhibits.registry import EXHIBITS
+
+EXAMPLE = EXHIBITS["xla_passes"].example_paths()[EXHIBITS["xla_passes"].default_example]
+
+
+def plain_dump() -> tuple[int, int, set[str]]:
+    """Plain JAX: the number of pass snapshots, how many differ from the text before, and the
+    fusion instructions of ``Compiled.as_text()``."""
+    namespace: dict[str, Any] = {}
+    exec(compile(EXAMPLE.read_text(), SNIPPET_FILENAME, "exec"), namespace)
+    with tempfile.TemporaryDirectory() as directory:
+        compiled = (
+            jax.jit(namespace["f"])
+            .lower(*namespace["args"])
+            .compile(compiler_options={"xla_dump_to": directory, "xla_dump_hlo_pass_re": ".+"})
+        )
+        files = list(Path(directory).iterdir())
+        (baseline,) = [p for p in files if p.name.endswith(".before_optimizations.txt")]
+        snaps = sorted((int(p.name.split(".")[2]), p) for p in files if ".after_" in p.name)
+        texts = [baseline.read_text()] + [p.read_text() for _, p in snaps]
+    changed = sum(a != b for a, b in itertools.pairwise(texts))
+    fusions = set(
+        re.findall(r"^\s+(?:ROOT )?%([\w.\-]+) = \S+ fusion\(", str(compiled.as_text()), re.M)
+    )
+    return len(snaps), changed, fusions
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_xla_passes_walks_the_passes_and_finds_the_fusions(
+    page: Page, console_errors: list[str], screenshots: Path, theme: str
+) -> None:
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "xla_passes")
+    if page.locator("html").get_attribute("data-theme") != theme:
+        page.get_by_test_id("theme-toggle").click()
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+
+    if theme == "light":
+        page.screenshot(path=str(screenshots / "xla_passes-top-light.png"))
+    count, changed, fusions = plain_dump()
+    expect(page.get_by_test_id("xp-pass-count")).to_have_text(f"{count} passes")
+    expect(page.get_by_test_id("xp-changed-count")).to_have_text(f"{changed} changed the module")
+    expect(page.get_by_test_id("xp-last-is-compiled")).to_have_text(
+        "last snapshot = Compiled.as_text()"
+    )
+    rows = page.get_by_test_id("xp-fusion-row")
+    expect(rows).to_have_count(len(fusions))
+    assert {rows.nth(i).get_attribute("data-name") for i in range(len(fusions))} == fusions
+
+    # the fusion pass created add_tanh_fusion: pick it, its diff and text come on demand
+    row = page.locator("[data-testid=xp-fusion-row][data-name=add_tanh_fusion]")
+    expect(row.get_by_test_id("xp-fusion-pass")).to_contain_text("fusion")
+    row.click()
+    expect(page.get_by_test_id("xp-pass-name")).to_have_text("fusion")
+    expect(page.get_by_test_id("xp-diff-counts")).to_contain_text("appeared")
+    expect(page.get_by_test_id("xp-diff")).to_contain_text("+  %add_tanh_fusion = ")
+    expect(page.get_by_test_id("xp-hlo")).to_contain_text("%add_tanh_fusion = f32[8,32]")
+    # the table stops at the changed passes (and the first); every pass on a tick
+    table_rows = page.locator("[data-testid^=xp-row-]")
+    expect(table_rows).to_have_count(changed + 1)
+    page.get_by_test_id("xp-pass").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / f"xla_passes-{theme}.png"), full_page=True)
+
+    if theme == "light":
+        page.get_by_test_id("xp-show-all").check()
+        expect(page.get_by_test_id("xp-passes").locator(".ui-count").first).to_have_text(
+            f"{count} of {count}"
+        )
+        # the slider's next stop after `fusion` is fusion-wrapper, with every pass shown the
+        # unchanged pass right after it
+        page.get_by_test_id("xp-next").click()
+        expect(page.get_by_test_id("xp-pass-name")).not_to_have_text("fusion")
+        page.get_by_test_id("xp-kernel").select_option("add_tanh_fusion_kernel_module")
+        expect(page.get_by_test_id("xp-llvm-text")).to_contain_text("define")
+        page.get_by_test_id("xp-llvm").scroll_into_view_if_needed()
+        page.screenshot(path=str(screenshots / "xla_passes-llvm-light.png"), full_page=True)
+    assert console_errors == []
