@@ -117,7 +117,9 @@ def call_found(index: int, call: FoundPallasCall) -> PallasCallFound:
     findings: list[PallasCallFinding] = []
     notes: list[str] = []
     if reason is None and call.grid is not None:
-        ids = np.array(list(np.ndindex(*call.grid)), dtype=np.int32).reshape(-1, len(call.grid))
+        # one row per grid point (a grid of () is one program instance with no ids)
+        points = list(np.ndindex(*call.grid))
+        ids = np.array(points, dtype=np.int32).reshape(len(points), len(call.grid))
         blocks = [pallas_block_indices(op, ids) for op in call.operands]
         ranges = [
             element_ranges(o.block, o.aval.shape, b) for o, b in zip(operands, blocks, strict=True)

@@ -249,6 +249,52 @@ def test_no_pallas_call_is_blamed_on_f(probe_runner: Runner) -> None:
     assert line == 3
 
 
+def test_no_grid_is_one_instance_over_the_whole_array(probe_runner: Runner) -> None:
+    """``pallas_call`` without ``grid``/``in_specs``: one program instance whose blocks are the
+    whole arrays (the BlockSpec default); the output is numpy's ``x * 2``."""
+    source = (
+        "import jax, jax.numpy as jnp, numpy as np\n"
+        "from jax.experimental import pallas as pl\n"
+        "def k(x_ref, o_ref):\n"
+        "    o_ref[...] = x_ref[...] * 2\n"
+        "def f(x):\n"
+        "    return pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct((8,), jnp.float32),\n"
+        "                          interpret=True)(x)\n"
+        "reference = lambda x: x * 2\n"
+        "args = (np.arange(8, dtype=np.float32),)\n"
+    )
+    ctx = probe_runner(EXHIBIT, source)
+    event = found(ctx)
+    assert event.grid == [] and [p.program_id for p in event.programs] == [[]]
+    assert event.programs[0].ranges == [[[0, 8]], [[0, 8]]]
+    (out,) = ctx.one(PallasOutputCompared).outputs
+    assert out.allclose is True and out.max_abs_diff == 0.0
+
+
+def test_scalar_prefetch_is_not_evaluated(probe_runner: Runner) -> None:
+    """An index map that reads a scalar-prefetch operand depends on values: no blocks, a reason."""
+    source = (
+        "import jax, jax.numpy as jnp, numpy as np\n"
+        "from jax.experimental import pallas as pl\n"
+        "from jax.experimental.pallas import tpu as pltpu\n"
+        "def k(idx_ref, x_ref, o_ref):\n"
+        "    o_ref[...] = x_ref[...]\n"
+        "def f(idx, x):\n"
+        "    spec = pltpu.PrefetchScalarGridSpec(num_scalar_prefetch=1, grid=(2,),\n"
+        "        in_specs=[pl.BlockSpec((4,), lambda i, idx: (idx[i],))],\n"
+        "        out_specs=pl.BlockSpec((4,), lambda i, idx: (i,)))\n"
+        "    return pl.pallas_call(k, grid_spec=spec,\n"
+        "        out_shape=jax.ShapeDtypeStruct((8,), jnp.float32), interpret=True)(idx, x)\n"
+        "args = (np.array([1, 0], np.int32), np.arange(8, dtype=np.float32))\n"
+    )
+    ctx = probe_runner(EXHIBIT, source)
+    event = found(ctx)
+    assert event.programs == [] and event.findings == []
+    assert event.not_evaluated is not None and "scalar-prefetch" in event.not_evaluated
+    # the operands are the BlockSpec'd ones (the prefetch operand has no BlockSpec)
+    assert [o.name for o in event.operands] == ["x_ref", "o_ref"]
+
+
 def test_print_blocks_format(probe_runner: Runner) -> None:
     _, (call,) = recorded("add")
     ctx = probe_runner(EXHIBIT, (EXAMPLES / "add.py").read_text())
