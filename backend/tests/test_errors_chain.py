@@ -16,6 +16,7 @@ from jaxscope.sandbox.errors import classify
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.custom_vjp.explain import CUSTOM_VJP_HELP
+from exhibits.export.explain import EXPORT_HELP
 from exhibits.jvp.explain import NO_JVP_RULE_HELP
 from exhibits.registry import EXHIBITS
 from exhibits.transpose.explain import REVERSE_MODE_HELP
@@ -29,6 +30,7 @@ JVP = "exhibits.jvp.explain.explain_error"
 TRANSPOSE = "exhibits.transpose.explain.explain_error"
 CUSTOM_VJP = "exhibits.custom_vjp.explain.explain_error"
 VMAP = "exhibits.vmap.explain.explain_error"
+EXPORT = "exhibits.export.explain.explain_error"
 SHAPES = "jaxscope.explainers.shapes"
 BROADCAST = "jaxscope.explainers.broadcasting"
 
@@ -46,6 +48,7 @@ def test_the_chain_order_is_stable() -> None:
         TRANSPOSE,
         CUSTOM_VJP,
         VMAP,
+        EXPORT,
         SHAPES,
         BROADCAST,
     ]
@@ -86,6 +89,12 @@ def _vmap(s: Any) -> Any:
     return jax.vmap(s.f)(*s.args)
 
 
+def _export_batch(s: Any) -> Any:
+    """``jax.export`` of ``f`` with the first axis of its one argument symbolic (``b``)."""
+    specs = jax.export.symbolic_args_specs(s.args, ["(b, ...)"])
+    return jax.export.export(jax.jit(s.f))(*specs)
+
+
 CASES: list[tuple[str, str, Callable[[Any], Any], str, Explanation]] = [
     (
         "if",
@@ -117,6 +126,13 @@ CASES: list[tuple[str, str, Callable[[Any], Any], str, Explanation]] = [
         _vmap,
         VMAP,
         Explanation(VMAP_HELP[0].explanation, VMAP_HELP[0].fix),
+    ),
+    (
+        "export_reshape_not_polymorphic",
+        "def f(x):\n    return x.reshape(3, -1)\nargs = (jnp.ones((6, 8)),)\n",
+        _export_batch,
+        EXPORT,
+        Explanation(EXPORT_HELP[0].explanation, EXPORT_HELP[0].fix),
     ),
     (
         "traced_shape",
