@@ -3891,15 +3891,15 @@ export interface HloPassRan {
   vanished_count: number;
 }
 /**
- * One HLO instruction of a snapshot: its name (``%add.7`` without the ``%``), its opcode and
- * the computation it is in (``main.12``, ``fused_computation.3``). Its line is in the diff (a
- * copy here would double the largest events).
+ * One HLO instruction of a snapshot: its name (``%add.7`` without the ``%``), its opcode,
+ * the computation it is in (``main.12``, ``fused_computation.3``) and its line in the text.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "HloInstructionRef".
  */
 export interface HloInstructionRef {
   computation: string;
+  line: string;
   name: string;
   opcode: string;
 }
