@@ -100,10 +100,10 @@ def judge(
 
     - ``race``: writers of one block differ along an axis declared parallel: those program
       instances may run at the same time, and which write lands is not defined.
-    - ``overwrite``: no semantics declared, and the kernel writes the output ref at its top level
-      without reading it: each writer replaces the block the previous one wrote (interpret mode
-      runs the grid in order, so the last writer's block is what ``f`` returns; on a GPU, where
-      every grid point is its own program, they race).
+    - ``overwrite``: otherwise, when the kernel writes the output ref at its top level and never
+      reads it: each writer replaces the block the previous one wrote (a grid that runs in
+      order, as interpret mode's, returns the last writer's block; on a GPU, where every grid
+      point is its own program, they race).
     - otherwise a revisit is a note: a kernel that reads the block it writes (accumulating over
       an axis) or writes it under a condition (``pl.when``) is correct where that axis runs in
       order (``arbitrary``).
@@ -111,7 +111,13 @@ def judge(
     findings: list[PallasCallFinding] = []
     notes: list[str] = []
     if found:
-        first = found[0]
+        # the first revisit along a parallel axis, if any: that one is a race
+        racing = [
+            r
+            for r in found
+            if any(semantics is not None and semantics[a] in PARALLEL for a in r.axes)
+        ]
+        first = racing[0] if racing else found[0]
         more = f" ({len(found)} blocks in all)" if len(found) > 1 else ""
         who = " and ".join(str(tuple(p)) for p in first.program_ids[:2])
         if len(first.program_ids) > 2:
@@ -120,8 +126,9 @@ def judge(
             f"output {out.index}'s block {tuple(first.block)} is written by program instances "
             f"{who}{more}"
         )
-        parallel = [a for a in first.axes if semantics is not None and semantics[a] in PARALLEL]
-        if parallel:
+        if racing:
+            assert semantics is not None
+            parallel = [a for a in first.axes if semantics[a] in PARALLEL]
             findings.append(
                 PallasCallFinding(
                     kind="race",
@@ -131,20 +138,21 @@ def judge(
                     "not defined (interpret mode runs the grid in order and keeps the last)",
                 )
             )
-        elif semantics is None and out.written and not out.read:
+        elif out.written and not out.read:
             findings.append(
                 PallasCallFinding(
                     kind="overwrite",
                     output=out.index,
                     message=f"{head}; the kernel writes the block without reading it, so each "
-                    "writer replaces the previous one's values (interpret mode keeps the last "
-                    "writer's; on a GPU every grid point is its own program and they race)",
+                    "writer replaces the previous one's values and only the last one's are "
+                    "returned (on a GPU, where every grid point is its own program, they race)",
                 )
             )
         else:
             notes.append(
-                f"{head} along grid axis {_axes_text(first.axes)}: correct only where that "
-                "axis runs in order (dimension_semantics 'arbitrary'), as an accumulation does"
+                f"{head} along grid axis {_axes_text(first.axes)}: the kernel may read the block "
+                "it writes (an accumulation), which is correct only where that axis runs in "
+                "order (dimension_semantics 'arbitrary')"
             )
     if missing and out.aliased:
         notes.append(

@@ -71,9 +71,9 @@ class PallasRevisit(WireModel):
 
 class PallasCallFinding(WireModel):
     """A wrong result the index maps make certain. ``kind``: ``race`` (writers of one output
-    block differ along a grid axis the call declares ``parallel``), ``overwrite`` (no
-    ``dimension_semantics`` given, and the kernel writes the output without reading it, so each
-    writer replaces the previous one's block), ``unwritten`` (output elements no program
+    block differ along a grid axis the call declares ``parallel``), ``overwrite`` (otherwise,
+    when the kernel writes the output without reading it, so each writer replaces the previous
+    one's block), ``unwritten`` (output elements no program
     instance writes). ``message``: what the finding says, in words."""
 
     kind: Literal["race", "overwrite", "unwritten"]

@@ -224,17 +224,21 @@ def load_args(source: str) -> Any:
     return ns["args"]
 
 
-def test_overwrite_without_semantics(probe_runner: Runner) -> None:
-    """No ``dimension_semantics``: the kernel writes block 0 twice without reading it."""
-    source = (
-        (EXAMPLES / "overwrite.py")
-        .read_text()
-        .replace(
-            '        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),\n', ""
-        )
-    )
+@pytest.mark.parametrize("semantics", [None, "arbitrary"])
+def test_overwrite_on_a_grid_that_runs_in_order(
+    semantics: str | None, probe_runner: Runner
+) -> None:
+    """No ``dimension_semantics``, or the axis declared ``arbitrary``: no race, but the kernel
+    writes block 0 twice without reading it, so the first instance's values are lost."""
+    line = '        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),\n'
+    source = (EXAMPLES / "overwrite.py").read_text()
+    assert line in source
+    if semantics is None:
+        source = source.replace(line, "")
+    else:
+        source = source.replace('("parallel",)', f'("{semantics}",)')
     event = found(probe_runner(EXHIBIT, source))
-    assert event.dimension_semantics is None
+    assert event.dimension_semantics == (None if semantics is None else [semantics])
     assert event.output_written == [True] and event.output_read == [False]
     assert [f.kind for f in event.findings] == ["overwrite", "unwritten"]
 

@@ -3524,9 +3524,9 @@ export interface PallasCallFound {
 }
 /**
  * A wrong result the index maps make certain. ``kind``: ``race`` (writers of one output
- * block differ along a grid axis the call declares ``parallel``), ``overwrite`` (no
- * ``dimension_semantics`` given, and the kernel writes the output without reading it, so each
- * writer replaces the previous one's block), ``unwritten`` (output elements no program
+ * block differ along a grid axis the call declares ``parallel``), ``overwrite`` (otherwise,
+ * when the kernel writes the output without reading it, so each writer replaces the previous
+ * one's block), ``unwritten`` (output elements no program
  * instance writes). ``message``: what the finding says, in words.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
@@ -3891,15 +3891,15 @@ export interface HloPassRan {
   vanished_count: number;
 }
 /**
- * One HLO instruction of a snapshot: its name (``%add.7`` without the ``%``), its opcode,
- * the computation it is in (``main.12``, ``fused_computation.3``) and its line in the text.
+ * One HLO instruction of a snapshot: its name (``%add.7`` without the ``%``), its opcode and
+ * the computation it is in (``main.12``, ``fused_computation.3``). Its line is in the diff (a
+ * copy here would double the largest events).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "HloInstructionRef".
  */
 export interface HloInstructionRef {
   computation: string;
-  line: string;
   name: string;
   opcode: string;
 }
