@@ -206,6 +206,14 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--print", dest="artefact", metavar="ARTEFACT", help="print one artefact")
     out.add_argument("--json", action="store_true", help="every event as one JSON line")
     run.add_argument(
+        "--html",
+        type=Path,
+        default=None,
+        metavar="OUT",
+        help="also write the run as one self-contained HTML file that replays it in a browser "
+        "with no server (the frontend, every event, the stepper; design 0034)",
+    )
+    run.add_argument(
         "--timeout", type=_seconds, default=None, metavar="S", help="wall-clock seconds per run"
     )
     _option_flags(run)
@@ -589,11 +597,24 @@ def _run(ns: argparse.Namespace) -> int:
         print(prepared, file=sys.stderr)
         return EXIT_USAGE
     settings, options = prepared
+    if ns.html is not None:
+        from jaxscope.standalone import TemplateMissing, read_template
+
+        try:  # before the run: a missing frontend build is a usage error, not a wasted run
+            template = read_template()
+        except TemplateMissing as exc:
+            print(f"jaxscope run --html: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     events = asyncio.run(
         run_headless(
             exhibit.id, code, settings, stream=sys.stdout if ns.json else None, options=options
         )
     )
+    if ns.html is not None and (
+        trouble := _write_html(ns.html, template, exhibit.id, code, options, events)
+    ):
+        print(f"jaxscope run --html: {trouble}", file=sys.stderr)
+        return EXIT_FAILED
     terminal = events[-1]
     if isinstance(terminal, RunFailed):
         sys.stderr.write(describe_failure(terminal))
@@ -620,6 +641,25 @@ def _run(ns: argparse.Namespace) -> int:
     elif not ns.json:
         sys.stdout.write(_summary(events, exhibit.id))
     return status
+
+
+def _write_html(
+    out: Path,
+    template: str,
+    exhibit: str,
+    code: str,
+    options: RunOptions,
+    events: Sequence[EventModel],
+) -> str | None:
+    """Write the run's standalone HTML file to ``out`` (a failed run too: the page shows its
+    error); the reason it could not be written, or None."""
+    from jaxscope.standalone import embed, recording
+
+    try:
+        out.write_text(embed(template, recording(exhibit, code, options, events)), "utf-8")
+    except OSError as exc:
+        return f"cannot write {out}: {exc.strerror}"
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

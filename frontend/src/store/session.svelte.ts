@@ -33,12 +33,27 @@ export const FLUSH_FALLBACK_MS = 100;
  */
 export const DETAIL_WINDOW = 8;
 
+/**
+ * `resolveDetails` keeps at most this many detail requests in flight (the server answers at most
+ * 64 waiting requests of a session and refuses the rest).
+ */
+export const DETAIL_BATCH = 32;
+
+/** The detail ids of the summaries in `state` whose whole event has not arrived nor failed. */
+export function unresolvedDetails(state: RunState): string[] {
+  return wantedDetails(state, 0, state.events.length - 1, new Set());
+}
+
 /** How the store asks the server for a detail (the shell passes the websocket's send). */
 export type DetailSender = (runId: string, detailId: string) => void;
 
 /** How the store asks to be called back before the next paint (a test passes its own). */
 export interface FrameScheduler {
   request(callback: () => void): void;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 const browserFrames: FrameScheduler = {
@@ -100,6 +115,30 @@ export class RunSession {
     for (const id of wantedDetails(run, from, to, this.#asked)) {
       this.#asked.add(id);
       this.#sendDetail(run.runId, id);
+    }
+  }
+
+  /**
+   * Ask for every summary's whole event of the ended run, `DETAIL_BATCH` at a time, until all
+   * arrived or failed or `timeoutMs` passed (the page's Download: a standalone file has no worker
+   * to ask later, design 0034). Resolves to the number still missing (0: the run is whole).
+   */
+  async resolveDetails(timeoutMs: number, pause: (ms: number) => Promise<void> = sleep): Promise<number> {
+    const deadline = this.#now() + timeoutMs;
+    for (;;) {
+      this.flush();
+      const missing = unresolvedDetails(this.run);
+      if (missing.length === 0 || this.#now() >= deadline || this.run.terminal === null) return missing.length;
+      const inFlight = missing.filter((id) => this.#asked.has(id)).length;
+      const ask = missing.filter((id) => !this.#asked.has(id)).slice(0, Math.max(0, DETAIL_BATCH - inFlight));
+      const runId = this.run.runId;
+      if (runId !== null && this.#sendDetail !== null) {
+        for (const id of ask) {
+          this.#asked.add(id);
+          this.#sendDetail(runId, id);
+        }
+      }
+      await pause(50);
     }
   }
 

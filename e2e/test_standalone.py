@@ -1,0 +1,132 @@
+"""The standalone HTML file (design 0034) in real Chromium: ``jaxscope run tracing FILE --html
+out.html`` through the real CLI and sandbox, then the file opened from ``file://`` with the
+network off and no server running. The page must replay the run: JAX's own jaxpr text, the
+stepper over every event, the user's code read-only, and "recorded run, <date>, jax <version>".
+
+The template is the single-file build in the frontend the CLI finds (``frontend/dist`` after
+``npm run build``, or ``$JAXSCOPE_FRONTEND_DIST``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import jax
+import pytest
+from jaxscope.sandbox.snippet import load_snippet
+from jaxscope.standalone import RECORDING_ID, template_path
+from playwright.sync_api import Browser, Page, expect
+
+ROOT = Path(__file__).resolve().parent.parent
+JAXSCOPE = ROOT / ".venv" / "bin" / "jaxscope"
+
+# A closing script tag in the code: the embedded JSON must not end early on it.
+SNIPPET = """import jax.numpy as jnp
+
+def f(x, y):
+    z = jnp.sin(x) * 2.0  # "</script><!--" stays text
+    w = z + y
+    return jnp.sum(w)
+
+args = (jnp.ones(3), 1.0)
+"""
+
+
+def jaxpr_of(source: str) -> str:
+    snippet = load_snippet(source)
+    return str(jax.make_jaxpr(snippet.f, static_argnums=snippet.static_argnums)(*snippet.args))
+
+
+@pytest.fixture
+def offline_page(browser: Browser) -> Iterator[tuple[Page, list[str], list[str]]]:
+    """A page in a context with the network off; the URLs it requested and its console
+    errors."""
+    context = browser.new_context(offline=True, viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    requests: list[str] = []
+    errors: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
+    yield page, requests, errors
+    context.close()
+
+
+def write_html(tmp_path: Path, source: str, *extra: str) -> Path:
+    if not template_path().is_file():
+        pytest.fail(f"{template_path()} is missing: run `npm run build` (make test does)")
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(source)
+    out = tmp_path / "run.html"
+    done = subprocess.run(
+        [str(JAXSCOPE), "run", "tracing", str(snippet), "--html", str(out), *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_the_standalone_file_replays_the_run_from_disk_with_no_network(
+    tmp_path: Path, offline_page: tuple[Page, list[str], list[str]], screenshots: Path
+) -> None:
+    out = write_html(tmp_path, SNIPPET)
+    page, requests, errors = offline_page
+    page.goto(out.as_uri())
+
+    # What was recorded, and with which JAX.
+    banner = page.get_by_test_id("recorded-banner")
+    expect(banner).to_contain_text(re.compile(r"recorded run, \d{4}-\d\d-\d\d \d\d:\d\d UTC"))
+    expect(banner).to_contain_text(f"jax {jax.__version__}")
+    expect(page.get_by_test_id("exhibit-title")).to_have_text("Tracing → jaxpr")
+
+    # The page opens at the run's end: JAX's own jaxpr, byte for byte.
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    fold = page.get_by_test_id("jaxpr-fold")
+    if fold.count() and fold.is_checked():
+        fold.uncheck()
+    assert page.get_by_test_id("jaxpr-text").inner_text().strip() == jaxpr_of(SNIPPET)
+    expect(page.get_by_test_id("eqn-count")).to_have_text("5")
+
+    # The user's code, whole and read-only (typing changes nothing).
+    editor = page.get_by_test_id("editor")
+    lines = editor.locator(".cm-line").all_inner_texts()
+    assert "\n".join(line.rstrip("\n") for line in lines).strip() == SNIPPET.strip()
+    editor.locator(".cm-content").click()
+    page.keyboard.type("xyz")
+    assert "xyz" not in editor.inner_text()
+
+    # The stepper walks the recorded events: every event of the run is there.
+    recorded = json.loads(
+        page.locator(f"#{RECORDING_ID}").text_content() or "{}"
+    )  # the embedded JSON reads back whole
+    n = len(recorded["events"])
+    assert recorded["code"] == SNIPPET
+    position = page.get_by_test_id("stepper-position")
+    expect(position).to_contain_text(f"event {n} of {n}")
+    page.get_by_test_id("stepper-first").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_started")
+    expect(position).to_contain_text(f"event 1 of {n}")
+    # Stepping through the eqns records them one by one (the eqn count grows with the cursor).
+    types = [e["type"] for e in recorded["events"]]
+    second_eqn = [i for i, t in enumerate(types) if t == "eqn_recorded"][1]
+    for _ in range(second_eqn):
+        page.get_by_test_id("stepper-next").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("eqn_recorded")
+    expect(position).to_contain_text(f"event {second_eqn + 1} of {n}")
+    page.screenshot(path=str(screenshots / "standalone-stepping.png"))
+    page.get_by_test_id("stepper-last").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    # Clicking an eqn lights up its line in the code, as in the explorer.
+    page.get_by_test_id("eqn-3").click()
+    expect(editor.locator(".cm-line.cm-js-selected")).to_have_text("    w = z + y")
+    page.screenshot(path=str(screenshots / "standalone-tracing.png"))
+
+    # Nothing but the file itself was asked for: no server, no network.
+    assert [u for u in requests if not u.startswith(("file:", "data:", "blob:"))] == []
+    assert errors == []
