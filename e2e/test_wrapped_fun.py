@@ -81,3 +81,29 @@ def test_wrapped_fun_shows_vmaps_stack_and_no_stack_for_jit(
     expect(page.get_by_test_id("wf-stack")).to_have_count(0)
     page.screenshot(path=str(screenshots / f"wrapped_fun-jit-{theme}.png"), full_page=True)
     assert console_errors == []
+
+
+def test_wrapped_fun_custom_vjp_stacks(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """The custom_vjp example: fwd and bwd entered (in that order), the primal's stack built and
+    never entered with its store empty, each linked to the line that calls the function."""
+    page.set_viewport_size({"width": 1500, "height": 1300})
+    open_exhibit(page, "wrapped_fun")
+    page.get_by_test_id("example-select").select_option("custom_vjp_clip")
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    cores = page.get_by_test_id("wf-core")
+    expect(cores).to_have_count(3)
+    assert [cores.nth(i).inner_text() for i in range(3)] == [
+        "clip_fwd", "clip_bwd", "clip_gradient"
+    ]  # fmt: skip
+    primal = page.get_by_test_id("wf-stack").nth(2)
+    expect(primal).to_contain_text("built, never entered")
+    expect(primal.get_by_test_id("wf-store")).to_have_attribute("data-filled", "false")
+    expect(primal).to_contain_text("StoreException: Store empty")
+    source = EXHIBITS["wrapped_fun"].example_paths()["custom_vjp_clip"].read_text().splitlines()
+    call_line = source.index("    return clip_gradient(jnp.sin(x)) * 3.0") + 1
+    expect(primal.get_by_test_id("wf-call-line")).to_have_text(f"from line {call_line}")
+    page.screenshot(path=str(screenshots / "wrapped_fun-custom_vjp.png"), full_page=True)
+    assert console_errors == []
