@@ -114,3 +114,58 @@ def test_pallas_overwrite_findings(
     page.get_by_test_id("pallas-pictures").scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / "pallas-overwrite.png"), full_page=True)
     assert console_errors == []
+
+
+ACCUMULATE = """\
+import jax, jax.numpy as jnp, numpy as np
+from jax.experimental import pallas as pl
+
+def kernel(x_ref, y_ref, o_ref):
+    @pl.when(pl.program_id(2) == 0)
+    def _():
+        o_ref[...] = jnp.zeros_like(o_ref)
+    o_ref[...] += x_ref[...] @ y_ref[...]
+
+def f(x, y):
+    return pl.pallas_call(
+        kernel,
+        grid=(2, 2, 2),
+        in_specs=[pl.BlockSpec((4, 4), lambda i, j, k: (i, k)),
+                  pl.BlockSpec((4, 4), lambda i, j, k: (k, j))],
+        out_specs=pl.BlockSpec((4, 4), lambda i, j, k: (i, j)),
+        out_shape=jax.ShapeDtypeStruct((8, 8), jnp.float32),
+        interpret=True,
+    )(x, y)
+
+def reference(x, y):
+    return x @ y
+
+args = (np.arange(64, dtype=np.float32).reshape(8, 8) / 64, np.eye(8, dtype=np.float32))
+"""
+
+
+def test_pallas_accumulation_over_a_3d_grid(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """The k-axis matmul revisits each output block along axis 2 and reads it (``+=``): a note,
+    no finding; every output block has two writers; the output equals numpy's ``x @ y``."""
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "pallas")
+    set_code(page, ACCUMULATE)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    expect(page.get_by_test_id("grid-point")).to_have_count(8)
+    expect(page.get_by_test_id("pallas-finding")).to_have_count(0)
+    expect(page.get_by_test_id("pallas-note")).to_contain_text("along grid axis 2")
+    out = page.locator('[data-testid="operand-picture"][data-operand="o"]')
+    expect(out.locator('[data-testid="block-cell"][data-revisited="true"]')).to_have_count(4)
+    ns: dict[str, Any] = {}
+    exec(ACCUMULATE, ns)
+    x, y = ns["args"]
+    assert np.allclose(np.asarray(ns["f"](x, y)), x @ y, atol=1e-5)
+    expect(page.get_by_test_id("verdict")).to_contain_text("allclose")
+    page.get_by_test_id("grid-point").nth(5).hover()
+    expect(page.get_by_test_id("picked-pid")).to_have_text("(1, 0, 1)")
+    page.get_by_test_id("pallas-pictures").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "pallas-accumulate.png"), full_page=True)
+    assert console_errors == []
