@@ -21,7 +21,7 @@ BAKED_MIN_BYTES = 1024
 
 
 def _times(n: int) -> str:
-    return "once" if n == 1 else f"{n} times"
+    return {1: "once", 2: "twice"}.get(n, f"{n} times")
 
 
 def _steps_text(seen: int, steps: int) -> str:
@@ -45,9 +45,10 @@ def host_reads(reads: list[HostRead], step_reads: list[int], steps: int) -> list
         ReviewFinding(
             kind="DeviceToHost",
             line=line,
-            message=f"{op} on a {avals[(line, op)]} array copies it from the device to the host: "
-            f"Python waits here until the device has computed it, {_steps_text(len(s), steps)}, "
-            "so the host cannot queue the next step's work meanwhile",
+            message=f"{op} on an array ({avals[(line, op)]}) copies it from the device to the "
+            "host: Python waits here until the device has computed it, "
+            f"{_steps_text(len(s), steps)}, so the host cannot queue the next step's work "
+            "meanwhile",
             fix="keep values on the device in the loop: return them from the step and read them "
             "every N steps (or once at the end), or print inside jit with jax.debug.print",
             steps=len(s),

@@ -239,9 +239,8 @@ def test_jit_in_loop_counts_are_the_c05_case() -> None:
     assert jit.line == line_of("", "jax.jit(lambda v: v + 1)(i)", path.read_text())
     per_call = expect["traces_by_function"]["<lambda>"]
     assert f"traced <lambda> {per_call * probe.STEPS} times" in jit.message
-    assert f"compiled it {expect['compiles_by_function']['<lambda>'] * probe.STEPS} times" in (
-        jit.message
-    )
+    compiles = expect["compiles_by_function"]["<lambda>"] * probe.STEPS
+    assert f"compiled it {compiles} times" in jit.message
     fixed = CASES / "C05_jit_in_loop_fixed.py"
     assert not [
         f for f in findings_of(run_probe(EXHIBIT, fixed.read_text())) if f.kind == "JitInLoop"
@@ -251,7 +250,7 @@ def test_jit_in_loop_counts_are_the_c05_case() -> None:
 def test_device_to_host_reads_per_step(runs: dict[str, Any]) -> None:
     assert [s.host_reads for s in runs["mlp_step"].of_type(ReviewStepRan)] == [1] * probe.STEPS
     (read,) = [f for f in findings_of(runs["mlp_step"]) if f.kind == "DeviceToHost"]
-    assert read.message.startswith(".item() on a f32[] array")
+    assert read.message.startswith(".item() on an array (f32[])")
     assert f"in {probe.STEPS} of {probe.STEPS} steps" in read.message
 
 
@@ -312,3 +311,41 @@ def test_cli_prints_findings_and_exits_3() -> None:
     kinds = {d["kind"] for d in json.loads(proc.stdout)}
     assert kinds == {k for k, _ in EXPECTED["mlp_step"]}
     assert EXHIBITS[EXHIBIT].default_example == "mlp_step"
+
+
+# case -> the findings it must give, as (kind, the text of the line where the bug is)
+CASE_FINDINGS: dict[str, set[tuple[str, str]]] = {
+    "RV01_svi_loop_broken": {("DeviceToHost", "losses.append(jax.device_get(loss))")},
+    "RV01_svi_loop_fixed": set(),
+    "RV02_numpy_noise_broken": {("ImplicitRandomness", "noise = np.random.normal(size=x.shape)")},
+    "RV02_numpy_noise_fixed": set(),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASE_FINDINGS))
+def test_review_cases_against_their_plain_jax_truth(case: str) -> None:
+    """The RV cases (cases/README.md): findings at the lines of the bug; per-step traces and
+    compiles equal the case's ``jax_log_compiles`` counts of a fresh process (snippet functions:
+    the eager ops' programs depend on what the process compiled before); RV01's re-wrapped
+    ``jit(body_fn)`` is traced once, so no JitInLoop; RV02's numpy noise is the same on every
+    call under jit and not without it, which is what the finding says."""
+    from exhibits.conftest import run_probe
+
+    path = CASES / f"{case}.py"
+    source = path.read_text()
+    expect = json.loads(path.with_suffix(".expect.json").read_text())
+    ctx = run_probe(EXHIBIT, source)
+    got = {(f.kind, f.line) for f in findings_of(ctx)}
+    assert got == {(k, line_of("", text, source)) for k, text in CASE_FINDINGS[case]}
+    steps = ctx.of_type(ReviewStepRan)
+    assert len(steps) == len(expect["steps"]) == probe.STEPS
+    names = {n for s in expect["steps"] for n in s["traces_by_function"]}
+    for step, want in zip(steps, expect["steps"], strict=True):
+        traces = {c.name: c.count for c in step.traces if c.name in names}
+        assert traces == want["traces_by_function"]
+        compiles = {c.name: c.count for c in step.compiles if c.name[4:-1] in names}
+        assert compiles == {
+            k: v for k, v in want["compiles_by_function"].items() if k[4:-1] in names
+        }
+    if case == "RV02_numpy_noise_broken":
+        assert expect["same_output_twice"] and not expect["same_output_twice_without_jit"]

@@ -7,9 +7,9 @@ describe('review view model on the golden streams', () => {
   it('lists the default example’s findings in line order, each with a fix', () => {
     const found = findings(golden('mlp_step')) ?? [];
     expect(found.map((f) => f.kind)).toEqual(['BakedConstant', 'JitInLoop', 'DeviceToHost', 'HostToDevice']);
-    expect(found.map((f) => f.line)).toEqual([13, 19, 21, 22]);
+    expect(found.map((f) => f.line)).toEqual([14, 20, 22, 23]);
     expect(found.every((f) => f.fix.length > 0)).toBe(true);
-    expect(findingLines(found)).toEqual([13, 19, 21, 22]);
+    expect(findingLines(found)).toEqual([14, 20, 22, 23]);
   });
 
   it('shows the steps: five executables per step, the jit compiled each step', () => {

@@ -1,7 +1,8 @@
-"""A small MLP's SGD step, as a first training loop often writes it, with three things a code
+"""A small MLP's SGD step, as a first training loop often writes it, with four things a code
 review would ask about: a numpy array the loss reads (baked into the compiled program), a
-`jax.jit` made inside the step (traced and compiled again on every call) and the loss logged
-with `.item()` (the host waits for the device every step)."""
+`jax.jit` made inside the step (traced and compiled again on every call), the loss logged with
+`.item()` (the host waits for the device every step) and the update done eagerly with a Python
+float (uploaded to the device, and one executable per op)."""
 import jax
 import jax.numpy as jnp
 import numpy as np

@@ -1,0 +1,84 @@
+"""The review exhibit in real Chromium: the default example's findings are shown each at the line
+of the example where the bug is (found by searching the example's text), with a fix; the steps
+table shows the executables each step launched (one jit + two eager ops on each of the two
+parameters: 5, by construction); the static/dynamic table of the inner jit is plain
+``args_info``'s. Screenshots in the light and dark themes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jax
+import pytest
+from playwright.sync_api import Page, expect
+
+from e2e.browser import open_exhibit, run_and_wait
+from exhibits.registry import EXHIBITS
+
+EXAMPLE = EXHIBITS["review"].example_paths()[EXHIBITS["review"].default_example]
+
+# kind -> the text of the example's line where that bug is
+BUGS = {
+    "BakedConstant": 'h = jnp.tanh(x @ params["w1"] + NOISE)',
+    "JitInLoop": "grad_fn = jax.jit(jax.value_and_grad(loss_fn))",
+    "DeviceToHost": 'print("loss", loss.item())',
+    "HostToDevice": "lambda p, g: p - 0.1 * g",
+}
+
+
+def line_of(text: str) -> int:
+    (hit,) = [i + 1 for i, line in enumerate(EXAMPLE.read_text().splitlines()) if text in line]
+    return hit
+
+
+def dynamic_avals() -> list[str]:
+    """Each argument's leaves as ``f32[8,16]`` from plain ``args_info`` of the inner jit."""
+    ns: dict[str, Any] = {"__name__": "example"}
+    exec(compile(EXAMPLE.read_text(), str(EXAMPLE), "exec"), ns)
+    traced = jax.jit(jax.value_and_grad(ns["loss_fn"])).trace(*ns["args"])
+    out = []
+    for arg in traced.args_info[0]:
+        leaves = jax.tree.leaves(arg)
+        out.append(
+            ", ".join(
+                f"{x.dtype.kind}{x.dtype.itemsize * 8}[{','.join(map(str, x.shape))}]"
+                for x in leaves
+            )
+        )
+    return out
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_review_shows_each_finding_at_its_line(
+    page: Page, console_errors: list[str], screenshots: Path, theme: str
+) -> None:
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "review")
+    if page.locator("html").get_attribute("data-theme") != theme:
+        page.get_by_test_id("theme-toggle").click()
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+
+    findings = page.get_by_test_id("finding")
+    expect(findings).to_have_count(len(BUGS))
+    shown = {
+        findings.nth(i).get_attribute("data-kind"): int(
+            findings.nth(i).get_attribute("data-line") or 0
+        )
+        for i in range(len(BUGS))
+    }
+    assert shown == {kind: line_of(text) for kind, text in BUGS.items()}
+    for i in range(len(BUGS)):
+        expect(findings.nth(i).get_by_test_id("finding-fix")).to_contain_text("Fix:")
+
+    expect(page.get_by_test_id("executables-per-step")).to_have_text("5 executables per step")
+    expect(page.get_by_test_id("step-executables")).to_have_text(["5", "5"])
+
+    rows = page.get_by_test_id("arg-row")
+    expect(rows).to_have_count(3)
+    for i, avals in enumerate(dynamic_avals()):
+        expect(rows.nth(i)).to_have_attribute("data-static", "false")
+        expect(rows.nth(i)).to_contain_text(avals)
+    page.screenshot(path=str(screenshots / f"review-{theme}.png"), full_page=True)
+    assert console_errors == []
