@@ -86,22 +86,26 @@ def plain_watch() -> Iterator[Plain]:
         init(self, *args, **kwargs)
         seen.built += in_snippet(self.f)
 
+    names: dict[Any, str] = {}
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event in ("call", "return") and frame.f_code in names:
+            seen.order.append(("enter" if event == "call" else "leave", names[frame.f_code]))
+
     def observing_call(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not in_snippet(self.f):
             return call(self, *args, **kwargs)
         seen.called.append(self)
-        names = {g.__code__: g.__name__ for g, _ in self.transforms}
+        # a stack entered inside another adds its codes; the outermost entry installs the
+        # profiler and takes it off
+        names.update({g.__code__: g.__name__ for g, _ in self.transforms})
         names[self.f.__code__] = self.f.__name__
-
-        def profile(frame: Any, event: str, arg: Any) -> None:
-            if event in ("call", "return") and frame.f_code in names:
-                seen.order.append(("enter" if event == "call" else "leave", names[frame.f_code]))
-
+        previous = sys.getprofile()
         sys.setprofile(profile)
         try:
             return call(self, *args, **kwargs)
         finally:
-            sys.setprofile(None)
+            sys.setprofile(previous)
 
     cls.__init__, cls.call_wrapped = counting_init, observing_call
     try:
@@ -291,6 +295,57 @@ def test_linear_transpose_stack(probe_runner: Runner) -> None:
     assert store.value == "PyTreeDef(*)"
     assert [(c["event"], c["name"]) for c in artefact(events, "calls")] == plain.order
     assert watched(events).out == out_text(cts)
+
+
+NESTED = """\
+import jax
+import jax.numpy as jnp
+
+transform = "vmap"
+
+
+@jax.custom_vjp
+def g(x):
+    return jnp.sin(x)
+
+
+def g_fwd(x):
+    return jnp.sin(x), jnp.cos(x)
+
+
+def g_bwd(c, ct):
+    return (c * ct,)
+
+
+g.defvjp(g_fwd, g_bwd)
+
+
+def f(x):
+    return g(x) * 2.0
+
+
+args = (jnp.arange(6.0).reshape(2, 3),)
+"""
+
+
+def test_a_custom_vjp_inside_vmap_is_entered_inside_vmaps_stack(probe_runner: Runner) -> None:
+    events = probe_runner(EXHIBIT, NESTED).events
+    ns = load_snippet(NESTED).namespace
+    with plain_watch() as plain:
+        out = jax.vmap(ns["f"])(*ns["args"])
+    entered = [s for s in stacks(events) if s.entered]
+    assert [(s.core_name, [t.name for t in s.transforms]) for s in entered] == [
+        (wf.f.__name__, [g.__name__ for g, _ in wf.transforms]) for wf in plain.called
+    ]
+    assert [s.core_name for s in entered] == ["f", "g"]
+    assert entered[1].transforms[0].name == "batch_subtrace"  # vmap's, pushed on g's stack
+    calls = [(c["event"], c["name"]) for c in artefact(events, "calls")]
+    assert calls == plain.order
+    # g's stack opens after f is entered and closes before f leaves
+    assert calls.index(("enter", "f")) < calls.index(("enter", "batch_subtrace"))
+    assert calls.index(("leave", "batch_subtrace")) < calls.index(("leave", "f"))
+    assert watched(events).out == out_text(out)
+    assert watched(events).built_around == plain.built
 
 
 # --- the transformations that build no stack ----------------------------------------------------
