@@ -19,10 +19,10 @@ import jax
 from jaxscope.internals.api import plan_call
 from jaxscope.sandbox.probe_api import ProbeContext
 
-from .dump import Instruction, read_dump, same_module, structural_diff
 from .dump import fusions as fusions_of
 from .dump import instructions as instructions_of
-from .events import FusionCreated, HloInstructionRef, HloPassRan, LlvmIrDumped, XlaDumpRead
+from .dump import read_dump, same_module, structural_diff
+from .events import FusionCreated, HloPassRan, LlvmIrDumped, XlaDumpRead
 
 # Every pass is dumped, changed or not: XLA skips the passes that report no change only when the
 # regular expression is exactly ".*" (HloPassPipeline::RunPassesInternal), and ".+" matches
@@ -34,12 +34,6 @@ def dump_options(directory: str) -> dict[str, Any]:
     """The ``compiler_options`` that make XLA dump the module after every pass into
     ``directory`` (text only: ``xla_dump_hlo_as_text`` is on by default with ``xla_dump_to``)."""
     return {"xla_dump_to": directory, "xla_dump_hlo_pass_re": DUMP_PASS_RE}
-
-
-def refs(found: list[Instruction]) -> list[HloInstructionRef]:
-    return [
-        HloInstructionRef(name=i.name, opcode=i.opcode, computation=i.computation) for i in found
-    ]
 
 
 def run(ctx: ProbeContext) -> None:
@@ -87,9 +81,6 @@ def run(ctx: ProbeContext) -> None:
                         "rewritten_count": len(diff.rewritten),
                         "fusions_created": new_fusions,
                         "hlo_text": text,
-                        "appeared": refs(diff.appeared),
-                        "vanished": refs(diff.vanished),
-                        "rewritten": refs(diff.rewritten),
                         "diff": diff.lines,
                     }
                 )

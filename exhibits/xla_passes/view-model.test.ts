@@ -3,6 +3,7 @@ import { goldenLoader } from '../../frontend/src/test/fixtures';
 import {
   changeCounts,
   cliName,
+  diffInstructions,
   diffKinds,
   dumpRead,
   instructionLines,
@@ -72,6 +73,26 @@ describe('xla_passes view model', () => {
     const [n] = [...lines];
     expect(text.split('\n')[n ?? 0]).toContain('%add_tanh_fusion = ');
     expect(changeCounts(all[1] ?? fusion)).toBe('unchanged');
+  });
+
+  it("reads the instructions each pass added, removed and rewrote from its diff (the event's counts)", () => {
+    for (const name of ['mlp_softmax', 'loop_invariant']) {
+      const changed = passes(golden(name)).filter((p) => p.changed);
+      expect(changed.length).toBeGreaterThan(3);
+      for (const p of changed) {
+        const d = diffInstructions(p.diff);
+        expect([d.appeared.length, d.vanished.length, d.rewritten.length]).toEqual([
+          p.appeared_count,
+          p.vanished_count,
+          p.rewritten_count,
+        ]);
+        expect(d.appeared.filter((i) => i.opcode === 'fusion').map((i) => i.name)).toEqual(p.fusions_created);
+      }
+    }
+    const fusion = passes(golden('mlp_softmax')).find((p) => p.pass_name === 'fusion');
+    const d = diffInstructions(fusion?.diff ?? []);
+    expect(d.appeared).toContainEqual({ name: 'add_tanh_fusion', opcode: 'fusion' });
+    expect(d.vanished).toContainEqual({ name: 'tanh.1', opcode: 'tanh' });
   });
 
   it('names passes as the CLI does and groups them by pipeline', () => {

@@ -91,6 +91,46 @@ export function diffKinds(lines: readonly string[]): DiffKind[] {
   return lines.map((l) => (l.startsWith('@@') ? 'hunk' : l.startsWith('+') ? 'add' : l.startsWith('-') ? 'del' : 'context'));
 }
 
+/** An instruction a pass's diff names: its name (without `%`) and opcode. */
+export interface DiffInstruction {
+  name: string;
+  opcode: string;
+}
+
+/** `%name = <shape> opcode(`: an instruction's line (the shape may hold spaces and parentheses). */
+const INSTRUCTION = /^\s+(?:ROOT\s+)?%([\w.-]+)\s+=\s+.*?\s([a-z][\w-]*)\(/;
+
+/**
+ * The instructions a pass's unified diff adds and removes, by name: `appeared` (only on `+`
+ * lines), `vanished` (only on `-` lines), `rewritten` (on both, with another line). An HLO
+ * instruction's name is unique in its module, so these are the instructions the pass created,
+ * deleted and changed (the event's counts, checked against difflib in the pytest).
+ */
+export function diffInstructions(lines: readonly string[]): {
+  appeared: DiffInstruction[];
+  vanished: DiffInstruction[];
+  rewritten: DiffInstruction[];
+} {
+  const side = (mark: string): Map<string, { opcode: string; line: string }> => {
+    const out = new Map<string, { opcode: string; line: string }>();
+    for (const l of lines) {
+      if (!l.startsWith(mark) || l.startsWith(mark.repeat(3))) continue;
+      const m = INSTRUCTION.exec(l.slice(1));
+      if (m) out.set(m[1] ?? '', { opcode: m[2] ?? '', line: l.slice(1).trim() });
+    }
+    return out;
+  };
+  const plus = side('+');
+  const minus = side('-');
+  const pick = (from: Map<string, { opcode: string }>, keep: (name: string) => boolean): DiffInstruction[] =>
+    [...from].filter(([name]) => keep(name)).map(([name, v]) => ({ name, opcode: v.opcode }));
+  return {
+    appeared: pick(plus, (n) => !minus.has(n)),
+    vanished: pick(minus, (n) => !plus.has(n)),
+    rewritten: pick(plus, (n) => minus.has(n) && minus.get(n)?.line !== plus.get(n)?.line),
+  };
+}
+
 /** The 0-based lines of `text` that define the given instruction names (`%name = ...`). */
 export function instructionLines(text: string, names: ReadonlySet<string>): Set<number> {
   const out = new Set<number>();
