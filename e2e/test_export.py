@@ -69,12 +69,18 @@ def test_export_shows_the_exported_module_and_its_round_trip(
     expect(page.get_by_test_id("dim-constraint")).to_contain_text("args[1].shape[0] >= 1")
 
     calls = page.get_by_test_id("roundtrip-call")
-    expect(calls).to_have_count(2)
+    expect(calls).to_have_count(3)
     expect(calls.nth(0)).to_have_attribute("data-equal", "true")
     expect(calls.nth(1)).to_contain_text("b=6")
     expect(calls.nth(1)).to_contain_text("f32[6,8]")
     expect(calls.nth(1)).to_have_attribute("data-equal", "true")
     expect(page.get_by_test_id("roundtrip-verdict")).to_contain_text("2 of 2 calls equal jit(f)")
+    # b=0: the deserialized module's shape check refuses it with JAX's message
+    back: Any = jax.export.deserialize(exp.serialize())
+    with pytest.raises(ValueError) as refused:
+        back.call(ns["params"], np.zeros((0, 8), np.float32))
+    expect(calls.nth(2)).to_have_attribute("data-check", "true")
+    expect(calls.nth(2).get_by_test_id("call-error")).to_have_text(f"ValueError: {refused.value}")
 
     module = page.get_by_test_id("module-text")
     # a line of JAX's own module text (the wrapper main's dimension read)

@@ -151,7 +151,8 @@ class RoundTripCall(WireModel):
     atol 1e-6 for floats, exact otherwise), ``identical`` whether bit for bit, ``max_abs_diff``
     the largest absolute difference (None: no numeric output); ``error`` JAX's message when the
     call raised (a shape assertion), then the rest is empty; ``call_ms`` its wall time (the
-    compile of the deserialized module included)."""
+    compile of the deserialized module included). ``constraint_check``: a call made to show
+    JAX's check (every dimension variable 0, which breaks ``>= 1``), expected to raise."""
 
     label: str
     dim_values: dict[str, int]
@@ -162,6 +163,7 @@ class RoundTripCall(WireModel):
     max_abs_diff: float | None
     error: str | None = None
     call_ms: float
+    constraint_check: bool = False
 
 
 class ExportRoundTripped(EventBase):

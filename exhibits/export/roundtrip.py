@@ -1,7 +1,8 @@
 """The export exhibit's round trip: ``exported.serialize()`` -> ``jax.export.deserialize`` ->
 ``.call`` against ``jax.jit(f)`` at the snippet's ``args``, and, for a shape-polymorphic
 export, at another value of the dimension variables (each doubled: ``b=3`` -> ``b=6``, with the
-arguments' data repeated to the new shapes by ``np.resize``). Also the key paths JAX's messages
+arguments' data repeated to the new shapes by ``np.resize``) and at 0, which JAX's shape check
+refuses. Also the key paths JAX's messages
 name flat arguments by. Public ``jax.export``; the dimension values through
 ``jaxscope.internals.api``."""
 
@@ -106,6 +107,17 @@ def round_trip(
             label = ", ".join(f"{v}={n}" for v, n in other.items())
             resized = resized_args(exported, plan, dynamic, other)
             calls.append(call_once(label, back, plan, jitted, resized, dynamic, other))
+            # Every variable 0 breaks the ">= 1" JAX derives for each: the deserialized module
+            # refuses the call with the message of its shape assertion.
+            zero = {v: 0 for v in values}
+            try:
+                empty = resized_args(exported, plan, dynamic, zero)
+            except ValueError:  # a dimension such as b - 1 has no size at b=0: no check call
+                empty = None
+            if empty is not None:
+                label = ", ".join(f"{v}=0" for v in zero)
+                check = call_once(label, back, plan, jitted, empty, dynamic, zero)
+                calls.append(check.model_copy(update={"constraint_check": True}))
     return ExportRoundTripped(
         serialized_bytes=len(blob),
         same_fields=same,

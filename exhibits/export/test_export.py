@@ -198,10 +198,17 @@ def test_constraints_of_a_multiple_and_a_shared_variable(probe_runner: Runner) -
     assert [(v.name, v.value) for v in dims.variables] == [("b", 2)]
     # the other size: b doubled to 4, so x is (8, 8) and y (4,); sum = 64 + 4
     rt = ctx.one(ExportRoundTripped)
-    assert [(c.label, c.arg_shapes, c.equal) for c in rt.calls] == [
-        ("args", ["f32[4,8]", "f32[2]"], True),
-        ("b=4", ["f32[8,8]", "f32[4]"], True),
+    assert [(c.label, c.arg_shapes, c.equal, c.constraint_check) for c in rt.calls] == [
+        ("args", ["f32[4,8]", "f32[2]"], True, False),
+        ("b=4", ["f32[8,8]", "f32[4]"], True, False),
+        ("b=0", ["f32[0,8]", "f32[0]"], False, True),
     ]
+    # b=0 breaks floordiv(args[0].shape[0], 2) >= 1: JAX's own refusal of the call
+    back: Any = jax.export.deserialize(plain_export(ns).serialize())
+    with pytest.raises(ValueError) as refused:
+        back.call(np.ones((0, 8), np.float32), np.ones((0,), np.float32))
+    assert rt.calls[2].error == f"ValueError: {refused.value}"
+    assert "Expected value >= 1 for dimension variable 'b'" in str(refused.value)
 
 
 def test_round_trip_equals_numpy(mlp_run: tuple[list[EventBase], Any]) -> None:
@@ -215,14 +222,24 @@ def test_round_trip_equals_numpy(mlp_run: tuple[list[EventBase], Any]) -> None:
     assert rt.backend == jax.export.default_export_platform()
     params, x = ns["args"]
     x6 = np.resize(x, (6, 8))
-    for call, xs in zip(rt.calls, (x, x6), strict=True):
+    compared, (check,) = rt.calls[:2], rt.calls[2:]
+    for call, xs in zip(compared, (x, x6), strict=True):
         got = np.asarray(back.call(params, xs))
         np.testing.assert_allclose(got, mlp_numpy(params, xs), rtol=1e-5, atol=1e-6)
         want = np.asarray(jax.jit(ns["f"])(params, xs))
         assert call.max_abs_diff == float(np.max(np.abs(got - want)))
         assert call.equal and call.identical == bool(np.array_equal(got, want))
         assert call.out_avals == [f"f32[{xs.shape[0]},4]"]
-    assert [(c.label, c.dim_values) for c in rt.calls] == [("args", {"b": 3}), ("b=6", {"b": 6})]
+    assert [(c.label, c.dim_values) for c in rt.calls] == [
+        ("args", {"b": 3}),
+        ("b=6", {"b": 6}),
+        ("b=0", {"b": 0}),
+    ]
+    # the module's shape check refuses b=0 with the message of the constraint b >= 1
+    with pytest.raises(ValueError) as refused:
+        back.call(params, np.zeros((0, 8), np.float32))
+    assert check.constraint_check and not check.equal
+    assert check.error == f"ValueError: {refused.value}"
 
 
 def test_a_reshape_that_is_not_polymorphic_fails_with_jaxs_error(probe_runner: Runner) -> None:
@@ -371,20 +388,23 @@ def test_print_artefacts(mlp_run: tuple[list[EventBase], Any]) -> None:
     }
     rt = json.loads(artefacts["roundtrip"](mlp_events) or "")
     calls = one(mlp_events, ExportRoundTripped).calls
+    compared = [c for c in calls if not c.constraint_check]
+    assert [c.label for c in calls] == ["args", "b=6", "b=0"] and len(compared) == 2
     assert rt == {
         "serialized_bytes": len(exp.serialize()),
         "same_fields": True,
         "callable_here": True,
         "equal": True,
-        "max_abs_diff": max(c.max_abs_diff for c in calls if c.max_abs_diff is not None),
+        "max_abs_diff": max(c.max_abs_diff for c in compared if c.max_abs_diff is not None),
         "calls": [
             {
                 "label": c.label,
                 "dim_values": c.dim_values,
-                "equal": True,
+                "equal": not c.constraint_check,
                 "identical": c.identical,
                 "max_abs_diff": c.max_abs_diff,
-                "error": None,
+                "error": c.error,
+                "constraint_check": c.constraint_check,
             }
             for c in calls
         ],

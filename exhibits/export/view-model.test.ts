@@ -18,10 +18,12 @@ describe('export view model', () => {
     expect(m.exported?.out_avals.map((a) => a.aval.short)).toEqual(['f32[b,4]']);
     expect(m.dims?.variables).toEqual([{ name: 'b', solved_as: 'args[1].shape[0]', value: 3 }]);
     expect(m.dims?.constraints.map((c) => c.text)).toEqual(['args[1].shape[0] >= 1']);
-    expect(m.roundTrip?.calls.map((c) => [c.label, c.equal])).toEqual([
-      ['args', true],
-      ['b=6', true],
+    expect(m.roundTrip?.calls.map((c) => [c.label, c.equal, c.constraint_check])).toEqual([
+      ['args', true, false],
+      ['b=6', true, false],
+      ['b=0', false, true],
     ]);
+    expect(m.roundTrip?.calls[2]?.error).toContain("Expected value >= 1 for dimension variable 'b'");
   });
 
   it('lists the fields with JAX names and Python-like values', () => {
