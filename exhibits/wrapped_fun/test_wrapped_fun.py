@@ -363,6 +363,9 @@ PLAIN: dict[str, Callable[[Callable[..., Any], tuple[Any, ...]], Any]] = {
     "vjp": lambda f, a: vjp_and_pullback(f, a),
     "make_jaxpr": lambda f, a: jax.make_jaxpr(f)(*a),
     "checkpoint": lambda f, a: jax.checkpoint(f)(*a),
+    # an f that calls no custom_vjp/custom_jvp function: jax.vjp/jax.jvp alone build none
+    "custom_vjp": lambda f, a: vjp_and_pullback(f, a),
+    "custom_jvp": lambda f, a: jax.jvp(f, a, ones(a)),
 }
 
 

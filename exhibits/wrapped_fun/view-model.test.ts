@@ -49,6 +49,11 @@ describe('wrapped_fun view model', () => {
     expect(w?.built_around).toBe(0);
     expect(w ? headline(w) : '').toBe('0 WrappedFun objects built around your functions, 0 stacks');
     expect(w ? noStackText(w) : '').toMatch(/^No WrappedFun stack: jax\.grad built no WrappedFun around your function; it traces f with \S+ \(jax\/_src\/[^)]+\) directly\.$/);
+    if (w) {
+      expect(noStackText({ ...w, transform: 'custom_vjp' })).toMatch(
+        /^No WrappedFun stack: f calls no jax\.custom_vjp function, and jax\.vjp built no WrappedFun around your function;/,
+      );
+    }
     const v = summary(golden('vmap_sin'));
     expect(v ? noStackText(v) : 'x').toBeNull();
   });

@@ -111,6 +111,11 @@ export function noStackText(w: Watched): string | null {
   if (w.built_around > 0) return null;
   const first = w.traced_by[0];
   const by = first ? `${first.function} (${first.file}:${first.line})` : 'its own tracing';
+  // custom_vjp/custom_jvp run jax.vjp/jax.jvp on an f expected to call such a function
+  const custom = { custom_vjp: 'vjp', custom_jvp: 'jvp' }[w.transform as string];
+  if (custom !== undefined) {
+    return `No WrappedFun stack: f calls no jax.${w.transform} function, and jax.${custom} built no WrappedFun around your function; it traces f with ${by} directly.`;
+  }
   return `No WrappedFun stack: jax.${w.transform} built no WrappedFun around your function; it traces f with ${by} directly.`;
 }
 
