@@ -14,12 +14,15 @@ import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import jax
 import pytest
 from jaxscope.sandbox.snippet import load_snippet
 from jaxscope.standalone import RECORDING_ID, template_path
 from playwright.sync_api import Browser, Page, expect
+
+from e2e.browser import editor_text, open_exhibit, run_and_wait
 
 ROOT = Path(__file__).resolve().parent.parent
 JAXSCOPE = ROOT / ".venv" / "bin" / "jaxscope"
@@ -130,3 +133,53 @@ def test_the_standalone_file_replays_the_run_from_disk_with_no_network(
     # Nothing but the file itself was asked for: no server, no network.
     assert [u for u in requests if not u.startswith(("file:", "data:", "blob:"))] == []
     assert errors == []
+
+
+def test_the_download_button_saves_the_run_with_its_details_as_the_same_file(
+    page: Page,
+    tmp_path: Path,
+    offline_page: tuple[Page, list[str], list[str]],
+    screenshots: Path,
+) -> None:
+    """The served page's Download: a transpose run streams its steps as summaries (details on
+    demand); the saved file holds every step whole and replays the run from disk."""
+    open_exhibit(page, "transpose")
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    with page.expect_download() as info:
+        page.get_by_test_id("download-html").click()
+    saved = tmp_path / info.value.suggested_filename
+    info.value.save_as(saved)
+    assert re.fullmatch(r"jaxscope-transpose-\d{8}-\d{6}\.html", saved.name)
+    expect(page.get_by_test_id("download-note")).to_contain_text("opens from disk")
+    page.screenshot(path=str(screenshots / "standalone-download-button.png"))
+
+    payload = recording_in(saved.read_text("utf-8"))
+    events = payload["events"]
+    # Every summary was replaced by its whole event before the file was written: no summary,
+    # no value left in the worker ("deferred"), no answer marker the replay would misread.
+    assert [e["seq"] for e in events if "detail_id" in e or "detail_of" in e] == []
+    assert '"deferred":true' not in json.dumps(events, separators=(",", ":"))
+    assert len([e for e in events if e["type"] == "transpose_stepped"]) > 2
+    assert payload["exhibit"] == "transpose"
+    assert payload["code"].strip() == editor_text(page).strip()
+
+    replay, requests, errors = offline_page
+    replay.goto(saved.as_uri())
+    expect(replay.get_by_test_id("recorded-banner")).to_contain_text(f"jax {jax.__version__}")
+    expect(replay.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    # The replay's view shows what the live page showed at the same event.
+    assert (
+        replay.get_by_test_id("exhibit-view").inner_text()
+        == page.get_by_test_id("exhibit-view").inner_text()
+    )
+    replay.screenshot(path=str(screenshots / "standalone-transpose.png"))
+    assert [u for u in requests if not u.startswith(("file:", "data:", "blob:"))] == []
+    assert errors == []
+
+
+def recording_in(html: str) -> dict[str, Any]:
+    """The recording a standalone file carries (its JSON script element)."""
+    start = html.index(f'id="{RECORDING_ID}">') + len(f'id="{RECORDING_ID}">')
+    value: dict[str, Any] = json.loads(html[start : html.index("</script>", start)])
+    return value

@@ -4,6 +4,7 @@
  * beside the page (`standalone/index.html`); the events are the store's, after every summary's
  * whole event was fetched from the run's worker (a file from disk has no worker to ask).
  */
+import type { Event } from './protocol';
 import type { RunSession } from './store/session.svelte';
 import type { Recording } from './recording';
 import { RECORDING_FORMAT, TEMPLATE_PATH, embedRecording, recordingFileName } from './recording';
@@ -48,9 +49,19 @@ export async function standaloneFile(
     code,
     options: run.options,
     recorded_at: recordedAt,
-    events: [...run.events],
+    // A whole event that answered a detail request is a plain event of the run now: without
+    // `detail_of` the replay's reducer takes it as such (with it, it would look for a summary).
+    events: run.events.map(asRecorded),
   };
   return { name: recordingFileName(recording), html: embedRecording(text, recording), missingDetails };
+}
+
+/** `event` as a recording holds it: whole, without the `detail_of` of a detail answer. */
+export function asRecorded(event: Event): Event {
+  if (event.detail_of === undefined || event.detail_of === null) return event;
+  const copy = { ...event };
+  delete copy.detail_of;
+  return copy;
 }
 
 /** Hand `file` to the browser as a download. */
