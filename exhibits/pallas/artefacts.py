@@ -10,7 +10,8 @@
   call, separated by a blank line.
 
 ``SHOWN_ERRORS``: each finding of the index maps (two program instances of a parallel grid axis
-writing one output block, an overwrite, output elements no instance writes) and an output that
+writing one output block, an overwrite, output elements no instance writes, a block that starts
+outside its array) and an output that
 differs from ``reference(*args)`` are findings (``exhibits/shown.py``): ``jaxscope run`` exits 3.
 
 Imports only the protocol and this exhibit's events."""
@@ -68,9 +69,10 @@ def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
                         "race": "PallasOutputRace",
                         "overwrite": "PallasOutputOverwritten",
                         "unwritten": "PallasOutputUnwritten",
+                        "out_of_bounds": "PallasBlockOutOfBounds",
                     }[f.kind],
                     message=f.message,
-                    computation="the pallas_call's out_specs index map on every grid point",
+                    computation="the pallas_call's index maps on every grid point",
                     artefact="blocks",
                     line=line,
                     kind="finding",

@@ -49,12 +49,14 @@ def _covered(shape: Sequence[int], ranges: np.ndarray) -> int:
 
 @dataclass(frozen=True)
 class OutputWrites:
-    """What the grid does to one output: its block indices per grid point (``int[n, ndim]``),
+    """What the grid does to one output (``index`` among the outputs, ``operand`` among all
+    operands): its block indices per grid point (``int[n, ndim]``),
     the element ranges they cover, the kernel's effects on its ref (written at the top level,
     maybe read), its shape, and whether ``input_output_aliases`` makes it an input's buffer (its
     unwritten elements keep the input's values)."""
 
     index: int
+    operand: int
     shape: tuple[int, ...]
     blocks: np.ndarray
     ranges: np.ndarray
@@ -132,7 +134,7 @@ def judge(
             findings.append(
                 PallasCallFinding(
                     kind="race",
-                    output=out.index,
+                    operand=out.operand,
                     message=f"{head}, which differ along grid axis {_axes_text(parallel)}, "
                     "declared parallel: they may run at the same time, so which write lands is "
                     "not defined (interpret mode runs the grid in order and keeps the last)",
@@ -142,7 +144,7 @@ def judge(
             findings.append(
                 PallasCallFinding(
                     kind="overwrite",
-                    output=out.index,
+                    operand=out.operand,
                     message=f"{head}; the kernel writes the block without reading it, so each "
                     "writer replaces the previous one's values and only the last one's are "
                     "returned (on a GPU, where every grid point is its own program, they race)",
@@ -164,10 +166,50 @@ def judge(
         findings.append(
             PallasCallFinding(
                 kind="unwritten",
-                output=out.index,
+                operand=out.operand,
                 message=f"{missing} of output {out.index}'s {total} elements are in no block "
                 "any program instance writes: their values are whatever the output buffer "
                 "held (interpret mode fills floats with NaN, integers with their minimum)",
             )
         )
     return findings, notes
+
+
+def out_of_bounds(
+    operand: int,
+    name: str,
+    block: Sequence[PallasBlockDim],
+    shape: Sequence[int],
+    indices: np.ndarray,
+    program_ids: np.ndarray,
+) -> PallasCallFinding | None:
+    """The finding for the grid points whose block of this operand starts outside the array
+    (``indices``: its block indices, one row per grid point): interpret mode slices with
+    ``lax.dynamic_slice``, which clamps the start, so such an instance silently reads or writes
+    the last block instead."""
+    starts = (
+        np.stack(
+            [
+                indices[:, d] * (dim.size if dim.kind == "blocked" else 1)
+                for d, dim in enumerate(block)
+            ],
+            axis=1,
+        )
+        if len(block)
+        else np.zeros((len(indices), 0), np.int64)
+    )
+    bad = ((starts < 0) | (starts >= np.asarray(shape, dtype=np.int64))).any(axis=1)
+    if not bad.any():
+        return None
+    p = int(np.argmax(bad))
+    count = int(bad.sum())
+    more = f" ({count} program instances in all)" if count > 1 else ""
+    return PallasCallFinding(
+        kind="out_of_bounds",
+        operand=operand,
+        message=f"program instance {tuple(program_ids[p].tolist())} gets block "
+        f"{tuple(indices[p].tolist())} of {name}, which starts at element "
+        f"{tuple(starts[p].tolist())}, outside its shape {tuple(shape)}{more}: interpret mode "
+        "clamps the slice's start, so the instance reads or writes the array's last block "
+        "instead; compiled, the access is out of bounds",
+    )

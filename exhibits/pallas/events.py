@@ -73,11 +73,13 @@ class PallasCallFinding(WireModel):
     """A wrong result the index maps make certain. ``kind``: ``race`` (writers of one output
     block differ along a grid axis the call declares ``parallel``), ``overwrite`` (otherwise,
     when the kernel writes the output without reading it, so each writer replaces the previous
-    one's block), ``unwritten`` (output elements no program
-    instance writes). ``message``: what the finding says, in words."""
+    one's block), ``unwritten`` (output elements no program instance writes),
+    ``out_of_bounds`` (an index map returns a block that starts past the array's end).
+    ``operand``: the operand's index in ``operands`` (inputs, then outputs). ``message``: what
+    the finding says, in words."""
 
-    kind: Literal["race", "overwrite", "unwritten"]
-    output: int
+    kind: Literal["race", "overwrite", "unwritten", "out_of_bounds"]
+    operand: int
     message: str
 
 

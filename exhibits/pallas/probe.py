@@ -33,7 +33,7 @@ from jaxscope.internals.api import (
 from jaxscope.sandbox.probe_api import ProbeContext, blame_line, setting_line
 from jaxscope.sandbox.snippet import InvalidSnippet
 
-from .blocks import OutputWrites, element_ranges, judge, revisits, unwritten
+from .blocks import OutputWrites, element_ranges, judge, out_of_bounds, revisits, unwritten
 from .events import (
     PallasBlockDim,
     PallasCallFinding,
@@ -134,11 +134,18 @@ def call_found(index: int, call: FoundPallasCall) -> PallasCallFound:
             )
             for p in range(shown)
         ]
+        for k, op in enumerate(call.operands):
+            outside = out_of_bounds(
+                k, op.name or op.origin, operands[k].block, op.shape, blocks[k], ids
+            )
+            if outside is not None:
+                findings.append(outside)
         outputs = [k for k, op in enumerate(call.operands) if op.role == "output"]
         for n, k in enumerate(outputs):
             written, read = effects[n]
             writes = OutputWrites(
                 index=n,
+                operand=k,
                 shape=call.operands[k].shape,
                 blocks=blocks[k],
                 ranges=ranges[k],

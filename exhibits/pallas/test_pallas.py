@@ -243,6 +243,44 @@ def test_overwrite_on_a_grid_that_runs_in_order(
     assert [f.kind for f in event.findings] == ["overwrite", "unwritten"]
 
 
+OUT_OF_BOUNDS = """\
+import jax, jax.numpy as jnp, numpy as np
+from jax.experimental import pallas as pl
+
+def k(x_ref, o_ref):
+    o_ref[...] = x_ref[...] * 2
+
+def f(x):
+    return pl.pallas_call(k, grid=(2,), in_specs=[pl.BlockSpec((4,), lambda i: (i + 1,))],
+        out_specs=pl.BlockSpec((4,), lambda i: (i,)),
+        out_shape=jax.ShapeDtypeStruct((8,), jnp.float32), interpret=True)(x)
+
+def reference(x):
+    return x * 2
+
+args = (np.arange(8, dtype=np.float32),)
+"""
+
+
+def test_block_outside_the_array(probe_runner: Runner) -> None:
+    """``lambda i: (i + 1,)``: program 1 asks for block 2 of an 8-element x in blocks of 4,
+    which starts at element 8. Interpret mode clamps the slice: program 1 reads x[4:8] again,
+    so the output is x[4:8] * 2 twice (numpy)."""
+    ctx = probe_runner(EXHIBIT, OUT_OF_BOUNDS)
+    event = found(ctx)
+    assert [p.blocks[0] for p in event.programs] == [[1], [2]]
+    assert [p.ranges[0] for p in event.programs] == [[[4, 8]], [[8, 8]]]  # clipped: empty
+    (finding,) = event.findings
+    assert finding.kind == "out_of_bounds" and finding.operand == 0
+    assert "(1,) gets block (2,) of x_ref, which starts at element (8,)" in finding.message
+    ns: dict[str, Any] = {}
+    exec(OUT_OF_BOUNDS, ns)
+    x = ns["args"][0]
+    np.testing.assert_array_equal(np.asarray(ns["f"](x)), np.concatenate([x[4:8], x[4:8]]) * 2)
+    kinds = [s.error_class for s in EXHIBITS[EXHIBIT].shown_errors(ctx.events)]
+    assert kinds == ["PallasBlockOutOfBounds", "ReferenceMismatch"]
+
+
 def test_no_pallas_call_is_blamed_on_f(probe_runner: Runner) -> None:
     from jaxscope.sandbox.probe_api import BLAME_ATTR
 

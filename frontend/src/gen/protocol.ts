@@ -3526,16 +3526,18 @@ export interface PallasCallFound {
  * A wrong result the index maps make certain. ``kind``: ``race`` (writers of one output
  * block differ along a grid axis the call declares ``parallel``), ``overwrite`` (otherwise,
  * when the kernel writes the output without reading it, so each writer replaces the previous
- * one's block), ``unwritten`` (output elements no program
- * instance writes). ``message``: what the finding says, in words.
+ * one's block), ``unwritten`` (output elements no program instance writes),
+ * ``out_of_bounds`` (an index map returns a block that starts past the array's end).
+ * ``operand``: the operand's index in ``operands`` (inputs, then outputs). ``message``: what
+ * the finding says, in words.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "PallasCallFinding".
  */
 export interface PallasCallFinding {
-  kind: 'race' | 'overwrite' | 'unwritten';
+  kind: 'race' | 'overwrite' | 'unwritten' | 'out_of_bounds';
   message: string;
-  output: number;
+  operand: number;
 }
 /**
  * One input or output of the call as its BlockSpec maps it. ``role``/``index``: the
