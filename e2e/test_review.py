@@ -81,4 +81,6 @@ def test_review_shows_each_finding_at_its_line(
         expect(rows.nth(i)).to_have_attribute("data-static", "false")
         expect(rows.nth(i)).to_contain_text(avals)
     page.screenshot(path=str(screenshots / f"review-{theme}.png"), full_page=True)
+    page.get_by_test_id("review-args").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / f"review-args-{theme}.png"), full_page=True)
     assert console_errors == []

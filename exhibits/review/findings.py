@@ -176,7 +176,7 @@ def transfers(found: list[tuple[int | None, str]], source: str) -> list[ReviewFi
                 kind="HostToDevice",
                 line=where,
                 message=f"{what}; jax.transfer_guard('disallow') stopped the second step here: "
-                f"{message}",
+                f"{message.split(', dst_sharding=')[0]}",
                 fix=fix,
                 steps=1,
             )

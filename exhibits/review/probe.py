@@ -32,6 +32,7 @@ from jaxscope.internals.api import (
     guarded,
     is_jitted,
     is_transfer_guard_error,
+    jitted_donates,
     jitted_fun,
     jitted_name,
     jitted_statics,
@@ -125,7 +126,8 @@ def run(ctx: ProbeContext) -> None:
         device_to_host_reads() as reads,
         random_calls() as randoms,
     ):
-        for i, (args, kwargs) in enumerate(steps):
+        for i, call in enumerate(steps):
+            args, kwargs = _fresh(f, call)
             if is_jitted(f):
                 recorder.note(f, args, kwargs, None)
             timed: list[StageTimed] = []
@@ -177,6 +179,21 @@ def run(ctx: ProbeContext) -> None:
     )
 
 
+def _fresh(f: Callable[..., Any], call: Call) -> Call:
+    """The call's arguments, with each ``jax.Array`` copied (and ready) when ``f`` is a jit
+    object that donates: a donated buffer is deleted by the call, and a loop passes the new
+    state in, not the donated one (as the caches exhibit does)."""
+    if not (is_jitted(f) and jitted_donates(f)):
+        return call
+
+    def copy(x: Any) -> Any:
+        return x.copy() if isinstance(x, jax.Array) else x
+
+    fresh: Call = (jax.tree.map(copy, call[0]), jax.tree.map(copy, call[1]))
+    block_until_ready(fresh)
+    return fresh
+
+
 def _on_device(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call:
     """The step's own numpy arguments put on the device first: uploading the batch is the
     input pipeline's transfer, not the step's."""
@@ -191,7 +208,7 @@ def _transfers(f: Callable[..., Any], call: Call) -> list[tuple[int | None, str]
     """``(line, JAX's message)`` of each host-to-device transfer of one more run of the step, in
     order: the run is repeated under :func:`guarded` with the lines found so far allowed, until
     it finishes (or a transfer has no snippet line: the arguments ``f`` was called with)."""
-    args, kwargs = _on_device(*call)
+    args, kwargs = _on_device(*_fresh(f, call))
     found_lines: set[int] = set()
     out: list[tuple[int | None, str]] = []
     for _ in range(MAX_TRANSFERS):

@@ -349,3 +349,30 @@ def test_review_cases_against_their_plain_jax_truth(case: str) -> None:
         }
     if case == "RV02_numpy_noise_broken":
         assert expect["same_output_twice"] and not expect["same_output_twice_without_jit"]
+
+
+DONATING = """
+import functools
+import jax
+import jax.numpy as jnp
+
+
+@functools.partial(jax.jit, donate_argnums=0)
+def f(w, x):
+    return w - 0.1 * jnp.mean(x) * w
+
+
+args = (jnp.ones((16,)), jnp.ones((32, 16)))
+"""
+
+
+def test_a_donating_step_runs_every_step_on_fresh_copies() -> None:
+    """Plain JAX deletes a donated argument; a loop passes the new state in. Each step (and the
+    guarded rerun) gets copies, so the review runs, with one executable per step and no
+    finding; the caller's arrays are left alone."""
+    from exhibits.conftest import run_probe
+
+    ctx = run_probe(EXHIBIT, DONATING)
+    assert [s.executables for s in ctx.of_type(ReviewStepRan)] == [1] * probe.STEPS
+    assert findings_of(ctx) == []
+    assert not ctx.snippet.args[0].is_deleted()
