@@ -10,6 +10,7 @@ plain transformation's; the golden stream with the probe; the ``--print`` artefa
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 import traceback
@@ -62,7 +63,7 @@ def artefact(events: list[EventBase], name: str) -> Any:
 
 
 def in_snippet(fun: Any) -> bool:
-    code = getattr(fun, "__code__", None)
+    code = getattr(inspect.unwrap(fun), "__code__", None)
     return code is not None and code.co_filename == SNIPPET_FILENAME
 
 
@@ -99,7 +100,8 @@ def plain_watch() -> Iterator[Plain]:
         # a stack entered inside another adds its codes; the outermost entry installs the
         # profiler and takes it off
         names.update({g.__code__: g.__name__ for g, _ in self.transforms})
-        names[self.f.__code__] = self.f.__name__
+        core = inspect.unwrap(self.f)
+        names[core.__code__] = core.__name__
         previous = sys.getprofile()
         sys.setprofile(profile)
         try:
@@ -346,6 +348,20 @@ def test_a_custom_vjp_inside_vmap_is_entered_inside_vmaps_stack(probe_runner: Ru
     assert calls.index(("leave", "batch_subtrace")) < calls.index(("leave", "f"))
     assert watched(events).out == out_text(out)
     assert watched(events).built_around == plain.built
+
+
+def test_a_jitted_f_is_entered_through_jits_tracing(probe_runner: Runner) -> None:
+    text = (
+        "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef f(x):\n"
+        "    return jnp.sin(x) * 2.0\n\n\nargs = (jnp.ones((2, 3)),)\n"
+    )
+    events = probe_runner(EXHIBIT, text).events
+    ns = load_snippet(text).namespace
+    with plain_watch() as plain:
+        jax.vmap(ns["f"])(*ns["args"])
+    calls = [(c["event"], c["name"]) for c in artefact(events, "calls")]
+    assert calls == plain.order
+    assert calls[3:5] == [("enter", "f"), ("leave", "f")]
 
 
 # --- the transformations that build no stack ----------------------------------------------------

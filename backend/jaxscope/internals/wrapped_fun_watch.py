@@ -254,7 +254,8 @@ def partial_chain(wf: Any) -> list[Any] | None:
 class _Profiler:
     """The ``sys.setprofile`` function while watched stacks run: records the enter and leave of
     the generator frames handed exactly the ``partial``s of an entered stack, and of the core
-    function called by its innermost generator. Calls the previous profiler first."""
+    function's first frame while that stack's innermost generator is the last frame entered.
+    Calls the previous profiler first."""
 
     def __init__(self, watch: Watch) -> None:
         self.watch = watch
@@ -266,6 +267,8 @@ class _Profiler:
         self.core_codes: dict[types.CodeType, int] = {}
         # id(frame) -> (stack, position) for the frames entered and not yet left
         self.active: dict[int, tuple[Stack, int | None]] = {}
+        # the ids of those frames in the order they were entered
+        self.open: list[int] = []
 
     def __call__(self, frame: types.FrameType, event: str, arg: Any) -> None:
         if self.previous is not None:
@@ -278,18 +281,23 @@ class _Profiler:
                 if expected is not None:
                     stack, pos = expected
                     self.active[id(frame)] = expected
+                    self.open.append(id(frame))
                     self.watch.steps.append(
                         Step("enter", stack.index, pos, stack.transforms[pos].name)
                     )
-            elif code in self.core_codes and frame.f_back is not None:
-                outer = self.active.get(id(frame.f_back))
-                if outer is not None and outer[1] == len(outer[0].transforms) - 1:
+            elif code in self.core_codes and self.open:
+                # the core runs while its stack's innermost generator is the last frame
+                # entered: called by it directly, or through jit's tracing for a jitted core
+                outer = self.active[self.open[-1]]
+                if outer[1] == len(outer[0].transforms) - 1:
                     stack = outer[0]
                     self.active[id(frame)] = (stack, None)
+                    self.open.append(id(frame))
                     self.watch.steps.append(Step("enter", stack.index, None, stack.core_name))
         elif event == "return":
             left = self.active.pop(id(frame), None)
             if left is not None:
+                self.open.remove(id(frame))
                 stack, at = left
                 name = stack.core_name if at is None else stack.transforms[at].name
                 self.watch.steps.append(Step("leave", stack.index, at, name))
