@@ -1,0 +1,283 @@
+"""``jaxscope.show(f, *args, exhibit="tracing", **options)``: an exhibit of ``f`` inline in a
+Jupyter notebook (design 0034; issue 18 item 2).
+
+The notebook process never runs the exhibit: ``show`` writes ``f`` and its arguments as a
+snippet (source text, as the page and ``jaxscope run`` take it), runs that snippet in the same
+sandbox as ``jaxscope run`` (a bubblewrap worker; no server), and displays the run's standalone
+HTML file (:mod:`jaxscope.standalone`) in an ``<iframe srcdoc>``. The output is static HTML, so
+it needs no server or kernel extension and stays in the saved notebook.
+
+The snippet is built from what Python keeps of ``f``:
+
+- ``f``'s source (``inspect.getsource``: a ``def`` in a cell or a file; IPython keeps each
+  cell's source for it), and the source of each function of the same module it calls by a
+  global name, recursively;
+- each module it names (``import jax.numpy as jnp``), each function or class of another module
+  (``from optax import adam``), and each global constant (a number, string, bool, None, or an
+  array) as code;
+- ``args`` as code: Python scalars as literals, numpy and JAX arrays as their bytes (base64)
+  with dtype and shape, ``jax.ShapeDtypeStruct`` by shape and dtype, tuples, lists and dicts of
+  these. Anything else (an object, a closure's free variable, a lambda) is refused with the name
+  that cannot be written, before anything runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import base64
+import builtins
+import concurrent.futures
+import dataclasses
+import dis
+import html
+import inspect
+import textwrap
+import types
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from jaxscope.protocol import MAX_CODE_CHARS, EventModel, RunFailed, RunOptions
+
+# The helper a snippet with an array argument defines before ``args``: the array from its bytes.
+ARRAY_HELPER = '''import base64 as _b64
+import numpy as _np
+
+
+def _jaxscope_array(data, dtype, shape, on_device):
+    """An argument of the notebook's call, from its bytes (written by jaxscope.show)."""
+    import jax.numpy as _jnp
+
+    value = _np.frombuffer(_b64.b64decode(data), dtype=_jnp.dtype(dtype)).reshape(shape)
+    return _jnp.asarray(value) if on_device else value.copy()
+'''
+
+
+class NotRepresentable(TypeError):
+    """``f``, a global it uses or an argument cannot be written as snippet source."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Shown:
+    """One exhibit run shown in a notebook: ``html`` is the standalone file (what the output
+    cell renders in an iframe, and :meth:`save` writes), ``code`` the snippet that ran,
+    ``events`` the run's events (the last is ``run_finished`` or ``run_failed``)."""
+
+    exhibit: str
+    code: str
+    events: list[EventModel]
+    html: str
+    height_px: int = 760
+
+    @property
+    def failed(self) -> RunFailed | None:
+        """The run's failure, or None when it finished."""
+        last = self.events[-1]
+        return last if isinstance(last, RunFailed) else None
+
+    def save(self, path: str | Path) -> Path:
+        """Write the standalone HTML file to ``path`` (it opens from disk in any browser)."""
+        out = Path(path)
+        out.write_text(self.html, encoding="utf-8")
+        return out
+
+    def _repr_html_(self) -> str:
+        # srcdoc: the file inline, escaped as an attribute value; no URL, so the output is the
+        # same in JupyterLab, classic Notebook, VS Code and a saved notebook. sandbox without
+        # allow-same-origin: the replay reads nothing of the notebook's page.
+        return (
+            f'<iframe class="jaxscope-show" title="jaxscope {self.exhibit}" '
+            f'sandbox="allow-scripts allow-downloads" '
+            f'style="width: 100%; height: {self.height_px}px; border: 1px solid #ccc" '
+            f'srcdoc="{html.escape(self.html, quote=True)}"></iframe>'
+        )
+
+
+def show(f: Callable[..., Any], *args: Any, exhibit: str = "tracing", **options: Any) -> Shown:
+    """Run ``exhibit`` on ``f(*args)`` in the sandbox and return it for display (the notebook
+    renders the returned object inline). ``options`` are the exhibit's run options
+    (``RunOptions`` fields: ``in_axes="0"``, ``stack=["vmap", "grad"]``...). Raises
+    :class:`NotRepresentable` when ``f`` or ``args`` cannot be written as a snippet,
+    ``ValueError`` for an unknown exhibit or a bad option, ``RuntimeError`` when the sandbox
+    cannot start here; a run that fails (``f`` raised) is shown, with its error."""
+    from exhibits.registry import EXHIBITS
+
+    if exhibit not in EXHIBITS:
+        raise ValueError(f"unknown exhibit {exhibit!r}; known: {', '.join(EXHIBITS)}")
+    run_options = RunOptions(**options)
+    code = snippet_for(f, args)
+    events = _run(exhibit, code, run_options)
+    from jaxscope.standalone import standalone_html
+
+    return Shown(exhibit, code, events, standalone_html(exhibit, code, run_options, events))
+
+
+def _run(exhibit: str, code: str, options: RunOptions) -> list[EventModel]:
+    """The run, as ``jaxscope run`` makes it. In a thread with its own event loop: a notebook's
+    kernel already runs one in this thread."""
+    from jaxscope.cli import run_headless, sandbox_refusal
+    from jaxscope.settings import settings_from_env
+
+    settings = settings_from_env(workers=0)
+    if refusal := sandbox_refusal(settings.limits):
+        raise RuntimeError(refusal)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(
+            asyncio.run, run_headless(exhibit, code, settings, options=options)
+        ).result()
+
+
+def snippet_for(f: Callable[..., Any], args: tuple[Any, ...]) -> str:
+    """The snippet that defines ``f`` and ``args`` as this process has them (see the module's
+    docstring for what can be written); raises :class:`NotRepresentable`."""
+    writer = _Writer()
+    name = writer.function(f)
+    body = writer.lines()
+    tail = [] if name == "f" else [f"f = {name}"]
+    tail.append(f"args = {writer.value(args, 'args')}")
+    # The user's code first; the helper that rebuilds the arrays just before the args need it.
+    helper = [ARRAY_HELPER] if writer.needs_array else []
+    code = "\n".join([*dict.fromkeys(writer.imports), "", *body, *helper, *tail]).strip() + "\n"
+    if len(code) > MAX_CODE_CHARS:
+        raise NotRepresentable(
+            f"the snippet of f and its arguments is {len(code):,} characters, more than the "
+            f"{MAX_CODE_CHARS:,} jaxscope runs: pass smaller example arrays, or "
+            "jax.ShapeDtypeStruct for an exhibit that needs only shapes"
+        )
+    return code
+
+
+class _Writer:
+    """Collects the imports, definitions and constants a function needs, in order."""
+
+    def __init__(self) -> None:
+        self.imports: list[str] = []
+        self.definitions: list[str] = []
+        self.constants: list[str] = []
+        self.done: set[str] = set()
+        self.needs_array = False
+
+    def lines(self) -> list[str]:
+        return [*self.constants, "", *self.definitions] if self.constants else self.definitions
+
+    def function(self, fn: Callable[..., Any]) -> str:
+        """Write ``fn``'s source (after what it uses); its name."""
+        plain = inspect.unwrap(fn)
+        if not isinstance(plain, types.FunctionType):
+            raise NotRepresentable(f"{fn!r} is not a Python function defined with def")
+        if plain.__name__ == "<lambda>":
+            raise NotRepresentable("f is a lambda: define it with def so that its source is known")
+        if plain.__code__.co_freevars:
+            raise NotRepresentable(
+                f"{plain.__name__} uses variables of an enclosing function "
+                f"({', '.join(plain.__code__.co_freevars)}): define it at the top level of a cell"
+            )
+        self.done.add(plain.__name__)
+        try:
+            source = textwrap.dedent(inspect.getsource(fn))
+        except (OSError, TypeError) as exc:
+            raise NotRepresentable(
+                f"the source of {plain.__name__} is not available: {exc}"
+            ) from None
+        for name in sorted({*_global_names(plain.__code__), *_decorator_names(source)}):
+            self.global_name(name, plain)
+        self.definitions.append(source.rstrip() + "\n\n")
+        return plain.__name__
+
+    def global_name(self, name: str, fn: types.FunctionType) -> None:
+        if name in self.done:
+            return
+        scope = fn.__globals__
+        if name not in scope:
+            if hasattr(builtins, name):
+                return
+            # An attribute name (x.shape) or a name the function never reaches: nothing to write.
+            return
+        self.done.add(name)
+        value = scope[name]
+        if isinstance(value, types.ModuleType):
+            path = value.__name__
+            self.imports.append(f"import {path}" if path == name else f"import {path} as {name}")
+            return
+        module = getattr(value, "__module__", None)
+        if callable(value) and module == fn.__module__ and not isinstance(value, type):
+            written = self.function(value)
+            if written != name:
+                self.definitions.append(f"{name} = {written}\n")
+            return
+        qualname = getattr(value, "__qualname__", None)
+        if callable(value) and module and qualname and "<" not in qualname and module != "__main__":
+            if "." not in qualname:
+                self.imports.append(f"from {module} import {qualname} as {name}")
+                return
+        self.constants.append(f"{name} = {self.value(value, name)}")
+
+    def value(self, value: Any, where: str) -> str:
+        """``value`` as a Python expression; raises :class:`NotRepresentable` naming ``where``."""
+        import jax
+        import numpy as np
+
+        if value is None or isinstance(value, bool | int | float | complex | str):
+            return repr(value)
+        if isinstance(value, tuple):
+            items = [self.value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        if isinstance(value, list):
+            return (
+                "[" + ", ".join(self.value(v, f"{where}[{i}]") for i, v in enumerate(value)) + "]"
+            )
+        if isinstance(value, dict):
+            pairs = [
+                f"{self.value(k, where)}: {self.value(v, f'{where}[{k!r}]')}"
+                for k, v in value.items()
+            ]
+            return "{" + ", ".join(pairs) + "}"
+        if isinstance(value, jax.ShapeDtypeStruct):
+            self.imports.append("import jax")
+            return f"jax.ShapeDtypeStruct({tuple(value.shape)!r}, {str(value.dtype)!r})"
+        if isinstance(value, np.generic):
+            return self.value(value.item(), where)
+        if isinstance(value, np.ndarray | jax.Array):
+            self.needs_array = True
+            on_device = isinstance(value, jax.Array)
+            host = np.asarray(value)
+            data = base64.b64encode(np.ascontiguousarray(host).tobytes()).decode("ascii")
+            return (
+                f"_jaxscope_array({data!r}, {str(host.dtype)!r}, {tuple(host.shape)!r}, "
+                f"{on_device})"
+            )
+        raise NotRepresentable(
+            f"{where} is of type {type(value).__name__}, which jaxscope.show cannot write as code: "
+            "pass arrays, Python scalars, jax.ShapeDtypeStruct, or tuples, lists and dicts of them"
+        )
+
+
+def _decorator_names(source: str) -> set[str]:
+    """The names the decorators and default values of the ``def`` in ``source`` read (they
+    run where the function is defined, so its code object does not load them)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names: set[str] = set()
+    for node in tree.body[:1]:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            outside = [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]
+            for part in outside:
+                if part is not None:
+                    names |= {n.id for n in ast.walk(part) if isinstance(n, ast.Name)}
+    return names
+
+
+def _global_names(code: types.CodeType) -> Iterator[str]:
+    """The global names ``code`` and the code nested in it (comprehensions, inner functions)
+    load (``LOAD_GLOBAL``/``LOAD_NAME``: not the attribute names of ``co_names``)."""
+    for instruction in dis.get_instructions(code):
+        if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") and isinstance(
+            instruction.argval, str
+        ):
+            yield instruction.argval
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _global_names(const)

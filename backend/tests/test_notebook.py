@@ -1,0 +1,90 @@
+"""``jaxscope.notebook.snippet_for``: the snippet ``jaxscope.show`` runs in the sandbox is
+``f`` and its arguments written as source (design 0034). Checked by running the snippet's text
+in a fresh namespace, as the sandbox does, against the objects it was written from: the same
+arguments (dtype, shape, bytes; on device or numpy), the same ``f`` (its jaxpr). What cannot be
+written is refused with the name at fault. The notebook itself, executed and rendered in
+Chromium, is ``e2e/test_notebook.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import jaxscope
+import ml_dtypes
+import numpy as np
+import pytest
+from jaxscope.notebook import NotRepresentable, Shown, snippet_for
+
+OFFSET = 0.5
+
+
+def _inner(x: jax.Array) -> jax.Array:
+    return jnp.cos(x) + OFFSET
+
+
+@jax.jit
+def wrapped(x: jax.Array, params: dict[str, Any], n: int = 2) -> jax.Array:
+    return jnp.sum(_inner(x) * params["w"]) + n
+
+
+def loaded(code: str) -> dict[str, Any]:
+    namespace: dict[str, Any] = {"__name__": "snippet"}
+    exec(compile(code, "<snippet>", "exec"), namespace)
+    return namespace
+
+
+def test_the_snippet_rebuilds_f_and_args_exactly() -> None:
+    x = jnp.arange(6.0, dtype=jnp.bfloat16).reshape(2, 3)
+    params = {"w": np.array([[1, -2, 3]], dtype=np.int32), "s": (1.5, True, None)}
+    code = snippet_for(wrapped, (x, params))
+    ns = loaded(code)
+    got_x, got_params = ns["args"]
+    assert isinstance(got_x, jax.Array) and got_x.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(np.asarray(got_x), np.asarray(x))
+    assert isinstance(got_params["w"], np.ndarray) and got_params["w"].dtype == np.int32
+    np.testing.assert_array_equal(got_params["w"], params["w"])
+    assert got_params["s"] == (1.5, True, None)
+    # The same function: the jaxpr of the snippet's f equals the original's.
+    assert str(jax.make_jaxpr(ns["f"])(*ns["args"])) == str(jax.make_jaxpr(wrapped)(x, params))
+    # What it needed came along: the helper, the constant, the decorator's module.
+    assert "def _inner(x" in code and "OFFSET = 0.5" in code and "import jax\n" in code
+
+
+def test_shape_dtype_structs_and_scalars() -> None:
+    def g(a: jax.Array, b: float) -> jax.Array:
+        return a * b
+
+    spec = jax.ShapeDtypeStruct((4, 2), jnp.float16)  # type: ignore[no-untyped-call]
+    code = snippet_for(g, (spec, 3))
+    assert "f = g" in code
+    assert loaded(code)["args"] == (spec, 3)
+
+
+def test_what_cannot_be_written_is_refused_with_its_name() -> None:
+    with pytest.raises(NotRepresentable, match="lambda"):
+        snippet_for(lambda x: x, (1.0,))
+    scale = 2.0
+
+    def closure(x: float) -> float:
+        return x * scale
+
+    with pytest.raises(NotRepresentable, match=r"enclosing function .*scale"):
+        snippet_for(closure, (1.0,))
+
+    def plain(x: Any) -> Any:
+        return x
+
+    with pytest.raises(NotRepresentable, match=r"args\[0\]\['k'\] is of type object"):
+        snippet_for(plain, ({"k": object()},))
+    with pytest.raises(NotRepresentable, match="more than"):
+        snippet_for(plain, (np.zeros(200_000, np.float32),))
+
+
+def test_show_is_reachable_as_jaxscope_show_and_renders_an_iframe() -> None:
+    assert jaxscope.show.__module__ == "jaxscope.notebook"
+    shown = Shown("tracing", "", [], '<p a="1">x</p>\n</body>')
+    assert shown._repr_html_().startswith('<iframe class="jaxscope-show"')
+    assert 'srcdoc="&lt;p a=&quot;1&quot;&gt;x&lt;/p&gt;\n&lt;/body&gt;"' in shown._repr_html_()
