@@ -112,11 +112,12 @@ class StablehloExported(EventBase):
 class DimVariable(WireModel):
     """One dimension variable: ``name`` (``b``), ``solved_as`` how the exported module computes
     it from the arguments (JAX's text: ``args[1].shape[0]``, ``floordiv(args[0].shape[0], 2)``),
-    ``value`` its value for the snippet's ``args``."""
+    ``value`` its value for the snippet's ``args`` (None: ``args`` break a constraint, and the
+    round trip's first call shows JAX's refusal)."""
 
     name: str
     solved_as: str
-    value: int
+    value: int | None
 
 
 class DimConstraintView(WireModel):

@@ -35,6 +35,15 @@ EXPORT_HELP: tuple[MessageHelp, ...] = (
         "Call it with shapes the specification allows, or export with a more general one.",
     ),
     MessageHelp(
+        "Error refining shapes",
+        "An exported module with symbolic dimensions is specialised to the call's shapes before"
+        " XLA compiles it (shape refinement), and its `shape_assertion`s run then: one failed."
+        " jax 0.10.2 checks the constraints it derived before that, with a clear message, but"
+        " a constraint you gave (`constraints`) only here.",
+        "Call it with shapes that satisfy every constraint listed for the export (the"
+        " exhibit's Symbolic dimensions), or relax the `constraints`.",
+    ),
+    MessageHelp(
         "Cannot solve for values of dimension variables",
         "JAX computes each dimension variable from one argument dimension whose specification"
         " is that variable alone or a multiple of it (`b`, `2*b`); a variable that appears"

@@ -223,7 +223,10 @@ def function_exported(exported: Any, blob_len: int, export_ms: float) -> Functio
 def dims_solved(exported: Any, plan: CallPlan, dynamic: Sequence[int], text: str) -> DimsSolved:
     """The dimension variables as JAX solves them, their values at ``args``, the constraints."""
     solved = solved_dims(exported.in_avals, exported.in_tree)
-    values = dim_values_of(exported, plan, dynamic)
+    try:
+        values: dict[str, int | None] = dict(dim_values_of(exported, plan, dynamic))
+    except ValueError:  # args break a constraint: the round trip shows JAX's refusal
+        values = dict.fromkeys(solved.solution)
     return DimsSolved(
         variables=[
             DimVariable(name=v, solved_as=e, value=values[v]) for v, e in solved.solution.items()

@@ -57,6 +57,8 @@ describe('export view model', () => {
       ok: false,
       text: '1 of 1 calls differ from jit(f), max |Δ| 5.0e-1',
     });
+    const refused = { ...rt, calls: [{ ...rt.calls[0]!, equal: false, error: 'ValueError: no' }] };
+    expect(roundTripVerdict(refused)).toEqual({ ok: false, text: 'JAX refused the call at args: see its row' });
     expect(formatBytes(3080)).toBe('3,080 bytes');
     expect([plural(1, 'constraint'), plural(3, 'constraint')]).toEqual(['1 constraint', '3 constraints']);
     expect(formatBytes(300 * 1024)).toBe('300.0 KiB');

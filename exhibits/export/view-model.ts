@@ -91,6 +91,11 @@ export function readableMessage(message: string, inputs: readonly string[]): str
 export function roundTripVerdict(rt: RoundTripped): { ok: boolean; text: string } {
   if (!rt.callable_here) return { ok: true, text: 'not called on this platform' };
   const compared = rt.calls.filter((c) => !c.constraint_check);
+  const refused = compared.filter((c) => c.error !== null);
+  if (refused.length > 0) {
+    const what = refused.map((c) => c.label).join(', ');
+    return { ok: false, text: `JAX refused the call at ${what}: see its row` };
+  }
   const failed = compared.filter((c) => !c.equal);
   const diffs = compared.map((c) => c.max_abs_diff).filter((d): d is number => d !== null);
   const max = diffs.length > 0 ? Math.max(...diffs) : null;

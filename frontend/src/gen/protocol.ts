@@ -3784,7 +3784,8 @@ export interface DimConstraintView {
 /**
  * One dimension variable: ``name`` (``b``), ``solved_as`` how the exported module computes
  * it from the arguments (JAX's text: ``args[1].shape[0]``, ``floordiv(args[0].shape[0], 2)``),
- * ``value`` its value for the snippet's ``args``.
+ * ``value`` its value for the snippet's ``args`` (None: ``args`` break a constraint, and the
+ * round trip's first call shows JAX's refusal).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "DimVariable".
@@ -3792,7 +3793,7 @@ export interface DimConstraintView {
 export interface DimVariable {
   name: string;
   solved_as: string;
-  value: number;
+  value: number | null;
 }
 /**
  * ``blob = exported.serialize()`` (``serialized_bytes``), ``jax.export.deserialize(blob)``
