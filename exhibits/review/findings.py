@@ -209,8 +209,13 @@ def tracer(exc: BaseException, frames: list[Any]) -> list[ReviewFinding]:
         ReviewFinding(
             kind=kind,
             line=frames[-1].line if frames else None,
-            message=f"a Python decision on a traced value: JAX raised "
-            f"{type(exc).__name__}: {first}" + (f" {explained.explanation}" if explained else ""),
+            message=(
+                "a Python decision on a traced value"
+                if kind == "TracerBoolConversion"
+                else "a concrete Python value asked of a traced value"
+            )
+            + f": JAX raised {type(exc).__name__}: {first.rstrip('.')}."
+            + (f" {explained.explanation}" if explained else ""),
             fix=explained.fix if explained and explained.fix else "",
             steps=0,
         )

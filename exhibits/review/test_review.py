@@ -376,3 +376,33 @@ def test_a_donating_step_runs_every_step_on_fresh_copies() -> None:
     assert [s.executables for s in ctx.of_type(ReviewStepRan)] == [1] * probe.STEPS
     assert findings_of(ctx) == []
     assert not ctx.snippet.args[0].is_deleted()
+
+
+FLOAT_IN_JIT = """
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def f(w, x):
+    loss = jnp.mean((x @ w) ** 2)
+    print("loss", float(loss))
+    return w - 0.1 * w
+
+
+args = (jnp.ones((4,)), jnp.ones((8, 4)))
+"""
+
+
+def test_float_of_a_traced_value_is_jaxs_concretization_error_at_its_line() -> None:
+    from exhibits.conftest import run_probe
+
+    ns: dict[str, Any] = {}
+    exec(compile(FLOAT_IN_JIT, "float_in_jit.py", "exec"), ns)
+    with pytest.raises(jax.errors.ConcretizationTypeError) as info:
+        ns["f"](*ns["args"])
+    assert not isinstance(info.value, jax.errors.TracerBoolConversionError)
+    (finding,) = findings_of(run_probe(EXHIBIT, FLOAT_IN_JIT))
+    assert finding.kind == "ConcretizationTypeError"
+    assert finding.line == line_of("", 'print("loss", float(loss))', FLOAT_IN_JIT)
+    assert str(info.value).strip().splitlines()[0].rstrip(".") in finding.message
