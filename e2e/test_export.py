@@ -88,6 +88,8 @@ def test_export_shows_the_exported_module_and_its_round_trip(
     assert "stablehlo.get_dimension_size %arg4, dim = 0" in exp.mlir_module()
     page.screenshot(path=str(screenshots / f"export-{theme}.png"), full_page=True)
     page.get_by_test_id("export-module").scroll_into_view_if_needed()
+    expect(module.locator('[data-line="0"]')).to_be_visible()
+    page.wait_for_timeout(500)  # let the scrolled panel paint before the picture
     page.screenshot(path=str(screenshots / f"export-module-{theme}.png"))
     assert console_errors == []
 

@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { goldenLoader } from '../../frontend/src/test/fixtures';
-import { exportModel, fieldRows, formatBytes, markedLines, plural, readableMessage, roundTripVerdict } from './view-model';
+import {
+  exportModel,
+  fieldRows,
+  formatBytes,
+  markedLines,
+  plural,
+  readableMessage,
+  roundTripVerdict,
+  symbolicShapes,
+} from './view-model';
 
 const golden = goldenLoader(import.meta.url);
 
@@ -62,6 +71,13 @@ describe('export view model', () => {
     expect(formatBytes(3080)).toBe('3,080 bytes');
     expect([plural(1, 'constraint'), plural(3, 'constraint')]).toEqual(['1 constraint', '3 constraints']);
     expect(formatBytes(300 * 1024)).toBe('300.0 KiB');
+  });
+
+  it('shows the symbolic arguments of each round-trip call', () => {
+    const m = exportModel(golden('mlp_batch'));
+    expect(m.roundTrip?.calls.map((c) => symbolicShapes(c.arg_shapes, m.exported))).toEqual([['f32[3,8]'], ['f32[6,8]'], ['f32[0,8]']]);
+    const multi = exportModel(golden('multi_platform'));
+    expect(multi.roundTrip?.calls.map((c) => symbolicShapes(c.arg_shapes, multi.exported))).toEqual([['f32[8]']]);
   });
 
   it('shows only what the stepper reached', () => {

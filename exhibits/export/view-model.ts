@@ -86,6 +86,14 @@ export function readableMessage(message: string, inputs: readonly string[]): str
   return message.replace(/\{(\d+)\}/g, (whole, i: string) => inputs[Number(i)] ?? whole);
 }
 
+/** The shapes a round-trip call passed for the arguments with a symbolic dimension (the
+ * others are the same in every call), or all of them when none is symbolic. */
+export function symbolicShapes(shapes: readonly string[], exported: FunctionExported | null): string[] {
+  const symbolic = exported?.in_avals.map((a) => a.aval.shape.includes(-1)) ?? [];
+  if (!symbolic.some(Boolean) || symbolic.length !== shapes.length) return [...shapes];
+  return shapes.filter((_, i) => symbolic[i]);
+}
+
 /** The headline of the round trip: whether every call of the deserialized export equalled
  * `jax.jit(f)`, and the largest difference (the constraint check, refused by design, apart). */
 export function roundTripVerdict(rt: RoundTripped): { ok: boolean; text: string } {
