@@ -221,13 +221,15 @@ def test_every_exhibit_runs_its_default_example(
     expect(page.get_by_test_id("narrative")).not_to_be_empty()
     # Every exhibit shows a jaxpr but dtypes (its lesson is the promotion table), prng (the key
     # tree its calls made), lazy_tensor (torch_xla's pending IR graph: no JAX there) and export
-    # (the exported StableHLO module), wrapped_fun (the default example's WrappedFun stack).
+    # (the exported StableHLO module), wrapped_fun (the default example's WrappedFun stack),
+    # xla_passes (the HLO module after a pass).
     main = {
         "dtypes": "promotion",
         "prng": "prng-tree",
         "lazy_tensor": "lazy-graph",
         "export": "module-text",
         "wrapped_fun": "wf-stack",
+        "xla_passes": "xp-hlo",
     }.get(exhibit, "jaxpr-text")
     expect(page.get_by_test_id(main)).to_be_visible()
     page.screenshot(path=str(screenshots / f"{exhibit}-{theme}.png"), full_page=False)
