@@ -13,7 +13,7 @@ import jax
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait
+from e2e.browser import open_exhibit, run_and_wait, set_code
 from exhibits.registry import EXHIBITS
 
 EXAMPLE = EXHIBITS["review"].example_paths()[EXHIBITS["review"].default_example]
@@ -83,4 +83,35 @@ def test_review_shows_each_finding_at_its_line(
     page.screenshot(path=str(screenshots / f"review-{theme}.png"), full_page=True)
     page.get_by_test_id("review-args").scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / f"review-args-{theme}.png"), full_page=True)
+    assert console_errors == []
+
+
+def test_review_shows_a_tracer_error_and_a_clean_step(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """loss_branch: JAX's TracerBoolConversionError is the one finding, at the `if` line (what
+    plain ``f(*args)`` raises there); mlp_step_fixed: no finding, one executable per step."""
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    open_exhibit(page, "review")
+    examples = EXHIBITS["review"].example_paths()
+    branch = examples["loss_branch"].read_text()
+    set_code(page, branch)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    finding = page.get_by_test_id("finding")
+    expect(finding).to_have_count(1)
+    expect(finding).to_have_attribute("data-kind", "TracerBoolConversion")
+    (line,) = [i + 1 for i, t in enumerate(branch.splitlines()) if "if loss > 1.0:" in t]
+    expect(finding).to_have_attribute("data-line", str(line))
+    expect(finding).to_contain_text("TracerBoolConversionError")
+    expect(page.get_by_test_id("no-steps")).to_be_visible()
+    page.screenshot(path=str(screenshots / "review-tracer-error.png"), full_page=True)
+
+    set_code(page, examples["mlp_step_fixed"].read_text())
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    expect(page.get_by_test_id("no-findings")).to_be_visible()
+    expect(page.get_by_test_id("executables-per-step")).to_have_text("1 executable per step")
+    expect(page.get_by_test_id("arg-row").last).to_have_attribute("data-static", "true")
+    page.screenshot(path=str(screenshots / "review-fixed.png"), full_page=True)
     assert console_errors == []
