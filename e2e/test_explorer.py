@@ -222,7 +222,7 @@ def test_every_exhibit_runs_its_default_example(
     # Every exhibit shows a jaxpr but dtypes (its lesson is the promotion table), prng (the key
     # tree its calls made), lazy_tensor (torch_xla's pending IR graph: no JAX there) and export
     # (the exported StableHLO module), wrapped_fun (the default example's WrappedFun stack),
-    # xla_passes (the HLO module after a pass).
+    # xla_passes (the HLO module after a pass), review (its findings).
     main = {
         "dtypes": "promotion",
         "prng": "prng-tree",
@@ -230,6 +230,7 @@ def test_every_exhibit_runs_its_default_example(
         "export": "module-text",
         "wrapped_fun": "wf-stack",
         "xla_passes": "xp-hlo",
+        "review": "review-findings",
     }.get(exhibit, "jaxpr-text")
     expect(page.get_by_test_id(main)).to_be_visible()
     page.screenshot(path=str(screenshots / f"{exhibit}-{theme}.png"), full_page=False)
