@@ -17,7 +17,7 @@ import pytest
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait
+from e2e.browser import open_exhibit, run_and_wait, set_code
 from exhibits.registry import EXHIBITS
 
 EXAMPLE = EXHIBITS["xla_passes"].example_paths()[EXHIBITS["xla_passes"].default_example]
@@ -95,4 +95,52 @@ def test_xla_passes_walks_the_passes_and_finds_the_fusions(
         expect(page.get_by_test_id("xp-llvm-text")).to_contain_text("define")
         page.get_by_test_id("xp-llvm").scroll_into_view_if_needed()
         page.screenshot(path=str(screenshots / "xla_passes-llvm-light.png"), full_page=True)
+    assert console_errors == []
+
+
+GPT = Path(__file__).resolve().parent.parent / "examples" / "real" / "gpt_stack.py"
+# What the page may receive for the 12-layer GPT stack until run_finished: the summaries of its
+# ~200 passes, its 370 fusions and the kernels' sizes (design 0029 measured 171 KB), not the
+# ~10 MB of texts and diffs that --json carries.
+MAX_STREAMED_BYTES = 600_000
+
+
+def test_the_gpt_stack_streams_summaries_and_fetches_a_pass_on_demand(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    frames: list[str | bytes] = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(data)))
+    open_exhibit(page, "xla_passes")
+    set_code(page, GPT.read_text())
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=240_000)
+    # the run's stream: the frames up to its terminal event (the page then asks for the details
+    # near the stepper's cursor and of what it shows)
+    end = next(i for i, f in enumerate(frames) if '"run_finished"' in str(f))
+    streamed = sum(len(f) for f in frames[: end + 1])
+    assert streamed < MAX_STREAMED_BYTES, streamed
+    print(
+        f"gpt_stack: {streamed} bytes streamed until run_finished, {len(frames[: end + 1])} frames"
+    )
+
+    namespace: dict[str, Any] = {}
+    exec(compile(GPT.read_text(), SNIPPET_FILENAME, "exec"), namespace)
+    text = str(jax.jit(namespace["f"]).lower(*namespace["args"]).compile().as_text())
+    fusions = set(re.findall(r"^\s+(?:ROOT )?%([\w.\-]+) = \S+ fusion\(", text, re.M))
+    expect(page.get_by_test_id("xp-fusion-row")).to_have_count(len(fusions))
+    expect(page.get_by_test_id("xp-last-is-compiled")).to_have_text(
+        "last snapshot = Compiled.as_text()"
+    )
+    # a fusion the fusion pass made: its pass's text and diff come on demand
+    row = page.get_by_test_id("xp-fusion-row").filter(
+        has=page.get_by_test_id("xp-fusion-pass").filter(has_text=re.compile(r"^fusion "))
+    )
+    name = row.first.get_attribute("data-name")
+    row.first.click()
+    expect(page.get_by_test_id("xp-pass-name")).to_have_text("fusion")
+    expect(page.get_by_test_id("xp-hlo")).to_contain_text(f"%{name} = ", timeout=30_000)
+    expect(page.get_by_test_id("xp-diff")).to_contain_text(f"+  %{name} = ")
+    page.get_by_test_id("xp-pass").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "xla_passes-gpt-light.png"))
     assert console_errors == []
