@@ -45,6 +45,16 @@ def uses_table(x):
 def eager(x):
     y = x * 1.0
     return y + 0
+
+
+def loss(x):
+    y = jnp.sin(x) * 2.0
+    return jnp.sum(y)
+
+
+def grad_step(x):
+    g = jax.grad(loss)(x)
+    return g
 """
 
 
@@ -136,3 +146,28 @@ def test_baked_constants_with_the_line_that_reads_them() -> None:
     assert c.line == _line("return x + TABLE")
     assert np.shares_memory(c.value, ns["TABLE"])
     assert list(jaxpr_util.eqns_using_var(closed.jaxpr, closed.jaxpr.constvars[0]))
+
+
+def test_the_guard_follows_the_line_back_from_a_function_jax_called() -> None:
+    """``jax.grad`` calls the snippet's ``loss``, then uploads in its backward pass after
+    ``loss`` returned: the transfer belongs to ``grad_step``'s line (the innermost snippet frame),
+    so allowing the two lines found lets the step finish."""
+    ns = _load()
+    x = jnp.ones(3)
+    ns["grad_step"](x)
+    found: set[int] = set()
+    for _ in range(4):
+        try:
+            with review_hooks.guarded(found):
+                ns["grad_step"](x)
+            break
+        except Exception as exc:
+            assert review_hooks.is_transfer_guard_error(exc)
+            tb, lines = exc.__traceback__, []
+            while tb is not None:
+                if tb.tb_frame.f_code.co_filename == SNIPPET_FILENAME:
+                    lines.append(tb.tb_lineno)
+                tb = tb.tb_next
+            assert lines[-1] not in found
+            found.add(lines[-1])
+    assert found == {_line("y = jnp.sin(x) * 2.0"), _line("g = jax.grad(loss)(x)")}

@@ -151,8 +151,11 @@ def jits_in_loop(
     ]
 
 
-def transfers(found: list[tuple[int | None, str]], source: str) -> list[ReviewFinding]:
-    """One ``HostToDevice`` per transfer the guard stopped."""
+def transfers(
+    found: list[tuple[int | None, str]], source: str, complete: bool = True
+) -> list[ReviewFinding]:
+    """One ``HostToDevice`` per transfer the guard stopped; ``complete``: the guarded step ran
+    to its end (else the last one says the search stopped there)."""
     out = []
     for line, message in found:
         where = line
@@ -180,6 +183,12 @@ def transfers(found: list[tuple[int | None, str]], source: str) -> list[ReviewFi
                 fix=fix,
                 steps=1,
             )
+        )
+    if out and not complete:
+        out[
+            -1
+        ].message += (
+            f" (the search stopped after {len(found)} lines: the step may make more transfers)"
         )
     return out
 
@@ -232,6 +241,7 @@ def findings_found(
     traces: Counter[str],
     compiles: Counter[str],
     guard_stops: list[tuple[int | None, str]],
+    guard_complete: bool,
     consts: list[tuple[str, BakedConstant]],
     tracer_error: BaseException | None,
     tracer_frames: list[Any],
@@ -244,7 +254,7 @@ def findings_found(
         *randomness(randoms, steps),
         *constants(consts, namespace, source),
         *jits_in_loop(created, traces, compiles, steps),
-        *transfers(guard_stops, source),
+        *transfers(guard_stops, source, guard_complete),
         *(tracer(tracer_error, tracer_frames) if tracer_error is not None else []),
     ]
     all_found.sort(key=lambda x: (x.line is None, x.line or 0, x.kind))

@@ -154,9 +154,10 @@ def run(ctx: ProbeContext) -> None:
                 )
             )
     transfers: list[tuple[int | None, str]] = []
+    complete = True
     if ran >= 2:
         with ctx.stage("call", call_index=1):
-            transfers = _transfers(f, steps[1])
+            transfers, complete = _transfers(f, steps[1])
     tables, constants = _tables(recorder) if tracer_error is None else ([], [])
     if tables:
         ctx.emit(ReviewArgsRead(functions=tables))
@@ -170,6 +171,7 @@ def run(ctx: ProbeContext) -> None:
             traces=watch.traces,
             compiles=watch.compiles,
             guard_stops=transfers,
+            guard_complete=complete,
             consts=constants,
             tracer_error=tracer_error,
             tracer_frames=user_frames(tracer_error.__traceback__) if tracer_error else [],
@@ -204,10 +206,11 @@ def _on_device(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call:
     return jax.tree.map(put, args), jax.tree.map(put, kwargs)
 
 
-def _transfers(f: Callable[..., Any], call: Call) -> list[tuple[int | None, str]]:
+def _transfers(f: Callable[..., Any], call: Call) -> tuple[list[tuple[int | None, str]], bool]:
     """``(line, JAX's message)`` of each host-to-device transfer of one more run of the step, in
-    order: the run is repeated under :func:`guarded` with the lines found so far allowed, until
-    it finishes (or a transfer has no snippet line: the arguments ``f`` was called with)."""
+    order, and whether the search finished: the run is repeated under :func:`guarded` with the
+    lines found so far allowed, until it finishes (or a transfer has no snippet line: the
+    arguments ``f`` was called with), at most :data:`MAX_TRANSFERS` times."""
     args, kwargs = _on_device(*_fresh(f, call))
     found_lines: set[int] = set()
     out: list[tuple[int | None, str]] = []
@@ -215,17 +218,19 @@ def _transfers(f: Callable[..., Any], call: Call) -> list[tuple[int | None, str]
         try:
             with guarded(found_lines):
                 block_until_ready(f(*args, **kwargs))
-            return out
+            return out, True
         except Exception as exc:
             if not is_transfer_guard_error(exc):
-                return out  # another failure under the guard: nothing more is claimed
+                return out, False  # another failure under the guard: nothing more is claimed
             frames = user_frames(exc.__traceback__)
             line = frames[-1].line if frames else None
+            if line is not None and line in found_lines:
+                return out, False  # stopped at a line already allowed: nothing new is claimed
             out.append((line, str(exc).splitlines()[0]))
-            if line is None or line in found_lines:
-                return out
+            if line is None:
+                return out, False  # f's own arguments: no line to allow
             found_lines.add(line)
-    return out
+    return out, False  # MAX_TRANSFERS lines found: more may follow
 
 
 def _arg_names(fun: Any, n: int) -> list[str | None]:

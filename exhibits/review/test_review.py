@@ -406,3 +406,19 @@ def test_float_of_a_traced_value_is_jaxs_concretization_error_at_its_line() -> N
     assert finding.kind == "ConcretizationTypeError"
     assert finding.line == line_of("", 'print("loss", float(loss))', FLOAT_IN_JIT)
     assert str(info.value).strip().splitlines()[0].rstrip(".") in finding.message
+
+
+def test_an_unfinished_transfer_search_says_so() -> None:
+    from .findings import transfers
+
+    found: list[tuple[int | None, str]] = [
+        (3, "INVALID_ARGUMENT: Disallowed host-to-device transfer: aval=x, dst_sharding=y")
+    ]
+    (done,) = transfers(found, "args = (1,)\n", complete=True)
+    assert done.message.endswith("Disallowed host-to-device transfer: aval=x")
+    (cut,) = transfers(found, "args = (1,)\n", complete=False)
+    assert cut.message.endswith(
+        "(the search stopped after 1 lines: the step may make more transfers)"
+    )
+    (args_line,) = transfers([(None, "INVALID_ARGUMENT: x")], "import jax\nargs = (1.0,)\n")
+    assert args_line.line == 2

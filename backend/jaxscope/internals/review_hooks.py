@@ -206,8 +206,12 @@ def guarded(allowed: set[int]) -> Iterator[None]:
         if event == "line":
             put("allow" if frame.f_lineno in allowed else "disallow")
         elif event == "return":
+            # back to the innermost snippet frame below this one (JAX's code may lie between:
+            # value_and_grad calling the user's loss), whose line runs again
             caller = frame.f_back
-            if caller is not None and caller.f_code.co_filename == SNIPPET_FILENAME:
+            while caller is not None and caller.f_code.co_filename != SNIPPET_FILENAME:
+                caller = caller.f_back
+            if caller is not None:
                 put("allow" if caller.f_lineno in allowed else "disallow")
         return local
 
