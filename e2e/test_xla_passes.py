@@ -64,9 +64,9 @@ def test_xla_passes_walks_the_passes_and_finds_the_fusions(
     expect(page.get_by_test_id("xp-last-is-compiled")).to_have_text(
         "last snapshot = Compiled.as_text()"
     )
-    rows = page.get_by_test_id("xp-fusion-row")
-    expect(rows).to_have_count(len(fusions))
-    assert {rows.nth(i).get_attribute("data-name") for i in range(len(fusions))} == fusions
+    fusion_rows = page.get_by_test_id("xp-fusion-row")
+    expect(fusion_rows).to_have_count(len(fusions))
+    assert {fusion_rows.nth(i).get_attribute("data-name") for i in range(len(fusions))} == fusions
 
     # the fusion pass created add_tanh_fusion: pick it, its diff and text come on demand
     row = page.locator("[data-testid=xp-fusion-row][data-name=add_tanh_fusion]")
@@ -76,6 +76,15 @@ def test_xla_passes_walks_the_passes_and_finds_the_fusions(
     expect(page.get_by_test_id("xp-diff-counts")).to_contain_text("appeared")
     expect(page.get_by_test_id("xp-diff")).to_contain_text("+  %add_tanh_fusion = ")
     expect(page.get_by_test_id("xp-hlo")).to_contain_text("%add_tanh_fusion = f32[8,32]")
+    # linked: an instruction selects the snippet line of its stack frame, and back
+    selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
+    rows = page.get_by_test_id("xp-hlo").locator(".row")
+    rows.filter(has_text="%add_tanh_fusion = f32[8,32]").click()
+    expect(selected).to_have_text("    h = jnp.tanh(x @ w + b)")
+    page.get_by_test_id("editor").locator(".cm-line", has_text="jax.nn.softmax(h").click()
+    lit = rows.locator("xpath=self::*[contains(@class, 'hl')]")
+    expect(lit.filter(has_text="%subtract_exponential_fusion = ")).to_have_count(1)
+    expect(lit.filter(has_text="%add_tanh_fusion = ")).to_have_count(0)
     # the table stops at the changed passes (and the first); every pass on a tick
     table_rows = page.locator("[data-testid^=xp-row-]")
     expect(table_rows).to_have_count(changed + 1)

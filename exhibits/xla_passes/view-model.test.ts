@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { goldenLoader } from '../../frontend/src/test/fixtures';
 import {
@@ -11,6 +12,7 @@ import {
   passes,
   pipelines,
   shownPass,
+  sourceLines,
   stops,
   textSource,
 } from './view-model';
@@ -120,5 +122,23 @@ describe('xla_passes view model', () => {
     const all = passes(golden('loop_invariant'));
     const licm = all.find((p) => p.pass_name === 'while-loop-invariant-code-motion' && p.changed);
     expect(licm).toBeDefined();
+  });
+
+  it("links each instruction to the snippet line of its stack frame (XLA's FileLocations)", () => {
+    const example = readFileSync(new URL('./examples/mlp_softmax.py', import.meta.url), 'utf8').split('\n');
+    const lineOf = (needle: string): number => example.findIndex((l) => l.includes(needle)) + 1;
+    const all = passes(golden('mlp_softmax'));
+    const fusion = all.find((p) => p.pass_name === 'fusion');
+    const text = fusion?.hlo_text ?? '';
+    const lines = text.split('\n');
+    const links = sourceLines(text);
+    const at = (name: string): number | undefined => links.get(lines.findIndex((l) => l.includes(`%${name} = `)));
+    // tanh(x @ w + b) is line 16, softmax(h) line 17 (its reductions and exp come from there)
+    expect(at('add_tanh_fusion')).toBe(lineOf('jnp.tanh'));
+    expect(at('subtract_exponential_fusion')).toBe(lineOf('jax.nn.softmax'));
+    expect(at('ynn_fusion')).toBe(lineOf('jnp.tanh'));
+    // parameters carry no stack frame; every linked line is an instruction of the snippet's lines
+    expect(at('x.1')).toBeUndefined();
+    expect(new Set(links.values())).toEqual(new Set([lineOf('jnp.tanh'), lineOf('jax.nn.softmax')]));
   });
 });

@@ -159,3 +159,48 @@ export function bytes(n: number): string {
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
   return `${(n / 1024 / 1024).toFixed(1)} MiB`;
 }
+
+/** The file name a snippet is compiled under (`jaxscope.snippet_model.SNIPPET_FILENAME`). */
+export const SNIPPET_FILE = '<snippet>';
+
+/**
+ * The user's line of each stack frame of an HLO module text, read from the tables XLA prints
+ * after the module's header (`FileNames`, `FileLocations`, `StackFrames`): frame id -> line,
+ * for the frames whose own location is in the snippet (JAX records the user's frames, so an op
+ * made inside `jax.nn.softmax` has the frame of the snippet line that called it).
+ */
+export function frameLines(text: string, snippetFile = SNIPPET_FILE): Map<number, number> {
+  const files = new Map<number, string>();
+  const locations = new Map<number, { file: number; line: number }>();
+  const out = new Map<number, number>();
+  let table = '';
+  for (const line of text.split('\n')) {
+    if (line === 'FileNames' || line === 'FunctionNames' || line === 'FileLocations' || line === 'StackFrames') {
+      table = line;
+      continue;
+    }
+    if (line.startsWith('%') || line.startsWith('ENTRY')) break;
+    let m: RegExpExecArray | null;
+    if (table === 'FileNames' && (m = /^(\d+) "(.*)"$/.exec(line))) files.set(Number(m[1]), m[2] ?? '');
+    else if (table === 'FileLocations' && (m = /^(\d+) \{file_name_id=(\d+) .*?\bline=(\d+)/.exec(line)))
+      locations.set(Number(m[1]), { file: Number(m[2]), line: Number(m[3]) });
+    else if (table === 'StackFrames' && (m = /^(\d+) \{file_location_id=(\d+)/.exec(line))) {
+      const at = locations.get(Number(m[2]));
+      if (at && files.get(at.file) === snippetFile) out.set(Number(m[1]), at.line);
+    }
+  }
+  return out;
+}
+
+/** The snippet line of each line of an HLO module text whose instruction has a stack frame in the
+ * snippet (0-based text line -> 1-based snippet line). */
+export function sourceLines(text: string): Map<number, number> {
+  const frames = frameLines(text);
+  const out = new Map<number, number>();
+  text.split('\n').forEach((line, n) => {
+    const m = /\bstack_frame_id=(\d+)/.exec(line);
+    const source = m ? frames.get(Number(m[1])) : undefined;
+    if (source !== undefined && /^\s+(?:ROOT\s+)?%/.test(line)) out.set(n, source);
+  });
+  return out;
+}
