@@ -334,3 +334,20 @@ def test_a_failing_f_is_reported_at_its_line(probe_runner: Runner) -> None:
         if f.filename == SNIPPET_FILENAME
     ]
     assert frames and frames[-1].lineno == 3
+
+
+def test_the_narratives_try_items_hold() -> None:
+    """narrative.md: with relu the cheap add and maximum are duplicated into two fusions and
+    add_tanh_fusion is gone; in loop_invariant, LICM moves the sine and the reduce from the loop
+    body region_0.3 into main."""
+    relu = DEFAULT.read_text().replace("jnp.tanh(", "jax.nn.relu(")
+    fusions = {f.name: f for f in run_probe(EXHIBIT, relu).one(XlaDumpRead).fusions}
+    assert "add_tanh_fusion" not in fusions
+    for name in ("maximum_reduce_fusion", "subtract_exponential_fusion"):
+        assert {"add", "maximum"} <= set(fusions[name].fused_opcodes), name
+    ran = passes(probed(HERE / "examples" / "loop_invariant.py"))
+    (licm,) = [e for e in ran if e.pass_name == "while-loop-invariant-code-motion" and e.changed]
+    sd = structural_diff(text_at(ran, licm.index - 1), text_at(ran, licm.index))
+    for opcode in ("sine", "reduce"):
+        assert [i.computation for i in sd.vanished if i.opcode == opcode] == ["region_0.3"]
+        assert [i.computation for i in sd.appeared if i.opcode == opcode] == ["main.5"]
