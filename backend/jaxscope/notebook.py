@@ -32,6 +32,7 @@ import dataclasses
 import dis
 import html
 import inspect
+import math
 import textwrap
 import types
 from collections.abc import Callable, Iterator
@@ -218,7 +219,12 @@ class _Writer:
         import jax
         import numpy as np
 
-        if value is None or isinstance(value, bool | int | float | complex | str):
+        if isinstance(value, float) and not math.isfinite(value):
+            # repr gives ``nan``/``inf``, names the snippet does not define
+            return f"float({repr(value)!r})"
+        if isinstance(value, complex):
+            return f"complex({self.value(value.real, where)}, {self.value(value.imag, where)})"
+        if value is None or isinstance(value, bool | int | float | str):
             return repr(value)
         if isinstance(value, tuple):
             items = [self.value(v, f"{where}[{i}]") for i, v in enumerate(value)]
@@ -236,16 +242,17 @@ class _Writer:
         if isinstance(value, jax.ShapeDtypeStruct):
             self.imports.append("import jax")
             return f"jax.ShapeDtypeStruct({tuple(value.shape)!r}, {str(value.dtype)!r})"
-        if isinstance(value, np.generic):
-            return self.value(value.item(), where)
-        if isinstance(value, np.ndarray | jax.Array):
+        if isinstance(value, np.ndarray | jax.Array | np.generic):
             self.needs_array = True
             on_device = isinstance(value, jax.Array)
             host = np.asarray(value)
             data = base64.b64encode(np.ascontiguousarray(host).tobytes()).decode("ascii")
+            # A numpy scalar (np.float32(2.0)) stays one: as a Python float it would be a
+            # weak-typed f32 in JAX, not f16 or strongly typed f32 (another jaxpr).
+            scalar = "[()]" if isinstance(value, np.generic) else ""
             return (
                 f"_jaxscope_array({data!r}, {str(host.dtype)!r}, {tuple(host.shape)!r}, "
-                f"{on_device})"
+                f"{on_device}){scalar}"
             )
         raise NotRepresentable(
             f"{where} is of type {type(value).__name__}, which jaxscope.show cannot write as code: "

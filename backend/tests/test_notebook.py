@@ -63,6 +63,33 @@ def test_shape_dtype_structs_and_scalars() -> None:
     assert loaded(code)["args"] == (spec, 3)
 
 
+LIMIT = float("inf")
+
+
+def _scaled(x: Any, s: Any) -> Any:
+    return jnp.minimum(x * s, LIMIT)
+
+
+def test_non_finite_floats_and_numpy_scalars_are_written_as_they_are() -> None:
+    # repr(nan) is 'nan', a name the snippet lacks (NameError before the run); a numpy scalar
+    # written as a Python float became a weak-typed f32 (another jaxpr than f16 / strong f32).
+    cases: list[tuple[Any, ...]] = [
+        (float("nan"), -float("inf")),
+        (np.float16(1.5), np.ones(2, np.float16)),
+        (np.ones(3, np.float32), np.float32(2.0)),
+        (complex(float("nan"), 1.0), np.bool_(True)),
+    ]
+    for args in cases:
+        ns = loaded(snippet_for(_scaled, args))
+        got = ns["args"]
+        for a, b in zip(got, args, strict=True):
+            assert type(a) is type(b) and np.asarray(a).dtype == np.asarray(b).dtype
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        assert ns["LIMIT"] == float("inf")
+        want = jax.make_jaxpr(_scaled)(*args)
+        assert str(jax.make_jaxpr(ns["f"])(*got)) == str(want)
+
+
 def test_what_cannot_be_written_is_refused_with_its_name() -> None:
     with pytest.raises(NotRepresentable, match="lambda"):
         snippet_for(lambda x: x, (1.0,))
