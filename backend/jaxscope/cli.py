@@ -4,7 +4,8 @@ hosted worker ``pool`` on a Unix socket (docker-compose: ``serve --pool-socket``
 ``jaxscope run EXHIBIT FILE`` goes through the same sandbox as the server (a worker pool and a
 session, in this process's event loop; no server needed). Output: a short summary by default,
 ``--json`` every event as one JSON line, ``--print ARTEFACT`` that artefact's text alone (e.g.
-``--print jaxpr`` is ``str(jax.make_jaxpr(f, static_argnums=...)(*args))`` plus a newline). The
+``--print jaxpr`` is ``str(jax.make_jaxpr(f, static_argnums=...)(*args))`` plus a newline;
+``--format json|text`` converts it: ``jaxscope.cli_format``). The
 exit status is 1 when the run fails (kind, JAX's error class and message, and ``line N`` go to
 stderr), 2 on a usage error (among them a FILE that is not UTF-8, or longer than
 ``MAX_CODE_CHARS`` characters: it is read no further than that), and 3 when the run finished but
@@ -36,6 +37,7 @@ from pydantic import ValidationError
 
 from exhibits.registry import EXHIBITS
 from exhibits.shown import ShownError
+from jaxscope.cli_format import FORMATS, formatted
 from jaxscope.protocol import (
     MAX_CODE_CHARS,
     EventModel,
@@ -205,6 +207,15 @@ def build_parser() -> argparse.ArgumentParser:
     out = run.add_mutually_exclusive_group()
     out.add_argument("--print", dest="artefact", metavar="ARTEFACT", help="print one artefact")
     out.add_argument("--json", action="store_true", help="every event as one JSON line")
+    run.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="with --print: json prints a JSON artefact as it is and a text one as "
+        '{"exhibit": ID, "artefact": NAME, "text": TEXT}; text prints a text artefact as it is '
+        "and a JSON one as readable text (key: value lines, a list of objects as a table); "
+        "without it the artefact is printed as it is (design 0035)",
+    )
     run.add_argument(
         "--html",
         type=Path,
@@ -581,6 +592,9 @@ def _run(ns: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    if ns.format is not None and ns.artefact is None:
+        print("jaxscope run: --format goes with --print ARTEFACT", file=sys.stderr)
+        return EXIT_USAGE
     try:
         code = _read_stdin(exhibit.needs_snippet) if str(ns.file) == "-" else _read_file(ns.file)
     except OSError as exc:
@@ -622,7 +636,7 @@ def _run(ns: argparse.Namespace) -> int:
         # ``args`` before ``f`` raises); the exit status says the run failed.
         text = exhibit.artefacts[ns.artefact](events) if ns.artefact is not None else None
         if text is not None:
-            sys.stdout.write(text + "\n")
+            sys.stdout.write(formatted(exhibit.id, ns.artefact, text, ns.format) + "\n")
         return EXIT_FAILED
     # JAX's errors the exhibit shows as its lesson: the run finished, the artefact is printed,
     # and the exit status tells a script that JAX rejected the user's code.
@@ -637,7 +651,7 @@ def _run(ns: argparse.Namespace) -> int:
         if text is None:
             print(f"jaxscope: the run produced no {ns.artefact!r}", file=sys.stderr)
             return status or EXIT_FAILED
-        sys.stdout.write(text + "\n")
+        sys.stdout.write(formatted(exhibit.id, ns.artefact, text, ns.format) + "\n")
     elif not ns.json:
         sys.stdout.write(_summary(events, exhibit.id))
     return status
