@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import jax
+import numpy as np
 from jaxscope.internals.api import CallPlan, aval_view, plan_call, solved_dims
 from jaxscope.sandbox.probe_api import ProbeContext, blame_line, setting_line
 from jaxscope.sandbox.snippet import InvalidSnippet
@@ -47,6 +48,7 @@ def run(ctx: ProbeContext) -> None:
     source = ctx.snippet.source
     namespace = ctx.snippet.namespace
     dynamic = dynamic_indices(plan)
+    refuse_shape_structs(plan, dynamic, source)
     specs = read_shapes(namespace.get("shapes"), plan, dynamic, setting_line(source, "shapes"))
     constraints = read_strings(namespace.get("constraints"), "constraints", source)
     platforms = read_strings(namespace.get("platforms"), "platforms", source)
@@ -102,6 +104,30 @@ def dynamic_indices(plan: CallPlan) -> list[int]:
     """The positions of ``args`` that are traced (not in ``static_argnums``)."""
     static = set(plan.normalized_argnums())
     return [i for i in range(len(plan.args)) if i not in static]
+
+
+def refuse_shape_structs(plan: CallPlan, dynamic: Sequence[int], source: str) -> None:
+    """Refuse, at the ``args`` line, a ``jax.ShapeDtypeStruct`` argument (what the JAX docs
+    export with, ``symbolic_shape("a, b")`` included): the export would work, but the round trip
+    calls the module and ``jax.jit(f)`` on the arguments, which needs data. The message gives
+    the snippet form of the same export: an example array, its specification in ``shapes``."""
+    leaves = jax.tree_util.tree_flatten_with_path(tuple(plan.args[i] for i in dynamic))[0]
+    for path, leaf in leaves:
+        if isinstance(leaf, jax.ShapeDtypeStruct):
+            dims = ", ".join(str(d) for d in leaf.shape)
+            sizes = ", ".join(str(d) if isinstance(d, int) else "3" for d in leaf.shape)
+            sizes += "," if len(leaf.shape) == 1 else ""
+            where = "args" + jax.tree_util.keystr(path)
+            raise blame_line(
+                InvalidSnippet(
+                    f"{where} is a jax.ShapeDtypeStruct ({dims}): this exhibit also calls the"
+                    " exported module and jax.jit(f) on args, which needs data. Give an array of"
+                    f" an example size, e.g. np.ones(({sizes}), np.{np.dtype(leaf.dtype).name}),"
+                    f' and its symbolic shape in `shapes`, e.g. shapes = ["({dims})"] (one entry'
+                    " per argument, None for one kept concrete)"
+                ),
+                setting_line(source, "args"),
+            )
 
 
 def read_shapes(

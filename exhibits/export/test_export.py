@@ -489,3 +489,41 @@ def test_golden_stream_is_the_probes(golden: Path, probe_runner: Runner) -> None
     ctx = probe_runner(EXHIBIT, example.read_text())
     assert comparable(stream) == comparable(ctx.events)
     assert comparable(stream), "the golden holds none of this exhibit's events"
+
+
+def test_a_shape_dtype_struct_argument_is_refused_at_the_args_line(probe_runner: Runner) -> None:
+    """The JAX docs' form (a ShapeDtypeStruct of ``export.symbolic_shape``) is refused at the
+    ``args`` line with the snippet's form of the same export; the suggested snippet exports to
+    the same avals as JAX's own export of the docs' form."""
+    source = (
+        "import jax\n"
+        "import jax.numpy as jnp\n"
+        "from jax import export\n"
+        "def f(x):\n"
+        "    return jnp.concatenate([x, x], axis=1)\n"
+        'args = (jax.ShapeDtypeStruct(export.symbolic_shape("a, b"), jnp.float32),)\n'
+    )
+    with pytest.raises(Exception) as raised:
+        probe_runner(EXHIBIT, source)
+    message = str(raised.value)
+    assert message.startswith("args[0] is a jax.ShapeDtypeStruct (a, b)")
+    assert "np.ones((3, 3), np.float32)" in message and 'shapes = ["(a, b)"]' in message
+    assert getattr(raised.value, BLAME_ATTR)[0] == 6
+
+    fixed = (
+        "import jax.numpy as jnp\n"
+        "import numpy as np\n"
+        "def f(x):\n"
+        "    return jnp.concatenate([x, x], axis=1)\n"
+        "args = (np.ones((3, 3), np.float32),)\n"
+        'shapes = ["(a, b)"]\n'
+    )
+    spec: Any = jax.ShapeDtypeStruct
+    docs = jax.export.export(jax.jit(lambda x: jax.numpy.concatenate([x, x], axis=1)))(
+        spec(jax.export.symbolic_shape("a, b"), np.float32)
+    )
+    exported = probe_runner(EXHIBIT, fixed).one(FunctionExported)
+    out_avals: Any = docs.out_avals
+    assert [a.aval.short for a in exported.out_avals] == [
+        a.str_short(short_dtypes=True) for a in out_avals
+    ]
