@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jaxscope.internals.api import CallPlan, block_until_ready, concrete_shape, dim_values
 
@@ -212,19 +213,38 @@ def compare(got: Sequence[Any], want: Sequence[Any]) -> tuple[bool, bool, float 
     if len(got) != len(want):
         return False, False, None
     equal = identical = True
-    diff: float | None = None
+    diffs: list[float | None] = []
     for g, w in zip(got, want, strict=True):
         a, b = np.asarray(jax.device_get(g)), np.asarray(jax.device_get(w))
         if a.shape != b.shape or a.dtype != b.dtype:
             return False, False, None
-        identical = identical and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
-        if a.dtype.kind in "fc":
+        if jnp.issubdtype(a.dtype, jnp.inexact) and a.dtype.kind not in "fc":
+            # bfloat16, float8_*: numpy's kind is 'V', so NaN == NaN was False (a false
+            # difference) and no diff was taken; their values are exact in float64.
+            a, b = a.astype(np.float64), b.astype(np.float64)
+        floating = a.dtype.kind in "fc"
+        identical = identical and bool(np.array_equal(a, b, equal_nan=floating))
+        if floating:
             equal = equal and bool(np.allclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True))
         else:
             equal = equal and bool(np.array_equal(a, b))
         if a.dtype.kind in "biufc" and a.size:
-            d = float(
-                np.max(np.abs(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64) - b))
-            )
-            diff = d if diff is None else max(diff, d)
-    return equal, identical, diff
+            diffs.append(_max_abs_diff(a, b))
+    if not diffs or None in diffs:
+        return equal, identical, None
+    return equal, identical, max(d for d in diffs if d is not None)
+
+
+def _max_abs_diff(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> float | None:
+    """The largest ``|a - b|`` over the elements that differ (0.0 when none does): equal
+    infinities and NaN beside NaN do not differ (``inf - inf`` is NaN, which made the whole
+    maximum NaN, sent as None); None when an element differs by an infinite or NaN amount."""
+    wide = np.complex128 if a.dtype.kind == "c" else np.float64
+    x, y = a.astype(wide), b.astype(wide)
+    same = (x == y) | (np.isnan(x) & np.isnan(y))
+    with np.errstate(invalid="ignore"):  # inf - inf, where ``same`` already holds
+        gaps = np.abs(x - y)[~same]
+    if not gaps.size:
+        return 0.0
+    d = float(np.max(gaps))
+    return d if np.isfinite(d) else None
