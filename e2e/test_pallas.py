@@ -89,6 +89,8 @@ def test_pallas_matmul_blocks(
     want = np.asarray(x, np.float64) @ np.asarray(y, np.float64)
     assert np.allclose(got, want, atol=1e-4)
     expect(page.get_by_test_id("verdict")).to_contain_text("allclose: max |f − reference| = ")
+    # the two printed arrays say which is which
+    expect(page.get_by_test_id("preview-label")).to_have_text(["f(*args)", "reference(*args)"])
     page.get_by_test_id("pallas-pictures").scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / f"pallas-{theme}.png"), full_page=True)
     assert console_errors == []

@@ -30,7 +30,7 @@ from jaxscope.internals.api import (
     plan_call,
     preview_value,
 )
-from jaxscope.sandbox.probe_api import ProbeContext, blame_line, setting_line
+from jaxscope.sandbox.probe_api import ProbeContext, blame_line, explain, setting_line
 from jaxscope.sandbox.snippet import InvalidSnippet
 
 from .blocks import OutputWrites, element_ranges, judge, out_of_bounds, revisits, unwritten
@@ -72,9 +72,28 @@ def run(ctx: ProbeContext) -> None:
     for event in found:
         ctx.emit(event)
     with ctx.stage("run"):
-        out = block_until_ready(plan.fun(*plan.args, **plan.kwargs))
+        try:
+            out = block_until_ready(plan.fun(*plan.args, **plan.kwargs))
+        except Exception as exc:
+            compiled = [c for c in calls if not c.interpret]
+            if compiled and jax.default_backend() == "cpu":
+                # The Pallas quickstart's kernels leave interpret out: JAX's message says only
+                # that the CPU needs interpret mode, not where to ask for it.
+                explain(exc, interpret_explanation(compiled[0]))
+            raise
     with ctx.stage("call"):
         ctx.emit(compared(ctx, plan.args, plan.kwargs, out))
+
+
+def interpret_explanation(call: FoundPallasCall) -> str:
+    """What to change when ``call`` (``interpret=False``) failed on this CPU-only worker."""
+    name = (call.kernel_name or "the kernel").split(" at ")[0]
+    return (
+        f"pl.pallas_call of {name} has no interpret=True: Pallas compiles a kernel"
+        " only for a GPU (Triton, Mosaic GPU) or a TPU (Mosaic), and this worker has a CPU. Add"
+        " interpret=True to pl.pallas_call(...): the kernel then runs with JAX's own ops, one"
+        " grid point after another, and this exhibit can show its blocks"
+    )
 
 
 def _not_evaluated(call: FoundPallasCall) -> str | None:
@@ -184,7 +203,9 @@ def call_found(index: int, call: FoundPallasCall) -> PallasCallFound:
 
 
 def _tolerance(got: np.ndarray, want: np.ndarray) -> float:
-    floats = [d for d in (got.dtype, want.dtype) if np.issubdtype(d, np.inexact)]
+    # jnp's issubdtype knows bfloat16 and float8_* as floats (numpy's says no: they were
+    # compared exactly, so a 1-ulp bfloat16 rounding was a wrong-result finding)
+    floats = [d for d in (got.dtype, want.dtype) if jax.numpy.issubdtype(d, jax.numpy.inexact)]
     if len(floats) == 2:
         return fd.tolerance(fd.narrower(*floats))
     if floats:

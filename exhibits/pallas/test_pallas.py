@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 from jaxscope.events import EVENT_ADAPTER
 from jaxscope.protocol import EventBase, RunFinished
+from jaxscope.sandbox.probe_api import EXPLAIN_ATTR
 from jaxscope.sandbox.snippet import InvalidSnippet
 
 from exhibits.conftest import Runner, jaxscope_run
@@ -383,3 +384,43 @@ def test_golden_stream_is_the_probes(golden: Path, probe_runner: Runner) -> None
 
     assert own(stream) == own(ctx.events)
     assert own(stream), "the golden holds none of this exhibit's events"
+
+
+QUICKSTART = """\
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+
+def add_vectors_kernel(x_ref, y_ref, o_ref):
+    x, y = x_ref[...], y_ref[...]
+    o_ref[...] = x + y
+
+
+@jax.jit
+def f(x, y):
+    return pl.pallas_call(
+        add_vectors_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype)
+    )(x, y)
+
+
+args = (jnp.arange(8), jnp.arange(8))
+"""
+
+
+def test_a_kernel_without_interpret_says_to_add_it(probe_runner: Runner) -> None:
+    """The Pallas quickstart's add_vectors (no interpret=True) fails on this CPU worker with
+    JAX's own error, as plain JAX does, explained: the call to change and the keyword to add."""
+    ns: dict[str, Any] = {}
+    exec(compile(QUICKSTART, "<quickstart>", "exec"), ns)
+    with pytest.raises(Exception) as plain:
+        ns["f"](*ns["args"])
+    with pytest.raises(Exception) as raised:
+        probe_runner(EXHIBIT, QUICKSTART)
+    assert type(raised.value) is type(plain.value) and str(raised.value) == str(plain.value)
+    explanation = getattr(raised.value, EXPLAIN_ATTR)
+    assert explanation.startswith("pl.pallas_call of add_vectors_kernel has no interpret=True")
+    assert "Add interpret=True to pl.pallas_call(...)" in explanation
+    fixed = QUICKSTART.replace("x.dtype)\n", "x.dtype), interpret=True\n")
+    assert "interpret=True" in fixed
+    probe_runner(EXHIBIT, fixed)  # runs
