@@ -396,6 +396,30 @@ EXHIBITS: dict[str, Exhibit] = {
             budget=3.0,
         ),
         Exhibit(
+            id="xla_cache",
+            title="A training loop's compiles, step by step (PyTorch/XLA)",
+            summary="torch_xla's metric counters after each step's sync: the first step compiles, "
+            "the next reuse it; a loop that compiles every step, found and fixed.",
+            default_example="mlp_sgd",
+            worker="torch",
+            # `import torch` maps 5 GB of address space, 5.9-6.3 GB after work (design 0025).
+            address_space_bytes=8 * 2**30,
+            # The loop compiles once per new graph: a recompiling example compiles every step.
+            budget=3.0,
+        ),
+        Exhibit(
+            id="pjrt_registry",
+            title="PJRT_DEVICE: which branch of pjrt_registry.cpp creates the client (PyTorch/XLA)",
+            summary="A PJRT_DEVICE string and the dynamic-plugin switch: the branch of torch_xla "
+            "2.9.0's pjrt_registry.cpp that takes them, its environment variables, the exact error.",
+            default_example="foo_unknown",
+            worker="torch",
+            # `import torch` maps 5 GB of address space (design 0025).
+            address_space_bytes=8 * 2**30,
+            # The snippet needs no f: the run is one client creation.
+            needs_snippet=False,
+        ),
+        Exhibit(
             id="pallas",
             title="A Pallas kernel, block by block (interpret mode)",
             summary="The grid, the blocks each program instance reads and writes, the kernel's "

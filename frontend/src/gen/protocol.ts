@@ -71,6 +71,8 @@ export type Event =
   | LazyGraphBuilt
   | LazyGraphSynced
   | GraphHashCompared
+  | XlaStepCounted
+  | XlaLoopFinished
   | PallasCallFound
   | PallasOutputCompared
   | ExportSpecsBuilt
@@ -3475,6 +3477,85 @@ export interface HashTrial {
   change: string;
   graph_hash: string;
   same: boolean;
+}
+/**
+ * One step of the loop: ``f(*batch)`` on the XLA device, then ``torch_xla.sync()``.
+ *
+ * ``step``: 0-based; ``inputs``: the batch's tensors as ``float32[8, 4]``, Python values as
+ * ``repr``; ``graph_hash``: ``_get_graph_hash`` (hex) of the step's tensors (``f``'s outputs,
+ * then each module's parameters, their grads and buffers, then each optimizer's state
+ * tensors, in the snippet's order) before the sync: torch_xla's compile cache key;
+ * ``new_hash``: no earlier step had it; ``changed``: for a new hash after the first step, the
+ * HLO instructions (``_get_xla_tensors_hlo``, names' numbers and metadata dropped) of this
+ * step's graph that the previous step's graph does not have (the new shape or constant; at
+ * most 8, each once), empty when only the graph's structure differs; ``counters``: the step's
+ * metric deltas; ``wall_ns``: the step's wall time (batch upload, the call, the hash, the HLO
+ * text and the sync).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "XlaStepCounted".
+ */
+export interface XlaStepCounted {
+  changed: string[];
+  counters: XlaCounterDelta;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  graph_hash: string;
+  inputs: string[];
+  new_hash: boolean;
+  run_id: string;
+  seq: number;
+  step: number;
+  type: 'xla_step_counted';
+  wall_ns: number;
+}
+/**
+ * What one step added to torch_xla's metrics (after ``torch_xla.sync()`` and
+ * ``xm.wait_device_ops()``, minus the values before the step).
+ *
+ * ``compiles``/``compile_ns``: ``CompileTime`` samples and their sum (ns); ``uncached`` and
+ * ``cached``: the ``UncachedCompile``/``CachedCompile`` counters (a graph compiled, a graph
+ * found in the compile cache by its hash); ``executions``/``execute_ns``: ``ExecuteTime``;
+ * ``to_device``/``to_device_ns`` and ``from_device``/``from_device_ns``:
+ * ``TransferToDeviceTime``/``TransferFromDeviceTime`` (transfers, each a sample).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "XlaCounterDelta".
+ */
+export interface XlaCounterDelta {
+  cached: number;
+  compile_ns: number;
+  compiles: number;
+  execute_ns: number;
+  executions: number;
+  from_device: number;
+  from_device_ns: number;
+  to_device: number;
+  to_device_ns: number;
+  uncached: number;
+}
+/**
+ * The loop's end: ``losses`` (the first tensor ``f`` returned each step, ``.item()`` after
+ * the loop), the distinct graph hashes, and ``recompiling_steps``: the steps after the first
+ * whose ``UncachedCompile`` grew. ``cause`` (``shape``, ``constant``) and ``fix`` say, for a
+ * loop that compiles on two or more steps after the first, what changed and what to do;
+ * ``line`` the snippet line to change (the ``batches``/``args`` line for a shape), or None.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "XlaLoopFinished".
+ */
+export interface XlaLoopFinished {
+  cause: 'shape' | 'constant' | '';
+  detail_id?: string | null;
+  detail_of?: string | null;
+  fix: string;
+  graph_hashes: string[];
+  line: number | null;
+  losses: number[];
+  recompiling_steps: number[];
+  run_id: string;
+  seq: number;
+  type: 'xla_loop_finished';
 }
 /**
  * One ``pallas_call`` eqn of ``jax.make_jaxpr(f)(*args)``, in program order (``index``).

@@ -1,0 +1,61 @@
+"""The xla_cache exhibit (PyTorch/XLA track) in real Chromium: the default loop runs in a torch
+worker; the steps table shows step 0 compiled and steps 1-3 cache hits under one graph hash;
+the varying_batch example shows the RecompileEveryStep finding at its batches line and the new
+shape's HLO lines. Screenshots in the light and dark themes. Skipped where the torch venv is
+missing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from jaxscope.sandbox.kinds import kind_problem
+from playwright.sync_api import Page, expect
+
+from e2e.browser import open_exhibit
+
+pytestmark = pytest.mark.skipif(
+    kind_problem("torch") is not None, reason=str(kind_problem("torch"))
+)
+
+# A fresh torch worker imports torch and torch_xla (5-15 s on a loaded 2-core box) before f runs.
+TORCH_RUN_TIMEOUT_MS = 120_000
+
+
+def run(page: Page) -> None:
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text(
+        "run_finished", timeout=TORCH_RUN_TIMEOUT_MS
+    )
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_xla_cache_compiles_once_then_finds_a_recompiling_loop(
+    page: Page, console_errors: list[str], screenshots: Path, theme: str
+) -> None:
+    page.set_viewport_size({"width": 1500, "height": 1300})
+    open_exhibit(page, "xla_cache")
+    if page.locator("html").get_attribute("data-theme") != theme:
+        page.get_by_test_id("theme-toggle").click()
+    run(page)
+    steps = page.get_by_test_id("xla-step")
+    expect(steps).to_have_count(4)
+    expect(page.get_by_test_id("xla-compiled")).to_have_count(1)
+    expect(steps.nth(0)).to_contain_text("compiled")
+    for i in (1, 2, 3):
+        expect(steps.nth(i)).to_contain_text("cache hit")
+    expect(page.get_by_test_id("xla-summary")).to_have_text(
+        "4 steps, 1 graph: 1 compiled, 3 cache hits"
+    )
+    expect(page.get_by_test_id("xla-finding")).to_have_count(0)
+    page.screenshot(path=str(screenshots / f"xla_cache-{theme}.png"), full_page=True)
+
+    page.get_by_test_id("example-select").select_option("varying_batch")
+    run(page)
+    expect(page.get_by_test_id("xla-compiled")).to_have_count(4)
+    finding = page.get_by_test_id("xla-finding")
+    expect(finding).to_contain_text("compiled again on steps 1, 2, 3: a new input shape")
+    expect(page.get_by_test_id("finding-line")).to_have_text("line 24")
+    expect(page.get_by_test_id("xla-changed")).to_contain_text("f32[6,4]{1,0} parameter(5)")
+    page.screenshot(path=str(screenshots / f"xla_cache-varying-{theme}.png"), full_page=True)
+    assert console_errors == []

@@ -1,0 +1,77 @@
+"""The xla_cache exhibit's events (PyTorch/XLA track, design 0037): a training loop run step by
+step on the XLA device, with torch_xla's own metric counters (``torch_xla.debug.metrics``)
+read after each step's ``torch_xla.sync()``.
+
+Imports only pydantic and ``jaxscope.protocol``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from jaxscope.protocol import EventBase, WireModel
+
+
+class XlaCounterDelta(WireModel):
+    """What one step added to torch_xla's metrics (after ``torch_xla.sync()`` and
+    ``xm.wait_device_ops()``, minus the values before the step).
+
+    ``compiles``/``compile_ns``: ``CompileTime`` samples and their sum (ns); ``uncached`` and
+    ``cached``: the ``UncachedCompile``/``CachedCompile`` counters (a graph compiled, a graph
+    found in the compile cache by its hash); ``executions``/``execute_ns``: ``ExecuteTime``;
+    ``to_device``/``to_device_ns`` and ``from_device``/``from_device_ns``:
+    ``TransferToDeviceTime``/``TransferFromDeviceTime`` (transfers, each a sample)."""
+
+    compiles: int
+    compile_ns: int
+    uncached: int
+    cached: int
+    executions: int
+    execute_ns: int
+    to_device: int
+    to_device_ns: int
+    from_device: int
+    from_device_ns: int
+
+
+class XlaStepCounted(EventBase):
+    """One step of the loop: ``f(*batch)`` on the XLA device, then ``torch_xla.sync()``.
+
+    ``step``: 0-based; ``inputs``: the batch's tensors as ``float32[8, 4]``, Python values as
+    ``repr``; ``graph_hash``: ``_get_graph_hash`` (hex) of the step's tensors (``f``'s outputs,
+    then each module's parameters, their grads and buffers, then each optimizer's state
+    tensors, in the snippet's order) before the sync: torch_xla's compile cache key;
+    ``new_hash``: no earlier step had it; ``changed``: for a new hash after the first step, the
+    HLO instructions (``_get_xla_tensors_hlo``, names' numbers and metadata dropped) of this
+    step's graph that the previous step's graph does not have (the new shape or constant; at
+    most 8, each once), empty when only the graph's structure differs; ``counters``: the step's
+    metric deltas; ``wall_ns``: the step's wall time (batch upload, the call, the hash, the HLO
+    text and the sync)."""
+
+    type: Literal["xla_step_counted"] = "xla_step_counted"
+    step: int
+    inputs: list[str]
+    graph_hash: str
+    new_hash: bool
+    changed: list[str]
+    counters: XlaCounterDelta
+    wall_ns: int
+
+
+class XlaLoopFinished(EventBase):
+    """The loop's end: ``losses`` (the first tensor ``f`` returned each step, ``.item()`` after
+    the loop), the distinct graph hashes, and ``recompiling_steps``: the steps after the first
+    whose ``UncachedCompile`` grew. ``cause`` (``shape``, ``constant``) and ``fix`` say, for a
+    loop that compiles on two or more steps after the first, what changed and what to do;
+    ``line`` the snippet line to change (the ``batches``/``args`` line for a shape), or None."""
+
+    type: Literal["xla_loop_finished"] = "xla_loop_finished"
+    losses: list[float]
+    graph_hashes: list[str]
+    recompiling_steps: list[int]
+    cause: Literal["shape", "constant", ""]
+    fix: str
+    line: int | None
+
+
+EVENTS: tuple[type[EventBase], ...] = (XlaStepCounted, XlaLoopFinished)

@@ -1,0 +1,218 @@
+"""The xla_cache exhibit against torch_xla itself: the exhibit runs through the real sandbox
+(`jaxscope run`, a torch worker); the truth is the same loop as a plain script in a fresh
+torch-venv process that reads torch_xla's counters itself after each step's sync, and the same
+loop in eager CPU torch. Skipped, with the reason, where the torch venv is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jaxscope.events import EVENT_ADAPTER
+from jaxscope.protocol import EventBase, RunFinished
+from jaxscope.sandbox.kinds import kind_problem, torch_python
+
+from .artefacts import step_rows
+from .events import XlaLoopFinished, XlaStepCounted
+
+HERE = Path(__file__).resolve().parent
+EXHIBIT = HERE.name
+EXAMPLES = HERE / "examples"
+JAXSCOPE = Path(sys.executable).parent / "jaxscope"
+
+pytestmark = pytest.mark.skipif(
+    kind_problem("torch") is not None, reason=str(kind_problem("torch"))
+)
+
+# The truth: the example as a user's loop. Modules moved with torch's own swap-on-conversion
+# flag (the probe swaps tensor by tensor), counters read with torch_xla's public metrics API.
+TRUTH = r"""
+import json, sys, torch, torch_xla
+import torch_xla.core.xla_model as xm
+import torch_xla.debug.metrics as met
+from torch.utils import _pytree as pytree
+
+def load():
+    ns = {}
+    exec(compile(open(sys.argv[1]).read(), "<snippet>", "exec"), ns)
+    batches = ns.get("batches") or [ns["args"]] * ns.get("steps", 4)
+    return ns, batches
+
+def first(out):
+    return [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)][0]
+
+# The PJRT client first: autograd's engine sizes its device queues at the first backward.
+dev = torch_xla.device()
+ns, batches = load()
+cpu_losses = [first(ns["f"](*b)).item() for b in batches]
+
+ns, batches = load()
+torch.__future__.set_swap_module_params_on_conversion(True)
+modules = [v for v in ns.values() if isinstance(v, torch.nn.Module)]
+for m in modules:
+    m.to(dev)
+data = {id(x) for b in batches for x in b}
+for k, v in list(ns.items()):
+    if isinstance(v, torch.Tensor) and id(v) not in data:
+        torch.utils.swap_tensors(v, v.detach().to(dev).requires_grad_(v.requires_grad))
+opts = [v for v in ns.values() if isinstance(v, torch.optim.Optimizer)]
+torch_xla.sync(); xm.wait_device_ops()
+
+def read():
+    out = {n: met.counter_value(n) or 0 for n in ("UncachedCompile", "CachedCompile")}
+    for n in ("CompileTime", "ExecuteTime", "TransferToDeviceTime", "TransferFromDeviceTime"):
+        d = met.metric_data(n)
+        out[n] = d[0] if d else 0
+    return out
+
+steps, losses = [], []
+for b in batches:
+    before = read()
+    out = ns["f"](*[x.to(dev) if isinstance(x, torch.Tensor) else x for x in b])
+    tensors = [first(out)]
+    for m in modules:
+        for p in m.parameters():
+            tensors += [p] + ([p.grad] if p.grad is not None else [])
+        tensors += list(m.buffers())
+    for o in opts:
+        for s in o.state.values():
+            tensors += [t for t in pytree.tree_leaves(s) if isinstance(t, torch.Tensor)]
+    h = bytes(torch_xla._XLAC._get_graph_hash(tensors)).hex()
+    torch_xla.sync(); xm.wait_device_ops()
+    after = read()
+    steps.append({"hash": h, **{k: after[k] - before[k] for k in after}})
+    losses.append(first(out))
+print(json.dumps({"steps": steps, "xla_losses": [t.cpu().item() for t in losses],
+                  "cpu_losses": cpu_losses}))
+"""
+
+
+def truth_of(example: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [str(torch_python()), "-c", TRUTH, str(EXAMPLES / f"{example}.py")],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "PJRT_DEVICE": "CPU"},
+        check=True,
+    )
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def jaxscope_run(example: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(JAXSCOPE), "run", EXHIBIT, str(EXAMPLES / f"{example}.py"), *extra],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+
+
+def events_of(example: str) -> list[EventBase]:
+    done = jaxscope_run(example, "--json")
+    assert done.returncode in (0, 3), done.stderr[-2000:]
+    return [EVENT_ADAPTER.validate_json(line) for line in done.stdout.splitlines() if line]
+
+
+def steps_of(events: list[EventBase]) -> list[XlaStepCounted]:
+    return [e for e in events if isinstance(e, XlaStepCounted)]
+
+
+def end_of(events: list[EventBase]) -> XlaLoopFinished:
+    (end,) = [e for e in events if isinstance(e, XlaLoopFinished)]
+    return end
+
+
+def assert_counters_are_torch_xlas(events: list[EventBase], truth: dict[str, Any]) -> None:
+    steps = steps_of(events)
+    assert len(steps) == len(truth["steps"])
+    for got, want in zip(steps, truth["steps"], strict=True):
+        c = got.counters
+        assert got.graph_hash == want["hash"]
+        assert (c.uncached, c.cached, c.compiles, c.executions) == (
+            want["UncachedCompile"],
+            want["CachedCompile"],
+            want["CompileTime"],
+            want["ExecuteTime"],
+        )
+        assert (c.to_device, c.from_device) == (
+            want["TransferToDeviceTime"],
+            want["TransferFromDeviceTime"],
+        )
+        assert (c.compile_ns > 0) == (c.compiles > 0)
+        assert (c.execute_ns > 0) == (c.executions > 0)
+    end = end_of(events)
+    assert end.losses == pytest.approx(truth["xla_losses"], rel=1e-6)
+    assert end.losses == pytest.approx(truth["cpu_losses"], rel=1e-4)
+    assert isinstance(events[-1], RunFinished)
+
+
+@pytest.fixture(scope="module")
+def default_events() -> list[EventBase]:
+    return events_of("mlp_sgd")
+
+
+def test_default_loop_compiles_once_then_hits_the_cache(default_events: list[EventBase]) -> None:
+    assert_counters_are_torch_xlas(default_events, truth_of("mlp_sgd"))
+    steps = steps_of(default_events)
+    assert [s.counters.uncached for s in steps] == [1, 0, 0, 0]
+    assert [s.counters.cached for s in steps] == [0, 1, 1, 1]
+    assert [s.new_hash for s in steps] == [True, False, False, False]
+    # The first step is the slow one: its compile alone outlasts the whole second step.
+    assert steps[0].counters.compile_ns > steps[1].wall_ns
+    assert end_of(default_events).cause == ""
+
+
+def test_varying_batch_recompiles_on_its_shapes() -> None:
+    events = events_of("varying_batch")
+    assert_counters_are_torch_xlas(events, truth_of("varying_batch"))
+    steps = steps_of(events)
+    assert [s.counters.uncached for s in steps] == [1, 1, 1, 1]
+    assert [s.inputs[0] for s in steps] == [f"float32[{n}, 4]" for n in (8, 6, 7, 5)]
+    assert "%p5 = f32[6,4]{1,0} parameter(5)" in steps[1].changed
+    end = end_of(events)
+    source = (EXAMPLES / "varying_batch.py").read_text().splitlines()
+    assert (end.cause, end.recompiling_steps) == ("shape", [1, 2, 3])
+    assert end.line is not None and source[end.line - 1].startswith("batches = ")
+
+
+def test_python_scalar_exponent_recompiles_and_the_fix_does_not() -> None:
+    events = events_of("python_scalar")
+    assert_counters_are_torch_xlas(events, truth_of("python_scalar"))
+    steps = steps_of(events)
+    assert [s.counters.uncached for s in steps] == [1, 1, 1, 1]
+    assert "%constant = f32[] constant(3)" in steps[3].changed
+    assert end_of(events).cause == "constant"
+    fixed = events_of("python_scalar_fixed")
+    assert_counters_are_torch_xlas(fixed, truth_of("python_scalar_fixed"))
+    assert [s.counters.uncached for s in steps_of(fixed)] == [1, 0, 0, 0]
+    assert end_of(fixed).cause == ""
+
+
+def test_print_counters_and_the_finding() -> None:
+    done = jaxscope_run("python_scalar", "--print", "counters")
+    assert done.returncode == 3, done.stderr[-2000:]
+    rows = json.loads(done.stdout)
+    assert [r["uncached"] for r in rows] == [1, 1, 1, 1]
+    assert list(rows[0]) == [
+        "step", "graph_hash", "new_hash", "compiles", "compile_ns", "uncached", "cached",
+        "executions", "execute_ns", "to_device", "to_device_ns", "from_device",
+        "from_device_ns", "wall_ns",
+    ]  # fmt: skip
+    assert "RecompileEveryStep" in done.stderr
+
+
+def test_golden_is_the_default_run() -> None:
+    golden = HERE / "golden" / "mlp_sgd.events.jsonl"
+    events = [EVENT_ADAPTER.validate_json(line) for line in golden.read_text().splitlines()]
+    rows = step_rows(events)
+    assert [r["uncached"] for r in rows] == [1, 0, 0, 0]
+    assert [r["cached"] for r in rows] == [0, 1, 1, 1]
