@@ -131,3 +131,53 @@ def test_the_prng_key_tree_downloads_as_svg_and_png(
     assert (width, height) == (size[0] * PNG_SCALE, size[1] * PNG_SCALE)
     (screenshots / "export-key-tree-download.png").write_bytes(png)
     assert console_errors == []
+
+
+def test_stablehlo_downloads_as_mlir(page: Page, console_errors: list[str]) -> None:
+    """CodeText's Download: the stations exhibit's StableHLO is Lowered.as_text(), as .mlir."""
+    source = default_source("stations")
+    snippet = load_snippet(source)
+    lowered = jax.jit(snippet.f, static_argnums=snippet.static_argnums).lower(*snippet.args)
+    open_exhibit(page, "stations")
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    with page.expect_download() as got:
+        page.get_by_test_id("stablehlo-text-export-download").click()
+    assert got.value.suggested_filename == "stations-stablehlo.mlir"
+    assert Path(got.value.path()).read_text("utf-8") == lowered.as_text()
+    assert console_errors == []
+
+
+def test_device_grid_and_timeline_download(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """The sharding device grid and the caches timeline (HTML pictures) as SVG and PNG."""
+    for exhibit, section, testid, artefact, shown in [
+        ("sharding", "sh-grid", "device-grid-export", "device-grid", "device-grid"),
+        ("caches", "caches-timeline", "timeline-export", "timeline", "caches-timeline"),
+    ]:
+        open_exhibit(page, exhibit)
+        run_and_wait(page)
+        expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+        panel = page.locator(f'section[aria-labelledby="{section}"]')
+        panel.scroll_into_view_if_needed()
+        panel.screenshot(path=str(screenshots / f"export-{artefact}-buttons.png"))
+        with page.expect_download() as got:
+            page.get_by_test_id(f"{testid}-svg").click()
+        assert got.value.suggested_filename == f"{exhibit}-{artefact}.svg"
+        svg_text = Path(got.value.path()).read_text("utf-8")
+        assert ET.fromstring(svg_text.encode("utf-8")).tag == f"{SVG}svg"
+        # Every cell's text is in the picture (the first few, as the page shows them).
+        cells = page.get_by_test_id(shown).locator(".cell, [data-testid^=device-cell-]")
+        texts = cells.all_inner_texts()[:4]
+        assert texts, f"no cells in {shown}"
+        for text in texts:
+            for word in text.split():
+                assert word in svg_text or word.replace("&", "&amp;") in svg_text, word
+        with page.expect_download() as got:
+            page.get_by_test_id(f"{testid}-png").click()
+        png = Path(got.value.path()).read_bytes()
+        width, height = png_size(png)
+        assert width > 100 and height > 20
+        (screenshots / f"export-{artefact}-download.png").write_bytes(png)
+    assert console_errors == []
