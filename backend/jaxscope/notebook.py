@@ -137,8 +137,11 @@ def snippet_for(f: Callable[..., Any], args: tuple[Any, ...]) -> str:
     body = writer.lines()
     tail = [] if name == "f" else [f"f = {name}"]
     tail.append(f"args = {writer.value(args, 'args')}")
-    # The user's code first; the helper that rebuilds the arrays just before the args need it.
+    # The user's code first; the helper that rebuilds the arrays just before the args need it,
+    # or before the constants when a global array constant needs it (else: NameError).
     helper = [ARRAY_HELPER] if writer.needs_array else []
+    if any("_jaxscope_array(" in c for c in writer.constants):
+        body, helper = [*helper, *body], []
     code = "\n".join([*dict.fromkeys(writer.imports), "", *body, *helper, *tail]).strip() + "\n"
     if len(code) > MAX_CODE_CHARS:
         raise NotRepresentable(

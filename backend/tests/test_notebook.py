@@ -90,6 +90,25 @@ def test_non_finite_floats_and_numpy_scalars_are_written_as_they_are() -> None:
         assert str(jax.make_jaxpr(ns["f"])(*got)) == str(want)
 
 
+WEIGHTS = jnp.arange(3.0)
+TABLE = np.array([[1, 2], [3, 4]], np.int8)
+
+
+def _weighted(x: jax.Array) -> Any:
+    return x * WEIGHTS + TABLE.sum()
+
+
+def test_a_global_array_constant_is_rebuilt_before_it_is_used() -> None:
+    # The constants were written above the helper that rebuilds arrays: NameError on
+    # _jaxscope_array before anything ran.
+    x = jnp.ones(3)
+    ns = loaded(snippet_for(_weighted, (x,)))
+    assert isinstance(ns["WEIGHTS"], jax.Array) and isinstance(ns["TABLE"], np.ndarray)
+    np.testing.assert_array_equal(np.asarray(ns["WEIGHTS"]), np.asarray(WEIGHTS))
+    np.testing.assert_array_equal(ns["TABLE"], TABLE)
+    np.testing.assert_array_equal(np.asarray(ns["f"](*ns["args"])), np.asarray(_weighted(x)))
+
+
 def test_what_cannot_be_written_is_refused_with_its_name() -> None:
     with pytest.raises(NotRepresentable, match="lambda"):
         snippet_for(lambda x: x, (1.0,))
