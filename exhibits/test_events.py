@@ -95,6 +95,7 @@ def test_the_protocol_keeps_only_the_core_events() -> None:
         "run_finished",
         "run_failed",
         "detail_failed",
+        "watched_file_changed",
     }
     # exhibits' events are imported from their exhibit; the protocol says where
     with pytest.raises(AttributeError, match=r"exhibits\.tracing\.events"):

@@ -1,5 +1,6 @@
-"""The ``jaxscope`` command: ``serve`` the explorer, ``run`` an exhibit headless, or serve the
-hosted worker ``pool`` on a Unix socket (docker-compose: ``serve --pool-socket`` relays to it).
+"""The ``jaxscope`` command: ``serve`` the explorer, ``watch`` a file (serve, open the page on
+it, rerun it on every save: design 0036), ``run`` an exhibit headless, or serve the hosted worker
+``pool`` on a Unix socket (docker-compose: ``serve --pool-socket`` relays to it).
 
 ``jaxscope run EXHIBIT FILE`` goes through the same sandbox as the server (a worker pool and a
 session, in this process's event loop; no server needed). Output: a short summary by default,
@@ -31,7 +32,7 @@ import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO, get_args
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO, get_args
 
 from pydantic import ValidationError
 
@@ -49,6 +50,9 @@ from jaxscope.protocol import (
     option_exhibits,
 )
 from jaxscope.settings import Limits, Settings, settings_from_env
+
+if TYPE_CHECKING:
+    from jaxscope.server.watch import WatchedFile
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -172,6 +176,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _limit_flags(serve)
     _sandbox_flag(serve)
+
+    watch = sub.add_parser(
+        "watch",
+        help="serve the explorer on FILE and rerun it on every save",
+        description="Serve the explorer (as `jaxscope serve` on 127.0.0.1) and open the page on "
+        "FILE in EXHIBIT: the page follows the file, rerunning it each time it is saved, with "
+        "the editor read-only until you press Stop following (design 0036).",
+    )
+    watch.add_argument("file", type=Path, help="the snippet (a .py file defining f and args)")
+    watch.add_argument(
+        "--exhibit", required=True, metavar="ID", help=f"exhibit id ({', '.join(EXHIBITS)})"
+    )
+    watch.add_argument("--port", type=int, default=None, help="port (default 8000)")
+    watch.add_argument(
+        "--no-browser", action="store_true", help="print the page's URL, do not open a browser"
+    )
+    watch.add_argument(
+        "--timeout", type=_seconds, default=None, metavar="S", help="wall-clock seconds per run"
+    )
+    _limit_flags(watch)
+    _sandbox_flag(watch)
+    # What `serve` takes and `watch` leaves at its default (loopback: no token needed).
+    watch.set_defaults(host=None, token=None, workers=None, max_workers=None, pool_socket=None)
 
     pool = sub.add_parser("pool", help="serve sandbox sessions on a Unix socket (hosted mode)")
     pool.add_argument("--socket", type=Path, required=True, metavar="PATH")
@@ -354,7 +381,46 @@ def _stack_option(text: str) -> list[str]:
     return names
 
 
-def _serve(ns: argparse.Namespace) -> int:
+def _watch(ns: argparse.Namespace) -> int:
+    """``jaxscope watch FILE --exhibit ID``: :func:`_serve` with ``FILE`` watched."""
+    from jaxscope.server.watch import WatchedFile
+
+    if ns.exhibit not in EXHIBITS:
+        print(
+            f"jaxscope: unknown exhibit {ns.exhibit!r}; known: {', '.join(EXHIBITS)}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if not ns.file.is_file():
+        print(f"jaxscope watch: {ns.file} is not a file", file=sys.stderr)
+        return EXIT_USAGE
+    return _serve(ns, WatchedFile(ns.file, ns.exhibit), open_browser=not ns.no_browser)
+
+
+def _open_when_up(url: str, health: str) -> None:
+    """Open ``url`` in the user's browser once ``health`` answers (from a thread: uvicorn has
+    the main one); give up quietly after 60 s."""
+    import threading
+    import time
+    import urllib.request
+    import webbrowser
+
+    def wait_then_open() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(health, timeout=1):
+                    webbrowser.open(url)
+                    return
+            except OSError:
+                time.sleep(0.2)
+
+    threading.Thread(target=wait_then_open, daemon=True).start()
+
+
+def _serve(
+    ns: argparse.Namespace, watched: WatchedFile | None = None, *, open_browser: bool = False
+) -> int:
     import uvicorn
 
     from jaxscope.server.app import create_app, with_token
@@ -381,7 +447,7 @@ def _serve(ns: argparse.Namespace) -> int:
         print(refusal, file=sys.stderr)
         return EXIT_USAGE
     try:
-        app = create_app(settings)
+        app = create_app(settings, watched)
     except IncompleteExhibit as exc:
         print(f"jaxscope: cannot start: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -390,6 +456,13 @@ def _serve(ns: argparse.Namespace) -> int:
     if settings.token is not None:
         url += f"?token={settings.token}"
     print(f"jaxscope is serving at {url}", flush=True)
+    if watched is not None:
+        # The page follows the file when its URL asks to (design 0036).
+        page = url + ("&" if "?" in url else "?") + "follow=1"
+        print(f"following {watched.path} in {watched.exhibit}: {page}", flush=True)
+        if open_browser:
+            token = f"?token={settings.token}" if settings.token is not None else ""
+            _open_when_up(page, f"http://{host}:{settings.port}/api/health{token}")
     # loop="asyncio": uvloop (installed with uvicorn[standard]) starts subprocesses through
     # libuv, which leaves the server's inherited file descriptors open in every sandbox worker.
     # No per-message deflate: compressing a 16 MiB event would hold the event loop for all.
@@ -681,6 +754,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     if ns.command == "serve":
         return _serve(ns)
+    if ns.command == "watch":
+        return _watch(ns)
     if ns.command == "pool":
         return _pool(ns)
     try:

@@ -297,8 +297,21 @@ class DetailRequest(WireModel):
     detail_id: str = Field(min_length=1, max_length=64)
 
 
-Request = Annotated[RunRequest | CancelRequest | DetailRequest, Field(discriminator="type")]
-REQUEST_ADAPTER: TypeAdapter[RunRequest | CancelRequest | DetailRequest] = TypeAdapter(Request)
+class FollowRequest(WireModel):
+    """Follow the file that ``jaxscope watch FILE`` watches (``follow`` true): answered at once
+    and after every save by a ``watched_file_changed``; ``follow`` false stops that. The file is
+    the one the CLI user named: a page cannot name a path (design 0036)."""
+
+    type: Literal["follow"] = "follow"
+    follow: bool = True
+
+
+Request = Annotated[
+    RunRequest | CancelRequest | DetailRequest | FollowRequest, Field(discriminator="type")
+]
+REQUEST_ADAPTER: TypeAdapter[RunRequest | CancelRequest | DetailRequest | FollowRequest] = (
+    TypeAdapter(Request)
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -584,6 +597,21 @@ class DetailFailed(EventBase):
     message: str
 
 
+class WatchedFileChanged(EventBase):
+    """The file a page follows (``FollowRequest``), sent outside any run (``run_id`` ""): when
+    the page starts following and after every save. ``path``: the file's absolute path;
+    ``exhibit``: the exhibit ``jaxscope watch --exhibit`` names; ``code``: the file's text (at
+    most ``MAX_CODE_CHARS`` characters), which the page runs as the user's code; None when there
+    is none to run, ``problem`` then says why (the file was deleted or renamed, is too long, is
+    not UTF-8, or this server watches no file) and the page keeps its last code."""
+
+    type: Literal["watched_file_changed"] = "watched_file_changed"
+    path: str
+    exhibit: str
+    code: str | None
+    problem: str | None = None
+
+
 def without_previews(model: WireModelT) -> WireModelT:
     """A copy of ``model`` whose :class:`ValueView` previews are left out (``preview`` None,
     ``deferred`` true; a pending one dropped): the summary of a step event (its values stay in
@@ -686,6 +714,7 @@ EVENTS: tuple[type[EventBase], ...] = (
     RunFinished,
     RunFailed,
     DetailFailed,
+    WatchedFileChanged,
 )
 
 TERMINAL_TYPES = frozenset({"run_finished", "run_failed"})

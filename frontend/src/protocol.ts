@@ -36,6 +36,7 @@ export type {
   StdoutPrinted,
   TracebackFrame,
   VarView,
+  WatchedFileChanged,
 } from './gen/protocol';
 
 /**
@@ -56,7 +57,7 @@ export type RunRequest = Omit<Gen.RunRequest, 'options' | 'details'> & {
 };
 
 /** Anything the frontend sends on the websocket. */
-export type WireRequest = RunRequest | Gen.CancelRequest | Gen.DetailRequest;
+export type WireRequest = RunRequest | Gen.CancelRequest | Gen.DetailRequest | Gen.FollowRequest;
 
 /** The `type` tag of every event (`run_started`, `eqn_recorded`, ...). */
 export type EventType = Gen.Event['type'];

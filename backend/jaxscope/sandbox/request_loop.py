@@ -1,7 +1,9 @@
 """The request loop of one session, independent of the transport (websocket or Unix socket).
 
-Each incoming text is a ``RunRequest``, ``CancelRequest`` or ``DetailRequest`` as JSON
-(``REQUEST_ADAPTER``).
+Each incoming text is a ``RunRequest``, ``CancelRequest``, ``DetailRequest`` or
+``FollowRequest`` as JSON (``REQUEST_ADAPTER``); a follow goes to the transport's ``follow``
+(``jaxscope watch``: ``server/watch.py``), and without one is answered by a
+``watched_file_changed`` that says no file is watched.
 Whatever else arrives is answered by ``run_failed`` ``invalid_request`` (with the ``run_id`` when
 one could be read, its lone surrogates replaced so that the answer always serializes), and the
 connection and the session's runs carry on: text that is not JSON, JSON nested thousands deep,
@@ -32,15 +34,22 @@ from jaxscope.protocol import (
     DetailFailed,
     DetailRequest,
     EventModel,
+    FollowRequest,
     RunFailed,
     RunFinished,
     RunRequest,
+    WatchedFileChanged,
 )
 from jaxscope.sandbox.session import Session
 
 # ``receive`` returns the next request text, or None once the peer has gone.
 Receive = Callable[[], Awaitable[str | None]]
 Send = Callable[[str], Awaitable[None]]
+# ``follow(True)`` starts sending the watched file to the peer, ``follow(False)`` stops.
+Follow = Callable[[bool], Awaitable[None]]
+NOT_WATCHING = (
+    "this server watches no file: start it with `jaxscope watch FILE --exhibit ID` to follow one"
+)
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # The longest piece of a request (a field name, a run_id) quoted back in an answer.
@@ -75,7 +84,9 @@ def _invalid(message: str, text: str) -> RunFailed:
     )
 
 
-def parse_request(text: str) -> RunRequest | CancelRequest | DetailRequest | RunFailed:
+def parse_request(
+    text: str,
+) -> RunRequest | CancelRequest | DetailRequest | FollowRequest | RunFailed:
     """The request in ``text``, or the ``invalid_request`` event that answers it."""
     if _SURROGATE.search(text):
         return _invalid("invalid request: the text is not valid UTF-8 (a lone surrogate)", text)
@@ -98,9 +109,12 @@ def parse_request(text: str) -> RunRequest | CancelRequest | DetailRequest | Run
     return request
 
 
-async def serve_requests(receive: Receive, send: Send, session: Session) -> None:
-    """Run the requests from ``receive`` on ``session`` until the peer goes; events to ``send``.
-    Closes the session (killing its worker) at the end."""
+async def serve_requests(
+    receive: Receive, send: Send, session: Session, follow: Follow | None = None
+) -> None:
+    """Run the requests from ``receive`` on ``session`` until the peer goes; events to ``send``;
+    follow requests to ``follow`` (None: no file is watched). Closes the session (killing its
+    worker) at the end."""
     send_lock = asyncio.Lock()
     closed = False
 
@@ -145,6 +159,13 @@ async def serve_requests(receive: Receive, send: Send, session: Session) -> None
             request = parse_request(text)
             if isinstance(request, RunFailed):
                 await emit(request)
+            elif isinstance(request, FollowRequest):
+                if follow is not None:
+                    await follow(request.follow)
+                elif request.follow:
+                    await emit(
+                        WatchedFileChanged(path="", exhibit="", code=None, problem=NOT_WATCHING)
+                    )
             elif isinstance(request, DetailRequest):
                 if len(detail_tasks) >= MAX_PENDING_DETAILS:
                     # A flood of requests is answered at once, not queued without bound.

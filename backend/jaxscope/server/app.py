@@ -38,6 +38,7 @@ from jaxscope.server.security import (
     presented_token,
     token_ok,
 )
+from jaxscope.server.watch import WatchedFile, watching
 from jaxscope.server.ws import serve_session
 from jaxscope.settings import Settings
 
@@ -80,14 +81,15 @@ def client_of(host: str | None) -> str | None:
     return host
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, watched: WatchedFile | None = None) -> FastAPI:
     """The jaxscope app for ``settings``; raises ``IncompleteExhibit`` when an exhibit folder
     lacks a part or the event union lacks one of its events (unless ``settings.check_exhibits``
     is false; an inconsistent union also fails importing ``jaxscope.events``, whatever the
     settings). ``app.state.settings`` holds the
     effective settings (with the generated token, if any), ``app.state.pool`` the worker pool
     (unused, never started, when ``settings.pool_socket`` relays sessions to a hosted pool),
-    ``app.state.tenancy`` who holds its workers (``sandbox/tenancy.py``)."""
+    ``app.state.tenancy`` who holds its workers (``sandbox/tenancy.py``). ``watched``: the file
+    ``jaxscope watch`` follows (``server/watch.py``), pushed to the pages that follow it."""
     settings = with_token(settings or Settings())
     if settings.check_exhibits:
         check_exhibits()
@@ -101,7 +103,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if remote is None:
             pool.start()
         try:
-            yield
+            async with watching(watched):
+                yield
         finally:
             await pool.close()
 
@@ -172,7 +175,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if remote is None:
             owner = client_of(websocket.client.host if websocket.client is not None else None)
             session = Session(pool, EXHIBITS, tenancy=tenancy, owner=owner)
-            await serve_session(websocket, session)
+            await serve_session(websocket, session, watched)
         else:
             await relay_session(websocket, remote)
 

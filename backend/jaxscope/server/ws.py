@@ -1,17 +1,24 @@
 """The websocket session ``/api/ws``: JSON requests in, JSON events out, one sandbox session.
 
-Text frames carry ``RunRequest``/``CancelRequest`` JSON (binary frames are read as UTF-8); the
-request loop (:func:`jaxscope.sandbox.request_loop.serve_requests`) answers invalid ones with
+Text frames carry ``RunRequest``/``CancelRequest``/``DetailRequest``/``FollowRequest`` JSON
+(binary frames are read as UTF-8); the request loop
+(:func:`jaxscope.sandbox.request_loop.serve_requests`) answers invalid ones with
 ``invalid_request``, cancels a session's previous run when a new one arrives, and sends every
-event as one JSON text frame.
+event as one JSON text frame. Under ``jaxscope watch`` a page that follows the watched file
+also gets its ``watched_file_changed`` events on the same socket (one lock orders all sends).
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from jaxscope.protocol import WatchedFileChanged
 from jaxscope.sandbox.request_loop import serve_requests
 from jaxscope.sandbox.session import Session
+from jaxscope.server.watch import WatchedFile
 
 
 async def receive_text(websocket: WebSocket) -> str | None:
@@ -31,10 +38,35 @@ async def receive_text(websocket: WebSocket) -> str | None:
     return str(text)
 
 
-async def serve_session(websocket: WebSocket, session: Session) -> None:
-    """Run the websocket's requests on ``session`` until the client disconnects."""
+async def serve_session(
+    websocket: WebSocket, session: Session, watched: WatchedFile | None = None
+) -> None:
+    """Run the websocket's requests on ``session`` until the client disconnects; a follow
+    request subscribes the socket to ``watched`` (None: the server watches no file)."""
+    lock = asyncio.Lock()
+    unfollow: Callable[[], None] | None = None
 
     async def receive() -> str | None:
         return await receive_text(websocket)
 
-    await serve_requests(receive, websocket.send_text, session)
+    async def send(text: str) -> None:
+        async with lock:
+            await websocket.send_text(text)
+
+    async def push(event: WatchedFileChanged) -> None:
+        await send(event.model_dump_json())
+
+    async def follow(on: bool) -> None:
+        nonlocal unfollow
+        assert watched is not None
+        if on and unfollow is None:
+            unfollow = await watched.follow(push)
+        elif not on and unfollow is not None:
+            unfollow()
+            unfollow = None
+
+    try:
+        await serve_requests(receive, send, session, follow if watched is not None else None)
+    finally:
+        if unfollow is not None:
+            unfollow()
