@@ -197,10 +197,25 @@ def build_specs(
             constraints=tuple(constraints),
         )
     except Exception as exc:  # JAX's parser raises ValueError, TokenError, IndexError (rank)
-        line = setting_line(source, "constraints" if "constraint" in str(exc) else "shapes")
-        raise blame_line(exc, line) from None
+        # A constraint JAX cannot parse ("b >= ") fails with a message that names no
+        # constraint: the shapes are at fault only if they fail on their own too.
+        at_fault = "shapes"
+        if constraints and ("constraint" in str(exc) or _parse(plan, polymorphic, specs)):
+            at_fault = "constraints"
+        raise blame_line(exc, setting_line(source, at_fault)) from None
     by_index = dict(zip(polymorphic, symbolic, strict=True))
     return tuple(by_index.get(i, a) for i, a in enumerate(plan.args))
+
+
+def _parse(plan: CallPlan, polymorphic: Sequence[int], specs: Sequence[str | None]) -> bool:
+    """Whether the shape specifications alone (no constraints) are ones JAX accepts."""
+    try:
+        jax.export.symbolic_args_specs(
+            tuple(plan.args[i] for i in polymorphic), tuple(specs[i] for i in polymorphic)
+        )
+    except Exception:
+        return False
+    return True
 
 
 def leaf_views(tree: Any) -> list[ExportedAval]:
