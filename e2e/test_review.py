@@ -115,3 +115,23 @@ def test_review_shows_a_tracer_error_and_a_clean_step(
     expect(page.get_by_test_id("arg-row").last).to_have_attribute("data-static", "true")
     page.screenshot(path=str(screenshots / "review-fixed.png"), full_page=True)
     assert console_errors == []
+
+
+def test_review_of_a_step_that_raises_says_it_failed(page: Page, console_errors: list[str]) -> None:
+    """A step that raises (a NameError at line 6): the error panel names the line, and the
+    findings say the run failed, not that the step is still running."""
+    open_exhibit(page, "review")
+    code = (
+        "import jax.numpy as jnp\n\n\ndef f(x):\n    y = jnp.sin(x)\n"
+        "    return y + undefined_name\n\n\nargs = (jnp.ones(3),)\n"
+    )
+    set_code(page, code)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_failed")
+    expect(page.get_by_test_id("error-line")).to_contain_text("line 6")
+    expect(page.get_by_test_id("review-failed")).to_be_visible()
+    expect(page.get_by_test_id("review-findings")).not_to_contain_text("still running")
+    expect(page.get_by_test_id("no-steps")).to_have_text(
+        "No step finished: f raised before a step could finish."
+    )
+    assert console_errors == []

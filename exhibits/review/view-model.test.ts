@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { goldenLoader } from '../../frontend/src/test/fixtures';
-import { argTables, findingLines, findings, steadyExecutables, stepRows } from './view-model';
+import { argTables, findingLines, findings, findingsPending, steadyExecutables, stepRows } from './view-model';
 const golden = goldenLoader(import.meta.url);
 
 describe('review view model on the golden streams', () => {
@@ -40,5 +40,15 @@ describe('review view model on the golden streams', () => {
     expect(findings(events)?.map((f) => [f.kind, f.line])).toEqual([['TracerBoolConversion', 14]]);
     expect(argTables(events)).toEqual([]);
     expect(findings([])).toBeNull();
+  });
+
+  it('says why there are no findings: running, failed, or an earlier event', () => {
+    const events = golden('mlp_step');
+    expect(findingsPending(events, false)).toBeNull();
+    const before = events.filter((e) => e.type !== 'review_findings_found' && e.type !== 'run_finished');
+    expect(findingsPending(before, true)).toBe('running');
+    expect(findingsPending(before, false)).toBe('earlier');
+    const failed = { ...events.at(-1)!, type: 'run_failed' } as unknown as (typeof events)[number];
+    expect(findingsPending([...before, failed], false)).toBe('failed');
   });
 });

@@ -72,6 +72,17 @@ export function findings(events: readonly Event[]): Finding[] | null {
   return lastOf(events, 'review_findings_found')?.findings ?? null;
 }
 
+/**
+ * Why there are no findings to show yet: `running` (the step still runs), `failed` (the run ended
+ * with `run_failed` before the review: the step raised), or `earlier` (the stepper is on an
+ * event before the findings); null when the findings are there.
+ */
+export function findingsPending(events: readonly Event[], running: boolean): 'running' | 'failed' | 'earlier' | null {
+  if (findings(events) !== null) return null;
+  if (events.at(-1)?.type === 'run_failed') return 'failed';
+  return running ? 'running' : 'earlier';
+}
+
 /** The lines of the findings, for the editor's highlight. */
 export function findingLines(found: readonly Finding[]): number[] {
   return [...new Set(found.flatMap((f) => (f.line === null ? [] : [f.line])))];
