@@ -12,7 +12,7 @@ import jax
 from jaxscope.sandbox.snippet import load_snippet
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait
+from e2e.browser import open_exhibit, run_and_wait, set_code
 from exhibits.registry import EXHIBITS
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -180,4 +180,45 @@ def test_device_grid_and_timeline_download(
         width, height = png_size(png)
         assert width > 100 and height > 20
         (screenshots / f"export-{artefact}-download.png").write_bytes(png)
+    assert console_errors == []
+
+
+LONG = """import jax.numpy as jnp
+
+def f(x):
+    for _ in range(300):
+        x = jnp.sin(x) * 1.01
+    return x
+
+args = (jnp.ones(3),)
+"""
+
+
+def test_a_large_graph_exports_whole(page: Page, console_errors: list[str]) -> None:
+    """Past 400 nodes the page draws only the nodes in view; the SVG holds every eqn node."""
+    snippet = load_snippet(LONG)
+    n_eqns = len(jax.make_jaxpr(snippet.f)(*snippet.args).eqns)
+    assert n_eqns == 600
+    open_exhibit(page, "tracing")
+    set_code(page, LONG)
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    page.get_by_test_id("tab-graph").click()
+    # 600 eqns open in chunks (groups of at most 500, collapsed): expand them all.
+    page.get_by_test_id("graph-expand-all").click()
+    expect(page.get_by_test_id("graph-eqn-0")).to_be_attached(timeout=30_000)
+    expect(page.get_by_test_id("graph-busy")).to_have_count(0, timeout=30_000)
+    in_dom = page.locator("[data-testid^=graph-eqn-]").count()
+    assert in_dom < n_eqns  # windowed: only what is in view
+    with page.expect_download() as got:
+        page.get_by_test_id("graph-export-svg").click()
+    root = ET.fromstring(Path(got.value.path()).read_bytes())
+    ids = {
+        g.attrib["data-testid"]
+        for g in root.iter(f"{SVG}g")
+        if g.attrib.get("data-testid", "").startswith("graph-eqn-")
+    }
+    assert ids == {f"graph-eqn-{i}" for i in range(n_eqns)}
+    # The page went back to drawing what is in view.
+    expect(page.locator("[data-testid^=graph-eqn-]")).to_have_count(in_dom)
     assert console_errors == []
