@@ -20,6 +20,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxscope.internals.api import (
     WrappedFunStack,
     WrappedFunStep,
@@ -70,8 +71,18 @@ def short_repr(value: Any) -> str:
 
 
 def ones_like(tree: Any) -> Any:
-    """A tangent or cotangent of ones for every leaf of ``tree`` (arrays or shape structs)."""
-    return jax.tree.map(lambda x: jnp.ones(jnp.shape(x), x.dtype), tree)
+    """A tangent or cotangent for every leaf of ``tree`` (arrays, shape structs, Python
+    scalars): ones of a float leaf's dtype; for an integer or bool leaf, zeros of ``float0``,
+    the only tangent JAX takes there. (``x.dtype`` failed on a Python scalar argument, and
+    int32 ones were refused by ``jax.jvp``.)"""
+
+    def one(x: Any) -> Any:
+        dtype = x.dtype if hasattr(x, "dtype") else jnp.result_type(x)
+        if not jnp.issubdtype(dtype, jnp.inexact):
+            return np.zeros(jnp.shape(x), jax.dtypes.float0)
+        return jnp.ones(jnp.shape(x), dtype)
+
+    return jax.tree.map(one, tree)
 
 
 def call_text(transform: str, in_axes: Any) -> str:
