@@ -25,7 +25,9 @@ describe('export file names', () => {
     expect(exhibitFromHash('#e=../x')).toBe('jaxscope');
   });
 
-  it('gives StableHLO .mlir, HLO .hlo, anything else .txt', () => {
+  it('gives StableHLO .mlir, HLO .hlo, LLVM IR .ll, anything else .txt', () => {
+    // The first line LLVM prints for a module (XLA's CPU kernels, xla_passes' LLVM IR panel).
+    expect(textExtension("; ModuleID = '__compute_module_fusion'\nsource_filename = \"x\"\n")).toBe('ll');
     // The openings of JAX's own texts: lowered.as_text() and the HLO module's to_string().
     expect(textExtension('module @jit_f attributes {mhlo.num_partitions = 1 : i32} {\n')).toBe('mlir');
     expect(textExtension('HloModule jit_f, entry_computation_layout={(f32[3]{0})->f32[3]{0}}\n')).toBe('hlo');

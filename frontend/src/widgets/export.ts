@@ -68,9 +68,10 @@ export function slug(text: string): string {
   );
 }
 
-/** The extension of a text artefact by what it is: MLIR (StableHLO), XLA's HLO text, else plain text. */
-export function textExtension(text: string): 'mlir' | 'hlo' | 'txt' {
+/** The extension of a text artefact by what it is: MLIR (StableHLO), XLA's HLO text, LLVM IR, else plain text. */
+export function textExtension(text: string): 'mlir' | 'hlo' | 'll' | 'txt' {
   const head = text.trimStart();
+  if (head.startsWith('; ModuleID = ')) return 'll';
   if (head.startsWith('module @') || head.startsWith('module {') || head.startsWith('func.func')) return 'mlir';
   if (head.startsWith('HloModule ')) return 'hlo';
   return 'txt';
