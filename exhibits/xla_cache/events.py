@@ -37,7 +37,7 @@ class XlaCounterDelta(WireModel):
 class XlaStepCounted(EventBase):
     """One step of the loop: ``f(*batch)`` on the XLA device, then ``torch_xla.sync()``.
 
-    ``step``: 0-based; ``inputs``: the batch's tensors as ``float32[8, 4]``, Python values as
+    ``step``: 0-based; ``inputs``: the batch's tensors as ``float32[8,4]``, Python values as
     ``repr``; ``graph_hash``: ``_get_graph_hash`` (hex) of the step's tensors (``f``'s outputs,
     then each module's parameters, their grads and buffers, then each optimizer's state
     tensors, in the snippet's order) before the sync: torch_xla's compile cache key;

@@ -82,11 +82,11 @@ def _batches(ns: dict[str, Any], args: tuple[Any, ...], source: str) -> list[tup
 
 
 def describe(value: Any) -> str:
-    """``float32[8, 4]`` for a tensor, ``repr`` for anything else."""
+    "``float32[8,4]`` for a tensor, ``repr`` for anything else."
     import torch
 
     if isinstance(value, torch.Tensor):
-        return f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)}"
+        return f"{str(value.dtype).removeprefix('torch.')}[{','.join(map(str, value.shape))}]"
     return repr(value)
 
 

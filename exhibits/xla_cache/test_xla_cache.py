@@ -176,7 +176,7 @@ def test_varying_batch_recompiles_on_its_shapes() -> None:
     assert_counters_are_torch_xlas(events, truth_of("varying_batch"))
     steps = steps_of(events)
     assert [s.counters.uncached for s in steps] == [1, 1, 1, 1]
-    assert [s.inputs[0] for s in steps] == [f"float32[{n}, 4]" for n in (8, 6, 7, 5)]
+    assert [s.inputs[0] for s in steps] == [f"float32[{n},4]" for n in (8, 6, 7, 5)]
     assert "%p5 = f32[6,4]{1,0} parameter(5)" in steps[1].changed
     end = end_of(events)
     source = (EXAMPLES / "varying_batch.py").read_text().splitlines()
@@ -195,6 +195,16 @@ def test_python_scalar_exponent_recompiles_and_the_fix_does_not() -> None:
     assert_counters_are_torch_xlas(fixed, truth_of("python_scalar_fixed"))
     assert [s.counters.uncached for s in steps_of(fixed)] == [1, 0, 0, 0]
     assert end_of(fixed).cause == ""
+
+
+def test_python_float_multiplier_settles_after_0_and_1() -> None:
+    """``lr * step`` is uploaded as data; only 0.0 (step 0) is a constant: two graphs."""
+    events = events_of("lr_times_step")
+    assert_counters_are_torch_xlas(events, truth_of("lr_times_step"))
+    steps = steps_of(events)
+    assert [s.counters.uncached for s in steps] == [1, 1, 0, 0, 0]
+    assert [s.counters.cached for s in steps] == [0, 0, 1, 1, 1]
+    assert (end_of(events).cause, end_of(events).recompiling_steps) == ("", [1])
 
 
 def test_print_counters_and_the_finding() -> None:

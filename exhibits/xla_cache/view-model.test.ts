@@ -15,7 +15,7 @@ describe('xla_cache view model on the golden run', () => {
     expect(rows.map((r) => r.compile)).toEqual(['compiled', 'cache hit', 'cache hit', 'cache hit']);
     expect(rows.map((r) => r.newHash)).toEqual([true, false, false, false]);
     expect(new Set(rows.map((r) => r.hash)).size).toBe(1);
-    expect(rows[0]?.inputs).toBe('float32[8, 4], float32[8, 1]');
+    expect(rows[0]?.inputs).toBe('float32[8,4], float32[8,1]');
     expect(rows[0]?.compileTime).not.toBe('');
     expect(rows[1]?.compileTime).toBe('');
   });
