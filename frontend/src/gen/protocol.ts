@@ -11,6 +11,7 @@ export type Event =
   | RunFinished
   | RunFailed
   | DetailFailed
+  | WatchedFileChanged
   | EqnRecorded
   | JitCalled
   | ModuleLowered
@@ -89,7 +90,7 @@ export type Event =
   | ReviewStepRan
   | ReviewArgsRead
   | ReviewFindingsFound;
-export type Request = RunRequest | CancelRequest | DetailRequest;
+export type Request = RunRequest | CancelRequest | DetailRequest | FollowRequest;
 
 /**
  * Root of the generated JSON Schema: one field per top-level type the frontend uses.
@@ -494,6 +495,28 @@ export interface DetailFailed {
   run_id: string;
   seq: number;
   type: 'detail_failed';
+}
+/**
+ * The file a page follows (``FollowRequest``), sent outside any run (``run_id`` ""): when
+ * the page starts following and after every save. ``path``: the file's absolute path;
+ * ``exhibit``: the exhibit ``jaxscope watch --exhibit`` names; ``code``: the file's text (at
+ * most ``MAX_CODE_CHARS`` characters), which the page runs as the user's code; None when there
+ * is none to run, ``problem`` then says why (the file was deleted or renamed, is too long, is
+ * not UTF-8, or this server watches no file) and the page keeps its last code.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "WatchedFileChanged".
+ */
+export interface WatchedFileChanged {
+  code: string | null;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  exhibit: string;
+  path: string;
+  problem: string | null;
+  run_id: string;
+  seq: number;
+  type: 'watched_file_changed';
 }
 /**
  * An eqn recorded by JAX's tracer in a user frame, streamed as it is recorded.
@@ -4450,4 +4473,16 @@ export interface DetailRequest {
   detail_id: string;
   run_id: string;
   type: 'detail';
+}
+/**
+ * Follow the file that ``jaxscope watch FILE`` watches (``follow`` true): answered at once
+ * and after every save by a ``watched_file_changed``; ``follow`` false stops that. The file is
+ * the one the CLI user named: a page cannot name a path (design 0036).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "FollowRequest".
+ */
+export interface FollowRequest {
+  follow: boolean;
+  type: 'follow';
 }
