@@ -697,11 +697,17 @@ def _run(ns: argparse.Namespace) -> int:
             exhibit.id, code, settings, stream=sys.stdout if ns.json else None, options=options
         )
     )
-    if ns.html is not None and (
-        trouble := _write_html(ns.html, template, exhibit.id, code, options, events)
-    ):
-        print(f"jaxscope run --html: {trouble}", file=sys.stderr)
-        return EXIT_FAILED
+    if ns.html is not None:
+        if trouble := _write_html(ns.html, template, exhibit.id, code, options, events):
+            print(f"jaxscope run --html: {trouble}", file=sys.stderr)
+            return EXIT_FAILED
+        # stderr: stdout may be the --json stream or an artefact a script reads
+        size_kb = ns.html.stat().st_size / 1024
+        print(
+            f"jaxscope run --html: wrote {ns.html} ({size_kb:,.0f} KB); it replays this run in"
+            " a browser, from disk, with no server",
+            file=sys.stderr,
+        )
     terminal = events[-1]
     if isinstance(terminal, RunFailed):
         sys.stderr.write(describe_failure(terminal))

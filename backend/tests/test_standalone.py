@@ -111,6 +111,9 @@ def test_run_html_writes_every_event_of_the_run(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     streamed = [json.loads(line) for line in done.stdout.splitlines()]
     payload = embedded(out.read_text("utf-8"))
+    # the file is named where the user looks (stderr: stdout is the JSON stream), with its size
+    kb = f"{out.stat().st_size / 1024:,.0f} KB"
+    assert f"jaxscope run --html: wrote {out} ({kb});" in done.stderr
     # The file holds the run exactly as the wire carried it, details whole (an eager run).
     assert payload["events"] == streamed
     assert payload["exhibit"] == "tracing"
