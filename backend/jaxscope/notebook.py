@@ -245,6 +245,12 @@ class _Writer:
         if isinstance(value, jax.ShapeDtypeStruct):
             self.imports.append("import jax")
             return f"jax.ShapeDtypeStruct({tuple(value.shape)!r}, {str(value.dtype)!r})"
+        if isinstance(value, jax.Array) and jax.numpy.issubdtype(value.dtype, jax.dtypes.prng_key):
+            # A typed key (jax.random.key) has no numpy form: its key data and impl instead.
+            self.imports.append("import jax")
+            data = self.value(jax.random.key_data(value), where)
+            impl = str(jax.random.key_impl(value))
+            return f"jax.random.wrap_key_data({data}, impl={impl!r})"
         if isinstance(value, np.ndarray | jax.Array | np.generic):
             self.needs_array = True
             on_device = isinstance(value, jax.Array)

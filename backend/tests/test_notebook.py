@@ -109,6 +109,26 @@ def test_a_global_array_constant_is_rebuilt_before_it_is_used() -> None:
     np.testing.assert_array_equal(np.asarray(ns["f"](*ns["args"])), np.asarray(_weighted(x)))
 
 
+def _noisy(key: jax.Array, x: jax.Array) -> jax.Array:
+    return jax.random.normal(key, x.shape) + x
+
+
+def test_a_typed_prng_key_argument_is_written_by_its_key_data_and_impl() -> None:
+    # np.asarray of a jax.random.key raised TypeError out of jaxscope.show before.
+    x = jnp.ones(3)
+    for key in (
+        jax.random.key(7),
+        jax.random.key(7, impl="rbg"),
+        jax.random.split(jax.random.key(1)),
+    ):
+        ns = loaded(snippet_for(_noisy, (key, x)))
+        got = ns["args"][0]
+        assert got.dtype == key.dtype and got.shape == key.shape
+        np.testing.assert_array_equal(jax.random.key_data(got), jax.random.key_data(key))
+        if key.shape == ():
+            np.testing.assert_array_equal(np.asarray(ns["f"](got, x)), np.asarray(_noisy(key, x)))
+
+
 def test_what_cannot_be_written_is_refused_with_its_name() -> None:
     with pytest.raises(NotRepresentable, match="lambda"):
         snippet_for(lambda x: x, (1.0,))
