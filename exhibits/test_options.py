@@ -150,6 +150,7 @@ def test_run_options_is_the_composition_of_every_exhibits_options() -> None:
         "cache_key",
         "recompile_hunt",
         "sharding",
+        "pjrt_registry",
         "wrapped_fun",
     }
     assert options_problems(RunOptions, modules, list(EXHIBITS)) == []
@@ -217,6 +218,8 @@ def test_the_composition_keeps_the_wire_format() -> None:
         "mesh": None,
         "spec": None,
         "array_shape": None,
+        "pjrt_device": None,
+        "dynamic_plugins": None,
         "transform": None,
     }
 

@@ -58,6 +58,7 @@ from pydantic import BaseModel, Field, PrivateAttr, TypeAdapter, field_serialize
 from exhibits.cache_key.options import CacheKeyOptions
 from exhibits.caches.options import CachesOptions
 from exhibits.partial_eval.options import PartialEvalOptions
+from exhibits.pjrt_registry.options import PjrtRegistryOptions
 from exhibits.recompile_hunt.options import RecompileHuntOptions
 from exhibits.sharding.options import ShardingOptions
 from exhibits.tracing.options import CallSpec as CallSpec
@@ -239,6 +240,7 @@ class RunOptions(
     CacheKeyOptions,
     RecompileHuntOptions,
     ShardingOptions,
+    PjrtRegistryOptions,
     WrappedFunOptions,
 ):
     """Per-run options: the controls of the exhibits that rerun with a change, composed of each

@@ -72,6 +72,7 @@ const TABLE: Readonly<Record<string, { group: ExhibitGroup; label: string }>> = 
   prng: { group: 'Trace & compile', label: 'PRNG keys' },
   flax_params: { group: 'Pytrees & control flow', label: 'Flax params' },
   lazy_tensor: { group: 'PyTorch/XLA', label: 'Lazy tensors' },
+  pjrt_registry: { group: 'PyTorch/XLA', label: 'PJRT_DEVICE branch' },
   xla_cache: { group: 'PyTorch/XLA', label: 'Compile cache' },
   pallas: { group: 'Trace & compile', label: 'Pallas blocks' },
   export: { group: 'Trace & compile', label: 'jax.export' },

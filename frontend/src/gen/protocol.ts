@@ -74,6 +74,7 @@ export type Event =
   | GraphHashCompared
   | XlaStepCounted
   | XlaLoopFinished
+  | PjrtClientTried
   | PallasCallFound
   | PallasOutputCompared
   | ExportSpecsBuilt
@@ -3504,7 +3505,7 @@ export interface HashTrial {
 /**
  * One step of the loop: ``f(*batch)`` on the XLA device, then ``torch_xla.sync()``.
  *
- * ``step``: 0-based; ``inputs``: the batch's tensors as ``float32[8, 4]``, Python values as
+ * ``step``: 0-based; ``inputs``: the batch's tensors as ``float32[8,4]``, Python values as
  * ``repr``; ``graph_hash``: ``_get_graph_hash`` (hex) of the step's tensors (``f``'s outputs,
  * then each module's parameters, their grads and buffers, then each optimizer's state
  * tensors, in the snippet's order) before the sync: torch_xla's compile cache key;
@@ -3579,6 +3580,67 @@ export interface XlaLoopFinished {
   run_id: string;
   seq: number;
   type: 'xla_loop_finished';
+}
+/**
+ * One client creation (``torch_xla.device()``) in a worker that had imported torch_xla but
+ * created no client. ``pjrt_device`` is the string asked for (None: unset, so torch_xla's
+ * import-time default applies), ``dynamic_plugins`` the switch (``auto``: as torch_xla's
+ * import left it), ``env`` the two variables at creation (None: unset). ``plugin_registry`` is
+ * ``torch_xla.experimental.plugins._plugin_registry``'s names, ``python_device_type``
+ * ``torch_xla.runtime.device_type()``. ``ok`` with ``devices`` (``_xla_get_all_devices``) and
+ * ``device_count`` (``xr.global_device_count()``), or ``error_type`` and ``error`` (the
+ * exception's text, exactly); ``retry_error`` the text a second try with ``PJRT_DEVICE=CPU``
+ * raised after a failure (None: that retry created a client; a C++ failure is kept, the
+ * TPU plugin's Python error is not). ``source`` is the text of
+ * ``branch.file`` at ``tag`` (``commit``); ``init_seconds`` the creation's wall time.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PjrtClientTried".
+ */
+export interface PjrtClientTried {
+  branch: PjrtBranchView;
+  commit: string;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  device_count: number;
+  devices: string[];
+  dynamic_plugins: 'auto' | 'on' | 'off';
+  env: {
+    [k: string]: string | null | undefined;
+  };
+  error: string | null;
+  error_type: string | null;
+  init_seconds: number;
+  ok: boolean;
+  pjrt_device: string | null;
+  plugin_registry: string[];
+  python_device_type: string | null;
+  retry_error: string | null;
+  run_id: string;
+  seq: number;
+  source: string;
+  tag: string;
+  type: 'pjrt_client_tried';
+}
+/**
+ * A branch of client creation as the shipped source has it (``branches.Branch``):
+ * ``name`` (the device string it compares with, ``dynamic plugin``, ``plugin not
+ * registered``, ``unknown``, ``PJRT_DEVICE empty``), ``file`` (``pjrt_registry.cpp`` or
+ * ``runtime.cpp``), ``condition`` as written, ``condition_lines`` and ``lines`` ([first,
+ * last], 1-based, inclusive), ``env_read`` the environment variables read on the way and in
+ * it, ``env_read_if`` those read only inside a nested ``if`` of it.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PjrtBranchView".
+ */
+export interface PjrtBranchView {
+  condition: string;
+  condition_lines: number[];
+  env_read: string[];
+  env_read_if: string[];
+  file: string;
+  lines: number[];
+  name: string;
 }
 /**
  * One ``pallas_call`` eqn of ``jax.make_jaxpr(f)(*args)``, in program order (``index``).
@@ -4375,6 +4437,10 @@ export interface RunOptions {
    */
   calls?: CallSpec[];
   /**
+   * pjrt_registry: the dynamic-plugin switch (auto, on, off)
+   */
+  dynamic_plugins: ('auto' | 'on' | 'off') | null;
+  /**
    * vmap/transform_order: in_axes as a Python expression
    */
   in_axes: string | null;
@@ -4394,6 +4460,10 @@ export interface RunOptions {
    * cache_key: the one ingredient of the cache key to change
    */
   perturb: string | null;
+  /**
+   * pjrt_registry: the PJRT_DEVICE string to create the client with
+   */
+  pjrt_device: string | null;
   /**
    * caches: a named call sequence on the snippet's f/args (e.g. same, new_shape, persistent)
    */
