@@ -168,7 +168,8 @@ def registry_chain() -> tuple[Branch, ...]:
 def plugin_miss() -> Branch:
     """``GetPjRtPlugin``'s miss: ``pjrt_plugins_`` has no entry for the string (the dynamic
     plugin branch's first step). Its lines are the ``if (entry == pjrt_plugins_.end())`` block;
-    its ``condition_lines`` are those of the dynamic plugin branch that called it."""
+    its ``condition_lines`` are those of the dynamic plugin branch that called it, and its
+    ``condition`` is that branch's condition, then the lookup's."""
     lines = source_text(REGISTRY_FILE).splitlines()
     i = next(k for k, line in enumerate(lines) if "pjrt_plugins_.end()" in line)
     condition, _ = _condition(lines, i, _CHAIN.match(lines[i]).group(2))  # type: ignore[union-attr]
@@ -176,7 +177,7 @@ def plugin_miss() -> Branch:
     return Branch(
         "plugin not registered",
         REGISTRY_FILE,
-        condition,
+        f"{dynamic.condition}, then in GetPjRtPlugin: {condition}",
         dynamic.condition_lines,
         (i + 1, _block_end(lines, i) + 1),
         _reads(lines[dynamic.condition_lines[0] - 1 : dynamic.condition_lines[1]]),
