@@ -171,3 +171,35 @@ def test_the_guard_follows_the_line_back_from_a_function_jax_called() -> None:
             assert lines[-1] not in found
             found.add(lines[-1])
     assert found == {_line("y = jnp.sin(x) * 2.0"), _line("g = jax.grad(loss)(x)")}
+
+
+def test_executions_counts_launches_without_the_python_tracer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The profiler runs with ``python_tracer_level`` 0 (the default 1 records every Python call:
+    an eager step of 20,000 ops ran 27x slower and a long one ran the worker out of memory), and
+    the launches are still counted: one per eager op, one per jitted call."""
+    seen: list[Any] = []
+    start = jax.profiler.start_trace
+
+    def spy(log_dir: Any, **kw: Any) -> None:
+        seen.append(kw.get("profiler_options"))
+        start(log_dir, **kw)
+
+    monkeypatch.setattr(jax.profiler, "start_trace", spy)
+    double = jax.jit(lambda v: v * 2)
+    x = jnp.ones(3)
+    double(x)
+
+    def step() -> Any:
+        y = x
+        for _ in range(50):
+            y = y + 1
+        return double(y)
+
+    step()
+    out, n = review_hooks.executions(step)
+    assert n == 51
+    np.testing.assert_array_equal(np.asarray(out), np.full(3, 102.0))
+    (options,) = seen
+    assert options is not None and options.python_tracer_level == 0

@@ -238,8 +238,13 @@ def is_transfer_guard_error(exc: BaseException) -> bool:
 def executions(block: Callable[[], Any]) -> tuple[Any, int]:
     """``(block(), n)``: ``n`` XLA executables launched while ``block`` ran (its outputs waited
     for), counted from a ``jax.profiler`` trace written to a temporary directory."""
+    # No Python tracer (ProfileOptions' default level 1 records every Python call: an eager
+    # step of 20,000 ops ran 27x slower and held ~20 KB per op, and a long eager loop ran the
+    # worker out of memory); the launches are host TraceMe events, which it does not need.
+    options = jax.profiler.ProfileOptions()
+    options.python_tracer_level = 0
     with tempfile.TemporaryDirectory(prefix="jaxscope-review-") as directory:
-        jax.profiler.start_trace(directory)
+        jax.profiler.start_trace(directory, profiler_options=options)
         try:
             out = block()
             jax.block_until_ready(out)
