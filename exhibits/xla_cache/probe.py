@@ -169,6 +169,41 @@ def hlo_lines(text: str) -> list[str]:
     return found
 
 
+_SOURCE_LINE = re.compile(r'source_file="<snippet>" source_line=(\d+)')
+
+
+def constant_line(
+    f: Any,
+    batch: tuple[Any, ...],
+    changed: list[str],
+    device: Any,
+    state: tuple[list[Any], list[Any]],
+) -> int | None:
+    """The snippet line that made one of ``changed`` (a step's new HLO lines): ``f`` called once
+    more on ``batch`` with torch_xla's IR debug on, whose HLO metadata names each instruction's
+    ``source_line`` (``state``: the modules and optimizers, as for the step's tensors). Called
+    after the counted loop (IR debug changes the graph hash); the graph it leaves pending is
+    never synced (nothing runs, nothing compiles)."""
+    import torch
+    import torch_xla
+    from torch.utils import _pytree as pytree
+
+    wanted = set(changed)
+    torch_xla._XLAC._set_ir_debug(True)
+    try:
+        moved = pytree.tree_map(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, batch)
+        out = f(*moved)
+        text = torch_xla._XLAC._get_xla_tensors_hlo(step_tensors(out, *state))
+    finally:
+        torch_xla._XLAC._set_ir_debug(False)
+    for raw in text.splitlines():
+        if hlo_lines(raw) and hlo_lines(raw)[0] in wanted:
+            found = _SOURCE_LINE.search(raw)
+            if found:
+                return int(found.group(1))
+    return None
+
+
 def run(ctx: ProbeContext) -> None:
     """Run the loop step by step on the XLA device; emit each step's counters and the end."""
     import torch
@@ -187,6 +222,7 @@ def run(ctx: ProbeContext) -> None:
     losses: list[Any] = []
     hashes: list[str] = []
     recompiling: list[int] = []
+    changes: dict[int, list[str]] = {}
     previous_hlo: list[str] = []
     shape_changed = False
     with ctx.stage("run"):
@@ -213,6 +249,7 @@ def run(ctx: ProbeContext) -> None:
             if step > 0 and counted.uncached > 0:
                 recompiling.append(step)
             hashes.append(graph_hash)
+            changes[step] = changed
             previous_hlo = hlo
             losses.append(_first_loss(out))
             ctx.emit(
@@ -229,7 +266,7 @@ def run(ctx: ProbeContext) -> None:
         values = [float(t.cpu().item()) if t is not None else float("nan") for t in losses]
     cause: str = ""
     fix = ""
-    line = None
+    line: int | None = None
     if len(recompiling) >= 2:
         if shape_changed:
             cause = "shape"
@@ -240,6 +277,12 @@ def run(ctx: ProbeContext) -> None:
             line = setting_line(snippet.source, "batches") or setting_line(snippet.source, "args")
         else:
             cause = "constant"
+            with ctx.stage("trace"):
+                shown = [s for s in recompiling if changes[s]]
+                if shown:
+                    line = constant_line(
+                        f, batches[shown[-1]], changes[shown[-1]], device, (modules, optimizers)
+                    )
             fix = (
                 "a Python number that changes every step is baked into the graph as a "
                 "constant: pass it as a tensor on the device (torch.tensor(v, device=...)) or "

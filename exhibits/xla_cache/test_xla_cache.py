@@ -190,7 +190,11 @@ def test_python_scalar_exponent_recompiles_and_the_fix_does_not() -> None:
     steps = steps_of(events)
     assert [s.counters.uncached for s in steps] == [1, 1, 1, 1]
     assert "%constant = f32[] constant(3)" in steps[3].changed
-    assert end_of(events).cause == "constant"
+    end = end_of(events)
+    source = (EXAMPLES / "python_scalar.py").read_text().splitlines()
+    assert end.cause == "constant"
+    # The line torch_xla's IR debug metadata names for the new constant: the pow's line.
+    assert end.line is not None and "decay.pow(step)" in source[end.line - 1]
     fixed = events_of("python_scalar_fixed")
     assert_counters_are_torch_xlas(fixed, truth_of("python_scalar_fixed"))
     assert [s.counters.uncached for s in steps_of(fixed)] == [1, 0, 0, 0]
@@ -226,3 +230,20 @@ def test_golden_is_the_default_run() -> None:
     rows = step_rows(events)
     assert [r["uncached"] for r in rows] == [1, 0, 0, 0]
     assert [r["cached"] for r in rows] == [0, 1, 1, 1]
+
+
+def test_bad_batches_is_blamed_on_its_line(tmp_path: Path) -> None:
+    snippet = tmp_path / "bad.py"
+    snippet.write_text(
+        "import torch\n\ndef f(x):\n    return x.sum()\n\nargs = (torch.ones(2),)\nbatches = 3\n"
+    )
+    done = subprocess.run(
+        [str(JAXSCOPE), "run", EXHIBIT, str(snippet), "--print", "counters"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "batches must be a non-empty list of tuples of f's arguments" in done.stderr
+    assert "at line 7 in <module>" in done.stderr

@@ -3563,7 +3563,10 @@ export interface XlaCounterDelta {
  * the loop), the distinct graph hashes, and ``recompiling_steps``: the steps after the first
  * whose ``UncachedCompile`` grew. ``cause`` (``shape``, ``constant``) and ``fix`` say, for a
  * loop that compiles on two or more steps after the first, what changed and what to do;
- * ``line`` the snippet line to change (the ``batches``/``args`` line for a shape), or None.
+ * ``line`` the snippet line to change: the ``batches``/``args`` line for a shape; for a
+ * constant, the line torch_xla's IR debug metadata (``source_line`` in the HLO) names for one
+ * of the last recompiling step's new HLO lines, from one more call of ``f`` after the loop;
+ * None when none is found.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "XlaLoopFinished".
