@@ -261,6 +261,11 @@ def stack_event(stack: WrappedFunStack, steps: list[WrappedFunStep]) -> WrappedF
     )
 
 
+# JAX's messages (jax/_src/api.py vmap, _mapped_axis_size, flatten_axes) about in_axes itself
+# (the vmap exhibit's list).
+IN_AXES_MESSAGES = ("vmap in_axes", "vmap was requested to map", "non-None value in in_axes")
+
+
 def run(ctx: ProbeContext) -> None:
     """Run ``f`` under the chosen transformation with the watch on; emit what it saw."""
     snippet = ctx.snippet
@@ -273,7 +278,15 @@ def run(ctx: ProbeContext) -> None:
         codes.add(f_code)
     with ctx.stage("trace"):
         with first_callers(codes) as callers, watching_wrapped_funs(from_snippet) as watch:
-            result = block_until_ready(thunk())
+            try:
+                result = block_until_ready(thunk())
+            except Exception as exc:
+                # JAX's error about the snippet's in_axes itself belongs to the line that sets
+                # it (else the run points at `def f`, as JAX raised it before calling f)
+                if transform == "vmap" and "in_axes" in snippet.namespace:
+                    if str(exc).startswith(IN_AXES_MESSAGES):
+                        blame_line(exc, setting_line(snippet.source, "in_axes"))
+                raise
     # Steps as sent (the fills of no entered stack left out), so a store's step indexes them.
     steps = [s for s in watch.steps if s.stack >= 0]
     for stack in watch.stacks:
