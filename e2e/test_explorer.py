@@ -220,13 +220,15 @@ def test_every_exhibit_runs_its_default_example(
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
     expect(page.get_by_test_id("narrative")).not_to_be_empty()
     # Every exhibit shows a jaxpr but dtypes (its lesson is the promotion table), prng (the key
-    # tree its calls made), lazy_tensor (torch_xla's pending IR graph: no JAX there) and export
+    # tree its calls made), lazy_tensor (torch_xla's pending IR graph: no JAX there), pjrt_registry
+    # (pjrt_registry.cpp with the branch marked) and export
     # (the exported StableHLO module), wrapped_fun (the default example's WrappedFun stack),
     # xla_passes (the HLO module after a pass), review (its findings).
     main = {
         "dtypes": "promotion",
         "prng": "prng-tree",
         "lazy_tensor": "lazy-graph",
+        "pjrt_registry": "pjrt-source",
         "export": "module-text",
         "wrapped_fun": "wf-stack",
         "xla_passes": "xp-hlo",
