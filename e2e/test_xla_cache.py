@@ -1,8 +1,8 @@
 """The xla_cache exhibit (PyTorch/XLA track) in real Chromium: the default loop runs in a torch
 worker; the steps table shows step 0 compiled and steps 1-3 cache hits under one graph hash;
 the varying_batch example shows the RecompileEveryStep finding at its batches line and the new
-shape's HLO lines. Screenshots in the light and dark themes. Skipped where the torch venv is
-missing."""
+shape's HLO lines, python_scalar the finding at its pow line and step 3's constant.
+Screenshots in the light and dark themes. Skipped where the torch venv is missing."""
 
 from __future__ import annotations
 
@@ -58,4 +58,13 @@ def test_xla_cache_compiles_once_then_finds_a_recompiling_loop(
     expect(page.get_by_test_id("finding-line")).to_have_text("line 24")
     expect(page.get_by_test_id("xla-changed")).to_contain_text("f32[6,4]{1,0} parameter(5)")
     page.screenshot(path=str(screenshots / f"xla_cache-varying-{theme}.png"), full_page=True)
+
+    # A Python exponent baked into the graph: the finding names the pow's line, and step 3's new
+    # HLO lines hold the constant.
+    page.get_by_test_id("example-select").select_option("python_scalar")
+    run(page)
+    expect(page.get_by_test_id("xla-finding")).to_contain_text("a changing constant in the graph")
+    expect(page.get_by_test_id("finding-line")).to_have_text("line 18")
+    page.get_by_test_id("xla-step").nth(3).click()
+    expect(page.get_by_test_id("xla-changed")).to_contain_text("f32[] constant(3)")
     assert console_errors == []
