@@ -221,7 +221,7 @@ def test_every_exhibit_runs_its_default_example(
     expect(page.get_by_test_id("narrative")).not_to_be_empty()
     # Every exhibit shows a jaxpr but dtypes (its lesson is the promotion table), prng (the key
     # tree its calls made), lazy_tensor (torch_xla's pending IR graph: no JAX there), pjrt_registry
-    # (pjrt_registry.cpp with the branch marked) and export
+    # (pjrt_registry.cpp with the branch marked), xla_cache (the loop's steps table) and export
     # (the exported StableHLO module), wrapped_fun (the default example's WrappedFun stack),
     # xla_passes (the HLO module after a pass), review (its findings).
     main = {
@@ -229,6 +229,7 @@ def test_every_exhibit_runs_its_default_example(
         "prng": "prng-tree",
         "lazy_tensor": "lazy-graph",
         "pjrt_registry": "pjrt-source",
+        "xla_cache": "xla-steps",
         "export": "module-text",
         "wrapped_fun": "wf-stack",
         "xla_passes": "xp-hlo",
