@@ -48,7 +48,7 @@ def test_xla_cache_compiles_once_then_finds_a_recompiling_loop(
         "4 steps, 1 graph: 1 compiled, 3 cache hits"
     )
     expect(page.get_by_test_id("xla-finding")).to_have_count(0)
-    page.screenshot(path=str(screenshots / f"xla_cache-{theme}.png"), full_page=True)
+    page.screenshot(path=str(screenshots / f"xla_cache-loop-{theme}.png"), full_page=True)
 
     page.get_by_test_id("example-select").select_option("varying_batch")
     run(page)
