@@ -44,6 +44,8 @@ export const EXHIBIT_GROUPS = [
   'Pytrees & control flow',
   'Caches',
   'Devices',
+  'XLA & export',
+  'Debugging',
   'PyTorch/XLA',
 ] as const;
 export type ExhibitGroup = (typeof EXHIBIT_GROUPS)[number];
@@ -56,14 +58,14 @@ const TABLE: Readonly<Record<string, { group: ExhibitGroup; label: string }>> = 
   partial_eval: { group: 'Autodiff', label: 'Partial eval' },
   transpose: { group: 'Autodiff', label: 'Transpose walk' },
   custom_vjp: { group: 'Autodiff', label: 'custom_vjp lab' },
-  nan_finder: { group: 'Autodiff', label: 'NaN finder' },
+  nan_finder: { group: 'Debugging', label: 'NaN finder' },
   vmap: { group: 'Batching', label: 'vmap axes' },
   transform_order: { group: 'Batching', label: 'Transform order' },
   pytree: { group: 'Pytrees & control flow', label: 'Pytrees' },
   control_flow: { group: 'Pytrees & control flow', label: 'Control flow' },
   caches: { group: 'Caches', label: 'Cache layers' },
   cache_key: { group: 'Caches', label: 'Cache key' },
-  recompile_hunt: { group: 'Caches', label: 'Recompile hunt' },
+  recompile_hunt: { group: 'Debugging', label: 'Recompile hunt' },
   config: { group: 'Caches', label: 'Config' },
   sharding: { group: 'Devices', label: 'Sharding' },
   shard_map: { group: 'Devices', label: 'shard_map' },
@@ -74,11 +76,11 @@ const TABLE: Readonly<Record<string, { group: ExhibitGroup; label: string }>> = 
   lazy_tensor: { group: 'PyTorch/XLA', label: 'Lazy tensors' },
   pjrt_registry: { group: 'PyTorch/XLA', label: 'PJRT_DEVICE branch' },
   xla_cache: { group: 'PyTorch/XLA', label: 'Compile cache' },
-  pallas: { group: 'Trace & compile', label: 'Pallas blocks' },
-  export: { group: 'Trace & compile', label: 'jax.export' },
+  pallas: { group: 'XLA & export', label: 'Pallas blocks' },
+  export: { group: 'XLA & export', label: 'jax.export' },
+  xla_passes: { group: 'XLA & export', label: 'XLA passes' },
+  review: { group: 'Debugging', label: 'Code review' },
   wrapped_fun: { group: 'Trace & compile', label: 'WrappedFun stack' },
-  xla_passes: { group: 'Trace & compile', label: 'XLA passes' },
-  review: { group: 'Caches', label: 'Code review' },
 };
 
 /** The view and narrative of folder `exhibits/<id>/` (throws when the folder lacks one). */
