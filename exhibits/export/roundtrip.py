@@ -44,8 +44,35 @@ def same_field(a: Any, b: Any, name: str) -> bool:
     export's dimension variables live in a new ``SymbolicScope`` and never compare equal to the
     original's (``b == b`` across scopes is an error, not False)."""
     if name.endswith("_avals"):
-        return [str(x) for x in a] == [str(x) for x in b]
+        return [str(_strong(x)) for x in a] == [str(_strong(x)) for x in b]
     return bool(a == b)
+
+
+def _strong(aval: Any) -> Any:
+    """``aval`` without its weak type: JAX serializes an aval's shape and dtype only, so a
+    deserialized export's in_avals are never weakly typed (``~float32[]`` comes back
+    ``float32[]``); that loss is said in the round trip's note, not counted as a difference."""
+    return aval.update(weak_type=False) if getattr(aval, "weak_type", False) else aval
+
+
+def weak_types_lost(exported: Any, back: Any) -> str | None:
+    """The note for the avals that were weakly typed before the round trip (a Python scalar
+    argument, a result computed from one only) and are not after it, or None."""
+    pairs = [
+        *zip(flat_paths(exported.in_tree), exported.in_avals, back.in_avals, strict=True),
+        *zip(out_paths(exported.out_tree), exported.out_avals, back.out_avals, strict=True),
+    ]
+    lost = [
+        f"{path} ({a})"
+        for path, a, b in pairs
+        if getattr(a, "weak_type", False) and not getattr(b, "weak_type", False)
+    ]
+    if not lost:
+        return None
+    return (
+        "the deserialized export's avals are strongly typed where the original's were weak: "
+        f"{', '.join(lost)} (a serialized aval keeps its shape and dtype only)"
+    )
 
 
 def flat_paths(in_tree: Any) -> list[str]:
@@ -91,11 +118,16 @@ def round_trip(
     same = all(same_field(getattr(back, k), getattr(exported, k), k) for k in SAME_FIELDS)
     platform = jax.export.default_export_platform()
     calls: list[RoundTripCall] = []
-    note = None
+    note = weak_types_lost(exported, back)
     if platform not in exported.platforms:
-        note = (
-            f"exported for {', '.join(exported.platforms)}: this worker's platform, {platform},"
-            " is not among them, so the deserialized export cannot be called here"
+        note = "; ".join(
+            n
+            for n in (
+                f"exported for {', '.join(exported.platforms)}: this worker's platform, "
+                f"{platform}, is not among them, so the deserialized export cannot be called here",
+                note,
+            )
+            if n
         )
     else:
         symbolic = any(not isinstance(d, int) for a in exported.in_avals for d in a.shape)
