@@ -187,7 +187,29 @@ class _Writer:
         for name in sorted({*_global_names(plain.__code__), *_decorator_names(source)}):
             self.global_name(name, plain)
         self.definitions.append(source.rstrip() + "\n\n")
+        self.rules(fn, plain.__name__)
         return plain.__name__
+
+    def rules(self, fn: Callable[..., Any], name: str) -> None:
+        """For a ``jax.custom_vjp``/``jax.custom_jvp`` ``fn``: its rule functions and the
+        ``defvjp``/``defjvp`` call, a statement apart from its ``def`` (without them the
+        snippet's ``fn`` has no rule: 'No VJP defined for custom_vjp function')."""
+        import jax
+
+        if isinstance(fn, jax.custom_vjp) and fn.fwd is not None:
+            fwd, bwd = self.rule(fn.fwd), self.rule(fn.bwd)
+            extra = "".join(
+                f", {k}=True" for k in ("symbolic_zeros", "optimize_remat") if getattr(fn, k, 0)
+            )
+            self.definitions.append(f"{name}.defvjp({fwd}, {bwd}{extra})\n\n")
+        elif isinstance(fn, jax.custom_jvp) and getattr(fn, "jvp", None) is not None:
+            extra = ", symbolic_zeros=True" if getattr(fn, "symbolic_zeros", False) else ""
+            self.definitions.append(f"{name}.defjvp({self.rule(fn.jvp)}{extra})\n\n")
+
+    def rule(self, fn: Any) -> str:
+        """A custom rule function, written once (the function it is, by name)."""
+        name = getattr(inspect.unwrap(fn), "__name__", "")
+        return name if name in self.done else self.function(fn)
 
     def global_name(self, name: str, fn: types.FunctionType) -> None:
         if name in self.done:

@@ -129,6 +129,47 @@ def test_a_typed_prng_key_argument_is_written_by_its_key_data_and_impl() -> None
             np.testing.assert_array_equal(np.asarray(ns["f"](got, x)), np.asarray(_noisy(key, x)))
 
 
+@jax.custom_vjp
+def _clip_grad(x: Any) -> Any:
+    return x
+
+
+def _clip_fwd(x: Any) -> Any:
+    return x, None
+
+
+def _clip_bwd(_: Any, g: Any) -> Any:
+    return (jnp.clip(g, -1.0, 1.0),)
+
+
+_clip_grad.defvjp(_clip_fwd, _clip_bwd)
+
+
+@jax.custom_jvp
+def _soft(x: Any) -> Any:
+    return jnp.log1p(jnp.exp(x))
+
+
+@_soft.defjvp
+def _soft_jvp(primals: Any, tangents: Any) -> Any:
+    (x,), (t,) = primals, tangents
+    return _soft(x), t * 10.0  # a rule unlike the true derivative: the test sees it is used
+
+
+def _custom_loss(x: Any) -> Any:
+    return jnp.sum(_clip_grad(x) * 3.0 + _soft(x))
+
+
+def test_custom_vjp_and_custom_jvp_rules_come_along() -> None:
+    # defvjp/defjvp are statements apart from the def: without them the snippet's functions
+    # had no rule ('No VJP defined for custom_vjp function _clip_grad using defvjp').
+    x = jnp.ones(3)
+    ns = loaded(snippet_for(_custom_loss, (x,)))
+    want = jax.grad(_custom_loss)(x)
+    np.testing.assert_array_equal(np.asarray(want), np.full(3, 1.0 + 10.0))  # clipped 3, rule 10
+    np.testing.assert_array_equal(np.asarray(jax.grad(ns["f"])(*ns["args"])), np.asarray(want))
+
+
 def test_what_cannot_be_written_is_refused_with_its_name() -> None:
     with pytest.raises(NotRepresentable, match="lambda"):
         snippet_for(lambda x: x, (1.0,))
