@@ -3,12 +3,14 @@ import { describe, expect, it } from 'vitest';
 import { goldenLoader } from '../../frontend/src/test/fixtures';
 import {
   changeCounts,
+  changedInstructions,
   cliName,
   diffInstructions,
   diffKinds,
   dumpRead,
   instructionLines,
   kernels,
+  nameBreaks,
   passes,
   pipelines,
   shownPass,
@@ -44,12 +46,31 @@ describe('xla_passes view model', () => {
     const upTo = events.slice(0, events.indexOf(fusion) + 1);
     expect(shownPass(all, upTo, null)).toBe(fusion);
     expect(shownPass(all, events, 3)).toBe(all[3]);
-    // at the end of the run, the last pass that changed the module (not the unchanged last one)
+    // at the end of the run, the last pass whose diff added, removed or rewrote an instruction:
+    // not the unchanged last one, nor the scheduler's pipeline-start (a reordered text, "+0 −0")
     const changedStops = stops(all, false);
-    const lastChanged = changedStops[changedStops.length - 1];
-    expect(shownPass(all, events, null, changedStops)).toBe(lastChanged);
-    expect(shownPass(all, events, null, all)).toBe(all[all.length - 1]);
-    expect(lastChanged?.index).toBeLessThan(all.length - 1);
+    const lastStop = changedStops[changedStops.length - 1];
+    expect(lastStop?.pass_name).toBe('pipeline-start');
+    expect(changeCounts(lastStop ?? fusion)).toBe('+0 −0');
+    const withEdits = all.filter((p) => {
+      const d = diffInstructions(p.diff);
+      return d.appeared.length + d.vanished.length + d.rewritten.length > 0;
+    });
+    const lastEdit = withEdits[withEdits.length - 1];
+    expect(lastEdit?.pass_name).toBe('fusion-wrapper');
+    expect(shownPass(all, events, null, changedStops)).toBe(lastEdit);
+    expect(shownPass(all, events, null, all)).toBe(lastEdit);
+    for (const name of ['mlp_softmax', 'loop_invariant']) {
+      const ps = passes(golden(name));
+      const shown = shownPass(ps, golden(name), null, stops(ps, false));
+      expect(changedInstructions(shown ?? fusion)).toBe(true);
+      const edits = (p: (typeof ps)[number]): number => {
+        const d = diffInstructions(p.diff);
+        return d.appeared.length + d.vanished.length + d.rewritten.length;
+      };
+      expect(edits(shown ?? fusion)).toBeGreaterThan(0);
+      expect(ps.slice((shown?.index ?? 0) + 1).every((p) => edits(p) === 0)).toBe(true);
+    }
     // an unchanged pass shows the text of the last snapshot that carries one
     const after = all[fusion.index + 2];
     expect(after).toBeDefined();
@@ -95,6 +116,12 @@ describe('xla_passes view model', () => {
     const d = diffInstructions(fusion?.diff ?? []);
     expect(d.appeared).toContainEqual({ name: 'add_tanh_fusion', opcode: 'fusion' });
     expect(d.vanished).toContainEqual({ name: 'tanh.1', opcode: 'tanh' });
+  });
+
+  it('cuts fusion names at their _ and . boundaries only, so that they wrap there', () => {
+    expect(nameBreaks('wrapped_broadcast.1')).toEqual(['wrapped_', 'broadcast.', '1']);
+    expect(nameBreaks('fusion')).toEqual(['fusion']);
+    for (const p of passes(golden('mlp_softmax'))) for (const f of p.fusions_created) expect(nameBreaks(f).join('')).toBe(f);
   });
 
   it('names passes as the CLI does and groups them by pipeline', () => {

@@ -35,8 +35,18 @@ export function stops(all: readonly HloPassRan[], every: boolean): HloPassRan[] 
 }
 
 /**
- * The pass shown: the one picked, else the last of `stopsShown` the stepper's cursor reached (an
- * unchanged pass is not worth showing unless every pass is on the slider), else the last reached.
+ * Whether a pass added, removed or rewrote an instruction. A changed text need not: the
+ * scheduling pipeline's `pipeline-start` only adds `is_scheduled=true` to the header and
+ * reorders lines ("+0 −0").
+ */
+export function changedInstructions(p: HloPassRan): boolean {
+  return p.appeared_count + p.vanished_count + p.rewritten_count > 0;
+}
+
+/**
+ * The pass shown: the one picked, else the last of `stopsShown` the stepper's cursor reached that
+ * added, removed or rewrote an instruction (an unchanged pass, or one that only reordered the
+ * text, is not worth opening on), else the last such stop, else the last reached.
  */
 export function shownPass(
   all: readonly HloPassRan[],
@@ -48,8 +58,17 @@ export function shownPass(
   const upTo = passes(reached);
   const last = upTo[upTo.length - 1];
   if (!last) return null;
-  const stop = stopsShown.filter((p) => p.index <= last.index).pop();
-  return stop ?? last;
+  const reachedStops = stopsShown.filter((p) => p.index <= last.index);
+  return reachedStops.filter(changedInstructions).pop() ?? reachedStops.pop() ?? last;
+}
+
+/**
+ * A name cut into pieces after each `_` and `.` (`wrapped_broadcast.1` -> `wrapped_`,
+ * `broadcast.`, `1`): the view puts a line break opportunity (`<wbr>`) between pieces, so a
+ * long name wraps at its own boundaries and never mid-word.
+ */
+export function nameBreaks(name: string): string[] {
+  return name.split(/(?<=[_.])/);
 }
 
 /**
