@@ -6,6 +6,7 @@ light and dark themes."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,8 @@ def test_wrapped_fun_shows_vmaps_stack_and_no_stack_for_jit(
         "with trace_to_jaxpr (jax/_src/interpreters/partial_eval.py"
     )
     expect(page.get_by_test_id("wf-summary")).to_have_attribute("data-built", "0")
+    # no stack is an observation, not an error: the tag is not in the error colour
+    expect(page.get_by_test_id("no-stack-tag")).not_to_have_class(re.compile(r"\bbad\b"))
     expect(page.get_by_test_id("wf-stack")).to_have_count(0)
     page.screenshot(path=str(screenshots / f"wrapped_fun-jit-{theme}.png"), full_page=True)
     assert console_errors == []

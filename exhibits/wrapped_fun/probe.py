@@ -57,14 +57,20 @@ MAX_STEPS = 2000
 OUT_CHARS = 1200
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+# A bare ``object()`` is a sentinel: JAX's ``core.no_axis_name`` (vmap without ``axis_name``)
+# prints as ``AxisData(name=<object object at 0x..>, ...)``; the page says what it means.
+_SENTINEL = "<object object>"
+NO_NAME = "no name"
 _SNIPPET_AT = re.compile(r" at " + re.escape(SNIPPET_FILENAME) + r":(\d+)$")
 
 
 def short_repr(value: Any) -> str:
     """``repr(value)`` on one line without memory addresses (``<function g at 0x7f..>`` is
-    ``<function g>``, so that runs compare equal), cut at :data:`MAX_REPR` characters."""
+    ``<function g>``, so that runs compare equal), a bare ``object()`` sentinel as
+    :data:`NO_NAME` (``AxisData(name=no name, size=3, ...)``), cut at :data:`MAX_REPR`
+    characters."""
     try:
-        text = _ADDRESS.sub("", " ".join(repr(value).split()))
+        text = _ADDRESS.sub("", " ".join(repr(value).split())).replace(_SENTINEL, NO_NAME)
     except Exception as exc:  # a value whose repr raises: say so rather than fail the run
         text = f"<{type(value).__name__}: repr raised {type(exc).__name__}>"
     return text if len(text) <= MAX_REPR else text[: MAX_REPR - 1] + "…"

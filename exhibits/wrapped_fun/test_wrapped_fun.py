@@ -152,6 +152,11 @@ def test_vmap_stack_order_stores_and_output_are_a_plain_runs(probe_runner: Runne
     assert stack.transforms[0].params[1].text == "[0, None]"  # _batch_outer's in_dims
     for view, (_, static) in zip(stack.transforms, wf.transforms, strict=True):
         assert [p.text for p in view.params] == [short_repr(v) for v in static]
+    # vmap without axis_name: JAX's sentinel object() reads "no name", not "<object object>"
+    texts = [p.text for t in stack.transforms for p in t.params]
+    assert not any("object object" in t for t in texts)
+    assert any(t.startswith("AxisData(name=no name, size=3,") for t in texts)
+    assert short_repr(object()) == "no name"
     # pushed innermost first: the last applied is the outermost
     assert [t.push for t in stack.transforms] == [2, 1, 0]
     assert stack.core_name == "f" and stack.core_line == 10 and stack.entered == 1
