@@ -70,6 +70,7 @@ def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
                         "overwrite": "PallasOutputOverwritten",
                         "unwritten": "PallasOutputUnwritten",
                         "out_of_bounds": "PallasBlockOutOfBounds",
+                        "revisited_later": "PallasOutputRevisitedLater",
                     }[f.kind],
                     message=f.message,
                     computation="the pallas_call's index maps on every grid point",

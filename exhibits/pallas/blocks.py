@@ -8,6 +8,7 @@ grid order is interpret mode's (``np.ndindex``: row-major, the last axis fastest
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -63,6 +64,7 @@ class OutputWrites:
     written: bool
     read: bool
     aliased: bool = False
+    revisit_any: bool = False
 
 
 def revisits(program_ids: np.ndarray, out: OutputWrites) -> list[PallasRevisit]:
@@ -88,6 +90,19 @@ def unwritten(out: OutputWrites) -> int:
     return int(np.prod(out.shape, dtype=np.int64)) - _covered(out.shape, out.ranges)
 
 
+def _revisited_later(
+    out: OutputWrites, found: Sequence[PallasRevisit]
+) -> tuple[tuple[int, ...], tuple[tuple[int, ...], tuple[int, ...]]] | None:
+    """The first revisited block whose writers are not consecutive grid points (in the grid's
+    order, the rows of ``out.blocks``): the block and the two writers a gap separates."""
+    for r in found:
+        rows = [p for p, b in enumerate(out.blocks) if list(int(v) for v in b) == r.block]
+        for i, (p, q) in enumerate(itertools.pairwise(rows)):
+            if q != p + 1:
+                return tuple(r.block), (tuple(r.program_ids[i]), tuple(r.program_ids[i + 1]))
+    return None
+
+
 def _axes_text(axes: Sequence[int]) -> str:
     return ", ".join(str(a) for a in axes)
 
@@ -106,6 +121,9 @@ def judge(
       reads it: each writer replaces the block the previous one wrote (a grid that runs in
       order, as interpret mode's, returns the last writer's block; on a GPU, where every grid
       point is its own program, they race).
+    - ``revisited_later``: otherwise, a kernel that may read the block comes back to it after
+      other blocks (writers not on consecutive grid points), unless its BlockSpec asks
+      ``pl.RevisitMode.ANY``: the block's buffer is then undefined.
     - otherwise a revisit is a note: a kernel that reads the block it writes (accumulating over
       an axis) or writes it under a condition (``pl.when``) is correct where that axis runs in
       order (``arbitrary``).
@@ -148,6 +166,22 @@ def judge(
                     message=f"{head}; the kernel writes the block without reading it, so each "
                     "writer replaces the previous one's values and only the last one's are "
                     "returned (on a GPU, where every grid point is its own program, they race)",
+                )
+            )
+        elif (later := _revisited_later(out, found)) is not None and not out.revisit_any:
+            block, (a, b) = later
+            findings.append(
+                PallasCallFinding(
+                    kind="revisited_later",
+                    operand=out.operand,
+                    message=f"output {out.index}'s block {block} is written by program instance "
+                    f"{a}, then by others, then again by {b}: the kernel may read the block it "
+                    "writes (an accumulation), but an output block keeps its buffer only from "
+                    "one grid point to the next (pl.RevisitMode.IMMEDIATE, the default); coming "
+                    "back to it later, the buffer is undefined (interpret mode works on the whole "
+                    "output and does not show it). Visit each output block on consecutive grid "
+                    "points (the reduction axis last), or give its BlockSpec pipeline_mode="
+                    "pl.Buffered(2, revisit=pl.RevisitMode.ANY)",
                 )
             )
         else:

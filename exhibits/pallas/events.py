@@ -74,11 +74,13 @@ class PallasCallFinding(WireModel):
     block differ along a grid axis the call declares ``parallel``), ``overwrite`` (otherwise,
     when the kernel writes the output without reading it, so each writer replaces the previous
     one's block), ``unwritten`` (output elements no program instance writes),
-    ``out_of_bounds`` (an index map returns a block that starts past the array's end).
+    ``out_of_bounds`` (an index map returns a block that starts past the array's end),
+    ``revisited_later`` (a kernel that may read the output block it writes comes back to it
+    after other blocks: its buffer is then undefined, ``pl.RevisitMode``).
     ``operand``: the operand's index in ``operands`` (inputs, then outputs). ``message``: what
     the finding says, in words."""
 
-    kind: Literal["race", "overwrite", "unwritten", "out_of_bounds"]
+    kind: Literal["race", "overwrite", "unwritten", "out_of_bounds", "revisited_later"]
     operand: int
     message: str
 

@@ -171,6 +171,7 @@ def call_found(index: int, call: FoundPallasCall) -> PallasCallFound:
                 written=written,
                 read=read,
                 aliased=n in call.aliased_outputs,
+                revisit_any=call.operands[k].revisit_any,
             )
             again = revisits(ids, writes)
             found_revisits += again

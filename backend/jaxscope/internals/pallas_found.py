@@ -77,6 +77,9 @@ class PallasOperand:
     aval: core.ShapedArray
     block: tuple[BlockDim, ...]
     index_map: core.ClosedJaxpr
+    # ``pipeline_mode=pl.Buffered(..., revisit=pl.RevisitMode.ANY)``: an output block may be
+    # revisited on any later grid point (by default only on the next one, ``RevisitMode``)
+    revisit_any: bool = False
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,8 @@ def _found(
                 aval=bm.array_aval,
                 block=tuple(_block_dim(d) for d in bm.block_shape),
                 index_map=bm.index_map_jaxpr,
+                revisit_any=getattr(bm.pipeline_mode, "revisit", None)
+                == pallas_core.RevisitMode.ANY,
             )
         )
     static = gm.num_dynamic_grid_bounds == 0 and all(isinstance(g, int) for g in gm.grid)
