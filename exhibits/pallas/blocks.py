@@ -95,8 +95,13 @@ def _revisited_later(
 ) -> tuple[tuple[int, ...], tuple[tuple[int, ...], tuple[int, ...]]] | None:
     """The first revisited block whose writers are not consecutive grid points (in the grid's
     order, the rows of ``out.blocks``): the block and the two writers a gap separates."""
+    # each block's rows, in one pass over the grid (a grid of 65,536 points has thousands of
+    # revisited blocks: a scan per block would be quadratic)
+    rows_of: dict[tuple[int, ...], list[int]] = {}
+    for p, b in enumerate(out.blocks.tolist()):
+        rows_of.setdefault(tuple(b), []).append(p)
     for r in found:
-        rows = [p for p, b in enumerate(out.blocks) if list(int(v) for v in b) == r.block]
+        rows = rows_of.get(tuple(r.block), [])
         for i, (p, q) in enumerate(itertools.pairwise(rows)):
             if q != p + 1:
                 return tuple(r.block), (tuple(r.program_ids[i]), tuple(r.program_ids[i + 1]))
