@@ -411,7 +411,8 @@ EXHIBITS: dict[str, Exhibit] = {
             id="pjrt_registry",
             title="PJRT_DEVICE: which branch of pjrt_registry.cpp creates the client (PyTorch/XLA)",
             summary="A PJRT_DEVICE string and the dynamic-plugin switch: the branch of torch_xla "
-            "2.9.0's pjrt_registry.cpp that takes them, its environment variables, the exact error.",
+            "2.9.0's pjrt_registry.cpp that takes them, its environment variables, the exact "
+            "error.",
             default_example="foo_unknown",
             worker="torch",
             # `import torch` maps 5 GB of address space (design 0025).

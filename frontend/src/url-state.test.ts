@@ -94,6 +94,9 @@ const EVERY_OPTION: Record<string, unknown> = {
   mesh: "jax.make_mesh((2, 4), ('x', 'y'))",
   spec: "P('x', None)",
   array_shape: '(8, 16)',
+  transform: 'custom_vjp',
+  pjrt_device: 'TPU',
+  dynamic_plugins: 'off',
 };
 
 describe('every option survives a copied link', () => {

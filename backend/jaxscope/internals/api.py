@@ -337,4 +337,3 @@ from jaxscope.internals.review_hooks import (
     is_transfer_guard_error as is_transfer_guard_error,
     random_calls as random_calls,
 )
-
