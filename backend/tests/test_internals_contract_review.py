@@ -203,3 +203,21 @@ def test_executions_counts_launches_without_the_python_tracer(
     np.testing.assert_array_equal(np.asarray(out), np.full(3, 102.0))
     (options,) = seen
     assert options is not None and options.python_tracer_level == 0
+
+
+def test_numpy_reads_by_keyword_are_recorded_and_still_work() -> None:
+    """``np.asarray(a=x)`` and ``np.array(object=x)`` (numpy's own keywords) went to the hook's
+    positional ``obj`` and raised TypeError under the review exhibit only."""
+    ns = _load()
+    x = jnp.arange(3.0)
+    code = compile(
+        "def kw_reads(x):\n    a = np.asarray(a=x)\n    b = np.array(object=x)\n    return a, b\n",
+        SNIPPET_FILENAME,
+        "exec",
+    )
+    exec(code, ns)
+    with review_hooks.device_to_host_reads() as reads:
+        a, b = ns["kw_reads"](x)
+    np.testing.assert_array_equal(a, np.asarray(x))
+    np.testing.assert_array_equal(b, np.asarray(x))
+    assert [(r.op, r.line) for r in reads] == [("np.asarray()", 2), ("np.array()", 3)]

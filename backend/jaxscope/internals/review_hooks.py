@@ -134,7 +134,10 @@ def device_to_host_reads() -> Iterator[list[HostRead]]:
         return hooked
 
     def wrap_numpy(api: str, original: Callable[..., Any]) -> Callable[..., Any]:
-        def hooked(obj: Any, *a: Any, **kw: Any) -> Any:
+        def hooked(*a: Any, **kw: Any) -> Any:
+            # the value may come by keyword (np.asarray(a=x), np.array(object=x)): the hook
+            # takes what the original takes
+            obj = a[0] if a else kw.get("a", kw.get("object"))
             site = _snippet_caller()
             if site is not None and depth[0] == 0:
                 arrays = [x for x in jax.tree.leaves(obj) if isinstance(x, jax.Array)]
@@ -142,7 +145,7 @@ def device_to_host_reads() -> Iterator[list[HostRead]]:
                     reads.append(HostRead(api, site[0], site[1], _short(arrays[0])))
             depth[0] += 1
             try:
-                return original(obj, *a, **kw)
+                return original(*a, **kw)
             finally:
                 depth[0] -= 1
 
