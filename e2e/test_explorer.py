@@ -223,7 +223,7 @@ def test_every_exhibit_runs_its_default_example(
     # tree its calls made), lazy_tensor (torch_xla's pending IR graph: no JAX there), pjrt_registry
     # (pjrt_registry.cpp with the branch marked), xla_cache (the loop's steps table) and export
     # (the exported StableHLO module), wrapped_fun (the default example's WrappedFun stack),
-    # xla_passes (the HLO module after a pass), review (its findings).
+    # xla_passes (the HLO module after a pass), review (its findings), pallas (the kernel's jaxpr).
     main = {
         "dtypes": "promotion",
         "prng": "prng-tree",
@@ -234,6 +234,7 @@ def test_every_exhibit_runs_its_default_example(
         "wrapped_fun": "wf-stack",
         "xla_passes": "xp-hlo",
         "review": "review-findings",
+        "pallas": "kernel-jaxpr",
     }.get(exhibit, "jaxpr-text")
     expect(page.get_by_test_id(main)).to_be_visible()
     page.screenshot(path=str(screenshots / f"{exhibit}-{theme}.png"), full_page=False)
