@@ -4,6 +4,7 @@ in this process), the weak-typed init JAX promotes, and clicks that select the u
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import jax
@@ -75,7 +76,8 @@ def test_default_example(
         "b => b.scrollHeight > b.clientHeight + 1 || b.scrollWidth > b.clientWidth + 1"
     )
     assert not clipped
-    text = card.locator("[data-testid^=cf-jaxpr-]").first
+    # the jaxpr text itself (``cf-jaxpr-N``), not its Copy/Download row (``cf-jaxpr-N-export``)
+    text = card.get_by_test_id(re.compile(r"^cf-jaxpr-\d+$")).first
     card_box, text_box = card.bounding_box(), text.bounding_box()
     assert card_box is not None and text_box is not None
     assert text_box["x"] + text_box["width"] <= card_box["x"] + card_box["width"] + 1

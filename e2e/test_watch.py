@@ -39,8 +39,11 @@ def watched_file() -> Path:
 
 
 @pytest.fixture(scope="session")
-def base_url(watched_file: Path) -> Iterator[str]:
-    """A ``jaxscope watch`` of ``watched_file`` (instead of the suite's ``jaxscope serve``)."""
+def watch_url(watched_file: Path) -> Iterator[str]:
+    """A ``jaxscope watch`` of ``watched_file`` beside the suite's ``jaxscope serve``. Tests open
+    it by its full URL: overriding ``base_url`` does not reach pytest-playwright's session-scoped
+    context arguments once another module has made them (the page then opened the suite's
+    server, which watches no file)."""
     port = free_port()
     exe = Path(sys.executable).parent / "jaxscope"
     log = Path(tempfile.mkdtemp(prefix="jaxscope-watch-log-")) / "server.log"
@@ -93,9 +96,9 @@ def save(path: Path, text: str) -> None:
 
 
 def test_follow_a_file(
-    page: Page, console_errors: list[str], screenshots: Path, watched_file: Path
+    page: Page, console_errors: list[str], screenshots: Path, watched_file: Path, watch_url: str
 ) -> None:
-    page.goto("/?follow=1")
+    page.goto(f"{watch_url}/?follow=1")
     expect(page.get_by_test_id("follow-bar")).to_contain_text("rerun on every save")
     expect(page.get_by_test_id("follow-path")).to_have_text(str(watched_file))
     expect(page.get_by_test_id("exhibit-tracing")).to_have_attribute("aria-current", "page")
@@ -134,8 +137,8 @@ def test_follow_a_file(
     assert console_errors == []
 
 
-def test_follow_again_shows_a_deleted_file(page: Page, watched_file: Path) -> None:
-    page.goto("/?follow=1")
+def test_follow_again_shows_a_deleted_file(page: Page, watched_file: Path, watch_url: str) -> None:
+    page.goto(f"{watch_url}/?follow=1")
     expect(page.get_by_test_id("follow-path")).to_have_text(str(watched_file))
     expect(page.get_by_test_id("stepper-event-type")).to_have_text(
         re.compile("run_finished"), timeout=RUN_TIMEOUT_MS
