@@ -86,7 +86,7 @@ def plain_jax_log(path: Path) -> str:
 def jaxscope_run(exhibit: str, path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     """``jaxscope run EXHIBIT PATH EXTRA...`` from the repository's root, its stdout and stderr
     captured as text (5 minutes at most). The exit status is the caller's to check: 0 fine, 1
-    failed, 3 JAX refused the code or the exhibit found a wrong result."""
+    failed, 3 JAX refused the code or the exhibit found a problem."""
     return subprocess.run(
         [JAXSCOPE, "run", exhibit, str(path), *extra],
         capture_output=True,

@@ -28,10 +28,11 @@ class ShownError:
     none is known; ``artefact``: the ``--print`` artefact that shows the error; ``note``: plain
     words on what the exhibit shows instead (e.g. the walk is the eager one).
 
-    ``kind`` ``finding``: no error JAX raised, but a wrong result the exhibit found in what JAX
-    computed without complaint (transpose: a gradient that disagrees with the finite
-    differences): ``error_class`` names the finding (``GradientMismatch``) and ``message`` says
-    what differs. It makes ``jaxscope run`` exit 3 all the same."""
+    ``kind`` ``finding``: no error JAX raised, but a problem the exhibit found (a wrong result,
+    or a cost such as review's host-to-device copies) in what JAX computed without complaint
+    (transpose: a gradient that disagrees with the finite differences): ``error_class`` names
+    the finding (``GradientMismatch``) and ``message`` says what differs. It makes
+    ``jaxscope run`` exit 3 all the same."""
 
     error_class: str
     message: str

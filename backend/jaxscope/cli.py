@@ -12,8 +12,9 @@ stderr), 2 on a usage error (among them a FILE that is not UTF-8, or longer than
 ``MAX_CODE_CHARS`` characters: it is read no further than that), and 3 when the run finished but
 what the exhibit shows is an error JAX raised on the user's code (the carry check of a
 ``lax.scan``, a rejected transform stack, ``jax.jit(jax.grad(f))``...: ``exhibits/shown.py``; one
-stderr line per error, the artefact is still printed) or a wrong result it found (a gradient
-that disagrees with the finite differences). Limits come from ``JAXSCOPE_*`` variables
+stderr line per error, the artefact is still printed) or a problem it found (a finding: a
+gradient that disagrees with the finite differences, a Pallas output race, a host-to-device
+copy in every training step). Limits come from ``JAXSCOPE_*`` variables
 and the flags.
 """
 
@@ -220,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run an exhibit on a snippet file, headless",
         description="Run an exhibit on a snippet file, headless. Exit status: 0 fine; 1 the run "
         "failed; 2 usage; 3 the run finished but JAX refused the code or the exhibit found a "
-        "wrong result (said on stderr).",
+        "problem (said on stderr).",
         epilog=_artefacts_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -522,17 +523,19 @@ def describe_failure(failed: RunFailed) -> str:
 def describe_shown(error: ShownError) -> str:
     """The stderr text of an error JAX raised on the user's code that a finished run shows:
     one line saying so, then JAX's error (first line of its message) and ``why`` when known. A
-    finding (``ShownError.kind``: a wrong result, e.g. a gradient that disagrees with finite
-    differences) is said to be one, with its sentence in full."""
+    finding (``ShownError.kind``: a problem the exhibit found, e.g. a gradient that disagrees
+    with finite differences, or a host-to-device copy in every step of review) is said to be
+    one, with its sentence in full. Not every finding is a wrong number (review's and
+    xla_cache's are costs), so the line says "a problem", not "a wrong result"."""
     at = f" at line {error.line}" if error.line is not None else ""
     head = (
         f"jaxscope: the run finished; JAX raised {error.error_class}{at} in "
         f"{error.computation}, shown by the exhibit as {error.artefact} "
         f"(--print {error.artefact})"
     )
-    if error.kind == "finding":  # no error: a wrong result the exhibit found
+    if error.kind == "finding":  # no error: a problem the exhibit found
         head = (
-            f"jaxscope: the run finished; the exhibit found a wrong result ({error.error_class})"
+            f"jaxscope: the run finished; the exhibit found a problem ({error.error_class})"
             f"{at} in {error.computation}, shown as {error.artefact} (--print {error.artefact})"
         )
     first = error.message.strip().splitlines()[0] if error.message.strip() else ""

@@ -109,7 +109,7 @@ def test_a_float64_argument_rounded_to_float32_is_a_note_not_a_finding() -> None
     # numpy: every change is a rounding: within 2**-24 of the value, none to inf or 0
     assert np.all(np.abs(rounded - hilbert) <= 2.0**-24 * np.abs(hilbert))
     code, found, stderr = changes(name)
-    assert code == 0 and "DtypeDemoted" in stderr and "wrong result" not in stderr
+    assert code == 0 and "DtypeDemoted" in stderr and "found a problem" not in stderr
     (note,) = [t for t in stderr.splitlines() if t.startswith("jaxscope: note")]
     assert f"DtypeDemoted at line {line_of(name, 'args = (')}, not a finding" in note
     (change,) = found
@@ -137,7 +137,7 @@ def test_int64_ids_wrapped_to_int32_are_a_finding() -> None:
     outside = np.flatnonzero((ids > np.iinfo(np.int32).max) | (ids < np.iinfo(np.int32).min))
     assert list(wrong) == list(outside) and len(wrong) == 2
     code, found, stderr = changes(name)
-    assert code == 3 and "found a wrong result (DtypeDemoted)" in stderr
+    assert code == 3 and "found a problem (DtypeDemoted)" in stderr
     (change,) = found
     assert (change["kind"], change["api"], change["finding"]) == ("demoted", "args[0]", True)
     assert change["line"] == line_of(name, "args = (")

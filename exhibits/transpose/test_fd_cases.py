@@ -155,7 +155,7 @@ def assert_disagrees_first_at(
     assert c["headline"].startswith(said)
     assert c["headline"] == said or c["headline"][len(said) :].startswith(" The cotangent of ")
     # stderr: a finding, with the headline in full
-    assert "the exhibit found a wrong result (GradientMismatch)" in ran.stderr
+    assert "the exhibit found a problem (GradientMismatch)" in ran.stderr
     assert f"  GradientMismatch: {c['headline']}" in ran.stderr.splitlines()
 
 

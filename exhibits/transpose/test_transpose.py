@@ -252,7 +252,7 @@ def test_cli_fd_check_lists_what_it_did_not_compare(tmp_path: Path) -> None:
     )
     # No error JAX raised, but a finding: the gradient disagrees with the finite differences.
     assert proc.returncode == 3, proc.stderr
-    assert "the exhibit found a wrong result (GradientMismatch)" in proc.stderr
+    assert "the exhibit found a problem (GradientMismatch)" in proc.stderr
     fd = json.loads(proc.stdout)
     assert fd["verdict"] == "disagree" and fd["headline"] in proc.stderr
     assert fd["compared"] == 1 and 0 < fd["max_abs_err"] < 1e-8
