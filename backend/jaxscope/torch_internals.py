@@ -1,0 +1,79 @@
+"""The only part of jaxscope that calls torch_xla's private API (``torch_xla._XLAC``), for the
+PyTorch/XLA track's probes (torch workers, design 0025).
+
+It is the torch twin of :mod:`jaxscope.internals`: each function is a thin, typed wrapper over one
+``_XLAC`` binding of torch_xla 2.9.0 (``torch_xla/csrc/init_python_bindings.cpp`` at the v2.9.0
+tag), so that when torch_xla changes, one module and its contract test
+(``backend/tests/test_torch_internals_contract.py``, run in ``.venv-torch``) fail, not every
+probe. Nothing here imports torch at module import: the JAX workers import ``jaxscope`` too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+
+def _xlac() -> Any:
+    import torch_xla
+
+    return torch_xla._XLAC
+
+
+def ir_text(tensors: Sequence[Any]) -> str:
+    """torch_xla's text of the pending IR graph that computes ``tensors`` (XLA tensors), as
+    ``_get_xla_tensors_text`` prints it (``IR {`` ... ``}``); reading it syncs nothing."""
+    return str(_xlac()._get_xla_tensors_text(list(tensors)))
+
+
+def hlo_text(tensors: Sequence[Any]) -> str:
+    """The HLO module text torch_xla would compile for ``tensors`` (``_get_xla_tensors_hlo``),
+    lowered from the pending IR without running it."""
+    return str(_xlac()._get_xla_tensors_hlo(list(tensors)))
+
+
+def graph_hash_hex(tensors: Sequence[Any]) -> str:
+    """The graph hash torch_xla keys its compile cache by (``_get_graph_hash``: 16 bytes), as
+    lowercase hex (32 characters)."""
+    return bytes(_xlac()._get_graph_hash(list(tensors))).hex()
+
+
+def tensor_debug_info(t: Any) -> str:
+    """torch_xla's debug text of one XLA tensor (``_get_xla_tensor_debug_info``): its id, device,
+    ``IR: None`` when it holds only device data, its handle and data state."""
+    return str(_xlac()._get_xla_tensor_debug_info(t))
+
+
+def has_ir(t: Any) -> bool:
+    """Whether the XLA tensor ``t`` has an IR node yet (``IR: None`` in its debug info: device
+    data only)."""
+    return "\nIR: None\n" not in tensor_debug_info(t)
+
+
+def set_ir_debug(on: bool) -> None:
+    """Turn torch_xla's IR debug on or off (``_set_ir_debug``): with it on, each new IR node
+    records the Python location that created it (``location=`` in the IR text, ``source_line``
+    in the HLO metadata)."""
+    _xlac()._set_ir_debug(on)
+
+
+@contextmanager
+def ir_debug() -> Iterator[None]:
+    """IR debug on for the block, off after it (even when the block raises)."""
+    set_ir_debug(True)
+    try:
+        yield
+    finally:
+        set_ir_debug(False)
+
+
+def runtime_is_initialized() -> bool:
+    """Whether this process has created its PJRT client (``_xla_runtime_is_initialized``)."""
+    return bool(_xlac()._xla_runtime_is_initialized())
+
+
+def all_devices() -> list[str]:
+    """The XLA devices of this process's PJRT client (``_xla_get_all_devices``), e.g.
+    ``['xla:0']``; creates the client if there is none."""
+    return [str(d) for d in _xlac()._xla_get_all_devices()]
