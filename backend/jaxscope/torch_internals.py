@@ -75,5 +75,5 @@ def runtime_is_initialized() -> bool:
 
 def all_devices() -> list[str]:
     """The XLA devices of this process's PJRT client (``_xla_get_all_devices``), e.g.
-    ``['xla:0']``; creates the client if there is none."""
+    ``['CPU:0']`` under ``PJRT_DEVICE=CPU``; creates the client if there is none."""
     return [str(d) for d in _xlac()._xla_get_all_devices()]

@@ -8,8 +8,9 @@ The snippet's ``args`` are CPU tensors; the probe moves them to the XLA device a
    before any sync, then ``torch_xla.sync()`` and the values;
 3. the graph hash again on new values of the same shapes, and with ``args[0]`` one row longer.
 
-torch and torch_xla are public API here, except ``torch_xla._XLAC``'s text, HLO, hash,
-tensor-debug-info and IR-debug functions, which are torch_xla's own way to read its pending graph.
+torch and torch_xla are public API here; torch_xla's private text, HLO, hash, tensor-debug-info
+and IR-debug functions (torch_xla's own way to read its pending graph) come through
+:mod:`jaxscope.torch_internals`, the one module that calls ``_XLAC``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
+from jaxscope import torch_internals as ti
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, ProbeContext, source_lines
 
 from .events import (
@@ -95,16 +97,13 @@ def _has_ir(t: Any) -> bool:
     of such a tensor would make its ``device_data`` node there, in the probe's frame (it would
     name the probe as its location, for good), instead of at the user's line that first uses
     it, as in a plain script."""
-    import torch_xla
-
-    return "\nIR: None\n" not in torch_xla._XLAC._get_xla_tensor_debug_info(t)
+    return ti.has_ir(t)
 
 
 @contextmanager
 def _line_steps(ctx: ProbeContext) -> Iterator[None]:
     """While active, emit a :class:`LazyLineStepped` after each line of a snippet frame."""
     import torch
-    import torch_xla
 
     lines = source_lines(ctx.snippet.source)
     started: dict[int, tuple[int, tuple[int, int, int]]] = {}
@@ -115,7 +114,7 @@ def _line_steps(ctx: ProbeContext) -> Iterator[None]:
         live = [v for v in frame.f_locals.values() if isinstance(v, torch.Tensor)]
         live += _xla_leaves(result)
         tensors = [t for t in live if t.device.type == "xla" and _has_ir(t)]
-        text = torch_xla._XLAC._get_xla_tensors_text(tensors) if tensors else ""
+        text = ti.ir_text(tensors) if tensors else ""
         nodes = _nodes(text)
         ctx.emit(
             LazyLineStepped(
@@ -151,9 +150,7 @@ def _line_steps(ctx: ProbeContext) -> Iterator[None]:
 
 
 def _graph_hash(outputs: list[Any]) -> str:
-    import torch_xla
-
-    return bytes(torch_xla._XLAC._get_graph_hash(outputs)).hex()
+    return ti.graph_hash_hex(outputs)
 
 
 def _one_row_longer(t: Any) -> Any:
@@ -179,12 +176,8 @@ def run(ctx: ProbeContext) -> None:
         device = torch_xla.device()  # creates the PJRT client (PJRT_DEVICE, in this run)
         moved = _map_tensors(args, lambda t: t.to(device))
         torch_xla.sync()  # the arguments are device data, not pending uploads
-        torch_xla._XLAC._set_ir_debug(True)
-        try:
-            with _line_steps(ctx):
-                traced = f(*moved)
-        finally:
-            torch_xla._XLAC._set_ir_debug(False)
+        with ti.ir_debug(), _line_steps(ctx):
+            traced = f(*moved)
         del traced, moved
         torch_xla.sync()
 
@@ -192,8 +185,8 @@ def run(ctx: ProbeContext) -> None:
         out = _call_on_device(f, args, device)
         outputs = _xla_leaves(out)
         built = LazyGraphBuilt(
-            ir=torch_xla._XLAC._get_xla_tensors_text(outputs),
-            hlo=torch_xla._XLAC._get_xla_tensors_hlo(outputs),
+            ir=ti.ir_text(outputs),
+            hlo=ti.hlo_text(outputs),
             graph_hash=_graph_hash(outputs),
             outputs=[f"{tuple(t.shape)} {t.dtype}" for t in outputs],
         )

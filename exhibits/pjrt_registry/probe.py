@@ -18,6 +18,7 @@ import os
 import time
 from typing import Any, Literal
 
+from jaxscope import torch_internals as ti
 from jaxscope.sandbox.probe_api import ProbeContext, blame_line, setting_line
 from jaxscope.sandbox.snippet import InvalidSnippet
 
@@ -91,13 +92,12 @@ def _try() -> tuple[Exception | None, float]:
 
 def run(ctx: ProbeContext) -> None:
     """Create the client once with the asked-for environment; emit the branch and the outcome."""
-    import torch_xla
     import torch_xla.runtime as xr
     from torch_xla.experimental import plugins
 
     device, switch = settings(ctx)
     with ctx.stage("run"):
-        if torch_xla._XLAC._xla_runtime_is_initialized():
+        if ti.runtime_is_initialized():
             raise RuntimeError(
                 "this worker already created a PJRT client: the try would not be fresh"
             )
@@ -111,7 +111,7 @@ def run(ctx: ProbeContext) -> None:
         retry_error = None
         devices: list[str] = []
         if error is None:
-            devices = list(torch_xla._XLAC._xla_get_all_devices())
+            devices = ti.all_devices()
             count = xr.global_device_count()
         else:
             count = 0

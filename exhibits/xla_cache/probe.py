@@ -9,8 +9,8 @@ batch's tensors inside its step, as a loop's data loading does. After each step,
 ``torch_xla.sync()`` and ``xm.wait_device_ops()`` (execution is asynchronous: the counters of a
 step's run would land in the next one), then the metric counters' deltas.
 
-torch and torch_xla are public API here, except ``torch_xla._XLAC``'s graph hash and IR text,
-torch_xla's own way to read its pending graph (as in the lazy_tensor probe).
+torch and torch_xla are public API here; torch_xla's private graph hash, HLO text and IR debug
+(its own way to read its pending graph) come through :mod:`jaxscope.torch_internals`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import re
 import time
 from typing import Any
 
+from jaxscope import torch_internals as ti
 from jaxscope.sandbox.probe_api import ProbeContext, blame_line, setting_line
 from jaxscope.sandbox.snippet import InvalidSnippet
 
@@ -185,17 +186,13 @@ def constant_line(
     after the counted loop (IR debug changes the graph hash); the graph it leaves pending is
     never synced (nothing runs, nothing compiles)."""
     import torch
-    import torch_xla
     from torch.utils import _pytree as pytree
 
     wanted = set(changed)
-    torch_xla._XLAC._set_ir_debug(True)
-    try:
+    with ti.ir_debug():
         moved = pytree.tree_map(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, batch)
         out = f(*moved)
-        text = torch_xla._XLAC._get_xla_tensors_hlo(step_tensors(out, *state))
-    finally:
-        torch_xla._XLAC._set_ir_debug(False)
+        text = ti.hlo_text(step_tensors(out, *state))
     for raw in text.splitlines():
         if hlo_lines(raw) and hlo_lines(raw)[0] in wanted:
             found = _SOURCE_LINE.search(raw)
@@ -234,8 +231,8 @@ def run(ctx: ProbeContext) -> None:
             )
             out = f(*moved)
             tensors = step_tensors(out, modules, optimizers)
-            graph_hash = bytes(torch_xla._XLAC._get_graph_hash(tensors)).hex()
-            hlo = hlo_lines(torch_xla._XLAC._get_xla_tensors_hlo(tensors))
+            graph_hash = ti.graph_hash_hex(tensors)
+            hlo = hlo_lines(ti.hlo_text(tensors))
             torch_xla.sync()
             xm.wait_device_ops()
             wall = time.perf_counter_ns() - start
