@@ -175,4 +175,3 @@ def test_ir_debug_names_the_line_and_switches_off(graph: dict[str, Any]) -> None
     # Off again after the block, even after it raised.
     assert "location=" not in graph["ir_debug_after_raise"]
     assert graph["value"] == pytest.approx(sum(2 * v + 1 for v in range(6)))
-
