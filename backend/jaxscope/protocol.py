@@ -529,17 +529,23 @@ class RunQueued(EventBase):
 
 class BudgetScaled(EventBase):
     """The run's time limits grew with the size of the user's program, so that a real model is
-    not held to a limit meant for snippets. Sent at most once per run, right after the first
-    event that carries a jaxpr of more than ``jaxscope.settings.SCALE_FROM_EQNS`` eqns.
+    not held to a limit meant for snippets. Sent right after the first event that carries a
+    jaxpr of more than ``jaxscope.settings.SCALE_FROM_EQNS`` eqns (and after a larger one).
     ``eqns``: that jaxpr's top-level eqns; ``wall_s``/``cpu_s``: the run's wall-clock and CPU
     limits from now on, in seconds (``jaxscope.settings.scaled_limit``: the exhibit's limit plus
     ``Limits.per_eqn_ms`` per eqn, at most ``Limits.ceiling_s``). The supervisor computes
-    ``wall_s`` itself from ``eqns``; it is not the worker's word."""
+    ``wall_s`` itself from ``eqns``; it is not the worker's word. Sent again when JAX lowers
+    a larger program than any shown (before its compile: an exhibit that shows no jaxpr), and
+    once after a load stage (the snippet's module body) of more than a second: ``load_s`` and
+    ``load_cpu_s``, the wall and CPU seconds it took, which do not count against the run's
+    limits (``jaxscope.settings.load_credit``: at most the load stage's own limit)."""
 
     type: Literal["budget_scaled"] = "budget_scaled"
     eqns: int = Field(ge=0)
     wall_s: float
     cpu_s: float
+    load_s: float | None = Field(default=None, ge=0)
+    load_cpu_s: float | None = Field(default=None, ge=0)
 
 
 class RunFinished(EventBase):

@@ -113,6 +113,45 @@ def scaled_limit(base_s: float, budget: float, eqns: int, limits: Limits) -> flo
     return max(unscaled, min(grown, limits.ceiling_s))
 
 
+# A trace that streams its eqns one by one (the tracing and stations exhibits) and is still going
+# after this many is not a program any example here is (the 20,000-eqn unrolled loop of
+# examples/real/loop_20k.py is the largest, twice over): once it is also past the run's unscaled
+# limit, it is ended as a trace that keeps growing (an unbounded Python loop: ``while True: x =
+# x + 1`` adds one eqn per turn) instead of being given time in proportion up to the ceiling.
+# On this 2-core machine such a loop streams ~2,000-3,000 eqns/s through the sandbox: it is
+# ended after ~15-25 s, where the scaled limit would have let it run 120 s.
+TRACE_GROWTH_EQNS = 40_000
+
+
+def trace_kept_growing(streamed: int, elapsed_s: float, unscaled_s: float) -> bool:
+    """Whether a run still in its trace stage, having streamed ``streamed`` eqns in
+    ``elapsed_s`` seconds, is to be ended as an endless trace: more eqns than a finite program
+    of this size traces (:data:`TRACE_GROWTH_EQNS`) and longer than the exhibit's unscaled
+    limit ``unscaled_s`` (``base × budget``: a hand-set ``--timeout 300`` gives it 300 s)."""
+    return streamed > TRACE_GROWTH_EQNS and elapsed_s > unscaled_s
+
+
+# The load stage (the snippet's module body) has a limit of its own: this many times the
+# exhibit's unscaled limit. A real model's build runs eagerly, op by op, and compiles each new
+# op: the Flax NNX train step of examples/real loads in ~3.5 s on an idle 2-core machine and took
+# over 10 s on a loaded one; nothing tells its size before it is built.
+LOAD_LIMIT_FACTOR = 3.0
+
+
+def load_limit(unscaled_s: float) -> float:
+    """Seconds the load stage may take (:data:`LOAD_LIMIT_FACTOR` × the exhibit's limit)."""
+    return unscaled_s * LOAD_LIMIT_FACTOR
+
+
+def load_credit(load_s: float, unscaled_s: float) -> float:
+    """Seconds of the load stage (the snippet's module body: building a Flax model, loading
+    weights) that do not count against the run's limit: all of it, up to the load stage's own
+    limit (:func:`load_limit` of the exhibit's unscaled limit ``unscaled_s``). A real model's
+    build then does not eat the time its trace and compile need, and an endless module body
+    still ends, at the load stage's limit."""
+    return max(0.0, min(load_s, load_limit(unscaled_s)))
+
+
 # Where a wheel carries the built frontend (``make wheel`` copies frontend/dist there).
 PACKAGED_DIST = Path(__file__).resolve().parent / "_frontend"
 

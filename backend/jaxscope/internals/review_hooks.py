@@ -29,8 +29,10 @@ from __future__ import annotations
 import contextlib
 import glob
 import random as py_random
+import resource
 import sys
 import tempfile
+import threading
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -238,6 +240,37 @@ def is_transfer_guard_error(exc: BaseException) -> bool:
     return "Disallowed host-to-device transfer" in str(exc)
 
 
+# The profiler holds every launch's host events in memory until ``stop_trace`` (measured here:
+# ~2.2 KB of address space per eager launch, ~70 MB/s for an eager loop, and ``stop_trace``'s
+# export needs about half as much again). An endless eager loop under ``executions`` then ran
+# the worker out of its address space (``std::bad_alloc``, reported as "memory") before it
+# reached its time limit. The profile may take this share of the room left below
+# ``RLIMIT_AS`` (or PROFILE_MAX_BYTES without one): past it the trace is stopped, the step runs
+# on unprofiled (an endless one reaches the time limit, the truthful one), and a step that does
+# finish is reported as too long to count (:class:`TooManyLaunches`).
+PROFILE_ROOM_SHARE = 1 / 3
+PROFILE_MAX_BYTES = 1 << 30
+PROFILE_POLL_S = 0.1
+
+
+class TooManyLaunches(RuntimeError):
+    """A step launched so many executables that its profile was stopped to keep memory."""
+
+
+def _address_space_bytes() -> int:
+    """This process's address space now (``VmSize``), from ``/proc/self/statm``."""
+    with open("/proc/self/statm", "rb") as statm:
+        return int(statm.read().split()[0]) * resource.getpagesize()
+
+
+def _profile_room(now: int) -> int:
+    """Bytes of address space the profile may grow by, from ``now`` (see above)."""
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return PROFILE_MAX_BYTES
+    return max(0, min(PROFILE_MAX_BYTES, int((soft - now) * PROFILE_ROOM_SHARE)))
+
+
 def executions(block: Callable[[], Any]) -> tuple[Any, int]:
     """``(block(), n)``: ``n`` XLA executables launched while ``block`` ran (its outputs waited
     for), counted from a ``jax.profiler`` trace written to a temporary directory."""
@@ -247,12 +280,40 @@ def executions(block: Callable[[], Any]) -> tuple[Any, int]:
     options = jax.profiler.ProfileOptions()
     options.python_tracer_level = 0
     with tempfile.TemporaryDirectory(prefix="jaxscope-review-") as directory:
+        base = _address_space_bytes()
+        room = _profile_room(base)
+        lock = threading.Lock()
+        stopped = threading.Event()  # the watch stopped the trace (memory)
+        done = threading.Event()  # the block ended: the watch ends
+
+        def watch() -> None:
+            while not done.wait(PROFILE_POLL_S):
+                if _address_space_bytes() - base > room:
+                    with lock:
+                        if not done.is_set():
+                            jax.profiler.stop_trace()
+                            stopped.set()
+                    return
+
         jax.profiler.start_trace(directory, profiler_options=options)
+        watcher = threading.Thread(target=watch, name="jaxscope-profile-watch", daemon=True)
+        watcher.start()
         try:
             out = block()
             jax.block_until_ready(out)
         finally:
-            jax.profiler.stop_trace()
+            with lock:
+                done.set()
+                if not stopped.is_set():
+                    jax.profiler.stop_trace()
+            watcher.join()
+        if stopped.is_set():
+            raise TooManyLaunches(
+                "this step launched too many executables to count: jaxscope counts a step's "
+                "launches with JAX's profiler, which holds every launch in memory, and stopped "
+                f"it after {room / 2**20:,.0f} MiB to keep the worker's memory. Jit the step "
+                "(one launch instead of one per eager op), or run fewer eager ops per step."
+            )
         n = 0
         for path in glob.glob(f"{directory}/**/*.xplane.pb", recursive=True):
             data = jax.profiler.ProfileData.from_file(path)

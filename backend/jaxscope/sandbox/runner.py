@@ -53,7 +53,14 @@ from jaxscope.protocol import (
 )
 from jaxscope.sandbox.probe_api import Snippet
 from jaxscope.sandbox.snippet import SNIPPET_MODULE
-from jaxscope.settings import Limits, scaled_limit
+from jaxscope.settings import (
+    SCALE_FROM_EQNS,
+    TRACE_GROWTH_EQNS,
+    Limits,
+    load_credit,
+    load_limit,
+    scaled_limit,
+)
 from jaxscope.summaries import STREAM_LIMIT_BYTES, summarise_event
 
 # An exception message longer than this is cut (a str() of a huge array, say).
@@ -115,6 +122,14 @@ SUMMARY_FROM_BYTES = 1024
 SIZE_CHECK_EVERY = 256
 # The worker's limits (set once by main); a run's limits scale with its program from these.
 _LIMITS = Limits()
+# A load stage (the snippet's module body) shorter than this is not credited (design 0046): a
+# snippet loads in milliseconds, and its runs send no extra budget_scaled.
+LOAD_CREDIT_FROM_S = 1.0
+# ``jaxscope.internals.program_size.reporting_sizes`` in a JAX worker (set by ``_warm_up``):
+# tells the run the size of each program JAX lowers, before XLA compiles it.
+_REPORTING_SIZES: (
+    Callable[[Callable[[int], None]], contextlib.AbstractContextManager[None]] | None
+) = None
 
 
 def event_json(event: EventModel) -> bytes:
@@ -221,9 +236,18 @@ class RunContext:
         moves its wall clock (it counts the events itself)."""
         views = [v for v in vars(event).values() if isinstance(v, JaxprView)]
         eqns = max((len(v.eqns) for v in views), default=0)
+        return self._scale_to(eqns)
+
+    def _scale_to(self, eqns: int) -> BudgetScaled | None:
+        """:meth:`_scale_budget` for a program of ``eqns`` eqns. While the run is in its trace
+        stage, the events it sent count only up to ``settings.TRACE_GROWTH_EQNS``: a trace that
+        streams more is ended by the supervisor as one that keeps growing."""
         if eqns <= self.reported_eqns and self.emitted % SIZE_CHECK_EVERY:
             return None
-        size = max(self.size, eqns, self.emitted)
+        streamed = self.emitted
+        if self.current_stage == "trace":
+            streamed = min(streamed, TRACE_GROWTH_EQNS)
+        size = max(self.size, eqns, streamed)
         if size <= self.size:
             return None
         self.size = size
@@ -240,6 +264,47 @@ class RunContext:
             scaled.run_id = self.run_id
             return scaled
         return None
+
+    def note_program_size(self, eqns: int) -> None:
+        """JAX is about to lower (then compile) a program of ``eqns`` top-level eqns
+        (``internals.program_size``): the limits grow with it now, before its compile, as they
+        would after an event showing it. Only the main thread's lowerings count (a user thread
+        writing events would interleave with the main thread's)."""
+        if (
+            eqns <= SCALE_FROM_EQNS
+            or eqns <= self.reported_eqns
+            or threading.current_thread() is not threading.main_thread()
+        ):
+            return
+        scaled = self._scale_to(eqns)
+        if scaled is not None:
+            send_event(scaled)
+
+    def credit_load(self, load_s: float, load_cpu_s: float) -> None:
+        """The load stage (the snippet's module body: a Flax model's build, its parameters'
+        init) took ``load_s`` wall and ``load_cpu_s`` CPU seconds: up to the load stage's own
+        limit, that time does not count against the run's limits (``settings.load_credit``).
+        The CPU limit is set for the rest of the run; the supervisor hears of a load of a
+        second or more in a ``BudgetScaled`` (a shorter one is not credited)."""
+        from jaxscope.sandbox import guard
+
+        cpu_credit = load_credit(load_cpu_s, _LIMITS.cpu_s * self.budget)
+        self.cpu_at_start += cpu_credit
+        cpu_s = scaled_limit(_LIMITS.cpu_s, self.budget, self.size, _LIMITS)
+        guard.set_cpu_budget(self.cpu_at_start + cpu_s - guard.cpu_seconds_used())
+        if load_s < LOAD_CREDIT_FROM_S:
+            return
+        wall_credit = load_credit(load_s, _LIMITS.wall_s * self.budget)
+        wall_s = scaled_limit(_LIMITS.wall_s, self.budget, self.size, _LIMITS)
+        self.emit(
+            BudgetScaled(
+                eqns=self.reported_eqns,
+                wall_s=round(wall_s + wall_credit, 3),
+                cpu_s=round(cpu_s + cpu_credit, 3),
+                load_s=round(load_s, 3),
+                load_cpu_s=round(load_cpu_s, 3),
+            )
+        )
 
     @contextmanager
     def stage(self, stage: Stage, call_index: int | None = None) -> Iterator[None]:
@@ -374,6 +439,11 @@ def _warm_up(kind: WorkerKind = "jax") -> dict[str, Any]:
     import jax
     import jax.numpy as jnp
 
+    from jaxscope.internals import program_size
+
+    global _REPORTING_SIZES
+    program_size.install()
+    _REPORTING_SIZES = program_size.reporting_sizes
     devices = jax.devices()
     jax.jit(lambda x: x * 2.0 + 1.0)(jnp.ones(3)).block_until_ready()
     return {
@@ -589,8 +659,12 @@ def run_job(
                 torch_xla_version=info.get("torch_xla_version"),
             )
         )
+        load_started, load_cpu = time.perf_counter(), guard.cpu_seconds_used()
+        # The load stage's own CPU limit (settings.load_limit); credit_load sets the run's after.
+        guard.set_cpu_budget(load_limit(cpu_s))
         with ctx.stage("load"):
             ctx.snippet = load_snippet(request.code, require_f=_needs_snippet(request.exhibit))
+        ctx.credit_load(time.perf_counter() - load_started, guard.cpu_seconds_used() - load_cpu)
         probe = probes.get(request.exhibit)
         if probe is None:
             raise ProbeMissing(
@@ -598,7 +672,13 @@ def run_job(
                 + probe_errors.get(request.exhibit, "unknown exhibit")
             )
         ctx.current_stage = "trace"
-        probe.run(ctx)
+        sizes = (
+            contextlib.nullcontext()
+            if _REPORTING_SIZES is None
+            else _REPORTING_SIZES(ctx.note_program_size)
+        )
+        with sizes:
+            probe.run(ctx)
         _settle(ctx)
         _STDOUT.drain()
         terminal = RunFinished(duration_ms=(time.perf_counter() - started) * 1e3)
@@ -741,7 +821,8 @@ def main(argv: list[str] | None = None) -> int:
     # Before any user code: become unprivileged (root only), fix the lifetime CPU limit, remove
     # the spawners that raise no audit event, then install the audit hook.
     info["uid"] = guard.drop_privileges(os.getcwd(), ns.parent_pid, ns.uid) or os.getuid()
-    guard.set_cpu_lifetime(limits.cpu_s, floor_s=limits.ceiling_s + limits.cpu_s)
+    # Room for the longest run: a load stage of up to 3 × 3 × cpu_s (budget 3), then the ceiling.
+    guard.set_cpu_lifetime(limits.cpu_s, floor_s=limits.ceiling_s + 10 * limits.cpu_s)
     guard.remove_unaudited_spawners()
     sys.stdin = io.StringIO("")
     sys.stdout = _STDOUT

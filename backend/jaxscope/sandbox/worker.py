@@ -49,6 +49,7 @@ from jaxscope.protocol import (
     SourceLoc,
     Stage,
     StageStarted,
+    StdoutPrinted,
     WorkerKind,
     is_terminal,
 )
@@ -64,7 +65,14 @@ from jaxscope.sandbox.namespaces import (
     reap_stray_sandboxes,
 )
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
-from jaxscope.settings import Limits, scaled_limit
+from jaxscope.settings import (
+    TRACE_GROWTH_EQNS,
+    Limits,
+    load_credit,
+    load_limit,
+    scaled_limit,
+    trace_kept_growing,
+)
 
 log = logging.getLogger(__name__)
 
@@ -250,6 +258,22 @@ def limit_help(failed: RunFailed, eqns: int | None) -> str | None:
     longer = (
         "a longer limit (`jaxscope run EXHIBIT FILE --timeout S`, or `jaxscope serve --timeout S`)"
     )
+    if failed.stage == "load":
+        return (
+            "The snippet's module body (the code outside `f`: building the model, its "
+            "parameters, the arguments) did not finish within the limit; it has that whole "
+            "limit to itself, and its time does not count against the rest of the run. Is "
+            "there an endless loop outside `f`? Otherwise make the model smaller, or try "
+            f"{longer}."
+        )
+    if failed.stage == "trace" and eqns is None:
+        return (
+            "JAX was still tracing `f` (running its Python once on tracers) at the limit. Is "
+            "there an unbounded loop (`while True:`, or a loop whose bound keeps growing)? A "
+            "Python loop is unrolled into the jaxpr, one copy per iteration; "
+            "`lax.fori_loop`, `lax.while_loop` or `lax.scan` keep one copy of the body. "
+            f"Otherwise try a part of the program, or {longer}."
+        )
     if failed.stage in ("compile", "call") and eqns is not None:
         return (
             f"XLA's compile time grows with the program: {eqns:,} eqns can take minutes to "
@@ -263,7 +287,25 @@ def limit_help(failed: RunFailed, eqns: int | None) -> str | None:
             f"The limit already grew with the program ({eqns:,} eqns). Try a part of it (fewer "
             f"layers, fewer loop iterations, a smaller batch), or {longer}."
         )
-    return f"Try a smaller program or a part of it, or {longer}."
+    return (
+        "If the program is meant to finish, try a smaller one or a part of it, or "
+        f"{longer}. If it loops without end (`while True:`), give the loop an end."
+    )
+
+
+def trace_growth_help(longer_than_s: float) -> str:
+    """What to try after a trace was ended for growing without end
+    (``settings.trace_kept_growing``), past the run's unscaled limit ``longer_than_s``."""
+    return (
+        "Real programs trace up to tens of thousands of eqns (the unrolled 20,000-eqn loop "
+        f"of examples/real); this trace passed {TRACE_GROWTH_EQNS:,} and was still adding "
+        f"eqns, one copy of the loop body per iteration, past the run's limit of "
+        f"{longer_than_s:g} s. Is there an unbounded loop (`while True:`, a loop "
+        "whose condition never turns false at trace time)? Stage the loop instead: "
+        "`lax.while_loop`, `lax.fori_loop` or `lax.scan` keep one copy of its body. If the "
+        "program really is this large, a longer limit (`jaxscope run EXHIBIT FILE --timeout "
+        "S`, or `jaxscope serve --timeout S`) lets its trace grow until then."
+    )
 
 
 def classify_death(
@@ -614,10 +656,18 @@ class WorkerProcess:
             with contextlib.suppress(asyncio.CancelledError):
                 await watch
 
-    async def _stop(self, cancelled: bool, wall: float, scaled_for: int | None = None) -> RunFailed:
+    async def _stop(
+        self,
+        cancelled: bool,
+        wall: float,
+        scaled_for: int | None = None,
+        loaded_s: float = 0.0,
+        loading: bool = False,
+    ) -> RunFailed:
         """Kill the worker mid-run: the ``cancelled`` or ``timeout`` failure (the latter naming
-        the snippet line it was running, and the program size its limit was scaled for). Its
-        ``stage`` is filled in by the caller."""
+        the snippet line it was running, the program size its limit was scaled for, and the
+        seconds of its load stage that did not count). Its ``stage`` is filled in by the
+        caller."""
         if cancelled:
             self.kill()
             return RunFailed(kind="cancelled", message="the run was cancelled")
@@ -628,9 +678,29 @@ class WorkerProcess:
             if scaled_for is None
             else (f"{wall:.0f} s (scaled for a program of about {scaled_for:,} eqns)")
         )
+        if loaded_s > 0:
+            limit += f", after the {loaded_s:.1f} s its load stage took"
         failed = RunFailed(
             kind="timeout",
-            message=f"the run exceeded its wall-clock limit of {limit}" + _where(loc),
+            message=f"the run exceeded its {'load stage' if loading else 'wall-clock'} limit of "
+            f"{limit}" + _where(loc),
+        )
+        failed.source = loc
+        return failed
+
+    async def _stop_growing_trace(self, streamed: int, trace_s: float) -> RunFailed:
+        """Kill the worker whose trace kept growing (``settings.trace_kept_growing``): a
+        ``timeout`` at stage trace, naming the eqns it streamed, in how long, and the line it
+        was still running. Its ``stage`` and ``explanation`` are filled in by the caller."""
+        loc = await self._ask_where()
+        self.kill()
+        still = f", still at line {loc.line}, in {loc.function}" if loc else ""
+        failed = RunFailed(
+            kind="timeout",
+            message=(
+                f"the trace kept growing ({streamed:,} eqns in {trace_s:.0f} s{still}): is "
+                "there an unbounded loop?"
+            ),
         )
         failed.source = loc
         return failed
@@ -730,6 +800,11 @@ class WorkerProcess:
         wall = base_wall * budget
         scaled_for: int | None = None  # the size the wall clock was scaled for
         size = 0  # the run's size so far: eqns of its largest jaxpr, or events sent
+        unscaled = base_wall * budget
+        loaded = loaded_cpu = 0.0  # seconds of the load stage that do not count (design 0046)
+        loading = False  # in the load stage, under its own limit (settings.load_limit)
+        trace_started: float | None = None  # when the current trace stage began
+        trace_streamed = 0  # eqns the current trace stage streamed
         await self._stop_idle_watch()
         if not self.alive:
             raise WorkerGone(f"worker {self.pid} is gone ({self.idle_fault or 'exited'})")
@@ -768,7 +843,8 @@ class WorkerProcess:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         stdout = self.proc.stdout
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + wall
+        started = deadline = loop.time()
+        deadline += wall
         cancel_wait = asyncio.ensure_future(cancel.wait())
         read: asyncio.Future[bytes] | None = None
         try:
@@ -787,7 +863,13 @@ class WorkerProcess:
                 # The deadline holds however fast lines come (a print loop keeps ``read``
                 # ready every time, so ``asyncio.wait`` alone would never time out).
                 if read not in done or cancel_wait in done or loop.time() >= deadline:
-                    terminal = await self._stop(cancel_wait in done, wall, scaled_for)
+                    terminal = await self._stop(
+                        cancel_wait in done,
+                        load_limit(unscaled) if loading else wall,
+                        scaled_for,
+                        loaded,
+                        loading,
+                    )
                     terminal.stage = stage if terminal.kind in KILLED_KINDS else None
                     terminal.explanation = limit_help(terminal, scaled_for)
                     break
@@ -827,7 +909,7 @@ class WorkerProcess:
                             self.exit_status(),
                             self.stderr_text(),
                             limits=limits,
-                            cpu_s=scaled_limit(limits.cpu_s, budget, size, limits),
+                            cpu_s=scaled_limit(limits.cpu_s, budget, size, limits) + loaded_cpu,
                         )
                         self._killed = True
                         terminal = failed(kind, message)
@@ -898,16 +980,47 @@ class WorkerProcess:
                 # largest jaxpr it reported (BudgetScaled), or the events it sent, whichever is
                 # more (a trace streams one event per eqn before its jaxpr is complete). By our
                 # own formula: a forged event gains at most ``limits.ceiling_s``.
+                # A trace that streams its eqns counts them only up to TRACE_GROWTH_EQNS.
+                streamed = min(seq, TRACE_GROWTH_EQNS) if stage == "trace" else seq
                 grown = isinstance(event, BudgetScaled) and event.eqns > size
                 if grown or seq % SIZE_CHECK_EVERY == 0:
-                    size = max(size, seq, event.eqns if isinstance(event, BudgetScaled) else 0)
+                    size = max(size, streamed, event.eqns if isinstance(event, BudgetScaled) else 0)
                     scaled = scaled_limit(base_wall, budget, size, limits)
                     if scaled > wall:
                         deadline += scaled - wall
                         wall = scaled
                         scaled_for = size
+                now = loop.time()
+                if isinstance(event, StageStarted) and event.stage == "load" and stage is None:
+                    # The load stage has a limit of its own (settings.load_limit).
+                    loading = True
+                    deadline = started + max(wall, load_limit(unscaled))
+                elif loading and not (isinstance(event, StdoutPrinted) and event.stage == "load"):
+                    # The load stage ended: the next event is its credit (a load of a second
+                    # or more; the worker's word, at most the time the run has taken and the
+                    # load limit) or the probe's first. Its time does not count.
+                    loading = False
+                    if isinstance(event, BudgetScaled) and event.load_s is not None:
+                        loaded = load_credit(min(event.load_s, now - started), unscaled)
+                        loaded_cpu = load_credit(event.load_cpu_s or 0.0, limits.cpu_s * budget)
+                    deadline = started + loaded + wall
                 if isinstance(event, BudgetScaled):
-                    event.wall_s = wall
+                    event.wall_s = round(wall + loaded, 3)
+                # A trace that keeps growing past what a finite program traces, and past the
+                # unscaled limit, is ended now rather than given time up to the ceiling.
+                if isinstance(event, StageStarted) and event.stage == "trace":
+                    trace_started, trace_streamed = now, 0
+                elif (
+                    event.type == "eqn_recorded" and stage == "trace" and trace_started is not None
+                ):
+                    trace_streamed += 1
+                    if trace_kept_growing(trace_streamed, now - started - loaded, unscaled):
+                        terminal = await self._stop_growing_trace(
+                            trace_streamed, now - trace_started
+                        )
+                        terminal.stage = "trace"
+                        terminal.explanation = trace_growth_help(unscaled)
+                        break
                 if event.detail_id is not None:
                     self.detail_seqs[event.detail_id] = (seq, event.type)
                 # Forwarding waits for the session's consumer (a slow page); the deadline and a
@@ -919,7 +1032,13 @@ class WorkerProcess:
                     return_when=asyncio.FIRST_COMPLETED,
                 )
                 if sending not in done:
-                    terminal = await self._stop(cancel_wait in done, wall, scaled_for)
+                    terminal = await self._stop(
+                        cancel_wait in done,
+                        load_limit(unscaled) if loading else wall,
+                        scaled_for,
+                        loaded,
+                        loading,
+                    )
                     terminal.stage = stage if terminal.kind in KILLED_KINDS else None
                     terminal.explanation = limit_help(terminal, scaled_for)
                     await sending

@@ -1,0 +1,58 @@
+"""The size of each program JAX lowers in this process, told before XLA compiles it.
+
+A run's limits grow with the size of its program (``jaxscope.settings.scaled_limit``), which the
+worker learns from the jaxprs an exhibit shows. An exhibit that compiles a program before it
+shows one (caches: ``jit_call_observed`` carries the jaxpr after the call; the compile of the
+20,000-eqn loop alone takes seconds) would otherwise compile under the snippet limit. Every jit
+lowering goes through ``pxla.lower_sharding_computation`` (``pjit._pjit_lower`` looks it up as a
+module attribute at call time, once per cache miss: eager primitives compile through it too),
+whose first argument is the ``ClosedJaxpr`` about to be lowered: :func:`install` wraps it once
+per worker, and :func:`reporting_sizes` passes each lowered jaxpr's top-level eqn count to a
+listener while a run lasts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from jax._src.interpreters import pxla
+
+_listener: list[Callable[[int], None]] = []
+_installed: list[Callable[..., Any]] = []
+
+
+def install() -> None:
+    """Wrap ``pxla.lower_sharding_computation`` (once per process)."""
+    if _installed:
+        return
+    original = pxla.lower_sharding_computation
+
+    @functools.wraps(original)
+    def lower_sharding_computation(closed_jaxpr: Any, *args: Any, **kwargs: Any) -> Any:
+        if _listener:
+            eqns = getattr(getattr(closed_jaxpr, "jaxpr", None), "eqns", None)
+            if isinstance(eqns, list):
+                _listener[-1](len(eqns))
+        return original(closed_jaxpr, *args, **kwargs)
+
+    _installed.append(original)
+    pxla.lower_sharding_computation = lower_sharding_computation
+
+
+def installed() -> bool:
+    """Whether :func:`install` wrapped JAX's lowering entry point in this process."""
+    return bool(_installed) and pxla.lower_sharding_computation is not _installed[0]
+
+
+@contextlib.contextmanager
+def reporting_sizes(listener: Callable[[int], None]) -> Iterator[None]:
+    """Within the block, call ``listener(eqns)`` before each jit lowering (a cache miss), with
+    the top-level eqn count of the jaxpr being lowered."""
+    _listener.append(listener)
+    try:
+        yield
+    finally:
+        _listener.remove(listener)

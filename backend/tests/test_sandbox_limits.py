@@ -1,0 +1,190 @@
+"""Limits that scale with the program without letting an endless one run forever (design 0046):
+a trace that keeps growing is ended early with a message that says so, the load stage's time
+does not count against the run, a program JAX lowers scales the limits before its compile, and
+an endless eager loop under the review exhibit's profiler ends at its time limit (the truthful
+one), not out of memory. All through the real sandbox, except the pure rules."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jaxscope.internals import program_size, review_hooks
+from jaxscope.protocol import BudgetScaled, RunFailed, RunFinished
+from jaxscope.sandbox.worker import limit_help
+from jaxscope.settings import (
+    TRACE_GROWTH_EQNS,
+    load_credit,
+    load_limit,
+    trace_kept_growing,
+)
+
+from tests.harness import SandboxHarness, assert_one_terminal
+
+ENDLESS_TRACE = """\
+import jax.numpy as jnp
+
+def f(x):
+    while True:
+        x = x + 1
+
+args = (jnp.float32(1.0),)
+"""
+
+
+def test_the_growth_rule() -> None:
+    # more eqns than a finite program traces, and past the unscaled limit: ended
+    assert trace_kept_growing(TRACE_GROWTH_EQNS + 1, 10.5, 10.0)
+    # the 20,000-eqn loop of examples/real, however slowly it traces: not ended by this rule
+    assert not trace_kept_growing(20_001, 60.0, 10.0)
+    # many eqns, fast: not before the unscaled limit (a hand-set --timeout 300 gives it 300 s)
+    assert not trace_kept_growing(10 * TRACE_GROWTH_EQNS, 9.0, 10.0)
+    assert not trace_kept_growing(10 * TRACE_GROWTH_EQNS, 200.0, 300.0)
+    # the load stage has 3 × the exhibit's limit of its own, all of it credited
+    assert load_limit(10.0) == 30.0
+    assert load_credit(3.5, 10.0) == 3.5
+    assert load_credit(45.0, 10.0) == 30.0
+    assert load_credit(-1.0, 10.0) == 0.0
+
+
+def test_an_endless_trace_ends_early_and_says_so(sandbox: SandboxHarness) -> None:
+    started = time.monotonic()
+    events = sandbox.run(ENDLESS_TRACE, exhibit="tracing", wall_s=3.0)
+    took = time.monotonic() - started
+    terminal = assert_one_terminal(events)
+    assert isinstance(terminal, RunFailed) and terminal.kind == "timeout", terminal
+    assert terminal.stage == "trace"
+    recorded = sum(1 for e in events if e.type == "eqn_recorded")
+    assert recorded >= TRACE_GROWTH_EQNS  # the last one, over the rule, is not forwarded
+    message = terminal.message
+    assert message.startswith("the trace kept growing (")
+    said = int(message.split("(")[1].split(" eqns")[0].replace(",", ""))
+    assert said == TRACE_GROWTH_EQNS + 1 == recorded + 1
+    # the line of `x = x + 1` in the snippet (counted here from its text)
+    line = ENDLESS_TRACE.splitlines().index("        x = x + 1") + 1
+    assert f"still at line {line}, in f" in message
+    assert "unbounded loop" in message
+    assert terminal.source is not None and terminal.source.line == line
+    explanation = terminal.explanation or ""
+    assert "lax.while_loop" in explanation and "--timeout" in explanation
+    # Without the rule the events scaled the limit to the 120 s ceiling (or the 64 MiB cap of
+    # one run's events, ~25 s here): this ends once 40,000 eqns streamed.
+    assert took < 60, took
+
+
+def test_a_slow_load_stage_does_not_count(sandbox: SandboxHarness) -> None:
+    """The module body sleeps 5 s (a model's build) against a 4 s limit: the load stage has
+    its own (12 s), and the run keeps its 4 s for what comes after its load."""
+    code = (
+        "import time\nimport jax.numpy as jnp\n\ntime.sleep(5)\n\n"
+        "def f(x):\n    return x + 1\n\nargs = (jnp.ones(3),)\n"
+    )
+    events = sandbox.run(code, exhibit="tracing", wall_s=4.0)
+    terminal = assert_one_terminal(events)
+    assert isinstance(terminal, RunFinished), terminal
+    credited = [e for e in events if isinstance(e, BudgetScaled) and e.load_s is not None]
+    assert len(credited) == 1
+    assert 5.0 <= (credited[0].load_s or 0) < load_limit(4.0)
+    assert credited[0].wall_s == pytest.approx(4.0 + (credited[0].load_s or 0), abs=0.5)
+
+
+def test_an_endless_load_stage_ends_at_its_own_limit(sandbox: SandboxHarness) -> None:
+    code = "import jax.numpy as jnp\n\nwhile True:\n    pass\n\ndef f(x):\n    return x\n"
+    events = sandbox.run(code, exhibit="tracing", wall_s=2.0)
+    terminal = assert_one_terminal(events)
+    assert isinstance(terminal, RunFailed) and terminal.kind == "timeout", terminal
+    assert terminal.stage == "load"
+    assert f"load stage limit of {load_limit(2.0):g} s" in terminal.message
+    assert "module body" in (terminal.explanation or "")
+
+
+def test_timeout_help_at_trace_and_load_says_what_to_try() -> None:
+    at_trace = RunFailed(kind="timeout", message="m", stage="trace")
+    assert "unbounded loop" in (limit_help(at_trace, None) or "")
+    assert "lax.fori_loop" in (limit_help(at_trace, None) or "")
+    at_load = RunFailed(kind="timeout", message="m", stage="load")
+    assert "outside `f`" in (limit_help(at_load, None) or "")
+
+
+def test_the_size_of_a_lowered_program_is_told_before_its_compile() -> None:
+    """``program_size`` reports the top-level eqns of each jaxpr JAX lowers: the same count as
+    ``jax.make_jaxpr``, once per compile (a cache hit lowers nothing)."""
+    program_size.install()
+    assert program_size.installed()
+
+    def f(x: jax.Array) -> jax.Array:
+        for _ in range(300):
+            x = jnp.sin(x) + x
+        return x
+
+    x = jnp.ones(3)
+    told: list[int] = []
+    with program_size.reporting_sizes(told.append):
+        jax.jit(f)(x).block_until_ready()
+        jax.jit(f)(x).block_until_ready()
+    assert told == [len(jax.make_jaxpr(f)(x).jaxpr.eqns)] == [600]
+    told.clear()
+    jax.jit(lambda y: y * 3.0)(x)  # outside the block: not told
+    assert told == []
+
+
+def test_a_compile_scales_the_limits_before_any_jaxpr_is_shown(sandbox: SandboxHarness) -> None:
+    """The caches exhibit shows a call's jaxpr after the call: its compile of 2,000 eqns is
+    scaled for (a budget_scaled of 2,000 eqns comes before the call's event)."""
+    code = (
+        "import jax.numpy as jnp\n\ndef f(x):\n"
+        "    for _ in range(1000):\n        x = jnp.sin(x) + x\n    return x\n\n"
+        "calls = [(jnp.ones(3),)]\nargs = calls[0]\n"
+    )
+    events = sandbox.run(code, exhibit="caches")
+    assert isinstance(assert_one_terminal(events), RunFinished)
+    types = [e.type for e in events]
+    scaled = [e for e in events if isinstance(e, BudgetScaled) and e.eqns == 2_000]
+    assert scaled, types
+    assert types.index("budget_scaled") < types.index("jit_call_observed")
+
+
+def test_profile_stops_before_memory_runs_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step whose launches outgrow the profile's room is reported as too many to count; a
+    step within it is counted as before (one launch per eager op)."""
+    x = jnp.float32(1.0)
+
+    def few() -> Any:
+        y = x
+        for _ in range(3):
+            y = y + 1
+        return y
+
+    assert review_hooks.executions(few)[1] == 3
+    monkeypatch.setattr(review_hooks, "_profile_room", lambda now: 8 * 2**20)
+
+    def many() -> Any:
+        y = x
+        deadline = time.monotonic() + 3
+        # 3 s of launches: the watch stops the profile after 8 MiB (a few thousand launches)
+        while time.monotonic() < deadline:
+            y = y + 1
+        return y
+
+    started = time.monotonic()
+    with pytest.raises(review_hooks.TooManyLaunches, match="too many executables to count"):
+        review_hooks.executions(many)
+    assert time.monotonic() - started >= 3
+    # the profiler is stopped: a new profile starts
+    assert review_hooks.executions(few)[1] == 3
+
+
+def test_an_endless_eager_loop_in_review_ends_at_its_time_limit(sandbox: SandboxHarness) -> None:
+    """The review exhibit profiles each step (``executions``); the profiler held every eager
+    launch, and this loop ran the worker out of memory (``std::bad_alloc``) before its limit."""
+    code = "import jax.numpy as jnp\n\ndef f(x):\n    while True:\n        x = x + 1\n"
+    code += "\nargs = (jnp.float32(1.0),)\n"
+    events = sandbox.run(code, exhibit="review")
+    terminal = assert_one_terminal(events)
+    assert isinstance(terminal, RunFailed), terminal
+    assert terminal.kind == "timeout", terminal.message
+    assert terminal.stage == "run"
+    assert "(it was running line 5, in f)" in terminal.message
