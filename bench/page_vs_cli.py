@@ -13,7 +13,8 @@ worker, so a ratio above 1 is time the page (or the server's forwarding) adds. A
 either side is reported with its terminal type, not dropped.
 
 Usage: ``.venv/bin/python bench/page_vs_cli.py [--programs a.py ...] [--exhibits tracing ...]
-[--timeout S] [--json OUT]``. Prints one JSON object per pair and a summary object at the end.
+[--timeout S] [--json OUT] [--no-cli]``. The page's row also has the bytes of the websocket frames
+it received from Run to the terminal event (``page_bytes``, ``largest_frame``, ``frames``). Prints one JSON object per pair and a summary object at the end.
 """
 
 from __future__ import annotations
@@ -70,10 +71,36 @@ def cli_time(exhibit: str, program: Path, timeout_s: float) -> dict[str, Any]:
     return {"cli_s": round(seconds, 2), "cli_exit": proc.returncode}
 
 
-def page_time(page: Any, exhibit: str, program: Path, timeout_s: float) -> dict[str, Any]:
-    """Wall seconds from Run to the terminal event shown by the stepper, and which one it was."""
+class FrameBytes:
+    """Bytes of the websocket text frames the page received (what the server streamed to it):
+    in all, the largest frame, and how many."""
+
+    def __init__(self, page: Any) -> None:
+        self.total = 0
+        self.largest = 0
+        self.frames = 0
+        page.on("websocket", lambda ws: ws.on("framereceived", self._frame))
+
+    def _frame(self, payload: str | bytes) -> None:
+        size = len(payload.encode() if isinstance(payload, str) else payload)
+        self.total += size
+        self.largest = max(self.largest, size)
+        self.frames += 1
+
+    def reset(self) -> None:
+        self.total = self.largest = self.frames = 0
+
+
+def page_time(
+    page: Any, exhibit: str, program: Path, timeout_s: float, frames: FrameBytes | None = None
+) -> dict[str, Any]:
+    """Wall seconds from Run to the terminal event shown by the stepper, and which one it was;
+    with ``frames``, the bytes streamed to the page from Run to then (``page_bytes``) and the
+    largest frame (``largest_frame``)."""
     open_exhibit(page, exhibit)
     set_code(page, program.read_text())
+    if frames is not None:
+        frames.reset()
     t0 = time.perf_counter()
     page.get_by_test_id("run").click()
     shown = page.get_by_test_id("stepper-event-type")
@@ -82,7 +109,10 @@ def page_time(page: Any, exhibit: str, program: Path, timeout_s: float) -> dict[
     except AssertionError:
         return {"page_s": None, "page_end": "bench-timeout"}
     seconds = time.perf_counter() - t0
-    return {"page_s": round(seconds, 2), "page_end": shown.inner_text()}
+    row: dict[str, Any] = {"page_s": round(seconds, 2), "page_end": shown.inner_text()}
+    if frames is not None:
+        row.update(page_bytes=frames.total, largest_frame=frames.largest, frames=frames.frames)
+    return row
 
 
 def main() -> None:
@@ -91,18 +121,21 @@ def main() -> None:
     parser.add_argument("--exhibits", nargs="*", default=EXHIBITS)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--no-cli", action="store_true", help="time the page only")
     ns = parser.parse_args()
     rows: list[dict[str, Any]] = []
     exe = shutil.which("chromium") or "/usr/bin/chromium"
     with serving(cwd=ROOT) as server, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
         page = browser.new_page(base_url=server.url, viewport={"width": 1400, "height": 900})
+        frames = FrameBytes(page)
         for program in ns.programs:
             for exhibit in ns.exhibits:
                 row: dict[str, Any] = {"program": program.name, "exhibit": exhibit}
-                row.update(cli_time(exhibit, program, ns.timeout))
-                row.update(page_time(page, exhibit, program, ns.timeout))
-                if row["cli_s"] and row["page_s"]:
+                if not ns.no_cli:
+                    row.update(cli_time(exhibit, program, ns.timeout))
+                row.update(page_time(page, exhibit, program, ns.timeout, frames))
+                if row.get("cli_s") and row["page_s"]:
                     row["ratio"] = round(row["page_s"] / row["cli_s"], 2)
                 print(json.dumps(row), flush=True)
                 rows.append(row)

@@ -187,6 +187,16 @@ class EqnView(WireModel):
 InnerJaxprView.model_rebuild()
 
 
+class EqnRange(WireModel):
+    """Eqns ``[start, stop)`` of a jaxpr view that an ``on_demand`` run did not stream with it
+    (design 0045): the page asks for them with a DetailRequest for ``detail_id``, answered by
+    one ``jaxpr_eqns_sent``."""
+
+    start: int
+    stop: int
+    detail_id: str
+
+
 class JaxprView(WireModel):
     """A ClosedJaxpr: JAX's own text plus a structured view of the same object.
 
@@ -197,6 +207,10 @@ class JaxprView(WireModel):
     complete view; for a summary of a program too large to stream whole
     (``jaxscope.summaries``), the number of eqns of the whole jaxpr, of which ``eqns`` holds the
     first ones and ``text`` JAX's text of those with one line saying how many more there are.
+    ``eqn_ranges``: in an ``on_demand`` run, a view too large for one event (design 0045) is
+    streamed with its first eqns (``total_eqns`` set) and the rest as ranges to ask for, in
+    order; each ``jaxpr_eqns_sent`` answer extends ``eqns`` and ``text`` by its range, and once
+    all arrived the view is the whole one. Left off the wire when empty.
     """
 
     text: str
@@ -207,6 +221,11 @@ class JaxprView(WireModel):
     effects: list[str]
     arg_names: list[str] | None = None
     total_eqns: int | None = None
+    eqn_ranges: list[EqnRange] = Field(
+        default_factory=list,
+        exclude_if=lambda v: not v,
+        json_schema_extra={"x-wire-optional": True},
+    )
 
 
 class ArrayPreview(WireModel):
@@ -605,6 +624,24 @@ class DetailFailed(EventBase):
     message: str
 
 
+class JaxprEqnsSent(EventBase):
+    """The answer to a DetailRequest for an :class:`EqnRange` of a jaxpr view (design 0045):
+    ``detail_of`` the range's ``detail_id``, ``seq`` the seq of the event that holds the view
+    (its field ``field``). ``eqns`` are the view's eqns ``start`` .. ``start + len(eqns)``, as
+    the eager event has them; ``text`` is JAX's text of those eqns (the lines of the whole
+    view's ``text`` from the first eqn's first line up to the next eqn's, or to the closing
+    ``in (...)`` line, each ending in a newline); ``more``: the line that stands for the eqns
+    still not sent after these (``""`` after the last range). The page puts ``text`` where the
+    view's ``more`` line was, then ``more``."""
+
+    type: Literal["jaxpr_eqns_sent"] = "jaxpr_eqns_sent"
+    field: str
+    start: int
+    eqns: list[EqnView]
+    text: str
+    more: str = ""
+
+
 class WatchedFileChanged(EventBase):
     """The file a page follows (``FollowRequest``), sent outside any run (``run_id`` ""): when
     the page starts following and after every save. ``path``: the file's absolute path;
@@ -722,6 +759,7 @@ EVENTS: tuple[type[EventBase], ...] = (
     RunFinished,
     RunFailed,
     DetailFailed,
+    JaxprEqnsSent,
     WatchedFileChanged,
 )
 

@@ -11,7 +11,10 @@ Everything else in the event is kept. Nothing here imports JAX: it works on the 
 
 from __future__ import annotations
 
-from jaxscope.protocol import EventModel, JaxprView
+import itertools
+from collections.abc import Callable
+
+from jaxscope.protocol import EqnRange, EqnView, EventModel, JaxprEqnsSent, JaxprView
 
 # An event whose JSON line is longer than this has its largest jaxpr views summarised.
 STREAM_LIMIT_BYTES = 12 * 2**20
@@ -47,10 +50,18 @@ def summarise_view(view: JaxprView, keep: int) -> JaxprView:
     )
 
 
+def body_start(text: str) -> int:
+    """The offset of the `` let`` that ends the header of the top-level jaxpr in JAX's text
+    (the first line opening with ``{ lambda``: the jaxprs it shares are printed before it, as
+    ``let name = { lambda ... } in``, their eqns at the same indent); -1 when there is none."""
+    top = 0 if text.startswith("{ lambda ") else text.find("\n{ lambda ")
+    return -1 if top < 0 else text.find(" let\n", top)
+
+
 def _eqn_start(text: str, view: JaxprView, index: int) -> int | None:
     """The offset in ``text`` of the line where eqn ``index`` starts (eqns are printed in order,
     each from its own line; found by their first lines in order), or None when not found."""
-    pos = text.find(" let\n")
+    pos = body_start(text)
     if pos < 0:
         return None
     for eqn in view.eqns[: index + 1]:
@@ -81,3 +92,156 @@ def summarise_event(event: EventModel) -> bool:
         setattr(event, name, summarise_view(view, keep))
         changed = True
     return changed
+
+
+# ---------------------------------------------------------------------------------------------
+# Eqn ranges (design 0045): in an ``on_demand`` run no event line is over MAX_STREAMED_LINE_BYTES.
+# ---------------------------------------------------------------------------------------------
+
+# The bound: no line an ``on_demand`` run streams is longer (its event and every detail answer).
+MAX_STREAMED_LINE_BYTES = 2**20
+# An ``on_demand`` event whose line is longer than this has its large jaxpr views split.
+RANGES_FROM_BYTES = 512 * 2**10
+# A view whose JSON is longer than this is split (when its event is over RANGES_FROM_BYTES).
+RANGE_VIEW_BYTES = 128 * 2**10
+# What the eqns streamed with the view may take (its first screen: tens of eqns at least).
+HEAD_BYTES = 96 * 2**10
+# What one range's eqns may take (one range: at least one eqn, whatever its size).
+RANGE_BYTES = 192 * 2**10
+
+
+def ranges_line(start: int, total: int) -> str:
+    """The line a view split into ranges carries where its eqns ``start`` .. ``total`` go."""
+    return f"    … eqns {start:,} to {total - 1:,} of {total:,}: sent as the page scrolls …"
+
+
+def eqn_starts(view: JaxprView) -> tuple[list[int], int] | None:
+    """The offset in ``view.text`` of the line where each eqn starts, and that of the closing
+    ``  in (...)`` line; None when they cannot be found in order. In the top-level body each
+    eqn starts a line at indent 4 (its wrapped params are deeper, its closing ``] a b`` opens
+    with a bracket, inner jaxprs deeper still); printed alone an eqn has more room, so its
+    first line may be longer than the whole text's: the text's line must be a start of it."""
+    text = view.text
+    pos = body_start(text)
+    footer = text.rfind("\n  in ")
+    if pos < 0 or footer < pos:
+        return None
+    pos = text.find("\n", pos) + 1
+    starts: list[int] = []
+    eqns = iter(view.eqns)
+    while pos <= footer:
+        end = text.find("\n", pos)
+        line = text[pos:end]
+        if line.startswith("    ") and line[4:5] not in (" ", "]", ")", "}", ""):
+            eqn = next(eqns, None)
+            if eqn is None or not eqn.text.split("\n", 1)[0].strip().startswith(line.strip()):
+                return None
+            starts.append(pos)
+        pos = end + 1
+    if len(starts) != len(view.eqns):
+        return None
+    return starts, footer + 1
+
+
+def splice_range(text: str, sent: str, more: str) -> str:
+    """``text`` (a view split into ranges) with its ranges line replaced by ``sent`` and then
+    ``more`` (a line, or "" after the last range): what the page does with a
+    ``jaxpr_eqns_sent`` (``frontend/src/store/eqn-ranges.ts``, the same steps)."""
+    footer = text.rfind("\n  in ")
+    line = text.rfind("\n", 0, footer) + 1
+    return text[:line] + sent + (more + "\n" if more else "") + text[footer + 1 :]
+
+
+def split_view(
+    view: JaxprView, new_id: Callable[[], str]
+) -> tuple[JaxprView, list[tuple[str, int, list[EqnView], str, str]]] | None:
+    """``view`` split for an ``on_demand`` stream: its first eqns (as many as fit in
+    :data:`HEAD_BYTES`, at least one), their text, :func:`ranges_line` and the closing line,
+    ``total_eqns`` set and ``eqn_ranges`` naming the rest in ranges of at most
+    :data:`RANGE_BYTES` (``new_id`` names each); and each range as ``(detail_id, start, eqns,
+    text, more)`` (the fields of its ``jaxpr_eqns_sent``). None when the view is not worth
+    splitting (all its eqns fit in the head) or its eqns cannot be found in its text."""
+    located = eqn_starts(view)
+    if located is None:
+        return None
+    starts, footer = located
+    sizes = [len(e.model_dump_json()) for e in view.eqns]
+    cuts = [0]
+    budget = HEAD_BYTES
+    used = 0
+    for i, size in enumerate(sizes):
+        if i > cuts[-1] and used + size > budget:
+            cuts.append(i)
+            budget, used = RANGE_BYTES, 0
+        used += size
+    if len(cuts) == 1:
+        return None
+    total = len(view.eqns)
+    bounds = [*cuts, total]
+    offsets = [*starts, footer]
+    text = view.text
+    ranges: list[tuple[str, int, list[EqnView], str, str]] = []
+    meta: list[EqnRange] = []
+    for a, b in itertools.pairwise(bounds[1:]):
+        detail_id = new_id()
+        more = ranges_line(b, total) if b < total else ""
+        ranges.append((detail_id, a, view.eqns[a:b], text[offsets[a] : offsets[b]], more))
+        meta.append(EqnRange(start=a, stop=b, detail_id=detail_id))
+    head = bounds[1]
+    summary = text[: offsets[head]] + ranges_line(head, total) + "\n" + text[footer:]
+    # The page's splicing gives JAX's text back, range by range (checked here, once per view).
+    whole = summary
+    for _, _, _, sent, more in ranges:
+        whole = splice_range(whole, sent, more)
+    if whole != text:
+        return None
+    return (
+        view.model_copy(
+            update={
+                "eqns": view.eqns[:head],
+                "text": summary,
+                "total_eqns": total,
+                "eqn_ranges": meta,
+            }
+        ),
+        ranges,
+    )
+
+
+def split_event(event: EventModel, new_id: Callable[[], str]) -> list[JaxprEqnsSent]:
+    """Split, in place, the jaxpr views of ``event`` (its fields that are a :class:`JaxprView`)
+    over :data:`RANGE_VIEW_BYTES`, largest first, while its line is over
+    :data:`RANGES_FROM_BYTES`; returns the ranges' answers (``detail_of`` set), for the run's
+    capture."""
+    views = [
+        (name, value, len(value.model_dump_json()))
+        for name, value in vars(event).items()
+        if isinstance(value, JaxprView) and len(value.eqns) > 1 and not value.eqn_ranges
+    ]
+    out: list[JaxprEqnsSent] = []
+    left = sum(size for _, _, size in views)
+    for name, view, size in sorted(views, key=lambda nvs: -nvs[2]):
+        if size <= RANGE_VIEW_BYTES or left <= RANGES_FROM_BYTES:
+            break
+        split = split_view(view, new_id)
+        if split is None:
+            continue
+        summary, ranges = split
+        setattr(event, name, summary)
+        left -= size - len(summary.model_dump_json())
+        out.extend(
+            JaxprEqnsSent(field=name, start=start, eqns=eqns, text=text, more=more, detail_of=did)
+            for did, start, eqns, text, more in ranges
+        )
+    return out
+
+
+def range_ids(event: EventModel) -> list[str]:
+    """The ``detail_id`` of every eqn range in ``event``'s jaxpr views (the supervisor answers
+    DetailRequests for them with a ``jaxpr_eqns_sent``)."""
+    return [
+        r.detail_id
+        for value in vars(event).values()
+        if isinstance(value, JaxprView)
+        for r in value.eqn_ranges
+    ]

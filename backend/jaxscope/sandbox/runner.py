@@ -21,6 +21,7 @@ import contextlib
 import faulthandler
 import gc
 import io
+import itertools
 import json
 import os
 import signal
@@ -61,7 +62,12 @@ from jaxscope.settings import (
     load_limit,
     scaled_limit,
 )
-from jaxscope.summaries import STREAM_LIMIT_BYTES, summarise_event
+from jaxscope.summaries import (
+    RANGES_FROM_BYTES,
+    STREAM_LIMIT_BYTES,
+    split_event,
+    summarise_event,
+)
 
 # An exception message longer than this is cut (a str() of a huge array, say).
 MAX_MESSAGE_CHARS = 20_000
@@ -170,6 +176,7 @@ class RunContext:
         # detail_id (kept after the run for DetailRequests: :func:`serve_detail`).
         self.on_demand = request.details == "on_demand"
         self.capture: dict[str, EventModel] = {}
+        self.range_ids = itertools.count()  # eqn ranges' detail ids: r0, r1, ...
 
     def emit(self, event: EventModel) -> None:
         _STDOUT.drain()
@@ -197,6 +204,14 @@ class RunContext:
         # supervisor hears of it right after the event that showed it.
         self.emitted += 1
         scaled = self._scale_budget(event)
+        if self.on_demand and event.detail_of is None and len(line) > RANGES_FROM_BYTES:
+            # Its large jaxpr views go in eqn ranges, each kept for the page (design 0045).
+            ranges = split_event(event, lambda: f"r{next(self.range_ids)}")
+            for sent in ranges:
+                assert sent.detail_of is not None
+                self.capture[sent.detail_of] = sent
+            if ranges:
+                line = event_json(event)
         if len(line) > STREAM_LIMIT_BYTES and summarise_event(event):
             line = event_json(event)
         _write_event_line(line)

@@ -73,6 +73,7 @@ from jaxscope.settings import (
     scaled_limit,
     trace_kept_growing,
 )
+from jaxscope.summaries import range_ids
 
 log = logging.getLogger(__name__)
 
@@ -1023,6 +1024,8 @@ class WorkerProcess:
                         break
                 if event.detail_id is not None:
                     self.detail_seqs[event.detail_id] = (seq, event.type)
+                for range_id in range_ids(event):  # its jaxpr views' eqn ranges (design 0045)
+                    self.detail_seqs[range_id] = (seq, "jaxpr_eqns_sent")
                 # Forwarding waits for the session's consumer (a slow page); the deadline and a
                 # cancel still end the run while it waits, and the event is sent all the same.
                 sending = asyncio.ensure_future(forward(event))

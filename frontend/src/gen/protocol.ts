@@ -11,6 +11,7 @@ export type Event =
   | RunFinished
   | RunFailed
   | DetailFailed
+  | JaxprEqnsSent
   | WatchedFileChanged
   | EqnRecorded
   | JitCalled
@@ -232,6 +233,10 @@ export interface JaxprStaged {
  * complete view; for a summary of a program too large to stream whole
  * (``jaxscope.summaries``), the number of eqns of the whole jaxpr, of which ``eqns`` holds the
  * first ones and ``text`` JAX's text of those with one line saying how many more there are.
+ * ``eqn_ranges``: in an ``on_demand`` run, a view too large for one event (design 0045) is
+ * streamed with its first eqns (``total_eqns`` set) and the rest as ranges to ask for, in
+ * order; each ``jaxpr_eqns_sent`` answer extends ``eqns`` and ``text`` by its range, and once
+ * all arrived the view is the whole one. Left off the wire when empty.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "JaxprView".
@@ -240,6 +245,7 @@ export interface JaxprView {
   arg_names: string[] | null;
   constvars: ConstVarView[];
   effects: string[];
+  eqn_ranges?: EqnRange[];
   eqns: EqnView[];
   invars: VarView[];
   outvars: VarView[];
@@ -284,6 +290,19 @@ export interface AvalView {
   shape: number[];
   short: string;
   weak_type: boolean;
+}
+/**
+ * Eqns ``[start, stop)`` of a jaxpr view that an ``on_demand`` run did not stream with it
+ * (design 0045): the page asks for them with a DetailRequest for ``detail_id``, answered by
+ * one ``jaxpr_eqns_sent``.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "EqnRange".
+ */
+export interface EqnRange {
+  detail_id: string;
+  start: number;
+  stop: number;
 }
 /**
  * One equation of a jaxpr.
@@ -502,6 +521,31 @@ export interface DetailFailed {
   run_id: string;
   seq: number;
   type: 'detail_failed';
+}
+/**
+ * The answer to a DetailRequest for an :class:`EqnRange` of a jaxpr view (design 0045):
+ * ``detail_of`` the range's ``detail_id``, ``seq`` the seq of the event that holds the view
+ * (its field ``field``). ``eqns`` are the view's eqns ``start`` .. ``start + len(eqns)``, as
+ * the eager event has them; ``text`` is JAX's text of those eqns (the lines of the whole
+ * view's ``text`` from the first eqn's first line up to the next eqn's, or to the closing
+ * ``in (...)`` line, each ending in a newline); ``more``: the line that stands for the eqns
+ * still not sent after these (``""`` after the last range). The page puts ``text`` where the
+ * view's ``more`` line was, then ``more``.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "JaxprEqnsSent".
+ */
+export interface JaxprEqnsSent {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  eqns: EqnView[];
+  field: string;
+  more: string;
+  run_id: string;
+  seq: number;
+  start: number;
+  text: string;
+  type: 'jaxpr_eqns_sent';
 }
 /**
  * The file a page follows (``FollowRequest``), sent outside any run (``run_id`` ""): when

@@ -13,7 +13,9 @@
  * in answer to the page's detail request (after the terminal event), carries `detail_of` and the
  * summary's `seq`, and replaces the summary in `events` (views then show its values). A
  * `detail_failed` never enters `events`: it sets `detailNote` (the details are gone) and marks
- * the id as failed in `detailsFailed`, so that it is not asked for again.
+ * the id as failed in `detailsFailed`, so that it is not asked for again. A `jaxpr_eqns_sent`
+ * (design 0045) extends the jaxpr view of the event with its `seq` by the next eqn range
+ * (`eqn-ranges.ts`); one that is not that view's next range is ignored.
  *
  * `run_queued` is not a step of the run (its `seq` is always 0, the seq of the worker's own
  * `run_started`): it only sets `queue`, the run's place in the server's wait for a sandbox
@@ -22,6 +24,7 @@
  */
 import type { Event, EventOf, RunFailed, RunOptions, Stage, TerminalEvent } from '../protocol';
 import { defaultRunOptions, isTerminal } from '../protocol';
+import { applyEqnsSent } from './eqn-ranges';
 
 export type RunStatus = 'idle' | 'running' | 'finished' | 'failed';
 
@@ -156,6 +159,16 @@ export function applyEvents(state: RunState, batch: readonly Event[], now: numbe
       const failed = new Set(next.detailsFailed);
       if (event.detail_id !== null && event.detail_id !== undefined) failed.add(event.detail_id);
       next = { ...next, detailNote: event.message, detailsFailed: failed };
+      continue;
+    }
+    if (event.type === 'jaxpr_eqns_sent') {
+      // The next eqn range of a jaxpr view of the event `seq` (design 0045): merged into it.
+      const held = events ?? next.events;
+      const at = indexOfSeq(held, event.seq);
+      const merged = at < 0 ? null : applyEqnsSent(held[at] as Event, event);
+      if (merged === null) continue;
+      if (events === null) events = [...next.events];
+      events[at] = merged;
       continue;
     }
     if (event.detail_of !== null && event.detail_of !== undefined) {

@@ -14,6 +14,7 @@ import { EMPTY_SELECTION } from '../exhibit-api';
 import type { Event, RunOptions } from '../protocol';
 import type { RunState } from './reducer';
 import { IDLE_STATE, applyEvents, failLocally, startRun, wantedDetails } from './reducer';
+import { nextRanges } from './eqn-ranges';
 import type { StepperState } from './stepper';
 import * as stepper from './stepper';
 
@@ -41,7 +42,8 @@ export const DETAIL_BATCH = 32;
 
 /** The detail ids of the summaries in `state` whose whole event has not arrived nor failed. */
 export function unresolvedDetails(state: RunState): string[] {
-  return wantedDetails(state, 0, state.events.length - 1, new Set());
+  const ranges = nextRanges(state.events).filter((id) => !state.detailsFailed.has(id));
+  return [...wantedDetails(state, 0, state.events.length - 1, new Set()), ...ranges];
 }
 
 /** How the store asks the server for a detail (the shell passes the websocket's send). */
@@ -88,6 +90,8 @@ export class RunSession {
   #scheduled = false;
   /** detail ids of the current run already asked for */
   #asked = new Set<string>();
+  /** eqn ranges a widget asked for while the run streamed: asked for when it ends */
+  #early = new Set<string>();
   #sendDetail: DetailSender | null;
 
   constructor(
@@ -119,6 +123,19 @@ export class RunSession {
   }
 
   /**
+   * Ask for the eqn range `detailId` of a jaxpr view of the ended run (design 0045: a widget
+   * showing the view's ranges line asks for its next range), once.
+   */
+  wantRange(detailId: string): void {
+    const run = this.run;
+    if (run.terminal === null && run.runId !== null) this.#early.add(detailId); // asked once it ends
+    if (run.terminal === null || run.runId === null || this.#sendDetail === null) return;
+    if (this.#asked.has(detailId) || run.detailsFailed.has(detailId)) return;
+    this.#asked.add(detailId);
+    this.#sendDetail(run.runId, detailId);
+  }
+
+  /**
    * Ask for every summary's whole event of the ended run, `DETAIL_BATCH` at a time, until all
    * arrived or failed or `timeoutMs` passed (the page's Download: a standalone file has no worker
    * to ask later, design 0034). Resolves to the number still missing (0: the run is whole).
@@ -145,6 +162,11 @@ export class RunSession {
   #prefetch(): void {
     const cursor = this.stepper.cursor;
     this.wantDetails(cursor - DETAIL_WINDOW, cursor + DETAIL_WINDOW);
+    if (this.run.terminal !== null && this.#early.size > 0) {
+      const early = [...this.#early];
+      this.#early.clear();
+      for (const id of early) this.wantRange(id);
+    }
   }
 
   /** Begin a new run (after its `RunRequest` was sent): clears events, cursor and selection. */
@@ -152,6 +174,7 @@ export class RunSession {
     this.#stopTimer();
     this.#pending = [];
     this.#asked = new Set();
+    this.#early = new Set();
     this.run = startRun(runId, exhibit, options, this.#now());
     this.stepper = stepper.resetStepper();
     this.selection = EMPTY_SELECTION;

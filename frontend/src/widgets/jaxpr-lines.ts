@@ -33,7 +33,7 @@ const firstLine = (s: string): string => {
 const indentOf = (s: string): number => s.length - s.trimStart().length;
 
 /** The line that starts the jaxpr's outvars (`  in (a, b) }`): the last line at indent 2 opening with `in`. */
-function findOutLine(lines: readonly string[]): number {
+export function findOutLine(lines: readonly string[]): number {
   for (let i = lines.length - 1; i >= 0; i--) {
     const line = lines[i] ?? '';
     if (indentOf(line) === 2 && /^in[\s(]/.test(line.trimStart())) return i;
@@ -57,11 +57,13 @@ function findBodyStart(lines: readonly string[]): number {
  * (or to the `in (...)` line). The eqn's own line count is not used: printed alone it has more
  * room, so JAX's printer may wrap its inner jaxprs differently. When an eqn's first line cannot be
  * found (a printer that wrapped it differently), it falls back to the next line at the eqn
- * indentation (4 spaces) that is not a closing bracket.
+ * indentation (4 spaces) that is not a closing bracket. `ranged`: the line before `in (...)`
+ * stands for eqns not sent yet (a view sent in eqn ranges) and belongs to no eqn.
  */
-export function mapEqnLines(text: string, eqnTexts: readonly string[]): JaxprLayout {
+export function mapEqnLines(text: string, eqnTexts: readonly string[], ranged = false): JaxprLayout {
   const lines = text.split('\n');
-  const outLine = findOutLine(lines);
+  // A view sent in eqn ranges (design 0045) has its ranges line before `in (...)`: no eqn's.
+  const outLine = findOutLine(lines) - (ranged ? 1 : 0);
   const starts: number[] = [];
   let cursor = findBodyStart(lines);
   for (const eqnText of eqnTexts) {

@@ -1,0 +1,260 @@
+"""Eqn ranges (design 0045): in an ``on_demand`` run a jaxpr view too large for one event is
+streamed with its first eqns and the rest as ranges the page asks for; no line the run streams
+(its events, and every answer to a DetailRequest) is over 1 MiB, and the ranges, put back in
+order as the page does, give the eager event's view: every eqn, and JAX's own text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jaxscope.internals.views import jaxpr_view
+from jaxscope.protocol import (
+    DetailRequest,
+    EventModel,
+    JaxprEqnsSent,
+    JaxprView,
+    RunRequest,
+)
+from jaxscope.settings import Limits
+from jaxscope.summaries import (
+    HEAD_BYTES,
+    MAX_STREAMED_LINE_BYTES,
+    RANGE_BYTES,
+    splice_range,
+    split_view,
+)
+
+from exhibits.registry import EXHIBITS
+from tests.harness import REPO, SandboxHarness
+
+MIB = 2**20
+REAL = REPO / "examples" / "real"
+GOLDENS = sorted(REPO.glob("exhibits/*/golden/*.events.jsonl"))
+
+
+def _loop(x: jax.Array) -> jax.Array:
+    for _ in range(750):
+        x = jnp.sin(x) * 0.5 + x * 0.999
+    return jnp.sum(x)
+
+
+def test_a_split_view_put_back_range_by_range_is_jaxs_text_and_every_eqn() -> None:
+    closed = jax.make_jaxpr(_loop)(jnp.ones(8))
+    view = jaxpr_view(closed)
+    ids = iter(range(10**6))
+    split = split_view(view, lambda: f"r{next(ids)}")
+    assert split is not None
+    summary, ranges = split
+    # The head: its eqns within HEAD_BYTES (one eqn may pass it), JAX's text cut after them.
+    assert sum(len(e.model_dump_json()) for e in summary.eqns[:-1]) <= HEAD_BYTES
+    assert summary.total_eqns == len(closed.jaxpr.eqns) == 3001
+    assert [(r.start, r.stop) for r in summary.eqn_ranges] == [
+        (start, start + len(eqns)) for _, start, eqns, _, _ in ranges
+    ]
+    text, eqns = summary.text, list(summary.eqns)
+    assert "sent as the page scrolls" in text and len(text) < len(str(closed))
+    for detail_id, start, range_eqns, range_text, more in ranges:
+        assert detail_id.startswith("r") and start == len(eqns)
+        assert sum(len(e.model_dump_json()) for e in range_eqns[:-1]) <= RANGE_BYTES
+        eqns.extend(range_eqns)
+        text = splice_range(text, range_text, more)
+    assert more == ""
+    assert text == str(closed)  # JAX's own printout, byte for byte
+    assert [e.model_dump() for e in eqns] == [e.model_dump() for e in view.eqns]
+    assert [e.primitive for e in eqns] == [e.primitive.name for e in closed.jaxpr.eqns]
+
+
+def test_a_view_that_fits_its_head_is_not_split() -> None:
+    closed = jax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(jnp.ones(3))
+    assert split_view(jaxpr_view(closed), lambda: "r0") is None
+
+
+@pytest.mark.parametrize("golden", GOLDENS, ids=[f"{p.parts[-3]}/{p.name}" for p in GOLDENS])
+def test_no_golden_line_is_over_1_mib(golden: Path) -> None:
+    """A golden is an eager stream; an ``on_demand`` stream of the same run has each event as
+    long or shorter (a summary only when shorter, a split view shorter) and answers each detail
+    with the eager event: so the bound on the golden's lines holds for both."""
+    longest = max((len(line.encode()) for line in golden.read_text().splitlines()), default=0)
+    assert longest <= MAX_STREAMED_LINE_BYTES, f"{golden}: a line of {longest:,} bytes"
+
+
+def _line(event: EventModel) -> int:
+    return len(event.model_dump_json().encode()) + 1
+
+
+def _views(event: EventModel) -> dict[str, JaxprView]:
+    return {k: v for k, v in vars(event).items() if isinstance(v, JaxprView)}
+
+
+def _put_back(view: JaxprView, answers: list[JaxprEqnsSent]) -> JaxprView:
+    """What the page does with the answers (frontend/src/store/eqn-ranges.ts)."""
+    text, eqns = view.text, list(view.eqns)
+    for sent in answers:
+        assert sent.start == len(eqns)
+        eqns.extend(sent.eqns)
+        text = splice_range(text, sent.text, sent.more)
+    return view.model_copy(
+        update={"text": text, "eqns": eqns, "total_eqns": None, "eqn_ranges": []}
+    )
+
+
+def _run_both(
+    harness: SandboxHarness, code: str, exhibit: str
+) -> tuple[list[EventModel], list[EventModel], list[EventModel]]:
+    """The eager stream, the ``on_demand`` stream and the answers to every eqn range of it."""
+    session = harness.session()
+    out: dict[str, list[EventModel]] = {"eager": [], "page": [], "answers": []}
+
+    async def go() -> None:
+        for details in ("eager", "on_demand"):
+            got = out["eager" if details == "eager" else "page"]
+
+            async def emit(event: EventModel, got: list[EventModel] = got) -> None:
+                got.append(event)
+
+            request = RunRequest(run_id=f"r-{details}", exhibit=exhibit, code=code, details=details)
+            await session.run(request, emit)
+        for event in out["page"]:
+            for view in _views(event).values():
+                for r in view.eqn_ranges:
+
+                    async def answer(event: EventModel) -> None:
+                        out["answers"].append(event)
+
+                    await session.detail(
+                        DetailRequest(run_id="r-on_demand", detail_id=r.detail_id), answer
+                    )
+
+    try:
+        harness.call(go(), timeout=900)
+    finally:
+        harness.call(session.close())
+    return out["eager"], out["page"], out["answers"]
+
+
+@pytest.fixture(scope="module")
+def real_harness() -> Any:
+    harness = SandboxHarness(Limits(), size=0)
+    yield harness
+    harness.close()
+
+
+REAL_CASES = [
+    (program, exhibit)
+    for program in ("gpt_stack", "loop_20k", "cnn32", "scan_rnn_step", "nnx_adam_step")
+    for exhibit in ("tracing", "jvp", "partial_eval", "transpose", "vmap")
+]
+
+
+@pytest.mark.parametrize(
+    ("program", "exhibit"), REAL_CASES, ids=[f"{p}-{e}" for p, e in REAL_CASES]
+)
+def test_a_real_program_on_demand_streams_no_line_over_1_mib_and_its_ranges_are_the_eager_eqns(
+    real_harness: SandboxHarness, program: str, exhibit: str, record_property: Any
+) -> None:
+    assert exhibit in EXHIBITS
+    code = (REAL / f"{program}.py").read_text()
+    eager, page, answers = _run_both(real_harness, code, exhibit)
+    assert eager[-1].type == page[-1].type, (eager[-1], page[-1])
+    lines = [_line(e) for e in page] + [_line(a) for a in answers]
+    record_property(
+        "bytes",
+        json.dumps(
+            {
+                "eager_total": sum(_line(e) for e in eager),
+                "eager_largest": max(_line(e) for e in eager),
+                "page_total": sum(_line(e) for e in page),
+                "page_largest": max(_line(e) for e in page),
+                "ranges": len(answers),
+                "answers_total": sum(_line(a) for a in answers),
+            }
+        ),
+    )
+    assert max(lines) <= MAX_STREAMED_LINE_BYTES, max(lines)
+    # Every range answered, in order, each the next eqns of its view; put back as the page
+    # does, each split view equals the eager event's view (every eqn, JAX's text).
+    assert all(isinstance(a, JaxprEqnsSent) for a in answers), answers[:1]
+    by_seq = {e.seq: e for e in page}
+    for seq in {a.seq for a in answers}:
+        event = by_seq[seq]
+        for field, view in _views(event).items():
+            if not view.eqn_ranges:
+                continue
+            mine = [
+                a
+                for a in answers
+                if isinstance(a, JaxprEqnsSent) and a.seq == seq and a.field == field
+            ]
+            assert [a.detail_of for a in mine] == [r.detail_id for r in view.eqn_ranges]
+            whole = getattr(eager[seq], field)
+            assert isinstance(whole, JaxprView) and eager[seq].type == event.type
+            back = _put_back(view, mine)
+            if whole.total_eqns is None:
+                assert back.model_dump() == whole.model_dump(), (event.type, field)
+            else:  # the eager stream cut this view at 12 MiB (jaxscope.summaries): its start
+                assert back.model_dump()["eqns"][: len(whole.eqns)] == whole.model_dump()["eqns"]
+                assert len(back.eqns) == whole.total_eqns
+    if program == "loop_20k" and exhibit in ("tracing", "jvp") and page[-1].type == "run_finished":
+        assert answers, "the 20,001-eqn program streamed no eqn ranges"
+
+
+# The page's side (frontend/src/store/eqn-ranges.test.ts) puts this case back together with its
+# own code; here it is checked to be what split_view makes of a program and JAX's text of it.
+PAGE_CASE = REPO / "frontend" / "src" / "store" / "eqn-ranges-case.json"
+
+
+def _small(x: jax.Array) -> jax.Array:
+    for _ in range(15):
+        x = jnp.sin(x) * 0.5 + x * 0.999
+    return jnp.sum(x)
+
+
+def page_case(monkeypatch: Any) -> dict[str, Any]:
+    """A 61-eqn view split into a head and ranges of a few KB (tiny budgets), the answers as
+    the page receives them, and JAX's text and the eqns of the whole view."""
+    from jaxscope import summaries
+
+    monkeypatch.setattr(summaries, "HEAD_BYTES", 3000)
+    monkeypatch.setattr(summaries, "RANGE_BYTES", 6000)
+    closed = jax.make_jaxpr(_small)(jnp.ones(4))
+    view = jaxpr_view(closed)
+    ids = iter(range(100))
+    split = split_view(view, lambda: f"r{next(ids)}")
+    assert split is not None
+    summary, ranges = split
+    answers = [
+        JaxprEqnsSent(
+            seq=3, field="jaxpr", start=start, eqns=eqns, text=text, more=more, detail_of=did
+        ).model_dump(mode="json")
+        for did, start, eqns, text, more in ranges
+    ]
+    return {
+        "summary": summary.model_dump(mode="json"),
+        "answers": answers,
+        "whole_text": str(closed),
+        "whole_eqns": [e.model_dump(mode="json") for e in view.eqns],
+    }
+
+
+def test_the_pages_case_is_what_split_view_makes_of_jaxs_jaxpr(monkeypatch: Any) -> None:
+    case = page_case(monkeypatch)
+    assert len(case["answers"]) >= 3
+    stored = json.loads(PAGE_CASE.read_text())
+    assert stored == json.loads(json.dumps(case)), (
+        "regenerate: python backend/tests/test_eqn_ranges.py"
+    )
+
+
+def write_page_case() -> None:
+    """Write PAGE_CASE (``python backend/tests/test_eqn_ranges.py``)."""
+    with pytest.MonkeyPatch.context() as mp:
+        PAGE_CASE.write_text(json.dumps(page_case(mp)) + "\n")
+
+
+if __name__ == "__main__":
+    write_page_case()

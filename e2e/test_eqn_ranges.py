@@ -1,0 +1,69 @@
+"""Eqn ranges in the page (design 0045): the 12-layer GPT stack's jaxpr arrives with its first
+eqns; scrolled to its end, the page has asked for the rest range by range, and its text is JAX's
+own (``str(jax.make_jaxpr(f)(*args))``, computed here) byte for byte; no frame over 1 MiB.
+Real Chromium against a real ``jaxscope serve``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+from jaxscope.sandbox.snippet import load_snippet
+from playwright.sync_api import Page, expect
+
+from e2e.browser import open_exhibit, set_code
+
+ROOT = Path(__file__).resolve().parent.parent
+GPT = (ROOT / "examples" / "real" / "gpt_stack.py").read_text()
+MIB = 2**20
+
+
+def test_the_gpt_stack_text_scrolled_to_its_end_is_jaxs_text(
+    page: Page, console_errors: list[str], screenshots: Path, tmp_path: Path
+) -> None:
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    frames: list[int] = []
+    page.on(
+        "websocket",
+        lambda ws: ws.on("framereceived", lambda p: frames.append(len(str(p).encode()))),
+    )
+    open_exhibit(page, "tracing")
+    set_code(page, GPT)
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=120_000)
+    snippet = load_snippet(GPT)
+    closed = jax.make_jaxpr(snippet.f)(*snippet.args)
+    jax_text = str(closed)
+    total = len(closed.jaxpr.eqns)
+    note = page.get_by_test_id("jaxpr-summary-note")
+    expect(note).to_contain_text(f"of {total:,} eqns so far")
+    before = sum(frames)
+    box = page.get_by_test_id("jaxpr-text")
+    ranges_line = page.get_by_test_id("jaxpr-text-ranges-line")
+    page.screenshot(path=str(screenshots / "eqn-ranges-gpt-first.png"))
+    # Scroll to the end until no range is left (each scroll shows the ranges line, which asks
+    # for the next range).
+    for _ in range(200):
+        box.evaluate("el => { el.scrollTop = el.scrollHeight; }")
+        if note.count() == 0:
+            break
+        page.wait_for_timeout(100)
+    expect(note).to_have_count(0)
+    expect(ranges_line).to_have_count(0)
+    box.evaluate("el => { el.scrollTop = el.scrollHeight; }")
+    # The last lines drawn are JAX's last lines.
+    expect(box.locator(".line").last).to_have_text(jax_text.splitlines()[-1])
+    expect(box).to_contain_text(jax_text.splitlines()[-2].strip())
+    box.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "eqn-ranges-gpt-end.png"))
+    # The whole text, as the page holds it (its Download), is JAX's text byte for byte.
+    with page.expect_download() as info:
+        page.get_by_test_id("jaxpr-text-export-download").click()
+    path = tmp_path / "jaxpr.txt"
+    info.value.save_as(path)
+    assert path.read_text() == jax_text
+    after = sum(frames)
+    assert max(frames) <= MIB, max(frames)
+    assert after > before  # the ranges came after the run, as the text was scrolled
+    print(f"streamed before scrolling: {before:,} B; after: {after:,} B; frames {len(frames)}")
+    assert console_errors == []
