@@ -1,7 +1,9 @@
 """The lazy_tensor exhibit (PyTorch/XLA track) in real Chromium: the default example runs in a
 torch worker; the steps table has one row per line of ``f`` with the ``.item()`` line the only
-cut, clicking a step shows its pending IR, and the graph hash and the hash experiments are
-shown. Screenshots in the light and dark themes. Skipped where the torch venv is missing."""
+cut (named by its call), clicking a step shows its pending IR, and the graph hash, the hash
+experiments and the hash's ingredients from torch_xla's source are shown; the eager-mode switch
+reruns with a cut on every line. Screenshots in the light and dark themes. Skipped where the
+torch venv is missing."""
 
 from __future__ import annotations
 
@@ -46,10 +48,39 @@ def test_lazy_tensor_shows_the_steps_and_the_cut(
     expect(cut).to_have_count(1)
     item = next(t for t in body if ".item()" in t)
     expect(steps.filter(has=cut)).to_contain_text(item)
+    expect(page.get_by_test_id("lazy-cut-by")).to_have_text("by .item()")
     steps.first.click()
     expect(page.get_by_test_id("lazy-pending")).to_contain_text("aten::mm")
     expect(page.get_by_test_id("graph-hash")).to_contain_text("hash ")
     expect(page.get_by_test_id("hash-trial")).to_have_count(2)
+    expect(page.get_by_test_id("hash-ingredient")).to_have_count(6)
+    expect(page.get_by_test_id("lazy-hash-source")).to_contain_text("MergeHash(")
     expect(page.get_by_test_id("run-info")).to_contain_text("torch_xla 2.9.0")
     page.screenshot(path=str(screenshots / f"lazy_tensor-{theme}.png"), full_page=True)
+    assert console_errors == []
+
+
+def test_lazy_tensor_eager_mode_cuts_every_line(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    page.set_viewport_size({"width": 1500, "height": 1300})
+    open_exhibit(page, "lazy_tensor")
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text(
+        "run_finished", timeout=TORCH_RUN_TIMEOUT_MS
+    )
+    expect(page.get_by_test_id("lazy-cut")).to_have_count(1)
+    page.get_by_test_id("lazy-eager").check()
+    steps = page.get_by_test_id("lazy-step")
+    # Every line of f runs its ops at once: a run on each row, none named by a call.
+    expect(page.get_by_test_id("lazy-cut")).to_have_count(
+        steps.count(), timeout=TORCH_RUN_TIMEOUT_MS
+    )
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text(
+        "run_finished", timeout=TORCH_RUN_TIMEOUT_MS
+    )
+    expect(page.get_by_test_id("lazy-cut-by")).to_have_count(0)
+    expect(page.get_by_test_id("lazy-cut-ops").first).to_contain_text("run eagerly")
+    expect(page.get_by_test_id("lazy-eager")).to_be_checked()
+    page.screenshot(path=str(screenshots / "lazy_tensor-eager.png"), full_page=True)
     assert console_errors == []

@@ -57,6 +57,7 @@ from pydantic import BaseModel, Field, PrivateAttr, TypeAdapter, field_serialize
 
 from exhibits.cache_key.options import CacheKeyOptions
 from exhibits.caches.options import CachesOptions
+from exhibits.lazy_tensor.options import LazyTensorOptions
 from exhibits.partial_eval.options import PartialEvalOptions
 from exhibits.pjrt_registry.options import PjrtRegistryOptions
 from exhibits.recompile_hunt.options import RecompileHuntOptions
@@ -259,6 +260,7 @@ class RunOptions(
     CacheKeyOptions,
     RecompileHuntOptions,
     ShardingOptions,
+    LazyTensorOptions,
     PjrtRegistryOptions,
     WrappedFunOptions,
 ):

@@ -20,6 +20,19 @@ class IrNodeView(WireModel):
     line: int | None
 
 
+class CutCall(WireModel):
+    """A call at a snippet line that ran programs: ``method``, the ``torch.Tensor`` method
+    called from the snippet (``item``, ``cpu``, ``tolist``, ``__bool__`` for ``bool(t)`` and
+    ``if t:``, ``__repr__`` for ``print(t)``/``str(t)``, ``__format__`` for an f-string,
+    ``__float__``...), seen by wrapping those methods for the line-by-line run, and the
+    counters that moved while it ran: ``executions`` (``ExecuteComputation``) and
+    ``transfers_from_device`` (``TransferFromDeviceTime`` samples)."""
+
+    method: str
+    executions: int
+    transfers_from_device: int
+
+
 class LazyLineStepped(EventBase):
     """One snippet line of ``f`` finished (``sys.settrace``'s next line or return event).
 
@@ -28,7 +41,10 @@ class LazyLineStepped(EventBase):
     programs torch_xla ran during the line (``ExecuteComputation`` counter delta: a cut, the
     pending graph was compiled or fetched from the cache and executed) and ``compiles`` how
     many it compiled (``UncachedCompile`` delta); ``transfers_from_device`` the
-    ``TransferFromDeviceTime`` samples added (values copied to the host)."""
+    ``TransferFromDeviceTime`` samples added (values copied to the host). The counters are read
+    after ``xm.wait_device_ops()`` (execution is asynchronous). ``cut_by`` the host-reading
+    calls at this line that ran programs (the cut's kind); ``eager_mode`` whether the run was in
+    torch_xla's eager mode (every op runs: executions with no call in ``cut_by``)."""
 
     type: Literal["lazy_line_stepped"] = "lazy_line_stepped"
     line: int
@@ -39,6 +55,8 @@ class LazyLineStepped(EventBase):
     executions: int
     compiles: int
     transfers_from_device: int
+    cut_by: list[CutCall]
+    eager_mode: bool
 
 
 class LazyGraphBuilt(EventBase):
@@ -76,14 +94,48 @@ class HashTrial(WireModel):
     same: bool
 
 
+class HashIngredientView(WireModel):
+    """One statement of torch_xla's source that sets or merges into the graph hash (read from
+    ``xla_graph_executor.cpp`` at the tag, ``hash_source.py``): the ``function`` it is in, its
+    ``lines`` [first, last] (1-based), its ``text`` as written, ``key`` (the name that tells
+    what it folds in) and ``meaning`` in plain words."""
+
+    function: str
+    lines: list[int]
+    text: str
+    key: str
+    meaning: str
+
+
+class HashSourceView(WireModel):
+    """Where the ingredients come from: ``path`` in pytorch/xla at ``tag`` (``commit``);
+    ``entry`` (``GetGraphHash``, what ``_get_graph_hash`` calls) and its ``entry_lines``, the
+    ``call_line`` where it calls ``collect`` (``CollectSyncTensors``, ``collect_lines``), which
+    starts the hash; ``ingredients`` in the order a call runs them."""
+
+    path: str
+    tag: str
+    commit: str
+    entry: str
+    entry_lines: list[int]
+    collect: str
+    collect_lines: list[int]
+    call_line: int
+    ingredients: list[HashIngredientView]
+
+
 class GraphHashCompared(EventBase):
     """The graph hash of ``f``'s outputs (IR debug off, before any sync) for the snippet's
     ``args`` (``graph_hash``) and for changed ones (``trials``): new values of the same shapes,
-    ``args[0]`` one row longer (a new leading size)."""
+    ``args[0]`` one row longer (a new leading size), and each Python number among ``args``
+    changed (``args[i] = v + 1``: a new hash where torch_xla bakes it into the graph as a
+    constant, the same where it uploads it as device data); ``source`` what torch_xla folds
+    into the hash, from its source."""
 
     type: Literal["graph_hash_compared"] = "graph_hash_compared"
     graph_hash: str
     trials: list[HashTrial]
+    source: HashSourceView
 
 
 EVENTS: tuple[type[EventBase], ...] = (

@@ -1,12 +1,19 @@
 """The lazy_tensor exhibit's probe (PyTorch/XLA track; runs in a torch worker, design 0025).
 
-The snippet's ``args`` are CPU tensors; the probe moves them to the XLA device and calls ``f``:
+The snippet's ``args`` are CPU tensors (and Python numbers); the probe moves the tensors to the
+XLA device and calls ``f``:
 1. line by line (``sys.settrace`` on the snippet's frames, torch_xla's IR debug on so that each
    IR node names the line that made it): after each line, the pending IR of the frame's XLA
-   tensors and the counters that moved (a cut runs a program);
+   tensors and the counters that moved (a cut runs a program), read after
+   ``xm.wait_device_ops()``; the host-reading ``torch.Tensor`` methods (``item``, ``cpu``,
+   ``tolist``, ``__bool__``, ``__repr__``...) are wrapped for this run only, so that a cut names
+   the call that made it. With the ``eager_mode`` option, this run is in torch_xla's eager mode
+   (``torch_xla.experimental.eager_mode``: every op runs at once);
 2. plainly, as a user's script would (IR debug off): the outputs' IR text, HLO and graph hash
    before any sync, then ``torch_xla.sync()`` and the values;
-3. the graph hash again on new values of the same shapes, and with ``args[0]`` one row longer.
+3. the graph hash again on new values of the same shapes, with ``args[0]`` one row longer, and
+   with each Python number among ``args`` changed; beside it, what torch_xla's source folds into
+   the hash (``hash_source.py``).
 
 torch and torch_xla are public API here; torch_xla's private text, HLO, hash, tensor-debug-info
 and IR-debug functions (torch_xla's own way to read its pending graph) come through
@@ -15,6 +22,7 @@ and IR-debug functions (torch_xla's own way to read its pending graph) come thro
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -25,8 +33,12 @@ from typing import Any
 from jaxscope import torch_internals as ti
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, ProbeContext, source_lines
 
+from . import hash_source
 from .events import (
+    CutCall,
     GraphHashCompared,
+    HashIngredientView,
+    HashSourceView,
     HashTrial,
     IrNodeView,
     LazyGraphBuilt,
@@ -52,6 +64,11 @@ def _samples(name: str) -> int:
 
 
 def _counts() -> tuple[int, int, int]:
+    """(executions, compiles, transfers from device) once the device is idle: execution is
+    asynchronous, an op's run would land in a later line's counters (eager mode)."""
+    import torch_xla.core.xla_model as xm
+
+    xm.wait_device_ops()
     return (
         _counter("ExecuteComputation"),
         _counter("UncachedCompile"),
@@ -100,13 +117,86 @@ def _has_ir(t: Any) -> bool:
     return ti.has_ir(t)
 
 
+# torch.Tensor's methods that read a value on the host (a cut when the tensor is pending):
+# wrapped while f runs line by line, to name the call that cut at each line. Not ``to``: a
+# wrapper's frame is innermost while the method runs, and ``t.to(torch.float16)`` makes an IR
+# node there, whose IR debug location would name the wrapper instead of the snippet's line (a
+# ``.to("cpu")`` cut shows with no call named).
+HOST_READS = (
+    "item",
+    "cpu",
+    "tolist",
+    "__bool__",
+    "__float__",
+    "__int__",
+    "__index__",
+    "__repr__",
+    "__format__",
+)
+
+
+def _snippet_frame(frame: FrameType | None) -> FrameType | None:
+    """The innermost snippet frame at or above ``frame``."""
+    while frame is not None and frame.f_code.co_filename != SNIPPET_FILENAME:
+        frame = frame.f_back
+    return frame
+
+
 @contextmanager
-def _line_steps(ctx: ProbeContext) -> Iterator[None]:
+def _host_reads(calls: dict[int, list[CutCall]]) -> Iterator[None]:
+    """While active, each outermost call of a :data:`HOST_READS` method that runs a program is
+    added to ``calls[id(frame)]`` of the innermost snippet frame that made it (the wrapper's
+    own frame is on the stack only during such a call, which makes no IR node of the
+    snippet's). The methods are put back after, even when ``f`` raises."""
+    import torch
+
+    depth = [0]
+    saved: dict[str, tuple[bool, Any]] = {}
+
+    def wrap(name: str, method: Any) -> Any:
+        @functools.wraps(method)
+        def host_read(*args: Any, **kwargs: Any) -> Any:
+            depth[0] += 1
+            before = _counts() if depth[0] == 1 else (0, 0, 0)
+            try:
+                return method(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+                if depth[0] == 0:
+                    after = _counts()
+                    frame = _snippet_frame(sys._getframe(1))
+                    if frame is not None and after[0] > before[0]:
+                        calls.setdefault(id(frame), []).append(
+                            CutCall(
+                                method=name,
+                                executions=after[0] - before[0],
+                                transfers_from_device=after[2] - before[2],
+                            )
+                        )
+
+        return host_read
+
+    for name in HOST_READS:
+        saved[name] = (name in vars(torch.Tensor), getattr(torch.Tensor, name))
+        setattr(torch.Tensor, name, wrap(name, saved[name][1]))
+    try:
+        yield
+    finally:
+        for name, (own, method) in saved.items():
+            if own:
+                setattr(torch.Tensor, name, method)
+            else:
+                delattr(torch.Tensor, name)
+
+
+@contextmanager
+def _line_steps(ctx: ProbeContext, eager: bool) -> Iterator[None]:
     """While active, emit a :class:`LazyLineStepped` after each line of a snippet frame."""
     import torch
 
     lines = source_lines(ctx.snippet.source)
     started: dict[int, tuple[int, tuple[int, int, int]]] = {}
+    calls: dict[int, list[CutCall]] = {}
 
     def finish(frame: FrameType, result: Any = None) -> None:
         line, before = started[id(frame)]
@@ -126,6 +216,8 @@ def _line_steps(ctx: ProbeContext) -> Iterator[None]:
                 executions=after[0] - before[0],
                 compiles=after[1] - before[1],
                 transfers_from_device=after[2] - before[2],
+                cut_by=calls.pop(id(frame), []),
+                eager_mode=eager,
             )
         )
 
@@ -142,11 +234,12 @@ def _line_steps(ctx: ProbeContext) -> Iterator[None]:
         return local
 
     previous = sys.gettrace()
-    sys.settrace(outer)
-    try:
-        yield
-    finally:
-        sys.settrace(previous)
+    with _host_reads(calls):
+        sys.settrace(outer)
+        try:
+            yield
+        finally:
+            sys.settrace(previous)
 
 
 def _graph_hash(outputs: list[Any]) -> str:
@@ -162,6 +255,42 @@ def _one_row_longer(t: Any) -> Any:
     return torch.cat([t, t[:1]])
 
 
+def _hash_source() -> HashSourceView:
+    return HashSourceView(
+        path=hash_source.TREE_PATH,
+        tag=hash_source.TAG,
+        commit=hash_source.COMMIT,
+        entry=hash_source.ENTRY,
+        entry_lines=list(hash_source.function_lines(hash_source.ENTRY)),
+        collect=hash_source.COLLECT,
+        collect_lines=list(hash_source.function_lines(hash_source.COLLECT)),
+        call_line=hash_source.call_line(),
+        ingredients=[
+            HashIngredientView(
+                function=i.function, lines=list(i.lines), text=i.text, key=i.key, meaning=i.meaning
+            )
+            for i in hash_source.ingredients()
+        ],
+    )
+
+
+def _changes(args: tuple[Any, ...]) -> list[tuple[str, Any]]:
+    """The hash experiments: (what changed, the new ``args``)."""
+    import torch
+
+    changes: list[tuple[str, Any]] = [
+        ("new values, same shapes", _map_tensors(args, lambda t: t * 0.5 + 0.25)),
+    ]
+    if args and isinstance(args[0], torch.Tensor) and args[0].dim() > 0:
+        changes.append(("args[0] one row longer", (_one_row_longer(args[0]), *args[1:])))
+    for i, value in enumerate(args):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            new = value + 1
+            changed = (*args[:i], new, *args[i + 1 :])
+            changes.append((f"args[{i}] = {new!r} (was {value!r}), a Python number", changed))
+    return changes
+
+
 def _call_on_device(f: Callable[..., Any], args: Any, device: Any) -> Any:
     return f(*_map_tensors(args, lambda t: t.to(device)))
 
@@ -170,14 +299,20 @@ def run(ctx: ProbeContext) -> None:
     """Run ``f`` on the XLA device line by line, then plainly; emit the steps, the graph before
     and after the sync, and the hash experiments."""
     import torch_xla
+    from torch_xla.experimental import eager_mode
 
     f, args = ctx.snippet.f, tuple(ctx.snippet.args)
+    eager = bool(ctx.options.eager_mode)
     with ctx.stage("trace"):
         device = torch_xla.device()  # creates the PJRT client (PJRT_DEVICE, in this run)
         moved = _map_tensors(args, lambda t: t.to(device))
         torch_xla.sync()  # the arguments are device data, not pending uploads
-        with ti.ir_debug(), _line_steps(ctx):
-            traced = f(*moved)
+        eager_mode(eager)
+        try:
+            with ti.ir_debug(), _line_steps(ctx, eager):
+                traced = f(*moved)
+        finally:
+            eager_mode(False)
         del traced, moved
         torch_xla.sync()
 
@@ -207,11 +342,7 @@ def run(ctx: ProbeContext) -> None:
     del out, outputs
     with ctx.stage("trace"):
         trials = []
-        changes: list[tuple[str, Any]] = [
-            ("new values, same shapes", _map_tensors(args, lambda t: t * 0.5 + 0.25)),
-            ("args[0] one row longer", (_one_row_longer(args[0]), *args[1:])),
-        ]
-        for change, new_args in changes:
+        for change, new_args in _changes(args):
             moved_new = _map_tensors(new_args, lambda t: t.to(device))
             torch_xla.sync()
             try:
@@ -227,4 +358,4 @@ def run(ctx: ProbeContext) -> None:
             )
             del result
             torch_xla.sync()
-    ctx.emit(GraphHashCompared(graph_hash=built.graph_hash, trials=trials))
+    ctx.emit(GraphHashCompared(graph_hash=built.graph_hash, trials=trials, source=_hash_source()))

@@ -1,12 +1,15 @@
 """The lazy_tensor exhibit against torch_xla itself: the exhibit runs through the real sandbox
 (`jaxscope run`, a torch worker), and the truth is the example run as a plain script in a fresh
 torch-venv process that calls torch_xla's own functions (``_get_xla_tensors_text``,
-``_get_xla_tensors_hlo``, ``_get_graph_hash``) and CPU torch. Skipped, with the reason, where
-the torch venv is not installed (``make test`` installs it).
+``_get_xla_tensors_hlo``, ``_get_graph_hash``) and CPU torch; the cuts' calls against torch's own
+``TorchFunctionMode`` in a plain script; eager mode's executions against a plain script that runs
+f's statements one by one; the hash's ingredients against the source blob at the tag. Skipped,
+with the reason, where the torch venv is not installed (``make test`` installs it).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -20,11 +23,13 @@ from jaxscope.events import EVENT_ADAPTER
 from jaxscope.protocol import EventBase, RunFinished
 from jaxscope.sandbox.kinds import kind_problem, torch_python
 
+from . import hash_source
 from .events import GraphHashCompared, LazyGraphBuilt, LazyGraphSynced, LazyLineStepped
 
 HERE = Path(__file__).resolve().parent
 EXHIBIT = HERE.name
 EXAMPLE = HERE / "examples" / "mlp_item.py"
+CUTS = HERE / "examples" / "cuts.py"
 JAXSCOPE = Path(sys.executable).parent / "jaxscope"
 
 pytestmark = pytest.mark.skipif(
@@ -78,9 +83,9 @@ def truth() -> dict[str, Any]:
     return result
 
 
-def jaxscope_run(*extra: str) -> subprocess.CompletedProcess[str]:
+def jaxscope_run(*extra: str, example: Path = EXAMPLE) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(JAXSCOPE), "run", EXHIBIT, str(EXAMPLE), *extra],
+        [str(JAXSCOPE), "run", EXHIBIT, str(example), *extra],
         capture_output=True,
         text=True,
         timeout=240,
@@ -88,14 +93,33 @@ def jaxscope_run(*extra: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.fixture(scope="module")
-def events() -> list[EventBase]:
-    done = jaxscope_run("--json")
+def run_events(*extra: str, example: Path = EXAMPLE) -> list[EventBase]:
+    done = jaxscope_run("--json", *extra, example=example)
     assert done.returncode == 0, done.stderr[-2000:]
     parsed: list[EventBase] = [
         EVENT_ADAPTER.validate_json(line) for line in done.stdout.splitlines() if line.strip()
     ]
+    assert isinstance(parsed[-1], RunFinished), parsed[-1]
     return parsed
+
+
+def run_truth(script: str, example: Path) -> dict[str, Any]:
+    done = subprocess.run(
+        [str(torch_python()), "-c", script, str(example)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "PJRT_DEVICE": "CPU"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+@pytest.fixture(scope="module")
+def events() -> list[EventBase]:
+    return run_events()
 
 
 def only(events: list[EventBase], kind: type[Any]) -> Any:
@@ -179,3 +203,226 @@ def test_print_artefacts_are_byte_for_byte(truth: dict[str, Any]) -> None:
     assert ir.stdout in (truth["ir"], truth["ir"] + "\n")
     graph_hash = jaxscope_run("--print", "graph_hash")
     assert graph_hash.stdout.strip() == truth["hash"]
+
+
+# --- what cuts the graph, by kind -------------------------------------------------------------
+
+# The truth for the cuts: the example as a plain script under torch's own override hook
+# (TorchFunctionMode sees every torch call; the probe wraps a few methods instead): each outermost
+# call during which torch_xla ran a program, with its snippet line; the graph, its hash and the
+# hashes for a new Python number; CPU torch's value.
+CUT_TRUTH = r"""
+import json, sys, torch, torch_xla
+import torch_xla.core.xla_model as xm
+import torch_xla.debug.metrics as met
+from torch.overrides import TorchFunctionMode
+ns = {}
+exec(compile(open(sys.argv[1]).read(), "<snippet>", "exec"), ns)
+f, args = ns["f"], ns["args"]
+expected = f(*args).tolist()
+dev = torch_xla.device()
+def moved(a):
+    out = [t.to(dev) if isinstance(t, torch.Tensor) else t for t in a]
+    torch_xla.sync()
+    return out
+def runs():
+    xm.wait_device_ops()
+    return met.counter_value("ExecuteComputation") or 0
+cuts = []
+class Cuts(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        before = runs()
+        result = func(*args, **(kwargs or {}))
+        ran = runs() - before
+        if ran:
+            frame = sys._getframe(1)
+            while frame.f_code.co_filename != "<snippet>":
+                frame = frame.f_back
+            cuts.append([frame.f_lineno, func.__name__, ran])
+        return result
+a = moved(args)
+with Cuts():
+    f(*a)
+out = f(*moved(args))
+X = torch_xla._XLAC
+truth = {"cuts": cuts, "ir": X._get_xla_tensors_text([out]),
+         "hash": bytes(X._get_graph_hash([out])).hex()}
+hashes = {}
+for i, v in enumerate(args):
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        changed = [*args[:i], v + 1, *args[i + 1:]]
+        hashes[i] = bytes(X._get_graph_hash([f(*moved(changed))])).hex()
+truth["number_hashes"] = hashes
+torch_xla.sync()
+truth["value"] = out.cpu().tolist()
+truth["cpu_value"] = expected
+print(json.dumps(truth))
+"""
+
+
+@pytest.fixture(scope="module")
+def cuts_events() -> list[EventBase]:
+    return run_events(example=CUTS)
+
+
+@pytest.fixture(scope="module")
+def cuts_truth() -> dict[str, Any]:
+    return run_truth(CUT_TRUTH, CUTS)
+
+
+def test_each_cut_names_the_call_that_made_it(
+    cuts_events: list[EventBase], cuts_truth: dict[str, Any]
+) -> None:
+    steps = [e for e in cuts_events if isinstance(e, LazyLineStepped)]
+    shown: list[list[Any]] = [[s.line, c.method, c.executions] for s in steps for c in s.cut_by]
+    # .item(), .cpu(), print, an if on a tensor, .tolist(): one line each, as torch's own hook
+    # sees them in a plain script.
+    assert shown == cuts_truth["cuts"]
+    assert [m for _, m, _ in shown] == ["item", "cpu", "__repr__", "__bool__", "tolist"]
+    source = CUTS.read_text().splitlines()
+    for s in steps:
+        for call in s.cut_by:
+            line, method = s.line, call.method
+            word = {"__repr__": "print(", "__bool__": "if "}.get(method, f".{method}(")
+            assert word in source[line - 1], (line, method)
+    # Every line that ran a program named its call; the others ran none (lazy).
+    for step in steps:
+        assert step.executions == sum(c.executions for c in step.cut_by)
+        assert not step.eager_mode
+
+
+def test_cuts_example_graph_and_values(
+    cuts_events: list[EventBase], cuts_truth: dict[str, Any]
+) -> None:
+    built = only(cuts_events, LazyGraphBuilt)
+    assert (built.ir, built.graph_hash) == (cuts_truth["ir"], cuts_truth["hash"])
+    synced = only(cuts_events, LazyGraphSynced)
+    # torch prints 4 decimals.
+    got = json.loads(synced.values[0].removeprefix("tensor(").removesuffix(")"))
+    assert got == pytest.approx(cuts_truth["cpu_value"], abs=1e-4)
+    assert got == pytest.approx(cuts_truth["value"], abs=1e-4)
+
+
+def test_a_python_constant_baked_in_is_a_new_hash(
+    cuts_events: list[EventBase], cuts_truth: dict[str, Any]
+) -> None:
+    compared = only(cuts_events, GraphHashCompared)
+    numbers = {t.change.split(" ")[0]: t for t in compared.trials if "Python number" in t.change}
+    assert set(numbers) == {"args[2]", "args[3]"}
+    truth = cuts_truth["number_hashes"]
+    # The exponent p is baked into the graph (prim::Constant): a new p, a new hash. The
+    # multiplier scale is uploaded as device data: a new scale, the same hash.
+    assert (numbers["args[2]"].graph_hash, numbers["args[2]"].same) == (truth["2"], False)
+    assert (numbers["args[3]"].graph_hash, numbers["args[3]"].same) == (truth["3"], True)
+    assert truth["2"] != cuts_truth["hash"] == truth["3"]
+
+
+# --- eager mode: a cut after every op ---------------------------------------------------------
+
+# The truth: f's body run statement by statement in a plain script under torch_xla's eager mode,
+# the counters read after each statement (no settrace, no wrapped methods).
+EAGER_TRUTH = r"""
+import ast, json, sys, torch, torch_xla
+import torch_xla.core.xla_model as xm
+import torch_xla.debug.metrics as met
+from torch_xla.experimental import eager_mode
+source = open(sys.argv[1]).read()
+ns = {}
+exec(compile(source, "<snippet>", "exec"), ns)
+f, args = ns["f"], ns["args"]
+dev = torch_xla.device()
+scope = dict(ns)
+fdef = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == "f")
+for name, value in zip([a.arg for a in fdef.args.args], args):
+    scope[name] = value.to(dev) if isinstance(value, torch.Tensor) else value
+torch_xla.sync()
+def counts():
+    xm.wait_device_ops()
+    return [met.counter_value(n) or 0 for n in ("ExecuteComputation", "UncachedCompile")]
+per_line = []
+eager_mode(True)
+for stmt in fdef.body:
+    if isinstance(stmt, ast.Return):
+        out = ast.Name("__out", ast.Store())
+        stmt = ast.copy_location(ast.Assign(targets=[out], value=stmt.value), stmt)
+    module = ast.fix_missing_locations(ast.Module(body=[stmt], type_ignores=[]))
+    before = counts()
+    exec(compile(module, "<snippet>", "exec"), scope)
+    after = counts()
+    per_line.append([stmt.lineno, after[0] - before[0], after[1] - before[1]])
+eager_mode(False)
+print(json.dumps({"per_line": per_line}))
+"""
+
+
+def test_eager_mode_runs_every_op(events: list[EventBase]) -> None:
+    eager = run_events("--eager-mode", "true")
+    truth = run_truth(EAGER_TRUTH, EXAMPLE)
+    steps = [e for e in eager if isinstance(e, LazyLineStepped)]
+    assert all(s.eager_mode for s in steps)
+    assert [[s.line, s.executions, s.compiles] for s in steps] == truth["per_line"]
+    # Every line of f ran programs in eager mode; lazily, only the .item() line did.
+    lazy = [e for e in events if isinstance(e, LazyLineStepped)]
+    assert all(s.executions > 0 for s in steps)
+    assert sum(s.executions > 0 for s in lazy) == 1
+    # The ops ran as they came, not as a cut of a pending graph: no call ran a program.
+    assert all(not s.cut_by for s in steps)
+    # The graph, its hash and the values are lazy's (the option changes the line steps only).
+    graphs = [only(run, LazyGraphBuilt) for run in (eager, events)]
+    assert len({(g.ir, g.hlo, g.graph_hash) for g in graphs}) == 1
+
+
+# --- the hash's ingredients, from the source at the tag -----------------------------------------
+
+
+def test_hash_source_is_the_v2_9_0_blob() -> None:
+    """git blob ids at v2.9.0 (``git ls-tree v2.9.0``) of the shipped files."""
+    blobs = {
+        "xla_graph_executor.cpp": "42e38b92184947f793741701b10fa29a5d5f2c9a",
+        "LICENSE": "6fa55f3e9b8a78436a81511c728382f40d0359ba",
+    }
+    for name, blob in blobs.items():
+        data = (hash_source.SOURCE_DIR / name).read_bytes()
+        assert hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == blob, name
+    assert len(hash_source.source_text().splitlines()) == 1607
+
+
+def test_hash_ingredients_read_from_the_source(events: list[EventBase]) -> None:
+    lines = hash_source.source_text().splitlines()
+    found = hash_source.ingredients()
+    # In the order a call runs them: CollectSyncTensors (called first), then GetGraphHash.
+    assert [(i.function, i.key) for i in found] == [
+        ("CollectSyncTensors", "force_ltc_data"),
+        ("CollectSyncTensors", "HashCompilationEnv"),
+        ("CollectSyncTensors", "ir_value.hash()"),
+        ("GetGraphHash", "parameter_sequence"),
+        ("GetGraphHash", "buffer_donor_index"),
+        ("GetGraphHash", "GetAutoSharding"),
+    ]
+    entry = hash_source.function_lines("GetGraphHash")
+    collect = hash_source.function_lines("CollectSyncTensors")
+    call = hash_source.call_line()
+    assert entry[0] < call < entry[1]
+    assert "CollectSyncTensors(tensors, config)" in lines[call - 1]
+    for i in found:
+        span = collect if i.function == "CollectSyncTensors" else entry
+        assert span[0] <= i.lines[0] <= i.lines[1] <= span[1]
+        # The excerpt is the file's lines, byte for byte.
+        assert i.text == "\n".join(lines[i.lines[0] - 1 : i.lines[1]])
+        assert "hash" in i.text and i.key in i.text
+    # _get_graph_hash's binding calls GetGraphHash (init_python_bindings.cpp at the tag, read in
+    # a snapshot: `XLAGraphExecutor::Get()->GetGraphHash(xtensors)`), and the probe ships it all.
+    source = only(events, GraphHashCompared).source
+    assert (source.tag, source.commit, source.path) == (
+        "v2.9.0",
+        "5fab7053df86c8d503b98d9e7202ca8b8d4978c7",
+        "torch_xla/csrc/xla_graph_executor.cpp",
+    )
+    assert [(v.function, tuple(v.lines), v.text) for v in source.ingredients] == [
+        (i.function, i.lines, i.text) for i in found
+    ]
+    assert (tuple(source.entry_lines), tuple(source.collect_lines), source.call_line) == (
+        entry,
+        collect,
+        call,
+    )

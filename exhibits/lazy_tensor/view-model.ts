@@ -8,6 +8,26 @@ import { eventsOf } from "../../frontend/src/widgets/events";
 
 export type LineStep = EventOf<"lazy_line_stepped">;
 
+/** What a user writes for each host-reading torch.Tensor method the probe watches. */
+const CALL_WORDS: Record<string, string> = {
+  item: '.item()',
+  cpu: '.cpu()',
+  tolist: '.tolist()',
+  __bool__: 'bool(t): an if / while / and / or on a tensor',
+  __repr__: 'print(t) / str(t) / repr(t)',
+  __format__: 'an f-string / format(t)',
+  __float__: 'float(t)',
+  __int__: 'int(t)',
+  __index__: 'a tensor used as an index',
+};
+
+/** A cut's call as the user wrote it, with torch's method name (`.item()`, `print(t) / ... (Tensor.__repr__)`). */
+export function callWords(method: string): string {
+  const words = CALL_WORDS[method];
+  if (!words) return `Tensor.${method}`;
+  return words.startsWith('.') ? words : `${words} (Tensor.${method})`;
+}
+
 /** One row of the steps table. */
 export interface StepRow {
   index: number;
@@ -18,6 +38,11 @@ export interface StepRow {
   /** the programs torch_xla ran during the line: > 0 means the line cut the graph */
   cut: number;
   compiles: number;
+  /** the calls that ran those programs, as the user wrote them (empty: none watched ran one) */
+  cutBy: string[];
+  /** programs no watched call ran: each op in eager mode, or an explicit sync / `.to('cpu')` */
+  unnamed: number;
+  eager: boolean;
 }
 
 export function stepRows(events: readonly Event[]): StepRow[] {
@@ -29,6 +54,9 @@ export function stepRows(events: readonly Event[]): StepRow[] {
     added: e.new_nodes,
     cut: e.executions,
     compiles: e.compiles,
+    cutBy: e.cut_by.map((c) => callWords(c.method)),
+    unnamed: e.executions - e.cut_by.reduce((n, c) => n + c.executions, 0),
+    eager: e.eager_mode,
   }));
 }
 
@@ -62,4 +90,26 @@ export function hashes(
   events: readonly Event[],
 ): EventOf<"graph_hash_compared"> | undefined {
   return eventsOf(events, "graph_hash_compared").at(-1);
+}
+
+/** Whether the line steps ran in torch_xla's eager mode. */
+export function eagerRun(events: readonly Event[]): boolean {
+  return eventsOf(events, 'lazy_line_stepped').some((e) => e.eager_mode);
+}
+
+export type HashSource = EventOf<'graph_hash_compared'>['source'];
+
+/** A link to lines [a, b] of the hash's source file at the tag's commit. */
+export function sourceLink(source: HashSource, lines: readonly number[]): string {
+  const [a, b] = [lines[0], lines[lines.length - 1]];
+  const anchor = a === b ? `#L${a}` : `#L${a}-L${b}`;
+  return `https://github.com/pytorch/xla/blob/${source.commit}/${source.path}${anchor}`;
+}
+
+/** An ingredient's excerpt with its line numbers (`  644  coll.hash = ...`). */
+export function numbered(text: string, first: number): string {
+  return text
+    .split('\n')
+    .map((line, i) => `${String(first + i).padStart(5, ' ')}  ${line}`)
+    .join('\n');
 }

@@ -95,6 +95,7 @@ const EVERY_OPTION: Record<string, unknown> = {
   spec: "P('x', None)",
   array_shape: '(8, 16)',
   transform: 'custom_vjp',
+  eager_mode: true,
   pjrt_device: 'TPU',
   dynamic_plugins: 'off',
 };

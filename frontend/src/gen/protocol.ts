@@ -3451,15 +3451,20 @@ export interface GraphNode {
  * programs torch_xla ran during the line (``ExecuteComputation`` counter delta: a cut, the
  * pending graph was compiled or fetched from the cache and executed) and ``compiles`` how
  * many it compiled (``UncachedCompile`` delta); ``transfers_from_device`` the
- * ``TransferFromDeviceTime`` samples added (values copied to the host).
+ * ``TransferFromDeviceTime`` samples added (values copied to the host). The counters are read
+ * after ``xm.wait_device_ops()`` (execution is asynchronous). ``cut_by`` the host-reading
+ * calls at this line that ran programs (the cut's kind); ``eager_mode`` whether the run was in
+ * torch_xla's eager mode (every op runs: executions with no call in ``cut_by``).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "LazyLineStepped".
  */
 export interface LazyLineStepped {
   compiles: number;
+  cut_by: CutCall[];
   detail_id?: string | null;
   detail_of?: string | null;
+  eager_mode: boolean;
   executions: number;
   function: string;
   line: number;
@@ -3470,6 +3475,22 @@ export interface LazyLineStepped {
   source: string;
   transfers_from_device: number;
   type: 'lazy_line_stepped';
+}
+/**
+ * A call at a snippet line that ran programs: ``method``, the ``torch.Tensor`` method
+ * called from the snippet (``item``, ``cpu``, ``tolist``, ``__bool__`` for ``bool(t)`` and
+ * ``if t:``, ``__repr__`` for ``print(t)``/``str(t)``, ``__format__`` for an f-string,
+ * ``__float__``...), seen by wrapping those methods for the line-by-line run, and the
+ * counters that moved while it ran: ``executions`` (``ExecuteComputation``) and
+ * ``transfers_from_device`` (``TransferFromDeviceTime`` samples).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "CutCall".
+ */
+export interface CutCall {
+  executions: number;
+  method: string;
+  transfers_from_device: number;
 }
 /**
  * One line of torch_xla's IR text (``_get_xla_tensors_text`` with IR debug on, which adds
@@ -3526,7 +3547,10 @@ export interface LazyGraphSynced {
 /**
  * The graph hash of ``f``'s outputs (IR debug off, before any sync) for the snippet's
  * ``args`` (``graph_hash``) and for changed ones (``trials``): new values of the same shapes,
- * ``args[0]`` one row longer (a new leading size).
+ * ``args[0]`` one row longer (a new leading size), and each Python number among ``args``
+ * changed (``args[i] = v + 1``: a new hash where torch_xla bakes it into the graph as a
+ * constant, the same where it uploads it as device data); ``source`` what torch_xla folds
+ * into the hash, from its source.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "GraphHashCompared".
@@ -3537,8 +3561,45 @@ export interface GraphHashCompared {
   graph_hash: string;
   run_id: string;
   seq: number;
+  source: HashSourceView;
   trials: HashTrial[];
   type: 'graph_hash_compared';
+}
+/**
+ * Where the ingredients come from: ``path`` in pytorch/xla at ``tag`` (``commit``);
+ * ``entry`` (``GetGraphHash``, what ``_get_graph_hash`` calls) and its ``entry_lines``, the
+ * ``call_line`` where it calls ``collect`` (``CollectSyncTensors``, ``collect_lines``), which
+ * starts the hash; ``ingredients`` in the order a call runs them.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "HashSourceView".
+ */
+export interface HashSourceView {
+  call_line: number;
+  collect: string;
+  collect_lines: number[];
+  commit: string;
+  entry: string;
+  entry_lines: number[];
+  ingredients: HashIngredientView[];
+  path: string;
+  tag: string;
+}
+/**
+ * One statement of torch_xla's source that sets or merges into the graph hash (read from
+ * ``xla_graph_executor.cpp`` at the tag, ``hash_source.py``): the ``function`` it is in, its
+ * ``lines`` [first, last] (1-based), its ``text`` as written, ``key`` (the name that tells
+ * what it folds in) and ``meaning`` in plain words.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "HashIngredientView".
+ */
+export interface HashIngredientView {
+  function: string;
+  key: string;
+  lines: number[];
+  meaning: string;
+  text: string;
 }
 /**
  * One experiment on the graph hash: ``change`` what was changed in ``args``, the new
@@ -4495,6 +4556,10 @@ export interface RunOptions {
    * pjrt_registry: the dynamic-plugin switch (auto, on, off)
    */
   dynamic_plugins: ('auto' | 'on' | 'off') | null;
+  /**
+   * lazy_tensor: run f line by line in torch_xla's eager mode (a cut per op)
+   */
+  eager_mode: boolean | null;
   /**
    * vmap/transform_order: in_axes as a Python expression
    */
