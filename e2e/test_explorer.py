@@ -235,6 +235,8 @@ def test_every_exhibit_runs_its_default_example(
         "xla_passes": "xp-hlo",
         "review": "review-findings",
         "pallas": "kernel-jaxpr",
+        # seam: the picked step's crossings on two lanes, host and device (a torch worker).
+        "seam": "seam-lanes",
     }.get(exhibit, "jaxpr-text")
     expect(page.get_by_test_id(main)).to_be_visible()
     page.screenshot(path=str(screenshots / f"{exhibit}-{theme}.png"), full_page=False)

@@ -421,6 +421,20 @@ EXHIBITS: dict[str, Exhibit] = {
             needs_snippet=False,
         ),
         Exhibit(
+            id="seam",
+            title="One training step across the ComputationClient seam (PyTorch/XLA)",
+            summary="Each call a training step makes across torch_xla's ComputationClient: "
+            "inputs down, the program down on the first step, the run, the loss up; counted "
+            "with torch_xla's metrics, timed with a profiler trace, each named with the PJRT "
+            "call behind it.",
+            default_example="mlp_sgd",
+            worker="torch",
+            # `import torch` maps 5 GB of address space, 5.9-6.3 GB after work (design 0025).
+            address_space_bytes=8 * 2**30,
+            # The first step compiles (0.2-0.9 s under load); every line of f reads the metrics.
+            budget=3.0,
+        ),
+        Exhibit(
             id="pallas",
             title="A Pallas kernel, block by block (interpret mode)",
             summary="The grid, the blocks each program instance reads and writes, the kernel's "

@@ -77,3 +77,19 @@ def all_devices() -> list[str]:
     """The XLA devices of this process's PJRT client (``_xla_get_all_devices``), e.g.
     ``['CPU:0']`` under ``PJRT_DEVICE=CPU``; creates the client if there is none."""
     return [str(d) for d in _xlac()._xla_get_all_devices()]
+
+
+class TraceMe:
+    """A span named ``name`` in the profiler's trace (``torch_xla._XLAC.profiler.TraceMe``, the
+    binding under ``torch_xla.debug.profiler.Trace``, without the IR name scope that class also
+    pushes): ``start()`` opens it, ``stop()`` closes it; recorded only while a trace is being
+    captured (``torch_xla.debug.profiler.start_trace``)."""
+
+    def __init__(self, name: str) -> None:
+        self._me = _xlac().profiler.TraceMe(name)
+
+    def start(self) -> None:
+        self._me.__enter__()
+
+    def stop(self) -> None:
+        self._me.__exit__(None, None, None)

@@ -175,3 +175,35 @@ def test_ir_debug_names_the_line_and_switches_off(graph: dict[str, Any]) -> None
     # Off again after the block, even after it raised.
     assert "location=" not in graph["ir_debug_after_raise"]
     assert graph["value"] == pytest.approx(sum(2 * v + 1 for v in range(6)))
+
+
+# TraceMe: marker spans in a profiler trace, around a transfer, read back from the trace file
+# torch_xla.debug.profiler writes; none recorded while no trace is being captured.
+TRACE_ME = r"""
+import glob, gzip, json, tempfile
+import torch, torch_xla
+import torch_xla.debug.profiler as xp
+import jaxscope.torch_internals as ti
+dev = torch_xla.device()
+idle = ti.TraceMe("seam-idle"); idle.start(); idle.stop()
+folder = tempfile.mkdtemp()
+xp.start_trace(folder)
+a = ti.TraceMe("seam-upload"); a.start()
+x = torch.ones(4).to(dev)
+a.stop()
+b = ti.TraceMe("seam-after"); b.start(); b.stop()
+xp.stop_trace()
+(path,) = glob.glob(folder + "/plugins/profile/*/*.trace.json.gz")
+events = [e for e in json.load(gzip.open(path, "rt"))["traceEvents"] if e.get("ph") == "X"]
+spans = {e["name"]: (e["ts"], e["ts"] + e["dur"]) for e in events}
+print(json.dumps({"names": sorted(n for n in spans if n.startswith("seam")),
+                  "upload": spans["seam-upload"],
+                  "transfer": spans["PjRtComputationClient::TransferToDevice"]}))
+"""
+
+
+def test_trace_me_marks_a_span_in_the_profilers_trace() -> None:
+    found = run_torch(TRACE_ME)
+    assert found["names"] == ["seam-after", "seam-upload"]
+    (start, end), (t_start, t_end) = found["upload"], found["transfer"]
+    assert start <= t_start <= t_end <= end

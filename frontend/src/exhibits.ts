@@ -75,6 +75,7 @@ const TABLE: Readonly<Record<string, { group: ExhibitGroup; label: string }>> = 
   flax_params: { group: 'Pytrees & control flow', label: 'Flax params' },
   lazy_tensor: { group: 'PyTorch/XLA', label: 'Lazy tensors' },
   pjrt_registry: { group: 'PyTorch/XLA', label: 'PJRT_DEVICE branch' },
+  seam: { group: 'PyTorch/XLA', label: 'ComputationClient seam' },
   xla_cache: { group: 'PyTorch/XLA', label: 'Compile cache' },
   pallas: { group: 'XLA & export', label: 'Pallas blocks' },
   export: { group: 'XLA & export', label: 'jax.export' },

@@ -1,0 +1,256 @@
+"""The seam exhibit against torch_xla itself: the exhibit runs through the real sandbox
+(``jaxscope run``, a torch worker); the truth is the same loop as a plain script in a fresh
+torch-venv process that reads ``torch_xla.debug.metrics`` itself around each phase of each step
+(the batch's ``.to``, ``f``, ``torch_xla.sync()``, ``.item()``), and the same loop in eager CPU
+torch for the losses. Skipped, with the reason, where the torch venv is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jaxscope.events import EVENT_ADAPTER
+from jaxscope.protocol import EventBase, RunFinished
+from jaxscope.sandbox.kinds import kind_problem, torch_python
+
+from .artefacts import HEADER, crossing_rows
+from .events import SeamLoopFinished, SeamStepCrossed
+
+HERE = Path(__file__).resolve().parent
+EXHIBIT = HERE.name
+EXAMPLES = HERE / "examples"
+JAXSCOPE = Path(sys.executable).parent / "jaxscope"
+
+pytestmark = pytest.mark.skipif(
+    kind_problem("torch") is not None, reason=str(kind_problem("torch"))
+)
+
+METHODS = ("TransferToDevice", "Compile", "ExecuteComputation", "TransferFromDevice")
+
+# The truth: the example as a user's loop, modules moved with torch's own swap-on-conversion
+# flag, each phase's count of every ComputationClient method's time metric read with the
+# public metrics API (after xm.wait_device_ops(): a run's time sample lands when it ends, on
+# another thread), and the losses of the same steps in eager CPU torch.
+TRUTH = r"""
+import json, sys, torch, torch_xla
+import torch_xla.core.xla_model as xm
+import torch_xla.debug.metrics as met
+
+NAMES = {"TransferToDevice": "TransferToDeviceTime", "Compile": "CompileTime",
+         "ExecuteComputation": "ExecuteTime", "TransferFromDevice": "TransferFromDeviceTime",
+         "OutboundData": "OutboundData", "InboundData": "InboundData"}
+
+def load():
+    ns = {}
+    exec(compile(open(sys.argv[1]).read(), "<snippet>", "exec"), ns)
+    return ns
+
+def loss_of(out):
+    return out[0] if isinstance(out, (tuple, list)) else out
+
+dev = torch_xla.device()
+ns = load()
+cpu_losses = [loss_of(ns["f"](*ns["args"])).item() for _ in range(ns.get("steps", 3))]
+
+ns = load()
+torch.__future__.set_swap_module_params_on_conversion(True)
+for v in list(ns.values()):
+    if isinstance(v, torch.nn.Module):
+        v.to(dev)
+torch_xla.sync(); xm.wait_device_ops()
+
+def read():
+    out = {}
+    for k, n in NAMES.items():
+        d = met.metric_data(n)
+        out[k] = (d[0], d[1]) if d else (0, 0.0)
+    return out
+
+def delta(a, b):
+    return {k: b[k][0] - a[k][0] for k in NAMES if not k.endswith("Data")} | {
+        k: b[k][1] - a[k][1] for k in NAMES if k.endswith("Data")}
+
+steps, losses = [], []
+for _ in range(ns.get("steps", 3)):
+    r0 = read()
+    batch = [x.to(dev) if isinstance(x, torch.Tensor) else x for x in ns["args"]]
+    r1 = read()
+    out = ns["f"](*batch)
+    xm.wait_device_ops()  # a run inside f (a read there) posts its ExecuteTime when it ends
+    r2 = read()
+    torch_xla.sync(); xm.wait_device_ops()
+    r3 = read()
+    losses.append(loss_of(out).item())
+    r4 = read()
+    steps.append({"upload": delta(r0, r1), "f": delta(r1, r2), "sync": delta(r2, r3),
+                  "read": delta(r3, r4)})
+print(json.dumps({"steps": steps, "xla_losses": losses, "cpu_losses": cpu_losses}))
+"""
+
+
+def truth_of(example: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [str(torch_python()), "-c", TRUTH, str(EXAMPLES / f"{example}.py")],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "PJRT_DEVICE": "CPU"},
+        check=True,
+    )
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def jaxscope_run(path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(JAXSCOPE), "run", EXHIBIT, str(path), *extra],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+
+
+def events_of(example: str) -> list[EventBase]:
+    done = jaxscope_run(EXAMPLES / f"{example}.py", "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return [EVENT_ADAPTER.validate_json(line) for line in done.stdout.splitlines() if line]
+
+
+def steps_of(events: list[EventBase]) -> list[SeamStepCrossed]:
+    return [e for e in events if isinstance(e, SeamStepCrossed)]
+
+
+def source_line(example: str, text: str) -> int:
+    """The 1-based line of ``example`` that starts with ``text`` (indented or not; exactly
+    one)."""
+    lines = (EXAMPLES / f"{example}.py").read_text().splitlines()
+    (found,) = [i + 1 for i, line in enumerate(lines) if line.strip().startswith(text)]
+    return found
+
+
+def assert_crossings_are_torch_xlas(events: list[EventBase], truth: dict[str, Any]) -> None:
+    """Per step and per phase, the crossings of each method equal the plain script's metric
+    counts; the bytes equal its OutboundData/InboundData; each crossing has its trace span."""
+    steps = steps_of(events)
+    assert len(steps) == len(truth["steps"])
+    for got, want in zip(steps, truth["steps"], strict=True):
+        for phase, counted in want.items():
+            for method in METHODS:
+                n = sum(c.method == method and c.phase == phase for c in got.crossings)
+                assert n == counted[method], (got.step, phase, method)
+            up = [
+                c.bytes
+                for c in got.crossings
+                if c.phase == phase and c.method == "TransferToDevice"
+            ]
+            down = [
+                c.bytes
+                for c in got.crossings
+                if c.phase == phase and c.method == "TransferFromDevice"
+            ]
+            assert sum(b or 0 for b in up) == counted["OutboundData"]
+            assert sum(b or 0 for b in down) == counted["InboundData"]
+        assert got.trace_ok
+        assert all(c.start_us is not None and c.dur_us is not None for c in got.crossings)
+        starts = [c.start_us or 0.0 for c in got.crossings]
+        assert starts == sorted(starts)
+        m = got.metrics
+        assert (m.to_device, m.compiles, m.executions, m.from_device) == tuple(
+            sum(p[k] for p in want.values()) for k in METHODS
+        )
+    end = [e for e in events if isinstance(e, SeamLoopFinished)][-1]
+    assert end.losses == pytest.approx(truth["xla_losses"], rel=1e-6)
+    assert end.losses == pytest.approx(truth["cpu_losses"], rel=1e-4)
+    assert [s.loss for s in steps] == end.losses
+    assert isinstance(events[-1], RunFinished)
+
+
+@pytest.fixture(scope="module")
+def default_events() -> list[EventBase]:
+    return events_of("mlp_sgd")
+
+
+def test_default_step_crosses_four_ways(default_events: list[EventBase]) -> None:
+    assert_crossings_are_torch_xlas(default_events, truth_of("mlp_sgd"))
+    steps = steps_of(default_events)
+    order = [[(c.method, c.phase) for c in s.crossings] for s in steps]
+    upload = [("TransferToDevice", "upload")] * 2
+    run = [("ExecuteComputation", "sync"), ("TransferFromDevice", "read")]
+    # The first step uploads the learning rate at opt.step() and compiles; the next only run.
+    assert order[0] == [*upload, ("TransferToDevice", "f"), ("Compile", "sync"), *run]
+    assert order[1] == order[2] == [*upload, *run]
+    first = steps[0].crossings
+    assert first[2].line == source_line("mlp_sgd", "opt.step()")
+    assert first[-1].line == source_line("mlp_sgd", "return loss")
+    assert first[0].line == source_line("mlp_sgd", "args = ")
+    # Bytes: float32[8,4] and float32[8,1] down, one float32 up (and the lr down).
+    assert [c.bytes for c in first if c.method.startswith("Transfer")] == [128, 32, 4, 4]
+    # The PJRT calls inside each span, by the trace (the CPU client's classes).
+    inner = {c.method: {s.name for s in c.pjrt} for c in first}
+    assert "PjRtCpuClient::Compile" in inner["Compile"]
+    assert "PjRtCpuExecutable::ExecuteSharded" in inner["ExecuteComputation"]
+    assert "CommonPjRtBuffer::ToLiteral" in inner["TransferFromDevice"]
+    assert steps[0].metrics.uncached == 1 and [s.metrics.cached for s in steps[1:]] == [1, 1]
+
+
+def test_item_inside_the_step_cuts_the_graph() -> None:
+    """``.item()`` inside f: the forward and backward compile and run at that line, the update
+    is a second graph at the sync."""
+    events = events_of("item_in_step")
+    assert_crossings_are_torch_xlas(events, truth_of("item_in_step"))
+    line = source_line("item_in_step", "logged.append(loss.item())")
+    for s in steps_of(events):
+        at_line = [c.method for c in s.crossings if c.line == line]
+        want = ["ExecuteComputation", "TransferFromDevice"]
+        assert at_line == (["Compile", *want] if s.step == 0 else want)
+        assert sum(c.method == "ExecuteComputation" for c in s.crossings) == 2
+
+
+def test_print_crossings(default_events: list[EventBase]) -> None:
+    done = jaxscope_run(EXAMPLES / "mlp_sgd.py", "--print", "crossings")
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == [w for h in HEADER for w in h.split()]
+    methods = [line.split()[1] for line in lines[1:] if line and line[0].isdigit()]
+    assert methods == [r[1] for r in crossing_rows(default_events)]
+    assert "PjRtLoadedExecutable::ExecuteSharded" in done.stdout
+    assert "step 2: loss " in done.stdout
+
+
+def test_golden_is_a_run_of_the_default() -> None:
+    golden = HERE / "golden" / "mlp_sgd.events.jsonl"
+    events = [EVENT_ADAPTER.validate_json(line) for line in golden.read_text().splitlines()]
+    truth = truth_of("mlp_sgd")
+    steps = steps_of(events)
+    assert [len(s.crossings) for s in steps] == [
+        sum(sum(p[m] for m in METHODS) for p in t.values()) for t in truth["steps"]
+    ]
+
+
+ARGS = "\n\nargs = (torch.ones(2),)\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "message", "line"),
+    [
+        ("def f(x):\n    return x.sum()" + ARGS + "steps = 0\n", "steps must be an int from 1", 7),
+        ("def f(x):\n    return x * 2" + ARGS, "f must return the step's loss", 4),
+        ("def f(x):\n    raise ValueError('no step')" + ARGS, "no step", 4),
+    ],
+)
+def test_bad_snippets_are_blamed_on_their_line(
+    tmp_path: Path, body: str, message: str, line: int
+) -> None:
+    snippet = tmp_path / "bad.py"
+    snippet.write_text("import torch\n\n" + body)
+    done = jaxscope_run(snippet, "--print", "crossings")
+    assert done.returncode != 0
+    assert message in done.stderr
+    assert f"line {line}" in done.stderr
