@@ -43,6 +43,8 @@ def test_pjrt_registry_marks_the_branch(
         "data-branch", "plugin not registered"
     )
     expect(page.get_by_test_id("pjrt-sticky")).to_contain_text("the same error again")
+    # The run bar names the string tried, not the torch worker's own PJRT_DEVICE=CPU.
+    expect(page.get_by_test_id("run-info")).to_have_text("torch_xla 2.9.0 · tried PJRT_DEVICE=FOO")
     marked = page.locator('[data-testid="pjrt-source"] [data-mark="branch"]')
     expect(marked).to_have_count(11)
     expect(marked.first).to_contain_text("49")

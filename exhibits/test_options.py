@@ -150,6 +150,7 @@ def test_run_options_is_the_composition_of_every_exhibits_options() -> None:
         "cache_key",
         "recompile_hunt",
         "sharding",
+        "lazy_tensor",
         "pjrt_registry",
         "wrapped_fun",
     }
@@ -218,6 +219,7 @@ def test_the_composition_keeps_the_wire_format() -> None:
         "mesh": None,
         "spec": None,
         "array_shape": None,
+        "eager_mode": None,
         "pjrt_device": None,
         "dynamic_plugins": None,
         "transform": None,
