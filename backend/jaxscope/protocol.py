@@ -329,12 +329,60 @@ class FollowRequest(WireModel):
     follow: bool = True
 
 
-Request = Annotated[
-    RunRequest | CancelRequest | DetailRequest | FollowRequest, Field(discriminator="type")
-]
-REQUEST_ADAPTER: TypeAdapter[RunRequest | CancelRequest | DetailRequest | FollowRequest] = (
-    TypeAdapter(Request)
-)
+# A room id and a teacher token as the server makes them (``secrets.token_urlsafe``): URL-safe
+# base64 characters only, so a page can put a room id in a link unescaped (design 0044).
+ROOM_ID_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
+
+
+class OpenRoomRequest(WireModel):
+    """Classroom mode (design 0044): open a room that this socket drives as its teacher,
+    answered by ``room_opened`` (the room id and the teacher token) or ``room_refused`` (the
+    server holds as many rooms as it allows). With ``room`` and ``token``: take back the room
+    this teacher opened (the page reconnected), within the grace period after its socket went."""
+
+    type: Literal["open_room"] = "open_room"
+    room: str | None = Field(default=None, pattern=ROOM_ID_PATTERN)
+    token: str | None = Field(default=None, min_length=1, max_length=128)
+
+
+class JoinRoomRequest(WireModel):
+    """Follow the room ``room`` as a student: answered by ``room_updated`` (the teacher's
+    exhibit, code, options, run and stepper position) and the events of the teacher's current
+    run so far, then every change live; or by ``room_refused`` (no such room, it ended, full)."""
+
+    type: Literal["join_room"] = "join_room"
+    room: str = Field(min_length=1, max_length=64)
+
+
+class LeaveRoomRequest(WireModel):
+    """Stop following a room (a student), or close it for everyone (its teacher: ``token``)."""
+
+    type: Literal["leave_room"] = "leave_room"
+    room: str = Field(min_length=1, max_length=64)
+    token: str | None = Field(default=None, min_length=1, max_length=128)
+
+
+class DriveRoomRequest(WireModel):
+    """The teacher's page on screen, sent to the room's students: the exhibit, the editor's
+    code, the options and the stepper position (``cursor``, an index into the run's events; -1:
+    follow the newest). Refused (``room_refused``) without the room's teacher token, or from a
+    socket that is not the room's teacher. A run needs no drive: the teacher's ``run`` requests
+    are announced to the room, and their events relayed to it, by the server."""
+
+    type: Literal["drive_room"] = "drive_room"
+    room: str = Field(min_length=1, max_length=64)
+    token: str = Field(min_length=1, max_length=128)
+    exhibit: str = Field(min_length=1, max_length=64)
+    code: str = Field(max_length=MAX_CODE_CHARS)
+    options: RunOptions = Field(default_factory=RunOptions)
+    cursor: int = Field(default=-1, ge=-1, le=10_000_000)
+
+
+RoomRequest: TypeAlias = OpenRoomRequest | JoinRoomRequest | LeaveRoomRequest | DriveRoomRequest
+AnyRequest: TypeAlias = RunRequest | CancelRequest | DetailRequest | FollowRequest | RoomRequest
+
+Request = Annotated[AnyRequest, Field(discriminator="type")]
+REQUEST_ADAPTER: TypeAdapter[AnyRequest] = TypeAdapter(Request)
 
 
 # --------------------------------------------------------------------------------------------
@@ -659,6 +707,60 @@ class WatchedFileChanged(EventBase):
     problem: str | None = None
 
 
+class RoomOpened(EventBase):
+    """The answer to ``open_room``, to the teacher's socket only: ``room`` goes in the students'
+    link (``?room=``); ``token`` drives the room and stays in the teacher's page (it is never
+    sent to a student). ``max_students`` and ``grace_s`` (how long the room waits for its
+    teacher's page to come back before it ends) are the server's bounds."""
+
+    type: Literal["room_opened"] = "room_opened"
+    room: str
+    token: str
+    max_students: int
+    grace_s: float
+
+
+class RoomUpdated(EventBase):
+    """A room's state, sent to its students (and its teacher, for ``students``) when one joins,
+    the teacher drives or runs, or the number of students changes. ``teacher_run``: the teacher's
+    current run (None before the first), whose events the server relays to the students (a
+    student that joins late gets its events so far first, unless ``replayed`` is false: the run
+    was too large to keep, and the student follows from the teacher's next run). ``teacher``:
+    the teacher's page is connected (false during the grace period)."""
+
+    type: Literal["room_updated"] = "room_updated"
+    room: str
+    exhibit: str
+    code: str
+    options: RunOptions = Field(default_factory=RunOptions)
+    teacher_run: str | None = None
+    cursor: int = -1
+    students: int = 0
+    teacher: bool = True
+    replayed: bool = True
+
+
+class RoomRefused(EventBase):
+    """A room request that the server did not carry out, with why (``message``): an unknown or
+    ended room, a full room or server, a drive without the teacher's token. The socket and its
+    own runs carry on; a refused ``join_room`` follows nothing."""
+
+    type: Literal["room_refused"] = "room_refused"
+    room: str
+    request: str
+    message: str
+
+
+class RoomClosed(EventBase):
+    """The room ended for this socket: its teacher closed it or did not come back within the
+    grace period, or the room sat idle too long, or this student fell too far behind the live
+    stream (``message`` says which). The page stops following and keeps what it shows."""
+
+    type: Literal["room_closed"] = "room_closed"
+    room: str
+    message: str
+
+
 def without_previews(model: WireModelT) -> WireModelT:
     """A copy of ``model`` whose :class:`ValueView` previews are left out (``preview`` None,
     ``deferred`` true; a pending one dropped): the summary of a step event (its values stay in
@@ -763,6 +865,10 @@ EVENTS: tuple[type[EventBase], ...] = (
     DetailFailed,
     JaxprEqnsSent,
     WatchedFileChanged,
+    RoomOpened,
+    RoomUpdated,
+    RoomRefused,
+    RoomClosed,
 )
 
 TERMINAL_TYPES = frozenset({"run_finished", "run_failed"})

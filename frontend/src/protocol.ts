@@ -29,6 +29,10 @@ export type {
   ProgramExecuted,
   RunFailed,
   RunFinished,
+  RoomClosed,
+  RoomOpened,
+  RoomRefused,
+  RoomUpdated,
   RunStarted,
   SourceLoc,
   StageStarted,
@@ -57,7 +61,19 @@ export type RunRequest = Omit<Gen.RunRequest, 'options' | 'details'> & {
 };
 
 /** Anything the frontend sends on the websocket. */
-export type WireRequest = RunRequest | Gen.CancelRequest | Gen.DetailRequest | Gen.FollowRequest;
+export type WireRequest =
+  | RunRequest
+  | Gen.CancelRequest
+  | Gen.DetailRequest
+  | Gen.FollowRequest
+  | RoomRequest;
+
+/** Classroom mode's requests (design 0044); a drive's options are the page's `RunOptions`. */
+export type RoomRequest =
+  | Gen.OpenRoomRequest
+  | Gen.JoinRoomRequest
+  | Gen.LeaveRoomRequest
+  | (Omit<Gen.DriveRoomRequest, 'options'> & { options: RunOptions });
 
 /** The `type` tag of every event (`run_started`, `eqn_recorded`, ...). */
 export type EventType = Gen.Event['type'];

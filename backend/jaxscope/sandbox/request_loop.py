@@ -1,9 +1,12 @@
 """The request loop of one session, independent of the transport (websocket or Unix socket).
 
-Each incoming text is a ``RunRequest``, ``CancelRequest``, ``DetailRequest`` or
-``FollowRequest`` as JSON (``REQUEST_ADAPTER``); a follow goes to the transport's ``follow``
-(``jaxscope watch``: ``server/watch.py``), and without one is answered by a
-``watched_file_changed`` that says no file is watched.
+Each incoming text is a ``RunRequest``, ``CancelRequest``, ``DetailRequest``, ``FollowRequest``
+or a room request (``open_room``, ``join_room``, ``leave_room``, ``drive_room``) as JSON
+(``REQUEST_ADAPTER``); a follow goes to the transport's ``follow`` (``jaxscope watch``:
+``server/watch.py``), and without one is answered by a ``watched_file_changed`` that says no
+file is watched; a room request goes to the transport's ``rooms`` (classroom mode:
+``server/rooms.py``), which also sees every run request and every event, and without one is
+answered by ``room_refused``.
 Whatever else arrives is answered by ``run_failed`` ``invalid_request`` (with the ``run_id`` when
 one could be read, its lone surrogates replaced so that the answer always serializes), and the
 connection and the session's runs carry on: text that is not JSON, JSON nested thousands deep,
@@ -24,17 +27,25 @@ import contextlib
 import json
 import re
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from pydantic import ValidationError
 
 from jaxscope.protocol import (
     MAX_CODE_CHARS,
     REQUEST_ADAPTER,
+    AnyRequest,
     CancelRequest,
     DetailFailed,
     DetailRequest,
+    DriveRoomRequest,
     EventModel,
     FollowRequest,
+    JoinRoomRequest,
+    LeaveRoomRequest,
+    OpenRoomRequest,
+    RoomRefused,
+    RoomRequest,
     RunFailed,
     RunFinished,
     RunRequest,
@@ -47,6 +58,23 @@ Receive = Callable[[], Awaitable[str | None]]
 Send = Callable[[str], Awaitable[None]]
 # ``follow(True)`` starts sending the watched file to the peer, ``follow(False)`` stops.
 Follow = Callable[[bool], Awaitable[None]]
+NO_ROOMS = "this server has no classroom rooms (a hosted pool's sessions do not share runs)"
+
+
+class Rooms(Protocol):
+    """Classroom mode's side of a session (``server/rooms.py``): room requests, and the run
+    requests and events of a socket that may be a room's teacher."""
+
+    async def request(self, request: RoomRequest) -> None:
+        """Carry out a room request of this socket (answers go to the socket)."""
+
+    async def ran(self, request: RunRequest) -> None:
+        """This socket asked for a run (called before the run starts)."""
+
+    def sent(self, event: EventModel, text: str) -> None:
+        """This socket was sent ``event`` (as ``text``): relayed when it drives a room."""
+
+
 NOT_WATCHING = (
     "this server watches no file: start it with `jaxscope watch FILE --exhibit ID` to follow one"
 )
@@ -86,7 +114,7 @@ def _invalid(message: str, text: str) -> RunFailed:
 
 def parse_request(
     text: str,
-) -> RunRequest | CancelRequest | DetailRequest | FollowRequest | RunFailed:
+) -> AnyRequest | RunFailed:
     """The request in ``text``, or the ``invalid_request`` event that answers it."""
     if _SURROGATE.search(text):
         return _invalid("invalid request: the text is not valid UTF-8 (a lone surrogate)", text)
@@ -110,19 +138,26 @@ def parse_request(
 
 
 async def serve_requests(
-    receive: Receive, send: Send, session: Session, follow: Follow | None = None
+    receive: Receive,
+    send: Send,
+    session: Session,
+    follow: Follow | None = None,
+    rooms: Rooms | None = None,
 ) -> None:
     """Run the requests from ``receive`` on ``session`` until the peer goes; events to ``send``;
-    follow requests to ``follow`` (None: no file is watched). Closes the session (killing its
-    worker) at the end."""
+    follow requests to ``follow`` (None: no file is watched), room requests to ``rooms`` (None:
+    refused). Closes the session (killing its worker) at the end."""
     send_lock = asyncio.Lock()
     closed = False
 
     async def emit(event: EventModel) -> None:
         if closed:
             return
+        text = event.model_dump_json()
         async with send_lock:
-            await send(event.model_dump_json())
+            await send(text)
+        if rooms is not None:
+            rooms.sent(event, text)
 
     async def run_one(request: RunRequest, cancelled: asyncio.Event) -> RunFinished | RunFailed:
         """``session.run(request)``, ended early by ``cancelled``: set by a cancel that found
@@ -166,6 +201,19 @@ async def serve_requests(
                     await emit(
                         WatchedFileChanged(path="", exhibit="", code=None, problem=NOT_WATCHING)
                     )
+            elif isinstance(
+                request, (OpenRoomRequest, JoinRoomRequest, LeaveRoomRequest, DriveRoomRequest)
+            ):
+                if rooms is not None:
+                    await rooms.request(request)
+                else:
+                    await emit(
+                        RoomRefused(
+                            room=clean_text(getattr(request, "room", None) or "", _QUOTE_CHARS),
+                            request=request.type,
+                            message=NO_ROOMS,
+                        )
+                    )
             elif isinstance(request, DetailRequest):
                 if len(detail_tasks) >= MAX_PENDING_DETAILS:
                     # A flood of requests is answered at once, not queued without bound.
@@ -198,6 +246,8 @@ async def serve_requests(
                     cancelled.set()
                     with contextlib.suppress(Exception):
                         await run_task
+                if rooms is not None:
+                    await rooms.ran(request)
                 run_id, cancelled = request.run_id, asyncio.Event()
                 run_task = asyncio.create_task(run_one(request, cancelled))
     finally:

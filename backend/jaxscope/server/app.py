@@ -30,6 +30,7 @@ from jaxscope.sandbox.session import Session
 from jaxscope.sandbox.tenancy import Tenancy
 from jaxscope.server.catalogue import build_catalogue, check_exhibits
 from jaxscope.server.remote import relay_session
+from jaxscope.server.rooms import RoomRegistry
 from jaxscope.server.security import (
     TOKEN_COOKIE,
     content_security_policy,
@@ -88,7 +89,8 @@ def create_app(settings: Settings | None = None, watched: WatchedFile | None = N
     settings). ``app.state.settings`` holds the
     effective settings (with the generated token, if any), ``app.state.pool`` the worker pool
     (unused, never started, when ``settings.pool_socket`` relays sessions to a hosted pool),
-    ``app.state.tenancy`` who holds its workers (``sandbox/tenancy.py``). ``watched``: the file
+    ``app.state.tenancy`` who holds its workers (``sandbox/tenancy.py``), ``app.state.rooms``
+    the classroom rooms (``server/rooms.py``; unused under a hosted pool). ``watched``: the file
     ``jaxscope watch`` follows (``server/watch.py``), pushed to the pages that follow it."""
     settings = with_token(settings or Settings())
     if settings.check_exhibits:
@@ -112,6 +114,8 @@ def create_app(settings: Settings | None = None, watched: WatchedFile | None = N
     app.state.settings = settings
     app.state.pool = pool
     app.state.tenancy = tenancy
+    rooms = RoomRegistry(EXHIBITS)
+    app.state.rooms = rooms
     catalogue = build_catalogue()
     dist: Path = settings.frontend_dist
     built = (dist / "index.html").is_file()
@@ -175,7 +179,7 @@ def create_app(settings: Settings | None = None, watched: WatchedFile | None = N
         if remote is None:
             owner = client_of(websocket.client.host if websocket.client is not None else None)
             session = Session(pool, EXHIBITS, tenancy=tenancy, owner=owner)
-            await serve_session(websocket, session, watched)
+            await serve_session(websocket, session, watched, rooms)
         else:
             await relay_session(websocket, remote)
 

@@ -1,16 +1,19 @@
 """The websocket session ``/api/ws``: JSON requests in, JSON events out, one sandbox session.
 
-Text frames carry ``RunRequest``/``CancelRequest``/``DetailRequest``/``FollowRequest`` JSON
-(binary frames are read as UTF-8); the request loop
+Text frames carry ``RunRequest``/``CancelRequest``/``DetailRequest``/``FollowRequest`` and room
+JSON (binary frames are read as UTF-8); the request loop
 (:func:`jaxscope.sandbox.request_loop.serve_requests`) answers invalid ones with
 ``invalid_request``, cancels a session's previous run when a new one arrives, and sends every
-event as one JSON text frame. Under ``jaxscope watch`` a page that follows the watched file
-also gets its ``watched_file_changed`` events on the same socket (one lock orders all sends).
+event as one JSON text frame. Classroom mode's room requests go to the server's rooms
+(``server/rooms.py``): a teacher's runs are relayed from here to its students. Under
+``jaxscope watch`` a page that follows the watched file also gets its ``watched_file_changed``
+events on the same socket (one lock orders all sends).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -18,6 +21,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from jaxscope.protocol import WatchedFileChanged
 from jaxscope.sandbox.request_loop import serve_requests
 from jaxscope.sandbox.session import Session
+from jaxscope.server.rooms import Member, RoomRegistry, RoomSession
 from jaxscope.server.watch import WatchedFile
 
 
@@ -39,10 +43,15 @@ async def receive_text(websocket: WebSocket) -> str | None:
 
 
 async def serve_session(
-    websocket: WebSocket, session: Session, watched: WatchedFile | None = None
+    websocket: WebSocket,
+    session: Session,
+    watched: WatchedFile | None = None,
+    rooms: RoomRegistry | None = None,
 ) -> None:
     """Run the websocket's requests on ``session`` until the client disconnects; a follow
-    request subscribes the socket to ``watched`` (None: the server watches no file)."""
+    request subscribes the socket to ``watched`` (None: the server watches no file); room
+    requests go to ``rooms`` (classroom mode, ``server/rooms.py``; None: refused), whose frames
+    for this socket one task sends in order."""
     lock = asyncio.Lock()
     unfollow: Callable[[], None] | None = None
 
@@ -65,8 +74,21 @@ async def serve_session(
             unfollow()
             unfollow = None
 
+    member: RoomSession | None = None
+    pump: asyncio.Task[None] | None = None
+    if rooms is not None:
+        member = RoomSession(rooms, Member(rooms.member_bytes))
+        pump = asyncio.create_task(member.member.pump(send))
     try:
-        await serve_requests(receive, send, session, follow if watched is not None else None)
+        await serve_requests(
+            receive, send, session, follow if watched is not None else None, member
+        )
     finally:
         if unfollow is not None:
             unfollow()
+        if member is not None:
+            member.leave()
+        if pump is not None:
+            pump.cancel()
+            with contextlib.suppress(BaseException):
+                await pump

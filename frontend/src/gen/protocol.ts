@@ -13,6 +13,10 @@ export type Event =
   | DetailFailed
   | JaxprEqnsSent
   | WatchedFileChanged
+  | RoomOpened
+  | RoomUpdated
+  | RoomRefused
+  | RoomClosed
   | EqnRecorded
   | JitCalled
   | ModuleLowered
@@ -76,8 +80,6 @@ export type Event =
   | XlaStepCounted
   | XlaLoopFinished
   | PjrtClientTried
-  | SeamStepCrossed
-  | SeamLoopFinished
   | PallasCallFound
   | PallasOutputCompared
   | ExportSpecsBuilt
@@ -94,7 +96,15 @@ export type Event =
   | ReviewStepRan
   | ReviewArgsRead
   | ReviewFindingsFound;
-export type Request = RunRequest | CancelRequest | DetailRequest | FollowRequest;
+export type Request =
+  | RunRequest
+  | CancelRequest
+  | DetailRequest
+  | FollowRequest
+  | OpenRoomRequest
+  | JoinRoomRequest
+  | LeaveRoomRequest
+  | DriveRoomRequest;
 
 /**
  * Root of the generated JSON Schema: one field per top-level type the frontend uses.
@@ -570,6 +580,196 @@ export interface WatchedFileChanged {
   run_id: string;
   seq: number;
   type: 'watched_file_changed';
+}
+/**
+ * The answer to ``open_room``, to the teacher's socket only: ``room`` goes in the students'
+ * link (``?room=``); ``token`` drives the room and stays in the teacher's page (it is never
+ * sent to a student). ``max_students`` and ``grace_s`` (how long the room waits for its
+ * teacher's page to come back before it ends) are the server's bounds.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "RoomOpened".
+ */
+export interface RoomOpened {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  grace_s: number;
+  max_students: number;
+  room: string;
+  run_id: string;
+  seq: number;
+  token: string;
+  type: 'room_opened';
+}
+/**
+ * A room's state, sent to its students (and its teacher, for ``students``) when one joins,
+ * the teacher drives or runs, or the number of students changes. ``teacher_run``: the teacher's
+ * current run (None before the first), whose events the server relays to the students (a
+ * student that joins late gets its events so far first, unless ``replayed`` is false: the run
+ * was too large to keep, and the student follows from the teacher's next run). ``teacher``:
+ * the teacher's page is connected (false during the grace period).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "RoomUpdated".
+ */
+export interface RoomUpdated {
+  code: string;
+  cursor: number;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  exhibit: string;
+  options?: RunOptions;
+  replayed: boolean;
+  room: string;
+  run_id: string;
+  seq: number;
+  students: number;
+  teacher: boolean;
+  teacher_run: string | null;
+  type: 'room_updated';
+}
+/**
+ * Per-run options: the controls of the exhibits that rerun with a change, composed of each
+ * exhibit's options model (``exhibits/<id>/options.py``). Each field's description and its
+ * ``x-exhibits`` name the exhibits that read it. An option given as a Python expression
+ * (``in_axes``, ``mesh``...) is evaluated inside the sandbox, never in the server.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "RunOptions".
+ */
+export interface RunOptions {
+  /**
+   * sharding: the array's shape as a Python expression (e.g. (8, 16))
+   */
+  array_shape: string | null;
+  /**
+   * tracing: extra calls after the first, as JSON (e.g. [{"change": "shape"}, {"change": "expr", "expr": "(jnp.ones(4),)"}])
+   *
+   * @maxItems 16
+   */
+  calls?: CallSpec[];
+  /**
+   * pjrt_registry: the dynamic-plugin switch (auto, on, off)
+   */
+  dynamic_plugins: ('auto' | 'on' | 'off') | null;
+  /**
+   * lazy_tensor: run f line by line in torch_xla's eager mode (a cut per op)
+   */
+  eager_mode: boolean | null;
+  /**
+   * vmap/transform_order: in_axes as a Python expression
+   */
+  in_axes: string | null;
+  /**
+   * partial_eval: known (true) or unknown (false) per input of the JVP jaxpr, primals then tangents, as JSON (e.g. [true, false])
+   */
+  known: boolean[] | null;
+  /**
+   * sharding/shard_map: the mesh as a Python expression
+   */
+  mesh: string | null;
+  /**
+   * vmap: out_axes as a Python expression
+   */
+  out_axes: string | null;
+  /**
+   * cache_key: the one ingredient of the cache key to change
+   */
+  perturb: string | null;
+  /**
+   * pjrt_registry: the PJRT_DEVICE string to create the client with
+   */
+  pjrt_device: string | null;
+  /**
+   * caches: a named call sequence on the snippet's f/args (e.g. same, new_shape, persistent)
+   */
+  preset: string | null;
+  /**
+   * sharding/shard_map: the PartitionSpec(s) as a Python expression
+   */
+  spec: string | null;
+  /**
+   * transform_order: the transforms, outermost first (e.g. vmap,grad)
+   */
+  stack:
+    | (
+        'jit' | 'grad' | 'value_and_grad' | 'vmap' | 'jacfwd' | 'jacrev' | 'hessian' | 'jvp' | 'vjp'
+      )[]
+    | null;
+  /**
+   * recompile_hunt: the number of loop steps
+   */
+  steps: number | null;
+  /**
+   * wrapped_fun: the transformation applied to f (vmap, custom_vjp, custom_jvp, linear_transpose, jit, grad, jvp, vjp, make_jaxpr, checkpoint)
+   */
+  transform:
+    | (
+        | 'vmap'
+        | 'custom_vjp'
+        | 'custom_jvp'
+        | 'linear_transpose'
+        | 'jit'
+        | 'grad'
+        | 'jvp'
+        | 'vjp'
+        | 'make_jaxpr'
+        | 'checkpoint'
+      )
+    | null;
+  /**
+   * cache_key: XLA flags, filtered as JAX filters them for the key
+   */
+  xla_flags: string | null;
+}
+/**
+ * One extra call of the jitted function in the tracing exhibit's "call again" control.
+ *
+ * ``change``: ``same`` re-uses ``args``; ``shape`` grows axis 0 of every array argument by one
+ * (scalars become 1-vectors); ``dtype`` casts floating arguments to float16 and integer ones to
+ * int16; ``expr`` evaluates ``expr`` (a Python expression giving an args tuple) in the snippet.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "CallSpec".
+ */
+export interface CallSpec {
+  change: 'same' | 'shape' | 'dtype' | 'expr';
+  expr: string | null;
+}
+/**
+ * A room request that the server did not carry out, with why (``message``): an unknown or
+ * ended room, a full room or server, a drive without the teacher's token. The socket and its
+ * own runs carry on; a refused ``join_room`` follows nothing.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "RoomRefused".
+ */
+export interface RoomRefused {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  message: string;
+  request: string;
+  room: string;
+  run_id: string;
+  seq: number;
+  type: 'room_refused';
+}
+/**
+ * The room ended for this socket: its teacher closed it or did not come back within the
+ * grace period, or the room sat idle too long, or this student fell too far behind the live
+ * stream (``message`` says which). The page stops following and keeps what it shows.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "RoomClosed".
+ */
+export interface RoomClosed {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  message: string;
+  room: string;
+  run_id: string;
+  seq: number;
+  type: 'room_closed';
 }
 /**
  * An eqn recorded by JAX's tracer in a user frame, streamed as it is recorded.
@@ -3759,142 +3959,6 @@ export interface PjrtBranchView {
   name: string;
 }
 /**
- * One training step on the XLA device: the batch moved with ``.to(device)``, ``f(*batch)``
- * (each of its lines traced), ``torch_xla.sync()`` and ``xm.wait_device_ops()``, then
- * ``.item()`` of the first tensor ``f`` returned.
- *
- * ``crossings``: in the order the profiler saw them (the metrics' order by phase where the
- * trace has no span); ``metrics``: the step's deltas; ``loss``: the value ``.item()`` read;
- * ``trace_ok``: the trace's span counts per method equal the metrics' sample counts;
- * ``trace_us``: the step's trace length (µs); ``wall_ns``: the step's wall time.
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "SeamStepCrossed".
- */
-export interface SeamStepCrossed {
-  crossings: SeamCrossing[];
-  detail_id?: string | null;
-  detail_of?: string | null;
-  loss: number;
-  metrics: SeamMetricDelta;
-  run_id: string;
-  seq: number;
-  step: number;
-  trace_ok: boolean;
-  trace_us: number;
-  type: 'seam_step_crossed';
-  wall_ns: number;
-}
-/**
- * One call of a ``ComputationClient`` method during a step.
- *
- * ``method``; ``phase``; ``line``: the snippet line that made it (for ``f``, the line running
- * when the metric moved; for ``upload``, the ``args``/``batches`` line the batch comes from;
- * for ``read``, the line of ``f``'s ``return``); None for the loop's sync. ``source``: that
- * line's text or, for the loop's own statements, the statement. ``start_us``/``dur_us``: its
- * ``PjRtComputationClient::<method>`` span in the step's profiler trace (µs from the trace's
- * start), None where the trace has no span for it; ``thread``: the trace thread's name.
- * ``pjrt``: the PJRT spans inside it (by time, any thread). ``metric_ns``: its sample of the
- * method's time metric (``TransferToDeviceTime``, ``CompileTime``, ``ExecuteTime``,
- * ``ExecuteReplicatedTime``, ``TransferFromDeviceTime``), when its phase (or line) had exactly
- * one, else None; ``bytes``: for transfers, ``OutboundData``/``InboundData`` of the phase (or
- * line) when it had exactly one sample.
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "SeamCrossing".
- */
-export interface SeamCrossing {
-  bytes: number | null;
-  dur_us: number | null;
-  line: number | null;
-  method:
-    | 'TransferToDevice'
-    | 'Compile'
-    | 'ExecuteComputation'
-    | 'ExecuteReplicated'
-    | 'TransferFromDevice';
-  metric_ns: number | null;
-  phase: 'upload' | 'f' | 'sync' | 'read';
-  pjrt: SeamSpan[];
-  source: string;
-  start_us: number | null;
-  thread: string;
-}
-/**
- * A profiler span inside a crossing's span: ``name`` (a PJRT method's TraceMe name, e.g.
- * ``PjRtCpuExecutable::ExecuteSharded``), ``start_us`` from the step's trace start, ``dur_us``.
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "SeamSpan".
- */
-export interface SeamSpan {
-  dur_us: number;
-  name: string;
-  start_us: number;
-}
-/**
- * What one step added to torch_xla's metrics (``metric_data``: samples and their sum, ns or
- * bytes; ``counter_value``), from before the batch's upload to after the loss's ``.item()``.
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "SeamMetricDelta".
- */
-export interface SeamMetricDelta {
-  cached: number;
-  compile_ns: number;
-  compiles: number;
-  execute_ns: number;
-  executions: number;
-  from_device: number;
-  from_device_ns: number;
-  inbound_bytes: number;
-  outbound_bytes: number;
-  replicated: number;
-  replicated_ns: number;
-  to_device: number;
-  to_device_ns: number;
-  uncached: number;
-}
-/**
- * The loop's end: the losses (one per step), the methods cited, the device
- * (``torch_xla.device()``), whether SPMD is on (``xr.is_spmd()``).
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "SeamLoopFinished".
- */
-export interface SeamLoopFinished {
-  detail_id?: string | null;
-  detail_of?: string | null;
-  device: string;
-  losses: number[];
-  methods: SeamMethodCited[];
-  run_id: string;
-  seq: number;
-  spmd: boolean;
-  type: 'seam_loop_finished';
-}
-/**
- * A ``ComputationClient`` method at torch_xla's v2.9.0 tag: its declaration
- * (``computation_client.h:LINE``), its PJRT implementation (``pjrt_computation_client.cpp:LINE``)
- * and the PJRT C++ API call it makes (``call``, at ``call_at``), the metric it times.
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "SeamMethodCited".
- */
-export interface SeamMethodCited {
-  call: string;
-  call_at: string;
-  declared: string;
-  defined: string;
-  method:
-    | 'TransferToDevice'
-    | 'Compile'
-    | 'ExecuteComputation'
-    | 'ExecuteReplicated'
-    | 'TransferFromDevice';
-  metric: string;
-}
-/**
  * One ``pallas_call`` eqn of ``jax.make_jaxpr(f)(*args)``, in program order (``index``).
  *
  * ``grid``: the grid (``None`` for a dynamic one). ``dimension_semantics``: the compiler
@@ -4671,114 +4735,6 @@ export interface RunRequest {
   type: 'run';
 }
 /**
- * Per-run options: the controls of the exhibits that rerun with a change, composed of each
- * exhibit's options model (``exhibits/<id>/options.py``). Each field's description and its
- * ``x-exhibits`` name the exhibits that read it. An option given as a Python expression
- * (``in_axes``, ``mesh``...) is evaluated inside the sandbox, never in the server.
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "RunOptions".
- */
-export interface RunOptions {
-  /**
-   * sharding: the array's shape as a Python expression (e.g. (8, 16))
-   */
-  array_shape: string | null;
-  /**
-   * tracing: extra calls after the first, as JSON (e.g. [{"change": "shape"}, {"change": "expr", "expr": "(jnp.ones(4),)"}])
-   *
-   * @maxItems 16
-   */
-  calls?: CallSpec[];
-  /**
-   * pjrt_registry: the dynamic-plugin switch (auto, on, off)
-   */
-  dynamic_plugins: ('auto' | 'on' | 'off') | null;
-  /**
-   * lazy_tensor: run f line by line in torch_xla's eager mode (a cut per op)
-   */
-  eager_mode: boolean | null;
-  /**
-   * vmap/transform_order: in_axes as a Python expression
-   */
-  in_axes: string | null;
-  /**
-   * partial_eval: known (true) or unknown (false) per input of the JVP jaxpr, primals then tangents, as JSON (e.g. [true, false])
-   */
-  known: boolean[] | null;
-  /**
-   * sharding/shard_map: the mesh as a Python expression
-   */
-  mesh: string | null;
-  /**
-   * vmap: out_axes as a Python expression
-   */
-  out_axes: string | null;
-  /**
-   * cache_key: the one ingredient of the cache key to change
-   */
-  perturb: string | null;
-  /**
-   * pjrt_registry: the PJRT_DEVICE string to create the client with
-   */
-  pjrt_device: string | null;
-  /**
-   * caches: a named call sequence on the snippet's f/args (e.g. same, new_shape, persistent)
-   */
-  preset: string | null;
-  /**
-   * sharding/shard_map: the PartitionSpec(s) as a Python expression
-   */
-  spec: string | null;
-  /**
-   * transform_order: the transforms, outermost first (e.g. vmap,grad)
-   */
-  stack:
-    | (
-        'jit' | 'grad' | 'value_and_grad' | 'vmap' | 'jacfwd' | 'jacrev' | 'hessian' | 'jvp' | 'vjp'
-      )[]
-    | null;
-  /**
-   * recompile_hunt: the number of loop steps
-   */
-  steps: number | null;
-  /**
-   * wrapped_fun: the transformation applied to f (vmap, custom_vjp, custom_jvp, linear_transpose, jit, grad, jvp, vjp, make_jaxpr, checkpoint)
-   */
-  transform:
-    | (
-        | 'vmap'
-        | 'custom_vjp'
-        | 'custom_jvp'
-        | 'linear_transpose'
-        | 'jit'
-        | 'grad'
-        | 'jvp'
-        | 'vjp'
-        | 'make_jaxpr'
-        | 'checkpoint'
-      )
-    | null;
-  /**
-   * cache_key: XLA flags, filtered as JAX filters them for the key
-   */
-  xla_flags: string | null;
-}
-/**
- * One extra call of the jitted function in the tracing exhibit's "call again" control.
- *
- * ``change``: ``same`` re-uses ``args``; ``shape`` grows axis 0 of every array argument by one
- * (scalars become 1-vectors); ``dtype`` casts floating arguments to float16 and integer ones to
- * int16; ``expr`` evaluates ``expr`` (a Python expression giving an args tuple) in the snippet.
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "CallSpec".
- */
-export interface CallSpec {
-  change: 'same' | 'shape' | 'dtype' | 'expr';
-  expr: string | null;
-}
-/**
  * Cancel the run ``run_id``: it ends with ``run_failed`` kind ``cancelled``.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
@@ -4813,4 +4769,60 @@ export interface DetailRequest {
 export interface FollowRequest {
   follow: boolean;
   type: 'follow';
+}
+/**
+ * Classroom mode (design 0044): open a room that this socket drives as its teacher,
+ * answered by ``room_opened`` (the room id and the teacher token) or ``room_refused`` (the
+ * server holds as many rooms as it allows). With ``room`` and ``token``: take back the room
+ * this teacher opened (the page reconnected), within the grace period after its socket went.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "OpenRoomRequest".
+ */
+export interface OpenRoomRequest {
+  room: string | null;
+  token: string | null;
+  type: 'open_room';
+}
+/**
+ * Follow the room ``room`` as a student: answered by ``room_updated`` (the teacher's
+ * exhibit, code, options, run and stepper position) and the events of the teacher's current
+ * run so far, then every change live; or by ``room_refused`` (no such room, it ended, full).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "JoinRoomRequest".
+ */
+export interface JoinRoomRequest {
+  room: string;
+  type: 'join_room';
+}
+/**
+ * Stop following a room (a student), or close it for everyone (its teacher: ``token``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "LeaveRoomRequest".
+ */
+export interface LeaveRoomRequest {
+  room: string;
+  token: string | null;
+  type: 'leave_room';
+}
+/**
+ * The teacher's page on screen, sent to the room's students: the exhibit, the editor's
+ * code, the options and the stepper position (``cursor``, an index into the run's events; -1:
+ * follow the newest). Refused (``room_refused``) without the room's teacher token, or from a
+ * socket that is not the room's teacher. A run needs no drive: the teacher's ``run`` requests
+ * are announced to the room, and their events relayed to it, by the server.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "DriveRoomRequest".
+ */
+export interface DriveRoomRequest {
+  code: string;
+  cursor: number;
+  exhibit: string;
+  options?: RunOptions;
+  room: string;
+  token: string;
+  type: 'drive_room';
 }

@@ -1,0 +1,389 @@
+"""Classroom mode (design 0044): rooms in which a teacher's page drives its students' pages.
+
+A teacher's socket opens a room (``open_room``) and gets its id and a teacher token; students'
+pages open ``/?room=ID`` and join it (``join_room``). The server then
+
+* announces every run the teacher's socket asks for to the room (``room_updated``: exhibit,
+  code, options, ``teacher_run``) before the run starts, and relays the run's events, as the
+  very texts the teacher's socket was sent, to every student: a student costs no sandbox run;
+* keeps the current run's events (up to ``replay_bytes``) for a student that joins late;
+* sends the teacher's ``drive_room`` (exhibit, code, options, stepper cursor) to the students,
+  only from the socket that holds the room and only with its token (constant-time compare).
+
+Everything is in memory and bounded: at most ``max_rooms`` rooms, ``max_students`` per room, a
+student's unsent frames at most ``member_bytes`` (a student that falls further behind is dropped
+from the room with ``room_closed``, so a slow page never holds up the teacher or the others). A
+room ends when its teacher leaves it (``leave_room`` with the token), ``grace_s`` after the
+teacher's socket went without coming back (``open_room`` with the id and token), or once it sat
+``idle_s`` without a run or a drive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import hmac
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Collection
+from dataclasses import dataclass, field
+
+from jaxscope.protocol import (
+    DriveRoomRequest,
+    EventModel,
+    JoinRoomRequest,
+    LeaveRoomRequest,
+    OpenRoomRequest,
+    RoomClosed,
+    RoomOpened,
+    RoomRefused,
+    RoomRequest,
+    RoomUpdated,
+    RunOptions,
+    RunRequest,
+)
+from jaxscope.sandbox.request_loop import clean_text
+
+MAX_ROOMS = 64
+MAX_STUDENTS = 200
+GRACE_S = 300.0
+IDLE_S = 3 * 3600.0
+REPLAY_BYTES = 8 * 1024 * 1024
+MEMBER_BYTES = 16 * 1024 * 1024
+
+Send = Callable[[str], Awaitable[None]]
+
+
+def _same(a: str, b: str) -> bool:
+    return hmac.compare_digest(
+        a.encode("utf-8", "surrogatepass"), b.encode("utf-8", "surrogatepass")
+    )
+
+
+class Member:
+    """One socket's outgoing room frames: a bounded queue that :meth:`pump` sends in order."""
+
+    def __init__(self, limit: int) -> None:
+        self._frames: collections.deque[str] = collections.deque()
+        self._bytes = 0
+        self._limit = limit
+        self._wake = asyncio.Event()
+        self.synced: str | None = None  # the teacher run whose events this student has whole
+
+    def push(self, text: str) -> bool:
+        """Queue ``text``; False (nothing queued) when that would pass the limit."""
+        if self._bytes + len(text) > self._limit:
+            return False
+        self._frames.append(text)
+        self._bytes += len(text)
+        self._wake.set()
+        return True
+
+    def drop_all(self) -> None:
+        self._frames.clear()
+        self._bytes = 0
+
+    async def pump(self, send: Send) -> None:
+        """Send the queued frames until cancelled."""
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._frames:
+                text = self._frames.popleft()
+                self._bytes -= len(text)
+                await send(text)
+
+
+@dataclass(eq=False)
+class Room:
+    id: str
+    token: str
+    teacher: Member | None
+    exhibit: str = ""
+    code: str = ""
+    options: RunOptions = field(default_factory=RunOptions)
+    run_id: str | None = None
+    cursor: int = -1
+    students: set[Member] = field(default_factory=set)
+    replay: list[str] = field(default_factory=list)
+    replay_bytes: int = 0
+    replayable: bool = True
+    active_at: float = field(default_factory=time.monotonic)
+    grace: asyncio.TimerHandle | None = None
+
+    def update(self, *, replayed: bool = True) -> RoomUpdated:
+        return RoomUpdated(
+            room=self.id,
+            exhibit=self.exhibit,
+            code=self.code,
+            options=self.options,
+            teacher_run=self.run_id,
+            cursor=self.cursor,
+            students=len(self.students),
+            teacher=self.teacher is not None,
+            replayed=replayed,
+        )
+
+
+class RoomRegistry:
+    """The server's rooms (``app.state.rooms``); the bounds are attributes a test may lower."""
+
+    def __init__(self, exhibits: Collection[str]) -> None:
+        self.exhibits = exhibits
+        self.rooms: dict[str, Room] = {}
+        self.max_rooms = MAX_ROOMS
+        self.max_students = MAX_STUDENTS
+        self.grace_s = GRACE_S
+        self.idle_s = IDLE_S
+        self.replay_bytes = REPLAY_BYTES
+        self.member_bytes = MEMBER_BYTES
+
+    def sweep(self) -> None:
+        """End the rooms idle longer than ``idle_s``."""
+        now = time.monotonic()
+        for room in list(self.rooms.values()):
+            if now - room.active_at > self.idle_s:
+                self.close(room, f"the room sat idle for {self.idle_s / 3600:g} h and has ended")
+
+    def close(self, room: Room, message: str) -> None:
+        """End ``room``: its students (and a connected teacher) get ``room_closed``."""
+        if self.rooms.get(room.id) is not room:
+            return
+        del self.rooms[room.id]
+        if room.grace is not None:
+            room.grace.cancel()
+        text = RoomClosed(room=room.id, message=message).model_dump_json()
+        for member in [*room.students, *([room.teacher] if room.teacher else [])]:
+            member.synced = None
+            member.push(text)
+        room.students.clear()
+        room.teacher = None
+        room.replay = []
+
+    def broadcast(self, room: Room, text: str, *, run: bool = False) -> None:
+        """Send ``text`` to every student of ``room`` (``run``: only to those that follow its
+        current run whole); a student whose queue is full is dropped from the room."""
+        for member in list(room.students):
+            if run and member.synced != room.run_id:
+                continue
+            if not member.push(text):
+                self.drop(room, member)
+
+    def drop(self, room: Room, member: Member) -> None:
+        room.students.discard(member)
+        member.synced = None
+        member.drop_all()
+        member.push(
+            RoomClosed(
+                room=room.id,
+                message="this page fell too far behind the room's live stream (a slow "
+                "connection?) and stopped following: open the room's link again to rejoin",
+            ).model_dump_json()
+        )
+
+    def tell_teacher(self, room: Room) -> None:
+        if room.teacher is not None:
+            room.teacher.push(room.update().model_dump_json())
+
+
+class RoomSession:
+    """One socket's part in the rooms (:class:`jaxscope.sandbox.request_loop.Rooms`): at most
+    one room at a time, as its teacher or as a student."""
+
+    def __init__(self, registry: RoomRegistry, member: Member) -> None:
+        self.registry = registry
+        self.member = member
+        self.room: Room | None = None
+        self.teaching = False
+
+    def current(self) -> Room | None:
+        """This socket's room, or None once it ended, or this socket was dropped from it
+        (fell behind) or another page of the teacher took it over."""
+        room = self.room
+        if room is not None and (
+            self.registry.rooms.get(room.id) is not room
+            or (
+                room.teacher is not self.member
+                if self.teaching
+                else self.member not in room.students
+            )
+        ):
+            self.room, self.teaching, room = None, False, None
+        return room
+
+    def _refuse(self, request: RoomRequest, message: str) -> None:
+        room = clean_text(getattr(request, "room", None) or "", 64)
+        self.member.push(
+            RoomRefused(room=room, request=request.type, message=message).model_dump_json()
+        )
+
+    async def request(self, request: RoomRequest) -> None:
+        self.current()
+        if isinstance(request, OpenRoomRequest):
+            self._open(request)
+        elif isinstance(request, JoinRoomRequest):
+            self._join(request)
+        elif isinstance(request, LeaveRoomRequest):
+            self._leave(request)
+        else:
+            self._drive(request)
+
+    def _open(self, request: OpenRoomRequest) -> None:
+        registry = self.registry
+        registry.sweep()
+        if request.room is not None or request.token is not None:
+            room = registry.rooms.get(request.room or "")
+            if room is None or request.token is None or not _same(request.token, room.token):
+                self._refuse(
+                    request,
+                    "this room has ended, or the token is not its teacher's: start a new room",
+                )
+                return
+            self.leave()
+            if room.teacher is not None and room.teacher is not self.member:
+                room.teacher.push(
+                    RoomClosed(
+                        room=room.id, message="another page of the teacher took the room over"
+                    ).model_dump_json()
+                )
+            if room.grace is not None:
+                room.grace.cancel()
+                room.grace = None
+        else:
+            if len(registry.rooms) >= registry.max_rooms:
+                self._refuse(
+                    request,
+                    f"this server already holds {registry.max_rooms} rooms, the most it "
+                    "allows: try again once one has ended",
+                )
+                return
+            self.leave()
+            room_id = secrets.token_urlsafe(12)
+            room = Room(id=room_id, token=secrets.token_urlsafe(24), teacher=None)
+            registry.rooms[room_id] = room
+        room.teacher = self.member
+        room.active_at = time.monotonic()
+        self.room, self.teaching = room, True
+        self.member.push(
+            RoomOpened(
+                room=room.id,
+                token=room.token,
+                max_students=registry.max_students,
+                grace_s=registry.grace_s,
+            ).model_dump_json()
+        )
+        registry.tell_teacher(room)
+        registry.broadcast(room, room.update().model_dump_json())
+
+    def _join(self, request: JoinRoomRequest) -> None:
+        registry = self.registry
+        registry.sweep()
+        room = registry.rooms.get(request.room)
+        if room is None:
+            self._refuse(
+                request,
+                "no such room: it has ended (its teacher closed it or left) or the link is "
+                "mistyped; ask the teacher for the room's link",
+            )
+            return
+        if room is self.room:
+            return
+        if len(room.students) >= registry.max_students:
+            self._refuse(
+                request, f"this room is full: it has {registry.max_students} students already"
+            )
+            return
+        self.leave()
+        room.students.add(self.member)
+        self.room, self.teaching = room, False
+        whole = room.replayable and room.run_id is not None
+        self.member.push(room.update(replayed=whole or room.run_id is None).model_dump_json())
+        if whole:
+            for text in room.replay:
+                self.member.push(text)
+            self.member.synced = room.run_id
+        registry.tell_teacher(room)
+
+    def _leave(self, request: LeaveRoomRequest) -> None:
+        room = self.room
+        if room is None or room.id != request.room:
+            self._refuse(request, "this page is in no such room")
+            return
+        if request.token is not None:
+            if not self.teaching or not _same(request.token, room.token):
+                self._refuse(request, "only the room's teacher can close it")
+                return
+            self.room, self.teaching = None, False
+            self.registry.close(room, "the teacher closed the room")
+            return
+        self.leave()
+
+    def _drive(self, request: DriveRoomRequest) -> None:
+        room = self.current()
+        if (
+            room is None
+            or not self.teaching
+            or room.id != request.room
+            or not _same(request.token, room.token)
+        ):
+            self._refuse(request, "only the room's teacher drives it (with its token)")
+            return
+        if request.exhibit not in self.registry.exhibits:
+            self._refuse(request, f"unknown exhibit {clean_text(request.exhibit, 64)!r}")
+            return
+        room.exhibit, room.code, room.options = request.exhibit, request.code, request.options
+        room.cursor = request.cursor
+        room.active_at = time.monotonic()
+        self.registry.broadcast(room, room.update().model_dump_json())
+
+    async def ran(self, request: RunRequest) -> None:
+        room = self.current()
+        if room is None or not self.teaching:
+            return
+        room.exhibit, room.code, room.options = request.exhibit, request.code, request.options
+        room.run_id, room.cursor = request.run_id, -1
+        room.replay, room.replay_bytes, room.replayable = [], 0, True
+        room.active_at = time.monotonic()
+        for member in room.students:
+            member.synced = request.run_id
+        self.registry.broadcast(room, room.update().model_dump_json())
+
+    def sent(self, event: EventModel, text: str) -> None:
+        room = self.room  # current() without its checks: this is called for every event
+        if room is not None and room.teacher is not self.member:
+            room = None
+        if room is None or not self.teaching or not event.run_id or event.run_id != room.run_id:
+            return
+        if room.replayable:
+            if room.replay_bytes + len(text) <= self.registry.replay_bytes:
+                room.replay.append(text)
+                room.replay_bytes += len(text)
+            else:
+                room.replay, room.replay_bytes, room.replayable = [], 0, False
+        self.registry.broadcast(room, text, run=True)
+
+    def leave(self) -> None:
+        """This socket leaves its room: a student is gone; a teacher's room waits ``grace_s``
+        for the teacher to come back (``open_room`` with the token), then ends."""
+        room, teaching = self.current(), self.teaching
+        self.room, self.teaching = None, False
+        self.member.synced = None
+        if room is None:
+            return
+        if not teaching:
+            room.students.discard(self.member)
+            self.registry.tell_teacher(room)
+            return
+        if room.teacher is not self.member:
+            return
+        room.teacher = None
+        registry = self.registry
+        registry.broadcast(room, room.update().model_dump_json())
+        with contextlib.suppress(RuntimeError):  # no running loop: the app is shutting down
+            room.grace = asyncio.get_running_loop().call_later(
+                registry.grace_s,
+                registry.close,
+                room,
+                "the teacher's page left and did not come back: the room has ended",
+            )
