@@ -254,3 +254,22 @@ def test_bad_snippets_are_blamed_on_their_line(
     assert done.returncode != 0
     assert message in done.stderr
     assert f"line {line}" in done.stderr
+
+
+def test_a_long_loop_in_f_stops_marking_lines(tmp_path: Path) -> None:
+    """Past 20,000 line events in a step, a crossing in f has no line (not a wrong one)."""
+    snippet = tmp_path / "loop.py"
+    snippet.write_text(
+        "import torch\n\nw = torch.ones(4)\n\n\ndef f(x):\n    for i in range(12000):\n"
+        "        i = i + 1\n    print((w * x).sum().item())\n    return (w * x).sum()\n\n\n"
+        "args = (torch.arange(4.0),)\nsteps = 1\n"
+    )
+    done = jaxscope_run(snippet, "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    events = [EVENT_ADAPTER.validate_json(line) for line in done.stdout.splitlines() if line]
+    (step,) = steps_of(events)
+    in_f = [c for c in step.crossings if c.phase == "f"]
+    assert [c.method for c in in_f] == ["Compile", "ExecuteComputation", "TransferFromDevice"]
+    assert {c.line for c in in_f} == {None}
+    assert "past its first 20,000 lines" in in_f[0].source
+    assert step.loss == 6.0
