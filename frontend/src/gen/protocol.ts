@@ -80,6 +80,8 @@ export type Event =
   | XlaStepCounted
   | XlaLoopFinished
   | PjrtClientTried
+  | SeamStepCrossed
+  | SeamLoopFinished
   | PallasCallFound
   | PallasOutputCompared
   | ExportSpecsBuilt
@@ -3957,6 +3959,142 @@ export interface PjrtBranchView {
   file: string;
   lines: number[];
   name: string;
+}
+/**
+ * One training step on the XLA device: the batch moved with ``.to(device)``, ``f(*batch)``
+ * (each of its lines traced), ``torch_xla.sync()`` and ``xm.wait_device_ops()``, then
+ * ``.item()`` of the first tensor ``f`` returned.
+ *
+ * ``crossings``: in the order the profiler saw them (the metrics' order by phase where the
+ * trace has no span); ``metrics``: the step's deltas; ``loss``: the value ``.item()`` read;
+ * ``trace_ok``: the trace's span counts per method equal the metrics' sample counts;
+ * ``trace_us``: the step's trace length (µs); ``wall_ns``: the step's wall time.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SeamStepCrossed".
+ */
+export interface SeamStepCrossed {
+  crossings: SeamCrossing[];
+  detail_id?: string | null;
+  detail_of?: string | null;
+  loss: number;
+  metrics: SeamMetricDelta;
+  run_id: string;
+  seq: number;
+  step: number;
+  trace_ok: boolean;
+  trace_us: number;
+  type: 'seam_step_crossed';
+  wall_ns: number;
+}
+/**
+ * One call of a ``ComputationClient`` method during a step.
+ *
+ * ``method``; ``phase``; ``line``: the snippet line that made it (for ``f``, the line running
+ * when the metric moved; for ``upload``, the ``args``/``batches`` line the batch comes from;
+ * for ``read``, the line of ``f``'s ``return``); None for the loop's sync. ``source``: that
+ * line's text or, for the loop's own statements, the statement. ``start_us``/``dur_us``: its
+ * ``PjRtComputationClient::<method>`` span in the step's profiler trace (µs from the trace's
+ * start), None where the trace has no span for it; ``thread``: the trace thread's name.
+ * ``pjrt``: the PJRT spans inside it (by time, any thread). ``metric_ns``: its sample of the
+ * method's time metric (``TransferToDeviceTime``, ``CompileTime``, ``ExecuteTime``,
+ * ``ExecuteReplicatedTime``, ``TransferFromDeviceTime``), when its phase (or line) had exactly
+ * one, else None; ``bytes``: for transfers, ``OutboundData``/``InboundData`` of the phase (or
+ * line) when it had exactly one sample.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SeamCrossing".
+ */
+export interface SeamCrossing {
+  bytes: number | null;
+  dur_us: number | null;
+  line: number | null;
+  method:
+    | 'TransferToDevice'
+    | 'Compile'
+    | 'ExecuteComputation'
+    | 'ExecuteReplicated'
+    | 'TransferFromDevice';
+  metric_ns: number | null;
+  phase: 'upload' | 'f' | 'sync' | 'read';
+  pjrt: SeamSpan[];
+  source: string;
+  start_us: number | null;
+  thread: string;
+}
+/**
+ * A profiler span inside a crossing's span: ``name`` (a PJRT method's TraceMe name, e.g.
+ * ``PjRtCpuExecutable::ExecuteSharded``), ``start_us`` from the step's trace start, ``dur_us``.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SeamSpan".
+ */
+export interface SeamSpan {
+  dur_us: number;
+  name: string;
+  start_us: number;
+}
+/**
+ * What one step added to torch_xla's metrics (``metric_data``: samples and their sum, ns or
+ * bytes; ``counter_value``), from before the batch's upload to after the loss's ``.item()``.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SeamMetricDelta".
+ */
+export interface SeamMetricDelta {
+  cached: number;
+  compile_ns: number;
+  compiles: number;
+  execute_ns: number;
+  executions: number;
+  from_device: number;
+  from_device_ns: number;
+  inbound_bytes: number;
+  outbound_bytes: number;
+  replicated: number;
+  replicated_ns: number;
+  to_device: number;
+  to_device_ns: number;
+  uncached: number;
+}
+/**
+ * The loop's end: the losses (one per step), the methods cited, the device
+ * (``torch_xla.device()``), whether SPMD is on (``xr.is_spmd()``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SeamLoopFinished".
+ */
+export interface SeamLoopFinished {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  device: string;
+  losses: number[];
+  methods: SeamMethodCited[];
+  run_id: string;
+  seq: number;
+  spmd: boolean;
+  type: 'seam_loop_finished';
+}
+/**
+ * A ``ComputationClient`` method at torch_xla's v2.9.0 tag: its declaration
+ * (``computation_client.h:LINE``), its PJRT implementation (``pjrt_computation_client.cpp:LINE``)
+ * and the PJRT C++ API call it makes (``call``, at ``call_at``), the metric it times.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SeamMethodCited".
+ */
+export interface SeamMethodCited {
+  call: string;
+  call_at: string;
+  declared: string;
+  defined: string;
+  method:
+    | 'TransferToDevice'
+    | 'Compile'
+    | 'ExecuteComputation'
+    | 'ExecuteReplicated'
+    | 'TransferFromDevice';
+  metric: string;
 }
 /**
  * One ``pallas_call`` eqn of ``jax.make_jaxpr(f)(*args)``, in program order (``index``).
