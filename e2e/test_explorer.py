@@ -221,7 +221,8 @@ def test_every_exhibit_runs_its_default_example(
     expect(page.get_by_test_id("narrative")).not_to_be_empty()
     # Every exhibit shows a jaxpr but dtypes (its lesson is the promotion table), prng (the key
     # tree its calls made), lazy_tensor (torch_xla's pending IR graph: no JAX there), pjrt_registry
-    # (pjrt_registry.cpp with the branch marked), xla_cache (the loop's steps table) and export
+    # (pjrt_registry.cpp with the branch marked), xla_cache (the loop's steps table), dynamo_bridge
+    # (f's regions: XLA programs and host code) and export
     # (the exported StableHLO module), wrapped_fun (the default example's WrappedFun stack),
     # xla_passes (the HLO module after a pass), review (its findings), pallas (the kernel's jaxpr).
     main = {
@@ -230,6 +231,7 @@ def test_every_exhibit_runs_its_default_example(
         "lazy_tensor": "lazy-graph",
         "pjrt_registry": "pjrt-source",
         "xla_cache": "xla-steps",
+        "dynamo_bridge": "dynamo-regions",
         "export": "module-text",
         "wrapped_fun": "wf-stack",
         "xla_passes": "xp-hlo",

@@ -408,6 +408,20 @@ EXHIBITS: dict[str, Exhibit] = {
             budget=3.0,
         ),
         Exhibit(
+            id="dynamo_bridge",
+            title='torch.compile(backend="openxla"): FX graphs, graph hashes, replays '
+            "(PyTorch/XLA)",
+            summary="The FX graphs dynamo hands torch_xla's bridge, the graph hash each XLA "
+            "program compiles under, replay by hash on later calls, and graph breaks and CPU "
+            "fallbacks that split f into several programs with host code between.",
+            default_example="sin_cos",
+            worker="torch",
+            # `import torch` maps 5 GB of address space, 5.9-6.3 GB after work (design 0025).
+            address_space_bytes=8 * 2**30,
+            # dynamo traces and the bridge compiles on the first call (0.3-1 s under load).
+            budget=3.0,
+        ),
+        Exhibit(
             id="pjrt_registry",
             title="PJRT_DEVICE: which branch of pjrt_registry.cpp creates the client (PyTorch/XLA)",
             summary="A PJRT_DEVICE string and the dynamic-plugin switch: the branch of torch_xla "

@@ -93,3 +93,25 @@ class TraceMe:
 
     def stop(self) -> None:
         self._me.__exit__(None, None, None)
+
+
+@contextmanager
+def cached_graph_runs() -> Iterator[list[str]]:
+    """Record, for the block, the graph hash (hex) of each ``_run_cached_graph(hash, inputs)``
+    call: torch_xla's dynamo bridge launches every compiled program that way
+    (``torch_xla/_dynamo/dynamo_bridge.py:552`` at v2.9.0), looking the hash up in the compile
+    cache. The binding is wrapped as a module attribute (the bridge reads it at each call) and
+    put back after the block, even when the block raises."""
+    xlac = _xlac()
+    real = xlac._run_cached_graph
+    runs: list[str] = []
+
+    def recording(graph_hash: Any, graph_input: Any) -> Any:
+        runs.append(bytes(graph_hash).hex())
+        return real(graph_hash, graph_input)
+
+    xlac._run_cached_graph = recording
+    try:
+        yield runs
+    finally:
+        xlac._run_cached_graph = real

@@ -207,3 +207,57 @@ def test_trace_me_marks_a_span_in_the_profilers_trace() -> None:
     assert found["names"] == ["seam-after", "seam-upload"]
     (start, end), (t_start, t_end) = found["upload"], found["transfer"]
     assert start <= t_start <= t_end <= end
+
+
+# cached_graph_runs (the dynamo_bridge exhibit): the hashes torch.compile(backend="openxla")'s
+# bridge launches, against the hash the bridge computed for the program (read from the
+# optimized_mod closure's cache, dynamo_bridge.py:479-491 at v2.9.0); the binding is put back
+# after the block, even when it raises.
+CACHED_RUNS = r"""
+import json
+import jaxscope.torch_internals as ti
+import torch, torch_xla
+import torch_xla._dynamo.dynamo_bridge as bridge
+X = torch_xla._XLAC
+out = {}
+dev = torch_xla.device()
+a = torch.arange(6.0).reshape(2, 3).to(dev)
+torch_xla.sync()
+closures = []
+real = bridge.extract_internal
+def extract_internal(model):
+    mod = real(model)
+    closures.append(mod)
+    return mod
+bridge.extract_internal = extract_internal
+compiled = torch.compile(lambda x: torch.sin(x) * 2.0, backend="openxla")
+real_run = X._run_cached_graph
+with ti.cached_graph_runs() as runs:
+    out["patched"] = X._run_cached_graph is not real_run
+    first = compiled(a)
+    second = compiled(a)
+bridge.extract_internal = real
+out["runs"] = runs
+out["restored"] = X._run_cached_graph is real_run
+cells = [c.cell_contents for c in closures[0].__closure__ if isinstance(c.cell_contents, dict)]
+out["closure_hashes"] = [bytes(v[2]).hex() for cache in cells for v in cache.values()]
+try:
+    with ti.cached_graph_runs():
+        raise RuntimeError("inside")
+except RuntimeError:
+    pass
+out["restored_after_raise"] = X._run_cached_graph is real_run
+import math
+out["values"] = second.cpu().flatten().tolist()
+out["expected"] = [2.0 * math.sin(v) for v in range(6)]
+print(json.dumps(out))
+"""
+
+
+def test_cached_graph_runs_records_the_bridges_launches() -> None:
+    got = run_torch(CACHED_RUNS)
+    assert got["patched"] and got["restored"] and got["restored_after_raise"]
+    # Two calls, one program: two launches, both under the hash the bridge compiled it under.
+    assert len(got["runs"]) == 2 and HEX32.fullmatch(got["runs"][0])
+    assert got["runs"] == got["closure_hashes"] * 2
+    assert got["values"] == pytest.approx(got["expected"], rel=1e-5)

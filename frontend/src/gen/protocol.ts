@@ -79,6 +79,10 @@ export type Event =
   | GraphHashCompared
   | XlaStepCounted
   | XlaLoopFinished
+  | DynamoGraphCaptured
+  | DynamoCallCounted
+  | DynamoRegionsFound
+  | DynamoOutputsCompared
   | PjrtClientTried
   | SeamStepCrossed
   | SeamLoopFinished
@@ -3898,6 +3902,150 @@ export interface XlaLoopFinished {
   run_id: string;
   seq: number;
   type: 'xla_loop_finished';
+}
+/**
+ * One FX ``GraphModule`` dynamo handed to the backend, in the order dynamo handed them over.
+ *
+ * ``index``: 0-based; ``call``: the call of the compiled function during which dynamo made it;
+ * ``frame``: the code dynamo traced (``f``, or a resume function after a graph break:
+ * ``torch_dynamo_resume_in_f_at_10``); ``code``: ``gm.code`` (the Python FX generated);
+ * ``nodes``: its nodes with their snippet lines; ``reason``: dynamo's
+ * ``compile_subgraph_reason.reason``; ``graph_break``: whether the graph ended at a graph break
+ * (not at the function's return); ``break_line``/``break_text``: the snippet line of the break
+ * (the last snippet frame of the reason's ``user_stack``) and its text.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "DynamoGraphCaptured".
+ */
+export interface DynamoGraphCaptured {
+  break_line: number | null;
+  break_text: string;
+  call: number;
+  code: string;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  frame: string;
+  graph_break: boolean;
+  index: number;
+  nodes: FxNodeLine[];
+  reason: string;
+  run_id: string;
+  seq: number;
+  type: 'dynamo_graph_captured';
+}
+/**
+ * One node of a dynamo FX graph: its ``name``, ``op`` (``placeholder``,
+ * ``call_function``, ``call_method``, ``output``...), ``target`` (``torch.sin``, ``sum``) and
+ * the snippet line its ``meta['stack_trace']`` names (None when it names none).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "FxNodeLine".
+ */
+export interface FxNodeLine {
+  line: number | null;
+  name: string;
+  op: string;
+  target: string;
+}
+/**
+ * One call of the compiled function: ``call`` (0-based); ``graphs``: the FX graphs dynamo
+ * handed over during it (indices); ``compiled``: the graph hashes ``extract_graph_helper``
+ * computed during it (hex, one per XLA program compiled); ``launched``: the hashes
+ * ``_run_cached_graph`` ran, in order (one per XLA program run); ``counters``: the call's
+ * metric deltas; ``wall_ns``: the call and its sync.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "DynamoCallCounted".
+ */
+export interface DynamoCallCounted {
+  call: number;
+  compiled: string[];
+  counters: DynamoCounterDelta;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  graphs: number[];
+  launched: string[];
+  run_id: string;
+  seq: number;
+  type: 'dynamo_call_counted';
+  wall_ns: number;
+}
+/**
+ * What one call added to torch_xla's metrics (after ``torch_xla.sync()`` and
+ * ``xm.wait_device_ops()``, minus the values before the call): the counters
+ * ``DynamoExtractCompiledGraph`` (``extracts``: graphs handed to ``extract_compiled_graph``)
+ * and ``UncachedCompile`` (``uncached``), the ``CompileTime`` samples and their sum
+ * (``compiles``, ``compile_ns``) and ``ExecuteTime``'s (``executions``, ``execute_ns``). Not
+ * ``CachedCompile``: the bridge's ``UnsupportedNodesCollector`` clears torch_xla's counters
+ * while it compiles and restores only these two (``dynamo_bridge.py:588``, ``:622-627``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "DynamoCounterDelta".
+ */
+export interface DynamoCounterDelta {
+  compile_ns: number;
+  compiles: number;
+  execute_ns: number;
+  executions: number;
+  extracts: number;
+  uncached: number;
+}
+/**
+ * The run's regions in source order (``regions``), after the calls.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "DynamoRegionsFound".
+ */
+export interface DynamoRegionsFound {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  regions: DynamoRegion[];
+  run_id: string;
+  seq: number;
+  type: 'dynamo_regions_found';
+}
+/**
+ * One stretch of the run in source order: ``kind`` ``xla`` (an XLA program the bridge
+ * compiled) or ``host`` (Python and CPU code between programs: a graph break, or an op the
+ * bridge left to the CPU). ``graph``: the FX graph it belongs to (for a graph break, the
+ * graph it ends); ``program``: the XLA program's index in compile order (None for host);
+ * ``graph_hash``: its hash (hex; '' for host); ``what``: its aten ops (xla), or the graph
+ * break's reason / the CPU op (host); ``lines``: the snippet lines it covers; ``code``: the
+ * aten FX code of the program (``xla``) as the bridge received it.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "DynamoRegion".
+ */
+export interface DynamoRegion {
+  code: string;
+  graph: number;
+  graph_hash: string;
+  kind: 'xla' | 'host';
+  lines: number[];
+  program: number | null;
+  what: string;
+}
+/**
+ * The last call's outputs against eager CPU torch: ``outputs``
+ * (``float32[3,4]`` each), ``max_abs_diff`` over all of them, ``close``
+ * (``torch.allclose``, rtol 1e-4, atol 1e-5); ``values``: the first output's first 16 values
+ * (flattened; empty for a complex output); ``replayed_by_hash``: every hash
+ * ``_run_cached_graph`` launched was one ``extract_graph_helper`` computed.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "DynamoOutputsCompared".
+ */
+export interface DynamoOutputsCompared {
+  close: boolean;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  max_abs_diff: number;
+  outputs: string[];
+  replayed_by_hash: boolean;
+  run_id: string;
+  seq: number;
+  type: 'dynamo_outputs_compared';
+  values: number[];
 }
 /**
  * One client creation (``torch_xla.device()``) in a worker that had imported torch_xla but
