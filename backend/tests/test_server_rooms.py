@@ -190,6 +190,23 @@ def test_bounds_refuse_clearly(client: TestClient) -> None:
         s2.send_text(json.dumps({"type": "join_room", "room": opened.room}))
         assert "this room is full" in expect(s2, RoomRefused).message
 
+    # One client cannot take every room: its rooms are bounded, and a teacher that opens
+    # another room closes its previous one at once (not after the grace).
+    rooms.close(rooms.rooms[opened.room], "the test ends it")  # it waits for its teacher
+    rooms.max_rooms, rooms.max_rooms_per_client = 10, 2
+    with client.websocket_connect(WS) as a, client.websocket_connect(WS) as b:
+        first = open_room(a)
+        with client.websocket_connect(WS) as student:
+            join(student, first.room)
+            assert expect(a, RoomUpdated).students == 1
+            second = open_room(a)
+            assert "opened another room" in expect(student, RoomClosed).message
+        assert first.room not in rooms.rooms and second.room in rooms.rooms
+        open_room(b)
+        with client.websocket_connect(WS) as c:
+            c.send_text(OPEN)
+            assert "this client already holds 2 rooms" in expect(c, RoomRefused).message
+
 
 def test_teacher_leaving_ends_the_room_after_the_grace(client: TestClient) -> None:
     rooms: RoomRegistry = client.app.state.rooms  # type: ignore[attr-defined]

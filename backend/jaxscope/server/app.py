@@ -179,7 +179,7 @@ def create_app(settings: Settings | None = None, watched: WatchedFile | None = N
         if remote is None:
             owner = client_of(websocket.client.host if websocket.client is not None else None)
             session = Session(pool, EXHIBITS, tenancy=tenancy, owner=owner)
-            await serve_session(websocket, session, watched, rooms)
+            await serve_session(websocket, session, watched, rooms, owner)
         else:
             await relay_session(websocket, remote)
 

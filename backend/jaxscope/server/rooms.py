@@ -47,6 +47,9 @@ from jaxscope.sandbox.request_loop import clean_text
 
 MAX_ROOMS = 64
 MAX_STUDENTS = 200
+# Rooms one client (an address; all of loopback is one) may hold, so that one client opening
+# rooms from many sockets cannot take every room of the server.
+MAX_ROOMS_PER_CLIENT = 8
 GRACE_S = 300.0
 IDLE_S = 3 * 3600.0
 REPLAY_BYTES = 8 * 1024 * 1024
@@ -100,6 +103,7 @@ class Room:
     id: str
     token: str
     teacher: Member | None
+    owner: str | None = None
     exhibit: str = ""
     code: str = ""
     options: RunOptions = field(default_factory=RunOptions)
@@ -134,6 +138,7 @@ class RoomRegistry:
         self.rooms: dict[str, Room] = {}
         self.max_rooms = MAX_ROOMS
         self.max_students = MAX_STUDENTS
+        self.max_rooms_per_client = MAX_ROOMS_PER_CLIENT
         self.grace_s = GRACE_S
         self.idle_s = IDLE_S
         self.replay_bytes = REPLAY_BYTES
@@ -191,9 +196,10 @@ class RoomSession:
     """One socket's part in the rooms (:class:`jaxscope.sandbox.request_loop.Rooms`): at most
     one room at a time, as its teacher or as a student."""
 
-    def __init__(self, registry: RoomRegistry, member: Member) -> None:
+    def __init__(self, registry: RoomRegistry, member: Member, owner: str | None = None) -> None:
         self.registry = registry
         self.member = member
+        self.owner = owner  # the client (``app.client_of``), for ``max_rooms_per_client``
         self.room: Room | None = None
         self.teaching = False
 
@@ -258,9 +264,26 @@ class RoomSession:
                     "allows: try again once one has ended",
                 )
                 return
+            mine = self.current() if self.teaching else None  # closed below: not counted
+            held = sum(
+                1 for r in registry.rooms.values() if r.owner == self.owner and r is not mine
+            )
+            if self.owner is not None and held >= registry.max_rooms_per_client:
+                self._refuse(
+                    request,
+                    f"this client already holds {registry.max_rooms_per_client} rooms, the most "
+                    "one client may: close one (or wait until a room whose teacher left ends)",
+                )
+                return
+            # A teacher that opens another room closes the one it held (no grace: it chose to).
+            held_room = self.current()
+            if held_room is not None and self.teaching:
+                self.room, self.teaching = None, False
+                held_room.teacher = None  # the students are told; this page knows
+                registry.close(held_room, "the teacher opened another room: this one has ended")
             self.leave()
             room_id = secrets.token_urlsafe(12)
-            room = Room(id=room_id, token=secrets.token_urlsafe(24), teacher=None)
+            room = Room(id=room_id, token=secrets.token_urlsafe(24), teacher=None, owner=self.owner)
             registry.rooms[room_id] = room
         room.teacher = self.member
         room.active_at = time.monotonic()

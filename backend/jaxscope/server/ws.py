@@ -47,11 +47,12 @@ async def serve_session(
     session: Session,
     watched: WatchedFile | None = None,
     rooms: RoomRegistry | None = None,
+    owner: str | None = None,
 ) -> None:
     """Run the websocket's requests on ``session`` until the client disconnects; a follow
     request subscribes the socket to ``watched`` (None: the server watches no file); room
     requests go to ``rooms`` (classroom mode, ``server/rooms.py``; None: refused), whose frames
-    for this socket one task sends in order."""
+    for this socket one task sends in order; ``owner``: the client, for the rooms it may hold."""
     lock = asyncio.Lock()
     unfollow: Callable[[], None] | None = None
 
@@ -77,7 +78,7 @@ async def serve_session(
     member: RoomSession | None = None
     pump: asyncio.Task[None] | None = None
     if rooms is not None:
-        member = RoomSession(rooms, Member(rooms.member_bytes))
+        member = RoomSession(rooms, Member(rooms.member_bytes), owner)
         pump = asyncio.create_task(member.member.pump(send))
     try:
         await serve_requests(
