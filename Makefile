@@ -41,9 +41,12 @@ setup-dev: $(VENV)/.dev
 
 # torch 2.9.0 + torch_xla 2.9.0 and the rest of their closure, every version exact (--no-deps:
 # the file is the whole closure); the import check creates no PJRT client.
-$(TORCH_VENV)/.ready: requirements-torch.txt
+# torchax and its JAX go to a folder of their own (requirements-torchax.txt, design 0042).
+$(TORCH_VENV)/.ready: requirements-torch.txt requirements-torchax.txt
 	test -x $(TORCH_PY) || $(PYTHON) -m venv $(TORCH_VENV)
 	$(TORCH_PY) -m pip install -q --no-deps -r requirements-torch.txt 2>&1 | grep -v "is ignored" || true
+	$(TORCH_PY) -m pip install -q --no-deps --upgrade --target $(TORCH_VENV)/torchax-site \
+	  -r requirements-torchax.txt 2>&1 | grep -v "is ignored" || true
 	PJRT_DEVICE=CPU $(TORCH_PY) -c "import torch, torch_xla, pydantic, ml_dtypes" && touch $@
 
 torch: $(TORCH_VENV)/.ready

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from jaxscope.sandbox.kinds import kind_problem
+from jaxscope.sandbox.kinds import kind_problem, torch_python
 from playwright.sync_api import Page, expect
 
 from e2e.browser import open_exhibit
@@ -83,4 +83,33 @@ def test_lazy_tensor_eager_mode_cuts_every_line(
     expect(page.get_by_test_id("lazy-cut-ops").first).to_contain_text("run eagerly")
     expect(page.get_by_test_id("lazy-eager")).to_be_checked()
     page.screenshot(path=str(screenshots / "lazy_tensor-eager.png"), full_page=True)
+    assert console_errors == []
+
+
+TORCHAX_SITE = Path(torch_python()).parent.parent / "torchax-site"
+
+
+@pytest.mark.skipif(
+    not (TORCHAX_SITE / "torchax").is_dir(),
+    reason=f"torchax is not installed ({TORCHAX_SITE}: `make torch` installs it)",
+)
+def test_lazy_tensor_torchax_beside_torch_xla(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    page.set_viewport_size({"width": 1500, "height": 1300})
+    open_exhibit(page, "lazy_tensor")
+    page.get_by_test_id("example-select").select_option("no_cuts")
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text(
+        "run_finished", timeout=TORCH_RUN_TIMEOUT_MS
+    )
+    expect(page.get_by_test_id("lazy-torchax-panel")).to_have_count(0)
+    page.get_by_test_id("lazy-torchax").check()
+    panel = page.get_by_test_id("lazy-torchax-panel")
+    expect(panel).to_contain_text("torchax 0.0.13 on JAX 0.10.2", timeout=TORCH_RUN_TIMEOUT_MS)
+    expect(page.get_by_test_id("torchax-jaxpr")).to_contain_text("dot_general")
+    expect(page.get_by_test_id("torchax-stablehlo")).to_contain_text("stablehlo.dot_general")
+    expect(page.get_by_test_id("torchax-hlo")).to_contain_text("HloModule")
+    page.get_by_test_id("lazy-torchax-panel").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "lazy_tensor-torchax.png"))
     assert console_errors == []

@@ -386,7 +386,10 @@ EXHIBITS: dict[str, Exhibit] = {
         Exhibit(
             id="lazy_tensor",
             title="Lazy tensors: the pending graph and its cuts (PyTorch/XLA)",
-            summary="torch_xla's pending IR line by line, what cuts it, and the graph hash.",
+            summary=(
+                "torch_xla's pending IR line by line, what cuts it, the graph hash, and the "
+                "same f through torchax."
+            ),
             default_example="mlp_item",
             worker="torch",
             # `import torch` maps 5 GB of address space, 5.9-6.3 GB after work (design 0025).

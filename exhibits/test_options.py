@@ -220,6 +220,7 @@ def test_the_composition_keeps_the_wire_format() -> None:
         "spec": None,
         "array_shape": None,
         "eager_mode": None,
+        "torchax": None,
         "pjrt_device": None,
         "dynamic_plugins": None,
         "transform": None,

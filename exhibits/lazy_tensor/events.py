@@ -138,9 +138,29 @@ class GraphHashCompared(EventBase):
     source: HashSourceView
 
 
+class TorchaxStaged(EventBase):
+    """The same ``f`` through torchax (design 0042, the ``torchax`` option):
+    ``torchax.interop.jax_view(f)`` traced by ``jax.make_jaxpr`` on the tensor ``args`` as JAX
+    arrays (the Python numbers at ``static_args`` static), with torch seeded 0 first (torchax's
+    environment takes its PRNG key from torch's seed). ``jaxpr`` is JAX's text, ``stablehlo``
+    ``jax.jit(...).lower(...).as_text()``, ``values`` the jitted outputs as lists;
+    ``torchax_version`` and ``jax_version`` what ran. ``problem``: why there is none (torchax
+    not installed, or f did what a trace cannot, e.g. ``.item()``: torchax's own error)."""
+
+    type: Literal["torchax_staged"] = "torchax_staged"
+    torchax_version: str
+    jax_version: str
+    static_args: list[int]
+    jaxpr: str
+    stablehlo: str
+    values: list[str]
+    problem: str
+
+
 EVENTS: tuple[type[EventBase], ...] = (
     LazyLineStepped,
     LazyGraphBuilt,
     LazyGraphSynced,
     GraphHashCompared,
+    TorchaxStaged,
 )

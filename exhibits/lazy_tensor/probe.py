@@ -13,7 +13,10 @@ XLA device and calls ``f``:
    before any sync, then ``torch_xla.sync()`` and the values;
 3. the graph hash again on new values of the same shapes, with ``args[0]`` one row longer, and
    with each Python number among ``args`` changed; beside it, what torch_xla's source folds into
-   the hash (``hash_source.py``).
+   the hash (``hash_source.py``);
+4. with the ``torchax`` option, the same ``f`` through torchax (PyPI, from its own folder of the
+   torch venv, design 0042): ``jax.make_jaxpr`` of ``torchax.interop.jax_view(f)``, its
+   StableHLO and values.
 
 torch and torch_xla are public API here; torch_xla's private text, HLO, hash, tensor-debug-info
 and IR-debug functions (torch_xla's own way to read its pending graph) come through
@@ -44,7 +47,12 @@ from .events import (
     LazyGraphBuilt,
     LazyGraphSynced,
     LazyLineStepped,
+    TorchaxStaged,
 )
+
+# torchax and its JAX (requirements-torchax.txt): a folder of the torch venv, not its
+# site-packages, where torch_xla 2.9.0 ships a torchax of its own (design 0042).
+TORCHAX_SITE = "torchax-site"
 
 # ``location=f@<snippet>:7`` in a node of the IR text (torch_xla's IR debug metadata).
 _LOCATION = re.compile(r"location=[^,@]*@" + re.escape(SNIPPET_FILENAME) + r":(\d+)")
@@ -291,6 +299,59 @@ def _changes(args: tuple[Any, ...]) -> list[tuple[str, Any]]:
     return changes
 
 
+def _torchax(f: Callable[..., Any], args: tuple[Any, ...]) -> TorchaxStaged:
+    """``f`` through torchax: its jaxpr, StableHLO and values (module docstring, design 0042)."""
+    import os
+
+    import torch
+
+    site = os.path.join(sys.prefix, TORCHAX_SITE)
+    static = [i for i, a in enumerate(args) if not isinstance(a, torch.Tensor)]
+    empty = TorchaxStaged(
+        torchax_version="",
+        jax_version="",
+        static_args=static,
+        jaxpr="",
+        stablehlo="",
+        values=[],
+        problem="",
+    )
+    if not os.path.isdir(os.path.join(site, "torchax")):
+        return empty.model_copy(
+            update={"problem": f"torchax is not installed ({site}: `make torch` installs it)"}
+        )
+    if site not in sys.path:
+        sys.path.insert(0, site)
+    torch.manual_seed(0)  # torchax's environment takes its PRNG key from torch's seed
+    import jax
+    import numpy as np
+    import torchax
+    import torchax.interop
+
+    jf = torchax.interop.jax_view(f)
+    jargs = [jax.numpy.asarray(a.numpy()) if isinstance(a, torch.Tensor) else a for a in args]
+    staged = empty.model_copy(
+        update={"torchax_version": torchax.__version__, "jax_version": jax.__version__}
+    )
+    try:
+        jaxpr = str(jax.make_jaxpr(jf, static_argnums=static)(*jargs))
+        jitted = jax.jit(jf, static_argnums=static)
+        stablehlo = jitted.lower(*jargs).as_text()
+        out = jax.tree_util.tree_leaves(jitted(*jargs))
+    except Exception as exc:  # f does what a trace cannot (a host read): torchax's own error
+        text = str(exc).strip().splitlines()
+        return staged.model_copy(
+            update={"problem": f"{type(exc).__name__}: {text[0] if text else ''}"}
+        )
+    return staged.model_copy(
+        update={
+            "jaxpr": jaxpr,
+            "stablehlo": stablehlo,
+            "values": [str(np.asarray(v).tolist()) for v in out],
+        }
+    )
+
+
 def _call_on_device(f: Callable[..., Any], args: Any, device: Any) -> Any:
     return f(*_map_tensors(args, lambda t: t.to(device)))
 
@@ -359,3 +420,7 @@ def run(ctx: ProbeContext) -> None:
             del result
             torch_xla.sync()
     ctx.emit(GraphHashCompared(graph_hash=built.graph_hash, trials=trials, source=_hash_source()))
+    if ctx.options.torchax:
+        with ctx.stage("trace"):
+            staged = _torchax(f, args)
+        ctx.emit(staged)

@@ -24,7 +24,13 @@ from jaxscope.protocol import EventBase, RunFinished
 from jaxscope.sandbox.kinds import kind_problem, torch_python
 
 from . import hash_source
-from .events import GraphHashCompared, LazyGraphBuilt, LazyGraphSynced, LazyLineStepped
+from .events import (
+    GraphHashCompared,
+    LazyGraphBuilt,
+    LazyGraphSynced,
+    LazyLineStepped,
+    TorchaxStaged,
+)
 
 HERE = Path(__file__).resolve().parent
 EXHIBIT = HERE.name
@@ -426,3 +432,88 @@ def test_hash_ingredients_read_from_the_source(events: list[EventBase]) -> None:
         collect,
         call,
     )
+
+
+# --- the same f through torchax (design 0042) -------------------------------------------------
+
+NO_CUTS = HERE / "examples" / "no_cuts.py"
+TORCHAX_SITE = torch_python().parent.parent / "torchax-site"
+needs_torchax = pytest.mark.skipif(
+    not (TORCHAX_SITE / "torchax").is_dir(),
+    reason=f"torchax is not installed ({TORCHAX_SITE}: `make torch` installs it)",
+)
+
+# The truth: torchax's own jax_view + jax.make_jaxpr in a plain fresh process (torch seeded 0
+# first, as the probe does: torchax's environment takes its PRNG key from torch's seed), and
+# CPU torch.
+TORCHAX_TRUTH = r"""
+import json, sys
+sys.path.insert(0, sys.argv[2])
+import torch
+torch.manual_seed(0)
+import jax, numpy as np, torchax, torchax.interop
+ns = {}
+exec(compile(open(sys.argv[1]).read(), "<snippet>", "exec"), ns)
+f, args = ns["f"], ns["args"]
+static = [i for i, a in enumerate(args) if not isinstance(a, torch.Tensor)]
+jargs = [jax.numpy.asarray(a.numpy()) if isinstance(a, torch.Tensor) else a for a in args]
+jf = torchax.interop.jax_view(f)
+truth = {"cpu": [torch.as_tensor(f(*args)).tolist()]}
+truth["versions"] = [torchax.__version__, jax.__version__]
+try:
+    truth["jaxpr"] = str(jax.make_jaxpr(jf, static_argnums=static)(*jargs))
+    low = jax.jit(jf, static_argnums=static).lower(*jargs)
+    truth["stablehlo"] = low.as_text()
+    out = jax.tree_util.tree_leaves(jax.jit(jf, static_argnums=static)(*jargs))
+    truth["values"] = [np.asarray(v).tolist() for v in out]
+except Exception as exc:
+    truth["error"] = type(exc).__name__
+print(json.dumps(truth))
+"""
+
+
+def torchax_truth(example: Path) -> dict[str, Any]:
+    done = subprocess.run(
+        [str(torch_python()), "-c", TORCHAX_TRUTH, str(example), str(TORCHAX_SITE)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "PJRT_DEVICE": "CPU"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+@needs_torchax
+def test_torchax_shows_the_same_f_as_a_jaxpr() -> None:
+    events = run_events("--torchax", "true", example=NO_CUTS)
+    staged = only(events, TorchaxStaged)
+    truth = torchax_truth(NO_CUTS)
+    assert staged.problem == ""
+    assert [staged.torchax_version, staged.jax_version] == truth["versions"] == ["0.0.13", "0.10.2"]
+    assert staged.static_args == [2, 3]
+    assert staged.jaxpr == truth["jaxpr"]
+    assert staged.stablehlo == truth["stablehlo"]
+    assert "dot_general" in staged.jaxpr and "stablehlo.dot_general" in staged.stablehlo
+    values = [json.loads(v) for v in staged.values]
+    assert values == [pytest.approx(v, rel=1e-6) for v in truth["values"]]
+    assert values == [pytest.approx(v, rel=1e-5, abs=1e-7) for v in truth["cpu"]]
+    # Beside it, torch_xla's graph of the same f (its own IR and HLO, tested above).
+    assert only(events, LazyGraphBuilt).hlo.startswith("HloModule")
+
+
+@needs_torchax
+def test_torchax_cannot_trace_a_host_read() -> None:
+    """mlp_item's .item() reads a value while torchax traces: torchax's (JAX's) own error, said,
+    not a failed run."""
+    events = run_events("--torchax", "true")
+    staged = only(events, TorchaxStaged)
+    truth = torchax_truth(EXAMPLE)
+    assert staged.problem.split(":")[0] == truth["error"]
+    assert (staged.jaxpr, staged.stablehlo, staged.values) == ("", "", [])
+
+
+def test_no_torchax_panel_without_the_option(events: list[EventBase]) -> None:
+    assert not [e for e in events if isinstance(e, TorchaxStaged)]

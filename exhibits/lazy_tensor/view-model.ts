@@ -113,3 +113,7 @@ export function numbered(text: string, first: number): string {
     .map((line, i) => `${String(first + i).padStart(5, ' ')}  ${line}`)
     .join('\n');
 }
+
+export function torchaxStaged(events: readonly Event[]): EventOf<'torchax_staged'> | undefined {
+  return eventsOf(events, 'torchax_staged').at(-1);
+}

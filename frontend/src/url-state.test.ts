@@ -96,6 +96,7 @@ const EVERY_OPTION: Record<string, unknown> = {
   array_shape: '(8, 16)',
   transform: 'custom_vjp',
   eager_mode: true,
+  torchax: true,
   pjrt_device: 'TPU',
   dynamic_plugins: 'off',
 };

@@ -77,6 +77,7 @@ export type Event =
   | LazyGraphBuilt
   | LazyGraphSynced
   | GraphHashCompared
+  | TorchaxStaged
   | XlaStepCounted
   | XlaLoopFinished
   | DynamoGraphCaptured
@@ -706,6 +707,10 @@ export interface RunOptions {
    * recompile_hunt: the number of loop steps
    */
   steps: number | null;
+  /**
+   * lazy_tensor: also trace f with torchax (jaxpr, StableHLO) beside torch_xla
+   */
+  torchax: boolean | null;
   /**
    * wrapped_fun: the transformation applied to f (vmap, custom_vjp, custom_jvp, linear_transpose, jit, grad, jvp, vjp, make_jaxpr, checkpoint)
    */
@@ -3820,6 +3825,32 @@ export interface HashTrial {
   change: string;
   graph_hash: string;
   same: boolean;
+}
+/**
+ * The same ``f`` through torchax (design 0042, the ``torchax`` option):
+ * ``torchax.interop.jax_view(f)`` traced by ``jax.make_jaxpr`` on the tensor ``args`` as JAX
+ * arrays (the Python numbers at ``static_args`` static), with torch seeded 0 first (torchax's
+ * environment takes its PRNG key from torch's seed). ``jaxpr`` is JAX's text, ``stablehlo``
+ * ``jax.jit(...).lower(...).as_text()``, ``values`` the jitted outputs as lists;
+ * ``torchax_version`` and ``jax_version`` what ran. ``problem``: why there is none (torchax
+ * not installed, or f did what a trace cannot, e.g. ``.item()``: torchax's own error).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "TorchaxStaged".
+ */
+export interface TorchaxStaged {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  jax_version: string;
+  jaxpr: string;
+  problem: string;
+  run_id: string;
+  seq: number;
+  stablehlo: string;
+  static_args: number[];
+  torchax_version: string;
+  type: 'torchax_staged';
+  values: string[];
 }
 /**
  * One step of the loop: ``f(*batch)`` on the XLA device, then ``torch_xla.sync()``.
