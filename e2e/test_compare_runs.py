@@ -45,19 +45,15 @@ args = (jnp.ones(3),)
 
 
 def rows(page: Page) -> list[tuple[str, str, str, str]]:
-    """The compare table's rows: (kind, renamed, previous line, this line)."""
-    out = []
-    for row in page.get_by_test_id("compare-row").all():
-        cells = row.locator("td.text").all_inner_texts()
-        out.append(
-            (
-                row.get_attribute("data-kind") or "",
-                row.get_attribute("data-renamed") or "",
-                cells[0],
-                cells[1],
-            )
-        )
-    return out
+    """The compare table's rows: (kind, renamed, previous line, this line), read in one go."""
+    expect(page.get_by_test_id("compare-table")).to_be_visible()
+    got = page.evaluate(
+        """() => [...document.querySelectorAll('[data-testid="compare-row"]')].map((r) => {
+            const cells = r.querySelectorAll('td.text');
+            return [r.dataset.kind, r.dataset.renamed, cells[0].innerText, cells[1].innerText];
+        })"""
+    )
+    return [(k, n, a, b) for k, n, a, b in got]
 
 
 def cli_diff(tmp_path: Path) -> str:
@@ -253,4 +249,58 @@ def test_cache_key_compares_the_keys(page: Page, console_errors: list[str]) -> N
     assert key[2] != key[3]
     # The ingredients that did not change (the JAX version, the backend) are the same lines.
     assert any(r[0] == "same" for r in got[1:])
+    assert console_errors == []
+
+
+BIG = """import jax.numpy as jnp
+
+
+def f(x):
+    for _ in range(3000):
+        x = jnp.{op}(x) * 0.5
+    return x
+
+
+args = (jnp.ones(4),)
+"""
+
+
+def test_a_stablehlo_fetched_on_demand_is_compared_whole(
+    page: Page, console_errors: list[str], tmp_path: Path
+) -> None:
+    """export streams a module over 256 KiB as its first lines (design 0023): the page fetches the
+    whole text once the run ends, so the previous run's module is whole when compared."""
+    from exhibits.export.events import MODULE_SUMMARY_BYTES
+
+    def printed(op: str) -> str:
+        path = tmp_path / f"{op}.py"
+        path.write_text(BIG.replace("{op}", op))
+        proc = subprocess.run(
+            [JAXSCOPE, "run", "export", str(path), "--print", "stablehlo"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.removesuffix("\n")
+
+    # `jaxscope run --print` asks for every detail: its text is the whole module.
+    want_a, want_b = printed("sin"), printed("cos")
+    assert len(want_a.encode()) > MODULE_SUMMARY_BYTES  # streamed to the page as a summary
+    open_exhibit(page, "export")
+    set_code(page, BIG.replace("{op}", "sin"))
+    run_and_wait(page)
+    set_code(page, BIG.replace("{op}", "cos"))
+    run_and_wait(page)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    page.get_by_test_id("compare-open").click()
+    page.get_by_test_id("compare-tab-stablehlo").click()
+    page.get_by_test_id("compare-mode-text").check()
+    expect(page.get_by_test_id("compare-incomplete")).to_have_count(0)
+    page.get_by_test_id("compare-changes-only").uncheck()
+    page.get_by_test_id("compare-show-all").click()
+    got = rows(page)
+    assert [r[2] for r in got if r[0] != "added"] == want_a.split("\n")
+    assert [r[3] for r in got if r[0] != "removed"] == want_b.split("\n")
+    assert sum(1 for r in got if "stablehlo.sine" in r[2] and r[0] != "same") == 3000
     assert console_errors == []

@@ -12,7 +12,35 @@
  */
 import type { Event, EventOf } from '../protocol';
 
-export type ArtefactId = 'snippet' | 'jaxpr' | 'stablehlo' | 'compiled' | 'cache_key' | 'output';
+export type ArtefactId =
+  | 'jaxpr'
+  | 'jvp_jaxpr'
+  | 'known_jaxpr'
+  | 'unknown_jaxpr'
+  | 'linear_jaxpr'
+  | 'batched_jaxpr'
+  | 'kernel_jaxpr'
+  | 'stablehlo'
+  | 'compiled'
+  | 'cache_key'
+  | 'output'
+  | 'snippet';
+
+/** The tabs' order (the ids are `jaxscope run --print`'s artefact names where there is one). */
+export const ARTEFACT_ORDER: readonly ArtefactId[] = [
+  'jaxpr',
+  'jvp_jaxpr',
+  'known_jaxpr',
+  'unknown_jaxpr',
+  'linear_jaxpr',
+  'batched_jaxpr',
+  'kernel_jaxpr',
+  'stablehlo',
+  'compiled',
+  'cache_key',
+  'output',
+  'snippet',
+];
 
 export interface Artefact {
   id: ArtefactId;
@@ -28,6 +56,11 @@ export interface Artefact {
 /** The event types the artefacts come from (the store fetches their details while it can). */
 export const ARTEFACT_EVENTS: ReadonlySet<string> = new Set([
   'jaxpr_staged',
+  'jvp_jaxpr_staged',
+  'jaxpr_split',
+  'linear_jaxpr_staged',
+  'batched_jaxpr_staged',
+  'pallas_call_found',
   'module_lowered',
   'stablehlo_exported',
   'executable_compiled',
@@ -73,8 +106,28 @@ export function artefactsOf(events: readonly Event[], code: string): Artefact[] 
   const add = (id: ArtefactId, label: string, text: string, structural: boolean, complete = true): void => {
     out.push({ id, label, text, structural, complete });
   };
+  /** A jaxpr view is whole unless it is a summary of a program too large to stream (`total_eqns`). */
+  const whole = (view: { total_eqns?: number | null }, e: Event): boolean =>
+    (view.total_eqns === null || view.total_eqns === undefined) && !summaryOnly(e);
   const jaxpr = last(events, 'jaxpr_staged');
-  if (jaxpr) add('jaxpr', 'jaxpr', jaxpr.jaxpr.text, true, !summaryOnly(jaxpr));
+  if (jaxpr) add('jaxpr', 'jaxpr', jaxpr.jaxpr.text, true, whole(jaxpr.jaxpr, jaxpr));
+  const jvp = last(events, 'jvp_jaxpr_staged');
+  if (jvp) add('jvp_jaxpr', 'JVP jaxpr', jvp.jaxpr.text, true, whole(jvp.jaxpr, jvp));
+  const split = last(events, 'jaxpr_split');
+  if (split) {
+    add('known_jaxpr', 'known jaxpr', split.known.text, true, whole(split.known, split));
+    add('unknown_jaxpr', 'unknown jaxpr', split.unknown.text, true, whole(split.unknown, split));
+  }
+  const linear = last(events, 'linear_jaxpr_staged');
+  if (linear) add('linear_jaxpr', 'linear jaxpr', linear.jaxpr.text, true, whole(linear.jaxpr, linear));
+  const batched = last(events, 'batched_jaxpr_staged');
+  if (batched) add('batched_jaxpr', 'batched jaxpr', batched.jaxpr.text, true, whole(batched.jaxpr, batched));
+  const kernels = events.filter((e): e is EventOf<'pallas_call_found'> => e.type === 'pallas_call_found');
+  if (kernels.length > 0) {
+    // One pallas_call after another, as `--print kernel_jaxpr` joins them.
+    const text = kernels.map((k) => k.kernel_jaxpr.text).join('\n\n');
+    add('kernel_jaxpr', 'kernel jaxpr', text, true, kernels.every((k) => whole(k.kernel_jaxpr, k)));
+  }
   const lowered = last(events, 'module_lowered');
   const exported = last(events, 'stablehlo_exported');
   if (lowered) add('stablehlo', 'StableHLO', lowered.stablehlo, false, !summaryOnly(lowered));

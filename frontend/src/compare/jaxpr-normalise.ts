@@ -14,6 +14,8 @@
  * - an eqn's first line `OUTVARS = primitive[params] OPERANDS` binds its `name:type` outvars
  *   (`_:type` is a dropped one) and uses the operands after the primitive and its inline params;
  * - a closing line `] OPERANDS` (after params printed over several lines) uses its operands;
+ * - a ref read `OUTVARS <- ref[indexers]` binds its outvars and uses the ref (and any variable
+ *   in the indexers); a ref write `ref[indexers] <- value` (or `+=`) uses them all (Pallas);
  * - `in (OUTVARS) }` uses the jaxpr's outvars;
  * - any other line (a param `key=value`, `}`, `)`) has no variables.
  * A literal operand carries its type (`2.0:f32[]`, `-inf:f32[]`) and is no variable.
@@ -40,6 +42,10 @@ export interface JaxprLine {
 const VAR = /^[a-z]+$/;
 /** an eqn's first line: indentation, outvars `name:type ...`, `=`, the rest */
 const EQN = /^(\s*)((?:(?:[a-z]+|_):\S+\s+)+)=\s+(.*)$/;
+/** a ref read (Pallas, state): `OUTVARS <- ref[indexers]` */
+const REF_GET = /^(\s*)((?:(?:[a-z]+|_):\S+\s+)+)<-\s+(.*)$/;
+/** a ref write: `ref[indexers] <- value` or `ref[indexers] += value` */
+const REF_SET = /^(\s*)([a-z]+\[.*\])\s+(<-|\+=)\s+(.*)$/;
 /** a primitive's name at the start of an eqn's right-hand side */
 const PRIMITIVE = /^([A-Za-z_][\w.]*)/;
 /** a jaxpr's header: `{ lambda CONSTVARS ; INVARS. let`, which JAX wraps when long (no `. let` yet) */
@@ -67,6 +73,16 @@ function readBinders(text: string, vars: string[], binds: boolean[], types: (str
 function readOperands(text: string, vars: string[], binds: boolean[], types: (string | null)[]): string {
   return text.replace(/(^|\s)([a-z]+)(?=\s|$)/g, (m, before: string, name: string) => {
     if (!VAR.test(name)) return m;
+    vars.push(name);
+    binds.push(false);
+    types.push(null);
+    return `${before}•`;
+  });
+}
+
+/** Bare names in a ref expression (`a[...]`, `a[b, :]`, a value): each a variable, used. */
+function readRefUses(text: string, vars: string[], binds: boolean[], types: (string | null)[]): string {
+  return text.replace(/(^|[\s[,(])([a-z]+)(?=[\s[\],)]|$)/g, (_m, before: string, name: string) => {
     vars.push(name);
     binds.push(false);
     types.push(null);
@@ -122,6 +138,18 @@ export function readLine(text: string, inHeader = false): JaxprLine {
     const binders = readBinders(header[2] ?? '', vars, binds, types);
     const key = `${header[1]}${binders}${readLet(header[3] ?? '', vars, binds, types)}`;
     return { text, key, vars, binds, types, primitive: null, indent };
+  }
+  const get = REF_GET.exec(text);
+  if (get) {
+    const lhs = readBinders(get[2] ?? '', vars, binds, types);
+    const key = `${get[1]}${lhs}<- ${readRefUses(get[3] ?? '', vars, binds, types)}`;
+    return { text, key, vars, binds, types, primitive: 'get', indent };
+  }
+  const set = REF_SET.exec(text);
+  if (set) {
+    const ref = readRefUses(set[2] ?? '', vars, binds, types);
+    const key = `${set[1]}${ref} ${set[3]} ${readRefUses(set[4] ?? '', vars, binds, types)}`;
+    return { text, key, vars, binds, types, primitive: set[3] === '+=' ? 'addupdate' : 'swap', indent };
   }
   const eqn = EQN.exec(text);
   if (eqn) {

@@ -31,14 +31,17 @@ function jaxprOf(name: string): string {
   return last.jaxpr.text;
 }
 
-/** Every golden's jaxpr texts (the outer ones and any a jaxpr view of another event carries). */
+/** Every jaxpr text of the goldens: the staged jaxprs and the JVP, known/unknown, linear,
+ * batched and kernel jaxprs the compare view shows (`artefacts.ts`). */
 function allJaxprTexts(): [string, string][] {
   const out: [string, string][] = [];
   for (const [path, raw] of Object.entries(GOLDENS)) {
     for (const line of raw.split('\n')) {
       if (line.trim() === '') continue;
       const event = JSON.parse(line) as Event;
-      if (event.type === 'jaxpr_staged') out.push([path, event.jaxpr.text]);
+      for (const artefact of artefactsOf([event], '')) {
+        if (artefact.structural && artefact.complete) out.push([`${path} ${event.type}`, artefact.text]);
+      }
     }
   }
   return out;
@@ -72,13 +75,21 @@ describe('jaxpr normaliser', () => {
     expect(readLine('    c:i32[] d:f32[3] _:f32[8,3] = scan[').vars).toEqual(['c', 'd']);
     expect(readLine('  in (d, c, e) }').vars).toEqual(['d', 'c', 'e']);
     expect(readLine('  in (1.0:f32[], a) }').vars).toEqual(['a']);
+    // Pallas refs: a read binds, a write uses.
+    expect([readLine('    d:f32[4] <- a[...]').vars, readLine('    d:f32[4] <- a[...]').binds]).toEqual([['d', 'a'], [true, false]]);
+    expect(readLine('    c[...] <- f').vars).toEqual(['c', 'f']);
+    expect(readLine('    o[b, :] += 1.0:f32[]').vars).toEqual(['o', 'b']);
   });
 
   it("names JAX's variables as JAX does: renaming every golden jaxpr canonically changes nothing", () => {
     // JAX names a jaxpr's variables a, b, … by first appearance, so a canonical renaming of
     // its text is the text itself only when every variable (and nothing else) was read as one.
     const texts = allJaxprTexts();
-    expect(texts.length).toBeGreaterThanOrEqual(10);
+    expect(texts.length).toBeGreaterThanOrEqual(20);
+    const kinds = new Set(texts.map(([where]) => where.split(' ')[1]));
+    for (const kind of ['jaxpr_staged', 'jvp_jaxpr_staged', 'batched_jaxpr_staged', 'jaxpr_split']) {
+      expect(kinds.has(kind), kind).toBe(true);
+    }
     for (const [path, text] of texts) expect(canonicalText(text), path).toBe(text);
     // ...and a text in other names comes back to JAX's.
     const text = jaxprOf('tracing/golden/mlp_loss.events.jsonl');
