@@ -13,8 +13,9 @@ worker, so a ratio above 1 is time the page (or the server's forwarding) adds. A
 either side is reported with its terminal type, not dropped.
 
 Usage: ``.venv/bin/python bench/page_vs_cli.py [--programs a.py ...] [--exhibits tracing ...]
-[--timeout S] [--json OUT] [--no-cli]``. The page's row also has the bytes of the websocket frames
-it received from Run to the terminal event (``page_bytes``, ``largest_frame``, ``frames``). Prints one JSON object per pair and a summary object at the end.
+[--timeout S] [--json OUT] [--no-cli]``. The page's row also has the bytes of the websocket
+frames it received from Run to the terminal event (``page_bytes``, ``largest_frame``,
+``frames``). Prints one JSON object per pair and a summary object at the end.
 """
 
 from __future__ import annotations
