@@ -237,6 +237,8 @@ def test_every_exhibit_runs_its_default_example(
         "xla_passes": "xp-hlo",
         "review": "review-findings",
         "pallas": "kernel-jaxpr",
+        # torch_spmd: its mesh of device ids (a torch worker: no JAX there).
+        "torch_spmd": "spmd-mesh-grid",
         # seam: the picked step's crossings on two lanes, host and device (a torch worker).
         "seam": "seam-lanes",
     }.get(exhibit, "jaxpr-text")

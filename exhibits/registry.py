@@ -438,6 +438,20 @@ EXHIBITS: dict[str, Exhibit] = {
             needs_snippet=False,
         ),
         Exhibit(
+            id="torch_spmd",
+            title="SPMD on a device mesh: partition specs, tile assignments, collectives "
+            "(PyTorch/XLA)",
+            summary="xs.Mesh over 1-8 virtual CPU devices, each argument's partition spec and the "
+            "tile assignment it becomes, the HLO's sharding annotations, the collectives the "
+            "SPMD partitioner inserted, and every device's shard.",
+            default_example="matmul_2x4",
+            worker="torch",
+            # `import torch` maps 5 GB of address space, 6.2-6.3 GB after SPMD work (design 0025).
+            address_space_bytes=8 * 2**30,
+            # Two programs compile (f's sync and .cpu()'s gather), each partitioned for n devices.
+            budget=2.0,
+        ),
+        Exhibit(
             id="seam",
             title="One training step across the ComputationClient seam (PyTorch/XLA)",
             summary="Each call a training step makes across torch_xla's ComputationClient: "

@@ -10,7 +10,8 @@ probe. Nothing here imports torch at module import: the JAX workers import ``jax
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import os
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -115,3 +116,47 @@ def cached_graph_runs() -> Iterator[list[str]]:
         yield runs
     finally:
         xlac._run_cached_graph = real
+
+
+class ClientExists(RuntimeError):
+    """This process already has its PJRT client, so settings torch_xla reads when it creates
+    the client can no longer take effect."""
+
+
+def set_client_env(settings: Mapping[str, str]) -> None:
+    """Set, for this run's process, environment variables torch_xla's runtime reads when it
+    creates the PJRT client (``CPU_NUM_DEVICES``, ``XLA_FLAGS``, ``PT_XLA_DEBUG_LEVEL``...:
+    design 0025, a torch worker imports torch_xla but makes no client and serves one run). Raises
+    :class:`ClientExists` when the client exists already (the snippet's module body made an XLA
+    tensor): the setting would be silently ignored."""
+    if runtime_is_initialized():
+        raise ClientExists(
+            "torch_xla's PJRT client exists already, so "
+            + ", ".join(sorted(settings))
+            + " can no longer take effect"
+        )
+    os.environ.update(settings)
+
+
+def sharding_spec(t: Any) -> str:
+    """The sharding of the XLA tensor ``t`` as the runtime prints it
+    (``_get_xla_sharding_spec``), e.g. ``{devices=[2,1,4]0,1,2,3,4,5,6,7
+    last_tile_dim_replicate}``; ``""`` for a tensor with none."""
+    return str(_xlac()._get_xla_sharding_spec(t))
+
+
+def op_sharding_args(
+    mesh: Any, spec: tuple[Any, ...]
+) -> tuple[list[Any], list[Any], list[Any], int]:
+    """``Mesh._get_op_sharding_args(spec)`` of torch_xla's SPMD ``Mesh`` (what ``mark_sharding``
+    builds its ``OpSharding`` from): ``(tile_assignment, group_assignment, replication_groups,
+    sharding_type)``, the tile assignment as nested lists and the type as
+    ``ShardingType``'s int."""
+    tile, groups, replication, kind = mesh._get_op_sharding_args(spec)
+    return list(tile), list(groups), list(replication), int(kind)
+
+
+def real_devices(devices: Sequence[str]) -> list[str]:
+    """The runtime devices behind XLA devices (``_xla_real_devices``): under SPMD every tensor
+    lives on the one virtual device, ``['SPMD:0']``; otherwise e.g. ``['CPU:0']``."""
+    return [str(d) for d in _xlac()._xla_real_devices(list(devices))]

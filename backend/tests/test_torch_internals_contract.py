@@ -261,3 +261,49 @@ def test_cached_graph_runs_records_the_bridges_launches() -> None:
     assert len(got["runs"]) == 2 and HEX32.fullmatch(got["runs"][0])
     assert got["runs"] == got["closure_hashes"] * 2
     assert got["values"] == pytest.approx(got["expected"], rel=1e-5)
+
+
+# SPMD (torch_spmd): set_client_env before the client (4 devices) and refused after it; the
+# sharding text, the op-sharding arguments and the real devices against torch_xla's own calls.
+SPMD = r"""
+import json, os
+import jaxscope.torch_internals as ti
+ti.set_client_env({"CPU_NUM_DEVICES": "4"})
+out = {"env": os.environ["CPU_NUM_DEVICES"]}
+import numpy as np, torch, torch_xla
+import torch_xla.distributed.spmd as xs
+import torch_xla.runtime as xr
+xr.use_spmd()
+mesh = xs.Mesh(np.array([3, 1, 0, 2]), (2, 2), ("a", "b"))
+t = torch.ones(4, 4).to("xla")
+xs.mark_sharding(t, mesh, ("b", None))
+out["count"] = xr.global_runtime_device_count()
+out["spec"] = ti.sharding_spec(t)
+out["spec_truth"] = torch_xla._XLAC._get_xla_sharding_spec(t)
+out["unsharded"] = ti.sharding_spec(torch.ones(2).to("xla"))
+tile, groups, repl, kind = ti.op_sharding_args(mesh, ("b", None))
+truth = mesh._get_op_sharding_args(("b", None))
+out["args"] = [tile, groups, repl, kind]
+out["args_truth"] = [list(truth[0]), list(truth[1]), list(truth[2]), int(truth[3])]
+out["real"] = ti.real_devices([str(t.device)])
+out["real_truth"] = [str(d) for d in torch_xla._XLAC._xla_real_devices([str(t.device)])]
+try:
+    ti.set_client_env({"CPU_NUM_DEVICES": "8"})
+    out["refused"] = ""
+except ti.ClientExists as exc:
+    out["refused"] = str(exc)
+print(json.dumps(out))
+"""
+
+
+def test_spmd_client_env_sharding_text_and_tile_assignment() -> None:
+    got = run_torch(SPMD)
+    assert got["env"] == "4" and got["count"] == 4
+    # The runtime's text sorts the devices of each replication group ({3, 0} -> 0,3).
+    assert got["spec"] == got["spec_truth"] == "{devices=[2,1,2]0,3,1,2 last_tile_dim_replicate}"
+    assert got["unsharded"] == ""
+    # The logical mesh [[3, 1], [0, 2]] with axis b first: [[3, 0], [1, 2]], PARTIAL (5).
+    assert got["args"] == got["args_truth"]
+    assert got["args"][0] == [[3, 0], [1, 2]] and got["args"][3] == 5
+    assert got["real"] == got["real_truth"] == ["SPMD:0"]
+    assert "CPU_NUM_DEVICES" in got["refused"] and "exists already" in got["refused"]

@@ -77,6 +77,7 @@ const TABLE: Readonly<Record<string, { group: ExhibitGroup; label: string }>> = 
   pjrt_registry: { group: 'PyTorch/XLA', label: 'PJRT_DEVICE branch' },
   seam: { group: 'PyTorch/XLA', label: 'ComputationClient seam' },
   xla_cache: { group: 'PyTorch/XLA', label: 'Compile cache' },
+  torch_spmd: { group: 'PyTorch/XLA', label: 'SPMD mesh' },
   dynamo_bridge: { group: 'PyTorch/XLA', label: 'torch.compile bridge' },
   pallas: { group: 'XLA & export', label: 'Pallas blocks' },
   export: { group: 'XLA & export', label: 'jax.export' },

@@ -85,6 +85,11 @@ export type Event =
   | DynamoRegionsFound
   | DynamoOutputsCompared
   | PjrtClientTried
+  | SpmdMeshBuilt
+  | SpmdArgSharded
+  | SpmdHloAnnotated
+  | SpmdProgramPartitioned
+  | SpmdResultCompared
   | SeamStepCrossed
   | SeamLoopFinished
   | PallasCallFound
@@ -4138,6 +4143,190 @@ export interface PjrtBranchView {
   file: string;
   lines: number[];
   name: string;
+}
+/**
+ * The SPMD client and the mesh. ``device_count`` is ``xr.global_runtime_device_count()``
+ * after the probe set ``CPU_NUM_DEVICES`` (the mesh's size) and called
+ * ``torch_xla.runtime.use_spmd()``; ``runtime_devices`` the runtime's devices (``CPU:0``...)
+ * and ``xla_devices`` the one virtual device tensors live on (``SPMD:0``). ``device_ids`` is
+ * the mesh's flat device list, ``logical_mesh`` its ``get_logical_mesh()`` flattened
+ * row-major (shape ``mesh_shape``); ``axis_names`` the mesh's names (the axis index as text
+ * where the snippet named none).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SpmdMeshBuilt".
+ */
+export interface SpmdMeshBuilt {
+  axis_names: string[];
+  detail_id?: string | null;
+  detail_of?: string | null;
+  device_count: number;
+  device_ids: number[];
+  logical_mesh: number[];
+  mesh_shape: number[];
+  run_id: string;
+  runtime_devices: string[];
+  seq: number;
+  type: 'spmd_mesh_built';
+  xla_devices: string[];
+}
+/**
+ * ``xs.mark_sharding(args[index], mesh, spec)`` on the argument moved to the device.
+ *
+ * ``spec`` is the snippet's partition spec as Python writes it (``('data', None)``; ``None``:
+ * the argument was left unannotated). ``permutation`` is the order of mesh axes
+ * ``_get_tile_assignment`` transposes the logical mesh by (the spec's axes, then the mesh
+ * axes it leaves out); ``tile_shape`` and ``tile_assignment`` (flat, row-major) the tile
+ * assignment that gives (``Mesh._get_op_sharding_args``), ``sharding_type`` its
+ * ``ShardingType`` name and ``replication_groups`` the devices holding the same tile.
+ * ``sharding`` is the runtime's own text, ``_get_xla_sharding_spec`` (``{devices=[2,1,4]...
+ * last_tile_dim_replicate}``); ``shards`` each device's shard.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SpmdArgSharded".
+ */
+export interface SpmdArgSharded {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  dtype: string;
+  index: number;
+  permutation: number[];
+  replication_groups: number[][];
+  run_id: string;
+  seq: number;
+  shape: number[];
+  sharding: string;
+  sharding_type: string;
+  shards: SpmdShardView[];
+  spec: string;
+  tile_assignment: number[];
+  tile_shape: number[];
+  type: 'spmd_arg_sharded';
+}
+/**
+ * One device's shard of a tensor (``XLAShardedTensor.local_shards``): the runtime device,
+ * its ``replica_id``, the global index range ``[start, stop)`` per dimension (empty: the whole
+ * tensor, torch_xla's ``Ellipsis`` for a replicated one), the shard's shape without padding,
+ * and its values flattened row-major (empty when the shard has more than
+ * :data:`MAX_SHOWN_VALUES` elements).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SpmdShardView".
+ */
+export interface SpmdShardView {
+  device: string;
+  index: number[][];
+  replica_id: number;
+  shape: number[];
+  values: number[];
+}
+/**
+ * The HLO torch_xla builds for ``f``'s outputs before any sync
+ * (``_get_xla_tensors_hlo``): the parameters carry the arguments' shardings; the
+ * partitioner has not run yet (every shape is the global one).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SpmdHloAnnotated".
+ */
+export interface SpmdHloAnnotated {
+  annotations: SpmdAnnotation[];
+  detail_id?: string | null;
+  detail_of?: string | null;
+  hlo: string;
+  run_id: string;
+  seq: number;
+  type: 'spmd_hlo_annotated';
+}
+/**
+ * One HLO instruction carrying a ``sharding={...}`` attribute: its name (``p0.1``), its
+ * opcode, the attribute's value and its line (1-based) in the HLO text.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SpmdAnnotation".
+ */
+export interface SpmdAnnotation {
+  instruction: string;
+  line: number;
+  opcode: string;
+  sharding: string;
+}
+/**
+ * One program torch_xla compiled and XLA dumped after its passes (``--xla_dump_to``,
+ * ``*.cpu_after_optimizations.txt``): ``module`` its name (``SyncTensorsGraph.5``: the sync
+ * of ``f``'s outputs; ``ReplicateShardedData.6``: ``.cpu()`` gathering a sharded output),
+ * ``num_partitions`` the device count the SPMD partitioner split it for, ``hlo`` the per-device
+ * program and ``collectives`` the communication it inserted.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SpmdProgramPartitioned".
+ */
+export interface SpmdProgramPartitioned {
+  cause: string;
+  collectives: SpmdCollective[];
+  detail_id?: string | null;
+  detail_of?: string | null;
+  hlo: string;
+  module: string;
+  num_partitions: number;
+  run_id: string;
+  seq: number;
+  type: 'spmd_program_partitioned';
+}
+/**
+ * A collective in a partitioned program: its instruction name and opcode, the per-device
+ * result type, the device groups it runs within (``replica_groups``: empty when XLA wrote
+ * them in its iota form, kept in ``groups_text``), and its HLO line (1-based).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SpmdCollective".
+ */
+export interface SpmdCollective {
+  groups_text: string;
+  instruction: string;
+  line: number;
+  opcode: string;
+  replica_groups: number[][];
+  result: string;
+}
+/**
+ * ``f``'s outputs after the sync, against eager CPU torch. ``executions`` and ``compiles``
+ * are the sync's ``ExecuteReplicated`` (one per program run on all devices at once) and
+ * ``UncachedCompile`` counter deltas; ``gathers`` the ``ReplicateShardedData`` delta of the
+ * outputs' ``.cpu()`` (a sharded value gathered by a program of its own).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SpmdResultCompared".
+ */
+export interface SpmdResultCompared {
+  compiles: number;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  executions: number;
+  gathers: number;
+  outputs: SpmdOutputView[];
+  run_id: string;
+  seq: number;
+  type: 'spmd_result_compared';
+}
+/**
+ * One output of ``f`` after ``torch_xla.sync()``: its shape and dtype, the sharding the
+ * partitioner gave it (``_get_xla_sharding_spec``; empty: none), each device's shard, its
+ * values after ``.cpu()`` (flattened, empty past :data:`MAX_SHOWN_VALUES` elements), and the
+ * largest difference from ``f`` run on the CPU tensors in eager torch (None: the CPU
+ * output has another shape), and whether they agree as ``torch.allclose(..., rtol=1e-4,
+ * atol=1e-4)`` says (float32 sums in another order differ in their last bits).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SpmdOutputView".
+ */
+export interface SpmdOutputView {
+  allclose: boolean;
+  dtype: string;
+  max_abs_diff: number | null;
+  shape: number[];
+  sharding: string;
+  shards: SpmdShardView[];
+  values: number[];
 }
 /**
  * One training step on the XLA device: the batch moved with ``.to(device)``, ``f(*batch)``
