@@ -258,3 +258,51 @@ def write_page_case() -> None:
 
 if __name__ == "__main__":
     write_page_case()
+
+
+def _shared(x: jax.Array) -> jax.Array:
+    # jnp.tril's jit is one jaxpr JAX prints once, before the top-level jaxpr (`let tril = ...`)
+    for _ in range(6):
+        x = jnp.tril(x) * 2.0 + jnp.tril(x.T)
+    return jnp.sum(x)
+
+
+def _effects_and_control_flow(x: jax.Array) -> jax.Array:
+    for i in range(4):
+        jax.debug.print("step {i}: {x}", i=i, x=x[0])
+        x = jax.lax.cond(x[0] > 0, jnp.sin, jnp.cos, x)
+        x, _ = jax.lax.scan(lambda c, y: (c * 0.5 + y, c), x, jnp.ones((3, 4)))
+        x = jax.nn.relu(x) + jax.lax.fori_loop(0, 3, lambda j, c: c + j, x)
+    return jnp.sum(x)
+
+
+@pytest.mark.parametrize(
+    ("fun", "shape"), [(_shared, (6, 6)), (_effects_and_control_flow, (4,)), (_loop, (8,))]
+)
+def test_small_ranges_of_other_jaxprs_put_back_are_jaxs_text(
+    monkeypatch: Any, fun: Any, shape: tuple[int, ...]
+) -> None:
+    """Shared inner jaxprs printed first, multi-line eqns (cond, scan, while), effects: cut into
+    ranges of a few KB, put back, JAX's text and every eqn."""
+    from jaxscope import summaries
+
+    monkeypatch.setattr(summaries, "HEAD_BYTES", 2000)
+    monkeypatch.setattr(summaries, "RANGE_BYTES", 3000)
+    closed = jax.make_jaxpr(fun)(jnp.ones(shape))
+    # JAX prints the jaxprs these share first (`let tril = { lambda ...`), eqns at indent 4 too
+    assert str(closed).startswith("let ") == (fun is not _loop)
+    view = jaxpr_view(closed)
+    ids = iter(range(10**6))
+    split = split_view(view, lambda: f"r{next(ids)}")
+    assert split is not None, "not split"
+    summary, ranges = split
+    assert len(ranges) >= 2
+    text, eqns = summary.text, list(summary.eqns)
+    for _, start, range_eqns, range_text, more in ranges:
+        assert start == len(eqns)
+        first = range_eqns[0].text.split("\n", 1)[0].strip()
+        assert first.startswith(range_text.split("\n", 1)[0].strip())
+        eqns.extend(range_eqns)
+        text = splice_range(text, range_text, more)
+    assert text == str(closed)
+    assert [e.model_dump() for e in eqns] == [e.model_dump() for e in view.eqns]
