@@ -71,8 +71,8 @@ def test_an_endless_trace_ends_early_and_says_so(sandbox: SandboxHarness) -> Non
     explanation = terminal.explanation or ""
     assert "lax.while_loop" in explanation and "--timeout" in explanation
     # Without the rule the events scaled the limit to the 120 s ceiling (or the 64 MiB cap of
-    # one run's events, ~25 s here): this ends once 40,000 eqns streamed.
-    assert took < 60, took
+    # one run's events, ~25 s here): this ends once 30,000 eqns streamed (10-45 s here).
+    assert took < 90, took
 
 
 def test_a_slow_load_stage_does_not_count(sandbox: SandboxHarness) -> None:
