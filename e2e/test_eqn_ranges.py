@@ -5,6 +5,7 @@ Real Chromium against a real ``jaxscope serve``."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import jax
@@ -66,4 +67,27 @@ def test_the_gpt_stack_text_scrolled_to_its_end_is_jaxs_text(
     assert max(frames) <= MIB, max(frames)
     assert after > before  # the ranges came after the run, as the text was scrolled
     print(f"streamed before scrolling: {before:,} B; after: {after:,} B; frames {len(frames)}")
+    assert console_errors == []
+
+
+def test_the_graph_adds_the_next_eqns_of_the_gpt_stack_on_request(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    open_exhibit(page, "tracing")
+    set_code(page, GPT)
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=120_000)
+    page.get_by_test_id("tab-graph").click()
+    note = page.get_by_test_id("graph-summarised")
+    first = re.search(r"first ([\d,]+) of 928", note.inner_text())
+    assert first is not None, note.inner_text()
+    shown = int(first.group(1).replace(",", ""))
+    button = page.get_by_test_id("graph-next-eqns")
+    added = re.search(r"next ([\d,]+) eqns", button.inner_text())
+    assert added is not None
+    button.click()
+    more = shown + int(added.group(1).replace(",", ""))
+    expect(note).to_contain_text(f"first {more:,} of 928")
+    page.screenshot(path=str(screenshots / "eqn-ranges-gpt-graph.png"))
     assert console_errors == []
