@@ -86,8 +86,10 @@ class DynamoRegion(WireModel):
     bridge left to the CPU). ``graph``: the FX graph it belongs to (for a graph break, the
     graph it ends); ``program``: the XLA program's index in compile order (None for host);
     ``graph_hash``: its hash (hex; '' for host); ``what``: its aten ops (xla), or the graph
-    break's reason / the CPU op (host); ``lines``: the snippet lines it covers; ``code``: the
-    aten FX code of the program (``xla``) as the bridge received it."""
+    break's reason / the CPU op (host), prefixed ``backward: `` for the backward graph
+    aot_autograd made for the FX graph (it runs from the host code at ``backward()``);
+    ``lines``: the snippet lines it covers; ``code``: the aten FX code of the program
+    (``xla``) as the bridge received it, or the host line's source."""
 
     kind: Literal["xla", "host"]
     graph: int

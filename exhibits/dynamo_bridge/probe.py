@@ -1,6 +1,7 @@
 """The dynamo_bridge exhibit's probe (PyTorch/XLA track; runs in a torch worker, design 0041).
 
-The snippet's ``args`` are CPU tensors; the probe moves them to the XLA device and calls
+The snippet's ``args`` are CPU tensors; the probe moves them (and the snippet's modules and
+module-level tensors, in place) to the XLA device and calls
 ``torch.compile(f, backend=...)`` ``calls`` times (default 3), where the backend is a thin
 recorder in front of the real ``openxla`` backend (``torch._dynamo.lookup_backend("openxla")``):
 it records each FX ``GraphModule`` dynamo hands over (its code, its nodes' snippet lines, why
@@ -121,13 +122,18 @@ class BridgeRecord:
 
     graphs: list[DynamoGraphCaptured] = field(default_factory=list)
     programs: list[Program] = field(default_factory=list)
-    # Per FX graph: its layout after partitioning, ("xla", program) or ("host", op, line).
+    # Per FX graph: its forward layout after partitioning, ("xla", program) or ("host", op,
+    # line); and the layout of the backward graph aot_autograd made for it, if the bridge got one.
     layouts: dict[int, list[tuple[str, Any, int | None]]] = field(default_factory=dict)
+    backward_layouts: dict[int, list[tuple[str, Any, int | None]]] = field(default_factory=dict)
     computed: list[str] = field(default_factory=list)
     # The program each extract_internal closure compiled (id of the closure -> program).
     closures: dict[int, int] = field(default_factory=dict)
-    bridged: int = 0
     current_graph: int = 0
+    backward: bool = False
+
+    def layout_of(self, backward: bool) -> dict[int, list[tuple[str, Any, int | None]]]:
+        return self.backward_layouts if backward else self.layouts
 
 
 def _aten_lines(gm: Any) -> tuple[list[str], list[int]]:
@@ -163,15 +169,18 @@ def bridge_recorder(record: BridgeRecord) -> Iterator[list[str]]:
 
     def wrap_extract_compiled(real: Any) -> Any:
         def extract_compiled_graph(xla_model: Any, xla_args: Any) -> Any:
-            # The k-th graph the bridge receives is the k-th dynamo graph (forward graphs,
-            # each compiled at its first run).
-            record.current_graph = min(record.bridged, max(len(record.graphs) - 1, 0))
-            record.bridged += 1
+            # Forward graphs reach the bridge at their first run, in dynamo's order: the first
+            # dynamo graph without one is this graph's. When every graph has one, this is the
+            # backward graph aot_autograd made for the latest (compiled at its backward()).
+            pending = [g.index for g in record.graphs if g.index not in record.layouts]
+            record.backward = not pending and bool(record.graphs)
+            record.current_graph = pending[0] if pending else max(len(record.graphs) - 1, 0)
+            layouts = record.layout_of(record.backward)
             before = len(record.programs)
             compiled = real(xla_model, xla_args)
-            if record.current_graph not in record.layouts:
+            if record.current_graph not in layouts:
                 # No partitioning (symbolic ints among the inputs): one program.
-                record.layouts[record.current_graph] = [
+                layouts[record.current_graph] = [
                     ("xla", i, None) for i in range(before, len(record.programs))
                 ]
             return compiled
@@ -191,7 +200,7 @@ def bridge_recorder(record: BridgeRecord) -> Iterator[list[str]]:
                 else:
                     line = snippet_line(node.meta.get("stack_trace"))
                     layout.append(("host", _target(node), line))
-            record.layouts[record.current_graph] = layout
+            record.layout_of(record.backward)[record.current_graph] = layout
             return partitioned
 
         return partition_fx_graph_for_cpu_fallback
@@ -284,35 +293,11 @@ def recording_backend(
 
 def regions(record: BridgeRecord) -> list[DynamoRegion]:
     """The run in source order: each FX graph's programs and CPU ops (its layout), then the
-    graph break that ended it, if any."""
+    graph break that ended it, if any, then its backward graph's programs (run from the host
+    code, at ``backward()``)."""
     found: list[DynamoRegion] = []
     for graph in record.graphs:
-        for kind, what, line in record.layouts.get(graph.index, []):
-            if kind == "xla":
-                program = record.programs[what]
-                found.append(
-                    DynamoRegion(
-                        kind="xla",
-                        graph=graph.index,
-                        program=what,
-                        graph_hash=program.graph_hash,
-                        what=", ".join(dict.fromkeys(program.ops)),
-                        lines=program.lines,
-                        code=program.code,
-                    )
-                )
-            else:
-                found.append(
-                    DynamoRegion(
-                        kind="host",
-                        graph=graph.index,
-                        program=None,
-                        graph_hash="",
-                        what=f"CPU fallback: {what}",
-                        lines=[line] if line is not None else [],
-                        code="",
-                    )
-                )
+        found += _layout_regions(record, graph.index, record.layouts.get(graph.index, []), "")
         if graph.graph_break:
             found.append(
                 DynamoRegion(
@@ -323,6 +308,42 @@ def regions(record: BridgeRecord) -> list[DynamoRegion]:
                     what=f"graph break: {graph.reason.strip().splitlines()[0]}",
                     lines=[graph.break_line] if graph.break_line is not None else [],
                     code=graph.break_text,
+                )
+            )
+        backward = record.backward_layouts.get(graph.index, [])
+        found += _layout_regions(record, graph.index, backward, "backward: ")
+    return found
+
+
+def _layout_regions(
+    record: BridgeRecord, graph: int, layout: list[tuple[str, Any, int | None]], prefix: str
+) -> list[DynamoRegion]:
+    """One FX graph's layout as regions: its XLA programs and the CPU ops between them."""
+    found: list[DynamoRegion] = []
+    for kind, what, line in layout:
+        if kind == "xla":
+            program = record.programs[what]
+            found.append(
+                DynamoRegion(
+                    kind="xla",
+                    graph=graph,
+                    program=what,
+                    graph_hash=program.graph_hash,
+                    what=prefix + ", ".join(dict.fromkeys(program.ops)),
+                    lines=program.lines,
+                    code=program.code,
+                )
+            )
+        else:
+            found.append(
+                DynamoRegion(
+                    kind="host",
+                    graph=graph,
+                    program=None,
+                    graph_hash="",
+                    what=f"{prefix}CPU fallback: {what}",
+                    lines=[line] if line is not None else [],
+                    code="",
                 )
             )
     return found
@@ -374,6 +395,30 @@ def compare(out: Any, expected: Any) -> tuple[list[str], float, bool, list[float
     return [describe(t) for t in got], worst, close, first
 
 
+def move_module_state(ns: dict[str, Any], args: tuple[Any, ...], device: Any) -> None:
+    """Move the snippet's ``torch.nn.Module`` parameters and buffers and its module-level
+    tensors (not ``args``) to ``device`` in place (``torch.utils.swap_tensors``), so that ``f``
+    can use a model or a weight defined beside it, as on a device a user's script would."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    data = {id(x) for x in pytree.tree_leaves(args)}
+    modules = [v for v in ns.values() if isinstance(v, torch.nn.Module)]
+    tensors = [t for m in modules for t in [*m.parameters(), *m.buffers()]]
+    tensors += [v for v in ns.values() if isinstance(v, torch.Tensor) and id(v) not in data]
+    seen: set[int] = set()
+    for t in tensors:
+        if id(t) in seen or t.device.type == "xla":
+            continue
+        seen.add(id(t))
+        moved = t.detach().to(device)
+        if isinstance(t, torch.nn.Parameter):
+            moved = torch.nn.Parameter(moved, requires_grad=t.requires_grad)
+        else:
+            moved.requires_grad_(t.requires_grad)
+        torch.utils.swap_tensors(t, moved)
+
+
 def run(ctx: ProbeContext) -> None:
     """Call ``torch.compile(f, backend=openxla)`` ``calls`` times; emit the FX graphs, each
     call's launches and counters, the regions, and the outputs against eager CPU torch."""
@@ -389,8 +434,11 @@ def run(ctx: ProbeContext) -> None:
     lines = source_lines(source)
     args = tuple(snippet.args)
     with ctx.stage("trace"):
-        expected = f(*args)  # eager CPU torch, the truth the outputs are held to
+        # The PJRT client first: autograd's engine sizes its device queues at the first
+        # backward, and an f that calls backward() on the CPU first would leave none for XLA.
         device = torch_xla.device()  # creates the PJRT client (PJRT_DEVICE, in this run)
+        expected = f(*args)  # eager CPU torch, the truth the outputs are held to
+        move_module_state(f.__globals__, args, device)
         moved = pytree.tree_map(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, args)
         torch_xla.sync()  # the arguments are device data, not pending uploads
         xm.wait_device_ops()

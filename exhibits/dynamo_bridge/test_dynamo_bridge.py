@@ -10,6 +10,7 @@ Skipped, with the reason, where the torch venv is not installed.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -333,3 +334,31 @@ def test_f_without_tensor_ops_gives_no_graph_and_says_so(tmp_path: Path) -> None
     rows = json.loads(done.stdout)
     assert [(r["graphs"], r["compiled"], r["launched"]) for r in rows] == [([], [], [])] * 3
     assert "dynamo handed the backend no FX graph" in done.stderr
+
+
+def test_backward_in_f_lists_the_backward_program_after_the_break(tmp_path: Path) -> None:
+    """A module-level weight goes to the device with f; backward() breaks the graph, and the
+    backward graph aot_autograd made is compiled at that line: after the break, as backward."""
+    snippet = tmp_path / "step.py"
+    snippet.write_text(
+        "import torch\n\nw = torch.ones(3, requires_grad=True)\n\n"
+        "def f(x):\n    loss = (x * w).sin().sum()\n    loss.backward()\n    return loss\n\n"
+        "args = (torch.linspace(0, 1, 3),)\ncalls = 2\n"
+    )
+    done = jaxscope_run(snippet, "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    events = [EVENT_ADAPTER.validate_json(line) for line in done.stdout.splitlines() if line]
+    (found,) = [e for e in events if isinstance(e, DynamoRegionsFound)]
+    assert [(r.kind, r.graph, r.program) for r in found.regions] == [
+        ("xla", 0, 0), ("host", 0, None), ("xla", 0, 1),
+    ]  # fmt: skip
+    assert found.regions[1].what == "graph break: Unsupported Tensor.backward() call"
+    assert found.regions[1].lines == [7]
+    assert found.regions[2].what.startswith("backward: ") and "aten.cos" in found.regions[2].what
+    calls = calls_of(events)
+    assert [len(c.compiled) for c in calls] == [2, 0]
+    assert calls[1].launched == calls[0].compiled
+    (outputs,) = [e for e in events if isinstance(e, DynamoOutputsCompared)]
+    # The loss: sum(sin(x * 1)) for x = 0, 0.5, 1.
+    assert outputs.close
+    assert outputs.values == pytest.approx([sum(math.sin(v) for v in (0, 0.5, 1))], rel=1e-6)
