@@ -24,11 +24,15 @@ from jaxscope.protocol import (
     RoomUpdated,
     RunFailed,
 )
+from jaxscope.sandbox.pool import WorkerPool
+from jaxscope.sandbox.request_loop import NO_ROOMS, serve_requests
+from jaxscope.sandbox.session import Session
 from jaxscope.sandbox.snippet import load_snippet
 from jaxscope.server.app import create_app
 from jaxscope.server.rooms import Member, Room, RoomRegistry
 from jaxscope.settings import Limits, Settings
 
+from exhibits.registry import EXHIBITS
 from tests.harness import collect, run_msg
 
 SIN = "import jax.numpy as jnp\ndef f(x):\n    return jnp.sin(x) * 2.0\nargs = (jnp.ones(3),)\n"
@@ -259,3 +263,31 @@ def test_a_student_that_falls_behind_is_dropped() -> None:
         assert RoomClosed.model_validate_json(sent[0]).room == room.id
 
     asyncio.run(main())
+
+
+def test_without_rooms_a_room_request_is_refused() -> None:
+    """A transport without rooms (the hosted pool's Unix socket) answers room requests with
+    ``room_refused``, and the session carries on."""
+
+    async def main() -> list[str]:
+        script = [
+            json.dumps({"type": "join_room", "room": "abcdefgh12"}),
+            json.dumps({"type": "open_room"}),
+        ]
+        sent: list[str] = []
+
+        async def receive() -> str | None:
+            return script.pop(0) if script else None
+
+        async def send(text: str) -> None:
+            sent.append(text)
+
+        pool = WorkerPool(SETTINGS.limits, size=0, max_workers=1)
+        await serve_requests(receive, send, Session(pool, EXHIBITS))
+        return sent
+
+    answers = [RoomRefused.model_validate_json(t) for t in asyncio.run(main())]
+    assert [(a.request, a.room, a.message) for a in answers] == [
+        ("join_room", "abcdefgh12", NO_ROOMS),
+        ("open_room", "", NO_ROOMS),
+    ]
