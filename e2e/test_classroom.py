@@ -73,7 +73,8 @@ def test_a_student_follows_the_teachers_run_and_stepper(
         page.get_by_test_id("stepper-event-type").inner_text()
     )
 
-    # The student's editor is read-only, and its Run does nothing while following.
+    # The student's editor is read-only, and its Run is off while following.
+    expect(student.get_by_test_id("run")).to_be_disabled()
     student.get_by_test_id("editor").locator(".cm-content").click()
     student.keyboard.insert_text("# mine\n")
     assert editor_text(student).strip() == SOURCE.strip()
@@ -92,6 +93,7 @@ def test_a_student_follows_the_teachers_run_and_stepper(
     assert "room=" not in student.url
     expect(page.get_by_test_id("room-students")).to_have_text("0 students")
     assert editor_text(student).strip() == SOURCE.strip()
+    expect(student.get_by_test_id("run")).to_be_enabled()
     set_code(student, SOURCE.replace("jnp.sin(x)", "jnp.cos(x)"))
     run_and_wait(student)
     assert jaxpr_text(student).strip() == jaxpr_of(SOURCE.replace("jnp.sin(x)", "jnp.cos(x)"))
