@@ -26,7 +26,8 @@ freshly loaded snippet (new function objects, so neither side hits JAX's tracing
 
 Each repeat times plain JAX, both captures and the floor in turn (the machine is shared, its load
 changes within minutes), each call on a collected heap (``gc.collect()`` first: the garbage of one
-call is not charged to the next). Figures are ratios of medians of wall time; ``cpu`` holds the
+call is not charged to the next), with the collector set as in a worker after its warm-up
+(``gc.freeze()``, ``runner.GC_THRESHOLDS``). Figures are ratios of medians of wall time; ``cpu`` holds the
 same ratios in this process's CPU time (``time.process_time``), which a loaded machine disturbs
 less. ``ratio`` and ``exhibits_ratio`` are the **page's** capture
 (``on_demand``: what a user of the page waits for; an exhibit is one run, so each exhibit's share
@@ -257,6 +258,11 @@ def main() -> None:
         capture(details)
     floor()
     plain()
+    # As a worker after its warm-up (runner.main): what is alive now out of the collector's
+    # reach, and its thresholds (runner.GC_THRESHOLDS), for plain JAX and the captures alike.
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*runner.GC_THRESHOLDS)
     parts: dict[Details, dict[str, list[float]]] = {d: {} for d in MODES}
     times: dict[Details, list[float]] = {d: [] for d in MODES}
     plain_s: list[float] = []

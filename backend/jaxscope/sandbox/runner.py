@@ -128,6 +128,12 @@ SUMMARY_FROM_BYTES = 1024
 SIZE_CHECK_EVERY = 256
 # The worker's limits (set once by main); a run's limits scale with its program from these.
 _LIMITS = Limits()
+# The cyclic collector's thresholds in a worker (Python's default: 700, 10, 10). A capture
+# allocates millions of short-lived objects (jaxpr views, eqn texts, pydantic models): with the
+# default, the collector took ~20% of the autodiff exhibits' capture CPU (bench/ad_overhead.py,
+# design 0013: 2.45 -> 2.0 CPU s at these, 1.9 s with no collection at all). Cycles still go,
+# after 50,000 allocations instead of 700; a worker runs one job, and _settle collects all.
+GC_THRESHOLDS = (50_000, 20, 20)
 # A load stage (the snippet's module body) shorter than this is not credited (design 0046): a
 # snippet loads in milliseconds, and its runs send no extra budget_scaled.
 LOAD_CREDIT_FROM_S = 1.0
@@ -859,6 +865,7 @@ def main(argv: list[str] | None = None) -> int:
     # gc.get_objects() could not list the hook even if its audit event were allowed.
     gc.collect()
     gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
     ready = {"ready": True, **info, "probe_errors": probe_errors, "pid": os.getpid()}
     write_ready(json.dumps(ready).encode() + b"\n")
 
