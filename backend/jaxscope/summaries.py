@@ -210,8 +210,8 @@ def split_view(
 
 def split_event(event: EventModel, new_id: Callable[[], str]) -> list[JaxprEqnsSent]:
     """Split, in place, the jaxpr views of ``event`` (its fields that are a :class:`JaxprView`)
-    over :data:`RANGE_VIEW_BYTES`, largest first, while its line is over
-    :data:`RANGES_FROM_BYTES`; returns the ranges' answers (``detail_of`` set), for the run's
+    over :data:`RANGE_VIEW_BYTES` (the runner calls it for an event over
+    :data:`RANGES_FROM_BYTES`); returns the ranges' answers (``detail_of`` set), for the run's
     capture."""
     views = [
         (name, value, len(value.model_dump_json()))
@@ -219,16 +219,14 @@ def split_event(event: EventModel, new_id: Callable[[], str]) -> list[JaxprEqnsS
         if isinstance(value, JaxprView) and len(value.eqns) > 1 and not value.eqn_ranges
     ]
     out: list[JaxprEqnsSent] = []
-    left = sum(size for _, _, size in views)
     for name, view, size in sorted(views, key=lambda nvs: -nvs[2]):
-        if size <= RANGE_VIEW_BYTES or left <= RANGES_FROM_BYTES:
+        if size <= RANGE_VIEW_BYTES:
             break
         split = split_view(view, new_id)
         if split is None:
             continue
         summary, ranges = split
         setattr(event, name, summary)
-        left -= size - len(summary.model_dump_json())
         out.extend(
             JaxprEqnsSent(field=name, start=start, eqns=eqns, text=text, more=more, detail_of=did)
             for did, start, eqns, text, more in ranges
