@@ -16,6 +16,7 @@ from jaxscope.internals import program_size, review_hooks
 from jaxscope.protocol import BudgetScaled, RunFailed, RunFinished
 from jaxscope.sandbox.worker import limit_help
 from jaxscope.settings import (
+    LOAD_LIMIT_FACTOR,
     TRACE_GROWTH_EQNS,
     load_credit,
     load_limit,
@@ -43,10 +44,10 @@ def test_the_growth_rule() -> None:
     # many eqns, fast: not before the unscaled limit (a hand-set --timeout 300 gives it 300 s)
     assert not trace_kept_growing(10 * TRACE_GROWTH_EQNS, 9.0, 10.0)
     assert not trace_kept_growing(10 * TRACE_GROWTH_EQNS, 200.0, 300.0)
-    # the load stage has 3 × the exhibit's limit of its own, all of it credited
-    assert load_limit(10.0) == 30.0
+    # the load stage has the exhibit's limit of its own, all of it credited
+    assert load_limit(10.0) == 10.0 * LOAD_LIMIT_FACTOR
     assert load_credit(3.5, 10.0) == 3.5
-    assert load_credit(45.0, 10.0) == 30.0
+    assert load_credit(45.0, 10.0) == load_limit(10.0)
     assert load_credit(-1.0, 10.0) == 0.0
 
 
@@ -76,18 +77,18 @@ def test_an_endless_trace_ends_early_and_says_so(sandbox: SandboxHarness) -> Non
 
 
 def test_a_slow_load_stage_does_not_count(sandbox: SandboxHarness) -> None:
-    """The module body sleeps 5 s (a model's build) against a 4 s limit: the load stage has
-    its own (12 s), and the run keeps its 4 s for what comes after its load."""
+    """The module body sleeps 3 s (a model's build), the trace 1.5 s, against a 4 s limit:
+    the load stage has its own, and the run keeps its 4 s for what comes after its load."""
     code = (
-        "import time\nimport jax.numpy as jnp\n\ntime.sleep(5)\n\n"
-        "def f(x):\n    return x + 1\n\nargs = (jnp.ones(3),)\n"
+        "import time\nimport jax.numpy as jnp\n\ntime.sleep(3)\n\n"
+        "def f(x):\n    time.sleep(1.5)\n    return x + 1\n\nargs = (jnp.ones(3),)\n"
     )
     events = sandbox.run(code, exhibit="tracing", wall_s=4.0)
     terminal = assert_one_terminal(events)
     assert isinstance(terminal, RunFinished), terminal
     credited = [e for e in events if isinstance(e, BudgetScaled) and e.load_s is not None]
     assert len(credited) == 1
-    assert 5.0 <= (credited[0].load_s or 0) < load_limit(4.0)
+    assert 3.0 <= (credited[0].load_s or 0) < load_limit(4.0)
     assert credited[0].wall_s == pytest.approx(4.0 + (credited[0].load_s or 0), abs=0.5)
 
 
@@ -97,7 +98,8 @@ def test_an_endless_load_stage_ends_at_its_own_limit(sandbox: SandboxHarness) ->
     terminal = assert_one_terminal(events)
     assert isinstance(terminal, RunFailed) and terminal.kind == "timeout", terminal
     assert terminal.stage == "load"
-    assert f"load stage limit of {load_limit(2.0):g} s" in terminal.message
+    want = f"wall-clock limit of {load_limit(2.0):g} s (the load stage's own)"
+    assert want in terminal.message, terminal.message
     assert "module body" in (terminal.explanation or "")
 
 

@@ -842,7 +842,8 @@ def main(argv: list[str] | None = None) -> int:
     # Before any user code: become unprivileged (root only), fix the lifetime CPU limit, remove
     # the spawners that raise no audit event, then install the audit hook.
     info["uid"] = guard.drop_privileges(os.getcwd(), ns.parent_pid, ns.uid) or os.getuid()
-    # Room for the longest run: a load stage of up to 3 × 3 × cpu_s (budget 3), then the ceiling.
+    # Room for the longest run: a credited load stage (up to LOAD_LIMIT_FACTOR × 3 × cpu_s), then
+    # the ceiling.
     guard.set_cpu_lifetime(limits.cpu_s, floor_s=limits.ceiling_s + 10 * limits.cpu_s)
     guard.remove_unaudited_spawners()
     sys.stdin = io.StringIO("")

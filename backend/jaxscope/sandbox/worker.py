@@ -683,8 +683,9 @@ class WorkerProcess:
             limit += f", after the {loaded_s:.1f} s its load stage took"
         failed = RunFailed(
             kind="timeout",
-            message=f"the run exceeded its {'load stage' if loading else 'wall-clock'} limit of "
-            f"{limit}" + _where(loc),
+            message=f"the run exceeded its wall-clock limit of {limit}"
+            + (" (the load stage's own)" if loading else "")
+            + _where(loc),
         )
         failed.source = loc
         return failed
