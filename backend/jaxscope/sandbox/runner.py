@@ -460,11 +460,12 @@ def _warm_up(kind: WorkerKind = "jax") -> dict[str, Any]:
     import jax
     import jax.numpy as jnp
 
-    from jaxscope.internals import program_size
+    # The one import of internals the sandbox makes (test_import_rules.ALLOWED, design 0046).
+    from jaxscope.internals.program_size import install, reporting_sizes
 
     global _REPORTING_SIZES
-    program_size.install()
-    _REPORTING_SIZES = program_size.reporting_sizes
+    install()
+    _REPORTING_SIZES = reporting_sizes
     devices = jax.devices()
     jax.jit(lambda x: x * 2.0 + 1.0)(jnp.ones(3)).block_until_ready()
     return {
