@@ -27,9 +27,9 @@ freshly loaded snippet (new function objects, so neither side hits JAX's tracing
 Each repeat times plain JAX, both captures and the floor in turn (the machine is shared, its load
 changes within minutes), each call on a collected heap (``gc.collect()`` first: the garbage of one
 call is not charged to the next), with the collector set as in a worker after its warm-up
-(``gc.freeze()``, ``runner.GC_THRESHOLDS``). Figures are ratios of medians of wall time; ``cpu`` holds the
-same ratios in this process's CPU time (``time.process_time``), which a loaded machine disturbs
-less. ``ratio`` and ``exhibits_ratio`` are the **page's** capture
+(``gc.freeze()``, ``runner.GC_THRESHOLDS``). Figures are ratios of medians of wall time;
+``cpu`` holds the same ratios in this process's CPU time (``time.process_time``), which a
+loaded machine disturbs less. ``ratio`` and ``exhibits_ratio`` are the **page's** capture
 (``on_demand``: what a user of the page waits for; an exhibit is one run, so each exhibit's share
 is what its user waits for); ``eager`` holds the same figures for the CLI's capture. Goals
 (issues 3 and 14): each exhibit at most 2x, the three together at most 5x. ``parts_median_ms``
