@@ -366,13 +366,19 @@ def first_tensor(outputs: Any, line: int | None) -> Any:
 
     leaves = [t for t in pytree.tree_leaves(outputs) if isinstance(t, torch.Tensor)]
     if not leaves or leaves[0].numel() != 1:
+        if not leaves:
+            got = f"{type(outputs).__name__} with no tensor in it"
+        elif leaves[0] is outputs:
+            got = f"a tensor of shape {tuple(leaves[0].shape)}"
+        else:
+            got = f"{type(outputs).__name__} whose first tensor has shape {tuple(leaves[0].shape)}"
         raise blame_line(
             InvalidSnippet(
                 "f must return the step's loss, a tensor of one element (or a tuple starting "
-                f"with it), not {type(outputs).__name__}"
-                + (f" of shape {tuple(leaves[0].shape)}" if leaves else "")
+                f"with it), not {got}"
             ),
             line,
+            "f",
         )
     return leaves[0]
 

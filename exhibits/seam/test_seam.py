@@ -241,7 +241,13 @@ ARGS = "\n\nargs = (torch.ones(2),)\n"
     ("body", "message", "line"),
     [
         ("def f(x):\n    return x.sum()" + ARGS + "steps = 0\n", "steps must be an int from 1", 7),
-        ("def f(x):\n    return x * 2" + ARGS, "f must return the step's loss", 4),
+        ("def f(x):\n    return x * 2" + ARGS, "not a tensor of shape (2,)\n  at line 4 in f", 4),
+        (
+            "def f(x):\n    return x * 2, {'s': x.sum()}" + ARGS,
+            "not tuple whose first tensor has shape (2,)\n  at line 4 in f",
+            4,
+        ),
+        ("def f(x):\n    return 3.0" + ARGS, "not float with no tensor in it\n  at line 4 in f", 4),
         ("def f(x):\n    raise ValueError('no step')" + ARGS, "no step", 4),
     ],
 )
