@@ -250,6 +250,13 @@ function blocks(lines: readonly JaxprLine[]): Block[] {
 
 /** An eqn's first line without its primitive and inline params (`•:f32[3] = ◦ •`), else its key. */
 function looseKey(line: JaxprLine): string {
+  // The header and the `in` line pair only with their like: by position, an eqn added at the
+  // end was paired with the old `in` line, and the new `in` line was marked added.
+  const text = line.text.trimStart();
+  if (line.primitive === null && line.indent <= 1) {
+    if (text.startsWith('{ lambda')) return '{ lambda ◦';
+    if (text.startsWith('in ')) return 'in ◦';
+  }
   if (line.primitive === null) return line.key;
   const at = line.key.indexOf(`= ${line.primitive}`);
   if (at < 0) return line.key;
