@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import signal
+import sys
 from typing import Any
 
 import jax
@@ -553,3 +554,30 @@ def test_a_bwd_output_of_the_wrong_shape_is_explained_and_names_the_bwd() -> Non
     assert "`my_bwd`, defined at line 8 (the bwd of `scale`): it returns at line 10" in (
         failed.explanation
     )
+
+
+_TWO_ARGS = """
+def f(x, w):
+    return x * w
+
+args = (1.0,)
+"""
+
+
+def test_f_called_wrongly_names_jax_only_where_jax_is_loaded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A missing argument has no frame in the snippet: the error points at ``def f``. In a JAX
+    worker the note names JAX's options; in a torch worker (no ``jax`` module, the PyTorch/XLA
+    track) it must not blame JAX, which the run never imported."""
+    snippet = load_snippet(_TWO_ARGS)
+    with pytest.raises(TypeError) as info:
+        snippet.f(*snippet.namespace["args"])
+    with_jax = classify(info.value, "trace", snippet.f)
+    assert with_jax.source is not None and with_jax.source.line == 2
+    assert with_jax.explanation is not None and "JAX raised this" in with_jax.explanation
+    monkeypatch.delitem(sys.modules, "jax")
+    without = classify(info.value, "trace", snippet.f)
+    assert without.source is not None and without.source.line == 2
+    assert without.explanation is not None and "as a whole" in without.explanation
+    assert "JAX" not in without.explanation and "static_argnums" not in without.explanation

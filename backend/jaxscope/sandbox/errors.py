@@ -204,6 +204,13 @@ _NO_FRAME_EXPLANATION = (
     " or what it returns), not at a line inside it, so the location shown is where `f` is"
     " defined."
 )
+# The same for a worker that has not imported JAX (the PyTorch/XLA track's torch workers): there
+# the error comes from calling ``f`` (a missing argument) or from the probe's reading of its
+# result, and the JAX options above do not exist.
+_NO_FRAME_EXPLANATION_NO_JAX = (
+    "This was raised while calling `f` as a whole (its arguments or what it returns), not at a"
+    " line inside it, so the location shown is where `f` is defined."
+)
 
 
 def snippet_code(f: object) -> CodeType | None:
@@ -257,7 +264,9 @@ def classify(exc: BaseException, stage: Stage | None, f: object = None) -> RunFa
         and not isinstance(exc, InvalidSnippet)  # a setting or option, not f, is at fault
     ):
         source = SourceLoc(line=code.co_firstlineno, function=code.co_name)
-        explanation = _NO_FRAME_EXPLANATION
+        explanation = (
+            _NO_FRAME_EXPLANATION if "jax" in sys.modules else _NO_FRAME_EXPLANATION_NO_JAX
+        )
     if isinstance(exc, InvalidSnippet):
         kind = "invalid_snippet"
     elif is_memory_error(exc):
