@@ -181,6 +181,44 @@ export function readLine(text: string, inHeader = false): JaxprLine {
   return { text, key: text, vars, binds, types, primitive: null, indent };
 }
 
+/** `text` split at each `; ` outside brackets, braces and parentheses. */
+function splitTopLevel(text: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '[' || c === '{' || c === '(') depth++;
+    else if (c === ']' || c === '}' || c === ')') depth--;
+    else if (c === ';' && depth === 0 && text[i + 1] === ' ') {
+      parts.push(text.slice(start, i));
+      start = i + 2;
+    }
+  }
+  parts.push(text.slice(start));
+  return parts;
+}
+
+/**
+ * A jaxpr JAX printed on one line (it does when the whole jaxpr fits:
+ * `{ lambda ; a:f32[3]. let b:f32[3] = sin a; c:f32[3] = mul b 2.0:f32[] in (c,) }`) in the
+ * form it prints a longer one: the header to `. let`, one eqn a line (indented 4), `in (...) }`
+ * (indented 2). Any other text is returned as it is. Without this the structural comparison
+ * would see one row for the whole jaxpr of a short snippet.
+ */
+export function expandOneLine(text: string): string {
+  const trimmed = text.trim();
+  if (trimmed.includes('\n')) return text;
+  const header = /^\{\s*lambda\s+.*?\.\s+let(?=\s)/.exec(trimmed);
+  // the outer jaxpr's `in (...) }` is its last: an inner jaxpr's (in a param) comes before it
+  const outs = trimmed.lastIndexOf(' in (');
+  if (!header || outs < header[0].length || !trimmed.endsWith('}')) return text;
+  const body = trimmed.slice(header[0].length, outs).trim();
+  // the header's `;` (constvars ; invars) is not in the body; the body's `; ` separate its eqns
+  const eqns = body === '' ? [] : splitTopLevel(body);
+  return [header[0], ...eqns.map((e) => `    ${e.trim()}`), `  ${trimmed.slice(outs + 1)}`].join('\n');
+}
+
 /** Every line of a jaxpr text, read. */
 export function readJaxpr(text: string): JaxprLine[] {
   let inHeader = false;

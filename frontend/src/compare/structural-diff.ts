@@ -20,7 +20,7 @@
  */
 import { diffArrays, formatPatch, structuredPatch } from 'diff';
 import type { JaxprLine } from './jaxpr-normalise';
-import { readJaxpr, renameVars } from './jaxpr-normalise';
+import { expandOneLine, readJaxpr, renameVars } from './jaxpr-normalise';
 
 export type RowKind = 'same' | 'changed' | 'removed' | 'added';
 
@@ -295,8 +295,9 @@ function mapBinders(la: JaxprLine, lb: JaxprLine, toA: Map<string, string>): voi
 
 /** Side-by-side rows of two jaxpr texts, eqns matched by position and primitive (module comment). */
 export function jaxprRows(a: string, b: string, note: Approximate = { approximate: false }): Row[] {
-  const aLines = readJaxpr(a);
-  const bLines = readJaxpr(b);
+  // A short jaxpr JAX printed on one line is compared eqn by eqn too (`expandOneLine`).
+  const aLines = readJaxpr(expandOneLine(a));
+  const bLines = readJaxpr(expandOneLine(b));
   const aBlocks = blocks(aLines);
   const bBlocks = blocks(bLines);
   const blockRows = alignLines(
