@@ -2,11 +2,14 @@ import { describe, expect, it } from 'vitest';
 import type { RoomUpdated } from '../protocol';
 import {
   NO_ROOM,
+  TEACHER_ROOM_KEY,
   followCursor,
   followStep,
   joining,
   roomEvent,
   roomFromSearch,
+  saveTeacherRoom,
+  savedTeacherRoom,
   studentLink,
   teacherCursor,
 } from './room';
@@ -113,5 +116,41 @@ describe('followCursor and teacherCursor', () => {
   it('sends -1 while the teacher follows the newest event', () => {
     expect(teacherCursor(41, true)).toBe(-1);
     expect(teacherCursor(5, false)).toBe(5);
+  });
+});
+
+describe("a teacher's room in the tab's sessionStorage", () => {
+  function memoryStorage(): Pick<Storage, 'getItem' | 'setItem' | 'removeItem'> & { items: Map<string, string> } {
+    const items = new Map<string, string>();
+    return {
+      items,
+      getItem: (k) => items.get(k) ?? null,
+      setItem: (k, v) => void items.set(k, v),
+      removeItem: (k) => void items.delete(k),
+    };
+  }
+
+  it('keeps a teacher room across a reload and forgets it when the room ends', () => {
+    const storage = memoryStorage();
+    const teacher = roomEvent(NO_ROOM, {
+      type: 'room_opened', seq: 0, run_id: '', room: 'Room_id-1234', token: 'tok', max_students: 200, grace_s: 300,
+    });
+    saveTeacherRoom(storage, teacher);
+    const reloaded = savedTeacherRoom(storage);
+    expect(reloaded).toMatchObject({ role: 'teacher', room: 'Room_id-1234', token: 'tok' });
+    saveTeacherRoom(storage, NO_ROOM);
+    expect(storage.items.has(TEACHER_ROOM_KEY)).toBe(false);
+    expect(savedTeacherRoom(storage)).toBeNull();
+  });
+
+  it('never keeps a student room, and refuses a damaged entry', () => {
+    const storage = memoryStorage();
+    saveTeacherRoom(storage, joining('Room_id-1234'));
+    expect(storage.items.size).toBe(0);
+    for (const raw of ['{', 'null', '{"room":"x","token":"t"}', '{"room":"Room_id-1234","token":""}']) {
+      storage.items.set(TEACHER_ROOM_KEY, raw);
+      expect(savedTeacherRoom(storage)).toBeNull();
+    }
+    expect(savedTeacherRoom(null)).toBeNull();
   });
 });

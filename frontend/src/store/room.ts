@@ -3,8 +3,9 @@
  * follows, what a room event changes in it, and what a student's page must show for the
  * teacher's latest state (`followStep`) and where its stepper goes (`followCursor`).
  *
- * A teacher's page opens a room and keeps its token in memory only (never in the URL or
- * storage); a student's page is opened with `?room=ID` and follows until the student leaves or
+ * A teacher's page opens a room and keeps its token in memory and in the tab's sessionStorage
+ * (`saveTeacherRoom`: never in the URL, gone with the tab), so that a reload takes the room back
+ * within the server's grace period instead of leaving its students waiting; a student's page is opened with `?room=ID` and follows until the student leaves or
  * the room ends. The shell (App.svelte) sends the requests and applies the steps.
  */
 import type { RoomClosed, RoomOpened, RoomRefused, RoomUpdated, RunOptions } from '../protocol';
@@ -17,7 +18,7 @@ export interface RoomState {
   /** teacher: this page drives `room`; student: it follows `room`; none: no room */
   role: 'none' | 'teacher' | 'student';
   room: string | null;
-  /** the teacher token (teacher only; kept in memory) */
+  /** the teacher token (teacher only; kept in memory and the tab's sessionStorage) */
   token: string | null;
   /** students in the room (as the server last said) */
   students: number;
@@ -61,6 +62,35 @@ export function studentLink(location: { origin: string; pathname: string; search
   if (token !== null) params.set('token', token);
   params.set('room', room);
   return `${location.origin}${location.pathname}?${params.toString()}`;
+}
+
+/** The sessionStorage key of the room this tab teaches (its id and teacher token). */
+export const TEACHER_ROOM_KEY = 'jaxscope.teacherRoom';
+
+/**
+ * The room this tab taught before a reload (`saveTeacherRoom`), as a teacher's state waiting
+ * for its socket (the page sends `open_room` with the id and token on connecting), or null.
+ */
+export function savedTeacherRoom(storage: Pick<Storage, 'getItem'> | null): RoomState | null {
+  const raw = storage?.getItem(TEACHER_ROOM_KEY) ?? null;
+  if (raw === null) return null;
+  try {
+    const saved: unknown = JSON.parse(raw);
+    if (typeof saved !== 'object' || saved === null) return null;
+    const { room, token } = saved as { room?: unknown; token?: unknown };
+    if (typeof room !== 'string' || !ROOM_ID.test(room) || typeof token !== 'string' || token === '') return null;
+    return { ...NO_ROOM, role: 'teacher', room, token, joined: true };
+  } catch {
+    return null;
+  }
+}
+
+/** Keep the room a teacher's `state` drives in the tab's storage, or forget it (no room). */
+export function saveTeacherRoom(storage: Pick<Storage, 'setItem' | 'removeItem'> | null, state: RoomState): void {
+  if (storage === null) return;
+  if (state.role === 'teacher' && state.room !== null && state.token !== null) {
+    storage.setItem(TEACHER_ROOM_KEY, JSON.stringify({ room: state.room, token: state.token }));
+  } else storage.removeItem(TEACHER_ROOM_KEY);
 }
 
 export type RoomEvent = RoomOpened | RoomUpdated | RoomRefused | RoomClosed;
