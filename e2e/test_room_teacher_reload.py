@@ -1,6 +1,7 @@
 """Classroom mode (design 0044): a teacher who reloads the tab keeps the room. The page keeps the
 room id and teacher token in the tab's sessionStorage and takes the room back on connecting,
-within the server's grace period. Before, the token lived in page memory only: after a reload
+within the server's grace period (and a following student's stepper buttons are off, with the
+reason). Before, the token lived in page memory only: after a reload
 the teacher had no room and the students waited "for the teacher's page" until the room ended."""
 
 from __future__ import annotations
@@ -37,6 +38,12 @@ def test_a_teacher_reload_takes_the_room_back(
     expect(student.get_by_test_id("stepper-event-type")).to_have_text(
         "run_finished", timeout=RUN_TIMEOUT_MS
     )
+    # The student's stepper follows the teacher's: its buttons are off, and say why.
+    first = student.get_by_test_id("stepper-first")
+    expect(first).to_be_disabled()
+    assert "teacher" in (first.get_attribute("title") or "")
+    expect(student.get_by_test_id("stepper-play")).to_be_disabled()
+    expect(page.get_by_test_id("stepper-first")).to_be_enabled()
     snippet = load_snippet(SOURCE)
     want = str(jax.make_jaxpr(snippet.f)(*snippet.args))
     fold = student.get_by_test_id("jaxpr-fold")
