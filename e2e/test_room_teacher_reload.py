@@ -12,7 +12,9 @@ from playwright.sync_api import Browser, Page, expect
 
 from e2e.browser import RUN_TIMEOUT_MS, open_exhibit, set_code
 
-SOURCE = "import jax.numpy as jnp\n\ndef f(x):\n    return jnp.cos(x) * 3\n\nargs = (jnp.ones(2),)\n"
+SOURCE = (
+    "import jax.numpy as jnp\n\ndef f(x):\n    return jnp.cos(x) * 3\n\nargs = (jnp.ones(2),)\n"
+)
 
 
 def test_a_teacher_reload_takes_the_room_back(
