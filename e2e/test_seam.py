@@ -77,3 +77,32 @@ def test_seam_shows_a_steps_crossings(
     expect(rows.filter(has_text="f line 18")).to_have_count(3)
     page.screenshot(path=str(screenshots / f"seam-item-{theme}.png"), full_page=True)
     assert console_errors == []
+
+
+def test_seam_spmd_example_runs_replicated(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """The spmd_batch example (mesh_shape = (4,)): later steps cross as two
+    TransferShardsToDevice, each with its TransferToDevice, one ExecuteReplicated and the read."""
+    page.set_viewport_size({"width": 1500, "height": 1300})
+    open_exhibit(page, "seam")
+    page.get_by_test_id("example-select").select_option("spmd_batch")
+    run(page)
+    page.get_by_test_id("seam-step").nth(2).click()
+    arrows = page.get_by_test_id("seam-arrow")
+    expect(arrows).to_have_count(6)
+    methods = [arrows.nth(i).get_attribute("data-method") for i in range(6)]
+    assert methods == [
+        "TransferShardsToDevice", "TransferToDevice", "TransferShardsToDevice",
+        "TransferToDevice", "ExecuteReplicated", "TransferFromDevice",
+    ]  # fmt: skip
+    arrows.nth(0).click()
+    expect(page.get_by_test_id("seam-crossing")).to_contain_text(
+        "ComputationClient::TransferShardsToDevice"
+    )
+    expect(page.get_by_test_id("seam-pjrt-call")).to_contain_text("BufferFromHostBuffer")
+    arrows.nth(4).click()
+    expect(page.get_by_test_id("seam-pjrt-call")).to_contain_text("PjRtLoadedExecutable::Execute")
+    expect(page.get_by_test_id("seam-summary")).to_contain_text("SPMD")
+    page.screenshot(path=str(screenshots / "seam-spmd-light.png"), full_page=True)
+    assert console_errors == []

@@ -19,10 +19,12 @@ from .events import SeamLoopFinished, SeamStepCrossed
 
 DIRECTION = {
     "TransferToDevice": "host -> device",
+    "TransferShardsToDevice": "host -> device",
     "Compile": "host",
     "ExecuteComputation": "on device",
     "ExecuteReplicated": "on device",
     "TransferFromDevice": "device -> host",
+    "ReplicateShardedData": "on device",
 }
 
 
@@ -69,13 +71,16 @@ def _crossings(events: Sequence[EventBase]) -> str | None:
     lines.append("")
     for e in steps:
         warn = "" if e.trace_ok else "  (the trace's spans differ from the metrics' counts)"
-        lines.append(f"step {e.step}: loss {e.loss!r}{warn}")
+        gathered = e.metrics.replicate_sharded
+        read = f", ReplicateShardedData x{gathered}" if gathered else ""
+        lines.append(f"step {e.step}: loss {e.loss!r}{read}{warn}")
     ends = [e for e in events if isinstance(e, SeamLoopFinished)]
     if ends:
         lines.append("")
         for m in ends[-1].methods:
             lines.append(
-                f"ComputationClient::{m.method} ({m.declared}; {m.defined}) calls {m.call} "
+                f"{'PjRt' if m.declared.startswith('pjrt_') else ''}ComputationClient::"
+                f"{m.method} ({m.declared}; {m.defined}) calls {m.call} "
                 f"({m.call_at}); metric {m.metric}"
             )
     return "\n".join(lines)

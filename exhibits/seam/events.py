@@ -14,8 +14,16 @@ from jaxscope.protocol import EventBase, WireModel
 
 # The ComputationClient methods a step crosses: the TraceMe names of PjRtComputationClient
 # without the class prefix, and the names torch_xla's metrics use for them.
+# Under SPMD also TransferShardsToDevice (a span, no metric of its own: its one TransferToDevice
+# posts the samples) and, cited only (no span: its counter), ReplicateShardedData.
 Method = Literal[
-    "TransferToDevice", "Compile", "ExecuteComputation", "ExecuteReplicated", "TransferFromDevice"
+    "TransferToDevice",
+    "TransferShardsToDevice",
+    "Compile",
+    "ExecuteComputation",
+    "ExecuteReplicated",
+    "TransferFromDevice",
+    "ReplicateShardedData",
 ]
 # Where in the loop a crossing happened: the batch's ``.to(device)`` before ``f``, a line of
 # ``f`` (or of a function the snippet defines), the loop's ``torch_xla.sync()`` after ``f``, the
@@ -61,7 +69,9 @@ class SeamCrossing(WireModel):
 
 class SeamMetricDelta(WireModel):
     """What one step added to torch_xla's metrics (``metric_data``: samples and their sum, ns or
-    bytes; ``counter_value``), from before the batch's upload to after the loss's ``.item()``."""
+    bytes; ``counter_value``), from before the batch's upload to after the loss's ``.item()``.
+    ``replicate_sharded``: the ``ReplicateShardedData`` counter (SPMD: a sharded value read back;
+    0 on one device, the default for streams recorded before it was read)."""
 
     to_device: int
     to_device_ns: int
@@ -77,6 +87,7 @@ class SeamMetricDelta(WireModel):
     from_device: int
     from_device_ns: int
     inbound_bytes: int
+    replicate_sharded: int = 0
 
 
 class SeamStepCrossed(EventBase):

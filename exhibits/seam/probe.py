@@ -22,6 +22,7 @@ from __future__ import annotations
 import glob
 import gzip
 import json
+import math
 import shutil
 import sys
 import tempfile
@@ -41,8 +42,7 @@ from jaxscope.sandbox.probe_api import (
     source_lines,
 )
 from jaxscope.sandbox.snippet import InvalidSnippet
-
-from exhibits.xla_cache.probe import move_state
+from jaxscope.torch_state import move_state
 
 from .events import (
     Phase,
@@ -56,6 +56,7 @@ from .events import (
 
 DEFAULT_STEPS = 3
 MAX_STEPS = 8
+MAX_DEVICES = 8
 
 # Each method's time metric (computation_client.cpp at v2.9.0: TransferToDeviceMetric and
 # friends), one sample per call.
@@ -68,7 +69,11 @@ TIME_METRIC = {
 }
 # The byte metrics the transfers post, one sample per call (the call's total bytes).
 BYTES_METRIC = {"TransferToDevice": "OutboundData", "TransferFromDevice": "InboundData"}
-COUNTERS = ("UncachedCompile", "CachedCompile")
+# Under SPMD: TransferShardsToDevice has a TraceMe span but no metric of its own (its one
+# TransferToDevice call posts the samples); ReplicateShardedData (PjRtComputationClient only,
+# reached from TransferFromDevice of sharded data) has no span, only its counter.
+SPAN_ONLY = ("TransferShardsToDevice",)
+COUNTERS = ("UncachedCompile", "CachedCompile", "ReplicateShardedData")
 METHODS = tuple(TIME_METRIC)
 TRACE_PREFIX = "PjRtComputationClient::"
 
@@ -107,6 +112,22 @@ CITED = (
         call="PjRtLoadedExecutable::Execute",
         call_at="pjrt_computation_client.cpp:880",
         metric="ExecuteReplicatedTime",
+    ),
+    SeamMethodCited(
+        method="TransferShardsToDevice",
+        declared="computation_client.h:311",
+        defined="pjrt_computation_client.cpp:298",
+        call="TransferToDevice (PjRtClient::BufferFromHostBuffer per shard)",
+        call_at="pjrt_computation_client.cpp:309",
+        metric="none of its own (its TransferToDevice's)",
+    ),
+    SeamMethodCited(
+        method="ReplicateShardedData",
+        declared="pjrt_computation_client.h:341",
+        defined="pjrt_computation_client.cpp:341",
+        call="Compile + ExecuteReplicated of an identity program",
+        call_at="pjrt_computation_client.cpp:383",
+        metric="ReplicateShardedData (counter)",
     ),
     SeamMethodCited(
         method="TransferFromDevice",
@@ -274,7 +295,8 @@ def place(
     spans: list[dict[str, Any]] = []
     for e in trace:
         name = str(e.get("name", ""))
-        if name.startswith(TRACE_PREFIX) and name[len(TRACE_PREFIX) :] in TIME_METRIC:
+        traced = name[len(TRACE_PREFIX) :]
+        if name.startswith(TRACE_PREFIX) and (traced in TIME_METRIC or traced in SPAN_ONLY):
             spans.append(e)
     spans.sort(key=lambda e: float(e["ts"]))
     markers = sorted(
@@ -292,13 +314,13 @@ def place(
         n == sum(str(s["name"]) == TRACE_PREFIX + m for s in spans)
         for m, (n, _, _) in counted.items()
     )
-    seen = {m: 0 for m in TIME_METRIC}
+    seen = {m: 0 for m in [*TIME_METRIC, *SPAN_ONLY]}
     out = []
     for span in spans:
         method = str(span["name"])[len(TRACE_PREFIX) :]
         i = seen[method]
         seen[method] += 1
-        n, times, sizes = counted[method]
+        n, times, sizes = counted.get(method, (0, [], []))
         start, dur = float(span["ts"]), float(span.get("dur", 0.0))
         before = [m for m in markers if float(m["ts"]) <= start]
         label = str(before[-1]["name"])[len(MARK) :] if before else "upload"
@@ -339,6 +361,7 @@ def step_delta(before: Snapshot, after: Snapshot) -> SeamMetricDelta:
         compile_ns=total("CompileTime"),
         uncached=n("UncachedCompile"),
         cached=n("CachedCompile"),
+        replicate_sharded=n("ReplicateShardedData"),
         executions=n("ExecuteTime"),
         execute_ns=total("ExecuteTime"),
         replicated=n("ExecuteReplicatedTime"),
@@ -357,6 +380,47 @@ def _steps(ns: dict[str, Any], source: str) -> int:
             setting_line(source, "steps"),
         )
     return steps
+
+
+def _mesh_shape(ns: dict[str, Any], source: str) -> tuple[int, ...] | None:
+    """The snippet's ``mesh_shape`` (SPMD on that many virtual CPU devices), or None."""
+    shape = ns.get("mesh_shape")
+    if shape is None:
+        return None
+    ok = (
+        isinstance(shape, (tuple, list))
+        and bool(shape)
+        and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape)
+    )
+    if not ok or math.prod(shape) > MAX_DEVICES:
+        raise blame_line(
+            InvalidSnippet(
+                f"mesh_shape must be a tuple of positive ints with at most {MAX_DEVICES} "
+                f"devices in all, not {shape!r}"
+            ),
+            setting_line(source, "mesh_shape"),
+        )
+    return tuple(shape)
+
+
+def start_spmd(mesh_shape: tuple[int, ...]) -> Any:
+    """Create the client with ``CPU_NUM_DEVICES`` = the mesh's size, turn SPMD on and build
+    the mesh (as the torch_spmd exhibit does)."""
+    import numpy as np
+
+    n = math.prod(mesh_shape)
+    try:
+        ti.set_client_env({"CPU_NUM_DEVICES": str(n)})
+    except ti.ClientExists as exc:
+        raise InvalidSnippet(
+            f"{exc}: the snippet made an XLA tensor (or asked for a device) while it loaded; "
+            f"with `mesh_shape` the exhibit creates the client with CPU_NUM_DEVICES={n}"
+        ) from None
+    import torch_xla.distributed.spmd as xs
+    import torch_xla.runtime as xr
+
+    xr.use_spmd()
+    return xs.Mesh(np.arange(n), mesh_shape)
 
 
 def first_tensor(outputs: Any, line: int | None) -> Any:
@@ -383,6 +447,18 @@ def first_tensor(outputs: Any, line: int | None) -> Any:
     return leaves[0]
 
 
+def shard_batch(batch: Any, mesh: Any) -> None:
+    """Under SPMD: each batch tensor's first dimension over the mesh's first axis
+    (``xs.mark_sharding``, spec ``(0, None, ...)``); scalars stay replicated."""
+    import torch
+    import torch_xla.distributed.spmd as xs
+    from torch.utils import _pytree as pytree
+
+    for t in pytree.tree_leaves(batch):
+        if isinstance(t, torch.Tensor) and t.dim() > 0:
+            xs.mark_sharding(t, mesh, (0, *([None] * (t.dim() - 1))))
+
+
 def run(ctx: ProbeContext) -> None:
     """Run ``steps`` training steps on the XLA device; emit each step's crossings, then the end."""
     import torch
@@ -396,11 +472,13 @@ def run(ctx: ProbeContext) -> None:
     f, ns, source = snippet.f, snippet.namespace, snippet.source
     batch = tuple(snippet.args)
     steps = _steps(ns, source)
+    mesh_shape = _mesh_shape(ns, source)
     args_line = setting_line(source, "args")
     upload_source = "the loop's .to(device) of each tensor in args"
     with ctx.stage("trace"):
+        mesh = start_spmd(mesh_shape) if mesh_shape is not None else None
         device = torch_xla.device()  # creates the PJRT client (PJRT_DEVICE, in this run)
-        move_state(f.__globals__, [batch], device)
+        move_state(f.__globals__, batch, device)
         torch_xla.sync()
         xm.wait_device_ops()
     lines = source_lines(source)
@@ -419,6 +497,8 @@ def run(ctx: ProbeContext) -> None:
                     moved_batch = pytree.tree_map(
                         lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, batch
                     )
+                    if mesh is not None:
+                        shard_batch(moved_batch, mesh)
                     with line_marks(marks, returned):
                         out = f(*moved_batch)
                     marks.mark("after-f")

@@ -31,31 +31,49 @@ pytestmark = pytest.mark.skipif(
     kind_problem("torch") is not None, reason=str(kind_problem("torch"))
 )
 
-METHODS = ("TransferToDevice", "Compile", "ExecuteComputation", "TransferFromDevice")
+METHODS = (
+    "TransferToDevice",
+    "Compile",
+    "ExecuteComputation",
+    "ExecuteReplicated",
+    "TransferFromDevice",
+)
 
 # The truth: the example as a user's loop, modules moved with torch's own swap-on-conversion
 # flag, each phase's count of every ComputationClient method's time metric read with the
 # public metrics API (after xm.wait_device_ops(): a run's time sample lands when it ends, on
 # another thread), and the losses of the same steps in eager CPU torch.
 TRUTH = r"""
-import json, sys, torch, torch_xla
-import torch_xla.core.xla_model as xm
-import torch_xla.debug.metrics as met
-
-NAMES = {"TransferToDevice": "TransferToDeviceTime", "Compile": "CompileTime",
-         "ExecuteComputation": "ExecuteTime", "TransferFromDevice": "TransferFromDeviceTime",
-         "OutboundData": "OutboundData", "InboundData": "InboundData"}
+import json, os, sys, torch
 
 def load():
     ns = {}
     exec(compile(open(sys.argv[1]).read(), "<snippet>", "exec"), ns)
     return ns
 
+ns = load()
+mesh = None
+if "mesh_shape" in ns:  # SPMD: the client on that many CPU devices, the batch's rows sharded
+    import math, numpy as np
+    os.environ["CPU_NUM_DEVICES"] = str(math.prod(ns["mesh_shape"]))
+    import torch_xla.distributed.spmd as xs
+    import torch_xla.runtime as xr
+    xr.use_spmd()
+    mesh = xs.Mesh(np.arange(math.prod(ns["mesh_shape"])), tuple(ns["mesh_shape"]))
+
+import torch_xla
+import torch_xla.core.xla_model as xm
+import torch_xla.debug.metrics as met
+
+NAMES = {"TransferToDevice": "TransferToDeviceTime", "Compile": "CompileTime",
+         "ExecuteComputation": "ExecuteTime", "ExecuteReplicated": "ExecuteReplicatedTime",
+         "TransferFromDevice": "TransferFromDeviceTime",
+         "OutboundData": "OutboundData", "InboundData": "InboundData"}
+
 def loss_of(out):
     return out[0] if isinstance(out, (tuple, list)) else out
 
 dev = torch_xla.device()
-ns = load()
 cpu_losses = [loss_of(ns["f"](*ns["args"])).item() for _ in range(ns.get("steps", 3))]
 
 ns = load()
@@ -70,16 +88,21 @@ def read():
     for k, n in NAMES.items():
         d = met.metric_data(n)
         out[k] = (d[0], d[1]) if d else (0, 0.0)
+    out["ReplicateShardedData"] = (met.counter_value("ReplicateShardedData") or 0, 0.0)
     return out
 
 def delta(a, b):
     return {k: b[k][0] - a[k][0] for k in NAMES if not k.endswith("Data")} | {
-        k: b[k][1] - a[k][1] for k in NAMES if k.endswith("Data")}
+        k: b[k][1] - a[k][1] for k in NAMES if k.endswith("Data")} | {
+        "ReplicateShardedData": b["ReplicateShardedData"][0] - a["ReplicateShardedData"][0]}
 
 steps, losses = [], []
 for _ in range(ns.get("steps", 3)):
     r0 = read()
     batch = [x.to(dev) if isinstance(x, torch.Tensor) else x for x in ns["args"]]
+    for x in batch:
+        if mesh is not None and isinstance(x, torch.Tensor) and x.dim() > 0:
+            xs.mark_sharding(x, mesh, (0, *([None] * (x.dim() - 1))))
     r1 = read()
     out = ns["f"](*batch)
     xm.wait_device_ops()  # a run inside f (a read there) posts its ExecuteTime when it ends
@@ -90,7 +113,8 @@ for _ in range(ns.get("steps", 3)):
     r4 = read()
     steps.append({"upload": delta(r0, r1), "f": delta(r1, r2), "sync": delta(r2, r3),
                   "read": delta(r3, r4)})
-print(json.dumps({"steps": steps, "xla_losses": losses, "cpu_losses": cpu_losses}))
+print(json.dumps({"steps": steps, "xla_losses": losses, "cpu_losses": cpu_losses,
+                  "spmd": mesh is not None}))
 """
 
 
@@ -162,9 +186,10 @@ def assert_crossings_are_torch_xlas(events: list[EventBase], truth: dict[str, An
         starts = [c.start_us or 0.0 for c in got.crossings]
         assert starts == sorted(starts)
         m = got.metrics
-        assert (m.to_device, m.compiles, m.executions, m.from_device) == tuple(
+        assert (m.to_device, m.compiles, m.executions, m.replicated, m.from_device) == tuple(
             sum(p[k] for p in want.values()) for k in METHODS
         )
+        assert m.replicate_sharded == sum(p["ReplicateShardedData"] for p in want.values())
     end = [e for e in events if isinstance(e, SeamLoopFinished)][-1]
     assert end.losses == pytest.approx(truth["xla_losses"], rel=1e-6)
     assert end.losses == pytest.approx(truth["cpu_losses"], rel=1e-4)
@@ -234,6 +259,48 @@ def test_golden_is_a_run_of_the_default() -> None:
     ]
 
 
+def test_spmd_step_runs_replicated() -> None:
+    """``mesh_shape = (4,)``: the client on 4 CPU devices under SPMD, the batch's rows sharded.
+    Each batch tensor goes down as TransferShardsToDevice (one span, no metric of its own) with
+    its one TransferToDevice inside (pjrt_computation_client.cpp:309); the step runs as
+    ExecuteReplicated; the loss, a replicated sharded value, is read through
+    ReplicateShardedData's counter without a program."""
+    events = events_of("spmd_batch")
+    truth = truth_of("spmd_batch")
+    assert truth["spmd"]
+    assert_crossings_are_torch_xlas(events, truth)
+    end = [e for e in events if isinstance(e, SeamLoopFinished)][-1]
+    assert end.spmd
+    for s in steps_of(events):
+        kinds = [c.method for c in s.crossings]
+        assert "ExecuteComputation" not in kinds and kinds.count("ExecuteReplicated") == 1
+        shards = [i for i, c in enumerate(s.crossings) if c.method == "TransferShardsToDevice"]
+        assert len(shards) == s.metrics.to_device
+        for i in shards:
+            outer, inner = s.crossings[i], s.crossings[i + 1]
+            assert inner.method == "TransferToDevice"
+            assert (outer.start_us or 0.0) <= (inner.start_us or 0.0)
+            assert (inner.start_us or 0.0) + (inner.dur_us or 0.0) <= (outer.start_us or 0.0) + (
+                outer.dur_us or 0.0
+            )
+        run = next(c for c in s.crossings if c.method == "ExecuteReplicated")
+        assert "PjRtCpuExecutable::Execute" in {p.name for p in run.pjrt}
+        # float32[8,4] and float32[8,1] go down in 4 shards each: the bytes of one copy.
+        up = [
+            c.bytes for c in s.crossings if c.method == "TransferToDevice" and c.phase == "upload"
+        ]
+        assert up == [128, 32]
+    cited = {m.method: m for m in end.methods}
+    assert cited["TransferShardsToDevice"].defined == "pjrt_computation_client.cpp:298"
+    assert cited["ReplicateShardedData"].metric == "ReplicateShardedData (counter)"
+
+
+def test_golden_spmd_is_a_run_of_the_example() -> None:
+    golden = HERE / "golden" / "spmd_batch.events.jsonl"
+    events = [EVENT_ADAPTER.validate_json(line) for line in golden.read_text().splitlines()]
+    assert_crossings_are_torch_xlas(events, truth_of("spmd_batch"))
+
+
 ARGS = "\n\nargs = (torch.ones(2),)\n"
 
 
@@ -249,6 +316,16 @@ ARGS = "\n\nargs = (torch.ones(2),)\n"
         ),
         ("def f(x):\n    return 3.0" + ARGS, "not float with no tensor in it\n  at line 4 in f", 4),
         ("def f(x):\n    raise ValueError('no step')" + ARGS, "no step", 4),
+        (
+            "def f(x):\n    return x.sum()" + ARGS + "mesh_shape = (16,)\n",
+            "mesh_shape must be a tuple of positive ints with at most 8 devices",
+            7,
+        ),
+        (
+            "def f(x):\n    return x.sum()" + ARGS + "mesh_shape = (0,)\n",
+            "not (0,)",
+            7,
+        ),
     ],
 )
 def test_bad_snippets_are_blamed_on_their_line(

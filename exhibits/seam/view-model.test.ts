@@ -12,6 +12,7 @@ function golden(name: string): Event[] {
 
 const mlp = golden('mlp_sgd');
 const item = golden('item_in_step');
+const spmd = golden('spmd_batch');
 
 describe('seam view model on the golden runs', () => {
   it('step 0 crosses down, compiles, runs and reads; later steps do not compile', () => {
@@ -64,5 +65,26 @@ describe('seam view model on the golden runs', () => {
     expect(width).toBe(LANE.left + 6 * LANE.gap);
     expect(arrows[3]?.label).not.toBe('');
     expect(arrows.map((a) => a.bytes)).toEqual(['128 B', '32 B', '4 B', '', '', '4 B']);
+  });
+  it('SPMD: shards down around each TransferToDevice, the step runs replicated', () => {
+    const later = crossings(spmd, 2);
+    expect(later.map((c) => c.method)).toEqual([
+      'TransferShardsToDevice',
+      'TransferToDevice',
+      'TransferShardsToDevice',
+      'TransferToDevice',
+      'ExecuteReplicated',
+      'TransferFromDevice',
+    ]);
+    expect(later.map((c) => c.direction)).toEqual(['down', 'down', 'down', 'down', 'run', 'up']);
+    expect(later.map((c) => c.bytes)).toEqual(['', '128 B', '', '32 B', '', '4 B']);
+    expect(later[0]?.metric).toBe('');
+    expect(later[0]?.cited?.defined).toBe('pjrt_computation_client.cpp:298');
+    expect(later[4]?.cited?.call).toBe('PjRtLoadedExecutable::Execute');
+    expect(later[4]?.pjrt).toContain('PjRtCpuExecutable::Execute');
+    expect(stepRows(spmd)[2]?.run).toMatch(/^1 \(/);
+    expect(stepRows(spmd)[2]?.up).toBe('1 (4 B) via ReplicateShardedData x1');
+    expect(stepRows(mlp)[2]?.up).toBe('1 (4 B)');
+    expect(summary(spmd)?.spmd).toBe(true);
   });
 });

@@ -18,19 +18,23 @@ export type Direction = 'down' | 'up' | 'run';
 
 const DIRECTION: Record<Crossing['method'], Direction> = {
   TransferToDevice: 'down',
+  TransferShardsToDevice: 'down',
   Compile: 'down',
   ExecuteComputation: 'run',
   ExecuteReplicated: 'run',
   TransferFromDevice: 'up',
+  ReplicateShardedData: 'run',
 };
 
 /** What crosses, in the explainer's words. */
 const WHAT: Record<Crossing['method'], string> = {
   TransferToDevice: 'data down',
+  TransferShardsToDevice: 'shards down (its TransferToDevice inside)',
   Compile: 'program down',
   ExecuteComputation: 'run',
   ExecuteReplicated: 'run on every device',
   TransferFromDevice: 'value up',
+  ReplicateShardedData: 'shards gathered into one value',
 };
 
 const ms = (ns: number): string => formatMs(ns / 1e6);
@@ -107,7 +111,10 @@ export function stepRows(events: readonly Event[]): StepRow[] {
       down: m.to_device > 0 ? `${m.to_device} (${humanBytes(m.outbound_bytes)})` : '0',
       compile: m.compiles > 0 ? `${m.compiles} (${ms(m.compile_ns)})` : '0',
       run: runs > 0 ? `${runs} (${ms(m.execute_ns + m.replicated_ns)})` : '0',
-      up: m.from_device > 0 ? `${m.from_device} (${humanBytes(m.inbound_bytes)})` : '0',
+      up:
+        (m.from_device > 0 ? `${m.from_device} (${humanBytes(m.inbound_bytes)})` : '0') +
+        // SPMD: the ReplicateShardedData counter (no span); absent from older streams
+        ((m.replicate_sharded ?? 0) > 0 ? ` via ReplicateShardedData x${m.replicate_sharded}` : ''),
       loss: e.loss.toPrecision(6),
       traced: e.trace_ok,
     };

@@ -4381,10 +4381,12 @@ export interface SeamCrossing {
   line: number | null;
   method:
     | 'TransferToDevice'
+    | 'TransferShardsToDevice'
     | 'Compile'
     | 'ExecuteComputation'
     | 'ExecuteReplicated'
-    | 'TransferFromDevice';
+    | 'TransferFromDevice'
+    | 'ReplicateShardedData';
   metric_ns: number | null;
   phase: 'upload' | 'f' | 'sync' | 'read';
   pjrt: SeamSpan[];
@@ -4407,6 +4409,8 @@ export interface SeamSpan {
 /**
  * What one step added to torch_xla's metrics (``metric_data``: samples and their sum, ns or
  * bytes; ``counter_value``), from before the batch's upload to after the loss's ``.item()``.
+ * ``replicate_sharded``: the ``ReplicateShardedData`` counter (SPMD: a sharded value read back;
+ * 0 on one device, the default for streams recorded before it was read).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "SeamMetricDelta".
@@ -4421,6 +4425,7 @@ export interface SeamMetricDelta {
   from_device_ns: number;
   inbound_bytes: number;
   outbound_bytes: number;
+  replicate_sharded: number;
   replicated: number;
   replicated_ns: number;
   to_device: number;
@@ -4460,10 +4465,12 @@ export interface SeamMethodCited {
   defined: string;
   method:
     | 'TransferToDevice'
+    | 'TransferShardsToDevice'
     | 'Compile'
     | 'ExecuteComputation'
     | 'ExecuteReplicated'
-    | 'TransferFromDevice';
+    | 'TransferFromDevice'
+    | 'ReplicateShardedData';
   metric: string;
 }
 /**
