@@ -35,6 +35,7 @@ from typing import Any
 
 from jaxscope import torch_internals as ti
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, ProbeContext, source_lines
+from jaxscope.torch_state import move_state
 
 from . import hash_source
 from .events import (
@@ -366,6 +367,9 @@ def run(ctx: ProbeContext) -> None:
     eager = bool(ctx.options.eager_mode)
     with ctx.stage("trace"):
         device = torch_xla.device()  # creates the PJRT client (PJRT_DEVICE, in this run)
+        # The snippet's module-level models and tensors too, in place: an optimizer built
+        # beside them keeps its parameters (a training step at module level runs on the device).
+        move_state(f.__globals__, args, device)
         moved = _map_tensors(args, lambda t: t.to(device))
         torch_xla.sync()  # the arguments are device data, not pending uploads
         eager_mode(eager)

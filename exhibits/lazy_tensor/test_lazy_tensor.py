@@ -517,3 +517,79 @@ def test_torchax_cannot_trace_a_host_read() -> None:
 
 def test_no_torchax_panel_without_the_option(events: list[EventBase]) -> None:
     assert not [e for e in events if isinstance(e, TorchaxStaged)]
+
+
+# --- a training step at module level --------------------------------------------------------
+
+TRAIN = HERE / "examples" / "train_step.py"
+
+# The truth for a training step whose model, loss and optimizer live at module level: the example
+# as a plain script, its model moved by torch's own in-place conversion
+# (``torch.__future__.set_swap_module_params_on_conversion``: the optimizer keeps the parameters).
+# The probe calls f once line by line (arguments moved and synced first, synced after), then
+# plainly (the graph shown); each call is one step, so the truth runs one step first, then the
+# step whose loss graph it reads. CPU torch runs the same two steps.
+TRAIN_TRUTH = r"""
+import json, sys, torch, torch_xla
+def load():
+    ns = {}
+    exec(compile(open(sys.argv[1]).read(), "<snippet>", "exec"), ns)
+    return ns
+dev = torch_xla.device()  # before any backward: autograd sizes its device queues then
+cpu = load()
+cpu_losses = [cpu["f"](*cpu["args"]).item() for _ in range(2)]
+ns = load()
+f, args = ns["f"], ns["args"]
+torch.__future__.set_swap_module_params_on_conversion(True)
+for v in list(ns.values()):
+    if isinstance(v, torch.nn.Module):
+        v.to(dev)
+moved = [t.to(dev) for t in args]
+torch_xla.sync()
+f(*moved)
+torch_xla.sync()
+out = f(*[t.to(dev) for t in args])
+truth = {
+    "ir": torch_xla._XLAC._get_xla_tensors_text([out]),
+    "hlo": torch_xla._XLAC._get_xla_tensors_hlo([out]),
+    "hash": bytes(torch_xla._XLAC._get_graph_hash([out])).hex(),
+}
+torch_xla.sync()
+truth["value"] = out.cpu().item()
+truth["cpu_losses"] = cpu_losses
+truth["weight_on_xla"] = ns["model"].weight.device.type
+print(json.dumps(truth))
+"""
+
+
+def test_module_level_training_step_is_torch_xlas_own() -> None:
+    """A module-level ``nn.Linear`` + ``CrossEntropyLoss`` + ``SGD`` step runs on the device (it
+    failed "Expected XLA tensor" when only ``args`` were moved): the loss graph, its HLO and
+    hash are torch_xla's own for the same step, and the loss is CPU torch's for that step (the
+    second: the line-by-line call ran the first)."""
+    truth = run_truth(TRAIN_TRUTH, TRAIN)
+    events = run_events(example=TRAIN)
+    built = only(events, LazyGraphBuilt)
+    assert truth["weight_on_xla"] == "xla"
+    assert built.ir == truth["ir"]
+    assert built.hlo == truth["hlo"]
+    assert built.graph_hash == truth["hash"]
+    synced = only(events, LazyGraphSynced)
+    # The loss keeps its autograd history: torch prints ``tensor(v, grad_fn=...)``.
+    matched = re.fullmatch(r"tensor\(([-\d.e]+), grad_fn=<\w+>\)", synced.values[0])
+    assert matched, synced.values[0]
+    value = float(matched.group(1))
+    first, second = truth["cpu_losses"]
+    assert first != pytest.approx(second, rel=1e-3)  # the step changed the weights
+    assert value == pytest.approx(second, rel=1e-4)
+    assert value == pytest.approx(truth["value"], rel=1e-4)
+    # Each line of f ran on the device, the step's lines included.
+    steps = [e for e in events if isinstance(e, LazyLineStepped)]
+    assert [s.line for s in steps] == [15, 16, 17, 18, 19]
+    # The hash trials call f again on the moved state (two more steps); x one row longer than
+    # the labels is refused by the loss, and said, not a failed run.
+    trials = only(events, GraphHashCompared).trials
+    assert [t.change for t in trials] == [
+        "new values, same shapes",
+        "args[0] one row longer (ValueError)",
+    ]

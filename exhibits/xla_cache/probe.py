@@ -22,6 +22,7 @@ from typing import Any
 from jaxscope import torch_internals as ti
 from jaxscope.sandbox.probe_api import ProbeContext, blame_line, setting_line
 from jaxscope.sandbox.snippet import InvalidSnippet
+from jaxscope.torch_state import move_state
 
 from .events import XlaCounterDelta, XlaLoopFinished, XlaStepCounted
 
@@ -95,33 +96,6 @@ def _shapes(batch: tuple[Any, ...]) -> list[str]:
     import torch
 
     return [describe(x) for x in batch if isinstance(x, torch.Tensor)]
-
-
-def move_state(
-    ns: dict[str, Any], batches: list[tuple[Any, ...]], device: Any
-) -> tuple[list[Any], list[Any]]:
-    """Move the snippet's modules and module-level tensors (not the batches' tensors: each
-    step moves its batch) to ``device`` in place; return the modules and the optimizers (in
-    the snippet's order)."""
-    import torch
-
-    data = {id(x) for batch in batches for x in batch}
-    modules = [v for v in ns.values() if isinstance(v, torch.nn.Module)]
-    optimizers = [v for v in ns.values() if isinstance(v, torch.optim.Optimizer)]
-    tensors = [t for m in modules for t in [*m.parameters(), *m.buffers()]]
-    tensors += [v for v in ns.values() if isinstance(v, torch.Tensor) and id(v) not in data]
-    seen: set[int] = set()
-    for t in tensors:
-        if id(t) in seen or t.device.type == "xla":
-            continue
-        seen.add(id(t))
-        moved = t.detach().to(device)
-        if isinstance(t, torch.nn.Parameter):
-            moved = torch.nn.Parameter(moved, requires_grad=t.requires_grad)
-        else:
-            moved.requires_grad_(t.requires_grad)
-        torch.utils.swap_tensors(t, moved)
-    return modules, optimizers
 
 
 def step_tensors(outputs: Any, modules: list[Any], optimizers: list[Any]) -> list[Any]:
@@ -213,7 +187,9 @@ def run(ctx: ProbeContext) -> None:
     batches = _batches(ns, tuple(snippet.args), snippet.source)
     with ctx.stage("trace"):
         device = torch_xla.device()  # creates the PJRT client (PJRT_DEVICE, in this run)
-        modules, optimizers = move_state(f.__globals__, batches, device)
+        modules, optimizers = move_state(
+            f.__globals__, [x for batch in batches for x in batch], device
+        )
         torch_xla.sync()
         xm.wait_device_ops()
     losses: list[Any] = []
