@@ -39,6 +39,7 @@ from jaxscope.sandbox.probe_api import (
     source_lines,
 )
 from jaxscope.sandbox.snippet import InvalidSnippet
+from jaxscope.torch_state import move_state
 
 from .events import (
     DynamoCallCounted,
@@ -395,30 +396,6 @@ def compare(out: Any, expected: Any) -> tuple[list[str], float, bool, list[float
     return [describe(t) for t in got], worst, close, first
 
 
-def move_module_state(ns: dict[str, Any], args: tuple[Any, ...], device: Any) -> None:
-    """Move the snippet's ``torch.nn.Module`` parameters and buffers and its module-level
-    tensors (not ``args``) to ``device`` in place (``torch.utils.swap_tensors``), so that ``f``
-    can use a model or a weight defined beside it, as on a device a user's script would."""
-    import torch
-    from torch.utils import _pytree as pytree
-
-    data = {id(x) for x in pytree.tree_leaves(args)}
-    modules = [v for v in ns.values() if isinstance(v, torch.nn.Module)]
-    tensors = [t for m in modules for t in [*m.parameters(), *m.buffers()]]
-    tensors += [v for v in ns.values() if isinstance(v, torch.Tensor) and id(v) not in data]
-    seen: set[int] = set()
-    for t in tensors:
-        if id(t) in seen or t.device.type == "xla":
-            continue
-        seen.add(id(t))
-        moved = t.detach().to(device)
-        if isinstance(t, torch.nn.Parameter):
-            moved = torch.nn.Parameter(moved, requires_grad=t.requires_grad)
-        else:
-            moved.requires_grad_(t.requires_grad)
-        torch.utils.swap_tensors(t, moved)
-
-
 def run(ctx: ProbeContext) -> None:
     """Call ``torch.compile(f, backend=openxla)`` ``calls`` times; emit the FX graphs, each
     call's launches and counters, the regions, and the outputs against eager CPU torch."""
@@ -438,7 +415,7 @@ def run(ctx: ProbeContext) -> None:
         # backward, and an f that calls backward() on the CPU first would leave none for XLA.
         device = torch_xla.device()  # creates the PJRT client (PJRT_DEVICE, in this run)
         expected = f(*args)  # eager CPU torch, the truth the outputs are held to
-        move_module_state(f.__globals__, args, device)
+        move_state(f.__globals__, pytree.tree_leaves(args), device)
         moved = pytree.tree_map(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, args)
         torch_xla.sync()  # the arguments are device data, not pending uploads
         xm.wait_device_ops()
