@@ -255,6 +255,20 @@ def _graph_hash(outputs: list[Any]) -> str:
     return ti.graph_hash_hex(outputs)
 
 
+def _new_values(t: Any) -> Any:
+    """``t`` with other values of the same shape and dtype: a float tensor scaled and shifted, an
+    integer or bool tensor reversed along its first axis (``t * 0.5`` would make int64 labels
+    float: a new dtype, so a new graph, which is not what the trial claims to vary), a 0-d
+    integer tensor as is."""
+    import torch
+
+    if not isinstance(t, torch.Tensor):
+        return t
+    if t.is_floating_point() or t.is_complex():
+        return t * 0.5 + 0.25
+    return t.flip(0) if t.dim() > 0 else t
+
+
 def _one_row_longer(t: Any) -> Any:
     """``t`` with its first row repeated at the end (a new leading size; a scalar as is)."""
     import torch
@@ -288,7 +302,7 @@ def _changes(args: tuple[Any, ...]) -> list[tuple[str, Any]]:
     import torch
 
     changes: list[tuple[str, Any]] = [
-        ("new values, same shapes", _map_tensors(args, lambda t: t * 0.5 + 0.25)),
+        ("new values, same shapes", _map_tensors(args, _new_values)),
     ]
     if args and isinstance(args[0], torch.Tensor) and args[0].dim() > 0:
         changes.append(("args[0] one row longer", (_one_row_longer(args[0]), *args[1:])))
