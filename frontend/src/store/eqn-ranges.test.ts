@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { Event, EventOf, JaxprView } from '../protocol';
 import { runFinished, runStarted } from '../test/events';
 import caseJson from './eqn-ranges-case.json';
-import { applyEqnsSent, nextRanges, spliceRange } from './eqn-ranges';
+import { applyEqnsSent, grownFrom, nextRanges, spliceRange } from './eqn-ranges';
 import { applyEvents, startRun } from './reducer';
 import { RunSession, unresolvedDetails, type FrameScheduler } from './session.svelte';
 import { findOutLine, mapEqnLines } from '../widgets/jaxpr-lines';
@@ -62,6 +62,24 @@ describe('eqn ranges', () => {
     expect(view.total_eqns).toBeNull();
     expect(view.eqn_ranges).toEqual([]);
     expect(state.events).toHaveLength(3);
+  });
+
+  it('a view grown by its ranges is grownFrom the first, through copies; another program is not', () => {
+    let state = applyEvents(startRun('r1', 'tracing', { calls: [] }, 0), finished('r1'), 1);
+    const first = viewOf(state.events);
+    for (const answer of answers('r1')) {
+      const before = viewOf(state.events);
+      state = applyEvents(state, [answer], 2);
+      const after = structuredClone(viewOf(state.events)); // a new object, as a state proxy is
+      expect(grownFrom(first, after)).toBe(true);
+      expect(grownFrom(before, after)).toBe(true);
+      expect(grownFrom(after, before)).toBe(false);
+    }
+    const whole = viewOf(state.events);
+    expect(grownFrom(whole, whole)).toBe(true);
+    expect(grownFrom(whole, structuredClone(whole))).toBe(false); // complete: nothing left to grow
+    const other = { ...whole, text: whole.text.replace('lambda', 'lambda ') };
+    expect(grownFrom(first, other)).toBe(false);
   });
 
   it('ignores an answer that is not the next range, of another run or of another seq', () => {

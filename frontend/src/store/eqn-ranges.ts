@@ -19,6 +19,16 @@ export function spliceRange(text: string, sent: string, more: string): string {
   return text.slice(0, line) + sent + (more ? `${more}\n` : '') + text.slice(footer + 1);
 }
 
+/** `grown` is `view`, or `view` extended by some of its eqn ranges: the page holds a new object
+ * (a new state proxy too) after each range, so identity alone cannot say it is the same program. */
+export function grownFrom(view: JaxprView, grown: JaxprView): boolean {
+  if (view === grown) return true;
+  if (view.total_eqns == null || grown.eqns.length <= view.eqns.length) return false;
+  const footer = view.text.lastIndexOf('\n  in ');
+  const line = view.text.lastIndexOf('\n', footer - 1) + 1;
+  return grown.text.startsWith(view.text.slice(0, line));
+}
+
 function isJaxprView(value: unknown): value is JaxprView {
   return (
     typeof value === 'object' &&
