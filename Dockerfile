@@ -28,13 +28,16 @@ EXPOSE 8000
 CMD ["jaxscope", "serve", "--host", "0.0.0.0", "--port", "8000"]
 
 # The worker pool's image: the same app, plus the torch venv its torch workers run
-# (`JAXSCOPE_TORCH_PYTHON`; torchax in torchax-site beside it, found from that venv).
+# (`JAXSCOPE_TORCH_PYTHON`; torchax in torchax-site beside it, found from that venv). The pip
+# lines are the Makefile's torch recipe's (backend/tests/test_hosted_image.py holds them so);
+# a torch worker imports jaxscope and exhibits from the site-packages above by name only, not
+# that folder's other packages (design 0047).
 FROM jaxscope AS torch-workers
 USER root
 COPY requirements-torch.txt requirements-torchax.txt ./
 RUN python -m venv /opt/venv-torch \
     && /opt/venv-torch/bin/pip install --no-deps -r requirements-torch.txt \
-    && /opt/venv-torch/bin/pip install --no-deps --target /opt/venv-torch/torchax-site \
+    && /opt/venv-torch/bin/pip install --no-deps --upgrade --target /opt/venv-torch/torchax-site \
        -r requirements-torchax.txt \
     && PJRT_DEVICE=CPU /opt/venv-torch/bin/python -c "import torch, torch_xla, pydantic, ml_dtypes"
 ENV JAXSCOPE_TORCH_PYTHON=/opt/venv-torch/bin/python

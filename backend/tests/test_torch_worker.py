@@ -49,9 +49,8 @@ def test_torch_env_sets_pjrt_and_no_jax_device_flag() -> None:
     assert env["XLA_FLAGS"] == "--xla_dump_to=/x"  # kept, and no device-count flag added
     assert "SECRET_TOKEN" not in env
     assert env["USER"] == env["LOGNAME"] == "jaxscope-worker"
-    roots = env["PYTHONPATH"].split(":")
-    assert any((Path(r) / "jaxscope" / "sandbox").is_dir() for r in roots)
-    assert any((Path(r) / "exhibits" / "registry.py").is_file() for r in roots)
+    # No PYTHONPATH: the command imports jaxscope and exhibits by name (test_hosted_image.py).
+    assert "PYTHONPATH" not in env
     jax_env = worker_env({"PATH": "/bin"})
     assert "PJRT_DEVICE" not in jax_env and "device_count=8" in jax_env["XLA_FLAGS"]
 

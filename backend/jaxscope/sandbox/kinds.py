@@ -81,6 +81,52 @@ def exhibit_limits(exhibit_id: str, limits: Limits) -> Limits:
     return dataclasses.replace(limits, address_space_bytes=own)
 
 
+# How a torch worker imports ``jaxscope`` and ``exhibits`` (design 0047): its venv does not
+# install them, and the folder that holds them is the JAX side's site-packages when jaxscope is
+# installed (the hosted image, a wheel) rather than run from a checkout. On ``PYTHONPATH`` that
+# folder would put the JAX side's numpy, typing_extensions, yaml ... before the torch venv's own
+# pins, and make jax and flax importable to torch_xla. So the worker starts with a bootstrap
+# (``python -c``): a finder that resolves exactly these two top-level names from their real
+# folders (``__file__`` stays their real path), then the runner as ``python -m`` runs it.
+_FINDER = """\
+import importlib.machinery, runpy, sys
+class _JaxscopePackages:
+    roots = {roots!r}
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        root = cls.roots.get(name)
+        return importlib.machinery.PathFinder.find_spec(name, [root]) if root else None
+sys.meta_path.insert(0, _JaxscopePackages)
+"""
+_RUNNER = 'runpy.run_module("jaxscope.sandbox.runner", run_name="__main__", alter_sys=True)\n'
+
+
+def package_finder(roots: dict[str, str]) -> str:
+    """Python source that makes exactly the top-level packages named in ``roots`` importable,
+    each from its folder there (``{name: folder that holds it}``), ahead of ``sys.path``."""
+    return _FINDER.format(roots=roots)
+
+
+def package_folders() -> dict[str, str]:
+    """The real folder that holds each of the ``jaxscope`` and ``exhibits`` packages, by name."""
+    import exhibits
+    import jaxscope
+
+    return {
+        m.__name__: os.path.dirname(os.path.dirname(os.path.realpath(m.__file__ or "")))
+        for m in (jaxscope, exhibits)
+    }
+
+
+def runner_command(kind: WorkerKind) -> list[str]:
+    """The command that starts the sandbox runner in a worker of ``kind`` (its arguments
+    follow): ``python -m jaxscope.sandbox.runner`` for JAX; for torch, the torch venv's python
+    with the bootstrap above, which sees only those two packages of the JAX side."""
+    if kind == "jax":
+        return [sys.executable, "-m", "jaxscope.sandbox.runner"]
+    return [str(torch_python()), "-c", package_finder(package_folders()) + _RUNNER]
+
+
 def venv_paths(python: str) -> tuple[str, ...]:
     """What a worker running ``python`` must see read-only besides the system: the venv it
     belongs to (``bin/python``'s grandparent) and the base installation its symlink resolves

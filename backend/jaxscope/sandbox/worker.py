@@ -53,7 +53,13 @@ from jaxscope.protocol import (
     WorkerKind,
     is_terminal,
 )
-from jaxscope.sandbox.kinds import kind_problem, python_of, venv_paths
+from jaxscope.sandbox.kinds import (
+    kind_problem,
+    package_folders,
+    python_of,
+    runner_command,
+    venv_paths,
+)
 from jaxscope.sandbox.namespaces import (
     SandboxUnavailable,
     UidLease,
@@ -178,13 +184,13 @@ def worker_env(
 
     A torch worker (``kind="torch"``, design 0025) gets ``PJRT_DEVICE=CPU`` (torch_xla's CPU
     client; its probes may set other torch_xla settings before they create the client), no
-    device-count flag (JAX's flag leaves torch_xla at one device), and ``PYTHONPATH`` naming
-    the ``jaxscope`` and ``exhibits`` packages (its venv does not install them)."""
+    device-count flag (JAX's flag leaves torch_xla at one device), and no ``PYTHONPATH``: its
+    command imports the ``jaxscope`` and ``exhibits`` packages, which its venv does not install,
+    by name alone (``kinds.runner_command``, design 0047)."""
     env = {k: v for k, v in (os.environ if base is None else base).items() if _passed_to_worker(k)}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     if kind == "torch":
         env["PJRT_DEVICE"] = "CPU"
-        env["PYTHONPATH"] = os.pathsep.join(package_roots())
         # `import torch_xla` reaches torch._inductor, which names its cache folder after
         # getpass.getuser(): the worker's uid has no passwd entry, so the name comes from here.
         env["USER"] = env["LOGNAME"] = "jaxscope-worker"
@@ -211,14 +217,7 @@ def _common_env(env: dict[str, str], home: str) -> None:
 def package_roots() -> list[str]:
     """The folders that hold the ``jaxscope`` and ``exhibits`` packages (real paths; one when
     both lie in one folder)."""
-    import exhibits
-    import jaxscope
-
-    roots = [
-        os.path.dirname(os.path.dirname(os.path.realpath(m.__file__ or "")))
-        for m in (jaxscope, exhibits)
-    ]
-    return list(dict.fromkeys(roots))
+    return list(dict.fromkeys(package_folders().values()))
 
 
 def process_cpu_s(pid: int) -> float | None:
@@ -489,9 +488,7 @@ class WorkerProcess:
             raise WorkerStartError(problem)
         python = python_of(kind)
         command = [
-            python,
-            "-m",
-            "jaxscope.sandbox.runner",
+            *runner_command(kind),
             "--limits",
             json.dumps(asdict(limits)),
             "--kind",

@@ -116,7 +116,7 @@ def create_app(settings: Settings | None = None, watched: WatchedFile | None = N
     app.state.tenancy = tenancy
     rooms = RoomRegistry(EXHIBITS)
     app.state.rooms = rooms
-    catalogue = build_catalogue()
+    catalogue = build_catalogue(hosted_pool=remote is not None)
     dist: Path = settings.frontend_dist
     built = (dist / "index.html").is_file()
 

@@ -8,23 +8,30 @@ from jaxscope.protocol import Catalogue, ExhibitInfo
 from jaxscope.sandbox.kinds import kind_problem
 
 
-def build_catalogue(exhibits: dict[str, Exhibit] | None = None) -> Catalogue:
+def build_catalogue(
+    exhibits: dict[str, Exhibit] | None = None, *, hosted_pool: bool = False
+) -> Catalogue:
     """Every exhibit's :class:`~jaxscope.protocol.ExhibitInfo` (with ``unavailable`` where its
     worker kind is not installed), and the source of every example an exhibit offers
-    (``Exhibit.example_paths``) keyed ``"<id>/<stem>"``."""
+    (``Exhibit.example_paths``) keyed ``"<id>/<stem>"``. ``hosted_pool``: this server relays
+    runs to a hosted pool (``--pool-socket``), whose container has the worker kinds, not this
+    one (the web image has no torch venv, design 0047): no exhibit is marked unavailable here;
+    the pool refuses a run of a kind it lacks, with the same words."""
     table = EXHIBITS if exhibits is None else exhibits
     examples: dict[str, str] = {}
     for exhibit in table.values():
         for stem, path in exhibit.example_paths().items():
             examples[f"{exhibit.id}/{stem}"] = path.read_text(encoding="utf-8")
-    return Catalogue(exhibits=[_info(e) for e in table.values()], examples=examples)
+    infos = [_info(e, check_kind=not hosted_pool) for e in table.values()]
+    return Catalogue(exhibits=infos, examples=examples)
 
 
-def _info(exhibit: Exhibit) -> ExhibitInfo:
+def _info(exhibit: Exhibit, *, check_kind: bool = True) -> ExhibitInfo:
     """The exhibit's entry, saying why this server cannot run it (its worker kind is not
     installed: the torch venv, design 0025) and how to add it."""
     info = exhibit.info()
-    info.unavailable = kind_problem(exhibit.worker)
+    if check_kind:
+        info.unavailable = kind_problem(exhibit.worker)
     return info
 
 
