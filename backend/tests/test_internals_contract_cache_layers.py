@@ -18,6 +18,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from jax._src import compilation_cache, dispatch, pjit
 from jax._src import config as jax_config
 from jax._src.interpreters import partial_eval as pe
@@ -108,6 +109,37 @@ def test_key_entries_read_avals_and_placement() -> None:
     assert entries["x aval"] == "f32[2]" and entries["x placement"].startswith(
         "jax.Array committed"
     )
+
+
+def _step(w: Any, lr: Any) -> Any:
+    return w - lr * jnp.sin(w)
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [((jnp.ones(4),), {"lr": 0.1}), ((jnp.ones(4), 0.1), {}), ((0.1, jnp.ones(4)), {})],
+    ids=["lr-by-keyword", "lr-positional", "first-of-two"],
+)
+def test_key_entries_mark_static_what_jax_marks_static(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    """``static_argnames="lr"`` becomes ``static_argnums=(1,)``; called with ``lr`` by keyword
+    and one positional arg, argnum 1 names no positional arg (an earlier ``1 % nargs`` made
+    ``w`` static). Truth: what ``jax.jit(...).trace`` traced (its jaxpr's invars) and which
+    argnums JAX resolved for the jitted function."""
+    fun = _step if len(args) < 2 or not isinstance(args[0], float) else (lambda lr, w: _step(w, lr))
+    names = ("lr",) if fun is _step else ()
+    nums = (1,) if fun is _step else (0,)
+    jitted = jax.jit(fun, static_argnums=nums, static_argnames=names or None)
+    traced = jitted.trace(*args, **kwargs)
+    entries = dict(key_entries(fun, args, kwargs, nums, names))
+    statics = {k.removeprefix("static ") for k in entries if k.startswith("static ")}
+    leaves = {k.removesuffix(" aval") for k in entries if k.endswith(" aval")}
+    # JAX traced exactly the array: one invar, an f32[4]; the float is static.
+    (invar,) = traced.jaxpr.jaxpr.invars
+    assert invar.aval.shape == (4,) and invar.aval.dtype == jnp.float32
+    assert statics == {"lr"}
+    assert leaves == {"w"} and entries["w aval"] == "f32[4]"
 
 
 def test_which_caches_a_call_consults() -> None:

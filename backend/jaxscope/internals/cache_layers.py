@@ -206,7 +206,9 @@ def key_entries(
     except (TypeError, ValueError):
         params = []
     nargs = len(args)
-    statics = {i % nargs if nargs else i for i in static_argnums}
+    # As JAX's ``FlatTree.flatten_static_argnums``: only a negative index wraps; an index past
+    # the positional args names an argument passed by keyword (``static_argnames`` covers it).
+    statics = {i % nargs if i < 0 and nargs else i for i in static_argnums}
     entries: list[tuple[str, str]] = []
     dyn_args: list[Any] = []
     for i, a in enumerate(args):
