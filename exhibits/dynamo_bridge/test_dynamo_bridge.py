@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from jaxscope.events import EVENT_ADAPTER
 from jaxscope.protocol import EventBase, RunFinished
-from jaxscope.sandbox.kinds import kind_problem, torch_python
+from jaxscope.sandbox.kinds import kind_problem
+
+from exhibits import torch_testing
+from exhibits.torch_testing import parse_events, run_truth
 
 from .artefacts import call_rows, region_rows
 from .events import (
@@ -33,7 +33,6 @@ from .events import (
 HERE = Path(__file__).resolve().parent
 EXHIBIT = HERE.name
 EXAMPLES = HERE / "examples"
-JAXSCOPE = Path(sys.executable).parent / "jaxscope"
 
 pytestmark = pytest.mark.skipif(
     kind_problem("torch") is not None, reason=str(kind_problem("torch"))
@@ -120,34 +119,16 @@ print(json.dumps({
 
 
 def truth_of(example: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [str(torch_python()), "-c", TRUTH, str(EXAMPLES / f"{example}.py")],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "PJRT_DEVICE": "CPU"},
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return run_truth(TRUTH, EXAMPLES / f"{example}.py")
 
 
 def jaxscope_run(example: str | Path, *extra: str) -> subprocess.CompletedProcess[str]:
     path = example if isinstance(example, Path) else EXAMPLES / f"{example}.py"
-    return subprocess.run(
-        [str(JAXSCOPE), "run", EXHIBIT, str(path), *extra],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    return torch_testing.jaxscope_run(EXHIBIT, path, *extra)
 
 
 def events_of(example: str) -> list[EventBase]:
-    done = jaxscope_run(example, "--json")
-    assert done.returncode == 0, done.stderr[-2000:]
-    return [EVENT_ADAPTER.validate_json(line) for line in done.stdout.splitlines() if line]
+    return torch_testing.events_of(EXHIBIT, EXAMPLES / f"{example}.py")
 
 
 def graphs_of(events: list[EventBase]) -> list[DynamoGraphCaptured]:
@@ -288,7 +269,7 @@ def test_print_fx_regions_and_calls() -> None:
 
 def test_golden_is_the_default_run() -> None:
     golden = HERE / "golden" / "sin_cos.events.jsonl"
-    events = [EVENT_ADAPTER.validate_json(line) for line in golden.read_text().splitlines()]
+    events = parse_events(golden.read_text())
     rows = call_rows(events)
     assert [r["extracts"] for r in rows] == [1, 0, 0]
     assert len({h for r in rows for h in r["launched"]}) == 1  # type: ignore[attr-defined]
@@ -347,7 +328,7 @@ def test_backward_in_f_lists_the_backward_program_after_the_break(tmp_path: Path
     )
     done = jaxscope_run(snippet, "--json")
     assert done.returncode == 0, done.stderr[-2000:]
-    events = [EVENT_ADAPTER.validate_json(line) for line in done.stdout.splitlines() if line]
+    events = parse_events(done.stdout)
     (found,) = [e for e in events if isinstance(e, DynamoRegionsFound)]
     assert [(r.kind, r.graph, r.program) for r in found.regions] == [
         ("xla", 0, 0), ("host", 0, None), ("xla", 0, 1),

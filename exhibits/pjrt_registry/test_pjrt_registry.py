@@ -15,22 +15,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from jaxscope.events import EVENT_ADAPTER
-from jaxscope.protocol import EventBase
-from jaxscope.sandbox.kinds import kind_problem, torch_python
+from jaxscope.sandbox.kinds import kind_problem
+
+from exhibits import torch_testing
+from exhibits.torch_testing import run_truth
 
 from . import branches
 from .events import PjrtClientTried
 
 HERE = Path(__file__).resolve().parent
 EXHIBIT = HERE.name
-JAXSCOPE = Path(sys.executable).parent / "jaxscope"
 
 torch_only = pytest.mark.skipif(
     kind_problem("torch") is not None, reason=str(kind_problem("torch"))
@@ -146,30 +144,12 @@ def _truth(device: str | None, switch: str) -> dict[str, Any]:
         env["PJRT_DEVICE"] = device
     if switch == "off":
         env["XLA_REGISTER_INSTALLED_PLUGINS"] = "0"
-    done = subprocess.run(
-        [str(torch_python()), "-c", TRUTH],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=env,
-        check=True,
-    )
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    # No PJRT_DEVICE default here: which device is set (or not) is what is tried.
+    return run_truth(TRUTH, base_env=env, pjrt_device=None)
 
 
 def _exhibit(path: Path) -> PjrtClientTried:
-    done = subprocess.run(
-        [str(JAXSCOPE), "run", EXHIBIT, str(path), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    events: list[EventBase] = [
-        EVENT_ADAPTER.validate_json(line) for line in done.stdout.splitlines() if line.strip()
-    ]
+    events = torch_testing.events_of(EXHIBIT, path)
     (tried,) = [e for e in events if isinstance(e, PjrtClientTried)]
     return tried
 
@@ -214,13 +194,7 @@ def test_each_try_equals_a_fresh_plain_process(
 @torch_only
 def test_print_branch_format(tmp_path: Path) -> None:
     path = _snippet(tmp_path, "FOO", "off")
-    done = subprocess.run(
-        [str(JAXSCOPE), "run", EXHIBIT, str(path), "--print", "branch"],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    done = torch_testing.jaxscope_run(EXHIBIT, path, "--print", "branch")
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout) == {
         "pjrt_device": "FOO",
@@ -236,24 +210,12 @@ def test_print_branch_format(tmp_path: Path) -> None:
 @torch_only
 def test_option_overrides_the_snippet_and_bad_setting_blames_its_line(tmp_path: Path) -> None:
     path = _snippet(tmp_path, "FOO", "on")
-    done = subprocess.run(
-        [str(JAXSCOPE), "run", EXHIBIT, str(path), "--print", "branch", "--pjrt-device", "CPU"],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    done = torch_testing.jaxscope_run(EXHIBIT, path, "--print", "branch", "--pjrt-device", "CPU")
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["branch"] == "CPU"
     bad = tmp_path / "bad.py"
     bad.write_text("# a comment\npjrt_device = 3\n")
-    done = subprocess.run(
-        [str(JAXSCOPE), "run", EXHIBIT, str(bad), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    done = torch_testing.jaxscope_run(EXHIBIT, bad, "--json")
     failed = [json.loads(line) for line in done.stdout.splitlines() if '"run_failed"' in line]
     assert failed and failed[0]["source"]["line"] == 2, done.stdout[-2000:]
     assert "pjrt_device must be a string or None" in failed[0]["message"]
@@ -261,7 +223,7 @@ def test_option_overrides_the_snippet_and_bad_setting_blames_its_line(tmp_path: 
 
 def test_golden_is_the_default_example() -> None:
     golden = HERE / "golden" / "foo_unknown.events.jsonl"
-    events = [EVENT_ADAPTER.validate_json(x) for x in golden.read_text().splitlines() if x]
+    events = torch_testing.parse_events(golden.read_text())
     (tried,) = [e for e in events if isinstance(e, PjrtClientTried)]
     assert (tried.pjrt_device, tried.dynamic_plugins, tried.branch.name) == (
         "FOO",

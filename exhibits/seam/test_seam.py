@@ -7,17 +7,16 @@ torch for the losses. Skipped, with the reason, where the torch venv is not inst
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from jaxscope.events import EVENT_ADAPTER
 from jaxscope.protocol import EventBase, RunFinished
-from jaxscope.sandbox.kinds import kind_problem, torch_python
+from jaxscope.sandbox.kinds import kind_problem
+
+from exhibits import torch_testing
+from exhibits.torch_testing import parse_events, run_truth
 
 from .artefacts import HEADER, crossing_rows
 from .events import SeamLoopFinished, SeamStepCrossed
@@ -25,7 +24,6 @@ from .events import SeamLoopFinished, SeamStepCrossed
 HERE = Path(__file__).resolve().parent
 EXHIBIT = HERE.name
 EXAMPLES = HERE / "examples"
-JAXSCOPE = Path(sys.executable).parent / "jaxscope"
 
 pytestmark = pytest.mark.skipif(
     kind_problem("torch") is not None, reason=str(kind_problem("torch"))
@@ -119,32 +117,15 @@ print(json.dumps({"steps": steps, "xla_losses": losses, "cpu_losses": cpu_losses
 
 
 def truth_of(example: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [str(torch_python()), "-c", TRUTH, str(EXAMPLES / f"{example}.py")],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "PJRT_DEVICE": "CPU"},
-        check=True,
-    )
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return run_truth(TRUTH, EXAMPLES / f"{example}.py")
 
 
 def jaxscope_run(path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(JAXSCOPE), "run", EXHIBIT, str(path), *extra],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    return torch_testing.jaxscope_run(EXHIBIT, path, *extra)
 
 
 def events_of(example: str) -> list[EventBase]:
-    done = jaxscope_run(EXAMPLES / f"{example}.py", "--json")
-    assert done.returncode == 0, done.stderr[-2000:]
-    return [EVENT_ADAPTER.validate_json(line) for line in done.stdout.splitlines() if line]
+    return torch_testing.events_of(EXHIBIT, EXAMPLES / f"{example}.py")
 
 
 def steps_of(events: list[EventBase]) -> list[SeamStepCrossed]:
@@ -251,7 +232,7 @@ def test_print_crossings(default_events: list[EventBase]) -> None:
 
 def test_golden_is_a_run_of_the_default() -> None:
     golden = HERE / "golden" / "mlp_sgd.events.jsonl"
-    events = [EVENT_ADAPTER.validate_json(line) for line in golden.read_text().splitlines()]
+    events = parse_events(golden.read_text())
     truth = truth_of("mlp_sgd")
     steps = steps_of(events)
     assert [len(s.crossings) for s in steps] == [
@@ -297,7 +278,7 @@ def test_spmd_step_runs_replicated() -> None:
 
 def test_golden_spmd_is_a_run_of_the_example() -> None:
     golden = HERE / "golden" / "spmd_batch.events.jsonl"
-    events = [EVENT_ADAPTER.validate_json(line) for line in golden.read_text().splitlines()]
+    events = parse_events(golden.read_text())
     assert_crossings_are_torch_xlas(events, truth_of("spmd_batch"))
 
 
@@ -349,7 +330,7 @@ def test_a_long_loop_in_f_stops_marking_lines(tmp_path: Path) -> None:
     )
     done = jaxscope_run(snippet, "--json")
     assert done.returncode == 0, done.stderr[-2000:]
-    events = [EVENT_ADAPTER.validate_json(line) for line in done.stdout.splitlines() if line]
+    events = parse_events(done.stdout)
     (step,) = steps_of(events)
     in_f = [c for c in step.crossings if c.phase == "f"]
     assert [c.method for c in in_f] == ["Compile", "ExecuteComputation", "TransferFromDevice"]

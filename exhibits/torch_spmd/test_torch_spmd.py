@@ -12,16 +12,17 @@ import json
 import math
 import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from jaxscope.events import EVENT_ADAPTER
 from jaxscope.protocol import EventBase, RunFailed, RunFinished
-from jaxscope.sandbox.kinds import kind_problem, torch_python
+from jaxscope.sandbox.kinds import kind_problem
+
+from exhibits import torch_testing
+from exhibits.torch_testing import parse_events, run_truth
 
 from .artefacts import collective_lines, tile_lines
 from .events import (
@@ -36,7 +37,6 @@ HERE = Path(__file__).resolve().parent
 EXHIBIT = HERE.name
 EXAMPLES = HERE / "examples"
 GOLDEN = HERE / "golden"
-JAXSCOPE = Path(sys.executable).parent / "jaxscope"
 
 pytestmark = pytest.mark.skipif(
     kind_problem("torch") is not None, reason=str(kind_problem("torch"))
@@ -82,34 +82,15 @@ print(json.dumps({"settings": settings, "args": [a.tolist() for a in ns["args"]]
 
 
 def plain(example: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [str(torch_python()), "-c", PLAIN, str(EXAMPLES / f"{example}.py")],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "PJRT_DEVICE": "CPU"},
-        check=True,
-    )
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return run_truth(PLAIN, EXAMPLES / f"{example}.py")
 
 
 def jaxscope_run(path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(JAXSCOPE), "run", EXHIBIT, str(path), *extra],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-
-
-def parse(text: str) -> list[EventBase]:
-    return [EVENT_ADAPTER.validate_json(line) for line in text.splitlines() if line.strip()]
+    return torch_testing.jaxscope_run(EXHIBIT, path, *extra)
 
 
 def golden(example: str) -> list[EventBase]:
-    return parse((GOLDEN / f"{example}.events.jsonl").read_text())
+    return parse_events((GOLDEN / f"{example}.events.jsonl").read_text())
 
 
 def _tuples(spec: Any) -> Any:
@@ -155,7 +136,7 @@ REDUCED_AXIS = {"matmul_2x4": "model", "transposed_2x2": "model", "rows_over_all
 def case(request: pytest.FixtureRequest) -> tuple[str, list[EventBase], dict[str, Any]]:
     example = str(request.param)
     done = jaxscope_run(EXAMPLES / f"{example}.py", "--json")
-    events = parse(done.stdout)
+    events = parse_events(done.stdout)
     assert isinstance(events[-1], RunFinished), done.stdout[-2000:] + done.stderr[-2000:]
     return example, events, plain(example)
 
@@ -364,7 +345,7 @@ def test_bad_snippets_fail_at_their_line(name: str) -> None:
         done = jaxscope_run(Path(handle.name), "--json")
     finally:
         os.unlink(handle.name)
-    events = parse(done.stdout)
+    events = parse_events(done.stdout)
     failed = events[-1]
     assert isinstance(failed, RunFailed), done.stdout[-1500:]
     assert text in failed.message, failed.message

@@ -7,16 +7,16 @@ loop in eager CPU torch. Skipped, with the reason, where the torch venv is not i
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from jaxscope.events import EVENT_ADAPTER
 from jaxscope.protocol import EventBase, RunFinished
-from jaxscope.sandbox.kinds import kind_problem, torch_python
+from jaxscope.sandbox.kinds import kind_problem
+
+from exhibits import torch_testing
+from exhibits.torch_testing import parse_events, run_truth
 
 from .artefacts import step_rows
 from .events import XlaLoopFinished, XlaStepCounted
@@ -24,7 +24,6 @@ from .events import XlaLoopFinished, XlaStepCounted
 HERE = Path(__file__).resolve().parent
 EXHIBIT = HERE.name
 EXAMPLES = HERE / "examples"
-JAXSCOPE = Path(sys.executable).parent / "jaxscope"
 
 pytestmark = pytest.mark.skipif(
     kind_problem("torch") is not None, reason=str(kind_problem("torch"))
@@ -94,32 +93,15 @@ print(json.dumps({"steps": steps, "xla_losses": [t.cpu().item() for t in losses]
 
 
 def truth_of(example: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [str(torch_python()), "-c", TRUTH, str(EXAMPLES / f"{example}.py")],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "PJRT_DEVICE": "CPU"},
-        check=True,
-    )
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return run_truth(TRUTH, EXAMPLES / f"{example}.py")
 
 
 def jaxscope_run(example: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(JAXSCOPE), "run", EXHIBIT, str(EXAMPLES / f"{example}.py"), *extra],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    return torch_testing.jaxscope_run(EXHIBIT, EXAMPLES / f"{example}.py", *extra)
 
 
 def events_of(example: str) -> list[EventBase]:
-    done = jaxscope_run(example, "--json")
-    assert done.returncode in (0, 3), done.stderr[-2000:]
-    return [EVENT_ADAPTER.validate_json(line) for line in done.stdout.splitlines() if line]
+    return torch_testing.events_of(EXHIBIT, EXAMPLES / f"{example}.py", ok=(0, 3))
 
 
 def steps_of(events: list[EventBase]) -> list[XlaStepCounted]:
@@ -226,7 +208,7 @@ def test_print_counters_and_the_finding() -> None:
 
 def test_golden_is_the_default_run() -> None:
     golden = HERE / "golden" / "mlp_sgd.events.jsonl"
-    events = [EVENT_ADAPTER.validate_json(line) for line in golden.read_text().splitlines()]
+    events = parse_events(golden.read_text())
     rows = step_rows(events)
     assert [r["uncached"] for r in rows] == [1, 0, 0, 0]
     assert [r["cached"] for r in rows] == [0, 1, 1, 1]
@@ -237,13 +219,7 @@ def test_bad_batches_is_blamed_on_its_line(tmp_path: Path) -> None:
     snippet.write_text(
         "import torch\n\ndef f(x):\n    return x.sum()\n\nargs = (torch.ones(2),)\nbatches = 3\n"
     )
-    done = subprocess.run(
-        [str(JAXSCOPE), "run", EXHIBIT, str(snippet), "--print", "counters"],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    done = torch_testing.jaxscope_run(EXHIBIT, snippet, "--print", "counters")
     assert done.returncode != 0
     assert "batches must be a non-empty list of tuples of f's arguments" in done.stderr
     assert "at line 7 in <module>" in done.stderr
