@@ -113,3 +113,52 @@ def test_lazy_tensor_torchax_beside_torch_xla(
     page.get_by_test_id("lazy-torchax-panel").scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / "lazy_tensor-torchax.png"))
     assert console_errors == []
+
+
+@pytest.mark.skipif(
+    not (TORCHAX_SITE / "torchax").is_dir(),
+    reason=f"torchax is not installed ({TORCHAX_SITE}: `make torch` installs it)",
+)
+def test_lazy_tensor_torchax_module_state_and_a_training_step(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """module_state.py's module-level model: its parameters are the jaxpr's inputs by their
+    names, the tensor f reads a constant; train_step.py: what torchax raised, at which line (a
+    click selects it in the editor), no jaxpr."""
+    page.set_viewport_size({"width": 1500, "height": 1300})
+    open_exhibit(page, "lazy_tensor")
+    page.get_by_test_id("example-select").select_option("module_state")
+    page.get_by_test_id("lazy-torchax").check()
+    page.get_by_test_id("run").click()
+    panel = page.get_by_test_id("lazy-torchax-panel")
+    expect(panel).to_contain_text("torchax 0.0.13 on JAX 0.10.2", timeout=TORCH_RUN_TIMEOUT_MS)
+    rows = page.get_by_test_id("torchax-var")
+    expect(rows).to_have_count(7)
+    expect(rows.nth(1)).to_contain_text("model.0.weight")
+    expect(rows.nth(1)).to_contain_text("f32[8,4]")
+    expect(rows.nth(1)).to_contain_text("input: a parameter")
+    expect(rows.nth(6)).to_contain_text("scale")
+    expect(rows.nth(6)).to_contain_text("constant: a module-level tensor")
+    var = rows.nth(1).locator("td").first.inner_text()
+    expect(page.get_by_test_id("torchax-jaxpr")).to_contain_text(f"{var}:f32[8,4]")
+    expect(page.get_by_test_id("torchax-problem")).to_have_count(0)
+    panel.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "lazy_tensor-torchax-module-state.png"), full_page=True)
+
+    page.get_by_test_id("example-select").select_option("train_step")
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("lazy-graph")).to_contain_text("hash", timeout=TORCH_RUN_TIMEOUT_MS)
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text(
+        "run_finished", timeout=TORCH_RUN_TIMEOUT_MS
+    )
+    page.get_by_test_id("lazy-torchax").check()  # a new example may start with the options reset
+    problem = page.get_by_test_id("torchax-problem")
+    expect(problem).to_contain_text("loss.backward()", timeout=TORCH_RUN_TIMEOUT_MS)
+    expect(problem).to_contain_text("RuntimeError: element 0 of tensors does not require grad")
+    expect(problem).not_to_contain_text("Traceback")
+    expect(page.get_by_test_id("torchax-problem-line")).to_have_text("line 17")
+    expect(page.get_by_test_id("torchax-jaxpr")).to_have_count(0)
+    page.get_by_test_id("torchax-problem-line").click()
+    problem.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "lazy_tensor-torchax-train-step.png"), full_page=True)
+    assert console_errors == []

@@ -24,7 +24,9 @@ class CutCall(WireModel):
     """A call at a snippet line that ran programs: ``method``, the ``torch.Tensor`` method
     called from the snippet (``item``, ``cpu``, ``tolist``, ``__bool__`` for ``bool(t)`` and
     ``if t:``, ``__repr__`` for ``print(t)``/``str(t)``, ``__format__`` for an f-string,
-    ``__float__``...), seen by wrapping those methods for the line-by-line run, and the
+    ``__float__``...), seen by wrapping those methods for the line-by-line run, or ``to``
+    (``.to("cpu")``, seen by a ``sys.setprofile`` hook: a wrapper's frame would become the IR
+    debug location of the nodes ``.to(dtype)`` makes), and the
     counters that moved while it ran: ``executions`` (``ExecuteComputation``) and
     ``transfers_from_device`` (``TransferFromDeviceTime`` samples)."""
 
@@ -138,14 +140,41 @@ class GraphHashCompared(EventBase):
     source: HashSourceView
 
 
+class TorchaxVar(WireModel):
+    """One variable of torchax's jaxpr that comes from the snippet: ``var`` its name in JAX's
+    text (``b``), ``aval`` its type there (``f32[8,4]``), ``name`` what the user calls it
+    (``model.0.weight``: the module's global name and torchax's name for the tensor, which is
+    ``named_parameters()``'s; ``args[0]``; ``scale``, a module-level tensor; ``""`` a constant
+    torchax made inside f) and ``kind``: ``parameter`` or ``buffer`` (an input, torchax's
+    ``JittableModule`` split of the module's state), ``argument`` (an input), ``tensor`` (a
+    module-level tensor, captured as a constant)."""
+
+    var: str
+    aval: str
+    name: str
+    kind: Literal["parameter", "buffer", "argument", "tensor", "constant"]
+
+
 class TorchaxStaged(EventBase):
     """The same ``f`` through torchax (design 0042, the ``torchax`` option):
-    ``torchax.interop.jax_view(f)`` traced by ``jax.make_jaxpr`` on the tensor ``args`` as JAX
-    arrays (the Python numbers at ``static_args`` static), with torch seeded 0 first (torchax's
-    environment takes its PRNG key from torch's seed). ``jaxpr`` is JAX's text, ``stablehlo``
+    ``f`` through ``torchax.interop.jax_view`` traced by ``jax.make_jaxpr`` on the module state
+    (below) and the tensor ``args`` as JAX arrays (the Python numbers at ``static_args``
+    static), with torch seeded 0 and torchax's environment made first (its PRNG key comes from
+    torch's seed). ``jaxpr`` is JAX's text, ``stablehlo``
     ``jax.jit(...).lower(...).as_text()``, ``values`` the jitted outputs as lists;
     ``torchax_version`` and ``jax_version`` what ran. ``problem``: why there is none (torchax
-    not installed, or f did what a trace cannot, e.g. ``.item()``: torchax's own error)."""
+    not installed, or f did what a trace cannot, e.g. ``.item()``: torchax's own error), with
+    ``problem_line`` the snippet line that raised it (None: not in the snippet) and
+    ``problem_source`` that line's text.
+
+    The snippet's module-level ``nn.Module`` state is an input, as ``torchax.extract_jax`` makes
+    it: the traced function is ``(states, *args)`` with ``states`` a dict, per module global,
+    of its ``JittableModule`` params and buffers (the values the snippet built, before any run
+    of f); the module-level tensors f reads are torchax tensors it captures, constants.
+    ``inputs`` names each invar of the jaxpr in order, ``constants`` each constvar.
+    ``updated``: the state f updates in place (a BatchNorm's running stats, ``count.add_(1)``),
+    by the same names: the jaxpr computes the new values but they are none of its outputs
+    (torchax's functional call does not hand them back), so JAX prints them as ``_``."""
 
     type: Literal["torchax_staged"] = "torchax_staged"
     torchax_version: str
@@ -155,6 +184,11 @@ class TorchaxStaged(EventBase):
     stablehlo: str
     values: list[str]
     problem: str
+    problem_line: int | None = None
+    problem_source: str = ""
+    inputs: list[TorchaxVar] = []
+    constants: list[TorchaxVar] = []
+    updated: list[str] = []
 
 
 EVENTS: tuple[type[EventBase], ...] = (

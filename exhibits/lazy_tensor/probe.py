@@ -15,7 +15,9 @@ XLA device and calls ``f``:
    with each Python number among ``args`` changed; beside it, what torch_xla's source folds into
    the hash (``hash_source.py``);
 4. with the ``torchax`` option, the same ``f`` through torchax (PyPI, from its own folder of the
-   torch venv, design 0042): ``jax.make_jaxpr`` of ``torchax.interop.jax_view(f)``, its
+   torch venv, design 0042): ``jax.make_jaxpr`` of ``f`` through ``torchax.interop.jax_view``,
+   the snippet's module-level ``nn.Module`` state an input as ``torchax.extract_jax`` makes it
+   (``JittableModule.functional_call`` around ``f``), its module-level tensors constants; its
    StableHLO and values.
 
 torch and torch_xla are public API here; torch_xla's private text, HLO, hash, tensor-debug-info
@@ -49,6 +51,7 @@ from .events import (
     LazyGraphSynced,
     LazyLineStepped,
     TorchaxStaged,
+    TorchaxVar,
 )
 
 # torchax and its JAX (requirements-torchax.txt): a folder of the torch venv, not its
@@ -129,8 +132,9 @@ def _has_ir(t: Any) -> bool:
 # torch.Tensor's methods that read a value on the host (a cut when the tensor is pending):
 # wrapped while f runs line by line, to name the call that cut at each line. Not ``to``: a
 # wrapper's frame is innermost while the method runs, and ``t.to(torch.float16)`` makes an IR
-# node there, whose IR debug location would name the wrapper instead of the snippet's line (a
-# ``.to("cpu")`` cut shows with no call named).
+# node there, whose IR debug location would name the wrapper instead of the snippet's line.
+# ``to`` (a C method of torch's) is watched by a profile hook instead (``c_call`` /
+# ``c_return`` events add no Python frame): a ``.to("cpu")`` cut is named ``to``.
 HOST_READS = (
     "item",
     "cpu",
@@ -156,7 +160,9 @@ def _host_reads(calls: dict[int, list[CutCall]]) -> Iterator[None]:
     """While active, each outermost call of a :data:`HOST_READS` method that runs a program is
     added to ``calls[id(frame)]`` of the innermost snippet frame that made it (the wrapper's
     own frame is on the stack only during such a call, which makes no IR node of the
-    snippet's). The methods are put back after, even when ``f`` raises."""
+    snippet's). So is each outermost ``Tensor.to`` of an XLA tensor that runs one (a
+    ``.to("cpu")``), seen by a profile hook. The methods and the previous profile hook are put
+    back after, even when ``f`` raises."""
     import torch
 
     depth = [0]
@@ -185,12 +191,43 @@ def _host_reads(calls: dict[int, list[CutCall]]) -> Iterator[None]:
 
         return host_read
 
+    started: list[tuple[int, int, int]] = []
+
+    def watch_to(frame: FrameType, event: str, arg: Any) -> None:
+        """``sys.setprofile``'s hook: an outermost ``Tensor.to`` on an XLA tensor that ran a
+        program (``.to("cpu")`` of a pending tensor) is a cut, named ``to``."""
+        if event not in ("c_call", "c_return", "c_exception") or depth[0] > 0:
+            return
+        if getattr(arg, "__name__", "") != "to":
+            return
+        owner = getattr(arg, "__self__", None)
+        if not isinstance(owner, torch.Tensor) or owner.device.type != "xla":
+            return
+        if event == "c_call":
+            started.append(_counts())
+            return
+        if not started:
+            return
+        before, after = started.pop(), _counts()
+        snippet = _snippet_frame(frame)
+        if snippet is not None and after[0] > before[0]:
+            calls.setdefault(id(snippet), []).append(
+                CutCall(
+                    method="to",
+                    executions=after[0] - before[0],
+                    transfers_from_device=after[2] - before[2],
+                )
+            )
+
     for name in HOST_READS:
         saved[name] = (name in vars(torch.Tensor), getattr(torch.Tensor, name))
         setattr(torch.Tensor, name, wrap(name, saved[name][1]))
+    profile = sys.getprofile()
+    sys.setprofile(watch_to)
     try:
         yield
     finally:
+        sys.setprofile(profile)
         for name, (own, method) in saved.items():
             if own:
                 setattr(torch.Tensor, name, method)
@@ -314,8 +351,103 @@ def _changes(args: tuple[Any, ...]) -> list[tuple[str, Any]]:
     return changes
 
 
-def _torchax(f: Callable[..., Any], args: tuple[Any, ...]) -> TorchaxStaged:
-    """``f`` through torchax: its jaxpr, StableHLO and values (module docstring, design 0042)."""
+def _cpu_state(ns: dict[str, Any], args: tuple[Any, ...]) -> dict[int, Any]:
+    """CPU copies of the snippet's module-level state, by the tensor object's id: each
+    ``nn.Module``'s parameters and buffers and each module-level tensor among ``ns``'s values,
+    as the snippet built them. Taken before :func:`move_state` moves them to the XLA device in
+    place (the objects stay, so the ids hold) and before the runs of f that may change them
+    (a training step): torchax's panel traces f on these values."""
+    import torch
+
+    skip = {id(a) for a in args}
+    copies: dict[int, Any] = {}
+    for value in ns.values():
+        if isinstance(value, torch.nn.Module):
+            tensors = [*value.parameters(), *value.buffers()]
+        elif isinstance(value, torch.Tensor) and id(value) not in skip:
+            tensors = [value]
+        else:
+            continue
+        for t in tensors:
+            copies.setdefault(id(t), t.detach().to("cpu", copy=True))
+    return copies
+
+
+def _module_globals(ns: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The snippet's module-level ``nn.Module`` globals that hold state, by their first global
+    name, in the snippet's order; one that is a submodule of another is left out (the other's
+    state covers it: torchax reparametrizes a module and its children together)."""
+    import torch
+
+    found: list[tuple[str, Any]] = []
+    for name, value in ns.items():
+        if not isinstance(value, torch.nn.Module) or any(value is m for _, m in found):
+            continue
+        if next(iter([*value.parameters(), *value.buffers()]), None) is None:
+            continue
+        found.append((name, value))
+    return [
+        (name, m)
+        for name, m in found
+        if not any(m is not other and any(m is c for c in other.modules()) for _, other in found)
+    ]
+
+
+def _header_vars(jaxpr: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The (name, type) of each constvar and invar in a jaxpr's text, from its header
+    ``{ lambda CONSTVARS; INVARS. let`` (JAX's own names: ``b:f32[8,4]``)."""
+    # The program's own jaxpr starts a line; jaxprs it shares (``let _var = { lambda ...`` ...
+    # ``in``) come before it.
+    found = re.search(r"^\{ lambda(.*?);(.*?)\.\s*let\b", jaxpr, re.S | re.M)
+    if found is None:
+        return [], []
+
+    def parse(part: str) -> list[tuple[str, str]]:
+        return [(tok.split(":", 1)[0], tok.split(":", 1)[1]) for tok in part.split() if ":" in tok]
+
+    return parse(found.group(1)), parse(found.group(2))
+
+
+def _snippet_line(exc: BaseException) -> int | None:
+    """The innermost snippet line in ``exc``'s traceback (JAX filters its own frames out)."""
+    import traceback
+
+    lines = [
+        fr.lineno
+        for fr in traceback.extract_tb(exc.__traceback__)
+        if fr.filename == SNIPPET_FILENAME
+    ]
+    return lines[-1] if lines else None
+
+
+def _problem(staged: TorchaxStaged, exc: BaseException, source: str) -> TorchaxStaged:
+    """``staged`` with what torchax raised: its type and first line, and the snippet line it
+    came from with that line's text (no traceback)."""
+    text = str(exc).strip().splitlines()
+    line = _snippet_line(exc)
+    lines = source_lines(source)
+    return staged.model_copy(
+        update={
+            "problem": f"{type(exc).__name__}: {text[0] if text else ''}",
+            "problem_line": line,
+            "problem_source": lines[line - 1].strip()
+            if line is not None and 0 < line <= len(lines)
+            else "",
+        }
+    )
+
+
+def _torchax(
+    f: Callable[..., Any], args: tuple[Any, ...], state: dict[int, Any], source: str
+) -> TorchaxStaged:
+    """``f`` through torchax: its jaxpr, StableHLO and values (module docstring, design 0042).
+
+    The snippet's module-level ``nn.Module`` state is the traced function's first input, as
+    ``torchax.extract_jax`` makes it: per module global, torchax's ``JittableModule`` split of
+    it into params and buffers (by torchax's names), as JAX arrays of ``state``'s CPU copies;
+    inside, ``JittableModule.functional_call`` puts them in the module while f runs (f calls
+    the module itself). Module-level tensors f reads are torchax tensors of their copies while
+    f runs (the global rebound, then put back): captured, so constants of the jaxpr."""
     import os
 
     import torch
@@ -343,26 +475,108 @@ def _torchax(f: Callable[..., Any], args: tuple[Any, ...]) -> TorchaxStaged:
     import torchax
     import torchax.interop
 
-    jf = torchax.interop.jax_view(f)
-    jargs = [jax.numpy.asarray(a.numpy()) if isinstance(a, torch.Tensor) else a for a in args]
+    env = torchax.default_env()
+    ns = f.__globals__
+
+    def cpu(t: Any) -> Any:
+        return state[id(t)] if id(t) in state else t.detach().to("cpu")
+
+    def as_jax(t: Any) -> Any:  # torchax's own conversion (bfloat16 included)
+        return env.t2j_copy(cpu(t))
+
     staged = empty.model_copy(
         update={"torchax_version": torchax.__version__, "jax_version": jax.__version__}
     )
     try:
-        jaxpr = str(jax.make_jaxpr(jf, static_argnums=static)(*jargs))
-        jitted = jax.jit(jf, static_argnums=static)
-        stablehlo = jitted.lower(*jargs).as_text()
-        out = jax.tree_util.tree_leaves(jitted(*jargs))
+        modules = [(name, torchax.interop.JittableModule(m)) for name, m in _module_globals(ns)]
+        states = {
+            name: {k: as_jax(v) for k, v in {**jm.params, **jm.buffers}.items()}
+            for name, jm in modules
+        }
+        skip = {id(a) for a in args}
+        tensors = {
+            name: as_jax(v)
+            for name, v in ns.items()
+            if isinstance(v, torch.Tensor) and id(v) not in skip and not name.startswith("__")
+        }
+    except Exception as exc:  # a state torchax cannot take: its own error
+        return _problem(staged, exc, source)
+
+    updated: list[str] = []
+
+    def body(states: Any, *targs: Any) -> Any:  # torch land: torchax tensors
+        call: Callable[..., Any] = f
+        for name, jm in modules:
+            mine = states[name]
+            call = functools.partial(
+                jm.functional_call,
+                lambda _module, *a, _inner=call: _inner(*a),
+                {k: mine[k] for k in jm.params},
+                {k: mine[k] for k in jm.buffers},
+            )
+        saved = {name: ns[name] for name in tensors}
+        captured = env.j2t_iso(tensors)
+        held = {f"{name}.{k}": t for name in states for k, t in states[name].items()}
+        held.update(captured)
+        before = {name: torchax.interop.jax_view(t) for name, t in held.items()}
+        ns.update(captured)
+        try:
+            return call(*targs)
+        finally:
+            ns.update(saved)
+            # An in-place update of the state (a BatchNorm's running stats, ``t.add_``) gives
+            # the torchax tensor a new JAX value, which is no output of the traced function.
+            updated[:] = [
+                name for name, t in held.items() if torchax.interop.jax_view(t) is not before[name]
+            ]
+
+    staged_f = torchax.interop.jax_view(body)  # JAX land: call_torch(body, ...)
+    jargs = [jax.numpy.asarray(a.numpy()) if isinstance(a, torch.Tensor) else a for a in args]
+    shifted = [i + 1 for i in static]
+    try:
+        closed = jax.make_jaxpr(staged_f, static_argnums=shifted)(states, *jargs)
+        dropped = list(updated)
+        jitted = jax.jit(staged_f, static_argnums=shifted)
+        stablehlo = jitted.lower(states, *jargs).as_text()
+        out = jax.tree_util.tree_leaves(jitted(states, *jargs))
     except Exception as exc:  # f does what a trace cannot (a host read): torchax's own error
-        text = str(exc).strip().splitlines()
-        return staged.model_copy(
-            update={"problem": f"{type(exc).__name__}: {text[0] if text else ''}"}
+        return _problem(staged, exc, source)
+    jaxpr = str(closed)
+    constvars, invars = _header_vars(jaxpr)
+    kinds = {name: {k: "parameter" for k in jm.params} for name, jm in modules}
+    for name, jm in modules:
+        kinds[name].update({k: "buffer" for k in jm.buffers})
+    names: list[tuple[str, str]] = []
+    for path, _ in jax.tree_util.tree_flatten_with_path(states)[0]:
+        module, key = (str(getattr(p, "key", p)) for p in path)
+        names.append((f"{module}.{key}", kinds[module][key]))
+    names += [(f"args[{i}]", "argument") for i, a in enumerate(args) if i not in static]
+    inputs = (
+        [
+            TorchaxVar(var=var, aval=aval, name=name, kind=kind)  # type: ignore[arg-type]
+            for (var, aval), (name, kind) in zip(invars, names, strict=True)
+        ]
+        if len(invars) == len(names)
+        else []
+    )
+    by_id = {id(v): name for name, v in tensors.items()}
+    constants = [
+        TorchaxVar(
+            var=var,
+            aval=aval,
+            name=by_id.get(id(value), ""),
+            kind="tensor" if id(value) in by_id else "constant",
         )
+        for (var, aval), value in zip(constvars, closed.consts, strict=False)
+    ]
     return staged.model_copy(
         update={
             "jaxpr": jaxpr,
             "stablehlo": stablehlo,
             "values": [str(np.asarray(v).tolist()) for v in out],
+            "inputs": inputs,
+            "constants": constants if len(constvars) == len(closed.consts) else [],
+            "updated": dropped,
         }
     )
 
@@ -383,6 +597,8 @@ def run(ctx: ProbeContext) -> None:
         device = torch_xla.device()  # creates the PJRT client (PJRT_DEVICE, in this run)
         # The snippet's module-level models and tensors too, in place: an optimizer built
         # beside them keeps its parameters (a training step at module level runs on the device).
+        # torchax's panel traces f on the state as the snippet built it (design 0042).
+        state = _cpu_state(f.__globals__, args) if ctx.options.torchax else {}
         move_state(f.__globals__, args, device)
         moved = _map_tensors(args, lambda t: t.to(device))
         torch_xla.sync()  # the arguments are device data, not pending uploads
@@ -440,5 +656,5 @@ def run(ctx: ProbeContext) -> None:
     ctx.emit(GraphHashCompared(graph_hash=built.graph_hash, trials=trials, source=_hash_source()))
     if ctx.options.torchax:
         with ctx.stage("trace"):
-            staged = _torchax(f, args)
+            staged = _torchax(f, args, state, ctx.snippet.source)
         ctx.emit(staged)

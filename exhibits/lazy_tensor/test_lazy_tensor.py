@@ -123,6 +123,20 @@ def run_truth(script: str, example: Path) -> dict[str, Any]:
     return result
 
 
+def run_truth_with(script: str, example: Path, *extra: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [str(torch_python()), "-c", script, str(example), *extra],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "PJRT_DEVICE": "CPU"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
 @pytest.fixture(scope="module")
 def events() -> list[EventBase]:
     return run_events()
@@ -281,10 +295,10 @@ def test_each_cut_names_the_call_that_made_it(
 ) -> None:
     steps = [e for e in cuts_events if isinstance(e, LazyLineStepped)]
     shown: list[list[Any]] = [[s.line, c.method, c.executions] for s in steps for c in s.cut_by]
-    # .item(), .cpu(), print, an if on a tensor, .tolist(): one line each, as torch's own hook
-    # sees them in a plain script.
+    # .item(), .cpu(), .to("cpu"), print, an if on a tensor, .tolist(): one line each, as
+    # torch's own hook sees them in a plain script (a .to("cpu") was a cut with no call named).
     assert shown == cuts_truth["cuts"]
-    assert [m for _, m, _ in shown] == ["item", "cpu", "__repr__", "__bool__", "tolist"]
+    assert [m for _, m, _ in shown] == ["item", "cpu", "to", "__repr__", "__bool__", "tolist"]
     source = CUTS.read_text().splitlines()
     for s in steps:
         for call in s.cut_by:
@@ -444,8 +458,9 @@ needs_torchax = pytest.mark.skipif(
 )
 
 # The truth: torchax's own jax_view + jax.make_jaxpr in a plain fresh process (torch seeded 0
-# first, as the probe does: torchax's environment takes its PRNG key from torch's seed), and
-# CPU torch.
+# first, as the probe does: torchax's environment takes its PRNG key from torch's seed, and is
+# made before the trace: made inside it, its key would be a ``random_seed`` eqn of the jaxpr,
+# one that is not f's), and CPU torch.
 TORCHAX_TRUTH = r"""
 import json, sys
 sys.path.insert(0, sys.argv[2])
@@ -457,6 +472,7 @@ exec(compile(open(sys.argv[1]).read(), "<snippet>", "exec"), ns)
 f, args = ns["f"], ns["args"]
 static = [i for i, a in enumerate(args) if not isinstance(a, torch.Tensor)]
 jargs = [jax.numpy.asarray(a.numpy()) if isinstance(a, torch.Tensor) else a for a in args]
+torchax.default_env()  # made before the trace (its PRNG key a concrete array), as the probe does
 jf = torchax.interop.jax_view(f)
 truth = {"cpu": [torch.as_tensor(f(*args)).tolist()]}
 truth["versions"] = [torchax.__version__, jax.__version__]
@@ -513,6 +529,191 @@ def test_torchax_cannot_trace_a_host_read() -> None:
     truth = torchax_truth(EXAMPLE)
     assert staged.problem.split(":")[0] == truth["error"]
     assert (staged.jaxpr, staged.stablehlo, staged.values) == ("", "", [])
+
+
+MODULE_STATE = HERE / "examples" / "module_state.py"
+
+# The truth for f reading module-level state, torchax's own way in a plain fresh process: each
+# module's state as torchax.extract_jax splits it (names and JAX arrays, the values the snippet
+# built), passed in as an input and put in the module by JittableModule.functional_call around
+# f; a module-level tensor moved to torchax's device as a user would (``.to("jax")`` under the
+# environment), captured. The error's type, first line and snippet line where the trace fails.
+TORCHAX_STATE_TRUTH = r"""
+import json, sys, traceback
+sys.path.insert(0, sys.argv[2])
+import torch
+torch.manual_seed(0)
+import jax, numpy as np, torchax, torchax.interop
+ns = {}
+exec(compile(open(sys.argv[1]).read(), "<snippet>", "exec"), ns)
+f, args = ns["f"], ns["args"]
+truth = {}
+try:
+    truth["cpu"] = [f(*args).tolist()]
+except Exception as exc:
+    truth["cpu_error"] = type(exc).__name__
+ns2 = {}
+exec(compile(open(sys.argv[1]).read(), "<snippet>", "exec"), ns2)
+f, args, model = ns2["f"], ns2["args"], ns2["model"]
+states, _ = torchax.extract_jax(model)
+jm = torchax.interop.JittableModule(model)
+env = torchax.default_env()
+names = [n for n, v in ns2.items() if isinstance(v, torch.Tensor) and not any(v is a for a in args)]
+with env:
+    captured = {n: ns2[n].to("jax") for n in names}
+def body(states, *a):
+    ns2.update(captured)
+    mine = states["model"]
+    return jm.functional_call(
+        lambda m, *b: f(*b), {k: mine[k] for k in jm.params}, {k: mine[k] for k in jm.buffers}, *a
+    )
+g = torchax.interop.jax_view(body)
+jargs = [jax.numpy.asarray(a.numpy()) for a in args]
+truth["state_names"] = sorted(states)
+truth["params"] = sorted(jm.params)
+truth["named_parameters"] = sorted(n for n, _ in model.named_parameters())
+truth["captured"] = names
+try:
+    closed = jax.make_jaxpr(g)({"model": states}, *jargs)
+    truth["jaxpr"] = str(closed)
+    truth["stablehlo"] = jax.jit(g).lower({"model": states}, *jargs).as_text()
+    truth["values"] = [np.asarray(v).tolist() for v in jax.tree_util.tree_leaves(
+        jax.jit(g)({"model": states}, *jargs))]
+    truth["invars"] = [v.aval.str_short(short_dtypes=True) for v in closed.jaxpr.invars]
+except Exception as exc:
+    tb = traceback.extract_tb(exc.__traceback__)
+    lines = [fr.lineno for fr in tb if fr.filename == "<snippet>"]
+    truth["error"] = [type(exc).__name__, str(exc).strip().splitlines()[0], lines[-1]]
+print(json.dumps(truth))
+"""
+
+
+@needs_torchax
+def test_torchax_module_state_is_inputs_and_constants() -> None:
+    """A module-level nn.Sequential, tensor and loss read by f: it failed ``AssertionError: Expect
+    a Tensor or a View but got <class 'torch.nn.parameter.Parameter'>``. Now the model's
+    parameters are inputs of the jaxpr, named as torchax and ``named_parameters()`` name them,
+    the tensor a constant; the jaxpr, StableHLO and values are torchax's own in a fresh process,
+    and the values CPU torch's."""
+    truth = run_truth_with(TORCHAX_STATE_TRUTH, MODULE_STATE, str(TORCHAX_SITE))
+    events = run_events("--torchax", "true", example=MODULE_STATE)
+    staged = only(events, TorchaxStaged)
+    assert staged.problem == ""
+    assert staged.jaxpr == truth["jaxpr"]
+    assert staged.stablehlo == truth["stablehlo"]
+    values = [json.loads(v) for v in staged.values]
+    assert values == [pytest.approx(v, rel=1e-6) for v in truth["values"]]
+    assert values == [pytest.approx(v, rel=1e-5) for v in truth["cpu"]]
+    # The inputs: torchax's state names (named_parameters()'s here), then the args, in the
+    # jaxpr's order, each with its type there; the tensor f reads, a constant.
+    assert truth["params"] == truth["state_names"] == truth["named_parameters"]
+    names = [f"model.{n}" for n in truth["state_names"]] + ["args[0]", "args[1]"]
+    assert [v.name for v in staged.inputs] == names
+    assert [v.kind for v in staged.inputs] == ["parameter"] * 4 + ["argument"] * 2
+    assert [v.aval for v in staged.inputs] == truth["invars"]
+    assert [(v.name, v.kind) for v in staged.constants] == [("scale", "tensor")]
+    assert truth["captured"] == ["scale"]
+    header = staged.jaxpr.split(". let")[0]
+    consts, invars = header.removeprefix("{ lambda ").split(";")
+    assert invars.split() == [f"{v.var}:{v.aval}" for v in staged.inputs]
+    assert consts.split() == [f"{v.var}:{v.aval}" for v in staged.constants]
+    assert staged.updated == []
+    # torch_xla's side of the same run still moves the state (its graph has the parameters).
+    assert only(events, LazyGraphBuilt).hlo.startswith("HloModule")
+
+
+@needs_torchax
+def test_torchax_says_what_it_raised_on_a_training_step() -> None:
+    """train_step's f calls loss.backward() and opt.step(): torchax's trace of the forward
+    cannot run torch's autograd on it. The panel says what torchax raised and on which line
+    of the snippet (the truth: the same trace in a fresh process), not a traceback or a jaxpr;
+    the run does not fail."""
+    truth = run_truth_with(TORCHAX_STATE_TRUTH, TRAIN, str(TORCHAX_SITE))
+    events = run_events("--torchax", "true", example=TRAIN)
+    staged = only(events, TorchaxStaged)
+    kind, message, line = truth["error"]
+    assert staged.problem == f"{kind}: {message}"
+    assert "Traceback" not in staged.problem and "\n" not in staged.problem
+    assert staged.problem_line == line
+    assert staged.problem_source == TRAIN.read_text().splitlines()[line - 1].strip()
+    assert staged.problem_source == "loss.backward()"
+    assert (staged.jaxpr, staged.stablehlo, staged.values, staged.inputs) == ("", "", [], [])
+
+
+# f updates module-level state in place: a tensor (``count.add_(1)``) and a BatchNorm's buffers
+# in training mode.
+IN_PLACE = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3))
+count = torch.zeros(())
+
+
+def f(x):
+    count.add_(1)
+    return model(x).sum()
+
+
+x = torch.linspace(-1.0, 1.0, 24).reshape(6, 4)
+args = (x,)
+"""
+
+# The truth: which state f changes under CPU torch, and which under torchax run eagerly (its
+# own tensors: the model moved with ``.to("jax")``, ``count`` too, f called under its
+# environment), by value.
+TORCHAX_IN_PLACE_TRUTH = r"""
+import json, sys
+sys.path.insert(0, sys.argv[2])
+import torch
+torch.manual_seed(0)
+import numpy as np, torchax, torchax.interop
+def load():
+    ns = {}
+    exec(compile(open(sys.argv[1]).read(), "<snippet>", "exec"), ns)
+    return ns
+def state(ns, view):
+    out = {f"model.{k}": view(v) for k, v in ns["model"].state_dict(keep_vars=True).items()}
+    out["count"] = view(ns["count"])
+    return out
+def changed(ns, call, view):
+    before = state(ns, view)
+    call()
+    after = state(ns, view)
+    return sorted(k for k in before if not np.array_equal(before[k], after[k]))
+cpu = load()
+truth = {"cpu": changed(cpu, lambda: cpu["f"](*cpu["args"]), lambda t: t.detach().numpy().copy())}
+env = torchax.default_env()
+ns = load()
+with env:
+    ns["model"].to("jax")
+    ns["count"] = ns["count"].to("jax")
+    x = ns["args"][0].to("jax")
+def run():
+    with env:
+        ns["f"](x)
+truth["torchax"] = changed(ns, run, lambda t: np.asarray(torchax.interop.jax_view(t)).copy())
+print(json.dumps(truth))
+"""
+
+
+@needs_torchax
+def test_torchax_says_which_state_updates_it_drops(tmp_path: Path) -> None:
+    """An in-place update of module-level state is computed in the jaxpr but is none of its
+    outputs (``_ = ...``): the panel lists the state torchax updates, as torchax run eagerly
+    updates it (by value); CPU torch updates more (torchax's batch norm drops the running
+    stats)."""
+    snippet = tmp_path / "in_place.py"
+    snippet.write_text(IN_PLACE)
+    truth = run_truth_with(TORCHAX_IN_PLACE_TRUTH, snippet, str(TORCHAX_SITE))
+    staged = only(run_events("--torchax", "true", example=snippet), TorchaxStaged)
+    assert staged.problem == ""
+    assert sorted(staged.updated) == truth["torchax"]
+    assert set(truth["torchax"]) < set(truth["cpu"])
+    assert "count" in staged.updated
+    (count,) = [c for c in staged.constants if c.name == "count"]
+    assert f"_:f32[] = add {count.var} 1.0:f32[]" in staged.jaxpr
 
 
 def test_no_torchax_panel_without_the_option(events: list[EventBase]) -> None:

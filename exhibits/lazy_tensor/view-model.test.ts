@@ -1,7 +1,19 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { Event } from '../../frontend/src/protocol';
-import { built, callWords, eagerRun, hashes, numbered, sourceLink, stepNodes, stepRows, synced } from './view-model';
+import {
+  built,
+  callWords,
+  eagerRun,
+  hashes,
+  numbered,
+  sourceLink,
+  stepNodes,
+  stepRows,
+  synced,
+  torchaxStaged,
+  torchaxVars,
+} from './view-model';
 
 function golden(name: string): Event[] {
   return readFileSync(new URL(`./golden/${name}.events.jsonl`, import.meta.url), 'utf8')
@@ -33,11 +45,12 @@ describe('lazy_tensor view model on the golden run', () => {
     expect(synced(mlp)?.executions).toBe(1);
     expect(hashes(mlp)?.trials.map((t) => t.same)).toEqual([true, false]);
   });
-  it('the five cuts of cuts.py, each on its line, in words', () => {
+  it('the six cuts of cuts.py, each on its line, in words', () => {
     const cut = stepRows(cuts).filter((r) => r.cut > 0);
     expect(cut.map((r) => [r.source, r.cutBy])).toEqual([
       ['peak = y.max().item()', ['.item()']],
       ['first_row = y[0].cpu()', ['.cpu()']],
+      ['last_row = y[-1].to("cpu")', ['.to(...)']],
       ['print(total)', ['print(t) / str(t) / repr(t) (Tensor.__repr__)']],
       ['if total > peak:', ['bool(t): an if / while / and / or on a tensor (Tensor.__bool__)']],
       ['rows = y.sum(dim=1).tolist()', ['.tolist()']],
@@ -71,5 +84,26 @@ describe('lazy_tensor view model on the golden run', () => {
   });
   it('an unknown method keeps torch its name', () => {
     expect(callWords('numpy')).toBe('Tensor.numpy');
+  });
+});
+
+describe('the torchax panel on module-level state (module_state.py, the torchax option)', () => {
+  it("names each jaxpr variable from the snippet: the model's parameters and the args as inputs, scale a constant", () => {
+    const staged = torchaxStaged(golden('module_state'));
+    expect(staged?.problem).toBe('');
+    const vars = staged ? torchaxVars(staged) : [];
+    expect(vars.map((v) => [v.name, v.aval, v.role.split(':')[0]])).toEqual([
+      ['model.0.bias', 'f32[8]', 'input'],
+      ['model.0.weight', 'f32[8,4]', 'input'],
+      ['model.2.bias', 'f32[3]', 'input'],
+      ['model.2.weight', 'f32[3,8]', 'input'],
+      ['args[0]', 'f32[6,4]', 'input'],
+      ['args[1]', 'i32[6]', 'input'],
+      ['scale', 'f32[3]', 'constant'],
+    ]);
+    // Each var is in the header of JAX's text with its type (constvars before the ';').
+    const header = staged?.jaxpr.split('. let')[0] ?? '';
+    for (const v of vars) expect(header).toContain(`${v.var}:${v.aval}`);
+    expect(header.split(';')[0]).toContain(`${vars.at(-1)?.var}:f32[3]`);
   });
 });

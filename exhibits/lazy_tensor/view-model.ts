@@ -12,6 +12,7 @@ export type LineStep = EventOf<"lazy_line_stepped">;
 const CALL_WORDS: Record<string, string> = {
   item: '.item()',
   cpu: '.cpu()',
+  to: '.to(...)',
   tolist: '.tolist()',
   __bool__: 'bool(t): an if / while / and / or on a tensor',
   __repr__: 'print(t) / str(t) / repr(t)',
@@ -40,7 +41,7 @@ export interface StepRow {
   compiles: number;
   /** the calls that ran those programs, as the user wrote them (empty: none watched ran one) */
   cutBy: string[];
-  /** programs no watched call ran: each op in eager mode, or an explicit sync / `.to('cpu')` */
+  /** programs no watched call ran: each op in eager mode, or an explicit sync */
   unnamed: number;
   eager: boolean;
 }
@@ -116,4 +117,28 @@ export function numbered(text: string, first: number): string {
 
 export function torchaxStaged(events: readonly Event[]): EventOf<'torchax_staged'> | undefined {
   return eventsOf(events, 'torchax_staged').at(-1);
+}
+
+export type TorchaxVar = EventOf<'torchax_staged'>['inputs'][number];
+
+/** What each kind of torchax's jaxpr variable is, in words. */
+const VAR_ROLES: Record<TorchaxVar['kind'], string> = {
+  parameter: 'input: a parameter of a module-level nn.Module',
+  buffer: 'input: a buffer of a module-level nn.Module',
+  argument: "input: one of f's args",
+  tensor: 'constant: a module-level tensor f reads',
+  constant: 'constant: not a snippet tensor (made by f or by torchax: its PRNG key)',
+};
+
+/** The jaxpr's variables that come from the snippet, invars then constvars, each with what it
+ * is (`model.0.weight`, input: a parameter). */
+export function torchaxVars(
+  staged: EventOf<'torchax_staged'>,
+): { var: string; aval: string; name: string; role: string }[] {
+  return [...staged.inputs, ...staged.constants].map((v) => ({
+    var: v.var,
+    aval: v.aval,
+    name: v.name,
+    role: VAR_ROLES[v.kind],
+  }));
 }
