@@ -146,7 +146,10 @@ def _run_both(
 
 @pytest.fixture(scope="module")
 def real_harness() -> Any:
-    harness = SandboxHarness(Limits(), size=0)
+    # Tested here: bytes and equality, not limits (test_sandbox_limits.py, design 0046). Time
+    # limits ten times the snippet defaults, so that a loaded CI machine (two of these cases
+    # failed there under a load of 10 on 2 cores, and passed alone) does not end a run early.
+    harness = SandboxHarness(Limits(wall_s=100.0, cpu_s=100.0, ceiling_s=1200.0), size=0)
     yield harness
     harness.close()
 
