@@ -29,6 +29,7 @@ from jaxscope.sandbox.errors import classify
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.conftest import CASES, EXHIBITS, FakeContext, example_sources, run_probe
+from exhibits.tracing import probe as tracing_probe
 from exhibits.tracing.events import EqnRecorded, JitCalled
 
 EXAMPLES = example_sources("tracing")
@@ -464,3 +465,35 @@ def test_cache_miss_explanation_names_no_jaxscope_frame() -> None:
     assert "* at w, now f32[4] and before f32[3]" in miss
     assert miss.count("* at w, now f32[4]") == 1  # one message per call, not one per cache
     assert "probe.py" not in miss and "jaxscope" not in miss
+
+
+def test_a_tracer_leak_is_an_unexpected_tracer_error_after_tracing_finished() -> None:
+    # The reviewer's leak: a jitted helper keeps its tracer in a global list and f uses it.
+    # Tracing f finishes (the leaked tracer becomes a constvar); jax.jit(f)'s call fails. The
+    # page's banner is chosen by the event's error_class (view-model failureBanner), so the
+    # class, stage and (absent) frames must be JAX's, not a concretization error's.
+    path = Path(__file__).parents[2] / "frontend" / "test-fixtures" / "snippets" / "tracer_leak.py"
+    source = path.read_text()
+    snippet = load_snippet(source)
+    ctx = FakeContext(snippet=snippet, options=RunOptions())
+    with pytest.raises(jax.errors.UnexpectedTracerError) as info:
+        tracing_probe.run(ctx)
+    ns: dict[str, Any] = {}
+    exec(compile(source, "<snippet>", "exec"), ns)  # the truth: plain JAX on a fresh copy
+    with pytest.raises(jax.errors.UnexpectedTracerError) as truth:
+        jax.jit(ns["f"])(*ns["args"])
+    failed = classify(info.value, "call", snippet.f)
+    assert (failed.kind, failed.error_class) == ("tracer_error", "UnexpectedTracerError")
+    assert failed.error_class == type(truth.value).__name__
+    decorator = source.splitlines().index("@jax.jit") + 1
+    assert f"was scale at <snippet>:{decorator} traced for jit" in str(truth.value)
+    assert f"was scale at <snippet>:{decorator} traced for jit" in failed.message
+    # no snippet frame: the source is only f's def line (the banner claims no line for it)
+    assert failed.traceback == []
+    assert failed.source is not None
+    assert failed.source.line == source.splitlines().index("def f(x):") + 1
+    # tracing f finished: the staged jaxpr is JAX's, the leaked tracer one of its constvars
+    view = staged(ctx).jaxpr
+    assert view.text == str(jax.make_jaxpr(ns["f"])(*ns["args"]))
+    assert [c.value_preview for c in view.constvars] == [repr(ns["seen"][0])]
+    assert "Tracer" in repr(ns["seen"][0])

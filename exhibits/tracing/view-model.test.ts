@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadEvents, loadTruth } from '../../frontend/test-fixtures/load';
-import { rowMark, tracingModel } from './view-model';
+import { codeSpans, failureBanner, failureFamily, rowMark, tracingModel } from './view-model';
 
 interface Truth {
   jaxpr_text: string;
@@ -86,6 +86,72 @@ describe('a Python if on a traced value', () => {
     expect(model.recorded.length).toBeGreaterThan(0);
     expect(model.recorded.every((e) => (e.source?.line ?? 0) <= ifLine)).toBe(true);
     expect(model.staged).toBeUndefined();
+  });
+});
+
+describe('the banner above the eqns, chosen by the error class', () => {
+  it('keeps the concretization account for a Python if on a tracer, at the line of the if', () => {
+    const model = tracingModel(loadEvents('tracing-tracer-error'));
+    const banner = failureBanner(model.failure, model.staged);
+    expect(banner?.family).toBe('concretization');
+    expect(banner?.text).toContain(`Tracing stopped at line ${model.failure?.source?.line}`);
+    expect(banner?.text).toContain('cannot branch on them');
+  });
+
+  // A real leak: scale (jitted) appends its tracer to a global list, f uses it after that trace.
+  const events = loadEvents('tracing-tracer-leak');
+  const truth = loadTruth<{ jaxpr_text: string; call_error_class: string; call_error_message: string }>('tracing-tracer-leak');
+  const source = readFileSync(`${__dirname}/../../frontend/test-fixtures/snippets/tracer_leak.py`, 'utf8').split('\n');
+  const model = tracingModel(events);
+  const banner = failureBanner(model.failure, model.staged);
+
+  it('calls a leak a leak: a tracer escaped the trace of scale, not a branch, and tracing f finished', () => {
+    // JAX itself, in the capture process, fails the call of jax.jit(f) with the same class.
+    expect(truth.call_error_class).toBe('UnexpectedTracerError');
+    expect(model.failure?.error_class).toBe(truth.call_error_class);
+    expect(model.staged?.jaxpr.text).toBe(truth.jaxpr_text);
+    expect(banner?.family).toBe('leak');
+    expect(banner?.text).not.toContain('Tracing stopped');
+    expect(banner?.text).not.toContain('branch');
+    expect(banner?.text).toContain('A tracer escaped its trace');
+    // the function JAX names, at the line of its decorated def (co_firstlineno: the decorator)
+    const decorator = source.findIndex((l) => l.trim() === '@jax.jit') + 1;
+    expect(truth.call_error_message).toContain(`was scale at <snippet>:${decorator} traced for jit`);
+    expect(banner?.text).toContain(`the trace of \`scale\` (line ${decorator})`);
+    expect(banner?.text).toContain('when `jax.jit(f)` was called');
+    expect(banner?.text).toContain('Tracing `f` itself finished');
+  });
+
+  it("claims no line JAX did not give: the run's source is only f's def, so no 'at line' for the use", () => {
+    const defLine = source.findIndex((l) => l.startsWith('def f(')) + 1;
+    expect(model.failure?.source?.line).toBe(defLine);
+    expect(model.failure?.traceback).toEqual([]);
+    expect(banner?.text).not.toContain(`line ${defLine}`);
+  });
+
+  it('names the constvar that holds the leaked tracer in the staged jaxpr', () => {
+    const held = model.staged?.jaxpr.constvars.filter((c) => c.value_preview.includes('Tracer')) ?? [];
+    expect(held.length).toBe(1);
+    // the constvar JAX's text binds before the ';' and uses in the add
+    expect(truth.jaxpr_text).toMatch(new RegExp(`lambda ${held[0]?.var.name}:f32\\[3\\];`));
+    expect(banner?.text).toContain(`constvar \`${held[0]?.var.name}\` (${held[0]?.value_preview})`);
+  });
+
+  it('gives other tracer errors a neutral account, and ordinary exceptions none', () => {
+    expect(failureFamily('NonConcreteBooleanIndexError')).toBe('other');
+    expect(failureFamily('TracerIntegerConversionError')).toBe('concretization');
+    const failure = model.failure;
+    if (failure === undefined) throw new Error('no failure');
+    const other = failureBanner({ ...failure, error_class: 'NonConcreteBooleanIndexError', message: '' }, undefined);
+    expect(other?.family).toBe('other');
+    expect(other?.text).toContain('JAX raised `NonConcreteBooleanIndexError` when `jax.jit(f)` was called near line');
+    expect(other?.text).toContain('recorded before the error');
+    expect(failureBanner({ ...failure, kind: 'user_exception' }, model.staged)).toBeNull();
+    expect(codeSpans('a `b` c')).toEqual([
+      { code: false, text: 'a ' },
+      { code: true, text: 'b' },
+      { code: false, text: ' c' },
+    ]);
   });
 });
 

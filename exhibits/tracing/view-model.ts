@@ -108,3 +108,88 @@ export function rowMark(
   if (line != null && selection.lines.includes(line)) return 'same-line';
   return null;
 }
+
+/** JAX's errors for a tracer asked for a concrete value (a Python `if`, `int()`, `np.asarray`). */
+const CONCRETIZATION = new Set([
+  'ConcretizationTypeError',
+  'TracerBoolConversionError',
+  'TracerIntegerConversionError',
+  'TracerArrayConversionError',
+]);
+
+/** Which account the banner above the eqns gives of a failed run: by JAX's error class. */
+export type FailureFamily = 'concretization' | 'leak' | 'other';
+
+export function failureFamily(errorClass: string | null | undefined): FailureFamily {
+  if (errorClass != null && CONCRETIZATION.has(errorClass)) return 'concretization';
+  if (errorClass === 'UnexpectedTracerError') return 'leak';
+  return 'other';
+}
+
+export interface FailureBanner {
+  family: FailureFamily;
+  /** the banner's text; `code` spans between backticks */
+  text: string;
+}
+
+/** JAX's words naming the function whose trace a leaked tracer came from (jax 0.10.2,
+ * `_unexpected_tracer_error`): `The function being traced when the value leaked was scale at
+ * <snippet>:10 traced for jit.` */
+const LEAKED_IN = /The function being traced when the value leaked was (\S+) at <snippet>:(\d+)/;
+
+/**
+ * The banner above the eqns of a run that failed with one of JAX's tracer errors, chosen by the
+ * error's class: a concretization error (the trace stopped where Python needed a value), a leak
+ * (`UnexpectedTracerError`: a tracer kept past the end of its trace and used later), or another
+ * error (a neutral account). A line is claimed only when a snippet frame gave it (`traceback`
+ * not empty): with no frame, `source` is only the line of `f`'s `def`, said as "near".
+ * `staged`: the staged jaxpr of `f`, when tracing `f` finished before the failure.
+ */
+export function failureBanner(failure: RunFailed | undefined, staged: JaxprStaged | undefined): FailureBanner | null {
+  if (failure?.kind !== 'tracer_error') return null;
+  const family = failureFamily(failure.error_class);
+  const line = failure.source?.line;
+  const framed = line != null && failure.traceback.length > 0;
+  if (family === 'concretization') {
+    return {
+      family,
+      text:
+        `Tracing stopped${line != null ? ` at line ${line}` : ''}: while JAX traces \`f\`, arguments are abstract ` +
+        'tracers (a shape and a dtype, no value), so Python cannot branch on them or turn them into numbers. ' +
+        'The eqns below are those JAX recorded before it stopped.',
+    };
+  }
+  const when =
+    failure.stage === 'call' ? 'when `jax.jit(f)` was called' : failure.stage === 'trace' ? 'while JAX traced `f`' : '';
+  const after = staged
+    ? 'Tracing `f` itself finished: the eqns and the staged jaxpr below are complete.'
+    : 'The eqns below are those JAX recorded before the error.';
+  if (family === 'leak') {
+    const m = LEAKED_IN.exec(failure.message);
+    const from = m ? `the trace of \`${m[1]}\` (line ${m[2]})` : 'a trace';
+    const used = framed ? `, at line ${line}` : '';
+    const held = (staged?.jaxpr.constvars ?? []).filter((c) => /Tracer\b/.test(c.value_preview));
+    const inJaxpr =
+      held.length > 0
+        ? ` The leaked value sits in the staged jaxpr as constvar ${held.map((c) => `\`${c.var.name}\``).join(', ')}` +
+          ` (${held.map((c) => c.value_preview).join(', ')}), a tracer where a constant should be.`
+        : '';
+    return {
+      family,
+      text:
+        `A tracer escaped its trace: a value traced in ${from} was kept outside it (in a global, a list or an ` +
+        `attribute) and used after that trace had ended${used}. JAX raised \`UnexpectedTracerError\`` +
+        `${when ? ` ${when}` : ''}. ${after}${inJaxpr}`,
+    };
+  }
+  const at = line == null ? '' : framed ? ` at line ${line}` : ` near line ${line}`;
+  return {
+    family,
+    text: `JAX raised \`${failure.error_class ?? 'an error'}\`${when ? ` ${when}` : ''}${at}: the error below says why. ${after}`,
+  };
+}
+
+/** `text` cut at its backticks: odd pieces are code. */
+export function codeSpans(text: string): { code: boolean; text: string }[] {
+  return text.split('`').map((t, i) => ({ code: i % 2 === 1, text: t }));
+}

@@ -41,6 +41,7 @@ FIXTURES: dict[str, tuple[str, Path, list[str]]] = {
     "tracing-where": ("tracing", HERE / "snippets" / "where_print.py", ["same", "shape", "dtype"]),
     "tracing-nested": ("tracing", HERE / "snippets" / "nested.py", []),
     "tracing-tracer-error": ("tracing", HERE / "snippets" / "tracer_if.py", []),
+    "tracing-tracer-leak": ("tracing", HERE / "snippets" / "tracer_leak.py", []),
     "tracing-c17": ("tracing", CASES / "C17_print_broken.py", ["same"]),
     "stations-mlp": ("stations", HERE / "snippets" / "mlp_layer.py", []),
     "stations-nested": ("stations", HERE / "snippets" / "nested.py", []),
@@ -147,8 +148,13 @@ def truth(snippet: Path) -> dict[str, Any]:
     out["cost"] = {k: float(v) for k, v in (cost or {}).items()}
     mem = compiled.memory_analysis()
     out["memory"] = {k: int(getattr(mem, k)) for k in dir(mem) if k.endswith("_in_bytes")}
-    with contextlib.redirect_stdout(io.StringIO()):
-        outputs = jax.tree.leaves(jax.jit(s.f)(*s.args))
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            outputs = jax.tree.leaves(jax.jit(s.f)(*s.args))
+    except Exception as exc:  # traced and lowered, but the call fails (a leaked tracer)
+        out["call_error_class"] = type(exc).__name__
+        out["call_error_message"] = str(exc)
+        return out
     out["outputs"] = [
         {"shape": list(np.shape(x)), "dtype": str(np.asarray(x).dtype), "sum": float(np.sum(x))}
         for x in outputs
