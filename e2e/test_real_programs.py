@@ -12,7 +12,7 @@ from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
 from jaxscope.sandbox.snippet import load_snippet
 from playwright.sync_api import Locator, Page, expect
 
-from e2e.browser import open_exhibit, set_code
+from e2e.browser import editor_text, open_exhibit, set_code
 
 ROOT = Path(__file__).resolve().parent.parent
 LOOP = (ROOT / "examples" / "real" / "loop_20k.py").read_text()
@@ -466,4 +466,31 @@ def test_the_stepper_walks_the_gpt_stack_transpose_steps_with_values_on_demand(
     assert len(frames) - streamed < step_count / 4, (len(frames) - streamed, step_count)
     assert dom_elements(page) < MAX_DOM_ELEMENTS
     page.screenshot(path=str(screenshots / "real-gpt-transpose-steps.png"))
+    assert console_errors == []
+
+
+def test_the_picker_offers_the_real_programs_and_they_run(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """Tracing's picker lists examples/real under "real programs"; choosing cnn32 puts the file
+    in the editor byte for byte, and it runs to the end. Switching to jvp (which offers it too)
+    keeps it; switching to caches (which does not) loads caches' default example."""
+    real = Path(__file__).resolve().parent.parent / "examples" / "real"
+    page.set_viewport_size({"width": 1400, "height": 1200})  # every line of cnn32 rendered
+    open_exhibit(page, "tracing")
+    group = page.get_by_test_id("example-real-programs")
+    expect(group.locator("option")).to_have_count(len(list(real.glob("*.py"))))
+    page.get_by_test_id("example-select").select_option("real/cnn32")
+    expect(page.get_by_test_id("editor").locator(".cm-line").first).to_have_text(
+        (real / "cnn32.py").read_text().splitlines()[0]
+    )
+    assert editor_text(page) == (real / "cnn32.py").read_text()
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=120_000)
+    page.get_by_test_id("exhibit-jvp").click()
+    expect(page.get_by_test_id("example-select")).to_have_value("real/cnn32")
+    page.screenshot(path=str(screenshots / "real-programs-picker.png"))
+    page.get_by_test_id("exhibit-caches").click()
+    expect(page.get_by_test_id("example-select")).not_to_have_value("real/cnn32")
+    assert editor_text(page) != (real / "cnn32.py").read_text()
     assert console_errors == []

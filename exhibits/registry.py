@@ -113,6 +113,9 @@ class Exhibit:
     # (``Limits.address_space_bytes``); None keeps the default, and a default of 0 (no limit:
     # a GPU host, or ``--memory-gib 0``) is kept whatever this says.
     address_space_bytes: int | None = None
+    # True: the picker offers the real programs of ``examples/real`` too (issue 14: the exhibits
+    # that run on real models; :func:`real_program_paths`).
+    real_programs: bool = False
 
     def __post_init__(self) -> None:
         # An exhibit's ``artefacts.py`` is its --print table: read when the entry names none, so
@@ -178,8 +181,22 @@ class Exhibit:
             artefacts=list(self.artefacts),
             default_example=self.default_example,
             examples=self.examples(),
+            real_programs=sorted(real_program_paths()) if self.real_programs else [],
             worker=self.worker,
         )
+
+
+# The real programs (a 12-layer GPT stack, Flax train steps, a CNN, a scan RNN, a 20,000-eqn
+# loop; examples/real/README.md). They live in the checkout beside the exhibits, not in the
+# installed package: where the folder is absent the pickers offer none.
+REAL_PROGRAMS_DIR = EXHIBITS_DIR.parent / "examples" / "real"
+
+
+def real_program_paths() -> dict[str, Path]:
+    """Real program name (file stem) -> file, in ``examples/real`` ({} where it is absent)."""
+    if not REAL_PROGRAMS_DIR.is_dir():
+        return {}
+    return {p.stem: p for p in sorted(REAL_PROGRAMS_DIR.glob("*.py"))}
 
 
 def _artefacts_of(exhibit_id: str) -> dict[str, Extractor]:
@@ -202,6 +219,7 @@ EXHIBITS: dict[str, Exhibit] = {
             summary="Watch JAX run your function once with tracers and record each equation.",
             default_example="mlp_loss",
             artefacts={"jaxpr": _jaxpr},
+            real_programs=True,
         ),
         Exhibit(
             id="stations",
@@ -218,6 +236,7 @@ EXHIBITS: dict[str, Exhibit] = {
                 "memory": _memory,
                 "output": _output,
             },
+            real_programs=True,
         ),
         Exhibit(
             id="jvp",
@@ -229,6 +248,7 @@ EXHIBITS: dict[str, Exhibit] = {
             artefacts=_artefacts_of("jvp"),
             budget=3.0,
             explains_errors=True,
+            real_programs=True,
         ),
         Exhibit(
             id="partial_eval",
@@ -239,6 +259,7 @@ EXHIBITS: dict[str, Exhibit] = {
             borrow_only=_AD_EXAMPLES,
             artefacts=_artefacts_of("partial_eval"),
             budget=3.0,
+            real_programs=True,
         ),
         Exhibit(
             id="transpose",
@@ -250,6 +271,7 @@ EXHIBITS: dict[str, Exhibit] = {
             artefacts=_artefacts_of("transpose"),
             budget=3.0,
             explains_errors=True,
+            real_programs=True,
         ),
         Exhibit(
             id="custom_vjp",
@@ -267,6 +289,7 @@ EXHIBITS: dict[str, Exhibit] = {
             default_example="where_sqrt",
             artefacts=_artefacts_of("nan_finder"),
             budget=3.0,
+            real_programs=True,
         ),
         Exhibit(
             id="pytree",
@@ -274,6 +297,7 @@ EXHIBITS: dict[str, Exhibit] = {
             summary="Watch JAX flatten a container: visit order, key paths, leaves, the treedef.",
             default_example="nested_params",
             artefacts=_artefacts_of("pytree"),
+            real_programs=True,
         ),
         Exhibit(
             id="control_flow",
@@ -291,6 +315,7 @@ EXHIBITS: dict[str, Exhibit] = {
             artefacts=_artefacts_of("vmap"),
             budget=2.0,
             explains_errors=True,
+            real_programs=True,
         ),
         Exhibit(
             id="transform_order",
@@ -299,6 +324,7 @@ EXHIBITS: dict[str, Exhibit] = {
             default_example="per_example_grads",
             artefacts=_artefacts_of("transform_order"),
             budget=3.0,
+            real_programs=True,
         ),
         Exhibit(
             id="caches",

@@ -927,6 +927,8 @@ class ExhibitInfo(WireModel):
     ``artefacts`` are the names ``jaxscope run --print`` accepts for this exhibit; ``worker``
     the kind of worker that runs it (the PyTorch/XLA track's are "torch"); ``unavailable`` why
     this server cannot run it and how to add it (the torch venv is not installed), else None.
+    ``real_programs``: the programs of ``examples/real`` this exhibit's picker offers too (their
+    sources in ``Catalogue.examples`` under ``real/<name>``); left off the wire when empty.
     """
 
     id: str
@@ -935,6 +937,11 @@ class ExhibitInfo(WireModel):
     artefacts: list[str]
     default_example: str
     examples: list[str]
+    real_programs: list[str] = Field(
+        default_factory=list,
+        exclude_if=lambda v: not v,
+        json_schema_extra={"x-wire-optional": True},
+    )
     worker: WorkerKind = "jax"
     unavailable: str | None = None
 

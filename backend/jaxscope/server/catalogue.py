@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from exhibits.registry import EXHIBITS, Exhibit, missing_parts
+from exhibits.registry import EXHIBITS, Exhibit, missing_parts, real_program_paths
 from jaxscope.events import check_union
 from jaxscope.protocol import Catalogue, ExhibitInfo
 from jaxscope.sandbox.kinds import kind_problem
@@ -13,7 +13,8 @@ def build_catalogue(
 ) -> Catalogue:
     """Every exhibit's :class:`~jaxscope.protocol.ExhibitInfo` (with ``unavailable`` where its
     worker kind is not installed), and the source of every example an exhibit offers
-    (``Exhibit.example_paths``) keyed ``"<id>/<stem>"``. ``hosted_pool``: this server relays
+    (``Exhibit.example_paths``) keyed ``"<id>/<stem>"``, and of the real programs the pickers
+    offer (``examples/real``) keyed ``"real/<stem>"``. ``hosted_pool``: this server relays
     runs to a hosted pool (``--pool-socket``), whose container has the worker kinds, not this
     one (the web image has no torch venv, design 0047): no exhibit is marked unavailable here;
     the pool refuses a run of a kind it lacks, with the same words."""
@@ -22,6 +23,9 @@ def build_catalogue(
     for exhibit in table.values():
         for stem, path in exhibit.example_paths().items():
             examples[f"{exhibit.id}/{stem}"] = path.read_text(encoding="utf-8")
+    if any(e.real_programs for e in table.values()):
+        for stem, path in real_program_paths().items():
+            examples[f"real/{stem}"] = path.read_text(encoding="utf-8")
     infos = [_info(e, check_kind=not hosted_pool) for e in table.values()]
     return Catalogue(exhibits=infos, examples=examples)
 

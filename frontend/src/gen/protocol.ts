@@ -144,6 +144,8 @@ export interface Catalogue {
  * ``artefacts`` are the names ``jaxscope run --print`` accepts for this exhibit; ``worker``
  * the kind of worker that runs it (the PyTorch/XLA track's are "torch"); ``unavailable`` why
  * this server cannot run it and how to add it (the torch venv is not installed), else None.
+ * ``real_programs``: the programs of ``examples/real`` this exhibit's picker offers too (their
+ * sources in ``Catalogue.examples`` under ``real/<name>``); left off the wire when empty.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "ExhibitInfo".
@@ -153,6 +155,7 @@ export interface ExhibitInfo {
   default_example: string;
   examples: string[];
   id: string;
+  real_programs?: string[];
   summary: string;
   title: string;
   unavailable: string | null;
