@@ -93,6 +93,26 @@ def test_a_slow_load_stage_does_not_count(sandbox: SandboxHarness) -> None:
     assert credited[0].wall_s == pytest.approx(4.0 + (credited[0].load_s or 0), abs=0.5)
 
 
+def test_a_timeout_after_a_slow_load_says_the_limit_started_after_it(
+    sandbox: SandboxHarness,
+) -> None:
+    """A run killed after a slow load names the load's seconds as not counted (a reviewer read
+    "limit of 10 s, after the 10.0 s its load stage took" as a limit of 10 s in all)."""
+    code = (
+        "import time\nimport jax.numpy as jnp\n\ntime.sleep(1.2)\n\n"
+        "def f(x):\n    time.sleep(30)\n    return x + 1\n\nargs = (jnp.ones(3),)\n"
+    )
+    events = sandbox.run(code, exhibit="tracing", wall_s=2.0)
+    terminal = assert_one_terminal(events)
+    assert isinstance(terminal, RunFailed) and terminal.kind == "timeout", terminal
+    credited = [e for e in events if isinstance(e, BudgetScaled) and e.load_s is not None]
+    assert len(credited) == 1
+    load_s = credited[0].load_s or 0
+    assert 1.2 <= load_s < 2.0 + 1.2
+    want = f"wall-clock limit of 2 s, counted after its load stage (which took {load_s:.1f} s"
+    assert want in terminal.message, terminal.message
+
+
 def test_an_endless_load_stage_ends_at_its_own_limit(sandbox: SandboxHarness) -> None:
     code = "import jax.numpy as jnp\n\nwhile True:\n    pass\n\ndef f(x):\n    return x\n"
     events = sandbox.run(code, exhibit="tracing", wall_s=2.0)

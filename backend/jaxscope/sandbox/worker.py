@@ -677,7 +677,8 @@ class WorkerProcess:
             else (f"{wall:.0f} s (scaled for a program of about {scaled_for:,} eqns)")
         )
         if loaded_s > 0:
-            limit += f", after the {loaded_s:.1f} s its load stage took"
+            # The load stage (the module body: imports, model building) has its own limit.
+            limit += f", counted after its load stage (which took {loaded_s:.1f} s on its own)"
         failed = RunFailed(
             kind="timeout",
             message=f"the run exceeded its wall-clock limit of {limit}"
