@@ -426,6 +426,7 @@ def _serve(
 
     from jaxscope.server.app import create_app, with_token
     from jaxscope.server.catalogue import IncompleteExhibit
+    from jaxscope.server.stale_frontend import stale_warning
 
     if ns.token is not None:
         print(
@@ -457,6 +458,8 @@ def _serve(
     if settings.token is not None:
         url += f"?token={settings.token}"
     print(f"jaxscope is serving at {url}", flush=True)
+    if (stale := stale_warning(settings.frontend_dist)) is not None:
+        print(stale, file=sys.stderr, flush=True)
     if watched is not None:
         # The page follows the file when its URL asks to (design 0036).
         page = url + ("&" if "?" in url else "?") + "follow=1"
