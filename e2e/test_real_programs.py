@@ -469,6 +469,90 @@ def test_the_stepper_walks_the_gpt_stack_transpose_steps_with_values_on_demand(
     assert console_errors == []
 
 
+def _scroll_to_eqn(page: Page, box: Locator, eqn: Locator) -> None:
+    """Scroll a windowed jaxpr text from its top down until ``eqn`` is drawn."""
+    box.evaluate("el => { el.scrollTop = 0; }")
+    for _ in range(400):
+        if eqn.count() > 0:
+            break
+        box.evaluate("el => { el.scrollTop += el.clientHeight; }")
+        page.wait_for_timeout(50)
+    eqn.scroll_into_view_if_needed()
+
+
+def test_the_jvp_and_vmap_steps_of_the_20000_eqn_loop_say_where_they_stop(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """The step-by-step capture stops at MAX_STEPS eqns: the badge and a note say how many of
+    the program's eqns have a step, and an eqn past them, clicked, says it has none."""
+    from jaxscope.internals import batching_steps, jvp_steps
+
+    snippet = load_snippet(LOOP)
+    total = len(jax.make_jaxpr(snippet.f)(*snippet.args).jaxpr.eqns)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    for exhibit, cap, prefix in (
+        ("jvp", jvp_steps.MAX_STEPS, "primal-eqn-"),
+        ("vmap", batching_steps.MAX_STEPS, "example-eqn-"),
+    ):
+        assert total > cap
+        open_exhibit(page, exhibit)
+        set_code(page, LOOP)
+        page.get_by_test_id("run").click()
+        expect(page.get_by_test_id("stepper-event-type")).to_have_text(
+            "run_finished", timeout=240_000
+        )
+        expect(page.get_by_test_id(f"{exhibit}-step-count")).to_contain_text(
+            f"step {cap:,} / {cap:,} of {total:,} eqns"
+        )
+        expect(page.get_by_test_id(f"{exhibit}-step-cap")).to_have_text(
+            f"Steps for the first {cap:,} of {total:,} eqns: the step-by-step view stops at "
+            f"{cap:,} (the jaxprs are whole)."
+        )
+        past = cap + 31
+        eqn = page.get_by_test_id(f"{prefix}{past}")
+        _scroll_to_eqn(page, page.get_by_test_id("jaxpr-text"), eqn)
+        eqn.click()
+        expect(page.get_by_test_id(f"{exhibit}-no-step")).to_have_text(
+            f"Eqn {past:,} has no step: the step-by-step view stops after the first {cap:,} of "
+            f"{total:,} eqns (the jaxprs are whole)."
+        )
+        page.screenshot(path=str(screenshots / f"real-loop-{exhibit}-step-cap.png"))
+        # an eqn before the cap has its step
+        before = page.get_by_test_id(f"{prefix}{cap - 1}")
+        _scroll_to_eqn(page, page.get_by_test_id("jaxpr-text"), before)
+        before.click()
+        expect(page.get_by_test_id(f"{exhibit}-no-step")).to_have_count(0)
+    assert console_errors == []
+
+
+def test_partial_eval_of_the_20000_eqn_loop_counts_the_whole_jaxprs(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """The split's jaxprs arrive in eqn ranges (their first eqns): the sentence and the badges
+    give JAX's counts of the whole jaxprs (pe.partial_eval_jaxpr_nounits, here)."""
+    import numpy as np
+    from jax._src.interpreters import partial_eval as pe
+
+    snippet = load_snippet(LOOP)
+    tangents = tuple(np.zeros_like(a) for a in snippet.args)
+    jvp = jax.make_jaxpr(lambda p, t: jax.jvp(snippet.f, p, t))(tuple(snippet.args), tangents)
+    n = len(jvp.jaxpr.invars) // 2
+    k, u, _, _ = pe.partial_eval_jaxpr_nounits(jvp, [False] * n + [True] * n, instantiate=False)
+    nk, nu, nj = len(k.jaxpr.eqns), len(u.jaxpr.eqns), len(jvp.jaxpr.eqns)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    open_exhibit(page, "partial_eval")
+    set_code(page, LOOP)
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("split-sentence")).to_contain_text(
+        f"{nk:,} of the JVP's {nj:,} eqns run in the known jaxpr, {nu:,} in the unknown one",
+        timeout=240_000,
+    )
+    expect(page.get_by_test_id("known-pane").locator(".ui-count")).to_have_text(f"{nk:,} eqns")
+    expect(page.get_by_test_id("unknown-pane").locator(".ui-count")).to_have_text(f"{nu:,} eqns")
+    page.screenshot(path=str(screenshots / "real-loop-partial_eval-counts.png"))
+    assert console_errors == []
+
+
 def test_the_picker_offers_the_real_programs_and_they_run(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:

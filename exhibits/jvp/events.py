@@ -21,6 +21,7 @@ from jaxscope.protocol import (
     ValueView,
     without_previews,
 )
+from pydantic import Field
 
 # What JAX did with a primal eqn under JVPTrace (JvpRuleApplied.mechanism).
 JvpMechanism = Literal["rule", "zero_tangents", "custom_jvp", "custom_vjp"]
@@ -72,7 +73,10 @@ class JvpJaxprStaged(EventBase):
     tangents used (key paths ``tangents[0]['w1']``); ``primals_out``/``tangents_out`` the JVP
     jaxpr evaluated at ``args``; ``jax_primals_out``/``jax_tangents_out`` what
     ``jax.jvp(f_closed, primals, tangents)`` returns, and ``max_abs_diff`` the largest absolute
-    difference between the two (``matches_jax_jvp``: within rtol 1e-5, atol 1e-6)."""
+    difference between the two (``matches_jax_jvp``: within rtol 1e-5, atol 1e-6).
+    ``steps_left_out``: the primal eqns after the first ``jvp_steps.MAX_STEPS`` that got no
+    ``jvp_rule_applied`` (the step-by-step capture stops there; both jaxprs are whole); left off
+    the wire when 0."""
 
     type: Literal["jvp_jaxpr_staged"] = "jvp_jaxpr_staged"
     jaxpr: JaxprView
@@ -86,6 +90,9 @@ class JvpJaxprStaged(EventBase):
     jax_tangents_out: list[ArrayPreview] = []
     matches_jax_jvp: bool
     max_abs_diff: float | None
+    steps_left_out: int = Field(
+        default=0, exclude_if=lambda v: not v, json_schema_extra={"x-wire-optional": True}
+    )
 
 
 # This exhibit's events, in the order the union lists them (checked: every event class

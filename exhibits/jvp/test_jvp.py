@@ -324,3 +324,34 @@ def test_a_wrong_tangents_setting_points_at_its_line(tangents: str, kind: str, w
         with pytest.raises(type(info.value)) as plain:
             jax.jvp(s.f, s.args, s.namespace["tangents"])
         assert str(plain.value) == str(info.value)
+
+
+# Longer than the step-by-step capture (jvp_steps.MAX_STEPS = 2,000 primal eqns): two eqns an
+# iteration, 2,200 in all.
+LOOP = """
+import jax.numpy as jnp
+
+def f(x):
+    for _ in range(1_100):
+        x = jnp.sin(x) * 0.5
+    return x
+
+args = (jnp.ones(3),)
+"""
+
+
+def test_a_program_past_the_step_cap_says_how_many_eqns_have_no_step() -> None:
+    from jaxscope.internals import jvp_steps
+
+    ctx = run_probe("jvp", LOOP)
+    ns = load_snippet(LOOP)
+    n_eqns = len(jax.make_jaxpr(ns.f)(*ns.args).jaxpr.eqns)
+    assert n_eqns == 2_200 > jvp_steps.MAX_STEPS
+    steps = ctx.of_type(JvpRuleApplied)
+    staged = ctx.one(JvpJaxprStaged)
+    assert [s.index for s in steps] == list(range(jvp_steps.MAX_STEPS))
+    assert staged.steps_left_out == n_eqns - len(steps) == 200
+    assert json.loads(staged.model_dump_json())["steps_left_out"] == 200
+    # under the cap the field is left off the wire (the goldens do not change)
+    small = run_probe("jvp", ZEROS).one(JvpJaxprStaged)
+    assert small.steps_left_out == 0 and "steps_left_out" not in json.loads(small.model_dump_json())

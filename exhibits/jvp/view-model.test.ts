@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Event } from "../../frontend/src/protocol";
+import { goldenLoader } from "../../frontend/src/test/fixtures";
 import {
   highlightedJvpEqns,
   jvpEqnsOf,
@@ -178,5 +179,39 @@ describe("jvp view model", () => {
         tangent_eqns: ["x"],
       }),
     ).toContain("1 eqn emitted");
+  });
+});
+
+describe("the step-by-step capture capped (jvp_steps.MAX_STEPS): steps_left_out", () => {
+  // The golden mlp_loss stream as a capped run sends it: the steps after the first 4 are not
+  // sent and the whole JVP jaxpr counts them in steps_left_out (backend: test_jvp.py checks the
+  // field against jax.make_jaxpr on a program longer than the cap).
+  const golden = goldenLoader(import.meta.url)("mlp_loss");
+  const all = golden.filter((e) => e.type === "jvp_rule_applied").length;
+  const cap = 4;
+  let kept = 0;
+  const capped: Event[] = golden.flatMap((e): Event[] => {
+    if (e.type === "jvp_rule_applied") return kept++ < cap ? [e] : [];
+    if (e.type === "jvp_jaxpr_staged") return [{ ...e, steps_left_out: all - cap }];
+    return [e];
+  });
+
+  it("counts the eqns past the cap; a click on one shows no step, one before it its step", () => {
+    const model = jvpModel(capped, capped);
+    expect(all).toBeGreaterThan(cap);
+    expect(model.allSteps).toHaveLength(cap);
+    expect(model.stepsLeftOut).toBe(all - cap);
+    expect(model.allSteps.length + model.stepsLeftOut).toBe(model.primal?.jaxpr.eqns.length);
+    expect(jvpModel(capped, capped, cap - 1).current?.index).toBe(cap - 1);
+    const past = jvpModel(capped, capped, cap + 2);
+    expect(past.pickedWithoutStep).toBe(cap + 2);
+    expect(past.current).toBeUndefined();
+  });
+
+  it("the whole golden stream has nothing left out", () => {
+    const model = jvpModel(golden, golden, all - 1);
+    expect(model.stepsLeftOut).toBe(0);
+    expect(model.pickedWithoutStep).toBeNull();
+    expect(model.current?.index).toBe(all - 1);
   });
 });

@@ -46,6 +46,10 @@ export interface JvpModel {
   /** true once the cursor reached the whole JVP jaxpr */
   stagedReached: boolean;
   failure: RunFailed | undefined;
+  /** primal eqns after the step-by-step cap with no step (`steps_left_out`, 0 when none) */
+  stepsLeftOut: number;
+  /** the picked primal eqn when it is past that cap (it has no step to show), else null */
+  pickedWithoutStep: number | null;
 }
 
 /**
@@ -61,14 +65,22 @@ export function jvpModel(
   const allSteps = eventsOf(allEvents, "jvp_rule_applied");
   const pickedStep =
     picked == null ? undefined : steps.find((s) => s.index === picked);
+  const staged = lastOf(allEvents, "jvp_jaxpr_staged");
+  const stepsLeftOut = staged?.steps_left_out ?? 0;
+  const lastIndex = allSteps.at(-1)?.index ?? -1;
+  const pickedWithoutStep =
+    picked != null && stepsLeftOut > 0 && picked > lastIndex ? picked : null;
   return {
     primal: lastOf(events, "jaxpr_staged") ?? lastOf(allEvents, "jaxpr_staged"),
     steps,
     allSteps,
-    current: pickedStep ?? steps.at(-1),
-    staged: lastOf(allEvents, "jvp_jaxpr_staged"),
+    current:
+      pickedWithoutStep !== null ? undefined : (pickedStep ?? steps.at(-1)),
+    staged,
     stagedReached: lastOf(events, "jvp_jaxpr_staged") !== undefined,
     failure: lastOf(allEvents, "run_failed"),
+    stepsLeftOut,
+    pickedWithoutStep,
   };
 }
 

@@ -327,3 +327,42 @@ describe('the remat cells and notes, worded from the rows', () => {
     expect(rematNote([], false)).toBe('');
   });
 });
+
+describe('a split sent in eqn ranges (design 0045): counts are the whole programs', () => {
+  // mlp_loss_ranges: the same run as mlp_loss, its jaxpr_split's views split by the backend's
+  // summaries.split_event (tiny budgets, fixtures/capture.py): each view has its first eqns only.
+  const whole = splitOf(load('mlp_loss'));
+  const ranged = splitOf(load('mlp_loss_ranges'));
+
+  it('the fixture holds the first eqns of each view, total_eqns the whole count', () => {
+    for (const side of ['jvp', 'known', 'unknown'] as const) {
+      expect(ranged[side].eqns.length).toBeLessThan(whole[side].eqns.length);
+      expect(ranged[side].total_eqns).toBe(whole[side].eqns.length);
+      expect(ranged[side].eqn_ranges?.length).toBeGreaterThan(0);
+    }
+  });
+
+  it('the sentence gives the whole counts (those of the eager run), not the loaded eqns', () => {
+    const [k, u, j] = [whole.known.eqns.length, whole.unknown.eqns.length, whole.jvp.eqns.length];
+    const sentence = splitSentence(ranged);
+    expect(sentence).toContain(`${k} of the JVP's ${j} eqns run in the known jaxpr, ${u} in the unknown one`);
+    expect(sentence).not.toContain(`${ranged.known.eqns.length} of the JVP's`);
+    // the split calls are past the loaded eqns: counted, not named
+    expect(splitAccounting(ranged)).toBe(
+      `${k} + ${u} = ${k + u}, not ${j}: 2 call eqns are split by JAX's partial evaluator: part of each runs on each side.`,
+    );
+    expect(splitAccounting(whole)).toContain(`${k} + ${u} = ${k + u}, not ${j}: 2 jit eqns (log_softmax, take_along_axis)`);
+  });
+
+  it('large counts are written with separators', () => {
+    const big = {
+      ...ranged,
+      jvp: { ...ranged.jvp, total_eqns: 45002 },
+      known: { ...ranged.known, total_eqns: 25001 },
+      unknown: { ...ranged.unknown, total_eqns: 20001 },
+      split_calls: [],
+      dropped: 0,
+    };
+    expect(splitSentence(big)).toContain("25,001 of the JVP's 45,002 eqns run in the known jaxpr, 20,001 in the unknown one");
+  });
+});

@@ -5,6 +5,7 @@
  * remat table sorted as the user asks.
  */
 import type { Event, EventOf, JaxprView, RunFailed } from '../../frontend/src/protocol';
+import { eqnCount } from '../../frontend/src/store/eqn-ranges';
 import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
 
 export type JaxprSplit = EventOf<'jaxpr_split'>;
@@ -126,6 +127,9 @@ export function callName(split: JaxprSplit, index: number): string {
   return name ? `${eqn.primitive} ${name}` : eqn.primitive;
 }
 
+/** `25,001`: a count as the page writes it. */
+const n = (x: number): string => x.toLocaleString('en-US');
+
 function plural(n: number, one: string, many: string): string {
   return `${n} ${n === 1 ? one : many}`;
 }
@@ -140,11 +144,13 @@ export function splitAccounting(split: JaxprSplit): string | null {
   const dropped = split.dropped ?? 0;
   const parts: string[] = [];
   if (calls.length > 0) {
+    // A view sent in eqn ranges (design 0045) may not have these eqns yet: then no names.
+    const loaded = calls.every((i) => split.jvp.eqns[i] !== undefined);
     const prims = [...new Set(calls.map((i) => split.jvp.eqns[i]?.primitive ?? '?'))];
-    const uniform = prims.length === 1;
+    const uniform = loaded && prims.length === 1;
     const names = calls.map((i) => (uniform ? (split.jvp.eqns[i]?.params['name'] ?? null) : callName(split, i)));
     const kind = uniform ? `${prims[0]} ` : 'call ';
-    const named = names.every((x) => x !== null) ? ` (${names.join(', ')})` : '';
+    const named = loaded && names.every((x) => x !== null) ? ` (${names.join(', ')})` : '';
     parts.push(
       `${plural(calls.length, `${kind}eqn`, `${kind}eqns`)}${named} ${calls.length === 1 ? 'is' : 'are'} split by ` +
         `JAX's partial evaluator: part of ${calls.length === 1 ? 'it' : 'each'} runs on each side`,
@@ -157,8 +163,8 @@ export function splitAccounting(split: JaxprSplit): string | null {
     );
   if (dropped < 0) parts.push(`JAX's partial-eval rules add ${plural(-dropped, 'eqn', 'eqns')} (a call inlined or split)`);
   if (parts.length === 0) return null;
-  const sum = split.known.eqns.length + split.unknown.eqns.length;
-  return `${split.known.eqns.length} + ${split.unknown.eqns.length} = ${sum}, not ${split.jvp.eqns.length}: ${parts.join('; ')}.`;
+  const [known, unknown] = [eqnCount(split.known), eqnCount(split.unknown)];
+  return `${n(known)} + ${n(unknown)} = ${n(known + unknown)}, not ${n(eqnCount(split.jvp))}: ${parts.join('; ')}.`;
 }
 
 /** One sentence summing up the split (and a second one when the eqn counts need explaining). */
@@ -170,9 +176,9 @@ export function splitSentence(split: JaxprSplit): string {
   const accounting = splitAccounting(split);
   return (
     `${split.known_inputs.length - nUnknown} of ${split.known_inputs.length} inputs known: ` +
-    `${split.known.eqns.length} of the JVP's ${split.jvp.eqns.length} eqns run in the known jaxpr, ` +
-    `${split.unknown.eqns.length} in the unknown one; ${outsUnknown} of ${outs} outputs unknown; ` +
-    `${res} residual${res === 1 ? '' : 's'} cross${res === 1 ? 'es' : ''} between them.` +
+    `${n(eqnCount(split.known))} of the JVP's ${n(eqnCount(split.jvp))} eqns run in the known jaxpr, ` +
+    `${n(eqnCount(split.unknown))} in the unknown one; ${outsUnknown} of ${outs} outputs unknown; ` +
+    `${n(res)} residual${res === 1 ? '' : 's'} cross${res === 1 ? 'es' : ''} between them.` +
     (accounting ? ` ${accounting}` : '')
   );
 }

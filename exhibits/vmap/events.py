@@ -19,6 +19,7 @@ from jaxscope.protocol import (
     SourceLoc,
     WireModel,
 )
+from pydantic import Field
 
 
 class MappedInput(WireModel):
@@ -96,7 +97,9 @@ class BatchedJaxprStaged(EventBase):
     ``jaxscope.finite_diff.tolerance``: the interpretation runs jitted, ``jax.vmap`` op by op);
     ``interpreted_text_equal`` that its jaxpr prints identically.
     ``result_bdims``: each output leaf's batch dim before vmap moved it to ``out_axes``;
-    ``output_moves`` the eqns that move did add."""
+    ``output_moves`` the eqns that move did add. ``steps_left_out``: the per-example eqns after
+    the first ``batching_steps.MAX_STEPS`` that got no ``batch_rule_applied`` (the step-by-step
+    capture stops there; both jaxprs are whole); left off the wire when 0."""
 
     type: Literal["batched_jaxpr_staged"] = "batched_jaxpr_staged"
     in_axes: str
@@ -107,6 +110,9 @@ class BatchedJaxprStaged(EventBase):
     interpreted_text_equal: bool = False
     result_bdims: list[int | None] = []
     output_moves: list[str] = []
+    steps_left_out: int = Field(
+        default=0, exclude_if=lambda v: not v, json_schema_extra={"x-wire-optional": True}
+    )
 
 
 # This exhibit's events, in the order the union lists them (checked: every event class

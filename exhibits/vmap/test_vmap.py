@@ -422,3 +422,35 @@ def test_failing_run_streams_the_steps_before_the_failing_eqn() -> None:
     assert failed.primitive == ns["twice_p"].name
     assert {s.primitive for s in done} <= {p.name for p in fancy}
     assert failed.note and "no batching rule" in failed.note
+
+
+# Longer than the step-by-step capture (batching_steps.MAX_STEPS = 2,000 eqns): two eqns an
+# iteration, 2,200 in all.
+LOOP = """
+import jax.numpy as jnp
+
+def f(x):
+    for _ in range(1_100):
+        x = jnp.sin(x) * 0.5
+    return x
+
+args = (jnp.ones((4, 3)),)
+in_axes = 0
+"""
+
+
+def test_a_program_past_the_step_cap_says_how_many_eqns_have_no_step() -> None:
+    from jaxscope.internals import batching_steps
+
+    ctx = run_probe("vmap", LOOP)
+    ns = load_snippet(LOOP)
+    example = ns.args[0][0]
+    n_eqns = len(jax.make_jaxpr(ns.f)(example).jaxpr.eqns)
+    assert n_eqns == 2_200 > batching_steps.MAX_STEPS
+    steps = ctx.of_type(BatchRuleApplied)
+    staged = ctx.one(BatchedJaxprStaged)
+    assert [s.index for s in steps] == list(range(batching_steps.MAX_STEPS))
+    assert staged.steps_left_out == n_eqns - len(steps) == 200
+    assert json.loads(staged.model_dump_json())["steps_left_out"] == 200
+    small = run_probe("vmap", EXAMPLE_PATHS["broadcast_columns"].read_text())
+    assert "steps_left_out" not in json.loads(small.one(BatchedJaxprStaged).model_dump_json())

@@ -183,3 +183,29 @@ describe("no_batching_rule: sin and mul batched, then twice (no batching rule) f
     expect(model.failedStep).toBeUndefined();
   });
 });
+
+describe("broadcast_columns with the step-by-step capture capped at 2 steps (its 4 eqns)", () => {
+  // Captured with batching_steps.MAX_STEPS = 2 (fixtures/capture.py): steps_left_out = 4 - 2.
+  const events = load("broadcast_columns_capped");
+  const whole = load("broadcast_columns");
+
+  it("counts the eqns past the cap and shows no step for a click on one of them", () => {
+    const all = vmapModel(whole, whole);
+    const model = vmapModel(events, events);
+    expect(model.allSteps).toHaveLength(2);
+    expect(model.stepsLeftOut).toBe(all.allSteps.length - 2);
+    expect(model.example?.jaxpr.eqns).toHaveLength(all.allSteps.length);
+    expect(vmapModel(events, events, 1).current?.index).toBe(1);
+    expect(vmapModel(events, events, 1).pickedWithoutStep).toBeNull();
+    const past = vmapModel(events, events, 3);
+    expect(past.pickedWithoutStep).toBe(3);
+    expect(past.current).toBeUndefined();
+  });
+
+  it("a whole run has nothing left out and never a click without a step", () => {
+    const model = vmapModel(whole, whole, 3);
+    expect(model.stepsLeftOut).toBe(0);
+    expect(model.pickedWithoutStep).toBeNull();
+    expect(model.current?.index).toBe(3);
+  });
+});

@@ -30,6 +30,10 @@ export interface VmapModel {
   failure: RunFailed | undefined;
   /** the eqn JAX raised on (a `failed` step: the steps before it succeeded), once reached */
   failedStep: BatchRuleApplied | undefined;
+  /** per-example eqns after the step-by-step cap with no step (`steps_left_out`, 0 when none) */
+  stepsLeftOut: number;
+  /** the picked eqn when it is past that cap (it has no step to show), else null */
+  pickedWithoutStep: number | null;
 }
 
 /** Derive the model; `picked` is a per-example eqn index the user clicked (shown once reached). */
@@ -40,16 +44,23 @@ export function vmapModel(
 ): VmapModel {
   const steps = eventsOf(events, "batch_rule_applied");
   const pickedStep = picked == null ? undefined : steps.find((s) => s.index === picked);
+  const allSteps = eventsOf(allEvents, "batch_rule_applied");
+  const staged = lastOf(allEvents, "batched_jaxpr_staged");
+  const stepsLeftOut = staged?.steps_left_out ?? 0;
+  const lastIndex = allSteps.at(-1)?.index ?? -1;
+  const pickedWithoutStep = picked != null && stepsLeftOut > 0 && picked > lastIndex ? picked : null;
   return {
     inputs: lastOf(allEvents, "vmap_inputs_mapped"),
     example: lastOf(events, "jaxpr_staged") ?? lastOf(allEvents, "jaxpr_staged"),
     steps,
-    allSteps: eventsOf(allEvents, "batch_rule_applied"),
-    current: pickedStep ?? steps.at(-1),
-    staged: lastOf(allEvents, "batched_jaxpr_staged"),
+    allSteps,
+    current: pickedWithoutStep !== null ? undefined : (pickedStep ?? steps.at(-1)),
+    staged,
     stagedReached: lastOf(events, "batched_jaxpr_staged") !== undefined,
     failure: lastOf(allEvents, "run_failed"),
     failedStep: steps.find((s) => s.mechanism === "failed"),
+    stepsLeftOut,
+    pickedWithoutStep,
   };
 }
 

@@ -522,13 +522,14 @@ def capture_batching(
         interpreted_text_equal=text_equal,
         result_bdims=result_bdims,
         output_moves=output_moves,
+        steps_left_out=max(0, len(steps) - MAX_STEPS),
     )
     return BatchCapture(
         steps=events,
         staged=staged,
         batched_jaxpr=official,
         interpreted_jaxpr=interpreted,
-        truncated=max(0, len(steps) - MAX_STEPS),
+        truncated=staged.steps_left_out,
     )
 
 

@@ -592,11 +592,12 @@ def capture_jvp(
         jax_tangents_out=_previews("tangents_out", ref[n_primal_out:], printer),
         matches_jax_jvp=len(ref) == len(out_leaves) and _close(out_leaves, ref),
         max_abs_diff=_max_abs_diff(out_leaves, ref) if len(ref) == len(out_leaves) else None,
+        steps_left_out=max(0, len(steps) - MAX_STEPS),
     )
     return JvpCapture(
         steps=events,
         staged=staged,
         jvp_jaxpr=jvp_closed,
         interpreted_jaxpr=trimmed,
-        truncated=max(0, len(steps) - MAX_STEPS),
+        truncated=staged.steps_left_out,
     )

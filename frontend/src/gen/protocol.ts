@@ -1056,6 +1056,9 @@ export interface RuleView {
  * jaxpr evaluated at ``args``; ``jax_primals_out``/``jax_tangents_out`` what
  * ``jax.jvp(f_closed, primals, tangents)`` returns, and ``max_abs_diff`` the largest absolute
  * difference between the two (``matches_jax_jvp``: within rtol 1e-5, atol 1e-6).
+ * ``steps_left_out``: the primal eqns after the first ``jvp_steps.MAX_STEPS`` that got no
+ * ``jvp_rule_applied`` (the step-by-step capture stops there; both jaxprs are whole); left off
+ * the wire when 0.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "JvpJaxprStaged".
@@ -1074,6 +1077,7 @@ export interface JvpJaxprStaged {
   primals_out: ArrayPreview[];
   run_id: string;
   seq: number;
+  steps_left_out?: number;
   tangents_in: ArrayPreview[];
   tangents_out: ArrayPreview[];
   type: 'jvp_jaxpr_staged';
@@ -2264,7 +2268,9 @@ export interface BatchRuleApplied {
  * ``jaxscope.finite_diff.tolerance``: the interpretation runs jitted, ``jax.vmap`` op by op);
  * ``interpreted_text_equal`` that its jaxpr prints identically.
  * ``result_bdims``: each output leaf's batch dim before vmap moved it to ``out_axes``;
- * ``output_moves`` the eqns that move did add.
+ * ``output_moves`` the eqns that move did add. ``steps_left_out``: the per-example eqns after
+ * the first ``batching_steps.MAX_STEPS`` that got no ``batch_rule_applied`` (the step-by-step
+ * capture stops there; both jaxprs are whole); left off the wire when 0.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "BatchedJaxprStaged".
@@ -2282,6 +2288,7 @@ export interface BatchedJaxprStaged {
   result_bdims: (number | null)[];
   run_id: string;
   seq: number;
+  steps_left_out?: number;
   type: 'batched_jaxpr_staged';
 }
 /**

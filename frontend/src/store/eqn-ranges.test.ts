@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { Event, EventOf, JaxprView } from '../protocol';
 import { runFinished, runStarted } from '../test/events';
 import caseJson from './eqn-ranges-case.json';
-import { applyEqnsSent, grownFrom, nextRanges, spliceRange } from './eqn-ranges';
+import { applyEqnsSent, eqnCount, grownFrom, nextRanges, spliceRange } from './eqn-ranges';
 import { applyEvents, startRun } from './reducer';
 import { RunSession, unresolvedDetails, type FrameScheduler } from './session.svelte';
 import { findOutLine, mapEqnLines } from '../widgets/jaxpr-lines';
@@ -47,6 +47,11 @@ describe('eqn ranges', () => {
     expect(CASE.summary.text).not.toBe(CASE.whole_text);
   });
 
+  it("a split view's eqn count is the whole program's, not the eqns loaded", () => {
+    expect(CASE.summary.eqns.length).toBeLessThan(CASE.whole_eqns.length);
+    expect(eqnCount(CASE.summary)).toBe(CASE.whole_eqns.length);
+  });
+
   it('put back range by range in the reducer, the view is JAX text and every eqn', () => {
     let state = applyEvents(startRun('r1', 'tracing', { calls: [] }, 0), finished('r1'), 1);
     for (const answer of answers('r1')) {
@@ -60,6 +65,7 @@ describe('eqn ranges', () => {
     expect(view.text).toBe(CASE.whole_text);
     expect(view.eqns).toEqual(CASE.whole_eqns);
     expect(view.total_eqns).toBeNull();
+    expect(eqnCount(view)).toBe(CASE.whole_eqns.length);
     expect(view.eqn_ranges).toEqual([]);
     expect(state.events).toHaveLength(3);
   });

@@ -12,6 +12,13 @@ import type { Event, EventOf, JaxprView } from '../protocol';
 
 export type JaxprEqnsSent = EventOf<'jaxpr_eqns_sent'>;
 
+/** The whole program's eqn count: `total_eqns` while the view holds only its first eqns (sent in
+ * ranges, or cut by the 12 MiB summary), else its eqns. A sentence or badge about a program's
+ * size uses this, never `eqns.length` (that is how many eqns the page has loaded). */
+export function eqnCount(view: Pick<JaxprView, 'eqns' | 'total_eqns'>): number {
+  return view.total_eqns ?? view.eqns.length;
+}
+
 /** `text` with its ranges line (the line before the closing `  in (...)`) replaced by `sent`, then `more`. */
 export function spliceRange(text: string, sent: string, more: string): string {
   const footer = text.lastIndexOf('\n  in ');
