@@ -187,9 +187,9 @@ _IN_VIEW_JS = """(el, sel) => {
 def test_expand_all_of_the_gpt_stack_keeps_nodes_in_view(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
-    """ "expand all" of the 12-layer stack makes a layout about 16,000 x 62,000 units, a row of
-    148 parameters across the top and the eqns in one column near its middle: the box must not
-    stay at the top-left corner, on nothing but parameters (a break-it review found it blank).
+    """ "expand all" of the 12-layer stack makes a layout about 1,800 x 63,000 units, rows of
+    148 parameters at the top and the eqns in one column below: the box must not stay at the
+    top-left corner, on nothing but parameters (a break-it review found it blank).
     After it, eqn nodes are inside the box's viewport, the first eqns of layer0 (the group in view
     before) among them; an eqn picked before "collapse all" is then found in the group that holds
     it, in view; and the overview's view rectangle is where the box is."""
@@ -214,7 +214,8 @@ def test_expand_all_of_the_gpt_stack_keeps_nodes_in_view(
     )
     expect(page.get_by_test_id("graph-busy")).to_have_count(0, timeout=60_000)
     width, height = box.evaluate("el => [el.scrollWidth, el.scrollHeight]")
-    assert width > 5 * 1400 and height > 20_000  # the layout the review measured, roughly
+    # a column of 60,000 units; the 148 parameters in rows (design 0027), not one 16,000 wide
+    assert width < 3_000 and height > 20_000
     page.wait_for_timeout(200)
     shown = box.evaluate(_IN_VIEW_JS, "[data-testid^='graph-eqn-']")
     assert len(shown) >= 3, (shown, box.evaluate("el => [el.scrollLeft, el.scrollTop]"))
@@ -238,6 +239,61 @@ def test_expand_all_of_the_gpt_stack_keeps_nodes_in_view(
     groups = box.evaluate(_IN_VIEW_JS, "[data-testid='graph-group']")
     assert "graph-group:layer0" in groups, groups
     page.screenshot(path=str(screenshots / "real-gpt-graph-collapse-all.png"))
+    assert console_errors == []
+
+
+def test_expanding_the_gpt_stacks_params_shows_named_leaves_in_rows(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """Expanding the `params` group (148 leaves) of the 12-layer stack's graph: the box holds the
+    leaves in rows by layer, not one row 16,000 units wide (a review found the view blank but for
+    that row, the overview a thin strip); leaf nodes are in view, each named by its keypath as
+    `jax.tree_util` gives it (`params['layers'][0]['b_down']`, shown `layers[0].b_down`)."""
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    snippet = load_snippet(GPT)
+    leaves, _ = jax.tree_util.tree_flatten_with_path(snippet.args[0])
+    keypaths = [f"params{jax.tree_util.keystr(path)}" for path, _ in leaves]
+    assert len(keypaths) == 148
+    open_exhibit(page, "tracing")
+    set_code(page, GPT)
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=120_000)
+    page.get_by_test_id("tab-graph").click()
+    box = page.get_by_test_id("dataflow-graph")
+    params = page.locator("[data-testid='graph-group'][data-group-label='params']")
+    expect(params).to_be_visible(timeout=30_000)
+    params.click()
+    expect(page.locator("[data-testid='graph-cluster'][data-group-label^='params']")).to_be_visible(
+        timeout=30_000
+    )
+    expect(page.get_by_test_id("graph-busy")).to_have_count(0, timeout=60_000)
+    page.wait_for_timeout(200)
+    in_view = """(el) => {
+      const r = el.getBoundingClientRect();
+      return [...el.querySelectorAll("[data-testid='graph-leaf']")].filter((n) => {
+        const b = n.getBoundingClientRect();
+        return b.top >= r.top && b.bottom <= r.bottom && b.left >= r.left && b.right <= r.right;
+      }).map((n) => [n.getAttribute('aria-label'), n.querySelector('text.label').textContent]);
+    }"""
+    shown = box.evaluate(in_view)
+    assert len(shown) >= 6, (shown, box.evaluate("el => [el.scrollLeft, el.scrollTop]"))
+    for aria, label in shown:
+        name = aria.split(" (")[0]
+        assert name in keypaths, aria
+        short = name.removeprefix("params").replace("['", ".").replace("']", "").lstrip(".")
+        assert label == short, (label, name)
+    # rows, not one row: the layout is a few screens wide at most
+    width = box.evaluate("el => el.scrollWidth")
+    assert width < 3_000, width
+    # the leaves drawn (those near the view) sit in several rows
+    leaf_y = (
+        "el => [...el.querySelectorAll(\"[data-testid='graph-leaf'] rect\")]"
+        ".map((r) => +r.getAttribute('y'))"
+    )
+    rows = {round(y) for y in box.evaluate(leaf_y)}
+    assert len(rows) >= 4, rows
+    box.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "real-gpt-graph-params.png"))
     assert console_errors == []
 
 

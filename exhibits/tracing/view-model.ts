@@ -177,7 +177,7 @@ export function failureBanner(failure: RunFailed | undefined, staged: JaxprStage
     return {
       family,
       text:
-        `A tracer escaped its trace: a value traced in ${from} was kept outside it (in a global, a list or an ` +
+        `A tracer escaped its trace: a value from ${from} was kept outside it (in a global, a list or an ` +
         `attribute) and used after that trace had ended${used}. JAX raised \`UnexpectedTracerError\`` +
         `${when ? ` ${when}` : ''}. ${after}${inJaxpr}`,
     };

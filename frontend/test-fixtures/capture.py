@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import io
 import json
 import sys
@@ -49,6 +50,7 @@ FIXTURES: dict[str, tuple[str, Path, list[str]]] = {
     "tracing-graph-inner": ("tracing", HERE / "snippets" / "graph_inner.py", []),
     "tracing-graph-layers": ("tracing", HERE / "snippets" / "graph_layers.py", []),
     "tracing-graph-scopes": ("tracing", HERE / "snippets" / "graph_scopes.py", []),
+    "tracing-graph-params": ("tracing", HERE / "snippets" / "graph_params.py", []),
 }
 
 
@@ -127,6 +129,14 @@ def truth(snippet: Path) -> dict[str, Any]:
     except Exception as exc:
         return {"error_class": type(exc).__name__}
     out["trace_stdout"] = printed.getvalue()
+    # each invar's leaf: f's parameter name and the leaf's keypath in that argument (public
+    # jax.tree_util, not the jaxpr's debug info)
+    params = list(inspect.signature(s.f).parameters)
+    out["arg_keypaths"] = [
+        f"{params[i]}{jax.tree_util.keystr(path)}"
+        for i, a in enumerate(s.args)
+        for path, _ in jax.tree_util.tree_flatten_with_path(a)[0]
+    ]
     out["jaxpr_text"] = str(closed)
     out["eqns"] = [
         {

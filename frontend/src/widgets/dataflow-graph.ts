@@ -37,6 +37,8 @@ export interface GraphNode {
   expand?: string;
   /** collapsed arguments the node reads that are not wired to it (`params`: read by too many) */
   reads?: string[];
+  /** the full text of a node whose label is shortened (an argument leaf's keypath) */
+  title?: string;
 }
 
 /** An expanded group, drawn as a box around what it holds. */
@@ -66,6 +68,9 @@ export interface DataflowGraph {
   clusters: GraphCluster[];
   /** how many eqns were left out (the jaxpr had more than `maxEqns`) */
   omittedEqns: number;
+  /** edges that only place nodes and are not drawn: the rows of an expanded argument's leaves
+   * (`graph-groups.ts`, `leafRows`), each leaf below one of the row before */
+  layoutEdges?: { from: string; to: string }[];
 }
 
 export interface PlacedNode extends GraphNode {
@@ -116,9 +121,13 @@ export function nodeWidth(n: GraphNode): number {
  * at a few hundred nodes with long edges, minutes at thousands). */
 export const DAGRE_MAX_NODES = 400;
 
-/** Lay the graph out with dagre when it is small enough, else with the layered layout. */
+/** Lay the graph out with dagre when it is small enough, else with the layered layout. A graph
+ * with an expanded argument of many leaves (`layoutEdges`) is laid out layered too: dagre spreads
+ * the leaves' rows to make room for their long edges down to the layers that read them (the
+ * GPT stack's 148 parameters: 9,000 units wide against the layered layout's 1,800). */
 export function layoutGraph(graph: DataflowGraph): GraphLayout {
-  return graph.nodes.length + graph.clusters.length <= DAGRE_MAX_NODES ? layoutDataflowGraph(graph) : layoutLayered(graph);
+  const small = graph.nodes.length + graph.clusters.length <= DAGRE_MAX_NODES;
+  return small && (graph.layoutEdges ?? []).length === 0 ? layoutDataflowGraph(graph) : layoutLayered(graph);
 }
 
 /** Lay the graph out top to bottom with dagre; node sizes follow their labels; clusters are
@@ -135,6 +144,7 @@ export function layoutDataflowGraph(graph: DataflowGraph): GraphLayout {
     if (compound && n.parent !== undefined) g.setParent(n.id, n.parent);
   }
   graph.edges.forEach((e, i) => g.setEdge(e.from, e.to, {}, `e${i}`));
+  (graph.layoutEdges ?? []).forEach((e, i) => g.setEdge(e.from, e.to, {}, `l${i}`));
   dagre.layout(g);
   const nodes: PlacedNode[] = graph.nodes.map((n) => {
     const placed = g.node(n.id);

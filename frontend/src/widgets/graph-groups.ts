@@ -292,6 +292,65 @@ export function invarGroups(jaxpr: JaxprView): ({ id: string; name: string; leav
   return argOf.map((a) => ((counts.get(a) ?? 0) > 1 ? { id: `arg:${a}`, name: a, leaves: counts.get(a) ?? 0 } : undefined));
 }
 
+/** Longest label of an argument leaf's node (longer keypaths are cut on the left). */
+export const LEAF_LABEL_MAX = 24;
+
+/** Most leaves in one row of an expanded argument's box. */
+export const LEAF_ROW_MAX = 12;
+
+/** A row of fewer leaves than this takes the next parent's leaves too. */
+export const LEAF_ROW_MIN = 4;
+
+/**
+ * The label of an invar whose leaf JAX named (`arg_names`): its keypath, dict keys written as
+ * attributes (`params['layers'][3]['w_up']` → `params.layers[3].w_up`), without the argument's
+ * name when the leaf is drawn in that argument's box (`layers[3].w_up`), and at most
+ * `LEAF_LABEL_MAX` characters (cut on the left: the leaf's own key is kept).
+ */
+export function leafLabel(name: string, inBox: boolean): string {
+  let s = name;
+  if (inBox) {
+    const cut = s.search(/[[.]/);
+    if (cut > 0) s = s.slice(cut);
+  }
+  s = s.replace(/\['([^'\]]*)'\]/g, '.$1').replace(/^\./, '');
+  if (s === '') s = name;
+  return s.length > LEAF_LABEL_MAX ? `…${s.slice(-(LEAF_LABEL_MAX - 1))}` : s;
+}
+
+/** The keypath a leaf's row is keyed by: its own, less its last key (`params['layers'][3]`). */
+const parentPath = (name: string): string => name.replace(/(\[[^\]]*\]|\.[^.[]*)$/, '');
+
+/**
+ * The layout-only edges that lay an expanded argument's leaves out in rows instead of one row
+ * as wide as the argument has leaves (148 parameters: 16,000 units): consecutive leaves of one
+ * parent keypath (`params['layers'][3]`) share a row of at most `LEAF_ROW_MAX` (a row of fewer
+ * than `LEAF_ROW_MIN` takes the next parent's leaves too, so that parents of one leaf each do
+ * not make a column); each leaf sits
+ * below a leaf of the row before (the `j`-th below the `j % n`-th of a row of `n`).
+ * `leaves`: each box's leaves in order, as node id and keypath.
+ */
+export function leafRows(leaves: ReadonlyMap<string, { id: string; name: string }[]>): { from: string; to: string }[] {
+  const out: { from: string; to: string }[] = [];
+  for (const list of leaves.values()) {
+    const rows: string[][] = [];
+    let key: string | null = null;
+    for (const leaf of list) {
+      const k = parentPath(leaf.name);
+      const row = rows.at(-1);
+      // a new parent starts a row unless the row so far is short (single-leaf parents: one row, not a column)
+      if (row === undefined || row.length >= LEAF_ROW_MAX || (k !== key && row.length >= LEAF_ROW_MIN)) rows.push([leaf.id]);
+      else row.push(leaf.id);
+      key = k;
+    }
+    for (let r = 1; r < rows.length; r++) {
+      const above = rows[r - 1] ?? [];
+      (rows[r] ?? []).forEach((id, j) => out.push({ from: above[j % above.length] ?? id, to: id }));
+    }
+  }
+  return out;
+}
+
 /** Every group id in the tree (to expand all). */
 export function allGroupIds(items: readonly GroupItem[]): string[] {
   const out: string[] = [];
@@ -384,6 +443,7 @@ export function visibleGraph(
     top.set(c.var.name, [`const:${c.var.name}`]);
   }
   const argGroups = invarGroups(jaxpr);
+  const leaves = new Map<string, { id: string; name: string }[]>();
   jaxpr.invars.forEach((v, i) => {
     const arg = argGroups?.[i];
     if (arg !== undefined && !expanded.has(arg.id)) {
@@ -401,8 +461,17 @@ export function visibleGraph(
         clusters.push({ id: parent, label: `${arg.name} (${arg.leaves} leaves)`, groupId: arg.id, parent: null, eqnIndex: null });
       }
     }
-    nodes.push({ id: `in:${v.name}`, kind: 'invar', label: v.name, sublabel: avalText(v.aval), eqnIndex: null, line: null, ...withParent(parent) });
-    top.set(v.name, [`in:${v.name}`]);
+    const id = `in:${v.name}`;
+    const name = jaxpr.arg_names?.[i];
+    if (name) {
+      // JAX's keypath of the leaf as the label; the binder as JAX's text writes it below
+      const label = leafLabel(name, parent !== null);
+      nodes.push({ id, kind: 'invar', label, sublabel: `${v.name}:${avalText(v.aval)}`, title: `${name} (${v.name}:${avalText(v.aval)})`, eqnIndex: null, line: null, ...withParent(parent) });
+      if (parent !== null) leaves.set(parent, [...(leaves.get(parent) ?? []), { id, name }]);
+    } else {
+      nodes.push({ id, kind: 'invar', label: v.name, sublabel: avalText(v.aval), eqnIndex: null, line: null, ...withParent(parent) });
+    }
+    top.set(v.name, [id]);
   });
 
   /** Draw `eqn` (top-level eqn `index`, or an eqn of an inner jaxpr at `path`) reading `defs`. */
@@ -511,7 +580,8 @@ export function visibleGraph(
     label: more > 0 && from.startsWith('grp:') ? `${label} +${more}` : label,
   }));
   const stubbed = stubArgGroups(nodes, edges);
-  return { ...stubbed, clusters: nonEmpty(clusters, stubbed.nodes), omittedEqns: omitted, nodeOfEqn };
+  const layoutEdges = leafRows(leaves);
+  return { ...stubbed, clusters: nonEmpty(clusters, stubbed.nodes), omittedEqns: omitted, nodeOfEqn, ...(layoutEdges.length > 0 ? { layoutEdges } : {}) };
 }
 
 /** A collapsed argument read by more nodes than this is marked on its readers instead of wired to them. */

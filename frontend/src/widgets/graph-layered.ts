@@ -27,7 +27,7 @@ export function layoutLayered(graph: DataflowGraph): GraphLayout {
   const { nodes, edges, clusters } = graph;
   const at = new Map(nodes.map((n, i) => [n.id, i]));
   const preds: number[][] = nodes.map(() => []);
-  for (const e of edges) {
+  for (const e of [...edges, ...(graph.layoutEdges ?? [])]) {
     const a = at.get(e.from);
     const b = at.get(e.to);
     if (a !== undefined && b !== undefined && a < b) preds[b]?.push(a);

@@ -9,7 +9,7 @@
  * else the content itself, the top-most eqn or group node. A target already in view is left where
  * it is; otherwise the box scrolls so it is centred across and a quarter down. A box larger than
  * the view is reached through its top-most node, not its centre (an expanded 12-layer stack is a
- * box 60,000 units tall, and a row of 148 parameters 16,000 wide: their centres are blank space).
+ * box 60,000 units tall, and the rows of 148 parameters 1,800 wide: their centres are blank space).
  */
 import type { GraphLayout, PlacedCluster, PlacedNode } from './dataflow-graph';
 import type { ViewRect } from './graph-view';
