@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from jaxscope.events import EVENT_ADAPTER
 from jaxscope.protocol import EventBase, RunFinished
 from jaxscope.sandbox.kinds import kind_problem, torch_python
+
+from exhibits import torch_testing
 
 from . import hash_source
 from .events import (
@@ -36,7 +35,6 @@ HERE = Path(__file__).resolve().parent
 EXHIBIT = HERE.name
 EXAMPLE = HERE / "examples" / "mlp_item.py"
 CUTS = HERE / "examples" / "cuts.py"
-JAXSCOPE = Path(sys.executable).parent / "jaxscope"
 
 pytestmark = pytest.mark.skipif(
     kind_problem("torch") is not None, reason=str(kind_problem("torch"))
@@ -77,64 +75,27 @@ print(json.dumps(truth))
 
 @pytest.fixture(scope="module")
 def truth() -> dict[str, Any]:
-    done = subprocess.run(
-        [str(torch_python()), "-c", TRUTH, str(EXAMPLE)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "PJRT_DEVICE": "CPU"},
-        check=True,
-    )
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return torch_testing.run_truth(TRUTH, EXAMPLE)
 
 
 def jaxscope_run(*extra: str, example: Path = EXAMPLE) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(JAXSCOPE), "run", EXHIBIT, str(example), *extra],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    return torch_testing.jaxscope_run(EXHIBIT, example, *extra)
 
 
 def run_events(*extra: str, example: Path = EXAMPLE) -> list[EventBase]:
     done = jaxscope_run("--json", *extra, example=example)
     assert done.returncode == 0, done.stderr[-2000:]
-    parsed: list[EventBase] = [
-        EVENT_ADAPTER.validate_json(line) for line in done.stdout.splitlines() if line.strip()
-    ]
+    parsed = torch_testing.parse_events(done.stdout)
     assert isinstance(parsed[-1], RunFinished), parsed[-1]
     return parsed
 
 
 def run_truth(script: str, example: Path) -> dict[str, Any]:
-    done = subprocess.run(
-        [str(torch_python()), "-c", script, str(example)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "PJRT_DEVICE": "CPU"},
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return torch_testing.run_truth(script, example)
 
 
 def run_truth_with(script: str, example: Path, *extra: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [str(torch_python()), "-c", script, str(example), *extra],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "PJRT_DEVICE": "CPU"},
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return torch_testing.run_truth(script, example, *extra)
 
 
 @pytest.fixture(scope="module")
@@ -489,17 +450,7 @@ print(json.dumps(truth))
 
 
 def torchax_truth(example: Path) -> dict[str, Any]:
-    done = subprocess.run(
-        [str(torch_python()), "-c", TORCHAX_TRUTH, str(example), str(TORCHAX_SITE)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "PJRT_DEVICE": "CPU"},
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return torch_testing.run_truth(TORCHAX_TRUTH, example, TORCHAX_SITE)
 
 
 @needs_torchax
