@@ -21,7 +21,7 @@ from jaxscope.server.catalogue import IncompleteExhibit
 from jaxscope.settings import Limits, Settings, default_address_space_bytes
 from starlette.websockets import WebSocketDisconnect
 
-from exhibits.registry import EXHIBITS, Exhibit
+from exhibits.registry import EXHIBITS, Exhibit, real_program_paths
 from tests.harness import REPO, collect, run_msg
 
 SIN = "import jax.numpy as jnp\ndef f(x):\n    return jnp.sin(x) * 2.0\nargs = (jnp.ones(3),)\n"
@@ -83,6 +83,8 @@ def test_exhibits_catalogue(client: TestClient) -> None:
         for e in EXHIBITS.values()
         for stem, path in e.example_paths().items()
     }
+    # The real programs the pickers offer (design 0048), once each.
+    expected |= {f"real/{stem}": path for stem, path in real_program_paths().items()}
     assert sorted(cat.examples) == sorted(expected)
     for key, path in expected.items():
         assert cat.examples[key] == path.read_text()
