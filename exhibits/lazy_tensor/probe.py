@@ -593,12 +593,19 @@ def run(ctx: ProbeContext) -> None:
 
     f, args = ctx.snippet.f, tuple(ctx.snippet.args)
     eager = bool(ctx.options.eager_mode)
+    # The torchax panel: the option, else the snippet's own ``use_torchax = True`` (an example
+    # that is about torchax turns it on; the option, set either way, wins).
+    with_torchax = (
+        ctx.options.torchax
+        if ctx.options.torchax is not None
+        else f.__globals__.get("use_torchax") is True
+    )
     with ctx.stage("trace"):
         device = torch_xla.device()  # creates the PJRT client (PJRT_DEVICE, in this run)
         # The snippet's module-level models and tensors too, in place: an optimizer built
         # beside them keeps its parameters (a training step at module level runs on the device).
         # torchax's panel traces f on the state as the snippet built it (design 0042).
-        state = _cpu_state(f.__globals__, args) if ctx.options.torchax else {}
+        state = _cpu_state(f.__globals__, args) if with_torchax else {}
         move_state(f.__globals__, args, device)
         moved = _map_tensors(args, lambda t: t.to(device))
         torch_xla.sync()  # the arguments are device data, not pending uploads
@@ -654,7 +661,7 @@ def run(ctx: ProbeContext) -> None:
             del result
             torch_xla.sync()
     ctx.emit(GraphHashCompared(graph_hash=built.graph_hash, trials=trials, source=_hash_source()))
-    if ctx.options.torchax:
+    if with_torchax:
         with ctx.stage("trace"):
             staged = _torchax(f, args, state, ctx.snippet.source)
         ctx.emit(staged)

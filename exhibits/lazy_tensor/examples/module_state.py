@@ -19,3 +19,4 @@ def f(x, y):
 x = torch.linspace(-1.0, 1.0, 24).reshape(6, 4)
 y = torch.tensor([0, 1, 2, 0, 1, 2])
 args = (x, y)
+use_torchax = True  # the torchax panel on (the torchax option, set either way, wins)
