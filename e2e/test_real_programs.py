@@ -75,6 +75,15 @@ def test_the_gpt_stack_jaxpr_is_windowed_named_and_linked(
     assert console_errors == []
 
 
+def open_gpt_graph(page: Page) -> None:
+    """Trace the GPT stack in the tracing exhibit and open its dataflow graph tab."""
+    open_exhibit(page, "tracing")
+    set_code(page, GPT)
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=120_000)
+    page.get_by_test_id("tab-graph").click()
+
+
 def _scroll_graph_until(page: Page, locator: Locator, step: int = 300) -> None:
     """Scroll the graph's box down from the top until ``locator`` is in the DOM (the graph
     holds only what is in view)."""
@@ -129,11 +138,7 @@ def test_the_gpt_stack_graph_opens_on_its_layers_and_expands_one(
     layers = sorted({s.split("/")[0] for s in stacks if s}, key=lambda s: int(s[5:]))
     assert layers == [f"layer{i}" for i in range(12)]
     layer3 = [i for i, s in enumerate(stacks) if s.split("/")[0] == "layer3"]
-    open_exhibit(page, "tracing")
-    set_code(page, GPT)
-    page.get_by_test_id("run").click()
-    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=120_000)
-    page.get_by_test_id("tab-graph").click()
+    open_gpt_graph(page)
     group = "[data-testid='graph-group'][data-group-label='{}']"
     expect(page.locator(group.format("layer0"))).to_be_visible(timeout=30_000)
     assert page.get_by_test_id("graph-omitted").count() == 0
@@ -197,11 +202,7 @@ def test_expand_all_of_the_gpt_stack_keeps_nodes_in_view(
     snippet = load_snippet(GPT)
     closed = jax.make_jaxpr(snippet.f)(*snippet.args)
     stacks = [str(e.source_info.name_stack) for e in closed.jaxpr.eqns]
-    open_exhibit(page, "tracing")
-    set_code(page, GPT)
-    page.get_by_test_id("run").click()
-    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=120_000)
-    page.get_by_test_id("tab-graph").click()
+    open_gpt_graph(page)
     box = page.get_by_test_id("dataflow-graph")
     expect(page.locator("[data-testid='graph-group'][data-group-label='layer0']")).to_be_visible(
         timeout=30_000
@@ -254,11 +255,7 @@ def test_expanding_the_gpt_stacks_params_shows_named_leaves_in_rows(
     leaves, _ = jax.tree_util.tree_flatten_with_path(snippet.args[0])
     keypaths = [f"params{jax.tree_util.keystr(path)}" for path, _ in leaves]
     assert len(keypaths) == 148
-    open_exhibit(page, "tracing")
-    set_code(page, GPT)
-    page.get_by_test_id("run").click()
-    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=120_000)
-    page.get_by_test_id("tab-graph").click()
+    open_gpt_graph(page)
     box = page.get_by_test_id("dataflow-graph")
     params = page.locator("[data-testid='graph-group'][data-group-label='params']")
     expect(params).to_be_visible(timeout=30_000)
@@ -403,11 +400,7 @@ def test_the_gpt_stack_graph_expands_jit_calls_finds_eqns_and_has_an_overview(
     snippet = load_snippet(GPT)
     closed = jax.make_jaxpr(snippet.f)(*snippet.args)
     eqns = closed.jaxpr.eqns
-    open_exhibit(page, "tracing")
-    set_code(page, GPT)
-    page.get_by_test_id("run").click()
-    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=120_000)
-    page.get_by_test_id("tab-graph").click()
+    open_gpt_graph(page)
     expect(page.get_by_test_id("graph-group").first).to_be_visible(timeout=30_000)
 
     # Expand `jit log_softmax` with its +: its inner eqns, then collapse it by its box's header.
