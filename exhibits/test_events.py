@@ -99,6 +99,7 @@ def test_the_protocol_keeps_only_the_core_events() -> None:
         # eqn ranges of a split jaxpr view (design 0045) and classroom rooms (design 0044):
         # the shell's, not an exhibit's
         "jaxpr_eqns_sent",
+        "items_sent",
         "room_opened",
         "room_updated",
         "room_refused",

@@ -51,7 +51,7 @@ import functools
 import json
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, TypeAlias, get_args
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeAlias, get_args
 
 from pydantic import BaseModel, Field, PrivateAttr, TypeAdapter, field_serializer
 
@@ -198,6 +198,20 @@ class EqnRange(WireModel):
     detail_id: str
 
 
+class ListRange(WireModel):
+    """Items ``[start, stop)`` of the list ``field`` of the object holding this range (a
+    :class:`JaxprView`'s ``constvars``/``invars``/``outvars``, or an event's list named in its
+    ``ranged_lists``) that an ``on_demand`` run did not stream with it (design 0045, list
+    ranges): the page asks for them with a DetailRequest for ``detail_id``, answered by one
+    ``items_sent``. The ranges of one list come in order; the last one's ``stop`` is the
+    list's whole length."""
+
+    field: str
+    start: int
+    stop: int
+    detail_id: str
+
+
 class JaxprView(WireModel):
     """A ClosedJaxpr: JAX's own text plus a structured view of the same object.
 
@@ -211,7 +225,9 @@ class JaxprView(WireModel):
     ``eqn_ranges``: in an ``on_demand`` run, a view too large for one event (design 0045) is
     streamed with its first eqns (``total_eqns`` set) and the rest as ranges to ask for, in
     order; each ``jaxpr_eqns_sent`` answer extends ``eqns`` and ``text`` by its range, and once
-    all arrived the view is the whole one. Left off the wire when empty.
+    all arrived the view is the whole one. Left off the wire when empty. ``list_ranges``: the
+    same for a variable list too long for one event (20,000 residuals as constvars): its first
+    items are here, the rest come as ``items_sent`` answers (:class:`ListRange`).
     """
 
     text: str
@@ -223,6 +239,11 @@ class JaxprView(WireModel):
     arg_names: list[str] | None = None
     total_eqns: int | None = None
     eqn_ranges: list[EqnRange] = Field(
+        default_factory=list,
+        exclude_if=lambda v: not v,
+        json_schema_extra={"x-wire-optional": True},
+    )
+    list_ranges: list[ListRange] = Field(
         default_factory=list,
         exclude_if=lambda v: not v,
         json_schema_extra={"x-wire-optional": True},
@@ -406,6 +427,16 @@ class EventBase(WireModel):
     )
     detail_of: str | None = Field(
         default=None, exclude_if=lambda v: v is None, json_schema_extra={"x-wire-optional": True}
+    )
+    # List ranges (design 0045): in an ``on_demand`` run, the event's lists named in
+    # ``ranged_lists`` (an exhibit's class sets it) that make it too long for one line are
+    # streamed with their first items; ``list_ranges`` names the rest (answered by
+    # ``items_sent``). Off the wire while empty.
+    ranged_lists: ClassVar[tuple[str, ...]] = ()
+    list_ranges: list[ListRange] = Field(
+        default_factory=list,
+        exclude_if=lambda v: not v,
+        json_schema_extra={"x-wire-optional": True},
     )
     if TYPE_CHECKING:
         # Every event declares its own ``type: Literal[...]``; this is for code that holds any.
@@ -692,6 +723,20 @@ class JaxprEqnsSent(EventBase):
     more: str = ""
 
 
+class ItemsSent(EventBase):
+    """The answer to a DetailRequest for a :class:`ListRange` (design 0045, list ranges):
+    ``detail_of`` the range's ``detail_id``, ``seq`` the seq of the event that holds the list.
+    ``path``: where the list is, from the event, dotted (``residuals``, ``known.outvars``,
+    ``jaxpr.constvars``); ``items`` are that list's items ``start`` .. ``start + len(items)``
+    as the eager event has them (:class:`VarView`, :class:`ConstVarView`, an exhibit's row). The
+    page appends them to the list and drops the range from its holder's ``list_ranges``."""
+
+    type: Literal["items_sent"] = "items_sent"
+    path: str
+    start: int
+    items: list[Any]
+
+
 class WatchedFileChanged(EventBase):
     """The file a page follows (``FollowRequest``), sent outside any run (``run_id`` ""): when
     the page starts following and after every save. ``path``: the file's absolute path;
@@ -864,6 +909,7 @@ EVENTS: tuple[type[EventBase], ...] = (
     RunFailed,
     DetailFailed,
     JaxprEqnsSent,
+    ItemsSent,
     WatchedFileChanged,
     RoomOpened,
     RoomUpdated,

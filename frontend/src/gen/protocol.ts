@@ -12,6 +12,7 @@ export type Event =
   | RunFailed
   | DetailFailed
   | JaxprEqnsSent
+  | ItemsSent
   | WatchedFileChanged
   | RoomOpened
   | RoomUpdated
@@ -176,10 +177,28 @@ export interface RunStarted {
   devices: string[];
   exhibit: string;
   jax_version: string;
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   torch_xla_version?: string | null;
   type: 'run_started';
+}
+/**
+ * Items ``[start, stop)`` of the list ``field`` of the object holding this range (a
+ * :class:`JaxprView`'s ``constvars``/``invars``/``outvars``, or an event's list named in its
+ * ``ranged_lists``) that an ``on_demand`` run did not stream with it (design 0045, list
+ * ranges): the page asks for them with a DetailRequest for ``detail_id``, answered by one
+ * ``items_sent``. The ranges of one list come in order; the last one's ``stop`` is the
+ * list's whole length.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ListRange".
+ */
+export interface ListRange {
+  detail_id: string;
+  field: string;
+  start: number;
+  stop: number;
 }
 /**
  * A stage of the run began (progress: the UI shows which stage runs and for how long).
@@ -191,6 +210,7 @@ export interface StageStarted {
   call_index: number | null;
   detail_id?: string | null;
   detail_of?: string | null;
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   stage: 'load' | 'trace' | 'lower' | 'compile' | 'run' | 'call';
@@ -212,6 +232,7 @@ export interface StageTimed {
   duration_ms: number;
   event: string;
   fun_name: string | null;
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   stage: 'load' | 'trace' | 'lower' | 'compile' | 'run' | 'call';
@@ -228,6 +249,7 @@ export interface StdoutPrinted {
   call_index: number | null;
   detail_id?: string | null;
   detail_of?: string | null;
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   stage: 'load' | 'trace' | 'lower' | 'compile' | 'run' | 'call';
@@ -246,6 +268,7 @@ export interface JaxprStaged {
   detail_of?: string | null;
   fun_name: string;
   jaxpr: JaxprView;
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   type: 'jaxpr_staged';
@@ -263,7 +286,9 @@ export interface JaxprStaged {
  * ``eqn_ranges``: in an ``on_demand`` run, a view too large for one event (design 0045) is
  * streamed with its first eqns (``total_eqns`` set) and the rest as ranges to ask for, in
  * order; each ``jaxpr_eqns_sent`` answer extends ``eqns`` and ``text`` by its range, and once
- * all arrived the view is the whole one. Left off the wire when empty.
+ * all arrived the view is the whole one. Left off the wire when empty. ``list_ranges``: the
+ * same for a variable list too long for one event (20,000 residuals as constvars): its first
+ * items are here, the rest come as ``items_sent`` answers (:class:`ListRange`).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "JaxprView".
@@ -275,6 +300,7 @@ export interface JaxprView {
   eqn_ranges?: EqnRange[];
   eqns: EqnView[];
   invars: VarView[];
+  list_ranges?: ListRange[];
   outvars: VarView[];
   text: string;
   total_eqns: number | null;
@@ -430,6 +456,7 @@ export interface RunQueued {
   detail_id?: string | null;
   detail_of?: string | null;
   estimate_s: number | null;
+  list_ranges?: ListRange[];
   position: number;
   reason: 'pool_full' | 'client_share';
   run_id: string;
@@ -458,6 +485,7 @@ export interface BudgetScaled {
   detail_id?: string | null;
   detail_of?: string | null;
   eqns: number;
+  list_ranges?: ListRange[];
   load_cpu_s: number | null;
   load_s: number | null;
   run_id: string;
@@ -475,6 +503,7 @@ export interface RunFinished {
   detail_id?: string | null;
   detail_of?: string | null;
   duration_ms: number;
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   type: 'run_finished';
@@ -512,6 +541,7 @@ export interface RunFailed {
     | 'worker_crashed'
     | 'cancelled'
     | 'invalid_event';
+  list_ranges?: ListRange[];
   message: string;
   run_id: string;
   seq: number;
@@ -544,6 +574,7 @@ export interface DetailFailed {
   detail_id?: string | null;
   detail_of?: string | null;
   gone: boolean;
+  list_ranges?: ListRange[];
   message: string;
   run_id: string;
   seq: number;
@@ -567,12 +598,35 @@ export interface JaxprEqnsSent {
   detail_of?: string | null;
   eqns: EqnView[];
   field: string;
+  list_ranges?: ListRange[];
   more: string;
   run_id: string;
   seq: number;
   start: number;
   text: string;
   type: 'jaxpr_eqns_sent';
+}
+/**
+ * The answer to a DetailRequest for a :class:`ListRange` (design 0045, list ranges):
+ * ``detail_of`` the range's ``detail_id``, ``seq`` the seq of the event that holds the list.
+ * ``path``: where the list is, from the event, dotted (``residuals``, ``known.outvars``,
+ * ``jaxpr.constvars``); ``items`` are that list's items ``start`` .. ``start + len(items)``
+ * as the eager event has them (:class:`VarView`, :class:`ConstVarView`, an exhibit's row). The
+ * page appends them to the list and drops the range from its holder's ``list_ranges``.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ItemsSent".
+ */
+export interface ItemsSent {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  items: unknown[];
+  list_ranges?: ListRange[];
+  path: string;
+  run_id: string;
+  seq: number;
+  start: number;
+  type: 'items_sent';
 }
 /**
  * The file a page follows (``FollowRequest``), sent outside any run (``run_id`` ""): when
@@ -590,6 +644,7 @@ export interface WatchedFileChanged {
   detail_id?: string | null;
   detail_of?: string | null;
   exhibit: string;
+  list_ranges?: ListRange[];
   path: string;
   problem: string | null;
   run_id: string;
@@ -609,6 +664,7 @@ export interface RoomOpened {
   detail_id?: string | null;
   detail_of?: string | null;
   grace_s: number;
+  list_ranges?: ListRange[];
   max_students: number;
   room: string;
   run_id: string;
@@ -633,6 +689,7 @@ export interface RoomUpdated {
   detail_id?: string | null;
   detail_of?: string | null;
   exhibit: string;
+  list_ranges?: ListRange[];
   options?: RunOptions;
   replayed: boolean;
   room: string;
@@ -766,6 +823,7 @@ export interface CallSpec {
 export interface RoomRefused {
   detail_id?: string | null;
   detail_of?: string | null;
+  list_ranges?: ListRange[];
   message: string;
   request: string;
   room: string;
@@ -784,6 +842,7 @@ export interface RoomRefused {
 export interface RoomClosed {
   detail_id?: string | null;
   detail_of?: string | null;
+  list_ranges?: ListRange[];
   message: string;
   room: string;
   run_id: string;
@@ -805,6 +864,7 @@ export interface EqnRecorded {
   detail_of?: string | null;
   in_avals: AvalView[];
   index: number;
+  list_ranges?: ListRange[];
   out_avals: AvalView[];
   params: {
     [k: string]: string | undefined;
@@ -834,6 +894,7 @@ export interface JitCalled {
   detail_id?: string | null;
   detail_of?: string | null;
   explanation: string;
+  list_ranges?: ListRange[];
   printed: string;
   run_id: string;
   seq: number;
@@ -852,6 +913,7 @@ export interface ModuleLowered {
   detail_id?: string | null;
   detail_of?: string | null;
   hlo: string;
+  list_ranges?: ListRange[];
   op_links: OpLink[];
   run_id: string;
   seq: number;
@@ -895,6 +957,7 @@ export interface ExecutableCompiled {
   detail_id?: string | null;
   detail_of?: string | null;
   hlo_links: HloLink[];
+  list_ranges?: ListRange[];
   memory: {
     [k: string]: number | undefined;
   } | null;
@@ -944,6 +1007,7 @@ export interface ProgramExecuted {
   detail_of?: string | null;
   device: string;
   dispatch_ms: number;
+  list_ranges?: ListRange[];
   outputs: ArrayPreview[];
   platform: string;
   ready_after_dispatch: boolean;
@@ -989,6 +1053,7 @@ export interface JvpRuleApplied {
   detail_of?: string | null;
   index: number;
   jvp_eqn_indices: number[];
+  list_ranges?: ListRange[];
   mechanism: 'rule' | 'zero_tangents' | 'custom_jvp' | 'custom_vjp';
   note: string | null;
   primals_in: ValueView[];
@@ -1072,6 +1137,7 @@ export interface JvpJaxprStaged {
   jax_primals_out: ArrayPreview[];
   jax_tangents_out: ArrayPreview[];
   jaxpr: JaxprView;
+  list_ranges?: ListRange[];
   matches_jax_jvp: boolean;
   max_abs_diff: number | null;
   primals_out: ArrayPreview[];
@@ -1105,6 +1171,7 @@ export interface JaxprSplit {
   jvp: JaxprView;
   known: JaxprView;
   known_inputs: boolean[];
+  list_ranges?: ListRange[];
   n_primals: number;
   out_unknowns: boolean[];
   residuals: ResidualView[];
@@ -1161,6 +1228,7 @@ export interface RematPolicyMeasured {
   grad_max_abs_diff: number | null;
   grad_of: string;
   index: number;
+  list_ranges?: ListRange[];
   not_measured: string | null;
   policy: string;
   repeats: number;
@@ -1186,6 +1254,7 @@ export interface RematUnavailable {
   detail_of?: string | null;
   error_class: string;
   explanation: string;
+  list_ranges?: ListRange[];
   message: string;
   reason: 'grad_fails' | 'too_large';
   run_id: string;
@@ -1217,6 +1286,7 @@ export interface TransposeStepped {
   eqn_text: string;
   error: string | null;
   error_class: string | null;
+  list_ranges?: ListRange[];
   primal_primitive: string | null;
   primitive: string;
   rule: RuleView | null;
@@ -1256,6 +1326,7 @@ export interface CotangentWrite {
 export interface TransposeCallOpened {
   detail_id?: string | null;
   detail_of?: string | null;
+  list_ranges?: ListRange[];
   max_iterations: number;
   max_steps: number;
   more_iterations: number;
@@ -1308,6 +1379,7 @@ export interface LinearJaxprStaged {
   detail_id?: string | null;
   detail_of?: string | null;
   jaxpr: JaxprView;
+  list_ranges?: ListRange[];
   output_leaf: OutputLeafView | null;
   residuals: ValueView[];
   run_id: string;
@@ -1446,6 +1518,7 @@ export interface GradientChecked {
   jax_vjp: unknown;
   leaves: GradientLeaf[];
   leaves_not_sent: number;
+  list_ranges?: ListRange[];
   max_abs_err: number | null;
   max_leaf_values: number | null;
   max_rel_err: number | null;
@@ -1597,6 +1670,7 @@ export interface GradAttempted {
   error_class: string | null;
   explanation: string | null;
   fix: string | null;
+  list_ranges?: ListRange[];
   message: string | null;
   mode: 'eager' | 'jit';
   ok: boolean;
@@ -1625,6 +1699,7 @@ export interface CustomCallRecorded {
   detail_of?: string | null;
   jvp_check: TangentCheck[];
   kind: 'custom_vjp' | 'custom_jvp';
+  list_ranges?: ListRange[];
   name: string;
   nondiff_argnums: number[];
   residuals: SavedResidual[];
@@ -1706,6 +1781,7 @@ export interface CustomRuleChecked {
   detail_id?: string | null;
   detail_of?: string | null;
   kind: 'custom_vjp' | 'custom_jvp';
+  list_ranges?: ListRange[];
   name: string;
   nondiff_argnums: number[];
   problems: RuleProblem[];
@@ -1841,6 +1917,7 @@ export interface NonfiniteFound {
   inside: EnclosingCall[];
   kind: ('nan' | 'inf') | null;
   library_call: string | null;
+  list_ranges?: ListRange[];
   no_cure: string | null;
   not_descended: string | null;
   output_nonfinite: boolean | null;
@@ -1948,6 +2025,7 @@ export interface ForwardNonfiniteHidden {
   detail_id?: string | null;
   detail_of?: string | null;
   hider: ForwardEqnView | null;
+  list_ranges?: ListRange[];
   origin: ForwardEqnView;
   run_id: string;
   seq: number;
@@ -1991,6 +2069,7 @@ export interface PytreeNodeVisited {
   is_leaf_result: boolean | null;
   keypath: string;
   leaf_index: number | null;
+  list_ranges?: ListRange[];
   node_type: string;
   parent: number | null;
   registration: string;
@@ -2019,6 +2098,7 @@ export interface PytreeFlattened {
   leaf_types: string[];
   leaves: ArrayPreview[];
   leaves_omitted: number;
+  list_ranges?: ListRange[];
   name: string;
   num_leaves: number;
   num_nodes: number;
@@ -2048,6 +2128,7 @@ export interface TreedefsCompared {
   keypath: string | null;
   kind: string | null;
   left: string;
+  list_ranges?: ListRange[];
   right: string;
   run_id: string;
   seq: number;
@@ -2069,6 +2150,7 @@ export interface PytreeCalled {
   eager_outputs: ArrayPreview[];
   fun_name: string;
   jit_outputs: ArrayPreview[];
+  list_ranges?: ListRange[];
   out_treedef: string;
   run_id: string;
   seq: number;
@@ -2115,6 +2197,7 @@ export interface CarryChecked {
   leaf_paths: string[];
   leaves: CarryLeafView[];
   length: number | null;
+  list_ranges?: ListRange[];
   message: string | null;
   ok: boolean;
   primitive: string;
@@ -2168,6 +2251,7 @@ export interface ControlFlowShown {
   };
   holds: boolean;
   jaxpr: JaxprView | null;
+  list_ranges?: ListRange[];
   message: string | null;
   on_user_code: boolean;
   primitives: string[];
@@ -2192,6 +2276,7 @@ export interface VmapInputsMapped {
   detail_of?: string | null;
   in_axes: string;
   inputs: MappedInput[];
+  list_ranges?: ListRange[];
   out_axes: string;
   run_id: string;
   seq: number;
@@ -2247,6 +2332,7 @@ export interface BatchRuleApplied {
   in_bdims: (number | null)[];
   in_vars: (string | null)[];
   index: number;
+  list_ranges?: ListRange[];
   mechanism: 'rule' | 'not_mapped' | 'failed';
   moves: string[];
   note: string | null;
@@ -2281,6 +2367,7 @@ export interface BatchedJaxprStaged {
   in_axes: string;
   interpreted_text_equal: boolean;
   jaxpr: JaxprView;
+  list_ranges?: ListRange[];
   matches_jax_vmap: boolean;
   out_axes: string;
   output_moves: string[];
@@ -2325,6 +2412,7 @@ export interface TransformStackEvaluated {
   in_axes: string | null;
   jaxpr: JaxprView | null;
   label: string;
+  list_ranges?: ListRange[];
   message: string | null;
   ok: boolean;
   output_leaf: OutputLeafView[];
@@ -2387,6 +2475,7 @@ export interface CachesReset {
   cleared: string[];
   detail_id?: string | null;
   detail_of?: string | null;
+  list_ranges?: ListRange[];
   mode: 'calls' | 'driver';
   persistent_dir: string | null;
   persistent_enabled: boolean;
@@ -2434,6 +2523,7 @@ export interface JitCallObserved {
   index: number;
   jaxpr: JaxprView | null;
   layer: 'cpp' | 'jaxpr' | 'lowering' | 'executable' | 'persistent' | 'compile';
+  list_ranges?: ListRange[];
   persistent_key: string | null;
   persistent_lookup: ('hit' | 'miss') | null;
   persistent_not_written: string | null;
@@ -2491,6 +2581,7 @@ export interface DriverRunSummary {
   beyond_limit: number;
   detail_id?: string | null;
   detail_of?: string | null;
+  list_ranges?: ListRange[];
   note: string | null;
   observed_calls: number;
   outside: WorkOutsideCalls[];
@@ -2555,6 +2646,7 @@ export interface CacheKeyComputed {
   ingredients: CacheKeyIngredientView[];
   jax_key: string;
   key: string;
+  list_ranges?: ListRange[];
   persistent: string;
   perturbation: string | null;
   perturbation_detail: string;
@@ -2592,6 +2684,7 @@ export interface XlaFlagsFiltered {
   digest: string;
   excluded: string[];
   flags: XlaFlagVerdictView[];
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   type: 'xla_flags_filtered';
@@ -2635,6 +2728,7 @@ export interface TrainingStepObserved {
   function: string | null;
   jaxpr: JaxprView | null;
   kind: string | null;
+  list_ranges?: ListRange[];
   log: string[];
   run_id: string;
   seq: number;
@@ -2682,6 +2776,7 @@ export interface TrainingStopped {
   detail_id?: string | null;
   detail_of?: string | null;
   elapsed_s: number;
+  list_ranges?: ListRange[];
   max_steps: number | null;
   requested_n: number | null;
   run_id: string;
@@ -2699,6 +2794,7 @@ export interface TrainingStopped {
 export interface ConfigOptionsListed {
   detail_id?: string | null;
   detail_of?: string | null;
+  list_ranges?: ListRange[];
   options: ConfigOptionView[];
   run_id: string;
   seq: number;
@@ -2738,6 +2834,7 @@ export interface ConfigRetraceChecked {
   detail_of?: string | null;
   fun_name: string;
   jaxpr: JaxprView | null;
+  list_ranges?: ListRange[];
   option: string;
   retraced: boolean;
   run_id: string;
@@ -2766,6 +2863,7 @@ export interface ShardingPlaced {
   detail_id?: string | null;
   detail_of?: string | null;
   dtype: string;
+  list_ranges?: ListRange[];
   mesh_axes: string[];
   mesh_device_ids: number[];
   mesh_shape: number[];
@@ -2814,6 +2912,7 @@ export interface CollectivesFound {
   detail_of?: string | null;
   hlo: string;
   input_shardings: string[];
+  list_ranges?: ListRange[];
   output_shardings: string[];
   run_id: string;
   seq: number;
@@ -2859,6 +2958,7 @@ export interface ShardingErrorExplained {
   explanation: string;
   fix: string;
   kind: 'indivisible' | 'duplicate_axis' | 'sharding_type' | 'other';
+  list_ranges?: ListRange[];
   mesh_axes: string[];
   mesh_axis_sizes: number[];
   message: string;
@@ -2881,6 +2981,7 @@ export interface ShardingAnnotationsChecked {
   annotations: AnnotationCheck[];
   detail_id?: string | null;
   detail_of?: string | null;
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   type: 'sharding_annotations_checked';
@@ -2936,6 +3037,7 @@ export interface ShardMapBodyTraced {
   inputs: ShardMapValueView[];
   jaxpr: JaxprView | null;
   jaxpr_note: string | null;
+  list_ranges?: ListRange[];
   outputs: ShardMapValueView[];
   run_id: string;
   seq: number;
@@ -3000,6 +3102,7 @@ export interface ShardMapChecked {
   found: ShardMapFound | null;
   in_specs: string;
   line: number | null;
+  list_ranges?: ListRange[];
   mesh_axes: string[];
   mesh_shape: number[];
   message: string | null;
@@ -3097,6 +3200,7 @@ export interface ShardMapSpecView {
 export interface ShardMapOutputsAssembled {
   detail_id?: string | null;
   detail_of?: string | null;
+  list_ranges?: ListRange[];
   out_specs_line: number | null;
   outputs: ShardMapOutput[];
   reference: 'reference' | 'f' | 'none';
@@ -3190,6 +3294,7 @@ export interface RulesTabulated {
   jax_version: string;
   jaxpr: JaxprView | null;
   jaxpr_primitives: string[];
+  list_ranges?: ListRange[];
   not_imported: string[];
   rows: RuleRow[];
   run_id: string;
@@ -3252,6 +3357,7 @@ export interface PromotionTabulated {
   cells: PromotionCell[][];
   detail_id?: string | null;
   detail_of?: string | null;
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   type: 'promotion_tabulated';
@@ -3298,6 +3404,7 @@ export interface ResultTypeComputed {
   args: ArgumentDtype[];
   detail_id?: string | null;
   detail_of?: string | null;
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   type: 'result_type_computed';
@@ -3358,6 +3465,7 @@ export interface DtypeChangesFound {
   detail_id?: string | null;
   detail_of?: string | null;
   eqns_read: number;
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   type: 'dtype_changes_found';
@@ -3430,6 +3538,7 @@ export interface RandomCallRecorded {
   keys_out: number[][];
   kind: 'seed' | 'split' | 'fold_in' | 'clone' | 'draw';
   line: number | null;
+  list_ranges?: ListRange[];
   op: string;
   parent: number | null;
   run_id: string;
@@ -3450,6 +3559,7 @@ export interface KeyReuseChecked {
   detail_id?: string | null;
   detail_of?: string | null;
   findings: KeyReuseFinding[];
+  list_ranges?: ListRange[];
   raw_keys: boolean;
   run_id: string;
   seq: number;
@@ -3505,6 +3615,7 @@ export interface ParamCreated {
   initializer: string | null;
   key: number[] | null;
   line: number | null;
+  list_ranges?: ListRange[];
   path: string[];
   preview: string | null;
   reproduced: boolean | null;
@@ -3535,6 +3646,7 @@ export interface ParamsInitialized {
   detail_of?: string | null;
   init_seconds: number;
   leaves: ParamLeaf[];
+  list_ranges?: ListRange[];
   other_keys: OtherKey[];
   run_id: string;
   seq: number;
@@ -3586,6 +3698,7 @@ export interface ParamsApplied {
   call: string;
   detail_id?: string | null;
   detail_of?: string | null;
+  list_ranges?: ListRange[];
   output: string;
   output_aval: AvalView | null;
   reads: ParamRead[];
@@ -3621,6 +3734,7 @@ export interface FlaxErrorRaised {
   docs: string | null;
   error_class: string;
   line: number | null;
+  list_ranges?: ListRange[];
   message: string;
   phase: 'init' | 'apply';
   run_id: string;
@@ -3640,6 +3754,7 @@ export interface NnxStateSplit {
   detail_of?: string | null;
   graphdef_type: string;
   leaves: StateLeaf[];
+  list_ranges?: ListRange[];
   max_abs_diff: number | null;
   merge_equal: boolean;
   nodes: GraphNode[];
@@ -3696,6 +3811,7 @@ export interface LazyLineStepped {
   executions: number;
   function: string;
   line: number;
+  list_ranges?: ListRange[];
   new_nodes: number;
   pending: IrNodeView[];
   run_id: string;
@@ -3750,6 +3866,7 @@ export interface LazyGraphBuilt {
   graph_hash: string;
   hlo: string;
   ir: string;
+  list_ranges?: ListRange[];
   outputs: string[];
   run_id: string;
   seq: number;
@@ -3769,6 +3886,7 @@ export interface LazyGraphSynced {
   detail_id?: string | null;
   detail_of?: string | null;
   executions: number;
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   type: 'lazy_graph_synced';
@@ -3789,6 +3907,7 @@ export interface GraphHashCompared {
   detail_id?: string | null;
   detail_of?: string | null;
   graph_hash: string;
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   source: HashSourceView;
@@ -3874,6 +3993,7 @@ export interface TorchaxStaged {
   inputs: TorchaxVar[];
   jax_version: string;
   jaxpr: string;
+  list_ranges?: ListRange[];
   problem: string;
   problem_line: number | null;
   problem_source: string;
@@ -3928,6 +4048,7 @@ export interface XlaStepCounted {
   detail_of?: string | null;
   graph_hash: string;
   inputs: string[];
+  list_ranges?: ListRange[];
   new_hash: boolean;
   run_id: string;
   seq: number;
@@ -3980,6 +4101,7 @@ export interface XlaLoopFinished {
   fix: string;
   graph_hashes: string[];
   line: number | null;
+  list_ranges?: ListRange[];
   losses: number[];
   recompiling_steps: number[];
   run_id: string;
@@ -4010,6 +4132,7 @@ export interface DynamoGraphCaptured {
   frame: string;
   graph_break: boolean;
   index: number;
+  list_ranges?: ListRange[];
   nodes: FxNodeLine[];
   reason: string;
   run_id: string;
@@ -4048,6 +4171,7 @@ export interface DynamoCallCounted {
   detail_of?: string | null;
   graphs: number[];
   launched: string[];
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   type: 'dynamo_call_counted';
@@ -4082,6 +4206,7 @@ export interface DynamoCounterDelta {
 export interface DynamoRegionsFound {
   detail_id?: string | null;
   detail_of?: string | null;
+  list_ranges?: ListRange[];
   regions: DynamoRegion[];
   run_id: string;
   seq: number;
@@ -4124,6 +4249,7 @@ export interface DynamoOutputsCompared {
   close: boolean;
   detail_id?: string | null;
   detail_of?: string | null;
+  list_ranges?: ListRange[];
   max_abs_diff: number;
   outputs: string[];
   replayed_by_hash: boolean;
@@ -4162,6 +4288,7 @@ export interface PjrtClientTried {
   error: string | null;
   error_type: string | null;
   init_seconds: number;
+  list_ranges?: ListRange[];
   ok: boolean;
   pjrt_device: string | null;
   plugin_registry: string[];
@@ -4211,6 +4338,7 @@ export interface SpmdMeshBuilt {
   detail_of?: string | null;
   device_count: number;
   device_ids: number[];
+  list_ranges?: ListRange[];
   logical_mesh: number[];
   mesh_shape: number[];
   run_id: string;
@@ -4239,6 +4367,7 @@ export interface SpmdArgSharded {
   detail_of?: string | null;
   dtype: string;
   index: number;
+  list_ranges?: ListRange[];
   permutation: number[];
   replication_groups: number[][];
   run_id: string;
@@ -4282,6 +4411,7 @@ export interface SpmdHloAnnotated {
   detail_id?: string | null;
   detail_of?: string | null;
   hlo: string;
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   type: 'spmd_hlo_annotated';
@@ -4315,6 +4445,7 @@ export interface SpmdProgramPartitioned {
   detail_id?: string | null;
   detail_of?: string | null;
   hlo: string;
+  list_ranges?: ListRange[];
   module: string;
   num_partitions: number;
   run_id: string;
@@ -4352,6 +4483,7 @@ export interface SpmdResultCompared {
   detail_of?: string | null;
   executions: number;
   gathers: number;
+  list_ranges?: ListRange[];
   outputs: SpmdOutputView[];
   run_id: string;
   seq: number;
@@ -4394,6 +4526,7 @@ export interface SeamStepCrossed {
   crossings: SeamCrossing[];
   detail_id?: string | null;
   detail_of?: string | null;
+  list_ranges?: ListRange[];
   loss: number;
   metrics: SeamMetricDelta;
   run_id: string;
@@ -4490,6 +4623,7 @@ export interface SeamLoopFinished {
   detail_id?: string | null;
   detail_of?: string | null;
   device: string;
+  list_ranges?: ListRange[];
   losses: number[];
   methods: SeamMethodCited[];
   run_id: string;
@@ -4551,6 +4685,7 @@ export interface PallasCallFound {
   interpret: boolean;
   kernel_jaxpr: JaxprView;
   kernel_name: string | null;
+  list_ranges?: ListRange[];
   not_evaluated: string | null;
   notes: string[];
   operands: PallasOperand[];
@@ -4659,6 +4794,7 @@ export interface PallasRevisit {
 export interface PallasOutputCompared {
   detail_id?: string | null;
   detail_of?: string | null;
+  list_ranges?: ListRange[];
   outputs: PallasOutput[];
   reference: 'reference' | 'none';
   reference_line: number | null;
@@ -4705,6 +4841,7 @@ export interface ExportSpecsBuilt {
   detail_id?: string | null;
   detail_of?: string | null;
   leaves: ExportedAval[];
+  list_ranges?: ListRange[];
   platforms: string[] | null;
   platforms_line: number | null;
   run_id: string;
@@ -4759,6 +4896,7 @@ export interface FunctionExported {
   fun_name: string;
   in_avals: ExportedAval[];
   in_shardings_hlo: (string | null)[];
+  list_ranges?: ListRange[];
   module_kept_var_idx: number[];
   nr_devices: number;
   ordered_effects: string[];
@@ -4786,6 +4924,7 @@ export interface StablehloExported {
   detail_id?: string | null;
   detail_of?: string | null;
   line_count: number;
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   shape_assertions: number;
@@ -4805,6 +4944,7 @@ export interface DimsSolved {
   constraints: DimConstraintView[];
   detail_id?: string | null;
   detail_of?: string | null;
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   shape_assertions: number;
@@ -4857,6 +4997,7 @@ export interface ExportRoundTripped {
   deserialize_ms: number;
   detail_id?: string | null;
   detail_of?: string | null;
+  list_ranges?: ListRange[];
   note: string | null;
   run_id: string;
   same_fields: boolean;
@@ -4929,6 +5070,7 @@ export interface HloPassRan {
   hlo_text: string | null;
   index: number;
   instruction_count: number;
+  list_ranges?: ListRange[];
   occurrence: number;
   pass_name: string;
   pipeline: string;
@@ -4956,6 +5098,7 @@ export interface LlvmIrDumped {
   detail_of?: string | null;
   fusion: string | null;
   kernel: string;
+  list_ranges?: ListRange[];
   no_opt: string | null;
   no_opt_bytes: number;
   run_id: string;
@@ -4989,6 +5132,7 @@ export interface XlaDumpRead {
   dump_pass_re: string;
   fusions: FusionCreated[];
   last_is_compiled: boolean;
+  list_ranges?: ListRange[];
   llvm_ir_note: string | null;
   module: string;
   pass_count: number;
@@ -5036,6 +5180,7 @@ export interface WrappedFunStackBuilt {
   entered: number;
   index: number;
   line: number | null;
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   stores: WrappedFunStoreView[];
@@ -5104,6 +5249,7 @@ export interface WrappedFunParam {
 export interface WrappedFunCallsRecorded {
   detail_id?: string | null;
   detail_of?: string | null;
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   steps: WrappedFunCallStep[];
@@ -5144,6 +5290,7 @@ export interface WrappedFunWatched {
   call: string;
   detail_id?: string | null;
   detail_of?: string | null;
+  list_ranges?: ListRange[];
   out: string;
   run_id: string;
   seq: number;
@@ -5181,6 +5328,7 @@ export interface ReviewStepRan {
   executables: number;
   host_reads: number;
   index: number;
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   traces: NameCount[];
@@ -5208,6 +5356,7 @@ export interface ReviewArgsRead {
   detail_id?: string | null;
   detail_of?: string | null;
   functions: ReviewJitArgs[];
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   type: 'review_args_read';
@@ -5248,6 +5397,7 @@ export interface ReviewFindingsFound {
   detail_id?: string | null;
   detail_of?: string | null;
   findings: ReviewFinding[];
+  list_ranges?: ListRange[];
   run_id: string;
   seq: number;
   steps: number;
