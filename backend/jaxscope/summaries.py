@@ -14,7 +14,17 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
-from jaxscope.protocol import EqnRange, EqnView, EventModel, JaxprEqnsSent, JaxprView
+from pydantic import BaseModel
+
+from jaxscope.protocol import (
+    EqnRange,
+    EqnView,
+    EventModel,
+    ItemsSent,
+    JaxprEqnsSent,
+    JaxprView,
+    ListRange,
+)
 
 # An event whose JSON line is longer than this has its largest jaxpr views summarised.
 STREAM_LIMIT_BYTES = 12 * 2**20
@@ -208,17 +218,18 @@ def split_view(
     )
 
 
-def split_event(event: EventModel, new_id: Callable[[], str]) -> list[JaxprEqnsSent]:
+def split_event(event: EventModel, new_id: Callable[[], str]) -> list[JaxprEqnsSent | ItemsSent]:
     """Split, in place, the jaxpr views of ``event`` (its fields that are a :class:`JaxprView`)
     over :data:`RANGE_VIEW_BYTES` (the runner calls it for an event over
-    :data:`RANGES_FROM_BYTES`); returns the ranges' answers (``detail_of`` set), for the run's
-    capture."""
+    :data:`RANGES_FROM_BYTES`), then, while the event is still over :data:`RANGES_FROM_BYTES`,
+    its long lists (:func:`split_lists`); returns the ranges' answers (``detail_of`` set), for
+    the run's capture."""
     views = [
         (name, value, len(value.model_dump_json()))
         for name, value in vars(event).items()
         if isinstance(value, JaxprView) and len(value.eqns) > 1 and not value.eqn_ranges
     ]
-    out: list[JaxprEqnsSent] = []
+    out: list[JaxprEqnsSent | ItemsSent] = []
     for name, view, size in sorted(views, key=lambda nvs: -nvs[2]):
         if size <= RANGE_VIEW_BYTES:
             break
@@ -231,15 +242,88 @@ def split_event(event: EventModel, new_id: Callable[[], str]) -> list[JaxprEqnsS
             JaxprEqnsSent(field=name, start=start, eqns=eqns, text=text, more=more, detail_of=did)
             for did, start, eqns, text, more in ranges
         )
+    out.extend(split_lists(event, new_id))
     return out
 
 
-def range_ids(event: EventModel) -> list[str]:
-    """The ``detail_id`` of every eqn range in ``event``'s jaxpr views (the supervisor answers
-    DetailRequests for them with a ``jaxpr_eqns_sent``)."""
-    return [
-        r.detail_id
-        for value in vars(event).values()
+# The lists a jaxpr view may have split (its variables; ``eqns`` go in eqn ranges).
+VIEW_LISTS = ("constvars", "invars", "outvars")
+
+
+def _item_bytes(item: object) -> int:
+    return len(item.model_dump_json()) if isinstance(item, BaseModel) else len(repr(item))
+
+
+def _list_cuts(sizes: list[int]) -> list[int]:
+    """Where a list of items of ``sizes`` (bytes) is cut: its head within :data:`HEAD_BYTES`,
+    then ranges within :data:`RANGE_BYTES` (at least one item each); the cuts' start indices."""
+    cuts = [0]
+    budget, used = HEAD_BYTES, 0
+    for i, size in enumerate(sizes):
+        if i > cuts[-1] and used + size > budget:
+            cuts.append(i)
+            budget, used = RANGE_BYTES, 0
+        used += size + 1
+    return cuts
+
+
+def split_lists(event: EventModel, new_id: Callable[[], str]) -> list[ItemsSent]:
+    """Split, in place, the long lists of ``event`` while its line is over
+    :data:`RANGES_FROM_BYTES`, largest first: the variable lists of its jaxpr views
+    (:data:`VIEW_LISTS`) and the event's own lists its class names in ``ranged_lists``, each
+    over :data:`RANGE_VIEW_BYTES`. A split list keeps its first items (within
+    :data:`HEAD_BYTES`) and its holder's ``list_ranges`` names the rest in ranges of at most
+    :data:`RANGE_BYTES`; returns each range's ``items_sent`` answer (``detail_of`` set; ``seq``
+    is set by the supervisor's registration, as for eqn ranges)."""
+    size = len(event.model_dump_json())
+    if size <= RANGES_FROM_BYTES:
+        return []
+    holders: list[tuple[str, BaseModel, str]] = [
+        (name, value, field)
+        for name, value in vars(event).items()
         if isinstance(value, JaxprView)
-        for r in value.eqn_ranges
+        for field in VIEW_LISTS
     ]
+    holders += [("", event, field) for field in type(event).ranged_lists]
+    lists: list[tuple[str, BaseModel, str, list[int]]] = []
+    for prefix, holder, field in holders:
+        items = getattr(holder, field)
+        if not isinstance(items, list) or len(items) < 2:
+            continue
+        if any(r.field == field for r in getattr(holder, "list_ranges", [])):
+            continue
+        lists.append((prefix, holder, field, [_item_bytes(item) for item in items]))
+    out: list[ItemsSent] = []
+    for prefix, holder, field, sizes in sorted(lists, key=lambda entry: -sum(entry[3])):
+        whole = sum(sizes) + len(sizes)
+        if size <= RANGES_FROM_BYTES or whole <= RANGE_VIEW_BYTES:
+            break
+        cuts = _list_cuts(sizes)
+        if len(cuts) == 1:
+            continue
+        items = getattr(holder, field)
+        path = f"{prefix}.{field}" if prefix else field
+        bounds = [*cuts, len(items)]
+        ranges: list[ListRange] = []
+        for a, b in itertools.pairwise(bounds[1:]):
+            detail_id = new_id()
+            ranges.append(ListRange(field=field, start=a, stop=b, detail_id=detail_id))
+            out.append(ItemsSent(path=path, start=a, items=items[a:b], detail_of=detail_id))
+        head = bounds[1]
+        setattr(holder, field, items[:head])
+        holder.list_ranges = [*holder.list_ranges, *ranges]  # type: ignore[attr-defined]
+        size -= sum(sizes[head:]) + len(sizes) - head
+        size += sum(len(r.model_dump_json()) + 1 for r in ranges)
+    return out
+
+
+def range_ids(event: EventModel) -> list[tuple[str, str]]:
+    """The ``detail_id`` of every range in ``event`` with the type of its answer: the eqn
+    ranges of its jaxpr views (``jaxpr_eqns_sent``) and the list ranges of the event and of
+    its views (``items_sent``); the supervisor answers DetailRequests for them."""
+    out: list[tuple[str, str]] = [(r.detail_id, "items_sent") for r in event.list_ranges]
+    for value in vars(event).values():
+        if isinstance(value, JaxprView):
+            out.extend((r.detail_id, "jaxpr_eqns_sent") for r in value.eqn_ranges)
+            out.extend((r.detail_id, "items_sent") for r in value.list_ranges)
+    return out

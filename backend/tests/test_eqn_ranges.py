@@ -16,7 +16,9 @@ from jaxscope.internals.views import jaxpr_view
 from jaxscope.protocol import (
     DetailRequest,
     EventModel,
+    ItemsSent,
     JaxprEqnsSent,
+    JaxprStaged,
     JaxprView,
     RunRequest,
 )
@@ -26,6 +28,7 @@ from jaxscope.summaries import (
     MAX_STREAMED_LINE_BYTES,
     RANGE_BYTES,
     splice_range,
+    split_event,
     split_view,
 )
 
@@ -74,6 +77,49 @@ def test_a_view_that_fits_its_head_is_not_split() -> None:
     assert split_view(jaxpr_view(closed), lambda: "r0") is None
 
 
+def _closing_over(n: int) -> Any:
+    consts = [jnp.full((3,), float(i)) for i in range(n)]
+
+    def f(x: jax.Array) -> jax.Array:
+        return jnp.stack([c * x for c in consts]).sum()
+
+    return jax.make_jaxpr(f)(jnp.ones(3))
+
+
+def test_a_view_with_thousands_of_constvars_has_its_variables_in_list_ranges(
+    monkeypatch: Any,
+) -> None:
+    """The constvars of a jaxpr closing over 1,500 arrays (the residuals of a linear jaxpr)
+    are most of its view's bytes: past its eqn ranges, the view keeps its first constvars and
+    names the rest in list ranges; the answers put back are the whole list."""
+    from jaxscope import summaries
+
+    # Budgets a tenth of the real ones, for a program this test can trace quickly.
+    for name in ("RANGES_FROM_BYTES", "RANGE_VIEW_BYTES", "HEAD_BYTES", "RANGE_BYTES"):
+        monkeypatch.setattr(summaries, name, getattr(summaries, name) // 10)
+    closed = _closing_over(1500)
+    whole = JaxprStaged(fun_name="f", jaxpr=jaxpr_view(closed))
+    assert len(whole.jaxpr.constvars) == len(closed.consts) == 1500
+    event = whole.model_copy(deep=True)
+    ids = iter(range(10**6))
+    answers = split_event(event, lambda: f"r{next(ids)}")
+    assert len(event.model_dump_json()) <= summaries.RANGES_FROM_BYTES
+    items = [a for a in answers if isinstance(a, ItemsSent)]
+    ranges = event.jaxpr.list_ranges
+    assert items and [r.detail_id for r in ranges] == [a.detail_of for a in items]
+    assert {r.field for r in ranges} == {"constvars"} and ranges[-1].stop == 1500
+    assert all(a.path == "jaxpr.constvars" for a in items)
+    assert all(len(a.model_dump_json()) <= 2 * summaries.RANGE_BYTES for a in items)
+    back = [*event.jaxpr.constvars]
+    for a in items:
+        assert a.start == len(back)
+        back.extend(a.items)
+    assert [c.model_dump() for c in back] == [c.model_dump() for c in whole.jaxpr.constvars]
+    # named as JAX's own text names them, in order (its header: `{ lambda a:f32[3] b:f32[3] ...;`)
+    header = str(closed).split(";", 1)[0].split()[2:]
+    assert [c.var.name for c in back] == [token.split(":")[0] for token in header]
+
+
 @pytest.mark.parametrize("golden", GOLDENS, ids=[f"{p.parts[-3]}/{p.name}" for p in GOLDENS])
 def test_no_golden_line_is_over_1_mib(golden: Path) -> None:
     """A golden is an eager stream; an ``on_demand`` stream of the same run has each event as
@@ -103,6 +149,36 @@ def _put_back(view: JaxprView, answers: list[JaxprEqnsSent]) -> JaxprView:
     )
 
 
+def _put_back_event(event: EventModel, answers: list[EventModel]) -> dict[str, Any]:
+    """``event`` (JSON) with every eqn range and list range of ``answers`` put back in order,
+    as the page does (frontend/src/store/eqn-ranges.ts, list-ranges.ts)."""
+    out: dict[str, Any] = json.loads(event.model_dump_json())
+    for sent in answers:
+        if isinstance(sent, JaxprEqnsSent):
+            view = _views(event)[sent.field]
+            rest = [a for a in answers if isinstance(a, JaxprEqnsSent) and a.field == sent.field]
+            if sent is rest[0]:
+                assert [a.detail_of for a in rest] == [r.detail_id for r in view.eqn_ranges]
+                out[sent.field] = json.loads(_put_back(view, rest).model_dump_json())
+                out[sent.field]["list_ranges"] = [r.model_dump() for r in view.list_ranges]
+            continue
+        assert isinstance(sent, ItemsSent)
+        *holder_path, field = sent.path.split(".")
+        holder = out
+        for part in holder_path:
+            holder = holder[part]
+        ranges = holder.get("list_ranges", [])
+        first = next(r for r in ranges if r["field"] == field)
+        assert (first["detail_id"], first["start"]) == (sent.detail_of, sent.start)
+        assert sent.start == len(holder[field])
+        holder[field] = [*holder[field], *sent.items]
+        holder["list_ranges"] = [r for r in ranges if r is not first]
+    for holder in [out, *(v for v in out.values() if isinstance(v, dict))]:
+        assert not holder.get("list_ranges"), holder.get("list_ranges")
+        holder.pop("list_ranges", None)
+    return out
+
+
 def _eager_twin(eager: list[EventModel], page: list[EventModel], event: EventModel) -> EventModel:
     """The eager stream's event that ``event`` of the page's stream is: the k-th of its type
     (the two streams may differ in their lifecycle events, so not by seq)."""
@@ -127,15 +203,18 @@ def _run_both(
             request = RunRequest(run_id=f"r-{details}", exhibit=exhibit, code=code, details=details)
             await session.run(request, emit)
         for event in out["page"]:
+            ids = [r.detail_id for r in event.list_ranges]
             for view in _views(event).values():
-                for r in view.eqn_ranges:
+                ids += [r.detail_id for r in view.eqn_ranges]
+                ids += [r.detail_id for r in view.list_ranges]
+            for detail_id in ids:
 
-                    async def answer(event: EventModel) -> None:
-                        out["answers"].append(event)
+                async def answer(event: EventModel) -> None:
+                    out["answers"].append(event)
 
-                    await session.detail(
-                        DetailRequest(run_id="r-on_demand", detail_id=r.detail_id), answer
-                    )
+                await session.detail(
+                    DetailRequest(run_id="r-on_demand", detail_id=detail_id), answer
+                )
 
     try:
         harness.call(go(), timeout=900)
@@ -161,25 +240,7 @@ REAL_CASES = [
 ]
 
 
-# Known gap (issue 14, open): on the 20,000-eqn loop the residual tables are not split yet.
-# partial_eval's jaxpr_split carries 20,000 residual rows (1.3 MB of its 2.7 MB line) and
-# transpose's linear_jaxpr_staged 4.3 MB of residuals beside a 4.2 MB view whose bulk is the
-# constvars' previews, not eqns: eqn ranges (design 0045) leave both over 1 MiB. Strict, so the
-# fix that splits them turns these red until the marks go.
-_RESIDUALS_NOT_SPLIT = {("loop_20k", "partial_eval"), ("loop_20k", "transpose")}
-REAL_PARAMS = [
-    pytest.param(
-        p,
-        e,
-        id=f"{p}-{e}",
-        marks=pytest.mark.xfail(
-            strict=True, reason="residual tables over 1 MiB are not split yet (design 0045)"
-        )
-        if (p, e) in _RESIDUALS_NOT_SPLIT
-        else (),
-    )
-    for p, e in REAL_CASES
-]
+REAL_PARAMS = [pytest.param(p, e, id=f"{p}-{e}") for p, e in REAL_CASES]
 
 
 @pytest.mark.parametrize(("program", "exhibit"), REAL_PARAMS)
@@ -205,29 +266,25 @@ def test_a_real_program_on_demand_streams_no_line_over_1_mib_and_its_ranges_are_
         ),
     )
     assert max(lines) <= MAX_STREAMED_LINE_BYTES, max(lines)
-    # Every range answered, in order, each the next eqns of its view; put back as the page
-    # does, each split view equals the eager event's view (every eqn, JAX's text).
-    assert all(isinstance(a, JaxprEqnsSent) for a in answers), answers[:1]
+    # Every range answered, in order, each the next eqns (or items) of its view (or list); put
+    # back as the page does, each split view and list equals the eager event's.
+    assert all(isinstance(a, JaxprEqnsSent | ItemsSent) for a in answers), answers[:1]
     by_seq = {e.seq: e for e in page}
     for seq in {a.seq for a in answers}:
         event = by_seq[seq]
-        for field, view in _views(event).items():
-            if not view.eqn_ranges:
-                continue
-            mine = [
-                a
-                for a in answers
-                if isinstance(a, JaxprEqnsSent) and a.seq == seq and a.field == field
-            ]
-            assert [a.detail_of for a in mine] == [r.detail_id for r in view.eqn_ranges]
-            whole = getattr(_eager_twin(eager, page, event), field)
-            assert isinstance(whole, JaxprView)
-            back = _put_back(view, mine)
-            if whole.total_eqns is None:
-                assert back.model_dump() == whole.model_dump(), (event.type, field)
-            else:  # the eager stream cut this view at 12 MiB (jaxscope.summaries): its start
-                assert back.model_dump()["eqns"][: len(whole.eqns)] == whole.model_dump()["eqns"]
-                assert len(back.eqns) == whole.total_eqns
+        mine = [a for a in answers if a.seq == seq]
+        back = _put_back_event(event, mine)
+        eager_twin = json.loads(_eager_twin(eager, page, event).model_dump_json())
+        fields = [f for f, v in vars(event).items() if isinstance(v, JaxprView)]
+        fields += [r.field for r in event.list_ranges]
+        for field in fields:
+            whole = eager_twin[field]
+            if isinstance(whole, dict) and whole.get("total_eqns") is not None:
+                # the eager stream cut this view at 12 MiB (jaxscope.summaries): its start
+                assert back[field]["eqns"][: len(whole["eqns"])] == whole["eqns"]
+                assert len(back[field]["eqns"]) == whole["total_eqns"]
+            else:
+                assert back[field] == whole, (event.type, field)
     if program == "loop_20k" and exhibit in ("tracing", "jvp") and page[-1].type == "run_finished":
         assert answers, "the 20,001-eqn program streamed no eqn ranges"
 

@@ -43,6 +43,8 @@ class JaxprSplit(EventBase):
     output: the partial evaluator stages only what the outputs need)."""
 
     type: Literal["jaxpr_split"] = "jaxpr_split"
+    # A 20,000-residual program: rows past the first go in list ranges (design 0045).
+    ranged_lists = ("residuals",)
     input_labels: list[str]
     input_avals: list[AvalView]
     known_inputs: list[bool]

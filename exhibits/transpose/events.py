@@ -144,6 +144,8 @@ class LinearJaxprStaged(EventBase):
     train step's loss) is what is differentiated (:class:`OutputLeafView`)."""
 
     type: Literal["linear_jaxpr_staged"] = "linear_jaxpr_staged"
+    # A 20,000-residual program: rows past the first go in list ranges (design 0045).
+    ranged_lists = ("residuals",)
     jaxpr: JaxprView
     residuals: list[ValueView]
     output_leaf: OutputLeafView | None = None

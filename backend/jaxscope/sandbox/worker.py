@@ -1023,8 +1023,8 @@ class WorkerProcess:
                         break
                 if event.detail_id is not None:
                     self.detail_seqs[event.detail_id] = (seq, event.type)
-                for range_id in range_ids(event):  # its jaxpr views' eqn ranges (design 0045)
-                    self.detail_seqs[range_id] = (seq, "jaxpr_eqns_sent")
+                for range_id, answer in range_ids(event):  # eqn and list ranges (design 0045)
+                    self.detail_seqs[range_id] = (seq, answer)
                 # Forwarding waits for the session's consumer (a slow page); the deadline and a
                 # cancel still end the run while it waits, and the event is sent all the same.
                 sending = asyncio.ensure_future(forward(event))
