@@ -23,6 +23,8 @@ import {
   type MarkedValue,
 } from './view-model';
 import { fixtureLoader, goldenLoader } from '../../frontend/src/test/fixtures';
+import { splitList } from '../../frontend/src/test/list-ranges';
+import { applyItemsSent } from '../../frontend/src/store/list-ranges';
 
 // Captured from the real probe by fixtures/capture.py (never written by hand).
 const load = fixtureLoader(import.meta.url);
@@ -232,6 +234,13 @@ describe('numbers in the cells', () => {
     expect(cells(value)?.map((c) => c.text)).toEqual(['0.1', '0.198867', 'inf']);
     // The gradient takes the dtype of the linear jaxpr's inputs; float64 digits when unknown.
     expect(gradientDtype(undefined)).toBe('float64');
+    const linear = nanModel(load('jit_helper')).linear!;
+    expect(gradientDtype(linear)).toBe('float32');
+    // Its invars still in list ranges (design 0045): the rest could have another dtype.
+    const partial = structuredClone(linear);
+    const [rest] = splitList(partial.jaxpr, 'invars', 'jaxpr.invars', [1], partial.seq, partial.run_id);
+    expect(gradientDtype(partial)).toBe('float64');
+    expect(gradientDtype(applyItemsSent(partial, rest!) as typeof linear)).toBe('float32');
     expect(gradientRows([[0.10000000149011612, 1]], 'float32')[0]?.cells?.map((c) => c.text)).toEqual(['0.1', '1.0']);
     expect(gradientRows([[0.10000000149011612]])[0]?.cells?.map((c) => c.text)).toEqual(['0.1']);
   });

@@ -6,6 +6,7 @@
  */
 import type { Selection } from '../../frontend/src/exhibit-api';
 import type { Event, EventOf, RunFailed } from '../../frontend/src/protocol';
+import { listsPending } from '../../frontend/src/store/list-ranges';
 import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
 import { formatScalar } from '../../frontend/src/widgets/format';
 
@@ -350,9 +351,11 @@ export function cureLines(cure: Cure): { before: CodeLine[]; after: CodeLine[] }
 /**
  * The dtype of the gradient's elements: that of the linear jaxpr's inputs (the cotangents it
  * sends back, one per differentiated leaf) when they all share one, else float64 (the JSON
- * number printed with float64 digits, capped as the previews are).
+ * number printed with float64 digits, capped as the previews are); float64 too while the
+ * jaxpr's variable lists are partial (list ranges, design 0045: the rest may have other dtypes).
  */
 export function gradientDtype(linear: NanModel['linear']): string {
+  if (linear !== undefined && listsPending(linear.jaxpr)) return 'float64';
   const dtypes = new Set((linear?.jaxpr.invars ?? []).map((v) => v.aval.dtype));
   return dtypes.size === 1 ? [...dtypes][0]! : 'float64';
 }

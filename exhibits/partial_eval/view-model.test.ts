@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Event } from '../../frontend/src/protocol';
+import { applyItemsSent, listsPending, type ItemsSent } from '../../frontend/src/store/list-ranges';
+import { splitList } from '../../frontend/src/test/list-ranges';
 import {
   defaultKnown,
   eqnsOnLines,
@@ -15,7 +17,9 @@ import {
   rematEmptyMessage,
   rematNote,
   residualBytes,
+  residualCount,
   residualLinks,
+  residualsLoading,
   sortRows,
   splitAccounting,
   splitSentence,
@@ -364,5 +368,78 @@ describe('a split sent in eqn ranges (design 0045): counts are the whole program
       dropped: 0,
     };
     expect(splitSentence(big)).toContain("25,001 of the JVP's 45,002 eqns run in the known jaxpr, 20,001 in the unknown one");
+  });
+});
+
+describe('a split sent in list ranges (design 0045): residuals counted whole, paired right, shown once whole', () => {
+  // The real mlp_loss split (9 residuals: the known jaxpr's outvars 1..9, the unknown one's
+  // invars 0..8), its residuals and the two views' lists split as summaries.split_lists does.
+  const whole = splitOf(load('mlp_loss'));
+  function ranged(): { split: JaxprSplit; answers: ItemsSent[] } {
+    const split = structuredClone(whole);
+    const answers = [
+      ...splitList(split, 'residuals', 'residuals', [3, 6], split.seq, split.run_id),
+      ...splitList(split.known, 'outvars', 'known.outvars', [6], split.seq, split.run_id),
+      ...splitList(split.unknown, 'invars', 'unknown.invars', [2, 10], split.seq, split.run_id),
+    ];
+    return { split, answers };
+  }
+
+  it('the case: 9 residuals, the last 9 known outvars, the first 9 unknown invars', () => {
+    expect(whole.residuals).toHaveLength(9);
+    expect(whole.known.outvars).toHaveLength(10);
+    expect(residualLinks(whole).map((l) => l.knownVar)).toEqual(whole.known.outvars.slice(1).map((v) => v.name));
+    expect(residualLinks(whole).map((l) => l.unknownVar)).toEqual(whole.unknown.invars.slice(0, 9).map((v) => v.name));
+  });
+
+  it('counts the whole list, and says it is loading instead of bytes and links', () => {
+    const { split } = ranged();
+    expect(split.residuals).toHaveLength(3);
+    expect(residualCount(split)).toEqual({ loaded: 3, total: 9 });
+    expect(splitSentence(split)).toBe(splitSentence(whole));
+    expect(splitSentence(split)).toContain('9 residuals cross between them');
+    expect(residualBytes(split)).toBeNull();
+    expect(residualsLoading(split)).toBe('loading residuals 3 of 9…');
+    expect(residualsLoading(whole)).toBeNull();
+  });
+
+  it('pairs each loaded residual with the variables at the whole lists\' indices, never another\'s', () => {
+    const { split } = ranged();
+    // known.outvars has 6 of 10 loaded: the loaded lengths would put residual 0 at outvar 3.
+    const links = residualLinks(split);
+    const truth = residualLinks(whole);
+    expect(links).toHaveLength(3);
+    links.forEach((l, i) => {
+      expect(l.knownVar).toBe(truth[i]?.knownVar);
+      // unknown.invars has its first 2: a residual past them has no name yet, not another's
+      expect(l.unknownVar).toBe(i < 2 ? truth[i]?.unknownVar : '');
+    });
+  });
+
+  it('put back in order, the split is the eager one: table, bytes and links as the whole', () => {
+    const { split, answers } = ranged();
+    let event: Event = split;
+    for (const sent of answers) {
+      const next = applyItemsSent(event, sent);
+      if (next === null) throw new Error(`not the next range: ${sent.path} ${sent.start}`);
+      event = next;
+      const now = event as JaxprSplit;
+      const pending = listsPending(now) || listsPending(now.known) || listsPending(now.unknown);
+      expect(residualsLoading(now) === null).toBe(!pending);
+    }
+    const done = event as JaxprSplit;
+    expect(done).toEqual(whole);
+    expect(residualBytes(done)).toBe(residualBytes(whole));
+    expect(residualLinks(done)).toEqual(residualLinks(whole));
+  });
+
+  it('says what it waits for once the residuals are whole but a jaxpr\'s variables are not', () => {
+    const { split, answers } = ranged();
+    let event: Event = split;
+    for (const sent of answers.filter((a) => a.path === 'residuals')) event = applyItemsSent(event, sent) ?? event;
+    const now = event as JaxprSplit;
+    expect(now.residuals).toHaveLength(9);
+    expect(residualBytes(now)).toBe(residualBytes(whole));
+    expect(residualsLoading(now)).toBe('loading the variables of the known and unknown jaxprs (9 residuals)…');
   });
 });

@@ -3,9 +3,16 @@
  * cursor) to what the view shows — the known/unknown split of the JVP jaxpr, the inputs and their
  * known flags, where each residual is produced (known jaxpr) and consumed (unknown jaxpr), and the
  * remat table sorted as the user asks.
+ *
+ * A split of a large program may arrive in list ranges (design 0045): its `residuals`, the known
+ * jaxpr's `outvars` and the unknown one's `invars` hold their first items until the page has
+ * asked for the rest. Counts use the whole lengths (`listLength`); residual `i` is paired with
+ * the variables at the whole lists' indices, and the table waits for every list
+ * (`residualsLoading`), so that no residual is shown with another's variables.
  */
 import type { Event, EventOf, JaxprView, RunFailed } from '../../frontend/src/protocol';
 import { eqnCount } from '../../frontend/src/store/eqn-ranges';
+import { listLength, listsPending } from '../../frontend/src/store/list-ranges';
 import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
 
 export type JaxprSplit = EventOf<'jaxpr_split'>;
@@ -70,6 +77,9 @@ export function isDefault(split: JaxprSplit): boolean {
   return defaultKnown(split).every((k, i) => k === split.known_inputs[i]);
 }
 
+/** `25,001`: a count as the page writes it. */
+const n = (x: number): string => x.toLocaleString('en-US');
+
 export interface ResidualLink {
   /** the residual's name in the known jaxpr's printout (one of its last outvars) */
   knownVar: string;
@@ -94,8 +104,9 @@ function eqnsReading(jaxpr: JaxprView, name: string): number[] {
  * `i` of the unknown one (`partial_eval_jaxpr_nounits`' convention).
  */
 export function residualLinks(split: JaxprSplit): ResidualLink[] {
-  const nRes = split.residuals.length;
-  const nKnownOut = split.known.outvars.length - nRes;
+  // Whole lengths: with lists still partial, the loaded lengths would pair wrong variables.
+  const nRes = listLength(split, 'residuals');
+  const nKnownOut = listLength(split.known, 'outvars') - nRes;
   return split.residuals.map((_, i) => {
     const knownVar = split.known.outvars[nKnownOut + i]?.name ?? '';
     const unknownVar = split.unknown.invars[i]?.name ?? '';
@@ -108,9 +119,28 @@ export function residualLinks(split: JaxprSplit): ResidualLink[] {
   });
 }
 
-/** Sum of the residuals' bytes. */
-export function residualBytes(split: JaxprSplit): number {
+/** Sum of the residuals' bytes; null while some residuals are still to come (list ranges). */
+export function residualBytes(split: JaxprSplit): number | null {
+  if (split.residuals.length < listLength(split, 'residuals')) return null;
   return split.residuals.reduce((s, r) => s + r.bytes, 0);
+}
+
+/** The residual count (the whole list's) and how many of them the page has. */
+export function residualCount(split: JaxprSplit): { loaded: number; total: number } {
+  return { loaded: split.residuals.length, total: listLength(split, 'residuals') };
+}
+
+/**
+ * What the residual table says instead of its rows while the split or its known / unknown
+ * jaxpr still have list ranges to come (`loading residuals 1,200 of 20,001…`); null once
+ * every list is whole, and the links are right.
+ */
+export function residualsLoading(split: JaxprSplit): string | null {
+  if (!listsPending(split) && !listsPending(split.known) && !listsPending(split.unknown)) return null;
+  const { loaded, total } = residualCount(split);
+  return loaded < total
+    ? `loading residuals ${n(loaded)} of ${n(total)}…`
+    : `loading the variables of the known and unknown jaxprs (${n(total)} residuals)…`;
 }
 
 /** Eqns of `jaxpr` on one of `lines` (the editor's selection mapped to a jaxpr). */
@@ -127,8 +157,6 @@ export function callName(split: JaxprSplit, index: number): string {
   return name ? `${eqn.primitive} ${name}` : eqn.primitive;
 }
 
-/** `25,001`: a count as the page writes it. */
-const n = (x: number): string => x.toLocaleString('en-US');
 
 function plural(n: number, one: string, many: string): string {
   return `${n} ${n === 1 ? one : many}`;
@@ -172,7 +200,7 @@ export function splitSentence(split: JaxprSplit): string {
   const nUnknown = split.known_inputs.filter((k) => !k).length;
   const outs = split.out_unknowns.length;
   const outsUnknown = split.out_unknowns.filter(Boolean).length;
-  const res = split.residuals.length;
+  const res = listLength(split, 'residuals');
   const accounting = splitAccounting(split);
   return (
     `${split.known_inputs.length - nUnknown} of ${split.known_inputs.length} inputs known: ` +

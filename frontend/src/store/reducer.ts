@@ -15,7 +15,10 @@
  * `detail_failed` never enters `events`: it sets `detailNote` (the details are gone) and marks
  * the id as failed in `detailsFailed`, so that it is not asked for again. A `jaxpr_eqns_sent`
  * (design 0045) extends the jaxpr view of the event with its `seq` by the next eqn range
- * (`eqn-ranges.ts`); one that is not that view's next range is ignored.
+ * (`eqn-ranges.ts`); one that is not that view's next range is ignored. An `items_sent` (design
+ * 0045, list ranges) extends the list at its `path` in the event with its `seq` by that list's
+ * next range (`list-ranges.ts`); it never enters `events` either, and one that is not the next
+ * range is ignored.
  *
  * `run_queued` is not a step of the run (its `seq` is always 0, the seq of the worker's own
  * `run_started`): it only sets `queue`, the run's place in the server's wait for a sandbox
@@ -25,6 +28,7 @@
 import type { Event, EventOf, RunFailed, RunOptions, Stage, TerminalEvent } from '../protocol';
 import { defaultRunOptions, isTerminal } from '../protocol';
 import { applyEqnsSent } from './eqn-ranges';
+import { applyItemsSent } from './list-ranges';
 
 export type RunStatus = 'idle' | 'running' | 'finished' | 'failed';
 
@@ -161,11 +165,17 @@ export function applyEvents(state: RunState, batch: readonly Event[], now: numbe
       next = { ...next, detailNote: event.message, detailsFailed: failed };
       continue;
     }
-    if (event.type === 'jaxpr_eqns_sent') {
-      // The next eqn range of a jaxpr view of the event `seq` (design 0045): merged into it.
+    if (event.type === 'jaxpr_eqns_sent' || event.type === 'items_sent') {
+      // The next eqn range of a jaxpr view, or the next range of a list, of the event `seq`
+      // (design 0045): merged into it.
       const held = events ?? next.events;
       const at = indexOfSeq(held, event.seq);
-      const merged = at < 0 ? null : applyEqnsSent(held[at] as Event, event);
+      const merged =
+        at < 0
+          ? null
+          : event.type === 'jaxpr_eqns_sent'
+            ? applyEqnsSent(held[at] as Event, event)
+            : applyItemsSent(held[at] as Event, event);
       if (merged === null) continue;
       if (events === null) events = [...next.events];
       events[at] = merged;

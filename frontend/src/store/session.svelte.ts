@@ -15,6 +15,7 @@ import type { Event, RunOptions } from '../protocol';
 import type { RunState } from './reducer';
 import { IDLE_STATE, applyEvents, failLocally, startRun, wantedDetails } from './reducer';
 import { nextRanges } from './eqn-ranges';
+import { nextListRanges } from './list-ranges';
 import type { StepperState } from './stepper';
 import * as stepper from './stepper';
 
@@ -40,9 +41,14 @@ export const DETAIL_WINDOW = 8;
  */
 export const DETAIL_BATCH = 32;
 
-/** The detail ids of the summaries in `state` whose whole event has not arrived nor failed. */
+/**
+ * The detail ids of the summaries in `state` whose whole event has not arrived nor failed, and
+ * the next eqn range and list range (design 0045) of every view and list still partial.
+ */
 export function unresolvedDetails(state: RunState): string[] {
-  const ranges = nextRanges(state.events).filter((id) => !state.detailsFailed.has(id));
+  const ranges = [...nextRanges(state.events), ...nextListRanges(state.events, 'all')].filter(
+    (id) => !state.detailsFailed.has(id),
+  );
   return [...wantedDetails(state, 0, state.events.length - 1, new Set()), ...ranges];
 }
 
@@ -92,6 +98,8 @@ export class RunSession {
   #asked = new Set<string>();
   /** eqn ranges a widget asked for while the run streamed: asked for when it ends */
   #early = new Set<string>();
+  /** the events whose jaxpr views' list ranges were last asked for (`#prefetch`) */
+  #listsAskedFor: readonly Event[] | null = null;
   #sendDetail: DetailSender | null;
 
   constructor(
@@ -123,8 +131,8 @@ export class RunSession {
   }
 
   /**
-   * Ask for the eqn range `detailId` of a jaxpr view of the ended run (design 0045: a widget
-   * showing the view's ranges line asks for its next range), once.
+   * Ask for the eqn range or list range `detailId` of the ended run (design 0045: a widget
+   * showing the view's ranges line asks for its next range; a residual table for its list's), once.
    */
   wantRange(detailId: string): void {
     const run = this.run;
@@ -167,6 +175,17 @@ export class RunSession {
       this.#early.clear();
       for (const id of early) this.wantRange(id);
     }
+    // List ranges of jaxpr views (design 0045): the graph, the structure and every exhibit read
+    // a view's constvars / invars / outvars (pairing them by index, drawing every variable), and
+    // the backend bounds those lists' ranges by event size, not by what is on screen: so each
+    // one is completed as soon as the run ended, a range at a time (the next one is asked once
+    // the answer to the last is merged, by this call after `flush`). The events' own lists
+    // (residual tables) are asked for by the views that show them.
+    const events = this.run.events;
+    if (this.run.terminal !== null && events !== this.#listsAskedFor) {
+      this.#listsAskedFor = events;
+      for (const id of nextListRanges(events, 'views')) this.wantRange(id);
+    }
   }
 
   /** Begin a new run (after its `RunRequest` was sent): clears events, cursor and selection. */
@@ -175,6 +194,7 @@ export class RunSession {
     this.#pending = [];
     this.#asked = new Set();
     this.#early = new Set();
+    this.#listsAskedFor = null;
     this.run = startRun(runId, exhibit, options, this.#now());
     this.stepper = stepper.resetStepper();
     this.selection = EMPTY_SELECTION;

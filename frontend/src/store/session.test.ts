@@ -1,7 +1,11 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { Event, EventOf } from '../protocol';
 import { eqnRecorded, runFinished, runStarted, stageStarted } from '../test/events';
+import { splitList } from '../test/list-ranges';
 import type { FrameScheduler } from './session.svelte';
-import { PLAY_INTERVAL_MS, RunSession } from './session.svelte';
+import { PLAY_INTERVAL_MS, RunSession, unresolvedDetails } from './session.svelte';
 
 /** Applies each event at once (as if every event had a frame of its own). */
 const EVERY_EVENT: FrameScheduler = { request: (callback) => callback() };
@@ -104,5 +108,44 @@ describe('RunSession', () => {
     session.receive(runStarted('r2', 0));
     frames.frame();
     expect(session.run.events.map((e) => e.run_id)).toEqual(['r2']);
+  });
+
+  it('asks for the list ranges of jaxpr views once the run ended, the next after each answer; Download asks for every list', () => {
+    // A real event (transpose's mlp_loss golden) with its view's constvars in a head and 2
+    // ranges, its invars in a head and 1 range, and its own residuals in a head and 1 range.
+    const golden = fileURLToPath(new URL('../../../exhibits/transpose/golden/mlp_loss.events.jsonl', import.meta.url));
+    const whole = readFileSync(golden, 'utf8')
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => ({ ...(JSON.parse(l) as Event), run_id: 'r1', seq: 1 }))
+      .find((e): e is EventOf<'linear_jaxpr_staged'> => e.type === 'linear_jaxpr_staged');
+    if (whole === undefined) throw new Error('no linear_jaxpr_staged');
+    const event = structuredClone(whole);
+    const consts = splitList(event.jaxpr, 'constvars', 'jaxpr.constvars', [3, 6], 1, 'r1');
+    const invars = splitList(event.jaxpr, 'invars', 'jaxpr.invars', [2], 1, 'r1');
+    const residuals = splitList(event, 'residuals', 'residuals', [4], 1, 'r1');
+    const id = (a: { detail_of?: string | null } | undefined): string => a?.detail_of ?? '?';
+
+    const sent: string[] = [];
+    const session = new RunSession(() => 0, EVERY_EVENT, (_run, detail) => sent.push(detail));
+    session.begin('r1', 'transpose', { calls: [] });
+    session.receive(runStarted('r1', 0));
+    session.receive(event);
+    expect(sent).toEqual([]); // the run still streams
+    session.receive(runFinished('r1', 2));
+    expect(sent).toEqual([id(consts[0]), id(invars[0])]);
+    expect(unresolvedDetails(session.run)).toEqual([id(residuals[0]), id(consts[0]), id(invars[0])]);
+    session.goTo(0); // stepping asks for nothing again
+    expect(sent).toHaveLength(2);
+    session.receive(consts[0] as Event);
+    expect(sent).toEqual([id(consts[0]), id(invars[0]), id(consts[1])]);
+    session.receive(invars[0] as Event);
+    session.receive(consts[1] as Event);
+    expect(sent).toHaveLength(3); // the views are complete; the event's own list is the view's to ask for
+    expect(unresolvedDetails(session.run)).toEqual([id(residuals[0])]);
+    session.wantRange(id(residuals[0]));
+    session.receive(residuals[0] as Event);
+    expect(unresolvedDetails(session.run)).toEqual([]);
+    expect(session.run.events[1]).toEqual(whole);
   });
 });

@@ -1,0 +1,130 @@
+/**
+ * List ranges in the store (design 0045): a list too long for one event arrives with its first
+ * items and the rest in ranges; put back range by range, in order, the event is the eager one.
+ * The case is a real event: transpose's `linear_jaxpr_staged` of the mlp_loss golden (9
+ * residuals, as the event's `residuals` and as the view's `constvars`), split here as the
+ * backend's `summaries.split_lists` splits one (head, then ranges; the last stops at the length).
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import type { Event, EventOf } from '../protocol';
+import { runFinished, runStarted } from '../test/events';
+import { splitList } from '../test/list-ranges';
+import { applyEvents, startRun } from './reducer';
+import {
+  applyItemsSent,
+  listLength,
+  listsPending,
+  nextListRange,
+  nextListRanges,
+  type ItemsSent,
+} from './list-ranges';
+
+type Linear = EventOf<'linear_jaxpr_staged'>;
+
+const golden = fileURLToPath(new URL('../../../exhibits/transpose/golden/mlp_loss.events.jsonl', import.meta.url));
+const WHOLE = readFileSync(golden, 'utf8')
+  .split('\n')
+  .filter((l) => l.trim() !== '')
+  .map((l) => JSON.parse(l) as Event)
+  .find((e): e is Linear => e.type === 'linear_jaxpr_staged') as Linear;
+
+/** The real event with its view's constvars in a head of 2 and 3 ranges, and its residuals in a head of 3 and 1 range. */
+function splitCase(): { event: Linear; constvars: ItemsSent[]; residuals: ItemsSent[] } {
+  const event = structuredClone(WHOLE);
+  const constvars = splitList(event.jaxpr, 'constvars', 'jaxpr.constvars', [2, 5, 7], event.seq, 'r1');
+  const residuals = splitList(event, 'residuals', 'residuals', [3], event.seq, 'r1');
+  return { event, constvars, residuals };
+}
+
+function apply(event: Event, sent: ItemsSent): Event {
+  const out = applyItemsSent(event, sent);
+  if (out === null) throw new Error(`not applied: ${sent.detail_of}`);
+  return out;
+}
+
+describe('list ranges', () => {
+  it('the case is real: 9 residuals, 9 constvars', () => {
+    expect(WHOLE.residuals).toHaveLength(9);
+    expect(WHOLE.jaxpr.constvars).toHaveLength(9);
+    expect(WHOLE.jaxpr.list_ranges).toBeUndefined();
+  });
+
+  it("a split list's length is the whole list's; a complete one's is its array's", () => {
+    const { event } = splitCase();
+    expect(event.jaxpr.constvars).toHaveLength(2);
+    expect(listLength(event.jaxpr, 'constvars')).toBe(9);
+    expect(listLength(event, 'residuals')).toBe(9);
+    expect(listLength(event.jaxpr, 'invars')).toBe(WHOLE.jaxpr.invars.length);
+    expect(listLength(event.jaxpr, 'nope')).toBe(0);
+    expect(listsPending(event.jaxpr)).toBe(true);
+    expect(listsPending(event)).toBe(true);
+    expect(listsPending(WHOLE.jaxpr)).toBe(false);
+    expect(listsPending(undefined)).toBe(false);
+  });
+
+  it('a view whose constvars come in 3 ranges, put back in order, equals the whole event', () => {
+    const { event, constvars, residuals } = splitCase();
+    const before = structuredClone(event);
+    let now: Event = event;
+    for (const [k, sent] of constvars.entries()) {
+      const next = apply(now, sent);
+      const view = (next as Linear).jaxpr;
+      expect(view.constvars).toHaveLength(sent.start + sent.items.length);
+      expect(listLength(view, 'constvars')).toBe(9);
+      expect(listsPending(view)).toBe(k < constvars.length - 1);
+      now = next;
+    }
+    expect(event).toEqual(before); // not mutated along the path
+    expect((now as Linear).jaxpr).toEqual(WHOLE.jaxpr);
+    expect(listsPending(now)).toBe(true); // the residuals are still partial
+    now = apply(now, residuals[0] as ItemsSent);
+    expect(now).toEqual(WHOLE);
+    expect(Object.hasOwn(now, 'list_ranges')).toBe(false);
+    expect(Object.hasOwn((now as Linear).jaxpr, 'list_ranges')).toBe(false);
+  });
+
+  it('rejects a range out of order, a wrong id, a wrong start, a wrong count, a wrong path', () => {
+    const { event, constvars, residuals } = splitCase();
+    const [first, second] = constvars as [ItemsSent, ItemsSent];
+    expect(applyItemsSent(event, second)).toBeNull();
+    expect(applyItemsSent(event, { ...first, detail_of: (second as ItemsSent).detail_of })).toBeNull();
+    expect(applyItemsSent(event, { ...first, detail_of: null })).toBeNull();
+    expect(applyItemsSent(event, { ...first, start: 3 })).toBeNull();
+    expect(applyItemsSent(event, { ...first, items: first.items.slice(1) })).toBeNull();
+    expect(applyItemsSent(event, { ...first, path: 'jaxpr.invars' })).toBeNull();
+    expect(applyItemsSent(event, { ...first, path: 'jaxpr' })).toBeNull();
+    expect(applyItemsSent(event, { ...first, path: 'nope.constvars' })).toBeNull();
+    expect(applyItemsSent(event, { ...first, path: '__proto__.constvars' })).toBeNull();
+    expect(applyItemsSent(event, { ...first, path: 'constvars' })).toBeNull();
+    expect(applyItemsSent(event, { ...(residuals[0] as ItemsSent), path: 'jaxpr.residuals' })).toBeNull();
+    // The same answer twice extends the list once.
+    const once = apply(event, first);
+    expect(applyItemsSent(once, first)).toBeNull();
+  });
+
+  it('names the first range of each partial list: the views only, or the events too', () => {
+    const { event, constvars, residuals } = splitCase();
+    const events: Event[] = [runStarted('r1', 0), event];
+    expect(nextListRanges(events, 'views')).toEqual([constvars[0]?.detail_of]);
+    expect(nextListRanges(events, 'all')).toEqual([residuals[0]?.detail_of, constvars[0]?.detail_of]);
+    expect(nextListRange(event.jaxpr, 'constvars')?.detail_id).toBe(constvars[0]?.detail_of);
+    const next = apply(event, constvars[0] as ItemsSent);
+    expect(nextListRanges([next], 'views')).toEqual([constvars[1]?.detail_of]);
+    expect(nextListRanges([WHOLE], 'all')).toEqual([]);
+  });
+
+  it('the reducer merges items_sent into the event of its seq, in order, never as an event', () => {
+    const { event, constvars, residuals } = splitCase();
+    const run = (e: Event): Event => ({ ...e, run_id: 'r1' });
+    let state = applyEvents(startRun('r1', 'transpose', { calls: [] }, 0), [runStarted('r1', 0), run(event), runFinished('r1', 9)], 1);
+    // Out of order, another run, another seq: ignored.
+    expect(applyEvents(state, [constvars[1] as Event], 2)).toBe(state);
+    expect(applyEvents(state, [{ ...(constvars[0] as Event), run_id: 'r0' }], 2)).toBe(state);
+    expect(applyEvents(state, [{ ...(constvars[0] as Event), seq: 0 }], 2)).toBe(state);
+    state = applyEvents(state, [...constvars, ...residuals] as Event[], 2);
+    expect(state.events).toHaveLength(3);
+    expect(state.events[1]).toEqual(run(WHOLE));
+  });
+});
