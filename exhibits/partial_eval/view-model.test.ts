@@ -4,6 +4,9 @@ import { describe, expect, it } from 'vitest';
 import type { Event } from '../../frontend/src/protocol';
 import { applyItemsSent, listsPending, type ItemsSent } from '../../frontend/src/store/list-ranges';
 import { splitList } from '../../frontend/src/test/list-ranges';
+import { runFinished } from '../../frontend/src/test/events';
+import { applyEvents, startRun } from '../../frontend/src/store/reducer';
+import { RunSession, unresolvedDetails } from '../../frontend/src/store/session.svelte';
 import {
   defaultKnown,
   eqnsOnLines,
@@ -441,5 +444,79 @@ describe('a split sent in list ranges (design 0045): residuals counted whole, pa
     expect(now.residuals).toHaveLength(9);
     expect(residualBytes(now)).toBe(residualBytes(whole));
     expect(residualsLoading(now)).toBe('loading the variables of the known and unknown jaxprs (9 residuals)…');
+  });
+});
+
+describe('a split the backend sent in eqn and list ranges (real: summaries.split_event, tiny budgets)', () => {
+  // mlp_loss_lists: the mlp_loss run with its jaxpr_split split by the backend (every view in eqn
+  // ranges, the residuals and the views' long variable lists in list ranges), then the ranges'
+  // answers as the supervisor sends them; mlp_loss_lists_eager: the same event unsplit
+  // (fixtures/capture.py).
+  const lines = load('mlp_loss_lists');
+  const isAnswer = (e: Event): boolean => e.type === 'items_sent' || e.type === 'jaxpr_eqns_sent';
+  const events = lines.filter((e) => !isAnswer(e));
+  const answers = lines.filter(isAnswer);
+  const whole = splitOf(load('mlp_loss_lists_eager'));
+  const runId = events[0]?.run_id ?? '';
+  /** The split put back, less the emptied `eqn_ranges` the eqn-range reducer leaves (the eager view has none). */
+  const putBack = (split: JaxprSplit): JaxprSplit => {
+    const out = structuredClone(split);
+    for (const side of ['jvp', 'known', 'unknown'] as const) {
+      expect(out[side].eqn_ranges).toEqual([]);
+      delete out[side].eqn_ranges;
+    }
+    return out;
+  };
+
+  it('the fixture: the residuals and some variable lists in list ranges', () => {
+    const split = splitOf(events);
+    expect(split.list_ranges?.map((r) => r.field)).toContain('residuals');
+    expect(listsPending(split.known) || listsPending(split.unknown)).toBe(true);
+    expect(answers.some((a) => a.type === 'items_sent')).toBe(true);
+  });
+
+  it('before the answers: counts whole, the table loading', () => {
+    const split = splitOf(events);
+    expect(residualCount(split)).toEqual({ loaded: split.residuals.length, total: whole.residuals.length });
+    expect(split.residuals.length).toBeLessThan(whole.residuals.length);
+    expect(splitSentence(split)).toContain(`${whole.residuals.length} residuals cross between them`);
+    expect(residualsLoading(split)).toBe(`loading residuals ${split.residuals.length} of ${whole.residuals.length}…`);
+    expect(residualBytes(split)).toBeNull();
+  });
+
+  it('put back by the reducer, the split is the eager run\'s: links and bytes too', () => {
+    let state = applyEvents(startRun(runId, 'partial_eval', { calls: [] }, 0), events, 1);
+    state = applyEvents(state, answers, 2);
+    const split = splitOf(state.events);
+    expect(putBack(split)).toEqual(whole);
+    expect(residualsLoading(split)).toBeNull();
+    expect(residualLinks(split)).toEqual(residualLinks(whole));
+    expect(residualBytes(split)).toBe(residualBytes(whole));
+  });
+
+  it('the session asks for the views\' lists by itself once the run ended, the residuals when the table asks', () => {
+    const byId = new Map(answers.map((a) => [a.detail_of ?? '', a]));
+    const asked: string[] = [];
+    const session = new RunSession(() => 0, { request: (callback) => callback() }, (_run, id) => asked.push(id));
+    session.begin(runId, 'partial_eval', { calls: [] });
+    for (const e of events) session.receive(e);
+    session.receive(runFinished(runId, events.length));
+    // Answer what was asked, in turn, as the server would; the residual table asks for its list.
+    for (let guard = 0; guard < 100; guard++) {
+      const split = splitOf(session.run.events);
+      const pending = unresolvedDetails(session.run).filter((id) => !asked.includes(id));
+      if (split.list_ranges?.[0] !== undefined) session.wantRange(split.list_ranges[0].detail_id);
+      // eqn ranges: asked by the text as it scrolls; here all of them, as Download does
+      for (const id of pending) if (byId.get(id)?.type === 'jaxpr_eqns_sent') session.wantRange(id);
+      const next = asked.find((id) => byId.has(id));
+      if (next === undefined) break;
+      const answer = byId.get(next) as Event;
+      byId.delete(next);
+      session.receive(answer);
+    }
+    const itemsAsked = asked.filter((id) => answers.find((a) => a.detail_of === id)?.type === 'items_sent');
+    expect(new Set(itemsAsked)).toEqual(new Set(answers.filter((a) => a.type === 'items_sent').map((a) => a.detail_of)));
+    expect(unresolvedDetails(session.run)).toEqual([]);
+    expect(putBack(splitOf(session.run.events))).toEqual(whole);
   });
 });

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Event, EventOf } from '../protocol';
 import { runFinished, runStarted } from '../test/events';
-import { splitList } from '../test/list-ranges';
+import { splitList, splitNested } from '../test/list-ranges';
 import { applyEvents, startRun } from './reducer';
 import {
   applyItemsSent,
@@ -126,5 +126,40 @@ describe('list ranges', () => {
     state = applyEvents(state, [...constvars, ...residuals] as Event[], 2);
     expect(state.events).toHaveLength(3);
     expect(state.events[1]).toEqual(run(WHOLE));
+  });
+
+  it('a list and a text nested in a view (ranges the event holds under their path) are put back too', () => {
+    const tracing = fileURLToPath(new URL('../../../exhibits/tracing/golden/mlp_loss.events.jsonl', import.meta.url));
+    const staged = readFileSync(tracing, 'utf8')
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => JSON.parse(l) as Event)
+      .find((e): e is EventOf<'jaxpr_staged'> => e.type === 'jaxpr_staged') as EventOf<'jaxpr_staged'>;
+    const whole = structuredClone(staged);
+    // the jit of log_softmax: its inner jaxpr's eqns; and a text past an astral character
+    const at = whole.jaxpr.eqns.findIndex((e) => e.inner_jaxprs.length > 0 && e.params['name'] === 'log_softmax');
+    const inner = whole.jaxpr.eqns[at]?.inner_jaxprs[0];
+    expect(inner?.eqns.length).toBeGreaterThan(3);
+    whole.jaxpr.text = `${whole.jaxpr.text}  # 𝑥 = 𝑦`; // code points ≠ UTF-16 units
+    const event = structuredClone(whole);
+    const eqnsPath = `jaxpr.eqns.${at}.inner_jaxprs.0.eqns`;
+    const eqns = splitNested(event, eqnsPath, [1, 2]);
+    const textLength = [...whole.jaxpr.text].length;
+    const text = splitNested(event, 'jaxpr.text', [40, textLength - 3]);
+    expect(event.jaxpr.eqns[at]?.inner_jaxprs[0]?.eqns).toHaveLength(1);
+    expect(event.jaxpr.text).toHaveLength(40);
+    expect(listLength(event, 'jaxpr.text')).toBe(textLength);
+    expect(listsPending(event.jaxpr)).toBe(false); // the event holds these ranges
+    // the views' scope asks for them (they are inside a view); the first of each, in order
+    expect(nextListRanges([event], 'views')).toEqual([eqns[0]?.detail_of, text[0]?.detail_of]);
+    expect(applyItemsSent(event, eqns[1] as ItemsSent)).toBeNull();
+    expect(applyItemsSent(event, text[1] as ItemsSent)).toBeNull();
+    expect(applyItemsSent(event, { ...(text[0] as ItemsSent), items: ['x'] })).toBeNull();
+    expect(applyItemsSent(event, { ...(eqns[0] as ItemsSent), path: `jaxpr.eqns.${at}.inner_jaxprs.1.eqns` })).toBeNull();
+    let now: Event = event;
+    for (const sent of [...text, ...eqns]) now = apply(now, sent);
+    expect(now).toEqual(whole);
+    expect(Object.hasOwn(now, 'list_ranges')).toBe(false);
+    expect(event.jaxpr.text).toHaveLength(40); // not mutated
   });
 });

@@ -8,6 +8,10 @@
  * `known.outvars`, `jaxpr.constvars`) appends its items to the list when it is that list's next
  * range (the first range of that field in the holder's `list_ranges`, starting at the list's
  * current length) and drops the range. Once every range arrived the event equals the eager one.
+ * A list or text nested deeper in a jaxpr view (an inner jaxpr's eqns, a long text: the
+ * backend's `_split_nested`) has its ranges in the event's own `list_ranges`, `field` its whole
+ * path (`jaxpr.eqns.7.inner_jaxprs.0.eqns`, `jaxpr.text`); a text's answer is one item, its next
+ * characters.
  *
  * While a list is partial its `length` is what the page has loaded, not the program:
  * `listLength` is the whole length (as `eqnCount` is for eqns), `listsPending` says a holder
@@ -62,48 +66,96 @@ export function listsPending(holder: ListHolder | null | undefined): boolean {
   return holder != null && rangesOf(holder).length > 0;
 }
 
-/** `holder` with its list `field` extended by `sent`, or null when `sent` is not that list's next range. */
-function extendList(holder: Obj, field: string, sent: ItemsSent): Obj | null {
-  const list = Object.hasOwn(holder, field) ? holder[field] : undefined;
-  if (!Array.isArray(list)) return null;
-  const ranges = rangesOf(holder);
-  const at = ranges.findIndex((r) => r.field === field);
-  const next = ranges[at];
-  if (next === undefined || next.detail_id !== sent.detail_of || !Array.isArray(sent.items)) return null;
-  if (next.start !== list.length || sent.start !== next.start || sent.items.length !== next.stop - next.start) return null;
-  const rest = ranges.filter((_, i) => i !== at);
-  const out: Obj = { ...holder, [field]: [...list, ...sent.items] };
-  // Complete: the holder is then the eager one (which has no `list_ranges`: off the wire when empty).
-  if (rest.length > 0) out['list_ranges'] = rest;
-  else delete out['list_ranges'];
+/** The own property `part` of an object, or item `part` (digits) of an array; undefined else. */
+function step(node: unknown, part: string): unknown {
+  if (Array.isArray(node)) return /^\d+$/.test(part) ? node[Number(part)] : undefined;
+  return isObject(node) && Object.hasOwn(node, part) ? node[part] : undefined;
+}
+
+/** The length of `text` in code points (Python's `len`: the backend's character offsets). */
+function codePoints(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0xdc00 || c > 0xdfff) n++; // a low surrogate ends a pair already counted
+  }
+  return n;
+}
+
+/**
+ * `node` with the value at `parts[i..]` replaced by `leaf(value)` (objects and arrays copied
+ * along the path) and the `list_ranges` of the object at depth `holder` set to `rest` (left
+ * off once empty, as the wire leaves it off); null when the path leads nowhere or `leaf` refuses.
+ */
+function rebuild(
+  node: unknown,
+  parts: readonly string[],
+  i: number,
+  holder: number,
+  rest: readonly ListRange[],
+  leaf: (value: unknown) => unknown,
+): unknown {
+  let out: unknown;
+  if (i === parts.length) out = leaf(node);
+  else {
+    const part = parts[i] as string;
+    const grown = rebuild(step(node, part), parts, i + 1, holder, rest, leaf);
+    if (grown === null) return null;
+    if (Array.isArray(node)) {
+      out = [...node];
+      (out as unknown[])[Number(part)] = grown;
+    } else out = { ...(node as Obj), [part]: grown };
+  }
+  if (i === holder && out !== null) {
+    if (!isObject(out)) return null;
+    if (rest.length > 0) out['list_ranges'] = rest;
+    else delete out['list_ranges'];
+  }
   return out;
 }
 
 /**
  * `event` with the list at `sent.path` extended by `sent` (copies along the path; `event` is
  * not changed), or null when the path names no list or `sent` is not that list's next range.
+ *
+ * The range is held by the object at the path less its last part (a jaxpr view's
+ * `constvars`, the event's own `residuals`), under that last part; or, for a list or text
+ * nested deeper in a jaxpr view (`jaxpr.eqns.0.inner_jaxprs.0.eqns`, `jaxpr.text`), by the
+ * event, under the whole path. A text's answer is one item, its next characters (`start` and
+ * `stop` count code points, as Python does).
  */
 export function applyItemsSent(event: Event, sent: ItemsSent): Event | null {
   const parts = sent.path.split('.');
-  if (parts.some((p) => p === '' || p === '__proto__')) return null;
-  const along = (obj: Obj, i: number): Obj | null => {
-    const part = parts[i] as string;
-    if (i === parts.length - 1) return extendList(obj, part, sent);
-    const child = Object.hasOwn(obj, part) ? obj[part] : undefined;
-    if (!isObject(child)) return null;
-    const grown = along(child, i + 1);
-    return grown === null ? null : { ...obj, [part]: grown };
+  if (parts.some((p) => p === '' || p === '__proto__') || !Array.isArray(sent.items)) return null;
+  const byEvent = parts.length > 1 && rangesOf(event).some((r) => r.field === sent.path);
+  const depth = byEvent ? 0 : parts.length - 1;
+  const key = byEvent ? sent.path : (parts[depth] as string);
+  let holder: unknown = event;
+  for (const part of parts.slice(0, depth)) holder = step(holder, part);
+  if (!isObject(holder)) return null;
+  const ranges = rangesOf(holder);
+  const at = ranges.findIndex((r) => r.field === key);
+  const next = ranges[at];
+  if (next === undefined || next.detail_id !== sent.detail_of || sent.start !== next.start) return null;
+  const count = next.stop - next.start;
+  const leaf = (value: unknown): unknown => {
+    if (Array.isArray(value))
+      return value.length === next.start && sent.items.length === count ? [...value, ...sent.items] : null;
+    const [chunk] = sent.items;
+    if (typeof value !== 'string' || typeof chunk !== 'string' || sent.items.length !== 1) return null;
+    return codePoints(value) === next.start && codePoints(chunk) === count ? value + chunk : null;
   };
-  return along(event as unknown as Obj, 0) as Event | null;
+  const rest = ranges.filter((_, i) => i !== at);
+  return rebuild(event, parts, 0, depth, rest, leaf) as Event | null;
 }
 
 /** Which holders `nextListRanges` looks at: the jaxpr views only, or the events' own lists too. */
 export type ListScope = 'views' | 'all';
 
-function firstOfEachField(holder: ListHolder, out: string[]): void {
+function firstOfEachField(holder: ListHolder, out: string[], keep: (r: ListRange) => boolean = () => true): void {
   const seen = new Set<string>();
   for (const r of rangesOf(holder)) {
-    if (seen.has(r.field)) continue;
+    if (seen.has(r.field) || !keep(r)) continue;
     seen.add(r.field);
     out.push(r.detail_id);
   }
@@ -118,12 +170,17 @@ export function nextListRangeIds(holder: ListHolder): string[] {
 
 /**
  * The detail id of the next range of every partial list in `events`: of the lists of the jaxpr
- * views that are fields of an event (`'views'`), and of the events' own lists too (`'all'`).
+ * views that are fields of an event, and of the lists and texts nested deeper in them, whose
+ * ranges the event holds under their path (`'views'`); of the events' own lists too (`'all'`).
  */
 export function nextListRanges(events: readonly Event[], scope: ListScope): string[] {
   const out: string[] = [];
   for (const event of events) {
-    if (scope === 'all') firstOfEachField(event, out);
+    const inView = (r: ListRange): boolean => {
+      const dot = r.field.indexOf('.');
+      return dot > 0 && isJaxprView((event as unknown as Obj)[r.field.slice(0, dot)]);
+    };
+    firstOfEachField(event, out, scope === 'all' ? undefined : inView);
     for (const value of Object.values(event)) if (isJaxprView(value)) firstOfEachField(value, out);
   }
   return out;
