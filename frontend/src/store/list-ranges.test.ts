@@ -160,6 +160,8 @@ describe('list ranges', () => {
     for (const sent of [...text, ...eqns]) now = apply(now, sent);
     expect(now).toEqual(whole);
     expect(Object.hasOwn(now, 'list_ranges')).toBe(false);
+    expect(listLength(now, 'jaxpr.text')).toBe(textLength);
+    expect(listLength(now, eqnsPath)).toBe(inner?.eqns.length);
     expect(event.jaxpr.text).toHaveLength(40); // not mutated
   });
 });

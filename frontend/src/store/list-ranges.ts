@@ -50,15 +50,16 @@ export function nextListRange(holder: ListHolder, field: string): ListRange | un
 
 /**
  * The whole length of the list `field` of `holder`: the `stop` of the last range of that field
- * while some are still to come, else the list's length. A sentence or count about the program
+ * while some are still to come, else the list's length (a text's in code points). A sentence or count about the program
  * uses this, never the array's `length` (what the page has loaded).
  */
 export function listLength(holder: ListHolder, field: string): number {
   let stop: number | null = null;
   for (const r of rangesOf(holder)) if (r.field === field) stop = r.stop;
   if (stop !== null) return stop;
-  const list = (holder as Obj)[field];
-  return Array.isArray(list) ? list.length : 0;
+  let value: unknown = holder;
+  for (const part of field.split('.')) value = step(value, part); // a nested one's field is its path
+  return Array.isArray(value) ? value.length : typeof value === 'string' ? codePoints(value) : 0;
 }
 
 /** Whether some list of `holder` still has ranges to come. */
