@@ -255,6 +255,9 @@ def test_expanding_the_gpt_stacks_params_shows_named_leaves_in_rows(
     leaves, _ = jax.tree_util.tree_flatten_with_path(snippet.args[0])
     keypaths = [f"params{jax.tree_util.keystr(path)}" for path, _ in leaves]
     assert len(keypaths) == 148
+    # every argument leaf as JAX names it (the params' 148, then `tokens`, also a leaf node)
+    arg_names = list(jax.make_jaxpr(snippet.f)(*snippet.args).jaxpr.debug_info.arg_names)
+    assert arg_names[:148] == keypaths
     open_gpt_graph(page)
     box = page.get_by_test_id("dataflow-graph")
     params = page.locator("[data-testid='graph-group'][data-group-label='params']")
@@ -276,7 +279,7 @@ def test_expanding_the_gpt_stacks_params_shows_named_leaves_in_rows(
     assert len(shown) >= 6, (shown, box.evaluate("el => [el.scrollLeft, el.scrollTop]"))
     for aria, label in shown:
         name = aria.split(" (")[0]
-        assert name in keypaths, aria
+        assert name in arg_names, aria
         short = name.removeprefix("params").replace("['", ".").replace("']", "").lstrip(".")
         assert label == short, (label, name)
     # rows, not one row: the layout is a few screens wide at most
@@ -291,7 +294,70 @@ def test_expanding_the_gpt_stacks_params_shows_named_leaves_in_rows(
     assert len(rows) >= 4, rows
     box.scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / "real-gpt-graph-params.png"))
+    _right_edge_is_clear_of_the_overview(page, screenshots)
     assert console_errors == []
+
+
+# The last leaf node of each row of leaves in the DOM (rows are centred, so their ends differ by
+# their labels): their screen boxes, and their right edges in layout units.
+_ROW_ENDS_JS = """(el) => {
+  const ends = new Map();
+  for (const n of el.querySelectorAll("[data-testid='graph-leaf']")) {
+    const r = n.querySelector('rect');
+    const right = +r.getAttribute('x') + +r.getAttribute('width');
+    const y = Math.round(+r.getAttribute('y'));
+    if (!ends.has(y) || ends.get(y).layoutRight < right) {
+      const b = n.getBoundingClientRect();
+      ends.set(y, {
+        top: b.top, bottom: b.bottom, left: b.left, right: b.right, layoutRight: right });
+    }
+  }
+  return [...ends.values()];
+}"""
+
+# The right-most column of the overview's canvas holding a node (alpha of a node's fill, not
+# only the faint box behind it).
+_CANVAS_RIGHT_JS = """(el) => {
+  const c = el.querySelector('canvas');
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  let right = -1;
+  for (let y = 0; y < c.height; y++)
+    for (let x = 0; x < c.width; x++)
+      if (d[(y * c.width + x) * 4 + 3] >= 80) right = Math.max(right, x);
+  return [right, c.width];
+}"""
+
+
+def _right_edge_is_clear_of_the_overview(page: Page, screenshots: Path) -> None:
+    """The graph's box scrolled to its right end: the last node of each row is drawn in the
+    overview, and in the box left of the overview (a review found the overview over them: the
+    box ended with the layout, under the overview)."""
+    box = page.get_by_test_id("dataflow-graph")
+    minimap = page.get_by_test_id("graph-minimap")
+    expect(minimap).to_be_visible()
+    box.evaluate("el => { el.scrollLeft = el.scrollWidth; el.scrollTop = 0; }")
+    page.wait_for_timeout(300)
+    column = box.evaluate(_ROW_ENDS_JS)
+    assert len(column) >= 4, column
+    mm = minimap.bounding_box()
+    frame = box.bounding_box()
+    assert mm is not None and frame is not None
+    # the rows' last nodes at the overview's height, all left of it
+    beside = [n for n in column if n["bottom"] > mm["y"] and n["top"] < mm["y"] + mm["height"]]
+    assert beside, (column, mm)
+    for n in beside:
+        assert n["right"] <= mm["x"], (n, mm)
+    # and in the box, not cut by its edge
+    assert max(n["right"] for n in column) <= frame["x"] + frame["width"], (column, frame)
+    # the overview draws that column: its right-most node pixels are where the layout says
+    layout_width = float(
+        page.locator("[data-testid='dataflow-graph'] svg").get_attribute("viewBox").split()[2]
+    )
+    right, width = minimap.evaluate(_CANVAS_RIGHT_JS)
+    want = int(max(n["layoutRight"] for n in column) * width / layout_width)
+    assert want - 1 <= right <= want + 1, (right, want, width)
+    page.screenshot(path=str(screenshots / "real-gpt-graph-params-right.png"))
+    minimap.screenshot(path=str(screenshots / "real-gpt-graph-params-minimap.png"))
 
 
 LONG = """\

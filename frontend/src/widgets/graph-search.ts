@@ -4,12 +4,14 @@
  * (`line 26`, `line:26` or `26`: the top-level eqns JAX recorded at that user line), or a word:
  * the eqns of that primitive or `name` (`dot_general`, `_where`), or that define or read that
  * variable (`gi`); a word that names none of these finds the primitives and names that contain
- * it (`dot` finds `dot_general`).
+ * it (`dot` finds `dot_general`). A search holds while its view grows by eqn ranges (design 0045,
+ * `searchOn`): it runs again on the grown view, so its hits include the eqns that arrived.
  */
 import type { JaxprView } from '../protocol';
 import type { ParsedInner } from './inner-jaxprs';
 import { innerOfTop, parsedEqn, topEqn, type AnyEqn } from './inner-jaxprs';
 import { eqnNodeId, groupsHolding, innerGroupId, innerPath, visibleEqnCount, type GroupItem } from './graph-groups';
+import { grownFrom } from '../store/eqn-ranges';
 
 export interface GraphHit {
   /** the top-level eqn that is or holds the hit */
@@ -81,6 +83,35 @@ export function searchGraph(jaxpr: JaxprView, tree: readonly GroupItem[], query:
   );
   if (exact.length > 0) return exact.map(hit);
   return all.filter((c) => c.eqn.primitive.toLowerCase().includes(word) || (c.eqn.name?.toLowerCase().includes(word) ?? false)).map(hit);
+}
+
+/** A search entered in the graph: its query, the view it ran on, its hits there and the one selected. */
+export interface GraphSearch {
+  jaxpr: JaxprView;
+  query: string;
+  hits: GraphHit[];
+  /** the selected hit's index in `hits` */
+  at: number;
+}
+
+/** The search `query` on `jaxpr` (grouped as `tree`), its first hit selected. */
+export function newSearch(jaxpr: JaxprView, tree: readonly GroupItem[], query: string): GraphSearch {
+  return { jaxpr, query, hits: searchGraph(jaxpr, tree, query), at: 0 };
+}
+
+/**
+ * `search` as it stands for `jaxpr` (grouped as `tree`), the view the graph shows now: itself
+ * when it ran on that view; when `jaxpr` is that view grown by eqn ranges (`grownFrom`: a new
+ * object after each range), the same query run on the grown view, so that its hits include the
+ * eqns that arrived, with the same hit selected (the first, should it be gone: a word that only
+ * partly matched may now name a primitive exactly); null for another program, or no search.
+ */
+export function searchOn(search: GraphSearch | null, jaxpr: JaxprView, tree: readonly GroupItem[]): GraphSearch | null {
+  if (search === null || search.jaxpr === jaxpr) return search;
+  if (!grownFrom(search.jaxpr, jaxpr)) return null;
+  const grown = newSearch(jaxpr, tree, search.query);
+  const was = search.hits[search.at]?.path;
+  return { ...grown, at: Math.max(0, grown.hits.findIndex((h) => h.path === was)) };
 }
 
 /**
