@@ -665,6 +665,58 @@ def test_partial_eval_of_the_20000_eqn_loop_counts_the_whole_jaxprs(
     expect(page.get_by_test_id("known-pane").locator(".ui-count")).to_have_text(f"{nk:,} eqns")
     expect(page.get_by_test_id("unknown-pane").locator(".ui-count")).to_have_text(f"{nu:,} eqns")
     page.screenshot(path=str(screenshots / "real-loop-partial_eval-counts.png"))
+    # The residuals come in list ranges (design 0045): the table fills once they arrived, its
+    # last row the unknown jaxpr's last residual invar (residuals first, then the n tangents).
+    n_res = len(u.jaxpr.invars) - n
+    assert n_res > 1_000
+    table = page.get_by_test_id("residual-table")
+    expect(table).to_be_visible(timeout=120_000)
+    last = page.get_by_test_id(f"residual-{n_res - 1}")
+    for _ in range(50):
+        table.evaluate("el => { el.scrollTop = el.scrollHeight; }")
+        if last.count():
+            break
+        page.wait_for_timeout(200)
+    expect(last).to_contain_text(u.jaxpr.invars[n_res - 1].aval.str_short(short_dtypes=True))
+    expect(page.get_by_test_id(f"residual-{n_res}")).to_have_count(0)
+    page.screenshot(path=str(screenshots / "real-loop-partial_eval-residuals.png"))
+    assert console_errors == []
+
+
+def test_a_jitted_gpt_stack_arrives_whole_in_the_page(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """``f = jax.jit(f)``: the jaxpr is one call eqn holding the whole model, sent inside the
+    eqn in list ranges (design 0045); once the run ended the page has JAX's whole text."""
+    code = GPT + "\n\nf = jax.jit(f)\n"
+    snippet = load_snippet(code)
+    closed = jax.make_jaxpr(snippet.f)(*snippet.args)
+    assert [e.primitive.name for e in closed.jaxpr.eqns] == ["jit"]
+    last_line = str(closed).rstrip("\n").rsplit("\n", 1)[-1].strip()
+    frames: list[int] = []  # the lengths of the items_sent answers the page received
+
+    def on_socket(ws: Any) -> None:
+        def on_frame(payload: str | bytes) -> None:
+            if isinstance(payload, str) and '"type":"items_sent"' in payload:
+                frames.append(len(payload.encode()))
+
+        ws.on("framereceived", on_frame)
+
+    page.on("websocket", on_socket)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    open_exhibit(page, "tracing")
+    set_code(page, code)
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=120_000)
+    text = page.get_by_test_id("jaxpr-text")
+    for _ in range(50):
+        text.evaluate("el => { el.scrollTop = el.scrollHeight; }")
+        if last_line in text.inner_text():
+            break
+        page.wait_for_timeout(200)
+    expect(text).to_contain_text(last_line)
+    assert frames and max(frames) < 2**20, frames  # it came in ranges, each under 1 MiB
+    page.screenshot(path=str(screenshots / "real-gpt-jit-tracing.png"))
     assert console_errors == []
 
 

@@ -170,12 +170,17 @@ def split_view(
     ``total_eqns`` set and ``eqn_ranges`` naming the rest in ranges of at most
     :data:`RANGE_BYTES` (``new_id`` names each); and each range as ``(detail_id, start, eqns,
     text, more)`` (the fields of its ``jaxpr_eqns_sent``). None when the view is not worth
-    splitting (all its eqns fit in the head) or its eqns cannot be found in its text."""
+    splitting (all its eqns fit in the head), when most of its bytes are in eqns over
+    :data:`RANGE_VIEW_BYTES`, or when its eqns cannot be found in its text."""
     located = eqn_starts(view)
     if located is None:
         return None
     starts, footer = located
     sizes = [len(e.model_dump_json()) for e in view.eqns]
+    if 2 * sum(z for z in sizes if z > RANGE_VIEW_BYTES) > sum(sizes):
+        # Most of the view is in a few large eqns (a model under one ``jit`` call), each a range
+        # over the bound by itself: the view is split inside its eqns instead (``split_lists``).
+        return None
     cuts = [0]
     budget = HEAD_BYTES
     used = 0
@@ -246,6 +251,11 @@ def split_event(event: EventModel, new_id: Callable[[], str]) -> list[JaxprEqnsS
     return out
 
 
+# Inside a jaxpr view (``_split_nested``), a text or list longer than this may be split, keeping
+# half of it: an event made of a few large eqns (a model under one ``jit`` call) has its bytes in
+# many medium ones.
+NESTED_BYTES = 32 * 2**10
+
 # The lists a jaxpr view may have split (its variables; ``eqns`` go in eqn ranges).
 VIEW_LISTS = ("constvars", "invars", "outvars")
 
@@ -254,11 +264,12 @@ def _item_bytes(item: object) -> int:
     return len(item.model_dump_json()) if isinstance(item, BaseModel) else len(repr(item))
 
 
-def _list_cuts(sizes: list[int]) -> list[int]:
-    """Where a list of items of ``sizes`` (bytes) is cut: its head within :data:`HEAD_BYTES`,
-    then ranges within :data:`RANGE_BYTES` (at least one item each); the cuts' start indices."""
+def _list_cuts(sizes: list[int], head: int | None = None) -> list[int]:
+    """Where a list of items of ``sizes`` (bytes) is cut: its head within ``head`` bytes
+    (:data:`HEAD_BYTES` by default), then ranges within :data:`RANGE_BYTES` (at least one item
+    each); the cuts' start indices."""
     cuts = [0]
-    budget, used = HEAD_BYTES, 0
+    budget, used = HEAD_BYTES if head is None else head, 0
     for i, size in enumerate(sizes):
         if i > cuts[-1] and used + size > budget:
             cuts.append(i)
@@ -268,16 +279,22 @@ def _list_cuts(sizes: list[int]) -> list[int]:
 
 
 def split_lists(event: EventModel, new_id: Callable[[], str]) -> list[ItemsSent]:
-    """Split, in place, the long lists of ``event`` while its line is over
-    :data:`RANGES_FROM_BYTES`, largest first: the variable lists of its jaxpr views
-    (:data:`VIEW_LISTS`) and the event's own lists its class names in ``ranged_lists``, each
-    over :data:`RANGE_VIEW_BYTES`. A split list keeps its first items (within
-    :data:`HEAD_BYTES`) and its holder's ``list_ranges`` names the rest in ranges of at most
-    :data:`RANGE_BYTES`; returns each range's ``items_sent`` answer (``detail_of`` set; ``seq``
-    is set by the supervisor's registration, as for eqn ranges)."""
+    """Split, in place, the long lists and texts of ``event`` while its line is over
+    :data:`RANGES_FROM_BYTES`, largest first, each over :data:`RANGE_VIEW_BYTES`: first the
+    variable lists of its jaxpr views (:data:`VIEW_LISTS`: the range is kept in the view's
+    ``list_ranges``) and the event's own lists its class names in ``ranged_lists`` (in the
+    event's), then anything inside its jaxpr views (:func:`_split_nested`: a model under one
+    ``jit`` call is one eqn whose inner jaxpr is most of the event). A split list keeps its
+    first items (within :data:`HEAD_BYTES`), a split text its first lines, and the rest goes in
+    ranges of at most :data:`RANGE_BYTES`; returns each range's ``items_sent`` answer
+    (``detail_of`` set; ``seq`` is set by the supervisor's registration, as for eqn ranges).
+    Nothing shared with another event is changed: the models on the way are copied."""
     size = len(event.model_dump_json())
     if size <= RANGES_FROM_BYTES:
         return []
+    for name, value in list(vars(event).items()):
+        if isinstance(value, JaxprView):
+            setattr(event, name, value.model_copy())  # its lists are replaced, never changed
     holders: list[tuple[str, BaseModel, str]] = [
         (name, value, field)
         for name, value in vars(event).items()
@@ -303,18 +320,141 @@ def split_lists(event: EventModel, new_id: Callable[[], str]) -> list[ItemsSent]
             continue
         items = getattr(holder, field)
         path = f"{prefix}.{field}" if prefix else field
-        bounds = [*cuts, len(items)]
-        ranges: list[ListRange] = []
-        for a, b in itertools.pairwise(bounds[1:]):
-            detail_id = new_id()
-            ranges.append(ListRange(field=field, start=a, stop=b, detail_id=detail_id))
-            out.append(ItemsSent(path=path, start=a, items=items[a:b], detail_of=detail_id))
-        head = bounds[1]
+        ranges = _list_ranges(field, path, items, cuts, new_id, out)
+        head = cuts[1]
         setattr(holder, field, items[:head])
         holder.list_ranges = [*holder.list_ranges, *ranges]  # type: ignore[attr-defined]
         size -= sum(sizes[head:]) + len(sizes) - head
         size += sum(len(r.model_dump_json()) + 1 for r in ranges)
+    if size > RANGES_FROM_BYTES:
+        _split_nested(event, new_id, size, out)
     return out
+
+
+def _list_ranges(
+    field: str,
+    path: str,
+    items: list[object],
+    cuts: list[int],
+    new_id: Callable[[], str],
+    out: list[ItemsSent],
+) -> list[ListRange]:
+    """The ranges of ``items`` past its head (``cuts`` from :func:`_list_cuts`), their answers
+    appended to ``out``."""
+    bounds = [*cuts, len(items)]
+    ranges: list[ListRange] = []
+    for a, b in itertools.pairwise(bounds[1:]):
+        detail_id = new_id()
+        ranges.append(ListRange(field=field, start=a, stop=b, detail_id=detail_id))
+        out.append(ItemsSent(path=path, start=a, items=items[a:b], detail_of=detail_id))
+    return ranges
+
+
+def _text_cuts(text: str, head: int) -> list[int]:
+    """Where a long text is cut: after its first lines within ``head`` characters, then every
+    :data:`RANGE_BYTES`, each cut after a newline when there is one in reach."""
+    cuts = [0]
+    budget = head
+    while len(text) - cuts[-1] > budget:
+        at = cuts[-1] + budget
+        line = text.rfind("\n", cuts[-1], at)
+        cuts.append(line + 1 if line >= cuts[-1] else at)
+        budget = RANGE_BYTES
+    return cuts
+
+
+def _nested_candidates(
+    node: BaseModel, parts: tuple[str, ...], view: JaxprView, out: list[tuple[tuple[str, ...], int]]
+) -> None:
+    """The texts and lists over :data:`NESTED_BYTES` inside the jaxpr view ``node`` (at
+    ``parts`` of the event), with their sizes; not the view's own eqn list and variable lists
+    (eqn ranges and :func:`split_lists` own those), nor its text when it has eqn ranges (their
+    splicing needs it whole)."""
+    for name in type(node).model_fields:
+        if name in ("eqn_ranges", "list_ranges"):
+            continue
+        value = getattr(node, name)
+        at = (*parts, name)
+        top = node is view
+        if top and (name in VIEW_LISTS or (name == "text" and view.eqn_ranges)):
+            continue
+        if isinstance(value, str):
+            if len(value) > NESTED_BYTES:
+                out.append((at, len(value)))
+        elif isinstance(value, list) and value and isinstance(value[0], BaseModel):
+            sizes = [_item_bytes(item) for item in value]
+            if not (top and name == "eqns") and len(value) > 1 and sum(sizes) > NESTED_BYTES:
+                out.append((at, sum(sizes) + len(sizes)))
+            for i, (item, item_size) in enumerate(zip(value, sizes, strict=True)):
+                if item_size > NESTED_BYTES:
+                    _nested_candidates(item, (*at, str(i)), view, out)
+        elif isinstance(value, BaseModel) and _item_bytes(value) > NESTED_BYTES:
+            _nested_candidates(value, at, view, out)
+
+
+def _owned(node: BaseModel, parts: tuple[str, ...]) -> BaseModel:
+    """The model at ``parts`` below ``node`` (field names, list indices), after replacing every
+    model and list on the way with a shallow copy: models are shared between events (an eqn
+    view in a jaxpr and in a step), and only this event's copy may lose its tail."""
+    if not parts:
+        return node
+    value = getattr(node, parts[0])
+    if isinstance(value, list):
+        copied_list = list(value)
+        setattr(node, parts[0], copied_list)
+        index = int(parts[1])
+        item = copied_list[index].model_copy()
+        copied_list[index] = item
+        return _owned(item, parts[2:])
+    copied = value.model_copy()
+    setattr(node, parts[0], copied)
+    return _owned(copied, parts[1:])
+
+
+def _split_nested(
+    event: EventModel, new_id: Callable[[], str], size: int, out: list[ItemsSent]
+) -> None:
+    """Split the texts and lists inside the event's jaxpr views, largest first, while the
+    event is over :data:`RANGES_FROM_BYTES` (``size``, its line's length now). Their ranges
+    are the event's (``list_ranges``, ``field`` the dotted path from the event:
+    ``jaxpr.eqns.0.inner_jaxprs.0.eqns``); a text's answer has one item, the next characters."""
+    found: list[tuple[tuple[str, ...], int]] = []
+    for name, value in vars(event).items():
+        if isinstance(value, JaxprView):
+            _nested_candidates(value, (name,), value, found)
+    done: list[tuple[tuple[str, ...], int]] = []  # the lists split: their path and head
+    for parts, whole in sorted(found, key=lambda pw: -pw[1]):
+        if size <= RANGES_FROM_BYTES or whole <= NESTED_BYTES:
+            break
+        if any(
+            parts[: len(p)] == p and len(parts) > len(p) and int(parts[len(p)]) >= head
+            for p, head in done
+        ) or any(p[: len(parts)] == parts for p, _ in done):
+            continue  # in a tail already sent in ranges, or holding a list already split
+        holder = _owned(event, parts[:-1])
+        field, path = parts[-1], ".".join(parts)
+        value = getattr(holder, field)
+        if isinstance(value, str):
+            cuts = _text_cuts(value, NESTED_BYTES // 2)
+            bounds = [*cuts, len(value)]
+            for a, b in itertools.pairwise(bounds[1:]):
+                detail_id = new_id()
+                event.list_ranges.append(
+                    ListRange(field=path, start=a, stop=b, detail_id=detail_id)
+                )
+                out.append(ItemsSent(path=path, start=a, items=[value[a:b]], detail_of=detail_id))
+            setattr(holder, field, value[: cuts[1]] if len(cuts) > 1 else value)
+            size -= len(value) - (cuts[1] if len(cuts) > 1 else len(value))
+            done.append((parts, 0))
+            continue
+        sizes = [_item_bytes(item) for item in value]
+        cuts = _list_cuts(sizes, NESTED_BYTES // 2)
+        if len(cuts) == 1:
+            continue
+        event.list_ranges.extend(_list_ranges(path, path, value, cuts, new_id, out))
+        setattr(holder, field, value[: cuts[1]])
+        size -= sum(sizes[cuts[1] :]) + len(sizes) - cuts[1]
+        done.append((parts, cuts[1]))
 
 
 def range_ids(event: EventModel) -> list[tuple[str, str]]:

@@ -120,6 +120,35 @@ def test_a_view_with_thousands_of_constvars_has_its_variables_in_list_ranges(
     assert [c.var.name for c in back] == [token.split(":")[0] for token in header]
 
 
+def test_a_model_under_one_jit_call_is_split_inside_its_eqns(monkeypatch: Any) -> None:
+    """``grad`` of a jitted function is two call eqns holding the whole program: no eqn
+    ranges (each eqn alone would be over the bound); the texts and eqn lists inside them go in
+    the event's list ranges, and put back they are the whole view."""
+    from jaxscope import summaries
+
+    for name in ("RANGES_FROM_BYTES", "RANGE_VIEW_BYTES", "HEAD_BYTES", "RANGE_BYTES"):
+        monkeypatch.setattr(summaries, name, getattr(summaries, name) // 10)
+    monkeypatch.setattr(summaries, "NESTED_BYTES", summaries.NESTED_BYTES // 10)
+    closed = jax.make_jaxpr(jax.grad(jax.jit(_loop)))(jnp.ones(8))
+    assert [e.primitive.name for e in closed.jaxpr.eqns] == ["jit", "jit"]
+    whole = JaxprStaged(fun_name="f", jaxpr=jaxpr_view(closed))
+    event = whole.model_copy(deep=True)
+    ids = iter(range(10**6))
+    answers = split_event(event, lambda: f"r{next(ids)}")
+    # the bound, scaled as the budgets are (what is left is the calls' params: 750 shardings)
+    bound = MAX_STREAMED_LINE_BYTES // 10
+    assert len(event.model_dump_json()) <= bound < len(whole.model_dump_json()) // 10
+    assert all(len(a.model_dump_json()) <= bound for a in answers)
+    assert not event.jaxpr.eqn_ranges and all(isinstance(a, ItemsSent) for a in answers)
+    paths = {r.field for r in event.list_ranges}
+    assert "jaxpr.eqns.0.inner_jaxprs.0.eqns" in paths and any(p.endswith("text") for p in paths)
+    back = _put_back_event(event, list(answers))
+    assert back == json.loads(whole.model_dump_json())
+    assert back["jaxpr"]["text"] == str(closed)  # JAX's own printout, byte for byte
+    # the view given to split_event is not changed (its models may be in other events too)
+    assert whole.model_dump() == JaxprStaged(fun_name="f", jaxpr=jaxpr_view(closed)).model_dump()
+
+
 @pytest.mark.parametrize("golden", GOLDENS, ids=[f"{p.parts[-3]}/{p.name}" for p in GOLDENS])
 def test_no_golden_line_is_over_1_mib(golden: Path) -> None:
     """A golden is an eager stream; an ``on_demand`` stream of the same run has each event as
@@ -151,28 +180,39 @@ def _put_back(view: JaxprView, answers: list[JaxprEqnsSent]) -> JaxprView:
 
 def _put_back_event(event: EventModel, answers: list[EventModel]) -> dict[str, Any]:
     """``event`` (JSON) with every eqn range and list range of ``answers`` put back in order,
-    as the page does (frontend/src/store/eqn-ranges.ts, list-ranges.ts)."""
+    as the page does (frontend/src/store/eqn-ranges.ts, list-ranges.ts). Eqn ranges extend a
+    view's eqn list; list ranges extend a list or a text elsewhere: the two commute."""
     out: dict[str, Any] = json.loads(event.model_dump_json())
+    for field, view in _views(event).items():
+        mine = [a for a in answers if isinstance(a, JaxprEqnsSent) and a.field == field]
+        if mine:
+            assert [a.detail_of for a in mine] == [r.detail_id for r in view.eqn_ranges]
+            back = json.loads(_put_back(view, mine).model_dump_json())
+            out[field] = {**out[field], "eqns": back["eqns"], "text": back["text"]}
+            out[field].pop("eqn_ranges")
+            out[field]["total_eqns"] = None
     for sent in answers:
         if isinstance(sent, JaxprEqnsSent):
-            view = _views(event)[sent.field]
-            rest = [a for a in answers if isinstance(a, JaxprEqnsSent) and a.field == sent.field]
-            if sent is rest[0]:
-                assert [a.detail_of for a in rest] == [r.detail_id for r in view.eqn_ranges]
-                out[sent.field] = json.loads(_put_back(view, rest).model_dump_json())
-                out[sent.field]["list_ranges"] = [r.model_dump() for r in view.list_ranges]
             continue
         assert isinstance(sent, ItemsSent)
         *holder_path, field = sent.path.split(".")
-        holder = out
+        holder: Any = out
         for part in holder_path:
-            holder = holder[part]
-        ranges = holder.get("list_ranges", [])
-        first = next(r for r in ranges if r["field"] == field)
+            holder = holder[int(part)] if isinstance(holder, list) else holder[part]
+        # A view's variable list has its ranges in the view; anything else in the event's.
+        in_holder = any(r["field"] == field for r in holder.get("list_ranges", []))
+        owner, key = (holder, field) if in_holder and holder_path else (out, sent.path)
+        ranges = owner.get("list_ranges", [])
+        first = next(r for r in ranges if r["field"] == key)
         assert (first["detail_id"], first["start"]) == (sent.detail_of, sent.start)
-        assert sent.start == len(holder[field])
-        holder[field] = [*holder[field], *sent.items]
-        holder["list_ranges"] = [r for r in ranges if r is not first]
+        current, items = holder[field], json.loads(sent.model_dump_json())["items"]
+        if isinstance(current, str):
+            assert len(items) == 1 and sent.start == len(current)
+            holder[field] = current + items[0]
+        else:
+            assert sent.start == len(current)
+            holder[field] = [*current, *items]
+        owner["list_ranges"] = [r for r in ranges if r is not first]
     for holder in [out, *(v for v in out.values() if isinstance(v, dict))]:
         assert not holder.get("list_ranges"), holder.get("list_ranges")
         holder.pop("list_ranges", None)
@@ -240,7 +280,16 @@ REAL_CASES = [
 ]
 
 
+# A model under one ``jax.jit`` call (a user's jitted loss): a few eqns whose inner jaxprs are
+# the whole program, split inside its eqns (``summaries._split_nested``).
+REAL_CASES += [("gpt_stack_jit", exhibit) for exhibit in ("jvp", "partial_eval", "transpose")]
 REAL_PARAMS = [pytest.param(p, e, id=f"{p}-{e}") for p, e in REAL_CASES]
+
+
+def _real_code(program: str) -> str:
+    if program == "gpt_stack_jit":
+        return (REAL / "gpt_stack.py").read_text() + "\n\nf = jax.jit(f)\n"
+    return (REAL / f"{program}.py").read_text()
 
 
 @pytest.mark.parametrize(("program", "exhibit"), REAL_PARAMS)
@@ -248,7 +297,7 @@ def test_a_real_program_on_demand_streams_no_line_over_1_mib_and_its_ranges_are_
     real_harness: SandboxHarness, program: str, exhibit: str, record_property: Any
 ) -> None:
     assert exhibit in EXHIBITS
-    code = (REAL / f"{program}.py").read_text()
+    code = _real_code(program)
     eager, page, answers = _run_both(real_harness, code, exhibit)
     assert eager[-1].type == page[-1].type, (eager[-1], page[-1])
     lines = [_line(e) for e in page] + [_line(a) for a in answers]
@@ -276,7 +325,7 @@ def test_a_real_program_on_demand_streams_no_line_over_1_mib_and_its_ranges_are_
         back = _put_back_event(event, mine)
         eager_twin = json.loads(_eager_twin(eager, page, event).model_dump_json())
         fields = [f for f, v in vars(event).items() if isinstance(v, JaxprView)]
-        fields += [r.field for r in event.list_ranges]
+        fields += [r.field for r in event.list_ranges if "." not in r.field]  # inside a view
         for field in fields:
             whole = eager_twin[field]
             if isinstance(whole, dict) and whole.get("total_eqns") is not None:
