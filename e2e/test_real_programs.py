@@ -350,9 +350,9 @@ def _right_edge_is_clear_of_the_overview(page: Page, screenshots: Path) -> None:
     # and in the box, not cut by its edge
     assert max(n["right"] for n in column) <= frame["x"] + frame["width"], (column, frame)
     # the overview draws that column: its right-most node pixels are where the layout says
-    layout_width = float(
-        page.locator("[data-testid='dataflow-graph'] svg").get_attribute("viewBox").split()[2]
-    )
+    view_box = page.locator("[data-testid='dataflow-graph'] svg").get_attribute("viewBox")
+    assert view_box is not None
+    layout_width = float(view_box.split()[2])
     right, width = minimap.evaluate(_CANVAS_RIGHT_JS)
     want = int(max(n["layoutRight"] for n in column) * width / layout_width)
     assert want - 1 <= right <= want + 1, (right, want, width)
