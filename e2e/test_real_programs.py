@@ -745,3 +745,49 @@ def test_the_picker_offers_the_real_programs_and_they_run(
     expect(page.get_by_test_id("example-select")).not_to_have_value("real/cnn32")
     assert editor_text(page) != (real / "cnn32.py").read_text()
     assert console_errors == []
+
+
+CLOSES_OVER = """
+import jax.numpy as jnp
+
+consts = [jnp.full((3,), float(i)) for i in range(400)]
+
+
+def f(x):
+    total = x
+    for c in consts:
+        total = total * 0.5 + c
+    return total.sum()
+
+
+args = (jnp.ones(3),)
+"""
+
+
+def test_the_structure_tab_windows_hundreds_of_constvars(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """A function closing over 400 arrays: the structure tab holds the constvars in view
+    only, and the last one, scrolled to, shows its value as JAX holds it."""
+    snippet = load_snippet(CLOSES_OVER)
+    closed = jax.make_jaxpr(snippet.f)(*snippet.args)
+    assert len(closed.consts) == 400
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    open_exhibit(page, "tracing")
+    set_code(page, CLOSES_OVER)
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=120_000)
+    page.get_by_test_id("tab-structure").click()
+    expect(page.get_by_test_id("constvar-0")).to_be_visible()
+    assert page.locator("[data-testid^='constvar-']").count() < 100
+    box = page.get_by_test_id("jaxpr-constvars").locator(".invar-box")
+    last = page.get_by_test_id("constvar-399")
+    for _ in range(50):
+        box.evaluate("el => { el.scrollTop = el.scrollHeight; }")
+        if last.count():
+            break
+        page.wait_for_timeout(100)
+    expect(last).to_contain_text(f"{float(closed.consts[-1][0]):.0f}.")
+    assert page.locator("[data-testid^='constvar-']").count() < 100
+    page.screenshot(path=str(screenshots / "real-structure-constvars.png"))
+    assert console_errors == []
