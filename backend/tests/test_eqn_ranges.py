@@ -282,7 +282,7 @@ REAL_CASES = [
 
 # A model under one ``jax.jit`` call (a user's jitted loss): a few eqns whose inner jaxprs are
 # the whole program, split inside its eqns (``summaries._split_nested``).
-REAL_CASES += [("gpt_stack_jit", exhibit) for exhibit in ("jvp", "partial_eval", "transpose")]
+REAL_CASES += [("gpt_stack_jit", e) for e in ("jvp", "partial_eval", "transpose", "vmap")]
 REAL_PARAMS = [pytest.param(p, e, id=f"{p}-{e}") for p, e in REAL_CASES]
 
 
