@@ -223,6 +223,23 @@ describe('search', () => {
     expect([...both].sort()).toEqual([head.id, layers.id, 'x:12', 'x:3'].sort());
   });
 
+  it('keeps what the user opened when it is over the budget already (expand all)', () => {
+    const hits = searchGraph(jaxpr, tree, 'select_n');
+    const everything = new Set(allGroupIds(tree));
+    const budget = visibleEqnCount(jaxpr, tree, new Set([layers.id, 'x:3']));
+    expect(visibleEqnCount(jaxpr, tree, everything)).toBeGreaterThan(budget);
+    // "expand all", then a search: the first hit's call opens, nothing collapses
+    const first = hits[0];
+    expect(first?.groups.some((g) => !everything.has(g))).toBe(true);
+    const shown = groupsToShow(jaxpr, tree, hits, everything, budget);
+    expect(shown).toEqual(new Set([...everything, ...(first?.groups ?? [])]));
+    const ids = new Set(visibleGraph(jaxpr, tree, shown, Infinity).nodes.map((n) => n.id));
+    expect(first !== undefined && ids.has(first.nodeId)).toBe(true);
+    // a hit not drawn yet still opens its groups within the budget (the old ones closed)
+    const reset = groupsToShow(jaxpr, tree, hits, new Set([head.id, 'x:12']), budget);
+    expect([...reset].sort()).toEqual([layers.id, 'x:11', 'x:3', 'x:7'].sort());
+  });
+
   it('counts the eqns the graph draws', () => {
     for (const open of [[], [layers.id], [layers.id, 'x:3'], [layers.id, head.id, 'x:12'], [head.id, 'x:12', 'x:3']]) {
       const set = new Set(open);

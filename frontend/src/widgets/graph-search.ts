@@ -130,6 +130,9 @@ export function groupsToShow(
 ): Set<string> {
   const [first, ...rest] = hits;
   if (first === undefined) return new Set(expanded);
+  // What the user opened stays open when it is over the budget already ("expand all" of a
+  // large program): stepping through hits adds the hit's groups, never collapses their graph.
+  if (visibleEqnCount(jaxpr, tree, expanded) > budget) return new Set([...expanded, ...first.groups]);
   let out = new Set([...expanded, ...first.groups]);
   if (visibleEqnCount(jaxpr, tree, out) > budget) out = new Set(first.groups);
   for (const hit of rest) {
