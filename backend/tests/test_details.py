@@ -12,6 +12,7 @@ from jaxscope.protocol import (
     DetailFailed,
     DetailRequest,
     EventModel,
+    JaxprView,
     RunRequest,
 )
 from jaxscope.sandbox.session import Session
@@ -189,3 +190,93 @@ def test_a_worker_that_retires_sends_the_whole_events_before_its_terminal(
     finally:
         sandbox.call(eager_session.close())
         sandbox.call(page_session.close())
+
+
+def test_a_retiring_worker_sends_a_bounded_part_of_a_large_capture(
+    sandbox: SandboxHarness,
+) -> None:
+    """A 10,001-eqn loop's JVP in a page's run holds about 20 MB of eqn ranges no one asked for.
+    A retiring worker sends its summaries' whole events and then ranges only up to
+    ``RETIRED_DETAIL_BYTES``: the run finishes (before, a 32,001-eqn loop passed the run's
+    64 MiB limit this way and ended ``invalid_event``), and a range not sent answers gone."""
+    from jaxscope.sandbox.runner import RETIRED_DETAIL_BYTES
+    from jaxscope.summaries import MAX_STREAMED_LINE_BYTES
+
+    loop = (REPO / "examples" / "real" / "loop_20k.py").read_text()
+    assert "ITERATIONS = 5_000" in loop
+    code = (
+        "import threading, time\n"
+        "threading.Thread(target=lambda: time.sleep(60), daemon=True).start()\n"
+        + loop.replace("ITERATIONS = 5_000", "ITERATIONS = 2_500")
+    )
+    session = sandbox.session()
+    try:
+        page = _run(sandbox, session, code, "jvp", "on_demand", "big-page")
+        assert page[-1].type == "run_finished", page[-1]
+        before = [e for e in page if e.detail_of is not None]
+        sent = sum(len(e.model_dump_json()) for e in before)
+        assert sent <= RETIRED_DETAIL_BYTES + MAX_STREAMED_LINE_BYTES
+        # every summary's whole event went first; the ranges are more than were sent
+        summaries = {e.detail_id for e in page if e.detail_id is not None}
+        assert summaries <= {e.detail_of for e in before}
+        ranges = [
+            r.detail_id
+            for e in page
+            for v in vars(e).values()
+            if isinstance(v, JaxprView)
+            for r in v.eqn_ranges
+        ]
+        unsent = [r for r in ranges if r not in {e.detail_of for e in before}]
+        assert unsent, (len(ranges), sent)
+        answer = _detail(sandbox, session, "big-page", unsent[-1])
+        assert [a.type for a in answer] == ["detail_failed"] and getattr(answer[0], "gone", None)
+    finally:
+        sandbox.call(session.close())
+
+
+FORGES_RANGE_IDS = r"""
+import sys, json
+m = sys.modules["__main__"]
+_write = m._write_event_line
+_forged = [0]
+def _forge(line):
+    d = json.loads(line)
+    if d.get("type") == "eqn_recorded" and _forged[0] < 60_000:
+        d["list_ranges"] = [
+            {"field": "f", "start": 0, "stop": 1, "detail_id": f"z{_forged[0] + i}"}
+            for i in range(15_000)
+        ]
+        _forged[0] += 15_000
+        line = json.dumps(d, separators=(",", ":")).encode() + b"\n"
+    _write(line)
+m._write_event_line = _forge
+
+import jax.numpy as jnp
+def f(x):
+    for _ in range(8):
+        x = jnp.sin(x) + x
+    return x
+args = (1.0,)
+"""
+
+
+def test_a_run_that_forges_more_detail_ids_than_the_bound_is_ended(
+    sandbox: SandboxHarness,
+) -> None:
+    """A snippet can replace the runner's event writer (design 0023) and add range ids to its
+    events; the supervisor keeps each while the worker is kept for details. Past
+    ``MAX_RUN_DETAIL_IDS`` in one run the run ends ``invalid_event`` instead of being held."""
+    from jaxscope.sandbox.worker import MAX_RUN_DETAIL_IDS
+
+    assert 45_000 < MAX_RUN_DETAIL_IDS < 60_000
+    session = sandbox.session()
+    try:
+        events = _run(sandbox, session, FORGES_RANGE_IDS, "tracing", "on_demand", "forged")
+        terminal = events[-1]
+        assert terminal.type == "run_failed", terminal
+        assert getattr(terminal, "kind", None) == "invalid_event"
+        assert f"{MAX_RUN_DETAIL_IDS:,} detail ids" in getattr(terminal, "message", "")
+        # what was registered before the bound is not kept for a worker that was killed
+        assert session.details_worker is None
+    finally:
+        sandbox.call(session.close())

@@ -40,6 +40,8 @@ from jaxscope.protocol import (
     DetailFailed,
     EventBase,
     EventModel,
+    ItemsSent,
+    JaxprEqnsSent,
     JaxprView,
     RunFailed,
     RunFinished,
@@ -134,6 +136,11 @@ _LIMITS = Limits()
 # design 0013: 2.45 -> 2.0 CPU s at these, 1.9 s with no collection at all). Cycles still go,
 # after 50,000 allocations instead of 700; a worker runs one job, and _settle collects all.
 GC_THRESHOLDS = (50_000, 20, 20)
+# A worker that retires after a run sends its capture before the terminal event (it will not stay
+# to answer): at most this many bytes of it, summaries' whole events first, then ranges' answers
+# (design 0045). The run's own stream stays far below the supervisor's MAX_RUN_BYTES (64 MiB).
+RETIRED_DETAIL_BYTES = 16 * 2**20
+RANGE_ANSWERS = (JaxprEqnsSent, ItemsSent)
 # A load stage (the snippet's module body) shorter than this is not credited (design 0046): a
 # snippet loads in milliseconds, and its runs send no extra budget_scaled.
 LOAD_CREDIT_FROM_S = 1.0
@@ -726,10 +733,18 @@ def run_job(
             _CAPTURE.update(ctx.capture)
         else:
             # This worker will not stay to answer detail requests: the whole events go now,
-            # before the terminal one (each replaces its summary; the supervisor checks them).
+            # before the terminal one (each replaces its summary; the supervisor checks them),
+            # summaries first, then ranges, up to RETIRED_DETAIL_BYTES: a 20,000-eqn program's
+            # ranges are tens of MB the page never asked for, and would pass the run's byte
+            # limit. Those not sent answer "gone" (the worker retired).
             with contextlib.suppress(Exception):  # the terminal event goes out whatever
-                for detail_id, event in ctx.capture.items():
-                    _send_whole(event, detail_id, ctx.run_id)
+                sent = 0
+                for detail_id, event in sorted(
+                    ctx.capture.items(), key=lambda item: isinstance(item[1], RANGE_ANSWERS)
+                ):
+                    if sent >= RETIRED_DETAIL_BYTES:
+                        break
+                    sent += _send_whole(event, detail_id, ctx.run_id)
     send_event(terminal)
     return retire
 
@@ -781,14 +796,16 @@ def serve_detail(detail_id: str, tag: str) -> None:
     _send_whole(event, detail_id, tag)
 
 
-def _send_whole(event: EventModel, detail_id: str, tag: str) -> None:
+def _send_whole(event: EventModel, detail_id: str, tag: str) -> int:
     """Send the whole event behind the summary ``detail_id`` (``detail_of`` set, ``run_id`` =
-    ``tag``: the detail job's, or the run's when it goes out before the terminal event)."""
+    ``tag``: the detail job's, or the run's when it goes out before the terminal event);
+    returns the bytes of its line."""
     whole = event.model_copy(update={"run_id": tag, "detail_of": detail_id, "detail_id": None})
     line = event_json(whole)
     if len(line) > STREAM_LIMIT_BYTES and summarise_event(whole):
         line = event_json(whole)
     _write_event_line(line)
+    return len(line)
 
 
 def _read_jobs(fd: int) -> Iterator[bytes]:

@@ -99,6 +99,10 @@ VALIDATE_OFF_LOOP_BYTES = 256 * 2**10
 # All event lines of one run together: bounds what a run can send to a browser (the runner caps
 # prints at 1 MiB; user code that writes forged events to the event pipe meets this cap).
 MAX_RUN_BYTES = 64 * 2**20
+# The detail ids (summaries and ranges, design 0045) one run may register: each is kept while the
+# worker is kept for details. A 32,000-eqn loop's JVP registers about 2,300; a run that forges
+# more (a snippet can replace the runner's writer) is ended rather than held in memory.
+MAX_RUN_DETAIL_IDS = 50_000
 # Between jobs a worker must sit idle: more CPU than this (seconds) after a run's terminal event
 # means user code is still computing (e.g. behind a forged terminal event), and it is killed.
 IDLE_CPU_BUDGET_S = 1.0
@@ -840,6 +844,7 @@ class WorkerProcess:
         )
         terminal: RunFinished | RunFailed
         run_bytes = 0
+        detail_ids = 0
         assert self.proc.stdin is not None and self.proc.stdout is not None
         stdout = self.proc.stdout
         loop = asyncio.get_running_loop()
@@ -1021,9 +1026,19 @@ class WorkerProcess:
                         terminal.stage = "trace"
                         terminal.explanation = trace_growth_help(unscaled)
                         break
+                ranges = range_ids(event)  # eqn and list ranges (design 0045)
+                detail_ids += len(ranges) + (event.detail_id is not None)
+                if detail_ids > MAX_RUN_DETAIL_IDS:
+                    self.kill()
+                    terminal = failed(
+                        "invalid_event",
+                        f"the worker streamed more than {MAX_RUN_DETAIL_IDS:,} detail ids in one "
+                        "run (summaries and ranges of its events; this is not ordinary output)",
+                    )
+                    break
                 if event.detail_id is not None:
                     self.detail_seqs[event.detail_id] = (seq, event.type)
-                for range_id, answer in range_ids(event):  # eqn and list ranges (design 0045)
+                for range_id, answer in ranges:
                     self.detail_seqs[range_id] = (seq, answer)
                 # Forwarding waits for the session's consumer (a slow page); the deadline and a
                 # cancel still end the run while it waits, and the event is sent all the same.
