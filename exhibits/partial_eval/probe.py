@@ -29,6 +29,7 @@ from typing import Any
 
 from jaxscope.internals.api import (
     CallPlan,
+    count_eqns,
     default_known,
     jvp_program,
     plan_call,
@@ -64,13 +65,17 @@ def run(ctx: ProbeContext) -> None:
         event.dropped = (
             n_eqns + len(calls) - len(split.known.jaxpr.eqns) - len(split.unknown.jaxpr.eqns)
         )
+        # The table's limits go by the whole program: a jitted f is one top-level call eqn
+        # holding every other (the GPT stack under jax.jit: 1 eqn, 2,447 inside).
+        n_eqns = count_eqns(program.jaxpr.jaxpr)
     ctx.emit(event)
     with ctx.stage("compile"):
         if n_eqns > MAX_REMAT_EQNS:
             ctx.emit(
                 RematUnavailable(
                     error_class="too large",
-                    message=f"the JVP jaxpr has {n_eqns:,} eqns (the table is measured up to "
+                    message=f"the JVP jaxpr has {n_eqns:,} eqns, those inside its calls included "
+                    f"(the table is measured up to "
                     f"{MAX_REMAT_EQNS:,})",
                     explanation=TOO_LARGE,
                     reason="too_large",
@@ -111,8 +116,9 @@ def not_compiled(n_eqns: int) -> str | None:
     if n_eqns <= MAX_COMPILED_EQNS:
         return None
     return (
-        f"Not measured for a program this size: the JVP jaxpr has {n_eqns:,} eqns, and the table "
-        f"compiles its rows only up to {MAX_COMPILED_EQNS:,}. Each row compiles "
+        f"Not measured for a program this size: the JVP jaxpr has {n_eqns:,} eqns (those inside "
+        f"its calls included), and the table compiles its rows only up to "
+        f"{MAX_COMPILED_EQNS:,}. Each row compiles "
         "`jax.jit(jax.grad(jax.checkpoint(f, policy)))` with XLA, and one compile per row does "
         f"not fit in the run's time at this size (for scale: {REFERENCE_COMPILE} for one "
         "compile). The saved residuals and their bytes need no compile (JAX's partial evaluator, "

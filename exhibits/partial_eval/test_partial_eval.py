@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import jax
 import jax.ad_checkpoint
 import numpy as np
 import pytest
-from jaxscope.protocol import RunOptions
+from jaxscope.protocol import EqnView, RunOptions
 
 from exhibits.conftest import CASES, EXHIBITS, FakeContext, run_probe
 from exhibits.partial_eval.events import JaxprSplit, RematPolicyMeasured, RematUnavailable
@@ -603,6 +604,29 @@ def gpt_stack() -> tuple[FakeContext, list[float]]:
     return ctx, compiles
 
 
+def _all_eqns(eqns: Sequence[EqnView]) -> int:
+    """Eqns of a view, those of its inner jaxprs (its calls' bodies) included."""
+    return sum(1 + sum(_all_eqns(inner.eqns) for inner in e.inner_jaxprs) for e in eqns)
+
+
+def test_a_jitted_f_is_counted_with_the_eqns_inside_its_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``f = jax.jit(f)``: the JVP jaxpr is one call eqn; the compile limit counts what it
+    holds (a reviewer's jitted GPT stack timed out compiling five rows it thought 1 eqn)."""
+    from exhibits.partial_eval import probe as pe_probe
+
+    source = regen.EXAMPLES["remat_layers"].read_text() + "\nf = jax.jit(f)\n"
+    monkeypatch.setattr(pe_probe, "MAX_COMPILED_EQNS", 30)
+    ctx = run_probe("partial_eval", source)
+    jvp = ctx.one(JaxprSplit).jvp
+    whole = _all_eqns(jvp.eqns)
+    assert [e.primitive for e in jvp.eqns] == ["jit"] and whole > 30
+    rows = ctx.of_type(RematPolicyMeasured)
+    assert rows and all(r.not_measured == pe_probe.not_compiled(whole) for r in rows)
+    assert all(r.step_ms is None for r in rows)
+
+
 def test_gpt_stack_remat_table_is_residuals_only_and_says_what_it_did_not_measure(
     gpt_stack: tuple[FakeContext, list[float]],
 ) -> None:
@@ -622,11 +646,14 @@ def test_gpt_stack_remat_table_is_residuals_only_and_says_what_it_did_not_measur
         "dots_with_no_batch_dims_saveable",
     ]
     assert compiles == []  # nothing was compiled: not the 5 gradients, not anything else
+    # the limit counts the eqns inside the JVP's calls too (jnp helpers' jit eqns here)
+    whole = _all_eqns(ctx.one(JaxprSplit).jvp.eqns)
+    assert whole == 2638
     for row in rows:
         assert row.not_measured is not None
         assert row.not_measured.startswith(
-            "Not measured for a program this size: the JVP jaxpr has 2,448 eqns, and the table "
-            "compiles its rows only up to 500."
+            "Not measured for a program this size: the JVP jaxpr has 2,638 eqns (those inside "
+            "its calls included), and the table compiles its rows only up to 500."
         )
         assert "run a part of the program" in row.not_measured
         # what was not measured is empty, never a made-up number
