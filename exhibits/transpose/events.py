@@ -26,6 +26,7 @@ from jaxscope.protocol import (
     WireModel,
     without_previews,
 )
+from pydantic import Field
 
 
 class CotangentWrite(WireModel):
@@ -382,6 +383,13 @@ class GradientChecked(EventBase):
     # disagreeing leaf's cotangent passes through (``internals/rule_blame.py``), where each
     # returns: JAX's own rules are tested, the user's are the first suspects.
     rules_on_path: list[CustomRuleOnPath] = []
+    # The walk's steps after the first ``probe.MAX_STEP_EVENTS`` (2,000), which got no
+    # ``transpose_stepped`` (the walk itself, and the gradient checked here, are whole). Sent
+    # here, not on ``linear_jaxpr_staged`` as jvp/vmap do: that event goes before the walk and
+    # the number of steps is known only once it ran. Left off the wire when 0.
+    steps_left_out: int = Field(
+        default=0, exclude_if=lambda v: not v, json_schema_extra={"x-wire-optional": True}
+    )
 
     def summarised(self) -> Self | None:
         """Streamed to the page with every figure but without the values (details on demand):

@@ -152,6 +152,7 @@ def run(ctx: ProbeContext) -> None:
             compute_dtype=narrowest_float(traced[0].jaxpr if traced else lin.jaxpr),
         )
         blame_custom_rules(checked, lin.jaxpr)
+        checked.steps_left_out = max(0, len(result.steps) - MAX_STEP_EVENTS)
         ctx.emit(checked)
 
 

@@ -978,3 +978,45 @@ def test_cli_lists_and_prints_the_first_leaf_note(tmp_path: Path) -> None:
     assert (
         structure == "output: (f32[], {'b1': f32[4], 'b2': f32[2], 'w1': f32[3,4], 'w2': f32[4,2]})"
     )
+
+
+# A loop of 20 iterations: its linear jaxpr has two eqns per iteration (the ``cos`` residual's
+# ``mul`` and the ``* 0.5``), each one step of the walk.
+CHAIN = """
+import jax.numpy as jnp
+
+def f(x):
+    for _ in range(20):
+        x = jnp.sin(x) * 0.5
+    return jnp.sum(x)
+
+args = (jnp.ones(3),)
+"""
+
+
+def test_a_walk_past_the_step_cap_says_how_many_steps_were_not_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import exhibits.transpose.probe as probe
+
+    ns = load_snippet(CHAIN)
+    # JAX's own linear jaxpr (jax.linearize's linear function, traced): one step per eqn
+    _, f_lin = jax.linearize(ns.f, *ns.args)
+    n_eqns = len(jax.make_jaxpr(f_lin)(*ns.args).jaxpr.eqns)
+    assert n_eqns > 12
+    monkeypatch.setattr(probe, "MAX_STEP_EVENTS", 12)
+    ctx = run_probe("transpose", CHAIN)
+    steps = ctx.of_type(TransposeStepped)
+    checked = ctx.one(GradientChecked)
+    assert [s.step for s in steps] == list(range(12))
+    assert checked.steps_left_out == n_eqns - 12
+    assert json.loads(checked.model_dump_json())["steps_left_out"] == n_eqns - 12
+    # the gradient is still the whole walk's
+    assert checked.equal_to_jax
+    # under the cap the field is left off the wire (the goldens do not change)
+    monkeypatch.setattr(probe, "MAX_STEP_EVENTS", 2000)
+    whole = run_probe("transpose", CHAIN)
+    assert len(whole.of_type(TransposeStepped)) == n_eqns
+    small = whole.one(GradientChecked)
+    assert small.steps_left_out == 0
+    assert "steps_left_out" not in json.loads(small.model_dump_json())

@@ -26,6 +26,8 @@ import {
   tableLabel,
   transposeModel,
   valueText,
+  walkCapNote,
+  walkStepCount,
   writeSentence,
   type GradAttempted,
   type GradientChecked,
@@ -587,5 +589,50 @@ describe('a failing walk: the error and the failing step wait for their event', 
     expect(end.failure?.error_class).toBe('NotImplementedError');
     expect(end.failedAt?.step).toBe(2);
     expect(end.later.failure).toBe(false);
+  });
+});
+
+describe('a walk past the step cap (probe.MAX_STEP_EVENTS): steps_left_out', () => {
+  // The golden mlp_loss stream as a capped run sends it: the steps after the first 5 are not
+  // sent and gradient_checked counts them in steps_left_out (backend: test_transpose.py checks
+  // the field against the eqns of jax.linearize's linear jaxpr on a program longer than the cap).
+  const golden = goldenLoader(import.meta.url)('mlp_loss');
+  const all = golden.filter((e) => e.type === 'transpose_stepped').length;
+  const cap = 5;
+  let kept = 0;
+  const capped: Event[] = golden.flatMap((e): Event[] => {
+    if (e.type === 'transpose_stepped') return kept++ < cap ? [e] : [];
+    if (e.type === 'gradient_checked') return [{ ...e, steps_left_out: all - cap }];
+    return [e];
+  });
+
+  it('counts the steps not sent in the badge and the note, from the first step on', () => {
+    const model = transposeModel(capped, capped);
+    expect(all).toBeGreaterThan(cap);
+    expect(model.allSteps).toHaveLength(cap);
+    expect(model.stepsLeftOut).toBe(all - cap);
+    // every linear eqn is one step of the walk (this program has no ref eqns)
+    expect(model.allSteps.length + model.stepsLeftOut).toBe(model.linear?.jaxpr.eqns.length);
+    expect(walkStepCount(model.steps.length, model.allSteps.length, model.stepsLeftOut)).toBe(
+      `step ${cap} / ${cap} of ${all}`,
+    );
+    // with the cursor at the first step the count is already the whole run's
+    const first = capped.findIndex((e) => e.type === 'transpose_stepped') + 1;
+    const early = transposeModel(capped.slice(0, first), capped);
+    expect(walkStepCount(early.steps.length, early.allSteps.length, early.stepsLeftOut)).toBe(
+      `step 1 / ${cap} of ${all}`,
+    );
+    expect(walkCapNote(model.allSteps.length, model.stepsLeftOut)).toBe(
+      `The backward pass has ${all} steps; the stepper shows the first ${cap} (${all - cap} not sent). ` +
+        'The linear jaxpr and the gradient checked below are the whole walk\'s.',
+    );
+  });
+
+  it('thousands are grouped; the whole golden stream has no note and the plain badge', () => {
+    expect(walkStepCount(2000, 2000, 18001)).toBe('step 2,000 / 2,000 of 20,001');
+    const model = transposeModel(golden, golden);
+    expect(model.stepsLeftOut).toBe(0);
+    expect(walkCapNote(model.allSteps.length, model.stepsLeftOut)).toBeNull();
+    expect(walkStepCount(model.steps.length, model.allSteps.length, 0)).toBe(`step ${all} / ${all}`);
   });
 });

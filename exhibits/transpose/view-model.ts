@@ -27,6 +27,9 @@ export interface TransposeModel {
   steps: TransposeStepped[];
   /** every step of the run (for the step count) */
   allSteps: TransposeStepped[];
+  /** the walk's steps after the first `MAX_STEP_EVENTS` (2,000), not sent (`gradient_checked`'s
+   * `steps_left_out`, 0 when none or before the check came) */
+  stepsLeftOut: number;
   /** the step shown in the card */
   current: TransposeStepped | undefined;
   /** what the current step's transpose rule walked inside (a jit/cond/scan step), once reached */
@@ -60,6 +63,9 @@ export function transposeModel(
     linear,
     steps,
     allSteps: eventsOf(allEvents, 'transpose_stepped'),
+    // A count of the whole run (the badge's "of N"): read from every event, not just those up to
+    // the cursor, as the step count is.
+    stepsLeftOut: lastOf(allEvents, 'gradient_checked')?.steps_left_out ?? 0,
     current: pickedStep ?? steps.at(-1),
     opened: eventsOf(events, 'transpose_call_opened').find((o) => o.step === (pickedStep ?? steps.at(-1))?.step),
     check: lastOf(events, 'gradient_checked'),
@@ -75,6 +81,22 @@ export function transposeModel(
       failure: !failure && lastOf(allEvents, 'run_failed') !== undefined,
     },
   };
+}
+
+/** The badge of the walk: `step 12 / 2,000 of 20,001` when steps were left out. */
+export function walkStepCount(shown: number, steps: number, left: number): string {
+  const n = (x: number): string => x.toLocaleString('en-US');
+  return left > 0 ? `step ${n(shown)} / ${n(steps)} of ${n(steps + left)}` : `step ${shown} / ${steps}`;
+}
+
+/** Null when every step of the walk was sent; else the note saying the stepper stops early. */
+export function walkCapNote(steps: number, left: number): string | null {
+  if (left <= 0) return null;
+  const n = (x: number): string => x.toLocaleString('en-US');
+  return (
+    `The backward pass has ${n(steps + left)} steps; the stepper shows the first ${n(steps)} ` +
+    `(${n(left)} not sent). The linear jaxpr and the gradient checked below are the whole walk's.`
+  );
 }
 
 /** The heading of one inner walk: `the body of jit(norm)`, `branch 1`, `iteration 3`. */

@@ -1529,6 +1529,7 @@ export interface GradientChecked {
   run_id: string;
   seed: string;
   seq: number;
+  steps_left_out?: number;
   type: 'gradient_checked';
   verdict: ('agree' | 'disagree' | 'incomplete') | null;
 }
