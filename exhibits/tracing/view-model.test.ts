@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadEvents, loadTruth } from '../../frontend/test-fixtures/load';
-import { codeSpans, failureBanner, failureFamily, rowMark, tracingModel } from './view-model';
+import { ROW_AVALS, codeSpans, failureBanner, failureFamily, rowAvals, rowMark, tracingModel } from './view-model';
 
 interface Truth {
   jaxpr_text: string;
@@ -162,5 +162,16 @@ describe('rowMark', () => {
     expect(rowMark(3, 7, sel)).toBe('same-line');
     expect(rowMark(4, 8, sel)).toBeNull();
     expect(rowMark(5, null, sel)).toBeNull();
+  });
+});
+
+describe('rowAvals', () => {
+  it('shows every aval of a short row, the first ones and a count of a long one', () => {
+    const avals = Array.from({ length: 150 }, (_, i) => `f32[${i}]`);
+    expect(rowAvals(avals.slice(0, 3))).toEqual({ shown: avals.slice(0, 3), more: 0 });
+    expect(rowAvals(avals.slice(0, ROW_AVALS))).toEqual({ shown: avals.slice(0, ROW_AVALS), more: 0 });
+    const long = rowAvals(avals);
+    expect(long.shown).toEqual(avals.slice(0, ROW_AVALS));
+    expect(long.more + long.shown.length).toBe(150);
   });
 });

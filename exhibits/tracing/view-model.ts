@@ -193,3 +193,11 @@ export function failureBanner(failure: RunFailed | undefined, staged: JaxprStage
 export function codeSpans(text: string): { code: boolean; text: string }[] {
   return text.split('`').map((t, i) => ({ code: i % 2 === 1, text: t }));
 }
+
+/** How many avals an eqn row shows before "+N more" (a jitted model's one call eqn has 150). */
+export const ROW_AVALS = 8;
+
+/** The first `max` of `avals` and how many more there are (the rest are in the row's title). */
+export function rowAvals<T>(avals: readonly T[], max = ROW_AVALS): { shown: readonly T[]; more: number } {
+  return avals.length <= max ? { shown: avals, more: 0 } : { shown: avals.slice(0, max), more: avals.length - max };
+}
