@@ -20,6 +20,7 @@ import {
   nonfiniteSummary,
   stepRows,
   stepSelection,
+  stepWantsDetail,
   type MarkedValue,
 } from './view-model';
 import { fixtureLoader, goldenLoader } from '../../frontend/src/test/fixtures';
@@ -262,5 +263,44 @@ describe('the hidden NaN/Inf of the forward pass', () => {
 
   it('is absent from a run that hides nothing', () => {
     expect(nanModel([]).hidden).toBeUndefined();
+  });
+});
+
+describe('a step streamed as a summary (details on demand): its row shows LOADING and asks', () => {
+  // The golden where_sqrt stream with its steps as the runner streams them once far from the
+  // cursor: `without_previews` (protocol.py) leaves each ValueView's preview out (None, deferred)
+  // and the runner sets a detail_id; the whole event comes back with the same seq.
+  const golden = goldenLoader(import.meta.url)('where_sqrt');
+  const hide = <T extends { preview?: string | null; deferred?: boolean }>(v: T): T => ({ ...v, preview: null, deferred: true });
+  const summaries: Event[] = golden.map((e): Event => {
+    if (e.type !== 'transpose_stepped') return e;
+    return {
+      ...e,
+      detail_id: `d${e.seq}`,
+      cts_in: e.cts_in.map(hide),
+      args: e.args.map(hide),
+      writes: e.writes.map((w) => ({ ...w, contribution: hide(w.contribution), running: hide(w.running) })),
+    };
+  });
+
+  it('a summary row shows (loading…) for each write, not an empty cell, and wants its detail', () => {
+    const whole = stepRows(nanModel(golden).steps);
+    const rows = stepRows(nanModel(summaries).steps);
+    const written = rows.filter((r) => r.step.writes.length > 0);
+    expect(written.length).toBeGreaterThan(0);
+    for (const r of written) {
+      expect(stepWantsDetail(r.step)).toBe(true);
+      expect(r.wrote).toContain('(loading…)');
+      expect(r.wrote.split('; ')).toHaveLength(r.step.writes.length);
+    }
+    // the NaN marking reads `nonfinite`, which a summary keeps: the same rows are marked
+    expect(rows.map((r) => r.status)).toEqual(whole.map((r) => r.status));
+    // the whole events (what the detail brings back) show the previews and want nothing
+    for (const r of whole) {
+      expect(stepWantsDetail(r.step)).toBe(false);
+      expect(r.wrote).not.toContain('(loading…)');
+    }
+    const first = whole.find((r) => r.step.writes.length > 0);
+    expect(first?.wrote).toContain(first?.step.writes[0]?.contribution.preview?.slice(0, 10));
   });
 });

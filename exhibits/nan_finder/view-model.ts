@@ -8,7 +8,7 @@ import type { Selection } from '../../frontend/src/exhibit-api';
 import type { Event, EventOf, RunFailed } from '../../frontend/src/protocol';
 import { listsPending } from '../../frontend/src/store/list-ranges';
 import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
-import { formatScalar } from '../../frontend/src/widgets/format';
+import { LOADING, formatScalar } from '../../frontend/src/widgets/format';
 
 export type Found = EventOf<'nonfinite_found'>;
 export type Step = EventOf<'transpose_stepped'>;
@@ -74,6 +74,21 @@ export function eqnLine(text: string): string {
   return flat.length > 72 ? `${flat.slice(0, 71)}…` : flat;
 }
 
+/**
+ * True when `step` is a summary whose written cotangents' values are left out (details on
+ * demand: once the run ended, a step away from the stepper's cursor streams without them): the
+ * table's row asks for its whole event when it is shown or clicked.
+ */
+export function stepWantsDetail(step: Step): boolean {
+  return step.detail_id != null && step.writes.some((w) => w.contribution.deferred === true);
+}
+
+/** What a write's contribution shows in the table: its preview, or LOADING until it arrives. */
+function contributionText(w: Step['writes'][number]): string {
+  if (w.contribution.preview == null && w.contribution.deferred === true) return LOADING;
+  return short(w.contribution.preview, 28);
+}
+
 export function stepRows(steps: readonly Step[]): StepRow[] {
   return steps.map((step) => ({
     step,
@@ -85,7 +100,7 @@ export function stepRows(steps: readonly Step[]): StepRow[] {
     wrote:
       step.writes.length === 0
         ? '—'
-        : step.writes.map((w) => `${w.var} ${w.mode === 'set' ? '←' : '+='} ${short(w.contribution.preview, 28)}`).join('; '),
+        : step.writes.map((w) => `${w.var} ${w.mode === 'set' ? '←' : '+='} ${contributionText(w)}`).join('; '),
   }));
 }
 
