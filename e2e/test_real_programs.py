@@ -716,6 +716,27 @@ def test_a_jitted_gpt_stack_arrives_whole_in_the_page(
         page.wait_for_timeout(200)
     expect(text).to_contain_text(last_line)
     assert frames and max(frames) < 2**20, frames  # it came in ranges, each under 1 MiB
+    # JAX prints the jaxprs it names (the jitted f, shared helpers) before the top-level jaxpr;
+    # folded (the default) they are one row, and eqn 0 is the top-level `jit[name=f jaxpr=f]`
+    # line with the top-level `{ lambda` above it, not a line inside f.
+    lines = str(closed).split("\n")
+    top = next(i for i, line in enumerate(lines) if line.startswith("{ lambda "))
+    named = [line.split(" ")[1] for line in lines[:top] if line.startswith("let ")]
+    assert "f" in named, named
+    call = next(line for line in lines[top:] if "jit[name=f jaxpr=f]" in line)
+    expect(page.get_by_test_id("jaxpr-fold")).to_be_checked()
+    eqn0 = page.get_by_test_id("eqn-0")
+    expect(eqn0).to_have_count(1)
+    eqn0.scroll_into_view_if_needed()
+    expect(eqn0.locator(".line").first).to_have_text(call)
+    # It calls the named f: its wrapped arguments are shown, there is no inner jaxpr to fold.
+    expect(eqn0).not_to_contain_text("lines of inner jaxpr folded")
+    page.screenshot(path=str(screenshots / "real-gpt-jit-tracing-eqn0.png"))
+    text.evaluate("el => { el.scrollTop = 0; }")
+    expect(page.get_by_test_id("jaxpr-text-named-fold")).to_have_text(
+        f"… {top} lines of named jaxprs ({', '.join(named)}) folded …"
+    )
+    expect(text.locator(".line").nth(1)).to_have_text(lines[top])
     page.screenshot(path=str(screenshots / "real-gpt-jit-tracing.png"))
     assert console_errors == []
 

@@ -7,6 +7,14 @@
  * `jit`/`custom_jvp_call`/`scan` eqns in full. This module finds, for every top-level eqn, the
  * range of text lines it occupies, so that the text can be clicked and highlighted per eqn, and
  * the long eqns folded to their first and last line.
+ *
+ * JAX prints an inner jaxpr that is used more than once, or that has more than 10 eqns, once,
+ * BEFORE the top-level jaxpr (`let g = { lambda ... } in`, its eqns at the same indent as the
+ * top-level ones), and the eqns that call it as `jit[name=g jaxpr=g]`. The top-level jaxpr is the
+ * first line opening with `{ lambda` (as `body_start` in backend/jaxscope/summaries.py); its eqns
+ * are looked for only after its `let`, and the lines before it (the named jaxprs) fold as one
+ * block. A top-level jaxpr short enough is printed on one line
+ * (`{ lambda ; a:f32[3]. let b:f32[] = jit[name=g jaxpr=g] a in (b,) }`): its eqns are all on it.
  */
 
 /** Lines `[start, end)` (0-based indices into the text's lines) printed for eqn `index`. */
@@ -23,6 +31,10 @@ export interface JaxprLayout {
   spans: EqnSpan[];
   /** for each line, the eqn printed on it, or null (header, `in (...)`, blank) */
   lineToEqn: (number | null)[];
+  /** the line the top-level jaxpr starts on (`{ lambda ...`): the lines before it are named jaxprs */
+  top: number;
+  /** the names of the jaxprs printed before it (`let g = { lambda ...`), in JAX's order */
+  named: string[];
 }
 
 const firstLine = (s: string): string => {
@@ -32,21 +44,42 @@ const firstLine = (s: string): string => {
 
 const indentOf = (s: string): number => s.length - s.trimStart().length;
 
-/** The line that starts the jaxpr's outvars (`  in (a, b) }`): the last line at indent 2 opening with `in`. */
+/** The first line opening with `{ lambda`: the top-level jaxpr (0 when there is none). */
+export function findTopLine(lines: readonly string[]): number {
+  const top = lines.findIndex((l) => l.startsWith('{ lambda'));
+  return top < 0 ? 0 : top;
+}
+
+/**
+ * The line that starts the jaxpr's outvars (`  in (a, b) }`): the last line at indent 2 opening
+ * with `in` after the top-level `{ lambda` (the named jaxprs before it have theirs too); the
+ * text's length when there is none (a top-level jaxpr printed on one line).
+ */
 export function findOutLine(lines: readonly string[]): number {
-  for (let i = lines.length - 1; i >= 0; i--) {
+  const top = findTopLine(lines);
+  for (let i = lines.length - 1; i >= top; i--) {
     const line = lines[i] ?? '';
     if (indentOf(line) === 2 && /^in[\s(]/.test(line.trimStart())) return i;
   }
   return lines.length;
 }
 
-/** The first line after the header `{ lambda ... let` (the header can wrap over several lines). */
-function findBodyStart(lines: readonly string[]): number {
-  for (let i = 0; i < lines.length; i++) {
+/** The first line after the top-level header `{ lambda ... let` (the header can wrap over several lines). */
+function findBodyStart(lines: readonly string[], top: number): number {
+  for (let i = top; i < lines.length; i++) {
     if (/\blet\s*$/.test(lines[i] ?? '')) return i + 1;
   }
-  return 0;
+  return top;
+}
+
+/** The names of the jaxprs JAX printed before the top-level one (`let g = { lambda ...`). */
+function namedJaxprs(lines: readonly string[], top: number): string[] {
+  const names: string[] = [];
+  for (let i = 0; i < top; i++) {
+    const m = /^let (\S+) = \{ lambda/.exec(lines[i] ?? '');
+    if (m?.[1] !== undefined) names.push(m[1]);
+  }
+  return names;
 }
 
 /**
@@ -62,15 +95,26 @@ function findBodyStart(lines: readonly string[]): number {
  */
 export function mapEqnLines(text: string, eqnTexts: readonly string[], ranged = false): JaxprLayout {
   const lines = text.split('\n');
+  const top = findTopLine(lines);
+  const named = namedJaxprs(lines, top);
+  const lineToEqn: (number | null)[] = lines.map(() => null);
+  // A top-level jaxpr printed on one line (`{ lambda ; a. let b = f a in (b,) }`): its eqns are on it.
+  if (top === lines.length - 1 && / let /.test(lines[top] ?? '') && !/\blet\s*$/.test(lines[top] ?? '')) {
+    if (eqnTexts.length > 0) lineToEqn[top] = 0;
+    const spans = eqnTexts.map((_, index) => ({ index, start: top, end: top + 1 }));
+    return { lines, spans, lineToEqn, top, named };
+  }
   // A view sent in eqn ranges (design 0045) has its ranges line before `in (...)`: no eqn's.
   const outLine = findOutLine(lines) - (ranged ? 1 : 0);
   const starts: number[] = [];
-  let cursor = findBodyStart(lines);
+  let cursor = findBodyStart(lines, top);
   for (const eqnText of eqnTexts) {
     const want = firstLine(eqnText);
     let found = -1;
+    // Top-level eqns start at indent 4 (an inner jaxpr's eqns printed above are deeper).
     for (let i = cursor; i < outLine; i++) {
-      if ((lines[i] ?? '').trim() === want) {
+      const line = lines[i] ?? '';
+      if (indentOf(line) === 4 && line.trim() === want) {
         found = i;
         break;
       }
@@ -89,33 +133,48 @@ export function mapEqnLines(text: string, eqnTexts: readonly string[], ranged = 
     cursor = Math.min(found + 1, outLine);
   }
   const spans: EqnSpan[] = [];
-  const lineToEqn: (number | null)[] = lines.map(() => null);
   starts.forEach((start, index) => {
     const next = index + 1 < starts.length ? (starts[index + 1] ?? outLine) : outLine;
     const end = Math.min(Math.max(start + 1, next), lines.length);
     spans.push({ index, start, end });
     for (let l = start; l < end && l < lines.length; l++) lineToEqn[l] = index;
   });
-  return { lines, spans, lineToEqn };
+  return { lines, spans, lineToEqn, top, named };
+}
+
+/**
+ * Whether the lines of `span` print an inner jaxpr (`jaxpr={ lambda ...`): an eqn calling a
+ * named jaxpr (`jit[name=f jaxpr=f] a b ...`) has none, only its wrapped arguments.
+ */
+export function printsInnerJaxpr(layout: JaxprLayout, span: EqnSpan): boolean {
+  // Lines after the first (a top-level jaxpr on one line has its own `{ lambda` on it).
+  for (let l = span.start + 1; l < span.end; l++) if ((layout.lines[l] ?? '').includes('{ lambda')) return true;
+  return false;
 }
 
 /** One row of the folded text: a text line, or the marker standing for the lines folded away. */
 export type TextRow =
   | { kind: 'line'; line: number; eqn: number | null }
-  | { kind: 'fold'; eqn: number; hidden: number };
+  | { kind: 'fold'; eqn: number; hidden: number }
+  | { kind: 'named'; eqn: null; hidden: number; names: string[] };
 
 /**
  * The rows to show when the eqns in `folded` are folded: a folded eqn keeps its first and last
  * line (`g:f32[3] = jit[` ... `] f e c`), and one `fold` row stands for the lines in between.
+ * `foldNamed`: one `named` row stands for the named jaxprs printed before the top-level jaxpr.
  */
-export function visibleRows(layout: JaxprLayout, folded: ReadonlySet<number>): TextRow[] {
+export function visibleRows(layout: JaxprLayout, folded: ReadonlySet<number>, foldNamed = false): TextRow[] {
   const rows: TextRow[] = [];
   const spanAt = new Map<number, EqnSpan>();
-  for (const s of layout.spans) spanAt.set(s.start, s);
+  for (const s of layout.spans) if (!spanAt.has(s.start)) spanAt.set(s.start, s);
   let i = 0;
+  if (foldNamed && layout.top > 0) {
+    rows.push({ kind: 'named', eqn: null, hidden: layout.top, names: layout.named });
+    i = layout.top;
+  }
   while (i < layout.lines.length) {
     const span = spanAt.get(i);
-    if (span && folded.has(span.index) && span.end - span.start > 2) {
+    if (span && folded.has(span.index) && span.end - span.start > 2 && printsInnerJaxpr(layout, span)) {
       rows.push({ kind: 'line', line: span.start, eqn: span.index });
       rows.push({ kind: 'fold', eqn: span.index, hidden: span.end - span.start - 2 });
       rows.push({ kind: 'line', line: span.end - 1, eqn: span.index });
