@@ -121,3 +121,24 @@ def test_palette_adds_and_remove_drops_a_chip(page: Page, console_errors: list[s
     wait_for_expression(page, "grad(f)(*args)")
     assert chips(page) == ["grad"]
     assert console_errors == []
+
+
+def test_a_jitted_f_says_the_tracers_are_its_jit_calls(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """``f = jax.jit(f)``: the diagram says the innermost tracer is what the jit call received,
+    and that jit traces f's body with DynamicJaxprTracers (a new-user review found 'f receives
+    LinearizeTracer' for a jitted model)."""
+    from e2e.browser import set_code
+
+    source = (EXHIBITS_DIR / "transform_order" / "examples" / "per_example_grads.py").read_text()
+    open_exhibit(page, "transform_order")
+    set_code(page, source + "\nimport jax\n\nf = jax.jit(f)\n")
+    run_and_wait(page)
+    expect(page.get_by_test_id("verdict").first).to_have_text("JAX accepts it")
+    diagram = page.get_by_test_id("trace-diagram").first
+    expect(diagram.get_by_test_id("traces-at-jit")).to_contain_text("DynamicJaxprTracer")
+    expect(diagram).to_contain_text("jax.jit(f) receives")
+    expect(diagram).not_to_contain_text("f receives LinearizeTracer")
+    page.screenshot(path=str(screenshots / "transform_order-jitted-f.png"))
+    assert console_errors == []

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Literal
 
 from jaxscope.protocol import ArrayPreview, EventBase, JaxprView, SourceLoc, WireModel
+from pydantic import Field
 
 from exhibits.transpose.events import OutputLeafView
 
@@ -81,6 +82,11 @@ class TransformStackEvaluated(EventBase):
     explanation: str | None = None
     fix: str | None = None
     traces: list[ArgTraceView] = []
+    # True when the user's f is itself ``jax.jit(...)``: ``traces`` are what reached its jit
+    # call; jit traces f's Python body with DynamicJaxprTracers only. Off the wire when False.
+    traces_at_jit: bool = Field(
+        default=False, exclude_if=lambda v: not v, json_schema_extra={"x-wire-optional": True}
+    )
     eqn_count: int | None = None
     flops: float | None = None
     time_ms: float | None = None

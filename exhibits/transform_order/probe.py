@@ -255,6 +255,14 @@ def _timed(compiled: Any, args: tuple[Any, ...]) -> tuple[Any, float]:
     return out, statistics.median(times)
 
 
+def is_jitted(f: object) -> bool:
+    """Whether ``f`` is a ``jax.jit``-wrapped function (``jax.stages.Wrapped``: it has
+    ``lower`` and ``trace``, and the Python function it wraps as ``__wrapped__``)."""
+    return all(callable(getattr(f, name, None)) for name in ("lower", "trace")) and callable(
+        getattr(f, "__wrapped__", None)
+    )
+
+
 def evaluate(
     f: Callable[..., Any],
     args: tuple[Any, ...],
@@ -312,6 +320,7 @@ def evaluate(
             explanation=explanation,
             fix=fix,
             traces=seen.args,
+            traces_at_jit=is_jitted(f),
             output_leaf=output_leaves(stack, rules),
         )
         return failed_event, None
@@ -325,6 +334,7 @@ def evaluate(
         jaxpr=jaxpr_view(closed),
         result=output_previews(out),
         traces=seen.args,
+        traces_at_jit=is_jitted(f),
         eqn_count=count_eqns(closed.jaxpr),
         flops=flops,
         time_ms=time_ms,

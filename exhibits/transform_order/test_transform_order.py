@@ -477,3 +477,23 @@ def test_vmaps_inconsistent_sizes_are_at_the_args_line_as_in_the_vmap_exhibit() 
     with pytest.raises(ValueError) as info:
         run_probe("vmap", text)
     assert getattr(info.value, BLAME_ATTR)[0] == args_line
+
+
+def test_a_jitted_f_says_its_traces_are_those_of_its_jit_call() -> None:
+    """``f = jax.jit(u)``: the tracers recorded are those reaching the jit call; inside, JAX
+    traces ``u``'s body with DynamicJaxprTracers only (observed by a spy in ``u`` itself)."""
+    inside: list[str] = []
+
+    def u(x: Any) -> Any:
+        inside.append(type(x).__name__)
+        return jnp.sum(jnp.sin(x))
+
+    jitted = jax.jit(u)
+    x = jnp.ones((4, 3))
+    event, _ = probe.evaluate(jitted, (x,), ["vmap", "grad"], 0, label="", group="user", code="")
+    assert event.ok and event.traces_at_jit
+    assert [n.tracer for n in event.traces[0].nodes][:2] == ["LinearizeTracer", "BatchTracer"]
+    assert inside and set(inside) == {"DynamicJaxprTracer"}
+    plain, _ = probe.evaluate(u, (x,), ["vmap", "grad"], 0, label="", group="user", code="")
+    assert not plain.traces_at_jit
+    assert "traces_at_jit" not in plain.model_dump_json()  # off the wire when False

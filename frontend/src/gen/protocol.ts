@@ -2424,6 +2424,7 @@ export interface TransformStackEvaluated {
   stack: string[];
   time_ms: number | null;
   traces: ArgTraceView[];
+  traces_at_jit?: boolean;
   type: 'transform_stack_evaluated';
 }
 /**
