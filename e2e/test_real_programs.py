@@ -680,6 +680,13 @@ def test_partial_eval_of_the_20000_eqn_loop_counts_the_whole_jaxprs(
     expect(last).to_contain_text(u.jaxpr.invars[n_res - 1].aval.str_short(short_dtypes=True))
     expect(page.get_by_test_id(f"residual-{n_res}")).to_have_count(0)
     page.screenshot(path=str(screenshots / "real-loop-partial_eval-residuals.png"))
+    # "load all" on the known pane's note: every eqn range arrives, and the view is whole (its
+    # note goes: total_eqns is null once the last range is in). A jump to the end of the text
+    # showed only its 5,000 outvars and loaded nothing (a new-user review).
+    known_pane = page.get_by_test_id("known-pane")
+    known_pane.get_by_test_id("jaxpr-text-load-all").click()
+    expect(known_pane.get_by_test_id("jaxpr-summary-note")).to_have_count(0, timeout=180_000)
+    expect(known_pane.locator(".ui-count")).to_have_text(f"{nk:,} eqns")
     assert console_errors == []
 
 
@@ -738,6 +745,11 @@ def test_a_jitted_gpt_stack_arrives_whole_in_the_page(
     )
     expect(text.locator(".line").nth(1)).to_have_text(lines[top])
     page.screenshot(path=str(screenshots / "real-gpt-jit-tracing.png"))
+    # the call eqn's 150 in-avals: the first 8 in its row of the eqn stream, then a count
+    n_in = len(closed.jaxpr.eqns[0].invars)
+    assert n_in > 8
+    row = page.get_by_test_id("recorded-eqn-0")
+    expect(row.get_by_test_id("avals-more")).to_have_text(f"+{n_in - 8} more")
     assert console_errors == []
 
 
