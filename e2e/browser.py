@@ -42,3 +42,13 @@ def run_and_wait(page: Page) -> None:
     expect(page.get_by_test_id("stepper-event-type")).to_have_text(
         re.compile(r"run_finished|run_failed"), timeout=RUN_TIMEOUT_MS
     )
+
+
+def run_real(page: Page, exhibit: str, code: str, timeout: float = 120_000) -> None:
+    """Open ``exhibit`` in a 1400 x 1000 page, paste ``code``, run it and wait (``timeout`` ms)
+    for ``run_finished``: the start of every real-program test (examples/real)."""
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    open_exhibit(page, exhibit)
+    set_code(page, code)
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=timeout)

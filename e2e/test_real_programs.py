@@ -12,7 +12,7 @@ from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
 from jaxscope.sandbox.snippet import load_snippet
 from playwright.sync_api import Locator, Page, expect
 
-from e2e.browser import editor_text, open_exhibit, set_code
+from e2e.browser import editor_text, open_exhibit, run_real, set_code
 
 ROOT = Path(__file__).resolve().parent.parent
 LOOP = (ROOT / "examples" / "real" / "loop_20k.py").read_text()
@@ -48,11 +48,7 @@ def test_cancel_answers_while_a_20000_eqn_loop_streams(
 def test_the_gpt_stack_jaxpr_is_windowed_named_and_linked(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
-    page.set_viewport_size({"width": 1400, "height": 1000})
-    open_exhibit(page, "tracing")
-    set_code(page, GPT)
-    page.get_by_test_id("run").click()
-    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=120_000)
+    run_real(page, "tracing", GPT, timeout=120_000)
     snippet = load_snippet(GPT)
     closed = jax.make_jaxpr(snippet.f)(*snippet.args)
     eqns = len(closed.jaxpr.eqns)
@@ -710,11 +706,7 @@ def test_a_jitted_gpt_stack_arrives_whole_in_the_page(
         ws.on("framereceived", on_frame)
 
     page.on("websocket", on_socket)
-    page.set_viewport_size({"width": 1400, "height": 1000})
-    open_exhibit(page, "tracing")
-    set_code(page, code)
-    page.get_by_test_id("run").click()
-    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=120_000)
+    run_real(page, "tracing", code, timeout=120_000)
     text = page.get_by_test_id("jaxpr-text")
     for _ in range(50):
         text.evaluate("el => { el.scrollTop = el.scrollHeight; }")
@@ -805,11 +797,7 @@ def test_the_structure_tab_windows_hundreds_of_constvars(
     snippet = load_snippet(CLOSES_OVER)
     closed = jax.make_jaxpr(snippet.f)(*snippet.args)
     assert len(closed.consts) == 400
-    page.set_viewport_size({"width": 1400, "height": 1000})
-    open_exhibit(page, "tracing")
-    set_code(page, CLOSES_OVER)
-    page.get_by_test_id("run").click()
-    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=120_000)
+    run_real(page, "tracing", CLOSES_OVER, timeout=120_000)
     page.get_by_test_id("tab-structure").click()
     expect(page.get_by_test_id("constvar-0")).to_be_visible()
     assert page.locator("[data-testid^='constvar-']").count() < 100

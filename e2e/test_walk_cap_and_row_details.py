@@ -11,7 +11,7 @@ import jax
 from jaxscope.sandbox.snippet import load_snippet
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, set_code
+from e2e.browser import run_real
 
 ROOT = Path(__file__).resolve().parent.parent
 LOOP = (ROOT / "examples" / "real" / "loop_20k.py").read_text()
@@ -28,11 +28,7 @@ def test_the_transpose_walk_of_the_20000_eqn_loop_says_where_it_stops(
     _, f_lin = jax.linearize(snippet.f, *snippet.args)
     total = len(jax.make_jaxpr(f_lin)(*snippet.args).jaxpr.eqns)
     assert total > cap
-    page.set_viewport_size({"width": 1400, "height": 1000})
-    open_exhibit(page, "transpose")
-    set_code(page, LOOP)
-    page.get_by_test_id("run").click()
-    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=300_000)
+    run_real(page, "transpose", LOOP, timeout=300_000)
     expect(page.get_by_test_id("tw-step-count")).to_have_text(
         f"step {cap:,} / {cap:,} of {total:,}"
     )
@@ -49,11 +45,7 @@ def test_the_transpose_walk_of_the_20000_eqn_loop_says_where_it_stops(
 def test_the_nan_finder_table_keeps_its_cotangents_after_the_run(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
-    page.set_viewport_size({"width": 1400, "height": 1000})
-    open_exhibit(page, "nan_finder")
-    set_code(page, ADAM)
-    page.get_by_test_id("run").click()
-    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=300_000)
+    run_real(page, "nan_finder", ADAM, timeout=300_000)
     table = page.get_by_test_id("walk-table")
     rows = table.locator("tbody tr:not(.spacer)")
     expect(rows.first).to_be_visible()
