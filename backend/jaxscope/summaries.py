@@ -181,14 +181,7 @@ def split_view(
         # Most of the view is in a few large eqns (a model under one ``jit`` call), each a range
         # over the bound by itself: the view is split inside its eqns instead (``split_lists``).
         return None
-    cuts = [0]
-    budget = HEAD_BYTES
-    used = 0
-    for i, size in enumerate(sizes):
-        if i > cuts[-1] and used + size > budget:
-            cuts.append(i)
-            budget, used = RANGE_BYTES, 0
-        used += size
+    cuts = _list_cuts(sizes, separator=0)
     if len(cuts) == 1:
         return None
     total = len(view.eqns)
@@ -264,17 +257,18 @@ def _item_bytes(item: object) -> int:
     return len(item.model_dump_json()) if isinstance(item, BaseModel) else len(repr(item))
 
 
-def _list_cuts(sizes: list[int], head: int | None = None) -> list[int]:
+def _list_cuts(sizes: list[int], head: int | None = None, separator: int = 1) -> list[int]:
     """Where a list of items of ``sizes`` (bytes) is cut: its head within ``head`` bytes
     (:data:`HEAD_BYTES` by default), then ranges within :data:`RANGE_BYTES` (at least one item
-    each); the cuts' start indices."""
+    each), counting ``separator`` bytes per item (a JSON list's commas; eqn ranges count none);
+    the cuts' start indices. Eqn ranges (:func:`split_view`) and list ranges share it."""
     cuts = [0]
     budget, used = HEAD_BYTES if head is None else head, 0
     for i, size in enumerate(sizes):
         if i > cuts[-1] and used + size > budget:
             cuts.append(i)
             budget, used = RANGE_BYTES, 0
-        used += size + 1
+        used += size + separator
     return cuts
 
 
