@@ -312,9 +312,12 @@ def pids_of_uid(uid: int) -> Iterator[int]:
                         break
 
 
-def kill_uid(uid: int, timeout_s: float = 5.0) -> bool:
+def kill_uid(uid: int, timeout_s: float = 30.0) -> bool:
     """SIGKILL every process running as ``uid`` until none is left (blocking: call it off the
-    event loop); True when none is left within ``timeout_s``."""
+    event loop); True when none is left within ``timeout_s``. The wait is long because a fork
+    bomb leaves hundreds of forks of a JAX process, each with its own page tables to tear down:
+    about 1 s on a quiet 2-core machine, over 10 s on one loaded by a CI run (a uid given up
+    on here is never leased again)."""
     import signal
 
     deadline = time.monotonic() + timeout_s

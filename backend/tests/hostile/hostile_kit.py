@@ -193,14 +193,27 @@ def alive(pid: int) -> bool:
         return False
 
 
-def describe(pids: Iterable[int]) -> list[str]:
-    """``pid: cmdline`` of each pid still there."""
+def describe(pids: Iterable[int], most: int = 20) -> list[str]:
+    """``pid (state, wchan): cmdline`` of the first ``most`` pids still there, then how many
+    more (the state and the kernel function it waits in tell a slow teardown from a stuck
+    process)."""
     found = []
-    for pid in pids:
+    pids = list(pids)
+    for pid in pids[:most]:
         with contextlib.suppress(OSError):
             with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
                 words = cmdline.read().replace(b"\0", b" ").decode(errors="replace")
-            found.append(f"{pid}: {words[:200]}")
+            state = wchan = "?"
+            with contextlib.suppress(OSError, IndexError):
+                with open(f"/proc/{pid}/stat", "rb") as stat:
+                    text = stat.read()
+                state = text[text.rfind(b")") + 2 :].split()[0].decode()
+            with contextlib.suppress(OSError):
+                with open(f"/proc/{pid}/wchan") as chan:
+                    wchan = chan.read() or "-"
+            found.append(f"{pid} ({state}, {wchan}): {words[:200]}")
+    if len(pids) > most:
+        found.append(f"... and {len(pids) - most} more")
     return found
 
 
@@ -260,8 +273,10 @@ class HostPaths:
         return [p for p, state in self.before.items() if self._state(p) != state]
 
 
-def wait_gone(outcome: Outcome, timeout_s: float = 10.0) -> None:
-    """Wait (polling) until no process of the run's worker is left; fail naming them."""
+def wait_gone(outcome: Outcome, timeout_s: float = 40.0) -> None:
+    """Wait (polling) until no process of the run's worker is left; fail naming them. The wait
+    covers the worker's own clean-up (``namespaces.kill_uid``, up to 30 s): a fork bomb's
+    hundreds of processes took over 10 s to go on a 2-core machine loaded by a CI run."""
     deadline = time.monotonic() + timeout_s
     while left := processes_left(outcome):
         if time.monotonic() > deadline:
