@@ -58,7 +58,8 @@ class TransformStackEvaluated(EventBase):
 
     ``group``: ``user`` for the user's stack (emitted first), else the built-in comparison it
     belongs to (``per_example``, ``jacobian``, ``model``). ``code`` is the Python expression
-    evaluated. ``traces``: the tracers that reached the function, per argument leaf.
+    evaluated. ``traces``: the tracers that reached the function, per argument leaf (the first
+    8; ``traces_left_out`` counts the leaves after them).
     ``eqn_count`` counts the jaxpr's eqns, inner jaxprs included; ``flops`` is
     ``jax.jit(g).lower(...).compile().cost_analysis()["flops"]``; ``time_ms`` the median wall
     time of a warm call of the jitted function (``block_until_ready``). ``check``: what the
@@ -86,6 +87,11 @@ class TransformStackEvaluated(EventBase):
     # call; jit traces f's Python body with DynamicJaxprTracers only. Off the wire when False.
     traces_at_jit: bool = Field(
         default=False, exclude_if=lambda v: not v, json_schema_extra={"x-wire-optional": True}
+    )
+    # The argument leaves after the first ``len(traces)`` (``MAX_LEAVES``) that ``traces``
+    # leaves out (a model's parameters). Off the wire when 0.
+    traces_left_out: int = Field(
+        default=0, exclude_if=lambda v: not v, json_schema_extra={"x-wire-optional": True}
     )
     eqn_count: int | None = None
     flops: float | None = None

@@ -320,6 +320,7 @@ def evaluate(
             explanation=explanation,
             fix=fix,
             traces=seen.args,
+            traces_left_out=seen.left_out,
             traces_at_jit=is_jitted(f),
             output_leaf=output_leaves(stack, rules),
         )
@@ -334,6 +335,7 @@ def evaluate(
         jaxpr=jaxpr_view(closed),
         result=output_previews(out),
         traces=seen.args,
+        traces_left_out=seen.left_out,
         traces_at_jit=is_jitted(f),
         eqn_count=count_eqns(closed.jaxpr),
         flops=flops,

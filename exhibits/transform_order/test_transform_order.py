@@ -497,3 +497,26 @@ def test_a_jitted_f_says_its_traces_are_those_of_its_jit_call() -> None:
     plain, _ = probe.evaluate(u, (x,), ["vmap", "grad"], 0, label="", group="user", code="")
     assert not plain.traces_at_jit
     assert "traces_at_jit" not in plain.model_dump_json()  # off the wire when False
+
+
+def test_argument_leaves_past_the_drawn_ones_are_counted() -> None:
+    """A model's parameters (27 leaves here, as a dict of layers): ``traces`` draws the first
+    leaves and ``traces_left_out`` counts the rest, so that together they are
+    ``jax.tree.leaves(args)`` and the composed jaxpr's invars; a small f leaves it off the wire."""
+    params = {f"layer{i}": {"w": jnp.ones((3, 3)), "b": jnp.zeros(3)} for i in range(13)}
+    args = (params, jnp.ones((4, 3)))
+
+    def loss(p: Any, x: Any) -> Any:
+        for i in range(13):
+            x = jnp.tanh(x @ p[f"layer{i}"]["w"] + p[f"layer{i}"]["b"])
+        return jnp.sum(x)
+
+    event, _ = probe.evaluate(loss, args, ["grad"], 0, label="", group="user", code="")
+    leaves = jax.tree.leaves(args)
+    assert event.ok and event.jaxpr is not None and len(leaves) == 27
+    assert len(event.traces) + event.traces_left_out == len(leaves) == len(event.jaxpr.invars)
+    assert len(event.traces) < len(leaves)
+    assert json.loads(event.model_dump_json())["traces_left_out"] == len(leaves) - len(event.traces)
+    small, _ = probe.evaluate(jnp.sum, (jnp.ones(3),), ["grad"], 0, label="", group="user", code="")
+    assert small.ok and len(small.traces) == 1
+    assert "traces_left_out" not in small.model_dump_json()

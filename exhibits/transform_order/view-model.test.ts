@@ -5,6 +5,7 @@ import {
   CHIPS,
   compact,
   keyMove,
+  leavesLeftOut,
   MAX_CHIPS,
   moveChip,
   ms,
@@ -206,6 +207,30 @@ describe("the nest diagram", () => {
       "LinearizeTrace",
       "BatchTrace",
     ]);
+  });
+});
+
+describe("argument leaves past the drawn ones", () => {
+  // A model of 13 layers {w, b} and a batch x (test_transform_order.py's
+  // test_argument_leaves_past_the_drawn_ones_are_counted): 27 leaves, the probe draws 8 and
+  // counts the rest; the composed jaxpr takes every leaf as an invar.
+  const aval = { shape: [3], dtype: "float32", weak_type: false, short: "f32[3]" };
+  const invars = Array.from({ length: 27 }, (_, i) => ({ aval, literal: false, name: `v${i}` }));
+  const drawn = Array.from({ length: 8 }, (_, i) => ({ ...vmapGradX, path: `p['layer${i >> 1}']` }));
+  const model = evaluated({
+    traces: drawn,
+    traces_left_out: 19,
+    jaxpr: { arg_names: null, constvars: [], effects: [], eqns: [], invars, outvars: [], text: "", total_eqns: 0 },
+  });
+
+  it("says how many more leaves there are: the event's count, its drawn list and its invars agree", () => {
+    const more = leavesLeftOut(model);
+    expect(more).toBe((model.jaxpr?.invars.length ?? 0) - model.traces.length);
+    expect(more + model.traces.length).toBe(27);
+  });
+
+  it("says nothing when every leaf is drawn (the field is off the wire)", () => {
+    expect(leavesLeftOut(evaluated({ traces: [vmapGradX] }))).toBe(0);
   });
 });
 

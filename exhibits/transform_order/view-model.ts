@@ -206,6 +206,12 @@ export function nestBoxes(arg: ArgTrace): NestBox[] {
   return chain.reverse();
 }
 
+/** How many argument leaves the event has past those it draws (a model's parameters: the probe
+ * records the first 8, `traces_left_out` counts the rest); 0 when every leaf is drawn. */
+export function leavesLeftOut(e: StackEvaluated): number {
+  return e.traces_left_out ?? 0;
+}
+
 /** The trace each argument meets, as a short word for the diagram's legend. */
 export function traceLabel(node: TraceNode): string {
   if (node.trace === null || node.trace === undefined) return "concrete array";

@@ -95,10 +95,12 @@ def tracer_nest(value: Any) -> list[TraceNodeView]:
 
 @dataclass
 class Observation:
-    """What :func:`observing` saw: the nest of each argument leaf on ``f``'s first call."""
+    """What :func:`observing` saw: the nest of each argument leaf on ``f``'s first call (the
+    first :data:`MAX_LEAVES`; ``left_out`` counts the leaves after them)."""
 
     calls: int = 0
     args: list[ArgTraceView] = field(default_factory=list)
+    left_out: int = 0
 
 
 def _positional_names(f: Callable[..., Any]) -> list[str]:
@@ -130,7 +132,9 @@ def observing(f: Callable[..., Any]) -> tuple[Callable[..., Any], Observation]:
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if seen.calls == 0:
-            leaves = jax.tree_util.tree_flatten_with_path(args)[0][:MAX_LEAVES]
+            leaves = jax.tree_util.tree_flatten_with_path(args)[0]
+            seen.left_out = max(0, len(leaves) - MAX_LEAVES)
+            leaves = leaves[:MAX_LEAVES]
             seen.args = [
                 ArgTraceView(
                     path=_named(jax.tree_util.keystr(path), names), nodes=tracer_nest(leaf)

@@ -2386,7 +2386,8 @@ export interface BatchedJaxprStaged {
  *
  * ``group``: ``user`` for the user's stack (emitted first), else the built-in comparison it
  * belongs to (``per_example``, ``jacobian``, ``model``). ``code`` is the Python expression
- * evaluated. ``traces``: the tracers that reached the function, per argument leaf.
+ * evaluated. ``traces``: the tracers that reached the function, per argument leaf (the first
+ * 8; ``traces_left_out`` counts the leaves after them).
  * ``eqn_count`` counts the jaxpr's eqns, inner jaxprs included; ``flops`` is
  * ``jax.jit(g).lower(...).compile().cost_analysis()["flops"]``; ``time_ms`` the median wall
  * time of a warm call of the jitted function (``block_until_ready``). ``check``: what the
@@ -2425,6 +2426,7 @@ export interface TransformStackEvaluated {
   time_ms: number | null;
   traces: ArgTraceView[];
   traces_at_jit?: boolean;
+  traces_left_out?: number;
   type: 'transform_stack_evaluated';
 }
 /**
