@@ -51,6 +51,7 @@ FIXTURES: dict[str, tuple[str, Path, list[str]]] = {
     "tracing-graph-layers": ("tracing", HERE / "snippets" / "graph_layers.py", []),
     "tracing-graph-scopes": ("tracing", HERE / "snippets" / "graph_scopes.py", []),
     "tracing-graph-params": ("tracing", HERE / "snippets" / "graph_params.py", []),
+    "tracing-graph-jit-scopes": ("tracing", HERE / "snippets" / "graph_jit_scopes.py", []),
 }
 
 
@@ -102,6 +103,9 @@ def _inner_tree(eqn: Any) -> dict[str, Any]:
     """An eqn as JAX holds it, with its inner jaxprs' eqns, all the way down."""
     return {
         "primitive": eqn.primitive.name,
+        # relative to the jaxpr that holds it: JAX traces a jit's or scan's body under a new stack
+        "name_stack": str(eqn.source_info.name_stack),
+        "line": _snippet_line(eqn),
         "invars": len(eqn.invars),
         "literals": sum(1 for v in eqn.invars if hasattr(v, "val")),  # a Literal holds its value
         "out_types": [v.aval.str_short(short_dtypes=True) for v in eqn.outvars],

@@ -25,7 +25,7 @@ export interface GraphNode {
   /** the eqn's index in `jaxpr.eqns` (eqn nodes only; for an eqn of an inner jaxpr, the
    * top-level eqn that holds it) */
   eqnIndex: number | null;
-  /** the user line of the eqn (top-level eqn nodes only) */
+  /** the user line of the eqn (an inner eqn's own, not its top-level eqn's) */
   line: number | null;
   /** the collapsed group the node stands for (group nodes only; `graph-groups.ts`) */
   groupId?: string;

@@ -14,8 +14,10 @@
  * An eqn that holds inner jaxprs (`jit`, `scan`, `cond`, `while`, `custom_jvp_call`,
  * `custom_vjp_call`, `remat`) is a group too (`x:<index>`, inside it `x:<index>/jaxpr0/<j>` for
  * an eqn of its inner jaxpr, and so on down): one node until expanded, then its inner eqns in
- * place (`inner-jaxprs.ts`), wired to the eqn's operands and results by position. An expanded
- * group is drawn as a box around what it holds (`GraphCluster`), its header collapsing it again.
+ * place (`inner-jaxprs.ts`), wired to the eqn's operands and results by position, and grouped
+ * there as the top level is (`innerTree`: a model under one `jax.jit` call opens into its layers'
+ * scopes, collapsed, not into its thousand eqns). An expanded group is drawn as a box around what
+ * it holds (`GraphCluster`), its header collapsing it again.
  *
  * JAX's name scopes come first: eqns traced inside `jax.named_scope('layer3')` (or a Flax linen
  * module, which enters one per module call) carry it in their name stack (`EqnView.name_stack`,
@@ -26,7 +28,7 @@
  * layer. A list of more than `CHUNK` items (the 40,000 eqns of one unrolled line) is split into
  * groups of `CHUNK` consecutive items, so that no expand draws more than that at once.
  */
-import type { EqnView, JaxprView, SourceLoc } from '../protocol';
+import type { JaxprView, SourceLoc } from '../protocol';
 import { avalText } from './format';
 import type { DataflowGraph, GraphCluster, GraphEdge, GraphNode } from './dataflow-graph';
 import type { ParsedInner } from './inner-jaxprs';
@@ -49,6 +51,15 @@ export interface EqnGroup {
 }
 
 export type GroupItem = EqnGroup | { kind: 'eqn'; index: number };
+
+/** What the grouping reads of an eqn: its place in its jaxpr (`index`: a top-level eqn's index,
+ * or an inner eqn's position in its inner jaxpr), where it was made and its name stack. A
+ * top-level `EqnView` is one; an inner eqn is read as one (`innerTree`). */
+export interface GroupEqn {
+  index: number;
+  source?: SourceLoc | null;
+  name_stack?: string;
+}
 
 /** Runs of more than this many eqns of one line, with no call between, become a group. */
 export const LINE_RUN_MIN = 8;
@@ -81,13 +92,13 @@ interface Keys {
 /** Group `eqns` (contiguous, in order) by the calls at call depth `depth`; inside each call
  * group, by the name scopes from scope depth `scopeDepth` again (a scope entered inside the
  * function called). */
-function groupAt(eqns: readonly EqnView[], keys: Keys, scopeDepth: number, depth: number, prefix: string): GroupItem[] {
+function groupAt(eqns: readonly GroupEqn[], keys: Keys, scopeDepth: number, depth: number, prefix: string): GroupItem[] {
   const paths = keys.calls;
   const items: GroupItem[] = [];
   const runsOf = new Map<string, number>();
   let i = 0;
   while (i < eqns.length) {
-    const eqn = eqns[i] as EqnView;
+    const eqn = eqns[i] as GroupEqn;
     const call = paths[eqn.index]?.[depth];
     if (call === undefined) {
       items.push({ kind: 'eqn', index: eqn.index });
@@ -95,19 +106,19 @@ function groupAt(eqns: readonly EqnView[], keys: Keys, scopeDepth: number, depth
       continue;
     }
     let j = i;
-    while (j < eqns.length && paths[(eqns[j] as EqnView).index]?.[depth] === call) j++;
+    while (j < eqns.length && paths[(eqns[j] as GroupEqn).index]?.[depth] === call) j++;
     const run = runsOf.get(call) ?? 0;
     runsOf.set(call, run + 1);
     const id = `${prefix}/${call}#${run}`;
     const inner = groupLevel(eqns.slice(i, j), keys, scopeDepth, depth + 1, id);
-    items.push({ kind: 'group', id, label: callLabel(call), origin: 'call', first: eqn.index, last: (eqns[j - 1] as EqnView).index, items: inner });
+    items.push({ kind: 'group', id, label: callLabel(call), origin: 'call', first: eqn.index, last: (eqns[j - 1] as GroupEqn).index, items: inner });
     i = j;
   }
   return groupLineRuns(items, eqns, prefix);
 }
 
 /** Long runs of direct eqns of one line (no call between) become groups of their own. */
-function groupLineRuns(items: GroupItem[], eqns: readonly EqnView[], prefix: string): GroupItem[] {
+function groupLineRuns(items: GroupItem[], eqns: readonly GroupEqn[], prefix: string): GroupItem[] {
   const lineOf = new Map(eqns.map((e) => [e.index, e.source?.line ?? null]));
   const out: GroupItem[] = [];
   let i = 0;
@@ -162,8 +173,9 @@ export function scopePath(nameStack: string | undefined): string[] {
 
 /** How many calls all of `eqns` share, outermost first (a scope entered inside `block` holds
  * eqns all called through `block`: its call groups start below that call). */
-function sharedCalls(eqns: readonly EqnView[], paths: readonly string[][]): number {
-  const head = paths[(eqns[0] as EqnView).index] ?? [];
+function sharedCalls(eqns: readonly GroupEqn[], paths: readonly string[][]): number {
+  if (eqns.length === 0) return 0;
+  const head = paths[(eqns[0] as GroupEqn).index] ?? [];
   let d = 0;
   while (d < head.length && eqns.every((e) => paths[e.index]?.[d] === head[d])) d++;
   return d;
@@ -172,7 +184,7 @@ function sharedCalls(eqns: readonly EqnView[], paths: readonly string[][]): numb
 interface ScopeRun {
   /** the scope at this depth; undefined for eqns grouped by their calls here */
   scope: string | undefined;
-  eqns: EqnView[];
+  eqns: GroupEqn[];
 }
 
 /**
@@ -183,7 +195,7 @@ interface ScopeRun {
  * call's group. A run of one eqn is not a scope group either. Runs of scopes that follow one
  * another (the layers of a loop, each in its own scope) stay apart.
  */
-function scopeRuns(eqns: readonly EqnView[], keys: Keys, depth: number, calls: number): ScopeRun[] {
+function scopeRuns(eqns: readonly GroupEqn[], keys: Keys, depth: number, calls: number): ScopeRun[] {
   const runs: ScopeRun[] = [];
   for (const e of eqns) {
     const scope = keys.scopes[e.index]?.[depth];
@@ -191,7 +203,7 @@ function scopeRuns(eqns: readonly EqnView[], keys: Keys, depth: number, calls: n
     if (last !== undefined && last.scope === scope) last.eqns.push(e);
     else runs.push({ scope, eqns: [e] });
   }
-  const callAt = (e: EqnView | undefined): string | undefined => (e === undefined ? undefined : keys.calls[e.index]?.[calls]);
+  const callAt = (e: GroupEqn | undefined): string | undefined => (e === undefined ? undefined : keys.calls[e.index]?.[calls]);
   const inside = (run: ScopeRun, k: number): boolean => {
     if (run.eqns.length === 1) return true;
     const before = runs[k - 1];
@@ -217,14 +229,14 @@ function scopeRuns(eqns: readonly EqnView[], keys: Keys, depth: number, calls: n
  * (or without) a scope by the calls that made them, from call depth `calls` (those all of a
  * scope's eqns share left out: the `block(p, x)` inside `with named_scope('layer3')` is the box
  * `layer3`, not `layer3` around `block (line 50)`). */
-function groupLevel(eqns: readonly EqnView[], keys: Keys, depth: number, calls: number, prefix: string): GroupItem[] {
+function groupLevel(eqns: readonly GroupEqn[], keys: Keys, depth: number, calls: number, prefix: string): GroupItem[] {
   const runs = scopeRuns(eqns, keys, depth, calls);
   if (runs.length === 1 && runs[0]?.scope === undefined) return groupAt(eqns, keys, depth, calls, prefix);
   const items: GroupItem[] = [];
   const runsOf = new Map<string, number>();
   for (const { scope, eqns: run } of runs) {
-    const first = (run[0] as EqnView).index;
-    const last = (run[run.length - 1] as EqnView).index;
+    const first = (run[0] as GroupEqn).index;
+    const last = (run[run.length - 1] as GroupEqn).index;
     if (scope === undefined) {
       // Call-site ids are unique within one `groupAt`: each run outside the scopes has its own prefix.
       items.push(...groupAt(run, keys, depth, calls, `${prefix}@${first}`));
@@ -260,21 +272,53 @@ function chunked(items: GroupItem[], prefix: string): GroupItem[] {
   return chunked(out, `${prefix}/c`);
 }
 
-/** The group tree of `jaxpr`'s top-level eqns: name scopes, then user calls, then long runs of
- * one line; long lists chunked. */
-export function groupTree(jaxpr: JaxprView): GroupItem[] {
+/** The group tree of `eqns` (one jaxpr's, in order, `index` their places 0, 1, ...): name
+ * scopes, then user calls, then long runs of one line; long lists chunked. Group ids start with
+ * `prefix`. With `inner`, the calls all the eqns share are left out (an inner jaxpr's: the
+ * function `jit` or `scan` traced, called from the line of the eqn that holds it, is the box
+ * itself). */
+function treeOf(eqns: readonly GroupEqn[], prefix: string, inner: boolean): GroupItem[] {
   const paths: string[][] = [];
   const scopes: string[][] = [];
   let scoped = false;
-  for (const e of jaxpr.eqns) {
+  for (const e of eqns) {
     paths[e.index] = callPath(e.source);
     const path = scopePath(e.name_stack);
     scopes[e.index] = path;
     scoped ||= path.length > 0;
   }
   const keys = { calls: paths, scopes };
-  const tree = scoped ? groupLevel(jaxpr.eqns, keys, 0, 0, 'g') : groupAt(jaxpr.eqns, keys, 0, 0, 'g');
-  return chunked(tree, 'g');
+  const depth = inner ? sharedCalls(eqns, paths) : 0;
+  const tree = scoped ? groupLevel(eqns, keys, 0, depth, prefix) : groupAt(eqns, keys, 0, depth, prefix);
+  return chunked(tree, prefix);
+}
+
+/** The group tree of `jaxpr`'s top-level eqns: name scopes, then user calls, then long runs of
+ * one line; long lists chunked. */
+export function groupTree(jaxpr: JaxprView): GroupItem[] {
+  return treeOf(jaxpr.eqns, 'g', false);
+}
+
+const innerTrees = new WeakMap<ParsedInner['jaxpr'], Map<string, GroupItem[]>>();
+
+/**
+ * The group tree of the eqns of `inner`, an inner jaxpr of the eqn at `path` (`0`, `0/jaxpr0/4`),
+ * grouped as the top level is (`groupTree`): by the inner eqns' own name stacks, which JAX keeps
+ * relative to the jaxpr that holds them (the eqns of `jax.jit(model)` are `layer0/attn`, not
+ * under the scope of the call), then by their calls below those they all share. Its items'
+ * `index` (and `first`, `last`) are positions in `inner`'s eqns; its group ids are
+ * `i:<path>/<param><position>/...` (`i:0/jaxpr0/ns:layer3#0`). Cached per inner jaxpr.
+ */
+export function innerTree(path: string, inner: ParsedInner): GroupItem[] {
+  const prefix = `i:${path}/${inner.param}${inner.position}`;
+  let byPrefix = innerTrees.get(inner.jaxpr);
+  if (byPrefix === undefined) innerTrees.set(inner.jaxpr, (byPrefix = new Map()));
+  const hit = byPrefix.get(prefix);
+  if (hit !== undefined) return hit;
+  const eqns: GroupEqn[] = inner.jaxpr.eqns.map((e, j) => ({ index: j, source: e.source, name_stack: e.nameStack }));
+  const tree = treeOf(eqns, prefix, true);
+  byPrefix.set(prefix, tree);
+  return tree;
 }
 
 /** An argument of many leaves gets one node: more than this many invars in all, and it is grouped. */
@@ -366,7 +410,8 @@ export function allGroupIds(items: readonly GroupItem[]): string[] {
   return out;
 }
 
-/** The group ids (outermost first) of the call-site and line groups that hold top-level eqn `index`. */
+/** The group ids (outermost first) of the groups of `tree` that hold its eqn `index` (a top-level
+ * eqn's index in `groupTree`, an inner eqn's position in `innerTree`). */
 export function groupsHolding(tree: readonly GroupItem[], index: number): string[] {
   const out: string[] = [];
   let list: readonly GroupItem[] = tree;
@@ -411,8 +456,10 @@ export const MAX_VISIBLE_EQNS = 50_000;
  * variable to each node that reads it (one edge per pair of nodes, labelled with the first
  * variable and how many more), none inside a collapsed group. Eqn nodes past `maxEqns` visible
  * ones are left out (and counted). An expanded eqn with inner jaxprs is not a node: its inner
- * eqns are, each inner invar reading what the eqn's operand at its position reads, and each of
- * the eqn's results defined by the inner outvars at its position (by every branch of a `cond`).
+ * eqns are, grouped by `innerTree` (collapsed groups one node each, as at the top level), each
+ * inner invar reading what the eqn's operand at its position reads, and each of the eqn's
+ * results defined by the inner outvars at its position (by every branch of a `cond`). An inner
+ * eqn's node carries its own source line (`GraphNode.line`).
  */
 export function visibleGraph(
   jaxpr: JaxprView,
@@ -501,7 +548,7 @@ export function visibleGraph(
           nodes.push({ id, kind: 'constvar', label: c.name, sublabel: c.type ?? '', eqnIndex: null, line: null, parent: where });
           scope.set(c.name, [id]);
         }
-        sub.jaxpr.eqns.forEach((e, j) => emit(parsedEqn(e), scope, index, innerPath(path, sub, j), null, e.inner, where));
+        placeInner(innerTree(path, sub), sub, scope, index, path, where);
         const at = innerResults(eqn, sub);
         sub.jaxpr.outvars.forEach((v, i) => {
           const r = at[i];
@@ -534,6 +581,32 @@ export function visibleGraph(
     if (isTop) nodeOfEqn.set(index, id);
     for (const v of eqn.invars) for (const from of read(defs, v)) connect(from, id, v.name);
     for (const v of eqn.outvars) if (v.name !== '_') defs.set(v.name, [id]);
+  };
+
+  /** Draw the items of `list` (of `innerTree(path, sub)`: groups of `sub`'s eqns, an inner jaxpr
+   * of top-level eqn `index`'s eqn at `path`) in box `parent`, reading `defs`: as `place` draws
+   * the top level, a collapsed group one node wired to what its eqns read and define. */
+  const placeInner = (list: readonly GroupItem[], sub: ParsedInner, defs: Defs, index: number, path: string, parent: string): void => {
+    for (const it of list) {
+      if (it.kind === 'group' && !expanded.has(it.id)) {
+        const id = `grp:${it.id}`;
+        const count = it.last - it.first + 1;
+        nodes.push({ id, kind: 'group', label: `▸ ${it.label}`, sublabel: `${count.toLocaleString('en-US')} eqns`, eqnIndex: null, line: null, groupId: it.id, parent });
+        for (const e of sub.jaxpr.eqns.slice(it.first, it.last + 1)) {
+          for (const v of e.invars) for (const from of read(defs, v)) connect(from, id, v.name);
+          for (const v of e.outvars) if (v.name !== '_') defs.set(v.name, [id]);
+        }
+        continue;
+      }
+      if (it.kind === 'group') {
+        const box = `cl:${it.id}`;
+        clusters.push({ id: box, label: it.label, groupId: it.id, parent, eqnIndex: null });
+        placeInner(it.items, sub, defs, index, path, box);
+        continue;
+      }
+      const e = sub.jaxpr.eqns[it.index];
+      if (e !== undefined) emit(parsedEqn(e), defs, index, innerPath(path, sub, it.index), e.line, e.inner, parent);
+    }
   };
 
   const place = (list: readonly GroupItem[], parent: string | null): void => {
@@ -622,7 +695,19 @@ export function visibleEqnCount(jaxpr: JaxprView, tree: readonly GroupItem[], ex
   const ofEqn = (path: string, inner: readonly ParsedInner[] | null): number => {
     if (inner === null || !inner.some((sub) => sub.jaxpr.eqns.length > 0) || !expanded.has(innerGroupId(path))) return 1;
     let n = 0;
-    for (const sub of inner) sub.jaxpr.eqns.forEach((e, j) => (n += ofEqn(innerPath(path, sub, j), e.inner)));
+    for (const sub of inner) n += ofInner(innerTree(path, sub), sub, path);
+    return n;
+  };
+  const ofInner = (list: readonly GroupItem[], sub: ParsedInner, path: string): number => {
+    let n = 0;
+    for (const it of list) {
+      if (it.kind === 'group') {
+        if (expanded.has(it.id)) n += ofInner(it.items, sub, path);
+        continue;
+      }
+      const e = sub.jaxpr.eqns[it.index];
+      if (e !== undefined) n += ofEqn(innerPath(path, sub, it.index), e.inner);
+    }
     return n;
   };
   const walk = (list: readonly GroupItem[]): number => {

@@ -10,7 +10,7 @@
 import type { JaxprView } from '../protocol';
 import type { ParsedInner } from './inner-jaxprs';
 import { innerOfTop, parsedEqn, topEqn, type AnyEqn } from './inner-jaxprs';
-import { eqnNodeId, groupsHolding, innerGroupId, innerPath, visibleEqnCount, type GroupItem } from './graph-groups';
+import { eqnNodeId, groupsHolding, innerGroupId, innerPath, innerTree, visibleEqnCount, type GroupItem } from './graph-groups';
 import { grownFrom } from '../store/eqn-ranges';
 
 export interface GraphHit {
@@ -20,8 +20,9 @@ export interface GraphHit {
   path: string;
   /** its node id once shown (`eqn:4/jaxpr0/2`) */
   nodeId: string;
-  /** the groups that hold it, outermost first: call-site and line groups, then the eqns with
-   * inner jaxprs it is inside (`x:4`) */
+  /** the groups that hold it, outermost first: scope, call-site and line groups, then the eqns
+   * with inner jaxprs it is inside (`x:4`), each followed by the groups inside that eqn's inner
+   * jaxpr that hold it (`i:4/jaxpr0/ns:layer3#0`) */
   groups: string[];
 }
 
@@ -42,10 +43,11 @@ function* candidates(jaxpr: JaxprView, tree: readonly GroupItem[]): Generator<Ca
     if (!inner) return;
     const aliases = new Set([...eqn.invars, ...eqn.outvars].map((v) => v.name));
     for (const sub of inner) {
+      const tree = innerTree(path, sub);
       for (const [j, e] of sub.jaxpr.eqns.entries()) {
         const at = innerPath(path, sub, j);
         const any = parsedEqn(e);
-        const held = [...groups, innerGroupId(path)];
+        const held = [...groups, innerGroupId(path), ...groupsHolding(tree, j)];
         yield { eqn: any, index, path: at, line: null, groups: held, aliases };
         yield* inside(any, at, e.inner, index, held);
       }

@@ -8,7 +8,7 @@
  * the index; `while`'s `cond_jaxpr` takes its `cond_nconsts` consts and the carry, its
  * `body_jaxpr` the rest).
  */
-import type { EqnView, JaxprView } from '../protocol';
+import type { EqnView, JaxprView, SourceLoc } from '../protocol';
 import { avalText } from './format';
 
 type InnerJaxprView = EqnView['inner_jaxprs'][number];
@@ -32,6 +32,11 @@ export interface InnerEqn {
   inner: ParsedInner[];
   /** the snippet line of the eqn, when it has one */
   line: number | null;
+  /** where the eqn was made (its line and the snippet frames that called it), when in the snippet */
+  source: SourceLoc | null;
+  /** JAX's name stack of the eqn, relative to the jaxpr that holds it (JAX traces the body of a
+   * `jit`, `scan`, `cond`... under a stack of its own): `layer3/attn`, '' for none */
+  nameStack: string;
 }
 
 /** A jaxpr held in an eqn's params, structured. */
@@ -76,6 +81,8 @@ function eqnOf(eqn: EqnView): InnerEqn {
     outvars: eqn.outvars.map(varOf),
     inner: innersOf(eqn.inner_jaxprs) ?? [],
     line: eqn.source?.line ?? null,
+    source: eqn.source ?? null,
+    nameStack: eqn.name_stack ?? '',
   };
 }
 
