@@ -745,6 +745,74 @@ def test_a_jitted_gpt_stack_arrives_whole_in_the_page(
     assert console_errors == []
 
 
+def test_a_jitted_gpt_stacks_graph_groups_the_jit_by_its_layers(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """``f = jax.jit(f)``: the graph's one `jit` eqn expands in place into the model's name
+    scopes, one collapsed group per layer (not ~900 ungrouped eqns); layer3 expands into its
+    calls, `attention` into its eqns, and clicking one selects the call eqn in the eqn stream
+    and the inner eqn's own line in the editor. The layers and lines are JAX's own (the jit's
+    inner jaxpr from `jax.make_jaxpr`, each eqn's `source_info`; its name stacks are relative
+    to the jit)."""
+    code = GPT + "\n\nf = jax.jit(f)\n"
+    snippet = load_snippet(code)
+    closed = jax.make_jaxpr(snippet.f)(*snippet.args)
+    assert [e.primitive.name for e in closed.jaxpr.eqns] == ["jit"]
+    inner = closed.jaxpr.eqns[0].params["jaxpr"].jaxpr
+    stacks = [str(e.source_info.name_stack) for e in inner.eqns]
+    layers = [f"layer{i}" for i in range(12)]
+    assert {s.split("/")[0] for s in stacks if s} == set(layers)
+    layer3 = [j for j, s in enumerate(stacks) if s.split("/")[0] == "layer3"]
+    run_real(page, "tracing", code, timeout=120_000)
+    page.get_by_test_id("tab-graph").click()
+    plus = page.locator("[data-testid='graph-expand'][data-group='x:0']")
+    expect(plus).to_be_visible(timeout=60_000)
+    plus.click()
+    group = "[data-testid='graph-group'][data-group-label='{}']"
+    expect(page.locator(group.format("layer0"))).to_be_visible(timeout=60_000)
+    expect(page.get_by_test_id("graph-busy")).to_have_count(0, timeout=60_000)
+    # Collapsed: the layers' groups, a few eqns outside them, far fewer nodes than eqns.
+    inner_nodes = page.locator("[data-testid='graph-inner-eqn']")
+    assert inner_nodes.count() < 40, inner_nodes.count()
+    labels = page.locator("[data-testid='graph-group'][data-group-label^='layer']")
+    seen = _seen_scrolling(page, labels, "data-group-label")
+    assert {s for s in seen if re.fullmatch(r"layer\d+", s)} == set(layers), seen
+    # layer3: a box inside the jit's box, around block's calls.
+    _scroll_graph_until(page, page.locator(group.format("layer3")))
+    page.locator(group.format("layer3")).scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "real-gpt-jit-graph-layers.png"))
+    page.locator(group.format("layer3")).click()
+    expect(page.locator("[data-testid='graph-cluster'][data-group-label='layer3']")).to_be_visible(
+        timeout=30_000
+    )
+    attention = page.locator("[data-testid='graph-group'][data-group-label^='attention (line']")
+    expect(attention.first).to_be_visible(timeout=30_000)
+    expect(page.get_by_test_id("graph-busy")).to_have_count(0, timeout=60_000)
+    attention.first.click()
+    box = page.locator("[data-testid='graph-cluster'][data-group-label^='attention (line']")
+    expect(box.first).to_be_visible(timeout=30_000)
+    expect(page.get_by_test_id("graph-busy")).to_have_count(0, timeout=60_000)
+    expect(inner_nodes.first).to_be_visible(timeout=30_000)
+    shown = [
+        int((p or "").rsplit("/", 1)[1])
+        for p in inner_nodes.evaluate_all("els => els.map(e => e.getAttribute('data-path'))")
+    ]
+    dots = [j for j in shown if j in layer3 and inner.eqns[j].primitive.name == "dot_general"]
+    assert dots, shown
+    j = dots[0]
+    line = _snippet_line(inner.eqns[j])
+    assert line is not None and GPT.splitlines()[line - 1].strip().startswith("q, k, v")
+    node = page.locator(f"[data-testid='graph-inner-eqn'][data-path='0/jaxpr0/{j}']")
+    node.click()
+    expect(page.get_by_test_id("recorded-eqn-0")).to_have_attribute("aria-pressed", "true")
+    selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
+    expect(selected).to_have_text(code.splitlines()[line - 1])
+    node.scroll_into_view_if_needed()
+    page.get_by_test_id("dataflow-graph").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "real-gpt-jit-graph-layer3.png"))
+    assert console_errors == []
+
+
 def test_the_picker_offers_the_real_programs_and_they_run(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
