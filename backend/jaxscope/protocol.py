@@ -698,11 +698,17 @@ class DetailFailed(EventBase):
     """The answer to a DetailRequest that cannot be served: ``detail_id`` names what was asked;
     ``gone`` is true when the run's details no longer exist (the session ran again, or its
     worker was retired or reclaimed for another user's run: run again to see them), false for
-    an id the run never had or a worker that failed while answering (``message`` says which)."""
+    an id the run never had or a worker that failed while answering (``message`` says which).
+    ``transient`` is true for a refusal that may pass (more detail requests waiting than the
+    session answers, the run still running): the same request asked again later may be
+    answered. Off the wire when false: every other answer stays the same when asked again."""
 
     type: Literal["detail_failed"] = "detail_failed"
     gone: bool = True
     message: str
+    transient: bool = Field(
+        default=False, exclude_if=lambda v: not v, json_schema_extra={"x-wire-optional": True}
+    )
 
 
 class JaxprEqnsSent(EventBase):

@@ -14,6 +14,7 @@ import jax
 import pytest
 from fastapi.testclient import TestClient
 from jaxscope.protocol import EVENT_ADAPTER, Catalogue, DetailFailed, JaxprStaged, RunFailed
+from jaxscope.sandbox.request_loop import MAX_PENDING_DETAILS
 from jaxscope.sandbox.snippet import load_snippet
 from jaxscope.server import catalogue as catalogue_module
 from jaxscope.server.app import create_app
@@ -280,3 +281,31 @@ def test_a_detail_request_over_the_websocket(client: TestClient) -> None:
         gone = EVENT_ADAPTER.validate_json(ws.receive_text())
         assert isinstance(gone, DetailFailed) and gone.run_id == "no-such-run"
         assert gone.gone and "run again" in gone.message
+        assert not gone.transient and "transient" not in gone.model_dump_json()
+
+
+def test_a_flood_of_detail_requests_is_refused_as_transient(client: TestClient) -> None:
+    """Past ``MAX_PENDING_DETAILS`` waiting detail requests, the server refuses at once, with
+    ``transient`` (asked again later, the detail is served); an unknown id is refused for good."""
+    with client.websocket_connect(WS) as ws:
+        request = json.loads(run_msg("flood-1", SIN, exhibit="transpose"))
+        ws.send_text(json.dumps(request | {"details": "on_demand"}))
+        events = collect(ws, "flood-1")
+        assert events[-1].type == "run_finished", events[-1]
+        summary = next(e for e in events if e.detail_id is not None)
+        ask = {"type": "detail", "run_id": "flood-1", "detail_id": summary.detail_id}
+        sent = 4 * MAX_PENDING_DETAILS
+        for _ in range(sent):
+            ws.send_text(json.dumps(ask))
+        answers = [EVENT_ADAPTER.validate_json(ws.receive_text()) for _ in range(sent)]
+        refused = [a for a in answers if isinstance(a, DetailFailed)]
+        served = [a for a in answers if a.detail_of == summary.detail_id]
+        assert len(refused) + len(served) == sent and refused and served
+        assert all(r.transient and not r.gone for r in refused), refused[0]
+        assert f"more than {MAX_PENDING_DETAILS}" in refused[0].message
+        ws.send_text(json.dumps(ask))  # the flood is over: the same request is served
+        again = EVENT_ADAPTER.validate_json(ws.receive_text())
+        assert again.type == summary.type and again.detail_of == summary.detail_id
+        ws.send_text(json.dumps(ask | {"detail_id": "no-such-detail"}))
+        unknown = EVENT_ADAPTER.validate_json(ws.receive_text())
+        assert isinstance(unknown, DetailFailed) and not unknown.transient and not unknown.gone

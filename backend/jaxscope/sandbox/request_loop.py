@@ -222,6 +222,7 @@ async def serve_requests(
                             run_id=clean_text(request.run_id, _QUOTE_CHARS),
                             detail_id=clean_text(request.detail_id, _QUOTE_CHARS),
                             gone=False,
+                            transient=True,
                             message=f"more than {MAX_PENDING_DETAILS} detail requests are "
                             "waiting: ask again once they are answered",
                         )

@@ -226,8 +226,10 @@ class Session:
         ``detail_failed`` (the run still running, its details gone, an unknown id)."""
         async with self._details_lock:
             worker = self.details_worker
+            transient = False
             if request.run_id == self.current_run_id:
                 message, gone = "the run is still running: its details come once it ends", False
+                transient = True
             elif self.last_worker is None and worker is None:
                 message, gone = "this session has run nothing yet: there are no details", True
             elif worker is None or request.run_id != self.details_run_id:
@@ -240,7 +242,11 @@ class Session:
                 return
             await emit(
                 DetailFailed(
-                    run_id=request.run_id, detail_id=request.detail_id, gone=gone, message=message
+                    run_id=request.run_id,
+                    detail_id=request.detail_id,
+                    gone=gone,
+                    message=message,
+                    transient=transient,
                 )
             )
 

@@ -566,6 +566,9 @@ export interface TracebackFrame {
  * ``gone`` is true when the run's details no longer exist (the session ran again, or its
  * worker was retired or reclaimed for another user's run: run again to see them), false for
  * an id the run never had or a worker that failed while answering (``message`` says which).
+ * ``transient`` is true for a refusal that may pass (more detail requests waiting than the
+ * session answers, the run still running): the same request asked again later may be
+ * answered. Off the wire when false: every other answer stays the same when asked again.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "DetailFailed".
@@ -578,6 +581,7 @@ export interface DetailFailed {
   message: string;
   run_id: string;
   seq: number;
+  transient?: boolean;
   type: 'detail_failed';
 }
 /**

@@ -1,12 +1,13 @@
 /**
  * Details on demand in the store: a summary (`detail_id`) is replaced by its whole event
  * (`detail_of`, same seq) after the run ended; `detail_failed` sets the note and is never asked
- * again; the session asks only once the run has ended, only near the cursor, each id once.
+ * again, unless `transient` (too many requests waiting): then a later ask, `DETAIL_RETRY_MS` on,
+ * asks again; the session asks only once the run has ended, only near the cursor, each id once.
  */
 import { describe, expect, it } from 'vitest';
-import type { Event } from '../protocol';
+import type { Event, EventOf } from '../protocol';
 import { eqnRecorded, runFinished, runStarted } from '../test/events';
-import { applyEvents, startRun, wantedDetails } from './reducer';
+import { DETAIL_RETRY_MS, applyEvents, mayAsk, startRun, wantedDetails } from './reducer';
 import type { FrameScheduler } from './session.svelte';
 import { DETAIL_WINDOW, RunSession } from './session.svelte';
 
@@ -62,7 +63,38 @@ describe('details in the reducer', () => {
     expect(state.detailNote).toContain('run again');
     expect(wantedDetails(state, 0, 10, new Set())).toEqual(['d2']);
   });
+
+  it('remembers a transient refusal with its time, not as failed: asked again after DETAIL_RETRY_MS', () => {
+    let state = applyEvents(startRun('r1', 'tracing', { calls: [] }, 0), finishedRun(2), 1);
+    state = applyEvents(state, [refusal('r1', 'd1')], 100);
+    expect(state.detailsFailed.has('d1')).toBe(false);
+    expect(state.detailsRefused.get('d1')).toBe(100);
+    expect(state.detailNote).toBeNull(); // nothing is lost: no "not loaded" note
+    expect(mayAsk(state, 'd1', 100 + DETAIL_RETRY_MS - 1)).toBe(false);
+    expect(wantedDetails(state, 0, 10, new Set(), 100)).toEqual(['d2']);
+    expect(mayAsk(state, 'd1', 100 + DETAIL_RETRY_MS)).toBe(true);
+    expect(wantedDetails(state, 0, 10, new Set(), 100 + DETAIL_RETRY_MS)).toEqual(['d1', 'd2']);
+    // Refused again: the pause starts over. A lasting failure after it: never asked again.
+    state = applyEvents(state, [refusal('r1', 'd1')], 5000);
+    expect(mayAsk(state, 'd1', 5000 + DETAIL_RETRY_MS - 1)).toBe(false);
+    state = applyEvents(state, [{ ...refusal('r1', 'd1'), transient: false, message: 'the run has no detail' }], 9000);
+    expect(state.detailsFailed.has('d1')).toBe(true);
+    expect(mayAsk(state, 'd1', 1e9)).toBe(false);
+  });
 });
+
+/** The server's refusal of a detail request over its waiting limit (request_loop.py). */
+function refusal(runId: string, id: string): EventOf<'detail_failed'> {
+  return {
+    type: 'detail_failed',
+    run_id: runId,
+    seq: 0,
+    detail_id: id,
+    gone: false,
+    transient: true,
+    message: 'more than 64 detail requests are waiting: ask again once they are answered',
+  };
+}
 
 describe('details in the session', () => {
   it('asks once the run ended, near the cursor, each id once', () => {
@@ -84,5 +116,32 @@ describe('details in the session', () => {
     expect(asked.length).toBe(count + 1); // only the one new id in the moved window
     session.receive(whole('r1', 5));
     expect(session.run.events[5]).toEqual(whole('r1', 5));
+  });
+
+  it('asks again for a transiently refused detail when it is wanted again, never in a loop', () => {
+    let clock = 0;
+    const asked: string[] = [];
+    const session = new RunSession(() => clock, EVERY_EVENT, (_runId, id) => asked.push(id));
+    session.begin('r1', 'tracing', { calls: [] });
+    for (const e of finishedRun(3)) session.receive(e);
+    session.goTo(1);
+    expect(asked).toEqual(['d1', 'd2', 'd3']);
+    asked.length = 0;
+    // The server refuses d1 (over its waiting limit) and rejects d2 for good.
+    session.receive(refusal('r1', 'd1'));
+    session.receive({ ...refusal('r1', 'd2'), transient: false, gone: true, message: 'gone' });
+    expect(asked).toEqual([]); // the refusal itself asks nothing (each flush prefetches)
+    session.goTo(1);
+    session.wantDetails(0, 4);
+    session.wantRange('d1');
+    expect(asked).toEqual([]); // wanted again too soon: not yet
+    clock = DETAIL_RETRY_MS;
+    session.wantDetails(0, 4); // the row is in view again: d1 once, never d2
+    session.wantDetails(0, 4);
+    session.goTo(1);
+    expect(asked).toEqual(['d1']);
+    session.receive(whole('r1', 1));
+    expect(session.run.events[1]).toEqual(whole('r1', 1));
+    expect(session.run.detailsFailed.has('d2')).toBe(true);
   });
 });

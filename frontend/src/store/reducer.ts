@@ -13,7 +13,10 @@
  * in answer to the page's detail request (after the terminal event), carries `detail_of` and the
  * summary's `seq`, and replaces the summary in `events` (views then show its values). A
  * `detail_failed` never enters `events`: it sets `detailNote` (the details are gone) and marks
- * the id as failed in `detailsFailed`, so that it is not asked for again. A `jaxpr_eqns_sent`
+ * the id as failed in `detailsFailed`, so that it is not asked for again; one that is
+ * `transient` (a refusal that may pass: too many requests waiting, the run still running) only
+ * records when, in `detailsRefused`, and the id may be asked for again by a later ask at least
+ * `DETAIL_RETRY_MS` after it (`mayAsk`: never at once, so never in a loop). A `jaxpr_eqns_sent`
  * (design 0045) extends the jaxpr view of the event with its `seq` by the next eqn range
  * (`eqn-ranges.ts`); one that is not that view's next range is ignored. An `items_sent` (design
  * 0045, list ranges) extends the list at its `path` in the event with its `seq` by that list's
@@ -63,9 +66,16 @@ export interface RunState {
   queue: QueueState | null;
   /** why a detail could not be had (the latest `detail_failed`'s message); null otherwise */
   detailNote: string | null;
-  /** the detail ids a `detail_failed` answered (never asked for again) */
+  /** the detail ids a lasting `detail_failed` answered (never asked for again) */
   detailsFailed: ReadonlySet<string>;
+  /** the detail ids a `transient` `detail_failed` answered, with the client time (ms) of the
+   * latest: asked for again only by an ask `DETAIL_RETRY_MS` later (`mayAsk`) */
+  detailsRefused: ReadonlyMap<string, number>;
 }
+
+/** How long after a transient refusal (`detail_failed` `transient`) its detail may be asked for
+ * again: a view that asks on every change then asks at most once per this many ms. */
+export const DETAIL_RETRY_MS = 2000;
 
 export const IDLE_STATE: RunState = {
   runId: null,
@@ -83,6 +93,7 @@ export const IDLE_STATE: RunState = {
   queue: null,
   detailNote: null,
   detailsFailed: new Set(),
+  detailsRefused: new Map(),
 };
 
 /** The state right after the client sent `RunRequest{run_id, exhibit, options}`. */
@@ -125,18 +136,32 @@ function indexOfSeq(events: readonly Event[], seq: number): number {
   return -1;
 }
 
-/** The summaries among `events[from..to]` whose whole event has not been asked for yet (`asked`) nor failed. */
+/**
+ * Whether detail `id` may be asked for at client time `now` (ms): not after a lasting
+ * `detail_failed`; after a transient one, once `DETAIL_RETRY_MS` have passed since it.
+ */
+export function mayAsk(state: RunState, id: string, now: number): boolean {
+  if (state.detailsFailed.has(id)) return false;
+  const refused = state.detailsRefused.get(id);
+  return refused === undefined || now - refused >= DETAIL_RETRY_MS;
+}
+
+/**
+ * The summaries among `events[from..to]` whose whole event has not been asked for yet (`asked`)
+ * nor failed; with `now`, also none refused (transiently) less than `DETAIL_RETRY_MS` before it.
+ */
 export function wantedDetails(
   state: RunState,
   from: number,
   to: number,
   asked: ReadonlySet<string>,
+  now = Number.POSITIVE_INFINITY,
 ): string[] {
   const wanted: string[] = [];
   const events = state.events;
   for (let i = Math.max(0, from); i <= Math.min(events.length - 1, to); i++) {
     const id = (events[i] as Event).detail_id;
-    if (id !== null && id !== undefined && !asked.has(id) && !state.detailsFailed.has(id)) wanted.push(id);
+    if (id !== null && id !== undefined && !asked.has(id) && mayAsk(state, id, now)) wanted.push(id);
   }
   return wanted;
 }
@@ -160,6 +185,14 @@ export function applyEvents(state: RunState, batch: readonly Event[], now: numbe
   for (const event of batch) {
     if (event.run_id !== state.runId) continue;
     if (event.type === 'detail_failed') {
+      if (event.transient === true) {
+        // A refusal that may pass: remembered with its time, not as failed (see `mayAsk`).
+        if (event.detail_id === null || event.detail_id === undefined) continue;
+        const refused = new Map(next.detailsRefused);
+        refused.set(event.detail_id, now);
+        next = { ...next, detailsRefused: refused };
+        continue;
+      }
       const failed = new Set(next.detailsFailed);
       if (event.detail_id !== null && event.detail_id !== undefined) failed.add(event.detail_id);
       next = { ...next, detailNote: event.message, detailsFailed: failed };

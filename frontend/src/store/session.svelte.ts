@@ -13,7 +13,7 @@ import type { Selection } from '../exhibit-api';
 import { EMPTY_SELECTION } from '../exhibit-api';
 import type { Event, RunOptions } from '../protocol';
 import type { RunState } from './reducer';
-import { IDLE_STATE, applyEvents, failLocally, startRun, wantedDetails } from './reducer';
+import { IDLE_STATE, applyEvents, failLocally, mayAsk, startRun, wantedDetails } from './reducer';
 import { nextRanges } from './eqn-ranges';
 import { nextListRanges } from './list-ranges';
 import type { StepperState } from './stepper';
@@ -124,7 +124,7 @@ export class RunSession {
   wantDetails(from: number, to: number): void {
     const run = this.run;
     if (run.terminal === null || run.runId === null || this.#sendDetail === null) return;
-    for (const id of wantedDetails(run, from, to, this.#asked)) {
+    for (const id of wantedDetails(run, from, to, this.#asked, this.#now())) {
       this.#asked.add(id);
       this.#sendDetail(run.runId, id);
     }
@@ -138,7 +138,7 @@ export class RunSession {
     const run = this.run;
     if (run.terminal === null && run.runId !== null) this.#early.add(detailId); // asked once it ends
     if (run.terminal === null || run.runId === null || this.#sendDetail === null) return;
-    if (this.#asked.has(detailId) || run.detailsFailed.has(detailId)) return;
+    if (this.#asked.has(detailId) || !mayAsk(run, detailId, this.#now())) return;
     this.#asked.add(detailId);
     this.#sendDetail(run.runId, detailId);
   }
@@ -155,7 +155,10 @@ export class RunSession {
       const missing = unresolvedDetails(this.run);
       if (missing.length === 0 || this.#now() >= deadline || this.run.terminal === null) return missing.length;
       const inFlight = missing.filter((id) => this.#asked.has(id)).length;
-      const ask = missing.filter((id) => !this.#asked.has(id)).slice(0, Math.max(0, DETAIL_BATCH - inFlight));
+      const now = this.#now();
+      const ask = missing
+        .filter((id) => !this.#asked.has(id) && mayAsk(this.run, id, now))
+        .slice(0, Math.max(0, DETAIL_BATCH - inFlight));
       const runId = this.run.runId;
       if (runId !== null && this.#sendDetail !== null) {
         for (const id of ask) {
@@ -216,6 +219,11 @@ export class RunSession {
     this.#pending = [];
     const next = applyEvents(this.run, batch, this.#now());
     if (next === this.run) return;
+    // A transient refusal (too many requests waiting): the id is no longer in flight, and a later
+    // ask (a view scrolled to it again, the cursor moved) asks again once `mayAsk` allows.
+    for (const id of next.detailsRefused.keys()) {
+      if (next.detailsRefused.get(id) !== this.run.detailsRefused.get(id)) this.#asked.delete(id);
+    }
     this.run = next;
     this.stepper = stepper.eventsChanged(this.stepper, next.events.length);
     this.#prefetch();
