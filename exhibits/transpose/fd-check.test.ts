@@ -117,3 +117,26 @@ describe('FD08 (google/flax#2384): Dense layers computing in bfloat16', () => {
     expect(rows.map((r) => numbersOf(r.walk))).toEqual(numpy);
   });
 });
+
+describe('an agreement between zeros (all_zero: the probe found every gradient element and difference 0)', () => {
+  // the fixed FD03 event as the probe sent it, with the flag the probe sets on a vanishing
+  // gradient (the probe's own case: test_fd_cases.py, test_an_agreement_between_zeros_...)
+  const check = checkOf('norm_float16_fixed');
+
+  it('an event without the flag keeps the plain agreement', () => {
+    expect(check.all_zero).toBeUndefined();
+    expect(verdictView(check)).toMatchObject({ verdict: 'agree', label: 'agrees with the finite differences', allZero: false });
+  });
+
+  it('names the vanishing gradient in the tag, beside the headline', () => {
+    const v = verdictView({ ...check, all_zero: true });
+    expect(v).toMatchObject({ verdict: 'agree', allZero: true, headline: check.headline });
+    expect(v?.label).toBe('agrees with the finite differences: all 0, a vanishing gradient');
+    const incomplete = verdictView({ ...check, verdict: 'incomplete', all_zero: true });
+    expect(incomplete?.label).toBe('not fully checked: all 0, a vanishing gradient');
+  });
+
+  it('a disagreement is never called all zero', () => {
+    expect(verdictView({ ...checkOf('norm_float16_broken'), all_zero: true })?.allZero).toBe(false);
+  });
+});

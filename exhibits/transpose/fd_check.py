@@ -75,6 +75,9 @@ class FdComparison:
     disagreements: list[FdDisagreement] = field(default_factory=list)
     disagree_count: int = 0
     leaves: list[LeafCheck] = field(default_factory=list)
+    # Every element of the gradient and every difference checked is exactly 0 (and something
+    # was checked): what a vanishing gradient looks like (GradientChecked.all_zero).
+    all_zero: bool = False
 
     @property
     def verdict(self) -> Verdict:
@@ -162,6 +165,8 @@ def compare_fd(
     ]
     top = max((float(a.max()) for a in known_fd if a.size), default=0.0)
     out = FdComparison(None, None, 0, [], 0)
+    # Stays true while every gradient element (checked or not) and every checked difference is 0.
+    zeros = True
     diffs: list[np.ndarray] = []
     scales: list[np.ndarray] = []
     for k, i in enumerate(argnums):
@@ -188,6 +193,7 @@ def compare_fd(
             disagree = checked & (bad_g | (np.abs(g32 - fva) > allowed))
             leaf.checked = int(checked.sum())
             leaf.disagree = int(disagree.sum())
+            zeros = zeros and not np.any(g32 != 0) and not np.any(fva[checked] != 0)
             out.checked += leaf.checked
             out.disagree_count += leaf.disagree
             figures = checked & ~bad_g & np.isfinite(g64a)
@@ -209,6 +215,7 @@ def compare_fd(
                         where, at, g, g64a, fva, int(sta[at]), bool(known[at]), no64, fd.dtype
                     )
                 )
+    out.all_zero = zeros and out.checked > 0 and out.disagree_count == 0
     diff = np.concatenate(diffs) if diffs else np.zeros(0)
     out.compared = int(diff.size)
     if out.compared:
@@ -380,6 +387,7 @@ def another_function(cmp: FdComparison, value: float, value64: float) -> FdCompa
         checked=0,
         disagreements=[],
         disagree_count=0,
+        all_zero=False,
         not_compared=[note],
         not_compared_count=1,
     )
@@ -405,10 +413,11 @@ def headline(cmp: FdComparison, elements: int, sampled: int) -> str:
             f"{first.why}."
         )
     if cmp.verdict == "agree":
-        return (
+        agrees = (
             f"The gradient agrees with the float64 finite differences at {everywhere}, within "
-            f"{precision} precision."
+            f"{precision} precision"
         )
+        return f"{agrees}: {zero_note(sampled >= elements)}." if cmp.all_zero else f"{agrees}."
     if not cmp.not_compared:
         return "Nothing to check: no element was differenced."
     first_out = cmp.not_compared[0]
@@ -419,8 +428,30 @@ def headline(cmp: FdComparison, elements: int, sampled: int) -> str:
         if cmp.checked
         else "no element could be held to a finite difference"
     )
+    zero = f" {_capital(zero_note(False, checked=True))}." if cmp.all_zero else ""
     return (
         f"Not fully checked: {cmp.not_compared_count:,} element"
         f"{'s were' if cmp.not_compared_count != 1 else ' was'} left out, first {where}: "
-        f"{first_out.why}; {others}."
+        f"{first_out.why}; {others}.{zero}"
     )
+
+
+def zero_note(every: bool, checked: bool = False) -> str:
+    """The words a check whose values are all exactly 0 adds to its headline: agreement between
+    zeros says nothing about the rules; it is a vanishing gradient. ``every``: every element was
+    differenced; ``checked``: some were left out (the differences named are the checked ones)."""
+    if checked:
+        differences = "every finite difference checked"
+    elif every:
+        differences = "of the finite difference"
+    else:
+        differences = "every finite difference taken"
+    return (
+        f"every element of the gradient and {differences} is 0 — f does not change with these "
+        "inputs at float64 precision (a vanishing gradient: an underflow, or a map that forgets "
+        "its input)"
+    )
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]

@@ -647,6 +647,7 @@ def check_gradient(
         verdict=cmp.verdict,
         headline=headline(cmp, elements, fd_sampled),
         checked=cmp.checked,
+        all_zero=cmp.all_zero,
         disagreements=cmp.disagreements,
         disagree_count=cmp.disagree_count,
         fd_dtype=fd.dtype,

@@ -453,3 +453,75 @@ def test_a_function_whose_float64_run_draws_other_bits_is_not_checked(tmp_path: 
     assert check["verdict"] == "incomplete" and check["disagree_count"] == 0
     assert check["headline"].startswith("Not checked: f's value at args is")
     assert f"{value32:.6g} in float32 but {value64:.6g} in float64" in check["headline"]
+
+
+# A map that forgets its input: each iteration multiplies the derivative by cos(x) * 1e-20, so
+# after 20 the gradient is far under the smallest float64 (5e-324) and f(x ± h) is 1 + 20 * 1e-20
+# rounded: the same float64 for every x (the loop_20k example does this in 5,000 gentler steps).
+FORGETFUL = """
+import jax.numpy as jnp
+import numpy as np
+
+ITERATIONS = {iterations}
+
+
+def f(x):
+    for _ in range(ITERATIONS):
+        x = jnp.sin(x) * 1e-20 + 1.0
+    return jnp.sum(x)
+
+
+args = (np.linspace(0.1, 2.0, 4, dtype=np.float32),)
+"""
+
+
+def _forgetful_numpy(x: np.ndarray, iterations: int) -> float:
+    for _ in range(iterations):
+        x = np.sin(x) * 1e-20 + 1.0
+    return float(np.sum(x))
+
+
+def test_an_agreement_between_zeros_says_the_gradient_vanishes() -> None:
+    from exhibits.conftest import run_probe
+    from exhibits.transpose.events import GradientChecked
+
+    source = FORGETFUL.format(iterations=20)
+    snippet = load_snippet(source)
+    x = np.asarray(snippet.args[0])
+    # the truth: jax.grad in float32 and float64, and numpy's central differences in float64
+    assert not np.any(np.asarray(jax.grad(snippet.f)(x)) != 0)
+    with jax.enable_x64(True):
+        g64 = np.asarray(jax.grad(snippet.f)(np.asarray(x, np.float64)))
+    assert g64.dtype == np.float64 and not np.any(g64 != 0)
+    x64 = np.asarray(x, np.float64)
+    for i in range(x.size):
+        for h in (6e-6, 2**-7):
+            e = np.zeros(x.size)
+            e[i] = h * max(1.0, abs(x64[i]))
+            assert _forgetful_numpy(x64 + e, 20) == _forgetful_numpy(x64 - e, 20)
+    check = run_probe("transpose", source).one(GradientChecked)
+    assert check.verdict == "agree" and check.checked == 4 and check.all_zero
+    assert [leaf.max_abs for leaf in check.leaves] == [0.0]
+    assert check.headline == (
+        "The gradient agrees with the float64 finite differences at every element (4), within "
+        "float32 precision: every element of the gradient and of the finite difference is 0 — "
+        "f does not change with these inputs at float64 precision (a vanishing gradient: an "
+        "underflow, or a map that forgets its input)."
+    )
+
+
+def test_an_agreement_that_is_not_all_zero_keeps_its_headline() -> None:
+    from exhibits.conftest import run_probe
+    from exhibits.transpose.events import GradientChecked
+
+    # one iteration of sin(x) * 0.5 + 1: the derivative 0.5 * cos(x), nowhere 0 on [0.1, 2]
+    source = FORGETFUL.format(iterations=1).replace("1e-20", "0.5")
+    snippet = load_snippet(source)
+    g = np.asarray(jax.grad(snippet.f)(np.asarray(snippet.args[0])))
+    assert np.all(g != 0)
+    check = run_probe("transpose", source).one(GradientChecked)
+    assert check.verdict == "agree" and not check.all_zero
+    assert check.headline == (
+        "The gradient agrees with the float64 finite differences at every element (4), within "
+        "float32 precision."
+    )

@@ -244,6 +244,11 @@ export interface VerdictView {
   /** the tag's text */
   label: string;
   headline: string;
+  /**
+   * every element of the gradient and every checked finite difference is exactly 0 (`all_zero`):
+   * the agreement says nothing about the rules; the gradient vanishes (the tag says so, in amber)
+   */
+  allZero: boolean;
 }
 
 const VERDICT_LABELS = {
@@ -259,7 +264,9 @@ const VERDICT_LABELS = {
  */
 export function verdictView(check: GradientChecked): VerdictView | null {
   if (check.verdict == null) return null;
-  return { verdict: check.verdict, label: VERDICT_LABELS[check.verdict], headline: check.headline ?? '' };
+  const allZero = check.all_zero === true && check.verdict !== 'disagree';
+  const label = allZero ? `${VERDICT_LABELS[check.verdict]}: all 0, a vanishing gradient` : VERDICT_LABELS[check.verdict];
+  return { verdict: check.verdict, label, headline: check.headline ?? '', allZero };
 }
 
 /** One element whose gradient disagrees with its finite difference. */

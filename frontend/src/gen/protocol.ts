@@ -1436,6 +1436,13 @@ export interface OutputLeafView {
  * when the float64 walk was run, whether it agrees there (then the dtype's rounding, not the
  * rule, lost the gradient). ``checked``: the elements held to their difference.
  *
+ * ``all_zero``: the verdict is ``agree`` or ``incomplete``, at least one element was checked,
+ * every element of the walk's gradient is exactly 0 and so is every checked finite difference
+ * (float64): agreement between zeros, which says nothing about the rules. ``f`` does not change
+ * with these inputs at float64 precision: a vanishing gradient (the product of thousands of
+ * factors under 1 underflows, or the map converges to a fixed point and forgets its input).
+ * The headline says so.
+ *
  * The tolerance. Element ``i`` of a leaf agrees when ``|g_i - fd_i| <= tol * s_i + noise_i``
  * with ``s_i = max(|fd_i|, max |fd| over the leaf, 1e-2 * max |fd| over every leaf)`` (a leaf
  * whose true gradient is small is held to its own scale: a zero gradient there disagrees), and
@@ -1503,6 +1510,7 @@ export interface OutputLeafView {
  * via the `definition` "GradientChecked".
  */
 export interface GradientChecked {
+  all_zero?: boolean;
   argnums: number[];
   checked: number | null;
   compared: number | null;
