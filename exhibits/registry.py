@@ -236,6 +236,9 @@ EXHIBITS: dict[str, Exhibit] = {
                 "memory": _memory,
                 "output": _output,
             },
+            # It lowers, compiles and runs the program: the GPT stack took 10.3 s of worker
+            # time against a 13.7 s limit at budget 1 on this 2-core machine, loaded.
+            budget=2.0,
             real_programs=True,
         ),
         Exhibit(
