@@ -3,6 +3,7 @@ GPT stack's jaxpr is windowed, named and linked. Real Chromium against a real `j
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -683,6 +684,55 @@ def test_partial_eval_of_the_20000_eqn_loop_counts_the_whole_jaxprs(
     known_pane.get_by_test_id("jaxpr-text-load-all").click()
     expect(known_pane.get_by_test_id("jaxpr-summary-note")).to_have_count(0, timeout=180_000)
     expect(known_pane.locator(".ui-count")).to_have_text(f"{nk:,} eqns")
+    assert console_errors == []
+
+
+def test_a_jitted_gpt_stacks_cut_texts_say_what_is_still_to_come(
+    page: Page, console_errors: list[str]
+) -> None:
+    """``f = jax.jit(f)`` in partial_eval: the known, unknown and JVP jaxprs' texts are cut at
+    16 KiB (nested ranges, design 0045, asked for once the run ended). While they are cut, a
+    note above each text says how many characters are still to come, as the wire's ranges of
+    that text count them; once the ranges are merged the notes go and the texts are whole."""
+    code = GPT + "\n\nf = jax.jit(f)\n"
+    split: list[dict[str, Any]] = []  # the jaxpr_split event, as sent
+    # every text each pending note had, seen as the DOM changes (a note lives from the event to
+    # the last range of its text merged, which may be a moment after the run ended)
+    page.add_init_script(
+        """window.__notes = {};
+        new MutationObserver(() => {
+          for (const el of document.querySelectorAll('[data-testid$="-text-pending"]')) {
+            const seen = (window.__notes[el.dataset.testid] ??= []);
+            const t = el.textContent.replace(/\\s+/g, ' ').trim();
+            if (seen[seen.length - 1] !== t) seen.push(t);
+          }
+        }).observe(document, { childList: true, subtree: true, characterData: true });"""
+    )
+
+    def on_socket(ws: Any) -> None:
+        def on_frame(payload: str | bytes) -> None:
+            if isinstance(payload, str) and '"type":"jaxpr_split"' in payload:
+                split.append(json.loads(payload))
+
+        ws.on("framereceived", on_frame)
+
+    page.on("websocket", on_socket)
+    run_real(page, "partial_eval", code, timeout=240_000)
+    texts = {"known": "jaxpr-text", "unknown": "unknown-jaxpr-text", "jvp": "jvp-jaxpr-text"}
+    for testid in texts.values():
+        expect(page.get_by_test_id(f"{testid}-text-pending")).to_have_count(0, timeout=60_000)
+    notes: dict[str, list[str]] = page.evaluate("window.__notes")
+    for view, testid in texts.items():
+        ranges = [r for r in split[0].get("list_ranges", []) if r["field"] == f"{view}.text"]
+        assert ranges, view  # JAX's text of this view came in ranges
+        head = len(split[0][view]["text"])
+        chars = sum(r["stop"] - r["start"] for r in ranges)
+        assert chars == ranges[-1]["stop"] - head
+        n = len(ranges)
+        assert notes.get(f"{testid}-text-pending", [""])[0] == (
+            f"This text is cut: {chars:,} more characters (in {n} range{'' if n == 1 else 's'}) "
+            "come once the run has ended."
+        ), (view, notes)
     assert console_errors == []
 
 

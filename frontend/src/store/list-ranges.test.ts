@@ -18,6 +18,8 @@ import {
   listsPending,
   nextListRange,
   nextListRanges,
+  textPending,
+  viewTextPending,
   type ItemsSent,
 } from './list-ranges';
 
@@ -163,5 +165,48 @@ describe('list ranges', () => {
     expect(listLength(now, 'jaxpr.text')).toBe(textLength);
     expect(listLength(now, eqnsPath)).toBe(inner?.eqns.length);
     expect(event.jaxpr.text).toHaveLength(40); // not mutated
+  });
+});
+
+describe('a nested text still to come (the note on the text while the run goes)', () => {
+  it("counts the characters and ranges of a view's cut text until they are merged", () => {
+    const tracing = fileURLToPath(new URL('../../../exhibits/tracing/golden/mlp_loss.events.jsonl', import.meta.url));
+    const staged = readFileSync(tracing, 'utf8')
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => JSON.parse(l) as Event)
+      .find((e): e is EventOf<'jaxpr_staged'> => e.type === 'jaxpr_staged') as EventOf<'jaxpr_staged'>;
+    const whole = structuredClone(staged);
+    whole.jaxpr.text = `${whole.jaxpr.text}  # 𝑥 = 𝑦`; // code points ≠ UTF-16 units
+    const textLength = [...whole.jaxpr.text].length;
+    const event = structuredClone(whole);
+    const mid = textLength - 7;
+    const text = splitNested(event, 'jaxpr.text', [40, mid]);
+    // another nested list of the view (an inner jaxpr's eqns) is no part of its text
+    const at = event.jaxpr.eqns.findIndex((e) => e.inner_jaxprs.length > 0);
+    splitNested(event, `jaxpr.eqns.${at}.inner_jaxprs.0.eqns`, [1]);
+    expect(textPending(event, 'jaxpr.text')).toEqual({ chars: textLength - 40, ranges: 2 });
+    // an inner jaxpr's own text (a view nested in the event's), held by the event under its path
+    const innerView = event.jaxpr.eqns[at]?.inner_jaxprs[0];
+    if (innerView === undefined) throw new Error('no inner jaxpr');
+    const innerLength = [...innerView.text].length;
+    splitNested(event, `jaxpr.eqns.${at}.inner_jaxprs.0.text`, [5]);
+    expect(viewTextPending([event], innerView)).toEqual({ chars: innerLength - 5, ranges: 1 });
+
+    // Through the store, as the page gets them: the run streams the cut event, then ends.
+    let state = applyEvents(startRun(event.run_id, 'tracing', { calls: [] }, 0), [runStarted(event.run_id, 0)], 1);
+    state = applyEvents(state, [{ ...event, seq: 1 }], 2);
+    const view = (): EventOf<'jaxpr_staged'>['jaxpr'] =>
+      (state.events.find((e) => e.type === 'jaxpr_staged') as EventOf<'jaxpr_staged'>).jaxpr;
+    expect(viewTextPending(state.events, view())).toEqual({ chars: textLength - [...view().text].length, ranges: 2 });
+    expect(viewTextPending(state.events, whole.jaxpr)).toBeNull(); // no event's view
+    state = applyEvents(state, [runFinished(event.run_id, 2)], 3);
+    expect(viewTextPending(state.events, view())?.ranges).toBe(2); // ended, not merged yet
+    state = applyEvents(state, [{ ...(text[0] as ItemsSent), seq: 1 }], 3);
+    expect([...view().text]).toHaveLength(mid);
+    expect(viewTextPending(state.events, view())).toEqual({ chars: textLength - mid, ranges: 1 });
+    state = applyEvents(state, [{ ...(text[1] as ItemsSent), seq: 1 }], 4);
+    expect(view().text).toBe(whole.jaxpr.text);
+    expect(viewTextPending(state.events, view())).toBeNull(); // merged: the note is gone
   });
 });

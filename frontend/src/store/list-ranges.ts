@@ -16,7 +16,8 @@
  * While a list is partial its `length` is what the page has loaded, not the program:
  * `listLength` is the whole length (as `eqnCount` is for eqns), `listsPending` says a holder
  * is not complete yet (a widget that pairs items of two lists by index, or draws every variable,
- * waits for it).
+ * waits for it). `textPending` says how much of a nested text is still to come (the page asks
+ * for nested ranges only once the run ended: the text widget says so meanwhile).
  */
 import type { Event, EventOf, JaxprView } from '../protocol';
 
@@ -185,4 +186,53 @@ export function nextListRanges(events: readonly Event[], scope: ListScope): stri
     for (const value of Object.values(event)) if (isJaxprView(value)) firstOfEachField(value, out);
   }
   return out;
+}
+
+/** What is still to come of a nested text: its characters (code points) and ranges. */
+export interface TextPending {
+  chars: number;
+  ranges: number;
+}
+
+/**
+ * How much of the text at `field` of `event` (a nested text: `jaxpr.text`,
+ * `jaxpr.eqns.0.text`, whose ranges the event holds under that path) is still to come; null
+ * when it is whole (no range of it left: all merged, or it was never split).
+ */
+export function textPending(event: ListHolder, field: string): TextPending | null {
+  let chars = 0;
+  let ranges = 0;
+  for (const r of rangesOf(event)) {
+    if (r.field !== field) continue;
+    chars += r.stop - r.start;
+    ranges += 1;
+  }
+  return ranges === 0 ? null : { chars, ranges };
+}
+
+/** Per event list: each jaxpr view whose text has ranges to come, with its event and the text's path. */
+const holders = new WeakMap<readonly Event[], Map<object, { event: Event; field: string }>>();
+
+/**
+ * How much of the text of `view` is still to come (`textPending`), where `view` is a jaxpr
+ * view (a `JaxprView`, an inner one) of one of `events` whose text has ranges there (a field of the event, `known.text`, or
+ * one nested in it, `jvp.eqns.0.inner_jaxprs.0.text`); null when its text is whole or it is no
+ * such view. The views are found from the events' ranges, once per `events`.
+ */
+export function viewTextPending(events: readonly Event[], view: object): TextPending | null {
+  let index = holders.get(events);
+  if (index === undefined) {
+    index = new Map();
+    for (const event of events) {
+      for (const r of rangesOf(event)) {
+        if (!r.field.endsWith('.text')) continue;
+        let node: unknown = event;
+        for (const part of r.field.split('.').slice(0, -1)) node = step(node, part);
+        if (isJaxprView(node)) index.set(node, { event, field: r.field });
+      }
+    }
+    holders.set(events, index);
+  }
+  const at = index.get(view);
+  return at === undefined ? null : textPending(at.event, at.field);
 }
