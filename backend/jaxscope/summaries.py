@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -277,51 +280,97 @@ def split_lists(event: EventModel, new_id: Callable[[], str]) -> list[ItemsSent]
     :data:`RANGES_FROM_BYTES`, largest first, each over :data:`RANGE_VIEW_BYTES`: first the
     variable lists of its jaxpr views (:data:`VIEW_LISTS`: the range is kept in the view's
     ``list_ranges``) and the event's own lists its class names in ``ranged_lists`` (in the
-    event's), then anything inside its jaxpr views (:func:`_split_nested`: a model under one
-    ``jit`` call is one eqn whose inner jaxpr is most of the event). A split list keeps its
-    first items (within :data:`HEAD_BYTES`), a split text its first lines, and the rest goes in
-    ranges of at most :data:`RANGE_BYTES`; returns each range's ``items_sent`` answer
-    (``detail_of`` set; ``seq`` is set by the supervisor's registration, as for eqn ranges).
-    Nothing shared with another event is changed: the models on the way are copied."""
+    event's; an entry ``name.*`` names each list inside the list ``name``, e.g. one argument's
+    leaves in a list per argument: its range's ``field`` is its path, ``name.3``), then anything
+    inside its jaxpr views (:func:`_split_nested`: a model under one ``jit`` call is one eqn
+    whose inner jaxpr is most of the event). A split list keeps its first items (within
+    :data:`HEAD_BYTES`), a split text its first lines, and the rest goes in ranges of at most
+    :data:`RANGE_BYTES`; returns each range's ``items_sent`` answer (``detail_of`` set; ``seq``
+    is set by the supervisor's registration, as for eqn ranges). Nothing shared with another
+    event is changed: the models and lists on the way are copied."""
     size = len(event.model_dump_json())
     if size <= RANGES_FROM_BYTES:
         return []
     for name, value in list(vars(event).items()):
         if isinstance(value, JaxprView):
             setattr(event, name, value.model_copy())  # its lists are replaced, never changed
-    holders: list[tuple[str, BaseModel, str]] = [
-        (name, value, field)
-        for name, value in vars(event).items()
-        if isinstance(value, JaxprView)
-        for field in VIEW_LISTS
+    lists = [
+        entry
+        for entry in _ranged_candidates(event)
+        if len(entry.items) >= 2
+        and not any(r.field == entry.field for r in getattr(entry.holder, "list_ranges", []))
     ]
-    holders += [("", event, field) for field in type(event).ranged_lists]
-    lists: list[tuple[str, BaseModel, str, list[int]]] = []
-    for prefix, holder, field in holders:
-        items = getattr(holder, field)
-        if not isinstance(items, list) or len(items) < 2:
-            continue
-        if any(r.field == field for r in getattr(holder, "list_ranges", [])):
-            continue
-        lists.append((prefix, holder, field, [_item_bytes(item) for item in items]))
     out: list[ItemsSent] = []
-    for prefix, holder, field, sizes in sorted(lists, key=lambda entry: -sum(entry[3])):
+    for entry in sorted(lists, key=lambda e: -sum(e.sizes)):
+        sizes = entry.sizes
         whole = sum(sizes) + len(sizes)
         if size <= RANGES_FROM_BYTES or whole <= RANGE_VIEW_BYTES:
             break
         cuts = _list_cuts(sizes)
         if len(cuts) == 1:
             continue
-        items = getattr(holder, field)
-        path = f"{prefix}.{field}" if prefix else field
-        ranges = _list_ranges(field, path, items, cuts, new_id, out)
+        ranges = _list_ranges(entry.field, entry.path, entry.items, cuts, new_id, out)
         head = cuts[1]
-        setattr(holder, field, items[:head])
-        holder.list_ranges = [*holder.list_ranges, *ranges]  # type: ignore[attr-defined]
+        entry.put(entry.items[:head])
+        entry.holder.list_ranges = [*entry.holder.list_ranges, *ranges]  # type: ignore[attr-defined]
         size -= sum(sizes[head:]) + len(sizes) - head
         size += sum(len(r.model_dump_json()) + 1 for r in ranges)
     if size > RANGES_FROM_BYTES:
         _split_nested(event, new_id, size, out)
+    return out
+
+
+@dataclass
+class _Ranged:
+    """A list :func:`split_lists` may split: ``path`` from the event (the answers'), ``holder``
+    the model whose ``list_ranges`` name its ranges under ``field``, ``put`` replaces it."""
+
+    path: str
+    holder: BaseModel
+    field: str
+    items: list[Any]
+    put: Callable[[list[Any]], None]
+    sizes: list[int] = dataclass_field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.sizes = [_item_bytes(item) for item in self.items]
+
+
+def _ranged_candidates(event: EventModel) -> list[_Ranged]:
+    """The lists of ``event`` that may go in list ranges (:func:`split_lists`)."""
+    out: list[_Ranged] = []
+
+    def setter(holder: BaseModel, field: str) -> Callable[[list[Any]], None]:
+        return lambda items: setattr(holder, field, items)
+
+    def inner_setter(name: str, index: int) -> Callable[[list[Any]], None]:
+        def put(items: list[Any]) -> None:
+            copied = list(getattr(event, name))  # the outer list may be shared: copied
+            copied[index] = items
+            setattr(event, name, copied)
+
+        return put
+
+    for name, value in vars(event).items():
+        if isinstance(value, JaxprView):
+            for field in VIEW_LISTS:
+                items = getattr(value, field)
+                if isinstance(items, list):
+                    out.append(
+                        _Ranged(f"{name}.{field}", value, field, items, setter(value, field))
+                    )
+    for field in type(event).ranged_lists:
+        if field.endswith(".*"):
+            name = field[:-2]
+            outer = getattr(event, name)
+            for i, items in enumerate(outer if isinstance(outer, list) else []):
+                if isinstance(items, list):
+                    path = f"{name}.{i}"
+                    out.append(_Ranged(path, event, path, items, inner_setter(name, i)))
+            continue
+        items = getattr(event, field)
+        if isinstance(items, list):
+            out.append(_Ranged(field, event, field, items, setter(event, field)))
     return out
 
 

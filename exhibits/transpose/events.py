@@ -264,6 +264,10 @@ class FdDisagreement(WireModel):
 
 # A gradient check with at least this many sent values streams its summary (details on demand).
 SUMMARY_FROM_VALUES = 4096
+# ... unless its whole event is longer than this (``jaxscope.summaries.MAX_STREAMED_LINE_BYTES``,
+# the bound on every line an ``on_demand`` run streams, detail answers included): then it is
+# streamed whole and its long lists go in list ranges (``GradientChecked.ranged_lists``).
+WHOLE_DETAIL_BYTES = 2**20
 
 
 class GradientChecked(EventBase):
@@ -361,6 +365,10 @@ class GradientChecked(EventBase):
     """
 
     type: Literal["gradient_checked"] = "gradient_checked"
+    # A check too large for one line (a jitted GPT stack: 2.4 MB, four copies of 16,384 values)
+    # sends its leaves' rows, and each argument's leaves in the per-argument values, in list
+    # ranges (design 0045; ``summarised``).
+    ranged_lists = ("leaves", "gradient.*", "jax_grad.*", "jax_vjp.*", "finite_difference.*")
     argnums: list[int] = []
     seed: str = "1.0"
     gradient: NestedNumbers
@@ -405,8 +413,14 @@ class GradientChecked(EventBase):
     def summarised(self) -> Self | None:
         """Streamed to the page with every figure but without the values (details on demand):
         ``gradient``/``jax_grad``/``jax_vjp``/``finite_difference`` ``None`` per argument and
-        per sent leaf; None (streamed whole) when they hold fewer than 4,096 numbers."""
+        per sent leaf; None (streamed whole) when they hold fewer than 4,096 numbers, or when
+        the whole event, which a detail request would answer, is over 1 MiB
+        (:data:`WHOLE_DETAIL_BYTES`): then the runner sends its ``leaves`` and each argument's
+        values past their first items in list ranges (``ranged_lists``), each under 1 MiB, and
+        the page asks for the leaves' ranges as the table shows them."""
         if sum(leaf.size for leaf in self.leaves if leaf.sent) < SUMMARY_FROM_VALUES:
+            return None
+        if len(self.model_dump_json()) > WHOLE_DETAIL_BYTES:
             return None
         none = [None for _ in self.gradient] if isinstance(self.gradient, list) else None
         leaves = [

@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { applyItemsSent, nextListRange, type ItemsSent } from '../../frontend/src/store/list-ranges';
 import { fixtureLoader } from '../../frontend/src/test/fixtures';
 import {
   arrayText,
@@ -16,6 +17,7 @@ import {
   fdNotCompared,
   firstDisagreementRow,
   gradientRows,
+  leavesToCome,
   verdictView,
   type GradientChecked,
 } from './view-model';
@@ -138,5 +140,50 @@ describe('an agreement between zeros (all_zero: the probe found every gradient e
 
   it('a disagreement is never called all zero', () => {
     expect(verdictView({ ...checkOf('norm_float16_broken'), all_zero: true })?.allZero).toBe(false);
+  });
+});
+
+describe('a check too large for one line: its leaves in list ranges (design 0045)', () => {
+  // FD08's real event (4 leaves), cut as the backend's split_lists cuts a ranged list: its first
+  // leaf streamed, the other three in two ranges (test_gradient_check_ranges.py runs the jitted
+  // GPT stack's 2.4 MB check through the sandbox and puts its ranges back in Python).
+  const whole = checkOf('flax_bf16_compute');
+  const leaves = whole.leaves ?? [];
+  const streamed: GradientChecked = {
+    ...whole,
+    leaves: leaves.slice(0, 1),
+    list_ranges: [
+      { field: 'leaves', start: 1, stop: 3, detail_id: 'r0' },
+      { field: 'leaves', start: 3, stop: 4, detail_id: 'r1' },
+    ],
+  };
+  const sent = (start: number, stop: number, id: string): ItemsSent => ({
+    type: 'items_sent',
+    seq: whole.seq,
+    run_id: whole.run_id,
+    detail_of: id,
+    path: 'leaves',
+    start,
+    items: leaves.slice(start, stop),
+  });
+
+  it('shows the leaves it has and counts the ones to come', () => {
+    expect(leaves).toHaveLength(4);
+    expect(leavesToCome(streamed)).toBe(3);
+    expect(gradientRows(streamed).map((r) => r.key)).toEqual(['0:0', '1']);
+    expect(nextListRange(streamed, 'leaves')?.detail_id).toBe('r0');
+  });
+
+  it("put back range by range, its table is the whole event's", () => {
+    const one = applyItemsSent(streamed, sent(1, 3, 'r0')) as GradientChecked;
+    expect(leavesToCome(one)).toBe(1);
+    expect(nextListRange(one, 'leaves')?.detail_id).toBe('r1');
+    // a range out of order is refused
+    expect(applyItemsSent(streamed, sent(3, 4, 'r1'))).toBeNull();
+    const all = applyItemsSent(one, sent(3, 4, 'r1')) as GradientChecked;
+    expect(leavesToCome(all)).toBe(0);
+    expect(all.list_ranges).toBeUndefined();
+    expect(gradientRows(all)).toEqual(gradientRows(whole));
+    expect(leavesToCome(whole)).toBe(0);
   });
 });

@@ -8,6 +8,7 @@
  * the events up to the cursor (as nan_finder does): stepping back hides what comes later.
  */
 import type { Event, EventOf, RunFailed } from '../../frontend/src/protocol';
+import { listLength } from '../../frontend/src/store/list-ranges';
 import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
 import { LOADING, formatScalar } from '../../frontend/src/widgets/format';
 
@@ -490,6 +491,16 @@ export function gradientRows(check: GradientChecked): GradientRow[] {
 }
 
 type GradientLeaf = NonNullable<GradientChecked['leaves']>[number];
+
+/**
+ * How many rows of the gradient table are still to come: a check too large for one line (a
+ * jitted GPT stack's, 2.4 MB) has its `leaves` in list ranges (design 0045), and the table asks
+ * for them as it shows them; 0 once every leaf arrived (or for a check sent whole). The count is
+ * the whole list's (`listLength`), never the loaded one.
+ */
+export function leavesToCome(check: GradientChecked): number {
+  return Math.max(0, listLength(check, 'leaves') - (check.leaves ?? []).length);
+}
 
 /** The row of a leaf whose values are still in the worker (the event is a summary). */
 function loadingRow(key: string, arg: number, l: GradientLeaf): GradientRow {
