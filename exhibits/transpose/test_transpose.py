@@ -39,6 +39,27 @@ REPO = EXHIBITS.parent
 JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 
 
+def same_as_golden(got: Any, want: Any) -> None:
+    """A gradient (nested lists, ``None`` for an argument not differentiated) equal to the golden
+    file's up to float32 rounding: the golden was recorded on another CPU, and XLA's CPU code
+    for it (its vector width) orders float32 sums differently (seen: the attention example
+    differs in the last bits of 222 of 256 elements on an AMD EPYC). Equality with ``jax.grad``
+    in the same process is checked exactly, elsewhere."""
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert (g is None) == (w is None)
+        if g is None:
+            continue
+        ga = np.array(_flat(g), np.float64)
+        wa = np.array(_flat(w), np.float64)
+        assert ga.shape == wa.shape
+        np.testing.assert_allclose(ga, wa, rtol=1e-5, atol=1e-6 * float(np.abs(wa).max()))
+
+
+def _flat(x: Any) -> list[Any]:
+    return [v for y in x for v in _flat(y)] if isinstance(x, list) else [x]
+
+
 def run_file(path: Path) -> FakeContext:
     return run_probe("transpose", path.read_text())
 
@@ -77,7 +98,7 @@ def test_shipped_gradient_is_jax_grad_exactly_and_fd_close(
     assert check.max_rel_err is not None and check.max_rel_err < 1e-6
     assert check.max_abs_err is not None and check.max_abs_err < 1e-6
     golden = json.loads((GOLDEN / f"{name}.json").read_text())
-    assert golden["gradient"] == check.gradient
+    same_as_golden(check.gradient, golden["gradient"])
     # one step per linear eqn (eqns on residuals only are evaluated forward), last eqn first
     lin = ctx.one(LinearJaxprStaged)
     steps = ctx.of_type(TransposeStepped)
@@ -383,7 +404,7 @@ def test_every_example_matches_golden(name: str) -> None:
     if "gradient" not in golden:
         return  # the failures are checked above
     ctx = run_file(EXAMPLES[name])
-    assert ctx.one(GradientChecked).gradient == golden["gradient"]
+    same_as_golden(ctx.one(GradientChecked).gradient, golden["gradient"])
     by_mode = attempts(ctx)
     assert by_mode["eager"].ok == golden["eager"]["ok"]
     assert by_mode["jit"].ok == golden["jit"]["ok"]
