@@ -281,7 +281,8 @@ def split_lists(event: EventModel, new_id: Callable[[], str]) -> list[ItemsSent]
     variable lists of its jaxpr views (:data:`VIEW_LISTS`: the range is kept in the view's
     ``list_ranges``) and the event's own lists its class names in ``ranged_lists`` (in the
     event's; an entry ``name.*`` names each list inside the list ``name``, e.g. one argument's
-    leaves in a list per argument: its range's ``field`` is its path, ``name.3``), then anything
+    leaves in a list per argument: its range's ``field`` is its path, ``name.3``; a ``str`` field
+    it names is a text, cut as :func:`_split_nested` cuts one: :func:`_ranged_texts`), then anything
     inside its jaxpr views (:func:`_split_nested`: a model under one ``jit`` call is one eqn
     whose inner jaxpr is most of the event). A split list keeps its first items (within
     :data:`HEAD_BYTES`), a split text its first lines, and the rest goes in ranges of at most
@@ -294,18 +295,27 @@ def split_lists(event: EventModel, new_id: Callable[[], str]) -> list[ItemsSent]
     for name, value in list(vars(event).items()):
         if isinstance(value, JaxprView):
             setattr(event, name, value.model_copy())  # its lists are replaced, never changed
-    lists = [
+    lists: list[_Ranged | str] = [
         entry
         for entry in _ranged_candidates(event)
         if len(entry.items) >= 2
         and not any(r.field == entry.field for r in getattr(entry.holder, "list_ranges", []))
     ]
+    lists += _ranged_texts(event)
     out: list[ItemsSent] = []
-    for entry in sorted(lists, key=lambda e: -sum(e.sizes)):
-        sizes = entry.sizes
-        whole = sum(sizes) + len(sizes)
+    for entry in sorted(lists, key=lambda e: -_whole_bytes(event, e)):
+        whole = _whole_bytes(event, entry)
         if size <= RANGES_FROM_BYTES or whole <= RANGE_VIEW_BYTES:
             break
+        if isinstance(entry, str):
+            text: str = getattr(event, entry)
+            kept = _split_text(event, entry, entry, text, HEAD_BYTES, new_id, out)
+            setattr(event, entry, kept)
+            size -= len(text[len(kept) :].encode()) - sum(
+                len(r.model_dump_json()) + 1 for r in event.list_ranges if r.field == entry
+            )
+            continue
+        sizes = entry.sizes
         cuts = _list_cuts(sizes)
         if len(cuts) == 1:
             continue
@@ -318,6 +328,48 @@ def split_lists(event: EventModel, new_id: Callable[[], str]) -> list[ItemsSent]
     if size > RANGES_FROM_BYTES:
         _split_nested(event, new_id, size, out)
     return out
+
+
+def _ranged_texts(event: EventModel) -> list[str]:
+    """The top-level texts of ``event`` its class names in ``ranged_lists`` (the stations'
+    StableHLO, HLO and optimized HLO), not split yet: :func:`split_lists` cuts them as
+    :func:`_split_nested` cuts a text inside a jaxpr view (after a newline, one item an answer)."""
+    return [
+        field
+        for field in type(event).ranged_lists
+        if isinstance(getattr(event, field, None), str)
+        and not any(r.field == field for r in event.list_ranges)
+    ]
+
+
+def _whole_bytes(event: EventModel, entry: _Ranged | str) -> int:
+    """About what ``entry`` (a list of :func:`_ranged_candidates`, or a text's field) takes of
+    the event's line."""
+    if isinstance(entry, str):
+        return len(getattr(event, entry).encode())
+    return sum(entry.sizes) + len(entry.sizes)
+
+
+def _split_text(
+    event: EventModel,
+    field: str,
+    path: str,
+    value: str,
+    head: int,
+    new_id: Callable[[], str],
+    out: list[ItemsSent],
+) -> str:
+    """Cut ``value`` (the text at ``path`` of ``event``) after its first lines within ``head``
+    characters and then in ranges of at most :data:`RANGE_BYTES` (:func:`_text_cuts`): the
+    ranges go in the event's ``list_ranges`` under ``field``, their answers (one item each, the
+    next characters) in ``out``; returns the head (``value`` itself when it is not cut)."""
+    cuts = _text_cuts(value, head)
+    bounds = [*cuts, len(value)]
+    for a, b in itertools.pairwise(bounds[1:]):
+        detail_id = new_id()
+        event.list_ranges.append(ListRange(field=field, start=a, stop=b, detail_id=detail_id))
+        out.append(ItemsSent(path=path, start=a, items=[value[a:b]], detail_of=detail_id))
+    return value[: cuts[1]] if len(cuts) > 1 else value
 
 
 @dataclass
@@ -478,16 +530,9 @@ def _split_nested(
         field, path = parts[-1], ".".join(parts)
         value = getattr(holder, field)
         if isinstance(value, str):
-            cuts = _text_cuts(value, NESTED_BYTES // 2)
-            bounds = [*cuts, len(value)]
-            for a, b in itertools.pairwise(bounds[1:]):
-                detail_id = new_id()
-                event.list_ranges.append(
-                    ListRange(field=path, start=a, stop=b, detail_id=detail_id)
-                )
-                out.append(ItemsSent(path=path, start=a, items=[value[a:b]], detail_of=detail_id))
-            setattr(holder, field, value[: cuts[1]] if len(cuts) > 1 else value)
-            size -= len(value) - (cuts[1] if len(cuts) > 1 else len(value))
+            head = _split_text(event, path, path, value, NESTED_BYTES // 2, new_id, out)
+            setattr(holder, field, head)
+            size -= len(value) - len(head)
             done.append((parts, 0))
             continue
         sizes = [_item_bytes(item) for item in value]

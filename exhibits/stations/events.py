@@ -38,6 +38,9 @@ class ModuleLowered(EventBase):
     ``Lowered.as_text(dialect='hlo')``; ``op_links`` map StableHLO op lines to eqns and source
     via the debug locations of ``Lowered.as_text(debug_info=True)``."""
 
+    # A program of thousands of eqns (loop_20k: 10.4 MB) is streamed to a page in ranges, its
+    # texts cut after a newline (design 0045, "The stations' texts").
+    ranged_lists = ("stablehlo", "hlo", "op_links")
     type: Literal["module_lowered"] = "module_lowered"
     stablehlo: str
     hlo: str
@@ -73,6 +76,7 @@ class ExecutableCompiled(EventBase):
     those numbers are estimates or unavailable on this backend; ``hlo_links`` map the
     instruction lines of ``compiled_text`` to eqns and source via their ``metadata``."""
 
+    ranged_lists = ("compiled_text", "hlo_links")
     type: Literal["executable_compiled"] = "executable_compiled"
     compiled_text: str
     cost: dict[str, float] | None
