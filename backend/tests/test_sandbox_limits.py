@@ -211,3 +211,38 @@ def test_an_endless_eager_loop_in_review_ends_at_its_time_limit(sandbox: Sandbox
     assert terminal.kind == "timeout", terminal.message
     assert terminal.stage == "run"
     assert "(it was running line 5, in f)" in terminal.message
+
+
+@pytest.mark.parametrize("exhibit", ["transpose", "partial_eval"])
+def test_an_autodiff_exhibit_tells_its_programs_size_before_working_on_it(exhibit: str) -> None:
+    """transpose (its grad jaxpr, before the eager attempt) and partial_eval (its JVP program,
+    before the split) tell the run the size of the program they traced, without lowering it:
+    the same count as JAX's own jaxpr of it (a 20,000-eqn loop worked on under the snippet's
+    limit until its first jaxpr event ran past it on a loaded machine)."""
+    from exhibits.conftest import run_probe
+    from exhibits.partial_eval.events import JaxprSplit
+    from exhibits.transpose.events import LinearJaxprStaged
+
+    code = (
+        "import jax.numpy as jnp\nimport numpy as np\n\ndef f(x):\n"
+        "    for _ in range(150):\n        x = jnp.sin(x) * 0.5 + x\n    return jnp.sum(x)\n\n"
+        "args = (np.linspace(0.1, 1.0, 4, dtype=np.float32),)\n"
+    )
+
+    def f(x: jax.Array) -> jax.Array:
+        for _ in range(150):
+            x = jnp.sin(x) * 0.5 + x
+        return jnp.sum(x)
+
+    x = jnp.linspace(0.1, 1.0, 4, dtype=jnp.float32)
+    if exhibit == "transpose":
+        truth = len(jax.make_jaxpr(jax.grad(f))(x).jaxpr.eqns)
+        shown: type[Any] = LinearJaxprStaged
+    else:
+        truth = len(jax.make_jaxpr(lambda p, t: jax.jvp(f, (p,), (t,)))(x, x).jaxpr.eqns)
+        shown = JaxprSplit
+    told: list[int] = []
+    with program_size.reporting_sizes(told.append):
+        ctx = run_probe(exhibit, code)
+    assert truth in told, (truth, told)
+    assert ctx.one(shown) is not None

@@ -32,6 +32,7 @@ from jaxscope.internals.api import (
     count_eqns,
     default_known,
     jvp_program,
+    note_program_size,
     plan_call,
     remat_table,
     split_event,
@@ -55,6 +56,8 @@ def run(ctx: ProbeContext) -> None:
     plan = plan_call(ctx.snippet)
     with ctx.stage("trace"):
         program = jvp_program(plan)
+        # Splitting it takes time in proportion: the limits grow now (design 0046).
+        note_program_size(len(program.jaxpr.jaxpr.eqns))
         known = ctx.options.known
         if known is None:
             known = default_known(len(program.labels), program.n_primals)

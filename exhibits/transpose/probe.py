@@ -56,6 +56,7 @@ from jaxscope.internals.api import (
     inside,
     linear_jaxpr_staged,
     linearize_vjp,
+    note_program_size,
     noting_caches,
     plan_call,
     walk_scan_body,
@@ -105,6 +106,11 @@ def run(ctx: ProbeContext) -> None:
     with ctx.stage("trace"):
         traced: list[Any] = []
         _attempt(ctx, "jit", lambda: traced.append(_jit_grad(plan, args, argnums)), rule)
+        if traced:
+            # The grad jaxpr's size: the eager attempt, the linearisation and the walk that
+            # follow take time in proportion to it (the limits grow now, not at the first
+            # event that shows a jaxpr).
+            note_program_size(len(traced[0].jaxpr.eqns))
         # The eager gradient is kept: it is the jax.grad the walk is compared with, bit for bit.
         eager: list[Any] = []
         eager_error = _attempt(ctx, "eager", lambda: eager.append(_grad(plan, args, argnums)), rule)

@@ -19,6 +19,7 @@ from __future__ import annotations
 # Submodules whose names are re-exported under another name (bound below, by assignment).
 from jaxscope.internals import cache_key as _cache_key
 from jaxscope.internals import config_table as _config_table
+from jaxscope.internals import program_size as _program_size
 from jaxscope.internals import pytree_walk as _pytree_walk
 from jaxscope.internals import recompiles as _recompiles
 from jaxscope.internals import rule_tables as _rule_tables
@@ -39,6 +40,9 @@ from jaxscope.internals.execution import (
     output_previews as output_previews,
     program_executed as program_executed,
 )
+
+# A program traced and worked on before it is lowered: the run's limits grow with its size.
+note_program_size = _program_size.note
 
 # Views of jaxprs, avals and values with JAX's own names.
 from jaxscope.internals.views import (
