@@ -31,6 +31,15 @@ function finishedRun(n: number): Event[] {
 }
 
 describe('details in the reducer', () => {
+  it('merges an answer that arrives in the same batch as the terminal event, after it', () => {
+    const batch = [...finishedRun(3), whole('r1', 2), summary('r1', 9)];
+    const state = applyEvents(startRun('r1', 'tracing', { calls: [] }, 0), batch, 1);
+    expect(state.status).toBe('finished');
+    expect(state.terminal?.seq).toBe(4);
+    expect(state.events).toHaveLength(5); // the late non-answer event (seq 9) is not appended
+    expect(state.events[2]).toEqual(whole('r1', 2));
+    expect(state.endedAt).toBe(1);
+  });
   it('replaces a summary by its whole event after the terminal one, and ignores a stray answer', () => {
     let state = applyEvents(startRun('r1', 'tracing', { calls: [] }, 0), finishedRun(3), 1);
     expect(state.status).toBe('finished');

@@ -238,10 +238,11 @@ export function applyEvents(state: RunState, batch: readonly Event[], now: numbe
     if (events === null) events = [...next.events];
     events.splice(at, 0, event);
     if (isTerminal(event)) {
+      // Not a return: answers to details asked for during the run (whole events, ranges,
+      // refusals) may follow the terminal event in the same batch (one animation frame).
       const failed = event.type === 'run_failed';
-      return {
+      next = {
         ...next,
-        events,
         queue: null,
         status: failed ? 'failed' : 'finished',
         stage: null,
@@ -250,6 +251,7 @@ export function applyEvents(state: RunState, batch: readonly Event[], now: numbe
         terminal: event,
         error: failed ? event : null,
       };
+      continue;
     }
     next = { ...next, queue: null };
     if (event.type === 'stage_started' && at === events.length - 1) {
