@@ -1,13 +1,8 @@
-import { readFileSync } from "node:fs";
-import { describe, expect, it } from "vitest";
-import { loadEvents, loadTruth } from "../../frontend/test-fixtures/load";
-import { formatCount, humanBytes } from "../../frontend/src/widgets/format";
-import {
-  buildLinkMaps,
-  highlightOf,
-  selectEqn,
-  selectHlo,
-} from "../../frontend/src/widgets/linking";
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { loadEvents, loadTruth } from '../../frontend/test-fixtures/load';
+import { formatCount, humanBytes } from '../../frontend/src/widgets/format';
+import { buildLinkMaps, highlightOf, selectEqn, selectHlo } from '../../frontend/src/widgets/linking';
 import {
   costLabel,
   costRows,
@@ -23,12 +18,9 @@ import {
   textLoadingNote,
   timeline,
   type StationsModel,
-} from "./view-model";
-import {
-  applyItemsSent,
-  type ItemsSent,
-} from "../../frontend/src/store/list-ranges";
-import type { ModuleLowered } from "../../frontend/src/protocol";
+} from './view-model';
+import { applyItemsSent, type ItemsSent } from '../../frontend/src/store/list-ranges';
+import type { ModuleLowered } from '../../frontend/src/protocol';
 
 interface Truth {
   cost: Record<string, number>;
@@ -39,151 +31,107 @@ interface Truth {
 const statusAt = (events: ReturnType<typeof loadEvents>, k: number): string =>
   stationStatuses(events.slice(0, k + 1))
     .map((s) => `${s.id}:${s.status}`)
-    .join(" ");
+    .join(' ');
 
-describe("station progress over the event stream (stations-mlp)", () => {
-  const events = loadEvents("stations-mlp");
+describe('station progress over the event stream (stations-mlp)', () => {
+  const events = loadEvents('stations-mlp');
 
-  it("runs trace, lower, compile, run in turn, each done when its artefact arrives", () => {
+  it('runs trace, lower, compile, run in turn, each done when its artefact arrives', () => {
     const at = (type: string, stage?: string): number =>
-      events.findIndex(
-        (e) =>
-          e.type === type &&
-          (stage === undefined || ("stage" in e && e.stage === stage)),
-      );
-    expect(statusAt(events, at("stage_started", "trace"))).toBe(
-      "trace:running lower:pending compile:pending run:pending",
-    );
-    expect(statusAt(events, at("jaxpr_staged"))).toBe(
-      "trace:done lower:pending compile:pending run:pending",
-    );
-    expect(statusAt(events, at("stage_started", "lower"))).toBe(
-      "trace:done lower:running compile:pending run:pending",
-    );
-    expect(statusAt(events, at("stage_started", "compile"))).toBe(
-      "trace:done lower:done compile:running run:pending",
-    );
-    expect(statusAt(events, at("stage_started", "run"))).toBe(
-      "trace:done lower:done compile:done run:running",
-    );
-    expect(statusAt(events, events.length - 1)).toBe(
-      "trace:done lower:done compile:done run:done",
-    );
+      events.findIndex((e) => e.type === type && (stage === undefined || ('stage' in e && e.stage === stage)));
+    expect(statusAt(events, at('stage_started', 'trace'))).toBe('trace:running lower:pending compile:pending run:pending');
+    expect(statusAt(events, at('jaxpr_staged'))).toBe('trace:done lower:pending compile:pending run:pending');
+    expect(statusAt(events, at('stage_started', 'lower'))).toBe('trace:done lower:running compile:pending run:pending');
+    expect(statusAt(events, at('stage_started', 'compile'))).toBe('trace:done lower:done compile:running run:pending');
+    expect(statusAt(events, at('stage_started', 'run'))).toBe('trace:done lower:done compile:done run:running');
+    expect(statusAt(events, events.length - 1)).toBe('trace:done lower:done compile:done run:done');
   });
 
   it("marks the station where the run failed (a tracer error while tracing)", () => {
-    const failed = loadEvents("tracing-tracer-error");
-    expect(statusAt(failed, failed.length - 1)).toBe(
-      "trace:failed lower:pending compile:pending run:pending",
-    );
+    const failed = loadEvents('tracing-tracer-error');
+    expect(statusAt(failed, failed.length - 1)).toBe('trace:failed lower:pending compile:pending run:pending');
   });
 
-  it("draws one bar per jax.monitoring duration, named as JAX names it", () => {
+  it('draws one bar per jax.monitoring duration, named as JAX names it', () => {
     const bars = timeline(events);
     expect(bars.map((b) => [b.stage, b.event])).toEqual([
-      ["trace", "/jax/core/compile/jaxpr_trace_duration"],
-      ["lower", "/jax/core/compile/jaxpr_to_mlir_module_duration"],
-      ["compile", "/jax/core/compile/backend_compile_duration"],
+      ['trace', '/jax/core/compile/jaxpr_trace_duration'],
+      ['lower', '/jax/core/compile/jaxpr_to_mlir_module_duration'],
+      ['compile', '/jax/core/compile/backend_compile_duration'],
     ]);
     expect(Math.max(...bars.map((b) => b.fraction))).toBe(1);
     for (const b of bars) expect(b.duration_ms).toBeGreaterThan(0);
   });
 });
 
-describe.each(["stations-mlp", "stations-nested", "stations-c24"])(
-  "the compiled and run stations of %s",
-  (name) => {
-    const model = stationsModel(loadEvents(name));
-    const truth = loadTruth<Truth>(name);
+describe.each(['stations-mlp', 'stations-nested', 'stations-c24'])('the compiled and run stations of %s', (name) => {
+  const model = stationsModel(loadEvents(name));
+  const truth = loadTruth<Truth>(name);
 
-    it("shows Compiled.cost_analysis() as XLA reports it", () => {
-      expect(model.compiled?.cost).toEqual(truth.cost);
-      const rows = costRows(model.compiled?.cost ?? null);
-      expect(rows.map((r) => r.key).sort()).toEqual(
-        Object.keys(truth.cost).sort(),
-      );
-      expect(rows[0]?.key).toBe("flops");
-      expect(rows[0]?.value).toBe(formatCount(truth.cost["flops"] ?? NaN));
-    });
+  it("shows Compiled.cost_analysis() as XLA reports it", () => {
+    expect(model.compiled?.cost).toEqual(truth.cost);
+    const rows = costRows(model.compiled?.cost ?? null);
+    expect(rows.map((r) => r.key).sort()).toEqual(Object.keys(truth.cost).sort());
+    expect(rows[0]?.key).toBe('flops');
+    expect(rows[0]?.value).toBe(formatCount(truth.cost['flops'] ?? NaN));
+  });
 
-    it("shows memory_analysis() in human bytes", () => {
-      expect(model.compiled?.memory).toMatchObject(truth.memory);
-      const rows = memoryRows(model.compiled?.memory ?? null);
-      const arg = rows.find((r) => r.key === "argument_size_in_bytes");
-      expect(arg?.value).toBe(
-        humanBytes(truth.memory["argument_size_in_bytes"] ?? -1),
-      );
-      expect(arg?.label).toBe("argument size");
-    });
+  it('shows memory_analysis() in human bytes', () => {
+    expect(model.compiled?.memory).toMatchObject(truth.memory);
+    const rows = memoryRows(model.compiled?.memory ?? null);
+    const arg = rows.find((r) => r.key === 'argument_size_in_bytes');
+    expect(arg?.value).toBe(humanBytes(truth.memory['argument_size_in_bytes'] ?? -1));
+    expect(arg?.label).toBe('argument size');
+  });
 
-    it("previews outputs with the shape, dtype and values JAX computes", () => {
-      const outputs = model.executed?.outputs ?? [];
-      expect(outputs.map((o) => [o.shape, o.dtype])).toEqual(
-        truth.outputs.map((o) => [o.shape, o.dtype]),
-      );
-      const first = outputs[0];
-      const t = truth.outputs[0];
-      if (first && t && first.shape.length === 0)
-        expect(Number(first.preview)).toBeCloseTo(t.sum, 4);
-    });
-  },
-);
+  it('previews outputs with the shape, dtype and values JAX computes', () => {
+    const outputs = model.executed?.outputs ?? [];
+    expect(outputs.map((o) => [o.shape, o.dtype])).toEqual(truth.outputs.map((o) => [o.shape, o.dtype]));
+    const first = outputs[0];
+    const t = truth.outputs[0];
+    if (first && t && first.shape.length === 0) expect(Number(first.preview)).toBeCloseTo(t.sum, 4);
+  });
+});
 
-describe("figures for people", () => {
-  it("names per-operand cost keys", () => {
-    expect(costLabel("bytes accessed0{}")).toBe("bytes accessed (operand 0)");
-    expect(costLabel("bytes accessedout{}")).toBe("bytes accessed (output)");
-    expect(costLabel("utilization2{}")).toBe("utilization (operand 2)");
+describe('figures for people', () => {
+  it('names per-operand cost keys', () => {
+    expect(costLabel('bytes accessed0{}')).toBe('bytes accessed (operand 0)');
+    expect(costLabel('bytes accessedout{}')).toBe('bytes accessed (output)');
+    expect(costLabel('utilization2{}')).toBe('utilization (operand 2)');
   });
 
   it('says "not reported" for -1 and missing figures', () => {
-    const rows = costRows({
-      flops: -1,
-      transcendentals: undefined,
-      "bytes accessed": 12,
-    });
+    const rows = costRows({ flops: -1, transcendentals: undefined, 'bytes accessed': 12 });
     expect(rows.map((r) => [r.key, r.value, r.reported])).toEqual([
-      ["flops", "not reported", false],
-      ["transcendentals", "not reported", false],
-      ["bytes accessed", "12 B", true],
+      ['flops', 'not reported', false],
+      ['transcendentals', 'not reported', false],
+      ['bytes accessed', '12 B', true],
     ]);
   });
 
-  it("explains async dispatch with the measured ratio", () => {
-    const run = stationsModel(loadEvents("stations-c24")).executed;
+  it('explains async dispatch with the measured ratio', () => {
+    const run = stationsModel(loadEvents('stations-c24')).executed;
     expect(run).toBeDefined();
     if (run) {
       const s = dispatchSentence(run);
-      expect(s).toContain("block_until_ready");
+      expect(s).toContain('block_until_ready');
       expect(s).toContain(`${(run.blocked_ms / run.dispatch_ms).toFixed(1)}×`);
     }
   });
 });
 
-describe("C24: a jitted chain of four matmuls", () => {
+describe('C24: a jitted chain of four matmuls', () => {
   const expected = JSON.parse(
-    readFileSync(
-      `${__dirname}/../../frontend/test-fixtures/cases/C24_async_dispatch.expect.json`,
-      "utf8",
-    ),
-  ) as {
-    jaxpr: string;
-    stations: string[];
-    lowered_op_counts: Record<string, number>;
-    out_shape: number[];
-  };
-  const model = stationsModel(loadEvents("stations-c24"));
+    readFileSync(`${__dirname}/../../frontend/test-fixtures/cases/C24_async_dispatch.expect.json`, 'utf8'),
+  ) as { jaxpr: string; stations: string[]; lowered_op_counts: Record<string, number>; out_shape: number[] };
+  const model = stationsModel(loadEvents('stations-c24'));
 
-  it("shows the four stations, the jaxpr, the lowered ops and the output the case records", () => {
-    expect(model.stations.map((s) => [s.id, s.status])).toEqual(
-      expected.stations.map((id) => [id, "done"]),
-    );
+  it('shows the four stations, the jaxpr, the lowered ops and the output the case records', () => {
+    expect(model.stations.map((s) => [s.id, s.status])).toEqual(expected.stations.map((id) => [id, 'done']));
     expect(model.traced?.jaxpr.text).toBe(expected.jaxpr);
-    const lines = (model.lowered?.stablehlo ?? "").split("\n");
+    const lines = (model.lowered?.stablehlo ?? '').split('\n');
     for (const [op, n] of Object.entries(expected.lowered_op_counts)) {
-      expect(lines.filter((l) => l.includes(`stablehlo.${op} `)).length).toBe(
-        n,
-      );
+      expect(lines.filter((l) => l.includes(`stablehlo.${op} `)).length).toBe(n);
     }
     expect(model.executed?.outputs[0]?.shape).toEqual(expected.out_shape);
   });
@@ -191,97 +139,64 @@ describe("C24: a jitted chain of four matmuls", () => {
 
 /** The instruction lines of computation `%name` in an HLO module's text (header `... {`, body up to `}`). */
 function computationLines(lines: readonly string[], name: string): string[] {
-  const start = lines.findIndex(
-    (l) =>
-      (l.startsWith(`%${name} `) || l.startsWith(`ENTRY %${name} `)) &&
-      l.endsWith("{"),
-  );
+  const start = lines.findIndex((l) => (l.startsWith(`%${name} `) || l.startsWith(`ENTRY %${name} `)) && l.endsWith('{'));
   expect(start).toBeGreaterThanOrEqual(0);
-  return lines.slice(start + 1, lines.indexOf("}", start));
+  return lines.slice(start + 1, lines.indexOf('}', start));
 }
 
 /** Whether instruction line `n` is `opcode` itself, or a fusion whose computation holds one. */
-function isOrFuses(
-  lines: readonly string[],
-  n: number,
-  opcode: string,
-): boolean {
-  const line = lines[n] ?? "";
+function isOrFuses(lines: readonly string[], n: number, opcode: string): boolean {
+  const line = lines[n] ?? '';
   if (line.includes(` ${opcode}(`)) return true;
   const called = / fusion\(.*\bcalls=%([^\s,}]+)/.exec(line)?.[1];
-  return (
-    called !== undefined &&
-    computationLines(lines, called).some((l) => l.includes(` ${opcode}(`))
-  );
+  return called !== undefined && computationLines(lines, called).some((l) => l.includes(` ${opcode}(`));
 }
 
-describe("the optimized HLO linked to eqns and source (stations-mlp: tanh(x @ w) on line 4, sum(h * h) on line 5)", () => {
-  const model = stationsModel(loadEvents("stations-mlp"));
+describe('the optimized HLO linked to eqns and source (stations-mlp: tanh(x @ w) on line 4, sum(h * h) on line 5)', () => {
+  const model = stationsModel(loadEvents('stations-mlp'));
   const eqns = model.traced?.jaxpr.eqns ?? [];
   const compiled = model.compiled;
-  const lines = (compiled?.compiled_text ?? "").split("\n");
-  const maps = buildLinkMaps(
-    eqns,
-    model.lowered?.op_links ?? [],
-    compiled?.hlo_links ?? [],
-  );
-  const tanh = eqns.findIndex((e) => e.primitive === "tanh");
-  const tanhLines = lines.flatMap((l, n) => (l.includes(" tanh(") ? [n] : []));
+  const lines = (compiled?.compiled_text ?? '').split('\n');
+  const maps = buildLinkMaps(eqns, model.lowered?.op_links ?? [], compiled?.hlo_links ?? []);
+  const tanh = eqns.findIndex((e) => e.primitive === 'tanh');
+  const tanhLines = lines.flatMap((l, n) => (l.includes(' tanh(') ? [n] : []));
 
-  it("selecting the tanh eqn highlights every tanh instruction and the fusions holding one, nothing else", () => {
+  it('selecting the tanh eqn highlights every tanh instruction and the fusions holding one, nothing else', () => {
     expect(tanh).toBeGreaterThanOrEqual(0);
     expect(tanhLines.length).toBeGreaterThan(0);
     const h = highlightOf(maps, selectEqn(maps, tanh));
     for (const n of tanhLines) expect(h.hloLines.has(n)).toBe(true);
-    for (const n of h.hloLines) expect(isOrFuses(lines, n, "tanh")).toBe(true);
-    expect([...h.hloLines].some((n) => lines[n]?.includes(" fusion("))).toBe(
-      true,
-    );
+    for (const n of h.hloLines) expect(isOrFuses(lines, n, 'tanh')).toBe(true);
+    expect([...h.hloLines].some((n) => lines[n]?.includes(' fusion('))).toBe(true);
   });
 
-  it("clicking a tanh instruction selects its eqn and line 4, and lights up only itself here", () => {
+  it('clicking a tanh instruction selects its eqn and line 4, and lights up only itself here', () => {
     const n = tanhLines[0] ?? -1;
     const sel = selectHlo(maps, n);
-    expect(sel).toEqual({
-      origin: "hlo",
-      lines: [4],
-      eqnIndices: [tanh],
-      opLines: [],
-      hloLines: [n],
-    });
+    expect(sel).toEqual({ origin: 'hlo', lines: [4], eqnIndices: [tanh], opLines: [], hloLines: [n] });
     const h = highlightOf(maps, sel);
     expect([...h.eqns]).toEqual([tanh]);
     expect([...h.hloLines]).toEqual([n]);
     // ...and the StableHLO ops lowered from the same eqn.
-    const stablehlo = (model.lowered?.stablehlo ?? "").split("\n");
+    const stablehlo = (model.lowered?.stablehlo ?? '').split('\n');
     expect(h.opLines.size).toBeGreaterThan(0);
-    for (const op of h.opLines)
-      expect(stablehlo[op]).toContain("stablehlo.tanh");
-    expect(hloTitle(maps.hloLink.get(n)!)).toBe(
-      `tanh · jit(f)/tanh · line 4 · eqn ${tanh}`,
-    );
+    for (const op of h.opLines) expect(stablehlo[op]).toContain('stablehlo.tanh');
+    expect(hloTitle(maps.hloLink.get(n)!)).toBe(`tanh · jit(f)/tanh · line 4 · eqn ${tanh}`);
   });
 
   it("titles each StableHLO op with its op, name stack, line and eqn (tanh: line 4)", () => {
-    const stablehlo = (model.lowered?.stablehlo ?? "").split("\n");
-    const at = stablehlo.findIndex((l) => l.includes("= stablehlo.tanh "));
+    const stablehlo = (model.lowered?.stablehlo ?? '').split('\n');
+    const at = stablehlo.findIndex((l) => l.includes('= stablehlo.tanh '));
     const link = maps.opLink.get(at);
     expect(link).toBeDefined();
-    expect(opTitle(link!)).toBe(
-      `stablehlo.tanh · jit(f)/tanh · line 4 · eqn ${tanh}`,
-    );
+    expect(opTitle(link!)).toBe(`stablehlo.tanh · jit(f)/tanh · line 4 · eqn ${tanh}`);
   });
 
-  it("an editor selection of line 5 lights up its instructions, not those of line 4", () => {
-    const h = highlightOf(maps, {
-      origin: "editor",
-      lines: [5],
-      eqnIndices: [],
-      opLines: [],
-    });
-    const texts = [...h.hloLines].map((n) => lines[n] ?? "");
-    expect(texts.some((t) => t.includes(" multiply("))).toBe(true);
-    expect(texts.some((t) => t.includes(" reduce("))).toBe(true);
+  it('an editor selection of line 5 lights up its instructions, not those of line 4', () => {
+    const h = highlightOf(maps, { origin: 'editor', lines: [5], eqnIndices: [], opLines: [] });
+    const texts = [...h.hloLines].map((n) => lines[n] ?? '');
+    expect(texts.some((t) => t.includes(' multiply('))).toBe(true);
+    expect(texts.some((t) => t.includes(' reduce('))).toBe(true);
     for (const n of tanhLines) expect(h.hloLines.has(n)).toBe(false);
   });
 
@@ -289,35 +204,27 @@ describe("the optimized HLO linked to eqns and source (stations-mlp: tanh(x @ w)
     const start = firstUserInstruction(compiled);
     expect(start).toBeDefined();
     const first = start ?? -1;
-    expect(first).toBeGreaterThan(lines.indexOf("StackFrames"));
-    expect(lines[first]).toMatch(
-      /^\s+(ROOT )?%\S+ = .*metadata=\{op_name="jit\(f\)\/[^"]*" stack_frame_id=\d+\}/,
-    );
+    expect(first).toBeGreaterThan(lines.indexOf('StackFrames'));
+    expect(lines[first]).toMatch(/^\s+(ROOT )?%\S+ = .*metadata=\{op_name="jit\(f\)\/[^"]*" stack_frame_id=\d+\}/);
     // No instruction above it names a snippet line.
-    for (const link of compiled?.hlo_links ?? [])
-      if (link.line < first) expect(link.source).toBeNull();
+    for (const link of compiled?.hlo_links ?? []) if (link.line < first) expect(link.source).toBeNull();
     expect(firstUserInstruction(undefined)).toBeUndefined();
   });
 });
 
-describe("a Lowered station whose texts and links come in list ranges (design 0045)", () => {
-  const whole = stationsModel(loadEvents("stations-mlp")).lowered;
-  if (whole === undefined) throw new Error("the fixture has a module_lowered");
+describe('a Lowered station whose texts and links come in list ranges (design 0045)', () => {
+  const whole = stationsModel(loadEvents('stations-mlp')).lowered;
+  if (whole === undefined) throw new Error('the fixture has a module_lowered');
   // Cut as the backend's split_lists does: the first lines, then ranges cut after a newline
   // (one item an answer), and the op links after their first items.
   const text = whole.stablehlo;
-  const cut1 = text.indexOf("\n", Math.floor(text.length / 3)) + 1;
-  const cut2 = text.indexOf("\n", Math.floor((2 * text.length) / 3)) + 1;
+  const cut1 = text.indexOf('\n', Math.floor(text.length / 3)) + 1;
+  const cut2 = text.indexOf('\n', Math.floor((2 * text.length) / 3)) + 1;
   const linkCut = Math.max(1, Math.floor(whole.op_links.length / 2));
   const ranges = [
-    { field: "stablehlo", start: cut1, stop: cut2, detail_id: "r0" },
-    { field: "stablehlo", start: cut2, stop: text.length, detail_id: "r1" },
-    {
-      field: "op_links",
-      start: linkCut,
-      stop: whole.op_links.length,
-      detail_id: "r2",
-    },
+    { field: 'stablehlo', start: cut1, stop: cut2, detail_id: 'r0' },
+    { field: 'stablehlo', start: cut2, stop: text.length, detail_id: 'r1' },
+    { field: 'op_links', start: linkCut, stop: whole.op_links.length, detail_id: 'r2' },
   ];
   const cut: ModuleLowered = {
     ...whole,
@@ -325,80 +232,56 @@ describe("a Lowered station whose texts and links come in list ranges (design 00
     op_links: whole.op_links.slice(0, linkCut),
     list_ranges: ranges,
   };
-  const answers: ItemsSent[] = [
-    {
-      type: "items_sent",
-      run_id: whole.run_id,
-      seq: whole.seq,
-      path: "stablehlo",
-      start: cut1,
-      items: [text.slice(cut1, cut2)],
-      detail_of: "r0",
-    },
-    {
-      type: "items_sent",
-      run_id: whole.run_id,
-      seq: whole.seq,
-      path: "stablehlo",
-      start: cut2,
-      items: [text.slice(cut2)],
-      detail_of: "r1",
-    },
-    {
-      type: "items_sent",
-      run_id: whole.run_id,
-      seq: whole.seq,
-      path: "op_links",
-      start: linkCut,
-      items: whole.op_links.slice(linkCut),
-      detail_of: "r2",
-    },
-  ];
+  const answer = (path: string, start: number, items: unknown[], id: string): ItemsSent => ({
+    type: 'items_sent',
+    run_id: whole.run_id,
+    seq: whole.seq,
+    path,
+    start,
+    items,
+    detail_of: id,
+  });
+  const answers = [
+    answer('stablehlo', cut1, [text.slice(cut1, cut2)], 'r0'),
+    answer('stablehlo', cut2, [text.slice(cut2)], 'r1'),
+    answer('op_links', linkCut, whole.op_links.slice(linkCut), 'r2'),
+  ] as const;
   const apply = (event: ModuleLowered, sent: ItemsSent): ModuleLowered => {
     const next = applyItemsSent(event, sent);
-    if (next === null || next.type !== "module_lowered")
-      throw new Error(`not applied: ${sent.detail_of}`);
+    if (next === null || next.type !== 'module_lowered') throw new Error(`not applied: ${sent.detail_of}`);
     return next;
   };
+  const model = (event: ModuleLowered): StationsModel => ({ ...stationsModel([]), lowered: event });
 
-  it("says how much of the StableHLO it has, asks for the next range of each field, and is the whole event once merged", () => {
+  it('says how much of the StableHLO it has, asks for the next range of each field, and is the whole event once merged', () => {
     expect(cut1).toBeGreaterThan(0);
     expect(cut2).toBeGreaterThan(cut1);
     expect(text.length).toBeGreaterThan(cut2);
-    expect(textLoadingNote(cut, "stablehlo")).toBe(
+    expect(textLoadingNote(cut, 'stablehlo')).toBe(
       `loading the rest of the StableHLO: ${formatCount(cut1)} of ${formatCount(text.length)} characters`,
     );
-    expect(textLoadingNote(cut, "hlo")).toBeNull(); // never cut
-    expect(linksLoading(cut, "op_links")).toBe(true);
-    const model = (event: ModuleLowered): StationsModel => ({
-      ...stationsModel([]),
-      lowered: event,
-    });
-    expect(pendingRangeIds(model(cut))).toEqual(["r0", "r2"]); // one at a time per field
+    expect(textLoadingNote(cut, 'hlo')).toBeNull(); // never cut
+    expect(linksLoading(cut, 'op_links')).toBe(true);
+    expect(pendingRangeIds(model(cut))).toEqual(['r0', 'r2']); // one at a time per field
 
-    const one = apply(cut, answers[0] as ItemsSent);
-    expect(textLoadingNote(one, "stablehlo")).toBe(
+    const one = apply(cut, answers[0]);
+    expect(textLoadingNote(one, 'stablehlo')).toBe(
       `loading the rest of the StableHLO: ${formatCount(cut2)} of ${formatCount(text.length)} characters`,
     );
-    expect(pendingRangeIds(model(one))).toEqual(["r1", "r2"]);
-    // links of the lines loaded work: each loaded op link points at a line the page has
-    const lines = one.stablehlo.split("\n").length;
+    expect(pendingRangeIds(model(one))).toEqual(['r1', 'r2']);
+    // the links of the lines loaded work: each loaded op link points at a line the page has
+    const lines = one.stablehlo.split('\n').length;
     for (const link of one.op_links) expect(link.line).toBeLessThan(lines);
-    expect(buildLinkMaps([], one.op_links, []).opLink.size).toBe(
-      new Set(one.op_links.map((l) => l.line)).size,
-    );
+    expect(buildLinkMaps([], one.op_links, []).opLink.size).toBe(new Set(one.op_links.map((l) => l.line)).size);
 
-    const all = apply(
-      apply(one, answers[1] as ItemsSent),
-      answers[2] as ItemsSent,
-    );
-    expect(textLoadingNote(all, "stablehlo")).toBeNull();
-    expect(linksLoading(all, "op_links")).toBe(false);
+    const all = apply(apply(one, answers[1]), answers[2]);
+    expect(textLoadingNote(all, 'stablehlo')).toBeNull();
+    expect(linksLoading(all, 'op_links')).toBe(false);
     expect(pendingRangeIds(model(all))).toEqual([]);
     expect(all).toEqual(whole);
   });
 
-  it("refuses an answer that is not the next range of its field", () => {
-    expect(applyItemsSent(cut, answers[1] as ItemsSent)).toBeNull();
+  it('refuses an answer that is not the next range of its field', () => {
+    expect(applyItemsSent(cut, answers[1])).toBeNull();
   });
 });

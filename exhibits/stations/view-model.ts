@@ -15,17 +15,14 @@ import type {
   RunFailed,
   Stage,
   StageTimed,
-} from "../../frontend/src/protocol";
-import {
-  listLength,
-  nextListRangeIds,
-} from "../../frontend/src/store/list-ranges";
-import { formatCount, humanBytes } from "../../frontend/src/widgets/format";
-import { eventsOf, lastOf } from "../../frontend/src/widgets/events";
+} from '../../frontend/src/protocol';
+import { listLength, nextListRangeIds } from '../../frontend/src/store/list-ranges';
+import { formatCount, humanBytes } from '../../frontend/src/widgets/format';
+import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
 
-export type StationId = "trace" | "lower" | "compile" | "run";
+export type StationId = 'trace' | 'lower' | 'compile' | 'run';
 
-export type StationStatus = "pending" | "running" | "done" | "failed";
+export type StationStatus = 'pending' | 'running' | 'done' | 'failed';
 
 export interface Station {
   id: StationId;
@@ -36,36 +33,11 @@ export interface Station {
   status: StationStatus;
 }
 
-export const STATIONS: readonly {
-  id: StationId;
-  title: string;
-  holds: string;
-  artefact: Event["type"];
-}[] = [
-  {
-    id: "trace",
-    title: "Traced",
-    holds: "jaxpr (jax.stages.Traced)",
-    artefact: "jaxpr_staged",
-  },
-  {
-    id: "lower",
-    title: "Lowered",
-    holds: "StableHLO (jax.stages.Lowered)",
-    artefact: "module_lowered",
-  },
-  {
-    id: "compile",
-    title: "Compiled",
-    holds: "executable (jax.stages.Compiled)",
-    artefact: "executable_compiled",
-  },
-  {
-    id: "run",
-    title: "Run",
-    holds: "output arrays on a device",
-    artefact: "program_executed",
-  },
+export const STATIONS: readonly { id: StationId; title: string; holds: string; artefact: Event['type'] }[] = [
+  { id: 'trace', title: 'Traced', holds: 'jaxpr (jax.stages.Traced)', artefact: 'jaxpr_staged' },
+  { id: 'lower', title: 'Lowered', holds: 'StableHLO (jax.stages.Lowered)', artefact: 'module_lowered' },
+  { id: 'compile', title: 'Compiled', holds: 'executable (jax.stages.Compiled)', artefact: 'executable_compiled' },
+  { id: 'run', title: 'Run', holds: 'output arrays on a device', artefact: 'program_executed' },
 ];
 
 /**
@@ -74,23 +46,17 @@ export const STATIONS: readonly {
  * running station when the failure names none); else `pending`.
  */
 export function stationStatuses(events: readonly Event[]): Station[] {
-  const started = new Set<Stage>(
-    eventsOf(events, "stage_started").map((e) => e.stage),
-  );
+  const started = new Set<Stage>(eventsOf(events, 'stage_started').map((e) => e.stage));
   const arrived = new Set<string>(events.map((e) => e.type));
-  const failure = lastOf(events, "run_failed");
-  const finished = failure !== undefined || arrived.has("run_finished");
+  const failure = lastOf(events, 'run_failed');
+  const finished = failure !== undefined || arrived.has('run_finished');
   return STATIONS.map(({ id, title, holds, artefact }) => {
-    let status: StationStatus = "pending";
-    if (arrived.has(artefact)) status = "done";
+    let status: StationStatus = 'pending';
+    if (arrived.has(artefact)) status = 'done';
     else if (started.has(id)) {
-      if (
-        failure !== undefined &&
-        (failure.stage === id || failure.stage === null)
-      )
-        status = "failed";
-      else if (!finished) status = "running";
-    } else if (failure !== undefined && failure.stage === id) status = "failed";
+      if (failure !== undefined && (failure.stage === id || failure.stage === null)) status = 'failed';
+      else if (!finished) status = 'running';
+    } else if (failure !== undefined && failure.stage === id) status = 'failed';
     return { id, title, holds, status };
   });
 }
@@ -107,7 +73,7 @@ export interface TimelineBar {
 
 /** The `stage_timed` durations as bars scaled to the longest one. */
 export function timeline(events: readonly Event[]): TimelineBar[] {
-  const timed: StageTimed[] = eventsOf(events, "stage_timed");
+  const timed: StageTimed[] = eventsOf(events, 'stage_timed');
   const longest = Math.max(0, ...timed.map((t) => t.duration_ms));
   return timed.map((t) => ({
     event: t.event,
@@ -129,27 +95,20 @@ export interface FigureRow {
 }
 
 /** Names XLA's cost analysis uses, in the order the table lists them. */
-const COST_ORDER = [
-  "flops",
-  "transcendentals",
-  "bytes accessed",
-  "optimal_seconds",
-  "utilization",
-];
+const COST_ORDER = ['flops', 'transcendentals', 'bytes accessed', 'optimal_seconds', 'utilization'];
 
 /** What one `cost_analysis()` key means (`bytes accessed1{}` is operand 1's bytes, `out` the output's). */
 export function costLabel(key: string): string {
   const m = /^(bytes accessed|utilization)(out|\d+)\{(.*)\}$/.exec(key);
   if (m) {
     const [, base, which, shape] = m;
-    const operand = which === "out" ? "output" : `operand ${which}`;
-    return `${base} (${operand}${shape ? ` ${shape}` : ""})`;
+    const operand = which === 'out' ? 'output' : `operand ${which}`;
+    return `${base} (${operand}${shape ? ` ${shape}` : ''})`;
   }
-  if (key === "flops") return "floating-point operations";
-  if (key === "transcendentals")
-    return "transcendental operations (exp, sin, …)";
-  if (key === "bytes accessed") return "bytes read and written";
-  if (key === "optimal_seconds") return "estimated seconds";
+  if (key === 'flops') return 'floating-point operations';
+  if (key === 'transcendentals') return 'transcendental operations (exp, sin, …)';
+  if (key === 'bytes accessed') return 'bytes read and written';
+  if (key === 'optimal_seconds') return 'estimated seconds';
   return key;
 }
 
@@ -162,42 +121,25 @@ const costRank = (key: string): number => {
  * The rows of `Compiled.cost_analysis()`, ordered flops, transcendentals, bytes, utilization.
  * A negative value (XLA's `-1`) or a missing one means the backend did not report it.
  */
-export function costRows(
-  cost: Readonly<Record<string, number | undefined>> | null,
-): FigureRow[] {
+export function costRows(cost: Readonly<Record<string, number | undefined>> | null): FigureRow[] {
   if (cost === null) return [];
   return Object.entries(cost)
-    .sort(
-      ([a], [b]) =>
-        costRank(a) - costRank(b) ||
-        a.localeCompare(b, "en", { numeric: true }),
-    )
+    .sort(([a], [b]) => costRank(a) - costRank(b) || a.localeCompare(b, 'en', { numeric: true }))
     .map(([key, v]) => {
       const reported = v !== undefined && Number.isFinite(v) && v >= 0;
-      const isBytes = key.startsWith("bytes accessed");
-      const value = !reported
-        ? "not reported"
-        : isBytes
-          ? `${formatCount(v)} B`
-          : formatCount(v);
+      const isBytes = key.startsWith('bytes accessed');
+      const value = !reported ? 'not reported' : isBytes ? `${formatCount(v)} B` : formatCount(v);
       return { key, label: costLabel(key), value, reported };
     });
 }
 
 /** The rows of `Compiled.memory_analysis()` (bytes), in human units. */
-export function memoryRows(
-  memory: Readonly<Record<string, number | undefined>> | null,
-): FigureRow[] {
+export function memoryRows(memory: Readonly<Record<string, number | undefined>> | null): FigureRow[] {
   if (memory === null) return [];
   return Object.entries(memory).map(([key, v]) => {
     const reported = v !== undefined && Number.isFinite(v) && v >= 0;
-    const label = key.replace(/_in_bytes$/, "").replace(/_/g, " ");
-    return {
-      key,
-      label,
-      value: reported ? humanBytes(v) : "not reported",
-      reported,
-    };
+    const label = key.replace(/_in_bytes$/, '').replace(/_/g, ' ');
+    return { key, label, value: reported ? humanBytes(v) : 'not reported', reported };
   });
 }
 
@@ -215,29 +157,24 @@ export interface StationsModel {
 export function stationsModel(events: readonly Event[]): StationsModel {
   return {
     stations: stationStatuses(events),
-    traced: lastOf(events, "jaxpr_staged"),
-    lowered: lastOf(events, "module_lowered"),
-    compiled: lastOf(events, "executable_compiled"),
-    executed: lastOf(events, "program_executed"),
+    traced: lastOf(events, 'jaxpr_staged'),
+    lowered: lastOf(events, 'module_lowered'),
+    compiled: lastOf(events, 'executable_compiled'),
+    executed: lastOf(events, 'program_executed'),
     bars: timeline(events),
-    failure: lastOf(events, "run_failed"),
+    failure: lastOf(events, 'run_failed'),
   };
 }
 
 /** The sentence comparing the time of an async dispatch with the time until the result is ready. */
 export function dispatchSentence(run: ProgramExecuted): string {
-  const ratio =
-    run.dispatch_ms > 0
-      ? run.blocked_ms / run.dispatch_ms
-      : Number.POSITIVE_INFINITY;
+  const ratio = run.dispatch_ms > 0 ? run.blocked_ms / run.dispatch_ms : Number.POSITIVE_INFINITY;
   const ready = run.ready_after_dispatch
-    ? "The result was already ready when the call returned (the work was tiny or ran synchronously)."
-    : "The result was not ready yet when the call returned: the device was still computing.";
-  const times = Number.isFinite(ratio)
-    ? ` (${ratio.toFixed(1)}× the dispatch time)`
-    : "";
+    ? 'The result was already ready when the call returned (the work was tiny or ran synchronously).'
+    : 'The result was not ready yet when the call returned: the device was still computing.';
+  const times = Number.isFinite(ratio) ? ` (${ratio.toFixed(1)}× the dispatch time)` : '';
   return (
-    "A jitted call returns as soon as the work is enqueued on the device (async dispatch); " +
+    'A jitted call returns as soon as the work is enqueued on the device (async dispatch); ' +
     `block_until_ready() waits for the result${times}. Time with it when you benchmark. ${ready}`
   );
 }
@@ -247,42 +184,35 @@ export function dispatchSentence(run: ProgramExecuted): string {
  * metadata names a snippet line), not the module header and the stack frame tables above it
  * (which list the harness's files too). Undefined when no instruction came from the snippet.
  */
-export function firstUserInstruction(
-  compiled: ExecutableCompiled | undefined,
-): number | undefined {
+export function firstUserInstruction(compiled: ExecutableCompiled | undefined): number | undefined {
   let first: number | undefined;
   for (const link of compiled?.hlo_links ?? []) {
-    if (link.source && (first === undefined || link.line < first))
-      first = link.line;
+    if (link.source && (first === undefined || link.line < first)) first = link.line;
   }
   return first;
 }
 
 /** The tooltip of an optimized HLO instruction: opcode, name stack, user line, eqns. */
 export function hloTitle(link: HloLink): string {
-  const where = link.source ? ` · line ${link.source.line}` : "";
-  const eqns = link.eqn_indices.length
-    ? ` · eqn ${link.eqn_indices.join(", ")}`
-    : "";
-  return `${link.opcode}${link.op_name ? ` · ${link.op_name}` : ""}${where}${eqns}`;
+  const where = link.source ? ` · line ${link.source.line}` : '';
+  const eqns = link.eqn_indices.length ? ` · eqn ${link.eqn_indices.join(', ')}` : '';
+  return `${link.opcode}${link.op_name ? ` · ${link.op_name}` : ''}${where}${eqns}`;
 }
 
 /** The tooltip of a StableHLO op: op, name stack, user line, eqns. */
 export function opTitle(link: OpLink): string {
-  const where = link.source ? ` · line ${link.source.line}` : "";
-  const eqns = link.eqn_indices.length
-    ? ` · eqn ${link.eqn_indices.join(", ")}`
-    : "";
-  return `${link.op}${link.name_stack ? ` · ${link.name_stack}` : ""}${where}${eqns}`;
+  const where = link.source ? ` · line ${link.source.line}` : '';
+  const eqns = link.eqn_indices.length ? ` · eqn ${link.eqn_indices.join(', ')}` : '';
+  return `${link.op}${link.name_stack ? ` · ${link.name_stack}` : ''}${where}${eqns}`;
 }
 
 /** The texts of the Lowered and Compiled stations that may come in ranges, and their names for people. */
-export type StationText = "stablehlo" | "hlo" | "compiled_text";
+export type StationText = 'stablehlo' | 'hlo' | 'compiled_text';
 
 const TEXT_NAMES: Record<StationText, string> = {
-  stablehlo: "StableHLO",
-  hlo: "HLO",
-  compiled_text: "optimized HLO",
+  stablehlo: 'StableHLO',
+  hlo: 'HLO',
+  compiled_text: 'optimized HLO',
 };
 
 /**
@@ -298,7 +228,7 @@ export function textLoadingNote(
 ): string | null {
   if (event === undefined || !(field in event)) return null;
   const text = (event as unknown as Record<string, unknown>)[field];
-  if (typeof text !== "string") return null;
+  if (typeof text !== 'string') return null;
   const total = listLength(event, field);
   const loaded = [...text].length;
   if (loaded >= total) return null;
@@ -311,15 +241,13 @@ export function textLoadingNote(
  * asked for once the last was merged), none once they are whole.
  */
 export function pendingRangeIds(model: StationsModel): string[] {
-  return [model.lowered, model.compiled].flatMap((event) =>
-    event === undefined ? [] : nextListRangeIds(event),
-  );
+  return [model.lowered, model.compiled].flatMap((event) => (event === undefined ? [] : nextListRangeIds(event)));
 }
 
 /** Whether some links of `field` (`op_links`, `hlo_links`) of `event` are still to come. */
 export function linksLoading(
   event: ModuleLowered | ExecutableCompiled | undefined,
-  field: "op_links" | "hlo_links",
+  field: 'op_links' | 'hlo_links',
 ): boolean {
   return (event?.list_ranges ?? []).some((r) => r.field === field);
 }
