@@ -10,78 +10,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jaxscope.protocol import DetailRequest, EventModel, ItemsSent, RunRequest
+from jaxscope.protocol import ItemsSent
 from jaxscope.summaries import MAX_STREAMED_LINE_BYTES
 
 from tests.harness import SandboxHarness
+from tests.ranges_kit import eager_json, put_back, run_eager_and_on_demand
 from tests.test_eqn_ranges import _line, _real_code, real_harness
 
 __all__ = ["real_harness"]  # the module fixture, used below
 
 
-def _runs(
-    harness: SandboxHarness, code: str
-) -> tuple[list[EventModel], list[EventModel], list[EventModel]]:
-    """The eager stream, the ``on_demand`` stream, and the answers to every detail id and every
-    range id the ``on_demand`` stream's events carry (what a Download asks for)."""
-    session = harness.session()
-    out: dict[str, list[EventModel]] = {"eager": [], "page": [], "answers": []}
-
-    async def go() -> None:
-        for details in ("eager", "on_demand"):
-            got = out["eager" if details == "eager" else "page"]
-
-            async def emit(event: EventModel, got: list[EventModel] = got) -> None:
-                got.append(event)
-
-            request = RunRequest(
-                run_id=f"r-{details}", exhibit="transpose", code=code, details=details
-            )
-            await session.run(request, emit)
-
-        async def answer(event: EventModel) -> None:
-            out["answers"].append(event)
-
-        for event in out["page"]:
-            ids = [r.detail_id for r in event.list_ranges]
-            if event.detail_id is not None:
-                ids.append(event.detail_id)
-            for detail_id in ids:
-                await session.detail(
-                    DetailRequest(run_id="r-on_demand", detail_id=detail_id), answer
-                )
-
-    try:
-        harness.call(go(), timeout=1200)
-    finally:
-        harness.call(session.close())
-    return out["eager"], out["page"], out["answers"]
-
-
-def _put_back(event: EventModel, answers: list[ItemsSent]) -> dict[str, Any]:
-    """``event`` (JSON) with its list ranges' answers put back in order, as the page's store does
-    (``frontend/src/store/list-ranges.ts``: a range held by the event, ``field`` its path)."""
-    out: dict[str, Any] = json.loads(event.model_dump_json())
-    ranges = list(out.pop("list_ranges", []))
-    for sent in answers:
-        first = next(r for r in ranges if r["field"] == sent.path)
-        assert (first["detail_id"], first["start"]) == (sent.detail_of, sent.start)
-        ranges.remove(first)
-        *parts, last = sent.path.split(".")
-        holder: Any = out
-        for part in parts:
-            holder = holder[int(part)] if isinstance(holder, list) else holder[part]
-        key: Any = int(last) if isinstance(holder, list) else last
-        assert len(holder[key]) == sent.start
-        holder[key] = [*holder[key], *json.loads(sent.model_dump_json())["items"]]
-    assert not ranges, ranges
-    return out
-
-
 def test_the_jitted_gpt_stacks_gradient_check_is_under_1_mib_a_line_and_whole_put_back(
     real_harness: SandboxHarness, record_property: Any
 ) -> None:
-    eager, page, answers = _runs(real_harness, _real_code("gpt_stack_jit"))
+    eager, page, answers = run_eager_and_on_demand(
+        real_harness, _real_code("gpt_stack_jit"), "transpose", summaries_too=True, timeout=1200
+    )
     assert eager[-1].type == page[-1].type == "run_finished", (eager[-1], page[-1])
     [whole] = [e for e in eager if e.type == "gradient_checked"]
     [streamed] = [e for e in page if e.type == "gradient_checked"]
@@ -106,7 +50,4 @@ def test_the_jitted_gpt_stacks_gradient_check_is_under_1_mib_a_line_and_whole_pu
     assert streamed.detail_id is None and streamed.list_ranges
     assert {r.field for r in streamed.list_ranges} >= {"leaves", "gradient.0"}
     assert len(mine) == len(streamed.list_ranges)
-    back, eager_whole = _put_back(streamed, mine), json.loads(whole.model_dump_json())
-    for key in ("run_id", "seq"):  # the two runs' own
-        back.pop(key), eager_whole.pop(key)
-    assert back == eager_whole
+    assert put_back(streamed, mine) == eager_json(whole)

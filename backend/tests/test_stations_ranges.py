@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jaxscope.protocol import DetailRequest, EventModel, ItemsSent, RunRequest
+from jaxscope.protocol import ItemsSent
 from jaxscope.summaries import MAX_STREAMED_LINE_BYTES
 
 from tests.harness import SandboxHarness
+from tests.ranges_kit import eager_json, put_back, run_eager_and_on_demand
 from tests.test_eqn_ranges import _line, real_harness
 
 __all__ = ["real_harness"]  # the module fixture, used below
@@ -35,67 +36,10 @@ args = (x,)
 """
 
 
-def _runs(harness: SandboxHarness) -> tuple[list[EventModel], list[EventModel], list[EventModel]]:
-    """The eager stream, the ``on_demand`` stream, and the answers to every list range of the
-    ``on_demand`` stream's events."""
-    session = harness.session()
-    out: dict[str, list[EventModel]] = {"eager": [], "page": [], "answers": []}
-
-    async def go() -> None:
-        for details in ("eager", "on_demand"):
-            got = out["eager" if details == "eager" else "page"]
-
-            async def emit(event: EventModel, got: list[EventModel] = got) -> None:
-                got.append(event)
-
-            request = RunRequest(
-                run_id=f"r-{details}", exhibit="stations", code=CODE, details=details
-            )
-            await session.run(request, emit)
-
-        async def answer(event: EventModel) -> None:
-            out["answers"].append(event)
-
-        for event in out["page"]:
-            for r in event.list_ranges:
-                await session.detail(
-                    DetailRequest(run_id="r-on_demand", detail_id=r.detail_id), answer
-                )
-
-    try:
-        harness.call(go(), timeout=600)
-    finally:
-        harness.call(session.close())
-    return out["eager"], out["page"], out["answers"]
-
-
-def _put_back(event: EventModel, answers: list[ItemsSent]) -> dict[str, Any]:
-    """``event`` (JSON) with its ranges' answers put back in order, as the page's store does
-    (``frontend/src/store/list-ranges.ts`` ``applyItemsSent``: a top-level text or list held by
-    the event; a text's answer is one item, its next characters)."""
-    out: dict[str, Any] = json.loads(event.model_dump_json())
-    ranges = list(out.pop("list_ranges", []))
-    for sent in answers:
-        first = next(r for r in ranges if r["field"] == sent.path)
-        assert (first["detail_id"], first["start"]) == (sent.detail_of, sent.start)
-        ranges.remove(first)
-        value = out[sent.path]
-        assert len(value) == sent.start
-        items = json.loads(sent.model_dump_json())["items"]
-        if isinstance(value, str):
-            [chunk] = items
-            assert len(chunk) == first["stop"] - first["start"]
-            out[sent.path] = value + chunk
-        else:
-            out[sent.path] = [*value, *items]
-    assert not ranges, ranges
-    return out
-
-
 def test_a_4001_eqn_loops_stations_stream_no_line_over_1_mib_and_put_back_equal_the_eager_ones(
     real_harness: SandboxHarness, record_property: Any
 ) -> None:
-    eager, page, answers = _runs(real_harness)
+    eager, page, answers = run_eager_and_on_demand(real_harness, CODE, "stations")
     assert eager[-1].type == page[-1].type == "run_finished", (eager[-1], page[-1])
     for event in [*page, *answers]:
         assert _line(event) <= MAX_STREAMED_LINE_BYTES, (event.type, _line(event))
@@ -122,10 +66,7 @@ def test_a_4001_eqn_loops_stations_stream_no_line_over_1_mib_and_put_back_equal_
         text = "stablehlo" if kind == "module_lowered" else "compiled_text"
         head, full = getattr(streamed, text), getattr(whole, text)
         assert full.startswith(head) and head.endswith("\n") and len(head) < len(full)
-        back, eager_whole = _put_back(streamed, mine), json.loads(whole.model_dump_json())
-        for key in ("run_id", "seq"):  # the two runs' own
-            back.pop(key), eager_whole.pop(key)
-        assert back == eager_whole
+        assert put_back(streamed, mine) == eager_json(whole)
     assert _line(next(e for e in eager if e.type == "module_lowered")) > MAX_STREAMED_LINE_BYTES
     record_property("bytes", json.dumps(sizes))
     print(json.dumps(sizes))
