@@ -213,8 +213,11 @@ def test_an_endless_eager_loop_in_review_ends_at_its_time_limit(sandbox: Sandbox
     assert "(it was running line 5, in f)" in terminal.message
 
 
+@pytest.mark.parametrize("jitted", [False, True])
 @pytest.mark.parametrize("exhibit", ["transpose", "partial_eval"])
-def test_an_autodiff_exhibit_tells_its_programs_size_before_working_on_it(exhibit: str) -> None:
+def test_an_autodiff_exhibit_tells_its_programs_size_before_working_on_it(
+    exhibit: str, jitted: bool
+) -> None:
     """transpose (its grad jaxpr, before the eager attempt) and partial_eval (its JVP program,
     before the split) tell the run the size of the program they traced, without lowering it:
     the same count as JAX's own jaxpr of it (a 20,000-eqn loop worked on under the snippet's
@@ -227,7 +230,7 @@ def test_an_autodiff_exhibit_tells_its_programs_size_before_working_on_it(exhibi
         "import jax.numpy as jnp\nimport numpy as np\n\ndef f(x):\n"
         "    for _ in range(150):\n        x = jnp.sin(x) * 0.5 + x\n    return jnp.sum(x)\n\n"
         "args = (np.linspace(0.1, 1.0, 4, dtype=np.float32),)\n"
-    )
+    ) + ("\nimport jax\nf = jax.jit(f)\n" if jitted else "")
 
     def f(x: jax.Array) -> jax.Array:
         for _ in range(150):
@@ -244,5 +247,10 @@ def test_an_autodiff_exhibit_tells_its_programs_size_before_working_on_it(exhibi
     told: list[int] = []
     with program_size.reporting_sizes(told.append):
         ctx = run_probe(exhibit, code)
-    assert truth in told, (truth, told)
+    if jitted:
+        # A few call eqns at the top; the size told counts the eqns inside them: at least
+        # those of the same program traced without jit.
+        assert told and max(told) >= truth, (truth, told)
+    else:
+        assert truth in told, (truth, told)
     assert ctx.one(shown) is not None

@@ -56,8 +56,9 @@ def run(ctx: ProbeContext) -> None:
     plan = plan_call(ctx.snippet)
     with ctx.stage("trace"):
         program = jvp_program(plan)
-        # Splitting it takes time in proportion: the limits grow now (design 0046).
-        note_program_size(len(program.jaxpr.jaxpr.eqns))
+        # Splitting it takes time in proportion to all its eqns, a jitted f's inner ones
+        # included: the limits grow now (design 0046).
+        note_program_size(count_eqns(program.jaxpr.jaxpr))
         known = ctx.options.known
         if known is None:
             known = default_known(len(program.labels), program.n_primals)

@@ -51,6 +51,7 @@ from jaxscope.internals.api import (
     block_until_ready,
     call_name,
     concrete_args,
+    count_eqns,
     custom_rules_on_path,
     grad_seed,
     inside,
@@ -107,10 +108,10 @@ def run(ctx: ProbeContext) -> None:
         traced: list[Any] = []
         _attempt(ctx, "jit", lambda: traced.append(_jit_grad(plan, args, argnums)), rule)
         if traced:
-            # The grad jaxpr's size: the eager attempt, the linearisation and the walk that
-            # follow take time in proportion to it (the limits grow now, not at the first
-            # event that shows a jaxpr).
-            note_program_size(len(traced[0].jaxpr.eqns))
+            # The grad jaxpr's size, its inner jaxprs' eqns included (a jitted model is a few
+            # call eqns): the eager attempt, the linearisation and the walk that follow take
+            # time in proportion (the limits grow now, not at the first jaxpr event).
+            note_program_size(count_eqns(traced[0].jaxpr.jaxpr))
         # The eager gradient is kept: it is the jax.grad the walk is compared with, bit for bit.
         eager: list[Any] = []
         eager_error = _attempt(ctx, "eager", lambda: eager.append(_grad(plan, args, argnums)), rule)
