@@ -192,6 +192,8 @@ export function nextListRanges(events: readonly Event[], scope: ListScope): stri
 export interface TextPending {
   chars: number;
   ranges: number;
+  /** The run ended and some of its details could not be had (gone with its worker): these never come. */
+  gone?: boolean;
 }
 
 /**
