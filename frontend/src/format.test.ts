@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatQueue, formatSeconds } from './format';
+import { countOf, formatQueue, formatSeconds } from './format';
 
 describe('formatSeconds', () => {
   it('shows one decimal and clamps bad input to 0', () => {
@@ -24,5 +24,16 @@ describe('formatQueue', () => {
     expect(formatQueue({ position: 1, waiting: 2, estimate_s: 3, reason: 'client_share' })).toBe(
       "Waiting for a sandbox worker: your other tabs hold this client's share of workers (position 1 of 2, about 3 s)",
     );
+  });
+});
+
+describe('countOf', () => {
+  it('says 1 eqn, 0 eqns and 2,447 eqns', () => {
+    expect([countOf(1, 'eqn'), countOf(0, 'eqn'), countOf(2447, 'eqn'), countOf(1, 'group')]).toEqual([
+      '1 eqn',
+      '0 eqns',
+      '2,447 eqns',
+      '1 group',
+    ]);
   });
 });

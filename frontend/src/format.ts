@@ -17,3 +17,8 @@ export function formatQueue(queue: QueueState): string {
   }
   return `Waiting for a sandbox worker: ${place}${about}`;
 }
+
+/** `n` with its noun, plural unless `n` is 1, the count grouped as in English (`1 eqn`, `2,447 eqns`). */
+export function countOf(n: number, noun: string): string {
+  return `${n.toLocaleString('en-US')} ${noun}${n === 1 ? '' : 's'}`;
+}
