@@ -199,19 +199,23 @@ def _put_back_event(event: EventModel, answers: list[EventModel]) -> dict[str, A
         holder: Any = out
         for part in holder_path:
             holder = holder[int(part)] if isinstance(holder, list) else holder[part]
-        # A view's variable list has its ranges in the view; anything else in the event's.
-        in_holder = any(r["field"] == field for r in holder.get("list_ranges", []))
+        # A view's variable list has its ranges in the view; anything else in the event's (a
+        # list inside a list, ``gradient.0``, too: its holder is a list).
+        in_holder = isinstance(holder, dict) and any(
+            r["field"] == field for r in holder.get("list_ranges", [])
+        )
         owner, key = (holder, field) if in_holder and holder_path else (out, sent.path)
         ranges = owner.get("list_ranges", [])
         first = next(r for r in ranges if r["field"] == key)
         assert (first["detail_id"], first["start"]) == (sent.detail_of, sent.start)
-        current, items = holder[field], json.loads(sent.model_dump_json())["items"]
+        at: Any = int(field) if isinstance(holder, list) else field
+        current, items = holder[at], json.loads(sent.model_dump_json())["items"]
         if isinstance(current, str):
             assert len(items) == 1 and sent.start == len(current)
-            holder[field] = current + items[0]
+            holder[at] = current + items[0]
         else:
             assert sent.start == len(current)
-            holder[field] = [*current, *items]
+            holder[at] = [*current, *items]
         owner["list_ranges"] = [r for r in ranges if r is not first]
     for holder in [out, *(v for v in out.values() if isinstance(v, dict))]:
         assert not holder.get("list_ranges"), holder.get("list_ranges")
