@@ -217,8 +217,14 @@ def test_golden_files_are_current() -> None:
         stored = json.loads((GOLDEN / f"{path.stem}.json").read_text())
         fresh = golden(path)
         assert stored["jvp_jaxpr"] == fresh["jvp_jaxpr"]
+        # Up to float32 rounding of the largest tangent: the goldens were recorded on another
+        # CPU, whose XLA code orders float32 sums differently (last-bit differences).
+        want = np.asarray(stored["tangents_out"][0], np.float64)
         np.testing.assert_allclose(
-            np.asarray(stored["tangents_out"][0]), np.asarray(fresh["tangents_out"][0]), rtol=1e-6
+            np.asarray(fresh["tangents_out"][0], np.float64),
+            want,
+            rtol=1e-6,
+            atol=1e-6 * float(np.abs(want).max(initial=1.0)),
         )
 
 
