@@ -130,12 +130,12 @@ describe('an agreement between zeros (all_zero: the probe found every gradient e
     expect(verdictView(check)).toMatchObject({ verdict: 'agree', label: 'agrees with the finite differences', allZero: false });
   });
 
-  it('names the vanishing gradient in the tag, beside the headline', () => {
+  it('says in the tag that f is flat (all 0), beside the headline', () => {
     const v = verdictView({ ...check, all_zero: true });
     expect(v).toMatchObject({ verdict: 'agree', allZero: true, headline: check.headline });
-    expect(v?.label).toBe('agrees with the finite differences: all 0, a vanishing gradient');
+    expect(v?.label).toBe('agrees with the finite differences: all 0, f is flat here');
     const incomplete = verdictView({ ...check, verdict: 'incomplete', all_zero: true });
-    expect(incomplete?.label).toBe('not fully checked: all 0, a vanishing gradient');
+    expect(incomplete?.label).toBe('not fully checked: all 0, f is flat here');
   });
 
   it('a disagreement is never called all zero', () => {

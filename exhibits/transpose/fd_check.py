@@ -438,7 +438,8 @@ def headline(cmp: FdComparison, elements: int, sampled: int) -> str:
 
 def zero_note(every: bool, checked: bool = False) -> str:
     """The words a check whose values are all exactly 0 adds to its headline: agreement between
-    zeros says nothing about the rules; it is a vanishing gradient. ``every``: every element was
+    zeros says nothing about the rules: f is flat there (a stationary point, or a vanishing
+    gradient). ``every``: every element was
     differenced; ``checked``: some were left out (the differences named are the checked ones)."""
     if checked:
         differences = "every finite difference checked"
@@ -447,9 +448,9 @@ def zero_note(every: bool, checked: bool = False) -> str:
     else:
         differences = "every finite difference taken"
     return (
-        f"every element of the gradient and {differences} is 0 — f does not change with these "
-        "inputs at float64 precision (a vanishing gradient: an underflow, or a map that forgets "
-        "its input)"
+        f"every element of the gradient and {differences} is 0 — f is flat at these inputs at "
+        "float64 precision (a stationary point, or a vanishing gradient: an underflow, a map "
+        "that forgets its input)"
     )
 
 

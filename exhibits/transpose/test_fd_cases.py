@@ -159,16 +159,21 @@ def assert_disagrees_first_at(
     assert f"  GradientMismatch: {c['headline']}" in ran.stderr.splitlines()
 
 
-def assert_agrees(name: str, elements: int, precision: str) -> None:
+def assert_agrees(name: str, elements: int, precision: str, all_zero: bool = False) -> None:
     ran = run(name)
     assert ran.returncode == 0, ran.stderr
     c = ran.fd_check
     assert c["verdict"] == "agree" and c["disagreements"] == [] and c["not_compared"] == []
     assert c["checked"] == elements
-    assert c["headline"] == (
+    agrees = (
         "The gradient agrees with the float64 finite differences at every element "
-        f"({elements:,}), within {precision} precision."
+        f"({elements:,}), within {precision} precision"
     )
+    if all_zero:
+        assert c["headline"].startswith(agrees + ": every element of the gradient and")
+        assert "(a stationary point, or a vanishing gradient" in c["headline"]
+    else:
+        assert c["headline"] == agrees + "."
     assert "GradientMismatch" not in ran.stderr
 
 
@@ -191,7 +196,8 @@ def test_fd01_fixed_sum_of_squares_agrees() -> None:
     t = truth("FD01_norm_sq_zero_fixed")
     ((_, g),) = t.grads
     assert g.tolist() == [0.0, 0.0] == [t.central(0, (i,)) for i in range(2)]
-    assert_agrees("FD01_norm_sq_zero_fixed", 2, "float32")
+    # x = 0 is the minimum: every value is 0, and the headline says so (GradientChecked.all_zero)
+    assert_agrees("FD01_norm_sq_zero_fixed", 2, "float32", all_zero=True)
 
 
 def test_fd02_ldexp_at_zero_is_a_finite_wrong_gradient() -> None:
@@ -505,8 +511,8 @@ def test_an_agreement_between_zeros_says_the_gradient_vanishes() -> None:
     assert check.headline == (
         "The gradient agrees with the float64 finite differences at every element (4), within "
         "float32 precision: every element of the gradient and of the finite difference is 0 — "
-        "f does not change with these inputs at float64 precision (a vanishing gradient: an "
-        "underflow, or a map that forgets its input)."
+        "f is flat at these inputs at float64 precision (a stationary point, or a vanishing "
+        "gradient: an underflow, a map that forgets its input)."
     )
 
 

@@ -266,7 +266,7 @@ const VERDICT_LABELS = {
 export function verdictView(check: GradientChecked): VerdictView | null {
   if (check.verdict == null) return null;
   const allZero = check.all_zero === true && check.verdict !== 'disagree';
-  const label = allZero ? `${VERDICT_LABELS[check.verdict]}: all 0, a vanishing gradient` : VERDICT_LABELS[check.verdict];
+  const label = allZero ? `${VERDICT_LABELS[check.verdict]}: all 0, f is flat here` : VERDICT_LABELS[check.verdict];
   return { verdict: check.verdict, label, headline: check.headline ?? '', allZero };
 }
 
