@@ -1,9 +1,12 @@
 """Browser helpers shared by the e2e tests: open an exhibit, replace the editor's text, run
-and wait for the terminal event, read the editor back."""
+and wait for the terminal event, read the editor back, switch the theme and take a screenshot in
+each theme."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
@@ -52,3 +55,36 @@ def run_real(page: Page, exhibit: str, code: str, timeout: float = 120_000) -> N
     set_code(page, code)
     page.get_by_test_id("run").click()
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=timeout)
+
+
+THEMES = ("light", "dark")
+
+
+def set_theme(page: Page, theme: str) -> None:
+    """Switch the page to ``theme`` ("light" or "dark") with its own toggle, unless it is there
+    already, and wait until ``<html data-theme>`` says so."""
+    html = page.locator("html")
+    if html.get_attribute("data-theme") != theme:
+        page.get_by_test_id("theme-toggle").click()
+    expect(html).to_have_attribute("data-theme", theme)
+
+
+def in_both_themes(page: Page, shoot: Callable[[str], object]) -> None:
+    """Call ``shoot(theme)`` (its result unused) with the page as it stands in the light theme,
+    then in the dark one, and switch back to light: a scenario runs once (in light) and still has
+    its screenshots (and any assertion on the theme's colours) in both themes."""
+    for theme in THEMES:
+        set_theme(page, theme)
+        shoot(theme)
+    set_theme(page, "light")
+
+
+def shoot_both_themes(page: Page, screenshots: Path, name: str, *, full_page: bool = False) -> None:
+    """Screenshot the page in the light theme as ``{name}-light.png`` and in the dark one as
+    ``{name}-dark.png``, then switch back to light (:func:`in_both_themes`)."""
+    in_both_themes(
+        page,
+        lambda theme: page.screenshot(
+            path=str(screenshots / f"{name}-{theme}.png"), full_page=full_page
+        ),
+    )

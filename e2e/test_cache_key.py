@@ -8,10 +8,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait
+from e2e.browser import open_exhibit, run_and_wait, set_theme, shoot_both_themes
 
 INGREDIENTS = [
     "computation",
@@ -40,14 +39,12 @@ def changed_cells(page: Page) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_perturb_an_ingredient_and_see_its_digest_change(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1200})
     open_exhibit(page, "cache_key")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
     expect(page.get_by_test_id("key-equal")).to_have_text("equal, byte for byte")
@@ -65,7 +62,7 @@ def test_perturb_an_ingredient_and_see_its_digest_change(
     # the base digests are the same as before: the run starts from a clean cache state
     for n in INGREDIENTS:
         assert page.get_by_test_id(f"digest-{n}").get_attribute("title") == base[n]
-    page.screenshot(path=str(screenshots / f"cache_key-perturbed-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "cache_key-perturbed", full_page=True)
 
     perturb(page, "line")
     assert changed_cells(page) == []

@@ -12,20 +12,14 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait, set_code
+from e2e.browser import open_exhibit, run_and_wait, set_code, set_theme, shoot_both_themes
 from exhibits.caches.golden import regen
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "exhibits" / "caches" / "examples"
 LAYERS = ("cpp", "jaxpr", "lowering", "executable", "persistent")
-
-
-def set_theme(page: Page, theme: str) -> None:
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
 
 
 def check_timeline(page: Page, truth: list[dict[str, Any]]) -> None:
@@ -45,13 +39,12 @@ def check_timeline(page: Page, truth: list[dict[str, Any]]) -> None:
         assert (height > 0) == t["compiled"], (i, height)
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_default_example_timeline_equals_plain_jax(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1200})
     open_exhibit(page, "caches")
-    set_theme(page, theme)
+    set_theme(page, "light")
     page.get_by_test_id("example-select").select_option("new_shape")
     expect(page.get_by_test_id("editor")).to_contain_text("calls = [")
     run_and_wait(page)
@@ -67,7 +60,7 @@ def test_default_example_timeline_equals_plain_jax(
     expect(differs).to_contain_text("x aval")
     expect(differs).to_contain_text("f32[4]")
     expect(page.get_by_test_id("caches-explanation")).to_contain_text("different input types")
-    page.screenshot(path=str(screenshots / f"caches-default-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "caches-default", full_page=True)
     # Click the second call: the C++ fast path answered; nothing differs, nothing to explain.
     page.get_by_test_id("caches-call-1").click()
     expect(page.get_by_test_id("caches-call-1")).to_have_attribute("aria-pressed", "true")

@@ -9,23 +9,20 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import pytest
 from jax._src import config as jax_config
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait
+from e2e.browser import open_exhibit, run_and_wait, set_theme, shoot_both_themes
 
 CONFIG: Any = jax.config
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_config_table_shows_and_filters(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1100})
     open_exhibit(page, "config")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
     expect(page.get_by_test_id("jaxpr-text")).to_be_visible()
@@ -77,5 +74,5 @@ def test_config_table_shows_and_filters(
     )
     page.get_by_test_id("retrace-jax_enable_x64").locator("button").click()
     expect(page.get_by_test_id("jaxpr-text")).to_contain_text("f64[3]")
-    page.screenshot(path=str(screenshots / f"config-{theme}.png"), full_page=False)
+    shoot_both_themes(page, screenshots, "config")
     assert console_errors == []

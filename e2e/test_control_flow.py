@@ -13,7 +13,7 @@ import pytest
 from jax import lax
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait, set_code
+from e2e.browser import open_exhibit, run_and_wait, set_code, set_theme, shoot_both_themes
 
 BAD = """import jax.numpy as jnp
 from jax import lax
@@ -43,13 +43,9 @@ def jax_error() -> str:
     return str(info.value)
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
-def test_default_example(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
-) -> None:
+def test_default_example(page: Page, console_errors: list[str], screenshots: Path) -> None:
     open_exhibit(page, "control_flow")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     page.get_by_test_id("example-select").select_option("scan_carry")
     expect(page.get_by_test_id("editor")).to_contain_text("tracing step")
     run_and_wait(page)
@@ -82,14 +78,14 @@ def test_default_example(
     assert card_box is not None and text_box is not None
     assert text_box["x"] + text_box["width"] <= card_box["x"] + card_box["width"] + 1
     assert text.evaluate("t => getComputedStyle(t).overflowX") in ("auto", "scroll")
-    page.screenshot(path=str(screenshots / f"control_flow-vmap-{theme}.png"))
+    shoot_both_themes(page, screenshots, "control_flow-vmap")
     # Clicking the call's line badge selects the user's line in the editor.
     page.get_by_test_id("cf-line").click()
     selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
     expect(selected.first).to_contain_text("lax.scan(step, init, xs)")
-    page.screenshot(path=str(screenshots / f"control_flow-default-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "control_flow-default", full_page=True)
     page.get_by_test_id("cf-shown-fori_traced_while").scroll_into_view_if_needed()
-    page.screenshot(path=str(screenshots / f"control_flow-semantics-{theme}.png"))
+    shoot_both_themes(page, screenshots, "control_flow-semantics")
     assert console_errors == []
 
 

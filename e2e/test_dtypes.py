@@ -11,10 +11,9 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait, set_code
+from e2e.browser import open_exhibit, run_and_wait, set_code, set_theme, shoot_both_themes
 from exhibits.registry import EXHIBITS
 
 EXAMPLE = EXHIBITS["dtypes"].example_paths()[EXHIBITS["dtypes"].default_example]
@@ -39,14 +38,12 @@ def expected(x64: bool) -> tuple[str, list[str]]:
     return result.name, types
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_dtypes_highlights_the_result_type(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1100})
     open_exhibit(page, "dtypes")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
 
@@ -64,11 +61,11 @@ def test_dtypes_highlights_the_result_type(
         expect(page.get_by_test_id(f"result-{mode}")).to_contain_text(result)
         if not x64:
             page.get_by_test_id("promotion").scroll_into_view_if_needed()
-            page.screenshot(path=str(screenshots / f"dtypes-{theme}.png"), full_page=True)
+            shoot_both_themes(page, screenshots, "dtypes", full_page=True)
     # the default example is the pair whose answer x64 changes, and the page says why
     assert expected(False)[0] != expected(True)[0]
     expect(page.get_by_test_id("x64-note")).to_contain_text("x64 changes the answer")
-    page.screenshot(path=str(screenshots / f"dtypes-x64-on-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "dtypes-x64-on", full_page=True)
     assert console_errors == []
 
 

@@ -12,7 +12,7 @@ import pytest
 from jaxscope.sandbox.kinds import kind_problem
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit
+from e2e.browser import open_exhibit, set_theme, shoot_both_themes
 
 pytestmark = pytest.mark.skipif(
     kind_problem("torch") is not None, reason=str(kind_problem("torch"))
@@ -29,14 +29,12 @@ def run(page: Page) -> None:
     )
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_dynamo_bridge_compiles_once_replays_and_splits_at_a_graph_break(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1300})
     open_exhibit(page, "dynamo_bridge")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     run(page)
     expect(page.get_by_test_id("dynamo-summary")).to_have_text(
         "1 FX graph, 0 graph breaks, 1 XLA program, 0 host regions"
@@ -52,7 +50,7 @@ def test_dynamo_bridge_compiles_once_replays_and_splits_at_a_graph_break(
     expect(calls.nth(2)).to_contain_text(hash_text[5:13])
     expect(page.get_by_test_id("dynamo-fx-0")).to_contain_text("sin = torch.sin(l_a_)")
     expect(page.get_by_test_id("dynamo-region-code")).to_contain_text("torch.ops.aten.sin.default")
-    page.screenshot(path=str(screenshots / f"dynamo_bridge-sin_cos-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "dynamo_bridge-sin_cos", full_page=True)
 
     page.get_by_test_id("example-select").select_option("item_break")
     run(page)
@@ -65,5 +63,5 @@ def test_dynamo_bridge_compiles_once_replays_and_splits_at_a_graph_break(
     host.click()
     expect(page.get_by_test_id("dynamo-region-code")).to_contain_text("peak = h.max().item()")
     expect(page.get_by_test_id("dynamo-fx-1")).to_contain_text("torch_dynamo_resume_in_f_at_")
-    page.screenshot(path=str(screenshots / f"dynamo_bridge-item_break-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "dynamo_bridge-item_break", full_page=True)
     assert console_errors == []

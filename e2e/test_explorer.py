@@ -16,7 +16,15 @@ import pytest
 from jaxscope.sandbox.snippet import load_snippet
 from playwright.sync_api import Page, expect
 
-from e2e.browser import RUN_TIMEOUT_MS, editor_text, open_exhibit, run_and_wait, set_code
+from e2e.browser import (
+    RUN_TIMEOUT_MS,
+    editor_text,
+    open_exhibit,
+    run_and_wait,
+    set_code,
+    set_theme,
+    shoot_both_themes,
+)
 from exhibits.registry import EXHIBITS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -205,16 +213,13 @@ def test_linking_source_eqn_and_ops(page: Page, console_errors: list[str]) -> No
 
 
 @pytest.mark.parametrize("exhibit", sorted(EXHIBITS))
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_every_exhibit_runs_its_default_example(
-    page: Page, console_errors: list[str], screenshots: Path, exhibit: str, theme: str
+    page: Page, console_errors: list[str], screenshots: Path, exhibit: str
 ) -> None:
-    """Each registered exhibit opens, runs its default example to the end, and renders."""
+    """Each registered exhibit opens, runs its default example to the end, and renders; one
+    run, its screenshot taken in the light theme and then in the dark one."""
     open_exhibit(page, exhibit)
-    current = page.locator("html").get_attribute("data-theme")
-    if current != theme:
-        page.get_by_test_id("theme-toggle").click()
-    expect(page.locator("html")).to_have_attribute("data-theme", theme)
+    set_theme(page, "light")
     page.get_by_test_id("example-select").select_option(EXHIBITS[exhibit].default_example)
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
@@ -243,7 +248,7 @@ def test_every_exhibit_runs_its_default_example(
         "seam": "seam-lanes",
     }.get(exhibit, "jaxpr-text")
     expect(page.get_by_test_id(main)).to_be_visible()
-    page.screenshot(path=str(screenshots / f"{exhibit}-{theme}.png"), full_page=False)
+    shoot_both_themes(page, screenshots, exhibit)
     assert console_errors == []
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait, set_code
+from e2e.browser import open_exhibit, run_and_wait, set_code, set_theme, shoot_both_themes
 from exhibits.registry import EXHIBITS
 
 PATHS = EXHIBITS["export"].example_paths()
@@ -32,16 +32,14 @@ def plain_export(ns: dict[str, Any]) -> Any:
     return jax.export.export(jax.jit(ns["f"]))(*args)
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_export_shows_the_exported_module_and_its_round_trip(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     ns = namespace("mlp_batch")
     exp = plain_export(ns)
     page.set_viewport_size({"width": 1500, "height": 1100})
     open_exhibit(page, "export")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
 
@@ -86,11 +84,11 @@ def test_export_shows_the_exported_module_and_its_round_trip(
     # a line of JAX's own module text (the wrapper main's dimension read)
     expect(module).to_contain_text("stablehlo.get_dimension_size %arg4, dim = 0")
     assert "stablehlo.get_dimension_size %arg4, dim = 0" in exp.mlir_module()
-    page.screenshot(path=str(screenshots / f"export-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "export", full_page=True)
     page.get_by_test_id("export-module").scroll_into_view_if_needed()
     expect(module.locator('[data-line="0"]')).to_be_visible()
     page.wait_for_timeout(500)  # let the scrolled panel paint before the picture
-    page.screenshot(path=str(screenshots / f"export-module-{theme}.png"))
+    shoot_both_themes(page, screenshots, "export-module")
     assert console_errors == []
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait, set_code
+from e2e.browser import open_exhibit, run_and_wait, set_code, set_theme, shoot_both_themes
 from exhibits.conftest import CASES
 
 SOURCE = """import jax.numpy as jnp
@@ -47,13 +47,11 @@ def go_to_step(page: Page, index: int) -> None:
     pytest.fail(f"never reached step {index}")
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_step_through_jvp_and_check_values(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     open_exhibit(page, "jvp")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     set_code(page, SOURCE)
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
@@ -75,7 +73,7 @@ def test_step_through_jvp_and_check_values(
     np.testing.assert_allclose(shown(page, "jvp-in-0-primal"), X, rtol=1e-5)
     np.testing.assert_allclose(shown(page, "jvp-in-0-tangent"), t, rtol=1e-5)
     np.testing.assert_allclose(shown(page, "jvp-out-0-tangent"), np.cos(X), rtol=1e-5)
-    page.screenshot(path=str(screenshots / f"jvp-step-sin-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "jvp-step-sin", full_page=True)
 
     # Step 1 (mul): tangent out = cos(x) * x + sin(x) * 1 = the product rule.
     page.get_by_test_id("stepper-next").click()
@@ -99,7 +97,7 @@ def test_step_through_jvp_and_check_values(
     page.get_by_test_id("jvp-eqn-7").click()
     expect(page.get_by_test_id("jvp-card-primitive")).to_have_text("reduce_sum")
     expect(selected).to_have_text("    return jnp.sum(z)")
-    page.screenshot(path=str(screenshots / f"jvp-end-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "jvp-end", full_page=True)
     assert console_errors == []
 
 

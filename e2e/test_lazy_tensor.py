@@ -13,7 +13,7 @@ import pytest
 from jaxscope.sandbox.kinds import kind_problem, torch_python
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit
+from e2e.browser import open_exhibit, set_theme, shoot_both_themes
 from exhibits.registry import EXHIBITS
 
 pytestmark = pytest.mark.skipif(
@@ -25,14 +25,12 @@ EXAMPLE = EXHIBITS["lazy_tensor"].example_paths()[EXHIBITS["lazy_tensor"].defaul
 TORCH_RUN_TIMEOUT_MS = 120_000
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_lazy_tensor_shows_the_steps_and_the_cut(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1300})
     open_exhibit(page, "lazy_tensor")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     page.get_by_test_id("run").click()
     expect(page.get_by_test_id("stepper-event-type")).to_have_text(
         "run_finished", timeout=TORCH_RUN_TIMEOUT_MS
@@ -56,7 +54,7 @@ def test_lazy_tensor_shows_the_steps_and_the_cut(
     expect(page.get_by_test_id("hash-ingredient")).to_have_count(6)
     expect(page.get_by_test_id("lazy-hash-source")).to_contain_text("MergeHash(")
     expect(page.get_by_test_id("run-info")).to_contain_text("torch_xla 2.9.0")
-    page.screenshot(path=str(screenshots / f"lazy_tensor-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "lazy_tensor", full_page=True)
     assert console_errors == []
 
 

@@ -11,10 +11,9 @@ from typing import Any
 
 import jax
 import numpy as np
-import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait, set_code
+from e2e.browser import open_exhibit, run_and_wait, set_code, set_theme, shoot_both_themes
 from exhibits.registry import EXHIBITS
 
 PATHS = EXHIBITS["pallas"].example_paths()
@@ -46,14 +45,10 @@ def slice_text(name: str, spec: Any, shape: tuple[int, ...], pid: tuple[int, ...
     return f"{name}[{', '.join(parts)}]"
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
-def test_pallas_matmul_blocks(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
-) -> None:
+def test_pallas_matmul_blocks(page: Page, console_errors: list[str], screenshots: Path) -> None:
     page.set_viewport_size({"width": 1500, "height": 1100})
     open_exhibit(page, "pallas")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     assert EXHIBITS["pallas"].default_example == "matmul"
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
@@ -92,7 +87,7 @@ def test_pallas_matmul_blocks(
     # the two printed arrays say which is which
     expect(page.get_by_test_id("preview-label")).to_have_text(["f(*args)", "reference(*args)"])
     page.get_by_test_id("pallas-pictures").scroll_into_view_if_needed()
-    page.screenshot(path=str(screenshots / f"pallas-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "pallas", full_page=True)
     assert console_errors == []
 
 

@@ -15,7 +15,14 @@ import pytest
 from jax._src.interpreters import partial_eval as pe
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait, set_code
+from e2e.browser import (
+    in_both_themes,
+    open_exhibit,
+    run_and_wait,
+    set_code,
+    set_theme,
+    shoot_both_themes,
+)
 
 SOURCE = """import jax.numpy as jnp
 import numpy as np
@@ -65,14 +72,12 @@ def text_of(page: Page, testid: str) -> str:
     return page.get_by_test_id(testid).inner_text().rstrip("\n")
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_toggle_known_and_watch_the_split_change(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1100})
     open_exhibit(page, "partial_eval")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     set_code(page, SOURCE)
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
@@ -92,7 +97,7 @@ def test_toggle_known_and_watch_the_split_change(
     selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
     expect(selected).to_have_count(1)
     expect(selected).to_have_text("    y = jnp.sin(x) * x")
-    page.screenshot(path=str(screenshots / f"partial_eval-split-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "partial_eval-split", full_page=True)
 
     # the tangent becomes known: everything is known, no residuals, an empty linear jaxpr
     page.get_by_test_id("known-toggle-1").click()
@@ -232,14 +237,12 @@ WHILE_LOOP = Path(__file__).resolve().parents[1] / "exhibits" / "partial_eval" /
 WHILE_LOOP_SOURCE = (WHILE_LOOP / "while_loop_bound.py").read_text()
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_remat_unavailable_keeps_the_split_and_shows_jaxs_error(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1100})
     open_exhibit(page, "partial_eval")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     set_code(page, WHILE_LOOP_SOURCE)
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
@@ -256,7 +259,12 @@ def test_remat_unavailable_keeps_the_split_and_shows_jaxs_error(
     expect(page.get_by_test_id("remat-unavailable-why")).to_contain_text("while_loop")
     expect(page.get_by_test_id("remat-table")).to_have_count(0)
     box.scroll_into_view_if_needed()
-    page.screenshot(path=str(screenshots / f"partial_eval_remat_unavailable_{theme}.png"))
+    in_both_themes(
+        page,
+        lambda theme: page.screenshot(
+            path=str(screenshots / f"partial_eval_remat_unavailable_{theme}.png")
+        ),
+    )
     assert console_errors == []
 
 

@@ -12,7 +12,7 @@ import pytest
 from jaxscope.sandbox.kinds import kind_problem
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit
+from e2e.browser import open_exhibit, set_theme, shoot_both_themes
 
 pytestmark = pytest.mark.skipif(
     kind_problem("torch") is not None, reason=str(kind_problem("torch"))
@@ -26,14 +26,12 @@ MISS = (
 )
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_pjrt_registry_marks_the_branch(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1300})
     open_exhibit(page, "pjrt_registry")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     page.get_by_test_id("run").click()
     expect(page.get_by_test_id("stepper-event-type")).to_have_text(
         "run_finished", timeout=TORCH_RUN_TIMEOUT_MS
@@ -49,15 +47,14 @@ def test_pjrt_registry_marks_the_branch(
     expect(marked).to_have_count(11)
     expect(marked.first).to_contain_text("49")
     expect(page.locator('[data-testid="pjrt-source"] [data-mark="condition"]')).to_have_count(2)
-    page.screenshot(path=str(screenshots / f"pjrt_registry-{theme}.png"), full_page=True)
-    if theme == "light":
-        page.get_by_test_id("pjrt-dynamic").select_option("off")
-        expect(page.get_by_test_id("pjrt-branch")).to_have_attribute(
-            "data-branch", "unknown", timeout=TORCH_RUN_TIMEOUT_MS
-        )
-        expect(page.get_by_test_id("pjrt-error")).to_have_text(
-            "RuntimeError: Unknown PJRT_DEVICE: 'FOO'"
-        )
-        expect(page.get_by_test_id("pjrt-env")).to_contain_text("PJRT_DYNAMIC_PLUGINS")
-        page.screenshot(path=str(screenshots / "pjrt_registry-off.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "pjrt_registry", full_page=True)
+    page.get_by_test_id("pjrt-dynamic").select_option("off")
+    expect(page.get_by_test_id("pjrt-branch")).to_have_attribute(
+        "data-branch", "unknown", timeout=TORCH_RUN_TIMEOUT_MS
+    )
+    expect(page.get_by_test_id("pjrt-error")).to_have_text(
+        "RuntimeError: Unknown PJRT_DEVICE: 'FOO'"
+    )
+    expect(page.get_by_test_id("pjrt-env")).to_contain_text("PJRT_DYNAMIC_PLUGINS")
+    page.screenshot(path=str(screenshots / "pjrt_registry-off.png"), full_page=True)
     assert console_errors == []

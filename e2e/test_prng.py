@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, set_code
+from e2e.browser import open_exhibit, set_code, set_theme, shoot_both_themes
 from exhibits.registry import EXHIBITS
 
 PATHS = EXHIBITS["prng"].example_paths()
@@ -29,14 +28,12 @@ def run_and_wait(page: Page) -> None:
     expect(event).to_have_text("run_finished", timeout=RUN_TIMEOUT_MS)
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_prng_shows_the_reused_key(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1100})
     open_exhibit(page, "prng")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     assert EXHIBITS["prng"].default_example == "reuse_bug"
     run_and_wait(page)
 
@@ -52,16 +49,15 @@ def test_prng_shows_the_reused_key(
     expect(rows).to_have_count(3)
     reused = page.locator("[data-testid=tree-row][data-reuse=true]")
     expect(reused).to_have_attribute("data-op", "bernoulli")
-    page.screenshot(path=str(screenshots / f"prng-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "prng", full_page=True)
 
-    if theme == "light":
-        loop = PATHS["prngkey_loop"].read_text()
-        set_code(page, loop)
-        run_and_wait(page)
-        found = page.get_by_test_id("reuse-finding")
-        expect(found).to_have_count(1)
-        expect(found).to_have_attribute("data-line", str(line_of(loop, "jax.random.split(key)")))
-        expect(found.get_by_test_id("checker")).to_have_text("jaxscope")
-        expect(page.get_by_test_id("raw-note")).to_contain_text("cannot see")
-        page.screenshot(path=str(screenshots / "prng-raw-light.png"), full_page=True)
+    loop = PATHS["prngkey_loop"].read_text()
+    set_code(page, loop)
+    run_and_wait(page)
+    found = page.get_by_test_id("reuse-finding")
+    expect(found).to_have_count(1)
+    expect(found).to_have_attribute("data-line", str(line_of(loop, "jax.random.split(key)")))
+    expect(found.get_by_test_id("checker")).to_have_text("jaxscope")
+    expect(page.get_by_test_id("raw-note")).to_contain_text("cannot see")
+    page.screenshot(path=str(screenshots / "prng-raw-light.png"), full_page=True)
     assert console_errors == []

@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait, set_code
+from e2e.browser import open_exhibit, run_and_wait, set_code, set_theme, shoot_both_themes
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "exhibits" / "pytree" / "examples"
@@ -42,18 +41,12 @@ def check_leaves(page: Page, source: str, testid: str = "pytree-args") -> None:
         expect(rows.nth(i).locator("td").nth(1)).to_have_text(path)
 
 
-def set_theme(page: Page, theme: str) -> None:
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
-
-
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_default_example_tree_leaves_and_treedef_equal_jaxs(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1200})
     open_exhibit(page, "pytree")
-    set_theme(page, theme)
+    set_theme(page, "light")
     page.get_by_test_id("example-select").select_option("nested_params")
     expect(page.get_by_test_id("editor")).to_contain_text("def f(")
     run_and_wait(page)
@@ -85,7 +78,7 @@ def test_default_example_tree_leaves_and_treedef_equal_jaxs(
     expect(page.get_by_test_id(f"pytree-node-args-{index + 1}")).to_have_attribute(
         "data-state", "current"
     )
-    page.screenshot(path=str(screenshots / f"pytree-default-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "pytree-default", full_page=True)
 
 
 def test_editing_the_container_updates_leaves_and_treedef(

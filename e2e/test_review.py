@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait, set_code
+from e2e.browser import open_exhibit, run_and_wait, set_code, set_theme, shoot_both_themes
 from exhibits.registry import EXHIBITS
 
 EXAMPLE = EXHIBITS["review"].example_paths()[EXHIBITS["review"].default_example]
@@ -49,14 +48,12 @@ def dynamic_avals() -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_review_shows_each_finding_at_its_line(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1100})
     open_exhibit(page, "review")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
 
@@ -80,9 +77,9 @@ def test_review_shows_each_finding_at_its_line(
     for i, avals in enumerate(dynamic_avals()):
         expect(rows.nth(i)).to_have_attribute("data-static", "false")
         expect(rows.nth(i)).to_contain_text(avals)
-    page.screenshot(path=str(screenshots / f"review-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "review", full_page=True)
     page.get_by_test_id("review-args").scroll_into_view_if_needed()
-    page.screenshot(path=str(screenshots / f"review-args-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "review-args", full_page=True)
     assert console_errors == []
 
 

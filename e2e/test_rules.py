@@ -18,7 +18,7 @@ from jax._src.interpreters import ad, mlir
 from jaxscope.internals.rule_tables import import_modules, known_primitives
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait, set_code
+from e2e.browser import open_exhibit, run_and_wait, set_code, set_theme, shoot_both_themes
 from exhibits.registry import EXHIBITS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,14 +51,12 @@ def cli_counts() -> dict[str, int]:
     return counts
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_rules_matrix_counts_search_and_filters(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str, cli_counts: dict[str, int]
+    page: Page, console_errors: list[str], screenshots: Path, cli_counts: dict[str, int]
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1100})
     open_exhibit(page, "rules")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
     expect(page.get_by_test_id("jaxpr-text")).to_be_visible()
@@ -73,7 +71,7 @@ def test_rules_matrix_counts_search_and_filters(
     assert GOLDEN["sizes"]["mlir._lowerings"] <= lowering <= len(mlir._lowerings)
     rows = page.get_by_test_id("rule-row")
     expect(rows).to_have_count(cli_counts["primitives"])
-    page.screenshot(path=str(screenshots / f"rules-top-{theme}.png"), full_page=False)
+    shoot_both_themes(page, screenshots, "rules-top")
 
     # Search a primitive: its row, then its rules with the registering lines in place.
     page.get_by_test_id("rules-search").fill("psum")
@@ -93,7 +91,7 @@ def test_rules_matrix_counts_search_and_filters(
     jvp_source = detail.get_by_test_id("detail-jvp").get_by_test_id("detail-source").inner_text()
     assert "psum_p" in jvp_source and "register_lowering" not in jvp_source
     detail.scroll_into_view_if_needed()
-    page.screenshot(path=str(screenshots / f"rules-psum-{theme}.png"), full_page=False)
+    shoot_both_themes(page, screenshots, "rules-psum")
 
     # Missing transpose: exactly the primitives without one (primitives - transpose count).
     page.get_by_test_id("rules-search").fill("")
@@ -116,7 +114,7 @@ def test_rules_matrix_counts_search_and_filters(
     known = [p.name for p in known_primitives()]
     shared = {n for n in known if known.count(n) > 1}
     assert not (names - shared) & with_transpose
-    page.screenshot(path=str(screenshots / f"rules-missing-transpose-{theme}.png"), full_page=False)
+    shoot_both_themes(page, screenshots, "rules-missing-transpose")
 
     # Platform cpu: sin lowers with the generic rule, dot_general with its own CPU rule.
     page.get_by_test_id("rules-missing").select_option("")

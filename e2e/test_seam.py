@@ -13,7 +13,7 @@ import pytest
 from jaxscope.sandbox.kinds import kind_problem
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit
+from e2e.browser import open_exhibit, set_theme, shoot_both_themes
 
 pytestmark = pytest.mark.skipif(
     kind_problem("torch") is not None, reason=str(kind_problem("torch"))
@@ -30,14 +30,12 @@ def run(page: Page) -> None:
     )
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_seam_shows_a_steps_crossings(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1300})
     open_exhibit(page, "seam")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     run(page)
     expect(page.get_by_test_id("seam-step")).to_have_count(3)
     expect(page.get_by_test_id("seam-summary")).to_contain_text("compiled on step 0")
@@ -63,7 +61,7 @@ def test_seam_shows_a_steps_crossings(
     expect(card).to_contain_text("PjRtCpuClient::Compile")
     # The compile is the loop's sync: no snippet line, so none stays selected.
     expect(selected).to_have_count(0)
-    page.screenshot(path=str(screenshots / f"seam-step0-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "seam-step0", full_page=True)
 
     page.get_by_test_id("seam-step").nth(1).click()
     expect(arrows).to_have_count(4)
@@ -75,7 +73,7 @@ def test_seam_shows_a_steps_crossings(
     rows = page.get_by_test_id("seam-row")
     expect(rows).to_have_count(9)
     expect(rows.filter(has_text="f line 18")).to_have_count(3)
-    page.screenshot(path=str(screenshots / f"seam-item-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "seam-item", full_page=True)
     assert console_errors == []
 
 

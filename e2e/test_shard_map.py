@@ -15,10 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait, set_code
+from e2e.browser import (
+    in_both_themes,
+    open_exhibit,
+    run_and_wait,
+    set_code,
+    set_theme,
+    shoot_both_themes,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "exhibits" / "shard_map" / "examples"
@@ -45,23 +51,17 @@ def plain(name: str) -> tuple[dict[str, Any], Any]:
     return record, record.get("out")
 
 
-def set_theme(page: Page, theme: str) -> None:
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
-
-
 def load_example(page: Page, name: str) -> None:
     page.get_by_test_id("example-select").select_option(name)
     expect(page.get_by_test_id("editor")).to_contain_text("def f(")
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_default_example_body_and_verdict(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1100})
     open_exhibit(page, "shard_map")
-    set_theme(page, theme)
+    set_theme(page, "light")
     load_example(page, "psum_rows")
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
@@ -100,21 +100,24 @@ def test_default_example_body_and_verdict(
     expect(selected).to_have_count(1)
     expect(selected).to_contain_text("jax.lax.psum(partial")
     row.scroll_into_view_if_needed()
-    page.screenshot(path=str(screenshots / f"shard_map-collective-note-{theme}.png"))
+    shoot_both_themes(page, screenshots, "shard_map-collective-note")
     assembled = page.get_by_test_id("sm-assembled-0")
     assembled.scroll_into_view_if_needed()
-    assembled.screenshot(path=str(screenshots / f"shard_map-assembled-{theme}.png"))
-    page.screenshot(path=str(screenshots / f"shard_map-psum_rows-{theme}.png"), full_page=True)
+
+    def shoot(theme: str) -> None:
+        assembled.screenshot(path=str(screenshots / f"shard_map-assembled-{theme}.png"))
+        page.screenshot(path=str(screenshots / f"shard_map-psum_rows-{theme}.png"), full_page=True)
+
+    in_both_themes(page, shoot)
     assert console_errors == []
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_an_invalid_spec_shows_jaxs_error_with_the_entry_highlighted(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1100})
     open_exhibit(page, "shard_map")
-    set_theme(page, theme)
+    set_theme(page, "light")
     load_example(page, "psum_rows")
     run_and_wait(page)
     expect(page.get_by_test_id("sm-verdict")).to_have_attribute("data-ok", "true")
@@ -135,7 +138,7 @@ def test_an_invalid_spec_shows_jaxs_error_with_the_entry_highlighted(
     expect(fault).to_have_count(1)
     expect(fault).to_have_text("'z'")
     expect(page.get_by_test_id("sm-fault-note")).to_have_text("not a mesh axis: 'z'")
-    page.screenshot(path=str(screenshots / f"shard_map-unknown-axis-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "shard_map-unknown-axis", full_page=True)
 
     # The indivisible example: JAX's divisibility message, entry 'x' of in_specs[0] marked.
     page.get_by_test_id("sm-reset-spec").click()  # back to the snippet's own in_specs
@@ -150,7 +153,7 @@ def test_an_invalid_spec_shows_jaxs_error_with_the_entry_highlighted(
     expect(page.get_by_test_id("shard-map-error")).to_contain_text("4 does not evenly divide 6")
     expect(page.get_by_test_id("spec-entry-fault")).to_have_text("'x'")
     expect(page.get_by_test_id("sm-spec-in_specs[0]")).to_have_attribute("data-fault", "entry")
-    page.screenshot(path=str(screenshots / f"shard_map-indivisible-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "shard_map-indivisible", full_page=True)
     assert console_errors == []
 
 

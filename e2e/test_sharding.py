@@ -9,10 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait
+from e2e.browser import open_exhibit, run_and_wait, set_theme, shoot_both_themes
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "exhibits" / "sharding" / "golden"
@@ -23,11 +22,10 @@ def _ranges(index: list[list[int]]) -> str:
     return "[" + ", ".join(f"{a}:{b}" for a, b in index) + "]"
 
 
-def _open_default(page: Page, theme: str) -> None:
+def _open_default(page: Page) -> None:
     page.set_viewport_size({"width": 1500, "height": 1100})
     open_exhibit(page, "sharding")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     page.get_by_test_id("example-select").select_option("sum_sharded_axis")
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
@@ -40,11 +38,10 @@ def _apply(page: Page, spec: str, array_shape: str | None = None) -> None:
     page.get_by_test_id("sharding-apply").click()
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_default_grid_collectives_and_hlo(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
-    _open_default(page, theme)
+    _open_default(page)
     page.get_by_test_id("placed-args[0]").click()
     grid = page.get_by_test_id("device-grid")
     expect(grid).to_have_attribute("data-spec", "P('x', 'y')")
@@ -65,13 +62,13 @@ def test_default_grid_collectives_and_hlo(
         "args[0], the input f receives"
     )
     expect(page.get_by_test_id("sharding-grid-warning")).to_have_count(0)
-    page.screenshot(path=str(screenshots / f"sharding-grid-{theme}.png"))
+    shoot_both_themes(page, screenshots, "sharding-grid")
     page.get_by_test_id("collective-0").click()
     hlo_line = page.locator('[data-testid^="hlo-line-"]')
     expect(hlo_line).to_have_count(1)
     expect(hlo_line).to_contain_text("all-reduce(")
     expect(page.get_by_test_id("jaxpr-text")).to_be_visible()
-    page.screenshot(path=str(screenshots / f"sharding-default-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "sharding-default", full_page=True)
     # the output of the sum: replicated over x (hatched replicas)
     page.get_by_test_id("placed-output").click()
     replicas = [s for s in golden["outputs"][0] if s["replica_id"] > 0]
@@ -82,7 +79,7 @@ def test_default_grid_collectives_and_hlo(
 def test_changing_the_spec_redraws_the_grid(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
-    _open_default(page, "light")
+    _open_default(page)
     expect(page.get_by_test_id("sharding-spec")).to_have_value("P('x', 'y')")
     _apply(page, "P('x')")
     page.get_by_test_id("placed-args[0]").click()
@@ -103,11 +100,10 @@ def test_changing_the_spec_redraws_the_grid(
     assert console_errors == []
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_indivisible_spec_shows_the_error(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
-    _open_default(page, theme)
+    _open_default(page)
     _apply(page, "P('y')", array_shape="6, 16")
     card = page.get_by_test_id("sharding-error")
     expect(card).to_have_attribute("data-kind", "indivisible", timeout=60_000)
@@ -119,14 +115,14 @@ def test_indivisible_spec_shows_the_error(
     expect(page.get_by_test_id("error-kind")).to_be_visible()
     expect(page.get_by_test_id("sharding-spec")).to_have_value("P('y')")  # the form keeps it
     expect(page.get_by_test_id("sharding-array-shape")).to_have_value("6, 16")
-    page.screenshot(path=str(screenshots / f"sharding-indivisible-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "sharding-indivisible", full_page=True)
     assert console_errors == []
 
 
 def test_sub_axis_note_only_where_xla_prints_one(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
-    _open_default(page, "light")
+    _open_default(page)
     page.get_by_test_id("example-select").select_option("transpose")
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
@@ -152,7 +148,7 @@ def test_c16_broken_grid_is_the_input_and_the_error_names_the_refused_spec(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     expect_c16 = json.loads((CASES / "C16_indivisible_broken.expect.json").read_text())
-    _open_default(page, "light")
+    _open_default(page)
     page.get_by_test_id("example-select").select_option("c16_indivisible_broken")
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_failed")

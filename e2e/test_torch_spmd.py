@@ -13,7 +13,7 @@ import pytest
 from jaxscope.sandbox.kinds import kind_problem
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit
+from e2e.browser import in_both_themes, open_exhibit, set_theme, shoot_both_themes
 
 pytestmark = pytest.mark.skipif(
     kind_problem("torch") is not None, reason=str(kind_problem("torch"))
@@ -30,14 +30,12 @@ def run(page: Page) -> None:
     )
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_torch_spmd_mesh_tiles_collectives_and_shards(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1300})
     open_exhibit(page, "torch_spmd")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     run(page)
     grid = page.get_by_test_id("spmd-mesh-grid")
     expect(grid.locator("tbody tr")).to_have_count(2)
@@ -59,13 +57,17 @@ def test_torch_spmd_mesh_tiles_collectives_and_shards(
     page.get_by_test_id("spmd-mesh-device").nth(5).click()
     marked = args.nth(0).get_by_test_id("spmd-arg-tensor").locator("td.ui-hit")
     expect(marked).to_have_text(["18.0", "19.0", "26.0", "27.0"])
-    page.screenshot(path=str(screenshots / f"torch_spmd-matmul-{theme}.png"), full_page=True)
-    page.get_by_test_id("spmd-program").first.screenshot(
-        path=str(screenshots / f"torch_spmd-program-{theme}.png")
-    )
-    page.get_by_test_id("spmd-output").screenshot(
-        path=str(screenshots / f"torch_spmd-output-{theme}.png")
-    )
+
+    def shoot(theme: str) -> None:
+        page.screenshot(path=str(screenshots / f"torch_spmd-matmul-{theme}.png"), full_page=True)
+        page.get_by_test_id("spmd-program").first.screenshot(
+            path=str(screenshots / f"torch_spmd-program-{theme}.png")
+        )
+        page.get_by_test_id("spmd-output").screenshot(
+            path=str(screenshots / f"torch_spmd-output-{theme}.png")
+        )
+
+    in_both_themes(page, shoot)
 
     page.get_by_test_id("example-select").select_option("transposed_2x2")
     run(page)
@@ -75,5 +77,5 @@ def test_torch_spmd_mesh_tiles_collectives_and_shards(
         ["0.0", "1.0", "4.0", "5.0"]
     )
     expect(page.get_by_test_id("spmd-tiles").locator("tbody tr").nth(0)).to_have_text("030")
-    page.screenshot(path=str(screenshots / f"torch_spmd-transposed-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "torch_spmd-transposed", full_page=True)
     assert console_errors == []

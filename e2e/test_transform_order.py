@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.browser import RUN_TIMEOUT_MS, open_exhibit, run_and_wait
+from e2e.browser import RUN_TIMEOUT_MS, open_exhibit, run_and_wait, set_theme, shoot_both_themes
 from exhibits.registry import EXHIBITS_DIR
 from exhibits.transform_order.golden.regen import load
 
@@ -47,15 +47,13 @@ def wait_for_expression(page: Page, text: str) -> None:
     )
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_reorder_chips_changes_result_and_diagram(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     ns = load(EXAMPLE)
     args = tuple(ns["args"])
     load_example(page, "per_example_grads")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     run_and_wait(page)  # the default example: per_example_grads, stack vmap, grad
     wait_for_expression(page, "vmap(grad(f), in_axes=(None, 0, 0))(*args)")
     assert chips(page) == ["vmap", "grad"]
@@ -67,9 +65,7 @@ def test_reorder_chips_changes_result_and_diagram(
     assert boxes(page) == ["concrete", "LinearizeTrace"]
     expect(page.get_by_test_id("jaxpr-text")).to_be_visible()
     expect(page.get_by_test_id("group-jacobian").get_by_test_id("jacobian-row")).to_have_count(4)
-    page.screenshot(
-        path=str(screenshots / f"transform_order-vmap-grad-{theme}.png"), full_page=True
-    )
+    shoot_both_themes(page, screenshots, "transform_order-vmap-grad", full_page=True)
 
     # Keyboard: focus grad, Alt+ArrowLeft -> grad(vmap(f)): JAX rejects it (not scalar).
     page.get_by_test_id("chip-1").focus()
@@ -91,9 +87,7 @@ def test_reorder_chips_changes_result_and_diagram(
     page.get_by_test_id("stack-error-line").click()
     selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
     expect(selected).to_have_count(1)
-    page.screenshot(
-        path=str(screenshots / f"transform_order-grad-vmap-{theme}.png"), full_page=True
-    )
+    shoot_both_themes(page, screenshots, "transform_order-grad-vmap", full_page=True)
 
     # Drag vmap back in front of grad: the original order and result again.
     page.get_by_test_id("chip-1").drag_to(page.get_by_test_id("chip-0"))

@@ -17,7 +17,7 @@ import pytest
 from jaxscope.internals.views import preview_value
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait, set_code
+from e2e.browser import open_exhibit, run_and_wait, set_code, set_theme, shoot_both_themes
 from exhibits.registry import EXHIBITS
 
 EXAMPLES = EXHIBITS["transpose"].example_paths()
@@ -39,13 +39,11 @@ def go_to_step(page: Page, step: int) -> None:
     pytest.fail(f"never reached step {step}")
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_step_through_the_walk_and_see_an_accumulation(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     open_exhibit(page, "transpose")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     set_code(page, SIN_TIMES_X)
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
@@ -92,15 +90,15 @@ def test_step_through_the_walk_and_see_an_accumulation(
     page.get_by_test_id(f"tw-step-{card_step(page)}").click()
     selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
     expect(selected).to_have_text("    return jnp.sin(x) * x")
-    page.screenshot(path=str(screenshots / f"transpose-accumulate-{theme}.png"))
+    shoot_both_themes(page, screenshots, "transpose-accumulate")
     page.get_by_test_id("tw-attempts").scroll_into_view_if_needed()
-    page.screenshot(path=str(screenshots / f"transpose-top-{theme}.png"))
+    shoot_both_themes(page, screenshots, "transpose-top")
 
     if page.get_by_test_id("stepper-last").is_enabled():
         page.get_by_test_id("stepper-last").click()
     expect(page.get_by_test_id("tw-equal")).to_have_text("bit-identical to jax.grad and jax.vjp")
     page.get_by_test_id("tw-check").scroll_into_view_if_needed()
-    page.screenshot(path=str(screenshots / f"transpose-check-{theme}.png"))
+    shoot_both_themes(page, screenshots, "transpose-check")
     assert console_errors == []
 
 

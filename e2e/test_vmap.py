@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait, set_code
+from e2e.browser import in_both_themes, open_exhibit, run_and_wait, set_code, set_theme
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "exhibits" / "vmap" / "examples"
@@ -44,14 +44,12 @@ def go_to_step(page: Page, index: int) -> None:
     pytest.fail(f"never reached step {index}")
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_default_example_steps_with_the_batch_axis_coloured(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1100})
     open_exhibit(page, "vmap")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     load_example(page, "per_example_loss")  # the exhibit's default
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
@@ -83,12 +81,17 @@ def test_default_example_steps_with_the_batch_axis_coloured(
     expect(x_boxes.nth(0)).to_have_attribute("data-batch", "true")
     expect(x_boxes.nth(0)).to_have_text("8")
     expect(x_boxes.nth(1)).to_have_attribute("data-batch", "false")
-    batch_bg = x_boxes.nth(0).evaluate("e => getComputedStyle(e).backgroundColor")
-    plain_bg = x_boxes.nth(1).evaluate("e => getComputedStyle(e).backgroundColor")
-    assert batch_bg != plain_bg
     w_boxes = page.get_by_test_id("vmap-in-1-shape").locator(".box[data-batch='true']")
     expect(w_boxes).to_have_count(0)
-    page.screenshot(path=str(screenshots / f"vmap-step-dot-{theme}.png"), full_page=True)
+
+    def coloured_and_shot(theme: str) -> None:
+        # the batch axis has its own colour in each theme
+        batch_bg = x_boxes.nth(0).evaluate("e => getComputedStyle(e).backgroundColor")
+        plain_bg = x_boxes.nth(1).evaluate("e => getComputedStyle(e).backgroundColor")
+        assert batch_bg != plain_bg, theme
+        page.screenshot(path=str(screenshots / f"vmap-step-dot-{theme}.png"), full_page=True)
+
+    in_both_themes(page, coloured_and_shot)
 
     # Next step: add, and clicking it in the steps table selects its user line.
     page.get_by_test_id("stepper-next").click()

@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import pytest
 from jax._src import linear_util as lu
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait
+from e2e.browser import open_exhibit, run_and_wait, set_theme, shoot_both_themes
 from exhibits.registry import EXHIBITS
 
 EXAMPLE = EXHIBITS["wrapped_fun"].example_paths()[EXHIBITS["wrapped_fun"].default_example]
@@ -45,14 +44,12 @@ def plain_vmap() -> tuple[list[str], str]:
     return [g.__name__ for g, _ in wf.transforms], repr(wf.stores[-1].val)
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_wrapped_fun_shows_vmaps_stack_and_no_stack_for_jit(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1100})
     open_exhibit(page, "wrapped_fun")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
 
@@ -69,7 +66,7 @@ def test_wrapped_fun_shows_vmaps_stack_and_no_stack_for_jit(
     texts = [steps.nth(i).locator("code").inner_text() for i in range(len(expected))]
     assert texts == expected
     expect(page.get_by_test_id("no-stack")).to_have_count(0)
-    page.screenshot(path=str(screenshots / f"wrapped_fun-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "wrapped_fun", full_page=True)
 
     page.get_by_test_id("transform-select").select_option("jit")
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=60_000)
@@ -82,7 +79,7 @@ def test_wrapped_fun_shows_vmaps_stack_and_no_stack_for_jit(
     # no stack is an observation, not an error: the tag is not in the error colour
     expect(page.get_by_test_id("no-stack-tag")).not_to_have_class(re.compile(r"\bbad\b"))
     expect(page.get_by_test_id("wf-stack")).to_have_count(0)
-    page.screenshot(path=str(screenshots / f"wrapped_fun-jit-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "wrapped_fun-jit", full_page=True)
     assert console_errors == []
 
 

@@ -12,7 +12,7 @@ import pytest
 from jaxscope.sandbox.kinds import kind_problem
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit
+from e2e.browser import open_exhibit, set_theme, shoot_both_themes
 
 pytestmark = pytest.mark.skipif(
     kind_problem("torch") is not None, reason=str(kind_problem("torch"))
@@ -29,14 +29,12 @@ def run(page: Page) -> None:
     )
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_xla_cache_compiles_once_then_finds_a_recompiling_loop(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1300})
     open_exhibit(page, "xla_cache")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     run(page)
     steps = page.get_by_test_id("xla-step")
     expect(steps).to_have_count(4)
@@ -48,7 +46,7 @@ def test_xla_cache_compiles_once_then_finds_a_recompiling_loop(
         "4 steps, 1 graph: 1 compiled, 3 cache hits"
     )
     expect(page.get_by_test_id("xla-finding")).to_have_count(0)
-    page.screenshot(path=str(screenshots / f"xla_cache-loop-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "xla_cache-loop", full_page=True)
 
     page.get_by_test_id("example-select").select_option("varying_batch")
     run(page)
@@ -57,7 +55,7 @@ def test_xla_cache_compiles_once_then_finds_a_recompiling_loop(
     expect(finding).to_contain_text("compiled again on steps 1, 2, 3: a new input shape")
     expect(page.get_by_test_id("finding-line")).to_have_text("line 24")
     expect(page.get_by_test_id("xla-changed")).to_contain_text("f32[6,4]{1,0} parameter(5)")
-    page.screenshot(path=str(screenshots / f"xla_cache-varying-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "xla_cache-varying", full_page=True)
 
     # A Python exponent baked into the graph: the finding names the pow's line, and step 3's new
     # HLO lines hold the constant.

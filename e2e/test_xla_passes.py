@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import pytest
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
 from playwright.sync_api import Page, expect
 
-from e2e.browser import open_exhibit, run_and_wait, set_code
+from e2e.browser import open_exhibit, run_and_wait, set_code, set_theme, shoot_both_themes
 from exhibits.registry import EXHIBITS
 
 EXAMPLE = EXHIBITS["xla_passes"].example_paths()[EXHIBITS["xla_passes"].default_example]
@@ -45,19 +44,16 @@ def plain_dump() -> tuple[int, int, set[str]]:
     return len(snaps), changed, fusions
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
 def test_xla_passes_walks_the_passes_and_finds_the_fusions(
-    page: Page, console_errors: list[str], screenshots: Path, theme: str
+    page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1100})
     open_exhibit(page, "xla_passes")
-    if page.locator("html").get_attribute("data-theme") != theme:
-        page.get_by_test_id("theme-toggle").click()
+    set_theme(page, "light")
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
 
-    if theme == "light":
-        page.screenshot(path=str(screenshots / "xla_passes-top-light.png"))
+    page.screenshot(path=str(screenshots / "xla_passes-top-light.png"))
     count, changed, fusions = plain_dump()
     expect(page.get_by_test_id("xp-pass-count")).to_have_text(f"{count} passes")
     expect(page.get_by_test_id("xp-changed-count")).to_have_text(f"{changed} changed the module")
@@ -93,21 +89,20 @@ def test_xla_passes_walks_the_passes_and_finds_the_fusions(
     table_rows = page.locator("[data-testid^=xp-row-]")
     expect(table_rows).to_have_count(changed + 1)
     page.get_by_test_id("xp-pass").scroll_into_view_if_needed()
-    page.screenshot(path=str(screenshots / f"xla_passes-{theme}.png"), full_page=True)
+    shoot_both_themes(page, screenshots, "xla_passes", full_page=True)
 
-    if theme == "light":
-        page.get_by_test_id("xp-show-all").check()
-        expect(page.get_by_test_id("xp-passes").locator(".ui-count").first).to_have_text(
-            f"{count} of {count}"
-        )
-        # the slider's next stop after `fusion` is fusion-wrapper, with every pass shown the
-        # unchanged pass right after it
-        page.get_by_test_id("xp-next").click()
-        expect(page.get_by_test_id("xp-pass-name")).not_to_have_text("fusion")
-        page.get_by_test_id("xp-kernel").select_option("add_tanh_fusion_kernel_module")
-        expect(page.get_by_test_id("xp-llvm-text")).to_contain_text("define")
-        page.get_by_test_id("xp-llvm").scroll_into_view_if_needed()
-        page.screenshot(path=str(screenshots / "xla_passes-llvm-light.png"), full_page=True)
+    page.get_by_test_id("xp-show-all").check()
+    expect(page.get_by_test_id("xp-passes").locator(".ui-count").first).to_have_text(
+        f"{count} of {count}"
+    )
+    # the slider's next stop after `fusion` is fusion-wrapper, with every pass shown the
+    # unchanged pass right after it
+    page.get_by_test_id("xp-next").click()
+    expect(page.get_by_test_id("xp-pass-name")).not_to_have_text("fusion")
+    page.get_by_test_id("xp-kernel").select_option("add_tanh_fusion_kernel_module")
+    expect(page.get_by_test_id("xp-llvm-text")).to_contain_text("define")
+    page.get_by_test_id("xp-llvm").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "xla_passes-llvm-light.png"), full_page=True)
     assert console_errors == []
 
 
