@@ -14,10 +14,14 @@ from typing import Any
 
 import pytest
 from jaxscope.local_server import serving
-from playwright.sync_api import ConsoleMessage, Page
+from playwright.sync_api import ConsoleMessage, Page, expect
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
+
+# A check waits up to 15 s (Playwright's default is 5 s): `make test` runs two test processes
+# on 2 cores, and a rerun may wait for a fresh sandbox worker (docs/design/0049-test-time.md).
+expect.set_options(timeout=15_000)
 
 CHROMIUM_ARGS = [
     "--headless=new",

@@ -26,7 +26,10 @@ INGREDIENTS = [
 
 def perturb(page: Page, which: str) -> None:
     page.get_by_test_id(f"perturb-{which}").click()
-    expect(page.get_by_test_id(f"perturb-{which}")).to_have_attribute("aria-pressed", "true")
+    # pressed once the rerun's result is in (a worker may be starting: CI runs 2 test processes)
+    expect(page.get_by_test_id(f"perturb-{which}")).to_have_attribute(
+        "aria-pressed", "true", timeout=30_000
+    )
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished", timeout=30_000)
     expect(page.get_by_test_id("change-summary")).to_be_visible()
 

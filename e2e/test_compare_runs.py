@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import jax
+import pytest
 from jaxscope.sandbox.snippet import load_snippet
 from playwright.sync_api import Locator, Page, expect
 
@@ -265,6 +266,7 @@ args = (jnp.ones(4),)
 """
 
 
+@pytest.mark.xdist_group("real_programs")  # a real program (docs/design/0049-test-time.md)
 def test_a_stablehlo_fetched_on_demand_is_compared_whole(
     page: Page, console_errors: list[str], tmp_path: Path
 ) -> None:

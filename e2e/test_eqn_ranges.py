@@ -9,10 +9,14 @@ import re
 from pathlib import Path
 
 import jax
+import pytest
 from jaxscope.sandbox.snippet import load_snippet
 from playwright.sync_api import Page, WebSocketRoute, expect
 
 from e2e.browser import open_exhibit, set_code
+
+# One test process runs every real-program test, one after another (docs/design/0049-test-time.md).
+pytestmark = pytest.mark.xdist_group("real_programs")
 
 ROOT = Path(__file__).resolve().parent.parent
 GPT = (ROOT / "examples" / "real" / "gpt_stack.py").read_text()

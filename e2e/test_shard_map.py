@@ -141,8 +141,8 @@ def test_an_invalid_spec_shows_jaxs_error_with_the_entry_highlighted(
     shoot_both_themes(page, screenshots, "shard_map-unknown-axis", full_page=True)
 
     # The indivisible example: JAX's divisibility message, entry 'x' of in_specs[0] marked.
-    page.get_by_test_id("sm-reset-spec").click()  # back to the snippet's own in_specs
-    expect(page.get_by_test_id("sm-verdict")).to_have_attribute("data-ok", "true")
+    page.get_by_test_id("sm-reset-spec").click()  # back to the snippet's own in_specs: a rerun
+    expect(page.get_by_test_id("sm-verdict")).to_have_attribute("data-ok", "true", timeout=30_000)
     load_example(page, "indivisible_spec")
     run_and_wait(page)
     record, _ = plain("indivisible_spec")

@@ -37,7 +37,12 @@ step "protocol drift (frontend/src/gen)" protocol_drift
 step "tsc + svelte-check" npm run --silent check
 step "vitest" npm run --silent test
 step "docker compose config" compose_check
-step "pytest (backend, exhibits, e2e in Chromium)" "$VENV/bin/pytest" -q
+# Two pytest processes (pytest-xdist), each taking the next test when it is free; the tests of
+# real programs at full size (marked xdist_group "real_programs") all go to one of them, one after
+# another, so that two never share the 2 cores. The suite's ~3,500 tests took ~95 min in one
+# process, past CI's 90 min (docs/design/0049-test-time.md). JAXSCOPE_TEST_PROCESSES=0: one.
+step "pytest (backend, exhibits, e2e in Chromium)" "$VENV/bin/pytest" -q \
+  -n "${JAXSCOPE_TEST_PROCESSES:-2}" --dist loadgroup
 
 if ((${#failed[@]})); then
   echo "FAILED steps: ${failed[*]}"

@@ -54,7 +54,9 @@ print(json.dumps(out))
 """
 
 MISS = "No PjRtPlugin registered for: {d}. Make sure the environment variable PJRT_DEVICE is "
-# (PJRT_DEVICE or None for unset, switch, branch, what the error starts with; None: ok)
+# (PJRT_DEVICE or None for unset, switch, branch, what the error starts with; None: ok). One case
+# per branch and switch, CUDA's "plugin not registered" besides (a torch_xla process and a
+# worker each, ~40 s on 2 cores): the FOO tests below run FOO on and off.
 CASES: list[tuple[str | None, str, str, str | None]] = [
     ("CPU", "auto", "CPU", None),
     (None, "auto", "CPU", None),  # torch_xla's import defaults an unset PJRT_DEVICE to CPU
@@ -63,9 +65,6 @@ CASES: list[tuple[str | None, str, str, str | None]] = [
     ("TPU", "on", "dynamic plugin", "libtpu not found"),
     ("TPU", "off", "TPU", "Failed to open libtpu.so"),
     ("CUDA", "on", "plugin not registered", MISS.format(d="CUDA")),
-    ("CUDA", "off", "unknown", "Unknown PJRT_DEVICE: 'CUDA'"),
-    ("FOO", "on", "plugin not registered", MISS.format(d="FOO")),
-    ("FOO", "off", "unknown", "Unknown PJRT_DEVICE: 'FOO'"),
     ("", "auto", "PJRT_DEVICE empty", "$PJRT_DEVICE is not set."),
 ]
 
