@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 
 from exhibits.registry import EXHIBITS
 
-RUN_TIMEOUT_MS = 30_000
+RUN_TIMEOUT_MS = 60_000  # a worker start and a compile beside a second test process
 
 
 def open_exhibit(page: Page, exhibit: str) -> None:

@@ -87,19 +87,21 @@ def open_gpt_graph(page: Page) -> None:
 
 def _scroll_graph_until(page: Page, locator: Locator, step: int = 300) -> None:
     """Scroll the graph's box down from the top until ``locator`` is in the DOM (the graph
-    holds only what is in view)."""
+    holds only what is in view). A pass that reaches the end without it is tried again, slower:
+    under load the page draws a scrolled view (and lays out the graph's last rows) late."""
     box = page.get_by_test_id("dataflow-graph")
-    box.evaluate("el => { el.scrollTop = 0; }")
-    for _ in range(200):
-        if locator.count() > 0:
-            return
-        at_end = box.evaluate(
-            f"el => {{ const end = el.scrollTop + el.clientHeight >= el.scrollHeight - 1;"
-            f" el.scrollTop += {step}; return end; }}"
-        )
-        page.wait_for_timeout(30)
-        if at_end and locator.count() == 0:
-            break
+    for wait_ms in (30, 200, 600):
+        box.evaluate("el => { el.scrollTop = 0; }")
+        for _ in range(400):
+            page.wait_for_timeout(wait_ms)
+            if locator.count() > 0:
+                return
+            at_end = box.evaluate(
+                f"el => {{ const end = el.scrollTop + el.clientHeight >= el.scrollHeight - 1;"
+                f" el.scrollTop += {step}; return end; }}"
+            )
+            if at_end:
+                break
     expect(locator.first).to_be_attached()
 
 

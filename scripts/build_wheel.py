@@ -1,10 +1,11 @@
 """Build jaxscope's wheel with the built frontend inside it (``make wheel``; issue 18).
 
 ``pip install dist/jaxscope-*.whl`` then ``jaxscope serve`` serves the whole explorer with no
-Node and no clone: the frontend (``frontend/dist``, from ``npm run build``) is copied into the
-package as ``jaxscope/_frontend`` for the build only, which ``jaxscope.settings`` serves when
-there is no checkout around it. Usage: ``python scripts/build_wheel.py [--out DIR]``; prints the
-wheel's path. Exits non-zero when ``frontend/dist`` is missing or pip fails.
+Node and no clone: the sources are copied into a temporary folder, the frontend
+(``frontend/dist``, from ``npm run build``) into that copy's package as ``jaxscope/_frontend``,
+which ``jaxscope.settings`` serves when there is no checkout around it.
+Usage: ``python scripts/build_wheel.py [--out DIR]``; prints the wheel's path.
+Exits non-zero when ``frontend/dist`` is missing or pip fails.
 """
 
 from __future__ import annotations
@@ -13,11 +14,31 @@ import argparse
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DIST = ROOT / "frontend" / "dist"
-PACKAGED = ROOT / "backend" / "jaxscope" / "_frontend"
+
+
+def _snapshot(into: Path) -> Path:
+    """A copy of what the wheel is built from, the frontend inside it.
+
+    The build never runs in the checkout: ``pip wheel`` rewrites ``jaxscope.egg-info`` and
+    ``build/`` there and walks the tree, which raced the test process beside it (CI's
+    ``test_wheel`` failed under pytest-xdist); a copied ``_frontend`` in the checkout would
+    also be seen by every server started meanwhile.
+    """
+    src = into / "src"
+    junk = shutil.ignore_patterns("__pycache__", "*.pyc", "node_modules", "*.egg-info")
+    for name in ("pyproject.toml", "README.md"):
+        src.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, src / name)
+    for folder in ("backend", "exhibits"):
+        shutil.copytree(ROOT / folder, src / folder, ignore=junk)
+    shutil.rmtree(src / "backend" / "jaxscope" / "_frontend", ignore_errors=True)
+    shutil.copytree(DIST, src / "backend" / "jaxscope" / "_frontend")
+    return src
 
 
 def build(out: Path) -> Path:
@@ -26,17 +47,22 @@ def build(out: Path) -> Path:
         raise SystemExit("frontend/dist is missing: run `npm run build` (make frontend) first")
     out.mkdir(parents=True, exist_ok=True)
     before = set(out.glob("jaxscope-*.whl"))
-    shutil.rmtree(PACKAGED, ignore_errors=True)
-    shutil.copytree(DIST, PACKAGED)
-    try:
+    with tempfile.TemporaryDirectory(prefix="jaxscope-wheel-") as tmp:
+        src = _snapshot(Path(tmp))
         subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "-q",
+                "--no-deps",
+                "-w",
+                str(out.resolve()),
+                str(src),
+            ],
             check=True,
         )
-    finally:
-        # the copy is the build's only: a checkout serves frontend/dist itself
-        shutil.rmtree(PACKAGED, ignore_errors=True)
-        shutil.rmtree(ROOT / "build", ignore_errors=True)
     made = sorted(set(out.glob("jaxscope-*.whl")) - before) or sorted(out.glob("jaxscope-*.whl"))
     return made[-1]
 

@@ -272,6 +272,7 @@ def test_garbage_on_event_pipe_is_invalid_event(sandbox: SandboxHarness) -> None
 
 def test_cancel(sandbox: SandboxHarness) -> None:
     session = sandbox.session()
+    cancelled_at: list[float] = []
 
     async def scenario() -> list:  # type: ignore[type-arg]
         task = asyncio.ensure_future(
@@ -281,14 +282,16 @@ def test_cancel(sandbox: SandboxHarness) -> None:
         while session.worker is None:  # wait until the run is on a worker
             await asyncio.sleep(0.05)
         assert session.cancel("other-run") is False
+        cancelled_at.append(time.monotonic())
         assert session.cancel("to-cancel") is True
         return await task
 
     try:
-        t0 = time.monotonic()
         f = failed(sandbox.call(scenario()))
         assert f.kind == "cancelled"
-        assert time.monotonic() - t0 < 5.0
+        # from Cancel to the run's end: the worker is killed, not waited for (a worker's start
+        # before it is not counted: beside a second test process it alone took over 3 s)
+        assert time.monotonic() - cancelled_at[0] < 3.0
     finally:
         sandbox.call(session.close())
 
