@@ -47,17 +47,6 @@ def run_and_wait(page: Page) -> None:
     )
 
 
-REAL = Path(__file__).resolve().parent.parent / "examples" / "real"
-
-
-def real_loop(iterations: int) -> str:
-    """``examples/real/loop_20k.py`` with ``iterations`` iterations (4 eqns each, then the sum):
-    1,000 give 4,001 eqns, past the step caps (2,000) at a fifth of the 20k loop's cost."""
-    code = (REAL / "loop_20k.py").read_text()
-    assert "ITERATIONS = 5_000\n" in code
-    return code.replace("ITERATIONS = 5_000\n", f"ITERATIONS = {iterations:_}\n")
-
-
 def run_real(page: Page, exhibit: str, code: str, timeout: float = 120_000) -> None:
     """Open ``exhibit`` in a 1400 x 1000 page, paste ``code``, run it and wait (``timeout`` ms)
     for ``run_finished``: the start of every real-program test (examples/real)."""

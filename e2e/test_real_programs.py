@@ -14,7 +14,8 @@ from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
 from jaxscope.sandbox.snippet import load_snippet
 from playwright.sync_api import Locator, Page, expect
 
-from e2e.browser import editor_text, open_exhibit, real_loop, run_real, set_code
+from e2e.browser import editor_text, open_exhibit, run_real, set_code
+from e2e.real_loop import real_loop
 
 # One test process runs every real-program test, one after another (docs/design/0049-test-time.md).
 pytestmark = pytest.mark.xdist_group("real_programs")

@@ -13,7 +13,8 @@ import pytest
 from jaxscope.sandbox.snippet import load_snippet
 from playwright.sync_api import Page, expect
 
-from e2e.browser import real_loop, run_real
+from e2e.browser import run_real
+from e2e.real_loop import real_loop
 
 # One test process runs every real-program test, one after another (docs/design/0049-test-time.md).
 pytestmark = pytest.mark.xdist_group("real_programs")

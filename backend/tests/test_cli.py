@@ -170,8 +170,9 @@ def test_serve_cold_start_answers_first_trace_quickly() -> None:
                     break
         assert isinstance(event, RunFinished)
         print(f"cold start to first jaxpr: {cold_s:.2f} s")
-        # 3 s is the product target; on the loaded 2-core CI box allow slack for test noise.
-        assert cold_s < 6.0
+        # 3 s is the product target (bench/latency.py measures it); this bound only catches a
+        # start that waits for something it should not, beside a second test process on 2 cores.
+        assert cold_s < 12.0
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=15)

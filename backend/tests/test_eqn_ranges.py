@@ -32,6 +32,7 @@ from jaxscope.summaries import (
     split_view,
 )
 
+from e2e.real_loop import real_loop
 from exhibits.registry import EXHIBITS
 from tests.harness import REPO, SandboxHarness
 
@@ -300,9 +301,7 @@ def _real_code(program: str) -> str:
     if program == "gpt_stack_jit":
         return (REAL / "gpt_stack.py").read_text() + "\n\nf = jax.jit(f)\n"
     if program == "loop_4k":
-        code = (REAL / "loop_20k.py").read_text()
-        assert "ITERATIONS = 5_000\n" in code
-        return code.replace("ITERATIONS = 5_000\n", "ITERATIONS = 1_000\n")
+        return real_loop(1_000)
     return (REAL / f"{program}.py").read_text()
 
 

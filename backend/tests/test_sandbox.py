@@ -155,7 +155,9 @@ def test_infinite_loop_times_out_and_next_run_works(sandbox: SandboxHarness) -> 
         # The supervisor asked the worker where it was (faulthandler dump) before killing it.
         assert f.source is not None and f.source.line in (2, 3)
         assert f"it was running line {f.source.line}" in f.message
-        assert 1.4 < elapsed < 5.0
+        # at the limit, not before; the bound above it only says 'not hung' (it counts the
+        # worker's start, over 3 s beside a second test process)
+        assert 1.4 < elapsed < 10.0
         assert session.worker is None  # killed, to be replaced
         ok = assert_one_terminal(sandbox.run(SIN, session=session))
         assert isinstance(ok, RunFinished)

@@ -108,7 +108,7 @@ def test_a_timeout_after_a_slow_load_says_the_limit_started_after_it(
     credited = [e for e in events if isinstance(e, BudgetScaled) and e.load_s is not None]
     assert len(credited) == 1
     load_s = credited[0].load_s or 0
-    assert 1.2 <= load_s < 2.0 + 1.2
+    assert 1.2 <= load_s < 10.0  # the load's 1.2 s, not f's 30 s (beside a second test process)
     want = f"wall-clock limit of 2 s, counted after its load stage (which took {load_s:.1f} s"
     assert want in terminal.message, terminal.message
 
