@@ -76,6 +76,7 @@ wheel: setup frontend
 bench: setup frontend
 	$(PY) bench/latency.py
 	$(PY) bench/ad_overhead.py
+	$(PY) bench/transpose_vs_vjp.py
 	$(PY) bench/stations_lowering.py
 	$(PY) bench/clean_runs.py
 
