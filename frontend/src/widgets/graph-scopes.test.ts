@@ -13,7 +13,7 @@ import { lastOf } from './events';
 import { allGroupIds, CHUNK, groupTree, scopePath, visibleGraph, type EqnGroup, type GroupItem } from './graph-groups';
 import { layoutLayered } from './graph-layered';
 import { searchGraph } from './graph-search';
-import { inView } from './graph-view';
+import { drawWindow, inView, type ViewRect } from './graph-view';
 
 interface Truth {
   eqns: { primitive: string; line: number | null; name_stack: string }[];
@@ -201,5 +201,35 @@ describe('a graph of thousands of visible eqns', () => {
       // The chunk box the view is in is drawn; the others are not.
       expect(shown.clusters.length).toBeLessThanOrEqual(3);
     }
+  });
+
+  it('fills the DOM anew only every few frames of a pan, and what meets the view is always drawn', () => {
+    const g = visibleGraph(loop, tree, new Set(allGroupIds(tree)));
+    const layout = layoutLayered(g);
+    const margin = 300;
+    let drawnFor: ViewRect | null = null;
+    let shown = inView(layout, { x: 0, y: 0, width: 0, height: 0 }, margin);
+    let refills = 0;
+    let frames = 0;
+    // The bench's pan (bench/graph_scale.py): 40 units down a frame, 200 frames.
+    for (let y = 0; y + 600 <= layout.height && frames < 200; y += 40, frames++) {
+      const view = { x: 0, y, width: 1400, height: 600 };
+      const want = drawWindow(drawnFor, view, margin);
+      if (want !== drawnFor) {
+        drawnFor = want;
+        shown = inView(layout, want, margin);
+        refills++;
+      }
+      // Every node that meets the view itself (no margin) is among those drawn.
+      const drawnIds = new Set(shown.nodes.map((n) => n.id));
+      for (const n of inView(layout, view, 0).nodes) expect(drawnIds.has(n.id)).toBe(true);
+    }
+    expect(frames).toBeGreaterThan(20);
+    // One refill per 150 units (half the margin) of pan, about: 40-unit steps refill every 4th frame.
+    expect(refills).toBeLessThanOrEqual(Math.ceil(frames / 3) + 1);
+    expect(refills).toBeGreaterThan(1);
+    // A new size is drawn for at once.
+    const resized = { x: 0, y: 0, width: 700, height: 600 };
+    expect(drawWindow({ x: 0, y: 0, width: 1400, height: 600 }, resized, margin)).toBe(resized);
   });
 });
