@@ -17,10 +17,10 @@ exhibit against a ``jaxscope serve`` started here:
 - ``raf_fps``: the same loop scrolling nothing (an empty animation frame): the most this headless
   Chromium on this machine draws, the ceiling of the two above.
 
-Prints one JSON object with ``eqns``, ``first_paint_ms``, ``whole_ms``, ``expand_ms``, ``pan_fps``,
-``raf_fps``,
-``pan_fps_expanded``, ``nodes_collapsed``, ``nodes_expanded`` (``g.node`` elements in the DOM)
-and ``graph_nodes_expanded``. Goal (issue 14): first paint ≤ 1,000 ms, ≥ 60 FPS.
+Prints one JSON object with ``eqns``, ``first_paint_ms``, ``whole_ms``, ``expand_ms``,
+``pan_fps``, ``pan_fps_expanded``, ``raf_fps``, ``nodes_collapsed``, ``nodes_expanded``
+(``g.node`` elements in the DOM) and ``graph_nodes_expanded``. Goal (issue 14): first paint
+≤ 1,000 ms, ≥ 60 FPS.
 
 Usage: ``.venv/bin/python bench/graph_scale.py [--eqns N] [--flat]``.
 """

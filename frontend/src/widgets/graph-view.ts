@@ -67,7 +67,7 @@ export function inView(layout: GraphLayout, view: ViewRect, margin: number): InV
  * The view rectangle to draw for: `drawnFor` (the one the DOM was last filled for) while `view`
  * has the same size and lies within `margin / 2` of it on every side, else `view`. What is drawn
  * is the view grown by `margin`, so a pan of less than half the margin is still covered by
- * elements already in the DOM (a quarter of the margin at least on each side); the DOM is then
+ * elements already in the DOM (half the margin at least is left on each side); the DOM is then
  * filled anew only every few frames of a pan, not on every scroll event (each refill filters the
  * whole layout and diffs the drawn elements: at a few thousand nodes, most of a frame).
  */
