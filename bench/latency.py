@@ -25,6 +25,7 @@ from typing import Any
 
 import jax
 from jaxscope.local_server import serving
+from jaxscope.server.frames import frame_objects
 from websockets.sync.client import connect
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,16 +40,17 @@ def time_to_jaxpr(ws: Any, code: str) -> float:
     t0 = time.perf_counter()
     ws.send(json.dumps(request))
     staged = None
-    while True:
-        event = json.loads(ws.recv())
-        if event.get("run_id") != run_id:
-            continue
-        if event["type"] == "jaxpr_staged" and staged is None:
-            staged = time.perf_counter() - t0
-        if event["type"] in ("run_finished", "run_failed"):
-            if event["type"] == "run_failed":
-                raise RuntimeError(f"run failed: {event['kind']}: {event['message']}")
-            break
+    ended = False
+    while not ended:
+        for event in frame_objects(ws.recv()):  # one event, or an array of them
+            if event.get("run_id") != run_id:
+                continue
+            if event["type"] == "jaxpr_staged" and staged is None:
+                staged = time.perf_counter() - t0
+            if event["type"] in ("run_finished", "run_failed"):
+                if event["type"] == "run_failed":
+                    raise RuntimeError(f"run failed: {event['kind']}: {event['message']}")
+                ended = True
     if staged is None:
         raise RuntimeError("no jaxpr_staged event")
     return staged

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxscope.local_server import Served, free_port, serving
+from jaxscope.server.frames import frame_objects
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Origin
@@ -163,22 +164,22 @@ async def one_run(ws: ClientConnection) -> Outcome:
             frame = await asyncio.wait_for(ws.recv(), timeout=left)
         except TimeoutError:
             continue
-        event = json.loads(frame)
-        if event.get("run_id") != run_id:
-            continue
-        kind = event.get("type")
-        if kind == "run_queued":
-            outcome.queued = True
-            outcome.client_share |= event.get("reason") == "client_share"
-            outcome.max_position = max(outcome.max_position, int(event.get("position", 0)))
-        elif kind in TERMINAL:
-            outcome.terminal = event
-            outcome.latency_s = time.perf_counter() - t0
-            if cancelled:
-                outcome.lost = "client_timeout"
-            return outcome
-        else:
-            outcome.started = True
+        for event in frame_objects(frame):  # one event, or an array of them
+            if event.get("run_id") != run_id:
+                continue
+            kind = event.get("type")
+            if kind == "run_queued":
+                outcome.queued = True
+                outcome.client_share |= event.get("reason") == "client_share"
+                outcome.max_position = max(outcome.max_position, int(event.get("position", 0)))
+            elif kind in TERMINAL:
+                outcome.terminal = event
+                outcome.latency_s = time.perf_counter() - t0
+                if cancelled:
+                    outcome.lost = "client_timeout"
+                return outcome
+            else:
+                outcome.started = True
 
 
 async def session(url: str, origin: str, stop_at: float, stats: Stats) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import jax
 import pytest
 from jaxscope.sandbox.snippet import load_snippet
+from jaxscope.server.frames import frame_objects
 from playwright.sync_api import Page, expect
 
 from e2e.browser import (
@@ -454,9 +455,11 @@ def test_a_view_that_fails_fails_alone(page: Page, console_errors: list[str]) ->
 
     def corrupt(message: str | bytes) -> str | bytes:
         if isinstance(message, str) and '"type":"jaxpr_staged"' in message:
-            event = json.loads(message)
-            event["jaxpr"]["eqns"] = None
-            return json.dumps(event)
+            events = frame_objects(message)  # one event, or an array of them
+            for event in events:
+                if event["type"] == "jaxpr_staged":
+                    event["jaxpr"]["eqns"] = None
+            return json.dumps(events)
         return message
 
     def route(ws: WebSocketRoute) -> None:

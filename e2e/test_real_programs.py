@@ -12,6 +12,7 @@ import jax
 import pytest
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
 from jaxscope.sandbox.snippet import load_snippet
+from jaxscope.server.frames import frame_objects
 from playwright.sync_api import Locator, Page, expect
 
 from e2e.browser import editor_text, open_exhibit, run_real, set_code
@@ -556,8 +557,11 @@ def test_the_stepper_walks_the_gpt_stack_transpose_steps_with_values_on_demand(
     on demand); the card of the step on screen gets its values once the run ended, and stepping
     back through the steps fetches each one's as it comes into view, the page keeping up."""
     page.set_viewport_size({"width": 1400, "height": 1000})
-    frames: list[int] = []
-    page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(len(data))))
+    events: list[int] = []  # the events of each frame received
+    page.on(
+        "websocket",
+        lambda ws: ws.on("framereceived", lambda data: events.append(len(frame_objects(data)))),
+    )
     open_exhibit(page, "transpose")
     set_code(page, GPT)
     page.get_by_test_id("run").click()
@@ -567,7 +571,7 @@ def test_the_stepper_walks_the_gpt_stack_transpose_steps_with_values_on_demand(
     expect(cts).not_to_contain_text("loading", timeout=30_000)
     # The gradient check at the end of the stream is within reach of the cursor: its values came.
     expect(page.get_by_test_id("tw-gradient")).not_to_contain_text("loading", timeout=30_000)
-    streamed = len(frames)
+    streamed = sum(events)
     page.get_by_test_id("stepper-first").click()
     steps_seen: set[str] = set()
     for _ in range(40):
@@ -580,9 +584,9 @@ def test_the_stepper_walks_the_gpt_stack_transpose_steps_with_values_on_demand(
         steps_seen.add(card.get_attribute("data-step") or "")
         expect(cts).not_to_contain_text("loading", timeout=30_000)
     assert len(steps_seen) >= 4, steps_seen
-    # Only what was on screen came back after the run: far fewer frames than steps.
+    # Only what was on screen came back after the run: far fewer events than steps.
     step_count = int((page.get_by_test_id("tw-step-count").inner_text().split("/")[1]).strip())
-    assert len(frames) - streamed < step_count / 4, (len(frames) - streamed, step_count)
+    assert sum(events) - streamed < step_count / 4, (sum(events) - streamed, step_count)
     assert dom_elements(page) < MAX_DOM_ELEMENTS
     page.screenshot(path=str(screenshots / "real-gpt-transpose-steps.png"))
     assert console_errors == []
@@ -723,7 +727,7 @@ def test_a_jitted_gpt_stacks_cut_texts_say_what_is_still_to_come(
     def on_socket(ws: Any) -> None:
         def on_frame(payload: str | bytes) -> None:
             if isinstance(payload, str) and '"type":"jaxpr_split"' in payload:
-                split.append(json.loads(payload))
+                split.extend(e for e in frame_objects(payload) if e["type"] == "jaxpr_split")
 
         ws.on("framereceived", on_frame)
 
@@ -762,7 +766,8 @@ def test_a_jitted_gpt_stack_arrives_whole_in_the_page(
     def on_socket(ws: Any) -> None:
         def on_frame(payload: str | bytes) -> None:
             if isinstance(payload, str) and '"type":"items_sent"' in payload:
-                frames.append(len(payload.encode()))
+                answers = [e for e in frame_objects(payload) if e["type"] == "items_sent"]
+                frames.extend(len(json.dumps(e, separators=(",", ":")).encode()) for e in answers)
 
         ws.on("framereceived", on_frame)
 

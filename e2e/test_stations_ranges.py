@@ -6,10 +6,10 @@ order) and the op links of its last lines are clickable."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from jaxscope.server.frames import frame_objects
 from playwright.sync_api import Page, expect
 
 from e2e.browser import run_real
@@ -48,10 +48,11 @@ def test_a_4001_eqn_loops_stablehlo_loads_in_ranges_and_shows_whole(
         def on_frame(payload: str | bytes) -> None:
             if not isinstance(payload, str):
                 return
-            if '"type":"module_lowered"' in payload:
-                lowered.append(json.loads(payload))
-            elif '"type":"items_sent"' in payload:
-                sent.append(json.loads(payload))
+            for event in frame_objects(payload):  # one event, or an array of them
+                if event["type"] == "module_lowered":
+                    lowered.append(event)
+                elif event["type"] == "items_sent":
+                    sent.append(event)
 
         ws.on("framereceived", on_frame)
 

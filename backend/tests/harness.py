@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import weakref
+from collections import deque
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,6 +18,7 @@ from typing import Any, TypeVar
 from jaxscope.protocol import EVENT_ADAPTER, EventModel, RunRequest
 from jaxscope.sandbox.pool import WorkerPool
 from jaxscope.sandbox.session import Session
+from jaxscope.server.frames import frame_objects
 from jaxscope.settings import Limits
 
 from exhibits.registry import EXHIBITS
@@ -116,11 +119,29 @@ def run_msg(run_id: str, code: str, exhibit: str = "tracing") -> str:
     return json.dumps({"type": "run", "run_id": run_id, "exhibit": exhibit, "code": code})
 
 
+def frame_events(text: str) -> list[EventModel]:
+    """The events of one websocket text frame: one event's object, or an array of events the
+    server coalesced (``jaxscope.server.frames``), each validated as the page would take it."""
+    return [EVENT_ADAPTER.validate_json(json.dumps(item)) for item in frame_objects(text)]
+
+
+_UNREAD: weakref.WeakKeyDictionary[Any, deque[EventModel]] = weakref.WeakKeyDictionary()
+
+
+def next_event(ws: Any) -> EventModel:
+    """The next event from a test websocket: the rest of the last frame read, or the next
+    frame's first."""
+    unread = _UNREAD.setdefault(ws, deque())
+    while not unread:
+        unread.extend(frame_events(ws.receive_text()))
+    return unread.popleft()
+
+
 def collect(ws: Any, run_id: str) -> list[EventModel]:
     """Events of ``run_id`` read from a test websocket, up to and including its terminal one."""
     events = []
     while True:
-        event = EVENT_ADAPTER.validate_json(ws.receive_text())
+        event = next_event(ws)
         if event.run_id != run_id:
             continue
         events.append(event)

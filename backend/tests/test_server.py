@@ -13,7 +13,7 @@ from pathlib import Path
 import jax
 import pytest
 from fastapi.testclient import TestClient
-from jaxscope.protocol import EVENT_ADAPTER, Catalogue, DetailFailed, JaxprStaged, RunFailed
+from jaxscope.protocol import Catalogue, DetailFailed, JaxprStaged, RunFailed
 from jaxscope.sandbox.request_loop import MAX_PENDING_DETAILS
 from jaxscope.sandbox.snippet import load_snippet
 from jaxscope.server import catalogue as catalogue_module
@@ -23,7 +23,7 @@ from jaxscope.settings import Limits, Settings, default_address_space_bytes
 from starlette.websockets import WebSocketDisconnect
 
 from exhibits.registry import EXHIBITS, Exhibit, real_program_paths
-from tests.harness import REPO, collect, run_msg
+from tests.harness import REPO, collect, next_event, run_msg
 
 SIN = "import jax.numpy as jnp\ndef f(x):\n    return jnp.sin(x) * 2.0\nargs = (jnp.ones(3),)\n"
 
@@ -167,10 +167,10 @@ def test_oversized_paste_then_session_still_works(client: TestClient) -> None:
 def test_bad_requests_get_invalid_request(client: TestClient) -> None:
     with client.websocket_connect(WS) as ws:
         ws.send_text("{not json")
-        bad = EVENT_ADAPTER.validate_json(ws.receive_text())
+        bad = next_event(ws)
         assert isinstance(bad, RunFailed) and bad.kind == "invalid_request"
         ws.send_text(json.dumps({"type": "run", "run_id": "r9", "exhibit": "tracing"}))
-        bad = EVENT_ADAPTER.validate_json(ws.receive_text())
+        bad = next_event(ws)
         assert isinstance(bad, RunFailed) and bad.kind == "invalid_request"
         assert bad.run_id == "r9" and "code" in bad.message
         ws.send_text(run_msg("r10", SIN, exhibit="nope"))
@@ -181,7 +181,7 @@ def test_bad_requests_get_invalid_request(client: TestClient) -> None:
 def test_new_run_cancels_previous(client: TestClient) -> None:
     with client.websocket_connect(WS) as ws:
         ws.send_text(run_msg("slow", "while True:\n    pass\n"))
-        first = EVENT_ADAPTER.validate_json(ws.receive_text())  # run_started of "slow"
+        first = next_event(ws)  # run_started of "slow"
         assert first.run_id == "slow"
         ws.send_text(run_msg("fast", SIN))
         slow = [first, *collect(ws, "slow")]
@@ -249,7 +249,7 @@ def test_token_required_on_non_loopback() -> None:
             assert info.value.code == 1008
         with c.websocket_connect(f"/api/ws?token={token}", headers=origin) as ws:
             ws.send_text("{}")
-            bad = EVENT_ADAPTER.validate_json(ws.receive_text())
+            bad = next_event(ws)
             assert isinstance(bad, RunFailed) and bad.kind == "invalid_request"
 
 
@@ -273,12 +273,12 @@ def test_a_detail_request_over_the_websocket(client: TestClient) -> None:
         summary = next(e for e in events if e.detail_id is not None)
         ask = {"type": "detail", "run_id": "dd-1", "detail_id": summary.detail_id}
         ws.send_text(json.dumps(ask))
-        whole = EVENT_ADAPTER.validate_json(ws.receive_text())
+        whole = next_event(ws)
         assert whole.type == summary.type and whole.seq == summary.seq
         assert whole.detail_of == summary.detail_id and whole.detail_id is None
         assert len(whole.model_dump_json()) > len(summary.model_dump_json())
         ws.send_text(json.dumps(ask | {"run_id": "no-such-run"}))
-        gone = EVENT_ADAPTER.validate_json(ws.receive_text())
+        gone = next_event(ws)
         assert isinstance(gone, DetailFailed) and gone.run_id == "no-such-run"
         assert gone.gone and "run again" in gone.message
         assert not gone.transient and "transient" not in gone.model_dump_json()
@@ -297,15 +297,15 @@ def test_a_flood_of_detail_requests_is_refused_as_transient(client: TestClient) 
         sent = 4 * MAX_PENDING_DETAILS
         for _ in range(sent):
             ws.send_text(json.dumps(ask))
-        answers = [EVENT_ADAPTER.validate_json(ws.receive_text()) for _ in range(sent)]
+        answers = [next_event(ws) for _ in range(sent)]
         refused = [a for a in answers if isinstance(a, DetailFailed)]
         served = [a for a in answers if a.detail_of == summary.detail_id]
         assert len(refused) + len(served) == sent and refused and served
         assert all(r.transient and not r.gone for r in refused), refused[0]
         assert f"more than {MAX_PENDING_DETAILS}" in refused[0].message
         ws.send_text(json.dumps(ask))  # the flood is over: the same request is served
-        again = EVENT_ADAPTER.validate_json(ws.receive_text())
+        again = next_event(ws)
         assert again.type == summary.type and again.detail_of == summary.detail_id
         ws.send_text(json.dumps(ask | {"detail_id": "no-such-detail"}))
-        unknown = EVENT_ADAPTER.validate_json(ws.receive_text())
+        unknown = next_event(ws)
         assert isinstance(unknown, DetailFailed) and not unknown.transient and not unknown.gone

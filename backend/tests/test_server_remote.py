@@ -15,12 +15,12 @@ from pathlib import Path
 import jax
 import pytest
 from fastapi.testclient import TestClient
-from jaxscope.protocol import EVENT_ADAPTER, JaxprStaged, RunFailed
+from jaxscope.protocol import JaxprStaged, RunFailed
 from jaxscope.sandbox.snippet import load_snippet
 from jaxscope.server.app import create_app
 from jaxscope.settings import Settings
 
-from tests.harness import CASES, REPO, collect, run_msg
+from tests.harness import CASES, REPO, collect, next_event, run_msg
 from tests.test_server import SIN
 
 WS = "ws://127.0.0.1:8000/api/ws"  # a loopback Host (TestClient's default is testserver)
@@ -97,7 +97,7 @@ def test_round_trip_through_the_pool(hosted: tuple[TestClient, Path]) -> None:
         bad = collect(ws, "h3")[-1]
         assert isinstance(bad, RunFailed) and bad.kind == "invalid_request"
         ws.send_text("{broken")
-        bad = EVENT_ADAPTER.validate_json(ws.receive_text())
+        bad = next_event(ws)
         assert isinstance(bad, RunFailed) and bad.kind == "invalid_request"
 
 
@@ -120,7 +120,7 @@ def test_pool_lost_mid_run_still_ends_the_run(tmp_path: Path) -> None:
             client.websocket_connect(WS) as ws,
         ):
             ws.send_text(run_msg("doomed", "import time\ntime.sleep(60)\n"))
-            first = EVENT_ADAPTER.validate_json(ws.receive_text())
+            first = next_event(ws)
             assert first.type == "run_started"
             stop(proc)
             events = [first, *collect(ws, "doomed")]

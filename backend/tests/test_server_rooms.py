@@ -16,7 +16,6 @@ import jax
 import pytest
 from fastapi.testclient import TestClient
 from jaxscope.protocol import (
-    EVENT_ADAPTER,
     JaxprStaged,
     RoomClosed,
     RoomOpened,
@@ -33,7 +32,7 @@ from jaxscope.server.rooms import Member, Room, RoomRegistry
 from jaxscope.settings import Limits, Settings
 
 from exhibits.registry import EXHIBITS
-from tests.harness import collect, run_msg
+from tests.harness import collect, next_event, run_msg
 
 SIN = "import jax.numpy as jnp\ndef f(x):\n    return jnp.sin(x) * 2.0\nargs = (jnp.ones(3),)\n"
 WS = "ws://localhost:8000/api/ws"
@@ -52,7 +51,7 @@ def client() -> Iterator[TestClient]:
 
 
 def receive(ws: Any) -> Any:
-    return EVENT_ADAPTER.validate_json(ws.receive_text())
+    return next_event(ws)
 
 
 def expect(ws: Any, cls: type[E]) -> E:

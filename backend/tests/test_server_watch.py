@@ -16,14 +16,14 @@ import jax
 import pytest
 from fastapi.testclient import TestClient
 from jaxscope.cli import EXIT_USAGE, build_parser, main
-from jaxscope.protocol import EVENT_ADAPTER, MAX_CODE_CHARS, JaxprStaged, WatchedFileChanged
+from jaxscope.protocol import MAX_CODE_CHARS, JaxprStaged, WatchedFileChanged
 from jaxscope.sandbox.request_loop import NOT_WATCHING
 from jaxscope.sandbox.snippet import load_snippet
 from jaxscope.server.app import create_app
 from jaxscope.server.watch import WatchedFile
 from jaxscope.settings import Limits, Settings
 
-from tests.harness import collect, run_msg
+from tests.harness import collect, next_event, run_msg
 
 SIN = "import jax.numpy as jnp\ndef f(x):\n    return jnp.sin(x) * 2.0\nargs = (jnp.ones(3),)\n"
 COS = (
@@ -53,7 +53,7 @@ def client(snippet: Path) -> Iterator[TestClient]:
 
 
 def watched(ws: Any) -> WatchedFileChanged:
-    event = EVENT_ADAPTER.validate_json(ws.receive_text())
+    event = next_event(ws)
     assert isinstance(event, WatchedFileChanged), event
     return event
 
@@ -102,7 +102,7 @@ def test_stop_following_gets_nothing_more(client: TestClient, snippet: Path) -> 
         ws.send_text(run_msg("w2", SIN))
         texts = []
         while True:
-            event = EVENT_ADAPTER.validate_json(ws.receive_text())
+            event = next_event(ws)
             texts.append(event.type)
             if event.type in ("run_finished", "run_failed"):
                 break

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { apiPath, pageToken, wsUrl } from './api';
 import type { Event } from './protocol';
 import { runStarted } from './test/events';
-import { WireClient, parseEvent } from './ws';
+import { WireClient, parseEvents } from './ws';
 import type { SocketLike } from './ws';
 
 class FakeSocket implements SocketLike {
@@ -40,14 +40,18 @@ describe('URLs', () => {
   });
 });
 
-describe('parseEvent', () => {
-  it('accepts event objects and rejects anything else', () => {
-    const e = runStarted('r', 0);
-    expect(parseEvent(JSON.stringify(e))).toEqual(e);
-    expect(parseEvent('not json')).toBeNull();
-    expect(parseEvent('[1]')).toBeNull();
-    expect(parseEvent('{"type":"x"}')).toBeNull();
-    expect(parseEvent(new ArrayBuffer(2))).toBeNull();
+describe('parseEvents', () => {
+  it('reads a frame of one event or an array of events, in order, and drops anything else', () => {
+    const a = runStarted('r', 0);
+    const b = runStarted('r', 1);
+    expect(parseEvents(JSON.stringify(a))).toEqual([a]);
+    expect(parseEvents(JSON.stringify([a, b]))).toEqual([a, b]);
+    expect(parseEvents(JSON.stringify([b, 1, { type: 'x' }, [a], a]))).toEqual([b, a]);
+    expect(parseEvents('not json')).toEqual([]);
+    expect(parseEvents('[1]')).toEqual([]);
+    expect(parseEvents('{"type":"x"}')).toEqual([]);
+    expect(parseEvents('null')).toEqual([]);
+    expect(parseEvents(new ArrayBuffer(2))).toEqual([]);
   });
 });
 
@@ -78,6 +82,9 @@ describe('WireClient', () => {
     sockets[0]?.onmessage?.({ data: JSON.stringify(runStarted('r0', 0)) });
     sockets[0]?.onmessage?.({ data: 'garbage' });
     expect(received.map((e) => e.type)).toEqual(['run_started']);
+    // a coalesced frame: every event of it, in its order
+    sockets[0]?.onmessage?.({ data: JSON.stringify([runStarted('r1', 0), runStarted('r2', 0)]) });
+    expect(received.map((e) => e.run_id)).toEqual(['r0', 'r1', 'r2']);
 
     sockets[0]?.drop();
     expect(closes).toEqual(['connection closed (code 1006)']);

@@ -1,6 +1,7 @@
 /**
  * The only code that opens a WebSocket: one connection to `/api/ws` that sends `RunRequest`/
- * `CancelRequest` and hands every event it receives to `onEvent` (the store).
+ * `CancelRequest` and hands every event it receives to `onEvent` (the store), in order (a frame
+ * holds one event or an array of them).
  *
  * Requests sent while the socket is connecting are queued and flushed on open; a close drops
  * them. A closed socket is reopened after a back-off (0.5 s doubling to 5 s); `onClose` tells
@@ -34,19 +35,34 @@ const OPEN = 1;
 const MIN_BACKOFF_MS = 500;
 const MAX_BACKOFF_MS = 5000;
 
-/** Parse one text frame into an event; null for anything that is not an object with `type` and `seq`. */
-export function parseEvent(data: unknown): Event | null {
-  if (typeof data !== 'string') return null;
+/** One event from a parsed value; null for anything that is not an object with `type` and `seq`. */
+function asEvent(value: unknown): Event | null {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  const record = value as Record<string, unknown>;
+  if (typeof record['type'] !== 'string' || typeof record['seq'] !== 'number') return null;
+  return value as Event;
+}
+
+/**
+ * Parse one text frame into its events, in order: a frame holds one event's object, or an array
+ * of events the server coalesced (`backend/jaxscope/server/frames.py`). Anything in it that is not
+ * an object with `type` and `seq` is dropped; a frame that is not JSON gives none.
+ */
+export function parseEvents(data: unknown): Event[] {
+  if (typeof data !== 'string') return [];
   let value: unknown;
   try {
     value = JSON.parse(data);
   } catch {
-    return null;
+    return [];
   }
-  if (typeof value !== 'object' || value === null) return null;
-  const record = value as Record<string, unknown>;
-  if (typeof record['type'] !== 'string' || typeof record['seq'] !== 'number') return null;
-  return value as Event;
+  const values: unknown[] = Array.isArray(value) ? value : [value];
+  const events: Event[] = [];
+  for (const item of values) {
+    const event = asEvent(item);
+    if (event !== null) events.push(event);
+  }
+  return events;
 }
 
 export class WireClient {
@@ -86,8 +102,7 @@ export class WireClient {
       this.#handlers.onOpen?.();
     };
     socket.onmessage = (ev) => {
-      const event = parseEvent(ev.data);
-      if (event !== null) this.#handlers.onEvent(event);
+      for (const event of parseEvents(ev.data)) this.#handlers.onEvent(event);
     };
     socket.onerror = () => {
       // An error is always followed by close; reconnecting happens there.

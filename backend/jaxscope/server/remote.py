@@ -19,18 +19,19 @@ from starlette.websockets import WebSocket
 from jaxscope.protocol import EVENT_ADAPTER, EventModel, RunFailed, is_terminal
 from jaxscope.sandbox.request_loop import parse_request
 from jaxscope.sandbox.worker import MAX_EVENT_LINE_BYTES
+from jaxscope.server.frames import FrameSender
 from jaxscope.server.ws import receive_text
 
 
 async def relay_session(websocket: WebSocket, socket_path: Path) -> None:
     """Relay an accepted websocket to a new session on the pool at ``socket_path``."""
-    send_lock = asyncio.Lock()
+    # Frames as the local websocket's (server/frames.py): one event, or an array of several.
+    frames = FrameSender(websocket.send_text)
     # run_id -> the seq the next event of that run gets (runs without a terminal event yet).
     in_flight: dict[str, int] = {}
 
     async def emit(event: EventModel) -> None:
-        async with send_lock:
-            await websocket.send_text(event.model_dump_json())
+        await frames.send(event.model_dump_json())
 
     async def end_in_flight(message: str) -> None:
         for run_id, seq in list(in_flight.items()):
@@ -94,6 +95,7 @@ async def relay_session(websocket: WebSocket, socket_path: Path) -> None:
             with contextlib.suppress(ConnectionError):
                 await writer.drain()
     finally:
+        frames.close()
         if writer is not None:
             writer.close()
         if pump is not None:

@@ -4,10 +4,11 @@ Text frames carry ``RunRequest``/``CancelRequest``/``DetailRequest``/``FollowReq
 JSON (binary frames are read as UTF-8); the request loop
 (:func:`jaxscope.sandbox.request_loop.serve_requests`) answers invalid ones with
 ``invalid_request``, cancels a session's previous run when a new one arrives, and sends every
-event as one JSON text frame. Classroom mode's room requests go to the server's rooms
-(``server/rooms.py``): a teacher's runs are relayed from here to its students. Under
+event as JSON: a text frame holds one event's object, or an array of events that came
+within 10 ms of each other (``server/frames.py``). Classroom mode's room requests go to the
+server's rooms (``server/rooms.py``): a teacher's runs are relayed from here to its students. Under
 ``jaxscope watch`` a page that follows the watched file also gets its ``watched_file_changed``
-events on the same socket (one lock orders all sends).
+events on the same socket (one sender orders all frames).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from jaxscope.protocol import WatchedFileChanged
 from jaxscope.sandbox.request_loop import serve_requests
 from jaxscope.sandbox.session import Session
+from jaxscope.server.frames import FrameSender
 from jaxscope.server.rooms import Member, RoomRegistry, RoomSession
 from jaxscope.server.watch import WatchedFile
 
@@ -53,15 +55,14 @@ async def serve_session(
     request subscribes the socket to ``watched`` (None: the server watches no file); room
     requests go to ``rooms`` (classroom mode, ``server/rooms.py``; None: refused), whose frames
     for this socket one task sends in order; ``owner``: the client, for the rooms it may hold."""
-    lock = asyncio.Lock()
+    # One sender orders all of the socket's events (runs, room relays, watched-file changes).
+    frames = FrameSender(websocket.send_text)
     unfollow: Callable[[], None] | None = None
 
     async def receive() -> str | None:
         return await receive_text(websocket)
 
-    async def send(text: str) -> None:
-        async with lock:
-            await websocket.send_text(text)
+    send = frames.send
 
     async def push(event: WatchedFileChanged) -> None:
         await send(event.model_dump_json())
@@ -85,6 +86,7 @@ async def serve_session(
             receive, send, session, follow if watched is not None else None, member
         )
     finally:
+        frames.close()
         if unfollow is not None:
             unfollow()
         if member is not None:

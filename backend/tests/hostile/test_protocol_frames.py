@@ -26,7 +26,7 @@ from jaxscope.sandbox.request_loop import serve_requests
 from jaxscope.server.app import create_app
 from jaxscope.settings import Settings
 
-from tests.harness import SandboxHarness, assert_one_terminal, collect, run_msg
+from tests.harness import SandboxHarness, assert_one_terminal, collect, next_event, run_msg
 from tests.test_server import BASE, SETTINGS, SIN, WS
 from tests.test_server_remote import start_pool, stop
 
@@ -46,7 +46,7 @@ def read_run(ws: Any, run_id: str) -> tuple[list[EventModel], list[EventModel]]:
     mine: list[EventModel] = []
     others: list[EventModel] = []
     while True:
-        event = EVENT_ADAPTER.validate_json(ws.receive_text())
+        event = next_event(ws)
         (mine if event.run_id == run_id else others).append(event)
         if event.run_id == run_id and event.type in ("run_finished", "run_failed"):
             return mine, others
@@ -218,7 +218,7 @@ def test_hosted_pool_answers_bad_frames_and_early_cancels(tmp_path: Path) -> Non
                     ws.send_bytes(frame)
                 else:
                     ws.send_text(frame)
-                answer = EVENT_ADAPTER.validate_json(ws.receive_text())
+                answer = next_event(ws)
                 assert isinstance(answer, RunFailed) and answer.kind == "invalid_request"
                 assert (answer.run_id, message in answer.message) == (run_id, True)
             oversized = RunRequest(run_id="big", exhibit="tracing", code="#" * (MAX_CODE_CHARS + 1))
