@@ -29,7 +29,7 @@ FRAME_BYTES = 256 * 1024
 event (an event is at most ``sandbox.worker.MAX_EVENT_LINE_BYTES``)."""
 
 
-def frame_objects(text: str) -> list[Any]:
+def frame_objects(text: str | bytes) -> list[Any]:
     """The events of one frame as JSON values, in order (for readers outside the page: tests,
     benchmarks). Raises ``json.JSONDecodeError`` on a frame that is not JSON."""
     value = json.loads(text)
