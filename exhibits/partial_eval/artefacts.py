@@ -4,7 +4,10 @@ residuals as JSON, one object per residual in order, with what the page's residu
 ``unknown_var`` (its name in the unknown jaxpr's: one of its first invars), ``aval`` (``f32[3]``),
 ``bytes``, ``what`` (``output of sin``, ``the argument primal args[0]``), ``primitive`` and
 ``known_eqn`` (the known eqn that produced it; ``null`` for an input), ``line`` (that eqn's user
-line) and ``read_by`` (the unknown eqns that read it: ``eqn``, ``primitive``, ``line``); and
+line) and ``read_by`` (the unknown eqns that read it: ``eqn``, ``primitive``, ``line``). A
+program too large for one event (``jaxscope.summaries``: the 20,000-eqn loop) has its jaxprs as
+summaries of their first eqns: then ``primitive`` is ``null`` for a producer past them and
+``read_by`` is ``null`` (not known: a reader may be past them), never a partial list; and
 ``remat``, the remat table as JSON ``{"rows": [...], "unavailable": ...}`` (``unavailable``:
 why there are no rows, with JAX's error, when ``jax.grad`` refused ``f``; a row's
 ``not_measured``: why its ``temp_bytes``, ``step_ms`` and ``grad_max_abs_diff`` are ``null``, a
@@ -17,7 +20,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from jaxscope.protocol import EventBase, JaxprView
+from jaxscope.protocol import EqnView, EventBase, JaxprView
 
 from exhibits.partial_eval.events import JaxprSplit, RematPolicyMeasured, RematUnavailable
 from exhibits.shown import ShownError
@@ -38,12 +41,27 @@ def _unknown(events: Sequence[EventBase]) -> str | None:
     return s.unknown.text if s else None
 
 
-def _readers(jaxpr: JaxprView, name: str) -> list[dict[str, Any]]:
+def _readers(jaxpr: JaxprView, name: str) -> list[dict[str, Any]] | None:
+    """The eqns of ``jaxpr`` that read ``name``; None when the view is a summary (its first
+    eqns of ``total_eqns``): a reader may be among the eqns it leaves out."""
+    if jaxpr.total_eqns is not None and jaxpr.total_eqns > len(jaxpr.eqns):
+        return None
     return [
         {"eqn": e.index, "primitive": e.primitive, "line": e.source.line if e.source else None}
         for e in jaxpr.eqns
         if any(not v.literal and v.name == name for v in e.invars)
     ]
+
+
+def _eqn(jaxpr: JaxprView, index: int | None) -> EqnView | None:
+    """Eqn ``index`` of ``jaxpr``; None for None, or when the view is a summary whose first eqns
+    stop before it."""
+    if index is None:
+        return None
+    found = jaxpr.eqns[index] if index < len(jaxpr.eqns) else None
+    if found is None or found.index != index:
+        found = next((e for e in jaxpr.eqns if e.index == index), None)
+    return found
 
 
 def _residuals(events: Sequence[EventBase]) -> str | None:
@@ -56,7 +74,7 @@ def _residuals(events: Sequence[EventBase]) -> str | None:
     rows = []
     for i, r in enumerate(s.residuals):
         unknown_var = s.unknown.invars[i].name if i < len(s.unknown.invars) else None
-        producer = s.known.eqns[r.known_eqn] if r.known_eqn is not None else None
+        producer = _eqn(s.known, r.known_eqn)
         rows.append(
             {
                 "index": i,

@@ -21,8 +21,10 @@ import jax.ad_checkpoint
 import numpy as np
 import pytest
 from jaxscope.protocol import EqnView, RunOptions
+from jaxscope.summaries import summarise_view
 
 from exhibits.conftest import CASES, EXHIBITS, FakeContext, run_probe
+from exhibits.partial_eval.artefacts import ARTEFACTS
 from exhibits.partial_eval.events import JaxprSplit, RematPolicyMeasured, RematUnavailable
 from exhibits.partial_eval.golden import regen
 
@@ -736,3 +738,32 @@ def test_cli_remat_of_gpt_stack_finishes_with_the_residual_columns() -> None:
     for r in remat["rows"]:
         assert (r["temp_bytes"], r["step_ms"], r["grad_max_abs_diff"]) == (None, None, None)
         assert r["not_measured"].startswith("Not measured for a program this size")
+
+
+def test_residuals_of_a_summarised_split_say_what_is_unknown(runs: dict[str, FakeContext]) -> None:
+    """A program too large for one event (the 20,000-eqn loop) has its known and unknown jaxprs
+    as summaries of their first eqns (``jaxscope.summaries``). The residual table then names a
+    producer only when the summary holds it, and ``read_by`` is null (a reader may be among the
+    eqns left out), never a shorter list; the CLI used to fail there with an IndexError."""
+    event = runs["sin_times_x"].one(JaxprSplit)
+    extract = ARTEFACTS["residuals"]
+    whole = json.loads(extract([event]) or "")
+    keep = 1
+    summary = event.model_copy(
+        update={
+            "known": summarise_view(event.known, keep),
+            "unknown": summarise_view(event.unknown, keep),
+        }
+    )
+    assert summary.known.total_eqns == len(event.known.eqns) > keep
+    cut = json.loads(extract([summary]) or "")
+    assert len(cut) == len(whole)
+    for full, row in zip(whole, cut, strict=True):
+        assert row["read_by"] is None
+        held = full["known_eqn"] is not None and full["known_eqn"] < keep
+        assert row["primitive"] == (full["primitive"] if held else None)
+        same = ("index", "known_var", "unknown_var", "aval", "bytes", "what", "known_eqn", "line")
+        assert {k: row[k] for k in same} == {k: full[k] for k in same}
+    # the whole split still names every producer and reader (test_cli_print checks them)
+    assert all(r["read_by"] is not None for r in whole)
+    assert any(r["known_eqn"] is not None and r["known_eqn"] >= keep for r in whole)
