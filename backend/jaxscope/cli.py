@@ -559,19 +559,27 @@ async def run_headless(
     options: RunOptions | None = None,
 ) -> list[EventModel]:
     """Run ``exhibit`` on ``code`` through a one-session pool; events in order (the last is
-    the terminal one). With ``stream``, each event is also written there as one JSON line."""
+    the terminal one), each whole: an event too large for one line came in ranges, put back
+    together here (``jaxscope.whole_events``, design 0051). With ``stream``, each event is also
+    written there as one JSON line."""
     from jaxscope.sandbox.pool import WorkerPool
     from jaxscope.sandbox.session import Session, reap_all
+    from jaxscope.whole_events import WholeEvents
 
     pool = WorkerPool(settings.limits, size=0)
     session = Session(pool, EXHIBITS)
     events: list[EventModel] = []
+    whole = WholeEvents()
+
+    def take(ready: list[EventModel]) -> None:
+        for event in ready:
+            events.append(event)
+            if stream is not None:
+                stream.write(event.model_dump_json() + "\n")
+                stream.flush()
 
     async def emit(event: EventModel) -> None:
-        events.append(event)
-        if stream is not None:
-            stream.write(event.model_dump_json() + "\n")
-            stream.flush()
+        take(whole.feed(event))
 
     request = RunRequest(
         run_id=uuid.uuid4().hex[:12],
@@ -582,6 +590,7 @@ async def run_headless(
     try:
         await session.run(request, emit)
     finally:
+        take(whole.finish())
         await session.close()
         await pool.close()
         await reap_all()

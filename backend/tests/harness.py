@@ -119,7 +119,7 @@ def run_msg(run_id: str, code: str, exhibit: str = "tracing") -> str:
     return json.dumps({"type": "run", "run_id": run_id, "exhibit": exhibit, "code": code})
 
 
-def frame_events(text: str) -> list[EventModel]:
+def frame_events(text: str | bytes) -> list[EventModel]:
     """The events of one websocket text frame: one event's object, or an array of events the
     server coalesced (``jaxscope.server.frames``), each validated as the page would take it."""
     return [EVENT_ADAPTER.validate_json(json.dumps(item)) for item in frame_objects(text)]

@@ -14,11 +14,13 @@ import sys
 import urllib.request
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import pytest
 from jaxscope.local_server import serving
+from jaxscope.server.frames import frame_objects
 from websockets.sync.client import connect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,12 +87,9 @@ def test_the_installed_wheel_serves_the_explorer(installed: Path, tmp_path: Path
         ws_url = server.url.replace("http://", "ws://") + "/api/ws"
         with connect(ws_url, open_timeout=30) as ws:
             ws.send(json.dumps({"type": "run", "run_id": "w1", "exhibit": "tracing", "code": CODE}))
-            events = []
-            while True:
-                event = json.loads(ws.recv(timeout=300))
-                events.append(event)
-                if event.get("type") in ("run_finished", "run_failed"):
-                    break
+            events: list[dict[str, Any]] = []
+            while not events or events[-1].get("type") not in ("run_finished", "run_failed"):
+                events += frame_objects(ws.recv(timeout=300))  # one event, or an array
     assert events[-1]["type"] == "run_finished", events[-1]
     (staged,) = [e for e in events if e["type"] == "jaxpr_staged"]
     want = str(jax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(jnp.ones(3)))

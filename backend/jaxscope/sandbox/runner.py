@@ -225,9 +225,24 @@ class RunContext:
                 self.capture[sent.detail_of] = sent
             if ranges:
                 line = event_json(event)
+        answers: list[JaxprEqnsSent | ItemsSent] = []
+        if not self.on_demand and event.detail_of is None and len(line) > STREAM_LIMIT_BYTES:
+            # A run for the CLI gets every part of it (design 0051): its large views and lists
+            # in ranges as a page's, each range's answer sent right after it, put back together
+            # by the CLI (jaxscope.whole_events) rather than summarised.
+            cut = event.model_copy()  # split_event replaces the views and lists it cuts
+            answers = split_event(cut, lambda: f"r{next(self.range_ids)}")
+            cut_line = event_json(cut) if answers else line
+            if len(cut_line) <= STREAM_LIMIT_BYTES:
+                event, line = cut, cut_line
+            else:
+                answers = []  # still too long: summarised below, as before (lossy)
         if len(line) > STREAM_LIMIT_BYTES and summarise_event(event):
             line = event_json(event)
         _write_event_line(line)
+        for answer in answers:
+            answer.run_id = self.run_id
+            _write_event_line(event_json(answer))
         if scaled is not None:
             send_event(scaled)
 
