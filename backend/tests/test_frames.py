@@ -8,7 +8,7 @@ import json
 
 import pytest
 from jaxscope.protocol import StageStarted
-from jaxscope.server.frames import FRAME_BYTES, WINDOW_S, FrameSender, frame_text
+from jaxscope.server.frames import FRAME_BYTES, WINDOW_S, FrameSender, frame_objects, frame_text
 
 from tests.harness import frame_events
 
@@ -136,3 +136,55 @@ def test_what_is_not_an_event_is_refused_by_the_test_reader(frame: str) -> None:
     else:
         with pytest.raises(ValueError):
             frame_events(frame)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_two_senders_on_one_socket_keep_the_bound_and_their_order(seed: int) -> None:
+    """A run's events and a room's relay share a socket: a frame of several events stays within
+    FRAME_BYTES however their sends interleave with a slow client (the check is made again
+    after waiting for the socket), and each sender's events keep their order."""
+    import random
+
+    rng = random.Random(seed)
+
+    async def main() -> Socket:
+        socket = Socket(slow_s=0.005)
+        sender = FrameSender(socket.send_text)
+
+        async def producer(name: str) -> None:
+            for seq in range(120):
+                pad = "a" * rng.choice([100, 1_000, 100_000, 200_000, 250_000])
+                await sender.send(json.dumps({"run_id": name, "seq": seq, "pad": pad}))
+                if rng.random() < 0.3:
+                    await asyncio.sleep(0.001)
+
+        await asyncio.gather(producer("A"), producer("B"))
+        await sender.flush()
+        return socket
+
+    socket = asyncio.run(main())
+    seen: dict[str, list[int]] = {"A": [], "B": []}
+    for frame in socket.frames:
+        items = frame_objects(frame)
+        assert len(items) == 1 or len(frame.encode()) <= FRAME_BYTES, len(frame)
+        for item in items:
+            seen[item["run_id"]].append(item["seq"])
+    assert seen == {"A": list(range(120)), "B": list(range(120))}
+
+
+def test_the_bound_counts_utf8_bytes() -> None:
+    """Printed emoji are 4 bytes each on the wire (the JSON keeps them as they are)."""
+    text = StageStarted(run_id="😀" * 40_000, seq=0, stage="trace").model_dump_json()
+    assert len(text.encode()) > 3 * len(text) // 2
+
+    async def main() -> Socket:
+        socket = Socket()
+        sender = FrameSender(socket.send_text)
+        for _ in range(6):
+            await sender.send(text)
+        await sender.flush()
+        return socket
+
+    socket = asyncio.run(main())
+    assert all(len(frame_objects(f)) == 1 or len(f.encode()) <= FRAME_BYTES for f in socket.frames)
+    assert sum(len(frame_objects(f)) for f in socket.frames) == 6

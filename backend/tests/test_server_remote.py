@@ -135,6 +135,37 @@ def test_pool_lost_mid_run_still_ends_the_run(tmp_path: Path) -> None:
         stop(proc)
 
 
+def test_a_detail_answer_does_not_set_back_the_seq_of_the_run_the_relay_ends(
+    tmp_path: Path,
+) -> None:
+    """A detail request while the run runs is refused with ``detail_failed`` (seq 0). When the
+    pool is then lost, the ``run_failed`` the relay makes must take the seq after the run's
+    last event, not after the refusal's: the page drops an event whose seq it holds already,
+    and the run would stay "running"."""
+    socket_path = tmp_path / "pool.sock"
+    proc = start_pool(socket_path)
+    app = create_app(Settings(pool_socket=socket_path, check_exhibits=False))
+    try:
+        with (
+            TestClient(app, base_url="http://127.0.0.1:8000") as client,
+            client.websocket_connect(WS) as ws,
+        ):
+            ws.send_text(run_msg("doomed", "import time\nprint('hello')\ntime.sleep(60)\n"))
+            seen = [next_event(ws)]
+            while seen[-1].type != "stdout_printed":
+                seen.append(next_event(ws))
+            ws.send_text(json.dumps({"type": "detail", "run_id": "doomed", "detail_id": "d0"}))
+            refused = next_event(ws)
+            assert refused.type == "detail_failed" and refused.seq == 0
+            stop(proc)
+            rest = collect(ws, "doomed")
+            run = [e for e in [*seen, *rest] if e.type != "detail_failed"]
+            assert [e.seq for e in run] == list(range(len(run)))
+            assert isinstance(run[-1], RunFailed) and run[-1].kind == "worker_crashed"
+    finally:
+        stop(proc)
+
+
 def test_unreachable_pool(tmp_path: Path) -> None:
     app = create_app(Settings(pool_socket=tmp_path / "absent.sock", check_exhibits=False))
     with (

@@ -56,6 +56,8 @@ from jaxscope.sandbox.session import Session
 # ``receive`` returns the next request text, or None once the peer has gone.
 Receive = Callable[[], Awaitable[str | None]]
 Send = Callable[[str], Awaitable[None]]
+# Sends what ``Send`` holds back (a websocket's coalesced frame, ``server/frames.py``) now.
+Flush = Callable[[], Awaitable[None]]
 # ``follow(True)`` starts sending the watched file to the peer, ``follow(False)`` stops.
 Follow = Callable[[bool], Awaitable[None]]
 NO_ROOMS = "this server has no classroom rooms (a hosted pool's sessions do not share runs)"
@@ -143,10 +145,13 @@ async def serve_requests(
     session: Session,
     follow: Follow | None = None,
     rooms: Rooms | None = None,
+    flush: Flush | None = None,
 ) -> None:
     """Run the requests from ``receive`` on ``session`` until the peer goes; events to ``send``;
     follow requests to ``follow`` (None: no file is watched), room requests to ``rooms`` (None:
-    refused). Closes the session (killing its worker) at the end."""
+    refused). ``flush``: called after an event that answers the peer (a detail's answer or
+    refusal, a run's terminal event), so that one never waits for others to share its frame.
+    Closes the session (killing its worker) at the end."""
     send_lock = asyncio.Lock()
     closed = False
 
@@ -156,6 +161,9 @@ async def serve_requests(
         text = event.model_dump_json()
         async with send_lock:
             await send(text)
+            answers = isinstance(event, (DetailFailed, RunFinished, RunFailed))
+            if flush is not None and (answers or event.detail_of is not None):
+                await flush()
         if rooms is not None:
             rooms.sent(event, text)
 

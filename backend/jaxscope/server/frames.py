@@ -25,8 +25,8 @@ WINDOW_S = 0.01
 """Seconds an event may wait for others to share its frame."""
 
 FRAME_BYTES = 256 * 1024
-"""A frame is sent as soon as its events reach this many bytes; it is larger only when it is one
-event (an event is at most ``sandbox.worker.MAX_EVENT_LINE_BYTES``)."""
+"""A frame is sent as soon as its events reach this many bytes (UTF-8); it is larger only when it
+is one event (an event is at most ``sandbox.worker.MAX_EVENT_LINE_BYTES``)."""
 
 
 def frame_objects(text: str | bytes) -> list[Any]:
@@ -46,8 +46,10 @@ class FrameSender:
     """Sends event texts through ``send_text`` (one websocket) in order, coalesced into frames.
 
     ``send`` returns at once unless :data:`FRAME_BYTES` are waiting; a timer sends what waits
-    :data:`WINDOW_S` after the first of it. :meth:`close` drops what was not sent (the socket is
-    going)."""
+    :data:`WINDOW_S` after the first of it, :meth:`flush` at once (the request loop calls it
+    after an answer to the peer: a detail, a run's end). Events go out in the order ``send``
+    queued them (two senders on one socket, a run and a room's relay, interleave; each keeps
+    its own order). :meth:`close` drops what was not sent (the socket is going)."""
 
     def __init__(self, send_text: Callable[[str], Awaitable[None]]) -> None:
         self._send_text = send_text
@@ -63,9 +65,11 @@ class FrameSender:
         full (then this waits for the socket). Raises what the socket raises on that send."""
         if self._closed:
             return
-        size = len(text) + 1  # and its comma in the array
-        if self._pending and self._bytes + size > FRAME_BYTES:
-            # A frame is over FRAME_BYTES only when it is one event.
+        # Bytes on the wire (UTF-8: the JSON keeps non-ASCII text as it is), and a comma.
+        size = (len(text) if text.isascii() else len(text.encode())) + 1
+        while self._pending and self._bytes + size > FRAME_BYTES:
+            # A frame is over FRAME_BYTES only when it is one event. Checked again after the
+            # wait: another sender on this socket (a room's relay) may have queued meanwhile.
             await self.flush()
         self._pending.append(text)
         self._bytes += size

@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import ValidationError
 from starlette.websockets import WebSocket
 
-from jaxscope.protocol import EVENT_ADAPTER, EventModel, RunFailed, is_terminal
+from jaxscope.protocol import EVENT_ADAPTER, DetailFailed, EventModel, RunFailed, is_terminal
 from jaxscope.sandbox.request_loop import parse_request
 from jaxscope.sandbox.worker import MAX_EVENT_LINE_BYTES
 from jaxscope.server.frames import FrameSender
@@ -32,6 +32,8 @@ async def relay_session(websocket: WebSocket, socket_path: Path) -> None:
 
     async def emit(event: EventModel) -> None:
         await frames.send(event.model_dump_json())
+        if event.detail_of is not None or isinstance(event, DetailFailed) or is_terminal(event):
+            await frames.flush()  # an answer to the page never waits for others to share it
 
     async def end_in_flight(message: str) -> None:
         for run_id, seq in list(in_flight.items()):
@@ -68,7 +70,9 @@ async def relay_session(websocket: WebSocket, socket_path: Path) -> None:
             if is_terminal(event):
                 in_flight.pop(event.run_id, None)
             elif event.run_id in in_flight:
-                in_flight[event.run_id] = event.seq + 1
+                # An answer to a detail request carries an earlier seq (its summary's, or 0 for
+                # a refusal while the run runs): the next seq is past the highest seen.
+                in_flight[event.run_id] = max(in_flight[event.run_id], event.seq + 1)
             await emit(event)
 
     pump = asyncio.create_task(pump_events()) if reader is not None else None

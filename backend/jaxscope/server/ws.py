@@ -83,7 +83,7 @@ async def serve_session(
         pump = asyncio.create_task(member.member.pump(send))
     try:
         await serve_requests(
-            receive, send, session, follow if watched is not None else None, member
+            receive, send, session, follow if watched is not None else None, member, frames.flush
         )
     finally:
         frames.close()
