@@ -3,6 +3,7 @@ websocket to it (``Settings.pool_socket``), and what the browser sees when the p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -11,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import jax
 import pytest
@@ -50,6 +52,22 @@ def stop(proc: subprocess.Popen[str]) -> None:
         proc.wait(timeout=15)
     if proc.stdout is not None:
         proc.stdout.close()
+
+
+@contextlib.contextmanager
+def relayed(tmp_path: Path) -> Iterator[tuple[Any, subprocess.Popen[str]]]:
+    """A websocket on a web tier relaying to a fresh pool of its own (the test may stop it)."""
+    socket_path = tmp_path / "pool.sock"
+    proc = start_pool(socket_path)
+    app = create_app(Settings(pool_socket=socket_path, check_exhibits=False))
+    try:
+        with (
+            TestClient(app, base_url="http://127.0.0.1:8000") as client,
+            client.websocket_connect(WS) as ws,
+        ):
+            yield ws, proc
+    finally:
+        stop(proc)
 
 
 @pytest.fixture(scope="module")
@@ -111,28 +129,19 @@ def test_timeout_in_the_pool(hosted: tuple[TestClient, Path]) -> None:
 
 
 def test_pool_lost_mid_run_still_ends_the_run(tmp_path: Path) -> None:
-    socket_path = tmp_path / "pool.sock"
-    proc = start_pool(socket_path)
-    app = create_app(Settings(pool_socket=socket_path, check_exhibits=False))
-    try:
-        with (
-            TestClient(app, base_url="http://127.0.0.1:8000") as client,
-            client.websocket_connect(WS) as ws,
-        ):
-            ws.send_text(run_msg("doomed", "import time\ntime.sleep(60)\n"))
-            first = next_event(ws)
-            assert first.type == "run_started"
-            stop(proc)
-            events = [first, *collect(ws, "doomed")]
-            assert [e.seq for e in events] == list(range(len(events)))
-            last = events[-1]
-            assert isinstance(last, RunFailed) and last.kind == "worker_crashed"
-            assert "lost" in last.message
-            ws.send_text(run_msg("after", SIN))
-            (after,) = collect(ws, "after")
-            assert isinstance(after, RunFailed) and after.kind == "worker_crashed"
-    finally:
+    with relayed(tmp_path) as (ws, proc):
+        ws.send_text(run_msg("doomed", "import time\ntime.sleep(60)\n"))
+        first = next_event(ws)
+        assert first.type == "run_started"
         stop(proc)
+        events = [first, *collect(ws, "doomed")]
+        assert [e.seq for e in events] == list(range(len(events)))
+        last = events[-1]
+        assert isinstance(last, RunFailed) and last.kind == "worker_crashed"
+        assert "lost" in last.message
+        ws.send_text(run_msg("after", SIN))
+        (after,) = collect(ws, "after")
+        assert isinstance(after, RunFailed) and after.kind == "worker_crashed"
 
 
 def test_a_detail_answer_does_not_set_back_the_seq_of_the_run_the_relay_ends(
@@ -142,28 +151,19 @@ def test_a_detail_answer_does_not_set_back_the_seq_of_the_run_the_relay_ends(
     pool is then lost, the ``run_failed`` the relay makes must take the seq after the run's
     last event, not after the refusal's: the page drops an event whose seq it holds already,
     and the run would stay "running"."""
-    socket_path = tmp_path / "pool.sock"
-    proc = start_pool(socket_path)
-    app = create_app(Settings(pool_socket=socket_path, check_exhibits=False))
-    try:
-        with (
-            TestClient(app, base_url="http://127.0.0.1:8000") as client,
-            client.websocket_connect(WS) as ws,
-        ):
-            ws.send_text(run_msg("doomed", "import time\nprint('hello')\ntime.sleep(60)\n"))
-            seen = [next_event(ws)]
-            while seen[-1].type != "stdout_printed":
-                seen.append(next_event(ws))
-            ws.send_text(json.dumps({"type": "detail", "run_id": "doomed", "detail_id": "d0"}))
-            refused = next_event(ws)
-            assert refused.type == "detail_failed" and refused.seq == 0
-            stop(proc)
-            rest = collect(ws, "doomed")
-            run = [e for e in [*seen, *rest] if e.type != "detail_failed"]
-            assert [e.seq for e in run] == list(range(len(run)))
-            assert isinstance(run[-1], RunFailed) and run[-1].kind == "worker_crashed"
-    finally:
+    with relayed(tmp_path) as (ws, proc):
+        ws.send_text(run_msg("doomed", "import time\nprint('hello')\ntime.sleep(60)\n"))
+        seen = [next_event(ws)]
+        while seen[-1].type != "stdout_printed":
+            seen.append(next_event(ws))
+        ws.send_text(json.dumps({"type": "detail", "run_id": "doomed", "detail_id": "d0"}))
+        refused = next_event(ws)
+        assert refused.type == "detail_failed" and refused.seq == 0
         stop(proc)
+        rest = collect(ws, "doomed")
+        run = [e for e in [*seen, *rest] if e.type != "detail_failed"]
+        assert [e.seq for e in run] == list(range(len(run)))
+        assert isinstance(run[-1], RunFailed) and run[-1].kind == "worker_crashed"
 
 
 def test_unreachable_pool(tmp_path: Path) -> None:

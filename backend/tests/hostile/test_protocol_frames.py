@@ -24,11 +24,10 @@ from jaxscope.protocol import (
 )
 from jaxscope.sandbox.request_loop import serve_requests
 from jaxscope.server.app import create_app
-from jaxscope.settings import Settings
 
 from tests.harness import SandboxHarness, assert_one_terminal, collect, next_event, run_msg
 from tests.test_server import BASE, SETTINGS, SIN, WS
-from tests.test_server_remote import start_pool, stop
+from tests.test_server_remote import relayed
 
 # A run that is still going when the hostile frame arrives (it sleeps while loading).
 SLOW = "import time\ntime.sleep(1.0)\n" + SIN
@@ -204,32 +203,23 @@ def test_run_in_the_same_buffer_as_the_previous_run_cancels_it(sandbox: SandboxH
 def test_hosted_pool_answers_bad_frames_and_early_cancels(tmp_path: Path) -> None:
     """The hosted relay (``serve --pool-socket``) and the pool behind it share the request loop:
     the same frames are answered, and a cancel right behind its run cancels it in the pool."""
-    socket_path = tmp_path / "pool.sock"
-    proc = start_pool(socket_path)
-    app = create_app(Settings(pool_socket=socket_path, check_exhibits=False))
-    try:
-        with (
-            TestClient(app, base_url="http://127.0.0.1:8000") as c,
-            c.websocket_connect("ws://127.0.0.1:8000/api/ws") as ws,
-        ):
-            for name in ("binary frame, invalid UTF-8", "object nested 5000 deep", "unknown type"):
-                frame, run_id, message = FRAMES[name]
-                if isinstance(frame, bytes):
-                    ws.send_bytes(frame)
-                else:
-                    ws.send_text(frame)
-                answer = next_event(ws)
-                assert isinstance(answer, RunFailed) and answer.kind == "invalid_request"
-                assert (answer.run_id, message in answer.message) == (run_id, True)
-            oversized = RunRequest(run_id="big", exhibit="tracing", code="#" * (MAX_CODE_CHARS + 1))
-            ws.send_text(oversized.model_dump_json())
-            (big,) = collect(ws, "big")
-            assert isinstance(big, RunFailed) and big.kind == "invalid_request"
-            ws.send_text(run_msg("h1", "while True:\n    pass\n"))
-            ws.send_text(json.dumps({"type": "cancel", "run_id": "h1"}))
-            failed = assert_one_terminal(collect(ws, "h1"))
-            assert isinstance(failed, RunFailed) and failed.kind == "cancelled"
-            ws.send_text(run_msg("h2", SIN))
-            assert isinstance(assert_one_terminal(collect(ws, "h2")), RunFinished)
-    finally:
-        stop(proc)
+    with relayed(tmp_path) as (ws, _):
+        for name in ("binary frame, invalid UTF-8", "object nested 5000 deep", "unknown type"):
+            frame, run_id, message = FRAMES[name]
+            if isinstance(frame, bytes):
+                ws.send_bytes(frame)
+            else:
+                ws.send_text(frame)
+            answer = next_event(ws)
+            assert isinstance(answer, RunFailed) and answer.kind == "invalid_request"
+            assert (answer.run_id, message in answer.message) == (run_id, True)
+        oversized = RunRequest(run_id="big", exhibit="tracing", code="#" * (MAX_CODE_CHARS + 1))
+        ws.send_text(oversized.model_dump_json())
+        (big,) = collect(ws, "big")
+        assert isinstance(big, RunFailed) and big.kind == "invalid_request"
+        ws.send_text(run_msg("h1", "while True:\n    pass\n"))
+        ws.send_text(json.dumps({"type": "cancel", "run_id": "h1"}))
+        failed = assert_one_terminal(collect(ws, "h1"))
+        assert isinstance(failed, RunFailed) and failed.kind == "cancelled"
+        ws.send_text(run_msg("h2", SIN))
+        assert isinstance(assert_one_terminal(collect(ws, "h2")), RunFinished)
