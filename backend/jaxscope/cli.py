@@ -597,6 +597,27 @@ async def run_headless(
     return events
 
 
+def run_headless_sync(
+    exhibit: str,
+    code: str,
+    settings: Settings,
+    *,
+    stream: TextIO | None = None,
+    options: RunOptions | None = None,
+) -> list[EventModel]:
+    """:func:`run_headless` in a fresh event loop. The events are handed out of the loop's main
+    task, never as its result: ``asyncio.run`` puts SIGINT's handler back through
+    ``signal.signal``, whose check of the old handler (a partial holding the main task) formats
+    its repr, with the task's result: for a 20,000-eqn program's events, 11 s of repr."""
+    out: list[list[EventModel]] = []
+
+    async def main() -> None:
+        out.append(await run_headless(exhibit, code, settings, stream=stream, options=options))
+
+    asyncio.run(main())
+    return out[0]
+
+
 def _summary(events: Sequence[EventModel], exhibit: str) -> str:
     counts = collections.Counter(e.type for e in events)
     terminal = events[-1]
@@ -707,10 +728,8 @@ def _run(ns: argparse.Namespace) -> int:
         except TemplateMissing as exc:
             print(f"jaxscope run --html: {exc}", file=sys.stderr)
             return EXIT_USAGE
-    events = asyncio.run(
-        run_headless(
-            exhibit.id, code, settings, stream=sys.stdout if ns.json else None, options=options
-        )
+    events = run_headless_sync(
+        exhibit.id, code, settings, stream=sys.stdout if ns.json else None, options=options
     )
     if ns.html is not None:
         if trouble := _write_html(ns.html, template, exhibit.id, code, options, events):

@@ -11,7 +11,6 @@ a run that failed, or a run that produced no such artefact (said on stderr, nami
 from __future__ import annotations
 
 import argparse
-import asyncio
 import difflib
 import sys
 from pathlib import Path
@@ -79,7 +78,7 @@ def _artefact(
     if (too_long := cli.code_too_long(code, str(path))) is not None:
         print(f"jaxscope diff: {too_long}", file=sys.stderr)
         return None
-    events = asyncio.run(cli.run_headless(exhibit, code, settings, options=options))
+    events = cli.run_headless_sync(exhibit, code, settings, options=options)
     if isinstance(events[-1], RunFailed):
         sys.stderr.write(f"jaxscope diff: the run on {path} failed\n")
         sys.stderr.write(cli.describe_failure(events[-1]))
