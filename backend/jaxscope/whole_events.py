@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+
 from jaxscope.protocol import EVENT_ADAPTER, EventModel, ItemsSent, JaxprEqnsSent
 from jaxscope.summaries import splice_range
 
@@ -28,7 +30,8 @@ Json = dict[str, Any]
 def _step(node: Any, part: str) -> Any:
     """Item ``part`` (digits) of a list, or key ``part`` of an object; None otherwise."""
     if isinstance(node, list):
-        return node[int(part)] if part.isdigit() and int(part) < len(node) else None
+        index = int(part) if part.isascii() and part.isdecimal() else len(node)
+        return node[index] if index < len(node) else None
     return node.get(part) if isinstance(node, dict) else None
 
 
@@ -63,6 +66,8 @@ def apply_eqns_sent(event: Json, sent: JaxprEqnsSent) -> bool:
         return False
     first = ranges[0]
     if first.get("detail_id") != sent.detail_of or sent.start != len(eqns):
+        return False
+    if len(sent.eqns) != int(first.get("stop", -1)) - sent.start:
         return False
     eqns.extend(e.model_dump(mode="json") for e in sent.eqns)
     view["text"] = splice_range(view["text"], sent.text, sent.more)
@@ -167,4 +172,9 @@ class WholeEvents:
     def _whole(model: EventModel, json: Json | None) -> EventModel:
         if json is None:
             return model
-        return EVENT_ADAPTER.validate_python(json)
+        try:
+            return EVENT_ADAPTER.validate_python(json)
+        except ValidationError:
+            # Answers of the right count but not of the list's kind (a forged line): the event
+            # as it was streamed.
+            return model

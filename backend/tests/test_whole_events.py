@@ -181,3 +181,79 @@ def test_the_runner_sends_an_eager_event_over_the_limit_in_ranges(
     assert not [line for line in sent if b'"jaxpr_eqns_sent"' in line]
     [line] = [line for line in sent if b'"jaxpr_staged"' in line]
     assert b"more eqns not streamed" in line and len(line) <= 50_000
+
+
+def _emit_lines(monkeypatch: pytest.MonkeyPatch, event: EventModel) -> list[bytes]:
+    """The lines an eager run's emit writes for ``event`` (in-process, the pipe replaced)."""
+    from jaxscope.protocol import RunRequest
+    from jaxscope.sandbox import guard, runner
+
+    sent: list[bytes] = []
+    monkeypatch.setattr(guard, "set_cpu_budget", lambda _: None)
+    monkeypatch.setattr(runner, "_write_event_line", sent.append)
+    ctx = runner.RunContext(RunRequest(run_id="r", exhibit="tracing", code=""))
+    ctx.cpu_at_start = 0.0
+    ctx.emit(event)
+    return sent
+
+
+def test_an_eager_run_keeps_within_the_supervisors_stream_limit(
+    small_ranges: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Answers that would take the run's stream past what the supervisor accepts
+    (``MAX_RUN_BYTES``, less room for the rest of the run) are not sent: the event is summarised
+    as before, and the run ends as a run, not as ``invalid_event``."""
+    from jaxscope.sandbox import runner, worker
+
+    assert runner.EAGER_STREAM_BYTES <= worker.MAX_RUN_BYTES - 4 * 2**20
+    monkeypatch.setattr(runner, "STREAM_LIMIT_BYTES", 50_000)
+    monkeypatch.setattr(summaries, "SUMMARY_BYTES", 20_000)
+    closed = jax.make_jaxpr(lambda x: jnp.sum(load_snippet(LOOP).f(x)))(jnp.ones(3))
+    staged = JaxprStaged(fun_name="f", jaxpr=jaxpr_view(closed))
+    monkeypatch.setattr(runner, "EAGER_STREAM_BYTES", len(staged.model_dump_json()) // 2)
+    sent = _emit_lines(monkeypatch, staged)
+    assert not [line for line in sent if b'"jaxpr_eqns_sent"' in line]
+    [line] = [line for line in sent if b'"jaxpr_staged"' in line]
+    assert b"more eqns not streamed" in line and b'"eqn_ranges"' not in line
+
+
+def test_a_summarised_fallback_names_no_range_it_will_not_answer(
+    small_ranges: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A jitted program is one eqn: its inner jaxpr's text and eqns are split inside it, ranges
+    the event holds in its own ``list_ranges``. When the event is still over the limit once
+    split (the inner jaxpr's printout in ``params`` cannot be split), it goes out summarised,
+    and must not name the ranges of the split it did not send: no answer would come, and the
+    CLI would hold it, and every event after it, to the end."""
+    from jaxscope.sandbox import runner
+
+    code = LOOP.replace("range(400)", "range(1500)")
+    closed = jax.make_jaxpr(jax.jit(lambda x: load_snippet(code).f(x)))(jnp.ones(3))
+    assert len(closed.jaxpr.eqns) == 1
+    staged = JaxprStaged(fun_name="f", jaxpr=jaxpr_view(closed))
+    monkeypatch.setattr(runner, "STREAM_LIMIT_BYTES", 50_000)
+    sent = _emit_lines(monkeypatch, staged)
+    assert not [line for line in sent if b'"items_sent"' in line or b'"jaxpr_eqns_sent"' in line]
+    [line] = [line for line in sent if b'"jaxpr_staged"' in line]
+    assert b'"list_ranges"' not in line and b'"eqn_ranges"' not in line
+    assert staged.list_ranges == []  # the event itself was not changed by the split
+
+
+def test_answers_of_the_wrong_size_or_kind_leave_the_event_as_streamed(small_ranges: None) -> None:
+    whole = split_of_loop()
+    wire = streamed(whole)
+    first = next(a for a in wire[1:] if isinstance(a, JaxprEqnsSent))
+    short = first.model_copy(update={"eqns": first.eqns[:-1]})
+    held = wire[0].model_dump(mode="json")
+    from jaxscope.whole_events import apply_eqns_sent, apply_items_sent
+
+    assert not apply_eqns_sent(held, short)
+    items = next(a for a in wire[1:] if isinstance(a, ItemsSent) and a.path == "residuals")
+    forged = items.model_copy(update={"items": [{"not": "a residual"}] * len(items.items)})
+    merger = WholeEvents()
+    outs = merger.feed(wire[0])
+    for answer in wire[1:]:
+        outs += merger.feed(forged if answer is items else answer)
+    [out] = outs + merger.finish()  # a residual that is not one: the event as streamed
+    assert out.model_dump(mode="json") == wire[0].model_dump(mode="json")
+    assert not apply_items_sent(held, items.model_copy(update={"path": "residuals.²"}))

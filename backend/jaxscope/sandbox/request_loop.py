@@ -161,7 +161,9 @@ async def serve_requests(
         text = event.model_dump_json()
         async with send_lock:
             await send(text)
-            answers = isinstance(event, (DetailFailed, RunFinished, RunFailed))
+            answers = isinstance(
+                event, (DetailFailed, RunFinished, RunFailed, RoomRefused, WatchedFileChanged)
+            )
             if flush is not None and (answers or event.detail_of is not None):
                 await flush()
         if rooms is not None:

@@ -140,6 +140,10 @@ GC_THRESHOLDS = (50_000, 20, 20)
 # to answer): at most this many bytes of it, summaries' whole events first, then ranges' answers
 # (design 0045). The run's own stream stays far below the supervisor's MAX_RUN_BYTES (64 MiB).
 RETIRED_DETAIL_BYTES = 16 * 2**20
+# An eager run (the CLI's) sends an event over STREAM_LIMIT_BYTES in ranges with their answers
+# (design 0051) only while its whole stream stays within this: the supervisor's MAX_RUN_BYTES
+# (64 MiB) less 8 MiB for what the run sends after it. Past it the event is summarised.
+EAGER_STREAM_BYTES = 56 * 2**20
 RANGE_ANSWERS = (JaxprEqnsSent, ItemsSent)
 # A load stage (the snippet's module body) shorter than this is not credited (design 0046): a
 # snippet loads in milliseconds, and its runs send no extra budget_scaled.
@@ -190,6 +194,7 @@ class RunContext:
         self.on_demand = request.details == "on_demand"
         self.capture: dict[str, EventModel] = {}
         self.range_ids = itertools.count()  # eqn ranges' detail ids: r0, r1, ...
+        self.streamed_bytes = 0  # the lines emit wrote (an eager run's budget for answers)
 
     def emit(self, event: EventModel) -> None:
         _STDOUT.drain()
@@ -225,24 +230,34 @@ class RunContext:
                 self.capture[sent.detail_of] = sent
             if ranges:
                 line = event_json(event)
-        answers: list[JaxprEqnsSent | ItemsSent] = []
         if not self.on_demand and event.detail_of is None and len(line) > STREAM_LIMIT_BYTES:
             # A run for the CLI gets every part of it (design 0051): its large views and lists
             # in ranges as a page's, each range's answer sent right after it, put back together
             # by the CLI (jaxscope.whole_events) rather than summarised.
-            cut = event.model_copy()  # split_event replaces the views and lists it cuts
+            # split_event replaces the views and lists it cuts, and extends the event's own
+            # list_ranges in place: the copy gets a list of its own.
+            cut = event.model_copy(update={"list_ranges": list(event.list_ranges)})
             answers = split_event(cut, lambda: f"r{next(self.range_ids)}")
+            for answer in answers:
+                answer.run_id = self.run_id
+            answer_lines = [event_json(answer) for answer in answers]
             cut_line = event_json(cut) if answers else line
-            if len(cut_line) <= STREAM_LIMIT_BYTES:
+            whole = self.streamed_bytes + len(cut_line) + sum(map(len, answer_lines))
+            if len(cut_line) <= STREAM_LIMIT_BYTES and whole <= EAGER_STREAM_BYTES:
                 event, line = cut, cut_line
             else:
-                answers = []  # still too long: summarised below, as before (lossy)
+                # still too long, or the run's stream would pass the supervisor's limit:
+                # summarised below, as before (lossy)
+                answer_lines = []
+        else:
+            answer_lines = []
         if len(line) > STREAM_LIMIT_BYTES and summarise_event(event):
             line = event_json(event)
         _write_event_line(line)
-        for answer in answers:
-            answer.run_id = self.run_id
-            _write_event_line(event_json(answer))
+        self.streamed_bytes += len(line)
+        for answer_line in answer_lines:
+            _write_event_line(answer_line)
+            self.streamed_bytes += len(answer_line)
         if scaled is not None:
             send_event(scaled)
 
