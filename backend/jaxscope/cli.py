@@ -515,7 +515,9 @@ def describe_failure(failed: RunFailed) -> str:
             where += f" in {failed.source.function}"
         lines.append(where + (f": {text}" if text else ""))
     if failed.stage:
-        lines.append(f"  stage: {failed.stage}")
+        lines.append(f"  stage: {failed.stage}" + (f" ({failed.during})" if failed.during else ""))
+    elif failed.during:
+        lines.append(f"  during: {failed.during}")
     if failed.explanation:
         lines.append(f"  why: {failed.explanation}")
     if failed.fix:

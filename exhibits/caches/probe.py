@@ -22,6 +22,7 @@ the closest earlier call (the one with the fewest differing entries; the latest 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import types
 from collections import Counter
@@ -53,7 +54,14 @@ from jaxscope.internals.api import (
     watching_jit_calls,
 )
 from jaxscope.protocol import SourceLoc
-from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, ProbeContext, blame_line, setting_line
+from jaxscope.sandbox.probe_api import (
+    SNIPPET_FILENAME,
+    ProbeContext,
+    blame_line,
+    explain,
+    mark_during,
+    setting_line,
+)
 from jaxscope.sandbox.snippet import InvalidSnippet
 
 from exhibits.caches.driver import summary as driver_summary
@@ -64,7 +72,9 @@ MAX_CALLS = 64
 # preset name -> what it does to the snippet's (f, args), in words (also the frontend's list).
 PRESETS: dict[str, str] = {
     "same": "the same call twice",
-    "new_shape": "the same call, then axis 0 of every array one longer",
+    "new_shape": "the same call, then one axis of the data one longer: the batch axis the "
+    "snippet's in_axes names for each argument (None: kept), else axis 0 of each argument that "
+    "is an array (containers such as params kept), else axis 0 of every array",
     "new_dtype": "the same call, then floats as float16 and ints as int16",
     "weak_type": "a Python scalar in place of the first array argument",
     "static_changed": "a static argument changed, then changed back",
@@ -94,6 +104,9 @@ class PlannedCall:
     kwargs: dict[str, Any]
     context: str | None = None
     memory: str | None = None  # the persistent preset: what JAX's in-memory caches hold
+    # The preset that made these arguments from the snippet's (new_shape, new_dtype, ...):
+    # f may not accept them, and then the run says the preset's call is the one that failed.
+    changed: str | None = None
 
 
 def _arrays(args: tuple[Any, ...], fn: Callable[[Any], Any]) -> tuple[Any, ...]:
@@ -103,11 +116,16 @@ def _arrays(args: tuple[Any, ...], fn: Callable[[Any], Any]) -> tuple[Any, ...]:
     return tuple(jax.tree.map(one, a) for a in args)
 
 
-def _grow(x: Any) -> Any:
+def _grow(x: Any, axis: int = 0) -> Any:
+    """``x`` one longer along ``axis`` (its last entry repeated); a scalar becomes shape (1,);
+    an array with no such axis is kept."""
     x = np.asarray(x)
     if x.ndim == 0:
         return jax.numpy.asarray(np.full((1,), x))
-    pad = [(0, 1)] + [(0, 0)] * (x.ndim - 1)
+    if not -x.ndim <= axis < x.ndim:
+        return jax.numpy.asarray(x)
+    pad = [(0, 0)] * x.ndim
+    pad[axis] = (0, 1)
     return jax.numpy.asarray(np.pad(x, pad, mode="edge"))
 
 
@@ -142,8 +160,14 @@ def _bump(value: Any) -> Any:
 
 
 def _preset_calls(
-    preset: str, jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    preset: str,
+    jitted: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    in_axes: Any = None,
 ) -> list[PlannedCall]:
+    """The calls ``preset`` makes of ``jitted`` (see :data:`PRESETS`). ``in_axes``: the
+    snippet's ``in_axes`` setting (the vmap exhibit's batch axes), which ``new_shape`` grows."""
     if preset not in PRESETS:
         raise InvalidSnippet(f"unknown preset {preset!r}; presets: {', '.join(PRESETS)}")
     first = PlannedCall(jitted, args, kwargs)
@@ -154,12 +178,12 @@ def _preset_calls(
         return [
             first,
             PlannedCall(jitted, args, kwargs),
-            PlannedCall(jitted, _grow_args(args, statics), kwargs),
+            PlannedCall(jitted, _grow_args(args, statics, in_axes), kwargs, changed=preset),
         ]
     if preset == "new_dtype":
-        return [first, PlannedCall(jitted, _arrays(args, _cast), kwargs)]
+        return [first, PlannedCall(jitted, _arrays(args, _cast), kwargs, changed=preset)]
     if preset == "weak_type":
-        return [first, PlannedCall(jitted, _weak(args, statics), kwargs)]
+        return [first, PlannedCall(jitted, _weak(args, statics), kwargs, changed=preset)]
     if preset == "static_changed":
         if not statics:
             raise InvalidSnippet(
@@ -171,7 +195,11 @@ def _preset_calls(
         if bumped is None:
             raise InvalidSnippet(f"cannot change static argument {i} ({args[i]!r}) automatically")
         changed = (*args[:i], bumped, *args[i + 1 :])
-        return [first, PlannedCall(jitted, changed, kwargs), PlannedCall(jitted, args, kwargs)]
+        return [
+            first,
+            PlannedCall(jitted, changed, kwargs, changed=preset),
+            PlannedCall(jitted, args, kwargs),
+        ]
     if preset == "redefined":
         return [first, PlannedCall(_rejit(jitted), args, kwargs)]
     if preset == "new_closure":
@@ -210,8 +238,35 @@ def _rejit(jitted: Any) -> Any:
     return jax.jit(again, static_argnums=nums, static_argnames=names)
 
 
-def _grow_args(args: tuple[Any, ...], statics: set[int]) -> tuple[Any, ...]:
-    return tuple(a if i in statics else _arrays((a,), _grow)[0] for i, a in enumerate(args))
+def _grow_args(args: tuple[Any, ...], statics: set[int], in_axes: Any = None) -> tuple[Any, ...]:
+    """``args`` with one axis of the data one longer, so that a program whose arrays must agree
+    (a matmul of params and a batch) still accepts them: with ``in_axes`` (an int, or one int or
+    None per argument, as ``jax.vmap`` takes it), the named axis of each argument's arrays
+    (None: the argument kept); else axis 0 of each argument that is an array (containers of
+    arrays, such as params, kept); else axis 0 of every array. Static arguments are kept."""
+    axes = _batch_axes(in_axes, len(args))
+    if axes is None:
+        plain = [i for i, a in enumerate(args) if i not in statics and _is_array(a)]
+        axes = [0 if (i in plain or not plain) else None for i in range(len(args))]
+    return tuple(
+        a if i in statics or axis is None else _arrays((a,), functools.partial(_grow, axis=axis))[0]
+        for i, (a, axis) in enumerate(zip(args, axes, strict=True))
+    )
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, (jax.Array, np.ndarray))
+
+
+def _batch_axes(in_axes: Any, n: int) -> list[int | None] | None:
+    """One axis (or None) per argument from ``in_axes`` when it has one of the plain forms
+    (an int, or a tuple/list of n ints or Nones); None for anything else (absent, nested)."""
+    if isinstance(in_axes, int) and not isinstance(in_axes, bool):
+        return [in_axes] * n
+    if isinstance(in_axes, (tuple, list)) and len(in_axes) == n:
+        if all(a is None or (isinstance(a, int) and not isinstance(a, bool)) for a in in_axes):
+            return list(in_axes)
+    return None
 
 
 @contextlib.contextmanager
@@ -496,7 +551,8 @@ def _observe(
         )
     )
     if preset is not None:
-        planned = _preset_calls(preset, jitted, snippet.args, snippet.kwargs)
+        in_axes = snippet.namespace.get("in_axes")
+        planned = _preset_calls(preset, jitted, snippet.args, snippet.kwargs, in_axes)
     else:
         if not isinstance(calls, (list, tuple)):
             raise blame_line(
@@ -512,11 +568,27 @@ def _observe(
                     jitted, tuple(c) if isinstance(c, (list, tuple)) else (c,), snippet.kwargs
                 )
             )
-    for p in planned:
+    for number, p in enumerate(planned, 1):
         if p.memory == MEMORY_CLEARED:
             reset_caches()
         # A donating jit deletes its input arrays: each call gets its own copies (same avals,
         # same placement), as a loop that makes fresh inputs would.
         args = _copies(p.args) if jitted_donates(p.jitted) else p.args
         with _context(p.context):
-            observer.call(p.jitted, args, p.kwargs, None, p.memory)
+            try:
+                observer.call(p.jitted, args, p.kwargs, None, p.memory)
+            except Exception as exc:
+                if p.changed is None:
+                    raise
+                # The preset made these arguments, not the snippet: say so beside JAX's error.
+                explain(
+                    mark_during(
+                        exc,
+                        f"in call {number}, made by the {p.changed} preset from your args, "
+                        "not by your snippet",
+                    ),
+                    f"This call is the {p.changed} preset's ({PRESETS[p.changed]}), not one your "
+                    "snippet makes: f does not accept the arguments the preset made. Pick another "
+                    "preset, or list the calls you want in `calls`.",
+                )
+                raise

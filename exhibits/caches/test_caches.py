@@ -134,6 +134,63 @@ def test_presets_match_plain_jax(preset: str) -> None:
         assert {d.name for d in calls[2].entries if d.differs} == {"x aval"}
 
 
+# A model's step: params (a container) and a batch whose leading sizes must agree with them.
+MODEL_STEP = (
+    "import jax.numpy as jnp\n"
+    "import numpy as np\n\n"
+    "def f(params, x, y):\n"
+    "    h = jnp.tanh(x @ params['w1']) @ params['w2']\n"
+    "    return jnp.mean((h - y) ** 2)\n\n"
+    "params = {'w1': np.ones((3, 4), np.float32), 'w2': np.ones((4, 2), np.float32)}\n"
+    "args = (params, np.ones((5, 3), np.float32), np.ones((5, 2), np.float32))\n"
+)
+
+
+@pytest.mark.parametrize("in_axes", [None, "(None, 0, 0)"])
+def test_new_shape_grows_the_batch_not_the_params(in_axes: str | None) -> None:
+    """A real program's params must keep their shapes: new_shape grows the batch axis the
+    snippet's in_axes names, or else axis 0 of the arguments that are arrays (issue 14's
+    new-user review: growing every array broke every model). The grown call retraces on the
+    batch's avals only, and it compiles, as in plain JAX."""
+    source = MODEL_STEP + (f"in_axes = {in_axes}\n" if in_axes else "")
+    calls = observed(source, RunOptions(preset="new_shape"))
+    assert [c.layer for c in calls] == ["compile", "cpp", "compile"]
+    grown = {d.name: d for d in calls[2].entries if d.differs}
+    assert {"x aval", "y aval"} <= set(grown) and not any(n.startswith("params") for n in grown)
+    assert "f32[6,3]" in grown["x aval"].now and "f32[5,3]" in (grown["x aval"].before or "")
+    # the same arguments in plain JAX
+    from jaxscope.sandbox.snippet import load_snippet
+
+    snippet = load_snippet(source)
+    jitted = jax.jit(snippet.f)
+    planned = caches_probe._preset_calls(
+        "new_shape", jitted, snippet.args, {}, snippet.namespace.get("in_axes")
+    )
+    x, y = planned[2].args[1:]
+    assert (x.shape, y.shape) == ((6, 3), (6, 2))
+    assert jax.tree.map(lambda a: a.shape, planned[2].args[0]) == {"w1": (3, 4), "w2": (4, 2)}
+    assert planned[2].changed == "new_shape" and planned[1].changed is None
+    jitted(*planned[2].args)  # JAX accepts them
+
+
+def test_a_preset_call_that_f_rejects_says_the_preset_made_it() -> None:
+    """Two plain arrays that must agree (w, x): new_shape grows both and f rejects them. The
+    run fails with JAX's error at the user's line, and says the call was the preset's."""
+    from jaxscope.sandbox.probe_api import DURING_ATTR, EXPLAIN_ATTR
+
+    source = (
+        "import jax.numpy as jnp\n\n"
+        "def f(w, x):\n"
+        "    return jnp.sum(x @ w)\n\n"
+        "args = (jnp.ones((3, 3)), jnp.ones((2, 3)))\n"
+    )
+    with pytest.raises(TypeError, match="dot_general requires contracting") as info:
+        run_probe("caches", source, RunOptions(preset="new_shape"))
+    during = getattr(info.value, DURING_ATTR)
+    assert during == "in call 3, made by the new_shape preset from your args, not by your snippet"
+    assert getattr(info.value, EXPLAIN_ATTR).startswith("This call is the new_shape preset's")
+
+
 def _jax_input_type_lines(explanation: str) -> list[tuple[str, str, str]]:
     """``* at NAME, now A and before B`` lines of JAX's explanation, weak types as ours."""
     out = []
