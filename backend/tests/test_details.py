@@ -16,6 +16,7 @@ from jaxscope.protocol import (
     RunRequest,
 )
 from jaxscope.sandbox.session import Session
+from jaxscope.sandbox.worker import DETAILS_GONE
 from jaxscope.settings import Limits
 
 from tests.harness import REPO, SandboxHarness
@@ -133,6 +134,39 @@ def test_details_are_gone_after_the_next_run_or_the_end(sandbox: SandboxHarness)
         sandbox.call(session.close())
     after_close = _detail(sandbox, session, "r1", "d0")
     assert isinstance(after_close[0], DetailFailed) and after_close[0].gone
+
+
+def test_a_cancelled_run_says_its_details_went_with_its_worker(sandbox: SandboxHarness) -> None:
+    """A page that asks for a range of a run it cancelled (a new-user review: the 20,001-eqn
+    loop cancelled once every eqn was in) is told the run was cancelled, not that "the session
+    ran again"; a run before it still gets the generic answer."""
+    session = sandbox.session()
+
+    async def cancelled_run() -> None:
+        async def emit(event: EventModel) -> None:
+            pass
+
+        request = RunRequest(run_id="c1", exhibit="tracing", code="while True:\n    pass\n")
+        task = asyncio.ensure_future(session.run(request, emit))
+        while session.worker is None:  # the run is on a worker
+            await asyncio.sleep(0.05)
+        assert session.cancel("c1")
+        assert (await task).kind == "cancelled"
+
+    try:
+        _run(sandbox, session, SIN_TIMES_X, "transpose", "on_demand", "r1")
+        sandbox.call(cancelled_run())
+        (answer,) = _detail(sandbox, session, "c1", "r0")
+        assert isinstance(answer, DetailFailed) and answer.gone
+        assert answer.message == (
+            "this run was cancelled: its worker was stopped, and its details with it: "
+            "run again to see them"
+        )
+        (older,) = _detail(sandbox, session, "r1", "d0")
+        assert isinstance(older, DetailFailed) and older.gone
+        assert older.message == DETAILS_GONE
+    finally:
+        sandbox.call(session.close())
 
 
 def test_an_eager_run_keeps_no_worker(sandbox: SandboxHarness) -> None:

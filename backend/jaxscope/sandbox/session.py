@@ -128,6 +128,10 @@ class Session:
         self._details_lock = asyncio.Lock()
         self._details_timer: asyncio.TimerHandle | None = None
         self._details_until = 0.0
+        # The session's last run when it ended with ``run_failed`` and left no details (its
+        # worker stopped: cancelled, a limit, a crash): (run_id, kind), so that a page asking
+        # for one of its details is told why they are gone, not "the session ran again".
+        self._ended_early: tuple[str, str] | None = None
 
     def holds_worker(self) -> bool:
         """Whether the session holds a live worker."""
@@ -167,6 +171,7 @@ class Session:
         for attempt in (1, 2):
             worker = await self._lease(request, emit, cancel, wall_s)
             if isinstance(worker, RunFailed):
+                self._ended_early = (request.run_id, worker.kind)
                 return worker
             try:
                 terminal = await worker.run(request, emit, cancel=cancel, wall_s=wall_s)
@@ -189,6 +194,11 @@ class Session:
             # keeps the run's details): reap it in the background; the session's next run
             # leases a fresh one.
             self.last_worker = worker
+            self._ended_early = (
+                (request.run_id, terminal.kind)
+                if isinstance(terminal, RunFailed) and not worker.keeps_details
+                else None
+            )
             if worker.keeps_details:
                 self.worker = None
                 self._keep_details(worker, request.run_id, request.exhibit)
@@ -221,6 +231,18 @@ class Session:
             self._details_pool.unkeep(worker)
             _reap(worker)
 
+    def _gone_message(self, run_id: str) -> str:
+        """Why the details of ``run_id`` are gone: its own early end when it was the session's
+        last run (cancelled, stopped by a limit), else :data:`DETAILS_GONE`."""
+        ended = self._ended_early
+        if ended is None or ended[0] != run_id:
+            return DETAILS_GONE
+        how = "was cancelled" if ended[1] == "cancelled" else f"ended early ({ended[1]})"
+        return (
+            f"this run {how}: its worker was stopped, and its details with it: "
+            "run again to see them"
+        )
+
     async def detail(self, request: DetailRequest, emit: Emit) -> None:
         """Answer ``request`` with one event: the whole event behind the summary it names, or
         ``detail_failed`` (the run still running, its details gone, an unknown id)."""
@@ -233,7 +255,7 @@ class Session:
             elif self.last_worker is None and worker is None:
                 message, gone = "this session has run nothing yet: there are no details", True
             elif worker is None or request.run_id != self.details_run_id:
-                message, gone = DETAILS_GONE, True
+                message, gone = self._gone_message(request.run_id), True
             else:
                 self._restart_details_timer()
                 await worker.detail(request.run_id, request.detail_id, emit)
