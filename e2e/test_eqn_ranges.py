@@ -41,7 +41,7 @@ def test_the_gpt_stack_text_scrolled_to_its_end_is_jaxs_text(
     jax_text = str(closed)
     total = len(closed.jaxpr.eqns)
     note = page.get_by_test_id("jaxpr-summary-note")
-    expect(note).to_contain_text(f"of {total:,} eqns so far")
+    expect(note).to_contain_text(f"of {total:,} eqns loaded")
     before = sum(frames)
     box = page.get_by_test_id("jaxpr-text")
     ranges_line = page.get_by_test_id("jaxpr-text-ranges-line")
