@@ -363,3 +363,26 @@ def test_optimized_hlo_text_carries_metadata_and_stack_frames() -> None:
     (sine,) = [link for link in links if link.opcode == "sine"]
     assert instructions[(sine.computation, sine.instruction)] == "kSin"
     assert sine.eqn_indices == [0] and sine.source is not None and sine.source.line == 5
+
+
+def test_jaxprs_in_params_yields_the_inner_jaxprs_of_jit_cond_and_scan() -> None:
+    """``internals.program_size.count_eqns`` sizes a program by ``core.jaxprs_in_params``: it
+    yields the ``Jaxpr`` of a ``jit`` eqn, each ``cond`` branch and the ``scan`` body."""
+
+    @jax.jit
+    def inner(x: Any) -> Any:
+        return jnp.sin(x)
+
+    def f(x: Any) -> Any:
+        y = jax.lax.cond(x.sum() > 0, inner, jnp.cos, x)
+        y, _ = jax.lax.scan(lambda c, _: (c * 2.0, None), y, None, length=3)
+        return inner(y)
+
+    eqns = jax.make_jaxpr(f)(jnp.ones(3)).jaxpr.eqns
+    found = {
+        e.primitive.name: list(core.jaxprs_in_params(e.params))
+        for e in eqns
+        if e.primitive.name in ("jit", "cond", "scan")
+    }
+    assert [len(found[k]) for k in ("jit", "cond", "scan")] == [1, 2, 1]
+    assert all(isinstance(j, core.Jaxpr) for js in found.values() for j in js)

@@ -154,6 +154,46 @@ def test_the_size_of_a_lowered_program_is_told_before_its_compile() -> None:
     assert told == []
 
 
+def test_a_model_under_one_jit_is_sized_by_its_inner_eqns() -> None:
+    """A model under one ``jit`` is one eqn at the top; its compile is that of its inner eqns
+    (a break-it review: six nested jits with cond and scan, 3,278 eqns in all, compiled under
+    the snippet's 10 s). The size told counts the eqns of every nested jaxpr."""
+    program_size.install()
+
+    def body(x: jax.Array) -> jax.Array:
+        for _ in range(300):
+            x = jnp.sin(x) + x
+        return x
+
+    inner = jax.jit(body)
+
+    def f(x: jax.Array) -> jax.Array:
+        y = jax.lax.cond(x.sum() > 0, inner, lambda z: inner(z) * 2.0, x)
+        return jnp.sum(y)
+
+    x = jnp.ones(3)
+    closed = jax.make_jaxpr(f)(x)
+
+    # An independent count: every eqn of every jaxpr reached through eqn params, walked here.
+    def walk(jaxpr: Any) -> int:
+        n = len(jaxpr.eqns)
+        for eqn in jaxpr.eqns:
+            for value in eqn.params.values():
+                for v in value if isinstance(value, tuple) else (value,):
+                    sub = getattr(v, "jaxpr", v)
+                    if hasattr(sub, "eqns"):
+                        n += walk(sub)
+        return n
+
+    expected = walk(closed.jaxpr)
+    assert len(closed.jaxpr.eqns) < 10 < 1_200 < expected  # 600 eqns of body in each branch
+    told: list[int] = []
+    with program_size.reporting_sizes(told.append):
+        jax.jit(f)(x).block_until_ready()
+    assert told == [expected]
+    assert program_size.count_eqns(closed.jaxpr) == expected
+
+
 def test_a_compile_scales_the_limits_before_any_jaxpr_is_shown(sandbox: SandboxHarness) -> None:
     """The caches exhibit shows a call's jaxpr after the call: its compile of 2,000 eqns is
     scaled for (a budget_scaled of 2,000 eqns comes before the call's event)."""

@@ -7,8 +7,9 @@ shows one (caches: ``jit_call_observed`` carries the jaxpr after the call; the c
 lowering goes through ``pxla.lower_sharding_computation`` (``pjit._pjit_lower`` looks it up as a
 module attribute at call time, once per cache miss: eager primitives compile through it too),
 whose first argument is the ``ClosedJaxpr`` about to be lowered: :func:`install` wraps it once
-per worker, and :func:`reporting_sizes` passes each lowered jaxpr's top-level eqn count to a
-listener while a run lasts.
+per worker, and :func:`reporting_sizes` passes each lowered jaxpr's eqn count to a listener
+while a run lasts: its eqns and those of the jaxprs nested in them (:func:`count_eqns`), since a
+model under one ``jit`` is one eqn at the top.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from jax._src import core
 from jax._src.interpreters import pxla
 
 _listener: list[Callable[[int], None]] = []
@@ -33,13 +35,40 @@ def install() -> None:
     @functools.wraps(original)
     def lower_sharding_computation(closed_jaxpr: Any, *args: Any, **kwargs: Any) -> Any:
         if _listener:
-            eqns = getattr(getattr(closed_jaxpr, "jaxpr", None), "eqns", None)
-            if isinstance(eqns, list):
-                _listener[-1](len(eqns))
+            jaxpr = getattr(closed_jaxpr, "jaxpr", None)
+            if isinstance(jaxpr, core.Jaxpr):
+                _listener[-1](count_eqns(jaxpr))
         return original(closed_jaxpr, *args, **kwargs)
 
     _installed.append(original)
     pxla.lower_sharding_computation = lower_sharding_computation
+
+
+# A bound on what count_eqns reports (a jaxpr that calls a shared body from many nested places
+# multiplies out; the limits reach their ceiling long before this).
+MAX_COUNTED_EQNS = 10_000_000
+
+
+def count_eqns(jaxpr: core.Jaxpr) -> int:
+    """The eqns of ``jaxpr`` with those of every jaxpr in its eqns' params (``jit``, ``scan``,
+    ``cond``, ``custom_jvp_call``..., ``core.jaxprs_in_params``), counted at each eqn that holds
+    one: a model under one ``jit`` is a 1-eqn jaxpr whose compile is that of all its inner eqns.
+    A scan body counts once (not once per iteration). Each distinct jaxpr is walked once; the
+    count stops at :data:`MAX_COUNTED_EQNS`."""
+    totals: dict[int, int] = {}
+
+    def total(j: core.Jaxpr) -> int:
+        known = totals.get(id(j))
+        if known is not None:
+            return known
+        n = len(j.eqns)
+        for eqn in j.eqns:
+            for inner in core.jaxprs_in_params(eqn.params):
+                n = min(n + total(inner), MAX_COUNTED_EQNS)
+        totals[id(j)] = n
+        return n
+
+    return total(jaxpr)
 
 
 def installed() -> bool:
@@ -50,7 +79,7 @@ def installed() -> bool:
 @contextlib.contextmanager
 def reporting_sizes(listener: Callable[[int], None]) -> Iterator[None]:
     """Within the block, call ``listener(eqns)`` before each jit lowering (a cache miss), with
-    the top-level eqn count of the jaxpr being lowered."""
+    the eqn count of the jaxpr being lowered, nested jaxprs included (:func:`count_eqns`)."""
     _listener.append(listener)
     try:
         yield

@@ -38,6 +38,7 @@ from pydantic_core import PydanticSerializationError
 from jaxscope.protocol import (
     BudgetScaled,
     DetailFailed,
+    EqnView,
     EventBase,
     EventModel,
     ItemsSent,
@@ -153,6 +154,16 @@ LOAD_CREDIT_FROM_S = 1.0
 _REPORTING_SIZES: (
     Callable[[Callable[[int], None]], contextlib.AbstractContextManager[None]] | None
 ) = None
+
+
+def _view_eqns(eqns: list[EqnView]) -> int:
+    """The eqns of a jaxpr view with those of the inner jaxprs its eqns hold (a model under one
+    ``jit`` call is one eqn at the top): what its limits scale with."""
+    total = len(eqns)
+    for eqn in eqns:
+        for inner in eqn.inner_jaxprs:
+            total += _view_eqns(inner.eqns)
+    return total
 
 
 def event_json(event: EventModel) -> bytes:
@@ -293,7 +304,7 @@ class RunContext:
         process's own; a larger jaxpr is also told to the supervisor (``BudgetScaled``), which
         moves its wall clock (it counts the events itself)."""
         views = [v for v in vars(event).values() if isinstance(v, JaxprView)]
-        eqns = max((len(v.eqns) for v in views), default=0)
+        eqns = max((_view_eqns(v.eqns) for v in views), default=0)
         return self._scale_to(eqns)
 
     def _scale_to(self, eqns: int) -> BudgetScaled | None:
