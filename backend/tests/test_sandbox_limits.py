@@ -77,6 +77,43 @@ def test_an_endless_trace_ends_early_and_says_so(sandbox: SandboxHarness) -> Non
     assert took < 90, took
 
 
+def test_a_slow_reader_is_not_charged_to_the_trace(
+    sandbox: SandboxHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page that reads slowly blocks the worker on its pipe; that time is not the trace's (a
+    break-it review: a 50,001-eqn program, finite, ended as "the trace kept growing ... is
+    there an unbounded loop?" behind a client that stopped reading for 25 s). Here the rule is
+    scaled down (300 eqns, a 5 s limit) and each eqn waits 6 ms for the consumer: ~7 s of
+    waiting, past the limit, while the worker's own trace takes a fraction of it."""
+    import asyncio
+
+    from jaxscope import settings
+    from jaxscope.protocol import EventModel, RunRequest
+
+    monkeypatch.setattr(settings, "TRACE_GROWTH_EQNS", 300)
+    code = "import jax.numpy as jnp\n\ndef f(x):\n    for _ in range(1200):\n"
+    code += "        x = jnp.sin(x)\n    return x\n\nargs = (jnp.ones(3),)\n"
+    events: list[EventModel] = []
+
+    async def slow(event: EventModel) -> None:
+        events.append(event)
+        if event.type == "eqn_recorded":
+            await asyncio.sleep(0.006)
+
+    session = sandbox.session()
+    try:
+        request = RunRequest(run_id="slow-1", exhibit="tracing", code=code)
+        started = time.monotonic()
+        sandbox.call(session.run(request, slow, wall_s=5.0))
+        took = time.monotonic() - started
+    finally:
+        sandbox.call(session.close())
+    terminal = assert_one_terminal(events)
+    assert isinstance(terminal, RunFinished), terminal
+    assert sum(e.type == "eqn_recorded" for e in events) == 1200
+    assert took > 5.0  # the waiting alone passed the limit the rule compares with
+
+
 def test_a_slow_load_stage_does_not_count(sandbox: SandboxHarness) -> None:
     """The module body sleeps 3 s (a model's build), the trace 1.5 s, against a 4 s limit:
     the load stage has its own, and the run keeps its 4 s for what comes after its load."""

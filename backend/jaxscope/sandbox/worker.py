@@ -809,6 +809,9 @@ class WorkerProcess:
         loading = False  # in the load stage, under its own limit (settings.load_limit)
         trace_started: float | None = None  # when the current trace stage began
         trace_streamed = 0  # eqns the current trace stage streamed
+        # Seconds spent waiting for the session's consumer to take an event (a page that reads
+        # slowly): the worker is blocked on its pipe meanwhile, so they are not its trace's.
+        forward_wait_s = 0.0
         await self._stop_idle_watch()
         if not self.alive:
             raise WorkerGone(f"worker {self.pid} is gone ({self.idle_fault or 'exited'})")
@@ -1019,7 +1022,8 @@ class WorkerProcess:
                     event.type == "eqn_recorded" and stage == "trace" and trace_started is not None
                 ):
                     trace_streamed += 1
-                    if trace_kept_growing(trace_streamed, now - started - loaded, unscaled):
+                    traced_s = now - started - loaded - forward_wait_s
+                    if trace_kept_growing(trace_streamed, traced_s, unscaled):
                         terminal = await self._stop_growing_trace(
                             trace_streamed, now - trace_started
                         )
@@ -1043,11 +1047,13 @@ class WorkerProcess:
                 # Forwarding waits for the session's consumer (a slow page); the deadline and a
                 # cancel still end the run while it waits, and the event is sent all the same.
                 sending = asyncio.ensure_future(forward(event))
+                waited_from = loop.time()
                 done, _ = await asyncio.wait(
                     {sending, cancel_wait},
                     timeout=max(0.0, deadline - loop.time()),
                     return_when=asyncio.FIRST_COMPLETED,
                 )
+                forward_wait_s += loop.time() - waited_from
                 if sending not in done:
                     terminal = await self._stop(
                         cancel_wait in done,
