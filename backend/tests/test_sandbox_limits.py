@@ -331,3 +331,20 @@ def test_an_autodiff_exhibit_tells_its_programs_size_before_working_on_it(
     else:
         assert truth in told, (truth, told)
     assert ctx.one(shown) is not None
+
+
+def test_a_program_text_too_large_names_the_captured_constant(sandbox: SandboxHarness) -> None:
+    """A 2048x2048 float32 array captured by f is printed whole in the StableHLO text, which
+    passes one event's 16 MiB limit (a break-it review: the message blamed eqns and argument
+    leaves, and named no stage). It names the stage and the constant, and what to try."""
+    code = (
+        "import jax.numpy as jnp\nimport numpy as np\n\n"
+        "W = np.random.RandomState(0).randn(2048, 2048).astype(np.float32)\n\n"
+        "def f(x):\n    return jnp.tanh(x @ W).sum()\n\n"
+        "args = (jnp.ones((4, 2048)),)\n"
+    )
+    terminal = assert_one_terminal(sandbox.run(code, exhibit="stations"))
+    assert isinstance(terminal, RunFailed) and terminal.kind == "invalid_event", terminal
+    assert terminal.message.startswith("the worker wrote a module_lowered event line over")
+    assert terminal.stage == "lower"
+    assert "pass it to f as an argument" in (terminal.explanation or "")

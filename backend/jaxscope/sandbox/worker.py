@@ -297,6 +297,35 @@ def limit_help(failed: RunFailed, eqns: int | None) -> str | None:
     )
 
 
+# Events that carry a program's text (StableHLO, HLO): a constant f captures is printed in it.
+PROGRAM_TEXT_EVENTS = frozenset(
+    {
+        "module_lowered",
+        "executable_compiled",
+        "stablehlo_exported",
+        "spmd_hlo_annotated",
+        "hlo_pass_ran",
+    }
+)
+
+
+def too_large_help(event_type: str) -> str:
+    """``run_failed.explanation`` for an event line over the limit, by what the event holds."""
+    if event_type in PROGRAM_TEXT_EVENTS:
+        return (
+            "The program's text (StableHLO or HLO, as JAX prints it) is larger than one event "
+            "may be. A large array your function captures (defined outside f and used inside "
+            "it) is baked into the program as a constant and printed whole, every element: "
+            "pass it to f as an argument instead, or try the program smaller."
+        )
+    return (
+        "One event this exhibit builds from your function (a jaxpr view, its values or steps) "
+        "is larger than one event may be: the function has too many eqns or argument leaves "
+        "for this exhibit (e.g. thousands of separate scalars). Try it smaller: stack many "
+        "leaves into one array, or fewer layers/iterations unrolled in Python."
+    )
+
+
 def trace_growth_help(longer_than_s: float) -> str:
     """What to try after a trace was ended for growing without end
     (``settings.trace_kept_growing``), past the run's unscaled limit ``longer_than_s``."""
@@ -887,18 +916,13 @@ class WorkerProcess:
                     # The line is still in the buffer: read its head to name the event type.
                     head = await stdout.read(200)
                     self.kill()
+                    kind = _event_type(head)
                     terminal = failed(
                         "invalid_event",
-                        f"the worker wrote a {_event_type(head)} event line over "
-                        f"{MAX_EVENT_LINE_BYTES:,} bytes",
+                        f"the worker wrote a {kind} event line over {MAX_EVENT_LINE_BYTES:,} bytes",
                     )
-                    terminal.explanation = (
-                        "One event this exhibit builds from your function (a jaxpr view, its "
-                        "values or steps) is larger than one event may be: the function has too "
-                        "many eqns or argument leaves for this exhibit (e.g. thousands of "
-                        "separate scalars). Try it smaller: stack many leaves into one array, "
-                        "or fewer layers/iterations unrolled in Python."
-                    )
+                    terminal.stage = stage
+                    terminal.explanation = too_large_help(kind)
                     break
                 except asyncio.IncompleteReadError as eof:
                     line = eof.partial
