@@ -87,24 +87,44 @@ def _eqn_start(text: str, view: JaxprView, index: int) -> int | None:
     return start
 
 
-def summarise_event(event: EventModel) -> bool:
+# The least a summarised view is given when the rest of its event is large.
+MIN_SUMMARY_BYTES = 256 * 2**10
+
+
+def summarise_event(event: EventModel, line_bytes: int | None = None) -> bool:
     """Summarise, in place, the jaxpr views of ``event`` (its fields that are a
     :class:`JaxprView`) that take more than :data:`SUMMARY_BYTES` of its JSON line, each to
-    about that size. Returns whether anything was summarised."""
+    about that size, or less when the rest of the event is large: the views over it share what
+    :data:`STREAM_LIMIT_BYTES` leaves (at least :data:`MIN_SUMMARY_BYTES` each), so that three
+    views beside 12,500 residuals (a 50,000-eqn program's ``jaxpr_split``) still fit one line.
+    ``line_bytes``: the length of the event's line when the caller has it (the whole event is
+    not serialised again for it). Returns whether anything was summarised."""
     views = [
         (name, value)
         for name, value in vars(event).items()
         if isinstance(value, JaxprView) and len(value.eqns) > 1
     ]
-    changed = False
-    for name, view in sorted(views, key=lambda nv: -len(nv[1].eqns)):
-        size = len(view.model_dump_json())
-        if size <= SUMMARY_BYTES:
-            continue
-        keep = max(1, int(len(view.eqns) * SUMMARY_BYTES / size))
-        setattr(event, name, summarise_view(view, keep))
-        changed = True
-    return changed
+    sizes = {name: len(view.model_dump_json()) for name, view in views}
+    large = [name for name, size in sizes.items() if size > SUMMARY_BYTES]
+    if not large:
+        return False
+    whole_bytes = len(event.model_dump_json()) if line_bytes is None else line_bytes
+    kept = whole_bytes - sum(sizes[name] for name in large)
+    budget = max(MIN_SUMMARY_BYTES, (STREAM_LIMIT_BYTES - kept) // len(large))
+    budget = min(SUMMARY_BYTES, budget)
+    whole = dict(views)
+    # A view's eqns are not all of its bytes (its invars, a residual per unknown input): the
+    # first cut may leave the line over; the budget then shrinks by what is still over.
+    for _ in range(4):
+        for name in large:
+            keep = max(1, int(len(whole[name].eqns) * budget / sizes[name]))
+            setattr(event, name, summarise_view(whole[name], keep))
+        line = len(event.model_dump_json())
+        if line <= STREAM_LIMIT_BYTES or budget <= MIN_SUMMARY_BYTES:
+            break
+        shown = line - kept
+        budget = max(MIN_SUMMARY_BYTES, int(budget * (STREAM_LIMIT_BYTES - kept) / shown))
+    return True
 
 
 # ---------------------------------------------------------------------------------------------

@@ -73,3 +73,39 @@ def test_the_runner_streams_a_summary_and_scales_for_the_whole(
     assert b"more eqns not streamed" in staged[0]
     assert ctx.size >= len(view.eqns)
     assert budgets  # the CPU limit was raised for the whole program
+
+
+def test_views_beside_a_large_rest_share_what_the_limit_leaves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A ``jaxpr_split`` is three views and a residual per known value: on a 50,000-eqn program
+    each view summarised to SUMMARY_BYTES left the line over the supervisor's limit (the CLI
+    ended ``invalid_event``; a break-it review). The views over SUMMARY_BYTES now share what
+    the rest of the event leaves of STREAM_LIMIT_BYTES (here scaled down)."""
+    from jaxscope.internals.calling import plan_call
+    from jaxscope.internals.split import default_known, jvp_program, split_event
+    from jaxscope.sandbox.snippet import load_snippet
+
+    source = "import jax.numpy as jnp\n\ndef f(x):\n"
+    source += "    for _ in range(150):\n        x = jnp.sin(x) * x\n    return x\n\n"
+    source += "args = (jnp.ones(3),)\n"
+    program = jvp_program(plan_call(load_snippet(source)))
+    event, _ = split_event(program, default_known(len(program.labels), program.n_primals))
+    views = {
+        name: len(getattr(event, name).model_dump_json()) for name in ("jvp", "known", "unknown")
+    }
+    rest = len(event.model_dump_json()) - sum(views.values())
+    assert len(event.residuals) >= 150 and rest > 10_000
+    each = min(views.values()) - 1
+    limit = rest + 3 * (each // 3)
+    monkeypatch.setattr(summaries, "SUMMARY_BYTES", each)
+    monkeypatch.setattr(summaries, "MIN_SUMMARY_BYTES", 1)
+    monkeypatch.setattr(summaries, "STREAM_LIMIT_BYTES", limit)
+    assert summaries.summarise_event(event)
+    for name in views:
+        view = getattr(event, name)
+        assert view.total_eqns is not None and len(view.eqns) < view.total_eqns
+    # within the limit, but for each view's note line and rounding of its kept eqns
+    assert len(event.model_dump_json()) <= limit + 3 * 2_000
+    # each shown eqn is JAX's, as streamed whole (the views keep their first eqns)
+    assert event.jvp.eqns[0].text == jaxpr_view(program.jaxpr).eqns[0].text

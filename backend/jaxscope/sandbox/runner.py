@@ -262,7 +262,7 @@ class RunContext:
                 answer_lines = []
         else:
             answer_lines = []
-        if len(line) > STREAM_LIMIT_BYTES and summarise_event(event):
+        if len(line) > STREAM_LIMIT_BYTES and summarise_event(event, len(line)):
             line = event_json(event)
         _write_event_line(line)
         self.streamed_bytes += len(line)
