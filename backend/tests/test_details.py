@@ -13,6 +13,7 @@ from jaxscope.protocol import (
     DetailRequest,
     EventModel,
     JaxprView,
+    RunFailed,
     RunRequest,
 )
 from jaxscope.sandbox.session import Session
@@ -151,7 +152,8 @@ def test_a_cancelled_run_says_its_details_went_with_its_worker(sandbox: SandboxH
         while session.worker is None:  # the run is on a worker
             await asyncio.sleep(0.05)
         assert session.cancel("c1")
-        assert (await task).kind == "cancelled"
+        terminal = await task
+        assert isinstance(terminal, RunFailed) and terminal.kind == "cancelled"
 
     try:
         _run(sandbox, session, SIN_TIMES_X, "transpose", "on_demand", "r1")
