@@ -247,8 +247,10 @@ def test_proc_shows_only_the_workers_namespace(sandbox: SandboxHarness) -> None:
 
 
 # Session A keeps a secret in its /tmp while session B looks for it (B cannot name A's pid
-# either: every worker is pid 2 of its own namespace).
-KEEPER = "import time\nopen('/tmp/secret-a', 'w').write('A')\ntime.sleep(3)\n" + OK_TAIL
+# either: every worker is pid 2 of its own namespace). A keeps it 7 s: B starts 1 s later, and
+# a fresh worker beside a second test process took over 2 s to start (a CI run where B ended
+# 0.85 s after a 3 s A); 7 s stays under the 10 s load limit the sleep runs in.
+KEEPER = "import time\nopen('/tmp/secret-a', 'w').write('A')\ntime.sleep(7)\n" + OK_TAIL
 SEEKER = (
     "import os\nprint(sorted(os.listdir('/tmp')), os.path.exists('/tmp/secret-a'))\n"
     "open('/tmp/secret-a').read()\n"
