@@ -170,17 +170,32 @@ def split_calls(jvp: Any, known: Any, unknown: Any) -> list[int]:
 
 def _emit_remat_table(ctx: ProbeContext, plan: CallPlan, not_compiled: str | None) -> None:
     """Emit the remat rows, or :class:`RematUnavailable` when ``jax.grad`` fails."""
+    measured = 0
     try:
         for row in remat_table(plan, not_compiled):
             ctx.emit(row)
+            measured += 1
     except Exception as exc:  # shown beside the split, the exhibit's other half (see docstring)
         if is_memory_error(exc):
             raise
         help_ = ad_help(exc)
+        why = WHY_UNAVAILABLE if measured == 0 else why_stopped(measured)
         ctx.emit(
             RematUnavailable(
                 error_class=type(exc).__name__,
                 message=str(exc) or type(exc).__name__,
-                explanation=f"{WHY_UNAVAILABLE} {help_.explanation}" if help_ else WHY_UNAVAILABLE,
+                explanation=f"{why} {help_.explanation}" if help_ else why,
             )
         )
+
+
+def why_stopped(measured: int) -> str:
+    """``RematUnavailable.explanation`` when JAX raised on a policy after ``measured`` rows were
+    measured (a policy whose checkpointed f JAX refuses where the others pass): those rows
+    stand."""
+    rows = "The row above was" if measured == 1 else f"The {measured} rows above were"
+    return (
+        f"{rows} measured; JAX raised this on the next policy's "
+        "`jax.grad(jax.checkpoint(f, policy))`, so it and the policies after it are not. The "
+        "split above is only forward mode (`jax.jvp`, then partial evaluation) and stays valid."
+    )

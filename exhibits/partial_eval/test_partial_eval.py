@@ -767,3 +767,46 @@ def test_residuals_of_a_summarised_split_say_what_is_unknown(runs: dict[str, Fak
     # the whole split still names every producer and reader (test_cli_print checks them)
     assert all(r["read_by"] is not None for r in whole)
     assert any(r["known_eqn"] is not None and r["known_eqn"] >= keep for r in whole)
+
+
+PRNG_KEY_ARG = """\
+import jax
+import jax.numpy as jnp
+
+
+def f(key, x):
+    noise = jax.random.normal(key, x.shape)
+    return jnp.sum((x + noise) ** 2)
+
+
+args = (jax.random.key(0), jnp.ones(5))
+"""
+
+
+def test_a_typed_prng_key_argument_is_measured_in_every_row() -> None:
+    """A typed key (``key<fry>``, no numpy dtype) saved as a residual: the remat table sized it
+    with ``np.dtype`` and stopped after two rows with "Cannot interpret 'key<fry>' as a data
+    type", told as JAX's refusal of reverse mode (a break-it review). Every row is measured
+    now; a saved key counts the bytes ``jax.Array.nbytes`` gives it."""
+    ctx = run_probe("partial_eval", PRNG_KEY_ARG)
+    rows = [e for e in ctx.events if isinstance(e, RematPolicyMeasured)]
+    assert not [e for e in ctx.events if isinstance(e, RematUnavailable)]
+    assert len(rows) == 5 and all(r.temp_bytes is not None for r in rows)
+    key_bytes = jax.random.key(0).nbytes
+    assert key_bytes == 8
+    for row in rows:
+        keys = [r for r in row.saved if r.aval.dtype.startswith("key<")]
+        assert all(r.bytes == key_bytes for r in keys)
+        assert row.residual_bytes == sum(r.bytes for r in row.saved)
+    assert any(r.aval.dtype.startswith("key<") for row in rows for r in row.saved)
+    # the gradient each row compiled is the un-checkpointed one
+    assert all(r.grad_max_abs_diff == 0.0 for r in rows)
+
+
+def test_a_table_stopped_after_some_rows_says_they_stand() -> None:
+    from exhibits.partial_eval.probe import WHY_UNAVAILABLE, why_stopped
+
+    assert "no policy can be measured" in WHY_UNAVAILABLE
+    said = why_stopped(2)
+    assert said.startswith("The 2 rows above were measured") and "no policy" not in said
+    assert why_stopped(1).startswith("The row above was measured;")

@@ -52,11 +52,16 @@ def _aval_of(leaf: Any) -> Any:
 
 
 def nbytes(aval: Any) -> int:
-    """Bytes of an array of ``aval`` (``float0`` counts 0: it holds no data)."""
+    """Bytes of an array of ``aval`` (``float0`` counts 0: it holds no data). An extended dtype
+    (a typed PRNG key, ``key<fry>``) is no numpy dtype: its own ``itemsize`` (8 bytes for
+    ``key<fry>``, the ``uint32[2]`` it holds; ``jax.Array.nbytes`` counts the same)."""
+    size = int(np.prod(aval.shape, dtype=np.int64))
+    if jnp.issubdtype(aval.dtype, jax.dtypes.extended):
+        return size * int(aval.dtype.itemsize)
     dtype: np.dtype[Any] = np.dtype(aval.dtype)
     if dtype == jax.dtypes.float0:
         return 0
-    return int(np.prod(aval.shape, dtype=np.int64)) * dtype.itemsize
+    return size * dtype.itemsize
 
 
 @dataclass(frozen=True)
