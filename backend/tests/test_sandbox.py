@@ -399,6 +399,9 @@ def test_unprintable_and_huge_exceptions(sandbox: SandboxHarness) -> None:
         )
         f = failed(sandbox.run(code, session=session))
         assert (f.kind, f.error_class) == ("user_exception", "Weird")
+        # it still points at the line that raised it (a break-it review: source was null)
+        assert f.source is not None and f.source.line == 4
+        assert [fr.line for fr in f.traceback] == [4] and f.traceback[0].text == "raise Weird()"
         f = failed(sandbox.run("raise ValueError('x' * 10**6)\n", session=session))
         assert f.kind == "user_exception" and len(f.message) < 25_000
         assert f.message.endswith("(truncated)")

@@ -49,6 +49,7 @@ from jaxscope.protocol import (
     RunOptions,
     RunRequest,
     RunStarted,
+    SourceLoc,
     Stage,
     StageStarted,
     StdoutPrinted,
@@ -621,12 +622,22 @@ def _failure(exc: BaseException, ctx: RunContext) -> RunFailed:
 
 
 def _bare_failure(exc: BaseException, stage: Stage | None, broken: BaseException) -> RunFailed:
+    """The exception's class, and its snippet frames when they can be read (they read only the
+    traceback's code objects and the snippet's lines, no ``str`` of the exception): an
+    exception whose ``__str__`` raises still points at the line that raised it."""
+    from jaxscope.sandbox.errors import user_frames
+
+    try:
+        frames = user_frames(exc.__traceback__)
+    except BaseException:  # nothing about the failure may fail
+        frames = []
+    deepest = frames[-1] if frames else None
     return RunFailed.model_construct(
         kind="user_exception",
         error_class=type(exc).__name__,
         message=f"(the exception could not be described: {type(broken).__name__})",
-        source=None,
-        traceback=[],
+        source=None if deepest is None else SourceLoc(line=deepest.line, function=deepest.function),
+        traceback=frames,
         explanation=None,
         fix=None,
         stage=stage,
