@@ -8,8 +8,8 @@ lowering goes through ``pxla.lower_sharding_computation`` (``pjit._pjit_lower`` 
 module attribute at call time, once per cache miss: eager primitives compile through it too),
 whose first argument is the ``ClosedJaxpr`` about to be lowered: :func:`install` wraps it once
 per worker, and :func:`reporting_sizes` passes each lowered jaxpr's eqn count to a listener
-while a run lasts: its eqns and those of the jaxprs nested in them (:func:`count_eqns`), since a
-model under one ``jit`` is one eqn at the top.
+while a run lasts: its eqns and those of the jaxprs nested in them
+(``trace_stack.count_eqns``), since a model under one ``jit`` is one eqn at the top.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from typing import Any
 
 from jax._src import core
 from jax._src.interpreters import pxla
+
+from jaxscope.internals.trace_stack import count_eqns
 
 _listener: list[Callable[[int], None]] = []
 _installed: list[Callable[..., Any]] = []
@@ -44,33 +46,6 @@ def install() -> None:
     pxla.lower_sharding_computation = lower_sharding_computation
 
 
-# A bound on what count_eqns reports (a jaxpr that calls a shared body from many nested places
-# multiplies out; the limits reach their ceiling long before this).
-MAX_COUNTED_EQNS = 10_000_000
-
-
-def count_eqns(jaxpr: core.Jaxpr) -> int:
-    """The eqns of ``jaxpr`` with those of every jaxpr in its eqns' params (``jit``, ``scan``,
-    ``cond``, ``custom_jvp_call``..., ``core.jaxprs_in_params``), counted at each eqn that holds
-    one: a model under one ``jit`` is a 1-eqn jaxpr whose compile is that of all its inner eqns.
-    A scan body counts once (not once per iteration). Each distinct jaxpr is walked once; the
-    count stops at :data:`MAX_COUNTED_EQNS`."""
-    totals: dict[int, int] = {}
-
-    def total(j: core.Jaxpr) -> int:
-        known = totals.get(id(j))
-        if known is not None:
-            return known
-        n = len(j.eqns)
-        for eqn in j.eqns:
-            for inner in core.jaxprs_in_params(eqn.params):
-                n = min(n + total(inner), MAX_COUNTED_EQNS)
-        totals[id(j)] = n
-        return n
-
-    return total(jaxpr)
-
-
 def installed() -> bool:
     """Whether :func:`install` wrapped JAX's lowering entry point in this process."""
     return bool(_installed) and pxla.lower_sharding_computation is not _installed[0]
@@ -79,7 +54,8 @@ def installed() -> bool:
 @contextlib.contextmanager
 def reporting_sizes(listener: Callable[[int], None]) -> Iterator[None]:
     """Within the block, call ``listener(eqns)`` before each jit lowering (a cache miss), with
-    the eqn count of the jaxpr being lowered, nested jaxprs included (:func:`count_eqns`)."""
+    the eqn count of the jaxpr being lowered, nested jaxprs included
+    (``trace_stack.count_eqns``)."""
     _listener.append(listener)
     try:
         yield

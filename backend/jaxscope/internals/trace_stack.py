@@ -147,14 +147,32 @@ def observing(f: Callable[..., Any]) -> tuple[Callable[..., Any], Observation]:
     return wrapper, seen
 
 
+# A bound on what count_eqns reports (a jaxpr that calls a shared body from many nested places
+# multiplies out; the limits reach their ceiling long before this).
+MAX_COUNTED_EQNS = 10_000_000
+
+
 def count_eqns(jaxpr: core.Jaxpr) -> int:
-    """Eqns of ``jaxpr``, those of its inner jaxprs (``pjit``, ``scan``... params) included."""
-    total = 0
-    for eqn in jaxpr.eqns:
-        total += 1
-        for sub in core.jaxprs_in_params(eqn.params):
-            total += count_eqns(sub)
-    return total
+    """Eqns of ``jaxpr``, those of its inner jaxprs (``pjit``, ``scan``, ``cond``... params,
+    ``core.jaxprs_in_params``) included, counted at each eqn that holds one: a model under one
+    ``jit`` is a 1-eqn jaxpr whose compile is that of all its inner eqns. A scan body counts
+    once (not once per iteration). Each distinct jaxpr is walked once (a body shared by nested
+    calls would otherwise be walked once per path); the count stops at
+    :data:`MAX_COUNTED_EQNS`."""
+    totals: dict[int, int] = {}
+
+    def total(j: core.Jaxpr) -> int:
+        known = totals.get(id(j))
+        if known is not None:
+            return known
+        n = len(j.eqns)
+        for eqn in j.eqns:
+            for inner in core.jaxprs_in_params(eqn.params):
+                n = min(n + total(inner), MAX_COUNTED_EQNS)
+        totals[id(j)] = n
+        return n
+
+    return total(jaxpr)
 
 
 __all__ = [
