@@ -366,8 +366,9 @@ def test_optimized_hlo_text_carries_metadata_and_stack_frames() -> None:
 
 
 def test_jaxprs_in_params_yields_the_inner_jaxprs_of_jit_cond_and_scan() -> None:
-    """``internals.trace_stack.count_eqns`` (program_size's size of a program) counts by ``core.jaxprs_in_params``: it
-    yields the ``Jaxpr`` of a ``jit`` eqn, each ``cond`` branch and the ``scan`` body."""
+    """``internals.trace_stack.count_eqns`` (a program's size for its limits) walks
+    ``core.jaxprs_in_params``: it yields the ``Jaxpr`` of a ``jit`` eqn, each ``cond`` branch
+    and the ``scan`` body."""
 
     @jax.jit
     def inner(x: Any) -> Any:
