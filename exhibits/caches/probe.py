@@ -118,15 +118,17 @@ def _arrays(args: tuple[Any, ...], fn: Callable[[Any], Any]) -> tuple[Any, ...]:
 
 def _grow(x: Any, axis: int = 0) -> Any:
     """``x`` one longer along ``axis`` (its last entry repeated); a scalar becomes shape (1,);
-    an array with no such axis is kept."""
-    x = np.asarray(x)
-    if x.ndim == 0:
-        return jax.numpy.asarray(np.full((1,), x))
-    if not -x.ndim <= axis < x.ndim:
-        return jax.numpy.asarray(x)
-    pad = [(0, 0)] * x.ndim
+    an array with no such axis is kept. A numpy array stays a numpy array (a ``jax.Array``
+    becomes one), so that only its aval differs from the call before, not its placement."""
+    kind = np.asarray if isinstance(x, np.ndarray) else jax.numpy.asarray
+    host = np.asarray(x)
+    if host.ndim == 0:
+        return kind(np.full((1,), host))
+    if not -host.ndim <= axis < host.ndim:
+        return x
+    pad = [(0, 0)] * host.ndim
     pad[axis] = (0, 1)
-    return jax.numpy.asarray(np.pad(x, pad, mode="edge"))
+    return kind(np.pad(host, pad, mode="edge"))
 
 
 def _cast(x: Any) -> Any:
