@@ -12,7 +12,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import pytest
-from jaxscope.internals import program_size, review_hooks
+from jaxscope.internals import program_size, review_hooks, trace_stack
 from jaxscope.protocol import BudgetScaled, RunFailed, RunFinished
 from jaxscope.sandbox.worker import limit_help
 from jaxscope.settings import (
@@ -228,7 +228,7 @@ def test_a_model_under_one_jit_is_sized_by_its_inner_eqns() -> None:
     with program_size.reporting_sizes(told.append):
         jax.jit(f)(x).block_until_ready()
     assert told == [expected]
-    assert program_size.count_eqns(closed.jaxpr) == expected
+    assert trace_stack.count_eqns(closed.jaxpr) == expected
 
 
 def test_a_compile_scales_the_limits_before_any_jaxpr_is_shown(sandbox: SandboxHarness) -> None:
