@@ -53,6 +53,9 @@ def test_step_through_the_walk_and_see_an_accumulation(
     # Step forward: step 0 is the last eqn of the linear jaxpr, highlighted there.
     go_to_step(page, 0)
     expect(page.get_by_test_id("tw-step-count")).to_have_text(f"step 1 / {total}")
+    # The badge, the card and the table count the same step from 1 (the event's `step` is 0).
+    expect(page.get_by_test_id("tw-card")).to_contain_text("step 1, eqn")
+    expect(page.get_by_test_id("tw-step-0").locator("td").first).to_have_text("1")
     page.get_by_test_id("stepper-next").click()
     expect(page.get_by_test_id("tw-card")).to_have_attribute("data-step", "1")
     expect(page.get_by_test_id("tw-step-1")).to_be_visible()

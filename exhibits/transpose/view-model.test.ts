@@ -630,6 +630,7 @@ describe('a walk past the step cap (probe.MAX_STEP_EVENTS): steps_left_out', () 
 
   it('thousands are grouped; the whole golden stream has no note and the plain badge', () => {
     expect(walkStepCount(2000, 2000, 18001)).toBe('step 2,000 / 2,000 of 20,001');
+    expect(walkStepCount(1195, 1196, 0)).toBe('step 1,195 / 1,196');
     const model = transposeModel(golden, golden);
     expect(model.stepsLeftOut).toBe(0);
     expect(walkCapNote(model.allSteps.length, model.stepsLeftOut)).toBeNull();

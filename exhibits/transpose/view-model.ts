@@ -84,10 +84,12 @@ export function transposeModel(
   };
 }
 
-/** The badge of the walk: `step 12 / 2,000 of 20,001` when steps were left out. */
+/** The badge of the walk: `step 12 / 2,000 of 20,001` when steps were left out. The step under the
+ * cursor counts from 1, as the card, the steps table and the texts show it (the events' `step` is
+ * 0-based: it stays the key and the test ids). */
 export function walkStepCount(shown: number, steps: number, left: number): string {
   const n = (x: number): string => x.toLocaleString('en-US');
-  return left > 0 ? `step ${n(shown)} / ${n(steps)} of ${n(steps + left)}` : `step ${shown} / ${steps}`;
+  return left > 0 ? `step ${n(shown)} / ${n(steps)} of ${n(steps + left)}` : `step ${n(shown)} / ${n(steps)}`;
 }
 
 /** Null when every step of the walk was sent; else the note saying the stepper stops early. */
