@@ -259,7 +259,8 @@ def test_output_after_a_terminal_never_reaches_the_next_run(
         forged = sandbox.run(FORGED, session=session)
         end = terminal(forged)
         assert isinstance(end, RunFailed) and end.kind == "invalid_event"
-        assert "another job" in end.message
+        assert "run_finished event without this run's tag" in end.message
+        assert "from inside the run" in end.message
         first = served_by(session)
         time.sleep(pause_s)
         events = sandbox.run(OK, session=session)

@@ -471,6 +471,9 @@ class WorkerProcess:
         self.uid = uid
         self.info: dict[str, object] = {}
         self.runs = 0
+        # The tags of this worker's earlier jobs: an event carrying one was written by an earlier
+        # job still running; an event carrying none of them was forged inside the worker.
+        self.past_tags: set[str] = set()
         # The pid of the worker's Python process as this (the supervisor's) pid namespace sees
         # it: in namespaces ``proc`` is bwrap, and the worker its grandchild.
         self.worker_pid = proc.pid
@@ -848,6 +851,7 @@ class WorkerProcess:
         # The worker sees a job-specific, unguessable run_id; its events must carry it back (a
         # line forged by user code for another or an earlier job is caught by it).
         tag = f"job-{self.runs}-{secrets.token_hex(8)}"
+        self.past_tags.add(tag)
         seq = 0
         stage: Stage | None = None  # the last stage_started forwarded
 
@@ -985,8 +989,12 @@ class WorkerProcess:
                         )
                     terminal = failed(
                         "invalid_event",
-                        f"the worker sent a {event.type} event of another job "
-                        "(its earlier job was still running)",
+                        f"the worker sent a {event.type} event of an earlier job "
+                        "(that job was still running)"
+                        if event.run_id in self.past_tags
+                        else f"the worker sent a {event.type} event without this run's tag: "
+                        "it was written to the worker's event pipe from inside the run (by the "
+                        "snippet?), not by jaxscope; the run is ended and its worker stopped",
                     )
                     break
                 if event.detail_of is not None:
