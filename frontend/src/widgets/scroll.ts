@@ -13,3 +13,14 @@ export function revealWithin(box: HTMLElement, el: HTMLElement, inset = 0): void
   if (top >= box.scrollTop + inset && bottom <= box.scrollTop + box.clientHeight) return;
   box.scrollTop = Math.max(0, top - inset - (box.clientHeight - inset) / 3);
 }
+
+/**
+ * Whether a text whose highlight went from eqns `before` to `now` goes back to its top: when
+ * the highlight was cleared (the stepper's ⏮, or a step back before the first eqn). A
+ * highlighted eqn is brought into view by its own block; with none, nothing would move, and the
+ * text stayed scrolled where the last step had left it (at its end). Only on the change itself:
+ * while nothing is highlighted, the user's own scrolling (to the end, to load eqn ranges) stays.
+ */
+export function backToTop(before: ReadonlySet<number>, now: ReadonlySet<number>): boolean {
+  return before.size > 0 && now.size === 0;
+}
