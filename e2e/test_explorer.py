@@ -146,6 +146,11 @@ def test_print_fires_once_then_call_again(page: Page, console_errors: list[str])
     run_and_wait(page)
     expect(page.get_by_test_id("call-sentence-2")).to_contain_text("traced again")
     expect(page.get_by_test_id("call-row-2")).to_contain_text("JitTracer(float32[4])")
+    # The row says which argument leaves differ from call #1's, by name: both arrays grew a row.
+    expect(page.get_by_test_id("call-args-note-2")).to_contain_text(
+        "2 of 2 leaves changed since call #1: w: f32[3] → f32[4]; g: f32[3] → f32[4]"
+    )
+    expect(page.get_by_test_id("call-args-2").locator("[data-changed=true]")).to_have_count(2)
     assert console_errors == []
 
 

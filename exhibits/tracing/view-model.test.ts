@@ -1,7 +1,19 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadEvents, loadTruth } from '../../frontend/test-fixtures/load';
-import { ROW_AVALS, codeSpans, failureBanner, failureFamily, rowAvals, rowMark, tracingModel } from './view-model';
+import { avalText } from '../../frontend/src/widgets/format';
+import {
+  ROW_AVALS,
+  argsDiff,
+  argsNote,
+  codeSpans,
+  failureBanner,
+  failureFamily,
+  leavesOf,
+  rowAvals,
+  rowMark,
+  tracingModel,
+} from './view-model';
 
 interface Truth {
   jaxpr_text: string;
@@ -173,5 +185,71 @@ describe('rowAvals', () => {
     const long = rowAvals(avals);
     expect(long.shown).toEqual(avals.slice(0, ROW_AVALS));
     expect(long.more + long.shown.length).toBe(150);
+  });
+});
+
+describe('the calls table says which argument leaves changed since the previous call', () => {
+  it('marks the one aval of a teaching snippet that changed, by its name', () => {
+    const model = tracingModel(loadEvents('tracing-where'));
+    const changed = model.calls.map((r) => r.args.changed.map((l) => l.path));
+    expect(changed).toEqual([[], [], ['x'], ['x', 'y']]);
+    expect(model.calls.map((r) => r.argsNote)).toEqual([
+      '2 leaves',
+      '2 leaves, same avals as call #0',
+      '1 of 2 leaves changed since call #1: x: f32[3] → f32[4]',
+      // y came from a Python float (weak); the dtype change makes it a float16 array
+      '2 of 2 leaves changed since call #2: x: f32[4] → f16[3]; y: ~f32[] → f16[]',
+    ]);
+    expect(model.calls[2]?.args.leaves.map((l) => l.before !== undefined)).toEqual([true, false]);
+  });
+
+  // A stack of 27 parameter leaves called again: the same, one more token, then float16/int16.
+  const model = tracingModel(loadEvents('tracing-params-calls'));
+  /** JAX's own account of a miss (`jax_explain_cache_misses`): `* at tokens, now i32[5] and before
+   * i32[4]`, an aval written `f16[8,8]{weak_type=False}` where the weak types differ. */
+  const jaxSays = (explanation: string): { path: string; now: string; before: string }[] =>
+    [...explanation.matchAll(/^\s*\* at (.+), now (\S+) and before (\S+?)(?:https:\S*)?$/gm)].map((m) => {
+      const aval = (s: string): string => (s.endsWith('{weak_type=True}') ? '~' : '') + s.replace(/\{weak_type=\w+\}$/, '');
+      return { path: m[1] ?? '', now: aval(m[2] ?? ''), before: aval(m[3] ?? '') };
+    });
+
+  it("names each leaf by the staged jaxpr's keypath and summarizes a model's row", () => {
+    expect(model.calls.map((r) => r.args.leaves.map((l) => l.path))).toEqual(
+      model.calls.map(() => model.staged?.jaxpr.arg_names),
+    );
+    expect(model.calls.map((r) => r.args.changed.length)).toEqual([0, 0, 1, 27]);
+    expect(model.calls[0]?.argsNote).toBe('27 leaves');
+    expect(model.calls[1]?.argsNote).toBe('27 leaves, same avals as call #0');
+    expect(model.calls[2]?.argsNote).toBe('1 of 27 leaves changed since call #1: tokens: i32[4] → i32[5]');
+    expect(model.calls[3]?.argsNote).toBe(
+      "27 of 27 leaves changed since call #2: params['emb']: f32[16,8] → f16[16,8]; " +
+        "params['head']: f32[8,16] → f16[8,16]; params['layers'][0]['b_in']: f32[8] → f16[8]; +24 more",
+    );
+  });
+
+  it("finds the leaves JAX's cache-miss explanation names, with the same avals", () => {
+    const grown = model.calls[2];
+    expect(grown?.args.changed.map((l) => ({ path: l.path, now: avalText(l.aval), before: avalText(l.before ?? l.aval) }))).toEqual(
+      jaxSays(grown?.call.explanation ?? ''),
+    );
+    // JAX compares with the closest cached key (call #0's tokens, i32[4]), the row with the
+    // previous call (#2's, i32[5]): the leaves and their new avals agree.
+    const cast = model.calls[3];
+    const said = jaxSays(cast?.call.explanation ?? '');
+    expect(said.length).toBe(27);
+    expect(cast?.args.changed.map((l) => [l.path, avalText(l.aval)])).toEqual(said.map((s) => [s.path, s.now]));
+  });
+
+  it('compares no leaves when the structure changed, and numbers unnamed leaves', () => {
+    const [first, second] = model.calls.map((r) => r.call);
+    if (first === undefined || second === undefined) throw new Error('two calls expected');
+    const typed = { ...second, change: 'expr' as const, arg_avals: second.arg_avals.slice(0, 2) };
+    const diff = argsDiff(typed, first, model.staged?.jaxpr.arg_names);
+    expect(diff.structureChanged).toBe(true);
+    expect(diff.changed).toEqual([]);
+    expect(diff.leaves.map((l) => l.path)).toEqual(['leaf 0', 'leaf 1']);
+    expect(argsNote(diff)).toBe("the arguments' structure changed: 2 leaves where call #0 had 27");
+    expect(leavesOf(1)).toBe('1 leaf');
+    expect(leavesOf(1500)).toBe('1,500 leaves');
   });
 });

@@ -5,6 +5,7 @@
  * one traced again (a cache miss) or hit the cache.
  */
 import type {
+  AvalView,
   CallSpec,
   EqnRecorded,
   Event,
@@ -14,6 +15,7 @@ import type {
   StdoutPrinted,
 } from '../../frontend/src/protocol';
 import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
+import { avalText } from '../../frontend/src/widgets/format';
 
 /** What a change of the call-again control is called in the UI. */
 export const CHANGE_LABEL: Readonly<Record<CallSpec['change'], string>> = {
@@ -29,6 +31,99 @@ export interface CallRow {
   sentence: string;
   /** the jitted call's `cache_size` grew with this call */
   cacheGrew: boolean;
+  /** its argument leaves, each marked where it differs from the previous call's */
+  args: ArgsDiff;
+  /** the arguments in words (`1 of 27 leaves changed since call #1: tokens: i32[4] → i32[5]`) */
+  argsNote: string;
+}
+
+/** One leaf of a call's flattened arguments. */
+export interface ArgLeaf {
+  /** its keypath as JAX names it (`params['layers'][3]['w']`), or `leaf 3` when unnamed */
+  path: string;
+  aval: AvalView;
+  /** the same leaf's aval in the previous call, when it differs from `aval` */
+  before: AvalView | undefined;
+}
+
+/** A call's argument leaves against the previous call's. */
+export interface ArgsDiff {
+  leaves: ArgLeaf[];
+  /** the leaves whose aval differs from the previous call's, in leaf order */
+  changed: ArgLeaf[];
+  /** the previous call had another number of leaves (a typed args tuple of another structure):
+   * leaves are not compared one by one then */
+  structureChanged: boolean;
+  /** the previous call's index, if any */
+  previous: number | undefined;
+  /** how many leaves the previous call had */
+  previousLeaves: number | undefined;
+}
+
+/** Whether two avals are the same in what the event carries (shape, dtype, weak type), each of
+ * which JAX's cache key tells apart. */
+function sameAval(a: AvalView, b: AvalView): boolean {
+  return (
+    a.dtype === b.dtype &&
+    a.weak_type === b.weak_type &&
+    a.shape.length === b.shape.length &&
+    a.shape.every((d, i) => d === b.shape[i])
+  );
+}
+
+/**
+ * `call`'s argument leaves, each compared with the same leaf of `previous`, so that a row can say
+ * why a call traced again (a model's call has ~150 leaves, one of which grew). `names`: the
+ * staged jaxpr's `arg_names`, the keypath of each leaf of the arguments `f` was traced with; the
+ * calls flatten their arguments in the same order (dynamic positional, then keyword), so they
+ * name a call's leaves when the count matches. A typed args tuple with the same count but
+ * another structure would be misnamed; JAX's own explanation of the miss names its keypaths.
+ */
+export function argsDiff(
+  call: JitCalled,
+  previous: JitCalled | undefined,
+  names: readonly string[] | null | undefined,
+): ArgsDiff {
+  const named = names != null && names.length === call.arg_avals.length;
+  const structureChanged = previous !== undefined && previous.arg_avals.length !== call.arg_avals.length;
+  const leaves = call.arg_avals.map((aval, i): ArgLeaf => {
+    const old = structureChanged ? undefined : previous?.arg_avals[i];
+    const path = named ? (names[i] ?? `leaf ${i}`) : `leaf ${i}`;
+    return { path, aval, before: old && !sameAval(old, aval) ? old : undefined };
+  });
+  const changed = leaves.filter((l) => l.before !== undefined);
+  return { leaves, changed, structureChanged, previous: previous?.call_index, previousLeaves: previous?.arg_avals.length };
+}
+
+/** `1 leaf`, `150 leaves` */
+export function leavesOf(n: number): string {
+  return `${n.toLocaleString('en-US')} ${n === 1 ? 'leaf' : 'leaves'}`;
+}
+
+/** `path: f32[3] → f32[4]` */
+export function leafChange(leaf: ArgLeaf): string {
+  return leaf.before ? `${leaf.path}: ${avalText(leaf.before)} → ${avalText(leaf.aval)}` : `${leaf.path}: ${avalText(leaf.aval)}`;
+}
+
+/** How many changed leaves a row's note names before "+N more" (all are in its full list). */
+export const NOTE_CHANGES = 3;
+
+/**
+ * A call's arguments in a few words: how many leaves, and what differs from the previous call
+ * (the changed leaves' keypaths with old → new avals, the first `max` of them; `same avals as
+ * call #0`; or a structure change). A row of a model's call shows this instead of 150 avals.
+ */
+export function argsNote(diff: ArgsDiff, max = NOTE_CHANGES): string {
+  const leaves = leavesOf(diff.leaves.length);
+  if (diff.previous === undefined) return leaves;
+  const since = `call #${diff.previous}`;
+  if (diff.structureChanged) {
+    return `the arguments' structure changed: ${leaves} where ${since} had ${diff.previousLeaves ?? '?'}`;
+  }
+  if (diff.changed.length === 0) return `${leaves}, same avals as ${since}`;
+  const named = diff.changed.slice(0, max).map(leafChange).join('; ');
+  const more = diff.changed.length > max ? `; +${diff.changed.length - max} more` : '';
+  return `${diff.changed.length} of ${leaves} changed since ${since}: ${named}${more}`;
 }
 
 /**
@@ -77,12 +172,16 @@ export function tracingModel(events: readonly Event[]): TracingModel {
   const tracePrints = prints.filter((p) => p.stage === 'trace');
   const jitCalls = eventsOf(events, 'jit_called').sort((a, b) => a.call_index - b.call_index);
   const printsWhileTracing = tracePrints.some((p) => p.text.trim() !== '') || jitCalls.some((c) => c.traced && c.printed.trim() !== '');
-  const calls = jitCalls.map((call, i) => {
+  const staged = lastOf(events, 'jaxpr_staged');
+  const calls = jitCalls.map((call, i): CallRow => {
     const previous = i > 0 ? jitCalls[i - 1] : undefined;
+    const args = argsDiff(call, previous, staged?.jaxpr.arg_names);
     return {
       call,
       sentence: describeCall(call, previous, printsWhileTracing),
       cacheGrew: previous !== undefined && call.cache_size > previous.cache_size,
+      args,
+      argsNote: argsNote(args),
     };
   });
   const failure = lastOf(events, 'run_failed');
@@ -90,7 +189,7 @@ export function tracingModel(events: readonly Event[]): TracingModel {
   const failedCall = failure?.stage === 'call' ? (callStarted.at(-1)?.call_index ?? undefined) : undefined;
   return {
     recorded: eventsOf(events, 'eqn_recorded'),
-    staged: lastOf(events, 'jaxpr_staged'),
+    staged,
     tracePrints,
     calls,
     failure,

@@ -52,6 +52,12 @@ FIXTURES: dict[str, tuple[str, Path, list[str]]] = {
     "tracing-graph-scopes": ("tracing", HERE / "snippets" / "graph_scopes.py", []),
     "tracing-graph-params": ("tracing", HERE / "snippets" / "graph_params.py", []),
     "tracing-graph-jit-scopes": ("tracing", HERE / "snippets" / "graph_jit_scopes.py", []),
+    # 27 leaves called again, for the calls table's per-leaf diff: one grows, then all change dtype
+    "tracing-params-calls": (
+        "tracing",
+        HERE / "snippets" / "graph_params.py",
+        ["same", "shape", "dtype"],
+    ),
 }
 
 
