@@ -30,6 +30,10 @@ stderr where each was made.
 ``output_leaf``: only when ``f`` returns a pytree whose first leaf, a floating scalar (a train
 step's loss), is what was differentiated: the note the page shows, then the output's structure.
 
+``NOTES``: what was differentiated, when it is not ``f`` as given (``jaxscope run`` prints each on
+stderr, as the transpose exhibit's): the walk's seed cotangent for a non-scalar output (the
+gradient of ``sum(f)``), the first-leaf rule's note for a pytree output.
+
 Imports only the protocol."""
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from jaxscope.protocol import EventBase
 
 from exhibits.nan_finder.events import ForwardEqnView, ForwardNonfiniteHidden, NonfiniteFound
 from exhibits.shown import ShownError
+from exhibits.transpose.artefacts import output_leaf_note
 from exhibits.transpose.events import LinearJaxprStaged
 
 
@@ -163,5 +168,15 @@ def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
     return out
 
 
+def _notes(events: Sequence[EventBase]) -> list[str]:
+    leaf = output_leaf_note(events)
+    notes = [leaf] if leaf is not None else []
+    found = [e for e in events if isinstance(e, NonfiniteFound)]
+    if found and found[-1].seed != "1.0":
+        notes.append(f"the walk's seed cotangent is {found[-1].seed}")
+    return notes
+
+
 ARTEFACTS = {"first_nan": _first_nan, "hidden": _hidden, "output_leaf": _output_leaf}
+NOTES = _notes
 SHOWN_ERRORS = _shown_errors

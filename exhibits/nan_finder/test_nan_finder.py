@@ -287,7 +287,7 @@ def test_no_where_no_cure() -> None:
 # ---- the CLI ---------------------------------------------------------------------------------
 
 
-def _cli_first_nan(path: Path) -> Any:
+def _cli_first_nan(path: Path, stderr_has: tuple[str, ...] = ()) -> Any:
     out = subprocess.run(
         [JAXSCOPE, "run", "nan_finder", str(path), "--print", "first_nan"],
         capture_output=True,
@@ -302,6 +302,8 @@ def _cli_first_nan(path: Path) -> Any:
         assert out.returncode == 3 and "NonfiniteGradient" in out.stderr, out.stderr
     else:
         assert out.returncode in (0, 3), out.stderr
+    for text in stderr_has:
+        assert text in out.stderr, out.stderr
     return first
 
 
@@ -680,17 +682,20 @@ def test_a_vector_output_is_walked_from_ones_as_in_the_transpose_exhibit() -> No
     assert nf.cure is not None and nf.cure.verified is True
     same_numbers(nf.cure.cured_gradient[0], [-1.0, -1.0, 0.25])
     assert nf.debug_nans is not None and "sqrt" in nf.debug_nans
-    got = _cli_first_nan_of(VECTOR)
+    # The CLI says what was differentiated, as the page's seed note and the transpose exhibit's
+    # CLI do: the seed cotangent, on stderr.
+    note = f"jaxscope: note: the walk's seed cotangent is {nf.seed}"
+    got = _cli_first_nan_of(VECTOR, (note,))
     assert got == _page_says(nf) and got["seed"] == nf.seed
 
 
-def _cli_first_nan_of(source: str) -> Any:
+def _cli_first_nan_of(source: str, stderr_has: tuple[str, ...] = ()) -> Any:
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
         snippet = Path(tmp) / "snippet.py"
         snippet.write_text(source)
-        return _cli_first_nan(snippet)
+        return _cli_first_nan(snippet, stderr_has)
 
 
 # ---- s11c review: f's own output, a custom_vjp bwd's line, remat + scan, callbacks -----------

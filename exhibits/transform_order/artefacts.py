@@ -67,5 +67,14 @@ def _output_leaf(events: Sequence[EventBase]) -> str | None:
     )
 
 
+def _notes(events: Sequence[EventBase]) -> list[str]:
+    """Each grad chip's first-leaf note (``jaxscope.grad_output``), as ``output_leaf`` has it."""
+    e = _first(events)
+    if e is None:
+        return []
+    return [f"{e.stack[leaf.chip or 0]}: {leaf.note}" for leaf in e.output_leaf]
+
+
 ARTEFACTS = {"result": _result, "jaxpr": _jaxpr, "error": _error, "output_leaf": _output_leaf}
 SHOWN_ERRORS = _shown_errors
+NOTES = _notes

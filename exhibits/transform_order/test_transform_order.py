@@ -26,7 +26,7 @@ from jaxscope.protocol import RunOptions
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.conftest import CASES, EXHIBITS, FakeContext, run_probe
-from exhibits.transform_order import probe
+from exhibits.transform_order import artefacts, probe
 from exhibits.transform_order.events import TransformStackEvaluated
 from exhibits.transform_order.golden.regen import EXAMPLES, direct, golden, load
 
@@ -419,6 +419,8 @@ def test_grad_chip_on_a_train_step_takes_the_first_leaf(which: str, stack: list[
     (note,) = event.output_leaf
     assert note.chip == stack.index("grad") and note.path == FIRST_LEAF_PATH
     assert note.aval == "f32[]" and f"output path {FIRST_LEAF_PATH}" in note.note
+    # The CLI's notes (``NOTES``, printed on stderr) name the chip and say the same.
+    assert artefacts.NOTES(ctx.events) == [f"{stack[note.chip]}: {note.note}"]
 
 
 def test_value_and_grad_chip_returns_the_loss_and_its_gradient() -> None:

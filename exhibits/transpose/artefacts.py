@@ -207,6 +207,19 @@ def _output_leaf(events: Sequence[EventBase]) -> str | None:
     return f"{leaf.note}\noutput: {leaf.structure}" if leaf is not None else None
 
 
+def output_leaf_note(events: Sequence[EventBase]) -> str | None:
+    """The first-leaf rule's note (``jaxscope.grad_output``) when the run differentiated the
+    first leaf of a pytree output, else None (the nan_finder exhibit's notes say it too)."""
+    found = [e for e in events if isinstance(e, LinearJaxprStaged)]
+    leaf = found[-1].output_leaf if found else None
+    return leaf.note if leaf is not None else None
+
+
+def _notes(events: Sequence[EventBase]) -> list[str]:
+    note = output_leaf_note(events)
+    return [note] if note is not None else []
+
+
 ARTEFACTS = {
     "verdict": _verdict,
     "gradient": _gradient,
@@ -216,3 +229,4 @@ ARTEFACTS = {
     "output_leaf": _output_leaf,
 }
 SHOWN_ERRORS = _shown_errors
+NOTES = _notes

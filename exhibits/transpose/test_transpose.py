@@ -995,6 +995,8 @@ def test_cli_lists_and_prints_the_first_leaf_note(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     note, structure = proc.stdout.strip().split("\n")
     assert note.startswith("f returns a pytree of 5 leaves (tuple); differentiating its first leaf")
+    # stderr says it too, as a note (``NOTES``), without --print: what was differentiated.
+    assert f"jaxscope: note: {note}\n" in proc.stderr
     assert "output path [0]" in note
     assert (
         structure == "output: (f32[], {'b1': f32[4], 'b2': f32[2], 'w1': f32[3,4], 'w2': f32[4,2]})"
