@@ -183,6 +183,12 @@ def test_four_stations_show_all_artefacts(
     cost = cost[0] if isinstance(cost, list) else cost
     flops_row = page.get_by_test_id("cost-table").locator("tr", has_text="flops")
     expect(flops_row).to_contain_text(f"{int(cost['flops']):,}")
+    # Every key XLA gave is a row labelled in words, the raw key kept in the cell's title.
+    cost_table = page.get_by_test_id("cost-table")
+    for key in cost:
+        expect(cost_table.get_by_title(key, exact=True)).to_have_count(1)
+    if "bytes accessed0{}" in cost:
+        expect(cost_table).to_contain_text("bytes accessed, operand 0")
     expect(page.get_by_test_id("memory-table")).to_be_visible()
     expect(page.get_by_test_id("cost-caveats")).to_be_visible()
     expect(page.get_by_test_id("run-device")).to_contain_text("cpu", ignore_case=True)

@@ -7,6 +7,7 @@ import {
   costLabel,
   costRows,
   dispatchSentence,
+  exactFigure,
   firstUserInstruction,
   hloTitle,
   linksLoading,
@@ -73,7 +74,20 @@ describe.each(['stations-mlp', 'stations-nested', 'stations-c24'])('the compiled
     const rows = costRows(model.compiled?.cost ?? null);
     expect(rows.map((r) => r.key).sort()).toEqual(Object.keys(truth.cost).sort());
     expect(rows[0]?.key).toBe('flops');
-    expect(rows[0]?.value).toBe(formatCount(truth.cost['flops'] ?? NaN));
+    expect(rows[0]?.value).toBe(`${formatCount(truth.cost['flops'] ?? NaN)} FLOPs`);
+  });
+
+  it('labels every cost key in words, with the number XLA gave and its unit', () => {
+    const rows = costRows(model.compiled?.cost ?? null);
+    for (const row of rows) {
+      // no label keeps XLA's run-together syntax: these keys index whole operands (`{}`)
+      expect(row.label).not.toMatch(/[{}]/);
+      const v = truth.cost[row.key] ?? NaN;
+      // the digits are XLA's, all of them (grouped), then the unit
+      expect(row.value.split(' ')[0]?.replace(/,/g, '')).toBe(String(v));
+      if (row.key.startsWith('bytes accessed')) expect(row.value).toMatch(/^[\d,]+ B( \(.+\))?$/);
+    }
+    expect(rows.find((r) => r.key === 'bytes accessedout{}')?.label).toBe('bytes accessed, output');
   });
 
   it('shows memory_analysis() in human bytes', () => {
@@ -95,9 +109,38 @@ describe.each(['stations-mlp', 'stations-nested', 'stations-c24'])('the compiled
 
 describe('figures for people', () => {
   it('names per-operand cost keys', () => {
-    expect(costLabel('bytes accessed0{}')).toBe('bytes accessed (operand 0)');
-    expect(costLabel('bytes accessedout{}')).toBe('bytes accessed (output)');
-    expect(costLabel('utilization2{}')).toBe('utilization (operand 2)');
+    expect(costLabel('bytes accessed0{}')).toBe('bytes accessed, operand 0');
+    expect(costLabel('bytes accessedout{}')).toBe('bytes accessed, output');
+    expect(costLabel('utilization2{}')).toBe('utilization, operand 2');
+    // a tuple operand's element, and the spelled-out form of the same keys
+    expect(costLabel('bytes accessed1{0}')).toBe('bytes accessed, operand 1, tuple element {0}');
+    expect(costLabel('bytes accessed operand 3 {}')).toBe('bytes accessed, operand 3');
+    expect(costLabel('bytes accessed output {1,0}')).toBe('bytes accessed, output, tuple element {1,0}');
+    expect(costLabel('flops')).toBe('floating-point operations');
+    expect(costLabel('optimal_seconds')).toBe("optimal seconds (XLA's estimate)");
+    expect(costLabel('some new key')).toBe('some new key');
+  });
+
+  it("keeps XLA's numbers exact, with units where the cost model has them", () => {
+    const rows = costRows({
+      optimal_seconds: 1.5e-7,
+      'utilization0{}': 1 / 3,
+      flops: 8e9,
+      'bytes accessed': 32e6,
+      'bytes accessedout{}': 132,
+      transcendentals: 4e6,
+    });
+    expect(rows.map((r) => [r.key, r.value])).toEqual([
+      ['flops', '8,000,000,000 FLOPs'],
+      ['transcendentals', '4,000,000'],
+      ['bytes accessed', '32,000,000 B (30.5 MiB)'],
+      ['bytes accessedout{}', '132 B'],
+      ['optimal_seconds', '1.5e-7 s'],
+      ['utilization0{}', '0.3333333333333333'],
+    ]);
+    // past 2**53 the shortest digits that read back as the same double, as Python's repr
+    expect(exactFigure(2 ** 60)).toBe('1,152,921,504,606,847,000');
+    expect(Number(exactFigure(2 ** 60).replace(/,/g, ''))).toBe(2 ** 60);
   });
 
   it('says "not reported" for -1 and missing figures', () => {

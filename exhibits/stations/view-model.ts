@@ -85,11 +85,11 @@ export function timeline(events: readonly Event[]): TimelineBar[] {
 }
 
 export interface FigureRow {
-  /** the key as JAX reports it (`bytes accessed0{}`) */
+  /** the key as JAX reports it (`bytes accessed0{}`), kept beside the label and in its title */
   key: string;
-  /** what it means, in words */
+  /** what it means, in words (`bytes accessed, operand 0`) */
   label: string;
-  /** the value for people, or `not reported` */
+  /** the value for people with its unit (`640 B`, `1,087 FLOPs`), or `not reported` */
   value: string;
   reported: boolean;
 }
@@ -97,19 +97,47 @@ export interface FigureRow {
 /** Names XLA's cost analysis uses, in the order the table lists them. */
 const COST_ORDER = ['flops', 'transcendentals', 'bytes accessed', 'optimal_seconds', 'utilization'];
 
+/**
+ * XLA's per-operand keys (`HloCostAnalysis::GetOperandBytesAccessedKey` and friends): the base
+ * name, the operand number or `out`, then the shape index inside a tuple operand (`{}` for the
+ * whole operand). jaxlib 0.10 writes them run together (`bytes accessed0{}`,
+ * `bytes accessedout{}`, `utilization1{}`); spaced and spelled-out forms (`bytes accessed operand
+ * 0 {}`, `bytes accessed output {}`) are read the same way.
+ */
+const PER_OPERAND = /^(bytes accessed|utilization)\s*(?:operand\s*)?(out(?:put)?|\d+)\s*\{([^}]*)\}$/;
+
 /** What one `cost_analysis()` key means (`bytes accessed1{}` is operand 1's bytes, `out` the output's). */
 export function costLabel(key: string): string {
-  const m = /^(bytes accessed|utilization)(out|\d+)\{(.*)\}$/.exec(key);
+  const m = PER_OPERAND.exec(key);
   if (m) {
-    const [, base, which, shape] = m;
-    const operand = which === 'out' ? 'output' : `operand ${which}`;
-    return `${base} (${operand}${shape ? ` ${shape}` : ''})`;
+    const [, base, which = '', index = ''] = m;
+    const operand = which.startsWith('out') ? 'output' : `operand ${which}`;
+    return `${base}, ${operand}${index.trim() ? `, tuple element {${index}}` : ''}`;
   }
   if (key === 'flops') return 'floating-point operations';
-  if (key === 'transcendentals') return 'transcendental operations (exp, sin, …)';
-  if (key === 'bytes accessed') return 'bytes read and written';
-  if (key === 'optimal_seconds') return 'estimated seconds';
+  if (key === 'transcendentals') return 'transcendental operations (exp, log, tanh, …)';
+  if (key === 'bytes accessed') return 'bytes accessed, in all';
+  if (key === 'optimal_seconds') return "optimal seconds (XLA's estimate)";
   return key;
+}
+
+/** The unit of a cost key's value, where XLA's cost model gives one (`''`: a plain count or ratio). */
+export function costUnit(key: string): string {
+  if (key.startsWith('bytes accessed')) return 'B';
+  if (key === 'flops') return 'FLOPs';
+  if (key === 'optimal_seconds') return 's';
+  return '';
+}
+
+/**
+ * A figure exactly as XLA reported it: a whole number with its digits grouped (`8,000,000,000`),
+ * any other number in JavaScript's shortest round-trip form (`1.5e-7`, `0.3333333333333333`).
+ * Both write the shortest digits that read back as the same double, as Python's `repr` does.
+ * Never rounded: `formatCount` keeps 3 decimals, which would show an `optimal_seconds` of 1.5e-7
+ * as `0`.
+ */
+export function exactFigure(v: number): string {
+  return Number.isInteger(v) ? v.toLocaleString('en-US') : String(v);
 }
 
 const costRank = (key: string): number => {
@@ -118,7 +146,8 @@ const costRank = (key: string): number => {
 };
 
 /**
- * The rows of `Compiled.cost_analysis()`, ordered flops, transcendentals, bytes, utilization.
+ * The rows of `Compiled.cost_analysis()`, ordered flops, transcendentals, bytes, utilization,
+ * each value exactly XLA's with its unit (bytes also in binary units when over 1 KiB).
  * A negative value (XLA's `-1`) or a missing one means the backend did not report it.
  */
 export function costRows(cost: Readonly<Record<string, number | undefined>> | null): FigureRow[] {
@@ -127,9 +156,10 @@ export function costRows(cost: Readonly<Record<string, number | undefined>> | nu
     .sort(([a], [b]) => costRank(a) - costRank(b) || a.localeCompare(b, 'en', { numeric: true }))
     .map(([key, v]) => {
       const reported = v !== undefined && Number.isFinite(v) && v >= 0;
-      const isBytes = key.startsWith('bytes accessed');
-      const value = !reported ? 'not reported' : isBytes ? `${formatCount(v)} B` : formatCount(v);
-      return { key, label: costLabel(key), value, reported };
+      if (!reported) return { key, label: costLabel(key), value: 'not reported', reported };
+      const unit = costUnit(key);
+      const human = unit === 'B' && v >= 1024 ? ` (${humanBytes(v)})` : '';
+      return { key, label: costLabel(key), value: `${exactFigure(v)}${unit ? ` ${unit}` : ''}${human}`, reported };
     });
 }
 
