@@ -11,7 +11,8 @@ import type { JaxprView } from '../protocol';
 import { layoutDataflowGraph, type GraphLayout, type PlacedNode } from './dataflow-graph';
 import { allGroupIds, groupTree, invarGroups, visibleGraph } from './graph-groups';
 import { layoutLayered } from './graph-layered';
-import { minimapRect, minimapRoom, minimapSize, overflows, MINIMAP_H, MINIMAP_W, type Size } from './graph-minimap';
+import { minimapRect, minimapRoom, minimapSize, overflows, overviewCover, MINIMAP_H, MINIMAP_W, type Size } from './graph-minimap';
+import { scrollTarget } from './graph-scroll';
 
 const BOX: Size = { width: 807, height: 478 };
 
@@ -53,6 +54,12 @@ function hiddenUnderOverview(layout: GraphLayout, box: Size, fit: boolean): Plac
   });
 }
 
+/** Whether `n` is under the overview `cover` (layout units, from the view's top-left) seen from `at`. */
+function under(n: PlacedNode, at: { x: number; y: number }, cover: { x: number; y: number; width: number; height: number }): boolean {
+  const [x0, x1, y0, y1] = [n.x - n.width / 2 - at.x, n.x + n.width / 2 - at.x, n.y - n.height / 2 - at.y, n.y + n.height / 2 - at.y];
+  return x1 > cover.x && x0 < cover.x + cover.width && y1 > cover.y && y0 < cover.y + cover.height;
+}
+
 describe('the graph overview', () => {
   it('fits the layout in its largest size, keeping its shape, at least 12 pixels either way', () => {
     // the GPT stack with its params open: as wide as it may be
@@ -89,4 +96,38 @@ describe('the graph overview', () => {
       }
     });
   }
+});
+
+describe('a view moved to a node (a search hit, an expanded box)', () => {
+  it('moves it clear of the overview, not only into the box', () => {
+    // A search walks its hits from where the last one left the view: every eqn and group node of
+    // each fixture in turn, from where the graph opens. Before, a node under the overview counted
+    // as in view, and the view stayed with the node hidden (eqn 25 of the inner fixture's layered
+    // layout, from where it opens).
+    let wasUnder = 0;
+    for (const name of ['tracing-graph-inner', 'tracing-graph-params', 'tracing-graph-scopes', 'tracing-graph-layers']) {
+      for (const layout of layouts(name)) {
+        for (const fit of [false, true]) {
+          if (!overflows(layout, BOX, fit)) continue;
+          const size = minimapSize(layout);
+          if (size === null) continue;
+          const s = fit ? (BOX.width - minimapRoom(size)) / layout.width : 1;
+          const covered = overviewCover(layout, BOX, s);
+          if (covered === null) throw new Error('no overview');
+          const view = { x: 0, y: 0, width: BOX.width / s, height: BOX.height / s };
+          let at = scrollTarget(layout, view, null, new Map(), covered) ?? { x: 0, y: 0 };
+          for (const n of layout.nodes.filter((m) => m.kind === 'eqn' || m.kind === 'group')) {
+            if (under(n, at, covered.rect)) wasUnder++;
+            at = scrollTarget(layout, { ...view, ...at }, { ids: [n.id], eqns: [] }, new Map(), covered) ?? at;
+            const where = `${name} ${layout.width} x ${layout.height} fit ${fit}: ${n.id} from ${at.x}, ${at.y}`;
+            expect(under(n, at, covered.rect), where).toBe(false);
+            expect(n.x - n.width / 2 >= at.x && n.x + n.width / 2 <= at.x + view.width, where).toBe(true);
+            // within the box's scroll area: the layout and the room kept for the overview
+            expect(at.x).toBeLessThanOrEqual(Math.max(0, layout.width + covered.room - view.width) + 1e-6);
+          }
+        }
+      }
+    }
+    expect(wasUnder).toBeGreaterThan(0);
+  });
 });

@@ -5,6 +5,8 @@
  * lower part of the box lay under it at every scroll position (scrolled to its right end, the
  * layout ended at the box's right edge, under the overview); with it, the layout scrolled to its
  * right end ends left of the overview, and "fit width" fits the layout to the width beside it.
+ * A view moved to a node (`graph-scroll.ts`: a search hit, an expand) is moved clear of it
+ * (`overviewCover`), and the user can hide it (the graph's "overview" box): then it has no room.
  */
 
 /** A width and height (layout units or CSS pixels). */
@@ -58,4 +60,19 @@ export function minimapRoom(size: Size | null): number {
 export function overflows(layout: Size, box: Size, fit: boolean): boolean {
   const s = fit && layout.width > 0 ? box.width / layout.width : 1;
   return layout.width * s > box.width + 1 || layout.height * s > box.height + 1;
+}
+
+/** What the overview hides of a box of client size `box` (CSS pixels) showing `layout` at `scale`
+ * CSS pixels per layout unit, in layout units from the view's top-left, and the room the box
+ * keeps for it (`minimapRoom`, layout units): for `scrollTarget` (`graph-scroll.ts`), so that a
+ * node it scrolls to is not left under the overview. Null for an empty layout; the caller
+ * passes it only while the overview is shown. */
+export function overviewCover(layout: Size, box: Size, scale: number): { rect: Rect; room: number } | null {
+  const size = minimapSize(layout);
+  if (size === null || scale <= 0) return null;
+  const r = minimapRect(box, size);
+  return {
+    rect: { x: r.x / scale, y: r.y / scale, width: r.width / scale, height: r.height / scale },
+    room: minimapRoom(size) / scale,
+  };
 }

@@ -10,6 +10,9 @@
  * it is; otherwise the box scrolls so it is centred across and a quarter down. A box larger than
  * the view is reached through its top-most node, not its centre (an expanded 12-layer stack is a
  * box 60,000 units tall, and the rows of 148 parameters 1,800 wide: their centres are blank space).
+ * A target under the overview (the minimap over the view's bottom-right corner) is not in view:
+ * the view is centred across in the part beside it, so that a search hit or an expanded box is
+ * not brought to where the overview hides it (a review of a 12-layer transformer).
  */
 import type { GraphLayout, PlacedCluster, PlacedNode } from './dataflow-graph';
 import type { ViewRect } from './graph-view';
@@ -27,6 +30,14 @@ interface Box {
   y: number;
   width: number;
   height: number;
+}
+
+/** The overview over the view (`graph-minimap.ts`'s `overviewCover`), in layout units: `rect`,
+ * what it hides, from the view's top-left; `room`, the width the box keeps right of the layout
+ * for it (the scroll area is that much wider than the layout). */
+export interface Covered {
+  rect: ViewRect;
+  room: number;
 }
 
 /** Room kept between a target and the edge of the view, in layout units. */
@@ -107,14 +118,16 @@ function targetOf(layout: GraphLayout, id: string, size: { width: number; height
  * The scroll position (top-left of the view, layout units) after a new `layout`, the view now at
  * `view` (its size is the box's): the first of `focus` found again (module docstring; `nodeOfEqn`
  * maps an eqn to the node that draws or holds it in the new graph), else the top-most eqn or
- * group node. Unchanged when that target is already in view; else centred across and a quarter
- * down. Clamped to the layout. `null` for an empty layout.
+ * group node. Unchanged when that target is already in view and not under the overview
+ * (`covered`, when shown); else centred across (in the part of the view left of the overview)
+ * and a quarter down. Clamped to the layout (and the overview's room). `null` for an empty layout.
  */
 export function scrollTarget(
   layout: GraphLayout,
   view: ViewRect,
   focus: GraphFocus | null,
   nodeOfEqn: ReadonlyMap<number, string>,
+  covered: Covered | null = null,
 ): { x: number; y: number } | null {
   const size = { width: view.width, height: view.height };
   const candidates: string[] = [];
@@ -135,17 +148,22 @@ export function scrollTarget(
   }
   target ??= topMost(layout.nodes.filter(central)) ?? topMost(layout.nodes);
   if (target === undefined) return null;
-  const maxX = Math.max(0, layout.width - view.width);
+  const maxX = Math.max(0, layout.width + (covered?.room ?? 0) - view.width);
   const maxY = Math.max(0, layout.height - view.height);
   const clamp = (v: number, max: number): number => Math.min(max, Math.max(0, v));
   const left = target.x - target.width / 2;
   const right = target.x + target.width / 2;
   const top = target.y - target.height / 2;
   const bottom = target.y + target.height / 2;
-  const fitsAcross = left >= view.x + EDGE && right <= view.x + view.width - EDGE;
+  // Under the overview it is hidden, though in view: moved across, beside the overview (which
+  // covers only the view's right side; the box keeps room for it right of the layout, so even
+  // the right-most node scrolls clear of it).
+  const hidden = covered !== null && meets(target, { ...covered.rect, x: view.x + covered.rect.x, y: view.y + covered.rect.y });
+  const clearWidth = covered === null ? view.width : Math.max(0, covered.rect.x);
+  const fitsAcross = !hidden && left >= view.x + EDGE && right <= view.x + view.width - EDGE;
   const fitsDown = top >= view.y + EDGE && bottom <= view.y + view.height - EDGE;
   return {
-    x: clamp(fitsAcross ? view.x : target.x - view.width / 2, maxX),
+    x: clamp(fitsAcross ? view.x : target.x - clearWidth / 2, maxX),
     y: clamp(fitsDown ? view.y : top - view.height / 4, maxY),
   };
 }
