@@ -217,3 +217,32 @@ def test_narrowest_float_reads_inner_jaxprs_and_tolerances() -> None:
     assert (
         gradient_tolerance(jnp.bfloat16) == 8 * 2.0**-7 and gradient_tolerance(np.float64) == 1e-6
     )
+
+
+def test_a_perturbed_call_reuses_device_leaves_and_gives_the_same_values() -> None:
+    """``_Evaluator`` keeps device copies of the unperturbed leaves (made on the first call) and
+    passes only the changed leaf from the host: every value equals the all-host call's, and a
+    perturbation undone in place does not reach the copies."""
+    from jaxscope.finite_diff import _Evaluator
+
+    def fun(p: dict[str, Any], x: Any) -> Any:
+        return jnp.sum(jnp.tanh(x @ p["w"] + p["b"]) ** 2) + jnp.sum(p["s"] * x)
+
+    rng = np.random.default_rng(1)
+    with jax.enable_x64(True):
+        p = {"w": rng.standard_normal((3, 4)), "b": rng.standard_normal(4), "s": np.float64(0.5)}
+        x = rng.standard_normal((2, 3))
+        ev = _Evaluator(fun, [p, x])
+        leaves = [[np.array(v, copy=True) for v in jax.tree.leaves(p)]]
+        f0 = ev([0], leaves)
+        assert ev.device is not None and len(ev.device[0]) == 3
+        for j, leaf in enumerate(leaves[0]):
+            flat = leaf.reshape(-1)
+            old = float(flat[0])
+            flat[0] = old + 1e-3
+            device = ev([0], leaves, changed=(0, j))
+            host = ev([0], leaves)
+            flat[0] = old
+            assert device == host != f0
+        # The copies still hold the unperturbed values: f is f0 again.
+        assert ev([0], leaves, changed=(0, 0)) == f0
