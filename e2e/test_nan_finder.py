@@ -24,8 +24,10 @@ def test_nan_finder_lands_on_line_7_and_shows_the_cure(
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
     expect(page.get_by_test_id("nan-headline")).to_have_text(
-        "Step 2 wrote a NaN: mul (from sqrt) on line 7."
+        "Step 3 wrote a NaN: mul (from sqrt) on line 7."
     )
+    # The headline counts as the steps table does (from 1: the event's step 2 is row "3").
+    expect(page.get_by_test_id("walk-step-2").locator("td").first).to_have_text("3")
     # The editor highlights line 7, the sqrt inside the where.
     selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
     expect(selected).to_have_count(1)
@@ -191,7 +193,7 @@ def test_nan_finder_checkpoint_custom_vjp_and_vector_output(
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
     expect(page.get_by_test_id("nan-headline")).to_have_text(
-        "Step 1 went bad; inside jax.checkpoint(g) on line 11, its step 0 wrote an Inf first: "
+        "Step 2 went bad; inside jax.checkpoint(g) on line 11, its step 1 wrote an Inf first: "
         "mul (from sqrt) on line 7."
     )
     selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
@@ -212,7 +214,7 @@ def test_nan_finder_checkpoint_custom_vjp_and_vector_output(
     expect(no_cure).not_to_contain_text("custom_jvp")
     # The headline and the editor land on the bwd's bad line, not on the call in f.
     expect(page.get_by_test_id("nan-headline")).to_have_text(
-        "Step 1 wrote an Inf: your custom_vjp backward rule h_bwd, div on line 15, run for the "
+        "Step 2 wrote an Inf: your custom_vjp backward rule h_bwd, div on line 15, run for the "
         "call on line 22."
     )
     expect(selected).to_have_text("    return (g / (r - r),)")

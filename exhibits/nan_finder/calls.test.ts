@@ -30,7 +30,7 @@ describe('checkpoint_sqrt: the Inf is born inside a jax.checkpoint body', () => 
     expect(callText(f.inside[0]!)).toBe('jax.checkpoint(g) on line 11');
     expect(insidePath(f)).toBe('inside jax.checkpoint(g) on line 11');
     expect(headline(model, false)).toBe(
-      'Step 1 went bad; inside jax.checkpoint(g) on line 11, its step 0 wrote an Inf first: mul (from sqrt) on line 7.',
+      'Step 2 went bad; inside jax.checkpoint(g) on line 11, its step 1 wrote an Inf first: mul (from sqrt) on line 7.',
     );
     // At the finding, the editor shows the line inside g and the jaxpr the remat2 step's eqn.
     const remat = model.steps.find((s) => s.primitive === 'remat2')!;

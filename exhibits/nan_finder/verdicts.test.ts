@@ -42,7 +42,7 @@ describe('a custom_vjp bwd finding points at the bwd', () => {
   it('headline and landing name the bwd line, not the call in f', () => {
     expect(f.bwd_source?.line).toBe(bad);
     expect(headline(nanModel(load('custom_vjp_bwd')), false)).toBe(
-      `Step 1 wrote an Inf: your custom_vjp backward rule h_bwd, div on line ${bad}, run for the call on line ${lineOf(src, 'h(x).sum()')}.`,
+      `Step 2 wrote an Inf: your custom_vjp backward rule h_bwd, div on line ${bad}, run for the call on line ${lineOf(src, 'h(x).sum()')}.`,
     );
     expect(landingSelection(f)?.lines).toEqual([bad]);
     expect(cursorSelection(nanModel(load('custom_vjp_bwd')))?.lines).toEqual([bad]);

@@ -40,7 +40,9 @@ describe('where_sqrt (C22 broken): lands on the sqrt on line 7', () => {
 
   it('finds the NaN at the mul that sqrt emitted, line 7', () => {
     expect(f?.found).toBe(true);
-    expect(headline(model, false)).toBe('Step 2 wrote a NaN: mul (from sqrt) on line 7.');
+    expect(headline(model, false)).toBe('Step 3 wrote a NaN: mul (from sqrt) on line 7.');
+    // counted from 1, as the steps table's third row (the event's step is 2)
+    expect(f?.step).toBe(2);
     expect(landingSelection(f!)).toEqual({ origin: 'eqn', lines: [7], eqnIndices: [f!.eqn_index], opLines: [] });
   });
 
@@ -59,7 +61,7 @@ describe('where_sqrt (C22 broken): lands on the sqrt on line 7', () => {
     // Mid-walk the headline says so, and nothing is found yet.
     const mid = nanModel(events.slice(0, events.findIndex((e) => e.type === 'transpose_stepped') + 1));
     expect(mid.found).toBeUndefined();
-    expect(headline(mid, true)).toBe('Walking the backward pass… step 0');
+    expect(headline(mid, true)).toBe('Walking the backward pass… step 1');
   });
 
   it('marks the NaN/Inf elements of the values in and out', () => {
@@ -155,7 +157,7 @@ describe('where_sqrt_fixed: finite', () => {
 describe('norm_at_zero: an Inf, no where to cure', () => {
   const f = nanModel(load('norm_at_zero')).found!;
   it('says Inf, forward finite, and why there is no cure', () => {
-    expect(headline(nanModel(load('norm_at_zero')), false)).toBe('Step 0 wrote an Inf: mul (from sqrt) on line 6.');
+    expect(headline(nanModel(load('norm_at_zero')), false)).toBe('Step 1 wrote an Inf: mul (from sqrt) on line 6.');
     // sqrt(0) = 0 is finite; the residual its rule reads, 0.5/sqrt(0), is not (JAX's sqrt JVP).
     expect(0.5 / Math.sqrt(0)).toBe(Infinity);
     expect(forwardVerdict(f)).toContain('sqrt on line 6 is finite, but residual b, which the rule reads, is Inf.');
@@ -180,7 +182,7 @@ describe('jit_helper: the NaN is born inside a jitted helper', () => {
     expect(insidePath(f)).toBe(`inside jit(norm) on line ${call}`);
     expect(callText(f.inside[0]!)).toBe(`jit(norm) on line ${call}`);
     expect(headline(model, false)).toBe(
-      `Step ${f.step} went bad; inside jit(norm) on line ${call}, its step ${f.inner_step} wrote an Inf first: mul (from sqrt) on line ${sqrt}.`,
+      `Step ${f.step! + 1} went bad; inside jit(norm) on line ${call}, its step ${f.inner_step! + 1} wrote an Inf first: mul (from sqrt) on line ${sqrt}.`,
     );
     expect(model.steps[f.step!]?.primitive).toBe('jit');
     // The editor lands inside the helper; the linear jaxpr's highlighted eqn is the jit step's.

@@ -104,12 +104,20 @@ export function stepRows(steps: readonly Step[]): StepRow[] {
   }));
 }
 
+/**
+ * A walk's step as the page shows it: counted from 1, as the steps table, the card and the
+ * transpose exhibit's badge count it (the events' `step` and `inner_step` are 0-based).
+ */
+export function stepNumber(step: number | null | undefined): string {
+  return step == null ? '?' : (step + 1).toLocaleString('en-US');
+}
+
 /** The headline over the whole exhibit. */
 export function headline(model: NanModel, running: boolean): string {
   const f = model.found;
   if (f === undefined) {
     if (model.failure) return 'The backward pass could not be walked (see the error).';
-    if (model.steps.length > 0) return `Walking the backward pass… step ${model.steps.length - 1}`;
+    if (model.steps.length > 0) return `Walking the backward pass… step ${stepNumber(model.steps.length - 1)}`;
     if (model.linear) return 'Linearized f at your arguments; walking the backward pass… (no step yet)';
     return running || model.started
       ? 'Linearizing f at your arguments…'
@@ -125,13 +133,13 @@ export function headline(model: NanModel, running: boolean): string {
   if (f.bwd_name) {
     // The bad value was made inside the user's custom_vjp backward rule: name its line.
     const op = f.bwd_primitive ? `, ${f.bwd_primitive}${f.bwd_source ? ` on line ${f.bwd_source.line}` : ''}` : '';
-    const via = path !== null ? ` (${path}, its step ${f.inner_step ?? '?'})` : '';
-    return `Step ${f.step ?? '?'} wrote ${what}: your custom_vjp backward rule ${f.bwd_name}${op}${via}, run for the call${line}.`;
+    const via = path !== null ? ` (${path}, its step ${stepNumber(f.inner_step)})` : '';
+    return `Step ${stepNumber(f.step)} wrote ${what}: your custom_vjp backward rule ${f.bwd_name}${op}${via}, run for the call${line}.`;
   }
   if (path !== null) {
-    return `Step ${f.step ?? '?'} went bad; ${path}, its step ${f.inner_step ?? '?'} wrote ${what} first: ${f.primitive ?? '?'}${origin}${line}.`;
+    return `Step ${stepNumber(f.step)} went bad; ${path}, its step ${stepNumber(f.inner_step)} wrote ${what} first: ${f.primitive ?? '?'}${origin}${line}.`;
   }
-  return `Step ${f.step ?? '?'} wrote ${what}: ${f.primitive ?? '?'}${origin}${line}.`;
+  return `Step ${stepNumber(f.step)} wrote ${what}: ${f.primitive ?? '?'}${origin}${line}.`;
 }
 
 /** The callee, as the user wrote it: `jit(norm)`, `cond (branch 1)`, `jax.checkpoint(g)` (remat2). */
