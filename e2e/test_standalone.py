@@ -38,6 +38,9 @@ def f(x, y):
 args = (jnp.ones(3), 1.0)
 """
 
+# What a replayed view's rerun controls say, as their title (frontend/src/recording.ts).
+RERUN_LOCKED = "A recording cannot run again: run the snippet in jaxscope to change the options."
+
 
 def jaxpr_of(source: str) -> str:
     snippet = load_snippet(source)
@@ -59,14 +62,14 @@ def offline_page(browser: Browser) -> Iterator[tuple[Page, list[str], list[str]]
     context.close()
 
 
-def write_html(tmp_path: Path, source: str, *extra: str) -> Path:
+def write_html(tmp_path: Path, source: str, *extra: str, exhibit: str = "tracing") -> Path:
     if not template_path().is_file():
         pytest.fail(f"{template_path()} is missing: run `npm run build` (make test does)")
     snippet = tmp_path / "snippet.py"
     snippet.write_text(source)
     out = tmp_path / "run.html"
     done = subprocess.run(
-        [str(JAXSCOPE), "run", "tracing", str(snippet), "--html", str(out), *extra],
+        [str(JAXSCOPE), "run", exhibit, str(snippet), "--html", str(out), *extra],
         capture_output=True,
         text=True,
         timeout=120,
@@ -95,6 +98,9 @@ def test_the_standalone_file_replays_the_run_from_disk_with_no_network(
         fold.uncheck()
     assert page.get_by_test_id("jaxpr-text").inner_text().strip() == jaxpr_of(SNIPPET)
     expect(page.get_by_test_id("eqn-count")).to_have_text("5")
+    # A recording cannot run again: "call again" is disabled and says why.
+    expect(page.get_by_test_id("call-same")).to_be_disabled()
+    expect(page.get_by_test_id("call-same")).to_have_attribute("title", RERUN_LOCKED)
 
     # The user's code, whole and read-only (typing changes nothing).
     editor = page.get_by_test_id("editor")
@@ -174,6 +180,44 @@ def test_the_download_button_saves_the_run_with_its_details_as_the_same_file(
         == page.get_by_test_id("exhibit-view").inner_text()
     )
     replay.screenshot(path=str(screenshots / "standalone-transpose.png"))
+    assert [u for u in requests if not u.startswith(("file:", "data:", "blob:"))] == []
+    assert errors == []
+
+
+def test_a_replayed_recording_locks_its_rerun_controls_and_still_steps(
+    tmp_path: Path, offline_page: tuple[Page, list[str], list[str]], screenshots: Path
+) -> None:
+    """A recording cannot run again: the caches view's preset menu is disabled, with the reason
+    as its title, and keeps the run's preset; the stepper and the timeline still work."""
+    source = (ROOT / "exhibits" / "caches" / "examples" / "new_shape.py").read_text("utf-8")
+    out = write_html(tmp_path, source, exhibit="caches")
+    page, requests, errors = offline_page
+    page.goto(out.as_uri())
+    expect(page.get_by_test_id("exhibit-title")).to_have_text("Cache layers")
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+
+    preset = page.get_by_test_id("caches-preset")
+    expect(preset).to_be_disabled()
+    expect(preset).to_have_attribute("title", RERUN_LOCKED)
+    expect(preset).to_have_value("")  # the snippet's own calls, as recorded
+
+    # The stepper walks the recorded events; the menu stays locked at every step.
+    position = page.get_by_test_id("stepper-position")
+    page.get_by_test_id("stepper-first").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_started")
+    expect(position).to_contain_text("event 1 of")
+    page.get_by_test_id("stepper-next").click()
+    expect(position).to_contain_text("event 2 of")
+    expect(preset).to_be_disabled()
+    page.get_by_test_id("stepper-last").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    # Picking a call of the timeline only changes the view: it still works.
+    page.get_by_test_id("caches-call-0").click()
+    expect(page.locator("#caches-call")).to_contain_text("Call 1")
+    expect(page.get_by_test_id("caches-layer")).to_have_text("no cache: XLA compiled")
+    expect(page.get_by_test_id("rerun-note")).to_have_count(0)
+    page.screenshot(path=str(screenshots / "standalone-caches-locked.png"))
+
     assert [u for u in requests if not u.startswith(("file:", "data:", "blob:"))] == []
     assert errors == []
 

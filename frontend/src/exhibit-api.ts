@@ -45,9 +45,25 @@ export interface ExhibitViewProps {
    */
   rerun: (options: RunOptions) => void;
   /**
+   * why this view cannot run again (a recording: the standalone replay, design 0034), or
+   * null/absent when it can. When set, every control that calls `rerun` (directly or through a
+   * sub-component) is disabled, with this reason as its `title` (`rerunTitle`); its text inputs
+   * are read-only. Controls that only change the view (stepping, picking a step, details) stay
+   * enabled.
+   */
+  rerunLocked?: string | null;
+  /**
    * details on demand: the view shows this event in full (the step the user picked), so the
    * shell asks for its whole event if it is a summary (`detail_id`); the answer replaces it in
    * `events`. Steps near the stepper's cursor are asked for without it.
    */
   wantDetail?: (event: Event) => void;
+}
+
+/**
+ * The `title` of a control that calls `rerun`: the reason it is disabled when the view cannot run
+ * again (`rerunLocked` set), else the control's own title (absent: none).
+ */
+export function rerunTitle(rerunLocked: string | null | undefined, own?: string): string | undefined {
+  return rerunLocked ? rerunLocked : own;
 }

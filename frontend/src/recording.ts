@@ -18,6 +18,11 @@ export const RECORDING_ID = 'jaxscope-recording';
 export const RECORDING_FORMAT = 'jaxscope-recording/1';
 /** Where the served page finds the single-file template (relative to the page). */
 export const TEMPLATE_PATH = './standalone/index.html';
+/**
+ * Why a replayed view cannot run again: its `rerunLocked` (the rerun controls' title) and the
+ * note the replay shows if a rerun still reaches it.
+ */
+export const RECORDING_RERUN_LOCKED = 'A recording cannot run again: run the snippet in jaxscope to change the options.';
 
 export interface Recording {
   format: typeof RECORDING_FORMAT;
