@@ -246,8 +246,10 @@ def hlo_links(compiled_text: str, closed_jaxpr: Any) -> list[HloLink]:
     (:meth:`jaxscope.internals.lowering.EqnIndex.by_chain`): the eqns recorded at the same chain
     of snippet frames, else at its longest outer part (an instruction from inside a ``scan``
     body belongs to the ``scan`` eqn), else on the same line; narrowed by the name stack when
-    several remain. Candidates that stay ambiguous are all kept (XLA reorders and fuses, so the
-    order of instructions is no guide to which loop iteration made them), unless more than
+    several remain (the eqns whose ``name_stack`` the ``op_name`` holds, ``layer0`` in
+    ``jit(f)/layer0/reduce_sum``, then those whose primitive it names). Candidates that stay
+    ambiguous are all kept (XLA reorders and fuses, so the order of instructions is no guide to
+    which loop iteration made them), unless more than
     :data:`~jaxscope.internals.lowering.MAX_AMBIGUOUS` (then none: ``source`` still links it).
     A ``fusion`` (or any instruction with ``calls=``) also lists the eqns of every instruction
     in the computations it calls, since it computes them.

@@ -27,7 +27,7 @@ from typing import Any
 from jax._src import source_info_util
 
 from exhibits.stations.events import ModuleLowered, OpLink
-from jaxscope.internals.views import eqn_sources, snippet_frames
+from jaxscope.internals.views import eqn_sources, name_stack_text, snippet_frames
 from jaxscope.protocol import SourceLoc
 from jaxscope.snippet_model import SNIPPET_FILENAME
 
@@ -265,7 +265,7 @@ def _compatible(primitive: str, params_name: str | None, stack: str | None) -> b
     """Whether an eqn could have been lowered to an op with this name stack."""
     if stack is None:
         return False
-    parts = stack.split("/")
+    parts = re.split(r"[/;]", stack)  # XLA joins a merged instruction's names with ";"
     return primitive in parts or (params_name is not None and f"jit({params_name})" in parts)
 
 
@@ -273,6 +273,28 @@ _FUNC_RE = re.compile(r"^\s*func\.func (?:public |private )?@([\w.$-]+)\(")
 _CALL_RE = re.compile(
     r"^\s*(?:%[\w#:.-]+(?:\s*,\s*%[\w#:.-]+)*\s*=\s*)?(?:func\.)?call @([\w.$-]+)\("
 )
+
+
+def _scope_prefixes(op_name: str) -> list[str]:
+    """The scopes an op name may have come from, longest first: the op name without its leading
+    ``jit(f)`` (the module's own name stack), then without its last component each time, down
+    to ``""``. JAX names an op ``jit(f)/<the eqn's name stack>/<primitive>`` and an op from
+    inside an eqn's body (a ``scan``'s ``while/body/...``, a nested ``jit(g)/...``) with more
+    after the eqn's name stack, so the eqn's name stack is one of these. Components are split
+    at ``/`` outside parentheses (``transpose(jvp(layer0/attn))/mul`` has two)."""
+    cuts: list[int] = []
+    depth = 0
+    for pos, c in enumerate(op_name):
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "/" and depth == 0:
+            cuts.append(pos)
+    start = 0
+    if cuts and op_name.startswith(("jit(", "pjit(")):
+        start = cuts.pop(0) + 1
+    return [op_name[start:]] + [op_name[start:pos] for pos in reversed(cuts)] + [""]
 
 
 def _snippet_chain(loc: Loc) -> tuple[tuple[int, int], ...]:
@@ -301,12 +323,46 @@ class EqnIndex:
         # tuple for every op would make grouping quadratic again).
         self._interned: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._jit_names: dict[str, tuple[int, ...]] = {}
+        # Each eqn's name stack (``layer0``, ``transpose(jvp(layer0))``; ``""`` for none), and
+        # for each candidate list (by identity: the lists of ``_by_chain``/``_by_line``) its
+        # eqns grouped by name stack, built once per list.
+        self._scopes = [name_stack_text(e.source_info.name_stack) for e in self.eqns]
+        self._scope_groups: dict[int, tuple[list[int], dict[str, list[int]]]] = {}
 
     def _intern(self, found: Sequence[int]) -> tuple[int, ...]:
         t = tuple(found)
         return self._interned.setdefault(t, t)
 
+    def _narrow_scope(self, found: list[int], stack: str | None) -> list[int]:
+        """The eqns of ``found`` whose name stack the op's name stack (``jit(f)/layer0/mul``;
+        XLA joins a merged instruction's with ``;``) holds, the longest that fits for each part:
+        a Python loop under ``jax.named_scope(f"layer{i}")`` runs the same lines in every
+        iteration, and only the name stack tells ``layer0``'s eqn from ``layer11``'s. ``found``
+        unchanged when its eqns share one name stack or none fits."""
+        if stack is None:
+            return found
+        entry = self._scope_groups.get(id(found))
+        if entry is None:
+            groups: dict[str, list[int]] = {}
+            for k in found:
+                groups.setdefault(self._scopes[k], []).append(k)
+            # ``found`` is kept in the entry, so its id stays its own.
+            entry = self._scope_groups[id(found)] = (found, groups)
+        groups = entry[1]
+        if len(groups) <= 1:
+            return found
+        chosen: set[int] = set()
+        for part in stack.split(";"):
+            for scope in _scope_prefixes(part):
+                if scope in groups:
+                    chosen.update(groups[scope])
+                    break
+        return [k for k in found if k in chosen] if chosen else found
+
     def _narrow(self, found: list[int], stack: str | None) -> list[int]:
+        if len(found) <= 1:
+            return found
+        found = self._narrow_scope(found, stack)
         if len(found) <= 1:
             return found
         narrowed = [
@@ -377,7 +433,9 @@ def op_links(stablehlo: str, debug_text: str, closed_jaxpr: Any) -> list[OpLink]
     ``closed_jaxpr`` the staged jaxpr it was lowered from. ``eqn_indices`` are, in order of
     preference: the top-level eqns whose snippet frames (innermost line first, then the lines
     that called it) equal the op's; else those on the op's innermost snippet line; when several
-    remain, those whose primitive (or ``jit`` name) is in the op's name stack. An op with no
+    remain, those whose name stack the op's holds (:meth:`EqnIndex._narrow_scope`: a loop
+    under ``jax.named_scope(f"layer{i}")`` repeats one chain of lines in every layer), then
+    those whose primitive (or ``jit`` name) is in the op's name stack. An op with no
     such eqn inside a private function (a nested ``jax.jit``), or a ``call`` of one, links to
     the top-level ``jit`` eqn that function came from. Ops sharing one ambiguous list (a Python
     loop repeats one line) are split in order (:func:`_split_ambiguous`).
