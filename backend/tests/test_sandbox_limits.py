@@ -77,6 +77,36 @@ def test_an_endless_trace_ends_early_and_says_so(sandbox: SandboxHarness) -> Non
     assert took < 90, took
 
 
+GROWING_EQNS = """\
+import jax.numpy as jnp
+
+def f(x):
+    xs = [x]
+    while True:
+        xs.append(jnp.sin(xs[-1]))
+        total = jnp.stack(xs).sum()
+    return total
+
+args = (jnp.ones(3),)
+"""
+
+
+def test_an_endless_trace_of_growing_eqns_is_told_as_one(sandbox: SandboxHarness) -> None:
+    """Break-it review: each pass stacks every value so far, so its eqns grow and the run's
+    64 MiB of events came before the endless-trace rule's eqn count; it ended ``invalid_event``
+    "not ordinary output" with no stage, line or advice. It is the same unbounded trace."""
+    events = sandbox.run(GROWING_EQNS, exhibit="tracing", wall_s=3.0)
+    terminal = assert_one_terminal(events)
+    assert isinstance(terminal, RunFailed) and terminal.kind == "timeout", terminal
+    assert terminal.stage == "trace"
+    assert terminal.message.startswith("the trace kept growing (")
+    assert "unbounded loop" in terminal.message
+    lines = GROWING_EQNS.splitlines()
+    loop_lines = {lines.index(t) + 1 for t in lines if t.startswith("        ")}
+    assert terminal.source is not None and terminal.source.line in loop_lines, terminal.source
+    assert "lax.while_loop" in (terminal.explanation or "")
+
+
 def test_a_slow_reader_is_not_charged_to_the_trace(
     sandbox: SandboxHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -973,12 +973,26 @@ class WorkerProcess:
                     break
                 run_bytes += len(line)
                 if run_bytes > MAX_RUN_BYTES:
+                    if stage == "trace" and trace_started is not None and trace_streamed > 0:
+                        # A trace whose eqns grow as it goes (a list stacked anew each pass)
+                        # reaches the byte limit before the eqn count of the endless-trace
+                        # rule: it is the same unbounded trace, told the same way.
+                        terminal = await self._stop_growing_trace(
+                            trace_streamed, loop.time() - trace_started
+                        )
+                        terminal.stage = "trace"
+                        terminal.explanation = trace_growth_help(unscaled)
+                        break
+                    loc = await self._ask_where()
                     self.kill()
                     terminal = failed(
                         "invalid_event",
                         f"the worker sent more than {MAX_RUN_BYTES:,} bytes of events in one "
-                        "run (printed output is capped at 1 MiB; this is not ordinary output)",
+                        "run (printed output is capped at 1 MiB; this is not ordinary output)"
+                        + _where(loc),
                     )
+                    terminal.stage = stage
+                    terminal.source = loc
                     break
                 if event.run_id != tag:
                     self.kill()
