@@ -383,20 +383,179 @@ export function gradientDtype(linear: NanModel['linear']): string {
   return dtypes.size === 1 ? [...dtypes][0]! : 'float64';
 }
 
-export function gradientRows(gradient: unknown, dtype = 'float64'): { label: string; cells: Cell[] | null }[] {
+/** The probe sends a gradient leaf with more elements than this as null (probe.py's
+ * MAX_GRADIENT_ELEMENTS). */
+export const MAX_GRADIENT_ELEMENTS = 4096;
+/** A gradient leaf shows at most this many elements as cells; the rest are counted. */
+export const GRADIENT_CELLS = 64;
+
+type LeafAval = Linear['jaxpr']['invars'][number]['aval'];
+
+/** Why a gradient row has no cells: `not-differentiated` (the argument is held fixed: not in
+ * argnums), `too-large` (a differentiated leaf of more than 4,096 elements, sent without its
+ * values), `unknown` (a whole argument with no value when the leaves' avals are not known: one
+ * or the other). `shown`: the row has cells. */
+export type GradientStatus = 'shown' | 'not-differentiated' | 'too-large' | 'unknown';
+
+export interface GradientRow {
+  /** `args[0]['a']['w']`: the argument, then the leaf's key path (as jax.tree_util.keystr) */
+  label: string;
+  /** the leaf's aval (`f32[2]`) when the linear jaxpr's inputs say, else null */
+  aval: string | null;
+  /** the first GRADIENT_CELLS elements, NaN/Inf marked; null when there are no values */
+  cells: Cell[] | null;
+  /** elements beyond the cells shown */
+  more: number;
+  /** NaN/Inf elements in the whole leaf */
+  bad: number;
+  status: GradientStatus;
+}
+
+/** What a gradient row without cells says, by its status. */
+export function gradientStatusText(row: GradientRow): string {
+  switch (row.status) {
+    case 'not-differentiated':
+      return 'not differentiated: held fixed (not in argnums; without an argnums setting, ints, bools, complex and static arguments are)';
+    case 'too-large':
+      return `too large to show: over ${MAX_GRADIENT_ELEMENTS.toLocaleString('en-US')} elements, sent without its values`;
+    case 'unknown':
+      return `no values: either not differentiated (held fixed) or one array of over ${MAX_GRADIENT_ELEMENTS.toLocaleString('en-US')} elements (too large to show)`;
+    default:
+      return '';
+  }
+}
+
+/** The avals of the differentiated leaves, in the order the gradient's leaves flatten (the
+ * linear jaxpr's inputs: one tangent per differentiated leaf); null while its lists are partial
+ * (list ranges) or without a linear jaxpr. */
+export function gradientLeafAvals(linear: NanModel['linear']): LeafAval[] | null {
+  if (linear === undefined || listsPending(linear.jaxpr)) return null;
+  return linear.jaxpr.invars.map((v) => v.aval);
+}
+
+function isScalar(v: unknown): v is number | string | boolean {
+  return typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean';
+}
+
+/** True when `v` is an array of exactly `shape` (nested lists of scalars). */
+function fitsShape(v: unknown, shape: readonly number[]): boolean {
+  if (shape.length === 0) return isScalar(v);
+  if (!Array.isArray(v) || v.length !== shape[0]) return false;
+  const rest = shape.slice(1);
+  return v.every((x) => fitsShape(x, rest));
+}
+
+/** True when `v` looks like an array (a scalar, or rectangular nested lists of scalars): the
+ * guess when the leaves' avals are not known. */
+function looksLikeArray(v: unknown): boolean {
+  if (isScalar(v)) return true;
+  if (!Array.isArray(v)) return false;
+  if (v.length === 0) return true;
+  if (v.every(isScalar)) return true;
+  if (!v.every((x) => Array.isArray(x) && looksLikeArray(x))) return false;
+  const n = (v[0] as unknown[]).length;
+  return v.every((x) => (x as unknown[]).length === n);
+}
+
+interface Leaf {
+  path: string;
+  value: unknown;
+  aval: LeafAval | null;
+}
+
+/** The leaves of one argument's gradient, walked as a pytree (a JSON object is a dict, a list
+ * a list/tuple node unless it is the next leaf's array), consuming `avals` from `at`; null when
+ * the structure does not fit the avals. */
+function argLeaves(value: unknown, path: string, avals: readonly LeafAval[] | null, at: number): Leaf[] | null {
+  const leaves: Leaf[] = [];
+  let i = at;
+  const walk = (v: unknown, p: string): boolean => {
+    const aval = avals === null ? null : (avals[i] ?? null);
+    if (avals !== null && aval === null) return false;
+    const leaf =
+      v === null || v === undefined || isScalar(v) || (aval !== null ? fitsShape(v, aval.shape) : looksLikeArray(v));
+    if (leaf) {
+      if (aval !== null && v !== null && v !== undefined && !fitsShape(v, aval.shape)) return false;
+      leaves.push({ path: p, value: v ?? null, aval });
+      i += 1;
+      return true;
+    }
+    if (Array.isArray(v)) return v.every((x, k) => walk(x, `${p}[${k}]`));
+    if (typeof v === 'object') return Object.entries(v as Record<string, unknown>).every(([k, x]) => walk(x, `${p}['${k}']`));
+    return false;
+  };
+  return walk(value, path) ? leaves : null;
+}
+
+function avalSize(aval: LeafAval): number {
+  return aval.shape.reduce((a, b) => a * b, 1);
+}
+
+/**
+ * The gradient (one entry per argument) as one row per leaf, labelled with its key path
+ * (`args[0]['a']['w']`): a nested dict of parameters gives a row per parameter. `avals` (the
+ * differentiated leaves', gradientLeafAvals) tell an array leaf from a list node, and an argument
+ * that is not differentiated from one array too large to show; without them (or when they do not
+ * fit) the rows are guessed from the values and such an argument says it may be either.
+ */
+export function gradientRows(gradient: unknown, dtype = 'float64', avals: readonly LeafAval[] | null = null): GradientRow[] {
   if (!Array.isArray(gradient)) return [];
-  return gradient.map((g, i) => {
-    if (g === null || g === undefined) return { label: `args[${i}]`, cells: null };
-    const flat = flatten(g);
-    const leaves = flat.length <= 64 ? flat : null;
-    return {
-      label: `args[${i}]`,
-      cells:
-        leaves === null
-          ? null
-          : leaves.map((n) => ({ text: cellText(n, dtype), bad: typeof n === 'string' && /nan|inf/.test(n) })),
-    };
+  const withAvals = avals === null ? null : assignArgs(gradient, avals);
+  const rows: GradientRow[] = [];
+  gradient.forEach((g, i) => {
+    const label = `args[${i}]`;
+    const parsed = withAvals?.[i];
+    if (g === null || g === undefined) {
+      const status: GradientStatus =
+        withAvals === null ? 'unknown' : parsed && parsed.length === 1 ? 'too-large' : 'not-differentiated';
+      rows.push({ label, aval: parsed?.[0]?.aval?.short ?? null, cells: null, more: 0, bad: 0, status });
+      return;
+    }
+    for (const leaf of parsed ?? argLeaves(g, label, null, 0) ?? [{ path: label, value: g, aval: null }]) {
+      rows.push(leafRow(leaf, dtype));
+    }
   });
+  return rows;
+}
+
+function leafRow(leaf: Leaf, dtype: string): GradientRow {
+  const base = { label: leaf.path, aval: leaf.aval?.short ?? null };
+  if (leaf.value === null) return { ...base, cells: null, more: 0, bad: 0, status: 'too-large' };
+  const flat = flatten(leaf.value);
+  const d = leaf.aval?.dtype ?? dtype;
+  const isBad = (n: unknown): boolean => typeof n === 'string' && /nan|inf/.test(n);
+  return {
+    ...base,
+    cells: flat.slice(0, GRADIENT_CELLS).map((n) => ({ text: cellText(n, d), bad: isBad(n) })),
+    more: Math.max(0, flat.length - GRADIENT_CELLS),
+    bad: flat.filter(isBad).length,
+    status: 'shown',
+  };
+}
+
+/** Each argument's leaves with their avals, when the avals fit the gradient's structure (a
+ * null argument takes no aval, not differentiated, or one aval of more than 4,096 elements, too
+ * large: the choice that makes every aval used once); null when nothing fits. */
+function assignArgs(gradient: readonly unknown[], avals: readonly LeafAval[]): (Leaf[] | null)[] | null {
+  const out: (Leaf[] | null)[] = [];
+  const go = (i: number, at: number): boolean => {
+    if (i === gradient.length) return at === avals.length;
+    const g = gradient[i];
+    if (g === null || g === undefined) {
+      const next = avals[at];
+      if (next !== undefined && avalSize(next) > MAX_GRADIENT_ELEMENTS) {
+        out[i] = [{ path: `args[${i}]`, value: null, aval: next }];
+        if (go(i + 1, at + 1)) return true;
+      }
+      out[i] = null;
+      return go(i + 1, at);
+    }
+    const leaves = argLeaves(g, `args[${i}]`, avals, at);
+    if (leaves === null) return false;
+    out[i] = leaves;
+    return go(i + 1, at + leaves.length);
+  };
+  return go(0, 0) ? out.slice(0, gradient.length) : null;
 }
 
 /** The selection that lands the editor on the NaN step's line (and the linear eqn). When the
