@@ -155,7 +155,9 @@ describe("the run", () => {
     const user = evaluated({ stack: ["grad", "sum", "vmap"] });
     expect(shownStack(["jit"], user)).toEqual(["jit"]);
     expect(shownStack(undefined, user)).toEqual(["grad", "vmap"]);
-    expect(shownStack(null, undefined)).toEqual([]);
+    // Before a run: the default stack the run will evaluate, not just f.
+    expect(shownStack(null, undefined)).toEqual(["vmap", "grad"]);
+    expect(shownStack([], undefined)).toEqual([]);
   });
 });
 

@@ -152,13 +152,27 @@ export function orderModel(events: readonly Event[]): OrderModel {
   return { user, groups, failure: lastOf(events, "run_failed") };
 }
 
-/** The chips shown: the options' stack when the run was started with one, else the stack the
- * probe evaluated (the snippet's or the default); only real chips (no `sum`). */
+/** The stack the probe evaluates when neither the run options nor the snippet (a `stack = [...]`
+ * variable) name one: probe.py's DEFAULT_STACK (a vitest reads it there). */
+export const DEFAULT_STACK: readonly Chip[] = ["vmap", "grad"];
+
+/** Where the chips shown come from: the run options, the stack the probe evaluated (the
+ * snippet's or the default), or, before that event arrives, the default the run will use unless
+ * the snippet names its own. */
+export type StackSource = "options" | "evaluated" | "default";
+
+export function stackSource(optionStack: readonly string[] | null | undefined, user?: StackEvaluated): StackSource {
+  return optionStack ? "options" : user ? "evaluated" : "default";
+}
+
+/** The chips shown: the options' stack when the run was (or will be) started with one, else the
+ * stack the probe evaluated (the snippet's or the default), else, before a run, the default the
+ * next run evaluates (so what Run evaluates is what is on screen); only real chips (no `sum`). */
 export function shownStack(
   optionStack: readonly string[] | null | undefined,
   user?: StackEvaluated,
 ): Chip[] {
-  const stack = optionStack ?? user?.stack ?? [];
+  const stack = optionStack ?? user?.stack ?? DEFAULT_STACK;
   return stack.filter(isChip);
 }
 
