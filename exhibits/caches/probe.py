@@ -22,7 +22,6 @@ the closest earlier call (the one with the fewest differing entries; the latest 
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import types
 from collections import Counter
@@ -74,9 +73,10 @@ PRESETS: dict[str, str] = {
     "same": "the same call twice",
     "new_shape": "the same call, then one axis of the data one longer: the batch axis the "
     "snippet's in_axes names for each argument (None: kept), else axis 0 of each argument that "
-    "is an array (containers such as params kept), else axis 0 of every array",
-    "new_dtype": "the same call, then floats as float16 and ints as int16",
-    "weak_type": "a Python scalar in place of the first array argument",
+    "is an array (containers such as params kept), else axis 0 of every array; keyword arguments "
+    "as positional ones, PRNG keys kept",
+    "new_dtype": "the same call, then floats as float16 and ints as int16 (PRNG keys kept)",
+    "weak_type": "a Python scalar in place of the first array argument (positional, then keyword)",
     "static_changed": "a static argument changed, then changed back",
     "redefined": "f redefined: a new function object from the same line",
     "new_closure": "a new closure each time: three calls, each jitting a new function object "
@@ -109,11 +109,24 @@ class PlannedCall:
     changed: str | None = None
 
 
-def _arrays(args: tuple[Any, ...], fn: Callable[[Any], Any]) -> tuple[Any, ...]:
-    def one(x: Any) -> Any:
-        return fn(x) if isinstance(x, (jax.Array, np.ndarray)) else x
+# A dynamic argument's slot: a positional argument's index, or a keyword argument's name.
+Slot = int | str
 
-    return tuple(jax.tree.map(one, a) for a in args)
+
+def _is_key(x: Any) -> bool:
+    """A typed PRNG key array (``jax.random.key``: an extended dtype). Not data to grow or cast,
+    and numpy cannot hold it: the presets keep it as it is."""
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and bool(jax.numpy.issubdtype(dtype, jax.dtypes.extended))
+
+
+def _is_array(x: Any) -> bool:
+    """A ``jax.Array`` or numpy array of numbers (not a PRNG key array)."""
+    return isinstance(x, (jax.Array, np.ndarray)) and not _is_key(x)
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def _grow(x: Any, axis: int = 0) -> Any:
@@ -132,23 +145,25 @@ def _grow(x: Any, axis: int = 0) -> Any:
 
 
 def _cast(x: Any) -> Any:
-    dt = np.asarray(x).dtype
-    if np.issubdtype(dt, np.floating):
-        return jax.numpy.asarray(x, dtype=np.float16)
-    if np.issubdtype(dt, np.integer):
-        return jax.numpy.asarray(x, dtype=np.int16)
+    """Floats as float16, ints as int16 (Python numbers too, as the tracing exhibit's "call
+    again" casts them); ``x`` itself when there is nothing to cast (bool, complex, a PRNG key,
+    already float16/int16). A numpy array stays numpy."""
+    if _is_array(x):
+        dt = x.dtype
+        if jax.numpy.issubdtype(dt, jax.numpy.floating):
+            return x if dt == np.float16 else x.astype(np.float16)
+        if jax.numpy.issubdtype(dt, jax.numpy.integer):
+            return x if dt == np.int16 else x.astype(np.int16)
+        return x
+    if isinstance(x, float):
+        return np.float16(x)
+    if _is_number(x) and -(2**15) <= x < 2**15:
+        return np.int16(x)
     return x
 
 
-def _weak(args: tuple[Any, ...], statics: set[int]) -> tuple[Any, ...]:
-    out = list(args)
-    candidates = [
-        i for i, a in enumerate(args) if i not in statics and isinstance(a, (jax.Array, np.ndarray))
-    ]
-    scalars = [i for i in candidates if np.ndim(args[i]) == 0]
-    for i in scalars[:1] or candidates[:1]:
-        out[i] = np.asarray(args[i]).ravel()[0].item()
-    return tuple(out)
+def _to_numpy(x: Any) -> Any:
+    return np.asarray(x) if isinstance(x, jax.Array) and not _is_key(x) else x
 
 
 def _bump(value: Any) -> Any:
@@ -161,45 +176,144 @@ def _bump(value: Any) -> Any:
     return None
 
 
+@dataclass(frozen=True)
+class _Arguments:
+    """The snippet's arguments as a preset changes them: ``args`` and ``kwargs`` as given, and
+    which of them are static (``nums``: positions, negative ones resolved; ``names``: keyword
+    names), as the jit object has them (JAX infers one from the other through f's signature)."""
+
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    nums: frozenset[int]
+    names: frozenset[str]
+
+    @staticmethod
+    def of(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Arguments:
+        nums, names = jitted_statics(jitted)
+        n = len(args)
+        return _Arguments(
+            args, dict(kwargs), frozenset(i + n if i < 0 else i for i in nums), frozenset(names)
+        )
+
+    def dynamic(self) -> list[tuple[Slot, Any]]:
+        """The traced arguments, positional then keyword (the batch-axis rule treats both)."""
+        return [(i, a) for i, a in enumerate(self.args) if i not in self.nums] + [
+            (k, v) for k, v in self.kwargs.items() if k not in self.names
+        ]
+
+    def get(self, slot: Slot) -> Any:
+        return self.args[slot] if isinstance(slot, int) else self.kwargs[slot]
+
+    def replaced(self, new: dict[Slot, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        args = tuple(new[i] if i in new else a for i, a in enumerate(self.args))
+        return args, {k: new[k] if k in new else v for k, v in self.kwargs.items()}
+
+    def mapped(
+        self, fns: dict[Slot, Callable[[Any], Any]]
+    ) -> tuple[tuple[Any, ...], dict[str, Any], int]:
+        """Each slot's leaves through its function; and how many leaves changed (a function
+        returns the leaf itself for one it keeps)."""
+        changed = 0
+
+        def counted(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+            def one(x: Any) -> Any:
+                nonlocal changed
+                y = fn(x)
+                changed += y is not x
+                return y
+
+            return one
+
+        new = {s: jax.tree.map(counted(fn), self.get(s)) for s, fn in fns.items()}
+        args, kwargs = self.replaced(new)
+        return args, kwargs, changed
+
+    def described(self) -> str:
+        """The traced arguments in words, for a preset that found nothing to change."""
+        parts = [f"{_slot_text(s)} is {_what(v)}" for s, v in self.dynamic()]
+        return "; ".join(parts) if parts else "f has no traced argument"
+
+
+def _slot_text(slot: Slot) -> str:
+    return f"args[{slot}]" if isinstance(slot, int) else f"kwargs[{slot!r}]"
+
+
+def _what(v: Any) -> str:
+    if _is_key(v):
+        return f"a PRNG key array {_short(v)} (kept: a key is not data)"
+    if isinstance(v, jax.Array):
+        return f"a jax.Array {_short(v)}"
+    if isinstance(v, np.ndarray):
+        return f"a numpy array {_short(v)}"
+    if _is_number(v):
+        return f"a Python {type(v).__name__} ({v!r}, weakly typed)"
+    leaves = jax.tree.leaves(v)
+    if leaves and leaves != [v]:
+        return f"a {type(v).__name__} of {len(leaves)} leaves ({_short_list(leaves)})"
+    return f"a {type(v).__name__}"
+
+
+def _short(x: Any) -> str:
+    try:
+        return str(jax.typeof(x).str_short(short_dtypes=True))
+    except TypeError:
+        return type(x).__name__
+
+
+def _short_list(leaves: list[Any]) -> str:
+    shown = ", ".join(_short(x) if hasattr(x, "dtype") else repr(x) for x in leaves[:4])
+    return shown + (", ..." if len(leaves) > 4 else "")
+
+
+def _nothing_to_change(preset: str, why: str, arguments: _Arguments) -> InvalidSnippet:
+    return InvalidSnippet(
+        f"the {preset} preset found nothing to change in your arguments: {why} "
+        f"({arguments.described()}). Its call would be the same call again (a cache hit that "
+        "shows nothing new). Pick another preset, or list the calls you want in `calls`."
+    )
+
+
 def _preset_calls(
     preset: str,
     jitted: Any,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     in_axes: Any = None,
+    source: str | None = None,
 ) -> list[PlannedCall]:
     """The calls ``preset`` makes of ``jitted`` (see :data:`PRESETS`). ``in_axes``: the
-    snippet's ``in_axes`` setting (the vmap exhibit's batch axes), which ``new_shape`` grows."""
+    snippet's ``in_axes`` setting (the vmap exhibit's batch axes), which ``new_shape`` grows.
+    A preset that would change nothing (no array to grow or cast, no static argument it can
+    change) raises :class:`InvalidSnippet` saying why, before any call; ``source`` (the
+    snippet's) lets it point at the setting at fault (``in_axes``, ``args``, ``kwargs``)."""
     if preset not in PRESETS:
         raise InvalidSnippet(f"unknown preset {preset!r}; presets: {', '.join(PRESETS)}")
     first = PlannedCall(jitted, args, kwargs)
-    statics = set(jitted_statics(jitted)[0])
+    given = _Arguments.of(jitted, args, kwargs)
     if preset == "same":
         return [first, PlannedCall(jitted, args, kwargs)]
     if preset == "new_shape":
+        grown, grown_kwargs = _grow_args(given, in_axes, source)
         return [
             first,
             PlannedCall(jitted, args, kwargs),
-            PlannedCall(jitted, _grow_args(args, statics, in_axes), kwargs, changed=preset),
+            PlannedCall(jitted, grown, grown_kwargs, changed=preset),
         ]
     if preset == "new_dtype":
-        return [first, PlannedCall(jitted, _arrays(args, _cast), kwargs, changed=preset)]
-    if preset == "weak_type":
-        return [first, PlannedCall(jitted, _weak(args, statics), kwargs, changed=preset)]
-    if preset == "static_changed":
-        if not statics:
-            raise InvalidSnippet(
-                "the static_changed preset needs a static argument: set static_argnums in the "
-                "snippet (or jit f with static_argnums)"
+        cast, cast_kwargs, n = given.mapped({s: _cast for s, _ in given.dynamic()})
+        if not n:
+            raise _nothing_to_change(
+                preset, "no traced argument holds floats or ints to cast to float16/int16", given
             )
-        i = min(statics)
-        bumped = _bump(args[i])
-        if bumped is None:
-            raise InvalidSnippet(f"cannot change static argument {i} ({args[i]!r}) automatically")
-        changed = (*args[:i], bumped, *args[i + 1 :])
+        return [first, PlannedCall(jitted, cast, cast_kwargs, changed=preset)]
+    if preset == "weak_type":
+        weak, weak_kwargs = _weak(given)
+        return [first, PlannedCall(jitted, weak, weak_kwargs, changed=preset)]
+    if preset == "static_changed":
+        changed, changed_kwargs = _static_changed(jitted, given, source)
         return [
             first,
-            PlannedCall(jitted, changed, kwargs, changed=preset),
+            PlannedCall(jitted, changed, changed_kwargs, changed=preset),
             PlannedCall(jitted, args, kwargs),
         ]
     if preset == "redefined":
@@ -207,10 +321,26 @@ def _preset_calls(
     if preset == "new_closure":
         return [first, *(PlannedCall(_rejit(jitted), args, kwargs) for _ in range(2))]
     if preset == "numpy":
-        return [first, PlannedCall(jitted, _arrays(args, np.asarray), kwargs)]
+        host, host_kwargs, n = given.mapped({s: _to_numpy for s, _ in given.dynamic()})
+        if not n:
+            raise _nothing_to_change(preset, "no traced argument is a jax.Array", given)
+        return [first, PlannedCall(jitted, host, host_kwargs, changed=preset)]
     if preset == "committed":
         dev = jax.devices()[0]
-        return [first, PlannedCall(jitted, _arrays(args, lambda x: jax.device_put(x, dev)), kwargs)]
+
+        def commit(x: Any) -> Any:
+            if isinstance(x, np.ndarray) or (
+                isinstance(x, jax.Array) and not (x.committed and x.devices() == {dev})
+            ):
+                return jax.device_put(x, dev)
+            return x
+
+        put, put_kwargs, n = given.mapped({s: commit for s, _ in given.dynamic()})
+        if not n:
+            raise _nothing_to_change(
+                preset, f"no traced argument is an array not yet committed to {dev}", given
+            )
+        return [first, PlannedCall(jitted, put, put_kwargs, changed=preset)]
     if preset == "persistent":
         return [
             PlannedCall(jitted, args, kwargs, memory=MEMORY_AT_START),
@@ -218,6 +348,92 @@ def _preset_calls(
         ]
     # matmul_precision
     return [first, PlannedCall(jitted, args, kwargs, context="highest")]
+
+
+def _weak(given: _Arguments) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """A Python scalar (the first element's value) in place of the first traced argument that
+    is an array, a 0-d one first; positional arguments before keyword ones. PRNG keys kept."""
+    candidates = [(s, v) for s, v in given.dynamic() if _is_array(v) and np.size(v) > 0]
+    scalars = [(s, v) for s, v in candidates if np.ndim(v) == 0]
+    for slot, value in scalars[:1] or candidates[:1]:
+        return given.replaced({slot: np.asarray(value).ravel()[0].item()})
+    raise _nothing_to_change(
+        "weak_type", "no traced argument is an array to pass as a Python scalar instead", given
+    )
+
+
+def _static_changed(
+    jitted: Any, given: _Arguments, source: str | None
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments with the first static argument (by position, then by name) changed: a bool
+    negated, an int or float plus 1, a str with ``_`` appended."""
+    raw_nums, raw_names = jitted_statics(jitted)
+    passed: list[tuple[Slot, Any]] = [
+        (i, given.args[i]) for i in sorted(given.nums) if 0 <= i < len(given.args)
+    ] + [(k, v) for k, v in given.kwargs.items() if k in given.names]
+    if not passed:
+        if raw_nums or raw_names:
+            declared = ", ".join(
+                f"{what} {value}"
+                for what, value in (("static_argnums", raw_nums), ("static_argnames", raw_names))
+                if value
+            )
+            raise InvalidSnippet(
+                "the static_changed preset needs a static argument that the call passes: f's "
+                f"static arguments ({declared}) are given neither in `args` nor in `kwargs` (f "
+                "uses its defaults). Pass one in `args` or `kwargs`."
+            )
+        raise InvalidSnippet(
+            "the static_changed preset needs a static argument: set static_argnums or "
+            "static_argnames in the snippet (or jit f with them)"
+        )
+    for slot, value in passed:
+        bumped = _bump(value)
+        if bumped is not None:
+            return given.replaced({slot: bumped})
+    slot, value = passed[0]
+    params = _parameter_names(jitted_fun(jitted))
+    if isinstance(slot, int):
+        name = params[slot] if slot < len(params) else None
+        how = next(
+            (f"static_argnums {i}" for i in raw_nums if i in (slot, slot - len(given.args))),
+            "static",
+        )
+        label = f"`{name}` (args[{slot}], {how})" if name else f"args[{slot}] ({how})"
+        parts = ", ".join(
+            "<another value>" if j == slot else f"args[{j}]" for j in range(len(given.args))
+        )
+        parts += "," if len(given.args) == 1 else ""
+        todo = f"list the calls you want in `calls`, e.g. calls = [args, ({parts}), args]"
+        setting = "args"
+    else:
+        label = f"`{slot}` (kwargs[{slot!r}], static_argnames)"
+        todo = (
+            "pass it in `args` (static_argnums) and list the calls you want in `calls`, each a "
+            "tuple of all positional arguments"
+        )
+        setting = "kwargs"
+    error = InvalidSnippet(
+        f"the static_changed preset cannot change the static argument {label} automatically: it "
+        f"is {value!r}, a {type(value).__name__}, and the preset changes only a bool (negated), "
+        f"an int or a float (+1) or a str (+ '_'). Give it such a value, or {todo}."
+    )
+    raise blame_line(error, setting_line(source, setting) if source is not None else None)
+
+
+def _parameter_names(fun: Any) -> list[str]:
+    """f's positional parameter names, in order (empty when it has no readable signature)."""
+    import inspect
+
+    try:
+        params = inspect.signature(fun).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [
+        p.name
+        for p in params
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
 
 
 def _copies(args: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -240,24 +456,67 @@ def _rejit(jitted: Any) -> Any:
     return jax.jit(again, static_argnums=nums, static_argnames=names)
 
 
-def _grow_args(args: tuple[Any, ...], statics: set[int], in_axes: Any = None) -> tuple[Any, ...]:
-    """``args`` with one axis of the data one longer, so that a program whose arrays must agree
-    (a matmul of params and a batch) still accepts them: with ``in_axes`` (an int, or one int or
-    None per argument, as ``jax.vmap`` takes it), the named axis of each argument's arrays
-    (None: the argument kept); else axis 0 of each argument that is an array (containers of
-    arrays, such as params, kept); else axis 0 of every array. Static arguments are kept."""
-    axes = _batch_axes(in_axes, len(args))
-    if axes is None:
-        plain = [i for i, a in enumerate(args) if i not in statics and _is_array(a)]
-        axes = [0 if (i in plain or not plain) else None for i in range(len(args))]
-    return tuple(
-        a if i in statics or axis is None else _arrays((a,), functools.partial(_grow, axis=axis))[0]
-        for i, (a, axis) in enumerate(zip(args, axes, strict=True))
+def _grow_args(
+    given: _Arguments, in_axes: Any = None, source: str | None = None
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """One axis of the data one longer, so that a program whose arrays must agree (a matmul of
+    params and a batch) still accepts them. Keyword arguments are treated as positional ones;
+    static arguments and PRNG key arrays are kept (a key is not data). With ``in_axes`` (an int,
+    or one int or None per positional argument, as ``jax.vmap`` takes it): the named axis of each
+    positional argument's arrays (None: the argument kept), and axis 0 of each keyword argument
+    that is an array. Else axis 0 of each argument that is an array (containers of arrays, such
+    as params, kept); else axis 0 of every array, and Python numbers become shape (1,). Raises
+    :class:`InvalidSnippet` when ``in_axes`` names an axis an array does not have, or when
+    nothing would grow."""
+    dynamic = given.dynamic()
+    axes = _batch_axes(in_axes, len(given.args))
+    at_in_axes = setting_line(source, "in_axes") if source is not None else None
+    plan: dict[Slot, int | None]
+    if axes is not None:
+        plan = {
+            s: axes[s] if isinstance(s, int) else (0 if _is_array(v) else None) for s, v in dynamic
+        }
+        missing = [
+            f"{_slot_text(s)}{jax.tree_util.keystr(path)} is {_short(x)}, with no axis {axis}"
+            for s, v in dynamic
+            if (axis := plan[s]) is not None
+            for path, x in jax.tree_util.tree_flatten_with_path(v)[0]
+            if _is_array(x) and np.ndim(x) > 0 and not -np.ndim(x) <= axis < np.ndim(x)
+        ]
+        if missing:
+            raise blame_line(
+                InvalidSnippet(
+                    f"the new_shape preset cannot grow the batch axes that in_axes = {in_axes!r} "
+                    f"names: {'; '.join(missing)}. Set in_axes to each argument's batch axis "
+                    "(None: not batched), as jax.vmap takes it."
+                ),
+                at_in_axes,
+            )
+        numbers = False
+    else:
+        plain = [s for s, v in dynamic if _is_array(v)]
+        numbers = not plain
+        plan = {s: 0 for s in plain} if plain else {s: 0 for s, _ in dynamic}
+
+    def grower(axis: int) -> Callable[[Any], Any]:
+        def one(x: Any) -> Any:
+            if _is_array(x):
+                return _grow(x, axis)
+            return np.asarray([x]) if numbers and _is_number(x) else x
+
+        return one
+
+    grown, grown_kwargs, n = given.mapped(
+        {s: grower(axis) for s, axis in plan.items() if axis is not None}
     )
-
-
-def _is_array(x: Any) -> bool:
-    return isinstance(x, (jax.Array, np.ndarray))
+    if not n:
+        if axes is not None:
+            why = f"in_axes = {in_axes!r} names no batch axis of an array"
+            raise blame_line(_nothing_to_change("new_shape", why, given), at_in_axes)
+        raise _nothing_to_change(
+            "new_shape", "no traced argument is an array or a Python number to grow", given
+        )
+    return grown, grown_kwargs
 
 
 def _batch_axes(in_axes: Any, n: int) -> list[int | None] | None:
@@ -554,7 +813,9 @@ def _observe(
     )
     if preset is not None:
         in_axes = snippet.namespace.get("in_axes")
-        planned = _preset_calls(preset, jitted, snippet.args, snippet.kwargs, in_axes)
+        planned = _preset_calls(
+            preset, jitted, snippet.args, snippet.kwargs, in_axes, snippet.source
+        )
     else:
         if not isinstance(calls, (list, tuple)):
             raise blame_line(
