@@ -154,6 +154,58 @@ export function differing(call: JitCallObserved): KeyEntry[] {
   return call.entries.filter((e) => e.differs);
 }
 
+/** An equal entry longer than this many lines, or characters, is collapsed in the key diff. */
+export const KEY_PREVIEW_LINES = 3;
+export const KEY_PREVIEW_CHARS = 160;
+
+/** A row of the key diff: the entry, and for a long entry equal in both calls its first lines
+ * (`preview`) and how much is left out (`moreLines`, or `moreChars` for one long line). */
+export interface KeyDiffRow {
+  entry: KeyEntry;
+  /** collapsed: equal in both calls and too long to print twice */
+  collapsed: boolean;
+  preview: string;
+  moreLines: number;
+  moreChars: number;
+}
+
+/** The first lines (or characters) of a long text, and how much is left out; null when short. */
+export function keyPreview(text: string): { preview: string; moreLines: number; moreChars: number } | null {
+  const lines = text.split('\n');
+  if (lines.length > KEY_PREVIEW_LINES) {
+    const preview = lines.slice(0, KEY_PREVIEW_LINES).join('\n');
+    if (preview.length <= KEY_PREVIEW_CHARS * KEY_PREVIEW_LINES) {
+      return { preview, moreLines: lines.length - KEY_PREVIEW_LINES, moreChars: 0 };
+    }
+  }
+  if (text.length <= KEY_PREVIEW_CHARS) return null;
+  return { preview: `${text.slice(0, KEY_PREVIEW_CHARS)}…`, moreLines: 0, moreChars: text.length - KEY_PREVIEW_CHARS };
+}
+
+/** What a collapsed row says about what it leaves out: `same in both: 12 more lines`. */
+export function keyMoreText(row: KeyDiffRow): string {
+  const n = row.moreLines > 0 ? row.moreLines : row.moreChars;
+  const unit = row.moreLines > 0 ? 'line' : 'character';
+  return `same in both: ${n.toLocaleString('en-US')} more ${unit}${n === 1 ? '' : 's'}`;
+}
+
+/**
+ * The key diff's rows, the entries that differ from the closest earlier call first (a model's
+ * call keys on hundreds of parameter leaves, and the one that changed came last), then the
+ * others in JAX's order. An entry equal in both calls and long (a model's input pytree) is
+ * collapsed to its first lines unless its name is in `expanded`.
+ */
+export function keyDiffRows(call: JitCallObserved, expanded: ReadonlySet<string> = new Set()): KeyDiffRow[] {
+  const ordered = [...call.entries.filter((e) => e.differs), ...call.entries.filter((e) => !e.differs)];
+  return ordered.map((entry) => {
+    const equal = !entry.differs && entry.before !== null && entry.before === entry.now;
+    const short = equal && !expanded.has(entry.name) ? keyPreview(entry.now) : null;
+    return short
+      ? { entry, collapsed: true, ...short }
+      : { entry, collapsed: false, preview: entry.now, moreLines: 0, moreChars: 0 };
+  });
+}
+
 /** "same line, new function object": the function entry differs, but the definition line is the same. */
 export function sameLineNewObject(call: JitCallObserved, calls: readonly JitCallObserved[]): boolean {
   if (call.closest === null || call.closest === undefined) return false;
