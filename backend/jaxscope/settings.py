@@ -157,6 +157,22 @@ def load_credit(load_s: float, unscaled_s: float) -> float:
     return max(0.0, min(load_s, load_limit(unscaled_s)))
 
 
+# A run's deadline moves by the time a busy machine made its worker wait for a CPU, once that
+# is at least this many seconds (below it, a read of /proc is not worth the move).
+MIN_WAIT_CREDIT_S = 0.5
+
+
+def wait_credit(waited_s: float, credited_s: float, wall_s: float) -> float:
+    """Seconds to move a run's deadline when it is reached: the time its worker was runnable
+    but waiting for a CPU since the run began (``waited_s``, the kernel's ``run_delay``), less
+    what was credited before (``credited_s``), when at least :data:`MIN_WAIT_CREDIT_S`; in all
+    at most the run's wall limit ``wall_s`` (a run gets at most twice its limit). On a loaded
+    machine a real program's run then ends by its own time, not by the other processes'; a
+    worker that sleeps or blocks waits for no CPU and gains nothing."""
+    credit = min(max(0.0, waited_s), wall_s) - credited_s
+    return credit if credit >= MIN_WAIT_CREDIT_S else 0.0
+
+
 # Where a wheel carries the built frontend (``make wheel`` copies frontend/dist there).
 PACKAGED_DIST = Path(__file__).resolve().parent / "_frontend"
 

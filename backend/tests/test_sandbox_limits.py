@@ -6,6 +6,9 @@ one), not out of memory. All through the real sandbox, except the pure rules."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -14,13 +17,14 @@ import jax.numpy as jnp
 import pytest
 from jaxscope.internals import program_size, review_hooks, trace_stack
 from jaxscope.protocol import BudgetScaled, RunFailed, RunFinished
-from jaxscope.sandbox.worker import limit_help
+from jaxscope.sandbox.worker import limit_help, run_delay_s
 from jaxscope.settings import (
     LOAD_LIMIT_FACTOR,
     TRACE_GROWTH_EQNS,
     load_credit,
     load_limit,
     trace_kept_growing,
+    wait_credit,
 )
 
 from tests.harness import SandboxHarness, assert_one_terminal
@@ -75,6 +79,86 @@ def test_an_endless_trace_ends_early_and_says_so(sandbox: SandboxHarness) -> Non
     # Without the rule the events scaled the limit to the 120 s ceiling (or the 64 MiB cap of
     # one run's events, ~25 s here): this ends once 30,000 eqns streamed (10-45 s here).
     assert took < 90, took
+
+
+def test_the_wait_credit_rule() -> None:
+    # what the machine made the worker wait, less what was credited, from half a second on
+    assert wait_credit(3.0, 0.0, 10.0) == 3.0
+    assert wait_credit(3.0, 2.8, 10.0) == 0.0  # 0.2 s more: not worth a move
+    assert wait_credit(3.6, 3.0, 10.0) == pytest.approx(0.6)
+    # at most the wall limit in all: a run gets at most twice its limit
+    assert wait_credit(30.0, 0.0, 10.0) == 10.0
+    assert wait_credit(30.0, 10.0, 10.0) == 0.0
+    assert wait_credit(-1.0, 0.0, 10.0) == 0.0
+
+
+def test_run_delay_is_read_from_the_kernel() -> None:
+    here = run_delay_s(os.getpid())
+    assert here is not None and here >= 0.0
+    assert run_delay_s(2**22 + 12345) is None  # no such process
+
+
+CPU_BOUND = """\
+import os
+import time
+
+import jax.numpy as jnp
+
+os.sched_setaffinity(0, {CPU})  # the CPU the test's hogs share with it
+
+def f(x):
+    t0 = time.process_time()
+    while time.process_time() - t0 < 1.0:
+        pass
+    return x + 1
+
+args = (jnp.float32(1.0),)
+"""
+
+
+def test_a_run_on_a_busy_machine_is_not_charged_for_the_waits(sandbox: SandboxHarness) -> None:
+    """A fresh review saw real programs time out on a loaded machine and finish on a quiet one.
+    One second of CPU work, on a CPU that three busy processes share with it (~4 s of wall
+    time), under a 2.5 s wall limit: the time the worker waited for the CPU moves its deadline,
+    and it finishes."""
+    cpu = min(os.sched_getaffinity(0))
+    mine = os.sched_getaffinity(0)
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(3)]
+    seen: list[tuple[float, float, str]] = []
+    try:
+        for hog in hogs:
+            os.sched_setaffinity(hog.pid, {cpu})
+        # How much slower CPU work runs on that CPU now (the hogs, and whatever else this
+        # machine runs): the limit is set so that the second of work needs more than it and
+        # less than twice it, the most the credit gives. The machine's load moves meanwhile:
+        # a run that finished inside its limit proved nothing, and is tried with a shorter one.
+        os.sched_setaffinity(0, {cpu})
+        t0, c0 = time.monotonic(), time.process_time()
+        while time.process_time() - c0 < 0.3:
+            pass
+        os.sched_setaffinity(0, mine)
+        wall_s = max(1.0, 0.6 * (time.monotonic() - t0) / 0.3)
+        for _ in range(3):
+            started = time.monotonic()
+            events = sandbox.run(CPU_BOUND.replace("{CPU}", f"{{{cpu}}}"), wall_s=wall_s)
+            took = time.monotonic() - started
+            terminal = assert_one_terminal(events)
+            seen.append((wall_s, took, terminal.type))
+            if isinstance(terminal, RunFailed) or took > wall_s:
+                break
+            wall_s = max(0.5, 0.6 * took)
+    finally:
+        os.sched_setaffinity(0, mine)
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    if isinstance(terminal, RunFinished):
+        # it ran past its limit, on the credit
+        assert took > wall_s, seen
+    else:
+        # the load grew past twice the limit: the credit was still given, and said
+        assert isinstance(terminal, RunFailed) and terminal.kind == "timeout", (seen, terminal)
+        assert "while the busy machine kept it waiting for a CPU" in terminal.message, seen
 
 
 GROWING_EQNS = """\

@@ -33,6 +33,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -78,6 +79,7 @@ from jaxscope.settings import (
     load_limit,
     scaled_limit,
     trace_kept_growing,
+    wait_credit,
 )
 from jaxscope.summaries import range_ids
 
@@ -251,6 +253,19 @@ def _signal_name(signum: int) -> str:
 
 # How often (in events) the supervisor re-checks a run's size against its limits.
 SIZE_CHECK_EVERY = 256
+
+
+def run_delay_s(pid: int) -> float | None:
+    """Seconds the main thread of process ``pid`` was runnable but waiting for a CPU (the
+    scheduler's ``run_delay``, the second field of ``/proc/PID/schedstat``, in ns); None when the
+    process is gone or the kernel does not keep scheduler statistics. The main thread is where a
+    worker traces, compiles and dispatches: XLA's own threads waiting in parallel are not added."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as stat:
+            fields = stat.read().split()
+        return int(fields[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def limit_help(failed: RunFailed, eqns: int | None) -> str | None:
@@ -697,6 +712,7 @@ class WorkerProcess:
         scaled_for: int | None = None,
         loaded_s: float = 0.0,
         loading: bool = False,
+        waited_s: float = 0.0,
     ) -> RunFailed:
         """Kill the worker mid-run: the ``cancelled`` or ``timeout`` failure (the latter naming
         the snippet line it was running, the program size its limit was scaled for, and the
@@ -715,11 +731,14 @@ class WorkerProcess:
         if loaded_s > 0:
             # The load stage (the module body: imports, model building) has its own limit.
             limit += f", counted after its load stage (which took {loaded_s:.1f} s on its own)"
+        if loading:
+            limit += " (the load stage's own)"
+        if waited_s > 0:
+            # settings.wait_credit: the machine's load was not charged to the run
+            limit += f", and {waited_s:.1f} s more while the busy machine kept it waiting for a CPU"
         failed = RunFailed(
             kind="timeout",
-            message=f"the run exceeded its wall-clock limit of {limit}"
-            + (" (the load stage's own)" if loading else "")
-            + _where(loc),
+            message=f"the run exceeded its wall-clock limit of {limit}" + _where(loc),
         )
         failed.source = loc
         return failed
@@ -886,6 +905,11 @@ class WorkerProcess:
         loop = asyncio.get_running_loop()
         started = deadline = loop.time()
         deadline += wall
+        # The time a busy machine made the worker wait for a CPU moves the deadline
+        # (settings.wait_credit): counted from here, then again from the end of the load stage
+        # (whose time does not count at all).
+        delay_base = run_delay_s(self.worker_pid)
+        waited = 0.0  # seconds credited so far
         cancel_wait = asyncio.ensure_future(cancel.wait())
         read: asyncio.Future[bytes] | None = None
         try:
@@ -895,21 +919,39 @@ class WorkerProcess:
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the worker is dead: the read below sees EOF and classifies the death
             while True:
-                read = asyncio.ensure_future(stdout.readuntil(b"\n"))
+                if read is None or read.done():  # a read still pending is waited on again
+                    read = asyncio.ensure_future(stdout.readuntil(b"\n"))
+                assert read is not None
+                waiting: set[asyncio.Future[Any]] = {read, cancel_wait}
                 done, _ = await asyncio.wait(
-                    {read, cancel_wait},
+                    waiting,
                     timeout=max(0.0, deadline - loop.time()),
                     return_when=asyncio.FIRST_COMPLETED,
                 )
                 # The deadline holds however fast lines come (a print loop keeps ``read``
                 # ready every time, so ``asyncio.wait`` alone would never time out).
-                if read not in done or cancel_wait in done or loop.time() >= deadline:
+                expired = cancel_wait not in done and (read not in done or loop.time() >= deadline)
+                if expired and delay_base is not None:
+                    now_delay = run_delay_s(self.worker_pid)
+                    credit = (
+                        0.0
+                        if now_delay is None
+                        else wait_credit(now_delay - delay_base, waited, wall)
+                    )
+                    if credit > 0:
+                        waited += credit
+                        deadline += credit
+                        if read not in done:
+                            continue
+                        expired = False  # the line that came is read below
+                if expired or cancel_wait in done:
                     terminal = await self._stop(
                         cancel_wait in done,
                         load_limit(unscaled) if loading else wall,
                         scaled_for,
                         loaded,
                         loading,
+                        waited,
                     )
                     terminal.stage = stage if terminal.kind in KILLED_KINDS else None
                     terminal.explanation = limit_help(terminal, scaled_for)
@@ -1048,7 +1090,7 @@ class WorkerProcess:
                 if isinstance(event, StageStarted) and event.stage == "load" and stage is None:
                     # The load stage has a limit of its own (settings.load_limit).
                     loading = True
-                    deadline = started + max(wall, load_limit(unscaled))
+                    deadline = started + max(wall, load_limit(unscaled)) + waited
                 elif loading and not (isinstance(event, StdoutPrinted) and event.stage == "load"):
                     # The load stage ended: the next event is its credit (a load of a second
                     # or more; the worker's word, at most the time the run has taken and the
@@ -1058,6 +1100,8 @@ class WorkerProcess:
                         loaded = load_credit(min(event.load_s, now - started), unscaled)
                         loaded_cpu = load_credit(event.load_cpu_s or 0.0, limits.cpu_s * budget)
                     deadline = started + loaded + wall
+                    # the load stage's waits went with its time
+                    delay_base, waited = run_delay_s(self.worker_pid), 0.0
                 if isinstance(event, BudgetScaled):
                     event.wall_s = round(wall + loaded, 3)
                 # A trace that keeps growing past what a finite program traces, and past the
@@ -1107,6 +1151,7 @@ class WorkerProcess:
                         scaled_for,
                         loaded,
                         loading,
+                        waited,
                     )
                     terminal.stage = stage if terminal.kind in KILLED_KINDS else None
                     terminal.explanation = limit_help(terminal, scaled_for)
