@@ -287,9 +287,10 @@ def limit_help(failed: RunFailed, eqns: int | None) -> str | None:
         )
     if failed.stage == "trace" and eqns is None:
         return (
-            "JAX was still tracing `f` (running its Python once on tracers) at the limit. Is "
-            "there an unbounded loop (`while True:`, or a loop whose bound keeps growing)? A "
-            "Python loop is unrolled into the jaxpr, one copy per iteration; "
+            "JAX was still tracing `f` (running its Python once on tracers) at the limit. A "
+            "large program traces slowly (a model built in Python, a long Python loop: each "
+            "iteration is unrolled into the jaxpr, one copy per iteration), and a loop without "
+            "an end (`while True:`, or a bound that keeps growing) never finishes. For a loop, "
             "`lax.fori_loop`, `lax.while_loop` or `lax.scan` keep one copy of the body. "
             f"Otherwise try a part of the program, or {longer}."
         )
