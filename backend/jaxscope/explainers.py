@@ -41,6 +41,7 @@ except ImportError:  # a torch worker has no JAX (design 0025): no JAX error can
 
 from exhibits.registry import EXHIBITS
 from jaxscope.protocol import Stage
+from jaxscope.user_text import exception_text
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,9 @@ class MessageHelp:
 
 def first_match(table: Sequence[MessageHelp], exc: BaseException) -> Explanation | None:
     """The first entry of ``table`` whose marker is in ``str(exc)`` (so the more specific
-    entries come first), as an :class:`Explanation`; None when none is."""
-    message = str(exc)
+    entries come first), as an :class:`Explanation`; None when none is (or when ``str(exc)``
+    raises: :func:`jaxscope.user_text.exception_text`)."""
+    message = exception_text(exc)
     for entry in table:
         if entry.matches(message):
             return Explanation(entry.explanation, entry.fix)

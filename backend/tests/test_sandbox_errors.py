@@ -581,3 +581,13 @@ def test_f_called_wrongly_names_jax_only_where_jax_is_loaded(
     assert without.source is not None and without.source.line == 2
     assert without.explanation is not None and "as a whole" in without.explanation
     assert "JAX" not in without.explanation and "static_argnums" not in without.explanation
+
+
+def test_describe_failure_cuts_the_message_and_class_name() -> None:
+    from jaxscope.sandbox.errors import describe_failure
+    from jaxscope.user_text import MAX_MESSAGE_CHARS, MESSAGE_CUT_NOTE
+
+    long_class = type("E" * 100_000, (Exception,), {})
+    failed = describe_failure(long_class("A" * 100_000), "run")
+    assert failed.error_class == "E" * MAX_MESSAGE_CHARS + MESSAGE_CUT_NOTE
+    assert failed.message == "A" * MAX_MESSAGE_CHARS + MESSAGE_CUT_NOTE

@@ -26,6 +26,7 @@ from jaxscope.internals.api import (
     snippet_globals,
 )
 from jaxscope.protocol import SourceLoc
+from jaxscope.user_text import exception_class, exception_text
 
 from exhibits.custom_vjp.events import ArgumentCheck, CustomCallRecorded, RuleProblem
 
@@ -114,10 +115,10 @@ def classify_error(
     other_ok: bool,
 ) -> RuleProblem:
     """A :class:`RuleProblem` for an error ``jax.grad`` raised with the user's rule."""
-    msg = str(exc)
+    msg = exception_text(exc)
     src = error_source(exc)
     common: _ErrorFields = {
-        "error_class": type(exc).__name__,
+        "error_class": exception_class(exc),
         "error_message": msg,
         "source": src,
         "severity": "error",
@@ -264,7 +265,9 @@ def problems(
     out: list[RuleProblem] = []
     if eager.error is not None:
         out.append(classify_error(eager.error, "eager", custom, call, recorded, False))
-    if jitted.error is not None and (eager.error is None or str(jitted.error) != str(eager.error)):
+    if jitted.error is not None and (
+        eager.error is None or exception_text(jitted.error) != exception_text(eager.error)
+    ):
         out.append(classify_error(jitted.error, "jit", custom, call, recorded, eager.error is None))
     ints = _int_args(recorded)
     if ints:
@@ -335,14 +338,14 @@ def problems(
                 severity="note",
                 title=(
                     "Autodiff of the same math without the rule failed:"
-                    f" {type(auto.error).__name__}."
+                    f" {exception_class(auto.error)}."
                 ),
                 explanation=(
                     "The autodiff column is empty: JAX could not differentiate the undecorated"
                     " function (a common reason to write a custom rule)."
                 ),
-                error_class=type(auto.error).__name__,
-                error_message=str(auto.error),
+                error_class=exception_class(auto.error),
+                error_message=exception_text(auto.error),
                 source=error_source(auto.error),
             )
         )
@@ -412,8 +415,8 @@ def problems(
                 severity="note",
                 title="Finite differences could not be computed (f failed in float64).",
                 explanation="The finite-difference column is empty.",
-                error_class=type(fd_error).__name__,
-                error_message=str(fd_error),
+                error_class=exception_class(fd_error),
+                error_message=exception_text(fd_error),
                 source=error_source(fd_error),
             )
         )

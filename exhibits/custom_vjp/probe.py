@@ -55,6 +55,7 @@ from jaxscope.internals.api import (
 from jaxscope.protocol import ArrayPreview, JaxprStaged, SourceLoc
 from jaxscope.sandbox.probe_api import ProbeContext
 from jaxscope.sandbox.snippet import InvalidSnippet
+from jaxscope.user_text import exception_class, exception_text
 
 from exhibits.custom_vjp import explain
 from exhibits.custom_vjp.events import (
@@ -182,8 +183,8 @@ class Attempt:
         return GradientAttempt(
             mode=self.mode,  # type: ignore[arg-type]
             ok=False,
-            error_class=type(self.error).__name__,
-            message=str(self.error),
+            error_class=exception_class(self.error),
+            message=exception_text(self.error),
             source=error_source(self.error),
         )
 

@@ -57,9 +57,10 @@ from jaxscope.internals.api import (
     plan_call,
 )
 from jaxscope.protocol import RunOptions
-from jaxscope.sandbox.errors import classify, is_memory_error
+from jaxscope.sandbox.errors import describe_failure, is_memory_error
 from jaxscope.sandbox.probe_api import ProbeContext, blame_line, eval_option, setting_line
 from jaxscope.sandbox.snippet import InvalidSnippet
+from jaxscope.user_text import exception_text
 
 from exhibits.transform_order.events import TransformStackEvaluated
 from exhibits.transform_order.options import TransformName
@@ -214,8 +215,8 @@ def _explain(
     exc: Exception, stack: Sequence[str], general: tuple[str | None, str | None]
 ) -> tuple[str | None, str | None]:
     """(explanation, fix): the order-specific one (grad outside vmap), else the runner's
-    (``general``, from ``jaxscope.sandbox.errors.classify``), else this exhibit's own."""
-    msg = str(exc)
+    (``general``, from ``jaxscope.sandbox.errors.describe_failure``), else this exhibit's own."""
+    msg = exception_text(exc)
     grads = [i for i, n in enumerate(stack) if n in ("grad", "value_and_grad")]
     if "Gradient only defined for scalar-output" in msg and "vmap" in stack and grads:
         if stack.index("vmap") > grads[0]:
@@ -302,10 +303,13 @@ def evaluate(
         if is_memory_error(exc):
             raise
         _shorten(exc, rules)
-        if source and "vmap" in stack and str(exc).startswith("vmap got inconsistent sizes"):
+        text = exception_text(exc)
+        if source and "vmap" in stack and text.startswith("vmap got inconsistent sizes"):
             # about the arguments' sizes: their line, as the vmap exhibit says
             blame_line(exc, setting_line(source, "args"))
-        failed = classify(exc, "run", user_f)
+        # As run_failed describes it (class and message cut; an exception whose __str__ raises
+        # still gives its class and raising line).
+        failed = describe_failure(exc, "run", user_f)
         explanation, fix = _explain(exc, stack, (failed.explanation, failed.fix))
         failed_event = TransformStackEvaluated(
             stack=list(stack),

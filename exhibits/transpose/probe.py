@@ -63,9 +63,9 @@ from jaxscope.internals.api import (
     walk_scan_body,
     walk_transpose,
 )
-from jaxscope.protocol import SourceLoc
-from jaxscope.sandbox.errors import transformation_frames, user_frames
+from jaxscope.sandbox.errors import describe_failure
 from jaxscope.sandbox.probe_api import ProbeContext, mark_during
+from jaxscope.user_text import exception_text
 
 from exhibits.transpose.events import (
     CustomRuleOnPath,
@@ -257,7 +257,11 @@ def failing_walk(
         walk_transpose(lin, seed, lambda r: events.extend(emitted.step(r)), emitted.fail)
     except Exception as exc:
         failed = emitted.failed
-        if failed is None or type(exc) is not type(grad_error) or str(exc) != str(grad_error):
+        if (
+            failed is None
+            or type(exc) is not type(grad_error)
+            or exception_text(exc) != exception_text(grad_error)
+        ):
             return None
         return staged, [*events, failed.event], failed.eqn.primitive.name
     return None
@@ -362,17 +366,17 @@ def _attempt(
     except Exception as exc:  # shown as the exhibit's point, re-raised by run() when fatal
         if rule is not None:
             rule.shorten(exc)
-        frames = user_frames(exc.__traceback__) or transformation_frames(exc)
+        # As run_failed describes it: class, message (cut; an exception whose __str__ raises
+        # still gives its class and raising line), the user's line.
+        failed = describe_failure(exc, None)
         help_ = ad_help(exc)
         ctx.emit(
             GradAttempted(
                 mode=mode,  # type: ignore[arg-type]
                 ok=False,
-                error_class=type(exc).__name__,
-                message=str(exc),
-                source=SourceLoc(line=frames[-1].line, function=frames[-1].function)
-                if frames
-                else None,
+                error_class=failed.error_class,
+                message=failed.message,
+                source=failed.source,
                 explanation=help_.explanation if help_ else None,
                 fix=help_.fix if help_ else None,
             )

@@ -19,7 +19,8 @@ Sources:
   the same worker does not colour this run's explanations.
 * ``cache_size``: ``jitted._cache_size()``, the number of entries in the jitted function's C++
   cache (``jaxlib`` ``PjitFunction``).
-* ``printed``: text written to ``sys.stdout`` during the call (Python ``print`` while tracing,
+* ``printed``: text written to ``sys.stdout`` during the call, cut to what one event may carry
+  (``jaxscope.user_text.cut_printed``; Python ``print`` while tracing,
   ``jax.debug.print`` while running), captured by a tee that also passes it on to the stdout that
   was in place (the runner's, which reports it as ``stdout_printed``). The call waits for
   ``jax.block_until_ready`` and ``jax.effects_barrier()`` so that ``jax.debug.print``'s host
@@ -46,6 +47,7 @@ from jax._src.interpreters import partial_eval as pe
 from jaxscope.internals.monitoring import TRACE_EVENT
 from jaxscope.internals.recording import watching_traces
 from jaxscope.snippet_model import SNIPPET_FILENAME
+from jaxscope.user_text import EVENT_PRINT_BYTES, cut_printed
 
 source_info_util.register_exclusion(__file__)
 
@@ -85,6 +87,7 @@ class _Tee:
     def __init__(self, passthrough: TextIO) -> None:
         self.passthrough = passthrough
         self.buffer_ = io.StringIO()
+        self._kept = 0
         self._lock = threading.Lock()
 
     def writable(self) -> bool:
@@ -92,7 +95,13 @@ class _Tee:
 
     def write(self, s: str) -> int:
         with self._lock:
-            self.buffer_.write(s)
+            # Keep no more than one event can carry (cut_printed cuts it; a character is at
+            # least one byte): a print loop's whole output is not held in memory.
+            room = EVENT_PRINT_BYTES + 1 - self._kept
+            if room > 0:
+                kept = s[:room]
+                self.buffer_.write(kept)
+                self._kept += len(kept)
         self.passthrough.write(s)
         return len(s)
 
@@ -193,6 +202,6 @@ def observe_call(fun_name: str) -> Iterator[CallObservation]:
         logger.propagate = saved_logger[1]
         jax.monitoring.unregister_event_duration_listener(on_duration)
         obs.traced = obs.trace_events > 0 and fun_name in obs.traced_functions
-        obs.printed = tee.buffer_.getvalue()
+        obs.printed = cut_printed(tee.buffer_.getvalue())
         obs.messages = list(handler.messages)
         obs.explanation = tidy_explanation(handler.messages)

@@ -34,6 +34,7 @@ from jax._src import source_info_util
 
 from jaxscope.protocol import SourceLoc
 from jaxscope.snippet_model import SNIPPET_FILENAME
+from jaxscope.user_text import exception_text
 
 source_info_util.register_exclusion(__file__)
 
@@ -349,7 +350,7 @@ def rejected_bwd(exc: BaseException, namespace: dict[str, Any] | None = None) ->
     that frame's globals. The saved stack's frames carry no variables: names are then looked
     up in ``namespace`` (the snippet's globals). ``None`` for another error, or when none or
     several match."""
-    msg = str(exc)
+    msg = exception_text(exc)
     if not any(msg.startswith(m) for m in BWD_OUTPUT_ERRORS):
         return None
     tbs = [exc.__traceback__]

@@ -38,6 +38,7 @@ from jaxscope.explainers import ErrorContext, explain, explainer_chain, is_trace
 from jaxscope.protocol import RunFailed, SourceLoc, Stage, TracebackFrame
 from jaxscope.sandbox.probe_api import BLAME_ATTR, DURING_ATTR, EXPLAIN_ATTR, SNIPPET_FILENAME
 from jaxscope.sandbox.snippet import InvalidSnippet
+from jaxscope.user_text import cut_message, exception_class, undescribed
 
 _MEMORY_MARKERS = ("RESOURCE_EXHAUSTED", "Out of memory", "out of memory")
 
@@ -298,6 +299,49 @@ def classify(exc: BaseException, stage: Stage | None, f: object = None) -> RunFa
         fix=fix,
         stage=stage,
         during=during if isinstance(during, str) else None,
+    )
+
+
+def describe_failure(
+    exc: BaseException,
+    stage: Stage | None,
+    f: object = None,
+    *,
+    catch: type[BaseException] = Exception,
+) -> RunFailed:
+    """How the runner and the exhibits describe an exception: :func:`classify`, or, when that
+    raises (``catch``: e.g. a user exception whose ``__str__`` raises), :func:`bare_failure`;
+    the message and class name cut (``jaxscope.user_text.cut_message``). An exhibit that
+    catches the user's exception and shows it in its own event takes ``error_class``,
+    ``message`` and ``source`` from here, as ``run_failed`` does."""
+    try:
+        failed = classify(exc, stage, f=f)
+    except catch as broken:
+        failed = bare_failure(exc, stage, broken)
+    failed.message = cut_message(failed.message)
+    if failed.error_class is not None:
+        failed.error_class = cut_message(failed.error_class)
+    return failed
+
+
+def bare_failure(exc: BaseException, stage: Stage | None, broken: BaseException) -> RunFailed:
+    """The exception's class, and its snippet frames when they can be read (they read only the
+    traceback's code objects and the snippet's lines, no ``str`` of the exception): an
+    exception whose ``__str__`` raises still points at the line that raised it."""
+    try:
+        frames = user_frames(exc.__traceback__)
+    except BaseException:  # nothing about the failure may fail
+        frames = []
+    deepest = frames[-1] if frames else None
+    return RunFailed.model_construct(
+        kind="user_exception",
+        error_class=exception_class(exc),
+        message=undescribed(broken),
+        source=None if deepest is None else SourceLoc(line=deepest.line, function=deepest.function),
+        traceback=frames,
+        explanation=None,
+        fix=None,
+        stage=stage,
     )
 
 

@@ -49,7 +49,6 @@ from jaxscope.protocol import (
     RunOptions,
     RunRequest,
     RunStarted,
-    SourceLoc,
     Stage,
     StageStarted,
     StdoutPrinted,
@@ -72,9 +71,10 @@ from jaxscope.summaries import (
     split_event,
     summarise_event,
 )
+from jaxscope.user_text import PRINT_CAP_BYTES, TRUNCATED_NOTE, utf8_prefix
 
-# An exception message longer than this is cut (a str() of a huge array, say).
-MAX_MESSAGE_CHARS = 20_000
+# An exception's message and class name are cut after MAX_MESSAGE_CHARS (jaxscope.user_text,
+# shared with the exhibits' events: sandbox.errors.describe_failure).
 
 # The user's printed text: one stdout_printed event carries at most this many characters, and a
 # run prints at most PRINT_CAP_BYTES (UTF-8); the rest is dropped after one TRUNCATED_NOTE (the
@@ -83,8 +83,6 @@ PRINT_CHUNK_CHARS = 64 * 1024
 # Completed lines are sent at most this often (seconds); the rest waits in the buffer for the
 # next line, a chunk's worth of text, or the next stage or event (which flush it).
 PRINT_INTERVAL_S = 0.05
-PRINT_CAP_BYTES = 2**20
-TRUNCATED_NOTE = "[jaxscope: output truncated after 1 MiB]\n"
 
 # Exit status of a worker that retires right after a run's terminal event (threads the user
 # started are still alive, or its lifetime CPU budget is nearly spent). The supervisor sees a dead
@@ -477,7 +475,7 @@ class StdoutEvents(io.TextIOBase):
         data = text.encode("utf-8", "replace")
         room = PRINT_CAP_BYTES - self._printed
         if len(data) > room:
-            text = data[: max(room, 0)].decode("utf-8", "ignore")
+            text = utf8_prefix(text, room)
             data = text.encode("utf-8")
             self._truncated = True
         for i in range(0, len(text), PRINT_CHUNK_CHARS):
@@ -600,48 +598,21 @@ _FAILURE_EXTRA_RECURSION = 20_000
 
 
 def _failure(exc: BaseException, ctx: RunContext) -> RunFailed:
-    """The ``run_failed`` event for ``exc``: :func:`classify`, with extra recursion headroom;
-    if that fails anyway, a summary that reads nothing but the exception's class (it cannot
-    itself fail: no traceback, no ``str`` of the exception, no user code)."""
-    from jaxscope.sandbox.errors import classify
+    """The ``run_failed`` event for ``exc``: :func:`~jaxscope.sandbox.errors.describe_failure`
+    (``classify``; if that fails, a summary that reads nothing but the exception's class and
+    its snippet frames: no ``str`` of the exception, no user code), with extra recursion
+    headroom; its message and class cut (``jaxscope.user_text``)."""
+    from jaxscope.sandbox.errors import describe_failure
 
     stage = ctx.error_stage or ctx.current_stage
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(limit + _FAILURE_EXTRA_RECURSION)
     try:
-        try:
-            failed = classify(exc, stage, f=_snippet_f(ctx))
-        except BaseException as broken:  # e.g. a user exception whose __str__ raises
-            failed = _bare_failure(exc, stage, broken)
-        if len(failed.message) > MAX_MESSAGE_CHARS:
-            failed.message = failed.message[:MAX_MESSAGE_CHARS] + "\n… (truncated)"
+        failed = describe_failure(exc, stage, f=_snippet_f(ctx), catch=BaseException)
         failed.run_id = ctx.run_id
         return failed
     finally:
         sys.setrecursionlimit(limit)
-
-
-def _bare_failure(exc: BaseException, stage: Stage | None, broken: BaseException) -> RunFailed:
-    """The exception's class, and its snippet frames when they can be read (they read only the
-    traceback's code objects and the snippet's lines, no ``str`` of the exception): an
-    exception whose ``__str__`` raises still points at the line that raised it."""
-    from jaxscope.sandbox.errors import user_frames
-
-    try:
-        frames = user_frames(exc.__traceback__)
-    except BaseException:  # nothing about the failure may fail
-        frames = []
-    deepest = frames[-1] if frames else None
-    return RunFailed.model_construct(
-        kind="user_exception",
-        error_class=type(exc).__name__,
-        message=f"(the exception could not be described: {type(broken).__name__})",
-        source=None if deepest is None else SourceLoc(line=deepest.line, function=deepest.function),
-        traceback=frames,
-        explanation=None,
-        fix=None,
-        stage=stage,
-    )
 
 
 # Captured at import, before any user code (a snippet may monkeypatch ``json.loads``, and
