@@ -583,6 +583,29 @@ def test_f_called_wrongly_names_jax_only_where_jax_is_loaded(
     assert "JAX" not in without.explanation and "static_argnums" not in without.explanation
 
 
+def test_resource_exhausted_of_any_class_is_memory_with_a_fix() -> None:
+    """XLA's out-of-memory text reaches the snippet as a ValueError (``jnp.ones`` past the
+    device's memory): memory, with the explanation and fix of the other memory failures."""
+    oom = ValueError("RESOURCE_EXHAUSTED: Out of memory allocating 200000000 bytes.")
+    failed = classify(oom, "load")
+    assert failed.kind == "memory"
+    assert failed.explanation == classify(MemoryError(), "load").explanation
+    assert failed.fix and "smaller" in failed.fix
+    assert classify(ValueError("out of memory, says the user"), "load").kind == "user_exception"
+
+
+def test_is_memory_error_never_raises() -> None:
+    """An exception whose __str__ raises is not a memory error (the exhibits ask first, in
+    their except clauses: it must not replace the user's exception with the __str__'s)."""
+    from jaxscope.sandbox.errors import is_memory_error
+
+    class Undescribable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("str fails")
+
+    assert not is_memory_error(Undescribable())
+
+
 def test_describe_failure_cuts_the_message_and_class_name() -> None:
     from jaxscope.sandbox.errors import describe_failure
     from jaxscope.user_text import MAX_MESSAGE_CHARS, MESSAGE_CUT_NOTE

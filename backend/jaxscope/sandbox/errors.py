@@ -41,16 +41,28 @@ from jaxscope.sandbox.snippet import InvalidSnippet
 from jaxscope.user_text import cut_message, exception_class, undescribed
 
 _MEMORY_MARKERS = ("RESOURCE_EXHAUSTED", "Out of memory", "out of memory")
+# XLA's out-of-memory text, whatever exception carries it (a failed device allocation reaches
+# the snippet as a ValueError from ``jnp.ones``: "RESOURCE_EXHAUSTED: Out of memory allocating
+# 200000000 bytes.").
+XLA_OUT_OF_MEMORY = "RESOURCE_EXHAUSTED: Out of memory"
 
 
 def is_memory_error(exc: BaseException) -> bool:
-    """``MemoryError``, ``OSError`` with errno ``ENOMEM`` (``mmap.mmap`` beyond ``RLIMIT_AS``), or
-    JAX's ``JaxRuntimeError`` saying RESOURCE_EXHAUSTED / out of memory."""
+    """``MemoryError``, ``OSError`` with errno ``ENOMEM`` (``mmap.mmap`` beyond ``RLIMIT_AS``),
+    JAX's ``JaxRuntimeError`` saying RESOURCE_EXHAUSTED / out of memory, or any exception whose
+    message holds XLA's :data:`XLA_OUT_OF_MEMORY`. Never raises (an exception whose ``__str__``
+    raises is not one)."""
     if isinstance(exc, MemoryError):
         return True
     if isinstance(exc, OSError) and exc.errno == errno.ENOMEM:
         return True
-    return is_runtime_error(exc) and any(m in str(exc) for m in _MEMORY_MARKERS)
+    try:
+        message = str(exc)
+    except Exception:  # the user's __str__ raised: described elsewhere, not a memory error
+        return False
+    if is_runtime_error(exc):
+        return any(m in message for m in _MEMORY_MARKERS)
+    return XLA_OUT_OF_MEMORY in message
 
 
 def user_frames(tb: TracebackType | None) -> list[TracebackFrame]:
@@ -231,6 +243,16 @@ def snippet_code(f: object) -> CodeType | None:
     return None
 
 
+MEMORY_EXPLANATION = (
+    "The run needed more memory than the sandbox allows (its address-space limit, or"
+    " the device's memory)."
+)
+MEMORY_FIX = (
+    "Use smaller arrays or fewer of them (a smaller batch, model or input), or explore one part"
+    " of the program at a time: arrays kept alive (in a list, a global) add up."
+)
+
+
 def classify(exc: BaseException, stage: Stage | None, f: object = None) -> RunFailed:
     """The one ``RunFailed`` event for ``exc``, which escaped the run during ``stage``.
 
@@ -272,10 +294,8 @@ def classify(exc: BaseException, stage: Stage | None, f: object = None) -> RunFa
         kind = "invalid_snippet"
     elif is_memory_error(exc):
         kind = "memory"
-        explanation = (
-            "The run needed more memory than the sandbox allows (its address-space limit, or"
-            " the device's memory)."
-        )
+        explanation = MEMORY_EXPLANATION
+        fix = MEMORY_FIX
     else:
         kind = "tracer_error" if is_tracer_error(exc) else "user_exception"
         ctx = ErrorContext(stage=stage, f=f, location_note=explanation)
