@@ -106,18 +106,31 @@ def run_id_of(text: str) -> str:
     return clean_text(run_id, _QUOTE_CHARS) if isinstance(run_id, str) else ""
 
 
-def _invalid(message: str, text: str) -> RunFailed:
-    return RunFailed(
-        kind="invalid_request",
-        message=clean_text(message, _MESSAGE_CHARS),
-        run_id=run_id_of(text),
-    )
+def _invalid(message: str, text: str) -> RunFailed | DetailFailed:
+    """The answer to an invalid request: ``detail_failed`` for a detail request (a
+    ``run_failed`` would be a second terminal event of a run that already ended: break-it
+    review), ``run_failed`` ``invalid_request`` for anything else."""
+    cleaned = clean_text(message, _MESSAGE_CHARS)
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        data = None
+    if isinstance(data, dict) and data.get("type") == "detail":
+        asked = data.get("detail_id")
+        return DetailFailed(
+            gone=False,
+            message=cleaned,
+            run_id=run_id_of(text),
+            detail_id=clean_text(asked, _QUOTE_CHARS) if isinstance(asked, str) else None,
+        )
+    return RunFailed(kind="invalid_request", message=cleaned, run_id=run_id_of(text))
 
 
 def parse_request(
     text: str,
-) -> AnyRequest | RunFailed:
-    """The request in ``text``, or the ``invalid_request`` event that answers it."""
+) -> AnyRequest | RunFailed | DetailFailed:
+    """The request in ``text``, or the event that answers it when it is invalid
+    (:func:`_invalid`)."""
     if _SURROGATE.search(text):
         return _invalid("invalid request: the text is not valid UTF-8 (a lone surrogate)", text)
     try:
@@ -202,7 +215,7 @@ async def serve_requests(
     try:
         while (text := await receive()) is not None:
             request = parse_request(text)
-            if isinstance(request, RunFailed):
+            if isinstance(request, (RunFailed, DetailFailed)):
                 await emit(request)
             elif isinstance(request, FollowRequest):
                 if follow is not None:

@@ -79,7 +79,7 @@ async def relay_session(websocket: WebSocket, socket_path: Path) -> None:
     try:
         while (text := await receive_text(websocket)) is not None:
             request = parse_request(text)
-            if isinstance(request, RunFailed):
+            if isinstance(request, (RunFailed, DetailFailed)):
                 await emit(request)
                 continue
             if writer is None or (pump is not None and pump.done()):

@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from jaxscope.protocol import (
     EVENT_ADAPTER,
     MAX_CODE_CHARS,
+    DetailFailed,
     EventModel,
     RunFailed,
     RunFinished,
@@ -105,6 +106,25 @@ FRAMES: dict[str, tuple[str | bytes, str, str]] = {
     "unknown type": ('{"type": "details", "run_id": "t"}', "t", "does not match"),
     "run_id too long": (run_msg("r" * 65, "x = 1"), "r" * 64, "run_id"),
 }
+
+
+@pytest.mark.parametrize("detail_id", ["", "d" * 65], ids=["empty", "65 chars"])
+def test_a_malformed_detail_request_is_refused_as_a_detail(
+    client: TestClient, detail_id: str
+) -> None:
+    """Break-it review: a detail request with a bad id for a finished run was answered with a
+    run_failed invalid_request of that run: a second terminal event for it. It is a
+    detail_failed (not gone, not transient), naming the id asked (cut to 64 characters)."""
+    with client.websocket_connect(WS) as ws:
+        ws.send_text(run_msg("done", SIN))
+        assert isinstance(assert_one_terminal(collect(ws, "done")), RunFinished)
+        ws.send_text(json.dumps({"type": "detail", "run_id": "done", "detail_id": detail_id}))
+        answer = EVENT_ADAPTER.validate_json(ws.receive_text())
+        assert isinstance(answer, DetailFailed), answer
+        assert (answer.run_id, answer.detail_id, answer.gone) == ("done", detail_id[:64], False)
+        assert not answer.transient and "detail_id" in answer.message
+        ws.send_text(run_msg("after", SIN))
+        assert isinstance(assert_one_terminal(collect(ws, "after")), RunFinished)
 
 
 @pytest.mark.parametrize("name", list(FRAMES))
