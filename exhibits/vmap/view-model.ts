@@ -80,6 +80,41 @@ export function bdimText(bdim: number | null | undefined): string {
   return bdim == null ? "not mapped" : `axis ${bdim}`;
 }
 
+/** The unmapped inputs fold into one row from this many on (a model's parameters: hundreds). */
+export const UNMAPPED_GROUP_MIN = 8;
+
+/** A row of the inputs table: the input and its index in the event (its test id). */
+export interface InputRow {
+  inp: VmapInputsMapped["inputs"][number];
+  index: number;
+}
+
+/**
+ * The inputs table: the mapped inputs (and static ones) first, in argument order, then the
+ * inputs not mapped (in_axes None), folded into one row (`grouped`) when there are
+ * UNMAPPED_GROUP_MIN or more: a transformer's 148 parameter leaves came before its two mapped
+ * inputs and made the table 3,894 px tall.
+ */
+export function inputTable(inputs: VmapInputsMapped["inputs"]): {
+  first: InputRow[];
+  unmapped: InputRow[];
+  grouped: boolean;
+} {
+  const rows = inputs.map((inp, index) => ({ inp, index }));
+  const isUnmapped = (r: InputRow): boolean => !r.inp.static && r.inp.bdim == null;
+  const unmapped = rows.filter(isUnmapped);
+  return {
+    first: rows.filter((r) => !isUnmapped(r)),
+    unmapped,
+    grouped: unmapped.length >= UNMAPPED_GROUP_MIN,
+  };
+}
+
+/** The folded row's label: `148 inputs not mapped (in_axes None)`. */
+export function unmappedText(n: number): string {
+  return `${n.toLocaleString("en-US")} ${n === 1 ? "input" : "inputs"} not mapped (in_axes None): shared by every example`;
+}
+
 /** One row of the step card's table: a value going in or out of the eqn. */
 export interface ValueRow {
   side: "in" | "out";
