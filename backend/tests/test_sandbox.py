@@ -191,6 +191,34 @@ def test_memory_bomb(sandbox: SandboxHarness, code: str) -> None:
     assert f.kind == "memory", f
 
 
+BAD_ALLOC_DEATH = """\
+import os
+import sys
+
+import jax.numpy as jnp
+
+
+def f(x):
+    # what XLA's compile does when it runs out of memory: C++ terminate on std::bad_alloc
+    sys.stderr.write("terminate called after throwing an instance of 'std::bad_alloc'\\n")
+    sys.stderr.write("  what():  std::bad_alloc\\n")
+    sys.stderr.flush()
+    os.abort()
+
+
+args = (jnp.ones(3),)
+"""
+
+
+def test_a_worker_dead_of_memory_is_told_what_to_try(sandbox: SandboxHarness) -> None:
+    """Break-it review: a worker that died of std::bad_alloc (a compile of six nested jits)
+    ended kind memory with no explanation and no fix, not even the --memory-gib flag."""
+    f = failed(sandbox.run(BAD_ALLOC_DEATH))
+    assert f.kind == "memory" and "std::bad_alloc" in f.message, f
+    assert f.explanation is not None and "address-space limit" in f.explanation
+    assert f.fix is not None and "--memory-gib" in f.fix and "part of it" in f.fix
+
+
 @pytest.mark.parametrize(
     ("code", "needle"),
     [

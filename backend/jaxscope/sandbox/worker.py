@@ -268,6 +268,19 @@ def run_delay_s(pid: int) -> float | None:
         return None
 
 
+# What a run whose worker died out of memory (``std::bad_alloc`` in XLA's compile, an mmap the
+# address-space limit refused) is told; errors.MEMORY_EXPLANATION/MEMORY_FIX tell the same to a
+# MemoryError the snippet's own code raised, caught inside the worker.
+DEATH_BY_MEMORY_HELP = (
+    "The worker process ran out of the memory a run may use (its address-space limit) and "
+    "died: in the snippet's own arrays, in JAX's tracing, or in XLA's compile of a large "
+    "program, which needs memory that grows with the program's size.",
+    "Try a smaller program or a part of it (fewer layers or loop iterations, a smaller batch), "
+    "or a higher limit (`jaxscope run EXHIBIT FILE --memory-gib G`, or `jaxscope serve "
+    "--memory-gib G`; 0 = no limit).",
+)
+
+
 def limit_help(failed: RunFailed, eqns: int | None) -> str | None:
     """What to try after a run hit its wall-clock limit at ``failed.stage``, for a program of
     ``eqns`` eqns (None when its limit was not scaled: a small program, or none shown yet).
@@ -997,6 +1010,8 @@ class WorkerProcess:
                             terminal.message += _where(terminal.source)
                         elif kind == "worker_crashed":  # its message names the line already
                             terminal.source = stuck_at(self.stderr_text())
+                        elif kind == "memory":
+                            terminal.explanation, terminal.fix = DEATH_BY_MEMORY_HELP
                         break
                 try:
                     if len(line) > VALIDATE_OFF_LOOP_BYTES:
