@@ -63,6 +63,40 @@ export function inputRows(split: JaxprSplit): InputRow[] {
   return rows;
 }
 
+/** An argument with this many leaves or more folds into one row of the inputs table. */
+export const INPUT_GROUP_MIN = 8;
+
+/** The inputs table's rows of one argument (`args[0]`): `folded` when it has INPUT_GROUP_MIN
+ * leaves or more (a model's parameters: a transformer's ~150 leaves, ~300 flags). */
+export interface InputGroup {
+  arg: string;
+  rows: InputRow[];
+  folded: boolean;
+}
+
+/** The rows grouped by argument, in order (the leaves of one argument are contiguous). */
+export function inputGroups(rows: readonly InputRow[]): InputGroup[] {
+  const groups: InputGroup[] = [];
+  for (const row of rows) {
+    const arg = /^args\[\d+\]/.exec(row.label)?.[0] ?? row.label;
+    const last = groups[groups.length - 1];
+    if (last && last.arg === arg) last.rows.push(row);
+    else groups.push({ arg, rows: [row], folded: false });
+  }
+  for (const g of groups) g.folded = g.rows.length >= INPUT_GROUP_MIN;
+  return groups;
+}
+
+/** A folded argument's row: `148 leaves · primal: 148 known · tangent: 148 unknown`. */
+export function inputGroupSummary(g: InputGroup): string {
+  const count = (known: boolean[]): string => {
+    const k = known.filter(Boolean).length;
+    const u = known.length - k;
+    return [k ? `${k} known` : '', u ? `${u} unknown` : ''].filter((t) => t !== '').join(', ');
+  };
+  return `${g.rows.length} leaves · primal: ${count(g.rows.map((r) => r.primalKnown))} · tangent: ${count(g.rows.map((r) => r.tangentKnown))}`;
+}
+
 /** The known flags with input `index` flipped (the options of the rerun a toggle asks for). */
 export function toggled(known: readonly boolean[], index: number): boolean[] {
   return known.map((k, i) => (i === index ? !k : k));
