@@ -129,6 +129,10 @@ def test_linearize_hooks_we_wrap() -> None:
     assert lax_internal._one_vjp(jnp.float32(2.0)) == 1.0
     with pytest.raises(TypeError, match="Gradient only defined for scalar-output functions"):
         api._check_scalar(jnp.ones(3))
+    # jax.grad's output dtype check (seed_cotangents runs it after _check_scalar, as grad does)
+    api._check_output_dtype_grad(False, jnp.float32(1.0))
+    with pytest.raises(TypeError, match="grad requires real-valued outputs"):
+        api._check_output_dtype_grad(False, jnp.complex64(1.0))
 
 
 def test_walk_equals_jax_grad_bit_for_bit_and_attributes_eqns() -> None:

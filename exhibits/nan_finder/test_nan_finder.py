@@ -888,3 +888,28 @@ def test_a_nan_in_a_train_steps_loss_gradient_is_found() -> None:
     nf = found_of(run_probe("nan_finder", source))
     assert nf.found and nf.primal_primitive == "sqrt"
     assert nf.source is not None and nf.source.line == line and nf.source.function == "loss"
+
+
+@pytest.mark.parametrize(
+    ("output", "dtype"),
+    [("jnp.sum(jnp.exp(1j * x))", "complex64"), ("jnp.sum(x) > 2.0", "bool")],
+    ids=["complex", "bool"],
+)
+def test_a_non_real_output_is_refused_before_the_walk(output: str, dtype: str) -> None:
+    """Break-it review: nan_finder walked a complex (or bool) output's backward pass, then
+    failed in jax.grad at stage run; the transpose exhibit refused it at once. Both now run
+    jax.grad's own output dtype check before any walk, and say what jax.grad says."""
+    import importlib
+
+    source = (
+        f"import jax.numpy as jnp\n\ndef f(x):\n    return {output}\n\nargs = (jnp.arange(3.0),)\n"
+    )
+    with pytest.raises(TypeError) as theirs:
+        jax.grad(load_snippet(source).f)(jax.numpy.arange(3.0))
+    assert "grad requires real-valued outputs" in str(theirs.value)
+    probe: Any = importlib.import_module("exhibits.nan_finder.probe")
+    ctx = FakeContext(snippet=load_snippet(source))
+    with pytest.raises(TypeError) as ours:
+        probe.run(ctx)
+    assert str(ours.value) == str(theirs.value) and dtype in str(ours.value)
+    assert not ctx.of_type(TransposeStepped) and not ctx.of_type(LinearJaxprStaged)

@@ -431,13 +431,17 @@ def linearize_vjp(
 def seed_cotangents(lin: Linearized) -> list[Any]:
     """The output cotangents ``jax.grad`` starts from: ``lax._one_vjp(out)`` (1 of the output's
     dtype, shape ``()``) for the single scalar output. Raises JAX's ``TypeError`` ("Gradient only
-    defined for scalar-output functions") otherwise, via ``jax.grad``'s own check."""
-    from jax._src.api import _check_scalar
+    defined for scalar-output functions", or "grad requires real-valued outputs") otherwise, via
+    ``jax.grad``'s own checks."""
+    from jax._src.api import _check_output_dtype_grad, _check_scalar
 
     if len(lin.out_primals) != 1:
         _check_scalar(lin.out_tree.unflatten(lin.out_primals))
     (out,) = lin.out_primals
     _check_scalar(out)
+    # then, as jax.grad does, its dtype: a complex, integer or bool output is refused before
+    # any walk (nan_finder walked a complex loss, then failed in jax.grad: break-it review)
+    _check_output_dtype_grad(False, out)
     return [lax_internal._one_vjp(out)]
 
 
