@@ -46,6 +46,7 @@ from jaxscope.internals.api import (
 )
 from jaxscope.protocol import JaxprStaged, SourceLoc
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, ProbeContext
+from jaxscope.user_text import exception_class, exception_text
 
 from exhibits.control_flow.events import CarryChecked, CarryLeafView, ControlFlowShown
 
@@ -167,6 +168,7 @@ def carry_events(records: Sequence[CarryObservation], closed: Any) -> list[Carry
                 )
             )
         failing = next((r for r in group if r.error is not None), None)
+        error = failing.error if failing is not None else None
         event = CarryChecked(
             index=index,
             primitive=first.primitive,
@@ -181,8 +183,9 @@ def carry_events(records: Sequence[CarryObservation], closed: Any) -> list[Carry
             exit=[_short(a) for a in sides[-1]],
             leaf_paths=list(paths),
             ok=failing is None,
-            error_class=type(failing.error).__name__ if failing is not None else None,
-            message=str(failing.error) if failing is not None else None,
+            # cut, and read without raising (a user's pytree code may raise inside the check)
+            error_class=exception_class(error) if error is not None else None,
+            message=exception_text(error) if error is not None else None,
             leaf_path=failing.leaf_path if failing is not None else None,
         )
         _attach_eqn(event, first, eqns, used)
@@ -350,8 +353,8 @@ def semantics(user_closed: Any, plan: Any) -> Iterator[ControlFlowShown]:
         code=FORI_TRACED_SRC + "\njax.grad(jax.jit(f))(2.0, 3)\n",
         jaxpr=jaxpr_view(closed),
         primitives=prims,
-        error_class=type(refusal).__name__ if refusal is not None else None,
-        message=str(refusal) if refusal is not None else None,
+        error_class=exception_class(refusal) if refusal is not None else None,
+        message=exception_text(refusal) if refusal is not None else None,
         figures={"x": 2.0, "jvp": float(tangent)},
     )
 

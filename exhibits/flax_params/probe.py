@@ -43,6 +43,7 @@ from jaxscope.internals.api import (
 from jaxscope.protocol import AvalView, JaxprStaged, StageTimed
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, ProbeContext, blame_line, setting_line
 from jaxscope.sandbox.snippet import InvalidSnippet
+from jaxscope.user_text import cut_message, exception_class, exception_text
 
 from .events import (
     FlaxErrorRaised,
@@ -130,7 +131,7 @@ def shown_error(exc: BaseException) -> bool:
     import flax.errors
 
     return isinstance(exc, flax.errors.FlaxError) or (
-        isinstance(exc, TypeError) and BRANCH_CHECK in str(exc)
+        isinstance(exc, TypeError) and BRANCH_CHECK in exception_text(exc)
     )
 
 
@@ -140,12 +141,23 @@ def short_paths(text: str) -> str:
     return re.sub(r"\S*/site-packages/", "", text)
 
 
+def error_class(exc: BaseException) -> str:
+    """``module.Class`` of ``exc`` (a builtin's bare name), cut as run_failed's class is (a
+    user's subclass of ``FlaxError`` names both)."""
+    module = getattr(type(exc), "__module__", None)
+    name = type(exc).__name__
+    if not isinstance(module, str) or module == "builtins":
+        return exception_class(exc)
+    return cut_message(f"{module}.{name}")
+
+
 def error_event(phase: str, exc: BaseException) -> FlaxErrorRaised:
-    message = short_paths(str(exc))
+    # cut, and read without raising (a user's FlaxError subclass whose __str__ raises)
+    message = short_paths(exception_text(exc))
     docs = re.search(r"\((https://flax\.readthedocs\.io/[^)\s]+)\)", message)
     return FlaxErrorRaised(
         phase="init" if phase == "init" else "apply",
-        error_class=f"{type(exc).__module__}.{type(exc).__name__}".removeprefix("builtins."),
+        error_class=error_class(exc),
         message=message,
         line=error_line(exc),
         docs=docs.group(1) if docs else None,
@@ -292,7 +304,7 @@ def output_fields(out: Any) -> tuple[str, AvalView | None]:
 def _wrong_inputs(exc: BaseException) -> bool:
     """Whether ``model.init(rngs, *args)`` failed because ``args`` are not the model's inputs
     (Python's own ``TypeError`` for the module's ``__call__``)."""
-    text = str(exc)
+    text = exception_text(exc)
     return isinstance(exc, TypeError) and "__call__()" in text and "argument" in text
 
 

@@ -39,6 +39,7 @@ from jaxscope.internals.api import (
 )
 from jaxscope.sandbox.errors import is_memory_error
 from jaxscope.sandbox.probe_api import ProbeContext
+from jaxscope.user_text import exception_class, exception_text
 
 from exhibits.partial_eval.events import RematUnavailable
 from exhibits.transpose.explain import ad_help
@@ -182,8 +183,9 @@ def _emit_remat_table(ctx: ProbeContext, plan: CallPlan, not_compiled: str | Non
         why = WHY_UNAVAILABLE if measured == 0 else why_stopped(measured)
         ctx.emit(
             RematUnavailable(
-                error_class=type(exc).__name__,
-                message=str(exc) or type(exc).__name__,
+                # cut, and read without raising (the user's f may raise its own exception)
+                error_class=exception_class(exc),
+                message=exception_text(exc) or exception_class(exc),
                 explanation=f"{why} {help_.explanation}" if help_ else why,
             )
         )

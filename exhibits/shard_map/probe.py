@@ -66,6 +66,7 @@ from jaxscope.sandbox.probe_api import (
     source_lines,
 )
 from jaxscope.sandbox.snippet import InvalidSnippet
+from jaxscope.user_text import exception_class, exception_text
 
 from exhibits.shard_map.events import (
     ShardMapBodyTraced,
@@ -132,14 +133,14 @@ def _unknown_collective_axis(
     ``axis_index("q")`` "Found an unbound axis name: q"."""
     mesh_axes = {str(a) for a in mesh.axis_names}
     if isinstance(error, NameError):
-        m = _UNBOUND.search(str(error))
+        m = _UNBOUND.search(exception_text(error))
         if m is None or m.group("axis") in mesh_axes:
             return None
         return _not_mesh_axis(
             m.group("axis"), m.group("prim"), mesh, "JAX's error names the axis, not the mesh."
         )
     if isinstance(error, ValueError):
-        p = _PSUM_AXES.search(str(error))
+        p = _PSUM_AXES.search(exception_text(error))
         if p is None:
             return None
         named = [a.strip().strip("'\"") for a in p.group("axes").split(",") if a.strip()]
@@ -155,7 +156,7 @@ def _unknown_collective_axis(
     try:
         jax.make_jaxpr(smap(f, False))(*args)
     except NameError as exc:
-        m = _UNBOUND.search(str(exc))
+        m = _UNBOUND.search(exception_text(exc))
         if m is None:
             return None
         return _not_mesh_axis(
@@ -180,7 +181,7 @@ _INPUT_SPEC_MISMATCH = re.compile(
 def _input_spec_hint(error: BaseException, mesh: Any) -> str | None:
     """A hint for JAX's "in_specs ... does not match the specs of the input" (an input not
     placed with its spec on a mesh with Explicit axes); ``None`` for any other error."""
-    m = _INPUT_SPEC_MISMATCH.search(str(error))
+    m = _INPUT_SPEC_MISMATCH.search(exception_text(error))
     if m is None:
         return None
     n = len(mesh.axis_names)
@@ -345,7 +346,7 @@ def _reference(
     try:
         out = jax.tree.leaves(f(*args))
     except Exception as exc:  # f is not meaningful on the global arrays
-        return "none", f"f(*args) on the global arrays raised {type(exc).__name__}", None
+        return "none", f"f(*args) on the global arrays raised {exception_class(exc)}", None
     return (
         "f",
         "f(*args) on the global arrays (equal only when f acts blockwise)",
@@ -570,8 +571,8 @@ def run(ctx: ProbeContext) -> None:
     if error is not None:
         if (
             failed is not None
-            and failed.error_class == type(error).__name__
-            and failed.message == str(error)
+            and failed.error_class == exception_class(error)
+            and failed.message == exception_text(error)
         ):
             check = failed.name
         elif failed is None and hint is None:  # that one is shard_map's, before the body
@@ -607,8 +608,9 @@ def run(ctx: ProbeContext) -> None:
             arg_shapes=[list(np.shape(a)) for a in jax.tree.leaves(args)],
             checks=[_check_view(c) for c in checks],
             ok=error is None,
-            error_class=None if error is None else type(error).__name__,
-            message=None if error is None else str(error),
+            # cut, and read without raising (the user's f may raise its own exception)
+            error_class=None if error is None else exception_class(error),
+            message=None if error is None else exception_text(error),
             check=check,
             explanation=explanation,
             line=line,

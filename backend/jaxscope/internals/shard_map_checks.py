@@ -45,6 +45,7 @@ from jax._src.tree_util import (
 from jax.sharding import PartitionSpec as P
 
 from exhibits.shard_map.events import CheckStatus, SpecsName
+from jaxscope.user_text import cut_message, exception_class, exception_text
 
 CHECK_NAMES = (
     "unknown_axis",
@@ -169,7 +170,8 @@ def observing(f: Callable[..., Any], seen: BodyObserved, mesh: Any) -> Callable[
 
 
 def _error(check: str, exc: BaseException) -> CheckResult:
-    return CheckResult(check, "failed", type(exc).__name__, str(exc))
+    # cut as run_failed's are (a spec tree or f's name can make JAX's message any length)
+    return CheckResult(check, "failed", exception_class(exc), exception_text(exc))
 
 
 def _spec_paths(specs: Any) -> list[tuple[str, Any]]:
@@ -309,7 +311,7 @@ def check_after_body(
                 "over the mesh, add at least one (singleton) axis to them so "
                 "that they can be concatenated using out_specs."
             )
-        r = CheckResult("out_rank", "failed", "ValueError", msg)
+        r = CheckResult("out_rank", "failed", "ValueError", cut_message(msg))
         for (path, p), fail in zip(spec_paths, fails, strict=True):
             if fail is not sm.no_fail:
                 r.faults.append(Fault("out_specs", path, str(p), list(range(fail.ndim, len(p)))))
@@ -322,7 +324,7 @@ def check_after_body(
     except sm._RepError as exc:
         fails, out_tree = exc.args
         msg = sm._inout_vma_error(f, mesh, out_tree, out_specs, fails)
-        r = CheckResult("replication", "failed", "ValueError", msg)
+        r = CheckResult("replication", "failed", "ValueError", cut_message(msg))
         for (path, p), fail in zip(spec_paths, fails, strict=True):
             if fail is not sm.no_fail:
                 axes = [str(n) for n in sm._unmentioned(mesh, p) if n in fail.varying]

@@ -76,6 +76,7 @@ from jaxscope.internals.views import (
     snippet_source,
 )
 from jaxscope.protocol import PendingPreview, RuleView, ValueRole, ValueView
+from jaxscope.user_text import exception_class, exception_text
 
 if TYPE_CHECKING:
     from jax._src.state.types import AbstractRef
@@ -985,8 +986,9 @@ def _stepped_event(
             )
             for w in writes
         ],
-        error_class=None if error is None else type(error).__name__,
-        error=None if error is None else (str(error) or type(error).__name__),
+        # cut, and read without raising (a custom_vjp bwd may raise the user's own exception)
+        error_class=None if error is None else exception_class(error),
+        error=None if error is None else (exception_text(error) or exception_class(error)),
     )
 
 
