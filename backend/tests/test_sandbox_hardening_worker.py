@@ -24,14 +24,13 @@ from jaxscope import cli
 from jaxscope.protocol import EventModel, RunFailed, RunFinished, StdoutPrinted
 from jaxscope.sandbox.namespaces import UID_SLOTS, WORKER_UID_BASE, pids_of_uid, worker_gid
 from jaxscope.sandbox.runner import (
-    PRINT_CAP_BYTES,
     PRINT_CHUNK_CHARS,
-    TRUNCATED_NOTE,
     StdoutEvents,
 )
 from jaxscope.sandbox.session import Session
 from jaxscope.sandbox.worker import WorkerProcess
 from jaxscope.settings import Limits
+from jaxscope.user_text import PRINT_CAP_BYTES, TRUNCATED_NOTE
 
 from tests.harness import SandboxHarness, assert_one_terminal
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -349,3 +350,18 @@ def assert_served_meanwhile(hostile: Outcome, ok: Outcome, *, ends_first: bool =
     assert ok.run_s < NOT_STALLED_S, f"the ordinary run took {ok.run_s:.1f} s"
     if ends_first:
         assert ok.ended_at < hostile.ended_at, "the ordinary run waited for the hostile one"
+
+
+_CREDIT = re.compile(r"and ([0-9.]+) s more while the busy machine kept it waiting for a CPU")
+
+
+def allowed_s(outcome: Outcome, wall_s: float, slack_s: float = 1.5) -> float:
+    """How long the run may take: its wall limit, plus the time a busy machine made it wait
+    (``settings.wait_credit``, design 0046: a flood is CPU-bound, and this machine runs other
+    test processes beside it): what its timeout message says was credited, or for a run that
+    finished, the credit's cap (the limit again); plus the slack."""
+    terminal = outcome.terminal
+    if not isinstance(terminal, RunFailed):
+        return 2 * wall_s + slack_s
+    credit = _CREDIT.search(terminal.message)
+    return wall_s + (float(credit.group(1)) if credit else 0.0) + slack_s

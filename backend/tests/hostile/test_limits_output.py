@@ -2,7 +2,8 @@
 
 However a snippet writes (``print`` in a tight loop, one 10 MB string, ``sys.stdout.write``
 without newlines, ``os.write`` to fd 1 or 2, a thread that keeps printing after the snippet
-returned, wide or unpaired Unicode), the run ends within its wall-clock limit + 1.5 s, with
+returned, wide or unpaired Unicode), the run ends within its wall-clock limit + 1.5 s (plus the
+time a busy machine made it wait for a CPU, design 0046), with
 ``timeout`` naming the line it was on (where the worker could still say it) or finished with
 its output cut at the cap; the text forwarded stays under 2 MiB (UTF-8) in fewer than 1000
 ``stdout_printed`` events; and another session's run is served meanwhile. Each input: one
@@ -11,12 +12,13 @@ terminal event, nothing left behind."""
 from __future__ import annotations
 
 import pytest
-from jaxscope.sandbox.runner import TRUNCATED_NOTE
+from jaxscope.user_text import TRUNCATED_NOTE
 
 from tests.harness import SandboxHarness
 from tests.hostile.hostile_kit import (
     OK_TAIL,
     Outcome,
+    allowed_s,
     alongside,
     assert_nothing_left,
     assert_served_meanwhile,
@@ -101,7 +103,9 @@ FLOODS: dict[str, tuple[str, str, tuple[int, ...] | None, bool]] = {
 
 def check_flood(outcome: Outcome, expected: str, lines: tuple[int, ...] | None, cut: bool) -> None:
     terminal = outcome.terminal
-    assert outcome.run_s < WALL_S + SLACK_S, f"the run took {outcome.run_s:.2f} s"
+    assert outcome.run_s < allowed_s(outcome, WALL_S, SLACK_S), (
+        f"the run took {outcome.run_s:.2f} s"
+    )
     text = outcome.printed
     assert len(text.encode()) < MAX_TEXT_BYTES, f"{len(text.encode()):,} bytes forwarded"
     assert len(outcome.prints) < MAX_PRINT_EVENTS, f"{len(outcome.prints)} stdout_printed events"
@@ -180,7 +184,7 @@ def test_another_session_is_served_during_a_flood(sandbox: SandboxHarness, name:
     # over 4 s beside the flood and a second test process) and must end before the flood does
     wall_s = WALL_S + 7.0
     hostile, ok = alongside(sandbox, code, wall_s=wall_s, delay_s=1.0)
-    assert hostile.run_s < wall_s + SLACK_S
+    assert hostile.run_s < allowed_s(hostile, wall_s, SLACK_S)
     assert_served_meanwhile(hostile, ok)
     assert_nothing_left(hostile)
     assert_nothing_left(ok)

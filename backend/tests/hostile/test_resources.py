@@ -21,6 +21,7 @@ from tests.harness import SandboxHarness
 from tests.hostile.hostile_kit import (
     OK_TAIL,
     Outcome,
+    allowed_s,
     alongside,
     assert_nothing_left,
     assert_served_meanwhile,
@@ -239,7 +240,8 @@ CASES: dict[str, Case] = {
 def check(outcome: Outcome, case: Case) -> None:
     terminal = outcome.terminal
     if case.wall_s is not None:
-        assert outcome.run_s < case.wall_s + SLACK_S, f"the run took {outcome.run_s:.2f} s"
+        allowed = allowed_s(outcome, case.wall_s, SLACK_S)  # with a busy machine's waits
+        assert outcome.run_s < allowed, f"the run took {outcome.run_s:.2f} s"
     if case.kind == "finished":
         outcome.finished()
         assert case.needle in outcome.printed, outcome.printed
