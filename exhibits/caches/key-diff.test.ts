@@ -5,11 +5,9 @@
  * both: N more characters" that opens it. A review of gpt_stack saw the input pytree row 2,528 px
  * tall, printed twice, and the differing x aval last.
  */
-import { render } from 'svelte/server';
 import { describe, expect, it } from 'vitest';
-import { EMPTY_SELECTION } from '../../frontend/src/exhibit-api';
-import { defaultRunOptions } from '../../frontend/src/protocol';
 import { fixtureLoader } from '../../frontend/src/test/fixtures';
+import { renderView } from '../../frontend/src/test/render-view';
 import View from './View.svelte';
 import { KEY_PREVIEW_CHARS, cachesModel, keyDiffRows, keyMoreText, keyPreview } from './view-model';
 
@@ -48,16 +46,7 @@ describe('the key diff of a call with many parameter leaves', () => {
   });
 
   it('renders the differing row first and the pytree collapsed', () => {
-    const props = {
-      events,
-      allEvents: events,
-      running: false,
-      options: defaultRunOptions(),
-      selection: EMPTY_SELECTION,
-      select: () => {},
-      rerun: () => {},
-    };
-    const html = render(View, { props }).body;
+    const html = renderView(View, events);
     const diff = html.slice(html.indexOf('data-testid="caches-diff"'));
     const firstRow = /<tr[^>]*data-differs="(true|false)"[^>]*>([\s\S]*?)<\/tr>/.exec(diff);
     expect(firstRow?.[1]).toBe('true');

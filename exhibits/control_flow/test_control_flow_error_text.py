@@ -8,28 +8,15 @@ once the body ran (JAX's structure diff unflattens the input carry)."""
 
 from __future__ import annotations
 
-from jaxscope.user_text import MAX_MESSAGE_CHARS, MESSAGE_CUT_NOTE
-
+from exhibits import error_text_cases as cases
 from exhibits.conftest import run_probe
 from exhibits.control_flow.events import CarryChecked
 
-SOURCE = """
+SOURCE = f"""
 import jax
 import jax.numpy as jnp
 from jax import lax
-
-class E(Exception):
-    def __str__(self):
-        raise RuntimeError("str fails")
-
-    def __repr__(self):
-        raise RuntimeError("str fails")
-
-class Huge(Exception):
-    def __str__(self):
-        return "A" * 2_000_000
-
-Long = type("E" * 100_000, (Exception,), {})
+{cases.EXCEPTION_CLASSES}
 armed = []
 
 @jax.tree_util.register_pytree_node_class
@@ -55,7 +42,7 @@ def f(xs):
 
 args = (jnp.arange(4.0),)
 """
-SCAN_LINE = 39  # return lax.scan(...), in f
+SCAN_LINE = cases.line_of(SOURCE, "    return lax.scan(body, P(jnp.float32(0.0)), xs)")  # in f
 
 
 def _checked(what: str) -> CarryChecked:
@@ -67,10 +54,10 @@ def _checked(what: str) -> CarryChecked:
 def test_an_exception_whose_str_raises_keeps_its_class_and_line() -> None:
     checked = _checked("E()")
     assert checked.error_class == "E"  # not the RuntimeError of its __str__
-    assert checked.message == "(the exception could not be described: RuntimeError)"
+    assert checked.message == cases.UNDESCRIBED
     assert checked.source is not None and checked.source.line == SCAN_LINE
 
 
 def test_a_huge_message_and_class_name_are_cut_as_run_failed_cuts_them() -> None:
-    assert _checked("Huge()").message == "A" * MAX_MESSAGE_CHARS + MESSAGE_CUT_NOTE
-    assert _checked("Long()").error_class == "E" * MAX_MESSAGE_CHARS + MESSAGE_CUT_NOTE
+    assert _checked("Huge()").message == cases.CUT_MESSAGE
+    assert _checked("Long()").error_class == cases.CUT_CLASS

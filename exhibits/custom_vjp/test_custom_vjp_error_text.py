@@ -5,46 +5,11 @@ raised it (the exhibit no longer fails with the RuntimeError of that ``__str__``
 
 from __future__ import annotations
 
-from jaxscope.user_text import MAX_MESSAGE_CHARS, MESSAGE_CUT_NOTE
-
+from exhibits import error_text_cases as cases
 from exhibits.conftest import run_probe
 from exhibits.custom_vjp.events import CustomRuleChecked
 
-SOURCE = """
-import jax
-import jax.numpy as jnp
-
-class E(Exception):
-    def __str__(self):
-        raise RuntimeError("str fails")
-
-    def __repr__(self):
-        raise RuntimeError("str fails")
-
-class Huge(Exception):
-    def __str__(self):
-        return "A" * 2_000_000
-
-Long = type("E" * 100_000, (Exception,), {})
-
-@jax.custom_vjp
-def g(x):
-    return jnp.sin(x)
-
-def g_fwd(x):
-    return jnp.sin(x), x
-
-def g_bwd(r, ct):
-    raise WHAT
-
-g.defvjp(g_fwd, g_bwd)
-
-def f(x):
-    return g(x).sum()
-
-args = (jnp.ones(3),)
-"""
-BWD_RAISE_LINE = 26  # raise WHAT, in g_bwd
+SOURCE = cases.BWD_RAISES
 
 
 def _checked(what: str) -> CustomRuleChecked:
@@ -58,14 +23,14 @@ def test_an_exception_whose_str_raises_keeps_its_class_and_line() -> None:
     assert len(texts) >= 3  # eager, jit, the problem
     for error_class, message, source in texts:
         assert error_class == "E"
-        assert message == "(the exception could not be described: RuntimeError)"
-        assert source is not None and source.line == BWD_RAISE_LINE
+        assert message == cases.UNDESCRIBED
+        assert source is not None and source.line == cases.BWD_RAISE_LINE
 
 
 def test_a_huge_message_and_class_name_are_cut_as_run_failed_cuts_them() -> None:
     checked = _checked("Huge()")
     messages = [a.message for a in checked.attempts] + [p.error_message for p in checked.problems]
-    assert messages and all(m == "A" * MAX_MESSAGE_CHARS + MESSAGE_CUT_NOTE for m in messages)
+    assert messages and all(m == cases.CUT_MESSAGE for m in messages)
     checked = _checked("Long()")
     classes = [a.error_class for a in checked.attempts] + [p.error_class for p in checked.problems]
-    assert classes and all(c == "E" * MAX_MESSAGE_CHARS + MESSAGE_CUT_NOTE for c in classes)
+    assert classes and all(c == cases.CUT_CLASS for c in classes)

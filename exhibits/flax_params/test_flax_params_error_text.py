@@ -8,34 +8,19 @@ from __future__ import annotations
 import pytest
 from jaxscope.user_text import MAX_MESSAGE_CHARS, MESSAGE_CUT_NOTE
 
+from exhibits import error_text_cases as cases
 from exhibits.flax_params.events import FlaxErrorRaised
 from exhibits.flax_params.test_flax_params import run
 
-SOURCE = """
+SOURCE = f"""
 import flax.errors
 import flax.linen as nn
 import jax.numpy as jnp
-
-
-class E(flax.errors.FlaxError):
-    def __str__(self):
-        raise RuntimeError("str fails")
-
-    def __repr__(self):
-        raise RuntimeError("str fails")
-
+{cases.exception_classes("flax.errors.FlaxError")}
 
 class Plain(TypeError):
     def __str__(self):
         raise RuntimeError("str fails")
-
-
-class Huge(flax.errors.FlaxError):
-    def __str__(self):
-        return "A" * 2_000_000
-
-
-Long = type("E" * 100_000, (flax.errors.FlaxError,), {})
 
 
 class Net(nn.Module):
@@ -47,7 +32,7 @@ class Net(nn.Module):
 model = Net()
 args = (jnp.ones((2, 4), jnp.float32),)
 """
-RAISE_LINE = 31  # raise WHAT, in Net.__call__
+RAISE_LINE = cases.line_of(SOURCE, "        raise WHAT")  # in Net.__call__
 
 
 def _raised(what: str) -> FlaxErrorRaised:
@@ -59,7 +44,7 @@ def _raised(what: str) -> FlaxErrorRaised:
 def test_an_exception_whose_str_raises_keeps_its_class_and_line() -> None:
     error = _raised("E('m')")
     assert error.error_class == "snippet.E"  # not the RuntimeError of its __str__
-    assert error.message == "(the exception could not be described: RuntimeError)"
+    assert error.message == cases.UNDESCRIBED
     assert error.line == RAISE_LINE
 
 
@@ -70,6 +55,6 @@ def test_an_unshown_exception_whose_str_raises_propagates_unchanged() -> None:
 
 
 def test_a_huge_message_and_class_name_are_cut_as_run_failed_cuts_them() -> None:
-    assert _raised("Huge('m')").message == "A" * MAX_MESSAGE_CHARS + MESSAGE_CUT_NOTE
-    full = "snippet." + "E" * 100_000
+    assert _raised("Huge('m')").message == cases.CUT_MESSAGE
+    full = "snippet." + cases.LONG_CLASS
     assert _raised("Long('m')").error_class == full[:MAX_MESSAGE_CHARS] + MESSAGE_CUT_NOTE

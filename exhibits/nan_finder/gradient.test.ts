@@ -5,11 +5,9 @@
  * status (the linear jaxpr's inputs, one per differentiated leaf, tell them apart). Fixture
  * nested_params: f(params, x, n) with params = {'a': {'w', 'c': (…,)}, 'b': f32[70,70]}, n an int.
  */
-import { render } from 'svelte/server';
 import { describe, expect, it } from 'vitest';
-import { EMPTY_SELECTION } from '../../frontend/src/exhibit-api';
-import { defaultRunOptions } from '../../frontend/src/protocol';
 import { fixtureLoader } from '../../frontend/src/test/fixtures';
+import { renderView } from '../../frontend/src/test/render-view';
 import View from './View.svelte';
 import { gradientDtype, gradientLeafAvals, gradientRows, gradientStatusText, nanModel } from './view-model';
 
@@ -60,16 +58,7 @@ describe('the gradient of a nested-dict argument', () => {
   });
 
   it('renders a row per leaf, the first 40 of hundreds, and no [object Object]', () => {
-    const props = {
-      events,
-      allEvents: events,
-      running: false,
-      options: defaultRunOptions(),
-      selection: EMPTY_SELECTION,
-      select: () => {},
-      rerun: () => {},
-    };
-    const html = render(View, { props }).body;
+    const html = renderView(View, events);
     expect(html).not.toContain('[object Object]');
     expect(html).toContain(`data-path="args[0]['a']['w']"`);
     expect(html.match(/data-testid="gradient-row"/g)).toHaveLength(5);
@@ -79,7 +68,7 @@ describe('the gradient of a nested-dict argument', () => {
     const found = many.find((e) => e.type === 'nonfinite_found')!;
     const params = Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`p${i}`, [1, 2]]));
     (found as { gradient: unknown }).gradient = [params];
-    const manyHtml = render(View, { props: { ...props, events: many, allEvents: many } }).body;
+    const manyHtml = renderView(View, many);
     expect(manyHtml.match(/data-testid="gradient-row"/g)).toHaveLength(40);
     expect(manyHtml).toContain('Show all 150 leaves');
   });

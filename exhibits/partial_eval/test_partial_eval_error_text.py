@@ -8,26 +8,13 @@ trace: the split above traced it once)."""
 
 from __future__ import annotations
 
-from jaxscope.user_text import MAX_MESSAGE_CHARS, MESSAGE_CUT_NOTE
-
+from exhibits import error_text_cases as cases
 from exhibits.conftest import run_probe
 from exhibits.partial_eval.events import JaxprSplit, RematUnavailable
 
-SOURCE = """
+SOURCE = f"""
 import jax.numpy as jnp
-
-class E(Exception):
-    def __str__(self):
-        raise RuntimeError("str fails")
-
-    def __repr__(self):
-        raise RuntimeError("str fails")
-
-class Huge(Exception):
-    def __str__(self):
-        return "A" * 2_000_000
-
-Long = type("E" * 100_000, (Exception,), {})
+{cases.EXCEPTION_CLASSES}
 traced = []
 
 def f(x):
@@ -51,11 +38,11 @@ def _unavailable(what: str) -> RematUnavailable:
 def test_an_exception_whose_str_raises_keeps_its_class() -> None:
     unavailable = _unavailable("E()")
     assert unavailable.error_class == "E"  # not the RuntimeError of its __str__
-    assert unavailable.message == "(the exception could not be described: RuntimeError)"
+    assert unavailable.message == cases.UNDESCRIBED
 
 
 def test_a_huge_message_and_class_name_are_cut_as_run_failed_cuts_them() -> None:
-    assert _unavailable("Huge()").message == "A" * MAX_MESSAGE_CHARS + MESSAGE_CUT_NOTE
-    cut = "E" * MAX_MESSAGE_CHARS + MESSAGE_CUT_NOTE
+    assert _unavailable("Huge()").message == cases.CUT_MESSAGE
+    cut = cases.CUT_CLASS
     unavailable = _unavailable("Long()")  # no message: the class name in its place, cut too
     assert unavailable.error_class == cut and unavailable.message == cut

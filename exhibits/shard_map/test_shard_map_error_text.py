@@ -6,33 +6,20 @@ with the RuntimeError of that ``__str__``)."""
 
 from __future__ import annotations
 
-import pytest
 from jaxscope.sandbox.errors import describe_failure
 from jaxscope.user_text import MAX_MESSAGE_CHARS, MESSAGE_CUT_NOTE
 
-from exhibits.conftest import FakeContext, run_probe
+from exhibits import error_text_cases as cases
+from exhibits.conftest import run_probe
 from exhibits.shard_map.events import ShardMapChecked
 
-SOURCE = """
+SOURCE = f"""
 import jax
 import jax.numpy as jnp
 from jax.sharding import AxisType, PartitionSpec as P
 
 mesh = jax.make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
-
-class E(Exception):
-    def __str__(self):
-        raise RuntimeError("str fails")
-
-    def __repr__(self):
-        raise RuntimeError("str fails")
-
-class Huge(Exception):
-    def __str__(self):
-        return "A" * 2_000_000
-
-Long = type("E" * 100_000, (Exception,), {})
-
+{cases.EXCEPTION_CLASSES}
 def f(a):
     raise WHAT
 
@@ -40,7 +27,7 @@ in_specs = (P("x", "y"),)
 out_specs = P("x", "y")
 args = (jnp.ones((8, 4)),)
 """
-RAISE_LINE = SOURCE.splitlines().index("    raise WHAT") + 1  # in f
+RAISE_LINE = cases.line_of(SOURCE, "    raise WHAT")  # in f
 
 # JAX's own out_specs message names f: a 2M-character name makes it that long.
 LONG_NAME = """
@@ -59,49 +46,29 @@ out_specs = P("x")
 args = (jnp.ones((8, 4)),)
 """
 
-_checked: list[ShardMapChecked] = []
-
-
-@pytest.fixture(autouse=True)
-def _record(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep the events of a run that raises (run_probe loses its context then)."""
-    from exhibits import conftest
-
-    _checked.clear()
-    real = conftest.FakeContext.emit
-
-    def emit(self: FakeContext, event: object) -> None:
-        if isinstance(event, ShardMapChecked):
-            _checked.append(event)
-        real(self, event)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(conftest.FakeContext, "emit", emit)
-
 
 def _body_failed(what: str, raised: str) -> tuple[ShardMapChecked, BaseException]:
-    """The verdict of an f that raises, and the exception the run then ends with."""
-    with pytest.raises(Exception) as info:
-        run_probe("shard_map", SOURCE.replace("WHAT", what))
-    assert type(info.value).__name__ == raised  # the user's, as run_failed shows it
-    (checked,) = _checked
+    """The verdict of an f that raises, and the exception the run then ends with (the user's,
+    as run_failed shows it)."""
+    ctx, exc = cases.run_raising("shard_map", SOURCE.replace("WHAT", what), raised)
+    (checked,) = ctx.of_type(ShardMapChecked)
     assert not checked.ok and checked.check == "body"
-    return checked, info.value
+    return checked, exc
 
 
 def test_an_exception_whose_str_raises_keeps_its_class_and_line() -> None:
     checked, raised = _body_failed("E()", "E")  # not the RuntimeError of its __str__
     assert checked.error_class == "E"
-    assert checked.message == "(the exception could not be described: RuntimeError)"
+    assert checked.message == cases.UNDESCRIBED
     failed = describe_failure(raised, None)
     assert failed.source is not None and failed.source.line == RAISE_LINE
 
 
 def test_a_huge_message_and_class_name_are_cut_as_run_failed_cuts_them() -> None:
     checked, _ = _body_failed("Huge()", "Huge")
-    assert checked.message == "A" * MAX_MESSAGE_CHARS + MESSAGE_CUT_NOTE
-    _checked.clear()
-    checked, _ = _body_failed("Long()", "E" * 100_000)
-    assert checked.error_class == "E" * MAX_MESSAGE_CHARS + MESSAGE_CUT_NOTE
+    assert checked.message == cases.CUT_MESSAGE
+    checked, _ = _body_failed("Long()", cases.LONG_CLASS)
+    assert checked.error_class == cases.CUT_CLASS
 
 
 def test_a_check_message_naming_a_huge_function_name_is_cut() -> None:

@@ -5,12 +5,10 @@
  * (in_axes (None, 0, 0): params' two leaves unmapped, then x and y), and the same event with
  * 148 parameter leaves.
  */
-import { render } from "svelte/server";
 import { describe, expect, it } from "vitest";
-import { EMPTY_SELECTION } from "../../frontend/src/exhibit-api";
 import type { Event } from "../../frontend/src/protocol";
-import { defaultRunOptions } from "../../frontend/src/protocol";
 import { fixtureLoader } from "../../frontend/src/test/fixtures";
+import { renderView } from "../../frontend/src/test/render-view";
 import View from "./View.svelte";
 import { UNMAPPED_GROUP_MIN, inputTable, unmappedText, vmapModel, type VmapInputsMapped } from "./view-model";
 
@@ -28,16 +26,7 @@ function withParams(events: readonly Event[], n: number): Event[] {
 }
 
 function html(events: Event[]): string {
-  const props = {
-    events,
-    allEvents: events,
-    running: false,
-    options: defaultRunOptions(),
-    selection: EMPTY_SELECTION,
-    select: () => {},
-    rerun: () => {},
-  };
-  return render(View, { props }).body;
+  return renderView(View, events);
 }
 
 const rowIds = (h: string): string[] => [...h.matchAll(/data-testid="vmap-input-(\d+)"/g)].map((m) => m[1]!);

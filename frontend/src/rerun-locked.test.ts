@@ -9,12 +9,13 @@
  */
 import { render } from 'svelte/server';
 import { describe, expect, it } from 'vitest';
-import { EMPTY_SELECTION, rerunTitle } from './exhibit-api';
+import { rerunTitle } from './exhibit-api';
 import { EXHIBITS } from './exhibits';
 import type { Event } from './protocol';
 import { defaultRunOptions } from './protocol';
 import { RECORDING_FORMAT, RECORDING_RERUN_LOCKED, type Recording } from './recording';
 import Replay from './Replay.svelte';
+import { renderView } from './test/render-view';
 
 const GOLDENS = import.meta.glob('../../exhibits/*/golden/*.events.jsonl', {
   query: '?raw',
@@ -92,20 +93,10 @@ function eventsOf(exhibit: string, golden: string): Event[] {
     .map((l) => JSON.parse(l) as Event);
 }
 
-function renderView(exhibit: string, events: Event[], rerunLocked: string | null): Control[] {
+function controlsOfView(exhibit: string, events: Event[], rerunLocked: string | null): Control[] {
   const View = EXHIBITS[exhibit]?.View;
   if (View === undefined) throw new Error(`no view of ${exhibit}`);
-  const props = {
-    events,
-    allEvents: events,
-    running: false,
-    options: defaultRunOptions(),
-    selection: EMPTY_SELECTION,
-    select: () => {},
-    rerun: () => {},
-    ...(rerunLocked === null ? {} : { rerunLocked }),
-  };
-  return controlsOf(render(View, { props }).body);
+  return controlsOf(renderView(View, events, rerunLocked === null ? {} : { rerunLocked }));
 }
 
 describe('rerunTitle', () => {
@@ -132,8 +123,8 @@ describe('a view that cannot run again', () => {
   for (const c of CASES) {
     it(`${c.exhibit}: locks its rerun controls (${c.golden}), and nothing else`, () => {
       const events = eventsOf(c.exhibit, c.golden);
-      const live = renderView(c.exhibit, events, null);
-      const locked = renderView(c.exhibit, events, RECORDING_RERUN_LOCKED);
+      const live = controlsOfView(c.exhibit, events, null);
+      const locked = controlsOfView(c.exhibit, events, RECORDING_RERUN_LOCKED);
       expect(locked.map((x) => x.testid)).toEqual(live.map((x) => x.testid));
       const reruns = (x: Control) => x.testid !== null && c.rerun.some((r) => r.test(x.testid ?? ''));
 
