@@ -190,6 +190,7 @@ LIMITS = Limits(cpu_s=7.0, address_space_bytes=3 * 2**30)
         (1, "MemoryError\n", "memory", "MemoryError"),
         (3, "", "worker_crashed", "exited with code 3"),
         (-signal.SIGSEGV, "", "worker_crashed", "killed by SIGSEGV"),
+        (-signal.SIGALRM, "", "worker_crashed", "a timer the snippet set, `signal.alarm`"),
         (None, "", "worker_crashed", "unknown exit status"),
     ],
 )

@@ -244,6 +244,10 @@ def process_cpu_s(pid: int) -> float | None:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+# The signals a process's own timers send (signal.alarm, signal.setitimer).
+_TIMER_SIGNALS = frozenset({signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF})
+
+
 def _signal_name(signum: int) -> str:
     try:
         return signal.Signals(signum).name
@@ -394,6 +398,13 @@ def classify_death(
         status = "died (unknown exit status)"
     elif returncode < 0:
         status = f"was killed by {_signal_name(-returncode)}"
+        if -returncode in _TIMER_SIGNALS:
+            # break-it review: signal.alarm(1) in the snippet ended "killed by SIGALRM", no more
+            status += (
+                " (a timer the snippet set, `signal.alarm` or `signal.setitimer`, fired with no "
+                "handler installed: that ends the process; remove the timer, or install a "
+                "handler with `signal.signal`)"
+            )
     else:
         status = f"exited with code {returncode}"
     where = _where(stuck_at(stderr_text))
