@@ -358,10 +358,11 @@ _CREDIT = re.compile(r"and ([0-9.]+) s more while the busy machine kept it waiti
 def allowed_s(outcome: Outcome, wall_s: float, slack_s: float = 1.5) -> float:
     """How long the run may take: its wall limit, plus the time a busy machine made it wait
     (``settings.wait_credit``, design 0046: a flood is CPU-bound, and this machine runs other
-    test processes beside it): what its timeout message says was credited, or for a run that
-    finished, the credit's cap (the limit again); plus the slack."""
+    test processes beside it): what a wall-clock timeout's message says was credited; for any
+    other end (finished, or the CPU-time limit, which a CPU-bound run given the credit may reach
+    first), the credit's cap (the limit again); plus the slack."""
     terminal = outcome.terminal
-    if not isinstance(terminal, RunFailed):
+    if not (isinstance(terminal, RunFailed) and "wall-clock limit" in terminal.message):
         return 2 * wall_s + slack_s
     credit = _CREDIT.search(terminal.message)
     return wall_s + (float(credit.group(1)) if credit else 0.0) + slack_s
