@@ -34,6 +34,7 @@ __all__ = [
     "SCALAR_OUTPUT",
     "OutputRule",
     "OutputSeen",
+    "aval_text",
     "describe_output",
     "shorten_scalar_error",
 ]
@@ -55,7 +56,8 @@ class _Shown:
         return self.text
 
 
-def _aval_text(leaf: Any) -> str:
+def aval_text(leaf: Any) -> str:
+    """``f32[3]``: the short aval of ``leaf`` (its type's name when it has none)."""
     try:
         return str(jax.typeof(leaf).str_short(short_dtypes=True))
     except Exception:
@@ -157,7 +159,7 @@ def describe_output(out: Any) -> OutputSeen:
     if flat:
         path, first = flat[0]
         first_path: str | None = jax.tree_util.keystr(path)
-        first_aval: str | None = _aval_text(first)
+        first_aval: str | None = aval_text(first)
         first_shape, is_float = _shape_and_float(first)
         try:
             first_dtype: str | None = str(jnp.dtype(jax.typeof(first).dtype).name)
@@ -167,7 +169,7 @@ def describe_output(out: Any) -> OutputSeen:
         first_path = first_aval = first_dtype = first_shape = None
         is_float = False
     try:
-        shown = jax.tree.map(lambda leaf: _Shown(_aval_text(leaf)), out)
+        shown = jax.tree.map(lambda leaf: _Shown(aval_text(leaf)), out)
         structure = _cut(repr(shown))
     except Exception:
         structure = _cut(str(treedef))

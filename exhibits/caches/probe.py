@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 import jax
 import numpy as np
+from jaxscope.grad_output import aval_text
 from jaxscope.internals.api import (
     COUNTED_CACHES,
     JitCallRecord,
@@ -240,11 +241,11 @@ def _slot_text(slot: Slot) -> str:
 
 def _what(v: Any) -> str:
     if _is_key(v):
-        return f"a PRNG key array {_short(v)} (kept: a key is not data)"
+        return f"a PRNG key array {aval_text(v)} (kept: a key is not data)"
     if isinstance(v, jax.Array):
-        return f"a jax.Array {_short(v)}"
+        return f"a jax.Array {aval_text(v)}"
     if isinstance(v, np.ndarray):
-        return f"a numpy array {_short(v)}"
+        return f"a numpy array {aval_text(v)}"
     if _is_number(v):
         return f"a Python {type(v).__name__} ({v!r}, weakly typed)"
     leaves = jax.tree.leaves(v)
@@ -253,15 +254,8 @@ def _what(v: Any) -> str:
     return f"a {type(v).__name__}"
 
 
-def _short(x: Any) -> str:
-    try:
-        return str(jax.typeof(x).str_short(short_dtypes=True))
-    except TypeError:
-        return type(x).__name__
-
-
 def _short_list(leaves: list[Any]) -> str:
-    shown = ", ".join(_short(x) if hasattr(x, "dtype") else repr(x) for x in leaves[:4])
+    shown = ", ".join(aval_text(x) if hasattr(x, "dtype") else repr(x) for x in leaves[:4])
     return shown + (", ..." if len(leaves) > 4 else "")
 
 
@@ -477,7 +471,7 @@ def _grow_args(
             s: axes[s] if isinstance(s, int) else (0 if _is_array(v) else None) for s, v in dynamic
         }
         missing = [
-            f"{_slot_text(s)}{jax.tree_util.keystr(path)} is {_short(x)}, with no axis {axis}"
+            f"{_slot_text(s)}{jax.tree_util.keystr(path)} is {aval_text(x)}, with no axis {axis}"
             for s, v in dynamic
             if (axis := plan[s]) is not None
             for path, x in jax.tree_util.tree_flatten_with_path(v)[0]

@@ -96,14 +96,18 @@ def clean_text(text: str, limit: int) -> str:
     return _SURROGATE.sub("\ufffd", text[:limit])
 
 
-def run_id_of(text: str) -> str:
-    """The ``run_id`` of a (possibly invalid) request, cleaned (:func:`clean_text`), or ``""``."""
+def _fields_of(text: str) -> dict[str, object]:
+    """The JSON object of a (possibly invalid) request, or ``{}``."""
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):  # not JSON, or nested too deeply to read
-        return ""
-    run_id = data.get("run_id") if isinstance(data, dict) else None
-    return clean_text(run_id, _QUOTE_CHARS) if isinstance(run_id, str) else ""
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _quoted(value: object) -> str | None:
+    """A request's string field, cleaned (:func:`clean_text`); None for anything else."""
+    return clean_text(value, _QUOTE_CHARS) if isinstance(value, str) else None
 
 
 def _invalid(message: str, text: str) -> RunFailed | DetailFailed:
@@ -111,19 +115,13 @@ def _invalid(message: str, text: str) -> RunFailed | DetailFailed:
     ``run_failed`` would be a second terminal event of a run that already ended: break-it
     review), ``run_failed`` ``invalid_request`` for anything else."""
     cleaned = clean_text(message, _MESSAGE_CHARS)
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        data = None
-    if isinstance(data, dict) and data.get("type") == "detail":
-        asked = data.get("detail_id")
+    fields = _fields_of(text)  # read once for both answers
+    run_id = _quoted(fields.get("run_id")) or ""
+    if fields.get("type") == "detail":
         return DetailFailed(
-            gone=False,
-            message=cleaned,
-            run_id=run_id_of(text),
-            detail_id=clean_text(asked, _QUOTE_CHARS) if isinstance(asked, str) else None,
+            gone=False, message=cleaned, run_id=run_id, detail_id=_quoted(fields.get("detail_id"))
         )
-    return RunFailed(kind="invalid_request", message=cleaned, run_id=run_id_of(text))
+    return RunFailed(kind="invalid_request", message=cleaned, run_id=run_id)
 
 
 def parse_request(
