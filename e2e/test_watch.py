@@ -12,12 +12,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import jax
 import pytest
-from jaxscope.local_server import free_port, wait_healthy
+from jaxscope.local_server import free_port
 from jaxscope.sandbox.snippet import load_snippet
 from playwright.sync_api import Page, expect
 
@@ -40,10 +42,12 @@ def watched_file() -> Path:
 
 @pytest.fixture(scope="session")
 def watch_url(watched_file: Path) -> Iterator[str]:
-    """A ``jaxscope watch`` of ``watched_file`` beside the suite's ``jaxscope serve``. Tests open
-    it by its full URL: overriding ``base_url`` does not reach pytest-playwright's session-scoped
-    context arguments once another module has made them (the page then opened the suite's
-    server, which watches no file)."""
+    """A ``jaxscope watch`` of ``watched_file`` beside the suite's ``jaxscope serve``: the page
+    URL it prints (with its token, which a watched file's server asks of every request, and
+    ``follow=1``: design 0052), once its server answers. Tests open it by its full URL:
+    overriding ``base_url`` does not reach pytest-playwright's session-scoped context arguments
+    once another module has made them (the page then opened the suite's server, which watches
+    no file)."""
     port = free_port()
     exe = Path(sys.executable).parent / "jaxscope"
     log = Path(tempfile.mkdtemp(prefix="jaxscope-watch-log-")) / "server.log"
@@ -55,10 +59,8 @@ def watch_url(watched_file: Path) -> Iterator[str]:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    url = f"http://127.0.0.1:{port}"
     try:
-        wait_healthy(url, proc, 60, log)
-        yield url
+        yield printed_page(proc, log, port)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -66,6 +68,27 @@ def watch_url(watched_file: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def printed_page(proc: subprocess.Popen[bytes], log: Path, port: int) -> str:
+    """The page URL ``jaxscope watch`` printed (``following FILE in EXHIBIT: URL``), once its
+    ``/api/health`` answers to the URL's token."""
+    deadline = time.monotonic() + 60
+    while True:
+        found = re.search(r"^following .* in tracing: (http://\S+)$", log.read_text(), re.M)
+        if found:
+            page = found.group(1)
+            token = parse_qs(urlsplit(page).query)["token"][0]
+            try:
+                with urllib.request.urlopen(
+                    f"http://127.0.0.1:{port}/api/health?token={token}", timeout=1
+                ):
+                    return page
+            except OSError:
+                pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"jaxscope watch did not come up:\n{log.read_text()}")
+        time.sleep(0.05)
 
 
 def jaxpr_of(source: str) -> str:
@@ -98,7 +121,7 @@ def save(path: Path, text: str) -> None:
 def test_follow_a_file(
     page: Page, console_errors: list[str], screenshots: Path, watched_file: Path, watch_url: str
 ) -> None:
-    page.goto(f"{watch_url}/?follow=1")
+    page.goto(watch_url)
     expect(page.get_by_test_id("follow-bar")).to_contain_text("rerun on every save")
     expect(page.get_by_test_id("follow-path")).to_have_text(str(watched_file))
     expect(page.get_by_test_id("exhibit-tracing")).to_have_attribute("aria-current", "page")
@@ -138,7 +161,7 @@ def test_follow_a_file(
 
 
 def test_follow_again_shows_a_deleted_file(page: Page, watched_file: Path, watch_url: str) -> None:
-    page.goto(f"{watch_url}/?follow=1")
+    page.goto(watch_url)
     expect(page.get_by_test_id("follow-path")).to_have_text(str(watched_file))
     expect(page.get_by_test_id("stepper-event-type")).to_have_text(
         re.compile("run_finished"), timeout=RUN_TIMEOUT_MS

@@ -29,6 +29,7 @@ import io
 import json
 import math
 import os
+import shutil
 import sys
 import uuid
 from collections.abc import Sequence
@@ -181,9 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
     watch = sub.add_parser(
         "watch",
         help="serve the explorer on FILE and rerun it on every save",
-        description="Serve the explorer (as `jaxscope serve` on 127.0.0.1) and open the page on "
-        "FILE in EXHIBIT: the page follows the file, rerunning it each time it is saved, with "
-        "the editor read-only until you press Stop following (design 0036).",
+        description="Serve the explorer (as `jaxscope serve` on 127.0.0.1, with an access "
+        "token: the URL it prints carries it; JAXSCOPE_TOKEN sets it) and open the page on FILE "
+        "in EXHIBIT: the page follows the file, rerunning it each time it is saved, with the "
+        "editor read-only until you press Stop following (designs 0036, 0052).",
     )
     watch.add_argument("file", type=Path, help="the snippet (a .py file defining f and args)")
     watch.add_argument(
@@ -198,7 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _limit_flags(watch)
     _sandbox_flag(watch)
-    # What `serve` takes and `watch` leaves at its default (loopback: no token needed).
+    # What `serve` takes and `watch` leaves at its default (loopback; the token is generated,
+    # or JAXSCOPE_TOKEN's: a watched file is served only with one, design 0052).
     watch.set_defaults(host=None, token=None, workers=None, max_workers=None, pool_socket=None)
 
     pool = sub.add_parser("pool", help="serve sandbox sessions on a Unix socket (hosted mode)")
@@ -398,34 +401,45 @@ def _watch(ns: argparse.Namespace) -> int:
     return _serve(ns, WatchedFile(ns.file, ns.exhibit), open_browser=not ns.no_browser)
 
 
-def _open_when_up(url: str, health: str) -> None:
+def _open_when_up(url: str, health: str) -> Path:
     """Open ``url`` in the user's browser once ``health`` answers (from a thread: uvicorn has
-    the main one); give up quietly after 60 s."""
+    the main one); give up quietly after 60 s. The browser is given a private page that
+    redirects to ``url`` (``server/launch.py``), never ``url`` itself, whose token a browser's
+    command line would show every local user; returns that page's folder, for the caller to
+    remove."""
     import threading
     import time
     import urllib.request
     import webbrowser
+
+    from jaxscope.server.launch import redirect_file
+
+    page = redirect_file(url)
 
     def wait_then_open() -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
                 with urllib.request.urlopen(health, timeout=1):
-                    webbrowser.open(url)
+                    webbrowser.open(page.as_uri())
                     return
             except OSError:
                 time.sleep(0.2)
 
     threading.Thread(target=wait_then_open, daemon=True).start()
+    return page.parent
 
 
 def _serve(
     ns: argparse.Namespace, watched: WatchedFile | None = None, *, open_browser: bool = False
 ) -> int:
+    from urllib.parse import quote
+
     import uvicorn
 
     from jaxscope.server.app import create_app, with_token
     from jaxscope.server.catalogue import IncompleteExhibit
+    from jaxscope.server.launch import CannotListen, bind, bound_port
     from jaxscope.server.stale_frontend import stale_warning
 
     if ns.token is not None:
@@ -442,8 +456,10 @@ def _serve(
         max_workers=ns.max_workers,
         pool_socket=ns.pool_socket,
     )
+    # A watched file is served only with a token, on loopback too (design 0052).
     settings = with_token(
-        dataclasses.replace(settings, limits=_limits(settings.limits, ns, ns.timeout))
+        dataclasses.replace(settings, limits=_limits(settings.limits, ns, ns.timeout)),
+        required=watched is not None,
     )
     if settings.pool_socket is None and (refusal := sandbox_refusal(settings.limits)):
         print(refusal, file=sys.stderr)
@@ -453,32 +469,48 @@ def _serve(
     except IncompleteExhibit as exc:
         print(f"jaxscope: cannot start: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    try:  # the port is ours before its URL is printed (server/launch.py)
+        sockets = bind(settings.host, settings.port)
+    except CannotListen as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
+    port = bound_port(sockets)
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
-    url = f"http://{host}:{settings.port}/"
-    if settings.token is not None:
-        url += f"?token={settings.token}"
+    url = f"http://{host}:{port}/"
+    token = "" if settings.token is None else "?token=" + quote(settings.token, safe="")
+    url += token
     print(f"jaxscope is serving at {url}", flush=True)
     if (stale := stale_warning(settings.frontend_dist)) is not None:
         print(stale, file=sys.stderr, flush=True)
+    opened: Path | None = None
     if watched is not None:
         # The page follows the file when its URL asks to (design 0036).
         page = url + ("&" if "?" in url else "?") + "follow=1"
         print(f"following {watched.path} in {watched.exhibit}: {page}", flush=True)
         if open_browser:
-            token = f"?token={settings.token}" if settings.token is not None else ""
-            _open_when_up(page, f"http://{host}:{settings.port}/api/health{token}")
+            opened = _open_when_up(page, f"http://{host}:{port}/api/health{token}")
     # loop="asyncio": uvloop (installed with uvicorn[standard]) starts subprocesses through
     # libuv, which leaves the server's inherited file descriptors open in every sandbox worker.
     # No per-message deflate: compressing a 16 MiB event would hold the event loop for all.
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         host=settings.host,
-        port=settings.port,
+        port=port,
         log_level="info",
         loop="asyncio",
         ws_per_message_deflate=False,
     )
-    return 0
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=sockets)
+    except KeyboardInterrupt:  # as uvicorn.run: Ctrl-C ends the server quietly
+        pass
+    finally:
+        for sock in sockets:
+            sock.close()
+        if opened is not None:
+            shutil.rmtree(opened, ignore_errors=True)
+    return 0 if server.started else EXIT_FAILED
 
 
 def _pool(ns: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ says so. The server is the real app (TestClient, real worker pool, real file wat
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Iterator
@@ -20,8 +21,10 @@ from jaxscope.protocol import MAX_CODE_CHARS, JaxprStaged, WatchedFileChanged
 from jaxscope.sandbox.request_loop import NOT_WATCHING
 from jaxscope.sandbox.snippet import load_snippet
 from jaxscope.server.app import create_app
+from jaxscope.server.security import TOKEN_COOKIE
 from jaxscope.server.watch import WatchedFile
 from jaxscope.settings import Limits, Settings
+from starlette.websockets import WebSocketDisconnect
 
 from tests.harness import collect, next_event, run_msg
 
@@ -47,8 +50,11 @@ def snippet(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def client(snippet: Path) -> Iterator[TestClient]:
+    """The app of ``jaxscope watch``; every request carries the token as the page's do (the
+    cookie its first ``?token=`` request got)."""
     app = create_app(SETTINGS, WatchedFile(snippet, "tracing"))
-    with TestClient(app, base_url="http://localhost:8000") as c:
+    token = app.state.settings.token
+    with TestClient(app, base_url="http://localhost:8000", cookies={TOKEN_COOKIE: token}) as c:
         yield c
 
 
@@ -127,6 +133,47 @@ def test_deleted_file_says_so_and_back_again(client: TestClient, snippet: Path) 
         while back.code is None:  # the create and the write may come as two changes
             back = watched(ws)
         assert back.code == COS
+
+
+def test_the_watched_file_is_served_only_with_the_token(snippet: Path) -> None:
+    """On loopback too: every local user can reach a loopback port, and ``follow`` would hand the
+    file (readable by its owner alone) and every later save to any of them (issue 31). Without
+    the token, or with a wrong one, no page, health or websocket; with it, a page from another
+    origin is still refused; the token from the page's first ``?token=`` (its cookie) works."""
+    snippet.chmod(0o600)
+    app = create_app(SETTINGS, WatchedFile(snippet, "tracing"))
+    token = app.state.settings.token
+    assert isinstance(token, str) and len(token) >= 20
+    with TestClient(app, base_url="http://localhost:8000") as c:
+        for query in ("", "?token=wrong"):
+            assert c.get(f"/api/health{query}").status_code == 401
+            assert c.get(f"/{query}").status_code == 401
+            with pytest.raises(WebSocketDisconnect) as info, c.websocket_connect(WS + query) as ws:
+                ws.send_text(FOLLOW)
+                ws.receive_text()
+            assert info.value.code == 1008
+        with (
+            pytest.raises(WebSocketDisconnect) as info,
+            c.websocket_connect(
+                f"{WS}?token={token}", headers={"origin": "http://evil.example"}
+            ) as ws,
+        ):
+            ws.receive_text()
+        assert info.value.code == 1008
+        # The page opened with the printed URL gets the cookie its scripts and socket then carry.
+        assert c.get(f"/?token={token}&follow=1").status_code == 200
+        with c.websocket_connect(WS, headers={"origin": "http://localhost:8000"}) as ws:
+            ws.send_text(FOLLOW)
+            assert watched(ws).code == SIN
+
+
+def test_a_watched_file_keeps_the_token_it_was_given(snippet: Path) -> None:
+    """``JAXSCOPE_TOKEN`` (or ``Settings.token``) is the watched server's token, not replaced."""
+    given = dataclasses.replace(SETTINGS, token="a-token-the-user-chose")
+    app = create_app(given, WatchedFile(snippet, "tracing"))
+    assert app.state.settings.token == "a-token-the-user-chose"
+    # A server that watches no file on loopback still needs none (what `serve` asks).
+    assert create_app(SETTINGS).state.settings.token is None
 
 
 def test_read_problems(tmp_path: Path) -> None:

@@ -54,9 +54,11 @@ NOT_BUILT_PAGE = """<!doctype html><meta charset="utf-8"><title>jaxscope</title>
 """
 
 
-def with_token(settings: Settings) -> Settings:
-    """``settings`` with a generated token when the bind is not loopback and none was given."""
-    if not settings.loopback and settings.token is None:
+def with_token(settings: Settings, *, required: bool = False) -> Settings:
+    """``settings`` with a generated token when none was given and one is needed: the bind is
+    not loopback, or ``required`` (a server that serves a watched file: on loopback too, since
+    every local user can reach a loopback port, design 0052)."""
+    if (required or not settings.loopback) and settings.token is None:
         return dataclasses.replace(settings, token=secrets.token_urlsafe(24))
     return settings
 
@@ -91,8 +93,9 @@ def create_app(settings: Settings | None = None, watched: WatchedFile | None = N
     (unused, never started, when ``settings.pool_socket`` relays sessions to a hosted pool),
     ``app.state.tenancy`` who holds its workers (``sandbox/tenancy.py``), ``app.state.rooms``
     the classroom rooms (``server/rooms.py``; unused under a hosted pool). ``watched``: the file
-    ``jaxscope watch`` follows (``server/watch.py``), pushed to the pages that follow it."""
-    settings = with_token(settings or Settings())
+    ``jaxscope watch`` follows (``server/watch.py``), pushed to the pages that follow it; with
+    one, a token is required as on a non-loopback bind (generated when ``settings`` has none)."""
+    settings = with_token(settings or Settings(), required=watched is not None)
     if settings.check_exhibits:
         check_exhibits()
     pool = WorkerPool(settings.limits, size=settings.workers, max_workers=settings.max_workers)

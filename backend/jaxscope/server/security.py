@@ -4,7 +4,8 @@
 Rules: on a loopback bind without a token nothing is required, except that the ``Host`` must be
 a loopback name (DNS rebinding) and a websocket carrying an ``Origin`` must come from the served
 origin. When a token is set (always for a non-loopback
-bind), every request must carry it, as ``?token=`` or in the ``jaxscope_token`` cookie that is set
+bind, and for ``jaxscope watch``, whose page serves the watched file: design 0052), every request
+must carry it, as ``?token=`` or in the ``jaxscope_token`` cookie that is set
 when a page is opened with ``?token=``; a websocket without ``Origin`` (CLI, bench) is accepted
 only on a loopback bind.
 """
