@@ -27,7 +27,11 @@ When ``jax.vmap`` rejects the axes or the arguments before mapping anything,
 :class:`VmapInputsMapped` is still emitted with the axes tried (``axis_size`` ``None``, no
 inputs), an error about ``in_axes`` set by the snippet points at the line that sets it
 (``setting_line``), and ``run_failed.during`` says where JAX was (mapping the arguments, or
-batching: ``probe_api.mark_during``).
+batching: ``probe_api.mark_during``). An error raised by ``out_axes`` (after ``f`` returned,
+while ``jax.vmap`` moved each output's batch axis: an axis past an output's rank, ``None`` for
+a batched output, a tree that is not a prefix of the outputs) is told by the same call with
+``out_axes=0`` tracing: it names ``out_axes`` and points at the line that sets it, or at no
+line when the view's box set it (``blame_typed``).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from jaxscope.protocol import JaxprStaged
 from jaxscope.sandbox.probe_api import (
     ProbeContext,
     blame_line,
+    blame_typed,
     during,
     eval_option,
     mark_during,
@@ -72,13 +77,44 @@ def _axes(option: str | None, namespace: dict[str, Any], name: str) -> tuple[Any
 _IN_AXES_MESSAGES = ("vmap in_axes", "vmap was requested to map", "non-None value in in_axes")
 
 
+def _out_axes_at_fault(plan: Any, in_axes: Any, out_axes: Any) -> bool:
+    """Whether ``out_axes`` alone made ``jax.vmap`` fail: the same call with ``out_axes=0``
+    (every output batched on its first axis, which any output takes) traces."""
+    if isinstance(out_axes, int) and not isinstance(out_axes, bool) and out_axes == 0:
+        return False
+    try:
+        batched_jaxpr(plan, in_axes, 0)
+    except Exception:
+        return False
+    return True
+
+
+def _blame_out_axes(exc: BaseException, source: str, out_text: str, out_set: bool) -> None:
+    """Name ``out_axes`` in ``exc``'s explanation and point at the line that sets it (the
+    snippet's ``out_axes = ...``; no snippet line for the view's box)."""
+    whose = "the snippet's" if out_set else "the out_axes box's"
+    explanation = (
+        f"`jax.vmap` rejected {whose} `out_axes = {out_text}`: JAX raised this after `f` "
+        "returned, while it moved each output's batch axis where `out_axes` puts it (the same "
+        "call with `out_axes=0` works). `out_axes` needs, per output of `f`, an axis at most its "
+        "per-example rank (negative counts from the end), `None` only for an output that "
+        "depends on no mapped input, and a tree that is a prefix of `f`'s outputs."
+    )
+    mark_during(exc, "while jax.vmap moved the outputs' batch axes (out_axes)")
+    line = setting_line(source, "out_axes") if out_set else None
+    if line is not None:
+        blame_line(exc, line, explanation=explanation)
+    else:
+        blame_typed(exc, explanation)
+
+
 def run(ctx: ProbeContext) -> None:
     """Run the vmap exhibit on ``ctx.snippet`` (user exceptions propagate unchanged)."""
     plan = plan_call(ctx.snippet)
     namespace = ctx.snippet.namespace
     with ctx.stage("trace"):
         in_axes, in_text, in_set = _axes(ctx.options.in_axes, namespace, "in_axes")
-        out_axes, out_text, _ = _axes(ctx.options.out_axes, namespace, "out_axes")
+        out_axes, out_text, out_set = _axes(ctx.options.out_axes, namespace, "out_axes")
         try:
             mapped = map_inputs(plan, in_axes)
         except Exception as exc:
@@ -104,16 +140,21 @@ def run(ctx: ProbeContext) -> None:
             raise
     ctx.emit(JaxprStaged(fun_name=plan.fun_name, jaxpr=jaxpr_view(example)))
     with ctx.stage("run"), during("while batching (jax.vmap's batching rules)"):
-        capture = capture_batching(
-            plan,
-            mapped,
-            example,
-            out_shape,
-            in_axes,
-            out_axes,
-            (in_text, out_text),
-            emit_partial=ctx.emit,
-        )
+        try:
+            capture = capture_batching(
+                plan,
+                mapped,
+                example,
+                out_shape,
+                in_axes,
+                out_axes,
+                (in_text, out_text),
+                emit_partial=ctx.emit,
+            )
+        except Exception as exc:
+            if _out_axes_at_fault(plan, in_axes, out_axes):
+                _blame_out_axes(exc, ctx.snippet.source, out_text, out_set)
+            raise
     for step in capture.steps:
         ctx.emit(step)
     ctx.emit(capture.staged)
