@@ -516,7 +516,7 @@ def _serve(
 def _pool(ns: argparse.Namespace) -> int:
     import logging
 
-    from jaxscope.sandbox.pool_server import serve_pool
+    from jaxscope.sandbox.pool_server import SocketPathTaken
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(name)s: %(message)s")
     settings = settings_from_env(workers=ns.workers, max_workers=ns.max_workers)
@@ -524,12 +524,46 @@ def _pool(ns: argparse.Namespace) -> int:
     if refusal := sandbox_refusal(limits):
         print(refusal, file=sys.stderr)
         return EXIT_USAGE
-    print(f"jaxscope pool serving on {ns.socket}", flush=True)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(
-            serve_pool(ns.socket, limits, settings.workers, max_workers=settings.max_workers)
-        )
+    try:
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: the socket is removed too
+            asyncio.run(_pool_until_terminated(ns.socket, limits, settings))
+    except SocketPathTaken as exc:
+        print(f"jaxscope pool: cannot serve: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     return 0
+
+
+async def _pool_until_terminated(path: Path, limits: Limits, settings: Settings) -> None:
+    """Serve the pool on ``path`` until SIGTERM (docker stop, kill) or Ctrl-C; either way the
+    pool stops its workers and removes its socket (``serve_pool``'s cleanup). Says where it
+    serves once the socket accepts connections."""
+    import signal
+
+    from jaxscope.sandbox.pool_server import serve_pool
+
+    started = asyncio.Event()
+    serving = asyncio.create_task(
+        serve_pool(
+            path, limits, settings.workers, started=started, max_workers=settings.max_workers
+        )
+    )
+    terminated = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, terminated.set)
+    try:
+        announced = asyncio.create_task(started.wait())
+        await asyncio.wait({serving, announced}, return_when=asyncio.FIRST_COMPLETED)
+        announced.cancel()
+        if started.is_set():
+            print(f"jaxscope pool serving on {path}", flush=True)
+        ended = asyncio.create_task(terminated.wait())
+        await asyncio.wait({serving, ended}, return_when=asyncio.FIRST_COMPLETED)
+        ended.cancel()
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
 
 
 def describe_failure(failed: RunFailed) -> str:
