@@ -3,14 +3,17 @@
  * inner jaxprs too), and the groups to expand to show each one. A query is a source line
  * (`line 26`, `line:26` or `26`: the top-level eqns JAX recorded at that user line), or a word:
  * the eqns of that primitive or `name` (`dot_general`, `_where`), or that define or read that
- * variable (`gi`); a word that names none of these finds the primitives and names that contain
- * it (`dot` finds `dot_general`). A search holds while its view grows by eqn ranges (design 0045,
+ * variable (`gi`), or the eqns JAX traced inside that `jax.named_scope` (or Flax module) at any
+ * depth (`layer3`, `attn`; a path of scopes, `layer3/attn`; a scope under a transform,
+ * `transpose(jvp(layer3))`, answers to `layer3`): the hits then open that scope's group; a
+ * word that names none of these finds the primitives, names and scopes that contain it (`dot`
+ * finds `dot_general`). A search holds while its view grows by eqn ranges (design 0045,
  * `searchOn`): it runs again on the grown view, so its hits include the eqns that arrived.
  */
 import type { JaxprView } from '../protocol';
 import type { ParsedInner } from './inner-jaxprs';
 import { innerOfTop, parsedEqn, topEqn, type AnyEqn } from './inner-jaxprs';
-import { eqnNodeId, groupsHolding, innerGroupId, innerPath, innerTree, visibleEqnCount, type GroupItem } from './graph-groups';
+import { eqnNodeId, groupsHolding, innerGroupId, innerPath, innerTree, scopePath, visibleEqnCount, type GroupItem } from './graph-groups';
 import { grownFrom } from '../store/eqn-ranges';
 
 export interface GraphHit {
@@ -35,11 +38,39 @@ interface Candidate {
   /** names an inner jaxpr's binders share with its eqn's operands and results (JAX prints a
    * `jit`'s inner binders with its eqn's names): not this eqn's own variables */
   aliases: ReadonlySet<string>;
+  /** the name scopes it was traced in, outermost first, lower-cased and bare (`layer3` for
+   * `transpose(jvp(layer3))`): those of the eqns holding it, then its own */
+  scopes: readonly string[];
+  /** the scopes of the eqn holding it (none at the top level): a scope that already holds
+   * that eqn finds that eqn, not the inner eqns of a `jnp` helper it calls */
+  outer: readonly string[];
+}
+
+/** A scope as the user named it, lower-cased: `transpose(jvp(layer3))` → `layer3`. */
+const bareScope = (scope: string): string => scope.replace(/^(?:[^()]*\()+/, '').replace(/\)+$/, '').toLowerCase();
+
+const scopesOf = (nameStack: string | undefined): string[] => scopePath(nameStack).map(bareScope);
+
+/** Whether `scopes` hold the path `want` (consecutive scopes, `['layer3', 'attn']`), each
+ * scope equal to its part (`exact`) or containing it. */
+function inScope(scopes: readonly string[], want: readonly string[], exact: boolean): boolean {
+  const same = (scope: string | undefined, part: string): boolean => scope !== undefined && (exact ? scope === part : scope.includes(part));
+  for (let i = 0; i + want.length <= scopes.length; i++) {
+    if (want.every((part, k) => same(scopes[i + k], part))) return true;
+  }
+  return false;
 }
 
 /** Every eqn of `jaxpr`, top-level and inner, in order (each inner one after the eqn holding it). */
 function* candidates(jaxpr: JaxprView, tree: readonly GroupItem[]): Generator<Candidate> {
-  function* inside(eqn: AnyEqn, path: string, inner: readonly ParsedInner[] | null, index: number, groups: string[]): Generator<Candidate> {
+  function* inside(
+    eqn: AnyEqn,
+    path: string,
+    inner: readonly ParsedInner[] | null,
+    index: number,
+    groups: string[],
+    scopes: readonly string[],
+  ): Generator<Candidate> {
     if (!inner) return;
     const aliases = new Set([...eqn.invars, ...eqn.outvars].map((v) => v.name));
     for (const sub of inner) {
@@ -48,8 +79,10 @@ function* candidates(jaxpr: JaxprView, tree: readonly GroupItem[]): Generator<Ca
         const at = innerPath(path, sub, j);
         const any = parsedEqn(e);
         const held = [...groups, innerGroupId(path), ...groupsHolding(tree, j)];
-        yield { eqn: any, index, path: at, line: null, groups: held, aliases };
-        yield* inside(any, at, e.inner, index, held);
+        // JAX keeps an inner eqn's name stack relative to the jaxpr that holds it.
+        const within = [...scopes, ...scopesOf(e.nameStack)];
+        yield { eqn: any, index, path: at, line: null, groups: held, aliases, scopes: within, outer: scopes };
+        yield* inside(any, at, e.inner, index, held, within);
       }
     }
   }
@@ -57,8 +90,9 @@ function* candidates(jaxpr: JaxprView, tree: readonly GroupItem[]): Generator<Ca
     const eqn = topEqn(e);
     const groups = groupsHolding(tree, e.index);
     const path = String(e.index);
-    yield { eqn, index: e.index, path, line: e.source?.line ?? null, groups, aliases: new Set() };
-    if (e.inner_jaxprs.length > 0) yield* inside(eqn, path, innerOfTop(jaxpr, e), e.index, groups);
+    const scopes = scopesOf(e.name_stack);
+    yield { eqn, index: e.index, path, line: e.source?.line ?? null, groups, aliases: new Set(), scopes, outer: [] };
+    if (e.inner_jaxprs.length > 0) yield* inside(eqn, path, innerOfTop(jaxpr, e), e.index, groups, scopes);
   }
 }
 
@@ -74,6 +108,11 @@ export function searchGraph(jaxpr: JaxprView, tree: readonly GroupItem[], query:
     return [...candidates(jaxpr, tree)].filter((c) => c.line === n).map(hit);
   }
   const word = q.toLowerCase();
+  const scope = word.split('/').map(bareScope).filter((part) => part !== '');
+  // An eqn in the scope whose holder is not (an inner eqn's own scope counts; one it only
+  // inherits from the eqn holding it does not).
+  const scoped = (c: Candidate, exact: boolean): boolean =>
+    scope.length > 0 && inScope(c.scopes, scope, exact) && !inScope(c.outer, scope, exact);
   const all = [...candidates(jaxpr, tree)];
   const own = (c: Candidate, v: { name: string; literal: boolean }): boolean => !v.literal && v.name === q && !c.aliases.has(v.name);
   const exact = all.filter(
@@ -81,10 +120,18 @@ export function searchGraph(jaxpr: JaxprView, tree: readonly GroupItem[], query:
       c.eqn.primitive.toLowerCase() === word ||
       c.eqn.name?.toLowerCase() === word ||
       c.eqn.outvars.some((v) => own(c, v)) ||
-      c.eqn.invars.some((v) => own(c, v)),
+      c.eqn.invars.some((v) => own(c, v)) ||
+      scoped(c, true),
   );
   if (exact.length > 0) return exact.map(hit);
-  return all.filter((c) => c.eqn.primitive.toLowerCase().includes(word) || (c.eqn.name?.toLowerCase().includes(word) ?? false)).map(hit);
+  return all
+    .filter(
+      (c) =>
+        c.eqn.primitive.toLowerCase().includes(word) ||
+        (c.eqn.name?.toLowerCase().includes(word) ?? false) ||
+        scoped(c, false),
+    )
+    .map(hit);
 }
 
 /** A search entered in the graph: its query, the view it ran on, its hits there and the one selected. */
