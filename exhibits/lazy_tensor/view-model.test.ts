@@ -82,6 +82,13 @@ describe('lazy_tensor view model on the golden run', () => {
     expect(sourceLink(source!, [540, 545])).toMatch(/#L540-L545$/);
     expect(numbered('a\nb', 9)).toBe('    9  a\n   10  b');
   });
+  it("a forged commit or path stays a link into pytorch/xla's tree (issue 31)", () => {
+    const source = hashes(mlp)!.source!;
+    const link = sourceLink({ ...source, commit: 'x?y=1#', path: 'a b/c#d?e' }, [7]);
+    expect(link).toBe('https://github.com/pytorch/xla/blob/x%3Fy%3D1%23/a%20b/c%23d%3Fe#L7');
+    const url = new URL(link);
+    expect([url.host, url.search, url.hash]).toEqual(['github.com', '', '#L7']);
+  });
   it('an unknown method keeps torch its name', () => {
     expect(callWords('numpy')).toBe('Tensor.numpy');
   });

@@ -100,11 +100,14 @@ export function eagerRun(events: readonly Event[]): boolean {
 
 export type HashSource = EventOf<'graph_hash_compared'>['source'];
 
-/** A link to lines [a, b] of the hash's source file at the tag's commit. */
+/** A link to lines [a, b] of the hash's source file at the tag's commit (each part of the commit
+ * and path encoded: they come from the run's events; the view passes the link through
+ * `safeHref`, as every link built from event data). */
 export function sourceLink(source: HashSource, lines: readonly number[]): string {
   const [a, b] = [lines[0], lines[lines.length - 1]];
   const anchor = a === b ? `#L${a}` : `#L${a}-L${b}`;
-  return `https://github.com/pytorch/xla/blob/${source.commit}/${source.path}${anchor}`;
+  const path = source.path.split('/').map(encodeURIComponent).join('/');
+  return `https://github.com/pytorch/xla/blob/${encodeURIComponent(source.commit)}/${path}${anchor}`;
 }
 
 /** An ingredient's excerpt with its line numbers (`  644  coll.hash = ...`). */
