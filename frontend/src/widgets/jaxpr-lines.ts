@@ -156,14 +156,64 @@ export function printsInnerJaxpr(layout: JaxprLayout, span: EqnSpan): boolean {
 export type TextRow =
   | { kind: 'line'; line: number; eqn: number | null }
   | { kind: 'fold'; eqn: number; hidden: number }
-  | { kind: 'named'; eqn: null; hidden: number; names: string[] };
+  | { kind: 'named'; eqn: null; hidden: number; names: string[] }
+  | { kind: 'invar'; eqn: null; text: string; keypath: string | null; invar: number | null };
+
+/** The top-level header (`{ lambda ; a:f32[8,4] b:f32[4] ... . let`, lines `[start, end)`) with
+ * one row per invar, each named by its leaf's keypath (`invar` null: the `{ lambda ;` row). */
+export interface NamedHeader {
+  start: number;
+  end: number;
+  rows: { text: string; keypath: string | null; invar: number | null }[];
+}
+
+/** A keypath into a container (`params['layers'][3]['w']`, `state.w`), not a bare argument. */
+const KEYPATH = /[[.]/;
+
+/**
+ * The header of the top-level jaxpr with its invars named by keypath: JAX prints the binders of
+ * the inputs in a row (`{ lambda ; a:f32[8,4] b:f32[4] c:f32[4,4] ...`, wrapped over lines: a
+ * real model opens on 150 of them), and `argNames` (`JaxprView.arg_names`, JAX's
+ * `debug_info.arg_names`: one keypath per invar) says which leaf of `f`'s arguments each is.
+ * Null when there is nothing to name (no `arg_names`, or none of them a keypath into a
+ * container: `f(x, y)`'s header stays as JAX prints it) or the header does not read as one
+ * binder per name (a header on one line with its eqns, another printer).
+ */
+export function namedHeader(layout: JaxprLayout, argNames: readonly string[] | null | undefined): NamedHeader | null {
+  if (!argNames || argNames.length === 0 || !argNames.some((n) => KEYPATH.test(n))) return null;
+  const start = layout.top;
+  const end = findBodyStart(layout.lines, start);
+  if (end <= start) return null;
+  const text = layout.lines.slice(start, end).join('\n');
+  const head = /^\{ lambda ([^;]*);([\s\S]*?)\.\s*let\s*$/.exec(text);
+  if (head === null) return null;
+  const binders = (head[2] ?? '').split(/\s+/).filter((t) => t !== '');
+  if (binders.length !== argNames.length || !binders.every((b) => /^[^\s:]+:\S+$/.test(b))) return null;
+  const width = Math.min(
+    binders.reduce((most, b) => Math.max(most, b.length), 0),
+    24,
+  );
+  const consts = (head[1] ?? '').replace(/\s+/g, ' ').trim();
+  const rows: NamedHeader['rows'] = [{ text: consts === '' ? '{ lambda ;' : `{ lambda ${consts};`, keypath: null, invar: null }];
+  binders.forEach((binder, i) => {
+    const own = i === binders.length - 1 ? `${binder}. let` : binder;
+    rows.push({ text: `    ${own.padEnd(width + 1)}`, keypath: argNames[i] ?? null, invar: i });
+  });
+  return { start, end, rows };
+}
 
 /**
  * The rows to show when the eqns in `folded` are folded: a folded eqn keeps its first and last
  * line (`g:f32[3] = jit[` ... `] f e c`), and one `fold` row stands for the lines in between.
  * `foldNamed`: one `named` row stands for the named jaxprs printed before the top-level jaxpr.
+ * `header` (`namedHeader`): the top-level header's lines are shown as its rows, one per invar.
  */
-export function visibleRows(layout: JaxprLayout, folded: ReadonlySet<number>, foldNamed = false): TextRow[] {
+export function visibleRows(
+  layout: JaxprLayout,
+  folded: ReadonlySet<number>,
+  foldNamed = false,
+  header: NamedHeader | null = null,
+): TextRow[] {
   const rows: TextRow[] = [];
   const spanAt = new Map<number, EqnSpan>();
   for (const s of layout.spans) if (!spanAt.has(s.start)) spanAt.set(s.start, s);
@@ -173,6 +223,11 @@ export function visibleRows(layout: JaxprLayout, folded: ReadonlySet<number>, fo
     i = layout.top;
   }
   while (i < layout.lines.length) {
+    if (header !== null && i === header.start) {
+      for (const row of header.rows) rows.push({ kind: 'invar', eqn: null, ...row });
+      i = header.end;
+      continue;
+    }
     const span = spanAt.get(i);
     if (span && folded.has(span.index) && span.end - span.start > 2 && printsInnerJaxpr(layout, span)) {
       rows.push({ kind: 'line', line: span.start, eqn: span.index });
