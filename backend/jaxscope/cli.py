@@ -30,10 +30,12 @@ import json
 import math
 import os
 import shutil
+import signal
 import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO, get_args
 
 from pydantic import ValidationError
@@ -501,16 +503,34 @@ def _serve(
         ws_per_message_deflate=False,
     )
     server = uvicorn.Server(config)
+    # uvicorn shuts down gracefully on SIGTERM, then raises the signal again once its own handler
+    # is gone: the handler below turns that into an exception, so the cleanup runs before the
+    # process ends by SIGTERM as before.
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    terminated = False
     try:
         server.run(sockets=sockets)
     except KeyboardInterrupt:  # as uvicorn.run: Ctrl-C ends the server quietly
         pass
+    except _Terminated:
+        terminated = True
     finally:
+        signal.signal(signal.SIGTERM, previous)
         for sock in sockets:
             sock.close()
         if opened is not None:
             shutil.rmtree(opened, ignore_errors=True)
+    if terminated:
+        signal.raise_signal(signal.SIGTERM)
     return 0 if server.started else EXIT_FAILED
+
+
+class _Terminated(Exception):
+    """SIGTERM, raised where the server runs (:func:`_serve`)."""
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    raise _Terminated
 
 
 def _pool(ns: argparse.Namespace) -> int:
@@ -537,8 +557,6 @@ async def _pool_until_terminated(path: Path, limits: Limits, settings: Settings)
     """Serve the pool on ``path`` until SIGTERM (docker stop, kill) or Ctrl-C; either way the
     pool stops its workers and removes its socket (``serve_pool``'s cleanup). Says where it
     serves once the socket accepts connections."""
-    import signal
-
     from jaxscope.sandbox.pool_server import serve_pool
 
     started = asyncio.Event()

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -20,6 +22,7 @@ from pathlib import Path
 import pytest
 from jaxscope.cli import EXIT_USAGE
 from jaxscope.protocol import EVENT_ADAPTER, WatchedFileChanged
+from jaxscope.server.launch import redirect_file
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 from websockets.typing import Origin
@@ -117,3 +120,53 @@ def test_watch_prints_its_token_url_once_it_listens(tmp_path: Path) -> None:
         if proc.stdout is not None:
             proc.stdout.close()
         log.close()
+
+
+def test_the_browser_is_opened_on_a_private_redirect_page() -> None:
+    """The token never goes on a browser's command line (``/proc/PID/cmdline`` is readable by
+    every local user): the browser gets a file only this user can read that redirects to it."""
+    url = 'http://127.0.0.1:8000/?token=a"b<c&follow=1'
+    page = redirect_file(url)
+    try:
+        assert page.parent.stat().st_mode & 0o777 == 0o700
+        assert page.stat().st_mode & 0o777 == 0o600
+        text = page.read_text()
+        quoted = "http://127.0.0.1:8000/?token=a&quot;b&lt;c&amp;follow=1"
+        assert f'<meta http-equiv="refresh" content="0;url={quoted}">' in text
+        assert url not in text
+    finally:
+        shutil.rmtree(page.parent)
+
+
+def test_watch_removes_its_redirect_page_when_terminated(tmp_path: Path) -> None:
+    """SIGTERM (uvicorn raises it again after its graceful shutdown) still removes the page."""
+    snippet = tmp_path / "f.py"
+    snippet.write_text(SIN)
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    opened = tmp_path / "opened"
+    # webbrowser runs $BROWSER with the URL: here a shell that writes down what it was given.
+    browser = f"sh -c 'echo \"$0\" > {opened}' %s"
+    env = {**ENV, "TMPDIR": str(private_tmp), "BROWSER": browser}
+    argv = watch_argv(snippet, 0)[:-1]  # without --no-browser
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=REPO
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not opened.exists() or not opened.read_text().strip():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        uri = opened.read_text().strip()
+        assert uri.startswith(f"file://{private_tmp}/jaxscope-open-") and "token" not in uri
+        page = Path(uri.removeprefix("file://"))
+        assert "token=" in page.read_text()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == -signal.SIGTERM
+        assert list(private_tmp.iterdir()) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
