@@ -10,6 +10,7 @@ import {
   countsText,
   dimSplits,
   formFrom,
+  formFromOptions,
   formOptions,
   groupsText,
   meshGrid,
@@ -287,6 +288,29 @@ describe("the form", () => {
     expect(formOptions(base, { ...form, meshShape: "a" }, 8)).toMatch(
       /positive integers/,
     );
+  });
+
+  it("shows a shared link's options before its run (issue 31, item 1)", () => {
+    for (const asked of [
+      form,
+      { ...form, meshShape: "4", axisNames: "d", axisType: "Auto" as const, arrayShape: "" },
+      { ...form, meshShape: "2, 2, 2", axisNames: "a, b, c", spec: "P(('a', 'b'), 'c')" },
+    ]) {
+      const out = formOptions(base, asked, 8);
+      if (typeof out === "string") throw new Error(out);
+      expect(formFromOptions(out)).toEqual(asked);
+    }
+    // the snippet's own run: nothing to show over what the probe will place
+    expect(formFromOptions(base)).toBeNull();
+    expect(formFromOptions(snippetOptions({ ...base, spec: "P('x')" }))).toBeNull();
+    // a spec alone, and a mesh written another way: the default mesh fields
+    expect(formFromOptions({ ...base, spec: "P(None, 'y')" })).toEqual({
+      ...formFrom(undefined),
+      spec: "P(None, 'y')",
+    });
+    expect(
+      formFromOptions({ ...base, mesh: "Mesh(jax.devices(), ('i',))", array_shape: "(16,)" }),
+    ).toEqual({ ...formFrom(undefined), arrayShape: "16" });
   });
 
   it("resets to the snippet", () => {

@@ -404,6 +404,45 @@ export function formOptions(
 }
 
 /** Options without the mesh/spec/array overrides (the snippet's own). */
+/**
+ * The form as a run's options set it (a page opened from a shared link, before its run: no
+ * `sharding_placed` yet), over `formFrom(undefined)`: the spec and the array shape as they are,
+ * the mesh read back from the expression `formOptions` writes (a mesh expression of another
+ * form keeps the default mesh fields; the view shows that expression beside the form). Null
+ * when the options set none of the three (the snippet's own run).
+ */
+export function formFromOptions(options: RunOptions): MeshForm | null {
+  const { mesh, spec, array_shape: arrayShape } = options;
+  if (mesh == null && spec == null && arrayShape == null) return null;
+  const form = formFrom(undefined);
+  const made =
+    mesh == null
+      ? null
+      : /^jax\.make_mesh\(\(([^()]*)\), \(([^()]*)\), axis_types=\(AxisType\.(Auto|Explicit),\) \* \d+, /.exec(
+          mesh,
+        );
+  if (made !== null) {
+    const items = (text: string): string[] =>
+      text
+        .split(",")
+        .map((t) => t.trim().replace(/^'(.*)'$/, "$1"))
+        .filter((t) => t !== "");
+    form.meshShape = items(made[1] ?? "").join(", ");
+    form.axisNames = items(made[2] ?? "").join(", ");
+    form.axisType = made[3] === "Explicit" ? "Explicit" : "Auto";
+  }
+  if (spec != null) form.spec = spec;
+  if (arrayShape != null) {
+    form.arrayShape = arrayShape
+      .replace(/^\s*\(|\)\s*$/g, "")
+      .split(",")
+      .map((t) => t.trim())
+      .filter((t) => t !== "")
+      .join(", ");
+  }
+  return form;
+}
+
 export function snippetOptions(base: RunOptions): RunOptions {
   return { ...base, mesh: null, spec: null, array_shape: null };
 }

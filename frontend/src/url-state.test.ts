@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { OPTION_NAMES, decodeFragment, encodeFragment, loadDraft, parseOptions, saveDraft } from './url-state';
+import { defaultRunOptions } from './protocol';
+import { OPTION_NAMES, decodeFragment, encodeFragment, linkOptions, loadDraft, parseOptions, saveDraft } from './url-state';
 import type { SharedState } from './url-state';
 
 const CODE = [
@@ -125,5 +126,43 @@ describe('every option survives a copied link', () => {
     expect(parseOptions({ preset: 'x'.repeat(201) })).toEqual({ calls: [], known: null });
     expect(parseOptions({ stack: ['vmap', 'pmap'] })).toEqual({ calls: [], known: null });
     expect(parseOptions({ mesh: 3, spec: "P('x')" })).toEqual({ calls: [], known: null, spec: "P('x')" });
+  });
+});
+
+describe('the options a shared link will run with (issue 31, item 1)', () => {
+  it("lists the options the exhibit reads that are not the defaults, in the link's words", () => {
+    const options = parseOptions({
+      mesh: "jax.make_mesh((2, 4), ('x', 'y'))",
+      spec: "P('x', None)",
+      array_shape: '(8, 16)',
+      in_axes: '(None, 0)',
+      calls: [{ change: 'shape' }],
+    });
+    expect(linkOptions(options, 'sharding')).toEqual([
+      { name: 'array_shape', text: '(8, 16)' },
+      { name: 'mesh', text: "jax.make_mesh((2, 4), ('x', 'y'))" },
+      { name: 'spec', text: "P('x', None)" },
+    ]);
+    expect(linkOptions(options, 'shard_map').map((o) => o.name)).toEqual(['mesh', 'spec']);
+    expect(linkOptions(options, 'vmap')).toEqual([{ name: 'in_axes', text: '(None, 0)' }]);
+    expect(linkOptions(options, 'tracing')).toEqual([{ name: 'calls', text: 'new shape' }]);
+  });
+
+  it('lists nothing for default options, and every kind of value readably', () => {
+    for (const exhibit of ['tracing', 'sharding', 'partial_eval', 'transform_order']) {
+      expect(linkOptions(defaultRunOptions(), exhibit)).toEqual([]);
+    }
+    const options = parseOptions({
+      known: [true, false, true],
+      stack: ['vmap', 'grad'],
+      steps: 12,
+      eager_mode: true,
+      calls: [{ change: 'same' }, { change: 'expr', expr: '(jnp.ones(4),)' }],
+    });
+    expect(linkOptions(options, 'partial_eval')).toEqual([{ name: 'known', text: '[true,false,true]' }]);
+    expect(linkOptions(options, 'transform_order')).toEqual([{ name: 'stack', text: 'vmap ∘ grad' }]);
+    expect(linkOptions(options, 'recompile_hunt')).toEqual([{ name: 'steps', text: '12' }]);
+    expect(linkOptions(options, 'lazy_tensor')).toEqual([{ name: 'eager_mode', text: 'true' }]);
+    expect(linkOptions(options, 'tracing')).toEqual([{ name: 'calls', text: 'same shapes, args (jnp.ones(4),)' }]);
   });
 });

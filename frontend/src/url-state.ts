@@ -39,6 +39,43 @@ const CALL_VALIDATOR = validatorOf(CALLS.items);
 /** The names of every option a run can carry (the backend's `RunOptions` fields). */
 export const OPTION_NAMES: readonly string[] = [...OPTION_VALIDATORS.keys()];
 
+/** One option a shared link carries, as the page says it before the run: `spec = P('x', None)`. */
+export interface LinkOption {
+  name: string;
+  text: string;
+}
+
+/** How a `calls` entry reads (the tracing exhibit's "call again" buttons). */
+const CALL_WORDS: Record<string, string> = { same: 'same shapes', shape: 'new shape', dtype: 'new dtype' };
+
+function optionText(name: string, value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (name === 'calls' && Array.isArray(value)) {
+    return (value as CallSpec[]).map((c) => (c.change === 'expr' ? `args ${c.expr ?? ''}` : (CALL_WORDS[c.change] ?? c.change))).join(', ');
+  }
+  if (name === 'stack' && Array.isArray(value)) return value.join(' ∘ ');
+  return JSON.stringify(value);
+}
+
+/**
+ * The options of `options` that will run on `exhibit` (those its `x-exhibits` name, from the
+ * backend's schema) other than the defaults, in the schema's order: what a page opened from a
+ * shared link says before the user presses Run, since a view may show some of them only once a
+ * run has reported (the sharding exhibit's spec, the partial_eval flags, the tracing calls).
+ */
+export function linkOptions(options: RunOptions, exhibit: string): LinkOption[] {
+  const record = options as unknown as Record<string, unknown>;
+  const out: LinkOption[] = [];
+  for (const [name, schema] of Object.entries(OPTION_PROPERTIES)) {
+    const readers = schema['x-exhibits'];
+    if (!Array.isArray(readers) || !readers.includes(exhibit)) continue;
+    const value = record[name];
+    if (value === undefined || value === null || (Array.isArray(value) && value.length === 0)) continue;
+    out.push({ name, text: optionText(name, value) });
+  }
+  return out;
+}
+
 /**
  * Options from untrusted JSON (a shared link): each option the backend's `RunOptions` defines
  * is kept when it is valid by that model's JSON Schema (`gen/run-options.schema.json`, generated
