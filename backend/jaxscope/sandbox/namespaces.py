@@ -146,12 +146,20 @@ def bwrap_argv(
     uid: int | None,
     tmp_bytes: int,
     extra_paths: tuple[str, ...] = (),
+    template: bool = False,
 ) -> list[str]:
     """The ``bwrap`` command line that runs ``command`` (argv, absolute paths) in the worker's
     namespaces (see the module docstring). ``uid``: the uid to run as (root only; None keeps the
     caller's); ``tmp_bytes``: the size cap of the private ``/tmp`` (bytes, > 0);
     ``extra_paths``: more host paths bound read-only (another venv and its base Python, for a
     worker of another kind: ``sandbox/kinds.py``).
+
+    ``template``: the command line of a worker *template* (``sandbox/zygote.py``, root only,
+    ``uid`` None): the same file system view, but the host's pid namespace (the pids it reports
+    are the supervisor's) and the four capabilities its children need to make namespaces of
+    their own, mount their ``/proc`` and ``/tmp``, bring up their loopback and switch to their
+    uid; user code never runs
+    in it, and each child gives the capabilities up before it runs any (design 0053).
 
     Raises :class:`SandboxUnavailable` when ``bwrap`` is not installed."""
     bwrap = bwrap_path()
@@ -161,7 +169,7 @@ def bwrap_argv(
         bwrap,
         "--die-with-parent",
         "--new-session",
-        "--unshare-pid",
+        *(() if template else ("--unshare-pid",)),
         "--unshare-net",
         "--unshare-ipc",
         "--unshare-uts",
@@ -206,6 +214,9 @@ def bwrap_argv(
     for path in bound:
         argv += ["--ro-bind", path, path]
     argv += ["--chdir", "/tmp"]
+    if template:
+        caps = ("CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_SETUID", "CAP_SETGID")
+        return [*argv, *(a for cap in caps for a in ("--cap-add", cap)), "--", *command]
     if uid is None:
         return [*argv, "--", *command]
     # bwrap drops every capability of a privileged sandbox but these two, which setpriv needs for

@@ -31,7 +31,7 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import asdict
 from typing import Any
 
@@ -54,6 +54,7 @@ from jaxscope.protocol import (
     WorkerKind,
     is_terminal,
 )
+from jaxscope.sandbox.forked import ForkedProcess, TemplateError, start_forked, zygote_problem
 from jaxscope.sandbox.kinds import (
     kind_problem,
     package_folders,
@@ -492,7 +493,7 @@ class WorkerProcess:
 
     def __init__(
         self,
-        proc: asyncio.subprocess.Process,
+        proc: asyncio.subprocess.Process | ForkedProcess,
         limits: Limits,
         *,
         workdir: str | None = None,
@@ -593,8 +594,14 @@ class WorkerProcess:
                 env = worker_env(home=workdir, kind=kind)
             if limits.namespaces:
                 become_subreaper()
-            creating = asyncio.ensure_future(
-                asyncio.create_subprocess_exec(
+            starting: Coroutine[Any, Any, asyncio.subprocess.Process | ForkedProcess]
+            if zygote_problem(kind, limits) is None:
+                # A fork of the warm template (design 0053): ~0.1 CPU-s instead of ~1.6.
+                starting = start_forked(
+                    limits, env, lease.uid if lease is not None else None, MAX_EVENT_LINE_BYTES
+                )
+            else:
+                starting = asyncio.create_subprocess_exec(
                     *argv,
                     stdin=asyncio.subprocess.PIPE,
                     stdout=asyncio.subprocess.PIPE,
@@ -604,7 +611,8 @@ class WorkerProcess:
                     start_new_session=True,
                     limit=MAX_EVENT_LINE_BYTES,
                 )
-            )
+            creating: asyncio.Future[asyncio.subprocess.Process | ForkedProcess]
+            creating = asyncio.ensure_future(starting)
             try:
                 proc = await asyncio.shield(creating)
             except asyncio.CancelledError:
@@ -615,6 +623,12 @@ class WorkerProcess:
                 orphan.kill()
                 await orphan.wait_closed()
                 raise
+        except TemplateError as exc:
+            # A fork whose answer did not come may still have started the worker: end every
+            # process of its uid before the uid is given back.
+            if lease is not None and await asyncio.to_thread(kill_uid, lease.uid):
+                lease.release()
+            raise WorkerStartError(str(exc)) from exc
         except BaseException:
             if lease is not None:
                 lease.release()

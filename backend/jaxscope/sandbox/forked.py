@@ -1,0 +1,309 @@
+"""Workers forked from a warm template (the supervisor's side of ``sandbox/zygote.py``).
+
+:func:`start_forked` gives an :class:`ForkedProcess`, which :class:`~jaxscope.sandbox.worker.
+WorkerProcess` uses exactly as it uses the ``asyncio.subprocess.Process`` of a bwrap-started
+worker (``pid``, ``returncode``, ``stdin``, ``stdout``, ``stderr``, ``wait()``): ``pid`` is the
+helper's (a process group leader: ``killpg`` ends the helper, the namespace's init and the
+worker), and the worker is the helper's grandchild, as under bwrap.
+
+One :class:`Template` per worker environment lives as long as this process (one per server, one
+per test process): started on the first fork, in a thread (it costs the ~1.5 CPU-s of a worker
+start once), and again after it died. Its control socket is driven with blocking calls under a
+lock, from threads, and one reader thread per template turns its messages into
+``concurrent.futures.Future`` s, so that any event loop (a server's, each test's own) can await
+them. Design 0053.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import itertools
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
+from dataclasses import asdict
+from typing import Any
+
+from jaxscope.sandbox.namespaces import bwrap_argv, readonly_paths
+from jaxscope.settings import Limits
+
+log = logging.getLogger(__name__)
+
+# Seconds a template may take to import JAX and the probes (a loaded 2-core machine: ~10 s).
+TEMPLATE_START_S = 120.0
+# Seconds a fork request may take to be answered.
+FORK_ANSWER_S = 30.0
+# The environment variable that turns templates off (``0``): every worker is a bwrap start.
+ENV_SWITCH = "JAXSCOPE_ZYGOTE"
+# The exit status reported for a child whose template died (its helper died with it).
+LOST_STATUS = -9
+
+
+class TemplateError(RuntimeError):
+    """The template could not be started, or did not answer a fork."""
+
+
+def zygote_problem(kind: str, limits: Limits) -> str | None:
+    """Why workers of ``kind`` with ``limits`` are started by bubblewrap rather than forked from
+    a template (None: they are forked). Forking needs a JAX worker, namespaces, root (the
+    template makes each child's namespaces and uid; without root they are bwrap starts, as in
+    the non-root container) and no bound path under ``/tmp`` (each child mounts its own
+    ``/tmp`` over it)."""
+    if os.environ.get(ENV_SWITCH, "1") == "0":
+        return f"{ENV_SWITCH}=0"
+    if kind != "jax":
+        return f"a {kind} worker is started by bubblewrap (design 0053)"
+    if not limits.namespaces:
+        return "without namespaces (--unsafe-no-sandbox) workers are started one by one"
+    if os.geteuid() != 0:
+        return "forking needs root, to make each worker's namespaces and switch its uid"
+    if any(p == "/tmp" or p.startswith("/tmp/") for p in readonly_paths()):
+        return "the venv or packages lie under /tmp, which each forked worker replaces"
+    return None
+
+
+class Template:
+    """One running template process and its control socket."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        command = [sys.executable, "-m", "jaxscope.sandbox.zygote", "--ctl", str(theirs.fileno())]
+        argv = bwrap_argv(command, uid=None, tmp_bytes=2**20, template=True)
+        self._proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            pass_fds=(theirs.fileno(),),
+            cwd="/",
+            env=env,
+            start_new_session=True,
+        )
+        theirs.close()
+        self._ctl = ours
+        self._ids = itertools.count(1)
+        self._send_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._answers: dict[int, concurrent.futures.Future[dict[str, Any]]] = {}
+        self._exits: dict[int, concurrent.futures.Future[int]] = {}
+        self._dead = False
+        self.info: dict[str, Any] = {}
+        ours.settimeout(TEMPLATE_START_S)
+        try:
+            first = ours.recv(65536)
+            self.info = json.loads(first) if first else {}
+        except (OSError, ValueError) as exc:
+            self.close()
+            raise TemplateError(f"the worker template did not start ({exc})") from exc
+        if self.info.get("ready") is not True:
+            self.close()
+            raise TemplateError(f"the worker template did not start (said {first[:200]!r})")
+        ours.settimeout(None)
+        self._reader = threading.Thread(target=self._read, name="jaxscope-template", daemon=True)
+        self._reader.start()
+        log.info("worker template %d ready (%d threads)", self._proc.pid, self.info["threads"])
+
+    @property
+    def alive(self) -> bool:
+        return not self._dead and self._proc.poll() is None
+
+    def _read(self) -> None:
+        try:
+            self._read_messages()
+        except Exception:
+            log.exception("worker template %d: a message could not be read", self._proc.pid)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(2.0)
+        log.warning("worker template %d ended (status %s)", self._proc.pid, self._proc.poll())
+        with self._lock:
+            self._dead = True
+            for answer in self._answers.values():
+                if not answer.done():
+                    answer.set_exception(TemplateError("the worker template died"))
+            self._answers.clear()
+            for ended in self._exits.values():
+                if not ended.done():
+                    ended.set_result(LOST_STATUS)
+
+    def _read_messages(self) -> None:
+        while True:
+            try:
+                data = self._ctl.recv(65536)
+            except OSError:
+                return
+            if not data:
+                return
+            message = json.loads(data)
+            with self._lock:
+                if "exit" in message:
+                    ended = self._exit_future(int(message["exit"]))
+                    if not ended.done():
+                        ended.set_result(int(message["status"]))
+                elif (answer := self._answers.pop(message.get("id") or 0, None)) is not None:
+                    answer.set_result(message)
+
+    def _exit_future(self, pid: int) -> concurrent.futures.Future[int]:
+        ended = self._exits.get(pid)
+        if ended is None:
+            ended = self._exits[pid] = concurrent.futures.Future()
+            if self._dead:
+                ended.set_result(LOST_STATUS)
+        return ended
+
+    def exit_of(self, pid: int) -> concurrent.futures.Future[int]:
+        """Resolves to the exit status of child ``pid`` (``subprocess``'s convention)."""
+        with self._lock:
+            return self._exit_future(pid)
+
+    def forget(self, pid: int) -> None:
+        """Drop what is kept of child ``pid`` (after its end was read)."""
+        with self._lock:
+            self._exits.pop(pid, None)
+
+    def fork(self, request: dict[str, Any], fds: tuple[int, int, int]) -> int:
+        """Blocking: fork a worker for ``request`` with ``fds`` as its stdin, stdout and stderr;
+        returns the helper's host pid. Raises :class:`TemplateError`."""
+        answer: concurrent.futures.Future[dict[str, Any]] = concurrent.futures.Future()
+        with self._lock:
+            if self._dead:
+                raise TemplateError("the worker template died")
+            request_id = next(self._ids)
+            self._answers[request_id] = answer
+        payload = json.dumps({**request, "id": request_id}).encode()
+        try:
+            with self._send_lock:
+                socket.send_fds(self._ctl, [payload], list(fds))
+            message = answer.result(FORK_ANSWER_S)
+        except (OSError, concurrent.futures.TimeoutError) as exc:
+            with self._lock:
+                self._answers.pop(request_id, None)
+            raise TemplateError(f"the worker template did not fork ({exc})") from exc
+        if "pid" not in message:
+            raise TemplateError(f"the worker template could not fork: {message.get('error')}")
+        pid = int(message["pid"])
+        # Make the future now, so that an exit reported before anyone asks is kept.
+        self.exit_of(pid)
+        return pid
+
+    def close(self) -> None:
+        """Stop the template (its children die with it)."""
+        self._dead = True
+        with contextlib.suppress(OSError):
+            self._ctl.close()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, 9)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(5)
+
+
+_templates: dict[tuple[tuple[str, str], ...], Template] = {}
+_templates_lock = threading.Lock()
+
+
+def template_for(env: dict[str, str]) -> Template:
+    """Blocking: the live template for workers with environment ``env``, started if needed."""
+    key = tuple(sorted(env.items()))
+    with _templates_lock:
+        template = _templates.get(key)
+        if template is not None and template.alive:
+            return template
+        if template is not None:
+            template.close()
+        template = _templates[key] = Template(env)
+        return template
+
+
+def close_templates() -> None:
+    """Stop every template of this process (tests; a server's shutdown need not: they die with
+    it through bwrap's ``--die-with-parent``)."""
+    with _templates_lock:
+        for template in _templates.values():
+            template.close()
+        _templates.clear()
+
+
+class ForkedProcess:
+    """A forked worker, with the parts of ``asyncio.subprocess.Process`` the supervisor uses."""
+
+    def __init__(
+        self,
+        template: Template,
+        pid: int,
+        stdin: asyncio.StreamWriter,
+        stdout: asyncio.StreamReader,
+        stderr: asyncio.StreamReader,
+    ) -> None:
+        self._template = template
+        self.pid = pid
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+        self._ended = template.exit_of(pid)
+
+    @property
+    def returncode(self) -> int | None:
+        return self._ended.result() if self._ended.done() else None
+
+    async def wait(self) -> int:
+        if not self._ended.done():
+            # Not asyncio.wrap_future: cancelling its wrapper (a wait_for's timeout) would
+            # cancel the shared future itself, and every later wait with it.
+            loop = asyncio.get_running_loop()
+            waiter: asyncio.Future[None] = loop.create_future()
+
+            def wake(waiter: asyncio.Future[None] = waiter) -> None:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+            def ended(_: object) -> None:
+                with contextlib.suppress(RuntimeError):  # the loop was closed meanwhile
+                    loop.call_soon_threadsafe(wake)
+
+            self._ended.add_done_callback(ended)
+            await waiter
+        code = self._ended.result()
+        self._template.forget(self.pid)
+        with contextlib.suppress(Exception):
+            self.stdin.close()
+        return code
+
+
+async def start_forked(
+    limits: Limits, env: dict[str, str], uid: int | None, stream_limit: int
+) -> ForkedProcess:
+    """Fork a worker with ``limits`` from the template for ``env``, as ``uid`` (root only).
+    ``stream_limit``: the stdout reader's line limit (bytes). Raises :class:`TemplateError`."""
+    template = await asyncio.to_thread(template_for, env)
+    stdin_r, stdin_w = os.pipe2(os.O_CLOEXEC)
+    stdout_r, stdout_w = os.pipe2(os.O_CLOEXEC)
+    stderr_r, stderr_w = os.pipe2(os.O_CLOEXEC)
+    request = {"uid": uid, "tmp_bytes": limits.tmp_bytes, "limits": asdict(limits)}
+    try:
+        pid = await asyncio.to_thread(template.fork, request, (stdin_r, stdout_w, stderr_w))
+    except BaseException:
+        for fd in (stdin_w, stdout_r, stderr_r):
+            os.close(fd)
+        raise
+    finally:
+        for fd in (stdin_r, stdout_w, stderr_w):
+            os.close(fd)
+    loop = asyncio.get_running_loop()
+    stdout = asyncio.StreamReader(limit=stream_limit, loop=loop)
+    await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(stdout, loop=loop), os.fdopen(stdout_r, "rb", 0)
+    )
+    stderr = asyncio.StreamReader(loop=loop)
+    await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(stderr, loop=loop), os.fdopen(stderr_r, "rb", 0)
+    )
+    transport, protocol = await loop.connect_write_pipe(
+        lambda: asyncio.streams.FlowControlMixin(loop=loop), os.fdopen(stdin_w, "wb", 0)
+    )
+    stdin = asyncio.StreamWriter(transport, protocol, None, loop)
+    return ForkedProcess(template, pid, stdin, stdout, stderr)

@@ -1,0 +1,298 @@
+"""The warm template of JAX workers (a zygote): ``python -m jaxscope.sandbox.zygote --ctl FD``.
+
+Started once per supervisor process and worker environment (``sandbox/forked.py``), inside
+bubblewrap with the workers' file system view (``namespaces.bwrap_argv(template=True)``), as
+root. It imports JAX, the runner and every JAX exhibit's probe, starts **no** backend and no
+thread of its own, and then forks one worker per request (Android's and Chromium's zygote:
+fork after import, then sandbox the child; design 0053). Each request on the control socket
+(``AF_UNIX``, ``SOCK_SEQPACKET``, fd ``--ctl``) is one JSON message ``{"id", "uid", "tmp_bytes",
+"limits"}`` carrying three descriptors (``SCM_RIGHTS``): the worker's stdin, stdout and stderr.
+The template answers ``{"id", "pid"}`` (the host pid of the child, a process group leader) and
+later ``{"exit": pid, "status": code}`` (``subprocess``'s convention) when the child ends.
+
+A request makes three processes, as bubblewrap does:
+
+1. the **helper** (host side, pid ``pid``): ``setsid``, dies with the template, makes new pid,
+   network, mount, IPC, UTS and cgroup namespaces (``unshare``), forks the init and waits for
+   it, exiting with its status (128 + n when it was killed by signal n, as bwrap does);
+2. the **init** (pid 1 of the new pid namespace): mounts a ``/proc`` of its namespace, a private
+   size-capped ``tmpfs`` on ``/tmp``, drops to the leased uid, forks the
+   worker and reaps every orphan until the worker ends; when the init dies the kernel kills
+   every process left in the namespace;
+3. the **worker** (pid 2): drops to the leased uid (no supplementary groups, ``nogroup``,
+   ``no_new_privs``, parent-death signal), then runs :func:`jaxscope.sandbox.runner.main`,
+   which closes every other descriptor, applies the rlimits, starts the backend, installs the
+   audit hook and writes the ready line, exactly as a bwrap-started worker does.
+
+User code runs only in the worker, after every step above. Nothing the template holds is secret
+(its environment is the workers' allowlist); the control socket is closed in the helper before
+anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import fcntl
+import gc
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import traceback
+from typing import Any, NoReturn
+
+# <sched.h>, <sys/mount.h>, <linux/prctl.h>
+CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+NAMESPACES = (
+    CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNET
+)
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+PR_SET_PDEATHSIG = 1
+PR_SET_NO_NEW_PRIVS = 38
+HOSTNAME = b"jaxscope-worker"
+# <linux/sockios.h>, <net/if.h>
+SIOCGIFFLAGS = 0x8913
+SIOCSIFFLAGS = 0x8914
+IFF_UP = 0x1
+# A request message's largest size (bytes): a Limits and a few numbers.
+MAX_REQUEST_BYTES = 64 * 1024
+# Exit status of a helper or init whose set-up failed (the reason is on the worker's stderr).
+SETUP_FAILED = 125
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def _mount(
+    source: bytes, target: bytes, fstype: bytes | None, flags: int, data: bytes | None
+) -> None:
+    _check(_libc.mount(source, target, fstype, flags, data), f"mount {target.decode()}")
+
+
+def _exit_code(status: int) -> int:
+    """A wait status as the exit code a parent passes on: the child's own, or 128 + signal."""
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else SETUP_FAILED
+
+
+def _die_with_parent() -> None:
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _to_devnull() -> None:
+    """Point fds 0-2 at /dev/null: only the worker holds its pipes, so that their ends close
+    (EOF for the supervisor) when the worker does."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
+def _switch_uid(uid: int | None) -> None:
+    """Become ``uid`` in group ``nogroup``/``nobody`` with no supplementary groups (Linux clears
+    every capability when the last uid 0 goes), then ``no_new_privs``; None: keep the uid."""
+    if uid is not None:
+        from jaxscope.sandbox.namespaces import worker_gid
+
+        gid = worker_gid()
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+        if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid):
+            raise OSError("the worker could not switch to its uid")
+    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+
+
+def _loopback_up() -> None:
+    """Bring up the new network namespace's own loopback, as bubblewrap does: a connection to
+    127.0.0.1 is refused there (nothing listens), never routed anywhere else."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        request = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(probe, SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(probe, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
+
+
+def _init(request: dict[str, Any]) -> NoReturn:
+    """Pid 1 of the worker's pid namespace: mounts, uid, then fork the worker and reap."""
+    uid = request.get("uid")
+    size = int(request["tmp_bytes"])
+    _mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
+    _mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+    _mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777".encode())
+    _loopback_up()
+    _check(_libc.sethostname(HOSTNAME, len(HOSTNAME)), "sethostname")
+    os.chdir("/tmp")
+    _switch_uid(uid)
+    _die_with_parent()
+    worker = os.fork()
+    if worker == 0:
+        _worker(request)
+    _to_devnull()
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            os._exit(SETUP_FAILED)
+        if pid == worker:
+            os._exit(_exit_code(status))
+
+
+def _worker(request: dict[str, Any]) -> NoReturn:
+    """Pid 2: the worker itself; the runner does the rest (see the module docstring)."""
+    code = 1
+    try:
+        uid = request.get("uid")
+        if uid is not None:
+            user = f"jaxscope-worker-{uid}"
+            os.environ["USER"] = os.environ["LOGNAME"] = user
+        _die_with_parent()
+        from jaxscope.sandbox import runner
+
+        code = runner.main(["--limits", json.dumps(request["limits"]), "--kind", "jax"])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        with contextlib.suppress(Exception):
+            traceback.print_exc()
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+    os._exit(code)
+
+
+def _helper(request: dict[str, Any], fds: list[int], template_pid: int) -> NoReturn:
+    """The child of the template, on the host side of the new namespaces."""
+    try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.setsid()
+        _die_with_parent()
+        if os.getppid() != template_pid:
+            os._exit(SETUP_FAILED)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+        # The control socket, the wake-up pipe and the request's own copies of the pipes.
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+        _check(_libc.unshare(NAMESPACES), "unshare")
+        init = os.fork()
+        if init == 0:
+            try:
+                _init(request)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    sys.stderr.write("jaxscope: the worker's sandbox could not be made:\n")
+                    traceback.print_exc()
+                    sys.stderr.flush()
+                os._exit(SETUP_FAILED)
+        _to_devnull()
+        _, status = os.waitpid(init, 0)
+        os._exit(_exit_code(status))
+    except BaseException:
+        with contextlib.suppress(Exception):
+            sys.stderr.write("jaxscope: the worker's sandbox could not be made:\n")
+            traceback.print_exc()
+            sys.stderr.flush()
+        os._exit(SETUP_FAILED)
+
+
+def _preload() -> dict[str, Any]:
+    """Import what every JAX worker imports, start nothing: JAX, the runner, every JAX probe."""
+    import jax
+    import jax.numpy
+
+    from jaxscope.sandbox import runner
+
+    _, errors = runner._import_probes("jax")
+    return {"jax_version": jax.__version__, "probe_errors": len(errors)}
+
+
+def _send(ctl: socket.socket, message: dict[str, Any]) -> None:
+    ctl.send(json.dumps(message).encode())
+
+
+def _serve(ctl: socket.socket) -> int:
+    """Fork a worker per request; report each child's end. Returns when the supervisor is gone."""
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_w)
+    # A Python-level handler, so that SIGCHLD interrupts select and writes to the wake-up fd.
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    me = os.getpid()
+    while True:
+        with contextlib.suppress(InterruptedError):
+            readable, _, _ = select.select([ctl.fileno(), wake_r], [], [], 1.0)
+        with contextlib.suppress(BlockingIOError):
+            os.read(wake_r, 4096)
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            _send(ctl, {"exit": pid, "status": os.waitstatus_to_exitcode(status)})
+        if ctl.fileno() not in readable:
+            continue
+        try:
+            data, fds, _, _ = socket.recv_fds(ctl, MAX_REQUEST_BYTES, 3)
+        except OSError:
+            return 0
+        if not data:
+            return 0  # the supervisor closed its end
+        request_id = None
+        try:
+            request = json.loads(data)
+            request_id = request.get("id")
+            if len(fds) != 3:
+                raise ValueError(f"expected 3 descriptors, got {len(fds)}")
+            pid = os.fork()
+            if pid == 0:
+                _helper(request, fds, me)
+            _send(ctl, {"id": request_id, "pid": pid})
+        except Exception as exc:
+            _send(ctl, {"id": request_id, "error": f"{type(exc).__name__}: {exc}"})
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jaxscope.sandbox.zygote")
+    parser.add_argument("--ctl", type=int, required=True, help="the control socket's fd")
+    ns = parser.parse_args(argv)
+    ctl = socket.socket(fileno=ns.ctl)
+    ctl.set_inheritable(False)
+    info = _preload()
+    # Everything imported so far lives as long as the template: out of the collector's reach,
+    # so that a worker's own full collection (the runner's, before its ready line) scans only
+    # what the worker made, and does not write to (copy) every shared page.
+    gc.collect()
+    gc.freeze()
+    threads = len(os.listdir("/proc/self/task"))
+    _send(ctl, {"ready": True, "threads": threads, **info})
+    return _serve(ctl)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
