@@ -113,9 +113,9 @@ class Exhibit:
     # (``Limits.address_space_bytes``); None keeps the default, and a default of 0 (no limit:
     # a GPU host, or ``--memory-gib 0``) is kept whatever this says.
     address_space_bytes: int | None = None
-    # True: the picker offers the real programs of ``examples/real`` too (issue 14: the exhibits
-    # that run on real models; :func:`real_program_paths`).
-    real_programs: bool = False
+    # The real programs of ``examples/real`` the picker offers too, by name (issue 14: the
+    # exhibits that run on real models; design 0048): :meth:`picker_paths`.
+    real_programs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # An exhibit's ``artefacts.py`` is its --print table: read when the entry names none, so
@@ -153,6 +153,20 @@ class Exhibit:
         """Example names, sorted."""
         return sorted(self.example_paths())
 
+    def picker_paths(self) -> dict[str, Path]:
+        """The one list of what this exhibit's example picker offers, each entry under the name
+        the page and ``jaxscope run ID NAME`` give it, with its file: the examples
+        (:meth:`example_paths`: its own, then those it borrows, which live in another exhibit's
+        folder) under their names, then the real programs it offers under ``real/<name>``
+        (those present: an installed package has no ``examples/real``). The catalogue, the
+        picker and the CLI read it; a test runs every entry's file."""
+        paths = dict(self.example_paths())
+        real = real_program_paths()
+        for name in self.real_programs:
+            if name in real:
+                paths[f"real/{name}"] = real[name]
+        return paths
+
     def shown_errors(self, events: Sequence[EventBase]) -> list[ShownError]:
         """The errors JAX raised on the user's code that this run shows as an artefact although
         it finished (``SHOWN_ERRORS`` of ``exhibits/<id>/artefacts.py``; ``exhibits/shown.py``):
@@ -181,7 +195,9 @@ class Exhibit:
             artefacts=list(self.artefacts),
             default_example=self.default_example,
             examples=self.examples(),
-            real_programs=sorted(real_program_paths()) if self.real_programs else [],
+            real_programs=sorted(
+                k.removeprefix("real/") for k in self.picker_paths() if k.startswith("real/")
+            ),
             worker=self.worker,
         )
 
@@ -197,6 +213,19 @@ def real_program_paths() -> dict[str, Path]:
     if not REAL_PROGRAMS_DIR.is_dir():
         return {}
     return {p.stem: p for p in sorted(REAL_PROGRAMS_DIR.glob("*.py"))}
+
+
+# Every program of ``examples/real`` (a test holds this to the folder), offered by the exhibits
+# that run real models; the Flax ones define ``model`` and ``model_args`` for flax_params too.
+EVERY_REAL_PROGRAM = (
+    "cnn32",
+    "gpt_stack",
+    "linen_adam_step",
+    "loop_20k",
+    "nnx_adam_step",
+    "scan_rnn_step",
+)
+FLAX_REAL_PROGRAMS = ("linen_adam_step", "nnx_adam_step")
 
 
 def _artefacts_of(exhibit_id: str) -> dict[str, Extractor]:
@@ -219,7 +248,7 @@ EXHIBITS: dict[str, Exhibit] = {
             summary="Watch JAX run your function once with tracers and record each equation.",
             default_example="mlp_loss",
             artefacts={"jaxpr": _jaxpr},
-            real_programs=True,
+            real_programs=EVERY_REAL_PROGRAM,
         ),
         Exhibit(
             id="stations",
@@ -239,7 +268,7 @@ EXHIBITS: dict[str, Exhibit] = {
             # It lowers, compiles and runs the program: the GPT stack took 10.3 s of worker
             # time against a 13.7 s limit at budget 1 on this 2-core machine, loaded.
             budget=2.0,
-            real_programs=True,
+            real_programs=EVERY_REAL_PROGRAM,
         ),
         Exhibit(
             id="jvp",
@@ -251,7 +280,7 @@ EXHIBITS: dict[str, Exhibit] = {
             artefacts=_artefacts_of("jvp"),
             budget=3.0,
             explains_errors=True,
-            real_programs=True,
+            real_programs=EVERY_REAL_PROGRAM,
         ),
         Exhibit(
             id="partial_eval",
@@ -262,7 +291,7 @@ EXHIBITS: dict[str, Exhibit] = {
             borrow_only=_AD_EXAMPLES,
             artefacts=_artefacts_of("partial_eval"),
             budget=3.0,
-            real_programs=True,
+            real_programs=EVERY_REAL_PROGRAM,
         ),
         Exhibit(
             id="transpose",
@@ -274,7 +303,7 @@ EXHIBITS: dict[str, Exhibit] = {
             artefacts=_artefacts_of("transpose"),
             budget=3.0,
             explains_errors=True,
-            real_programs=True,
+            real_programs=EVERY_REAL_PROGRAM,
         ),
         Exhibit(
             id="custom_vjp",
@@ -292,7 +321,7 @@ EXHIBITS: dict[str, Exhibit] = {
             default_example="where_sqrt",
             artefacts=_artefacts_of("nan_finder"),
             budget=3.0,
-            real_programs=True,
+            real_programs=EVERY_REAL_PROGRAM,
         ),
         Exhibit(
             id="pytree",
@@ -304,7 +333,7 @@ EXHIBITS: dict[str, Exhibit] = {
             # 6.9 s of worker time on a quiet machine against a 13.7 s limit at budget 1, and
             # hit the limit while benchmarks ran beside it (bench/page_vs_cli.py).
             budget=2.0,
-            real_programs=True,
+            real_programs=EVERY_REAL_PROGRAM,
         ),
         Exhibit(
             id="control_flow",
@@ -322,7 +351,7 @@ EXHIBITS: dict[str, Exhibit] = {
             artefacts=_artefacts_of("vmap"),
             budget=2.0,
             explains_errors=True,
-            real_programs=True,
+            real_programs=EVERY_REAL_PROGRAM,
         ),
         Exhibit(
             id="transform_order",
@@ -331,7 +360,7 @@ EXHIBITS: dict[str, Exhibit] = {
             default_example="per_example_grads",
             artefacts=_artefacts_of("transform_order"),
             budget=3.0,
-            real_programs=True,
+            real_programs=EVERY_REAL_PROGRAM,
         ),
         Exhibit(
             id="caches",
@@ -412,6 +441,7 @@ EXHIBITS: dict[str, Exhibit] = {
             default_example="mlp",
             # The snippet defines `model` (and `args`), not `f`.
             needs_snippet=False,
+            real_programs=FLAX_REAL_PROGRAMS,
             # Importing flax and the first eager init (one XLA compile per primitive) take
             # seconds on a loaded machine.
             budget=3.0,

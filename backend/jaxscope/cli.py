@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TextIO, get_args
 
 from pydantic import ValidationError
 
-from exhibits.registry import EXHIBITS
+from exhibits.registry import EXHIBITS, Exhibit
 from exhibits.shown import ShownError
 from jaxscope.cli_format import FORMATS, formatted
 from jaxscope.protocol import (
@@ -234,8 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "file",
         type=Path,
-        help="the snippet (a .py file defining f and args); - reads it from stdin (an exhibit "
-        "that needs no snippet, such as config, then reads nothing from a terminal)",
+        help="the snippet (a .py file defining f and args), or the name of an example as the "
+        "exhibit's picker lists it (mlp_loss, real/gpt_stack); - reads it from stdin (an "
+        "exhibit that needs no snippet, such as config, then reads nothing from a terminal)",
     )
     out = run.add_mutually_exclusive_group()
     out.add_argument("--print", dest="artefact", metavar="ARTEFACT", help="print one artefact")
@@ -739,6 +740,31 @@ def _read_stdin(needs_snippet: bool) -> str:
     return read_code(sys.stdin.buffer)
 
 
+def snippet_file(exhibit: Exhibit, given: Path) -> Path | str:
+    """The file ``jaxscope run ID FILE`` reads: FILE when it exists, else the file of the entry
+    of the exhibit's picker named FILE (``mlp_loss``, ``real/gpt_stack``:
+    ``Exhibit.picker_paths``, the list the page's picker shows), else why not (the sentence
+    after "cannot read FILE:"), naming where an example of that name lives (a borrowed example
+    is in the folder of the exhibit that owns it, not in ``exhibits/ID/examples``)."""
+    if given.exists():
+        return given
+    entries = exhibit.picker_paths()
+    if (path := entries.get(str(given).removesuffix(".py"))) is not None:
+        return path
+    named = [(name, path) for name, path in entries.items() if path.name == given.name]
+    if not named:
+        return (
+            f"No such file, and {exhibit.id}'s picker offers no example of that name "
+            f"(it offers {', '.join(entries)})"
+        )
+    name, path = named[0]
+    where = path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
+    return (
+        f"No such file; {exhibit.id}'s example {name} is {where} "
+        f"(or run it by name: jaxscope run {exhibit.id} {name})"
+    )
+
+
 def _read_file(path: Path) -> str:
     """FILE: the snippet in ``path`` (:func:`read_code`)."""
     with path.open("rb") as fh:
@@ -790,6 +816,12 @@ def _run(ns: argparse.Namespace) -> int:
     if ns.format is not None and ns.artefact is None:
         print("jaxscope run: --format goes with --print ARTEFACT", file=sys.stderr)
         return EXIT_USAGE
+    if str(ns.file) != "-":
+        found = snippet_file(exhibit, ns.file)
+        if isinstance(found, str):
+            print(f"jaxscope: cannot read {ns.file}: {found}", file=sys.stderr)
+            return EXIT_USAGE
+        ns.file = found
     try:
         code = _read_stdin(exhibit.needs_snippet) if str(ns.file) == "-" else _read_file(ns.file)
     except OSError as exc:

@@ -1,7 +1,8 @@
 """The example pickers offer the real programs of ``examples/real`` (issue 14, item 4: "ship
 them as examples") in the exhibits that run real models; their sources come with the catalogue
 under ``real/<name>``, byte for byte the files; where the folder is absent (an installed
-package) no exhibit offers any."""
+package) no exhibit offers any. flax_params offers the two Flax programs (issue 31, item 3: they
+define ``model`` and ``model_args`` for it)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ def test_the_pickers_offer_every_real_program_with_its_file_text() -> None:
     for info in catalogue.exhibits:
         if info.id in OFFERING:
             assert info.real_programs == [p.stem for p in files], info.id
+        elif info.id == "flax_params":  # the Flax programs only (issue 31, item 3)
+            assert info.real_programs == ["linen_adam_step", "nnx_adam_step"]
         else:
             assert info.real_programs == [], info.id
             assert "real_programs" not in json.loads(info.model_dump_json())

@@ -6,7 +6,8 @@ dense head of 10) is a linen ``Module`` closed over by ``f``; its variables are 
 y)`` applies the model in training mode (``mutable=['batch_stats']``), takes the softmax
 cross-entropy of a batch of 8 RGB 16x16 images and its gradient with ``jax.value_and_grad``
 (``has_aux`` for the new batch statistics), and returns ``(loss, new_params, new_batch_stats,
-new_opt_state)``. ``in_axes`` (for the vmap exhibit) maps the batch.
+new_opt_state)``. ``in_axes`` (for the vmap exhibit) maps the batch; ``model_args`` (for the
+flax_params exhibit) are the model's own inputs.
 """
 
 import flax.linen as nn
@@ -51,6 +52,9 @@ def f(params, batch_stats, opt_state, x, y):
 
 args = (params, batch_stats, tx.init(params), x, y)
 in_axes = (None, None, None, 0, 0)
+# For the flax_params exhibit, which inits and applies `model` itself: the model's own inputs
+# (`args` above are f's). train=False: apply reads the running batch statistics.
+model_args = (x, False)
 
 if __name__ == "__main__":
     print(len(jax.make_jaxpr(f)(*args).jaxpr.eqns), "eqns")

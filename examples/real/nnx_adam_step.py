@@ -4,7 +4,8 @@ The model (784 -> 256 -> 256 -> 10, ReLU) is split with ``nnx.split`` into its g
 over) and its parameter state (``params``, an ``nnx.State``); the optimizer is ``optax.adam``.
 ``f(params, opt_state, x, y)`` merges the model, takes the softmax cross-entropy of a batch of
 32, its gradient with ``jax.value_and_grad``, and returns ``(loss, new_params, new_opt_state)``.
-``in_axes`` (for the vmap exhibit) maps the batch: one train step per example.
+``in_axes`` (for the vmap exhibit) maps the batch: one train step per example. ``model`` (the
+class) and ``model_args`` are for the flax_params exhibit, which builds and calls the model.
 """
 
 import jax
@@ -47,6 +48,10 @@ x = rng.standard_normal((32, 784)).astype(np.float32)
 y = rng.randint(0, 10, 32).astype(np.int32)
 args = (params, optimizer.init(params), x, y)
 in_axes = (None, None, 0, 0)
+# For the flax_params exhibit, which builds `model` itself (`model(rngs=...)`) and calls it: the
+# class and the model's own inputs (`args` above are f's).
+model = MLP
+model_args = (x,)
 
 if __name__ == "__main__":
     print(len(jax.make_jaxpr(f)(*args).jaxpr.eqns), "eqns")

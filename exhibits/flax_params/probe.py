@@ -4,7 +4,9 @@ The snippet defines ``model`` (a linen ``Module`` instance, or an nnx ``Module``
 callable that builds one from ``rngs=``), ``args`` (the inputs of ``init`` and ``apply``, or of
 the nnx model's call) and optionally ``rngs`` (a seed, a key, or a dict of them per stream;
 default 0) and ``apply_args`` (``apply``'s inputs when they differ from ``init``'s: the
-branch-built-submodule bug).
+branch-built-submodule bug). ``model_args``, when the snippet defines it, are the model's inputs
+instead of ``args``: a program written for the other exhibits (``examples/real``'s Flax train
+steps) keeps ``args`` for its ``f`` and names the model's own inputs apart.
 
 linen: ``model.init`` runs eagerly under ``recording_linen`` (``Scope.param``/``make_rng``
 observed), one ``param_created`` per created parameter with the key flax derived for it; then
@@ -181,8 +183,15 @@ def names(path: tuple[Any, ...]) -> list[str]:
     return out
 
 
+def inputs_name(ns: dict[str, Any]) -> str:
+    """The snippet name that holds the model's inputs: ``model_args`` when the snippet defines
+    it (its ``args`` are then another function's, a train step ``f``), else ``args``."""
+    return "model_args" if "model_args" in ns else "args"
+
+
 def snippet_settings(ctx: ProbeContext) -> tuple[Any, tuple[Any, ...], tuple[Any, ...], Any]:
-    """``model``, ``args``, ``apply_args`` and ``rngs`` of the snippet."""
+    """``model``, the model's inputs (``model_args``, else ``args``), ``apply_args`` and
+    ``rngs`` of the snippet."""
     ns = ctx.snippet.namespace
     source = ctx.snippet.source
     if "model" not in ns:
@@ -190,15 +199,18 @@ def snippet_settings(ctx: ProbeContext) -> tuple[Any, tuple[Any, ...], tuple[Any
             "the flax_params exhibit needs `model`: a linen Module instance (`model = MLP()`) or"
             " an nnx Module class (`model = MLP`), and `args`, the inputs of init/apply"
         )
-    for name in ("args", "apply_args"):
-        if name in ns and not isinstance(ns[name], (tuple, list)):
+    name = inputs_name(ns)
+    for given in (name, "apply_args"):
+        if given in ns and not isinstance(ns[given], (tuple, list)):
             raise blame_line(
-                InvalidSnippet(f"`{name}` must be a tuple of the model's inputs"),
-                setting_line(source, name),
+                InvalidSnippet(f"`{given}` must be a tuple of the model's inputs"),
+                setting_line(source, given),
             )
-    if "args" not in ns:
-        raise InvalidSnippet("the flax_params exhibit needs `args`, the inputs of init/apply")
-    args = tuple(ns["args"])
+    if name not in ns:
+        raise InvalidSnippet(
+            "the flax_params exhibit needs `args` (or `model_args`), the inputs of init/apply"
+        )
+    args = tuple(ns[name])
     return ns["model"], args, tuple(ns.get("apply_args", args)), ns.get("rngs", 0)
 
 
@@ -309,17 +321,19 @@ def _wrong_inputs(exc: BaseException) -> bool:
 
 
 def _blame_args(ctx: ProbeContext, exc: BaseException, given: int) -> None:
-    """Blame the snippet's ``args`` line for inputs the model's ``__call__`` does not take: a
-    snippet written for the other exhibits (``f`` a train step, ``args`` its arguments) gives
-    ``init`` the train step's arguments."""
+    """Blame the snippet's ``args`` (or ``model_args``) line for inputs the model's ``__call__``
+    does not take: a snippet written for the other exhibits (``f`` a train step, ``args`` its
+    arguments) gives ``init`` the train step's arguments."""
+    name = inputs_name(ctx.snippet.namespace)
     blame_line(
         exc,
-        setting_line(ctx.snippet.source, "args"),
+        setting_line(ctx.snippet.source, name),
         explanation=(
-            "The flax_params exhibit calls model.init(rngs, *args) and model.apply(params, "
-            f"*args): `args` must be the model's own inputs (here it has {given}), not the "
-            "arguments of a train step f. Set `args = (x,)` with what `model(...)` takes, and "
-            "`apply_args` when apply should see other inputs."
+            f"The flax_params exhibit calls model.init(rngs, *{name}) and model.apply(params, "
+            f"*{name}): `{name}` must be the model's own inputs (here it has {given}), not the "
+            "arguments of a train step f. Set `model_args = (x,)` with what `model(...)` takes "
+            "(`args` stays f's for the other exhibits), and `apply_args` when apply should see "
+            "other inputs."
         ),
     )
 
@@ -388,7 +402,10 @@ def run_linen(
     ctx.emit(
         ParamsApplied(
             api="linen",
-            call=f"model.apply(variables, *{'apply_args' if own_apply_args else 'args'})",
+            call=(
+                "model.apply(variables, *"
+                f"{'apply_args' if own_apply_args else inputs_name(ctx.snippet.namespace)})"
+            ),
             reads=reads,
             unused=unused,
             output=text,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from exhibits.registry import EXHIBITS, Exhibit, missing_parts, real_program_paths
+from exhibits.registry import EXHIBITS, Exhibit, missing_parts
 from jaxscope.events import check_union
 from jaxscope.protocol import Catalogue, ExhibitInfo
 from jaxscope.sandbox.kinds import kind_problem
@@ -12,20 +12,20 @@ def build_catalogue(
     exhibits: dict[str, Exhibit] | None = None, *, hosted_pool: bool = False
 ) -> Catalogue:
     """Every exhibit's :class:`~jaxscope.protocol.ExhibitInfo` (with ``unavailable`` where its
-    worker kind is not installed), and the source of every example an exhibit offers
-    (``Exhibit.example_paths``) keyed ``"<id>/<stem>"``, and of the real programs the pickers
-    offer (``examples/real``) keyed ``"real/<stem>"``. ``hosted_pool``: this server relays
-    runs to a hosted pool (``--pool-socket``), whose container has the worker kinds, not this
-    one (the web image has no torch venv, design 0047): no exhibit is marked unavailable here;
-    the pool refuses a run of a kind it lacks, with the same words."""
+    worker kind is not installed), and the source of every entry of an exhibit's picker
+    (``Exhibit.picker_paths``, the one list of them): its examples keyed ``"<id>/<stem>"``, the
+    real programs (``examples/real``) keyed ``"real/<stem>"``, once however many offer them.
+    ``hosted_pool``: this server relays runs to a hosted pool (``--pool-socket``), whose
+    container has the worker kinds, not this one (the web image has no torch venv, design
+    0047): no exhibit is marked unavailable here; the pool refuses a run of a kind it lacks,
+    with the same words."""
     table = EXHIBITS if exhibits is None else exhibits
     examples: dict[str, str] = {}
     for exhibit in table.values():
-        for stem, path in exhibit.example_paths().items():
-            examples[f"{exhibit.id}/{stem}"] = path.read_text(encoding="utf-8")
-    if any(e.real_programs for e in table.values()):
-        for stem, path in real_program_paths().items():
-            examples[f"real/{stem}"] = path.read_text(encoding="utf-8")
+        for name, path in exhibit.picker_paths().items():
+            key = name if name.startswith("real/") else f"{exhibit.id}/{name}"
+            if key not in examples:
+                examples[key] = path.read_text(encoding="utf-8")
     infos = [_info(e, check_kind=not hosted_pool) for e in table.values()]
     return Catalogue(exhibits=infos, examples=examples)
 
