@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from jaxscope.protocol import EventBase
+from jaxscope.exhibit_api import EventBase
 
 
 @dataclass(frozen=True)

@@ -449,7 +449,17 @@ class EventBase(WireModel):
         return None
 
 
-Stage = Literal["load", "trace", "lower", "compile", "run", "call"]
+# The stages of a run. JAX's: ``load`` (the snippet's module body), ``trace``, ``lower``,
+# ``compile``, ``run``, ``call``. torch_xla's own words for the PyTorch/XLA exhibits (a torch
+# run is not traced, lowered and compiled as a jit is; issue 31, item 5): ``client`` (the PJRT
+# client created, the inputs copied to the device), ``lazy_trace`` (f runs on XLA tensors and
+# torch_xla records the pending IR graph), ``sync`` (``torch_xla.sync()`` or a read of a value:
+# the pending graph compiled, on a new graph hash, and executed), ``steps`` (a training loop,
+# each step traced lazily and synced). A torch exhibit's ``call`` is a call of f itself (eager
+# on the CPU, or a ``torch.compile`` of it).
+Stage = Literal[
+    "load", "trace", "lower", "compile", "run", "call", "client", "lazy_trace", "sync", "steps"
+]
 
 
 class RunStarted(EventBase):
@@ -616,15 +626,19 @@ class RunQueued(EventBase):
     its place changes; the page shows it until the run's first event, and Cancel leaves the
     queue. ``position``: 1 = next to get a worker; ``waiting``: runs waiting in all;
     ``estimate_s``: about how long until a worker is free (seconds, from the recent hold times
-    of workers; None while unknown); ``reason``: ``pool_full`` or ``client_share`` (this client's
-    other sessions hold its share: ``JAXSCOPE_MAX_WORKERS_PER_CLIENT``). Its ``seq`` is always 0
-    and it is never part of the stepper's event list."""
+    of workers; None while unknown); ``reason``: ``pool_full``, ``client_share`` (this client's
+    other sessions hold its share: ``JAXSCOPE_MAX_WORKERS_PER_CLIENT``) or ``worker_starting``
+    (no warm worker was ready: one of ``worker_kind`` is being started for it, and
+    ``estimate_s`` is the pool's recent start time, or a first start's typical cost: a JAX
+    worker template imports JAX once, a torch worker imports torch_xla; design 0053). Its
+    ``seq`` is always 0 and it is never part of the stepper's event list."""
 
     type: Literal["run_queued"] = "run_queued"
     position: int
     waiting: int
     estimate_s: float | None = None
-    reason: Literal["pool_full", "client_share"] = "pool_full"
+    reason: Literal["pool_full", "client_share", "worker_starting"] = "pool_full"
+    worker_kind: WorkerKind | None = None
 
 
 class BudgetScaled(EventBase):

@@ -137,12 +137,14 @@ def next_event(ws: Any) -> EventModel:
     return unread.popleft()
 
 
-def collect(ws: Any, run_id: str) -> list[EventModel]:
-    """Events of ``run_id`` read from a test websocket, up to and including its terminal one."""
+def collect(ws: Any, run_id: str, *, queued: bool = False) -> list[EventModel]:
+    """Events of ``run_id`` read from a test websocket, up to and including its terminal one;
+    ``run_queued`` (not a step of the run: the page's word that it waits for a worker, e.g. the
+    first start of a worker template, design 0053) only with ``queued``."""
     events = []
     while True:
         event = next_event(ws)
-        if event.run_id != run_id:
+        if event.run_id != run_id or (event.type == "run_queued" and not queued):
             continue
         events.append(event)
         if event.type in ("run_finished", "run_failed"):

@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 from jaxscope import cli
 from jaxscope.protocol import EventModel, RunFailed, RunFinished, RunQueued, StdoutPrinted
 from jaxscope.sandbox.namespaces import pids_of_uid
-from jaxscope.sandbox.pool import PoolBusy, WorkerPool
+from jaxscope.sandbox.pool import FIRST_START_S, PoolBusy, WorkerPool
 from jaxscope.sandbox.session import Session
 from jaxscope.sandbox.worker import (
     MAX_EVENT_LINE_BYTES,
@@ -201,6 +201,31 @@ def test_a_run_at_the_pool_cap_waits_in_the_queue_until_a_worker_frees(
     finally:
         sandbox.call(first.close())
         sandbox.call(second.close())
+        sandbox.call(pool.close())
+
+
+def test_a_run_that_waits_for_a_worker_start_is_told_so(
+    sandbox: SandboxHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No warm worker ready and the pool not full: the run waits for the worker started for
+    it, and ``run_queued`` says so (``worker_starting``, the kind, the typical first start before
+    the pool measured one), before any event of the run. A bwrap start (``JAXSCOPE_ZYGOTE=0``)
+    takes over a second, so the report (every 0.25 s) comes whatever the machine's load."""
+    monkeypatch.setenv("JAXSCOPE_ZYGOTE", "0")
+    pool = WorkerPool(sandbox.limits, size=0, max_workers=2)
+    session = Session(pool, EXHIBITS, report_starts=True)
+    try:
+        events = sandbox.call(sandbox.arun(session, OK, wall_s=30))
+        waits = [e for e in events if isinstance(e, RunQueued)]
+        assert waits and events[: len(waits)] == waits
+        first = waits[0]
+        assert (first.reason, first.worker_kind, first.position) == ("worker_starting", "jax", 1)
+        assert first.estimate_s == FIRST_START_S["jax"]
+        assert isinstance(
+            terminal([e for e in events if not isinstance(e, RunQueued)]), RunFinished
+        )
+    finally:
+        sandbox.call(session.close())
         sandbox.call(pool.close())
 
 

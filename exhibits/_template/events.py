@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.protocol import AvalView, EventBase, WireModel
+from jaxscope.exhibit_api import AvalView, EventBase, WireModel
 
 
 class TemplateLeafAval(WireModel):

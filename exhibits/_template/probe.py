@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import jax
-from jaxscope.internals.api import CallPlan, aval_view, plan_call
-from jaxscope.sandbox.probe_api import ProbeContext
+from jaxscope.exhibit_api import CallPlan, ProbeContext, aval_view, plan_call
 
 from .events import TemplateAvalsRead, TemplateLeafAval
 

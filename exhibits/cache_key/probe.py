@@ -36,8 +36,12 @@ import jax
 import numpy as np
 
 # CACHE_DIR is the probe's too: the tests point JAX's cache at probe.CACHE_DIR.
-from jaxscope.internals.api import CACHE_DIR as CACHE_DIR
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import CACHE_DIR as CACHE_DIR
+from jaxscope.exhibit_api import (
+    InvalidSnippet,
+    JaxprStaged,
+    ProbeContext,
+    Snippet,
     cache_file_suffix,
     capture_cache_keys,
     clean_cache_dir,
@@ -52,9 +56,6 @@ from jaxscope.internals.api import (
     xla_flag_filter,
     xla_flags_env,
 )
-from jaxscope.protocol import JaxprStaged
-from jaxscope.sandbox.probe_api import ProbeContext, Snippet
-from jaxscope.sandbox.snippet import InvalidSnippet
 
 from exhibits.cache_key.events import (
     CacheKeyComputed,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from jaxscope.protocol import EventBase
+from jaxscope.exhibit_api import EventBase
 
 from exhibits.caches.events import DriverRunSummary, JitCallObserved
 

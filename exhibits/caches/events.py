@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.protocol import EventBase, JaxprView, SourceLoc, WireModel
+from jaxscope.exhibit_api import EventBase, JaxprView, SourceLoc, WireModel
 
 
 class KeyEntryDiff(WireModel):

@@ -31,18 +31,25 @@ from typing import Any, Literal
 
 import jax
 import numpy as np
-from jaxscope.grad_output import aval_text
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import (
     COUNTED_CACHES,
+    SNIPPET_FILENAME,
+    InvalidSnippet,
     JitCallRecord,
+    ProbeContext,
+    SourceLoc,
+    aval_text,
+    blame_line,
     capture_cache_keys,
     clean_cache_dir,
+    explain,
     is_jitted,
     jitted_donates,
     jitted_fun,
     jitted_name,
     jitted_statics,
     key_entries,
+    mark_during,
     multiline_jaxpr_view,
     observe_jit_call,
     persistent_cache,
@@ -50,19 +57,10 @@ from jaxscope.internals.api import (
     persistent_module_name,
     persistent_settings,
     reset_caches,
+    setting_line,
     trace_context_now,
     watching_jit_calls,
 )
-from jaxscope.protocol import SourceLoc
-from jaxscope.sandbox.probe_api import (
-    SNIPPET_FILENAME,
-    ProbeContext,
-    blame_line,
-    explain,
-    mark_during,
-    setting_line,
-)
-from jaxscope.sandbox.snippet import InvalidSnippet
 
 from exhibits.caches.driver import summary as driver_summary
 from exhibits.caches.events import CacheCounterView, CachesReset, JitCallObserved, KeyEntryDiff

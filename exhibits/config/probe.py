@@ -16,7 +16,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import (
+    ProbeContext,
     block_until_ready,
     config_flipped,
     config_options,
@@ -25,7 +26,6 @@ from jaxscope.internals.api import (
     plan_call,
     trace_context_names,
 )
-from jaxscope.sandbox.probe_api import ProbeContext
 
 from exhibits.config.events import ConfigOptionsListed, ConfigOptionView, ConfigRetraceChecked
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from jaxscope.protocol import EventBase, RunFinished
+from jaxscope.exhibit_api import EventBase, RunFinished
 
 from exhibits.control_flow.events import CarryChecked
 from exhibits.shown import ShownError

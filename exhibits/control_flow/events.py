@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.protocol import AvalView, EventBase, JaxprView, SourceLoc, WireModel
+from jaxscope.exhibit_api import AvalView, EventBase, JaxprView, SourceLoc, WireModel
 
 
 class CarryLeafView(WireModel):

@@ -30,23 +30,26 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 from jax import lax
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import (
+    SNIPPET_FILENAME,
     CarryObservation,
+    JaxprStaged,
+    ProbeContext,
+    SourceLoc,
     aval_view,
     block_until_ready,
     branch_out_avals,
     carry_avals,
     concrete_args,
     eqn_snippet_line,
+    exception_class,
+    exception_text,
     function_source,
     iter_eqns,
     jaxpr_view,
     observe_control_flow,
     plan_call,
 )
-from jaxscope.protocol import JaxprStaged, SourceLoc
-from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, ProbeContext
-from jaxscope.user_text import exception_class, exception_text
 
 from exhibits.control_flow.events import CarryChecked, CarryLeafView, ControlFlowShown
 

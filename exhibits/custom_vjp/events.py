@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.protocol import ArrayPreview, AvalView, EventBase, NestedNumbers, SourceLoc, WireModel
+from jaxscope.exhibit_api import (
+    ArrayPreview,
+    AvalView,
+    EventBase,
+    NestedNumbers,
+    SourceLoc,
+    WireModel,
+)
 
 
 class ArgumentCheck(WireModel):

@@ -16,17 +16,21 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import numpy as np
-from jaxscope.explainers import ErrorContext, Explanation, MessageHelp, first_match
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import (
     CustomFunction,
+    ErrorContext,
+    Explanation,
+    MessageHelp,
     RecordedCall,
+    SourceLoc,
     error_source,
+    exception_class,
+    exception_text,
+    first_match,
     rejected_bwd,
     return_source,
     snippet_globals,
 )
-from jaxscope.protocol import SourceLoc
-from jaxscope.user_text import exception_class, exception_text
 
 from exhibits.custom_vjp.events import ArgumentCheck, CustomCallRecorded, RuleProblem
 

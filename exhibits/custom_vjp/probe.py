@@ -35,27 +35,33 @@ from typing import Any
 
 import jax
 import numpy as np
-from jaxscope.finite_diff import central_differences, compare, is_float_leaf, tolerance
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import (
+    ArrayPreview,
     CallPlan,
     CustomFunction,
+    InvalidSnippet,
+    JaxprStaged,
+    ProbeContext,
     RecordedCall,
+    SourceLoc,
     aval_view,
     block_until_ready,
+    central_differences,
     code_line,
+    compare,
     error_source,
+    exception_class,
+    exception_text,
     find_custom_functions,
+    is_float_leaf,
     jaxpr_view,
     plan_call,
     preview_value,
     recording_calls,
     snippet_globals,
+    tolerance,
     without_rule,
 )
-from jaxscope.protocol import ArrayPreview, JaxprStaged, SourceLoc
-from jaxscope.sandbox.probe_api import ProbeContext
-from jaxscope.sandbox.snippet import InvalidSnippet
-from jaxscope.user_text import exception_class, exception_text
 
 from exhibits.custom_vjp import explain
 from exhibits.custom_vjp.events import (

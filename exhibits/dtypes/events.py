@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.protocol import EventBase, SourceLoc, WireModel
+from jaxscope.exhibit_api import EventBase, SourceLoc, WireModel
 
 
 class JaxType(WireModel):

@@ -32,9 +32,15 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxscope.internals.api import CallPlan, dtype_eqn_count, dtype_promotions, plan_call
-from jaxscope.protocol import SourceLoc
-from jaxscope.sandbox.probe_api import ProbeContext, setting_line
+from jaxscope.exhibit_api import (
+    CallPlan,
+    ProbeContext,
+    SourceLoc,
+    dtype_eqn_count,
+    dtype_promotions,
+    plan_call,
+    setting_line,
+)
 
 from .demotions import demotion
 from .events import (

@@ -30,16 +30,16 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from jaxscope import torch_internals as ti
-from jaxscope.sandbox.probe_api import (
+from jaxscope.exhibit_api import (
     SNIPPET_FILENAME,
+    InvalidSnippet,
     ProbeContext,
     blame_line,
+    move_state,
     setting_line,
     source_lines,
 )
-from jaxscope.sandbox.snippet import InvalidSnippet
-from jaxscope.torch_state import move_state
+from jaxscope.exhibit_api import torch_internals as ti
 
 from .events import (
     DynamoCallCounted,

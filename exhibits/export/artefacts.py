@@ -22,7 +22,7 @@ import json
 from collections.abc import Sequence
 from typing import TypeVar
 
-from jaxscope.protocol import EventBase
+from jaxscope.exhibit_api import EventBase
 
 from .events import DimsSolved, ExportRoundTripped, FunctionExported, StablehloExported
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Literal, Self
 
-from jaxscope.protocol import AvalView, EventBase, WireModel
+from jaxscope.exhibit_api import AvalView, EventBase, WireModel
 
 # A module text longer than this is streamed to the page as its first lines and fetched whole on
 # demand (design 0023); the CLI always prints it whole.

@@ -6,7 +6,7 @@ its specification does not allow."""
 
 from __future__ import annotations
 
-from jaxscope.explainers import ErrorContext, Explanation, MessageHelp, first_match
+from jaxscope.exhibit_api import ErrorContext, Explanation, MessageHelp, first_match
 
 EXPORT_HELP: tuple[MessageHelp, ...] = (
     MessageHelp(

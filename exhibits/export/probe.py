@@ -23,9 +23,16 @@ from typing import Any
 
 import jax
 import numpy as np
-from jaxscope.internals.api import CallPlan, aval_view, plan_call, solved_dims
-from jaxscope.sandbox.probe_api import ProbeContext, blame_line, setting_line
-from jaxscope.sandbox.snippet import InvalidSnippet
+from jaxscope.exhibit_api import (
+    CallPlan,
+    InvalidSnippet,
+    ProbeContext,
+    aval_view,
+    blame_line,
+    plan_call,
+    setting_line,
+    solved_dims,
+)
 
 from .events import (
     ArgumentSpec,

@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxscope.internals.api import CallPlan, block_until_ready, concrete_shape, dim_values
+from jaxscope.exhibit_api import CallPlan, block_until_ready, concrete_shape, dim_values
 
 from .events import ExportRoundTripped, RoundTripCall
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.protocol import AvalView, EventBase, WireModel
+from jaxscope.exhibit_api import AvalView, EventBase, WireModel
 
 FlaxApi = Literal["linen", "nnx"]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import jax
 import numpy as np
-from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
+from jaxscope.exhibit_api import SNIPPET_FILENAME
 
 PUBLIC = "jax.nn.initializers"
 

@@ -30,22 +30,29 @@ from typing import Any
 
 import jax
 import numpy as np
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import (
+    SNIPPET_FILENAME,
+    AvalView,
+    InvalidSnippet,
+    JaxprStaged,
     LinenParam,
     LinenRecorder,
     NnxRecorder,
+    ProbeContext,
+    StageTimed,
     aval_view,
+    blame_line,
+    cut_message,
+    exception_class,
+    exception_text,
     jaxpr_view,
     preview_value,
     recording_linen,
     recording_nnx,
+    setting_line,
     stage_timers,
     unused_invars,
 )
-from jaxscope.protocol import AvalView, JaxprStaged, StageTimed
-from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, ProbeContext, blame_line, setting_line
-from jaxscope.sandbox.snippet import InvalidSnippet
-from jaxscope.user_text import cut_message, exception_class, exception_text
 
 from .events import (
     FlaxErrorRaised,

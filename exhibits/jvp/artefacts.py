@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from jaxscope.protocol import EventBase, JaxprStaged
+from jaxscope.exhibit_api import EventBase, JaxprStaged
 
 from exhibits.jvp.events import JvpJaxprStaged
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Literal, Self
 
-from jaxscope.protocol import (
+from jaxscope.exhibit_api import (
     ArrayPreview,
     EventBase,
     JaxprView,

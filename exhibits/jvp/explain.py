@@ -4,7 +4,7 @@ Also part of the autodiff help that the transpose exhibit's ``ad_help`` combines
 
 from __future__ import annotations
 
-from jaxscope.explainers import ErrorContext, Explanation, MessageHelp, first_match
+from jaxscope.exhibit_api import ErrorContext, Explanation, MessageHelp, first_match
 
 NO_JVP_RULE_HELP: tuple[MessageHelp, ...] = (
     MessageHelp(

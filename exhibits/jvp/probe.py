@@ -30,19 +30,21 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import (
     CallPlan,
+    InvalidSnippet,
+    JaxprStaged,
+    ProbeContext,
+    blame_line,
     capture_jvp,
     choose_tangents,
     closed_function,
     concrete_args,
+    is_memory_error,
     jaxpr_view,
     plan_call,
+    setting_line,
 )
-from jaxscope.protocol import JaxprStaged
-from jaxscope.sandbox.errors import is_memory_error
-from jaxscope.sandbox.probe_api import ProbeContext, blame_line, setting_line
-from jaxscope.sandbox.snippet import InvalidSnippet
 
 TANGENTS_EXPLANATION = (
     "JAX checks the tangents you set against the arguments before it differentiates: each "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from jaxscope.protocol import EventBase
+from jaxscope.exhibit_api import EventBase
 
 from .events import LazyGraphBuilt
 

@@ -9,7 +9,7 @@ imports only pydantic and :mod:`jaxscope.wire` (the protocol imports it while it
 
 from __future__ import annotations
 
-from jaxscope.wire import WireModel
+from jaxscope.exhibit_api import WireModel
 from pydantic import Field
 
 

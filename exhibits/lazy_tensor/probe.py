@@ -35,9 +35,8 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-from jaxscope import torch_internals as ti
-from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, ProbeContext, source_lines
-from jaxscope.torch_state import move_state
+from jaxscope.exhibit_api import SNIPPET_FILENAME, ProbeContext, move_state, source_lines
+from jaxscope.exhibit_api import torch_internals as ti
 
 from . import hash_source
 from .events import (

@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from jaxscope.protocol import EventBase
+from jaxscope.exhibit_api import EventBase
 
 from exhibits.nan_finder.events import ForwardEqnView, ForwardNonfiniteHidden, NonfiniteFound
 from exhibits.shown import ShownError

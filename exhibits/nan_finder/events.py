@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.protocol import EventBase, NestedNumbers, SourceLoc, ValueView, WireModel
+from jaxscope.exhibit_api import EventBase, NestedNumbers, SourceLoc, ValueView, WireModel
 
 
 class MarkedValue(WireModel):

@@ -35,17 +35,21 @@ from typing import Any, Literal
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxscope.grad_argnums import choose_argnums
-from jaxscope.grad_output import OutputRule
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import (
     SWAPPED_OUT_STREAMS,
     CallPlan,
     CustomBwd,
     Linearized,
     NonfiniteEqn,
+    OutputRule,
+    ProbeContext,
+    Snippet,
     TransposeStepRecord,
+    ValueView,
+    blame_line,
     block_until_ready,
     call_name,
+    choose_argnums,
     custom_bwd,
     custom_bwd_return,
     fresh_caches,
@@ -55,15 +59,13 @@ from jaxscope.internals.api import (
     is_nonfinite,
     linear_jaxpr_staged,
     linearize_vjp,
+    load_snippet,
     plan_call,
     primal_output,
     value_view,
     walk_scan_body,
     walk_transpose,
 )
-from jaxscope.protocol import ValueView
-from jaxscope.sandbox.probe_api import ProbeContext, Snippet, blame_line
-from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.custom_vjp.explain import BWD_STRUCTURE
 from exhibits.nan_finder.cure import Cure, double_where, explanation_for

@@ -17,11 +17,14 @@ from typing import Any
 
 import jax
 import numpy as np
-from jaxscope import finite_diff as fd
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import (
     FoundPallasCall,
+    InvalidSnippet,
+    ProbeContext,
     aval_view,
+    blame_line,
     block_until_ready,
+    explain,
     find_pallas_calls,
     jaxpr_view,
     pallas_block_indices,
@@ -29,9 +32,9 @@ from jaxscope.internals.api import (
     pallas_ref_effects,
     plan_call,
     preview_value,
+    setting_line,
 )
-from jaxscope.sandbox.probe_api import ProbeContext, blame_line, explain, setting_line
-from jaxscope.sandbox.snippet import InvalidSnippet
+from jaxscope.exhibit_api import finite_diff as fd
 
 from .blocks import OutputWrites, element_ranges, judge, out_of_bounds, revisits, unwritten
 from .events import (

@@ -20,7 +20,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from jaxscope.protocol import EqnView, EventBase, JaxprView
+from jaxscope.exhibit_api import EqnView, EventBase, JaxprView
 
 from exhibits.partial_eval.events import JaxprSplit, RematPolicyMeasured, RematUnavailable
 from exhibits.shown import ShownError

@@ -27,19 +27,20 @@ from collections import Counter
 from collections.abc import Hashable
 from typing import Any
 
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import (
     CallPlan,
+    ProbeContext,
     count_eqns,
     default_known,
+    exception_class,
+    exception_text,
+    is_memory_error,
     jvp_program,
     note_program_size,
     plan_call,
     remat_table,
     split_event,
 )
-from jaxscope.sandbox.errors import is_memory_error
-from jaxscope.sandbox.probe_api import ProbeContext
-from jaxscope.user_text import exception_class, exception_text
 
 from exhibits.partial_eval.events import RematUnavailable
 from exhibits.transpose.explain import ad_help

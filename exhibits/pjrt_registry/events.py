@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.protocol import EventBase, WireModel
+from jaxscope.exhibit_api import EventBase, WireModel
 
 
 class PjrtBranchView(WireModel):

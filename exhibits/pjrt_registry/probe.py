@@ -18,9 +18,8 @@ import os
 import time
 from typing import Any, Literal
 
-from jaxscope import torch_internals as ti
-from jaxscope.sandbox.probe_api import ProbeContext, blame_line, setting_line
-from jaxscope.sandbox.snippet import InvalidSnippet
+from jaxscope.exhibit_api import InvalidSnippet, ProbeContext, blame_line, setting_line
+from jaxscope.exhibit_api import torch_internals as ti
 
 from . import branches
 from .events import PjrtBranchView, PjrtClientTried

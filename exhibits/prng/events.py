@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.protocol import EventBase, WireModel
+from jaxscope.exhibit_api import EventBase, WireModel
 
 # What a jax.random call does to keys: ``seed`` makes one from a seed (``key``, ``PRNGKey``,
 # ``wrap_key_data``); ``split``/``fold_in``/``clone`` derive new keys from one; ``draw`` turns a

@@ -38,8 +38,7 @@ from typing import Any
 
 import jax
 import numpy as np
-from jaxscope.internals.api import block_until_ready
-from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, ProbeContext
+from jaxscope.exhibit_api import SNIPPET_FILENAME, ProbeContext, block_until_ready
 
 from .events import KeyReuseChecked, KeyReuseFinding, RandomCallRecorded, RandomOpKind
 

@@ -27,9 +27,14 @@ from typing import Any
 
 import jax
 import numpy as np
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import (
     FAULT_ATTR,
+    ArrayPreview,
+    InvalidSnippet,
+    JaxprStaged,
     NodeFault,
+    ProbeContext,
+    blame_line,
     check_container,
     first_difference,
     jaxpr_view,
@@ -37,12 +42,10 @@ from jaxscope.internals.api import (
     output_previews,
     plan_call,
     preview_value,
+    setting_line,
     type_name,
     walk_pytree,
 )
-from jaxscope.protocol import ArrayPreview, JaxprStaged
-from jaxscope.sandbox.probe_api import ProbeContext, blame_line, setting_line
-from jaxscope.sandbox.snippet import InvalidSnippet
 
 from exhibits.pytree.events import (
     PytreeCalled,

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from jaxscope.protocol import EventBase
+from jaxscope.exhibit_api import EventBase
 
 from exhibits.recompile_hunt.events import TrainingStepObserved, TrainingStopped
 

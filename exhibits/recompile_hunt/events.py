@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.protocol import EventBase, JaxprView, SourceLoc, WireModel
+from jaxscope.exhibit_api import EventBase, JaxprView, SourceLoc, WireModel
 
 from exhibits.caches.events import KeyEntryDiff
 

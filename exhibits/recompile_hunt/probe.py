@@ -17,17 +17,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import (
     BudgetReached,
     Diagnosis,
     KeyRecord,
+    ProbeContext,
     RecompileStepRecord,
     Watch,
     diagnose,
     jaxpr_view,
     watching,
 )
-from jaxscope.sandbox.probe_api import ProbeContext
 
 from exhibits.recompile_hunt.events import StepCompileView, TrainingStepObserved, TrainingStopped
 

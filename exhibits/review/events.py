@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.protocol import EventBase, WireModel
+from jaxscope.exhibit_api import EventBase, WireModel
 
 FindingKind = Literal[
     "BakedConstant",

@@ -9,9 +9,14 @@ from typing import Any
 
 import jax
 import numpy as np
-from jaxscope.explainers import ErrorContext, tracer_errors
-from jaxscope.internals.api import BakedConstant, HostRead, RandomCall
-from jaxscope.sandbox.probe_api import setting_line
+from jaxscope.exhibit_api import (
+    BakedConstant,
+    ErrorContext,
+    HostRead,
+    RandomCall,
+    setting_line,
+    tracer_errors,
+)
 
 from .events import FindingKind, ReviewFinding, ReviewFindingsFound
 

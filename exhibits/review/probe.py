@@ -22,28 +22,30 @@ from typing import Any
 
 import jax
 import numpy as np
-from jaxscope.explainers import is_tracer_error
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import (
+    InvalidSnippet,
+    ProbeContext,
+    StageTimed,
     aval_view,
     baked_constants,
+    blame_line,
     block_until_ready,
     device_to_host_reads,
     executions,
     guarded,
     is_jitted,
+    is_tracer_error,
     is_transfer_guard_error,
     jitted_donates,
     jitted_fun,
     jitted_name,
     jitted_statics,
     random_calls,
+    setting_line,
     stage_timers,
+    user_frames,
     watching_jit_calls,
 )
-from jaxscope.protocol import StageTimed
-from jaxscope.sandbox.errors import user_frames
-from jaxscope.sandbox.probe_api import ProbeContext, blame_line, setting_line
-from jaxscope.sandbox.snippet import InvalidSnippet
 
 from . import findings as found
 from .events import NameCount, ReviewArg, ReviewArgsRead, ReviewJitArgs, ReviewStepRan

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.protocol import EventBase, JaxprView, WireModel
+from jaxscope.exhibit_api import EventBase, JaxprView, WireModel
 
 
 class RuleCell(WireModel):

@@ -17,8 +17,9 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import (
     NOT_IMPORTED,
+    ProbeContext,
     is_primitive,
     jax_primitive_ids,
     jaxpr_view,
@@ -33,7 +34,6 @@ from jaxscope.internals.api import (
     rule_view,
     source_statement,
 )
-from jaxscope.sandbox.probe_api import ProbeContext
 
 from exhibits.rules.events import RuleCell, RuleRow, RulesTabulated
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.protocol import EventBase, WireModel
+from jaxscope.exhibit_api import EventBase, WireModel
 
 # The ComputationClient methods a step crosses: the TraceMe names of PjRtComputationClient
 # without the class prefix, and the names torch_xla's metrics use for them.

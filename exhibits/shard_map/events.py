@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.protocol import AvalView, EventBase, JaxprView, SourceLoc, WireModel
+from jaxscope.exhibit_api import AvalView, EventBase, JaxprView, SourceLoc, WireModel
 
 # Which spec tree a spec or fault belongs to, and a check's outcome (also the types of
 # jaxscope.internals.shard_map_checks' Fault and CheckResult, which these views are made from).

@@ -36,37 +36,36 @@ from typing import Any, Literal
 
 import jax
 import numpy as np
-from jaxscope import finite_diff as fd
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import (
     CHECK_SOURCES,
     CHECK_TITLES,
     BodyObserved,
     CheckResult,
+    InvalidSnippet,
+    JaxprView,
+    ProbeContext,
+    Snippet,
     all_checks,
     aval_view,
+    blame_line,
     collective_eqns,
     communicates,
+    exception_class,
+    exception_text,
+    explain,
     find_shard_maps,
     jaxpr_view,
     observing_shard_map,
     preview_value,
+    setting_line,
     shard_map_body_fun,
     shard_map_eqn_body,
     shard_map_inputs,
+    source_lines,
     spec_leaf_paths,
     var_vma,
 )
-from jaxscope.protocol import JaxprView
-from jaxscope.sandbox.probe_api import (
-    ProbeContext,
-    Snippet,
-    blame_line,
-    explain,
-    setting_line,
-    source_lines,
-)
-from jaxscope.sandbox.snippet import InvalidSnippet
-from jaxscope.user_text import exception_class, exception_text
+from jaxscope.exhibit_api import finite_diff as fd
 
 from exhibits.shard_map.events import (
     ShardMapBodyTraced,

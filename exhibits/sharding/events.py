@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.protocol import EventBase, SourceLoc, WireModel
+from jaxscope.exhibit_api import EventBase, SourceLoc, WireModel
 
 
 class ShardView(WireModel):

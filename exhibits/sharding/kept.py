@@ -18,7 +18,7 @@ from typing import Any
 
 import jax
 from jax.sharding import AbstractMesh, Mesh, NamedSharding
-from jaxscope.internals.api import ShardingAnnotation, sharding_annotations
+from jaxscope.exhibit_api import ShardingAnnotation, sharding_annotations
 
 from exhibits.sharding.events import AnnotationCheck, ShardingAnnotationsChecked
 

@@ -37,16 +37,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
-from jaxscope.internals.api import jaxpr_view, plan_call
-from jaxscope.protocol import EventModel, JaxprStaged
-from jaxscope.sandbox.probe_api import (
+from jaxscope.exhibit_api import (
+    EventModel,
+    InvalidSnippet,
+    JaxprStaged,
     ProbeContext,
     blame_line,
     explain,
+    jaxpr_view,
     mark_during,
+    plan_call,
     setting_line,
 )
-from jaxscope.sandbox.snippet import InvalidSnippet
 
 from exhibits.sharding.events import CollectivesFound
 

@@ -14,9 +14,8 @@ from typing import Any
 import jax
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec
-from jaxscope.sandbox.probe_api import Snippet, blame_line, setting_line
-from jaxscope.sandbox.probe_api import eval_option as eval_option
-from jaxscope.sandbox.snippet import InvalidSnippet
+from jaxscope.exhibit_api import InvalidSnippet, Snippet, blame_line, setting_line
+from jaxscope.exhibit_api import eval_option as eval_option
 
 
 def invalid(snippet: Snippet, name: str, message: str) -> BaseException:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.protocol import ArrayPreview, EventBase, SourceLoc, WireModel
+from jaxscope.exhibit_api import ArrayPreview, EventBase, SourceLoc, WireModel
 
 
 class OpLink(WireModel):

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import (
     MAX_REPEATS,
+    JaxprStaged,
+    ProbeContext,
     concrete_args,
     executable_compiled,
     jaxpr_view,
@@ -28,8 +30,6 @@ from jaxscope.internals.api import (
     recording_eqns,
     stage_timers,
 )
-from jaxscope.protocol import JaxprStaged
-from jaxscope.sandbox.probe_api import ProbeContext
 
 
 def run(ctx: ProbeContext) -> None:

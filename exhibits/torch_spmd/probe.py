@@ -27,9 +27,8 @@ import re
 import tempfile
 from typing import Any
 
-from jaxscope import torch_internals as ti
-from jaxscope.sandbox.probe_api import ProbeContext, blame_line, setting_line
-from jaxscope.sandbox.snippet import InvalidSnippet
+from jaxscope.exhibit_api import InvalidSnippet, ProbeContext, blame_line, setting_line
+from jaxscope.exhibit_api import torch_internals as ti
 
 from .events import (
     SpmdAnnotation,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.protocol import AvalView, EventBase, SourceLoc
+from jaxscope.exhibit_api import AvalView, EventBase, SourceLoc
 
 
 class EqnRecorded(EventBase):

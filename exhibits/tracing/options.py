@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.wire import WireModel
+from jaxscope.exhibit_api import WireModel
 from pydantic import Field
 
 

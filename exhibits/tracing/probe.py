@@ -25,20 +25,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import (
     CallPlan,
+    JaxprStaged,
+    ProbeContext,
     aval_view,
+    blame_typed,
     block_until_ready,
     cache_size,
     fresh_caches,
     jaxpr_view,
+    mark_during,
     observe_call,
     plan_call,
     recording_eqns,
     stage_timers,
 )
-from jaxscope.protocol import JaxprStaged
-from jaxscope.sandbox.probe_api import ProbeContext, blame_typed, mark_during
 
 from exhibits.tracing.events import JitCalled
 from exhibits.tracing.options import CallSpec

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from jaxscope.protocol import EventBase
+from jaxscope.exhibit_api import EventBase
 
 from exhibits.shown import ShownError
 from exhibits.transform_order.events import TransformStackEvaluated

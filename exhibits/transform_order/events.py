@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.protocol import ArrayPreview, EventBase, JaxprView, SourceLoc, WireModel
+from jaxscope.exhibit_api import ArrayPreview, EventBase, JaxprView, SourceLoc, WireModel
 from pydantic import Field
 
 from exhibits.transpose.events import OutputLeafView

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.wire import WireModel
+from jaxscope.exhibit_api import WireModel
 from pydantic import Field
 
 # The transforms the transform_order exhibit stacks (outermost first).

@@ -46,21 +46,26 @@ from typing import Any, get_args
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxscope.grad_output import OutputRule, shorten_scalar_error
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import (
     CallPlan,
+    InvalidSnippet,
+    OutputRule,
+    ProbeContext,
+    RunOptions,
+    blame_line,
     block_until_ready,
     count_eqns,
+    describe_failure,
+    eval_option,
+    exception_text,
+    is_memory_error,
     jaxpr_view,
     observing_trace_stack,
     output_previews,
     plan_call,
+    setting_line,
+    shorten_scalar_error,
 )
-from jaxscope.protocol import RunOptions
-from jaxscope.sandbox.errors import describe_failure, is_memory_error
-from jaxscope.sandbox.probe_api import ProbeContext, blame_line, eval_option, setting_line
-from jaxscope.sandbox.snippet import InvalidSnippet
-from jaxscope.user_text import exception_text
 
 from exhibits.transform_order.events import TransformStackEvaluated
 from exhibits.transform_order.options import TransformName

@@ -34,7 +34,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from jaxscope.protocol import EventBase
+from jaxscope.exhibit_api import EventBase
 
 from exhibits.digits import in_dtype
 from exhibits.shown import ShownError

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Literal, Self
 
-from jaxscope.protocol import (
+from jaxscope.exhibit_api import (
     AvalView,
     EventBase,
     JaxprView,

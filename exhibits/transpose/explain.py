@@ -9,7 +9,7 @@ the custom_vjp exhibit's and the generic shape entry, in that order.
 
 from __future__ import annotations
 
-from jaxscope.explainers import SHAPE_HELP, ErrorContext, Explanation, MessageHelp, first_match
+from jaxscope.exhibit_api import SHAPE_HELP, ErrorContext, Explanation, MessageHelp, first_match
 
 from exhibits.custom_vjp.explain import CUSTOM_VJP_HELP
 from exhibits.jvp.explain import NO_JVP_RULE_HELP

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import jax
 import numpy as np
-from jaxscope.finite_diff import (
+from jaxscope.exhibit_api import (
     FLAT,
     KINK,
     NONFINITE,
@@ -35,8 +35,8 @@ from jaxscope.finite_diff import (
     gradient_tolerance,
     is_float_leaf,
     narrower,
+    preview_value,
 )
-from jaxscope.internals.api import preview_value
 
 from exhibits.transpose.events import FdDisagreement, FdNotCompared
 

@@ -39,33 +39,36 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxscope import grad_argnums
-from jaxscope.finite_diff import central_differences, is_float_leaf, narrowest_float
-from jaxscope.grad_output import OutputRule
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import (
     CallPlan,
     Linearized,
+    OutputRule,
+    ProbeContext,
     TransposeStepRecord,
     WalkResult,
     aval_view,
     block_until_ready,
     call_name,
+    central_differences,
     concrete_args,
     count_eqns,
     custom_rules_on_path,
+    describe_failure,
+    exception_text,
     grad_seed,
     inside,
+    is_float_leaf,
     linear_jaxpr_staged,
     linearize_vjp,
+    mark_during,
+    narrowest_float,
     note_program_size,
     noting_caches,
     plan_call,
     walk_scan_body,
     walk_transpose,
 )
-from jaxscope.sandbox.errors import describe_failure
-from jaxscope.sandbox.probe_api import ProbeContext, mark_during
-from jaxscope.user_text import exception_text
+from jaxscope.exhibit_api import choose_argnums as grad_argnums
 
 from exhibits.transpose.events import (
     CustomRuleOnPath,
@@ -320,7 +323,7 @@ def choose_argnums(plan: CallPlan, args: tuple[Any, ...], chosen: Any) -> tuple[
     """The positions to differentiate: ``chosen`` (the snippet's ``argnums``) checked and
     normalised as ``jax.grad`` does, else every non-static positional argument whose leaves are
     all floating (``jaxscope.grad_argnums.choose_argnums``; ``InvalidSnippet`` when none is)."""
-    return grad_argnums.choose_argnums(args, plan.normalized_argnums(), chosen)
+    return grad_argnums(args, plan.normalized_argnums(), chosen)
 
 
 def dynamic_fun(

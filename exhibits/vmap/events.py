@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from jaxscope.protocol import (
+from jaxscope.exhibit_api import (
     ArrayPreview,
     AvalView,
     EventBase,

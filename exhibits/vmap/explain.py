@@ -4,7 +4,7 @@ the registry's ``explains_errors``): JAX's ``vmap`` errors (inconsistent mapped 
 
 from __future__ import annotations
 
-from jaxscope.explainers import ErrorContext, Explanation, MessageHelp, first_match
+from jaxscope.exhibit_api import ErrorContext, Explanation, MessageHelp, first_match
 
 VMAP_HELP: tuple[MessageHelp, ...] = (
     MessageHelp(

@@ -38,23 +38,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import (
+    JaxprStaged,
+    ProbeContext,
     batched_jaxpr,
+    blame_line,
+    blame_typed,
     capture_batching,
+    during,
+    eval_option,
     example_jaxpr,
     inputs_event,
     jaxpr_view,
     map_inputs,
-    plan_call,
-)
-from jaxscope.protocol import JaxprStaged
-from jaxscope.sandbox.probe_api import (
-    ProbeContext,
-    blame_line,
-    blame_typed,
-    during,
-    eval_option,
     mark_during,
+    plan_call,
     setting_line,
 )
 

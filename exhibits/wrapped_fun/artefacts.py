@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from jaxscope.protocol import EventBase
+from jaxscope.exhibit_api import EventBase
 
 from .events import WrappedFunCallsRecorded, WrappedFunStackBuilt, WrappedFunWatched
 

@@ -21,20 +21,23 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxscope.internals.api import (
+from jaxscope.exhibit_api import (
+    SNIPPET_FILENAME,
+    InvalidSnippet,
+    ProbeContext,
     WrappedFunStack,
     WrappedFunStep,
+    blame_line,
     block_until_ready,
     first_callers,
     preview_value,
+    setting_line,
     store_kind,
     store_value,
     watching_wrapped_funs,
     wrapped_core_code,
     write_once_text,
 )
-from jaxscope.sandbox.probe_api import SNIPPET_FILENAME, ProbeContext, blame_line, setting_line
-from jaxscope.sandbox.snippet import InvalidSnippet
 
 from .events import (
     WrappedFunCaller,

@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 
-from jaxscope.protocol import EventBase
+from jaxscope.exhibit_api import EventBase
 
 from .events import HloPassRan
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Literal, Self
 
-from jaxscope.protocol import EventBase, WireModel
+from jaxscope.exhibit_api import EventBase, WireModel
 
 
 class HloPassRan(EventBase):

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
-from jaxscope.internals.api import plan_call
-from jaxscope.sandbox.probe_api import ProbeContext
+from jaxscope.exhibit_api import ProbeContext, plan_call
 
 from .dump import fusions as fusions_of
 from .dump import instructions as instructions_of

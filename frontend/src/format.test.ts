@@ -27,6 +27,20 @@ describe('formatQueue', () => {
   });
 });
 
+describe('formatQueue while a worker starts', () => {
+  it('names the kind of worker and its start time', () => {
+    expect(
+      formatQueue({ position: 1, waiting: 1, estimate_s: 3, reason: 'worker_starting', worker_kind: 'jax' }),
+    ).toBe('Starting a JAX sandbox worker for this run, ~3 s');
+    expect(
+      formatQueue({ position: 1, waiting: 1, estimate_s: 0.34, reason: 'worker_starting', worker_kind: 'jax' }),
+    ).toBe('Starting a JAX sandbox worker for this run, ~0.3 s');
+    expect(
+      formatQueue({ position: 2, waiting: 2, estimate_s: 9.6, reason: 'worker_starting', worker_kind: 'torch' }),
+    ).toBe('Starting a PyTorch/XLA sandbox worker for this run, ~10 s');
+  });
+});
+
 describe('countOf', () => {
   it('says 1 eqn, 0 eqns and 2,447 eqns', () => {
     expect([countOf(1, 'eqn'), countOf(0, 'eqn'), countOf(2447, 'eqn'), countOf(1, 'group')]).toEqual([

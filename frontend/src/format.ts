@@ -12,6 +12,12 @@ export function formatQueue(queue: QueueState): string {
   const place = `position ${queue.position} of ${Math.max(queue.waiting, queue.position)}`;
   const s = queue.estimate_s;
   const about = s !== null && Number.isFinite(s) && s >= 0 ? `, about ${Math.max(1, Math.round(s))} s` : '';
+  if (queue.reason === 'worker_starting') {
+    // No warm worker was ready: say which kind is starting and about how long it takes.
+    const kind = queue.worker_kind === 'torch' ? 'a PyTorch/XLA' : 'a JAX';
+    const soon = s !== null && Number.isFinite(s) && s >= 0 ? `, ~${s < 1 ? s.toFixed(1) : Math.round(s)} s` : '';
+    return `Starting ${kind} sandbox worker for this run${soon}`;
+  }
   if (queue.reason === 'client_share') {
     return `Waiting for a sandbox worker: your other tabs hold this client's share of workers (${place}${about})`;
   }

@@ -23,6 +23,7 @@ import itertools
 import json
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -113,6 +114,11 @@ class Template:
     def alive(self) -> bool:
         return not self._dead and self._proc.poll() is None
 
+    @property
+    def pid(self) -> int:
+        """The host pid of the template's ``bwrap`` (the template's Python is its child)."""
+        return self._proc.pid
+
     def _read(self) -> None:
         try:
             self._read_messages()
@@ -196,12 +202,24 @@ class Template:
         self._dead = True
         with contextlib.suppress(OSError):
             self._ctl.close()
+        # The template's Python first, so that bwrap reaps it: killed after bwrap, it would be
+        # re-parented to this process (a child subreaper) and stay a zombie.
+        with contextlib.suppress(OSError, ValueError):
+            with open(f"/proc/{self._proc.pid}/task/{self._proc.pid}/children") as children:
+                for pid in children.read().split():
+                    os.kill(int(pid), signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(2)
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._proc.pid, 9)
+            os.killpg(self._proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._proc.wait(5)
 
 
+# Templates are started from this one thread, which lives as long as the process: bubblewrap's
+# --die-with-parent is a parent-death signal, which Linux sends when the *thread* that started
+# it ends (an event loop's executor thread ends with its loop: every test's own loop).
+_LAUNCHER = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="jaxscope-templates")
 _templates: dict[tuple[tuple[str, str], ...], Template] = {}
 _templates_lock = threading.Lock()
 
@@ -215,8 +233,15 @@ def template_for(env: dict[str, str]) -> Template:
             return template
         if template is not None:
             template.close()
-        template = _templates[key] = Template(env)
+        template = _templates[key] = _LAUNCHER.submit(Template, env).result()
         return template
+
+
+def template_pids() -> list[int]:
+    """Host pids of this process's live templates (tests; the ``bwrap`` that runs each one's
+    Python: its child)."""
+    with _templates_lock:
+        return [t.pid for t in _templates.values() if t.alive]
 
 
 def close_templates() -> None:

@@ -35,6 +35,9 @@ DEFAULT_MAX_WORKERS = 8
 # The most workers of a pool beside the main one (``WorkerPool.for_exhibit``): torch workers
 # hold ~0.9 GB resident each (design 0025).
 OTHER_KIND_MAX_WORKERS = 2
+# A first worker start's typical seconds per kind (JAX: the template imports JAX and the probes,
+# then forks; torch: a bwrap start that imports torch_xla), before the pool measured its own.
+FIRST_START_S: dict[WorkerKind, float] = {"jax": 3.0, "torch": 10.0}
 # Safety net for the wake-ups below (a worker that exits on its own is noticed by polling).
 _POLL_S = 0.5
 
@@ -177,6 +180,16 @@ class WorkerPool:
             return None
         start = self.mean_start_s or 0.0
         return position * self.mean_hold_s / self.max_workers + start
+
+    def starting(self) -> bool:
+        """Whether a worker of this pool is being started now."""
+        return self._starting_count() > 0
+
+    def start_estimate_s(self) -> float:
+        """About how long (s) a worker of this pool takes to start: the recent mean, or before
+        any start the typical first one (:data:`FIRST_START_S`: a JAX template's import of JAX
+        and the probes, or a torch worker's import of torch_xla, on a loaded 2-core machine)."""
+        return self.mean_start_s if self.mean_start_s is not None else FIRST_START_S[self.kind]
 
     async def _start_one(self) -> None:
         started = time.monotonic()

@@ -169,7 +169,9 @@ async def _serve_on(
             await writer.drain()
 
         try:
-            await serve_requests(receive, send, Session(pool, EXHIBITS, tenancy=tenancy))
+            await serve_requests(
+                receive, send, Session(pool, EXHIBITS, tenancy=tenancy, report_starts=True)
+            )
         except ConnectionError:
             pass
         finally:

@@ -46,6 +46,10 @@ from jaxscope.sandbox.worker import (
 
 # How often a waiting run checks its place in the queue (seconds).
 QUEUE_REPORT_S = 0.25
+# A run that has waited this long (s) for the worker started for it is told so: a fork from the
+# warm template takes a few tenths of a second and needs no word; a first start (the template
+# imports JAX) or a torch worker's start takes seconds (design 0053).
+START_REPORT_S = 1.0
 # How long a finished run's details are kept without a DetailRequest (seconds), and at most
 # in all (requests do not keep a worker, and its memory, forever).
 DETAILS_KEPT_S = 600.0
@@ -104,8 +108,12 @@ class Session:
         *,
         tenancy: Tenancy | None = None,
         owner: str | None = None,
+        report_starts: bool = False,
     ) -> None:
         self.pool = pool
+        # Whether a run that waits for a worker start is told so (``run_queued`` with reason
+        # ``worker_starting``, after START_REPORT_S): the page's sessions; the CLI's need not.
+        self.report_starts = report_starts
         self.exhibits = exhibits
         self.worker: WorkerProcess | None = None
         # The worker that served the session's last run (killed after it; kept for its pid and
@@ -344,16 +352,23 @@ class Session:
         """While the run waits in ``pool``'s queue, send ``run_queued`` when it starts waiting
         and whenever its place or the reason changes (checked every :data:`QUEUE_REPORT_S`)."""
         last: tuple[int, str] | None = None
+        waited_s = 0.0
         while True:
             await asyncio.sleep(QUEUE_REPORT_S)
+            waited_s += QUEUE_REPORT_S
             position = pool.queue_position(ticket)
             if position is None:
                 continue
-            reason: Literal["pool_full", "client_share"] = (
+            reason: Literal["pool_full", "client_share", "worker_starting"] = (
                 "pool_full" if pool.is_eligible(ticket) else "client_share"
             )
-            busy = pool.must_wait(position)
-            if (reason == "pool_full" and not busy) or (position, reason) == last:
+            estimate_s = pool.estimate_s(position)
+            if reason == "pool_full" and not pool.must_wait(position):
+                # Not a full pool: no warm worker was ready, and one is starting for this run.
+                if not (self.report_starts and waited_s >= START_REPORT_S and pool.starting()):
+                    continue
+                reason, estimate_s = "worker_starting", pool.start_estimate_s()
+            if (position, reason) == last:
                 continue
             last = (position, reason)
             await emit(
@@ -361,8 +376,9 @@ class Session:
                     run_id=request.run_id,
                     position=position,
                     waiting=pool.waiting(),
-                    estimate_s=pool.estimate_s(position),
+                    estimate_s=estimate_s,
                     reason=reason,
+                    worker_kind=pool.kind,
                 )
             )
 

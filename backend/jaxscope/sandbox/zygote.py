@@ -16,9 +16,9 @@ A request makes three processes, as bubblewrap does:
    network, mount, IPC, UTS and cgroup namespaces (``unshare``), forks the init and waits for
    it, exiting with its status (128 + n when it was killed by signal n, as bwrap does);
 2. the **init** (pid 1 of the new pid namespace): mounts a ``/proc`` of its namespace, a private
-   size-capped ``tmpfs`` on ``/tmp``, drops to the leased uid, forks the
-   worker and reaps every orphan until the worker ends; when the init dies the kernel kills
-   every process left in the namespace;
+   size-capped ``tmpfs`` on ``/tmp``, brings its loopback up, stays root (not dumpable) as
+   bubblewrap's init does, forks the worker and reaps every orphan until the worker ends;
+   when the init dies the kernel kills every process left in the namespace;
 3. the **worker** (pid 2): drops to the leased uid (no supplementary groups, ``nogroup``,
    ``no_new_privs``, parent-death signal), then runs :func:`jaxscope.sandbox.runner.main`,
    which closes every other descriptor, applies the rlimits, starts the backend, installs the
@@ -62,6 +62,7 @@ MS_NOEXEC = 8
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 HOSTNAME = b"jaxscope-worker"
 # <linux/sockios.h>, <net/if.h>
@@ -133,8 +134,7 @@ def _loopback_up() -> None:
 
 
 def _init(request: dict[str, Any]) -> NoReturn:
-    """Pid 1 of the worker's pid namespace: mounts, uid, then fork the worker and reap."""
-    uid = request.get("uid")
+    """Pid 1 of the worker's pid namespace: mounts, then fork the worker and reap."""
     size = int(request["tmp_bytes"])
     _mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
     _mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
@@ -142,7 +142,9 @@ def _init(request: dict[str, Any]) -> NoReturn:
     _loopback_up()
     _check(_libc.sethostname(HOSTNAME, len(HOSTNAME)), "sethostname")
     os.chdir("/tmp")
-    _switch_uid(uid)
+    # The init stays root, as bubblewrap's does: the worker (another uid) cannot signal or
+    # trace it. Not dumpable either: its /proc files (memory, environment) are root's alone.
+    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     _die_with_parent()
     worker = os.fork()
     if worker == 0:
@@ -163,6 +165,10 @@ def _worker(request: dict[str, Any]) -> NoReturn:
     code = 1
     try:
         uid = request.get("uid")
+        _switch_uid(uid)
+        # Dumpable again, as after bwrap's exec: the uid switch (and the init's flag, which
+        # fork keeps) left it off, which would make the worker's own /proc files root's.
+        _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
         if uid is not None:
             user = f"jaxscope-worker-{uid}"
             os.environ["USER"] = os.environ["LOGNAME"] = user

@@ -181,7 +181,7 @@ def create_app(settings: Settings | None = None, watched: WatchedFile | None = N
         await websocket.accept()
         if remote is None:
             owner = client_of(websocket.client.host if websocket.client is not None else None)
-            session = Session(pool, EXHIBITS, tenancy=tenancy, owner=owner)
+            session = Session(pool, EXHIBITS, tenancy=tenancy, owner=owner, report_starts=True)
             await serve_session(websocket, session, watched, rooms, owner)
         else:
             await relay_session(websocket, remote)

@@ -213,7 +213,17 @@ export interface StageStarted {
   list_ranges?: ListRange[];
   run_id: string;
   seq: number;
-  stage: 'load' | 'trace' | 'lower' | 'compile' | 'run' | 'call';
+  stage:
+    | 'load'
+    | 'trace'
+    | 'lower'
+    | 'compile'
+    | 'run'
+    | 'call'
+    | 'client'
+    | 'lazy_trace'
+    | 'sync'
+    | 'steps';
   type: 'stage_started';
 }
 /**
@@ -235,7 +245,17 @@ export interface StageTimed {
   list_ranges?: ListRange[];
   run_id: string;
   seq: number;
-  stage: 'load' | 'trace' | 'lower' | 'compile' | 'run' | 'call';
+  stage:
+    | 'load'
+    | 'trace'
+    | 'lower'
+    | 'compile'
+    | 'run'
+    | 'call'
+    | 'client'
+    | 'lazy_trace'
+    | 'sync'
+    | 'steps';
   type: 'stage_timed';
 }
 /**
@@ -252,7 +272,17 @@ export interface StdoutPrinted {
   list_ranges?: ListRange[];
   run_id: string;
   seq: number;
-  stage: 'load' | 'trace' | 'lower' | 'compile' | 'run' | 'call';
+  stage:
+    | 'load'
+    | 'trace'
+    | 'lower'
+    | 'compile'
+    | 'run'
+    | 'call'
+    | 'client'
+    | 'lazy_trace'
+    | 'sync'
+    | 'steps';
   text: string;
   type: 'stdout_printed';
 }
@@ -445,9 +475,12 @@ export interface CallerFrame {
  * its place changes; the page shows it until the run's first event, and Cancel leaves the
  * queue. ``position``: 1 = next to get a worker; ``waiting``: runs waiting in all;
  * ``estimate_s``: about how long until a worker is free (seconds, from the recent hold times
- * of workers; None while unknown); ``reason``: ``pool_full`` or ``client_share`` (this client's
- * other sessions hold its share: ``JAXSCOPE_MAX_WORKERS_PER_CLIENT``). Its ``seq`` is always 0
- * and it is never part of the stepper's event list.
+ * of workers; None while unknown); ``reason``: ``pool_full``, ``client_share`` (this client's
+ * other sessions hold its share: ``JAXSCOPE_MAX_WORKERS_PER_CLIENT``) or ``worker_starting``
+ * (no warm worker was ready: one of ``worker_kind`` is being started for it, and
+ * ``estimate_s`` is the pool's recent start time, or a first start's typical cost: a JAX
+ * worker template imports JAX once, a torch worker imports torch_xla; design 0053). Its
+ * ``seq`` is always 0 and it is never part of the stepper's event list.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "RunQueued".
@@ -458,11 +491,12 @@ export interface RunQueued {
   estimate_s: number | null;
   list_ranges?: ListRange[];
   position: number;
-  reason: 'pool_full' | 'client_share';
+  reason: 'pool_full' | 'client_share' | 'worker_starting';
   run_id: string;
   seq: number;
   type: 'run_queued';
   waiting: number;
+  worker_kind: ('jax' | 'torch') | null;
 }
 /**
  * The run's time limits grew with the size of the user's program, so that a real model is
@@ -546,7 +580,20 @@ export interface RunFailed {
   run_id: string;
   seq: number;
   source: SourceLoc | null;
-  stage: ('load' | 'trace' | 'lower' | 'compile' | 'run' | 'call') | null;
+  stage:
+    | (
+        | 'load'
+        | 'trace'
+        | 'lower'
+        | 'compile'
+        | 'run'
+        | 'call'
+        | 'client'
+        | 'lazy_trace'
+        | 'sync'
+        | 'steps'
+      )
+    | null;
   traceback: TracebackFrame[];
   type: 'run_failed';
 }

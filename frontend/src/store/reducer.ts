@@ -36,7 +36,8 @@ import { applyItemsSent } from './list-ranges';
 export type RunStatus = 'idle' | 'running' | 'finished' | 'failed';
 
 /** Where a run waits for a sandbox worker, from the latest `run_queued` (see the protocol's RunQueued). */
-export type QueueState = Pick<EventOf<'run_queued'>, 'position' | 'waiting' | 'estimate_s' | 'reason'>;
+export type QueueState = Pick<EventOf<'run_queued'>, 'position' | 'waiting' | 'estimate_s' | 'reason'> &
+  Partial<Pick<EventOf<'run_queued'>, 'worker_kind'>>;
 
 export interface RunState {
   /** the `run_id` the client chose for the current run; null before the first run */
@@ -226,8 +227,10 @@ export function applyEvents(state: RunState, batch: readonly Event[], now: numbe
     if (event.type === 'run_queued') {
       // Only while the run waits: once it has events, it holds a worker and a stale place is moot.
       if ((events ?? next.events).length > 0) continue;
-      const { position, waiting, estimate_s, reason } = event;
-      next = { ...next, queue: { position, waiting, estimate_s, reason } };
+      const { position, waiting, estimate_s, reason, worker_kind } = event;
+      const queue: QueueState = { position, waiting, estimate_s, reason };
+      if (worker_kind !== undefined && worker_kind !== null) queue.worker_kind = worker_kind;
+      next = { ...next, queue };
       continue;
     }
     const held = events ?? next.events;

@@ -63,5 +63,5 @@ export function runQueued(
   estimate_s: number | null = null,
   reason: EventOf<'run_queued'>['reason'] = 'pool_full',
 ): Event {
-  return { type: 'run_queued', run_id: runId, seq: 0, position, waiting, estimate_s, reason };
+  return { type: 'run_queued', run_id: runId, seq: 0, position, waiting, estimate_s, reason, worker_kind: null };
 }
