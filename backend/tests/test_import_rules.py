@@ -8,8 +8,16 @@
   ``jax.extend``), each name of which a contract test pins: checked for every module under
   ``backend/jaxscope`` and every exhibit module that runs in the worker (tests, golden
   regeneration scripts and examples may, as independent truth or user code);
-* an exhibit module that runs in the worker reaches ``jaxscope.internals`` only through its one
-  facade, ``jaxscope.internals.api`` (what the probes use of internals is that one list).
+* an exhibit module that runs in the worker (``probe.py``, ``events.py``, ``options.py``, their
+  helpers; not the registry, tests or test support) imports jaxscope only through
+  ``jaxscope.exhibit_api`` (design 0054), which re-exports, among the rest, the internals facade
+  ``jaxscope.internals.api``: what the exhibits use of the core is that one module;
+* the core (``backend/jaxscope``) learns about exhibits only through ``exhibits.registry`` (and
+  ``exhibits.shown``, the type of the errors its entries report), but for the imports that
+  cannot move yet, each named in an exact allowlist (``ALLOWED``: the test fails on an entry no
+  longer used, so the lists only shrink): the internals walkers that build exhibits' events
+  (``INTERNALS_BUILD_EXHIBIT_EVENTS``) and the exhibits' option models that ``RunOptions`` is
+  composed of (``PROTOCOL_IMPORTS_OPTIONS``).
 
 An import counts wherever it is (a function body, ``if TYPE_CHECKING``), relative imports are
 resolved, and ``importlib.import_module``/``__import__`` of a literal name counts too. What both
@@ -33,10 +41,67 @@ SANDBOX = "jaxscope.sandbox"
 # (importing module, imported module) pairs the rules let through, each for a reason given here.
 # The runner's ``_warm_up`` (JAX workers only, never a torch worker) wraps JAX's lowering so that
 # a run's limits grow before a big compile (design 0046); the hook has no sandbox import.
-ALLOWED = {("jaxscope.sandbox.runner", "jaxscope.internals.program_size")}
+RUNNER_WARM_UP = frozenset({("jaxscope.sandbox.runner", "jaxscope.internals.program_size")})
+# The walkers of internals/ that build an exhibit's events (or its views) as they walk, so that
+# they import that exhibit's events.py: the core importing exhibit code. The next step of issue
+# 36 is to move each walker's event building into its exhibit (the walker returns records, as
+# transpose_walk's TransposeStepRecord does for part of its walk), and its line here goes.
+INTERNALS_BUILD_EXHIBIT_EVENTS = frozenset(
+    {
+        ("jaxscope.internals.batching_steps", "exhibits.vmap.events"),
+        ("jaxscope.internals.cache_layers", "exhibits.caches.events"),
+        ("jaxscope.internals.compiled", "exhibits.stations.events"),
+        ("jaxscope.internals.execution", "exhibits.stations.events"),
+        ("jaxscope.internals.jvp_steps", "exhibits.jvp.events"),
+        ("jaxscope.internals.lowering", "exhibits.stations.events"),
+        ("jaxscope.internals.recompiles", "exhibits.caches.events"),
+        ("jaxscope.internals.recording", "exhibits.tracing.events"),
+        ("jaxscope.internals.remat", "exhibits.partial_eval.events"),
+        ("jaxscope.internals.shard_map_checks", "exhibits.shard_map.events"),
+        ("jaxscope.internals.split", "exhibits.partial_eval.events"),
+        ("jaxscope.internals.trace_stack", "exhibits.transform_order.events"),
+        ("jaxscope.internals.transpose_walk", "exhibits.transpose.events"),
+    }
+)
+# ``RunOptions`` (jaxscope/protocol.py) is composed of the option models of these exhibits, one
+# base each, imported by name: the next step is to compose it from the registry (an entry
+# naming its options model), as the event union is, and these lines go.
+PROTOCOL_IMPORTS_OPTIONS = frozenset(
+    ("jaxscope.protocol", f"exhibits.{exhibit}.options")
+    for exhibit in (
+        "cache_key",
+        "caches",
+        "lazy_tensor",
+        "partial_eval",
+        "pjrt_registry",
+        "recompile_hunt",
+        "sharding",
+        "tracing",
+        "transform_order",
+        "vmap",
+        "wrapped_fun",
+    )
+)
+ALLOWED = RUNNER_WARM_UP | INTERNALS_BUILD_EXHIBIT_EVENTS | PROTOCOL_IMPORTS_OPTIONS
 INTERNALS = "jaxscope.internals"
-INTERNALS_API = "jaxscope.internals.api"
+JAXSCOPE = "jaxscope"
+EXHIBIT_API = "jaxscope.exhibit_api"
 EXHIBITS_PACKAGE = "exhibits"
+# Modules under exhibits/ that are not exhibit code, so that the exhibit_api rule leaves them
+# out (the private-JAX rule still holds for them): the registry is the core's table of the
+# exhibits (its entries are the protocol's ExhibitInfo, its workers WorkerKind); the others are
+# test support that only tests import.
+NOT_EXHIBIT_CODE = frozenset(
+    {
+        "exhibits.registry",
+        "exhibits.torch_testing",
+        "exhibits.error_text_cases",
+        "exhibits.train_steps",
+    }
+)
+# What the core may import of exhibits/: the package (to find its folder), the registry, and
+# the ShownError type that the registry's entries return (exhibits/shown.py).
+REGISTRY_FACE = ("exhibits.registry", "exhibits.shown")
 PRIVATE_JAX = ("jax._src", "jax.interpreters", "jax.extend")
 
 
@@ -108,13 +173,21 @@ def violations(source: str, module: str, path: str, *, is_package: bool = False)
             rule = "only jaxscope.internals may import private JAX"
         elif (
             _within(module, EXHIBITS_PACKAGE)
-            and _within(name, INTERNALS)
-            # ``from jaxscope.internals import api`` names the package too: only what is taken
-            # from it (a submodule other than api, a name of its __init__) breaks the rule.
-            and name != INTERNALS
-            and not _within(name, INTERNALS_API)
+            and module not in NOT_EXHIBIT_CODE
+            and _within(name, JAXSCOPE)
+            # ``from jaxscope import exhibit_api`` names the package too: only what is taken
+            # from it (a submodule other than exhibit_api, a name of its __init__) breaks it.
+            and name != JAXSCOPE
+            and not _within(name, EXHIBIT_API)
         ):
-            rule = f"an exhibit module reaches jaxscope.internals only through {INTERNALS_API}"
+            rule = f"an exhibit module imports jaxscope only through {EXHIBIT_API}"
+        elif (
+            _within(module, JAXSCOPE)
+            and _within(name, EXHIBITS_PACKAGE)
+            and name != EXHIBITS_PACKAGE
+            and not any(_within(name, face) for face in REGISTRY_FACE)
+        ):
+            rule = "the core learns about exhibits only through exhibits.registry"
         else:
             continue
         found.setdefault((line, rule), Violation(path, line, name, rule))
@@ -126,6 +199,19 @@ def _module_name(path: Path, root: Path) -> tuple[str, bool]:
     if parts[-1] == "__init__":
         return ".".join(parts[:-1]), True
     return ".".join(parts), False
+
+
+def allowed_in_use(root: Path, paths: list[Path]) -> set[tuple[str, str]]:
+    """The entries of ``ALLOWED`` that an import in ``paths`` (modules named relative to
+    ``root``) uses."""
+    used: set[tuple[str, str]] = set()
+    for path in paths:
+        module, is_package = _module_name(path, root)
+        package = module if is_package else module.rpartition(".")[0]
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for _, name in imported_names(tree, package):
+            used |= {(who, what) for who, what in ALLOWED if module == who and _within(name, what)}
+    return used
 
 
 def scan(root: Path, paths: list[Path]) -> list[Violation]:
@@ -158,24 +244,43 @@ def test_the_backend_keeps_its_import_boundaries() -> None:
     assert not found, "forbidden imports:\n" + "\n".join(map(str, found))
 
 
-def test_exhibit_modules_import_no_private_jax() -> None:
+def test_every_allowed_import_is_still_made() -> None:
+    """The allowlists are exact: an entry that no import uses any more fails here, so that each
+    list only shrinks (remove the entry with the import)."""
+    paths = list((BACKEND / "jaxscope").rglob("*.py"))
+    unused = ALLOWED - allowed_in_use(BACKEND, paths)
+    assert not unused, "allowed imports no module makes any more (remove them from the list):\n" + (
+        "\n".join(f"{who} -> {what}" for who, what in sorted(unused))
+    )
+
+
+def test_exhibit_modules_keep_their_import_boundaries() -> None:
+    """No private JAX, and jaxscope only through jaxscope.exhibit_api."""
     paths = [p for p in EXHIBITS.rglob("*.py") if _runs_in_worker(p)]
     assert any(p.name == "probe.py" for p in paths)
     found = scan(REPO, paths)
     assert not found, "forbidden imports:\n" + "\n".join(map(str, found))
 
 
-def test_exhibit_modules_reach_internals_only_through_the_api() -> None:
-    """Every probe and helper module that imports internals names ``jaxscope.internals.api``
-    (the scan above fails on any other internals import; this checks the scan saw them)."""
+def test_exhibit_modules_import_jaxscope_through_the_exhibit_api() -> None:
+    """Probes, events, options, explainers and helper modules name ``jaxscope.exhibit_api``
+    (the scan above fails on any other jaxscope import; this checks the scan saw them)."""
     paths = [p for p in EXHIBITS.rglob("*.py") if _runs_in_worker(p)]
     through_api = {
         p.relative_to(EXHIBITS).as_posix()
         for p in paths
         for _, name in imported_names(ast.parse(p.read_text(encoding="utf-8")), "exhibits")
-        if name == INTERNALS_API
+        if name == EXHIBIT_API
     }
-    assert {"vmap/probe.py", "transpose/fd_check.py", "custom_vjp/explain.py"} <= through_api
+    assert {
+        "vmap/probe.py",
+        "vmap/events.py",
+        "vmap/options.py",
+        "transpose/fd_check.py",
+        "custom_vjp/explain.py",
+        "seam/probe.py",
+        "shown.py",
+    } <= through_api
 
 
 # ---- the checker itself, on deliberately bad sources ---------------------------------------
@@ -215,20 +320,40 @@ _HEADER = '"""A module."""\n\n'  # the import under test is on line 3
             "from jaxscope.internals.views import jaxpr_view",
             "jaxscope.internals.views",
         ),
-        (
-            "exhibits.nan_finder.cure",
-            "from jaxscope.internals import views",
-            "jaxscope.internals.views",
-        ),
+        ("exhibits.nan_finder.cure", "from jaxscope.internals import views", "jaxscope.internals"),
         (
             "exhibits.rules.probe",
             "import jaxscope.internals.rule_tables",
             "jaxscope.internals.rule_tables",
         ),
+        ("exhibits.config.probe", "from jaxscope.internals import EXCLUDED_ROOTS", INTERNALS),
+        # The internals facade, the probe API, the protocol, the wire base: through exhibit_api.
         (
-            "exhibits.config.probe",
-            "from jaxscope.internals import EXCLUDED_ROOTS",
-            "jaxscope.internals.EXCLUDED_ROOTS",
+            "exhibits.vmap.probe",
+            "from jaxscope.internals.api import jaxpr_view",
+            "jaxscope.internals.api",
+        ),
+        (
+            "exhibits.vmap.probe",
+            "from jaxscope.sandbox.probe_api import ProbeContext",
+            "jaxscope.sandbox.probe_api",
+        ),
+        ("exhibits.vmap.events", "from jaxscope.protocol import EventBase", "jaxscope.protocol"),
+        ("exhibits.vmap.options", "from jaxscope.wire import WireModel", "jaxscope.wire"),
+        ("exhibits.pallas.probe", "from jaxscope import finite_diff", "jaxscope.finite_diff"),
+        ("exhibits.shown", "import jaxscope.protocol", "jaxscope.protocol"),
+        # The core imports exhibits' code through the registry only (and the allowlists).
+        (
+            "jaxscope.cli",
+            "from exhibits.vmap.events import VmapInputsMapped",
+            "exhibits.vmap.events",
+        ),
+        ("jaxscope.internals.views", "from exhibits.vmap import events", "exhibits.vmap"),
+        ("jaxscope.protocol", "from exhibits.vmap.probe import run", "exhibits.vmap.probe"),
+        (
+            "jaxscope.sandbox.runner",
+            "importlib.import_module('exhibits.vmap.probe')",
+            "exhibits.vmap.probe",
         ),
     ],
 )
@@ -268,9 +393,19 @@ def test_the_checker_sees_imports_inside_functions_and_type_checking() -> None:
         ("jaxscope.sandbox.errors", "import jax.errors"),
         ("jaxscope.sandbox.errors", "from jaxscope.sandbox_tools import x"),  # a name boundary
         ("jaxscope.internals.views", "import jax.numpy as jnp"),
-        ("exhibits.vmap.probe", "from jaxscope.internals.api import jaxpr_view"),
-        ("exhibits.vmap.probe", "from jaxscope.internals import api"),
-        ("exhibits.transpose.fd_check", "import jaxscope.internals.api"),
+        ("exhibits.vmap.probe", "from jaxscope.exhibit_api import jaxpr_view"),
+        ("exhibits.vmap.probe", "from jaxscope import exhibit_api"),
+        ("exhibits.transpose.fd_check", "import jaxscope.exhibit_api"),
+        ("exhibits.vmap.probe", "from exhibits.stations.events import ModuleLowered"),
+        # Not exhibit code: the core's table, and test support.
+        ("exhibits.registry", "from jaxscope.protocol import ExhibitInfo"),
+        ("exhibits.torch_testing", "from jaxscope.sandbox.kinds import torch_python"),
+        # The core and exhibits/: the registry's face, and the allowlisted imports.
+        ("jaxscope.cli", "from exhibits.registry import EXHIBITS"),
+        ("jaxscope.cli", "from exhibits.shown import ShownError"),
+        ("jaxscope.sandbox.namespaces", "import exhibits"),
+        ("jaxscope.protocol", "from exhibits.vmap.options import VmapOptions"),
+        ("jaxscope.internals.batching_steps", "from exhibits.vmap.events import BatchRuleApplied"),
         # The facade itself, and backend modules, import internals' submodules directly.
         ("jaxscope.internals.api", "from jaxscope.internals.views import jaxpr_view"),
         ("jaxscope.cli", "from jaxscope.internals.views import jaxpr_view"),
@@ -298,16 +433,28 @@ def test_a_bad_module_file_fails_the_scan(tmp_path: Path) -> None:
 
 
 def test_the_api_rule_names_the_file_and_the_module_of_a_lazy_import() -> None:
-    """An internals submodule imported inside a probe's function (lazily) breaks the rule too,
-    and the message says which file, which line, which module and what to import instead."""
+    """A jaxscope module imported inside a probe's function (lazily) breaks the rule too, and
+    the message says which file, which line, which module and what to import instead."""
     source = (
         '"""A probe."""\n'
-        "from jaxscope.internals.api import plan_call\n"
+        "from jaxscope.exhibit_api import plan_call\n"
         "def run() -> None:\n"
         "    from jaxscope.internals.transpose_walk import walk\n"
     )
     found = violations(source, "exhibits.transpose.probe", "exhibits/transpose/probe.py")
     assert [str(v) for v in found] == [
         "exhibits/transpose/probe.py:4: imports jaxscope.internals.transpose_walk "
-        "(an exhibit module reaches jaxscope.internals only through jaxscope.internals.api)"
+        "(an exhibit module imports jaxscope only through jaxscope.exhibit_api)"
     ]
+
+
+def test_an_allowlist_entry_no_import_uses_is_reported(tmp_path: Path) -> None:
+    """``allowed_in_use`` sees the allowlisted imports that are made, so that an entry whose
+    import went (a walker moved into its exhibit) is reported as unused."""
+    internals = tmp_path / "jaxscope" / "internals"
+    internals.mkdir(parents=True)
+    (internals / "recording.py").write_text("from exhibits.tracing.events import EqnRecorded\n")
+    (internals / "split.py").write_text("x = 1\n")
+    used = allowed_in_use(tmp_path, list(tmp_path.rglob("*.py")))
+    assert used == {("jaxscope.internals.recording", "exhibits.tracing.events")}
+    assert ("jaxscope.internals.split", "exhibits.partial_eval.events") in ALLOWED - used
