@@ -1,6 +1,8 @@
 """The one door from the probes into ``jaxscope.internals``: every exhibit module that runs in
-the worker (``exhibits/<id>/probe.py`` and its helpers, not tests or golden scripts) imports
-internals only from here (``backend/tests/test_import_rules.py`` checks it).
+the worker (``exhibits/<id>/probe.py`` and its helpers, not tests or golden scripts) reaches
+internals only through here, by way of ``jaxscope.exhibit_api``, which re-exports every name of
+this module and is all the exhibits import of jaxscope (``backend/tests/test_import_rules.py``,
+``test_exhibit_api.py`` check both).
 
 It defines nothing: it re-exports, each with the signature of the submodule that defines it,
 exactly the names the probes use, so that what the exhibits depend on in internals is one list

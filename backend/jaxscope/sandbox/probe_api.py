@@ -1,4 +1,5 @@
 """The interface between the sandbox runner and an exhibit's probe (``exhibits/<id>/probe.py``).
+Probes import it from ``jaxscope.exhibit_api``, the one module of jaxscope they import.
 
 A probe module defines ``def run(ctx: ProbeContext) -> None``. The runner (inside the sandboxed
 worker) has already executed the user's snippet and hands the probe a :class:`Snippet`. The probe
@@ -19,7 +20,8 @@ from typing import Any, Protocol
 from jaxscope.protocol import EventModel, RunOptions, Stage
 
 # What a loaded snippet is lives outside the sandbox (``jaxscope.internals`` reads it too);
-# re-exported here, the module probes import.
+# re-exported here, beside the rest of the probe API (probes import it all from
+# ``jaxscope.exhibit_api``).
 from jaxscope.snippet_model import SNIPPET_FILENAME as SNIPPET_FILENAME
 from jaxscope.snippet_model import Snippet as Snippet
 from jaxscope.snippet_model import source_lines as source_lines
