@@ -410,7 +410,7 @@ def run(ctx: ProbeContext) -> None:
     calls = _calls(snippet.namespace, source)
     lines = source_lines(source)
     args = tuple(snippet.args)
-    with ctx.stage("trace"):
+    with ctx.stage("client"):
         # The PJRT client first: autograd's engine sizes its device queues at the first
         # backward, and an f that calls backward() on the CPU first would leave none for XLA.
         device = torch_xla.device()  # creates the PJRT client (PJRT_DEVICE, in this run)
@@ -424,7 +424,7 @@ def run(ctx: ProbeContext) -> None:
     torch._dynamo.reset()
     compiled = torch.compile(f, backend=recording_backend(record, lines, lambda: current[0]))
     out: Any = None
-    with ctx.stage("run"), bridge_recorder(record) as launched:
+    with ctx.stage("call"), bridge_recorder(record) as launched:
         for call in range(calls):
             current[0] = call
             graphs_before, computed_before = len(record.graphs), len(record.computed)

@@ -599,7 +599,7 @@ def run(ctx: ProbeContext) -> None:
         if ctx.options.torchax is not None
         else f.__globals__.get("use_torchax") is True
     )
-    with ctx.stage("trace"):
+    with ctx.stage("client"):
         device = torch_xla.device()  # creates the PJRT client (PJRT_DEVICE, in this run)
         # The snippet's module-level models and tensors too, in place: an optimizer built
         # beside them keeps its parameters (a training step at module level runs on the device).
@@ -608,6 +608,7 @@ def run(ctx: ProbeContext) -> None:
         move_state(f.__globals__, args, device)
         moved = _map_tensors(args, lambda t: t.to(device))
         torch_xla.sync()  # the arguments are device data, not pending uploads
+    with ctx.stage("lazy_trace"):
         eager_mode(eager)
         try:
             with ti.ir_debug(), _line_steps(ctx, eager):
@@ -627,7 +628,7 @@ def run(ctx: ProbeContext) -> None:
             outputs=[f"{tuple(t.shape)} {t.dtype}" for t in outputs],
         )
     ctx.emit(built)
-    with ctx.stage("run"):
+    with ctx.stage("sync"):
         before = (_counter("ExecuteComputation"), _counter("UncachedCompile"))
         cached = _counter("CachedCompile")
         torch_xla.sync()
@@ -641,7 +642,7 @@ def run(ctx: ProbeContext) -> None:
             )
         )
     del out, outputs
-    with ctx.stage("trace"):
+    with ctx.stage("lazy_trace"):
         trials = []
         for change, new_args in _changes(args):
             moved_new = _map_tensors(new_args, lambda t: t.to(device))

@@ -95,7 +95,7 @@ def run(ctx: ProbeContext) -> None:
     from torch_xla.experimental import plugins
 
     device, switch = settings(ctx)
-    with ctx.stage("run"):
+    with ctx.stage("client"):
         if ti.runtime_is_initialized():
             raise RuntimeError(
                 "this worker already created a PJRT client: the try would not be fresh"

@@ -475,7 +475,7 @@ def run(ctx: ProbeContext) -> None:
     mesh_shape = _mesh_shape(ns, source)
     args_line = setting_line(source, "args")
     upload_source = "the loop's .to(device) of each tensor in args"
-    with ctx.stage("trace"):
+    with ctx.stage("client"):
         mesh = start_spmd(mesh_shape) if mesh_shape is not None else None
         device = torch_xla.device()  # creates the PJRT client (PJRT_DEVICE, in this run)
         move_state(f.__globals__, batch, device)
@@ -483,7 +483,7 @@ def run(ctx: ProbeContext) -> None:
         xm.wait_device_ops()
     lines = source_lines(source)
     losses: list[float] = []
-    with ctx.stage("run"):
+    with ctx.stage("steps"):
         for step in range(steps):
             folder = tempfile.mkdtemp(prefix="seam-trace-")
             marks = Marks()

@@ -300,7 +300,7 @@ def run(ctx: ProbeContext) -> None:
     f, args = ctx.snippet.f, tuple(ctx.snippet.args)
     n = math.prod(mesh_shape)
     dump = tempfile.mkdtemp(prefix="spmd-dump-")
-    with ctx.stage("trace"):
+    with ctx.stage("client"):
         flags = os.environ.get("XLA_FLAGS", "")
         try:
             ti.set_client_env(
@@ -369,6 +369,7 @@ def run(ctx: ProbeContext) -> None:
                     shards=_shards(sharded),
                 )
             )
+    with ctx.stage("lazy_trace"):
         out = f(*moved)
         outputs = [
             t
@@ -377,7 +378,7 @@ def run(ctx: ProbeContext) -> None:
         ]
         hlo = ti.hlo_text(outputs) if outputs else ""
         ctx.emit(SpmdHloAnnotated(hlo=hlo, annotations=sharding_annotations(hlo)))
-    with ctx.stage("run"):
+    with ctx.stage("sync"):
         seen: set[str] = set()
         _dumped(dump, seen)
         before = (_counter("ExecuteReplicated"), _counter("UncachedCompile"))
@@ -396,7 +397,7 @@ def run(ctx: ProbeContext) -> None:
         gathered = _counter("ReplicateShardedData") - gathered
         for path in _dumped(dump, seen):
             ctx.emit(_partitioned(path, ".cpu(): the sharded output gathered to the host"))
-    with ctx.stage("trace"):
+    with ctx.stage("call"):
         cpu_out = f(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
         expected = [t for t in pytree.tree_leaves(cpu_out) if isinstance(t, torch.Tensor)]
     views = []

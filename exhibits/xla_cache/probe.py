@@ -183,7 +183,7 @@ def run(ctx: ProbeContext) -> None:
     snippet = ctx.snippet
     f, ns = snippet.f, snippet.namespace
     batches = _batches(ns, tuple(snippet.args), snippet.source)
-    with ctx.stage("trace"):
+    with ctx.stage("client"):
         device = torch_xla.device()  # creates the PJRT client (PJRT_DEVICE, in this run)
         modules, optimizers = move_state(
             f.__globals__, [x for batch in batches for x in batch], device
@@ -196,7 +196,7 @@ def run(ctx: ProbeContext) -> None:
     changes: dict[int, list[str]] = {}
     previous_hlo: list[str] = []
     shape_changed = False
-    with ctx.stage("run"):
+    with ctx.stage("steps"):
         for step, batch in enumerate(batches):
             before = counters()
             start = time.perf_counter_ns()
@@ -248,7 +248,7 @@ def run(ctx: ProbeContext) -> None:
             line = setting_line(snippet.source, "batches") or setting_line(snippet.source, "args")
         else:
             cause = "constant"
-            with ctx.stage("trace"):
+            with ctx.stage("lazy_trace"):
                 shown = [s for s in recompiling if changes[s]]
                 if shown:
                     line = constant_line(
