@@ -11,7 +11,8 @@ Every worker runs inside its own ``bwrap`` (Debian's ``bubblewrap``, the sandbox
 - a **file system of its own**: a fresh root with read-only binds of the system (``/usr``, the
   libraries, a few files of ``/etc``), the Python installation, the venv and the two packages it
   imports (``jaxscope`` and ``exhibits``), its own ``/proc`` (it sees only its own processes) and
-  a minimal ``/dev``, and a private, size-capped ``tmpfs`` at ``/tmp`` (its home and working
+  a minimal ``/dev`` (plus the accelerator's device nodes, where the host has one:
+  ``accelerators.py``), and a private, size-capped ``tmpfs`` at ``/tmp`` (its home and working
   directory) that vanishes with the namespace: the server's and other workers' files are not
   there at all, and nothing is left to clean up;
 - as **root**, bwrap runs the worker through ``setpriv`` as a uid of its own (:class:`UidLease`)
@@ -26,6 +27,7 @@ them unless started with ``--unsafe-no-sandbox`` (``JAXSCOPE_NAMESPACES=0``).
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import functools
 import grp
@@ -37,10 +39,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import exhibits
 import jaxscope
+from jaxscope.sandbox import accelerators
 
 # The uids handed to root-started workers: WORKER_UID_BASE .. WORKER_UID_BASE + UID_SLOTS - 1.
 WORKER_UID_BASE = 100_000
@@ -120,17 +124,6 @@ def _parents(paths: tuple[str, ...]) -> list[str]:
     return found
 
 
-def _gpu_args() -> list[str]:
-    """Device nodes and sysfs a GPU backend needs, where an NVIDIA driver is loaded."""
-    nodes = sorted(str(p) for p in Path("/dev").glob("nvidia*"))
-    if not nodes:
-        return []
-    args = ["--ro-bind", "/sys", "/sys"]
-    for node in nodes:
-        args += ["--dev-bind", node, node]
-    return args
-
-
 @functools.cache
 def worker_gid() -> int:
     """The group of root-started workers: ``nogroup`` (Debian) or ``nobody``."""
@@ -147,6 +140,7 @@ def bwrap_argv(
     tmp_bytes: int,
     extra_paths: tuple[str, ...] = (),
     template: bool = False,
+    dev: Path = accelerators.DEV,
 ) -> list[str]:
     """The ``bwrap`` command line that runs ``command`` (argv, absolute paths) in the worker's
     namespaces (see the module docstring). ``uid``: the uid to run as (root only; None keeps the
@@ -160,6 +154,10 @@ def bwrap_argv(
     their own, mount their ``/proc`` and ``/tmp``, bring up their loopback and switch to their
     uid; user code never runs
     in it, and each child gives the capabilities up before it runs any (design 0053).
+
+    The accelerators' device nodes found in ``dev`` (the host's ``/dev``; a test's fake one)
+    are bound into the worker's ``/dev``, with ``/sys`` read-only (``accelerators.bind_args``,
+    design 0056): in both command lines, so a template's children see them too.
 
     Raises :class:`SandboxUnavailable` when ``bwrap`` is not installed."""
     bwrap = bwrap_path()
@@ -192,11 +190,12 @@ def bwrap_argv(
         "--ro-bind-try",
         "/sys/devices/system/cpu",
         "/sys/devices/system/cpu",
-        *_gpu_args(),
         "--proc",
         "/proc",
         "--dev",
         "/dev",
+        # After --dev: bwrap's fresh /dev would hide nodes bound before it.
+        *accelerators.bind_args(dev),
         # The private /tmp first: a checkout or venv that lives under /tmp is bound over it
         # below, instead of being hidden by it.
         "--perms",
@@ -238,13 +237,112 @@ def bwrap_argv(
     ]
 
 
+# gVisor's kernel (``runsc``) reports itself as this Linux (google/gvisor,
+# pkg/sentry/syscalls/linux/linux64.go): ``uname -r`` 4.4.0, ``uname -v`` this build string.
+_GVISOR_RELEASE = "4.4.0"
+_GVISOR_VERSION = "#1 SMP Sun Jan 10 15:06:54 PST 2016"
+_ENOSYS_TEXT = os.strerror(errno.ENOSYS)  # "Function not implemented"
+
+
+@dataclass(frozen=True)
+class KernelSays:
+    """What the kernel says it is: ``uname -n``, ``-r`` and ``-v``, and ``/proc/version``."""
+
+    nodename: str
+    release: str
+    version: str
+    proc_version: str
+
+    @classmethod
+    def here(cls) -> KernelSays:
+        name = os.uname()
+        try:
+            proc_version = Path("/proc/version").read_text(errors="replace").strip()
+        except OSError:
+            proc_version = ""
+        return cls(name.nodename, name.release, name.version, proc_version)
+
+
+def under_gvisor(kernel: KernelSays) -> bool:
+    """Whether ``kernel`` is gVisor's: the Linux 4.4.0 it imitates (a real 4.4 kernel's
+    release has a suffix, ``4.4.0-210-generic``, and another build string), ``runsc`` or
+    ``gvisor`` in the kernel's own words, or ``runsc`` as the host name (the borrowed TPU
+    host's ``uname -n``)."""
+    said = " ".join((kernel.release, kernel.version, kernel.proc_version))
+    if "runsc" in said.lower() or "gvisor" in said.lower() or kernel.nodename == "runsc":
+        return True
+    return kernel.release == _GVISOR_RELEASE or _GVISOR_VERSION in said
+
+
+def _no_sandbox_here(kernel: KernelSays) -> str:
+    """The end of a refusal where namespaces cannot be made at all: what ``--unsafe-no-sandbox``
+    means there."""
+    machine = "gVisor machine" if under_gvisor(kernel) else "machine (a VM of its own)"
+    return (
+        " No setting here changes that. Where this machine is itself the sandbox (it is under "
+        "gVisor, or a VM given to these users alone), start with --unsafe-no-sandbox "
+        "(JAXSCOPE_NAMESPACES=0): workers then run without namespaces (the rlimits and the "
+        f"audit hook remain), and the {machine} is the boundary between user code and "
+        "everything outside it, so keep nothing on it that user code must not read or reach. "
+        "Otherwise run jaxscope on a Linux kernel that makes namespaces."
+    )
+
+
+def refusal(bwrap_said: str, kernel: KernelSays) -> str:
+    """Why the sandbox cannot be made here, for the user: ``bwrap_said`` is the trial bwrap's
+    last line of stderr (or its exit status), ``kernel`` what the kernel says it is."""
+    gvisor = under_gvisor(kernel)
+    if gvisor or _ENOSYS_TEXT in bwrap_said:
+        if gvisor:
+            why = (
+                "this machine runs under gVisor (its kernel says Linux "
+                f"{kernel.release} {kernel.version}), a user-space kernel that does not "
+                "implement user, pid and network namespaces for an unprivileged user"
+                + (
+                    f": unshare fails with ENOSYS ({_ENOSYS_TEXT})."
+                    if _ENOSYS_TEXT in bwrap_said
+                    else "."
+                )
+            )
+        else:
+            why = (
+                f"this kernel does not implement them: unshare fails with ENOSYS ({_ENOSYS_TEXT}),"
+                " as under a user-space kernel such as gVisor."
+            )
+        return (
+            f"bubblewrap could not create the sandbox's namespaces ({bwrap_said}): {why}"
+            + _no_sandbox_here(kernel)
+        )
+    return (
+        f"bubblewrap could not create the sandbox's namespaces on this machine ({bwrap_said})."
+        " Enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1"
+        " or user.max_user_namespaces), run the container with namespaces allowed, or start "
+        "with --unsafe-no-sandbox to run user code without namespaces (only for code you "
+        "trust)."
+    )
+
+
+def missing_bwrap(kernel: KernelSays) -> str:
+    """The refusal where bubblewrap is not installed (under gVisor, installing it would not
+    help: it could make no namespace there)."""
+    if not under_gvisor(kernel):
+        return _MISSING
+    return (
+        "bubblewrap (bwrap) is not installed, and it could not make the sandbox's namespaces "
+        f"here anyway: this machine runs under gVisor (its kernel says Linux {kernel.release} "
+        f"{kernel.version}), which does not implement user, pid and network namespaces for an "
+        "unprivileged user." + _no_sandbox_here(kernel)
+    )
+
+
 @functools.cache
 def sandbox_problem() -> str | None:
     """Why workers cannot run in namespaces here (bwrap missing, or the kernel refused to make
-    the namespaces: e.g. unprivileged user namespaces disabled, or a container without
-    ``CAP_SYS_ADMIN``), or None when a trial sandbox ran. Checked once per process."""
+    the namespaces: e.g. unprivileged user namespaces disabled, a container without
+    ``CAP_SYS_ADMIN``, or gVisor, which does not implement them: :func:`refusal`), or None
+    when a trial sandbox ran. Checked once per process."""
     if bwrap_path() is None:
-        return _MISSING
+        return missing_bwrap(KernelSays.here())
     uid = WORKER_UID_BASE + UID_SLOTS if os.geteuid() == 0 else None
     argv = bwrap_argv(["/bin/true"], uid=uid, tmp_bytes=2**20)
     try:
@@ -253,14 +351,7 @@ def sandbox_problem() -> str | None:
         return f"bubblewrap could not start a sandbox: {exc}"
     if done.returncode != 0:
         why = done.stderr.decode(errors="replace").strip().splitlines()
-        return (
-            "bubblewrap could not create the sandbox's namespaces on this machine ("
-            + (why[-1] if why else f"exit status {done.returncode}")
-            + "). Enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1"
-            " or user.max_user_namespaces), run the container with namespaces allowed, or start "
-            "with --unsafe-no-sandbox to run user code without namespaces (only for code you "
-            "trust)."
-        )
+        return refusal(why[-1] if why else f"exit status {done.returncode}", KernelSays.here())
     return None
 
 

@@ -54,6 +54,7 @@ from jaxscope.protocol import (
     WorkerKind,
     is_terminal,
 )
+from jaxscope.sandbox import accelerators
 from jaxscope.sandbox.forked import ForkedProcess, TemplateError, start_forked, zygote_problem
 from jaxscope.sandbox.kinds import (
     kind_problem,
@@ -148,9 +149,10 @@ class WorkerGone(RuntimeError):
     any event: nothing was emitted for the job, which can be retried on a fresh worker."""
 
 
-# The worker's environment is an allowlist: these names, and names with these prefixes (JAX's and
-# XLA's settings), minus secret-looking ones; nothing else of the server's environment (tokens,
-# DSNs, keys, ``JAXSCOPE_*``) reaches user code.
+# The worker's environment is an allowlist: these names, names with these prefixes (JAX's and
+# XLA's settings) and what an accelerator's runtime reads (``accelerators.runtime_setting``:
+# TPU, CUDA, ROCm), minus secret-looking ones; nothing else of the server's environment
+# (tokens, DSNs, keys, ``JAXSCOPE_*``) reaches user code.
 _ALLOWED_NAMES = frozenset(
     {
         "PATH",
@@ -160,9 +162,6 @@ _ALLOWED_NAMES = frozenset(
         "LC_CTYPE",
         "LC_NUMERIC",
         "TZ",
-        "CUDA_VISIBLE_DEVICES",
-        "NVIDIA_VISIBLE_DEVICES",
-        "NVIDIA_DRIVER_CAPABILITIES",
         "TF_CPP_MIN_LOG_LEVEL",
         "TF_CPP_MAX_VLOG_LEVEL",
         "TF_CPP_VMODULE",
@@ -175,7 +174,11 @@ _SECRET_NAME = re.compile(
 
 
 def _passed_to_worker(name: str) -> bool:
-    allowed = name in _ALLOWED_NAMES or name.startswith(_ALLOWED_PREFIXES)
+    allowed = (
+        name in _ALLOWED_NAMES
+        or name.startswith(_ALLOWED_PREFIXES)
+        or accelerators.runtime_setting(name)
+    )
     return allowed and not _SECRET_NAME.search(name)
 
 
@@ -183,8 +186,10 @@ def worker_env(
     base: dict[str, str] | None = None, *, home: str = "/tmp", kind: WorkerKind = "jax"
 ) -> dict[str, str]:
     """The worker's environment, by allowlist: from ``base`` (default ``os.environ``) only
-    ``PATH``, the locale and time zone, the GPU runtime's device selection, TF/XLA log levels and
-    ``JAX_*``/``XLA_*`` (not secret-looking names); with the 8-device flag added to ``XLA_FLAGS``
+    ``PATH``, the locale and time zone, TF/XLA log levels, ``JAX_*``/``XLA_*`` and the settings
+    of the accelerator runtimes (libtpu's ``TPU_*``, ``LIBTPU_*``, ``MEGASCALE_*``; CUDA's and
+    ROCm's device selection and caches: ``sandbox/accelerators.py``), never a secret-looking
+    name; with the 8-device flag added to ``XLA_FLAGS``
     (existing flags kept), ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` unless set, and
     ``HOME``/``TMPDIR`` set to ``home`` (the worker's private ``/tmp`` in its namespaces).
     ``JAX_PLATFORMS`` is left alone, so a GPU stays the default backend.
