@@ -17,6 +17,7 @@ them. Design 0053.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import contextlib
 import itertools
@@ -28,6 +29,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import asdict
 from typing import Any
 
@@ -202,18 +204,38 @@ class Template:
         self._dead = True
         with contextlib.suppress(OSError):
             self._ctl.close()
-        # The template's Python first, so that bwrap reaps it: killed after bwrap, it would be
-        # re-parented to this process (a child subreaper) and stay a zombie.
+        # The template's Python, then its bwrap. bwrap may leave its child unreaped: re-parented
+        # to this process (a child subreaper, namespaces.become_subreaper) it would stay a
+        # zombie here, so it is reaped by its pid, which is this template's and no one else's.
+        python: list[int] = []
         with contextlib.suppress(OSError, ValueError):
             with open(f"/proc/{self._proc.pid}/task/{self._proc.pid}/children") as children:
-                for pid in children.read().split():
-                    os.kill(int(pid), signal.SIGKILL)
+                python = [int(pid) for pid in children.read().split()]
+        for pid in python:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._proc.wait(2)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, signal.SIGKILL)
+        for pid in python:
+            _reap_if_ours(pid)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._proc.wait(5)
+
+
+def _reap_if_ours(pid: int, timeout_s: float = 1.0) -> None:
+    """Reap ``pid`` if it is (or within ``timeout_s`` becomes) a child of this process; nothing
+    when it is not (another process reaped it)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG) != (0, 0):
+                return
+        except ChildProcessError:
+            if not os.path.exists(f"/proc/{pid}"):
+                return
+        time.sleep(0.02)
 
 
 # Templates are started from this one thread, which lives as long as the process: bubblewrap's
@@ -245,12 +267,17 @@ def template_pids() -> list[int]:
 
 
 def close_templates() -> None:
-    """Stop every template of this process (tests; a server's shutdown need not: they die with
-    it through bwrap's ``--die-with-parent``)."""
+    """Stop every template of this process and reap it (also at this process's exit: killed
+    with it through bwrap's ``--die-with-parent`` instead, the template's Python would be
+    re-parented to the nearest child subreaper above, a test process or a supervisor, and stay
+    a zombie there)."""
     with _templates_lock:
         for template in _templates.values():
             template.close()
         _templates.clear()
+
+
+atexit.register(close_templates)
 
 
 class ForkedProcess:
