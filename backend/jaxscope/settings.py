@@ -28,12 +28,18 @@ DEFAULT_ADDRESS_SPACE_BYTES = 3 * GiB
 NVIDIA_CONTROL_DEVICE = Path("/dev/nvidiactl")
 
 
-def default_address_space_bytes(nvidia_device: Path = NVIDIA_CONTROL_DEVICE) -> int:
-    """3 GiB, or 0 (no ``RLIMIT_AS``) where an NVIDIA GPU is attached: CUDA reserves far more
+def default_address_space_bytes(
+    nvidia_device: Path = NVIDIA_CONTROL_DEVICE, dev: Path = Path("/dev")
+) -> int:
+    """3 GiB, or 0 (no ``RLIMIT_AS``) where an accelerator is attached. CUDA reserves far more
     virtual address space than it uses, so an address-space limit breaks GPU initialisation (a
-    well-known CUDA constraint; not measured here, this machine has no GPU). There, host memory is
-    bounded by the container's limit and device memory by XLA's allocator."""
-    return 0 if nvidia_device.exists() else DEFAULT_ADDRESS_SPACE_BYTES
+    well-known CUDA constraint; not measured here, this machine has no GPU). libtpu does the
+    same: on the lent TPU v5e host (chip ``/dev/vfio/N``) a worker under the 3 GiB limit stalled
+    in ``make_tpu_client`` until its 120 s start limit, and started with no limit (design 0056).
+    There, host memory is bounded by the machine's or container's limit and device memory by
+    XLA's allocator. ``dev``: where to look for TPU nodes (``accel*``, ``vfio/<n>``)."""
+    tpu = any(dev.glob("accel*")) or any(p.name.isdigit() for p in dev.glob("vfio/*"))
+    return 0 if nvidia_device.exists() or tpu else DEFAULT_ADDRESS_SPACE_BYTES
 
 
 # What one worker costs, for sizing the pool from the machine: resident memory while it runs a

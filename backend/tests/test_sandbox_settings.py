@@ -76,3 +76,18 @@ def test_autodiff_exhibits_get_a_larger_run_budget() -> None:
     assert run_budget("no-such-exhibit") == 1.0
     for exhibit in ("jvp", "partial_eval", "transpose", "custom_vjp", "nan_finder"):
         assert run_budget(exhibit) == EXHIBITS[exhibit].budget > 1.0
+
+
+def test_no_address_space_limit_where_a_tpu_is_attached(tmp_path: Path) -> None:
+    """libtpu, like CUDA, reserves more address space than 3 GiB (a worker stalled in
+    make_tpu_client on the lent TPU v5e host): its chip's node lifts the default limit."""
+    absent = tmp_path / "nvidiactl"
+    (tmp_path / "vfio").mkdir()
+    (tmp_path / "vfio" / "vfio").touch()  # the vfio control node alone is no chip
+    assert default_address_space_bytes(absent, dev=tmp_path) == 3 * 2**30
+    (tmp_path / "vfio" / "3").touch()  # the chip seen on the lent host
+    assert default_address_space_bytes(absent, dev=tmp_path) == 0
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "accel0").touch()
+    assert default_address_space_bytes(absent, dev=other) == 0
