@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { countOf, formatQueue, formatSeconds } from './format';
+import { countOf, formatQueue, formatSeconds, formatWorkerStart } from './format';
 
 describe('formatSeconds', () => {
   it('shows one decimal and clamps bad input to 0', () => {
@@ -37,7 +37,22 @@ describe('formatQueue while a worker starts', () => {
     ).toBe('Starting a JAX sandbox worker for this run, ~0.3 s');
     expect(
       formatQueue({ position: 2, waiting: 2, estimate_s: 9.6, reason: 'worker_starting', worker_kind: 'torch' }),
-    ).toBe('Starting a PyTorch/XLA sandbox worker for this run, ~10 s');
+    ).toBe('Starting a PyTorch/XLA sandbox worker for this run (a new process importing torch and torch_xla), ~10 s');
+  });
+});
+
+describe('formatWorkerStart: why a finished run was slow (issue 31, item 5)', () => {
+  it('says how much of a run went to starting its torch worker, and why', () => {
+    const note = formatWorkerStart({ kind: 'torch', ms: 8_460 });
+    expect(note).toBe(
+      "8.5 s of it went to starting a PyTorch/XLA worker (a new process importing torch and torch_xla); torch_xla's PJRT client and its first compile inside the run take milliseconds, and the next run finds a worker started",
+    );
+    expect(formatWorkerStart({ kind: 'jax', ms: 1_200 })).toBe('1.2 s of it went to starting a JAX sandbox worker');
+  });
+
+  it('says nothing of a ready worker or a start under a second', () => {
+    expect(formatWorkerStart(null)).toBeNull();
+    expect(formatWorkerStart({ kind: 'torch', ms: 400 })).toBeNull();
   });
 });
 

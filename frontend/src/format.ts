@@ -7,6 +7,29 @@ export function formatSeconds(ms: number): string {
   return `${s.toFixed(1)} s`;
 }
 
+/** What a torch worker's start spends its seconds on (design 0055: the import took 4.5 s, the
+ * PJRT client 3 ms and the first compile 38 ms in a torch-venv process on a 2-core machine). */
+const TORCH_IMPORT = 'torch and torch_xla';
+
+/**
+ * The run bar's note on a finished run that waited while a worker was started for it
+ * (`RunState.workerStart`), or null when that took under a second: how much of the run it was
+ * and why. A torch worker serves one run and then retires; the pool keeps a started one for the
+ * next run, so the first torch run of a server is the slow one.
+ */
+export function formatWorkerStart(start: { kind: 'jax' | 'torch'; ms: number } | null): string | null {
+  if (start === null || !(start.ms >= 1000)) return null;
+  const took = formatSeconds(start.ms);
+  if (start.kind === 'torch') {
+    return (
+      `${took} of it went to starting a PyTorch/XLA worker (a new process importing ${TORCH_IMPORT}); ` +
+      "torch_xla's PJRT client and its first compile inside the run take milliseconds, " +
+      'and the next run finds a worker started'
+    );
+  }
+  return `${took} of it went to starting a JAX sandbox worker`;
+}
+
 /** What the run bar says while a run waits for a sandbox worker (`RunState.queue`). */
 export function formatQueue(queue: QueueState): string {
   const place = `position ${queue.position} of ${Math.max(queue.waiting, queue.position)}`;
@@ -16,7 +39,9 @@ export function formatQueue(queue: QueueState): string {
     // No warm worker was ready: say which kind is starting and about how long it takes.
     const kind = queue.worker_kind === 'torch' ? 'a PyTorch/XLA' : 'a JAX';
     const soon = s !== null && Number.isFinite(s) && s >= 0 ? `, ~${s < 1 ? s.toFixed(1) : Math.round(s)} s` : '';
-    return `Starting ${kind} sandbox worker for this run${soon}`;
+    // Why a torch worker's start is slow (issue 31, item 5): design 0055 measured it.
+    const why = queue.worker_kind === 'torch' ? ` (a new process importing ${TORCH_IMPORT})` : '';
+    return `Starting ${kind} sandbox worker for this run${why}${soon}`;
   }
   if (queue.reason === 'client_share') {
     return `Waiting for a sandbox worker: your other tabs hold this client's share of workers (${place}${about})`;

@@ -120,6 +120,22 @@ describe('applyEvent', () => {
     expect(applyEvent(s, runQueued('r1', 1, 1), 9)).toBe(s);
   });
 
+  it('records how long a run waited while its worker was started (issue 31, item 5)', () => {
+    const torch = { ...runQueued('r1', 1, 1, 10, 'worker_starting'), worker_kind: 'torch' } as Event;
+    let s = startRun('r1', 'lazy_tensor', OPTIONS, 1_000);
+    s = applyEvent(s, torch, 2_000);
+    expect(s.workerStart).toBeNull();
+    s = applyEvent(s, runStarted('r1', 0), 9_450);
+    expect(s.workerStart).toEqual({ kind: 'torch', ms: 8_450 });
+    s = applyEvent(s, runFinished('r1', 1), 10_000);
+    expect(s.workerStart).toEqual({ kind: 'torch', ms: 8_450 });
+    // a worker that was ready (or a wait for a busy one): none
+    const ready = feed(startRun('r2', 'lazy_tensor', OPTIONS, 0), [runStarted('r2', 0), runFinished('r2', 1)]);
+    expect(ready.workerStart).toBeNull();
+    const busy = feed(startRun('r3', 'tracing', OPTIONS, 0), [runQueued('r3', 1, 2, 4), runStarted('r3', 0)]);
+    expect(busy.workerStart).toBeNull();
+  });
+
   it('cancelling while queued ends the run and clears the queue', () => {
     const s = feed(startRun('r1', 'tracing', OPTIONS, 0), [runQueued('r1', 3, 4), runFailed('r1', 0, 'cancelled')]);
     expect([s.status, s.queue, s.error?.kind]).toEqual(['failed', null, 'cancelled']);

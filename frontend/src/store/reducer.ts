@@ -65,6 +65,10 @@ export interface RunState {
   clientError: string | null;
   /** the run waits for a sandbox worker (the latest `run_queued`); null once any other event of it arrived */
   queue: QueueState | null;
+  /** the run waited while a sandbox worker was started for it (a `run_queued` `worker_starting`
+   * came): its kind and the client time (ms) from the request to the worker's first event; null
+   * for a run that found a worker ready */
+  workerStart: { kind: 'jax' | 'torch'; ms: number } | null;
   /** why a detail could not be had (the latest `detail_failed`'s message); null otherwise */
   detailNote: string | null;
   /** the detail ids a lasting `detail_failed` answered (never asked for again) */
@@ -92,6 +96,7 @@ export const IDLE_STATE: RunState = {
   error: null,
   clientError: null,
   queue: null,
+  workerStart: null,
   detailNote: null,
   detailsFailed: new Set(),
   detailsRefused: new Map(),
@@ -232,6 +237,10 @@ export function applyEvents(state: RunState, batch: readonly Event[], now: numbe
       if (worker_kind !== undefined && worker_kind !== null) queue.worker_kind = worker_kind;
       next = { ...next, queue };
       continue;
+    }
+    if (next.queue?.reason === 'worker_starting' && next.startedAt !== null) {
+      // The worker started for this run answered: how long the run waited for it.
+      next = { ...next, workerStart: { kind: next.queue.worker_kind ?? 'jax', ms: Math.max(0, now - next.startedAt) } };
     }
     const held = events ?? next.events;
     const last = held[held.length - 1];
