@@ -126,9 +126,15 @@ class Template:
             self._read_messages()
         except Exception:
             log.exception("worker template %d: a message could not be read", self._proc.pid)
+        closed = self._dead  # close() was called: an expected end
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._proc.wait(2.0)
-        log.warning("worker template %d ended (status %s)", self._proc.pid, self._proc.poll())
+        log.log(
+            logging.INFO if closed else logging.WARNING,
+            "worker template %d ended (status %s)",
+            self._proc.pid,
+            self._proc.poll(),
+        )
         with self._lock:
             self._dead = True
             for answer in self._answers.values():
