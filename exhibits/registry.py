@@ -158,7 +158,7 @@ class Exhibit:
         the page and ``jaxscope run ID NAME`` give it, with its file: the examples
         (:meth:`example_paths`: its own, then those it borrows, which live in another exhibit's
         folder) under their names, then the real programs it offers under ``real/<name>``
-        (those present: an installed package has no ``examples/real``). The catalogue, the
+        (those present: :func:`real_program_paths`). The catalogue, the
         picker and the CLI read it; a test runs every entry's file."""
         paths = dict(self.example_paths())
         real = real_program_paths()
@@ -203,16 +203,29 @@ class Exhibit:
 
 
 # The real programs (a 12-layer GPT stack, Flax train steps, a CNN, a scan RNN, a 20,000-eqn
-# loop; examples/real/README.md). They live in the checkout beside the exhibits, not in the
-# installed package: where the folder is absent the pickers offer none.
+# loop; examples/real/README.md). They live in the checkout beside the exhibits; the wheel
+# carries a copy inside the package as ``exhibits/_real`` (``scripts/build_wheel.py``, design
+# 0057). Where neither folder is there the pickers offer none.
 REAL_PROGRAMS_DIR = EXHIBITS_DIR.parent / "examples" / "real"
+PACKAGED_REAL_PROGRAMS_DIR = EXHIBITS_DIR / "_real"
+
+
+def real_programs_dir() -> Path | None:
+    """The folder the real programs are read from: the checkout's ``examples/real``, else the
+    installed package's ``exhibits/_real``; None where neither exists."""
+    for folder in (REAL_PROGRAMS_DIR, PACKAGED_REAL_PROGRAMS_DIR):
+        if folder.is_dir():
+            return folder
+    return None
 
 
 def real_program_paths() -> dict[str, Path]:
-    """Real program name (file stem) -> file, in ``examples/real`` ({} where it is absent)."""
-    if not REAL_PROGRAMS_DIR.is_dir():
+    """Real program name (file stem) -> file, in :func:`real_programs_dir` ({} where there is
+    none)."""
+    folder = real_programs_dir()
+    if folder is None:
         return {}
-    return {p.stem: p for p in sorted(REAL_PROGRAMS_DIR.glob("*.py"))}
+    return {p.stem: p for p in sorted(folder.glob("*.py"))}
 
 
 # Every program of ``examples/real`` (a test holds this to the folder), offered by the exhibits

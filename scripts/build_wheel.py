@@ -38,6 +38,13 @@ def _snapshot(into: Path) -> Path:
         shutil.copytree(ROOT / folder, src / folder, ignore=junk)
     shutil.rmtree(src / "backend" / "jaxscope" / "_frontend", ignore_errors=True)
     shutil.copytree(DIST, src / "backend" / "jaxscope" / "_frontend")
+    # The torch venv's pins, for `jaxscope install-torch` (a wheel has no Makefile; design 0057).
+    pins = src / "backend" / "jaxscope" / "_torch_requirements"
+    pins.mkdir(exist_ok=True)
+    for name in ("requirements-torch.txt", "requirements-torchax.txt"):
+        shutil.copy2(ROOT / name, pins / name)
+    # The real programs (examples/real) the pickers offer, as exhibits/_real (design 0057).
+    shutil.copytree(ROOT / "examples" / "real", src / "exhibits" / "_real", ignore=junk)
     return src
 
 

@@ -286,6 +286,18 @@ def build_parser() -> argparse.ArgumentParser:
     _option_flags(diff)
     _limit_flags(diff)
     _sandbox_flag(diff)
+
+    install_torch = sub.add_parser(
+        "install-torch",
+        help="make the PyTorch/XLA exhibits' venv (torch + torch_xla, ~7 GB) with pip",
+        description="Make the venv the PyTorch/XLA exhibits run in (torch 2.9.0 + torch_xla "
+        "2.9.0 and torchax, about 7 GB, 2-3 minutes) where this jaxscope looks for it: "
+        "$JAXSCOPE_TORCH_PYTHON's venv, else the checkout's .venv-torch, else (an installed "
+        "wheel) $XDG_DATA_HOME/jaxscope/venv-torch (design 0057).",
+    )
+    install_torch.add_argument(
+        "--dry-run", action="store_true", help="print the commands, run nothing"
+    )
     return parser
 
 
@@ -916,6 +928,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _watch(ns)
     if ns.command == "pool":
         return _pool(ns)
+    if ns.command == "install-torch":
+        from jaxscope.torch_install import install_torch
+
+        return install_torch(dry_run=ns.dry_run)
     try:
         if ns.command == "diff":
             from jaxscope.cli_diff import run_diff

@@ -8,6 +8,7 @@ over the websocket in its sandbox: the jaxpr it streams is JAX's own text of the
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -55,6 +56,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     names = zipfile.ZipFile(wheel).namelist()
     assert "jaxscope/_frontend/index.html" in names
     assert "exhibits/tracing/narrative.md" in names
+    assert "exhibits/_real/gpt_stack.py" in names
+    assert "jaxscope/_torch_requirements/requirements-torch.txt" in names
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run(
@@ -75,8 +78,13 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_installed_wheel_serves_the_explorer(installed: Path, tmp_path: Path) -> None:
-    # started in an empty directory: nothing of the checkout is reachable from there
-    with serving(cwd=tmp_path, exe=installed, timeout_s=120) as server:
+    # started in an empty directory: nothing of the checkout is reachable from there; no torch
+    # venv named, the user's data folder empty (design 0057)
+    env = {k: v for k, v in os.environ.items() if k != "JAXSCOPE_TORCH_PYTHON"}
+    env["XDG_DATA_HOME"] = str(tmp_path / "data")
+    work = tmp_path / "work"
+    work.mkdir()
+    with serving(cwd=work, exe=installed, timeout_s=120, env=env) as server:
         page = _get(server.url + "/").decode()
         assert '<div id="app">' in page or "<div id=app>" in page or 'id="app"' in page
         for asset in re.findall(r'(?:src|href)="(/assets/[^"]+)"', page):
@@ -84,6 +92,20 @@ def test_the_installed_wheel_serves_the_explorer(installed: Path, tmp_path: Path
         catalogue = json.loads(_get(server.url + "/api/exhibits"))
         ids = {e["id"] for e in catalogue["exhibits"]}
         assert {"tracing", "stations", "transpose"} <= ids
+        # the torch exhibits say so before any run, with the command that installs them from
+        # here (there is no Makefile in a wheel), and the pickers offer the real programs
+        venv = tmp_path / "data" / "jaxscope" / "venv-torch"
+        torch = [e for e in catalogue["exhibits"] if e["worker"] == "torch"]
+        assert torch and all(
+            "`jaxscope install-torch`" in e["unavailable"]
+            and "make torch" not in e["unavailable"]
+            and str(venv) in e["unavailable"]
+            for e in torch
+        )
+        real = sorted(p.stem for p in (ROOT / "examples" / "real").glob("*.py"))
+        tracing = next(e for e in catalogue["exhibits"] if e["id"] == "tracing")
+        assert tracing["real_programs"] == real
+        assert all(catalogue["examples"][f"real/{name}"] for name in real)
         ws_url = server.url.replace("http://", "ws://") + "/api/ws"
         with connect(ws_url, open_timeout=30) as ws:
             ws.send(json.dumps({"type": "run", "run_id": "w1", "exhibit": "tracing", "code": CODE}))
@@ -94,3 +116,15 @@ def test_the_installed_wheel_serves_the_explorer(installed: Path, tmp_path: Path
     (staged,) = [e for e in events if e["type"] == "jaxpr_staged"]
     want = str(jax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(jnp.ones(3)))
     assert staged["jaxpr"]["text"] == want
+    # `jaxscope install-torch` finds the pins the wheel carries and targets that venv
+    dry = subprocess.run(
+        [installed, "install-torch", "--dry-run"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=work,
+        timeout=60,
+    )
+    assert dry.returncode == 0, dry.stderr
+    assert f"-m venv {venv}" in dry.stdout
+    assert "_torch_requirements/requirements-torch.txt" in dry.stdout

@@ -28,16 +28,47 @@ from exhibits.registry import EXHIBITS, EXHIBITS_DIR
 from jaxscope.protocol import WorkerKind
 from jaxscope.settings import Limits
 
-# The torch venv's interpreter unless ``JAXSCOPE_TORCH_PYTHON`` names another: the repository's
-# ``.venv-torch`` (``make torch``), beside the JAX venv.
-TORCH_VENV = EXHIBITS_DIR.parent / ".venv-torch"
+# The torch venv's interpreter unless ``JAXSCOPE_TORCH_PYTHON`` names another: in a checkout the
+# repository's ``.venv-torch`` (``make torch``), beside the JAX venv; in an installed package
+# (a wheel: no Makefile beside ``exhibits``) a venv in the user's data folder that
+# ``jaxscope install-torch`` makes (design 0057), never a path inside site-packages.
+CHECKOUT_ROOT = EXHIBITS_DIR.parent
+TORCH_VENV = CHECKOUT_ROOT / ".venv-torch"
 TORCH_PYTHON_ENV = "JAXSCOPE_TORCH_PYTHON"
 
 TORCH_MISSING = (
     "the PyTorch/XLA track is not installed here: its exhibits run in a venv of their own, "
     "{venv} (torch 2.9.0 + torch_xla 2.9.0, about 7 GB, 2-3 minutes). Install it with "
-    "`make torch` (`make serve` and `make test` do it too)"
+    "{how}"
 )
+HOW_CHECKOUT = "`make torch` (`make serve` and `make test` do it too)"
+HOW_INSTALLED = (
+    "`jaxscope install-torch` (it makes that venv with pip from the pins the package carries), "
+    "or name another venv's python in {env}"
+)
+
+
+def in_checkout(root: Path | None = None) -> bool:
+    """Whether ``exhibits`` is run from a checkout (its Makefile beside it), not installed."""
+    return ((root or CHECKOUT_ROOT) / "Makefile").is_file()
+
+
+def default_torch_venv(root: Path | None = None) -> Path:
+    """Where the torch venv is looked for when ``JAXSCOPE_TORCH_PYTHON`` names none: the
+    checkout's ``.venv-torch``, else ``$XDG_DATA_HOME/jaxscope/venv-torch`` (by default
+    ``~/.local/share/jaxscope/venv-torch``), which ``jaxscope install-torch`` makes."""
+    if in_checkout(root):
+        return (root or CHECKOUT_ROOT) / ".venv-torch"
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data) / "jaxscope" / "venv-torch"
+
+
+def install_advice(root: Path | None = None) -> str:
+    """The command that installs the torch venv here: ``make torch`` in a checkout, ``jaxscope
+    install-torch`` for an installed package (which has no Makefile)."""
+    if in_checkout(root):
+        return HOW_CHECKOUT
+    return HOW_INSTALLED.format(env=TORCH_PYTHON_ENV)
 
 
 def worker_kind(exhibit_id: str) -> WorkerKind:
@@ -48,11 +79,11 @@ def worker_kind(exhibit_id: str) -> WorkerKind:
 
 
 def torch_python() -> Path:
-    """The torch venv's ``python`` (``JAXSCOPE_TORCH_PYTHON``, else ``.venv-torch/bin/python``
-    of this checkout). Not resolved: a venv's ``bin/python`` is a symlink to its base Python,
-    and only the venv's path makes it a venv."""
+    """The torch venv's ``python`` (``JAXSCOPE_TORCH_PYTHON``, else ``bin/python`` of
+    :func:`default_torch_venv`). Not resolved: a venv's ``bin/python`` is a symlink to its
+    base Python, and only the venv's path makes it a venv."""
     named = os.environ.get(TORCH_PYTHON_ENV)
-    return Path(named).absolute() if named else TORCH_VENV / "bin" / "python"
+    return Path(named).absolute() if named else default_torch_venv() / "bin" / "python"
 
 
 def python_of(kind: WorkerKind) -> str:
@@ -66,7 +97,7 @@ def kind_problem(kind: WorkerKind) -> str | None:
         return None
     python = torch_python()
     if not os.access(python, os.X_OK):
-        return TORCH_MISSING.format(venv=python.parent.parent)
+        return TORCH_MISSING.format(venv=python.parent.parent, how=install_advice())
     return None
 
 
