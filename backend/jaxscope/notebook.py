@@ -10,15 +10,19 @@ it needs no server or kernel extension and stays in the saved notebook.
 The snippet is built from what Python keeps of ``f``:
 
 - ``f``'s source (``inspect.getsource``: a ``def`` in a cell or a file; IPython keeps each
-  cell's source for it), and the source of each function of the same module it calls by a
-  global name, recursively;
+  cell's source for it; for a lambda, its expression out of that source, ``f = lambda ...``,
+  with the call around it when ``f`` wraps it, ``jax.jit(lambda ...)``), and the source of each
+  function of the same module it calls by a global name, recursively;
 - each module it names (``import jax.numpy as jnp``), each function or class of another module
   (``from optax import adam``), and each global constant (a number, string, bool, None, or an
   array) as code;
 - ``args`` as code: Python scalars as literals, numpy and JAX arrays as their bytes (base64)
   with dtype and shape, ``jax.ShapeDtypeStruct`` by shape and dtype, tuples, lists and dicts of
-  these. Anything else (an object, a closure's free variable, a lambda) is refused with the name
-  that cannot be written, before anything runs.
+  these. Anything else (an object, a closure's free variable, a lambda whose source Python
+  cannot find) is refused with the name that cannot be written, before anything runs.
+
+The page's editor shows the user's part of the snippet (:class:`Snippet`): the generated code
+that rebuilds the arguments comes after it and is left out, one comment saying what they are.
 """
 
 from __future__ import annotations
@@ -63,13 +67,16 @@ class NotRepresentable(TypeError):
 class Shown:
     """One exhibit run shown in a notebook: ``html`` is the standalone file (what the output
     cell renders in an iframe, and :meth:`save` writes), ``code`` the snippet that ran,
-    ``events`` the run's events (the last is ``run_finished`` or ``run_failed``)."""
+    ``events`` the run's events (the last is ``run_finished`` or ``run_failed``),
+    ``shown_code`` what the page's editor shows (the user's code, without the generated code
+    that rebuilds the arguments; :class:`Snippet`)."""
 
     exhibit: str
     code: str
     events: list[EventModel]
     html: str
     height_px: int = 760
+    shown_code: str = ""
 
     @property
     def failed(self) -> RunFailed | None:
@@ -107,11 +114,13 @@ def show(f: Callable[..., Any], *args: Any, exhibit: str = "tracing", **options:
     if exhibit not in EXHIBITS:
         raise ValueError(f"unknown exhibit {exhibit!r}; known: {', '.join(EXHIBITS)}")
     run_options = RunOptions(**options)
-    code = snippet_for(f, args)
-    events = _run(exhibit, code, run_options)
+    snippet = snippet_parts(f, args)
+    events = _run(exhibit, snippet.code, run_options)
     from jaxscope.standalone import standalone_html
 
-    return Shown(exhibit, code, events, standalone_html(exhibit, code, run_options, events))
+    # The recording's code is what the editor shows (it runs nothing): the user's code.
+    page = standalone_html(exhibit, snippet.shown, run_options, events)
+    return Shown(exhibit, snippet.code, events, page, shown_code=snippet.shown)
 
 
 def _run(exhibit: str, code: str, options: RunOptions) -> list[EventModel]:
@@ -132,24 +141,72 @@ def _run(exhibit: str, code: str, options: RunOptions) -> list[EventModel]:
 def snippet_for(f: Callable[..., Any], args: tuple[Any, ...]) -> str:
     """The snippet that defines ``f`` and ``args`` as this process has them (see the module's
     docstring for what can be written); raises :class:`NotRepresentable`."""
+    return snippet_parts(f, args).code
+
+
+@dataclasses.dataclass(frozen=True)
+class Snippet:
+    """``code``: what the sandbox runs; ``shown``: what the page's editor shows, the user's code
+    (imports, constants, functions, ``f = ...``) and one comment saying what ``args`` are, without
+    the generated code that rebuilds the arguments. ``shown`` minus its last line is a prefix of
+    ``code``, so a line number of the run is the same line in both."""
+
+    code: str
+    shown: str
+
+
+def snippet_parts(f: Callable[..., Any], args: tuple[Any, ...]) -> Snippet:
+    """:func:`snippet_for`'s snippet, and what of it the editor shows."""
     writer = _Writer()
-    name = writer.function(f)
-    body = writer.lines()
-    tail = [] if name == "f" else [f"f = {name}"]
-    tail.append(f"args = {writer.value(args, 'args')}")
-    # The user's code first; the helper that rebuilds the arrays just before the args need it,
-    # or before the constants when a global array constant needs it (else: NameError).
+    name = writer.function(f, "f")
+    args_code = writer.value(args, "args")
+    # Array constants (base64) go with the generated tail, after the helper that rebuilds them;
+    # the functions read them when called, not when defined. A decorator or default value that
+    # reads one needs it before the def: then the helper and every constant come first.
+    early = any(n in writer.def_time for n in writer.array_constants)
+    constants = [*writer.constants, *(writer.array_constants.values() if early else ())]
+    late = [] if early else list(writer.array_constants.values())
     helper = [ARRAY_HELPER] if writer.needs_array else []
-    if any("_jaxscope_array(" in c for c in writer.constants):
-        body, helper = [*helper, *body], []
-    code = "\n".join([*dict.fromkeys(writer.imports), "", *body, *helper, *tail]).strip() + "\n"
+    user = [*constants, "", *writer.definitions] if constants else list(writer.definitions)
+    if early:
+        user, helper = [*helper, *user], []
+    head = [*dict.fromkeys(writer.imports), "", *user]
+    if name != "f":
+        head.append(f"f = {name}\n")
+    prefix = "\n".join(head).strip() + "\n"
+    tail = "\n".join([*helper, *late, f"args = {args_code}"]).strip() + "\n"
+    code = prefix + "\n" + tail
     if len(code) > MAX_CODE_CHARS:
         raise NotRepresentable(
             f"the snippet of f and its arguments is {len(code):,} characters, more than the "
             f"{MAX_CODE_CHARS:,} jaxscope runs: pass smaller example arrays, or "
             "jax.ShapeDtypeStruct for an exhibit that needs only shapes"
         )
-    return code
+    described = _describe(args)
+    if len(described) > 300:
+        described = described[:297] + "..."
+    shown = prefix + f"\n# args = {described}: the notebook's arguments (jaxscope.show)\n"
+    return Snippet(code, shown)
+
+
+def _describe(value: Any) -> str:
+    """``value`` in a few characters for the shown code: arrays by dtype and shape."""
+    import jax
+    import numpy as np
+
+    if isinstance(value, tuple):
+        items = [_describe(v) for v in value]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(_describe(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_describe(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, jax.ShapeDtypeStruct):
+        return f"ShapeDtypeStruct({value.dtype}[{','.join(map(str, value.shape))}])"
+    if isinstance(value, np.ndarray | jax.Array | np.generic):
+        shape = ",".join(map(str, np.shape(value)))
+        return f"{value.dtype}[{shape}]"
+    return repr(value)
 
 
 class _Writer:
@@ -161,34 +218,41 @@ class _Writer:
         self.constants: list[str] = []
         self.done: set[str] = set()
         self.needs_array = False
+        # global array constants (their code rebuilds them from base64), by name
+        self.array_constants: dict[str, str] = {}
+        # the names decorators and default values read: needed when the def runs
+        self.def_time: set[str] = set()
 
-    def lines(self) -> list[str]:
-        return [*self.constants, "", *self.definitions] if self.constants else self.definitions
-
-    def function(self, fn: Callable[..., Any]) -> str:
-        """Write ``fn``'s source (after what it uses); its name."""
+    def function(self, fn: Callable[..., Any], target: str | None = None) -> str:
+        """Write ``fn``'s source (after what it uses); its name. A lambda is written as
+        ``target = lambda ...`` (its expression, out of the line that holds it)."""
         plain = inspect.unwrap(fn)
         if not isinstance(plain, types.FunctionType):
-            raise NotRepresentable(f"{fn!r} is not a Python function defined with def")
-        if plain.__name__ == "<lambda>":
-            raise NotRepresentable("f is a lambda: define it with def so that its source is known")
+            raise NotRepresentable(f"{fn!r} is not a Python function defined with def or lambda")
         if plain.__code__.co_freevars:
             raise NotRepresentable(
                 f"{plain.__name__} uses variables of an enclosing function "
                 f"({', '.join(plain.__code__.co_freevars)}): define it at the top level of a cell"
             )
-        self.done.add(plain.__name__)
-        try:
-            source = textwrap.dedent(inspect.getsource(fn))
-        except (OSError, TypeError) as exc:
-            raise NotRepresentable(
-                f"the source of {plain.__name__} is not available: {exc}"
-            ) from None
-        for name in sorted({*_global_names(plain.__code__), *_decorator_names(source)}):
-            self.global_name(name, plain)
+        if plain.__name__ == "<lambda>":
+            name = target or "f"
+            lam = _lambda_source(plain, wrapped=fn is not plain)
+            source = f"{name} = {lam}\n"
+            def_time = _names_read_at_definition(lam)
+        else:
+            name = plain.__name__
+            try:
+                source = textwrap.dedent(inspect.getsource(fn))
+            except (OSError, TypeError) as exc:
+                raise NotRepresentable(f"the source of {name} is not available: {exc}") from None
+            def_time = _decorator_names(source)
+        self.done.add(name)
+        self.def_time |= def_time
+        for global_name in sorted({*_global_names(plain.__code__), *def_time}):
+            self.global_name(global_name, plain)
         self.definitions.append(source.rstrip() + "\n\n")
-        self.rules(fn, plain.__name__)
-        return plain.__name__
+        self.rules(fn, name)
+        return name
 
     def rules(self, fn: Callable[..., Any], name: str) -> None:
         """For a ``jax.custom_vjp``/``jax.custom_jvp`` ``fn``: its rule functions and the
@@ -209,6 +273,8 @@ class _Writer:
     def rule(self, fn: Any) -> str:
         """A custom rule function, written once (the function it is, by name)."""
         name = getattr(inspect.unwrap(fn), "__name__", "")
+        if name == "<lambda>":
+            return self.function(fn, f"_rule_{len(self.definitions)}")
         return name if name in self.done else self.function(fn)
 
     def global_name(self, name: str, fn: types.FunctionType) -> None:
@@ -228,7 +294,7 @@ class _Writer:
             return
         module = getattr(value, "__module__", None)
         if callable(value) and module == fn.__module__ and not isinstance(value, type):
-            written = self.function(value)
+            written = self.function(value, name)
             if written != name:
                 self.definitions.append(f"{name} = {written}\n")
             return
@@ -237,7 +303,11 @@ class _Writer:
             if "." not in qualname:
                 self.imports.append(f"from {module} import {qualname} as {name}")
                 return
-        self.constants.append(f"{name} = {self.value(value, name)}")
+        code = self.value(value, name)
+        if "_jaxscope_array(" in code:
+            self.array_constants[name] = f"{name} = {code}"
+        else:
+            self.constants.append(f"{name} = {code}")
 
     def value(self, value: Any, where: str) -> str:
         """``value`` as a Python expression; raises :class:`NotRepresentable` naming ``where``."""
@@ -289,6 +359,111 @@ class _Writer:
             f"{where} is of type {type(value).__name__}, which jaxscope.show cannot write as code: "
             "pass arrays, Python scalars, jax.ShapeDtypeStruct, or tuples, lists and dicts of them"
         )
+
+
+def _lambda_source(fn: types.FunctionType, wrapped: bool = False) -> str:
+    """The source of the lambda expression ``fn`` (``lambda x: ...``), out of the line, cell or
+    file that holds it: of the lambdas on ``fn``'s first line, the one with ``fn``'s names whose
+    span holds ``fn``'s code. ``wrapped`` (the object shown wraps ``fn``, as
+    ``jax.jit(lambda ...)`` does): the call whose first argument the lambda is, if any. Raises
+    :class:`NotRepresentable` when Python has no source for it (a lambda typed at a plain
+    ``python`` prompt, or made by ``eval``) or cannot tell it apart."""
+    refusal = "f is a lambda whose source Python cannot find"
+    try:
+        lines, start = inspect.findsource(fn)
+    except (OSError, TypeError) as exc:
+        raise NotRepresentable(f"{refusal} ({exc}): define it with def in a cell or file") from None
+    # The whole cell or file first; else the lines getsource gives (a file that does not parse
+    # as a whole still has this line).
+    candidates: list[tuple[str, int, int]] = [("".join(lines), 0, 0)]
+    try:
+        block = "".join(inspect.getblock(lines[start:]))
+        dedented = textwrap.dedent(block)
+        shift = len(block.split("\n", 1)[0]) - len(dedented.split("\n", 1)[0])
+        candidates.append((dedented, start, shift))
+    except Exception:  # getblock's tokenizer errors: the whole source remains
+        pass
+    want = fn.__code__
+    for text, offset, shift in candidates:
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        calls = {
+            id(node.args[0]): node
+            for node in ast.walk(tree)
+            if wrapped and isinstance(node, ast.Call) and node.args
+        }
+        found = [
+            (segment, calls.get(id(node)))
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Lambda) and node.lineno + offset == want.co_firstlineno
+            for segment in [ast.get_source_segment(text, node)]
+            if segment is not None and _is_lambda_of(node, segment, want, (offset, shift))
+        ]
+        if len(found) == 1:
+            segment, call = found[0]
+            if call is not None:
+                segment = ast.get_source_segment(text, call) or segment
+            return segment if "\n" not in segment else f"({segment})"
+        if found:
+            raise NotRepresentable(
+                f"f is one of {len(found)} lambdas alike on line {want.co_firstlineno}: "
+                "define it with def"
+            )
+    raise NotRepresentable(f"{refusal} in the source of its line: define it with def")
+
+
+def _is_lambda_of(
+    node: ast.Lambda, segment: str, want: types.CodeType, offset: tuple[int, int]
+) -> bool:
+    """Whether the lambda ``node`` (its text ``segment``; its lines and columns ``offset``
+    less than the code's) is the one ``want`` was compiled from: the same arguments and names,
+    and every instruction of ``want`` within the node's span. (Not its bytecode: the same
+    lambda compiled apart differs, LOAD_METHOD for LOAD_ATTR.)"""
+    try:
+        outer = compile(f"({segment})" if "\n" in segment else segment, "<lambda>", "eval")
+    except SyntaxError:
+        return False
+    codes = [c for c in outer.co_consts if isinstance(c, types.CodeType)]
+    if not codes or (codes[0].co_names, codes[0].co_varnames, codes[0].co_argcount) != (
+        want.co_names,
+        want.co_varnames,
+        want.co_argcount,
+    ):
+        return False
+    lines, cols = offset
+    start = (node.lineno + lines, node.col_offset + cols)
+    end_col = node.end_col_offset
+    end = ((node.end_lineno or node.lineno) + lines, 1 << 30 if end_col is None else end_col + cols)
+    for line, end_line, col, end_col in want.co_positions():
+        if line is None or col is None or end_line is None or end_col is None:
+            continue
+        if col == end_col == 0:
+            continue  # RESUME and the like: the line, no column
+        if (line, col) < start or (end_line, end_col) > end:
+            return False
+    return True
+
+
+def _names_read_at_definition(lam: str) -> set[str]:
+    """The names a lambda expression's default values read, and the call around it reads
+    (``jax.jit(lambda ...)``)."""
+    try:
+        node = ast.parse(lam if "\n" not in lam else f"({lam})", mode="eval").body
+    except SyntaxError:
+        return set()
+    outside: list[ast.expr | None] = []
+    if isinstance(node, ast.Call):
+        outside = [node.func, *node.args[1:], *(k.value for k in node.keywords)]
+        node = node.args[0] if node.args else node
+    if not isinstance(node, ast.Lambda):
+        return set()
+    names: set[str] = set()
+    for part in [*outside, *node.args.defaults, *node.args.kw_defaults]:
+        if part is not None:
+            names |= {n.id for n in ast.walk(part) if isinstance(n, ast.Name)}
+    return names
 
 
 def _decorator_names(source: str) -> set[str]:

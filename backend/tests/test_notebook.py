@@ -16,7 +16,7 @@ import jaxscope
 import ml_dtypes
 import numpy as np
 import pytest
-from jaxscope.notebook import NotRepresentable, Shown, snippet_for
+from jaxscope.notebook import NotRepresentable, Shown, snippet_for, snippet_parts
 
 OFFSET = 0.5
 
@@ -170,9 +170,42 @@ def test_custom_vjp_and_custom_jvp_rules_come_along() -> None:
     np.testing.assert_array_equal(np.asarray(jax.grad(ns["f"])(*ns["args"])), np.asarray(want))
 
 
+_double = lambda x: x * 2.0  # noqa: E731 - a lambda on purpose
+_lambdas = (lambda x: jnp.sin(x) + OFFSET, lambda x: jnp.cos(x) + OFFSET)
+
+
+def test_a_lambda_is_written_as_its_expression() -> None:
+    # Refused before: 'f is a lambda: define it with def'.
+    x = jnp.arange(3.0)
+    f = jax.jit(lambda x, k=2: jnp.sum(_double(x) ** k))  # type: ignore[no-untyped-call]
+    code = snippet_for(f, (x,))
+    assert "f = jax.jit(lambda x, k=2: jnp.sum(_double(x) ** k))\n" in code
+    assert "_double = lambda x: x * 2.0\n" in code
+    ns = loaded(code)
+    assert str(jax.make_jaxpr(ns["f"])(*ns["args"])) == str(jax.make_jaxpr(f)(x))
+    # Two lambdas on one line: the one that is f.
+    for g, want in zip(_lambdas, ("jnp.sin(x)", "jnp.cos(x)"), strict=True):
+        code = snippet_for(g, (x,))
+        assert f"f = lambda x: {want} + OFFSET\n" in code and "OFFSET = 0.5" in code
+        ns = loaded(code)
+        assert str(jax.make_jaxpr(ns["f"])(*ns["args"])) == str(jax.make_jaxpr(g)(x))
+    # A lambda written over lines inside a call.
+    h = jax.vmap(
+        lambda x: (  # over lines
+            x + 1.0
+        )
+    )
+    assert "f = (jax.vmap(\n        lambda x: (  # over lines\n" in snippet_for(h, (x,))
+    np.testing.assert_array_equal(np.asarray(loaded(snippet_for(h, (x,)))["f"](x)), x + 1.0)
+
+
+def test_a_lambda_without_source_is_refused() -> None:
+    made = eval("lambda x: x + 1")  # a lambda Python has no source for
+    with pytest.raises(NotRepresentable, match="lambda whose source Python cannot find"):
+        snippet_for(made, (1.0,))
+
+
 def test_what_cannot_be_written_is_refused_with_its_name() -> None:
-    with pytest.raises(NotRepresentable, match="lambda"):
-        snippet_for(lambda x: x, (1.0,))
     scale = 2.0
 
     def closure(x: float) -> float:
@@ -188,6 +221,42 @@ def test_what_cannot_be_written_is_refused_with_its_name() -> None:
         snippet_for(plain, ({"k": object()},))
     with pytest.raises(NotRepresentable, match="more than"):
         snippet_for(plain, (np.zeros(200_000, np.float32),))
+
+
+def test_the_editor_shows_the_users_code_not_the_generated_arguments(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The recording's code was the whole snippet: the editor showed _jaxscope_array and the
+    # arguments' base64 under the user's function.
+    import jaxscope.notebook as notebook
+    import jaxscope.standalone as standalone
+
+    x = jnp.arange(6.0).reshape(2, 3)
+    parts = snippet_parts(_weighted, (x, {"n": np.int8(3)}))
+    assert "_jaxscope_array" not in parts.shown and "base64" not in parts.shown
+    assert "def _weighted(x" in parts.shown and "f = _weighted" in parts.shown
+    assert parts.shown.endswith(
+        "# args = (float32[2,3], {'n': int8[]}): the notebook's arguments (jaxscope.show)\n"
+    )
+    # The run's line numbers are the shown code's: it is a prefix of what runs.
+    assert parts.code.startswith(parts.shown.rsplit("\n# args", 1)[0])
+    assert "_jaxscope_array" in parts.code and "WEIGHTS = _jaxscope_array" in parts.code
+    ran: list[str] = []
+    embedded: list[str] = []
+
+    def run(exhibit: str, code: str, options: Any) -> list[Any]:
+        ran.append(code)
+        return []
+
+    def page(exhibit: str, code: str, options: Any, events: Any) -> str:
+        embedded.append(code)
+        return "<p>"
+
+    monkeypatch.setattr(notebook, "_run", run)
+    monkeypatch.setattr(standalone, "standalone_html", page)
+    shown = jaxscope.show(_weighted, x, {"n": np.int8(3)})
+    assert ran == [parts.code] and embedded == [parts.shown]
+    assert shown.code == parts.code and shown.shown_code == parts.shown
 
 
 def test_show_is_reachable_as_jaxscope_show_and_renders_an_iframe() -> None:
