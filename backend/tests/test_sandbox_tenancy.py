@@ -17,7 +17,14 @@ import itertools
 from dataclasses import dataclass
 
 import pytest
-from jaxscope.protocol import EventModel, RunFailed, RunFinished, RunQueued, RunRequest
+from jaxscope.protocol import (
+    EventModel,
+    RunFailed,
+    RunFinished,
+    RunQueued,
+    RunRequest,
+    WorkerKind,
+)
 from jaxscope.sandbox.pool import WorkerPool
 from jaxscope.sandbox.session import Session
 from jaxscope.sandbox.tenancy import Tenancy
@@ -99,9 +106,13 @@ async def queued(pool: WorkerPool, count: int) -> None:
 class FakeTenant:
     owner: str | None
     has_worker: bool = True
+    kind: WorkerKind = "jax"
 
     def holds_worker(self) -> bool:
         return self.has_worker
+
+    def held_kind(self) -> WorkerKind | None:
+        return self.kind if self.has_worker else None
 
 
 def test_tenancy_rules_on_fake_sessions() -> None:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from jaxscope.protocol import WorkerKind
 from jaxscope.sandbox.kinds import exhibit_limits, worker_kind
 from jaxscope.sandbox.worker import WorkerProcess, WorkerStartError
-from jaxscope.settings import Limits
+from jaxscope.settings import RESERVED_MEMORY_BYTES, Limits, _available_memory_bytes
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,10 @@ DEFAULT_MAX_WORKERS = 8
 # The most workers of a pool beside the main one (``WorkerPool.for_exhibit``): torch workers
 # hold ~0.9 GB resident each (design 0025).
 OTHER_KIND_MAX_WORKERS = 2
+# What one worker of a kind beside the main pool's may take resident (design 0057): a torch run
+# was measured at 3.8 GB. The workers of such a kind, in all the pools of it together, stay
+# within the pool's ``memory_budget_bytes`` at these sizes (at least one always may start).
+KIND_MEMORY_BYTES: dict[WorkerKind, int] = {"jax": 768 * 2**20, "torch": 4 * 2**30}
 # A first worker start's typical seconds per kind (JAX: the template imports JAX and the probes,
 # then forks; torch: a bwrap start that imports torch_xla), before the pool measured its own.
 FIRST_START_S: dict[WorkerKind, float] = {"jax": 3.0, "torch": 10.0}
@@ -56,6 +60,7 @@ class WorkerPool:
         size: int = 2,
         max_workers: int = DEFAULT_MAX_WORKERS,
         kind: WorkerKind = "jax",
+        memory_budget_bytes: int | None = None,
     ) -> None:
         if max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, not {max_workers}")
@@ -64,6 +69,14 @@ class WorkerPool:
         # The pools of workers of another kind or other limits (``for_exhibit``), made on the
         # first run that needs one: a JAX-only user never starts a torch worker.
         self._others: dict[tuple[WorkerKind, Limits], WorkerPool] = {}
+        # The memory the workers of those pools may take together (None: what the machine has
+        # available when the first of them is made, less RESERVED_MEMORY_BYTES), and the pool
+        # that made this one (None for the main pool): a start there asks it (_room_to_start).
+        self.memory_budget_bytes = memory_budget_bytes
+        self._parent: WorkerPool | None = None
+        # The most workers of this pool one client may hold (tenancy.py), where it is stricter
+        # than the client's share of the whole pool: half of a pool beside the main one.
+        self.client_share: int | None = None
         self.size = size
         self.max_workers = max_workers
         self._idle: collections.deque[WorkerProcess | BaseException] = collections.deque()
@@ -108,12 +121,30 @@ class WorkerPool:
             pool = WorkerPool(
                 limits,
                 size=min(self.size, 1),
-                max_workers=min(self.max_workers, OTHER_KIND_MAX_WORKERS),
+                max_workers=min(self.max_workers, OTHER_KIND_MAX_WORKERS, self.kind_cap(kind)),
                 kind=kind,
             )
+            pool._parent = self
+            pool.client_share = max(1, pool.max_workers // 2)
             self._others[key] = pool
             pool.start()
         return pool
+
+    def kind_cap(self, kind: WorkerKind) -> int:
+        """The most workers of ``kind`` the pools beside this one hold together: as many as
+        ``memory_budget_bytes`` holds at :data:`KIND_MEMORY_BYTES` each, at least one."""
+        if self.memory_budget_bytes is None:
+            self.memory_budget_bytes = max(0, _available_memory_bytes() - RESERVED_MEMORY_BYTES)
+        return max(1, self.memory_budget_bytes // KIND_MEMORY_BYTES[kind])
+
+    def _room_to_start(self) -> bool:
+        """Whether one more worker may start here: always in the main pool; in a pool beside
+        it, while the workers of its kind in all those pools stay within the kind's cap."""
+        parent = self._parent
+        if parent is None:
+            return True
+        same = [p for p in parent._others.values() if p.kind == self.kind]
+        return sum(p._total() for p in same) < parent.kind_cap(self.kind)
 
     def _starting_count(self) -> int:
         return sum(not task.done() for task in self._starting)
@@ -132,6 +163,7 @@ class WorkerPool:
             not self._closed
             and len(self._idle) + self._starting_count() < self.size + len(self._queue)
             and self._total() < self.max_workers
+            and self._room_to_start()
         ):
             self._spawn()
 

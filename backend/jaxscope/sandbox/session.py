@@ -32,6 +32,7 @@ from jaxscope.protocol import (
     RunFinished,
     RunQueued,
     RunRequest,
+    WorkerKind,
 )
 from jaxscope.sandbox.kinds import kind_problem, worker_kind
 from jaxscope.sandbox.pool import WorkerPool
@@ -144,6 +145,10 @@ class Session:
     def holds_worker(self) -> bool:
         """Whether the session holds a live worker."""
         return self.worker is not None and self.worker.alive
+
+    def held_kind(self) -> WorkerKind | None:
+        """The kind of the live worker the session holds (tenancy.py), or None."""
+        return self.worker.kind if self.worker is not None and self.worker.alive else None
 
     def cancel(self, run_id: str | None = None) -> bool:
         """Cancel the current run (if ``run_id`` is given, only when it is that run).
@@ -299,7 +304,8 @@ class Session:
             self._drop(worker)  # a worker of another kind cannot run this exhibit
         self.worker = None
         tenancy = self.tenancy
-        eligible = None if tenancy is None else lambda: not tenancy.over_cap(self)
+        share = pool.client_share  # a pool beside the main one: its own share (tenancy.py)
+        eligible = None if tenancy is None else lambda: not tenancy.over_cap(self, pool.kind, share)
         # A run is never refused for capacity: it waits in the pool's queue (no timeout) until
         # it gets a worker or is cancelled, and the page is told its place. Within the queue a
         # run whose client holds its share of workers lets the others by (tenancy.py).

@@ -8,12 +8,18 @@ once. A run of a client at its share keeps its place in the pool's first-come qu
 runs of other clients by (``pool.acquire``'s ``eligible``); the page is told why it waits
 (``run_queued`` with reason ``client_share``). Behind a reverse proxy every client has the
 proxy's address: raise ``JAXSCOPE_MAX_WORKERS_PER_CLIENT`` there.
+
+The share applies to a pool beside the main one too (the torch workers, two at most:
+``WorkerPool.for_exhibit``), with that pool's own stricter share (``WorkerPool.client_share``,
+half of it): one client cannot hold both torch workers while another client waits (design 0057).
 """
 
 from __future__ import annotations
 
 import weakref
 from typing import Protocol
+
+from jaxscope.protocol import WorkerKind
 
 
 class Tenant(Protocol):
@@ -23,6 +29,10 @@ class Tenant(Protocol):
 
     def holds_worker(self) -> bool:
         """Whether the session holds a live worker (it is running)."""
+        ...
+
+    def held_kind(self) -> WorkerKind | None:
+        """The kind of the live worker the session holds, or None."""
         ...
 
 
@@ -45,9 +55,17 @@ class Tenancy:
         """The sessions of ``owner`` that hold a live worker."""
         return [t for t in self._tenants if t.owner == owner and t.holds_worker()]
 
-    def over_cap(self, tenant: Tenant) -> bool:
+    def over_cap(
+        self, tenant: Tenant, kind: WorkerKind | None = None, kind_share: int | None = None
+    ) -> bool:
         """Whether ``tenant``'s client already holds its share of workers (``tenant`` itself
-        holds none: it is about to lease one)."""
+        holds none: it is about to lease one): ``per_owner`` in all, and, for a worker of a pool
+        with a share of its own (``kind``, ``kind_share``), that many workers of ``kind``."""
         if self.per_owner is None or tenant.owner is None:
             return False
-        return len(self.holding(tenant.owner)) >= self.per_owner
+        holding = self.holding(tenant.owner)
+        if len(holding) >= self.per_owner:
+            return True
+        if kind is None or kind_share is None:
+            return False
+        return sum(t.held_kind() == kind for t in holding) >= kind_share
