@@ -4,7 +4,7 @@ variable of JAX's jaxpr below it) and run again; the compare view marks exactly 
 primitive changed, the one added and the outvars line, and not the eqns whose variables were
 only renamed. The eqn lines are read from JAX's own jaxprs of the two snippets, computed here;
 the page's line-by-line comparison and its unified diff are checked against ``jaxscope diff
-tracing A.py B.py --print jaxpr`` on the same two files."""
+tracing A.py B.py --print jaxpr --text`` on the same two files."""
 
 from __future__ import annotations
 
@@ -69,6 +69,7 @@ def cli_diff(tmp_path: Path) -> str:
             str(tmp_path / "b.py"),
             "--print",
             "jaxpr",
+            "--text",
         ],
         capture_output=True,
         text=True,

@@ -267,9 +267,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     diff = sub.add_parser(
         "diff",
-        help="one artefact of two versions of a snippet, as a unified diff",
-        description="Run an exhibit on two snippet files and print the unified diff of one "
-        "artefact (jaxpr, stablehlo, ...). Exit status, as diff(1): 0 the same; 1 different; "
+        help="one artefact of two versions of a snippet: a jaxpr structurally, else a unified diff",
+        description="Run an exhibit on two snippet files and compare one artefact (jaxpr, "
+        "stablehlo, ...). A jaxpr is compared structurally (eqns matched by primitive, params "
+        "and types, not by variable names: the eqns that differ with their source lines, a "
+        "count, the same eqns summarised); any other artefact, or any with --text, as a "
+        "unified line diff. Exit status, as diff(1): 0 the same; 1 different; "
         "2 a usage error, or a run that failed or produced no such artefact.",
         epilog=_artefacts_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -279,6 +282,11 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("b", type=Path, help="the second version")
     diff.add_argument(
         "--print", dest="artefact", metavar="ARTEFACT", required=True, help="the artefact"
+    )
+    diff.add_argument(
+        "--text",
+        action="store_true",
+        help="a unified line diff of the texts, a jaxpr's too (renamed variables then differ)",
     )
     diff.add_argument(
         "--timeout", type=_seconds, default=None, metavar="S", help="wall-clock seconds per run"

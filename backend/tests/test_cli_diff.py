@@ -1,5 +1,7 @@
-"""``jaxscope diff EXHIBIT A.py B.py --print ARTEFACT`` (issue 18): the unified diff of one
-artefact of two snippets, checked against ``difflib`` over JAX's own texts computed here."""
+"""``jaxscope diff EXHIBIT A.py B.py --print ARTEFACT`` (issue 18): one artefact of two snippets.
+A jaxpr is compared structurally by default (issue 31: the eqns that differ, checked against
+JAX's own jaxprs computed here); ``--text`` is the unified diff, checked against ``difflib`` over
+JAX's own texts."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import sys
 from pathlib import Path
 
 import jax
+import jax.extend.core
 import jax.numpy as jnp
 
 JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
@@ -32,7 +35,7 @@ def diff(tmp_path: Path, a: str, b: str, *extra: str) -> subprocess.CompletedPro
 
 
 def test_two_versions_print_the_unified_diff_of_jaxs_texts(tmp_path: Path) -> None:
-    proc = diff(tmp_path, A, B, "--print", "jaxpr")
+    proc = diff(tmp_path, A, B, "--print", "jaxpr", "--text")
     assert proc.returncode == 1, proc.stderr  # different, as diff(1) says
     x = jnp.ones(3)
     a = str(jax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(x))
@@ -85,3 +88,115 @@ def test_a_flag_of_another_exhibit_or_an_overlong_file_is_refused_as_run_refuses
     proc = diff(tmp_path, A, long, "--print", "jaxpr")
     assert (proc.returncode, proc.stdout) == (2, "")
     assert f"the code on {tmp_path / 'b.py'} is longer than {MAX_CODE_CHARS:,}" in proc.stderr
+
+
+MLP = """import jax
+import jax.numpy as jnp
+
+
+def f(params, x):
+    for w, b in params[:-1]:
+        x = jax.nn.relu(x @ w + b)
+    w, b = params[-1]
+    return x @ w + b
+
+
+args = (
+    [(jnp.ones((4, 8)), jnp.zeros(8)), (jnp.ones((8, 8)), jnp.zeros(8)),
+     (jnp.ones((8, 2)), jnp.zeros(2))],
+    jnp.ones((3, 4)),
+)
+"""
+MLP_TANH = MLP.replace("jax.nn.relu", "jnp.tanh")
+
+
+def _make_jaxpr(code: str) -> jax.extend.core.ClosedJaxpr:
+    """JAX's own jaxpr of the snippet's ``f`` on its ``args``, as the tracing exhibit stages it."""
+    scope: dict[str, object] = {}
+    exec(code, scope)
+    f, args = scope["f"], scope["args"]
+    assert callable(f) and isinstance(args, tuple)
+    return jax.make_jaxpr(f)(*args)
+
+
+def test_relu_to_tanh_is_the_changed_eqns_only_while_the_text_diff_marks_most_lines(
+    tmp_path: Path,
+) -> None:
+    """The structural diff (the default) names exactly the eqns whose primitive changed in JAX's
+    own jaxprs (``custom_jvp_call`` of ``relu`` -> ``tanh``, once per hidden layer), with their
+    source lines, a count, and the rest as the same; the line diff (``--text``) marks nearly every
+    line, because every later variable is renamed."""
+    ja, jb = _make_jaxpr(MLP), _make_jaxpr(MLP_TANH)
+    assert len(ja.eqns) == len(jb.eqns) == 11
+    changed = [
+        i
+        for i, (x, y) in enumerate(zip(ja.eqns, jb.eqns, strict=True))
+        if x.primitive != y.primitive
+    ]
+    assert changed == [3, 7]
+    for i in changed:
+        assert (ja.eqns[i].primitive.name, jb.eqns[i].primitive.name) == ("custom_jvp_call", "tanh")
+    for i in set(range(11)) - set(changed):  # the same up to variable names
+        x, y = ja.eqns[i], jb.eqns[i]
+        assert (x.primitive, x.params) == (y.primitive, y.params)
+        assert [v.aval for v in x.outvars] == [v.aval for v in y.outvars]
+
+    proc = diff(tmp_path, MLP, MLP_TANH, "--print", "jaxpr")
+    assert proc.returncode == 1, proc.stderr
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    lines = proc.stdout.splitlines()
+    assert lines[:3] == [
+        f"--- {a}",
+        f"+++ {b}",
+        "jaxpr: 2 eqns differ (11 eqns -> 11; 9 the same up to variable names)",
+    ]
+    marked = [line for line in lines if line[:2] in ("~ ", "- ", "+ ")]
+    assert marked == [f"~ eqn {i} -> eqn {i}: primitive custom_jvp_call -> tanh" for i in changed]
+    assert lines.count(f"      {a}:7: x = jax.nn.relu(x @ w + b)") == 2
+    assert lines.count(f"      {b}:7: x = jnp.tanh(x @ w + b)") == 2
+    assert lines.count("  + tanh[accuracy=None] f32[3,8] -> f32[3,8]") == 2
+    assert lines[-3:] == [
+        f"= eqns {i}-{i + 2} -> {i}-{i + 2} the same: dot_general, broadcast_in_dim, add"
+        for i in (0, 4, 8)
+    ]
+
+    text = diff(tmp_path, MLP, MLP_TANH, "--print", "jaxpr", "--text")
+    assert text.returncode == 1, text.stderr
+    want = difflib.unified_diff(
+        str(ja).splitlines(keepends=True),
+        str(jb).splitlines(keepends=True),
+        fromfile=str(a),
+        tofile=str(b),
+    )
+    assert text.stdout == "".join(line if line.endswith("\n") else line + "\n" for line in want)
+    differing = [
+        line
+        for line in text.stdout.splitlines()[2:]
+        if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))
+    ]
+    assert len(differing) > 40  # every renamed line, against the structural diff's 2 eqns
+
+
+def test_an_inserted_eqn_is_one_eqn_more_and_its_reader_reads_another_value(
+    tmp_path: Path,
+) -> None:
+    """``cos`` put between ``sin`` and ``mul``: JAX's jaxprs have one eqn more, and the ``mul``
+    now reads the ``cos``; the ``sin`` is the same. The text diff would mark every line."""
+    ja = jax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(jnp.ones(3))
+    jb = jax.make_jaxpr(lambda x: jnp.cos(jnp.sin(x)) * 2.0)(jnp.ones(3))
+    assert [e.primitive.name for e in ja.eqns] == ["sin", "mul"]
+    assert [e.primitive.name for e in jb.eqns] == ["sin", "cos", "mul"]
+    proc = diff(tmp_path, A, B, "--print", "jaxpr")
+    assert proc.returncode == 1, proc.stderr
+    b = tmp_path / "b.py"
+    assert proc.stdout.splitlines()[2:] == [
+        "jaxpr: 2 eqns differ (2 eqns -> 3; 1 the same up to variable names)",
+        f"+ eqn 1 only in {b}: cos[accuracy=None] f32[3] -> f32[3]",
+        f"      {b}:4: y = jnp.cos(jnp.sin(x))",
+        "~ eqn 1 -> eqn 2: reads another value (operand 0)",
+        "  - mul[out_dtype=None] f32[3], 2.0:f32[] -> f32[3]",
+        f"      {tmp_path / 'a.py'}:4: return jnp.sin(x) * 2.0",
+        "  + mul[out_dtype=None] f32[3], 2.0:f32[] -> f32[3]",
+        f"      {b}:5: return y * 2.0",
+        "= eqn 0 -> 0 the same: sin",
+    ]

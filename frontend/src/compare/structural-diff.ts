@@ -4,7 +4,7 @@
  * algorithm); nothing here is a diff algorithm of its own.
  *
  * - `textRows`: lines are equal only when their texts are (StableHLO, HLO, keys, outputs, the
- *   snippet), as `jaxscope diff` compares them; `unifiedDiff` is that comparison in the unified
+ *   snippet), as `jaxscope diff --text` compares them; `unifiedDiff` is that comparison in the unified
  *   format of `jaxscope diff`'s output (Python's `difflib.unified_diff`).
  * - `jaxprRows`: a jaxpr's eqns are matched by position and primitive, not by variable names
  *   (`jaxpr-normalise.ts`). The top-level eqns are aligned by their first line's key (primitive,
@@ -216,7 +216,7 @@ function alignLines(
   return rows;
 }
 
-/** Side-by-side rows of two texts compared line by line, as `jaxscope diff` compares them. */
+/** Side-by-side rows of two texts compared line by line, as `jaxscope diff --text` compares them. */
 export function textRows(a: string, b: string, note: Approximate = { approximate: false }): Row[] {
   const aLines = a.split('\n');
   const bLines = b.split('\n');
