@@ -4,8 +4,10 @@ Jupyter notebook (design 0034; issue 18 item 2).
 The notebook process never runs the exhibit: ``show`` writes ``f`` and its arguments as a
 snippet (source text, as the page and ``jaxscope run`` take it), runs that snippet in the same
 sandbox as ``jaxscope run`` (a bubblewrap worker; no server), and displays the run's standalone
-HTML file (:mod:`jaxscope.standalone`) in an ``<iframe srcdoc>``. The output is static HTML, so
-it needs no server or kernel extension and stays in the saved notebook.
+HTML file (:mod:`jaxscope.standalone`) in an ``<iframe srcdoc>``. The output is HTML with a small
+loader script that builds that file in the page from the output's recording and the app, which
+the notebook's first output carries once (:meth:`Shown._repr_html_`); it needs no server or
+kernel extension and stays in the saved notebook.
 
 The snippet is built from what Python keeps of ``f``:
 
@@ -34,11 +36,13 @@ import builtins
 import concurrent.futures
 import dataclasses
 import dis
+import hashlib
 import html
 import inspect
 import math
 import textwrap
 import types
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -63,13 +67,97 @@ class NotRepresentable(TypeError):
     """``f``, a global it uses or an argument cannot be written as snippet source."""
 
 
+# The loader each output carries (design 0034, "One app per notebook"): it takes the app from
+# this output (when it carries it) into ``window.__jaxscopeApps[KEY]``, then builds the
+# standalone file in the page, template + this output's recording, as the srcdoc of a sandboxed
+# iframe. An output rendered before the one that carries its app waits for the
+# ``jaxscope-app`` event that output sends. Its element by ``document.currentScript`` (a
+# front-end that re-inserts the script, as JupyterLab does, runs it once attached), else by id
+# (classic Notebook's jQuery evaluates it apart). No "</" in it: it sits in a <script>.
+_LOADER = """(function () {
+  var me = document.currentScript, key = %(key)s, w = window;
+  var root = (me && me.closest('.jaxscope-output')) || document.getElementById(%(id)s);
+  var apps = (w.__jaxscopeApps = w.__jaxscopeApps || {});
+  var own = root.querySelector('script.jaxscope-app');
+  if (own && !apps[key]) apps[key] = JSON.parse(own.textContent);
+  var data = root.querySelector('script.jaxscope-data').textContent;
+  function mount() {
+    var t = apps[key];
+    if (!t || root.querySelector('iframe')) return !!t;
+    var at = t.lastIndexOf('<' + '/body>');
+    var f = document.createElement('iframe');
+    f.className = 'jaxscope-show';
+    f.title = root.getAttribute('data-title');
+    f.setAttribute('sandbox', 'allow-scripts allow-downloads');
+    f.style.cssText = 'width: 100%%; height: %(height)dpx; border: 1px solid #ccc';
+    f.srcdoc = t.slice(0, at) + '<script type="application/json" id="jaxscope-recording">' +
+      data + '<' + '/script>' + t.slice(at);
+    var note = root.querySelector('.jaxscope-note');
+    if (note) note.remove();
+    root.appendChild(f);
+    return true;
+  }
+  if (mount()) {
+    if (own) w.dispatchEvent(new CustomEvent('jaxscope-app', {detail: key}));
+  } else {
+    root.querySelector('.jaxscope-note').textContent = %(waiting)s;
+    w.addEventListener('jaxscope-app', function (e) { if (e.detail === key) mount(); });
+  }
+})();"""
+
+_WAITING = (
+    "jaxscope: this output needs the app that the notebook's first jaxscope output of the same "
+    "jaxscope version carries, and it is not on the page (that output was cleared or deleted, or "
+    "is not rendered yet). Rerun the notebook, or display jaxscope.notebook.app() in a cell above."
+)
+_UNTRUSTED = (
+    "jaxscope: this output is an exhibit that its script shows; trust the notebook (or rerun the "
+    "cell) to see it."
+)
+
+# Per kernel: the template keys whose app an output has carried, and the cell that carried it
+# (the notebook front-end's cell id, None when it sends none). A rerun of that cell carries the
+# app again (its old output, the carrier, is replaced).
+_CARRIERS: dict[str, str | None] = {}
+
+
+def _cell_id() -> str | None:
+    """The id of the notebook cell being run, as the front-end sends it (JupyterLab, Notebook 7
+    and VS Code send ``cellId`` in the request's metadata); None outside a kernel."""
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        header = getattr(shell, "parent_header", None) or {}
+        cell = header.get("metadata", {}).get("cellId")
+    except Exception:  # no IPython, or a shell without a parent request
+        return None
+    return cell if isinstance(cell, str) else None
+
+
+def _claim_carrier(key: str) -> bool:
+    """Whether the output being made must carry the app of ``key`` (the first of this kernel,
+    or a rerun of the cell that carried it), and records it."""
+    cell = _cell_id()
+    if key in _CARRIERS and (cell is None or _CARRIERS[key] != cell):
+        return False
+    _CARRIERS[key] = cell
+    return True
+
+
+def _json_script(text: str) -> str:
+    """``text`` (JSON) for a script element's body: ``<`` written ``\\u003c``."""
+    return text.replace("<", "\\u003c")
+
+
 @dataclasses.dataclass(frozen=True)
 class Shown:
-    """One exhibit run shown in a notebook: ``html`` is the standalone file (what the output
-    cell renders in an iframe, and :meth:`save` writes), ``code`` the snippet that ran,
-    ``events`` the run's events (the last is ``run_finished`` or ``run_failed``),
-    ``shown_code`` what the page's editor shows (the user's code, without the generated code
-    that rebuilds the arguments; :class:`Snippet`)."""
+    """One exhibit run shown in a notebook: ``html`` is the standalone file (what
+    :meth:`save` writes), ``code`` the snippet that ran, ``events`` the run's events (the last is
+    ``run_finished`` or ``run_failed``), ``shown_code`` what the page's editor shows (the user's
+    code, without the generated code that rebuilds the arguments; :class:`Snippet`).
+    ``template`` and ``recording``, when set, are the two parts of ``html``: the output then
+    sends the recording and, once per notebook, the app (:meth:`_repr_html_`)."""
 
     exhibit: str
     code: str
@@ -77,12 +165,22 @@ class Shown:
     html: str
     height_px: int = 760
     shown_code: str = ""
+    template: str = ""
+    recording: dict[str, Any] | None = None
+    # whether this object's output carries the app: decided when it is first displayed
+    _carries: list[bool] = dataclasses.field(default_factory=list, compare=False, repr=False)
 
     @property
     def failed(self) -> RunFailed | None:
         """The run's failure, or None when it finished."""
         last = self.events[-1]
         return last if isinstance(last, RunFailed) else None
+
+    def __repr__(self) -> str:
+        # The notebook keeps this as the output's text/plain beside its HTML: the dataclass's
+        # repr held the whole file and the app again (3 MB of a 3.5 MB output).
+        last = self.events[-1].type if self.events else "no events"
+        return f"<jaxscope.show {self.exhibit}: {len(self.events)} events, {last}>"
 
     def save(self, path: str | Path) -> Path:
         """Write the standalone HTML file to ``path`` (it opens from disk in any browser)."""
@@ -91,6 +189,22 @@ class Shown:
         return out
 
     def _repr_html_(self) -> str:
+        if self.recording is None or not self.template:
+            return self._iframe()
+        from jaxscope.standalone import script_text
+
+        key = hashlib.sha256(self.template.encode()).hexdigest()[:16]
+        if not self._carries:
+            self._carries.append(_claim_carrier(key))
+        return _output_html(
+            key,
+            script_text(self.recording),
+            self.template if self._carries[0] else None,
+            f"jaxscope {self.exhibit}",
+            self.height_px,
+        )
+
+    def _iframe(self) -> str:
         # srcdoc: the file inline, escaped as an attribute value; no URL, so the output is the
         # same in JupyterLab, classic Notebook, VS Code and a saved notebook. sandbox without
         # allow-same-origin: the replay reads nothing of the notebook's page.
@@ -100,6 +214,66 @@ class Shown:
             f'style="width: 100%; height: {self.height_px}px; border: 1px solid #ccc" '
             f'srcdoc="{html.escape(self.html, quote=True)}"></iframe>'
         )
+
+
+def _output_html(key: str, data: str, template: str | None, title: str, height: int) -> str:
+    """One output: the recording (``data``, script-safe JSON), the app when ``template`` is
+    given, and the loader that shows them in an iframe."""
+    import json
+
+    element = f"jaxscope-{uuid.uuid4().hex}"
+    parts = [
+        f'<div class="jaxscope-output" id="{element}" data-key="{key}" '
+        f'data-title="{html.escape(title, quote=True)}">',
+        f'<p class="jaxscope-note">{html.escape(_UNTRUSTED)}</p>',
+        f'<script type="application/json" class="jaxscope-data">{data}</script>',
+    ]
+    if template is not None:
+        app = _json_script(json.dumps(template, ensure_ascii=False))
+        parts.append(f'<script type="application/json" class="jaxscope-app">{app}</script>')
+    loader = _LOADER % {
+        "id": json.dumps(element),
+        "key": json.dumps(key),
+        "height": height,
+        "waiting": _json_script(json.dumps(_WAITING)),
+    }
+    parts += [f"<script>{loader}</script>", "</div>"]
+    return "\n".join(parts)
+
+
+class _App:
+    """What :func:`app` returns: an output that carries only the app (no exhibit)."""
+
+    def __init__(self, template: str) -> None:
+        self.template = template
+
+    def _repr_html_(self) -> str:
+        import json
+
+        key = hashlib.sha256(self.template.encode()).hexdigest()[:16]
+        _CARRIERS[key] = _cell_id()
+        app = _json_script(json.dumps(self.template, ensure_ascii=False))
+        element = f"jaxscope-{uuid.uuid4().hex}"
+        return (
+            f'<div class="jaxscope-app-only" id="{element}">'
+            f'<script type="application/json" class="jaxscope-app">{app}</script>'
+            "<script>(function () { var w = window, key = "
+            f"{json.dumps(key)}, el = document.getElementById({json.dumps(element)});"
+            " var apps = (w.__jaxscopeApps = w.__jaxscopeApps || {});"
+            " if (!apps[key]) apps[key] = JSON.parse("
+            "el.querySelector('script.jaxscope-app').textContent);"
+            " w.dispatchEvent(new CustomEvent('jaxscope-app', {detail: key})); })();</script>"
+            "jaxscope: the app for the exhibits below.</div>"
+        )
+
+
+def app() -> _App:
+    """An output that carries jaxscope's app for the exhibit outputs of this notebook (each
+    carries only its run; the notebook's first carries the app): display it in a cell above
+    them when that first output was cleared or deleted."""
+    from jaxscope.standalone import read_template
+
+    return _App(read_template())
 
 
 def show(f: Callable[..., Any], *args: Any, exhibit: str = "tracing", **options: Any) -> Shown:
@@ -116,11 +290,21 @@ def show(f: Callable[..., Any], *args: Any, exhibit: str = "tracing", **options:
     run_options = RunOptions(**options)
     snippet = snippet_parts(f, args)
     events = _run(exhibit, snippet.code, run_options)
-    from jaxscope.standalone import standalone_html
+    from jaxscope import standalone
 
     # The recording's code is what the editor shows (it runs nothing): the user's code.
-    page = standalone_html(exhibit, snippet.shown, run_options, events)
-    return Shown(exhibit, snippet.code, events, page, shown_code=snippet.shown)
+    template = standalone.read_template()
+    payload = standalone.recording(exhibit, snippet.shown, run_options, events)
+    page = standalone.embed(template, payload)
+    return Shown(
+        exhibit,
+        snippet.code,
+        events,
+        page,
+        shown_code=snippet.shown,
+        template=template,
+        recording=payload,
+    )
 
 
 def _run(exhibit: str, code: str, options: RunOptions) -> list[EventModel]:

@@ -248,15 +248,61 @@ def test_the_editor_shows_the_users_code_not_the_generated_arguments(
         ran.append(code)
         return []
 
-    def page(exhibit: str, code: str, options: Any, events: Any) -> str:
-        embedded.append(code)
+    def embed(template: str, payload: dict[str, Any]) -> str:
+        embedded.append(payload["code"])
         return "<p>"
 
     monkeypatch.setattr(notebook, "_run", run)
-    monkeypatch.setattr(standalone, "standalone_html", page)
+    monkeypatch.setattr(standalone, "read_template", lambda: "<body></body>")
+    monkeypatch.setattr(standalone, "embed", embed)
     shown = jaxscope.show(_weighted, x, {"n": np.int8(3)})
     assert ran == [parts.code] and embedded == [parts.shown]
     assert shown.code == parts.code and shown.shown_code == parts.shown
+    assert shown.recording is not None and shown.recording["code"] == parts.shown
+
+
+def _shown(template: str, code: str) -> Shown:
+    payload = {"format": "jaxscope-recording/1", "code": code, "events": [{"type": "x"}]}
+    return Shown("tracing", code, [], "", template=template, recording=payload)
+
+
+def test_the_app_is_sent_once_per_notebook_and_each_output_sends_its_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each output was the whole standalone file in an iframe's srcdoc (1.6 MB for any run).
+    import jaxscope.notebook as notebook
+
+    monkeypatch.setattr(notebook, "_CARRIERS", {})
+    cell = ["cell-1"]
+    monkeypatch.setattr(notebook, "_cell_id", lambda: cell[0])
+    app = "<html><head><script>/* the app " + "x" * 500_000 + " </script>*/</script></head>"
+    app += "<body></body></html>"
+    outputs: list[str] = []
+    for c in ("cell-1", "cell-2", "cell-3"):
+        cell[0] = c
+        outputs.append(_shown(app, f"# {c} </script>")._repr_html_())
+    first, second, third = outputs
+    assert len(first) > 500_000 and len(second) < 5_000 and len(third) < 5_000
+    # The output's text/plain (the notebook keeps it too) was the dataclass's repr: all of it.
+    assert repr(_shown(app, "r")) == "<jaxscope.show tracing: 0 events, no events>"
+    for out in outputs:
+        # static parts a parser keeps apart: no "</script>" of the data or app ends an element
+        assert out.count("</script>") == (3 if out is first else 2)
+        assert 'class="jaxscope-data"' in out and "jaxscope-app" in out
+    assert 'class="jaxscope-app"' in first and 'class="jaxscope-app"' not in second
+    # The same Shown shown again decides as before; a rerun of the carrying cell carries again
+    # (its old output, the carrier, is replaced); another cell does not.
+    cell[0] = "cell-1"
+    assert 'class="jaxscope-app"' in _shown(app, "again")._repr_html_()
+    cell[0] = "cell-4"
+    assert 'class="jaxscope-app"' not in _shown(app, "other")._repr_html_()
+    # Another app (another jaxscope version): its first output carries it.
+    assert 'class="jaxscope-app"' in _shown(app + " ", "new")._repr_html_()
+    # An app-only output, for a notebook whose carrier was deleted.
+    monkeypatch.setattr(notebook, "_CARRIERS", {})
+    assert 'class="jaxscope-app"' in notebook._App(app)._repr_html_()
+    cell[0] = "cell-5"
+    assert 'class="jaxscope-app"' not in _shown(app, "after")._repr_html_()
 
 
 def test_show_is_reachable_as_jaxscope_show_and_renders_an_iframe() -> None:
