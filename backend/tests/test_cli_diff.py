@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import jax
@@ -23,11 +24,13 @@ B = (
 )
 
 
-def diff(tmp_path: Path, a: str, b: str, *extra: str) -> subprocess.CompletedProcess[str]:
+def diff(
+    tmp_path: Path, a: str, b: str, *extra: str, exhibit: str = "tracing"
+) -> subprocess.CompletedProcess[str]:
     (tmp_path / "a.py").write_text(a)
     (tmp_path / "b.py").write_text(b)
     return subprocess.run(
-        [JAXSCOPE, "diff", "tracing", str(tmp_path / "a.py"), str(tmp_path / "b.py"), *extra],
+        [JAXSCOPE, "diff", exhibit, str(tmp_path / "a.py"), str(tmp_path / "b.py"), *extra],
         capture_output=True,
         text=True,
         timeout=300,
@@ -200,3 +203,38 @@ def test_an_inserted_eqn_is_one_eqn_more_and_its_reader_reads_another_value(
         f"      {b}:5: return y * 2.0",
         "= eqn 0 -> 0 the same: sin",
     ]
+
+
+def test_a_derived_jaxpr_is_compared_structurally_and_stablehlo_as_text(tmp_path: Path) -> None:
+    """The jvp exhibit's ``jvp_jaxpr`` is found as its own event's structured view and compared
+    structurally: the eqns only in the second run are JAX's own jvp jaxpr's ``cos``/``sin``/
+    ``mul``/``neg`` of the inserted ``cos`` (``jax.make_jaxpr`` of ``jax.jvp``), and both ``mul``
+    by 2.0 now read other values. StableHLO has no jaxpr view: a unified diff, as before."""
+
+    def jvp_of(f: Callable[[jax.Array], jax.Array]) -> jax.extend.core.ClosedJaxpr:
+        x = jnp.ones(3)
+        return jax.make_jaxpr(lambda x, t: jax.jvp(f, (x,), (t,)))(x, x)
+
+    ja = jvp_of(lambda x: jnp.sin(x) * 2.0)
+    jb = jvp_of(lambda x: jnp.cos(jnp.sin(x)) * 2.0)
+    proc = diff(tmp_path, A, B, "--print", "jvp_jaxpr", exhibit="jvp")
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stdout.splitlines()
+    n_a, n_b = len(ja.eqns), len(jb.eqns)
+    assert (
+        lines[2]
+        == f"jvp_jaxpr: 6 eqns differ ({n_a} eqns -> {n_b}; 3 the same up to variable names)"
+    )
+    added = [line.split(": ")[1].split("[")[0].split(" ")[0] for line in lines if line[:2] == "+ "]
+    assert added == [e.primitive.name for e in jb.eqns[3:7]] == ["cos", "sin", "mul", "neg"]
+    assert [line for line in lines if line[:2] == "~ "] == [
+        "~ eqn 3 -> eqn 7: reads another value (operand 0)",
+        "~ eqn 4 -> eqn 8: reads another value (operand 0)",
+    ]
+    same = ", ".join(e.primitive.name for e in ja.eqns[:3])
+    assert lines[-1] == f"= eqns 0-2 -> 0-2 the same: {same}"
+
+    hlo = diff(tmp_path, A, B, "--print", "stablehlo", exhibit="stations")
+    assert hlo.returncode == 1, hlo.stderr
+    assert hlo.stdout.splitlines()[2].startswith("@@ ")
+    assert "+    %1 = stablehlo.cosine %0 : tensor<3xf32>" in hlo.stdout
