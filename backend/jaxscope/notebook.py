@@ -121,26 +121,43 @@ _UNTRUSTED = (
 _CARRIERS: dict[str, str | None] = {}
 
 
-def _cell_id() -> str | None:
-    """The id of the notebook cell being run, as the front-end sends it (JupyterLab, Notebook 7
-    and VS Code send ``cellId`` in the request's metadata); None outside a kernel."""
+def _request_metadata() -> dict[str, Any]:
+    """The metadata of the kernel request being run (JupyterLab and Notebook 7 send ``cellId``
+    and ``deletedCells``, the ids of the cells deleted since the last request); empty outside a
+    kernel, or from a client that sends none (nbclient)."""
     try:
         from IPython import get_ipython
 
-        shell = get_ipython()
-        header = getattr(shell, "parent_header", None) or {}
-        cell = header.get("metadata", {}).get("cellId")
+        header = getattr(get_ipython(), "parent_header", None) or {}
+        metadata = header.get("metadata", {})
     except Exception:  # no IPython, or a shell without a parent request
-        return None
+        return {}
+    return metadata if isinstance(metadata, dict) else {}
+
+
+def _cell_id() -> str | None:
+    """The id of the notebook cell being run, as the front-end sends it; None when it sends
+    none."""
+    cell = _request_metadata().get("cellId")
     return cell if isinstance(cell, str) else None
+
+
+def _deleted_cells() -> list[str]:
+    """The cells the front-end says were deleted since its last request."""
+    deleted = _request_metadata().get("deletedCells")
+    return [c for c in deleted if isinstance(c, str)] if isinstance(deleted, list) else []
 
 
 def _claim_carrier(key: str) -> bool:
     """Whether the output being made must carry the app of ``key`` (the first of this kernel,
-    or a rerun of the cell that carried it), and records it."""
+    a rerun of the cell that carried it, or any cell once the front-end says that cell was
+    deleted), and records it."""
     cell = _cell_id()
-    if key in _CARRIERS and (cell is None or _CARRIERS[key] != cell):
-        return False
+    if key in _CARRIERS:
+        carrier = _CARRIERS[key]
+        rerun = cell is not None and carrier == cell
+        if not rerun and (carrier is None or carrier not in _deleted_cells()):
+            return False
     _CARRIERS[key] = cell
     return True
 

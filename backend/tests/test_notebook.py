@@ -296,6 +296,16 @@ def test_the_app_is_sent_once_per_notebook_and_each_output_sends_its_run(
     assert 'class="jaxscope-app"' in _shown(app, "again")._repr_html_()
     cell[0] = "cell-4"
     assert 'class="jaxscope-app"' not in _shown(app, "other")._repr_html_()
+    # JupyterLab says which cells were deleted: once the carrier's is, the next output carries.
+    deleted: list[str] = ["cell-9"]
+    monkeypatch.setattr(notebook, "_deleted_cells", lambda: deleted)
+    assert 'class="jaxscope-app"' not in _shown(app, "other")._repr_html_()
+    deleted.append("cell-1")
+    assert 'class="jaxscope-app"' in _shown(app, "after deletion")._repr_html_()
+    deleted.clear()
+    cell[0] = "cell-6"
+    assert 'class="jaxscope-app"' not in _shown(app, "after that")._repr_html_()
+    cell[0] = "cell-4"
     # Another app (another jaxscope version): its first output carries it.
     assert 'class="jaxscope-app"' in _shown(app + " ", "new")._repr_html_()
     # An app-only output, for a notebook whose carrier was deleted.
@@ -310,3 +320,21 @@ def test_show_is_reachable_as_jaxscope_show_and_renders_an_iframe() -> None:
     shown = Shown("tracing", "", [], '<p a="1">x</p>\n</body>')
     assert shown._repr_html_().startswith('<iframe class="jaxscope-show"')
     assert 'srcdoc="&lt;p a=&quot;1&quot;&gt;x&lt;/p&gt;\n&lt;/body&gt;"' in shown._repr_html_()
+
+
+def test_the_cell_and_deleted_cells_are_read_from_the_kernel_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import types
+
+    import IPython
+    import jaxscope.notebook as notebook
+
+    metadata = {"cellId": "c-2", "deletedCells": ["c-1", 3]}
+    shell = types.SimpleNamespace(parent_header={"metadata": metadata})
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    assert notebook._cell_id() == "c-2" and notebook._deleted_cells() == ["c-1"]
+    shell.parent_header = {}  # nbclient sends no metadata
+    assert notebook._cell_id() is None and notebook._deleted_cells() == []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)  # not in a kernel
+    assert notebook._cell_id() is None
