@@ -182,15 +182,24 @@ async def one_run(ws: ClientConnection) -> Outcome:
                 outcome.started = True
 
 
-async def session(url: str, origin: str, stop_at: float, stats: Stats) -> None:
-    """One websocket running the snippet back to back until ``stop_at`` (``time.monotonic``);
-    reconnects after a dropped connection, at most :data:`MAX_RECONNECTS` times in a row."""
+async def session(
+    url: str, origin: str, stop_at: float, stats: Stats, runs: int | None = None
+) -> None:
+    """One websocket running the snippet back to back until ``stop_at`` (``time.monotonic``),
+    or ``runs`` times (a burst); reconnects after a dropped connection, at most
+    :data:`MAX_RECONNECTS` times in a row."""
     failures = 0
-    while time.monotonic() < stop_at and failures < MAX_RECONNECTS:
+    done = 0
+
+    def more() -> bool:
+        return time.monotonic() < stop_at and (runs is None or done < runs)
+
+    while more() and failures < MAX_RECONNECTS:
         try:
             async with connect(url, origin=Origin(origin), max_size=2**26) as ws:
                 failures = 0
-                while time.monotonic() < stop_at:
+                while more():
+                    done += 1
                     try:
                         outcome = await one_run(ws)
                     except ConnectionClosed:
@@ -204,10 +213,15 @@ async def session(url: str, origin: str, stop_at: float, stats: Stats) -> None:
             await asyncio.sleep(1.0)
 
 
-async def load(url: str, origin: str, sessions: int, minutes: float, stats: Stats) -> None:
-    """``sessions`` sessions at once for ``minutes``; bounded by ``minutes`` + :data:`GRACE_S`."""
+async def load(
+    url: str, origin: str, sessions: int, minutes: float, stats: Stats, runs: int | None = None
+) -> None:
+    """``sessions`` sessions at once for ``minutes`` (or until each made ``runs`` runs);
+    bounded by ``minutes`` + :data:`GRACE_S`."""
     stop_at = time.monotonic() + minutes * 60
-    tasks = [asyncio.ensure_future(session(url, origin, stop_at, stats)) for _ in range(sessions)]
+    tasks = [
+        asyncio.ensure_future(session(url, origin, stop_at, stats, runs)) for _ in range(sessions)
+    ]
     done, pending = await asyncio.wait(tasks, timeout=minutes * 60 + GRACE_S)
     for task in pending:
         task.cancel()
@@ -267,6 +281,12 @@ def main() -> None:
     )
     parser.add_argument("--port", type=int, default=None, help="the server's port (a free one)")
     parser.add_argument("--json", type=Path, default=None, help="also write the JSON here")
+    parser.add_argument(
+        "--runs-per-session",
+        type=int,
+        default=None,
+        help="a burst: each session makes this many runs, then stops (wall_s: the whole burst)",
+    )
     ns = parser.parse_args()
     if not 1 <= ns.sessions <= MAX_SESSIONS:
         parser.error(f"--sessions must be 1..{MAX_SESSIONS}")
@@ -287,7 +307,7 @@ def main() -> None:
         pool = pool_state(base)
         rss_start = rss_mb(proc)
         t0 = time.monotonic()
-        asyncio.run(load(url, base, ns.sessions, ns.minutes, stats))
+        asyncio.run(load(url, base, ns.sessions, ns.minutes, stats, ns.runs_per_session))
         wall_s = time.monotonic() - t0
         rss_end = rss_mb(proc)
         if rss_end is None:
