@@ -175,6 +175,10 @@ def _worker(request: dict[str, Any]) -> NoReturn:
         _die_with_parent()
         from jaxscope.sandbox import runner
 
+        # As in a bwrap-started worker (``python -m jaxscope.sandbox.runner``), the runner is
+        # ``__main__``: what a snippet reaches there is the same in both (the template's module
+        # would otherwise be).
+        sys.modules["__main__"] = runner
         code = runner.main(["--limits", json.dumps(request["limits"]), "--kind", "jax"])
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
