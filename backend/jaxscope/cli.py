@@ -64,6 +64,18 @@ EXIT_USAGE = 2
 EXIT_JAX_ERROR_SHOWN = 3
 
 
+def port_number(text: str) -> int:
+    """A TCP port for ``--port``: 0 (any free one) to 65535 (argparse's type; a larger number
+    would wrap modulo 65536 in the socket call and serve on another port)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port: use 0 (any free port) to 65535")
+    return port
+
+
 def _seconds(text: str) -> float:
     """A limit in seconds: a finite number above 0 (``--timeout -5`` or ``nan`` is a usage
     error, not a run killed at once, and ``inf`` would be no limit at all)."""
@@ -154,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="serve the explorer (FastAPI + the built frontend)")
     serve.add_argument("--host", default=None, help="bind address (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=None, help="port (default 8000)")
+    serve.add_argument("--port", type=port_number, default=None, help="port (default 8000)")
     serve.add_argument(
         "--token",
         default=None,
@@ -193,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument(
         "--exhibit", required=True, metavar="ID", help=f"exhibit id ({', '.join(EXHIBITS)})"
     )
-    watch.add_argument("--port", type=int, default=None, help="port (default 8000)")
+    watch.add_argument("--port", type=port_number, default=None, help="port (default 8000)")
     watch.add_argument(
         "--no-browser", action="store_true", help="print the page's URL, do not open a browser"
     )
@@ -570,6 +582,11 @@ def _pool(ns: argparse.Namespace) -> int:
             asyncio.run(_pool_until_terminated(ns.socket, limits, settings))
     except SocketPathTaken as exc:
         print(f"jaxscope pool: cannot serve: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        # A path too long for a Unix socket (108 bytes), a folder that does not exist...
+        why = exc.strerror or str(exc)
+        print(f"jaxscope pool: cannot serve on {ns.socket}: {why}", file=sys.stderr)
         return EXIT_USAGE
     return 0
 

@@ -9,11 +9,12 @@ The pins are the checkout's ``requirements-torch.txt`` and ``requirements-torcha
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
-from jaxscope.sandbox.kinds import CHECKOUT_ROOT, torch_python
+from jaxscope.sandbox.kinds import CHECKOUT_ROOT, TORCH_PYTHON_ENV, torch_python
 
 REQUIREMENT_FILES = ("requirements-torch.txt", "requirements-torchax.txt")
 PACKAGED = Path(__file__).resolve().parent / "_torch_requirements"
@@ -70,16 +71,31 @@ def install_torch(*, dry_run: bool = False) -> int:
     if requirements is None:
         print("jaxscope install-torch: this jaxscope carries no torch pins", file=sys.stderr)
         return 2
+    if os.environ.get(TORCH_PYTHON_ENV):
+        # It names an interpreter someone installed: not ours to make or to overwrite.
+        print(
+            f"jaxscope install-torch: {TORCH_PYTHON_ENV} names {os.environ[TORCH_PYTHON_ENV]}, "
+            "an interpreter of your own: install torch and torch_xla there yourself, or unset "
+            f"{TORCH_PYTHON_ENV} to let jaxscope make its own venv",
+            file=sys.stderr,
+        )
+        return 2
     venv = torch_python().parent.parent
+    if venv.exists() and not (venv / "pyvenv.cfg").exists():
+        print(
+            f"jaxscope install-torch: {venv} exists and is not a venv: not touching it",
+            file=sys.stderr,
+        )
+        return 2
     commands = install_commands(venv, requirements, sys.executable)
     for command in commands:
-        print("+ " + " ".join(command), flush=True)
+        print("+ " + shlex.join(command), flush=True)  # pasteable in a shell
         if dry_run:
             continue
         env = dict(os.environ, PJRT_DEVICE="CPU")
         venv.parent.mkdir(parents=True, exist_ok=True)
         if subprocess.run(command, env=env).returncode != 0:
-            print(f"jaxscope install-torch: failed: {' '.join(command)}", file=sys.stderr)
+            print(f"jaxscope install-torch: failed: {shlex.join(command)}", file=sys.stderr)
             return 1
     if not dry_run:
         print(f"the PyTorch/XLA track is installed in {venv}; restart `jaxscope serve`")

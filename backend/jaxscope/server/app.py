@@ -58,7 +58,8 @@ def with_token(settings: Settings, *, required: bool = False) -> Settings:
     """``settings`` with a generated token when none was given and one is needed: the bind is
     not loopback, or ``required`` (a server that serves a watched file: on loopback too, since
     every local user can reach a loopback port, design 0052)."""
-    if (required or not settings.loopback) and settings.token is None:
+    if (required or not settings.loopback) and not settings.token:
+        # An empty token (JAXSCOPE_TOKEN="") would lock everyone out, its owner included.
         return dataclasses.replace(settings, token=secrets.token_urlsafe(24))
     return settings
 
