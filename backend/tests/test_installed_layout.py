@@ -79,7 +79,8 @@ def test_install_torch_runs_the_make_torch_recipe_into_that_venv(
         f"+ {py} -m pip install --no-deps --upgrade --target {venv}/torchax-site "
         f"-r {pins}/requirements-torchax.txt"
     )
-    assert lines[3] == f"+ {py} -c import torch, torch_xla, pydantic, ml_dtypes"
+    # shell-quoted, so that it can be pasted
+    assert lines[3] == f"+ {py} -c 'import torch, torch_xla, pydantic, ml_dtypes'"
     assert not venv.exists()  # a dry run makes nothing
 
 
