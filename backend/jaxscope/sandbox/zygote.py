@@ -211,20 +211,22 @@ def _helper(request: dict[str, Any], fds: list[int], template_pid: int) -> NoRet
             try:
                 _init(request)
             except BaseException:
-                with contextlib.suppress(Exception):
-                    sys.stderr.write("jaxscope: the worker's sandbox could not be made:\n")
-                    traceback.print_exc()
-                    sys.stderr.flush()
-                os._exit(SETUP_FAILED)
+                _setup_failed()
         _to_devnull()
         _, status = os.waitpid(init, 0)
         os._exit(_exit_code(status))
     except BaseException:
-        with contextlib.suppress(Exception):
-            sys.stderr.write("jaxscope: the worker's sandbox could not be made:\n")
-            traceback.print_exc()
-            sys.stderr.flush()
-        os._exit(SETUP_FAILED)
+        _setup_failed()
+
+
+def _setup_failed() -> NoReturn:
+    """End a helper or init whose set-up raised: the traceback on the worker's stderr (the
+    supervisor shows its last line), then :data:`SETUP_FAILED`."""
+    with contextlib.suppress(Exception):
+        sys.stderr.write("jaxscope: the worker's sandbox could not be made:\n")
+        traceback.print_exc()
+        sys.stderr.flush()
+    os._exit(SETUP_FAILED)
 
 
 def _preload() -> dict[str, Any]:
