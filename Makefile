@@ -17,13 +17,19 @@ PORT ?= 8000
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: serve test setup setup-dev torch frontend chromium bubblewrap lint typecheck gen-check unit e2e compose-check bench clean wheel
+.PHONY: serve test test-all setup setup-dev torch frontend chromium bubblewrap lint typecheck gen-check unit e2e compose-check bench clean wheel
 
 serve: setup frontend bubblewrap $(WITH_TORCH)
 	$(VENV)/bin/jaxscope serve --host $(HOST) --port $(PORT)
 
 test: setup-dev frontend chromium bubblewrap $(WITH_TORCH)
 	bash scripts/test-all.sh
+
+# Everything `make test` runs, plus the whole matrices it samples and the full-size programs
+# (tests marked `full`; testkit.py, docs/design/0058-suite-that-fits.md). Run it before
+# resolving anything that touches a matrix.
+test-all: setup-dev frontend chromium bubblewrap $(WITH_TORCH)
+	JAXSCOPE_TEST_ALL=1 bash scripts/test-all.sh
 
 # --- installs (each step is skipped when already done) -------------------------------------
 
