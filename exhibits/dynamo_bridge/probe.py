@@ -414,7 +414,19 @@ def run(ctx: ProbeContext) -> None:
         # The PJRT client first: autograd's engine sizes its device queues at the first
         # backward, and an f that calls backward() on the CPU first would leave none for XLA.
         device = torch_xla.device()  # creates the PJRT client (PJRT_DEVICE, in this run)
-        expected = f(*args)  # eager CPU torch, the truth the outputs are held to
+        # Eager CPU torch, the truth the outputs are held to. Under "force_eager" a
+        # torch.compile the snippet made at module level (``compiled = torch.compile(model)``)
+        # runs its module eagerly too: tracing it here would leave dynamo's guards holding
+        # weak references to the CPU parameters, and swapping them onto the device below then
+        # fails ("Cannot swap t1 because it has weakref associated with it"), an order a plain
+        # script, which moves its model before the first compiled call, never meets.
+        with torch.compiler.set_stance("force_eager"):
+            expected = f(*args)
+        # Detached, so that the CPU output's autograd graph (whose AccumulateGrad nodes hold
+        # the parameters) is freed before the parameters are swapped onto the device.
+        expected = pytree.tree_map(
+            lambda x: x.detach() if isinstance(x, torch.Tensor) else x, expected
+        )
         move_state(f.__globals__, pytree.tree_leaves(args), device)
         moved = pytree.tree_map(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, args)
         torch_xla.sync()  # the arguments are device data, not pending uploads

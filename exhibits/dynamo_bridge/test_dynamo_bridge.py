@@ -53,8 +53,15 @@ ns, src = {}, open(sys.argv[1]).read()
 linecache.cache["<snippet>"] = (len(src), None, src.splitlines(True), "<snippet>")
 exec(compile(src, "<snippet>", "exec"), ns)
 f, args, calls = ns["f"], ns["args"], ns.get("calls", 3)
-cpu = f(*args)
+# Eager: a torch.compile(model) the snippet made is not traced on the CPU (as the exhibit).
+with torch.compiler.set_stance("force_eager"):
+    cpu = f(*args)
 dev = torch_xla.device()
+# The snippet's modules go to the device as a script's model.to(device) does, before the first
+# compiled call.
+for v in list(ns.values()):
+    if isinstance(v, torch.nn.Module):
+        v.to(dev)
 moved = [a.to(dev) for a in args]
 torch_xla.sync(); xm.wait_device_ops()
 
@@ -249,6 +256,18 @@ def test_unsupported_op_splits_one_graph_into_two_programs() -> None:
     assert "aten::linalg_eig" in truth["fallback_ops"]
     source = (EXAMPLES / "cpu_fallback.py").read_text().splitlines()
     assert "eigvals" in source[host.lines[0] - 1]
+
+
+def test_module_compiled_at_module_level_runs_as_a_script_does() -> None:
+    # Issue 33: `compiled = torch.compile(model)` at module level, called in f. The exhibit
+    # crashed moving the model ("Cannot swap t1 because it has weakref associated with it":
+    # its eager truth call had traced the compiled model on the CPU); a plain script moves the
+    # model first and compiles one program for it.
+    events = events_of("compiled_module")
+    truth = truth_of("compiled_module")
+    assert_is_torchs(events, truth)
+    assert len(graphs_of(events)) == 1
+    assert len(calls_of(events)[0].compiled) == 1
 
 
 def test_print_fx_regions_and_calls() -> None:
