@@ -6,8 +6,10 @@ imports ``exhibits.<id>.probe`` by id. ``jaxscope.events`` assembles the event u
 ``events.py`` of every exhibit listed here (``Exhibit.events_module``), and
 ``jaxscope.explainers`` the chain of error explainers from the ``explain.py`` of those that
 explain errors (``Exhibit.explain_module``).
-``frontend/src/exhibits.ts`` is the frontend's table; a test checks that both list the same ids
-and that every exhibit folder has all its parts.
+Each entry's navigation group and tab label are here too: ``npm run gen`` writes them to
+``frontend/src/gen/exhibits.ts`` (:func:`frontend_table`), from which the frontend's table
+(``frontend/src/exhibits.ts``) takes them, with each folder's ``View.svelte`` and
+``narrative.md``. So an exhibit is its folder and its entry here (design 0059).
 """
 
 from __future__ import annotations
@@ -90,6 +92,11 @@ class Exhibit:
     title: str
     summary: str
     default_example: str
+    # The page's navigation: the group the tab sits in (one of ``GROUPS``) and the tab's short
+    # label (the full title comes from the catalogue). ``npm run gen`` writes both into
+    # ``frontend/src/gen/exhibits.ts`` (:func:`frontend_table`); ``table_problems`` checks them.
+    group: str = ""
+    label: str = ""
     artefacts: dict[str, Extractor] = field(default_factory=dict)
     # Other exhibits whose examples this one offers too (the same real models serve several
     # exhibits; the files live once, in the first exhibit that uses them).
@@ -257,6 +264,8 @@ EXHIBITS: dict[str, Exhibit] = {
     for e in [
         Exhibit(
             id="tracing",
+            group="Trace & compile",
+            label="Tracing → jaxpr",
             title="Tracing → jaxpr",
             summary="Watch JAX run your function once with tracers and record each equation.",
             default_example="mlp_loss",
@@ -265,6 +274,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="stations",
+            group="Trace & compile",
+            label="Four stations",
             title="The four stations of a jitted call",
             summary="Traced, Lowered, Compiled, Run: jaxpr, StableHLO, optimized HLO, the device.",
             default_example="mlp_loss",
@@ -285,6 +296,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="jvp",
+            group="Autodiff",
+            label="JVP",
             title="JVP, one primal equation at a time",
             summary="JAX's JVP rule for each equation: primals and tangents in, tangent eqns out.",
             default_example="mlp_loss",
@@ -297,6 +310,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="partial_eval",
+            group="Autodiff",
+            label="Partial eval",
             title="Partial evaluation and residuals",
             summary="JAX's partial evaluator splits the JVP into a forward and a linear jaxpr.",
             default_example="mlp_loss",
@@ -308,6 +323,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="transpose",
+            group="Autodiff",
+            label="Transpose walk",
             title="The transpose walk: how jax.grad runs backwards",
             summary="The linear jaxpr run backwards through JAX's transpose rules to the gradient.",
             default_example="mlp_loss",
@@ -320,6 +337,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="custom_vjp",
+            group="Autodiff",
+            label="custom_vjp lab",
             title="Own the derivative: custom_vjp / custom_jvp",
             summary="Check your rule against autodiff and finite differences; see what fwd saves.",
             default_example="clip_gradient",
@@ -329,6 +348,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="nan_finder",
+            group="Debugging",
+            label="NaN finder",
             title="NaN and Inf gradients",
             summary="Walk the backward pass on values and stop where a cotangent turns NaN or Inf.",
             default_example="where_sqrt",
@@ -338,6 +359,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="pytree",
+            group="Pytrees & control flow",
+            label="Pytrees",
             title="How every transform unpacks your data",
             summary="Watch JAX flatten a container: visit order, key paths, leaves, the treedef.",
             default_example="nested_params",
@@ -350,6 +373,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="control_flow",
+            group="Pytrees & control flow",
+            label="Control flow",
             title="Control flow as primitives",
             summary="cond, scan, while_loop, fori_loop: bodies traced once, carry types checked.",
             default_example="scan_carry",
@@ -358,6 +383,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="vmap",
+            group="Batching",
+            label="vmap axes",
             title="Where vmap puts the axis",
             summary="JAX's batching rule for each equation: batch dims in, batch dims out.",
             default_example="per_example_loss",
@@ -368,6 +395,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="transform_order",
+            group="Batching",
+            label="Transform order",
             title="Transform order: a stack of chips",
             summary="Stack jit, grad, vmap, jacfwd, jacrev...: what type-checks, what it computes.",
             default_example="per_example_grads",
@@ -377,6 +406,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="caches",
+            group="Caches",
+            label="Cache layers",
             title="The cache layers under a jit call",
             summary="Which cache answered each call, and what JAX keyed on: a diff per call.",
             default_example="new_shape",
@@ -385,6 +416,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="cache_key",
+            group="Caches",
+            label="Cache key",
             title="The persistent cache key",
             summary="What JAX hashes before it decides not to compile, ingredient by ingredient.",
             default_example="matmul",
@@ -393,6 +426,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="recompile_hunt",
+            group="Debugging",
+            label="Recompile hunt",
             title="The recompile hunt",
             summary="Run a training loop under monitoring: which steps compiled, and why.",
             default_example="fresh_closure",
@@ -401,6 +436,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="config",
+            group="Caches",
+            label="Config",
             title="Configuration",
             summary="Every jax.config option: value, scoping, and whether it forces a retrace.",
             default_example="options",
@@ -409,6 +446,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="sharding",
+            group="Devices",
+            label="Sharding",
             title="Sharding: meshes, PartitionSpecs, collectives",
             summary="Name your devices, annotate an array, read what the partitioner inserted.",
             default_example="sum_sharded_axis",
@@ -417,6 +456,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="shard_map",
+            group="Devices",
+            label="shard_map",
             title="shard_map: the per-device body and the checks around it",
             summary="Per-device shapes, varying axes, collectives, and JAX's checks around them.",
             default_example="psum_rows",
@@ -425,6 +466,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="rules",
+            group="Devices",
+            label="Rule matrix",
             title="One rule per primitive: the coverage matrix",
             summary="Every primitive's JVP, transpose, batching and lowering rules, with sources.",
             default_example="tables",
@@ -435,12 +478,16 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="dtypes",
+            group="Trace & compile",
+            label="Type promotion",
             title="Type promotion: result_type and the lattice",
             summary="jnp.promote_types over JAX's dtypes and weak types, x64 off and on.",
             default_example="mixed_ints",
         ),
         Exhibit(
             id="prng",
+            group="Trace & compile",
+            label="PRNG keys",
             title="Keys are values: the key tree and key reuse",
             summary="Every jax.random split, fold_in and draw of f, its key data, and reused keys.",
             default_example="reuse_bug",
@@ -449,6 +496,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="flax_params",
+            group="Pytrees & control flow",
+            label="Flax params",
             title="Params are data: a Flax model's parameters",
             summary="Each self.param with its key, the params dict init returns and apply reads.",
             default_example="mlp",
@@ -461,6 +510,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="lazy_tensor",
+            group="PyTorch/XLA",
+            label="Lazy tensors",
             title="Lazy tensors: the pending graph and its cuts (PyTorch/XLA)",
             summary=(
                 "torch_xla's pending IR line by line, what cuts it, the graph hash, and the "
@@ -475,33 +526,9 @@ EXHIBITS: dict[str, Exhibit] = {
             budget=3.0,
         ),
         Exhibit(
-            id="xla_cache",
-            title="A training loop's compiles, step by step (PyTorch/XLA)",
-            summary="torch_xla's metric counters after each step's sync: the first step compiles, "
-            "the next reuse it; a loop that compiles every step, found and fixed.",
-            default_example="mlp_sgd",
-            worker="torch",
-            # `import torch` maps 5 GB of address space, 5.9-6.3 GB after work (design 0025).
-            address_space_bytes=8 * 2**30,
-            # The loop compiles once per new graph: a recompiling example compiles every step.
-            budget=3.0,
-        ),
-        Exhibit(
-            id="dynamo_bridge",
-            title='torch.compile(backend="openxla"): FX graphs, graph hashes, replays '
-            "(PyTorch/XLA)",
-            summary="The FX graphs dynamo hands torch_xla's bridge, the graph hash each XLA "
-            "program compiles under, replay by hash on later calls, and graph breaks and CPU "
-            "fallbacks that split f into several programs with host code between.",
-            default_example="sin_cos",
-            worker="torch",
-            # `import torch` maps 5 GB of address space, 5.9-6.3 GB after work (design 0025).
-            address_space_bytes=8 * 2**30,
-            # dynamo traces and the bridge compiles on the first call (0.3-1 s under load).
-            budget=3.0,
-        ),
-        Exhibit(
             id="pjrt_registry",
+            group="PyTorch/XLA",
+            label="PJRT_DEVICE branch",
             title="PJRT_DEVICE: which branch of pjrt_registry.cpp creates the client (PyTorch/XLA)",
             summary="A PJRT_DEVICE string and the dynamic-plugin switch: the branch of torch_xla "
             "2.9.0's pjrt_registry.cpp that takes them, its environment variables, the exact "
@@ -514,21 +541,9 @@ EXHIBITS: dict[str, Exhibit] = {
             needs_snippet=False,
         ),
         Exhibit(
-            id="torch_spmd",
-            title="SPMD on a device mesh: partition specs, tile assignments, collectives "
-            "(PyTorch/XLA)",
-            summary="xs.Mesh over 1-8 virtual CPU devices, each argument's partition spec and the "
-            "tile assignment it becomes, the HLO's sharding annotations, the collectives the "
-            "SPMD partitioner inserted, and every device's shard.",
-            default_example="matmul_2x4",
-            worker="torch",
-            # `import torch` maps 5 GB of address space, 6.2-6.3 GB after SPMD work (design 0025).
-            address_space_bytes=8 * 2**30,
-            # Two programs compile (f's sync and .cpu()'s gather), each partitioned for n devices.
-            budget=2.0,
-        ),
-        Exhibit(
             id="seam",
+            group="PyTorch/XLA",
+            label="ComputationClient seam",
             title="One training step across the ComputationClient seam (PyTorch/XLA)",
             summary="Each call a training step makes across torch_xla's ComputationClient: "
             "inputs down, the program down on the first step, the run, the loss up; counted "
@@ -542,7 +557,55 @@ EXHIBITS: dict[str, Exhibit] = {
             budget=3.0,
         ),
         Exhibit(
+            id="xla_cache",
+            group="PyTorch/XLA",
+            label="Compile cache",
+            title="A training loop's compiles, step by step (PyTorch/XLA)",
+            summary="torch_xla's metric counters after each step's sync: the first step compiles, "
+            "the next reuse it; a loop that compiles every step, found and fixed.",
+            default_example="mlp_sgd",
+            worker="torch",
+            # `import torch` maps 5 GB of address space, 5.9-6.3 GB after work (design 0025).
+            address_space_bytes=8 * 2**30,
+            # The loop compiles once per new graph: a recompiling example compiles every step.
+            budget=3.0,
+        ),
+        Exhibit(
+            id="torch_spmd",
+            group="PyTorch/XLA",
+            label="SPMD mesh",
+            title="SPMD on a device mesh: partition specs, tile assignments, collectives "
+            "(PyTorch/XLA)",
+            summary="xs.Mesh over 1-8 virtual CPU devices, each argument's partition spec and the "
+            "tile assignment it becomes, the HLO's sharding annotations, the collectives the "
+            "SPMD partitioner inserted, and every device's shard.",
+            default_example="matmul_2x4",
+            worker="torch",
+            # `import torch` maps 5 GB of address space, 6.2-6.3 GB after SPMD work (design 0025).
+            address_space_bytes=8 * 2**30,
+            # Two programs compile (f's sync and .cpu()'s gather), each partitioned for n devices.
+            budget=2.0,
+        ),
+        Exhibit(
+            id="dynamo_bridge",
+            group="PyTorch/XLA",
+            label="torch.compile bridge",
+            title='torch.compile(backend="openxla"): FX graphs, graph hashes, replays '
+            "(PyTorch/XLA)",
+            summary="The FX graphs dynamo hands torch_xla's bridge, the graph hash each XLA "
+            "program compiles under, replay by hash on later calls, and graph breaks and CPU "
+            "fallbacks that split f into several programs with host code between.",
+            default_example="sin_cos",
+            worker="torch",
+            # `import torch` maps 5 GB of address space, 5.9-6.3 GB after work (design 0025).
+            address_space_bytes=8 * 2**30,
+            # dynamo traces and the bridge compiles on the first call (0.3-1 s under load).
+            budget=3.0,
+        ),
+        Exhibit(
             id="pallas",
+            group="XLA & export",
+            label="Pallas blocks",
             title="A Pallas kernel, block by block (interpret mode)",
             summary="The grid, the blocks each program instance reads and writes, the kernel's "
             "jaxpr, and the output against the jnp reference.",
@@ -550,6 +613,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="export",
+            group="XLA & export",
+            label="jax.export",
             title="jax.export: a function serialized as StableHLO",
             summary="The exported module, its calling convention and platforms, the symbolic "
             "dimensions and the constraints JAX derived, and a serialize-deserialize-call round "
@@ -561,6 +626,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="xla_passes",
+            group="XLA & export",
+            label="XLA passes",
             title="XLA's optimizer, pass by pass",
             summary="The HLO module after every XLA pass, what each pass changed, the pass that "
             "created each fusion, and the CPU kernels' LLVM IR.",
@@ -568,6 +635,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="wrapped_fun",
+            group="Trace & compile",
+            label="WrappedFun stack",
             title="WrappedFun: linear_util's stack of transformations",
             summary="The generators vmap and custom rules stack around f, in the order they "
             "run, and their write-once stores; jit and grad build none.",
@@ -575,6 +644,8 @@ EXHIBITS: dict[str, Exhibit] = {
         ),
         Exhibit(
             id="review",
+            group="Debugging",
+            label="Code review",
             title="Code review: a training step's questions, answered from the run",
             summary="Static and dynamic arguments, baked constants, hidden randomness, "
             "executables per step, host-device transfers, tracer errors and jits made in the "
@@ -586,8 +657,70 @@ EXHIBITS: dict[str, Exhibit] = {
             # loaded 2-core machine).
             budget=3.0,
         ),
+        Exhibit(
+            id="pmap",
+            group="Devices",
+            label="pmap",
+            title="pmap: a jit around a shard_map",
+            summary="The leading axis split over the devices, what each device receives and "
+            "returns, collectives by axis_name as data movement, and the same step with jit + "
+            "NamedSharding and with shard_map.",
+            default_example="collectives",
+            explains_errors=True,
+            # pmap compiles once, each collective's cut of the body once more, and each version
+            # once (jit + NamedSharding, shard_map).
+            budget=2.0,
+        ),
     ]
 }
+
+# The page's navigation groups, in display order; each tab sits in the group its entry names,
+# in this table's order within the group.
+GROUPS = (
+    "Trace & compile",
+    "Autodiff",
+    "Batching",
+    "Pytrees & control flow",
+    "Caches",
+    "Devices",
+    "XLA & export",
+    "Debugging",
+    "PyTorch/XLA",
+)
+
+
+def table_problems(exhibits: dict[str, Exhibit] | None = None) -> list[str]:
+    """What is wrong with the navigation entries of ``exhibits`` (default: this table): an
+    entry without a label or with a group not in :data:`GROUPS`, two entries with one label
+    (empty: nothing). Checked at server start, by ``npm run gen`` and in tests."""
+    table = EXHIBITS if exhibits is None else exhibits
+    problems = [
+        f"{e.id}: group {e.group!r} is not one of exhibits.registry.GROUPS {GROUPS}"
+        for e in table.values()
+        if e.group not in GROUPS
+    ]
+    problems += [f"{e.id}: no label (the tab's short name)" for e in table.values() if not e.label]
+    labels: dict[str, str] = {}
+    for e in table.values():
+        if e.label and labels.setdefault(e.label, e.id) != e.id:
+            problems.append(f"{labels[e.label]} and {e.id} share the label {e.label!r}")
+    return problems
+
+
+def frontend_table(exhibits: dict[str, Exhibit] | None = None) -> dict[str, object]:
+    """What the frontend's exhibit table (``frontend/src/exhibits.ts``) needs of this one, as
+    ``npm run gen`` writes it to ``frontend/src/gen/exhibits.ts``: the groups in display order
+    and each exhibit's group and label, in this table's order. Raises ``ValueError`` on
+    :func:`table_problems`."""
+    table = EXHIBITS if exhibits is None else exhibits
+    problems = table_problems(table)
+    if problems:
+        raise ValueError("exhibits/registry.py: " + "; ".join(problems))
+    return {
+        "groups": list(GROUPS),
+        "exhibits": {e.id: {"group": e.group, "label": e.label} for e in table.values()},
+    }
+
 
 # Each exhibit folder must hold these parts (checked at server start and in tests).
 REQUIRED_PARTS = ("probe.py", "View.svelte", "narrative.md", "examples", "golden", "events.py")

@@ -166,7 +166,9 @@ def test_startup_fails_on_an_event_missing_from_the_union(
     fake_events = _module_from(tmp_path, "exhibits.fake.events", FAKE_EVENTS)
     monkeypatch.setattr(registry, "EXHIBITS_DIR", tmp_path)
     monkeypatch.setitem(sys.modules, "exhibits.fake.events", fake_events)
-    fake = Exhibit(id="fake", title="Fake", summary="", default_example="x")
+    fake = Exhibit(
+        id="fake", title="Fake", summary="", default_example="x", group="Debugging", label="Fake"
+    )
     assert registry.missing_parts(fake) == []
     monkeypatch.setattr(catalogue_module, "EXHIBITS", {"fake": fake})
     with pytest.raises(IncompleteExhibit, match=r"event union.*FakeForgotten"):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from exhibits.registry import EXHIBITS, Exhibit, missing_parts
+from exhibits.registry import EXHIBITS, Exhibit, missing_parts, table_problems
 from jaxscope.events import check_union
 from jaxscope.protocol import Catalogue, ExhibitInfo
 from jaxscope.sandbox.kinds import kind_problem
@@ -40,12 +40,13 @@ def _info(exhibit: Exhibit, *, check_kind: bool = True) -> ExhibitInfo:
 
 
 class IncompleteExhibit(RuntimeError):
-    """An exhibit folder lacks a required part, or its ``events.py`` defines an event the event
-    union lacks (raised at server start)."""
+    """An exhibit folder lacks a required part, its entry a navigation group or label, or its
+    ``events.py`` defines an event the event union lacks (raised at server start)."""
 
 
 def check_exhibits(exhibits: dict[str, Exhibit] | None = None) -> None:
-    """Raise :class:`IncompleteExhibit` naming every exhibit part that is missing, and every
+    """Raise :class:`IncompleteExhibit` naming every exhibit part that is missing, every entry
+    without a navigation group or label (``exhibits.registry.table_problems``), and every
     problem of the event union assembled from the exhibits' ``events.py``
     (:func:`jaxscope.events.check_union`: an event class its module does not list in
     ``EVENTS``, two events with the same ``type``)."""
@@ -55,6 +56,7 @@ def check_exhibits(exhibits: dict[str, Exhibit] | None = None) -> None:
         for e in table.values()
         if (missing := missing_parts(e))
     ]
+    problems += table_problems(table)
     if problems:
         raise IncompleteExhibit("incomplete exhibits: " + "; ".join(problems))
     if union := check_union(table):

@@ -79,20 +79,20 @@ export type Event =
   | LazyGraphSynced
   | GraphHashCompared
   | TorchaxStaged
+  | PjrtClientTried
+  | SeamStepCrossed
+  | SeamLoopFinished
   | XlaStepCounted
   | XlaLoopFinished
-  | DynamoGraphCaptured
-  | DynamoCallCounted
-  | DynamoRegionsFound
-  | DynamoOutputsCompared
-  | PjrtClientTried
   | SpmdMeshBuilt
   | SpmdArgSharded
   | SpmdHloAnnotated
   | SpmdProgramPartitioned
   | SpmdResultCompared
-  | SeamStepCrossed
-  | SeamLoopFinished
+  | DynamoGraphCaptured
+  | DynamoCallCounted
+  | DynamoRegionsFound
+  | DynamoOutputsCompared
   | PallasCallFound
   | PallasOutputCompared
   | ExportSpecsBuilt
@@ -4088,6 +4088,213 @@ export interface TorchaxVar {
   var: string;
 }
 /**
+ * One client creation (``torch_xla.device()``) in a worker that had imported torch_xla but
+ * created no client. ``pjrt_device`` is the string asked for (None: unset, so torch_xla's
+ * import-time default applies), ``dynamic_plugins`` the switch (``auto``: as torch_xla's
+ * import left it), ``env`` the two variables at creation (None: unset). ``plugin_registry`` is
+ * ``torch_xla.experimental.plugins._plugin_registry``'s names, ``python_device_type``
+ * ``torch_xla.runtime.device_type()``. ``ok`` with ``devices`` (``_xla_get_all_devices``) and
+ * ``device_count`` (``xr.global_device_count()``), or ``error_type`` and ``error`` (the
+ * exception's text, exactly); ``retry_error`` the text a second try with ``PJRT_DEVICE=CPU``
+ * raised after a failure (None: that retry created a client; a C++ failure is kept, the
+ * TPU plugin's Python error is not). ``source`` is the text of
+ * ``branch.file`` at ``tag`` (``commit``); ``init_seconds`` the creation's wall time.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PjrtClientTried".
+ */
+export interface PjrtClientTried {
+  branch: PjrtBranchView;
+  commit: string;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  device_count: number;
+  devices: string[];
+  dynamic_plugins: 'auto' | 'on' | 'off';
+  env: {
+    [k: string]: string | null | undefined;
+  };
+  error: string | null;
+  error_type: string | null;
+  init_seconds: number;
+  list_ranges?: ListRange[];
+  ok: boolean;
+  pjrt_device: string | null;
+  plugin_registry: string[];
+  python_device_type: string | null;
+  retry_error: string | null;
+  run_id: string;
+  seq: number;
+  source: string;
+  tag: string;
+  type: 'pjrt_client_tried';
+}
+/**
+ * A branch of client creation as the shipped source has it (``branches.Branch``):
+ * ``name`` (the device string it compares with, ``dynamic plugin``, ``plugin not
+ * registered``, ``unknown``, ``PJRT_DEVICE empty``), ``file`` (``pjrt_registry.cpp`` or
+ * ``runtime.cpp``), ``condition`` as written, ``condition_lines`` and ``lines`` ([first,
+ * last], 1-based, inclusive), ``env_read`` the environment variables read on the way and in
+ * it, ``env_read_if`` those read only inside a nested ``if`` of it.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PjrtBranchView".
+ */
+export interface PjrtBranchView {
+  condition: string;
+  condition_lines: number[];
+  env_read: string[];
+  env_read_if: string[];
+  file: string;
+  lines: number[];
+  name: string;
+}
+/**
+ * One training step on the XLA device: the batch moved with ``.to(device)``, ``f(*batch)``
+ * (each of its lines traced), ``torch_xla.sync()`` and ``xm.wait_device_ops()``, then
+ * ``.item()`` of the first tensor ``f`` returned.
+ *
+ * ``crossings``: in the order the profiler saw them (the metrics' order by phase where the
+ * trace has no span); ``metrics``: the step's deltas; ``loss``: the value ``.item()`` read;
+ * ``trace_ok``: the trace's span counts per method equal the metrics' sample counts;
+ * ``trace_us``: the step's trace length (µs); ``wall_ns``: the step's wall time.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SeamStepCrossed".
+ */
+export interface SeamStepCrossed {
+  crossings: SeamCrossing[];
+  detail_id?: string | null;
+  detail_of?: string | null;
+  list_ranges?: ListRange[];
+  loss: number;
+  metrics: SeamMetricDelta;
+  run_id: string;
+  seq: number;
+  step: number;
+  trace_ok: boolean;
+  trace_us: number;
+  type: 'seam_step_crossed';
+  wall_ns: number;
+}
+/**
+ * One call of a ``ComputationClient`` method during a step.
+ *
+ * ``method``; ``phase``; ``line``: the snippet line that made it (for ``f``, the line running
+ * when the metric moved; for ``upload``, the ``args``/``batches`` line the batch comes from;
+ * for ``read``, the line of ``f``'s ``return``); None for the loop's sync. ``source``: that
+ * line's text or, for the loop's own statements, the statement. ``start_us``/``dur_us``: its
+ * ``PjRtComputationClient::<method>`` span in the step's profiler trace (µs from the trace's
+ * start), None where the trace has no span for it; ``thread``: the trace thread's name.
+ * ``pjrt``: the PJRT spans inside it (by time, any thread). ``metric_ns``: its sample of the
+ * method's time metric (``TransferToDeviceTime``, ``CompileTime``, ``ExecuteTime``,
+ * ``ExecuteReplicatedTime``, ``TransferFromDeviceTime``), when its phase (or line) had exactly
+ * one, else None; ``bytes``: for transfers, ``OutboundData``/``InboundData`` of the phase (or
+ * line) when it had exactly one sample.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SeamCrossing".
+ */
+export interface SeamCrossing {
+  bytes: number | null;
+  dur_us: number | null;
+  line: number | null;
+  method:
+    | 'TransferToDevice'
+    | 'TransferShardsToDevice'
+    | 'Compile'
+    | 'ExecuteComputation'
+    | 'ExecuteReplicated'
+    | 'TransferFromDevice'
+    | 'ReplicateShardedData';
+  metric_ns: number | null;
+  phase: 'upload' | 'f' | 'sync' | 'read';
+  pjrt: SeamSpan[];
+  source: string;
+  start_us: number | null;
+  thread: string;
+}
+/**
+ * A profiler span inside a crossing's span: ``name`` (a PJRT method's TraceMe name, e.g.
+ * ``PjRtCpuExecutable::ExecuteSharded``), ``start_us`` from the step's trace start, ``dur_us``.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SeamSpan".
+ */
+export interface SeamSpan {
+  dur_us: number;
+  name: string;
+  start_us: number;
+}
+/**
+ * What one step added to torch_xla's metrics (``metric_data``: samples and their sum, ns or
+ * bytes; ``counter_value``), from before the batch's upload to after the loss's ``.item()``.
+ * ``replicate_sharded``: the ``ReplicateShardedData`` counter (SPMD: a sharded value read back;
+ * 0 on one device, the default for streams recorded before it was read).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SeamMetricDelta".
+ */
+export interface SeamMetricDelta {
+  cached: number;
+  compile_ns: number;
+  compiles: number;
+  execute_ns: number;
+  executions: number;
+  from_device: number;
+  from_device_ns: number;
+  inbound_bytes: number;
+  outbound_bytes: number;
+  replicate_sharded: number;
+  replicated: number;
+  replicated_ns: number;
+  to_device: number;
+  to_device_ns: number;
+  uncached: number;
+}
+/**
+ * The loop's end: the losses (one per step), the methods cited, the device
+ * (``torch_xla.device()``), whether SPMD is on (``xr.is_spmd()``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SeamLoopFinished".
+ */
+export interface SeamLoopFinished {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  device: string;
+  list_ranges?: ListRange[];
+  losses: number[];
+  methods: SeamMethodCited[];
+  run_id: string;
+  seq: number;
+  spmd: boolean;
+  type: 'seam_loop_finished';
+}
+/**
+ * A ``ComputationClient`` method at torch_xla's v2.9.0 tag: its declaration
+ * (``computation_client.h:LINE``), its PJRT implementation (``pjrt_computation_client.cpp:LINE``)
+ * and the PJRT C++ API call it makes (``call``, at ``call_at``), the metric it times.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SeamMethodCited".
+ */
+export interface SeamMethodCited {
+  call: string;
+  call_at: string;
+  declared: string;
+  defined: string;
+  method:
+    | 'TransferToDevice'
+    | 'TransferShardsToDevice'
+    | 'Compile'
+    | 'ExecuteComputation'
+    | 'ExecuteReplicated'
+    | 'TransferFromDevice'
+    | 'ReplicateShardedData';
+  metric: string;
+}
+/**
  * One step of the loop: ``f(*batch)`` on the XLA device, then ``torch_xla.sync()``.
  *
  * ``step``: 0-based; ``inputs``: the batch's tensors as ``float32[8,4]``, Python values as
@@ -4170,218 +4377,6 @@ export interface XlaLoopFinished {
   run_id: string;
   seq: number;
   type: 'xla_loop_finished';
-}
-/**
- * One FX ``GraphModule`` dynamo handed to the backend, in the order dynamo handed them over.
- *
- * ``index``: 0-based; ``call``: the call of the compiled function during which dynamo made it;
- * ``frame``: the code dynamo traced (``f``, or a resume function after a graph break:
- * ``torch_dynamo_resume_in_f_at_10``); ``code``: ``gm.code`` (the Python FX generated);
- * ``nodes``: its nodes with their snippet lines; ``reason``: dynamo's
- * ``compile_subgraph_reason.reason``; ``graph_break``: whether the graph ended at a graph break
- * (not at the function's return); ``break_line``/``break_text``: the snippet line of the break
- * (the last snippet frame of the reason's ``user_stack``) and its text.
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "DynamoGraphCaptured".
- */
-export interface DynamoGraphCaptured {
-  break_line: number | null;
-  break_text: string;
-  call: number;
-  code: string;
-  detail_id?: string | null;
-  detail_of?: string | null;
-  frame: string;
-  graph_break: boolean;
-  index: number;
-  list_ranges?: ListRange[];
-  nodes: FxNodeLine[];
-  reason: string;
-  run_id: string;
-  seq: number;
-  type: 'dynamo_graph_captured';
-}
-/**
- * One node of a dynamo FX graph: its ``name``, ``op`` (``placeholder``,
- * ``call_function``, ``call_method``, ``output``...), ``target`` (``torch.sin``, ``sum``) and
- * the snippet line its ``meta['stack_trace']`` names (None when it names none).
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "FxNodeLine".
- */
-export interface FxNodeLine {
-  line: number | null;
-  name: string;
-  op: string;
-  target: string;
-}
-/**
- * One call of the compiled function: ``call`` (0-based); ``graphs``: the FX graphs dynamo
- * handed over during it (indices); ``compiled``: the graph hashes ``extract_graph_helper``
- * computed during it (hex, one per XLA program compiled); ``launched``: the hashes
- * ``_run_cached_graph`` ran, in order (one per XLA program run); ``counters``: the call's
- * metric deltas; ``wall_ns``: the call and its sync.
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "DynamoCallCounted".
- */
-export interface DynamoCallCounted {
-  call: number;
-  compiled: string[];
-  counters: DynamoCounterDelta;
-  detail_id?: string | null;
-  detail_of?: string | null;
-  graphs: number[];
-  launched: string[];
-  list_ranges?: ListRange[];
-  run_id: string;
-  seq: number;
-  type: 'dynamo_call_counted';
-  wall_ns: number;
-}
-/**
- * What one call added to torch_xla's metrics (after ``torch_xla.sync()`` and
- * ``xm.wait_device_ops()``, minus the values before the call): the counters
- * ``DynamoExtractCompiledGraph`` (``extracts``: graphs handed to ``extract_compiled_graph``)
- * and ``UncachedCompile`` (``uncached``), the ``CompileTime`` samples and their sum
- * (``compiles``, ``compile_ns``) and ``ExecuteTime``'s (``executions``, ``execute_ns``). Not
- * ``CachedCompile``: the bridge's ``UnsupportedNodesCollector`` clears torch_xla's counters
- * while it compiles and restores only these two (``dynamo_bridge.py:588``, ``:622-627``).
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "DynamoCounterDelta".
- */
-export interface DynamoCounterDelta {
-  compile_ns: number;
-  compiles: number;
-  execute_ns: number;
-  executions: number;
-  extracts: number;
-  uncached: number;
-}
-/**
- * The run's regions in source order (``regions``), after the calls.
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "DynamoRegionsFound".
- */
-export interface DynamoRegionsFound {
-  detail_id?: string | null;
-  detail_of?: string | null;
-  list_ranges?: ListRange[];
-  regions: DynamoRegion[];
-  run_id: string;
-  seq: number;
-  type: 'dynamo_regions_found';
-}
-/**
- * One stretch of the run in source order: ``kind`` ``xla`` (an XLA program the bridge
- * compiled) or ``host`` (Python and CPU code between programs: a graph break, or an op the
- * bridge left to the CPU). ``graph``: the FX graph it belongs to (for a graph break, the
- * graph it ends); ``program``: the XLA program's index in compile order (None for host);
- * ``graph_hash``: its hash (hex; '' for host); ``what``: its aten ops (xla), or the graph
- * break's reason / the CPU op (host), prefixed ``backward: `` for the backward graph
- * aot_autograd made for the FX graph (it runs from the host code at ``backward()``);
- * ``lines``: the snippet lines it covers; ``code``: the aten FX code of the program
- * (``xla``) as the bridge received it, or the host line's source.
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "DynamoRegion".
- */
-export interface DynamoRegion {
-  code: string;
-  graph: number;
-  graph_hash: string;
-  kind: 'xla' | 'host';
-  lines: number[];
-  program: number | null;
-  what: string;
-}
-/**
- * The last call's outputs against eager CPU torch: ``outputs``
- * (``float32[3,4]`` each), ``max_abs_diff`` over all of them, ``close``
- * (``torch.allclose``, rtol 1e-4, atol 1e-5); ``values``: the first output's first 16 values
- * (flattened; empty for a complex output); ``replayed_by_hash``: every hash
- * ``_run_cached_graph`` launched was one ``extract_graph_helper`` computed.
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "DynamoOutputsCompared".
- */
-export interface DynamoOutputsCompared {
-  close: boolean;
-  detail_id?: string | null;
-  detail_of?: string | null;
-  list_ranges?: ListRange[];
-  max_abs_diff: number;
-  outputs: string[];
-  replayed_by_hash: boolean;
-  run_id: string;
-  seq: number;
-  type: 'dynamo_outputs_compared';
-  values: number[];
-}
-/**
- * One client creation (``torch_xla.device()``) in a worker that had imported torch_xla but
- * created no client. ``pjrt_device`` is the string asked for (None: unset, so torch_xla's
- * import-time default applies), ``dynamic_plugins`` the switch (``auto``: as torch_xla's
- * import left it), ``env`` the two variables at creation (None: unset). ``plugin_registry`` is
- * ``torch_xla.experimental.plugins._plugin_registry``'s names, ``python_device_type``
- * ``torch_xla.runtime.device_type()``. ``ok`` with ``devices`` (``_xla_get_all_devices``) and
- * ``device_count`` (``xr.global_device_count()``), or ``error_type`` and ``error`` (the
- * exception's text, exactly); ``retry_error`` the text a second try with ``PJRT_DEVICE=CPU``
- * raised after a failure (None: that retry created a client; a C++ failure is kept, the
- * TPU plugin's Python error is not). ``source`` is the text of
- * ``branch.file`` at ``tag`` (``commit``); ``init_seconds`` the creation's wall time.
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "PjrtClientTried".
- */
-export interface PjrtClientTried {
-  branch: PjrtBranchView;
-  commit: string;
-  detail_id?: string | null;
-  detail_of?: string | null;
-  device_count: number;
-  devices: string[];
-  dynamic_plugins: 'auto' | 'on' | 'off';
-  env: {
-    [k: string]: string | null | undefined;
-  };
-  error: string | null;
-  error_type: string | null;
-  init_seconds: number;
-  list_ranges?: ListRange[];
-  ok: boolean;
-  pjrt_device: string | null;
-  plugin_registry: string[];
-  python_device_type: string | null;
-  retry_error: string | null;
-  run_id: string;
-  seq: number;
-  source: string;
-  tag: string;
-  type: 'pjrt_client_tried';
-}
-/**
- * A branch of client creation as the shipped source has it (``branches.Branch``):
- * ``name`` (the device string it compares with, ``dynamic plugin``, ``plugin not
- * registered``, ``unknown``, ``PJRT_DEVICE empty``), ``file`` (``pjrt_registry.cpp`` or
- * ``runtime.cpp``), ``condition`` as written, ``condition_lines`` and ``lines`` ([first,
- * last], 1-based, inclusive), ``env_read`` the environment variables read on the way and in
- * it, ``env_read_if`` those read only inside a nested ``if`` of it.
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "PjrtBranchView".
- */
-export interface PjrtBranchView {
-  condition: string;
-  condition_lines: number[];
-  env_read: string[];
-  env_read_if: string[];
-  file: string;
-  lines: number[];
-  name: string;
 }
 /**
  * The SPMD client and the mesh. ``device_count`` is ``xr.global_runtime_device_count()``
@@ -4573,149 +4568,154 @@ export interface SpmdOutputView {
   values: number[];
 }
 /**
- * One training step on the XLA device: the batch moved with ``.to(device)``, ``f(*batch)``
- * (each of its lines traced), ``torch_xla.sync()`` and ``xm.wait_device_ops()``, then
- * ``.item()`` of the first tensor ``f`` returned.
+ * One FX ``GraphModule`` dynamo handed to the backend, in the order dynamo handed them over.
  *
- * ``crossings``: in the order the profiler saw them (the metrics' order by phase where the
- * trace has no span); ``metrics``: the step's deltas; ``loss``: the value ``.item()`` read;
- * ``trace_ok``: the trace's span counts per method equal the metrics' sample counts;
- * ``trace_us``: the step's trace length (µs); ``wall_ns``: the step's wall time.
+ * ``index``: 0-based; ``call``: the call of the compiled function during which dynamo made it;
+ * ``frame``: the code dynamo traced (``f``, or a resume function after a graph break:
+ * ``torch_dynamo_resume_in_f_at_10``); ``code``: ``gm.code`` (the Python FX generated);
+ * ``nodes``: its nodes with their snippet lines; ``reason``: dynamo's
+ * ``compile_subgraph_reason.reason``; ``graph_break``: whether the graph ended at a graph break
+ * (not at the function's return); ``break_line``/``break_text``: the snippet line of the break
+ * (the last snippet frame of the reason's ``user_stack``) and its text.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "SeamStepCrossed".
+ * via the `definition` "DynamoGraphCaptured".
  */
-export interface SeamStepCrossed {
-  crossings: SeamCrossing[];
+export interface DynamoGraphCaptured {
+  break_line: number | null;
+  break_text: string;
+  call: number;
+  code: string;
   detail_id?: string | null;
   detail_of?: string | null;
+  frame: string;
+  graph_break: boolean;
+  index: number;
   list_ranges?: ListRange[];
-  loss: number;
-  metrics: SeamMetricDelta;
+  nodes: FxNodeLine[];
+  reason: string;
   run_id: string;
   seq: number;
-  step: number;
-  trace_ok: boolean;
-  trace_us: number;
-  type: 'seam_step_crossed';
+  type: 'dynamo_graph_captured';
+}
+/**
+ * One node of a dynamo FX graph: its ``name``, ``op`` (``placeholder``,
+ * ``call_function``, ``call_method``, ``output``...), ``target`` (``torch.sin``, ``sum``) and
+ * the snippet line its ``meta['stack_trace']`` names (None when it names none).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "FxNodeLine".
+ */
+export interface FxNodeLine {
+  line: number | null;
+  name: string;
+  op: string;
+  target: string;
+}
+/**
+ * One call of the compiled function: ``call`` (0-based); ``graphs``: the FX graphs dynamo
+ * handed over during it (indices); ``compiled``: the graph hashes ``extract_graph_helper``
+ * computed during it (hex, one per XLA program compiled); ``launched``: the hashes
+ * ``_run_cached_graph`` ran, in order (one per XLA program run); ``counters``: the call's
+ * metric deltas; ``wall_ns``: the call and its sync.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "DynamoCallCounted".
+ */
+export interface DynamoCallCounted {
+  call: number;
+  compiled: string[];
+  counters: DynamoCounterDelta;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  graphs: number[];
+  launched: string[];
+  list_ranges?: ListRange[];
+  run_id: string;
+  seq: number;
+  type: 'dynamo_call_counted';
   wall_ns: number;
 }
 /**
- * One call of a ``ComputationClient`` method during a step.
- *
- * ``method``; ``phase``; ``line``: the snippet line that made it (for ``f``, the line running
- * when the metric moved; for ``upload``, the ``args``/``batches`` line the batch comes from;
- * for ``read``, the line of ``f``'s ``return``); None for the loop's sync. ``source``: that
- * line's text or, for the loop's own statements, the statement. ``start_us``/``dur_us``: its
- * ``PjRtComputationClient::<method>`` span in the step's profiler trace (µs from the trace's
- * start), None where the trace has no span for it; ``thread``: the trace thread's name.
- * ``pjrt``: the PJRT spans inside it (by time, any thread). ``metric_ns``: its sample of the
- * method's time metric (``TransferToDeviceTime``, ``CompileTime``, ``ExecuteTime``,
- * ``ExecuteReplicatedTime``, ``TransferFromDeviceTime``), when its phase (or line) had exactly
- * one, else None; ``bytes``: for transfers, ``OutboundData``/``InboundData`` of the phase (or
- * line) when it had exactly one sample.
+ * What one call added to torch_xla's metrics (after ``torch_xla.sync()`` and
+ * ``xm.wait_device_ops()``, minus the values before the call): the counters
+ * ``DynamoExtractCompiledGraph`` (``extracts``: graphs handed to ``extract_compiled_graph``)
+ * and ``UncachedCompile`` (``uncached``), the ``CompileTime`` samples and their sum
+ * (``compiles``, ``compile_ns``) and ``ExecuteTime``'s (``executions``, ``execute_ns``). Not
+ * ``CachedCompile``: the bridge's ``UnsupportedNodesCollector`` clears torch_xla's counters
+ * while it compiles and restores only these two (``dynamo_bridge.py:588``, ``:622-627``).
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "SeamCrossing".
+ * via the `definition` "DynamoCounterDelta".
  */
-export interface SeamCrossing {
-  bytes: number | null;
-  dur_us: number | null;
-  line: number | null;
-  method:
-    | 'TransferToDevice'
-    | 'TransferShardsToDevice'
-    | 'Compile'
-    | 'ExecuteComputation'
-    | 'ExecuteReplicated'
-    | 'TransferFromDevice'
-    | 'ReplicateShardedData';
-  metric_ns: number | null;
-  phase: 'upload' | 'f' | 'sync' | 'read';
-  pjrt: SeamSpan[];
-  source: string;
-  start_us: number | null;
-  thread: string;
-}
-/**
- * A profiler span inside a crossing's span: ``name`` (a PJRT method's TraceMe name, e.g.
- * ``PjRtCpuExecutable::ExecuteSharded``), ``start_us`` from the step's trace start, ``dur_us``.
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "SeamSpan".
- */
-export interface SeamSpan {
-  dur_us: number;
-  name: string;
-  start_us: number;
-}
-/**
- * What one step added to torch_xla's metrics (``metric_data``: samples and their sum, ns or
- * bytes; ``counter_value``), from before the batch's upload to after the loss's ``.item()``.
- * ``replicate_sharded``: the ``ReplicateShardedData`` counter (SPMD: a sharded value read back;
- * 0 on one device, the default for streams recorded before it was read).
- *
- * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "SeamMetricDelta".
- */
-export interface SeamMetricDelta {
-  cached: number;
+export interface DynamoCounterDelta {
   compile_ns: number;
   compiles: number;
   execute_ns: number;
   executions: number;
-  from_device: number;
-  from_device_ns: number;
-  inbound_bytes: number;
-  outbound_bytes: number;
-  replicate_sharded: number;
-  replicated: number;
-  replicated_ns: number;
-  to_device: number;
-  to_device_ns: number;
+  extracts: number;
   uncached: number;
 }
 /**
- * The loop's end: the losses (one per step), the methods cited, the device
- * (``torch_xla.device()``), whether SPMD is on (``xr.is_spmd()``).
+ * The run's regions in source order (``regions``), after the calls.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "SeamLoopFinished".
+ * via the `definition` "DynamoRegionsFound".
  */
-export interface SeamLoopFinished {
+export interface DynamoRegionsFound {
   detail_id?: string | null;
   detail_of?: string | null;
-  device: string;
   list_ranges?: ListRange[];
-  losses: number[];
-  methods: SeamMethodCited[];
+  regions: DynamoRegion[];
   run_id: string;
   seq: number;
-  spmd: boolean;
-  type: 'seam_loop_finished';
+  type: 'dynamo_regions_found';
 }
 /**
- * A ``ComputationClient`` method at torch_xla's v2.9.0 tag: its declaration
- * (``computation_client.h:LINE``), its PJRT implementation (``pjrt_computation_client.cpp:LINE``)
- * and the PJRT C++ API call it makes (``call``, at ``call_at``), the metric it times.
+ * One stretch of the run in source order: ``kind`` ``xla`` (an XLA program the bridge
+ * compiled) or ``host`` (Python and CPU code between programs: a graph break, or an op the
+ * bridge left to the CPU). ``graph``: the FX graph it belongs to (for a graph break, the
+ * graph it ends); ``program``: the XLA program's index in compile order (None for host);
+ * ``graph_hash``: its hash (hex; '' for host); ``what``: its aten ops (xla), or the graph
+ * break's reason / the CPU op (host), prefixed ``backward: `` for the backward graph
+ * aot_autograd made for the FX graph (it runs from the host code at ``backward()``);
+ * ``lines``: the snippet lines it covers; ``code``: the aten FX code of the program
+ * (``xla``) as the bridge received it, or the host line's source.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
- * via the `definition` "SeamMethodCited".
+ * via the `definition` "DynamoRegion".
  */
-export interface SeamMethodCited {
-  call: string;
-  call_at: string;
-  declared: string;
-  defined: string;
-  method:
-    | 'TransferToDevice'
-    | 'TransferShardsToDevice'
-    | 'Compile'
-    | 'ExecuteComputation'
-    | 'ExecuteReplicated'
-    | 'TransferFromDevice'
-    | 'ReplicateShardedData';
-  metric: string;
+export interface DynamoRegion {
+  code: string;
+  graph: number;
+  graph_hash: string;
+  kind: 'xla' | 'host';
+  lines: number[];
+  program: number | null;
+  what: string;
+}
+/**
+ * The last call's outputs against eager CPU torch: ``outputs``
+ * (``float32[3,4]`` each), ``max_abs_diff`` over all of them, ``close``
+ * (``torch.allclose``, rtol 1e-4, atol 1e-5); ``values``: the first output's first 16 values
+ * (flattened; empty for a complex output); ``replayed_by_hash``: every hash
+ * ``_run_cached_graph`` launched was one ``extract_graph_helper`` computed.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "DynamoOutputsCompared".
+ */
+export interface DynamoOutputsCompared {
+  close: boolean;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  list_ranges?: ListRange[];
+  max_abs_diff: number;
+  outputs: string[];
+  replayed_by_hash: boolean;
+  run_id: string;
+  seq: number;
+  type: 'dynamo_outputs_compared';
+  values: number[];
 }
 /**
  * One ``pallas_call`` eqn of ``jax.make_jaxpr(f)(*args)``, in program order (``index``).
