@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from types import FrameType, TracebackType
-from typing import Any
+from typing import Any, NamedTuple
 
 from jaxscope.explainers import ErrorContext, Explanation
 from jaxscope.snippet_model import SNIPPET_FILENAME
@@ -76,26 +76,41 @@ _TREE_MAPS = {
 }
 
 
-def _tree_map_trees(exc: BaseException) -> tuple[Any, tuple[Any, ...]] | None:
-    """``(tree, rest)`` of the innermost ``jax.tree.map``/``tree_map`` call on ``exc``'s
-    traceback (JAX's ``jax/_src/tree_util.py`` and ``jax/_src/tree.py``), else on the
-    unfiltered traceback JAX keeps as its cause (:func:`_all_frames`), else None."""
-    found = _innermost_tree_map(_frames(exc.__traceback__))
+class TreeMapCall(NamedTuple):
+    """The innermost ``jax.tree.map`` call on a traceback: its trees, and the frame that called
+    it (the first frame outside JAX before it: a snippet's, optax's, Flax's), None when none
+    is on the traceback."""
+
+    tree: Any
+    rest: tuple[Any, ...]
+    caller: FrameType | None
+
+
+def _tree_map_trees(exc: BaseException) -> TreeMapCall | None:
+    """The innermost ``jax.tree.map``/``tree_map`` call on ``exc``'s traceback (JAX's
+    ``jax/_src/tree_util.py`` and ``jax/_src/tree.py``), else on the unfiltered traceback JAX
+    keeps as its cause (:func:`_all_frames`), else None."""
+    found = _innermost_tree_map(list(_frames(exc.__traceback__)))
     if found is None and exc.__cause__ is not None:
-        found = _innermost_tree_map(_all_frames(exc))
+        found = _innermost_tree_map(list(_all_frames(exc)))
     return found
 
 
-def _innermost_tree_map(frames: Iterator[FrameType]) -> tuple[Any, tuple[Any, ...]] | None:
+def _is_jax_frame(frame: FrameType) -> bool:
+    return "/jax/" in frame.f_code.co_filename.replace("\\", "/")
+
+
+def _innermost_tree_map(frames: list[FrameType]) -> TreeMapCall | None:
     found = None
-    for frame in frames:
+    for i, frame in enumerate(frames):
         code = frame.f_code
         file = code.co_filename.replace("\\", "/")
         if "/jax/" not in file or code.co_name not in _TREE_MAPS.get(file.rsplit("/", 1)[-1], ()):
             continue
         local = frame.f_locals
         if "tree" in local and isinstance(local.get("rest"), tuple):
-            found = (local["tree"], local["rest"])
+            callers = [f for f in frames[:i] if not _is_jax_frame(f)]
+            found = TreeMapCall(local["tree"], local["rest"], callers[-1] if callers else None)
     return found
 
 
@@ -202,21 +217,73 @@ _OTHER_FIX = (
 )
 
 
+_NNX_VARIABLE_FIX = (
+    "The tree with the `{cls}` nodes was made by mapping over an NNX state without stopping"
+    " at its Variables: `jax.tree.map(fn, nnx.state(model, nnx.Param))` applies `fn` to the"
+    " value inside each `{cls}` and wraps the result back in a `{cls}`, so labels or a mask"
+    " made that way keep the wrappers, while the tree optax pairs them with (the gradients or"
+    " updates `nnx.Optimizer` hands it) holds plain arrays. Stop at each Variable:"
+    " `jax.tree.map(fn, nnx.state(model, nnx.Param), is_leaf=lambda v: isinstance(v,"
+    " nnx.Variable))` gives one plain label per parameter."
+)
+_NNX_STATE_FIX = (
+    "`nnx.Optimizer` hands optax the parameters as an `nnx.State`, a pytree node type of its"
+    " own, and a label or mask tree must have the same node types (or be a prefix made of"
+    " them): a `dict` with the same keys is not. Wrap it, `nnx.State({{...}})`, or build it"
+    " from the parameters' own structure: `jax.tree.map(fn, nnx.state(model, nnx.Param),"
+    " is_leaf=lambda v: isinstance(v, nnx.Variable))`."
+)
+
+
+def _is_nnx(node: Any, name: str) -> bool:
+    """``node`` is a Flax NNX ``name`` (``Variable``, ``State``) or of a subclass of it."""
+    return any(
+        c.__name__ == name and c.__module__.startswith("flax.nnx") for c in type(node).__mro__
+    )
+
+
+def _caller_name(target: Any, caller: FrameType | None) -> str | None:
+    """``target`` named as the library code that gave it to ``jax.tree.map`` holds it: the
+    caller's local variable (``mask_tree``); None when the caller is the snippet or holds it
+    under no name."""
+    if caller is None or caller.f_code.co_filename == SNIPPET_FILENAME:
+        return None
+    for name, value in caller.f_locals.items():
+        if value is target:
+            return name
+    return None
+
+
+def _library_of(caller: FrameType | None) -> str | None:
+    """The package of the code that called ``jax.tree.map`` (``optax``, ``flax``); None when it
+    is the snippet."""
+    if caller is None or caller.f_code.co_filename == SNIPPET_FILENAME:
+        return None
+    return str(caller.f_globals.get("__name__", "?")).split(".")[0]
+
+
 def tree_structures(exc: BaseException, ctx: ErrorContext) -> Explanation | None:
     """Why two trees ``jax.tree.map`` paired have different structures, with the first node
     where they differ and the fix that applies to how they differ; None when ``exc`` was not
-    raised in a ``tree_map`` over differently structured trees."""
+    raised in a ``tree_map`` over differently structured trees.
+
+    The fix follows from where the trees came from as well as how they differ: a gradient
+    taken with respect to the wrong argument (``argnums``) is offered only when the array side
+    is one of the user's own variables standing where a whole tree of parameters is expected
+    (the root of the other tree); two trees that a library paired (optax's mask and updates)
+    are named by that library's own variables, and an NNX wrapper (``nnx.Param``, ``nnx.State``)
+    on one side gets the NNX fix. Otherwise the fix says only what applies to any two trees."""
     del ctx
     message = str(exc)
     structural = any(m in message for m in _STRUCTURE_MARKERS)
     if not structural and not isinstance(exc, TypeError):
         return None
-    trees = _tree_map_trees(exc)
-    if trees is None:
+    call = _tree_map_trees(exc)
+    if call is None:
         return None
     from jaxscope.internals.api import first_difference
 
-    tree, rest = trees
+    tree, rest = call.tree, call.rest
     found = None
     for i, other in enumerate(rest):
         diff = first_difference(tree, other)
@@ -233,8 +300,18 @@ def tree_structures(exc: BaseException, ctx: ErrorContext) -> Explanation | None
     frame = _snippet_frame(exc)
     left_name = user_name(tree, frame)
     right_name = user_name(other, frame)
-    left = f"`{left_name}`" if left_name else "the first tree given to `jax.tree.map`"
-    right = f"`{right_name}`" if right_name else f"tree {i + 2} given to `jax.tree.map`"
+    left_lib = None if left_name else _caller_name(tree, call.caller)
+    right_lib = None if right_name else _caller_name(other, call.caller)
+    left = (
+        f"`{left_name or left_lib}`"
+        if left_name or left_lib
+        else "the first tree given to `jax.tree.map`"
+    )
+    right = (
+        f"`{right_name or right_lib}`"
+        if right_name or right_lib
+        else f"tree {i + 2} given to `jax.tree.map`"
+    )
     where = f"`{diff.keypath}`" if diff.keypath else "the root"
     optax_state = any(n and re.search(r"\.(mu|nu|trace)\b", n) for n in (left_name, right_name))
     pairing = (
@@ -249,10 +326,48 @@ def tree_structures(exc: BaseException, ctx: ErrorContext) -> Explanation | None
         f" leaves one to one{pairing}. They first differ at {where}:"
         f" {_in_words(diff.text, left, right)}."
     )
+    library = _library_of(call.caller)
+    if call.caller is not None and library is not None and not (left_name or right_name):
+        module = str(call.caller.f_globals.get("__name__", library))
+        made = (
+            f"{left} and {right} are locals of `{module}.{call.caller.f_code.co_name}`"
+            if left_lib and right_lib
+            else f"`{module}.{call.caller.f_code.co_name}` paired them"
+        )
+        explanation += (
+            f" Neither is one of your variables: {made}, which {library} made from trees you"
+            " gave it (parameters, labels, a mask), so the cause is in one of those, not in"
+            " how you took the gradient."
+        )
     types = {type(left_node).__qualname__, type(right_node).__qualname__}
+    wrapped = next((n for n in (left_node, right_node) if _is_nnx(n, "Variable")), None)
+    root_array = (
+        leaf_vs_node
+        and not diff.keypath
+        and any(
+            _is_array_like(node) and name
+            for node, name in ((left_node, left_name), (right_node, right_name))
+        )
+    )
+    root_tuple = (
+        diff.kind == "type"
+        and not diff.keypath
+        and any(
+            isinstance(node, tuple) and name
+            for node, name in ((left_node, left_name), (right_node, right_name))
+        )
+    )
     if diff.kind == "type" and "FrozenDict" in types and types & {"dict", "FrozenDict"} == types:
         fix = _FROZEN_FIX
-    elif leaf_vs_node and (_is_array_like(left_node) or _is_array_like(right_node)):
+    elif wrapped is not None and leaf_vs_node:
+        fix = _NNX_VARIABLE_FIX.format(cls=f"nnx.{type(wrapped).__name__}")
+    elif (
+        diff.kind == "type"
+        and any(_is_nnx(n, "State") for n in (left_node, right_node))
+        and (isinstance(left_node, dict) or isinstance(right_node, dict))
+    ):
+        fix = _NNX_STATE_FIX.format()
+    elif root_array:
         array_side = left if _is_array_like(left_node) else right
         tree_side = right if array_side == left else left
         node = right_node if array_side == left else left_node
@@ -262,7 +377,7 @@ def tree_structures(exc: BaseException, ctx: ErrorContext) -> Explanation | None
             " operand."
         )
         fix = _WRONG_ARGUMENT_FIX
-    elif diff.kind == "type" and isinstance(left_node, tuple) != isinstance(right_node, tuple):
+    elif root_tuple and isinstance(left_node, tuple) != isinstance(right_node, tuple):
         fix = _TUPLE_FIX
     elif diff.kind == "keys":
         fix = _KEYS_FIX

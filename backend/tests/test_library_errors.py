@@ -259,3 +259,62 @@ def test_a_linen_module_passed_to_jit() -> None:
 def test_a_linen_module_under_grad_is_explained_too() -> None:
     _, failed = explained("LN01_module_jit_arg_broken", grad_call)
     assert "A Flax linen Module (`Model`)" in (failed.explanation or "")
+
+
+# ---- trees a library made and paired: the fix follows where they came from (issue 33) -----
+
+
+def test_nnx_labels_that_keep_param_wrappers_get_the_nnx_fix_not_argnums() -> None:
+    s, failed = explained("FO06_nnx_param_labels_broken")
+    text, fix = failed.explanation or "", failed.fix or ""
+    # the two trees are optax's own locals, as the traceback holds them
+    assert "`mask_tree` is a Param node" in text and "`pytree` is an array" in text
+    assert "optax.transforms._masking.mask_pytree" in text
+    assert "argnums" not in fix and "is_leaf=lambda v: isinstance(v, nnx.Variable)" in fix
+    # what the explanation says of the user's labels holds: each is a Param wrapping a string
+    from flax import nnx
+
+    labels = s.namespace["labels"]
+    wrapped = jax.tree.leaves(labels, is_leaf=lambda v: isinstance(v, nnx.Variable))
+    assert wrapped and all(type(v) is nnx.Param for v in wrapped)
+
+
+def test_a_dict_of_labels_for_an_nnx_state_gets_the_state_fix() -> None:
+    _s, failed = explained("FO07_nnx_dict_labels_broken")
+    text, fix = failed.explanation or "", failed.fix or ""
+    assert "`mask_tree` is a dict node with 2 children, `pytree` is a State node" in text
+    assert "argnums" not in fix and "nnx.State({...})" in fix
+
+
+@pytest.mark.parametrize("name", ["FO06_nnx_param_labels_fixed", "FO07_nnx_dict_labels_fixed"])
+def test_the_nnx_label_fixes_applied_freeze_the_backbone_kernel_only(name: str) -> None:
+    # plain JAX/Flax on the fixed case: it runs, and the multi_transform does what the labels
+    # say (the frozen kernel unchanged, the head's kernel moved by Adam)
+    from flax import nnx
+
+    s = load(name)
+    if name.startswith("FO06"):  # f is the nnx.jit step a user calls
+        model = s.args[0]
+        before = np.asarray(model.backbone.kernel[...]), np.asarray(model.head.kernel[...])
+        loss = s.f(*s.args)
+        after = np.asarray(model.backbone.kernel[...]), np.asarray(model.head.kernel[...])
+    else:  # f builds its own model; the same step is taken here on one built alike
+        model = s.namespace["Model"](nnx.Rngs(0))
+        before = np.asarray(model.backbone.kernel[...]), np.asarray(model.head.kernel[...])
+        optimizer = nnx.Optimizer(model, s.namespace["tx"], wrt=nnx.Param)
+        loss, grads = nnx.value_and_grad(s.namespace["loss_fn"])(model, *s.args)
+        optimizer.update(model, grads)
+        after = np.asarray(model.backbone.kernel[...]), np.asarray(model.head.kernel[...])
+        np.testing.assert_allclose(float(jit_call(s)), float(loss), rtol=1e-5)
+    assert np.isfinite(float(loss))
+    np.testing.assert_array_equal(after[0], before[0])  # frozen
+    assert not np.array_equal(after[1], before[1])  # trained
+
+
+def test_argnums_is_offered_only_for_the_users_own_gradient_at_the_root() -> None:
+    # FO01's array is the user's `grads` where the moments are a whole dict: argnums applies;
+    # the same leaf/node difference between two trees optax made (FO06) gets no argnums
+    _s, failed = explained("FO01_grads_wrt_preds_broken")
+    assert "argnums" in (failed.fix or "")
+    _s, failed = explained("FO06_nnx_param_labels_broken")
+    assert "argnums" not in (failed.fix or "")

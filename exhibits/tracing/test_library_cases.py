@@ -30,6 +30,8 @@ BROKEN: dict[str, tuple[str, str, str]] = {
     "FO03_frozen_opt_state": ("tracing", "jit", "flax.core.unfreeze"),
     "FO04_partial_grads": ("tracing", "jit", "optax.multi_transform"),
     "FO05_argnums_tuple": ("tracing", "jit", "g_params, g_x = grads"),
+    "FO06_nnx_param_labels": ("tracing", "jit", "isinstance(v, nnx.Variable)"),
+    "FO07_nnx_dict_labels": ("tracing", "jit", "nnx.State({...})"),
     "NX01_counter_closed_over": ("tracing", "jit", "nnx.jit"),
     "NX02_optimizer_closed_over": ("tracing", "jit", "nnx.jit"),
     "NX03_merge_no_copy": ("transpose", "grad", "copy=True"),
