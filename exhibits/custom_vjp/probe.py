@@ -54,12 +54,14 @@ from jaxscope.exhibit_api import (
     exception_text,
     find_custom_functions,
     is_float_leaf,
+    is_memory_error,
     jaxpr_view,
     plan_call,
     preview_value,
     recording_calls,
     snippet_globals,
     tolerance,
+    user_frames,
     without_rule,
 )
 
@@ -388,6 +390,8 @@ def run(ctx: ProbeContext) -> None:
         grad_fn = jax.grad(target.bind(plan.fun))
         eager = attempt("eager", lambda: grad_fn(target.diff, target.rest))
         jitted = attempt("jit", lambda: jax.jit(grad_fn)(target.diff, target.rest))
+        if jitted.error is not None:
+            plain_jit_failure(plan, called, glb)
         fd = finite_differences(target)
 
         for custom in called:
@@ -395,6 +399,9 @@ def run(ctx: ProbeContext) -> None:
             recorded, jvp_errors = recorded_event(custom, call)
             ctx.emit(recorded)
             auto = attempt("eager", functools.partial(autodiff_gradient, target, plan, custom, glb))
+            if same_error_in_f(eager.error, auto.error):
+                assert eager.error is not None
+                raise eager.error
             ctx.emit(
                 rule_checked(custom, call, recorded, jvp_errors, target, eager, jitted, auto, fd)
             )
@@ -422,6 +429,42 @@ def record_calls(
             own.append(RecordedCall(args=_resolve_args(f_custom, args, kwargs), source=None))
         out = block_until_ready(plan.call(plan.f))
     return calls, out
+
+
+def plain_jit_failure(
+    plan: CallPlan, called: Sequence[CustomFunction], glb: dict[str, Any] | None
+) -> None:
+    """Raise what the plain transform of the jit attempt raises inside the snippet: plain
+    ``jax.jit(f)(*args)`` with every custom function rebound to its undecorated ``.fun`` (no
+    rule, no custom_vjp machinery: JAX's own rules). Called once ``jax.jit(jax.grad(f))``
+    failed. When that fails too, at a line of the snippet (a Python ``if`` or ``int()`` on a
+    traced value in ``f``), the error is ``f``'s own, not the rule's: the run fails at that
+    line, as every other exhibit's does, instead of finishing with it among the problems. An
+    int argument of the custom function used as a shape (C20) fails only with the custom
+    function in place: the rule's problem, shown."""
+    fun = next((c.fun for c in called if c.is_f), plan.f)
+    jitted = jax.jit(fun, static_argnums=plan.static_argnums, static_argnames=plan.static_argnames)
+    with contextlib.ExitStack() as stack:
+        for c in called:
+            if not c.is_f and glb is not None and c.names:
+                stack.enter_context(without_rule(glb, c))
+        try:
+            block_until_ready(plan.call(jitted))
+        except Exception as exc:
+            if is_memory_error(exc) or user_frames(exc.__traceback__):
+                raise
+
+
+def same_error_in_f(with_rule: BaseException | None, without: BaseException | None) -> bool:
+    """Whether ``jax.grad(f)`` with the rule and with the rule removed (plain autodiff: the
+    plain transform) failed alike: the same class and text, raised at the same snippet line.
+    Then the rule is not what JAX rejected: the error is ``f``'s own, and the run fails."""
+    if with_rule is None or without is None or type(with_rule) is not type(without):
+        return False
+    if exception_text(with_rule) != exception_text(without):
+        return False
+    here, there = user_frames(with_rule.__traceback__), user_frames(without.__traceback__)
+    return bool(here) and bool(there) and here[-1].line == there[-1].line
 
 
 def _resolve_args(
