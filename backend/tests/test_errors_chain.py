@@ -31,6 +31,7 @@ TRANSPOSE = "exhibits.transpose.explain.explain_error"
 CUSTOM_VJP = "exhibits.custom_vjp.explain.explain_error"
 VMAP = "exhibits.vmap.explain.explain_error"
 EXPORT = "exhibits.export.explain.explain_error"
+PMAP = "exhibits.pmap.explain.explain_error"
 SHAPES = "jaxscope.explainers.shapes"
 BROADCAST = "jaxscope.explainers.broadcasting"
 
@@ -49,6 +50,7 @@ def test_the_chain_order_is_stable() -> None:
         CUSTOM_VJP,
         VMAP,
         EXPORT,
+        PMAP,
         SHAPES,
         BROADCAST,
     ]

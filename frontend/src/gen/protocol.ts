@@ -108,7 +108,11 @@ export type Event =
   | WrappedFunWatched
   | ReviewStepRan
   | ReviewArgsRead
-  | ReviewFindingsFound;
+  | ReviewFindingsFound
+  | PmapTraced
+  | PmapDevicesRun
+  | PmapCollectivesMoved
+  | PmapEquivalentsCompared;
 export type Request =
   | RunRequest
   | CancelRequest
@@ -5491,6 +5495,181 @@ export interface ReviewFinding {
   line: number | null;
   message: string;
   steps: number;
+}
+/**
+ * What ``jax.make_jaxpr(jax.pmap(f, axis_name=..., in_axes=...))(*args)`` holds: one ``jit``
+ * eqn (``jit_name``, its ``name`` param) whose jaxpr is one ``shard_map`` eqn over a one-axis
+ * mesh named ``axis_name`` (``_internal_pmap_axis_name`` when ``f`` gave none:
+ * ``axis_name_given`` false) of ``mesh_size`` devices (``device_ids``, mesh order), with the
+ * eqn's ``in_specs``/``out_specs`` (``str`` of each), ``check_vma`` and the per-device body
+ * (``body``), which squeezes the mapped axis off each input (``squeezes``) and puts it back on
+ * each output (``expands``). ``in_axes``: pmap's ``in_axes`` per flat argument (``None``:
+ * broadcast). ``collectives``: the body's eqns that name the axis.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PmapTraced".
+ */
+export interface PmapTraced {
+  axis_name: string;
+  axis_name_given: boolean;
+  body: JaxprView;
+  check_vma: boolean;
+  collectives: PmapCollectiveEqn[];
+  detail_id?: string | null;
+  detail_of?: string | null;
+  device_count: number;
+  device_ids: number[];
+  expands: number;
+  in_axes: (number | null)[];
+  in_specs: string[];
+  jit_name: string;
+  list_ranges?: ListRange[];
+  mesh_size: number;
+  out_specs: string[];
+  run_id: string;
+  seq: number;
+  squeezes: number;
+  type: 'pmap_traced';
+}
+/**
+ * An eqn of the per-device body that names the pmap axis (``psum``, ``all_gather``,
+ * ``ppermute``, ...): its index in the body, primitive, the axes it names, its text, and the
+ * user's line (``source``) with the line's code (``source_text``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PmapCollectiveEqn".
+ */
+export interface PmapCollectiveEqn {
+  axes: string[];
+  eqn_index: number;
+  primitive: string;
+  source: SourceLoc | null;
+  source_text: string | null;
+  text: string;
+}
+/**
+ * ``jax.pmap(f)(*args)`` run: every device of its mesh with what it received and returned
+ * (read from the output arrays' ``addressable_shards``), and each output's global shape.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PmapDevicesRun".
+ */
+export interface PmapDevicesRun {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  devices: PmapDeviceValues[];
+  list_ranges?: ListRange[];
+  outputs: PmapLeafShape[];
+  run_id: string;
+  seq: number;
+  type: 'pmap_devices_run';
+}
+/**
+ * One device of the mesh: its id and name, its position along the axis (``index``: the row
+ * of each mapped argument it received, from ``addressable_shards``), its inputs' shapes, and its
+ * outputs: each output leaf's block on this device with the mapped axis squeezed off
+ * (``values``, nested lists; ``None`` past the size limit) and a preview.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PmapDeviceValues".
+ */
+export interface PmapDeviceValues {
+  device: string;
+  device_id: number;
+  index: number;
+  inputs: PmapLeafShape[];
+  outputs: PmapLeafShape[];
+  previews: string[];
+  values: unknown[];
+}
+/**
+ * One argument or output leaf as one device sees it: key path (``args[1][0]``, ``out['w']``),
+ * the global shape pmap was called with (or returned) and the device's shape (the mapped axis
+ * squeezed off; the whole shape for a broadcast argument, ``mapped`` false).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PmapLeafShape".
+ */
+export interface PmapLeafShape {
+  dtype: string;
+  global_shape: number[];
+  mapped: boolean;
+  path: string;
+  shape: number[];
+}
+/**
+ * Every collective of the body that moves data, each with its values per device.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PmapCollectivesMoved".
+ */
+export interface PmapCollectivesMoved {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  device_ids: number[];
+  list_ranges?: ListRange[];
+  moved: PmapCollectiveMoved[];
+  run_id: string;
+  seq: number;
+  type: 'pmap_collectives_moved';
+}
+/**
+ * One collective of the body run on the devices: the body evaluated up to and including
+ * the eqn, under the same ``jax.jit(jax.shard_map(...))`` pmap built, returning the eqn's
+ * operand and result on every device (``before``/``after``, one entry per device in mesh
+ * order; ``None`` past the size limit). ``operand``: which operand of the eqn (a ``psum`` of
+ * several values is one eqn of several operands, each moved alike).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PmapCollectiveMoved".
+ */
+export interface PmapCollectiveMoved {
+  after: unknown[];
+  before: unknown[];
+  eqn: PmapCollectiveEqn;
+  operand: number;
+  operand_shape: number[];
+  result_shape: number[];
+}
+/**
+ * pmap's computation and the snippet's ``jit_version`` / ``shard_map_version`` (those it
+ * defines), each run with ``jax.jit`` on ``args`` placed with ``NamedSharding(mesh, P(axis))``
+ * (``P()`` for a broadcast argument) on ``mesh`` (``mesh_text``: the snippet's ``mesh``, else
+ * pmap's).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PmapEquivalentsCompared".
+ */
+export interface PmapEquivalentsCompared {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  list_ranges?: ListRange[];
+  mesh_text: string;
+  placements: string[];
+  run_id: string;
+  seq: number;
+  type: 'pmap_equivalents_compared';
+  versions: PmapEquivalent[];
+}
+/**
+ * One way of writing the computation: ``name`` (``pmap(f)``, ``jit_version``,
+ * ``shard_map_version``), how it was called (``call``), the jaxpr of that call, each output
+ * leaf's preview, and the comparison with pmap's outputs: ``compared`` ``whole`` (the same
+ * shape as pmap's output) or ``per_device`` (pmap's output minus its leading axis: every
+ * device's row against it), ``max_abs_diff`` and ``equal`` (at the dtype's tolerance).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PmapEquivalent".
+ */
+export interface PmapEquivalent {
+  call: string;
+  compared: 'self' | 'whole' | 'per_device';
+  equal: boolean | null;
+  jaxpr: JaxprView;
+  max_abs_diff: number | null;
+  name: string;
+  note: string | null;
+  previews: string[];
 }
 /**
  * Run ``exhibit`` on the snippet ``code``. Answered by a stream of events for ``run_id``.
