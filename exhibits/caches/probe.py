@@ -38,6 +38,7 @@ from jaxscope.exhibit_api import (
     JitCallRecord,
     ProbeContext,
     SourceLoc,
+    argument_trees,
     aval_text,
     blame_line,
     capture_cache_keys,
@@ -52,18 +53,22 @@ from jaxscope.exhibit_api import (
     mark_during,
     multiline_jaxpr_view,
     observe_jit_call,
+    options_as,
     persistent_cache,
     persistent_cache_enabled,
     persistent_module_name,
     persistent_settings,
     reset_caches,
     setting_line,
+    structure_change,
     trace_context_now,
     watching_jit_calls,
 )
 
 from exhibits.caches.driver import summary as driver_summary
 from exhibits.caches.events import CacheCounterView, CachesReset, JitCallObserved, KeyEntryDiff
+
+from .options import CachesOptions
 
 MAX_CALLS = 64
 
@@ -539,6 +544,8 @@ class _Observer:
         self.baseline_context = trace_context_now()
         self.functions: list[Any] = []  # kept alive: ids stay unique, ordinals stable
         self.history: list[dict[str, str]] = []
+        # each call's dynamic arguments' pytree structures, for a changed input pytree's cause
+        self.trees: list[dict[str, Any]] = []
         # module name -> why JAX did not write its persistent cache entry (JAX's own log line)
         self.not_written: dict[str, str] = {}
         self.def_lines: list[int | None] = []
@@ -584,6 +591,7 @@ class _Observer:
             else None
         )
         nums, names = jitted_statics(jitted)
+        trees = argument_trees(fun, args, kwargs, nums, names)
         entries = [("function", _function_text(name, ordinal, def_line))]
         entries += key_entries(fun, args, kwargs, nums, names)
         entries.append(("tracing context", self._context_text()))
@@ -614,6 +622,8 @@ class _Observer:
         cause = None
         if closest is not None and (record.traced or record.compile_events > 0):
             cause = _cause(diff, name, def_line, self.def_lines[closest], record.layer())
+            if any(d.differs and d.name == "input pytree" for d in diff):
+                cause = _structure_cause(trees, self.trees[closest]) or cause
             unwritten = self.not_written.get(persistent_module_name(jitted))
             if unwritten and record.layer() != "persistent":
                 cause += f"; the disk had no entry: JAX logged {unwritten!r}"
@@ -621,6 +631,7 @@ class _Observer:
         if changed is not None:
             cause = f"{cause}; {changed}" if cause else changed
         self.history.append(now)
+        self.trees.append(trees)
         self.def_lines.append(def_line)
         self.ctx.emit(
             JitCallObserved(
@@ -732,6 +743,18 @@ def _cause(
     return "; ".join(f"{d.name}: now {d.now}, before {d.before}" for d in differing)
 
 
+def _structure_cause(now: dict[str, Any], before: dict[str, Any]) -> str | None:
+    """The input pytree's change in JAX's words, down to the object that is not equal (an NNX
+    GraphDef's static attribute, such as an optax transformation rebuilt each epoch), with the
+    fix; None when no argument present in both calls changed structure."""
+    for name, tree in now.items():
+        if name in before:
+            change = structure_change(name, tree, before[name])
+            if change is not None:
+                return f"{change.text()}. Fix: {change.fix()}" if change.inside else change.text()
+    return None
+
+
 def _counters(record: JitCallRecord) -> list[CacheCounterView]:
     return [
         CacheCounterView(
@@ -749,7 +772,7 @@ def _counters(record: JitCallRecord) -> list[CacheCounterView]:
 def run(ctx: ProbeContext) -> None:
     """Reset JAX's caches, then observe each jit call (calls, preset or driver mode)."""
     snippet = ctx.snippet
-    preset = ctx.options.preset
+    preset = options_as(ctx.options, CachesOptions).preset
     calls = snippet.namespace.get("calls")
     mode: Literal["calls", "driver"] = (
         "calls" if preset is not None or calls is not None else "driver"

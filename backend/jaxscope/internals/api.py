@@ -257,6 +257,7 @@ from jaxscope.internals.cache_layers import (
     jitted_statics as jitted_statics,
     key_entries as key_entries,
     multiline_jaxpr_view as multiline_jaxpr_view,
+    argument_trees as argument_trees,
     observe_jit_call as observe_jit_call,
     persistent_cache_enabled as persistent_cache_enabled,
     persistent_module_name as persistent_module_name,
@@ -271,6 +272,10 @@ from jaxscope.internals.config_table import (
     trace_context_names as trace_context_names,
 )
 from jaxscope.internals.recompiles import (
+from jaxscope.internals.structure_change import (
+    StructureChange as StructureChange,
+    structure_change as structure_change,
+)
     BudgetReached as BudgetReached,
     Diagnosis as Diagnosis,
     KeyRecord as KeyRecord,

@@ -240,6 +240,33 @@ def key_entries(
     return entries
 
 
+def argument_trees(
+    fun: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    static_argnums: tuple[int, ...],
+    static_argnames: tuple[str, ...],
+) -> dict[str, Any]:
+    """Each dynamic argument's pytree structure (``PyTreeDef``) by the name :func:`key_entries`
+    gives it: what ``structure_change`` compares when the input pytree entry differs."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        params = []
+    nargs = len(args)
+    statics = {i % nargs if i < 0 and nargs else i for i in static_argnums}
+    trees: dict[str, Any] = {}
+    for i, a in enumerate(args):
+        if i not in statics:
+            trees[params[i] if i < len(params) else f"args[{i}]"] = jax.tree.structure(a)
+    for k, v in sorted(kwargs.items()):
+        if k not in static_argnames:
+            trees[k] = jax.tree.structure(v)
+    return trees
+
+
 def _leaf_entries(entries: list[tuple[str, str]], name: str, value: Any) -> None:
     for path, leaf in jax.tree_util.tree_leaves_with_path(value):
         leaf_name = name + jax.tree_util.keystr(path)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import inspect
 import sys
 import types
 from collections import Counter
@@ -36,6 +35,7 @@ from typing import Any
 
 import jax
 import jax.monitoring
+from jax._src import util as jax_util
 
 from jaxscope.internals.monitoring import COMPILE_EVENT, TRACE_EVENT
 from jaxscope.snippet_model import SNIPPET_FILENAME
@@ -78,10 +78,57 @@ def user_call_site() -> tuple[int, str] | None:
     return None
 
 
+def python_function(fun: Any) -> Any:
+    """The Python function whose code runs when ``fun`` is called, for every kind of callable
+    ``jax.jit`` takes: a function, a bound method (``__func__``), a ``functools.partial``
+    (``func``), a wrapper (``__wrapped__``: Flax NNX's ``JitFn``), a callable object (its class's
+    ``__call__``: an ``nnx.Module`` instance)."""
+    for _ in range(16):
+        if isinstance(fun, types.FunctionType):
+            return fun
+        if isinstance(fun, functools.partial):
+            fun = fun.func
+        elif isinstance(fun, types.MethodType):
+            fun = fun.__func__
+        elif getattr(fun, "__wrapped__", None) is not None:
+            fun = fun.__wrapped__
+        elif callable(fun) and not isinstance(fun, type):
+            call = vars(type(fun)).get("__call__") or type(fun).__call__
+            if call is fun:
+                return fun
+            fun = call
+        else:
+            return fun
+    return fun
+
+
 def _from_snippet(fun: Any) -> bool:
-    fun = inspect.unwrap(fun)
-    code = getattr(fun, "__code__", None)
+    code = getattr(python_function(fun), "__code__", None)
     return code is not None and code.co_filename == SNIPPET_FILENAME
+
+
+def _user_object(fun: Any) -> bool:
+    """A callable object (not a function) made outside JAX and numpy: a module instance such as
+    an ``nnx.Linear``, whose jit (``jax.jit(model)``) the user's code made."""
+    if isinstance(fun, (types.FunctionType, types.MethodType, functools.partial, type)):
+        return False
+    if getattr(fun, "__wrapped__", None) is not None:
+        return False
+    module = (getattr(type(fun), "__module__", "") or "").split(".")[0]
+    return callable(fun) and module not in ("jax", "jaxlib", "numpy", "builtins")
+
+
+def _jax_name(fun: Any) -> str:
+    """The name JAX's events give a jit of ``fun`` (``util.fun_name``: ``<unnamed function>``
+    for a callable object without ``__name__``)."""
+    return str(jax_util.fun_name(fun))
+
+
+def _flax_jit_wrapper(value: Any) -> bool:
+    """A Flax NNX transform object (``nnx.jit``'s ``JitWrapped``) holding its ``jax.jit`` object
+    in ``jitted_fn``: made when the snippet is loaded, so the jit object is reached through it."""
+    module = getattr(type(value), "__module__", "") or ""
+    return module.startswith("flax.") and is_jitted(getattr(value, "jitted_fn", None))
 
 
 def _tracer_kind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
@@ -164,7 +211,10 @@ class _Watched:
         self._on_call = on_call
         self._watch = watch
         self.__wrapped__ = jitted_fun(jitted)
-        self.__name__ = getattr(self.__wrapped__, "__name__", "?")
+        self.__name__ = _jax_name(self.__wrapped__)
+        # JAX's events name the jit by this name: count them (a callable object, a partial of a
+        # function defined elsewhere in the snippet, have names the source's defs do not give).
+        watch.names.add(self.__name__)
         watch.watched += 1
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -203,7 +253,9 @@ class _Swapper:
 
     def replacement(self, value: Any) -> Any:
         """What ``value`` becomes, or None to leave it."""
-        if is_jitted(value) and _from_snippet(jitted_fun(value)):
+        if is_jitted(value) and (
+            _from_snippet(jitted_fun(value)) or _user_object(jitted_fun(value))
+        ):
             return self.wrap(value)
         if value is self.real_jit:
             return self.watching_jit
@@ -248,6 +300,9 @@ class _Swapper:
                 except ValueError:  # an empty cell (a name assigned later)
                     continue
                 self.slot(content, functools.partial(setattr, cell, "cell_contents"), depth)
+        elif _flax_jit_wrapper(value):
+            self.seen.add(id(value))
+            self.slot(value.jitted_fn, functools.partial(setattr, value, "jitted_fn"), depth)
         elif _snippet_class(type(value)) and hasattr(value, "__dict__"):
             self.seen.add(id(value))
             for k, v in list(vars(value).items()):
@@ -287,12 +342,13 @@ def watching_jit_calls(
         if fun is None:  # @jax.jit(static_argnums=...) style
             return lambda g: watching_jit(g, *a, **kw)
         jitted = real_jit(fun, *a, **kw)
-        if not _from_snippet(fun):
+        # The snippet's functions, and any callable the snippet's own code jits (jax.jit(model)
+        # of a library module); JAX's and libraries' own jits of their functions pass through.
+        called_here = sys._getframe(1).f_code.co_filename == SNIPPET_FILENAME
+        if not (_from_snippet(fun) or (called_here and _user_object(fun))):
             return jitted
         site = user_call_site()
-        watch.created.append(
-            (getattr(inspect.unwrap(fun), "__name__", "?"), site[0] if site else None)
-        )
+        watch.created.append((_jax_name(fun), site[0] if site else None))
         return wrap(jitted)
 
     swapper = _Swapper(wrap, real_jit, watching_jit)

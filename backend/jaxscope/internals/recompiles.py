@@ -49,6 +49,7 @@ from exhibits.caches.events import KeyEntryDiff
 from jaxscope.internals.cache import fresh_caches
 from jaxscope.internals.monitoring import COMPILE_EVENT, LOWER_EVENT, TRACE_EVENT
 from jaxscope.internals.patching import patched
+from jaxscope.internals.structure_change import structure_change
 from jaxscope.protocol import SourceLoc
 from jaxscope.snippet_model import SNIPPET_FILENAME
 
@@ -159,6 +160,7 @@ class KeyRecord:
     avals: dict[str, str] = field(default_factory=dict)
     static: dict[str, str] = field(default_factory=dict)
     trees: dict[str, str] = field(default_factory=dict)
+    treedefs: dict[str, Any] = field(default_factory=dict)  # the PyTreeDefs ``trees`` prints
     context: dict[str, str] = field(default_factory=dict)
     placement: dict[str, str] = field(default_factory=dict)
     hit: bool | None = None
@@ -291,6 +293,7 @@ class Watch:
         i = 0
         for arg_name, treedef in zip(names, treedefs, strict=False):
             rec.trees[arg_name] = str(treedef)
+            rec.treedefs[arg_name] = treedef
             for path in _leaf_paths(treedef, arg_name):
                 if i < len(avals):
                     rec.avals[path] = _aval_text(avals[i])
@@ -670,7 +673,23 @@ def diagnose(now: KeyRecord, earlier: list[KeyRecord]) -> Diagnosis:
     elif any(e.name.startswith("pytree ") for e in differing):
         e = next(e for e in differing if e.name.startswith("pytree "))
         kind = "pytree"
-        cause = f"new input structure at {e.name[len('pytree ') :]}: now {e.now}, before {e.before}"
+        arg = e.name[len("pytree ") :]
+        change = (
+            structure_change(arg, now.treedefs[arg], closest.treedefs[arg])
+            if arg in now.treedefs and arg in closest.treedefs
+            else None
+        )
+        if change is not None and change.inside:
+            # A static part (an NNX GraphDef attribute) not equal although it prints the same:
+            # JAX's explanation, down to the object, and the fix for that object.
+            return Diagnosis(
+                kind=kind,
+                cause=f"{change.text()} (call at {where})",
+                fix=change.fix(),
+                entries=entries,
+                closest=closest,
+            )
+        cause = f"new input structure at {arg}: now {e.now}, before {e.before}"
     elif any(e.name.startswith("static ") for e in differing):
         e = next(e for e in differing if e.name.startswith("static "))
         kind = "static"
