@@ -171,7 +171,7 @@ def _collective_eqns(body: Any, lines: list[str]) -> list[tuple[Any, PmapCollect
                     eqn_index=index,
                     primitive=eqn.primitive.name,
                     axes=axes,
-                    text=str(eqn).strip(),
+                    text=" ".join(str(eqn).split()),  # one line, params and all
                     source=None if line is None else SourceLoc(line=line, function="f"),
                     source_text=code,
                 ),

@@ -4,6 +4,7 @@ import {
   axisSentence,
   deviceRows,
   layers,
+  markedLines,
   moveRows,
   moveSentence,
   pmapModel,
@@ -47,6 +48,14 @@ describe('collectives (the default example)', () => {
     expect(gather[0]?.before).toBe('3');
     expect(gather[0]?.after).toBe('[3, 12, 21, 30, 39, 48, 57, 66]');
     expect(moveSentence(moved.moved[2]!, 8)).toContain('all_gather');
+  });
+
+  it('marks the jit, the shard_map and the collectives in the jaxpr', () => {
+    const text = model.jaxpr!.jaxpr.text;
+    const lines = text.split('\n');
+    const marked = [...markedLines(text)].map((i) => lines[i]!.trim().split('=')[1]?.trim().split('[')[0]);
+    // JAX prints the body first, as a named jaxpr, then the jit and the shard_map that call it
+    expect(marked.sort()).toEqual(['all_gather', 'jit', 'psum', 'psum', 'shard_map']);
   });
 
   it('shows only what the stepper reached', () => {

@@ -158,3 +158,15 @@ export function verdict(v: Equivalent): string {
   const diff = v.max_abs_diff === null || v.max_abs_diff === undefined ? '' : `, max |Δ| ${numberText(v.max_abs_diff)}`;
   return v.compared === 'per_device' ? `equal to every device's row of pmap's output${diff}` : `equal to pmap's output${diff}`;
 }
+
+// The words of a jaxpr's text that mark pmap's layers and its collectives.
+const MARKS = /\b(jit\[|shard_map\[|psum\[|psum_invariant\[|all_gather\[|ppermute\[|all_to_all\[|reduce_scatter\[|pmax\[|pmin\[)/;
+
+/** The 0-based lines of a jaxpr's text that open a jit or a shard_map or hold a collective. */
+export function markedLines(text: string): Set<number> {
+  const out = new Set<number>();
+  text.split('\n').forEach((line, i) => {
+    if (MARKS.test(line)) out.add(i);
+  });
+  return out;
+}
