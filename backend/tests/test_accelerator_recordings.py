@@ -93,3 +93,22 @@ def test_the_tpu_compile_shows_tpu_layouts() -> None:
     raw = _raw(RECORDED / "stations.events.jsonl")
     compiled = next(e for e in raw if e["type"] == "executable_compiled")
     assert "T(8,128)" in compiled["compiled_text"]
+
+
+def test_the_tpu_pmap_gives_each_device_numpys_values() -> None:
+    """pmap's default example sizes its rows by ``jax.local_device_count()``: one row on the one
+    chip. Each device's received shape and returned values on the TPU against numpy on the same
+    rows."""
+    raw = _raw(RECORDED / "pmap.events.jsonl")
+    run = next(e for e in raw if e["type"] == "pmap_devices_run")
+    n = len(run["devices"])
+    assert n == 1 and run["devices"][0]["device"].startswith("TPU_0")
+    x = np.arange(n * 3, dtype=np.float32).reshape(n, 3)  # the example's args[0]
+    for d in run["devices"]:
+        i = d["index"]
+        assert [leaf["shape"] for leaf in d["inputs"]] == [[3]]
+        total, mean, sums, centred = d["values"]
+        np.testing.assert_allclose(total, x.sum(0), rtol=1e-6)
+        np.testing.assert_allclose(mean, x.mean(0), rtol=1e-6)
+        np.testing.assert_allclose(sums, x.sum(1), rtol=1e-6)
+        np.testing.assert_allclose(centred, x[i] - x.mean(0), atol=1e-6)
