@@ -31,6 +31,8 @@ from jaxscope.sandbox.runner import event_json, global_state, state_changed
 from jaxscope.sandbox.snippet import load_snippet
 from pydantic import ValidationError
 
+from testkit import run_cli
+
 EXHIBITS = Path(__file__).resolve().parent
 # Real user problems with their right values (copied from the shared cases: cases/README.md).
 CASES = Path(__file__).resolve().parents[1] / "cases"
@@ -85,15 +87,11 @@ def plain_jax_log(path: Path) -> str:
 
 def jaxscope_run(exhibit: str, path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     """``jaxscope run EXHIBIT PATH EXTRA...`` from the repository's root, its stdout and stderr
-    captured as text (5 minutes at most). The exit status is the caller's to check: 0 fine, 1
-    failed, 3 JAX refused the code or the exhibit found a problem."""
-    return subprocess.run(
-        [JAXSCOPE, "run", exhibit, str(path), *extra],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=CASES.parent,
-    )
+    captured as text. The exit status is the caller's to check: 0 fine, 1 failed, 3 JAX refused
+    the code or the exhibit found a problem. The command's ``main`` runs in this process
+    (``testkit.run_cli``): its worker is a fork of the process's warm template, as a server's
+    are, instead of a cold interpreter, the CLI's imports and a template of its own."""
+    return run_cli("run", exhibit, str(path), *extra, cwd=CASES.parent)
 
 
 # The template (``exhibits/_template/``) is registered nowhere, so its events are in no union: its

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,8 +21,8 @@ from jaxscope.protocol import EVENT_ADAPTER, EventBase, RunFinished
 from jaxscope.sandbox.kinds import kind_problem
 
 from exhibits.registry import EXHIBITS, Exhibit
+from testkit import run_cli
 
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 GOLDENS = [
     (exhibit, path)
     for exhibit in EXHIBITS.values()
@@ -67,13 +65,8 @@ def test_a_golden_is_a_stream_the_exhibit_still_emits(exhibit: Exhibit, golden: 
     assert isinstance(stream[-1], RunFinished)
     recorded = own_types(exhibit, lines)
     assert recorded, f"{golden.name} holds none of {exhibit.id}'s events"
-    proc = subprocess.run(
-        [JAXSCOPE, "run", exhibit.id, str(example_of(exhibit, golden)), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=exhibit.folder.parents[1],
-    )
+    # The command's main in this process (a fork of its warm template): testkit.run_cli.
+    proc = run_cli("run", exhibit.id, str(example_of(exhibit, golden)), "--json")
     assert proc.returncode in (0, 3), proc.stderr
     fresh = [x for x in proc.stdout.splitlines() if x.strip()]
     assert own_types(exhibit, fresh) == recorded, (

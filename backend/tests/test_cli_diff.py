@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import difflib
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import jax
 import jax.extend.core
 import jax.numpy as jnp
 
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+from testkit import run_cli
 
 A = "import jax.numpy as jnp\n\ndef f(x):\n    return jnp.sin(x) * 2.0\n\nargs = (jnp.ones(3),)\n"
 B = (
@@ -29,12 +28,7 @@ def diff(
 ) -> subprocess.CompletedProcess[str]:
     (tmp_path / "a.py").write_text(a)
     (tmp_path / "b.py").write_text(b)
-    return subprocess.run(
-        [JAXSCOPE, "diff", exhibit, str(tmp_path / "a.py"), str(tmp_path / "b.py"), *extra],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_cli("diff", exhibit, str(tmp_path / "a.py"), str(tmp_path / "b.py"), *extra)
 
 
 def test_two_versions_print_the_unified_diff_of_jaxs_texts(tmp_path: Path) -> None:
@@ -76,12 +70,7 @@ def test_a_flag_of_another_exhibit_or_an_overlong_file_is_refused_as_run_refuses
     from jaxscope.protocol import MAX_CODE_CHARS
 
     (tmp_path / "a.py").write_text(A)
-    run = subprocess.run(
-        [JAXSCOPE, "run", "tracing", str(tmp_path / "a.py"), "--in-axes", "1"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    run = run_cli("run", "tracing", str(tmp_path / "a.py"), "--in-axes", "1")
     assert run.returncode == 2 and "not of tracing" in run.stderr
     proc = diff(tmp_path, A, B, "--print", "jaxpr", "--in-axes", "1")
     assert (proc.returncode, proc.stdout) == (2, "")
