@@ -45,6 +45,21 @@ def sample(cases: Sequence[T], k: int, *, key: str) -> list[T]:
     return [cases[i] for i in chosen]
 
 
+def sampled_params(
+    cases: Sequence[Sequence[object]], k: int, *, key: str, ids: Sequence[str]
+) -> list[object]:
+    """``pytest.param`` of every case (each a tuple of the test's arguments, named by ``ids``):
+    the :func:`sample` of ``k`` plain, the others marked ``full``, so that `make test` reports
+    them skipped by name and `make test-all` runs them."""
+    import pytest
+
+    chosen = {id(c) for c in sample(cases, k, key=key)}
+    return [
+        pytest.param(*case, id=name, marks=() if id(case) in chosen else pytest.mark.full)
+        for case, name in zip(cases, ids, strict=True)
+    ]
+
+
 class _Stdin(io.TextIOWrapper):
     """A text stdin over bytes (the CLI reads ``sys.stdin.buffer``), never a terminal."""
 

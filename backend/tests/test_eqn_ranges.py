@@ -34,6 +34,7 @@ from jaxscope.summaries import (
 
 from e2e.real_loop import real_loop
 from exhibits.registry import EXHIBITS
+from testkit import sampled_params
 from tests.harness import REPO, SandboxHarness
 
 MIB = 2**20
@@ -294,7 +295,20 @@ REAL_CASES += [("loop_4k", e) for e in ("jvp", "partial_eval", "transpose", "vma
 # A model under one ``jax.jit`` call (a user's jitted loss): a few eqns whose inner jaxprs are
 # the whole program, split inside its eqns (``summaries._split_nested``).
 REAL_CASES += [("gpt_stack_jit", e) for e in ("jvp", "partial_eval", "transpose", "vmap")]
-REAL_PARAMS = [pytest.param(p, e, id=f"{p}-{e}") for p, e in REAL_CASES]
+# `make test` runs the 4,001-eqn loop in each exhibit (it is split into ranges wherever it runs),
+# a seeded sample of one of the 12-layer GPT's nine cases (each a minute or more on 2 cores) and
+# of four of the others; `make test-all` runs all of them, the 20,001-eqn loop included
+# (testkit.py, docs/design/0058-suite-that-fits.md).
+_ALWAYS = [c for c in REAL_CASES if c[0] == "loop_4k"]
+_GPT = [c for c in REAL_CASES if c[0].startswith("gpt_stack")]
+_OTHERS = [c for c in REAL_CASES if c not in _ALWAYS and c not in _GPT]
+REAL_PARAMS = [pytest.param(p, e, id=f"{p}-{e}") for p, e in _ALWAYS] + [
+    param
+    for cases, k in ((_GPT, 1), (_OTHERS, 4))
+    for param in sampled_params(
+        cases, k, key=f"test_eqn_ranges.{k}", ids=[f"{p}-{e}" for p, e in cases]
+    )
+]
 
 
 def _real_code(program: str) -> str:
