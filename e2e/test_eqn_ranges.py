@@ -74,6 +74,7 @@ def test_the_gpt_stack_text_scrolled_to_its_end_is_jaxs_text(
     assert console_errors == []
 
 
+@pytest.mark.full  # the 12-layer stack: make test-all (design 0058)
 def test_opening_the_graph_completes_the_gpt_stack_a_range_at_a_time(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:

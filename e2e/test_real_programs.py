@@ -128,6 +128,7 @@ def _seen_scrolling(page: Page, locator: Locator, attribute: str) -> set[str]:
     return seen
 
 
+@pytest.mark.full  # the 12-layer stack: make test-all (design 0058)
 def test_the_gpt_stack_graph_opens_on_its_layers_and_expands_one(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
@@ -194,6 +195,7 @@ _IN_VIEW_JS = """(el, sel) => {
 }"""
 
 
+@pytest.mark.full  # the 12-layer stack: make test-all (design 0058)
 def test_expand_all_of_the_gpt_stack_keeps_nodes_in_view(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
@@ -248,6 +250,7 @@ def test_expand_all_of_the_gpt_stack_keeps_nodes_in_view(
     assert console_errors == []
 
 
+@pytest.mark.full  # the 12-layer stack: make test-all (design 0058)
 def test_expanding_the_gpt_stacks_params_shows_named_leaves_in_rows(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
@@ -377,6 +380,7 @@ args = (jnp.ones(3),)
 """
 
 
+@pytest.mark.full  # the 12-layer stack: make test-all (design 0058)
 def test_a_graph_of_over_1000_visible_eqns_draws_what_is_in_view(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
@@ -459,6 +463,7 @@ def _snippet_line(eqn: Any) -> int | None:
     return None
 
 
+@pytest.mark.full  # the 12-layer stack: make test-all (design 0058)
 def test_the_gpt_stack_graph_expands_jit_calls_finds_eqns_and_has_an_overview(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
@@ -550,6 +555,7 @@ def test_the_gpt_stack_graph_expands_jit_calls_finds_eqns_and_has_an_overview(
     assert console_errors == []
 
 
+@pytest.mark.full  # the 12-layer stack: make test-all (design 0058)
 def test_the_stepper_walks_the_gpt_stack_transpose_steps_with_values_on_demand(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
@@ -704,6 +710,7 @@ def test_partial_eval_of_a_4000_eqn_loop_counts_the_whole_jaxprs(
     assert console_errors == []
 
 
+@pytest.mark.full  # the 12-layer stack: make test-all (design 0058)
 def test_a_jitted_gpt_stacks_cut_texts_say_what_is_still_to_come(
     page: Page, console_errors: list[str]
 ) -> None:
@@ -753,6 +760,7 @@ def test_a_jitted_gpt_stacks_cut_texts_say_what_is_still_to_come(
     assert console_errors == []
 
 
+@pytest.mark.full  # the 12-layer stack: make test-all (design 0058)
 def test_a_jitted_gpt_stack_arrives_whole_in_the_page(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
@@ -818,6 +826,7 @@ def test_a_jitted_gpt_stack_arrives_whole_in_the_page(
     assert console_errors == []
 
 
+@pytest.mark.full  # the 12-layer stack: make test-all (design 0058)
 def test_a_jitted_gpt_stacks_graph_groups_the_jit_by_its_layers(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
