@@ -19,6 +19,7 @@ from jaxscope.sandbox.probe_api import (
     SNIPPET_FILENAME,
     Snippet,
     blame_line,
+    mark_during,
     setting_line,
     source_lines,
 )
@@ -80,6 +81,50 @@ def _kind(value: Any) -> str:
     if isinstance(shape, tuple) and dtype is not None:
         return f"an array ({dtype}{list(shape)})"
     return f"a {type(value).__name__}"
+
+
+def _check_not_deleted(
+    f: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], source: str
+) -> None:
+    """Plain ``f(*args, **kwargs)`` fails when an array among ``args`` or ``kwargs`` was
+    donated (or deleted) while the snippet loaded: ``y = step(x)`` under ``donate_argnums``,
+    then ``args = (x,)`` (jax-ml/jax#9675, flatironinstitute/jaxmg#29). An exhibit that only
+    traces or lowers ``f`` (shapes and dtypes are still there) would finish, and one that copies
+    ``args`` would run on what it made. So when a leaf is deleted, ``f`` is called here as plain
+    JAX calls it, and what it raises fails the run, as in a fresh process (a jitted ``f``
+    refuses the buffer before it runs anything): at ``f``'s line when ``f`` raised in the
+    snippet, else at the line that sets ``args`` (or ``kwargs``), naming the argument. A call
+    that does not raise (the deleted array is never read) is left to the exhibit."""
+    if "jax" not in sys.modules:
+        return
+    import jax
+
+    deleted = [
+        (name, path)
+        for name, tree in (("args", args), ("kwargs", kwargs))
+        for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]
+        if isinstance(leaf, jax.Array) and leaf.is_deleted()
+    ]
+    if not deleted:
+        return
+    name, path = deleted[0]
+    try:
+        jax.block_until_ready(f(*args, **kwargs))  # type: ignore[no-untyped-call]
+    except Exception as exc:
+        where = name + jax.tree_util.keystr(path)
+        mark_during(exc, f"calling f(*args) with {where}, donated or deleted while loading")
+        if not _raised_in_snippet(exc):
+            blame_line(exc, setting_line(source, name))
+        raise
+
+
+def _raised_in_snippet(exc: BaseException) -> bool:
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == SNIPPET_FILENAME:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _check_hashable(
@@ -234,6 +279,7 @@ def snippet_from_namespace(source: str, filename: str, namespace: Mapping[str, A
             raise at(name, exc) from None
     _check_static(f, settings["static_argnums"], settings["static_argnames"], source)
     _check_hashable(args, kwargs, settings["static_argnums"], settings["static_argnames"], source)
+    _check_not_deleted(f, args, kwargs, source)
     return Snippet(
         source=source,
         filename=filename,
