@@ -849,9 +849,11 @@ def _observe(
     for number, p in enumerate(planned, 1):
         if p.memory == MEMORY_CLEARED:
             reset_caches()
-        # A donating jit deletes its input arrays: each call gets its own copies (same avals,
-        # same placement), as a loop that makes fresh inputs would.
-        args = _copies(p.args) if jitted_donates(p.jitted) else p.args
+        # A donating jit deletes its input arrays: each preset call gets its own copies (same
+        # avals, same placement), as a loop that makes fresh inputs would. The snippet's own
+        # `calls` are made as listed, as a plain script makes them: an array that one call
+        # donated and a later one passes again fails there, as in a fresh process (issue 33).
+        args = _copies(p.args) if preset is not None and jitted_donates(p.jitted) else p.args
         with _context(p.context):
             try:
                 observer.call(p.jitted, args, p.kwargs, None, p.memory)
