@@ -20,7 +20,7 @@ from jaxscope.exhibit_api import EventBase
 
 from exhibits.shown import ShownError
 
-from .events import KeyReuseChecked, RandomCallRecorded
+from .events import FIX_MARK, KeyReuseChecked, RandomCallRecorded
 
 
 def _key_tree(events: Sequence[EventBase]) -> str | None:
@@ -60,6 +60,21 @@ def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
         if not isinstance(e, KeyReuseChecked):
             continue
         for f in e.findings:
+            if f.message and FIX_MARK in f.message:
+                # Randomness that does not advance (advance.py): its own words and fix.
+                what, fix = f.message.split(FIX_MARK, 1)
+                out.append(
+                    ShownError(
+                        error_class="RandomnessNotAdvancing",
+                        message=what,
+                        computation="f(*args) as written, its jax.random draws recorded as run",
+                        artefact="reuse",
+                        line=f.line,
+                        note=fix,
+                        kind="finding",
+                    )
+                )
+                continue
             first = f"first consumed at line {f.first_line}" if f.first_line else "consumed before"
             by = (
                 "jax.debug_key_reuse"

@@ -51,6 +51,11 @@ class RandomCallRecorded(EventBase):
     impl: str | None
 
 
+# In a finding of randomness that does not advance (``advance.py``, or JAX's checker on a jitted
+# call), the text between what was seen and the fix (``artefacts.py`` splits them again).
+FIX_MARK = " Fix: "
+
+
 class KeyReuseFinding(WireModel):
     """One reuse of a key: ``line`` the call that used the key again, ``first_line`` the earlier
     call that consumed it (None when the recorded tree does not show it). ``checker``: who found

@@ -40,6 +40,7 @@ import jax
 import numpy as np
 from jaxscope.exhibit_api import SNIPPET_FILENAME, ProbeContext, block_until_ready
 
+from . import advance
 from .events import KeyReuseChecked, KeyReuseFinding, RandomCallRecorded, RandomOpKind
 
 # The jax.random functions that make a key from a seed or from raw data.
@@ -325,10 +326,21 @@ def run(ctx: ProbeContext) -> None:
         )
     findings: list[KeyReuseFinding] = []
     typed_keys = any(c.typed for c in recorder.calls)
-    # JAX's checker tracks typed keys only: with none, running f again would find nothing.
-    if typed_keys:
-        findings += checker_findings(ctx, recorder.calls)
-    findings += raw_reuses(recorder.calls)
+    draws = any(c.kind == "draw" for c in recorder.calls)
+    repeated: list[KeyReuseFinding] = []
+    # JAX's checker tracks typed keys only: with none (and no draw to watch), running f again
+    # would find nothing.
+    if typed_keys or draws:
+        reused, repeated = as_written(ctx, recorder.calls, typed_keys, draws)
+        findings += reused
+    # A raw key consumed twice by the same line is the same repeat, seen without the jit: the
+    # run-as-written finding (its cause and fix) takes its place.
+    repeated_lines = {f.line for f in repeated}
+    findings += [
+        f for f in raw_reuses(recorder.calls) if not (f.line == f.first_line in repeated_lines)
+    ]
+    lines = {f.line for f in findings}
+    findings += [f for f in repeated if f.line not in lines]
     ctx.emit(
         KeyReuseChecked(
             findings=findings,
@@ -339,24 +351,58 @@ def run(ctx: ProbeContext) -> None:
     )
 
 
-def checker_findings(ctx: ProbeContext, calls: list[Call]) -> list[KeyReuseFinding]:
-    """Run ``f`` as written under ``jax.debug_key_reuse(True)``; the ``KeyReuseError`` it
-    raises (at most one: the run stops there) as a finding."""
+def draw_watch(
+    namespace: dict[str, Any],
+) -> tuple[list[str], list[tuple[dict[str, Any], str, str]]]:
+    """The draw functions of ``jax.random`` and the snippet's names bound to them (globals,
+    name, function name), for :func:`advance.check`."""
+    draw_ops = [name for name, kind in recorded_ops().items() if kind == "draw"]
+    by_id = {id(getattr(jax.random, name)): name for name in draw_ops}
+    aliases = [
+        (glob, k, by_id[id(v)])
+        for glob in snippet_globals(namespace)
+        for k, v in list(glob.items())
+        if id(v) in by_id
+    ]
+    return draw_ops, aliases
+
+
+def as_written(
+    ctx: ProbeContext, calls: list[Call], typed_keys: bool, draws: bool
+) -> tuple[list[KeyReuseFinding], list[KeyReuseFinding]]:
+    """Run ``f`` as written (jit and all) once more, its stdout dropped (the first run showed
+    it): under ``jax.debug_key_reuse(True)`` when it uses typed keys (the ``KeyReuseError`` it
+    raises, at most one: the run stops there, is the first list), and with its draws watched
+    (``advance.py``: draws that repeated their key across calls, the second list). One run, not
+    two: a run of ``f`` may leave state behind (a key attribute replaced inside a trace holds a
+    tracer afterwards) that a further run would trip over, as no fresh process would."""
     snippet = ctx.snippet
-    with ctx.stage("run"):
+    draw_ops, aliases = draw_watch(snippet.namespace) if draws else ([], [])
+    with ctx.stage("run"), advance.watching_draws(draw_ops, aliases) as log:
         try:
             # jax.debug.print's callbacks print through sys.stdout too; they have run when
-            # block_until_ready returns.
-            with jax.debug_key_reuse(True), contextlib.redirect_stdout(io.StringIO()):
+            # block_until_ready returns (and the draws' callbacks by the effects barrier).
+            with (
+                jax.debug_key_reuse(typed_keys),
+                contextlib.redirect_stdout(io.StringIO()),
+            ):
                 block_until_ready(snippet.f(*snippet.args, **snippet.kwargs))
+                jax.effects_barrier()  # type: ignore[no-untyped-call]
         except jax.errors.KeyReuseError as exc:
             line = error_line(exc)
+            message = str(exc).split("\n")[0]
+            first = first_use(calls, line)
+            if "jit-compiled function" in message and first in (None, line):
+                # No earlier line consumed it (eager draws are jit-compiled too, and those name
+                # their first line): a jitted call reads a key an earlier call of the same line
+                # consumed, the key did not advance between calls (advance.py's case).
+                message += advance.JIT_KEY_NOT_ADVANCING
             return [
                 KeyReuseFinding(
                     line=line,
-                    first_line=first_use(calls, line),
+                    first_line=first,
                     checker="jax.debug_key_reuse",
-                    message=str(exc).split("\n")[0],
+                    message=message,
                 )
-            ]
-    return []
+            ], advance.not_advancing(log.draws)
+    return [], advance.not_advancing(log.draws)
