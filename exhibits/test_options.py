@@ -1,13 +1,14 @@
-"""Each exhibit owns its run options (``exhibits/<id>/options.py``), and ``RunOptions`` is their
-composition: one base per exhibit, in the registry's order (the options registry in
-``jaxscope.protocol``).
+"""Each exhibit owns its run options (``exhibits/<id>/options.py``), its registry entry names the
+model (``Exhibit.options``), and ``RunOptions`` is their composition: one base per exhibit, in
+the registry's order (``jaxscope.run_options``, design 0059).
 
 Checked here (:func:`options_problems`, on the real tree and on fakes that break each rule): every
 options model an exhibit folder defines is a base of ``RunOptions``; every base comes from a
 registered exhibit's ``options.py``; each field is defined once, its ``x-exhibits`` names only
 registered exhibits, the owner among them; ``RunOptions`` adds no field of its own and still
-refuses unknown ones; and importing the protocol, which imports every options module, loads no
-JAX.
+refuses unknown ones; the composition refuses an entry that names no model of a folder's
+``options.py`` or one it lacks; and importing the protocol, which imports the registry and
+every options module, loads no JAX and no other exhibit module.
 """
 
 from __future__ import annotations
@@ -22,11 +23,16 @@ from types import ModuleType
 
 import pytest
 from jaxscope.protocol import RunOptions
+from jaxscope.run_options import OptionsRegistryError, compose, options_as
 from jaxscope.wire import WireModel
 from pydantic import ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from exhibits.registry import EXHIBITS, EXHIBITS_DIR
+from exhibits import registry
+from exhibits.registry import EXHIBITS, EXHIBITS_DIR, Exhibit
+from exhibits.recompile_hunt.options import RecompileHuntOptions
+from exhibits.sharding.options import ShardingOptions
+from exhibits.vmap.options import VmapOptions
 
 # No ``from __future__ import annotations``: the fake module is not in sys.modules, where pydantic
 # would look its string annotations up.
@@ -88,7 +94,7 @@ def options_problems(
             if model not in bases:
                 problems.append(
                     f"{model.__name__} ({module.__name__}) is not a base of {composed.__name__}: "
-                    "add its line to the options registry"
+                    "name it in its exhibit's registry entry (options=...)"
                 )
     owners: list[str] = []
     owned: dict[str, str] = {}
@@ -166,7 +172,7 @@ def test_an_options_model_left_out_of_run_options_fails(tmp_path: Path) -> None:
     ids = [*EXHIBITS, "fake_exhibit"]
     assert options_problems(RunOptions, modules, ids) == [
         f"{cls} (exhibits.fake_exhibit.options) is not a base of RunOptions: "
-        "add its line to the options registry"
+        "name it in its exhibit's registry entry (options=...)"
         for cls in ("FakeOptions", "FakeVmapOptions")
     ]
 
@@ -195,7 +201,8 @@ def test_an_option_naming_no_exhibit_or_defined_twice_fails(tmp_path: Path) -> N
 
 def test_the_composition_keeps_the_wire_format() -> None:
     """The composed model refuses what each exhibit's model refuses, and unknown options."""
-    assert RunOptions.model_validate({"in_axes": "(0, None)", "steps": 3}).steps == 3
+    composed = RunOptions.model_validate({"in_axes": "(0, None)", "steps": 3})
+    assert options_as(composed, RecompileHuntOptions).steps == 3
     refused: list[dict[str, object]] = [
         {"no_such_option": 1},
         {"steps": 0},
@@ -228,16 +235,77 @@ def test_the_composition_keeps_the_wire_format() -> None:
 
 
 def test_the_protocol_imports_the_options_without_jax() -> None:
-    """The server and the CLI import the protocol, and so every options module, without JAX."""
+    """The server and the CLI import the protocol, and so the registry and every options module
+    (no other exhibit module: no events, artefacts or probe), without JAX; the registry alone
+    imports nothing of jaxscope (the protocol imports it while it is defined)."""
     code = (
         "import sys\n"
+        "import exhibits.registry\n"
+        "print(sorted(m for m in sys.modules if m.startswith('jaxscope')))\n"
         "import jaxscope.protocol\n"
-        "print(sorted(m for m in sys.modules if m.endswith('.options')))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('exhibits.') and m.count('.') > 1))\n"
         "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith('jax.')))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
-    loaded, jax_modules = out.stdout.splitlines()
+    jaxscope_modules, loaded, jax_modules = out.stdout.splitlines()
+    assert jaxscope_modules == "[]"
     assert loaded == str(sorted(m.__name__ for m in real_options_modules().values()))
     assert jax_modules == "[]"
+
+
+def test_every_registry_entry_names_the_model_of_its_options_py() -> None:
+    named = {e.id: e.options for e in EXHIBITS.values() if e.options is not None}
+    assert set(named) == {p.parent.name for p in EXHIBITS_DIR.glob("*/options.py")} & set(EXHIBITS)
+    for exhibit_id, model in named.items():
+        assert getattr(real_options_modules()[exhibit_id], model) in RunOptions.__bases__
+
+
+def test_the_composition_refuses_an_entry_without_its_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A registered folder with an ``options.py`` whose entry names no model, or names one the
+    module lacks, fails the composition (and so the protocol's import: the server, the worker,
+    every test) with both named."""
+    for name in ("silent", "misnamed"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "options.py").write_text(FAKE_OPTIONS)
+    monkeypatch.setattr(registry, "EXHIBITS_DIR", tmp_path)
+    monkeypatch.setitem(sys.modules, "exhibits.misnamed.options", _fake_module(tmp_path))
+    table = {
+        "silent": Exhibit(id="silent", title="S", summary="", default_example="x"),
+        "misnamed": Exhibit(
+            id="misnamed", title="M", summary="", default_example="x", options="NoSuchOptions"
+        ),
+    }
+    with pytest.raises(OptionsRegistryError) as raised:
+        compose(table)
+    assert str(raised.value) == (
+        "the options registry is inconsistent: exhibits/silent/options.py exists but the "
+        "registry entry of silent names no options model (options=...); misnamed: "
+        "options='NoSuchOptions' is not a WireModel of exhibits.misnamed.options"
+    )
+    # Named, it composes: the model is a base, its fields are RunOptions' fields.
+    table["misnamed"] = Exhibit(
+        id="misnamed", title="M", summary="", default_example="x", options="FakeOptions"
+    )
+    del table["silent"]
+    composed = compose(table)
+    assert [b.__name__ for b in composed.__bases__] == ["FakeOptions"]
+    assert set(composed.model_fields) == {"depth", "width"}
+
+
+def test_a_probe_reads_its_options_through_its_model() -> None:
+    """``options_as`` gives the run's options as one exhibit's model (typed reads), the same
+    object, and refuses a model that is not a base of ``RunOptions``."""
+    options = RunOptions.model_validate({"in_axes": "(0, None)", "mesh": "m"})
+    assert options_as(options, VmapOptions).in_axes == "(0, None)"
+    assert options_as(options, ShardingOptions).mesh == "m"
+    assert id(options_as(options, VmapOptions)) == id(options)
+
+    class Stray(WireModel):
+        depth: int | None = None
+
+    with pytest.raises(TypeError, match="Stray is not a base of RunOptions"):
+        options_as(options, Stray)

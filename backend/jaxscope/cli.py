@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, BinaryIO, TextIO, get_args
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, TextIO, get_args, get_origin
 
 from pydantic import ValidationError
 
@@ -50,7 +50,6 @@ from jaxscope.protocol import (
     RunFinished,
     RunOptions,
     RunRequest,
-    TransformName,
     option_exhibits,
 )
 from jaxscope.settings import Limits, Settings, settings_from_env
@@ -403,6 +402,14 @@ def _options_elsewhere(ns: argparse.Namespace, exhibit: str) -> str | None:
     return None
 
 
+def _literal_names(annotation: object) -> tuple[str, ...]:
+    """The values of every ``Literal`` inside ``annotation`` (``list[Literal["jit", ...]] |
+    None``: the transform names of transform_order's ``stack``, read off the composed model)."""
+    if get_origin(annotation) is Literal:
+        return tuple(str(a) for a in get_args(annotation))
+    return tuple(name for arg in get_args(annotation) for name in _literal_names(arg))
+
+
 def _stack_option(text: str) -> list[str]:
     """``--stack vmap,grad`` -> ``["vmap", "grad"]`` (outermost first; ``""`` = no transform;
     an empty name between commas is an error, not silently dropped)."""
@@ -411,7 +418,7 @@ def _stack_option(text: str) -> list[str]:
     names = [t.strip() for t in text.split(",")]
     if "" in names:
         raise argparse.ArgumentTypeError(f"an empty transform name in {text!r}")
-    valid = get_args(TransformName)
+    valid = _literal_names(RunOptions.model_fields["stack"].annotation)
     bad = [n for n in names if n not in valid]
     if bad:
         raise argparse.ArgumentTypeError(

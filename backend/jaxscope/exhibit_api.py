@@ -91,6 +91,7 @@ if TYPE_CHECKING:
         ValueView,
         without_previews,
     )
+    from jaxscope.run_options import options_as
     from jaxscope.sandbox.errors import (
         describe_failure,
         is_memory_error,
@@ -130,6 +131,7 @@ _INTERNALS_API = "jaxscope.internals.api"
 _MODULES = frozenset({"finite_diff", "torch_internals"})
 _HOMES: dict[str, tuple[str, ...]] = {
     "jaxscope.wire": ("WireModel",),
+    "jaxscope.run_options": ("options_as",),
     "jaxscope.protocol": (
         "ArrayPreview",
         "AvalView",
@@ -228,6 +230,7 @@ __all__ = [
     "SMOOTH",
     "SNIPPET_FILENAME",
     "SWAPPED_OUT_STREAMS",
+    "ArgTrace",
     "ArrayPreview",
     "AvalView",
     "BakedConstant",
@@ -268,6 +271,7 @@ __all__ = [
     "RandomCall",
     "RecompileStepRecord",
     "RecordedCall",
+    "RecordedEqn",
     "RuleView",
     "RunFinished",
     "RunOptions",
@@ -276,6 +280,7 @@ __all__ = [
     "SolvedDims",
     "SourceLoc",
     "StageTimed",
+    "StructureChange",
     "TransposeStepRecord",
     "ValueView",
     "WalkResult",
@@ -284,6 +289,7 @@ __all__ = [
     "WrappedFunStack",
     "WrappedFunStep",
     "all_checks",
+    "argument_trees",
     "aval_text",
     "aval_view",
     "baked_constants",
@@ -373,9 +379,6 @@ __all__ = [
     "leaf_aval",
     "linear_jaxpr_staged",
     "linearize_vjp",
-    "argument_trees",
-    "structure_change",
-    "StructureChange",
     "load_snippet",
     "map_inputs",
     "mark_during",
@@ -391,6 +394,7 @@ __all__ = [
     "observe_jit_call",
     "observing_shard_map",
     "observing_trace_stack",
+    "options_as",
     "output_previews",
     "pallas_block_indices",
     "pallas_kernel_view",
@@ -437,6 +441,7 @@ __all__ = [
     "store_kind",
     "store_value",
     "stripped_module_text",
+    "structure_change",
     "tolerance",
     "torch_internals",
     "trace_context_names",

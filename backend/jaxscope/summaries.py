@@ -15,19 +15,23 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from jaxscope.protocol import (
     EqnRange,
     EqnView,
-    EventModel,
     ItemsSent,
     JaxprEqnsSent,
     JaxprView,
     ListRange,
 )
+
+# Annotations only: the worker imports this module, and the events of the exhibit it runs, not
+# the event union (every exhibit's events.py; issue 36).
+if TYPE_CHECKING:
+    from jaxscope.protocol import EventModel
 
 # An event whose JSON line is longer than this has its largest jaxpr views summarised.
 STREAM_LIMIT_BYTES = 12 * 2**20

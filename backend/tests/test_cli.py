@@ -522,14 +522,15 @@ def test_an_option_of_another_exhibit_is_refused_not_ignored(tmp_path: Path) -> 
 
 def test_each_option_names_the_exhibits_that_read_it() -> None:
     """``x-exhibits`` of every RunOptions field is exactly the exhibits whose code reads
-    ``options.<field>`` (read from the source, tests left out)."""
+    ``options.<field>`` or ``options_as(ctx.options, Model).<field>`` (read from the source,
+    tests left out)."""
     import re
 
     readers: dict[str, set[str]] = {name: set() for name in RunOptions.model_fields}
     for path in sorted((REPO / "exhibits").glob("*/*.py")):
         if path.name.startswith("test_") or path.parent.name.startswith("_"):
             continue
-        for name in re.findall(r"options\.([a-z_]+)\b", path.read_text()):
+        for name in re.findall(r"options(?:_as\([^)]*\))?\.([a-z_]+)\b", path.read_text()):
             if name in readers:
                 readers[name].add(path.parent.name)
     for name in RunOptions.model_fields:

@@ -16,8 +16,8 @@
   ``exhibits.shown``, the type of the errors its entries report), but for the imports that
   cannot move yet, each named in an exact allowlist (``ALLOWED``: the test fails on an entry no
   longer used, so the lists only shrink): the internals walkers that build exhibits' events
-  (``INTERNALS_BUILD_EXHIBIT_EVENTS``) and the exhibits' option models that ``RunOptions`` is
-  composed of (``PROTOCOL_IMPORTS_OPTIONS``).
+  (``INTERNALS_BUILD_EXHIBIT_EVENTS``). ``RunOptions`` is composed from the registry
+  (``jaxscope.run_options``, design 0059), so the protocol imports no exhibit's options.
 
 An import counts wherever it is (a function body, ``if TYPE_CHECKING``), relative imports are
 resolved, and ``importlib.import_module``/``__import__`` of a literal name counts too. What both
@@ -51,38 +51,15 @@ INTERNALS_BUILD_EXHIBIT_EVENTS = frozenset(
         ("jaxscope.internals.batching_steps", "exhibits.vmap.events"),
         ("jaxscope.internals.cache_layers", "exhibits.caches.events"),
         ("jaxscope.internals.compiled", "exhibits.stations.events"),
-        ("jaxscope.internals.execution", "exhibits.stations.events"),
         ("jaxscope.internals.jvp_steps", "exhibits.jvp.events"),
         ("jaxscope.internals.lowering", "exhibits.stations.events"),
         ("jaxscope.internals.recompiles", "exhibits.caches.events"),
-        ("jaxscope.internals.recording", "exhibits.tracing.events"),
         ("jaxscope.internals.remat", "exhibits.partial_eval.events"),
-        ("jaxscope.internals.shard_map_checks", "exhibits.shard_map.events"),
         ("jaxscope.internals.split", "exhibits.partial_eval.events"),
-        ("jaxscope.internals.trace_stack", "exhibits.transform_order.events"),
         ("jaxscope.internals.transpose_walk", "exhibits.transpose.events"),
     }
 )
-# ``RunOptions`` (jaxscope/protocol.py) is composed of the option models of these exhibits, one
-# base each, imported by name: the next step is to compose it from the registry (an entry
-# naming its options model), as the event union is, and these lines go.
-PROTOCOL_IMPORTS_OPTIONS = frozenset(
-    ("jaxscope.protocol", f"exhibits.{exhibit}.options")
-    for exhibit in (
-        "cache_key",
-        "caches",
-        "lazy_tensor",
-        "partial_eval",
-        "pjrt_registry",
-        "recompile_hunt",
-        "sharding",
-        "tracing",
-        "transform_order",
-        "vmap",
-        "wrapped_fun",
-    )
-)
-ALLOWED = RUNNER_WARM_UP | INTERNALS_BUILD_EXHIBIT_EVENTS | PROTOCOL_IMPORTS_OPTIONS
+ALLOWED = RUNNER_WARM_UP | INTERNALS_BUILD_EXHIBIT_EVENTS
 INTERNALS = "jaxscope.internals"
 JAXSCOPE = "jaxscope"
 EXHIBIT_API = "jaxscope.exhibit_api"
@@ -351,6 +328,11 @@ _HEADER = '"""A module."""\n\n'  # the import under test is on line 3
         ("jaxscope.internals.views", "from exhibits.vmap import events", "exhibits.vmap"),
         ("jaxscope.protocol", "from exhibits.vmap.probe import run", "exhibits.vmap.probe"),
         (
+            "jaxscope.protocol",
+            "from exhibits.vmap.options import VmapOptions",
+            "exhibits.vmap.options",
+        ),
+        (
             "jaxscope.sandbox.runner",
             "importlib.import_module('exhibits.vmap.probe')",
             "exhibits.vmap.probe",
@@ -404,7 +386,6 @@ def test_the_checker_sees_imports_inside_functions_and_type_checking() -> None:
         ("jaxscope.cli", "from exhibits.registry import EXHIBITS"),
         ("jaxscope.cli", "from exhibits.shown import ShownError"),
         ("jaxscope.sandbox.namespaces", "import exhibits"),
-        ("jaxscope.protocol", "from exhibits.vmap.options import VmapOptions"),
         ("jaxscope.internals.batching_steps", "from exhibits.vmap.events import BatchRuleApplied"),
         # The facade itself, and backend modules, import internals' submodules directly.
         ("jaxscope.internals.api", "from jaxscope.internals.views import jaxpr_view"),
@@ -453,8 +434,8 @@ def test_an_allowlist_entry_no_import_uses_is_reported(tmp_path: Path) -> None:
     import went (a walker moved into its exhibit) is reported as unused."""
     internals = tmp_path / "jaxscope" / "internals"
     internals.mkdir(parents=True)
-    (internals / "recording.py").write_text("from exhibits.tracing.events import EqnRecorded\n")
+    (internals / "compiled.py").write_text("from exhibits.stations.events import HloLink\n")
     (internals / "split.py").write_text("x = 1\n")
     used = allowed_in_use(tmp_path, list(tmp_path.rglob("*.py")))
-    assert used == {("jaxscope.internals.recording", "exhibits.tracing.events")}
+    assert used == {("jaxscope.internals.compiled", "exhibits.stations.events")}
     assert ("jaxscope.internals.split", "exhibits.partial_eval.events") in ALLOWED - used

@@ -15,7 +15,7 @@ if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "")
     ).strip()
 
 import inspect
-from typing import Any
+from typing import Any, get_args
 
 import jax
 import jax.numpy as jnp
@@ -24,6 +24,8 @@ from jax._src import core, tree_util
 from jax._src import shard_map as sm
 from jax.sharding import AxisType, PartitionSpec
 from jaxscope.internals import shard_map_checks as smc
+
+from exhibits.shard_map import events as shard_map_events
 
 P: Any = PartitionSpec  # untyped in jax
 psum: Any = jax.lax.psum
@@ -195,3 +197,10 @@ def test_each_check_helper_says_what_jax_shard_map_says(row: tuple[Any, ...]) ->
         assert failed[0].error_class == "ValueError"
     else:
         assert expected is None and not failed
+
+
+def test_the_records_speak_the_wires_words() -> None:
+    """The checks return records (design 0059) whose ``specs`` and ``status`` words are the
+    wire's, so that the shard_map probe's events accept them."""
+    assert get_args(smc.SpecsName) == get_args(shard_map_events.SpecsName)
+    assert get_args(smc.CheckStatus) == get_args(shard_map_events.CheckStatus)

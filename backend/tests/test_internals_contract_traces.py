@@ -6,7 +6,7 @@ fails here, loudly, before the transform_order exhibit draws a wrong trace diagr
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 import jax
 import jax.numpy as jnp
@@ -17,10 +17,14 @@ from jax._src.interpreters import partial_eval as _pe
 from jaxscope.internals.trace_stack import (
     TRANSFORM_OF_TRACE,
     WRAPPED,
+    TraceNode,
+    TraceRole,
     count_eqns,
     observing,
     tracer_nest,
 )
+
+from exhibits.transform_order import events as transform_order_events
 
 # JAX's private modules are untyped: read them as Any (this file is mypy strict).
 core: Any = _core
@@ -75,6 +79,14 @@ def test_tracer_nest_and_observing() -> None:
         (1, "val", "DynamicJaxprTracer", "f32[4,3]"),
     ]
     assert tracer_nest(jnp.ones(2))[0].trace is None
+
+
+def test_the_records_are_what_the_exhibits_views_hold() -> None:
+    """The walker returns records (design 0059), and transform_order's probe makes its views of
+    them field by field: the same fields, the same roles as the wire's."""
+    assert get_args(TraceRole) == get_args(transform_order_events.TraceRole)
+    fields = set(TraceNode.__dataclass_fields__)
+    assert fields == set(transform_order_events.TraceNodeView.model_fields)
 
 
 def test_jaxprs_in_params_counts_inner_eqns() -> None:

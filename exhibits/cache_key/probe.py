@@ -49,6 +49,7 @@ from jaxscope.exhibit_api import (
     custom_hook_returning,
     excluded_flags,
     jaxpr_view,
+    options_as,
     persistent_cache,
     plan_call,
     recompute_cache_key,
@@ -63,6 +64,8 @@ from exhibits.cache_key.events import (
     XlaFlagsFiltered,
     XlaFlagVerdictView,
 )
+
+from .options import CacheKeyOptions
 
 # The perturbations, in the view's order, with the ingredients each is expected to change.
 PERTURBATIONS: dict[str, str] = {
@@ -331,7 +334,7 @@ def run(ctx: ProbeContext) -> None:
         )
     ctx.emit(JaxprStaged(fun_name=getattr(snippet.f, "__name__", "f"), jaxpr=jaxpr_view(closed)))
     base = _base(snippet)
-    perturb = ctx.options.perturb
+    perturb = options_as(ctx.options, CacheKeyOptions).perturb
     variant = perturbed(base, perturb) if perturb else None
     with ctx.stage("compile"), clean_cache_dir() as directory:
         with persistent_cache(directory):
@@ -342,8 +345,9 @@ def run(ctx: ProbeContext) -> None:
                 before = {i.name: i.digest for i in base_key.ingredients}
                 other.changed = [i.name for i in other.ingredients if before[i.name] != i.digest]
                 ctx.emit(other)
-    if ctx.options.xla_flags is not None:
-        verdicts, digest = xla_flag_filter(ctx.options.xla_flags)
+    xla_flags = options_as(ctx.options, CacheKeyOptions).xla_flags
+    if xla_flags is not None:
+        verdicts, digest = xla_flag_filter(xla_flags)
         ctx.emit(
             XlaFlagsFiltered(
                 flags=[

@@ -35,7 +35,13 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-from jaxscope.exhibit_api import SNIPPET_FILENAME, ProbeContext, move_state, source_lines
+from jaxscope.exhibit_api import (
+    SNIPPET_FILENAME,
+    ProbeContext,
+    move_state,
+    options_as,
+    source_lines,
+)
 from jaxscope.exhibit_api import torch_internals as ti
 
 from . import hash_source
@@ -52,6 +58,7 @@ from .events import (
     TorchaxStaged,
     TorchaxVar,
 )
+from .options import LazyTensorOptions
 
 # torchax and its JAX (requirements-torchax.txt): a folder of the torch venv, not its
 # site-packages, where torch_xla 2.9.0 ships a torchax of its own (design 0042).
@@ -591,13 +598,12 @@ def run(ctx: ProbeContext) -> None:
     from torch_xla.experimental import eager_mode
 
     f, args = ctx.snippet.f, tuple(ctx.snippet.args)
-    eager = bool(ctx.options.eager_mode)
+    options = options_as(ctx.options, LazyTensorOptions)
+    eager = bool(options.eager_mode)
     # The torchax panel: the option, else the snippet's own ``use_torchax = True`` (an example
     # that is about torchax turns it on; the option, set either way, wins).
     with_torchax = (
-        ctx.options.torchax
-        if ctx.options.torchax is not None
-        else f.__globals__.get("use_torchax") is True
+        options.torchax if options.torchax is not None else f.__globals__.get("use_torchax") is True
     )
     with ctx.stage("client"):
         device = torch_xla.device()  # creates the PJRT client (PJRT_DEVICE, in this run)

@@ -37,6 +37,7 @@ from jaxscope.exhibit_api import (
     is_memory_error,
     jvp_program,
     note_program_size,
+    options_as,
     plan_call,
     remat_table,
     split_event,
@@ -44,6 +45,8 @@ from jaxscope.exhibit_api import (
 
 from exhibits.partial_eval.events import RematUnavailable
 from exhibits.transpose.explain import ad_help
+
+from .options import PartialEvalOptions
 
 WHY_UNAVAILABLE = (
     "Each row of the remat table compiles `jax.grad(jax.checkpoint(f, policy))`: reverse mode, "
@@ -61,7 +64,7 @@ def run(ctx: ProbeContext) -> None:
         # Splitting it takes time in proportion to all its eqns, a jitted f's inner ones
         # included: the limits grow now (design 0046).
         note_program_size(count_eqns(program.jaxpr.jaxpr))
-        known = ctx.options.known
+        known = options_as(ctx.options, PartialEvalOptions).known
         if known is None:
             known = default_known(len(program.labels), program.n_primals)
         event, split = split_event(program, known)

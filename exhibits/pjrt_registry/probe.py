@@ -18,11 +18,12 @@ import os
 import time
 from typing import Any, Literal
 
-from jaxscope.exhibit_api import InvalidSnippet, ProbeContext, blame_line, setting_line
+from jaxscope.exhibit_api import InvalidSnippet, ProbeContext, blame_line, options_as, setting_line
 from jaxscope.exhibit_api import torch_internals as ti
 
 from . import branches
 from .events import PjrtBranchView, PjrtClientTried
+from .options import PjrtRegistryOptions
 
 Switch = Literal["auto", "on", "off"]
 _SWITCH: dict[Any, Switch] = {
@@ -39,7 +40,7 @@ def settings(ctx: ProbeContext) -> tuple[str | None, Switch]:
     """``(pjrt_device, dynamic_plugins)``: the run options, else the snippet's names, else
     ``("CPU", "auto")``. A snippet value of the wrong type is the snippet's error, at its line."""
     namespace = ctx.snippet.namespace
-    device = ctx.options.pjrt_device
+    device = options_as(ctx.options, PjrtRegistryOptions).pjrt_device
     if device is None:
         device = namespace.get("pjrt_device", "CPU")
         if device is not None and not isinstance(device, str):
@@ -47,7 +48,7 @@ def settings(ctx: ProbeContext) -> tuple[str | None, Switch]:
                 InvalidSnippet(f"pjrt_device must be a string or None, got {device!r}"),
                 setting_line(ctx.snippet.source, "pjrt_device"),
             )
-    switch = ctx.options.dynamic_plugins
+    switch = options_as(ctx.options, PjrtRegistryOptions).dynamic_plugins
     if switch is None:
         given = namespace.get("dynamic_plugins")
         if not isinstance(given, (str, bool, type(None))) or given not in _SWITCH:

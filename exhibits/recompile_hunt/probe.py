@@ -26,10 +26,13 @@ from jaxscope.exhibit_api import (
     Watch,
     diagnose,
     jaxpr_view,
+    options_as,
     watching,
 )
 
 from exhibits.recompile_hunt.events import StepCompileView, TrainingStepObserved, TrainingStopped
+
+from .options import RecompileHuntOptions
 
 # Wall-clock seconds the watched loop may run before the next step stops it. The run's wall
 # limit is the runner's ``wall_s`` (10 s) times the exhibit's budget (3): 200 steps that each
@@ -43,7 +46,7 @@ MAX_STEPS = 200
 
 def _args(ctx: ProbeContext) -> tuple[Any, ...]:
     args = ctx.snippet.args
-    steps = ctx.options.steps
+    steps = options_as(ctx.options, RecompileHuntOptions).steps
     if steps is not None and len(args) == 1 and isinstance(args[0], int):
         return (steps,)
     return args

@@ -56,6 +56,7 @@ from jaxscope.exhibit_api import (
     find_shard_maps,
     jaxpr_view,
     observing_shard_map,
+    options_as,
     preview_value,
     setting_line,
     shard_map_body_fun,
@@ -82,6 +83,7 @@ from exhibits.shard_map.events import (
     ShardMapSpecView,
     ShardMapValueView,
 )
+from exhibits.sharding.options import ShardingOptions
 from exhibits.sharding.settings import check_flag, check_mesh, check_spec_tree, eval_option
 
 REPLICATION_NOTE = (
@@ -506,7 +508,10 @@ def run(ctx: ProbeContext) -> None:
     found: ShardMapFound | None = None
     axis_names: Any = frozenset()
     call_line: int | None = None
-    if "in_specs" not in ns and eval_option(ctx.options.spec, "spec", dict(ns)) is None:
+    if (
+        "in_specs" not in ns
+        and eval_option(options_as(ctx.options, ShardingOptions).spec, "spec", dict(ns)) is None
+    ):
         with ctx.stage("trace"):
             f, args, eqn, found = _found_call(ctx)
         mesh = eqn.params["mesh"]
@@ -519,8 +524,13 @@ def run(ctx: ProbeContext) -> None:
     else:
         f = ctx.snippet.f
         args = tuple(ctx.snippet.args)
-        mesh = check_mesh(ctx.snippet, *_setting(ctx.snippet, ctx.options.mesh, "mesh", "mesh"))
-        in_specs_value, in_specs_name = _setting(ctx.snippet, ctx.options.spec, "spec", "in_specs")
+        mesh = check_mesh(
+            ctx.snippet,
+            *_setting(ctx.snippet, options_as(ctx.options, ShardingOptions).mesh, "mesh", "mesh"),
+        )
+        in_specs_value, in_specs_name = _setting(
+            ctx.snippet, options_as(ctx.options, ShardingOptions).spec, "spec", "in_specs"
+        )
         in_specs = check_spec_tree(ctx.snippet, in_specs_value, in_specs_name)
         out_specs = check_spec_tree(ctx.snippet, *_setting(ctx.snippet, None, "", "out_specs"))
         check_vma = check_flag(ctx.snippet, ns.get("check_vma", True), "check_vma")

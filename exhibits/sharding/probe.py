@@ -46,6 +46,7 @@ from jaxscope.exhibit_api import (
     explain,
     jaxpr_view,
     mark_during,
+    options_as,
     plan_call,
     setting_line,
 )
@@ -53,6 +54,7 @@ from jaxscope.exhibit_api import (
 from exhibits.sharding.events import CollectivesFound
 
 from .kept import check as check_annotations
+from .options import ShardingOptions
 from .reading import collectives_in, counts_of, explain_error, placed
 from .settings import (
     check_array_shape,
@@ -82,7 +84,7 @@ def _env(namespace: dict[str, Any]) -> dict[str, Any]:
 
 
 def _mesh(ctx: ProbeContext, env: dict[str, Any]) -> Mesh:
-    option = eval_option(ctx.options.mesh, "mesh", env)
+    option = eval_option(options_as(ctx.options, ShardingOptions).mesh, "mesh", env)
     if option is not None:
         return check_mesh(ctx.snippet, option, "options.mesh")
     return check_mesh(ctx.snippet, ctx.snippet.namespace.get("mesh"), "mesh")
@@ -93,14 +95,14 @@ def _spec(
 ) -> tuple[PartitionSpec, Literal["spec", "options.spec"]]:
     """The spec to place ``args[0]`` with, and the name it came from (``options.spec`` or the
     snippet's ``spec``)."""
-    option = eval_option(ctx.options.spec, "spec", env)
+    option = eval_option(options_as(ctx.options, ShardingOptions).spec, "spec", env)
     if option is not None:
         return check_spec(ctx.snippet, option, "options.spec"), "options.spec"
     return check_spec(ctx.snippet, ctx.snippet.namespace.get("spec"), "spec"), "spec"
 
 
 def _first_arg(ctx: ProbeContext, env: dict[str, Any], plan: Any) -> Any:
-    shape = eval_option(ctx.options.array_shape, "array_shape", env)
+    shape = eval_option(options_as(ctx.options, ShardingOptions).array_shape, "array_shape", env)
     if shape is None:
         return check_first_arg(ctx.snippet, plan.args, plan.normalized_argnums())
     dims = check_array_shape(shape)

@@ -31,13 +31,16 @@ from jaxscope.exhibit_api import (
     stage_timers,
 )
 
+from exhibits.stations.events import ProgramExecuted
+from exhibits.tracing.recorded import emitting
+
 
 def run(ctx: ProbeContext) -> None:
     """Run the four stations on ``ctx.snippet`` (user exceptions propagate unchanged)."""
     plan = plan_call(ctx.snippet)
     jf = plan.jit()
     with stage_timers(ctx.emit, plan.fun_name):
-        with ctx.stage("trace"), recording_eqns(ctx.emit):
+        with ctx.stage("trace"), recording_eqns(emitting(ctx.emit)):
             traced: Any = jf.trace(*plan.args, **plan.kwargs, **plan.static_kwargs)
         ctx.emit(JaxprStaged(fun_name=plan.fun_name, jaxpr=jaxpr_view(traced.jaxpr)))
         with ctx.stage("lower"):
@@ -52,6 +55,7 @@ def run(ctx: ProbeContext) -> None:
         args = concrete_args(plan.dynamic_args())
         # A program with effects (jax.debug.print) prints on every call: time one warm call.
         repeats = 1 if traced.jaxpr.effects else MAX_REPEATS
-        executed = program_executed(compiled, args, plan.kwargs, max_repeats=repeats)
+        run = program_executed(compiled, args, plan.kwargs, max_repeats=repeats)
+        executed = ProgramExecuted.model_validate(run, from_attributes=True)
         executed.zeros_for = placeholder_paths(ctx.snippet.args, ctx.snippet.kwargs)
     ctx.emit(executed)

@@ -37,6 +37,7 @@ from jaxscope.exhibit_api import (
     jaxpr_view,
     mark_during,
     observe_call,
+    options_as,
     plan_call,
     recording_eqns,
     stage_timers,
@@ -45,11 +46,18 @@ from jaxscope.exhibit_api import (
 from exhibits.tracing.events import JitCalled
 from exhibits.tracing.options import CallSpec
 
+from .options import TracingOptions
+from .recorded import emitting
+
 
 def run(ctx: ProbeContext) -> None:
     """Run the tracing exhibit on ``ctx.snippet`` (user exceptions propagate unchanged)."""
     plan = plan_call(ctx.snippet)
-    with ctx.stage("trace"), stage_timers(ctx.emit, plan.fun_name), recording_eqns(ctx.emit):
+    with (
+        ctx.stage("trace"),
+        stage_timers(ctx.emit, plan.fun_name),
+        recording_eqns(emitting(ctx.emit)),
+    ):
         closed = plan.make_jaxpr()
     ctx.emit(JaxprStaged(fun_name=plan.fun_name, jaxpr=jaxpr_view(closed)))
     call_sequence(ctx, plan)
@@ -57,7 +65,7 @@ def run(ctx: ProbeContext) -> None:
 
 def call_sequence(ctx: ProbeContext, plan: CallPlan) -> None:
     """Call ``jax.jit(f)`` once with ``args`` and once per ``ctx.options.calls`` entry."""
-    specs = [CallSpec(change="same"), *ctx.options.calls]
+    specs = [CallSpec(change="same"), *options_as(ctx.options, TracingOptions).calls]
     jf = plan.jit()
     fresh_caches()
     for index, spec in enumerate(specs):

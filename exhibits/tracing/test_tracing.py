@@ -18,7 +18,6 @@ import jax
 import numpy as np
 import pytest
 from jaxscope.protocol import (
-    CallSpec,
     JaxprStaged,
     RunOptions,
     StageStarted,
@@ -31,6 +30,7 @@ from jaxscope.sandbox.snippet import load_snippet
 from exhibits.conftest import CASES, EXHIBITS, FakeContext, example_sources, run_probe
 from exhibits.tracing import probe as tracing_probe
 from exhibits.tracing.events import EqnRecorded, JitCalled
+from exhibits.tracing.options import CallSpec
 
 EXAMPLES = example_sources("tracing")
 GOLDEN = EXHIBITS / "tracing" / "golden"

@@ -47,6 +47,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxscope.exhibit_api import (
+    ArgTrace,
     CallPlan,
     InvalidSnippet,
     OutputRule,
@@ -61,21 +62,31 @@ from jaxscope.exhibit_api import (
     is_memory_error,
     jaxpr_view,
     observing_trace_stack,
+    options_as,
     output_previews,
     plan_call,
     setting_line,
     shorten_scalar_error,
 )
 
-from exhibits.transform_order.events import TransformStackEvaluated
+from exhibits.transform_order.events import ArgTraceView, TransformStackEvaluated
 from exhibits.transform_order.options import TransformName
 from exhibits.transpose.events import OutputLeafView
+from exhibits.vmap.options import VmapOptions
+
+from .options import TransformOrderOptions
 
 CHIPS: tuple[str, ...] = get_args(TransformName)
 DEFAULT_STACK: tuple[str, ...] = ("vmap", "grad")
 TIME_REPEATS = 5
 
 # ---- composing the chips -------------------------------------------------------------------
+
+
+def trace_views(args: Sequence[ArgTrace]) -> list[ArgTraceView]:
+    """The event's views of the tracer nests ``observing_trace_stack`` recorded (records of the
+    internals walker, made views here: design 0059)."""
+    return [ArgTraceView.model_validate(a, from_attributes=True) for a in args]
 
 
 def _unit_tangent(x: Any) -> Any:
@@ -328,7 +339,7 @@ def evaluate(
             source=failed.source,
             explanation=explanation,
             fix=fix,
-            traces=seen.args,
+            traces=trace_views(seen.args),
             traces_left_out=seen.left_out,
             traces_at_jit=is_jitted(f),
             output_leaf=output_leaves(stack, rules),
@@ -343,7 +354,7 @@ def evaluate(
         ok=True,
         jaxpr=jaxpr_view(closed),
         result=output_previews(out),
-        traces=seen.args,
+        traces=trace_views(seen.args),
         traces_left_out=seen.left_out,
         traces_at_jit=is_jitted(f),
         eqn_count=count_eqns(closed.jaxpr),
@@ -386,8 +397,9 @@ MAX_STACK = _max_stack()
 
 
 def _stack(ctx: ProbeContext) -> list[str]:
-    if ctx.options.stack is not None:
-        return list(ctx.options.stack)
+    chosen = options_as(ctx.options, TransformOrderOptions).stack
+    if chosen is not None:
+        return list(chosen)
     stack = ctx.snippet.namespace.get("stack", DEFAULT_STACK)
     if isinstance(stack, str):
         stack = [s.strip() for s in stack.split(",") if s.strip()]
@@ -410,10 +422,11 @@ def _stack(ctx: ProbeContext) -> list[str]:
 
 def _in_axes(ctx: ProbeContext, plan: CallPlan) -> tuple[Any, str | None]:
     ns = ctx.snippet.namespace
-    if ctx.options.in_axes is not None and ctx.options.in_axes.strip():
-        text: str | None = ctx.options.in_axes
+    option = options_as(ctx.options, VmapOptions).in_axes
+    if option is not None and option.strip():
+        text: str | None = option
         # A bad expression is the option's fault (invalid_snippet naming it), not f's.
-        value = eval_option(ctx.options.in_axes, "in_axes", dict(ns))
+        value = eval_option(option, "in_axes", dict(ns))
     elif "in_axes" in ns:
         value = ns["in_axes"]
         text = repr(value)

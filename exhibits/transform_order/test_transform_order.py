@@ -42,7 +42,7 @@ def number(preview: str) -> np.ndarray:
 
 
 def user_event(name: str, stack: list[str] | None = None) -> TransformStackEvaluated:
-    options = RunOptions(stack=stack) if stack is not None else None  # type: ignore[arg-type]
+    options = RunOptions(stack=stack) if stack is not None else None
     ctx = run_probe("transform_order", EXAMPLE[name].read_text(), options)
     events = ctx.of_type(TransformStackEvaluated)
     assert events[0].group == "user" and all(e.group != "user" for e in events[1:])
@@ -402,7 +402,7 @@ def test_grad_chip_on_a_train_step_takes_the_first_leaf(which: str, stack: list[
     from exhibits.train_steps import FIRST_LEAF_PATH
 
     source = _train_step(which)
-    ctx = run_probe("transform_order", source, RunOptions(stack=stack))  # type: ignore[arg-type]
+    ctx = run_probe("transform_order", source, RunOptions(stack=stack))
     event = ctx.of_type(TransformStackEvaluated)[0]
     assert event.group == "user" and event.ok, event.message
     # The truth, computed here: grad of the first output (the loss), w.r.t. the first argument.

@@ -28,7 +28,7 @@ def f(x: Any) -> Any:
 
 
 def user_event(src: str, stack: list[str]) -> TransformStackEvaluated:
-    ctx = run_probe("transform_order", src, RunOptions(stack=stack))  # type: ignore[arg-type]
+    ctx = run_probe("transform_order", src, RunOptions(stack=stack))
     event = ctx.of_type(TransformStackEvaluated)[0]
     assert event.group == "user"
     return event

@@ -52,11 +52,14 @@ from jaxscope.exhibit_api import (
     jaxpr_view,
     map_inputs,
     mark_during,
+    options_as,
     plan_call,
     setting_line,
 )
 
 from exhibits.vmap.events import VmapInputsMapped
+
+from .options import VmapOptions
 
 
 def _axes(option: str | None, namespace: dict[str, Any], name: str) -> tuple[Any, str, bool]:
@@ -111,8 +114,12 @@ def run(ctx: ProbeContext) -> None:
     plan = plan_call(ctx.snippet)
     namespace = ctx.snippet.namespace
     with ctx.stage("trace"):
-        in_axes, in_text, in_set = _axes(ctx.options.in_axes, namespace, "in_axes")
-        out_axes, out_text, out_set = _axes(ctx.options.out_axes, namespace, "out_axes")
+        in_axes, in_text, in_set = _axes(
+            options_as(ctx.options, VmapOptions).in_axes, namespace, "in_axes"
+        )
+        out_axes, out_text, out_set = _axes(
+            options_as(ctx.options, VmapOptions).out_axes, namespace, "out_axes"
+        )
         try:
             mapped = map_inputs(plan, in_axes)
         except Exception as exc:

@@ -30,6 +30,7 @@ from jaxscope.exhibit_api import (
     blame_line,
     block_until_ready,
     first_callers,
+    options_as,
     preview_value,
     setting_line,
     store_kind,
@@ -49,7 +50,7 @@ from .events import (
     WrappedFunTransformView,
     WrappedFunWatched,
 )
-from .options import WrappedFunTransform
+from .options import WrappedFunOptions, WrappedFunTransform
 
 DEFAULT_TRANSFORM: WrappedFunTransform = "vmap"
 TRANSFORMS: tuple[str, ...] = WrappedFunTransform.__args__  # type: ignore[attr-defined]
@@ -150,8 +151,9 @@ def runner(
 def chosen_transform(ctx: ProbeContext) -> str:
     """The option, else the snippet's ``transform``, else :data:`DEFAULT_TRANSFORM`; a bad
     snippet value is an error at the line that sets it."""
-    if ctx.options.transform is not None:
-        return ctx.options.transform
+    chosen = options_as(ctx.options, WrappedFunOptions).transform
+    if chosen is not None:
+        return chosen
     value = ctx.snippet.namespace.get("transform", DEFAULT_TRANSFORM)
     if value not in TRANSFORMS:
         raise blame_line(

@@ -38,7 +38,7 @@ ZERO = np.zeros((), jax.dtypes.float0)
 
 @pytest.mark.parametrize("transform", ["jvp", "vjp"])
 def test_scalar_and_integer_arguments(transform: str, probe_runner: Runner) -> None:
-    events = probe_runner("wrapped_fun", SOURCE, RunOptions(transform=transform)).events  # type: ignore[arg-type]
+    events = probe_runner("wrapped_fun", SOURCE, RunOptions(transform=transform)).events
     if transform == "jvp":
         want = jax.jvp(f, ARGS, (jnp.ones(3), ZERO, jnp.float32(1.0)))
         # d/dt of sin(x + t) * 3 + (0.5 + t) at t = 0: 3 cos(1) + 1

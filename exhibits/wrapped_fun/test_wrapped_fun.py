@@ -392,7 +392,7 @@ PLAIN: dict[str, Callable[[Callable[..., Any], tuple[Any, ...]], Any]] = {
 
 @pytest.mark.parametrize("transform", sorted(PLAIN))
 def test_no_stack_around_f(transform: str, probe_runner: Runner) -> None:
-    options = RunOptions(transform=transform)  # type: ignore[arg-type]
+    options = RunOptions(transform=transform)
     events = probe_runner(EXHIBIT, source("grad_no_stack"), options).events
     ns = load("grad_no_stack")
     with plain_watch() as plain:

@@ -70,6 +70,7 @@ from jaxscope.internals.monitoring import (
     stage_timers as stage_timers,
 )
 from jaxscope.internals.recording import (
+    RecordedEqn as RecordedEqn,
     recording_eqns as recording_eqns,
 )
 
@@ -158,6 +159,7 @@ from jaxscope.internals.batching_steps import (
     map_inputs as map_inputs,
 )
 from jaxscope.internals.trace_stack import (
+    ArgTrace as ArgTrace,
     count_eqns as count_eqns,
 )
 
@@ -250,6 +252,7 @@ recompute_cache_key = _cache_key.recompute
 from jaxscope.internals.cache_layers import (
     COUNTED_CACHES as COUNTED_CACHES,
     JitCallRecord as JitCallRecord,
+    argument_trees as argument_trees,
     is_jitted as is_jitted,
     jitted_donates as jitted_donates,
     jitted_fun as jitted_fun,
@@ -257,13 +260,16 @@ from jaxscope.internals.cache_layers import (
     jitted_statics as jitted_statics,
     key_entries as key_entries,
     multiline_jaxpr_view as multiline_jaxpr_view,
-    argument_trees as argument_trees,
     observe_jit_call as observe_jit_call,
     persistent_cache_enabled as persistent_cache_enabled,
     persistent_module_name as persistent_module_name,
     reset_caches as reset_caches,
     trace_context_now as trace_context_now,
     watching_jit_calls as watching_jit_calls,
+)
+from jaxscope.internals.structure_change import (
+    StructureChange as StructureChange,
+    structure_change as structure_change,
 )
 
 config_flipped = _config_table.flipped
@@ -272,10 +278,6 @@ from jaxscope.internals.config_table import (
     trace_context_names as trace_context_names,
 )
 from jaxscope.internals.recompiles import (
-from jaxscope.internals.structure_change import (
-    StructureChange as StructureChange,
-    structure_change as structure_change,
-)
     BudgetReached as BudgetReached,
     Diagnosis as Diagnosis,
     KeyRecord as KeyRecord,

@@ -19,11 +19,11 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import jax
 
-from exhibits.stations.events import ProgramExecuted
 from jaxscope.internals.views import preview_value
 from jaxscope.protocol import ArrayPreview
 
@@ -70,12 +70,29 @@ def output_device(out: Any) -> tuple[str, str]:
     return str(device), str(device.platform)
 
 
+@dataclass(frozen=True)
+class ProgramRun:
+    """What one compiled program's run gave: the device and platform of its outputs, the
+    outputs' previews, the median dispatch and blocked times of the warm calls (ms), how many
+    warm calls, and whether the outputs were ready right after the first call returned. The
+    stations probe makes its ``program_executed`` event of it (design 0059: the walker returns
+    records, the exhibit builds its events)."""
+
+    device: str
+    platform: str
+    outputs: list[ArrayPreview]
+    dispatch_ms: float
+    blocked_ms: float
+    repeats: int
+    ready_after_dispatch: bool
+
+
 def program_executed(
     call: Callable[..., Any],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     max_repeats: int = MAX_REPEATS,
-) -> ProgramExecuted:
+) -> ProgramRun:
     """Call ``call(*args, **kwargs)`` (a ``Compiled`` or jitted function) and time it.
 
     The first call gives the outputs and ``ready_after_dispatch``; then up to ``max_repeats``
@@ -101,7 +118,7 @@ def program_executed(
         dispatch.append(t1 - t0)
         blocked.append(t2 - t0)
     device, platform = output_device(out)
-    return ProgramExecuted(
+    return ProgramRun(
         device=device,
         platform=platform,
         outputs=output_previews(out),

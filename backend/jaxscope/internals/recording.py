@@ -23,15 +23,16 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from jax._src import source_info_util
 from jax._src.interpreters import partial_eval as pe
 
-from exhibits.tracing.events import EqnRecorded
 from jaxscope.internals.interpret import Env, EqnHook, bind_eqn
 from jaxscope.internals.patching import patched
 from jaxscope.internals.views import aval_view, snippet_source
+from jaxscope.protocol import AvalView, SourceLoc
 
 source_info_util.register_exclusion(__file__)
 
@@ -53,10 +54,25 @@ def _param_texts(params: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def eqn_recorded(index: int, eqn: Any) -> EqnRecorded:
-    """The :class:`EqnRecorded` event of a ``pe.TracingEqn`` (or a ``core.JaxprEqn``)."""
+@dataclass(frozen=True)
+class RecordedEqn:
+    """One eqn as JAX recorded it in the traced function's own frame: ``index`` its place
+    there (its index in the staged jaxpr), its primitive, its params printed, the avals in and
+    out, the snippet line that made it. The tracing exhibit's ``EqnRecorded`` event is made of
+    it by the probes (design 0059: the walker returns records, the exhibit builds its events)."""
+
+    index: int
+    primitive: str
+    params: dict[str, str]
+    in_avals: list[AvalView]
+    out_avals: list[AvalView]
+    source: SourceLoc | None
+
+
+def recorded_eqn(index: int, eqn: Any) -> RecordedEqn:
+    """The :class:`RecordedEqn` of a ``pe.TracingEqn`` (or a ``core.JaxprEqn``)."""
     in_avals = [aval_view(t.aval) for t in eqn.invars]
-    return EqnRecorded(
+    return RecordedEqn(
         index=index,
         primitive=eqn.primitive.name,
         params=_param_texts(eqn.params),
@@ -67,13 +83,13 @@ def eqn_recorded(index: int, eqn: Any) -> EqnRecorded:
 
 
 @contextlib.contextmanager
-def recording_eqns(on_eqn: Callable[[EqnRecorded], None]) -> Iterator[list[EqnRecorded]]:
+def recording_eqns(on_eqn: Callable[[RecordedEqn], None]) -> Iterator[list[RecordedEqn]]:
     """Within the block, call ``on_eqn`` for each eqn recorded in the outermost traced frame,
-    as JAX records it. Yields the list of events sent so far (for tests and the caller).
+    as JAX records it. Yields the list of records sent so far (for tests and the caller).
 
     Exceptions raised by ``on_eqn`` propagate out of JAX's tracing (and out of the block).
     """
-    sent: list[EqnRecorded] = []
+    sent: list[RecordedEqn] = []
     frames: list[Any] = []  # frames created while recording; frames[0] is the outermost
     orig_init = pe.JaxprStackFrame.__init__
     orig_add_eqn = pe.JaxprStackFrame.add_eqn
@@ -86,9 +102,9 @@ def recording_eqns(on_eqn: Callable[[EqnRecorded], None]) -> Iterator[list[EqnRe
     def add_eqn(self: Any, eqn: Any) -> None:
         orig_add_eqn(self, eqn)
         if frames and self is frames[0]:
-            event = eqn_recorded(len(sent), eqn)
-            sent.append(event)
-            on_eqn(event)
+            record = recorded_eqn(len(sent), eqn)
+            sent.append(record)
+            on_eqn(record)
 
     with PATCH_LOCK, patched(pe.JaxprStackFrame, __init__=__init__, add_eqn=add_eqn):
         yield sent

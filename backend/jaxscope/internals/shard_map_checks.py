@@ -29,7 +29,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from math import prod
-from typing import Any
+from typing import Any, Literal
 
 import jax
 from jax._src import core
@@ -44,8 +44,13 @@ from jax._src.tree_util import (
 )
 from jax.sharding import PartitionSpec as P
 
-from exhibits.shard_map.events import CheckStatus, SpecsName
 from jaxscope.user_text import cut_message, exception_class, exception_text
+
+# Which specs a fault is in, and what became of a check: the records' words, the same as the
+# wire's (``exhibits/shard_map/events.py``; the contract test holds them equal), from which the
+# shard_map probe builds its events (design 0059).
+SpecsName = Literal["in_specs", "out_specs"]
+CheckStatus = Literal["passed", "failed", "not_reached", "off"]
 
 CHECK_NAMES = (
     "unknown_axis",

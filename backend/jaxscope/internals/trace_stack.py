@@ -23,16 +23,47 @@ import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import jax
 from jax._src import core, source_info_util
 from jax._src.interpreters import ad, batching
 
-from exhibits.transform_order.events import ArgTraceView, TraceNodeView, TraceRole
 from jaxscope.internals.views import aval_view
 
 source_info_util.register_exclusion(__file__)
+
+# What a node of the tracer nest is to the one above it (the wire's ``TraceRole`` of
+# ``exhibits/transform_order/events.py``, which the contract test holds equal).
+TraceRole = Literal["argument", "primal", "tangent", "val"]
+
+
+@dataclass(frozen=True)
+class TraceNode:
+    """One value in the nest of tracers that reached ``f``: ``depth`` 0 is the argument, its
+    children the values its tracer wraps (``role``); ``tracer`` its class name, ``trace`` its
+    trace's (``None`` for a concrete array), ``aval`` the short aval at this level,
+    ``batch_dim`` a ``BatchTracer``'s, ``transform`` the transform that creates such a trace,
+    in words. The transform_order probe makes its ``TraceNodeView`` of it (design 0059: the
+    walker returns records, the exhibit builds its events)."""
+
+    depth: int
+    role: TraceRole
+    tracer: str
+    trace: str | None
+    aval: str
+    batch_dim: int | None
+    transform: str | None
+
+
+@dataclass(frozen=True)
+class ArgTrace:
+    """The nest of one argument leaf (``path``: its key path, led by the parameter's name),
+    depth-first."""
+
+    path: str
+    nodes: list[TraceNode]
+
 
 # The attributes through which a tracer of each class wraps the values of outer transforms.
 WRAPPED: dict[type, tuple[TraceRole, ...]] = {
@@ -61,10 +92,10 @@ def _aval_text(value: Any) -> str:
         return type(value).__name__
 
 
-def tracer_nest(value: Any) -> list[TraceNodeView]:
+def tracer_nest(value: Any) -> list[TraceNode]:
     """The nest of tracers in ``value`` (an argument leaf ``f`` received), depth-first: the
     value itself (depth 0), then each wrapped value (``primal``, ``tangent``, ``val``)."""
-    nodes: list[TraceNodeView] = []
+    nodes: list[TraceNode] = []
 
     def walk(v: Any, depth: int, role: TraceRole) -> None:
         if len(nodes) >= MAX_NODES:
@@ -73,7 +104,7 @@ def tracer_nest(value: Any) -> list[TraceNodeView]:
         trace_name = type(trace).__name__ if trace is not None else None
         bdim = getattr(v, "batch_dim", None) if isinstance(v, batching.BatchTracer) else None
         nodes.append(
-            TraceNodeView(
+            TraceNode(
                 depth=depth,
                 role=role,
                 tracer=type(v).__name__,
@@ -99,7 +130,7 @@ class Observation:
     first :data:`MAX_LEAVES`; ``left_out`` counts the leaves after them)."""
 
     calls: int = 0
-    args: list[ArgTraceView] = field(default_factory=list)
+    args: list[ArgTrace] = field(default_factory=list)
     left_out: int = 0
 
 
@@ -136,9 +167,7 @@ def observing(f: Callable[..., Any]) -> tuple[Callable[..., Any], Observation]:
             seen.left_out = max(0, len(leaves) - MAX_LEAVES)
             leaves = leaves[:MAX_LEAVES]
             seen.args = [
-                ArgTraceView(
-                    path=_named(jax.tree_util.keystr(path), names), nodes=tracer_nest(leaf)
-                )
+                ArgTrace(path=_named(jax.tree_util.keystr(path), names), nodes=tracer_nest(leaf))
                 for path, leaf in leaves
             ]
         seen.calls += 1
@@ -178,7 +207,10 @@ def count_eqns(jaxpr: core.Jaxpr) -> int:
 __all__ = [
     "TRANSFORM_OF_TRACE",
     "WRAPPED",
+    "ArgTrace",
     "Observation",
+    "TraceNode",
+    "TraceRole",
     "count_eqns",
     "observing",
     "tracer_nest",

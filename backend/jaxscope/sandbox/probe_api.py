@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from jaxscope.protocol import EventModel, RunOptions, Stage
+from jaxscope.protocol import RunOptions, Stage
 
 # What a loaded snippet is lives outside the sandbox (``jaxscope.internals`` reads it too);
 # re-exported here, beside the rest of the probe API (probes import it all from
@@ -25,6 +25,11 @@ from jaxscope.protocol import EventModel, RunOptions, Stage
 from jaxscope.snippet_model import SNIPPET_FILENAME as SNIPPET_FILENAME
 from jaxscope.snippet_model import Snippet as Snippet
 from jaxscope.snippet_model import source_lines as source_lines
+
+# Annotations only: the event union (every exhibit's events.py) is not imported in a worker,
+# which imports the events of the exhibit it runs (issue 36).
+if TYPE_CHECKING:
+    from jaxscope.protocol import EventModel
 
 
 class ProbeContext(Protocol):
