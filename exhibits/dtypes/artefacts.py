@@ -4,12 +4,14 @@ return_weak_type_flag=True)`` gave); ``table`` is the promotion table with x64 o
 on, as text (rows and columns in the order of JAX's type promotion docs; ``i*``/``f*``/``c*``
 the weak types); ``changes`` the dtype changes JAX made without being asked (JSON list, each
 ``{"kind", "api", "line", "from_type", "to_type", "partner", "count", "changed", "total",
-"example", "finding", "corrupted", "corruption", "corrupt_example"}``: ``DtypeChangesFound``),
-``[]`` when none.
+"example", "finding", "corrupted", "corruption", "corrupt_example", "primitive", "fix"}``:
+``DtypeChangesFound``), ``[]`` when none.
 
 ``SHOWN_ERRORS``: each promotion is a finding (``DtypePromoted``), and so is a demotion that
 corrupts values (``DtypeDemoted``: overflow, underflow, a whole number lost, an integer
-wrapped): ``jaxscope run`` exits 3 with one stderr line per finding, at its line. A demotion
+wrapped), and so is a bfloat16/float16 result that loses what float32 keeps (``PrecisionLost``,
+with the fix its eqn takes): ``jaxscope run`` exits 3 with one stderr line per finding, at its
+line. A demotion
 that only rounds floats to float32, as JAX documents, is in ``NOTES``: one stderr line each,
 exit status 0. Imports only the protocol and this exhibit's events."""
 
@@ -79,6 +81,8 @@ def _changes(events: Sequence[EventBase]) -> str | None:
                 "corrupted": c.corrupted,
                 "corruption": c.corruption,
                 "corrupt_example": c.corrupt_example,
+                "primitive": c.primitive,
+                "fix": c.fix,
             }
             for c in found.changes
         ]
@@ -93,9 +97,24 @@ CORRUPTIONS = {
     "wrapped": "lie outside the 32-bit range and wrap around",
 }
 
+# How a low-precision result differs from float32's (``DtypeChange.corruption`` of a
+# ``precision_lost`` change).
+LOSSES = {
+    "overflow": "overflow to inf where float32 is finite",
+    "whole_number": "are whole numbers that {dtype} holds as other whole numbers",
+    "beyond_rounding": "differ from float32 by more than {dtype}'s rounding",
+}
+
 
 def headline(c: DtypeChange) -> str:
     """The change in one sentence (the CLI's stderr line; the page says the same)."""
+    if c.kind == "precision_lost":
+        how = LOSSES[c.corruption or "beyond_rounding"].format(dtype=c.from_dtype)
+        lines = f" ({c.count} eqns at this line)" if c.count > 1 else ""
+        return (
+            f"{c.from_type} result of {c.api} ({c.primitive}) loses what float32 keeps:"
+            f" {c.changed} of {c.total} values {how} ({c.example}){lines}"
+        )
     if c.kind == "demoted":
         head = f"{c.api} is {c.from_type}; with x64 off JAX holds it as {c.to_type}"
         if not c.finding:
@@ -119,15 +138,13 @@ def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
         return []
     return [
         ShownError(
-            error_class="DtypePromoted" if c.kind == "promoted" else "DtypeDemoted",
+            error_class=ERROR_CLASSES[c.kind],
             message=headline(c),
-            computation="jax.make_jaxpr(f)(*args), promotions read eqn by eqn"
-            if c.kind == "promoted"
-            else "args as JAX takes them (jax.device_put, x64 off)",
+            computation=COMPUTATIONS[c.kind],
             artefact="changes",
             line=c.source.line if c.source else None,
             kind="finding",
-            note=FIXES[c.kind],
+            note=c.fix or FIXES[c.kind],
         )
         for c in found.changes
         if c.finding
@@ -148,12 +165,25 @@ def NOTES(events: Sequence[EventBase]) -> list[str]:
     ]
 
 
-# The fix the CLI says under a finding, per kind of change.
+ERROR_CLASSES = {
+    "promoted": "DtypePromoted",
+    "demoted": "DtypeDemoted",
+    "precision_lost": "PrecisionLost",
+}
+COMPUTATIONS = {
+    "promoted": "jax.make_jaxpr(f)(*args), promotions read eqn by eqn",
+    "demoted": "args as JAX takes them (jax.device_put, x64 off)",
+    "precision_lost": "f(*args) eqn by eqn as written and in float32, each result compared",
+}
+
+# The fix the CLI says under a finding, per kind of change (a precision_lost change carries
+# its own, for its eqn).
 FIXES = {
     "promoted": "give the constant or the other operand the value's dtype (a Python scalar,"
     " or .astype(x.dtype)), or convert on purpose with .astype",
     "demoted": "turn on jax_enable_x64 to keep 64 bits, or bring the values into what 32 bits"
     " hold before JAX takes them (rescale, offset or reduce them in numpy)",
+    "precision_lost": "compute it in float32 (preferred_element_type, or an upcast)",
 }
 
 ARTEFACTS = {"result_type": _result_type, "table": _table, "changes": _changes}

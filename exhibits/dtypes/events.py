@@ -107,6 +107,14 @@ class DtypeChange(WireModel):
     ``total`` elements, the first (``example``: its index, value before and after, as numpy
     prints them). ``from_type``/``to_type``: types as a jaxpr writes them (``bf16[4,8]``).
 
+    ``precision_lost`` (issue 33): a bfloat16/float16 result of ``f`` that differs from the same
+    computation in float32 by more than the dtype's rounding
+    (``jaxscope.internals.precision_loss``): ``api`` what the user called at ``source``'s line,
+    ``primitive`` the eqn, ``from_type`` the result's type and ``to_type`` float32's,
+    ``changed`` of ``total`` elements off, the first in ``example`` (its index, the result and
+    float32's), ``corruption`` how (``overflow``, ``whole_number``, ``beyond_rounding``), ``fix``
+    what applies to that eqn (``preferred_element_type``, an upcast, a float32 carry).
+
     ``corrupted``: of the ``changed`` elements of a demotion, those the 32-bit copy does not
     merely round (``docs/design/0024-findings.md``): ``corruption`` says how the first was
     (``overflow``: a finite float that float32 holds as inf; ``underflow``: a nonzero float
@@ -116,7 +124,7 @@ class DtypeChange(WireModel):
     ``corrupt_example`` which. ``finding``: the change is a finding (a promotion; a demotion
     with ``corrupted`` elements); a demotion that only rounds is a note."""
 
-    kind: Literal["promoted", "demoted"]
+    kind: Literal["promoted", "demoted", "precision_lost"]
     api: str
     source: SourceLoc | None = None
     from_dtype: str
@@ -129,9 +137,13 @@ class DtypeChange(WireModel):
     total: int | None = None
     example: str | None = None
     corrupted: int = 0
-    corruption: Literal["overflow", "underflow", "whole_number", "wrapped"] | None = None
+    corruption: (
+        Literal["overflow", "underflow", "whole_number", "wrapped", "beyond_rounding"] | None
+    ) = None
     corrupt_example: str | None = None
     finding: bool = True
+    primitive: str | None = None
+    fix: str | None = None
 
 
 class DtypeChangesFound(EventBase):
@@ -143,6 +155,9 @@ class DtypeChangesFound(EventBase):
     x64: bool
     changes: list[DtypeChange]
     eqns_read: int = 0
+    # Why low-precision results were not compared with float32 (None: they were, or f has none):
+    # abstract arguments, or a program too big to run twice eqn by eqn.
+    precision_unchecked: str | None = None
 
 
 # This exhibit's events (checked: every event class defined here must be listed, see

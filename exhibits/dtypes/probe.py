@@ -18,7 +18,9 @@ Last, the dtype changes JAX made without being asked, under the snippet's own se
 change when JAX canonicalizes it to 32 bits (what JAX holds is read back from
 ``jax.device_put``; a note when they are only rounded, a finding when some are corrupted:
 ``demotions.py``), then ``f``'s implicit promotions that last to an output (findings;
-``jaxscope.internals.dtype_changes``, on ``jax.make_jaxpr(f)``).
+``jaxscope.internals.dtype_changes``, on ``jax.make_jaxpr(f)``), then the bfloat16/float16
+results that lose what float32 keeps (``precision.py``: ``f`` run eqn by eqn as written and in
+float32; findings, each with the fix its eqn takes).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from .events import (
     ResultTypeAnswer,
     ResultTypeComputed,
 )
+from .precision import flat_arguments, precision_changes
 
 # The lattice's dtypes, in the order of the table in JAX's type promotion docs; then the weak
 # types, which JAX's promote_types takes as the Python types themselves.
@@ -262,7 +265,16 @@ def run(ctx: ProbeContext) -> None:
     changes = [] if user_x64 else demotions(leaves, setting_line(ctx.snippet.source, "args"))
     closed = plan.make_jaxpr()
     changes += [DtypeChange(kind="promoted", **vars(p)) for p in dtype_promotions(closed)]
-    ctx.emit(DtypeChangesFound(x64=user_x64, changes=changes, eqns_read=dtype_eqn_count(closed)))
+    lost, unchecked = precision_changes(closed, flat_arguments(plan.dynamic_args(), plan.kwargs))
+    changes += lost
+    ctx.emit(
+        DtypeChangesFound(
+            x64=user_x64,
+            changes=changes,
+            eqns_read=dtype_eqn_count(closed),
+            precision_unchecked=unchecked,
+        )
+    )
 
 
 def _at(path: str, index: tuple[int, ...]) -> str:

@@ -129,6 +129,17 @@ describe('dtypes view model: the dtype changes', () => {
     expect(rows[1]?.fix).toMatch(/^Not a finding/);
   });
 
+  it('says the bf16_token_count example: a count bfloat16 holds as another whole number, with its fix', () => {
+    // test_precision_cases.py holds the same snippet (cases/DT05) to plain JAX (4096) and numpy
+    // (4097) in a fresh process; the sentence is artefacts.py's headline (the CLI's stderr line)
+    const rows = changeRows(dtypesModel(golden('bf16_token_count')));
+    expect(rows.map((r) => [r.kind, r.finding, r.line])).toEqual([['precision_lost', true, 10]]);
+    expect(rows[0]?.text).toBe(
+      'bf16[] result of jnp.dot (dot_general) loses what float32 keeps: 1 of 1 values are whole numbers that bfloat16 holds as other whole numbers (result: 4096.0 where float32 gives 4097.0)',
+    );
+    expect(rows[0]?.fix).toContain('preferred_element_type=jnp.float32');
+  });
+
   it('has no change for the examples that keep their dtypes', () => {
     for (const name of ['mixed_ints', 'weak_scalar', 'numpy_float64']) {
       const model = dtypesModel(golden(name));

@@ -45,7 +45,21 @@ const CORRUPTIONS: Record<NonNullable<Change['corruption']>, string> = {
   underflow: 'underflow to 0 or to float32 subnormals that lose digits',
   whole_number: 'are whole numbers above 2**24 that float32 holds as other whole numbers',
   wrapped: 'lie outside the 32-bit range and wrap around',
+  beyond_rounding: "differ from float32 by more than the dtype's rounding",
 };
+
+/** How a low-precision result differs from float32's (artefacts.py `LOSSES`). */
+function lostHow(c: Change): string {
+  if (c.corruption === 'overflow') return 'overflow to inf where float32 is finite';
+  if (c.corruption === 'whole_number') return `are whole numbers that ${c.from_dtype} holds as other whole numbers`;
+  return `differ from float32 by more than ${c.from_dtype}'s rounding`;
+}
+
+/** A bfloat16/float16 result that loses what float32 keeps (artefacts.py `headline`). */
+function lostText(c: Change): string {
+  const lines = c.count > 1 ? ` (${c.count} eqns at this line)` : '';
+  return `${c.from_type} result of ${c.api} (${c.primitive ?? '?'}) loses what float32 keeps: ${c.changed} of ${c.total} values ${lostHow(c)} (${c.example})${lines}`;
+}
 
 function demotedText(c: Change): string {
   const head = `${c.api} is ${c.from_type}; with x64 off JAX holds it as ${c.to_type}`;
@@ -61,12 +75,16 @@ export function changeRows(model: DtypesModel): ChangeRow[] {
     finding: c.finding,
     line: c.source?.line ?? null,
     text:
-      c.kind === 'demoted'
+      c.kind === 'precision_lost'
+        ? lostText(c)
+        : c.kind === 'demoted'
         ? demotedText(c)
         : `${c.from_type} promoted to ${c.to_type} by ${c.api}${c.partner ? ` with ${c.partner}` : ''}; the wider dtype lasts to f's output` +
           (c.count > 1 ? ` (${c.count} times on this line)` : ''),
     fix:
-      c.kind === 'promoted'
+      c.kind === 'precision_lost'
+        ? `Fix: ${c.fix ?? 'compute it in float32 (preferred_element_type, or an upcast)'}.`
+        : c.kind === 'promoted'
         ? "Give the constant or the other operand the value's dtype (a Python scalar is weakly typed and takes it), or convert on purpose with .astype."
         : c.finding
           ? 'Turn on jax_enable_x64 to keep 64 bits, or bring the values into what 32 bits hold before JAX takes them (rescale, offset or reduce them in numpy).'

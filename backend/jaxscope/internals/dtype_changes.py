@@ -243,6 +243,10 @@ def _widened_operand(item: _Flat, tainted: set[object]) -> tuple[Any, Any] | Non
         return (eqn.invars[0], eqn.outvars[0]) if item.ins[0] in tainted else None
     if call_body(eqn) is not None or len(eqn.outvars) != 1 or len(eqn.invars) < 2:
         return None
+    if any(True for _ in core.jaxprs_in_params(eqn.params)):
+        # control flow (scan, while, cond): operands of different dtypes are its carry and
+        # its inputs, not the two sides of a join (a float32 carry summing bfloat16 steps)
+        return None
     out = eqn.outvars[0]
     dtype = getattr(out.aval, "dtype", None)
     dtypes = {getattr(a.aval, "dtype", None) for a in eqn.invars}

@@ -3533,6 +3533,7 @@ export interface DtypeChangesFound {
   detail_of?: string | null;
   eqns_read: number;
   list_ranges?: ListRange[];
+  precision_unchecked: string | null;
   run_id: string;
   seq: number;
   type: 'dtype_changes_found';
@@ -3548,6 +3549,14 @@ export interface DtypeChangesFound {
  * JAX canonicalizes to 32 bits with x64 off and whose values change by it: ``changed`` of
  * ``total`` elements, the first (``example``: its index, value before and after, as numpy
  * prints them). ``from_type``/``to_type``: types as a jaxpr writes them (``bf16[4,8]``).
+ *
+ * ``precision_lost`` (issue 33): a bfloat16/float16 result of ``f`` that differs from the same
+ * computation in float32 by more than the dtype's rounding
+ * (``jaxscope.internals.precision_loss``): ``api`` what the user called at ``source``'s line,
+ * ``primitive`` the eqn, ``from_type`` the result's type and ``to_type`` float32's,
+ * ``changed`` of ``total`` elements off, the first in ``example`` (its index, the result and
+ * float32's), ``corruption`` how (``overflow``, ``whole_number``, ``beyond_rounding``), ``fix``
+ * what applies to that eqn (``preferred_element_type``, an upcast, a float32 carry).
  *
  * ``corrupted``: of the ``changed`` elements of a demotion, those the 32-bit copy does not
  * merely round (``docs/design/0024-findings.md``): ``corruption`` says how the first was
@@ -3566,14 +3575,16 @@ export interface DtypeChange {
   changed: number | null;
   corrupt_example: string | null;
   corrupted: number;
-  corruption: ('overflow' | 'underflow' | 'whole_number' | 'wrapped') | null;
+  corruption: ('overflow' | 'underflow' | 'whole_number' | 'wrapped' | 'beyond_rounding') | null;
   count: number;
   example: string | null;
   finding: boolean;
+  fix: string | null;
   from_dtype: string;
   from_type: string;
-  kind: 'promoted' | 'demoted';
+  kind: 'promoted' | 'demoted' | 'precision_lost';
   partner: string | null;
+  primitive: string | null;
   source: SourceLoc | null;
   to_dtype: string;
   to_type: string;
