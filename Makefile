@@ -1,7 +1,8 @@
 # jaxscope: `make serve` installs what is missing and serves the explorer; `make test` installs
 # what is missing and runs every check and test. Both work from a clean clone on a machine with
 # Python 3.11, Node 20 and apt (Debian), and install the Python side into .venv/ and the
-# PyTorch/XLA track into .venv-torch/ (about 7 GB; `make serve TORCH=no` leaves it out).
+# PyTorch/XLA track into .venv-torch/ (about 7 GB; `make serve TORCH=no` leaves it out) and the
+# TensorFlow bridge into .venv-tf/ (about 2 GB; `make serve TF=no` leaves it out).
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -12,23 +13,28 @@ TORCH_VENV := .venv-torch
 TORCH_PY := $(TORCH_VENV)/bin/python
 TORCH ?= yes
 WITH_TORCH := $(if $(filter no,$(TORCH)),,torch)
+# The TensorFlow venv (docs/design/0066-tf-bridge.md): tensorflow-cpu, tf2jax and JAX.
+TF_VENV := .venv-tf
+TF_PY := $(TF_VENV)/bin/python
+TF ?= yes
+WITH_TF := $(if $(filter no,$(TF)),,tf)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: serve test test-all setup setup-dev torch frontend chromium bubblewrap lint typecheck gen-check unit e2e compose-check bench clean wheel
+.PHONY: serve test test-all setup setup-dev torch tf frontend chromium bubblewrap lint typecheck gen-check unit e2e compose-check bench clean wheel
 
-serve: setup frontend bubblewrap $(WITH_TORCH)
+serve: setup frontend bubblewrap $(WITH_TORCH) $(WITH_TF)
 	$(VENV)/bin/jaxscope serve --host $(HOST) --port $(PORT)
 
-test: setup-dev frontend chromium bubblewrap $(WITH_TORCH)
+test: setup-dev frontend chromium bubblewrap $(WITH_TORCH) $(WITH_TF)
 	bash scripts/test-all.sh
 
 # Everything `make test` runs, plus the whole matrices it samples and the full-size programs
 # (tests marked `full`; testkit.py, docs/design/0058-suite-that-fits.md). Run it before
 # resolving anything that touches a matrix.
-test-all: setup-dev frontend chromium bubblewrap $(WITH_TORCH)
+test-all: setup-dev frontend chromium bubblewrap $(WITH_TORCH) $(WITH_TF)
 	JAXSCOPE_TEST_ALL=1 bash scripts/test-all.sh
 
 # --- installs (each step is skipped when already done) -------------------------------------
@@ -56,6 +62,15 @@ $(TORCH_VENV)/.ready: requirements-torch.txt requirements-torchax.txt
 	PJRT_DEVICE=CPU $(TORCH_PY) -c "import torch, torch_xla, pydantic, ml_dtypes" && touch $@
 
 torch: $(TORCH_VENV)/.ready
+
+# tensorflow-cpu 2.21.0 + tf2jax 0.3.8 + JAX 0.10.2 and their closure, every version exact
+# (--no-deps: tf2jax asks for `tensorflow`, which tensorflow-cpu provides under another name).
+$(TF_VENV)/.ready: requirements-tf.txt
+	test -x $(TF_PY) || $(PYTHON) -m venv $(TF_VENV)
+	$(TF_PY) -m pip install -q --no-deps -r requirements-tf.txt 2>&1 | grep -v "is ignored" || true
+	TF_CPP_MIN_LOG_LEVEL=2 $(TF_PY) -c "import tensorflow, tf2jax, jax, pydantic, ml_dtypes" && touch $@
+
+tf: $(TF_VENV)/.ready
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -87,4 +102,4 @@ bench: setup frontend
 	$(PY) bench/clean_runs.py
 
 clean:
-	rm -rf $(VENV) $(TORCH_VENV) node_modules frontend/dist dist build backend/jaxscope/_frontend
+	rm -rf $(VENV) $(TORCH_VENV) $(TF_VENV) node_modules frontend/dist dist build backend/jaxscope/_frontend

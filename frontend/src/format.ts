@@ -17,7 +17,7 @@ const TORCH_IMPORT = 'torch and torch_xla';
  * and why. A torch worker serves one run and then retires; the pool keeps a started one for the
  * next run, so the first torch run of a server is the slow one.
  */
-export function formatWorkerStart(start: { kind: 'jax' | 'torch'; ms: number } | null): string | null {
+export function formatWorkerStart(start: { kind: 'jax' | 'torch' | 'tf'; ms: number } | null): string | null {
   if (start === null || !(start.ms >= 1000)) return null;
   const took = formatSeconds(start.ms);
   if (start.kind === 'torch') {
@@ -26,6 +26,9 @@ export function formatWorkerStart(start: { kind: 'jax' | 'torch'; ms: number } |
       "torch_xla's PJRT client and its first compile inside the run take milliseconds, " +
       'and the next run finds a worker started'
     );
+  }
+  if (start.kind === 'tf') {
+    return `${took} of it went to starting a TensorFlow worker (a new process importing TensorFlow and JAX)`;
   }
   return `${took} of it went to starting a JAX sandbox worker`;
 }
@@ -37,7 +40,8 @@ export function formatQueue(queue: QueueState): string {
   const about = s !== null && Number.isFinite(s) && s >= 0 ? `, about ${Math.max(1, Math.round(s))} s` : '';
   if (queue.reason === 'worker_starting') {
     // No warm worker was ready: say which kind is starting and about how long it takes.
-    const kind = queue.worker_kind === 'torch' ? 'a PyTorch/XLA' : 'a JAX';
+    const kinds = { torch: 'a PyTorch/XLA', tf: 'a TensorFlow', jax: 'a JAX' } as const;
+    const kind = kinds[queue.worker_kind ?? 'jax'];
     const soon = s !== null && Number.isFinite(s) && s >= 0 ? `, ~${s < 1 ? s.toFixed(1) : Math.round(s)} s` : '';
     // Why a torch worker's start is slow (issue 31, item 5): design 0055 measured it.
     const why = queue.worker_kind === 'torch' ? ` (a new process importing ${TORCH_IMPORT})` : '';

@@ -12,6 +12,11 @@ Two kinds (``jaxscope.protocol.WorkerKind``):
   address space (PyPI's build loads its CUDA libraries even on a CPU), so the exhibits of this
   kind set their own ``Exhibit.address_space_bytes``: the worker's limits are the sandbox's
   with that one field replaced (:func:`exhibit_limits`), never a global loosening.
+- ``"tf"``: the TensorFlow bridges (``jax2tf``, ``tf2jax``: design 0066), in a venv of their own
+  (``.venv-tf/``, made by ``make tf`` from ``requirements-tf.txt``: tensorflow-cpu, tf2jax and
+  the JAX of the JAX venv, since jax2tf lives in jax). Its warm-up is a JAX worker's plus
+  ``import tensorflow``; like torch it starts with bubblewrap (no forked template) and the
+  finder below, never the JAX venv's site-packages.
 
 The pool keeps one sub-pool per (kind, limits) pair (``WorkerPool.for_exhibit``). This module
 imports neither JAX nor torch.
@@ -45,6 +50,19 @@ HOW_CHECKOUT = "`make torch` (`make serve` and `make test` do it too)"
 HOW_INSTALLED = (
     "`jaxscope install-torch` (it makes that venv with pip from the pins the package carries), "
     "or name another venv's python in {env}"
+)
+
+
+TF_PYTHON_ENV = "JAXSCOPE_TF_PYTHON"
+TF_MISSING = (
+    "the TensorFlow bridge is not installed here: its exhibit runs in a venv of its own, {venv} "
+    "(tensorflow-cpu 2.21.0 + tf2jax 0.3.8 + JAX 0.10.2, about 2 GB, about 5 minutes). "
+    "Install it with {how}"
+)
+TF_HOW_CHECKOUT = "`make tf` (`make serve` and `make test` do it too; `TF=no` leaves it out)"
+TF_HOW_INSTALLED = (
+    "a venv made with `pip install --no-deps -r requirements-tf.txt` (the checkout's pins), "
+    "its python named in {env}"
 )
 
 
@@ -86,14 +104,38 @@ def torch_python() -> Path:
     return Path(named).absolute() if named else default_torch_venv() / "bin" / "python"
 
 
+def default_tf_venv(root: Path | None = None) -> Path:
+    """Where the TensorFlow venv is looked for when ``JAXSCOPE_TF_PYTHON`` names none: the
+    checkout's ``.venv-tf``, else ``$XDG_DATA_HOME/jaxscope/venv-tf``."""
+    if in_checkout(root):
+        return (root or CHECKOUT_ROOT) / ".venv-tf"
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data) / "jaxscope" / "venv-tf"
+
+
+def tf_python() -> Path:
+    """The TensorFlow venv's ``python`` (``JAXSCOPE_TF_PYTHON``, else ``bin/python`` of
+    :func:`default_tf_venv`); not resolved, as :func:`torch_python`."""
+    named = os.environ.get(TF_PYTHON_ENV)
+    return Path(named).absolute() if named else default_tf_venv() / "bin" / "python"
+
+
 def python_of(kind: WorkerKind) -> str:
     """The interpreter a worker of ``kind`` runs (absolute path)."""
-    return sys.executable if kind == "jax" else str(torch_python())
+    if kind == "jax":
+        return sys.executable
+    return str(tf_python() if kind == "tf" else torch_python())
 
 
 def kind_problem(kind: WorkerKind) -> str | None:
-    """Why workers of ``kind`` cannot start here (the torch venv is missing), or None."""
+    """Why workers of ``kind`` cannot start here (its venv is missing), or None."""
     if kind == "jax":
+        return None
+    if kind == "tf":
+        python = tf_python()
+        if not os.access(python, os.X_OK):
+            how = TF_HOW_CHECKOUT if in_checkout() else TF_HOW_INSTALLED.format(env=TF_PYTHON_ENV)
+            return TF_MISSING.format(venv=python.parent.parent, how=how)
         return None
     python = torch_python()
     if not os.access(python, os.X_OK):
@@ -152,10 +194,11 @@ def package_folders() -> dict[str, str]:
 def runner_command(kind: WorkerKind) -> list[str]:
     """The command that starts the sandbox runner in a worker of ``kind`` (its arguments
     follow): ``python -m jaxscope.sandbox.runner`` for JAX; for torch, the torch venv's python
-    with the bootstrap above, which sees only those two packages of the JAX side."""
+    with the bootstrap above, which sees only those two packages of the JAX side; the same for
+    the TensorFlow venv's python."""
     if kind == "jax":
         return [sys.executable, "-m", "jaxscope.sandbox.runner"]
-    return [str(torch_python()), "-c", package_finder(package_folders()) + _RUNNER]
+    return [python_of(kind), "-c", package_finder(package_folders()) + _RUNNER]
 
 
 def venv_paths(python: str) -> tuple[str, ...]:

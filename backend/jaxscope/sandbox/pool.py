@@ -38,10 +38,14 @@ OTHER_KIND_MAX_WORKERS = 2
 # What one worker of a kind beside the main pool's may take resident (design 0057): a torch run
 # was measured at 3.8 GB. The workers of such a kind, in all the pools of it together, stay
 # within the pool's ``memory_budget_bytes`` at these sizes (at least one always may start).
-KIND_MEMORY_BYTES: dict[WorkerKind, int] = {"jax": 768 * 2**20, "torch": 4 * 2**30}
+KIND_MEMORY_BYTES: dict[WorkerKind, int] = {
+    "jax": 768 * 2**20,
+    "torch": 4 * 2**30,
+    "tf": 2 * 2**30,  # TensorFlow + JAX, design 0066
+}
 # A first worker start's typical seconds per kind (JAX: the template imports JAX and the probes,
 # then forks; torch: a bwrap start that imports torch_xla), before the pool measured its own.
-FIRST_START_S: dict[WorkerKind, float] = {"jax": 3.0, "torch": 10.0}
+FIRST_START_S: dict[WorkerKind, float] = {"jax": 3.0, "torch": 10.0, "tf": 10.0}
 # Safety net for the wake-ups below (a worker that exits on its own is noticed by polling).
 _POLL_S = 0.5
 

@@ -198,7 +198,11 @@ def worker_env(
     client; its probes may set other torch_xla settings before they create the client), no
     device-count flag (JAX's flag leaves torch_xla at one device), and no ``PYTHONPATH``: its
     command imports the ``jaxscope`` and ``exhibits`` packages, which its venv does not install,
-    by name alone (``kinds.runner_command``, design 0047)."""
+    by name alone (``kinds.runner_command``, design 0047).
+
+    A TensorFlow worker (``kind="tf"``, design 0066) runs JAX too and gets a JAX worker's
+    environment, with TensorFlow's C++ info logs off (``TF_CPP_MIN_LOG_LEVEL=2`` unless set):
+    its import prints a dozen lines of them to the worker's stderr."""
     env = {k: v for k, v in (os.environ if base is None else base).items() if _passed_to_worker(k)}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     if kind == "torch":
@@ -215,6 +219,8 @@ def worker_env(
     # On a GPU, XLA would otherwise preallocate 75% of device memory in every warm worker, so
     # a second worker could not start; allocate on demand instead (no effect on CPU).
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    if kind == "tf":
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     _common_env(env, home)
     return env
 

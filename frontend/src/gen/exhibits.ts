@@ -49,4 +49,5 @@ export const EXHIBIT_TABLE: Readonly<Record<string, { group: ExhibitGroup; label
   wrapped_fun: { group: "Trace & compile", label: "WrappedFun stack" },
   review: { group: "Debugging", label: "Code review" },
   pmap: { group: "Devices", label: "pmap" },
+  tf_bridge: { group: "XLA & export", label: "TF bridge" },
 };

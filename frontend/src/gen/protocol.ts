@@ -112,7 +112,12 @@ export type Event =
   | PmapTraced
   | PmapDevicesRun
   | PmapCollectivesMoved
-  | PmapEquivalentsCompared;
+  | PmapEquivalentsCompared
+  | TfGraphTraced
+  | XlaCallModuleRead
+  | Jax2TfOutputsCompared
+  | SavedModelLoaded
+  | Tf2JaxConverted;
 export type Request =
   | RunRequest
   | CancelRequest
@@ -164,7 +169,7 @@ export interface ExhibitInfo {
   summary: string;
   title: string;
   unavailable: string | null;
-  worker: 'jax' | 'torch';
+  worker: 'jax' | 'torch' | 'tf';
 }
 /**
  * The worker accepted the run. ``backend`` is ``jax.default_backend()``; ``devices`` the
@@ -500,7 +505,7 @@ export interface RunQueued {
   seq: number;
   type: 'run_queued';
   waiting: number;
-  worker_kind: ('jax' | 'torch') | null;
+  worker_kind: ('jax' | 'torch' | 'tf') | null;
 }
 /**
  * The run's time limits grew with the size of the user's program, so that a real model is
@@ -3533,7 +3538,6 @@ export interface DtypeChangesFound {
   detail_of?: string | null;
   eqns_read: number;
   list_ranges?: ListRange[];
-  precision_unchecked: string | null;
   run_id: string;
   seq: number;
   type: 'dtype_changes_found';
@@ -3549,14 +3553,6 @@ export interface DtypeChangesFound {
  * JAX canonicalizes to 32 bits with x64 off and whose values change by it: ``changed`` of
  * ``total`` elements, the first (``example``: its index, value before and after, as numpy
  * prints them). ``from_type``/``to_type``: types as a jaxpr writes them (``bf16[4,8]``).
- *
- * ``precision_lost`` (issue 33): a bfloat16/float16 result of ``f`` that differs from the same
- * computation in float32 by more than the dtype's rounding
- * (``jaxscope.internals.precision_loss``): ``api`` what the user called at ``source``'s line,
- * ``primitive`` the eqn, ``from_type`` the result's type and ``to_type`` float32's,
- * ``changed`` of ``total`` elements off, the first in ``example`` (its index, the result and
- * float32's), ``corruption`` how (``overflow``, ``whole_number``, ``beyond_rounding``), ``fix``
- * what applies to that eqn (``preferred_element_type``, an upcast, a float32 carry).
  *
  * ``corrupted``: of the ``changed`` elements of a demotion, those the 32-bit copy does not
  * merely round (``docs/design/0024-findings.md``): ``corruption`` says how the first was
@@ -3575,16 +3571,14 @@ export interface DtypeChange {
   changed: number | null;
   corrupt_example: string | null;
   corrupted: number;
-  corruption: ('overflow' | 'underflow' | 'whole_number' | 'wrapped' | 'beyond_rounding') | null;
+  corruption: ('overflow' | 'underflow' | 'whole_number' | 'wrapped') | null;
   count: number;
   example: string | null;
   finding: boolean;
-  fix: string | null;
   from_dtype: string;
   from_type: string;
-  kind: 'promoted' | 'demoted' | 'precision_lost';
+  kind: 'promoted' | 'demoted';
   partner: string | null;
-  primitive: string | null;
   source: SourceLoc | null;
   to_dtype: string;
   to_type: string;
@@ -5681,6 +5675,201 @@ export interface PmapEquivalent {
   name: string;
   note: string | null;
   previews: string[];
+}
+/**
+ * ``tf.function(jax2tf.convert(f, ...)).get_concrete_function(*specs)``: the input
+ * signature it was traced for (one ``tf.TensorSpec`` per leaf of ``args``, None where
+ * ``polymorphic_shapes`` names a dimension variable), the graph's ops, and the graph's
+ * ``GraphDef`` in protobuf text with the ``XlaCallModule``'s ``module`` bytes left out
+ * (``--print stablehlo`` prints them).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "TfGraphTraced".
+ */
+export interface TfGraphTraced {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  graph_def: string;
+  input_signature: TfTensorView[];
+  list_ranges?: ListRange[];
+  ops: TfOpView[];
+  polymorphic_shapes: (string | null)[];
+  run_id: string;
+  seq: number;
+  tf_version: string;
+  type: 'tf_graph_traced';
+  with_gradient: boolean;
+}
+/**
+ * One TensorFlow tensor: its name (``op:index``), dtype name and shape as TensorFlow
+ * writes it (``(None, 3)``: None is a dimension TensorFlow does not know).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "TfTensorView".
+ */
+export interface TfTensorView {
+  dtype: string;
+  name: string;
+  shape: string;
+}
+/**
+ * One op of a TensorFlow graph: name, type (``XlaCallModule``, ``MatMul``), its input
+ * tensors' names, its outputs, and the snippet line that created it (from ``op.traceback``)
+ * when one did.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "TfOpView".
+ */
+export interface TfOpView {
+  inputs: string[];
+  name: string;
+  outputs: TfTensorView[];
+  source: SourceLoc | null;
+  type: string;
+}
+/**
+ * The attributes of the graph's ``XlaCallModule`` op, as TensorFlow holds them, and its
+ * ``module``: the serialized StableHLO (MLIR bytecode) against the module ``jax.export``
+ * makes of ``jax.jit(f)`` for the same symbolic argument specs, traced from the same call site
+ * (the module carries the Python locations of the call that traced it). ``stablehlo`` is
+ * ``Exported.mlir_module()``, the text of those bytes; ``in_avals``/``out_avals`` JAX's
+ * symbolic shapes, ``sout`` TensorFlow's output shapes (-1 where TF cannot say).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "XlaCallModuleRead".
+ */
+export interface XlaCallModuleRead {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  dim_args_spec: string[];
+  disabled_checks: string[];
+  export_platforms: string[];
+  export_sha256: string;
+  function_list: string[];
+  has_token_input_output: boolean;
+  in_avals: string[];
+  list_ranges?: ListRange[];
+  module_bytes: number;
+  module_sha256: string;
+  out_avals: string[];
+  platforms: string[];
+  run_id: string;
+  same_as_export: boolean;
+  seq: number;
+  sout: number[][];
+  stablehlo: string;
+  tin: string[];
+  tout: string[];
+  type: 'xla_call_module_read';
+  use_shardy_partitioner: boolean;
+  uses_global_constants: boolean;
+  version: number;
+}
+/**
+ * The converted function called in TensorFlow on ``args`` against ``f`` called in JAX
+ * (``outputs``), and, when ``with_gradient``, TensorFlow's gradient of the sum of the float
+ * outputs with respect to each float argument (``tf.GradientTape``, which calls the VJP that
+ * jax2tf serialized as a second ``XlaCallModule``) against ``jax.grad`` of the same sum
+ * (``gradients``). ``gradient_ops``: the op types of the function TensorFlow's gradient ran,
+ * found in the gradient's graph library.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "Jax2tfOutputsCompared".
+ */
+export interface Jax2TfOutputsCompared {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  gradient_ops: string[];
+  gradients: OutputCompared[];
+  list_ranges?: ListRange[];
+  outputs: OutputCompared[];
+  run_id: string;
+  seq: number;
+  type: 'jax2tf_outputs_compared';
+}
+/**
+ * One leaf compared across the bridge: its path, shape and dtype, both sides' values
+ * printed by numpy, and the largest absolute difference between them.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "OutputCompared".
+ */
+export interface OutputCompared {
+  dtype: string;
+  jax_value: string;
+  max_abs_diff: number;
+  path: string;
+  shape: number[];
+  tf_value: string;
+}
+/**
+ * ``tf.saved_model.save`` of a ``tf.Module`` holding the converted function, with a
+ * ``serving_default`` signature for the concrete function, then ``tf.saved_model.load``:
+ * the files written, the loaded signature's inputs and outputs as TensorFlow reads them back,
+ * and its outputs on ``args`` against ``f`` in JAX.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SavedModelLoaded".
+ */
+export interface SavedModelLoaded {
+  compared: OutputCompared[];
+  detail_id?: string | null;
+  detail_of?: string | null;
+  files: SavedModelFile[];
+  inputs: TfTensorView[];
+  list_ranges?: ListRange[];
+  outputs: TfTensorView[];
+  run_id: string;
+  seq: number;
+  signature: string;
+  type: 'saved_model_loaded';
+}
+/**
+ * One file the SavedModel wrote: path relative to its folder, size in bytes.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "SavedModelFile".
+ */
+export interface SavedModelFile {
+  bytes: number;
+  path: string;
+}
+/**
+ * ``tf2jax.convert(tf.function(tf_f), *args)``: the TensorFlow ops of ``tf_f``'s graph,
+ * the jaxpr of the JAX function it became (``jax.make_jaxpr`` of it with its params), each
+ * eqn beside the op it came from, and the outputs and gradients (of the sum of the float
+ * outputs) in JAX against TensorFlow's own.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "Tf2jaxConverted".
+ */
+export interface Tf2JaxConverted {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  eqns: EqnFromOp[];
+  gradients: OutputCompared[];
+  jaxpr: JaxprView;
+  list_ranges?: ListRange[];
+  outputs: OutputCompared[];
+  params: string[];
+  run_id: string;
+  seq: number;
+  tf_ops: TfOpView[];
+  type: 'tf2jax_converted';
+}
+/**
+ * An eqn of the converted jaxpr and the TensorFlow op whose conversion made it (the
+ * ``jax.named_scope`` the probe opened around each op tf2jax converted; empty for an eqn made
+ * outside any op).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "EqnFromOp".
+ */
+export interface EqnFromOp {
+  eqn: number;
+  primitive: string;
+  tf_op: string;
+  tf_type: string;
 }
 /**
  * Run ``exhibit`` on the snippet ``code``. Answered by a stream of events for ``run_id``.
