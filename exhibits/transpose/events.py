@@ -456,10 +456,38 @@ class GradAttempted(EventBase):
 
 # This exhibit's events, in the order the union lists them (checked: every event class
 # defined here must be listed, see ``jaxscope.events``).
+class GradientValuesSent(EventBase):
+    """Values of one gradient leaf that :class:`GradientChecked` summarised (``GradientLeaf``
+    ``sent`` false: more than 4,096 elements), for a run that prints whole artefacts (the CLI's,
+    ``details = "eager"``; issue 33, design 0060): ``jaxscope run transpose --print gradient``
+    then gives every element of every leaf, as the page gets a summary's details.
+
+    ``leaf``: the index of the leaf in ``GradientChecked.leaves`` (``path`` its key path, for
+    a reader); ``start``/``count``: the elements this event carries, in the leaf's row-major
+    order (a leaf of more than :data:`VALUES_PER_EVENT` elements comes in several events, in
+    order); ``data``: those elements' bits, little-endian, base64, in ``encoding``: the leaf's
+    own dtype for float32 and float64, float32 for float16 and bfloat16 (which it holds
+    exactly). The walk's gradient only: ``jax.grad``'s and ``jax.vjp``'s are bit-identical to
+    it when ``GradientLeaf.equal_to_jax`` says so."""
+
+    type: Literal["gradient_values_sent"] = "gradient_values_sent"
+    leaf: int
+    path: str
+    start: int
+    count: int
+    encoding: Literal["float32", "float64"]
+    data: str
+
+
+# The elements of one GradientValuesSent: 1 MiB of float32 (1.4 MB of base64 on the line).
+VALUES_PER_EVENT = 2**18
+
+
 EVENTS: tuple[type[EventBase], ...] = (
     TransposeStepped,
     TransposeCallOpened,
     LinearJaxprStaged,
     GradientChecked,
     GradAttempted,
+    GradientValuesSent,
 )

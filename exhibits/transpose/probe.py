@@ -32,9 +32,10 @@ A bad ``argnums``, ``argnums=()``, no floating argument at all, or a complex one
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
@@ -71,11 +72,13 @@ from jaxscope.exhibit_api import (
 from jaxscope.exhibit_api import choose_argnums as grad_argnums
 
 from exhibits.transpose.events import (
+    VALUES_PER_EVENT,
     CustomRuleOnPath,
     FdSample,
     GradAttempted,
     GradientChecked,
     GradientLeaf,
+    GradientValuesSent,
     InnerStepView,
     InnerWalkView,
     LinearJaxprStaged,
@@ -164,6 +167,9 @@ def run(ctx: ProbeContext) -> None:
         blame_custom_rules(checked, lin.jaxpr)
         checked.steps_left_out = max(0, len(result.steps) - MAX_STEP_EVENTS)
         ctx.emit(checked)
+        if not ctx.on_demand:
+            # A run that prints whole artefacts (the CLI's) gets the leaves the check summarised.
+            _emit_all(ctx, values_sent(checked, gradient))
 
 
 def blame_custom_rules(checked: GradientChecked, linear_jaxpr: Any) -> None:
@@ -422,6 +428,38 @@ def sent_leaves(args: tuple[Any, ...], argnums: Sequence[int]) -> list[list[bool
             total += size if ok else 0
             flags.append(ok)
         out.append(flags)
+    return out
+
+
+def values_sent(checked: GradientChecked, gradient: Sequence[Any]) -> list[GradientValuesSent]:
+    """The values of every leaf ``checked`` summarised (``sent`` false), as
+    :class:`GradientValuesSent` events of at most ``VALUES_PER_EVENT`` elements each: the
+    walk's ``gradient`` (one entry per differentiated argument), its leaves in the order of
+    ``checked.leaves``. A complex leaf is not sent (its summary stands)."""
+    flat = [leaf for g in gradient for leaf in jax.tree.leaves(g)]
+    if len(flat) != len(checked.leaves):
+        return []
+    out: list[GradientValuesSent] = []
+    for index, (view, value) in enumerate(zip(checked.leaves, flat, strict=True)):
+        arr = np.asarray(value)
+        if view.sent or not jnp.issubdtype(arr.dtype, np.floating):
+            continue
+        encoding: Literal["float32", "float64"] = (
+            "float64" if arr.dtype == np.float64 else "float32"
+        )
+        data = arr.astype("<f8" if encoding == "float64" else "<f4").ravel()
+        for start in range(0, data.size, VALUES_PER_EVENT):
+            part = data[start : start + VALUES_PER_EVENT]
+            out.append(
+                GradientValuesSent(
+                    leaf=index,
+                    path=view.path,
+                    start=start,
+                    count=int(part.size),
+                    encoding=encoding,
+                    data=base64.b64encode(part.tobytes()).decode("ascii"),
+                )
+            )
     return out
 
 
