@@ -14,79 +14,33 @@ Each entry's navigation group and tab label are here too: ``npm run gen`` writes
 
 from __future__ import annotations
 
+import functools
 import importlib
-import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeAlias
 
-from jaxscope.protocol import EventBase, ExhibitInfo, JaxprStaged, WorkerKind
+# Only for annotations: importing this table imports nothing of jaxscope (``jaxscope.protocol``
+# imports it to compose ``RunOptions`` from the entries' options models, design 0059), and no
+# exhibit module but, on first use, the ones an entry's accessors name.
+if TYPE_CHECKING:
+    from jaxscope.protocol import EventBase, ExhibitInfo, WorkerKind
 
-from exhibits.shown import ShownError, ShownErrors
-from exhibits.stations.events import ExecutableCompiled, ModuleLowered, ProgramExecuted
+    from exhibits.shown import ShownError, ShownErrors
 
 EXHIBITS_DIR = Path(__file__).resolve().parent
 
 # Events are annotated with their base class here: ``jaxscope.events`` assembles the event union
 # from this table, so nothing it imports may ask for the union (``EventModel``) while it loads.
-Extractor = Callable[[Sequence[EventBase]], str | None]
-
-
-T = TypeVar("T")
-
-
-def _last(events: Sequence[EventBase], kind: type[T]) -> T | None:
-    found = [e for e in events if isinstance(e, kind)]
-    return found[-1] if found else None
-
-
-def _jaxpr(events: Sequence[EventBase]) -> str | None:
-    e = _last(events, JaxprStaged)
-    return e.jaxpr.text if e else None
-
-
-def _stablehlo(events: Sequence[EventBase]) -> str | None:
-    e = _last(events, ModuleLowered)
-    return e.stablehlo if e else None
-
-
-def _hlo(events: Sequence[EventBase]) -> str | None:
-    e = _last(events, ModuleLowered)
-    return e.hlo if e else None
-
-
-def _compiled(events: Sequence[EventBase]) -> str | None:
-    e = _last(events, ExecutableCompiled)
-    return e.compiled_text if e else None
-
-
-def _cost(events: Sequence[EventBase]) -> str | None:
-    e = _last(events, ExecutableCompiled)
-    return json.dumps(e.cost, indent=2, sort_keys=True) if e else None
-
-
-def _memory(events: Sequence[EventBase]) -> str | None:
-    e = _last(events, ExecutableCompiled)
-    return json.dumps(e.memory, indent=2, sort_keys=True) if e else None
-
-
-def _output(events: Sequence[EventBase]) -> str | None:
-    e = _last(events, ProgramExecuted)
-    if e is None:
-        return None
-    lines = [f"{o.path or 'output'}: {o.dtype}{o.shape}\n{o.preview}" for o in e.outputs]
-    if e.zeros_for:
-        note = ", ".join(e.zeros_for)
-        lines.insert(0, f"# ran on zeros for {note} (ShapeDtypeStruct arguments have no values)")
-    return "\n".join(lines)
+Extractor: TypeAlias = "Callable[[Sequence[EventBase]], str | None]"
 
 
 @dataclass(frozen=True)
 class Exhibit:
     """One exhibit: its folder is ``exhibits/<id>/`` (events.py, probe.py, View.svelte,
-    narrative.md, examples/*.py, golden/, tests; ``docs/adding-an-exhibit.md``). ``artefacts``
-    defaults to the ``ARTEFACTS`` of ``exhibits/<id>/artefacts.py`` where the folder has one."""
+    narrative.md, examples/*.py, golden/, tests; ``docs/adding-an-exhibit.md``). Its ``--print``
+    artefacts are the ``ARTEFACTS`` of ``exhibits/<id>/artefacts.py`` (:attr:`artefacts`)."""
 
     id: str
     title: str
@@ -97,7 +51,9 @@ class Exhibit:
     # ``frontend/src/gen/exhibits.ts`` (:func:`frontend_table`); ``table_problems`` checks them.
     group: str = ""
     label: str = ""
-    artefacts: dict[str, Extractor] = field(default_factory=dict)
+    # The name of this exhibit's run options model in ``exhibits/<id>/options.py`` (its
+    # controls), when it has one: ``RunOptions`` is composed of these (``jaxscope.run_options``).
+    options: str | None = None
     # Other exhibits whose examples this one offers too (the same real models serve several
     # exhibits; the files live once, in the first exhibit that uses them).
     examples_from: tuple[str, ...] = ()
@@ -124,15 +80,25 @@ class Exhibit:
     # exhibits that run on real models; design 0048): :meth:`picker_paths`.
     real_programs: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
-        # An exhibit's ``artefacts.py`` is its --print table: read when the entry names none, so
-        # that registering an exhibit copied from ``exhibits/_template/`` is one entry here.
-        if not self.artefacts and (self.folder / "artefacts.py").exists():
-            object.__setattr__(self, "artefacts", _artefacts_of(self.id))
+    @functools.cached_property
+    def artefacts(self) -> dict[str, Extractor]:
+        """The ``--print`` table: ``ARTEFACTS`` of ``exhibits/<id>/artefacts.py`` ({} where the
+        folder has none), imported on first use (it imports the exhibit's events, and so the
+        protocol, which this table must not import while it loads)."""
+        if not (self.folder / "artefacts.py").exists():
+            return {}
+        module = importlib.import_module(f"exhibits.{self.id}.artefacts")
+        table: dict[str, Extractor] = module.ARTEFACTS
+        return table
 
     @property
     def folder(self) -> Path:
         return EXHIBITS_DIR / self.id
+
+    @property
+    def options_module(self) -> str:
+        """The module that defines this exhibit's options model (named by ``options``)."""
+        return f"exhibits.{self.id}.options"
 
     @property
     def events_module(self) -> str:
@@ -195,6 +161,8 @@ class Exhibit:
         return notes(events) if notes is not None else []
 
     def info(self) -> ExhibitInfo:
+        from jaxscope.protocol import ExhibitInfo
+
         return ExhibitInfo(
             id=self.id,
             title=self.title,
@@ -248,14 +216,6 @@ EVERY_REAL_PROGRAM = (
 FLAX_REAL_PROGRAMS = ("linen_adam_step", "nnx_adam_step")
 
 
-def _artefacts_of(exhibit_id: str) -> dict[str, Extractor]:
-    """The ``ARTEFACTS`` table of ``exhibits/<id>/artefacts.py`` (imports only the protocol and
-    events modules)."""
-    module = importlib.import_module(f"exhibits.{exhibit_id}.artefacts")
-    table: dict[str, Extractor] = module.ARTEFACTS
-    return table
-
-
 # The autodiff exhibits share these examples (the scalar-loss models of ``tracing`` and ``jvp``).
 _AD_EXAMPLES = ("mlp_loss", "attention", "rnn_loss")
 
@@ -266,10 +226,10 @@ EXHIBITS: dict[str, Exhibit] = {
             id="tracing",
             group="Trace & compile",
             label="Tracing → jaxpr",
+            options="TracingOptions",
             title="Tracing → jaxpr",
             summary="Watch JAX run your function once with tracers and record each equation.",
             default_example="mlp_loss",
-            artefacts={"jaxpr": _jaxpr},
             real_programs=EVERY_REAL_PROGRAM,
         ),
         Exhibit(
@@ -280,15 +240,6 @@ EXHIBITS: dict[str, Exhibit] = {
             summary="Traced, Lowered, Compiled, Run: jaxpr, StableHLO, optimized HLO, the device.",
             default_example="mlp_loss",
             examples_from=("tracing",),
-            artefacts={
-                "jaxpr": _jaxpr,
-                "stablehlo": _stablehlo,
-                "hlo": _hlo,
-                "compiled": _compiled,
-                "cost": _cost,
-                "memory": _memory,
-                "output": _output,
-            },
             # It lowers, compiles and runs the program: the GPT stack took 10.3 s of worker
             # time against a 13.7 s limit at budget 1 on this 2-core machine, loaded.
             budget=2.0,
@@ -303,7 +254,6 @@ EXHIBITS: dict[str, Exhibit] = {
             default_example="mlp_loss",
             examples_from=("tracing",),
             borrow_only=_AD_EXAMPLES,
-            artefacts=_artefacts_of("jvp"),
             budget=3.0,
             explains_errors=True,
             real_programs=EVERY_REAL_PROGRAM,
@@ -312,12 +262,12 @@ EXHIBITS: dict[str, Exhibit] = {
             id="partial_eval",
             group="Autodiff",
             label="Partial eval",
+            options="PartialEvalOptions",
             title="Partial evaluation and residuals",
             summary="JAX's partial evaluator splits the JVP into a forward and a linear jaxpr.",
             default_example="mlp_loss",
             examples_from=("jvp", "tracing"),
             borrow_only=_AD_EXAMPLES,
-            artefacts=_artefacts_of("partial_eval"),
             budget=3.0,
             real_programs=EVERY_REAL_PROGRAM,
         ),
@@ -330,7 +280,6 @@ EXHIBITS: dict[str, Exhibit] = {
             default_example="mlp_loss",
             examples_from=("jvp", "tracing"),
             borrow_only=_AD_EXAMPLES,
-            artefacts=_artefacts_of("transpose"),
             budget=3.0,
             explains_errors=True,
             real_programs=EVERY_REAL_PROGRAM,
@@ -342,7 +291,6 @@ EXHIBITS: dict[str, Exhibit] = {
             title="Own the derivative: custom_vjp / custom_jvp",
             summary="Check your rule against autodiff and finite differences; see what fwd saves.",
             default_example="clip_gradient",
-            artefacts=_artefacts_of("custom_vjp"),
             budget=3.0,
             explains_errors=True,
         ),
@@ -353,7 +301,6 @@ EXHIBITS: dict[str, Exhibit] = {
             title="NaN and Inf gradients",
             summary="Walk the backward pass on values and stop where a cotangent turns NaN or Inf.",
             default_example="where_sqrt",
-            artefacts=_artefacts_of("nan_finder"),
             budget=3.0,
             real_programs=EVERY_REAL_PROGRAM,
         ),
@@ -364,7 +311,6 @@ EXHIBITS: dict[str, Exhibit] = {
             title="How every transform unpacks your data",
             summary="Watch JAX flatten a container: visit order, key paths, leaves, the treedef.",
             default_example="nested_params",
-            artefacts=_artefacts_of("pytree"),
             # It compiles jax.jit(f) and runs f eagerly too (pytree_called): the GPT stack took
             # 6.9 s of worker time on a quiet machine against a 13.7 s limit at budget 1, and
             # hit the limit while benchmarks ran beside it (bench/page_vs_cli.py).
@@ -378,17 +324,16 @@ EXHIBITS: dict[str, Exhibit] = {
             title="Control flow as primitives",
             summary="cond, scan, while_loop, fori_loop: bodies traced once, carry types checked.",
             default_example="scan_carry",
-            artefacts=_artefacts_of("control_flow"),
             budget=3.0,
         ),
         Exhibit(
             id="vmap",
             group="Batching",
             label="vmap axes",
+            options="VmapOptions",
             title="Where vmap puts the axis",
             summary="JAX's batching rule for each equation: batch dims in, batch dims out.",
             default_example="per_example_loss",
-            artefacts=_artefacts_of("vmap"),
             budget=2.0,
             explains_errors=True,
             real_programs=EVERY_REAL_PROGRAM,
@@ -397,10 +342,10 @@ EXHIBITS: dict[str, Exhibit] = {
             id="transform_order",
             group="Batching",
             label="Transform order",
+            options="TransformOrderOptions",
             title="Transform order: a stack of chips",
             summary="Stack jit, grad, vmap, jacfwd, jacrev...: what type-checks, what it computes.",
             default_example="per_example_grads",
-            artefacts=_artefacts_of("transform_order"),
             budget=3.0,
             real_programs=EVERY_REAL_PROGRAM,
         ),
@@ -408,30 +353,30 @@ EXHIBITS: dict[str, Exhibit] = {
             id="caches",
             group="Caches",
             label="Cache layers",
+            options="CachesOptions",
             title="The cache layers under a jit call",
             summary="Which cache answered each call, and what JAX keyed on: a diff per call.",
             default_example="new_shape",
-            artefacts=_artefacts_of("caches"),
             budget=2.0,
         ),
         Exhibit(
             id="cache_key",
             group="Caches",
             label="Cache key",
+            options="CacheKeyOptions",
             title="The persistent cache key",
             summary="What JAX hashes before it decides not to compile, ingredient by ingredient.",
             default_example="matmul",
-            artefacts=_artefacts_of("cache_key"),
             budget=2.0,
         ),
         Exhibit(
             id="recompile_hunt",
             group="Debugging",
             label="Recompile hunt",
+            options="RecompileHuntOptions",
             title="The recompile hunt",
             summary="Run a training loop under monitoring: which steps compiled, and why.",
             default_example="fresh_closure",
-            artefacts=_artefacts_of("recompile_hunt"),
             budget=3.0,
         ),
         Exhibit(
@@ -441,17 +386,16 @@ EXHIBITS: dict[str, Exhibit] = {
             title="Configuration",
             summary="Every jax.config option: value, scoping, and whether it forces a retrace.",
             default_example="options",
-            artefacts=_artefacts_of("config"),
             needs_snippet=False,
         ),
         Exhibit(
             id="sharding",
             group="Devices",
             label="Sharding",
+            options="ShardingOptions",
             title="Sharding: meshes, PartitionSpecs, collectives",
             summary="Name your devices, annotate an array, read what the partitioner inserted.",
             default_example="sum_sharded_axis",
-            artefacts=_artefacts_of("sharding"),
             budget=2.0,
         ),
         Exhibit(
@@ -461,7 +405,6 @@ EXHIBITS: dict[str, Exhibit] = {
             title="shard_map: the per-device body and the checks around it",
             summary="Per-device shapes, varying axes, collectives, and JAX's checks around them.",
             default_example="psum_rows",
-            artefacts=_artefacts_of("shard_map"),
             budget=2.0,
         ),
         Exhibit(
@@ -471,7 +414,6 @@ EXHIBITS: dict[str, Exhibit] = {
             title="One rule per primitive: the coverage matrix",
             summary="Every primitive's JVP, transpose, batching and lowering rules, with sources.",
             default_example="tables",
-            artefacts=_artefacts_of("rules"),
             needs_snippet=False,
             # Importing flax in the run costs about 2 s on a loaded 2-core machine.
             budget=2.0,
@@ -512,6 +454,7 @@ EXHIBITS: dict[str, Exhibit] = {
             id="lazy_tensor",
             group="PyTorch/XLA",
             label="Lazy tensors",
+            options="LazyTensorOptions",
             title="Lazy tensors: the pending graph and its cuts (PyTorch/XLA)",
             summary=(
                 "torch_xla's pending IR line by line, what cuts it, the graph hash, and the "
@@ -529,6 +472,7 @@ EXHIBITS: dict[str, Exhibit] = {
             id="pjrt_registry",
             group="PyTorch/XLA",
             label="PJRT_DEVICE branch",
+            options="PjrtRegistryOptions",
             title="PJRT_DEVICE: which branch of pjrt_registry.cpp creates the client (PyTorch/XLA)",
             summary="A PJRT_DEVICE string and the dynamic-plugin switch: the branch of torch_xla "
             "2.9.0's pjrt_registry.cpp that takes them, its environment variables, the exact "
@@ -637,6 +581,7 @@ EXHIBITS: dict[str, Exhibit] = {
             id="wrapped_fun",
             group="Trace & compile",
             label="WrappedFun stack",
+            options="WrappedFunOptions",
             title="WrappedFun: linear_util's stack of transformations",
             summary="The generators vmap and custom rules stack around f, in the order they "
             "run, and their write-once stores; jit and grad build none.",

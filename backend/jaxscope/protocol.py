@@ -20,13 +20,12 @@ through :func:`__getattr__`; an exhibit's event classes are imported from its ow
 registry imports (``exhibits/<id>/events.py``, ``artefacts.py``) annotates with
 :class:`EventBase` instead, since the union is assembled while it loads.
 
-The run options (:class:`RunOptions`) are the one part of the core that exhibits own: each
+The run options (:class:`RunOptions`) are the one part of the requests that exhibits own: each
 exhibit with controls defines its options model in ``exhibits/<id>/options.py`` (fields, limits,
-descriptions, ``x-exhibits``), and :class:`RunOptions` is composed of them, one base per exhibit.
-Those modules import only pydantic and :mod:`jaxscope.wire` (where :class:`WireModel` lives;
-re-exported here), so this module imports them while it is defined, without a cycle. The CLI's
-flags, the page's shared links (``frontend/src/gen/run-options.schema.json``) and
-:func:`option_exhibits` are derived from :class:`RunOptions`.
+descriptions, ``x-exhibits``), its registry entry names it, and :mod:`jaxscope.run_options`
+composes :class:`RunOptions` of them from the registry (re-exported here; this module imports no
+exhibit). The CLI's flags, the page's shared links (``frontend/src/gen/run-options.schema.json``)
+and :func:`option_exhibits` are derived from :class:`RunOptions`.
 
 The frontend's TypeScript types are generated from :func:`jaxscope.events.json_schema`
 (``python -m jaxscope.events`` prints it; ``frontend/src/gen/`` holds the result, and CI fails
@@ -41,8 +40,8 @@ Conventions (see ``docs/architecture.md``):
 * Source locations are 1-based lines (and 0-based columns, as Python's ``ast``/``traceback``) of
   the user's snippet only; JAX's own frames are never reported as a location.
 
-This module imports nothing from JAX, nor do the options modules it imports: the server and the
-CLI import it without paying for JAX.
+This module imports nothing from JAX, nor do the registry and the options modules that
+:mod:`jaxscope.run_options` imports: the server and the CLI import it without paying for JAX.
 """
 
 from __future__ import annotations
@@ -55,19 +54,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeA
 
 from pydantic import BaseModel, Field, PrivateAttr, TypeAdapter, field_serializer
 
-from exhibits.cache_key.options import CacheKeyOptions
-from exhibits.caches.options import CachesOptions
-from exhibits.lazy_tensor.options import LazyTensorOptions
-from exhibits.partial_eval.options import PartialEvalOptions
-from exhibits.pjrt_registry.options import PjrtRegistryOptions
-from exhibits.recompile_hunt.options import RecompileHuntOptions
-from exhibits.sharding.options import ShardingOptions
-from exhibits.tracing.options import CallSpec as CallSpec
-from exhibits.tracing.options import TracingOptions
-from exhibits.transform_order.options import TransformName as TransformName
-from exhibits.transform_order.options import TransformOrderOptions
-from exhibits.vmap.options import VmapOptions
-from exhibits.wrapped_fun.options import WrappedFunOptions
+from jaxscope.run_options import RunOptions as RunOptions
 from jaxscope.wire import WireModel as WireModel
 from jaxscope.wire import WireModelT as WireModelT
 
@@ -265,30 +252,6 @@ class TracebackFrame(WireModel):
     line: int
     function: str
     text: str | None = None
-
-
-# The options registry: every exhibit's run options, one base per exhibit that owns some (its
-# ``exhibits/<id>/options.py``), in the registry's order (exhibits/registry.py). An exhibit that
-# adds options adds its line here; exhibits/test_options.py fails on an options model left out.
-# Pydantic collects the fields of the last base first, so ``model_fields`` lists sharding's
-# first; nothing reads that order but ``jaxscope run --help``.
-class RunOptions(
-    TracingOptions,
-    PartialEvalOptions,
-    VmapOptions,
-    TransformOrderOptions,
-    CachesOptions,
-    CacheKeyOptions,
-    RecompileHuntOptions,
-    ShardingOptions,
-    LazyTensorOptions,
-    PjrtRegistryOptions,
-    WrappedFunOptions,
-):
-    """Per-run options: the controls of the exhibits that rerun with a change, composed of each
-    exhibit's options model (``exhibits/<id>/options.py``). Each field's description and its
-    ``x-exhibits`` name the exhibits that read it. An option given as a Python expression
-    (``in_axes``, ``mesh``...) is evaluated inside the sandbox, never in the server."""
 
 
 # --------------------------------------------------------------------------------------------

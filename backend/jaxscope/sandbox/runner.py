@@ -3,8 +3,9 @@
 Spawned by :mod:`jaxscope.sandbox.worker` (never forked). Start-up: keep fd 1 as the private
 *event pipe* (``dup``) and point fd 1 at stderr (``dup2(2, 1)``) so stray C-level writes cannot
 corrupt the event stream; keep fd 0 as the private *job pipe* and point fd 0 at /dev/null; apply
-the rlimits; import JAX, initialise the backend, jit one tiny function; import every exhibit probe;
-install the audit hook; write one handshake line ``{"ready": ...}``.
+the rlimits; import JAX, initialise the backend, jit one tiny function (no exhibit's probe: each
+job imports the probe of its exhibit, :class:`Probes`); install the audit hook; write one
+handshake line ``{"ready": ...}``.
 
 Then one job per line on the job pipe (``{"request": RunRequest, "cpu_s": float}``); for each,
 NDJSON events on the event pipe ending in exactly one terminal event (``run_finished`` or
@@ -31,7 +32,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic_core import PydanticSerializationError
 
@@ -40,7 +41,6 @@ from jaxscope.protocol import (
     DetailFailed,
     EqnView,
     EventBase,
-    EventModel,
     ItemsSent,
     JaxprEqnsSent,
     JaxprView,
@@ -72,6 +72,11 @@ from jaxscope.summaries import (
     summarise_event,
 )
 from jaxscope.user_text import PRINT_CAP_BYTES, TRUNCATED_NOTE, utf8_prefix
+
+# Annotations only: a worker imports the events of the exhibit it runs, not the event union
+# (every exhibit's events.py; issue 36).
+if TYPE_CHECKING:
+    from jaxscope.protocol import EventModel
 
 # An exception's message and class name are cut after MAX_MESSAGE_CHARS (jaxscope.user_text,
 # shared with the exhibits' events: sandbox.errors.describe_failure).
@@ -546,8 +551,9 @@ def _warm_up_torch() -> dict[str, Any]:
 
 def _import_probes(kind: WorkerKind = "jax") -> tuple[dict[str, ModuleType], dict[str, str]]:
     """Import ``exhibits.<id>.probe`` for every registry id whose exhibit runs in a worker of
-    ``kind``; import errors are kept, not fatal (the run of such an exhibit fails with the
-    import error)."""
+    ``kind`` (the warm template's preload, ``zygote._preload``: its forks share them); import
+    errors are kept, not fatal (a run of such an exhibit fails with the import error,
+    :class:`Probes`)."""
     import importlib
 
     from exhibits.registry import EXHIBITS
@@ -575,6 +581,35 @@ def _needs_snippet(exhibit_id: str) -> bool:
 
 class ProbeMissing(Exception):
     """The exhibit's probe could not be imported in this worker."""
+
+
+class Probes:
+    """The probes of a worker of ``kind``, each imported when a job first runs its exhibit: a
+    worker imports only the exhibit it runs (issue 36). A forked worker finds every JAX probe
+    imported by its template (``zygote._preload``, shared pages), so there this is a lookup in
+    ``sys.modules``; a bubblewrap-started one pays for its own exhibit's probe only."""
+
+    def __init__(self, kind: WorkerKind) -> None:
+        self.kind = kind
+
+    def load(self, exhibit_id: str) -> ModuleType:
+        """``exhibits.<id>.probe``; raises :class:`ProbeMissing` saying why not (an unknown
+        exhibit, one of another worker kind, the import's error)."""
+        import importlib
+
+        from exhibits.registry import EXHIBITS
+
+        exhibit = EXHIBITS.get(exhibit_id)
+        if exhibit is None:
+            why = "unknown exhibit"
+        elif exhibit.worker != self.kind:
+            why = f"it runs in a {exhibit.worker} worker, not a {self.kind} worker"
+        else:
+            try:
+                return importlib.import_module(f"exhibits.{exhibit_id}.probe")
+            except Exception as exc:
+                why = f"{type(exc).__name__}: {exc}"
+        raise ProbeMissing(f"the probe of exhibit {exhibit_id!r} could not be imported: {why}")
 
 
 def _settle(ctx: RunContext) -> None:
@@ -673,8 +708,7 @@ def run_job(
     request: RunRequest,
     cpu_s: float,
     info: dict[str, Any],
-    probes: dict[str, Any],
-    probe_errors: dict[str, str],
+    probes: Probes,
 ) -> str | None:
     """Run one job; emits events ending in exactly one terminal event. Never raises.
 
@@ -717,18 +751,15 @@ def run_job(
                 torch_xla_version=info.get("torch_xla_version"),
             )
         )
+        # The exhibit's probe, imported before this run's snippet runs (its code has not
+        # touched the import system, or the modules the probe binds, yet).
+        probe = probes.load(request.exhibit)
         load_started, load_cpu = time.perf_counter(), guard.cpu_seconds_used()
         # The load stage's own CPU limit (settings.load_limit); credit_load sets the run's after.
         guard.set_cpu_budget(load_limit(cpu_s))
         with ctx.stage("load"):
             ctx.snippet = load_snippet(request.code, require_f=_needs_snippet(request.exhibit))
         ctx.credit_load(time.perf_counter() - load_started, guard.cpu_seconds_used() - load_cpu)
-        probe = probes.get(request.exhibit)
-        if probe is None:
-            raise ProbeMissing(
-                f"the probe of exhibit {request.exhibit!r} could not be imported: "
-                + probe_errors.get(request.exhibit, "unknown exhibit")
-            )
         ctx.current_stage = "trace"
         sizes = (
             contextlib.nullcontext()
@@ -887,7 +918,7 @@ def main(argv: list[str] | None = None) -> int:
     guard.apply_startup_limits(limits)
     kind: WorkerKind = ns.kind
     info = _warm_up(kind)
-    probes, probe_errors = _import_probes(kind)
+    probes = Probes(kind)
     info["threads"] = guard.thread_count()
     # Before any user code: become unprivileged (root only), fix the lifetime CPU limit, remove
     # the spawners that raise no audit event, then install the audit hook.
@@ -917,7 +948,7 @@ def main(argv: list[str] | None = None) -> int:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
-    ready = {"ready": True, **info, "probe_errors": probe_errors, "pid": os.getpid()}
+    ready = {"ready": True, **info, "pid": os.getpid()}
     write_ready(json.dumps(ready).encode() + b"\n")
 
     for line in _read_jobs(job_fd):
@@ -930,7 +961,7 @@ def main(argv: list[str] | None = None) -> int:
         _CAPTURE.clear()
         request = RunRequest.model_validate(job["request"])
         cpu_s = float(job["cpu_s"])
-        retire = run_job(request, cpu_s, info, probes, probe_errors)
+        retire = run_job(request, cpu_s, info, probes)
         if retire is not None:
             # The terminal event is written (os.write, unbuffered); leave before the snippet's
             # threads can do more. The supervisor replaces a dead worker at the next run.

@@ -33,6 +33,7 @@ export type Event =
   | LinearJaxprStaged
   | GradientChecked
   | GradAttempted
+  | GradientValuesSent
   | CustomCallRecorded
   | CustomRuleChecked
   | NonfiniteFound
@@ -1747,6 +1748,37 @@ export interface GradAttempted {
   seq: number;
   source: SourceLoc | null;
   type: 'grad_attempted';
+}
+/**
+ * Values of one gradient leaf that :class:`GradientChecked` summarised (``GradientLeaf``
+ * ``sent`` false: more than 4,096 elements), for a run that prints whole artefacts (the CLI's,
+ * ``details = "eager"``; issue 33, design 0060): ``jaxscope run transpose --print gradient``
+ * then gives every element of every leaf, as the page gets a summary's details.
+ *
+ * ``leaf``: the index of the leaf in ``GradientChecked.leaves`` (``path`` its key path, for
+ * a reader); ``start``/``count``: the elements this event carries, in the leaf's row-major
+ * order (a leaf of more than :data:`VALUES_PER_EVENT` elements comes in several events, in
+ * order); ``data``: those elements' bits, little-endian, base64, in ``encoding``: the leaf's
+ * own dtype for float32 and float64, float32 for float16 and bfloat16 (which it holds
+ * exactly). The walk's gradient only: ``jax.grad``'s and ``jax.vjp``'s are bit-identical to
+ * it when ``GradientLeaf.equal_to_jax`` says so.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "GradientValuesSent".
+ */
+export interface GradientValuesSent {
+  count: number;
+  data: string;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  encoding: 'float32' | 'float64';
+  leaf: number;
+  list_ranges?: ListRange[];
+  path: string;
+  run_id: string;
+  seq: number;
+  start: number;
+  type: 'gradient_values_sent';
 }
 /**
  * Step 1 for one custom function ``f`` calls: what it received and what its rule sees.
@@ -3538,6 +3570,7 @@ export interface DtypeChangesFound {
   detail_of?: string | null;
   eqns_read: number;
   list_ranges?: ListRange[];
+  precision_unchecked: string | null;
   run_id: string;
   seq: number;
   type: 'dtype_changes_found';
@@ -3553,6 +3586,14 @@ export interface DtypeChangesFound {
  * JAX canonicalizes to 32 bits with x64 off and whose values change by it: ``changed`` of
  * ``total`` elements, the first (``example``: its index, value before and after, as numpy
  * prints them). ``from_type``/``to_type``: types as a jaxpr writes them (``bf16[4,8]``).
+ *
+ * ``precision_lost`` (issue 33): a bfloat16/float16 result of ``f`` that differs from the same
+ * computation in float32 by more than the dtype's rounding
+ * (``jaxscope.internals.precision_loss``): ``api`` what the user called at ``source``'s line,
+ * ``primitive`` the eqn, ``from_type`` the result's type and ``to_type`` float32's,
+ * ``changed`` of ``total`` elements off, the first in ``example`` (its index, the result and
+ * float32's), ``corruption`` how (``overflow``, ``whole_number``, ``beyond_rounding``), ``fix``
+ * what applies to that eqn (``preferred_element_type``, an upcast, a float32 carry).
  *
  * ``corrupted``: of the ``changed`` elements of a demotion, those the 32-bit copy does not
  * merely round (``docs/design/0024-findings.md``): ``corruption`` says how the first was
@@ -3571,14 +3612,16 @@ export interface DtypeChange {
   changed: number | null;
   corrupt_example: string | null;
   corrupted: number;
-  corruption: ('overflow' | 'underflow' | 'whole_number' | 'wrapped') | null;
+  corruption: ('overflow' | 'underflow' | 'whole_number' | 'wrapped' | 'beyond_rounding') | null;
   count: number;
   example: string | null;
   finding: boolean;
+  fix: string | null;
   from_dtype: string;
   from_type: string;
-  kind: 'promoted' | 'demoted';
+  kind: 'promoted' | 'demoted' | 'precision_lost';
   partner: string | null;
+  primitive: string | null;
   source: SourceLoc | null;
   to_dtype: string;
   to_type: string;
