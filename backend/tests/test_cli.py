@@ -261,13 +261,15 @@ SHOWN: dict[str, tuple[str, Path, str, str, Any, int | None]] = {
         lambda s: jax.grad(s.f)(*s.args),
         19,  # bwd's return (2 cotangents for 3 arguments), not the call at 27 JAX's trace ends at
     ),
-    "transform_order-C06_vmap_grad": (
+    # grad outside vmap: the stack's own error (plain vmap(f) runs). C06 (f's own grad of a
+    # non-scalar, raised inside f under the plain transform) fails the run instead (issue 33).
+    "transform_order-UE04_grad_outside_vmap": (
         "transform_order",
-        EX / "transform_order/examples/C06_vmap_grad_broken.py",
+        CASES / "UE04_grad_outside_vmap.py",
         "error",
-        "vmap(f)(*args)",
-        lambda s: jax.vmap(s.f, in_axes=0)(*s.args),
-        11,
+        "grad(vmap(f, in_axes=(None, 0, 0)))(*args)",
+        lambda s: jax.grad(jax.vmap(s.f, in_axes=(None, 0, 0)))(*s.args),
+        13,  # f's def: JAX raised after f returned, outside the snippet
     ),
     "transpose-C20_int_arg": (
         "transpose",
