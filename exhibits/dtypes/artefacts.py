@@ -157,12 +157,20 @@ def NOTES(events: Sequence[EventBase]) -> list[str]:
     found = _last_changes(events)
     if found is None:
         return []
+    unchecked = (
+        [
+            "PrecisionUnchecked: low-precision results not compared with float32:"
+            f" {found.precision_unchecked}"
+        ]
+        if found.precision_unchecked
+        else []
+    )
     return [
         f"DtypeDemoted at line {c.source.line if c.source else '?'}, not a finding:"
         f" {headline(c)} (--print changes)"
         for c in found.changes
         if not c.finding
-    ]
+    ] + unchecked
 
 
 ERROR_CLASSES = {

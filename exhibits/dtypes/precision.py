@@ -75,12 +75,19 @@ def precision_changes(
     """The ``precision_lost`` changes of ``closed`` run on ``leaves``, and why none was
     looked for (None when they were)."""
     if leaves is None:
-        return [], "abstract arguments (jax.ShapeDtypeStruct): no values to compare"
+        low = [x for x in jax.tree_util.tree_leaves(closed.in_avals) if _low(x.dtype)]
+        return (
+            [],
+            "abstract arguments (jax.ShapeDtypeStruct): no values to compare" if low else None,
+        )
     if len(leaves) != len(closed.jaxpr.invars):
         return [], "the arguments do not match the jaxpr's inputs one to one"
-    found = precision_losses(closed, [jax.numpy.asarray(x) for x in leaves])
+    try:
+        found = precision_losses(closed, [jax.numpy.asarray(x) for x in leaves])
+    except Exception as exc:  # an eqn that cannot run on its own: the other findings stand
+        return [], f"f could not run eqn by eqn ({type(exc).__name__})"
     if found is None:
-        return [], "f has too many eqns to run twice, eqn by eqn"
+        return [], "f has too many eqns to run twice eqn by eqn, or a callback whose result it uses"
     return [
         DtypeChange(
             kind="precision_lost",
@@ -103,6 +110,10 @@ def precision_changes(
         )
         for loss in found
     ], None
+
+
+def _low(dtype: Any) -> bool:
+    return bool(jax.numpy.issubdtype(dtype, jax.numpy.floating)) and np.dtype(dtype).itemsize < 4
 
 
 def _short(dtype: str) -> str:

@@ -209,3 +209,29 @@ def test_judge_on_numbers_worked_by_hand() -> None:
     assert (judge(np.float32(0.0), np.float32(0.7), bf16) or ("",))[0] == "beyond_rounding"
     # 40 units off at the scale (2**-7 at 1.0 is one unit): within ULPS = 64
     assert judge(np.float32(1.0 + 40 * 2**-7), np.float32(1.0), bf16) is None
+
+
+CALLBACK = """
+import jax, jax.numpy as jnp
+
+def f(x):
+    jax.debug.print("seen {x}", x=x[0])
+    return jnp.dot(x, x)
+
+args = (ARG,)
+"""
+
+
+def test_a_callback_is_not_run_again_and_abstract_arguments_are_said(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    ctx = run_probe("dtypes", CALLBACK.replace("ARG", "jnp.ones(4097, jnp.bfloat16)"))
+    (found,) = [e for e in ctx.events if isinstance(e, DtypeChangesFound)]
+    (lost,) = [c for c in found.changes if c.kind == "precision_lost"]
+    assert lost.api == "jnp.dot" and lost.corruption == "whole_number"
+    assert "seen" not in capfd.readouterr().out  # jax.debug.print skipped, not run again
+    ctx = run_probe(
+        "dtypes", CALLBACK.replace("ARG", "jax.ShapeDtypeStruct((4097,), jnp.bfloat16)")
+    )
+    (found,) = [e for e in ctx.events if isinstance(e, DtypeChangesFound)]
+    assert "abstract arguments" in (found.precision_unchecked or "")

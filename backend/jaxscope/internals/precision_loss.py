@@ -263,6 +263,12 @@ def _walk(
             for v, r, t, o in zip(eqn.outvars, *outs, strict=True):
                 run[v], twin[v], taint[v] = r, t, o
             continue
+        if eqn.effects:
+            # a callback must not run again: one with no result (jax.debug.print) is skipped,
+            # one whose result the program uses (io_callback) stops the check
+            if eqn.outvars:
+                raise _TooBig
+            continue
         run_out = bind_eqn(eqn, runs)
         if eqn.primitive.name == "reduce_precision":
             twin_out = list(twins)
@@ -292,7 +298,7 @@ def _walk(
 
 
 class _TooBig(Exception):
-    """More eqns than :data:`MAX_EQNS`."""
+    """More eqns than :data:`MAX_EQNS`, or an eqn with effects (a callback)."""
 
 
 def _record(
@@ -339,7 +345,8 @@ def precision_losses(
 ) -> list[PrecisionLoss] | None:
     """The origins of precision lost in ``f``'s low-precision results (module docstring), in
     eqn order, on ``args`` (the flat leaves ``closed_jaxpr`` takes); at most ``limit``. None
-    when the jaxpr is too big to evaluate twice (:data:`MAX_EQNS`)."""
+    when the jaxpr is too big to evaluate twice (:data:`MAX_EQNS`) or has an eqn with effects
+    (a callback would run again)."""
     if not has_low_precision(closed_jaxpr):
         return []
     jaxpr = closed_jaxpr.jaxpr
