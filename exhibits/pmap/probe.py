@@ -30,8 +30,6 @@ import re
 from typing import Any
 
 import jax
-import jax.extend.core as jex
-import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxscope.exhibit_api import (
@@ -41,6 +39,7 @@ from jaxscope.exhibit_api import (
     SourceLoc,
     blame_line,
     collective_eqns,
+    collective_values,
     communicates,
     compare,
     eqn_snippet_line,
@@ -50,6 +49,7 @@ from jaxscope.exhibit_api import (
     plan_call,
     preview_value,
     setting_line,
+    shard_map_body,
     shard_map_inputs,
     source_lines,
     tolerance,
@@ -180,38 +180,6 @@ def _collective_eqns(body: Any, lines: list[str]) -> list[tuple[Any, PmapCollect
     return found
 
 
-def _moved(sm_eqn: Any, inputs: list[Any], index: int, operand: int) -> tuple[list[Any], list[Any]]:
-    """Operand ``operand`` and its result of body eqn ``index`` on every device: the body up to
-    it, run as pmap runs the whole body (jit of a shard_map over the same mesh,
-    ``check_vma=False``), each value given back with a leading axis of 1 that out_specs
-    ``P(axis)`` stacks over the devices."""
-    body = sm_eqn.params["jaxpr"]
-    eqn = body.eqns[index]
-    cut = body.replace(
-        outvars=[eqn.invars[operand], eqn.outvars[operand]],
-        eqns=body.eqns[: index + 1],
-        debug_info=body.debug_info.with_unknown_names(),
-    )
-    fun = jex.jaxpr_as_fun(jex.ClosedJaxpr(cut, []))
-    mesh = sm_eqn.params["mesh"]
-    (axis,) = mesh.axis_names
-
-    def per_device(*xs: Any) -> list[Any]:
-        return [jnp.expand_dims(v, 0) for v in fun(*xs)]
-
-    run = jax.jit(
-        jax.shard_map(
-            per_device,
-            mesh=mesh,
-            in_specs=tuple(sm_eqn.params["in_specs"]),
-            out_specs=PartitionSpec(axis),  # type: ignore[no-untyped-call]
-            check_vma=False,
-        )
-    )
-    before, after = run(*inputs)
-    return [np.asarray(r) for r in before], [np.asarray(r) for r in after]
-
-
 def _spec(axis: Any, ax: int | None) -> PartitionSpec:
     return PartitionSpec() if ax is None else PartitionSpec(*([None] * ax), axis)  # type: ignore[no-untyped-call]
 
@@ -278,7 +246,7 @@ def run(ctx: ProbeContext) -> None:
     (found, *_) = find_shard_maps(closed)
     sm = found.eqn
     jit_eqn = closed.jaxpr.eqns[0]
-    body = jex.ClosedJaxpr(sm.params["jaxpr"], [])
+    body = shard_map_body(sm)
     mesh = sm.params["mesh"]
     (axis,) = mesh.axis_names
     collectives = _collective_eqns(body, source_lines(ctx.snippet.source))
@@ -326,7 +294,7 @@ def run(ctx: ProbeContext) -> None:
             for eqn, view in collectives:
                 # a collective of several operands (psum of a tuple) moves each one
                 for operand in range(len(eqn.invars)):
-                    before, after = _moved(sm, inputs, view.eqn_index, operand)
+                    before, after = collective_values(sm, inputs, view.eqn_index, operand)
                     moved.append(
                         PmapCollectiveMoved(
                             eqn=view,

@@ -216,6 +216,14 @@ from jaxscope.internals.shard_map_found import (
     shard_map_inputs as shard_map_inputs,
 )
 
+# pmap: a shard_map body's collectives run on the devices one eqn at a time.
+from jaxscope.internals.pmap_collectives import (
+    collective_values as collective_values,
+)
+from jaxscope.internals.pmap_collectives import (
+    shard_map_body as shard_map_body,
+)
+
 # shard_map: its checks, its body as each device sees it, its collectives.
 from jaxscope.internals.shard_map_checks import (
     CHECK_SOURCES as CHECK_SOURCES,
