@@ -4,13 +4,23 @@ analyses, the outputs), read from the run's events (imports only the events)."""
 
 from __future__ import annotations
 
+import base64
 import json
+import math
+import sys
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
+import numpy as np
 from jaxscope.exhibit_api import EventBase, JaxprStaged
 
-from exhibits.stations.events import ExecutableCompiled, ModuleLowered, ProgramExecuted
+from exhibits.digits import shortest
+from exhibits.stations.events import (
+    ExecutableCompiled,
+    ModuleLowered,
+    OutputValuesSent,
+    ProgramExecuted,
+)
 
 T = TypeVar("T")
 
@@ -54,11 +64,58 @@ def _output(events: Sequence[EventBase]) -> str | None:
     e = _last(events, ProgramExecuted)
     if e is None:
         return None
-    lines = [f"{o.path or 'output'}: {o.dtype}{o.shape}\n{o.preview}" for o in e.outputs]
+    whole = whole_outputs(e, events)
+    lines = [
+        f"{o.path or 'output'}: {o.dtype}{o.shape}\n{whole.get(i, o.preview)}"
+        for i, o in enumerate(e.outputs)
+    ]
     if e.zeros_for:
         note = ", ".join(e.zeros_for)
         lines.insert(0, f"# ran on zeros for {note} (ShapeDtypeStruct arguments have no values)")
     return "\n".join(lines)
+
+
+def whole_outputs(e: ProgramExecuted, events: Sequence[EventBase]) -> dict[int, str]:
+    """The printout of every output leaf whose preview is summarised, whole, from the run's
+    :class:`OutputValuesSent` events (a run for the CLI sends them: design 0060), by output
+    index: numpy's printout with every element, each float the shortest decimal that rounds
+    back to it in its dtype (``floatmode="unique"``; bfloat16 and the float8s through
+    ``exhibits.digits.shortest``). A leaf whose parts do not add up is left to its preview."""
+    parts: dict[int, list[OutputValuesSent]] = {}
+    for event in events:
+        if isinstance(event, OutputValuesSent) and 0 <= event.output < len(e.outputs):
+            parts.setdefault(event.output, []).append(event)
+    out: dict[int, str] = {}
+    for index, sent in parts.items():
+        view = e.outputs[index]
+        try:
+            dtype = np.dtype(view.dtype)
+        except TypeError:
+            continue
+        chunks = sorted(sent, key=lambda x: x.start)
+        pieces = [np.frombuffer(base64.b64decode(x.data), dtype) for x in chunks]
+        at = 0
+        for x, piece in zip(chunks, pieces, strict=True):
+            if x.start != at or piece.size != x.count:
+                break
+            at += x.count
+        else:
+            if at == math.prod(view.shape):
+                out[index] = _printout(np.concatenate(pieces).reshape(view.shape))
+    return out
+
+
+def _printout(arr: np.ndarray) -> str:
+    """numpy's printout of every element of ``arr``, as the preview's but never summarised."""
+    with np.printoptions(threshold=sys.maxsize, linewidth=100, floatmode="unique"):
+        if arr.dtype.kind in "biufc":
+            return np.array2string(arr, separator=", ")
+        name = str(arr.dtype)
+
+        def one(v: object) -> str:  # an ml_dtypes float, in its own shortest digits
+            return repr(shortest(float(cast(Any, v)), name))
+
+        return np.array2string(arr, separator=", ", formatter={"all": one})
 
 
 ARTEFACTS = {

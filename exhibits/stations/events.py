@@ -106,10 +106,29 @@ class ProgramExecuted(EventBase):
     zeros_for: list[str] = []
 
 
+class OutputValuesSent(EventBase):
+    """Values of one output leaf of :class:`ProgramExecuted` whose preview is summarised
+    (numpy's printout past 50 elements: ``...``), for a run that prints whole artefacts (the
+    CLI's, ``details = "eager"``; issue 33, design 0060): ``jaxscope run stations --print
+    output`` then prints every element. ``output``: the leaf's index in ``outputs`` (``path``
+    its key path); ``start``/``count``: the elements carried, in row-major order (a leaf larger
+    than 1 MiB comes in several events, in order); ``data``: their bytes in the leaf's own
+    ``dtype``, little-endian, base64."""
+
+    type: Literal["output_values_sent"] = "output_values_sent"
+    output: int
+    path: str
+    dtype: str
+    start: int
+    count: int
+    data: str
+
+
 # This exhibit's events, in the order the union lists them (checked: every event class
 # defined here must be listed, see ``jaxscope.events``).
 EVENTS: tuple[type[EventBase], ...] = (
     ModuleLowered,
     ExecutableCompiled,
     ProgramExecuted,
+    OutputValuesSent,
 )

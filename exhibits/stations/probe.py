@@ -14,8 +14,12 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 from jaxscope.exhibit_api import (
     MAX_REPEATS,
     JaxprStaged,
@@ -31,7 +35,7 @@ from jaxscope.exhibit_api import (
     stage_timers,
 )
 
-from exhibits.stations.events import ProgramExecuted
+from exhibits.stations.events import OutputValuesSent, ProgramExecuted
 from exhibits.tracing.recorded import emitting
 
 
@@ -59,3 +63,47 @@ def run(ctx: ProbeContext) -> None:
         executed = ProgramExecuted.model_validate(run, from_attributes=True)
         executed.zeros_for = placeholder_paths(ctx.snippet.args, ctx.snippet.kwargs)
     ctx.emit(executed)
+    if not ctx.on_demand:
+        # A run that prints whole artefacts (the CLI's) gets the outputs the previews summarise.
+        for sent in values_sent(executed, run.values):
+            ctx.emit(sent)
+
+
+# numpy's printout summarises past this many elements (``preview_value``'s threshold).
+SUMMARISED_FROM = 50
+# The bytes of values one OutputValuesSent carries (1.4 MB of base64 on the line).
+BYTES_PER_EVENT = 2**20
+
+
+def values_sent(executed: ProgramExecuted, out: Any) -> list[OutputValuesSent]:
+    """The values of every output leaf whose preview is summarised, as
+    :class:`OutputValuesSent` events of at most :data:`BYTES_PER_EVENT` each, in the order of
+    ``executed.outputs``. A leaf numpy cannot hold as numbers (a PRNG key array, float0) keeps
+    its preview."""
+    leaves = jax.tree.leaves(out)
+    if len(leaves) != len(executed.outputs):
+        return []
+    events: list[OutputValuesSent] = []
+    for index, (view, leaf) in enumerate(zip(executed.outputs, leaves, strict=True)):
+        try:
+            arr = np.asarray(leaf)
+        except Exception:  # a PRNG key array: its preview is JAX's repr
+            continue
+        numeric = arr.dtype == np.bool_ or jnp.issubdtype(arr.dtype, np.number)
+        if arr.size <= SUMMARISED_FROM or not numeric or view.dtype != str(arr.dtype):
+            continue
+        flat = np.ascontiguousarray(arr).ravel()  # native order: little-endian on JAX's hosts
+        step = max(1, BYTES_PER_EVENT // flat.itemsize)
+        for start in range(0, flat.size, step):
+            part = flat[start : start + step]
+            events.append(
+                OutputValuesSent(
+                    output=index,
+                    path=view.path,
+                    dtype=str(arr.dtype),
+                    start=start,
+                    count=int(part.size),
+                    data=base64.b64encode(part.tobytes()).decode("ascii"),
+                )
+            )
+    return events

@@ -19,7 +19,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -85,6 +85,9 @@ class ProgramRun:
     blocked_ms: float
     repeats: int
     ready_after_dispatch: bool
+    # The first call's outputs themselves (not on the wire): a run for the CLI sends the values
+    # of those whose preview is summarised (design 0060).
+    values: Any = field(default=None, compare=False, repr=False)
 
 
 def program_executed(
@@ -126,4 +129,5 @@ def program_executed(
         blocked_ms=_ms(statistics.median(blocked)),
         repeats=repeats,
         ready_after_dispatch=ready,
+        values=out,
     )
