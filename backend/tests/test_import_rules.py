@@ -54,7 +54,6 @@ INTERNALS_BUILD_EXHIBIT_EVENTS = frozenset(
         ("jaxscope.internals.jvp_steps", "exhibits.jvp.events"),
         ("jaxscope.internals.lowering", "exhibits.stations.events"),
         ("jaxscope.internals.recompiles", "exhibits.caches.events"),
-        ("jaxscope.internals.remat", "exhibits.partial_eval.events"),
         ("jaxscope.internals.split", "exhibits.partial_eval.events"),
         ("jaxscope.internals.transpose_walk", "exhibits.transpose.events"),
     }

@@ -43,7 +43,7 @@ from jaxscope.exhibit_api import (
     split_event,
 )
 
-from exhibits.partial_eval.events import RematUnavailable
+from exhibits.partial_eval.events import RematPolicyMeasured, RematUnavailable
 from exhibits.transpose.explain import ad_help
 
 from .options import PartialEvalOptions
@@ -178,7 +178,8 @@ def _emit_remat_table(ctx: ProbeContext, plan: CallPlan, not_compiled: str | Non
     measured = 0
     try:
         for row in remat_table(plan, not_compiled):
-            ctx.emit(row)
+            # The walker's record, made this exhibit's event (design 0059).
+            ctx.emit(RematPolicyMeasured.model_validate(row, from_attributes=True))
             measured += 1
     except Exception as exc:  # shown beside the split, the exhibit's other half (see docstring)
         if is_memory_error(exc):

@@ -44,12 +44,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax._src import ad_checkpoint, core, source_info_util
 
-from exhibits.partial_eval.events import RematPolicyMeasured, ResidualView
 from jaxscope.finite_diff import max_abs_diff_leaves
 from jaxscope.internals.calling import CallPlan
 from jaxscope.internals.split import call_with_statics, nbytes
 from jaxscope.internals.views import aval_view
-from jaxscope.protocol import SourceLoc
+from jaxscope.protocol import AvalView, SourceLoc
 from jaxscope.snippet_model import SNIPPET_FILENAME
 
 source_info_util.register_exclusion(__file__)
@@ -226,12 +225,45 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, int]:
     return statistics.median(times), len(times)
 
 
-def saved(fn: Callable[..., Any], target: GradTarget) -> list[ResidualView]:
-    """``saved_residuals(fn, dyn_args, kwargs)`` as views (JAX's text as the description)."""
+@dataclass(frozen=True)
+class Residual:
+    """One value the backward pass keeps (``ad_checkpoint.saved_residuals``): its aval, the
+    snippet line that made it, JAX's text, its size in bytes."""
+
+    aval: AvalView
+    source: SourceLoc | None
+    description: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class RematRow:
+    """One checkpoint policy measured: the residuals it saves and their bytes, the compiled
+    gradient's temp bytes and step time (``None`` with ``not_measured`` saying why, when nothing
+    was compiled), the device, what was differentiated, and the gradient's largest difference
+    from the un-checkpointed one. The partial_eval probe makes its ``remat_policy_measured``
+    event of it (design 0059: the walker returns records, the exhibit builds its events)."""
+
+    index: int
+    policy: str
+    aliases: list[str]
+    saved: list[Residual]
+    residual_bytes: int
+    temp_bytes: int | None
+    step_ms: float | None
+    repeats: int
+    device: str
+    grad_of: str
+    grad_max_abs_diff: float | None
+    not_measured: str | None = None
+
+
+def saved(fn: Callable[..., Any], target: GradTarget) -> list[Residual]:
+    """``saved_residuals(fn, dyn_args, kwargs)`` as records (JAX's text as the description)."""
     out = []
     for aval, text in ad_checkpoint.saved_residuals(fn, target.dyn_args, target.kwargs):
         out.append(
-            ResidualView(
+            Residual(
                 aval=aval_view(aval), source=_source_of(text), description=text, bytes=nbytes(aval)
             )
         )
@@ -243,13 +275,11 @@ def checkpointed(row: PolicyRow, target: GradTarget) -> Callable[..., Any]:
     return jax.checkpoint(target.call, policy=row.policy) if row.checkpointed else target.call
 
 
-def residuals_only(
-    row: PolicyRow, index: int, target: GradTarget, reason: str
-) -> RematPolicyMeasured:
+def residuals_only(row: PolicyRow, index: int, target: GradTarget, reason: str) -> RematRow:
     """One row without an XLA compile: the saved residuals (partial evaluation only), and
     ``reason`` for the columns that need the compiled gradient (left ``None``)."""
     residuals = saved(checkpointed(row, target), target)
-    return RematPolicyMeasured(
+    return RematRow(
         index=index,
         policy=row.label,
         aliases=list(row.aliases),
@@ -267,7 +297,7 @@ def residuals_only(
 
 def measure(
     row: PolicyRow, index: int, target: GradTarget, reference: Any | None
-) -> tuple[RematPolicyMeasured, Any]:
+) -> tuple[RematRow, Any]:
     """Measure one row: saved residuals, compiled temp bytes, step time, and the gradient
     against ``reference`` (the un-checkpointed gradient; ``None``: this row is it)."""
     fn = checkpointed(row, target)
@@ -278,7 +308,7 @@ def measure(
     grads = compiled(target.float_leaves)
     step_ms, repeats = _timed(lambda: compiled(target.float_leaves))
     device = jax.tree.leaves(grads)[0].devices() if jax.tree.leaves(grads) else set()
-    event = RematPolicyMeasured(
+    measured = RematRow(
         index=index,
         policy=row.label,
         aliases=list(row.aliases),
@@ -291,10 +321,10 @@ def measure(
         grad_of=target.grad_of,
         grad_max_abs_diff=0.0 if reference is None else max_abs_diff_leaves(grads, reference),
     )
-    return event, grads
+    return measured, grads
 
 
-def remat_table(plan: CallPlan, not_compiled: str | None = None) -> Iterator[RematPolicyMeasured]:
+def remat_table(plan: CallPlan, not_compiled: str | None = None) -> Iterator[RematRow]:
     """Yield one measured row per policy (streamed: each as soon as it is measured). With
     ``not_compiled``, nothing is compiled: each row has its saved residuals and that reason."""
     target = grad_target(plan)
@@ -306,7 +336,7 @@ def remat_table(plan: CallPlan, not_compiled: str | None = None) -> Iterator[Rem
         return
     reference = None
     for index, row in enumerate(rows):
-        event, grads = measure(row, index, target, reference)
+        measured, grads = measure(row, index, target, reference)
         if reference is None:  # the first row, "no checkpoint"
             reference = grads
-        yield event
+        yield measured
