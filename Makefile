@@ -23,18 +23,18 @@ PORT ?= 8000
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: serve test test-all setup setup-dev torch tf frontend chromium bubblewrap lint typecheck gen-check unit e2e compose-check bench clean wheel
+.PHONY: serve test test-all setup setup-dev torch tf frontend chromium bubblewrap redis lint typecheck gen-check unit e2e compose-check bench clean wheel
 
 serve: setup frontend bubblewrap $(WITH_TORCH) $(WITH_TF)
 	$(VENV)/bin/jaxscope serve --host $(HOST) --port $(PORT)
 
-test: setup-dev frontend chromium bubblewrap $(WITH_TORCH) $(WITH_TF)
+test: setup-dev frontend chromium bubblewrap redis $(WITH_TORCH) $(WITH_TF)
 	bash scripts/test-all.sh
 
 # Everything `make test` runs, plus the whole matrices it samples and the full-size programs
 # (tests marked `full`; testkit.py, docs/design/0058-suite-that-fits.md). Run it before
 # resolving anything that touches a matrix.
-test-all: setup-dev frontend chromium bubblewrap $(WITH_TORCH) $(WITH_TF)
+test-all: setup-dev frontend chromium bubblewrap redis $(WITH_TORCH) $(WITH_TF)
 	JAXSCOPE_TEST_ALL=1 bash scripts/test-all.sh
 
 # --- installs (each step is skipped when already done) -------------------------------------
@@ -88,6 +88,11 @@ chromium:
 # setpriv (util-linux) switches a root-started worker to its own uid.
 bubblewrap:
 	@command -v bwrap >/dev/null && command -v setpriv >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q --no-install-recommends bubblewrap util-linux; }
+
+# The run queue beyond one machine (`serve --queue`, `pool --queue`; design 0065): the tests
+# start their own redis-server on a free loopback port; `make serve` needs none.
+redis:
+	@command -v redis-server >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q --no-install-recommends redis-server; }
 
 # A wheel that serves the whole explorer with no Node and no clone (`pip install
 # dist/jaxscope-*.whl`, then `jaxscope serve`): the built frontend travels inside the package.

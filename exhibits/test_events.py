@@ -92,6 +92,7 @@ def test_the_protocol_keeps_only_the_core_events() -> None:
         "stdout_printed",
         "jaxpr_staged",
         "run_queued",
+        "run_accepted",
         "budget_scaled",
         "run_finished",
         "run_failed",

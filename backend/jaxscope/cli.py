@@ -189,6 +189,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="relay sessions to the hosted pool on this Unix socket (see `jaxscope pool`)",
     )
+    serve.add_argument(
+        "--queue",
+        default=None,
+        metavar="URL",
+        help="put runs on the run queue at redis://HOST:PORT/DB for the pool hosts on it "
+        "(`jaxscope pool --queue`; design 0065); the password in JAXSCOPE_QUEUE_PASSWORD",
+    )
     _limit_flags(serve)
     _sandbox_flag(serve)
 
@@ -215,10 +222,36 @@ def build_parser() -> argparse.ArgumentParser:
     _sandbox_flag(watch)
     # What `serve` takes and `watch` leaves at its default (loopback; the token is generated,
     # or JAXSCOPE_TOKEN's: a watched file is served only with one, design 0052).
-    watch.set_defaults(host=None, token=None, workers=None, max_workers=None, pool_socket=None)
+    watch.set_defaults(
+        host=None, token=None, workers=None, max_workers=None, pool_socket=None, queue=None
+    )
 
-    pool = sub.add_parser("pool", help="serve sandbox sessions on a Unix socket (hosted mode)")
-    pool.add_argument("--socket", type=Path, required=True, metavar="PATH")
+    pool = sub.add_parser(
+        "pool",
+        help="serve sandbox sessions on a Unix socket, or take runs from a run queue (hosted)",
+    )
+    where = pool.add_mutually_exclusive_group(required=True)
+    where.add_argument("--socket", type=Path, metavar="PATH")
+    where.add_argument(
+        "--queue",
+        metavar="URL",
+        help="take runs from the run queue at redis://HOST:PORT/DB (design 0065); the password "
+        "in JAXSCOPE_QUEUE_PASSWORD",
+    )
+    pool.add_argument(
+        "--lanes",
+        default="light=2,heavy=1",
+        metavar="LANE=N,...",
+        help="with --queue: the lanes this host takes runs from and its workers for each "
+        "(light, heavy, torch, accelerator; default light=2,heavy=1)",
+    )
+    pool.add_argument(
+        "--per-client",
+        type=int,
+        default=2,
+        metavar="N",
+        help="with --queue: runs one client may have running on all hosts together (default 2)",
+    )
     pool.add_argument(
         "--workers",
         type=int,
@@ -497,13 +530,22 @@ def _serve(
         workers=ns.workers,
         max_workers=ns.max_workers,
         pool_socket=ns.pool_socket,
+        queue=ns.queue,
     )
     # A watched file is served only with a token, on loopback too (design 0052).
     settings = with_token(
         dataclasses.replace(settings, limits=_limits(settings.limits, ns, ns.timeout)),
         required=watched is not None,
     )
-    if settings.pool_socket is None and (refusal := sandbox_refusal(settings.limits)):
+    if settings.queue is not None:
+        from jaxscope.bus.jobs import BadQueueUrl, check_url
+
+        try:
+            check_url(settings.queue)
+        except BadQueueUrl as exc:
+            print(f"jaxscope: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    elif settings.pool_socket is None and (refusal := sandbox_refusal(settings.limits)):
         print(refusal, file=sys.stderr)
         return EXIT_USAGE
     try:
@@ -584,6 +626,8 @@ def _pool(ns: argparse.Namespace) -> int:
     if refusal := sandbox_refusal(limits):
         print(refusal, file=sys.stderr)
         return EXIT_USAGE
+    if ns.queue is not None:
+        return _pool_host(ns, limits, settings)
     try:
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: the socket is removed too
             asyncio.run(_pool_until_terminated(ns.socket, limits, settings))
@@ -627,6 +671,57 @@ async def _pool_until_terminated(path: Path, limits: Limits, settings: Settings)
         serving.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await serving
+
+
+def _pool_host(ns: argparse.Namespace, limits: Limits, settings: Settings) -> int:
+    """``jaxscope pool --queue URL``: take runs from the run queue until SIGTERM or Ctrl-C."""
+    from jaxscope.bus.host import PoolHost, parse_lanes
+    from jaxscope.bus.jobs import BadQueueUrl, default_host_id
+    from jaxscope.bus.store import connect
+
+    try:
+        lanes = parse_lanes(ns.lanes)
+        redis = connect(ns.queue)
+    except (ValueError, BadQueueUrl) as exc:
+        print(f"jaxscope pool: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if ns.per_client < 1:
+        print("jaxscope pool: --per-client must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    host = PoolHost(
+        redis,
+        lanes,
+        limits,
+        host_id=default_host_id(),
+        per_client=ns.per_client,
+        warm=min(settings.workers, sum(lanes.values())),
+    )
+
+    async def serve() -> None:
+        started = asyncio.Event()
+        serving = asyncio.create_task(host.serve(started))
+        terminated = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, terminated.set)
+        try:
+            announced = asyncio.create_task(started.wait())
+            await asyncio.wait({serving, announced}, return_when=asyncio.FIRST_COMPLETED)
+            announced.cancel()
+            if started.is_set():
+                print(f"jaxscope pool {host.host_id} takes {ns.lanes}", flush=True)
+            ended = asyncio.create_task(terminated.wait())
+            await asyncio.wait({serving, ended}, return_when=asyncio.FIRST_COMPLETED)
+            ended.cancel()
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)
+            serving.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await serving
+            await redis.aclose()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve())
+    return 0
 
 
 def describe_failure(failed: RunFailed) -> str:

@@ -362,8 +362,23 @@ class DriveRoomRequest(WireModel):
     cursor: int = Field(default=-1, ge=-1, le=10_000_000)
 
 
+class ResumeRequest(WireModel):
+    """Resume the run ``run_id`` on this socket after a reconnect (a server with a run queue,
+    ``serve --queue``, design 0065): its events after ``after_seq`` are sent again from the
+    run's stream, then the rest as they come. ``token``: the run's ``run_accepted`` token, which
+    only the page that asked for the run was sent. Answered ``run_failed`` when the run's stream
+    is gone (it ended more than a while ago) or the server keeps no run streams."""
+
+    type: Literal["resume"] = "resume"
+    run_id: str = Field(min_length=1, max_length=64)
+    token: str = Field(min_length=1, max_length=64)
+    after_seq: int = Field(default=-1, ge=-1)
+
+
 RoomRequest: TypeAlias = OpenRoomRequest | JoinRoomRequest | LeaveRoomRequest | DriveRoomRequest
-AnyRequest: TypeAlias = RunRequest | CancelRequest | DetailRequest | FollowRequest | RoomRequest
+AnyRequest: TypeAlias = (
+    RunRequest | CancelRequest | DetailRequest | FollowRequest | ResumeRequest | RoomRequest
+)
 
 Request = Annotated[AnyRequest, Field(discriminator="type")]
 REQUEST_ADAPTER: TypeAdapter[AnyRequest] = TypeAdapter(Request)
@@ -604,6 +619,17 @@ class RunQueued(EventBase):
     worker_kind: WorkerKind | None = None
 
 
+class RunAccepted(EventBase):
+    """Not a step of the run: a server with a run queue (``serve --queue``, design 0065) took
+    the run onto its queue. ``token`` resumes it on any of the server's replicas after the
+    socket is lost (``ResumeRequest``); the page keeps it for the run. Its ``seq`` is always 0
+    and it is never part of the stepper's event list."""
+
+    type: Literal["run_accepted"] = "run_accepted"
+    token: str
+    lane: str
+
+
 class BudgetScaled(EventBase):
     """The run's time limits grew with the size of the user's program, so that a real model is
     not held to a limit meant for snippets. Sent right after the first event that carries a
@@ -643,6 +669,7 @@ ErrorKind = Literal[
     "worker_crashed",
     "cancelled",
     "invalid_event",
+    "host_lost",
 ]
 
 
@@ -887,6 +914,7 @@ EVENTS: tuple[type[EventBase], ...] = (
     StdoutPrinted,
     JaxprStaged,
     RunQueued,
+    RunAccepted,
     BudgetScaled,
     RunFinished,
     RunFailed,

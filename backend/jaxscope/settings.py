@@ -206,7 +206,8 @@ class Settings:
     ``host``); ``check_exhibits``: fail at
     startup when an exhibit folder lacks a part; ``frontend_dist``: the built frontend;
     ``pool_socket``: the Unix socket of a hosted pool (``jaxscope pool``) to relay sessions to
-    instead of running workers in this process.
+    instead of running workers in this process; ``queue``: the run queue's Redis URL
+    (``serve --queue``, ``JAXSCOPE_QUEUE``; design 0065): runs go to the pool hosts on it.
     """
 
     host: str = "127.0.0.1"
@@ -219,6 +220,7 @@ class Settings:
     frontend_dist: Path = field(default_factory=_default_dist)
     check_exhibits: bool = True
     pool_socket: Path | None = None
+    queue: str | None = None
 
     @property
     def per_client(self) -> int:

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { EXHIBITS, EXHIBIT_GROUPS, EXHIBIT_IDS } from './exhibits';
+import { EXHIBITS, EXHIBIT_GROUPS, EXHIBIT_IDS, isExhibitId } from './exhibits';
 
 const root = resolve(__dirname, '..', '..');
 const python = process.env['JAXSCOPE_PYTHON'] ?? resolve(root, '.venv', 'bin', 'python');
@@ -34,5 +34,14 @@ describe('the exhibit table', () => {
     }
     const labels = EXHIBIT_IDS.map((id) => EXHIBITS[id]?.label);
     expect(new Set(labels).size).toBe(labels.length);
+  });
+
+  it("names no exhibit by Object.prototype's names (a permalink, localStorage, a room's teacher)", () => {
+    for (const id of ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf']) {
+      expect(isExhibitId(id), id).toBe(false);
+      expect(EXHIBITS[id], id).toBeUndefined();
+    }
+    expect(isExhibitId(undefined)).toBe(false);
+    for (const id of EXHIBIT_IDS) expect(isExhibitId(id), id).toBe(true);
   });
 });

@@ -51,9 +51,20 @@ function entry(id: string, place: { group: ExhibitGroup; label: string }): Exhib
   return { View, narrative, ...place };
 }
 
-export const EXHIBITS: Readonly<Record<string, ExhibitEntry>> = Object.fromEntries(
-  Object.entries(EXHIBIT_TABLE).map(([id, place]) => [id, entry(id, place)]),
+/** The exhibits by id, in an object without a prototype: an id comes from a URL, localStorage, a
+ * room's teacher or the server, and `constructor`, `__proto__` or `toString` must name no exhibit
+ * (a plain object's prototype answers them, and the page went blank). Test an id with
+ * `isExhibitId`. */
+export const EXHIBITS: Readonly<Record<string, ExhibitEntry>> = Object.assign(
+  Object.create(null) as Record<string, ExhibitEntry>,
+  Object.fromEntries(Object.entries(EXHIBIT_TABLE).map(([id, place]) => [id, entry(id, place)])),
 );
+
+/** Whether `id` names an exhibit of this frontend (an own property of `EXHIBITS`, never one of
+ * `Object.prototype`'s names). */
+export function isExhibitId(id: unknown): id is string {
+  return typeof id === 'string' && Object.hasOwn(EXHIBITS, id);
+}
 
 /** The ids of the exhibits this frontend can show, in the registry's order. */
 export const EXHIBIT_IDS: readonly string[] = Object.keys(EXHIBITS);

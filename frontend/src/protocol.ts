@@ -27,6 +27,7 @@ export type {
   ModuleLowered,
   OpLink,
   ProgramExecuted,
+  ResumeRequest,
   RunFailed,
   RunFinished,
   RoomClosed,
@@ -66,6 +67,7 @@ export type WireRequest =
   | Gen.CancelRequest
   | Gen.DetailRequest
   | Gen.FollowRequest
+  | Gen.ResumeRequest
   | RoomRequest;
 
 /** Classroom mode's requests (design 0044); a drive's options are the page's `RunOptions`. */

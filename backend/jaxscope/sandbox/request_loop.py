@@ -44,6 +44,7 @@ from jaxscope.protocol import (
     JoinRoomRequest,
     LeaveRoomRequest,
     OpenRoomRequest,
+    ResumeRequest,
     RoomRefused,
     RoomRequest,
     RunFailed,
@@ -77,6 +78,10 @@ class Rooms(Protocol):
         """This socket was sent ``event`` (as ``text``): relayed when it drives a room."""
 
 
+NO_RESUME = (
+    "this server keeps no run streams (only `serve --queue` does): the run ended with the "
+    "connection; run it again"
+)
 NOT_WATCHING = (
     "this server watches no file: start it with `jaxscope watch FILE --exhibit ID` to follow one"
 )
@@ -254,6 +259,14 @@ async def serve_requests(
                 task = asyncio.create_task(session.detail(request, emit))
                 detail_tasks.add(task)
                 task.add_done_callback(detail_tasks.discard)
+            elif isinstance(request, ResumeRequest):
+                await emit(
+                    RunFailed(
+                        kind="worker_crashed",
+                        message=NO_RESUME,
+                        run_id=clean_text(request.run_id, _QUOTE_CHARS),
+                    )
+                )
             elif isinstance(request, CancelRequest):
                 if (
                     not session.cancel(request.run_id)

@@ -24,6 +24,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from exhibits.registry import EXHIBITS
+from jaxscope.bus.web import Bus, bus_session
 from jaxscope.protocol import Catalogue
 from jaxscope.sandbox.pool import WorkerPool
 from jaxscope.sandbox.session import Session
@@ -103,24 +104,31 @@ def create_app(settings: Settings | None = None, watched: WatchedFile | None = N
     tenancy = Tenancy(settings.per_client)
 
     remote = settings.pool_socket
+    # The run queue (design 0065): runs go to the pool hosts on it; this process runs none.
+    bus = Bus(settings.queue) if settings.queue else None
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        if remote is None:
+        if bus is not None:
+            bus.start()
+        elif remote is None:
             pool.start()
         try:
             async with watching(watched):
                 yield
         finally:
             await pool.close()
+            if bus is not None:
+                await bus.close()
 
     app = FastAPI(title="jaxscope", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings = settings
     app.state.pool = pool
     app.state.tenancy = tenancy
+    app.state.bus = bus
     rooms = RoomRegistry(EXHIBITS)
     app.state.rooms = rooms
-    catalogue = build_catalogue(hosted_pool=remote is not None)
+    catalogue = build_catalogue(hosted_pool=remote is not None or bus is not None)
     dist: Path = settings.frontend_dist
     built = (dist / "index.html").is_file()
 
@@ -154,12 +162,19 @@ def create_app(settings: Settings | None = None, watched: WatchedFile | None = N
     @app.get("/api/health")
     async def health() -> dict[str, Any]:
         """Liveness, versions (from package metadata: no JAX import here) and pool state."""
+        if bus is not None:
+            try:
+                where: dict[str, Any] = {"queue": bus.where, "hosts": await bus.hosts()}
+            except Exception as exc:  # the queue is down: say so, stay alive
+                where = {"queue": bus.where, "error": str(exc)}
+        else:
+            where = pool.state() if remote is None else {"socket": str(remote)}
         return {
             "status": "ok",
             "jax_version": _version("jax"),
             "jaxlib_version": _version("jaxlib"),
             "jaxscope_version": _version("jaxscope"),
-            "pool": pool.state() if remote is None else {"socket": str(remote)},
+            "pool": where,
             "limits": dataclasses.asdict(settings.limits),
             "exhibits": list(EXHIBITS),
             "frontend_built": built,
@@ -180,7 +195,11 @@ def create_app(settings: Settings | None = None, watched: WatchedFile | None = N
             await websocket.close(code=POLICY_VIOLATION)
             return
         await websocket.accept()
-        if remote is None:
+        if bus is not None:
+            await bus_session(
+                websocket, bus, client_of(websocket.client.host if websocket.client else None)
+            )
+        elif remote is None:
             owner = client_of(websocket.client.host if websocket.client is not None else None)
             session = Session(pool, EXHIBITS, tenancy=tenancy, owner=owner, report_starts=True)
             await serve_session(websocket, session, watched, rooms, owner)

@@ -7,6 +7,7 @@ export type Event =
   | StdoutPrinted
   | JaxprStaged
   | RunQueued
+  | RunAccepted
   | BudgetScaled
   | RunFinished
   | RunFailed
@@ -23,6 +24,7 @@ export type Event =
   | ModuleLowered
   | ExecutableCompiled
   | ProgramExecuted
+  | OutputValuesSent
   | JvpRuleApplied
   | JvpJaxprStaged
   | JaxprSplit
@@ -124,6 +126,7 @@ export type Request =
   | CancelRequest
   | DetailRequest
   | FollowRequest
+  | ResumeRequest
   | OpenRoomRequest
   | JoinRoomRequest
   | LeaveRoomRequest
@@ -509,6 +512,25 @@ export interface RunQueued {
   worker_kind: ('jax' | 'torch' | 'tf') | null;
 }
 /**
+ * Not a step of the run: a server with a run queue (``serve --queue``, design 0065) took
+ * the run onto its queue. ``token`` resumes it on any of the server's replicas after the
+ * socket is lost (``ResumeRequest``); the page keeps it for the run. Its ``seq`` is always 0
+ * and it is never part of the stepper's event list.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "RunAccepted".
+ */
+export interface RunAccepted {
+  detail_id?: string | null;
+  detail_of?: string | null;
+  lane: string;
+  list_ranges?: ListRange[];
+  run_id: string;
+  seq: number;
+  token: string;
+  type: 'run_accepted';
+}
+/**
  * The run's time limits grew with the size of the user's program, so that a real model is
  * not held to a limit meant for snippets. Sent right after the first event that carries a
  * jaxpr of more than ``jaxscope.settings.SCALE_FROM_EQNS`` eqns (and after a larger one).
@@ -584,7 +606,8 @@ export interface RunFailed {
     | 'memory'
     | 'worker_crashed'
     | 'cancelled'
-    | 'invalid_event';
+    | 'invalid_event'
+    | 'host_lost';
   list_ranges?: ListRange[];
   message: string;
   run_id: string;
@@ -1089,6 +1112,32 @@ export interface ArrayPreview {
   path: string;
   preview: string;
   shape: number[];
+}
+/**
+ * Values of one output leaf of :class:`ProgramExecuted` whose preview is summarised
+ * (numpy's printout past 50 elements: ``...``), for a run that prints whole artefacts (the
+ * CLI's, ``details = "eager"``; issue 33, design 0060): ``jaxscope run stations --print
+ * output`` then prints every element. ``output``: the leaf's index in ``outputs`` (``path``
+ * its key path); ``start``/``count``: the elements carried, in row-major order (a leaf larger
+ * than 1 MiB comes in several events, in order); ``data``: their bytes in the leaf's own
+ * ``dtype``, little-endian, base64.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "OutputValuesSent".
+ */
+export interface OutputValuesSent {
+  count: number;
+  data: string;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  dtype: string;
+  list_ranges?: ListRange[];
+  output: number;
+  path: string;
+  run_id: string;
+  seq: number;
+  start: number;
+  type: 'output_values_sent';
 }
 /**
  * One primal eqn went through ``ad.JVPTrace`` (one step of the jvp exhibit).
@@ -5966,6 +6015,22 @@ export interface DetailRequest {
 export interface FollowRequest {
   follow: boolean;
   type: 'follow';
+}
+/**
+ * Resume the run ``run_id`` on this socket after a reconnect (a server with a run queue,
+ * ``serve --queue``, design 0065): its events after ``after_seq`` are sent again from the
+ * run's stream, then the rest as they come. ``token``: the run's ``run_accepted`` token, which
+ * only the page that asked for the run was sent. Answered ``run_failed`` when the run's stream
+ * is gone (it ended more than a while ago) or the server keeps no run streams.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ResumeRequest".
+ */
+export interface ResumeRequest {
+  after_seq: number;
+  run_id: string;
+  token: string;
+  type: 'resume';
 }
 /**
  * Classroom mode (design 0044): open a room that this socket drives as its teacher,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { eqnRecorded, runFailed, runFinished, runQueued, runStarted, stageStarted } from '../test/events';
-import { IDLE_STATE, applyEvent, applyEvents, failLocally, startRun } from './reducer';
+import { IDLE_STATE, applyEvent, applyEvents, failLocally, resumeRequest, startRun } from './reducer';
 import type { RunState } from './reducer';
 import type { Event } from '../protocol';
 
@@ -90,6 +90,19 @@ describe('applyEvent', () => {
     expect(applyEvent(lost, runFinished('r1', 1), 10)).toBe(lost);
     const finished = applyEvent(running, runFinished('r1', 1), 3);
     expect(failLocally(finished, 'x', 4)).toBe(finished);
+  });
+
+  it('run_accepted keeps the resume token outside the events; resumeRequest asks for the rest', () => {
+    const s0 = startRun('r1', 'tracing', OPTIONS, 0);
+    expect(resumeRequest(s0)).toBeNull(); // a server without a run queue: nothing to resume
+    const accepted: Event = { type: 'run_accepted', run_id: 'r1', seq: 0, token: 'ab'.repeat(16), lane: 'light' };
+    const s1 = feed(s0, [accepted]);
+    expect([s1.events, s1.resumeToken]).toEqual([[], 'ab'.repeat(16)]);
+    expect(resumeRequest(s1)).toEqual({ type: 'resume', run_id: 'r1', token: 'ab'.repeat(16), after_seq: -1 });
+    const s2 = feed(s1, [runStarted('r1', 0), stageStarted('r1', 1, 'trace')]);
+    expect(resumeRequest(s2)?.after_seq).toBe(1);
+    // Once the run ended there is nothing to resume.
+    expect(resumeRequest(applyEvent(s2, runFinished('r1', 2), 5))).toBeNull();
   });
 
   it('run_queued sets the queue and never enters the events', () => {

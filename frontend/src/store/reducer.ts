@@ -27,8 +27,11 @@
  * `run_started`): it only sets `queue`, the run's place in the server's wait for a sandbox
  * worker, and never enters `events`. Any other event of the run clears `queue`, and a
  * `run_queued` after the run's first event is ignored.
+ *
+ * `run_accepted` (a server with a run queue took the run, design 0065) is not a step either: it
+ * sets `resumeToken`, with which the page resumes the run after its socket was lost.
  */
-import type { Event, EventOf, RunFailed, RunOptions, Stage, TerminalEvent } from '../protocol';
+import type { Event, EventOf, ResumeRequest, RunFailed, RunOptions, Stage, TerminalEvent } from '../protocol';
 import { defaultRunOptions, isTerminal } from '../protocol';
 import { applyEqnsSent } from './eqn-ranges';
 import { applyItemsSent } from './list-ranges';
@@ -76,6 +79,9 @@ export interface RunState {
   /** the detail ids a `transient` `detail_failed` answered, with the client time (ms) of the
    * latest: asked for again only by an ask `DETAIL_RETRY_MS` later (`mayAsk`) */
   detailsRefused: ReadonlyMap<string, number>;
+  /** the token of the run's `run_accepted` (a server with a run queue): the page resumes the run
+   * with it after a reconnect (`resumeRequest`); null when the server keeps no run streams */
+  resumeToken: string | null;
 }
 
 /** How long after a transient refusal (`detail_failed` `transient`) its detail may be asked for
@@ -100,6 +106,7 @@ export const IDLE_STATE: RunState = {
   detailNote: null,
   detailsFailed: new Set(),
   detailsRefused: new Map(),
+  resumeToken: null,
 };
 
 /** The state right after the client sent `RunRequest{run_id, exhibit, options}`. */
@@ -229,6 +236,10 @@ export function applyEvents(state: RunState, batch: readonly Event[], now: numbe
       continue;
     }
     if (next.terminal !== null) continue;
+    if (event.type === 'run_accepted') {
+      next = { ...next, resumeToken: event.token };
+      continue;
+    }
     if (event.type === 'run_queued') {
       // Only while the run waits: once it has events, it holds a worker and a stale place is moot.
       if ((events ?? next.events).length > 0) continue;
@@ -271,6 +282,16 @@ export function applyEvents(state: RunState, batch: readonly Event[], now: numbe
     }
   }
   return events === null ? next : { ...next, events };
+}
+
+/**
+ * The request that resumes `state`'s run on a new socket (design 0065): its events after the last
+ * one held; null when the run is not running or its server keeps no run streams.
+ */
+export function resumeRequest(state: RunState): ResumeRequest | null {
+  if (state.status !== 'running' || state.resumeToken === null || state.runId === null) return null;
+  const last = state.events[state.events.length - 1];
+  return { type: 'resume', run_id: state.runId, token: state.resumeToken, after_seq: last === undefined ? -1 : last.seq };
 }
 
 /** The state after the client lost the run (e.g. the websocket closed before a terminal event). */

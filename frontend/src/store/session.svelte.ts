@@ -11,9 +11,9 @@
  */
 import type { Selection } from '../exhibit-api';
 import { EMPTY_SELECTION } from '../exhibit-api';
-import type { Event, RunOptions } from '../protocol';
+import type { Event, ResumeRequest, RunOptions } from '../protocol';
 import type { RunState } from './reducer';
-import { IDLE_STATE, applyEvents, failLocally, mayAsk, startRun, wantedDetails } from './reducer';
+import { IDLE_STATE, applyEvents, failLocally, mayAsk, resumeRequest, startRun, wantedDetails } from './reducer';
 import { nextRanges } from './eqn-ranges';
 import { nextListRanges } from './list-ranges';
 import type { StepperState } from './stepper';
@@ -229,11 +229,19 @@ export class RunSession {
     this.#prefetch();
   }
 
-  /** The client lost the run (socket closed before its terminal event). */
+  /** The client lost the run (socket closed before its terminal event). A run that a server with
+   * a run queue accepted goes on: the page resumes it on the next socket (`resumeRequest`). */
   lose(message: string): void {
     // Events that arrived before the close are part of the run: the terminal one may be among them.
     this.flush();
+    if (resumeRequest(this.run) !== null) return;
     this.run = failLocally(this.run, message, this.#now());
+  }
+
+  /** What the page sends on a new socket to get the rest of a run it lost with the old one. */
+  resumeRequest(): ResumeRequest | null {
+    this.flush();
+    return resumeRequest(this.run);
   }
 
   first(): void {

@@ -1,0 +1,299 @@
+"""A pool host on the run queue: ``jaxscope pool --queue redis://… --lanes light=2,heavy=1``
+(design 0065).
+
+The host heartbeats (``host:<id>``, its lanes), and per lane runs as many takers as it has
+workers for that lane: each reads one job at a time through the lane's consumer group (so it
+takes a run only when it has a worker for it), validates it (:class:`~jaxscope.bus.jobs.Job`:
+anything else is refused, logged and acknowledged, and the host goes on), checks the client's
+share across all hosts (``clients``: a client at its share has its job put back on the lane and
+lets the others by), marks it started once (``store.start_run``), acknowledges it, and runs it
+on a :class:`~jaxscope.sandbox.session.Session` of its own worker pool, exactly as a local
+session does (limits, death classification, one terminal event). Events go to the run's stream;
+the run's ``ctl`` stream brings cancels and detail requests; a run that kept its details keeps
+its worker for them (beside the takers) until the page runs again (``release``) or the session's
+own time limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+
+from pydantic import ValidationError
+
+from exhibits.registry import EXHIBITS
+from jaxscope.bus.jobs import (
+    CLIENTS,
+    GROUP,
+    HEARTBEAT_S,
+    HOST_TTL_S,
+    RELEASE,
+    Job,
+    Lane,
+    ctl_key,
+    events_key,
+    host_key,
+    lane_key,
+)
+from jaxscope.bus.store import (
+    Redis,
+    RedisError,
+    StreamEntry,
+    end_run,
+    ensure_groups,
+    entries_of,
+    start_run,
+    stop_task,
+    sweep,
+)
+from jaxscope.protocol import (
+    REQUEST_ADAPTER,
+    CancelRequest,
+    DetailRequest,
+    EventModel,
+    RunQueued,
+    is_terminal,
+)
+from jaxscope.sandbox.pool import WorkerPool
+from jaxscope.sandbox.session import Session
+from jaxscope.sandbox.worker import Emit
+from jaxscope.settings import Limits
+
+log = logging.getLogger(__name__)
+
+# A job a taker put back for its client's share waits this long before that taker reads again
+# (so that a lane holding only that client's jobs is not spun through).
+SHARE_BACKOFF_S = 0.5
+# Back-off while Redis is unreachable (seconds, doubling).
+RETRY_MIN_S, RETRY_MAX_S = 0.2, 3.0
+
+
+def parse_lanes(text: str) -> dict[Lane, int]:
+    """``light=2,heavy=1`` -> ``{"light": 2, "heavy": 1}``; raises ValueError on anything else."""
+    lanes: dict[Lane, int] = {}
+    for part in text.split(","):
+        name, _, count = part.strip().partition("=")
+        if name not in ("light", "heavy", "torch", "accelerator"):
+            raise ValueError(f"unknown lane {name!r}: light, heavy, torch or accelerator")
+        try:
+            n = int(count or "1")
+        except ValueError:
+            raise ValueError(f"lane {name}: {count!r} is not a number of workers") from None
+        if n < 1:
+            raise ValueError(f"lane {name}: at least one worker")
+        lanes[name] = n  # type: ignore[index]
+    return lanes
+
+
+class PoolHost:
+    """One host's takers, heartbeat and sweeper on the queue ``redis``."""
+
+    def __init__(
+        self,
+        redis: Redis,
+        lanes: Mapping[Lane, int],
+        limits: Limits,
+        *,
+        host_id: str,
+        per_client: int,
+        warm: int = 1,
+    ) -> None:
+        self.redis = redis
+        self.lanes = dict(lanes)
+        self.host_id = host_id
+        self.per_client = per_client
+        self.pool = WorkerPool(limits, size=warm, max_workers=sum(self.lanes.values()))
+        self._details: set[asyncio.Task[None]] = set()
+        self.refused = 0  # malformed jobs seen (for tests and health)
+
+    async def serve(self, started: asyncio.Event | None = None) -> None:
+        """Take runs until cancelled; ``started`` is set after the first heartbeat."""
+        self.pool.start()
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            await self._until_up(self._setup)
+            tasks.append(asyncio.create_task(self._heartbeat()))
+            for lane, count in self.lanes.items():
+                for _ in range(count):
+                    tasks.append(asyncio.create_task(self._taker(lane)))
+            log.info("pool host %s takes %s", self.host_id, self.lanes)
+            if started is not None:
+                started.set()
+            await asyncio.gather(*tasks)
+        finally:
+            for task in [*tasks, *self._details]:
+                await stop_task(task)
+            with contextlib.suppress(RedisError, OSError):
+                await self.redis.delete(host_key(self.host_id))
+            await self.pool.close()
+
+    async def _setup(self) -> None:
+        await ensure_groups(self.redis, tuple(self.lanes))
+        await self._beat()
+
+    async def _until_up(self, step: Callable[[], Awaitable[None]]) -> None:
+        """Await ``step()`` until Redis answers (logged once per outage)."""
+        delay = RETRY_MIN_S
+        warned = False
+        while True:
+            try:
+                await step()
+                if warned:
+                    log.warning("the run queue answers again")
+                return
+            except (RedisError, OSError) as exc:
+                if not warned:
+                    log.warning("the run queue is unreachable (%s): retrying", exc)
+                    warned = True
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_S)
+
+    async def _beat(self) -> None:
+        await self.redis.set(
+            host_key(self.host_id), json.dumps(self.lanes), px=int(HOST_TTL_S * 1000)
+        )
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_S)
+            try:
+                await self._beat()
+                await sweep(self.redis, self.host_id)
+            except (RedisError, OSError) as exc:
+                log.warning("heartbeat: the run queue is unreachable (%s)", exc)
+
+    async def _taker(self, lane: Lane) -> None:
+        stream = lane_key(lane)
+        while True:
+            read: list[StreamEntry] = []
+
+            async def take() -> None:
+                nonlocal read
+                try:
+                    read = entries_of(
+                        await self.redis.xreadgroup(
+                            GROUP, self.host_id, {stream: ">"}, count=1, block=1000
+                        )
+                    )
+                except RedisError as exc:
+                    if "NOGROUP" in str(exc):  # Redis restarted without its data
+                        await ensure_groups(self.redis, (lane,))
+                        read = []
+                        return
+                    raise
+
+            await self._until_up(take)
+            for entry_id, fields in read:
+                try:
+                    await self._take(lane, entry_id, fields)
+                except (RedisError, OSError) as exc:
+                    log.warning("run queue error while taking a run: %s", exc)
+
+    async def _take(self, lane: Lane, entry_id: bytes, fields: dict[bytes, bytes]) -> None:
+        stream = lane_key(lane)
+        raw = fields.get(b"job", b"")
+        try:
+            job = Job.model_validate_json(raw)
+            if job.lane != lane:
+                raise ValueError(f"a {job.lane} job on the {lane} lane")
+        except (ValidationError, ValueError) as exc:
+            self.refused += 1
+            why = str(exc).splitlines()[0][:300]
+            log.error("refused a malformed job %s on lane %s: %s", entry_id.decode(), lane, why)
+            await self.redis.xack(stream, GROUP, entry_id)
+            return
+        holding = int(await self.redis.hincrby(CLIENTS, job.client, 1))
+        if holding > self.per_client:
+            await self.redis.hincrby(CLIENTS, job.client, -1)
+            # Let the other clients by: back on the lane, told why once.
+            first = fields.get(b"deferred") is None
+            await self.redis.xadd(stream, {"job": raw, "deferred": b"1"})
+            await self.redis.xack(stream, GROUP, entry_id)
+            if first:
+                queued = RunQueued(
+                    run_id=job.run.run_id, position=1, waiting=1, reason="client_share"
+                )
+                await self.redis.xadd(events_key(job.key), {"e": queued.model_dump_json()})
+            await asyncio.sleep(SHARE_BACKOFF_S)
+            return
+        if not await start_run(self.redis, job, self.host_id):
+            # Started already (a job delivered twice): never run twice.
+            await self.redis.hincrby(CLIENTS, job.client, -1)
+            await self.redis.xack(stream, GROUP, entry_id)
+            return
+        await self.redis.xack(stream, GROUP, entry_id)
+        await self._run(job)
+
+    async def _run(self, job: Job) -> None:
+        session = Session(self.pool, EXHIBITS, report_starts=True)
+        key = job.key
+
+        async def emit(event: EventModel) -> None:
+            text = event.model_dump_json()
+            if is_terminal(event):
+                await end_run(self.redis, key, job.client, text)
+            else:
+                await self.redis.xadd(events_key(key), {"e": text})
+
+        ctl = asyncio.create_task(self._control(job, session, emit))
+        try:
+            await session.run(job.run, emit)
+        except (RedisError, OSError) as exc:
+            # The run's events cannot be written: stop it (its terminal event cannot be either;
+            # the page's web tier reports the queue's loss).
+            log.warning("run %s: the run queue went away mid-run (%s)", key, exc)
+            ctl.cancel()
+            await session.close()
+            return
+        if session.details_worker is None:
+            ctl.cancel()
+            await session.close()
+            return
+        # Details kept: the ctl reader answers them beside the takers until released.
+        task = asyncio.create_task(self._keep_details(session, ctl))
+        self._details.add(task)
+        task.add_done_callback(self._details.discard)
+
+    async def _keep_details(self, session: Session, ctl: asyncio.Task[None]) -> None:
+        try:
+            while session.details_worker is not None and not ctl.done():
+                await asyncio.sleep(0.5)
+        finally:
+            await stop_task(ctl)
+            await session.close()
+
+    async def _control(self, job: Job, session: Session, emit: Emit) -> None:
+        """Read the run's ``ctl`` stream from its start (a cancel sent while the job waited is
+        seen): ``cancel``, ``detail``, ``release``; anything else is ignored."""
+        last = b"0"
+        answering: set[asyncio.Task[None]] = set()
+        stream = ctl_key(job.key)
+        while True:
+            try:
+                read = entries_of(await self.redis.xread({stream: last}, count=50, block=1000))
+            except (RedisError, OSError):
+                await asyncio.sleep(RETRY_MIN_S)
+                continue
+            for entry_id, fields in read:
+                last = entry_id
+                text = fields.get(b"c", b"").decode("utf-8", "replace")
+                if text == RELEASE:
+                    session.release_details()
+                    return
+                try:
+                    request = REQUEST_ADAPTER.validate_json(text)
+                except ValidationError:
+                    continue
+                if not isinstance(request, (CancelRequest, DetailRequest)):
+                    continue
+                if request.run_id != job.run.run_id:
+                    continue
+                if isinstance(request, CancelRequest):
+                    session.cancel(request.run_id)
+                else:
+                    task = asyncio.create_task(session.detail(request, emit))
+                    answering.add(task)
+                    task.add_done_callback(answering.discard)

@@ -1,0 +1,326 @@
+"""The web tier on the run queue: ``jaxscope serve --queue redis://…`` (design 0065).
+
+The web tier holds no run: a websocket's run request is checked here (``parse_request``, the
+exhibit, the code's size: an invalid one never reaches the queue), put on its lane's stream as a
+:class:`~jaxscope.bus.jobs.Job`, and answered at once by ``run_accepted`` with the run's token.
+The run's events are read from its stream (re-validated against the protocol, then forwarded as
+the very text the worker's host wrote) for as long as the socket follows the run: a page that
+lost its socket (this replica died, its network dropped) reconnects to any replica and sends
+``resume`` with the token and the last seq it saw, and gets the rest. Cancels and detail requests
+go on the run's ``ctl`` stream to the host that runs it. A new run of the socket cancels its
+previous one (as a local session does) and releases its details; a closed socket cancels
+nothing (its page may resume).
+
+Redis unreachable: a new run fails at once with a message that says so; a run being followed
+waits :data:`QUEUE_DOWN_S` for the queue to come back, then fails; a queue that came back without
+the run (a restart without persistence) fails it saying so. No run waits without an end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+
+from pydantic import ValidationError
+from starlette.websockets import WebSocket
+
+from exhibits.registry import EXHIBITS
+from jaxscope.bus.jobs import (
+    HEARTBEAT_S,
+    LANE_MAXLEN,
+    PREFIX,
+    RELEASE,
+    RUN_TTL_S,
+    Job,
+    client_id,
+    ctl_key,
+    events_key,
+    lane_key,
+    lane_of,
+    meta_key,
+    new_key,
+    redact,
+    valid_key,
+)
+from jaxscope.bus.store import (
+    Redis,
+    RedisError,
+    connect,
+    ensure_groups,
+    entries_of,
+    stop_task,
+    sweep,
+)
+from jaxscope.protocol import (
+    EVENT_ADAPTER,
+    CancelRequest,
+    DetailFailed,
+    DetailRequest,
+    EventModel,
+    ResumeRequest,
+    RoomRefused,
+    RunAccepted,
+    RunFailed,
+    RunRequest,
+    WatchedFileChanged,
+    is_terminal,
+)
+from jaxscope.sandbox.request_loop import NO_ROOMS, NOT_WATCHING, clean_text, parse_request
+from jaxscope.sandbox.session import request_problem
+from jaxscope.server.frames import FrameSender
+from jaxscope.server.ws import receive_text
+
+log = logging.getLogger(__name__)
+
+# How long a followed run waits for an unreachable queue to answer again before it fails.
+QUEUE_DOWN_S = 10.0
+GONE = (
+    "this run's stream is gone (it ended more than 10 minutes ago, or the run queue restarted "
+    "and lost it): run it again"
+)
+
+
+class Bus:
+    """The web tier's connection to the queue (``app.state.bus``) and its sweeper."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.where = redact(url)
+        self.redis: Redis = connect(url)
+        self.name = f"web-{new_key()[:12]}"
+        self._sweeper: asyncio.Task[None] | None = None
+        self._closing = False
+
+    def start(self) -> None:
+        self._sweeper = asyncio.create_task(self._sweep())
+
+    async def close(self) -> None:
+        self._closing = True
+        await stop_task(self._sweeper)
+        with contextlib.suppress(RedisError, OSError, TimeoutError):
+            await asyncio.wait_for(self.redis.aclose(), 2.0)
+
+    async def _sweep(self) -> None:
+        while not self._closing:
+            await asyncio.sleep(HEARTBEAT_S)
+            with contextlib.suppress(RedisError, OSError):
+                await sweep(self.redis, self.name)
+
+    async def hosts(self) -> dict[str, dict[str, int]]:
+        """The live pool hosts and their lanes (for ``/api/health``)."""
+        hosts: dict[str, dict[str, int]] = {}
+        async for raw in self.redis.scan_iter(match=f"{PREFIX}host:*", count=100):
+            lanes = await self.redis.get(raw)
+            if lanes is not None:
+                hosts[raw.decode().rsplit(":", 1)[1]] = json.loads(lanes)
+        return hosts
+
+    def unreachable(self, exc: BaseException) -> str:
+        return (
+            f"the run queue (Redis at {self.where}) is unreachable ({exc}): the run was not "
+            "started; try again in a moment"
+        )
+
+
+class _Followed:
+    """The run a socket follows: its key, the page's run_id, and the reader of its stream."""
+
+    def __init__(self, run_id: str, key: str) -> None:
+        self.run_id = run_id
+        self.key = key
+        self.ended = False
+        # Set before the reader is cancelled: a cancel that the Redis client swallowed (inside
+        # its own clean-up) still ends the reader's loop.
+        self.stopped = False
+        self.reader: asyncio.Task[None] | None = None
+
+
+async def bus_session(websocket: WebSocket, bus: Bus, owner: str | None) -> None:
+    """Serve an accepted websocket on the queue until it closes."""
+    frames = FrameSender(websocket.send_text)
+    redis = bus.redis
+    client = client_id(owner)
+    followed: _Followed | None = None
+
+    async def emit(event: EventModel) -> None:
+        await frames.send(event.model_dump_json())
+        await frames.flush()
+
+    async def forward(run: _Followed, after_seq: int) -> None:
+        """Send ``run``'s events after ``after_seq`` from its stream, until the socket follows
+        another run (cancelled) or the queue lost it."""
+        last = b"0"
+        down_since: float | None = None
+        loop = asyncio.get_running_loop()
+        while not run.stopped:
+            try:
+                read = entries_of(
+                    await redis.xread({events_key(run.key): last}, count=200, block=1000)
+                )
+                if down_since is not None:
+                    down_since = None
+                    if not run.ended and not await redis.exists(meta_key(run.key)):
+                        await end_locally(run, GONE)
+                        return
+            except (RedisError, OSError) as exc:
+                now = loop.time()
+                down_since = now if down_since is None else down_since
+                if now - down_since > QUEUE_DOWN_S:
+                    if not run.ended:
+                        await end_locally(
+                            run,
+                            f"the run queue (Redis at {bus.where}) stopped answering for "
+                            f"{QUEUE_DOWN_S:g} s while this run ran ({exc}): its result is "
+                            "unknown; run it again once the server is back",
+                        )
+                    return
+                await asyncio.sleep(0.5)
+                continue
+            for entry_id, fields in read:
+                last = entry_id
+                text = fields.get(b"e", b"")
+                try:
+                    event = EVENT_ADAPTER.validate_json(text)
+                except ValidationError:
+                    log.error("run %s: its stream holds a line that is no event", run.key)
+                    continue
+                if event.run_id != run.run_id:
+                    continue
+                answer = event.detail_of is not None or isinstance(event, DetailFailed)
+                if is_terminal(event):
+                    if run.ended:
+                        continue  # one terminal event per run, whatever was written
+                    run.ended = True
+                elif not answer and event.seq <= after_seq:
+                    continue  # the page has it (resume)
+                await frames.send(text.decode())
+                if answer or is_terminal(event):
+                    await frames.flush()
+
+    async def end_locally(run: _Followed, message: str) -> None:
+        run.ended = True
+        await emit(RunFailed(kind="worker_crashed", message=message, run_id=run.run_id))
+
+    async def control(run: _Followed, text: str) -> None:
+        await redis.xadd(ctl_key(run.key), {"c": text}, maxlen=1000, approximate=True)
+        await redis.expire(ctl_key(run.key), RUN_TTL_S)
+
+    async def leave(run: _Followed | None, *, cancel: bool) -> None:
+        if run is None:
+            return
+        run.stopped = True
+        await stop_task(run.reader)
+        with contextlib.suppress(RedisError, OSError):
+            if cancel and not run.ended:
+                await control(run, CancelRequest(run_id=run.run_id).model_dump_json())
+            await control(run, RELEASE)
+
+    def follow(run: _Followed, after_seq: int) -> None:
+        run.reader = asyncio.create_task(forward(run, after_seq))
+
+    async def submit(request: RunRequest) -> None:
+        nonlocal followed
+        problem = request_problem(request, EXHIBITS)
+        if problem is not None:
+            await emit(RunFailed(kind="invalid_request", message=problem, run_id=request.run_id))
+            return
+        await leave(followed, cancel=True)
+        followed = None
+        key = new_key()
+        lane = lane_of(request.exhibit)
+        job = Job(key=key, lane=lane, client=client, run=request)
+        try:
+            async with redis.pipeline(transaction=True) as pipe:
+                pipe.set(meta_key(key), json.dumps({"run_id": request.run_id}), ex=RUN_TTL_S)
+                pipe.xadd(events_key(key), {"e": b"{}"}, maxlen=0)  # the stream exists...
+                pipe.expire(events_key(key), RUN_TTL_S)  # ...and expires, whatever happens
+                pipe.xadd(
+                    lane_key(lane),
+                    {"job": job.model_dump_json()},
+                    maxlen=LANE_MAXLEN,
+                    approximate=True,
+                )
+                await pipe.execute()
+        except (RedisError, OSError) as exc:
+            await emit(
+                RunFailed(
+                    kind="worker_crashed", message=bus.unreachable(exc), run_id=job.run.run_id
+                )
+            )
+            return
+        followed = _Followed(request.run_id, key)
+        await emit(RunAccepted(run_id=request.run_id, token=key, lane=lane))
+        follow(followed, -1)
+
+    async def resume(request: ResumeRequest) -> None:
+        nonlocal followed
+        run_id = clean_text(request.run_id, 64)
+        meta: bytes | str | None = None
+        if valid_key(request.token):
+            with contextlib.suppress(RedisError, OSError):
+                meta = await redis.get(meta_key(request.token))
+        if meta is None or json.loads(meta).get("run_id") != request.run_id:
+            await emit(RunFailed(kind="worker_crashed", message=GONE, run_id=run_id))
+            return
+        if followed is not None and followed.key == request.token:
+            return  # already followed on this socket
+        await leave(followed, cancel=False)
+        followed = _Followed(request.run_id, request.token)
+        follow(followed, request.after_seq)
+
+    try:
+        with contextlib.suppress(RedisError, OSError):
+            await ensure_groups(redis)
+        while (text := await receive_text(websocket)) is not None:
+            request = parse_request(text)
+            if isinstance(request, (RunFailed, DetailFailed)):
+                await emit(request)
+            elif isinstance(request, RunRequest):
+                await submit(request)
+            elif isinstance(request, ResumeRequest):
+                await resume(request)
+            elif isinstance(request, (CancelRequest, DetailRequest)):
+                run = followed
+                if run is None or run.run_id != request.run_id:
+                    if isinstance(request, DetailRequest):
+                        await emit(
+                            DetailFailed(
+                                run_id=clean_text(request.run_id, 64),
+                                detail_id=clean_text(request.detail_id, 64),
+                                message="this page ran again since: the run's details are gone",
+                            )
+                        )
+                    continue
+                try:
+                    await control(run, request.model_dump_json())
+                except (RedisError, OSError) as exc:
+                    if isinstance(request, DetailRequest):
+                        await emit(
+                            DetailFailed(
+                                run_id=run.run_id,
+                                detail_id=request.detail_id,
+                                gone=False,
+                                transient=True,
+                                message=bus.unreachable(exc),
+                            )
+                        )
+            elif request.type == "follow":
+                if request.follow:
+                    await emit(
+                        WatchedFileChanged(path="", exhibit="", code=None, problem=NOT_WATCHING)
+                    )
+            else:
+                await emit(
+                    RoomRefused(
+                        room=clean_text(getattr(request, "room", None) or "", 64),
+                        request=request.type,
+                        message=NO_ROOMS,
+                    )
+                )
+    finally:
+        if followed is not None:
+            followed.stopped = True
+            await stop_task(followed.reader)
+        frames.close()

@@ -1,0 +1,346 @@
+"""The run queue on a real Redis (design 0065): ``jaxscope pool --queue`` hosts as separate
+processes, web tiers (the real app, ``Settings.queue``) in this process, a ``redis-server`` on a
+free loopback port with a password. Checked: a run goes through the queue and its jaxpr is
+``jax.make_jaxpr``'s; a page whose web tier went away resumes on another replica and gets the rest
+of its run; a malformed job is refused and logged and the host goes on; a host killed mid-run
+ends its run with ``host_lost``; a job a dead host took but never started runs elsewhere; the
+per-client share holds across hosts; a Redis restart fails the waiting run clearly and the queue
+works again; jobs carry no secret and Redis refuses a client without the password.
+
+``make test`` installs ``redis-server`` (the Makefile's ``redis`` target); without it here these
+tests skip, saying so."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jax
+import pytest
+import redis as redis_sync
+from fastapi.testclient import TestClient
+from jaxscope.bus.jobs import (
+    CLIENTS,
+    GROUP,
+    PASSWORD_ENV,
+    Job,
+    events_key,
+    lane_key,
+    lane_of,
+    meta_key,
+    new_key,
+)
+from jaxscope.local_server import free_port
+from jaxscope.protocol import (
+    EVENT_ADAPTER,
+    EventModel,
+    JaxprStaged,
+    RunAccepted,
+    RunFailed,
+    RunQueued,
+)
+from jaxscope.sandbox.snippet import load_snippet
+from jaxscope.server.app import create_app
+from jaxscope.settings import Limits, Settings
+
+from tests.harness import REPO, next_event, run_msg
+
+REDIS = shutil.which("redis-server")
+pytestmark = [
+    pytest.mark.skipif(
+        REDIS is None, reason="redis-server is not installed here (`make test` installs it)"
+    ),
+    pytest.mark.timeout(240),
+]
+JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+WS = "ws://127.0.0.1:8000/api/ws"
+PASSWORD = "test-only-" + new_key()
+SIN = "import jax.numpy as jnp\ndef f(x):\n    return jnp.sin(x) * 2.0\nargs = (jnp.ones(3),)\n"
+# A run that is still running when the test acts on it (its module body sleeps).
+SLOW = "import time\ntime.sleep(30)\ndef f(x):\n    return x\nargs = (1.0,)\n"
+
+
+class RedisServer:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        assert REDIS is not None
+        # Bound to loopback, a password, no persistence (a restart loses the queue: the test
+        # of what the web tier says then).
+        self.proc = subprocess.Popen(
+            [
+                REDIS,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--requirepass",
+                PASSWORD,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.folder),
+            ],
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        client = self.client()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                return
+            except redis_sync.ConnectionError:
+                assert time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.05)
+
+    def client(self) -> Any:  # redis-py's answers are typed loosely
+        return redis_sync.Redis.from_url(self.url, password=PASSWORD)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    redis = RedisServer(tmp_path_factory.mktemp("redis"))
+    redis.start()
+    previous = os.environ.get(PASSWORD_ENV)
+    os.environ[PASSWORD_ENV] = PASSWORD  # the web tiers made here read it
+    try:
+        yield redis
+    finally:
+        redis.kill()
+        if previous is None:
+            os.environ.pop(PASSWORD_ENV, None)
+        else:
+            os.environ[PASSWORD_ENV] = previous
+
+
+def start_host(server: RedisServer, lanes: str, log: Path, *extra: str) -> subprocess.Popen[str]:
+    """A pool host in its own process (its log in ``log``), once it took its first heartbeat."""
+    out = log.open("w")
+    proc = subprocess.Popen(
+        [
+            JAXSCOPE,
+            "pool",
+            "--queue",
+            server.url,
+            "--lanes",
+            lanes,
+            "--workers",
+            "1",
+            "--timeout",
+            "40",
+            *extra,
+        ],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, PASSWORD_ENV: PASSWORD},
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while " takes " not in log.read_text():
+        assert proc.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+    return proc
+
+
+def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, sig)
+        proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def host(server: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One host on the light lane for the whole module; yields its log."""
+    log = tmp_path_factory.mktemp("host") / "host.log"
+    proc = start_host(server, "light=1", log, "--per-client", "1")
+    try:
+        yield log
+    finally:
+        stop(proc)
+
+
+def web(server: RedisServer) -> TestClient:
+    app = create_app(Settings(queue=server.url, check_exhibits=False, limits=Limits()))
+    return TestClient(app, base_url="http://127.0.0.1:8000")
+
+
+def until_terminal(ws: Any, run_id: str) -> list[EventModel]:
+    events = []
+    while True:
+        event = next_event(ws)
+        if event.run_id != run_id or event.type in ("run_queued", "run_accepted"):
+            continue
+        events.append(event)
+        if event.type in ("run_finished", "run_failed"):
+            return events
+
+
+def stream_events(server: RedisServer, key: str, timeout: float = 60) -> list[EventModel]:
+    """A run's events read straight from its stream, up to its terminal one."""
+    client = server.client()
+    events: list[EventModel] = []
+    last = "0"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for _, entries in client.xread({events_key(key): last}, block=500) or []:
+            for entry_id, fields in entries:
+                last = entry_id
+                event = EVENT_ADAPTER.validate_json(fields[b"e"])
+                events.append(event)
+                if event.type in ("run_finished", "run_failed"):
+                    return events
+    raise AssertionError(f"no terminal event: {[e.type for e in events]}")
+
+
+def test_run_through_the_queue_resumes_on_another_replica(server: RedisServer, host: Path) -> None:
+    expected = str(jax.make_jaxpr(load_snippet(SIN).f)(*load_snippet(SIN).args))
+    with web(server) as one, one.websocket_connect(WS) as ws:
+        ws.send_text(run_msg("q1", SIN))
+        accepted = next_event(ws)
+        assert isinstance(accepted, RunAccepted) and accepted.lane == "light"
+        first = [next_event(ws) for _ in range(2)]
+        # The job on the lane: the run and a hashed client, nothing else (no secret).
+        entries = server.client().xrange(lane_key("light"))
+        job = json.loads(entries[-1][1][b"job"])
+        assert set(job) == {"v", "key", "lane", "client", "run"} and PASSWORD not in str(job)
+        assert job["key"] == accepted.token and len(job["client"]) == 16
+    # The first web tier is gone (its app shut down mid-run); the page resumes on another.
+    with web(server) as two, two.websocket_connect(WS) as ws:
+        resume = {"type": "resume", "run_id": "q1", "token": accepted.token}
+        ws.send_text(json.dumps(resume | {"after_seq": first[-1].seq}))
+        rest = until_terminal(ws, "q1")
+        # A wrong token gets a clear answer, not someone's run.
+        ws.send_text(json.dumps(resume | {"token": new_key()}))
+        refused = next_event(ws)
+    events = [e for e in first if e.type != "run_queued"] + rest
+    assert [e.seq for e in events] == list(range(len(events)))
+    assert events[-1].type == "run_finished", events[-1]
+    staged = [e for e in events if isinstance(e, JaxprStaged)]
+    assert staged and staged[0].jaxpr.text == expected
+    assert isinstance(refused, RunFailed) and "gone" in refused.message
+
+
+def test_malformed_jobs_are_refused_and_the_host_goes_on(server: RedisServer, host: Path) -> None:
+    client = server.client()
+    run = json.loads(run_msg("m1", SIN))
+    good = Job(key=new_key(), lane="light", client="ab", run=run).model_dump()
+    client.xadd(lane_key("light"), {"job": b"not json"})
+    client.xadd(lane_key("light"), {"job": json.dumps(good | {"token": "x"})})  # extra field
+    client.xadd(lane_key("light"), {"job": json.dumps(good | {"lane": "heavy"})})  # wrong lane
+    with web(server) as one, one.websocket_connect(WS) as ws:
+        ws.send_text(run_msg("m2", SIN))
+        assert until_terminal(ws, "m2")[-1].type == "run_finished"
+    assert host.read_text().count("refused a malformed job") == 3, host.read_text()
+    assert client.xpending(lane_key("light"), GROUP)["pending"] == 0
+
+
+def test_a_host_killed_mid_run_ends_it_with_host_lost(
+    server: RedisServer, host: Path, tmp_path: Path
+) -> None:
+    assert lane_of("jvp") == "heavy"
+    doomed = start_host(server, "heavy=1", tmp_path / "doomed.log")
+    try:
+        with web(server) as one, one.websocket_connect(WS) as ws:
+            ws.send_text(run_msg("k1", SLOW, exhibit="jvp"))
+            while next_event(ws).type != "run_started":
+                pass
+            stop(doomed, signal.SIGKILL)
+            killed_at = time.monotonic()
+            events = until_terminal(ws, "k1")
+    finally:
+        stop(doomed, signal.SIGKILL)
+    failed = events[-1]
+    assert isinstance(failed, RunFailed) and failed.kind == "host_lost", failed
+    assert "Run it again" in failed.message
+    assert time.monotonic() - killed_at < 15
+    assert not server.client().hgetall(CLIENTS)  # the lost run no longer counts
+
+
+def test_a_job_a_dead_host_took_runs_elsewhere(server: RedisServer, host: Path) -> None:
+    client = server.client()
+    key = new_key()
+    job = Job(key=key, lane="light", client="cd", run=json.loads(run_msg("g1", SIN)))
+    client.set(meta_key(key), json.dumps({"run_id": "g1"}), ex=600)
+    # A host that takes the job and dies before it starts it (no heartbeat at all); in one
+    # transaction, before the live host's blocked read is served.
+    pipe = client.pipeline(transaction=True)
+    pipe.xadd(lane_key("light"), {"job": job.model_dump_json()})
+    pipe.xreadgroup(GROUP, "ghost-1", {lane_key("light"): ">"}, count=1)
+    taken = pipe.execute()[1]
+    assert taken and taken[0][1][0][1][b"job"] == job.model_dump_json().encode()
+    events = stream_events(server, key)
+    assert events[-1].type == "run_finished", events[-1]
+    assert sum(e.type == "run_started" for e in events) == 1
+
+
+def test_the_client_share_holds_across_hosts(server: RedisServer, host: Path) -> None:
+    client = server.client()
+    key = new_key()
+    job = Job(key=key, lane="light", client="ef", run=json.loads(run_msg("s1", SIN)))
+    client.hset(CLIENTS, "ef", 1)  # the client holds its share (1) on some host
+    client.set(meta_key(key), json.dumps({"run_id": "s1"}), ex=600)
+    client.xadd(lane_key("light"), {"job": job.model_dump_json()})
+    deadline = time.monotonic() + 20
+    queued: EventModel | None = None
+    while queued is None and time.monotonic() < deadline:
+        for _, fields in client.xrange(events_key(key)):
+            event = EVENT_ADAPTER.validate_json(fields[b"e"])
+            if event.type == "run_queued":
+                queued = event
+        time.sleep(0.1)
+    assert isinstance(queued, RunQueued) and queued.reason == "client_share"
+    assert not client.exists(f"jaxscope:run:{key}:started")
+    client.hdel(CLIENTS, "ef")  # its other run ended
+    assert stream_events(server, key)[-1].type == "run_finished"
+
+
+def test_redis_restart_fails_the_waiting_run_clearly_and_the_queue_resumes(
+    server: RedisServer, host: Path
+) -> None:
+    with web(server) as one, one.websocket_connect(WS) as ws:
+        ws.send_text(run_msg("r1", SIN, exhibit="jvp"))  # heavy: no host takes it now
+        assert isinstance(next_event(ws), RunAccepted)
+        server.kill()
+        server.start()  # the same port, its data gone
+        failed = until_terminal(ws, "r1")[-1]
+        assert isinstance(failed, RunFailed) and "run it again" in failed.message
+        ws.send_text(run_msg("r2", SIN))
+        assert until_terminal(ws, "r2")[-1].type == "run_finished"
+
+
+def test_redis_refuses_a_client_without_the_password(server: RedisServer) -> None:
+    bare = redis_sync.Redis.from_url(server.url)
+    with pytest.raises(redis_sync.AuthenticationError):
+        bare.ping()
+
+
+def test_a_new_run_without_the_queue_fails_at_once() -> None:
+    port = free_port()  # nobody listens
+    app = create_app(Settings(queue=f"redis://127.0.0.1:{port}/0", check_exhibits=False))
+    with TestClient(app, base_url="http://127.0.0.1:8000") as c, c.websocket_connect(WS) as ws:
+        ws.send_text(run_msg("u1", SIN))
+        failed = next_event(ws)
+    assert isinstance(failed, RunFailed) and "unreachable" in failed.message
