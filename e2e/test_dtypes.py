@@ -140,3 +140,37 @@ def test_dtypes_tells_a_finding_from_a_note(
     expect(page.get_by_test_id("changes-split")).to_have_text("1 finding, 1 note")
     page.get_by_test_id("dtype-changes").screenshot(path=str(screenshots / "dtypes-note.png"))
     assert console_errors == []
+
+
+def test_dtypes_says_a_precision_loss_at_its_line(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """The bf16_token_count example (cases/DT05, ml_dtypes#63): plain JAX counts 4,097 valid
+    tokens as 4,096 in bfloat16 (numpy: 4,097); the page tags the count's line a finding, with
+    both numbers and the fix (``preferred_element_type``)."""
+    path = EXHIBITS["dtypes"].example_paths()["bf16_token_count"]
+    code = path.read_text()
+    namespace: dict[str, Any] = {"__name__": "example"}
+    exec(compile(code, str(path), "exec"), namespace)
+    mask = namespace["mask"]
+    low = float(jnp.dot(mask, mask))
+    exact = float(sum(float(v) for v in mask.astype(jnp.float32)))
+    assert (low, exact) == (4096.0, 4097.0)
+    line = next(i for i, t in enumerate(code.splitlines(), 1) if "count = jnp.dot" in t)
+
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    open_exhibit(page, "dtypes")
+    set_code(page, code)
+    run_and_wait(page)
+    change = page.get_by_test_id("dtype-change")
+    expect(change).to_have_count(1)
+    expect(change).to_have_attribute("data-kind", "precision_lost")
+    expect(change).to_have_attribute("data-finding", "true")
+    expect(change).to_have_attribute("data-line", str(line))
+    expect(page.get_by_test_id("change-text")).to_contain_text(
+        f"result: {low} where float32 gives {exact}"
+    )
+    expect(page.get_by_test_id("dtype-changes")).to_contain_text("preferred_element_type")
+    page.get_by_test_id("dtype-change").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "dtypes-precision-lost.png"), full_page=False)
+    assert console_errors == []

@@ -83,7 +83,7 @@ export function changeRows(model: DtypesModel): ChangeRow[] {
           (c.count > 1 ? ` (${c.count} times on this line)` : ''),
     fix:
       c.kind === 'precision_lost'
-        ? `Fix: ${c.fix ?? 'compute it in float32 (preferred_element_type, or an upcast)'}.`
+        ? `Fix: ${(c.fix ?? 'compute it in float32 (preferred_element_type, or an upcast)').replace(/`/g, '')}.`
         : c.kind === 'promoted'
         ? "Give the constant or the other operand the value's dtype (a Python scalar is weakly typed and takes it), or convert on purpose with .astype."
         : c.finding
