@@ -16,6 +16,14 @@ from the room with ``room_closed``, so a slow page never holds up the teacher or
 room ends when its teacher leaves it (``leave_room`` with the token), ``grace_s`` after the
 teacher's socket went without coming back (``open_room`` with the id and token), or once it sat
 ``idle_s`` without a run or a drive.
+
+From the break-it review (design 0065): a teacher's run is announced only for an exhibit the
+server has (an id such as ``constructor`` never reaches a student's page); a socket's joins and
+leaves are rate-limited (:data:`JOIN_LEAVE_BURST`, then one per :data:`JOIN_LEAVE_EVERY_S`), and
+the teacher hears of them at most every :data:`TELL_TEACHER_S`, with the count alone (its own
+code is not echoed back to it); a client at its room cap (or a full server) that opens a room
+ends its (or the) oldest room whose teacher's page has gone, instead of being refused until that
+room's grace runs out.
 """
 
 from __future__ import annotations
@@ -54,6 +62,11 @@ GRACE_S = 300.0
 IDLE_S = 3 * 3600.0
 REPLAY_BYTES = 8 * 1024 * 1024
 MEMBER_BYTES = 16 * 1024 * 1024
+# A socket's joins and leaves: this many at once, then one per JOIN_LEAVE_EVERY_S.
+JOIN_LEAVE_BURST = 10
+JOIN_LEAVE_EVERY_S = 2.0
+# The teacher's page hears of students joining and leaving at most this often.
+TELL_TEACHER_S = 0.5
 
 Send = Callable[[str], Awaitable[None]]
 
@@ -115,6 +128,23 @@ class Room:
     replayable: bool = True
     active_at: float = field(default_factory=time.monotonic)
     grace: asyncio.TimerHandle | None = None
+    # When the teacher's page went (None while it is here): the oldest such room goes first
+    # when its client (or the server) needs a room.
+    left_at: float | None = None
+    telling: asyncio.TimerHandle | None = None
+
+    def count(self) -> RoomUpdated:
+        """What the teacher's page is told when students come and go: the count and the run,
+        not its own code and options back (the page reads ``students`` and ``teacher``)."""
+        return RoomUpdated(
+            room=self.id,
+            exhibit=self.exhibit,
+            code="",
+            teacher_run=self.run_id,
+            cursor=self.cursor,
+            students=len(self.students),
+            teacher=self.teacher is not None,
+        )
 
     def update(self, *, replayed: bool = True) -> RoomUpdated:
         return RoomUpdated(
@@ -158,6 +188,8 @@ class RoomRegistry:
         del self.rooms[room.id]
         if room.grace is not None:
             room.grace.cancel()
+        if room.telling is not None:
+            room.telling.cancel()
         text = RoomClosed(room=room.id, message=message).model_dump_json()
         for member in [*room.students, *([room.teacher] if room.teacher else [])]:
             member.synced = None
@@ -187,9 +219,45 @@ class RoomRegistry:
             ).model_dump_json()
         )
 
-    def tell_teacher(self, room: Room) -> None:
-        if room.teacher is not None:
-            room.teacher.push(room.update().model_dump_json())
+    def tell_teacher(self, room: Room, *, now: bool = False) -> None:
+        """Tell the teacher's page the room's count: ``now``, or once within
+        :data:`TELL_TEACHER_S` for however many joins and leaves come meanwhile."""
+        if room.teacher is None:
+            return
+        if now:
+            room.teacher.push(room.count().model_dump_json())
+            return
+        if room.telling is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (shutting down): at once
+            room.teacher.push(room.count().model_dump_json())
+            return
+        room.telling = loop.call_later(TELL_TEACHER_S, self._tell, room)
+
+    def _tell(self, room: Room) -> None:
+        room.telling = None
+        if self.rooms.get(room.id) is room and room.teacher is not None:
+            room.teacher.push(room.count().model_dump_json())
+
+    def free_a_room(self, owner: str | None = None) -> bool:
+        """End the oldest room whose teacher's page has gone (of ``owner``'s rooms, when given):
+        a teacher that closed its pages does not hold its rooms' places for the whole grace.
+        False when there is none."""
+        gone = [
+            r
+            for r in self.rooms.values()
+            if r.teacher is None and r.left_at is not None and (owner is None or r.owner == owner)
+        ]
+        if not gone:
+            return False
+        oldest = min(gone, key=lambda r: r.left_at or 0.0)
+        self.close(
+            oldest,
+            "the teacher's page left, and a new room was opened in its place: this room has ended",
+        )
+        return True
 
 
 class RoomSession:
@@ -202,6 +270,21 @@ class RoomSession:
         self.owner = owner  # the client (``app.client_of``), for ``max_rooms_per_client``
         self.room: Room | None = None
         self.teaching = False
+        # Joins and leaves left to this socket now (JOIN_LEAVE_BURST, refilled over time).
+        self._allowance = float(JOIN_LEAVE_BURST)
+        self._allowance_at = time.monotonic()
+
+    def _may_join_or_leave(self) -> bool:
+        now = time.monotonic()
+        self._allowance = min(
+            float(JOIN_LEAVE_BURST),
+            self._allowance + (now - self._allowance_at) / JOIN_LEAVE_EVERY_S,
+        )
+        self._allowance_at = now
+        if self._allowance < 1.0:
+            return False
+        self._allowance -= 1.0
+        return True
 
     def current(self) -> Room | None:
         """This socket's room, or None once it ended, or this socket was dropped from it
@@ -228,6 +311,14 @@ class RoomSession:
         self.current()
         if isinstance(request, OpenRoomRequest):
             self._open(request)
+        elif isinstance(request, (JoinRoomRequest, LeaveRoomRequest)) and not (
+            (isinstance(request, LeaveRoomRequest) and request.token is not None)
+            or self._may_join_or_leave()
+        ):
+            self._refuse(
+                request,
+                "this page joined and left rooms too often: wait a few seconds and try again",
+            )
         elif isinstance(request, JoinRoomRequest):
             self._join(request)
         elif isinstance(request, LeaveRoomRequest):
@@ -257,7 +348,7 @@ class RoomSession:
                 room.grace.cancel()
                 room.grace = None
         else:
-            if len(registry.rooms) >= registry.max_rooms:
+            if len(registry.rooms) >= registry.max_rooms and not registry.free_a_room():
                 self._refuse(
                     request,
                     f"this server already holds {registry.max_rooms} rooms, the most it "
@@ -268,7 +359,11 @@ class RoomSession:
             held = sum(
                 1 for r in registry.rooms.values() if r.owner == self.owner and r is not mine
             )
-            if self.owner is not None and held >= registry.max_rooms_per_client:
+            if (
+                self.owner is not None
+                and held >= registry.max_rooms_per_client
+                and not registry.free_a_room(self.owner)
+            ):
                 self._refuse(
                     request,
                     f"this client already holds {registry.max_rooms_per_client} rooms, the most "
@@ -286,6 +381,7 @@ class RoomSession:
             room = Room(id=room_id, token=secrets.token_urlsafe(24), teacher=None, owner=self.owner)
             registry.rooms[room_id] = room
         room.teacher = self.member
+        room.left_at = None
         room.active_at = time.monotonic()
         self.room, self.teaching = room, True
         self.member.push(
@@ -296,7 +392,7 @@ class RoomSession:
                 grace_s=registry.grace_s,
             ).model_dump_json()
         )
-        registry.tell_teacher(room)
+        registry.tell_teacher(room, now=True)
         registry.broadcast(room, room.update().model_dump_json())
 
     def _join(self, request: JoinRoomRequest) -> None:
@@ -364,6 +460,8 @@ class RoomSession:
         room = self.current()
         if room is None or not self.teaching:
             return
+        if request.exhibit not in self.registry.exhibits:
+            return  # refused by the session; never announced (an id like ``constructor``)
         room.exhibit, room.code, room.options = request.exhibit, request.code, request.options
         room.run_id, room.cursor = request.run_id, -1
         room.replay, room.replay_bytes, room.replayable = [], 0, True
@@ -401,6 +499,7 @@ class RoomSession:
         if room.teacher is not self.member:
             return
         room.teacher = None
+        room.left_at = time.monotonic()
         registry = self.registry
         registry.broadcast(room, room.update().model_dump_json())
         with contextlib.suppress(RuntimeError):  # no running loop: the app is shutting down
