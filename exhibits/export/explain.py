@@ -129,11 +129,17 @@ def _all_frames(exc: BaseException) -> list[FrameType]:
     return best
 
 
+# jnp's indexing (``x[...]``): ``Array.__getitem__`` forwards to these.
+_INDEXING = frozenset({"_getitem", "_rewriting_take", "rewriting_take"})
+
+
 def _public_name(frame: FrameType) -> str:
     """A library function as a user writes it: ``jnp.searchsorted``, ``lax.top_k``, else its
     module and qualified name."""
     module = str(frame.f_globals.get("__name__", "?"))
     name = frame.f_code.co_qualname
+    if name in _INDEXING:
+        return "x[...]"
     if module.startswith("jax._src.numpy.") and "." not in name:
         return f"jnp.{name}"
     if module.startswith("jax._src.lax.") and "." not in name:
@@ -159,9 +165,22 @@ def _where_needed(exc: BaseException) -> tuple[str | None, str | None, int | Non
     ]
     if not below:
         return None, None, line
-    api = _public_name(below[0])
+    named = [f for f in below if not _is_wrapper(f)] or below
+    api = _public_name(named[0])
     inner = _public_name(below[-1]) if len(below) > 1 else None
     return api, (inner if inner != api else None), line
+
+
+# Frames of JAX's call machinery between the user's line and the function it called (an
+# operator's forwarding closure, jit's and the traceback filter's wrappers).
+_WRAPPERS = frozenset(
+    {"op", "wrapper", "wrapped", "inner", "reraise_with_filtered_traceback", "cache_miss"}
+)
+
+
+def _is_wrapper(frame: FrameType) -> bool:
+    code = frame.f_code
+    return code.co_name in _WRAPPERS or "<locals>" in code.co_qualname.rsplit(".", 1)[0]
 
 
 def _example_dims(f: object) -> tuple[dict[str, int], dict[str, int]]:

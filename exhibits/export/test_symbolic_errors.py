@@ -17,6 +17,7 @@ import subprocess
 import sys
 from typing import Any
 
+import numpy as np
 import pytest
 
 from exhibits.conftest import CASES, jaxscope_run
@@ -155,3 +156,39 @@ def test_the_fixed_case_exports_and_computes_what_jit_does(
     assert rc == 0, [e for e in evs if e["type"] == "run_failed"]
     assert evs[-1]["type"] == "run_finished"
     assert truth[name]["fixed_call"] == truth[name]["fixed_jit"]
+
+
+SLICE = """import numpy as np
+
+
+def f(x):
+    return x[: x.shape[0] - 4]
+
+
+args = (np.arange(8, dtype=np.float32),)
+shapes = ["(N,)"]
+"""
+
+
+def test_a_comparison_inside_indexing_names_the_indexing_and_its_constraint() -> None:
+    # JAX's message ("the stop (N - 4) must be resolved statically if it is >= 0") carries the
+    # comparison in its details; the constraint the hint gives makes plain jax.export work
+    import jax
+    from jaxscope.sandbox.errors import classify
+    from jaxscope.sandbox.snippet import load_snippet
+
+    from exhibits.conftest import run_probe
+
+    with pytest.raises(jax.errors.InconclusiveDimensionOperation) as info:
+        run_probe("export", SLICE)
+    failed = classify(info.value, "lower", load_snippet(SLICE).f)
+    why, fix = failed.explanation or "", failed.fix or ""
+    assert failed.source is not None and failed.source.line == 5
+    assert "`x[...]`, called at line 5" in why and "`N - 4 >= 0`" in why
+    assert 'constraints = ["N - 4 >= 0"]' in fix
+    x = np.arange(8, dtype=np.float32)
+    specs = jax.export.symbolic_args_specs((x,), ("N",), constraints=["N - 4 >= 0"])
+    ns: dict[str, Any] = {}
+    exec(SLICE, ns)
+    exported: Any = jax.export.export(jax.jit(ns["f"]))(*specs)
+    np.testing.assert_array_equal(np.asarray(exported.call(x)), x[:4])
