@@ -50,9 +50,7 @@ INTERNALS_BUILD_EXHIBIT_EVENTS = frozenset(
     {
         ("jaxscope.internals.batching_steps", "exhibits.vmap.events"),
         ("jaxscope.internals.cache_layers", "exhibits.caches.events"),
-        ("jaxscope.internals.compiled", "exhibits.stations.events"),
         ("jaxscope.internals.jvp_steps", "exhibits.jvp.events"),
-        ("jaxscope.internals.lowering", "exhibits.stations.events"),
         ("jaxscope.internals.recompiles", "exhibits.caches.events"),
         ("jaxscope.internals.split", "exhibits.partial_eval.events"),
         ("jaxscope.internals.transpose_walk", "exhibits.transpose.events"),
@@ -433,8 +431,8 @@ def test_an_allowlist_entry_no_import_uses_is_reported(tmp_path: Path) -> None:
     import went (a walker moved into its exhibit) is reported as unused."""
     internals = tmp_path / "jaxscope" / "internals"
     internals.mkdir(parents=True)
-    (internals / "compiled.py").write_text("from exhibits.stations.events import HloLink\n")
-    (internals / "split.py").write_text("x = 1\n")
+    (internals / "split.py").write_text("from exhibits.partial_eval.events import JaxprSplit\n")
+    (internals / "jvp_steps.py").write_text("x = 1\n")
     used = allowed_in_use(tmp_path, list(tmp_path.rglob("*.py")))
-    assert used == {("jaxscope.internals.compiled", "exhibits.stations.events")}
-    assert ("jaxscope.internals.split", "exhibits.partial_eval.events") in ALLOWED - used
+    assert used == {("jaxscope.internals.split", "exhibits.partial_eval.events")}
+    assert ("jaxscope.internals.jvp_steps", "exhibits.jvp.events") in ALLOWED - used

@@ -387,3 +387,26 @@ def test_jaxprs_in_params_yields_the_inner_jaxprs_of_jit_cond_and_scan() -> None
     }
     assert [len(found[k]) for k in ("jit", "cond", "scan")] == [1, 2, 1]
     assert all(isinstance(j, core.Jaxpr) for js in found.values() for j in js)
+
+
+def test_the_stations_records_are_what_its_events_hold() -> None:
+    """``module_lowered``, ``executable_compiled`` and ``program_executed`` return records
+    (design 0059) that the stations probe makes its events of, field by field: the same fields
+    (``values``, the outputs themselves, stays in the worker; ``zeros_for`` is the probe's)."""
+    from jaxscope.internals.compiled import CompiledModule, HloLinkRecord
+    from jaxscope.internals.execution import ProgramRun
+    from jaxscope.internals.lowering import LoweredModule, OpLinkRecord
+    from jaxscope.protocol import EventBase
+
+    from exhibits.stations import events
+
+    base = set(EventBase.model_fields) | {"type"}
+    assert set(HloLinkRecord.__dataclass_fields__) == set(events.HloLink.model_fields)
+    assert set(OpLinkRecord.__dataclass_fields__) == set(events.OpLink.model_fields)
+    assert (
+        set(CompiledModule.__dataclass_fields__)
+        == set(events.ExecutableCompiled.model_fields) - base
+    )
+    assert set(LoweredModule.__dataclass_fields__) == set(events.ModuleLowered.model_fields) - base
+    executed = set(events.ProgramExecuted.model_fields) - base - {"zeros_for"}
+    assert set(ProgramRun.__dataclass_fields__) - {"values"} == executed

@@ -35,7 +35,12 @@ from jaxscope.exhibit_api import (
     stage_timers,
 )
 
-from exhibits.stations.events import OutputValuesSent, ProgramExecuted
+from exhibits.stations.events import (
+    ExecutableCompiled,
+    ModuleLowered,
+    OutputValuesSent,
+    ProgramExecuted,
+)
 from exhibits.tracing.recorded import emitting
 
 
@@ -49,11 +54,16 @@ def run(ctx: ProbeContext) -> None:
         ctx.emit(JaxprStaged(fun_name=plan.fun_name, jaxpr=jaxpr_view(traced.jaxpr)))
         with ctx.stage("lower"):
             lowered: Any = traced.lower()
-            event = module_lowered(lowered, traced.jaxpr)
+            # The walkers' records, made this exhibit's events (design 0059).
+            event = ModuleLowered.model_validate(
+                module_lowered(lowered, traced.jaxpr), from_attributes=True
+            )
         ctx.emit(event)
         with ctx.stage("compile"):
             compiled: Any = lowered.compile()
-            compiled_event = executable_compiled(compiled, traced.jaxpr)
+            compiled_event = ExecutableCompiled.model_validate(
+                executable_compiled(compiled, traced.jaxpr), from_attributes=True
+            )
         ctx.emit(compiled_event)
     with ctx.stage("run"):
         args = concrete_args(plan.dynamic_args())

@@ -7,11 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-from jaxscope.internals.compiled import hlo_links, stack_frame_index
+from jaxscope.internals.compiled import HloLinkRecord, hlo_links, stack_frame_index
 from jaxscope.protocol import SourceLoc
 from jaxscope.sandbox.snippet import load_snippet
-
-from exhibits.stations.events import HloLink
 
 HELPERS = """
 import jax.numpy as jnp
@@ -49,7 +47,7 @@ def _compiled(source: str) -> tuple[str, Any]:
     return str(text), jax.make_jaxpr(s.f)(*s.args)
 
 
-def _source(link: HloLink) -> SourceLoc:
+def _source(link: HloLinkRecord) -> SourceLoc:
     """``link.source``, which every instruction tested here has (a snippet line)."""
     assert link.source is not None, link
     return link.source

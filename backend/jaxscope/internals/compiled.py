@@ -39,7 +39,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from exhibits.stations.events import ExecutableCompiled, HloLink
 from jaxscope.internals.lowering import MAX_AMBIGUOUS, EqnIndex
 from jaxscope.protocol import SourceLoc
 from jaxscope.snippet_model import SNIPPET_FILENAME
@@ -236,7 +235,36 @@ class _Instruction:
     calls: list[str]
 
 
-def hlo_links(compiled_text: str, closed_jaxpr: Any) -> list[HloLink]:
+@dataclass(frozen=True)
+class HloLinkRecord:
+    """One instruction of the optimized HLO linked back: its 1-based ``line``, name, opcode and
+    computation, the ``op_name`` and snippet line of its metadata, and the eqns it computes
+    (those of the computations it calls included). The stations probe makes its ``HloLink``
+    view of it (design 0059: the walker returns records, the exhibit builds its events)."""
+
+    line: int
+    instruction: str
+    opcode: str
+    computation: str
+    op_name: str | None
+    source: SourceLoc | None
+    eqn_indices: list[int]
+
+
+@dataclass(frozen=True)
+class CompiledModule:
+    """A ``jax.stages.Compiled`` read: its optimized HLO text, cost and memory analyses (``None``
+    where the backend gives none), the caveats on reading them, and the HLO links (the stations
+    probe's ``ExecutableCompiled`` event)."""
+
+    compiled_text: str
+    cost: dict[str, float] | None
+    memory: dict[str, int] | None
+    caveats: list[str]
+    hlo_links: list[HloLinkRecord]
+
+
+def hlo_links(compiled_text: str, closed_jaxpr: Any) -> list[HloLinkRecord]:
     """Link each instruction line of an optimized HLO module (``Compiled.as_text()``) that
     carries ``metadata`` to its name stack (``op_name``), user line and top-level eqns of
     ``closed_jaxpr``, the staged jaxpr it was compiled from.
@@ -316,7 +344,7 @@ def hlo_links(compiled_text: str, closed_jaxpr: Any) -> list[HloLink]:
         computed[name] = frozenset(out)
         return computed[name]
 
-    links: list[HloLink] = []
+    links: list[HloLinkRecord] = []
     for ins in found:
         eqns_all = set(ins.eqns)
         for called in ins.calls:
@@ -324,7 +352,7 @@ def hlo_links(compiled_text: str, closed_jaxpr: Any) -> list[HloLink]:
         if ins.op_name is None and ins.source is None and not eqns_all:
             continue  # no metadata and nothing fused: nothing links it
         links.append(
-            HloLink(
+            HloLinkRecord(
                 line=ins.line,
                 instruction=ins.name,
                 opcode=ins.opcode,
@@ -337,8 +365,8 @@ def hlo_links(compiled_text: str, closed_jaxpr: Any) -> list[HloLink]:
     return links
 
 
-def executable_compiled(compiled: Any, closed_jaxpr: Any = None) -> ExecutableCompiled:
-    """The :class:`ExecutableCompiled` event of a ``jax.stages.Compiled`` (with its
+def executable_compiled(compiled: Any, closed_jaxpr: Any = None) -> CompiledModule:
+    """The :class:`CompiledModule` of a ``jax.stages.Compiled`` (with its
     :func:`hlo_links` when the staged jaxpr it was compiled from is given)."""
     try:
         cost = normalize_cost(compiled.cost_analysis())
@@ -359,7 +387,7 @@ def executable_compiled(compiled: Any, closed_jaxpr: Any = None) -> ExecutableCo
     if memory is None:
         caveats.append(CAVEAT_MISSING_MEMORY)
     text = compiled.as_text()
-    return ExecutableCompiled(
+    return CompiledModule(
         compiled_text=text,
         cost=cost,
         memory=memory,

@@ -26,12 +26,36 @@ from typing import Any
 
 from jax._src import source_info_util
 
-from exhibits.stations.events import ModuleLowered, OpLink
 from jaxscope.internals.views import eqn_sources, name_stack_text, snippet_frames
 from jaxscope.protocol import SourceLoc
 from jaxscope.snippet_model import SNIPPET_FILENAME
 
 source_info_util.register_exclusion(__file__)
+
+
+@dataclass(frozen=True)
+class OpLinkRecord:
+    """One StableHLO op line linked back: its 1-based ``line``, the op, JAX's name stack on it,
+    the snippet line, and the eqns of the staged jaxpr that lowered to it. The stations probe
+    makes its ``OpLink`` view of it (design 0059: the walker returns records, the exhibit builds
+    its events)."""
+
+    line: int
+    op: str
+    name_stack: str | None
+    source: SourceLoc | None
+    eqn_indices: list[int]
+
+
+@dataclass(frozen=True)
+class LoweredModule:
+    """A ``jax.stages.Lowered`` read: its StableHLO text, its HLO text, and the op links (the
+    stations probe's ``ModuleLowered`` event)."""
+
+    stablehlo: str
+    hlo: str
+    op_links: list[OpLinkRecord]
+
 
 # An op line: optional results, then a dialect op name (``stablehlo.sine``, ``func.call``).
 _OP_RE = re.compile(r'^\s*(?:(?:%[\w#:.-]+(?:\s*,\s*%[\w#:.-]+)*)\s*=\s*)?"?([a-z_]+\.[\w.]+)"?')
@@ -416,7 +440,7 @@ class EqnIndex:
 @dataclass
 class _Link:
     """An op line while :func:`op_links` works: ``eqns`` is shared between ops (see
-    :class:`EqnIndex`) until the :class:`OpLink` is built."""
+    :class:`EqnIndex`) until the :class:`OpLinkRecord` is built."""
 
     line: int
     op: str
@@ -426,7 +450,7 @@ class _Link:
     eqns: tuple[int, ...]
 
 
-def op_links(stablehlo: str, debug_text: str, closed_jaxpr: Any) -> list[OpLink]:
+def op_links(stablehlo: str, debug_text: str, closed_jaxpr: Any) -> list[OpLinkRecord]:
     """Link each op line of ``stablehlo`` to its name stack, user line and top-level eqns.
 
     ``debug_text`` is ``Lowered.as_text(debug_info=True)`` of the same module and
@@ -518,7 +542,7 @@ def op_links(stablehlo: str, debug_text: str, closed_jaxpr: Any) -> list[OpLink]
             link.eqns = eqns_of_func(link.func)
     resolved = _split_ambiguous(links)
     return [
-        OpLink(
+        OpLinkRecord(
             line=link.line,
             op=link.op,
             name_stack=link.stack,
@@ -560,10 +584,10 @@ def _split_ambiguous(links: Sequence[_Link]) -> dict[int, list[int]]:
     return resolved
 
 
-def module_lowered(lowered: Any, closed_jaxpr: Any) -> ModuleLowered:
-    """The :class:`ModuleLowered` event of a ``jax.stages.Lowered`` and its staged jaxpr."""
+def module_lowered(lowered: Any, closed_jaxpr: Any) -> LoweredModule:
+    """The :class:`LoweredModule` of a ``jax.stages.Lowered`` and its staged jaxpr."""
     stablehlo = lowered.as_text()
-    return ModuleLowered(
+    return LoweredModule(
         stablehlo=stablehlo,
         hlo=lowered.as_text(dialect="hlo"),
         op_links=op_links(stablehlo, lowered.as_text(debug_info=True), closed_jaxpr),
