@@ -1,7 +1,8 @@
 """The xla_cache exhibit (PyTorch/XLA track) in real Chromium: the default loop runs in a torch
 worker; the steps table shows step 0 compiled and steps 1-3 cache hits under one graph hash;
 the varying_batch example shows the RecompileEveryStep finding at its batches line and the new
-shape's HLO lines, python_scalar the finding at its pow line and step 3's constant.
+shape's HLO lines, python_scalar the finding at its pow line and step 3's constant, seed_float
+the five compiles inside step 0 with their cuts (issue 33).
 Screenshots in the light and dark themes. Skipped where the torch venv is missing."""
 
 from __future__ import annotations
@@ -65,4 +66,19 @@ def test_xla_cache_compiles_once_then_finds_a_recompiling_loop(
     expect(page.get_by_test_id("finding-line")).to_have_text("line 18")
     page.get_by_test_id("xla-step").nth(3).click()
     expect(page.get_by_test_id("xla-changed")).to_contain_text("f32[] constant(3)")
+
+    # Issue 33: five compiles inside one step, one per float() read, each carrying one more RNG
+    # seed update; the cuts card lists them at their line.
+    page.get_by_test_id("example-select").select_option("seed_float")
+    run(page)
+    finding = page.get_by_test_id("xla-finding")
+    expect(finding).to_contain_text("CompilesInsideStep")
+    expect(finding).to_contain_text("step 0 compiled 5 graphs")
+    expect(page.get_by_test_id("finding-line")).to_have_text("line 17")
+    cuts = page.get_by_test_id("xla-cut")
+    expect(cuts).to_have_count(5)
+    for i in range(5):
+        expect(cuts.nth(i)).to_contain_text("float()")
+        expect(cuts.nth(i)).to_contain_text("compiled")
+    shoot_both_themes(page, screenshots, "xla_cache-seed", full_page=True)
     assert console_errors == []

@@ -34,6 +34,26 @@ class XlaCounterDelta(WireModel):
     from_device_ns: int
 
 
+class XlaCut(WireModel):
+    """One graph cut inside a step that ran a program (issue 33, design 0063): a host read of
+    a pending tensor (``item``, ``float()``, ``print/repr``, ``cpu``, ...), a
+    ``torch_xla.sync``/``xm.mark_step`` the snippet calls, or the step's end (the exhibit's own
+    ``torch_xla.sync()``, ``line`` None). ``line``: the innermost snippet line that made it;
+    ``compiles``: ``CompileTime`` samples, ``uncached``: ``UncachedCompile``, ``executions``:
+    ``ExecuteTime`` samples during the call; for a host read, ``graph_hash`` (hex) of the
+    graph it ran (``_get_graph_hash([t])``) and ``seeds``, the RNG seed updates that graph's
+    HLO carries (one ``s64[] constant(214013)``, GetRngSeed's multiplier, each)."""
+
+    line: int | None
+    call: str
+    kind: Literal["host_read", "sync", "step_end"]
+    compiles: int
+    uncached: int
+    executions: int
+    graph_hash: str
+    seeds: int
+
+
 class XlaStepCounted(EventBase):
     """One step of the loop: ``f(*batch)`` on the XLA device, then ``torch_xla.sync()``.
 
@@ -46,7 +66,8 @@ class XlaStepCounted(EventBase):
     step's graph that the previous step's graph does not have (the new shape or constant; at
     most 8, each once), empty when only the graph's structure differs; ``counters``: the step's
     metric deltas; ``wall_ns``: the step's wall time (batch upload, the call, the hash, the HLO
-    text and the sync)."""
+    text and the sync); ``cuts``: each cut of the step that ran a program, in order, the
+    step's end last."""
 
     type: Literal["xla_step_counted"] = "xla_step_counted"
     step: int
@@ -56,6 +77,7 @@ class XlaStepCounted(EventBase):
     changed: list[str]
     counters: XlaCounterDelta
     wall_ns: int
+    cuts: list[XlaCut] = []
 
 
 class XlaLoopFinished(EventBase):
@@ -66,15 +88,23 @@ class XlaLoopFinished(EventBase):
     ``line`` the snippet line to change: the ``batches``/``args`` line for a shape; for a
     constant, the line torch_xla's IR debug metadata (``source_line`` in the HLO) names for one
     of the last recompiling step's new HLO lines, from one more call of ``f`` after the loop;
-    None when none is found."""
+    None when none is found.
+
+    Inside a step (issue 33): ``seed`` when one host-read line compiled a new graph at each of
+    its reads within a step and each carried one more RNG seed update (a random op after a
+    host read, no sync between: the seed's update stays in the graph); ``repeat`` the same
+    without seed updates; ``host_read`` when a host read before the step's end ran a graph (the
+    step is split in two); ``device_pad`` a ``shape`` whose new shapes reach a pad (or
+    concatenate) on the device, ``line`` that op's line. ``detail`` says what was counted."""
 
     type: Literal["xla_loop_finished"] = "xla_loop_finished"
     losses: list[float]
     graph_hashes: list[str]
     recompiling_steps: list[int]
-    cause: Literal["shape", "constant", ""]
+    cause: Literal["shape", "constant", "device_pad", "seed", "repeat", "host_read", ""]
     fix: str
     line: int | None
+    detail: str = ""
 
 
 EVENTS: tuple[type[EventBase], ...] = (XlaStepCounted, XlaLoopFinished)

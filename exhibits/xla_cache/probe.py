@@ -15,14 +15,18 @@ torch and torch_xla are public API here; torch_xla's private graph hash, HLO tex
 
 from __future__ import annotations
 
+import itertools
 import re
+import sys
 import time
+from types import FrameType
 from typing import Any
 
 from jaxscope.exhibit_api import InvalidSnippet, ProbeContext, blame_line, move_state, setting_line
 from jaxscope.exhibit_api import torch_internals as ti
 
-from .events import XlaCounterDelta, XlaLoopFinished, XlaStepCounted
+from .cuts import Cut, CutLog, counts, snippet_line, watching_cuts
+from .events import XlaCounterDelta, XlaCut, XlaLoopFinished, XlaStepCounted
 
 DEFAULT_STEPS = 4
 # The counters (``counter_value``) and metrics (``metric_data``: samples, sum in ns) read.
@@ -194,6 +198,9 @@ def run(ctx: ProbeContext) -> None:
     hashes: list[str] = []
     recompiling: list[int] = []
     changes: dict[int, list[str]] = {}
+    all_changes: dict[int, list[str]] = {}
+    step_cuts: list[list[Cut]] = []
+    log = CutLog()
     previous_hlo: list[str] = []
     shape_changed = False
     with ctx.stage("steps"):
@@ -203,19 +210,37 @@ def run(ctx: ProbeContext) -> None:
             moved = pytree.tree_map(
                 lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, batch
             )
-            out = f(*moved)
+            first_cut = len(log.cuts)
+            with watching_cuts(log, ns):
+                out = f(*moved)
             tensors = step_tensors(out, modules, optimizers)
             graph_hash = ti.graph_hash_hex(tensors)
             hlo = hlo_lines(ti.hlo_text(tensors))
+            at_end = counts()
             torch_xla.sync()
             xm.wait_device_ops()
             wall = time.perf_counter_ns() - start
+            ended = counts()
+            cuts = log.cuts[first_cut:]
+            if ended[2] > at_end[2] or ended[0] > at_end[0]:
+                cuts.append(
+                    Cut(
+                        line=None,
+                        call="step end",
+                        kind="step_end",
+                        compiles=ended[0] - at_end[0],
+                        uncached=ended[1] - at_end[1],
+                        executions=ended[2] - at_end[2],
+                    )
+                )
+            step_cuts.append(cuts)
             counted = delta(before, counters())
             new_hash = graph_hash not in hashes
             changed: list[str] = []
             if new_hash and step > 0:
                 old = set(previous_hlo)
-                changed = list(dict.fromkeys(x for x in hlo if x not in old))[:_CHANGED_LINES]
+                all_changes[step] = list(dict.fromkeys(x for x in hlo if x not in old))
+                changed = all_changes[step][:_CHANGED_LINES]
                 shape_changed |= _shapes(batch) != _shapes(batches[step - 1])
             if step > 0 and counted.uncached > 0:
                 recompiling.append(step)
@@ -232,13 +257,12 @@ def run(ctx: ProbeContext) -> None:
                     changed=changed,
                     counters=counted,
                     wall_ns=wall,
+                    cuts=[XlaCut(**vars(c)) for c in cuts],
                 )
             )
         values = [float(t.cpu().item()) if t is not None else float("nan") for t in losses]
-    cause: str = ""
-    fix = ""
-    line: int | None = None
-    if len(recompiling) >= 2:
+    cause, fix, line, detail = inside_step(step_cuts)
+    if not cause and len(recompiling) >= 2:
         if shape_changed:
             cause = "shape"
             fix = (
@@ -246,6 +270,18 @@ def run(ctx: ProbeContext) -> None:
                 "fixed shapes (or drop the last, short batch: DataLoader(drop_last=True))"
             )
             line = setting_line(snippet.source, "batches") or setting_line(snippet.source, "args")
+            padded = [x for x in all_changes.get(recompiling[-1], []) if _DEVICE_PAD.search(x)]
+            if padded:
+                with ctx.stage("lazy_trace"):
+                    pad_line = device_pad_line(f, batches[recompiling[-1]], device)
+                if pad_line is not None:
+                    cause, line = "device_pad", pad_line
+                    fix = (
+                        "the batch is padded on the device, so the graph's input still has a "
+                        "new shape every step (the pad is in the compiled graph): pad on the "
+                        "host, to one fixed length, before .to(device) (in the data loader's "
+                        "collate function), so every step's graph sees the same shape"
+                    )
         else:
             cause = "constant"
             with ctx.stage("lazy_trace"):
@@ -267,5 +303,98 @@ def run(ctx: ProbeContext) -> None:
             cause=cause,  # type: ignore[arg-type]
             fix=fix,
             line=line,
+            detail=detail,
         )
     )
+
+
+# An HLO pad, or a concatenate (torch.cat with zeros), in a step's new HLO lines: the new
+# shape reaches a pad made on the device.
+_DEVICE_PAD = re.compile(r" (pad|concatenate)\(")
+
+
+# torch's C functions that pad or concatenate (F.pad calls torch._C._nn.pad).
+_PAD_CALLS = frozenset({"pad", "constant_pad_nd", "cat", "concat", "concatenate"})
+
+
+def device_pad_line(f: Any, batch: tuple[Any, ...], device: Any) -> int | None:
+    """The first snippet line that calls one of torch's pad or concatenate functions, from one
+    more call of ``f`` on ``batch`` under a profile hook (``c_call`` events: IR debug's
+    metadata would name ``F.pad``'s own line in torch/nn/functional.py, the innermost Python
+    frame, not the snippet's). Called after the counted loop; the graph it leaves pending is
+    never synced."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    found: list[int] = []
+
+    def watch(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "c_call" and getattr(arg, "__name__", "") in _PAD_CALLS:
+            line = snippet_line(frame)
+            if line is not None:
+                found.append(line)
+
+    moved = pytree.tree_map(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, batch)
+    previous = sys.getprofile()
+    sys.setprofile(watch)
+    try:
+        f(*moved)
+    finally:
+        sys.setprofile(previous)
+    return found[0] if found else None
+
+
+def inside_step(step_cuts: list[list[Cut]]) -> tuple[str, str, int | None, str]:
+    """The finding inside a step, from its cuts: (cause, fix, line, detail), or four empty
+    values. ``seed``/``repeat``: one host-read line compiled a new graph at two or more of its
+    reads in one step (with one more RNG seed update each time: ``seed``); ``host_read``: a
+    host read before the step's end ran a program."""
+    for step, cuts in enumerate(step_cuts):
+        by_line: dict[int | None, list[Cut]] = {}
+        for c in cuts:
+            if c.kind == "host_read" and c.uncached > 0:
+                by_line.setdefault(c.line, []).append(c)
+        for at, compiled in by_line.items():
+            if len(compiled) < 2:
+                continue
+            total = sum(c.compiles for c in cuts)
+            seeds = [c.seeds for c in compiled]
+            grows = all(b > a for a, b in itertools.pairwise(seeds)) and seeds[0] > 0
+            detail = (
+                f"step {step} compiled {total} graphs; the {compiled[0].call} at line {at} "
+                f"compiled a new graph at {len(compiled)} of its reads"
+            )
+            if grows:
+                return (
+                    "seed",
+                    "a host read runs only the graph it needs and does not reset the RNG "
+                    "seed (only a sync does): each random op after it carries the seed's "
+                    "update in the graph, one more each time, so every read is a new graph. "
+                    "Call torch_xla.sync() after each iteration (before the next random op), "
+                    "or keep the values on the device and read them once after the step",
+                    at,
+                    detail + f", carrying {seeds[0]} to {seeds[-1]} RNG seed updates",
+                )
+            return (
+                "repeat",
+                "the graph this read runs is different each time (it carries what earlier "
+                "iterations left pending): call torch_xla.sync() after each iteration, or "
+                "read the values once after the step's sync",
+                at,
+                detail,
+            )
+    for step, cuts in enumerate(step_cuts):
+        reads = [c for c in cuts if c.kind == "host_read" and c.executions > 0]
+        if reads:
+            first = reads[0]
+            runs = sum(c.executions for c in cuts)
+            return (
+                "host_read",
+                f"the {first.call} reads a tensor before the step's sync, so torch_xla runs "
+                "the graph up to it there and waits for it, and the rest of the step is "
+                "another graph (recomputing what it needs again): read the value after "
+                "torch_xla.sync() (or in xm.add_step_closure), or keep it on the device",
+                first.line,
+                f"step {step} ran {runs} graphs: the {first.call} at line {first.line} split it",
+            )
+    return "", "", None, ""

@@ -18,7 +18,7 @@ from jaxscope.sandbox.kinds import kind_problem
 from exhibits import torch_testing
 from exhibits.torch_testing import parse_events, run_truth
 
-from .artefacts import step_rows
+from .artefacts import SHOWN_ERRORS, step_rows
 from .events import XlaLoopFinished, XlaStepCounted
 
 HERE = Path(__file__).resolve().parent
@@ -70,11 +70,44 @@ def read():
         out[n] = d[0] if d else 0
     return out
 
+# The cuts inside a step, by another instrument than the exhibit's wrappers: a line tracer on
+# the snippet's frames that reads torch_xla's metrics (after wait_device_ops) at each line
+# event, so a line that ran or compiled a graph shows as [line, compiles, uncached, runs].
+def counts():
+    xm.wait_device_ops()
+    c, e = met.metric_data("CompileTime"), met.metric_data("ExecuteTime")
+    return (c[0] if c else 0, met.counter_value("UncachedCompile") or 0, e[0] if e else 0)
+
+def traced(fn, *a):
+    cuts, state = [], {"line": None, "at": counts()}
+    def mark(line):
+        now = counts()
+        if now != state["at"]:
+            cuts.append([state["line"], *[n - b for n, b in zip(now, state["at"])]])
+        state["line"], state["at"] = line, now
+    def local(frame, event, arg):
+        if event == "line":
+            mark(frame.f_lineno)
+        elif event == "return":
+            back = frame.f_back
+            mark(back.f_lineno if back and back.f_code.co_filename == "<snippet>" else None)
+        return local
+    def tracer(frame, event, arg):
+        if frame.f_code.co_filename != "<snippet>":
+            return None
+        mark(frame.f_lineno)
+        return local
+    sys.settrace(tracer)
+    try:
+        return fn(*a), cuts
+    finally:
+        sys.settrace(None)
+
 steps, losses = [], []
 for b in batches:
     before = read()
-    out = ns["f"](*[x.to(dev) if isinstance(x, torch.Tensor) else x for x in b])
-    tensors = [first(out)]
+    out, cuts = traced(ns["f"], *[x.to(dev) if isinstance(x, torch.Tensor) else x for x in b])
+    tensors = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
     for m in modules:
         for p in m.parameters():
             tensors += [p] + ([p.grad] if p.grad is not None else [])
@@ -82,10 +115,15 @@ for b in batches:
     for o in opts:
         for s in o.state.values():
             tensors += [t for t in pytree.tree_leaves(s) if isinstance(t, torch.Tensor)]
+    tensors = list({id(t): t for t in tensors if t.device.type == "xla"}.values())
     h = bytes(torch_xla._XLAC._get_graph_hash(tensors)).hex()
+    at_end = counts()
     torch_xla.sync(); xm.wait_device_ops()
+    ended = counts()
+    if ended != at_end:
+        cuts.append([None, *[n - b for n, b in zip(ended, at_end)]])
     after = read()
-    steps.append({"hash": h, **{k: after[k] - before[k] for k in after}})
+    steps.append({"hash": h, "cuts": cuts, **{k: after[k] - before[k] for k in after}})
     losses.append(first(out))
 print(json.dumps({"steps": steps, "xla_losses": [t.cpu().item() for t in losses],
                   "cpu_losses": cpu_losses}))
@@ -113,7 +151,11 @@ def end_of(events: list[EventBase]) -> XlaLoopFinished:
     return end
 
 
-def assert_counters_are_torch_xlas(events: list[EventBase], truth: dict[str, Any]) -> None:
+def assert_counters_are_torch_xlas(
+    events: list[EventBase], truth: dict[str, Any], *, random: bool = False
+) -> None:
+    """Every count and loss against the plain loop's; ``random``: the loop draws on the device,
+    whose RNG is not the CPU's, so the eager CPU losses are not its truth."""
     steps = steps_of(events)
     assert len(steps) == len(truth["steps"])
     for got, want in zip(steps, truth["steps"], strict=True):
@@ -131,9 +173,15 @@ def assert_counters_are_torch_xlas(events: list[EventBase], truth: dict[str, Any
         )
         assert (c.compile_ns > 0) == (c.compiles > 0)
         assert (c.execute_ns > 0) == (c.executions > 0)
+        # Each cut that ran a program: its line and counts, as the plain loop's line tracer
+        # saw them; together they are the step's.
+        assert [[x.line, x.compiles, x.uncached, x.executions] for x in got.cuts] == want["cuts"]
+        assert sum(x.compiles for x in got.cuts) == c.compiles
+        assert sum(x.executions for x in got.cuts) == c.executions
     end = end_of(events)
     assert end.losses == pytest.approx(truth["xla_losses"], rel=1e-6)
-    assert end.losses == pytest.approx(truth["cpu_losses"], rel=1e-4)
+    if not random:
+        assert end.losses == pytest.approx(truth["cpu_losses"], rel=1e-4)
     assert isinstance(events[-1], RunFinished)
 
 
@@ -193,6 +241,114 @@ def test_python_float_multiplier_settles_after_0_and_1() -> None:
     assert (end_of(events).cause, end_of(events).recompiling_steps) == ("", [1])
 
 
+def line_of(example: str, text: str) -> int:
+    """The 1-based line of ``example`` that contains ``text``."""
+    lines = (EXAMPLES / f"{example}.py").read_text().splitlines()
+    (found,) = [i for i, line in enumerate(lines, 1) if text in line]
+    return found
+
+
+def finding_of(events: list[EventBase]) -> tuple[str, int | None] | None:
+    """The finding the CLI prints (exit 3), as (error class, line), or None."""
+    shown = SHOWN_ERRORS(events)
+    return (shown[0].error_class, shown[0].line) if shown else None
+
+
+# Issue 33, class 4: compiles counted per cut inside a step, each example broken and fixed,
+# every count checked against the plain loop's (assert_counters_are_torch_xlas).
+
+
+def test_seed_carried_by_host_reads_compiles_at_every_read() -> None:
+    events = events_of("seed_float")
+    assert_counters_are_torch_xlas(events, truth_of("seed_float"), random=True)
+    steps = steps_of(events)
+    at = line_of("seed_float", "total += float(")
+    reads = [c for c in steps[0].cuts if c.kind == "host_read"]
+    # Five reads of one line in one step, five graphs compiled, each carrying one more seed
+    # update (GetRngSeed's b + k * seed); the next steps replay all five from the cache.
+    assert [(c.line, c.call, c.uncached, c.seeds) for c in reads] == [
+        (at, "float()", 1, n) for n in range(1, 6)
+    ]
+    assert len({c.graph_hash for c in reads}) == 5
+    assert [s.counters.uncached for s in steps[1:]] == [0, 0]
+    assert [c.graph_hash for c in steps[1].cuts if c.kind == "host_read"] == [
+        c.graph_hash for c in reads
+    ]
+    end = end_of(events)
+    assert (end.cause, end.line) == ("seed", at)
+    assert "step 0 compiled 5 graphs" in end.detail
+    assert finding_of(events) == ("CompilesInsideStep", at)
+    fixed = events_of("seed_float_fixed")
+    assert [s.counters.uncached for s in steps_of(fixed)] == [1, 0, 0]
+    assert all(c.kind == "step_end" for s in steps_of(fixed) for c in s.cuts)
+    assert finding_of(fixed) is None
+
+
+def test_read_of_a_growing_pending_graph_compiles_at_every_read() -> None:
+    events = events_of("grad_norm_accum")
+    assert_counters_are_torch_xlas(events, truth_of("grad_norm_accum"))
+    at = line_of("grad_norm_accum", "norms.append(model[0].weight.grad.norm().item())")
+    steps = steps_of(events)
+    # Four reads of one line in step 0, four graphs (each with one more accumulated
+    # backward), no seed updates; then the step's end: five compiles in one step.
+    assert [[c.line, c.uncached, c.seeds] for c in steps[0].cuts] == [[at, 1, 0]] * 4 + [
+        [None, 1, 0]
+    ]
+    assert steps[0].counters.compiles == 5
+    assert [s.counters.uncached for s in steps[1:]] == [0, 0]
+    end = end_of(events)
+    assert (end.cause, end.line) == ("repeat", at)
+    assert finding_of(events) == ("CompilesInsideStep", at)
+    fixed = events_of("grad_norm_accum_fixed")
+    assert [s.counters.compiles for s in steps_of(fixed)] == [1, 0, 0]
+    assert finding_of(fixed) is None
+
+
+def test_host_read_before_the_update_splits_the_step() -> None:
+    events = events_of("item_in_step")
+    assert_counters_are_torch_xlas(events, truth_of("item_in_step"))
+    at = line_of("item_in_step", "logged.append(loss.item())")
+    steps = steps_of(events)
+    assert [[c.line, c.call, c.uncached, c.executions] for c in steps[0].cuts] == [
+        [at, ".item()", 1, 1],
+        [None, "step end", 1, 1],
+    ]
+    assert [s.counters.executions for s in steps] == [2, 2, 2, 2]
+    assert finding_of(events) == ("HostReadSplitsStep", at)
+    fixed = events_of("item_in_step_fixed")
+    assert [s.counters.executions for s in steps_of(fixed)] == [1, 1, 1, 1]
+    assert finding_of(fixed) is None
+
+
+def test_pad_on_the_device_is_named_with_its_line() -> None:
+    events = events_of("device_pad")
+    assert_counters_are_torch_xlas(events, truth_of("device_pad"))
+    assert [s.counters.uncached for s in steps_of(events)] == [1, 1, 1, 1]
+    at = line_of("device_pad", "F.pad(")
+    end = end_of(events)
+    # Not "pad the batches" (it is padded): where the padding happens is the fix.
+    assert (end.cause, end.line) == ("device_pad", at)
+    assert "pad on the host" in end.fix
+    assert finding_of(events) == ("RecompileEveryStep", at)
+    fixed = events_of("device_pad_fixed")
+    assert [s.counters.uncached for s in steps_of(fixed)] == [1, 0, 0, 0]
+    assert finding_of(fixed) is None
+
+
+# The fixed loops against the plain loop's counts, cut by cut (the tests above check their
+# counts by construction and that they have no finding): a truth process each, so in
+# `make test-all`.
+@pytest.mark.full
+@pytest.mark.parametrize(
+    "example",
+    ["seed_float_fixed", "item_in_step_fixed", "device_pad_fixed", "grad_norm_accum_fixed"],
+)
+def test_fixed_loops_are_torch_xlas(example: str) -> None:
+    events = events_of(example)
+    assert_counters_are_torch_xlas(events, truth_of(example), random=example.startswith("seed"))
+    assert finding_of(events) is None
+
+
 def test_print_counters_and_the_finding() -> None:
     done = jaxscope_run("python_scalar", "--print", "counters")
     assert done.returncode == 3, done.stderr[-2000:]
@@ -201,7 +357,7 @@ def test_print_counters_and_the_finding() -> None:
     assert list(rows[0]) == [
         "step", "graph_hash", "new_hash", "compiles", "compile_ns", "uncached", "cached",
         "executions", "execute_ns", "to_device", "to_device_ns", "from_device",
-        "from_device_ns", "wall_ns",
+        "from_device_ns", "wall_ns", "cuts",
     ]  # fmt: skip
     assert "RecompileEveryStep" in done.stderr
 

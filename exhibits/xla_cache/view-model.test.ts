@@ -9,6 +9,20 @@ const golden: Event[] = readFileSync(new URL('./golden/mlp_sgd.events.jsonl', im
   .map((line) => JSON.parse(line) as Event);
 
 describe('xla_cache view model on the golden run', () => {
+  it('a finding inside a step keeps its class and what was counted', () => {
+    const end = golden.find((e) => e.type === 'xla_loop_finished');
+    if (end?.type !== 'xla_loop_finished') throw new Error('no xla_loop_finished');
+    const seeded: Event[] = [
+      ...golden.filter((e) => e.type !== 'xla_loop_finished'),
+      { ...end, cause: 'seed', detail: 'step 0 compiled 5 graphs', fix: 'sync', line: 17 },
+    ];
+    expect(summary(seeded)?.finding).toEqual({
+      kind: 'CompilesInsideStep',
+      what: 'step 0 compiled 5 graphs',
+      fix: 'sync',
+      line: 17,
+    });
+  });
   it('one row per step: the first compiles, the others hit the cache', () => {
     const rows = stepRows(golden);
     expect(rows.map((r) => r.step)).toEqual([0, 1, 2, 3]);
@@ -18,6 +32,13 @@ describe('xla_cache view model on the golden run', () => {
     expect(rows[0]?.inputs).toBe('float32[8,4], float32[8,1]');
     expect(rows[0]?.compileTime).not.toBe('');
     expect(rows[1]?.compileTime).toBe('');
+    // One cut per step, the step's end: compiled on the first, cached after.
+    expect(rows.map((r) => r.cuts.map((c) => [c.line, c.call, c.compile, c.executions]))).toEqual([
+      [[null, 'step end', 'compiled', 1]],
+      [[null, 'step end', 'cached', 1]],
+      [[null, 'step end', 'cached', 1]],
+      [[null, 'step end', 'cached', 1]],
+    ]);
   });
   it('the summary: one graph, one compile, no finding', () => {
     const s = summary(golden);

@@ -9,6 +9,19 @@ import { formatMs } from '../../frontend/src/widgets/format';
 
 export type StepCounted = EventOf<'xla_step_counted'>;
 
+/** One graph cut inside a step that ran a program (issue 33). */
+export interface CutRow {
+  /** the snippet line, null for the step's end */
+  line: number | null;
+  /** `.item()`, `float()`, `torch_xla.sync`, `step end`, ... */
+  call: string;
+  /** `compiled` (UncachedCompile grew), else `cached` */
+  compile: string;
+  executions: number;
+  /** the RNG seed updates the read's graph carries ('' when none) */
+  seeds: string;
+}
+
 /** One row of the steps table. */
 export interface StepRow {
   step: number;
@@ -25,6 +38,7 @@ export interface StepRow {
   fromDevice: number;
   wall: string;
   changed: string[];
+  cuts: CutRow[];
 }
 
 const ms = (ns: number): string => formatMs(ns / 1e6);
@@ -43,6 +57,13 @@ export function stepRows(events: readonly Event[]): StepRow[] {
     fromDevice: e.counters.from_device,
     wall: ms(e.wall_ns),
     changed: e.changed,
+    cuts: e.cuts.map((c) => ({
+      line: c.line,
+      call: c.call,
+      compile: c.uncached > 0 ? 'compiled' : 'cached',
+      executions: c.executions,
+      seeds: c.seeds > 0 ? String(c.seeds) : '',
+    })),
   }));
 }
 
@@ -52,7 +73,14 @@ export interface LoopSummary {
   compiles: number;
   cacheHits: number;
   graphs: number;
-  finding: { cause: string; steps: number[]; fix: string; line: number | null } | null;
+  finding: {
+    /** the finding's class: RecompileEveryStep, CompilesInsideStep or HostReadSplitsStep */
+    kind: string;
+    /** what was counted, in words */
+    what: string;
+    fix: string;
+    line: number | null;
+  } | null;
   losses: number[];
 }
 
@@ -65,15 +93,21 @@ export function summary(events: readonly Event[]): LoopSummary | null {
     compiles: steps.reduce((n, e) => n + e.counters.uncached, 0),
     cacheHits: steps.reduce((n, e) => n + e.counters.cached, 0),
     graphs: end.graph_hashes.length,
-    finding:
-      end.cause === ''
-        ? null
-        : {
-            cause: end.cause === 'shape' ? 'a new input shape' : 'a changing constant in the graph',
-            steps: end.recompiling_steps,
-            fix: end.fix,
-            line: end.line ?? null,
-          },
+    finding: end.cause === '' ? null : { ...finding(end), fix: end.fix, line: end.line ?? null },
     losses: end.losses,
   };
+}
+
+const CAUSES: Record<string, string> = {
+  shape: 'a new input shape',
+  device_pad: 'a new input shape, padded on the device',
+  constant: 'a changing constant in the graph',
+};
+
+/** The finding's class and what was counted, as the CLI says them (artefacts.py). */
+function finding(end: EventOf<'xla_loop_finished'>): { kind: string; what: string } {
+  if (end.cause === 'seed' || end.cause === 'repeat') return { kind: 'CompilesInsideStep', what: end.detail };
+  if (end.cause === 'host_read') return { kind: 'HostReadSplitsStep', what: end.detail };
+  const steps = end.recompiling_steps.join(', ');
+  return { kind: 'RecompileEveryStep', what: `compiled again on steps ${steps}: ${CAUSES[end.cause] ?? end.cause}` };
 }
