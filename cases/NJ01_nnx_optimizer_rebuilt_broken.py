@@ -31,9 +31,11 @@ def train_step(model, optimizer, x, y):
     return loss
 
 
+x = jnp.ones((16, 4))
+y = jnp.zeros((16, 1))
+
+
 def f(epochs):
-    x = jnp.ones((16, 4))
-    y = jnp.zeros((16, 1))
     losses = []
     for epoch in range(epochs):
         model = MLP(nnx.Rngs(epoch))

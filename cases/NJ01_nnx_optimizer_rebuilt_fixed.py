@@ -1,4 +1,4 @@
-"""NJ01 fixed: the optax transformation is built once, outside the loop; each epoch's new model
+"""NJ01 fixed: the optax transformation is built once, at module level; each epoch's new model
 and nnx.Optimizer have equal GraphDefs, so jit(train_step) compiles once (a fresh process logs
 one compile)."""
 
@@ -27,11 +27,13 @@ def train_step(model, optimizer, x, y):
     return loss
 
 
+x = jnp.ones((16, 4))
+y = jnp.zeros((16, 1))
+tx = optax.adam(1e-3)  # built once: every optimizer's GraphDef holds this same object
+
+
 def f(epochs):
-    x = jnp.ones((16, 4))
-    y = jnp.zeros((16, 1))
     losses = []
-    tx = optax.adam(1e-3)  # built once: every optimizer's GraphDef holds this same object
     for epoch in range(epochs):
         model = MLP(nnx.Rngs(epoch))
         optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)

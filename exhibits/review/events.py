@@ -29,6 +29,7 @@ FindingKind = Literal[
     "HostToDevice",
     "DeviceToHost",
     "JitInLoop",
+    "StaticChanged",
 ]
 
 

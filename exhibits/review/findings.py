@@ -156,6 +156,23 @@ def jits_in_loop(
     ]
 
 
+def static_changes(changes: list[Any], compiles: Counter[str], steps: int) -> list[ReviewFinding]:
+    """One ``StaticChanged`` per jitted function that compiled again because a static part of
+    its input structure was not equal to the cached one (``(function, line, StructureChange)``
+    from the probe): JAX's explanation down to the object, and the fix for that object."""
+    return [
+        ReviewFinding(
+            kind="StaticChanged",
+            line=line,
+            message=f"JAX compiled {name} {_times(compiles[name])} in {steps} steps: "
+            + change.text(),
+            fix=change.fix(),
+            steps=steps,
+        )
+        for name, line, change in changes
+    ]
+
+
 def transfers(
     found: list[tuple[int | None, str]], source: str, complete: bool = True
 ) -> list[ReviewFinding]:
@@ -243,6 +260,7 @@ def findings_found(
     step_reads: list[int],
     randoms: list[RandomCall],
     created: list[tuple[str, int | None]],
+    changed_statics: list[Any] | None = None,
     traces: Counter[str],
     compiles: Counter[str],
     guard_stops: list[tuple[int | None, str]],
@@ -259,6 +277,7 @@ def findings_found(
         *randomness(randoms, steps),
         *constants(consts, namespace, source),
         *jits_in_loop(created, traces, compiles, steps),
+        *static_changes(changed_statics or [], compiles, steps),
         *transfers(guard_stops, source, guard_complete),
         *(tracer(tracer_error, tracer_frames) if tracer_error is not None else []),
     ]

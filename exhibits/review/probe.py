@@ -15,6 +15,7 @@ its ``args_info`` and its constants. Findings: ``findings.py``.
 from __future__ import annotations
 
 import inspect
+import itertools
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from jaxscope.exhibit_api import (
     InvalidSnippet,
     ProbeContext,
     StageTimed,
+    argument_trees,
     aval_view,
     baked_constants,
     blame_line,
@@ -43,6 +45,7 @@ from jaxscope.exhibit_api import (
     random_calls,
     setting_line,
     stage_timers,
+    structure_change,
     user_frames,
     watching_jit_calls,
 )
@@ -97,6 +100,8 @@ class _Recorder:
     def __init__(self) -> None:
         self.first: dict[tuple[str, Any], tuple[Any, tuple[Any, ...], dict[str, Any], int | None]]
         self.first = {}
+        # per jitted function: each call's line and its dynamic arguments' pytree structures
+        self.trees: dict[str, list[tuple[int | None, dict[str, Any]]]] = {}
 
     def note(
         self, jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any], line: int | None
@@ -106,7 +111,11 @@ class _Recorder:
         self.first.setdefault(key, (jitted, args, kwargs, line))
 
     def on_call(self, jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any], site: Any) -> Any:
-        self.note(jitted, args, kwargs, site[0] if site else None)
+        line = site[0] if site else None
+        self.note(jitted, args, kwargs, line)
+        nums, names = jitted_statics(jitted)
+        trees = argument_trees(jitted_fun(jitted), args, kwargs, nums, names)
+        self.trees.setdefault(jitted_name(jitted), []).append((line, trees))
         return jitted(*args, **kwargs)
 
 
@@ -170,6 +179,7 @@ def run(ctx: ProbeContext) -> None:
             step_reads=step_reads,
             randoms=list(randoms),
             created=list(watch.created),
+            changed_statics=_static_changes(recorder, watch.compiles),
             traces=watch.traces,
             compiles=watch.compiles,
             guard_stops=transfers,
@@ -181,6 +191,27 @@ def run(ctx: ProbeContext) -> None:
             source=snippet.source,
         )
     )
+
+
+def _static_changes(recorder: _Recorder, compiles: Counter[str]) -> list[Any]:
+    """``(function, line, StructureChange)`` for each jitted function JAX compiled more than
+    once whose calls' input structures differed in a static part that is not equal (an NNX
+    GraphDef's attribute such as a rebuilt optax transformation): the first such pair."""
+    out: list[Any] = []
+    for name, calls in recorder.trees.items():
+        if compiles[name] < 2:
+            continue
+        for (_, before), (line, now) in itertools.pairwise(calls):
+            changes = [
+                structure_change(arg, tree, before[arg])
+                for arg, tree in now.items()
+                if arg in before
+            ]
+            change = next((c for c in changes if c is not None and c.inside), None)
+            if change is not None:
+                out.append((name, line, change))
+                break
+    return out
 
 
 def _fresh(f: Callable[..., Any], call: Call) -> Call:
@@ -228,11 +259,28 @@ def _transfers(f: Callable[..., Any], call: Call) -> tuple[list[tuple[int | None
             line = frames[-1].line if frames else None
             if line is not None and line in found_lines:
                 return out, False  # stopped at a line already allowed: nothing new is claimed
+            if line is not None and _constructing_flax_object(exc):
+                # A Flax module, Rngs or optimizer made here puts its initial values on the
+                # device once per object: the construction's transfer, not a step's copy.
+                found_lines.add(line)
+                continue
             out.append((line, str(exc).splitlines()[0]))
             if line is None:
                 return out, False  # f's own arguments: no line to allow
             found_lines.add(line)
     return out, False  # MAX_TRANSFERS lines found: more may follow
+
+
+def _constructing_flax_object(exc: BaseException) -> bool:
+    """The transfer happened while a Flax object was being constructed (an ``__init__`` in
+    Flax's code on the traceback: ``nnx.Linear``, ``nnx.Rngs``, ``nnx.Optimizer``)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if "/flax/" in code.co_filename and code.co_name == "__init__":
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _arg_names(fun: Any, n: int) -> list[str | None]:

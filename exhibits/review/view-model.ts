@@ -25,6 +25,7 @@ export const QUESTIONS: Readonly<Record<Finding['kind'], string>> = {
   HostToDevice: 'host → device in the hot path',
   DeviceToHost: 'device → host in the hot path',
   JitInLoop: 'a jit made inside the loop',
+  StaticChanged: 'a static part rebuilt each step',
 };
 
 /** One step's row: what ran and what JAX did. */

@@ -79,19 +79,21 @@ def user_call_site() -> tuple[int, str] | None:
 
 
 def python_function(fun: Any) -> Any:
-    """The Python function whose code runs when ``fun`` is called, for every kind of callable
-    ``jax.jit`` takes: a function, a bound method (``__func__``), a ``functools.partial``
-    (``func``), a wrapper (``__wrapped__``: Flax NNX's ``JitFn``), a callable object (its class's
+    """The user's Python function under ``fun``, for every kind of callable ``jax.jit`` takes: a
+    function (through ``__wrapped__``: ``jax.grad(loss)``, Flax NNX's ``JitFn``), a bound method
+    (``__func__``), a ``functools.partial`` (``func``), a callable object (its class's
     ``__call__``: an ``nnx.Module`` instance)."""
     for _ in range(16):
-        if isinstance(fun, types.FunctionType):
-            return fun
         if isinstance(fun, functools.partial):
             fun = fun.func
         elif isinstance(fun, types.MethodType):
             fun = fun.__func__
         elif getattr(fun, "__wrapped__", None) is not None:
+            # before the function itself: jax.value_and_grad(loss) is a function of JAX's
+            # that wraps the user's (functools.wraps), as inspect.unwrap reads it
             fun = fun.__wrapped__
+        elif isinstance(fun, types.FunctionType):
+            return fun
         elif callable(fun) and not isinstance(fun, type):
             call = vars(type(fun)).get("__call__") or type(fun).__call__
             if call is fun:
