@@ -4407,7 +4407,8 @@ export interface SeamMethodCited {
  * step's graph that the previous step's graph does not have (the new shape or constant; at
  * most 8, each once), empty when only the graph's structure differs; ``counters``: the step's
  * metric deltas; ``wall_ns``: the step's wall time (batch upload, the call, the hash, the HLO
- * text and the sync).
+ * text and the sync); ``cuts``: each cut of the step that ran a program, in order, the
+ * step's end last.
  *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "XlaStepCounted".
@@ -4415,6 +4416,7 @@ export interface SeamMethodCited {
 export interface XlaStepCounted {
   changed: string[];
   counters: XlaCounterDelta;
+  cuts: XlaCut[];
   detail_id?: string | null;
   detail_of?: string | null;
   graph_hash: string;
@@ -4453,6 +4455,29 @@ export interface XlaCounterDelta {
   uncached: number;
 }
 /**
+ * One graph cut inside a step that ran a program (issue 33, design 0063): a host read of
+ * a pending tensor (``item``, ``float()``, ``print/repr``, ``cpu``, ...), a
+ * ``torch_xla.sync``/``xm.mark_step`` the snippet calls, or the step's end (the exhibit's own
+ * ``torch_xla.sync()``, ``line`` None). ``line``: the innermost snippet line that made it;
+ * ``compiles``: ``CompileTime`` samples, ``uncached``: ``UncachedCompile``, ``executions``:
+ * ``ExecuteTime`` samples during the call; for a host read, ``graph_hash`` (hex) of the
+ * graph it ran (``_get_graph_hash([t])``) and ``seeds``, the RNG seed updates that graph's
+ * HLO carries (one ``s64[] constant(214013)``, GetRngSeed's multiplier, each).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "XlaCut".
+ */
+export interface XlaCut {
+  call: string;
+  compiles: number;
+  executions: number;
+  graph_hash: string;
+  kind: 'host_read' | 'sync' | 'step_end';
+  line: number | null;
+  seeds: number;
+  uncached: number;
+}
+/**
  * The loop's end: ``losses`` (the first tensor ``f`` returned each step, ``.item()`` after
  * the loop), the distinct graph hashes, and ``recompiling_steps``: the steps after the first
  * whose ``UncachedCompile`` grew. ``cause`` (``shape``, ``constant``) and ``fix`` say, for a
@@ -4462,11 +4487,19 @@ export interface XlaCounterDelta {
  * of the last recompiling step's new HLO lines, from one more call of ``f`` after the loop;
  * None when none is found.
  *
+ * Inside a step (issue 33): ``seed`` when one host-read line compiled a new graph at each of
+ * its reads within a step and each carried one more RNG seed update (a random op after a
+ * host read, no sync between: the seed's update stays in the graph); ``repeat`` the same
+ * without seed updates; ``host_read`` when a host read before the step's end ran a graph (the
+ * step is split in two); ``device_pad`` a ``shape`` whose new shapes reach a pad (or
+ * concatenate) on the device, ``line`` that op's line. ``detail`` says what was counted.
+ *
  * This interface was referenced by `WireSchema`'s JSON-Schema
  * via the `definition` "XlaLoopFinished".
  */
 export interface XlaLoopFinished {
-  cause: 'shape' | 'constant' | '';
+  cause: 'shape' | 'constant' | 'device_pad' | 'seed' | 'repeat' | 'host_read' | '';
+  detail: string;
   detail_id?: string | null;
   detail_of?: string | null;
   fix: string;
@@ -5588,8 +5621,7 @@ export interface ReviewFinding {
     | 'UnexpectedTracer'
     | 'HostToDevice'
     | 'DeviceToHost'
-    | 'JitInLoop'
-    | 'StaticChanged';
+    | 'JitInLoop';
   line: number | null;
   message: string;
   steps: number;
