@@ -217,6 +217,13 @@ _OTHER_FIX = (
 )
 
 
+_NONE_FIX = (
+    "`None` is an empty pytree node to JAX, not a leaf, so it cannot stand for a value (a"
+    " frozen parameter's missing gradient) where the other tree has one. Pass"
+    " `is_leaf=lambda t: t is None` to `jax.tree.map` and handle `None` in the function"
+    " (`lambda p, g: p if g is None else p - lr * g`), or put a value there"
+    " (`jnp.zeros_like(p)`)."
+)
 _NNX_VARIABLE_FIX = (
     "The tree with the `{cls}` nodes was made by mapping over an NNX state without stopping"
     " at its Variables: `jax.tree.map(fn, nnx.state(model, nnx.Param))` applies `fn` to the"
@@ -357,7 +364,9 @@ def tree_structures(exc: BaseException, ctx: ErrorContext) -> Explanation | None
             for node, name in ((left_node, left_name), (right_node, right_name))
         )
     )
-    if diff.kind == "type" and "FrozenDict" in types and types & {"dict", "FrozenDict"} == types:
+    if left_node is None or right_node is None:
+        fix = _NONE_FIX
+    elif diff.kind == "type" and "FrozenDict" in types and types & {"dict", "FrozenDict"} == types:
         fix = _FROZEN_FIX
     elif wrapped is not None and leaf_vs_node:
         fix = _NNX_VARIABLE_FIX.format(cls=f"nnx.{type(wrapped).__name__}")

@@ -318,3 +318,21 @@ def test_argnums_is_offered_only_for_the_users_own_gradient_at_the_root() -> Non
     assert "argnums" in (failed.fix or "")
     _s, failed = explained("FO06_nnx_param_labels_broken")
     assert "argnums" not in (failed.fix or "")
+
+
+@pytest.mark.parametrize("name", ["C09_none_grads_broken", "C09_none_prefix_broken"])
+def test_a_none_where_the_other_tree_has_a_value_gets_the_none_fix(name: str) -> None:
+    # a None in either tree is an empty node (the C09 cases' notes); no argnums is offered
+    _s, failed = explained(name)
+    fix = failed.fix or ""
+    assert "is_leaf=lambda t: t is None" in fix and "argnums" not in fix
+    assert "None (a node with no children)" in (failed.explanation or "")
+
+
+def test_the_none_fix_applied_runs_as_the_hint_says() -> None:
+    s = load("C09_none_grads_fixed")
+    out = jit_call(s)
+    params, grads = s.args
+    np.testing.assert_allclose(np.asarray(out["w"]), np.asarray(params["w"]) - 0.1 * 0.5)
+    np.testing.assert_array_equal(np.asarray(out["b"]), np.asarray(params["b"]))  # untouched
+    assert grads["b"] is None
