@@ -5621,7 +5621,8 @@ export interface ReviewFinding {
     | 'UnexpectedTracer'
     | 'HostToDevice'
     | 'DeviceToHost'
-    | 'JitInLoop';
+    | 'JitInLoop'
+    | 'StaticChanged';
   line: number | null;
   message: string;
   steps: number;
