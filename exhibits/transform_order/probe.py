@@ -67,6 +67,7 @@ from jaxscope.exhibit_api import (
     plan_call,
     setting_line,
     shorten_scalar_error,
+    user_frames,
 )
 
 from exhibits.transform_order.events import ArgTraceView, TransformStackEvaluated
@@ -458,11 +459,41 @@ def run(ctx: ProbeContext) -> None:
             user_f=ctx.snippet.f,
             source=ctx.snippet.source,
         )
+    if not event.ok:
+        with ctx.stage("run"):
+            plain_failure(fun, args, stack, in_axes)
     ctx.emit(event)
     with ctx.stage("run"):
         comparisons = builtin_comparisons()
     for e in comparisons:
         ctx.emit(e)
+
+
+# The chips that only change how ``f`` is called (batched, staged out), not what is computed:
+# the stack without its differentiating chips is the plain transform of ``f``.
+PLAIN_CHIPS = ("jit", "vmap")
+
+
+def plain_failure(
+    fun: Callable[..., Any], args: tuple[Any, ...], stack: Sequence[str], in_axes: Any
+) -> None:
+    """Raise what the plain transform of ``f`` raises inside ``f``: the user's stack kept to its
+    ``jit`` and ``vmap`` chips, in their order (plain ``f(*args)`` when it has none), called
+    on ``args``. Called once the user's stack failed: when the plain transform fails too, at a
+    line of the snippet, the error is ``f``'s own (a shape bug, a Python branch on a traced
+    value under ``jit``, a donated array used again) whatever the order of the transforms, and
+    the run fails there, at the user's line, as every other exhibit's run does. When it runs,
+    or fails before ``f`` ran (vmap's sizes: the stack's ``in_axes``), the failure belongs to
+    the stack (``grad`` of a batched output, a tracer that only differentiation makes): the
+    exhibit's lesson, shown."""
+    plain = [name for name in stack if name in PLAIN_CHIPS]
+    try:
+        block_until_ready(compose(fun, plain, in_axes)(*args))
+    except Exception as exc:
+        if is_memory_error(exc) or user_frames(exc.__traceback__):
+            raise
+        # Raised before f ran (vmap's sizes, in_axes that do not fit): the stack's settings,
+        # which the exhibit shows beside the stack.
 
 
 # ---- the built-in comparisons --------------------------------------------------------------

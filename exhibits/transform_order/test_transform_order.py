@@ -14,6 +14,7 @@ import contextlib
 import json
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,20 @@ def user_event(name: str, stack: list[str] | None = None) -> TransformStackEvalu
     return events[0]
 
 
+def user_run(name: str, stack: list[str] | None = None) -> TransformStackEvaluated | Exception:
+    """:func:`user_event`, or the exception the run failed with (an error in ``f`` itself: the
+    plain transform, the stack's jit and vmap chips alone, fails at the user's line)."""
+    try:
+        return user_event(name, stack)
+    except Exception as exc:
+        return exc
+
+
+def plain_chips(stack: list[str]) -> list[str]:
+    """The stack's plain transform, written out here: its jit and vmap chips, in order."""
+    return [name for name in stack if name in ("jit", "vmap")]
+
+
 STACKS = {
     "per_example_grads": [
         ["vmap", "grad"],
@@ -79,12 +94,20 @@ CASES_STACKS = [(name, stack) for name, stacks in STACKS.items() for stack in st
 
 @pytest.mark.parametrize(("name", "stack"), CASES_STACKS, ids=lambda v: ",".join(v) or "none")
 def test_stack_equals_the_composed_transforms(name: str, stack: list[str]) -> None:
-    """Result, jaxpr and error of each stack equal the same transforms called directly."""
-    event = user_event(name, stack)
+    """Result, jaxpr and error of each stack equal the same transforms called directly; a stack
+    whose plain transform (its jit and vmap chips) fails inside ``f`` fails the run with it."""
+    event = user_run(name, stack)
     ns = load(EXAMPLE[name])
     args = tuple(ns["args"])
     in_axes = ns.get("in_axes", 0)
     g = direct(stack, ns["f"], in_axes)
+    if isinstance(event, Exception):
+        with pytest.raises(Exception) as plain:
+            direct(plain_chips(stack), ns["f"], in_axes)(*args)
+        assert type(event) is type(plain.value) and str(event) == str(plain.value)
+        with pytest.raises(type(event)):
+            g(*args)
+        return
     assert event.stack == stack
     try:
         text = str(jax.make_jaxpr(g)(*args))
@@ -134,29 +157,41 @@ def test_case_c06(variant: str) -> None:
     with the stack ``vmap`` (and from the exhibit's copy, whose ``stack`` says so)."""
     expect = json.loads((CASES / f"C06_vmap_grad_{variant}.expect.json").read_text())
     source = (CASES / f"C06_vmap_grad_{variant}.py").read_text()
+    if variant == "broken":
+        # The stack is vmap alone, the plain transform: grad's error is raised inside f (line
+        # 11), so it is f's own error, and the run fails there (issue 33, class 7).
+        for run in (
+            lambda: run_probe("transform_order", source, RunOptions(stack=["vmap"])),
+            lambda: user_event(f"C06_vmap_grad_{variant}"),
+        ):
+            with pytest.raises(TypeError) as info:
+                run()
+            assert str(info.value) == expect["error_message"]
+            frames = traceback.extract_tb(info.value.__traceback__)
+            assert [fr.lineno for fr in frames if fr.filename == "<snippet>"][-1] == expect[
+                "error_user_line"
+            ]
+        return
     for event in (
         run_probe("transform_order", source, RunOptions(stack=["vmap"])).of_type(
             TransformStackEvaluated
         )[0],
         user_event(f"C06_vmap_grad_{variant}"),
     ):
-        if variant == "broken":
-            assert not event.ok
-            assert event.error_class == expect["error_class"]
-            assert event.message == expect["error_message"]
-            assert event.source is not None and event.source.line == expect["error_user_line"]
-        else:
-            assert event.ok
-            assert event.result[0].shape == expect["vmap_out_shape"]
-            np.testing.assert_allclose(number(event.result[0].preview), expect["vmap_out"], 1e-6)
-            assert event.jaxpr is not None and event.jaxpr.text == expect["jaxpr"]
+        assert event.ok
+        assert event.result[0].shape == expect["vmap_out_shape"]
+        np.testing.assert_allclose(number(event.result[0].preview), expect["vmap_out"], 1e-6)
+        assert event.jaxpr is not None and event.jaxpr.text == expect["jaxpr"]
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLE))
 def test_examples_match_golden(name: str) -> None:
     want = json.loads((HERE / "golden" / f"{name}.json").read_text())
     assert golden(load(EXAMPLE[name])) == want, "golden out of date: run golden/regen.py"
-    event = user_event(name)
+    event = user_run(name)
+    if isinstance(event, Exception):  # f's own error (the plain transform fails inside f)
+        assert f"{type(event).__name__}: {event}" == want["error"]
+        return
     assert event.stack == want["stack"]
     if "error" in want:
         assert f"{event.error_class}: {event.message}" == want["error"]
