@@ -123,6 +123,13 @@ from jaxscope.internals.dtype_changes import Promotion as Promotion
 dtype_promotions = _dtype_changes.promotions
 dtype_eqn_count = _dtype_changes.eqn_count
 
+# ... and where a bfloat16/float16 result loses what float32 keeps (f run as written and in
+# float32, eqn by eqn).
+from jaxscope.internals.precision_loss import (
+    PrecisionLoss as PrecisionLoss,
+    precision_losses as precision_losses,
+)
+
 # The sharding exhibit: with_sharding_constraint / device_put annotations inside f.
 from jaxscope.internals.sharding_annotations import (
     ShardingAnnotation as ShardingAnnotation,
