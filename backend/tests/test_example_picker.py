@@ -8,7 +8,6 @@ was; and flax_params offered none of the real Flax programs."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,9 +20,8 @@ from exhibits.registry import (
     FLAX_REAL_PROGRAMS,
     REAL_PROGRAMS_DIR,
 )
+from testkit import run_cli
 from tests.harness import REPO
-
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 
 
 def _entries(exhibit_id: str) -> list[str]:
@@ -71,13 +69,7 @@ def test_the_cli_runs_a_borrowed_example_by_its_picker_name() -> None:
     assert path.parent.parent.name == "tracing"
 
     def run(file: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [JAXSCOPE, "run", "stations", file, "--print", "jaxpr"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=REPO,
-        )
+        return run_cli("run", "stations", file, "--print", "jaxpr", cwd=REPO)
 
     by_name, by_path = run("mlp_loss"), run(str(path))
     assert by_name.returncode == by_path.returncode == 0, by_name.stderr + by_path.stderr

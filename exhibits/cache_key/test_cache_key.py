@@ -28,13 +28,13 @@ from jaxscope.sandbox.snippet import load_snippet
 from exhibits.cache_key import probe
 from exhibits.cache_key.events import CacheKeyComputed, XlaFlagsFiltered
 from exhibits.conftest import EXHIBITS, FakeContext, run_probe
+from testkit import run_cli
 
 # jax.config.update and jax.clear_caches are untyped: read them as Any (mypy strict)
 CONFIG: Any = jax.config
 CLEAR_CACHES: Any = jax.clear_caches
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 REPO = Path(__file__).resolve().parents[2]
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 MATMUL = (EXAMPLES / "matmul.py").read_text()
 ORDER = [
     "computation",
@@ -235,34 +235,16 @@ def test_unknown_perturbation_fails() -> None:
 
 def test_cli_key_and_digests_as_jax_writes_them() -> None:
     path = str(EXAMPLES / "matmul.py")
-    printed = subprocess.run(
-        [JAXSCOPE, "run", "cache_key", path, "--print", "key"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
+    printed = run_cli("run", "cache_key", path, "--print", "key", cwd=REPO)
     assert printed.returncode == 0, printed.stderr
-    streamed = subprocess.run(
-        [JAXSCOPE, "run", "cache_key", path, "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
+    streamed = run_cli("run", "cache_key", path, "--json", cwd=REPO)
     assert streamed.returncode == 0, streamed.stderr
     events = [EVENT_ADAPTER.validate_json(line) for line in streamed.stdout.splitlines()]
     (base,) = [e for e in events if isinstance(e, CacheKeyComputed)]
     assert base.equal and base.cache_file == base.jax_key + "-cache"
     # the same worker set-up gives the same key, and --print key is JAX's key exactly
     assert printed.stdout == base.jax_key + "\n"
-    digests = subprocess.run(
-        [JAXSCOPE, "run", "cache_key", path, "--print", "digests"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
+    digests = run_cli("run", "cache_key", path, "--print", "digests", cwd=REPO)
     assert json.loads(digests.stdout) == {i.name: i.digest for i in base.ingredients}
 
 

@@ -5,8 +5,6 @@ through ``jax.monitoring`` (JAX's own trace-duration event)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +18,10 @@ from jaxscope.sandbox.snippet import load_snippet
 from exhibits.config import probe
 from exhibits.config.events import ConfigOptionsListed, ConfigRetraceChecked
 from exhibits.conftest import FakeContext
+from testkit import run_cli
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 REPO = Path(__file__).resolve().parents[2]
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 CONFIG: Any = jax.config
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 
@@ -131,14 +129,7 @@ def test_no_snippet_needed_and_same_answer_twice() -> None:
 
 
 def test_cli_options_without_a_file() -> None:
-    done = subprocess.run(
-        [JAXSCOPE, "run", "config", "-", "--print", "options"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-    )
+    done = run_cli("run", "config", "-", "--print", "options", cwd=REPO)
     assert done.returncode == 0, done.stderr
     table = json.loads(done.stdout)
     assert sorted(table) == sorted(jax.config.values)

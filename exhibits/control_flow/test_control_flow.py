@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -28,9 +27,9 @@ from exhibits.conftest import CASES, EXHIBITS, FakeContext, run_probe
 from exhibits.control_flow.events import CarryChecked, ControlFlowShown
 from exhibits.control_flow.golden.regen import EXAMPLES, golden, load
 from exhibits.control_flow.probe import FORI_TRACED_SRC, builtin, hlo_op_counts
+from testkit import run_cli
 
 HERE = EXHIBITS / "control_flow"
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 
 PRELUDE = (
     "from typing import NamedTuple\nimport jax\nimport jax.numpy as jnp\nfrom jax import lax\n"
@@ -416,9 +415,7 @@ def test_default_example_exists() -> None:
 
 
 def jaxscope(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [JAXSCOPE, *argv], capture_output=True, text=True, timeout=120, check=False
-    )
+    return run_cli(*argv)
 
 
 @pytest.mark.parametrize(

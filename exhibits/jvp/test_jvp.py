@@ -11,8 +11,6 @@ import ast
 import json
 import math
 import runpy
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +25,9 @@ from exhibits.conftest import EXHIBITS, FakeContext, run_probe
 from exhibits.jvp import probe
 from exhibits.jvp.events import JvpJaxprStaged, JvpRuleApplied
 from exhibits.jvp.golden.regen import EXAMPLES, golden, jvp_parts, load
+from testkit import run_cli
 
 GOLDEN = EXHIBITS / "jvp" / "golden"
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 EXAMPLE_PATHS = {p.stem: p for p in EXAMPLES}
 SIN_X = 1.3817732906760363  # d/dx sin(x)·x at 1 = cos(1)·1 + sin(1)
 
@@ -238,12 +236,7 @@ def test_golden_matches_the_probe(example: tuple[Path, FakeContext]) -> None:
 
 def test_cli_prints_the_jvp_jaxpr(tmp_path: Path) -> None:
     path = EXAMPLE_PATHS["sin_times_x"]
-    out = subprocess.run(
-        [JAXSCOPE, "run", "jvp", str(path), "--print", "jvp_jaxpr"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = run_cli("run", "jvp", str(path), "--print", "jvp_jaxpr")
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == truth(path)[0]
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +31,10 @@ from exhibits.nan_finder.fixtures.capture import (
     VECTOR_WHERE,
 )
 from exhibits.transpose.events import LinearJaxprStaged, TransposeStepped
+from testkit import run_cli
 
 EXAMPLES = example_sources("nan_finder")
 GOLDEN = EXHIBITS / "nan_finder" / "golden"
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 REPO = EXHIBITS.parent
 
 BROKEN = (CASES / "C22_where_sqrt_broken.py").read_text()
@@ -288,13 +286,7 @@ def test_no_where_no_cure() -> None:
 
 
 def _cli_first_nan(path: Path, stderr_has: tuple[str, ...] = ()) -> Any:
-    out = subprocess.run(
-        [JAXSCOPE, "run", "nan_finder", str(path), "--print", "first_nan"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=REPO,
-    )
+    out = run_cli("run", "nan_finder", str(path), "--print", "first_nan", cwd=REPO)
     first = json.loads(out.stdout)
     # a gradient with NaN/Inf is a finding: exit 3, said on stderr (a finite one: 0, unless f
     # hides a NaN in its forward pass)
@@ -402,13 +394,7 @@ def test_cli_nothing_to_differentiate_fails_not_no_nan(
     ``first_nan: null`` ("the gradient is finite")."""
     snippet = tmp_path / "snippet.py"
     snippet.write_text(source)
-    out = subprocess.run(
-        [JAXSCOPE, "run", "nan_finder", str(snippet), "--print", "first_nan"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
+    out = run_cli("run", "nan_finder", str(snippet), "--print", "first_nan", cwd=REPO)
     assert out.returncode != 0
     assert out.stdout.strip() != "null"
     assert "invalid_snippet" in out.stderr and words in out.stderr

@@ -9,8 +9,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,10 +25,10 @@ from exhibits.conftest import CASES, EXHIBITS, FakeContext, run_probe
 from exhibits.partial_eval.artefacts import ARTEFACTS
 from exhibits.partial_eval.events import JaxprSplit, RematPolicyMeasured, RematUnavailable
 from exhibits.partial_eval.golden import regen
+from testkit import run_cli
 
 GOLDEN = EXHIBITS / "partial_eval" / "golden"
 NAMES = sorted(regen.EXAMPLES)
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 REPO = EXHIBITS.parent
 
 
@@ -394,13 +392,7 @@ def test_cli_print(tmp_path: Path, artefact: str) -> None:
     path = regen.EXAMPLES["sin_times_x"]
     snippet = tmp_path / "snippet.py"
     snippet.write_text(path.read_text())
-    proc = subprocess.run(
-        [JAXSCOPE, "run", "partial_eval", str(snippet), "--print", artefact],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
+    proc = run_cli("run", "partial_eval", str(snippet), "--print", artefact, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     known, unknown, _, res = regen.split(ns_of("sin_times_x"))
     if artefact == "known_jaxpr":
@@ -516,13 +508,7 @@ def test_remat_unavailable_keeps_the_split_and_shows_jaxs_error() -> None:
 def test_cli_known_jaxpr_of_a_snippet_without_remat_table(tmp_path: Path) -> None:
     snippet = tmp_path / "snippet.py"
     snippet.write_text(WHILE_LOOP.read_text())
-    proc = subprocess.run(
-        [JAXSCOPE, "run", "partial_eval", str(snippet), "--print", "known_jaxpr"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
+    proc = run_cli("run", "partial_eval", str(snippet), "--print", "known_jaxpr", cwd=REPO)
     # the split is printed; jax.grad's refusal (the remat table's place) exits 3
     assert proc.returncode == 3, proc.stderr
     known, _, _, _ = regen.split(regen.load(WHILE_LOOP))
@@ -534,13 +520,7 @@ def test_cli_known_jaxpr_of_a_snippet_without_remat_table(tmp_path: Path) -> Non
     first = str(info.value).splitlines()[0]
     assert "the run finished; JAX raised ValueError in jax.grad(f)" in proc.stderr
     assert f"  ValueError: {first}" in proc.stderr and "--print remat" in proc.stderr
-    proc = subprocess.run(
-        [JAXSCOPE, "run", "partial_eval", str(snippet), "--print", "remat"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
+    proc = run_cli("run", "partial_eval", str(snippet), "--print", "remat", cwd=REPO)
     assert proc.returncode == 3, proc.stderr
     remat = json.loads(proc.stdout)
     assert remat["rows"] == []
@@ -724,13 +704,7 @@ def test_below_the_compile_limit_every_row_is_compiled_and_above_it_keeps_its_re
 
 def test_cli_remat_of_gpt_stack_finishes_with_the_residual_columns() -> None:
     """The run that timed out (issue 14, class B: 5 compiles of ~16 s against a 59 s limit)."""
-    proc = subprocess.run(
-        [JAXSCOPE, "run", "partial_eval", str(GPT_STACK), "--print", "remat"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
+    proc = run_cli("run", "partial_eval", str(GPT_STACK), "--print", "remat", cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     remat = json.loads(proc.stdout)
     assert remat["unavailable"] is None

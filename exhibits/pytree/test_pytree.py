@@ -35,6 +35,7 @@ from exhibits.pytree.events import (
 )
 from exhibits.pytree.golden.regen import EXAMPLES, golden
 from exhibits.pytree.probe import compared_event, flattened_event, run, visited_events
+from testkit import run_cli
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
@@ -430,12 +431,7 @@ def test_user_flatten_errors_propagate_at_the_users_line() -> None:
 
 
 def _cli(path: Path, name: str) -> str:
-    out = subprocess.run(
-        [JAXSCOPE, "run", "pytree", str(path), "--print", name],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = run_cli("run", "pytree", str(path), "--print", name)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 

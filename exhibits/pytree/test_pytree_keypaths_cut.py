@@ -7,26 +7,18 @@ Truth: ``jax.tree_util.tree_flatten_with_path`` here, through the real CLI."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import jax
 
 from exhibits.pytree import probe
-
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+from testkit import run_cli
 
 
 def keypaths_printed(tmp_path: Path, n: int) -> object:
     path = tmp_path / "leaves.py"
     path.write_text(f"def f(x):\n    return x\n\n\nargs = ([float(i) for i in range({n})],)\n")
-    out = subprocess.run(
-        [JAXSCOPE, "run", "pytree", str(path), "--print", "keypaths"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = run_cli("run", "pytree", str(path), "--print", "keypaths")
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 

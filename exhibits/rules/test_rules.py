@@ -27,11 +27,11 @@ from jaxscope.sandbox.snippet import load_snippet
 from exhibits.conftest import FakeContext
 from exhibits.rules import probe
 from exhibits.rules.events import RuleRow, RulesTabulated
+from testkit import run_cli
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE / "examples"
 REPO = HERE.parents[1]
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 SITE = Path(jax.__file__).resolve().parents[1]
 
 # Links ``internals.ad_rules`` (the lead's) still gets wrong, reported: the rule is found but
@@ -263,14 +263,7 @@ def test_row_definition_lines(tabulated: RulesTabulated) -> None:
 
 
 def test_cli_counts_without_a_file() -> None:
-    done = subprocess.run(
-        [JAXSCOPE, "run", "rules", "-", "--print", "counts"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-    )
+    done = run_cli("run", "rules", "-", "--print", "counts", cwd=REPO)
     assert done.returncode == 0, done.stderr
     counts = json.loads(done.stdout)
     # The worker's process: at least the tables of a fresh ``import jax`` process (the golden),
@@ -372,13 +365,7 @@ def test_the_primitive_count_is_the_same_in_every_run_and_process(
     first, second = runs["counts"]
     assert first == second
     # A fresh sandbox worker (the page's and the CLI's) counts the same.
-    cli = subprocess.run(
-        [JAXSCOPE, "run", "rules", str(example), "--print", "counts"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=REPO,
-    )
+    cli = run_cli("run", "rules", str(example), "--print", "counts", cwd=REPO)
     assert cli.returncode == 0, cli.stderr
     assert json.loads(cli.stdout)["primitives"] == first
     # This test process (which ran other snippets first) counts the same.

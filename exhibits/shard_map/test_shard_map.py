@@ -10,8 +10,6 @@ each spec for the varying axes of the inputs, the snippet's ``reference`` and th
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +22,9 @@ from jaxscope.protocol import RunOptions
 from exhibits.conftest import EXHIBITS, FakeContext, run_probe
 from exhibits.shard_map.events import ShardMapBodyTraced, ShardMapChecked, ShardMapOutputsAssembled
 from exhibits.shard_map.golden.regen import EXAMPLES, golden, load, normalised
+from testkit import run_cli
 
 GOLDEN = EXHIBITS / "shard_map" / "golden"
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 EXAMPLE_PATHS = {p.stem: p for p in EXAMPLES}
 RUNNING = ["all_gather_cols", "ppermute_ring", "psum_rows"]
 FAILING = {
@@ -322,12 +320,7 @@ def test_options_spec_and_mesh_replace_the_snippets() -> None:
 
 
 def _cli(path: Path, name: str, status: int = 0) -> str:
-    out = subprocess.run(
-        [JAXSCOPE, "run", "shard_map", str(path), "--print", name],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = run_cli("run", "shard_map", str(path), "--print", name)
     assert out.returncode == status, out.stderr
     return out.stdout.strip()
 
@@ -571,12 +564,7 @@ def test_an_out_specs_axis_the_mesh_lacks_names_the_out_specs_line(tmp_path: Pat
     assert (checked.check, checked.line) == ("unknown_axis", out_line)
     path = tmp_path / "s.py"
     path.write_text(source)
-    proc = subprocess.run(
-        [JAXSCOPE, "run", "shard_map", str(path), "--print", "verdict"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run_cli("run", "shard_map", str(path), "--print", "verdict")
     assert proc.returncode == 3, proc.stderr
     assert json.loads(proc.stdout)["line"] == out_line
     assert f"at line {out_line}" in proc.stderr

@@ -19,8 +19,6 @@ if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "")
 import json
 import math
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +39,8 @@ from exhibits.sharding.golden.regen import (
     shards,
 )
 from exhibits.sharding.reading import expand_groups
+from testkit import run_cli
 
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
 # PartitionSpec's constructor is untyped
@@ -387,12 +385,7 @@ def test_c16_fixed_and_spec_table_reproduce(case: str) -> None:
 
 
 def _cli(path: Path, name: str) -> str:
-    out = subprocess.run(
-        [JAXSCOPE, "run", "sharding", str(path), "--print", name],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = run_cli("run", "sharding", str(path), "--print", name)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 

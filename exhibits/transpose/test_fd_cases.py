@@ -14,8 +14,6 @@ case whose elements cannot all be held to a difference must never read as agreem
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,9 +25,9 @@ import pytest
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.conftest import CASES
+from testkit import run_cli
 
 REPO = CASES.parent
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 # The relative tolerance of each dtype (jaxscope.finite_diff.gradient_tolerance); the margins
 # below keep every case far from it.
 TOL = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 6.25e-2}
@@ -50,12 +48,8 @@ _RUNS: dict[str, Ran] = {}
 def run(name: str) -> Ran:
     """The CLI on ``cases/<name>.py`` (once per session)."""
     if name not in _RUNS:
-        proc = subprocess.run(
-            [JAXSCOPE, "run", "transpose", str(CASES / f"{name}.py"), "--print", "fd_check"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=REPO,
+        proc = run_cli(
+            "run", "transpose", str(CASES / f"{name}.py"), "--print", "fd_check", cwd=REPO
         )
         assert proc.stdout.strip(), proc.stderr
         _RUNS[name] = Ran(proc.returncode, json.loads(proc.stdout), proc.stderr)
@@ -353,26 +347,14 @@ def test_print_verdict_and_summary_mode() -> None:
     """``--print verdict``: the verdict, the headline and the first disagreement; the summary
     mode exits 3 too and lists the artefact."""
     path = str(CASES / "FD02_ldexp_zero_broken.py")
-    proc = subprocess.run(
-        [JAXSCOPE, "run", "transpose", path, "--print", "verdict"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=REPO,
-    )
+    proc = run_cli("run", "transpose", path, "--print", "verdict", cwd=REPO)
     assert proc.returncode == 3, proc.stderr
     verdict = json.loads(proc.stdout)
     fd_check = run("FD02_ldexp_zero_broken").fd_check
     assert verdict["ok"] is False and verdict["verdict"] == "disagree"
     assert verdict["headline"] == fd_check["headline"]
     assert verdict["first"] == fd_check["disagreements"][0]
-    proc = subprocess.run(
-        [JAXSCOPE, "run", "transpose", path],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=REPO,
-    )
+    proc = run_cli("run", "transpose", path, cwd=REPO)
     assert proc.returncode == 3 and "verdict" in proc.stdout
     assert "GradientMismatch" in proc.stderr
 
@@ -448,12 +430,7 @@ def test_a_function_whose_float64_run_draws_other_bits_is_not_checked(tmp_path: 
     assert abs(value64 - value32) > 0.05 * max(1.0, abs(value32))
     path = tmp_path / "dropout.py"
     path.write_text(DROPOUT)
-    proc = subprocess.run(
-        [JAXSCOPE, "run", "transpose", str(path), "--print", "fd_check"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_cli("run", "transpose", str(path), "--print", "fd_check")
     assert proc.returncode == 0, proc.stderr  # no GradientMismatch about the wrong function
     check = json.loads(proc.stdout)
     assert check["verdict"] == "incomplete" and check["disagree_count"] == 0

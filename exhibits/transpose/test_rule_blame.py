@@ -10,9 +10,6 @@ line of the rule's ``return`` in the snippet's text.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -21,8 +18,7 @@ import pytest
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.conftest import CASES
-
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+from testkit import run_cli
 
 
 def plain_disagrees(name: str) -> bool:
@@ -59,12 +55,8 @@ def return_line(name: str, rule: str) -> int:
 )
 def test_a_wrong_custom_rule_is_blamed_at_its_return(name: str, rule: str) -> None:
     assert plain_disagrees(name)
-    proc = subprocess.run(
-        [JAXSCOPE, "run", "transpose", str(CASES / f"{name}.py"), "--print", "verdict"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=CASES.parent,
+    proc = run_cli(
+        "run", "transpose", str(CASES / f"{name}.py"), "--print", "verdict", cwd=CASES.parent
     )
     line = return_line(name, rule)
     assert proc.returncode == 3, proc.stderr
@@ -77,13 +69,7 @@ def test_a_wrong_custom_rule_is_blamed_at_its_return(name: str, rule: str) -> No
 def test_the_fixed_rule_agrees_and_blames_nothing() -> None:
     assert not plain_disagrees("CR01_log1pexp_bwd_fixed")
     fixed = str(CASES / "CR01_log1pexp_bwd_fixed.py")
-    proc = subprocess.run(
-        [JAXSCOPE, "run", "transpose", fixed, "--print", "verdict"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=CASES.parent,
-    )
+    proc = run_cli("run", "transpose", fixed, "--print", "verdict", cwd=CASES.parent)
     assert proc.returncode == 0, proc.stderr
     verdict = json.loads(proc.stdout)
     assert verdict["verdict"] == "agree" and "custom_vjp rule" not in verdict["headline"]

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +29,12 @@ from exhibits.transpose.events import (
     TransposeStepped,
 )
 from exhibits.transpose.probe import nested
+from testkit import run_cli
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "golden"
 EXAMPLES = REGISTRY["transpose"].example_paths()
 REPO = EXHIBITS.parent
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 
 
 def same_as_golden(got: Any, want: Any) -> None:
@@ -257,19 +255,8 @@ def _fd_check_leaves_out_the_nans(check: GradientChecked) -> None:
 
 
 def test_cli_fd_check_lists_what_it_did_not_compare(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [
-            JAXSCOPE,
-            "run",
-            "transpose",
-            str(CASES / "C22_where_sqrt_broken.py"),
-            "--print",
-            "fd_check",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
+    proc = run_cli(
+        "run", "transpose", str(CASES / "C22_where_sqrt_broken.py"), "--print", "fd_check", cwd=REPO
     )
     # No error JAX raised, but a finding: the gradient disagrees with the finite differences.
     assert proc.returncode == 3, proc.stderr
@@ -419,13 +406,7 @@ def test_cli_prints_gradient_and_fd_check(tmp_path: Path) -> None:
     path.write_text(code)
     outputs = {}
     for name in ("gradient", "fd_check", "linear_jaxpr"):
-        proc = subprocess.run(
-            [JAXSCOPE, "run", "transpose", str(path), "--print", name],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=REPO,
-        )
+        proc = run_cli("run", "transpose", str(path), "--print", name, cwd=REPO)
         assert proc.returncode == 0, proc.stderr
         outputs[name] = proc.stdout
     snippet = load_snippet(code)
@@ -642,13 +623,7 @@ def test_pytree_argument_is_its_leaves_in_tree_leaves_order() -> None:
 def test_cli_prints_a_dict_argument_as_its_leaves(tmp_path: Path) -> None:
     path = tmp_path / "mlp.py"
     path.write_text(EXAMPLES["mlp_loss"].read_text())
-    proc = subprocess.run(
-        [JAXSCOPE, "run", "transpose", str(path), "--print", "gradient"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
+    proc = run_cli("run", "transpose", str(path), "--print", "gradient", cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     snippet = load_snippet(path.read_text())
     g_params, g_x = jax.grad(snippet.f, argnums=(0, 1))(*snippet.args)
@@ -800,13 +775,7 @@ def test_cli_gradient_prints_float32_digits_as_jax(tmp_path: Path) -> None:
         "def f(x):\n    return jnp.sum(jnp.tanh(x) ** 2)\n"
         "args = (jnp.array([0.3, -1.2, 0.7]),)\n"
     )
-    proc = subprocess.run(
-        [JAXSCOPE, "run", "transpose", str(path), "--print", "gradient"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
+    proc = run_cli("run", "transpose", str(path), "--print", "gradient", cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     g = jax.grad(lambda x: jnp.sum(jnp.tanh(x) ** 2))(jnp.array([0.3, -1.2, 0.7]))
     want = "[[" + ", ".join(repr(v.item()) for v in np.asarray(g)) + "]]"
@@ -985,13 +954,7 @@ def test_cli_lists_and_prints_the_first_leaf_note(tmp_path: Path) -> None:
 
     path = tmp_path / "step.py"
     path.write_text(TRAIN_STEP)
-    proc = subprocess.run(
-        [JAXSCOPE, "run", "transpose", str(path), "--print", "output_leaf"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
+    proc = run_cli("run", "transpose", str(path), "--print", "output_leaf", cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     note, structure = proc.stdout.strip().split("\n")
     assert note.startswith("f returns a pytree of 5 leaves (tuple); differentiating its first leaf")

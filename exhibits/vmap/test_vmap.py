@@ -12,8 +12,6 @@ from __future__ import annotations
 import ast
 import importlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +26,10 @@ from jaxscope.sandbox.snippet import load_snippet
 from exhibits.conftest import EXHIBITS, FakeContext, run_probe
 from exhibits.vmap.events import BatchedJaxprStaged, BatchRuleApplied, VmapInputsMapped
 from exhibits.vmap.golden.regen import EXAMPLES, golden, load, vmap_parts
+from testkit import run_cli
 
 GOLDEN = EXHIBITS / "vmap" / "golden"
 CASES = Path(__file__).resolve().parents[2] / "cases"
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 EXAMPLE_PATHS = {p.stem: p for p in EXAMPLES}
 ERROR_EXAMPLES = {"in_axes_mismatch", "inconsistent_sizes", "no_batching_rule"}
 RUNNING = sorted(set(EXAMPLE_PATHS) - ERROR_EXAMPLES)
@@ -253,12 +251,7 @@ def test_fixed_cases_reproduce_their_outcomes(case: str) -> None:
 
 
 def _cli(path: Path, name: str) -> str:
-    out = subprocess.run(
-        [JAXSCOPE, "run", "vmap", str(path), "--print", name],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = run_cli("run", "vmap", str(path), "--print", name)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 
