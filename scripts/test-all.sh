@@ -28,6 +28,8 @@ compose_check() {
   local bin
   bin=$("$VENV/bin/python" -c 'import compose, os; print(os.path.join(os.path.dirname(compose.__file__), "docker-compose"))')
   "$bin" -f docker-compose.yml config -q
+  # The run queue's recipe (design 0065) needs its secrets set to be read: placeholders here.
+  JAXSCOPE_TOKEN=check JAXSCOPE_QUEUE_PASSWORD=check "$bin" -f docker-compose.queue.yml config -q
 }
 
 step "ruff" "$VENV/bin/ruff" check .

@@ -230,13 +230,13 @@ def build_parser() -> argparse.ArgumentParser:
         "pool",
         help="serve sandbox sessions on a Unix socket, or take runs from a run queue (hosted)",
     )
-    where = pool.add_mutually_exclusive_group(required=True)
+    where = pool.add_mutually_exclusive_group()
     where.add_argument("--socket", type=Path, metavar="PATH")
     where.add_argument(
         "--queue",
         metavar="URL",
-        help="take runs from the run queue at redis://HOST:PORT/DB (design 0065); the password "
-        "in JAXSCOPE_QUEUE_PASSWORD",
+        help="take runs from the run queue at redis://HOST:PORT/DB (design 0065; default "
+        "JAXSCOPE_QUEUE); the password in JAXSCOPE_QUEUE_PASSWORD",
     )
     pool.add_argument(
         "--lanes",
@@ -626,7 +626,15 @@ def _pool(ns: argparse.Namespace) -> int:
     if refusal := sandbox_refusal(limits):
         print(refusal, file=sys.stderr)
         return EXIT_USAGE
-    if ns.queue is not None:
+    if ns.socket is None:
+        ns.queue = ns.queue or settings.queue
+        if not ns.queue:
+            print(
+                "jaxscope pool: say where runs come from: --socket PATH, or --queue URL "
+                "(or JAXSCOPE_QUEUE)",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
         return _pool_host(ns, limits, settings)
     try:
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: the socket is removed too

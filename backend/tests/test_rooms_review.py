@@ -8,6 +8,7 @@ out for the grace period."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 from jaxscope.protocol import (
     EVENT_ADAPTER,
@@ -20,7 +21,9 @@ from jaxscope.protocol import (
     RoomOpened,
     RoomRefused,
     RoomUpdated,
+    RunFinished,
     RunRequest,
+    StageStarted,
 )
 from jaxscope.server import rooms as rooms_module
 from jaxscope.server.rooms import Member, RoomRegistry, RoomSession
@@ -164,6 +167,45 @@ def test_a_full_server_frees_the_oldest_teacherless_room() -> None:
         assert opened.room in registry.rooms
         assert first.room not in registry.rooms and len(registry.rooms) == 2
         for page in (here, newcomer):
+            page.close()
+
+    asyncio.run(main())
+
+
+def test_the_relay_builds_each_frame_once_for_every_student() -> None:
+    """The teacher's run's events reach the students as frames built once: every student's
+    queue holds the very same frame string, and a frame holds many events."""
+
+    async def main() -> None:
+        registry = RoomRegistry(EXHIBITS)
+        teacher = Page(registry)
+        opened = await teacher.open()
+        students = [Page(registry, f"s{i}") for i in range(3)]
+        for page in students:
+            await page.session.request(JoinRoomRequest(room=opened.room))
+        await teacher.session.ran(RunRequest(run_id="r", exhibit="tracing", code="x"))
+        for page in students:
+            await page.received()
+        frames: list[list[str]] = [[] for _ in students]
+        for page, got in zip(students, frames, strict=True):
+            page._pump.cancel()
+            page.session.member.drop_all()
+
+            async def send_frame(text: str, got: list[str] = got) -> None:
+                got.append(text)
+
+            page._pump = asyncio.ensure_future(page.session.member.pump(page._send, send_frame))
+        for seq in range(50):
+            event = StageStarted(run_id="r", seq=seq, stage="trace")
+            teacher.session.sent(event, event.model_dump_json())
+        end = RunFinished(run_id="r", seq=50, duration_ms=1.0)
+        teacher.session.sent(end, end.model_dump_json())
+        await asyncio.sleep(0.05)
+        assert all(got == frames[0] for got in frames) and 1 <= len(frames[0]) <= 2
+        assert all(a is b for a, b in zip(frames[0], frames[1], strict=True))  # one string
+        events = [e for frame in frames[0] for e in json.loads(frame)]
+        assert [e["seq"] for e in events] == list(range(51))
+        for page in (teacher, *students):
             page.close()
 
     asyncio.run(main())

@@ -88,6 +88,16 @@ class FrameSender:
             if texts and not self._closed:
                 await self._send_text(frame_text(texts))
 
+    async def send_frame(self, frame: str) -> None:
+        """Send ``frame``, a whole frame built once for many sockets (a classroom room's relay:
+        ``server/rooms.py``), as it is, after the events that wait."""
+        if self._closed:
+            return
+        await self.flush()
+        async with self._lock:
+            if not self._closed:
+                await self._send_text(frame)
+
     def _on_timer(self) -> None:
         self._timer = None
         task = asyncio.get_running_loop().create_task(self._flush_quietly())

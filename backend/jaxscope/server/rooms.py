@@ -5,7 +5,10 @@ pages open ``/?room=ID`` and join it (``join_room``). The server then
 
 * announces every run the teacher's socket asks for to the room (``room_updated``: exhibit,
   code, options, ``teacher_run``) before the run starts, and relays the run's events, as the
-  very texts the teacher's socket was sent, to every student: a student costs no sandbox run;
+  very texts the teacher's socket was sent, to every student: a student costs no sandbox run.
+  The room coalesces them into frames once (as ``server/frames.py`` does for one socket: within
+  ``WINDOW_S``, up to ``FRAME_BYTES``), and every student's socket sends the same frame text as
+  it is: a student costs the server one send per frame, nothing per event (design 0065);
 * keeps the current run's events (up to ``replay_bytes``) for a student that joins late;
 * sends the teacher's ``drive_room`` (exhibit, code, options, stepper cursor) to the students,
   only from the socket that holds the room and only with its token (constant-time compare).
@@ -32,6 +35,7 @@ import asyncio
 import collections
 import contextlib
 import hmac
+import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Collection
@@ -50,8 +54,10 @@ from jaxscope.protocol import (
     RoomUpdated,
     RunOptions,
     RunRequest,
+    is_terminal,
 )
 from jaxscope.sandbox.request_loop import clean_text
+from jaxscope.server.frames import FRAME_BYTES, WINDOW_S, frame_text
 
 MAX_ROOMS = 64
 MAX_STUDENTS = 200
@@ -69,6 +75,9 @@ JOIN_LEAVE_EVERY_S = 2.0
 TELL_TEACHER_S = 0.5
 
 Send = Callable[[str], Awaitable[None]]
+# A member's queue holds event texts (sent through the socket's coalescing sender) and whole
+# frames (a room's relay, built once for all its students: sent as they are).
+_EVENT, _FRAME = False, True
 
 
 def _same(a: str, b: str) -> bool:
@@ -81,17 +90,18 @@ class Member:
     """One socket's outgoing room frames: a bounded queue that :meth:`pump` sends in order."""
 
     def __init__(self, limit: int) -> None:
-        self._frames: collections.deque[str] = collections.deque()
+        self._frames: collections.deque[tuple[bool, str]] = collections.deque()
         self._bytes = 0
         self._limit = limit
         self._wake = asyncio.Event()
         self.synced: str | None = None  # the teacher run whose events this student has whole
 
-    def push(self, text: str) -> bool:
-        """Queue ``text``; False (nothing queued) when that would pass the limit."""
+    def push(self, text: str, *, frame: bool = _EVENT) -> bool:
+        """Queue ``text`` (one event's JSON, or with ``frame`` a whole frame); False (nothing
+        queued) when that would pass the limit."""
         if self._bytes + len(text) > self._limit:
             return False
-        self._frames.append(text)
+        self._frames.append((frame, text))
         self._bytes += len(text)
         self._wake.set()
         return True
@@ -100,15 +110,29 @@ class Member:
         self._frames.clear()
         self._bytes = 0
 
-    async def pump(self, send: Send) -> None:
-        """Send the queued frames until cancelled."""
+    async def pump(self, send: Send, send_frame: Send | None = None) -> None:
+        """Send the queued texts until cancelled: events through ``send``, whole frames through
+        ``send_frame`` (as they are; without one, each of their events through ``send``)."""
         while True:
             await self._wake.wait()
             self._wake.clear()
             while self._frames:
-                text = self._frames.popleft()
+                frame, text = self._frames.popleft()
                 self._bytes -= len(text)
-                await send(text)
+                if not frame:
+                    await send(text)
+                elif send_frame is not None:
+                    await send_frame(text)
+                else:
+                    for item in _frame_items(text):
+                        await send(item)
+
+
+def _frame_items(frame: str) -> list[str]:
+    """The event texts of a frame built by :func:`frame_text` (for a sender without frames)."""
+    if not frame.startswith("["):
+        return [frame]
+    return [json.dumps(item, separators=(",", ":")) for item in json.loads(frame)]
 
 
 @dataclass(eq=False)
@@ -132,6 +156,10 @@ class Room:
     # when its client (or the server) needs a room.
     left_at: float | None = None
     telling: asyncio.TimerHandle | None = None
+    # The teacher's run's events not yet relayed: one frame for every student, built once.
+    relay: list[str] = field(default_factory=list)
+    relay_bytes: int = 0
+    relay_timer: asyncio.TimerHandle | None = None
 
     def count(self) -> RoomUpdated:
         """What the teacher's page is told when students come and go: the count and the run,
@@ -190,6 +218,8 @@ class RoomRegistry:
             room.grace.cancel()
         if room.telling is not None:
             room.telling.cancel()
+        if room.relay_timer is not None:
+            room.relay_timer.cancel()
         text = RoomClosed(room=room.id, message=message).model_dump_json()
         for member in [*room.students, *([room.teacher] if room.teacher else [])]:
             member.synced = None
@@ -199,13 +229,38 @@ class RoomRegistry:
         room.replay = []
 
     def broadcast(self, room: Room, text: str, *, run: bool = False) -> None:
-        """Send ``text`` to every student of ``room`` (``run``: only to those that follow its
-        current run whole); a student whose queue is full is dropped from the room."""
+        """Send ``text`` to every student of ``room`` (``run``: a frame of the run's events,
+        only to those that follow its current run whole); a student whose queue is full is
+        dropped from the room. What the relay holds goes first (the students' order is the
+        teacher's)."""
+        if not run:
+            self.relay_now(room)
         for member in list(room.students):
             if run and member.synced != room.run_id:
                 continue
-            if not member.push(text):
+            if not member.push(text, frame=run):
                 self.drop(room, member)
+
+    def relay(self, room: Room, text: str, *, now: bool = False) -> None:
+        """Add one event of the teacher's run to the frame being built for the students; it goes
+        within ``WINDOW_S``, at ``FRAME_BYTES``, or ``now``."""
+        room.relay.append(text)
+        room.relay_bytes += len(text) + 1
+        if now or room.relay_bytes >= FRAME_BYTES:
+            self.relay_now(room)
+        elif room.relay_timer is None:
+            room.relay_timer = asyncio.get_running_loop().call_later(WINDOW_S, self.relay_now, room)
+
+    def relay_now(self, room: Room) -> None:
+        """Send the frame being built to the students that follow the run."""
+        if room.relay_timer is not None:
+            room.relay_timer.cancel()
+            room.relay_timer = None
+        if not room.relay:
+            return
+        frame = frame_text(room.relay)
+        room.relay, room.relay_bytes = [], 0
+        self.broadcast(room, frame, run=True)
 
     def drop(self, room: Room, member: Member) -> None:
         room.students.discard(member)
@@ -414,6 +469,7 @@ class RoomSession:
             )
             return
         self.leave()
+        registry.relay_now(room)  # what it held is in the replay below: not sent twice
         room.students.add(self.member)
         self.room, self.teaching = room, False
         whole = room.replayable and room.run_id is not None
@@ -462,6 +518,7 @@ class RoomSession:
             return
         if request.exhibit not in self.registry.exhibits:
             return  # refused by the session; never announced (an id like ``constructor``)
+        self.registry.relay_now(room)  # the previous run's last events, before the new run
         room.exhibit, room.code, room.options = request.exhibit, request.code, request.options
         room.run_id, room.cursor = request.run_id, -1
         room.replay, room.replay_bytes, room.replayable = [], 0, True
@@ -482,7 +539,9 @@ class RoomSession:
                 room.replay_bytes += len(text)
             else:
                 room.replay, room.replay_bytes, room.replayable = [], 0, False
-        self.registry.broadcast(room, text, run=True)
+        # An answer or the run's end goes at once, as the teacher's own socket sends it.
+        urgent = is_terminal(event) or event.detail_of is not None
+        self.registry.relay(room, text, now=urgent)
 
     def leave(self) -> None:
         """This socket leaves its room: a student is gone; a teacher's room waits ``grace_s``

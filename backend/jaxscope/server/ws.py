@@ -80,7 +80,7 @@ async def serve_session(
     pump: asyncio.Task[None] | None = None
     if rooms is not None:
         member = RoomSession(rooms, Member(rooms.member_bytes), owner)
-        pump = asyncio.create_task(member.member.pump(send))
+        pump = asyncio.create_task(member.member.pump(send, frames.send_frame))
     try:
         await serve_requests(
             receive, send, session, follow if watched is not None else None, member, frames.flush
