@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar, cast
 
 import numpy as np
-from jaxscope.exhibit_api import EventBase, JaxprStaged
+from jaxscope.exhibit_api import ArrayPreview, EventBase, JaxprStaged
 
 from exhibits.digits import shortest
 from exhibits.stations.events import (
@@ -64,7 +64,7 @@ def _output(events: Sequence[EventBase]) -> str | None:
     e = _last(events, ProgramExecuted)
     if e is None:
         return None
-    whole = whole_outputs(e, events)
+    whole = whole_outputs(e.outputs, events)
     lines = [
         f"{o.path or 'output'}: {o.dtype}{o.shape}\n{whole.get(i, o.preview)}"
         for i, o in enumerate(e.outputs)
@@ -75,7 +75,7 @@ def _output(events: Sequence[EventBase]) -> str | None:
     return "\n".join(lines)
 
 
-def whole_outputs(e: ProgramExecuted, events: Sequence[EventBase]) -> dict[int, str]:
+def whole_outputs(outputs: Sequence[ArrayPreview], events: Sequence[EventBase]) -> dict[int, str]:
     """The printout of every output leaf whose preview is summarised, whole, from the run's
     :class:`OutputValuesSent` events (a run for the CLI sends them: design 0060), by output
     index: numpy's printout with every element, each float the shortest decimal that rounds
@@ -83,11 +83,11 @@ def whole_outputs(e: ProgramExecuted, events: Sequence[EventBase]) -> dict[int, 
     ``exhibits.digits.shortest``). A leaf whose parts do not add up is left to its preview."""
     parts: dict[int, list[OutputValuesSent]] = {}
     for event in events:
-        if isinstance(event, OutputValuesSent) and 0 <= event.output < len(e.outputs):
+        if isinstance(event, OutputValuesSent) and 0 <= event.output < len(outputs):
             parts.setdefault(event.output, []).append(event)
     out: dict[int, str] = {}
     for index, sent in parts.items():
-        view = e.outputs[index]
+        view = outputs[index]
         try:
             dtype = np.dtype(view.dtype)
         except TypeError:

@@ -7,6 +7,7 @@ dtype (float32, bool, bfloat16, int32)."""
 from __future__ import annotations
 
 import ast
+import re
 
 import jax
 import numpy as np
@@ -53,11 +54,15 @@ def test_every_summarised_output_comes_whole(eager: FakeContext) -> None:
         np.testing.assert_array_equal(values.astype(truth.dtype), truth)
 
 
+# ``[0]: float32[20, 10]``, ``output: float32[60, 5]``: the line above each printout
+HEADER = re.compile(r"^\S*: [a-z0-9]+\[[0-9, ]*\]$")
+
+
 def _blocks(lines: list[str]) -> list[str]:
     """The printouts under each ``path: dtype[shape]`` header line."""
     out: list[str] = []
     for line in lines:
-        if line.startswith("[") and ": " in line and line.split(": ")[1][:1].isalpha():
+        if HEADER.match(line):
             out.append("")
         else:
             out[-1] += line
@@ -68,3 +73,28 @@ def test_a_page_run_sends_no_values() -> None:
     ctx = FakeContext(snippet=load_snippet(SOURCE), on_demand=True)
     probe.run(ctx)
     assert not ctx.of_type(OutputValuesSent)
+
+
+def test_transform_order_prints_its_result_whole() -> None:
+    """The same for ``jaxscope run transform_order --print result``: the user's stack's
+    outputs past numpy's 50 elements come whole, equal to the stack written as plain JAX."""
+    source = """
+import jax.numpy as jnp
+
+
+def f(x):
+    return jnp.sum(jnp.sin(x) ** 2)
+
+
+args = (jnp.linspace(0.0, 1.0, 300, dtype=jnp.float32).reshape(60, 5),)
+stack = ["vmap", "grad"]
+"""
+    ctx = run_probe("transform_order", source)
+    assert ctx.of_type(OutputValuesSent)
+    text = EXHIBITS["transform_order"].artefacts["result"](ctx.events)
+    assert text is not None and "..." not in text
+    (got,) = _blocks(text.split("\n"))
+    snippet = load_snippet(source)
+    want = np.asarray(jax.vmap(jax.grad(snippet.f))(*snippet.args))
+    values = np.asarray(ast.literal_eval(got), np.float64).astype(want.dtype)
+    np.testing.assert_array_equal(values, want)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from jaxscope.exhibit_api import EventBase
 
 from exhibits.shown import ShownError
+from exhibits.stations.artefacts import whole_outputs
 from exhibits.transform_order.events import TransformStackEvaluated
 
 
@@ -26,7 +27,23 @@ def _result(events: Sequence[EventBase]) -> str | None:
     e = _first(events)
     if e is None or not e.ok:
         return None
-    return "\n".join(f"{o.path or 'output'}: {o.dtype}{o.shape}\n{o.preview}" for o in e.result)
+    # A run for the CLI sent the summarised results whole after the user's stack (design 0060).
+    whole = whole_outputs(e.result, _sent_after(events, e))
+    return "\n".join(
+        f"{o.path or 'output'}: {o.dtype}{o.shape}\n{whole.get(i, o.preview)}"
+        for i, o in enumerate(e.result)
+    )
+
+
+def _sent_after(events: Sequence[EventBase], e: TransformStackEvaluated) -> list[EventBase]:
+    """The events between the user's stack and the next stack evaluated (its outputs' values)."""
+    at = next(i for i, x in enumerate(events) if x is e)
+    out: list[EventBase] = []
+    for x in events[at + 1 :]:
+        if isinstance(x, TransformStackEvaluated):
+            break
+        out.append(x)
+    return out
 
 
 def _jaxpr(events: Sequence[EventBase]) -> str | None:

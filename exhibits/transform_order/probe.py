@@ -74,6 +74,7 @@ from exhibits.transform_order.events import ArgTraceView, TransformStackEvaluate
 from exhibits.transform_order.options import TransformName
 from exhibits.transpose.events import OutputLeafView
 from exhibits.vmap.options import VmapOptions
+from exhibits.whole_values import values_sent
 
 from .options import TransformOrderOptions
 
@@ -447,7 +448,7 @@ def run(ctx: ProbeContext) -> None:
     fun, args = _dynamic_fun(plan)
     fname = plan.fun_name
     with ctx.stage("run"):
-        event, _ = evaluate(
+        event, out = evaluate(
             fun,
             args,
             stack,
@@ -463,6 +464,10 @@ def run(ctx: ProbeContext) -> None:
         with ctx.stage("run"):
             plain_failure(fun, args, stack, in_axes)
     ctx.emit(event)
+    if event.ok and not ctx.on_demand:
+        # A run that prints whole artefacts (the CLI's) gets the results the previews summarise.
+        for sent in values_sent(event.result, out):
+            ctx.emit(sent)
     with ctx.stage("run"):
         comparisons = builtin_comparisons()
     for e in comparisons:
