@@ -1,5 +1,6 @@
-"""The ``jaxscope`` command as a user runs it (subprocesses): ``run`` through the real sandbox,
-and ``serve`` from a cold start to the first traced jaxpr over the websocket."""
+"""The ``jaxscope`` command: ``run`` through the real sandbox (its ``main`` in the test process,
+``testkit.run_cli``, and once as the installed console script), and ``serve`` from a cold start
+to the first traced jaxpr over the websocket (a process of its own)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from jaxscope.sandbox.snippet import load_snippet
 from websockets.sync.client import connect
 
 from exhibits.registry import EXHIBITS
+from testkit import run_cli
 from tests.harness import CASES, REPO, frame_events
 
 JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
@@ -40,6 +42,14 @@ static_argnums = (1,)
 
 
 def jaxscope(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``jaxscope ARGV...``: the command's ``main`` in this process (``testkit.run_cli``: its
+    worker a fork of the process's warm template); ``timeout`` is the worker's own limits'
+    business there. :func:`console_script` starts the installed script itself."""
+    return run_cli(*argv)
+
+
+def console_script(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """The installed ``jaxscope`` console script as a user starts it, in the repository root."""
     return subprocess.run(
         [JAXSCOPE, *argv], capture_output=True, text=True, timeout=timeout, cwd=REPO
     )
@@ -63,6 +73,17 @@ def test_print_jaxpr_is_byte_identical(tmp_path: Path, source: str | Path) -> No
     out = jaxscope("run", "tracing", str(snippet_file), "--print", "jaxpr")
     assert out.returncode == 0, out.stderr
     assert out.stdout == expected_jaxpr(code)
+
+
+def test_the_console_script_prints_the_jaxpr_as_main_does(tmp_path: Path) -> None:
+    """The installed script, in a process of its own, prints what ``main`` prints in-process
+    (the other tests call ``main``): the same bytes, JAX's own jaxpr."""
+    snippet_file = tmp_path / "snippet.py"
+    snippet_file.write_text(STATIC)
+    out = console_script("run", "tracing", str(snippet_file), "--print", "jaxpr")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == expected_jaxpr(STATIC)
+    assert out.stdout == jaxscope("run", "tracing", str(snippet_file), "--print", "jaxpr").stdout
 
 
 def test_json_lines_parse(tmp_path: Path) -> None:
