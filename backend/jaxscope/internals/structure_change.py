@@ -65,6 +65,12 @@ class StructureChange:
     def fix(self) -> str:
         """What to change so that the next call finds the cached entry."""
         thing = f"the {self.owner}" if self.owner else "that object"
+        if not self.prints_same:
+            return (
+                f"a static value changed ({self.inside}): each value compiles its own program. "
+                "Keep it fixed across calls, or make it a traced value (an array argument, or "
+                "an nnx.Variable in a module) so that one program serves every value"
+            )
         if self.owner_module == "optax":
             return (
                 "build the optax transformation once, outside the loop (tx = optax.adam(...)), "
@@ -166,9 +172,10 @@ def _detail(a: Any, b: Any) -> str:
     return f"now {pa[:200]}, before {pb[:200]}"
 
 
-def _walk(now: Any, before: Any) -> tuple[Any, Any] | None:
-    """The metadata of the first node (depth first, as JAX's explanation) whose own metadata
-    differs; None when the first difference is a type or child count (JAX says which)."""
+def _walk(now: Any, before: Any) -> tuple[Any, Any, Any] | None:
+    """The metadata (now, before) and the type of the first node (depth first, as JAX's
+    explanation) whose own metadata differs; None when the first difference is a type or a
+    child count (JAX says which)."""
     nd, bd = now.node_data(), before.node_data()
     if nd is None or bd is None:
         return None
@@ -178,7 +185,7 @@ def _walk(now: Any, before: Any) -> tuple[Any, Any] | None:
     if len(nc) != len(bc):
         return None
     if _unequal(nd[1], bd[1]):
-        return nd[1], bd[1]
+        return nd[1], bd[1], nd[0]
     for c1, c2 in zip(nc, bc, strict=True):
         if c1 != c2:
             return _walk(c1, c2)
@@ -200,7 +207,10 @@ def structure_change(name: str, now: Any, before: Any) -> StructureChange | None
     else:
         where, reason = name, "the structures differ"
     meta = _walk(now, before)
-    if meta is None:
+    # A built-in container's metadata is its keys (a dict with a key added or renamed): JAX's
+    # words and the two structures say it; there is no object inside to name.
+    plain = meta is not None and isinstance(meta[2], type) and issubclass(meta[2], (dict, tuple))
+    if meta is None or plain:
         return StructureChange(
             path=where,
             jax_reason=str(reason),
