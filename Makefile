@@ -18,23 +18,28 @@ TF_VENV := .venv-tf
 TF_PY := $(TF_VENV)/bin/python
 TF ?= yes
 WITH_TF := $(if $(filter no,$(TF)),,tf)
+# libtpu for compiling for a TPU v5e without one (docs/design/0067-tpu-compile-without-tpu.md):
+# a folder of its own (684 MB), which only the "tpu_compile" worker names; `TPU=no` leaves it out.
+TPU_SITE := .venv-tpu-site
+TPU ?= yes
+WITH_TPU := $(if $(filter no,$(TPU)),,tpu)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: serve test test-all setup setup-dev torch tf frontend chromium bubblewrap redis lint typecheck gen-check unit e2e compose-check bench clean wheel
+.PHONY: serve test test-all setup setup-dev torch tf tpu frontend chromium bubblewrap redis lint typecheck gen-check unit e2e compose-check bench clean wheel
 
-serve: setup frontend bubblewrap $(WITH_TORCH) $(WITH_TF)
+serve: setup frontend bubblewrap $(WITH_TORCH) $(WITH_TF) $(WITH_TPU)
 	$(VENV)/bin/jaxscope serve --host $(HOST) --port $(PORT)
 
-test: setup-dev frontend chromium bubblewrap redis $(WITH_TORCH) $(WITH_TF)
+test: setup-dev frontend chromium bubblewrap redis $(WITH_TORCH) $(WITH_TF) $(WITH_TPU)
 	bash scripts/test-all.sh
 
 # Everything `make test` runs, plus the whole matrices it samples and the full-size programs
 # (tests marked `full`; testkit.py, docs/design/0058-suite-that-fits.md). Run it before
 # resolving anything that touches a matrix.
-test-all: setup-dev frontend chromium bubblewrap redis $(WITH_TORCH) $(WITH_TF)
+test-all: setup-dev frontend chromium bubblewrap redis $(WITH_TORCH) $(WITH_TF) $(WITH_TPU)
 	JAXSCOPE_TEST_ALL=1 bash scripts/test-all.sh
 
 # --- installs (each step is skipped when already done) -------------------------------------
@@ -71,6 +76,15 @@ $(TF_VENV)/.ready: requirements-tf.txt
 	TF_CPP_MIN_LOG_LEVEL=2 $(TF_PY) -c "import tensorflow, tf2jax, jax, pydantic, ml_dtypes" && touch $@
 
 tf: $(TF_VENV)/.ready
+
+# libtpu 0.0.42.1 (the version jax 0.10.2's `tpu` extra pins) into a folder, not a venv: the
+# JAX venv's python loads its libtpu.so by path in the tpu_compile worker alone (--no-deps: the
+# wheel has none). 21 s and 684 MB here.
+$(TPU_SITE)/.ready: | setup
+	$(PY) -m pip install -q --no-deps --upgrade --target $(TPU_SITE) libtpu==0.0.42.1
+	test -f $(TPU_SITE)/libtpu/libtpu.so && touch $@
+
+tpu: $(TPU_SITE)/.ready
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund

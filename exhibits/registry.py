@@ -72,6 +72,10 @@ class Exhibit:
     # The kind of sandbox worker that runs the probe: "torch" for the PyTorch/XLA track (the
     # torch venv's interpreter, design 0025), "jax" for every other exhibit.
     worker: WorkerKind = "jax"
+    # Runs that another kind of worker serves, as (option, value, kind): a run whose option has
+    # that value runs in a worker of that kind (stations' ``target`` "tpu-v5e": the
+    # "tpu_compile" worker, which has libtpu; design 0067). ``sandbox.kinds.worker_kind``.
+    worker_options: tuple[tuple[str, str, WorkerKind], ...] = ()
     # This exhibit's RLIMIT_AS in bytes, when it needs another than the sandbox's default
     # (``Limits.address_space_bytes``); None keeps the default, and a default of 0 (no limit:
     # a GPU host, or ``--memory-gib 0``) is kept whatever this says.
@@ -240,6 +244,8 @@ EXHIBITS: dict[str, Exhibit] = {
             summary="Traced, Lowered, Compiled, Run: jaxpr, StableHLO, optimized HLO, the device.",
             default_example="mlp_loss",
             examples_from=("tracing",),
+            options="StationsOptions",
+            worker_options=(("target", "tpu-v5e", "tpu_compile"),),
             # It lowers, compiles and runs the program: the GPT stack took 10.3 s of worker
             # time against a 13.7 s limit at budget 1 on this 2-core machine, loaded.
             budget=2.0,

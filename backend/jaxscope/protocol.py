@@ -975,8 +975,9 @@ def __getattr__(name: str) -> Any:
 
 # The kind of sandbox worker that runs an exhibit's probe (design 0025): "jax" (the JAX venv's
 # interpreter, JAX imported), "torch" (the torch venv's interpreter: torch + torch_xla) or "tf"
-# (the TensorFlow venv's: tensorflow-cpu, tf2jax and JAX, design 0066).
-WorkerKind = Literal["jax", "torch", "tf"]
+# (the TensorFlow venv's: tensorflow-cpu, tf2jax and JAX, design 0066); "tpu_compile" (the JAX
+# venv's, with libtpu from a folder of its own: compiles for a TPU v5e without one, design 0067).
+WorkerKind = Literal["jax", "torch", "tf", "tpu_compile"]
 
 
 class ExhibitInfo(WireModel):

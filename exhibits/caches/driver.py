@@ -19,7 +19,8 @@ from exhibits.caches.events import DriverRunSummary, TransformedCallView, WorkOu
 WHERE_WATCHED = (
     "the exhibit watches jit objects in the snippet's globals, in dicts, lists and tuples "
     "there, in classes (methods) and instances defined in the snippet, in the closures of its "
-    "functions, and every jax.jit made while f runs"
+    "functions, inside Flax transforms there (nnx.jit), and every jax.jit made while f runs "
+    "(of a function, bound method, partial or callable object)"
 )
 
 

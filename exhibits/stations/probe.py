@@ -9,6 +9,10 @@
 * stage ``compile``: ``compiled = lowered.compile()`` -> :class:`ExecutableCompiled`;
 * stage ``run``: ``compiled(*dynamic_args)`` -> :class:`ProgramExecuted`.
 
+With option ``target`` "tpu-v5e" (a "tpu_compile" worker, design 0067) the arguments are
+abstract values on a TPU v5e device of libtpu's offline topology, ``lower`` is for the TPU and
+``compile`` the TPU compiler's; there is no run stage.
+
 :class:`StageTimed` events carry ``jax.monitoring``'s own durations of trace, lower and compile.
 """
 
@@ -28,6 +32,7 @@ from jaxscope.exhibit_api import (
     executable_compiled,
     jaxpr_view,
     module_lowered,
+    options_as,
     placeholder_paths,
     plan_call,
     program_executed,
@@ -35,12 +40,14 @@ from jaxscope.exhibit_api import (
     stage_timers,
 )
 
+from exhibits.stations import tpu_target
 from exhibits.stations.events import (
     ExecutableCompiled,
     ModuleLowered,
     OutputValuesSent,
     ProgramExecuted,
 )
+from exhibits.stations.options import StationsOptions
 from exhibits.tracing.recorded import emitting
 
 
@@ -48,12 +55,19 @@ def run(ctx: ProbeContext) -> None:
     """Run the four stations on ``ctx.snippet`` (user exceptions propagate unchanged)."""
     plan = plan_call(ctx.snippet)
     jf = plan.jit()
+    args, kwargs = plan.args, plan.kwargs
+    lower_kw: dict[str, Any] = {}
+    tpu = None
+    if options_as(ctx.options, StationsOptions).target == "tpu-v5e":
+        tpu = tpu_target.tpu_device()
+        args, kwargs = tpu_target.placed(args, kwargs, set(plan.normalized_argnums()), tpu)
+        lower_kw["lowering_platforms"] = tpu_target.PLATFORMS
     with stage_timers(ctx.emit, plan.fun_name):
         with ctx.stage("trace"), recording_eqns(emitting(ctx.emit)):
-            traced: Any = jf.trace(*plan.args, **plan.kwargs, **plan.static_kwargs)
+            traced: Any = jf.trace(*args, **kwargs, **plan.static_kwargs)
         ctx.emit(JaxprStaged(fun_name=plan.fun_name, jaxpr=jaxpr_view(traced.jaxpr)))
         with ctx.stage("lower"):
-            lowered: Any = traced.lower()
+            lowered: Any = traced.lower(**lower_kw)
             # The walkers' records, made this exhibit's events (design 0059).
             event = ModuleLowered.model_validate(
                 module_lowered(lowered, traced.jaxpr), from_attributes=True
@@ -64,7 +78,11 @@ def run(ctx: ProbeContext) -> None:
             compiled_event = ExecutableCompiled.model_validate(
                 executable_compiled(compiled, traced.jaxpr), from_attributes=True
             )
+        if tpu is not None:
+            compiled_event.caveats.insert(0, tpu_target.not_run_caveat(tpu))
         ctx.emit(compiled_event)
+    if tpu is not None:
+        return  # compiled for a TPU this machine does not have: nothing to run
     with ctx.stage("run"):
         args = concrete_args(plan.dynamic_args())
         # A program with effects (jax.debug.print) prints on every call: time one warm call.

@@ -17,7 +17,7 @@ const TORCH_IMPORT = 'torch and torch_xla';
  * and why. A torch worker serves one run and then retires; the pool keeps a started one for the
  * next run, so the first torch run of a server is the slow one.
  */
-export function formatWorkerStart(start: { kind: 'jax' | 'torch' | 'tf'; ms: number } | null): string | null {
+export function formatWorkerStart(start: { kind: 'jax' | 'torch' | 'tf' | 'tpu_compile'; ms: number } | null): string | null {
   if (start === null || !(start.ms >= 1000)) return null;
   const took = formatSeconds(start.ms);
   if (start.kind === 'torch') {
@@ -30,6 +30,9 @@ export function formatWorkerStart(start: { kind: 'jax' | 'torch' | 'tf'; ms: num
   if (start.kind === 'tf') {
     return `${took} of it went to starting a TensorFlow worker (a new process importing TensorFlow and JAX)`;
   }
+  if (start.kind === 'tpu_compile') {
+    return `${took} of it went to starting a TPU compile worker (a new process loading JAX and libtpu)`;
+  }
   return `${took} of it went to starting a JAX sandbox worker`;
 }
 
@@ -40,7 +43,7 @@ export function formatQueue(queue: QueueState): string {
   const about = s !== null && Number.isFinite(s) && s >= 0 ? `, about ${Math.max(1, Math.round(s))} s` : '';
   if (queue.reason === 'worker_starting') {
     // No warm worker was ready: say which kind is starting and about how long it takes.
-    const kinds = { torch: 'a PyTorch/XLA', tf: 'a TensorFlow', jax: 'a JAX' } as const;
+    const kinds = { torch: 'a PyTorch/XLA', tf: 'a TensorFlow', jax: 'a JAX', tpu_compile: 'a TPU compile (libtpu)' } as const;
     const kind = kinds[queue.worker_kind ?? 'jax'];
     const soon = s !== null && Number.isFinite(s) && s >= 0 ? `, ~${s < 1 ? s.toFixed(1) : Math.round(s)} s` : '';
     // Why a torch worker's start is slow (issue 31, item 5): design 0055 measured it.

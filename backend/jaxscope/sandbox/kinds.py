@@ -17,6 +17,12 @@ Two kinds (``jaxscope.protocol.WorkerKind``):
   the JAX of the JAX venv, since jax2tf lives in jax). Its warm-up is a JAX worker's plus
   ``import tensorflow``; like torch it starts with bubblewrap (no forked template) and the
   finder below, never the JAX venv's site-packages.
+- ``"tpu_compile"``: compiles for a TPU v5e on a machine without one (design 0067). The JAX
+  venv's interpreter, with libtpu from a folder of its own (``.venv-tpu-site/``, made by ``make
+  tpu`` with ``pip install --no-deps --target``), never on a JAX worker's path: only this kind's
+  environment names its ``libtpu.so`` (``TPU_LIBRARY_PATH``), with libtpu's offline topology
+  (:data:`TPU_COMPILE_ENV`) and ``JAX_PLATFORMS=cpu`` (the CPU stays the default backend; the
+  TPU's devices come from ``jax.experimental.topologies``). A bubblewrap start.
 
 The pool keeps one sub-pool per (kind, limits) pair (``WorkerPool.for_exhibit``). This module
 imports neither JAX nor torch.
@@ -66,6 +72,34 @@ TF_HOW_INSTALLED = (
 )
 
 
+TPU_SITE_ENV = "JAXSCOPE_TPU_SITE"
+TPU_MISSING = (
+    "compiling for a TPU needs libtpu, which is not installed here: it goes to a folder of its "
+    "own, {site} (libtpu 0.0.42.1, the version JAX 0.10.2 pins; 684 MB, about 25 s). Install "
+    "it with {how}"
+)
+TPU_HOW_CHECKOUT = "`make tpu` (`make serve` and `make test` do it too; `TPU=no` leaves it out)"
+TPU_HOW_INSTALLED = (
+    "`pip install --no-deps --target DIR libtpu==0.0.42.1`, that folder named in {env}"
+)
+# libtpu's settings for a topology without a chip (checked with libtpu 0.0.42.1,
+# ``../shared/reference/tpu-offline-compile.md``): no metadata server, one host of a v5e pod
+# slice; a TPU host's own TPU_* settings are replaced (the compile is for this topology).
+TPU_COMPILE_ENV = {
+    "JAX_PLATFORMS": "cpu",
+    "TPU_SKIP_MDS_QUERY": "1",
+    "TPU_ACCELERATOR_TYPE": "v5litepod-4",
+    "TPU_WORKER_HOSTNAMES": "localhost",
+    "TPU_WORKER_ID": "0",
+}
+# The offline topology: libtpu refuses "v5e:1x1" (not divisible by its default 2x2 chips per
+# host); the program is compiled for one device of it, one chip.
+TPU_TOPOLOGY = "v5e:2x2"
+# Loading libtpu maps 2.2 GB of address space (VmPeak measured on this compile); the sandbox's
+# default RLIMIT_AS is 3 GiB, too close for a program of any size.
+TPU_COMPILE_ADDRESS_SPACE = 6 * 2**30
+
+
 def in_checkout(root: Path | None = None) -> bool:
     """Whether ``exhibits`` is run from a checkout (its Makefile beside it), not installed."""
     return ((root or CHECKOUT_ROOT) / "Makefile").is_file()
@@ -89,11 +123,48 @@ def install_advice(root: Path | None = None) -> str:
     return HOW_INSTALLED.format(env=TORCH_PYTHON_ENV)
 
 
-def worker_kind(exhibit_id: str) -> WorkerKind:
-    """The kind of worker that runs ``exhibit_id`` ("jax" for an unknown id: the run then fails
+def worker_kind(exhibit_id: str, options: object = None) -> WorkerKind:
+    """The kind of worker that runs ``exhibit_id`` with run ``options`` (a ``RunOptions``, or
+    None for the defaults): the exhibit's ``worker``, or the kind of the first of its
+    ``worker_options`` whose option has that value ("jax" for an unknown id: the run then fails
     as an unknown exhibit inside a JAX worker, as before)."""
     exhibit = EXHIBITS.get(exhibit_id)
-    return exhibit.worker if exhibit else "jax"
+    if exhibit is None:
+        return "jax"
+    for option, value, kind in exhibit.worker_options:
+        if getattr(options, option, None) == value:
+            return kind
+    return exhibit.worker
+
+
+def serves(kind: WorkerKind, exhibit_id: str) -> bool:
+    """Whether a worker of ``kind`` may run ``exhibit_id`` (for some options)."""
+    exhibit = EXHIBITS.get(exhibit_id)
+    if exhibit is None:
+        return False
+    return kind == exhibit.worker or kind in {k for _, _, k in exhibit.worker_options}
+
+
+def tpu_site() -> Path:
+    """The folder libtpu is installed into (``JAXSCOPE_TPU_SITE``, else the checkout's
+    ``.venv-tpu-site``, else ``$XDG_DATA_HOME/jaxscope/tpu-site``)."""
+    named = os.environ.get(TPU_SITE_ENV)
+    if named:
+        return Path(named).absolute()
+    if in_checkout():
+        return CHECKOUT_ROOT / ".venv-tpu-site"
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data) / "jaxscope" / "tpu-site"
+
+
+def tpu_library() -> Path:
+    """libtpu's shared library in :func:`tpu_site` (what ``TPU_LIBRARY_PATH`` names)."""
+    return tpu_site() / "libtpu" / "libtpu.so"
+
+
+def tpu_compile_env() -> dict[str, str]:
+    """What a "tpu_compile" worker's environment sets on top of a JAX worker's."""
+    return {**TPU_COMPILE_ENV, "TPU_LIBRARY_PATH": str(tpu_library())}
 
 
 def torch_python() -> Path:
@@ -122,7 +193,7 @@ def tf_python() -> Path:
 
 def python_of(kind: WorkerKind) -> str:
     """The interpreter a worker of ``kind`` runs (absolute path)."""
-    if kind == "jax":
+    if kind in ("jax", "tpu_compile"):
         return sys.executable
     return str(tf_python() if kind == "tf" else torch_python())
 
@@ -130,6 +201,11 @@ def python_of(kind: WorkerKind) -> str:
 def kind_problem(kind: WorkerKind) -> str | None:
     """Why workers of ``kind`` cannot start here (its venv is missing), or None."""
     if kind == "jax":
+        return None
+    if kind == "tpu_compile":
+        if not tpu_library().is_file():
+            how = TPU_HOW_CHECKOUT if in_checkout() else TPU_HOW_INSTALLED.format(env=TPU_SITE_ENV)
+            return TPU_MISSING.format(site=tpu_site(), how=how)
         return None
     if kind == "tf":
         python = tf_python()
@@ -143,12 +219,15 @@ def kind_problem(kind: WorkerKind) -> str | None:
     return None
 
 
-def exhibit_limits(exhibit_id: str, limits: Limits) -> Limits:
+def exhibit_limits(exhibit_id: str, limits: Limits, kind: WorkerKind | None = None) -> Limits:
     """The limits a worker for ``exhibit_id`` starts with: ``limits`` with the exhibit's own
-    ``address_space_bytes`` where it sets one and ``limits`` has a limit at all (0, no
-    ``RLIMIT_AS``, stays 0)."""
+    ``address_space_bytes`` where it sets one (or, for a "tpu_compile" ``kind``,
+    :data:`TPU_COMPILE_ADDRESS_SPACE`) and ``limits`` has a limit at all (0, no ``RLIMIT_AS``,
+    stays 0)."""
     exhibit = EXHIBITS.get(exhibit_id)
     own = exhibit.address_space_bytes if exhibit else None
+    if kind == "tpu_compile":
+        own = max(own or 0, TPU_COMPILE_ADDRESS_SPACE)
     if own is None or limits.address_space_bytes == 0:
         return limits
     return dataclasses.replace(limits, address_space_bytes=own)
@@ -196,7 +275,7 @@ def runner_command(kind: WorkerKind) -> list[str]:
     follow): ``python -m jaxscope.sandbox.runner`` for JAX; for torch, the torch venv's python
     with the bootstrap above, which sees only those two packages of the JAX side; the same for
     the TensorFlow venv's python."""
-    if kind == "jax":
+    if kind in ("jax", "tpu_compile"):
         return [sys.executable, "-m", "jaxscope.sandbox.runner"]
     return [python_of(kind), "-c", package_finder(package_folders()) + _RUNNER]
 

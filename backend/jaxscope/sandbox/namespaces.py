@@ -186,6 +186,10 @@ def bwrap_argv(
     argv += ["--perms", "0755", "--dir", "/etc"]
     for name in _ETC_FILES:
         argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    # The CPU list's parents too: made by bwrap they would be 0700 (root's), and a worker under
+    # its own uid could not read the list (libtpu's tcmalloc aborts without it: design 0067).
+    for parent in ("/sys", "/sys/devices", "/sys/devices/system"):
+        argv += ["--perms", "0755", "--dir", parent]
     argv += [
         "--ro-bind-try",
         "/sys/devices/system/cpu",

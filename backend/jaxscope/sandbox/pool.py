@@ -42,10 +42,16 @@ KIND_MEMORY_BYTES: dict[WorkerKind, int] = {
     "jax": 768 * 2**20,
     "torch": 4 * 2**30,
     "tf": 2 * 2**30,  # TensorFlow + JAX, design 0066
+    "tpu_compile": 1 * 2**30,  # JAX + libtpu: 0.4 GB resident after a small compile, design 0067
 }
 # A first worker start's typical seconds per kind (JAX: the template imports JAX and the probes,
 # then forks; torch: a bwrap start that imports torch_xla), before the pool measured its own.
-FIRST_START_S: dict[WorkerKind, float] = {"jax": 3.0, "torch": 10.0, "tf": 10.0}
+FIRST_START_S: dict[WorkerKind, float] = {
+    "jax": 3.0,
+    "torch": 10.0,
+    "tf": 10.0,
+    "tpu_compile": 8.0,
+}
 # Safety net for the wake-ups below (a worker that exits on its own is noticed by polling).
 _POLL_S = 0.5
 
@@ -110,13 +116,14 @@ class WorkerPool:
         """Begin warming ``size`` workers in the background (call inside the event loop)."""
         self._fill()
 
-    def for_exhibit(self, exhibit_id: str) -> WorkerPool:
-        """The pool whose workers run ``exhibit_id``: this one, or (an exhibit of another worker
-        kind or with limits of its own, ``sandbox/kinds.py``) a pool kept beside it, made and
-        started on the first call (inside the event loop). Such a pool keeps at most one warm
-        spare and :data:`OTHER_KIND_MAX_WORKERS` workers (a torch worker holds ~0.9 GB)."""
-        kind = worker_kind(exhibit_id)
-        limits = exhibit_limits(exhibit_id, self.limits)
+    def for_exhibit(self, exhibit_id: str, options: object = None) -> WorkerPool:
+        """The pool whose workers run ``exhibit_id`` with run ``options`` (a ``RunOptions``;
+        None: the defaults): this one, or (an exhibit or option of another worker kind, or
+        limits of its own, ``sandbox/kinds.py``) a pool kept beside it, made and started on the
+        first call (inside the event loop). Such a pool keeps at most one warm spare and
+        :data:`OTHER_KIND_MAX_WORKERS` workers (a torch worker holds ~0.9 GB)."""
+        kind = worker_kind(exhibit_id, options)
+        limits = exhibit_limits(exhibit_id, self.limits, kind)
         if (kind, limits) == (self.kind, self.limits):
             return self
         key = (kind, limits)

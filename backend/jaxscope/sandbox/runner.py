@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, get_args
 
 from pydantic_core import PydanticSerializationError
 
@@ -55,6 +55,7 @@ from jaxscope.protocol import (
     WorkerKind,
     deferred_margin,
 )
+from jaxscope.sandbox.kinds import serves
 from jaxscope.sandbox.probe_api import Snippet
 from jaxscope.sandbox.snippet import SNIPPET_MODULE
 from jaxscope.settings import (
@@ -516,6 +517,15 @@ def _warm_up(kind: WorkerKind = "jax") -> dict[str, Any]:
         import tf2jax  # noqa: F401
         from jax.experimental import jax2tf  # noqa: F401
     import jax
+
+    if kind == "tpu_compile":
+        # Load libtpu and make the offline TPU topology now (4-5 s), not in the first run
+        # (design 0067); the CPU stays the default backend (JAX_PLATFORMS=cpu).
+        from jax.experimental import topologies
+
+        from jaxscope.sandbox.kinds import TPU_TOPOLOGY
+
+        topologies.get_topology_desc(topology_name=TPU_TOPOLOGY, platform="tpu")
     import jax.numpy as jnp
 
     # The one import of internals the sandbox makes (test_import_rules.ALLOWED, design 0046).
@@ -602,7 +612,7 @@ class Probes:
         exhibit = EXHIBITS.get(exhibit_id)
         if exhibit is None:
             why = "unknown exhibit"
-        elif exhibit.worker != self.kind:
+        elif not serves(self.kind, exhibit_id):
             why = f"it runs in a {exhibit.worker} worker, not a {self.kind} worker"
         else:
             try:
@@ -883,9 +893,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--kind",
-        choices=("jax", "torch", "tf"),
+        choices=get_args(WorkerKind),
         default="jax",
-        help="the worker kind (designs 0025, 0066)",
+        help="the worker kind (designs 0025, 0066, 0067)",
     )
     ns = parser.parse_args(argv)
     limits = Limits(**json.loads(ns.limits))

@@ -96,7 +96,7 @@ def request_problem(request: RunRequest, exhibits: Collection[str]) -> str | Non
         )
     if request.exhibit not in exhibits:
         return f"unknown exhibit {request.exhibit!r}; known: {', '.join(sorted(exhibits))}"
-    return kind_problem(worker_kind(request.exhibit))
+    return kind_problem(worker_kind(request.exhibit, request.options))
 
 
 class Session:
@@ -214,16 +214,16 @@ class Session:
             )
             if worker.keeps_details:
                 self.worker = None
-                self._keep_details(worker, request.run_id, request.exhibit)
+                self._keep_details(worker, request)
             else:
                 self._drop(worker)
             return terminal
         raise AssertionError("unreachable")
 
-    def _keep_details(self, worker: WorkerProcess, run_id: str, exhibit: str) -> None:
-        self.details_worker, self.details_run_id = worker, run_id
+    def _keep_details(self, worker: WorkerProcess, request: RunRequest) -> None:
+        self.details_worker, self.details_run_id = worker, request.run_id
         self._details_until = asyncio.get_running_loop().time() + DETAILS_MAX_S
-        self._details_pool = self.pool.for_exhibit(exhibit)
+        self._details_pool = self.pool.for_exhibit(request.exhibit, request.options)
         self._details_pool.keep(worker, self.release_details)
         self._restart_details_timer()
 
@@ -296,7 +296,7 @@ class Session:
         """The session's live worker, or a new one from the pool; or the terminal event (already
         emitted) when the run was cancelled while waiting, the pool stayed full for the run's
         wall-clock limit, or the worker could not start."""
-        pool = self.pool.for_exhibit(request.exhibit)
+        pool = self.pool.for_exhibit(request.exhibit, request.options)
         worker = self.worker
         if worker is not None and worker.alive and worker.kind == pool.kind:
             return worker

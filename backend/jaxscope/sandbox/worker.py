@@ -61,6 +61,8 @@ from jaxscope.sandbox.kinds import (
     package_folders,
     python_of,
     runner_command,
+    tpu_compile_env,
+    tpu_site,
     venv_paths,
 )
 from jaxscope.sandbox.namespaces import (
@@ -202,7 +204,11 @@ def worker_env(
 
     A TensorFlow worker (``kind="tf"``, design 0066) runs JAX too and gets a JAX worker's
     environment, with TensorFlow's C++ info logs off (``TF_CPP_MIN_LOG_LEVEL=2`` unless set):
-    its import prints a dozen lines of them to the worker's stderr."""
+    its import prints a dozen lines of them to the worker's stderr.
+
+    A TPU compile worker (``kind="tpu_compile"``, design 0067) is a JAX worker whose
+    ``TPU_LIBRARY_PATH`` names libtpu's folder and whose other ``TPU_*`` settings are libtpu's
+    offline topology (``kinds.tpu_compile_env``), with ``JAX_PLATFORMS=cpu``."""
     env = {k: v for k, v in (os.environ if base is None else base).items() if _passed_to_worker(k)}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     if kind == "torch":
@@ -221,6 +227,11 @@ def worker_env(
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     if kind == "tf":
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if kind == "tpu_compile":
+        # libtpu for an offline topology (design 0067): a TPU host's own chip settings are not
+        # this compile's; only this kind's environment names libtpu at all.
+        env = {k: v for k, v in env.items() if not k.startswith(("TPU_", "LIBTPU_"))}
+        env.update(tpu_compile_env())
     _common_env(env, home)
     return env
 
@@ -582,7 +593,11 @@ class WorkerProcess:
             "--kind",
             kind,
         ]
-        extra = () if kind == "jax" else venv_paths(python)
+        extra: tuple[str, ...] = ()
+        if kind == "tpu_compile":
+            extra = (os.path.realpath(tpu_site()),)
+        elif kind != "jax":
+            extra = venv_paths(python)
         lease: UidLease | None = None
         workdir: str | None = None
         try:

@@ -173,7 +173,7 @@ export interface ExhibitInfo {
   summary: string;
   title: string;
   unavailable: string | null;
-  worker: 'jax' | 'torch' | 'tf';
+  worker: 'jax' | 'torch' | 'tf' | 'tpu_compile';
 }
 /**
  * The worker accepted the run. ``backend`` is ``jax.default_backend()``; ``devices`` the
@@ -509,7 +509,7 @@ export interface RunQueued {
   seq: number;
   type: 'run_queued';
   waiting: number;
-  worker_kind: ('jax' | 'torch' | 'tf') | null;
+  worker_kind: ('jax' | 'torch' | 'tf' | 'tpu_compile') | null;
 }
 /**
  * Not a step of the run: a server with a run queue (``serve --queue``, design 0065) took
@@ -856,6 +856,10 @@ export interface RunOptions {
    * recompile_hunt: the number of loop steps
    */
   steps: number | null;
+  /**
+   * stations: compile for this machine (host) or for a TPU v5e (compile only)
+   */
+  target: ('host' | 'tpu-v5e') | null;
   /**
    * lazy_tensor: also trace f with torchax (jaxpr, StableHLO) beside torch_xla
    */

@@ -71,7 +71,7 @@ export interface RunState {
   /** the run waited while a sandbox worker was started for it (a `run_queued` `worker_starting`
    * came): its kind and the client time (ms) from the request to the worker's first event; null
    * for a run that found a worker ready */
-  workerStart: { kind: 'jax' | 'torch' | 'tf'; ms: number } | null;
+  workerStart: { kind: 'jax' | 'torch' | 'tf' | 'tpu_compile'; ms: number } | null;
   /** why a detail could not be had (the latest `detail_failed`'s message); null otherwise */
   detailNote: string | null;
   /** the detail ids a lasting `detail_failed` answered (never asked for again) */
