@@ -22,3 +22,5 @@ f = jax.jit(_solve, donate_argnums=0)
 a = jnp.array([[4.0, 1.0], [1.0, 3.0]])
 x1 = f(a, jnp.array([1.0, 2.0]))  # a is donated here
 args = (a, jnp.array([0.0, 1.0]))  # ...and passed again: its buffer is gone
+# transform_order: the call itself, jitted (the solver is not per-row)
+stack = ["jit"]

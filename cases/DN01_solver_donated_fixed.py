@@ -22,3 +22,5 @@ f = jax.jit(_solve, donate_argnums=0)
 a = jnp.array([[4.0, 1.0], [1.0, 3.0]])
 x1 = f(a.copy(), jnp.array([1.0, 2.0]))  # the copy is donated; a is kept
 args = (a, jnp.array([0.0, 1.0]))
+# transform_order: the call itself, jitted (the solver is not per-row)
+stack = ["jit"]

@@ -23,3 +23,5 @@ state = {"w": jnp.array([0.5, -1.0, 2.0]), "step": jnp.array(0)}
 new_state = f(batch, state=state)  # state is donated here
 args = (batch,)
 kwargs = {"state": new_state}
+# transform_order: the call itself, jitted (not mapped over rows)
+stack = ["jit"]
