@@ -57,4 +57,11 @@ describe('prng view model', () => {
     expect(keyText([0, 42])).toBe('[0 42]');
     expect(callsLeftOut(events)).toBe(0);
   });
+  it('words randomness that does not advance as the finding and its fix', () => {
+    const [found] = findings(golden('dropout_not_advancing')) ?? [];
+    expect(found?.line).toBe(15);
+    expect(found?.message).toBeNull();
+    expect(found?.text).toMatch(/^randomness does not advance: jax\.random\.bernoulli at line 15/);
+    expect(found?.fix).toMatch(/^use nnx\.jit/);
+  });
 });

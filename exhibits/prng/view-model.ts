@@ -70,21 +70,42 @@ export interface Finding {
   /** the sentence under the finding */
   text: string;
   message: string | null;
+  /** randomness that does not advance: what to change (null for a plain reuse) */
+  fix: string | null;
 }
+
+// Between a not-advancing finding's words and its fix (the probe's events.FIX_MARK).
+const FIX_MARK = ' Fix: ';
 
 /** The findings of the reuse check, once the stepper reached it (null before). */
 export function findings(events: readonly Event[]): Finding[] | null {
   const checked = lastOf(events, 'key_reuse_checked');
   if (!checked) return null;
-  return checked.findings.map((f) => ({
-    line: f.line,
-    firstLine: f.first_line,
-    checker: f.checker,
-    message: f.message ?? null,
-    text:
-      `line ${f.line ?? '?'} consumes a key that line ${f.first_line ?? '?'} already consumed` +
-      (f.checker === 'jaxscope' ? ' (a raw uint32 key: found by jaxscope, not by JAX)' : ''),
-  }));
+  return checked.findings.map((f) => {
+    const at = f.message?.indexOf(FIX_MARK) ?? -1;
+    if (f.message && at >= 0) {
+      // Randomness that does not advance: the same key drew again on a later call.
+      const what = f.message.slice(0, at);
+      return {
+        line: f.line,
+        firstLine: f.first_line,
+        checker: f.checker,
+        message: null,
+        text: what,
+        fix: f.message.slice(at + FIX_MARK.length),
+      };
+    }
+    return {
+      line: f.line,
+      firstLine: f.first_line,
+      checker: f.checker,
+      message: f.message ?? null,
+      text:
+        `line ${f.line ?? '?'} consumes a key that line ${f.first_line ?? '?'} already consumed` +
+        (f.checker === 'jaxscope' ? ' (a raw uint32 key: found by jaxscope, not by JAX)' : ''),
+      fix: null,
+    };
+  });
 }
 
 /** What the checker could see: null when all keys were typed, else the plain warning. */
