@@ -125,12 +125,16 @@ def watching_cuts(log: CutLog, namespace: dict[str, Any]) -> Iterator[None]:
     def record(name: str, kind: str, method: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(method)
         def cut(*args: Any, **kwargs: Any) -> Any:
+            if kind == "host_read" and not (
+                args and isinstance(args[0], torch.Tensor) and args[0].device.type == "xla"
+            ):
+                return method(*args, **kwargs)  # a CPU tensor's read runs no program
             depth[0] += 1
             outermost = depth[0] == 1
             graph_hash = ""
             if outermost and kind == "host_read":
                 t = args[0]
-                if isinstance(t, torch.Tensor) and t.device.type == "xla" and ti.has_ir(t):
+                if ti.has_ir(t):
                     graph_hash = ti.graph_hash_hex([t])
                     if graph_hash not in log.seeds:
                         log.seeds[graph_hash] = seed_updates(ti.hlo_text([t]))
