@@ -9,7 +9,7 @@ freshly loaded snippet (new function objects, so neither side hits JAX's tracing
   through the worker's own ``RunContext.emit`` (the runner's summarising and serialisation; the
   event pipe replaced by a byte counter) —
   ``jvp``: the primal jaxpr, its ``JaxprStaged`` view, ``capture_jvp`` and its events;
-  ``partial_eval``: ``jvp_program``, ``split_event`` and its ``JaxprSplit``; ``transpose``:
+  ``partial_eval``: ``jvp_program``, ``split_program`` and its ``JaxprSplit``; ``transpose``:
   ``linearize_vjp``, ``linear_jaxpr_staged``, ``walk`` and every step's ``TransposeStepped``
   (the remat table, the gradient attempts, the finite differences and the float64 walk are
   checks, not capture, and are not included). Measured twice per repeat: as the **page** runs
@@ -56,7 +56,7 @@ from typing import Any, Literal
 import jax
 from jaxscope.internals.calling import concrete_args, plan_call
 from jaxscope.internals.jvp_steps import capture_jvp, choose_tangents, closed_function
-from jaxscope.internals.split import default_known, jvp_program, split_event, split_jaxpr
+from jaxscope.internals.split import default_known, jvp_program, split_jaxpr, split_program
 from jaxscope.internals.transpose_walk import (
     linear_jaxpr_staged,
     linearize_vjp,
@@ -68,6 +68,8 @@ from jaxscope.internals.views import jaxpr_view
 from jaxscope.protocol import JaxprStaged, RunRequest
 from jaxscope.sandbox import guard, runner
 from jaxscope.sandbox.snippet import load_snippet
+
+from exhibits.partial_eval.events import JaxprSplit
 
 SNIPPET = """
 import jax
@@ -181,8 +183,9 @@ def capture(
     ctx = _context(details, "partial_eval")
     program = jvp_program(plan)
     lap("partial_eval: jvp_program")
-    event, _ = split_event(program, default_known(len(program.labels), program.n_primals))
-    lap("partial_eval: split_event")
+    split, _ = split_program(program, default_known(len(program.labels), program.n_primals))
+    event = JaxprSplit.model_validate(split, from_attributes=True)
+    lap("partial_eval: split_program")
     ctx.emit(event)
     lap("partial_eval: event emitted")
     if contexts is not None:

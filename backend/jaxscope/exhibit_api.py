@@ -440,7 +440,7 @@ __all__ = [
     "source_lines",
     "source_statement",
     "spec_leaf_paths",
-    "split_event",
+    "split_program",
     "stage_timers",
     "store_kind",
     "store_value",

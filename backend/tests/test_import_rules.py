@@ -52,7 +52,6 @@ INTERNALS_BUILD_EXHIBIT_EVENTS = frozenset(
         ("jaxscope.internals.cache_layers", "exhibits.caches.events"),
         ("jaxscope.internals.jvp_steps", "exhibits.jvp.events"),
         ("jaxscope.internals.recompiles", "exhibits.caches.events"),
-        ("jaxscope.internals.split", "exhibits.partial_eval.events"),
         ("jaxscope.internals.transpose_walk", "exhibits.transpose.events"),
     }
 )
@@ -431,8 +430,8 @@ def test_an_allowlist_entry_no_import_uses_is_reported(tmp_path: Path) -> None:
     import went (a walker moved into its exhibit) is reported as unused."""
     internals = tmp_path / "jaxscope" / "internals"
     internals.mkdir(parents=True)
-    (internals / "split.py").write_text("from exhibits.partial_eval.events import JaxprSplit\n")
-    (internals / "jvp_steps.py").write_text("x = 1\n")
+    (internals / "jvp_steps.py").write_text("from exhibits.jvp.events import JvpRuleApplied\n")
+    (internals / "transpose_walk.py").write_text("x = 1\n")
     used = allowed_in_use(tmp_path, list(tmp_path.rglob("*.py")))
-    assert used == {("jaxscope.internals.split", "exhibits.partial_eval.events")}
-    assert ("jaxscope.internals.jvp_steps", "exhibits.jvp.events") in ALLOWED - used
+    assert used == {("jaxscope.internals.jvp_steps", "exhibits.jvp.events")}
+    assert ("jaxscope.internals.transpose_walk", "exhibits.transpose.events") in ALLOWED - used

@@ -127,13 +127,23 @@ def test_tracer_error_origin_names_fun_sourceinfo_and_debug_info_arg_names() -> 
 def test_the_remat_records_are_what_the_exhibits_event_holds() -> None:
     """``remat_table`` yields records (design 0059) that the partial_eval probe makes its
     ``remat_policy_measured`` events of, field by field: the same fields."""
+    from jaxscope.internals.split import Residual
     from jaxscope.protocol import EventBase
 
     from exhibits.partial_eval.events import RematPolicyMeasured, ResidualView
 
     wire = set(RematPolicyMeasured.model_fields) - set(EventBase.model_fields) - {"type"}
     assert set(remat.RematRow.__dataclass_fields__) == wire
-    # known_eqn is the split's: which known eqn made a residual (the remat table has none)
-    assert set(remat.Residual.__dataclass_fields__) == set(ResidualView.model_fields) - {
-        "known_eqn"
-    }
+    assert set(Residual.__dataclass_fields__) == set(ResidualView.model_fields)
+
+
+def test_the_split_record_is_what_the_exhibits_event_holds() -> None:
+    """``split_program`` returns a record (design 0059) the partial_eval probe makes its
+    ``jaxpr_split`` event of: the same fields but the two the probe adds."""
+    from jaxscope.internals.split import SplitRecord
+    from jaxscope.protocol import EventBase
+
+    from exhibits.partial_eval.events import JaxprSplit
+
+    wire = set(JaxprSplit.model_fields) - set(EventBase.model_fields) - {"type"}
+    assert set(SplitRecord.__dataclass_fields__) == wire - {"split_calls", "dropped"}

@@ -83,14 +83,17 @@ def test_views_beside_a_large_rest_share_what_the_limit_leaves(
     ended ``invalid_event``; a break-it review). The views over SUMMARY_BYTES now share what
     the rest of the event leaves of STREAM_LIMIT_BYTES (here scaled down)."""
     from jaxscope.internals.calling import plan_call
-    from jaxscope.internals.split import default_known, jvp_program, split_event
+    from jaxscope.internals.split import default_known, jvp_program, split_program
     from jaxscope.sandbox.snippet import load_snippet
+
+    from exhibits.partial_eval.events import JaxprSplit
 
     source = "import jax.numpy as jnp\n\ndef f(x):\n"
     source += "    for _ in range(150):\n        x = jnp.sin(x) * x\n    return x\n\n"
     source += "args = (jnp.ones(3),)\n"
     program = jvp_program(plan_call(load_snippet(source)))
-    event, _ = split_event(program, default_known(len(program.labels), program.n_primals))
+    record, _ = split_program(program, default_known(len(program.labels), program.n_primals))
+    event = JaxprSplit.model_validate(record, from_attributes=True)
     views = {
         name: len(getattr(event, name).model_dump_json()) for name in ("jvp", "known", "unknown")
     }

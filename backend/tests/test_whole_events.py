@@ -15,12 +15,13 @@ import jax.numpy as jnp
 import pytest
 from jaxscope import summaries
 from jaxscope.internals.calling import plan_call
-from jaxscope.internals.split import default_known, jvp_program, split_event
+from jaxscope.internals.split import default_known, jvp_program, split_program
 from jaxscope.internals.views import jaxpr_view
 from jaxscope.protocol import EVENT_ADAPTER, EventModel, ItemsSent, JaxprEqnsSent, JaxprStaged
 from jaxscope.sandbox.snippet import load_snippet
 from jaxscope.whole_events import WholeEvents, ranges_left
 
+from exhibits.partial_eval.events import JaxprSplit
 from tests.harness import REPO
 
 LOOP = """
@@ -47,7 +48,8 @@ def small_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
 def split_of_loop() -> EventModel:
     plan = plan_call(load_snippet(LOOP))
     program = jvp_program(plan)
-    event, _ = split_event(program, default_known(len(program.labels), program.n_primals))
+    record, _ = split_program(program, default_known(len(program.labels), program.n_primals))
+    event = JaxprSplit.model_validate(record, from_attributes=True)
     return event
 
 

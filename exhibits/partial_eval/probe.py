@@ -40,10 +40,10 @@ from jaxscope.exhibit_api import (
     options_as,
     plan_call,
     remat_table,
-    split_event,
+    split_program,
 )
 
-from exhibits.partial_eval.events import RematPolicyMeasured, RematUnavailable
+from exhibits.partial_eval.events import JaxprSplit, RematPolicyMeasured, RematUnavailable
 from exhibits.transpose.explain import ad_help
 
 from .options import PartialEvalOptions
@@ -67,7 +67,9 @@ def run(ctx: ProbeContext) -> None:
         known = options_as(ctx.options, PartialEvalOptions).known
         if known is None:
             known = default_known(len(program.labels), program.n_primals)
-        event, split = split_event(program, known)
+        record, split = split_program(program, known)
+        # The walker's record, made this exhibit's event (design 0059).
+        event = JaxprSplit.model_validate(record, from_attributes=True)
         calls = split_calls(program.jaxpr.jaxpr, split.known.jaxpr, split.unknown.jaxpr)
         n_eqns = len(program.jaxpr.jaxpr.eqns)
         event.split_calls = calls

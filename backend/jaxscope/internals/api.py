@@ -86,7 +86,7 @@ from jaxscope.internals.remat import (
 from jaxscope.internals.split import (
     default_known as default_known,
     jvp_program as jvp_program,
-    split_event as split_event,
+    split_program as split_program,
 )
 
 # The backward pass step by step, and the custom rules on a disagreeing gradient's path.

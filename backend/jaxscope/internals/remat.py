@@ -46,9 +46,9 @@ from jax._src import ad_checkpoint, core, source_info_util
 
 from jaxscope.finite_diff import max_abs_diff_leaves
 from jaxscope.internals.calling import CallPlan
-from jaxscope.internals.split import call_with_statics, nbytes
+from jaxscope.internals.split import Residual, call_with_statics, nbytes
 from jaxscope.internals.views import aval_view
-from jaxscope.protocol import AvalView, SourceLoc
+from jaxscope.protocol import SourceLoc
 from jaxscope.snippet_model import SNIPPET_FILENAME
 
 source_info_util.register_exclusion(__file__)
@@ -223,17 +223,6 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, int]:
         if time.perf_counter() - start > TIME_BUDGET_S and len(times) >= 3:
             break
     return statistics.median(times), len(times)
-
-
-@dataclass(frozen=True)
-class Residual:
-    """One value the backward pass keeps (``ad_checkpoint.saved_residuals``): its aval, the
-    snippet line that made it, JAX's text, its size in bytes."""
-
-    aval: AvalView
-    source: SourceLoc | None
-    description: str
-    bytes: int
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,9 @@ import numpy as np
 from jax._src import api_util, core, source_info_util
 from jax._src.interpreters import partial_eval as pe
 
-from exhibits.partial_eval.events import JaxprSplit, ResidualView
 from jaxscope.internals.calling import CallPlan
 from jaxscope.internals.views import aval_view, jaxpr_view, snippet_source
+from jaxscope.protocol import AvalView, JaxprView, SourceLoc
 
 source_info_util.register_exclusion(__file__)
 
@@ -236,8 +236,42 @@ def _describe_eqn(eqn: core.JaxprEqn) -> str:
     return f"output of {eqn.primitive.name}"
 
 
-def residual_views(split: Split, known_labels: Sequence[str]) -> list[ResidualView]:
-    """One :class:`ResidualView` per residual (the last ``len(res_avals)`` outvars of the known
+@dataclass(frozen=True)
+class Residual:
+    """One value that crosses from the forward (known) side to the linear (unknown) one, or
+    that the backward pass keeps (``remat``): its aval, the snippet line that made it, where it
+    comes from in words, its size in bytes, and the known jaxpr's eqn that made it (``None``
+    for an argument, a literal, a constant, or a residual ``saved_residuals`` listed). The
+    partial_eval probe makes its ``ResidualView`` of it (design 0059)."""
+
+    aval: AvalView
+    source: SourceLoc | None
+    description: str
+    bytes: int
+    known_eqn: int | None = None
+
+
+@dataclass(frozen=True)
+class SplitRecord:
+    """A JVP program split by JAX's partial evaluator with ``known_inputs``: its inputs (labels,
+    avals, how many are primals), the JVP, known and unknown jaxprs, which outputs are unknown,
+    and the residuals. The partial_eval probe makes its ``jaxpr_split`` event of it, with what
+    it adds (the calls split across both sides, the eqns dropped) (design 0059: the walker
+    returns records, the exhibit builds its events)."""
+
+    input_labels: list[str]
+    input_avals: list[AvalView]
+    known_inputs: list[bool]
+    n_primals: int
+    jvp: JaxprView
+    known: JaxprView
+    unknown: JaxprView
+    out_unknowns: list[bool]
+    residuals: list[Residual]
+
+
+def residual_views(split: Split, known_labels: Sequence[str]) -> list[Residual]:
+    """One :class:`Residual` per residual (the last ``len(res_avals)`` outvars of the known
     jaxpr, the first invars of the unknown one), with where it comes from in the known jaxpr."""
     jk = split.known.jaxpr
     n_res = len(split.res_avals)
@@ -248,7 +282,7 @@ def residual_views(split: Split, known_labels: Sequence[str]) -> list[ResidualVi
             producer[v] = (i, eqn)
     invar_index = {v: i for i, v in enumerate(jk.invars)}
     constvars = set(jk.constvars)
-    out: list[ResidualView] = []
+    out: list[Residual] = []
     for v, aval in zip(res_vars, split.res_avals, strict=True):
         source = None
         known_eqn = None
@@ -265,7 +299,7 @@ def residual_views(split: Split, known_labels: Sequence[str]) -> list[ResidualVi
         else:  # pragma: no cover - every known outvar is one of the above
             description = "unknown origin"
         out.append(
-            ResidualView(
+            Residual(
                 aval=aval_view(aval),
                 source=source,
                 description=description,
@@ -276,12 +310,12 @@ def residual_views(split: Split, known_labels: Sequence[str]) -> list[ResidualVi
     return out
 
 
-def split_event(program: JvpProgram, known: Sequence[bool]) -> tuple[JaxprSplit, Split]:
-    """Split ``program`` with ``known`` (one flag per input) and build the event."""
+def split_program(program: JvpProgram, known: Sequence[bool]) -> tuple[SplitRecord, Split]:
+    """Split ``program`` with ``known`` (one flag per input): the record and JAX's split."""
     check_known(known, program.labels)
     split = split_jaxpr(program.jaxpr, known)
     known_labels = [lab for lab, k in zip(program.labels, known, strict=True) if k]
-    event = JaxprSplit(
+    record = SplitRecord(
         input_labels=program.labels,
         input_avals=[aval_view(v.aval) for v in program.jaxpr.jaxpr.invars],
         known_inputs=list(known),
@@ -292,4 +326,4 @@ def split_event(program: JvpProgram, known: Sequence[bool]) -> tuple[JaxprSplit,
         out_unknowns=split.out_unknowns,
         residuals=residual_views(split, known_labels),
     )
-    return event, split
+    return record, split
