@@ -29,8 +29,8 @@ from pydantic import ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from exhibits import registry
-from exhibits.registry import EXHIBITS, EXHIBITS_DIR, Exhibit
 from exhibits.recompile_hunt.options import RecompileHuntOptions
+from exhibits.registry import EXHIBITS, EXHIBITS_DIR, Exhibit
 from exhibits.sharding.options import ShardingOptions
 from exhibits.vmap.options import VmapOptions
 
@@ -149,6 +149,7 @@ def test_run_options_is_the_composition_of_every_exhibits_options() -> None:
     # sharding's mesh/spec: each option is defined once).
     assert set(modules) == {
         "tracing",
+        "stations",
         "partial_eval",
         "vmap",
         "transform_order",
@@ -231,6 +232,7 @@ def test_the_composition_keeps_the_wire_format() -> None:
         "pjrt_device": None,
         "dynamic_plugins": None,
         "transform": None,
+        "target": None,
     }
 
 
