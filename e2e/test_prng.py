@@ -60,4 +60,15 @@ def test_prng_shows_the_reused_key(
     expect(found.get_by_test_id("checker")).to_have_text("jaxscope")
     expect(page.get_by_test_id("raw-note")).to_contain_text("cannot see")
     page.screenshot(path=str(screenshots / "prng-raw-light.png"), full_page=True)
+
+    # Randomness that does not advance (issue 33): the finding and its fix, at the draw's line.
+    dropout = PATHS["dropout_not_advancing"].read_text()
+    set_code(page, dropout)
+    run_and_wait(page)
+    found = page.get_by_test_id("reuse-finding")
+    expect(found).to_have_count(1)
+    expect(found).to_have_attribute("data-line", str(line_of(dropout, "return module(x)")))
+    expect(found).to_contain_text("randomness does not advance")
+    expect(found.get_by_test_id("reuse-fix")).to_contain_text("use nnx.jit")
+    page.screenshot(path=str(screenshots / "prng-not-advancing-light.png"), full_page=True)
     assert console_errors == []

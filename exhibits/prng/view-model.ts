@@ -85,7 +85,7 @@ export function findings(events: readonly Event[]): Finding[] | null {
     const at = f.message?.indexOf(FIX_MARK) ?? -1;
     if (f.message && at >= 0) {
       // Randomness that does not advance: the same key drew again on a later call.
-      const what = f.message.slice(0, at);
+      const what = f.message.slice(0, at).replace(/\.$/, ''); // the view adds the period
       return {
         line: f.line,
         firstLine: f.first_line,
