@@ -7,9 +7,11 @@ through ``jaxscope run`` for the exit status, the line and the fix on stderr."""
 
 from __future__ import annotations
 
+import ast
 import json
 import traceback
 
+import numpy as np
 import pytest
 from jaxscope.protocol import RunOptions
 from jaxscope.sandbox.probe_api import BLAME_ATTR
@@ -191,3 +193,24 @@ def test_the_caches_calls_are_made_as_a_script_makes_them() -> None:
     fixed = CASES / "DN03_calls_donated_fixed.py"
     assert plain_outcomes(fixed, (sequence,))[0]["ok"]
     assert run_probe("caches", fixed.read_text()).events
+
+
+def test_a_donation_inside_an_unjitted_f_fails_as_the_script_does() -> None:
+    """DN04: f calls a donating jit twice on the same array. A script's f(*args) raises at the
+    second call; stations traces f under jax.jit (where donation does nothing) and printed the
+    outputs. The runner calls such an f once as plain JAX does, before the exhibit."""
+    broken = CASES / "DN04_donated_inside_broken.py"
+    truth = plain_outcome(broken)
+    assert not truth["ok"] and truth["line"] == 24
+    proc = jaxscope_run("stations", broken, "--print", "output")
+    assert proc.returncode == 1 and proc.stdout == "", proc.stderr
+    assert f"{truth['error_class']}: {truth['message'].splitlines()[0]}" in proc.stderr
+    assert "at line 24 in f" in proc.stderr and "fix: Use the donated call's result" in proc.stderr
+    fixed = CASES / "DN04_donated_inside_fixed.py"
+    want = plain_outcome(fixed)
+    assert want["ok"]
+    out = jaxscope_run("stations", fixed, "--print", "output")
+    assert out.returncode == 0, out.stderr
+    printed = out.stdout.strip().split("\n", 1)[1]  # under the "output: float32[4, 4]" line
+    got = np.asarray(ast.literal_eval(printed), np.float32)
+    np.testing.assert_array_equal(got, np.asarray(want["leaves"][0], np.float32))

@@ -872,3 +872,8 @@ def _observe(
                     "preset, or list the calls you want in `calls`.",
                 )
                 raise
+
+
+# This probe calls the snippet's f as it is (its loop runs as a script runs it): the runner's
+# plain call of an f that donates inside (design 0060) would only run the loop twice.
+CALLS_F_AS_IS = True

@@ -178,3 +178,8 @@ def _step_event(
         jaxpr=jaxpr_view(closed) if closed is not None else None,
         watched=watched,
     )
+
+
+# This probe calls the snippet's f as it is (its loop runs as a script runs it): the runner's
+# plain call of an f that donates inside (design 0060) would only run the loop twice.
+CALLS_F_AS_IS = True

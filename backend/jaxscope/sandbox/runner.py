@@ -727,7 +727,7 @@ def run_job(
     snippet started are still running, less than one CPU budget is left of its lifetime, or the
     run changed :func:`global_state`), or None when it can take the session's next run."""
     from jaxscope.sandbox import guard
-    from jaxscope.sandbox.snippet import load_snippet
+    from jaxscope.sandbox.snippet import check_plain_call, donates_inside, load_snippet
 
     started = time.perf_counter()
     # A previous run of the session may have replaced these (its own damage, but the runner
@@ -769,6 +769,12 @@ def run_job(
         guard.set_cpu_budget(load_limit(cpu_s))
         with ctx.stage("load"):
             ctx.snippet = load_snippet(request.code, require_f=_needs_snippet(request.exhibit))
+            # A donation inside an unjitted f fails plain f(*args) but not a trace of f: such an
+            # f is called once as plain JAX calls it (design 0060), unless the probe calls f
+            # as it is anyway.
+            if ctx.snippet.defines_f and not getattr(probe, "CALLS_F_AS_IS", False):
+                if donates_inside(ctx.snippet):
+                    check_plain_call(ctx.snippet)
         ctx.credit_load(time.perf_counter() - load_started, guard.cpu_seconds_used() - load_cpu)
         ctx.current_stage = "trace"
         sizes = (

@@ -118,6 +118,45 @@ def _check_not_deleted(
         raise
 
 
+def donates_inside(snippet: Snippet) -> bool:
+    """Whether plain ``f(*args)`` may fail where a trace of ``f`` does not: ``f`` is not itself
+    jitted and the snippet jits something with ``donate_argnums``/``donate_argnames`` (read in
+    its source). Called eagerly, a donating call inside ``f`` deletes its input, and passing
+    that array again raises; traced (``jax.jit(f)``, ``make_jaxpr``), donation does nothing and
+    the exhibit would finish. Cheap: no call of ``f``."""
+    f = snippet.f
+    jitted = callable(getattr(f, "lower", None)) and callable(getattr(f, "trace", None))
+    return not jitted and "donate_arg" in snippet.source
+
+
+def check_plain_call(snippet: Snippet) -> None:
+    """Call ``f(*args, **kwargs)`` as plain JAX does, on copies of ``args``' arrays (an inner
+    donation takes the copy, not the exhibit's), its prints discarded (the exhibit's own call
+    prints them), and let what it raises fail the run, at ``f``'s line (issue 33, class 10:
+    ``step(params)`` twice inside ``f`` with ``donate_argnums``). For an exhibit that traces
+    ``f`` rather than calling it, when :func:`donates_inside`; the runner skips it for an
+    exhibit whose probe calls ``f`` as it is (``CALLS_F_AS_IS``: recompile_hunt's and caches'
+    drivers), which fails as plain JAX does already."""
+    import contextlib
+    import io
+
+    import jax
+
+    def copy(x: Any) -> Any:
+        return x.copy() if isinstance(x, jax.Array) else x
+
+    args = jax.tree.map(copy, snippet.args)
+    kwargs = jax.tree.map(copy, snippet.kwargs)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            jax.block_until_ready(snippet.f(*args, **kwargs))  # type: ignore[no-untyped-call]
+    except Exception as exc:
+        mark_during(
+            exc, "calling f(*args) as plain JAX does (f donates inside), before the exhibit"
+        )
+        raise
+
+
 def _raised_in_snippet(exc: BaseException) -> bool:
     tb = exc.__traceback__
     while tb is not None:
