@@ -6,9 +6,9 @@ pages open ``/?room=ID`` and join it (``join_room``). The server then
 * announces every run the teacher's socket asks for to the room (``room_updated``: exhibit,
   code, options, ``teacher_run``) before the run starts, and relays the run's events, as the
   very texts the teacher's socket was sent, to every student: a student costs no sandbox run.
-  The room coalesces them into frames once (as ``server/frames.py`` does for one socket: within
-  ``WINDOW_S``, up to ``FRAME_BYTES``), and every student's socket sends the same frame text as
-  it is: a student costs the server one send per frame, nothing per event (design 0065);
+  The room coalesces them into frames once (as ``server/frames.py`` does for one socket, but
+  within :data:`RELAY_WINDOW_S`, up to ``FRAME_BYTES``), and every student's socket sends the
+  same frame text as it is: a student costs one send per frame, nothing per event (design 0065);
 * keeps the current run's events (up to ``replay_bytes``) for a student that joins late;
 * sends the teacher's ``drive_room`` (exhibit, code, options, stepper cursor) to the students,
   only from the socket that holds the room and only with its token (constant-time compare).
@@ -57,7 +57,7 @@ from jaxscope.protocol import (
     is_terminal,
 )
 from jaxscope.sandbox.request_loop import clean_text
-from jaxscope.server.frames import FRAME_BYTES, WINDOW_S, frame_text
+from jaxscope.server.frames import FRAME_BYTES, frame_text
 
 MAX_ROOMS = 64
 MAX_STUDENTS = 200
@@ -73,6 +73,10 @@ JOIN_LEAVE_BURST = 10
 JOIN_LEAVE_EVERY_S = 2.0
 # The teacher's page hears of students joining and leaving at most this often.
 TELL_TEACHER_S = 0.5
+# The relay's frames wait for more of the teacher's events this long (a socket's own frames wait
+# frames.WINDOW_S, 10 ms): every frame costs each student a send, and a student can wait a tenth
+# of a second (the run's end and detail answers go at once).
+RELAY_WINDOW_S = 0.1
 
 Send = Callable[[str], Awaitable[None]]
 # A member's queue holds event texts (sent through the socket's coalescing sender) and whole
@@ -243,13 +247,15 @@ class RoomRegistry:
 
     def relay(self, room: Room, text: str, *, now: bool = False) -> None:
         """Add one event of the teacher's run to the frame being built for the students; it goes
-        within ``WINDOW_S``, at ``FRAME_BYTES``, or ``now``."""
+        within :data:`RELAY_WINDOW_S`, at ``FRAME_BYTES``, or ``now``."""
         room.relay.append(text)
         room.relay_bytes += len(text) + 1
         if now or room.relay_bytes >= FRAME_BYTES:
             self.relay_now(room)
         elif room.relay_timer is None:
-            room.relay_timer = asyncio.get_running_loop().call_later(WINDOW_S, self.relay_now, room)
+            room.relay_timer = asyncio.get_running_loop().call_later(
+                RELAY_WINDOW_S, self.relay_now, room
+            )
 
     def relay_now(self, room: Room) -> None:
         """Send the frame being built to the students that follow the run."""
