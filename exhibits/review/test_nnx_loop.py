@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from exhibits.conftest import CASES, run_probe
+from exhibits.review.events import ReviewFindingsFound
 
 _TWICE = """
 import runpy, sys
@@ -29,9 +30,8 @@ for _ in range(2):
 @pytest.fixture(scope="module", params=["broken", "fixed"])
 def reviewed(request: pytest.FixtureRequest) -> dict[str, Any]:
     path = CASES / f"NJ01_nnx_optimizer_rebuilt_{request.param}.py"
-    (found,) = [
-        e for e in run_probe("review", path.read_text()).events if e.type == "review_findings_found"
-    ]
+    events = run_probe("review", path.read_text()).events
+    (found,) = [e for e in events if isinstance(e, ReviewFindingsFound)]
     proc = subprocess.run(
         [sys.executable, "-c", _TWICE, str(path)],
         capture_output=True,
