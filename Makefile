@@ -28,18 +28,23 @@ PORT ?= 8000
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: serve test test-all setup setup-dev torch tf tpu frontend chromium bubblewrap redis lint typecheck gen-check unit e2e compose-check bench clean wheel
+.PHONY: serve test test-all test-deps test-packages setup setup-dev torch tf tpu frontend chromium bubblewrap redis lint typecheck gen-check unit e2e compose-check bench clean wheel
 
 serve: setup frontend bubblewrap $(WITH_TORCH) $(WITH_TF) $(WITH_TPU)
 	$(VENV)/bin/jaxscope serve --host $(HOST) --port $(PORT)
 
-test: setup-dev frontend chromium bubblewrap redis $(WITH_TORCH) $(WITH_TF) $(WITH_TPU)
+test: test-deps
 	bash scripts/test-all.sh
+
+# What the tests need, installed side by side (`make -j`: the venvs, npm and the frontend build
+# are mostly downloads and unpacking; design 0058), the Debian packages in one apt-get call.
+test-deps:
+	$(MAKE) -j4 --output-sync=target setup-dev frontend test-packages $(WITH_TORCH) $(WITH_TF) $(WITH_TPU)
 
 # Everything `make test` runs, plus the whole matrices it samples and the full-size programs
 # (tests marked `full`; testkit.py, docs/design/0058-suite-that-fits.md). Run it before
 # resolving anything that touches a matrix.
-test-all: setup-dev frontend chromium bubblewrap redis $(WITH_TORCH) $(WITH_TF) $(WITH_TPU)
+test-all: test-deps
 	JAXSCOPE_TEST_ALL=1 bash scripts/test-all.sh
 
 # --- installs (each step is skipped when already done) -------------------------------------
@@ -107,6 +112,16 @@ bubblewrap:
 # start their own redis-server on a free loopback port; `make serve` needs none.
 redis:
 	@command -v redis-server >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q --no-install-recommends redis-server; }
+
+# The Debian packages the tests use (Chromium, bubblewrap and setpriv, redis-server), the missing
+# ones in one apt-get call: apt-get calls cannot run side by side (dpkg's lock), and each
+# separate call would read the package lists again.
+TEST_PACKAGES := chromium:chromium bubblewrap:bwrap util-linux:setpriv redis-server:redis-server
+test-packages:
+	@missing=""; for pc in $(TEST_PACKAGES); do \
+	  command -v "$${pc#*:}" >/dev/null || missing="$$missing $${pc%%:*}"; done; \
+	[ -z "$$missing" ] || { $(SUDO) apt-get update -q && \
+	  $(SUDO) apt-get install -y -q --no-install-recommends $$missing; }
 
 # A wheel that serves the whole explorer with no Node and no clone (`pip install
 # dist/jaxscope-*.whl`, then `jaxscope serve`): the built frontend travels inside the package.
