@@ -292,7 +292,8 @@ class _Swapper:
         elif isinstance(value, type) and _snippet_class(value):
             self.seen.add(id(value))
             for k, v in list(vars(value).items()):
-                if not k.startswith("__"):
+                # a jitted __call__ too: calling an instance looks it up on the class
+                if not k.startswith("__") or is_jitted(v):
                     self.slot(v, functools.partial(setattr, value, k), depth)
         elif isinstance(value, types.FunctionType) and _from_snippet(value):
             self.seen.add(id(value))
