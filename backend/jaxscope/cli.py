@@ -32,6 +32,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -505,9 +506,31 @@ def _open_when_up(url: str, health: str) -> Path:
     return page.parent
 
 
+def _prestart_template(ns: argparse.Namespace) -> None:
+    """Start the JAX workers' warm template (design 0053) in the background, at once: its
+    interpreter imports JAX on the other core while this one imports the web app and starts
+    the pool, which then finds it ready (cold ``serve`` to the first jaxpr, issue 36). Nothing
+    for a server whose workers run elsewhere (``--pool-socket``, ``--queue``) or are bwrap
+    starts; a failure here is left to the pool's own start, which reports it."""
+    if getattr(ns, "pool_socket", None) is not None or getattr(ns, "queue", None) is not None:
+        return
+
+    def start() -> None:
+        from jaxscope.sandbox.forked import template_for, zygote_problem
+        from jaxscope.sandbox.worker import worker_env
+
+        limits = _limits(settings_from_env(workers=0).limits, ns, None)
+        if zygote_problem("jax", limits) is None:
+            with contextlib.suppress(Exception):
+                template_for(worker_env(kind="jax"))
+
+    threading.Thread(target=start, name="jaxscope-template-prestart", daemon=True).start()
+
+
 def _serve(
     ns: argparse.Namespace, watched: WatchedFile | None = None, *, open_browser: bool = False
 ) -> int:
+    _prestart_template(ns)
     from urllib.parse import quote
 
     import uvicorn
