@@ -1,17 +1,20 @@
 """The run queue on a real Redis (design 0065): ``jaxscope pool --queue`` hosts as separate
-processes, web tiers (the real app, ``Settings.queue``) in this process, a ``redis-server`` on a
-free loopback port with a password. Checked: a run goes through the queue and its jaxpr is
-``jax.make_jaxpr``'s; a page whose web tier went away resumes on another replica and gets the rest
-of its run; a malformed job is refused and logged and the host goes on; a host killed mid-run
-ends its run with ``host_lost``; a job a dead host took but never started runs elsewhere; the
-per-client share holds across hosts; a Redis restart fails the waiting run clearly and the queue
-works again; jobs carry no secret and Redis refuses a client without the password.
+processes, web tiers (the real app, ``Settings.queue``) in this process or as ``jaxscope serve
+--queue`` processes, a ``redis-server`` on a free loopback port with a password. Checked: a run
+goes through the queue and its jaxpr is ``jax.make_jaxpr``'s; a page whose web tier went away (its
+app shut down; its process SIGKILLed) resumes on another replica and gets the rest of its run;
+runs of several sessions spread over two hosts, each started once; a malformed job is refused
+and logged and the host goes on; a host killed mid-run ends its run with ``host_lost``; a job a
+dead host took but never started runs elsewhere; the per-client share holds across hosts; a
+Redis restart fails the waiting run clearly and the queue works again; jobs carry no secret and
+Redis refuses a client without the password.
 
 ``make test`` installs ``redis-server`` (the Makefile's ``redis`` target); without it here these
 tests skip, saying so."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -38,7 +41,7 @@ from jaxscope.bus.jobs import (
     meta_key,
     new_key,
 )
-from jaxscope.local_server import free_port
+from jaxscope.local_server import free_port, serving
 from jaxscope.protocol import (
     EVENT_ADAPTER,
     EventModel,
@@ -49,7 +52,10 @@ from jaxscope.protocol import (
 )
 from jaxscope.sandbox.snippet import load_snippet
 from jaxscope.server.app import create_app
+from jaxscope.server.frames import frame_objects
 from jaxscope.settings import Limits, Settings
+from websockets.asyncio.client import connect
+from websockets.typing import Origin
 
 from tests.harness import REPO, next_event, run_msg
 
@@ -175,7 +181,7 @@ def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> None:
 def host(server: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """One host on the light lane for the whole module; yields its log."""
     log = tmp_path_factory.mktemp("host") / "host.log"
-    proc = start_host(server, "light=1", log, "--per-client", "1")
+    proc = start_host(server, "light=1", log)  # --per-client 2, the default
     try:
         yield log
     finally:
@@ -300,7 +306,7 @@ def test_the_client_share_holds_across_hosts(server: RedisServer, host: Path) ->
     client = server.client()
     key = new_key()
     job = Job(key=key, lane="light", client="ef", run=json.loads(run_msg("s1", SIN)))
-    client.hset(CLIENTS, "ef", 1)  # the client holds its share (1) on some host
+    client.hset(CLIENTS, "ef", 2)  # the client holds its share (2) on other hosts
     client.set(meta_key(key), json.dumps({"run_id": "s1"}), ex=600)
     client.xadd(lane_key("light"), {"job": job.model_dump_json()})
     deadline = time.monotonic() + 20
@@ -344,3 +350,69 @@ def test_a_new_run_without_the_queue_fails_at_once() -> None:
         ws.send_text(run_msg("u1", SIN))
         failed = next_event(ws)
     assert isinstance(failed, RunFailed) and "unreachable" in failed.message
+
+
+SHORT = "import time\ntime.sleep(4)\ndef f(x):\n    return x * 2.0\nargs = (1.0,)\n"
+
+
+def test_a_killed_web_process_hands_the_page_to_the_other(server: RedisServer, host: Path) -> None:
+    """Two ``jaxscope serve --queue`` processes; the one the page is on is SIGKILLed mid-run;
+    the page reconnects to the other, resumes, and gets the rest of its run, once each."""
+    env = {**os.environ, PASSWORD_ENV: PASSWORD}
+
+    async def page() -> list[dict[str, Any]]:
+        with (
+            serving("--queue", server.url, env=env) as a,
+            serving("--queue", server.url, env=env) as b,
+        ):
+            seen: list[dict[str, Any]] = []
+
+            async def read(ws: Any) -> list[dict[str, Any]]:
+                return frame_objects(await asyncio.wait_for(ws.recv(), 60))
+
+            url_a = a.url.replace("http", "ws") + "/api/ws"
+            async with connect(url_a, origin=Origin(a.url)) as ws:
+                await ws.send(run_msg("w1", SHORT))
+                accepted = (await read(ws))[0]
+                assert accepted["type"] == "run_accepted"
+                while not any(e["type"] == "run_started" for e in seen):
+                    seen += [e for e in await read(ws) if e["type"] != "run_queued"]
+                os.killpg(a.proc.pid, signal.SIGKILL)
+                a.proc.wait(timeout=10)
+            url_b = b.url.replace("http", "ws") + "/api/ws"
+            async with connect(url_b, origin=Origin(b.url)) as ws:
+                resume = {"type": "resume", "run_id": "w1", "token": accepted["token"]}
+                await ws.send(json.dumps(resume | {"after_seq": seen[-1]["seq"]}))
+                while seen[-1]["type"] not in ("run_finished", "run_failed"):
+                    seen += await read(ws)
+            return seen
+
+    events = asyncio.run(page())
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    assert events[-1]["type"] == "run_finished", events[-1]
+
+
+def test_runs_from_several_sessions_spread_over_the_hosts(
+    server: RedisServer, host: Path, tmp_path: Path
+) -> None:
+    second = start_host(server, "light=1", tmp_path / "second.log")
+    client = server.client()
+    try:
+        with web(server) as one:
+            sockets = [one.websocket_connect(WS) for _ in range(4)]
+            tokens = []
+            for i, ws in enumerate(sockets):
+                ws.__enter__()
+                ws.send_text(run_msg(f"s{i}", SIN))
+            for i, ws in enumerate(sockets):
+                accepted = next_event(ws)
+                assert isinstance(accepted, RunAccepted)
+                tokens.append(accepted.token)
+                assert until_terminal(ws, f"s{i}")[-1].type == "run_finished"
+            for ws in sockets:
+                ws.__exit__(None, None, None)
+        # Each run started on exactly one host, and both hosts took runs.
+        hosts = {client.get(f"jaxscope:run:{t}:started") for t in tokens}
+        assert None not in hosts and len(hosts) == 2, hosts
+    finally:
+        stop(second)
