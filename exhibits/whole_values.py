@@ -21,6 +21,9 @@ from exhibits.stations.events import OutputValuesSent
 SUMMARISED_FROM = 50
 # The bytes of values one OutputValuesSent carries (1.4 MB of base64 on the line).
 BYTES_PER_EVENT = 2**20
+# The base64 all the outputs' values may take (the supervisor ends a run past 64 MiB of
+# events); an output past it keeps its preview.
+MAX_VALUES_BYTES = 32 * 2**20
 
 
 def values_sent(outputs: Sequence[ArrayPreview], out: Any) -> list[OutputValuesSent]:
@@ -32,6 +35,7 @@ def values_sent(outputs: Sequence[ArrayPreview], out: Any) -> list[OutputValuesS
     if len(leaves) != len(outputs):
         return []
     events: list[OutputValuesSent] = []
+    budget = MAX_VALUES_BYTES
     for index, (view, leaf) in enumerate(zip(outputs, leaves, strict=True)):
         try:
             arr = np.asarray(leaf)
@@ -41,6 +45,9 @@ def values_sent(outputs: Sequence[ArrayPreview], out: Any) -> list[OutputValuesS
         if arr.size <= SUMMARISED_FROM or not numeric or view.dtype != str(arr.dtype):
             continue
         flat = np.ascontiguousarray(arr).ravel()  # native order: little-endian on JAX's hosts
+        if flat.nbytes * 4 // 3 > budget:  # past the run's stream limit: its preview stands
+            continue
+        budget -= flat.nbytes * 4 // 3
         step = max(1, BYTES_PER_EVENT // flat.itemsize)
         for start in range(0, flat.size, step):
             part = flat[start : start + step]

@@ -18,12 +18,8 @@ abstract values on a TPU v5e device of libtpu's offline topology, ``lower`` is f
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
-import jax
-import jax.numpy as jnp
-import numpy as np
 from jaxscope.exhibit_api import (
     MAX_REPEATS,
     JaxprStaged,
@@ -44,11 +40,11 @@ from exhibits.stations import tpu_target
 from exhibits.stations.events import (
     ExecutableCompiled,
     ModuleLowered,
-    OutputValuesSent,
     ProgramExecuted,
 )
 from exhibits.stations.options import StationsOptions
 from exhibits.tracing.recorded import emitting
+from exhibits.whole_values import values_sent
 
 
 def run(ctx: ProbeContext) -> None:
@@ -93,45 +89,5 @@ def run(ctx: ProbeContext) -> None:
     ctx.emit(executed)
     if not ctx.on_demand:
         # A run that prints whole artefacts (the CLI's) gets the outputs the previews summarise.
-        for sent in values_sent(executed, run.values):
+        for sent in values_sent(executed.outputs, run.values):
             ctx.emit(sent)
-
-
-# numpy's printout summarises past this many elements (``preview_value``'s threshold).
-SUMMARISED_FROM = 50
-# The bytes of values one OutputValuesSent carries (1.4 MB of base64 on the line).
-BYTES_PER_EVENT = 2**20
-
-
-def values_sent(executed: ProgramExecuted, out: Any) -> list[OutputValuesSent]:
-    """The values of every output leaf whose preview is summarised, as
-    :class:`OutputValuesSent` events of at most :data:`BYTES_PER_EVENT` each, in the order of
-    ``executed.outputs``. A leaf numpy cannot hold as numbers (a PRNG key array, float0) keeps
-    its preview."""
-    leaves = jax.tree.leaves(out)
-    if len(leaves) != len(executed.outputs):
-        return []
-    events: list[OutputValuesSent] = []
-    for index, (view, leaf) in enumerate(zip(executed.outputs, leaves, strict=True)):
-        try:
-            arr = np.asarray(leaf)
-        except Exception:  # a PRNG key array: its preview is JAX's repr
-            continue
-        numeric = arr.dtype == np.bool_ or jnp.issubdtype(arr.dtype, np.number)
-        if arr.size <= SUMMARISED_FROM or not numeric or view.dtype != str(arr.dtype):
-            continue
-        flat = np.ascontiguousarray(arr).ravel()  # native order: little-endian on JAX's hosts
-        step = max(1, BYTES_PER_EVENT // flat.itemsize)
-        for start in range(0, flat.size, step):
-            part = flat[start : start + step]
-            events.append(
-                OutputValuesSent(
-                    output=index,
-                    path=view.path,
-                    dtype=str(arr.dtype),
-                    start=start,
-                    count=int(part.size),
-                    data=base64.b64encode(part.tobytes()).decode("ascii"),
-                )
-            )
-    return events

@@ -431,6 +431,13 @@ def sent_leaves(args: tuple[Any, ...], argnums: Sequence[int]) -> list[list[bool
     return out
 
 
+# The base64 the values of a run's summarised leaves may take in all: the supervisor ends a run
+# past 64 MiB of events (MAX_RUN_BYTES), and the rest of a large program's stream (its steps,
+# its linear jaxpr) needs room. A 12-layer transformer's 9.6 M float32 values take 49 MiB;
+# the leaves past this stay summaries (null in --print gradient).
+MAX_VALUES_BYTES = 50 * 2**20
+
+
 def values_sent(checked: GradientChecked, gradient: Sequence[Any]) -> list[GradientValuesSent]:
     """The values of every leaf ``checked`` summarised (``sent`` false), as
     :class:`GradientValuesSent` events of at most ``VALUES_PER_EVENT`` elements each: the
@@ -440,10 +447,15 @@ def values_sent(checked: GradientChecked, gradient: Sequence[Any]) -> list[Gradi
     if len(flat) != len(checked.leaves):
         return []
     out: list[GradientValuesSent] = []
+    budget = MAX_VALUES_BYTES
     for index, (view, value) in enumerate(zip(checked.leaves, flat, strict=True)):
         arr = np.asarray(value)
         if view.sent or not jnp.issubdtype(arr.dtype, np.floating):
             continue
+        size = arr.size * (8 if arr.dtype == np.float64 else 4) * 4 // 3
+        if size > budget:  # past the run's stream limit: this leaf stays a summary (null)
+            continue
+        budget -= size
         encoding: Literal["float32", "float64"] = (
             "float64" if arr.dtype == np.float64 else "float32"
         )
