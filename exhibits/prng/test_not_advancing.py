@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+import testkit
 from exhibits.conftest import CASES, run_probe
 from exhibits.prng.events import FIX_MARK, KeyReuseChecked
 
@@ -52,9 +53,13 @@ def _line(path: Path, text: str) -> int:
     return next(i for i, t in enumerate(path.read_text().splitlines(), 1) if t.strip() == text)
 
 
+# `make test` runs a sample of the pairs (RN01 and another), `make test-all` all four (design 0058).
+PAIRS = ["RN01_nnx_merge_dropout", *testkit.sample(list(CASES_AT)[1:], 1, key="rn_cases")]
+
+
 @pytest.fixture(
     scope="module",
-    params=[(c, v) for c in CASES_AT for v in ("broken", "fixed")],
+    params=[(c, v) for c in PAIRS for v in ("broken", "fixed")],
     ids=lambda p: f"{p[0]}_{p[1]}",
 )
 def case(request: pytest.FixtureRequest) -> dict[str, Any]:
