@@ -16,6 +16,7 @@ import json
 import logging
 import os
 from typing import Any, TypeAlias, cast
+from urllib.parse import urlsplit
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError, ResponseError
@@ -36,6 +37,7 @@ from jaxscope.bus.jobs import (
     host_key,
     lane_key,
     meta_key,
+    redact,
     started_key,
 )
 from jaxscope.protocol import RunFailed
@@ -101,6 +103,13 @@ def connect(url: str) -> Redis:
     check_url(url)
     password = os.environ.get(PASSWORD_ENV) or None
     extra: dict[str, Any] = {} if password is None or "@" in url else {"password": password}
+    if password is None and urlsplit(url).password is None:
+        log.warning(
+            "the run queue at %s has no password: whoever reaches it can read and write runs; "
+            "give Redis one (requirepass) and jaxscope the same in %s",
+            redact(url),
+            PASSWORD_ENV,
+        )
     return aioredis.Redis.from_url(
         url, socket_connect_timeout=3, socket_timeout=10, retry_on_timeout=False, **extra
     )

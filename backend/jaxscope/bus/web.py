@@ -55,6 +55,7 @@ from jaxscope.bus.store import (
 )
 from jaxscope.protocol import (
     EVENT_ADAPTER,
+    MAX_CODE_CHARS,
     CancelRequest,
     DetailFailed,
     DetailRequest,
@@ -68,7 +69,6 @@ from jaxscope.protocol import (
     is_terminal,
 )
 from jaxscope.sandbox.request_loop import NO_ROOMS, NOT_WATCHING, clean_text, parse_request
-from jaxscope.sandbox.session import request_problem
 from jaxscope.server.frames import FrameSender
 from jaxscope.server.ws import receive_text
 
@@ -122,6 +122,19 @@ class Bus:
             f"the run queue (Redis at {self.where}) is unreachable ({exc}): the run was not "
             "started; try again in a moment"
         )
+
+
+def _problem(request: RunRequest) -> str | None:
+    """Why the web tier refuses ``request`` before queueing it (its size, its exhibit), or
+    None; the pool host checks the rest as a local session does (``request_problem``)."""
+    if len(request.code) > MAX_CODE_CHARS:
+        return (
+            f"the code is {len(request.code):,} characters long; jaxscope accepts at most "
+            f"{MAX_CODE_CHARS:,}"
+        )
+    if request.exhibit not in EXHIBITS:
+        return f"unknown exhibit {request.exhibit!r}; known: {', '.join(sorted(EXHIBITS))}"
+    return None
 
 
 class _Followed:
@@ -222,7 +235,9 @@ async def bus_session(websocket: WebSocket, bus: Bus, owner: str | None) -> None
 
     async def submit(request: RunRequest) -> None:
         nonlocal followed
-        problem = request_problem(request, EXHIBITS)
+        # The size and the exhibit here; the worker kind on the host (the web tier's image has no
+        # torch venv: the host that takes the run says when it lacks the kind).
+        problem = _problem(request)
         if problem is not None:
             await emit(RunFailed(kind="invalid_request", message=problem, run_id=request.run_id))
             return
