@@ -51,6 +51,7 @@ from jaxscope.protocol import (
     RunFinished,
     RunOptions,
     RunRequest,
+    RunStarted,
     option_exhibits,
 )
 from jaxscope.settings import Limits, Settings, settings_from_env
@@ -305,6 +306,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--timeout", type=_seconds, default=None, metavar="S", help="wall-clock seconds per run"
+    )
+    run.add_argument(
+        "--device",
+        choices=("accelerator", "cpu"),
+        default=None,
+        help="where a JAX exhibit runs on a host with an accelerator: accelerator (the chip, "
+        "the default there; one run at a time) or cpu (the 8 virtual CPU devices; design 0069)",
     )
     _option_flags(run)
     _limit_flags(run)
@@ -814,11 +822,12 @@ async def run_headless(
     *,
     stream: TextIO | None = None,
     options: RunOptions | None = None,
+    device: Literal["accelerator", "cpu"] | None = None,
 ) -> list[EventModel]:
     """Run ``exhibit`` on ``code`` through a one-session pool; events in order (the last is
     the terminal one), each whole: an event too large for one line came in ranges, put back
     together here (``jaxscope.whole_events``, design 0051). With ``stream``, each event is also
-    written there as one JSON line."""
+    written there as one JSON line. ``device``: ``RunRequest.device`` (design 0069)."""
     from jaxscope.sandbox.pool import WorkerPool
     from jaxscope.sandbox.session import Session, reap_all
     from jaxscope.whole_events import WholeEvents
@@ -843,6 +852,7 @@ async def run_headless(
         exhibit=exhibit,
         code=code,
         options=options or RunOptions(),
+        device=device,
     )
     try:
         await session.run(request, emit)
@@ -861,6 +871,7 @@ def run_headless_sync(
     *,
     stream: TextIO | None = None,
     options: RunOptions | None = None,
+    device: Literal["accelerator", "cpu"] | None = None,
 ) -> list[EventModel]:
     """:func:`run_headless` in a fresh event loop. The events are handed out of the loop's main
     task, never as its result: ``asyncio.run`` puts SIGINT's handler back through
@@ -869,7 +880,11 @@ def run_headless_sync(
     out: list[list[EventModel]] = []
 
     async def main() -> None:
-        out.append(await run_headless(exhibit, code, settings, stream=stream, options=options))
+        out.append(
+            await run_headless(
+                exhibit, code, settings, stream=stream, options=options, device=device
+            )
+        )
 
     asyncio.run(main())
     return out[0]
@@ -1017,8 +1032,17 @@ def _run(ns: argparse.Namespace) -> int:
             print(f"jaxscope run --html: {exc}", file=sys.stderr)
             return EXIT_USAGE
     events = run_headless_sync(
-        exhibit.id, code, settings, stream=sys.stdout if ns.json else None, options=options
+        exhibit.id,
+        code,
+        settings,
+        stream=sys.stdout if ns.json else None,
+        options=options,
+        device=ns.device,
     )
+    for event in events:
+        if isinstance(event, RunStarted) and event.device_note:
+            # stderr: stdout may be the --json stream or an artefact a script reads
+            sys.stderr.write(f"jaxscope: note: {event.device_note}\n")
     if ns.html is not None:
         if trouble := _write_html(ns.html, template, exhibit.id, code, options, events):
             print(f"jaxscope run --html: {trouble}", file=sys.stderr)

@@ -284,6 +284,16 @@ class RunRequest(WireModel):
             "worker until its next run; the page asks for it with a DetailRequest (the page)."
         ),
     )
+    device: Literal["accelerator", "cpu"] | None = Field(
+        default=None,
+        description=(
+            "Where a JAX exhibit runs on a host with an accelerator (design 0069): accelerator "
+            "(the chip, one run at a time) or cpu (the 8 virtual CPU devices). None: the "
+            "accelerator where the host has one. Ignored by exhibits of other worker kinds."
+        ),
+        exclude_if=lambda v: v is None,
+        json_schema_extra={"x-wire-optional": True},
+    )
 
 
 class CancelRequest(WireModel):
@@ -454,6 +464,11 @@ class RunStarted(EventBase):
     # ``backend`` the ``PJRT_DEVICE`` it runs with, ``devices`` empty (torch_xla creates its
     # PJRT client inside the run) and this field torch_xla's version.
     torch_xla_version: str | None = Field(
+        default=None, exclude_if=lambda v: v is None, json_schema_extra={"x-wire-optional": True}
+    )
+    # Why a run meant for the host's accelerator runs on the virtual CPU devices beside it
+    # (design 0069: it needs more devices than the accelerator has); absent otherwise.
+    device_note: str | None = Field(
         default=None, exclude_if=lambda v: v is None, json_schema_extra={"x-wire-optional": True}
     )
 
@@ -976,8 +991,9 @@ def __getattr__(name: str) -> Any:
 # The kind of sandbox worker that runs an exhibit's probe (design 0025): "jax" (the JAX venv's
 # interpreter, JAX imported), "torch" (the torch venv's interpreter: torch + torch_xla) or "tf"
 # (the TensorFlow venv's: tensorflow-cpu, tf2jax and JAX, design 0066); "tpu_compile" (the JAX
-# venv's, with libtpu from a folder of its own: compiles for a TPU v5e without one, design 0067).
-WorkerKind = Literal["jax", "torch", "tf", "tpu_compile"]
+# venv's, with libtpu from a folder of its own: compiles for a TPU v5e without one, design 0067);
+# "accelerator" (a JAX worker that holds the host's accelerator: one at a time, design 0069).
+WorkerKind = Literal["jax", "torch", "tf", "tpu_compile", "accelerator"]
 
 
 class ExhibitInfo(WireModel):

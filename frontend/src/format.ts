@@ -1,5 +1,5 @@
 /** Small display formatters of the shell. */
-import type { QueueState } from './store/reducer';
+import type { QueueState, WorkerKind } from './store/reducer';
 
 /** Milliseconds as seconds with one decimal (`1.2 s`); negative or NaN input shows `0.0 s`. */
 export function formatSeconds(ms: number): string {
@@ -17,9 +17,12 @@ const TORCH_IMPORT = 'torch and torch_xla';
  * and why. A torch worker serves one run and then retires; the pool keeps a started one for the
  * next run, so the first torch run of a server is the slow one.
  */
-export function formatWorkerStart(start: { kind: 'jax' | 'torch' | 'tf' | 'tpu_compile'; ms: number } | null): string | null {
+export function formatWorkerStart(start: { kind: WorkerKind; ms: number } | null): string | null {
   if (start === null || !(start.ms >= 1000)) return null;
   const took = formatSeconds(start.ms);
+  if (start.kind === 'accelerator') {
+    return `${took} of it went to opening the accelerator in a fresh worker (one run holds the chip at a time; design 0069)`;
+  }
   if (start.kind === 'torch') {
     return (
       `${took} of it went to starting a PyTorch/XLA worker (a new process importing ${TORCH_IMPORT}); ` +
@@ -41,9 +44,26 @@ export function formatQueue(queue: QueueState): string {
   const place = `position ${queue.position} of ${Math.max(queue.waiting, queue.position)}`;
   const s = queue.estimate_s;
   const about = s !== null && Number.isFinite(s) && s >= 0 ? `, about ${Math.max(1, Math.round(s))} s` : '';
+  if (queue.worker_kind === 'accelerator') {
+    // One process at a time holds the chip, and each run gets a fresh one that opens it
+    // (design 0069: ~13 s on the TPU v5e).
+    if (queue.reason === 'worker_starting') {
+      const soon = s !== null && Number.isFinite(s) && s >= 0 ? `, ~${Math.max(1, Math.round(s))} s` : '';
+      return `Opening the accelerator for this run: a fresh worker opens the chip${soon}`;
+    }
+    const ahead = queue.position - 1;
+    const runs = ahead === 0 ? 'this run is next' : `${countOf(ahead, 'run')} ahead`;
+    return `Waiting for the accelerator: one run holds the chip at a time; ${runs}${about}`;
+  }
   if (queue.reason === 'worker_starting') {
     // No warm worker was ready: say which kind is starting and about how long it takes.
-    const kinds = { torch: 'a PyTorch/XLA', tf: 'a TensorFlow', jax: 'a JAX', tpu_compile: 'a TPU compile (libtpu)' } as const;
+    const kinds = {
+      torch: 'a PyTorch/XLA',
+      tf: 'a TensorFlow',
+      jax: 'a JAX',
+      tpu_compile: 'a TPU compile (libtpu)',
+      accelerator: 'an accelerator',
+    } as const;
     const kind = kinds[queue.worker_kind ?? 'jax'];
     const soon = s !== null && Number.isFinite(s) && s >= 0 ? `, ~${s < 1 ? s.toFixed(1) : Math.round(s)} s` : '';
     // Why a torch worker's start is slow (issue 31, item 5): design 0055 measured it.

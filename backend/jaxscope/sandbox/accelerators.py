@@ -44,6 +44,9 @@ devices there (PCI ids, IOMMU groups)."""
 
 from __future__ import annotations
 
+import math
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,3 +133,60 @@ def bind_args(dev: Path = DEV) -> list[str]:
     for node in nodes:
         args += ["--dev-bind", str(node), str(Path("/dev") / node.relative_to(dev))]
     return args
+
+
+# Names the accelerator this host has for a test or an operator ("tpu", "cuda", "rocm"; "none":
+# no accelerator) instead of looking for device nodes (design 0069).
+ACCELERATOR_ENV = "JAXSCOPE_ACCELERATOR"
+# Seconds a fresh process takes to open each platform's chip (``jax.devices()``): 13.5 s on the
+# lent TPU v5e host (design 0056); the GPUs' are guesses until measured.
+OPEN_S = {"tpu": 13.5, "cuda": 5.0, "rocm": 5.0}
+# The platform names the page and the CLI show.
+SHOWN = {"tpu": "the TPU", "cuda": "the GPU", "rocm": "the GPU"}
+
+
+def attached(dev: Path | None = None, env: dict[str, str] | None = None) -> str | None:
+    """The accelerator platform of this host ("tpu", "cuda", "rocm"), or None: what
+    :data:`ACCELERATOR_ENV` names, else what the device nodes of ``dev`` (default :data:`DEV`)
+    show: a TPU's ``accel*`` or ``vfio/<n>``, NVIDIA's ``nvidiactl``, AMD's ``kfd``."""
+    named = (os.environ if env is None else env).get(ACCELERATOR_ENV, "").strip().lower()
+    if named:
+        return None if named == "none" else named
+    root = DEV if dev is None else dev
+    if any(root.glob("accel*")) or any(p.name.isdigit() for p in root.glob("vfio/*")):
+        return "tpu"
+    if (root / "nvidiactl").exists():
+        return "cuda"
+    if (root / "kfd").exists():
+        return "rocm"
+    return None
+
+
+# JAX's refusals of a mesh larger than the backend's devices (jax 0.10.2: ``make_mesh`` and
+# ``mesh_utils.create_device_mesh``, ``_src/sharding_impls.py`` and ``_src/mesh_utils.py``): the
+# run then goes to the 8 virtual CPU devices.
+_TOO_FEW_DEVICES = re.compile(
+    r"Number of devices (\d+) must (?:be >=|equal) the product\s+of mesh_shape \(([\d, ]+)\)"
+)
+
+
+def needs_more_devices(message: str, cpu_devices: int) -> bool:
+    """Whether a run's error says it needs more devices than the backend has, and no more than
+    ``cpu_devices``."""
+    found = _TOO_FEW_DEVICES.search(message)
+    if found is None:
+        return False
+    shape = [int(n) for n in found.group(2).replace(" ", "").split(",") if n]
+    return int(found.group(1)) < math.prod(shape) <= cpu_devices
+
+
+# The virtual CPU devices of every JAX worker (``worker.DEVICE_COUNT_FLAG``).
+CPU_DEVICES = 8
+
+
+def fallback_note(platform: str, devices: int) -> str:
+    """What the page and the CLI say about a run that went to the CPU devices for that."""
+    return (
+        f"this program needs more devices than {SHOWN.get(platform, platform)} has "
+        f"({devices} on this host): it ran on the {CPU_DEVICES} virtual CPU devices beside it"
+    )

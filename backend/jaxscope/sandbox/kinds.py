@@ -23,6 +23,9 @@ Two kinds (``jaxscope.protocol.WorkerKind``):
   environment names its ``libtpu.so`` (``TPU_LIBRARY_PATH``), with libtpu's offline topology
   (:data:`TPU_COMPILE_ENV`) and ``JAX_PLATFORMS=cpu`` (the CPU stays the default backend; the
   TPU's devices come from ``jax.experimental.topologies``). A bubblewrap start.
+- ``"accelerator"``: a JAX worker that opens the host's accelerator (design 0069). Where a host
+  has one (``accelerators.attached``), every other JAX worker runs with ``JAX_PLATFORMS=cpu``
+  and the JAX runs meant for the chip go to this kind, one worker alive at a time (the pool).
 
 The pool keeps one sub-pool per (kind, limits) pair (``WorkerPool.for_exhibit``). This module
 imports neither JAX nor torch.
@@ -37,6 +40,7 @@ from pathlib import Path
 
 from exhibits.registry import EXHIBITS, EXHIBITS_DIR
 from jaxscope.protocol import WorkerKind
+from jaxscope.sandbox import accelerators
 from jaxscope.settings import Limits
 
 # The torch venv's interpreter unless ``JAXSCOPE_TORCH_PYTHON`` names another: in a checkout the
@@ -123,18 +127,24 @@ def install_advice(root: Path | None = None) -> str:
     return HOW_INSTALLED.format(env=TORCH_PYTHON_ENV)
 
 
-def worker_kind(exhibit_id: str, options: object = None) -> WorkerKind:
+def worker_kind(exhibit_id: str, options: object = None, device: str | None = None) -> WorkerKind:
     """The kind of worker that runs ``exhibit_id`` with run ``options`` (a ``RunOptions``, or
     None for the defaults): the exhibit's ``worker``, or the kind of the first of its
     ``worker_options`` whose option has that value ("jax" for an unknown id: the run then fails
-    as an unknown exhibit inside a JAX worker, as before)."""
+    as an unknown exhibit inside a JAX worker, as before). On a host with an accelerator
+    (``accelerators.attached``) a "jax" run goes to the "accelerator" worker unless ``device``
+    (``RunRequest.device``) is "cpu" (design 0069)."""
     exhibit = EXHIBITS.get(exhibit_id)
     if exhibit is None:
         return "jax"
-    for option, value, kind in exhibit.worker_options:
+    kind = exhibit.worker
+    for option, value, option_kind in exhibit.worker_options:
         if getattr(options, option, None) == value:
-            return kind
-    return exhibit.worker
+            kind = option_kind
+            break
+    if kind == "jax" and device != "cpu" and accelerators.attached() is not None:
+        return "accelerator"
+    return kind
 
 
 def serves(kind: WorkerKind, exhibit_id: str) -> bool:
@@ -142,6 +152,8 @@ def serves(kind: WorkerKind, exhibit_id: str) -> bool:
     exhibit = EXHIBITS.get(exhibit_id)
     if exhibit is None:
         return False
+    if kind == "accelerator":  # a JAX worker that holds the chip (design 0069)
+        kind = "jax"
     return kind == exhibit.worker or kind in {k for _, _, k in exhibit.worker_options}
 
 
@@ -193,14 +205,14 @@ def tf_python() -> Path:
 
 def python_of(kind: WorkerKind) -> str:
     """The interpreter a worker of ``kind`` runs (absolute path)."""
-    if kind in ("jax", "tpu_compile"):
+    if kind in ("jax", "tpu_compile", "accelerator"):
         return sys.executable
     return str(tf_python() if kind == "tf" else torch_python())
 
 
 def kind_problem(kind: WorkerKind) -> str | None:
     """Why workers of ``kind`` cannot start here (its venv is missing), or None."""
-    if kind == "jax":
+    if kind in ("jax", "accelerator"):
         return None
     if kind == "tpu_compile":
         if not tpu_library().is_file():
@@ -275,7 +287,7 @@ def runner_command(kind: WorkerKind) -> list[str]:
     follow): ``python -m jaxscope.sandbox.runner`` for JAX; for torch, the torch venv's python
     with the bootstrap above, which sees only those two packages of the JAX side; the same for
     the TensorFlow venv's python."""
-    if kind in ("jax", "tpu_compile"):
+    if kind in ("jax", "tpu_compile", "accelerator"):
         return [sys.executable, "-m", "jaxscope.sandbox.runner"]
     return [python_of(kind), "-c", package_finder(package_folders()) + _RUNNER]
 

@@ -43,6 +43,7 @@ KIND_MEMORY_BYTES: dict[WorkerKind, int] = {
     "torch": 4 * 2**30,
     "tf": 2 * 2**30,  # TensorFlow + JAX, design 0066
     "tpu_compile": 1 * 2**30,  # JAX + libtpu: 0.4 GB resident after a small compile, design 0067
+    "accelerator": 2 * 2**30,  # JAX + the chip's runtime (libtpu); one at a most, design 0069
 }
 # A first worker start's typical seconds per kind (JAX: the template imports JAX and the probes,
 # then forks; torch: a bwrap start that imports torch_xla), before the pool measured its own.
@@ -51,7 +52,13 @@ FIRST_START_S: dict[WorkerKind, float] = {
     "torch": 10.0,
     "tf": 10.0,
     "tpu_compile": 8.0,
+    "accelerator": 15.0,  # opening the TPU v5e took 13.5 s in a fresh process (design 0056)
 }
+# The kinds of which one worker at most is alive on a host, in all its pools together: one
+# process at a time may hold an accelerator (libtpu's lock file; design 0069).
+SINGLE_HOLDER: frozenset[WorkerKind] = frozenset({"accelerator"})
+# Seconds a new accelerator worker waits for the last holder of the chip to exit.
+HOLDER_EXIT_S = 10.0
 # Safety net for the wake-ups below (a worker that exits on its own is noticed by polling).
 _POLL_S = 0.5
 
@@ -111,18 +118,25 @@ class WorkerPool:
         # one takes to start: the queue's estimate.
         self.mean_hold_s: float | None = None
         self.mean_start_s: float | None = None
+        # The workers of a SINGLE_HOLDER kind ever leased from this pool or the pools beside it
+        # (kept on the main pool) that may not have exited yet: a new one waits for them.
+        self._holders: set[WorkerProcess] = set()
 
     def start(self) -> None:
         """Begin warming ``size`` workers in the background (call inside the event loop)."""
         self._fill()
 
-    def for_exhibit(self, exhibit_id: str, options: object = None) -> WorkerPool:
+    def for_exhibit(
+        self, exhibit_id: str, options: object = None, device: str | None = None
+    ) -> WorkerPool:
         """The pool whose workers run ``exhibit_id`` with run ``options`` (a ``RunOptions``;
         None: the defaults): this one, or (an exhibit or option of another worker kind, or
         limits of its own, ``sandbox/kinds.py``) a pool kept beside it, made and started on the
         first call (inside the event loop). Such a pool keeps at most one warm spare and
-        :data:`OTHER_KIND_MAX_WORKERS` workers (a torch worker holds ~0.9 GB)."""
-        kind = worker_kind(exhibit_id, options)
+        :data:`OTHER_KIND_MAX_WORKERS` workers (a torch worker holds ~0.9 GB); an accelerator's
+        pool one worker, which is its warm spare until a run takes it (``device``:
+        ``RunRequest.device``; design 0069)."""
+        kind = worker_kind(exhibit_id, options, device)
         limits = exhibit_limits(exhibit_id, self.limits, kind)
         if (kind, limits) == (self.kind, self.limits):
             return self
@@ -144,6 +158,8 @@ class WorkerPool:
     def kind_cap(self, kind: WorkerKind) -> int:
         """The most workers of ``kind`` the pools beside this one hold together: as many as
         ``memory_budget_bytes`` holds at :data:`KIND_MEMORY_BYTES` each, at least one."""
+        if kind in SINGLE_HOLDER:
+            return 1
         if self.memory_budget_bytes is None:
             self.memory_budget_bytes = max(0, _available_memory_bytes() - RESERVED_MEMORY_BYTES)
         return max(1, self.memory_budget_bytes // KIND_MEMORY_BYTES[kind])
@@ -235,6 +251,14 @@ class WorkerPool:
         return self.mean_start_s if self.mean_start_s is not None else FIRST_START_S[self.kind]
 
     async def _start_one(self) -> None:
+        if self.kind in SINGLE_HOLDER:
+            # The chip is free once its last holder has exited, not when it was told to: a
+            # process that opens it before then fails on libtpu's lock file (design 0069).
+            root = self._parent or self
+            for old in [w for w in root._holders if not w.alive]:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(old.proc.wait(), HOLDER_EXIT_S)
+                root._holders.discard(old)
         started = time.monotonic()
         try:
             worker = await WorkerProcess.spawn(self.limits, self.kind)
@@ -286,6 +310,8 @@ class WorkerPool:
                         await item.close()
                         continue
                     self._leased.add(item)
+                    if self.kind in SINGLE_HOLDER:
+                        (self._parent or self)._holders.add(item)
                     item.add_gone_callback(self._held(time.monotonic()))
                     self.handed_out += 1
                     if on_lease is not None:

@@ -28,12 +28,15 @@ from jaxscope.protocol import (
     MAX_CODE_CHARS,
     DetailFailed,
     DetailRequest,
+    EventModel,
     RunFailed,
     RunFinished,
     RunQueued,
     RunRequest,
+    RunStarted,
     WorkerKind,
 )
+from jaxscope.sandbox import accelerators
 from jaxscope.sandbox.kinds import kind_problem, worker_kind
 from jaxscope.sandbox.pool import WorkerPool
 from jaxscope.sandbox.tenancy import Tenancy
@@ -96,7 +99,50 @@ def request_problem(request: RunRequest, exhibits: Collection[str]) -> str | Non
         )
     if request.exhibit not in exhibits:
         return f"unknown exhibit {request.exhibit!r}; known: {', '.join(sorted(exhibits))}"
-    return kind_problem(worker_kind(request.exhibit, request.options))
+    return kind_problem(worker_kind(request.exhibit, request.options, request.device))
+
+
+# Events a run sends before the user's program has produced anything: an accelerator run holds
+# them back until it is clear the run stays there (HeldPreamble).
+_PREAMBLE = frozenset({"run_started", "stage_started", "stage_timed", "stdout_printed"})
+
+
+class HeldPreamble:
+    """An ``emit`` that holds an accelerator run's first events (:data:`_PREAMBLE`) back until
+    the run sends anything else; when the run fails before that because the program needs more
+    devices than the accelerator has (``accelerators.needs_more_devices``), the held events are
+    dropped, nothing is emitted and :attr:`fallback` says why (the run then goes again to the
+    CPU devices, design 0069). Queue events (``seq`` 0, not steps) pass at once."""
+
+    def __init__(self, emit: Emit) -> None:
+        self._emit = emit
+        self._held: list[EventModel] = []
+        self._streaming = False
+        self.fallback: str | None = None
+
+    async def emit(self, event: EventModel) -> None:
+        if self._streaming or event.type in ("run_queued", "run_accepted"):
+            await self._emit(event)
+            return
+        if event.type in _PREAMBLE:
+            self._held.append(event)
+            return
+        started = next((e for e in self._held if isinstance(e, RunStarted)), None)
+        if (
+            isinstance(event, RunFailed)
+            and started is not None
+            and accelerators.needs_more_devices(event.message, accelerators.CPU_DEVICES)
+        ):
+            self._held = []
+            self.fallback = accelerators.fallback_note(
+                accelerators.attached() or started.backend, len(started.devices)
+            )
+            return
+        self._streaming = True
+        held, self._held = self._held, []
+        for early in held:
+            await self._emit(early)
+        await self._emit(event)
 
 
 class Session:
@@ -181,6 +227,28 @@ class Session:
     async def _run_locked(
         self, request: RunRequest, emit: Emit, cancel: asyncio.Event, wall_s: float | None
     ) -> RunFinished | RunFailed:
+        if worker_kind(request.exhibit, request.options, request.device) != "accelerator":
+            return await self._run_once(request, emit, cancel, wall_s)
+        # On the accelerator, a program that asks for a larger mesh than the chip's devices
+        # fails at once: it runs again on the 8 virtual CPU devices, and says so (design 0069).
+        held = HeldPreamble(emit)
+        terminal = await self._run_once(request, held.emit, cancel, wall_s)
+        note = held.fallback
+        if note is None:
+            return terminal
+        self.release_details()
+        on_cpu = request.model_copy(update={"device": "cpu"})
+
+        async def noted(event: EventModel) -> None:
+            if isinstance(event, RunStarted):
+                event = event.model_copy(update={"device_note": note})
+            await emit(event)
+
+        return await self._run_once(on_cpu, noted, cancel, wall_s)
+
+    async def _run_once(
+        self, request: RunRequest, emit: Emit, cancel: asyncio.Event, wall_s: float | None
+    ) -> RunFinished | RunFailed:
         for attempt in (1, 2):
             worker = await self._lease(request, emit, cancel, wall_s)
             if isinstance(worker, RunFailed):
@@ -223,7 +291,7 @@ class Session:
     def _keep_details(self, worker: WorkerProcess, request: RunRequest) -> None:
         self.details_worker, self.details_run_id = worker, request.run_id
         self._details_until = asyncio.get_running_loop().time() + DETAILS_MAX_S
-        self._details_pool = self.pool.for_exhibit(request.exhibit, request.options)
+        self._details_pool = self.pool.for_exhibit(request.exhibit, request.options, request.device)
         self._details_pool.keep(worker, self.release_details)
         self._restart_details_timer()
 
@@ -296,7 +364,7 @@ class Session:
         """The session's live worker, or a new one from the pool; or the terminal event (already
         emitted) when the run was cancelled while waiting, the pool stayed full for the run's
         wall-clock limit, or the worker could not start."""
-        pool = self.pool.for_exhibit(request.exhibit, request.options)
+        pool = self.pool.for_exhibit(request.exhibit, request.options, request.device)
         worker = self.worker
         if worker is not None and worker.alive and worker.kind == pool.kind:
             return worker

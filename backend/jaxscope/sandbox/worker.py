@@ -194,7 +194,9 @@ def worker_env(
     name; with the 8-device flag added to ``XLA_FLAGS``
     (existing flags kept), ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` unless set, and
     ``HOME``/``TMPDIR`` set to ``home`` (the worker's private ``/tmp`` in its namespaces).
-    ``JAX_PLATFORMS`` is left alone, so a GPU stays the default backend.
+    ``JAX_PLATFORMS`` is left alone in an "accelerator" worker, so the chip is its default
+    backend; on a host with an accelerator every other JAX worker gets ``JAX_PLATFORMS=cpu``
+    (one process at a time may hold the chip: design 0069).
 
     A torch worker (``kind="torch"``, design 0025) gets ``PJRT_DEVICE=CPU`` (torch_xla's CPU
     client; its probes may set other torch_xla settings before they create the client), no
@@ -227,6 +229,10 @@ def worker_env(
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     if kind == "tf":
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if kind in ("jax", "tf") and accelerators.attached() is not None:
+        # One process at a time may hold the chip (design 0069): only the "accelerator" worker
+        # opens it; every other JAX worker stays on the CPU, whatever the host's setting.
+        env["JAX_PLATFORMS"] = "cpu"
     if kind == "tpu_compile":
         # libtpu for an offline topology (design 0067): a TPU host's own chip settings are not
         # this compile's; only this kind's environment names libtpu at all.
@@ -596,7 +602,7 @@ class WorkerProcess:
         extra: tuple[str, ...] = ()
         if kind == "tpu_compile":
             extra = (os.path.realpath(tpu_site()),)
-        elif kind != "jax":
+        elif kind not in ("jax", "accelerator"):
             extra = venv_paths(python)
         lease: UidLease | None = None
         workdir: str | None = None

@@ -173,7 +173,7 @@ export interface ExhibitInfo {
   summary: string;
   title: string;
   unavailable: string | null;
-  worker: 'jax' | 'torch' | 'tf' | 'tpu_compile';
+  worker: 'jax' | 'torch' | 'tf' | 'tpu_compile' | 'accelerator';
 }
 /**
  * The worker accepted the run. ``backend`` is ``jax.default_backend()``; ``devices`` the
@@ -187,6 +187,7 @@ export interface RunStarted {
   cpu_device_count: number;
   detail_id?: string | null;
   detail_of?: string | null;
+  device_note?: string | null;
   devices: string[];
   exhibit: string;
   jax_version: string;
@@ -509,7 +510,7 @@ export interface RunQueued {
   seq: number;
   type: 'run_queued';
   waiting: number;
-  worker_kind: ('jax' | 'torch' | 'tf' | 'tpu_compile') | null;
+  worker_kind: ('jax' | 'torch' | 'tf' | 'tpu_compile' | 'accelerator') | null;
 }
 /**
  * Not a step of the run: a server with a run queue (``serve --queue``, design 0065) took
@@ -6013,6 +6014,10 @@ export interface RunRequest {
    * eager: every event is streamed whole (the CLI, tests). on_demand: an event whose exhibit can summarise it is streamed as its summary (``detail_id`` set: values, previews and long texts left out) and the whole event stays in the session's worker until its next run; the page asks for it with a DetailRequest (the page).
    */
   details: 'eager' | 'on_demand';
+  /**
+   * Where a JAX exhibit runs on a host with an accelerator (design 0069): accelerator (the chip, one run at a time) or cpu (the 8 virtual CPU devices). None: the accelerator where the host has one. Ignored by exhibits of other worker kinds.
+   */
+  device?: ('accelerator' | 'cpu') | null;
   exhibit: string;
   options?: RunOptions;
   run_id: string;

@@ -36,6 +36,9 @@ import { defaultRunOptions, isTerminal } from '../protocol';
 import { applyEqnsSent } from './eqn-ranges';
 import { applyItemsSent } from './list-ranges';
 
+/** The kind of sandbox worker a run waits for (`run_queued.worker_kind`). */
+export type WorkerKind = NonNullable<EventOf<'run_queued'>['worker_kind']>;
+
 export type RunStatus = 'idle' | 'running' | 'finished' | 'failed';
 
 /** Where a run waits for a sandbox worker, from the latest `run_queued` (see the protocol's RunQueued). */
@@ -71,7 +74,7 @@ export interface RunState {
   /** the run waited while a sandbox worker was started for it (a `run_queued` `worker_starting`
    * came): its kind and the client time (ms) from the request to the worker's first event; null
    * for a run that found a worker ready */
-  workerStart: { kind: 'jax' | 'torch' | 'tf' | 'tpu_compile'; ms: number } | null;
+  workerStart: { kind: WorkerKind; ms: number } | null;
   /** why a detail could not be had (the latest `detail_failed`'s message); null otherwise */
   detailNote: string | null;
   /** the detail ids a lasting `detail_failed` answered (never asked for again) */
