@@ -174,14 +174,17 @@ LIMITS = dataclasses.replace(Limits(), namespaces=False)
 
 
 def test_one_holder_a_warm_spare_and_the_wait_told(tpu_host: None) -> None:
-    """A pool with a warm spare: the accelerator pool holds one worker at most; it is ready
-    before the first run; two runs at once are served one after the other, the second told it
-    waits for the accelerator; a fresh spare follows each run."""
+    """A pool with a warm spare: the accelerator pool (started with the main pool) holds one
+    worker at most; it is ready before the first run; two runs at once are served one after the
+    other, the second told it waits for the accelerator; a fresh spare follows each run."""
 
     async def go() -> None:
         pool = WorkerPool(LIMITS, size=1)
         pool.start()
+        # the server's pool starts the chip's spare with its own, before any run asks
+        assert [p.kind for p in pool._others.values()] == ["accelerator"]
         chip = pool.for_exhibit("tracing")
+        assert chip is next(iter(pool._others.values()))
         assert (chip.kind, chip.max_workers) == ("accelerator", 1)
         holders: list[int] = []
 

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 
 from jaxscope.protocol import WorkerKind
+from jaxscope.sandbox import accelerators
 from jaxscope.sandbox.kinds import exhibit_limits, worker_kind
 from jaxscope.sandbox.worker import WorkerProcess, WorkerStartError
 from jaxscope.settings import RESERVED_MEMORY_BYTES, Limits, _available_memory_bytes
@@ -123,8 +124,12 @@ class WorkerPool:
         self._holders: set[WorkerProcess] = set()
 
     def start(self) -> None:
-        """Begin warming ``size`` workers in the background (call inside the event loop)."""
+        """Begin warming ``size`` workers in the background (call inside the event loop); on a
+        host with an accelerator, the main pool of a server (``size`` > 0) also starts the
+        accelerator's warm spare, so that the first run finds the chip opened (design 0069)."""
         self._fill()
+        if self._parent is None and self.size > 0 and accelerators.attached() is not None:
+            self._beside("accelerator", self.limits)
 
     def for_exhibit(
         self, exhibit_id: str, options: object = None, device: str | None = None
@@ -137,9 +142,18 @@ class WorkerPool:
         pool one worker, which is its warm spare until a run takes it (``device``:
         ``RunRequest.device``; design 0069)."""
         kind = worker_kind(exhibit_id, options, device)
-        limits = exhibit_limits(exhibit_id, self.limits, kind)
+        # One pool for a single-holder kind, whatever an exhibit's own limits: a spare idle in
+        # a second pool of the kind would keep the chip from the runs waiting in the first.
+        limits = (
+            self.limits if kind in SINGLE_HOLDER else exhibit_limits(exhibit_id, self.limits, kind)
+        )
         if (kind, limits) == (self.kind, self.limits):
             return self
+        return self._beside(kind, limits)
+
+    def _beside(self, kind: WorkerKind, limits: Limits) -> WorkerPool:
+        """The pool of ``kind`` and ``limits`` kept beside this one, made and started now when
+        there is none yet."""
         key = (kind, limits)
         pool = self._others.get(key)
         if pool is None:
