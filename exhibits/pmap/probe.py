@@ -70,8 +70,11 @@ from .events import (
 )
 from .explain import attach
 
-# Values per device sent as numbers up to this many elements (a preview beyond).
+# Values per device sent as numbers up to this many elements (a preview beyond) to the page; a
+# run that prints whole artefacts (the CLI's, ``details`` eager: issue 33 class 8, design 0060)
+# gets each device's outputs whole up to WHOLE_VALUES elements (a few MB of JSON per device).
 MAX_VALUES = 256
+WHOLE_VALUES = 2**18
 INTERNAL_AXIS = "_internal_pmap_axis_name"
 VERSIONS = ("jit_version", "shard_map_version")
 
@@ -93,9 +96,9 @@ def _flat_in_axes(in_axes: Any, args: tuple[Any, ...]) -> list[int | None]:
     return [ax for ax, sub in zip(axes_leaves, subtrees, strict=True) for _ in jax.tree.leaves(sub)]
 
 
-def _values(x: Any) -> Any:
+def _values(x: Any, limit: int = MAX_VALUES) -> Any:
     a = np.asarray(x)
-    return a.tolist() if a.size <= MAX_VALUES else None
+    return a.tolist() if a.size <= limit else None
 
 
 def _mapped_size(flat: list[Any], axes: list[int | None]) -> int | None:
@@ -285,7 +288,8 @@ def run(ctx: ProbeContext) -> None:
         ctx.emit(placed(path, jax.device_put(x, NamedSharding(mesh, spec))))
     for path, o in zip(out_paths, outs, strict=True):
         ctx.emit(placed(path, o))
-    ctx.emit(_devices_run(mesh, in_paths, flat, axes, out_paths, outs))
+    limit = MAX_VALUES if ctx.on_demand else WHOLE_VALUES
+    ctx.emit(_devices_run(mesh, in_paths, flat, axes, out_paths, outs, limit))
 
     if collectives:
         inputs = shard_map_inputs(closed, found, flat)
@@ -324,6 +328,7 @@ def _devices_run(
     axes: list[int | None],
     out_paths: list[str],
     outs: list[Any],
+    limit: int = MAX_VALUES,
 ) -> PmapDevicesRun:
     inputs = []
     for path, x, ax in zip(in_paths, flat, axes, strict=True):
@@ -356,7 +361,7 @@ def _devices_run(
                 index=index,
                 inputs=inputs,
                 outputs=out_leaves,
-                values=[_values(v) for v in mine],
+                values=[_values(v, limit) for v in mine],
                 previews=[preview_value(v) for v in mine],
             )
         )

@@ -243,3 +243,34 @@ def test_golden_stream_is_the_probes(golden: Path, runs: dict[str, FakeContext])
 
     assert own(stream) == own(ctx.events)
     assert any(isinstance(e, PmapDevicesRun) for e in stream)
+
+
+WIDE_ROWS = """\
+import jax
+import jax.numpy as jnp
+
+def f(x):
+    return jnp.cos(x) * 2.0
+
+args = (jnp.arange(8 * 300, dtype=jnp.float32).reshape(8, 300) / 100.0,)
+"""
+
+
+def test_cli_per_device_prints_every_value_past_the_pages_limit(tmp_path: Path) -> None:
+    """``--print per_device`` is whole for a script (issue 33, class 8): each device's 300
+    values (past the page's 256) are numbers, equal to numpy's cos(row) * 2 (float64, to
+    float32's rounding of arguments up to 24: 1e-5)."""
+    from testkit import run_cli
+
+    path = tmp_path / "wide.py"
+    path.write_text(WIDE_ROWS)
+    out = run_cli("run", "pmap", str(path), "--print", "per_device")
+    assert out.returncode == 0, out.stderr
+    per_device = json.loads(out.stdout)
+    x = np.arange(8 * 300, dtype=np.float32).reshape(8, 300) / np.float32(100.0)
+    assert [d["device"] for d in per_device] == list(range(N))
+    for d in per_device:
+        (values,) = d["outputs"].values()
+        assert values is not None and len(values) == 300
+        want = np.cos(x[d["index"]].astype(np.float64)) * 2.0
+        np.testing.assert_allclose(values, want, rtol=0, atol=1e-5)
