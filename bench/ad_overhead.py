@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import functools
 import gc
+import importlib
 import json
 import statistics
 import time
@@ -208,6 +209,72 @@ def capture(
         contexts.append(ctx)
 
 
+# The events that end each exhibit's summary (what the page first shows, design 0068): the last
+# of them written is when the page has it; the rest of the run (the values on demand aside) is
+# the verdict (jvp's outputs against jax.jvp, transpose's gradient check with its attempts and
+# finite differences).
+SUMMARY_EVENTS = {
+    "jvp": b'"type":"jvp_rule_applied"',
+    "partial_eval": b'"type":"jaxpr_split"',
+    "transpose": b'"type":"transpose_stepped"',
+}
+
+
+def probe_runs(
+    details: Details, sums: dict[str, list[float]], wholes: dict[str, list[float]]
+) -> None:
+    """Each AD exhibit's own probe run in-process on a fresh snippet through the runner's
+    ``RunContext`` (``details``): appends the seconds to its last summary event to ``sums`` and
+    to the end of the run (the verdict included) to ``wholes``, by exhibit."""
+    for exhibit, marker in SUMMARY_EVENTS.items():
+        probe: Any = importlib.import_module(f"exhibits.{exhibit}.probe")
+        ctx = _context(details, exhibit)
+        ctx.snippet = load_snippet(SNIPPET)
+        last = [0.0, 0.0]
+        sink = runner._write_event_line
+
+        def write(
+            line: bytes,
+            marker: bytes = marker,
+            sink: Callable[[bytes], None] = sink,
+            last: list[float] = last,
+        ) -> None:
+            sink(line)
+            if marker in line:
+                last[:] = [time.perf_counter(), time.process_time()]
+
+        runner._write_event_line = write
+        gc.collect()
+        t0, c0 = time.perf_counter(), time.process_time()
+        try:
+            probe.run(ctx)
+        finally:
+            runner._write_event_line = sink
+        end, cend = time.perf_counter(), time.process_time()
+        sums.setdefault(exhibit, []).append(last[0] - t0)
+        wholes.setdefault(exhibit, []).append(end - t0)
+        sums.setdefault("cpu " + exhibit, []).append(last[1] - c0)
+        wholes.setdefault("cpu " + exhibit, []).append(cend - c0)
+
+
+def _run_ratios(
+    sums: dict[str, list[float]], wholes: dict[str, list[float]], cpu: dict[str, list[float]]
+) -> dict[str, dict[str, float]]:
+    """Per exhibit: its summary's and its whole run's median over plain JAX's median, in wall
+    time and (``cpu_``) in this process's CPU time, plain JAX timed in the same repeats."""
+    base = statistics.median(cpu["run plain wall"])
+    base_cpu = statistics.median(cpu["run plain"])
+    return {
+        exhibit: {
+            "summary_ratio": round(statistics.median(sums[exhibit]) / base, 2),
+            "whole_ratio": round(statistics.median(wholes[exhibit]) / base, 2),
+            "cpu_summary_ratio": round(statistics.median(sums["cpu " + exhibit]) / base_cpu, 2),
+            "cpu_whole_ratio": round(statistics.median(wholes["cpu " + exhibit]) / base_cpu, 2),
+        }
+        for exhibit in SUMMARY_EVENTS
+    }
+
+
 def serve_details(contexts: list[runner.RunContext]) -> None:
     """Answer every detail the page's capture kept (``runner._send_whole``: the held previews
     are printed now): what a page that opened every step would cost the worker afterwards."""
@@ -249,6 +316,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--probes",
+        action="store_true",
+        help="also time each exhibit's whole probe run: to its summary and to its verdict",
+    )
     ns = parser.parse_args()
     # The runner raises the worker's CPU limit as a run grows: not this process's.
     guard.set_cpu_budget = lambda seconds: None
@@ -261,6 +333,9 @@ def main() -> None:
         capture(details)
     floor()
     plain()
+    if ns.probes:
+        for details in MODES:
+            probe_runs(details, {}, {})
     # As a worker after its warm-up (runner.main): what is alive now out of the collector's
     # reach, and its thresholds (runner.GC_THRESHOLDS), for plain JAX and the captures alike.
     gc.collect()
@@ -270,6 +345,9 @@ def main() -> None:
     times: dict[Details, list[float]] = {d: [] for d in MODES}
     plain_s: list[float] = []
     floor_s: list[float] = []
+    runs_sum: dict[Details, dict[str, list[float]]] = {d: {} for d in MODES}
+    runs_whole: dict[Details, dict[str, list[float]]] = {d: {} for d in MODES}
+    run_plain_s: list[float] = []
     streamed: dict[Details, int] = {}
     details_s: list[float] = []
 
@@ -297,6 +375,11 @@ def main() -> None:
             if details == "on_demand":
                 details_s.append(timed(functools.partial(serve_details, contexts), "details"))
         floor_s.append(timed(floor, "floor"))
+        if ns.probes:
+            run_plain_s.append(timed(plain, "run plain"))
+            cpu.setdefault("run plain wall", []).append(run_plain_s[-1])
+            for details in MODES:
+                probe_runs(details, runs_sum[details], runs_whole[details])
     theirs = statistics.median(plain_s)
     least = statistics.median(floor_s)
     prefixes = ("jvp", "partial_eval", "transpose")
@@ -353,6 +436,17 @@ def main() -> None:
         "streamed_bytes": streamed,
         "eager": eager,
     }
+    if ns.probes:
+        # Each figure a ratio of medians to plain JAX timed beside it in the same repeats.
+        result["probe_runs"] = {
+            "make_jaxpr_grad_median_ms": round(statistics.median(run_plain_s) * 1e3, 1),
+            "goal_summary_ratio": 2.0,
+            "goal_whole_ratio": 4.0,
+            **{
+                details: _run_ratios(runs_sum[details], runs_whole[details], cpu)
+                for details in MODES
+            },
+        }
     print(json.dumps(result, indent=2))
     if ns.json:
         ns.json.write_text(json.dumps(result, indent=2))

@@ -548,20 +548,39 @@ class PendingPreview:
     the text, formatted on the first :meth:`text` call and kept. ``min_chars`` is a lower bound
     of its length (the runner decides from it, without formatting, that a step's summary is
     shorter than the whole step). Shared, never copied: ``copy.deepcopy`` returns it as is (a
-    deep copy of an event must not copy the array it holds)."""
+    deep copy of an event must not copy the array it holds).
 
-    __slots__ = ("_make", "_text", "min_chars")
+    ``costly``: the value itself is not computed yet (design 0068: a step's values computed
+    when the page asks for the step): the runner then always streams the summary, whatever its
+    length. ``nonfinite``: when given, the value's non-finiteness is read from it when the view
+    is serialised (the view's own ``nonfinite`` stands until then: a summary does not know)."""
 
-    def __init__(self, make: Callable[[], str], min_chars: int) -> None:
+    __slots__ = ("_make", "_nonfinite", "_text", "costly", "min_chars")
+
+    def __init__(
+        self,
+        make: Callable[[], str],
+        min_chars: int,
+        costly: bool = False,
+        nonfinite: Callable[[], bool] | None = None,
+    ) -> None:
         self._make: Callable[[], str] | None = make
         self._text: str | None = None
         self.min_chars = min_chars
+        self.costly = costly
+        self._nonfinite: Callable[[], bool] | bool | None = nonfinite
 
     def text(self) -> str:
         if self._text is None:
             assert self._make is not None
             self._text, self._make = self._make(), None  # the array is let go once printed
         return self._text
+
+    def nonfinite(self) -> bool | None:
+        """The value's non-finiteness when this preview computes it, else None."""
+        if callable(self._nonfinite):
+            self._nonfinite = self._nonfinite()
+        return self._nonfinite
 
     def __deepcopy__(self, memo: dict[int, Any]) -> PendingPreview:
         return self
@@ -611,6 +630,12 @@ class ValueView(WireModel):
             if pending is not None:
                 return pending.text()
         return preview
+
+    @field_serializer("nonfinite")
+    def _serialised_nonfinite(self, nonfinite: bool) -> bool:
+        pending = _pending_of(self) if self.preview is None else None
+        known = pending.nonfinite() if pending is not None else None
+        return nonfinite if known is None else known
 
 
 class RunQueued(EventBase):
@@ -905,7 +930,15 @@ def deferred_margin(model: BaseModel) -> int:
     (:func:`without_previews`) because of the previews still pending in it (each at least its
     ``PendingPreview.min_chars`` long); 0 when none is pending. The runner streams a summary
     from this without formatting them (docs/design/0013-ad-capture-speed.md)."""
+    return deferred_state(model)[0]
+
+
+def deferred_state(model: BaseModel) -> tuple[int, bool]:
+    """:func:`deferred_margin`, and whether a pending preview's value is not computed yet
+    (``PendingPreview.costly``: then the summary is streamed whatever its length, design
+    0068)."""
     total = 0
+    costly = False
     stack: list[object] = [model]
     while stack:
         value = stack.pop()
@@ -913,11 +946,12 @@ def deferred_margin(model: BaseModel) -> int:
             pending = _pending_of(value)
             if value.preview is None and pending is not None:
                 total += pending.min_chars - _DEFERRED_CHARS
+                costly = costly or pending.costly
         elif isinstance(value, BaseModel):
             stack.extend(getattr(value, name) for name in _value_fields(type(value)))
         elif isinstance(value, (list, tuple)):
             stack.extend(value)
-    return total
+    return total, costly
 
 
 # The core's own events, in the order the union lists them; every exhibit's ``events.py`` has an

@@ -141,6 +141,8 @@ def test_a_deferred_preview_fetched_on_demand_equals_the_eager_one_on_a_real_pro
     exhibit: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     eager, _ = _run(exhibit, GPT_1_LAYER, "eager", monkeypatch)
+    # The CLI's run alone sends the gradient's leaves the check summarised (bbacfc8).
+    eager = [line for line in eager if b'"type":"gradient_values_sent"' not in line]
     page, ctx = _run(exhibit, GPT_1_LAYER, "on_demand", monkeypatch)
     assert len(page) == len(eager)
     # The page's capture printed no preview of the steps it summarised: they are still pending.

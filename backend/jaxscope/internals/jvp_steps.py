@@ -56,7 +56,7 @@ from exhibits.jvp.events import JvpJaxprStaged, JvpMechanism, JvpRuleApplied
 from jaxscope.internals.ad_rules import jvp_rule_view
 from jaxscope.internals.calling import CallPlan, concrete_args
 from jaxscope.internals.interpret import Env, interpret
-from jaxscope.internals.previews import Previews
+from jaxscope.internals.previews import Previews, min_preview_chars
 from jaxscope.internals.recording import CountingHook, counting_outer_eqns
 from jaxscope.internals.views import (
     PREVIEW_CHARS,
@@ -188,13 +188,21 @@ class _Step:
 
 @dataclass
 class JvpCapture:
-    """What :func:`capture_jvp` returns: the events, ready to emit, and the jaxprs."""
+    """What :func:`capture_jvp` returns: the events, ready to emit, and the jaxprs.
+    ``staged``, the JVP jaxpr with the outputs checked against ``jax.jvp`` (the verdict), is
+    made on first use: a page's capture emits the steps first (their values not evaluated:
+    ``evaluated.computed`` false until a step is serialised whole), then this (design 0068)."""
 
     steps: list[JvpRuleApplied]
-    staged: JvpJaxprStaged
+    make_staged: Callable[[], JvpJaxprStaged] = field(repr=False)
     jvp_jaxpr: Any
     interpreted_jaxpr: Any
     truncated: int = 0
+    evaluated: _Values | None = field(default=None, repr=False)
+
+    @functools.cached_property
+    def staged(self) -> JvpJaxprStaged:
+        return self.make_staged()
 
 
 def _mechanism(eqn: Any, tangents_in: list[Any]) -> JvpMechanism:
@@ -304,11 +312,16 @@ class _Shown:
     """Preview text (or a preview printed when asked: ``jaxscope.internals.previews``) and
     non-finiteness of each value shown, computed once per value: a value read by several steps
     (an eqn's output is its consumers' input) is printed once. Values are copied to the host only
-    here, when shown."""
+    here, when shown. ``values()`` gives the traced values (:class:`_Values`); with ``lazy``
+    (a page's capture, design 0068) a traced value's preview and non-finiteness are a costly
+    ``PendingPreview``: nothing is evaluated until a step is serialised whole."""
 
-    def __init__(self, values: list[Any], printer: Previews) -> None:
+    def __init__(
+        self, values: Callable[[], list[Any]], printer: Previews, lazy: bool = False
+    ) -> None:
         self.values = values
         self.printer = printer
+        self.lazy = lazy
         self.traced: dict[int, tuple[str | PendingPreview | None, bool]] = {}
         self.concrete: dict[int, tuple[Any, str | PendingPreview | None, bool]] = {}
 
@@ -316,12 +329,45 @@ class _Shown:
         if s.traced is not None:
             got = self.traced.get(s.traced)
             if got is None:
-                got = self.traced[s.traced] = self._show(self.values[s.traced])
+                if self.lazy:
+                    got = self.traced[s.traced] = self._later(s.traced, s.aval)
+                else:
+                    got = self.traced[s.traced] = self._show(self.values()[s.traced])
             return got
         hit = self.concrete.get(id(s.value))
         if hit is None or hit[0] is not s.value:
             hit = self.concrete[id(s.value)] = (s.value, *self._show(s.value))
         return hit[1], hit[2]
+
+    def _later(self, k: int, aval: Any) -> tuple[PendingPreview | None, bool]:
+        """Traced value ``k``'s preview and non-finiteness, computed when first serialised (the
+        text :meth:`_show` gives an eager capture, through the same memo)."""
+        if not _fetchable_aval(aval):
+            return None, False
+        shape = tuple(getattr(aval, "shape", ()))
+        kind = np.dtype(aval.dtype).kind if _numpy_dtype(aval) else ""
+        least = min_preview_chars(shape, kind, STEP_PREVIEW_CHARS) if kind in "biufc" else 0
+        shown: list[tuple[str | None, bool]] = []
+
+        def now() -> tuple[str | None, bool]:
+            if not shown:
+                shown.append(self._show_now(self.values()[k]))
+            return shown[0]
+
+        pending = PendingPreview(
+            lambda: now()[0] or "", least if shape else 1, costly=True, nonfinite=lambda: now()[1]
+        )
+        return pending, False
+
+    def _show_now(self, value: Any) -> tuple[str | None, bool]:
+        if value is None:
+            return None, False
+        try:
+            arr = np.asarray(value)
+        except TypeError:
+            return preview_value(value, STEP_PREVIEW_CHARS), False
+        nonfinite = arr.dtype.kind in "fc" and not bool(np.all(np.isfinite(arr)))
+        return self.printer.text(arr, STEP_PREVIEW_CHARS), nonfinite
 
     def _show(self, value: Any) -> tuple[str | PendingPreview | None, bool]:
         if value is None:
@@ -432,8 +478,45 @@ def _same_consts(a: list[Any], b: list[Any]) -> bool:
 
 
 def _fetchable(x: Any) -> bool:
-    aval = core.typeof(x)
+    return _fetchable_aval(core.typeof(x))
+
+
+def _fetchable_aval(aval: Any) -> bool:
     return int(np.prod(getattr(aval, "shape", ()), dtype=np.int64)) <= MAX_VALUE_ELEMENTS
+
+
+def _numpy_dtype(aval: Any) -> bool:
+    try:
+        np.dtype(aval.dtype)
+    except TypeError:  # an extended dtype (a PRNG key's): no numpy kind
+        return False
+    return True
+
+
+class _Values:
+    """The interpretation's jaxpr evaluated on the inputs, once, when first asked (the outputs,
+    then one value per traced value, ``None`` where not fetched)."""
+
+    def __init__(self, extended: Any, flat_in: list[Any], n: int, traced: list[Any]) -> None:
+        self.extended, self.flat_in, self.n = extended, flat_in, n
+        self.fetch = [_fetchable(x) for x in traced]
+        self._results: list[Any] | None = None
+        self._values: list[Any] = []
+
+    @property
+    def computed(self) -> bool:
+        return self._results is not None
+
+    def results(self) -> list[Any]:
+        if self._results is None:
+            self._results = list(core.jaxpr_as_fun(self.extended)(*self.flat_in))
+            it = iter(self._results[self.n :])
+            self._values = [next(it) if ok else None for ok in self.fetch]
+        return self._results
+
+    def values(self) -> list[Any]:
+        self.results()
+        return self._values
 
 
 def capture_jvp(
@@ -487,14 +570,12 @@ def capture_jvp(
     # inputs, eqn by eqn as ``core.eval_jaxpr`` binds them (as eager ``jax.jvp`` runs them: each
     # primitive's executable is compiled once and cached by JAX; one ``jax.jit`` of the whole
     # jaxpr would be compiled afresh for every run). Host copies are made only when shown.
+    # A page's capture (design 0068) evaluates it only when a step is serialised whole or the
+    # outputs are checked (``JvpCapture.staged``, after the steps are streamed).
     flat_in = [*dyn_leaves, *tan_leaves]
-    results = core.jaxpr_as_fun(extended)(*flat_in)
-    fetched_vals = results[n:]
-    # Map each traced value to its fetched output (None leaves were dropped from the outputs).
-    values: list[Any] = []
-    it = iter(fetched_vals)
-    for x in traced:
-        values.append(next(it) if _fetchable(x) else None)
+    evaluated = _Values(extended, flat_in, n, traced)
+    if not previews_on_demand:
+        evaluated.results()
 
     # Names of the traced values in the JVP jaxpr's text (when it appears there).
     appearing: set[Any] = set(trimmed.jaxpr.invars) | set(trimmed.jaxpr.constvars)
@@ -521,7 +602,7 @@ def capture_jvp(
 
     _, primal_ctx = print_with_context(primal.jaxpr)
     printer = Previews(on_demand=previews_on_demand)
-    shown = _Shown(values, printer)
+    shown = _Shown(evaluated.values, printer, lazy=previews_on_demand)
     rules: dict[Any, RuleView | None] = {}  # one lookup per primitive (the tables are fixed here)
     events: list[JvpRuleApplied] = []
     for step in steps[:MAX_STEPS]:
@@ -569,35 +650,44 @@ def capture_jvp(
             )
         )
 
-    # The outputs: JAX's JVP jaxpr evaluated (eagerly, as above) beside jax.jvp itself (eager).
-    # When the interpretation prints as JAX's JVP jaxpr and holds the same constants, it is the
-    # same computation on the same inputs: its outputs (above) are those of JAX's JVP jaxpr.
-    if attributed and _same_consts(trimmed.consts, jvp_closed.consts):
-        out_leaves = [np.asarray(x) for x in results[:n]]
-    else:
-        out_leaves = [np.asarray(x) for x in core.jaxpr_as_fun(jvp_closed)(*flat_in)]
-    n_primal_out = len(jax.tree.leaves(primal.out_avals))
-    n_primal_out = len(out_leaves) // 2 if n_primal_out * 2 != len(out_leaves) else n_primal_out
-    ref_p, ref_t = jax.jvp(f_closed, dynamic, tangents)
-    ref = [np.asarray(x) for x in [*jax.tree.leaves(ref_p), *jax.tree.leaves(ref_t)]]
-    staged = JvpJaxprStaged(
-        jaxpr=jvp_view,
-        expression=JVP_EXPRESSION,
-        eqn_origin=eqn_origin,
-        attributed=attributed,
-        tangents_in=_path_previews(tangents, printer),
-        primals_out=_previews("primals_out", out_leaves[:n_primal_out], printer),
-        tangents_out=_previews("tangents_out", out_leaves[n_primal_out:], printer),
-        jax_primals_out=_previews("primals_out", ref[:n_primal_out], printer),
-        jax_tangents_out=_previews("tangents_out", ref[n_primal_out:], printer),
-        matches_jax_jvp=len(ref) == len(out_leaves) and _close(out_leaves, ref),
-        max_abs_diff=_max_abs_diff(out_leaves, ref) if len(ref) == len(out_leaves) else None,
-        steps_left_out=max(0, len(steps) - MAX_STEPS),
-    )
-    return JvpCapture(
+    def verdict() -> JvpJaxprStaged:
+        # The outputs: JAX's JVP jaxpr evaluated (eagerly, as above) beside jax.jvp itself
+        # (eager). When the interpretation prints as JAX's JVP jaxpr and holds the same
+        # constants, it is the same computation on the same inputs: its outputs are those of
+        # JAX's JVP jaxpr.
+        if attributed and _same_consts(trimmed.consts, jvp_closed.consts):
+            out_leaves = [np.asarray(x) for x in evaluated.results()[:n]]
+        else:
+            out_leaves = [np.asarray(x) for x in core.jaxpr_as_fun(jvp_closed)(*flat_in)]
+        n_primal_out = len(jax.tree.leaves(primal.out_avals))
+        if n_primal_out * 2 != len(out_leaves):
+            n_primal_out = len(out_leaves) // 2
+        ref_p, ref_t = jax.jvp(f_closed, dynamic, tangents)
+        ref = [np.asarray(x) for x in [*jax.tree.leaves(ref_p), *jax.tree.leaves(ref_t)]]
+        same = len(ref) == len(out_leaves)
+        return JvpJaxprStaged(
+            jaxpr=jvp_view,
+            expression=JVP_EXPRESSION,
+            eqn_origin=eqn_origin,
+            attributed=attributed,
+            tangents_in=_path_previews(tangents, printer),
+            primals_out=_previews("primals_out", out_leaves[:n_primal_out], printer),
+            tangents_out=_previews("tangents_out", out_leaves[n_primal_out:], printer),
+            jax_primals_out=_previews("primals_out", ref[:n_primal_out], printer),
+            jax_tangents_out=_previews("tangents_out", ref[n_primal_out:], printer),
+            matches_jax_jvp=same and _close(out_leaves, ref),
+            max_abs_diff=_max_abs_diff(out_leaves, ref) if same else None,
+            steps_left_out=max(0, len(steps) - MAX_STEPS),
+        )
+
+    capture = JvpCapture(
         steps=events,
-        staged=staged,
+        make_staged=verdict,
         jvp_jaxpr=jvp_closed,
         interpreted_jaxpr=trimmed,
-        truncated=staged.steps_left_out,
+        truncated=max(0, len(steps) - MAX_STEPS),
+        evaluated=evaluated,
     )
+    if not previews_on_demand:
+        capture.staged  # noqa: B018 - an eager capture checks the outputs now, as before
+    return capture

@@ -66,7 +66,7 @@ from exhibits.transpose.events import CotangentWrite, LinearJaxprStaged, Transpo
 from jaxscope.internals.ad_rules import transpose_rule_view
 from jaxscope.internals.interpret import Env, EqnHook, interpret
 from jaxscope.internals.patching import patched
-from jaxscope.internals.previews import Previews
+from jaxscope.internals.previews import Previews, min_preview_chars
 from jaxscope.internals.views import (
     aval_view,
     eqn_text,
@@ -230,7 +230,10 @@ class _Shown:
             return ValueView(role=role, aval=aval_view(x.aval), var=var)
         hit = self.by_id.get(id(x))
         if hit is None or hit[0] is not x:
-            hit = self.by_id[id(x)] = (x, self._preview(x), is_nonfinite(x))
+            if self.previews.on_demand:
+                hit = self.by_id[id(x)] = (x, self._later(x), False)
+            else:
+                hit = self.by_id[id(x)] = (x, self._preview(x), is_nonfinite(x))
         preview = hit[1]
         view = ValueView(
             role=role,
@@ -246,6 +249,31 @@ class _Shown:
         ``STEP_PREVIEW_CHARS``, e.g. a jaxpr view's constvar preview) as ``x``'s preview."""
         if id(x) not in self.by_id:
             self.by_id[id(x)] = (x, shorter_preview(preview), is_nonfinite(x))
+
+    def _later(self, x: Any) -> PendingPreview:
+        """For a page's capture (design 0068): ``x``'s preview and non-finiteness, both computed
+        (host copy, print, ``isfinite``) only when a step holding it is serialised whole; the
+        text is what an eager capture prints (:meth:`_printed`)."""
+        aval = core.typeof(x)
+        shape = tuple(getattr(aval, "shape", ()))
+        try:
+            kind = np.dtype(aval.dtype).kind
+        except TypeError:  # an extended dtype (a PRNG key's)
+            kind = ""
+        least = min_preview_chars(shape, kind, STEP_PREVIEW_CHARS) if kind in "biufc" else 0
+        return PendingPreview(
+            functools.partial(self._printed, x),
+            least if shape or not kind else 1,
+            costly=True,
+            nonfinite=functools.partial(is_nonfinite, x),
+        )
+
+    def _printed(self, x: Any) -> str:
+        try:
+            arr = np.asarray(x)
+        except Exception:  # e.g. a PRNG key array: preview_value shows JAX's repr
+            return preview_value(x, STEP_PREVIEW_CHARS)
+        return self.previews.text(arr, STEP_PREVIEW_CHARS)
 
     def _preview(self, x: Any) -> str | PendingPreview:
         try:

@@ -53,7 +53,7 @@ from jaxscope.protocol import (
     StageStarted,
     StdoutPrinted,
     WorkerKind,
-    deferred_margin,
+    deferred_state,
 )
 from jaxscope.sandbox.kinds import serves
 from jaxscope.sandbox.probe_api import Snippet
@@ -283,11 +283,13 @@ class RunContext:
         the rule above (at least ``SUMMARY_FROM_BYTES``, summary shorter) holds for a lower
         bound of the whole event's length (``deferred_margin``), so the previews are not
         printed; None otherwise (then the whole event is serialised, previews printed, and the
-        rule applied to its exact length)."""
+        rule applied to its exact length). An event holding values not computed yet
+        (``PendingPreview.costly``, design 0068) is always summarised: its values are computed
+        when the page asks for it."""
         if event.detail_of is not None or type(event).summarised is EventBase.summarised:
             return None
-        margin = deferred_margin(event)
-        if margin <= 0:
+        margin, costly = deferred_state(event)
+        if margin <= 0 and not costly:
             return None
         summary = event.summarised()
         if summary is None:
@@ -297,7 +299,7 @@ class RunContext:
         # The whole line is at least this long: the summary's, less its `"detail_id":"dN",`
         # (the whole has none), plus what the pending previews add.
         least = len(summary_line) - len(f'"detail_id":"{summary.detail_id}",') + margin
-        if least <= SUMMARY_FROM_BYTES or len(summary_line) >= least:
+        if not costly and (least <= SUMMARY_FROM_BYTES or len(summary_line) >= least):
             return None
         self.capture[summary.detail_id] = event
         return summary, summary_line
