@@ -18,7 +18,9 @@ class StationsOptions(WireModel):
     in a worker of its own: design 0067) and does not run it."""
 
     target: Literal["host", "tpu-v5e"] | None = Field(
-        json_schema_extra={"x-exhibits": ["stations"]},
+        # A choice of machine, not of program: picking another example keeps it (the page's
+        # example picker, frontend/src/example-options.ts) unless the example sets ``target``.
+        json_schema_extra={"x-exhibits": ["stations"], "x-kept-across-examples": True},
         default=None,
         description="stations: compile for this machine (host) or for a TPU v5e (compile only)",
     )
