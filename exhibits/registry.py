@@ -154,6 +154,17 @@ class Exhibit:
         shown: ShownErrors | None = getattr(module, "SHOWN_ERRORS", None)
         return shown(events) if shown is not None else []
 
+    def unavailable(self, artefact: str, options: object) -> str | None:
+        """Why a run with ``options`` cannot make ``artefact``, known before it runs
+        (``UNAVAILABLE(artefact, options)`` of ``exhibits/<id>/artefacts.py``: e.g. stations'
+        TPU v5e target compiles only, so it has no ``output``), or None: ``jaxscope run``
+        refuses the flags as a usage error instead of running for nothing."""
+        if not (self.folder / "artefacts.py").exists():
+            return None
+        module = importlib.import_module(f"exhibits.{self.id}.artefacts")
+        why: Callable[[str, object], str | None] | None = getattr(module, "UNAVAILABLE", None)
+        return why(artefact, options) if why is not None else None
+
     def notes(self, events: Sequence[EventBase]) -> list[str]:
         """Plain-words notes a finished run gives beside its artefacts (``NOTES(events)`` of
         ``exhibits/<id>/artefacts.py``: e.g. caches, "no jitted call of your code was

@@ -399,6 +399,9 @@ def _option_flags(run: argparse.ArgumentParser) -> None:
             group.add_argument(
                 flag, dest=f"opt_{name}", type=int, metavar="N", help=field.description
             )
+        elif choices := _literal_choices(field.annotation):
+            # A closed set (``--target {host,tpu-v5e}``): --help lists it, argparse checks it.
+            group.add_argument(flag, dest=f"opt_{name}", choices=choices, help=field.description)
         else:
             group.add_argument(
                 flag,
@@ -406,6 +409,17 @@ def _option_flags(run: argparse.ArgumentParser) -> None:
                 metavar="EXPR" if "expression" in (field.description or "") else "TEXT",
                 help=field.description,
             )
+
+
+def _literal_choices(annotation: object) -> list[str] | None:
+    """The strings of a ``Literal[...]`` (or ``Literal[...] | None``) annotation, else None."""
+    parts = [annotation] if get_origin(annotation) is Literal else list(get_args(annotation))
+    for part in parts:
+        if get_origin(part) is Literal:
+            values = get_args(part)
+            if all(isinstance(v, str) for v in values):
+                return [str(v) for v in values]
+    return None
 
 
 def _json_option(text: str) -> Any:
@@ -616,6 +630,9 @@ def _serve(
         ws_per_message_deflate=False,
     )
     server = uvicorn.Server(config)
+    from jaxscope.server import log_redact
+
+    log_redact.install()  # after Config configured uvicorn's loggers: no token in the log
     # uvicorn shuts down gracefully on SIGTERM, then raises the signal again once its own handler
     # is gone: the handler below turns that into an exception, so the cleanup runs before the
     # process ends by SIGTERM as before.
@@ -1023,6 +1040,10 @@ def _run(ns: argparse.Namespace) -> int:
         print(prepared, file=sys.stderr)
         return EXIT_USAGE
     settings, options = prepared
+    if ns.artefact is not None and (why := exhibit.unavailable(ns.artefact, options)):
+        # Before the run: a run that cannot make the artefact asked for is a usage error.
+        print(f"jaxscope run: {why}", file=sys.stderr)
+        return EXIT_USAGE
     if ns.html is not None:
         from jaxscope.standalone import TemplateMissing, read_template
 

@@ -127,3 +127,21 @@ ARTEFACTS = {
     "memory": _memory,
     "output": _output,
 }
+
+# The artefacts a run makes only by running the program (the Run station's).
+RUN_ARTEFACTS = ("output",)
+
+
+def _unavailable(artefact: str, options: object) -> str | None:
+    """Why a run with ``options`` makes no ``artefact``, known before it runs (``jaxscope run``
+    refuses it as a usage error): option ``target`` "tpu-v5e" compiles only (design 0067)."""
+    if getattr(options, "target", None) == "tpu-v5e" and artefact in RUN_ARTEFACTS:
+        made = ", ".join(a for a in ARTEFACTS if a not in RUN_ARTEFACTS)
+        return (
+            f"the TPU v5e target compiles only: nothing is run (no chip here), so there is no "
+            f"{artefact!r}; this target prints {made} (or drop --target to run it here)"
+        )
+    return None
+
+
+UNAVAILABLE = _unavailable

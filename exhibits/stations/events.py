@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Literal
 
 from jaxscope.exhibit_api import ArrayPreview, EventBase, SourceLoc, WireModel
+from pydantic import Field
 
 
 class OpLink(WireModel):
@@ -83,6 +84,15 @@ class ExecutableCompiled(EventBase):
     memory: dict[str, int] | None
     caveats: list[str]
     hlo_links: list[HloLink] = []
+    # Option ``target`` "tpu-v5e" (design 0067): the machine the program was compiled for
+    # without running it ("TPU v5e") and the offline topology libtpu compiled it in ("v5e:2x2");
+    # absent for a compile for the worker's own backend, which the Run station then runs.
+    compiled_for: str | None = Field(
+        default=None, exclude_if=lambda v: v is None, json_schema_extra={"x-wire-optional": True}
+    )
+    topology: str | None = Field(
+        default=None, exclude_if=lambda v: v is None, json_schema_extra={"x-wire-optional": True}
+    )
 
 
 class ProgramExecuted(EventBase):

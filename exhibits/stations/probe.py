@@ -76,6 +76,8 @@ def run(ctx: ProbeContext) -> None:
             )
         if tpu is not None:
             compiled_event.caveats.insert(0, tpu_target.not_run_caveat(tpu))
+            compiled_event.compiled_for = tpu_target.NAME
+            compiled_event.topology = tpu_target.TOPOLOGY
         ctx.emit(compiled_event)
     if tpu is not None:
         return  # compiled for a TPU this machine does not have: nothing to run

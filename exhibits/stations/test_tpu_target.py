@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 import pytest
+from jaxscope import cli
 from jaxscope.protocol import RunOptions
 from jaxscope.sandbox import kinds
 from jaxscope.sandbox.worker import worker_env
@@ -114,6 +115,24 @@ def test_tpu_only_layouts_and_memory_spaces(tpu_run: list[dict[str, Any]]) -> No
     assert not [e for e in tpu_run if e["type"] == "program_executed"]
     assert tpu_run[-1]["type"] == "run_finished"
     assert "TPU v5 lite" in _compiled(tpu_run)["caveats"][0]
+    # What the page's header and Run station say instead of the worker's CPU and "waiting".
+    assert (_compiled(tpu_run)["compiled_for"], _compiled(tpu_run)["topology"]) == (
+        "TPU v5e",
+        "v5e:2x2",
+    )
+
+
+def test_cli_refuses_output_of_a_compile_only_target(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--print output`` with ``--target tpu-v5e`` is refused before any run (usage, 2) with
+    the reason; ``--help`` lists the target's choices. No worker starts (in-process)."""
+    status = cli.main(["run", "stations", str(EXAMPLE), "--target", "tpu-v5e", "--print", "output"])
+    err = capsys.readouterr().err
+    assert status == cli.EXIT_USAGE
+    assert "TPU v5e target compiles only: nothing is run" in err and "'output'" in err
+    assert "compiled, cost, memory" in err
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"])
+    assert "--target {host,tpu-v5e}" in capsys.readouterr().out
 
 
 @needs_libtpu

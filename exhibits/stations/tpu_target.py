@@ -19,6 +19,8 @@ from jax.sharding import SingleDeviceSharding
 # compiled for one device of this one, one chip, as a v5e host with one chip runs it.
 TOPOLOGY = "v5e:2x2"
 PLATFORMS = ("tpu",)
+# The target's name in the page's and the CLI's words (JAX's device_kind says "TPU v5 lite").
+NAME = "TPU v5e"
 NOT_RUN = (
     "compiled for {kind} by libtpu on a machine without one (offline topology {topology}, one "
     "chip): the HLO, layouts, memory and cost are the TPU compiler's; the program is not run"

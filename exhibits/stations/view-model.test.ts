@@ -22,6 +22,7 @@ import {
 } from './view-model';
 import { applyItemsSent, type ItemsSent } from '../../frontend/src/store/list-ranges';
 import type { ModuleLowered } from '../../frontend/src/protocol';
+import { compiledForInfo } from '../../frontend/src/run-info';
 
 interface Truth {
   cost: Record<string, number>;
@@ -51,6 +52,17 @@ describe('station progress over the event stream (stations-mlp)', () => {
   it("marks the station where the run failed (a tracer error while tracing)", () => {
     const failed = loadEvents('tracing-tracer-error');
     expect(statusAt(failed, failed.length - 1)).toBe('trace:failed lower:pending compile:pending run:pending');
+  });
+
+  it('says the Run station of a TPU v5e compile-only run was not run, and why', () => {
+    // `jaxscope run stations frontend/test-fixtures/snippets/mlp_layer.py --target tpu-v5e --json`
+    const tpu = loadEvents('stations-tpu-v5e');
+    expect(statusAt(tpu, tpu.length - 1)).toBe('trace:done lower:done compile:done run:not_run');
+    expect(stationStatuses(tpu).find((s) => s.id === 'run')?.note).toBe('compile only for TPU v5e');
+    expect(compiledForInfo(tpu)).toBe('compiled for TPU v5e (v5e:2x2 topology, offline)');
+    // A run for this machine: no note, and the header names no other target.
+    expect(stationStatuses(events).every((s) => s.note === null)).toBe(true);
+    expect(compiledForInfo(events)).toBeNull();
   });
 
   it('draws one bar per jax.monitoring duration, named as JAX names it', () => {

@@ -22,7 +22,7 @@ import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
 
 export type StationId = 'trace' | 'lower' | 'compile' | 'run';
 
-export type StationStatus = 'pending' | 'running' | 'done' | 'failed';
+export type StationStatus = 'pending' | 'running' | 'done' | 'failed' | 'not_run';
 
 export interface Station {
   id: StationId;
@@ -31,6 +31,8 @@ export interface Station {
   /** the JAX object the station holds */
   holds: string;
   status: StationStatus;
+  /** why a `not_run` station was not run (`compile only for TPU v5e`), else null */
+  note: string | null;
 }
 
 export const STATIONS: readonly { id: StationId; title: string; holds: string; artefact: Event['type'] }[] = [
@@ -43,21 +45,29 @@ export const STATIONS: readonly { id: StationId; title: string; holds: string; a
 /**
  * Each station's status: `done` once its artefact arrived; `running` after its `stage_started`
  * while the run has not ended; `failed` when the run failed in it (`run_failed.stage`, or the
- * running station when the failure names none); else `pending`.
+ * running station when the failure names none); `not_run` for the Run station of a program
+ * compiled for a machine that is not here (`executable_compiled.compiled_for`, stations' TPU v5e
+ * target: compile only, design 0067); else `pending`.
  */
 export function stationStatuses(events: readonly Event[]): Station[] {
   const started = new Set<Stage>(eventsOf(events, 'stage_started').map((e) => e.stage));
   const arrived = new Set<string>(events.map((e) => e.type));
   const failure = lastOf(events, 'run_failed');
   const finished = failure !== undefined || arrived.has('run_finished');
+  const compiledFor = lastOf(events, 'executable_compiled')?.compiled_for ?? null;
   return STATIONS.map(({ id, title, holds, artefact }) => {
     let status: StationStatus = 'pending';
+    let note: string | null = null;
     if (arrived.has(artefact)) status = 'done';
     else if (started.has(id)) {
       if (failure !== undefined && (failure.stage === id || failure.stage === null)) status = 'failed';
       else if (!finished) status = 'running';
     } else if (failure !== undefined && failure.stage === id) status = 'failed';
-    return { id, title, holds, status };
+    else if (id === 'run' && compiledFor !== null) {
+      status = 'not_run';
+      note = `compile only for ${compiledFor}`;
+    }
+    return { id, title, holds, status, note };
   });
 }
 

@@ -6,6 +6,7 @@
  * the try has not reported yet.
  */
 import type { Event, RunStarted } from './protocol';
+import { lastOf } from './widgets/events';
 
 /** The exhibit whose run creates its PJRT client with a string of its own. */
 export const OWN_CLIENT_EXHIBIT = 'pjrt_registry';
@@ -21,4 +22,14 @@ export function torchRunInfo(runStarted: RunStarted, events: readonly Event[]): 
   const tried = events.find((e) => e.type === 'pjrt_client_tried');
   if (tried === undefined) return `${head} · the try creates its own client`;
   return `${head} · tried ${shown(tried.env['PJRT_DEVICE'])}`;
+}
+
+/** The machine a compile-only run compiled its program for, in words (`TPU v5e (v5e:2x2
+ * topology, offline)`: stations' `target`, design 0067; the worker's backend is another), or
+ * null for a run compiled for the worker's own backend. */
+export function compiledForInfo(events: readonly Event[]): string | null {
+  const compiled = lastOf(events, 'executable_compiled');
+  if (compiled?.compiled_for == null) return null;
+  const topology = compiled.topology == null ? 'offline' : `${compiled.topology} topology, offline`;
+  return `compiled for ${compiled.compiled_for} (${topology})`;
 }

@@ -1039,6 +1039,7 @@ export interface OpLink {
  */
 export interface ExecutableCompiled {
   caveats: string[];
+  compiled_for?: string | null;
   compiled_text: string;
   cost: {
     [k: string]: number | undefined;
@@ -1052,6 +1053,7 @@ export interface ExecutableCompiled {
   } | null;
   run_id: string;
   seq: number;
+  topology?: string | null;
   type: 'executable_compiled';
 }
 /**
