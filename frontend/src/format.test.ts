@@ -41,6 +41,22 @@ describe('formatQueue while a worker starts', () => {
   });
 });
 
+describe('formatQueue ticks while a worker starts', () => {
+  it('says how long the start has taken so far beside the estimate, from the first second', () => {
+    const tf = { position: 1, waiting: 1, estimate_s: 30, reason: 'worker_starting', worker_kind: 'tf' } as const;
+    expect(formatQueue(tf, 400)).toBe('Starting a TensorFlow sandbox worker for this run, ~30 s');
+    expect(formatQueue(tf, 27_900)).toBe('Starting a TensorFlow sandbox worker for this run, ~30 s, 27 s so far');
+    // Past the estimate the clock keeps counting: the estimate is not a promise.
+    expect(formatQueue(tf, 38_200)).toBe('Starting a TensorFlow sandbox worker for this run, ~30 s, 38 s so far');
+    const chip = { position: 1, waiting: 1, estimate_s: 9, reason: 'worker_starting', worker_kind: 'accelerator' } as const;
+    expect(formatQueue(chip, 4_000)).toBe('Opening the accelerator for this run: a fresh worker opens the chip, ~9 s, 4 s so far');
+    // A run waiting in the queue (no start of its own) keeps its place and estimate only.
+    expect(formatQueue({ position: 2, waiting: 2, estimate_s: 5, reason: 'pool_full' }, 3_000)).toBe(
+      'Waiting for a sandbox worker: position 2 of 2, about 5 s',
+    );
+  });
+});
+
 describe('formatWorkerStart: why a finished run was slow (issue 31, item 5)', () => {
   it('says how much of a run went to starting its torch worker, and why', () => {
     const note = formatWorkerStart({ kind: 'torch', ms: 8_460 });

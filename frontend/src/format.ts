@@ -39,8 +39,18 @@ export function formatWorkerStart(start: { kind: WorkerKind; ms: number } | null
   return `${took} of it went to starting a JAX sandbox worker`;
 }
 
-/** What the run bar says while a run waits for a sandbox worker (`RunState.queue`). */
-export function formatQueue(queue: QueueState): string {
+/** `, N s so far` for a wait of `waitedMs` (a second or more), else ''. */
+function soFar(waitedMs: number | null): string {
+  return waitedMs !== null && Number.isFinite(waitedMs) && waitedMs >= 1000 ? `, ${Math.floor(waitedMs / 1000)} s so far` : '';
+}
+
+/**
+ * What the run bar says while a run waits for a sandbox worker (`RunState.queue`). `waitedMs`:
+ * how long the run has waited so far (the run bar's ticking clock); a worker start then reads
+ * `~N s, M s so far`: the estimate is the server's own recent starts of that kind (or a typical
+ * first start before any: backend/jaxscope/sandbox/pool.py), and may be off on a loaded machine.
+ */
+export function formatQueue(queue: QueueState, waitedMs: number | null = null): string {
   const place = `position ${queue.position} of ${Math.max(queue.waiting, queue.position)}`;
   const s = queue.estimate_s;
   const about = s !== null && Number.isFinite(s) && s >= 0 ? `, about ${Math.max(1, Math.round(s))} s` : '';
@@ -49,7 +59,7 @@ export function formatQueue(queue: QueueState): string {
     // (design 0069: ~13 s on the TPU v5e).
     if (queue.reason === 'worker_starting') {
       const soon = s !== null && Number.isFinite(s) && s >= 0 ? `, ~${Math.max(1, Math.round(s))} s` : '';
-      return `Opening the accelerator for this run: a fresh worker opens the chip${soon}`;
+      return `Opening the accelerator for this run: a fresh worker opens the chip${soon}${soFar(waitedMs)}`;
     }
     const ahead = queue.position - 1;
     const runs = ahead === 0 ? 'this run is next' : `${countOf(ahead, 'run')} ahead`;
@@ -68,7 +78,7 @@ export function formatQueue(queue: QueueState): string {
     const soon = s !== null && Number.isFinite(s) && s >= 0 ? `, ~${s < 1 ? s.toFixed(1) : Math.round(s)} s` : '';
     // Why a torch worker's start is slow (issue 31, item 5): design 0055 measured it.
     const why = queue.worker_kind === 'torch' ? ` (a new process importing ${TORCH_IMPORT})` : '';
-    return `Starting ${kind} sandbox worker for this run${why}${soon}`;
+    return `Starting ${kind} sandbox worker for this run${why}${soon}${soFar(waitedMs)}`;
   }
   if (queue.reason === 'client_share') {
     return `Waiting for a sandbox worker: your other tabs hold this client's share of workers (${place}${about})`;

@@ -21,6 +21,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import statistics
 import time
 from collections.abc import Callable
 
@@ -47,11 +48,12 @@ KIND_MEMORY_BYTES: dict[WorkerKind, int] = {
     "accelerator": 2 * 2**30,  # JAX + the chip's runtime (libtpu); one at a most, design 0069
 }
 # A first worker start's typical seconds per kind (JAX: the template imports JAX and the probes,
-# then forks; torch: a bwrap start that imports torch_xla), before the pool measured its own.
+# then forks; torch: a bwrap start that imports torch_xla), until this server has measured a
+# start of that kind (:meth:`WorkerPool.start_estimate_s`).
 FIRST_START_S: dict[WorkerKind, float] = {
     "jax": 3.0,
     "torch": 10.0,
-    "tf": 10.0,
+    "tf": 30.0,  # TensorFlow + JAX: 27-38 s measured on a loaded 2-core machine (design 0053)
     "tpu_compile": 8.0,
     "accelerator": 15.0,  # opening the TPU v5e took 13.5 s in a fresh process (design 0056)
 }
@@ -60,6 +62,10 @@ FIRST_START_S: dict[WorkerKind, float] = {
 SINGLE_HOLDER: frozenset[WorkerKind] = frozenset({"accelerator"})
 # Seconds a new accelerator worker waits for the last holder of the chip to exit.
 HOLDER_EXIT_S = 10.0
+# How many of a kind's last measured starts its estimate is the median of: a JAX template's
+# first start (imports) and its forks (a fraction of a second) mix, and one slow start on a
+# loaded machine moves a median less than a mean.
+START_SAMPLES = 5
 # Safety net for the wake-ups below (a worker that exits on its own is noticed by polling).
 _POLL_S = 0.5
 
@@ -122,6 +128,9 @@ class WorkerPool:
         # The workers of a SINGLE_HOLDER kind ever leased from this pool or the pools beside it
         # (kept on the main pool) that may not have exited yet: a new one waits for them.
         self._holders: set[WorkerProcess] = set()
+        # The last START_SAMPLES measured starts (s) per worker kind, in all the pools of this
+        # server (kept on the main pool): :meth:`start_estimate_s`.
+        self._starts: dict[WorkerKind, collections.deque[float]] = {}
 
     def start(self) -> None:
         """Begin warming ``size`` workers in the background (call inside the event loop); on a
@@ -259,10 +268,18 @@ class WorkerPool:
         return self._starting_count() > 0
 
     def start_estimate_s(self) -> float:
-        """About how long (s) a worker of this pool takes to start: the recent mean, or before
-        any start the typical first one (:data:`FIRST_START_S`: a JAX template's import of JAX
-        and the probes, or a torch worker's import of torch_xla, on a loaded 2-core machine)."""
-        return self.mean_start_s if self.mean_start_s is not None else FIRST_START_S[self.kind]
+        """About how long (s) a worker of this pool's kind takes to start: the median of this
+        server's last :data:`START_SAMPLES` measured starts of that kind (in any of its pools),
+        or before the first the typical one (:data:`FIRST_START_S`: a JAX template's import of
+        JAX and the probes, a torch worker's import of torch_xla, on a loaded 2-core machine)."""
+        starts = (self._parent or self)._starts.get(self.kind)
+        return statistics.median(starts) if starts else FIRST_START_S[self.kind]
+
+    def _measured_start(self, seconds: float) -> None:
+        """Record a worker start of this pool's kind that took ``seconds``."""
+        self.mean_start_s = self._mean(self.mean_start_s, seconds)
+        root = self._parent or self
+        root._starts.setdefault(self.kind, collections.deque(maxlen=START_SAMPLES)).append(seconds)
 
     async def _start_one(self) -> None:
         if self.kind in SINGLE_HOLDER:
@@ -281,7 +298,7 @@ class WorkerPool:
             self._idle.append(exc)
             self._wake()
             return
-        self.mean_start_s = self._mean(self.mean_start_s, time.monotonic() - started)
+        self._measured_start(time.monotonic() - started)
         if self._closed:
             await worker.close()
             return
