@@ -198,6 +198,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="put runs on the run queue at redis://HOST:PORT/DB for the pool hosts on it "
         "(`jaxscope pool --queue`; design 0065); the password in JAXSCOPE_QUEUE_PASSWORD",
     )
+    serve.add_argument(
+        "--forwarded-allow-ips",
+        default=None,
+        metavar="IPS",
+        help="behind a proxy or load balancer: trust X-Forwarded-For/-Proto from these "
+        "addresses or networks (comma-separated, * for any), so that each user is a client of "
+        "their own for the per-client share (default: the socket's peer address; design 0065)",
+    )
     _limit_flags(serve)
     _sandbox_flag(serve)
 
@@ -579,7 +587,11 @@ def _serve(
     )
     # A watched file is served only with a token, on loopback too (design 0052).
     settings = with_token(
-        dataclasses.replace(settings, limits=_limits(settings.limits, ns, ns.timeout)),
+        dataclasses.replace(
+            settings,
+            limits=_limits(settings.limits, ns, ns.timeout),
+            forwarded_allow_ips=getattr(ns, "forwarded_allow_ips", None),
+        ),
         required=watched is not None,
     )
     if settings.queue is not None:
@@ -628,6 +640,9 @@ def _serve(
         log_level="info",
         loop="asyncio",
         ws_per_message_deflate=False,
+        # The app adds the proxy headers' middleware itself, only when asked to (uvicorn's own
+        # default would believe X-Forwarded-For from 127.0.0.1).
+        proxy_headers=False,
     )
     server = uvicorn.Server(config)
     from jaxscope.server import log_redact

@@ -207,7 +207,11 @@ class Settings:
     startup when an exhibit folder lacks a part; ``frontend_dist``: the built frontend;
     ``pool_socket``: the Unix socket of a hosted pool (``jaxscope pool``) to relay sessions to
     instead of running workers in this process; ``queue``: the run queue's Redis URL
-    (``serve --queue``, ``JAXSCOPE_QUEUE``; design 0065): runs go to the pool hosts on it.
+    (``serve --queue``, ``JAXSCOPE_QUEUE``; design 0065): runs go to the pool hosts on it;
+    ``forwarded_allow_ips``: the proxies (comma-separated addresses or networks, ``*`` for any)
+    whose ``X-Forwarded-For``/``-Proto`` name the client (``serve --forwarded-allow-ips``;
+    design 0065): the per-client share then keys on the forwarded address. None (the default):
+    the socket's peer address, whatever the headers say.
     """
 
     host: str = "127.0.0.1"
@@ -221,6 +225,7 @@ class Settings:
     check_exhibits: bool = True
     pool_socket: Path | None = None
     queue: str | None = None
+    forwarded_allow_ips: str | None = None
 
     @property
     def per_client(self) -> int:

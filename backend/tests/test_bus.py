@@ -15,6 +15,7 @@ tests skip, saying so."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -260,6 +261,9 @@ def test_malformed_jobs_are_refused_and_the_host_goes_on(server: RedisServer, ho
         ws.send_text(run_msg("m2", SIN))
         assert until_terminal(ws, "m2")[-1].type == "run_finished"
     assert host.read_text().count("refused a malformed job") == 3, host.read_text()
+    # The field that was wrong, never the job's code.
+    assert "token: extra_forbidden" in host.read_text(), host.read_text()
+    assert "sin(x)" not in host.read_text()
     assert client.xpending(lane_key("light"), GROUP)["pending"] == 0
 
 
@@ -416,3 +420,169 @@ def test_runs_from_several_sessions_spread_over_the_hosts(
         assert None not in hosts and len(hosts) == 2, hosts
     finally:
         stop(second)
+
+
+# The break-it review's findings (design 0065, "Hardening after the break-it review").
+
+# A run that writes its events a moment after it started (the write falls in a Redis pause).
+LATE = "import time\ntime.sleep(1.5)\ndef f(x):\n    return x * 2.0\nargs = (1.0,)\n"
+
+
+def test_a_redis_write_pause_mid_run_ends_it_and_gives_the_share_back(
+    server: RedisServer, host: Path
+) -> None:
+    """A pool host (in this process, its commands timing out after 1 s where a real one's take
+    10 s) whose event write times out in a Redis ``CLIENT PAUSE WRITE`` ends its run with
+    ``host_lost`` once Redis writes again, and the client's count goes back."""
+    from jaxscope.bus.host import PoolHost
+    from jaxscope.bus.jobs import RUNNING
+
+    client = server.client()
+    key = new_key()
+    job = Job(key=key, lane="heavy", client="a1", run=json.loads(run_msg("p1", LATE, "jvp")))
+    client.set(meta_key(key), json.dumps({"run_id": "p1"}), ex=600)
+    client.xadd(lane_key("heavy"), {"job": job.model_dump_json()})
+
+    async def scenario() -> list[EventModel]:
+        import redis.asyncio as aioredis
+
+        redis = aioredis.Redis.from_url(
+            server.url, password=PASSWORD, socket_connect_timeout=1, socket_timeout=1.5
+        )
+        pool_host = PoolHost(
+            redis, {"heavy": 1}, Limits(wall_s=40), host_id="pauser-1", per_client=2
+        )
+        serving = asyncio.create_task(pool_host.serve())
+        try:
+            loop = asyncio.get_running_loop()
+            seen = await loop.run_in_executor(None, started_then_pause)
+            rest = await loop.run_in_executor(None, stream_events, server, key, 40)
+            return seen + rest
+        finally:
+            serving.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await serving
+            await redis.aclose()
+
+    def started_then_pause() -> list[EventModel]:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for _, fields in client.xrange(events_key(key)):
+                if b"run_started" in fields[b"e"]:
+                    client.execute_command("CLIENT", "PAUSE", "5000", "WRITE")
+                    return []
+            time.sleep(0.05)
+        raise AssertionError("the run did not start")
+
+    events = asyncio.run(scenario())
+    failed = events[-1]
+    assert isinstance(failed, RunFailed) and failed.kind == "host_lost", failed
+    assert failed.run_id == "p1" and "Run it again" in failed.message, failed.message
+    # Ended by the host itself (its retried write), not by a sweeper taking it for dead.
+    assert "stopped answering while this run ran on pauser-1" in failed.message
+    assert not client.hexists(RUNNING, key)
+    assert not client.hexists(CLIENTS, "a1")  # the share is given back
+
+
+def test_the_sweeper_ends_a_run_its_live_host_dropped_and_skips_bad_data(
+    server: RedisServer,
+) -> None:
+    """A run in ``running`` whose host is alive but no longer lists it ends with
+    ``host_lost``; a ``running`` entry or a meta that is not JSON (poison_meta.sh) is logged and
+    skipped, and the pass goes on."""
+    from jaxscope.bus.jobs import RUNNING, host_key, runs_key
+    from jaxscope.bus.store import connect, sweep
+
+    client = server.client()
+    now = int(client.time()[0])
+    dropped, poisoned, fresh = new_key(), new_key(), new_key()
+    client.set(host_key("alive-1"), "{}", ex=30)
+    client.set(runs_key("alive-1"), json.dumps([fresh]), ex=30)
+    client.hset(CLIENTS, mapping={"c1": 1, "c2": 1})
+    client.hset(RUNNING, "garbage0garbage0garbage0garbage0", "not json")
+    client.hset(RUNNING, poisoned, json.dumps({"host": "deadhost-1", "client": "c2"}))
+    client.set(meta_key(poisoned), "not-json", ex=600)
+    client.hset(RUNNING, dropped, json.dumps({"host": "alive-1", "client": "c1", "t": now - 60}))
+    client.set(meta_key(dropped), json.dumps({"run_id": "d1"}), ex=600)
+    # Just started, not listed yet by the host's next heartbeat: left alone.
+    young = new_key()
+    client.hset(RUNNING, young, json.dumps({"host": "alive-1", "client": "c3", "t": now}))
+
+    async def one_pass() -> None:
+        redis = connect(server.url)
+        try:
+            await sweep(redis, "web-test")
+        finally:
+            await redis.aclose()
+
+    asyncio.run(one_pass())
+    ended = stream_events(server, dropped, 5)[-1]
+    assert isinstance(ended, RunFailed) and ended.kind == "host_lost" and ended.run_id == "d1"
+    assert "no longer holds it" in ended.message
+    lost = stream_events(server, poisoned, 5)[-1]
+    assert isinstance(lost, RunFailed) and lost.kind == "host_lost" and lost.run_id == ""
+    assert set(client.hkeys(RUNNING)) == {young.encode()}
+    assert not client.hgetall(CLIENTS)
+    client.hdel(RUNNING, young)
+
+
+def test_a_client_cannot_flood_a_lane_and_a_full_lane_refuses(
+    server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Jobs queued and not started are limited per client (a page that runs again and again
+    is refused past it, saying so); a full lane refuses instead of trimming someone's job; a
+    resume of a run whose job the queue lost ends at once."""
+    from jaxscope.bus import store
+    from jaxscope.bus.jobs import QUEUED_PER_CLIENT, client_id, queued_key
+
+    client = server.client()
+    client.delete(lane_key("torch"))
+    with web(server) as one, one.websocket_connect(WS) as ws:
+        tokens = []
+        for i in range(QUEUED_PER_CLIENT):  # the torch lane: no host takes them here
+            ws.send_text(run_msg(f"f{i}", SIN, exhibit="pjrt_registry"))
+            accepted = next_event(ws)
+            assert isinstance(accepted, RunAccepted) and accepted.lane == "torch", accepted
+            tokens.append(accepted.token)
+        ws.send_text(run_msg("f-over", SIN, exhibit="pjrt_registry"))
+        refused = until_terminal(ws, "f-over")[-1]
+        assert isinstance(refused, RunFailed) and "runs waiting" in refused.message
+        assert client.xlen(lane_key("torch")) == QUEUED_PER_CLIENT
+        # The first job vanishes from the lane (as a trim did): its resume ends at once.
+        me = client_id("testclient")
+        first = next(
+            i for i, f in client.xrange(lane_key("torch")) if tokens[0].encode() in f[b"job"]
+        )
+        client.xdel(lane_key("torch"), first)
+        client.zrem(queued_key(me), tokens[0])
+        ws.send_text(json.dumps({"type": "resume", "run_id": "f0", "token": tokens[0]}))
+        gone = until_terminal(ws, "f0")[-1]
+        assert isinstance(gone, RunFailed) and "no longer on the run queue" in gone.message
+        client.delete(queued_key(me))
+        monkeypatch.setattr(store, "LANE_MAXLEN", QUEUED_PER_CLIENT - 1)
+        ws.send_text(run_msg("f-full", SIN, exhibit="pjrt_registry"))
+        full = until_terminal(ws, "f-full")[-1]
+        assert isinstance(full, RunFailed) and "queue is full" in full.message
+    client.delete(lane_key("torch"), queued_key(me))
+
+
+def test_a_trusted_proxy_names_the_client_and_an_untrusted_one_does_not(
+    server: RedisServer,
+) -> None:
+    from jaxscope.bus.jobs import client_id, queued_key
+
+    client = server.client()
+    forwarded = {"x-forwarded-for": "203.0.113.7"}
+    seen = []
+    for allow in (None, "*"):
+        settings = Settings(
+            queue=server.url, check_exhibits=False, limits=Limits(), forwarded_allow_ips=allow
+        )
+        app = create_app(settings)
+        with TestClient(app, base_url="http://127.0.0.1:8000") as c:
+            with c.websocket_connect(WS, headers=forwarded) as ws:
+                ws.send_text(run_msg("x1", SIN, exhibit="pjrt_registry"))
+                assert isinstance(next_event(ws), RunAccepted)
+        seen.append(json.loads(client.xrange(lane_key("torch"))[-1][1][b"job"])["client"])
+    assert seen == [client_id("testclient"), client_id("203.0.113.7")]
+    client.delete(lane_key("torch"), queued_key(seen[0]), queued_key(seen[1]))

@@ -37,6 +37,7 @@ from jaxscope.bus.jobs import (
     events_key,
     host_key,
     lane_key,
+    runs_key,
 )
 from jaxscope.bus.store import (
     Redis,
@@ -45,6 +46,7 @@ from jaxscope.bus.store import (
     end_run,
     ensure_groups,
     entries_of,
+    next_seq,
     start_run,
     stop_task,
     sweep,
@@ -54,6 +56,7 @@ from jaxscope.protocol import (
     CancelRequest,
     DetailRequest,
     EventModel,
+    RunFailed,
     RunQueued,
     is_terminal,
 )
@@ -69,6 +72,17 @@ log = logging.getLogger(__name__)
 SHARE_BACKOFF_S = 0.5
 # Back-off while Redis is unreachable (seconds, doubling).
 RETRY_MIN_S, RETRY_MAX_S = 0.2, 3.0
+
+
+def _why_refused(exc: Exception) -> str:
+    """Which fields of a job were wrong and how (pydantic's loc and type), never their values
+    (the job's code is the user's)."""
+    if isinstance(exc, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or 'job'}: {error['type']}"
+            for error in exc.errors(include_input=False, include_url=False)[:5]
+        )
+    return str(exc).splitlines()[0][:300]
 
 
 def parse_lanes(text: str) -> dict[Lane, int]:
@@ -107,6 +121,9 @@ class PoolHost:
         self.per_client = per_client
         self.pool = WorkerPool(limits, size=warm, max_workers=sum(self.lanes.values()))
         self._details: set[asyncio.Task[None]] = set()
+        # The runs this host holds (started, not ended): its heartbeat lists them, so that the
+        # sweeper ends one this host dropped.
+        self._live: set[str] = set()
         self.refused = 0  # malformed jobs seen (for tests and health)
 
     async def serve(self, started: asyncio.Event | None = None) -> None:
@@ -152,9 +169,11 @@ class PoolHost:
                 delay = min(delay * 2, RETRY_MAX_S)
 
     async def _beat(self) -> None:
-        await self.redis.set(
-            host_key(self.host_id), json.dumps(self.lanes), px=int(HOST_TTL_S * 1000)
-        )
+        ttl = int(HOST_TTL_S * 1000)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.set(host_key(self.host_id), json.dumps(self.lanes), px=ttl)
+            pipe.set(runs_key(self.host_id), json.dumps(sorted(self._live)), px=ttl)
+            await pipe.execute()
 
     async def _heartbeat(self) -> None:
         while True:
@@ -164,6 +183,8 @@ class PoolHost:
                 await sweep(self.redis, self.host_id)
             except (RedisError, OSError) as exc:
                 log.warning("heartbeat: the run queue is unreachable (%s)", exc)
+            except Exception:  # bad data must not stop the heartbeat: log, go on
+                log.exception("heartbeat: the sweep failed")
 
     async def _taker(self, lane: Lane) -> None:
         stream = lane_key(lane)
@@ -191,6 +212,8 @@ class PoolHost:
                     await self._take(lane, entry_id, fields)
                 except (RedisError, OSError) as exc:
                     log.warning("run queue error while taking a run: %s", exc)
+                except Exception:  # one bad job must not stop the taker: log, go on
+                    log.exception("taking job %r on lane %s failed", entry_id, lane)
 
     async def _take(self, lane: Lane, entry_id: bytes, fields: dict[bytes, bytes]) -> None:
         stream = lane_key(lane)
@@ -201,7 +224,7 @@ class PoolHost:
                 raise ValueError(f"a {job.lane} job on the {lane} lane")
         except (ValidationError, ValueError) as exc:
             self.refused += 1
-            why = str(exc).splitlines()[0][:300]
+            why = _why_refused(exc)
             log.error("refused a malformed job %s on lane %s: %s", entry_id.decode(), lane, why)
             await self.redis.xack(stream, GROUP, entry_id)
             return
@@ -219,12 +242,23 @@ class PoolHost:
                 await self.redis.xadd(events_key(job.key), {"e": queued.model_dump_json()})
             await asyncio.sleep(SHARE_BACKOFF_S)
             return
-        if not await start_run(self.redis, job, self.host_id):
+        self._live.add(job.key)  # listed before it starts: never missing from a heartbeat
+        try:
+            started = await start_run(self.redis, job, self.host_id)
+        except BaseException:
+            self._live.discard(job.key)
+            raise
+        if not started:
             # Started already (a job delivered twice): never run twice.
+            self._live.discard(job.key)
             await self.redis.hincrby(CLIENTS, job.client, -1)
             await self.redis.xack(stream, GROUP, entry_id)
             return
-        await self.redis.xack(stream, GROUP, entry_id)
+        try:
+            await self.redis.xack(stream, GROUP, entry_id)
+        except (RedisError, OSError) as exc:
+            await self._lost(job, exc)
+            return
         await self._run(job)
 
     async def _run(self, job: Job) -> None:
@@ -242,12 +276,15 @@ class PoolHost:
         try:
             await session.run(job.run, emit)
         except (RedisError, OSError) as exc:
-            # The run's events cannot be written: stop it (its terminal event cannot be either;
-            # the page's web tier reports the queue's loss).
+            # The run's events cannot be written: stop it, and end it (once the queue answers
+            # again) so that its page hears of it and its client's share is given back.
             log.warning("run %s: the run queue went away mid-run (%s)", key, exc)
-            ctl.cancel()
+            await stop_task(ctl)
             await session.close()
+            await self._lost(job, exc)
             return
+        finally:
+            self._live.discard(key)
         if session.details_worker is None:
             ctl.cancel()
             await session.close()
@@ -256,6 +293,27 @@ class PoolHost:
         task = asyncio.create_task(self._keep_details(session, ctl))
         self._details.add(task)
         task.add_done_callback(self._details.discard)
+
+    async def _lost(self, job: Job, exc: BaseException) -> None:
+        """End ``job``'s run with ``host_lost`` once the queue answers again (nothing written
+        when it ended already: its terminal event got through, or a sweeper ended it)."""
+        self._live.discard(job.key)
+        message = (
+            f"the run queue stopped answering while this run ran on {self.host_id} ({exc}): "
+            "the run was stopped and its result is lost. Run it again"
+        )
+
+        async def end() -> None:
+            failed = RunFailed(
+                kind="host_lost",
+                message=message,
+                run_id=job.run.run_id,
+                seq=await next_seq(self.redis, job.key),
+            )
+            if await end_run(self.redis, job.key, job.client, failed.model_dump_json()):
+                log.warning("run %s: ended with host_lost (the queue was away)", job.key)
+
+        await self._until_up(end)
 
     async def _keep_details(self, session: Session, ctl: asyncio.Task[None]) -> None:
         try:

@@ -17,7 +17,11 @@ Keys (all under ``jaxscope:``):
 * ``running``: a hash ``key -> {host, client}`` of started runs, for the sweeper that ends a
   dead host's runs with ``host_lost``; ``clients``: a hash ``client -> runs running``, the
   per-client share across hosts.
-* ``host:<id>``: a host's heartbeat (its lanes), expiring :data:`HOST_TTL_S` after the last.
+* ``host:<id>``: a host's heartbeat (its lanes), expiring :data:`HOST_TTL_S` after the last;
+  ``hostruns:<id>``: the runs it holds (JSON list), written with it: a run in ``running`` that
+  its live host no longer lists was dropped by it and the sweeper ends it.
+* ``queued:<client>``: the client's jobs queued and not started (a sorted set by time), for
+  :data:`QUEUED_PER_CLIENT`.
 
 A job carries the run request and the client's hashed address, nothing else: no token, no
 password, no host path (a pool host trusts only this format, and validates it).
@@ -52,8 +56,11 @@ HEARTBEAT_S = 1.0
 # A host whose heartbeat is older than this is dead: its started runs end with ``host_lost`` and
 # the runs it took but had not started go back on their lane.
 HOST_TTL_S = 4.0
-# The most entries a lane holds (approximate trim): a queue longer than this is refused.
+# The most entries a lane holds: a run queued on a full lane is refused (never trimmed).
 LANE_MAXLEN = 10_000
+# The most jobs one client may have queued and not started, all lanes together: one page cannot
+# fill a lane for everyone (a new run past it is refused, saying so).
+QUEUED_PER_CLIENT = 20
 # The password, when the URL has none (an environment variable: a command line is visible to
 # every local process).
 PASSWORD_ENV = "JAXSCOPE_QUEUE_PASSWORD"
@@ -139,6 +146,16 @@ def started_key(key: str) -> str:
 
 def host_key(host_id: str) -> str:
     return f"{PREFIX}host:{host_id}"
+
+
+def runs_key(host_id: str) -> str:
+    """The runs a host holds (a JSON list of keys), written with its heartbeat."""
+    return f"{PREFIX}hostruns:{host_id}"
+
+
+def queued_key(client: str) -> str:
+    """A sorted set of the client's jobs queued and not started (score: when queued)."""
+    return f"{PREFIX}queued:{client}"
 
 
 RUNNING = f"{PREFIX}running"

@@ -24,8 +24,10 @@ from redis.exceptions import RedisError, ResponseError
 from jaxscope.bus.jobs import (
     CLIENTS,
     GROUP,
+    HEARTBEAT_S,
     HOST_TTL_S,
     KEEP_S,
+    LANE_MAXLEN,
     LANES,
     PASSWORD_ENV,
     RUN_TTL_S,
@@ -37,12 +39,18 @@ from jaxscope.bus.jobs import (
     host_key,
     lane_key,
     meta_key,
+    queued_key,
     redact,
+    runs_key,
     started_key,
 )
 from jaxscope.protocol import RunFailed
 
 log = logging.getLogger(__name__)
+
+# A live host's run missing from its heartbeat's list this long after it started is one the
+# host dropped (its writes failed): the sweeper ends it.
+DISOWN_GRACE_S = 3 * HEARTBEAT_S + 1
 
 Redis = aioredis.Redis
 # A stream entry as the client returns it (RESP2): its id and its fields.
@@ -61,13 +69,33 @@ def entries_of(read: object) -> list[StreamEntry]:
     return out
 
 
-# KEYS: started, running; ARGV: host, key, ttl, client.
+# KEYS: started, running, the client's queued set; ARGV: host, key, ttl, client. ``t``: when it
+# started, by Redis's clock (the sweeper's grace before it trusts a host's list of its runs).
 _START = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[3]) then
-  redis.call('HSET', KEYS[2], ARGV[2], cjson.encode({host=ARGV[1], client=ARGV[4]}))
+  local t = tonumber(redis.call('TIME')[1])
+  redis.call('HSET', KEYS[2], ARGV[2], cjson.encode({host=ARGV[1], client=ARGV[4], t=t}))
+  redis.call('ZREM', KEYS[3], ARGV[2])
   return 1
 end
 return 0
+"""
+
+# KEYS: the lane, the client's queued set, meta, events; ARGV: job text, key, now (s), ttl,
+# per-client limit, lane limit, meta text. Queues the job unless the lane is full (-1) or the
+# client has its limit of jobs queued and not started (-2); 1 when queued. Nothing is ever
+# trimmed off a lane: a full lane refuses, so that no one's queued run silently vanishes.
+_QUEUE = """
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', tonumber(ARGV[3]) - tonumber(ARGV[4]))
+if redis.call('XLEN', KEYS[1]) >= tonumber(ARGV[6]) then return -1 end
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return -2 end
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+redis.call('SET', KEYS[3], ARGV[7], 'EX', ARGV[4])
+redis.call('XADD', KEYS[4], 'MAXLEN', '0', '*', 'e', '{}')
+redis.call('EXPIRE', KEYS[4], ARGV[4])
+redis.call('XADD', KEYS[1], '*', 'job', ARGV[1])
+return 1
 """
 
 # KEYS: running, events, ctl, meta, clients; ARGV: key, event text, keep seconds, client.
@@ -126,13 +154,42 @@ async def ensure_groups(redis: Redis, lanes: tuple[str, ...] = LANES) -> None:
                 raise
 
 
+async def queue_job(redis: Redis, job: Job, meta: str, per_client: int) -> int:
+    """Put ``job`` on its lane (with its ``meta`` and its events stream): 1 when queued, -1 when
+    the lane holds :data:`LANE_MAXLEN` jobs, -2 when ``job.client`` has ``per_client`` jobs
+    queued and not started yet."""
+    now = int((await redis.time())[0])
+    queued = await redis.eval(
+        _QUEUE,
+        4,
+        lane_key(job.lane),
+        queued_key(job.client),
+        meta_key(job.key),
+        events_key(job.key),
+        job.model_dump_json(),
+        job.key,
+        str(now),
+        str(RUN_TTL_S),
+        str(per_client),
+        str(LANE_MAXLEN),
+        meta,
+    )
+    return int(queued)
+
+
+async def is_queued(redis: Redis, client: str, key: str) -> bool:
+    """Whether ``key``'s job waits on its lane (queued, not started)."""
+    return await redis.zscore(queued_key(client), key) is not None
+
+
 async def start_run(redis: Redis, job: Job, host_id: str) -> bool:
     """Mark ``job``'s run started on ``host_id``; False when it already started (anywhere)."""
     started = await redis.eval(
         _START,
-        2,
+        3,
         started_key(job.key),
         RUNNING,
+        queued_key(job.client),
         host_id,
         job.key,
         str(RUN_TTL_S),
@@ -164,7 +221,8 @@ async def host_alive(redis: Redis, host_id: str) -> bool:
     return bool(await redis.exists(host_key(host_id)))
 
 
-async def _next_seq(redis: Redis, key: str) -> int:
+async def next_seq(redis: Redis, key: str) -> int:
+    """The seq after the last event on ``key``'s stream (0 when none)."""
     last = await redis.xrevrange(events_key(key), count=1)
     if not last:
         return 0
@@ -186,31 +244,79 @@ def host_lost_message(host: str) -> str:
     )
 
 
+def disowned_message(host: str) -> str:
+    return (
+        f"the pool host that was running this run ({host}) no longer holds it (it lost the run "
+        "queue mid-run and dropped it): the run's result is lost. Run it again"
+    )
+
+
+async def _host_runs(redis: Redis, host: str) -> set[str] | None:
+    """The runs ``host`` says it holds (its heartbeat), or None when it says nothing (a host
+    of an older version, or a list that is no list)."""
+    raw = await redis.get(runs_key(host))
+    if raw is None:
+        return None
+    try:
+        runs = json.loads(raw)
+    except ValueError:
+        return None
+    return {str(r) for r in runs} if isinstance(runs, list) else None
+
+
+async def _sweep_run(redis: Redis, key: str, raw: bytes | str, now: int) -> None:
+    """End the started run ``key`` (its ``running`` entry ``raw``) when its host is dead, or
+    alive but no longer holding it (after :data:`DISOWN_GRACE_S`: a run starts a moment before
+    its host's next heartbeat lists it)."""
+    try:
+        entry = json.loads(raw)
+        host, client = str(entry["host"]), str(entry["client"])
+        started = int(entry.get("t", 0))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        # Not an entry this code wrote: without its client the share cannot be given back;
+        # forget it (its run, if any, has no host that the sweeper could name).
+        log.error("running: the entry of %s is malformed: dropped", key)
+        await redis.hdel(RUNNING, key)
+        return
+    if await host_alive(redis, host):
+        if started == 0 or now - started < DISOWN_GRACE_S:
+            return
+        runs = await _host_runs(redis, host)
+        if runs is None or key in runs:
+            return
+        message = disowned_message(host)
+    else:
+        message = host_lost_message(host)
+    meta = await redis.get(meta_key(key))
+    run_id = ""
+    if meta:
+        try:
+            run_id = str(json.loads(meta)["run_id"])[:64]
+        except (ValueError, KeyError, TypeError):
+            log.error("run %s: its meta is malformed: ended without its run_id", key)
+    failed = RunFailed(
+        kind="host_lost", message=message, run_id=run_id, seq=await next_seq(redis, key)
+    )
+    if await end_run(redis, key, client, failed.model_dump_json()):
+        log.warning("run %s: %s", key, message)
+
+
 async def sweep(redis: Redis, me: str) -> None:
     """One pass of the sweeper (every web tier and pool host runs it each heartbeat): a started
-    run whose host's heartbeat expired ends with ``host_lost``; a job a dead host took and had
-    not started goes back on its lane (claimed by ``me`` first, so that one sweeper re-queues
-    it)."""
+    run whose host's heartbeat expired, or whose live host no longer lists it, ends with
+    ``host_lost``; a job a dead host took and had not started goes back on its lane (claimed by
+    ``me`` first, so that one sweeper re-queues it). Bad data in one entry is logged and
+    skipped, never the end of the pass."""
     running = await redis.hgetall(RUNNING)
+    now = int((await redis.time())[0])
     for raw_key, raw in running.items():
         key = raw_key.decode() if isinstance(raw_key, bytes) else str(raw_key)
         try:
-            entry = json.loads(raw)
-            host, client = str(entry["host"]), str(entry["client"])
-        except (ValueError, KeyError, TypeError):
-            continue
-        if await host_alive(redis, host):
-            continue
-        meta = await redis.get(meta_key(key))
-        run_id = json.loads(meta)["run_id"] if meta else ""
-        failed = RunFailed(
-            kind="host_lost",
-            message=host_lost_message(host),
-            run_id=run_id,
-            seq=await _next_seq(redis, key),
-        )
-        if await end_run(redis, key, client, failed.model_dump_json()):
-            log.warning("run %s: its host %s is gone: ended with host_lost", key, host)
+            await _sweep_run(redis, key, raw, now)
+        except (RedisError, OSError):
+            raise
+        except Exception:  # bad data: log it, go on with the other runs
+            log.exception("sweeper: run %s could not be checked", key)
     for lane in LANES:
         try:
             pending = await redis.xpending_range(lane_key(lane), GROUP, min="-", max="+", count=100)
@@ -228,7 +334,12 @@ async def sweep(redis: Redis, me: str) -> None:
                 message_ids=[item["message_id"]],
             )
             for entry_id, fields in entries_of(claimed):
-                await _requeue_claimed(redis, lane, entry_id, fields, consumer)
+                try:
+                    await _requeue_claimed(redis, lane, entry_id, fields, consumer)
+                except (RedisError, OSError):
+                    raise
+                except Exception:
+                    log.exception("sweeper: job %r could not be re-queued", entry_id)
 
 
 async def _requeue_claimed(
@@ -254,6 +365,9 @@ __all__ = [
     "end_run",
     "ensure_groups",
     "host_alive",
+    "is_queued",
+    "next_seq",
+    "queue_job",
     "start_run",
     "stop_task",
     "sweep",

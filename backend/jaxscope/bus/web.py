@@ -29,19 +29,19 @@ from starlette.websockets import WebSocket
 from exhibits.registry import EXHIBITS
 from jaxscope.bus.jobs import (
     HEARTBEAT_S,
-    LANE_MAXLEN,
     PREFIX,
+    QUEUED_PER_CLIENT,
     RELEASE,
     RUN_TTL_S,
     Job,
     client_id,
     ctl_key,
     events_key,
-    lane_key,
     lane_of,
     meta_key,
     new_key,
     redact,
+    started_key,
     valid_key,
 )
 from jaxscope.bus.store import (
@@ -50,6 +50,8 @@ from jaxscope.bus.store import (
     connect,
     ensure_groups,
     entries_of,
+    is_queued,
+    queue_job,
     stop_task,
     sweep,
 )
@@ -82,6 +84,45 @@ GONE = (
 )
 
 
+LOST = (
+    "this run never started and its job is no longer on the run queue (the queue lost it): "
+    "run it again"
+)
+LANE_FULL = (
+    "the server's run queue is full (every pool host is busy): the run was not queued; try "
+    "again in a moment"
+)
+CLIENT_FULL = (
+    f"you have {QUEUED_PER_CLIENT} runs waiting on the run queue already (the most one client "
+    "may): the run was not queued; wait for them, or try again in a moment"
+)
+
+
+def _meta(raw: bytes | str | None) -> dict[str, object] | None:
+    """A run's meta, or None when it is absent or not a JSON object (logged: bad data)."""
+    if raw is None:
+        return None
+    try:
+        meta = json.loads(raw)
+    except ValueError:
+        meta = None
+    if not isinstance(meta, dict):
+        log.error("a run's meta is malformed: treated as gone")
+        return None
+    return meta
+
+
+async def _exists(redis: Redis, key: str, client: object) -> bool:
+    """Whether ``key``'s run started (it has, or had, a host) or waits on its lane; True when
+    the queue cannot say (a meta without its client, Redis unreachable: the reader reports)."""
+    if not isinstance(client, str):
+        return True
+    try:
+        return bool(await redis.exists(started_key(key))) or await is_queued(redis, client, key)
+    except (RedisError, OSError):
+        return True
+
+
 class Bus:
     """The web tier's connection to the queue (``app.state.bus``) and its sweeper."""
 
@@ -105,16 +146,24 @@ class Bus:
     async def _sweep(self) -> None:
         while not self._closing:
             await asyncio.sleep(HEARTBEAT_S)
-            with contextlib.suppress(RedisError, OSError):
+            try:
                 await sweep(self.redis, self.name)
+            except (RedisError, OSError):
+                pass  # the queue is away: the runs' readers report it
+            except Exception:  # bad data must not stop the sweeper: log, go on
+                log.exception("the sweeper's pass failed")
 
     async def hosts(self) -> dict[str, dict[str, int]]:
         """The live pool hosts and their lanes (for ``/api/health``)."""
         hosts: dict[str, dict[str, int]] = {}
         async for raw in self.redis.scan_iter(match=f"{PREFIX}host:*", count=100):
             lanes = await self.redis.get(raw)
-            if lanes is not None:
+            if lanes is None:
+                continue
+            try:
                 hosts[raw.decode().rsplit(":", 1)[1]] = json.loads(lanes)
+            except ValueError:
+                log.error("the heartbeat %r is malformed: left out", raw)
         return hosts
 
     def unreachable(self, exc: BaseException) -> str:
@@ -246,24 +295,19 @@ async def bus_session(websocket: WebSocket, bus: Bus, owner: str | None) -> None
         key = new_key()
         lane = lane_of(request.exhibit)
         job = Job(key=key, lane=lane, client=client, run=request)
+        meta = json.dumps({"run_id": request.run_id, "client": client})
         try:
-            async with redis.pipeline(transaction=True) as pipe:
-                pipe.set(meta_key(key), json.dumps({"run_id": request.run_id}), ex=RUN_TTL_S)
-                pipe.xadd(events_key(key), {"e": b"{}"}, maxlen=0)  # the stream exists...
-                pipe.expire(events_key(key), RUN_TTL_S)  # ...and expires, whatever happens
-                pipe.xadd(
-                    lane_key(lane),
-                    {"job": job.model_dump_json()},
-                    maxlen=LANE_MAXLEN,
-                    approximate=True,
-                )
-                await pipe.execute()
+            queued = await queue_job(redis, job, meta, QUEUED_PER_CLIENT)
         except (RedisError, OSError) as exc:
             await emit(
                 RunFailed(
                     kind="worker_crashed", message=bus.unreachable(exc), run_id=job.run.run_id
                 )
             )
+            return
+        if queued < 0:
+            message = LANE_FULL if queued == -1 else CLIENT_FULL
+            await emit(RunFailed(kind="invalid_request", message=message, run_id=request.run_id))
             return
         followed = _Followed(request.run_id, key)
         await emit(RunAccepted(run_id=request.run_id, token=key, lane=lane))
@@ -276,8 +320,12 @@ async def bus_session(websocket: WebSocket, bus: Bus, owner: str | None) -> None
         if valid_key(request.token):
             with contextlib.suppress(RedisError, OSError):
                 meta = await redis.get(meta_key(request.token))
-        if meta is None or json.loads(meta).get("run_id") != request.run_id:
+        known = _meta(meta)
+        if known is None or known.get("run_id") != request.run_id:
             await emit(RunFailed(kind="worker_crashed", message=GONE, run_id=run_id))
+            return
+        if not await _exists(redis, request.token, known.get("client")):
+            await emit(RunFailed(kind="worker_crashed", message=LOST, run_id=run_id))
             return
         if followed is not None and followed.key == request.token:
             return  # already followed on this socket

@@ -22,6 +22,7 @@ from typing import Any
 from fastapi import FastAPI, Request, Response, WebSocket
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from exhibits.registry import EXHIBITS
 from jaxscope.bus.web import Bus, bus_session
@@ -122,6 +123,10 @@ def create_app(settings: Settings | None = None, watched: WatchedFile | None = N
                 await bus.close()
 
     app = FastAPI(title="jaxscope", lifespan=lifespan, docs_url=None, redoc_url=None)
+    if settings.forwarded_allow_ips:
+        # Opt-in: behind a load balancer every socket's peer is the balancer (one client for
+        # the per-client share); only the proxies named here are believed (design 0065).
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.forwarded_allow_ips)
     app.state.settings = settings
     app.state.pool = pool
     app.state.tenancy = tenancy
