@@ -92,6 +92,7 @@ const EVERY_OPTION: Record<string, unknown> = {
   perturb: 'jax_version',
   steps: 12,
   xla_flags: '--xla_cpu_enable_fast_math=true',
+  target: 'tpu-v5e',
   mesh: "jax.make_mesh((2, 4), ('x', 'y'))",
   spec: "P('x', None)",
   array_shape: '(8, 16)',
