@@ -98,10 +98,13 @@ def test_each_detail_equals_the_eager_event(
         summaries = [e for e in page if e.detail_id is not None]
         assert summaries, "the run streamed no summary"
         assert all(e.detail_id is None for e in eager)
-        # A summary is smaller than its event and leaves the previews out, keeping the rest.
+        # A summary leaves the previews out, keeping the rest; it is smaller than its event
+        # unless its values were not computed yet (a step's, computed when the page opens it,
+        # design 0068: its few values' summary may outweigh them).
         for summary in summaries:
             whole = eager[summary.seq]
-            assert len(summary.model_dump_json()) < len(whole.model_dump_json())
+            deferred = '"deferred":true' in summary.model_dump_json()
+            assert deferred or len(summary.model_dump_json()) < len(whole.model_dump_json())
             assert '"preview":"' not in summary.model_dump_json() or summary.type == (
                 "gradient_checked"
             )
