@@ -14,7 +14,9 @@ from jaxscope.internals.pmap_collectives import collective_values, shard_map_bod
 def test_pmap_is_one_jit_around_one_shard_map_and_its_psum_moves_numpys_values() -> None:
     n = min(jax.local_device_count(), 4)
     x = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
-    closed = jax.make_jaxpr(jax.pmap(lambda v: jax.lax.psum(v * 2, "i"), axis_name="i"))(x)
+    closed = jax.make_jaxpr(
+        jax.pmap(lambda v: jax.lax.psum(v * 2, "i"), axis_name="i")  # type: ignore[no-untyped-call]
+    )(x)
     (jit_eqn,) = closed.jaxpr.eqns
     assert jit_eqn.primitive.name == "jit"
     (sm,) = jit_eqn.params["jaxpr"].jaxpr.eqns
