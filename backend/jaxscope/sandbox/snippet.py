@@ -99,10 +99,19 @@ def _check_not_deleted(
         return
     import jax
 
+    try:
+        flat = [
+            (name, jax.tree_util.tree_flatten_with_path(tree)[0])
+            for name, tree in (("args", args), ("kwargs", kwargs))
+        ]
+    except Exception:
+        # A tree the user's own flatten cannot flatten (or a cyclic one): the exhibit meets the
+        # error where it flattens args, at the user's line, as before this check.
+        return
     deleted = [
         (name, path)
-        for name, tree in (("args", args), ("kwargs", kwargs))
-        for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]
+        for name, leaves in flat
+        for path, leaf in leaves
         # a tracer (a snippet loaded while tracing: tests do) holds no buffer to delete
         if isinstance(leaf, jax.Array)
         and not isinstance(leaf, jax.core.Tracer)
