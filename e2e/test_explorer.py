@@ -258,6 +258,8 @@ def test_every_exhibit_runs_its_default_example(
         "torch_spmd": "spmd-mesh-grid",
         # seam: the picked step's crossings on two lanes, host and device (a torch worker).
         "seam": "seam-lanes",
+        # pmap: its layers read from the real jaxpr (jit, shard_map, the body), highlighted text.
+        "pmap": "pmap-layer-list",
     }.get(exhibit, "jaxpr-text")
     expect(page.get_by_test_id(main)).to_be_visible()
     shoot_both_themes(page, screenshots, exhibit)
