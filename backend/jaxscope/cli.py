@@ -713,6 +713,31 @@ def _pool(ns: argparse.Namespace) -> int:
     return 0
 
 
+async def _until_terminated(
+    serving: asyncio.Task[None], started: asyncio.Event, ready: str
+) -> None:
+    """Wait for ``serving`` (a pool's task) until SIGTERM (docker stop, kill) or until it ends;
+    print ``ready`` once ``started`` is set. Cancels ``serving`` on the way out, so that its own
+    clean-up runs (a raised error of ``serving`` comes out here)."""
+    terminated = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, terminated.set)
+    try:
+        announced = asyncio.create_task(started.wait())
+        await asyncio.wait({serving, announced}, return_when=asyncio.FIRST_COMPLETED)
+        announced.cancel()
+        if started.is_set():
+            print(ready, flush=True)
+        ended = asyncio.create_task(terminated.wait())
+        await asyncio.wait({serving, ended}, return_when=asyncio.FIRST_COMPLETED)
+        ended.cancel()
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+
+
 async def _pool_until_terminated(path: Path, limits: Limits, settings: Settings) -> None:
     """Serve the pool on ``path`` until SIGTERM (docker stop, kill) or Ctrl-C; either way the
     pool stops its workers and removes its socket (``serve_pool``'s cleanup). Says where it
@@ -725,23 +750,7 @@ async def _pool_until_terminated(path: Path, limits: Limits, settings: Settings)
             path, limits, settings.workers, started=started, max_workers=settings.max_workers
         )
     )
-    terminated = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGTERM, terminated.set)
-    try:
-        announced = asyncio.create_task(started.wait())
-        await asyncio.wait({serving, announced}, return_when=asyncio.FIRST_COMPLETED)
-        announced.cancel()
-        if started.is_set():
-            print(f"jaxscope pool serving on {path}", flush=True)
-        ended = asyncio.create_task(terminated.wait())
-        await asyncio.wait({serving, ended}, return_when=asyncio.FIRST_COMPLETED)
-        ended.cancel()
-    finally:
-        loop.remove_signal_handler(signal.SIGTERM)
-        serving.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await serving
+    await _until_terminated(serving, started, f"jaxscope pool serving on {path}")
 
 
 def _pool_host(ns: argparse.Namespace, limits: Limits, settings: Settings) -> int:
@@ -771,23 +780,11 @@ def _pool_host(ns: argparse.Namespace, limits: Limits, settings: Settings) -> in
     async def serve() -> None:
         started = asyncio.Event()
         serving = asyncio.create_task(host.serve(started))
-        terminated = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, terminated.set)
         try:
-            announced = asyncio.create_task(started.wait())
-            await asyncio.wait({serving, announced}, return_when=asyncio.FIRST_COMPLETED)
-            announced.cancel()
-            if started.is_set():
-                print(f"jaxscope pool {host.host_id} takes {ns.lanes}", flush=True)
-            ended = asyncio.create_task(terminated.wait())
-            await asyncio.wait({serving, ended}, return_when=asyncio.FIRST_COMPLETED)
-            ended.cancel()
+            await _until_terminated(
+                serving, started, f"jaxscope pool {host.host_id} takes {ns.lanes}"
+            )
         finally:
-            loop.remove_signal_handler(signal.SIGTERM)
-            serving.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await serving
             await redis.aclose()
 
     with contextlib.suppress(KeyboardInterrupt):
