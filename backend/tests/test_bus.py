@@ -285,7 +285,9 @@ def test_a_host_killed_mid_run_ends_it_with_host_lost(
     failed = events[-1]
     assert isinstance(failed, RunFailed) and failed.kind == "host_lost", failed
     assert "Run it again" in failed.message
-    assert time.monotonic() - killed_at < 15
+    # A dead host is known after HOST_TTL_S (4 s) and swept within a heartbeat or two; the cap is
+    # generous (a busy machine delays the sweeper), while "never" is what it rules out.
+    assert time.monotonic() - killed_at < 60
     assert not server.client().hgetall(CLIENTS)  # the lost run no longer counts
 
 
