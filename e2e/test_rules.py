@@ -30,8 +30,11 @@ def _import_as_the_worker_does() -> None:
     """The tables only grow with imports: load what a worker has loaded when the rules probe
     tabulates (every exhibit's probe, then the modules the probe imports: flax included), so
     this process's table sizes bound the worker's from above."""
-    for exhibit_id in EXHIBITS:
-        importlib.import_module(f"exhibits.{exhibit_id}.probe")
+    for exhibit_id, exhibit in EXHIBITS.items():
+        # Another kind of worker's probe imports its own venv's libraries (tensorflow, torch),
+        # which this venv lacks; the rules probe's JAX worker never loads them either.
+        if exhibit.worker == "jax":
+            importlib.import_module(f"exhibits.{exhibit_id}.probe")
     import_modules()
 
 

@@ -403,9 +403,11 @@ def test_the_stations_records_are_what_its_events_hold() -> None:
     base = set(EventBase.model_fields) | {"type"}
     assert set(HloLinkRecord.__dataclass_fields__) == set(events.HloLink.model_fields)
     assert set(OpLinkRecord.__dataclass_fields__) == set(events.OpLink.model_fields)
+    # ``compiled_for`` and ``topology`` are the probe's: which target it compiled for (design 0067).
+    probe_set = {"compiled_for", "topology"}
     assert (
         set(CompiledModule.__dataclass_fields__)
-        == set(events.ExecutableCompiled.model_fields) - base
+        == set(events.ExecutableCompiled.model_fields) - base - probe_set
     )
     assert set(LoweredModule.__dataclass_fields__) == set(events.ModuleLowered.model_fields) - base
     executed = set(events.ProgramExecuted.model_fields) - base - {"zeros_for"}
