@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from exhibits.conftest import jaxscope_run
+from testkit import whole_matrices
 
 REAL = Path(__file__).resolve().parents[1] / "examples" / "real"
 PROGRAMS = ["nnx_adam_step", "linen_adam_step"]
@@ -60,8 +61,26 @@ def plain_loss(name: str) -> float:
     return float(jax.jit(ns["f"])(*ns["args"])[0])
 
 
-@pytest.mark.parametrize("exhibit", EXHIBITS)
-@pytest.mark.parametrize("name", PROGRAMS)
+def _matrix() -> list[Any]:
+    """Every (program, exhibit): `make test` runs each exhibit with one of the two programs, NNX
+    and linen in turn (each exhibit's code path for a Flax step, half the CPU); `make test-all`
+    the whole matrix (design 0058)."""
+    return [
+        pytest.param(
+            name,
+            exhibit,
+            id=f"{name}-{exhibit}",
+            marks=() if i % 2 == PROGRAMS.index(name) else pytest.mark.full,
+        )
+        for name in PROGRAMS
+        for i, exhibit in enumerate(EXHIBITS)
+    ]
+
+
+assert whole_matrices() or len([p for p in _matrix() if not p.marks]) == len(EXHIBITS)
+
+
+@pytest.mark.parametrize(("name", "exhibit"), _matrix())
 def test_the_train_step_runs_in_the_exhibit_as_in_plain_jax(name: str, exhibit: str) -> None:
     evs = run(exhibit, name)
     if exhibit == "stations":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from jaxscope.protocol import ItemsSent
 from jaxscope.summaries import MAX_STREAMED_LINE_BYTES
 
@@ -20,6 +21,7 @@ from tests.test_eqn_ranges import _line, _real_code, real_harness
 __all__ = ["real_harness"]  # the module fixture, used below
 
 
+@pytest.mark.full  # the full-size GPT stack (~2.5 CPU-min); make test-all
 def test_the_jitted_gpt_stacks_gradient_check_is_under_1_mib_a_line_and_whole_put_back(
     real_harness: SandboxHarness, record_property: Any
 ) -> None:

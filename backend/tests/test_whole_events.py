@@ -118,6 +118,7 @@ def test_events_keep_their_order_and_a_wrong_answer_is_dropped(small_ranges: Non
     assert ranges_left(partial.model_dump(mode="json")) == 1
 
 
+@pytest.mark.full  # the full-size 20,000-eqn loop (~2 CPU-min); make test-all
 def test_the_cli_prints_the_whole_unknown_jaxpr_of_the_20000_eqn_loop(tmp_path: Path) -> None:
     """``jaxscope run partial_eval examples/real/loop_20k.py --print unknown_jaxpr``: its
     ``jaxpr_split`` (three views of ~20,000 eqns) is over the line limit; the CLI used to print
