@@ -423,12 +423,12 @@ def test_an_autodiff_exhibit_tells_its_programs_size_before_working_on_it(
 
     code = (
         "import jax.numpy as jnp\nimport numpy as np\n\ndef f(x):\n"
-        "    for _ in range(150):\n        x = jnp.sin(x) * 0.5 + x\n    return jnp.sum(x)\n\n"
+        "    for _ in range(30):\n        x = jnp.sin(x) * 0.5 + x\n    return jnp.sum(x)\n\n"
         "args = (np.linspace(0.1, 1.0, 4, dtype=np.float32),)\n"
     ) + ("\nimport jax\nf = jax.jit(f)\n" if jitted else "")
 
     def f(x: jax.Array) -> jax.Array:
-        for _ in range(150):
+        for _ in range(30):
             x = jnp.sin(x) * 0.5 + x
         return jnp.sum(x)
 
