@@ -51,7 +51,6 @@ INTERNALS_BUILD_EXHIBIT_EVENTS = frozenset(
         ("jaxscope.internals.batching_steps", "exhibits.vmap.events"),
         ("jaxscope.internals.cache_layers", "exhibits.caches.events"),
         ("jaxscope.internals.jvp_steps", "exhibits.jvp.events"),
-        ("jaxscope.internals.recompiles", "exhibits.caches.events"),
         ("jaxscope.internals.transpose_walk", "exhibits.transpose.events"),
     }
 )

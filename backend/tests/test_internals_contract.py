@@ -412,3 +412,17 @@ def test_the_stations_records_are_what_its_events_hold() -> None:
     assert set(LoweredModule.__dataclass_fields__) == set(events.ModuleLowered.model_fields) - base
     executed = set(events.ProgramExecuted.model_fields) - base - {"zeros_for"}
     assert set(ProgramRun.__dataclass_fields__) - {"values"} == executed
+
+
+def _fields(record: type) -> set[str]:
+    return set(record.__dataclass_fields__)
+
+
+def test_the_recompile_diagnosis_entries_are_what_the_key_entry_event_holds() -> None:
+    """``recompiles.diagnose`` returns ``KeyEntryRecord`` rows (design 0059) that the
+    recompile_hunt probe makes its ``KeyEntryDiff`` events of, field by field."""
+    from jaxscope.internals.recompiles import KeyEntryRecord
+
+    from exhibits.caches import events
+
+    assert _fields(KeyEntryRecord) == set(events.KeyEntryDiff.model_fields)

@@ -30,6 +30,7 @@ from jaxscope.exhibit_api import (
     watching,
 )
 
+from exhibits.caches.events import KeyEntryDiff
 from exhibits.recompile_hunt.events import StepCompileView, TrainingStepObserved, TrainingStopped
 
 from .options import RecompileHuntOptions
@@ -171,7 +172,9 @@ def _step_event(
         function=first.fun_name if first else None,
         defined_line=first.defined_line if first else None,
         compared_step=d.closest.step if d and d.closest else None,
-        entries=d.entries if d else [],
+        entries=[KeyEntryDiff.model_validate(e, from_attributes=True) for e in d.entries]
+        if d
+        else [],
         compiles=compiles,
         explanation=explanation,
         log=list(step.log),

@@ -45,7 +45,6 @@ import jax.monitoring
 from jax._src import config as jax_config
 from jax._src import core, pjit, source_info_util
 
-from exhibits.caches.events import KeyEntryDiff
 from jaxscope.internals.cache import fresh_caches
 from jaxscope.internals.monitoring import COMPILE_EVENT, LOWER_EVENT, TRACE_EVENT
 from jaxscope.internals.patching import patched
@@ -518,6 +517,19 @@ def watching(
 # -- the structured diff ----------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class KeyEntryRecord:
+    """One entry of what JAX keyed a jit call on, here (``now``) and in the closest earlier key
+    (``before``, ``None`` without one); ``differs`` marks an entry that changed. The caches
+    exhibit's ``KeyEntryDiff`` event model has these fields (the recompile_hunt probe makes it
+    of this record, design 0059)."""
+
+    name: str
+    now: str
+    before: str | None = None
+    differs: bool = False
+
+
 @dataclass
 class Diagnosis:
     """Why one key compiled: ``kind`` (``first``, ``new_function``, ``context``, ``static``,
@@ -527,13 +539,13 @@ class Diagnosis:
     kind: str
     cause: str
     fix: str | None
-    entries: list[KeyEntryDiff]
+    entries: list[KeyEntryRecord]
     closest: KeyRecord | None
 
 
-def _entries(now: KeyRecord, before: KeyRecord | None) -> list[KeyEntryDiff]:
-    def row(name: str, a: str | None, b: str | None) -> KeyEntryDiff:
-        return KeyEntryDiff(
+def _entries(now: KeyRecord, before: KeyRecord | None) -> list[KeyEntryRecord]:
+    def row(name: str, a: str | None, b: str | None) -> KeyEntryRecord:
+        return KeyEntryRecord(
             name=name, now=a or "-", before=b, differs=before is not None and a != b
         )
 
@@ -545,7 +557,7 @@ def _entries(now: KeyRecord, before: KeyRecord | None) -> list[KeyEntryDiff]:
         else f"{before.fun_name} id={id(before.fun)} defined at line {before.defined_line}"
     )
     out = [
-        KeyEntryDiff(
+        KeyEntryRecord(
             name="function",
             now=fn_now,
             before=fn_before,
@@ -577,7 +589,7 @@ def _entries(now: KeyRecord, before: KeyRecord | None) -> list[KeyEntryDiff]:
             out.append(row(f"context {k}", now.context[k], b_ctx.get(k)))
     else:
         out.append(
-            KeyEntryDiff(
+            KeyEntryRecord(
                 name="tracing context",
                 now="same" if before else "-",
                 before="same" if before else None,
