@@ -19,9 +19,12 @@ Events, in order:
   device (the body run up to the eqn under the same ``jit(shard_map)``);
 * stage ``call``: :class:`PmapEquivalentsCompared`, when the snippet defines a version.
 
-The errors pmap users hit (more rows than devices, an unbound axis name, nested pmap) propagate
-unchanged, with the exhibit's explanation and fix (``explain.py``) and, for the rows, the
-``args`` line.
+The errors pmap users hit (more rows than devices, an unbound axis name, nested pmap, an
+argument with no axis to map, an int axis name) propagate unchanged, with the exhibit's
+explanation and fix (``explain.py``); those of ``args`` (too many rows, a scalar to map) are
+blamed on the ``args`` line, an int ``axis_name`` on its line. An argument with no axis to map
+fails in ``jax.make_jaxpr`` with a bare IndexError, so, as for too many rows, the error shown is
+the one ``jax.pmap(f)(*args)`` raises.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from jaxscope.exhibit_api import (
     shard_map_inputs,
     source_lines,
     tolerance,
+    user_frames,
 )
 
 from exhibits.sharding.reading import placed
@@ -103,19 +107,86 @@ def _values(x: Any, limit: int = MAX_VALUES) -> Any:
 
 def _mapped_size(flat: list[Any], axes: list[int | None]) -> int | None:
     for x, ax in zip(flat, axes, strict=True):
-        if ax is not None and hasattr(x, "shape"):
+        if ax is not None and hasattr(x, "shape") and -np.ndim(x) <= ax < np.ndim(x):
             return int(np.shape(x)[ax])
     return None
 
 
+def _unmappable(paths: list[str], flat: list[Any], axes: list[int | None]) -> list[str]:
+    """The flat arguments pmap is told to map (``in_axes`` not None) that have no such axis: a
+    scalar (``1.0``, ``np.float32(1)``) under ``in_axes=0``, a vector under ``in_axes=1``."""
+    return [
+        path
+        for path, x, ax in zip(paths, flat, axes, strict=True)
+        if ax is not None and not -np.ndim(x) <= ax < np.ndim(x)
+    ]
+
+
 _UNBOUND = re.compile(r"unbound axis name: (?P<axis>[^\s.]+)")
+# A collective given an int axis (``psum(x, 0)``): an int is a positional axis of x, which a
+# scalar row does not have (jax 0.10.2, ``lax._reduce_op_shape_rule``).
+_POSITIONAL = re.compile(r"reduction axes \((?P<axes>[-\d, ]+)\) contains out-of-bounds indices")
+_COLLECTIVES = ("psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all")
 
 
-def _explain(exc: BaseException, ctx: ProbeContext, axis_name: Any, rows: int | None) -> None:
+def _explain(
+    exc: BaseException,
+    ctx: ProbeContext,
+    axis_name: Any,
+    rows: int | None,
+    unmappable: list[str] | None = None,
+) -> None:
     """Attach the explanation and fix of the errors pmap users hit; leave others alone."""
     count = jax.local_device_count()
     text = exception_text(exc)
     given = "axis_name=None" if axis_name is None else f"axis_name={axis_name!r}"
+    if unmappable:
+        blame_line(exc, setting_line(ctx.snippet.source, "args"))
+        names = ", ".join(unmappable)
+        attach(
+            exc,
+            f"pmap maps each argument over an axis (in_axes, 0 by default) and gives device i "
+            f"row i of it, but {names} has no such axis (a scalar has no leading axis). The "
+            f"error is JAX's own, raised by jax.pmap(f)(*args) as the snippet calls it.",
+            f"Give {names} a leading axis of jax.local_device_count() ({count}), one value per "
+            f"device: np.full(({count},), value) or jnp.broadcast_to(x, ({count},) + "
+            f"jnp.shape(x)); or, for a value every device shares, leave it unmapped with "
+            f"in_axes=None for it (in_axes = (0, None) in the snippet; at least one other "
+            f"argument must then be mapped).",
+        )
+        return
+    if isinstance(axis_name, int) and not isinstance(axis_name, bool):
+        blame_line(exc, setting_line(ctx.snippet.source, "axis_name"))
+        attach(
+            exc,
+            f"pmap's axis_name is the int {axis_name!r}. pmap is a jit of a shard_map over a "
+            f"mesh whose one axis gets this name, with in_specs P({axis_name!r}); an axis named "
+            f"by an int does not split the rows (each device got the whole argument, which pmap "
+            f"then fails to squeeze to one row, as JAX's message says), and in a collective an "
+            f"int is a positional axis of the operand (psum(x, 0) sums x's own axis 0).",
+            'Name the axis with a string: axis_name = "i" (jax.pmap(f, axis_name="i")), and '
+            'the same string in the collectives: jax.lax.psum(x, "i").',
+        )
+        return
+    positional = _POSITIONAL.search(text)
+    line = _collective_line(exc)
+    if positional is not None and line is not None:
+        axes = positional.group("axes").strip(", ")
+        name = "i" if axis_name is None else axis_name
+        attach(
+            exc,
+            f"A collective was given the int axis {axes} (line {line}). An int axis of a "
+            f"collective is a positional axis of its operand (psum(x, 0) sums x's own axis 0, "
+            f"as jnp.sum(x, 0) does), not the axis pmap maps: inside pmap x is one device's "
+            f"row, which has no axis {axes}.",
+            f"Name pmap's axis instead: jax.lax.psum(x, {name!r})"
+            + (
+                f", with jax.pmap(f, axis_name={name!r}) (axis_name = {name!r} in the snippet)."
+                if axis_name is None
+                else f" (the snippet's axis_name = {axis_name!r})."
+            ),
+        )
+        return
     if rows is not None and rows > count:
         blame_line(exc, setting_line(ctx.snippet.source, "args"))
         attach(
@@ -158,6 +229,16 @@ def _explain(exc: BaseException, ctx: ProbeContext, axis_name: Any, rows: int | 
             "psum(x, 'j') as before; or pmap the outer axis and jax.vmap(..., axis_name='j') the "
             "inner one.",
         )
+
+
+def _collective_line(exc: BaseException) -> int | None:
+    """The snippet line where ``exc`` was raised when that line calls a collective."""
+    frames = user_frames(exc.__traceback__)
+    if not frames or frames[-1].text is None:
+        return None
+    deepest = frames[-1]
+    assert deepest.text is not None
+    return deepest.line if any(f"{c}(" in deepest.text for c in _COLLECTIVES) else None
 
 
 def _collective_eqns(body: Any, lines: list[str]) -> list[tuple[Any, PmapCollectiveEqn]]:
@@ -229,21 +310,24 @@ def run(ctx: ProbeContext) -> None:
             setting_line(ctx.snippet.source, "in_axes"),
         ) from None
     rows = _mapped_size(flat, axes)
+    unmappable = _unmappable(_paths("args", args), flat, axes)
     pf = jax.pmap(plan.fun, axis_name=axis_name, in_axes=in_axes)
     try:
         with ctx.stage("trace"):
             closed = jax.make_jaxpr(pf)(*args)
     except Exception as exc:
         failure: BaseException = exc
-        if rows is not None and rows > jax.local_device_count():
-            # Traced, pmap fails in shard_map's divisibility check; called, as the user calls
-            # it, in placing the rows (IndivisibleError): show the user's error.
+        if unmappable or (rows is not None and rows > jax.local_device_count()):
+            # Traced, pmap fails in shard_map's divisibility check (too many rows) or in an
+            # IndexError (an argument without the mapped axis); called, as the user calls it,
+            # in placing the rows (IndivisibleError) or in its own check of the mapped axes:
+            # show the user's error.
             try:
                 with ctx.stage("run"):
                     pf(*args)
             except Exception as called:
                 failure = called
-        _explain(failure, ctx, axis_name, rows)
+        _explain(failure, ctx, axis_name, rows, unmappable)
         raise failure from None
     ctx.emit(JaxprStaged(fun_name="pmap(f)", jaxpr=jaxpr_view(closed)))
     (found, *_) = find_shard_maps(closed)

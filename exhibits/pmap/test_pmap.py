@@ -274,3 +274,49 @@ def test_cli_per_device_prints_every_value_past_the_pages_limit(tmp_path: Path) 
         assert values is not None and len(values) == 300
         want = np.cos(x[d["index"]].astype(np.float64)) * 2.0
         np.testing.assert_allclose(values, want, rtol=0, atol=1e-5)
+
+
+# Inputs a break-it review found blamed on f's def line: each snippet as a user writes it, the
+# line the run must point at, the error JAX raises, and words of the exhibit's explanation/fix.
+MISBLAMED = {
+    "scalar_arg": (
+        "import jax\n\ndef f(x):\n    return x * 2\n\nargs = (1.0,)\n",
+        "args = (1.0,)",
+        "pmap requires at least one argument with a mapped axis",
+        ("args[0] has no such axis", "leading axis of jax.local_device_count() (8)"),
+    ),
+    "numpy_scalar_beside_rows": (
+        "import numpy as np\n\ndef f(x, scale):\n    return x * scale\n\n"
+        "args = (np.ones((8, 3), np.float32), np.float32(2.0))\n",
+        "args = (np.ones((8, 3)",
+        "is incompatible with its sharding annotation",
+        ("args[1] has no such axis", "in_axes=None"),
+    ),
+    "int_axis_name": (
+        "import jax\nimport numpy as np\n\naxis_name = 0\n\ndef f(x):\n"
+        '    return x / jax.lax.psum(x, "i")\n\nargs = (np.arange(8, dtype=np.float32),)\n',
+        "axis_name = 0",
+        "cannot select an axis to squeeze out",
+        ("axis_name is the int 0", 'axis_name = "i"'),
+    ),
+    "int_axis_in_psum": (
+        'import jax\nimport numpy as np\n\naxis_name = "i"\n\ndef f(x):\n'
+        "    return x / jax.lax.psum(x, 0)\n\nargs = (np.arange(8, dtype=np.float32),)\n",
+        "return x / jax.lax.psum(x, 0)",
+        "reduction axes (0,) contains out-of-bounds indices",
+        ("positional axis of its operand", "jax.lax.psum(x, 'i')"),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MISBLAMED))
+def test_misblamed_inputs_point_at_their_line(name: str) -> None:
+    source, line_text, message, (explained, fix) = MISBLAMED[name]
+    with pytest.raises(Exception) as raised:
+        run_probe(EXHIBIT, source)
+    failed = describe_failure(raised.value, "trace")
+    assert failed.source is not None
+    assert line_text in source.splitlines()[failed.source.line - 1]
+    assert message in failed.message
+    assert failed.explanation and explained in failed.explanation
+    assert failed.fix and fix in failed.fix
