@@ -26,6 +26,7 @@ from e2e.browser import (
     set_theme,
     shoot_both_themes,
 )
+from e2e.replay import replay_runs
 from exhibits.registry import EXHIBITS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -229,11 +230,17 @@ def test_every_exhibit_runs_its_default_example(
     page: Page, console_errors: list[str], screenshots: Path, exhibit: str
 ) -> None:
     """Each registered exhibit opens, runs its default example to the end, and renders; one
-    run, its screenshot taken in the light theme and then in the dark one."""
+    run, its screenshot taken in the light theme and then in the dark one. The run's events are
+    the example's recorded stream (its golden, which ``exhibits/test_goldens.py`` checks against
+    a live run; ``e2e/replay.py``): this test is about the page, and each exhibit's own e2e
+    tests run it through a real worker."""
+    default = EXHIBITS[exhibit].default_example
+    answered = replay_runs(page, exhibit, default)
     open_exhibit(page, exhibit)
     set_theme(page, "light")
-    page.get_by_test_id("example-select").select_option(EXHIBITS[exhibit].default_example)
+    page.get_by_test_id("example-select").select_option(default)
     run_and_wait(page)
+    assert len(answered) == 1, answered
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
     expect(page.get_by_test_id("narrative")).not_to_be_empty()
     # Every exhibit shows a jaxpr but dtypes (its lesson is the promotion table), prng (the key
