@@ -27,14 +27,15 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import asdict
 from typing import Any
 
+from jaxscope.protocol import WorkerKind
+from jaxscope.sandbox.kinds import module_command, python_of, venv_paths
 from jaxscope.sandbox.namespaces import bwrap_argv, readonly_paths
-from jaxscope.settings import Limits
+from jaxscope.settings import GiB, Limits
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,14 @@ FORK_ANSWER_S = 30.0
 ENV_SWITCH = "JAXSCOPE_ZYGOTE"
 # The exit status reported for a child whose template died (its helper died with it).
 LOST_STATUS = -9
+# The worker kinds that are forked from a template (design 0053); the others start by bwrap.
+FORKED_KINDS: tuple[WorkerKind, ...] = ("jax", "torch")
+# The least address space (``Limits.address_space_bytes``) a forked torch worker may have: its
+# template has already mapped torch's ~5 GB (PyPI's build loads its CUDA libraries; VmSize
+# measured after the preload: 5.5 GB), which a smaller RLIMIT_AS, set in the child after the
+# import, would not stop. Below it a torch worker is a bwrap start, whose import then fails as
+# before ("failed to map segment").
+TORCH_FORK_MIN_ADDRESS_SPACE = 6 * GiB
 
 
 class TemplateError(RuntimeError):
@@ -54,31 +63,56 @@ class TemplateError(RuntimeError):
 
 def zygote_problem(kind: str, limits: Limits) -> str | None:
     """Why workers of ``kind`` with ``limits`` are started by bubblewrap rather than forked from
-    a template (None: they are forked). Forking needs a JAX worker, namespaces, root (the
-    template makes each child's namespaces and uid; without root they are bwrap starts, as in
-    the non-root container) and no bound path under ``/tmp`` (each child mounts its own
-    ``/tmp`` over it)."""
+    a template (None: they are forked). Forking needs a JAX or torch worker, namespaces, root
+    (the template makes each child's namespaces and uid; without root they are bwrap starts, as
+    in the non-root container), no bound path under ``/tmp`` (each child mounts its own
+    ``/tmp`` over it) and, for torch, an address space of at least
+    :data:`TORCH_FORK_MIN_ADDRESS_SPACE` (or none)."""
     if os.environ.get(ENV_SWITCH, "1") == "0":
         return f"{ENV_SWITCH}=0"
-    if kind != "jax":
+    if kind not in FORKED_KINDS:
         return f"a {kind} worker is started by bubblewrap (design 0053)"
     if not limits.namespaces:
         return "without namespaces (--unsafe-no-sandbox) workers are started one by one"
     if os.geteuid() != 0:
         return "forking needs root, to make each worker's namespaces and switch its uid"
-    if any(p == "/tmp" or p.startswith("/tmp/") for p in readonly_paths()):
+    if any(p == "/tmp" or p.startswith("/tmp/") for p in _template_paths(kind)):
         return "the venv or packages lie under /tmp, which each forked worker replaces"
+    if kind == "torch" and 0 < limits.address_space_bytes < TORCH_FORK_MIN_ADDRESS_SPACE:
+        return (
+            f"a torch worker's address space ({limits.address_space_bytes} bytes) is below what "
+            "its template has mapped already; it is started by bubblewrap"
+        )
     return None
+
+
+def _template_paths(kind: WorkerKind) -> tuple[str, ...]:
+    """What a template of ``kind`` binds read-only: the workers' paths and, for torch, its
+    venv and base Python (``kinds.venv_paths``)."""
+    return (*readonly_paths(), *_extra_paths(kind))
+
+
+def _extra_paths(kind: WorkerKind) -> tuple[str, ...]:
+    return venv_paths(python_of(kind)) if kind == "torch" else ()
 
 
 class Template:
     """One running template process and its control socket."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], kind: WorkerKind = "jax") -> None:
         self.env = env
+        self.kind = kind
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        command = [sys.executable, "-m", "jaxscope.sandbox.zygote", "--ctl", str(theirs.fileno())]
-        argv = bwrap_argv(command, uid=None, tmp_bytes=2**20, template=True)
+        command = [
+            *module_command(kind, "jaxscope.sandbox.zygote"),
+            "--ctl",
+            str(theirs.fileno()),
+            "--kind",
+            kind,
+        ]
+        argv = bwrap_argv(
+            command, uid=None, tmp_bytes=2**20, extra_paths=_extra_paths(kind), template=True
+        )
         self._proc = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
@@ -248,28 +282,29 @@ def _reap_if_ours(pid: int, timeout_s: float = 1.0) -> None:
 # --die-with-parent is a parent-death signal, which Linux sends when the *thread* that started
 # it ends (an event loop's executor thread ends with its loop: every test's own loop).
 _LAUNCHER = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="jaxscope-templates")
-_templates: dict[tuple[tuple[str, str], ...], Template] = {}
+_templates: dict[tuple[WorkerKind, tuple[tuple[str, str], ...]], Template] = {}
 _templates_lock = threading.Lock()
 
 
-def template_for(env: dict[str, str]) -> Template:
-    """Blocking: the live template for workers with environment ``env``, started if needed."""
-    key = tuple(sorted(env.items()))
+def template_for(env: dict[str, str], kind: WorkerKind = "jax") -> Template:
+    """Blocking: the live template for workers of ``kind`` with environment ``env``, started if
+    needed."""
+    key = (kind, tuple(sorted(env.items())))
     with _templates_lock:
         template = _templates.get(key)
         if template is not None and template.alive:
             return template
         if template is not None:
             template.close()
-        template = _templates[key] = _LAUNCHER.submit(Template, env).result()
+        template = _templates[key] = _LAUNCHER.submit(Template, env, kind).result()
         return template
 
 
-def template_pids() -> list[int]:
-    """Host pids of this process's live templates (tests; the ``bwrap`` that runs each one's
-    Python: its child)."""
+def template_pids(kind: WorkerKind | None = None) -> list[int]:
+    """Host pids of this process's live templates (of ``kind``, or all) (tests; the ``bwrap``
+    that runs each one's Python: its child)."""
     with _templates_lock:
-        return [t.pid for t in _templates.values() if t.alive]
+        return [t.pid for t in _templates.values() if t.alive and (kind is None or t.kind == kind)]
 
 
 def close_templates() -> None:
@@ -333,11 +368,16 @@ class ForkedProcess:
 
 
 async def start_forked(
-    limits: Limits, env: dict[str, str], uid: int | None, stream_limit: int
+    limits: Limits,
+    env: dict[str, str],
+    uid: int | None,
+    stream_limit: int,
+    kind: WorkerKind = "jax",
 ) -> ForkedProcess:
-    """Fork a worker with ``limits`` from the template for ``env``, as ``uid`` (root only).
-    ``stream_limit``: the stdout reader's line limit (bytes). Raises :class:`TemplateError`."""
-    template = await asyncio.to_thread(template_for, env)
+    """Fork a worker of ``kind`` with ``limits`` from the template for ``env``, as ``uid`` (root
+    only). ``stream_limit``: the stdout reader's line limit (bytes). Raises
+    :class:`TemplateError`."""
+    template = await asyncio.to_thread(template_for, env, kind)
     stdin_r, stdin_w = os.pipe2(os.O_CLOEXEC)
     stdout_r, stdout_w = os.pipe2(os.O_CLOEXEC)
     stderr_r, stderr_w = os.pipe2(os.O_CLOEXEC)

@@ -262,7 +262,7 @@ class _JaxscopePackages:
         return importlib.machinery.PathFinder.find_spec(name, [root]) if root else None
 sys.meta_path.insert(0, _JaxscopePackages)
 """
-_RUNNER = 'runpy.run_module("jaxscope.sandbox.runner", run_name="__main__", alter_sys=True)\n'
+_RUN_MODULE = 'runpy.run_module("{module}", run_name="__main__", alter_sys=True)\n'
 
 
 def package_finder(roots: dict[str, str]) -> str:
@@ -282,14 +282,21 @@ def package_folders() -> dict[str, str]:
     }
 
 
+def module_command(kind: WorkerKind, module: str) -> list[str]:
+    """The command that runs ``module`` (``python -m module``; its arguments follow) with the
+    interpreter of a worker of ``kind``: for JAX this process's ``python -m``; for torch, the
+    torch venv's python with the bootstrap above, which sees only those two packages of the
+    JAX side, then the module as ``python -m`` runs it; the same for the TensorFlow venv's."""
+    if kind in ("jax", "tpu_compile", "accelerator"):
+        return [sys.executable, "-m", module]
+    finder = package_finder(package_folders())
+    return [python_of(kind), "-c", finder + _RUN_MODULE.format(module=module)]
+
+
 def runner_command(kind: WorkerKind) -> list[str]:
     """The command that starts the sandbox runner in a worker of ``kind`` (its arguments
-    follow): ``python -m jaxscope.sandbox.runner`` for JAX; for torch, the torch venv's python
-    with the bootstrap above, which sees only those two packages of the JAX side; the same for
-    the TensorFlow venv's python."""
-    if kind in ("jax", "tpu_compile", "accelerator"):
-        return [sys.executable, "-m", "jaxscope.sandbox.runner"]
-    return [python_of(kind), "-c", package_finder(package_folders()) + _RUNNER]
+    follow): :func:`module_command` of ``jaxscope.sandbox.runner``."""
+    return module_command(kind, "jaxscope.sandbox.runner")
 
 
 def venv_paths(python: str) -> tuple[str, ...]:

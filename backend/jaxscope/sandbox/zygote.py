@@ -1,12 +1,16 @@
-"""The warm template of JAX workers (a zygote): ``python -m jaxscope.sandbox.zygote --ctl FD``.
+"""The warm template of workers (a zygote): ``python -m jaxscope.sandbox.zygote --ctl FD``.
 
-Started once per supervisor process and worker environment (``sandbox/forked.py``), inside
-bubblewrap with the workers' file system view (``namespaces.bwrap_argv(template=True)``), as
-root. It imports JAX, the runner and every JAX exhibit's probe, starts **no** backend and no
-thread of its own, and then forks one worker per request (Android's and Chromium's zygote:
-fork after import, then sandbox the child; design 0053). Each request on the control socket
-(``AF_UNIX``, ``SOCK_SEQPACKET``, fd ``--ctl``) is one JSON message ``{"id", "uid", "tmp_bytes",
-"limits"}`` carrying three descriptors (``SCM_RIGHTS``): the worker's stdin, stdout and stderr.
+Started once per supervisor process, worker kind and worker environment (``sandbox/forked.py``),
+inside bubblewrap with the workers' file system view (``namespaces.bwrap_argv(template=True)``),
+as root, by the kind's interpreter (``kinds.module_command``). A JAX template (``--kind jax``)
+imports JAX, the runner and every JAX exhibit's probe; a torch template (``--kind torch``, the
+torch venv's python) imports torch, torch_xla and its metrics (what a torch worker's warm-up
+imports), the runner and every torch exhibit's probe, and creates no PJRT client. Either starts
+**no** backend and no thread of its own, and then forks one worker per request (Android's and
+Chromium's zygote: fork after import, then sandbox the child; design 0053). Each request on
+the control socket (``AF_UNIX``, ``SOCK_SEQPACKET``, fd ``--ctl``) is one JSON message ``{"id",
+"uid", "tmp_bytes", "limits"}`` carrying three descriptors (``SCM_RIGHTS``): the worker's stdin,
+stdout and stderr.
 The template answers ``{"id", "pid"}`` (the host pid of the child, a process group leader) and
 later ``{"exit": pid, "status": code}`` (``subprocess``'s convention) when the child ends.
 
@@ -44,7 +48,10 @@ import socket
 import struct
 import sys
 import traceback
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from jaxscope.protocol import WorkerKind
 
 # <sched.h>, <sys/mount.h>, <linux/prctl.h>
 CLONE_NEWNS = 0x00020000
@@ -73,6 +80,9 @@ IFF_UP = 0x1
 MAX_REQUEST_BYTES = 64 * 1024
 # Exit status of a helper or init whose set-up failed (the reason is on the worker's stderr).
 SETUP_FAILED = 125
+# The most bytes of files the preload may leave in the template's /tmp for each child to find
+# again (:func:`_tmp_left`; the template's /tmp is 1 MiB).
+MAX_TMP_LEFT_BYTES = 2**20
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -133,7 +143,7 @@ def _loopback_up() -> None:
         fcntl.ioctl(probe, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
 
 
-def _init(request: dict[str, Any]) -> NoReturn:
+def _init(request: dict[str, Any], kind: WorkerKind) -> NoReturn:
     """Pid 1 of the worker's pid namespace: mounts, then fork the worker and reap."""
     size = int(request["tmp_bytes"])
     _mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
@@ -148,7 +158,7 @@ def _init(request: dict[str, Any]) -> NoReturn:
     _die_with_parent()
     worker = os.fork()
     if worker == 0:
-        _worker(request)
+        _worker(request, kind)
     _to_devnull()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     while True:
@@ -160,7 +170,7 @@ def _init(request: dict[str, Any]) -> NoReturn:
             os._exit(_exit_code(status))
 
 
-def _worker(request: dict[str, Any]) -> NoReturn:
+def _worker(request: dict[str, Any], kind: WorkerKind) -> NoReturn:
     """Pid 2: the worker itself; the runner does the rest (see the module docstring)."""
     code = 1
     try:
@@ -173,13 +183,14 @@ def _worker(request: dict[str, Any]) -> NoReturn:
             user = f"jaxscope-worker-{uid}"
             os.environ["USER"] = os.environ["LOGNAME"] = user
         _die_with_parent()
+        _remake_tmp(_TMP_LEFT)
         from jaxscope.sandbox import runner
 
         # As in a bwrap-started worker (``python -m jaxscope.sandbox.runner``), the runner is
         # ``__main__``: what a snippet reaches there is the same in both (the template's module
         # would otherwise be).
         sys.modules["__main__"] = runner
-        code = runner.main(["--limits", json.dumps(request["limits"]), "--kind", "jax"])
+        code = runner.main(["--limits", json.dumps(request["limits"]), "--kind", kind])
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:
@@ -192,7 +203,9 @@ def _worker(request: dict[str, Any]) -> NoReturn:
     os._exit(code)
 
 
-def _helper(request: dict[str, Any], fds: list[int], template_pid: int) -> NoReturn:
+def _helper(
+    request: dict[str, Any], fds: list[int], template_pid: int, kind: WorkerKind
+) -> NoReturn:
     """The child of the template, on the host side of the new namespaces."""
     try:
         signal.set_wakeup_fd(-1)
@@ -209,7 +222,7 @@ def _helper(request: dict[str, Any], fds: list[int], template_pid: int) -> NoRet
         init = os.fork()
         if init == 0:
             try:
-                _init(request)
+                _init(request, kind)
             except BaseException:
                 _setup_failed()
         _to_devnull()
@@ -229,22 +242,87 @@ def _setup_failed() -> NoReturn:
     os._exit(SETUP_FAILED)
 
 
-def _preload() -> dict[str, Any]:
-    """Import what every JAX worker imports, start nothing: JAX, the runner, every JAX probe."""
-    import jax
-    import jax.numpy
+def _preload(kind: WorkerKind) -> dict[str, Any]:
+    """Import what every worker of ``kind`` imports, start nothing: for JAX, JAX, the runner and
+    every JAX probe; for torch, the runner's torch warm-up (torch, torch_xla, its metrics: no
+    PJRT client, which torch_xla creates at the first device use, in the run) and every torch
+    probe. Raises when the torch runtime was initialised all the same (its client's threads
+    would not survive a fork)."""
+    if kind == "torch":
+        import torch_xla
 
-    from jaxscope.sandbox import runner
+        from jaxscope.sandbox import runner
 
-    _, errors = runner._import_probes("jax")
-    return {"jax_version": jax.__version__, "probe_errors": len(errors)}
+        warm = runner._warm_up_torch()
+        if torch_xla._XLAC._xla_runtime_is_initialized():
+            raise RuntimeError("the torch template's preload created a PJRT client")
+        info = {k: warm[k] for k in ("torch_version", "torch_xla_version")}
+    else:
+        import jax
+        import jax.numpy
+
+        from jaxscope.sandbox import runner
+
+        info = {"jax_version": jax.__version__}
+    _, errors = runner._import_probes(kind)
+    return {**info, "probe_errors": len(errors)}
+
+
+# What the preload left in the template's /tmp (:func:`_tmp_left`), remade in each child's.
+_TMP_LEFT: list[tuple[str, int, bytes | None]] = []
+
+
+def _tmp_left() -> list[tuple[str, int, bytes | None]]:
+    """What the preload left in ``/tmp``: ``(path, mode, content)`` of each folder (content
+    None) and file, parents first. torch's import makes one (``torch.distributed.nn.jit.
+    instantiator``: a ``TemporaryDirectory`` on ``sys.path`` holding the module it wrote); a
+    bwrap-started worker has it in its own ``/tmp``, so each forked child gets it again in its
+    fresh one (:func:`_remake_tmp`), made by the worker's own uid as there. Raises when there
+    is more than :data:`MAX_TMP_LEFT_BYTES`."""
+    left: list[tuple[str, int, bytes | None]] = []
+    size = 0
+    for root, dirs, files in os.walk("/tmp"):
+        dirs.sort()
+        for name in dirs:
+            path = os.path.join(root, name)
+            left.append((path, os.stat(path).st_mode & 0o777, None))
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            with open(path, "rb") as file:
+                content = file.read(MAX_TMP_LEFT_BYTES + 1)
+            size += len(content)
+            if size > MAX_TMP_LEFT_BYTES:
+                raise RuntimeError(f"the preload left more than {MAX_TMP_LEFT_BYTES} B in /tmp")
+            left.append((path, os.stat(path).st_mode & 0o777, content))
+    return left
+
+
+def _remake_tmp(left: list[tuple[str, int, bytes | None]]) -> None:
+    """Make ``left`` (:func:`_tmp_left`) in this worker's own ``/tmp``, as its uid."""
+    for path, mode, content in left:
+        if content is None:
+            os.mkdir(path, mode)
+        else:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+            with os.fdopen(fd, "wb") as file:
+                file.write(content)
+
+
+def _vm_bytes() -> int:
+    """This process's address space (``VmSize``, bytes): what a child's ``RLIMIT_AS`` must
+    exceed (``forked.zygote_problem``)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def _send(ctl: socket.socket, message: dict[str, Any]) -> None:
     ctl.send(json.dumps(message).encode())
 
 
-def _serve(ctl: socket.socket) -> int:
+def _serve(ctl: socket.socket, kind: WorkerKind) -> int:
     """Fork a worker per request; report each child's end. Returns when the supervisor is gone."""
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
@@ -280,7 +358,7 @@ def _serve(ctl: socket.socket) -> int:
                 raise ValueError(f"expected 3 descriptors, got {len(fds)}")
             pid = os.fork()
             if pid == 0:
-                _helper(request, fds, me)
+                _helper(request, fds, me, kind)
             _send(ctl, {"id": request_id, "pid": pid})
         except Exception as exc:
             _send(ctl, {"id": request_id, "error": f"{type(exc).__name__}: {exc}"})
@@ -292,18 +370,31 @@ def _serve(ctl: socket.socket) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m jaxscope.sandbox.zygote")
     parser.add_argument("--ctl", type=int, required=True, help="the control socket's fd")
+    parser.add_argument("--kind", choices=("jax", "torch"), default="jax", help="worker kind")
     ns = parser.parse_args(argv)
     ctl = socket.socket(fileno=ns.ctl)
     ctl.set_inheritable(False)
-    info = _preload()
+    kind: WorkerKind = ns.kind
+    info = _preload(kind)
+    _TMP_LEFT[:] = _tmp_left()
     # Everything imported so far lives as long as the template: out of the collector's reach,
     # so that a worker's own full collection (the runner's, before its ready line) scans only
     # what the worker made, and does not write to (copy) every shared page.
     gc.collect()
     gc.freeze()
     threads = len(os.listdir("/proc/self/task"))
-    _send(ctl, {"ready": True, "threads": threads, **info})
-    return _serve(ctl)
+    _send(
+        ctl,
+        {
+            "ready": True,
+            "kind": kind,
+            "threads": threads,
+            "vm_bytes": _vm_bytes(),
+            "tmp_left": [path for path, _, _ in _TMP_LEFT],
+            **info,
+        },
+    )
+    return _serve(ctl, kind)
 
 
 if __name__ == "__main__":
