@@ -49,7 +49,6 @@ RUNNER_WARM_UP = frozenset({("jaxscope.sandbox.runner", "jaxscope.internals.prog
 INTERNALS_BUILD_EXHIBIT_EVENTS = frozenset(
     {
         ("jaxscope.internals.batching_steps", "exhibits.vmap.events"),
-        ("jaxscope.internals.cache_layers", "exhibits.caches.events"),
         ("jaxscope.internals.jvp_steps", "exhibits.jvp.events"),
         ("jaxscope.internals.transpose_walk", "exhibits.transpose.events"),
     }

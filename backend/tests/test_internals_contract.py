@@ -426,3 +426,16 @@ def test_the_recompile_diagnosis_entries_are_what_the_key_entry_event_holds() ->
     from exhibits.caches import events
 
     assert _fields(KeyEntryRecord) == set(events.KeyEntryDiff.model_fields)
+
+
+def test_the_cache_layer_words_are_what_the_caches_events_hold() -> None:
+    """``cache_layers.JitCallRecord.layer()`` and ``cells()`` answer in the literals the caches
+    exhibit's ``JitCallObserved`` holds (its probe passes them through)."""
+    from typing import get_args
+
+    from jaxscope.internals import cache_layers
+
+    from exhibits.caches import events
+
+    assert get_args(cache_layers.CacheLayer) == get_args(events.CacheLayer)
+    assert get_args(cache_layers.CacheCell) == get_args(events.CacheCell)

@@ -39,7 +39,7 @@ import logging
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import jax.monitoring
@@ -50,7 +50,6 @@ from jax._src import util as jax_util
 from jax._src.interpreters import mlir, pxla
 from jax._src.interpreters import partial_eval as pe
 
-from exhibits.caches.events import CacheCell, CacheLayer
 from jaxscope.internals.cache import EXPLAIN_LOGGER, _ListHandler, fresh_caches, tidy_explanation
 from jaxscope.internals.jit_watch import (
     is_jitted as is_jitted,
@@ -67,6 +66,11 @@ from jaxscope.internals.jit_watch import (
 from jaxscope.internals.monitoring import COMPILE_EVENT, LOWER_EVENT, TRACE_EVENT
 
 source_info_util.register_exclusion(__file__)
+
+# The cache layer that answered a call and each layer's state in it: the caches exhibit's
+# events hold the same literals (``exhibits/caches/events.py``; a contract test compares them).
+CacheLayer = Literal["cpp", "jaxpr", "lowering", "executable", "persistent", "compile"]
+CacheCell = Literal["hit", "miss", "skipped", "off"]
 
 PERSISTENT_HIT_EVENT = "/jax/compilation_cache/cache_hits"
 PERSISTENT_MISS_EVENT = "/jax/compilation_cache/cache_misses"
