@@ -439,3 +439,18 @@ def test_the_cache_layer_words_are_what_the_caches_events_hold() -> None:
 
     assert get_args(cache_layers.CacheLayer) == get_args(events.CacheLayer)
     assert get_args(cache_layers.CacheCell) == get_args(events.CacheCell)
+
+
+def test_the_batching_records_are_what_the_vmap_events_hold() -> None:
+    """``batching_steps`` returns records (design 0059) that the vmap probe makes its events
+    of, field by field: the same fields as the events, less the base's."""
+    from jaxscope.internals import batching_steps as records
+    from jaxscope.protocol import EventBase
+
+    from exhibits.vmap import events
+
+    base = set(EventBase.model_fields) | {"type"}
+    assert _fields(records.MappedInputRecord) == set(events.MappedInput.model_fields)
+    assert _fields(records.BatchStepRecord) == set(events.BatchRuleApplied.model_fields) - base
+    staged = set(events.BatchedJaxprStaged.model_fields) - base
+    assert _fields(records.BatchedJaxprRecord) == staged

@@ -39,6 +39,7 @@ from __future__ import annotations
 from typing import Any
 
 from jaxscope.exhibit_api import (
+    BatchStepRecord,
     JaxprStaged,
     ProbeContext,
     batched_jaxpr,
@@ -48,7 +49,6 @@ from jaxscope.exhibit_api import (
     during,
     eval_option,
     example_jaxpr,
-    inputs_event,
     jaxpr_view,
     map_inputs,
     mark_during,
@@ -57,7 +57,12 @@ from jaxscope.exhibit_api import (
     setting_line,
 )
 
-from exhibits.vmap.events import VmapInputsMapped
+from exhibits.vmap.events import (
+    BatchedJaxprStaged,
+    BatchRuleApplied,
+    MappedInput,
+    VmapInputsMapped,
+)
 
 from .options import VmapOptions
 
@@ -135,7 +140,14 @@ def run(ctx: ProbeContext) -> None:
             mark_during(exc, "while jax.vmap mapped the arguments (in_axes)")
             raise
         # Shown even when the per-example trace fails below (e.g. a Python `if` on a mapped value).
-        ctx.emit(inputs_event(mapped, in_text, out_text))
+        ctx.emit(
+            VmapInputsMapped(
+                in_axes=in_text,
+                out_axes=out_text,
+                axis_size=mapped.axis_size,
+                inputs=[MappedInput.model_validate(i, from_attributes=True) for i in mapped.inputs],
+            )
+        )
         try:
             example, out_shape = example_jaxpr(plan, mapped)
         except Exception:
@@ -154,12 +166,17 @@ def run(ctx: ProbeContext) -> None:
                 in_axes,
                 out_axes,
                 (in_text, out_text),
-                emit_partial=ctx.emit,
+                emit_partial=lambda step: ctx.emit(_step_event(step)),
             )
         except Exception as exc:
             if _out_axes_at_fault(plan, in_axes, out_axes):
                 _blame_out_axes(exc, ctx.snippet.source, out_text, out_set)
             raise
     for step in capture.steps:
-        ctx.emit(step)
-    ctx.emit(capture.staged)
+        ctx.emit(_step_event(step))
+    ctx.emit(BatchedJaxprStaged.model_validate(capture.staged, from_attributes=True))
+
+
+def _step_event(step: BatchStepRecord) -> BatchRuleApplied:
+    """The ``batch_rule_applied`` event of one of ``capture_batching``'s step records."""
+    return BatchRuleApplied.model_validate(step, from_attributes=True)

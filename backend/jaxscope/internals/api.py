@@ -159,10 +159,10 @@ from jaxscope.internals.custom_rules import (
 
 # Batching rules step by step, and the trace nest of a transform stack.
 from jaxscope.internals.batching_steps import (
+    BatchStepRecord as BatchStepRecord,
     batched_jaxpr as batched_jaxpr,
     capture_batching as capture_batching,
     example_jaxpr as example_jaxpr,
-    inputs_event as inputs_event,
     map_inputs as map_inputs,
 )
 from jaxscope.internals.trace_stack import (

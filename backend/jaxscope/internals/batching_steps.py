@@ -49,14 +49,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import numpy as np
 from jax._src import core, source_info_util
 from jax._src.interpreters import batching
 
-from exhibits.vmap.events import BatchedJaxprStaged, BatchRuleApplied, MappedInput, VmapInputsMapped
 from jaxscope.finite_diff import compare, tolerance
 from jaxscope.internals.ad_rules import batch_rule_view
 from jaxscope.internals.calling import CallPlan, concrete_args
@@ -72,7 +71,7 @@ from jaxscope.internals.views import (
     print_with_context,
     snippet_source,
 )
-from jaxscope.protocol import ArrayPreview
+from jaxscope.protocol import ArrayPreview, AvalView, JaxprView, RuleView, SourceLoc
 
 source_info_util.register_exclusion(__file__)
 
@@ -98,6 +97,66 @@ INNER_NOTE = (
 )
 
 
+# ---------------------------------------------------------------------------- records
+# What the walk returns (design 0059): the vmap probe makes its events of these records, field
+# by field (``MappedInput``, ``BatchRuleApplied``, ``BatchedJaxprStaged``; a contract test
+# compares the fields).
+
+
+@dataclass(frozen=True)
+class MappedInputRecord:
+    """How ``jax.vmap`` mapped one argument leaf: ``bdim`` its batch dim (``None``: not
+    mapped), ``aval`` the whole leaf's and ``example_aval`` the per-example aval JAX gave ``f``;
+    a static argument is ``static`` with neither."""
+
+    path: str
+    bdim: int | None = None
+    aval: AvalView | None = None
+    example_aval: AvalView | None = None
+    static: bool = False
+
+
+@dataclass(frozen=True)
+class BatchStepRecord:
+    """One per-example eqn batched: its rule (or ``mechanism`` ``not_mapped``/``failed``), the
+    batch dims and avals of its inputs and outputs, per example and batched, and the eqns of
+    the batched jaxpr it emitted (``emitted``, their indices, the ``moves`` among them)."""
+
+    index: int
+    primitive: str
+    source: SourceLoc | None
+    rule: RuleView | None
+    mechanism: Literal["rule", "not_mapped", "failed"]
+    note: str | None
+    in_vars: list[str | None]
+    out_vars: list[str]
+    in_bdims: list[int | None]
+    out_bdims: list[int | None]
+    example_in_avals: list[AvalView]
+    example_out_avals: list[AvalView]
+    in_avals: list[AvalView]
+    out_avals: list[AvalView]
+    emitted: list[str]
+    batched_eqn_indices: list[int]
+    moves: list[str]
+
+
+@dataclass(frozen=True)
+class BatchedJaxprRecord:
+    """JAX's own batched jaxpr, ``jax.vmap``'s outputs and whether the step-by-step
+    interpretation agrees with both; ``steps_left_out`` eqns past :data:`MAX_STEPS`."""
+
+    in_axes: str
+    out_axes: str
+    jaxpr: JaxprView
+    outputs: list[ArrayPreview]
+    matches_jax_vmap: bool
+    interpreted_text_equal: bool
+    result_bdims: list[int | None]
+    output_moves: list[str]
+    steps_left_out: int
+
+
 # ---------------------------------------------------------------------------- inputs
 
 
@@ -111,7 +170,7 @@ class MappedArgs:
     leaves: list[Any]
     leaf_bdims: list[int | None]
     axis_size: int
-    inputs: list[MappedInput]
+    inputs: list[MappedInputRecord]
 
 
 def _bdim_of(x: Any) -> int | None:
@@ -159,12 +218,12 @@ def map_inputs(plan: CallPlan, in_axes: Any) -> MappedArgs:
     example_args: list[Any] = []
     leaves: list[Any] = []
     leaf_bdims: list[int | None] = []
-    inputs: list[MappedInput] = []
+    inputs: list[MappedInputRecord] = []
     traced_of = iter(seen)
     for i, arg in enumerate(args):
         if i in static:
             example_args.append(arg)
-            inputs.append(MappedInput(path=f"args[{i}]", static=True))
+            inputs.append(MappedInputRecord(path=f"args[{i}]", static=True))
             continue
         traced = next(traced_of)
         flat_arg, _ = jax.tree_util.tree_flatten_with_path(arg)
@@ -179,7 +238,7 @@ def map_inputs(plan: CallPlan, in_axes: Any) -> MappedArgs:
             leaves.append(leaf)
             leaf_bdims.append(bdim)
             inputs.append(
-                MappedInput(
+                MappedInputRecord(
                     path=f"args[{i}]" + jax.tree_util.keystr(path),
                     bdim=bdim,
                     aval=aval_view(core.typeof(leaf)),
@@ -189,16 +248,6 @@ def map_inputs(plan: CallPlan, in_axes: Any) -> MappedArgs:
         example_args.append(jax.tree.unflatten(tree, structs))
     size = sizes[0] if sizes else 0
     return MappedArgs(tuple(example_args), leaves, leaf_bdims, size, inputs)
-
-
-def inputs_event(mapped: MappedArgs, in_axes_text: str, out_axes_text: str) -> VmapInputsMapped:
-    """The :class:`VmapInputsMapped` event of ``mapped``."""
-    return VmapInputsMapped(
-        in_axes=in_axes_text,
-        out_axes=out_axes_text,
-        axis_size=mapped.axis_size,
-        inputs=mapped.inputs,
-    )
 
 
 # ---------------------------------------------------------------------------- capture
@@ -216,10 +265,11 @@ class _Step:
 
 @dataclass
 class BatchCapture:
-    """What :func:`capture_batching` returns: the events, ready to emit, and the jaxprs."""
+    """What :func:`capture_batching` returns: the steps' and the batched jaxpr's records (the
+    probe's events) and the jaxprs."""
 
-    steps: list[BatchRuleApplied]
-    staged: BatchedJaxprStaged
+    steps: list[BatchStepRecord]
+    staged: BatchedJaxprRecord
     batched_jaxpr: Any
     interpreted_jaxpr: Any
     truncated: int = 0
@@ -392,8 +442,8 @@ def _step_event(
     moves: list[str],
     *,
     failed: bool = False,
-) -> BatchRuleApplied:
-    """The :class:`BatchRuleApplied` event of ``step``; ``failed``: JAX raised on it."""
+) -> BatchStepRecord:
+    """The record of ``step``; ``failed``: JAX raised on it."""
     eqn = step.eqn
     has_rule = eqn.primitive in batching.fancy_primitive_batchers
     has_inner = any(
@@ -413,7 +463,7 @@ def _step_event(
         if has_inner
         else None
     )
-    return BatchRuleApplied(
+    return BatchStepRecord(
         index=step.index,
         primitive=eqn.primitive.name,
         source=snippet_source(eqn.source_info.traceback),
@@ -445,13 +495,13 @@ def capture_batching(
     in_axes: Any,
     out_axes: Any,
     texts: tuple[str, str],
-    emit_partial: Callable[[BatchRuleApplied], None] | None = None,
+    emit_partial: Callable[[BatchStepRecord], None] | None = None,
 ) -> BatchCapture:
     """Interpret ``example`` (the per-example ClosedJaxpr) eqn by eqn inside ``jax.vmap`` and
     stage JAX's own batched jaxpr; see the module docstring. ``texts``: ``in_axes``/``out_axes``
     as the user wrote them.
 
-    When the interpretation fails, ``emit_partial`` (if given) receives a step event for each
+    When the interpretation fails, ``emit_partial`` (if given) receives a step record for each
     eqn batched before the failure and then one with ``mechanism="failed"`` for the eqn JAX
     raised on (its inputs' batch dims, no outputs), before the error is raised.
 
@@ -501,7 +551,7 @@ def capture_batching(
         emitted.setdefault(o, []).append(k)
 
     _, example_ctx = print_with_context(example.jaxpr)
-    events: list[BatchRuleApplied] = []
+    events: list[BatchStepRecord] = []
     for step in steps[:MAX_STEPS]:
         indices = emitted.get(step.index, []) if attributed else []
         emitted_texts = [texts_of[k] for k in indices]
@@ -513,7 +563,7 @@ def capture_batching(
         ]
         events.append(_step_event(step, example_ctx, indices, emitted_texts, moves))
     output_moves = [texts_of[k] for k in emitted.get(None, [])] if attributed else []
-    staged = BatchedJaxprStaged(
+    staged = BatchedJaxprRecord(
         in_axes=texts[0],
         out_axes=texts[1],
         jaxpr=official_view,
