@@ -307,15 +307,16 @@ def template_pids(kind: WorkerKind | None = None) -> list[int]:
         return [t.pid for t in _templates.values() if t.alive and (kind is None or t.kind == kind)]
 
 
-def close_templates() -> None:
-    """Stop every template of this process and reap it (also at this process's exit: killed
-    with it through bwrap's ``--die-with-parent`` instead, the template's Python would be
-    re-parented to the nearest child subreaper above, a test process or a supervisor, and stay
-    a zombie there)."""
+def close_templates(kind: WorkerKind | None = None) -> None:
+    """Stop every template of this process (of ``kind``, or all) and reap it (also at this
+    process's exit: killed with it through bwrap's ``--die-with-parent`` instead, the
+    template's Python would be re-parented to the nearest child subreaper above, a test process
+    or a supervisor, and stay a zombie there)."""
     with _templates_lock:
-        for template in _templates.values():
-            template.close()
-        _templates.clear()
+        for key, template in list(_templates.items()):
+            if kind is None or template.kind == kind:
+                template.close()
+                del _templates[key]
 
 
 atexit.register(close_templates)

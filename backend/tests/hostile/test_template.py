@@ -7,19 +7,37 @@ for a namespace they share with it or with another worker, and leave state for t
 Every guarantee of the bwrap-started worker holds: each worker's namespaces are its own, the
 template is not in its pid namespace (no pid to signal, trace or read), its only descriptors are
 its own pipes, and the next child finds nothing. Skipped where workers are not forked (no root:
-``forked.zygote_problem``)."""
+``forked.zygote_problem``).
+
+Each test runs against both templates: the JAX one (a tracing run) and the torch one (a
+``pjrt_registry`` run in a torch worker, skipped where the torch venv is not installed); the
+torch template is closed after the module (it holds torch's pages while it lives). The torch
+template's own promises (no more threads than the JAX template's, no PJRT client, an address
+space under the least a forked torch worker may have, what its preload left in ``/tmp`` remade
+in each child) are checked at the end."""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 
 import pytest
+from jaxscope.protocol import WorkerKind
+from jaxscope.sandbox import forked
 from jaxscope.sandbox.forked import template_pids, zygote_problem
+from jaxscope.sandbox.kinds import exhibit_limits, kind_problem
 from jaxscope.sandbox.namespaces import _parent_pids
+from jaxscope.sandbox.worker import worker_env
 
+from exhibits.registry import EXHIBITS
 from tests.harness import SandboxHarness
-from tests.hostile.hostile_kit import OK_TAIL, assert_nothing_left, run
+from tests.hostile.hostile_kit import OK_TAIL, Outcome, assert_nothing_left
+from tests.hostile.hostile_kit import run as run_in
+
+# The exhibit each kind's runs use, and what makes a snippet a valid run of it.
+EXHIBIT: dict[str, str] = {"jax": "tracing", "torch": "pjrt_registry"}
+TAIL: dict[str, str] = {"jax": OK_TAIL, "torch": '\npjrt_device = "CPU"\n'}
 
 NAMESPACES = ("pid", "net", "mnt", "ipc", "uts", "cgroup")
 
@@ -29,26 +47,42 @@ NS_VIEW = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _forked(sandbox: SandboxHarness) -> None:
-    problem = zygote_problem("jax", sandbox.limits)
+@pytest.fixture(scope="module", autouse=True)
+def _close_torch_template() -> Iterator[None]:
+    yield
+    forked.close_templates("torch")
+
+
+@pytest.fixture(params=["jax", "torch"])
+def kind(request: pytest.FixtureRequest, sandbox: SandboxHarness) -> WorkerKind:
+    """The worker kind under test (its template's workers are forked here, else skipped)."""
+    kind: WorkerKind = request.param
+    if (missing := kind_problem(kind)) is not None:
+        pytest.skip(missing)
+    problem = zygote_problem(kind, exhibit_limits(EXHIBIT[kind], sandbox.limits))
     if problem is not None:
         pytest.skip(f"workers are not forked here: {problem}")
+    return kind
 
 
-def _template_python() -> int:
+def run(sandbox: SandboxHarness, code: str, kind: WorkerKind) -> Outcome:
+    """``code`` (without its tail) as a run of ``kind``'s exhibit."""
+    return run_in(sandbox, code + TAIL[kind], exhibit=EXHIBIT[kind], timeout=300.0)
+
+
+def _template_python(kind: WorkerKind) -> int:
     """The host pid of the live template's Python (the child of its bwrap)."""
-    pids = template_pids()
+    pids = template_pids(kind)
     assert pids, "no template is running"
     children = [pid for pid, ppid in _parent_pids().items() if ppid == pids[0]]
     assert children, f"template bwrap {pids[0]} has no child"
     return children[0]
 
 
-def test_each_worker_has_namespaces_of_its_own(sandbox: SandboxHarness) -> None:
-    first = run(sandbox, NS_VIEW + OK_TAIL)
-    second = run(sandbox, NS_VIEW + OK_TAIL)
-    template = _template_python()
+def test_each_worker_has_namespaces_of_its_own(sandbox: SandboxHarness, kind: WorkerKind) -> None:
+    first = run(sandbox, NS_VIEW, kind)
+    second = run(sandbox, NS_VIEW, kind)
+    template = _template_python(kind)
     theirs = {n: os.readlink(f"/proc/{template}/ns/{n}") for n in NAMESPACES}
     mine = {n: os.readlink(f"/proc/self/ns/{n}") for n in NAMESPACES}
     views = [json.loads(outcome.printed) for outcome in (first, second)]
@@ -89,9 +123,11 @@ print('sockets', sockets)
 """
 
 
-def test_the_template_is_out_of_reach(sandbox: SandboxHarness) -> None:
-    template = _template_python()
-    outcome = run(sandbox, REACH.replace("TEMPLATE", str(template)) + OK_TAIL)
+def test_the_template_is_out_of_reach(sandbox: SandboxHarness, kind: WorkerKind) -> None:
+    if not template_pids(kind):
+        run(sandbox, "", kind).finished()  # starts the template
+    template = _template_python(kind)
+    outcome = run(sandbox, REACH.replace("TEMPLATE", str(template)), kind)
     outcome.finished()
     said = dict(line.split(" ", 1) for line in outcome.printed.splitlines())
     # Not in the worker's pid namespace: no such process to signal or read.
@@ -121,13 +157,73 @@ print('msg', libc.msgget(0x4a53, 0))
 """
 
 
-def test_a_child_leaves_nothing_for_the_next(sandbox: SandboxHarness) -> None:
-    left = run(sandbox, LEAVE + OK_TAIL)
+def test_a_child_leaves_nothing_for_the_next(sandbox: SandboxHarness, kind: WorkerKind) -> None:
+    left = run(sandbox, LEAVE, kind)
     left.finished()
     said = dict(line.split(" ", 1) for line in left.printed.splitlines())
     assert int(said["shm"]) >= 0 and int(said["msg"]) >= 0, said  # made, in its own IPC ns
-    found = run(sandbox, FIND + OK_TAIL)
+    found = run(sandbox, FIND, kind)
     found.finished()
     assert found.printed.splitlines() == ["tmp False", "shm -1", "msg -1"]
     assert_nothing_left(left)
     assert_nothing_left(found)
+
+
+# The worker's view of its namespace, its credentials and what it found in /tmp.
+VIEW = """import json, os
+status = dict(l.split(':', 1) for l in open('/proc/self/status'))
+tmp = sorted(os.path.join(r, n) for r, ds, fs in os.walk('/tmp') for n in ds + fs)
+print(json.dumps({
+    'pids': sorted(int(p) for p in os.listdir('/proc') if p.isdigit()),
+    'init': open('/proc/1/cmdline', 'rb').read().replace(b'\\0', b' ').decode(),
+    'ids': [os.getpid(), os.getppid()],
+    'uid': os.getresuid(),
+    'cap_eff': status['CapEff'].strip(),
+    'no_new_privs': status['NoNewPrivs'].strip(),
+    'tmp': {p: os.stat(p).st_uid for p in tmp},
+}))
+"""
+
+
+def test_the_worker_sees_its_namespace_and_the_tmp_a_started_one_would(
+    sandbox: SandboxHarness, kind: WorkerKind
+) -> None:
+    outcome = run(sandbox, VIEW, kind)
+    outcome.finished()
+    said = json.loads(outcome.printed)
+    assert said["pids"] == [1, 2] and said["ids"] == [2, 1]
+    assert "jaxscope.sandbox.zygote" in said["init"] and "--ctl" in said["init"]
+    uid = outcome.uid
+    assert uid is not None and said["uid"] == [uid] * 3
+    assert said["cap_eff"] == "0000000000000000" and said["no_new_privs"] == "1"
+    # What the preload left in the template's /tmp (torch: its instantiator's folder and the
+    # module written there, on sys.path), made again by the worker's own uid.
+    template = next(t for t in forked._templates.values() if t.alive and t.kind == kind)
+    assert sorted(said["tmp"]) == sorted(template.info["tmp_left"])
+    assert set(said["tmp"].values()) <= {uid}
+    assert_nothing_left(outcome)
+
+
+def test_the_torch_template_starts_nothing_a_fork_would_lose(sandbox: SandboxHarness) -> None:
+    if (missing := kind_problem("torch")) is not None:
+        pytest.skip(missing)
+    limits = exhibit_limits("pjrt_registry", sandbox.limits)
+    if (problem := zygote_problem("torch", limits)) is not None:
+        pytest.skip(f"workers are not forked here: {problem}")
+    jax = forked.template_for(worker_env(kind="jax"), "jax").info
+    torch = forked.template_for(worker_env(kind="torch"), "torch").info
+    # No thread beyond the JAX template's (the main one and OpenBLAS's pool, made fork-safe
+    # by its atfork handlers): torch_xla makes its PJRT client (and its threads) at the first
+    # device use, in the child's run; the template refuses to start if one exists.
+    assert torch["threads"] <= jax["threads"], (torch, jax)
+    assert torch["torch_xla_version"] and torch["probe_errors"] == sum(
+        e.worker != "torch" for e in EXHIBITS.values()
+    )
+    # torch's import mapped what a smaller RLIMIT_AS would have refused: below this floor a
+    # torch worker is a bwrap start (forked.zygote_problem).
+    assert 0 < torch["vm_bytes"] < forked.TORCH_FORK_MIN_ADDRESS_SPACE
+    # A forked torch worker creates its own client, with its run's settings: two devices here.
+    outcome = run(sandbox, "import os\nos.environ['CPU_NUM_DEVICES'] = '2'\n", "torch")
+    outcome.finished()
+    tried = next(e for e in outcome.events if getattr(e, "type", "") == "pjrt_client_tried")
+    assert getattr(tried, "device_count", None) == 2, tried
