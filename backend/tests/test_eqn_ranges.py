@@ -297,14 +297,14 @@ REAL_CASES += [("loop_4k", e) for e in ("jvp", "partial_eval", "transpose", "vma
 REAL_CASES += [("gpt_stack_jit", e) for e in ("jvp", "partial_eval", "transpose", "vmap")]
 # `make test` runs the 4,001-eqn loop in each exhibit (it is split into ranges wherever it runs),
 # a seeded sample of one of the 12-layer GPT's nine cases (each a minute or more on 2 cores) and
-# of four of the others; `make test-all` runs all of them, the 20,001-eqn loop included
+# of two of the others (the NNX step's cases take 1-3 min each on a loaded 2-core machine); `make test-all` runs all of them, the 20,001-eqn loop included
 # (testkit.py, docs/design/0058-suite-that-fits.md).
 _ALWAYS = [c for c in REAL_CASES if c[0] == "loop_4k"]
 _GPT = [c for c in REAL_CASES if c[0].startswith("gpt_stack")]
 _OTHERS = [c for c in REAL_CASES if c not in _ALWAYS and c not in _GPT]
 REAL_PARAMS = [pytest.param(p, e, id=f"{p}-{e}") for p, e in _ALWAYS] + [
     param
-    for cases, k in ((_GPT, 1), (_OTHERS, 4))
+    for cases, k in ((_GPT, 1), (_OTHERS, 2))
     for param in sampled_params(
         cases, k, key=f"test_eqn_ranges.{k}", ids=[f"{p}-{e}" for p, e in cases]
     )
