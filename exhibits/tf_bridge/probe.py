@@ -13,9 +13,11 @@ tensorflow-cpu, tf2jax and JAX).
 
 Snippet names read here besides ``f`` and ``args``: ``polymorphic_shapes`` (jax2tf's argument,
 one entry per positional argument) and ``tf_f``. Errors point at the user's line: a JAX error
-inside ``f`` has its own frame; a shape assertion that fails when TensorFlow runs the module
-is blamed on the ``polymorphic_shapes`` line; an op tf2jax cannot convert on the line of
-``tf_f`` that created it (``op.traceback``).
+inside ``f`` has its own frame; a specification JAX rejects or whose rank is not its
+argument's, and a shape assertion that fails when TensorFlow runs the module, are blamed on the
+``polymorphic_shapes`` line; an op tf2jax cannot convert on the line of ``tf_f`` that created
+it (``op.traceback``); a ``tf_f`` that is not callable, or that TensorFlow or tf2jax refuse as
+a whole (no frame inside it), on ``tf_f``'s line.
 """
 
 from __future__ import annotations
@@ -67,6 +69,18 @@ def run(ctx: ProbeContext) -> None:
     snippet = ctx.snippet
     args = tuple(snippet.args)
     poly = polymorphic_shapes(ctx)
+    tf_f = snippet.namespace.get("tf_f")
+    tf_f_line = setting_line(snippet.source, "tf_f")
+    if tf_f is not None and not callable(tf_f):  # before the jax2tf half, which takes seconds
+        raise blame_line(
+            InvalidSnippet(
+                f"tf_f must be a TensorFlow function that takes args as f does (a def of "
+                f"TensorFlow ops, or a tf.function), which tf2jax.convert turns into JAX; got "
+                f"{type(tf_f).__name__} {tf_f!r}. Write it as a function, e.g. def tf_f(x): "
+                f"return tf.sin(x), or leave tf_f out to run the jax2tf half alone."
+            ),
+            tf_f_line,
+        )
     with ctx.stage("trace"):
         tf_fn = tf.function(
             jax2tf.convert(snippet.f, with_gradient=True, polymorphic_shapes=poly),
@@ -87,10 +101,27 @@ def run(ctx: ProbeContext) -> None:
         ctx.emit(outputs_compared(ctx, tf_fn, snippet.f, args))
     with ctx.stage("call"):
         ctx.emit(saved_model(tf_fn, specs, snippet.f, args))
-    tf_f = snippet.namespace.get("tf_f")
     if tf_f is not None:
         with ctx.stage("trace"):
-            ctx.emit(tf2jax_converted(tf_f, args))
+            try:
+                ctx.emit(tf2jax_converted(tf_f, args))
+            except Exception as exc:
+                # An error with no frame in tf_f (TensorFlow or tf2jax refused tf_f as a whole,
+                # e.g. called with the wrong number of args) is tf_f's, not f's; a frame in
+                # the snippet still wins (classify). An unsupported op is already blamed on the
+                # line that created it.
+                if not unsupported(exc):
+                    blame_line(
+                        exc,
+                        tf_f_line,
+                        "tf_f",
+                        explanation=(
+                            "Raised while tf2jax.convert traced and converted tf_f with args, "
+                            "not at a line inside tf_f: TensorFlow or tf2jax refused tf_f as a "
+                            "whole (its signature, what it returns)."
+                        ),
+                    )
+                raise
 
 
 def polymorphic_shapes(ctx: ProbeContext) -> list[str | None] | None:
@@ -107,7 +138,68 @@ def polymorphic_shapes(ctx: ProbeContext) -> list[str | None] | None:
             ),
             line,
         )
-    return [None if v is None else str(v) for v in value]
+    poly = [None if v is None else str(v) for v in value]
+    check_ranks(tuple(ctx.snippet.args), poly, line)
+    return poly
+
+
+def spec_rank(spec: str) -> int | None:
+    """How many dimensions the specification ``spec`` names (None when JAX cannot say without
+    the argument: ``"(b, ...)"``, or a spec it cannot parse)."""
+    try:
+        return len(jax.export.symbolic_shape(spec))
+    except Exception:
+        return None
+
+
+def rank_error(i: int, spec: str, arg: Any, line: int | None) -> BaseException:
+    """The ``polymorphic_shapes`` line's error for entry ``i``, whose dimensions are not one per
+    axis of ``args[i]``."""
+    shape = tuple(np.shape(arg))
+    rank = spec_rank(spec)
+    names = "" if rank is None else f" names {rank} dimension{'s' * (rank != 1)}, but"
+    dims = ["b", *map(str, shape[1:])] if shape else []
+    like = "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+    return blame_line(
+        InvalidSnippet(
+            f"polymorphic_shapes[{i}] = {spec!r}{names} args[{i}] has shape {shape} "
+            f"({len(shape)} dimension{'s' * (len(shape) != 1)}). Write one dimension per axis "
+            f"of args[{i}]: a variable for each polymorphic one, the size or _ for the others "
+            f"(e.g. {like!r}), or end with ... for the rest ('(b, ...)'); None keeps args[{i}] "
+            f"static."
+        ),
+        line,
+    )
+
+
+def check_ranks(args: tuple[Any, ...], poly: list[str | None], line: int | None) -> None:
+    """Blame the ``polymorphic_shapes`` line for a specification JAX rejects (its own error,
+    kept) or one whose rank is not its argument's. jax 0.10.2's ``symbolic_args_specs`` raises
+    a bare ``IndexError`` for a specification with more dimensions than its argument and
+    accepts one with fewer (jax2tf fails later in a ``safe_zip`` inside ``f``'s tracing)."""
+    try:
+        symbolic = jax.export.symbolic_args_specs(args, poly)
+    except IndexError as exc:
+        for i, (spec, arg) in enumerate(zip(poly, args, strict=True)):
+            if spec is None:
+                continue
+            try:
+                jax.export.symbolic_args_specs((arg,), (spec,))
+            except IndexError:
+                raise rank_error(i, spec, arg, line) from None
+            except Exception:  # this entry has another error: JAX's own is shown
+                continue
+        raise blame_line(exc, line) from None
+    except Exception as exc:  # JAX's parser: a syntax error, a size that is not the arg's
+        raise blame_line(exc, line) from None
+    for i, (spec, arg, sym) in enumerate(zip(poly, args, symbolic, strict=True)):
+        if spec is None:
+            continue
+        for leaf, sym_leaf in zip(
+            jax.tree_util.tree_leaves(arg), jax.tree_util.tree_leaves(sym), strict=False
+        ):
+            if len(sym_leaf.shape) != np.ndim(leaf):
+                raise rank_error(i, spec, leaf, line)
 
 
 def tensor_specs(args: tuple[Any, ...], poly: list[str | None] | None) -> list[tf.TensorSpec]:
@@ -371,6 +463,11 @@ def scoped_ops() -> Iterator[None]:
         impl._OpNode.__call__ = original
 
 
+def unsupported(exc: BaseException) -> bool:
+    """Whether ``exc`` is tf2jax's refusal of a TensorFlow op it has no rule for."""
+    return isinstance(exc, ValueError) and "Unsupported operations" in str(exc)
+
+
 def unsupported_line(concrete: Any, exc: ValueError) -> tuple[int | None, str]:
     """The snippet line that created the first op tf2jax named as unsupported, and its type."""
     message = str(exc)
@@ -406,7 +503,7 @@ def tf2jax_converted(tf_f: Any, args: tuple[Any, ...]) -> Tf2jaxConverted:
     try:
         jax_fn, params = tf2jax.convert(fn, *tf_args)
     except ValueError as exc:
-        if "Unsupported operations" not in str(exc):
+        if not unsupported(exc):
             raise
         line, op_type = unsupported_line(concrete, exc)
         raise blame_line(

@@ -23,7 +23,7 @@ from jaxscope.protocol import EventBase, RunFailed, RunFinished
 from jaxscope.sandbox.kinds import kind_problem, tf_python
 
 from exhibits.registry import EXHIBITS
-from testkit import sample
+from testkit import sample, sampled_params
 
 from .events import (
     EVENTS,
@@ -282,3 +282,50 @@ def test_errors_point_at_the_users_line(name: str, function: str, code: str, wor
     assert failed.source is not None
     assert failed.source.function == function
     assert code in path.read_text().splitlines()[failed.source.line - 1]
+
+
+# Inputs a break-it review found blamed on f's def line (each a TensorFlow worker's start, ~15 s:
+# one per suite, all under `make test-all`): the snippet as a user writes it, the line the run
+# must point at, and words of the message.
+HEAD = "import jax.numpy as jnp\nimport numpy as np\nimport tensorflow as tf\n\n\ndef f(x):\n"
+HEAD += "    return jnp.sin(x)\n\n\nargs = (np.ones((4, 3), np.float32),)\n"
+MISBLAMED = [
+    (
+        HEAD + 'polymorphic_shapes = ["(b, 3, 2)"]\n',
+        "polymorphic_shapes =",
+        "polymorphic_shapes[0] = '(b, 3, 2)' names 3 dimensions, but args[0] has shape (4, 3)",
+    ),
+    (
+        HEAD + 'polymorphic_shapes = ["(b,)"]\n',
+        "polymorphic_shapes =",
+        "polymorphic_shapes[0] = '(b,)' names 1 dimension, but args[0] has shape (4, 3)",
+    ),
+    (HEAD + "tf_f = 3\n", "tf_f = 3", "tf_f must be a TensorFlow function"),
+    (
+        HEAD + "\n\ndef tf_f(x, y):\n    return tf.sin(x) * y\n",
+        "def tf_f(x, y):",
+        "missing a required argument: 'y'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("source", "code", "words"),
+    sampled_params(
+        MISBLAMED, 1, key=f"{EXHIBIT}-misblamed", ids=["rank3", "rank1", "tf_f_int", "tf_f_arity"]
+    ),
+)
+def test_misblamed_inputs_point_at_their_line(
+    source: str, code: str, words: str, tmp_path: Path
+) -> None:
+    from testkit import run_cli as run_cli_in_process
+
+    path = tmp_path / "snippet.py"
+    path.write_text(source)
+    done = run_cli_in_process("run", EXHIBIT, str(path), "--json")
+    assert done.returncode != 0
+    failed = parse(done.stdout)[-1]
+    assert isinstance(failed, RunFailed)
+    assert words in failed.message
+    assert failed.source is not None
+    assert code in source.splitlines()[failed.source.line - 1]
