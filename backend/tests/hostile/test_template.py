@@ -227,3 +227,77 @@ def test_the_torch_template_starts_nothing_a_fork_would_lose(sandbox: SandboxHar
     outcome.finished()
     tried = next(e for e in outcome.events if getattr(e, "type", "") == "pjrt_client_tried")
     assert getattr(tried, "device_count", None) == 2, tried
+
+
+# What a run finds of its process beyond its own code: the environment, the limits, the signal
+# dispositions, torch's thread settings, the import path. A forked torch worker must find what a
+# bwrap-started one finds (design 0053: torch_xla reads its settings at client creation, in the
+# run; what its import read, it read in both under the same environment).
+STATE = """import json, os, resource, signal, sys, threading
+import torch
+LIMITS = [n for n in dir(resource) if n.startswith('RLIMIT_')]
+HANDLERS = {}
+for s in signal.valid_signals():
+    try:
+        h = signal.getsignal(s)
+    except (OSError, ValueError):
+        continue
+    HANDLERS[str(int(s))] = h if isinstance(h, int) else getattr(h, '__qualname__', repr(h))
+print(json.dumps({
+    'environ': dict(os.environ),
+    'limits': {n: resource.getrlimit(getattr(resource, n)) for n in LIMITS},
+    'signals': HANDLERS,
+    'threads': [torch.get_num_threads(), torch.get_num_interop_threads()],
+    'affinity': sorted(os.sched_getaffinity(0)),
+    'cwd': os.getcwd(),
+    'umask': os.umask(0o022),
+    'path': sys.path,
+    'python_threads': sorted(t.name for t in threading.enumerate()),
+    'recursion': sys.getrecursionlimit(),
+    'uid0': os.getuid() == 0,
+}))
+pjrt_device = 'CPU'
+"""
+
+
+def _normalised(outcome: Outcome) -> dict[str, object]:
+    said: dict[str, object] = json.loads(outcome.printed)
+    environ = said["environ"]
+    assert isinstance(environ, dict)
+    # The worker's name: per uid in a forked worker (zygote._worker), the kind's in a started one.
+    environ.pop("USER")
+    environ.pop("LOGNAME")
+    # The CPU limit is the CPU used so far plus the run's budget (guard.set_cpu_budget): a
+    # started worker's includes its ~6 s of imports, a forked one's does not; the budget is
+    # the same.
+    limits = said["limits"]
+    assert isinstance(limits, dict)
+    limits.pop("RLIMIT_CPU")
+    # torch's instantiator folder has a random name, on sys.path in both.
+    path = said["path"]
+    assert isinstance(path, list)
+    said["path"] = ["/tmp/tmp*" if p.startswith("/tmp/tmp") else p for p in path]
+    tried = next(e for e in outcome.events if getattr(e, "type", "") == "pjrt_client_tried")
+    said["client"] = tried.model_dump(exclude={"seq", "run_id", "init_seconds"})
+    return said
+
+
+@pytest.mark.full  # a bwrap-started torch worker: ~7 CPU-s of imports; make test-all
+def test_a_forked_torch_worker_finds_what_a_started_one_finds(sandbox: SandboxHarness) -> None:
+    if (missing := kind_problem("torch")) is not None:
+        pytest.skip(missing)
+    if problem := zygote_problem("torch", exhibit_limits("pjrt_registry", sandbox.limits)):
+        pytest.skip(f"workers are not forked here: {problem}")
+    forked_run = run(sandbox, STATE, "torch")
+    forked_run.finished()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(forked.ENV_SWITCH, "0")
+        started = SandboxHarness(sandbox.limits, size=0)
+        try:
+            started_run = run_in(started, STATE, exhibit="pjrt_registry", timeout=300.0)
+        finally:
+            started.close()
+    started_run.finished()
+    mine, theirs = _normalised(forked_run), _normalised(started_run)
+    assert mine == theirs
+    assert mine["uid0"] is False
