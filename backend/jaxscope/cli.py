@@ -755,12 +755,15 @@ async def _pool_until_terminated(path: Path, limits: Limits, settings: Settings)
 
 def _pool_host(ns: argparse.Namespace, limits: Limits, settings: Settings) -> int:
     """``jaxscope pool --queue URL``: take runs from the run queue until SIGTERM or Ctrl-C."""
-    from jaxscope.bus.host import PoolHost, parse_lanes
+    from jaxscope.bus.host import PoolHost, lanes_problem, parse_lanes
     from jaxscope.bus.jobs import BadQueueUrl, default_host_id
     from jaxscope.bus.store import connect
 
     try:
         lanes = parse_lanes(ns.lanes)
+        problem = lanes_problem(lanes)
+        if problem is not None:
+            raise ValueError(problem)
         redis = connect(ns.queue)
     except (ValueError, BadQueueUrl) as exc:
         print(f"jaxscope pool: {exc}", file=sys.stderr)

@@ -140,8 +140,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
             os.environ[PASSWORD_ENV] = previous
 
 
-def start_host(server: RedisServer, lanes: str, log: Path, *extra: str) -> subprocess.Popen[str]:
-    """A pool host in its own process (its log in ``log``), once it took its first heartbeat."""
+def start_host(
+    server: RedisServer, lanes: str, log: Path, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """A pool host in its own process (its log in ``log``; ``env``: added to its environment),
+    once it took its first heartbeat."""
     out = log.open("w")
     proc = subprocess.Popen(
         [
@@ -161,7 +164,7 @@ def start_host(server: RedisServer, lanes: str, log: Path, *extra: str) -> subpr
         stderr=subprocess.STDOUT,
         text=True,
         cwd=REPO,
-        env={**os.environ, PASSWORD_ENV: PASSWORD},
+        env={**os.environ, PASSWORD_ENV: PASSWORD, **(env or {})},
         start_new_session=True,
     )
     deadline = time.monotonic() + 60
@@ -588,3 +591,97 @@ def test_a_trusted_proxy_names_the_client_and_an_untrusted_one_does_not(
         seen.append(json.loads(client.xrange(lane_key("torch"))[-1][1][b"job"])["client"])
     assert seen == [client_id("testclient"), client_id("203.0.113.7")]
     client.delete(lane_key("torch"), queued_key(seen[0]), queued_key(seen[1]))
+
+
+# The accelerator lane (design 0071): a run that asks for the chip goes on the ``accelerator``
+# lane, which only hosts started with that lane read; the chip is faked (JAXSCOPE_ACCELERATOR).
+
+
+def accelerator_workers(root: int) -> int:
+    """The processes under ``root`` (its descendants, from /proc) that run an "accelerator"
+    worker (design 0069's ``--kind accelerator``)."""
+    parents: dict[int, int] = {}
+    argvs: dict[int, list[bytes]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            argvs[int(entry.name)] = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+
+    def under(pid: int) -> bool:
+        while pid > 1:
+            if pid == root:
+                return True
+            pid = parents.get(pid, 0)
+        return False
+
+    return sum(
+        under(pid)
+        and b"--kind" in argv
+        and argv[argv.index(b"--kind") + 1 :][:1] == [b"accelerator"]
+        for pid, argv in argvs.items()
+    )
+
+
+def test_an_accelerator_run_goes_only_to_a_host_with_the_accelerator_lane(
+    server: RedisServer, host: Path, tmp_path: Path
+) -> None:
+    from jaxscope.bus.jobs import lane_problem
+
+    assert lane_of("tracing", device="accelerator") == "accelerator"
+    assert lane_of("tracing", device="cpu") == lane_of("tracing") == "light"
+    assert lane_of("pjrt_registry", device="accelerator") == "torch"  # never the chip
+    run = json.loads(run_msg("a9", SIN)) | {"device": "accelerator"}
+    # What a host refuses: the chip's run on another lane, another run on the chip's lane.
+    assert lane_problem(Job(key=new_key(), lane="light", client="ab", run=run))
+    plain = json.loads(run_msg("a9", SIN))
+    assert lane_problem(Job(key=new_key(), lane="accelerator", client="ab", run=plain))
+    assert lane_problem(Job(key=new_key(), lane="accelerator", client="ab", run=run)) is None
+    accelerate = json.dumps(run | {"run_id": "a1"})
+    client = server.client()
+    with web(server) as one, one.websocket_connect(WS) as ws:
+        # Only the light host is up: refused at once, not left waiting for a chip.
+        ws.send_text(accelerate)
+        refused = until_terminal(ws, "a1")[-1]
+        assert isinstance(refused, RunFailed) and refused.kind == "invalid_request"
+        assert "no pool host with an accelerator" in refused.message
+        # A host that says it serves the lane without a chip does not start.
+        fake = {"JAXSCOPE_ACCELERATOR": "none", PASSWORD_ENV: PASSWORD}
+        lacking = subprocess.run(
+            [JAXSCOPE, "pool", "--queue", server.url, "--lanes", "accelerator=1"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **fake},
+            timeout=60,
+        )
+        assert lacking.returncode != 0 and "has no accelerator" in lacking.stderr
+        chip = start_host(
+            server, "accelerator=1", tmp_path / "chip.log", env={"JAXSCOPE_ACCELERATOR": "tpu"}
+        )
+        try:
+            ws.send_text(json.dumps(run | {"run_id": "a2"}))
+            accepted = next_event(ws)
+            assert isinstance(accepted, RunAccepted) and accepted.lane == "accelerator"
+            assert until_terminal(ws, "a2")[-1].type == "run_finished"
+            ws.send_text(run_msg("a3", SIN))  # a CPU run: the light host, never the chip's
+            plain_accepted = next_event(ws)
+            assert isinstance(plain_accepted, RunAccepted) and plain_accepted.lane == "light"
+            assert until_terminal(ws, "a3")[-1].type == "run_finished"
+            on = {
+                t: client.get(f"jaxscope:run:{t}:started").decode()
+                for t in (accepted.token, plain_accepted.token)
+            }
+            assert on[accepted.token].endswith(f"-{chip.pid}"), on
+            assert not on[plain_accepted.token].endswith(f"-{chip.pid}"), on
+            # The chip's host holds an accelerator worker (its next warm spare: design 0069).
+            deadline = time.monotonic() + 60
+            while accelerator_workers(chip.pid) == 0:
+                assert time.monotonic() < deadline, "no accelerator worker under the chip's host"
+                time.sleep(0.2)
+        finally:
+            stop(chip)
+    assert "refused a malformed job" not in (tmp_path / "chip.log").read_text()

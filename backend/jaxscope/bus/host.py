@@ -37,6 +37,7 @@ from jaxscope.bus.jobs import (
     events_key,
     host_key,
     lane_key,
+    lane_problem,
     runs_key,
 )
 from jaxscope.bus.store import (
@@ -60,6 +61,7 @@ from jaxscope.protocol import (
     RunQueued,
     is_terminal,
 )
+from jaxscope.sandbox import accelerators
 from jaxscope.sandbox.pool import WorkerPool
 from jaxscope.sandbox.session import Session
 from jaxscope.sandbox.worker import Emit
@@ -98,8 +100,21 @@ def parse_lanes(text: str) -> dict[Lane, int]:
             raise ValueError(f"lane {name}: {count!r} is not a number of workers") from None
         if n < 1:
             raise ValueError(f"lane {name}: at least one worker")
+        if name == "accelerator" and n != 1:
+            raise ValueError("lane accelerator: one worker (one run holds the chip at a time)")
         lanes[name] = n  # type: ignore[index]
     return lanes
+
+
+def lanes_problem(lanes: Mapping[Lane, int]) -> str | None:
+    """Why this host cannot take ``lanes``, or None: the ``accelerator`` lane needs an
+    accelerator here (``accelerators.attached``: its device nodes, or ``JAXSCOPE_ACCELERATOR``)."""
+    if "accelerator" in lanes and accelerators.attached() is None:
+        return (
+            "--lanes accelerator: this host has no accelerator (no TPU, NVIDIA or AMD device "
+            f"node in /dev; {accelerators.ACCELERATOR_ENV} names one)"
+        )
+    return None
 
 
 class PoolHost:
@@ -128,7 +143,9 @@ class PoolHost:
 
     async def serve(self, started: asyncio.Event | None = None) -> None:
         """Take runs until cancelled; ``started`` is set after the first heartbeat."""
-        self.pool.start()
+        # The chip's warm spare only on a host that serves the accelerator lane: elsewhere no
+        # run asks for the chip (every JAX run there runs on the CPU devices, ``_run``).
+        self.pool.start(accelerator_spare="accelerator" in self.lanes)
         tasks: list[asyncio.Task[None]] = []
         try:
             await self._until_up(self._setup)
@@ -222,6 +239,9 @@ class PoolHost:
             job = Job.model_validate_json(raw)
             if job.lane != lane:
                 raise ValueError(f"a {job.lane} job on the {lane} lane")
+            problem = lane_problem(job)
+            if problem is not None:
+                raise ValueError(problem)
         except (ValidationError, ValueError) as exc:
             self.refused += 1
             why = _why_refused(exc)
@@ -264,6 +284,10 @@ class PoolHost:
     async def _run(self, job: Job) -> None:
         session = Session(self.pool, EXHIBITS, report_starts=True)
         key = job.key
+        # The lane says where a JAX run runs (design 0071): the chip for the accelerator lane
+        # (``lane_problem`` checked that the run asks for it), the CPU devices for the others,
+        # whatever the host has (design 0069's default, None, would take the chip).
+        run = job.run if job.lane == "accelerator" else job.run.model_copy(update={"device": "cpu"})
 
         async def emit(event: EventModel) -> None:
             text = event.model_dump_json()
@@ -274,7 +298,7 @@ class PoolHost:
 
         ctl = asyncio.create_task(self._control(job, session, emit))
         try:
-            await session.run(job.run, emit)
+            await session.run(run, emit)
         except (RedisError, OSError) as exc:
             # The run's events cannot be written: stop it, and end it (once the queue answers
             # again) so that its page hears of it and its client's share is given back.

@@ -39,7 +39,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field
 
 from exhibits.registry import EXHIBITS
-from jaxscope.protocol import RunRequest
+from jaxscope.protocol import RunOptions, RunRequest
+from jaxscope.sandbox.kinds import worker_kind
 
 Lane: TypeAlias = Literal["light", "heavy", "torch", "accelerator"]
 LANES: tuple[Lane, ...] = ("light", "heavy", "torch", "accelerator")
@@ -88,16 +89,34 @@ class Job(BaseModel):
     run: RunRequest
 
 
-def lane_of(exhibit: str) -> Lane:
-    """The lane a run of ``exhibit`` goes on: ``torch`` for the torch workers' exhibits,
-    ``heavy`` for the exhibits with a large budget, else ``light``. (``accelerator`` is served by
-    the hosts that have one; no request asks for it yet: design 0065.)"""
+def lane_of(exhibit: str, options: RunOptions | None = None, device: str | None = None) -> Lane:
+    """The lane a run of ``exhibit`` goes on: ``torch`` for the torch workers' exhibits;
+    ``accelerator`` for a JAX run that asks for the accelerator (``RunRequest.device``, design
+    0069: served only by the hosts started with that lane, design 0071); ``heavy`` for the
+    exhibits with a large budget, else ``light`` (where a host runs JAX on its CPU devices)."""
     spec = EXHIBITS.get(exhibit)
     if spec is None:
         return "light"
     if spec.worker == "torch":
         return "torch"
+    if device == "accelerator" and worker_kind(exhibit, options, "cpu") == "jax":
+        return "accelerator"
     return "heavy" if spec.budget >= HEAVY_BUDGET else "light"
+
+
+def lane_problem(job: Job) -> str | None:
+    """Why ``job`` may not run from its lane, or None: the chip is reached through the
+    ``accelerator`` lane only, and that lane carries only JAX runs that ask for it (a pool host
+    checks this before anything runs; the web tier never queues such a job)."""
+    wants = job.run.device == "accelerator"
+    if job.lane == "accelerator":
+        if not wants:
+            return "a run on the accelerator lane that does not ask for the accelerator"
+        if worker_kind(job.run.exhibit, job.run.options, "cpu") != "jax":
+            return "a run on the accelerator lane that is not a JAX exhibit's"
+    elif wants and lane_of(job.run.exhibit, job.run.options, "accelerator") == "accelerator":
+        return f"a run for the accelerator on the {job.lane} lane"
+    return None
 
 
 def new_key() -> str:

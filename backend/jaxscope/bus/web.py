@@ -44,6 +44,7 @@ from jaxscope.bus.jobs import (
     started_key,
     valid_key,
 )
+from jaxscope.bus.rooms import BusRooms, BusRoomSession
 from jaxscope.bus.store import (
     Redis,
     RedisError,
@@ -63,15 +64,15 @@ from jaxscope.protocol import (
     DetailRequest,
     EventModel,
     ResumeRequest,
-    RoomRefused,
     RunAccepted,
     RunFailed,
     RunRequest,
     WatchedFileChanged,
     is_terminal,
 )
-from jaxscope.sandbox.request_loop import NO_ROOMS, NOT_WATCHING, clean_text, parse_request
+from jaxscope.sandbox.request_loop import NOT_WATCHING, clean_text, parse_request
 from jaxscope.server.frames import FrameSender
+from jaxscope.server.rooms import Member
 from jaxscope.server.ws import receive_text
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,11 @@ LOST = (
 LANE_FULL = (
     "the server's run queue is full (every pool host is busy): the run was not queued; try "
     "again in a moment"
+)
+NO_ACCELERATOR = (
+    "no pool host with an accelerator is on the run queue now (a host serves the accelerator "
+    "lane when started with `jaxscope pool --lanes accelerator=1`): the run was not started. "
+    "Run it on the CPU devices (device cpu), or try again when such a host is up"
 )
 CLIENT_FULL = (
     f"you have {QUEUED_PER_CLIENT} runs waiting on the run queue already (the most one client "
@@ -131,6 +137,8 @@ class Bus:
         self.where = redact(url)
         self.redis: Redis = connect(url)
         self.name = f"web-{new_key()[:12]}"
+        # Classroom rooms shared by every replica through the queue (``bus/rooms.py``).
+        self.rooms = BusRooms(self.redis, EXHIBITS)
         self._sweeper: asyncio.Task[None] | None = None
         self._closing = False
 
@@ -140,6 +148,7 @@ class Bus:
     async def close(self) -> None:
         self._closing = True
         await stop_task(self._sweeper)
+        await self.rooms.close()
         with contextlib.suppress(RedisError, OSError, TimeoutError):
             await asyncio.wait_for(self.redis.aclose(), 2.0)
 
@@ -165,6 +174,11 @@ class Bus:
             except ValueError:
                 log.error("the heartbeat %r is malformed: left out", raw)
         return hosts
+
+    async def serves(self, lane: str) -> bool:
+        """Whether a live pool host takes runs from ``lane`` (its heartbeat lists it)."""
+        hosts = (await self.hosts()).values()
+        return any(isinstance(lanes, dict) and lane in lanes for lanes in hosts)
 
     def unreachable(self, exc: BaseException) -> str:
         return (
@@ -205,6 +219,11 @@ async def bus_session(websocket: WebSocket, bus: Bus, owner: str | None) -> None
     redis = bus.redis
     client = client_id(owner)
     followed: _Followed | None = None
+    # The socket's room frames (a teacher's counts, a student's relay) go through one bounded
+    # queue that one task sends in order, as without the queue (``server/ws.py``).
+    member = Member(bus.rooms.registry.member_bytes)
+    rooms = BusRoomSession(bus.rooms, member, client)
+    pump = asyncio.create_task(member.pump(frames.send, frames.send_frame))
 
     async def emit(event: EventModel) -> None:
         await frames.send(event.model_dump_json())
@@ -293,16 +312,23 @@ async def bus_session(websocket: WebSocket, bus: Bus, owner: str | None) -> None
         await leave(followed, cancel=True)
         followed = None
         key = new_key()
-        lane = lane_of(request.exhibit)
+        lane = lane_of(request.exhibit, request.options, request.device)
         job = Job(key=key, lane=lane, client=client, run=request)
         meta = json.dumps({"run_id": request.run_id, "client": client})
         try:
-            queued = await queue_job(redis, job, meta, QUEUED_PER_CLIENT)
+            # The chip's lane waits for no host forever: none serving it now refuses at once.
+            missing = lane == "accelerator" and not await bus.serves(lane)
+            queued = 0 if missing else await queue_job(redis, job, meta, QUEUED_PER_CLIENT)
         except (RedisError, OSError) as exc:
             await emit(
                 RunFailed(
                     kind="worker_crashed", message=bus.unreachable(exc), run_id=job.run.run_id
                 )
+            )
+            return
+        if missing:
+            await emit(
+                RunFailed(kind="invalid_request", message=NO_ACCELERATOR, run_id=request.run_id)
             )
             return
         if queued < 0:
@@ -312,6 +338,7 @@ async def bus_session(websocket: WebSocket, bus: Bus, owner: str | None) -> None
         followed = _Followed(request.run_id, key)
         await emit(RunAccepted(run_id=request.run_id, token=key, lane=lane))
         follow(followed, -1)
+        await rooms.ran(request, key)
 
     async def resume(request: ResumeRequest) -> None:
         nonlocal followed
@@ -375,15 +402,13 @@ async def bus_session(websocket: WebSocket, bus: Bus, owner: str | None) -> None
                         WatchedFileChanged(path="", exhibit="", code=None, problem=NOT_WATCHING)
                     )
             else:
-                await emit(
-                    RoomRefused(
-                        room=clean_text(getattr(request, "room", None) or "", 64),
-                        request=request.type,
-                        message=NO_ROOMS,
-                    )
-                )
+                await rooms.request(request)
     finally:
+        # First, and as a task of its own: a socket cancelled as it closes (a server that stops,
+        # a test client) still tells its room it went.
+        bus.rooms.in_background(rooms.leave())
         if followed is not None:
             followed.stopped = True
             await stop_task(followed.reader)
+        await stop_task(pump)
         frames.close()

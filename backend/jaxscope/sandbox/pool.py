@@ -132,12 +132,15 @@ class WorkerPool:
         # server (kept on the main pool): :meth:`start_estimate_s`.
         self._starts: dict[WorkerKind, collections.deque[float]] = {}
 
-    def start(self) -> None:
+    def start(self, *, accelerator_spare: bool = True) -> None:
         """Begin warming ``size`` workers in the background (call inside the event loop); on a
         host with an accelerator, the main pool of a server (``size`` > 0) also starts the
-        accelerator's warm spare, so that the first run finds the chip opened (design 0069)."""
+        accelerator's warm spare, so that the first run finds the chip opened (design 0069),
+        unless ``accelerator_spare`` is False (a queue's pool host without the accelerator
+        lane: design 0071)."""
         self._fill()
-        if self._parent is None and self.size > 0 and accelerators.attached() is not None:
+        spare = accelerator_spare and self.size > 0
+        if self._parent is None and spare and accelerators.attached() is not None:
             self._beside("accelerator", self.limits)
 
     def for_exhibit(
