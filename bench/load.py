@@ -13,7 +13,8 @@ It prints one JSON object:
 - ``sessions``, ``runs`` (runs that ended, or were lost with their connection);
 - ``errors``: runs ending in ``run_failed`` of any kind but ``cancelled``, runs lost with a
   dropped connection, and runs the bench itself gave up on (no terminal event within
-  :data:`RUN_TIMEOUT_S`); ``error_kinds`` breaks them down;
+  :data:`RUN_TIMEOUT_S`); ``error_kinds`` breaks them down, ``error_messages`` gives the
+  five commonest messages of the failed runs;
 - ``refused`` (a subset of ``errors``): runs failed with a message saying the workers are busy,
   or with kind ``timeout`` before the run got a worker (no event of it but ``run_queued``);
 - ``p50_s``, ``p95_s``: seconds from sending the run request to its terminal event (nearest
@@ -29,10 +30,23 @@ Every session comes from 127.0.0.1, i.e. one client address to the server's fair
 bench lifts that cap (``--per-client`` defaults to the whole pool); ``--per-client 0`` keeps the
 server's default, and the sessions then act as one user's tabs.
 
+``--queue`` runs the same load against the run queue instead (design 0065, 0071): the bench
+starts a ``redis-server`` on a free loopback port (a random password, no persistence), one
+``jaxscope serve --queue`` (the web tier, which runs no user code) and ``--hosts`` (2) ``jaxscope
+pool --queue --lanes LANES`` processes on this machine, each waiting for its hosts' heartbeats.
+Each session then comes with an ``X-Forwarded-For`` of its own (the web tier trusts 127.0.0.1's,
+``--forwarded-allow-ips``), so every session is a distinct client to the queue's share (2 runs
+running per client across hosts, 20 queued): a class of students, not one user's tabs.
+``run_accepted`` (the queue's answer) counts as neither a start nor a queue place; ``hosts``
+and ``lanes`` are added to the JSON, and ``pool`` is the live hosts from ``/api/health``. The
+JSON also carries ``loadavg_start``/``loadavg_end`` (``os.getloadavg()``: the machine's load,
+which the bench's own processes are part of).
+
 Not part of ``make bench`` (it takes ``--minutes``). Usage::
 
     .venv/bin/python bench/load.py [--sessions 50] [--minutes 10] [--max-workers N]
                                    [--per-client N] [--port P] [--json OUT]
+                                   [--queue [--hosts 2] [--lanes light=4]]
 """
 
 from __future__ import annotations
@@ -40,13 +54,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import json
 import math
 import os
+import secrets
+import shutil
+import signal
 import subprocess
+import sys
+import tempfile
 import time
 import urllib.request
 import uuid
+from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,6 +112,8 @@ class Stats:
     max_queue_position: int = 0
     latencies_s: list[float] = field(default_factory=list)
     error_kinds: collections.Counter[str] = field(default_factory=collections.Counter)
+    # The messages of the failed runs (their first 160 characters), for error_messages.
+    error_messages: collections.Counter[str] = field(default_factory=collections.Counter)
 
 
 @dataclass
@@ -135,6 +158,7 @@ def record(stats: Stats, outcome: Outcome) -> None:
         return
     stats.errors += 1
     stats.error_kinds[kind] += 1
+    stats.error_messages[str(event.get("message", ""))[:160]] += 1
     message = str(event.get("message", "")).lower()
     if "busy" in message or (kind == "timeout" and not outcome.started):
         stats.refused += 1
@@ -168,6 +192,8 @@ async def one_run(ws: ClientConnection) -> Outcome:
             if event.get("run_id") != run_id:
                 continue
             kind = event.get("type")
+            if kind == "run_accepted":
+                continue  # the run queue took it (queue mode): not a start, not a place
             if kind == "run_queued":
                 outcome.queued = True
                 outcome.client_share |= event.get("reason") == "client_share"
@@ -183,11 +209,18 @@ async def one_run(ws: ClientConnection) -> Outcome:
 
 
 async def session(
-    url: str, origin: str, stop_at: float, stats: Stats, runs: int | None = None
+    url: str,
+    origin: str,
+    stop_at: float,
+    stats: Stats,
+    runs: int | None = None,
+    forwarded: str | None = None,
 ) -> None:
     """One websocket running the snippet back to back until ``stop_at`` (``time.monotonic``),
     or ``runs`` times (a burst); reconnects after a dropped connection, at most
-    :data:`MAX_RECONNECTS` times in a row."""
+    :data:`MAX_RECONNECTS` times in a row. ``forwarded``: the session's ``X-Forwarded-For``
+    (queue mode: a client of its own)."""
+    headers = None if forwarded is None else {"X-Forwarded-For": forwarded}
     failures = 0
     done = 0
 
@@ -196,7 +229,9 @@ async def session(
 
     while more() and failures < MAX_RECONNECTS:
         try:
-            async with connect(url, origin=Origin(origin), max_size=2**26) as ws:
+            async with connect(
+                url, origin=Origin(origin), max_size=2**26, additional_headers=headers
+            ) as ws:
                 failures = 0
                 while more():
                     done += 1
@@ -213,14 +248,29 @@ async def session(
             await asyncio.sleep(1.0)
 
 
+def student_address(i: int) -> str:
+    """The ``i``-th session's forwarded address in queue mode (10.x.y.z: one client each)."""
+    return f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}"
+
+
 async def load(
-    url: str, origin: str, sessions: int, minutes: float, stats: Stats, runs: int | None = None
+    url: str,
+    origin: str,
+    sessions: int,
+    minutes: float,
+    stats: Stats,
+    runs: int | None = None,
+    distinct: bool = False,
 ) -> None:
     """``sessions`` sessions at once for ``minutes`` (or until each made ``runs`` runs);
-    bounded by ``minutes`` + :data:`GRACE_S`."""
+    bounded by ``minutes`` + :data:`GRACE_S`. ``distinct``: each session a client of its own
+    (``X-Forwarded-For``, queue mode)."""
     stop_at = time.monotonic() + minutes * 60
     tasks = [
-        asyncio.ensure_future(session(url, origin, stop_at, stats, runs)) for _ in range(sessions)
+        asyncio.ensure_future(
+            session(url, origin, stop_at, stats, runs, student_address(i) if distinct else None)
+        )
+        for i in range(sessions)
     ]
     done, pending = await asyncio.wait(tasks, timeout=minutes * 60 + GRACE_S)
     for task in pending:
@@ -259,6 +309,73 @@ def server(port: int, max_workers: int | None, per_client: int) -> AbstractConte
     return serving(*args, cwd=ROOT, timeout_s=120.0, port=port, env=env)
 
 
+@contextlib.contextmanager
+def queue_deployment(
+    port: int, hosts: int, lanes: str, folder: Path
+) -> Iterator[tuple[Served, list[subprocess.Popen[bytes]]]]:
+    """A ``redis-server`` on a free loopback port (a random password), ``serve --queue`` on
+    127.0.0.1:``port`` trusting 127.0.0.1's ``X-Forwarded-For``, and ``hosts`` pool hosts
+    (``pool --queue --lanes lanes``) whose heartbeats the web tier sees; all killed on exit."""
+    redis_server = shutil.which("redis-server")
+    if redis_server is None:
+        raise SystemExit("--queue needs redis-server (`make redis` installs it)")
+    password = secrets.token_hex(16)
+    redis_port = free_port()
+    env = {**os.environ, "JAXSCOPE_QUEUE_PASSWORD": password}
+    redis_conf = folder / "redis.conf"  # the password in a file, not on a command line
+    redis_conf.write_text(
+        f'port {redis_port}\nbind 127.0.0.1\nrequirepass {password}\nsave ""\n'
+        f"appendonly no\ndir {folder}\n"
+    )
+    procs: list[subprocess.Popen[bytes]] = [
+        subprocess.Popen(
+            [redis_server, str(redis_conf)], stdout=subprocess.DEVNULL, start_new_session=True
+        )
+    ]
+    url = f"redis://127.0.0.1:{redis_port}/0"
+    exe = str(Path(sys.executable).parent / "jaxscope")
+    try:
+        for i in range(hosts):
+            log = (folder / f"host{i}.log").open("wb")
+            procs.append(
+                subprocess.Popen(
+                    [exe, "pool", "--queue", url, "--lanes", lanes],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            )
+        with serving(
+            "--queue",
+            url,
+            "--forwarded-allow-ips",
+            "127.0.0.1",
+            cwd=ROOT,
+            timeout_s=120.0,
+            port=port,
+            env=env,
+        ) as served:
+            deadline = time.monotonic() + 180
+            while len(pool_state(served.url).get("hosts", {})) < hosts:
+                dead = [p.args for p in procs if p.poll() is not None]
+                if dead or time.monotonic() > deadline:
+                    logs = [(folder / f"host{i}.log").read_text()[-2000:] for i in range(hosts)]
+                    raise RuntimeError(f"pool hosts did not come up: {dead} {logs}")
+                time.sleep(0.5)
+            yield served, procs[1:]
+    finally:
+        for proc in reversed(procs):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
 def pool_state(base: str) -> dict[str, Any]:
     """The ``pool`` part of ``GET /api/health``."""
     with urllib.request.urlopen(base + "/api/health", timeout=10) as r:
@@ -287,7 +404,18 @@ def main() -> None:
         default=None,
         help="a burst: each session makes this many runs, then stops (wall_s: the whole burst)",
     )
+    parser.add_argument(
+        "--queue",
+        action="store_true",
+        help="run against serve --queue with --hosts pool hosts and a redis-server (design 0071)",
+    )
+    parser.add_argument("--hosts", type=int, default=2, help="with --queue: pool hosts (2)")
+    parser.add_argument(
+        "--lanes", default="light=4", help="with --queue: each host's --lanes (light=4)"
+    )
     ns = parser.parse_args()
+    if not 1 <= ns.hosts <= 16:
+        parser.error("--hosts must be 1..16")
     if not 1 <= ns.sessions <= MAX_SESSIONS:
         parser.error(f"--sessions must be 1..{MAX_SESSIONS}")
     if not 0 < ns.minutes <= MAX_MINUTES:
@@ -301,20 +429,24 @@ def main() -> None:
     base = f"http://127.0.0.1:{port}"
     url = f"ws://127.0.0.1:{port}/api/ws"
     stats = Stats()
-    with server(port, ns.max_workers, ns.per_client) as served:
+    loadavg_start = [round(x, 2) for x in os.getloadavg()]
+    with contextlib.ExitStack() as stack:
+        if ns.queue:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="load-queue-")))
+            served, _ = stack.enter_context(queue_deployment(port, ns.hosts, ns.lanes, folder))
+        else:
+            served = stack.enter_context(server(port, ns.max_workers, ns.per_client))
         proc = served.proc
         asyncio.run(warm_up(url, base))
         pool = pool_state(base)
         rss_start = rss_mb(proc)
         t0 = time.monotonic()
-        asyncio.run(load(url, base, ns.sessions, ns.minutes, stats, ns.runs_per_session))
+        asyncio.run(load(url, base, ns.sessions, ns.minutes, stats, ns.runs_per_session, ns.queue))
         wall_s = time.monotonic() - t0
         rss_end = rss_mb(proc)
         if rss_end is None:
             stats.error_kinds[f"server exited with {proc.returncode}"] += 1
     p50, p95 = percentile(stats.latencies_s, 50), percentile(stats.latencies_s, 95)
-    max_workers = int(pool["max"])
-    per_client = min(ns.per_client, max_workers) if ns.per_client > 0 else -(-max_workers // 2)
     results: dict[str, Any] = {
         "sessions": ns.sessions,
         "minutes": ns.minutes,
@@ -329,10 +461,17 @@ def main() -> None:
         "queued_runs": stats.queued_runs,
         "queued_client_share": stats.queued_client_share,
         "max_queue_position": stats.max_queue_position,
-        "max_workers": max_workers,
-        "per_client": per_client,
+        "loadavg_start": loadavg_start,
+        "loadavg_end": [round(x, 2) for x in os.getloadavg()],
         "error_kinds": dict(stats.error_kinds),
+        "error_messages": dict(stats.error_messages.most_common(5)),
     }
+    if ns.queue:
+        results |= {"hosts": ns.hosts, "lanes": ns.lanes, "pool": pool.get("hosts")}
+    else:
+        max_workers = int(pool["max"])
+        per_client = min(ns.per_client, max_workers) if ns.per_client > 0 else -(-max_workers // 2)
+        results |= {"max_workers": max_workers, "per_client": per_client}
     text = json.dumps(results)
     print(text)
     if ns.json:

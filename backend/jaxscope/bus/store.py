@@ -124,10 +124,20 @@ async def stop_task(task: asyncio.Task[Any] | None, timeout: float = 2.0) -> Non
     await asyncio.wait({task}, timeout=timeout)
 
 
+# The most connections one process opens to Redis. A web tier follows each socket's run with a
+# blocking XREAD of its own (one connection while it blocks, up to 1 s a read): redis-py's
+# default pool (100, failing the 101st command at once with "Too many connections") failed 200 of
+# 300 students' runs in `bench/load.py --queue` (design 0071). Past this cap a command waits for
+# a connection (at most CONNECTION_WAIT_S) instead of failing.
+MAX_CONNECTIONS = 1000
+CONNECTION_WAIT_S = 30.0
+
+
 def connect(url: str) -> Redis:
     """A client for the queue at ``url`` (``redis://HOST:PORT/DB``); the password from the URL,
     else ``JAXSCOPE_QUEUE_PASSWORD``. Commands time out (a Redis that went away is an error to
-    report, never a hang)."""
+    report, never a hang); at most :data:`MAX_CONNECTIONS` at once, a command past them waits
+    for one."""
     check_url(url)
     password = os.environ.get(PASSWORD_ENV) or None
     extra: dict[str, Any] = {} if password is None or "@" in url else {"password": password}
@@ -138,9 +148,18 @@ def connect(url: str) -> Redis:
             redact(url),
             PASSWORD_ENV,
         )
-    return aioredis.Redis.from_url(
-        url, socket_connect_timeout=3, socket_timeout=10, retry_on_timeout=False, **extra
+    pool = aioredis.BlockingConnectionPool.from_url(
+        url,
+        max_connections=MAX_CONNECTIONS,
+        timeout=CONNECTION_WAIT_S,
+        socket_connect_timeout=3,
+        socket_timeout=10,
+        retry_on_timeout=False,
+        **extra,
     )
+    client = aioredis.Redis(connection_pool=pool)
+    client.auto_close_connection_pool = True  # aclose() closes the pool, as from_url's does
+    return client
 
 
 async def ensure_groups(redis: Redis, lanes: tuple[str, ...] = LANES) -> None:
