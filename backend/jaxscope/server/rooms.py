@@ -60,7 +60,7 @@ from jaxscope.sandbox.request_loop import clean_text
 from jaxscope.server.frames import FRAME_BYTES, frame_text
 
 MAX_ROOMS = 64
-MAX_STUDENTS = 200
+MAX_STUDENTS = 300
 # Rooms one client (an address; all of loopback is one) may hold, so that one client opening
 # rooms from many sockets cannot take every room of the server.
 MAX_ROOMS_PER_CLIENT = 8
@@ -164,6 +164,17 @@ class Room:
     relay: list[str] = field(default_factory=list)
     relay_bytes: int = 0
     relay_timer: asyncio.TimerHandle | None = None
+    # Under the run queue (``bus/rooms.py``) this object is one web replica's part of a room
+    # shared through Redis: the room's whole student count and whether its teacher's page is
+    # here (on any replica) come from there; None: this room is all in this process.
+    headcount: int | None = None
+    teacher_here: bool | None = None
+
+    def students_count(self) -> int:
+        return len(self.students) if self.headcount is None else self.headcount
+
+    def has_teacher(self) -> bool:
+        return self.teacher is not None if self.teacher_here is None else self.teacher_here
 
     def count(self) -> RoomUpdated:
         """What the teacher's page is told when students come and go: the count and the run,
@@ -174,8 +185,8 @@ class Room:
             code="",
             teacher_run=self.run_id,
             cursor=self.cursor,
-            students=len(self.students),
-            teacher=self.teacher is not None,
+            students=self.students_count(),
+            teacher=self.has_teacher(),
         )
 
     def update(self, *, replayed: bool = True) -> RoomUpdated:
@@ -186,8 +197,8 @@ class Room:
             options=self.options,
             teacher_run=self.run_id,
             cursor=self.cursor,
-            students=len(self.students),
-            teacher=self.teacher is not None,
+            students=self.students_count(),
+            teacher=self.has_teacher(),
             replayed=replayed,
         )
 
@@ -321,21 +332,16 @@ class RoomRegistry:
         return True
 
 
-class RoomSession:
-    """One socket's part in the rooms (:class:`jaxscope.sandbox.request_loop.Rooms`): at most
-    one room at a time, as its teacher or as a student."""
+class JoinLeaveAllowance:
+    """A socket's joins and leaves: :data:`JOIN_LEAVE_BURST` at once, refilled at one per
+    :data:`JOIN_LEAVE_EVERY_S`."""
 
-    def __init__(self, registry: RoomRegistry, member: Member, owner: str | None = None) -> None:
-        self.registry = registry
-        self.member = member
-        self.owner = owner  # the client (``app.client_of``), for ``max_rooms_per_client``
-        self.room: Room | None = None
-        self.teaching = False
-        # Joins and leaves left to this socket now (JOIN_LEAVE_BURST, refilled over time).
+    def __init__(self) -> None:
         self._allowance = float(JOIN_LEAVE_BURST)
         self._allowance_at = time.monotonic()
 
-    def _may_join_or_leave(self) -> bool:
+    def take(self) -> bool:
+        """Whether the socket may join or leave now (and count it)."""
         now = time.monotonic()
         self._allowance = min(
             float(JOIN_LEAVE_BURST),
@@ -346,6 +352,22 @@ class RoomSession:
             return False
         self._allowance -= 1.0
         return True
+
+
+class RoomSession:
+    """One socket's part in the rooms (:class:`jaxscope.sandbox.request_loop.Rooms`): at most
+    one room at a time, as its teacher or as a student."""
+
+    def __init__(self, registry: RoomRegistry, member: Member, owner: str | None = None) -> None:
+        self.registry = registry
+        self.member = member
+        self.owner = owner  # the client (``app.client_of``), for ``max_rooms_per_client``
+        self.room: Room | None = None
+        self.teaching = False
+        self.allowance = JoinLeaveAllowance()
+
+    def _may_join_or_leave(self) -> bool:
+        return self.allowance.take()
 
     def current(self) -> Room | None:
         """This socket's room, or None once it ended, or this socket was dropped from it
