@@ -40,4 +40,13 @@ describe('archive of previous runs', () => {
     // r4 failed: r3 (not r4) is the previous run of r5.
     expect(previousRun(s, 'tracing')?.runId).toBe('r3');
   });
+
+  it('finds no previous run for a prototype name as exhibit id', () => {
+    // A finished run of the id on screen, and no earlier run of it: nothing to compare with
+    // (a plain object's prototype answered `constructor` with a function, taken for a run).
+    for (const id of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+      const s = observeRun(observeRun(EMPTY_ARCHIVE, finished('r1', 'tracing'), 'a'), finished('r2', id), 'b');
+      expect(previousRun(s, id), id).toBeNull();
+    }
+  });
 });

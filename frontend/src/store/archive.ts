@@ -54,6 +54,7 @@ export function observeRun(state: ArchiveState, run: RunState, code: string): Ar
 export function previousRun(state: ArchiveState, exhibit: string): ArchivedRun | null {
   const latest = state.latest;
   if (latest === null || latest.exhibit !== exhibit || latest.status !== 'finished') return null;
-  const previous = state.previous[exhibit];
+  // An own property only: an exhibit id is data (`constructor` must find no run).
+  const previous = Object.hasOwn(state.previous, exhibit) ? state.previous[exhibit] : undefined;
   return previous !== undefined && previous.runId !== latest.runId ? previous : null;
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RoomUpdated } from '../protocol';
+import { isExhibitId } from '../exhibits';
 import {
   NO_ROOM,
   TEACHER_ROOM_KEY,
@@ -83,21 +84,30 @@ describe('roomEvent', () => {
   });
 });
 
+const known = (id: string): boolean => id === 'vmap';
+
 describe('followStep', () => {
+  it("ignores a teacher's state whose exhibit this page lacks, prototype names included", () => {
+    for (const exhibit of ['constructor', '__proto__', 'toString', 'nope']) {
+      expect(followStep(update({ exhibit }), null, isExhibitId), exhibit).toBeNull();
+    }
+    expect(followStep(update({ exhibit: 'vmap' }), null, isExhibitId)?.begin).toBe('r1');
+  });
+
   it("begins the teacher's run once, with the teacher's exhibit, code and options", () => {
-    const step = followStep(update({ options: { calls: [], in_axes: '0' } as never }), null);
+    const step = followStep(update({ options: { calls: [], in_axes: '0' } as never }), null, known)!;
     expect(step).toMatchObject({ exhibit: 'vmap', code: 'def f(x): return x\n', begin: 'r1', cursor: -1 });
     expect(step.options.in_axes).toBe('0');
-    expect(followStep(update(), 'r1').begin).toBeNull();
-    expect(followStep(update({ teacher_run: null }), 'mine').begin).toBeNull();
+    expect(followStep(update(), 'r1', known)!.begin).toBeNull();
+    expect(followStep(update({ teacher_run: null }), 'mine', known)!.begin).toBeNull();
   });
 
   it('keeps the page as it is for a run the server could not replay', () => {
-    expect(followStep(update({ replayed: false }), 'r0').begin).toBeNull();
+    expect(followStep(update({ replayed: false }), 'r0', known)!.begin).toBeNull();
   });
 
   it('drops options that are not valid', () => {
-    const step = followStep(update({ options: { calls: 'nope', in_axes: 5 } as never }), null);
+    const step = followStep(update({ options: { calls: 'nope', in_axes: 5 } as never }), null, known)!;
     expect(step.options.calls).toEqual([]);
     expect(step.options.in_axes).toBeUndefined();
   });

@@ -141,9 +141,12 @@ export interface FollowStep {
  * The step that makes a student's page show `update`, given the run its store holds
  * (`currentRun`): a teacher's run the page does not hold yet is begun (its events follow from
  * the server), unless the server could not replay it whole (`replayed` false: the page keeps
- * what it shows and follows from the teacher's next run).
+ * what it shows and follows from the teacher's next run). Null for an exhibit this page lacks
+ * (`known`: an own-property test such as `isExhibitId`, so that `constructor`, `__proto__` or
+ * `toString` from a server that let one through never reaches the page's tables).
  */
-export function followStep(update: RoomUpdated, currentRun: string | null): FollowStep {
+export function followStep(update: RoomUpdated, currentRun: string | null, known: (id: string) => boolean): FollowStep | null {
+  if (!known(update.exhibit)) return null;
   const run = update.teacher_run;
   return {
     exhibit: update.exhibit,
