@@ -77,6 +77,7 @@ from jaxscope.protocol import JaxprStaged, RunRequest
 from jaxscope.sandbox import guard, runner
 from jaxscope.sandbox.snippet import load_snippet
 
+from exhibits.jvp.probe import staged_event, step_event
 from exhibits.partial_eval.events import JaxprSplit
 
 SNIPPET = """
@@ -182,10 +183,10 @@ def capture(
     jvp = capture_jvp(plan, primal, previews_on_demand=on_demand)
     lap("jvp: capture_jvp")
     for step in jvp.steps:
-        ctx.emit(step)
+        ctx.emit(step_event(step))
     lap("jvp: events emitted")
     # The outputs against jax.jvp: a page's capture makes it now, after the steps (design 0068).
-    ctx.emit(jvp.staged)
+    ctx.emit(staged_event(jvp.staged))
     lap("jvp: verdict (made and emitted)")
     if contexts is not None:
         contexts.append(ctx)

@@ -256,6 +256,8 @@ __all__ = [
     "JaxprStaged",
     "JaxprView",
     "JitCallRecord",
+    "JvpJaxprRecord",
+    "JvpStepRecord",
     "KeyRecord",
     "Linearized",
     "LinenParam",

@@ -48,7 +48,6 @@ RUNNER_WARM_UP = frozenset({("jaxscope.sandbox.runner", "jaxscope.internals.prog
 # transpose_walk's TransposeStepRecord does for part of its walk), and its line here goes.
 INTERNALS_BUILD_EXHIBIT_EVENTS = frozenset(
     {
-        ("jaxscope.internals.jvp_steps", "exhibits.jvp.events"),
         ("jaxscope.internals.transpose_walk", "exhibits.transpose.events"),
     }
 )
@@ -425,10 +424,13 @@ def test_the_api_rule_names_the_file_and_the_module_of_a_lazy_import() -> None:
 def test_an_allowlist_entry_no_import_uses_is_reported(tmp_path: Path) -> None:
     """``allowed_in_use`` sees the allowlisted imports that are made, so that an entry whose
     import went (a walker moved into its exhibit) is reported as unused."""
-    internals = tmp_path / "jaxscope" / "internals"
-    internals.mkdir(parents=True)
-    (internals / "jvp_steps.py").write_text("from exhibits.jvp.events import JvpRuleApplied\n")
-    (internals / "transpose_walk.py").write_text("x = 1\n")
-    used = allowed_in_use(tmp_path, list(tmp_path.rglob("*.py")))
-    assert used == {("jaxscope.internals.jvp_steps", "exhibits.jvp.events")}
-    assert ("jaxscope.internals.transpose_walk", "exhibits.transpose.events") in ALLOWED - used
+    sandbox = tmp_path / "jaxscope" / "sandbox"
+    sandbox.mkdir(parents=True)
+    runner = sandbox / "runner.py"
+    runner.write_text("from jaxscope.internals.program_size import install\n")
+    used = allowed_in_use(tmp_path, [runner])
+    assert used == {("jaxscope.sandbox.runner", "jaxscope.internals.program_size")}
+    runner.write_text("x = 1\n")
+    assert ("jaxscope.sandbox.runner", "jaxscope.internals.program_size") in ALLOWED - (
+        allowed_in_use(tmp_path, [runner])
+    )

@@ -6,6 +6,7 @@ blank panel in the browser. Only this test file and ``jaxscope.internals`` impor
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 from typing import Any
@@ -415,7 +416,8 @@ def test_the_stations_records_are_what_its_events_hold() -> None:
 
 
 def _fields(record: type) -> set[str]:
-    return set(record.__dataclass_fields__)
+    """The field names of the dataclass ``record``."""
+    return {f.name for f in dataclasses.fields(record)}
 
 
 def test_the_recompile_diagnosis_entries_are_what_the_key_entry_event_holds() -> None:
@@ -454,3 +456,19 @@ def test_the_batching_records_are_what_the_vmap_events_hold() -> None:
     assert _fields(records.BatchStepRecord) == set(events.BatchRuleApplied.model_fields) - base
     staged = set(events.BatchedJaxprStaged.model_fields) - base
     assert _fields(records.BatchedJaxprRecord) == staged
+
+
+def test_the_jvp_records_are_what_the_jvp_events_hold() -> None:
+    """``capture_jvp`` returns records (design 0059) that the jvp probe makes its events of,
+    field by field, its mechanisms the events' literals."""
+    from typing import get_args
+
+    from jaxscope.internals import jvp_steps as records
+    from jaxscope.protocol import EventBase
+
+    from exhibits.jvp import events
+
+    base = set(EventBase.model_fields) | {"type"}
+    assert _fields(records.JvpStepRecord) == set(events.JvpRuleApplied.model_fields) - base
+    assert _fields(records.JvpJaxprRecord) == set(events.JvpJaxprStaged.model_fields) - base
+    assert get_args(records.JvpMechanism) == get_args(events.JvpMechanism)

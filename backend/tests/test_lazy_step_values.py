@@ -20,6 +20,8 @@ from jaxscope.protocol import RunRequest
 from jaxscope.sandbox import guard, runner
 from jaxscope.sandbox.snippet import load_snippet
 
+from exhibits.jvp.probe import staged_event, step_event
+
 # log and sqrt of a vector holding a negative number and a zero: NaN and -Inf in the steps.
 NONFINITE = """
 import jax.numpy as jnp
@@ -104,16 +106,18 @@ def test_a_pages_jvp_capture_evaluates_nothing_until_a_step_or_the_verdict_is_as
     monkeypatch.setattr(runner, "_write_event_line", sent.append)
     ctx = runner.RunContext(RunRequest(run_id="r", exhibit="jvp", code="", details="on_demand"))
     for step in page.steps:
-        ctx.emit(step)
+        ctx.emit(step_event(step))
     # short steps, all summarised all the same: nothing evaluated for the stream
     assert all(json.loads(line)["detail_id"] for line in sent)
     assert not page.evaluated.computed
     eager = capture_jvp(plan, primal)
     assert eager.evaluated is not None and eager.evaluated.computed
     # the verdict, asked after the steps, evaluates; it is the eager capture's
-    assert page.staged.model_dump_json() == eager.staged.model_dump_json()
+    assert (
+        staged_event(page.staged).model_dump_json() == staged_event(eager.staged).model_dump_json()
+    )
     assert page.evaluated.computed and page.staged.matches_jax_jvp
     # d/dx sin(x) x at 1, tangent 1: cos(1) + sin(1), the closed form
     assert float(page.staged.tangents_out[0].preview) == pytest.approx(np.cos(1) + np.sin(1))
-    for step, want in zip(page.steps, eager.steps, strict=True):  # emit set the run's id
-        assert step.model_dump_json(exclude={"run_id"}) == want.model_dump_json(exclude={"run_id"})
+    for step, want in zip(page.steps, eager.steps, strict=True):
+        assert step_event(step).model_dump_json() == step_event(want).model_dump_json()

@@ -34,6 +34,8 @@ from jaxscope.exhibit_api import (
     CallPlan,
     InvalidSnippet,
     JaxprStaged,
+    JvpJaxprRecord,
+    JvpStepRecord,
     ProbeContext,
     blame_line,
     capture_jvp,
@@ -45,6 +47,8 @@ from jaxscope.exhibit_api import (
     plan_call,
     setting_line,
 )
+
+from exhibits.jvp.events import JvpJaxprStaged, JvpRuleApplied
 
 TANGENTS_EXPLANATION = (
     "JAX checks the tangents you set against the arguments before it differentiates: each "
@@ -98,5 +102,16 @@ def run(ctx: ProbeContext) -> None:
                 raise blame_line(exc, line, explanation=TANGENTS_EXPLANATION) from None
             raise
     for step in capture.steps:
-        ctx.emit(step)
-    ctx.emit(capture.staged)
+        ctx.emit(step_event(step))
+    ctx.emit(staged_event(capture.staged))
+
+
+def step_event(step: JvpStepRecord) -> JvpRuleApplied:
+    """The ``jvp_rule_applied`` event of one of ``capture_jvp``'s step records (its values'
+    pending previews pass on as they are: nothing is evaluated here, design 0068)."""
+    return JvpRuleApplied.model_validate(step, from_attributes=True)
+
+
+def staged_event(staged: JvpJaxprRecord) -> JvpJaxprStaged:
+    """The ``jvp_jaxpr_staged`` event of ``capture_jvp``'s verdict."""
+    return JvpJaxprStaged.model_validate(staged, from_attributes=True)

@@ -76,6 +76,8 @@ from jaxscope.internals.recording import (
 
 # Forward-mode autodiff, partial evaluation and remat policies.
 from jaxscope.internals.jvp_steps import (
+    JvpJaxprRecord as JvpJaxprRecord,
+    JvpStepRecord as JvpStepRecord,
     capture_jvp as capture_jvp,
     choose_tangents as choose_tangents,
     closed_function as closed_function,

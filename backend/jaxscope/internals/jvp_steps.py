@@ -44,7 +44,7 @@ import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
@@ -52,7 +52,6 @@ import numpy as np
 from jax._src import core, source_info_util
 from jax._src.interpreters import ad
 
-from exhibits.jvp.events import JvpJaxprStaged, JvpMechanism, JvpRuleApplied
 from jaxscope.internals.ad_rules import jvp_rule_view
 from jaxscope.internals.calling import CallPlan, concrete_args
 from jaxscope.internals.interpret import Env, interpret
@@ -67,7 +66,15 @@ from jaxscope.internals.views import (
     print_with_context,
     snippet_source,
 )
-from jaxscope.protocol import ArrayPreview, PendingPreview, RuleView, ValueRole, ValueView
+from jaxscope.protocol import (
+    ArrayPreview,
+    JaxprView,
+    PendingPreview,
+    RuleView,
+    SourceLoc,
+    ValueRole,
+    ValueView,
+)
 
 source_info_util.register_exclusion(__file__)
 
@@ -77,6 +84,51 @@ STEP_PREVIEW_CHARS = 600
 MAX_VALUE_ELEMENTS = 1 << 20
 # At most this many steps are reported (one event each).
 MAX_STEPS = 2000
+
+# What JAX did with a primal eqn under JVPTrace (``JvpStepRecord.mechanism``; the jvp exhibit's
+# events hold the same literals, a contract test compares them).
+JvpMechanism = Literal["rule", "zero_tangents", "custom_jvp", "custom_vjp"]
+
+
+@dataclass(frozen=True)
+class JvpStepRecord:
+    """One primal eqn through ``ad.JVPTrace`` (design 0059: the jvp probe makes its
+    ``jvp_rule_applied`` event of it, field by field): the rule, the primal and tangent values
+    in and out, and the eqns of the JVP jaxpr the step emitted (``tangent_eqns``, their
+    indices when the attribution is exact)."""
+
+    index: int
+    primitive: str
+    source: SourceLoc | None
+    rule: RuleView | None
+    mechanism: JvpMechanism
+    note: str | None
+    primals_in: list[ValueView]
+    tangents_in: list[ValueView]
+    tangent_eqns: list[str]
+    jvp_eqn_indices: list[int]
+    primals_out: list[ValueView]
+    tangents_out: list[ValueView]
+
+
+@dataclass(frozen=True)
+class JvpJaxprRecord:
+    """JAX's whole JVP jaxpr, which primal eqn each of its eqns came from, and its outputs
+    against ``jax.jvp``'s (the jvp probe's ``jvp_jaxpr_staged`` event, field by field)."""
+
+    jaxpr: JaxprView
+    expression: str
+    eqn_origin: list[int | None]
+    attributed: bool
+    tangents_in: list[ArrayPreview]
+    primals_out: list[ArrayPreview]
+    tangents_out: list[ArrayPreview]
+    jax_primals_out: list[ArrayPreview]
+    jax_tangents_out: list[ArrayPreview]
+    matches_jax_jvp: bool
+    max_abs_diff: float | None
+    steps_left_out: int
+
 
 # The exact expression of the JVP jaxpr shown (f_closed: see the module docstring).
 JVP_EXPRESSION = (
@@ -188,20 +240,20 @@ class _Step:
 
 @dataclass
 class JvpCapture:
-    """What :func:`capture_jvp` returns: the events, ready to emit, and the jaxprs.
+    """What :func:`capture_jvp` returns: the steps' records (the probe's events) and the jaxprs.
     ``staged``, the JVP jaxpr with the outputs checked against ``jax.jvp`` (the verdict), is
     made on first use: a page's capture emits the steps first (their values not evaluated:
     ``evaluated.computed`` false until a step is serialised whole), then this (design 0068)."""
 
-    steps: list[JvpRuleApplied]
-    make_staged: Callable[[], JvpJaxprStaged] = field(repr=False)
+    steps: list[JvpStepRecord]
+    make_staged: Callable[[], JvpJaxprRecord] = field(repr=False)
     jvp_jaxpr: Any
     interpreted_jaxpr: Any
     truncated: int = 0
     evaluated: _Values | None = field(default=None, repr=False)
 
     @functools.cached_property
-    def staged(self) -> JvpJaxprStaged:
+    def staged(self) -> JvpJaxprRecord:
         return self.make_staged()
 
 
@@ -604,7 +656,7 @@ def capture_jvp(
     printer = Previews(on_demand=previews_on_demand)
     shown = _Shown(evaluated.values, printer, lazy=previews_on_demand)
     rules: dict[Any, RuleView | None] = {}  # one lookup per primitive (the tables are fixed here)
-    events: list[JvpRuleApplied] = []
+    events: list[JvpStepRecord] = []
     for step in steps[:MAX_STEPS]:
         eqn = step.eqn
         in_names = [
@@ -628,7 +680,7 @@ def capture_jvp(
         note = ZERO_NOTE if step.mechanism == "zero_tangents" else INNER_NOTE if has_inner else None
         indices = emitted.get(step.index, [])
         events.append(
-            JvpRuleApplied(
+            JvpStepRecord(
                 index=step.index,
                 primitive=eqn.primitive.name,
                 source=snippet_source(eqn.source_info.traceback),
@@ -650,7 +702,7 @@ def capture_jvp(
             )
         )
 
-    def verdict() -> JvpJaxprStaged:
+    def verdict() -> JvpJaxprRecord:
         # The outputs: JAX's JVP jaxpr evaluated (eagerly, as above) beside jax.jvp itself
         # (eager). When the interpretation prints as JAX's JVP jaxpr and holds the same
         # constants, it is the same computation on the same inputs: its outputs are those of
@@ -665,7 +717,7 @@ def capture_jvp(
         ref_p, ref_t = jax.jvp(f_closed, dynamic, tangents)
         ref = [np.asarray(x) for x in [*jax.tree.leaves(ref_p), *jax.tree.leaves(ref_t)]]
         same = len(ref) == len(out_leaves)
-        return JvpJaxprStaged(
+        return JvpJaxprRecord(
             jaxpr=jvp_view,
             expression=JVP_EXPRESSION,
             eqn_origin=eqn_origin,
