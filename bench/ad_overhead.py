@@ -66,7 +66,6 @@ from jaxscope.internals.calling import concrete_args, plan_call
 from jaxscope.internals.jvp_steps import capture_jvp, choose_tangents, closed_function
 from jaxscope.internals.split import default_known, jvp_program, split_jaxpr, split_program
 from jaxscope.internals.transpose_walk import (
-    linear_jaxpr_staged,
     linearize_vjp,
     plain_backward_pass,
     seed_cotangents,
@@ -79,6 +78,7 @@ from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.jvp.probe import staged_event, step_event
 from exhibits.partial_eval.events import JaxprSplit
+from exhibits.transpose.walk_events import linear_staged, stepped
 
 SNIPPET = """
 import jax
@@ -208,12 +208,12 @@ def capture(
     ctx = _context(details, "transpose")
     lin = linearize_vjp(loss, [snippet.args[0]], previews_on_demand=on_demand)
     lap("transpose: linearize_vjp")
-    ctx.emit(linear_jaxpr_staged(lin))
+    ctx.emit(linear_staged(lin))
     lap("transpose: linear_jaxpr_staged (emitted)")
     result = walk(lin, seed_cotangents(lin))
     lap("transpose: walk")
     for record in result.steps:  # each TransposeStepped is built on first use, as the probe's
-        ctx.emit(record.event)
+        ctx.emit(stepped(record))
     lap("transpose: step events (built and emitted)")
     if contexts is not None:
         contexts.append(ctx)

@@ -37,7 +37,6 @@ from typing import Any
 import jax
 import numpy as np
 from jaxscope.internals.transpose_walk import (
-    linear_jaxpr_staged,
     linearize_vjp,
     seed_cotangents,
     walk,
@@ -45,6 +44,8 @@ from jaxscope.internals.transpose_walk import (
 from jaxscope.protocol import RunRequest
 from jaxscope.sandbox import guard, runner
 from jaxscope.sandbox.snippet import load_snippet
+
+from exhibits.transpose.walk_events import linear_staged, stepped
 
 PROGRAM = Path(__file__).resolve().parent.parent / "examples" / "real" / "gpt_stack.py"
 
@@ -77,10 +78,10 @@ def capture(out: dict[str, Any]) -> None:
         RunRequest(run_id="bench", exhibit="transpose", code="", details="on_demand")
     )
     lin = linearize_vjp(loss, [params], previews_on_demand=True)
-    ctx.emit(linear_jaxpr_staged(lin))
+    ctx.emit(linear_staged(lin))
     result = walk(lin, seed_cotangents(lin))
     for record in result.steps:
-        ctx.emit(record.event)
+        ctx.emit(stepped(record))
     out["cotangents"] = result.cotangents
     out["steps"] = len(result.steps)
     out["linear_eqns"] = len(lin.jaxpr.eqns)

@@ -13,11 +13,12 @@
   ``jaxscope.exhibit_api`` (design 0054), which re-exports, among the rest, the internals facade
   ``jaxscope.internals.api``: what the exhibits use of the core is that one module;
 * the core (``backend/jaxscope``) learns about exhibits only through ``exhibits.registry`` (and
-  ``exhibits.shown``, the type of the errors its entries report), but for the imports that
-  cannot move yet, each named in an exact allowlist (``ALLOWED``: the test fails on an entry no
-  longer used, so the lists only shrink): the internals walkers that build exhibits' events
-  (``INTERNALS_BUILD_EXHIBIT_EVENTS``). ``RunOptions`` is composed from the registry
-  (``jaxscope.run_options``, design 0059), so the protocol imports no exhibit's options.
+  ``exhibits.shown``, the type of the errors its entries report), with no exception: no module
+  of ``jaxscope.internals`` imports exhibit code (issue 36). Its walkers return records
+  (dataclasses) that each exhibit's probe makes its events of, field by field (design 0059;
+  ``test_internals_contract.py`` holds each record's fields to its event's). ``RunOptions`` is
+  composed from the registry (``jaxscope.run_options``, design 0059), so the protocol imports
+  no exhibit's options. ``ALLOWED`` is exact: the test fails on an entry no import uses.
 
 An import counts wherever it is (a function body, ``if TYPE_CHECKING``), relative imports are
 resolved, and ``importlib.import_module``/``__import__`` of a literal name counts too. What both
@@ -42,16 +43,7 @@ SANDBOX = "jaxscope.sandbox"
 # The runner's ``_warm_up`` (JAX workers only, never a torch worker) wraps JAX's lowering so that
 # a run's limits grow before a big compile (design 0046); the hook has no sandbox import.
 RUNNER_WARM_UP = frozenset({("jaxscope.sandbox.runner", "jaxscope.internals.program_size")})
-# The walkers of internals/ that build an exhibit's events (or its views) as they walk, so that
-# they import that exhibit's events.py: the core importing exhibit code. The next step of issue
-# 36 is to move each walker's event building into its exhibit (the walker returns records, as
-# transpose_walk's TransposeStepRecord does for part of its walk), and its line here goes.
-INTERNALS_BUILD_EXHIBIT_EVENTS = frozenset(
-    {
-        ("jaxscope.internals.transpose_walk", "exhibits.transpose.events"),
-    }
-)
-ALLOWED = RUNNER_WARM_UP | INTERNALS_BUILD_EXHIBIT_EVENTS
+ALLOWED = RUNNER_WARM_UP
 INTERNALS = "jaxscope.internals"
 JAXSCOPE = "jaxscope"
 EXHIBIT_API = "jaxscope.exhibit_api"
@@ -211,6 +203,26 @@ def test_the_backend_keeps_its_import_boundaries() -> None:
     assert len(paths) > 50  # the scan found the package
     found = scan(BACKEND, paths)
     assert not found, "forbidden imports:\n" + "\n".join(map(str, found))
+
+
+def test_no_internals_module_imports_exhibit_code() -> None:
+    """``jaxscope.internals`` (the walkers of JAX's machinery) imports nothing of ``exhibits``,
+    not even the registry: a walker returns records and the exhibit's probe builds its events
+    (issue 36; the package's own ``find_spec("exhibits")`` locates the folder, imports
+    nothing)."""
+    paths = list((BACKEND / "jaxscope" / "internals").rglob("*.py"))
+    assert len(paths) > 20
+    found = []
+    for path in paths:
+        module, is_package = _module_name(path, BACKEND)
+        package = module if is_package else module.rpartition(".")[0]
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        found += [
+            f"{path.relative_to(REPO)}:{line}: imports {name}"
+            for line, name in imported_names(tree, package)
+            if _within(name, EXHIBITS_PACKAGE)
+        ]
+    assert not found, "internals modules that import exhibit code:\n" + "\n".join(found)
 
 
 def test_every_allowed_import_is_still_made() -> None:

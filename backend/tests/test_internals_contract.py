@@ -472,3 +472,19 @@ def test_the_jvp_records_are_what_the_jvp_events_hold() -> None:
     assert _fields(records.JvpStepRecord) == set(events.JvpRuleApplied.model_fields) - base
     assert _fields(records.JvpJaxprRecord) == set(events.JvpJaxprStaged.model_fields) - base
     assert get_args(records.JvpMechanism) == get_args(events.JvpMechanism)
+
+
+def test_the_transpose_walk_records_are_what_the_transpose_events_hold() -> None:
+    """``transpose_walk`` returns records (design 0059): ``linear_jaxpr_staged(lin)`` and each
+    step's ``view``, that the transpose and nan_finder probes make their events of, field by
+    field (``exhibits/transpose/walk_events.py``; ``output_leaf`` is the probe's)."""
+    from jaxscope.internals import transpose_walk as records
+    from jaxscope.protocol import EventBase
+
+    from exhibits.transpose import events
+
+    base = set(EventBase.model_fields) | {"type"}
+    assert _fields(records.TransposeStepView) == set(events.TransposeStepped.model_fields) - base
+    assert _fields(records.CotangentWriteView) == set(events.CotangentWrite.model_fields)
+    staged = set(events.LinearJaxprStaged.model_fields) - base - {"output_leaf"}
+    assert _fields(records.LinearJaxprRecord) == staged

@@ -20,6 +20,8 @@ from jax._src import core
 from jax._src.interpreters import ad
 from jaxscope.internals import transpose_walk as tw
 
+from exhibits.transpose.walk_events import linear_staged, stepped
+
 
 def f(x: Any) -> Any:
     # jnp.mean and jax.nn.gelu are jitted helpers: eagerly, each is linearised by
@@ -67,10 +69,10 @@ def test_linearize_jaxpr_calls_the_cache_through_the_module_global() -> None:
 
 def _walk(x: Any) -> tuple[list[str], list[bytes], str, list[str | None]]:
     lin = tw.linearize_vjp(f, [x])
-    staged = tw.linear_jaxpr_staged(lin).model_dump_json()
+    staged = linear_staged(lin).model_dump_json()
     result = tw.walk(lin, tw.seed_cotangents(lin))
     return (
-        [s.event.model_dump_json() for s in result.steps],
+        [stepped(s).model_dump_json() for s in result.steps],
         [np.asarray(c).tobytes() for c in result.cotangents],
         staged,
         [s.primal_primitive for s in result.steps],

@@ -21,7 +21,6 @@ from jaxscope.settings import Limits
 
 from exhibits.registry import EXHIBITS
 from tests.harness import SandboxHarness, assert_one_terminal
-from tests.test_import_rules import INTERNALS_BUILD_EXHIBIT_EVENTS
 
 # Prints the exhibit modules its worker holds (a probe or any other part), and whether the
 # event union was assembled there; then the tracing exhibit runs its f as usual.
@@ -88,9 +87,8 @@ def test_a_started_worker_imports_only_the_probe_of_its_exhibit(
     # protocol composes RunOptions of): no other exhibit's probe.
     probes = [m for m in modules if m.endswith(".probe")]
     assert probes == ["exhibits.tracing.probe"]
-    # Of other exhibits, only the options models RunOptions is composed of, and the events
-    # modules that the internals walkers still build events of (the allowlist of issue 36's
-    # walkers: it shrinks as each walker returns records instead).
+    # Of other exhibits, only the options models RunOptions is composed of (no internals
+    # module imports an exhibit's events: the walkers return records, issue 36).
     others = {m for m in modules if m.split(".")[1] != "tracing" and not m.endswith(".options")}
-    assert others <= {module for _, module in INTERNALS_BUILD_EXHIBIT_EVENTS}, modules
+    assert not others, modules
     assert report["union"] is False

@@ -57,7 +57,6 @@ from jaxscope.exhibit_api import (
     hidden_nonfinite,
     inside,
     is_nonfinite,
-    linear_jaxpr_staged,
     linearize_vjp,
     load_snippet,
     plan_call,
@@ -78,6 +77,7 @@ from exhibits.nan_finder.events import (
     NonfiniteFound,
 )
 from exhibits.transpose.events import OutputLeafView
+from exhibits.transpose.walk_events import linear_staged, stepped
 
 # Values with at most this many elements are sent in full (``MarkedValue.numbers``).
 MAX_NUMBERS = 64
@@ -341,7 +341,7 @@ def run(ctx: ProbeContext) -> None:
             target.rule.shorten(exc)
             raise
         ones = seed != "1.0"
-        staged = linear_jaxpr_staged(lin)
+        staged = linear_staged(lin)
         if target.rule.applied and target.rule.seen is not None:
             staged.output_leaf = OutputLeafView(**target.rule.seen.view_fields())
         ctx.emit(staged)
@@ -350,7 +350,7 @@ def run(ctx: ProbeContext) -> None:
         hit: list[TransposeStepRecord] = []
 
         def on_step(record: TransposeStepRecord) -> bool:
-            ctx.emit(record.event)
+            ctx.emit(stepped(record))
             if writes_nonfinite(record):
                 hit.append(record)
                 return True
@@ -497,7 +497,7 @@ def descend(
                 step=record.step,
                 primitive=record.eqn.primitive.name,
                 name=call_name(record),
-                source=record.event.source,
+                source=record.view.source,
                 iteration=iteration,
                 reverse=reverse,
                 forward_nonfinite_iteration=forward_bad,
@@ -559,18 +559,18 @@ def finding(
 ) -> NonfiniteFound:
     """The :class:`NonfiniteFound` event for the step ``record``, found inside ``calls``
     (outermost first; a ``scan``'s ``iteration`` picks the forward value's iteration)."""
-    event = record.event
+    shown = record.view  # the step as the stepper shows it
     values_in = [
         marked(f"cotangent arriving at {view.var}", raw, view)
-        for raw, view in zip(record.cts_in, event.cts_in, strict=True)
+        for raw, view in zip(record.cts_in, shown.cts_in, strict=True)
     ]
     values_in += [
         marked(f"residual {view.var}", raw, view)
-        for raw, view in zip(record.args, event.args, strict=True)
+        for raw, view in zip(record.args, shown.args, strict=True)
         if view.role == "residual"
     ]
     values_out: list[MarkedValue] = []
-    for raw, view in zip(record.writes, event.writes, strict=True):
+    for raw, view in zip(record.writes, shown.writes, strict=True):
         values_out.append(
             marked(f"cotangent sent to {view.var}", raw.contribution, view.contribution)
         )
@@ -587,14 +587,14 @@ def finding(
     bwd = custom_bwd(record.eqn, record.args, record.cts_in)
     # A custom_vjp's backward rule made it: the value of custom_vjp_call (the primal output)
     # is not what the rule's NaN/Inf comes from, so it is not looked up or shown.
-    if bwd is None and record.primal_primitive and event.source is not None:
+    if bwd is None and record.primal_primitive and shown.source is not None:
         iterations = [c.iteration for c in calls if c.primitive == "scan"]
         out = (
             primal_output(
                 target.fun,
                 target.diff_args,
                 record.primal_primitive,
-                event.source,
+                shown.source,
                 [i for i in iterations if i is not None],
             )
             if None not in iterations
@@ -608,8 +608,8 @@ def finding(
 
     cure_view: CureView | None = None
     no_cure: str | None = None
-    if event.source is not None:
-        cure = double_where(ctx.snippet.source, event.source.line, event.source.column)
+    if shown.source is not None:
+        cure = double_where(ctx.snippet.source, shown.source.line, shown.source.column)
         if cure is not None:
             cure_view = verify_cure(cure, target.argnums, ones)
             primal = record.primal_primitive
@@ -628,10 +628,10 @@ def finding(
         kind=kind,
         step=record.step,
         eqn_index=record.eqn_index,
-        eqn_text=event.eqn_text,
-        primitive=event.primitive,
+        eqn_text=shown.eqn_text,
+        primitive=shown.primitive,
         primal_primitive=record.primal_primitive,
-        source=event.source,
+        source=shown.source,
         values_in=values_in,
         values_out=values_out,
         forward_value=forward_value,

@@ -59,7 +59,6 @@ from jaxscope.exhibit_api import (
     grad_seed,
     inside,
     is_float_leaf,
-    linear_jaxpr_staged,
     linearize_vjp,
     mark_during,
     narrowest_float,
@@ -92,6 +91,7 @@ from exhibits.transpose.fd_check import (
     headline,
     nonfinite_positions,
 )
+from exhibits.transpose.walk_events import linear_staged, stepped
 
 # The stepper shows one event per step: a walk longer than this is cut (the gradient is still
 # the full walk's).
@@ -134,7 +134,7 @@ def run(ctx: ProbeContext) -> None:
                 raise mark_during(eager_error, _transposing(primitive))
         lin = linearize_vjp(fun, diff_args, previews_on_demand=ctx.on_demand)
         seed, seed_text = grad_seed(lin)
-    staged = linear_jaxpr_staged(lin)
+    staged = linear_staged(lin)
     staged.output_leaf = output_leaf_view(rule)
     ctx.emit(staged)
     with ctx.stage("run"):
@@ -150,7 +150,7 @@ def run(ctx: ProbeContext) -> None:
             walk_error = exc
         if walk_error is not None:
             assert emitted.failed is not None
-            ctx.emit(emitted.failed.event)
+            ctx.emit(stepped(emitted.failed))
             raise mark_during(walk_error, _transposing(emitted.failed.eqn.primitive.name))
         gradient = lin.in_tree.unflatten(result.cotangents)
         checked = check_gradient(
@@ -235,7 +235,7 @@ class _WalkEvents:
     def step(self, record: TransposeStepRecord) -> list[Any]:
         if record.step >= MAX_STEP_EVENTS:
             return []
-        out: list[Any] = [record.event]
+        out: list[Any] = [stepped(record)]
         call = opened_call(self.lin, record) if self.opened < MAX_OPENED_CALLS else None
         if call is not None:
             self.opened += 1
@@ -259,7 +259,7 @@ def failing_walk(
         seed = grad_seed(lin)[0]
     except Exception:
         return None
-    staged = linear_jaxpr_staged(lin)
+    staged = linear_staged(lin)
     emitted = _WalkEvents(lin)
     events: list[Any] = []
     try:
@@ -272,7 +272,7 @@ def failing_walk(
             or exception_text(exc) != exception_text(grad_error)
         ):
             return None
-        return staged, [*events, failed.event], failed.eqn.primitive.name
+        return staged, [*events, stepped(failed)], failed.eqn.primitive.name
     return None
 
 
@@ -309,7 +309,7 @@ def opened_call(lin: Linearized, record: TransposeStepRecord) -> TransposeCallOp
 def _walk_view(iteration: int | None, result: WalkResult) -> InnerWalkView:
     steps = []
     for r in result.steps[:MAX_INNER_STEPS]:
-        e = r.event
+        e = stepped(r)
         steps.append(
             InnerStepView(
                 step=e.step,

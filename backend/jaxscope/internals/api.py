@@ -96,7 +96,9 @@ from jaxscope.internals.rule_blame import (
     custom_rules_on_path as custom_rules_on_path,
 )
 from jaxscope.internals.transpose_walk import (
+    LinearJaxprRecord as LinearJaxprRecord,
     Linearized as Linearized,
+    TransposeStepView as TransposeStepView,
     WalkResult as WalkResult,
     call_name as call_name,
     grad_seed as grad_seed,

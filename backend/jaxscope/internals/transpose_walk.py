@@ -34,8 +34,11 @@ Public API (stable; the ``nan_finder`` exhibit builds on it):
   taken) or ``remat2`` (``jax.checkpoint``) step, to walk with the step's cotangents;
   ``walk_scan_body(lin, record, on_step)``: a ``scan`` step's backward pass one iteration at a
   time (the nan_finder descends into both)
-* ``linear_jaxpr_staged(lin) -> LinearJaxprStaged`` and ``StepRecord.event`` (a
-  ``TransposeStepped``), ``value_view(x, role, var=None) -> ValueView``, ``is_nonfinite(x)``.
+* ``linear_jaxpr_staged(lin) -> LinearJaxprRecord`` and ``StepRecord.view`` (a
+  :class:`TransposeStepView`): records (design 0059) that the transpose exhibit makes its
+  ``linear_jaxpr_staged`` and ``transpose_stepped`` events of, field by field
+  (``exhibits/transpose/walk_events.py``); ``value_view(x, role, var=None) -> ValueView``,
+  ``is_nonfinite(x)``.
 
 Writes of a symbolic ``ad.Zero`` change nothing and are not recorded. Call-like eqns (``jit``,
 ``scan``, ``cond``, ``custom_lin``, ``remat``) are one step each: their fancy transpose runs a
@@ -62,7 +65,6 @@ from jax._src.interpreters import partial_eval as pe
 from jax._src.lax import lax as lax_internal
 from jax._src.tree_util import FlatTree
 
-from exhibits.transpose.events import CotangentWrite, LinearJaxprStaged, TransposeStepped
 from jaxscope.internals.ad_rules import transpose_rule_view
 from jaxscope.internals.interpret import Env, EqnHook, interpret
 from jaxscope.internals.patching import patched
@@ -75,7 +77,7 @@ from jaxscope.internals.views import (
     print_with_context,
     snippet_source,
 )
-from jaxscope.protocol import PendingPreview, RuleView, ValueRole, ValueView
+from jaxscope.protocol import JaxprView, PendingPreview, RuleView, SourceLoc, ValueRole, ValueView
 from jaxscope.user_text import exception_class, exception_text
 
 if TYPE_CHECKING:
@@ -134,13 +136,54 @@ class WriteRecord:
     running: Any
 
 
+@dataclass(frozen=True)
+class CotangentWriteView:
+    """One write of a step as shown: the linear variable's name, ``set`` or ``accumulate``, the
+    contribution and the running value (the transpose exhibit's ``CotangentWrite``)."""
+
+    var: str
+    mode: Literal["set", "accumulate"]
+    contribution: ValueView
+    running: ValueView
+
+
+@dataclass(frozen=True)
+class TransposeStepView:
+    """One step as shown (the transpose exhibit's ``transpose_stepped`` event, field by field):
+    the eqn, its rule, the cotangents in, the arguments the rule saw, the writes, and the
+    error its rule raised (``None`` for a step that ran)."""
+
+    step: int
+    eqn_index: int
+    primitive: str
+    primal_primitive: str | None
+    source: SourceLoc | None
+    rule: RuleView | None
+    eqn_text: str
+    cts_in: list[ValueView]
+    args: list[ValueView]
+    writes: list[CotangentWriteView]
+    error_class: str | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class LinearJaxprRecord:
+    """The linear jaxpr's view and its residuals' values (the transpose exhibit's
+    ``linear_jaxpr_staged`` event, less the ``output_leaf`` its probe adds)."""
+
+    jaxpr: JaxprView
+    residuals: list[ValueView]
+
+
 @dataclass
 class StepRecord:
     """One step: the transpose rule of ``eqn`` (``jaxpr.eqns[eqn_index]``) ran.
 
     ``cts_in``: the cotangent of each outvar (array or ``ad.Zero``); ``args``: each invar's
     value as the rule saw it (array, literal value, or ``ad.UndefinedPrimal`` for a linear input);
-    ``writes``: the accumulations the step made; ``event``: the same as a ``TransposeStepped``.
+    ``writes``: the accumulations the step made; ``view``: the step as shown (its values'
+    previews), a :class:`TransposeStepView`.
     """
 
     step: int
@@ -150,16 +193,16 @@ class StepRecord:
     cts_in: list[Any]
     args: list[Any]
     writes: list[WriteRecord]
-    make_event: Callable[[], TransposeStepped] = field(repr=False, compare=False)
+    make_view: Callable[[], TransposeStepView] = field(repr=False, compare=False)
     # The exception the eqn's transpose rule raised (a failing step, see :func:`walk`'s
     # ``on_error``); ``None`` for a step that ran.
     error: Exception | None = None
 
     @functools.cached_property
-    def event(self) -> TransposeStepped:
-        """The step as a ``TransposeStepped`` (built on first use: previews cost, and a walk
-        that only looks for a NaN needs the event of one step)."""
-        return self.make_event()
+    def view(self) -> TransposeStepView:
+        """The step as shown (built on first use: previews cost, and a walk that only looks for
+        a NaN needs the view of one step)."""
+        return self.make_view()
 
     @property
     def nonfinite(self) -> bool:
@@ -673,8 +716,8 @@ def walk(
                 cts_in=cts_in,
                 args=args,
                 writes=writes,
-                make_event=functools.partial(
-                    _stepped_event,
+                make_view=functools.partial(
+                    _step_view,
                     len(steps),
                     index,
                     eqn,
@@ -977,7 +1020,7 @@ def _arg_view(eqn_var: Any, value: Any, name: Callable[[Any], str], shown: _Show
     return shown.view(value, "residual", name(eqn_var))
 
 
-def _stepped_event(
+def _step_view(
     step: int,
     index: int,
     eqn: core.JaxprEqn,
@@ -989,11 +1032,11 @@ def _stepped_event(
     text_ctx: Any,
     rules: dict[Any, RuleView | None],
     error: Exception | None = None,
-) -> TransposeStepped:
+) -> TransposeStepView:
     if eqn.primitive not in rules:
         rules[eqn.primitive] = transpose_rule_view(eqn.primitive)
     shown = lin.shown
-    return TransposeStepped(
+    return TransposeStepView(
         step=step,
         eqn_index=index,
         primitive=eqn.primitive.name,
@@ -1006,7 +1049,7 @@ def _stepped_event(
         ],
         args=[_arg_view(v, a, name, shown) for v, a in zip(eqn.invars, args, strict=True)],
         writes=[
-            CotangentWrite(
+            CotangentWriteView(
                 var=name(w.var),
                 mode=w.mode,
                 contribution=shown.view(w.contribution, "cotangent", name(w.var)),
@@ -1020,7 +1063,7 @@ def _stepped_event(
     )
 
 
-def linear_jaxpr_staged(lin: Linearized) -> LinearJaxprStaged:
+def linear_jaxpr_staged(lin: Linearized) -> LinearJaxprRecord:
     """The linear jaxpr (``str`` of ``lin.closed()``: residuals as constvars) and the residual
     values, each named as the jaxpr text names its constvar."""
     closed = lin.closed()
@@ -1028,7 +1071,7 @@ def linear_jaxpr_staged(lin: Linearized) -> LinearJaxprStaged:
     # The view printed each residual already (longer): the step cards' previews are its prefix.
     for r, c in zip(lin.residuals, view.constvars, strict=True):
         lin.shown.seed(r, c.value_preview)
-    return LinearJaxprStaged(
+    return LinearJaxprRecord(
         jaxpr=view,
         residuals=[
             lin.shown.view(r, "residual", c.var.name)
