@@ -11,11 +11,12 @@ Two kinds (``jaxscope.protocol.WorkerKind``):
   other settings when it creates it: inside the run). ``import torch`` alone maps 5 GB of
   address space (PyPI's build loads its CUDA libraries even on a CPU), so the exhibits of this
   kind set their own ``Exhibit.address_space_bytes``: the worker's limits are the sandbox's
-  with that one field replaced (:func:`exhibit_limits`), never a global loosening.
+  with that one field replaced (:func:`exhibit_limits`), never a global loosening. Like a JAX
+  worker it is forked from a warm template that made those imports once (design 0053).
 - ``"tf"``: the TensorFlow bridges (``jax2tf``, ``tf2jax``: design 0066), in a venv of their own
   (``.venv-tf/``, made by ``make tf`` from ``requirements-tf.txt``: tensorflow-cpu, tf2jax and
   the JAX of the JAX venv, since jax2tf lives in jax). Its warm-up is a JAX worker's plus
-  ``import tensorflow``; like torch it starts with bubblewrap (no forked template) and the
+  ``import tensorflow``; it starts with bubblewrap (no forked template) and, like torch, the
   finder below, never the JAX venv's site-packages.
 - ``"tpu_compile"``: compiles for a TPU v5e on a machine without one (design 0067). The JAX
   venv's interpreter, with libtpu from a folder of its own (``.venv-tpu-site/``, made by ``make
