@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,26 @@ def test_torch_worker_starts_in_the_sandbox_only_with_its_own_address_space() ->
             await spawn(3 * GiB)
 
     asyncio.run(main())
+
+
+def test_which_torch_workers_are_forked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A torch worker forks from its template (design 0053) unless templates are off, its
+    address space is below what the template has mapped, or nothing is forked here at all."""
+    from jaxscope.sandbox import forked
+
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(forked, "_template_paths", lambda kind: ("/usr", "/work/.venv-torch"))
+    torch_limits = Limits(address_space_bytes=8 * GiB)
+    assert forked.zygote_problem("torch", torch_limits) is None
+    assert forked.zygote_problem("torch", Limits(address_space_bytes=0)) is None
+    small = forked.zygote_problem("torch", Limits(address_space_bytes=3 * GiB))
+    assert small is not None and "address space" in small
+    assert forked.zygote_problem("tf", torch_limits) is not None
+    no_ns = forked.zygote_problem("torch", dataclasses.replace(torch_limits, namespaces=False))
+    assert no_ns is not None
+    monkeypatch.setenv(forked.ENV_SWITCH, "0")
+    assert forked.zygote_problem("torch", torch_limits) == f"{forked.ENV_SWITCH}=0"
+    monkeypatch.delenv(forked.ENV_SWITCH)
+    monkeypatch.setattr(forked, "_template_paths", lambda kind: ("/tmp/venv-torch",))
+    under_tmp = forked.zygote_problem("torch", torch_limits)
+    assert under_tmp is not None and "/tmp" in under_tmp
