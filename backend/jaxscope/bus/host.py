@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import logging
+import signal
 from collections.abc import Awaitable, Callable, Mapping
 
 from pydantic import ValidationError
@@ -74,6 +76,14 @@ log = logging.getLogger(__name__)
 SHARE_BACKOFF_S = 0.5
 # Back-off while Redis is unreachable (seconds, doubling).
 RETRY_MIN_S, RETRY_MAX_S = 0.2, 3.0
+
+
+def _log_tasks() -> None:
+    """SIGUSR1: log every task's stack (a diagnosis of a run that seems stuck on this host)."""
+    for task in asyncio.all_tasks():
+        out = io.StringIO()
+        task.print_stack(limit=12, file=out)
+        log.warning("task %s:\n%s", task.get_name(), out.getvalue())
 
 
 def _why_refused(exc: Exception) -> str:
@@ -146,6 +156,8 @@ class PoolHost:
         # The chip's warm spare only on a host that serves the accelerator lane: elsewhere no
         # run asks for the chip (every JAX run there runs on the CPU devices, ``_run``).
         self.pool.start(accelerator_spare="accelerator" in self.lanes)
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, _log_tasks)
         tasks: list[asyncio.Task[None]] = []
         try:
             await self._until_up(self._setup)

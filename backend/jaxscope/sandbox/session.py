@@ -382,7 +382,11 @@ class Session:
             pool.acquire(eligible=eligible, ticket=ticket, on_lease=self._leased)
         )
         waiting = asyncio.ensure_future(cancel.wait())
-        reporting = asyncio.ensure_future(self._report_queue(pool, request, emit, ticket))
+        # The reporter ends on ``done`` as well as on its cancel: an ``emit`` that swallows a
+        # cancellation (a Redis client retrying a command cut by it, a pool host's emit) would
+        # otherwise keep its loop, and this run awaiting it, alive for good (design 0071).
+        done = asyncio.Event()
+        reporting = asyncio.ensure_future(self._report_queue(pool, request, emit, ticket, done))
         try:
             await asyncio.wait({acquiring, waiting}, return_when=asyncio.FIRST_COMPLETED)
         except BaseException:
@@ -391,6 +395,7 @@ class Session:
             _abandon(acquiring)
             raise
         finally:
+            done.set()
             waiting.cancel()
             reporting.cancel()
             with contextlib.suppress(BaseException):
@@ -421,13 +426,19 @@ class Session:
         self.worker = worker
 
     async def _report_queue(
-        self, pool: WorkerPool, request: RunRequest, emit: Emit, ticket: object
+        self,
+        pool: WorkerPool,
+        request: RunRequest,
+        emit: Emit,
+        ticket: object,
+        done: asyncio.Event,
     ) -> None:
         """While the run waits in ``pool``'s queue, send ``run_queued`` when it starts waiting
-        and whenever its place or the reason changes (checked every :data:`QUEUE_REPORT_S`)."""
+        and whenever its place or the reason changes (checked every :data:`QUEUE_REPORT_S`),
+        until cancelled or ``done`` is set."""
         last: tuple[int, str] | None = None
         waited_s = 0.0
-        while True:
+        while not done.is_set():
             await asyncio.sleep(QUEUE_REPORT_S)
             waited_s += QUEUE_REPORT_S
             position = pool.queue_position(ticket)
