@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from jaxscope.bus.jobs import PASSWORD_ENV
+from jaxscope.bus.rooms import room_key
 from jaxscope.protocol import EventModel, RoomClosed, RoomOpened, RoomRefused, RoomUpdated
 
 from tests.harness import next_event, run_msg
@@ -112,6 +114,11 @@ def test_a_teachers_run_reaches_students_on_every_replica(queue: RedisServer) ->
             update = join(late, room)
             assert update.teacher_run == "t1" and update.replayed
             assert run_events(late, "t1") == mine
+        # It left: the room's count (in Redis, for every replica) is two again.
+        deadline = time.monotonic() + 20
+        while queue.client().hget(room_key(room), "students") != b"2":
+            assert time.monotonic() < deadline, queue.client().hgetall(room_key(room))
+            time.sleep(0.05)
 
         # The teacher closes the room: every replica's students are told.
         teacher.send_text(json.dumps({"type": "leave_room", "room": room, "token": opened.token}))

@@ -415,7 +415,8 @@ class BusRoomSession:
 
     def current(self) -> _Local | None:
         """This socket's room here, or None once it ended, this socket was dropped from it (fell
-        behind) or another page of the teacher took it over."""
+        behind) or another page of the teacher took it over. ``self.here`` stays until
+        :meth:`leave` (which takes a dropped student out of the count)."""
         here = self.here
         if here is not None and (
             self.rooms.locals.get(here.room.id) is not here
@@ -425,7 +426,6 @@ class BusRoomSession:
                 else self.member not in here.room.students
             )
         ):
-            self.here, self.teaching = None, False
             return None
         return here
 
@@ -659,9 +659,10 @@ class BusRoomSession:
             )
 
     async def leave(self) -> None:
-        """This socket leaves its room: a student is gone (the count goes down); a teacher's
-        room waits ``grace_s`` (its hash's TTL) for the teacher to come back, then ends."""
-        here, teaching = self.current(), self.teaching
+        """This socket leaves its room: a student is gone (the count goes down, also for one
+        dropped for falling behind); a teacher's room waits ``grace_s`` (its hash's TTL) for
+        the teacher to come back, then ends."""
+        here, teaching = self.here, self.teaching  # not current(): a dropped student counted
         self.here, self.teaching = None, False
         self.member.synced = None
         if here is None:
@@ -671,10 +672,11 @@ class BusRoomSession:
             if not teaching:
                 room.students.discard(self.member)
                 rooms.forget_if_empty(here)
-                await rooms.count(room.id, -1)
+                await rooms.count(room.id, -1)  # nothing once the room ended
                 return
-            room.teacher, here.local_holder = None, None
-            rooms.forget_if_empty(here)
+            if room.teacher is self.member:
+                room.teacher, here.local_holder = None, None
+                rooms.forget_if_empty(here)
             left = {"teacher": "0", "left_at": str(time.time())}
             if await self._held(room.id, rooms.registry.grace_s, left):  # else: another page's
                 await rooms.publish_state(room.id)
