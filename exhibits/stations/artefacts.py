@@ -20,6 +20,7 @@ from exhibits.stations.events import (
     ModuleLowered,
     OutputValuesSent,
     ProgramExecuted,
+    ProgramProfiled,
 )
 
 T = TypeVar("T")
@@ -75,6 +76,95 @@ def _output(events: Sequence[EventBase]) -> str | None:
     return "\n".join(lines)
 
 
+def _memory_peak(events: Sequence[EventBase]) -> str | None:
+    """A TPU compile's memory peak (design 0073): the bytes live at XLA's live-range peak per
+    memory space, every allocation's per space, then the buffers live at the peak, largest
+    first: bytes, memory space, shape, the instruction (and tuple index), its name stack and
+    the user's line."""
+    e = _last(events, ExecutableCompiled)
+    if e is None or e.memory_peak is None:
+        return None
+    p = e.memory_peak
+    by_space = ", ".join(f"{k} {v}" for k, v in sorted(p.peak_by_space.items()))
+    totals = ", ".join(f"{k} {v}" for k, v in sorted(p.space_totals.items()))
+    head = [
+        f"# live at the peak (schedule position {p.at}), bytes by memory space: {by_space}",
+        f"# every allocation, bytes by memory space: {totals}",
+        "bytes\tspace\tshape\tinstruction\top_name\tsource",
+    ]
+    rows = [
+        "\t".join(
+            [
+                str(b.bytes),
+                b.space,
+                b.shape,
+                b.instruction + (f"{{{b.index}}}" if b.index else ""),
+                b.op_name or "",
+                f"line {b.source.line}" if b.source else "",
+            ]
+        )
+        for b in p.buffers
+    ]
+    return "\n".join(head + rows)
+
+
+def _us(ns: float | None) -> str:
+    return "-" if ns is None else f"{ns / 1e3:.2f}"
+
+
+def _profile(events: Sequence[EventBase]) -> str | None:
+    """The accelerator's per-instruction profile (design 0073): a header with the step's time
+    on the device, the instructions' sum and the peaks; then one row per instruction, slowest
+    first: measured us per call, executions per call, XLA's FLOPs, bytes and HBM bytes, FLOPs
+    per HBM byte,
+    the roofline's us, its fraction of the measured time, what bounds it, the instruction,
+    its name stack and the user's line."""
+    e = _last(events, ProgramProfiled)
+    if e is None:
+        return None
+    head = [
+        f"# {e.device_kind} ({e.plane}), module {e.module}, {e.calls} calls profiled",
+        f"# step on the device (median of the trace's module runs): {_us(e.step_ns)} us",
+        f"# instructions summed: {_us(e.ops_ns)} us per call"
+        + (f" ({e.ops_ns / e.step_ns:.1%} of the step)" if e.step_ns else ""),
+    ]
+    if e.peak_flops and e.peak_bytes:
+        head.append(
+            f"# peaks: {e.peak_flops / 1e12:g} TFLOP/s, {e.peak_bytes / 1e9:g} GB/s "
+            f"({e.peaks_source}); ridge {e.peak_flops / e.peak_bytes:.0f} FLOP/byte"
+        )
+    if e.trace_peaks:
+        said = ", ".join(f"{k} {v:g}" for k, v in sorted(e.trace_peaks.items()) if v)
+        head.append(f"# the trace's device plane says: {said}")
+    head += [f"# {c}" for c in e.caveats]
+    head.append(
+        "measured_us\tper_call\tflops\tbytes\thbm_bytes\tflop_per_hbm_byte\troofline_us\tof_measured"
+        "\tbound_by\tinstruction\top_name\tsource"
+    )
+    rows = []
+    for r in e.instructions:
+        src = f"line {r.source.line}" if r.source else ""
+        rows.append(
+            "\t".join(
+                [
+                    _us(r.measured_ns),
+                    f"{r.per_call:g}",
+                    "-" if r.flops is None else f"{r.flops:.0f}",
+                    "-" if r.bytes_accessed is None else f"{r.bytes_accessed:.0f}",
+                    "-" if r.hbm_bytes is None else f"{r.hbm_bytes:.0f}",
+                    "-" if r.intensity is None else f"{r.intensity:.2f}",
+                    _us(r.bound_ns),
+                    "-" if r.fraction is None else f"{r.fraction:.1%}",
+                    r.bound_by or "-",
+                    r.instruction,
+                    r.op_name or "",
+                    src,
+                ]
+            )
+        )
+    return "\n".join(head + rows)
+
+
 def whole_outputs(outputs: Sequence[ArrayPreview], events: Sequence[EventBase]) -> dict[int, str]:
     """The printout of every output leaf whose preview is summarised, whole, from the run's
     :class:`OutputValuesSent` events (a run for the CLI sends them: design 0060), by output
@@ -126,10 +216,12 @@ ARTEFACTS = {
     "cost": _cost,
     "memory": _memory,
     "output": _output,
+    "profile": _profile,
+    "memory_peak": _memory_peak,
 }
 
 # The artefacts a run makes only by running the program (the Run station's).
-RUN_ARTEFACTS = ("output",)
+RUN_ARTEFACTS = ("output", "profile")
 
 
 def _unavailable(artefact: str, options: object) -> str | None:

@@ -70,6 +70,35 @@ class HloLink(WireModel):
     eqn_indices: list[int] = []
 
 
+class PeakBuffer(WireModel):
+    """A buffer live at the compiled program's memory peak (:class:`MemoryPeak`): the
+    instruction that defines it and the tuple ``index`` of its value ("" for an array), its
+    ``bytes``, ``shape`` with layout, and ``space`` (``default``: HBM on a TPU; ``vmem``,
+    ``smem``: the layout's ``S(1)``, ``S(2)``); linked back as its :class:`HloLink` is."""
+
+    instruction: str
+    index: str
+    bytes: int
+    shape: str
+    space: str
+    line: int | None = None
+    op_name: str | None = None
+    source: SourceLoc | None = None
+    eqn_indices: list[int] = []
+
+
+class MemoryPeak(WireModel):
+    """XLA's live-range peak of the compiled program (design 0073; read from its buffer
+    assignment and live-range dumps): ``at`` the position in the schedule, ``peak_by_space``
+    the bytes live there per memory space, ``space_totals`` every allocation's bytes per memory
+    space (the memory-usage report), ``buffers`` those live at the peak, largest first."""
+
+    at: int
+    peak_by_space: dict[str, int]
+    space_totals: dict[str, int]
+    buffers: list[PeakBuffer]
+
+
 class ExecutableCompiled(EventBase):
     """``Compiled``: ``compiled_text`` is ``Compiled.as_text()`` (optimized HLO);
     ``cost`` is ``Compiled.cost_analysis()`` (flops, transcendentals, bytes accessed, ...);
@@ -93,6 +122,11 @@ class ExecutableCompiled(EventBase):
     topology: str | None = Field(
         default=None, exclude_if=lambda v: v is None, json_schema_extra={"x-wire-optional": True}
     )
+    # A compile for a TPU (the tpu-v5e target or the chip itself): the memory peak and the
+    # buffers behind it (design 0073); absent elsewhere.
+    memory_peak: MemoryPeak | None = Field(
+        default=None, exclude_if=lambda v: v is None, json_schema_extra={"x-wire-optional": True}
+    )
 
 
 class ProgramExecuted(EventBase):
@@ -114,6 +148,73 @@ class ProgramExecuted(EventBase):
     repeats: int
     ready_after_dispatch: bool
     zeros_for: list[str] = []
+
+
+class InstructionTime(WireModel):
+    """One HLO instruction of a profiled program (:class:`ProgramProfiled`), linked back as its
+    :class:`HloLink` is (``line`` in ``compiled_text``, ``op_name``, ``source``, ``eqn_indices``;
+    None/empty for an instruction with no metadata).
+
+    Measured: ``durations_ns`` every execution in the trace (all calls, in order),
+    ``per_call`` executions per call, ``measured_ns`` the durations summed over the calls
+    divided by the calls. XLA's estimate (None where the cost analysis refused it): ``flops``,
+    ``bytes_accessed``, ``transcendentals``; ``hbm_bytes`` the part of the bytes of operands and
+    outputs whose layout is in the default memory space (on a TPU, HBM: no ``S(1)``, VMEM).
+    The roofline against the chip's peaks (None without peaks): ``compute_ns`` = flops / peak
+    FLOP/s, ``memory_ns`` = hbm_bytes / peak HBM bytes/s,
+    ``bound_ns`` the larger (``bound_by`` says which), ``intensity`` FLOPs per byte,
+    ``fraction`` = bound_ns / measured_ns (1: at the roofline)."""
+
+    instruction: str
+    opcode: str | None = None
+    line: int | None = None
+    op_name: str | None = None
+    source: SourceLoc | None = None
+    eqn_indices: list[int] = []
+    per_call: float
+    measured_ns: float
+    durations_ns: list[float]
+    flops: float | None = None
+    bytes_accessed: float | None = None
+    hbm_bytes: float | None = None
+    transcendentals: float | None = None
+    compute_ns: float | None = None
+    memory_ns: float | None = None
+    bound_ns: float | None = None
+    bound_by: Literal["compute", "memory"] | None = None
+    intensity: float | None = None
+    fraction: float | None = None
+
+
+class ProgramProfiled(EventBase):
+    """The compiled program run ``calls`` more times under ``jax.profiler`` on an accelerator
+    (design 0073): per executed HLO instruction its measured time beside XLA's cost estimate
+    and its roofline.
+
+    ``device_kind`` JAX's (``TPU v5 lite``); ``plane`` the trace's device plane
+    (``/device:TPU:0``); ``module`` the HLO module's name; ``runs_ns`` each run's time on the
+    device (the trace's ``XLA Modules`` events), ``step_ns`` their median; ``ops_ns`` the
+    instructions' measured times summed (per call); ``peak_flops``/``peak_bytes`` the chip's
+    published peaks (FLOP/s, bytes/s) and ``peaks_source`` where they are published;
+    ``trace_peaks`` what the trace's device plane says of itself (``peak_teraflops_per_second``,
+    ``peak_hbm_bw_gigabytes_per_second``...); ``cost_client`` the client whose HLO cost
+    analysis estimated each instruction; ``instructions`` slowest first."""
+
+    type: Literal["program_profiled"] = "program_profiled"
+    device_kind: str
+    plane: str
+    module: str
+    calls: int
+    runs_ns: list[float]
+    step_ns: float | None
+    ops_ns: float
+    peak_flops: float | None
+    peak_bytes: float | None
+    peaks_source: str | None
+    trace_peaks: dict[str, float]
+    cost_client: str
+    caveats: list[str]
+    instructions: list[InstructionTime]
 
 
 class OutputValuesSent(EventBase):
@@ -141,4 +242,5 @@ EVENTS: tuple[type[EventBase], ...] = (
     ExecutableCompiled,
     ProgramExecuted,
     OutputValuesSent,
+    ProgramProfiled,
 )

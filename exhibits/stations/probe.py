@@ -7,7 +7,8 @@
 * stage ``lower``: ``lowered = traced.lower()`` -> :class:`ModuleLowered` (``as_text()``,
   ``as_text(dialect="hlo")``, op links from the debug locations);
 * stage ``compile``: ``compiled = lowered.compile()`` -> :class:`ExecutableCompiled`;
-* stage ``run``: ``compiled(*dynamic_args)`` -> :class:`ProgramExecuted`.
+* stage ``run``: ``compiled(*dynamic_args)`` -> :class:`ProgramExecuted`; on an accelerator
+  also a ``jax.profiler`` trace of more calls -> :class:`ProgramProfiled` (design 0073).
 
 With option ``target`` "tpu-v5e" (a "tpu_compile" worker, design 0067) the arguments are
 abstract values on a TPU v5e device of libtpu's offline topology, ``lower`` is for the TPU and
@@ -20,10 +21,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 from jaxscope.exhibit_api import (
     MAX_REPEATS,
     JaxprStaged,
     ProbeContext,
+    compile_with_peak,
     concrete_args,
     executable_compiled,
     jaxpr_view,
@@ -32,11 +35,12 @@ from jaxscope.exhibit_api import (
     placeholder_paths,
     plan_call,
     program_executed,
+    program_profile,
     recording_eqns,
     stage_timers,
 )
 
-from exhibits.stations import tpu_target
+from exhibits.stations import profile, tpu_target
 from exhibits.stations.events import (
     ExecutableCompiled,
     ModuleLowered,
@@ -70,10 +74,17 @@ def run(ctx: ProbeContext) -> None:
             )
         ctx.emit(event)
         with ctx.stage("compile"):
-            compiled: Any = lowered.compile()
+            peak = None
+            if tpu is not None or jax.default_backend() == "tpu":
+                # A TPU compile: also XLA's buffer dumps, for the memory peak (design 0073).
+                compiled, peak = compile_with_peak(lowered)
+            else:
+                compiled = lowered.compile()
             compiled_event = ExecutableCompiled.model_validate(
                 executable_compiled(compiled, traced.jaxpr), from_attributes=True
             )
+            if peak is not None:
+                compiled_event.memory_peak = profile.memory_peak(peak, compiled_event.hlo_links)
         if tpu is not None:
             compiled_event.caveats.insert(0, tpu_target.not_run_caveat(tpu))
             compiled_event.compiled_for = tpu_target.NAME
@@ -88,7 +99,14 @@ def run(ctx: ProbeContext) -> None:
         run = program_executed(compiled, args, plan.kwargs, max_repeats=repeats)
         executed = ProgramExecuted.model_validate(run, from_attributes=True)
         executed.zeros_for = placeholder_paths(ctx.snippet.args, ctx.snippet.kwargs)
+        profiled = None
+        if executed.platform != "cpu" and not traced.jaxpr.effects:
+            # On an accelerator: the program's time per HLO instruction (design 0073).
+            record = program_profile(compiled, args, plan.kwargs)
+            profiled = profile.program_profiled(record, compiled_event.hlo_links)
     ctx.emit(executed)
+    if profiled is not None:
+        ctx.emit(profiled)
     if not ctx.on_demand:
         # A run that prints whole artefacts (the CLI's) gets the outputs the previews summarise.
         for sent in values_sent(executed.outputs, run.values):

@@ -42,6 +42,10 @@ from jaxscope.internals.execution import (
     output_previews as output_previews,
     program_executed as program_executed,
 )
+from jaxscope.internals.buffer_peak import compile_with_peak as compile_with_peak
+from jaxscope.internals.device_profile import (
+    program_profile as program_profile,
+)
 
 # A program traced and worked on before it is lowered: the run's limits grow with its size.
 note_program_size = _program_size.note

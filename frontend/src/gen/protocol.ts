@@ -25,6 +25,7 @@ export type Event =
   | ExecutableCompiled
   | ProgramExecuted
   | OutputValuesSent
+  | ProgramProfiled
   | JvpRuleApplied
   | JvpJaxprStaged
   | JaxprSplit
@@ -1051,6 +1052,7 @@ export interface ExecutableCompiled {
   memory: {
     [k: string]: number | undefined;
   } | null;
+  memory_peak?: MemoryPeak | null;
   run_id: string;
   seq: number;
   topology?: string | null;
@@ -1079,6 +1081,45 @@ export interface HloLink {
   op_name: string | null;
   opcode: string;
   source: SourceLoc | null;
+}
+/**
+ * XLA's live-range peak of the compiled program (design 0073; read from its buffer
+ * assignment and live-range dumps): ``at`` the position in the schedule, ``peak_by_space``
+ * the bytes live there per memory space, ``space_totals`` every allocation's bytes per memory
+ * space (the memory-usage report), ``buffers`` those live at the peak, largest first.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "MemoryPeak".
+ */
+export interface MemoryPeak {
+  at: number;
+  buffers: PeakBuffer[];
+  peak_by_space: {
+    [k: string]: number | undefined;
+  };
+  space_totals: {
+    [k: string]: number | undefined;
+  };
+}
+/**
+ * A buffer live at the compiled program's memory peak (:class:`MemoryPeak`): the
+ * instruction that defines it and the tuple ``index`` of its value ("" for an array), its
+ * ``bytes``, ``shape`` with layout, and ``space`` (``default``: HBM on a TPU; ``vmem``,
+ * ``smem``: the layout's ``S(1)``, ``S(2)``); linked back as its :class:`HloLink` is.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PeakBuffer".
+ */
+export interface PeakBuffer {
+  bytes: number;
+  eqn_indices: number[];
+  index: string;
+  instruction: string;
+  line: number | null;
+  op_name: string | null;
+  shape: string;
+  source: SourceLoc | null;
+  space: string;
 }
 /**
  * The compiled program ran on ``device``.
@@ -1145,6 +1186,86 @@ export interface OutputValuesSent {
   seq: number;
   start: number;
   type: 'output_values_sent';
+}
+/**
+ * The compiled program run ``calls`` more times under ``jax.profiler`` on an accelerator
+ * (design 0073): per executed HLO instruction its measured time beside XLA's cost estimate
+ * and its roofline.
+ *
+ * ``device_kind`` JAX's (``TPU v5 lite``); ``plane`` the trace's device plane
+ * (``/device:TPU:0``); ``module`` the HLO module's name; ``runs_ns`` each run's time on the
+ * device (the trace's ``XLA Modules`` events), ``step_ns`` their median; ``ops_ns`` the
+ * instructions' measured times summed (per call); ``peak_flops``/``peak_bytes`` the chip's
+ * published peaks (FLOP/s, bytes/s) and ``peaks_source`` where they are published;
+ * ``trace_peaks`` what the trace's device plane says of itself (``peak_teraflops_per_second``,
+ * ``peak_hbm_bw_gigabytes_per_second``...); ``cost_client`` the client whose HLO cost
+ * analysis estimated each instruction; ``instructions`` slowest first.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "ProgramProfiled".
+ */
+export interface ProgramProfiled {
+  calls: number;
+  caveats: string[];
+  cost_client: string;
+  detail_id?: string | null;
+  detail_of?: string | null;
+  device_kind: string;
+  instructions: InstructionTime[];
+  list_ranges?: ListRange[];
+  module: string;
+  ops_ns: number;
+  peak_bytes: number | null;
+  peak_flops: number | null;
+  peaks_source: string | null;
+  plane: string;
+  run_id: string;
+  runs_ns: number[];
+  seq: number;
+  step_ns: number | null;
+  trace_peaks: {
+    [k: string]: number | undefined;
+  };
+  type: 'program_profiled';
+}
+/**
+ * One HLO instruction of a profiled program (:class:`ProgramProfiled`), linked back as its
+ * :class:`HloLink` is (``line`` in ``compiled_text``, ``op_name``, ``source``, ``eqn_indices``;
+ * None/empty for an instruction with no metadata).
+ *
+ * Measured: ``durations_ns`` every execution in the trace (all calls, in order),
+ * ``per_call`` executions per call, ``measured_ns`` the durations summed over the calls
+ * divided by the calls. XLA's estimate (None where the cost analysis refused it): ``flops``,
+ * ``bytes_accessed``, ``transcendentals``; ``hbm_bytes`` the part of the bytes of operands and
+ * outputs whose layout is in the default memory space (on a TPU, HBM: no ``S(1)``, VMEM).
+ * The roofline against the chip's peaks (None without peaks): ``compute_ns`` = flops / peak
+ * FLOP/s, ``memory_ns`` = hbm_bytes / peak HBM bytes/s,
+ * ``bound_ns`` the larger (``bound_by`` says which), ``intensity`` FLOPs per byte,
+ * ``fraction`` = bound_ns / measured_ns (1: at the roofline).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "InstructionTime".
+ */
+export interface InstructionTime {
+  bound_by: ('compute' | 'memory') | null;
+  bound_ns: number | null;
+  bytes_accessed: number | null;
+  compute_ns: number | null;
+  durations_ns: number[];
+  eqn_indices: number[];
+  flops: number | null;
+  fraction: number | null;
+  hbm_bytes: number | null;
+  instruction: string;
+  intensity: number | null;
+  line: number | null;
+  measured_ns: number;
+  memory_ns: number | null;
+  op_name: string | null;
+  opcode: string | null;
+  per_call: number;
+  source: SourceLoc | null;
+  transcendentals: number | null;
 }
 /**
  * One primal eqn went through ``ad.JVPTrace`` (one step of the jvp exhibit).
