@@ -41,6 +41,7 @@ from typing import Any
 
 from jaxscope.local_server import serving
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
 from websockets.typing import Origin
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,16 +69,25 @@ async def until(ws: ClientConnection, kind: str) -> dict[str, Any]:
 
 
 async def student(url: str, origin: str, room: str, ready: asyncio.Event, ended: list[str]) -> None:
-    async with connect(url, origin=Origin(origin), max_size=2**26) as ws:
+    """One student: joins, then reads every frame until the run's end (``end``), the room
+    dropping it (``dropped``: it fell 16 MiB behind) or its connection closing (``lost``). No
+    keepalive pings of its own: a starved bench process is not a page that went away."""
+    async with connect(url, origin=Origin(origin), max_size=2**26, ping_interval=None) as ws:
         await ws.send(json.dumps({"type": "join_room", "room": room}))
         await until(ws, "room_updated")
         ready.set()
-        while True:
-            frame = await ws.recv(decode=False)
-            # The page parses every frame; a student here only looks for the run's end.
-            if b'"run_finished"' in frame or b'"run_failed"' in frame:
-                ended.append("end")
-                return
+        try:
+            while True:
+                frame = await ws.recv(decode=False)
+                # The page parses every frame; a student here only looks for how it ends.
+                if b'"run_finished"' in frame or b'"run_failed"' in frame:
+                    ended.append("end")
+                    return
+                if b'"room_closed"' in frame:
+                    ended.append("dropped")
+                    return
+        except ConnectionClosed:
+            ended.append("lost")
 
 
 async def swarm(url: str, origin: str, room: str, students: int) -> None:
@@ -90,7 +100,8 @@ async def swarm(url: str, origin: str, room: str, students: int) -> None:
         await asyncio.wait_for(ready.wait(), 120)
     print("ready", flush=True)
     await asyncio.wait(tasks, timeout=RUN_TIMEOUT_S)
-    print(json.dumps({"ended": len(ended), "cpu_s": round(time.process_time(), 2)}), flush=True)
+    counts = {why: ended.count(why) for why in ("end", "dropped", "lost")}
+    print(json.dumps(counts | {"cpu_s": round(time.process_time(), 2)}), flush=True)
 
 
 async def one_run(
@@ -115,7 +126,7 @@ async def one_run(
         await teacher.send(json.dumps(run | {"details": "on_demand"}))
         terminal = await asyncio.wait_for(until_end(teacher), RUN_TIMEOUT_S)
         teacher_s = time.perf_counter() - t0
-        swarm_result = {"ended": 0, "cpu_s": 0.0}
+        swarm_result: dict[str, Any] = {}
         if proc is not None:
             assert proc.stdout is not None
             swarm_result = json.loads(await proc.stdout.readline() or b"{}")
@@ -125,7 +136,9 @@ async def one_run(
             "students": students,
             "teacher_s": round(teacher_s, 2),
             "server_cpu_s": round(server_cpu, 2),
-            "students_ended": swarm_result.get("ended", 0),
+            "students_ended": swarm_result.get("end", 0),
+            "students_dropped": swarm_result.get("dropped", 0),
+            "students_lost": swarm_result.get("lost", 0),
             "students_cpu_s": swarm_result.get("cpu_s", 0.0),
             "terminal": terminal,
         }
