@@ -40,7 +40,11 @@ running per client across hosts, 20 queued): a class of students, not one user's
 ``run_accepted`` (the queue's answer) counts as neither a start nor a queue place; ``hosts``
 and ``lanes`` are added to the JSON, and ``pool`` is the live hosts from ``/api/health``. The
 JSON also carries ``loadavg_start``/``loadavg_end`` (``os.getloadavg()``: the machine's load,
-which the bench's own processes are part of).
+which the bench's own processes are part of), and in either mode ``web_cpu_s`` (the server
+process alone), ``workers_cpu_s`` (the processes that run user code: the pool hosts' trees, or
+the server's tree less itself; ``/proc`` CPU times with the children each reaped) and
+``cpu_s_per_run``: what the runs cost in CPU, whatever else the machine ran. ``--logs DIR``
+keeps the hosts' logs (``kill -USR1`` on a host logs its asyncio tasks' stacks).
 
 Not part of ``make bench`` (it takes ``--minutes``). Usage::
 
@@ -289,6 +293,20 @@ async def warm_up(url: str, origin: str) -> None:
             raise RuntimeError(f"warm-up run did not finish: {outcome}")
 
 
+def _trees_cpu_s(server: int, hosts: list[subprocess.Popen[bytes]]) -> float:
+    """The pool hosts' trees' CPU seconds, or (no hosts) the server's tree's."""
+    return sum(tree_cpu_s(h.pid) for h in hosts) if hosts else tree_cpu_s(server)
+
+
+def _own_cpu_s(pid: int) -> float:
+    """CPU seconds of the process ``pid`` alone (not its children); 0 once it exited."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mb(proc: subprocess.Popen[bytes]) -> float | None:
     """VmRSS of the process (that process only, not its children) in MiB; None once it exited."""
     if proc.poll() is not None:
@@ -297,6 +315,31 @@ def rss_mb(proc: subprocess.Popen[bytes]) -> float | None:
         if line.startswith("VmRSS:"):
             return round(int(line.split()[1]) / 1024, 1)
     return None
+
+
+def tree_cpu_s(root: int) -> float:
+    """CPU seconds (user + system) of ``root`` and every process under it, with the children
+    each has reaped (``/proc/PID/stat`` fields 14-17): what the process tree has spent so far.
+    The difference between two calls is what its runs cost, whatever else the machine ran."""
+    stats: dict[int, list[str]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stats[int(entry.name)] = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+    children: dict[int, list[int]] = collections.defaultdict(list)
+    for pid, stat in stats.items():
+        children[int(stat[1])].append(pid)
+    ticks = 0
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        fields = stats.get(pid)
+        if fields is not None:
+            ticks += sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+        todo += children.get(pid, [])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def server(port: int, max_workers: int | None, per_client: int) -> AbstractContextManager[Served]:
@@ -413,6 +456,9 @@ def main() -> None:
     parser.add_argument(
         "--lanes", default="light=4", help="with --queue: each host's --lanes (light=4)"
     )
+    parser.add_argument(
+        "--logs", type=Path, default=None, help="with --queue: keep the hosts' logs in this folder"
+    )
     ns = parser.parse_args()
     if not 1 <= ns.hosts <= 16:
         parser.error("--hosts must be 1..16")
@@ -431,18 +477,27 @@ def main() -> None:
     stats = Stats()
     loadavg_start = [round(x, 2) for x in os.getloadavg()]
     with contextlib.ExitStack() as stack:
+        hosts: list[subprocess.Popen[bytes]] = []
         if ns.queue:
-            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="load-queue-")))
-            served, _ = stack.enter_context(queue_deployment(port, ns.hosts, ns.lanes, folder))
+            folder = ns.logs or Path(
+                stack.enter_context(tempfile.TemporaryDirectory(prefix="load-queue-"))
+            )
+            folder.mkdir(parents=True, exist_ok=True)
+            served, hosts = stack.enter_context(queue_deployment(port, ns.hosts, ns.lanes, folder))
         else:
             served = stack.enter_context(server(port, ns.max_workers, ns.per_client))
         proc = served.proc
         asyncio.run(warm_up(url, base))
         pool = pool_state(base)
         rss_start = rss_mb(proc)
+        # The CPU the runs cost: the web tier (the server process alone) and the processes
+        # that run user code (the pool hosts' trees, or the server's tree less itself).
+        web_start, trees_start = _own_cpu_s(proc.pid), _trees_cpu_s(proc.pid, hosts)
         t0 = time.monotonic()
         asyncio.run(load(url, base, ns.sessions, ns.minutes, stats, ns.runs_per_session, ns.queue))
         wall_s = time.monotonic() - t0
+        web_cpu_s = _own_cpu_s(proc.pid) - web_start
+        runs_cpu_s = _trees_cpu_s(proc.pid, hosts) - trees_start - (0 if hosts else web_cpu_s)
         rss_end = rss_mb(proc)
         if rss_end is None:
             stats.error_kinds[f"server exited with {proc.returncode}"] += 1
@@ -461,6 +516,9 @@ def main() -> None:
         "queued_runs": stats.queued_runs,
         "queued_client_share": stats.queued_client_share,
         "max_queue_position": stats.max_queue_position,
+        "web_cpu_s": round(web_cpu_s, 2),
+        "workers_cpu_s": round(runs_cpu_s, 2),
+        "cpu_s_per_run": round((runs_cpu_s + web_cpu_s) / max(1, stats.runs), 3),
         "loadavg_start": loadavg_start,
         "loadavg_end": [round(x, 2) for x in os.getloadavg()],
         "error_kinds": dict(stats.error_kinds),
