@@ -162,3 +162,26 @@ def test_a_teacher_that_left_takes_the_room_back_on_another_replica(queue: Redis
             two.app.state.bus.rooms.registry.grace_s = 1.0  # type: ignore[attr-defined]
         closed = until(student, RoomClosed)
         assert "did not come back" in closed.message
+
+
+def test_a_client_at_its_room_cap_ends_its_room_whose_teacher_left(queue: RedisServer) -> None:
+    with web(queue) as one, web(queue) as two:
+        two.app.state.bus.rooms.registry.max_rooms_per_client = 1  # type: ignore[attr-defined]
+        with one.websocket_connect(WS) as first, two.websocket_connect(WS) as student:
+            first.send_text(json.dumps({"type": "open_room"}))
+            gone = until(first, RoomOpened).room
+            join(student, gone)
+            # Its teacher's page goes (the room waits out its grace) ...
+            first.close()
+            while until(student, RoomUpdated).teacher:
+                pass
+            # ... and the same client opens another on the other replica: that room ends at
+            # once (its students are told) instead of refusing for the whole grace.
+            with two.websocket_connect(WS) as second:
+                second.send_text(json.dumps({"type": "open_room"}))
+                assert until(second, RoomOpened).room != gone
+                assert "opened in its place" in until(student, RoomClosed).message
+                # A room whose teacher is here is never ended for another.
+                with two.websocket_connect(WS) as third:
+                    third.send_text(json.dumps({"type": "open_room"}))
+                    assert "1 rooms" in until(third, RoomRefused).message
