@@ -128,7 +128,7 @@ def test_a_teachers_run_reaches_students_on_every_replica(queue: RedisServer) ->
         assert "no such room" in until(near, RoomRefused).message
 
 
-def test_a_room_request_with_the_queue_away_is_refused_clearly(tmp_path: Path) -> None:
+def test_room_requests_with_the_queue_away_are_refused_clearly(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
     from jaxscope.local_server import free_port
     from jaxscope.server.app import create_app
@@ -138,7 +138,14 @@ def test_a_room_request_with_the_queue_away_is_refused_clearly(tmp_path: Path) -
     with TestClient(app, base_url="http://127.0.0.1:8000") as c, c.websocket_connect(WS) as ws:
         ws.send_text(json.dumps({"type": "open_room"}))
         refused = until(ws, RoomRefused)
+        # Joins are rate-limited per socket on the queue too (10 at once), before Redis.
+        answers = []
+        for _ in range(11):
+            ws.send_text(json.dumps({"type": "join_room", "room": "Room_id-1234"}))
+            answers.append(until(ws, RoomRefused).message)
     assert "unreachable" in refused.message
+    assert all("unreachable" in a for a in answers[:10]), answers
+    assert "too often" in answers[10]
 
 
 def test_a_teacher_that_left_takes_the_room_back_on_another_replica(queue: RedisServer) -> None:
