@@ -77,6 +77,7 @@ ENDED_IDLE = "the room sat idle and has ended"
 TAKEN_OVER = "another page of the teacher took the room over"
 CLOSED = "the teacher closed the room"
 EVICTED = "the teacher's page left, and a new room was opened in its place: this room has ended"
+STOPPING = "this web server is stopping: open the room's link again to follow it on another"
 UNREACHABLE = "the run queue (Redis) stopped answering: this page stopped following the room"
 
 
@@ -396,8 +397,9 @@ class BusRooms:
         if self._background:
             await asyncio.wait(set(self._background), timeout=2.0)
         for here in list(self.locals.values()):
-            self._forget(here)
-            await stop_task(here.reader)
+            reader = here.reader
+            self.close_here(here, STOPPING)
+            await stop_task(reader)
 
 
 class BusRoomSession:
