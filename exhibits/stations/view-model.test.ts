@@ -13,7 +13,11 @@ import {
   linksLoading,
   memoryRows,
   opTitle,
+  peakRows,
+  peakSummary,
   pendingRangeIds,
+  profileRows,
+  profileSummary,
   stationStatuses,
   stationsModel,
   textLoadingNote,
@@ -21,7 +25,8 @@ import {
   type StationsModel,
 } from './view-model';
 import { applyItemsSent, type ItemsSent } from '../../frontend/src/store/list-ranges';
-import type { ModuleLowered } from '../../frontend/src/protocol';
+import type { Event, ExecutableCompiled, ModuleLowered } from '../../frontend/src/protocol';
+import type { ProgramProfiled } from '../../frontend/src/gen/protocol';
 import { compiledForInfo } from '../../frontend/src/run-info';
 
 interface Truth {
@@ -338,5 +343,46 @@ describe('a Lowered station whose texts and links come in list ranges (design 00
 
   it('refuses an answer that is not the next range of its field', () => {
     expect(applyItemsSent(cut, answers[1])).toBeNull();
+  });
+});
+
+describe("the accelerator's profile and memory peak (design 0073), from the TPU v5e recording", () => {
+  // `bench/tpu_profile.py` on the lent TPU v5e: stations' default example run on the chip
+  const recorded = readFileSync(`${__dirname}/../../recordings/tpu-v5e/stations.events.jsonl`, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim())
+    .map((line) => JSON.parse(line) as Event);
+  const raw = recorded.find((e) => e.type === 'program_profiled') as ProgramProfiled;
+  const compiled = recorded.find((e) => e.type === 'executable_compiled') as ExecutableCompiled;
+
+  it('tables the slowest instructions first, in microseconds per call, linked to their HLO line', () => {
+    const model = stationsModel(recorded);
+    expect(model.profiled).toBe(raw);
+    const rows = profileRows(raw, 3);
+    expect(rows.map((r) => r.instruction)).toEqual(raw.instructions.slice(0, 3).map((r) => r.instruction));
+    const top = raw.instructions[0];
+    if (!top || !rows[0]) throw new Error('the recording profiled instructions');
+    const summed = top.durations_ns.reduce((a, b) => a + b, 0) / raw.calls;
+    expect(rows[0].measuredUs).toBe((summed / 1e3).toFixed(2));
+    expect(rows[0].line).toBe(top.line);
+    expect(compiled.compiled_text.split('\n')[top.line ?? -1]).toContain(`%${top.instruction} = `);
+  });
+
+  it('says the step on the device and the share the instructions fill', () => {
+    const sorted = [...raw.runs_ns].sort((a, b) => a - b);
+    const median = sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+    const text = profileSummary(raw);
+    expect(text).toContain(`${(median / 1e3).toFixed(2)} µs on the device`);
+    expect(text).toContain(`${((raw.ops_ns / median) * 100).toFixed(1)}% of the step`);
+    expect(text).toContain('197 TFLOP/s and 819 GB/s');
+  });
+
+  it('lists the buffers live at the memory peak, largest first, by memory space', () => {
+    const peak = compiled.memory_peak;
+    if (!peak) throw new Error('the TPU compile carries its memory peak');
+    const rows = peakRows(peak);
+    expect(rows.length).toBe(Math.min(20, peak.buffers.length));
+    expect(rows[0]?.bytes).toBe(humanBytes(Math.max(...peak.buffers.map((b) => b.bytes))));
+    expect(peakSummary(peak)).toContain(`HBM ${humanBytes(peak.peak_by_space.default ?? 0)}`);
   });
 });

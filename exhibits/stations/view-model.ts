@@ -16,6 +16,7 @@ import type {
   Stage,
   StageTimed,
 } from '../../frontend/src/protocol';
+import type { MemoryPeak, ProgramProfiled } from '../../frontend/src/gen/protocol';
 import { listLength, nextListRangeIds } from '../../frontend/src/store/list-ranges';
 import { formatCount, humanBytes } from '../../frontend/src/widgets/format';
 import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
@@ -190,6 +191,8 @@ export interface StationsModel {
   lowered: ModuleLowered | undefined;
   compiled: ExecutableCompiled | undefined;
   executed: ProgramExecuted | undefined;
+  /** the accelerator's per-instruction profile (design 0073), absent on the CPU */
+  profiled: ProgramProfiled | undefined;
   bars: TimelineBar[];
   failure: RunFailed | undefined;
 }
@@ -201,6 +204,7 @@ export function stationsModel(events: readonly Event[]): StationsModel {
     lowered: lastOf(events, 'module_lowered'),
     compiled: lastOf(events, 'executable_compiled'),
     executed: lastOf(events, 'program_executed'),
+    profiled: lastOf(events, 'program_profiled'),
     bars: timeline(events),
     failure: lastOf(events, 'run_failed'),
   };
@@ -290,4 +294,88 @@ export function linksLoading(
   field: 'op_links' | 'hlo_links',
 ): boolean {
   return (event?.list_ranges ?? []).some((r) => r.field === field);
+}
+
+/** One row of the accelerator's profile table (design 0073): an HLO instruction's measured time
+ * per call beside XLA's estimate and the roofline, in display units. */
+export interface ProfileRow {
+  instruction: string;
+  /** 0-based line of the instruction in the optimized HLO, null without a link */
+  line: number | null;
+  opName: string;
+  sourceLine: number | null;
+  measuredUs: string;
+  perCall: string;
+  flops: string;
+  hbmBytes: string;
+  rooflineUs: string;
+  /** the roofline's time over the measured time, as a percentage, or '–' without an estimate */
+  ofRoofline: string;
+  boundBy: string;
+}
+
+const us = (ns: number | null | undefined): string => (ns === null || ns === undefined ? '–' : (ns / 1e3).toFixed(2));
+
+/** The `limit` slowest instructions of a profile (the event lists them slowest first). */
+export function profileRows(p: ProgramProfiled, limit = 25): ProfileRow[] {
+  return p.instructions.slice(0, limit).map((r) => ({
+    instruction: r.instruction,
+    line: r.line ?? null,
+    opName: r.op_name ?? '',
+    sourceLine: r.source?.line ?? null,
+    measuredUs: us(r.measured_ns),
+    perCall: String(r.per_call),
+    flops: r.flops === null || r.flops === undefined ? '–' : formatCount(r.flops),
+    hbmBytes: r.hbm_bytes === null || r.hbm_bytes === undefined ? '–' : humanBytes(r.hbm_bytes),
+    rooflineUs: us(r.bound_ns),
+    ofRoofline: r.fraction === null || r.fraction === undefined ? '–' : `${(r.fraction * 100).toFixed(1)}%`,
+    boundBy: r.bound_by ?? '–',
+  }));
+}
+
+/** The profile's one-line summary: the step on the device, the instructions' sum, the peaks. */
+export function profileSummary(p: ProgramProfiled): string {
+  const step = p.step_ns ?? null;
+  const share = step ? ` (${((p.ops_ns / step) * 100).toFixed(1)}% of the step)` : '';
+  const peaks =
+    p.peak_flops && p.peak_bytes
+      ? ` Roofline against ${p.peak_flops / 1e12} TFLOP/s and ${p.peak_bytes / 1e9} GB/s (${p.peaks_source ?? ''}).`
+      : '';
+  return (
+    `${p.device_kind}: the step took ${us(step)} µs on the device (median of ${p.calls} runs in a jax.profiler trace); ` +
+    `its ${p.instructions.length} instructions add up to ${us(p.ops_ns)} µs${share}.${peaks}`
+  );
+}
+
+/** One buffer live at a TPU compile's memory peak, in display units. */
+export interface PeakRow {
+  key: string;
+  bytes: string;
+  space: string;
+  shape: string;
+  instruction: string;
+  line: number | null;
+  opName: string;
+  sourceLine: number | null;
+}
+
+/** The `limit` largest buffers live at the memory peak (the event lists them largest first). */
+export function peakRows(peak: MemoryPeak, limit = 20): PeakRow[] {
+  return peak.buffers.slice(0, limit).map((b, i) => ({
+    key: `${i}:${b.instruction}{${b.index}}`,
+    bytes: humanBytes(b.bytes),
+    space: b.space === 'default' ? 'HBM' : b.space,
+    shape: b.shape,
+    instruction: b.index ? `${b.instruction}{${b.index}}` : b.instruction,
+    line: b.line ?? null,
+    opName: b.op_name ?? '',
+    sourceLine: b.source?.line ?? null,
+  }));
+}
+
+/** The bytes live at the peak per memory space ("HBM 1.0 KiB, vmem 220 B"). */
+export function peakSummary(peak: MemoryPeak): string {
+  return Object.entries(peak.peak_by_space)
+    .map(([space, bytes]) => `${space === 'default' ? 'HBM' : space} ${humanBytes(bytes ?? 0)}`)
+    .join(', ');
 }
