@@ -685,3 +685,21 @@ def test_an_accelerator_run_goes_only_to_a_host_with_the_accelerator_lane(
         finally:
             stop(chip)
     assert "refused a malformed job" not in (tmp_path / "chip.log").read_text()
+
+
+def test_a_lane_does_not_fill_up_with_the_runs_it_already_ran(
+    server: RedisServer, host: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job's entry stays on its lane after a host took it (acked, not deleted): the lane's
+    length once counted every run it ever carried, so that after ``LANE_MAXLEN`` runs every new
+    run was refused as "the queue is full" for good. The entries the hosts are done with are
+    trimmed when a job is queued: a lane of 2 runs three runs one after another."""
+    from jaxscope.bus import store
+
+    monkeypatch.setattr(store, "LANE_MAXLEN", 2)
+    with web(server) as one, one.websocket_connect(WS) as ws:
+        for i in range(3):
+            ws.send_text(run_msg(f"t{i}", SIN))
+            last = until_terminal(ws, f"t{i}")[-1]
+            assert last.type == "run_finished", last
+    assert server.client().xlen(lane_key("light")) <= 2

@@ -82,11 +82,32 @@ return 0
 """
 
 # KEYS: the lane, the client's queued set, meta, events; ARGV: job text, key, now (s), ttl,
-# per-client limit, lane limit, meta text. Queues the job unless the lane is full (-1) or the
-# client has its limit of jobs queued and not started (-2); 1 when queued. Nothing is ever
-# trimmed off a lane: a full lane refuses, so that no one's queued run silently vanishes.
+# per-client limit, lane limit, meta text, the hosts' consumer group. Queues the job unless
+# the lane is full (-1) or the client has its limit of jobs queued and not started (-2); 1 when
+# queued. Nothing is ever
+# trimmed off a lane that a host may still take: a full lane refuses, so that no one's queued
+# run silently vanishes. What is trimmed first is what the hosts are done with: an entry is acked
+# when its run starts (or it is refused, or put back) but stays on the stream, so without this
+# XLEN counted every job the lane ever carried and, after LANE_MAXLEN runs, refused every run for
+# good. The entries before the group's oldest pending one (or, none pending, before the last one
+# delivered) were all delivered and acked: they go.
 _QUEUE = """
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', tonumber(ARGV[3]) - tonumber(ARGV[4]))
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  local ok, groups = pcall(redis.call, 'XINFO', 'GROUPS', KEYS[1])
+  if ok then
+    for _, g in ipairs(groups) do
+      local info = {}
+      for i = 1, #g, 2 do info[g[i]] = g[i + 1] end
+      if info['name'] == ARGV[8] then
+        local done = info['last-delivered-id']
+        local pending = redis.call('XPENDING', KEYS[1], ARGV[8])
+        if pending[1] > 0 then done = pending[2] end
+        if done and done ~= '0-0' then redis.call('XTRIM', KEYS[1], 'MINID', done) end
+      end
+    end
+  end
+end
 if redis.call('XLEN', KEYS[1]) >= tonumber(ARGV[6]) then return -1 end
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return -2 end
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
@@ -192,6 +213,7 @@ async def queue_job(redis: Redis, job: Job, meta: str, per_client: int) -> int:
         str(per_client),
         str(LANE_MAXLEN),
         meta,
+        GROUP,
     )
     return int(queued)
 
