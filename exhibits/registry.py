@@ -593,6 +593,9 @@ EXHIBITS: dict[str, Exhibit] = {
             summary="The HLO module after every XLA pass, what each pass changed, the pass that "
             "created each fusion, and the CPU kernels' LLVM IR.",
             default_example="mlp_softmax",
+            # target "tpu-v5e" (stations' option, which lists xla_passes among its readers): the
+            # TPU compiler's own pipeline, offline (design 0073)
+            worker_options=(("target", "tpu-v5e", "tpu_compile"),),
         ),
         Exhibit(
             id="wrapped_fun",

@@ -5,6 +5,10 @@ pass-by-pass dump turned on for this compile only, and report every snapshot (de
 "xla_dump_hlo_pass_re": ".+"})``: per-compile debug options (no process-wide ``XLA_FLAGS``; the
 worker is shared code, pre-warmed). ``DIR`` is a fresh directory in the worker's private
 ``/tmp`` (a tmpfs that vanishes with the worker), removed once read. Public JAX only.
+
+With option ``target`` "tpu-v5e" (a "tpu_compile" worker, designs 0067 and 0073) the program is
+lowered and compiled for one chip of libtpu's offline v5e topology: the passes are the TPU
+compiler's own pipeline (layout assignment with tiles, main fusion, memory space assignment...).
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import jax
-from jaxscope.exhibit_api import ProbeContext, plan_call
+from jaxscope.exhibit_api import ProbeContext, options_as, plan_call
+
+from exhibits.stations import tpu_target
+from exhibits.stations.options import StationsOptions
 
 from .dump import fusions as fusions_of
 from .dump import instructions as instructions_of
@@ -39,8 +46,17 @@ def run(ctx: ProbeContext) -> None:
     """Lower ``f`` on ``args``, compile it with the dump on, emit one ``hlo_pass_ran`` per
     snapshot, one ``llvm_ir_dumped`` per kernel, then ``xla_dump_read``."""
     plan = plan_call(ctx.snippet)
+    args, kwargs = plan.args, plan.kwargs
+    lower_kw: dict[str, Any] = {}
+    tpu = options_as(ctx.options, StationsOptions).target == "tpu-v5e"
+    if tpu:
+        # The TPU compiler's pipeline, offline: libtpu in a "tpu_compile" worker (design 0073)
+        device = tpu_target.tpu_device()
+        args, kwargs = tpu_target.placed(args, kwargs, set(plan.normalized_argnums()), device)
+        lower_kw["lowering_platforms"] = tpu_target.PLATFORMS
     with ctx.stage("lower"):
-        lowered: Any = plan.jit().lower(*plan.args, **plan.kwargs, **plan.static_kwargs)
+        traced: Any = plan.jit().trace(*args, **kwargs, **plan.static_kwargs)
+        lowered: Any = traced.lower(**lower_kw)
     with tempfile.TemporaryDirectory(prefix="jaxscope-xla-dump-") as directory:
         with ctx.stage("compile"):
             start = time.perf_counter()
@@ -125,7 +141,9 @@ def run(ctx: ProbeContext) -> None:
                 pipeline=by.pipeline if by else "",
             )
         )
-    backend = jax.default_backend()
+    backend = (
+        f"tpu ({tpu_target.NAME}, {tpu_target.TOPOLOGY} offline)" if tpu else jax.default_backend()
+    )
     ctx.emit(
         XlaDumpRead(
             module=dump.module,

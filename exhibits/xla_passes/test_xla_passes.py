@@ -372,3 +372,31 @@ def test_the_narratives_try_items_hold() -> None:
     for opcode in ("sine", "reduce"):
         assert [i.computation for i in sd.vanished if i.opcode == opcode] == ["region_0.3"]
         assert [i.computation for i in sd.appeared if i.opcode == opcode] == ["main.5"]
+
+
+@pytest.mark.skipif(
+    __import__("jaxscope.sandbox.kinds", fromlist=["kind_problem"]).kind_problem("tpu_compile")
+    is not None,
+    reason="libtpu not installed (make tpu)",
+)
+def test_the_tpu_compilers_own_pipeline() -> None:
+    """``--target tpu-v5e`` (design 0073): the passes are libtpu's, compiled offline in a
+    "tpu_compile" worker: TPU-only passes (layout assignment with tiling propagation, the TPU's
+    fusion, memory-space precoloring) and tiled layouts in the last snapshot. libtpu changes the
+    module after its last dumped pass (``last_is_compiled`` is False there, as the event says)."""
+    import json
+
+    from testkit import run_cli
+
+    example = EXHIBITS["xla_passes"].picker_paths()["mlp_softmax"]
+    result = run_cli("run", "xla_passes", str(example), "--target", "tpu-v5e", "--json")
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(x) for x in result.stdout.splitlines() if x.strip()]
+    passes = [e for e in events if e["type"] == "hlo_pass_ran"]
+    (read,) = [e for e in events if e["type"] == "xla_dump_read"]
+    names = {p["pass_name"] for p in passes}
+    assert {"tiling_propagation", "layout-assignment", "tpu_fusion", "tpu-memory-precolor"} <= names
+    assert read["backend"].startswith("tpu") and read["last_is_compiled"] is False
+    last_text = next(p["hlo_text"] for p in reversed(passes) if p.get("hlo_text"))
+    assert "T(8,128)" in last_text
+    assert read["fusions"] and all(f["pass_name"] for f in read["fusions"])

@@ -859,7 +859,7 @@ export interface RunOptions {
    */
   steps: number | null;
   /**
-   * stations: compile for this machine (host) or for a TPU v5e (compile only)
+   * stations, xla_passes: compile for this machine (host) or for a TPU v5e (compile only)
    */
   target: ('host' | 'tpu-v5e') | null;
   /**
