@@ -192,3 +192,26 @@ def test_a_client_at_its_room_cap_ends_its_room_whose_teacher_left(queue: RedisS
                 with two.websocket_connect(WS) as third:
                     third.send_text(json.dumps({"type": "open_room"}))
                     assert "1 rooms" in until(third, RoomRefused).message
+
+
+def test_students_of_a_replica_that_died_are_not_counted_twice(queue: RedisServer) -> None:
+    """A replica killed with students on it cannot take them out of the room's count; they join
+    again on another replica. Each replica's students count only while its heartbeat lives: a
+    room "full" of a dead replica's students takes them again (it refused every one of them)."""
+    from jaxscope.bus.rooms import web_key
+
+    client = queue.client()
+    with web(queue) as one, one.websocket_connect(WS) as teacher:
+        teacher.send_text(json.dumps({"type": "open_room"}))
+        opened = until(teacher, RoomOpened)
+        most = one.app.state.bus.rooms.registry.max_students  # type: ignore[attr-defined]
+        # A replica that died holding the room full, and a live one with two students.
+        client.hset(room_key(opened.room), mapping={"n:web-dead": most, "students": most})
+        client.hset(room_key(opened.room), "n:web-alive", 2)
+        client.set(web_key("web-alive"), "1", ex=60)
+        with one.websocket_connect(WS) as student:
+            student.send_text(json.dumps({"type": "join_room", "room": opened.room}))
+            while not isinstance(joined := next_event(student), (RoomUpdated, RoomRefused)):
+                pass
+            assert isinstance(joined, RoomUpdated) and joined.students == 3, joined
+        client.delete(web_key("web-alive"))

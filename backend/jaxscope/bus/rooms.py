@@ -3,7 +3,8 @@
 Under ``serve --queue`` a teacher's page and its students' pages may reach different web replicas.
 A room's state lives in Redis (:func:`room_key`: exhibit, code, options, the teacher's run and its
 queue key, stepper cursor, whether the teacher's page is here and which socket holds the room,
-the student count, a hash of the teacher token), and every change is an entry of its log
+the student count, summed from each live replica's own ``n:<replica>``, a hash of the teacher
+token), and every change is an entry of its log
 (:func:`log_key`): ``u`` (the state, as JSON), ``n`` (the student count) or ``x`` (the room ended,
 with the message). A replica with a member of a room (its teacher, or a student) keeps one
 :class:`~jaxscope.server.rooms.Room` for it and one reader task (:class:`_Local`), which
@@ -42,7 +43,7 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
-from jaxscope.bus.jobs import PREFIX, events_key
+from jaxscope.bus.jobs import HOST_TTL_S, PREFIX, events_key
 from jaxscope.bus.store import Redis, RedisError, stop_task
 from jaxscope.protocol import (
     EVENT_ADAPTER,
@@ -81,15 +82,34 @@ STOPPING = "this web server is stopping: open the room's link again to follow it
 UNREACHABLE = "the run queue (Redis) stopped answering: this page stopped following the room"
 
 
-# KEYS: the room's hash; ARGV: +1 or -1. The new student count, or nil when the room has ended
-# (a count must never bring back the hash of a room that ended meanwhile).
+# KEYS: the room's hash; ARGV: +1 or -1, this replica's name, the most students (a join past it
+# is refused: -1; a negative most: none), the prefix of the replicas' heartbeat keys. Each
+# replica counts its own students (the hash's field ``n:<replica>``) and the room's count is the
+# sum over the replicas alive (their heartbeat, :func:`web_key`, not expired; the caller is
+# alive): a replica that died (SIGKILL, its machine lost) cannot take its students out of the
+# count, and those students, joining again on another replica, are counted once, not twice. The
+# new count, or nil when the room has ended (a count must never bring back the hash of a room
+# that ended meanwhile).
 _COUNT = """
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  local n = redis.call('HINCRBY', KEYS[1], 'students', ARGV[1])
-  if n < 0 then redis.call('HSET', KEYS[1], 'students', 0); n = 0 end
-  return n
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+local mine = 'n:' .. ARGV[2]
+local others = 0
+local flat = redis.call('HGETALL', KEYS[1])
+for i = 1, #flat, 2 do
+  local field = flat[i]
+  if string.sub(field, 1, 2) == 'n:' and field ~= mine then
+    if redis.call('EXISTS', ARGV[4] .. string.sub(field, 3)) == 1 then
+      others = others + (tonumber(flat[i + 1]) or 0)
+    end
+  end
 end
-return false
+local n = tonumber(redis.call('HGET', KEYS[1], mine) or '0') or 0
+local by = tonumber(ARGV[1])
+local most = tonumber(ARGV[3])
+if by > 0 and most >= 0 and others + n >= most then return -1 end
+n = math.max(n + by, 0)
+redis.call('HSET', KEYS[1], mine, n, 'students', others + n)
+return others + n
 """
 
 
@@ -101,6 +121,12 @@ redis.call('HSET', KEYS[1], unpack(ARGV, 3))
 redis.call('EXPIRE', KEYS[1], ARGV[1])
 return 1
 """
+
+
+def web_key(name: str) -> str:
+    """A web replica's heartbeat (expiring ``HOST_TTL_S`` after its last): its rooms' students
+    count while it is there."""
+    return f"{PREFIX}web:{name}"
 
 
 def room_key(room: str) -> str:
@@ -155,17 +181,28 @@ class BusRooms:
     """A web replica's rooms on the queue (``Bus.rooms``): the local fan-out (a
     :class:`RoomRegistry` of the rooms with a member here) and the readers."""
 
-    def __init__(self, redis: Redis, exhibits: Any) -> None:
+    def __init__(self, redis: Redis, exhibits: Any, name: str) -> None:
         self.redis = redis
+        self.name = name  # this replica's (``Bus.name``): its students' count in a room
         self.registry = RoomRegistry(exhibits)
         self.locals: dict[str, _Local] = {}
         self._background: set[asyncio.Task[None]] = set()
 
-    async def count(self, room: str, by: int) -> int | None:
-        """Add ``by`` to ``room``'s student count and tell every replica; None: it ended."""
-        n = await cast(Any, self.redis.eval(_COUNT, 1, room_key(room), str(by)))
+    async def beat(self) -> None:
+        """This replica is alive: its students count (every ``HEARTBEAT_S``, ``Bus._sweep``)."""
+        await self.redis.set(web_key(self.name), "1", px=int(HOST_TTL_S * 1000))
+
+    async def count(self, room: str, by: int, most: int = -1) -> int | None:
+        """Add ``by`` to this replica's students of ``room`` and tell every replica the room's
+        count; None: it ended; -1 (nothing added): ``most`` students are in it already."""
+        n = await cast(
+            Any,
+            self.redis.eval(_COUNT, 1, room_key(room), str(by), self.name, str(most), web_key("")),
+        )
         if n is None:
             return None
+        if int(n) < 0:
+            return -1
         await self.publish(room, n=str(int(n)))
         return int(n)
 
@@ -568,16 +605,16 @@ class BusRoomSession:
                 "mistyped; ask the teacher for the room's link",
             )
             return
-        if int(fields.get(b"students", b"0")) >= registry.max_students:
+        count = await rooms.count(request.room, 1, registry.max_students)
+        if count is None:
+            self._refuse(request, "no such room: it has just ended")
+            return
+        if count < 0:
             self._refuse(
                 request, f"this room is full: it has {registry.max_students} students already"
             )
             return
         await self.leave()
-        count = await rooms.count(request.room, 1)
-        if count is None:
-            self._refuse(request, "no such room: it has just ended")
-            return
         fields[b"students"] = str(count).encode()
         here = rooms.local(request.room, fields, last)
         room = here.room

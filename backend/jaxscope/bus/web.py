@@ -138,7 +138,7 @@ class Bus:
         self.redis: Redis = connect(url)
         self.name = f"web-{new_key()[:12]}"
         # Classroom rooms shared by every replica through the queue (``bus/rooms.py``).
-        self.rooms = BusRooms(self.redis, EXHIBITS)
+        self.rooms = BusRooms(self.redis, EXHIBITS, self.name)
         self._sweeper: asyncio.Task[None] | None = None
         self._closing = False
 
@@ -154,6 +154,10 @@ class Bus:
 
     async def _sweep(self) -> None:
         while not self._closing:
+            try:
+                await self.rooms.beat()
+            except (RedisError, OSError):
+                pass
             await asyncio.sleep(HEARTBEAT_S)
             try:
                 await sweep(self.redis, self.name)
