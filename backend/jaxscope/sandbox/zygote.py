@@ -170,6 +170,15 @@ def _init(request: dict[str, Any], kind: WorkerKind) -> NoReturn:
             os._exit(_exit_code(status))
 
 
+def _reseed() -> None:
+    """Seed numpy's global random state from the OS, as a fresh process's first use does: the
+    template's was seeded once, so every child would otherwise draw the same
+    ``np.random.rand()`` (Python's ``random`` reseeds itself after a fork; numpy does not)."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+
+
 def _worker(request: dict[str, Any], kind: WorkerKind) -> NoReturn:
     """Pid 2: the worker itself; the runner does the rest (see the module docstring)."""
     code = 1
@@ -184,6 +193,7 @@ def _worker(request: dict[str, Any], kind: WorkerKind) -> NoReturn:
             os.environ["USER"] = os.environ["LOGNAME"] = user
         _die_with_parent()
         _remake_tmp(_TMP_LEFT)
+        _reseed()
         from jaxscope.sandbox import runner
 
         # As in a bwrap-started worker (``python -m jaxscope.sandbox.runner``), the runner is

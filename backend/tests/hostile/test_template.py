@@ -79,6 +79,17 @@ def _template_python(kind: WorkerKind) -> int:
     return children[0]
 
 
+def test_each_worker_draws_its_own_random_numbers(
+    sandbox: SandboxHarness, kind: WorkerKind
+) -> None:
+    """numpy's and Python's global random states differ between two forked workers, as between
+    two fresh processes (the template seeded numpy's once: every child drew the same)."""
+    code = "import random\nimport numpy as np\nprint(np.random.rand(), random.random())\n"
+    first, second = run(sandbox, code, kind), run(sandbox, code, kind)
+    a, b = first.printed.split(), second.printed.split()
+    assert a[0] != b[0] and a[1] != b[1], (a, b)
+
+
 def test_each_worker_has_namespaces_of_its_own(sandbox: SandboxHarness, kind: WorkerKind) -> None:
     first = run(sandbox, NS_VIEW, kind)
     second = run(sandbox, NS_VIEW, kind)
