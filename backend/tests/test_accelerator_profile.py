@@ -45,6 +45,8 @@ def _check_arithmetic(p: ProgramProfiled) -> None:
     """Every derived number of the event from the trace's own numbers it carries."""
     assert p.device_kind == "TPU v5 lite" and p.plane == "/device:TPU:0"
     assert len(p.runs_ns) == p.calls
+    if p.module == "jit_f" and len(p.instructions) < 100:  # stations' stream, re-recorded
+        assert all(r.flops is None or r.flops >= 0 for r in p.instructions)
     assert p.step_ns == statistics.median(p.runs_ns)
     assert p.ops_ns == pytest.approx(sum(r.measured_ns for r in p.instructions), rel=1e-12)
     assert p.peak_flops == 197e12 and p.peak_bytes == 819e9
@@ -56,8 +58,8 @@ def _check_arithmetic(p: ProgramProfiled) -> None:
         assert r.measured_ns == pytest.approx(sum(r.durations_ns) / p.calls, rel=1e-12)
         assert r.per_call == len(r.durations_ns) / p.calls
         if r.flops is None or r.flops < 0 or (r.bytes_accessed or 0) < 0:
-            # no estimate, or XLA's -1: it cannot cost a custom call (recorded before the
-            # profile left those out)
+            # no estimate, or XLA's -1 (it cannot cost a custom call): the GPT recording
+            # predates the profile leaving those without an estimate (design 0073)
             continue
         assert r.hbm_bytes is not None and r.bytes_accessed is not None
         assert 0 <= r.hbm_bytes <= r.bytes_accessed
