@@ -15,10 +15,12 @@ import subprocess
 import sys
 from typing import Any
 
+import jax
 import pytest
 from jaxscope import cli
 from jaxscope.protocol import RunOptions
 from jaxscope.sandbox import kinds
+from jaxscope.sandbox.snippet import load_snippet
 from jaxscope.sandbox.worker import worker_env
 
 from exhibits.registry import EXHIBITS
@@ -153,3 +155,28 @@ def test_hlo_linked_to_user_lines(tpu_run: list[dict[str, Any]]) -> None:
     links = _compiled(tpu_run)["hlo_links"]
     lines = {link["source"]["line"] for link in links if link.get("source")}
     assert {18, 19, 20, 21} <= lines
+
+
+@needs_libtpu
+def test_memory_peak_offline(tpu_run: list[dict[str, Any]]) -> None:
+    """The TPU compile's memory peak (design 0073): every argument of ``f`` is live there in
+    HBM (the default memory space) at its logical size, and the buffers in VMEM are the ones
+    whose layout says ``S(1)``; each linked buffer's line defines its instruction."""
+    peak = _compiled(tpu_run)["memory_peak"]
+    snippet = load_snippet(EXAMPLE.read_text())
+    sizes = sorted(int(leaf.nbytes) for leaf in jax.tree.leaves(snippet.args))
+    params = [
+        b
+        for b in peak["buffers"]
+        if b["instruction"].split(".")[0] in ("x", "labels")
+        or b["instruction"].startswith("params")
+    ]
+    assert sorted(b["bytes"] for b in params) == sizes
+    assert all(b["space"] == "default" for b in params)
+    text = _compiled(tpu_run)["compiled_text"].splitlines()
+    for b in peak["buffers"]:
+        if not b["shape"].startswith("("):
+            assert (b["space"] == "vmem") == ("S(1)" in b["shape"])
+        if b["line"] is not None:
+            assert f"%{b['instruction']} = " in text[b["line"]]
+    assert sum(b["bytes"] for b in peak["buffers"]) == sum(peak["peak_by_space"].values())
