@@ -3,7 +3,8 @@
 # Run from the repository root on a machine with an accelerator, with jaxscope importable
 # (`pip install -e .`, or PYTHONPATH naming backend/ and the root); writes OUT (default
 # accelerator-recordings/) with one NDJSON stream per exhibit and summary.json, and prints a
-# table. Where the machine cannot make namespaces (jaxscope's refusal says so, e.g. under
+# table; then the figures of design 0073 into OUT/figures/ (bench/tpu_profile.py: the 12-layer GPT
+# step through jaxscope vs a plain script, the profiled instructions summed vs the step). Where the machine cannot make namespaces (jaxscope's refusal says so, e.g. under
 # gVisor), the runs use --unsafe-no-sandbox: the machine itself is the boundary (design 0056).
 set -uo pipefail
 OUT=${1:-accelerator-recordings}
@@ -20,3 +21,4 @@ fi
 rm -f "$OUT/.probe.py" "$OUT/.refusal"
 "$PY" -c 'import jax; print("jax", jax.__version__, jax.devices())'
 "$PY" scripts/record_accelerator.py --out "$OUT" "${flag[@]}" "${@:2}"
+"$PY" bench/tpu_profile.py "$OUT/figures" "${flag[@]}"
