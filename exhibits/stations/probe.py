@@ -100,8 +100,9 @@ def run(ctx: ProbeContext) -> None:
         executed = ProgramExecuted.model_validate(run, from_attributes=True)
         executed.zeros_for = placeholder_paths(ctx.snippet.args, ctx.snippet.kwargs)
         profiled = None
-        if executed.platform != "cpu" and not traced.jaxpr.effects:
-            # On an accelerator: the program's time per HLO instruction (design 0073).
+        if executed.platform == "tpu" and not traced.jaxpr.effects:
+            # On a TPU: the program's time per HLO instruction (design 0073; the trace reader
+            # knows the TPU's device plane, and no GPU has been tried).
             record = program_profile(compiled, args, plan.kwargs)
             profiled = profile.program_profiled(record, compiled_event.hlo_links)
     ctx.emit(executed)
