@@ -28,6 +28,14 @@ _listener: list[Callable[[int], None]] = []
 _installed: list[Callable[..., Any]] = []
 
 
+def import_lowering() -> None:
+    """Import what JAX's first lowering in a process imports lazily (jaxlib's MHLO dialect and
+    its bindings, ~16 ms CPU): a warm template (``sandbox/zygote.py``) calls this once, and its
+    forks find them imported (design 0074). Starts no thread and no backend."""
+    import jaxlib.mlir.dialects.builtin
+    import jaxlib.mlir.dialects.mhlo  # noqa: F401
+
+
 def install() -> None:
     """Wrap ``pxla.lower_sharding_computation`` (once per process)."""
     if _installed:

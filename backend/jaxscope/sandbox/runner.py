@@ -551,6 +551,16 @@ def _warm_up(kind: WorkerKind = "jax") -> dict[str, Any]:
     }
 
 
+def _preload_jax() -> None:
+    """What a JAX template imports for its forks beyond JAX and the probes (design 0074): the
+    modules every worker imported after the fork (guard, namespaces: ~7 ms CPU) and those of
+    JAX's first lowering (``program_size.import_lowering``: ~16 ms)."""
+    from jaxscope.internals.program_size import import_lowering
+    from jaxscope.sandbox import guard, namespaces  # noqa: F401
+
+    import_lowering()
+
+
 def _warm_up_torch() -> dict[str, Any]:
     import torch
     import torch_xla

@@ -253,11 +253,11 @@ def _setup_failed() -> NoReturn:
 
 
 def _preload(kind: WorkerKind) -> dict[str, Any]:
-    """Import what every worker of ``kind`` imports, start nothing: for JAX, JAX, the runner and
-    every JAX probe; for torch, the runner's torch warm-up (torch, torch_xla, its metrics: no
-    PJRT client, which torch_xla creates at the first device use, in the run) and every torch
-    probe. Raises when the torch runtime was initialised all the same (its client's threads
-    would not survive a fork)."""
+    """Import what every worker of ``kind`` imports, start nothing: for JAX, JAX, the runner,
+    every JAX probe and what a fork would import itself (``runner._preload_jax``); for torch,
+    the runner's torch warm-up (torch, torch_xla, its metrics: no PJRT client, which torch_xla
+    creates at the first device use, in the run) and every torch probe. Raises when the torch
+    runtime was initialised all the same (its client's threads would not survive a fork)."""
     if kind == "torch":
         import torch_xla
 
@@ -273,6 +273,7 @@ def _preload(kind: WorkerKind) -> dict[str, Any]:
 
         from jaxscope.sandbox import runner
 
+        runner._preload_jax()
         info = {"jax_version": jax.__version__}
     _, errors = runner._import_probes(kind)
     return {**info, "probe_errors": len(errors)}
