@@ -703,3 +703,48 @@ def test_a_lane_does_not_fill_up_with_the_runs_it_already_ran(
             last = until_terminal(ws, f"t{i}")[-1]
             assert last.type == "run_finished", last
     assert server.client().xlen(lane_key("light")) <= 2
+
+
+def test_a_host_drops_its_stale_connections_once_the_queue_answers_again(
+    server: RedisServer, tmp_path: Path
+) -> None:
+    """Redis restarted while a pool host held idle pooled connections (from runs before): they
+    were dead, and the first write of the next run on one of them, a run that started after the
+    restart, ended it with ``host_lost`` ("Connection closed by server"; seen with two web tiers
+    and a host as processes). The host closes its idle connections once the queue answers again."""
+    from jaxscope.bus.host import PoolHost
+    from jaxscope.bus.store import connect
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    restarted = RedisServer(tmp_path)
+    restarted.start()
+
+    async def scenario() -> list[object]:
+        redis = connect(f"redis://:{PASSWORD}@127.0.0.1:{restarted.port}/0")
+        host = PoolHost(redis, {"light": 1}, Limits(), host_id="stale-1", per_client=2)
+        try:
+            await asyncio.gather(*(redis.ping() for _ in range(4)))  # four idle connections
+            restarted.kill()
+            restarted.start()
+            tries = 0
+
+            async def step() -> None:  # the taker's read: fails once, as in the outage
+                nonlocal tries
+                tries += 1
+                if tries == 1:
+                    raise RedisConnectionError("the queue is away")
+
+            await host._until_up(step)
+            return await asyncio.gather(
+                *(redis.xadd("jaxscope:test:stale", {"e": "1"}) for _ in range(4)),
+                return_exceptions=True,
+            )
+        finally:
+            await host.pool.close()
+            await redis.aclose()
+
+    try:
+        written = asyncio.run(scenario())
+    finally:
+        restarted.kill()
+    assert not [w for w in written if isinstance(w, BaseException)], written

@@ -46,6 +46,7 @@ from jaxscope.bus.store import (
     Redis,
     RedisError,
     StreamEntry,
+    drop_idle,
     end_run,
     ensure_groups,
     entries_of,
@@ -189,6 +190,7 @@ class PoolHost:
                 await step()
                 if warned:
                     log.warning("the run queue answers again")
+                    await drop_idle(self.redis)
                 return
             except (RedisError, OSError) as exc:
                 if not warned:

@@ -12,6 +12,7 @@ once it has started.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -181,6 +182,15 @@ def connect(url: str) -> Redis:
     client = aioredis.Redis(connection_pool=pool)
     client.auto_close_connection_pool = True  # aclose() closes the pool, as from_url's does
     return client
+
+
+async def drop_idle(redis: Redis) -> None:
+    """Close the pooled connections no command is using: after the queue was away, those
+    opened before a Redis restart are dead, and the first command on one fails ("Connection
+    closed by server"), which a pool host took for the queue going away mid-run and ended a run
+    that had started after the restart with ``host_lost``. The next command opens a new one."""
+    with contextlib.suppress(RedisError, OSError):
+        await redis.connection_pool.disconnect(inuse_connections=False)
 
 
 async def ensure_groups(redis: Redis, lanes: tuple[str, ...] = LANES) -> None:
@@ -403,6 +413,7 @@ __all__ = [
     "Redis",
     "RedisError",
     "connect",
+    "drop_idle",
     "end_run",
     "ensure_groups",
     "host_alive",

@@ -49,6 +49,7 @@ from jaxscope.bus.store import (
     Redis,
     RedisError,
     connect,
+    drop_idle,
     ensure_groups,
     entries_of,
     is_queued,
@@ -246,6 +247,7 @@ async def bus_session(websocket: WebSocket, bus: Bus, owner: str | None) -> None
                 )
                 if down_since is not None:
                     down_since = None
+                    await drop_idle(redis)
                     if not run.ended and not await redis.exists(meta_key(run.key)):
                         await end_locally(run, GONE)
                         return
