@@ -748,3 +748,28 @@ def test_a_host_drops_its_stale_connections_once_the_queue_answers_again(
     finally:
         restarted.kill()
     assert not [w for w in written if isinstance(w, BaseException)], written
+
+
+def test_health_answers_at_once_when_the_queue_hangs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Redis that hangs (SIGSTOP here) made ``/api/health`` wait for the 10 s socket timeout:
+    the Kubernetes recipe's probes (1 s) then restarted every web replica. It answers at once,
+    saying the queue did not answer."""
+    monkeypatch.setenv(PASSWORD_ENV, PASSWORD)
+    hung = RedisServer(tmp_path)
+    hung.start()
+    assert hung.proc is not None
+    try:
+        with web(hung) as one:
+            os.kill(hung.proc.pid, signal.SIGSTOP)
+            try:
+                started = time.monotonic()
+                health = one.get("/api/health").json()
+                elapsed = time.monotonic() - started
+            finally:
+                os.kill(hung.proc.pid, signal.SIGCONT)
+    finally:
+        hung.kill()
+    assert health["status"] == "ok" and "did not answer" in health["pool"]["error"], health
+    assert elapsed < 5.0, elapsed  # the socket timeout is 10 s; the bound is 0.5 s

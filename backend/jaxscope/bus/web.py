@@ -80,6 +80,8 @@ log = logging.getLogger(__name__)
 
 # How long a followed run waits for an unreachable queue to answer again before it fails.
 QUEUE_DOWN_S = 10.0
+# The longest ``/api/health`` waits for the queue's list of hosts (below a probe's 1 s timeout).
+HEALTH_S = 0.5
 GONE = (
     "this run's stream is gone (it ended more than 10 minutes ago, or the run queue restarted "
     "and lost it): run it again"
@@ -179,6 +181,22 @@ class Bus:
             except ValueError:
                 log.error("the heartbeat %r is malformed: left out", raw)
         return hosts
+
+    async def health(self) -> dict[str, object]:
+        """The queue and its live hosts for ``/api/health``, within :data:`HEALTH_S`: a Redis
+        that hangs (paused, swapping, its network partitioned) made the endpoint wait for the
+        client's 10 s socket timeout, and a liveness probe that calls it (the Kubernetes recipe,
+        whose probes time out after 1 s) restarted every web replica for a fault of the queue's,
+        dropping every page's socket. The queue's state is reported, never a reason to fail."""
+        task = asyncio.create_task(self.hosts())
+        done, _ = await asyncio.wait({task}, timeout=HEALTH_S)
+        if task not in done:
+            task.cancel()
+            return {"queue": self.where, "error": f"the run queue did not answer in {HEALTH_S:g} s"}
+        try:
+            return {"queue": self.where, "hosts": task.result()}
+        except Exception as exc:  # the queue is down: say so, stay alive
+            return {"queue": self.where, "error": str(exc)}
 
     async def serves(self, lane: str) -> bool:
         """Whether a live pool host takes runs from ``lane`` (its heartbeat lists it)."""
