@@ -47,8 +47,8 @@ KIND_MEMORY_BYTES: dict[WorkerKind, int] = {
     "tpu_compile": 1 * 2**30,  # JAX + libtpu: 0.4 GB resident after a small compile, design 0067
     "accelerator": 2 * 2**30,  # JAX + the chip's runtime (libtpu); one at a most, design 0069
 }
-# A first worker start's typical seconds per kind (JAX: the template imports JAX and the probes,
-# then forks; torch: a bwrap start that imports torch_xla), until this server has measured a
+# A first worker start's typical seconds per kind (JAX and torch: the kind's template imports
+# JAX or torch_xla and the probes, then forks; design 0053), until this server has measured a
 # start of that kind (:meth:`WorkerPool.start_estimate_s`).
 FIRST_START_S: dict[WorkerKind, float] = {
     "jax": 3.0,
