@@ -7,7 +7,8 @@ Measured in one run on this machine (numbers, not pass/fail):
 
 - ``start_wall_s`` / ``start_cpu_s``: median wall and CPU seconds (the worker's process) of
   starting one worker in its namespaces up to its ready handshake
-  (import JAX, 8 CPU devices, a warm jit, the probes).
+  (a fork of the warm template, its namespaces, the backend with 8 CPU devices; no warm-up
+  compile since design 0074).
 - ``run_wall_s``: median time of a small tracing run on a warm worker (what a user waits for
   when a spare is ready), and ``run_cold_wall_s`` when no spare is ready (start + run).
 - ``start_vs_run``: ``start_cpu_s / run_wall_s``, the CPU a run now costs the machine beyond
