@@ -260,7 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=2,
         metavar="N",
-        help="with --queue: runs one client may have running on all hosts together (default 2)",
+        help="with --queue: runs one client may have running on all hosts together (default 2; "
+        "at most half a lane's workers on all hosts, at least 1)",
     )
     pool.add_argument(
         "--workers",

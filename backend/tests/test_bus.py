@@ -406,9 +406,17 @@ def test_runs_from_several_sessions_spread_over_the_hosts(
 ) -> None:
     second = start_host(server, "light=1", tmp_path / "second.log")
     client = server.client()
+    # Four clients (a trusted proxy's X-Forwarded-For): one client holds one of the two light
+    # workers at a time (its share, half the lane's workers).
+    settings = Settings(
+        queue=server.url, check_exhibits=False, limits=Limits(), forwarded_allow_ips="*"
+    )
     try:
-        with web(server) as one:
-            sockets = [one.websocket_connect(WS) for _ in range(4)]
+        with TestClient(create_app(settings), base_url="http://127.0.0.1:8000") as one:
+            sockets = [
+                one.websocket_connect(WS, headers={"x-forwarded-for": f"203.0.113.{i + 10}"})
+                for i in range(4)
+            ]
             tokens = []
             for i, ws in enumerate(sockets):
                 ws.__enter__()
@@ -773,3 +781,40 @@ def test_health_answers_at_once_when_the_queue_hangs(
         hung.kill()
     assert health["status"] == "ok" and "did not answer" in health["pool"]["error"], health
     assert elapsed < 5.0, elapsed  # the socket timeout is 10 s; the bound is 0.5 s
+
+
+def test_a_flooding_client_does_not_starve_another(server: RedisServer, tmp_path: Path) -> None:
+    """A client's share is bounded by half the lane's workers on all live hosts: with 2 heavy
+    workers, a client that queued 6 runs holds one, and another client's run, queued after them,
+    goes on the other worker (it finished behind every one of them when the share, 2, was the
+    host's 2 workers). The clients are told apart by a trusted proxy's X-Forwarded-For, as
+    ``bench/load.py --queue`` does."""
+    second = start_host(server, "heavy=2", tmp_path / "heavy2.log")
+    client = server.client()
+    nap = "import time\ntime.sleep(1.0)\ndef f(x):\n    return x\nargs = (1.0,)\n"
+    quick = "def f(x):\n    return x * 2.0\nargs = (1.0,)\n"
+    settings = Settings(
+        queue=server.url, check_exhibits=False, limits=Limits(), forwarded_allow_ips="*"
+    )
+    try:
+        with TestClient(create_app(settings), base_url="http://127.0.0.1:8000") as one:
+            sockets = []
+            for i, (who, code) in enumerate([("203.0.113.1", nap)] * 6 + [("203.0.113.2", quick)]):
+                ws = one.websocket_connect(WS, headers={"x-forwarded-for": who})
+                ws.__enter__()
+                ws.send_text(run_msg(f"c{i}", code, exhibit="jvp"))
+                accepted = next_event(ws)
+                assert isinstance(accepted, RunAccepted) and accepted.lane == "heavy", accepted
+                sockets.append((ws, accepted.token))
+            for i, (ws, _) in enumerate(sockets):
+                assert until_terminal(ws, f"c{i}")[-1].type == "run_finished"
+                ws.__exit__(None, None, None)
+        # When each run ended, by Redis's clock (its terminal event's stream id).
+        ends = [client.xrevrange(events_key(token), count=1)[0][0] for _, token in sockets]
+        ended = [tuple(int(part) for part in end.split(b"-")) for end in ends]
+        before = sum(end < ended[-1] for end in ended[:-1])
+        # One of A's runs at a time, B's on the other worker: B ends behind at most A's first
+        # two or three (the old share let A's six run two by two, B behind all of them).
+        assert before <= 3, (before, ended)
+    finally:
+        stop(second)

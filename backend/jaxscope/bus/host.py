@@ -5,13 +5,15 @@ The host heartbeats (``host:<id>``, its lanes), and per lane runs as many takers
 workers for that lane: each reads one job at a time through the lane's consumer group (so it
 takes a run only when it has a worker for it), validates it (:class:`~jaxscope.bus.jobs.Job`:
 anything else is refused, logged and acknowledged, and the host goes on), checks the client's
-share across all hosts (``clients``: a client at its share has its job put back on the lane and
-lets the others by), marks it started once (``store.start_run``), acknowledges it, and runs it
-on a :class:`~jaxscope.sandbox.session.Session` of its own worker pool, exactly as a local
-session does (limits, death classification, one terminal event). Events go to the run's stream;
-the run's ``ctl`` stream brings cancels and detail requests; a run that kept its details keeps
-its worker for them (beside the takers) until the page runs again (``release``) or the session's
-own time limit.
+share across all hosts (``clients``; :meth:`PoolHost.share`: at most half the lane's workers on
+all live hosts, so that one client never holds every worker of a lane; a client at its share has
+its job put back at the lane's end and lets the others by), marks it started once
+(``store.start_run``), acknowledges it, and runs it on a
+:class:`~jaxscope.sandbox.session.Session` of its own worker pool, exactly as a local session
+does (limits, death classification, one terminal event). Events go to the run's stream; the
+run's ``ctl`` stream brings cancels and detail requests; a run that kept its details keeps its
+worker for them (beside the takers) until the page runs again (``release``) or the session's own
+time limit.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from jaxscope.bus.jobs import (
     GROUP,
     HEARTBEAT_S,
     HOST_TTL_S,
+    LANES,
     RELEASE,
     Job,
     Lane,
@@ -72,8 +75,10 @@ from jaxscope.settings import Limits
 
 log = logging.getLogger(__name__)
 
-# A job a taker put back for its client's share waits this long before that taker reads again
-# (so that a lane holding only that client's jobs is not spun through).
+# A taker that puts back a job it had put back before (it went round the lane: no other
+# client's job was before it) waits this long before it reads again (so that a lane holding
+# only that client's jobs is not spun through). A job put back the first time costs no wait:
+# the taker reads on at once, to the other clients' jobs behind a flood.
 SHARE_BACKOFF_S = 0.5
 # Back-off while Redis is unreachable (seconds, doubling).
 RETRY_MIN_S, RETRY_MAX_S = 0.2, 3.0
@@ -151,6 +156,37 @@ class PoolHost:
         # sweeper ends one this host dropped.
         self._live: set[str] = set()
         self.refused = 0  # malformed jobs seen (for tests and health)
+        # Each lane's workers on all live hosts (their heartbeats), refreshed each heartbeat:
+        # the share's bound (this host's own lanes until the first count).
+        self.capacity: dict[Lane, int] = dict(self.lanes)
+
+    def share(self, lane: Lane) -> int:
+        """The runs one client may hold at once (all lanes, all hosts) when it takes a job of
+        ``lane``: ``per_client``, but at most half the lane's workers on all live hosts (at
+        least one), so that one client never holds every worker of a lane while another's job
+        waits: with 2 light workers in all, a client holds one and the other goes to the next
+        client's job (the first client's next job is put back at the lane's end)."""
+        return max(1, min(self.per_client, self.capacity.get(lane, 0) // 2))
+
+    async def _count_capacity(self) -> None:
+        """Sum each lane's workers over the live hosts' heartbeats (``host:<id>``: a host's
+        lanes as JSON); a heartbeat that is not such a map is skipped."""
+        capacity: dict[Lane, int] = {}
+        keys = [key async for key in self.redis.scan_iter(match=host_key("*"), count=1000)]
+        values = await self.redis.mget(keys) if keys else []
+        for raw in values:
+            try:
+                lanes = json.loads(raw) if raw is not None else {}
+            except ValueError:
+                continue
+            if not isinstance(lanes, dict):
+                continue
+            for lane, count in lanes.items():
+                if lane in LANES and isinstance(count, int) and 0 < count <= 10_000:
+                    capacity[lane] = capacity.get(lane, 0) + count
+        for lane, count in self.lanes.items():  # this host's own, whatever Redis says
+            capacity[lane] = max(capacity.get(lane, 0), count)
+        self.capacity = capacity
 
     async def serve(self, started: asyncio.Event | None = None) -> None:
         """Take runs until cancelled; ``started`` is set after the first heartbeat."""
@@ -180,6 +216,7 @@ class PoolHost:
     async def _setup(self) -> None:
         await ensure_groups(self.redis, tuple(self.lanes))
         await self._beat()
+        await self._count_capacity()
 
     async def _until_up(self, step: Callable[[], Awaitable[None]]) -> None:
         """Await ``step()`` until Redis answers (logged once per outage)."""
@@ -211,6 +248,7 @@ class PoolHost:
             await asyncio.sleep(HEARTBEAT_S)
             try:
                 await self._beat()
+                await self._count_capacity()
                 await sweep(self.redis, self.host_id)
             except (RedisError, OSError) as exc:
                 log.warning("heartbeat: the run queue is unreachable (%s)", exc)
@@ -263,9 +301,10 @@ class PoolHost:
             await self.redis.xack(stream, GROUP, entry_id)
             return
         holding = int(await self.redis.hincrby(CLIENTS, job.client, 1))
-        if holding > self.per_client:
+        if holding > self.share(lane):
             await self.redis.hincrby(CLIENTS, job.client, -1)
-            # Let the other clients by: back on the lane, told why once.
+            # Let the other clients by: back at the lane's end (behind the jobs queued after
+            # it, which this taker reads next), told why once.
             first = fields.get(b"deferred") is None
             await self.redis.xadd(stream, {"job": raw, "deferred": b"1"})
             await self.redis.xack(stream, GROUP, entry_id)
@@ -274,7 +313,8 @@ class PoolHost:
                     run_id=job.run.run_id, position=1, waiting=1, reason="client_share"
                 )
                 await self.redis.xadd(events_key(job.key), {"e": queued.model_dump_json()})
-            await asyncio.sleep(SHARE_BACKOFF_S)
+            else:
+                await asyncio.sleep(SHARE_BACKOFF_S)
             return
         self._live.add(job.key)  # listed before it starts: never missing from a heartbeat
         try:
