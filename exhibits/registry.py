@@ -571,6 +571,9 @@ EXHIBITS: dict[str, Exhibit] = {
             summary="The grid, the blocks each program instance reads and writes, the kernel's "
             "jaxpr, and the output against the jnp reference.",
             default_example="matmul",
+            # target "tpu-v5e" (stations' option): the kernels lowered through Mosaic for a TPU,
+            # offline, in a "tpu_compile" worker (design 0073)
+            worker_options=(("target", "tpu-v5e", "tpu_compile"),),
         ),
         Exhibit(
             id="export",

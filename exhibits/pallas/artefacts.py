@@ -8,11 +8,14 @@
   ``pallas_call`` each entry also has ``"call": k``.
 - ``kernel_jaxpr``: the kernel's jaxpr as JAX prints it (``str(eqn.params['jaxpr'])``), one per
   call, separated by a blank line.
+- ``mosaic`` (option ``target`` "tpu-v5e"): each kernel's Mosaic MLIR module as JAX's Pallas
+  TPU lowering made it, one per call, separated by a blank line; or the lowering's error.
 
 ``SHOWN_ERRORS``: each finding of the index maps (two program instances of a parallel grid axis
 writing one output block, an overwrite, output elements no instance writes, a block that starts
-outside its array) and an output that
-differs from ``reference(*args)`` are findings (``exhibits/shown.py``): ``jaxscope run`` exits 3.
+outside its array), an output that
+differs from ``reference(*args)`` and a kernel that cannot be lowered or compiled for the TPU
+(``target`` "tpu-v5e") are findings (``exhibits/shown.py``): ``jaxscope run`` exits 3.
 
 Imports only the protocol and this exhibit's events."""
 
@@ -26,7 +29,7 @@ from jaxscope.exhibit_api import EventBase
 
 from exhibits.shown import ShownError
 
-from .events import PallasCallFound, PallasOutputCompared
+from .events import PallasCallFound, PallasMosaicLowered, PallasOutputCompared
 
 
 def _calls(events: Sequence[EventBase]) -> list[PallasCallFound]:
@@ -56,6 +59,13 @@ def _kernel_jaxpr(events: Sequence[EventBase]) -> str | None:
     if not calls:
         return None
     return "\n\n".join(c.kernel_jaxpr.text for c in calls)
+
+
+def _mosaic(events: Sequence[EventBase]) -> str | None:
+    lowered = [e for e in events if isinstance(e, PallasMosaicLowered)]
+    if not lowered:
+        return None
+    return "\n\n".join(e.mosaic or f"error ({e.error_stage}): {e.error}" for e in lowered)
 
 
 def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
@@ -101,8 +111,22 @@ def _shown_errors(events: Sequence[EventBase]) -> list[ShownError]:
                         kind="finding",
                     )
                 )
+    for e in events:
+        if isinstance(e, PallasMosaicLowered) and e.error is not None:
+            out.append(
+                ShownError(
+                    error_class="MosaicLoweringError"
+                    if e.error_stage == "lower"
+                    else "MosaicCompileError",
+                    message=e.error + (f"\nFix: {e.fix}" if e.fix else ""),
+                    computation=f"the pallas_call lowered for {e.target}",
+                    artefact="mosaic",
+                    line=e.error_line,
+                    kind="finding",
+                )
+            )
     return out
 
 
-ARTEFACTS = {"blocks": _blocks, "kernel_jaxpr": _kernel_jaxpr}
+ARTEFACTS = {"blocks": _blocks, "kernel_jaxpr": _kernel_jaxpr, "mosaic": _mosaic}
 SHOWN_ERRORS = _shown_errors

@@ -156,4 +156,56 @@ class PallasOutputCompared(EventBase):
     reference_line: int | None
 
 
-EVENTS: tuple[type[EventBase], ...] = (PallasCallFound, PallasOutputCompared)
+class MosaicWindowView(WireModel):
+    """One operand of a kernel lowered through Mosaic, in the kernel's order (scalar prefetch,
+    inputs, outputs, scratch): ``block`` (the ``window_bounds`` Mosaic got; ``None`` for a whole
+    array left in place), the ``memref`` type the kernel body sees and its ``memory_space``
+    (``vmem``, ``smem``, ``any``, ``semaphore_mem``)."""
+
+    block: list[int] | None
+    memref: str
+    memory_space: str
+
+
+class MosaicOpView(WireModel):
+    """One op of the Mosaic kernel's body (``tpu.matmul``), the kernel jaxpr primitive it was
+    lowered from (``dot_general``; ``None`` for an op Mosaic adds, ``func.return``) and its
+    snippet line."""
+
+    name: str
+    primitive: str | None
+    line: int | None
+
+
+class PallasMosaicLowered(EventBase):
+    """With option ``target`` "tpu-v5e": the ``index``-th ``pallas_call`` lowered for a TPU v5e
+    through Mosaic, ``interpret`` turned off, offline (libtpu, no chip; design 0073).
+
+    ``kernel``: the kernel function's name in the module; ``grid``/``dimension_semantics``: the
+    kernel's ``iteration_bounds`` and semantics as Mosaic got them; ``windows``: its operands;
+    ``ops``: its body, op by op, each linked to the kernel jaxpr's primitive and the user's line;
+    ``mosaic``: the Mosaic MLIR module as text (what ``tpu_custom_call``'s ``backend_config``
+    carries as bytecode); ``config``: that config's other fields. ``compile_s``: libtpu's compile
+    of the whole program (Mosaic's own passes run there). ``error``: JAX's or Mosaic's words when
+    the kernel cannot be lowered or compiled for the TPU (a block the TPU cannot tile), then
+    ``error_line`` (the BlockSpec's line, else the call's) and ``fix``; the other fields are
+    then empty."""
+
+    type: Literal["pallas_mosaic_lowered"] = "pallas_mosaic_lowered"
+    index: int
+    target: str
+    kernel: str | None
+    grid: list[int]
+    dimension_semantics: list[str]
+    windows: list[MosaicWindowView]
+    ops: list[MosaicOpView]
+    mosaic: str
+    config: dict[str, str]
+    compile_s: float | None
+    error: str | None = None
+    error_stage: Literal["lower", "compile"] | None = None
+    error_line: int | None = None
+    fix: str | None = None
+
+
+EVENTS: tuple[type[EventBase], ...] = (PallasCallFound, PallasOutputCompared, PallasMosaicLowered)

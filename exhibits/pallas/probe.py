@@ -1,6 +1,7 @@
 """The pallas exhibit's backend half: find the ``pl.pallas_call``s in the snippet's ``f``, evaluate
 each BlockSpec's index map on every grid point, run ``f`` (the kernel interpreted on the CPU)
-and compare it with the snippet's ``reference``.
+and compare it with the snippet's ``reference``. With option ``target`` "tpu-v5e" (a
+"tpu_compile" worker) each call is also lowered for a TPU v5e through Mosaic (``mosaic``).
 
 Snippet contract: ``f`` calls ``pl.pallas_call(kernel, grid=..., in_specs=[pl.BlockSpec(...)],
 out_specs=..., out_shape=..., interpret=True)``; ``args``; optionally ``reference``, the jnp
@@ -27,6 +28,7 @@ from jaxscope.exhibit_api import (
     explain,
     find_pallas_calls,
     jaxpr_view,
+    options_as,
     pallas_block_indices,
     pallas_kernel_view,
     pallas_ref_effects,
@@ -35,6 +37,8 @@ from jaxscope.exhibit_api import (
     setting_line,
 )
 from jaxscope.exhibit_api import finite_diff as fd
+
+from exhibits.stations.options import StationsOptions
 
 from .blocks import OutputWrites, element_ranges, judge, out_of_bounds, revisits, unwritten
 from .events import (
@@ -74,6 +78,15 @@ def run(ctx: ProbeContext) -> None:
         found = [call_found(i, call) for i, call in enumerate(calls)]
     for event in found:
         ctx.emit(event)
+    if options_as(ctx.options, StationsOptions).target == "tpu-v5e":
+        # the kernels lowered through Mosaic for a TPU v5e, offline (a "tpu_compile" worker),
+        # before the run: a kernel written for the TPU (interpret=False) cannot run on its CPU
+        from . import mosaic
+
+        with ctx.stage("lower"):
+            lowered = mosaic.lowered_events(calls, closed)
+        for mosaic_event in lowered:
+            ctx.emit(mosaic_event)
     with ctx.stage("run"):
         try:
             out = block_until_ready(plan.fun(*plan.args, **plan.kwargs))

@@ -16,16 +16,17 @@ class StationsOptions(WireModel):
     """``target``: None (or "host") compiles for the worker's own backend and runs the program
     there; "tpu-v5e" compiles for one chip of a TPU v5e (libtpu's offline topology ``v5e:2x2``,
     in a worker of its own: design 0067) and does not run it. ``xla_passes`` reads it too: the
-    TPU compiler's own pass pipeline (design 0073)."""
+    TPU compiler's own pass pipeline, and ``pallas``: each kernel lowered through Mosaic (design
+    0073)."""
 
     target: Literal["host", "tpu-v5e"] | None = Field(
         # A choice of machine, not of program: picking another example keeps it (the page's
         # example picker, frontend/src/example-options.ts) unless the example sets ``target``.
         json_schema_extra={
-            "x-exhibits": ["stations", "xla_passes"],
+            "x-exhibits": ["stations", "xla_passes", "pallas"],
             "x-kept-across-examples": True,
         },
         default=None,
-        description="stations, xla_passes: compile for this machine (host) or for a TPU v5e "
-        "(compile only)",
+        description="stations, xla_passes, pallas: compile for this machine (host) or for a "
+        "TPU v5e (compile only; pallas: its kernels through Mosaic)",
     )

@@ -14,6 +14,8 @@ nothing else.
 
 from __future__ import annotations
 
+from typing import Any
+
 # The imports are grouped by what they are for, each renamed name bound in its group, rather
 # than in one sorted block (I001) with every assignment after it (E402).
 # ruff: noqa: I001, E402
@@ -343,6 +345,29 @@ from jaxscope.internals import pallas_found as _pallas_found
 pallas_block_indices = _pallas_found.block_indices
 pallas_ref_effects = _pallas_found.ref_effects
 pallas_kernel_view = _pallas_found.kernel_view
+
+
+# Pallas on a TPU through Mosaic (design 0073): imported on first use (Mosaic's tpu dialect and
+# pass manager are needed only by a "tpu_compile" worker's pallas run).
+def pallas_compiled_fun(closed: Any) -> tuple[Any, list[Any]]:
+    """``pallas_mosaic.compiled_fun``: f's jaxpr with every pallas_call's interpret off."""
+    from jaxscope.internals import pallas_mosaic
+
+    return pallas_mosaic.compiled_fun(closed)
+
+
+def pallas_mosaic_kernels(lowered: Any) -> list[Any]:
+    """``pallas_mosaic.mosaic_kernels``: each tpu_custom_call of a TPU lowering, read back."""
+    from jaxscope.internals import pallas_mosaic
+
+    return list(pallas_mosaic.mosaic_kernels(lowered))
+
+
+def pallas_index_map_line(index_map: Any) -> int | None:
+    """``pallas_mosaic.index_map_line``: the snippet line of a BlockSpec's index map."""
+    from jaxscope.internals import pallas_mosaic
+
+    return pallas_mosaic.index_map_line(index_map)
 
 # linear_util: the WrappedFun stacks built around the snippet's functions, their real call order
 # and write-once stores, and what traced f when no WrappedFun did.

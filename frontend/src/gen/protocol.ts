@@ -99,6 +99,7 @@ export type Event =
   | DynamoOutputsCompared
   | PallasCallFound
   | PallasOutputCompared
+  | PallasMosaicLowered
   | ExportSpecsBuilt
   | FunctionExported
   | StablehloExported
@@ -859,7 +860,7 @@ export interface RunOptions {
    */
   steps: number | null;
   /**
-   * stations, xla_passes: compile for this machine (host) or for a TPU v5e (compile only)
+   * stations, xla_passes, pallas: compile for this machine (host) or for a TPU v5e (compile only; pallas: its kernels through Mosaic)
    */
   target: ('host' | 'tpu-v5e') | null;
   /**
@@ -5149,6 +5150,74 @@ export interface PallasOutput {
   preview: string;
   reference_preview: string | null;
   tolerance: number | null;
+}
+/**
+ * With option ``target`` "tpu-v5e": the ``index``-th ``pallas_call`` lowered for a TPU v5e
+ * through Mosaic, ``interpret`` turned off, offline (libtpu, no chip; design 0073).
+ *
+ * ``kernel``: the kernel function's name in the module; ``grid``/``dimension_semantics``: the
+ * kernel's ``iteration_bounds`` and semantics as Mosaic got them; ``windows``: its operands;
+ * ``ops``: its body, op by op, each linked to the kernel jaxpr's primitive and the user's line;
+ * ``mosaic``: the Mosaic MLIR module as text (what ``tpu_custom_call``'s ``backend_config``
+ * carries as bytecode); ``config``: that config's other fields. ``compile_s``: libtpu's compile
+ * of the whole program (Mosaic's own passes run there). ``error``: JAX's or Mosaic's words when
+ * the kernel cannot be lowered or compiled for the TPU (a block the TPU cannot tile), then
+ * ``error_line`` (the BlockSpec's line, else the call's) and ``fix``; the other fields are
+ * then empty.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "PallasMosaicLowered".
+ */
+export interface PallasMosaicLowered {
+  compile_s: number | null;
+  config: {
+    [k: string]: string | undefined;
+  };
+  detail_id?: string | null;
+  detail_of?: string | null;
+  dimension_semantics: string[];
+  error: string | null;
+  error_line: number | null;
+  error_stage: ('lower' | 'compile') | null;
+  fix: string | null;
+  grid: number[];
+  index: number;
+  kernel: string | null;
+  list_ranges?: ListRange[];
+  mosaic: string;
+  ops: MosaicOpView[];
+  run_id: string;
+  seq: number;
+  target: string;
+  type: 'pallas_mosaic_lowered';
+  windows: MosaicWindowView[];
+}
+/**
+ * One op of the Mosaic kernel's body (``tpu.matmul``), the kernel jaxpr primitive it was
+ * lowered from (``dot_general``; ``None`` for an op Mosaic adds, ``func.return``) and its
+ * snippet line.
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "MosaicOpView".
+ */
+export interface MosaicOpView {
+  line: number | null;
+  name: string;
+  primitive: string | null;
+}
+/**
+ * One operand of a kernel lowered through Mosaic, in the kernel's order (scalar prefetch,
+ * inputs, outputs, scratch): ``block`` (the ``window_bounds`` Mosaic got; ``None`` for a whole
+ * array left in place), the ``memref`` type the kernel body sees and its ``memory_space``
+ * (``vmem``, ``smem``, ``any``, ``semaphore_mem``).
+ *
+ * This interface was referenced by `WireSchema`'s JSON-Schema
+ * via the `definition` "MosaicWindowView".
+ */
+export interface MosaicWindowView {
+  block: number[] | null;
+  memory_space: string;
+  memref: string;
 }
 /**
  * What ``jax.export.export(jax.jit(f), platforms=platforms)`` is called with: ``leaves``
