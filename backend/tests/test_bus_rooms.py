@@ -215,3 +215,18 @@ def test_students_of_a_replica_that_died_are_not_counted_twice(queue: RedisServe
                 pass
             assert isinstance(joined, RoomUpdated) and joined.students == 3, joined
         client.delete(web_key("web-alive"))
+
+
+def test_a_join_with_a_malformed_room_id_is_refused_as_such(queue: RedisServer) -> None:
+    """A room id is checked before it names a key: ``<room>:log`` named the room's log, a
+    stream (Redis answered WRONGTYPE, told the page as "Redis is unreachable")."""
+    with web(queue) as one, one.websocket_connect(WS) as teacher:
+        teacher.send_text(json.dumps({"type": "open_room"}))
+        opened = until(teacher, RoomOpened)
+        with one.websocket_connect(WS) as student:
+            answers = []
+            for room in (f"{opened.room}:log", "x:log", "short"):
+                student.send_text(json.dumps({"type": "join_room", "room": room}))
+                answers.append(until(student, RoomRefused).message)
+            assert join(student, opened.room).room == opened.room
+    assert all(a.startswith("not a room id") for a in answers), answers

@@ -35,6 +35,7 @@ import hashlib
 import hmac
 import json
 import logging
+import re
 import secrets
 import time
 from collections.abc import Coroutine
@@ -47,6 +48,7 @@ from jaxscope.bus.jobs import HOST_TTL_S, PREFIX, events_key
 from jaxscope.bus.store import Redis, RedisError, stop_task
 from jaxscope.protocol import (
     EVENT_ADAPTER,
+    ROOM_ID_PATTERN,
     DetailFailed,
     DriveRoomRequest,
     JoinRoomRequest,
@@ -80,6 +82,10 @@ CLOSED = "the teacher closed the room"
 EVICTED = "the teacher's page left, and a new room was opened in its place: this room has ended"
 STOPPING = "this web server is stopping: open the room's link again to follow it on another"
 UNREACHABLE = "the run queue (Redis) stopped answering: this page stopped following the room"
+NOT_A_ROOM_ID = (
+    "not a room id (a room's id is 8 to 64 letters, digits, '-' or '_'): the link is "
+    "mistyped; ask the teacher for the room's link"
+)
 
 
 # KEYS: the room's hash; ARGV: +1 or -1, this replica's name, the most students (a join past it
@@ -594,6 +600,10 @@ class BusRoomSession:
 
     async def _join(self, request: JoinRoomRequest) -> None:
         rooms, registry, redis = self.rooms, self.rooms.registry, self.rooms.redis
+        if not re.fullmatch(ROOM_ID_PATTERN, request.room):
+            # Never a key to look up: ``x:log`` named another room's log (Redis: WRONGTYPE).
+            self._refuse(request, NOT_A_ROOM_ID)
+            return
         here = self.current()
         if here is not None and here.room.id == request.room:
             return
