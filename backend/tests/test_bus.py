@@ -818,3 +818,20 @@ def test_a_flooding_client_does_not_starve_another(server: RedisServer, tmp_path
         assert before <= 3, (before, ended)
     finally:
         stop(second)
+
+
+def test_a_resume_on_the_socket_that_follows_the_run_is_answered(
+    server: RedisServer, host: Path
+) -> None:
+    """A ``resume`` of the run the socket already follows got no answer at all; it gets what
+    any resume gets: the run's events after ``after_seq`` again, and its end."""
+    with web(server) as one, one.websocket_connect(WS) as ws:
+        ws.send_text(run_msg("r1", SIN))
+        accepted = next_event(ws)
+        assert isinstance(accepted, RunAccepted)
+        first = until_terminal(ws, "r1")
+        resume = {"type": "resume", "run_id": "r1", "token": accepted.token, "after_seq": 0}
+        ws.send_text(json.dumps(resume))
+        again = until_terminal(ws, "r1")
+    assert first[-1].type == "run_finished", first[-1]
+    assert [e.seq for e in again] == [e.seq for e in first if e.seq > 0]

@@ -379,8 +379,13 @@ async def bus_session(websocket: WebSocket, bus: Bus, owner: str | None) -> None
             await emit(RunFailed(kind="worker_crashed", message=LOST, run_id=run_id))
             return
         if followed is not None and followed.key == request.token:
-            return  # already followed on this socket
-        await leave(followed, cancel=False)
+            # Already followed on this socket: answered as any resume is (its events after
+            # ``after_seq`` again, then the rest), by a new reader; the run's details stay (no
+            # ``release``: the page did not run again).
+            followed.stopped = True
+            await stop_task(followed.reader)
+        else:
+            await leave(followed, cancel=False)
         followed = _Followed(request.run_id, request.token)
         follow(followed, request.after_seq)
 
