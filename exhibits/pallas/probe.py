@@ -1,7 +1,8 @@
 """The pallas exhibit's backend half: find the ``pl.pallas_call``s in the snippet's ``f``, evaluate
 each BlockSpec's index map on every grid point, run ``f`` (the kernel interpreted on the CPU)
 and compare it with the snippet's ``reference``. With option ``target`` "tpu-v5e" (a
-"tpu_compile" worker) each call is also lowered for a TPU v5e through Mosaic (``mosaic``).
+"tpu_compile" worker) each call is also lowered for a TPU v5e through Mosaic (``mosaic``), and
+a kernel written for the TPU (``interpret=False``) runs in interpret mode on the CPU.
 
 Snippet contract: ``f`` calls ``pl.pallas_call(kernel, grid=..., in_specs=[pl.BlockSpec(...)],
 out_specs=..., out_shape=..., interpret=True)``; ``args``; optionally ``reference``, the jnp
@@ -30,6 +31,7 @@ from jaxscope.exhibit_api import (
     jaxpr_view,
     options_as,
     pallas_block_indices,
+    pallas_compiled_fun,
     pallas_kernel_view,
     pallas_ref_effects,
     plan_call,
@@ -62,9 +64,9 @@ def run(ctx: ProbeContext) -> None:
     """Trace ``f``, emit one ``pallas_call_found`` per call, run ``f`` and compare it."""
     plan = plan_call(ctx.snippet)
     with ctx.stage("trace"):
-        closed = jax.make_jaxpr(plan.fun, static_argnums=plan.static_argnums)(
-            *plan.args, **plan.kwargs
-        )
+        closed, out_shapes = jax.make_jaxpr(
+            plan.fun, static_argnums=plan.static_argnums, return_shape=True
+        )(*plan.args, **plan.kwargs)
         calls = find_pallas_calls(closed)
         if not calls:
             raise blame_line(
@@ -78,7 +80,8 @@ def run(ctx: ProbeContext) -> None:
         found = [call_found(i, call) for i, call in enumerate(calls)]
     for event in found:
         ctx.emit(event)
-    if options_as(ctx.options, StationsOptions).target == "tpu-v5e":
+    tpu = options_as(ctx.options, StationsOptions).target == "tpu-v5e"
+    if tpu:
         # the kernels lowered through Mosaic for a TPU v5e, offline (a "tpu_compile" worker),
         # before the run: a kernel written for the TPU (interpret=False) cannot run on its CPU
         from . import mosaic
@@ -87,12 +90,20 @@ def run(ctx: ProbeContext) -> None:
             lowered = mosaic.lowered_events(calls, closed)
         for mosaic_event in lowered:
             ctx.emit(mosaic_event)
+    compiled = [c for c in calls if not c.interpret]
     with ctx.stage("run"):
         try:
-            out = block_until_ready(plan.fun(*plan.args, **plan.kwargs))
+            if tpu and compiled and jax.default_backend() == "cpu":
+                # compiled for the TPU above; on this CPU the same kernels in interpret mode
+                fun, _ = pallas_compiled_fun(closed, interpret=True)
+                static = set(plan.normalized_argnums())
+                dynamic = tuple(a for i, a in enumerate(plan.args) if i not in static)
+                outs = fun(*jax.tree.leaves((dynamic, plan.kwargs)))
+                out = block_until_ready(jax.tree.unflatten(jax.tree.structure(out_shapes), outs))
+            else:
+                out = block_until_ready(plan.fun(*plan.args, **plan.kwargs))
         except Exception as exc:
-            compiled = [c for c in calls if not c.interpret]
-            if compiled and jax.default_backend() == "cpu":
+            if compiled and not tpu and jax.default_backend() == "cpu":
                 # The Pallas quickstart's kernels leave interpret out: JAX's message says only
                 # that the CPU needs interpret mode, not where to ask for it.
                 explain(exc, interpret_explanation(compiled[0]))

@@ -349,11 +349,11 @@ pallas_kernel_view = _pallas_found.kernel_view
 
 # Pallas on a TPU through Mosaic (design 0073): imported on first use (Mosaic's tpu dialect and
 # pass manager are needed only by a "tpu_compile" worker's pallas run).
-def pallas_compiled_fun(closed: Any) -> tuple[Any, list[Any]]:
-    """``pallas_mosaic.compiled_fun``: f's jaxpr with every pallas_call's interpret off."""
+def pallas_compiled_fun(closed: Any, interpret: bool = False) -> tuple[Any, list[Any]]:
+    """``pallas_mosaic.compiled_fun``: f's jaxpr with every pallas_call's interpret set."""
     from jaxscope.internals import pallas_mosaic
 
-    return pallas_mosaic.compiled_fun(closed)
+    return pallas_mosaic.compiled_fun(closed, interpret)
 
 
 def pallas_mosaic_kernels(lowered: Any) -> list[Any]:
@@ -368,6 +368,7 @@ def pallas_index_map_line(index_map: Any) -> int | None:
     from jaxscope.internals import pallas_mosaic
 
     return pallas_mosaic.index_map_line(index_map)
+
 
 # linear_util: the WrappedFun stacks built around the snippet's functions, their real call order
 # and write-once stores, and what traced f when no WrappedFun did.

@@ -16,7 +16,8 @@ in its memory space (``#tpu.memory_space<vmem>``, ``smem``, ``any``). Each op's 
 kernel jaxpr eqn it came from: ``"<prim>:"("<prim>/<prim>"(...("file":line:col)))``.
 
 :func:`compiled_fun` is the snippet's program with every ``pallas_call`` eqn's ``interpret``
-turned off, as ``jax.core.eval_jaxpr`` of its jaxpr: what the kernel's author would run on a TPU.
+turned off, as ``jax.core.eval_jaxpr`` of its jaxpr: what the kernel's author would run on a TPU
+(or turned on: what runs on a CPU).
 """
 
 from __future__ import annotations
@@ -38,13 +39,13 @@ from jaxlib.mlir.passmanager import PassManager
 from jaxscope.snippet_model import SNIPPET_FILENAME
 
 
-def _interpret_off(jaxpr: core.Jaxpr) -> core.Jaxpr:
+def _interpret_set(jaxpr: core.Jaxpr, interpret: bool) -> core.Jaxpr:
     eqns = []
     for eqn in jaxpr.eqns:
         if eqn.primitive.name == "pallas_call":
-            eqn = eqn.replace(params={**eqn.params, "interpret": False})
+            eqn = eqn.replace(params={**eqn.params, "interpret": interpret})
         else:
-            params = {k: _in_param(v) for k, v in eqn.params.items()}
+            params = {k: _in_param(v, interpret) for k, v in eqn.params.items()}
             if any(params[k] is not eqn.params[k] for k in params):
                 eqn = eqn.replace(params=params)
         eqns.append(eqn)
@@ -52,24 +53,27 @@ def _interpret_off(jaxpr: core.Jaxpr) -> core.Jaxpr:
     return out
 
 
-def _in_param(value: Any) -> Any:
+def _in_param(value: Any, interpret: bool) -> Any:
     if isinstance(value, core.ClosedJaxpr):
-        inner = _interpret_off(value.jaxpr)
+        inner = _interpret_set(value.jaxpr, interpret)
         return value if inner is value.jaxpr else core.ClosedJaxpr(inner, value.consts)
     if isinstance(value, core.Jaxpr):
-        return _interpret_off(value)
+        return _interpret_set(value, interpret)
     if isinstance(value, tuple) and any(
         isinstance(v, (core.Jaxpr, core.ClosedJaxpr)) for v in value
     ):
-        return tuple(_in_param(v) for v in value)
+        return tuple(_in_param(v, interpret) for v in value)
     return value
 
 
-def compiled_fun(closed: core.ClosedJaxpr) -> tuple[Callable[..., Any], list[Any]]:
+def compiled_fun(
+    closed: core.ClosedJaxpr, interpret: bool = False
+) -> tuple[Callable[..., Any], list[Any]]:
     """``closed`` (``jax.make_jaxpr(f)(*args)``) with every ``pallas_call`` eqn, also inside a
-    ``jit`` body or a loop, set to ``interpret=False``: a function of the jaxpr's flat inputs
-    (``jax.core.eval_jaxpr``, which keeps each eqn's source line) and those inputs' avals."""
-    jaxpr = _interpret_off(closed.jaxpr)
+    ``jit`` body or a loop, set to ``interpret`` (False: compiled for the TPU; True: Pallas's
+    interpreter): a function of the jaxpr's flat inputs (``jax.core.eval_jaxpr``, which keeps
+    each eqn's source line) and those inputs' avals."""
+    jaxpr = _interpret_set(closed.jaxpr, interpret)
 
     def fun(*flat: Any) -> Any:
         return core.eval_jaxpr(jaxpr, closed.consts, *flat)
