@@ -39,6 +39,7 @@ def f(s, x):
         interpret=True,
     )(s, x)
 """
+ShapeDtypeStruct: Any = jax.ShapeDtypeStruct  # untyped in jax
 ARGS = (np.full((1,), 3, np.float32), np.arange(8 * 256, dtype=np.float32).reshape(8, 256))
 
 
@@ -71,7 +72,7 @@ def test_the_mosaic_module_read_back_from_a_tpu_lowering() -> None:
     fun, avals = pallas_mosaic.compiled_fun(_closed())
     lowered = (
         jax.jit(fun)
-        .trace(*[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals])
+        .trace(*[ShapeDtypeStruct(a.shape, a.dtype) for a in avals])
         .lower(lowering_platforms=("tpu",))
     )
     assert "tpu_custom_call" in lowered.as_text()
