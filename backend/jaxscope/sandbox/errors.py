@@ -65,6 +65,39 @@ def is_memory_error(exc: BaseException) -> bool:
     return XLA_OUT_OF_MEMORY in message
 
 
+# The TPU runtime's words when a program halted the chip's core (design 0073: a Pallas block
+# read past its array fails the DMA's bounds check, "RuntimeUnexpectedCoreHalt: Core halted
+# unexpectedly ... BoundsCheck"), and for every later program in the same process ("The program
+# continuator has halted unexpectedly."): recordings/tpu-v5e/pallas_chip/.
+CORE_HALT_MARKERS = ("RuntimeUnexpectedCoreHalt", "halted unexpectedly")
+CORE_HALT_EXPLANATION = (
+    "The TPU core halted while the program ran: a kernel read or wrote out of bounds (a Pallas"
+    " block whose index map points past the array's end fails the DMA's bounds check, and the"
+    " core stops). After a halt the chip runs nothing more in this process: every later program"
+    ' fails with "The program continuator has halted unexpectedly". This worker is retired'
+    " after the run; the next run gets a fresh one."
+)
+CORE_HALT_FIX = (
+    "Make every index map return a block inside its array (grid × block shape within the"
+    " array's shape), or run the kernel with interpret=True on the CPU to find the block."
+)
+# Whether a core halt was described (classify) since the runner last asked (the run's start):
+# an exhibit that catches the error and shows it in its own event still retires the worker.
+_core_halt_seen = False
+
+
+def core_halted(message: str) -> bool:
+    """``message`` (a runtime error's text) says the TPU core halted (:data:`CORE_HALT_MARKERS`)."""
+    return any(marker in message for marker in CORE_HALT_MARKERS)
+
+
+def take_core_halt_seen() -> bool:
+    """Whether :func:`classify` described a core halt since the last call; resets it."""
+    global _core_halt_seen
+    seen, _core_halt_seen = _core_halt_seen, False
+    return seen
+
+
 def user_frames(tb: TracebackType | None) -> list[TracebackFrame]:
     """The frames of ``tb`` that are lines of the user's snippet, outermost first, with the
     line's text from :mod:`linecache` (where ``load_snippet`` registered the source).
@@ -302,12 +335,16 @@ def classify(exc: BaseException, stage: Stage | None, f: object = None) -> RunFa
         answer = explain(exc, ctx)
         if answer is not None:
             explanation, fix = answer[1].explanation, answer[1].fix
+    message = str(exc) or type(exc).__name__
+    if is_runtime_error(exc) and core_halted(message):
+        global _core_halt_seen
+        _core_halt_seen = True
+        explanation, fix = CORE_HALT_EXPLANATION, CORE_HALT_FIX
     own = getattr(exc, EXPLAIN_ATTR, None)
     if explanation is None and isinstance(own, str):
         explanation = own  # the exhibit's words (probe_api.explain)
     if explanation is None and in_callback:
         explanation = _callback_explanation(in_callback[-1])
-    message = str(exc) or type(exc).__name__
     during = getattr(exc, DURING_ATTR, None)
     return RunFailed(
         kind=kind,  # type: ignore[arg-type]

@@ -741,8 +741,9 @@ def run_job(
 
     Before the terminal event, JAX's pending effects are awaited and the user's objects
     collected (:func:`_settle`). Returns why the worker must retire after this run (threads the
-    snippet started are still running, less than one CPU budget is left of its lifetime, or the
-    run changed :func:`global_state`), or None when it can take the session's next run."""
+    snippet started are still running, less than one CPU budget is left of its lifetime, the
+    run changed :func:`global_state`, or it halted the TPU core: :func:`_core_halted`), or None
+    when it can take the session's next run."""
     from jaxscope.sandbox import guard
     from jaxscope.sandbox.snippet import check_plain_call, donates_inside, load_snippet
 
@@ -755,6 +756,7 @@ def run_job(
     builtins.print = _print
     threads_before = _started_threads()
     state_before = global_state()
+    _core_halted(None)  # forget a halt described before this run
     guard.set_cpu_budget(cpu_s)
     cpu_at_start = guard.cpu_seconds_used()
     # No jax.clear_caches() here (measured, see docs/design/0001-sandbox.md): every run executes
@@ -853,6 +855,8 @@ def _retire_reason(
 
     if isinstance(terminal, RunFailed) and terminal.error_class == "RecursionError":
         return "a RecursionError can leave the interpreter's recursion counter unbalanced"
+    if _core_halted(terminal):
+        return CORE_HALT_RETIRE
     if _started_threads() > threads_before:
         return "threads started by the snippet are still running"
     if guard.cpu_lifetime_left() < cpu_s:
@@ -864,6 +868,25 @@ def _retire_reason(
     if changed:
         return "the run changed global JAX state (jax.config, the jax modules or the cwd)"
     return None
+
+
+CORE_HALT_RETIRE = "the run halted the TPU core: the chip runs nothing more in this process"
+
+
+def _core_halted(terminal: RunFinished | RunFailed | None) -> bool:
+    """Whether the run halted the TPU core (design 0073): its ``run_failed`` is XLA's runtime
+    error saying so (``errors.core_halted``: an out-of-bounds block's DMA bounds check, or a
+    later program's "The program continuator has halted unexpectedly"), or an exhibit described
+    such an error in its own event (``errors.take_core_halt_seen``, which this resets: ``None``
+    only resets it). Every later program in the process would fail: the worker must retire."""
+    from jaxscope.sandbox import errors
+
+    seen = errors.take_core_halt_seen()
+    return (
+        isinstance(terminal, RunFailed)
+        and terminal.error_class in ("JaxRuntimeError", "XlaRuntimeError")
+        and errors.core_halted(terminal.message)
+    ) or (terminal is not None and seen)
 
 
 # The whole events behind the last run's summaries (details on demand), by detail_id: kept
