@@ -2,7 +2,9 @@
  * The pallas exhibit's view model: the `pallas_call_found` events as the grid (one cell per
  * program instance), one picture per operand (its array cut into the blocks the program
  * instances touch, each labelled by the instances that read or write it), the selected
- * instance's element ranges, and the `pallas_output_compared` rows. Pure functions of the
+ * instance's element ranges, the `pallas_output_compared` rows, and (option `target` "tpu-v5e")
+ * each call's `pallas_mosaic_lowered`: its Mosaic operands and ops linked to the kernel jaxpr's
+ * eqns and the user's lines. Pure functions of the
  * events, tested on the golden streams (`view-model.test.ts`); the view only lays them out.
  */
 import type { Event, EventOf } from '../../frontend/src/protocol';
@@ -10,6 +12,7 @@ import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
 
 export type CallFound = EventOf<'pallas_call_found'>;
 export type OutputCompared = EventOf<'pallas_output_compared'>;
+export type MosaicLowered = EventOf<'pallas_mosaic_lowered'>;
 export type Operand = CallFound['operands'][number];
 export type Program = CallFound['programs'][number];
 
@@ -225,4 +228,100 @@ export function pictureUnit(p: Picture): number {
 export function nextInCell(cell: Cell, current: number): number {
   const at = cell.programs.indexOf(current);
   return cell.programs[(at + 1) % cell.programs.length] ?? current;
+}
+
+/** Each call's Mosaic lowering (option `target` "tpu-v5e"), by the call's `index`. */
+export function mosaicByCall(events: readonly Event[]): Map<number, MosaicLowered> {
+  return new Map(eventsOf(events, 'pallas_mosaic_lowered').map((e) => [e.index, e]));
+}
+
+/** One operand of the Mosaic kernel as the view lists it. */
+export interface WindowRow {
+  /** the kernel's parameter (`x`) when the windows are the call's operands one for one, else `arg 2` */
+  name: string;
+  role: string;
+  /** the block Mosaic copies per grid step: `(128, 512)`; `whole array` when left in place */
+  block: string;
+  memorySpace: string;
+  memref: string;
+}
+
+/**
+ * The Mosaic kernel's operands. Mosaic's order is scalar prefetch, inputs, outputs, scratch; when
+ * there are as many windows as the call has operands (no prefetch, no scratch) they are the
+ * operands in order, and are named so.
+ */
+export function windowRows(call: CallFound | undefined, low: MosaicLowered): WindowRow[] {
+  const named = call !== undefined && call.operands.length === low.windows.length;
+  return low.windows.map((w, i) => {
+    const op = named ? call.operands[i] : undefined;
+    return {
+      name: op ? operandName(op) : `arg ${i}`,
+      role: op ? op.role : '',
+      block: w.block === null ? 'whole array' : w.block.length === 1 ? `(${w.block[0]},)` : `(${w.block.join(', ')})`,
+      memorySpace: w.memory_space,
+      memref: w.memref,
+    };
+  });
+}
+
+/** One op of the Mosaic kernel's body with what it links to. */
+export interface OpRow {
+  /** its position in the body */
+  index: number;
+  name: string;
+  primitive: string | null;
+  line: number | null;
+  /**
+   * the kernel jaxpr's eqns it was lowered from: those of its primitive on its line (an op's
+   * location names only these two, so two `get`s on one line both stand for each of their ops)
+   */
+  eqns: number[];
+  /** the line of the module text it is on (0-based), or -1 when not found */
+  textLine: number;
+}
+
+/** The Mosaic kernel's ops, each linked to kernel jaxpr eqns and its line in the module text. */
+export function opRows(call: CallFound | undefined, low: MosaicLowered): OpRow[] {
+  const eqns = call?.kernel_jaxpr.eqns ?? [];
+  const lines = low.mosaic.split('\n');
+  // the kernel function's body: from its `func.func @<kernel>` to the next `func.func`
+  const start = lines.findIndex((l) => low.kernel !== null && l.includes(`func.func @${low.kernel}(`));
+  let at = start;
+  return low.ops.map((op, index) => {
+    const linked =
+      op.primitive === null
+        ? []
+        : eqns.filter((e) => e.primitive === op.primitive && e.source?.line === op.line).map((e) => e.index);
+    let textLine = -1;
+    if (start >= 0) {
+      const word = op.name === 'func.return' ? 'return' : op.name;
+      const pattern = new RegExp(`^\\s+(?:%\\S+(?:, %\\S+)* = )?${word.replace('.', '\\.')}\\b`);
+      for (let i = at + 1; i < lines.length && !lines[i]!.includes('func.func @'); i++) {
+        if (pattern.test(lines[i]!)) {
+          textLine = i;
+          at = i;
+          break;
+        }
+      }
+    }
+    return { index, name: op.name, primitive: op.primitive, line: op.line, eqns: linked, textLine };
+  });
+}
+
+/** The ops (their indices) that stand for kernel eqn `eqn` or sit on user line `line`. */
+export function opsOf(rows: readonly OpRow[], pick: { eqn?: number; line?: number }): Set<number> {
+  return new Set(
+    rows
+      .filter((r) => (pick.eqn !== undefined && r.eqns.includes(pick.eqn)) || (pick.line !== undefined && r.line === pick.line))
+      .map((r) => r.index),
+  );
+}
+
+/** The Mosaic lowering's heading: `matmul_kernel, grid (2, 3), arbitrary × 2`. */
+export function mosaicSummary(low: MosaicLowered): string {
+  if (low.error !== null && low.error !== undefined) return `failed to ${low.error_stage === 'compile' ? 'compile' : 'lower'}`;
+  const grid = low.grid.length === 0 ? 'no grid' : `grid (${low.grid.join(', ')})`;
+  const sem = low.dimension_semantics.length > 0 ? `, ${low.dimension_semantics.join(', ')}` : '';
+  return `${low.kernel ?? 'kernel'}: ${grid}${sem}`;
 }
