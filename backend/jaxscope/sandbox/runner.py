@@ -3,9 +3,9 @@
 Spawned by :mod:`jaxscope.sandbox.worker` (never forked). Start-up: keep fd 1 as the private
 *event pipe* (``dup``) and point fd 1 at stderr (``dup2(2, 1)``) so stray C-level writes cannot
 corrupt the event stream; keep fd 0 as the private *job pipe* and point fd 0 at /dev/null; apply
-the rlimits; import JAX, initialise the backend (no warm-up compile, design 0074; no
-exhibit's probe: each job imports the probe of its exhibit, :class:`Probes`); install the audit
-hook; write one handshake line ``{"ready": ...}``.
+the rlimits; import JAX, initialise the backend, jit one tiny function (no exhibit's probe: each
+job imports the probe of its exhibit, :class:`Probes`); install the audit hook; write one
+handshake line ``{"ready": ...}``.
 
 Then one job per line on the job pipe (``{"request": RunRequest, "cpu_s": float}``); for each,
 NDJSON events on the event pipe ending in exactly one terminal event (``run_finished`` or
@@ -506,11 +506,8 @@ _STDOUT = StdoutEvents()
 
 
 def _warm_up(kind: WorkerKind = "jax") -> dict[str, Any]:
-    """Import JAX and initialise the default backend (its devices). On the CPU nothing is
-    compiled: a warm-up ``jit`` cost every worker ~0.12 CPU-s (two XLA compiles, the first with
-    XLA's one-time set-up) and saved its run ~0.02 CPU-s, on a server whose throughput is set
-    by the CPU of a run, worker start included (design 0074). An "accelerator" worker still
-    compiles one tiny function on its chip (a chip's first compile is slow). A torch worker
+    """Import JAX, initialise the default backend (its devices), compile and run one tiny
+    function (one XLA compile: an eager ``jnp.ones`` made it two, design 0074). A torch worker
     (design 0025) imports torch and torch_xla instead and creates no PJRT client: torch_xla
     holds one per process and reads ``PJRT_DEVICE`` and its other settings when the run
     creates it."""
@@ -539,10 +536,13 @@ def _warm_up(kind: WorkerKind = "jax") -> dict[str, Any]:
     install()
     _REPORTING_SIZES = reporting_sizes
     devices = jax.devices()
-    if kind == "accelerator":
-        import jax.numpy as jnp
+    # One compile and one execution before any user code: XLA starts threads of its own at the
+    # first of each (the compile's SlowOperationAlarm among them), which must exist before a
+    # snippet may lower RLIMIT_NPROC (hostile/test_resources: fork_bomb_to_a_lowered_nproc).
+    # A numpy argument: no second compile for it (``jnp.ones`` was one, ~35 ms; design 0074).
+    import numpy as np
 
-        jax.jit(lambda x: x * 2.0 + 1.0)(jnp.ones(3)).block_until_ready()
+    jax.jit(lambda x: x * 2.0 + 1.0)(np.ones(3, np.float32)).block_until_ready()
     return {
         "jax_version": jax.__version__,
         "backend": jax.default_backend(),
