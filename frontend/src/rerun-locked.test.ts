@@ -37,6 +37,7 @@ const CASES: Case[] = [
   { exhibit: 'cache_key', golden: 'matmul', rerun: [/^perturb-/, /^xla-flags-input$/, /^xla-flags-run$/] },
   { exhibit: 'lazy_tensor', golden: 'cuts', rerun: [/^lazy-eager$/, /^lazy-torchax$/] },
   { exhibit: 'partial_eval', golden: 'mlp_loss', rerun: [/^known-toggle-\d+$/] },
+  { exhibit: 'pallas', golden: 'matmul', rerun: [/^target-host$/, /^target-tpu-v5e$/], keeps: ['program-slider', 'grid-point'] },
   { exhibit: 'pjrt_registry', golden: 'foo_unknown', rerun: [/^pjrt-device$/, /^pjrt-dynamic$/, /^pjrt-preset$/] },
   { exhibit: 'recompile_hunt', golden: 'fresh_closure', rerun: [/^steps-input$/, /^steps-run$/], keeps: ['step-0'] },
   { exhibit: 'stations', golden: 'mlp_loss', rerun: [/^target-host$/, /^target-tpu-v5e$/] },
