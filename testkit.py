@@ -14,6 +14,8 @@ CLI's imports and a template of its own (about 2 CPU-s each).
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import io
 import os
@@ -21,9 +23,9 @@ import random
 import subprocess
 import sys
 import zlib
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -93,3 +95,16 @@ def run_cli(
         except SystemExit as exc:
             status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return subprocess.CompletedProcess(["jaxscope", *argv], status, out.getvalue(), err.getvalue())
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(coro)``, in a thread of its own when this thread already runs an event loop:
+    a test process that has run an e2e test holds Playwright's sync API loop for the rest of the
+    session (pytest-xdist may give it backend tests after that), and ``asyncio.run`` refuses
+    to start inside a running loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()

@@ -33,6 +33,7 @@ from jaxscope.sandbox.worker import worker_env
 from jaxscope.settings import Limits
 
 from exhibits.registry import EXHIBITS
+from testkit import run_async
 
 NOTE = (
     "this program needs more devices than the TPU has (1 on this host): it ran on the 8 "
@@ -138,7 +139,7 @@ def test_held_preamble(tpu_host: None) -> None:
             await held.emit(event)
         assert out == events and held.fallback is None
 
-    asyncio.run(go())
+    run_async(go())
 
 
 def _accelerator_workers() -> int:
@@ -220,7 +221,7 @@ def test_one_holder_a_warm_spare_and_the_wait_told(tpu_host: None) -> None:
             await reap_all()
         assert max(holders) == 1
 
-    asyncio.run(go())
+    run_async(go())
 
 
 def test_a_mesh_larger_than_the_accelerator_runs_on_the_cpu_devices(
@@ -249,7 +250,7 @@ def test_a_mesh_larger_than_the_accelerator_runs_on_the_cpu_devices(
             await pool.close()
             await reap_all()
 
-    events = asyncio.run(go())
+    events = run_async(go())
     started = [e for e in events if isinstance(e, RunStarted)]
     assert len(started) == 1 and started[0].device_note is not None
     assert started[0].device_note.startswith("this program needs more devices than the TPU has")

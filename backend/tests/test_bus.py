@@ -58,6 +58,7 @@ from jaxscope.settings import Limits, Settings
 from websockets.asyncio.client import connect
 from websockets.typing import Origin
 
+from testkit import run_async
 from tests.harness import REPO, next_event, run_msg
 
 REDIS = shutil.which("redis-server")
@@ -396,7 +397,7 @@ def test_a_killed_web_process_hands_the_page_to_the_other(server: RedisServer, h
                     seen += await read(ws)
             return seen
 
-    events = asyncio.run(page())
+    events = run_async(page())
     assert [e["seq"] for e in events] == list(range(len(events)))
     assert events[-1]["type"] == "run_finished", events[-1]
 
@@ -487,7 +488,7 @@ def test_a_redis_write_pause_mid_run_ends_it_and_gives_the_share_back(
             time.sleep(0.05)
         raise AssertionError("the run did not start")
 
-    events = asyncio.run(scenario())
+    events = run_async(scenario())
     failed = events[-1]
     assert isinstance(failed, RunFailed) and failed.kind == "host_lost", failed
     assert failed.run_id == "p1" and "Run it again" in failed.message, failed.message
@@ -528,7 +529,7 @@ def test_the_sweeper_ends_a_run_its_live_host_dropped_and_skips_bad_data(
         finally:
             await redis.aclose()
 
-    asyncio.run(one_pass())
+    run_async(one_pass())
     ended = stream_events(server, dropped, 5)[-1]
     assert isinstance(ended, RunFailed) and ended.kind == "host_lost" and ended.run_id == "d1"
     assert "no longer holds it" in ended.message
@@ -752,7 +753,7 @@ def test_a_host_drops_its_stale_connections_once_the_queue_answers_again(
             await redis.aclose()
 
     try:
-        written = asyncio.run(scenario())
+        written = run_async(scenario())
     finally:
         restarted.kill()
     assert not [w for w in written if isinstance(w, BaseException)], written

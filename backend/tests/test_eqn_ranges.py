@@ -297,8 +297,8 @@ REAL_CASES += [("loop_4k", e) for e in ("jvp", "partial_eval", "transpose", "vma
 REAL_CASES += [("gpt_stack_jit", e) for e in ("jvp", "partial_eval", "transpose", "vmap")]
 # `make test` runs the 4,001-eqn loop in each exhibit (it is split into ranges wherever it runs),
 # a seeded sample of one of the 12-layer GPT's nine cases (each a minute or more on 2 cores) and
-# of two of the others (the NNX step's cases take 1-3 min each on a loaded 2-core machine); `make test-all` runs all of them, the 20,001-eqn loop included
-# (testkit.py, docs/design/0058-suite-that-fits.md).
+# of two of the others (the NNX step's cases take 1-3 min each on a loaded 2-core machine);
+# `make test-all` runs all of them, the 20,001-eqn loop included (testkit.py, design 0058).
 _ALWAYS = [c for c in REAL_CASES if c[0] == "loop_4k"]
 _GPT = [c for c in REAL_CASES if c[0].startswith("gpt_stack")]
 _OTHERS = [c for c in REAL_CASES if c not in _ALWAYS and c not in _GPT]

@@ -10,6 +10,7 @@ import pytest
 from jaxscope.protocol import StageStarted
 from jaxscope.server.frames import FRAME_BYTES, WINDOW_S, FrameSender, frame_objects, frame_text
 
+from testkit import run_async
 from tests.harness import frame_events
 
 
@@ -55,7 +56,7 @@ def test_events_in_a_burst_share_a_frame_and_keep_their_order() -> None:
         await asyncio.sleep(WINDOW_S * 5)
         return socket
 
-    socket = asyncio.run(main())
+    socket = run_async(main())
     assert socket.seqs() == list(range(500))
     assert len(socket.frames) == 1
 
@@ -71,7 +72,7 @@ def test_a_lone_event_goes_out_as_its_object_within_the_window() -> None:
             await asyncio.sleep(0.001)
         return socket, loop.time() - t0
 
-    socket, waited = asyncio.run(main())
+    socket, waited = run_async(main())
     assert socket.frames == [event_text(7)]
     assert waited < WINDOW_S + 0.2
 
@@ -94,7 +95,7 @@ def test_a_full_frame_goes_at_once_and_a_slow_client_holds_the_sender_back() -> 
         await sender.flush()
         return socket, sent
 
-    socket, sent = asyncio.run(main())
+    socket, sent = run_async(main())
     assert socket.seqs() == list(range(sent))
     assert sent <= 10 * per_frame
     assert all(len(f) <= FRAME_BYTES for f in socket.frames)
@@ -113,7 +114,7 @@ def test_a_frame_is_over_the_bound_only_as_one_event() -> None:
         await sender.flush()
         return socket
 
-    assert asyncio.run(main()).frames == [small, big, small]
+    assert run_async(main()).frames == [small, big, small]
 
 
 def test_close_drops_what_waits() -> None:
@@ -126,7 +127,7 @@ def test_close_drops_what_waits() -> None:
         await asyncio.sleep(WINDOW_S * 5)
         return socket
 
-    assert asyncio.run(main()).frames == []
+    assert run_async(main()).frames == []
 
 
 @pytest.mark.parametrize("frame", ["[]", "[1]", '{"type": "stage_started"}'])
@@ -162,7 +163,7 @@ def test_two_senders_on_one_socket_keep_the_bound_and_their_order(seed: int) -> 
         await sender.flush()
         return socket
 
-    socket = asyncio.run(main())
+    socket = run_async(main())
     seen: dict[str, list[int]] = {"A": [], "B": []}
     for frame in socket.frames:
         items = frame_objects(frame)
@@ -185,6 +186,6 @@ def test_the_bound_counts_utf8_bytes() -> None:
         await sender.flush()
         return socket
 
-    socket = asyncio.run(main())
+    socket = run_async(main())
     assert all(len(frame_objects(f)) == 1 or len(f.encode()) <= FRAME_BYTES for f in socket.frames)
     assert sum(len(frame_objects(f)) for f in socket.frames) == 6

@@ -13,6 +13,7 @@ from jaxscope.protocol import EventModel, RunQueued, RunRequest
 from jaxscope.sandbox.session import Session
 
 from exhibits.registry import EXHIBITS
+from testkit import run_async
 
 
 class StandInPool:
@@ -61,5 +62,5 @@ def test_the_reporter_ends_when_the_run_got_its_worker_though_emit_swallows_the_
         reporting.cancel()
         await asyncio.wait_for(reporting, 5)  # before the fix: a TimeoutError here
 
-    asyncio.run(scenario())
+    run_async(scenario())
     assert len(sent) == 1 and isinstance(sent[0], RunQueued) and sent[0].reason == "pool_full"

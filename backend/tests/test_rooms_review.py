@@ -29,6 +29,7 @@ from jaxscope.server import rooms as rooms_module
 from jaxscope.server.rooms import Member, RoomRegistry, RoomSession
 
 from exhibits.registry import EXHIBITS
+from testkit import run_async
 
 BIG = 64 * 1024 * 1024
 
@@ -83,7 +84,7 @@ def test_a_run_of_an_unknown_exhibit_id_is_never_announced() -> None:
         teacher.close()
         student.close()
 
-    asyncio.run(main())
+    run_async(main())
 
 
 def test_join_and_leave_floods_are_limited_and_never_echo_the_teachers_code() -> None:
@@ -117,7 +118,7 @@ def test_join_and_leave_floods_are_limited_and_never_echo_the_teachers_code() ->
         teacher.close()
         student.close()
 
-    asyncio.run(main())
+    run_async(main())
 
 
 def test_closed_teacher_pages_do_not_lock_a_client_out_of_rooms() -> None:
@@ -150,7 +151,7 @@ def test_closed_teacher_pages_do_not_lock_a_client_out_of_rooms() -> None:
         for page in (ninth, tenth, student):
             page.close()
 
-    asyncio.run(main())
+    run_async(main())
 
 
 def test_a_full_server_frees_the_oldest_teacherless_room() -> None:
@@ -169,7 +170,7 @@ def test_a_full_server_frees_the_oldest_teacherless_room() -> None:
         for page in (here, newcomer):
             page.close()
 
-    asyncio.run(main())
+    run_async(main())
 
 
 def test_the_relay_builds_each_frame_once_for_every_student() -> None:
@@ -208,4 +209,4 @@ def test_the_relay_builds_each_frame_once_for_every_student() -> None:
         for page in (teacher, *students):
             page.close()
 
-    asyncio.run(main())
+    run_async(main())

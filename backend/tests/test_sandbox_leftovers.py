@@ -14,6 +14,8 @@ from jaxscope.sandbox.pool import WorkerPool
 from jaxscope.server.app import client_of
 from jaxscope.settings import Limits
 
+from testkit import run_async
+
 ADD_KEY = """
 import ctypes, sys
 libc = ctypes.CDLL(None, use_errno=True)
@@ -97,4 +99,4 @@ def test_the_pool_keeps_its_spare_after_a_leased_worker_ends() -> None:
         finally:
             await pool.close()
 
-    assert asyncio.run(scenario()) == 1
+    assert run_async(scenario()) == 1

@@ -32,6 +32,7 @@ from jaxscope.server.rooms import Member, Room, RoomRegistry
 from jaxscope.settings import Limits, Settings
 
 from exhibits.registry import EXHIBITS
+from testkit import run_async
 from tests.harness import collect, next_event, run_msg
 
 SIN = "import jax.numpy as jnp\ndef f(x):\n    return jnp.sin(x) * 2.0\nargs = (jnp.ones(3),)\n"
@@ -261,7 +262,7 @@ def test_a_student_that_falls_behind_is_dropped() -> None:
         assert len(sent) == 1 and "fell too far behind" in sent[0]
         assert RoomClosed.model_validate_json(sent[0]).room == room.id
 
-    asyncio.run(main())
+    run_async(main())
 
 
 def test_without_rooms_a_room_request_is_refused() -> None:
@@ -285,7 +286,7 @@ def test_without_rooms_a_room_request_is_refused() -> None:
         await serve_requests(receive, send, Session(pool, EXHIBITS))
         return sent
 
-    answers = [RoomRefused.model_validate_json(t) for t in asyncio.run(main())]
+    answers = [RoomRefused.model_validate_json(t) for t in run_async(main())]
     assert [(a.request, a.room, a.message) for a in answers] == [
         ("join_room", "abcdefgh12", NO_ROOMS),
         ("open_room", "", NO_ROOMS),

@@ -19,6 +19,8 @@ from jaxscope.sandbox.pool import FIRST_START_S, START_SAMPLES, WorkerPool
 from jaxscope.sandbox.worker import WorkerProcess
 from jaxscope.settings import Limits
 
+from testkit import run_async
+
 
 class _Started:
     """What the pool keeps of a started worker here: it is closed when the pool closes."""
@@ -64,4 +66,4 @@ def test_estimate_is_the_median_of_the_last_measured_starts_per_kind(
         for p in (tf, tf_other, main):
             await p.close()
 
-    asyncio.run(scenario())
+    run_async(scenario())

@@ -4,7 +4,6 @@ test` installs it, so CI runs them)."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import os
 from pathlib import Path
@@ -17,6 +16,7 @@ from jaxscope.sandbox.worker import WorkerProcess, WorkerStartError, worker_env
 from jaxscope.settings import GiB, Limits
 
 from exhibits.registry import EXHIBITS, Exhibit
+from testkit import run_async
 
 TORCH_PROBLEM = kinds.kind_problem("torch")
 needs_torch = pytest.mark.skipif(TORCH_PROBLEM is not None, reason=str(TORCH_PROBLEM))
@@ -65,7 +65,7 @@ def test_missing_torch_venv_is_refused_before_any_worker(
     problem = request_problem(RunRequest(run_id="r1", exhibit=own.id, code=""), [own.id])
     assert problem is not None and "make torch" in problem and "nowhere" in problem
     with pytest.raises(WorkerStartError, match="not installed"):
-        asyncio.run(WorkerProcess.spawn(Limits(), "torch"))
+        run_async(WorkerProcess.spawn(Limits(), "torch"))
 
 
 @needs_torch
@@ -88,7 +88,7 @@ def test_torch_worker_starts_in_the_sandbox_only_with_its_own_address_space() ->
         with pytest.raises(WorkerStartError, match="failed to map segment"):
             await spawn(3 * GiB)
 
-    asyncio.run(main())
+    run_async(main())
 
 
 def test_which_torch_workers_are_forked(monkeypatch: pytest.MonkeyPatch) -> None:
