@@ -23,7 +23,7 @@ import random
 import subprocess
 import sys
 import zlib
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -90,21 +90,30 @@ def run_cli(
         fake_stdin = _Stdin(io.BytesIO(data), encoding="utf-8")
         stack.callback(setattr, sys, "stdin", sys.stdin)
         sys.stdin = fake_stdin
-        try:
-            status = main(list(argv))
-        except SystemExit as exc:
-            status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        status = _in_a_loopless_thread(lambda: _exit_status(main, list(argv)))
     return subprocess.CompletedProcess(["jaxscope", *argv], status, out.getvalue(), err.getvalue())
 
 
-def run_async(coro: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(coro)``, in a thread of its own when this thread already runs an event loop:
-    a test process that has run an e2e test holds Playwright's sync API loop for the rest of the
-    session (pytest-xdist may give it backend tests after that), and ``asyncio.run`` refuses
-    to start inside a running loop."""
+def _exit_status(main: Callable[[list[str]], int], argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+
+
+def _in_a_loopless_thread(call: Callable[[], T]) -> T:
+    """``call()``, in a thread of its own when this thread already runs an event loop: a test
+    process that has run an e2e test holds Playwright's sync API loop for the rest of the
+    session (pytest-xdist may give it backend tests after that), and ``asyncio.run`` (the
+    CLI's, a test's) refuses to start inside a running loop."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
+        return call()
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+        return pool.submit(call).result()
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(coro)``, where a loop may already run (:func:`_in_a_loopless_thread`)."""
+    return _in_a_loopless_thread(lambda: asyncio.run(coro))

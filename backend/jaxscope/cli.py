@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import concurrent.futures
 import contextlib
 import dataclasses
 import io
@@ -919,7 +920,15 @@ def run_headless_sync(
             )
         )
 
-    asyncio.run(main())
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(main())
+    else:
+        # Called where an event loop already runs (a notebook's, Playwright's sync API in a
+        # test): asyncio.run refuses to start inside it, so the run gets a thread of its own.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, main()).result()
     return out[0]
 
 

@@ -404,8 +404,9 @@ def test_the_stations_records_are_what_its_events_hold() -> None:
     base = set(EventBase.model_fields) | {"type"}
     assert set(HloLinkRecord.__dataclass_fields__) == set(events.HloLink.model_fields)
     assert set(OpLinkRecord.__dataclass_fields__) == set(events.OpLink.model_fields)
-    # ``compiled_for`` and ``topology`` are the probe's: which target it compiled for (design 0067).
-    probe_set = {"compiled_for", "topology"}
+    # ``compiled_for``, ``topology`` (which target it compiled for, design 0067) and ``memory_peak``
+    # (read from XLA's buffer assignment of a TPU compile, design 0073) are the probe's.
+    probe_set = {"compiled_for", "topology", "memory_peak"}
     assert (
         set(CompiledModule.__dataclass_fields__)
         == set(events.ExecutableCompiled.model_fields) - base - probe_set

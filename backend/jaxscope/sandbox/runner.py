@@ -879,8 +879,11 @@ def _core_halted(terminal: RunFinished | RunFailed | None) -> bool:
     later program's "The program continuator has halted unexpectedly"), or an exhibit described
     such an error in its own event (``errors.take_core_halt_seen``, which this resets: ``None``
     only resets it). Every later program in the process would fail: the worker must retire."""
-    from jaxscope.sandbox import errors
-
+    # Only when something imported it (a failure described, an exhibit that noted a halt):
+    # importing it here would load every exhibit's explainer into each worker at its first run.
+    errors = sys.modules.get("jaxscope.sandbox.errors")
+    if errors is None:
+        return False
     seen = errors.take_core_halt_seen()
     return (
         isinstance(terminal, RunFailed)
