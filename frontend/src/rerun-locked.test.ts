@@ -41,6 +41,7 @@ const CASES: Case[] = [
   { exhibit: 'pjrt_registry', golden: 'foo_unknown', rerun: [/^pjrt-device$/, /^pjrt-dynamic$/, /^pjrt-preset$/] },
   { exhibit: 'recompile_hunt', golden: 'fresh_closure', rerun: [/^steps-input$/, /^steps-run$/], keeps: ['step-0'] },
   { exhibit: 'stations', golden: 'mlp_loss', rerun: [/^target-host$/, /^target-tpu-v5e$/] },
+  { exhibit: 'xla_passes', golden: 'mlp_softmax', rerun: [/^target-host$/, /^target-tpu-v5e$/] },
   { exhibit: 'shard_map', golden: 'psum_rows', rerun: [/^sm-in-specs$/, /^sm-apply-spec$/, /^sm-reset-spec$/] },
   {
     exhibit: 'sharding',
