@@ -27,13 +27,18 @@ def recorded_events(exhibit: str, example: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def replay_runs(page: Page, exhibit: str, example: str) -> list[str]:
-    """Answer the page's ``run`` requests for ``exhibit`` with ``example``'s recorded stream.
+def replay_runs(
+    page: Page, exhibit: str, example: str, *, events: list[dict[str, Any]] | None = None
+) -> list[str]:
+    """Answer the page's ``run`` requests for ``exhibit`` with ``example``'s recorded stream
+    (or with ``events``, a stream recorded elsewhere: pallas's TPU lowering, which CI cannot
+    re-run, is kept outside ``golden/``).
 
     Call before the page opens its websocket (before ``page.goto``). Every other message goes
     to the real server and back. Returns the list that collects the ``run_id`` of each run
     answered from the recording, so a test can assert its run was one of them."""
-    events = recorded_events(exhibit, example)
+    if events is None:
+        events = recorded_events(exhibit, example)
     answered: list[str] = []
 
     def route(ws: WebSocketRoute) -> None:

@@ -9,43 +9,21 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
-from playwright.sync_api import Page, WebSocketRoute, expect
+from playwright.sync_api import Page, expect
 
 from e2e.browser import open_exhibit, run_and_wait, set_code, set_theme
+from e2e.replay import replay_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 STREAM = ROOT / "exhibits" / "pallas" / "golden_tpu" / "matmul_tiled.events.jsonl"
 SNIPPET = ROOT / "recordings" / "tpu-v5e" / "pallas_chip" / "matmul_tiled.py"
 
 
-def replay(page: Page, events: list[dict[str, Any]]) -> list[str]:
-    """Answer the page's pallas runs with ``events`` (as ``e2e.replay.replay_runs`` does)."""
-    answered: list[str] = []
-
-    def route(ws: WebSocketRoute) -> None:
-        server = ws.connect_to_server()
-
-        def from_page(message: str | bytes) -> None:
-            request = json.loads(message) if isinstance(message, str) else None
-            if isinstance(request, dict) and request.get("type") == "run":
-                run_id = str(request["run_id"])
-                answered.append(run_id)
-                ws.send(json.dumps([{**event, "run_id": run_id} for event in events]))
-            else:
-                server.send(message)
-
-        ws.on_message(from_page)
-
-    page.route_web_socket(re.compile(r".*/api/ws.*"), route)
-    return answered
-
-
 def test_pallas_mosaic_lowering(page: Page, console_errors: list[str], screenshots: Path) -> None:
     events = [json.loads(line) for line in STREAM.read_text().splitlines() if line.strip()]
     (low,) = [e for e in events if e["type"] == "pallas_mosaic_lowered"]
-    answered = replay(page, events)
+    answered = replay_runs(page, "pallas", STREAM.stem, events=events)
     page.set_viewport_size({"width": 1500, "height": 1400})
     open_exhibit(page, "pallas")
     set_theme(page, "light")
