@@ -149,8 +149,9 @@ def test_dockerignore_keeps_every_copied_path() -> None:
 
 # What the wheel may leave out: the frontend's sources and tests (the built frontend is its own
 # stage), and the events files the TypeScript and Python tests replay.
+# golden_tpu/: chip recordings the page tests replay (design 0073); no run reads them.
 _NOT_SHIPPED = re.compile(
-    r"\.ts$|\.svelte$|tsconfig\.check\.json$|/fixtures/|fixture-events\.json$"
+    r"\.ts$|\.svelte$|tsconfig\.check\.json$|/fixtures/|/golden_tpu/|fixture-events\.json$"
 )
 
 
