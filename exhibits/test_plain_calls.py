@@ -14,7 +14,7 @@ import traceback
 import numpy as np
 import pytest
 from jaxscope.protocol import RunOptions
-from jaxscope.sandbox.probe_api import BLAME_ATTR
+from jaxscope.sandbox.probe_api import BLAME_ATTR, DURING_ATTR
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.conftest import CASES, jaxscope_run, run_probe
@@ -190,6 +190,10 @@ def test_the_caches_calls_are_made_as_a_script_makes_them() -> None:
         run_probe("caches", broken.read_text())
     assert type(info.value).__name__ == truth["error_class"]
     assert str(info.value) == truth["message"]
+    # JAX refused the buffer before add_one ran (no frame of the snippet): the line at fault is
+    # the `calls` line that passes it again (20), not add_one's `def` (13), and the call is named
+    assert snippet_line(info.value) == 20
+    assert getattr(info.value, DURING_ATTR) == "in call 2 of your `calls`"
     fixed = CASES / "DN03_calls_donated_fixed.py"
     assert plain_outcomes(fixed, (sequence,))[0]["ok"]
     assert run_probe("caches", fixed.read_text()).events

@@ -859,6 +859,15 @@ def _observe(
                 observer.call(p.jitted, args, p.kwargs, None, p.memory)
             except Exception as exc:
                 if p.changed is None:
+                    if preset is None:
+                        # A call the snippet listed: when JAX refused its arguments before f
+                        # ran (a donated buffer passed again), no frame of the snippet is on
+                        # the traceback; the line at fault is the `calls` line, not f's `def`.
+                        # A frame of the snippet (f raised) still wins.
+                        blame_line(
+                            mark_during(exc, f"in call {number} of your `calls`"),
+                            setting_line(snippet.source, "calls"),
+                        )
                     raise
                 # The preset made these arguments, not the snippet: say so beside JAX's error.
                 explain(

@@ -192,6 +192,28 @@ def test_a_preset_call_that_f_rejects_says_the_preset_made_it() -> None:
     assert getattr(info.value, EXPLAIN_ATTR).startswith("This call is the new_shape preset's")
 
 
+def test_a_listed_call_that_f_rejects_keeps_fs_line() -> None:
+    """A call of the snippet's `calls` that raises inside f: the run fails at f's line (a frame
+    of the snippet wins over the `calls` line, which is blamed only when JAX refused the
+    arguments before f ran, cases/DN03), and says which call it was."""
+    import traceback
+
+    from jaxscope.sandbox.probe_api import DURING_ATTR, SNIPPET_FILENAME
+
+    source = (
+        "import jax.numpy as jnp\n\n"
+        "def f(x):\n"
+        "    return jnp.sum(x @ jnp.ones(3))\n\n"
+        "args = (jnp.ones(3),)\n"
+        "calls = [args, (jnp.ones(2),)]\n"
+    )
+    with pytest.raises(TypeError, match="dot_general requires contracting") as info:
+        run_probe("caches", source)
+    frames = traceback.extract_tb(info.value.__traceback__)
+    assert [fr.lineno for fr in frames if fr.filename == SNIPPET_FILENAME][-1] == 4
+    assert getattr(info.value, DURING_ATTR) == "in call 2 of your `calls`"
+
+
 def _jax_input_type_lines(explanation: str) -> list[tuple[str, str, str]]:
     """``* at NAME, now A and before B`` lines of JAX's explanation, weak types as ours."""
     out = []
