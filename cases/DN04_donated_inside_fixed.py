@@ -3,7 +3,7 @@
 Report: jax-ml/jax#9237 (what donation means: "You should not reuse buffers that you donate to
 a computation, JAX will raise an error if you try to") and #16906 (the donated array read
 afterwards raises). ``f`` is not jitted: called as a script calls it, the first ``sgd`` deletes
-``params`` and the second raises at line 23. An exhibit that traces ``f`` under ``jax.jit``
+``params`` and the second raises at line 24. An exhibit that traces ``f`` under ``jax.jit``
 (where donation does nothing) finished and printed outputs; it must fail there too (issue 33,
 class 10).
 """

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import traceback
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -53,6 +55,9 @@ def test_a_donated_argument_fails_as_plain_f_does(case: str, line: int) -> None:
     assert type(info.value).__name__ == plain["error_class"]
     assert str(info.value) == plain["message"]
     assert snippet_line(info.value) == line
+    # the stage text says the call plain JAX makes: with **kwargs when the snippet has kwargs
+    call = "f(*args, **kwargs)" if "kwargs" in case else "f(*args)"
+    assert getattr(info.value, DURING_ATTR).startswith(f"calling {call} with "), case
 
 
 @pytest.mark.parametrize("exhibit", sample(TRACING, 1, key="issue33-donated"))
@@ -176,6 +181,40 @@ def test_the_cli_fails_the_broken_case_and_passes_the_fixed(
     ]
     assert failed["source"]["line"] == line and "JAX raised" not in broken.stderr
     fixed = jaxscope_run(exhibit, CASES / f"{case}_fixed.py")
+    assert fixed.returncode == 0, fixed.stderr
+
+
+# case, exhibit, the matmul's line: a product whose contracted axes differ (dot_general)
+MATMULS = [
+    ("UE01_transposed_weight", "transform_order", 17),
+    ("UE05_torch_linear_kernel", "tracing", 22),
+]
+
+
+@pytest.mark.parametrize(("case", "exhibit", "line"), MATMULS)
+def test_a_mismatched_matmul_gets_a_fix_that_runs(
+    case: str, exhibit: str, line: int, tmp_path: Path
+) -> None:
+    """The why names both operands' shapes, the fix rewrites the product, and the first fix,
+    written into a copy of the broken case at that line, makes the run exit 0 (issue 33 audit:
+    UE01 printed neither)."""
+    broken = CASES / f"{case}_broken.py"
+    proc = jaxscope_run(exhibit, broken)
+    assert proc.returncode == 1, proc.stderr
+    assert "dot_general requires contracting dimensions" in proc.stderr
+    assert f"at line {line}" in proc.stderr
+    why = next(t for t in proc.stderr.splitlines() if t.startswith("  why: "))
+    fix = next(t for t in proc.stderr.splitlines() if t.startswith("  fix: "))
+    operands = re.search(r"Here `([^`]+)` has shape [^`]+ and `([^`]+)` has shape", why)
+    assert operands is not None, why
+    product = f"{operands[1]} @ {operands[2]}"
+    rewrite = next(c for c in re.findall(r"`([^`]+)`", fix) if "@" in c)
+    lines = broken.read_text().splitlines(keepends=True)
+    assert product in lines[line - 1]
+    lines[line - 1] = lines[line - 1].replace(product, rewrite, 1)
+    copy = tmp_path / f"{case}_fix_applied.py"
+    copy.write_text("".join(lines))
+    fixed = jaxscope_run(exhibit, copy)
     assert fixed.returncode == 0, fixed.stderr
 
 

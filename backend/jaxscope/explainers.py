@@ -7,8 +7,9 @@ handler is owned by the code that knows its error:
 
 * the generic ones live here: JAX's tracer errors first (:func:`tracer_errors`: they also make
   the run's ``kind`` ``tracer_error``), a traced value used as an array shape and shapes that
-  do not broadcast last (:func:`shapes`, :func:`broadcasting`: after the exhibits' more
-  specific shape errors);
+  do not broadcast and matrix products whose axes do not line up last (:func:`shapes`,
+  :func:`broadcasting`, :func:`jaxscope.dot_errors.dot_general_shapes`: after the exhibits'
+  more specific shape errors);
 * those of errors raised inside Flax, optax and ``jax.tree`` utilities (two trees of different
   structure, NNX trace-level errors, a linen module passed to a transform) live in
   :mod:`jaxscope.library_errors`, right after the tracer errors;
@@ -361,8 +362,9 @@ def explainer_chain() -> tuple[Link, ...]:
     """The handlers in the order they are asked: the tracer errors and the donated/deleted
     arrays, the errors raised inside Flax, optax and ``jax.tree`` utilities
     (:mod:`jaxscope.library_errors`), then each exhibit that explains errors in the registry's
-    order, then the shape errors (a traced shape, then shapes that do not broadcast)."""
-    from jaxscope import library_errors  # it imports this module
+    order, then the shape errors (a traced shape, shapes that do not broadcast, a matrix
+    product whose contracted or batch axes differ: :mod:`jaxscope.dot_errors`)."""
+    from jaxscope import dot_errors, library_errors  # they import this module
 
     links = [
         _link(tracer_errors),
@@ -377,6 +379,7 @@ def explainer_chain() -> tuple[Link, ...]:
             links.append(_link(getattr(module, EXHIBIT_EXPLAINER)))
     links.append(_link(shapes))
     links.append(_link(broadcasting))
+    links.append(_link(dot_errors.dot_general_shapes))
     return tuple(links)
 
 

@@ -34,6 +34,7 @@ EXPORT = "exhibits.export.explain.explain_error"
 PMAP = "exhibits.pmap.explain.explain_error"
 SHAPES = "jaxscope.explainers.shapes"
 BROADCAST = "jaxscope.explainers.broadcasting"
+DOT = "jaxscope.dot_errors.dot_general_shapes"
 
 
 def test_the_chain_order_is_stable() -> None:
@@ -53,6 +54,7 @@ def test_the_chain_order_is_stable() -> None:
         PMAP,
         SHAPES,
         BROADCAST,
+        DOT,
     ]
     assert explainer_chain() is explainer_chain()  # assembled once
 

@@ -124,7 +124,8 @@ def _check_not_deleted(
         jax.block_until_ready(f(*args, **kwargs))  # type: ignore[no-untyped-call]
     except Exception as exc:
         where = name + jax.tree_util.keystr(path)
-        mark_during(exc, f"calling f(*args) with {where}, donated or deleted while loading")
+        call = "f(*args, **kwargs)" if kwargs else "f(*args)"
+        mark_during(exc, f"calling {call} with {where}, donated or deleted while loading")
         if not _raised_in_snippet(exc):
             blame_line(exc, setting_line(source, name))
         raise
@@ -163,9 +164,8 @@ def check_plain_call(snippet: Snippet) -> None:
         with contextlib.redirect_stdout(io.StringIO()):
             jax.block_until_ready(snippet.f(*args, **kwargs))  # type: ignore[no-untyped-call]
     except Exception as exc:
-        mark_during(
-            exc, "calling f(*args) as plain JAX does (f donates inside), before the exhibit"
-        )
+        call = "f(*args, **kwargs)" if kwargs else "f(*args)"
+        mark_during(exc, f"calling {call} as plain JAX does (f donates inside), before the exhibit")
         raise
 
 

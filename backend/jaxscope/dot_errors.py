@@ -1,0 +1,372 @@
+"""The error explainer for JAX's ``dot_general`` shape errors (issue 33, class 7): a matrix
+product whose contracted axes differ in size ("dot_general requires contracting dimensions to
+have the same shape, got (3,) and (2,).") and, of the same family, batch axes that differ
+("... lhs batch dimensions and rhs batch dimensions to have the same shape ...").
+
+JAX's message names only the sizes on the contracted (batch) axes. The handler reads the
+operands' shapes off the snippet's frame where the failing line is a matrix product it can read
+without running anything (``a @ b``, ``jnp.matmul``/``jnp.dot``/``a.dot(b)`` whose operands are
+names, attributes, constant subscripts, ``.T`` or nested products), checks that they give the
+sizes in JAX's message, and offers only the fixes those shapes allow (each checked with the
+matmul shape rule: transpose the right operand, transpose the left one, put the vector on the
+other side, flatten the left operand's trailing axes). Where it cannot read the operands it
+names the sizes and says what to look for. It reads frames and their locals; it calls no JAX
+function on the operands (a tracer of an ended trace must not be used) and imports no private
+JAX.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import linecache
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from types import FrameType, TracebackType
+from typing import Any
+
+from jaxscope.explainers import ErrorContext, Explanation
+from jaxscope.snippet_model import SNIPPET_FILENAME
+
+Shape = tuple[int, ...]
+
+# JAX's messages (jax 0.10.2, ``_dot_general_shape_rule``).
+_CONTRACTING = re.compile(
+    r"dot_general requires contracting dimensions to have the same shape, got"
+    r" (?P<lhs>\([\d, ]*\)) and (?P<rhs>\([\d, ]*\))"
+)
+_BATCH = re.compile(
+    r"dot_general requires lhs batch dimensions and rhs batch dimensions to have the same"
+    r" shape, got (?P<lhs>\([\d, ]*\)) and (?P<rhs>\([\d, ]*\))"
+)
+# JAX's line is short; a snippet's own exception may be huge (see explainers.broadcasting).
+_SCAN = 4096
+
+# The calls that contract as ``@`` does (the last axis of the left operand with the second to
+# last, or only, axis of the right one).
+_MATMUL_CALLS = {"matmul", "dot"}
+
+
+def _sizes(text: str) -> Shape | None:
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return None
+    if not isinstance(value, tuple) or not all(isinstance(d, int) for d in value):
+        return None
+    return tuple(value)
+
+
+def matmul_shape(a: Shape, b: Shape) -> Shape | None:
+    """The shape of ``a @ b`` by numpy's ``matmul`` rule (a vector operand gets a size-1 axis
+    that is removed again; the leading axes broadcast), None when the product is not defined."""
+    if not a or not b:
+        return None
+    a2 = (1, *a) if len(a) == 1 else a
+    b2 = (*b, 1) if len(b) == 1 else b
+    if a2[-1] != b2[-2]:
+        return None
+    lead_a, lead_b = a2[:-2], b2[:-2]
+    lead: list[int] = []
+    for i in range(1, max(len(lead_a), len(lead_b)) + 1):
+        x = lead_a[-i] if i <= len(lead_a) else 1
+        y = lead_b[-i] if i <= len(lead_b) else 1
+        if x != y and 1 not in (x, y):
+            return None
+        lead.insert(0, max(x, y))
+    out = [*lead, a2[-2], b2[-1]]
+    if len(b) == 1:
+        out.pop()
+    if len(a) == 1:
+        out.pop(-2 if len(b) > 1 else -1)
+    return tuple(out)
+
+
+def contracted(a: Shape, b: Shape) -> tuple[int, int] | None:
+    """The sizes ``a @ b`` contracts: ``a``'s last axis and ``b``'s second to last (its only
+    one for a vector)."""
+    if not a or not b:
+        return None
+    return a[-1], (b[-2] if len(b) > 1 else b[0])
+
+
+# ---- reading the operands off the snippet's frame -----------------------------------------
+
+
+def _frames(tb: TracebackType | None) -> Iterator[TracebackType]:
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
+
+
+def _snippet_entry(exc: BaseException) -> TracebackType | None:
+    """The deepest traceback entry in the user's snippet."""
+    deepest = None
+    for tb in _frames(exc.__traceback__):
+        if tb.tb_frame.f_code.co_filename == SNIPPET_FILENAME:
+            deepest = tb
+    return deepest
+
+
+_MISSING = object()
+
+
+def _lookup(name: str, frame: FrameType) -> Any:
+    for scope in (frame.f_locals, frame.f_globals, vars(builtins)):
+        if name in scope:
+            return scope[name]
+    return _MISSING
+
+
+def _is_array(x: Any) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "dtype")
+
+
+def _shape_attr(x: Any) -> Shape | None:
+    try:
+        shape = tuple(x.shape)
+    except Exception:  # an object whose shape cannot be read is not an operand we name
+        return None
+    return shape if all(isinstance(d, int) for d in shape) else None
+
+
+def _object(node: ast.expr, frame: FrameType) -> Any:
+    """The object a name, an attribute of a non-array object (read statically: no property
+    runs) or a constant subscript of a dict, list or tuple refers to; ``_MISSING`` otherwise."""
+    if isinstance(node, ast.Name):
+        return _lookup(node.id, frame)
+    if isinstance(node, ast.Attribute):
+        base = _object(node.value, frame)
+        if base is _MISSING or _is_array(base):
+            return _MISSING
+        try:
+            value = inspect.getattr_static(base, node.attr)
+        except AttributeError:
+            return _MISSING
+        return _MISSING if hasattr(value, "__get__") and not _is_array(value) else value
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        base = _object(node.value, frame)
+        key: Any = node.slice.value
+        if isinstance(base, dict | list | tuple):
+            try:
+                return base[key]
+            except (KeyError, IndexError, TypeError):
+                return _MISSING
+    return _MISSING
+
+
+def _matmul_operands(node: ast.expr) -> tuple[ast.expr, ast.expr] | None:
+    """The two operands of ``a @ b``, ``jnp.matmul(a, b)``, ``jnp.dot(a, b)`` or ``a.dot(b)``."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+        return node.left, node.right
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords:
+        if node.func.attr in _MATMUL_CALLS and len(node.args) == 2:
+            return node.args[0], node.args[1]
+        if node.func.attr == "dot" and len(node.args) == 1:  # a.dot(b)
+            return node.func.value, node.args[0]
+    return None
+
+
+def _shape(node: ast.expr, frame: FrameType) -> Shape | None:
+    """The shape of an operand expression, computed without running it."""
+    if isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
+        inner = _shape(node.value, frame)
+        if inner is None:
+            return None
+        if node.attr == "T":
+            return tuple(reversed(inner))
+        return (*inner[:-2], inner[-1], inner[-2]) if len(inner) >= 2 else None
+    operands = _matmul_operands(node)
+    if operands is not None:
+        a, b = (_shape(x, frame) for x in operands)
+        return matmul_shape(a, b) if a is not None and b is not None else None
+    value = _object(node, frame)
+    return _shape_attr(value) if value is not _MISSING and _is_array(value) else None
+
+
+@dataclass(frozen=True)
+class Product:
+    """A matrix product on the failing line whose operands' shapes were read."""
+
+    left: str
+    right: str
+    left_shape: Shape
+    right_shape: Shape
+
+
+def _products(exc: BaseException) -> Iterator[Product]:
+    """The matrix products of the failing snippet line whose operands can be read, the one at
+    the failing instruction's position first."""
+    entry = _snippet_entry(exc)
+    if entry is None:
+        return
+    frame, line = entry.tb_frame, entry.tb_lineno
+    source = "".join(linecache.getlines(SNIPPET_FILENAME))
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return
+    position = None
+    try:
+        positions = list(frame.f_code.co_positions())
+        position = positions[entry.tb_lasti // 2]
+    except (AttributeError, IndexError):
+        pass
+    nodes = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.expr)
+        and _matmul_operands(n) is not None
+        and n.lineno <= line <= (n.end_lineno or n.lineno)
+    ]
+    nodes.sort(key=lambda n: (n.lineno, n.end_lineno, n.col_offset, n.end_col_offset) != position)
+    for node in nodes:
+        operands = _matmul_operands(node)
+        assert operands is not None
+        a, b = (_shape(x, frame) for x in operands)
+        left, right = (ast.get_source_segment(source, x) for x in operands)
+        if a is not None and b is not None and left and right:
+            yield Product(left, right, a, b)
+
+
+# ---- the fixes the shapes allow -----------------------------------------------------------
+
+
+def _wrap(text: str) -> str:
+    """``text`` as the operand of ``.T`` or ``@``: parenthesised unless it is a plain name,
+    attribute, subscript or call."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return f"({text})"
+    ok = isinstance(node, ast.Name | ast.Attribute | ast.Subscript | ast.Call)
+    return text if ok else f"({text})"
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A rewritten product, the shapes it multiplies and the shape it gives."""
+
+    code: str
+    left_shape: Shape
+    right_shape: Shape
+    result: Shape
+
+
+def fixes(p: Product) -> list[Fix]:
+    """The rewrites of ``p`` whose shapes multiply (each checked with :func:`matmul_shape`):
+    transpose the right operand, transpose the left one, put the vector on the other side,
+    flatten the left operand's trailing axes."""
+    a, b = p.left_shape, p.right_shape
+    left, right = _wrap(p.left), _wrap(p.right)
+    found: list[Fix] = []
+
+    def offer(code: str, x: Shape, y: Shape) -> None:
+        result = matmul_shape(x, y)
+        if result is not None and all(f.code != code for f in found):
+            found.append(Fix(code, x, y, result))
+
+    if len(b) >= 2:
+        t = (b[1], b[0]) if len(b) == 2 else (*b[:-2], b[-1], b[-2])
+        offer(f"{left} @ {right}.T" if len(b) == 2 else f"{left} @ {right}.mT", a, t)
+    if len(a) >= 2:
+        t = (a[1], a[0]) if len(a) == 2 else (*a[:-2], a[-1], a[-2])
+        offer(f"{left}.T @ {right}" if len(a) == 2 else f"{left}.mT @ {right}", t, b)
+    if len(a) == 1 and len(b) == 2:  # the vector on the other side: w @ x
+        offer(f"{right} @ {left}", b, a)
+    wanted = contracted(a, b)
+    for j in range(2, len(a) + 1):
+        if wanted is not None and math.prod(a[-j:]) == wanted[1]:
+            lead = a[:-j]
+            flat = (*lead, wanted[1])
+            shape = f"*{left}.shape[:-{j}], -1" if lead else "-1"
+            offer(f"{left}.reshape({shape}) @ {right}", flat, b)
+            break
+    return found
+
+
+def _shape_text(shape: Shape) -> str:
+    return str(shape) if len(shape) != 1 else f"({shape[0]},)"
+
+
+def _product_help(p: Product, lhs: Shape, rhs: Shape) -> Explanation:
+    a, b = p.left_shape, p.right_shape
+    b_axis = "the second to last axis" if len(b) > 1 else "the only axis"
+    why = (
+        f"A matrix product contracts (sums over) the last axis of its left operand with"
+        f" {b_axis} of its right one, so those two sizes must be equal."
+        f" Here `{p.left}` has shape {_shape_text(a)} and `{p.right}` has shape"
+        f" {_shape_text(b)}: the contracted sizes are {lhs[0]} (the last axis of `{p.left}`)"
+        f" and {rhs[0]} ({b_axis} of `{p.right}`)."
+    )
+    found = fixes(p)
+    if not found:
+        return Explanation(
+            why + " No transpose or reshape of these operands makes them fit.",
+            f"One of the operands has the wrong size, not just the wrong layout: no transpose"
+            f" of {_shape_text(a)} and {_shape_text(b)} lines up equal sizes. Find where it was"
+            f" made (a wrong `features`/size argument, a slice, a stale checkpoint); the"
+            f" tracing exhibit's eqn list shows every value's shape.",
+        )
+    options = [
+        f"`{f.code}` ({_shape_text(f.left_shape)} @ {_shape_text(f.right_shape)} gives"
+        f" {_shape_text(f.result)})"
+        for f in found
+    ]
+    fix = "Write " + "; or ".join(options) + "."
+    if len(b) == 2 and b[1] == a[-1]:
+        fix += (
+            f" A weight stored (out, in), as PyTorch stores `nn.Linear`'s, is used transposed"
+            f" on the right: `{found[0].code}`."
+        )
+    if len(found) > 1:
+        fix += " Keep the one whose result has the shape the next line expects."
+    return Explanation(why, fix)
+
+
+def dot_general_shapes(exc: BaseException, ctx: ErrorContext) -> Explanation | None:
+    """Why a matrix product's (``dot_general``'s) contracted or batch axes differ in size,
+    naming the operands' shapes and the fixes they allow; else None."""
+    del ctx
+    if not isinstance(exc, TypeError):
+        return None
+    first = str(exc)[:_SCAN].lstrip().partition("\n")[0]
+    contracting, batch = _CONTRACTING.search(first), _BATCH.search(first)
+    m = contracting or batch
+    if m is None:
+        return None
+    lhs, rhs = _sizes(m.group("lhs")), _sizes(m.group("rhs"))
+    if lhs is None or rhs is None:
+        return None
+    if contracting is not None:
+        # a matrix product contracts one axis: several (tensordot, einsum) are named as sizes
+        single = len(lhs) == 1 and len(rhs) == 1
+        for p in _products(exc) if single else ():
+            if contracted(p.left_shape, p.right_shape) == (lhs[0], rhs[0]):
+                return _product_help(p, lhs, rhs)
+        return Explanation(
+            f"`dot_general` (the primitive behind `@`, `jnp.matmul`, `jnp.dot`, `jnp.einsum`,"
+            f" a Dense layer) contracts (sums over) axes of its two operands pairwise, so each"
+            f" pair must have the same size; here the left operand's contracted axes have"
+            f" sizes {_shape_text(lhs)} and the right operand's {_shape_text(rhs)}.",
+            "Compare the two operands' shapes (the tracing exhibit's eqn list shows them): `@`"
+            " contracts the last axis of the left with the second to last of the right. If the"
+            " right one is a weight stored (out, in), as PyTorch stores it, use it as"
+            " `x @ w.T`; if the left one has extra trailing axes that should be one, flatten"
+            " them first (`x.reshape(x.shape[0], -1)`); for `lax.dot_general`, check which"
+            " axes `dimension_numbers` contracts.",
+        )
+    return Explanation(
+        f"`dot_general` pairs the batch axes of its two operands one to one (example i of the"
+        f" left with example i of the right), so they must have the same sizes; here the left"
+        f" operand's batch axes have sizes {_shape_text(lhs)} and the right operand's"
+        f" {_shape_text(rhs)}.",
+        "Check which axes are the batch axes (`dimension_numbers`' second pair for"
+        " `lax.dot_general`, the shared letters kept in the output for `jnp.einsum`) and give"
+        " both operands the same size there; an operand shared by every example has no batch"
+        " axis: leave it out of the batch axes (or map over the other one with `jax.vmap`,"
+        " `in_axes=None` for the shared one).",
+    )

@@ -1,0 +1,157 @@
+"""A matrix product whose contracted axes differ in size (JAX: "dot_general requires contracting
+dimensions to have the same shape") gets a why that names both operands' shapes and the sizes,
+and only fixes the shapes allow (issue 33 audit, class 7: UE01 printed no why/fix). Truth: the
+matmul shape rule is numpy's (``np.matmul`` on arrays of those shapes), and every printed fix,
+written into the snippet in place of the product, makes plain JAX run."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+import pytest
+from jaxscope.dot_errors import matmul_shape
+from jaxscope.explainers import ErrorContext, explain
+from jaxscope.sandbox.errors import classify
+from jaxscope.sandbox.snippet import load_snippet
+
+DOT = "jaxscope.dot_errors.dot_general_shapes"
+HEAD = "import jax, jax.numpy as jnp\nfrom jax import lax\n"
+
+
+def _numpy_matmul(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    try:
+        return tuple(np.matmul(np.ones(a), np.ones(b)).shape)
+    except ValueError:
+        return None
+
+
+def test_the_matmul_shape_rule_is_numpys() -> None:
+    shapes = [(3,), (2,), (2, 3), (3, 2), (3, 3), (4, 2, 3), (1, 3, 2), (5, 1, 3, 2), (4, 3, 4)]
+    for a, b in itertools.product(shapes, repeat=2):
+        assert matmul_shape(a, b) == _numpy_matmul(a, b), (a, b)
+
+
+def _jit(s: Any) -> Any:
+    return jax.jit(s.f)(*s.args)
+
+
+def _vmap_rows(s: Any) -> Any:
+    return jax.vmap(s.f, in_axes=(0, None))(*s.args)
+
+
+def _failed(code: str, call: Callable[[Any], Any]) -> tuple[str, str]:
+    snippet = load_snippet(HEAD + code)
+    with pytest.raises(TypeError, match="dot_general requires") as info:
+        call(snippet)
+    found = explain(info.value, ErrorContext(stage="trace", f=snippet.f))
+    assert found is not None and found[0] == DOT
+    failed = classify(info.value, "trace", snippet.f)
+    assert failed.explanation == found[1].explanation and failed.fix == found[1].fix
+    assert failed.explanation is not None and failed.fix is not None
+    return failed.explanation, failed.fix
+
+
+def _offered(fix: str) -> list[str]:
+    """The rewritten products a fix offers (its backticked code with an ``@``)."""
+    return list(dict.fromkeys(c for c in re.findall(r"`([^`]+)`", fix) if "@" in c))
+
+
+# code (f's product on one line), the call, the product as written, the operands' shapes as
+# the why must name them, the fixes that must be offered
+CASES = [
+    (  # UE01's shape: a vector times an (out, in) weight, per example under vmap
+        "def f(x, w):\n    return x @ w\nargs = (jnp.ones((8, 3)), jnp.ones((2, 3)))\n",
+        _vmap_rows,
+        "x @ w",
+        ("(3,)", "(2, 3)"),
+        ["x @ w.T", "w @ x"],
+    ),
+    (  # a PyTorch nn.Linear weight (out, in) as a Dense kernel (UE05)
+        "def f(x, kernel):\n    return jnp.dot(x, kernel)\n"
+        "args = (jnp.ones((2, 3)), jnp.ones((4, 3)))\n",
+        _jit,
+        "jnp.dot(x, kernel)",
+        ("(2, 3)", "(4, 3)"),
+        ["x @ kernel.T"],
+    ),
+    (  # the left operand transposed: x.T @ y
+        "def f(x, y):\n    return x @ y\nargs = (jnp.ones((5, 2)), jnp.ones((5, 3)))\n",
+        _jit,
+        "x @ y",
+        ("(5, 2)", "(5, 3)"),
+        ["x.T @ y"],
+    ),
+    (  # images not flattened before the dense layer
+        "def f(img, w):\n    return jnp.tanh(img @ w)\n"
+        "args = (jnp.ones((8, 4, 7)), jnp.ones((28, 10)))\n",
+        _jit,
+        "img @ w",
+        ("(8, 4, 7)", "(28, 10)"),
+        ["img.reshape(*img.shape[:-2], -1) @ w"],
+    ),
+    (  # the second of two products on one line, of dict entries
+        "def f(p, x):\n    h = x @ p['w1'] @ p['w2']\n    return h\n"
+        "args = ({'w1': jnp.ones((3, 4)), 'w2': jnp.ones((5, 4))}, jnp.ones((2, 3)))\n",
+        _jit,
+        "x @ p['w1'] @ p['w2']",
+        ("(2, 4)", "(5, 4)"),
+        ["(x @ p['w1']) @ p['w2'].T"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("code", "call", "product", "shapes", "wanted"), CASES, ids=[c[2] for c in CASES]
+)
+def test_the_why_names_the_shapes_and_every_fix_runs(
+    code: str,
+    call: Callable[[Any], Any],
+    product: str,
+    shapes: tuple[str, str],
+    wanted: list[str],
+) -> None:
+    why, fix = _failed(code, call)
+    left, right = shapes
+    assert f"shape {left}" in why and f"shape {right}" in why, why
+    offered = _offered(fix)
+    assert offered == wanted, fix
+    for rewrite in offered:
+        # the fix, written where the product was: plain JAX runs it
+        snippet = load_snippet(HEAD + code.replace(product, rewrite, 1))
+        jax.block_until_ready(call(snippet))  # type: ignore[no-untyped-call]
+
+
+def test_no_fix_is_offered_when_no_transpose_fits() -> None:
+    why, fix = _failed(
+        "def f(x, w):\n    return x @ w\nargs = (jnp.ones((2, 3)), jnp.ones((4, 5)))\n", _jit
+    )
+    assert "shape (2, 3)" in why and "shape (4, 5)" in why
+    assert _offered(fix) == [] and "wrong size" in fix
+    for a, b in [((3, 2), (4, 5)), ((2, 3), (5, 4))]:  # the transposes numpy refuses too
+        assert _numpy_matmul(a, b) is None
+
+
+def test_a_product_it_cannot_read_gets_the_sizes_from_the_message() -> None:
+    # the operands come from a call: the handler does not run it again, and names the sizes
+    why, fix = _failed(
+        "def g(n):\n    return jnp.ones((n, 3))\n"
+        "def f(x):\n    return g(2) @ g(x.shape[0])\nargs = (jnp.ones(4),)\n",
+        _jit,
+    )
+    assert "sizes (3,)" in why and "(4,)" in why
+    assert "x @ w.T" in fix  # advice in words, no rewrite of the user's code
+
+
+def test_batch_axes_that_differ_are_explained() -> None:
+    why, fix = _failed(
+        "def f(a, b):\n    return lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,))))\n"
+        "args = (jnp.ones((4, 2, 3)), jnp.ones((5, 3, 2)))\n",
+        _jit,
+    )
+    assert "batch axes" in why and "(4,)" in why and "(5,)" in why
+    assert "dimension_numbers" in fix
