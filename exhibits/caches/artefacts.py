@@ -1,5 +1,7 @@
 """The caches exhibit's ``--print`` table: ``timeline`` is JSON, one object per jit call
-observed: ``{"function": ..., "layer": ..., "differs": [entry names]}``. ``NOTES``: a driver
+observed: ``{"function": ..., "layer": ..., "differs": [entry names], "cause": ...}``
+(``cause``: why the call traced or compiled again, in words, the page's text; ``null`` when it
+did no new work or had nothing earlier to compare with). ``NOTES``: a driver
 run's note (no jit call observed, or JAX's work the timeline does not show), which
 ``jaxscope run`` prints on stderr. Imports only the protocol."""
 
@@ -21,6 +23,7 @@ def _timeline(events: Sequence[EventBase]) -> str | None:
                 "function": c.function,
                 "layer": c.layer,
                 "differs": [d.name for d in c.entries if d.differs],
+                "cause": c.cause,
             }
             for c in calls
         ]

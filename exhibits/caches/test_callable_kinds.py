@@ -13,6 +13,7 @@ timeline's traced/compiled calls plus the driver summary's work outside them.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -22,6 +23,7 @@ import pytest
 from jaxscope.internals.jit_watch import snippet_function_names
 
 import testkit
+from exhibits.caches.artefacts import ARTEFACTS
 from exhibits.conftest import CASES, plain_jax_log, run_probe
 
 KINDS = Path(__file__).resolve().parent / "callable_kinds"
@@ -75,6 +77,7 @@ def counted(request: pytest.FixtureRequest) -> dict[str, Any]:
         "plain_traces": plain_traces,
         "plain_compiles": plain_compiles,
         "summary": summary,
+        "events": events,
     }
 
 
@@ -115,3 +118,7 @@ def test_nnx_optimizer_rebuilt_named_down_to_the_optax_transformation(
     assert "Fix: build the optax transformation once, outside the loop" in cause
     # JAX's explain_cache_misses text, as the call recorded it, says the same path.
     assert "._graphdef" in calls[1].explanation
+    # `--print timeline` carries the cause, not only the entry that differs (issue 33 audit)
+    timeline = json.loads(ARTEFACTS["timeline"](counted["events"]) or "")
+    assert [t["cause"] for t in timeline] == [c.cause for c in calls]
+    assert timeline[1]["differs"] == ["input pytree"]
