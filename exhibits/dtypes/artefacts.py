@@ -7,13 +7,15 @@ the weak types); ``changes`` the dtype changes JAX made without being asked (JSO
 "example", "finding", "corrupted", "corruption", "corrupt_example", "primitive", "fix"}``:
 ``DtypeChangesFound``), ``[]`` when none.
 
-``SHOWN_ERRORS``: each promotion is a finding (``DtypePromoted``), and so is a demotion that
+``SHOWN_ERRORS``: each promotion is a finding (``DtypePromoted``), unless the operand it met
+was made wider on purpose (an explicit upcast, ``preferred_element_type``, ``dtype=``: a note
+whose fix upcasts the narrow side, ``docs/design/0062``), and so is a demotion that
 corrupts values (``DtypeDemoted``: overflow, underflow, a whole number lost, an integer
 wrapped), and so is a bfloat16/float16 result that loses what float32 keeps (``PrecisionLost``,
 with the fix its eqn takes): ``jaxscope run`` exits 3 with one stderr line per finding, at its
 line. A demotion
-that only rounds floats to float32, as JAX documents, is in ``NOTES``: one stderr line each,
-exit status 0. Imports only the protocol and this exhibit's events."""
+that only rounds floats to float32, as JAX documents, and such a promotion are in ``NOTES``:
+one stderr line each, exit status 0. Imports only the protocol and this exhibit's events."""
 
 from __future__ import annotations
 
@@ -126,9 +128,10 @@ def headline(c: DtypeChange) -> str:
         rest = f"; {c.changed} values change in all" if c.changed != c.corrupted else ""
         return f"{head}, and {c.corrupted} of {c.total} values {how} ({c.corrupt_example}){rest}"
     met = f" with {c.partner}" if c.partner else ""
+    purpose = "" if c.finding else f", which was made {c.to_dtype} on purpose"
     return (
-        f"{c.from_type} promoted to {c.to_type} by {c.api}{met}; the wider dtype lasts to"
-        " f's output"
+        f"{c.from_type} promoted to {c.to_type} by {c.api}{met}{purpose}; the wider dtype lasts"
+        " to f's output"
     )
 
 
@@ -166,8 +169,8 @@ def NOTES(events: Sequence[EventBase]) -> list[str]:
         else []
     )
     return [
-        f"DtypeDemoted at line {c.source.line if c.source else '?'}, not a finding:"
-        f" {headline(c)} (--print changes)"
+        f"{ERROR_CLASSES[c.kind]} at line {c.source.line if c.source else '?'}, not a finding:"
+        f" {headline(c)}{f'; fix: {c.fix}' if c.fix else ''} (--print changes)"
         for c in found.changes
         if not c.finding
     ] + unchecked

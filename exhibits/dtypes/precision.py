@@ -3,7 +3,8 @@ written and in float32 (``jaxscope.internals.precision_loss``, through ``exhibit
 origin of a loss turned into a :class:`DtypeChange` of kind ``precision_lost`` with the fix that
 applies to its eqn: a float32 accumulator for an eqn that accumulates (``dot_general``:
 ``preferred_element_type``; a sum: ``dtype=``), a float32 carry for a loop or a ``cond``, a later
-cast for an explicit ``astype``, else float32 operands."""
+cast for an explicit ``astype``, else float32 operands; each then says to carry the float32
+value through what it meets and cast down only at the end (:data:`CARRY`)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,16 @@ _SUMS = frozenset({"reduce_sum", "cumsum", "reduce_prod", "cumprod"})
 _CASTS = frozenset({"astype", "asarray", "array", "convert_element_type"})
 
 
+# What the float32 value must meet after the fix: a {dtype} operand it meets later would be
+# promoted to float32 by JAX, but narrowing the float32 value instead (the generic advice for a
+# promotion) restores the loss (issue 33 audit; docs/design/0062).
+CARRY = (
+    "carry the float32 value through what it meets after this line (upcast the {dtype} values"
+    " it meets there too, `y.astype(jnp.float32)`, rather than casting it back to {dtype}),"
+    " and cast down to {dtype} only at the end, where the lost digits no longer matter"
+)
+
+
 def fix_for(loss: PrecisionLoss) -> str:
     """The fix that applies to the eqn that lost precision."""
     dtype = loss.dtype
@@ -30,19 +41,20 @@ def fix_for(loss: PrecisionLoss) -> str:
         return (
             "accumulate and return float32: `preferred_element_type=jnp.float32` in this"
             " `jnp.dot`/`jnp.matmul`/`jnp.einsum`/`lax.dot_general`/`lax.conv` call (the"
-            f" operands stay {dtype}); cast the result down only where its size no longer"
-            " matters"
+            f" operands stay {dtype}); {CARRY.format(dtype=dtype)}"
         )
     if loss.primitive in _SUMS:
         return (
             "reduce in float32: `dtype=jnp.float32` in this `jnp.sum`/`jnp.cumsum`/`jnp.prod`"
-            f" (or upcast its operand, `x.astype(jnp.float32)`); the operand stays {dtype}"
+            f" (or upcast its operand, `x.astype(jnp.float32)`; the operand stays {dtype});"
+            f" {CARRY.format(dtype=dtype)}"
         )
     if loss.primitive in _CONTROL_FLOW:
         return (
             f"keep the loop's carry (or the branch's result) in float32: `jnp.float32` for the"
             f" initial value, the {dtype} values upcast as they are added"
-            " (`c + x.astype(jnp.float32)`), and cast down after the loop"
+            " (`c + x.astype(jnp.float32)`); after the loop, "
+            + CARRY.format(dtype=dtype).replace(" after this line", "")
         )
     if loss.primitive == "convert_element_type" and loss.api.rsplit(".", 1)[-1] in _CASTS:
         return (
@@ -50,8 +62,8 @@ def fix_for(loss: PrecisionLoss) -> str:
             f" {dtype} only what tolerates its rounding"
         )
     return (
-        "compute this line in float32: upcast the operands (`x.astype(jnp.float32)`) and cast"
-        f" the result down to {dtype} after it, where the lost digits no longer matter"
+        "compute this line in float32: upcast the operands (`x.astype(jnp.float32)`); "
+        + CARRY.format(dtype=dtype)
     )
 
 

@@ -37,6 +37,7 @@ import numpy as np
 from jaxscope.exhibit_api import (
     CallPlan,
     ProbeContext,
+    Promotion,
     SourceLoc,
     dtype_eqn_count,
     dtype_promotions,
@@ -264,7 +265,7 @@ def run(ctx: ProbeContext) -> None:
     ctx.emit(ResultTypeComputed(args=args, answers=answers, user_x64=user_x64))
     changes = [] if user_x64 else demotions(leaves, setting_line(ctx.snippet.source, "args"))
     closed = plan.make_jaxpr()
-    changes += [DtypeChange(kind="promoted", **vars(p)) for p in dtype_promotions(closed)]
+    changes += [promoted(p) for p in dtype_promotions(closed)]
     lost, unchecked = precision_changes(closed, flat_arguments(plan.dynamic_args(), plan.kwargs))
     changes += lost
     ctx.emit(
@@ -274,6 +275,24 @@ def run(ctx: ProbeContext) -> None:
             eqns_read=dtype_eqn_count(closed),
             precision_unchecked=unchecked,
         )
+    )
+
+
+def promoted(p: Promotion) -> DtypeChange:
+    """A promotion as a change: a finding, unless its wider operand was made wide on purpose
+    (``deliberate``: an explicit upcast, ``preferred_element_type``, ``dtype=``); then a note
+    whose fix upcasts the narrow side, since narrowing the other would undo the upcast
+    (``docs/design/0062``)."""
+    fields = {k: v for k, v in vars(p).items() if k != "deliberate"}
+    if not p.deliberate:
+        return DtypeChange(kind="promoted", **fields)
+    return DtypeChange(
+        kind="promoted",
+        **fields,
+        finding=False,
+        fix=f"upcast the {p.from_dtype} operand on purpose where it meets the {p.to_dtype} value"
+        f" (`x.astype(jnp.{p.to_dtype})`) and keep the {p.to_dtype} side as it is: it was made"
+        f" {p.to_dtype} on purpose, and narrowing it to {p.from_dtype} would undo that",
     )
 
 

@@ -47,12 +47,16 @@ out["DT05_bf16_token_count"] = {
     "value": float(jax.jit(lambda m: jnp.dot(m, m))(mask)), "exact": float(m64 @ m64),
     "fixed": float(load("DT05_bf16_token_count_fixed")["f"](losses, mask)),
     "answer": float((l64 @ m64) / (m64 @ m64)),
+    # the count's fix alone: the bfloat16 total (one rounding, as plain JAX gives it) over the
+    # exact count
+    "literal": float(np.float64(jax.jit(jnp.dot)(losses, mask)) / (m64 @ m64)),
 }
 b = load("DT06_bf16_add_cancel_broken"); p, a = b["args"]
 out["DT06_bf16_add_cancel"] = {
     "value": float(jax.jit(lambda p, a: p + a)(p, a)), "exact": float(p) + float(a),
     "broken": float(b["f"](p, a)),
     "fixed": float(load("DT06_bf16_add_cancel_fixed")["f"](p, a)), "answer": float(a),
+    "literal": float(a),
 }
 b = load("DT07_bf16_loss_accumulator_broken"); (xs,) = b["args"]
 total = jax.jit(lambda xs: jax.lax.scan(lambda c, x: (c + x, None), jnp.zeros((), xs.dtype), xs)[0])
@@ -235,3 +239,153 @@ def test_a_callback_is_not_run_again_and_abstract_arguments_are_said(
     )
     (found,) = [e for e in ctx.events if isinstance(e, DtypeChangesFound)]
     assert "abstract arguments" in (found.precision_unchecked or "")
+
+
+# ---- the printed fix applied literally (issue 33 acceptance audit; docs/design/0062) --------
+
+# case -> (a phrase of the printed fix, the flagged line as that phrase rewrites it); nothing
+# else of the broken case changes
+LITERAL = {
+    "DT05_bf16_token_count": (
+        "preferred_element_type=jnp.float32",
+        "    count = jnp.dot(mask, mask, preferred_element_type=jnp.float32)",
+    ),
+    "DT06_bf16_add_cancel": (
+        "x.astype(jnp.float32)",
+        "    post_value = prior_value.astype(jnp.float32) + num_to_be_added.astype(jnp.float32)",
+    ),
+}
+
+# f of a snippet file as plain JAX computes it, in a fresh process: its value and dtype
+VALUE = r"""
+import json, runpy, sys
+ns = runpy.run_path(sys.argv[1])
+out = ns["f"](*ns["args"])
+print(json.dumps({"value": float(out), "dtype": str(out.dtype)}))
+"""
+
+
+def plain_value(path: Any) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-c", VALUE, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
+    return result
+
+
+@pytest.mark.parametrize("case", LITERAL)
+def test_the_printed_fix_on_its_line_alone_keeps_float32(
+    case: str, truth: dict[str, Any], tmp_path: Any
+) -> None:
+    """The flagged line rewritten as the fix says, nothing else: the float32 value then meets
+    the bfloat16 one on the next line. That join is a note whose fix upcasts the bfloat16 side
+    (the float32 side was made so on purpose; narrowing it would restore the loss), the run
+    exits 0, and f's value is what float32 keeps (TRUTH's ``literal``)."""
+    phrase, rewritten = LITERAL[case]
+    _, found, _ = changes(f"{case}_broken")
+    (lost,) = [c for c in found if c["kind"] == "precision_lost"]
+    assert phrase in lost["fix"] and "carry the float32 value through" in lost["fix"]
+    lines = (CASES / f"{case}_broken.py").read_text().splitlines()
+    lines[lost["line"] - 1] = rewritten
+    path = tmp_path / f"{case}_literal.py"
+    path.write_text("\n".join(lines) + "\n")
+
+    proc = jaxscope_run("dtypes", path, "--print", "changes")
+    assert proc.returncode == 0, proc.stderr
+    after = json.loads(proc.stdout)
+    (note,) = after
+    assert note["kind"] == "promoted" and not note["finding"]
+    assert (note["from_type"], note["to_type"]) == ("bf16[]", "f32[]")
+    assert note["line"] == lost["line"] + 1
+    assert "`x.astype(jnp.float32)`" in note["fix"] and "undo" in note["fix"]
+    assert f"DtypePromoted at line {note['line']}, not a finding" in proc.stderr
+    assert "the other operand the value's dtype" not in proc.stderr  # no narrowing advice
+
+    row = plain_value(path)
+    assert row["dtype"] == "float32"  # the wider dtype lasts to f's output, as the note says
+    # the fix applies: DT06's 2032 kept; DT05's count exact (4,097), its total still one
+    # bfloat16 rounding, as the line left alone computes it
+    np.testing.assert_allclose(row["value"], truth[case]["literal"], rtol=2**-22)
+
+
+# The ways of making a value float32 on purpose that a bfloat16 value then meets (a note): an
+# astype, dtype=, preferred_element_type, a float32 loop carry; and those that are no choice of
+# the user's (a finding): a float32 argument (also as a loop's carry), a float32 constant.
+JOINS = {
+    "astype": ("y = x.astype(jnp.float32) * 2.0\n    return y + x", False),
+    "sum_dtype": ("s = jnp.sum(x, dtype=jnp.float32)\n    return s * x", False),
+    "preferred": ("d = jnp.dot(x, x, preferred_element_type=jnp.float32)\n    return d * x", False),
+    "carry": (
+        "c = jnp.zeros((), jnp.float32)\n"
+        "    t, _ = jax.lax.scan(lambda c, v: (c + v.astype(jnp.float32), None), c, x)\n"
+        "    return t * x",
+        False,
+    ),
+    "argument": ("return x * w", True),
+    "argument_carry": (
+        "t, _ = jax.lax.scan(lambda c, v: (c + v, None), w[0], x)\n    return t * x",
+        True,
+    ),
+    "constant": ("return x * jnp.float32(3.0)", True),
+}
+
+JOIN = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def f(x, w):
+    BODY
+
+
+args = (jnp.asarray(np.linspace(0.5, 2.0, 8), jnp.bfloat16), jnp.ones(8, jnp.float32))
+"""
+
+
+@pytest.fixture(scope="module")
+def join_dtypes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """f's output dtype for each of :data:`JOINS`, plain JAX in one fresh process."""
+    folder = tmp_path_factory.mktemp("joins")
+    for name, (body, _) in JOINS.items():
+        (folder / f"{name}.py").write_text(JOIN.replace("BODY", body))
+    script = (
+        "import json, runpy, sys\n"
+        "out = {}\n"
+        "for name in sys.argv[2:]:\n"
+        "    ns = runpy.run_path(f'{sys.argv[1]}/{name}.py')\n"
+        "    out[name] = str(ns['f'](*ns['args']).dtype)\n"
+        "print(json.dumps(out))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(folder), *JOINS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result: dict[str, str] = json.loads(proc.stdout.splitlines()[-1])
+    return result
+
+
+@pytest.mark.parametrize("name", JOINS)
+def test_a_join_with_a_value_made_float32_on_purpose_is_a_note(
+    name: str, join_dtypes: dict[str, str]
+) -> None:
+    body, finding = JOINS[name]
+    source = JOIN.replace("BODY", body)
+    ctx = run_probe("dtypes", source)
+    (found,) = [e for e in ctx.events if isinstance(e, DtypeChangesFound)]
+    (change,) = found.changes
+    line = next(i for i, t in enumerate(source.splitlines(), 1) if "return" in t)
+    assert change.kind == "promoted" and change.finding is finding
+    assert change.source is not None and change.source.line == line
+    assert (change.from_dtype, change.to_dtype) == ("bfloat16", join_dtypes[name])  # plain JAX's
+    if finding:
+        assert change.fix is None  # the generic fix (artefacts.FIXES)
+    else:
+        assert change.fix is not None and "`x.astype(jnp.float32)`" in change.fix

@@ -140,6 +140,50 @@ describe('dtypes view model: the dtype changes', () => {
     expect(rows[0]?.fix).toContain('preferred_element_type=jnp.float32');
   });
 
+  it('says a bfloat16 value meeting one made float32 on purpose as a note whose fix upcasts it', () => {
+    // The change `jaxscope run dtypes --json` gives for cases/DT05 broken with the printed fix
+    // applied to the flagged line only (test_precision_cases.py runs it and checks plain JAX's
+    // value); put in place of the golden's changes.
+    const events = golden('bf16_token_count').map((e) =>
+      e.type === 'dtype_changes_found'
+        ? {
+            ...e,
+            changes: [
+              {
+                kind: 'promoted' as const,
+                api: '/',
+                source: { line: 18, column: 11, end_line: 18, end_column: 24, function: 'f', callers: null },
+                from_dtype: 'bfloat16',
+                to_dtype: 'float32',
+                from_type: 'bf16[]',
+                to_type: 'f32[]',
+                partner: 'f32[] computed',
+                count: 1,
+                changed: null,
+                total: null,
+                example: null,
+                corrupted: 0,
+                corruption: null,
+                corrupt_example: null,
+                finding: false,
+                primitive: null,
+                fix: 'upcast the bfloat16 operand on purpose where it meets the float32 value (`x.astype(jnp.float32)`) and keep the float32 side as it is: it was made float32 on purpose, and narrowing it to bfloat16 would undo that',
+              },
+            ],
+          }
+        : e,
+    );
+    const rows = changeRows(dtypesModel(events));
+    expect(rows.map((r) => [r.kind, r.finding, r.line])).toEqual([['promoted', false, 18]]);
+    // artefacts.py's headline, the CLI's note line
+    expect(rows[0]?.text).toBe(
+      "bf16[] promoted to f32[] by / with f32[] computed, which was made float32 on purpose; the wider dtype lasts to f's output",
+    );
+    expect(rows[0]?.fix).toMatch(/^Not a finding: the other operand was made float32 on purpose/);
+    expect(rows[0]?.fix).toContain('x.astype(jnp.float32)');
+    expect(rows[0]?.fix).not.toContain("the other operand the value's dtype");
+  });
+
   it('has no change for the examples that keep their dtypes', () => {
     for (const name of ['mixed_ints', 'weak_scalar', 'numpy_float64']) {
       const model = dtypesModel(golden(name));

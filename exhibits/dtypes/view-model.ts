@@ -31,7 +31,8 @@ export function dtypesModel(events: readonly Event[]): DtypesModel {
 
 export interface ChangeRow {
   kind: Change['kind'];
-  /** a finding (a promotion; a demotion that corrupts values); false: a note (values only rounded) */
+  /** a finding (a promotion; a demotion that corrupts values; precision lost); false: a note (values
+   * only rounded; a promotion whose other operand was made wider on purpose) */
   finding: boolean;
   line: number | null;
   /** the change in one sentence, the words of the CLI's stderr line (artefacts.py `headline`) */
@@ -79,13 +80,15 @@ export function changeRows(model: DtypesModel): ChangeRow[] {
         ? lostText(c)
         : c.kind === 'demoted'
         ? demotedText(c)
-        : `${c.from_type} promoted to ${c.to_type} by ${c.api}${c.partner ? ` with ${c.partner}` : ''}; the wider dtype lasts to f's output` +
+        : `${c.from_type} promoted to ${c.to_type} by ${c.api}${c.partner ? ` with ${c.partner}` : ''}${c.finding ? '' : `, which was made ${c.to_dtype} on purpose`}; the wider dtype lasts to f's output` +
           (c.count > 1 ? ` (${c.count} times on this line)` : ''),
     fix:
       c.kind === 'precision_lost'
         ? `Fix: ${(c.fix ?? 'compute it in float32 (preferred_element_type, or an upcast)').replace(/`/g, '')}.`
         : c.kind === 'promoted'
-        ? "Give the constant or the other operand the value's dtype (a Python scalar is weakly typed and takes it), or convert on purpose with .astype."
+        ? c.finding
+          ? "Give the constant or the other operand the value's dtype (a Python scalar is weakly typed and takes it), or convert on purpose with .astype."
+          : `Not a finding: the other operand was made ${c.to_dtype} on purpose (an explicit upcast, preferred_element_type or dtype=). Fix: ${(c.fix ?? `upcast this operand, x.astype(jnp.${c.to_dtype})`).replace(/`/g, '')}.`
         : c.finding
           ? 'Turn on jax_enable_x64 to keep 64 bits, or bring the values into what 32 bits hold before JAX takes them (rescale, offset or reduce them in numpy).'
           : 'Not a finding: every value keeps float32 precision. To compute in float64, turn on jax_enable_x64; to say float32 in the code, pass np.asarray(a, np.float32).',

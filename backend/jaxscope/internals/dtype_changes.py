@@ -20,6 +20,12 @@ bfloat16 accumulates in float32 and converts back). A conversion counts here whe
   argument (``jnp.sum(x, dtype=jnp.float32)``, ``jnp.mean``'s, ``jnp.cumsum``'s), whose frame
   looks the same as a promotion's.
 
+A promotion whose wider operand was made wide on purpose (an explicit ``astype``, a ``dtype=``
+argument, a ``dot_general``/``conv`` of low-precision floats with ``preferred_element_type``, a
+wider loop carry over low-precision data, or a value computed from one of these in its dtype:
+:func:`_on_purpose`) is still listed, marked ``deliberate``: the user chose the wider dtype,
+so narrowing that operand would undo the choice (``docs/design/0062``).
+
 The jaxpr is read with calls inlined (``jit``, ``closed_call``, ``custom_jvp_call``,
 ``custom_vjp_call``, ``jax.checkpoint``'s ``remat2``: ``interpret.call_body``; their bodies' vars
 are mapped to the caller's); the bodies of
@@ -84,6 +90,9 @@ class Promotion:
     to_type: str
     partner: str | None
     count: int = 1
+    # the wider operand was made wide on purpose (:func:`_on_purpose`): the user chose the
+    # wider dtype there, so the promotion is not a finding and the narrow side is to be upcast
+    deliberate: bool = False
 
 
 @dataclass
@@ -281,6 +290,69 @@ def _partner(
     return None
 
 
+_ACCUMULATES = frozenset({"dot_general", "conv_general_dilated"})
+
+
+def _float(d: Any) -> bool:
+    """``d`` is a float dtype (bfloat16 included; None, a PRNG key's or a token's: no)."""
+    try:
+        return d is not None and _floating(np.dtype(d))
+    except TypeError:  # an extended dtype (a typed PRNG key) numpy does not know
+        return False
+
+
+def _low_float(d: Any) -> bool:
+    return _float(d) and np.dtype(d).itemsize < 4
+
+
+def _on_purpose(flat: list[_Flat], i: int, tainted: set[object], wide: set[object]) -> set[object]:
+    """The outputs of ``flat[i]`` made wide on purpose, given ``wide``, those of the eqns
+    before it: an explicit widening (``x.astype(jnp.float32)``, or a conversion that meets no
+    operand: a ``dtype=`` argument, ``jnp.sum(x, dtype=jnp.float32)``), a ``dot_general``/
+    ``conv`` of low-precision floats returning a wider float (``preferred_element_type``), a
+    loop or ``cond`` whose carry is wider than the low-precision data it reads (the float32
+    carry precision advice asks for); then whatever of the same wide dtype is computed from
+    such a value. A float32 argument or constant is not on purpose: the promotion it causes is
+    the one this module reports."""
+    item = flat[i]
+    eqn = item.eqn
+    outs: set[object] = set()
+    read = [
+        (getattr(a.aval, "dtype", None), k)
+        for a, k in zip(eqn.invars, item.ins, strict=True)
+        if k is not None and k in tainted
+    ]
+    for d, k in read:  # computed from a value made wide on purpose, in its dtype
+        if k in wide:
+            outs.update(o for o in item.outs if getattr(o.aval, "dtype", None) == d)  # type: ignore[attr-defined]
+    out_dtypes = [getattr(o.aval, "dtype", None) for o in item.outs]  # type: ignore[attr-defined]
+    name = eqn.primitive.name
+    if name == "convert_element_type" and read:
+        old = getattr(eqn.invars[0].aval, "dtype", None)
+        new = out_dtypes[0]
+        if _float(old) and _float(new) and _widens(np.dtype(old), np.dtype(new)):
+            chain, _ = _user_chain(item)
+            if not _implicit(chain) or _partner(flat, i, eqn.invars[0], item.outs[0], new) is None:
+                outs.add(item.outs[0])
+    elif name in _ACCUMULATES and len(item.outs) == 1:
+        floats = [d for a in eqn.invars if _float(d := getattr(a.aval, "dtype", None))]
+        wider = _float(out_dtypes[0]) and not _low_float(out_dtypes[0])
+        if floats and all(_low_float(d) for d in floats) and wider:
+            outs.add(item.outs[0])
+    elif any(True for _ in core.jaxprs_in_params(eqn.params)) and call_body(eqn) is None:
+        low = [d for d, _ in read if _low_float(d)]
+        # a wider float read from the arguments (not made wide on purpose) is not the user's
+        # choice of carry
+        other = [k for d, k in read if _float(d) and not _low_float(d)]
+        if low and all(k in wide for k in other):
+            outs.update(
+                o
+                for o, d in zip(item.outs, out_dtypes, strict=True)
+                if _float(d) and not _low_float(d)
+            )
+    return outs
+
+
 def promotions(closed_jaxpr: core.ClosedJaxpr, limit: int = 50) -> list[Promotion]:
     """The implicit, lasting widenings of ``closed_jaxpr`` (module docstring), one per user line
     and pair of dtypes, in eqn order; at most ``limit``. A widening whose wider operand came
@@ -294,11 +366,13 @@ def promotions(closed_jaxpr: core.ClosedJaxpr, limit: int = 50) -> list[Promotio
     tainted: set[object] = set(args)
     spread: set[object] = set()  # the values the widenings found so far made wider
     found: dict[tuple[int | None, str, str], Promotion] = {}
+    wide: set[object] = set()  # the values made wide on purpose (_on_purpose)
     for i, item in enumerate(flat):
         if any(k is not None and k in tainted for k in item.ins):
             tainted.update(item.outs)
         else:
             continue
+        wide |= _on_purpose(flat, i, tainted, wide)
         widened = _widened_operand(item, tainted)
         if widened is None:
             continue
@@ -315,12 +389,18 @@ def promotions(closed_jaxpr: core.ClosedJaxpr, limit: int = 50) -> list[Promotio
             continue  # no operand of the wider dtype: asked for by a dtype= argument
         if met is not None and met[1] is not None and met[1] in spread:
             continue  # a consequence of a widening already found
+        deliberate = met is not None and met[1] is not None and met[1] in wide
+        if deliberate:
+            wide |= reached  # the narrow side joined the value made wide on purpose
         spread |= reached
         source = snippet_source(traceback)
         key = (source.line if source else None, str(old), str(new))
         if key in found:
             p = found[key]
-            found[key] = Promotion(**{**p.__dict__, "count": p.count + 1})
+            # a finding if any of the line's widenings is one
+            found[key] = Promotion(
+                **{**p.__dict__, "count": p.count + 1, "deliberate": p.deliberate and deliberate}
+            )
             continue
         if len(found) >= limit:
             break
@@ -332,6 +412,7 @@ def promotions(closed_jaxpr: core.ClosedJaxpr, limit: int = 50) -> list[Promotio
             from_type=_short(operand.aval),
             to_type=_short(out.aval),
             partner=f"{_short(met[0].aval)} {_origin(met[1], args)}" if met else None,
+            deliberate=deliberate,
         )
     return list(found.values())
 
