@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,8 @@ from jaxscope.events import EVENT_ADAPTER
 from jaxscope.protocol import EventBase
 from jaxscope.sandbox.kinds import torch_python
 
-JAXSCOPE = Path(sys.executable).parent / "jaxscope"
+from testkit import run_cli
+
 # A torch import and a PJRT client start take seconds; a loaded machine, minutes.
 TIMEOUT_S = 240
 
@@ -57,14 +57,11 @@ def run_truth(
 
 
 def jaxscope_run(exhibit: str, path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    """``jaxscope run exhibit path *extra``, its output captured (any exit status)."""
-    return subprocess.run(
-        [str(JAXSCOPE), "run", exhibit, str(path), *extra],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
+    """``jaxscope run exhibit path *extra``, its output captured (any exit status). The CLI's
+    ``main`` runs in this process (``testkit.run_cli``): its torch worker is a fork of this
+    process's warm torch template (~0.4 s a run) where a ``jaxscope`` process of its own would
+    import torch_xla into a template first (~7 s a run; design 0058)."""
+    return run_cli("run", exhibit, str(path), *extra)
 
 
 def parse_events(text: str) -> list[EventBase]:
