@@ -43,8 +43,9 @@ step "docker compose config" compose_check
 # real programs at full size (marked xdist_group "real_programs") all go to one of them, one after
 # another, so that two never share the 2 cores. The suite's ~3,500 tests took ~95 min in one
 # process, past CI's 90 min (docs/design/0049-test-time.md). JAXSCOPE_TEST_PROCESSES=0: one.
+# --durations: the 40 slowest in CI's log, where the suite's time is decided (design 0058).
 step "pytest (backend, exhibits, e2e in Chromium)" "$VENV/bin/pytest" -q \
-  -n "${JAXSCOPE_TEST_PROCESSES:-2}" --dist loadgroup
+  -n "${JAXSCOPE_TEST_PROCESSES:-2}" --dist loadgroup --durations=40
 
 if ((${#failed[@]})); then
   echo "FAILED steps: ${failed[*]}"
