@@ -34,6 +34,11 @@ CARRY = (
 )
 
 
+def _called(api: str) -> str:
+    """The function ``api`` names, without its module or a leading underscore."""
+    return api.rsplit(".", 1)[-1].lstrip("_")
+
+
 def fix_for(loss: PrecisionLoss) -> str:
     """The fix that applies to the eqn that lost precision."""
     dtype = loss.dtype
@@ -56,7 +61,8 @@ def fix_for(loss: PrecisionLoss) -> str:
             " (`c + x.astype(jnp.float32)`); after the loop, "
             + CARRY.format(dtype=dtype).replace(" after this line", "")
         )
-    if loss.primitive == "convert_element_type" and loss.api.rsplit(".", 1)[-1] in _CASTS:
+    # ``x.astype`` is JAX's ``_astype`` method: its name with the underscore is the user's cast
+    if loss.primitive == "convert_element_type" and _called(loss.api) in _CASTS:
         return (
             f"keep this value in float32 (or an int dtype): {dtype} cannot hold it; cast to"
             f" {dtype} only what tolerates its rounding"

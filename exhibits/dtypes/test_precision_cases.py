@@ -389,3 +389,60 @@ def test_a_join_with_a_value_made_float32_on_purpose_is_a_note(
         assert change.fix is None  # the generic fix (artefacts.FIXES)
     else:
         assert change.fix is not None and "`x.astype(jnp.float32)`" in change.fix
+
+
+# A float32 value cast back to bfloat16 on purpose, every way a user writes the cast: the
+# loss is the cast's, so the fix is to keep the value float32 (not "upcast the operands": they
+# are float32 already, and upcasting them leaves the cast's rounding; issue 33 audit, `x.astype`
+# is JAX's ``_astype`` method).
+CAST_BACK = """
+import jax
+import jax.numpy as jnp
+
+
+def f(prior, added):
+    p32 = prior.astype(jnp.float32) + added
+    a = p32.astype(jnp.bfloat16)
+    b = jnp.asarray(p32, dtype=jnp.bfloat16)
+    c = jax.lax.convert_element_type(p32, jnp.bfloat16)
+    d = jnp.astype(p32, jnp.bfloat16)
+    return a - prior, b - prior, c - prior, d - prior
+
+
+args = (jnp.bfloat16(1.04858e06), jnp.bfloat16(2032))
+"""
+
+
+def test_a_cast_back_to_bfloat16_is_fixed_by_keeping_float32(tmp_path: Any) -> None:
+    lines = CAST_BACK.splitlines()
+    cast_lines = [i for i, t in enumerate(lines, 1) if "jnp.bfloat16)" in t and "args" not in t]
+    ctx = run_probe("dtypes", CAST_BACK)
+    (found,) = [e for e in ctx.events if isinstance(e, DtypeChangesFound)]
+    lost = [c for c in found.changes if c.kind == "precision_lost"]
+    assert sorted(c.source.line for c in lost if c.source) == cast_lines
+    for c in lost:
+        assert c.fix is not None and c.fix.startswith("keep this value in float32"), c.fix
+        assert "upcast the operands" not in c.fix
+    # the truth, plain JAX in a fresh process: each cast gives 0 where float32 keeps 2032, and
+    # the fix as printed (the cast dropped, the value kept float32) gives 2032
+    fixed = "\n".join(
+        t.split(" = ")[0] + " = p32" if i in cast_lines else t for i, t in enumerate(lines, 1)
+    )
+    for name, source in (("broken", CAST_BACK), ("fixed", fixed)):
+        (tmp_path / f"{name}.py").write_text(source)
+    script = (
+        "import json, runpy, sys\n"
+        "out = {}\n"
+        "for name in ('broken', 'fixed'):\n"
+        "    ns = runpy.run_path(f'{sys.argv[1]}/{name}.py')\n"
+        "    out[name] = [float(v) for v in ns['f'](*ns['args'])]\n"
+        "print(json.dumps(out))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    truth = json.loads(proc.stdout.splitlines()[-1])
+    assert truth == {"broken": [0.0] * 4, "fixed": [2032.0] * 4}
+    for c in lost:
+        assert c.example is not None and "where float32 gives 1050608.0" in c.example
