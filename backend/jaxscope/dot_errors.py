@@ -170,6 +170,22 @@ def _matmul_operands(node: ast.expr) -> tuple[ast.expr, ast.expr] | None:
     return None
 
 
+def _is_dot(node: ast.expr) -> bool:
+    """``jnp.dot(a, b)`` or ``a.dot(b)``: the same product as ``a @ b`` only for operands of
+    at most two axes (an N-d ``dot`` contracts the last axis with the second to last of ``b``
+    but pairs no batch axes: ``(2, 3, 4)`` dot ``(3, 4, 5)`` is ``(2, 3, 3, 5)``)."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "dot"
+    )
+
+
+def _as_matmul(node: ast.expr, a: Shape | None, b: Shape | None) -> bool:
+    """The product at ``node`` of operands of shapes ``a`` and ``b`` follows ``@``'s rule."""
+    return a is not None and b is not None and not (_is_dot(node) and max(len(a), len(b)) > 2)
+
+
 def _shape(node: ast.expr, frame: FrameType) -> Shape | None:
     """The shape of an operand expression, computed without running it."""
     if isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
@@ -182,7 +198,11 @@ def _shape(node: ast.expr, frame: FrameType) -> Shape | None:
     operands = _matmul_operands(node)
     if operands is not None:
         a, b = (_shape(x, frame) for x in operands)
-        return matmul_shape(a, b) if a is not None and b is not None else None
+        return (
+            matmul_shape(a, b)
+            if a is not None and b is not None and _as_matmul(node, a, b)
+            else None
+        )
     value = _object(node, frame)
     return _shape_attr(value) if value is not _MISSING and _is_array(value) else None
 
@@ -228,7 +248,7 @@ def _products(exc: BaseException) -> Iterator[Product]:
         assert operands is not None
         a, b = (_shape(x, frame) for x in operands)
         left, right = (ast.get_source_segment(source, x) for x in operands)
-        if a is not None and b is not None and left and right:
+        if a is not None and b is not None and _as_matmul(node, a, b) and left and right:
             yield Product(left, right, a, b)
 
 
@@ -258,8 +278,9 @@ class Fix:
 
 def fixes(p: Product) -> list[Fix]:
     """The rewrites of ``p`` whose shapes multiply (each checked with :func:`matmul_shape`):
-    transpose the right operand, transpose the left one, put the vector on the other side,
-    flatten the left operand's trailing axes."""
+    transpose the right operand, transpose the left one, swap the operands (``b @ a``),
+    transpose both, flatten the left operand's trailing axes. Before any says that no
+    rewrite fits, each of these is tried."""
     a, b = p.left_shape, p.right_shape
     left, right = _wrap(p.left), _wrap(p.right)
     found: list[Fix] = []
@@ -269,14 +290,22 @@ def fixes(p: Product) -> list[Fix]:
         if result is not None and all(f.code != code for f in found):
             found.append(Fix(code, x, y, result))
 
+    def swapped(x: Shape, text: str) -> tuple[Shape, str]:
+        if len(x) == 2:
+            return (x[1], x[0]), f"{text}.T"
+        return (*x[:-2], x[-1], x[-2]), f"{text}.mT"
+
     if len(b) >= 2:
-        t = (b[1], b[0]) if len(b) == 2 else (*b[:-2], b[-1], b[-2])
-        offer(f"{left} @ {right}.T" if len(b) == 2 else f"{left} @ {right}.mT", a, t)
+        t, code = swapped(b, right)
+        offer(f"{left} @ {code}", a, t)
     if len(a) >= 2:
-        t = (a[1], a[0]) if len(a) == 2 else (*a[:-2], a[-1], a[-2])
-        offer(f"{left}.T @ {right}" if len(a) == 2 else f"{left}.mT @ {right}", t, b)
-    if len(a) == 1 and len(b) == 2:  # the vector on the other side: w @ x
-        offer(f"{right} @ {left}", b, a)
+        t, code = swapped(a, left)
+        offer(f"{code} @ {right}", t, b)
+    # the operands the other way round: b @ a (a vector on the other side too)
+    offer(f"{right} @ {left}", b, a)
+    if len(a) >= 2 and len(b) >= 2:  # both transposed: (b @ a).T
+        (ta, ca), (tb, cb) = swapped(a, left), swapped(b, right)
+        offer(f"{ca} @ {cb}", ta, tb)
     wanted = contracted(a, b)
     for j in range(2, len(a) + 1):
         if wanted is not None and math.prod(a[-j:]) == wanted[1]:

@@ -14,7 +14,7 @@ from typing import Any
 import jax
 import numpy as np
 import pytest
-from jaxscope.dot_errors import matmul_shape
+from jaxscope.dot_errors import Product, fixes, matmul_shape
 from jaxscope.explainers import ErrorContext, explain
 from jaxscope.sandbox.errors import classify
 from jaxscope.sandbox.snippet import load_snippet
@@ -102,6 +102,21 @@ CASES = [
         ("(2, 4)", "(5, 4)"),
         ["(x @ p['w1']) @ p['w2'].T"],
     ),
+    (  # the operands the wrong way round: no single transpose fits, b @ a does (issue 33
+        # audit: this was "no transpose ... lines up equal sizes")
+        "def f(a, b):\n    return a @ b\nargs = (jnp.ones((3, 4)), jnp.ones((5, 3)))\n",
+        _jit,
+        "a @ b",
+        ("(3, 4)", "(5, 3)"),
+        ["b @ a", "a.T @ b.T"],
+    ),
+    (  # the same with a batch axis
+        "def f(a, b):\n    return a @ b\nargs = (jnp.ones((2, 3, 4)), jnp.ones((2, 5, 3)))\n",
+        _jit,
+        "a @ b",
+        ("(2, 3, 4)", "(2, 5, 3)"),
+        ["b @ a", "a.mT @ b.mT"],
+    ),
 ]
 
 
@@ -134,6 +149,44 @@ def test_no_fix_is_offered_when_no_transpose_fits() -> None:
     assert _offered(fix) == [] and "wrong size" in fix
     for a, b in [((3, 2), (4, 5)), ((2, 3), (5, 4))]:  # the transposes numpy refuses too
         assert _numpy_matmul(a, b) is None
+
+
+def _transposes(x: tuple[int, ...]) -> list[tuple[int, ...]]:
+    return [x] if len(x) < 2 else [x, (*x[:-2], x[-1], x[-2])]
+
+
+def test_wrong_size_is_said_only_when_no_transpose_or_order_fits() -> None:
+    """ "No transpose or reshape fits" holds by numpy: neither operand order of any transposes
+    of the two multiplies (the claim was made for (3, 4) @ (5, 3), which b @ a fixes)."""
+    shapes = [(3,), (4,), (3, 4), (5, 3), (4, 5), (2, 3), (2, 3, 4), (2, 5, 3), (3, 5, 4)]
+    for a, b in itertools.product(shapes, repeat=2):
+        if _numpy_matmul(a, b) is not None:
+            continue
+        p = Product("a", "b", a, b)
+        fits = [
+            (x, y)
+            for ta, tb in itertools.product(_transposes(a), _transposes(b))
+            for x, y in ((ta, tb), (tb, ta))
+            if _numpy_matmul(x, y) is not None
+        ]
+        assert fixes(p) or not fits, (a, b, fits)  # "no rewrite fits" only when none does
+        for fix in fixes(p):
+            assert _numpy_matmul(fix.left_shape, fix.right_shape) == fix.result
+
+
+def test_an_n_d_dot_is_not_explained_as_matmul() -> None:
+    """``jnp.dot`` of a 3-d operand pairs no batch axes: (2, 3, 4) dot (3, 5, 4) transposed fits
+    (plain JAX: (2, 3, 3, 5)), so the handler must not say no transpose fits, nor offer an
+    ``@`` rewrite of a different product; it names the sizes only."""
+    code = (
+        "def f(a, b):\n    return jnp.dot(a, b)\n"
+        "args = (jnp.ones((2, 3, 4)), jnp.ones((3, 5, 4)))\n"
+    )
+    why, fix = _failed(code, _jit)
+    assert "sizes (4,)" in why and "(5,)" in why
+    assert "wrong size" not in fix and "No transpose" not in why
+    snippet = load_snippet(HEAD + code.replace("jnp.dot(a, b)", "jnp.dot(a, b.mT)"))
+    assert _jit(snippet).shape == (2, 3, 3, 5)
 
 
 def test_a_product_it_cannot_read_gets_the_sizes_from_the_message() -> None:
