@@ -797,6 +797,30 @@ def run(ctx: ProbeContext) -> None:
         _observe(ctx, mode, preset, calls)
 
 
+def _call_line(source: str, number: int) -> int | None:
+    """The line of call ``number`` (from 1) of the snippet's ``calls``: its own line where
+    ``calls`` is a list or tuple written out (one call a line, as a long list is written),
+    else the line that sets ``calls``."""
+    import ast
+
+    line = setting_line(source, "calls")
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return line
+    for stmt in tree.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and stmt.lineno == line
+            and [t.id for t in stmt.targets if isinstance(t, ast.Name)] == ["calls"]
+            and isinstance(stmt.value, ast.List | ast.Tuple)
+            and not any(isinstance(e, ast.Starred) for e in stmt.value.elts)
+            and number <= len(stmt.value.elts)
+        ):
+            return stmt.value.elts[number - 1].lineno
+    return line
+
+
 def _observe(
     ctx: ProbeContext, mode: Literal["calls", "driver"], preset: str | None, calls: Any
 ) -> None:
@@ -866,7 +890,7 @@ def _observe(
                         # A frame of the snippet (f raised) still wins.
                         blame_line(
                             mark_during(exc, f"in call {number} of your `calls`"),
-                            setting_line(snippet.source, "calls"),
+                            _call_line(snippet.source, number),
                         )
                     raise
                 # The preset made these arguments, not the snippet: say so beside JAX's error.

@@ -214,6 +214,47 @@ def test_a_listed_call_that_f_rejects_keeps_fs_line() -> None:
     assert getattr(info.value, DURING_ATTR) == "in call 2 of your `calls`"
 
 
+def test_a_donated_buffer_passed_again_is_blamed_on_its_own_calls_line(tmp_path: Path) -> None:
+    """`calls` written one call a line: the call JAX refuses (a buffer an earlier call donated,
+    cases/DN03) is blamed at its own line, not at `calls = [` (issue 33 audit). Plain JAX in a
+    fresh process refuses the same call of the same sequence."""
+    from jaxscope.sandbox.probe_api import BLAME_ATTR, DURING_ATTR
+
+    source = (
+        "import jax\nimport jax.numpy as jnp\n\n"
+        "f = jax.jit(lambda x: x + 1, donate_argnums=(0,))\n"
+        "buf = jnp.array([1.0, 2.0, 3.0])\n"
+        "other = jnp.array([4.0, 5.0, 6.0])\n"
+        "args = (other,)\n"
+        "calls = [\n"
+        "    (other,),\n"
+        "    (buf,),\n"
+        "    (buf,),\n"
+        "]\n"
+    )
+    plain = (
+        "import runpy, sys\n"
+        "ns = runpy.run_path(sys.argv[1])\n"
+        "for n, c in enumerate(ns['calls'], 1):\n"
+        "    try:\n"
+        "        ns['f'](*c)\n"
+        "    except ValueError as e:\n"
+        "        print(n, 'deleted or donated' in str(e)); break\n"
+    )
+    path = tmp_path / "snippet.py"
+    path.write_text(source)
+    proc = subprocess.run(
+        [sys.executable, "-c", plain, str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["3", "True"]  # the third call fails, as a script's does
+    with pytest.raises(ValueError, match="deleted or donated") as info:
+        run_probe("caches", source)
+    assert getattr(info.value, DURING_ATTR) == "in call 3 of your `calls`"
+    third = source.splitlines().index("    (buf,),", 10) + 1
+    assert getattr(info.value, BLAME_ATTR)[0] == third == 11
+
+
 def _jax_input_type_lines(explanation: str) -> list[tuple[str, str, str]]:
     """``* at NAME, now A and before B`` lines of JAX's explanation, weak types as ours."""
     out = []
