@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -18,6 +19,8 @@ from jaxscope.dot_errors import Product, fixes, matmul_shape
 from jaxscope.explainers import ErrorContext, explain
 from jaxscope.sandbox.errors import classify
 from jaxscope.sandbox.snippet import load_snippet
+
+from testkit import run_cli
 
 DOT = "jaxscope.dot_errors.dot_general_shapes"
 HEAD = "import jax, jax.numpy as jnp\nfrom jax import lax\n"
@@ -208,3 +211,96 @@ def test_batch_axes_that_differ_are_explained() -> None:
     )
     assert "batch axes" in why and "(4,)" in why and "(5,)" in why
     assert "dimension_numbers" in fix
+
+
+# ---- per-example operands under jax.vmap (issue 33 audit, class 7: a wrong in_axes was told
+# "one of the operands has the wrong size ... a wrong `features` argument") -------------------
+
+V1 = (  # /tmp/breakit33/v1.py: f(x, w) runs; vmap over x's axis 1 gives each example (8,)
+    "def f(x, w):\n    return x @ w\n"
+    "x = jnp.ones((8, 3))\nw = jnp.ones((3, 2))\nargs = (x, w)\nin_axes = (1, None)\n"
+)
+
+
+def _vmap(in_axes: Any) -> Callable[[Any], Any]:
+    return lambda s: jax.vmap(s.f, in_axes=in_axes)(*s.args)
+
+
+def _in_axes_offered(fix: str) -> list[str]:
+    return re.findall(r"`in_axes=([^`]+)`", fix)
+
+
+def test_a_wrong_in_axes_gets_the_in_axes_that_makes_the_product_run() -> None:
+    why, fix = _failed(V1, _vmap((1, None)))
+    assert "`x` has shape (8,) per example" in why and "axis 1 of the argument `x`" in why
+    assert "whole shape is (8, 3)" in why and "`w` has shape (3, 2) (not mapped" in why
+    assert "wrong size" not in fix and "features" not in fix
+    assert _in_axes_offered(fix) == ["(0, None)"]
+    snippet = load_snippet(HEAD + V1)
+    out = _vmap((0, None))(snippet)  # the printed in_axes, in plain JAX
+    np.testing.assert_allclose(out, np.ones((8, 3)) @ np.ones((3, 2)))
+    assert "(3,) @ (3, 2), which gives (2,)" in fix
+
+
+def test_an_in_axes_is_offered_only_when_the_mapped_sizes_agree() -> None:
+    """Mapping x over axis 0 would make its batch 8 against y's 3: jax.vmap refuses that, so
+    no in_axes is offered (and no transpose fits: the per-example wording, not 'features')."""
+    code = (
+        "def f(x, w, y):\n    return x @ w + y\n"
+        "args = (jnp.ones((8, 3)), jnp.ones((3, 2)), jnp.ones((3,)))\n"
+    )
+    why, fix = _failed(code, _vmap((1, None, 0)))
+    assert "per example" in why and _in_axes_offered(fix) == [] and "features" not in fix
+    assert "in_axes" in fix and "per-example" in fix
+    with pytest.raises(ValueError, match="inconsistent sizes"):
+        _vmap((0, None, 0))(load_snippet(HEAD + code))
+
+
+def test_a_reassigned_parameter_gets_no_in_axes() -> None:
+    # `x` in f is no longer the argument jax.vmap mapped: no in_axes is computed for it
+    code = (
+        "def f(x, w):\n    x = x * 2\n    return x @ w\n"
+        "args = (jnp.ones((8, 3)), jnp.ones((3, 2)))\n"
+    )
+    why, fix = _failed(code, _vmap((1, None)))
+    assert "per example" in why and _in_axes_offered(fix) == []
+    assert "a batch of shape (8, 3) that `jax.vmap` maps over its axis 1" in why
+
+
+def test_the_in_axes_fix_holds_under_grad_inside_vmap() -> None:
+    code = "def f(x, w):\n    return (x @ w).sum()\nargs = (jnp.ones((8, 3)), jnp.ones((3, 2)))\n"
+
+    def per_example_grads(in_axes: Any) -> Callable[[Any], Any]:
+        return lambda s: jax.vmap(jax.grad(s.f), in_axes=in_axes)(*s.args)
+
+    why, fix = _failed(code, per_example_grads((1, None)))
+    assert "per example" in why and _in_axes_offered(fix) == ["(0, None)"]
+    grads = per_example_grads((0, None))(load_snippet(HEAD + code))
+    np.testing.assert_allclose(grads, np.full((8, 3), 2.0))  # d/dx sum(x @ ones(3, 2))
+
+
+def test_an_nnx_linear_of_another_input_size_names_in_features() -> None:
+    pytest.importorskip("flax")
+    code = (
+        "from flax import nnx\nmodel = nnx.Linear(4, 2, rngs=nnx.Rngs(0))\n"
+        "def f(x):\n    return model(x).sum()\nargs = (jnp.ones((8, 3)),)\n"
+    )
+    why, fix = _failed(code, _jit)
+    assert "in_features=4" in why and "shape (8, 3)" in why and "last axis is 3" in why
+    assert "in_features=3" in fix and ".T" not in fix
+    fixed = load_snippet(HEAD + code.replace("nnx.Linear(4, 2", "nnx.Linear(3, 2"))
+    assert float(_jit(fixed)) == pytest.approx(float(fixed.f(*fixed.args)))
+
+
+def test_the_cli_on_a_wrong_in_axes(tmp_path: Path) -> None:
+    path = tmp_path / "v1.py"
+    path.write_text(HEAD + V1)
+    run = run_cli("run", "vmap", str(path))
+    assert run.returncode != 0
+    assert "per example" in run.stdout + run.stderr
+    fix = next(line for line in (run.stdout + run.stderr).splitlines() if "fix:" in line)
+    assert _in_axes_offered(fix) == ["(0, None)"] and "features" not in fix
+    path.write_text(HEAD + V1.replace("in_axes = (1, None)", "in_axes = (0, None)"))
+    assert run_cli("run", "vmap", str(path)).returncode == 0  # the printed fix, applied
+    path.write_text(HEAD + V1)  # the tracing exhibit does not vmap: f(x, w) runs as in plain JAX
+    assert run_cli("run", "tracing", str(path)).returncode == 0

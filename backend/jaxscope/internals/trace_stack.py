@@ -124,6 +124,38 @@ def tracer_nest(value: Any) -> list[TraceNode]:
     return nodes
 
 
+@dataclass(frozen=True)
+class PerExample:
+    """A value ``f`` sees as one example of a ``jax.vmap`` batch: the ``BatchTracer``'s
+    ``batch_dim`` and the shape of the whole batch it carries (``val``)."""
+
+    batch_dim: int
+    full_shape: tuple[int, ...]
+
+
+def per_example(value: Any) -> PerExample | None:
+    """``value``'s batch axis and whole shape when it is a ``BatchTracer`` (``jax.vmap``), or a
+    JVP/linearize tracer whose primal is one (``vmap(grad(f))``), with an integer batch dim;
+    else None (a concrete array, a value ``jax.vmap`` does not map, a ``jit`` inside the
+    ``vmap``: its tracers are per-example jaxpr tracers)."""
+    v = value
+    for _ in range(MAX_NODES):
+        if isinstance(v, batching.BatchTracer):
+            bdim = v.batch_dim
+            shape = getattr(v.val, "shape", None)
+            if not isinstance(bdim, int) or shape is None:
+                return None
+            full = tuple(shape)
+            if not all(isinstance(d, int) for d in full) or not 0 <= bdim < len(full):
+                return None
+            return PerExample(bdim, full)
+        if isinstance(v, ad.JVPTracer | ad.LinearizeTracer):
+            v = v.primal
+            continue
+        return None
+    return None
+
+
 @dataclass
 class Observation:
     """What :func:`observing` saw: the nest of each argument leaf on ``f``'s first call (the
