@@ -313,24 +313,75 @@ def test_the_printed_fix_on_its_line_alone_keeps_float32(
 
 
 # The ways of making a value float32 on purpose that a bfloat16 value then meets (a note): an
-# astype, dtype=, preferred_element_type, a float32 loop carry; and those that are no choice of
-# the user's (a finding): a float32 argument (also as a loop's carry), a float32 constant.
+# astype, dtype=, preferred_element_type, a float32 loop carry (also an astype in a cond's
+# branches); and those that are no choice of the user's (a finding): a float32 argument (also as
+# a loop's carry), a float32 constant, also inside a cond's branch or a loop's body (issue 33
+# break-it, class 5: a cond/loop's float32 output was taken for a deliberate carry). Each entry:
+# the body of f, whether the change is a finding, and text on the line it is reported at (the
+# first widening: a later join with its float32 value is its consequence).
 JOINS = {
-    "astype": ("y = x.astype(jnp.float32) * 2.0\n    return y + x", False),
-    "sum_dtype": ("s = jnp.sum(x, dtype=jnp.float32)\n    return s * x", False),
-    "preferred": ("d = jnp.dot(x, x, preferred_element_type=jnp.float32)\n    return d * x", False),
+    "astype": ("y = x.astype(jnp.float32) * 2.0\n    return y + x", False, "return"),
+    "sum_dtype": ("s = jnp.sum(x, dtype=jnp.float32)\n    return s * x", False, "return"),
+    "preferred": (
+        "d = jnp.dot(x, x, preferred_element_type=jnp.float32)\n    return d * x",
+        False,
+        "return",
+    ),
     "carry": (
         "c = jnp.zeros((), jnp.float32)\n"
         "    t, _ = jax.lax.scan(lambda c, v: (c + v.astype(jnp.float32), None), c, x)\n"
         "    return t * x",
         False,
+        "return",
     ),
-    "argument": ("return x * w", True),
+    "cond_astype": (
+        "y = jax.lax.cond(w[0] > 0, lambda v: v.astype(jnp.float32) * 2.0,\n"
+        "                 lambda v: v.astype(jnp.float32), x)\n"
+        "    return y + x",
+        False,
+        "return",
+    ),
+    "argument": ("return x * w", True, "return"),
     "argument_carry": (
         "t, _ = jax.lax.scan(lambda c, v: (c + v, None), w[0], x)\n    return t * x",
         True,
+        "scan",
     ),
-    "constant": ("return x * jnp.float32(3.0)", True),
+    "constant": ("return x * jnp.float32(3.0)", True, "return"),
+    "constant_then_join": ("return x * jnp.float32(3.0) + x", True, "return"),
+    "cond_constant": (
+        "return jax.lax.cond(w[0] > 0, lambda v: v * jnp.float32(2.0),\n"
+        "                    lambda v: v.astype(jnp.float32), x)",
+        True,
+        "float32(2.0)",
+    ),
+    "cond_constant_then_join": (
+        "y = jax.lax.cond(w[0] > 0, lambda v: v * jnp.float32(2.0),\n"
+        "                 lambda v: v.astype(jnp.float32), x)\n"
+        "    return y + x",
+        True,
+        "float32(2.0)",
+    ),
+    "scan_constant": (
+        "return jax.lax.scan(lambda c, v: (c, v * jnp.float32(2.0)), 0, x)[1]",
+        True,
+        "return",
+    ),
+    "fori_constant_then_join": (
+        "c = jnp.zeros(8, jnp.float32)\n"
+        "    t = jax.lax.fori_loop(0, 3, lambda i, c: c + x * jnp.float32(2.0), c)\n"
+        "    return t + x",
+        True,
+        "fori_loop",
+    ),
+    "while_constant": (
+        "def body(c):\n"
+        "        return c[0] + 1, c[1] + x * jnp.float32(2.0)\n"
+        "    init = (0, jnp.zeros(8, jnp.float32))\n"
+        "    return jax.lax.while_loop(lambda c: c[0] < 3, body, init)[1]",
+        True,
+        "float32(2.0)",
+    ),
 }
 
 JOIN = """
@@ -351,7 +402,7 @@ args = (jnp.asarray(np.linspace(0.5, 2.0, 8), jnp.bfloat16), jnp.ones(8, jnp.flo
 def join_dtypes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """f's output dtype for each of :data:`JOINS`, plain JAX in one fresh process."""
     folder = tmp_path_factory.mktemp("joins")
-    for name, (body, _) in JOINS.items():
+    for name, (body, _, _) in JOINS.items():
         (folder / f"{name}.py").write_text(JOIN.replace("BODY", body))
     script = (
         "import json, runpy, sys\n"
@@ -376,17 +427,20 @@ def join_dtypes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 def test_a_join_with_a_value_made_float32_on_purpose_is_a_note(
     name: str, join_dtypes: dict[str, str]
 ) -> None:
-    body, finding = JOINS[name]
+    body, finding, marker = JOINS[name]
     source = JOIN.replace("BODY", body)
     ctx = run_probe("dtypes", source)
     (found,) = [e for e in ctx.events if isinstance(e, DtypeChangesFound)]
     (change,) = found.changes
-    line = next(i for i, t in enumerate(source.splitlines(), 1) if "return" in t)
+    line = next(i for i, t in enumerate(source.splitlines(), 1) if marker in t)
     assert change.kind == "promoted" and change.finding is finding
     assert change.source is not None and change.source.line == line
     assert (change.from_dtype, change.to_dtype) == ("bfloat16", join_dtypes[name])  # plain JAX's
     if finding:
         assert change.fix is None  # the generic fix (artefacts.FIXES)
+        # the float32 constant met (in the branch or body too), or the argument's value
+        assert change.partner is not None
+        assert change.partner.endswith("constant") is ("constant" in name)
     else:
         assert change.fix is not None and "`x.astype(jnp.float32)`" in change.fix
 

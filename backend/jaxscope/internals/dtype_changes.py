@@ -22,14 +22,16 @@ bfloat16 accumulates in float32 and converts back). A conversion counts here whe
 
 A promotion whose wider operand was made wide on purpose (an explicit ``astype``, a ``dtype=``
 argument, a ``dot_general``/``conv`` of low-precision floats with ``preferred_element_type``, a
-wider loop carry over low-precision data, or a value computed from one of these in its dtype:
-:func:`_on_purpose`) is still listed, marked ``deliberate``: the user chose the wider dtype,
+wider float initial loop carry over low-precision data, or a value computed from one of these
+in its dtype, also through a ``cond``'s branches or a loop's body: :func:`_on_purpose`,
+:func:`_scan_bodies`) is still listed, marked ``deliberate``: the user chose the wider dtype,
 so narrowing that operand would undo the choice (``docs/design/0062``).
 
 The jaxpr is read with calls inlined (``jit``, ``closed_call``, ``custom_jvp_call``,
 ``custom_vjp_call``, ``jax.checkpoint``'s ``remat2``: ``interpret.call_body``; their bodies' vars
-are mapped to the caller's); the bodies of
-``scan``/``while``/``cond`` are not looked into (their eqns count as one opaque eqn). Frames come
+are mapped to the caller's); the branches of a ``cond`` and the bodies of ``scan``/``while`` are
+read as the top level is (:func:`_scan_bodies`): a widening there is reported at the user's line
+in the body, and what the eqn's output then meets is its consequence. Frames come
 from ``eqn.source_info.traceback``: a jitted ``jnp`` function whose body JAX inlined carries the
 caller's traceback, so the frame just inside the user's line names the API the user called. The
 body of a ``jit`` eqn (``jnp.where``'s ``_where``, ``jnp.clip``, ``jnp.interp``,
@@ -339,7 +341,13 @@ def _on_purpose(flat: list[_Flat], i: int, tainted: set[object], wide: set[objec
         wider = _float(out_dtypes[0]) and not _low_float(out_dtypes[0])
         if floats and all(_low_float(d) for d in floats) and wider:
             outs.add(item.outs[0])
-    elif any(True for _ in core.jaxprs_in_params(eqn.params)) and call_body(eqn) is None:
+    elif (
+        any(True for _ in core.jaxprs_in_params(eqn.params))
+        and call_body(eqn) is None
+        and name not in _CONTROL_FLOW
+    ):
+        # another eqn with inner jaxprs, not looked into (``cond``/``scan``/``while`` are read
+        # through their bodies: :func:`_bodies`)
         low = [d for d, _ in read if _low_float(d)]
         # a wider float read from the arguments (not made wide on purpose) is not the user's
         # choice of carry
@@ -355,22 +363,50 @@ def _on_purpose(flat: list[_Flat], i: int, tainted: set[object], wide: set[objec
 
 def promotions(closed_jaxpr: core.ClosedJaxpr, limit: int = 50) -> list[Promotion]:
     """The implicit, lasting widenings of ``closed_jaxpr`` (module docstring), one per user line
-    and pair of dtypes, in eqn order; at most ``limit``. A widening whose wider operand came
-    from one already found is its consequence (``params - lr * grads`` widens ``params``
-    because ``lr * grads`` was widened) and is not listed again."""
+    and pair of dtypes, in eqn order (a ``cond``'s branches and a loop's body at the eqn's
+    place); at most ``limit``. A widening whose wider operand came from one already found is
+    its consequence (``params - lr * grads`` widens ``params`` because ``lr * grads`` was
+    widened) and is not listed again."""
     jaxpr = closed_jaxpr.jaxpr
     env: dict[Any, object | None] = {v: v for v in jaxpr.invars}
     flat = flatten_calls(jaxpr, env)
     args = set(jaxpr.invars)
     outs = {env.get(v) for v in jaxpr.outvars if not isinstance(v, core.Literal)} - {None}
-    tainted: set[object] = set(args)
-    spread: set[object] = set()  # the values the widenings found so far made wider
+    scope = _Scope(args=args, outs=outs, tainted=set(args), wide=set(), spread=set())
     found: dict[tuple[int | None, str, str], Promotion] = {}
-    wide: set[object] = set()  # the values made wide on purpose (_on_purpose)
+    _scan(flat, scope, found, limit)
+    return list(found.values())
+
+
+@dataclass
+class _Scope:
+    """What :func:`_scan` knows of one jaxpr's values (keys, :func:`flatten_calls`): ``f``'s
+    arguments (``args``), those that reach ``f``'s outputs (``outs``), those derived from the
+    arguments (``tainted``), those made wide on purpose (``wide``, :func:`_on_purpose`) and
+    those the widenings found so far made wider (``spread``)."""
+
+    args: set[object]
+    outs: set[object]
+    tainted: set[object]
+    wide: set[object]
+    spread: set[object]
+
+
+def _scan(
+    flat: list[_Flat],
+    scope: _Scope,
+    found: dict[tuple[int | None, str, str], Promotion],
+    limit: int,
+) -> None:
+    """The widenings of ``flat`` (:func:`promotions`) added to ``found``; ``scope`` updated."""
+    tainted, wide, spread = scope.tainted, scope.wide, scope.spread
     for i, item in enumerate(flat):
         if any(k is not None and k in tainted for k in item.ins):
             tainted.update(item.outs)
         else:
+            continue
+        if item.eqn.primitive.name in _CONTROL_FLOW:
+            _scan_bodies(flat, i, scope, found, limit)
             continue
         wide |= _on_purpose(flat, i, tainted, wide)
         widened = _widened_operand(item, tainted)
@@ -382,7 +418,7 @@ def promotions(closed_jaxpr: core.ClosedJaxpr, limit: int = 50) -> list[Promotio
         if traceback is None or not _widens(old, new) or not _implicit(chain):
             continue
         reached = _spread(flat, i, out, new)
-        if not reached & outs:
+        if not reached & scope.outs:
             continue
         met = _partner(flat, i, operand, out, new)
         if met is None and item.eqn.primitive.name == "convert_element_type":
@@ -403,7 +439,7 @@ def promotions(closed_jaxpr: core.ClosedJaxpr, limit: int = 50) -> list[Promotio
             )
             continue
         if len(found) >= limit:
-            break
+            return
         found[key] = Promotion(
             source=source,
             api=_api(chain, source),
@@ -411,18 +447,126 @@ def promotions(closed_jaxpr: core.ClosedJaxpr, limit: int = 50) -> list[Promotio
             to_dtype=str(np.dtype(new).name),
             from_type=_short(operand.aval),
             to_type=_short(out.aval),
-            partner=f"{_short(met[0].aval)} {_origin(met[1], args)}" if met else None,
+            partner=f"{_short(met[0].aval)} {_origin(met[1], scope.args)}" if met else None,
             deliberate=deliberate,
         )
-    return list(found.values())
 
 
-def flatten_calls(jaxpr: core.Jaxpr, env: dict[Any, object | None]) -> list[_Flat]:
+# The control flow whose bodies are read for widenings (:func:`_bodies`).
+_CONTROL_FLOW = frozenset({"cond", "scan", "while"})
+
+
+def _bodies(eqn: core.JaxprEqn) -> list[tuple[core.ClosedJaxpr, list[int], dict[int, int]]]:
+    """The bodies of a ``cond``/``scan``/``while`` eqn that compute its outputs (the ``i``-th
+    body output is the eqn's ``i``-th output), each with the eqn operand each body input reads
+    and its carries (body input -> the body output it gets at the next step). A ``while``'s
+    ``cond_jaxpr`` computes no output and is not among them."""
+    p = eqn.params
+    n = len(eqn.invars)
+    if eqn.primitive.name == "cond":
+        return [(b, list(range(1, n)), {}) for b in p["branches"]]
+    if eqn.primitive.name == "scan":
+        consts, carry = p["num_consts"], p["num_carry"]
+        return [(p["jaxpr"], list(range(n)), {consts + c: c for c in range(carry)})]
+    if eqn.primitive.name == "while":
+        skip, consts = p["cond_nconsts"], p["body_nconsts"]
+        carries = {consts + c: c for c in range(n - skip - consts)}
+        return [(p["body_jaxpr"], list(range(skip, n)), carries)]
+    return []
+
+
+def _scan_bodies(
+    flat: list[_Flat],
+    i: int,
+    scope: _Scope,
+    found: dict[tuple[int | None, str, str], Promotion],
+    limit: int,
+) -> None:
+    """The widenings in the bodies of the control-flow eqn ``flat[i]`` (:func:`_bodies`), read
+    as the top level is, each attributed to the user's line in the body; then its outputs that
+    a body's widening reached count as widened (what they meet after is a consequence), and
+    those a body made wide on purpose as made wide on purpose.
+
+    A body's input is what the eqn operand it reads is (an argument, derived from one, made
+    wide on purpose, widened). A loop's carry is also derived from the arguments where the
+    body's output for it is, and made wide on purpose where its initial value is a wider float
+    not derived from the arguments and the loop reads low-precision floats
+    (``jnp.zeros((), jnp.float32)`` over bfloat16 data: the float32 carry precision advice asks
+    for). A float32 constant or argument the body promotes low-precision data with is no
+    choice of the carry's: that promotion is the body's finding."""
+    item = flat[i]
+    eqn = item.eqn
+    live = [
+        bool(_spread(flat, i, o, getattr(o.aval, "dtype", None)) & scope.outs) for o in eqn.outvars
+    ]
+    made_wide: set[int] = set()
+    # the loop reads low-precision floats derived from the arguments (a float64 carry over
+    # float32 data is the default dtype under x64, no choice: ``jnp.zeros(n)``)
+    low = any(
+        _low_float(getattr(a.aval, "dtype", None)) and k in scope.tainted
+        for a, k in zip(eqn.invars, item.ins, strict=True)
+    )
+    for closed, reads, carries in _bodies(eqn):
+        body = closed.jaxpr
+        keys = [item.ins[j] for j in reads]
+        # a constant operand stays a constant; a carry becomes what its steps make it
+        env: dict[Any, object | None] = {
+            v: (None if k is None and n not in carries else v)
+            for n, (v, k) in enumerate(zip(body.invars, keys, strict=True))
+        }
+        sub = flatten_calls(
+            body, env, (*item.calls, str(eqn.primitive.name)), (*item.enclosing, eqn)
+        )
+        outs = [None if isinstance(o, core.Literal) else env.get(o) for o in body.outvars]
+        tainted = {v for v, k in zip(body.invars, keys, strict=True) if k in scope.tainted}
+        while True:  # a carry fed a value derived from the arguments is derived from them
+            reach = _derived(sub, tainted)
+            more = {body.invars[n] for n, o in carries.items() if outs[o] in reach} - tainted
+            if not more:
+                break
+            tainted |= more
+        wide = {v for v, k in zip(body.invars, keys, strict=True) if k in scope.wide}
+        for n in carries:
+            d = getattr(body.invars[n].aval, "dtype", None)
+            if low and keys[n] not in scope.tainted and _float(d) and not _low_float(d):
+                wide.add(body.invars[n])  # a wider float initial carry over low-precision data
+        inner = _Scope(
+            args={v for v, k in zip(body.invars, keys, strict=True) if k in scope.args},
+            outs={o for o, alive in zip(outs, live, strict=True) if alive and o is not None},
+            tainted=tainted,
+            wide=wide,
+            spread={v for v, k in zip(body.invars, keys, strict=True) if k in scope.spread},
+        )
+        _scan(sub, inner, found, limit)
+        for j, o in enumerate(outs):
+            if o is not None and o in inner.spread:
+                scope.spread.add(eqn.outvars[j])
+            elif o is not None and o in inner.wide:
+                made_wide.add(j)
+    scope.wide.update(eqn.outvars[j] for j in made_wide)
+
+
+def _derived(flat: list[_Flat], tainted: set[object]) -> set[object]:
+    """``tainted`` and the values of ``flat`` computed from them."""
+    reach = set(tainted)
+    for item in flat:
+        if any(k is not None and k in reach for k in item.ins):
+            reach.update(item.outs)
+    return reach
+
+
+def flatten_calls(
+    jaxpr: core.Jaxpr,
+    env: dict[Any, object | None],
+    calls: tuple[str, ...] = (),
+    enclosing: tuple[core.JaxprEqn, ...] = (),
+) -> list[_Flat]:
     """``jaxpr``'s eqns with calls inlined, each with a key per operand and output (``env``
     maps ``jaxpr``'s invars to their keys, and gets every var's key; ``None``: a constant). A
-    call's outputs get the keys of its body's outputs."""
+    call's outputs get the keys of its body's outputs. ``calls``/``enclosing``: those of the
+    eqn whose body ``jaxpr`` is (:class:`_Flat`)."""
     flat: list[_Flat] = []
-    _flatten(jaxpr, env, flat)
+    _flatten(jaxpr, env, flat, calls, enclosing)
     return flat
 
 
