@@ -95,12 +95,17 @@ def test_dtypes_says_a_promotion_at_its_line(
     expect(page.get_by_test_id("change-text")).to_contain_text(
         "bf16[4,8] promoted to f32[4,8] by * with f32[] constant"
     )
+    # The editor marks the finding's line once the run ends, as it marks a failed run's line.
+    selected = page.get_by_test_id("editor").locator(".cm-line.cm-js-selected")
+    expect(selected).to_have_count(1)
+    expect(selected).to_have_text(code.splitlines()[line - 1])
     page.screenshot(path=str(screenshots / "dtypes-promoted.png"), full_page=False)
 
     set_code(page, code.replace("lr = np.float32(1e-3)", "lr = 1e-3"))
     run_and_wait(page)
     expect(page.get_by_test_id("no-changes")).to_be_visible()
     expect(page.get_by_test_id("dtype-change")).to_have_count(0)
+    expect(selected).to_have_count(0)
     assert console_errors == []
 
 

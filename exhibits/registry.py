@@ -695,7 +695,8 @@ def table_problems(exhibits: dict[str, Exhibit] | None = None) -> list[str]:
 def frontend_table(exhibits: dict[str, Exhibit] | None = None) -> dict[str, object]:
     """What the frontend's exhibit table (``frontend/src/exhibits.ts``) needs of this one, as
     ``npm run gen`` writes it to ``frontend/src/gen/exhibits.ts``: the groups in display order
-    and each exhibit's group and label, in this table's order. Raises ``ValueError`` on
+    and each exhibit's group, label and worker kind (what runs its snippet: the page's "Press
+    Run" line names it), in this table's order. Raises ``ValueError`` on
     :func:`table_problems`."""
     table = EXHIBITS if exhibits is None else exhibits
     problems = table_problems(table)
@@ -703,7 +704,9 @@ def frontend_table(exhibits: dict[str, Exhibit] | None = None) -> dict[str, obje
         raise ValueError("exhibits/registry.py: " + "; ".join(problems))
     return {
         "groups": list(GROUPS),
-        "exhibits": {e.id: {"group": e.group, "label": e.label} for e in table.values()},
+        "exhibits": {
+            e.id: {"group": e.group, "label": e.label, "worker": e.worker} for e in table.values()
+        },
     }
 
 

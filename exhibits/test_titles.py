@@ -28,8 +28,10 @@ def test_every_entry_has_a_group_and_a_label_of_its_own() -> None:
     table = frontend_table()
     assert table["groups"] == list(GROUPS)
     assert table["exhibits"] == {
-        e.id: {"group": e.group, "label": e.label} for e in EXHIBITS.values()
+        e.id: {"group": e.group, "label": e.label, "worker": e.worker} for e in EXHIBITS.values()
     }
+    assert table["exhibits"]["lazy_tensor"]["worker"] == "torch"
+    assert table["exhibits"]["tf_bridge"]["worker"] == "tf"
     assert list(table["exhibits"]) == list(EXHIBITS)
 
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Event } from '../../frontend/src/protocol';
 import { goldenLoader } from '../../frontend/src/test/fixtures';
-import { argRows, changeRows, defaultMode, dtypesModel, firstSentence, grid, x64Note, type Computed } from './view-model';
+import { argRows, changeRows, defaultMode, dtypesModel, findingSelection, firstSentence, grid, x64Note, type Computed } from './view-model';
 
 // The golden event streams: `jaxscope run dtypes examples/<name>.py --json` (the real sandbox);
 // test_dtypes.py checks every value in them against JAX.
@@ -190,5 +190,28 @@ describe('dtypes view model: the dtype changes', () => {
       expect(model.changes).toBeDefined();
       expect(changeRows(model)).toEqual([]);
     }
+  });
+
+  it("selects the findings' lines, as the error panel marks a failed run's line; a note's is left", () => {
+    // the lines are the goldens' (bf16_token_count: cases/DT05's jnp.dot at line 10; int64_ids:
+    // the wrapped ids, line 13, whose float64 note shares the line)
+    expect(findingSelection(changeRows(dtypesModel(golden('bf16_token_count'))))).toEqual({
+      origin: 'eqn',
+      lines: [10],
+      eqnIndices: [],
+      opLines: [],
+    });
+    expect(findingSelection(changeRows(dtypesModel(golden('int64_ids'))))?.lines).toEqual([13]);
+    const rows = [
+      { kind: 'promoted' as const, finding: true, line: 21, text: '', fix: '' },
+      { kind: 'demoted' as const, finding: false, line: 4, text: '', fix: '' },
+      { kind: 'promoted' as const, finding: true, line: 9, text: '', fix: '' },
+      { kind: 'promoted' as const, finding: true, line: 21, text: '', fix: '' },
+      { kind: 'promoted' as const, finding: true, line: null, text: '', fix: '' },
+    ];
+    expect(findingSelection(rows)?.lines).toEqual([9, 21]);
+    // only notes, or no change at all: nothing is selected
+    expect(findingSelection(rows.filter((r) => !r.finding))).toBeNull();
+    expect(findingSelection(changeRows(dtypesModel(golden('mixed_ints'))))).toBeNull();
   });
 });

@@ -4,6 +4,7 @@
  * that fold them into it highlighted (`result_type_computed`), and why x64 changes the answer
  * where it does. Pure functions of the events; the view only lays them out.
  */
+import type { Selection } from '../../frontend/src/exhibit-api';
 import type { Event, EventOf } from '../../frontend/src/protocol';
 import { eventsOf, lastOf } from '../../frontend/src/widgets/events';
 
@@ -93,6 +94,16 @@ export function changeRows(model: DtypesModel): ChangeRow[] {
           ? 'Turn on jax_enable_x64 to keep 64 bits, or bring the values into what 32 bits hold before JAX takes them (rescale, offset or reduce them in numpy).'
           : 'Not a finding: every value keeps float32 precision. To compute in float64, turn on jax_enable_x64; to say float32 in the code, pass np.asarray(a, np.float32).',
   }));
+}
+
+/**
+ * What a run's findings select, so the editor marks their lines as it marks a failed run's line:
+ * the lines of the rows that are findings (a note's line is shown only when its row's line button
+ * is pressed), in order, once each; null when no finding carries a line.
+ */
+export function findingSelection(rows: readonly ChangeRow[]): Selection | null {
+  const lines = [...new Set(rows.flatMap((r) => (r.finding && r.line !== null ? [r.line] : [])))].sort((a, b) => a - b);
+  return lines.length === 0 ? null : { origin: 'eqn', lines, eqnIndices: [], opLines: [] };
 }
 
 /** The mode to show first: the one the snippet ran with (x64 off unless it turned it on). */

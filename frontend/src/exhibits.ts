@@ -13,9 +13,9 @@
  */
 import type { Component } from 'svelte';
 import type { ExhibitViewProps } from './exhibit-api';
-import { EXHIBIT_GROUPS, EXHIBIT_TABLE, type ExhibitGroup } from './gen/exhibits';
+import { EXHIBIT_GROUPS, EXHIBIT_TABLE, type ExhibitGroup, type WorkerKind } from './gen/exhibits';
 
-export { EXHIBIT_GROUPS, type ExhibitGroup };
+export { EXHIBIT_GROUPS, type ExhibitGroup, type WorkerKind };
 
 // Every exhibit folder's view and narrative, by path (`../../exhibits/<id>/View.svelte`); the
 // underscore folders (the template) are left out of the build.
@@ -39,10 +39,13 @@ export interface ExhibitEntry {
   group: ExhibitGroup;
   /** the tab's short label (the full title comes from the catalogue) */
   label: string;
+  /** the kind of worker that runs its snippet (the registry entry's `worker`): "torch" for the
+   *  PyTorch/XLA track, "tf" for the TF bridge */
+  worker: WorkerKind;
 }
 
 /** The view and narrative of folder `exhibits/<id>/` (throws when the folder lacks one). */
-function entry(id: string, place: { group: ExhibitGroup; label: string }): ExhibitEntry {
+function entry(id: string, place: { group: ExhibitGroup; label: string; worker: WorkerKind }): ExhibitEntry {
   const View = VIEWS[`../../exhibits/${id}/View.svelte`];
   const narrative = NARRATIVES[`../../exhibits/${id}/narrative.md`];
   if (View === undefined || narrative === undefined) {
