@@ -180,3 +180,55 @@ def test_a_narrow_window_has_one_column_without_splitters_and_keeps_the_code(
     assert box(right)[1] >= box(left)[1] + box(left)[3] - 1  # artefacts below the snippet
     page.screenshot(path=str(screenshots / "shell-narrow.png"), full_page=True)
     assert console_errors == []
+
+
+def scroll_the_left_column(page: Page) -> None:
+    """What a reader does to read the error panel and the narrative below the Run bar: the wheel
+    over the pane below the editor, and then every scrollable box of the column to its end."""
+    below = page.get_by_test_id("error-panel")
+    x, y, w, h = box(below)
+    page.mouse.move(x + w / 2, y + min(h, 40) / 2)
+    page.mouse.wheel(0, 2000)
+    page.evaluate(
+        """() => {
+            const left = document.querySelector('section.left');
+            for (const el of [left, ...left.querySelectorAll('*')]) {
+                if (el.closest('.cm-editor')) continue;  // the editor's own text scrolls inside it
+                el.scrollTop = el.scrollHeight;
+            }
+        }"""
+    )
+
+
+def test_the_run_bar_never_slides_under_the_editor_when_the_left_column_scrolls(
+    page: Page, console_errors: list[str], screenshots: Path
+) -> None:
+    """A new reader's review (1280x720): once the pane below the editor was scrolled, to read the
+    error panel and the narrative, the Run button slid half under the editor. At 1280x720 and
+    1366x850, with an error panel open, scrolled or not, the Run button's box lies whole below
+    the editor's and is visible."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_exhibit(page, "tracing")
+    set_code(page, FAILING)
+    run_and_wait(page)
+    expect(page.get_by_test_id("error-panel")).to_be_visible()
+    editor, run = page.get_by_test_id("editor-box"), page.get_by_test_id("run")
+    for width, height in ((1280, 720), (1366, 850)):
+        page.set_viewport_size({"width": width, "height": height})
+        for scrolled in (False, True):
+            if scrolled:
+                scroll_the_left_column(page)
+            _, ey, _, eh = box(editor)
+            _, ry, _, rh = box(run)
+            assert ry >= ey + eh, (width, height, scrolled, (ey, eh), (ry, rh))
+            assert ry + rh <= height, (width, height, scrolled, (ry, rh))
+            # The button is what the reader sees at its centre, not the editor painted over it.
+            assert page.evaluate(
+                """() => {
+                    const b = document.querySelector('[data-testid="run"]').getBoundingClientRect();
+                    const top = document.elementFromPoint(b.x + b.width / 2, b.y + 2);
+                    return top !== null && top.closest('[data-testid="run"]') !== null;
+                }"""
+            ), (width, height, scrolled)
+        page.screenshot(path=str(screenshots / f"shell-run-bar-scrolled-{width}.png"))
+    assert console_errors == []
