@@ -168,7 +168,10 @@ def test_the_template_works_when_copied_as_the_page_says(tmp_path: Path) -> None
     assert tag == "insert" and added[0].strip() == "Exhibit(" and f'id="{NEW_ID}",' in added[1]
     assert changed(before["gen"], digests(tree / "gen")) <= GENERATED
     generated_table = (tree / "gen" / "exhibits.ts").read_text()
-    assert f'{NEW_ID}: {{ group: "Trace & compile", label: "Avals in/out" }}' in generated_table
+    assert (
+        f'{NEW_ID}: {{ group: "Trace & compile", label: "Avals in/out", worker: "jax" }}'
+        in generated_table
+    )
     # registered and generated: the template's event is in the copy's types, not in the checkout's
     generated = (tree / "gen" / "protocol.ts").read_text()
     assert "TemplateAvalsRead" in generated
