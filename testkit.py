@@ -18,6 +18,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import io
+import json
 import os
 import random
 import subprocess
@@ -112,6 +113,21 @@ def _in_a_loopless_thread(call: Callable[[], T]) -> T:
         return call()
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(call).result()
+
+
+def fresh_json(script: str, *argv: str | Path, timeout: float = 300) -> Any:
+    """The JSON value the last stdout line of ``python -c script *argv`` prints, run in a fresh
+    process of this interpreter (a truth with nothing of the test process in it: no jaxscope
+    import, no JAX state). Fails the test, with the process's stderr, when it exits non-zero."""
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *map(str, argv)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.splitlines()[-1])
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:

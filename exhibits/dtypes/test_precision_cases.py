@@ -13,8 +13,6 @@ backward pass) are not findings, and :func:`judge`'s thresholds hold on numbers 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from typing import Any
 
 import jax.numpy as jnp
@@ -24,6 +22,7 @@ from jaxscope.internals.precision_loss import judge
 
 from exhibits.conftest import CASES, jaxscope_run, run_probe
 from exhibits.dtypes.events import DtypeChangesFound
+from testkit import fresh_json
 
 CASE_NAMES = (
     "DT05_bf16_token_count",
@@ -108,14 +107,7 @@ EXPECT = {
 
 @pytest.fixture(scope="module")
 def truth() -> dict[str, Any]:
-    proc = subprocess.run(
-        [sys.executable, "-c", TRUTH, str(CASES)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
+    result: dict[str, Any] = fresh_json(TRUTH, str(CASES), timeout=300)
     return result
 
 
@@ -266,14 +258,7 @@ print(json.dumps({"value": float(out), "dtype": str(out.dtype)}))
 
 
 def plain_value(path: Any) -> dict[str, Any]:
-    proc = subprocess.run(
-        [sys.executable, "-c", VALUE, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
+    result: dict[str, Any] = fresh_json(VALUE, str(path), timeout=120)
     return result
 
 
@@ -412,14 +397,7 @@ def join_dtypes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "    out[name] = str(ns['f'](*ns['args']).dtype)\n"
         "print(json.dumps(out))\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", script, str(folder), *JOINS],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result: dict[str, str] = json.loads(proc.stdout.splitlines()[-1])
+    result: dict[str, str] = fresh_json(script, str(folder), *JOINS, timeout=120)
     return result
 
 
@@ -492,11 +470,7 @@ def test_a_cast_back_to_bfloat16_is_fixed_by_keeping_float32(tmp_path: Any) -> N
         "    out[name] = [float(v) for v in ns['f'](*ns['args'])]\n"
         "print(json.dumps(out))\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=120
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    truth = json.loads(proc.stdout.splitlines()[-1])
+    truth = fresh_json(script, tmp_path, timeout=120)
     assert truth == {"broken": [0.0] * 4, "fixed": [2032.0] * 4}
     for c in lost:
         assert c.example is not None and "where float32 gives 1050608.0" in c.example

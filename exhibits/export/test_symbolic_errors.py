@@ -13,14 +13,13 @@ shapes its constraint excludes.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from typing import Any
 
 import numpy as np
 import pytest
 
 from exhibits.conftest import CASES, jaxscope_run
+from testkit import fresh_json
 
 CASE_NAMES = ("EX01_searchsorted_symbolic", "EX02_linspace_symbolic", "EX03_python_range_symbolic")
 
@@ -84,14 +83,7 @@ print(json.dumps(out))
 
 @pytest.fixture(scope="module")
 def truth() -> dict[str, Any]:
-    proc = subprocess.run(
-        [sys.executable, "-c", TRUTH, str(CASES), *CASE_NAMES],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
+    result: dict[str, Any] = fresh_json(TRUTH, str(CASES), *CASE_NAMES, timeout=300)
     return result
 
 
