@@ -295,18 +295,20 @@ REAL_CASES += [("loop_4k", e) for e in ("jvp", "partial_eval", "transpose", "vma
 # A model under one ``jax.jit`` call (a user's jitted loss): a few eqns whose inner jaxprs are
 # the whole program, split inside its eqns (``summaries._split_nested``).
 REAL_CASES += [("gpt_stack_jit", e) for e in ("jvp", "partial_eval", "transpose", "vmap")]
-# `make test` runs the 4,001-eqn loop in each exhibit (it is split into ranges wherever it runs),
-# a seeded sample of one of the 12-layer GPT's nine cases (each a minute or more on 2 cores) and
-# of two of the others (the NNX step's cases take 1-3 min each on a loaded 2-core machine);
-# `make test-all` runs all of them, the 20,001-eqn loop included (testkit.py, design 0058).
-_ALWAYS = [c for c in REAL_CASES if c[0] == "loop_4k"]
+# `make test` runs a seeded sample of one of the 4,001-eqn loop's four exhibits (it is split into
+# ranges wherever it runs; each case 20-40 s on 2 cores, and e2e/test_real_programs.py and
+# test_walk_cap_and_row_details.py run the same loop in jvp, vmap, partial_eval and transpose),
+# one of the 12-layer GPT's nine cases (each a minute or more on 2 cores) and two of the others
+# (the NNX step's cases take 1-3 min each on a loaded 2-core machine); `make test-all` runs all
+# of them, the 20,001-eqn loop included (testkit.py, design 0058, 0076).
+_LOOP = [c for c in REAL_CASES if c[0] == "loop_4k"]
 _GPT = [c for c in REAL_CASES if c[0].startswith("gpt_stack")]
-_OTHERS = [c for c in REAL_CASES if c not in _ALWAYS and c not in _GPT]
-REAL_PARAMS = [pytest.param(p, e, id=f"{p}-{e}") for p, e in _ALWAYS] + [
+_OTHERS = [c for c in REAL_CASES if c not in _LOOP and c not in _GPT]
+REAL_PARAMS = [
     param
-    for cases, k in ((_GPT, 1), (_OTHERS, 2))
+    for cases, k, key in ((_LOOP, 1, "loop_4k"), (_GPT, 1, "1"), (_OTHERS, 2, "2"))
     for param in sampled_params(
-        cases, k, key=f"test_eqn_ranges.{k}", ids=[f"{p}-{e}" for p, e in cases]
+        cases, k, key=f"test_eqn_ranges.{key}", ids=[f"{p}-{e}" for p, e in cases]
     )
 ]
 
