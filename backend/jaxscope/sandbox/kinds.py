@@ -38,11 +38,14 @@ import dataclasses
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from exhibits.registry import EXHIBITS, EXHIBITS_DIR
-from jaxscope.protocol import WorkerKind
 from jaxscope.sandbox import accelerators
 from jaxscope.settings import Limits
+
+if TYPE_CHECKING:  # the protocol is not imported to start a template (``sandbox/env.py``)
+    from jaxscope.protocol import WorkerKind
 
 # The torch venv's interpreter unless ``JAXSCOPE_TORCH_PYTHON`` names another: in a checkout the
 # repository's ``.venv-torch`` (``make torch``), beside the JAX venv; in an installed package
