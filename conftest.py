@@ -4,6 +4,11 @@ In-process tests see the same 8 virtual CPU devices as the sandboxed workers
 (``jaxscope.sandbox.worker`` adds the flag to every worker's environment), so the sharding and
 shard_map exhibits' probes can run in-process. The flag only takes effect if it is set before
 JAX's CPU backend starts, which is why it lives here and not in a test directory's conftest.
+
+The JAX worker template's tracing of the shipped examples between requests (design 0076) is off
+for the suite (``JAXSCOPE_TEMPLATE_WARM=0``, inherited by the servers and CLIs tests start): the
+suite starts many short-lived templates, each of which would spend ~1-2 CPU-s on it beside the
+tests. ``backend/tests/test_template_warm.py`` turns it on and holds it to its promises.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+os.environ.setdefault("JAXSCOPE_TEMPLATE_WARM", "0")
 
 _FLAG = "--xla_force_host_platform_device_count=8"
 if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):

@@ -421,6 +421,10 @@ class EventBase(WireModel):
     # streamed with their first items; ``list_ranges`` names the rest (answered by
     # ``items_sent``). Off the wire while empty.
     ranged_lists: ClassVar[tuple[str, ...]] = ()
+    # True for an event the page shows at once and a user waits for (the run's start, the
+    # first jaxpr): the server sends it without waiting for others to share its frame
+    # (``server/frames.py``, ``request_loop.serve_requests``; design 0076).
+    shown_at_once: ClassVar[bool] = False
     list_ranges: list[ListRange] = Field(
         default_factory=list,
         exclude_if=lambda v: not v,
@@ -455,6 +459,7 @@ class RunStarted(EventBase):
     default backend's devices as ``str(device)``; ``cpu_device_count`` the virtual CPU devices."""
 
     type: Literal["run_started"] = "run_started"
+    shown_at_once: ClassVar[bool] = True
     exhibit: str
     jax_version: str
     backend: str
@@ -511,6 +516,7 @@ class JaxprStaged(EventBase):
     structured view; ``fun_name`` is the traced function's name."""
 
     type: Literal["jaxpr_staged"] = "jaxpr_staged"
+    shown_at_once: ClassVar[bool] = True
     fun_name: str
     jaxpr: JaxprView
 

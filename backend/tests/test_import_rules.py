@@ -2,7 +2,8 @@
 
 * ``jaxscope/sandbox/`` (process isolation) never imports ``jaxscope.internals`` (JAX), with one
   named exception (``ALLOWED``): the runner's JAX warm-up installs the compile-size hook of
-  ``internals.program_size`` (design 0046), in JAX workers only;
+  ``internals.program_size`` (design 0046), in JAX workers only; a JAX template traces the
+  shipped examples with ``internals.warm_traces`` (design 0076);
 * ``jaxscope/internals/`` never imports ``jaxscope.sandbox``;
 * only ``jaxscope/internals/`` imports private JAX (``jax._src``, ``jax.interpreters``,
   ``jax.extend``), each name of which a contract test pins: checked for every module under
@@ -43,7 +44,10 @@ SANDBOX = "jaxscope.sandbox"
 # The runner's ``_warm_up`` (JAX workers only, never a torch worker) wraps JAX's lowering so that
 # a run's limits grow before a big compile (design 0046); the hook has no sandbox import.
 RUNNER_WARM_UP = frozenset({("jaxscope.sandbox.runner", "jaxscope.internals.program_size")})
-ALLOWED = RUNNER_WARM_UP
+# A JAX template traces the shipped examples between requests, no backend started (design 0076):
+# the tracing and its backend guard are internals'; the template only runs them.
+TEMPLATE_WARM = frozenset({("jaxscope.sandbox.zygote", "jaxscope.internals.warm_traces")})
+ALLOWED = RUNNER_WARM_UP | TEMPLATE_WARM
 INTERNALS = "jaxscope.internals"
 JAXSCOPE = "jaxscope"
 EXHIBIT_API = "jaxscope.exhibit_api"

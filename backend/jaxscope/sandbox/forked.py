@@ -45,6 +45,10 @@ TEMPLATE_START_S = 120.0
 FORK_ANSWER_S = 30.0
 # The environment variable that turns templates off (``0``): every worker is a bwrap start.
 ENV_SWITCH = "JAXSCOPE_ZYGOTE"
+# The environment variable that turns off a JAX template's tracing of the shipped examples
+# between requests (``0``; design 0076): the test suite's processes start many short-lived
+# templates and pay for it in CPU, while its own test turns it on.
+WARM_SWITCH = "JAXSCOPE_TEMPLATE_WARM"
 # The exit status reported for a child whose template died (its helper died with it).
 LOST_STATUS = -9
 # The worker kinds that are forked from a template (design 0053); the others start by bwrap.
@@ -109,6 +113,7 @@ class Template:
             str(theirs.fileno()),
             "--kind",
             kind,
+            *(["--warm"] if warm_traces() else []),
         ]
         argv = bwrap_argv(
             command, uid=None, tmp_bytes=2**20, extra_paths=_extra_paths(kind), template=True
@@ -131,6 +136,10 @@ class Template:
         self._exits: dict[int, concurrent.futures.Future[int]] = {}
         self._dead = False
         self.info: dict[str, Any] = {}
+        # What the template's idle work did, once done (``zygote._serve``: outcome counts and
+        # its CPU seconds; a JAX template's probe imports and example traces, design 0076).
+        self.idle: dict[str, Any] | None = None
+        self._idle_done = threading.Event()
         ours.settimeout(TEMPLATE_START_S)
         try:
             first = ours.recv(65536)
@@ -145,6 +154,12 @@ class Template:
         self._reader = threading.Thread(target=self._read, name="jaxscope-template", daemon=True)
         self._reader.start()
         log.info("worker template %d ready (%d threads)", self._proc.pid, self.info["threads"])
+
+    def wait_idle(self, timeout: float) -> dict[str, Any] | None:
+        """Blocking: :attr:`idle` once the template's idle work is done, None after ``timeout``
+        seconds (a torch template has none: it says so at once)."""
+        self._idle_done.wait(timeout)
+        return self.idle
 
     @property
     def alive(self) -> bool:
@@ -189,7 +204,11 @@ class Template:
                 return
             message = json.loads(data)
             with self._lock:
-                if "exit" in message:
+                if "idle_done" in message:
+                    self.idle = message
+                    self._idle_done.set()
+                    log.info("worker template %d idle work done: %s", self._proc.pid, message)
+                elif "exit" in message:
                     ended = self._exit_future(int(message["exit"]))
                     if not ended.done():
                         ended.set_result(int(message["status"]))
@@ -282,14 +301,20 @@ def _reap_if_ours(pid: int, timeout_s: float = 1.0) -> None:
 # --die-with-parent is a parent-death signal, which Linux sends when the *thread* that started
 # it ends (an event loop's executor thread ends with its loop: every test's own loop).
 _LAUNCHER = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="jaxscope-templates")
-_templates: dict[tuple[WorkerKind, tuple[tuple[str, str], ...]], Template] = {}
+_templates: dict[tuple[WorkerKind, bool, tuple[tuple[str, str], ...]], Template] = {}
 _templates_lock = threading.Lock()
 
 
+def warm_traces() -> bool:
+    """Whether a JAX template traces the shipped examples between requests (:data:`WARM_SWITCH`,
+    default on)."""
+    return os.environ.get(WARM_SWITCH, "1") != "0"
+
+
 def template_for(env: dict[str, str], kind: WorkerKind = "jax") -> Template:
-    """Blocking: the live template for workers of ``kind`` with environment ``env``, started if
-    needed."""
-    key = (kind, tuple(sorted(env.items())))
+    """Blocking: the live template for workers of ``kind`` with environment ``env`` (and this
+    process's :func:`warm_traces`), started if needed."""
+    key = (kind, warm_traces(), tuple(sorted(env.items())))
     with _templates_lock:
         template = _templates.get(key)
         if template is not None and template.alive:

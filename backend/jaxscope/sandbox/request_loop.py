@@ -166,7 +166,8 @@ async def serve_requests(
     """Run the requests from ``receive`` on ``session`` until the peer goes; events to ``send``;
     follow requests to ``follow`` (None: no file is watched), room requests to ``rooms`` (None:
     refused). ``flush``: called after an event that answers the peer (a detail's answer or
-    refusal, a run's terminal event), so that one never waits for others to share its frame.
+    refusal, a run's terminal event) and after one the page shows at once
+    (``EventBase.shown_at_once``), so that none of these waits for others to share its frame.
     Closes the session (killing its worker) at the end."""
     send_lock = asyncio.Lock()
     closed = False
@@ -180,7 +181,9 @@ async def serve_requests(
             answers = isinstance(
                 event, (DetailFailed, RunFinished, RunFailed, RoomRefused, WatchedFileChanged)
             )
-            if flush is not None and (answers or event.detail_of is not None):
+            if flush is not None and (
+                answers or event.detail_of is not None or event.shown_at_once
+            ):
                 await flush()
         if rooms is not None:
             rooms.sent(event, text)

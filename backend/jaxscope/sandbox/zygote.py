@@ -3,7 +3,9 @@
 Started once per supervisor process, worker kind and worker environment (``sandbox/forked.py``),
 inside bubblewrap with the workers' file system view (``namespaces.bwrap_argv(template=True)``),
 as root, by the kind's interpreter (``kinds.module_command``). A JAX template (``--kind jax``)
-imports JAX, the runner and every JAX exhibit's probe; a torch template (``--kind torch``, the
+imports JAX and the runner, says it is ready, and then, between requests, imports every JAX
+exhibit's probe and (``--warm``) traces the shipped examples (:func:`_idle_tasks`, design 0076;
+it says ``{"idle_done": ...}`` when done); a torch template (``--kind torch``, the
 torch venv's python) imports torch, torch_xla and its metrics (what a torch worker's warm-up
 imports), the runner and every torch exhibit's probe, and creates no PJRT client. Either starts
 **no** backend and no thread of its own, and then forks one worker per request (Android's and
@@ -36,6 +38,7 @@ anything else.
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import ctypes
 import fcntl
@@ -47,7 +50,9 @@ import signal
 import socket
 import struct
 import sys
+import time
 import traceback
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
@@ -253,11 +258,12 @@ def _setup_failed() -> NoReturn:
 
 
 def _preload(kind: WorkerKind) -> dict[str, Any]:
-    """Import what every worker of ``kind`` imports, start nothing: for JAX, JAX, the runner,
-    every JAX probe and what a fork would import itself (``runner._preload_jax``); for torch,
-    the runner's torch warm-up (torch, torch_xla, its metrics: no PJRT client, which torch_xla
-    creates at the first device use, in the run) and every torch probe. Raises when the torch
-    runtime was initialised all the same (its client's threads would not survive a fork)."""
+    """Import what every worker of ``kind`` imports, start nothing: for JAX, JAX, the runner
+    and what a fork would import itself (``runner._preload_jax``), its probes coming after the
+    template is ready (:func:`_idle_tasks`); for torch, the runner's torch warm-up (torch,
+    torch_xla, its metrics: no PJRT client, which torch_xla creates at the first device use,
+    in the run) and every torch probe. Raises when the torch runtime was initialised all the
+    same (its client's threads would not survive a fork)."""
     if kind == "torch":
         import torch_xla
 
@@ -266,17 +272,64 @@ def _preload(kind: WorkerKind) -> dict[str, Any]:
         warm = runner._warm_up_torch()
         if torch_xla._XLAC._xla_runtime_is_initialized():
             raise RuntimeError("the torch template's preload created a PJRT client")
+        _, errors = runner._import_probes(kind)
         info = {k: warm[k] for k in ("torch_version", "torch_xla_version")}
-    else:
-        import jax
-        import jax.numpy
+        return {**info, "probe_errors": len(errors)}
+    import jax
+    import jax.numpy
 
-        from jaxscope.sandbox import runner
+    from jaxscope.sandbox import runner
 
-        runner._preload_jax()
-        info = {"jax_version": jax.__version__}
-    _, errors = runner._import_probes(kind)
-    return {**info, "probe_errors": len(errors)}
+    runner._preload_jax()
+    return {"jax_version": jax.__version__}
+
+
+def _idle_tasks(kind: WorkerKind, warm: bool) -> list[tuple[str, Callable[[], str]]]:
+    """What a JAX template does once ready, one task at a time while no request waits (design
+    0076): import each JAX probe (a child forked before its probe's import imports it itself,
+    as a bubblewrap-started worker does), then, when ``warm``, trace the shipped examples
+    (``internals.warm_traces``: the exhibits' default examples first, then the rest of their
+    examples), so that a fork's first trace of them finds JAX's helper traces cached. Each
+    task is ``(label, run)``; ``run`` returns what became of it. None for a torch template."""
+    if kind != "jax":
+        return []
+    import importlib
+
+    from exhibits.registry import EXHIBITS
+
+    ours = [e for e in EXHIBITS.values() if e.worker == kind]
+    tasks: list[tuple[str, Callable[[], str]]] = []
+    for exhibit in ours:
+        name = f"exhibits.{exhibit.id}.probe"
+
+        def load(name: str = name) -> str:
+            try:
+                importlib.import_module(name)
+            except Exception as exc:
+                return f"failed: {type(exc).__name__}"
+            return "imported"
+
+        tasks.append((name, load))
+    if not warm:
+        return tasks
+    from jaxscope.internals.warm_traces import warm_example
+
+    files: dict[str, str] = {}
+    for exhibit in ours:
+        examples = exhibit.example_paths()
+        if exhibit.default_example in examples:
+            files.setdefault(str(examples[exhibit.default_example]), exhibit.id)
+    for exhibit in ours:
+        for example in exhibit.example_paths().values():
+            files.setdefault(str(example), exhibit.id)
+    for file_name in files:
+
+        def trace(file_name: str = file_name) -> str:
+            with open(file_name, encoding="utf-8") as file:
+                return warm_example(file.read(), file_name)
+
+        tasks.append((file_name, trace))
+    return tasks
 
 
 # What the preload left in the template's /tmp (:func:`_tmp_left`), remade in each child's.
@@ -329,20 +382,61 @@ def _vm_bytes() -> int:
     return 0
 
 
+def _run_idle(task: tuple[str, Callable[[], str]], threads: int) -> str:
+    """Run one idle task and return what became of it; then move what it made out of the
+    collector's reach, as the preload's objects are (``gc.freeze``). Exits the template when the
+    task left a thread or a JAX backend behind (neither would survive a fork): the supervisor's
+    next request then starts a new one."""
+    label, run = task
+    outcome = run()
+    gc.collect()
+    gc.freeze()
+    now = len(os.listdir("/proc/self/task"))
+    grew = now > threads
+    backend = "jax" in sys.modules and _backend_started()
+    if grew or backend:
+        what = f"{now} threads (ready with {threads})" if grew else "a JAX backend"
+        sys.stderr.write(f"jaxscope: the template's idle task {label} ({outcome}) left {what}\n")
+        os._exit(SETUP_FAILED)
+    return outcome
+
+
+def _backend_started() -> bool:
+    from jaxscope.internals.warm_traces import backend_started
+
+    return backend_started()
+
+
 def _send(ctl: socket.socket, message: dict[str, Any]) -> None:
     ctl.send(json.dumps(message).encode())
 
 
-def _serve(ctl: socket.socket, kind: WorkerKind) -> int:
-    """Fork a worker per request; report each child's end. Returns when the supervisor is gone."""
+def _serve(
+    ctl: socket.socket, kind: WorkerKind, idle: list[tuple[str, Callable[[], str]]] | None = None
+) -> int:
+    """Fork a worker per request; report each child's end; between requests, run the ``idle``
+    tasks (:func:`_idle_tasks`) one at a time. Returns when the supervisor is gone."""
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
     # A Python-level handler, so that SIGCHLD interrupts select and writes to the wake-up fd.
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     me = os.getpid()
+    tasks = list(reversed(idle or []))
+    threads = len(os.listdir("/proc/self/task"))
+    outcomes: collections.Counter[str] = collections.Counter()
+    idle_cpu = 0.0
     while True:
+        readable: list[int] = []
         with contextlib.suppress(InterruptedError):
-            readable, _, _ = select.select([ctl.fileno(), wake_r], [], [], 1.0)
+            readable, _, _ = select.select([ctl.fileno(), wake_r], [], [], 0.0 if tasks else 1.0)
+        if not readable and tasks:
+            started = time.process_time()
+            outcomes[_run_idle(tasks.pop(), threads).split(":")[0]] += 1
+            idle_cpu += time.process_time() - started
+            if not tasks:
+                # What the idle work did, for the supervisor's log and the tests.
+                _send(ctl, {"idle_done": dict(outcomes), "cpu_s": round(idle_cpu, 3)})
+            continue
         with contextlib.suppress(BlockingIOError):
             os.read(wake_r, 4096)
         while True:
@@ -382,6 +476,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m jaxscope.sandbox.zygote")
     parser.add_argument("--ctl", type=int, required=True, help="the control socket's fd")
     parser.add_argument("--kind", choices=("jax", "torch"), default="jax", help="worker kind")
+    parser.add_argument(
+        "--warm", action="store_true", help="trace the shipped examples between requests"
+    )
     ns = parser.parse_args(argv)
     ctl = socket.socket(fileno=ns.ctl)
     ctl.set_inheritable(False)
@@ -405,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
             **info,
         },
     )
-    return _serve(ctl, kind)
+    return _serve(ctl, kind, _idle_tasks(kind, ns.warm))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,119 @@
+"""Warm JAX's tracing caches in a worker template with the shipped examples, no backend started.
+
+A forked worker (``sandbox/zygote.py``) starts with what its template holds. Its first trace of a
+snippet was cold: each ``jnp`` helper is a nested ``jit`` whose Python body JAX traces on the
+first call with given argument types (``pjit._infer_params_cached``, ``pe.trace_to_jaxpr``: the
+weakref caches keyed by the helper's function and the avals), and on 2 cores that made the
+tracing exhibit's ``jaxpr_staged`` of ``mlp_loss`` 40-70 ms instead of ~15 (design 0076). The
+template cannot run a snippet as a worker does (the backend's threads would not survive its
+forks), but it can trace one: :func:`warm_example` runs an example's module body and traces its
+``f`` with :func:`jax.make_jaxpr` (and makes its view, ``views.jaxpr_view``), while
+:func:`no_backend` refuses to create a backend (``xla_bridge.backends``, the one function
+through which JAX creates its clients). Every fork
+then finds those helpers' traces cached, for the argument types of the shipped examples (what a
+user opens first); a pasted program with other shapes gets the helpers' Python warm only.
+
+What it leaves: cache entries of JAX's own functions (the example's ``f`` and its namespace are
+dropped, so their weakly keyed entries go with them). No event differs: ``make_jaxpr``'s output
+does not depend on a cache hit, and the probes that count traces or read cache misses empty
+these caches first (``cache.fresh_caches``); ``exhibits/test_template_warm.py`` compares the
+events of warm and cold forks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Iterator
+from typing import Any
+
+import jax
+from jax._src import xla_bridge
+
+from jaxscope.internals.views import jaxpr_view
+
+
+class BackendRefused(RuntimeError):
+    """Raised inside :func:`no_backend` where JAX would have created a backend."""
+
+
+@contextlib.contextmanager
+def no_backend() -> Iterator[None]:
+    """Within the block, creating a JAX backend raises :class:`BackendRefused` (a backend made
+    before the block stays usable). Not thread-safe: for a single-threaded template."""
+    original = xla_bridge.backends
+
+    def refuse() -> dict[str, Any]:
+        if xla_bridge._backends:
+            return original()
+        raise BackendRefused("no backend in a worker template")
+
+    xla_bridge.backends = refuse
+    try:
+        yield
+    finally:
+        xla_bridge.backends = original
+
+
+def backend_started() -> bool:
+    """Whether this process has created a JAX backend (``xla_bridge._backends``)."""
+    return bool(xla_bridge._backends)
+
+
+def _abstract(value: Any) -> Any:
+    """A traced array as a ``ShapeDtypeStruct`` of its aval; anything else as it is."""
+    if isinstance(value, jax.core.Tracer):
+        aval: Any = value.aval
+        return jax.ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type)
+    return value
+
+
+def _run_body(code: str, filename: str) -> dict[str, Any]:
+    """The example's module namespace after its body ran: eagerly when it needs no backend
+    (numpy values, the common case), else traced (its eager ``jnp`` values become tracers, and
+    ``args``/``kwargs`` hold ``ShapeDtypeStruct`` of them)."""
+    compiled = compile(code, filename, "exec")
+    namespace: dict[str, Any] = {"__name__": "jaxscope_warm"}
+    try:
+        exec(compiled, namespace)
+        return namespace
+    except BackendRefused:
+        pass
+    namespace = {"__name__": "jaxscope_warm"}
+
+    def body() -> int:
+        exec(compiled, namespace)
+        for name in ("args", "kwargs"):
+            if name in namespace:
+                namespace[name] = jax.tree.map(_abstract, namespace[name])
+        return 0
+
+    jax.make_jaxpr(body)()
+    return namespace
+
+
+def warm_example(code: str, filename: str) -> str:
+    """Run the example ``code`` (a snippet file's text) and trace its ``f`` on its ``args`` (and
+    ``kwargs``, ``static_argnums``) with :func:`jax.make_jaxpr`, creating no backend; what it
+    prints is dropped. Returns ``"warm"``, or ``"skipped: <why>"`` when the body or the trace
+    raised (an example of an error, one that needs a backend): never raises but for
+    ``BaseException``s that are not ``Exception``s."""
+    try:
+        with (
+            no_backend(),
+            contextlib.redirect_stdout(io.StringIO()),
+            contextlib.redirect_stderr(io.StringIO()),
+        ):
+            namespace = _run_body(code, filename)
+            f, args = namespace.get("f"), namespace.get("args")
+            if not callable(f) or not isinstance(args, tuple):
+                return "skipped: no f and args"
+            static = namespace.get("static_argnums", ())
+            kwargs = namespace.get("kwargs") or {}
+            closed = jax.make_jaxpr(f, static_argnums=static)(*args, **kwargs)
+            # The view the exhibits stream of it, and JAX's text: their first call in a
+            # process is ~5 ms slower (the pretty-printer's first use).
+            jaxpr_view(closed)
+        return "warm"
+    except Exception as exc:
+        return f"skipped: {type(exc).__name__}"

@@ -1,0 +1,217 @@
+"""The JAX worker template's idle work (design 0076): probes imported and the shipped examples
+traced between requests, with no backend and no thread made; forks of a warm template give the
+same events as forks of a cold one; and what a user waits for leaves the server at once.
+
+The suite runs with the warm-up off (``conftest.py``: ``JAXSCOPE_TEMPLATE_WARM=0``); these tests
+turn it on for their own templates (the template key holds the switch, ``forked.template_for``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any, cast
+
+import pytest
+from jaxscope.protocol import (
+    EventModel,
+    JaxprStaged,
+    JaxprView,
+    RunFinished,
+    RunRequest,
+    RunStarted,
+    StageStarted,
+)
+from jaxscope.sandbox import forked
+from jaxscope.sandbox.forked import WARM_SWITCH, zygote_problem
+from jaxscope.sandbox.request_loop import serve_requests
+from jaxscope.sandbox.session import Session
+from jaxscope.sandbox.worker import worker_env
+from jaxscope.settings import Limits
+
+from exhibits.registry import EXHIBITS
+from testkit import fresh_json, run_async, run_cli
+
+# In a fresh interpreter: the template's own task list run as the template runs it, then what it
+# left (a backend? threads?) and whether a later trace of a warmed example finds JAX's helper
+# traces cached (``watching_traces``: a cache hit opens no jaxpr frame). ``cold`` is a tracing
+# example traced before any warm-up, in the same process, and ``hot`` the same after it.
+IDLE_WORK = """
+import json, os, sys
+from pathlib import Path
+import jax
+from jaxscope.internals.recording import watching_traces
+from jaxscope.internals.warm_traces import backend_started
+from jaxscope.sandbox import runner, zygote
+runner._preload_jax()
+threads = len(os.listdir("/proc/self/task"))
+examples = Path(sys.argv[1])
+
+def frames(name):
+    ns = {"__name__": "again"}
+    exec(compile((examples / f"{name}.py").read_text(), name, "exec"), ns)
+    with watching_traces() as names:
+        jax.make_jaxpr(ns["f"], static_argnums=ns.get("static_argnums", ()))(*ns["args"])
+    return len(names)
+
+# Before the warm-up: make_jaxpr of conv_net in a process that traced nothing (no backend yet:
+# its args are numpy arrays).
+cold = frames("conv_net")
+outcomes = {}
+for label, task in zygote._idle_tasks("jax", True):
+    outcomes[label] = task()
+print(json.dumps({
+    "outcomes": outcomes,
+    "backend": backend_started(),
+    "threads": [threads, len(os.listdir("/proc/self/task"))],
+    "cold": cold,
+    "hot": frames("conv_net"),
+    "warm": {name: [frames(name), frames(name)] for name in ("mlp_loss", "attention", "rnn_scan")},
+}))
+"""
+
+
+def test_the_idle_work_imports_the_probes_and_traces_the_examples_leaving_no_backend() -> None:
+    tracing = EXHIBITS["tracing"].example_paths()
+    said = fresh_json(IDLE_WORK, next(iter(tracing.values())).parent)
+    outcomes: dict[str, str] = said["outcomes"]
+    jax_exhibits = [e for e in EXHIBITS.values() if e.worker == "jax"]
+    # Every JAX probe imported, in the registry's order, before any example is traced.
+    labels = list(outcomes)
+    assert labels[: len(jax_exhibits)] == [f"exhibits.{e.id}.probe" for e in jax_exhibits]
+    assert {outcomes[f"exhibits.{e.id}.probe"] for e in jax_exhibits} == {"imported"}
+    # Every tracing example is traced; the exhibits' default examples come first.
+    traced = labels[len(jax_exhibits) :]
+    assert all(outcomes[str(path)] == "warm" for path in tracing.values()), outcomes
+    defaults = [
+        str(e.example_paths()[e.default_example])
+        for e in jax_exhibits
+        if e.default_example in e.example_paths()
+    ]
+    assert traced[: len(set(defaults))] == list(dict.fromkeys(defaults))
+    # Examples of errors, and those whose body needs a backend, are skipped, never fatal.
+    assert set(outcomes.values()) <= {"imported", "warm"} | {
+        v for v in outcomes.values() if v.startswith("skipped: ")
+    }
+    assert sum(v == "warm" for v in outcomes.values()) >= len(tracing)
+    # No backend and no thread: a fork would lose the threads of either.
+    assert said["backend"] is False
+    assert said["threads"][1] == said["threads"][0]
+    # A later trace of a warmed example opens only the frames a second trace opens (its own, and
+    # those JAX never caches: a custom_jvp's function such as jax.nn.relu, a scan's body): each
+    # jnp helper's nested jit is a cache hit. Cold, the helpers' frames open too.
+    assert all(first == again for first, again in said["warm"].values()), said["warm"]
+    assert said["hot"] < said["cold"]
+
+
+# Fields that are measurements of this run (times, byte counts), not what the run showed.
+_MEASURED = ("duration_ms", "seconds", "_ms", "_s", "elapsed", "wall", "cpu")
+
+
+def _shown(stdout: str) -> list[Any]:
+    """The events of ``jaxscope run --json`` without what measures this run (times, in fields or
+    in JAX's log text), run ids and object ids."""
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                k: strip(v)
+                for k, v in value.items()
+                if k != "run_id" and not any(k == m or k.endswith(m) for m in _MEASURED)
+            }
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        if isinstance(value, str):
+            # JAX's cache-miss text names the function object by its id(); its compile log
+            # says how long each step took
+            return re.sub(r"\d+\.\d+ sec\b", "T sec", re.sub(r"\bid=\d+", "id=N", value))
+        return value
+
+    events = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    return [strip(e) for e in events if e.get("type") != "stage_timed"]
+
+
+# The exhibits whose runs a warm cache could change if a probe did not empty the caches it reads:
+# the tracing exhibit (its jit calls, cache sizes, JAX's cache-miss text), the caches exhibit
+# (its trace and compile counts per call), recompile_hunt (its explained misses), jvp (a trace
+# of a trace).
+@pytest.mark.parametrize("exhibit", ["tracing", "caches", "recompile_hunt", "jvp"])
+def test_a_fork_of_a_warm_template_shows_what_a_fork_of_a_cold_one_shows(
+    exhibit: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if (problem := zygote_problem("jax", Limits())) is not None:
+        pytest.skip(f"workers are not forked here: {problem}")
+    entry = EXHIBITS[exhibit]
+    example = str(entry.example_paths()[entry.default_example])
+    shown: dict[str, list[Any]] = {}
+    for warm in ("1", "0"):
+        monkeypatch.setenv(WARM_SWITCH, warm)
+        template = forked.template_for(worker_env(kind="jax"))
+        if warm == "1":
+            idle = template.wait_idle(600)
+            assert idle is not None and idle["idle_done"]["warm"] > 0, idle
+        done = run_cli("run", exhibit, example, "--json")
+        assert done.returncode == 0, done.stderr
+        shown[warm] = _shown(done.stdout)
+    assert shown["1"] == shown["0"]
+    assert len(shown["1"]) > 3
+
+
+def test_the_first_jaxpr_and_the_start_of_a_run_leave_without_waiting_for_a_frame() -> None:
+    """``shown_at_once`` events (``run_started``, ``jaxpr_staged``) are flushed as soon as they
+    are sent; a stage's start waits for the frame's window as before."""
+    view = JaxprView(
+        text="{ lambda ; . let  in () }", constvars=[], invars=[], outvars=[], eqns=[], effects=[]
+    )
+    script: list[EventModel] = [
+        RunStarted(
+            exhibit="tracing", jax_version="x", backend="cpu", devices=[], cpu_device_count=1
+        ),
+        StageStarted(stage="trace"),
+        JaxprStaged(fun_name="f", jaxpr=view),
+        StageStarted(stage="call", call_index=0),
+        RunFinished(duration_ms=1.0),
+    ]
+
+    ran = asyncio.Event()
+
+    class Scripted:
+        async def run(self, request: RunRequest, emit: Any) -> RunFinished:
+            for event in script:
+                await emit(event)
+            ran.set()
+            return cast(RunFinished, script[-1])
+
+        def cancel(self, run_id: str) -> bool:
+            return False
+
+        async def close(self) -> None:
+            return None
+
+    log: list[str] = []
+    requests = [json.dumps({"type": "run", "run_id": "r1", "exhibit": "tracing", "code": ""})]
+
+    async def receive() -> str | None:
+        if requests:
+            return requests.pop(0)
+        await ran.wait()  # the peer goes once the run has ended
+        return None
+
+    async def send(text: str) -> None:
+        log.append(json.loads(text)["type"])
+
+    async def flush() -> None:
+        log.append("flush")
+
+    run_async(serve_requests(receive, send, cast(Session, Scripted()), flush=flush))
+    assert log == [
+        "run_started",
+        "flush",
+        "stage_started",
+        "jaxpr_staged",
+        "flush",
+        "stage_started",
+        "run_finished",
+        "flush",
+    ]
