@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from typing import Any, cast
 
@@ -90,6 +91,8 @@ def test_the_idle_work_imports_the_probes_and_traces_the_examples_leaving_no_bac
         if e.default_example in e.example_paths()
     ]
     assert traced[: len(set(defaults))] == list(dict.fromkeys(defaults))
+    # No shipped example changes what every fork would inherit (environment, config, cwd).
+    assert not [v for v in outcomes.values() if "changed" in v], outcomes
     # Examples of errors, and those whose body needs a backend, are skipped, never fatal.
     assert set(outcomes.values()) <= {"imported", "warm"} | {
         v for v in outcomes.values() if v.startswith("skipped: ")
@@ -103,6 +106,29 @@ def test_the_idle_work_imports_the_probes_and_traces_the_examples_leaving_no_bac
     # jnp helper's nested jit is a cache hit. Cold, the helpers' frames open too.
     assert all(first == again for first, again in said["warm"].values()), said["warm"]
     assert said["hot"] < said["cold"]
+
+
+def test_an_example_that_changes_the_config_or_environment_is_put_back_and_skipped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import jax
+    from jaxscope.internals.warm_traces import warm_example
+
+    monkeypatch.delenv("JAXSCOPE_WARM_PROBE", raising=False)
+    code = (
+        "import os, jax\n"
+        "import jax.numpy as jnp\n"
+        "jax.config.update('jax_enable_x64', not jax.config.values['jax_enable_x64'])\n"
+        "os.environ['JAXSCOPE_WARM_PROBE'] = '1'\n"
+        "def f(x):\n    return jnp.sin(x)\n"
+        "args = (1.0,)\n"
+    )
+    x64 = jax.config.values["jax_enable_x64"]
+    said = warm_example(code, "changes.py")
+    assert said == "skipped: it changed the environment, jax_enable_x64"
+    assert jax.config.values["jax_enable_x64"] == x64
+    assert "JAXSCOPE_WARM_PROBE" not in os.environ
+    assert warm_example("def f(x):\n    return x\nargs = (1.0,)\n", "plain.py") == "warm"
 
 
 _SAMPLED = sample(["caches", "recompile_hunt", "jvp"], 1, key="template_warm")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -92,12 +93,46 @@ def _run_body(code: str, filename: str) -> dict[str, Any]:
     return namespace
 
 
+@contextlib.contextmanager
+def _state_kept(changed: list[str]) -> Iterator[None]:
+    """Put back what the block changed of the process-wide state every fork inherits: the
+    environment, the working directory and every ``jax.config`` value (an example may set
+    ``XLA_FLAGS`` or ``jax_enable_x64`` for a plain run of its own); names it in ``changed``."""
+    environ, cwd = dict(os.environ), os.getcwd()
+    config = dict(jax.config.values)
+    try:
+        yield
+    finally:
+        if dict(os.environ) != environ:
+            changed.append("the environment")
+            os.environ.clear()
+            os.environ.update(environ)
+        if os.getcwd() != cwd:
+            changed.append("the working directory")
+            os.chdir(cwd)
+        for name, value in config.items():
+            if jax.config.values.get(name, value) is not value:
+                changed.append(name)
+                jax.config.update(name, value)
+
+
 def warm_example(code: str, filename: str) -> str:
     """Run the example ``code`` (a snippet file's text) and trace its ``f`` on its ``args`` (and
     ``kwargs``, ``static_argnums``) with :func:`jax.make_jaxpr`, creating no backend; what it
-    prints is dropped. Returns ``"warm"``, or ``"skipped: <why>"`` when the body or the trace
-    raised (an example of an error, one that needs a backend): never raises but for
-    ``BaseException``s that are not ``Exception``s."""
+    prints is dropped, what it changes of the environment, the working directory and
+    ``jax.config`` is put back. Returns ``"warm"``, or ``"skipped: <why>"`` when the body or the
+    trace raised (an example of an error, one that needs a backend) or it changed that state:
+    never raises but for ``BaseException``s that are not ``Exception``s."""
+    changed: list[str] = []
+    try:
+        with _state_kept(changed):
+            outcome = _warm(code, filename)
+    except Exception as exc:
+        return f"skipped: {type(exc).__name__}"
+    return f"skipped: it changed {', '.join(changed)}" if changed else outcome
+
+
+def _warm(code: str, filename: str) -> str:
     try:
         with (
             no_backend(),
