@@ -322,6 +322,123 @@ def print_with_context(jaxpr: core.Jaxpr) -> tuple[str, core.JaxprPpContext]:
     return text, created[0]
 
 
+# Printing rules (``core.pp_eqn_rules``) that print an eqn from its params and vars alone: each
+# of these ``lax`` rules drops or reshapes some params and calls ``core._pp_eqn(eqn.replace(
+# params=...))`` (their sources are pinned in test_printed_alike.py).
+_DEFAULT_LIKE_PP_RULES = frozenset(
+    {
+        "_unary_with_accuracy_pp_rule",
+        "_binary_with_out_dtype_pp_rule",
+        "_convert_elt_type_pp_rule",
+        "_dot_general_pp_rule",
+        "_broadcast_in_dim_pp_rule",
+    }
+)
+
+
+def printed_alike(a: core.Jaxpr, b: core.Jaxpr) -> dict[Any, Any] | None:
+    """A map from ``a``'s vars to ``b``'s under which ``str(a) == str(b)`` holds by
+    construction (each var of ``a`` printed with the name its image gets in ``b``'s printout),
+    or None when this cannot tell (then print both and compare: ``None`` is not "different").
+
+    ``core.pp_toplevel_jaxpr`` (default settings) prints a jaxpr from: each var's name, which its
+    context gives in the order vars are met (``_dropvars`` first names an eqn's unread outputs
+    ``_``); each binder's aval (``str_short(short_dtypes=True)``); each literal's
+    ``pretty_print`` (no context); each eqn's primitive, its params (``pp_kv_pair``: ``str`` of
+    a value; jaxprs with the context) and its primitive's printing rule. So ``a`` and ``b`` print
+    alike when their vars correspond one to one, position by position (every use of ``x`` in
+    ``a`` is a use of ``m[x]`` in ``b``; the same reads, hence the same unread outputs), binders
+    print the same aval, literals the same text, and eqns have the same primitive and params that
+    print alike (the same object, or equal plain values: :func:`_plain_key`). Decided only for
+    eqns whose params hold no jaxpr (an inner jaxpr used twice is printed first, by name) and
+    whose primitive JAX prints with its default rule or one of :data:`_DEFAULT_LIKE_PP_RULES`.
+    Costs a fraction of printing (``jvp_steps`` asks it instead of printing a second jaxpr of
+    thousands of eqns); ``test_views_identity`` holds it to the texts."""
+    if (
+        len(a.constvars) != len(b.constvars)
+        or len(a.invars) != len(b.invars)
+        or len(a.outvars) != len(b.outvars)
+        or len(a.eqns) != len(b.eqns)
+    ):
+        return None
+    m: dict[Any, Any] = {}
+    bound: set[Any] = set()
+    shorts: dict[int, tuple[Any, str]] = {}
+
+    def short(aval: Any) -> str:
+        hit = shorts.get(id(aval))
+        if hit is None or hit[0] is not aval:
+            hit = shorts[id(aval)] = (aval, _short(aval))
+        return hit[1]
+
+    def bind(x: Any, y: Any) -> bool:
+        if type(x) is not type(y) or not isinstance(x, core.Var):
+            return False
+        if x.aval is not y.aval and short(x.aval) != short(y.aval):
+            return False
+        if isinstance(x, core.DropVar):
+            return True  # printed ``_``, named by no context
+        if x in m or y in bound:
+            return False
+        m[x] = y
+        bound.add(y)
+        return True
+
+    def use(x: Any, y: Any) -> bool:
+        if isinstance(x, core.Literal):
+            return isinstance(y, core.Literal) and x.pretty_print(
+                _LITERAL_CONTEXT
+            ) == y.pretty_print(_LITERAL_CONTEXT)
+        return m.get(x) is y and y is not None
+
+    for xs, ys in ((a.constvars, b.constvars), (a.invars, b.invars)):
+        if not all(map(bind, xs, ys)):
+            return None
+    for x, y in zip(a.eqns, b.eqns, strict=True):
+        if x.primitive is not y.primitive or not _default_printed(x.primitive):
+            return None
+        if len(x.invars) != len(y.invars) or len(x.outvars) != len(y.outvars):
+            return None
+        if not _params_alike(x.params, y.params):
+            return None
+        if not all(map(use, x.invars, y.invars)) or not all(map(bind, x.outvars, y.outvars)):
+            return None
+    if not all(map(use, a.outvars, b.outvars)):
+        return None
+    return m
+
+
+# ``Literal.pretty_print`` takes a context and does not read it.
+_LITERAL_CONTEXT = core.JaxprPpContext()
+
+
+def _default_printed(primitive: core.Primitive) -> bool:
+    rule = core.pp_eqn_rules.get(primitive)
+    return rule is None or (
+        getattr(rule, "__module__", None) == "jax._src.lax.lax"
+        and getattr(rule, "__name__", None) in _DEFAULT_LIKE_PP_RULES
+    )
+
+
+def _params_alike(x: dict[str, Any], y: dict[str, Any]) -> bool:
+    if x.keys() != y.keys():
+        return False
+    for key, vx in x.items():
+        vy = y[key]
+        kx = _plain_key(vx)
+        if kx is not None:
+            if kx != _plain_key(vy):
+                return False
+        elif vx is not vy or _holds_jaxpr(vx):
+            return False
+    return True
+
+
+def _holds_jaxpr(value: Any) -> bool:
+    values = value if isinstance(value, (tuple, list)) else (value,)
+    return any(isinstance(v, (core.Jaxpr, core.ClosedJaxpr, tuple, list)) for v in values)
+
+
 def _var_view(v: Any, ctx: core.JaxprPpContext, memo: _ContextMemo | None = None) -> VarView:
     views = (memo or _memo(ctx)).var_views
     hit = views.get(id(v))
