@@ -40,24 +40,15 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal, TextIO, get_args, get_origin
 
-from pydantic import ValidationError
-
 from exhibits.registry import EXHIBITS, Exhibit
-from exhibits.shown import ShownError
 from jaxscope.cli_format import FORMATS, formatted
-from jaxscope.protocol import (
-    MAX_CODE_CHARS,
-    EventModel,
-    RunFailed,
-    RunFinished,
-    RunOptions,
-    RunRequest,
-    RunStarted,
-    option_exhibits,
-)
 from jaxscope.settings import Limits, Settings, settings_from_env
 
+# Neither pydantic nor the protocol at import: ``jaxscope serve`` starts the JAX workers' template
+# before it imports them (``_prestart_template``, issue 36); a command imports what it uses.
 if TYPE_CHECKING:
+    from exhibits.shown import ShownError
+    from jaxscope.protocol import EventModel, RunFailed, RunOptions
     from jaxscope.server.watch import WatchedFile
 
 EXIT_FAILED = 1
@@ -160,7 +151,10 @@ def _limits(base: Limits, ns: argparse.Namespace, wall: float | None) -> Limits:
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, run_options: bool = True) -> argparse.ArgumentParser:
+    """The ``jaxscope`` command line. ``run_options=False`` leaves out the flags of the exhibits'
+    options (:func:`_option_flags`) from ``run`` and ``diff``, so that the parser imports
+    neither pydantic nor the protocol: :func:`main` parses ``serve`` and ``watch`` with it."""
     parser = argparse.ArgumentParser(
         prog="jaxscope", description="A visual explorer and debugger of JAX internals."
     )
@@ -283,8 +277,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run an exhibit on a snippet file, headless. Exit status: 0 fine; 1 the run "
         "failed; 2 usage; 3 the run finished but JAX refused the code or the exhibit found a "
         "problem (said on stderr).",
-        epilog=_artefacts_epilog(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=ARTEFACTS_EPILOG,
+        formatter_class=_ArtefactsHelp,
     )
     run.add_argument("exhibit", help=f"exhibit id ({', '.join(EXHIBITS)})")
     run.add_argument(
@@ -324,7 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="where a JAX exhibit runs on a host with an accelerator: accelerator (the chip, "
         "the default there; one run at a time) or cpu (the 8 virtual CPU devices; design 0069)",
     )
-    _option_flags(run)
+    if run_options:
+        _option_flags(run)
     _limit_flags(run)
     _sandbox_flag(run)
 
@@ -337,8 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
         "count, the same eqns summarised); any other artefact, or any with --text, as a "
         "unified line diff. Exit status, as diff(1): 0 the same; 1 different; "
         "2 a usage error, or a run that failed or produced no such artefact.",
-        epilog=_artefacts_epilog(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=ARTEFACTS_EPILOG,
+        formatter_class=_ArtefactsHelp,
     )
     diff.add_argument("exhibit", help=f"exhibit id ({', '.join(EXHIBITS)})")
     diff.add_argument("a", type=Path, help="the first version of the snippet")
@@ -354,7 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument(
         "--timeout", type=_seconds, default=None, metavar="S", help="wall-clock seconds per run"
     )
-    _option_flags(diff)
+    if run_options:
+        _option_flags(diff)
     _limit_flags(diff)
     _sandbox_flag(diff)
 
@@ -372,10 +368,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The epilog of ``run --help`` and ``diff --help``, written out by :class:`_ArtefactsHelp` only
+# when help is printed: the table imports every exhibit's artefacts module (and its events).
+ARTEFACTS_EPILOG = "artefacts (--print ARTEFACT), per exhibit:"
+
+
+class _ArtefactsHelp(argparse.RawDescriptionHelpFormatter):
+    """Help as written, with :data:`ARTEFACTS_EPILOG` replaced by :func:`_artefacts_epilog`."""
+
+    def add_text(self, text: str | None) -> None:
+        super().add_text(_artefacts_epilog() if text == ARTEFACTS_EPILOG else text)
+
+
 def _artefacts_epilog() -> str:
     """What ``--print`` takes, per exhibit (every run can also print ``jaxpr`` where the exhibit
     stages one): the registry's artefact names, one line per exhibit."""
-    lines = ["artefacts (--print ARTEFACT), per exhibit:"]
+    lines = [ARTEFACTS_EPILOG]
     for exhibit in EXHIBITS.values():
         names = ", ".join(exhibit.artefacts) or "(none: use --json)"
         lines.append(f"  {exhibit.id:<16} {names}")
@@ -388,6 +396,8 @@ def _option_flags(run: argparse.ArgumentParser) -> None:
     itself (:func:`_run_options`), so that every control of every exhibit is reachable from the
     CLI without a copy of the model here. A list field takes JSON (``--known '[true, false]'``),
     except ``--stack``, which takes names separated by commas."""
+    from jaxscope.protocol import RunOptions
+
     group = run.add_argument_group(
         "exhibit options (RunOptions; each applies to the exhibits it names)"
     )
@@ -442,6 +452,10 @@ def _json_option(text: str) -> Any:
 def _run_options(ns: argparse.Namespace) -> RunOptions:
     """The :class:`RunOptions` the flags ask for (flags not given keep the model's defaults);
     raises :class:`ValueError` with pydantic's own words for a value the model refuses."""
+    from pydantic import ValidationError
+
+    from jaxscope.protocol import RunOptions
+
     given = {
         name: getattr(ns, f"opt_{name}")
         for name in RunOptions.model_fields
@@ -458,6 +472,8 @@ def _run_options(ns: argparse.Namespace) -> RunOptions:
 def _options_elsewhere(ns: argparse.Namespace, exhibit: str) -> str | None:
     """Why the flags given do not apply to ``exhibit`` (each option is read by the exhibits its
     ``x-exhibits`` names), or None: a flag the exhibit would ignore is refused, not dropped."""
+    from jaxscope.protocol import RunOptions, option_exhibits
+
     for name in RunOptions.model_fields:
         if getattr(ns, f"opt_{name}", None) is None:
             continue
@@ -484,6 +500,8 @@ def _stack_option(text: str) -> list[str]:
     names = [t.strip() for t in text.split(",")]
     if "" in names:
         raise argparse.ArgumentTypeError(f"an empty transform name in {text!r}")
+    from jaxscope.protocol import RunOptions
+
     valid = _literal_names(RunOptions.model_fields["stack"].annotation)
     bad = [n for n in names if n not in valid]
     if bad:
@@ -495,8 +513,6 @@ def _stack_option(text: str) -> list[str]:
 
 def _watch(ns: argparse.Namespace) -> int:
     """``jaxscope watch FILE --exhibit ID``: :func:`_serve` with ``FILE`` watched."""
-    from jaxscope.server.watch import WatchedFile
-
     if ns.exhibit not in EXHIBITS:
         print(
             f"jaxscope: unknown exhibit {ns.exhibit!r}; known: {', '.join(EXHIBITS)}",
@@ -506,6 +522,9 @@ def _watch(ns: argparse.Namespace) -> int:
     if not ns.file.is_file():
         print(f"jaxscope watch: {ns.file} is not a file", file=sys.stderr)
         return EXIT_USAGE
+    _prestart_template(ns)
+    from jaxscope.server.watch import WatchedFile
+
     return _serve(ns, WatchedFile(ns.file, ns.exhibit), open_browser=not ns.no_browser)
 
 
@@ -539,22 +558,30 @@ def _open_when_up(url: str, health: str) -> Path:
 
 
 def _prestart_template(ns: argparse.Namespace) -> None:
-    """Start the JAX workers' warm template (design 0053) in the background, at once: its
-    interpreter imports JAX on the other core while this one imports the web app and starts
-    the pool, which then finds it ready (cold ``serve`` to the first jaxpr, issue 36). Nothing
-    for a server whose workers run elsewhere (``--pool-socket``, ``--queue``) or are bwrap
-    starts; a failure here is left to the pool's own start, which reports it."""
+    """Start the JAX workers' warm template (design 0053) in the background, before the server's
+    imports: its interpreter imports JAX on the other core while this one imports the web app,
+    the protocol and the event union and starts the pool, which then finds it ready (cold
+    ``serve`` to the first jaxpr, issue 36). What the start needs is imported here, in this
+    thread (``sandbox/env.py``, ``sandbox/forked.py``: no event union), so that the template's
+    process is spawned at once rather than after a thread's share of this one's imports.
+    Nothing for a server whose workers run elsewhere (``--pool-socket``, ``--queue``) or are
+    bwrap starts; a failure here is left to the pool's own start, which reports it."""
     if getattr(ns, "pool_socket", None) is not None or getattr(ns, "queue", None) is not None:
+        return
+    try:
+        from jaxscope.sandbox.env import worker_env
+        from jaxscope.sandbox.forked import template_for, zygote_problem
+
+        limits = _limits(settings_from_env(workers=0).limits, ns, None)
+        if zygote_problem("jax", limits) is not None:
+            return
+        env = worker_env(kind="jax")
+    except Exception:
         return
 
     def start() -> None:
-        from jaxscope.sandbox.forked import template_for, zygote_problem
-        from jaxscope.sandbox.worker import worker_env
-
-        limits = _limits(settings_from_env(workers=0).limits, ns, None)
-        if zygote_problem("jax", limits) is None:
-            with contextlib.suppress(Exception):
-                template_for(worker_env(kind="jax"))
+        with contextlib.suppress(Exception):
+            template_for(env)
 
     threading.Thread(target=start, name="jaxscope-template-prestart", daemon=True).start()
 
@@ -562,7 +589,8 @@ def _prestart_template(ns: argparse.Namespace) -> None:
 def _serve(
     ns: argparse.Namespace, watched: WatchedFile | None = None, *, open_browser: bool = False
 ) -> int:
-    _prestart_template(ns)
+    """``jaxscope serve`` (``watched``: ``jaxscope watch``); the caller has started the
+    template (:func:`_prestart_template`)."""
     from urllib.parse import quote
 
     import uvicorn
@@ -862,6 +890,7 @@ async def run_headless(
     the terminal one), each whole: an event too large for one line came in ranges, put back
     together here (``jaxscope.whole_events``, design 0051). With ``stream``, each event is also
     written there as one JSON line. ``device``: ``RunRequest.device`` (design 0069)."""
+    from jaxscope.protocol import RunOptions, RunRequest
     from jaxscope.sandbox.pool import WorkerPool
     from jaxscope.sandbox.session import Session, reap_all
     from jaxscope.whole_events import WholeEvents
@@ -933,6 +962,8 @@ def run_headless_sync(
 
 
 def _summary(events: Sequence[EventModel], exhibit: str) -> str:
+    from jaxscope.protocol import RunFinished
+
     counts = collections.Counter(e.type for e in events)
     terminal = events[-1]
     lines = [f"exhibit {exhibit}: {terminal.type}"]
@@ -952,6 +983,8 @@ def read_code(stream: BinaryIO) -> str:
     Windows editors do, reads as plain code), newlines as they are; at most
     ``MAX_CODE_CHARS + 1`` characters are read, so that an endless or huge input is refused
     (by the caller) without reading it all. Raises ``UnicodeDecodeError``."""
+    from jaxscope.protocol import MAX_CODE_CHARS
+
     text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
     try:
         return text.read(MAX_CODE_CHARS + 1)
@@ -1000,6 +1033,8 @@ def _read_file(path: Path) -> str:
 
 def code_too_long(code: str, source: str) -> str | None:
     """Why ``code`` (read from ``source``) is refused for its length, or None."""
+    from jaxscope.protocol import MAX_CODE_CHARS
+
     if len(code) <= MAX_CODE_CHARS:
         return None
     return (
@@ -1026,6 +1061,8 @@ def settings_and_options(ns: argparse.Namespace, exhibit: str) -> tuple[Settings
 
 
 def _run(ns: argparse.Namespace) -> int:
+    from jaxscope.protocol import RunFailed, RunStarted
+
     exhibit = EXHIBITS.get(ns.exhibit)
     if exhibit is None:
         print(
@@ -1149,8 +1186,13 @@ def _write_html(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``jaxscope`` console script; returns the exit status."""
-    ns = build_parser().parse_args(argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    # ``serve`` and ``watch`` take none of the run options' flags: their parser imports neither
+    # pydantic nor the protocol, and the template starts before either (issue 36's cold start).
+    serving = args[:1] in (["serve"], ["watch"])
+    ns = build_parser(run_options=not serving).parse_args(args)
     if ns.command == "serve":
+        _prestart_template(ns)
         return _serve(ns)
     if ns.command == "watch":
         return _watch(ns)
