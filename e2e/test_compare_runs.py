@@ -8,8 +8,6 @@ tracing A.py B.py --print jaxpr --text`` on the same two files."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import jax
@@ -18,8 +16,7 @@ from jaxscope.sandbox.snippet import load_snippet
 from playwright.sync_api import Locator, Page, expect
 
 from e2e.browser import open_exhibit, run_and_wait, set_code
-
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+from testkit import run_cli
 
 A = """import jax.numpy as jnp
 
@@ -60,20 +57,14 @@ def rows(page: Page) -> list[tuple[str, str, str, str]]:
 def cli_diff(tmp_path: Path) -> str:
     (tmp_path / "a.py").write_text(A)
     (tmp_path / "b.py").write_text(B)
-    proc = subprocess.run(
-        [
-            JAXSCOPE,
-            "diff",
-            "tracing",
-            str(tmp_path / "a.py"),
-            str(tmp_path / "b.py"),
-            "--print",
-            "jaxpr",
-            "--text",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    proc = run_cli(
+        "diff",
+        "tracing",
+        str(tmp_path / "a.py"),
+        str(tmp_path / "b.py"),
+        "--print",
+        "jaxpr",
+        "--text",
     )
     assert proc.returncode == 1, proc.stderr
     return proc.stdout
@@ -258,7 +249,7 @@ BIG = """import jax.numpy as jnp
 
 
 def f(x):
-    for _ in range(3000):
+    for _ in range({n}):
         x = jnp.{op}(x) * 0.5
     return x
 
@@ -268,22 +259,23 @@ args = (jnp.ones(4),)
 
 
 @pytest.mark.xdist_group("real_programs")  # a real program (docs/design/0049-test-time.md)
+# 1,500 sines: a module of ~350 KB, past the 256 KiB summary; make test-all also runs the 3,000
+# of ~700 KB (design 0076)
+@pytest.mark.parametrize("n", [1500, pytest.param(3000, marks=pytest.mark.full)])
 def test_a_stablehlo_fetched_on_demand_is_compared_whole(
-    page: Page, console_errors: list[str], tmp_path: Path
+    page: Page, console_errors: list[str], tmp_path: Path, n: int
 ) -> None:
     """export streams a module over 256 KiB as its first lines (design 0023): the page fetches the
     whole text once the run ends, so the previous run's module is whole when compared."""
     from exhibits.export.events import MODULE_SUMMARY_BYTES
 
+    def code(op: str) -> str:
+        return BIG.replace("{op}", op).replace("{n}", str(n))
+
     def printed(op: str) -> str:
         path = tmp_path / f"{op}.py"
-        path.write_text(BIG.replace("{op}", op))
-        proc = subprocess.run(
-            [JAXSCOPE, "run", "export", str(path), "--print", "stablehlo"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        path.write_text(code(op))
+        proc = run_cli("run", "export", str(path), "--print", "stablehlo")
         assert proc.returncode == 0, proc.stderr
         return proc.stdout.removesuffix("\n")
 
@@ -291,9 +283,9 @@ def test_a_stablehlo_fetched_on_demand_is_compared_whole(
     want_a, want_b = printed("sin"), printed("cos")
     assert len(want_a.encode()) > MODULE_SUMMARY_BYTES  # streamed to the page as a summary
     open_exhibit(page, "export")
-    set_code(page, BIG.replace("{op}", "sin"))
+    set_code(page, code("sin"))
     run_and_wait(page)
-    set_code(page, BIG.replace("{op}", "cos"))
+    set_code(page, code("cos"))
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
     page.get_by_test_id("compare-open").click()
@@ -305,5 +297,5 @@ def test_a_stablehlo_fetched_on_demand_is_compared_whole(
     got = rows(page)
     assert [r[2] for r in got if r[0] != "added"] == want_a.split("\n")
     assert [r[3] for r in got if r[0] != "removed"] == want_b.split("\n")
-    assert sum(1 for r in got if "stablehlo.sine" in r[2] and r[0] != "same") == 3000
+    assert sum(1 for r in got if "stablehlo.sine" in r[2] and r[0] != "same") == n
     assert console_errors == []
