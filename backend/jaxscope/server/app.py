@@ -6,18 +6,25 @@ warming the worker pool at startup (so a cold server answers its first trace qui
 the token and ``Origin`` rules of :mod:`jaxscope.server.security`, and adds a strict
 Content-Security-Policy to HTML and ``X-Content-Type-Options: nosniff`` to every response. The
 server process never imports JAX: the JAX version comes from the package metadata.
+
+What a server's first run does not need is left off its start (issue 36's cold start): the
+catalogue (every exhibit's artefacts module and example files, 120-240 ms CPU) is built on the
+first ``GET /api/exhibits``, and the run queue's client (``jaxscope.bus.web``, redis) is imported
+only by a server with ``--queue``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import importlib.metadata
 import ipaddress
 import secrets
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request, Response, WebSocket
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
@@ -25,7 +32,6 @@ from fastapi.staticfiles import StaticFiles
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from exhibits.registry import EXHIBITS
-from jaxscope.bus.web import Bus, bus_session
 from jaxscope.protocol import Catalogue
 from jaxscope.sandbox.pool import WorkerPool
 from jaxscope.sandbox.session import Session
@@ -44,6 +50,9 @@ from jaxscope.server.security import (
 from jaxscope.server.watch import WatchedFile, watching
 from jaxscope.server.ws import serve_session
 from jaxscope.settings import Settings
+
+if TYPE_CHECKING:
+    from jaxscope.bus.web import Bus
 
 # WebSocket close code "policy violation" (RFC 6455); before accept, uvicorn answers HTTP 403.
 POLICY_VIOLATION = 1008
@@ -106,7 +115,11 @@ def create_app(settings: Settings | None = None, watched: WatchedFile | None = N
 
     remote = settings.pool_socket
     # The run queue (design 0065): runs go to the pool hosts on it; this process runs none.
-    bus = Bus(settings.queue) if settings.queue else None
+    bus: Bus | None = None
+    if settings.queue:
+        from jaxscope.bus.web import Bus
+
+        bus = Bus(settings.queue)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -133,7 +146,16 @@ def create_app(settings: Settings | None = None, watched: WatchedFile | None = N
     app.state.bus = bus
     rooms = RoomRegistry(EXHIBITS)
     app.state.rooms = rooms
-    catalogue = build_catalogue(hosted_pool=remote is not None or bus is not None)
+    hosted_pool = remote is not None or bus is not None
+    made: list[Catalogue] = []
+    making = threading.Lock()
+
+    def catalogue() -> Catalogue:
+        with making:  # requests that come meanwhile wait for the same build
+            if not made:
+                made.append(build_catalogue(hosted_pool=hosted_pool))
+            return made[0]
+
     dist: Path = settings.frontend_dist
     built = (dist / "index.html").is_file()
 
@@ -184,7 +206,9 @@ def create_app(settings: Settings | None = None, watched: WatchedFile | None = N
 
     @app.get("/api/exhibits")
     async def exhibits() -> Catalogue:
-        return catalogue
+        """The catalogue, built on the first request (in a thread: it imports modules and reads
+        files) and kept."""
+        return made[0] if made else await asyncio.to_thread(catalogue)
 
     @app.websocket("/api/ws")
     async def ws(websocket: WebSocket) -> None:
@@ -198,6 +222,8 @@ def create_app(settings: Settings | None = None, watched: WatchedFile | None = N
             return
         await websocket.accept()
         if bus is not None:
+            from jaxscope.bus.web import bus_session
+
             await bus_session(
                 websocket, bus, client_of(websocket.client.host if websocket.client else None)
             )

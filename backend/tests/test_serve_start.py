@@ -1,0 +1,50 @@
+"""What ``jaxscope serve`` does before it serves (issue 36's cold start): the CLI starts the JAX
+template before it imports pydantic, the protocol or the event union, and the app leaves the
+catalogue and the run queue's client off its start. Each check runs in a fresh interpreter, where
+``sys.modules`` holds only what that start imported."""
+
+from __future__ import annotations
+
+from jaxscope.server.catalogue import build_catalogue
+
+from testkit import fresh_json
+
+# What starting the template needs: the CLI, serve's parser, the workers' environment.
+BEFORE_THE_TEMPLATE = """
+import json, sys
+from jaxscope.cli import build_parser
+from jaxscope.sandbox.env import worker_env
+from jaxscope.sandbox.kinds import module_command
+ns = build_parser(run_options=False).parse_args(["serve", "--port", "0"])
+worker_env(kind="jax"), module_command("jax", "jaxscope.sandbox.zygote")
+heavy = ("pydantic", "jaxscope.protocol", "jaxscope.events", "fastapi", "exhibits.tracing.events")
+print(json.dumps({"command": ns.command, "imported": [m for m in heavy if m in sys.modules]}))
+"""
+
+# A server without --queue, created, then asked for its catalogue.
+APP_START = """
+import json, sys
+from fastapi.testclient import TestClient
+from jaxscope.server.app import create_app
+from jaxscope.settings import settings_from_env
+app = create_app(settings_from_env())
+left = ("redis", "jaxscope.bus.web", "exhibits.tracing.artefacts")
+started = [m for m in left if m in sys.modules]
+answer = TestClient(app, base_url="http://127.0.0.1").get("/api/exhibits")
+print(json.dumps({"at_start": started, "status": answer.status_code, "catalogue": answer.json()}))
+"""
+
+
+def test_serve_starts_its_template_before_importing_pydantic_or_the_protocol() -> None:
+    out = fresh_json(BEFORE_THE_TEMPLATE)
+    assert out == {"command": "serve", "imported": []}
+
+
+def test_the_app_builds_its_catalogue_on_the_first_request_and_imports_no_queue_client() -> None:
+    out = fresh_json(APP_START)
+    assert out["at_start"] == []
+    assert out["status"] == 200
+    # The same catalogue as one built directly (the registry, its artefacts and example files).
+    assert out["catalogue"] == build_catalogue().model_dump(mode="json")
+    tracing = next(e for e in out["catalogue"]["exhibits"] if e["id"] == "tracing")
+    assert "jaxpr" in tracing["artefacts"]
