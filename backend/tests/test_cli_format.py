@@ -5,8 +5,6 @@ streams (real runs of their examples), in both forms; then one real run through 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +13,7 @@ from jaxscope.cli_format import formatted, parsed_json, readable
 from jaxscope.protocol import EVENT_ADAPTER
 
 from exhibits.registry import EXHIBITS
-
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
+from testkit import run_cli
 
 ARTEFACTS = [
     (exhibit.id, golden, name)
@@ -113,21 +110,16 @@ def test_a_json_string_or_number_is_a_text_artefact() -> None:
 
 def test_the_cli_prints_both_formats(tmp_path: Path) -> None:
     example = EXHIBITS["tracing"].example_paths()["mlp_loss"]
-    base = [JAXSCOPE, "run", "tracing", str(example), "--print", "jaxpr"]
-    plain = subprocess.run(base, capture_output=True, text=True, check=True, timeout=120)
-    as_json = subprocess.run(
-        [*base, "--format", "json"], capture_output=True, text=True, check=True, timeout=120
-    )
+    base = ["run", "tracing", str(example), "--print", "jaxpr"]
+    plain = run_cli(*base)
+    assert plain.returncode == 0, plain.stderr
+    as_json = run_cli(*base, "--format", "json")
+    assert as_json.returncode == 0, as_json.stderr
     assert json.loads(as_json.stdout) == {
         "exhibit": "tracing",
         "artefact": "jaxpr",
         "text": plain.stdout.removesuffix("\n"),
     }
-    refused = subprocess.run(
-        [JAXSCOPE, "run", "tracing", str(example), "--format", "json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    refused = run_cli("run", "tracing", str(example), "--format", "json")
     assert refused.returncode == 2
     assert "--format goes with --print" in refused.stderr

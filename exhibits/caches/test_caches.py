@@ -32,6 +32,7 @@ from exhibits.caches.artefacts import ARTEFACTS
 from exhibits.caches.events import CachesReset, JitCallObserved
 from exhibits.caches.golden import regen
 from exhibits.conftest import example_sources, run_probe
+from testkit import run_cli
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -423,14 +424,7 @@ def test_driver_call_sites_are_user_lines() -> None:
 def test_cli_prints_timeline(tmp_path: Path) -> None:
     snippet_file = tmp_path / "snippet.py"
     snippet_file.write_text(EXAMPLES["numpy_input"])
-    jaxscope = str(Path(sys.executable).parent / "jaxscope")
-    done = subprocess.run(
-        [jaxscope, "run", "caches", str(snippet_file), "--print", "timeline"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
+    done = run_cli("run", "caches", str(snippet_file), "--print", "timeline", cwd=REPO)
     assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout)
     expected = json.loads(
@@ -599,23 +593,12 @@ def test_option_and_setting_errors_are_invalid_snippet_not_blamed_on_jax() -> No
 def test_cli_preset_runs_the_named_sequence(tmp_path: Path) -> None:
     snippet = tmp_path / "snippet.py"
     snippet.write_text(PERSISTENT_SOURCE)
-    jaxscope = str(Path(sys.executable).parent / "jaxscope")
-    out = subprocess.run(
-        [jaxscope, "run", "caches", str(snippet), "--preset", "persistent", "--print", "timeline"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    out = run_cli("run", "caches", str(snippet), "--preset", "persistent", "--print", "timeline")
     assert out.returncode == 0, out.stderr
     timeline = json.loads(out.stdout)
     assert [c["layer"] for c in timeline] == ["compile", "persistent"]
     assert timeline[1]["differs"] == [caches_probe.MEMORY_ENTRY]
-    bad = subprocess.run(
-        [jaxscope, "run", "caches", str(snippet), "--preset", "nope", "--print", "timeline"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    bad = run_cli("run", "caches", str(snippet), "--preset", "nope", "--print", "timeline")
     assert bad.returncode == 1 and "unknown preset 'nope'; presets: same" in bad.stderr
 
 

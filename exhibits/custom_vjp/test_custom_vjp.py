@@ -9,7 +9,6 @@ shared cases' expected outcomes (``cases/C20_*.expect.json``).
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from jaxscope.sandbox.snippet import InvalidSnippet, load_snippet
 from exhibits.conftest import CASES, EXHIBITS, FakeContext, example_sources, run_probe
 from exhibits.custom_vjp import artefacts
 from exhibits.custom_vjp.events import CustomCallRecorded, CustomRuleChecked
+from testkit import run_cli
 
 EXAMPLES = example_sources("custom_vjp")
 ROOT = EXHIBITS.parent
@@ -369,20 +369,7 @@ args = (jnp.array([1.0, -2.0]),)
 def test_cli_print_check(tmp_path: Path) -> None:
     snippet = tmp_path / "wrong_sign.py"
     snippet.write_text(EXAMPLES["wrong_sign"])
-    proc = subprocess.run(
-        [
-            str(ROOT / ".venv" / "bin" / "jaxscope"),
-            "run",
-            "custom_vjp",
-            str(snippet),
-            "--print",
-            "check",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
+    proc = run_cli("run", "custom_vjp", str(snippet), "--print", "check", cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     s = load_snippet(EXAMPLES["wrong_sign"])
@@ -481,14 +468,7 @@ def test_rule_error_text_in_cli_check_and_events(
 
     snippet = tmp_path / "raising.py"
     snippet.write_text(source)
-    jaxscope = str(ROOT / ".venv" / "bin" / "jaxscope")
-    proc = subprocess.run(
-        [jaxscope, "run", "custom_vjp", str(snippet), "--print", "check"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
+    proc = run_cli("run", "custom_vjp", str(snippet), "--print", "check", cwd=ROOT)
     # JAX's refusal is shown (the run finishes) and exits 3: JAX rejected the code.
     assert proc.returncode == 3, proc.stderr
     assert f"JAX raised {type(info.value).__name__}" in proc.stderr

@@ -10,8 +10,6 @@ import collections
 import dataclasses
 import json
 import re
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -38,7 +36,6 @@ from exhibits.pytree.probe import compared_event, flattened_event, run, visited_
 from testkit import run_cli
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 EXAMPLE_PATHS = {p.stem: p for p in EXAMPLES}
 
 
@@ -454,9 +451,7 @@ def test_cyclic_container_is_reported_at_the_args_line_by_the_worker(tmp_path: P
     """Through the real worker (the CLI): a RecursionError, not a crashed worker."""
     path = tmp_path / "cyclic.py"
     path.write_text("a = []\na.append(a)\n\n\ndef f(x):\n    return x\n\n\nargs = (a,)\n")
-    out = subprocess.run(
-        [JAXSCOPE, "run", "pytree", str(path)], capture_output=True, text=True, timeout=120
-    )
+    out = run_cli("run", "pytree", str(path))
     assert "run failed (user_exception): RecursionError: the container is cyclic" in out.stderr
     assert "at line 9 in <module>" in out.stderr
     assert "worker_crashed" not in out.stderr

@@ -13,9 +13,7 @@ import ast
 import contextlib
 import json
 import subprocess
-import sys
 import traceback
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -30,9 +28,9 @@ from exhibits.conftest import CASES, EXHIBITS, FakeContext, run_probe
 from exhibits.transform_order import artefacts, probe
 from exhibits.transform_order.events import TransformStackEvaluated
 from exhibits.transform_order.golden.regen import EXAMPLES, direct, golden, load
+from testkit import run_cli
 
 HERE = EXHIBITS / "transform_order"
-JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 EXAMPLE = {p.stem: p for p in EXAMPLES}
 
 
@@ -348,9 +346,8 @@ def test_model_comparisons(builtins: list[TransformStackEvaluated]) -> None:
 
 
 def jaxscope(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [JAXSCOPE, *argv], capture_output=True, text=True, timeout=120, cwd=EXHIBITS.parent
-    )
+    # in the test process (testkit.run_cli): main's code path, a fork of the warm template
+    return run_cli(*argv, cwd=EXHIBITS.parent)
 
 
 def test_cli_stack() -> None:
