@@ -564,15 +564,17 @@ def _prestart_template(ns: argparse.Namespace) -> None:
     ``serve`` to the first jaxpr, issue 36). What the start needs is imported here, in this
     thread (``sandbox/env.py``, ``sandbox/forked.py``: no event union), so that the template's
     process is spawned at once rather than after a thread's share of this one's imports.
-    Nothing for a server whose workers run elsewhere (``--pool-socket``, ``--queue``) or are
-    bwrap starts; a failure here is left to the pool's own start, which reports it."""
-    if getattr(ns, "pool_socket", None) is not None or getattr(ns, "queue", None) is not None:
-        return
+    Nothing for a server whose workers run elsewhere (``--pool-socket``, ``--queue`` or their
+    ``JAXSCOPE_*`` variables) or are bwrap starts; a failure here is left to the pool's own
+    start, which reports it."""
     try:
+        settings = settings_from_env(workers=0, pool_socket=ns.pool_socket, queue=ns.queue)
+        if settings.pool_socket is not None or settings.queue:
+            return
         from jaxscope.sandbox.env import worker_env
         from jaxscope.sandbox.forked import template_for, zygote_problem
 
-        limits = _limits(settings_from_env(workers=0).limits, ns, None)
+        limits = _limits(settings.limits, ns, None)
         if zygote_problem("jax", limits) is not None:
             return
         env = worker_env(kind="jax")

@@ -1,11 +1,18 @@
 """What ``jaxscope serve`` does before it serves (issue 36's cold start): the CLI starts the JAX
 template before it imports pydantic, the protocol or the event union, and the app leaves the
-catalogue and the run queue's client off its start. Each check runs in a fresh interpreter, where
-``sys.modules`` holds only what that start imported."""
+catalogue and the run queue's client off its start. The first two run in a fresh interpreter,
+where ``sys.modules`` holds only what that start imported."""
 
 from __future__ import annotations
 
+import threading
+
+import pytest
+from jaxscope.cli import _prestart_template, build_parser
+from jaxscope.sandbox import forked
+from jaxscope.sandbox.env import worker_env
 from jaxscope.server.catalogue import build_catalogue
+from jaxscope.settings import settings_from_env
 
 from testkit import fresh_json
 
@@ -48,3 +55,42 @@ def test_the_app_builds_its_catalogue_on_the_first_request_and_imports_no_queue_
     assert out["catalogue"] == build_catalogue().model_dump(mode="json")
     tracing = next(e for e in out["catalogue"]["exhibits"] if e["id"] == "tracing")
     assert "jaxpr" in tracing["artefacts"]
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("JAXSCOPE_POOL_SOCKET", "/run/jaxscope/pool.sock"), ("JAXSCOPE_QUEUE", "redis://q:6379/0")],
+)
+def test_serve_starts_no_template_when_its_workers_run_elsewhere(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+) -> None:
+    """A server that relays to a pool or puts runs on a queue (given by its variable, as the
+    hosted images do, or by the flag) starts no template; one that runs its own workers asks
+    for the JAX workers' template, with their environment, where forking is possible here."""
+    asked: list[dict[str, str]] = []
+
+    def template_for(env: dict[str, str]) -> None:
+        asked.append(env)
+
+    monkeypatch.setattr(forked, "template_for", template_for)
+    for name in ("JAXSCOPE_POOL_SOCKET", "JAXSCOPE_QUEUE"):
+        monkeypatch.delenv(name, raising=False)
+    flag = "--pool-socket" if variable == "JAXSCOPE_POOL_SOCKET" else "--queue"
+    cases: list[tuple[list[str], dict[str, str]]] = [
+        (["serve"], {variable: value}),
+        (["serve", flag, value], {}),
+        (["serve"], {}),
+    ]
+    for argv, env in cases:
+        for name, setting in env.items():
+            monkeypatch.setenv(name, setting)
+        ns = build_parser(run_options=False).parse_args(argv)
+        _prestart_template(ns)
+        for thread in threading.enumerate():
+            if thread.name == "jaxscope-template-prestart":
+                thread.join(timeout=10)
+        for name in env:
+            monkeypatch.delenv(name)
+    limits = settings_from_env(workers=0).limits
+    forks = forked.zygote_problem("jax", limits) is None
+    assert asked == ([worker_env(kind="jax")] if forks else [])
