@@ -22,6 +22,7 @@ import json, sys
 from jaxscope.cli import build_parser
 from jaxscope.sandbox.env import worker_env
 from jaxscope.sandbox.kinds import module_command
+from jaxscope.sandbox import forked
 ns = build_parser(run_options=False).parse_args(["serve", "--port", "0"])
 worker_env(kind="jax"), module_command("jax", "jaxscope.sandbox.zygote")
 heavy = ("pydantic", "jaxscope.protocol", "jaxscope.events", "fastapi", "exhibits.tracing.events")

@@ -30,12 +30,14 @@ import subprocess
 import threading
 import time
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jaxscope.protocol import WorkerKind
 from jaxscope.sandbox.kinds import module_command, python_of, venv_paths
 from jaxscope.sandbox.namespaces import bwrap_argv, readonly_paths
 from jaxscope.settings import GiB, Limits
+
+if TYPE_CHECKING:  # annotations only: `jaxscope serve` imports this before the protocol
+    from jaxscope.protocol import WorkerKind
 
 log = logging.getLogger(__name__)
 

@@ -258,12 +258,12 @@ def _setup_failed() -> NoReturn:
 
 
 def _preload(kind: WorkerKind) -> dict[str, Any]:
-    """Import what every worker of ``kind`` imports, start nothing: for JAX, JAX, the runner
-    and what a fork would import itself (``runner._preload_jax``), its probes coming after the
-    template is ready (:func:`_idle_tasks`); for torch, the runner's torch warm-up (torch,
-    torch_xla, its metrics: no PJRT client, which torch_xla creates at the first device use,
-    in the run) and every torch probe. Raises when the torch runtime was initialised all the
-    same (its client's threads would not survive a fork)."""
+    """Import what every worker of ``kind`` imports, start nothing: for JAX, JAX, the runner,
+    what a fork would import itself (``runner._preload_jax``) and the first exhibit's probe, the
+    other probes coming after the template is ready (:func:`_idle_tasks`); for torch, the
+    runner's torch warm-up (torch, torch_xla, its metrics: no PJRT client, which torch_xla
+    creates at the first device use, in the run) and every torch probe. Raises when the torch
+    runtime was initialised all the same (its client's threads would not survive a fork)."""
     if kind == "torch":
         import torch_xla
 
@@ -281,6 +281,13 @@ def _preload(kind: WorkerKind) -> dict[str, Any]:
     from jaxscope.sandbox import runner
 
     runner._preload_jax()
+    # The probe of the first exhibit (the registry's first, which the page opens): ~0.23 CPU-s
+    # here, once, where a fork made before the idle tasks import it paid it in its own run
+    # (the cold serve's first run, design 0076). The others come between requests.
+    from exhibits.registry import EXHIBITS
+
+    first = next(e for e in EXHIBITS.values() if e.worker == kind)
+    runner.Probes(kind).load(first.id)
     return {"jax_version": jax.__version__}
 
 
