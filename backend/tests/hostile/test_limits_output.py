@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 from jaxscope.user_text import TRUNCATED_NOTE
 
+from testkit import sampled_params
 from tests.harness import SandboxHarness
 from tests.hostile.hostile_kit import (
     OK_TAIL,
@@ -175,8 +176,25 @@ def test_a_thread_that_keeps_printing_is_bounded(sandbox: SandboxHarness) -> Non
         assert_nothing_left(outcome)
 
 
+# Each flood lasts 10 s: `make test` serves another session beside a seeded sample of one of the
+# four (each is bounded alone in test_a_flood_of_output_is_bounded), `make test-all` all four
+# (testkit.py, design 0076).
+_FLOODS_ALONGSIDE = [
+    "print_forever",
+    "os_write_fd1_forever",
+    "os_write_fd2_forever",
+    "print_while_tracing",
+]
+
+
 @pytest.mark.parametrize(
-    "name", ["print_forever", "os_write_fd1_forever", "os_write_fd2_forever", "print_while_tracing"]
+    "name",
+    sampled_params(
+        [(n,) for n in _FLOODS_ALONGSIDE],
+        1,
+        key="test_another_session_is_served_during_a_flood",
+        ids=_FLOODS_ALONGSIDE,
+    ),
 )
 def test_another_session_is_served_during_a_flood(sandbox: SandboxHarness, name: str) -> None:
     code = FLOODS[name][0]
