@@ -49,6 +49,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeAlias, get_args
 
@@ -561,7 +562,7 @@ class PendingPreview:
     length. ``nonfinite``: when given, the value's non-finiteness is read from it when the view
     is serialised (the view's own ``nonfinite`` stands until then: a summary does not know)."""
 
-    __slots__ = ("_make", "_nonfinite", "_text", "costly", "min_chars")
+    __slots__ = ("_make", "_nonfinite", "_summaries", "_text", "costly", "min_chars")
 
     def __init__(
         self,
@@ -575,6 +576,22 @@ class PendingPreview:
         self.min_chars = min_chars
         self.costly = costly
         self._nonfinite: Callable[[], bool] | bool | None = nonfinite
+        # The summaries (``without_previews``) of the views holding this preview, by view: a
+        # view shared by several events (a step's output is the next steps' input) is copied
+        # once. A weak reference, so the view is not kept alive by its own preview.
+        self._summaries: list[tuple[weakref.ref[ValueView], ValueView]] | None = None
+
+    def summary_of(self, view: ValueView) -> ValueView | None:
+        """The summary :meth:`keep_summary` kept for ``view`` (the same object), or None."""
+        for ref, summary in self._summaries or ():
+            if ref() is view:
+                return summary
+        return None
+
+    def keep_summary(self, view: ValueView, summary: ValueView) -> None:
+        if self._summaries is None:
+            self._summaries = []
+        self._summaries.append((weakref.ref(view), summary))
 
     def text(self) -> str:
         if self._text is None:
@@ -881,10 +898,19 @@ def _pending_of(view: ValueView) -> PendingPreview | None:
 def _without_preview(value: object) -> object:
     """``value`` with its previews left out: the same object when it holds none."""
     if isinstance(value, ValueView):
-        if value.preview is None and _pending_of(value) is None:
+        pending = _pending_of(value)
+        if value.preview is None and pending is None:
             return value
+        if pending is not None:
+            # A view is not changed once its event is built (a summary is never changed below
+            # its top level): one summary serves every event that holds the view.
+            kept = pending.summary_of(value)
+            if kept is not None:
+                return kept
         copy = value.model_copy(update={"preview": None, "deferred": True})
         copy._pending = None
+        if pending is not None:
+            pending.keep_summary(value, copy)
         return copy
     if isinstance(value, BaseModel):
         changed = _changes(value)

@@ -122,3 +122,18 @@ def test_per_step_eqns_equal_the_rule_alone() -> None:
         assert shown == _rule_alone_primitives(eqn, zero_in), step.primitive
         checked += 1
     assert checked >= 4
+
+
+def test_typeof_a_tracer_is_its_aval() -> None:
+    """``jvp_steps._Recorder.slot`` reads a tracer's aval as ``x.aval`` (``core.typeof``'s
+    answer for one, without its type look-up)."""
+    seen: list[bool] = []
+
+    def f(x: jax.Array) -> jax.Array:
+        y = jnp.sin(x)
+        seen.append(isinstance(y, core.Tracer) and core.typeof(y) is y.aval)
+        return y
+
+    jax.make_jaxpr(f)(jnp.ones(3))
+    jax.make_jaxpr(lambda x: jax.jvp(f, (x,), (x,)))(jnp.ones(3))
+    assert seen == [True, True]

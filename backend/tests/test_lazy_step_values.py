@@ -121,3 +121,34 @@ def test_a_pages_jvp_capture_evaluates_nothing_until_a_step_or_the_verdict_is_as
     assert float(page.staged.tangents_out[0].preview) == pytest.approx(np.cos(1) + np.sin(1))
     for step, want in zip(page.steps, eager.steps, strict=True):
         assert step_event(step).model_dump_json() == step_event(want).model_dump_json()
+
+
+def test_a_value_two_steps_read_is_one_view_with_one_summary() -> None:
+    """The capture builds one view of a traced value read by several steps (log's output is
+    the next step's input), and ``without_previews`` summarises it once for all the events that
+    hold it: the same summary object, serialised as a summary of unshared copies is."""
+    plan = plan_call(load_snippet(NONFINITE))
+    page = capture_jvp(plan, plan.make_jaxpr(), previews_on_demand=True)
+    events = [step_event(step) for step in page.steps]
+    shared = [
+        (a, b, i, j)
+        for a in events
+        for b in events
+        if a.index < b.index
+        for i, v in enumerate(a.primals_out)
+        for j, w in enumerate(b.primals_in)
+        if v is w
+    ]
+    assert shared
+    a, b, i, j = shared[0]
+    view = a.primals_out[i]
+    assert view.pending is not None and view.preview is None  # held for the page
+    sa, sb = a.summarised(), b.summarised()
+    summary = sa.primals_out[i]
+    assert sb.primals_in[j] is summary
+    assert summary.deferred and summary.preview is None and summary.pending is None
+    assert a.primals_out[i].pending is view.pending  # the whole event is untouched
+    for event, got in ((a, sa), (b, sb)):
+        fresh = event.model_copy(deep=True).summarised()  # new views: nothing kept for them
+        assert fresh.primals_in[0] is not got.primals_in[0]
+        assert fresh.model_dump_json() == got.model_dump_json()

@@ -67,6 +67,7 @@ from jaxscope.internals.views import (
     print_with_context,
     printed_alike,
     snippet_source,
+    var_name,
 )
 from jaxscope.protocol import (
     ArrayPreview,
@@ -218,7 +219,7 @@ def concrete_kwargs(plan: CallPlan) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- capture
 
 
-@dataclass
+@dataclass(slots=True)
 class _Slot:
     """One value read around a bind: concrete (``value``), traced (``traced`` indexes the outer
     function's extra outputs), or a symbolic zero (``zero_aval``)."""
@@ -285,14 +286,14 @@ class _Recorder(CountingHook):
     def slot(self, x: Any, zero_aval: Any = None) -> _Slot:
         if zero_aval is not None:
             return _Slot(aval=zero_aval, zero=True)
-        aval = core.typeof(x)
         if isinstance(x, core.Tracer):
+            aval = x.aval  # what ``core.typeof`` returns for a tracer
             k = self.seen.get(id(x))
             if k is None:  # ``traced`` keeps the tracer alive, so its id stays its own
                 k = self.seen[id(x)] = len(self.traced)
                 self.traced.append(x)
             return _Slot(aval=aval, traced=k)
-        return _Slot(aval=aval, value=x)
+        return _Slot(aval=core.typeof(x), value=x)
 
     def split(self, x: Any) -> tuple[_Slot, _Slot, Any]:
         if isinstance(x, ad.JVPTracer):
@@ -377,6 +378,8 @@ class _Shown:
         self.printer = printer
         self.lazy = lazy
         self.traced: dict[int, tuple[str | PendingPreview | None, bool]] = {}
+        # a pending preview's least length, by aval (``min_preview_chars``)
+        self.least: dict[int, tuple[Any, int]] = {}
         # ``_value_view``'s views of traced values, by (index, role, var name)
         self.views: dict[tuple[int, str, str | None], ValueView] = {}
         self.concrete: dict[int, tuple[Any, str | PendingPreview | None, bool]] = {}
@@ -400,9 +403,12 @@ class _Shown:
         text :meth:`_show` gives an eager capture, through the same memo)."""
         if not _fetchable_aval(aval):
             return None, False
-        shape = tuple(getattr(aval, "shape", ()))
-        kind = np.dtype(aval.dtype).kind if _numpy_dtype(aval) else ""
-        least = min_preview_chars(shape, kind, STEP_PREVIEW_CHARS) if kind in "biufc" else 0
+        hit = self.least.get(id(aval))
+        if hit is None or hit[0] is not aval:  # once per aval (JAX interns them)
+            shape = tuple(getattr(aval, "shape", ()))
+            kind = np.dtype(aval.dtype).kind if _numpy_dtype(aval) else ""
+            least = min_preview_chars(shape, kind, STEP_PREVIEW_CHARS) if kind in "biufc" else 0
+            hit = self.least[id(aval)] = (aval, least if shape else 1)
         shown: list[tuple[str | None, bool]] = []
 
         def now() -> tuple[str | None, bool]:
@@ -411,7 +417,7 @@ class _Shown:
             return shown[0]
 
         pending = PendingPreview(
-            lambda: now()[0] or "", least if shape else 1, costly=True, nonfinite=lambda: now()[1]
+            lambda: now()[0] or "", hit[1], costly=True, nonfinite=lambda: now()[1]
         )
         return pending, False
 
@@ -456,10 +462,7 @@ def _value_view(
 
 def _new_value_view(s: _Slot, role: ValueRole, shown: _Shown, var: str | None) -> ValueView:
     preview, nonfinite = shown.get(s)
-    # ``model_construct``: every field has its declared type here (the aval view is built by
-    # ``aval_view``), so pydantic's validation would only copy them (~5,000 views a capture of
-    # the bench's MLP). The same fields are set as ``ValueView(...)`` would set.
-    view = ValueView.model_construct(
+    view = ValueView(
         role=role,
         aval=aval_view(s.aval),
         preview=preview if not isinstance(preview, PendingPreview) else None,
@@ -646,14 +649,14 @@ def capture_jvp(
     if alike is not None:
         same_text = True
 
-        def var_name(var: Any) -> str:
+        def jvp_name(var: Any) -> str:
             return str(core.pp_var(alike[var], jvp_ctx))
 
     else:
         trimmed_text, pp_ctx = print_with_context(trimmed.jaxpr)
         same_text = trimmed_text == jvp_text
 
-        def var_name(var: Any) -> str:
+        def jvp_name(var: Any) -> str:
             return str(core.pp_var(var, pp_ctx))
 
     attributed = same_text and len(origin) == len(jaxpr.eqns)
@@ -679,7 +682,7 @@ def capture_jvp(
     fetch_index = [i for i, ok in enumerate(fetch) if ok]
     for var, i in zip(extra_vars, fetch_index, strict=True):
         if isinstance(var, core.Var) and var in appearing:
-            names[i] = var_name(var)
+            names[i] = jvp_name(var)
 
     # Each step's tangent eqns as a view prints them (``EqnView.text``): the interpretation's,
     # each with its printing's names; when it prints as JAX's JVP jaxpr, JAX's eqns print the
@@ -703,11 +706,11 @@ def capture_jvp(
     events: list[JvpStepRecord] = []
     for step in steps[:MAX_STEPS]:
         eqn = step.eqn
+        # the primal jaxpr's names, as its view (the probe's first event) gave them
         in_names = [
-            None if isinstance(v, core.Literal) else str(core.pp_var(v, primal_ctx))
-            for v in eqn.invars
+            None if isinstance(v, core.Literal) else var_name(v, primal_ctx) for v in eqn.invars
         ]
-        out_names = [str(core.pp_var(v, primal_ctx)) for v in eqn.outvars]
+        out_names = [var_name(v, primal_ctx) for v in eqn.outvars]
         if step.mechanism == "rule":
             if eqn.primitive not in rules:
                 rules[eqn.primitive] = jvp_rule_view(eqn.primitive)

@@ -449,6 +449,15 @@ def _var_view(v: Any, ctx: core.JaxprPpContext, memo: _ContextMemo | None = None
     return view
 
 
+def var_name(v: Any, ctx: core.JaxprPpContext) -> str:
+    """``str(core.pp_var(v, ctx))``: from ``v``'s view when one was built with ``ctx`` (a
+    jaxpr's view names every var it prints), else printed now."""
+    hit = _memo(ctx).var_views.get(id(v))
+    if hit is not None and hit[0] is v:
+        return hit[1].name
+    return str(core.pp_var(v, ctx))
+
+
 def _new_var_view(v: Any, ctx: core.JaxprPpContext) -> VarView:
     # ``model_construct``: every field is built with its declared type here (str, AvalView,
     # bool), so pydantic's validation (a third of a view's cost) would only copy them.
