@@ -247,3 +247,17 @@ def test_the_examples_cover_inner_and_shared_jaxprs() -> None:
     }
     assert {"jit", "scan", "while"} <= primitives
     assert any(str(c).startswith("let ") for c in closed_jaxprs)
+
+
+def test_a_binders_type_is_its_avals_short_text() -> None:
+    """``print_with_context`` asks JAX's ``pp_aval`` once per aval object while it prints: it
+    reads the aval alone, and ``pp_vars`` looks it up by its module name at each call (the texts
+    above are equal to unpatched printing either way)."""
+    import inspect
+
+    assert "return a.str_short(short_dtypes=True)" in inspect.getsource(core.pp_aval)
+    assert "pp_aval(v.aval, context)" in inspect.getsource(core.pp_vars)
+    pp_aval = core.pp_aval
+    closed = jax.make_jaxpr(lambda x: (x * 2.0).sum())(np.ones((2, 3), np.float32))
+    text, _ = views.print_with_context(closed.jaxpr)
+    assert text == str(closed.jaxpr) and core.pp_aval is pp_aval

@@ -265,14 +265,24 @@ def _memo(ctx: core.JaxprPpContext) -> _ContextMemo:
 def _capturing_pp_context() -> Iterator[list[core.JaxprPpContext]]:
     """Record every ``core.JaxprPpContext`` created inside (``pp_toplevel_jaxpr`` makes one),
     and the doc ``core.pp_eqn`` builds for each eqn printed with one of them (default settings)
-    in that context's :class:`_ContextMemo`."""
+    in that context's :class:`_ContextMemo`. Meanwhile ``core.pp_aval`` (a binder's type,
+    ``aval.str_short(short_dtypes=True)``: the context is not read) is asked once per aval
+    object: JAX interns avals, and a jaxpr's binders share a few dozen of them."""
     created: list[core.JaxprPpContext] = []
     me = threading.get_ident()
+    shorts: dict[int, tuple[Any, str]] = {}
 
     with _capture_lock:
         # Read under the lock: the wrappers call (and `patched` restores) what is in place now,
         # never another thread's wrappers.
         original_pp_eqn = core.pp_eqn
+        original_pp_aval = core.pp_aval
+
+        def _pp_aval_once(aval: Any, context: core.JaxprPpContext) -> str:
+            hit = shorts.get(id(aval))
+            if hit is None or hit[0] is not aval:  # the aval is held: its id stays its own
+                hit = shorts[id(aval)] = (aval, original_pp_aval(aval, context))
+            return hit[1]
 
         class _Recorded(core.JaxprPpContext):
             def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -292,7 +302,9 @@ def _capturing_pp_context() -> Iterator[list[core.JaxprPpContext]]:
                 _memo(context).eqn_docs.setdefault(id(eqn), (eqn, doc))
             return doc
 
-        with patched(core, JaxprPpContext=_Recorded, pp_eqn=_recording_pp_eqn):
+        with patched(
+            core, JaxprPpContext=_Recorded, pp_eqn=_recording_pp_eqn, pp_aval=_pp_aval_once
+        ):
             yield created
 
 
@@ -394,8 +406,14 @@ def printed_alike(a: core.Jaxpr, b: core.Jaxpr) -> dict[Any, Any] | None:
     for xs, ys in ((a.constvars, b.constvars), (a.invars, b.invars)):
         if not all(map(bind, xs, ys)):
             return None
+    printed: dict[core.Primitive, bool] = {}  # _default_printed, per primitive
     for x, y in zip(a.eqns, b.eqns, strict=True):
-        if x.primitive is not y.primitive or not _default_printed(x.primitive):
+        if x.primitive is not y.primitive:
+            return None
+        default = printed.get(x.primitive)
+        if default is None:
+            default = printed[x.primitive] = _default_printed(x.primitive)
+        if not default:
             return None
         if len(x.invars) != len(y.invars) or len(x.outvars) != len(y.outvars):
             return None
@@ -425,11 +443,12 @@ def _params_alike(x: dict[str, Any], y: dict[str, Any]) -> bool:
         return False
     for key, vx in x.items():
         vy = y[key]
-        kx = _plain_key(vx)
-        if kx is not None:
-            if kx != _plain_key(vy):
+        if vx is vy:  # the same object prints the same (a jaxpr aside: printed with names)
+            if _plain_key(vx) is None and _holds_jaxpr(vx):
                 return False
-        elif vx is not vy or _holds_jaxpr(vx):
+            continue
+        kx = _plain_key(vx)
+        if kx is None or kx != _plain_key(vy):
             return False
     return True
 
