@@ -600,15 +600,46 @@ def test_the_stepper_walks_the_gpt_stack_transpose_steps_with_values_on_demand(
     assert console_errors == []
 
 
-def _scroll_to_eqn(page: Page, box: Locator, eqn: Locator) -> None:
-    """Scroll a windowed jaxpr text from its top down until ``eqn`` is drawn."""
-    box.evaluate("el => { el.scrollTop = 0; }")
-    for _ in range(400):
+# Scroll a windowed text to ``top`` and, two frames later (the list draws the rows of its new
+# offset), give the numbers of the eqns drawn whose test id starts with ``prefix`` and the text's
+# height (which grows as eqn ranges arrive).
+_DRAWN_AT = """async (el, [prefix, top]) => {
+    el.scrollTop = top;
+    await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+    const drawn = [...el.querySelectorAll(`[data-testid^="${prefix}"]`)]
+        .map((e) => Number(e.dataset.testid.slice(prefix.length)))
+        .filter(Number.isInteger);
+    return [drawn, el.scrollHeight];
+}"""
+
+
+def _scroll_to_eqn(page: Page, box: Locator, prefix: str, index: int) -> Locator:
+    """Scroll a windowed jaxpr text until eqn ``index`` (test id ``prefix`` + index) is drawn and
+    give it: halving the offsets between the eqns drawn below and above it (~7 steps over the
+    loop's ~40,000 px, where paging down from the top took ~80 pages of 50 ms to eqn 2,000);
+    where no eqn is drawn (a range still to come), paging down from the top as before."""
+    eqn = page.get_by_test_id(f"{prefix}{index}")
+    lo, hi = 0.0, float(box.evaluate("el => el.scrollHeight"))
+    for _ in range(100):
         if eqn.count() > 0:
             break
-        box.evaluate("el => { el.scrollTop += el.clientHeight; }")
-        page.wait_for_timeout(50)
+        mid = (lo + hi) / 2
+        drawn, height = box.evaluate(_DRAWN_AT, [prefix, mid])
+        if not drawn:
+            break
+        if index < min(drawn):
+            hi = mid
+        elif index > max(drawn):
+            lo, hi = mid, max(hi, float(height))
+    if eqn.count() == 0:
+        box.evaluate("el => { el.scrollTop = 0; }")
+        for _ in range(400):
+            if eqn.count() > 0:
+                break
+            box.evaluate("el => { el.scrollTop += el.clientHeight; }")
+            page.wait_for_timeout(50)
     eqn.scroll_into_view_if_needed()
+    return eqn
 
 
 def test_the_jvp_and_vmap_steps_of_a_4000_eqn_loop_say_where_they_stop(
@@ -642,8 +673,7 @@ def test_the_jvp_and_vmap_steps_of_a_4000_eqn_loop_say_where_they_stop(
             f"{cap:,} (the jaxprs are whole)."
         )
         past = cap + 31
-        eqn = page.get_by_test_id(f"{prefix}{past}")
-        _scroll_to_eqn(page, page.get_by_test_id("jaxpr-text"), eqn)
+        eqn = _scroll_to_eqn(page, page.get_by_test_id("jaxpr-text"), prefix, past)
         eqn.click()
         expect(page.get_by_test_id(f"{exhibit}-no-step")).to_have_text(
             f"Eqn {past:,} has no step: the step-by-step view stops after the first {cap:,} of "
@@ -651,8 +681,7 @@ def test_the_jvp_and_vmap_steps_of_a_4000_eqn_loop_say_where_they_stop(
         )
         page.screenshot(path=str(screenshots / f"real-loop-{exhibit}-step-cap.png"))
         # an eqn before the cap has its step
-        before = page.get_by_test_id(f"{prefix}{cap - 1}")
-        _scroll_to_eqn(page, page.get_by_test_id("jaxpr-text"), before)
+        before = _scroll_to_eqn(page, page.get_by_test_id("jaxpr-text"), prefix, cap - 1)
         before.click()
         expect(page.get_by_test_id(f"{exhibit}-no-step")).to_have_count(0)
     assert console_errors == []
