@@ -6,7 +6,9 @@ Two figures, both measured in one run on this machine (numbers, not pass/fail):
    from sending a ``RunRequest`` on the websocket to receiving its ``jaxpr_staged`` event, against
    ``jax.make_jaxpr`` of the same snippet in this process (a fresh function object each time, so
    neither side hits JAX's trace cache). The added overhead is the difference of the medians.
-   Goal: at most 15 ms at the median on a warm pool.
+   Goal: at most 15 ms at the median on a warm pool: measured ``--settle`` seconds (default 10)
+   after the cold start, once the JAX template has traced the shipped examples between requests
+   (design 0076; ``JAXSCOPE_TEMPLATE_WARM=0`` measures without that).
 2. **Cold start.** Start ``jaxscope serve``, and measure the time from process start to the first
    ``jaxpr_staged`` of a tiny snippet. Goal: within 3 s.
 
@@ -70,6 +72,12 @@ def in_process_make_jaxpr(code: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=10.0,
+        help="seconds to wait after the cold start (the template's idle work, design 0076)",
+    )
     parser.add_argument("--json", type=Path, default=None)
     ns = parser.parse_args()
 
@@ -78,6 +86,7 @@ def main() -> None:
             time_to_jaxpr(ws, TINY)
             cold_s = time.perf_counter() - server.started  # process start -> first jaxpr
             results: dict[str, Any] = {"cold_start_to_first_jaxpr_s": round(cold_s, 3)}
+            time.sleep(ns.settle)
             rows: list[dict[str, Any]] = []
             for path in EXAMPLES:
                 code = path.read_text()
