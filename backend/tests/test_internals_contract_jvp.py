@@ -137,3 +137,23 @@ def test_typeof_a_tracer_is_its_aval() -> None:
     jax.make_jaxpr(f)(jnp.ones(3))
     jax.make_jaxpr(lambda x: jax.jvp(f, (x,), (x,)))(jnp.ones(3))
     assert seen == [True, True]
+
+
+def test_a_returned_tracers_val_is_its_outvar() -> None:
+    """``capture_jvp`` reads a traced value's var as its tracer's ``val`` (what ``to_jaxpr``
+    makes the outvar of a returned tracer), bound by the eqn that made it."""
+    kept: list[Any] = []
+
+    def f(x: jax.Array) -> Any:
+        y = jnp.sin(x)
+        z = y * 2.0
+        kept.extend([y, z])
+        return z
+
+    closed = jax.make_jaxpr(f)(jnp.ones(3))
+    y, z = kept
+    assert closed.jaxpr.outvars == [z.val]
+    assert closed.jaxpr.eqns[0].outvars == [y.val]
+    assert "outvars = [t.val for t in out_tracers]" in inspect.getsource(
+        pe.JaxprStackFrame.to_jaxpr
+    )

@@ -76,7 +76,8 @@ def test_the_interpretation_prints_as_jaxs_jvp_jaxpr(source: str) -> None:
 def test_the_steps_are_those_of_the_printed_comparison(monkeypatch: pytest.MonkeyPatch) -> None:
     """The MLP's jvp capture with ``printed_alike`` deciding (names from JAX's JVP jaxpr's
     printout through the map) and with it never deciding (the interpretation printed, as
-    before): every step record and the verdict serialise the same."""
+    before), and with the traced values returned as outputs of the trace (as before): every step
+    record and the verdict serialise the same."""
     from exhibits.jvp.probe import staged_event, step_event
 
     def lines() -> list[str]:
@@ -87,6 +88,11 @@ def test_the_steps_are_those_of_the_printed_comparison(monkeypatch: pytest.Monke
 
     decided = lines()
     monkeypatch.setattr(jvp_steps, "printed_alike", lambda a, b: None)
+    assert lines() == decided
+    # The values read from each tracer's atom in the interpretation's jaxpr, or (where those
+    # are not its atoms) from a second trace returning them as outputs: the same events.
+    monkeypatch.undo()
+    monkeypatch.setattr(jvp_steps, "_atoms_of", lambda tracers, jaxpr: None)
     assert lines() == decided
 
 

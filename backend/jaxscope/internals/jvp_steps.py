@@ -551,6 +551,18 @@ def _same_consts(a: list[Any], b: list[Any]) -> bool:
     return True
 
 
+def _atoms_of(tracers: list[Any], jaxpr: core.Jaxpr) -> list[Any] | None:
+    """Each tracer's atom in ``jaxpr`` (the jaxpr ``make_jaxpr`` traced them into): its
+    ``val``, a var bound there or a literal; None when one is not (then they are not its)."""
+    bound: set[Any] = {*jaxpr.constvars, *jaxpr.invars}
+    for e in jaxpr.eqns:
+        bound.update(e.outvars)
+    atoms = [getattr(x, "val", None) for x in tracers]
+    if all(isinstance(a, core.Literal) or (isinstance(a, core.Var) and a in bound) for a in atoms):
+        return atoms
+    return None
+
+
 def _fetchable(x: Any) -> bool:
     return _fetchable_aval(core.typeof(x))
 
@@ -624,21 +636,44 @@ def capture_jvp(
     origin: list[int | None] = []
     current: list[int | None] = [None]
     interp = _interpreter(primal, kw_leaves, steps, traced, current)
-    n_out: list[int] = []
-    fetch: list[bool] = []
 
     def outer(p: list[Any], t: list[Any]) -> Any:
         primals_out, tangents_out = jax.jvp(interp, tuple(p), tuple(t))
-        n_out.append(len(primals_out) + len(tangents_out))
-        fetch[:] = [_fetchable(x) for x in traced]
-        fetched = [x if ok else None for x, ok in zip(traced, fetch, strict=True)]
-        return (list(primals_out), list(tangents_out)), fetched
+        return list(primals_out), list(tangents_out)
 
     with counting_outer_eqns(origin, current):
-        extended = jax.make_jaxpr(outer)(dyn_leaves, tan_leaves)
-    n = n_out[0]
-    jaxpr = extended.jaxpr
-    trimmed = core.ClosedJaxpr(jaxpr.replace(outvars=jaxpr.outvars[:n]), extended.consts)
+        trimmed = jax.make_jaxpr(outer)(dyn_leaves, tan_leaves)
+    jaxpr = trimmed.jaxpr
+    n = len(jaxpr.outvars)
+    # Every primal/tangent value read is an extra output of ``extended``, the jaxpr evaluated
+    # for the values: a traced value's atom is its tracer's ``val`` (``to_jaxpr`` makes a
+    # returned tracer's ``val`` the outvar; ``traced`` kept each tracer, hence its eqn, alive).
+    fetch = [_fetchable(x) for x in traced]
+    extra_vars = _atoms_of([x for x, ok in zip(traced, fetch, strict=True) if ok], jaxpr)
+    if extra_vars is None:  # not this trace's atoms: trace again, returning them as outputs
+        n_out: list[int] = []
+        steps.clear()
+        traced.clear()
+        origin.clear()
+        interp = _interpreter(primal, kw_leaves, steps, traced, current)
+
+        def outer_fetched(p: list[Any], t: list[Any]) -> Any:
+            primals_out, tangents_out = jax.jvp(interp, tuple(p), tuple(t))
+            n_out.append(len(primals_out) + len(tangents_out))
+            fetch[:] = [_fetchable(x) for x in traced]
+            fetched = [x if ok else None for x, ok in zip(traced, fetch, strict=True)]
+            return (list(primals_out), list(tangents_out)), fetched
+
+        with counting_outer_eqns(origin, current):
+            extended = jax.make_jaxpr(outer_fetched)(dyn_leaves, tan_leaves)
+        n = n_out[0]
+        jaxpr = extended.jaxpr
+        trimmed = core.ClosedJaxpr(jaxpr.replace(outvars=jaxpr.outvars[:n]), extended.consts)
+        extra_vars = list(jaxpr.outvars[n:])
+    else:
+        extended = core.ClosedJaxpr(
+            jaxpr.replace(outvars=[*jaxpr.outvars, *extra_vars]), trimmed.consts
+        )
     # ``str(closed) == str(closed.jaxpr)``: JAX's JVP jaxpr is printed once here; its view (one
     # ``EqnView`` per eqn, for the verdict's event) reuses that printout and its eqn texts.
     jvp_text, jvp_ctx = print_with_context(jvp_closed.jaxpr)
@@ -678,7 +713,6 @@ def capture_jvp(
         appearing.update(v for v in e.invars if isinstance(v, core.Var))
     appearing.update(v for v in trimmed.jaxpr.outvars if isinstance(v, core.Var))
     names: dict[int, str] = {}
-    extra_vars = [v for v in jaxpr.outvars[n:]]
     fetch_index = [i for i, ok in enumerate(fetch) if ok]
     for var, i in zip(extra_vars, fetch_index, strict=True):
         if isinstance(var, core.Var) and var in appearing:
