@@ -7,8 +7,6 @@ from __future__ import annotations
 import importlib
 import json
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from jaxscope.sandbox.snippet import load_snippet
 from exhibits.conftest import CASES, FakeContext, run_probe
 from exhibits.recompile_hunt.events import TrainingStepObserved, TrainingStopped
 from exhibits.recompile_hunt.golden.regen import plain_run
+from testkit import run_cli
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE / "examples"
@@ -311,20 +310,7 @@ def test_steps_option_sets_n() -> None:
 
 def test_cli_prints_recompiles() -> None:
     path = EXAMPLES / "weak_type_state.py"
-    out = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "jaxscope"),
-            "run",
-            "recompile_hunt",
-            str(path),
-            "--print",
-            "recompiles",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
+    out = run_cli("run", "recompile_hunt", str(path), "--print", "recompiles", cwd=ROOT)
     assert out.returncode == 0, out.stderr
     printed = json.loads(out.stdout)
     truth = plain_run(path.read_text())
@@ -432,14 +418,7 @@ def test_most_steps_fit_the_runs_wall_limit() -> None:
     """200 steps that each compile (fresh_closure, the most `steps` allows) finish inside the
     runner's wall limit: the loop stops at its budget, the steps that ran are all there."""
     source = (EXAMPLES / "fresh_closure.py").read_text().replace("args = (6,)", "args = (200,)")
-    out = subprocess.run(
-        [str(Path(sys.executable).parent / "jaxscope"), "run", "recompile_hunt", "-", "--json"],
-        input=source,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
+    out = run_cli("run", "recompile_hunt", "-", "--json", stdin=source, cwd=ROOT)
     events = [json.loads(line) for line in out.stdout.splitlines()]
     assert events[-1]["type"] == "run_finished", events[-1]
     steps = [e for e in events if e["type"] == "training_step_observed"]
@@ -488,21 +467,11 @@ def test_a_loop_longer_than_the_step_cap_is_stopped_there() -> None:
     assert [s.step for s in steps if s.compiled] == [0]
 
 
-JAXSCOPE_BIN = str(Path(sys.executable).parent / "jaxscope")
-
-
 def test_cli_recompiles_says_the_step_cap_stopped_the_loop() -> None:
     """clean_loop with ``args = (10**9,)``: ``--print recompiles`` keeps step 0's cause and adds
     the stop: the cap (200 steps), the requested n, in words."""
     source = (EXAMPLES / "clean_loop.py").read_text().replace("args = (6,)", "args = (10**9,)")
-    out = subprocess.run(
-        [JAXSCOPE_BIN, "run", "recompile_hunt", "-", "--print", "recompiles"],
-        input=source,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
+    out = run_cli("run", "recompile_hunt", "-", "--print", "recompiles", stdin=source, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     printed = json.loads(out.stdout)
     assert list(printed) == ["0", "stopped"]
