@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from exhibits.conftest import CASES, jaxscope_run, plain_jax_log
+from testkit import sample
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 DRIVER_CASES = Path(__file__).resolve().parent / "driver_cases"
@@ -62,9 +63,18 @@ PATHS = [
     # eager_only jits nothing: its note is tested in test_caches.py
     *sorted(p for p in DRIVER_CASES.glob("*.py") if p.stem != "eager_only"),
 ]
+# `make test` checks the C05 pair, every driver case (each its own way of holding or calling a
+# jit) and a fixed, seeded sample of 3 of the exhibit's 12 examples (a fresh process each,
+# ~1.2 s a case); `make test-all` every example (testkit.py, design 0076).
+_SAMPLED = [p for p in PATHS if p.parent != EXAMPLES] + sample(
+    sorted(EXAMPLES.glob("*.py")), 3, key="test_traces_and_compiles_equal_a_fresh_process"
+)
 
 
-@pytest.mark.parametrize("path", PATHS, ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, id=p.stem, marks=() if p in _SAMPLED else pytest.mark.full) for p in PATHS],
+)
 def test_traces_and_compiles_equal_a_fresh_process(path: Path) -> None:
     traced, compiled = exhibit_counts(path)
     names = set(traced) | set(compiled)
