@@ -22,6 +22,7 @@ from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
 from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.conftest import CASES, jaxscope_run
+from testkit import sample
 
 # case -> (exhibit, the plain JAX computation a user runs there, a phrase of the fix)
 BROKEN: dict[str, tuple[str, str, str]] = {
@@ -79,9 +80,18 @@ def test_the_broken_case_fails_on_the_users_line_with_a_why_and_a_fix(case: str)
 # NX03_merge_no_copy_fixed draws a dropout mask: its float64 run is another function, which the
 # transpose exhibit now says ("Not checked") instead of reporting a GradientMismatch.
 FIXED_FINDS_NOTHING = sorted(BROKEN)
+# `make test` runs a fixed, seeded sample of 4 of the 11 fixed cases (every broken case above
+# runs); `make test-all` all of them (testkit.py, design 0076).
+_FIXED_SAMPLED = sample(FIXED_FINDS_NOTHING, 4, key="test_the_fixed_case_runs_as_plain_jax_does")
 
 
-@pytest.mark.parametrize("case", FIXED_FINDS_NOTHING)
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(c, marks=() if c in _FIXED_SAMPLED else pytest.mark.full)
+        for c in FIXED_FINDS_NOTHING
+    ],
+)
 def test_the_fixed_case_runs_as_plain_jax_does(case: str) -> None:
     exhibit, how, _ = BROKEN[case]
     exc, _, _ = plain(f"{case}_fixed", how)
