@@ -59,12 +59,18 @@ def frames(name):
 # Before the warm-up: make_jaxpr of conv_net in a process that traced nothing (no backend yet:
 # its args are numpy arrays).
 cold = frames("conv_net")
-outcomes = {}
-for label, task in zygote._idle_tasks("jax", True):
-    outcomes[label] = task()
+from jaxscope.internals.rule_tables import table_sizes
+from exhibits.registry import EXHIBITS
+tasks = zygote._idle_tasks("jax", True)
+probes = sum(e.worker == "jax" for e in EXHIBITS.values())
+outcomes = {label: task() for label, task in tasks[:probes]}
+tables = [table_sizes()]
+outcomes.update({label: task() for label, task in tasks[probes:]})
+tables.append(table_sizes())
 print(json.dumps({
     "outcomes": outcomes,
     "backend": backend_started(),
+    "tables": tables,
     "threads": [threads, len(os.listdir("/proc/self/task"))],
     "cold": cold,
     "hot": frames("conv_net"),
@@ -91,8 +97,14 @@ def test_the_idle_work_imports_the_probes_and_traces_the_examples_leaving_no_bac
         if e.default_example in e.example_paths()
     ]
     assert traced[: len(set(defaults))] == list(dict.fromkeys(defaults))
-    # No shipped example changes what every fork would inherit (environment, config, cwd).
-    assert not [v for v in outcomes.values() if "changed" in v], outcomes
+    # No shipped example changes what every fork would inherit (environment, config, cwd); one
+    # that registers rules for a primitive of its own is put back (transpose's
+    # no_transpose_rule), and the rule tables are as the probes' imports left them.
+    for outcome in outcomes.values():
+        if outcome.startswith("skipped: it changed "):
+            changed = outcome.removeprefix("skipped: it changed ").split(", ")
+            assert all(c.startswith(("ad.", "batching.", "mlir.")) for c in changed), outcome
+    assert said["tables"][0] == said["tables"][1]
     # Examples of errors, and those whose body needs a backend, are skipped, never fatal.
     assert set(outcomes.values()) <= {"imported", "warm"} | {
         v for v in outcomes.values() if v.startswith("skipped: ")
@@ -129,6 +141,33 @@ def test_an_example_that_changes_the_config_or_environment_is_put_back_and_skipp
     assert jax.config.values["jax_enable_x64"] == x64
     assert "JAXSCOPE_WARM_PROBE" not in os.environ
     assert warm_example("def f(x):\n    return x\nargs = (1.0,)\n", "plain.py") == "warm"
+
+
+# An example that defines a primitive and registers its JVP rule (as transpose's
+# no_transpose_rule example does): the rule goes, and the rules exhibit's counts stay a fresh
+# process's. One that imports what the template has not is not run at all.
+PRIMITIVE = """import jax
+from jax.extend.core import Primitive
+from jax.interpreters import ad
+double_p = Primitive("double_warm_test")
+double_p.def_abstract_eval(lambda x: x)
+ad.defjvp(double_p, lambda t, x: 2 * t)
+def f(x):
+    return double_p.bind(x)
+args = (1.0,)
+"""
+
+
+def test_an_example_that_registers_rules_or_imports_a_module_leaves_neither() -> None:
+    import jax.extend.core  # noqa: F401  (imported, as in a template whose probes import it)
+    from jaxscope.internals.rule_tables import table_sizes
+    from jaxscope.internals.warm_traces import warm_example
+
+    sizes = table_sizes()
+    assert warm_example(PRIMITIVE, "primitive.py") == "skipped: it changed ad.primitive_jvps"
+    assert table_sizes() == sizes
+    said = warm_example("import jaxscope_no_such_module\n", "imports.py")
+    assert said == "skipped: it imports jaxscope_no_such_module"
 
 
 _SAMPLED = sample(["caches", "recompile_hunt", "jvp"], 1, key="template_warm")

@@ -22,15 +22,18 @@ events of warm and cold forks.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
 import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 import jax
 from jax._src import xla_bridge
 
+from jaxscope.internals import rule_tables
 from jaxscope.internals.views import jaxpr_view
 
 
@@ -54,6 +57,11 @@ def no_backend() -> Iterator[None]:
         yield
     finally:
         xla_bridge.backends = original
+
+
+def _rule_tables() -> dict[str, dict[Any, Any]]:
+    """The rule tables the rules exhibit reads (``rule_tables._tables``), by name."""
+    return {name: table for name, table in rule_tables._tables().items() if isinstance(table, dict)}
 
 
 def backend_started() -> bool:
@@ -96,10 +104,15 @@ def _run_body(code: str, filename: str) -> dict[str, Any]:
 @contextlib.contextmanager
 def _state_kept(changed: list[str]) -> Iterator[None]:
     """Put back what the block changed of the process-wide state every fork inherits: the
-    environment, the working directory and every ``jax.config`` value (an example may set
-    ``XLA_FLAGS`` or ``jax_enable_x64`` for a plain run of its own); names it in ``changed``."""
+    environment, the working directory, every ``jax.config`` value (an example may set
+    ``XLA_FLAGS`` or ``jax_enable_x64`` for a plain run of its own) and, when it imported no
+    module, JAX's rule tables (an example that defines a primitive registers its rules there,
+    and the rules exhibit would count them in every fork; a module's import registers its
+    own, which must stay with it); names it in ``changed``."""
     environ, cwd = dict(os.environ), os.getcwd()
     config = dict(jax.config.values)
+    modules = len(sys.modules)
+    tables = {name: set(table) for name, table in _rule_tables().items()}
     try:
         yield
     finally:
@@ -114,17 +127,55 @@ def _state_kept(changed: list[str]) -> Iterator[None]:
             if jax.config.values.get(name, value) is not value:
                 changed.append(name)
                 jax.config.update(name, value)
+        for name, table in _rule_tables().items():
+            added = [key for key in list(table) if key not in tables.get(name, ())]
+            if added and len(sys.modules) == modules:
+                changed.append(name)
+                for key in added:
+                    del table[key]
+
+
+def _not_imported(code: str) -> str | None:
+    """The first module ``code``'s import statements name that this process has not imported
+    (an example's imports would otherwise run in the template: a module's import can register
+    rules, start threads, or take seconds), else None. A relative import counts as not
+    imported."""
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level or node.module is None:
+                return "a relative import"
+            module = sys.modules.get(node.module)
+            if module is None:
+                return node.module
+            # ``from jax.experimental import pallas``: a submodule, or a name of the module
+            names = [
+                f"{node.module}.{alias.name}"
+                for alias in node.names
+                if alias.name != "*" and not hasattr(module, alias.name)
+            ]
+        else:
+            continue
+        for name in names:
+            if name not in sys.modules:
+                return name
+    return None
 
 
 def warm_example(code: str, filename: str) -> str:
     """Run the example ``code`` (a snippet file's text) and trace its ``f`` on its ``args`` (and
     ``kwargs``, ``static_argnums``) with :func:`jax.make_jaxpr`, creating no backend; what it
-    prints is dropped, what it changes of the environment, the working directory and
-    ``jax.config`` is put back. Returns ``"warm"``, or ``"skipped: <why>"`` when the body or the
-    trace raised (an example of an error, one that needs a backend) or it changed that state:
+    prints is dropped, what it changes of the environment, the working directory, ``jax.config``
+    and JAX's rule tables is put back (:func:`_state_kept`); an example that imports a module
+    the template has not is not run. Returns ``"warm"``, or ``"skipped: <why>"`` when it
+    imports such a module, the body or the trace raised (an example of an error, one that needs
+    a backend) or it changed that state:
     never raises but for ``BaseException``s that are not ``Exception``s."""
     changed: list[str] = []
     try:
+        if (module := _not_imported(code)) is not None:
+            return f"skipped: it imports {module}"
         with _state_kept(changed):
             outcome = _warm(code, filename)
     except Exception as exc:
