@@ -261,3 +261,17 @@ def test_a_binders_type_is_its_avals_short_text() -> None:
     closed = jax.make_jaxpr(lambda x: (x * 2.0).sum())(np.ones((2, 3), np.float32))
     text, _ = views.print_with_context(closed.jaxpr)
     assert text == str(closed.jaxpr) and core.pp_aval is pp_aval
+
+
+def test_var_name_is_pp_vars_text() -> None:
+    """``views.var_name`` (a var's name in a printout, from its view or the var itself) is
+    ``str(core.pp_var(v, ctx))`` for every var, dropped var and literal of a printed jaxpr."""
+    path = ROOT / "exhibits/tracing/examples/mlp_loss.py"
+    closed = plan_call(load_snippet(path.read_text())).make_jaxpr()
+    _, ctx = views.print_with_context(closed.jaxpr)
+    atoms = [v for e in closed.jaxpr.eqns for v in (*e.invars, *e.outvars)]
+    assert any(isinstance(v, core.Literal) for v in atoms)
+    fresh = core.JaxprPpContext()
+    for v in atoms:
+        assert views.var_name(v, ctx) == str(core.pp_var(v, ctx))
+        assert views.var_name(v, fresh) == str(core.pp_var(v, fresh))

@@ -685,7 +685,7 @@ def capture_jvp(
         same_text = True
 
         def jvp_name(var: Any) -> str:
-            return str(core.pp_var(alike[var], jvp_ctx))
+            return var_name(alike[var], jvp_ctx)
 
     else:
         trimmed_text, pp_ctx = print_with_context(trimmed.jaxpr)

@@ -474,6 +474,8 @@ def var_name(v: Any, ctx: core.JaxprPpContext) -> str:
     hit = _memo(ctx).var_views.get(id(v))
     if hit is not None and hit[0] is v:
         return hit[1].name
+    if type(v) is core.Var:  # ``pp_var``'s doc is its text, the context's name
+        return str(v.pretty_print(ctx))
     return str(core.pp_var(v, ctx))
 
 
