@@ -613,6 +613,52 @@ _DRAWN_AT = """async (el, [prefix, top]) => {
 }"""
 
 
+# Scroll the text so that the eqn with test id ``testid`` (drawn) sits 150 px below its top, and
+# give its scroll offset once it stayed there for 10 frames; null if the eqn is no longer drawn.
+# A step's eqn brought into view (VirtualList: TanStack's scrollToIndex) keeps being brought back
+# to for up to 5 s (TanStack's reconcileScroll, while rows measured shift it), which takes back
+# a scroll made in the meantime: scrolled again until it stays.
+_EQN_TO_MIDDLE = """async (box, testid) => {
+    const start = performance.now();
+    let stable = 0;
+    while (stable < 10 && performance.now() - start < 8000) {
+        const eqn = box.querySelector(`[data-testid="${testid}"]`);
+        if (eqn === null) return null;
+        const off = eqn.getBoundingClientRect().top - box.getBoundingClientRect().top - 150;
+        if (Math.abs(off) < 2) stable += 1;
+        else {
+            stable = 0;
+            box.scrollTop += off;
+        }
+        await new Promise((done) => requestAnimationFrame(done));
+    }
+    return stable < 10 ? null : box.scrollTop;
+}"""
+
+
+def _eqn_to_middle(page: Page, box: Locator, prefix: str, index: int) -> tuple[Locator, float]:
+    """Eqn ``index`` of a windowed jaxpr text, scrolled to 150 px below the text's top where it
+    stays (:data:`_EQN_TO_MIDDLE`), and the text's scroll offset then: a reader's place."""
+    for _ in range(5):
+        eqn = _scroll_to_eqn(page, box, prefix, index)
+        at = box.evaluate(_EQN_TO_MIDDLE, f"{prefix}{index}")
+        if at is not None:
+            return eqn, float(at)
+    raise AssertionError(f"eqn {index} did not stay in the middle of the text")
+
+
+# Two frames after now (a scroll the click caused has been drawn): the text's scroll offset and
+# whether the eqn with test id ``testid`` is drawn inside the text's visible part.
+_EQN_IN_VIEW = """async (box, testid) => {
+    await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+    const eqn = box.querySelector(`[data-testid="${testid}"]`);
+    if (eqn === null) return [box.scrollTop, false];
+    const b = box.getBoundingClientRect();
+    const e = eqn.getBoundingClientRect();
+    return [box.scrollTop, e.bottom > b.top && e.top < b.bottom];
+}"""
+
+
 def _scroll_to_eqn(page: Page, box: Locator, prefix: str, index: int) -> Locator:
     """Scroll a windowed jaxpr text until eqn ``index`` (test id ``prefix`` + index) is drawn and
     give it: halving the offsets between the eqns drawn below and above it (~7 steps over the
@@ -646,8 +692,9 @@ def test_the_jvp_and_vmap_steps_of_a_4000_eqn_loop_say_where_they_stop(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     """The step-by-step capture stops at MAX_STEPS eqns: the badge and a note say how many of
-    the program's eqns have a step, and an eqn past them, clicked, says it has none. The loop at
-    1,000 iterations (4,001 eqns) is past the cap at a fifth of the 20k loop's cost."""
+    the program's eqns have a step, and an eqn past them, clicked, says it has none, is marked
+    and stays where the reader clicked it (the text went back to its top). The loop at 1,000
+    iterations (4,001 eqns) is past the cap at a fifth of the 20k loop's cost."""
     from jaxscope.internals import batching_steps, jvp_steps
 
     loop = real_loop(1_000)
@@ -673,17 +720,29 @@ def test_the_jvp_and_vmap_steps_of_a_4000_eqn_loop_say_where_they_stop(
             f"{cap:,} (the jaxprs are whole)."
         )
         past = cap + 31
-        eqn = _scroll_to_eqn(page, page.get_by_test_id("jaxpr-text"), prefix, past)
+        box = page.get_by_test_id("jaxpr-text")
+        eqn, at = _eqn_to_middle(page, box, prefix, past)
         eqn.click()
         expect(page.get_by_test_id(f"{exhibit}-no-step")).to_have_text(
             f"Eqn {past:,} has no step: the step-by-step view stops after the first {cap:,} of "
             f"{total:,} eqns (the jaxprs are whole)."
         )
+        # the text stays at the eqn clicked (it went back to its top: the click cleared the
+        # step's highlight, which JaxprText took for the stepper's ⏮), and marks it
+        top, shown = box.evaluate(_EQN_IN_VIEW, f"{prefix}{past}")
+        assert abs(top - at) < 20 and shown, (exhibit, at, top, shown)
+        expect(eqn).to_have_attribute("aria-pressed", "true")
+        expect(box.locator('[aria-pressed="true"]')).to_have_count(1)
         page.screenshot(path=str(screenshots / f"real-loop-{exhibit}-step-cap.png"))
         # an eqn before the cap has its step
         before = _scroll_to_eqn(page, page.get_by_test_id("jaxpr-text"), prefix, cap - 1)
         before.click()
         expect(page.get_by_test_id(f"{exhibit}-no-step")).to_have_count(0)
+        expect(before).to_have_attribute("aria-pressed", "true")
+        # the stepper's ⏮ (the highlight cleared, not by a click in the text) still goes to the top
+        page.get_by_test_id("stepper-first").click()
+        expect(box.locator('[aria-pressed="true"]')).to_have_count(0)
+        assert box.evaluate(_EQN_IN_VIEW, f"{prefix}{cap - 1}")[0] == 0, exhibit
     assert console_errors == []
 
 

@@ -208,6 +208,15 @@ describe("the step-by-step capture capped (jvp_steps.MAX_STEPS): steps_left_out"
     expect(past.current).toBeUndefined();
   });
 
+  it("a click past the cap marks the JVP eqns JAX attributes to that primal eqn", () => {
+    const past = jvpModel(capped, capped, cap + 2);
+    const marked = [...highlightedJvpEqns(past.staged, past.current, past.pickedWithoutStep)];
+    expect(marked.length).toBeGreaterThan(0);
+    expect(marked).toEqual(jvpEqnsOf(past.staged, cap + 2));
+    // no click past the cap and no step: nothing marked
+    expect(highlightedJvpEqns(past.staged, undefined).size).toBe(0);
+  });
+
   it("the whole golden stream has nothing left out", () => {
     const model = jvpModel(golden, golden, all - 1);
     expect(model.stepsLeftOut).toBe(0);

@@ -164,12 +164,18 @@ export function stepSentence(step: JvpRuleApplied): string {
   }
 }
 
-/** Highlighted JVP eqns: those of the clicked JVP eqn's primal eqn, else of the current step. */
+/**
+ * Highlighted JVP eqns: those the current step emitted (else those attributed to its primal eqn),
+ * or, with no step, those attributed to the primal eqn clicked past the steps' cap
+ * (`pickedWithoutStep`: JAX's JVP jaxpr and its attribution are whole).
+ */
 export function highlightedJvpEqns(
   staged: JvpJaxprStaged | undefined,
   current: JvpRuleApplied | undefined,
+  pickedWithoutStep: number | null = null,
 ): Set<number> {
-  if (!staged || !current) return new Set();
+  if (!staged) return new Set();
+  if (!current) return new Set(pickedWithoutStep === null ? [] : jvpEqnsOf(staged, pickedWithoutStep));
   const fromStep = current.jvp_eqn_indices ?? [];
   return new Set(
     fromStep.length > 0 ? fromStep : jvpEqnsOf(staged, current.index),

@@ -19,4 +19,11 @@ describe('backToTop', () => {
     // a highlighted eqn is brought into view by its own block, not by the top
     expect(backToTop(new Set([7]), new Set([2, 3]))).toBe(false);
   });
+
+  it('leaves the text at the eqn clicked when the click clears the highlight', () => {
+    // the JVP primal pane: step 2,000 highlighted, then a click on eqn 2,031 (past the cap)
+    expect(backToTop(new Set([1999]), new Set(), true)).toBe(false);
+    // the same change from the stepper (⏮) still goes back to the top
+    expect(backToTop(new Set([1999]), new Set(), false)).toBe(true);
+  });
 });

@@ -20,7 +20,10 @@ export function revealWithin(box: HTMLElement, el: HTMLElement, inset = 0): void
  * highlighted eqn is brought into view by its own block; with none, nothing would move, and the
  * text stayed scrolled where the last step had left it (at its end). Only on the change itself:
  * while nothing is highlighted, the user's own scrolling (to the end, to load eqn ranges) stays.
+ * Never for a click in the text itself (`clickedHere`): the reader is at the eqn clicked, and a
+ * click that clears the highlight (an eqn past a step view's cap has no step) took the text to
+ * its top, away from it.
  */
-export function backToTop(before: ReadonlySet<number>, now: ReadonlySet<number>): boolean {
-  return before.size > 0 && now.size === 0;
+export function backToTop(before: ReadonlySet<number>, now: ReadonlySet<number>, clickedHere = false): boolean {
+  return !clickedHere && before.size > 0 && now.size === 0;
 }

@@ -3,7 +3,7 @@
  * and how many the program has, so "step 2000 / 2000" is not read as the whole program.
  */
 import { describe, expect, it } from 'vitest';
-import { noStepNote, stepCapNote, stepCount } from './step-cap';
+import { markedEqns, noStepNote, stepCapNote, stepCount } from './step-cap';
 
 describe('step cap', () => {
   it('without steps left out the badge is unchanged and there is no note', () => {
@@ -20,5 +20,11 @@ describe('step cap', () => {
     expect(noStepNote(2031, 2000, 18001)).toBe(
       'Eqn 2,031 has no step: the step-by-step view stops after the first 2,000 of 20,001 eqns (the jaxprs are whole).',
     );
+  });
+
+  it('marks the current step\'s eqn, or the eqn clicked past the cap (so its text does not clear)', () => {
+    expect([...markedEqns(12, null)]).toEqual([12]);
+    expect([...markedEqns(undefined, 2031)]).toEqual([2031]);
+    expect(markedEqns(undefined, null).size).toBe(0);
   });
 });

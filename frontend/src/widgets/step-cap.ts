@@ -28,3 +28,13 @@ export function noStepNote(index: number, steps: number, left: number): string {
     `${n(steps + left)} eqns (the jaxprs are whole).`
   );
 }
+
+/**
+ * The eqns a step-by-step view marks in its jaxpr: the current step's eqn, or the eqn clicked past
+ * the cap (`pickedWithoutStep`: the "no step" note speaks of it). Marking none there cleared the
+ * highlight on that click, and the text went back to its top as for the stepper's ⏮.
+ */
+export function markedEqns(step: number | undefined, pickedWithoutStep: number | null): Set<number> {
+  const eqn = pickedWithoutStep ?? step;
+  return new Set(eqn === undefined ? [] : [eqn]);
+}
