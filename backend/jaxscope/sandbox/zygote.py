@@ -300,23 +300,22 @@ def _idle_tasks(kind: WorkerKind, warm: bool) -> list[tuple[str, Callable[[], st
     task is ``(label, run)``; ``run`` returns what became of it. None for a torch template."""
     if kind != "jax":
         return []
-    import importlib
-
     from exhibits.registry import EXHIBITS
+    from jaxscope.sandbox import runner
 
     ours = [e for e in EXHIBITS.values() if e.worker == kind]
+    probes = runner.Probes(kind)
     tasks: list[tuple[str, Callable[[], str]]] = []
     for exhibit in ours:
-        name = f"exhibits.{exhibit.id}.probe"
 
-        def load(name: str = name) -> str:
+        def load(exhibit_id: str = exhibit.id) -> str:
             try:
-                importlib.import_module(name)
-            except Exception as exc:
-                return f"failed: {type(exc).__name__}"
+                probes.load(exhibit_id)
+            except runner.ProbeMissing:
+                return "failed"
             return "imported"
 
-        tasks.append((name, load))
+        tasks.append((f"exhibits.{exhibit.id}.probe", load))
     if not warm:
         return tasks
     from jaxscope.internals.warm_traces import warm_example
