@@ -11,14 +11,14 @@ from jaxscope.settings import SCALE_FROM_EQNS, Limits, scaled_limit
 
 from tests.harness import SandboxHarness, assert_one_terminal
 
-# 1,000 iterations of two eqns, then a 60 s sleep when the compiled program runs.
+# N iterations of two eqns, then a 60 s sleep when the compiled program runs.
 LARGE_THEN_SLOW = """\
 import time
 import jax
 import jax.numpy as jnp
 
 def f(x):
-    for _ in range(1000):
+    for _ in range(N):
         x = jnp.sin(x) + x
     jax.debug.callback(lambda: time.sleep(60))
     return x
@@ -59,18 +59,32 @@ def test_timeout_help_names_the_stage_and_what_to_try() -> None:
     assert limit_help(other, 5_000) == "kept"
 
 
-def test_a_large_program_gets_a_later_deadline(sandbox: SandboxHarness) -> None:
-    """With a 2 s limit, the run shows 2,000 eqns, so the supervisor waits 2 + 2,000 × 4 ms =
-    10 s before it kills the run (which sleeps 60 s in its call)."""
-    events = sandbox.run(LARGE_THEN_SLOW, wall_s=2.0)
+# `make test` runs each program of this file at a quarter of its size (past SCALE_FROM_EQNS all
+# the same: the same events, deadline and message, ~6-8 s instead of ~18-26 s); `make test-all`
+# also at the full size.
+SIZES = [
+    pytest.param(1, id="quarter"),
+    pytest.param(4, id="full_size", marks=pytest.mark.full),
+]
+
+
+@pytest.mark.parametrize("quarters", SIZES)
+def test_a_large_program_gets_a_later_deadline(sandbox: SandboxHarness, quarters: int) -> None:
+    """With a 2 s limit, the run shows 2,000 eqns (500 in `make test`), so the supervisor waits
+    2 + 2,000 × 8 ms = 18 s (6 s) before it kills the run (which sleeps 60 s in its call)."""
+    n = 250 * quarters
+    eqns = 2 * n + 1  # + the debug_callback
+    assert eqns > SCALE_FROM_EQNS
+    events = sandbox.run(LARGE_THEN_SLOW.replace("range(N)", f"range({n})"), wall_s=2.0)
     staged = [e for e in events if isinstance(e, JaxprStaged)]
-    assert staged and len(staged[0].jaxpr.eqns) == 2_001  # + the debug_callback
+    assert staged and len(staged[0].jaxpr.eqns) == eqns
     scaled = [e for e in events if isinstance(e, BudgetScaled)]
     assert len(scaled) == 1
     # The supervisor's size: the jaxpr's eqns, or the events sent before it, whichever is more.
-    size = max(2_001, scaled[0].seq)
+    size = max(eqns, scaled[0].seq)
     expected = scaled_limit(2.0, 1.0, size, sandbox.limits)
-    assert scaled[0].eqns == 2_001 and scaled[0].wall_s == pytest.approx(expected)
+    assert expected > 2.0 + 3.0  # later than the unscaled deadline by seconds
+    assert scaled[0].eqns == eqns and scaled[0].wall_s == pytest.approx(expected)
     assert events.index(scaled[0]) == events.index(staged[0]) + 1
     terminal = assert_one_terminal(events)
     assert isinstance(terminal, RunFailed) and terminal.kind == "timeout", terminal
@@ -79,14 +93,14 @@ def test_a_large_program_gets_a_later_deadline(sandbox: SandboxHarness) -> None:
     assert "lax.fori_loop" in (terminal.explanation or "")
 
 
-# 3,000 eqn_recorded events stream while f is traced, and the trace then sleeps: the jaxpr is
+# 2N eqn_recorded events stream while f is traced, and the trace then sleeps: the jaxpr is
 # never complete, so only the events sent tell the run's size.
 STREAMS_THEN_STALLS = """\
 import time
 import jax.numpy as jnp
 
 def f(x):
-    for _ in range(1500):
+    for _ in range(N):
         x = jnp.sin(x) + x
     time.sleep(60)
     return x
@@ -95,18 +109,23 @@ args = (jnp.ones(3),)
 """
 
 
-def test_the_events_of_a_trace_grow_the_limit_before_its_jaxpr(sandbox: SandboxHarness) -> None:
-    events = sandbox.run(STREAMS_THEN_STALLS, wall_s=2.0)
+@pytest.mark.parametrize("quarters", SIZES)
+def test_the_events_of_a_trace_grow_the_limit_before_its_jaxpr(
+    sandbox: SandboxHarness, quarters: int
+) -> None:
+    n = 375 * quarters  # 1,500 at full size: 3,000 eqn_recorded events
+    streamed = 2 * n
+    events = sandbox.run(STREAMS_THEN_STALLS.replace("range(N)", f"range({n})"), wall_s=2.0)
     assert not [e for e in events if isinstance(e, JaxprStaged)]
     terminal = assert_one_terminal(events)
     assert isinstance(terminal, RunFailed) and terminal.kind == "timeout", terminal
     assert terminal.stage == "trace"
     # The supervisor re-checks every 256 events: the last check before the stall saw at least
-    # 2,816 of the 3,000 eqn_recorded events.
+    # 2,816 of the 3,000 eqn_recorded events (512 of 750 in `make test`).
     recorded = len(events) - 4  # run_started, two stage_started, run_failed
-    assert recorded >= 3_000
+    assert recorded >= streamed
     assert "scaled for a program of about" in terminal.message
     size = int(terminal.message.split("about ")[1].split(" eqns")[0].replace(",", ""))
-    assert 2_800 <= size <= recorded + 3
+    assert streamed // 256 * 256 - 16 <= size <= recorded + 3
     expected = scaled_limit(2.0, 1.0, size, sandbox.limits)
     assert f"limit of {expected:.0f} s" in terminal.message
