@@ -290,23 +290,34 @@ REAL_CASES = [
 # bench/page_vs_cli.py runs them at full size (docs/design/0049-test-time.md).
 REAL_CASES += [("loop_20k", "tracing")]
 REAL_CASES += [("loop_4k", e) for e in ("jvp", "partial_eval", "transpose", "vmap")]
+# The same loop at 400 iterations (1,601 eqns): its eager events are still past 1 MiB (1.6 MB
+# in transpose) and its page's views split into ranges (7 there), in a third of the time (transpose:
+# 13.8 s against 33.7 s at 4,001 eqns, alone on 2 cores).
+REAL_CASES += [("loop_1k6", e) for e in ("jvp", "partial_eval", "transpose", "vmap")]
 
 
 # A model under one ``jax.jit`` call (a user's jitted loss): a few eqns whose inner jaxprs are
 # the whole program, split inside its eqns (``summaries._split_nested``).
 REAL_CASES += [("gpt_stack_jit", e) for e in ("jvp", "partial_eval", "transpose", "vmap")]
-# `make test` runs a seeded sample of one of the 4,001-eqn loop's four exhibits (it is split into
-# ranges wherever it runs; each case 20-40 s on 2 cores, and e2e/test_real_programs.py and
-# test_walk_cap_and_row_details.py run the same loop in jvp, vmap, partial_eval and transpose),
+# `make test` runs a seeded sample of one of the 1,601-eqn loop's four exhibits (it is split into
+# ranges wherever it runs; the 4,001-eqn loop's cases took 20-40 s each on 2 cores, and
+# e2e/test_real_programs.py and test_walk_cap_and_row_details.py run that loop in jvp, vmap,
+# partial_eval and transpose),
 # one of the 12-layer GPT's nine cases (each a minute or more on 2 cores) and two of the others
 # (the NNX step's cases take 1-3 min each on a loaded 2-core machine); `make test-all` runs all
 # of them, the 20,001-eqn loop included (testkit.py, design 0058, 0076).
 _LOOP = [c for c in REAL_CASES if c[0] == "loop_4k"]
+_MEDIUM_LOOP = [c for c in REAL_CASES if c[0] == "loop_1k6"]
 _GPT = [c for c in REAL_CASES if c[0].startswith("gpt_stack")]
-_OTHERS = [c for c in REAL_CASES if c not in _LOOP and c not in _GPT]
+_OTHERS = [c for c in REAL_CASES if c not in _LOOP + _MEDIUM_LOOP + _GPT]
 REAL_PARAMS = [
     param
-    for cases, k, key in ((_LOOP, 1, "loop_4k"), (_GPT, 1, "1"), (_OTHERS, 2, "2"))
+    for cases, k, key in (
+        (_LOOP, 0, "loop_4k"),
+        (_MEDIUM_LOOP, 1, "loop_4k"),
+        (_GPT, 1, "1"),
+        (_OTHERS, 2, "2"),
+    )
     for param in sampled_params(
         cases, k, key=f"test_eqn_ranges.{key}", ids=[f"{p}-{e}" for p, e in cases]
     )
@@ -318,6 +329,8 @@ def _real_code(program: str) -> str:
         return (REAL / "gpt_stack.py").read_text() + "\n\nf = jax.jit(f)\n"
     if program == "loop_4k":
         return real_loop(1_000)
+    if program == "loop_1k6":
+        return real_loop(400)
     return (REAL / f"{program}.py").read_text()
 
 
@@ -367,6 +380,8 @@ def test_a_real_program_on_demand_streams_no_line_over_1_mib_and_its_ranges_are_
                 assert back[field] == whole, (event.type, field)
     if program.startswith("loop_") and page[-1].type == "run_finished":
         assert answers, f"the {program} program streamed no eqn ranges"
+        # the loop is one the eager stream cannot send under the bound
+        assert max(_line(e) for e in eager) > MAX_STREAMED_LINE_BYTES
 
 
 # The page's side (frontend/src/store/eqn-ranges.test.ts) puts this case back together with its
