@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -19,11 +20,16 @@ INTERNALS_API = REPO / "backend" / "jaxscope" / "internals" / "api.py"
 
 
 def _internals_api_names() -> set[str]:
-    """The names ``jaxscope.internals.api`` re-exports (``X as X``) or binds, read with ast."""
+    """The names ``jaxscope.internals.api`` re-exports (``X as X``) or binds, at the top level or
+    in its ``if TYPE_CHECKING:`` block (the imports it makes on first use), read with ast."""
     names: set[str] = set()
-    for node in ast.parse(INTERNALS_API.read_text(encoding="utf-8")).body:
+    body = ast.parse(INTERNALS_API.read_text(encoding="utf-8")).body
+    for block in [n for n in body if isinstance(n, ast.If)]:
+        assert ast.unparse(block.test) == "TYPE_CHECKING"
+        body += block.body
+    for node in body:
         if isinstance(node, ast.ImportFrom):
-            names |= {a.name for a in node.names if a.asname == a.name}
+            names |= {a.asname for a in node.names if a.asname is not None}
         elif isinstance(node, ast.Assign):
             names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
         elif isinstance(node, ast.FunctionDef | ast.ClassDef):
@@ -97,6 +103,52 @@ def test_each_name_is_the_object_of_its_home() -> None:
 def test_an_unknown_name_is_an_attribute_error() -> None:
     try:
         exhibit_api.jaxpr_of_everything  # noqa: B018
+    except AttributeError as exc:
+        assert "jaxpr_of_everything" in str(exc)
+    else:
+        raise AssertionError("an unknown name resolved")
+
+
+def test_the_internals_facade_imports_a_submodule_on_first_use() -> None:
+    """``jaxscope.internals.api`` imports none of its submodules until one of their names is
+    used, each name is its submodule's object, and the tracing probe (the warm template's first,
+    before it says ready: issue 36's cold start) imports only the submodules it uses."""
+    code = (
+        "import sys, json\n"
+        "from jaxscope.internals import api\n"
+        "def ours(): return sorted(m for m in sys.modules if m.startswith('jaxscope.internals.'))\n"
+        "at_import = ours()\n"
+        "from jaxscope.internals.api import jaxpr_view, walk_transpose\n"
+        "used = ours()\n"
+        "import exhibits.tracing.probe\n"
+        "print(json.dumps([at_import, used, ours()]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    ).stdout
+    at_import, used, tracing = json.loads(out)
+    assert at_import == ["jaxscope.internals.api"]
+    assert {"jaxscope.internals.views", "jaxscope.internals.transpose_walk"} <= set(used)
+    assert "jaxscope.internals.rule_tables" not in used
+    # The tracing probe: calling, views, cache, monitoring, recording and what they import,
+    # not the other exhibits' machinery (~45 submodules: 0.2-0.4 CPU-s on this box).
+    assert "jaxscope.internals.recording" in tracing
+    assert not {"jaxscope.internals.pallas_found", "jaxscope.internals.flax_hooks"} & set(tracing)
+    assert len(tracing) < 20
+
+
+def test_each_name_of_the_internals_facade_is_its_submodules_object() -> None:
+    from jaxscope.internals import api
+
+    homes = api._homes()
+    functions = {"pallas_compiled_fun", "pallas_mosaic_kernels", "pallas_index_map_line"}
+    assert set(homes) | functions == _internals_api_names()
+    for name, (module, attribute) in homes.items():
+        assert module.startswith("jaxscope.internals."), name
+        assert getattr(api, name) is getattr(importlib.import_module(module), attribute), name
+    assert "walk_transpose" in dir(api)
+    try:
+        api.jaxpr_of_everything  # noqa: B018
     except AttributeError as exc:
         assert "jaxpr_of_everything" in str(exc)
     else:
