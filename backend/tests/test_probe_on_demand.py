@@ -3,8 +3,9 @@ imports no probe at start, and a run imports its exhibit's probe (and the module
 imports), never another exhibit's probe nor the event union (every exhibit's ``events.py``);
 of other exhibits only the options models and the events that allowlisted internals walkers
 still build.
-A worker forked from the warm template finds every JAX probe already imported by the template
-(``zygote._preload``: shared pages, no import per run), which the forked case checks.
+A worker forked from the warm template, once the template's idle work is done, finds every JAX
+probe already imported by it (``zygote._idle_tasks``: shared pages, no import per run; before
+that, a fork finds the first exhibit's probe, design 0076), which the forked case checks.
 
 The snippet itself reports what its worker has imported: it runs in the worker, after the
 probe's import and before the probe runs."""
@@ -16,7 +17,8 @@ from collections.abc import Iterator
 
 import pytest
 from jaxscope.protocol import RunFinished, StdoutPrinted
-from jaxscope.sandbox.forked import ENV_SWITCH, zygote_problem
+from jaxscope.sandbox.env import worker_env
+from jaxscope.sandbox.forked import ENV_SWITCH, template_for, zygote_problem
 from jaxscope.settings import Limits
 
 from exhibits.registry import EXHIBITS
@@ -49,13 +51,21 @@ def _report(harness: SandboxHarness, exhibit: str) -> dict[str, object]:
     return report
 
 
-def test_a_forked_worker_finds_every_jax_probe_imported_by_its_template(
-    sandbox: SandboxHarness,
-) -> None:
-    problem = zygote_problem("jax", sandbox.limits)
+def test_a_forked_worker_finds_every_jax_probe_imported_by_its_template() -> None:
+    limits = Limits(wall_s=10.0, cpu_s=10.0)
+    problem = zygote_problem("jax", limits)
     if problem is not None:
         pytest.skip(f"workers are not forked here: {problem}")
-    report = _report(sandbox, "tracing")
+    # The template says ready after the first exhibit's probe and imports the others between
+    # requests: the worker is forked once that is done (a pool without spares forks it for the
+    # run; a spare forked before would not have them).
+    idle = template_for(worker_env(kind="jax")).wait_idle(120)
+    assert idle is not None, "the template's idle work did not end within 120 s"
+    harness = SandboxHarness(limits, size=0)
+    try:
+        report = _report(harness, "tracing")
+    finally:
+        harness.close()
     modules = report["exhibit_modules"]
     assert isinstance(modules, list)
     jax_probes = {f"exhibits.{e.id}.probe" for e in EXHIBITS.values() if e.worker == "jax"}
