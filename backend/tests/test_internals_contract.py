@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -34,6 +35,8 @@ def f(x, y):
 
 args = (jnp.ones(3), 1.0)
 """
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_jax_version_is_the_pinned_one() -> None:
@@ -236,6 +239,30 @@ def test_recording_streams_the_top_frame_and_restores_on_errors() -> None:
     with pytest.raises(jax.errors.TracerBoolConversionError), recording.recording_eqns(got.append):
         jax.make_jaxpr(boom)(jnp.ones(2))
     assert (pe.JaxprStackFrame.__init__, pe.JaxprStackFrame.add_eqn) == before
+
+
+def test_recorded_param_texts_are_a_fresh_print_when_the_helpers_traces_are_cached() -> None:
+    # A second trace of the same program hits the jnp helpers' cached traces (the same inner
+    # jaxpr objects), whose param texts the first one kept (recording._param_texts): each
+    # recorded eqn's params are still JAX's own print of them with a fresh context.
+    code = (ROOT / "exhibits" / "tracing" / "examples" / "mlp_loss.py").read_text()
+    for attempt in range(2):
+        got: list[Any] = []
+        with recording.recording_eqns(got.append):
+            closed = plan_call(load_snippet(code)).make_jaxpr()
+        eqns = closed.jaxpr.eqns
+        assert [r.primitive for r in got] == [e.primitive.name for e in eqns]
+        inner = [e for e in eqns if any(isinstance(v, core.ClosedJaxpr) for v in e.params.values())]
+        assert inner, "the program must hold eqns with inner jaxprs (jnp helpers)"
+        for record, eqn in zip(got, eqns, strict=True):
+            fresh = {
+                k: core.pp_kv_pair(k, v, core.JaxprPpContext(), core.JaxprPpSettings()).format()[
+                    len(k) + 1 :
+                ]
+                for k, v in eqn.params.items()
+            }
+            assert record.params == fresh, (attempt, eqn.primitive.name)
+    assert len(recording._ONE_JAXPR_TEXTS) > 0
 
 
 def test_tracer_errors_are_public_classes() -> None:

@@ -22,16 +22,17 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from jax._src import source_info_util
+from jax._src import core, source_info_util
 from jax._src.interpreters import partial_eval as pe
 
 from jaxscope.internals.interpret import Env, EqnHook, bind_eqn
 from jaxscope.internals.patching import patched
-from jaxscope.internals.views import aval_view, snippet_source
+from jaxscope.internals.views import _param_text, aval_view, snippet_source
 from jaxscope.protocol import AvalView, SourceLoc
 
 source_info_util.register_exclusion(__file__)
@@ -41,17 +42,47 @@ source_info_util.register_exclusion(__file__)
 PATCH_LOCK = threading.RLock()
 
 
+# The text of a param holding one jaxpr (``pjit``'s ``jaxpr=``, ``custom_jvp_call``'s
+# ``call_jaxpr=``), printed alone with a fresh context, per jaxpr object while it lives: it
+# depends on nothing else then. A ``jnp`` helper's inner jaxpr is one object for as long as JAX
+# caches the helper's trace, so a trace that hits that cache (every fork of a template that
+# traced the shipped examples, ``warm_traces``) finds its text here (design 0080).
+_ONE_JAXPR_TEXTS: weakref.WeakKeyDictionary[core.Jaxpr, dict[str, str]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _prints_jaxpr(value: Any) -> bool:
+    # What ``core.pp_kv_pair`` prints with the context: a jaxpr, or a tuple of them.
+    if isinstance(value, (core.Jaxpr, core.ClosedJaxpr)):
+        return True
+    return type(value) is tuple and any(
+        isinstance(j, (core.Jaxpr, core.ClosedJaxpr)) for j in value
+    )
+
+
 def _param_texts(params: dict[str, Any]) -> dict[str, str]:
     """Param values printed with ``core.pp_kv_pair`` (fresh names: the final jaxpr's names are
     not known yet while tracing; the staged jaxpr's ``EqnView.params`` has the final ones)."""
-    from jax._src import core
-
     ctx = core.JaxprPpContext()
     settings = core.JaxprPpSettings()
-    return {
-        k: core.pp_kv_pair(k, params[k], ctx, settings).format()[len(k) + 1 :]
-        for k in sorted(params)
-    }
+    holding = [k for k in params if _prints_jaxpr(params[k])]
+    one = holding[0] if len(holding) == 1 else None
+    texts: dict[str, str] = {}
+    for k in sorted(params):
+        value = params[k]
+        if k == one and isinstance(value, (core.Jaxpr, core.ClosedJaxpr)):
+            jaxpr = value.jaxpr if isinstance(value, core.ClosedJaxpr) else value
+            by_key = _ONE_JAXPR_TEXTS.setdefault(jaxpr, {})
+            text = by_key.get(k)
+            if text is None:
+                text = by_key[k] = core.pp_kv_pair(k, value, ctx, settings).format()[len(k) + 1 :]
+            texts[k] = text
+        elif k in holding:
+            texts[k] = core.pp_kv_pair(k, value, ctx, settings).format()[len(k) + 1 :]
+        else:  # printed without the context (``views._param_text`` keeps the common ones)
+            texts[k] = _param_text(k, value, ctx)
+    return texts
 
 
 @dataclass(frozen=True)

@@ -237,13 +237,16 @@ class _ContextMemo:
     ctx, JaxprPpSettings()))`` recorded while JAX printed the whole jaxpr (the eqn is held so its
     id stays its own; the doc is replaced by its text once formatted), ``var_views[id(v)] = (v,
     VarView)``, ``inner_texts[id(jaxpr)] = (jaxpr, text)`` and ``inner_eqns[id(jaxpr)] = (jaxpr,
-    [EqnView])``. A name, once the context gives one, never changes: each entry is what a fresh
-    call would return."""
+    [EqnView])``, and ``jaxpr_docs[id(jaxpr)] = (jaxpr, core.pp_jaxpr(jaxpr, ctx,
+    JaxprPpSettings()))`` of each inner jaxpr JAX printed in full while printing the whole
+    jaxpr. A name, once the context gives one, never changes: each entry is what a fresh call
+    would return."""
 
-    __slots__ = ("eqn_docs", "inner_eqns", "inner_texts", "var_views")
+    __slots__ = ("eqn_docs", "inner_eqns", "inner_texts", "jaxpr_docs", "var_views")
 
     def __init__(self) -> None:
         self.eqn_docs: dict[int, tuple[core.JaxprEqn, Any]] = {}
+        self.jaxpr_docs: dict[int, tuple[core.Jaxpr, Any]] = {}
         self.var_views: dict[int, tuple[Any, VarView]] = {}
         self.inner_texts: dict[int, tuple[core.Jaxpr, str]] = {}
         self.inner_eqns: dict[int, tuple[core.Jaxpr, list[EqnView]]] = {}
@@ -277,6 +280,7 @@ def _capturing_pp_context() -> Iterator[list[core.JaxprPpContext]]:
         # never another thread's wrappers.
         original_pp_eqn = core.pp_eqn
         original_pp_aval = core.pp_aval
+        original_pp_jaxpr = core.pp_jaxpr
 
         def _pp_aval_once(aval: Any, context: core.JaxprPpContext) -> str:
             hit = shorts.get(id(aval))
@@ -302,8 +306,25 @@ def _capturing_pp_context() -> Iterator[list[core.JaxprPpContext]]:
                 _memo(context).eqn_docs.setdefault(id(eqn), (eqn, doc))
             return doc
 
+        def _recording_pp_jaxpr(
+            jaxpr: core.Jaxpr, context: core.JaxprPpContext, settings: core.JaxprPpSettings
+        ) -> Any:
+            doc = original_pp_jaxpr(jaxpr, context, settings)
+            if (
+                threading.get_ident() == me
+                and settings == _DEFAULT_SETTINGS
+                and jaxpr not in context.shared_jaxprs  # printed by name, not in full
+                and any(context is c for c in created)
+            ):
+                _memo(context).jaxpr_docs.setdefault(id(jaxpr), (jaxpr, doc))
+            return doc
+
         with patched(
-            core, JaxprPpContext=_Recorded, pp_eqn=_recording_pp_eqn, pp_aval=_pp_aval_once
+            core,
+            JaxprPpContext=_Recorded,
+            pp_eqn=_recording_pp_eqn,
+            pp_aval=_pp_aval_once,
+            pp_jaxpr=_recording_pp_jaxpr,
         ):
             yield created
 
@@ -497,8 +518,40 @@ def _param_text(key: str, value: Any, ctx: core.JaxprPpContext) -> str:
 
 
 def _new_param_text(key: str, value: Any, ctx: core.JaxprPpContext) -> str:
-    doc = core.pp_kv_pair(key, value, ctx, core.JaxprPpSettings())
+    memo: _ContextMemo | None = ctx.__dict__.get(_MEMO_ATTR)
+    if memo is not None and memo.jaxpr_docs and _holds_jaxpr(value):
+        with _reusing_jaxpr_docs(ctx, memo):
+            doc = core.pp_kv_pair(key, value, ctx, _DEFAULT_SETTINGS)
+    else:
+        doc = core.pp_kv_pair(key, value, ctx, core.JaxprPpSettings())
     return doc.format()[len(key) + 1 :]
+
+
+def _printed_doc(jaxpr: core.Jaxpr, memo: _ContextMemo) -> Any:
+    hit = memo.jaxpr_docs.get(id(jaxpr))
+    return hit[1] if hit is not None and hit[0] is jaxpr else None
+
+
+@contextlib.contextmanager
+def _reusing_jaxpr_docs(ctx: core.JaxprPpContext, memo: _ContextMemo) -> Iterator[None]:
+    """Within the block, ``core.pp_jaxpr`` with ``ctx`` (default settings) gives the doc it gave
+    for the same jaxpr while JAX printed the whole jaxpr (:func:`_capturing_pp_context`) instead
+    of building it again: an inner jaxpr's param text (``jaxpr={ lambda ... }``) would otherwise
+    be the third printing of its eqns (design 0080). Same context, same names: the same doc."""
+    with _capture_lock:
+        original_pp_jaxpr = core.pp_jaxpr
+
+        def _reused(
+            jaxpr: core.Jaxpr, context: core.JaxprPpContext, settings: core.JaxprPpSettings
+        ) -> Any:
+            if context is ctx and settings == _DEFAULT_SETTINGS:
+                doc = _printed_doc(jaxpr, memo)
+                if doc is not None:
+                    return doc
+            return original_pp_jaxpr(jaxpr, context, settings)
+
+        with patched(core, pp_jaxpr=_reused):
+            yield
 
 
 _PLAIN_TYPES = (int, str, type(None))  # exact types: bool is tagged apart from int
@@ -541,6 +594,10 @@ def _inner_text(jaxpr: core.Jaxpr, ctx: core.JaxprPpContext, settings: core.Jaxp
             jaxpr, lambda: core.pp_eqns(jaxpr.eqns, ctx, settings), ctx, settings
         )
         return str(doc.format())
+    memo: _ContextMemo | None = ctx.__dict__.get(_MEMO_ATTR)
+    printed = None if memo is None or settings != _DEFAULT_SETTINGS else _printed_doc(jaxpr, memo)
+    if printed is not None:
+        return str(printed.format())
     return str(core.pp_jaxpr(jaxpr, ctx, settings).format())
 
 

@@ -34,6 +34,7 @@ import jax
 from jax._src import xla_bridge
 
 from jaxscope.internals import rule_tables
+from jaxscope.internals.recording import recording_eqns
 from jaxscope.internals.views import jaxpr_view
 
 
@@ -196,7 +197,10 @@ def _warm(code: str, filename: str) -> str:
                 return "skipped: no f and args"
             static = namespace.get("static_argnums", ())
             kwargs = namespace.get("kwargs") or {}
-            closed = jax.make_jaxpr(f, static_argnums=static)(*args, **kwargs)
+            # Recorded as the tracing exhibit records it: the param texts of the helpers'
+            # inner jaxprs are kept while JAX keeps those jaxprs (recording._param_texts).
+            with recording_eqns(lambda record: None):
+                closed = jax.make_jaxpr(f, static_argnums=static)(*args, **kwargs)
             # The view the exhibits stream of it, and JAX's text: their first call in a
             # process is ~5 ms slower (the pretty-printer's first use).
             jaxpr_view(closed)
