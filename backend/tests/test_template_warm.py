@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import re
+import time
 from typing import Any, cast
 
 import pytest
@@ -24,7 +25,7 @@ from jaxscope.protocol import (
     RunStarted,
     StageStarted,
 )
-from jaxscope.sandbox import forked
+from jaxscope.sandbox import forked, zygote
 from jaxscope.sandbox.forked import WARM_SWITCH, zygote_problem
 from jaxscope.sandbox.request_loop import serve_requests
 from jaxscope.sandbox.session import Session
@@ -289,3 +290,22 @@ def test_the_first_jaxpr_and_the_start_of_a_run_leave_without_waiting_for_a_fram
         "run_finished",
         "flush",
     ]
+
+
+def test_the_idle_work_leaves_the_cpu_to_the_first_forks_for_a_moment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The idle tasks start ``IDLE_AFTER_FORK_S`` after the template's ready and after each fork
+    (the children just forked warm up and run first: issue 36's cold start, design 0079): a
+    template that nobody asks for a fork ends its idle work (the probes' imports) no sooner."""
+    if (problem := zygote_problem("jax", Limits())) is not None:
+        pytest.skip(f"workers are not forked here: {problem}")
+    monkeypatch.setenv(WARM_SWITCH, "0")
+    template = forked.Template(worker_env(kind="jax"))
+    ready = time.monotonic()
+    try:
+        idle = template.wait_idle(120)
+        assert idle is not None and idle["idle_done"]["imported"] > 0, idle
+        assert time.monotonic() - ready >= zygote.IDLE_AFTER_FORK_S
+    finally:
+        template.close()

@@ -88,6 +88,11 @@ SETUP_FAILED = 125
 # The most bytes of files the preload may leave in the template's /tmp for each child to find
 # again (:func:`_tmp_left`; the template's /tmp is 1 MiB).
 MAX_TMP_LEFT_BYTES = 2**20
+# Seconds a JAX template's idle tasks wait after its ready and after each fork: the children just
+# forked warm up (backend, one compile) and the first of them usually runs at once (a request
+# was waiting for it); on a 2-core box the idle work would take a core from them (issue 36's
+# cold start, design 0079).
+IDLE_AFTER_FORK_S = 0.5
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -421,7 +426,8 @@ def _serve(
     ctl: socket.socket, kind: WorkerKind, idle: list[tuple[str, Callable[[], str]]] | None = None
 ) -> int:
     """Fork a worker per request; report each child's end; between requests, run the ``idle``
-    tasks (:func:`_idle_tasks`) one at a time. Returns when the supervisor is gone."""
+    tasks (:func:`_idle_tasks`) one at a time, from :data:`IDLE_AFTER_FORK_S` after the ready
+    and the last fork on. Returns when the supervisor is gone."""
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
     # A Python-level handler, so that SIGCHLD interrupts select and writes to the wake-up fd.
@@ -431,11 +437,13 @@ def _serve(
     threads = len(os.listdir("/proc/self/task"))
     outcomes: collections.Counter[str] = collections.Counter()
     idle_cpu = 0.0
+    last_fork = time.monotonic()
     while True:
         readable: list[int] = []
+        quiet = max(0.0, last_fork + IDLE_AFTER_FORK_S - time.monotonic())
         with contextlib.suppress(InterruptedError):
-            readable, _, _ = select.select([ctl.fileno(), wake_r], [], [], 0.0 if tasks else 1.0)
-        if not readable and tasks:
+            readable, _, _ = select.select([ctl.fileno(), wake_r], [], [], quiet if tasks else 1.0)
+        if not readable and tasks and time.monotonic() >= last_fork + IDLE_AFTER_FORK_S:
             started = time.process_time()
             outcomes[_run_idle(tasks.pop(), threads).split(":")[0]] += 1
             idle_cpu += time.process_time() - started
@@ -470,6 +478,7 @@ def _serve(
             pid = os.fork()
             if pid == 0:
                 _helper(request, fds, me, kind)
+            last_fork = time.monotonic()
             _send(ctl, {"id": request_id, "pid": pid})
         except Exception as exc:
             _send(ctl, {"id": request_id, "error": f"{type(exc).__name__}: {exc}"})
