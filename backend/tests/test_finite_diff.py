@@ -221,8 +221,9 @@ def test_narrowest_float_reads_inner_jaxprs_and_tolerances() -> None:
 
 def test_a_perturbed_call_reuses_device_leaves_and_gives_the_same_values() -> None:
     """``_Evaluator`` keeps device copies of the unperturbed leaves (made on the first call) and
-    passes only the changed leaf from the host: every value equals the all-host call's, and a
-    perturbation undone in place does not reach the copies."""
+    passes only the changed leaf from the host, or makes it on the device from its copy with the
+    one element set: every value equals the all-host call's, and a perturbation undone in place
+    does not reach the copies."""
     from jaxscope.finite_diff import _Evaluator
 
     def fun(p: dict[str, Any], x: Any) -> Any:
@@ -241,8 +242,10 @@ def test_a_perturbed_call_reuses_device_leaves_and_gives_the_same_values() -> No
             old = float(flat[0])
             flat[0] = old + 1e-3
             device = ev([0], leaves, changed=(0, j))
+            # the changed leaf made on the device from its copy, the element set there
+            on_device = ev([0], leaves, changed=(0, j), element=(0, old + 1e-3))
             host = ev([0], leaves)
             flat[0] = old
-            assert device == host != f0
+            assert device == on_device == host != f0
         # The copies still hold the unperturbed values: f is f0 again.
         assert ev([0], leaves, changed=(0, 0)) == f0
