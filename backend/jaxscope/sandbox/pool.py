@@ -68,6 +68,14 @@ HOLDER_EXIT_S = 10.0
 START_SAMPLES = 5
 # Safety net for the wake-ups below (a worker that exits on its own is noticed by polling).
 _POLL_S = 0.5
+# How long after a lease the replacement spare starts when nobody else waits (design 0080). A
+# spare's start (the template's fork, the child's namespaces and warm-up: ~60 ms of CPU, and the
+# server reading its ready line) would otherwise share the 2 cores of a small box with the run
+# that was just leased, during its trace, the part a user waits for (``bench/latency.py``
+# measured ~10 ms of a ~35 ms trace-to-jaxpr); a run takes longer than this to finish, so the
+# spare is still ready before the session's next run. A caller waiting in the queue gets its
+# worker started at once, as before.
+REFILL_DELAY_S = 0.1
 
 
 class PoolBusy(RuntimeError):
@@ -367,7 +375,10 @@ class WorkerPool:
         finally:
             self._queue.remove(me)
             self._eligible.pop(me, None)
-            self._fill()
+            if self._queue or self.size == 0:
+                self._fill()
+            else:
+                loop.call_later(REFILL_DELAY_S, self._fill)
             self._wake()
 
     def keep(self, worker: WorkerProcess, release: Callable[[], None]) -> None:
