@@ -309,3 +309,30 @@ def test_the_idle_work_leaves_the_cpu_to_the_first_forks_for_a_moment(
         assert time.monotonic() - ready >= zygote.IDLE_AFTER_FORK_S
     finally:
         template.close()
+
+
+# The JAX template's preload as the template makes it (the collector off), then what a collection
+# would find unreachable: the template freezes it with the rest instead (``zygote.main``).
+PRELOAD_GARBAGE = """
+import gc, json
+gc.disable()
+from jaxscope.sandbox import zygote
+zygote._preload("jax")
+tracked = len(gc.get_objects())
+gc.set_debug(gc.DEBUG_SAVEALL)
+found = gc.collect()
+kinds = sorted({type(o).__module__ + "." + type(o).__qualname__ for o in gc.garbage})
+print(json.dumps({"tracked": tracked, "found": found, "kinds": kinds}))
+"""
+
+
+def test_what_the_jax_templates_preload_leaves_unreachable_is_little_and_holds_no_resource() -> (
+    None
+):
+    """The JAX template freezes its preload without collecting it first (issue 36's cold start):
+    what that keeps alive for good is a few thousand of its objects, none of them a file, a
+    socket, a thread or a JAX object with a finalizer."""
+    out = fresh_json(PRELOAD_GARBAGE)
+    assert out["found"] < 20_000 and out["found"] < out["tracked"] // 20, out["found"]
+    resources = ("_io.", "socket.", "threading.", "jaxlib", "jax.", "subprocess.", "mmap.")
+    assert not [kind for kind in out["kinds"] if kind.startswith(resources)], out["kinds"]

@@ -506,8 +506,12 @@ def main(argv: list[str] | None = None) -> int:
     _TMP_LEFT[:] = _tmp_left()
     # Everything imported so far lives as long as the template: out of the collector's reach,
     # so that a worker's own full collection (the runner's, before its ready line) scans only
-    # what the worker made, and does not write to (copy) every shared page.
-    gc.collect()
+    # what the worker made, and does not write to (copy) every shared page. A JAX template's
+    # imports leave ~1,750 unreachable objects of ~190,000 (typing's and dataclasses' cycles:
+    # tuples, functions, cells, types; no file or socket, test_template_warm): frozen with the
+    # rest, not collected, which took 60-110 ms before the ready (issue 36's cold start).
+    if kind != "jax":
+        gc.collect()
     gc.freeze()
     gc.enable()  # the idle tasks and every child collect as usual
     threads = len(os.listdir("/proc/self/task"))
