@@ -863,13 +863,25 @@ def _assert_bit_identical(got: Any, want: Any) -> None:
         assert np.array_equal(np.asarray(g), np.asarray(w))
 
 
-@pytest.mark.parametrize("which", ["mlp_sgd_step", "scan_rnn_step"])
+# The scan RNN's 50 time steps in `make test-all`; 10 in `make test` (the same scan and step,
+# ~4 s less).
+@pytest.mark.parametrize(
+    "which",
+    [
+        "mlp_sgd_step",
+        "scan_rnn_step_10",
+        pytest.param("scan_rnn_step", marks=pytest.mark.full),
+    ],
+)
 def test_train_step_walks_the_gradient_of_its_first_leaf(
     monkeypatch: pytest.MonkeyPatch, which: str
 ) -> None:
     from exhibits.train_steps import FIRST_LEAF_PATH, TRAIN_STEP, loss_grad, scan_rnn_step
 
     source = TRAIN_STEP if which == "mlp_sgd_step" else scan_rnn_step()
+    if which == "scan_rnn_step_10":
+        assert "STEPS = 50\n" in source
+        source = source.replace("STEPS = 50\n", "STEPS = 10\n")
     ctx, gradient = _walk_gradient(monkeypatch, source)
     check = ctx.one(GradientChecked)
     assert check.argnums == [0, 1, 2] and check.seed == "1.0"
@@ -922,13 +934,22 @@ def test_a_pytree_output_error_is_short_in_the_attempts_too() -> None:
     )
 
 
-def test_gpt_stack_gradient_is_jax_grad_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "layers", [3, pytest.param(12, marks=pytest.mark.full)], ids=["3_layers", "12_layers"]
+)
+def test_gpt_stack_gradient_is_jax_grad_bit_for_bit(
+    monkeypatch: pytest.MonkeyPatch, layers: int
+) -> None:
     """The 12-layer transformer of examples/real (928 eqns, 9.6 M parameters; issue 14): the
     walk finishes, its gradient is jax.grad's bit for bit (every leaf, np.array_equal), the
-    event summarises the leaves too large to send, and the float64 walk is skipped and said."""
+    event summarises the leaves too large to send, and the float64 walk is skipped and said.
+    `make test` walks the same stack with 3 layers (2.5 M parameters, past the float64 walk's
+    eqns and the sent values' bound all the same: 6 s against 15 s), `make test-all` all 12."""
     from exhibits.train_steps import REAL
 
     source = (REAL / "gpt_stack.py").read_text()
+    assert "N_LAYERS = 12\n" in source
+    source = source.replace("N_LAYERS = 12\n", f"N_LAYERS = {layers}\n")
     ctx, gradient = _walk_gradient(monkeypatch, source)
     check = ctx.one(GradientChecked)
     assert check.argnums == [0]  # tokens and targets are int32
@@ -936,15 +957,20 @@ def test_gpt_stack_gradient_is_jax_grad_bit_for_bit(monkeypatch: pytest.MonkeyPa
     want = jax.grad(snippet.f)(*snippet.args)
     _assert_bit_identical(gradient[0], want)
     assert check.equal_to_jax and all(leaf.equal_to_jax for leaf in check.leaves)
-    assert check.elements == sum(np.size(x) for x in jax.tree.leaves(want)) == 9_604_608
+    elements = sum(np.size(x) for x in jax.tree.leaves(want))
+    assert check.elements == elements == {3: 2_505_984, 12: 9_604_608}[layers]
     assert check.leaves_not_sent == sum(not leaf.sent for leaf in check.leaves) > 0
     for leaf, w in zip(check.leaves, jax.tree.leaves(want), strict=True):
         assert leaf.size == np.size(w)
         assert leaf.gradient == (nested(w) if leaf.sent else None)
         assert leaf.max_abs == pytest.approx(float(np.max(np.abs(np.asarray(w)))))
     assert not check.float64_walk and check.program_eqns is not None and check.program_eqns > 200
-    assert check.fd_sampled == check.compared == 16  # finite differences at 16 elements
-    assert check.verdict == "agree" and "the 16 sampled elements (of 9,604,608" in check.headline
+    # finite differences at 16 elements (finite_diff.MIN_SAMPLES); with 3 layers, at the 39 that
+    # MAX_WORK allows (2e8 elements read / 2 evaluations / 2,506,112 elements of the arguments)
+    sampled = {3: 39, 12: 16}[layers]
+    assert check.fd_sampled == check.compared == sampled
+    assert check.verdict == "agree"
+    assert f"the {sampled} sampled elements (of {elements:,}" in check.headline
     assert check.max_rel_err is not None and check.max_rel_err < 1e-4
     assert ctx.one(LinearJaxprStaged).output_leaf is None  # f returns the scalar loss
 
