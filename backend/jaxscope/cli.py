@@ -21,9 +21,7 @@ and the flags.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import collections
-import concurrent.futures
 import contextlib
 import dataclasses
 import io
@@ -44,9 +42,12 @@ from exhibits.registry import EXHIBITS, Exhibit
 from jaxscope.cli_format import FORMATS, formatted
 from jaxscope.settings import Limits, Settings, settings_from_env
 
-# Neither pydantic nor the protocol at import: ``jaxscope serve`` starts the JAX workers' template
-# before it imports them (``_prestart_template``, issue 36); a command imports what it uses.
+# Neither pydantic, the protocol nor asyncio at import: ``jaxscope serve`` starts the JAX workers'
+# template before it imports them (``_prestart_template``, issue 36); a command imports what it
+# uses.
 if TYPE_CHECKING:
+    import asyncio
+
     from exhibits.shown import ShownError
     from jaxscope.protocol import EventModel, RunFailed, RunOptions
     from jaxscope.server.watch import WatchedFile
@@ -711,6 +712,7 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
 
 
 def _pool(ns: argparse.Namespace) -> int:
+    import asyncio
     import logging
 
     from jaxscope.sandbox.pool_server import SocketPathTaken
@@ -751,6 +753,8 @@ async def _until_terminated(
     """Wait for ``serving`` (a pool's task) until SIGTERM (docker stop, kill) or until it ends;
     print ``ready`` once ``started`` is set. Cancels ``serving`` on the way out, so that its own
     clean-up runs (a raised error of ``serving`` comes out here)."""
+    import asyncio
+
     terminated = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, terminated.set)
@@ -774,6 +778,8 @@ async def _pool_until_terminated(path: Path, limits: Limits, settings: Settings)
     """Serve the pool on ``path`` until SIGTERM (docker stop, kill) or Ctrl-C; either way the
     pool stops its workers and removes its socket (``serve_pool``'s cleanup). Says where it
     serves once the socket accepts connections."""
+    import asyncio
+
     from jaxscope.sandbox.pool_server import serve_pool
 
     started = asyncio.Event()
@@ -787,6 +793,8 @@ async def _pool_until_terminated(path: Path, limits: Limits, settings: Settings)
 
 def _pool_host(ns: argparse.Namespace, limits: Limits, settings: Settings) -> int:
     """``jaxscope pool --queue URL``: take runs from the run queue until SIGTERM or Ctrl-C."""
+    import asyncio
+
     from jaxscope.bus.host import PoolHost, lanes_problem, parse_lanes
     from jaxscope.bus.jobs import BadQueueUrl, default_host_id
     from jaxscope.bus.store import connect
@@ -942,6 +950,9 @@ def run_headless_sync(
     task, never as its result: ``asyncio.run`` puts SIGINT's handler back through
     ``signal.signal``, whose check of the old handler (a partial holding the main task) formats
     its repr, with the task's result: for a 20,000-eqn program's events, 11 s of repr."""
+    import asyncio
+    import concurrent.futures
+
     out: list[list[EventModel]] = []
 
     async def main() -> None:

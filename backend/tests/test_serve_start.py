@@ -1,7 +1,7 @@
 """What ``jaxscope serve`` does before it serves (issue 36's cold start): the CLI starts the JAX
-template before it imports pydantic, the protocol or the event union, and the app leaves the
-catalogue and the run queue's client off its start. The first two run in a fresh interpreter,
-where ``sys.modules`` holds only what that start imported."""
+template before it imports pydantic, the protocol, the event union or asyncio (~25 ms; design
+0079), and the app leaves the catalogue and the run queue's client off its start. The first two
+run in a fresh interpreter, where ``sys.modules`` holds only what that start imported."""
 
 from __future__ import annotations
 
@@ -25,7 +25,10 @@ from jaxscope.sandbox.kinds import module_command
 from jaxscope.sandbox import forked
 ns = build_parser(run_options=False).parse_args(["serve", "--port", "0"])
 worker_env(kind="jax"), module_command("jax", "jaxscope.sandbox.zygote")
-heavy = ("pydantic", "jaxscope.protocol", "jaxscope.events", "fastapi", "exhibits.tracing.events")
+heavy = (
+    "pydantic", "jaxscope.protocol", "jaxscope.events", "fastapi", "exhibits.tracing.events",
+    "asyncio",
+)
 print(json.dumps({"command": ns.command, "imported": [m for m in heavy if m in sys.modules]}))
 """
 

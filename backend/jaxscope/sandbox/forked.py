@@ -16,7 +16,6 @@ them. Design 0053.
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import concurrent.futures
 import contextlib
@@ -37,6 +36,8 @@ from jaxscope.sandbox.namespaces import bwrap_argv, readonly_paths
 from jaxscope.settings import GiB, Limits
 
 if TYPE_CHECKING:  # annotations only: `jaxscope serve` imports this before the protocol
+    import asyncio
+
     from jaxscope.protocol import WorkerKind
 
 log = logging.getLogger(__name__)
@@ -372,6 +373,8 @@ class ForkedProcess:
         return self._ended.result() if self._ended.done() else None
 
     async def wait(self) -> int:
+        import asyncio
+
         if not self._ended.done():
             # Not asyncio.wrap_future: cancelling its wrapper (a wait_for's timeout) would
             # cancel the shared future itself, and every later wait with it.
@@ -405,6 +408,8 @@ async def start_forked(
     """Fork a worker of ``kind`` with ``limits`` from the template for ``env``, as ``uid`` (root
     only). ``stream_limit``: the stdout reader's line limit (bytes). Raises
     :class:`TemplateError`."""
+    import asyncio
+
     template = await asyncio.to_thread(template_for, env, kind)
     stdin_r, stdin_w = os.pipe2(os.O_CLOEXEC)
     stdout_r, stdout_w = os.pipe2(os.O_CLOEXEC)
