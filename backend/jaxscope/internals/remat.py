@@ -35,7 +35,7 @@ import inspect
 import re
 import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,14 +185,20 @@ class GradTarget:
         return h
 
 
-def grad_target(plan: CallPlan) -> GradTarget:
-    """Split the traced arguments into the floating-point leaves and the fixed rest."""
+def grad_target(plan: CallPlan, out_avals: Sequence[Any] | None = None) -> GradTarget:
+    """Split the traced arguments into the floating-point leaves and the fixed rest.
+    ``out_avals``: the call's output avals when the caller traced it already (a jaxpr's
+    ``out_avals``), else ``jax.eval_shape`` traces it."""
     dyn_args, kwargs = plan.dynamic_args(), dict(plan.kwargs)
     leaves, treedef = jax.tree.flatten((dyn_args, kwargs))
     is_float = [_is_float(x) for x in leaves]
     float_leaves = [x for x, f in zip(leaves, is_float, strict=True) if f]
     call = call_with_statics(plan)
-    out = jax.tree.leaves(jax.eval_shape(call, dyn_args, kwargs))
+    out = (
+        list(out_avals)
+        if out_avals is not None
+        else jax.tree.leaves(jax.eval_shape(call, dyn_args, kwargs))
+    )
     scalar = len(out) == 1 and out[0].shape == () and _is_real(out[0])
 
     def rebuild(new: list[Any]) -> tuple[Any, Any]:
@@ -316,8 +322,10 @@ def measure(
 def remat_table(plan: CallPlan, not_compiled: str | None = None) -> Iterator[RematRow]:
     """Yield one measured row per policy (streamed: each as soon as it is measured). With
     ``not_compiled``, nothing is compiled: each row has its saved residuals and that reason."""
-    target = grad_target(plan)
-    primal = jax.make_jaxpr(target.call)(target.dyn_args, target.kwargs)
+    # One trace of f: its jaxpr's output avals are what jax.eval_shape gave (the gradient's
+    # target), its eqns name the checkpoint names (a second trace took ~0.2x make_jaxpr(grad)).
+    primal = jax.make_jaxpr(call_with_statics(plan))(plan.dynamic_args(), dict(plan.kwargs))
+    target = grad_target(plan, primal.out_avals)
     rows = policy_rows(checkpoint_names(primal))
     if not_compiled is not None:
         for index, row in enumerate(rows):
