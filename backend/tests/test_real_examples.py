@@ -17,7 +17,7 @@ import jax
 import numpy as np
 import pytest
 
-from testkit import sampled_params
+from testkit import run_cli, sampled_params
 
 REAL = Path(__file__).resolve().parents[2] / "examples" / "real"
 
@@ -91,15 +91,9 @@ def test_the_vmap_exhibit_says_the_scan_rnn_step_matches_jax_vmap() -> None:
     """The step-by-step batching of the scan RNN step runs jitted and ``jax.vmap`` op by op:
     they round differently (1.5e-8), which must not read as "differs from jax.vmap"."""
     import json
-    import subprocess
 
-    snippet = REAL / "scan_rnn_step.py"
-    done = subprocess.run(
-        [sys.executable, "-m", "jaxscope.cli", "run", "vmap", str(snippet), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    # the CLI's main in this process (testkit.run_cli: a fork of its warm template, design 0058)
+    done = run_cli("run", "vmap", str(REAL / "scan_rnn_step.py"), "--json")
     events = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
     assert events[-1]["type"] == "run_finished", done.stderr
     staged = next(e for e in events if e["type"] == "batched_jaxpr_staged")
@@ -144,7 +138,6 @@ def test_each_program_finishes_under_the_default_limits(exhibit: str, name: str)
     the endless-trace rule ending a finite trace. The program shown is JAX's own."""
     import json
     import os
-    import subprocess
 
     if name == "loop_20k" and exhibit != "tracing" and not os.environ.get("JAXSCOPE_REAL_SLOW"):
         # XLA's compile of the unrolled 20,001 eqns: 60-90 s of the 90/120 s its limits scale
@@ -154,12 +147,10 @@ def test_each_program_finishes_under_the_default_limits(exhibit: str, name: str)
     want = len(jax.make_jaxpr(module.f)(*module.args).jaxpr.eqns)
     extra = ["--preset", "same"] if exhibit == "caches" else []
     snippet = str(REAL / f"{name}.py")
-    done = subprocess.run(
-        [sys.executable, "-m", "jaxscope.cli", "run", exhibit, snippet, *extra, "--json"],
-        capture_output=True,
-        text=True,
-        timeout=400,
-    )
+    # the CLI's main in this process (testkit.run_cli): the same sandbox and default limits as
+    # `jaxscope run`, its worker a fork of this process's warm template instead of a Python
+    # start, the CLI's imports and a template of its own (design 0058)
+    done = run_cli("run", exhibit, snippet, *extra, "--json")
     events = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
     assert events and events[-1]["type"] == "run_finished", done.stderr[-2000:]
     assert done.returncode == 0, done.stderr[-2000:]
