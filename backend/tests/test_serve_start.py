@@ -14,6 +14,7 @@ from jaxscope.sandbox.env import worker_env
 from jaxscope.server.catalogue import build_catalogue
 from jaxscope.settings import settings_from_env
 
+from exhibits.registry import EXHIBITS
 from testkit import fresh_json
 
 # What starting the template needs: the CLI, serve's parser, the workers' environment.
@@ -39,10 +40,15 @@ from fastapi.testclient import TestClient
 from jaxscope.server.app import create_app
 from jaxscope.settings import settings_from_env
 app = create_app(settings_from_env())
-left = ("redis", "jaxscope.bus.web", "exhibits.tracing.artefacts")
+left = ("redis", "jaxscope.bus.web", "exhibits.tracing.artefacts", "pydantic.v1")
 started = [m for m in left if m in sys.modules]
-answer = TestClient(app, base_url="http://127.0.0.1").get("/api/exhibits")
-print(json.dumps({"at_start": started, "status": answer.status_code, "catalogue": answer.json()}))
+client = TestClient(app, base_url="http://127.0.0.1")
+health = client.get("/api/health")
+answer = client.get("/api/exhibits")
+print(json.dumps({
+    "at_start": started, "status": answer.status_code, "catalogue": answer.json(),
+    "health": health.json(), "v1": "pydantic.v1" in sys.modules,
+}))
 """
 
 
@@ -59,6 +65,9 @@ def test_the_app_builds_its_catalogue_on_the_first_request_and_imports_no_queue_
     assert out["catalogue"] == build_catalogue().model_dump(mode="json")
     tracing = next(e for e in out["catalogue"]["exhibits"] if e["id"] == "tracing")
     assert "jaxpr" in tracing["artefacts"]
+    # Served without fastapi's response models, which import pydantic.v1 (~20 ms of the start).
+    assert out["health"]["status"] == "ok" and out["health"]["exhibits"] == list(EXHIBITS)
+    assert out["v1"] is False
 
 
 @pytest.mark.parametrize(

@@ -186,7 +186,11 @@ def create_app(settings: Settings | None = None, watched: WatchedFile | None = N
             )
         return response
 
-    @app.get("/api/health")
+    # No response model (``response_model=None``) on these two routes: fastapi's model for a return
+    # annotation asks whether it is a pydantic v1 model, which imports ``pydantic.v1`` (~20 ms
+    # of the server's start, before it listens: issue 36's cold start, design 0079); a dict and
+    # a pydantic model are serialised the same way without one (``jsonable_encoder``).
+    @app.get("/api/health", response_model=None)
     async def health() -> dict[str, Any]:
         """Liveness, versions (from package metadata: no JAX import here) and pool state."""
         if bus is not None:
@@ -204,7 +208,7 @@ def create_app(settings: Settings | None = None, watched: WatchedFile | None = N
             "frontend_built": built,
         }
 
-    @app.get("/api/exhibits")
+    @app.get("/api/exhibits", response_model=None)
     async def exhibits() -> Catalogue:
         """The catalogue, built on the first request (in a thread: it imports modules and reads
         files) and kept."""
