@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 import pytest
 from jaxscope.settings import Limits
 
-from testkit import sampled_params
+from testkit import sample, sampled_params
 from tests.harness import SandboxHarness
 from tests.hostile.hostile_kit import (
     OK_TAIL,
@@ -258,7 +258,22 @@ def check(outcome: Outcome, case: Case) -> None:
     del terminal
 
 
-@pytest.mark.parametrize("name", list(CASES))
+# `make test` serves another session beside a seeded sample of two of the three bombs (the fork
+# bomb and the Python loop last 11 s each; the fork bomb ~30 s with its end); the bomb not
+# sampled ends cleanly alone in test_exhaustion_and_deaths_end_cleanly; `make test-all` runs all
+# three (testkit.py, design 0076).
+_BOMBS_ALONGSIDE = ["fork_bomb", "list_of_chunks_grows", "python_loop"]
+_ALONGSIDE_KEY = "test_another_session_is_served_during_a_bomb"
+# A bomb served beside in `make test` is checked there as it is here (check() and nothing left,
+# under an 11 s limit instead of 4): its run alone is `make test-all`'s. For the fork bomb, ~13 s
+# and as long again of whatever test ran beside it, starved of CPU (suite round 2).
+_ALONE_IN_TEST_ALL = {"fork_bomb"} & set(sample(_BOMBS_ALONGSIDE, 2, key=_ALONGSIDE_KEY))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.full if n in _ALONE_IN_TEST_ALL else ()) for n in CASES],
+)
 def test_exhaustion_and_deaths_end_cleanly(sandbox: SandboxHarness, name: str) -> None:
     case = CASES[name]
     outcome = run(sandbox, case.code, wall_s=case.wall_s)
@@ -266,21 +281,9 @@ def test_exhaustion_and_deaths_end_cleanly(sandbox: SandboxHarness, name: str) -
     assert_nothing_left(outcome)
 
 
-# `make test` serves another session beside a seeded sample of two of the three bombs (the fork
-# bomb and the Python loop last 11 s each; the fork bomb ~30 s with its end); each bomb ends
-# cleanly alone in test_exhaustion_and_deaths_end_cleanly; `make test-all` runs all three
-# (testkit.py, design 0076).
-_BOMBS_ALONGSIDE = ["fork_bomb", "list_of_chunks_grows", "python_loop"]
-
-
 @pytest.mark.parametrize(
     "name",
-    sampled_params(
-        [(n,) for n in _BOMBS_ALONGSIDE],
-        2,
-        key="test_another_session_is_served_during_a_bomb",
-        ids=_BOMBS_ALONGSIDE,
-    ),
+    sampled_params([(n,) for n in _BOMBS_ALONGSIDE], 2, key=_ALONGSIDE_KEY, ids=_BOMBS_ALONGSIDE),
 )
 def test_another_session_is_served_during_a_bomb(sandbox: SandboxHarness, name: str) -> None:
     case = CASES[name]
