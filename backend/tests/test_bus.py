@@ -439,7 +439,12 @@ def test_runs_from_several_sessions_spread_over_the_hosts(
 # The break-it review's findings (design 0065, "Hardening after the break-it review").
 
 # A run that writes its events a moment after it started (the write falls in a Redis pause).
-LATE = "import time\ntime.sleep(1.5)\ndef f(x):\n    return x * 2.0\nargs = (1.0,)\n"
+LATE = "import time\ntime.sleep(0.5)\ndef f(x):\n    return x * 2.0\nargs = (1.0,)\n"
+# The pause: past the late write's 1.5 s timeout (written ~0.5 s in), and shorter than a host's
+# heartbeat lives (HOST_TTL_S 4 s, renewed every HEARTBEAT_S 1 s): the module's other pool host
+# sweeps every second, and in a longer pause it would find this host's heartbeat gone and end
+# the run as a dead host's (the test then failed on a loaded machine, the sweep coming first).
+PAUSE_MS = 2500
 
 
 def test_a_redis_write_pause_mid_run_ends_it_and_gives_the_share_back(
@@ -483,7 +488,7 @@ def test_a_redis_write_pause_mid_run_ends_it_and_gives_the_share_back(
         while time.monotonic() < deadline:
             for _, fields in client.xrange(events_key(key)):
                 if b"run_started" in fields[b"e"]:
-                    client.execute_command("CLIENT", "PAUSE", "5000", "WRITE")
+                    client.execute_command("CLIENT", "PAUSE", str(PAUSE_MS), "WRITE")
                     return []
             time.sleep(0.05)
         raise AssertionError("the run did not start")
