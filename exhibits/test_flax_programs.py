@@ -67,6 +67,10 @@ def plain_loss(name: str) -> float:
 _SAMPLED = {"transpose"} | set(
     sample([e for e in EXHIBITS if e != "transpose"], 4, key="test_flax_programs")
 )
+# Run in `make test` by test_real_examples.test_each_program_finishes_under_the_default_limits
+# (its _LIMIT_CASES), which checks more of it (finished under the default limits, not --timeout
+# 240, and its jaxpr's eqns are JAX's): here `make test-all` only (7.6 s in the last whole run).
+_RUN_ELSEWHERE = {("nnx_adam_step", "tracing")}
 
 
 def _matrix() -> list[Any]:
@@ -78,14 +82,22 @@ def _matrix() -> list[Any]:
             name,
             exhibit,
             id=f"{name}-{exhibit}",
-            marks=() if i % 2 == PROGRAMS.index(name) and exhibit in _SAMPLED else pytest.mark.full,
+            marks=()
+            if i % 2 == PROGRAMS.index(name)
+            and exhibit in _SAMPLED
+            and (name, exhibit) not in _RUN_ELSEWHERE
+            else pytest.mark.full,
         )
         for name in PROGRAMS
         for i, exhibit in enumerate(EXHIBITS)
     ]
 
 
-assert whole_matrices() or len([p for p in _matrix() if not p.marks]) == len(_SAMPLED)
+# every sampled exhibit runs a Flax step in `make test`: here, or in test_real_examples
+assert (
+    whole_matrices()
+    or {p.values[1] for p in _matrix() if not p.marks} | {e for _, e in _RUN_ELSEWHERE} == _SAMPLED
+)
 
 
 @pytest.mark.parametrize(("name", "exhibit"), _matrix())
