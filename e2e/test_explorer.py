@@ -13,6 +13,7 @@ from pathlib import Path
 
 import jax
 import pytest
+from jaxscope.local_server import serving
 from jaxscope.sandbox.snippet import load_snippet
 from jaxscope.server.frames import frame_objects
 from playwright.sync_api import Page, expect
@@ -437,23 +438,29 @@ def test_an_example_another_exhibit_lacks_gives_way_to_its_default(page: Page) -
 
 
 def test_endless_loop_times_out_at_its_line(page: Page, console_errors: list[str]) -> None:
-    """An endless Python loop in f hits the 10 s wall-clock limit; the error names the line the
-    worker was on (from its stack dump) and the editor marks it; the next run works."""
+    """An endless Python loop in f hits the wall-clock limit; the error names the line the
+    worker was on (from its stack dump) and the editor marks it; the next run works. On a server
+    of its own with a 3 s limit (``serve --timeout 3``): the session's server would wait out its
+    10 s (this test took ~17 s; the limit's own tests are backend/tests/test_sandbox_limits)."""
     loop = "def f(x):\n    n = 0\n    while True:\n        n += 1\n\nargs = (1.0,)\n"
-    open_exhibit(page, "tracing")
-    set_code(page, loop)
-    page.get_by_test_id("run").click()
-    expect(page.get_by_test_id("error-kind")).to_have_attribute(
-        "data-kind", "timeout", timeout=RUN_TIMEOUT_MS
-    )
-    expect(page.get_by_test_id("error-message")).to_contain_text("wall-clock limit")
-    expect(page.get_by_test_id("error-line")).to_contain_text(re.compile(r"[34]"))
-    error_line = page.get_by_test_id("editor").locator(".cm-line.cm-js-error-line")
-    expect(error_line).to_have_count(1)
-    expect(error_line).to_have_text(re.compile(r"while True:|n \+= 1"))
-    set_code(page, TYPED_SOURCE)
-    run_and_wait(page)
-    expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    with serving("--timeout", "3", cwd=ROOT) as server:
+        page.goto(server.url + "/")
+        page.get_by_test_id("exhibit-tracing").click()
+        expect(page.get_by_test_id("exhibit-title")).to_contain_text(EXHIBITS["tracing"].title)
+        expect(page.get_by_test_id("editor").locator(".cm-line").nth(3)).to_be_attached()
+        set_code(page, loop)
+        page.get_by_test_id("run").click()
+        expect(page.get_by_test_id("error-kind")).to_have_attribute(
+            "data-kind", "timeout", timeout=RUN_TIMEOUT_MS
+        )
+        expect(page.get_by_test_id("error-message")).to_contain_text("wall-clock limit of 3 s")
+        expect(page.get_by_test_id("error-line")).to_contain_text(re.compile(r"[34]"))
+        error_line = page.get_by_test_id("editor").locator(".cm-line.cm-js-error-line")
+        expect(error_line).to_have_count(1)
+        expect(error_line).to_have_text(re.compile(r"while True:|n \+= 1"))
+        set_code(page, TYPED_SOURCE)
+        run_and_wait(page)
+        expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
     assert console_errors == []
 
 
