@@ -9,6 +9,8 @@ Skipped, with the reason, where the torch venv is not installed.
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import math
 import subprocess
@@ -126,6 +128,13 @@ print(json.dumps({
 
 
 def truth_of(example: str) -> dict[str, Any]:
+    """The plain loop's truth of ``example``: one fresh torch process per example and test
+    process (item_break is read by two tests; ~7 s each), a copy for each caller."""
+    return copy.deepcopy(_truth_of(example))
+
+
+@functools.cache
+def _truth_of(example: str) -> dict[str, Any]:
     return run_truth(TRUTH, EXAMPLES / f"{example}.py")
 
 

@@ -7,6 +7,8 @@ torch for the losses. Skipped, with the reason, where the torch venv is not inst
 
 from __future__ import annotations
 
+import copy
+import functools
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -117,6 +119,14 @@ print(json.dumps({"steps": steps, "xla_losses": losses, "cpu_losses": cpu_losses
 
 
 def truth_of(example: str) -> dict[str, Any]:
+    """The plain loop's truth of ``example``: one fresh torch process per example and test
+    process (mlp_sgd and spmd_batch are each read by two tests; ~7 s each), a copy for each
+    caller."""
+    return copy.deepcopy(_truth_of(example))
+
+
+@functools.cache
+def _truth_of(example: str) -> dict[str, Any]:
     return run_truth(TRUTH, EXAMPLES / f"{example}.py")
 
 

@@ -8,6 +8,8 @@ torch venv is not installed.
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import math
 import os
@@ -82,6 +84,14 @@ print(json.dumps({"settings": settings, "args": [a.tolist() for a in ns["args"]]
 
 
 def plain(example: str) -> dict[str, Any]:
+    """The plain script's truth of ``example``: one fresh torch process per example and test
+    process (matmul_2x4's is read by the module's case and the CLI test; ~5 s each), a copy for
+    each caller."""
+    return copy.deepcopy(_plain(example))
+
+
+@functools.cache
+def _plain(example: str) -> dict[str, Any]:
     return run_truth(PLAIN, EXAMPLES / f"{example}.py")
 
 
