@@ -14,6 +14,7 @@ here, as it would fail every real run with ``invalid_event``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import io
 import subprocess
@@ -46,6 +47,9 @@ JAXSCOPE = str(Path(sys.executable).parent / "jaxscope")
 # The snippet as a plain script in a fresh Python, JAX logging every trace and compile
 # (``jax_log_compiles``) of the loop: the driver ``f(*args)``, or ``jax.jit(f)`` (with the
 # snippet's statics) on each tuple of ``calls``; what the module did while it loaded is left out.
+# The modules whose truths are plain_jax_log's of the same cases (NJ01, C05): one test process.
+PLAIN_LOG_GROUP = "plain_jax_logs"
+
 _PLAIN_LOG = """
 import logging, io, runpy, sys
 import jax
@@ -74,10 +78,13 @@ print(buf.getvalue())
 """
 
 
+@functools.cache
 def plain_jax_log(path: Path) -> str:
     """What JAX logs (``jax_log_compiles``: "Finished tracing <name> for jit", "Finished XLA
     compilation of jit(<name>)", ...) while a fresh ``python`` runs the snippet at ``path`` as a
-    user would (:data:`_PLAIN_LOG`); the independent truth of the cache exhibits' counts."""
+    user would (:data:`_PLAIN_LOG`); the independent truth of the cache exhibits' counts. One
+    fresh process per path and test process: the NJ01 and C05 cases are read by two modules
+    each, which share the xdist group :data:`PLAIN_LOG_GROUP` so that one process makes both."""
     proc = subprocess.run(
         [sys.executable, "-c", _PLAIN_LOG, str(path)], capture_output=True, text=True, timeout=300
     )

@@ -24,7 +24,10 @@ from jaxscope.internals.jit_watch import snippet_function_names
 
 import testkit
 from exhibits.caches.artefacts import ARTEFACTS
-from exhibits.conftest import CASES, plain_jax_log, run_probe
+from exhibits.conftest import CASES, PLAIN_LOG_GROUP, plain_jax_log, run_probe
+
+# one test process with the other modules reading the same fresh-process logs (conftest)
+pytestmark = pytest.mark.xdist_group(PLAIN_LOG_GROUP)
 
 KINDS = Path(__file__).resolve().parent / "callable_kinds"
 # `make test` runs the NJ01 pair (the class-1 cause) and a sample of the rest; `make test-all`

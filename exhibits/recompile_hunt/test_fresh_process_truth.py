@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from exhibits.conftest import CASES, jaxscope_run, plain_jax_log
+from exhibits.conftest import CASES, PLAIN_LOG_GROUP, jaxscope_run, plain_jax_log
+
+# one test process with the other modules reading the same fresh-process logs (conftest)
+pytestmark = pytest.mark.xdist_group(PLAIN_LOG_GROUP)
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 

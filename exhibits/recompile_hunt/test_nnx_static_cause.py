@@ -11,7 +11,10 @@ from typing import Any
 
 import pytest
 
-from exhibits.conftest import CASES, plain_jax_log, run_probe
+from exhibits.conftest import CASES, PLAIN_LOG_GROUP, plain_jax_log, run_probe
+
+# one test process with the other modules reading the same fresh-process logs (conftest)
+pytestmark = pytest.mark.xdist_group(PLAIN_LOG_GROUP)
 
 
 @pytest.fixture(scope="module", params=["broken", "fixed"])
