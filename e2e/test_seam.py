@@ -14,6 +14,7 @@ from jaxscope.sandbox.kinds import kind_problem
 from playwright.sync_api import Page, expect
 
 from e2e.browser import open_exhibit, set_theme, shoot_both_themes
+from e2e.replay import replay_runs
 
 pytestmark = pytest.mark.skipif(
     kind_problem("torch") is not None, reason=str(kind_problem("torch"))
@@ -81,11 +82,17 @@ def test_seam_spmd_example_runs_replicated(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     """The spmd_batch example (mesh_shape = (4,)): later steps cross as two
-    TransferShardsToDevice, each with its TransferToDevice, one ExecuteReplicated and the read."""
+    TransferShardsToDevice, each with its TransferToDevice, one ExecuteReplicated and the read.
+    The page is answered with the example's recorded run (its golden, which
+    exhibits/seam/test_seam.py holds to a fresh torch_xla process's crossings; e2e/replay.py):
+    this test is about what the page shows of it, and the test above drives a real torch worker
+    from the page (a torch run here took ~8 s of this test's 11)."""
     page.set_viewport_size({"width": 1500, "height": 1300})
+    answered = replay_runs(page, "seam", "spmd_batch")
     open_exhibit(page, "seam")
     page.get_by_test_id("example-select").select_option("spmd_batch")
     run(page)
+    assert len(answered) == 1, answered
     page.get_by_test_id("seam-step").nth(2).click()
     arrows = page.get_by_test_id("seam-arrow")
     expect(arrows).to_have_count(6)
