@@ -13,6 +13,7 @@ import jax
 from playwright.sync_api import Page, expect
 
 from e2e.browser import open_exhibit, run_and_wait, set_code, set_theme, shoot_both_themes
+from e2e.replay import replay_runs
 from exhibits.registry import EXHIBITS
 
 EXAMPLE = EXHIBITS["review"].example_paths()[EXHIBITS["review"].default_example]
@@ -51,11 +52,17 @@ def dynamic_avals() -> list[str]:
 def test_review_shows_each_finding_at_its_line(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
+    """The page is answered with the default example's recorded run (its golden, which
+    exhibits/test_goldens.py compares with a live run and exhibits/review/test_review.py with
+    the probe's stream; e2e/replay.py): this test is about what the page shows of it, and the
+    tests below drive a real worker from the page (the run took ~8 s of this test's 11)."""
     page.set_viewport_size({"width": 1500, "height": 1100})
+    answered = replay_runs(page, "review", EXHIBITS["review"].default_example)
     open_exhibit(page, "review")
     set_theme(page, "light")
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    assert len(answered) == 1, answered
 
     findings = page.get_by_test_id("finding")
     expect(findings).to_have_count(len(BUGS))
