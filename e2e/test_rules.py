@@ -19,6 +19,7 @@ from jaxscope.internals.rule_tables import import_modules, known_primitives
 from playwright.sync_api import Page, expect
 
 from e2e.browser import open_exhibit, run_and_wait, set_code, set_theme, shoot_both_themes
+from e2e.replay import replay_runs
 from exhibits.registry import EXHIBITS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -141,9 +142,13 @@ def test_rules_matrix_counts_search_and_filters(
 def test_rules_matrix_scrolls_inside_its_panel_at_1440px(
     page: Page, console_errors: list[str]
 ) -> None:
+    # A layout test: the page is answered with the default example's recorded run (its golden;
+    # e2e/replay.py), the other tests here drive a real worker.
     page.set_viewport_size({"width": 1440, "height": 900})
+    answered = replay_runs(page, "rules", EXHIBITS["rules"].default_example)
     open_exhibit(page, "rules")
     run_and_wait(page)
+    assert len(answered) == 1, answered
     table = page.get_by_test_id("rules-table")
     expect(table).to_be_visible()
     box = table.locator("xpath=..").evaluate(
