@@ -37,7 +37,7 @@ import functools
 import re
 import threading
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
@@ -699,14 +699,18 @@ def effect_names(effects: Any) -> list[str]:
     return sorted(str(e) for e in effects)
 
 
-def jaxpr_view(closed_jaxpr: core.ClosedJaxpr) -> JaxprView:
-    """The :class:`JaxprView` of ``closed_jaxpr``: ``text == str(closed_jaxpr)`` byte for byte."""
+def jaxpr_view(
+    closed_jaxpr: core.ClosedJaxpr, preview: Callable[[Any], str] = preview_value
+) -> JaxprView:
+    """The :class:`JaxprView` of ``closed_jaxpr``: ``text == str(closed_jaxpr)`` byte for byte.
+    ``preview``: prints a constant as :func:`preview_value` does (one that remembers what it
+    printed, say)."""
     jaxpr = closed_jaxpr.jaxpr
     text, ctx = print_with_context(jaxpr)
     return JaxprView(
         text=text,
         constvars=[
-            ConstVarView(var=_var_view(v, ctx), value_preview=preview_value(c))
+            ConstVarView(var=_var_view(v, ctx), value_preview=preview(c))
             for v, c in zip(jaxpr.constvars, closed_jaxpr.consts, strict=True)
         ],
         invars=[_var_view(v, ctx) for v in jaxpr.invars],
