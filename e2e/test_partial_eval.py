@@ -23,6 +23,7 @@ from e2e.browser import (
     set_theme,
     shoot_both_themes,
 )
+from e2e.replay import replay_runs
 
 SOURCE = """import jax.numpy as jnp
 import numpy as np
@@ -164,9 +165,11 @@ def test_default_example_steps_from_split_to_rows(
 ) -> None:
     """The default example (mlp_loss): the split arrives in one step, then a remat row a step."""
     page.set_viewport_size({"width": 1500, "height": 1100})
+    answered = replay_runs(page, "partial_eval", "mlp_loss")
     open_exhibit(page, "partial_eval")
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    assert len(answered) == 1, answered
     rows = page.get_by_test_id("remat-table").locator('[data-testid^="remat-row-"]')
     expect(rows).to_have_count(5)
     expect(page.get_by_test_id("out-unknowns")).to_have_text("[False, True]")

@@ -25,6 +25,7 @@ from e2e.browser import (
     set_theme,
     shoot_both_themes,
 )
+from e2e.replay import replay_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "exhibits" / "shard_map" / "examples"
@@ -60,11 +61,13 @@ def test_default_example_body_and_verdict(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     page.set_viewport_size({"width": 1500, "height": 1100})
+    answered = replay_runs(page, "shard_map", "psum_rows")
     open_exhibit(page, "shard_map")
     set_theme(page, "light")
     load_example(page, "psum_rows")
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    assert len(answered) == 1, answered
     expect(page.get_by_test_id("jaxpr-text")).to_be_visible()
     expect(page.get_by_test_id("jaxpr-text")).to_contain_text("psum_invariant[axes=('y',)]")
     expect(page.get_by_test_id("sm-input-0-aval")).to_have_text("f32[2,2]{V:(x,y)}")

@@ -18,6 +18,7 @@ from jaxscope.internals.views import preview_value
 from playwright.sync_api import Page, expect
 
 from e2e.browser import open_exhibit, run_and_wait, set_code, set_theme, shoot_both_themes
+from e2e.replay import replay_runs
 from exhibits.registry import EXHIBITS
 
 EXAMPLES = EXHIBITS["transpose"].example_paths()
@@ -124,9 +125,11 @@ def test_jit_fails_where_eager_works(
 def test_default_example_walks_mlp_loss(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
+    answered = replay_runs(page, "transpose", "mlp_loss")
     open_exhibit(page, "transpose")
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    assert len(answered) == 1, answered
     expect(page.get_by_test_id("jaxpr-text")).to_be_visible()
     expect(page.get_by_test_id("tw-equal")).to_have_text("bit-identical to jax.grad and jax.vjp")
     rel = float(page.get_by_test_id("tw-max-rel").inner_text())
