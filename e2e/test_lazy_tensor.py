@@ -14,6 +14,7 @@ from jaxscope.sandbox.kinds import kind_problem, torch_python
 from playwright.sync_api import Page, expect
 
 from e2e.browser import open_exhibit, set_theme, shoot_both_themes
+from e2e.replay import replay_runs
 from exhibits.registry import EXHIBITS
 
 pytestmark = pytest.mark.skipif(
@@ -28,13 +29,17 @@ TORCH_RUN_TIMEOUT_MS = 120_000
 def test_lazy_tensor_shows_the_steps_and_the_cut(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
+    # The page is answered with the default example's recorded run (its golden; e2e/replay.py):
+    # what the page shows of it; the tests below drive a real torch worker from the page.
     page.set_viewport_size({"width": 1500, "height": 1300})
+    answered = replay_runs(page, "lazy_tensor", EXHIBITS["lazy_tensor"].default_example)
     open_exhibit(page, "lazy_tensor")
     set_theme(page, "light")
     page.get_by_test_id("run").click()
     expect(page.get_by_test_id("stepper-event-type")).to_have_text(
         "run_finished", timeout=TORCH_RUN_TIMEOUT_MS
     )
+    assert len(answered) == 1, answered
     source = EXAMPLE.read_text().splitlines()
     body = [
         t.strip() for t in source[source.index("def f(x, w1, w2):") + 1 : source.index("args = (")]

@@ -16,6 +16,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from e2e.browser import in_both_themes, open_exhibit, run_and_wait, set_code, set_theme
+from e2e.replay import replay_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "exhibits" / "vmap" / "examples"
@@ -47,12 +48,16 @@ def go_to_step(page: Page, index: int) -> None:
 def test_default_example_steps_with_the_batch_axis_coloured(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
+    # The page is answered with the example's recorded run (its golden; e2e/replay.py): what the
+    # page shows of it, against jax.vmap here; the other tests here drive a real worker.
     page.set_viewport_size({"width": 1500, "height": 1100})
+    answered = replay_runs(page, "vmap", "per_example_loss")
     open_exhibit(page, "vmap")
     set_theme(page, "light")
     load_example(page, "per_example_loss")  # the exhibit's default
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    assert len(answered) == 1, answered
     expect(page.get_by_test_id("jaxpr-text")).to_be_visible()
     expect(page.get_by_test_id("vmap-axis-size")).to_have_text("batch size 8")
     expect(page.get_by_test_id("vmap-in-axes")).to_have_value("(None, 0, 0)")
