@@ -174,6 +174,9 @@ async def _run(session: Session, exhibit: str, run_id: str) -> list[EventModel]:
 LIMITS = dataclasses.replace(Limits(), namespaces=False)
 
 
+# Never beside a fork bomb (hostile/test_resources.py, the same xdist group): the sampler below
+# reads /proc/*/cmdline every 50 ms, and the bomb's ~4,000 processes made this test 33 s (4 s).
+@pytest.mark.xdist_group("fork_bomb")
 def test_one_holder_a_warm_spare_and_the_wait_told(tpu_host: None) -> None:
     """A pool with a warm spare: the accelerator pool (started with the main pool) holds one
     worker at most; it is ready before the first run; two runs at once are served one after the
