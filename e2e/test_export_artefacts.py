@@ -13,6 +13,7 @@ from jaxscope.sandbox.snippet import load_snippet
 from playwright.sync_api import Page, expect
 
 from e2e.browser import open_exhibit, run_and_wait, set_code
+from e2e.replay import replay_runs
 from exhibits.registry import EXHIBITS
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -39,9 +40,11 @@ def test_copy_and_download_the_jaxpr_and_the_graph(
     want = str(jaxpr)
 
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    answered = replay_runs(page, "tracing", EXHIBITS["tracing"].default_example)
     open_exhibit(page, "tracing")
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    assert len(answered) == 1, answered
 
     copy = page.get_by_test_id("jaxpr-text-export-copy")
     expect(copy).to_have_attribute("title", "Copy the jaxpr text")
@@ -99,9 +102,11 @@ def test_the_prng_key_tree_downloads_as_svg_and_png(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     """An HTML picture (html-to-image): the key tree's SVG parses and holds the keys shown."""
+    answered = replay_runs(page, "prng", EXHIBITS["prng"].default_example)
     open_exhibit(page, "prng")
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    assert len(answered) == 1, answered
     shown = page.get_by_test_id("key-out").all_inner_texts()
     assert shown
     tree = page.locator('section[aria-labelledby="prng-tree"]')
@@ -138,9 +143,11 @@ def test_stablehlo_downloads_as_mlir(page: Page, console_errors: list[str]) -> N
     source = default_source("stations")
     snippet = load_snippet(source)
     lowered = jax.jit(snippet.f, static_argnums=snippet.static_argnums).lower(*snippet.args)
+    answered = replay_runs(page, "stations", EXHIBITS["stations"].default_example)
     open_exhibit(page, "stations")
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
+    assert len(answered) == 1, answered
     with page.expect_download() as got:
         page.get_by_test_id("stablehlo-text-export-download").click()
     assert got.value.suggested_filename == "stations-stablehlo.mlir"
