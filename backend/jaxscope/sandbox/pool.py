@@ -351,14 +351,7 @@ class WorkerPool:
                     if not item.alive:
                         await item.close()
                         continue
-                    self._leased.add(item)
-                    if self.kind in SINGLE_HOLDER:
-                        (self._parent or self)._holders.add(item)
-                    item.add_gone_callback(self._held(time.monotonic()))
-                    self.handed_out += 1
-                    if on_lease is not None:
-                        on_lease(item)
-                    return item
+                    return self._lease_to(item, on_lease)
                 self._reclaim_kept()
                 self._fill()
                 wait_s = _POLL_S
@@ -380,6 +373,39 @@ class WorkerPool:
             else:
                 loop.call_later(REFILL_DELAY_S, self._fill)
             self._wake()
+
+    def lease_now(
+        self,
+        eligible: Callable[[], bool] | None = None,
+        on_lease: Callable[[WorkerProcess], None] | None = None,
+    ) -> WorkerProcess | None:
+        """A warm spare at once, when one is idle and nobody waits (what :meth:`acquire` would
+        hand out without waiting, without its futures: ~0.4 ms of a small run's way to its
+        worker, design 0080); None otherwise (the caller then awaits :meth:`acquire`)."""
+        if self._closed or self._queue or not self._idle:
+            return None
+        item = self._idle[0]
+        if isinstance(item, BaseException) or not item.alive:
+            return None  # acquire raises or closes it
+        if eligible is not None and not eligible():
+            return None
+        self._idle.popleft()
+        worker = self._lease_to(item, on_lease)
+        asyncio.get_running_loop().call_later(REFILL_DELAY_S, self._fill)
+        self._wake()
+        return worker
+
+    def _lease_to(
+        self, item: WorkerProcess, on_lease: Callable[[WorkerProcess], None] | None
+    ) -> WorkerProcess:
+        self._leased.add(item)
+        if self.kind in SINGLE_HOLDER:
+            (self._parent or self)._holders.add(item)
+        item.add_gone_callback(self._held(time.monotonic()))
+        self.handed_out += 1
+        if on_lease is not None:
+            on_lease(item)
+        return item
 
     def keep(self, worker: WorkerProcess, release: Callable[[], None]) -> None:
         """``worker`` (leased) now only holds a finished run's details: ``release()`` kills it

@@ -374,6 +374,10 @@ class Session:
         tenancy = self.tenancy
         share = pool.client_share  # a pool beside the main one: its own share (tenancy.py)
         eligible = None if tenancy is None else lambda: not tenancy.over_cap(self, pool.kind, share)
+        now = pool.lease_now(eligible, self._leased)
+        if now is not None:
+            self.worker = now
+            return now
         # A run is never refused for capacity: it waits in the pool's queue (no timeout) until
         # it gets a worker or is cancelled, and the page is told its place. Within the queue a
         # run whose client holds its share of workers lets the others by (tenancy.py).
