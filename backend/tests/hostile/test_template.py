@@ -18,6 +18,7 @@ in each child) are checked at the end."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Iterator
@@ -32,7 +33,7 @@ from jaxscope.sandbox.worker import worker_env
 
 from exhibits.registry import EXHIBITS
 from tests.harness import SandboxHarness
-from tests.hostile.hostile_kit import OK_TAIL, Outcome, assert_nothing_left
+from tests.hostile.hostile_kit import OK_TAIL, Outcome, arun, assert_nothing_left
 from tests.hostile.hostile_kit import run as run_in
 
 # The exhibit each kind's runs use, and what makes a snippet a valid run of it.
@@ -91,8 +92,19 @@ def test_each_worker_draws_its_own_random_numbers(
 
 
 def test_each_worker_has_namespaces_of_its_own(sandbox: SandboxHarness, kind: WorkerKind) -> None:
-    first = run(sandbox, NS_VIEW, kind)
-    second = run(sandbox, NS_VIEW, kind)
+    # Two runs at once, each holding its worker for 3 s after it printed: the kernel gives a
+    # freed namespace's inode number to the next one made, so two runs one after the other
+    # could show the same number without sharing anything (a whole suite saw it once a leased
+    # spare's replacement started 0.1 s later: design 0080).
+    held = NS_VIEW + "import time\ntime.sleep(3)\n" + TAIL[kind]
+
+    async def both() -> list[Outcome]:
+        runs = (arun(sandbox, held, exhibit=EXHIBIT[kind]) for _ in range(2))
+        return list(await asyncio.gather(*runs))
+
+    first, second = sandbox.call(both(), timeout=300.0)
+    spans = [(min(o.stamps), max(o.stamps)) for o in (first, second)]
+    assert spans[0][0] < spans[1][1] and spans[1][0] < spans[0][1], f"runs did not overlap: {spans}"
     template = _template_python(kind)
     theirs = {n: os.readlink(f"/proc/{template}/ns/{n}") for n in NAMESPACES}
     mine = {n: os.readlink(f"/proc/self/ns/{n}") for n in NAMESPACES}
