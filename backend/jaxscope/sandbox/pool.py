@@ -363,8 +363,13 @@ class WorkerPool:
                         )
                     wait_s = min(wait_s, remaining)
                 self._changed.clear()
+                # asyncio.timeout, not wait_for: Python 3.11's wait_for returns the inner
+                # result when a cancel comes in the loop turn after a wake-up (`_wake` set the
+                # event), dropping the cancel: the caller went on waiting, and a worker it got
+                # later was leased to nobody (Session._abandon had given up on it).
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), wait_s)
+                    async with asyncio.timeout(wait_s):
+                        await self._changed.wait()
         finally:
             self._queue.remove(me)
             self._eligible.pop(me, None)
