@@ -93,6 +93,11 @@ MAX_TMP_LEFT_BYTES = 2**20
 # was waiting for it); on a 2-core box the idle work would take a core from them (issue 36's
 # cold start, design 0079).
 IDLE_AFTER_FORK_S = 0.5
+# ... but one idle task at least this often while tasks remain, however often forks come: under
+# a steady load (forks every few tens of ms) the template would otherwise never import the other
+# probes, and every fork of their exhibits would pay its probe's import itself (~0.2 CPU-s;
+# design 0080, found by its review).
+IDLE_AT_LEAST_EVERY_S = 2.0
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -427,7 +432,8 @@ def _serve(
 ) -> int:
     """Fork a worker per request; report each child's end; between requests, run the ``idle``
     tasks (:func:`_idle_tasks`) one at a time, from :data:`IDLE_AFTER_FORK_S` after the ready
-    and the last fork on. Returns when the supervisor is gone."""
+    and the last fork on, and at least one every :data:`IDLE_AT_LEAST_EVERY_S` while forks keep
+    coming. Returns when the supervisor is gone."""
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
     # A Python-level handler, so that SIGCHLD interrupts select and writes to the wake-up fd.
@@ -437,16 +443,18 @@ def _serve(
     threads = len(os.listdir("/proc/self/task"))
     outcomes: collections.Counter[str] = collections.Counter()
     idle_cpu = 0.0
-    last_fork = time.monotonic()
+    last_fork = last_idle = time.monotonic()
     while True:
         readable: list[int] = []
-        quiet = max(0.0, last_fork + IDLE_AFTER_FORK_S - time.monotonic())
+        due = min(last_fork + IDLE_AFTER_FORK_S, last_idle + IDLE_AT_LEAST_EVERY_S)
+        quiet = max(0.0, due - time.monotonic())
         with contextlib.suppress(InterruptedError):
             readable, _, _ = select.select([ctl.fileno(), wake_r], [], [], quiet if tasks else 1.0)
-        if not readable and tasks and time.monotonic() >= last_fork + IDLE_AFTER_FORK_S:
+        if not readable and tasks and time.monotonic() >= due:
             started = time.process_time()
             outcomes[_run_idle(tasks.pop(), threads).split(":")[0]] += 1
             idle_cpu += time.process_time() - started
+            last_idle = time.monotonic()
             if not tasks:
                 # What the idle work did, for the supervisor's log and the tests.
                 _send(ctl, {"idle_done": dict(outcomes), "cpu_s": round(idle_cpu, 3)})
