@@ -161,13 +161,18 @@ def _code(exhibit: str) -> str:
     return spec.picker_paths()[spec.default_example].read_text()
 
 
-async def _run(session: Session, exhibit: str, run_id: str) -> list[EventModel]:
+async def _run(
+    session: Session, exhibit: str, run_id: str, hold_s: float = 0.0
+) -> list[EventModel]:
+    """The exhibit's default example run in ``session``; ``hold_s``: seconds its module body
+    sleeps first (the run holds its worker that long)."""
     events: list[EventModel] = []
 
     async def emit(event: EventModel) -> None:
         events.append(event)
 
-    await session.run(RunRequest(run_id=run_id, exhibit=exhibit, code=_code(exhibit)), emit)
+    code = (f"import time\ntime.sleep({hold_s})\n" if hold_s else "") + _code(exhibit)
+    await session.run(RunRequest(run_id=run_id, exhibit=exhibit, code=code), emit)
     return events
 
 
@@ -207,7 +212,11 @@ def test_one_holder_a_warm_spare_and_the_wait_told(tpu_host: None) -> None:
             assert not any(e.startswith(b"JAX_PLATFORMS=") for e in environ)
             a = Session(pool, EXHIBITS, report_starts=True)
             b = Session(pool, EXHIBITS, report_starts=True)
-            first, second = await asyncio.gather(_run(a, "tracing", "a"), _run(b, "tracing", "b"))
+            # Each run holds the chip 1 s: the other waits past the queue's first report
+            # (QUEUE_REPORT_S), however fast a worker starts and a small run ends.
+            first, second = await asyncio.gather(
+                _run(a, "tracing", "a", hold_s=1.0), _run(b, "tracing", "b", hold_s=1.0)
+            )
             for events in (first, second):
                 assert isinstance(events[-1], RunFinished)
             queued = [e for e in first + second if isinstance(e, RunQueued)]
