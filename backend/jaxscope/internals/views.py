@@ -294,15 +294,19 @@ def _capturing_pp_context() -> Iterator[list[core.JaxprPpContext]]:
                 if threading.get_ident() == me:  # not a context another thread prints with
                     created.append(self)
 
+        def _ours(context: core.JaxprPpContext, settings: core.JaxprPpSettings) -> bool:
+            # This thread, default settings, a context made inside the block.
+            return (
+                threading.get_ident() == me
+                and settings == _DEFAULT_SETTINGS
+                and any(context is c for c in created)
+            )
+
         def _recording_pp_eqn(
             eqn: core.JaxprEqn, context: core.JaxprPpContext, settings: core.JaxprPpSettings
         ) -> Any:
             doc = original_pp_eqn(eqn, context, settings)
-            if (
-                threading.get_ident() == me
-                and settings == _DEFAULT_SETTINGS
-                and any(context is c for c in created)
-            ):
+            if _ours(context, settings):
                 _memo(context).eqn_docs.setdefault(id(eqn), (eqn, doc))
             return doc
 
@@ -310,12 +314,8 @@ def _capturing_pp_context() -> Iterator[list[core.JaxprPpContext]]:
             jaxpr: core.Jaxpr, context: core.JaxprPpContext, settings: core.JaxprPpSettings
         ) -> Any:
             doc = original_pp_jaxpr(jaxpr, context, settings)
-            if (
-                threading.get_ident() == me
-                and settings == _DEFAULT_SETTINGS
-                and jaxpr not in context.shared_jaxprs  # printed by name, not in full
-                and any(context is c for c in created)
-            ):
+            # A shared jaxpr is printed by its name here, not in full.
+            if jaxpr not in context.shared_jaxprs and _ours(context, settings):
                 _memo(context).jaxpr_docs.setdefault(id(jaxpr), (jaxpr, doc))
             return doc
 
