@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import ast
 import importlib
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 from jaxscope import exhibit_api
+
+from testkit import fresh_json
 
 REPO = Path(__file__).resolve().parents[2]
 API = REPO / "backend" / "jaxscope" / "exhibit_api.py"
@@ -123,10 +124,7 @@ def test_the_internals_facade_imports_a_submodule_on_first_use() -> None:
         "import exhibits.tracing.probe\n"
         "print(json.dumps([at_import, used, ours()]))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
-    ).stdout
-    at_import, used, tracing = json.loads(out)
+    at_import, used, tracing = fresh_json(code)
     assert at_import == ["jaxscope.internals.api"]
     assert {"jaxscope.internals.views", "jaxscope.internals.transpose_walk"} <= set(used)
     assert "jaxscope.internals.rule_tables" not in used
