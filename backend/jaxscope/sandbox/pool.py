@@ -373,10 +373,7 @@ class WorkerPool:
         finally:
             self._queue.remove(me)
             self._eligible.pop(me, None)
-            if self._queue or self.size == 0:
-                self._fill()
-            else:
-                loop.call_later(REFILL_DELAY_S, self._fill)
+            self._refill()
             self._wake()
 
     def lease_now(
@@ -396,9 +393,17 @@ class WorkerPool:
             return None
         self._idle.popleft()
         worker = self._lease_to(item, on_lease)
-        asyncio.get_running_loop().call_later(REFILL_DELAY_S, self._fill)
+        self._refill()
         self._wake()
         return worker
+
+    def _refill(self) -> None:
+        # After a lease: spares for the callers still waiting at once, the warm spare after
+        # REFILL_DELAY_S (not beside the leased run's trace).
+        if self._queue or self.size == 0:
+            self._fill()
+        else:
+            asyncio.get_running_loop().call_later(REFILL_DELAY_S, self._fill)
 
     def _lease_to(
         self, item: WorkerProcess, on_lease: Callable[[WorkerProcess], None] | None
