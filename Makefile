@@ -86,7 +86,7 @@ tf: $(TF_VENV)/.ready
 # JAX venv's python loads its libtpu.so by path in the tpu_compile worker alone (--no-deps: the
 # wheel has none). 21 s and 684 MB here.
 $(TPU_SITE)/.ready: | setup
-	$(PY) -m pip install -q --no-deps --upgrade --target $(TPU_SITE) libtpu==0.0.42.1
+	$(PY) -m pip install -q --no-deps --upgrade --target $(TPU_SITE) libtpu==0.0.42.1 2>&1 | grep -v "is ignored" || true
 	test -f $(TPU_SITE)/libtpu/libtpu.so && touch $@
 
 tpu: $(TPU_SITE)/.ready

@@ -61,7 +61,8 @@ def test_a_busy_port_fails_before_any_url_is_printed(tmp_path: Path, command: st
     assert "serving at" not in done.stdout and "following" not in done.stdout
     assert done.stderr.strip().splitlines()[-1] == (
         f"jaxscope: cannot serve: port {port} on 127.0.0.1 is already in use (by another "
-        "jaxscope or another program, perhaps another user's): choose a free one with --port"
+        "jaxscope or another program, perhaps another user's): choose a free one with --port "
+        "(make serve PORT=N)"
     )
 
 

@@ -9,7 +9,7 @@
 //
 // Python: $JAXSCOPE_PYTHON, else .venv/bin/python at the repository root.
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { compile } from 'json-schema-to-typescript';
@@ -18,11 +18,18 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const outDir = resolve(root, 'frontend', 'src', 'gen');
 const python = process.env.JAXSCOPE_PYTHON ?? resolve(root, '.venv', 'bin', 'python');
 
+// Writes only what changed: an unchanged file keeps its mtime, so `make serve` after `make test`
+// (whose drift check runs this) does not rebuild the frontend for nothing.
+function writeIfChanged(path, text) {
+  if (existsSync(path) && readFileSync(path, 'utf8') === text) return;
+  writeFileSync(path, text);
+}
+
 const schemaText = execFileSync(python, ['-m', 'jaxscope.events'], {
   cwd: root,
   encoding: 'utf8',
 });
-writeFileSync(resolve(outDir, 'protocol.schema.json'), schemaText);
+writeIfChanged(resolve(outDir, 'protocol.schema.json'), schemaText);
 
 /**
  * The server serializes every field, defaults included (pydantic's model_dump), so a property
@@ -84,7 +91,7 @@ function runOptionsSchema(full) {
   const { RunOptions, ...rest } = defs;
   return { ...RunOptions, $defs: rest };
 }
-writeFileSync(
+writeIfChanged(
   resolve(outDir, 'run-options.schema.json'),
   JSON.stringify(runOptionsSchema(schema), null, 2) + '\n',
 );
@@ -104,7 +111,7 @@ const ts = await compile(schema, 'WireSchema', {
   format: true,
   style: { singleQuote: true, printWidth: 100, trailingComma: 'all' },
 });
-writeFileSync(resolve(outDir, 'protocol.ts'), ts);
+writeIfChanged(resolve(outDir, 'protocol.ts'), ts);
 
 /**
  * The frontend's exhibit table from the backend's, exhibits/registry.py (`frontend_table`):
@@ -143,5 +150,5 @@ const exhibitsTs = [
   '};',
   '',
 ].join('\n');
-writeFileSync(resolve(outDir, 'exhibits.ts'), exhibitsTs);
+writeIfChanged(resolve(outDir, 'exhibits.ts'), exhibitsTs);
 console.log(`wrote ${outDir}/protocol.schema.json, run-options.schema.json, protocol.ts and exhibits.ts`);

@@ -63,12 +63,12 @@ def _why(host: str, port: int, exc: OSError) -> str:
     if exc.errno == errno.EADDRINUSE:
         return (
             f"jaxscope: cannot serve: {where} is already in use (by another jaxscope or another "
-            "program, perhaps another user's): choose a free one with --port"
+            "program, perhaps another user's): choose a free one with --port (make serve PORT=N)"
         )
     if exc.errno == errno.EACCES:
         return (
             f"jaxscope: cannot serve: {where} needs privileges this user does not have: "
-            "choose a port from 1024 on with --port"
+            "choose a port from 1024 on with --port (make serve PORT=N)"
         )
     return f"jaxscope: cannot serve on {where}: {exc.strerror or exc}"
 
