@@ -194,6 +194,8 @@ def central_differences(
     args: Sequence[Any],
     argnums: Sequence[int],
     also: Sequence[tuple[int, int, int]] = (),
+    max_elements: int = MAX_ELEMENTS,
+    per_leaf: int = 0,
 ) -> FiniteDifferences:
     """Central differences in float64 of the scalar ``fun(*args)`` w.r.t. ``args[i]`` for ``i``
     in ``argnums`` (only their floating-point leaves; other leaves get NaN and ``known`` false).
@@ -201,13 +203,14 @@ def central_differences(
     ``fun`` receives float64 copies of the floating-point leaves of every argument. ``also``:
     elements ``(k, leaf_index, flat_index)`` (``k`` indexes ``argnums``, ``leaf_index`` the
     argument's ``jax.tree.leaves``) to difference besides the even sample (e.g. where a
-    gradient is NaN). Raises ``TypeError`` when the output is not a scalar, and whatever ``fun``
-    raises.
+    gradient is NaN). ``max_elements`` and ``per_leaf``: the sample (:func:`sample_count`,
+    :func:`_positions`). Raises ``TypeError`` when the output is not a scalar, and whatever
+    ``fun`` raises.
     """
     with jax.enable_x64(True):
         args64 = [jax.tree.map(_to_float64, a) for a in args]
         evaluate = _evaluator(fun, args64)
-        positions = _positions(args64, argnums)
+        positions = _positions(args64, argnums, max_elements, per_leaf)
         taken = set(positions)
         positions += [p for p in also if p not in taken]
         leaves = [[np.array(x, copy=True) for x in jax.tree.leaves(args64[i])] for i in argnums]
@@ -368,18 +371,30 @@ def _noise(eps: float, h: float, *fs: float) -> float:
     return _NOISE_ULPS * eps * max(finite, default=0.0) / h
 
 
-def sample_count(total: int, evaluated: int) -> int:
+def sample_count(total: int, evaluated: int, max_elements: int = MAX_ELEMENTS) -> int:
     """How many of ``total`` differentiable elements are differenced when each evaluation of
-    ``fun`` reads ``evaluated`` elements: all up to :data:`MAX_ELEMENTS`, and at most
-    :data:`MAX_WORK` elements read over the two evaluations per sample (at least
+    ``fun`` reads ``evaluated`` elements: all up to ``max_elements`` (:data:`MAX_ELEMENTS`),
+    and at most :data:`MAX_WORK` elements read over the two evaluations per sample (at least
     :data:`MIN_SAMPLES`): a 4,000 x 4,000 argument gets 16 samples, not 4,096."""
     by_work = MAX_WORK // max(1, 2 * evaluated)
-    return min(total, MAX_ELEMENTS, max(MIN_SAMPLES, by_work))
+    return min(total, max_elements, max(MIN_SAMPLES, by_work))
 
 
-def _positions(args64: Sequence[Any], argnums: Sequence[int]) -> list[tuple[int, int, int]]:
+def _positions(
+    args64: Sequence[Any],
+    argnums: Sequence[int],
+    max_elements: int = MAX_ELEMENTS,
+    per_leaf: int = 0,
+) -> list[tuple[int, int, int]]:
     """``(k, leaf_index, flat_index)`` of the elements to difference, evenly spaced over the
-    floating leaves of the differentiated arguments (without listing every element first)."""
+    floating leaves of the differentiated arguments (without listing every element first).
+
+    ``per_leaf``: when not every element is taken, each leaf first gets up to this many of the
+    :func:`sample_count` samples, evenly spaced within it (its first and last element first;
+    fewer each when the sample is smaller than ``per_leaf`` times the leaves: at least one
+    each while the sample has one per leaf; none past that), and the rest are spaced evenly
+    over all the leaves together: a small leaf (a bias beside large weights) is not skipped.
+    ``0``: the even spread only."""
     leaves = [
         (k, leaf_index, int(np.size(leaf)))
         for k, i in enumerate(argnums)
@@ -388,12 +403,29 @@ def _positions(args64: Sequence[Any], argnums: Sequence[int]) -> list[tuple[int,
     ]
     total = sum(size for _, _, size in leaves)
     evaluated = sum(int(np.size(x)) for a in args64 for x in jax.tree.leaves(a))
-    n = sample_count(total, evaluated)
+    n = sample_count(total, evaluated, max_elements)
+    starts = np.cumsum([0] + [size for _, _, size in leaves])
     if n >= total:
         picks = np.arange(total)
     else:
-        picks = np.unique(np.linspace(0, total - 1, n).round().astype(np.int64))
-    starts = np.cumsum([0] + [size for _, _, size in leaves])
+        quota = min(per_leaf, n // max(1, len(leaves)))
+        own = [
+            starts[j] + np.unique(np.linspace(0, size - 1, min(size, quota)).round())
+            for j, (_, _, size) in enumerate(leaves)
+            if quota > 0 and size > 0
+        ]
+        first = np.concatenate(own).astype(np.int64) if own else np.zeros(0, np.int64)
+        picks = np.unique(first)
+        spread = n - picks.size
+        # The even spread may meet the leaves' own picks: widened until there are n in all (or
+        # as close below n as the rounding allows).
+        while picks.size < n and spread <= total:
+            even = np.linspace(0, total - 1, spread).round().astype(np.int64)
+            more = np.unique(np.concatenate([first, even]))
+            if more.size > n:
+                break
+            picks = more
+            spread += n - more.size
     out = []
     for p in picks.tolist():
         j = int(np.searchsorted(starts, p, side="right")) - 1

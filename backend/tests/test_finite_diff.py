@@ -90,6 +90,30 @@ def test_a_huge_argument_is_sampled_by_work_and_still_right() -> None:
     np.testing.assert_allclose(values[known], exact[known], rtol=1e-4, atol=1e-5)
 
 
+def test_a_sample_with_per_leaf_takes_a_few_of_every_leaf() -> None:
+    from jaxscope.finite_diff import _positions
+
+    sizes = [800, 1, 800, 7]
+    args = [[np.zeros(s) for s in sizes]]
+    total = sum(sizes)
+    # per_leaf=0: the even spread alone, as numpy's linspace puts it (the 1-element leaf at
+    # flat position 800 falls between two picks)
+    even = _positions(args, [0], 512)
+    starts = np.cumsum([0, *sizes])
+    flat = [int(starts[j]) + i for _, j, i in even]
+    assert flat == np.unique(np.linspace(0, total - 1, 512).round()).astype(int).tolist()
+    assert 1 not in {j for _, j, _ in even}
+    # per_leaf=4: every leaf has min(size, 4), first and last element among them; 512 in all
+    got = _positions(args, [0], 512, per_leaf=4)
+    assert len(got) == len(set(got)) == 512
+    for j, size in enumerate(sizes):
+        mine = sorted(i for _, leaf, i in got if leaf == j)
+        assert len(mine) >= min(size, 4) and mine[0] == 0 and mine[-1] == size - 1
+    # fewer samples than leaves: no per-leaf share (the work bound wins), n still honoured
+    few = _positions([[np.zeros(10) for _ in range(50)]], [0], 20, per_leaf=4)
+    assert len(few) == 20
+
+
 def test_tolerance_follows_the_dtype() -> None:
     assert tolerance(np.float64) == 1e-6 and tolerance(np.float32) == 1e-4
     assert tolerance(jnp.bfloat16) == 1e-2 and tolerance(np.float16) == 1e-2

@@ -402,7 +402,10 @@ def headline(cmp: FdComparison, elements: int, sampled: int) -> str:
     everywhere = (
         f"every element ({cmp.checked:,})"
         if sampled >= elements
-        else f"the {cmp.checked:,} sampled elements (of {elements:,}; a sample, evenly spaced)"
+        else (
+            f"the {cmp.checked:,} sampled elements (of {elements:,}; a few of each leaf, "
+            "the rest evenly spaced)"
+        )
     )
     if cmp.verdict == "disagree":
         first = cmp.disagreements[0]

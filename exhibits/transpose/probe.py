@@ -1,27 +1,33 @@
 """The transpose exhibit's probe: the backward pass of ``jax.grad(f)``, one linear eqn at a time,
 through JAX's own transpose rules (``jaxscope.internals.transpose_walk``).
 
-Events, in order:
+Events, in order, when the linearisation and the whole walk work (every differentiated leaf
+floating; the summary the page shows first comes first, issue 36):
 
-* stage ``trace``: two :class:`GradAttempted` events. ``jit``: ``jax.jit(jax.grad(f, argnums),
+* stage ``trace``, then :class:`LinearJaxprStaged`: the linear jaxpr ``ad.linearize(...,
+  is_vjp=True)`` made (as ``jax.vjp`` does), residuals as constvars, with their values.
+* stage ``run``: one :class:`TransposeStepped` per linear eqn, last eqn first (walked before
+  anything is sent: a walk that raises takes the order below).
+* two :class:`GradAttempted` events. ``jit``: ``jax.jit(jax.grad(f, argnums),
   static_argnums).trace(*args)`` (abstract arguments, as ``jax.jit(jax.grad(f))`` traces);
   ``eager``: ``jax.grad(f, argnums)(*args)``. A failure carries JAX's error, the snippet line and
-  a plain explanation (``exhibits.transpose.explain.ad_help``). When the eager gradient fails the
-  run ends in ``run_failed`` with that error (the user's line), except for a non-scalar output:
-  then the walk goes on from an all-ones cotangent (``jax.vjp``; the gradient of ``sum(f)``).
-  When it fails in its backward pass (a primitive with no transpose rule, a ``while_loop``, a
-  ``custom_vjp`` ``bwd`` that raises), the linear jaxpr and the walk's steps up to the eqn whose
-  rule raised are shown first, that step last with the error (:func:`failing_walk`: only when
-  the walk raises jax.grad's own error, same class and message), and ``run_failed`` says
-  ``during`` "while transposing <primitive>".
-  When only ``jit`` fails (a traced value used as a shape or in Python control flow) the walk
-  runs on the eager version, which saw concrete values.
-* :class:`LinearJaxprStaged`: the linear jaxpr ``ad.linearize(..., is_vjp=True)`` made (as
-  ``jax.vjp`` does), residuals as constvars, with their values.
-* stage ``run``: one :class:`TransposeStepped` per linear eqn, last eqn first.
+  a plain explanation (``exhibits.transpose.explain.ad_help``). When only ``jit`` fails (a
+  traced value used as a shape or in Python control flow) the walk above is the eager version's,
+  which saw concrete values. When the eager gradient fails the run ends in ``run_failed`` with
+  that error (the user's line), except for a non-scalar output: the walk above is then from an
+  all-ones cotangent (``jax.vjp``; the gradient of ``sum(f)``).
 * :class:`GradientChecked`: the walk's cotangents beside ``jax.grad`` and ``jax.vjp`` (bit for
   bit) and central finite differences in float64 (``jaxscope.finite_diff``), with the error of
   the same walk run in float64.
+
+When the linearisation or the walk raise (or a differentiated leaf is an integer), the attempts
+come first, in stage ``trace``, and their errors decide: the eager gradient's error ends the
+run (as above); when it failed in its backward pass (a primitive with no transpose rule, a
+``while_loop``, a ``custom_vjp`` ``bwd`` that raises), the linear jaxpr and the walk's steps up
+to the eqn whose rule raised are shown first, that step last with the error
+(:func:`failing_walk`: only when the walk raises jax.grad's own error, same class and message),
+and ``run_failed`` says ``during`` "while transposing <primitive>". Otherwise the linear jaxpr,
+the steps (sent as walked) and the check follow as above.
 
 ``argnums``: every positional argument that is not static and whose leaves are all floating
 (at least one leaf); a snippet may set ``argnums`` (an int or a tuple, negative indices as in
@@ -35,7 +41,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import jax
 import jax.numpy as jnp
@@ -105,53 +111,43 @@ MAX_OPENED_CALLS = 64
 
 
 def run(ctx: ProbeContext) -> None:
-    """Run the transpose exhibit on ``ctx.snippet`` (user exceptions propagate unchanged)."""
+    """Run the transpose exhibit on ``ctx.snippet`` (user exceptions propagate unchanged).
+
+    The summary first: when the linearisation and the whole walk work (every differentiated
+    leaf floating), the linear jaxpr and the walk's steps are sent before the two attempts
+    (:func:`_walk_first`; the page shows the walk at once). Otherwise the attempts come first, as
+    their errors decide the outcome (:func:`_attempts`): the events and the outcome of a failing
+    run do not depend on this order."""
     rule = OutputRule()
     plan = ruled_plan(plan_call(ctx.snippet), rule)
     args = concrete_args(plan.args)
     argnums = choose_argnums(plan, args, ctx.snippet.namespace.get("argnums"))
+    fun, diff_args = dynamic_fun(plan, args, argnums)
     with ctx.stage("trace"):
-        traced: list[Any] = []
-        _attempt(ctx, "jit", lambda: traced.append(_jit_grad(plan, args, argnums)), rule)
-        if traced:
-            # The grad jaxpr's size, its inner jaxprs' eqns included (a jitted model is a few
-            # call eqns): the eager attempt, the linearisation and the walk that follow take
-            # time in proportion (the limits grow now, not at the first jaxpr event).
-            note_program_size(count_eqns(traced[0].jaxpr.jaxpr))
-        # The eager gradient is kept: it is the jax.grad the walk is compared with, bit for bit.
-        eager: list[Any] = []
-        eager_error = _attempt(ctx, "eager", lambda: eager.append(_grad(plan, args, argnums)), rule)
-        fun, diff_args = dynamic_fun(plan, args, argnums)
-        if eager_error is not None and not _non_scalar_output(rule):
-            failing = failing_walk(fun, diff_args, eager_error)
-            if failing is None:  # jax.grad failed before its backward pass: nothing to walk
-                raise eager_error
-            staged, events, primitive = failing
-            ctx.emit(staged)
-            with ctx.stage("run"):
-                for event in events:
-                    ctx.emit(event)
-                raise mark_during(eager_error, _transposing(primitive))
-        lin = linearize_vjp(fun, diff_args, previews_on_demand=ctx.on_demand)
-        seed, seed_text = grad_seed(lin)
-    staged = linear_staged(lin)
+        walked = _walk_first(ctx, fun, diff_args)
+        if walked is None:
+            attempted = _attempts(ctx, plan, args, argnums, rule)
+            if attempted.eager_error is not None and not _non_scalar_output(rule):
+                _fail_as_jax_grad(ctx, fun, diff_args, attempted.eager_error)
+            lin = linearize_vjp(fun, diff_args, previews_on_demand=ctx.on_demand)
+            seed, seed_text = grad_seed(lin)
+            staged = linear_staged(lin)
+        else:
+            lin, seed, seed_text, staged = walked.lin, walked.seed, walked.seed_text, walked.staged
     staged.output_leaf = output_leaf_view(rule)
     ctx.emit(staged)
     with ctx.stage("run"):
-        emitted = _WalkEvents(lin)
-        walk_error: Exception | None = None
-        try:
-            result = walk_transpose(
-                lin, seed, lambda r: _emit_all(ctx, emitted.step(r)), emitted.fail
-            )
-        except Exception as exc:
-            if emitted.failed is None:
-                raise
-            walk_error = exc
-        if walk_error is not None:
-            assert emitted.failed is not None
-            ctx.emit(stepped(emitted.failed))
-            raise mark_during(walk_error, _transposing(emitted.failed.eqn.primitive.name))
+        if walked is not None:
+            _emit_all(ctx, walked.events)
+            result = walked.result
+            # The attempts after the summary; their outcome as before (the eager attempt's
+            # error ends the run unless the output is one non-scalar float).
+            attempted = _attempts(ctx, plan, args, argnums, rule)
+            if attempted.eager_error is not None and not _non_scalar_output(rule):
+                raise attempted.eager_error
+        else:
+            result = _walk_streamed(ctx, lin, seed)
+        traced, eager = attempted.traced, attempted.eager
         gradient = lin.in_tree.unflatten(result.cotangents)
         checked = check_gradient(
             plan,
@@ -170,6 +166,115 @@ def run(ctx: ProbeContext) -> None:
         if not ctx.on_demand:
             # A run that prints whole artefacts (the CLI's) gets the leaves the check summarised.
             _emit_all(ctx, values_sent(checked, gradient))
+
+
+@dataclasses.dataclass
+class _Attempted:
+    """The two attempts' results: ``traced`` the ``jit`` trace (empty when it failed), ``eager``
+    the eager gradient (empty when it failed: ``eager_error``)."""
+
+    traced: list[Any]
+    eager: list[Any]
+    eager_error: Exception | None
+
+
+def _attempts(
+    ctx: ProbeContext,
+    plan: CallPlan,
+    args: tuple[Any, ...],
+    argnums: Sequence[int],
+    rule: OutputRule,
+) -> _Attempted:
+    """The ``jit`` attempt, then the eager one, each with its :class:`GradAttempted`."""
+    traced: list[Any] = []
+    _attempt(ctx, "jit", lambda: traced.append(_jit_grad(plan, args, argnums)), rule)
+    if traced:
+        # The grad jaxpr's size, its inner jaxprs' eqns included (a jitted model is a few
+        # call eqns): the eager attempt, the linearisation and the walk that follow take
+        # time in proportion (the limits grow now, not at the first jaxpr event).
+        note_program_size(count_eqns(traced[0].jaxpr.jaxpr))
+    # The eager gradient is kept: it is the jax.grad the walk is compared with, bit for bit.
+    eager: list[Any] = []
+    eager_error = _attempt(ctx, "eager", lambda: eager.append(_grad(plan, args, argnums)), rule)
+    return _Attempted(traced, eager, eager_error)
+
+
+def _fail_as_jax_grad(
+    ctx: ProbeContext, fun: Callable[..., Any], diff_args: tuple[Any, ...], error: Exception
+) -> NoReturn:
+    """The eager ``jax.grad`` raised ``error`` (and the output is not one non-scalar float):
+    the linear jaxpr and the walk up to the step whose rule raised it, then ``error`` marked
+    ``during`` that step (:func:`failing_walk`); ``error`` itself when jax.grad failed before
+    its backward pass."""
+    failing = failing_walk(fun, diff_args, error)
+    if failing is None:  # jax.grad failed before its backward pass: nothing to walk
+        raise error
+    staged, events, primitive = failing
+    ctx.emit(staged)
+    with ctx.stage("run"):
+        for event in events:
+            ctx.emit(event)
+        raise mark_during(error, _transposing(primitive))
+
+
+@dataclasses.dataclass
+class _Walked:
+    """The linearisation and the whole walk, made before the attempts (:func:`_walk_first`):
+    the walk's events, not yet sent."""
+
+    lin: Linearized
+    seed: list[Any]
+    seed_text: str
+    staged: LinearJaxprStaged
+    events: list[Any]
+    result: WalkResult
+
+
+def _walk_first(
+    ctx: ProbeContext, fun: Callable[..., Any], diff_args: tuple[Any, ...]
+) -> _Walked | None:
+    """The linearisation and the whole walk, with its step events held (nothing sent); ``None``
+    when a differentiated leaf is not floating (``jax.grad`` refuses it: its attempt says so
+    first), or when the linearisation, the seed or the walk raise: then the run takes today's
+    order (the attempts first, whose errors decide what the user sees) and does it again."""
+    if not all(is_float_leaf(x) for x in jax.tree.leaves(diff_args)):
+        return None
+    try:
+        lin = linearize_vjp(fun, diff_args, previews_on_demand=ctx.on_demand)
+        seed, seed_text = grad_seed(lin)
+    except Exception:  # made again after the attempts, which show its error
+        return None
+    # The linear jaxpr's size (its inner jaxprs' eqns included): the walk, the attempts and the
+    # check take time in proportion (the jit attempt notes the grad jaxpr's, larger, later).
+    note_program_size(count_eqns(lin.jaxpr))
+    # Built before the steps, as when it is sent first: the residuals' views are made here, and
+    # the steps share them (their previews printed when this event is sent whole).
+    staged = linear_staged(lin)
+    emitted = _WalkEvents(lin)
+    events: list[Any] = []
+    try:
+        result = walk_transpose(lin, seed, lambda r: events.extend(emitted.step(r)), emitted.fail)
+    except Exception:  # walked again after the attempts (failing_walk)
+        return None
+    return _Walked(lin, seed, seed_text, staged, events, result)
+
+
+def _walk_streamed(ctx: ProbeContext, lin: Linearized, seed: list[Any]) -> WalkResult:
+    """The walk, each step's events sent as it is made; a rule that raises ends the run with
+    its step last and ``during`` "while transposing <primitive>"."""
+    emitted = _WalkEvents(lin)
+    walk_error: Exception | None = None
+    try:
+        result = walk_transpose(lin, seed, lambda r: _emit_all(ctx, emitted.step(r)), emitted.fail)
+    except Exception as exc:
+        if emitted.failed is None:
+            raise
+        walk_error = exc
+    if walk_error is not None:
+        assert emitted.failed is not None
+        ctx.emit(stepped(emitted.failed))
+        raise mark_during(walk_error, _transposing(emitted.failed.eqn.primitive.name))
+    return result
 
 
 def blame_custom_rules(checked: GradientChecked, linear_jaxpr: Any) -> None:
@@ -667,7 +772,9 @@ def check_gradient(
         return value if scalar else jnp.sum(value)
 
     also = nonfinite_positions(argnums, gradient)
-    fd = central_differences(fd_loss, args, list(argnums), also=also)
+    fd = central_differences(
+        fd_loss, args, list(argnums), also=also, max_elements=FD_ELEMENTS, per_leaf=FD_PER_LEAF
+    )
     cmp = compare_fd(args, argnums, gradient, grad64, fd, compute_dtype)
     # f's float32 value, as fd_loss sums it, against the float64 value the differences are
     # taken around
@@ -733,3 +840,14 @@ def _fd_per_arg(n: int, argnums: Sequence[int], values: Sequence[Any]) -> list[A
 # as the rest of the check. Past it the finite differences are compared with the float32 walk
 # instead, and the event says so (GradientChecked.float64_walk false).
 MAX_FLOAT64_WALK_EQNS = 200
+
+# The finite differences' sample (docs/design/0081-transpose-capture-round-3.md): every element
+# of a gradient of at most FD_ELEMENTS elements (every example and every case of cases/ that the
+# check is meant to catch is under 300, but FD06's 65,537); past it, FD_PER_LEAF evenly spaced
+# elements of each leaf (its first and last among them: a wrong rule that touches one leaf only,
+# a bias beside large weights, is never skipped) and the rest evenly over all the leaves. Each
+# sample is two float64 evaluations of f: 4,096 of them (jaxscope.finite_diff.MAX_ELEMENTS) were
+# ~8x make_jaxpr(grad(f)) on bench/ad_overhead.py's 976-eqn MLP, 512 are ~2.5x (of which ~1.3x
+# the compile and the float64 value of f, whatever the sample).
+FD_ELEMENTS = 512
+FD_PER_LEAF = 4

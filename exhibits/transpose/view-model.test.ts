@@ -549,21 +549,41 @@ describe('mlp_loss golden stream: every artefact waits for its step', () => {
   const stream = goldenLoader(import.meta.url)('mlp_loss');
   const upTo = (type: string): Event[] => stream.slice(0, stream.findIndex((e) => e.type === type));
 
-  it('before the attempts, nothing but their coming is shown', () => {
-    const m = transposeModel(upTo('grad_attempted'), stream);
+  it('before the linear jaxpr, nothing but its coming and the attempts\' is shown', () => {
+    const m = transposeModel(upTo('linear_jaxpr_staged'), stream);
     expect(m.attempts).toEqual({ jit: undefined, eager: undefined });
     expect(m.linear).toBeUndefined();
     expect(m.later).toEqual({ linear: true, attempts: true, failure: false });
+    expect(m.steps).toEqual([]);
     expect(m.allSteps.length).toBe(stream.filter((e) => e.type === 'transpose_stepped').length);
   });
 
-  it('after the attempts and before the linear jaxpr, the linear jaxpr is still to come', () => {
-    const m = transposeModel(upTo('linear_jaxpr_staged'), stream);
+  it('the summary first: at the last step the walk is there and the attempts are still to come', () => {
+    // The probe sends the linear jaxpr and every step before the attempts (issue 36).
+    const m = transposeModel(upTo('grad_attempted'), stream);
+    expect(m.linear?.type).toBe('linear_jaxpr_staged');
+    expect(m.steps.length).toBe(m.allSteps.length);
+    expect(m.attempts).toEqual({ jit: undefined, eager: undefined });
+    expect(m.later).toEqual({ linear: false, attempts: true, failure: false });
+    expect(m.check).toBeUndefined();
+  });
+
+  it('while the run is still walking, the attempts are said to come (the section stays in place)', () => {
+    const live = upTo('grad_attempted');
+    const m = transposeModel(live, live);
+    expect(m.attempts).toEqual({ jit: undefined, eager: undefined });
+    expect(m.later.attempts).toBe(true);
+    // before the linear jaxpr of a live run, nothing says which order the run takes
+    const early = upTo('linear_jaxpr_staged');
+    expect(transposeModel(early, early).later.attempts).toBe(false);
+  });
+
+  it('after the attempts and before the check, both attempts worked', () => {
+    const m = transposeModel(upTo('gradient_checked'), stream);
     expect(m.attempts.jit?.ok).toBe(true);
     expect(m.attempts.eager?.ok).toBe(true);
-    expect(m.linear).toBeUndefined();
-    expect(m.later).toEqual({ linear: true, attempts: false, failure: false });
-    expect(m.steps).toEqual([]);
+    expect(m.later).toEqual({ linear: false, attempts: false, failure: false });
+    expect(m.check).toBeUndefined();
   });
 
   it('at the end, everything is there and nothing is to come', () => {

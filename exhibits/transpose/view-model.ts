@@ -1,9 +1,10 @@
 /**
  * The transpose exhibit's view model: pure functions from the run's events to what the view shows.
  *
- * The probe emits `grad_attempted` (jit, then eager), `linear_jaxpr_staged` (the linear jaxpr the
- * backward pass walks), one `transpose_stepped` per linear eqn (last eqn first), then
- * `gradient_checked`. The stepper walks the steps: the current step is the last
+ * The probe emits `linear_jaxpr_staged` (the linear jaxpr the backward pass walks), one
+ * `transpose_stepped` per linear eqn (last eqn first), `grad_attempted` (jit, then eager), then
+ * `gradient_checked`; a run whose linearisation or walk fails sends the attempts first (their
+ * errors decide the outcome). Nothing here depends on that order. The stepper walks the steps: the current step is the last
  * `transpose_stepped` up to the cursor, or the one the user picked. Every artefact is read from
  * the events up to the cursor (as nan_finder does): stepping back hides what comes later.
  */
@@ -78,10 +79,21 @@ export function transposeModel(
     failedAt: failedStep(steps),
     later: {
       linear: !linear && lastOf(allEvents, 'linear_jaxpr_staged') !== undefined,
-      attempts: attempts.length === 0 && lastOf(allEvents, 'grad_attempted') !== undefined,
+      attempts: attempts.length === 0 && (lastOf(allEvents, 'grad_attempted') !== undefined || attemptsComing(allEvents)),
       failure: !failure && lastOf(allEvents, 'run_failed') !== undefined,
     },
   };
+}
+
+/** Whether the run is still going and its attempts come after the walk: its linear jaxpr came
+ * first (the probe sends the summary before the attempts when the walk works). The section stays
+ * in place, saying they are not there yet, instead of appearing above the walk later. */
+function attemptsComing(allEvents: readonly Event[]): boolean {
+  return (
+    lastOf(allEvents, 'linear_jaxpr_staged') !== undefined &&
+    lastOf(allEvents, 'run_finished') === undefined &&
+    lastOf(allEvents, 'run_failed') === undefined
+  );
 }
 
 /** The badge of the walk: `step 12 / 2,000 of 20,001` when steps were left out. The step under the
@@ -564,7 +576,7 @@ export function fdCoverage(check: GradientChecked): string | null {
   const sampled =
     check.fd_sampled >= check.elements
       ? `Finite differences at every element (${n(check.elements)}).`
-      : `Finite differences at ${n(check.fd_sampled)} of ${n(check.elements)} elements, evenly spaced (a sample: each one costs two evaluations of f).`;
+      : `Finite differences at ${n(check.fd_sampled)} of ${n(check.elements)} elements: a few of each leaf, the rest evenly spaced (a sample: each one costs two evaluations of f).`;
   const against =
     check.float64_walk === false
       ? ` The program is large (${n(check.program_eqns ?? 0)} eqns in jax.jit(jax.grad(f))): the float64 walk was skipped, so the errors compare the float32 walk with them and include float32 rounding.`

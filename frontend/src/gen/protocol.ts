@@ -1660,7 +1660,7 @@ export interface OutputLeafView {
  *   argument, leaf and element order; ``disagree_count`` all of them), the first is named in
  *   the headline;
  * * ``agree``: every element differenced was held to its difference and is within the
- *   tolerance (past 4,096 elements those are an even sample, and the headline says so);
+ *   tolerance (past 512 elements those are a sample, and the headline says so);
  * * ``incomplete``: none disagrees, but some elements were left out (``not_compared``: a kink,
  *   a NaN/Inf difference, an element ``f`` rounds inside, a difference too imprecise there, a
  *   NaN/Inf gradient past the sample), or nothing could be held at all: never agreement.
@@ -1732,8 +1732,9 @@ export interface OutputLeafView {
  * ``None`` in ``gradient``/``jax_grad``/``jax_vjp``/``finite_difference`` and summarised in
  * ``leaves`` (:class:`GradientLeaf` ``sent``); ``leaves_not_sent`` counts them. ``elements``:
  * the differentiated elements in all; ``fd_sampled``: how many of them were differenced
- * (``jaxscope.finite_diff`` samples evenly past 4,096 elements, fewer for a large program:
- * at least 16; the first 64 elements whose gradient is NaN/Inf are differenced too);
+ * (``jaxscope.finite_diff`` samples past 512 elements: up to 4 of each leaf, the rest evenly
+ * over all, fewer for a large program: at least 16; the first 64 elements whose gradient is
+ * NaN/Inf are differenced too; ``exhibits.transpose.probe.FD_ELEMENTS``);
  * ``equal_to_jax`` always covers every element.
  *
  * ``float64_walk`` false: the program is large (``program_eqns``, the top-level eqns of
