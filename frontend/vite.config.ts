@@ -27,6 +27,9 @@ export default defineConfig({
     emptyOutDir: true,
     // CodeMirror alone is ~460 kB minified; one chunk is fine for a local tool.
     chunkSizeWarningLimit: 1500,
+    // Rolldown's "[PLUGIN_TIMINGS]" note (the svelte plugin's share of the build) is printed on
+    // every `make serve` that builds, with raw colour codes: noise for a user.
+    rolldownOptions: { checks: { pluginTimings: false } },
   },
   test: {
     root: repoRoot,
