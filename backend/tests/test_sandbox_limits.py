@@ -183,12 +183,19 @@ def test_an_endless_trace_of_growing_eqns_is_told_as_one(sandbox: SandboxHarness
     terminal = assert_one_terminal(events)
     assert isinstance(terminal, RunFailed) and terminal.kind == "timeout", terminal
     assert terminal.stage == "trace"
-    assert terminal.message.startswith("the trace kept growing (")
-    assert "unbounded loop" in terminal.message
     lines = GROWING_EQNS.splitlines()
     loop_lines = {lines.index(t) + 1 for t in lines if t.startswith("        ")}
     # the line it was on, when the busy worker answered the supervisor's ask within 0.3 s
     assert terminal.source is None or terminal.source.line in loop_lines, terminal.source
+    if terminal.message.startswith("the run exceeded its wall-clock limit"):
+        # A box at load ~10 streams this quadratic trace at a few hundred eqns/s: the limit,
+        # scaled for what it streamed and credited for the waiting, can come before the
+        # growth rule's 30,000 eqns (a clean-clone run beside two busy processes). Still a
+        # timeout in the trace, at the loop's line, and it says the machine was busy.
+        assert "while the busy machine kept it waiting for a CPU" in terminal.message
+        return
+    assert terminal.message.startswith("the trace kept growing ("), terminal.message
+    assert "unbounded loop" in terminal.message
     assert "lax.while_loop" in (terminal.explanation or "")
 
 
