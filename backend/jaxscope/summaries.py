@@ -11,6 +11,7 @@ Everything else in the event is kept. Nothing here imports JAX: it works on the 
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,12 +21,14 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from jaxscope.protocol import (
+    AvalView,
     EqnRange,
     EqnView,
     ItemsSent,
     JaxprEqnsSent,
     JaxprView,
     ListRange,
+    VarView,
 )
 
 # Annotations only: the worker imports this module, and the events of the exhibit it runs, not
@@ -190,7 +193,7 @@ def splice_range(text: str, sent: str, more: str) -> str:
 
 
 def split_view(
-    view: JaxprView, new_id: Callable[[], str]
+    view: JaxprView, new_id: Callable[[], str], sizes: list[int] | None = None
 ) -> tuple[JaxprView, list[tuple[str, int, list[EqnView], str, str]]] | None:
     """``view`` split for an ``on_demand`` stream: its first eqns (as many as fit in
     :data:`HEAD_BYTES`, at least one), their text, :func:`ranges_line` and the closing line,
@@ -198,12 +201,14 @@ def split_view(
     :data:`RANGE_BYTES` (``new_id`` names each); and each range as ``(detail_id, start, eqns,
     text, more)`` (the fields of its ``jaxpr_eqns_sent``). None when the view is not worth
     splitting (all its eqns fit in the head), when most of its bytes are in eqns over
-    :data:`RANGE_VIEW_BYTES`, or when its eqns cannot be found in its text."""
+    :data:`RANGE_VIEW_BYTES`, or when its eqns cannot be found in its text. ``sizes``: each
+    eqn's JSON length when the caller measured them (:func:`eqn_sizes`)."""
     located = eqn_starts(view)
     if located is None:
         return None
     starts, footer = located
-    sizes = [len(e.model_dump_json()) for e in view.eqns]
+    if sizes is None:
+        sizes = eqn_sizes(view)
     if 2 * sum(z for z in sizes if z > RANGE_VIEW_BYTES) > sum(sizes):
         # Most of the view is in a few large eqns (a model under one ``jit`` call), each a range
         # over the bound by itself: the view is split inside its eqns instead (``split_lists``).
@@ -243,22 +248,72 @@ def split_view(
     )
 
 
+def eqn_sizes(view: JaxprView) -> list[int]:
+    """The JSON length of each eqn of ``view`` (what it takes of the view's line)."""
+    return [len(e.model_dump_json()) for e in view.eqns]
+
+
+def view_bytes(view: JaxprView, sizes: list[int]) -> int:
+    """``len(view.model_dump_json())`` from its eqns' lengths ``sizes`` (:func:`eqn_sizes`):
+    the view without its eqns (``"eqns":[]``) plus each eqn and the commas between them, so
+    the eqns, most of a view, are serialised once (they were twice: the view whole, then each
+    eqn for its ranges; ~18 ms of partial_eval's three views on bench/ad_overhead.py, design
+    0082). ``test_eqn_ranges`` holds it equal to the view's own length."""
+    rest = len(view.model_copy(update={"eqns": []}).model_dump_json())
+    return rest + sum(sizes) + max(len(sizes) - 1, 0)
+
+
+@functools.cache
+def _emptiest_bytes() -> tuple[int, int]:
+    """The JSON length of the shortest eqn view and var view there can be: every string and
+    list empty, no source, each bool ``true`` (``false`` is longer)."""
+    aval = AvalView.model_construct(shape=[], dtype="", weak_type=True, short="")
+    var = VarView.model_construct(name="", aval=aval, literal=True)
+    eqn = EqnView.model_construct(
+        index=0,
+        primitive="",
+        params={},
+        invars=[],
+        outvars=[],
+        effects=[],
+        source=None,
+        text="",
+        inner_jaxprs=[],
+        name_stack="",
+    )
+    return len(eqn.model_dump_json()), len(var.model_dump_json())
+
+
+def least_view_bytes(view: JaxprView) -> int:
+    """A lower bound of ``len(view.model_dump_json())`` read without serialising it: its text,
+    and per eqn the shortest eqn view, its text and the shortest var view per var it reads or
+    writes (JSON only grows with content: a longer string, a longer list, a source for none).
+    The runner skips serialising an event whose views are surely over
+    :data:`RANGES_FROM_BYTES` before cutting them in ranges (~20 ms for partial_eval's split of
+    bench/ad_overhead.py, design 0082); ``test_eqn_ranges`` holds it under the real length."""
+    eqn_bytes, var_bytes = _emptiest_bytes()
+    least = len(view.text)
+    for eqn in view.eqns:
+        least += eqn_bytes + len(eqn.text) + var_bytes * (len(eqn.invars) + len(eqn.outvars))
+    return least
+
+
 def split_event(event: EventModel, new_id: Callable[[], str]) -> list[JaxprEqnsSent | ItemsSent]:
     """Split, in place, the jaxpr views of ``event`` (its fields that are a :class:`JaxprView`)
     over :data:`RANGE_VIEW_BYTES` (the runner calls it for an event over
     :data:`RANGES_FROM_BYTES`), then, while the event is still over :data:`RANGES_FROM_BYTES`,
     its long lists (:func:`split_lists`); returns the ranges' answers (``detail_of`` set), for
     the run's capture."""
-    views = [
-        (name, value, len(value.model_dump_json()))
-        for name, value in vars(event).items()
-        if isinstance(value, JaxprView) and len(value.eqns) > 1 and not value.eqn_ranges
-    ]
+    views = []
+    for name, value in vars(event).items():
+        if isinstance(value, JaxprView) and len(value.eqns) > 1 and not value.eqn_ranges:
+            sizes = eqn_sizes(value)
+            views.append((name, value, view_bytes(value, sizes), sizes))
     out: list[JaxprEqnsSent | ItemsSent] = []
-    for name, view, size in sorted(views, key=lambda nvs: -nvs[2]):
+    for name, view, size, sizes in sorted(views, key=lambda view: -view[2]):
         if size <= RANGE_VIEW_BYTES:
             break
-        split = split_view(view, new_id)
+        split = split_view(view, new_id, sizes)
         if split is None:
             continue
         summary, ranges = split

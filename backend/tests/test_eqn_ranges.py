@@ -27,9 +27,12 @@ from jaxscope.summaries import (
     HEAD_BYTES,
     MAX_STREAMED_LINE_BYTES,
     RANGE_BYTES,
+    eqn_sizes,
+    least_view_bytes,
     splice_range,
     split_event,
     split_view,
+    view_bytes,
 )
 
 from e2e.real_loop import real_loop
@@ -149,6 +152,66 @@ def test_a_model_under_one_jit_call_is_split_inside_its_eqns(monkeypatch: Any) -
     assert back["jaxpr"]["text"] == str(closed)  # JAX's own printout, byte for byte
     # the view given to split_event is not changed (its models may be in other events too)
     assert whole.model_dump() == JaxprStaged(fun_name="f", jaxpr=jaxpr_view(closed)).model_dump()
+
+
+def _short_loop(x: jax.Array) -> jax.Array:
+    for _ in range(20):
+        x = jnp.sin(x) * 0.5 + x * 0.999
+    return jnp.sum(x)
+
+
+def test_view_bytes_is_the_views_own_json_length() -> None:
+    """``summaries.view_bytes`` (a view's JSON length from its eqns' lengths, each eqn
+    serialised once: design 0082) is ``len(view.model_dump_json())``: a plain program, calls
+    holding inner jaxprs, constvars, a one-eqn and an empty view."""
+    programs = [
+        jax.make_jaxpr(_short_loop)(jnp.ones(8)),
+        jax.make_jaxpr(jax.grad(jax.jit(_short_loop)))(jnp.ones(8)),
+        _closing_over(12),
+        jax.make_jaxpr(jnp.sin)(jnp.ones(2)),
+        jax.make_jaxpr(lambda x: x)(jnp.ones(2)),
+    ]
+    for closed in programs:
+        view = jaxpr_view(closed)
+        assert view_bytes(view, eqn_sizes(view)) == len(view.model_dump_json())
+        # the runner's lower bound (``least_view_bytes``: an event surely over the bound)
+        assert least_view_bytes(view) <= len(view.model_dump_json())
+    # the bound at its tightest: eqns as short as they can be (one literal, a one-letter text)
+    sparse = jaxpr_view(jax.make_jaxpr(lambda x: x + 1)(jnp.ones(())))
+    assert least_view_bytes(sparse) <= len(sparse.model_dump_json())
+    assert least_view_bytes(sparse) > len(sparse.text)
+
+
+def test_an_event_surely_over_the_bound_is_streamed_as_when_measured_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An ``on_demand`` event whose views' texts alone are over ``RANGES_FROM_BYTES`` is not
+    serialised whole before its ranges are cut (``runner._surely_ranged``, design 0082): its
+    line and every range kept for the page are those of the path that measured it first."""
+    from jaxscope import summaries
+    from jaxscope.sandbox import guard, runner
+
+    for name in ("RANGES_FROM_BYTES", "RANGE_VIEW_BYTES", "HEAD_BYTES", "RANGE_BYTES"):
+        monkeypatch.setattr(summaries, name, getattr(summaries, name) // 10)
+    monkeypatch.setattr(runner, "RANGES_FROM_BYTES", summaries.RANGES_FROM_BYTES)
+    monkeypatch.setattr(guard, "set_cpu_budget", lambda seconds: None)  # the worker's, not ours
+    event = JaxprStaged(fun_name="f", jaxpr=jaxpr_view(jax.make_jaxpr(_loop)(jnp.ones(8))))
+    assert runner._surely_ranged(event)
+    surely = runner._surely_ranged
+
+    def stream(ranged: Any) -> tuple[list[bytes], dict[str, bytes]]:
+        sent: list[bytes] = []
+        monkeypatch.setattr(runner, "_write_event_line", sent.append)
+        monkeypatch.setattr(runner, "_surely_ranged", ranged)
+        ctx = runner.RunContext(
+            RunRequest(run_id="r", exhibit="tracing", code="", details="on_demand")
+        )
+        ctx.emit(event.model_copy(deep=True))
+        return sent, {k: runner.event_json(v) for k, v in ctx.capture.items()}
+
+    ours, measured = stream(surely), stream(lambda event: False)
+    assert ours == measured and len(ours[1]) > 2
+    assert b'"eqn_ranges":[{' in ours[0][0]
 
 
 @pytest.mark.parametrize("golden", GOLDENS, ids=[f"{p.parts[-3]}/{p.name}" for p in GOLDENS])

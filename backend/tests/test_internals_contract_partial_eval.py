@@ -80,6 +80,52 @@ def test_saved_residuals_names_checkpoint_names() -> None:
     assert hasattr(core, "jaxprs_in_params")
 
 
+def test_the_tables_primal_trace_is_checkpoints_and_its_first_row_traces_f_no_more() -> None:
+    """``remat.primal_jaxpr`` traces f under ``jax.checkpoint``: the output avals and the
+    checkpoint names of plain ``make_jaxpr(f)``, and JAX's checkpoint cache
+    (``ad_checkpoint._trace_to_jaxpr``, not keyed by the policy) then spares the first
+    checkpointed row's ``saved_residuals`` a trace of f; its residuals are those of a fresh
+    call (design 0082). When JAX refuses f under ``jax.checkpoint``, plain ``make_jaxpr``."""
+    calls = [0]
+
+    def g(x: jax.Array, kw: dict[str, jax.Array]) -> jax.Array:
+        calls[0] += 1
+        h = jax.ad_checkpoint.checkpoint_name(jnp.sin(x) * kw["y"], "h")  # type: ignore[no-untyped-call]
+        k = jax.ad_checkpoint.checkpoint_name(jnp.cos(h), "k")  # type: ignore[no-untyped-call]
+        return jnp.sum(k * h)
+
+    args = (X, {"y": X + 1})
+    closed = remat.primal_jaxpr(g, *args)
+    assert calls[0] == 1
+    plain = jax.make_jaxpr(g)(*args)
+    assert closed.out_avals == plain.out_avals
+    assert remat.checkpoint_names(closed) == remat.checkpoint_names(plain) == ["h", "k"]
+    assert [e.primitive for e in closed.jaxpr.eqns] == [ad_checkpoint.remat_p]
+    assert isinstance(closed.jaxpr.eqns[0].params["jaxpr"], core.Jaxpr)
+    calls[0] = 0
+    policy = jax.checkpoint_policies.save_only_these_names("h")
+    saved = ad_checkpoint.saved_residuals(jax.checkpoint(g, policy=policy), *args)
+    assert calls[0] == 0  # the trace primal_jaxpr made
+    fresh = ad_checkpoint.saved_residuals(
+        jax.checkpoint(lambda x, kw: g(x, kw), policy=policy), *args
+    )
+    assert calls[0] == 1
+    assert [(str(a), d.split(" from ")[0]) for a, d in saved] == [
+        (str(a), d.split(" from ")[0]) for a, d in fresh
+    ]
+
+    def refused(*a: object, **k: object) -> object:
+        raise TypeError("not under checkpoint")
+
+    original = jax.checkpoint
+    jax.checkpoint = refused  # type: ignore[assignment]
+    try:
+        fallback = remat.primal_jaxpr(g, *args)
+    finally:
+        jax.checkpoint = original
+    assert str(fallback) == str(plain)
+
+
 def test_checkpoint_policies_argument_free_set() -> None:
     """The policies the table measures: every attribute that accepts ``**params``."""
     names = [n for n, _ in remat.policy_names()]

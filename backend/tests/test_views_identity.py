@@ -32,6 +32,7 @@ from jaxscope.protocol import (
 )
 from jaxscope.sandbox.probe_api import SNIPPET_FILENAME
 from jaxscope.sandbox.snippet import load_snippet
+from jaxscope.summaries import least_view_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(ROOT.glob("exhibits/*/examples/*.py"))
@@ -201,6 +202,8 @@ def test_jaxpr_view_equals_the_per_eqn_reference(path: Path) -> None:
         _assert_same(views.jaxpr_view(closed), ref)
         # Twice: the second view meets warm caches (param texts, snippet lines).
         _assert_same(views.jaxpr_view(closed), ref)
+        # the runner's lower bound of a view's line (summaries.least_view_bytes, design 0082)
+        assert least_view_bytes(ref) <= len(ref.model_dump_json())
 
 
 def test_eqn_view_with_a_printed_context_and_with_a_fresh_one() -> None:
@@ -275,3 +278,37 @@ def test_var_name_is_pp_vars_text() -> None:
     for v in atoms:
         assert views.var_name(v, ctx) == str(core.pp_var(v, ctx))
         assert views.var_name(v, fresh) == str(core.pp_var(v, fresh))
+
+
+def _tanh_loss(x: jax.Array, w: jax.Array) -> jax.Array:
+    return jax.numpy.sum(jax.numpy.tanh(x @ w) ** 2)
+
+
+def test_constructed_is_model_construct() -> None:
+    """``views.constructed`` (the views' eqns, vars and inner jaxprs, set without pydantic's
+    per-field look-ups: design 0082) gives the instance ``model_construct`` gives: the same
+    ``__dict__`` in the same order, fields set, no extra, no private; a field left to its
+    default, or a class with private attributes, goes through ``model_construct`` itself."""
+    from jaxscope.protocol import ValueView
+
+    args = (np.ones((2, 3), np.float32), np.full((3, 4), 0.5, np.float32))
+    view = views.jaxpr_view(jax.make_jaxpr(jax.grad(jax.jit(_tanh_loss)))(*args))
+    eqn = next(e for e in view.eqns if e.inner_jaxprs)
+    inner = eqn.inner_jaxprs[0]
+    literal = next(v for e in inner.eqns for v in e.invars if v.literal)
+    models: list[Any] = [eqn, inner, *inner.eqns[:5], eqn.invars[0], literal]
+    for model in models:
+        cls = type(model)
+        values = {name: getattr(model, name) for name in cls.model_fields}
+        ours, theirs = views.constructed(cls, **values), cls.model_construct(**values)
+        assert type(ours) is cls
+        assert list(ours.__dict__.items()) == list(theirs.__dict__.items())
+        assert ours.model_fields_set == theirs.model_fields_set == set(cls.model_fields)
+        assert ours.__pydantic_extra__ is theirs.__pydantic_extra__ is None
+        assert ours.__pydantic_private__ is theirs.__pydantic_private__ is None
+        assert ours == theirs and ours.model_dump_json() == theirs.model_dump_json()
+    partial = views.constructed(VarView, name="a", aval=literal.aval)
+    assert partial.literal is False and partial.model_fields_set == {"name", "aval"}
+    assert ValueView.__private_attributes__  # left to pydantic, which sets them
+    value = views.constructed(ValueView, role="primal", aval=literal.aval)
+    assert value.__pydantic_private__ == {"_pending": None}

@@ -185,15 +185,20 @@ class GradTarget:
         return h
 
 
-def grad_target(plan: CallPlan, out_avals: Sequence[Any] | None = None) -> GradTarget:
+def grad_target(
+    plan: CallPlan,
+    out_avals: Sequence[Any] | None = None,
+    call: Callable[..., Any] | None = None,
+) -> GradTarget:
     """Split the traced arguments into the floating-point leaves and the fixed rest.
     ``out_avals``: the call's output avals when the caller traced it already (a jaxpr's
-    ``out_avals``), else ``jax.eval_shape`` traces it."""
+    ``out_avals``), else ``jax.eval_shape`` traces it. ``call``: the user's call the caller
+    traced (``call_with_statics(plan)``), else a new one."""
     dyn_args, kwargs = plan.dynamic_args(), dict(plan.kwargs)
     leaves, treedef = jax.tree.flatten((dyn_args, kwargs))
     is_float = [_is_float(x) for x in leaves]
     float_leaves = [x for x, f in zip(leaves, is_float, strict=True) if f]
-    call = call_with_statics(plan)
+    call = call_with_statics(plan) if call is None else call
     out = (
         list(out_avals)
         if out_avals is not None
@@ -319,13 +324,30 @@ def measure(
     return measured, grads
 
 
+def primal_jaxpr(call: Callable[..., Any], dyn_args: Any, kwargs: Any) -> core.ClosedJaxpr:
+    """A jaxpr of ``call(dyn_args, kwargs)`` for its output avals and checkpoint names:
+    ``jax.make_jaxpr(jax.checkpoint(call))``, one ``remat_p`` eqn whose inner jaxpr is f's
+    (the same eqns as ``jax.make_jaxpr(call)``'s, names in the same order). ``jax.checkpoint``
+    keeps that trace in its cache (``ad_checkpoint._trace_to_jaxpr``, keyed by ``call``, the
+    input avals and the debug info, not the policy), so the first checkpointed row's
+    ``saved_residuals``, which traces ``jax.checkpoint(call, policy)`` with the same avals, does
+    not trace f again (~0.15x ``make_jaxpr(grad(f))`` on bench/ad_overhead.py, design 0082).
+    When JAX refuses f under ``jax.checkpoint``, plain ``jax.make_jaxpr(call)``: the rows then
+    fail or pass as they did before."""
+    try:
+        return jax.make_jaxpr(jax.checkpoint(call))(dyn_args, kwargs)
+    except Exception:  # the checkpointed row will say why; the table starts as before
+        return jax.make_jaxpr(call)(dyn_args, kwargs)
+
+
 def remat_table(plan: CallPlan, not_compiled: str | None = None) -> Iterator[RematRow]:
     """Yield one measured row per policy (streamed: each as soon as it is measured). With
     ``not_compiled``, nothing is compiled: each row has its saved residuals and that reason."""
     # One trace of f: its jaxpr's output avals are what jax.eval_shape gave (the gradient's
     # target), its eqns name the checkpoint names (a second trace took ~0.2x make_jaxpr(grad)).
-    primal = jax.make_jaxpr(call_with_statics(plan))(plan.dynamic_args(), dict(plan.kwargs))
-    target = grad_target(plan, primal.out_avals)
+    call = call_with_statics(plan)
+    primal = primal_jaxpr(call, plan.dynamic_args(), dict(plan.kwargs))
+    target = grad_target(plan, primal.out_avals, call)
     rows = policy_rows(checkpoint_names(primal))
     if not_compiled is not None:
         for index, row in enumerate(rows):

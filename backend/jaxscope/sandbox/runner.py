@@ -69,6 +69,7 @@ from jaxscope.settings import (
 from jaxscope.summaries import (
     RANGES_FROM_BYTES,
     STREAM_LIMIT_BYTES,
+    least_view_bytes,
     split_event,
     summarise_event,
 )
@@ -171,6 +172,21 @@ def _view_eqns(eqns: list[EqnView]) -> int:
     return total
 
 
+def _surely_ranged(event: EventModel) -> bool:
+    """Whether ``event`` goes in ranges (``split_event``) whatever its exact line: a top-level
+    event with no summary of its own (``EventBase.summarised``) whose jaxpr views alone are over
+    ``RANGES_FROM_BYTES`` by a lower bound of their JSON (``summaries.least_view_bytes``)."""
+    if event.detail_of is not None or type(event).summarised is not EventBase.summarised:
+        return False
+    least = 0
+    for value in vars(event).values():
+        if isinstance(value, JaxprView):
+            least += least_view_bytes(value)
+            if least > RANGES_FROM_BYTES:
+                return True
+    return False
+
+
 def event_json(event: EventModel) -> bytes:
     """One NDJSON line for ``event``, valid UTF-8 whatever its text holds: a lone surrogate
     (``"\\udcff"`` in a print or an exception message) is replaced by ``?`` instead of failing
@@ -216,12 +232,17 @@ class RunContext:
         _STDOUT.drain()
         event.run_id = self.run_id
         summarised = self._summarised_unprinted(event) if self.on_demand else None
+        # Surely over RANGES_FROM_BYTES and with no summary: serialised once, after its ranges
+        # are cut (a whole line only to learn its length was ~20 ms of partial_eval's split on
+        # bench/ad_overhead.py, design 0082).
+        ranged = summarised is None and self.on_demand and _surely_ranged(event)
         if summarised is not None:
             event, line = summarised
         else:
-            line = event_json(event)
+            line = b"" if ranged else event_json(event)
         if (
             summarised is None
+            and not ranged
             and self.on_demand
             and event.detail_of is None
             and len(line) > SUMMARY_FROM_BYTES
@@ -238,13 +259,13 @@ class RunContext:
         # supervisor hears of it right after the event that showed it.
         self.emitted += 1
         scaled = self._scale_budget(event)
-        if self.on_demand and event.detail_of is None and len(line) > RANGES_FROM_BYTES:
+        if ranged or (self.on_demand and event.detail_of is None and len(line) > RANGES_FROM_BYTES):
             # Its large jaxpr views go in eqn ranges, each kept for the page (design 0045).
             ranges = split_event(event, lambda: f"r{next(self.range_ids)}")
             for sent in ranges:
                 assert sent.detail_of is not None
                 self.capture[sent.detail_of] = sent
-            if ranges:
+            if ranges or ranged:
                 line = event_json(event)
         if not self.on_demand and event.detail_of is None and len(line) > STREAM_LIMIT_BYTES:
             # A run for the CLI gets every part of it (design 0051): its large views and lists
