@@ -393,8 +393,10 @@ def another_function(cmp: FdComparison, value: float, value64: float) -> FdCompa
     )
 
 
-def headline(cmp: FdComparison, elements: int, sampled: int) -> str:
-    """The verdict as one sentence (module docstring)."""
+def headline(cmp: FdComparison, elements: int, sampled: int, unsampled_leaves: int = 0) -> str:
+    """The verdict as one sentence (module docstring). ``unsampled_leaves``: the non-empty
+    leaves without a single difference (the sample had fewer elements than there are leaves:
+    the spread alone, some leaves none), said instead of "a few of each leaf"."""
     if cmp.not_compared and cmp.not_compared[0].reason == "another_function":
         return f"Not checked: {cmp.not_compared[0].why}."
     held = sorted({leaf.held_at for leaf in cmp.leaves if leaf.checked})
@@ -405,6 +407,9 @@ def headline(cmp: FdComparison, elements: int, sampled: int) -> str:
         else (
             f"the {cmp.checked:,} sampled elements (of {elements:,}; a few of each leaf, "
             "the rest evenly spaced)"
+            if not unsampled_leaves
+            else f"the {cmp.checked:,} sampled elements (of {elements:,}, evenly spaced; "
+            f"{unsampled_leaves:,} leaves not sampled at all)"
         )
     )
     if cmp.verdict == "disagree":

@@ -816,13 +816,18 @@ def check_gradient(
         float64_walk=float64_walk,
         program_eqns=program_eqns,
         verdict=cmp.verdict,
-        headline=headline(cmp, elements, fd_sampled),
+        headline=headline(cmp, elements, fd_sampled, _unsampled_leaves(leaves)),
         checked=cmp.checked,
         all_zero=cmp.all_zero,
         disagreements=cmp.disagreements,
         disagree_count=cmp.disagree_count,
         fd_dtype=fd.dtype,
     )
+
+
+def _unsampled_leaves(leaves: Sequence[Any]) -> int:
+    """How many non-empty leaves got no finite difference at all (more leaves than samples)."""
+    return sum(1 for leaf in leaves if leaf.size > 0 and leaf.fd_sampled == 0)
 
 
 def _fd_per_arg(n: int, argnums: Sequence[int], values: Sequence[Any]) -> list[Any]:

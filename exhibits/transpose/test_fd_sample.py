@@ -154,3 +154,40 @@ def test_a_wrong_rule_at_one_element_is_flagged_within_fd_elements() -> None:
     fd = check.finite_difference[0]
     assert fd is not None and fd[137] == pytest.approx(float(r[137]), rel=1e-4)
     assert check.gradient[0][137] == pytest.approx(float(w[137]), rel=1e-6)
+
+
+# Twelve 3-element leaves: with the sample cut to 8 elements (fewer than the leaves), the
+# per-leaf quota is 0 and the even spread alone leaves some leaves without a difference.
+MANY_LEAVES = """
+import jax.numpy as jnp
+import numpy as np
+
+
+def f(xs):
+    return sum(jnp.sum(jnp.sin(x) * (i + 1)) for i, x in enumerate(xs))
+
+
+args = ([np.linspace(-1.0, 1.0, 3).astype(np.float32) + i for i in range(12)],)
+"""
+
+
+def test_a_sample_smaller_than_the_leaves_does_not_claim_a_few_of_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from exhibits.transpose import probe
+
+    monkeypatch.setattr(probe, "FD_ELEMENTS", 8)
+    check = run_probe("transpose", MANY_LEAVES).one(GradientChecked)
+    assert check.elements == 36 and check.fd_sampled == 8
+    none = [leaf.path for leaf in check.leaves if leaf.fd_sampled == 0]
+    assert len(none) == 4  # 12 leaves, 8 samples spread evenly: at most 8 leaves get one
+    # The sampled elements agree with jax.grad's cos(x) * (i + 1), so the verdict is "agree".
+    snippet = load_snippet(MANY_LEAVES)
+    truth = jax.grad(snippet.namespace["f"])(*snippet.args)
+    for leaf, want in zip(check.leaves, truth, strict=True):
+        assert leaf.gradient == pytest.approx(np.asarray(want).tolist(), rel=1e-6)
+    assert check.verdict == "agree"
+    assert "a few of each leaf" not in check.headline
+    assert "8 sampled elements (of 36, evenly spaced; 4 leaves not sampled at all)" in (
+        check.headline
+    )

@@ -533,6 +533,15 @@ describe('a large program (the 12-layer transformer): leaves summarised, fd samp
     expect(fdCoverage({ ...check, elements: null, fd_sampled: null })).toBeNull();
   });
 
+  it('does not say a few of each leaf when some leaves got no sample (more leaves than samples)', () => {
+    expect(fdCoverage(big)).toContain('a few of each leaf, the rest evenly spaced');
+    const [leaf] = big.leaves;
+    const unsampled = { ...leaf!, path: "args[0]['ln']", size: 4, fd_sampled: 0, fd_samples: [], checked: 0 };
+    const text = fdCoverage({ ...big, leaves: [...big.leaves, unsampled, { ...unsampled, size: 0 }] }) ?? '';
+    expect(text).not.toContain('a few of each leaf');
+    expect(text).toContain('16 of 9,604,608 elements: evenly spaced; 1 leaf is not sampled at all');
+  });
+
   it('reads the first-leaf note of a train step from the linear jaxpr', () => {
     const note = 'f returns a pytree of 5 leaves (tuple); differentiating its first leaf …';
     const linear = {

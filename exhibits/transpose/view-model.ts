@@ -573,10 +573,16 @@ function summaryRow(key: string, arg: number, l: GradientLeaf): GradientRow {
 export function fdCoverage(check: GradientChecked): string | null {
   if (check.fd_sampled == null || check.elements == null) return null;
   const n = (x: number) => x.toLocaleString('en-US');
+  // Non-empty leaves without a single difference: more leaves than samples (the spread alone).
+  const none = (check.leaves ?? []).filter((l) => l.size > 0 && l.fd_sampled === 0).length;
+  const spread =
+    none === 0
+      ? 'a few of each leaf, the rest evenly spaced'
+      : `evenly spaced; ${n(none)} ${none === 1 ? 'leaf is' : 'leaves are'} not sampled at all`;
   const sampled =
     check.fd_sampled >= check.elements
       ? `Finite differences at every element (${n(check.elements)}).`
-      : `Finite differences at ${n(check.fd_sampled)} of ${n(check.elements)} elements: a few of each leaf, the rest evenly spaced (a sample: each one costs two evaluations of f).`;
+      : `Finite differences at ${n(check.fd_sampled)} of ${n(check.elements)} elements: ${spread} (a sample: each one costs two evaluations of f).`;
   const against =
     check.float64_walk === false
       ? ` The program is large (${n(check.program_eqns ?? 0)} eqns in jax.jit(jax.grad(f))): the float64 walk was skipped, so the errors compare the float32 walk with them and include float32 rounding.`
