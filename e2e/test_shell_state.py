@@ -220,7 +220,9 @@ def test_a_reload_after_switching_exhibits_opens_the_exhibit_on_screen(
     assert fragment_exhibit(page) == "tracing"
     page.get_by_test_id("exhibit-jvp").click()
     expect(page.get_by_test_id("exhibit-title")).to_contain_text(EXHIBITS["jvp"].title)
-    assert fragment_exhibit(page) is None
+    # The run's fragment (its code) gave way to the new place (design 0084): the exhibit alone.
+    assert fragment_exhibit(page) == "jvp"
+    assert "c=" not in page.url.partition("#")[2]
     page.reload()
     expect(page.get_by_test_id("exhibit-title")).to_contain_text(EXHIBITS["jvp"].title)
     assert console_errors == []

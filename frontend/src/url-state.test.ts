@@ -1,6 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { defaultRunOptions } from './protocol';
-import { OPTION_NAMES, decodeFragment, encodeFragment, linkOptions, loadDraft, parseOptions, saveDraft } from './url-state';
+import {
+  OPTION_NAMES,
+  decodeFragment,
+  decodePlace,
+  encodeFragment,
+  encodePlace,
+  linkOptions,
+  loadDraft,
+  parseOptions,
+  saveDraft,
+} from './url-state';
 import type { SharedState } from './url-state';
 
 const CODE = [
@@ -55,6 +65,35 @@ describe('URL fragment', () => {
     expect(parseOptions({ in_axes: 3, stack: ['vmap', 'rm -rf'] })).toEqual({ calls: [], known: null });
     const good = encodeFragment({ exhibit: 'tracing', code: 'x', options: { calls: [], known: null } });
     expect(decodeFragment(good.replace(/&o=.*$/, '&o=garbage'))?.options).toEqual({ calls: [], known: null });
+  });
+});
+
+describe('place fragment', () => {
+  it('round-trips an exhibit alone and with an example, a real program included', () => {
+    expect(encodePlace({ exhibit: 'transpose', example: null })).toBe('#e=transpose');
+    expect(encodePlace({ exhibit: 'transpose', example: '' })).toBe('#e=transpose');
+    for (const example of [null, 'mlp_loss', 'real/gpt_stack']) {
+      const place = { exhibit: 'partial_eval', example };
+      const fragment = encodePlace(place);
+      expect(decodePlace(fragment)).toEqual(place);
+      // as the browser gives it back from a pasted URL
+      expect(decodePlace(new URL(`http://h/${fragment}`).hash)).toEqual(place);
+    }
+    expect(encodePlace({ exhibit: 'partial_eval', example: 'real/gpt_stack' })).toBe('#e=partial_eval&x=real%2Fgpt_stack');
+  });
+
+  it('is no shared link (no code), and a shared link names its exhibit as a place', () => {
+    expect(decodeFragment(encodePlace({ exhibit: 'jvp', example: 'mlp_loss' }))).toBeNull();
+    const link = encodeFragment({ exhibit: 'tracing', code: 'x', options: { calls: [], known: null } });
+    expect(decodePlace(link)).toEqual({ exhibit: 'tracing', example: null });
+  });
+
+  it('names no exhibit for an empty or foreign fragment; leaves unknown names to the caller', () => {
+    for (const fragment of ['', '#', '#e=', '#x=mlp_loss', '#section-2', '#%%']) {
+      expect(decodePlace(fragment)).toBeNull();
+    }
+    expect(decodePlace('#e=no_such_exhibit&x=')).toEqual({ exhibit: 'no_such_exhibit', example: null });
+    expect(decodePlace('e=jvp')).toEqual({ exhibit: 'jvp', example: null });
   });
 });
 

@@ -4,7 +4,8 @@
  * Format: `#e=<exhibit>&c=<code>&o=<options JSON>`, code and options compressed with lz-string's
  * `compressToEncodedURIComponent` (URL-safe, no further escaping). A copied link reopens the same
  * exhibit, code and options, and the shell runs it. The editor text also survives a reload via
- * localStorage (`saveDraft`/`loadDraft`).
+ * localStorage (`saveDraft`/`loadDraft`). Without code the fragment is a place (`#e=<exhibit>`
+ * and `&x=<example>`: `encodePlace`), which the exhibit tabs push as history entries.
  */
 import { Validator, type Schema } from '@cfworker/json-schema';
 import { compressToEncodedURIComponent, decompressFromEncodedURIComponent } from 'lz-string';
@@ -64,14 +65,22 @@ function optionText(name: string, value: unknown): string {
  * run has reported (the sharding exhibit's spec, the partial_eval flags, the tracing calls).
  */
 export function linkOptions(options: RunOptions, exhibit: string): LinkOption[] {
+  return exhibitOptions(options, exhibit).map(([name, value]) => ({ name, text: optionText(name, value) }));
+}
+
+/**
+ * `[name, value]` of each option of `options` that runs on `exhibit` (its `x-exhibits`) and is
+ * not a default, in the schema's order (`linkOptions`; the replay's `jaxscope run` flags).
+ */
+export function exhibitOptions(options: RunOptions, exhibit: string): [string, unknown][] {
   const record = options as unknown as Record<string, unknown>;
-  const out: LinkOption[] = [];
+  const out: [string, unknown][] = [];
   for (const [name, schema] of Object.entries(OPTION_PROPERTIES)) {
     const readers = schema['x-exhibits'];
     if (!Array.isArray(readers) || !readers.includes(exhibit)) continue;
     const value = record[name];
     if (value === undefined || value === null || (Array.isArray(value) && value.length === 0)) continue;
-    out.push({ name, text: optionText(name, value) });
+    out.push([name, value]);
   }
   return out;
 }
@@ -146,6 +155,39 @@ export function decodeFragment(fragment: string): SharedState | null {
     }
   }
   return { exhibit, code, options };
+}
+
+/**
+ * Where the page is: the exhibit on screen and the example in the editor (null: the user's own
+ * code). Every exhibit tab writes it as a history entry (`#e=transpose&x=mlp_loss`), so that the
+ * address bar, a reload, a pasted link and Back/Forward land on that exhibit (design 0084). A
+ * shared link (`encodeFragment`) names its exhibit the same way, with the code besides.
+ */
+export interface Place {
+  exhibit: string;
+  example: string | null;
+}
+
+/** The fragment (with its leading `#`) of `place`: `#e=<exhibit>`, `&x=<example>` when one. */
+export function encodePlace(place: Place): string {
+  const params = new URLSearchParams();
+  params.set('e', place.exhibit);
+  if (place.example !== null && place.example !== '') params.set('x', place.example);
+  return `#${params.toString()}`;
+}
+
+/**
+ * The place a fragment names (a place's or a shared link's), or null when it names no exhibit.
+ * Whether the exhibit and the example exist is the caller's to check (the catalogue knows).
+ */
+export function decodePlace(fragment: string): Place | null {
+  const body = fragment.startsWith('#') ? fragment.slice(1) : fragment;
+  // URLSearchParams never throws: a malformed escape (`%%`) stays as it is.
+  const params = new URLSearchParams(body);
+  const exhibit = params.get('e');
+  if (exhibit === null || exhibit === '') return null;
+  const example = params.get('x');
+  return { exhibit, example: example === null || example === '' ? null : example };
 }
 
 /** Storage key of the editor draft in `slot` (the shell keeps one draft, slot `editor`). */
