@@ -37,6 +37,13 @@ def f(x):
 args = (np.array([0.0, 1.0, 2.0], np.float32),)
 """
 X = np.array([0.0, 1.0, 2.0], np.float32)
+REMAT_LAYERS = (
+    Path(__file__).resolve().parents[1]
+    / "exhibits"
+    / "partial_eval"
+    / "examples"
+    / "remat_layers.py"
+)
 
 
 def f(x: jax.Array) -> jax.Array:
@@ -130,6 +137,13 @@ def test_sort_the_remat_table(page: Page, console_errors: list[str], screenshots
     open_exhibit(page, "partial_eval")
     page.get_by_test_id("example-select").select_option("remat_layers")
     expect(page.get_by_test_id("editor")).to_contain_text("checkpoint_name")
+    # what jax.vjp keeps under nothing_saveable: as many arrays as remat_layers has inputs
+    ns: dict[str, Any] = {"__name__": "snippet"}
+    exec(compile(REMAT_LAYERS.read_text(), "<snippet>", "exec"), ns)
+    nothing_fn = jax.checkpoint(ns["f"], policy=jax.checkpoint_policies.nothing_saveable)
+    pullback = jax.eval_shape(lambda *a: jax.vjp(nothing_fn, *a)[1], *ns["args"])
+    n_inputs = len(jax.tree.leaves(pullback))
+    assert n_inputs == len(jax.tree.leaves(ns["args"]))
     run_and_wait(page)
     expect(page.get_by_test_id("stepper-event-type")).to_have_text("run_finished")
     table = page.get_by_test_id("remat-table")
@@ -152,6 +166,11 @@ def test_sort_the_remat_table(page: Page, console_errors: list[str], screenshots
     page.get_by_test_id("remat-sort-policy").click()
     assert policies() == sorted(policies())
     expect(page.get_by_test_id("remat-note")).to_contain_text("measured on the worker's CPU")
+
+    # nothing_saveable saves no computed value, only the primal inputs (one per array of args)
+    nothing = table.locator('[data-testid^="remat-row-"]', has_text="nothing_saveable")
+    expect(nothing.get_by_test_id("remat-saved")).to_have_text("0")
+    expect(nothing.get_by_test_id("remat-saved-inputs")).to_have_text(f"+ {n_inputs} inputs")
 
     # open a row: the saved residuals with their lines
     table.locator('[data-testid^="remat-row-"]', has_text="save_only_these_names").click()
@@ -299,7 +318,16 @@ def test_gpt_stack_remat_table_shows_residuals_and_says_what_it_did_not_measure(
         want.append(len(jax.tree.leaves(pullback)))
     table = page.get_by_test_id("remat-table")
     expect(table.locator('[data-testid^="remat-row-"]')).to_have_count(len(want))
-    assert [int(t) for t in table.get_by_test_id("remat-saved").all_inner_texts()] == want
+    # the cell: the computed residuals, then "+ N inputs" (design 0084); together the pullback's
+    assert [
+        int(row.get_by_test_id("remat-saved").inner_text())
+        + sum(
+            int(n)
+            for text in row.get_by_test_id("remat-saved-inputs").all_inner_texts()
+            for n in re.findall(r"\d+", text)
+        )
+        for row in table.locator('[data-testid^="remat-row-"]').all()
+    ] == want
     for cell in ("remat-temp", "remat-ms", "remat-grad"):
         assert set(table.get_by_test_id(cell).all_inner_texts()) == {"not measured"}
     note = page.get_by_test_id("remat-not-measured")

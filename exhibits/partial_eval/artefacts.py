@@ -112,6 +112,11 @@ def _remat(events: Sequence[EventBase]) -> str | None:
                 {
                     "policy": r.policy,
                     "saved": [s.aval.short for s in r.saved],
+                    # of those, the primal inputs the backward pass keeps ("from the argument
+                    # ..."): not computed values (all of them under nothing_saveable; design 0084)
+                    "saved_inputs": sum(
+                        1 for s in r.saved if s.description.startswith("from the argument")
+                    ),
                     "residual_bytes": r.residual_bytes,
                     "temp_bytes": r.temp_bytes,
                     "step_ms": r.step_ms,

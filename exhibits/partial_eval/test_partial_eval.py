@@ -70,6 +70,20 @@ def test_examples_match_golden(runs: dict[str, FakeContext], name: str) -> None:
     rows = {r.policy: r for r in runs[name].of_type(RematPolicyMeasured)}
     for policy, count in golden["saved_counts"].items():
         assert len(rows[policy].saved) == count
+    # The primal inputs among the saved residuals (the view's "+ N inputs", savedParts in
+    # view-model.ts, reads JAX's "from the argument" text): as many as the vjp jaxpr's residual
+    # outputs that are its inputs (regen.saved_inputs); nothing_saveable saves nothing else.
+    for policy, inputs in golden["saved_inputs"].items():
+        described = [r.description.startswith("from the argument") for r in rows[policy].saved]
+        assert sum(described) == inputs, policy
+    assert all(
+        r.description.startswith("from the argument") for r in rows["nothing_saveable"].saved
+    )
+    # the CLI's `--print remat` says the same
+    printed = json.loads(ARTEFACTS["remat"](runs[name].events) or "{}")
+    by_policy = {r["policy"]: r for r in printed["rows"]}
+    for policy, inputs in golden["saved_inputs"].items():
+        assert by_policy[policy]["saved_inputs"] == inputs, policy
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -23,12 +23,15 @@ import {
   residualCount,
   residualLinks,
   residualsLoading,
+  savedExtra,
+  savedParts,
   sortRows,
   splitAccounting,
   splitSentence,
   toggled,
   FLOAT0_TANGENT_NOTE,
   type JaxprSplit,
+  type ResidualView,
 } from './view-model';
 
 const dir = fileURLToPath(new URL('.', import.meta.url));
@@ -177,6 +180,43 @@ describe('everything known', () => {
   });
 });
 
+describe('the saved cell: computed residuals, then the primal inputs (design 0084)', () => {
+  interface Golden {
+    saved_counts: Record<string, number>;
+    saved_inputs: Record<string, number>;
+  }
+  for (const name of ['mlp_loss', 'sin_times_x', 'remat_layers']) {
+    it(`splits ${name}'s rows as the vjp jaxpr does (golden/regen.py: residuals that are inputs)`, () => {
+      const want = JSON.parse(readFileSync(`${dir}golden/${name}.json`, 'utf8')) as Golden;
+      const rows = partialEvalModel(load(name)).remat;
+      for (const [policy, inputs] of Object.entries(want.saved_inputs)) {
+        const row = rows.find((r) => r.policy === policy);
+        expect(row, policy).toBeDefined();
+        const parts = savedParts(row!);
+        expect(parts.inputs, policy).toBe(inputs);
+        expect(parts.computed + parts.inputs + parts.constants, policy).toBe(want.saved_counts[policy]);
+      }
+      // nothing_saveable saves no computed value: only the inputs, which the backward pass reruns f from
+      const nothing = savedParts(rows.find((r) => r.policy === 'nothing_saveable')!);
+      expect(nothing.computed).toBe(0);
+      const n = want.saved_inputs['nothing_saveable']!;
+      expect(savedExtra(nothing)).toBe(`+ ${n} input${n === 1 ? '' : 's'}`);
+    });
+  }
+
+  it('words inputs and constants, and nothing when there are none', () => {
+    expect(savedExtra({ computed: 3, inputs: 0, constants: 0 })).toBe('');
+    expect(savedExtra({ computed: 0, inputs: 1, constants: 2 })).toBe('+ 1 input, 2 constants');
+    const aval = { shape: [], dtype: 'f32', short: 'f32[]' } as unknown as ResidualView['aval'];
+    const of = (description: string): ResidualView => ({ aval, description, bytes: 4, source: null, known_eqn: null });
+    expect(savedParts({ saved: [of('from a constant'), of('from a literal'), of("named 'a' from <snippet>:3:4 (f)"), of('from the argument x')] })).toEqual({
+      computed: 1,
+      inputs: 1,
+      constants: 2,
+    });
+  });
+});
+
 describe('the remat table (remat_layers)', () => {
   const events = load('remat_layers');
   const rows = partialEvalModel(events).remat;
@@ -201,7 +241,7 @@ describe('the remat table (remat_layers)', () => {
   it('sorts by each column, stable, both ways', () => {
     const byBytes = sortRows(rows, { key: 'residual_bytes', ascending: true }).map((r) => r.residual_bytes);
     expect(byBytes).toEqual([...byBytes].sort((a, b) => a - b));
-    const desc = sortRows(rows, { key: 'saved', ascending: false }).map((r) => r.saved.length);
+    const desc = sortRows(rows, { key: 'saved', ascending: false }).map((r) => savedParts(r).computed);
     expect(desc).toEqual([...desc].sort((a, b) => b - a));
     const ms = sortRows(rows, { key: 'step_ms', ascending: true }).map((r) => r.step_ms ?? Number.NaN);
     expect(ms).toEqual([...ms].sort((a, b) => a - b));

@@ -245,6 +245,39 @@ export function splitSentence(split: JaxprSplit): string {
   );
 }
 
+/**
+ * A remat row's saved residuals by where they come from, read from JAX's own descriptions
+ * (`print_saved_residuals`): `inputs` the primal inputs themselves (`from the argument ...`),
+ * which the backward pass keeps whatever the policy, since it recomputes from them;
+ * `constants` closed-over constants and literals (`from a constant`, `from a literal`);
+ * `computed` values the forward pass computed and the policy saved (`output of ...`,
+ * `named '...' from ...`). Under `nothing_saveable` `computed` is 0: the table says "0 + 6
+ * inputs", not "saved 6" (design 0084).
+ */
+export interface SavedParts {
+  computed: number;
+  inputs: number;
+  constants: number;
+}
+
+export function savedParts(row: Pick<RematPolicyMeasured, 'saved'>): SavedParts {
+  const parts: SavedParts = { computed: 0, inputs: 0, constants: 0 };
+  for (const s of row.saved) {
+    if (s.description.startsWith('from the argument')) parts.inputs += 1;
+    else if (s.description === 'from a constant' || s.description === 'from a literal') parts.constants += 1;
+    else parts.computed += 1;
+  }
+  return parts;
+}
+
+/** What the saved cell adds after the computed count: `+ 6 inputs`, `+ 1 input, 2 constants`, or ''. */
+export function savedExtra(parts: SavedParts): string {
+  const words: string[] = [];
+  if (parts.inputs > 0) words.push(`${parts.inputs} input${parts.inputs === 1 ? '' : 's'}`);
+  if (parts.constants > 0) words.push(`${parts.constants} constant${parts.constants === 1 ? '' : 's'}`);
+  return words.length === 0 ? '' : `+ ${words.join(', ')}`;
+}
+
 export type SortKey = 'index' | 'policy' | 'saved' | 'residual_bytes' | 'temp_bytes' | 'step_ms';
 
 export interface SortState {
@@ -259,7 +292,8 @@ function sortValue(row: RematPolicyMeasured, key: SortKey): number | string {
     case 'policy':
       return row.policy;
     case 'saved':
-      return row.saved.length;
+      // the computed residuals (the cell's number); the inputs, the same in every row, break ties
+      return savedParts(row).computed * 1e9 + row.saved.length;
     case 'residual_bytes':
       return row.residual_bytes;
     case 'temp_bytes':

@@ -7,7 +7,10 @@ call with the static arguments put back), split by
 ``jax._src.interpreters.partial_eval.partial_eval_jaxpr_nounits`` with primals known and
 tangents unknown; the known and unknown texts, ``out_unknowns``, the residual avals; and the
 number of residuals ``jax._src.ad_checkpoint.saved_residuals`` reports for ``jax.checkpoint``
-with each argument-free policy. Run: ``.venv/bin/python exhibits/partial_eval/golden/regen.py``.
+with each argument-free policy, and how many of those are the primal inputs themselves
+(``saved_inputs``: residuals of ``jax.vjp`` of the checkpointed call that are inputs of its
+jaxpr, read from the jaxpr, not from JAX's descriptions).
+Run: ``.venv/bin/python exhibits/partial_eval/golden/regen.py``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax._src import ad_checkpoint
+from jax._src import ad_checkpoint, core
 from jax._src.interpreters import partial_eval as pe
 
 HERE = Path(__file__).resolve().parent
@@ -131,6 +134,23 @@ def saved(ns: dict[str, Any], policy: Any, checkpointed: bool = True) -> list[tu
     return [(short(a), d) for a, d in ad_checkpoint.saved_residuals(fn, dyn, kw)]
 
 
+def saved_inputs(ns: dict[str, Any], policy: Any) -> int:
+    """How many residuals of ``jax.vjp(jax.checkpoint(g, policy=policy))`` are its inputs: the
+    outputs of ``make_jaxpr`` of the vjp (the pullback's leaves come last) that are invars."""
+    g, dyn, kw = call_of(ns)
+    fn = jax.checkpoint(g, policy=policy)
+    leaves, tree = jax.tree.flatten((dyn, kw))
+
+    def vjp_of(*flat: Any) -> Any:
+        return jax.vjp(lambda *x: fn(*jax.tree.unflatten(tree, x)), *flat)
+
+    closed, shape = jax.make_jaxpr(vjp_of, return_shape=True)(*leaves)
+    n_res = len(jax.tree.leaves(shape[1]))
+    res = closed.jaxpr.outvars[len(closed.jaxpr.outvars) - n_res :]
+    invars = set(closed.jaxpr.invars)
+    return sum(1 for v in res if isinstance(v, core.Var) and v in invars)
+
+
 def golden(path: Path) -> dict[str, Any]:
     ns = load(path)
     known, unknown, out_uk, res = split(ns)
@@ -142,6 +162,9 @@ def golden(path: Path) -> dict[str, Any]:
         "out_unknowns": list(out_uk),
         "residual_avals": [short(a) for a in res],
         "saved_counts": {p: len(saved(ns, getattr(jax.checkpoint_policies, p))) for p in POLICIES},
+        "saved_inputs": {
+            p: saved_inputs(ns, getattr(jax.checkpoint_policies, p)) for p in POLICIES
+        },
     }
 
 
