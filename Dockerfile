@@ -9,6 +9,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY frontend ./frontend
 COPY exhibits ./exhibits
+# The replay page names the jaxscope version and the jax pins from it (frontend/src/reproduce.ts).
+COPY pyproject.toml ./
 RUN npm run build
 
 FROM python:3.11-slim-bookworm AS jaxscope

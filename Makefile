@@ -95,7 +95,7 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
 
-frontend/dist/index.html: node_modules/.installed $(shell find frontend/src frontend/index.html frontend/vite.config.ts frontend/vite.standalone.config.ts exhibits -name '*.svelte' -o -name '*.ts' -o -name '*.md' -o -name '*.css' -o -name '*.html' 2>/dev/null)
+frontend/dist/index.html: node_modules/.installed pyproject.toml $(shell find frontend/src frontend/index.html frontend/vite.config.ts frontend/vite.standalone.config.ts exhibits -name '*.svelte' -o -name '*.ts' -o -name '*.md' -o -name '*.css' -o -name '*.html' 2>/dev/null)
 	npm run build
 
 frontend: frontend/dist/index.html

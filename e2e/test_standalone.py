@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,28 @@ def test_the_standalone_file_replays_the_run_from_disk_with_no_network(
     page.get_by_test_id("eqn-3").click()
     expect(editor.locator(".cm-line.cm-js-selected")).to_have_text("    w = z + y")
     page.screenshot(path=str(screenshots / "standalone-tracing.png"))
+
+    # How to run it again (design 0084): the project's own pins (pyproject.toml, read here with
+    # tomllib; the JAX this process imports is the same), and a command that does rerun it.
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pins = [d for d in project["dependencies"] if d.startswith(("jax==", "jaxlib=="))]
+    expect(page.get_by_test_id("reproduce-pin")).to_have_text(pins)
+    assert f"jax=={jax.__version__}" in pins
+    expect(page.get_by_test_id("reproduce")).to_contain_text(
+        f"jaxscope-{project['version']}-py3-none-any.whl"
+    )
+    command = page.get_by_test_id("reproduce-command").inner_text().strip()
+    assert command == "jaxscope run tracing snippet.py --html run.html"
+    out.unlink()
+    again = subprocess.run(
+        [str(JAXSCOPE), *command.split()[1:]],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "run.html").is_file()
 
     # Nothing but the file itself was asked for: no server, no network.
     assert [u for u in requests if not u.startswith(("file:", "data:", "blob:"))] == []
