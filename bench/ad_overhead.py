@@ -44,6 +44,9 @@ With ``--probes``, ``probe_runs`` times each exhibit's own probe run in-process 
 runner (its attempts, checks and finite differences included), to its last summary event
 (``summary_ratio``) and to its end, the verdict included (``whole_ratio``), in wall and CPU
 time, each over ``make_jaxpr(grad(f))`` timed in the same repeats (goals of issue 36: 2x, 4x).
+``whole_floor_ratio`` ([wall, CPU] per exhibit) is what the JAX calls behind each whole run's
+references cost alone (``whole_floor``): the least its ``whole_ratio`` could be while the run
+keeps them.
 
 Usage: ``.venv/bin/python bench/ad_overhead.py [--repeats N] [--json OUT] [--probes]``.
 """
@@ -62,8 +65,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import jax
-from jaxscope.internals.calling import concrete_args, plan_call
+from jaxscope.finite_diff import central_differences
+from jaxscope.internals.calling import block_until_ready, concrete_args, plan_call
 from jaxscope.internals.jvp_steps import capture_jvp, choose_tangents, closed_function
+from jaxscope.internals.remat import remat_table
 from jaxscope.internals.split import default_known, jvp_program, split_jaxpr, split_program
 from jaxscope.internals.transpose_walk import (
     linearize_vjp,
@@ -78,6 +83,7 @@ from jaxscope.sandbox.snippet import load_snippet
 
 from exhibits.jvp.probe import staged_event, step_event
 from exhibits.partial_eval.events import JaxprSplit
+from exhibits.transpose.probe import FD_ELEMENTS, FD_PER_LEAF
 from exhibits.transpose.walk_events import linear_staged, stepped
 
 SNIPPET = """
@@ -316,6 +322,45 @@ def floor() -> None:
     plain_backward_pass(lin, seed_cotangents(lin))
 
 
+def whole_floor(exhibit: str) -> None:
+    """The JAX calls each exhibit's whole run makes for its references, nothing recorded,
+    viewed or sent (what ``whole_ratio`` cannot go under while the run keeps them):
+    ``transpose``: the linearisation and its backward pass on values (the walk's JAX work), the
+    ``jit`` attempt's trace, the eager ``jax.grad``, ``jax.vjp`` with its backward pass, and the
+    finite differences of the run's sample (``FD_ELEMENTS``, ``FD_PER_LEAF``) in float64;
+    ``partial_eval``: ``jvp_program``, JAX's partial evaluator on it, and the remat table's rows
+    (each ``saved_residuals`` of ``jax.checkpoint(f, policy)``: this benchmark's f is past
+    ``MAX_COMPILED_EQNS``, so nothing is compiled, as in the run); ``jvp``: the primal jaxpr,
+    ``make_jaxpr(jvp(f))``, the eager ``jax.jvp`` (the step values) and ``jax.jvp`` again (the
+    verdict's reference)."""
+    snippet = load_snippet(SNIPPET)
+    plan = plan_call(snippet)
+    args = snippet.args
+    if exhibit == "transpose":
+        lin = linearize_vjp(snippet.f, list(args))
+        plain_backward_pass(lin, seed_cotangents(lin))
+        argnums = tuple(range(len(args)))
+        jax.jit(jax.grad(snippet.f, argnums=argnums)).trace(*args)
+        block_until_ready(jax.grad(snippet.f, argnums=argnums)(*args))
+        out, f_vjp = jax.vjp(snippet.f, *args)
+        block_until_ready(f_vjp(jax.numpy.ones_like(out)))
+        central_differences(
+            snippet.f, args, list(argnums), max_elements=FD_ELEMENTS, per_leaf=FD_PER_LEAF
+        )
+    elif exhibit == "partial_eval":
+        program = jvp_program(plan)
+        split_jaxpr(program.jaxpr, default_known(len(program.labels), program.n_primals))
+        list(remat_table(plan, "floor"))
+    else:
+        plan.make_jaxpr()
+        dynamic = concrete_args(plan.dynamic_args())
+        tangents = choose_tangents(dynamic, None)
+        f_closed = closed_function(plan)
+        jax.make_jaxpr(lambda p, t: jax.jvp(f_closed, p, t))(dynamic, tangents)
+        block_until_ready(jax.jvp(f_closed, dynamic, tangents))
+        block_until_ready(jax.jvp(f_closed, dynamic, tangents))
+
+
 def plain() -> None:
     """``jax.make_jaxpr(jax.grad(f))`` on a fresh snippet."""
     snippet = load_snippet(SNIPPET)
@@ -346,6 +391,8 @@ def main() -> None:
     if ns.probes:
         for details in MODES:
             probe_runs(details, {}, {})
+        for exhibit in SUMMARY_EVENTS:
+            whole_floor(exhibit)
     # As a worker after its warm-up (runner.main): what is alive now out of the collector's
     # reach, and its thresholds (runner.GC_THRESHOLDS), for plain JAX and the captures alike.
     gc.collect()
@@ -362,6 +409,7 @@ def main() -> None:
     details_s: list[float] = []
 
     cpu: dict[str, list[float]] = {}
+    floors: dict[str, list[float]] = {}
 
     def timed(fn: Callable[[], None], name: str) -> float:
         # Each call starts on a collected heap: the garbage of the call before is not charged
@@ -390,6 +438,10 @@ def main() -> None:
             cpu.setdefault("run plain wall", []).append(run_plain_s[-1])
             for details in MODES:
                 probe_runs(details, runs_sum[details], runs_whole[details])
+            for exhibit in SUMMARY_EVENTS:
+                floors.setdefault(exhibit, []).append(
+                    timed(functools.partial(whole_floor, exhibit), "whole floor " + exhibit)
+                )
     theirs = statistics.median(plain_s)
     least = statistics.median(floor_s)
     prefixes = ("jvp", "partial_eval", "transpose")
@@ -463,6 +515,18 @@ def main() -> None:
             **{
                 details: _run_ratios(runs_sum[details], runs_whole[details], cpu)
                 for details in MODES
+            },
+            # What the whole run cannot go under while it keeps its references (wall, CPU).
+            "whole_floor_ratio": {
+                exhibit: [
+                    round(statistics.median(floors[exhibit]) / statistics.median(run_plain_s), 2),
+                    round(
+                        statistics.median(cpu["whole floor " + exhibit])
+                        / statistics.median(cpu["run plain"]),
+                        2,
+                    ),
+                ]
+                for exhibit in SUMMARY_EVENTS
             },
         }
     print(json.dumps(result, indent=2))
