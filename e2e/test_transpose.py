@@ -205,8 +205,8 @@ def test_no_transpose_rule_walks_up_to_the_eqn_and_says_so_once(
     page: Page, console_errors: list[str], screenshots: Path
 ) -> None:
     """jax.grad raises in its backward pass: the linear jaxpr and the walk up to `double` are
-    shown, `double`'s step is marked, JAX's message is in the error panel (the attempt cards
-    do not repeat it), and the panel says where: while transposing double."""
+    shown (then the attempts), `double`'s step is marked, JAX's message is in the error panel
+    (the attempt cards do not repeat it), and the panel says where: while transposing double."""
     page.set_viewport_size({"width": 1500, "height": 1000})
     open_exhibit(page, "transpose")
     set_code(page, EXAMPLES["no_transpose_rule"].read_text())
@@ -232,8 +232,17 @@ def test_no_transpose_rule_walks_up_to_the_eqn_and_says_so_once(
     expect(page.get_by_test_id("error-message")).to_contain_text(message)
     assert page.get_by_text("Run a snippet to see its linear jaxpr").count() == 0
     page.screenshot(path=str(screenshots / "transpose-no-transpose-rule.png"))
+    # Back past the attempts (sent after the failing step: the walk is live, design 0083) to the
+    # failing step: the attempts are still to come there, the step is marked.
+    for _ in range(3):
+        page.get_by_test_id("stepper-prev").click()
+    expect(page.get_by_test_id("stepper-event-type")).to_have_text("transpose_stepped")
+    expect(page.get_by_test_id("tw-card")).to_have_attribute("data-step", "1")
+    expect(page.get_by_test_id("tw-attempts-later")).to_contain_text(
+        "(not yet at this point of the run)"
+    )
+    expect(page.get_by_test_id("tw-failed")).to_contain_text("no transpose rule for double")
     # One step back: the step before, reduce_sum, as JAX ran it.
-    page.get_by_test_id("stepper-prev").click()
     page.get_by_test_id("stepper-prev").click()
     expect(page.get_by_test_id("tw-card")).to_have_attribute("data-step", "0")
     expect(page.get_by_test_id("tw-card-primitive")).to_have_text("reduce_sum")

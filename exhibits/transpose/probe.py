@@ -1,13 +1,14 @@
 """The transpose exhibit's probe: the backward pass of ``jax.grad(f)``, one linear eqn at a time,
 through JAX's own transpose rules (``jaxscope.internals.transpose_walk``).
 
-Events, in order, when the linearisation and the whole walk work (every differentiated leaf
-floating; the summary the page shows first comes first, issue 36):
+Events, in order, when the linearisation and the seed work (every differentiated leaf floating;
+the summary the page shows first comes first and live, issue 36, docs/design/0083):
 
 * stage ``trace``, then :class:`LinearJaxprStaged`: the linear jaxpr ``ad.linearize(...,
-  is_vjp=True)`` made (as ``jax.vjp`` does), residuals as constvars, with their values.
-* stage ``run``: one :class:`TransposeStepped` per linear eqn, last eqn first (walked before
-  anything is sent: a walk that raises takes the order below).
+  is_vjp=True)`` made (as ``jax.vjp`` does), residuals as constvars, with their values, sent as
+  soon as it is made.
+* stage ``run``: one :class:`TransposeStepped` per linear eqn, last eqn first, each sent as the
+  walk makes it.
 * two :class:`GradAttempted` events. ``jit``: ``jax.jit(jax.grad(f, argnums),
   static_argnums).trace(*args)`` (abstract arguments, as ``jax.jit(jax.grad(f))`` traces);
   ``eager``: ``jax.grad(f, argnums)(*args)``. A failure carries JAX's error, the snippet line and
@@ -20,14 +21,17 @@ floating; the summary the page shows first comes first, issue 36):
   bit) and central finite differences in float64 (``jaxscope.finite_diff``), with the error of
   the same walk run in float64.
 
-When the linearisation or the walk raise (or a differentiated leaf is an integer), the attempts
-come first, in stage ``trace``, and their errors decide: the eager gradient's error ends the
-run (as above); when it failed in its backward pass (a primitive with no transpose rule, a
-``while_loop``, a ``custom_vjp`` ``bwd`` that raises), the linear jaxpr and the walk's steps up
-to the eqn whose rule raised are shown first, that step last with the error
-(:func:`failing_walk`: only when the walk raises jax.grad's own error, same class and message),
-and ``run_failed`` says ``during`` "while transposing <primitive>". Otherwise the linear jaxpr,
-the steps (sent as walked) and the check follow as above.
+When the walk raises (a primitive with no transpose rule, a ``while_loop``, a ``custom_vjp``
+``bwd`` that raises), the step whose rule raised is sent last, with the error, then the two
+attempts, and the run ends as it did when the attempts came first (:func:`_fail_after_walk`):
+with jax.grad's own error marked ``during`` "while transposing <primitive>" when the walk raised
+the same (class and message); with jax.grad's error in stage ``trace`` when it raised another;
+with the walk's error, so marked, when jax.grad worked or the output is one non-scalar float.
+
+When the linearisation or the seed raise (or a differentiated leaf is an integer), nothing is
+sent before the attempts: they come first, in stage ``trace``, and their errors decide: the
+eager gradient's error ends the run (as above; :func:`failing_walk` for one raised in its
+backward pass). Otherwise the linear jaxpr, the steps (sent as walked) and the check follow.
 
 ``argnums``: every positional argument that is not static and whose leaves are all floating
 (at least one leaf); a snippet may set ``argnums`` (an int or a tuple, negative indices as in
@@ -113,33 +117,39 @@ MAX_OPENED_CALLS = 64
 def run(ctx: ProbeContext) -> None:
     """Run the transpose exhibit on ``ctx.snippet`` (user exceptions propagate unchanged).
 
-    The summary first: when the linearisation and the whole walk work (every differentiated
-    leaf floating), the linear jaxpr and the walk's steps are sent before the two attempts
-    (:func:`_walk_first`; the page shows the walk at once). Otherwise the attempts come first, as
-    their errors decide the outcome (:func:`_attempts`): the events and the outcome of a failing
-    run do not depend on this order."""
+    The summary first, live: when the linearisation and the seed work (every differentiated leaf
+    floating), the linear jaxpr is sent at once and each step as the walk makes it, before the
+    two attempts (:func:`_linearized`, :func:`_walk_live`; docs/design/0083). Otherwise the
+    attempts come first, as their errors decide the outcome (:func:`_attempts`). A walk that
+    raises ends the run as it did when the attempts came first (:func:`_fail_after_walk`)."""
     rule = OutputRule()
     plan = ruled_plan(plan_call(ctx.snippet), rule)
     args = concrete_args(plan.args)
     argnums = choose_argnums(plan, args, ctx.snippet.namespace.get("argnums"))
     fun, diff_args = dynamic_fun(plan, args, argnums)
+    attempted: _Attempted | None = None
     with ctx.stage("trace"):
-        walked = _walk_first(ctx, fun, diff_args)
-        if walked is None:
+        linearized = _linearized(ctx, fun, diff_args)
+        if linearized is None:
             attempted = _attempts(ctx, plan, args, argnums, rule)
             if attempted.eager_error is not None and not _non_scalar_output(rule):
                 _fail_as_jax_grad(ctx, fun, diff_args, attempted.eager_error)
             lin = linearize_vjp(fun, diff_args, previews_on_demand=ctx.on_demand)
             seed, seed_text = grad_seed(lin)
-            staged = linear_staged(lin)
         else:
-            lin, seed, seed_text, staged = walked.lin, walked.seed, walked.seed_text, walked.staged
+            lin, seed, seed_text = linearized
+        # Built before the steps: the residuals' views are made here, and the steps share them.
+        staged = linear_staged(lin)
     staged.output_leaf = output_leaf_view(rule)
     ctx.emit(staged)
     with ctx.stage("run"):
-        if walked is not None:
-            _emit_all(ctx, walked.events)
-            result = walked.result
+        if attempted is None:
+            result = _walk_live(ctx, lin, seed)
+            if isinstance(result, _WalkFailed):
+                # The attempts still run (the page shows jax.grad's own error, explained); the
+                # run then ends as when they came first.
+                attempted = _attempts(ctx, plan, args, argnums, rule)
+                _fail_after_walk(ctx, result, attempted, rule)
             # The attempts after the summary; their outcome as before (the eager attempt's
             # error ends the run unless the output is one non-scalar float).
             attempted = _attempts(ctx, plan, args, argnums, rule)
@@ -217,26 +227,13 @@ def _fail_as_jax_grad(
         raise mark_during(error, _transposing(primitive))
 
 
-@dataclasses.dataclass
-class _Walked:
-    """The linearisation and the whole walk, made before the attempts (:func:`_walk_first`):
-    the walk's events, not yet sent."""
-
-    lin: Linearized
-    seed: list[Any]
-    seed_text: str
-    staged: LinearJaxprStaged
-    events: list[Any]
-    result: WalkResult
-
-
-def _walk_first(
+def _linearized(
     ctx: ProbeContext, fun: Callable[..., Any], diff_args: tuple[Any, ...]
-) -> _Walked | None:
-    """The linearisation and the whole walk, with its step events held (nothing sent); ``None``
-    when a differentiated leaf is not floating (``jax.grad`` refuses it: its attempt says so
-    first), or when the linearisation, the seed or the walk raise: then the run takes today's
-    order (the attempts first, whose errors decide what the user sees) and does it again."""
+) -> tuple[Linearized, list[Any], str] | None:
+    """The linearisation and the seed, made before the attempts; ``None`` when a differentiated
+    leaf is not floating (``jax.grad`` refuses it: its attempt says so first), or when the
+    linearisation or the seed raise: then the attempts come first (their errors decide what the
+    user sees) and it is made again after them. Nothing is sent here."""
     if not all(is_float_leaf(x) for x in jax.tree.leaves(diff_args)):
         return None
     try:
@@ -247,34 +244,66 @@ def _walk_first(
     # The linear jaxpr's size (its inner jaxprs' eqns included): the walk, the attempts and the
     # check take time in proportion (the jit attempt notes the grad jaxpr's, larger, later).
     note_program_size(count_eqns(lin.jaxpr))
-    # Built before the steps, as when it is sent first: the residuals' views are made here, and
-    # the steps share them (their previews printed when this event is sent whole).
-    staged = linear_staged(lin)
+    return lin, seed, seed_text
+
+
+@dataclasses.dataclass
+class _WalkFailed:
+    """A live walk that raised ``error`` (already sent: its steps, and ``failed``, the step whose
+    rule raised, when a rule raised it)."""
+
+    error: Exception
+    failed: TransposeStepRecord | None
+
+
+def _walk_live(ctx: ProbeContext, lin: Linearized, seed: list[Any]) -> WalkResult | _WalkFailed:
+    """The walk before the attempts, each step's events sent as it is made; when it raises, the
+    step whose rule raised is sent last and the error returned (the attempts decide, after it,
+    which error ends the run: :func:`_fail_after_walk`)."""
     emitted = _WalkEvents(lin)
-    events: list[Any] = []
     try:
-        result = walk_transpose(lin, seed, lambda r: events.extend(emitted.step(r)), emitted.fail)
-    except Exception:  # walked again after the attempts (failing_walk)
-        return None
-    return _Walked(lin, seed, seed_text, staged, events, result)
+        return walk_transpose(lin, seed, lambda r: _emit_all(ctx, emitted.step(r)), emitted.fail)
+    except Exception as exc:
+        failed = _WalkFailed(exc, emitted.failed)
+    # Outside the except block: an error raised later has no walk error as its context.
+    if failed.failed is not None:
+        ctx.emit(stepped(failed.failed))
+    return failed
+
+
+def _fail_after_walk(
+    ctx: ProbeContext, walk: _WalkFailed, attempted: _Attempted, rule: OutputRule
+) -> NoReturn:
+    """End a run whose live walk raised, with the error, stage and ``during`` of the order where
+    the attempts came first: the eager gradient's error when it failed (and the output is not
+    one non-scalar float), marked "while transposing <primitive>" when the walk raised the same
+    error at a rule (:func:`failing_walk`'s test), else in stage ``trace`` (where the attempts
+    ran then); otherwise the walk's own error, marked at the rule that raised it."""
+    error = attempted.eager_error
+    if error is not None and not _non_scalar_output(rule):
+        if walk.failed is not None and _same_error(walk.error, error):
+            raise mark_during(error, _transposing(walk.failed.eqn.primitive.name))
+        with ctx.stage("trace"):
+            raise error
+    if walk.failed is None:
+        raise walk.error
+    raise mark_during(walk.error, _transposing(walk.failed.eqn.primitive.name))
+
+
+def _same_error(a: Exception, b: Exception) -> bool:
+    """Same class and message (as ``run_failed`` reads them)."""
+    return type(a) is type(b) and exception_text(a) == exception_text(b)
 
 
 def _walk_streamed(ctx: ProbeContext, lin: Linearized, seed: list[Any]) -> WalkResult:
-    """The walk, each step's events sent as it is made; a rule that raises ends the run with
-    its step last and ``during`` "while transposing <primitive>"."""
-    emitted = _WalkEvents(lin)
-    walk_error: Exception | None = None
-    try:
-        result = walk_transpose(lin, seed, lambda r: _emit_all(ctx, emitted.step(r)), emitted.fail)
-    except Exception as exc:
-        if emitted.failed is None:
-            raise
-        walk_error = exc
-    if walk_error is not None:
-        assert emitted.failed is not None
-        ctx.emit(stepped(emitted.failed))
-        raise mark_during(walk_error, _transposing(emitted.failed.eqn.primitive.name))
-    return result
+    """The walk after the attempts, each step's events sent as it is made; a rule that raises
+    ends the run with its step last and ``during`` "while transposing <primitive>"."""
+    walked = _walk_live(ctx, lin, seed)
+    if isinstance(walked, _WalkFailed):
+        if walked.failed is None:
+            raise walked.error
+        raise mark_during(walked.error, _transposing(walked.failed.eqn.primitive.name))
+    return walked
 
 
 def blame_custom_rules(checked: GradientChecked, linear_jaxpr: Any) -> None:
@@ -371,11 +400,7 @@ def failing_walk(
         walk_transpose(lin, seed, lambda r: events.extend(emitted.step(r)), emitted.fail)
     except Exception as exc:
         failed = emitted.failed
-        if (
-            failed is None
-            or type(exc) is not type(grad_error)
-            or exception_text(exc) != exception_text(grad_error)
-        ):
+        if failed is None or not _same_error(exc, grad_error):
             return None
         return staged, [*events, stepped(failed)], failed.eqn.primitive.name
     return None

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from jaxscope.internals.transpose_walk import linearize_vjp, seed_cotangents, walk
 from jaxscope.internals.views import preview_value
+from jaxscope.protocol import StageStarted
 from jaxscope.sandbox.errors import classify
 from jaxscope.sandbox.snippet import load_snippet
 
@@ -754,6 +755,86 @@ def test_backward_pass_failure_walks_up_to_the_eqn_that_raises(
     assert (failed.error_class, failed.message) == (type(jax_error).__name__, str(jax_error))
     assert failed.during == f"while transposing {primitive} (the backward pass of jax.grad)"
     assert not ctx.of_type(GradientChecked)
+    # Live (docs/design/0083): the steps as walked, then both attempts, with jax.grad's error.
+    assert types[-2:] == ["GradAttempted", "GradAttempted"]
+    assert types.index("GradAttempted") > len(types) - 1 - types[::-1].index("TransposeStepped")
+    for attempt in ctx.of_type(GradAttempted):
+        assert not attempt.ok and attempt.error_class == type(jax_error).__name__
+
+
+# A custom_vjp bwd that raises another message at each call: the walk's error (its first call) is
+# not the eager jax.grad's (its third: the walk, the jit trace, then jax.grad).
+BWD_COUNTS = """
+import itertools
+import jax
+import jax.numpy as jnp
+
+calls = itertools.count()
+
+@jax.custom_vjp
+def g(x):
+    return jnp.sin(x)
+
+def g_fwd(x):
+    return jnp.sin(x), x
+
+def g_bwd(r, ct):
+    raise ValueError(f"bwd call {next(calls)}")
+
+g.defvjp(g_fwd, g_bwd)
+
+def f(x):
+    return OUT
+
+args = (jnp.ones(3),)
+"""
+
+
+def test_a_walk_error_other_than_jax_grads_ends_with_jax_grads_in_stage_trace() -> None:
+    """The walk streams live and raises at custom_lin; the eager jax.grad then raises another
+    message: the run ends with jax.grad's error, in stage trace and not marked as a transpose
+    (as when the attempts came first; docs/design/0083)."""
+    from exhibits.conftest import FakeContext
+    from exhibits.transpose import probe
+
+    ctx = FakeContext(snippet=load_snippet(BWD_COUNTS.replace("OUT", "g(x).sum()")))
+    with pytest.raises(ValueError, match="bwd call 2") as info:
+        probe.run(ctx)
+    *_, last = ctx.of_type(TransposeStepped)
+    assert last.primitive == "custom_lin" and last.error == "bwd call 0"
+    assert [a.message for a in ctx.of_type(GradAttempted)] == ["bwd call 1", "bwd call 2"]
+    assert getattr(info.value, "_jaxscope_during", None) is None
+    assert ctx.events[-1] == StageStarted(stage="trace", call_index=None)
+    # jax.grad's own error, in a fresh namespace
+    ns: dict[str, Any] = {"__name__": "snippet"}
+    exec(BWD_COUNTS.replace("OUT", "g(x).sum()"), ns)
+    with pytest.raises(ValueError, match="bwd call 0"):
+        jax.grad(ns["f"])(*ns["args"])
+
+
+def test_a_nonscalar_output_whose_walk_raises_ends_with_the_walks_error() -> None:
+    """f returns a vector (jax.grad refuses it; the walk goes on from ones) and its custom_vjp
+    bwd raises: the attempts come after the failing step and the run ends with jax.vjp's error,
+    marked at custom_lin."""
+    from exhibits.conftest import FakeContext
+    from exhibits.transpose import probe
+
+    source = BWD_COUNTS.replace("OUT", "g(x) * 2.0")
+    ctx = FakeContext(snippet=load_snippet(source))
+    with pytest.raises(ValueError) as info:
+        probe.run(ctx)
+    types = [type(e).__name__ for e in ctx.events]
+    assert types[-3:] == ["TransposeStepped", "GradAttempted", "GradAttempted"]
+    assert all(a.error_class == "TypeError" for a in ctx.of_type(GradAttempted))
+    ns: dict[str, Any] = {"__name__": "snippet"}
+    exec(source, ns)
+    out, f_vjp = jax.vjp(ns["f"], *ns["args"])
+    with pytest.raises(ValueError) as vjp_error:
+        f_vjp(jnp.ones_like(out))
+    assert str(info.value) == "bwd call 0" and str(vjp_error.value) == "bwd call 0"
+    assert info.value._jaxscope_during == (  # type: ignore[attr-defined]
+        "while transposing custom_lin (the backward pass of jax.grad)"
+    )
 
 
 def test_a_failure_before_the_backward_pass_walks_nothing() -> None:

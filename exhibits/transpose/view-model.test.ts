@@ -382,7 +382,9 @@ describe('a backward pass that raises (no_transpose_rule: double has no transpos
     stage: 'run',
     during: 'while transposing double (the backward pass of jax.grad)',
   } satisfies Event;
-  const all: Event[] = [raised('jit'), raised('eager'), s0, failing, failure];
+  // The probe's order (docs/design/0083): the steps as walked, the failing one last, then the
+  // attempts, then the run's error.
+  const all: Event[] = [s0, failing, raised('jit'), raised('eager'), failure];
 
   it('finds the failing step, last, and names what is missing', () => {
     const model = transposeModel(all, all);
@@ -605,9 +607,12 @@ describe('mlp_loss golden stream: every artefact waits for its step', () => {
 });
 
 describe('a failing walk: the error and the failing step wait for their event', () => {
+  // The probe's order (docs/design/0083): the linear jaxpr, the steps as walked (the failing one
+  // last), then the attempts, then run_failed.
+  const linear = { type: 'linear_jaxpr_staged' } as unknown as Event;
   const failing = { ...s2, error_class: 'NotImplementedError', rule: null } as unknown as Event;
   const failed = { type: 'run_failed', kind: 'user_exception', message: 'x', error_class: 'NotImplementedError' } as unknown as Event;
-  const all = [attempt('jit', false), attempt('eager', false), s0, s1, failing, failed];
+  const all = [linear, s0, s1, failing, attempt('jit', false), attempt('eager', false), failed];
 
   it('says the run fails later, not before', () => {
     const early = transposeModel(all.slice(0, 3), all);
@@ -618,6 +623,27 @@ describe('a failing walk: the error and the failing step wait for their event', 
     expect(end.failure?.error_class).toBe('NotImplementedError');
     expect(end.failedAt?.step).toBe(2);
     expect(end.later.failure).toBe(false);
+  });
+
+  it('at the failing step the attempts are still to come, and arrive after it', () => {
+    const atFailing = transposeModel(all.slice(0, 4), all);
+    expect(atFailing.failedAt?.step).toBe(2);
+    expect(atFailing.current?.step).toBe(2);
+    expect(atFailing.attempts).toEqual({ jit: undefined, eager: undefined });
+    expect(atFailing.later).toEqual({ linear: false, attempts: true, failure: true });
+    // the attempts' events: the current step stays the failing one
+    const atEager = transposeModel(all.slice(0, 6), all);
+    expect(atEager.current?.step).toBe(2);
+    expect(atEager.attempts.jit?.ok).toBe(false);
+    expect(atEager.attempts.eager?.ok).toBe(false);
+    expect(atEager.later).toEqual({ linear: false, attempts: false, failure: true });
+  });
+
+  it('while a failing run is live, its attempts are said to come after the failing step', () => {
+    const live = all.slice(0, 4);
+    const m = transposeModel(live, live);
+    expect(m.failedAt?.step).toBe(2);
+    expect(m.later).toEqual({ linear: false, attempts: true, failure: false });
   });
 });
 

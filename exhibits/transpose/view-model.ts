@@ -2,11 +2,13 @@
  * The transpose exhibit's view model: pure functions from the run's events to what the view shows.
  *
  * The probe emits `linear_jaxpr_staged` (the linear jaxpr the backward pass walks), one
- * `transpose_stepped` per linear eqn (last eqn first), `grad_attempted` (jit, then eager), then
- * `gradient_checked`; a run whose linearisation or walk fails sends the attempts first (their
- * errors decide the outcome). Nothing here depends on that order. The stepper walks the steps: the current step is the last
- * `transpose_stepped` up to the cursor, or the one the user picked. Every artefact is read from
- * the events up to the cursor (as nan_finder does): stepping back hides what comes later.
+ * `transpose_stepped` per linear eqn (last eqn first, each as walked), `grad_attempted` (jit, then
+ * eager), then `gradient_checked`; a walk that raises sends its failing step last, then the
+ * attempts, then `run_failed` (docs/design/0083); a run whose linearisation fails (or with an int
+ * input) sends the attempts first. Nothing here depends on that order. The stepper walks the
+ * steps: the current step is the last `transpose_stepped` up to the cursor, or the one the user
+ * picked. Every artefact is read from the events up to the cursor (as nan_finder does): stepping
+ * back hides what comes later.
  */
 import type { Event, EventOf, RunFailed } from '../../frontend/src/protocol';
 import { listLength } from '../../frontend/src/store/list-ranges';
