@@ -45,6 +45,19 @@ describe('the rerun command', () => {
     expect(shellWord('a.py')).toBe('a.py');
   });
 
+  it('gives a value that starts with a dash to its flag with =, which argparse would take for a flag', () => {
+    // `jaxscope run vmap snippet.py --out-axes '-(1)'`: argparse says "expected one argument"
+    expect(rerunCommand('vmap', { calls: [], known: null, out_axes: '-(1)' })).toBe(
+      "jaxscope run vmap snippet.py --out-axes='-(1)' --html run.html",
+    );
+    expect(rerunCommand('vmap', { calls: [], known: null, in_axes: '--help' })).toBe(
+      'jaxscope run vmap snippet.py --in-axes=--help --html run.html',
+    );
+    expect(rerunCommand('vmap', { calls: [], known: null, in_axes: '0' })).toBe(
+      'jaxscope run vmap snippet.py --in-axes 0 --html run.html',
+    );
+  });
+
   it('says when the PyTorch/XLA venv is needed', () => {
     expect(needsTorch('lazy_tensor')).toBe(true);
     expect(needsTorch('tracing')).toBe(false);

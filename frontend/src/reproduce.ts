@@ -43,7 +43,12 @@ function flagValue(name: string, value: unknown): string {
 export function rerunCommand(exhibit: string, options: RunOptions, file = 'snippet.py'): string {
   const words = ['jaxscope', 'run', exhibit, file];
   for (const [name, value] of exhibitOptions(options, exhibit)) {
-    words.push(`--${name.replaceAll('_', '-')}`, shellWord(flagValue(name, value)));
+    const flag = `--${name.replaceAll('_', '-')}`;
+    const text = flagValue(name, value);
+    // argparse takes a separate word that starts with '-' (`-(1)`, not a plain negative number)
+    // for a flag and refuses the command: such a value goes with its flag as one word.
+    if (text.startsWith('-')) words.push(`${flag}=${shellWord(text)}`);
+    else words.push(flag, shellWord(text));
   }
   words.push('--html', 'run.html');
   return words.join(' ');
