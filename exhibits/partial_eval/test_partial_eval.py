@@ -86,6 +86,29 @@ def test_examples_match_golden(runs: dict[str, FakeContext], name: str) -> None:
         assert by_policy[policy]["saved_inputs"] == inputs, policy
 
 
+def test_the_saved_column_does_not_say_the_inputs_are_kept_alike_by_every_policy() -> None:
+    """The "+ N inputs" of the remat table's saved cell depend on the policy: plain
+    ``sum(sin(x))`` keeps ``cos(x)`` (computed, no input), ``nothing_saveable`` keeps ``x`` (an
+    input) and recomputes ``cos``. The column's title must not say that every row keeps them."""
+    import jax.numpy as jnp
+
+    def f(x: Any) -> Any:
+        return jnp.sum(jnp.sin(x))
+
+    def printed(fn: Any) -> list[str]:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            jax.ad_checkpoint.print_saved_residuals(fn, jnp.ones(3))
+        return out.getvalue().splitlines()
+
+    plain = printed(f)
+    recomputing = printed(jax.checkpoint(f, policy=jax.checkpoint_policies.nothing_saveable))
+    assert len(plain) == 1 and "output of cos" in plain[0]
+    assert len(recomputing) == 1 and "from the argument" in recomputing[0]
+    table = (EXHIBITS / "partial_eval" / "RematTable.svelte").read_text()
+    assert "in every row" not in table
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_known_then_unknown_reproduces_jax_jvp(runs: dict[str, FakeContext], name: str) -> None:
     ns = ns_of(name)

@@ -248,7 +248,8 @@ export function splitSentence(split: JaxprSplit): string {
 /**
  * A remat row's saved residuals by where they come from, read from JAX's own descriptions
  * (`print_saved_residuals`): `inputs` the primal inputs themselves (`from the argument ...`),
- * which the backward pass keeps whatever the policy, since it recomputes from them;
+ * which the backward pass keeps to recompute from (more of them the less a policy saves: plain
+ * `sum(sin(x))` keeps `cos(x)`, under `nothing_saveable` it keeps `x`);
  * `constants` closed-over constants and literals (`from a constant`, `from a literal`);
  * `computed` values the forward pass computed and the policy saved (`output of ...`,
  * `named '...' from ...`). Under `nothing_saveable` `computed` is 0: the table says "0 + 6
@@ -292,7 +293,7 @@ function sortValue(row: RematPolicyMeasured, key: SortKey): number | string {
     case 'policy':
       return row.policy;
     case 'saved':
-      // the computed residuals (the cell's number); the inputs, the same in every row, break ties
+      // the computed residuals (the cell's number); the inputs (which the policy decides too) break ties
       return savedParts(row).computed * 1e9 + row.saved.length;
     case 'residual_bytes':
       return row.residual_bytes;
