@@ -95,6 +95,14 @@ describe('place fragment', () => {
     expect(decodePlace('#e=no_such_exhibit&x=')).toEqual({ exhibit: 'no_such_exhibit', example: null });
     expect(decodePlace('e=jvp')).toEqual({ exhibit: 'jvp', example: null });
   });
+
+  it("names a shared link's exhibit as decodeFragment does, when the link names two", () => {
+    // Back onto this entry must show the exhibit a reload of it shows (decodeFragment's: the last)
+    const link = `#e=transpose&e=jvp&c=${encodeFragment({ exhibit: 'jvp', code: 'x = 1', options: defaultRunOptions() }).split('&c=')[1]}`;
+    expect(decodeFragment(link)?.exhibit).toBe('jvp');
+    expect(decodePlace(link)?.exhibit).toBe('jvp');
+    expect(decodePlace('#e=transpose&x=a&e=jvp&x=b')).toEqual({ exhibit: 'jvp', example: 'b' });
+  });
 });
 
 describe('drafts', () => {

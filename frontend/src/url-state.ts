@@ -184,9 +184,11 @@ export function decodePlace(fragment: string): Place | null {
   const body = fragment.startsWith('#') ? fragment.slice(1) : fragment;
   // URLSearchParams never throws: a malformed escape (`%%`) stays as it is.
   const params = new URLSearchParams(body);
-  const exhibit = params.get('e');
+  // A name given twice: the last, as decodeFragment reads a shared link (a Back onto one shows
+  // the exhibit its reload shows).
+  const exhibit = params.getAll('e').at(-1) ?? null;
   if (exhibit === null || exhibit === '') return null;
-  const example = params.get('x');
+  const example = params.getAll('x').at(-1) ?? null;
   return { exhibit, example: example === null || example === '' ? null : example };
 }
 
