@@ -146,6 +146,9 @@ def test_the_standalone_file_replays_the_run_from_disk_with_no_network(
     expect(page.get_by_test_id("reproduce")).to_contain_text(
         f"jaxscope-{project['version']}-py3-none-any.whl"
     )
+    # make serve leaves jaxscope in .venv/bin/, not on PATH: the hint says so (a new user's
+    # 'jaxscope: command not found').
+    expect(page.get_by_test_id("reproduce")).to_contain_text("source .venv/bin/activate")
     command = page.get_by_test_id("reproduce-command").inner_text().strip()
     assert command == "jaxscope run tracing snippet.py --html run.html"
     out.unlink()
@@ -250,3 +253,32 @@ def recording_in(html: str) -> dict[str, Any]:
     start = html.index(f'id="{RECORDING_ID}">') + len(f'id="{RECORDING_ID}">')
     value: dict[str, Any] = json.loads(html[start : html.index("</script>", start)])
     return value
+
+
+def test_the_shown_command_with_options_reruns_through_a_shell(
+    tmp_path: Path, offline_page: tuple[Page, list[str], list[str]]
+) -> None:
+    """Options that need a shell's quoting, and one that starts with '-' (argparse takes a
+    separate '-(1)' for a flag): the command, pasted into bash, reruns the run with them."""
+    source = (ROOT / "exhibits" / "vmap" / "examples" / "per_example_loss.py").read_text()
+    out = write_html(
+        tmp_path, source, "--in-axes", "(None, 0, 0)", "--out-axes=-(1)", exhibit="vmap"
+    )
+    page, _, errors = offline_page
+    page.goto(out.as_uri())
+    command = page.get_by_test_id("reproduce-command").inner_text().strip()
+    assert command == (
+        "jaxscope run vmap snippet.py --in-axes '(None, 0, 0)' --out-axes='-(1)' --html run.html"
+    )
+    out.unlink()
+    again = subprocess.run(
+        ["bash", "-c", command],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": f"{JAXSCOPE.parent}:/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "run.html").is_file()
+    assert errors == []
