@@ -597,6 +597,20 @@ describe('mlp_loss golden stream: every artefact waits for its step', () => {
     expect(m.check).toBeUndefined();
   });
 
+  it('after both attempts the check is said to come: recorded later, or awaited live', () => {
+    const before = upTo('gradient_checked');
+    expect(transposeModel(before, stream).checkComing).toBe('recorded');
+    // live: the run still going, both attempts in (the finite differences run now)
+    expect(transposeModel(before, before).checkComing).toBe('running');
+    // live, mid-walk: the attempts not in yet, nothing said about the check
+    const walking = upTo('grad_attempted');
+    expect(transposeModel(walking, walking).checkComing).toBeNull();
+    // the check reached, or a live run that ended without one
+    expect(transposeModel(stream, stream).checkComing).toBeNull();
+    const failed = { type: 'run_failed', kind: 'user_exception', message: 'x' } as unknown as Event;
+    expect(transposeModel(before, [...before, failed]).checkComing).toBeNull();
+  });
+
   it('at the end, everything is there and nothing is to come', () => {
     const m = transposeModel(stream, stream);
     expect(m.linear?.type).toBe('linear_jaxpr_staged');

@@ -48,6 +48,10 @@ export interface TransposeModel {
   failedAt: TransposeStepped | undefined;
   /** artefacts the run sends after the cursor: the view says "(not yet at this point of the run)" */
   later: { linear: boolean; attempts: boolean; failure: boolean };
+  /** the gradient check is still to come: `recorded` when the run sent it after the cursor,
+   * `running` when the run is still going with both attempts in (the finite differences take a
+   * while on a big model: the section says what the run waits for), else null */
+  checkComing: 'recorded' | 'running' | null;
 }
 
 /** Derive the model; `picked` is a step number the user clicked (shown when reached). */
@@ -84,7 +88,20 @@ export function transposeModel(
       attempts: attempts.length === 0 && (lastOf(allEvents, 'grad_attempted') !== undefined || attemptsComing(allEvents)),
       failure: !failure && lastOf(allEvents, 'run_failed') !== undefined,
     },
+    checkComing: checkComing(events, allEvents, attempts.length),
   };
+}
+
+/** Whether (and how) the gradient check is still to come at the cursor: see `checkComing`. */
+function checkComing(
+  events: readonly Event[],
+  allEvents: readonly Event[],
+  attemptsIn: number,
+): 'recorded' | 'running' | null {
+  if (lastOf(events, 'gradient_checked') !== undefined) return null;
+  if (lastOf(allEvents, 'gradient_checked') !== undefined) return 'recorded';
+  const going = lastOf(allEvents, 'run_finished') === undefined && lastOf(allEvents, 'run_failed') === undefined;
+  return going && attemptsIn === 2 && lastOf(events, 'linear_jaxpr_staged') !== undefined ? 'running' : null;
 }
 
 /** Whether the run is still going and its attempts come after the walk: its linear jaxpr came
