@@ -42,9 +42,9 @@ from exhibits.registry import EXHIBITS, Exhibit
 from jaxscope.cli_format import FORMATS, formatted
 from jaxscope.settings import Limits, Settings, settings_from_env
 
-# Neither pydantic, the protocol nor asyncio at import: ``jaxscope serve`` starts the JAX workers'
-# template before it imports them (``_prestart_template``, issue 36); a command imports what it
-# uses.
+# Neither pydantic, the protocol nor asyncio at import: ``jaxscope serve`` (and ``run`` of a JAX
+# exhibit) starts the JAX workers' template before it imports them (``_prestart_template``,
+# issue 36); a command imports what it uses.
 if TYPE_CHECKING:
     import asyncio
 
@@ -587,6 +587,25 @@ def _prestart_template(ns: argparse.Namespace) -> None:
             template_for(env)
 
     threading.Thread(target=start, name="jaxscope-template-prestart", daemon=True).start()
+
+
+def _prestart_for_run(args: Sequence[str]) -> None:
+    """``jaxscope run EXHIBIT ...``: the JAX template started before the run options' parser
+    imports pydantic and the protocol (:func:`_prestart_template`), when the run will surely go
+    to a JAX worker forked from it: the exhibit (the first argument) runs in a
+    "jax" worker whatever its options, and no flag changes the kind or the sandbox (``--device``,
+    ``--unsafe-no-sandbox``). Anything else (a torch exhibit, a typo, a flag before the exhibit)
+    starts nothing here: the pool starts what the run needs, as before."""
+    if not args or any(a.startswith(("--device", "--unsafe-no-sandbox")) for a in args):
+        return
+    exhibit = EXHIBITS.get(args[0])
+    if exhibit is None or exhibit.worker_options:
+        return
+    from jaxscope.sandbox.kinds import worker_kind
+
+    if worker_kind(exhibit.id) != "jax":
+        return
+    _prestart_template(argparse.Namespace(pool_socket=None, queue=None, cpu=None, memory_gib=None))
 
 
 def _serve(
@@ -1203,6 +1222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # ``serve`` and ``watch`` take none of the run options' flags: their parser imports neither
     # pydantic nor the protocol, and the template starts before either (issue 36's cold start).
     serving = args[:1] in (["serve"], ["watch"])
+    if args[:1] == ["run"]:
+        _prestart_for_run(args[1:])
     ns = build_parser(run_options=not serving).parse_args(args)
     if ns.command == "serve":
         _prestart_template(ns)

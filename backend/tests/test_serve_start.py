@@ -1,11 +1,15 @@
 """What ``jaxscope serve`` does before it serves (issue 36's cold start): the CLI starts the JAX
 template before it imports pydantic, the protocol, the event union or asyncio (~25 ms; design
 0079), and the app leaves the catalogue and the run queue's client off its start. The first two
-run in a fresh interpreter, where ``sys.modules`` holds only what that start imported."""
+run in a fresh interpreter, where ``sys.modules`` holds only what that start imported. ``jaxscope
+run`` of a JAX exhibit starts the template before its parser's imports too, and forks from it."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 from jaxscope.cli import _prestart_template, build_parser
@@ -107,3 +111,90 @@ def test_serve_starts_no_template_when_its_workers_run_elsewhere(
     limits = settings_from_env(workers=0).limits
     forks = forked.zygote_problem("jax", limits) is None
     assert asked == ([worker_env(kind="jax")] if forks else [])
+
+
+@pytest.mark.parametrize(
+    ("argv", "starts"),
+    [
+        (["tracing", "f.py"], True),
+        (["transpose", "f.py", "--json", "--timeout", "9"], True),
+        (["lazy_tensor", "f.py"], False),  # a torch worker's
+        (["stations", "f.py"], False),  # an option may route it to the tpu_compile worker
+        (["tracing", "f.py", "--device", "cpu"], False),
+        (["tracing", "f.py", "--unsafe-no-sandbox"], False),
+        (["--json", "tracing", "f.py"], False),  # not read past a flag: the pool starts it
+        (["no_such_exhibit", "f.py"], False),
+        ([], False),
+    ],
+)
+def test_run_starts_the_jax_template_before_parsing_only_for_a_jax_exhibit(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], starts: bool
+) -> None:
+    """``jaxscope run EXHIBIT`` asks for the JAX template before its parser imports pydantic and
+    the protocol (``cli._prestart_for_run``) when the exhibit surely runs in a JAX worker, with
+    the workers' environment; never for another kind or a flag that changes it."""
+    from jaxscope.cli import _prestart_for_run
+
+    asked: list[dict[str, str]] = []
+    monkeypatch.setattr(forked, "template_for", lambda env: asked.append(env))
+    for name in ("JAXSCOPE_POOL_SOCKET", "JAXSCOPE_QUEUE"):
+        monkeypatch.delenv(name, raising=False)
+    _prestart_for_run(argv)
+    for thread in threading.enumerate():
+        if thread.name == "jaxscope-template-prestart":
+            thread.join(timeout=10)
+    forks = forked.zygote_problem("jax", settings_from_env(workers=0).limits) is None
+    assert asked == ([worker_env(kind="jax")] if starts and forks else [])
+
+
+# A CLI run in a fresh interpreter: how many templates it started (the prestarted one must be the
+# one its pool forks from, not a second).
+ONE_TEMPLATE = """
+import json, sys
+from jaxscope import cli
+from jaxscope.sandbox import forked
+status = cli.main(["run", "tracing", sys.argv[1]])
+print(json.dumps({"status": status, "templates": len(forked._templates)}))
+"""
+
+
+def test_a_cli_run_forks_from_the_template_it_prestarted(tmp_path: Path) -> None:
+    if forked.zygote_problem("jax", settings_from_env(workers=0).limits) is not None:
+        pytest.skip("no forked workers here")
+    snippet = tmp_path / "f.py"
+    snippet.write_text(
+        "import jax.numpy as jnp\n\ndef f(x):\n    return x * 2\n\nargs = (jnp.ones(2),)\n"
+    )
+    result = fresh_json(ONE_TEMPLATE, str(snippet))
+    assert result == {"status": 0, "templates": 1}
+
+
+# A CLI run, then an exit slowed by an atexit handler that runs before close_templates: the
+# launcher thread ends first and bwrap's parent-death signal kills the template (status -9).
+SLOW_EXIT = """
+import atexit, sys, time
+from jaxscope import cli
+status = cli.main(["run", "tracing", sys.argv[1]])
+atexit.register(time.sleep, 1.0)
+sys.exit(status)
+"""
+
+
+def test_a_cli_run_exits_without_a_warning_about_its_template(tmp_path: Path) -> None:
+    """The template killed at the CLI's exit is an expected end (``Template._read``): no
+    "worker template N ended (status -9)" warning on the user's terminal."""
+    if forked.zygote_problem("jax", settings_from_env(workers=0).limits) is not None:
+        pytest.skip("no forked workers here")
+    snippet = tmp_path / "f.py"
+    snippet.write_text(
+        "import jax.numpy as jnp\n\ndef f(x):\n    return x * 2\n\nargs = (jnp.ones(2),)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", SLOW_EXIT, str(snippet)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "worker template" not in proc.stderr, proc.stderr[-3000:]

@@ -138,6 +138,8 @@ class Template:
         self._answers: dict[int, concurrent.futures.Future[dict[str, Any]]] = {}
         self._exits: dict[int, concurrent.futures.Future[int]] = {}
         self._dead = False
+        # The thread that started it (the launcher): bwrap's parent-death signal follows it.
+        self._launcher = threading.current_thread()
         self.info: dict[str, Any] = {}
         # What the template's idle work did, once done (``zygote._serve``: outcome counts and
         # its CPU seconds; a JAX template's probe imports and example traces, design 0076).
@@ -178,7 +180,10 @@ class Template:
             self._read_messages()
         except Exception:
             log.exception("worker template %d: a message could not be read", self._proc.pid)
-        closed = self._dead  # close() was called: an expected end
+        # An expected end: close() was called, or the thread that started the template ended
+        # (this process is exiting: concurrent.futures joins the launcher before atexit's
+        # close_templates runs, and bwrap's parent-death signal kills the template first).
+        closed = self._dead or not self._launcher.is_alive()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._proc.wait(2.0)
         log.log(
