@@ -22,6 +22,8 @@ describe('export file names', () => {
   it('reads the exhibit from the URL fragment', () => {
     expect(exhibitFromHash('#e=sharding&c=abc')).toBe('sharding');
     expect(exhibitFromHash('')).toBe('jaxscope');
+    // the exhibit the page shows for it (url-state reads the last)
+    expect(exhibitFromHash('#e=transpose&e=jvp&c=abc')).toBe('jvp');
     expect(exhibitFromHash('#e=../x')).toBe('jaxscope');
   });
 

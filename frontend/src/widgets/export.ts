@@ -54,7 +54,8 @@ export function styleText(style: Pick<CSSStyleDeclaration, 'getPropertyValue'>, 
 
 /** The exhibit of the page, from the URL fragment (`#e=tracing&c=...`, `url-state.ts`); `jaxscope` when none. */
 export function exhibitFromHash(hash: string): string {
-  const id = new URLSearchParams(hash.replace(/^#/, '')).get('e');
+  // the last `e`, as url-state's decodeFragment and decodePlace read a fragment that names two
+  const id = new URLSearchParams(hash.replace(/^#/, '')).getAll('e').at(-1) ?? null;
   return id !== null && /^[a-z0-9_]+$/.test(id) ? id : 'jaxscope';
 }
 
