@@ -386,6 +386,13 @@ describe('a backward pass that raises (no_transpose_rule: double has no transpos
   // attempts, then the run's error.
   const all: Event[] = [s0, failing, raised('jit'), raised('eager'), failure];
 
+  it('says no check is coming once a step failed (the run ends with its error, not a check)', () => {
+    // live, between the eager attempt and run_failed: no "finite differences running" note
+    const linear = { type: 'linear_jaxpr_staged' } as unknown as Event;
+    const live: Event[] = [linear, s0, failing, raised('jit'), raised('eager')];
+    expect(transposeModel(live, live).checkComing).toBeNull();
+  });
+
   it('finds the failing step, last, and names what is missing', () => {
     const model = transposeModel(all, all);
     expect(model.steps.map((s) => s.primitive)).toEqual(['add_any', 'double']);

@@ -100,6 +100,8 @@ function checkComing(
 ): 'recorded' | 'running' | null {
   if (lastOf(events, 'gradient_checked') !== undefined) return null;
   if (lastOf(allEvents, 'gradient_checked') !== undefined) return 'recorded';
+  // A step that failed ends the run with an error (the probe's _fail_after_walk), never a check.
+  if (failedStep(eventsOf(allEvents, 'transpose_stepped')) !== undefined) return null;
   const going = lastOf(allEvents, 'run_finished') === undefined && lastOf(allEvents, 'run_failed') === undefined;
   return going && attemptsIn === 2 && lastOf(events, 'linear_jaxpr_staged') !== undefined ? 'running' : null;
 }
