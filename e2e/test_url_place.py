@@ -101,3 +101,21 @@ def test_a_pasted_link_opens_its_exhibit_and_example_in_a_fresh_browser(
     expect(page.get_by_test_id("example-select")).not_to_have_value("")
     context.close()
     assert errors == []
+
+
+def test_a_link_keeps_its_example_when_the_catalogue_fails_to_load(
+    browser: Browser, base_url: str
+) -> None:
+    """The example a link names is loaded once the catalogue arrives; when it does not (a server
+    restarting), the address bar keeps naming it, so that a reload still opens it."""
+    context = browser.new_context(base_url=base_url)
+    page = context.new_page()
+    page.route("**/api/exhibits*", lambda route: route.abort())
+    page.goto("/#e=partial_eval&x=remat_layers")
+    expect(page.get_by_test_id("catalogue-error")).to_be_visible()
+    assert place(page) == ("partial_eval", "remat_layers")
+    page.unroute("**/api/exhibits*")
+    page.reload()
+    expect(page.get_by_test_id("example-select")).to_have_value("remat_layers")
+    assert place(page) == ("partial_eval", "remat_layers")
+    context.close()
