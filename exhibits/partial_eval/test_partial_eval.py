@@ -98,7 +98,7 @@ def test_the_saved_column_does_not_say_the_inputs_are_kept_alike_by_every_policy
     def printed(fn: Any) -> list[str]:
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            jax.ad_checkpoint.print_saved_residuals(fn, jnp.ones(3))
+            jax.ad_checkpoint.print_saved_residuals(fn, jnp.ones(3))  # type: ignore[no-untyped-call]
         return out.getvalue().splitlines()
 
     plain = printed(f)
