@@ -231,6 +231,10 @@ def test_no_transpose_rule_walks_up_to_the_eqn_and_says_so_once(
     )
     expect(page.get_by_test_id("error-message")).to_contain_text(message)
     assert page.get_by_text("Run a snippet to see its linear jaxpr").count() == 0
+    # The failing step's values came with the failed run (its worker is stopped: the runner sends
+    # the run's held whole events before run_failed): double's cotangent from reduce_sum, ones.
+    expect(page.get_by_test_id("tw-cts-in")).to_contain_text("[1., 1., 1.]")
+    expect(page.get_by_test_id("tw-cts-in")).not_to_contain_text("loading")
     page.screenshot(path=str(screenshots / "transpose-no-transpose-rule.png"))
     # Back past the attempts (sent after the failing step: the walk is live, design 0083) to the
     # failing step: the attempts are still to come there, the step is marked.

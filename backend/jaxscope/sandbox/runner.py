@@ -851,25 +851,31 @@ def run_job(
         retire = _retire_reason(terminal, threads_before, cpu_s, state_before)
     except BaseException:  # the snippet broke what the checks read (guard, threading): retire
         retire = "the run broke the runner's own checks"
-    if isinstance(terminal, RunFinished):
-        if retire is None:
-            _CAPTURE.update(ctx.capture)
-        else:
-            # This worker will not stay to answer detail requests: the whole events go now,
-            # before the terminal one (each replaces its summary; the supervisor checks them),
-            # summaries first, then ranges, up to RETIRED_DETAIL_BYTES: a 20,000-eqn program's
-            # ranges are tens of MB the page never asked for, and would pass the run's byte
-            # limit. Those not sent answer "gone" (the worker retired).
-            with contextlib.suppress(Exception):  # the terminal event goes out whatever
-                sent = 0
-                for detail_id, event in sorted(
-                    ctx.capture.items(), key=lambda item: isinstance(item[1], RANGE_ANSWERS)
-                ):
-                    if sent >= RETIRED_DETAIL_BYTES:
-                        break
-                    sent += _send_whole(event, detail_id, ctx.run_id)
+    if isinstance(terminal, RunFinished) and retire is None:
+        _CAPTURE.update(ctx.capture)
+    else:
+        # This worker will not stay to answer detail requests (it retires, or the run failed:
+        # the supervisor stops a failed run's worker): the whole events go now, before the
+        # terminal one (each replaces its summary; the supervisor checks them), so that a
+        # failed run's last steps still show their values.
+        _send_capture(ctx)
     send_event(terminal)
     return retire
+
+
+def _send_capture(ctx: RunContext) -> None:
+    """Send the run's held whole events (:func:`_send_whole`), summaries first, then ranges, up
+    to RETIRED_DETAIL_BYTES: a 20,000-eqn program's ranges are tens of MB the page never asked
+    for, and would pass the run's byte limit. Those not sent answer "gone" (the worker is
+    stopped). Never raises: the terminal event goes out whatever."""
+    with contextlib.suppress(Exception):
+        sent = 0
+        for detail_id, event in sorted(
+            ctx.capture.items(), key=lambda item: isinstance(item[1], RANGE_ANSWERS)
+        ):
+            if sent >= RETIRED_DETAIL_BYTES:
+                break
+            sent += _send_whole(event, detail_id, ctx.run_id)
 
 
 def _retire_reason(
