@@ -132,6 +132,7 @@ def test_default_example_walks_mlp_loss(
     assert len(answered) == 1, answered
     expect(page.get_by_test_id("jaxpr-text")).to_be_visible()
     expect(page.get_by_test_id("tw-equal")).to_have_text("bit-identical to jax.grad and jax.vjp")
+    expect(page.get_by_test_id("tw-max-rel")).to_have_text(re.compile(r"^[0-9.e+-]+$"))
     rel = float(page.get_by_test_id("tw-max-rel").inner_text())
     assert rel < 1e-6
     page.screenshot(path=str(screenshots / "transpose-mlp_loss.png"), full_page=True)
@@ -142,6 +143,10 @@ def test_default_example_walks_mlp_loss(
     g_params, g_x = jax.grad(ns["f"], argnums=(0, 1))(*ns["args"])
     expected = {f"args[0]['{k}']": g_params[k] for k in sorted(g_params)} | {"args[1]": g_x}
     rows = page.get_by_test_id("tw-gradient").locator("tbody tr")
+    # The leaves' values are details the page asks for after run_finished: wait until every row
+    # has them (a loaded machine answers later than the reads below would look).
+    expect(rows).to_have_count(len(expected) + 1)
+    expect(page.get_by_test_id("tw-gradient")).not_to_contain_text("loading")
     paths = [rows.nth(i).get_attribute("data-path") for i in range(rows.count())]
     assert paths == [*expected, "args[2]"]
     expect(rows.nth(5)).to_contain_text("not differentiated")
