@@ -51,7 +51,12 @@ def test_tabs_are_history_entries_and_the_url_names_the_exhibit(
     # renders: a long example is drawn in part).
     typed = "import jax.numpy as jnp\n\ndef f(x):\n    return jnp.cos(x) * x\n\nargs = (2.0,)\n"
     set_code(page, typed)
-    page.wait_for_timeout(400)  # the draft is saved 300 ms after the last edit
+    # The draft is saved 300 ms after the last edit: wait until it is (a busy machine's timers
+    # fire late), not for a fixed time.
+    page.wait_for_function(
+        "t => (localStorage.getItem('jaxscope:draft:editor') || '').includes(t)",
+        arg="jnp.cos(x) * x",
+    )
     page.reload()
     title_is(page, "jvp")
     expect(page.get_by_test_id("editor").locator(".cm-line").nth(3)).to_be_attached()
