@@ -594,12 +594,19 @@ def _prestart_for_run(args: Sequence[str]) -> None:
     imports pydantic and the protocol (:func:`_prestart_template`), when the run will surely go
     to a JAX worker forked from it: the exhibit (the first argument) runs in a
     "jax" worker whatever its options, and no flag changes the kind or the sandbox (``--device``,
-    ``--unsafe-no-sandbox``). Anything else (a torch exhibit, a typo, a flag before the exhibit)
-    starts nothing here: the pool starts what the run needs, as before."""
-    if not args or any(a.startswith(("--device", "--unsafe-no-sandbox")) for a in args):
+    ``--unsafe-no-sandbox``), and the command will run: its file is stdin, a file or an example
+    name, and no ``--help``. Anything else (a torch exhibit, a typo, a missing file, a flag
+    before the exhibit) starts nothing here: a command that ends at once would otherwise wait at
+    its exit for the template's start (the launcher thread is joined at shutdown); the pool
+    starts what a run needs, as before."""
+    if len(args) < 2 or any(
+        a.startswith(("--device", "--unsafe-no-sandbox", "--help")) or a == "-h" for a in args
+    ):
         return
     exhibit = EXHIBITS.get(args[0])
     if exhibit is None or exhibit.worker_options:
+        return
+    if args[1] != "-" and not isinstance(snippet_file(exhibit, Path(args[1])), Path):
         return
     from jaxscope.sandbox.kinds import worker_kind
 

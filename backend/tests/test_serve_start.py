@@ -116,19 +116,25 @@ def test_serve_starts_no_template_when_its_workers_run_elsewhere(
 @pytest.mark.parametrize(
     ("argv", "starts"),
     [
-        (["tracing", "f.py"], True),
-        (["transpose", "f.py", "--json", "--timeout", "9"], True),
-        (["lazy_tensor", "f.py"], False),  # a torch worker's
-        (["stations", "f.py"], False),  # an option may route it to the tpu_compile worker
-        (["tracing", "f.py", "--device", "cpu"], False),
-        (["tracing", "f.py", "--unsafe-no-sandbox"], False),
-        (["--json", "tracing", "f.py"], False),  # not read past a flag: the pool starts it
-        (["no_such_exhibit", "f.py"], False),
+        (["tracing", "SNIPPET"], True),
+        (["transpose", "SNIPPET", "--json", "--timeout", "9"], True),
+        (["tracing", "-"], True),  # stdin
+        (["tracing", "mlp_loss"], True),  # an example of its picker, by name
+        (["lazy_tensor", "SNIPPET"], False),  # a torch worker's
+        (["stations", "SNIPPET"], False),  # an option may route it to the tpu_compile worker
+        (["tracing", "SNIPPET", "--device", "cpu"], False),
+        (["tracing", "SNIPPET", "--unsafe-no-sandbox"], False),
+        (["tracing", "SNIPPET", "--help"], False),  # ends at once: no wait for a template
+        (["tracing", "-h"], False),
+        (["tracing", "no_such_file.py"], False),
+        (["tracing"], False),
+        (["--json", "tracing", "SNIPPET"], False),  # not read past a flag: the pool starts it
+        (["no_such_exhibit", "SNIPPET"], False),
         ([], False),
     ],
 )
 def test_run_starts_the_jax_template_before_parsing_only_for_a_jax_exhibit(
-    monkeypatch: pytest.MonkeyPatch, argv: list[str], starts: bool
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, argv: list[str], starts: bool
 ) -> None:
     """``jaxscope run EXHIBIT`` asks for the JAX template before its parser imports pydantic and
     the protocol (``cli._prestart_for_run``) when the exhibit surely runs in a JAX worker, with
@@ -139,7 +145,9 @@ def test_run_starts_the_jax_template_before_parsing_only_for_a_jax_exhibit(
     monkeypatch.setattr(forked, "template_for", lambda env: asked.append(env))
     for name in ("JAXSCOPE_POOL_SOCKET", "JAXSCOPE_QUEUE"):
         monkeypatch.delenv(name, raising=False)
-    _prestart_for_run(argv)
+    snippet = tmp_path / "f.py"
+    snippet.write_text("def f(x):\n    return x\n\nargs = (1.0,)\n")
+    _prestart_for_run([str(snippet) if a == "SNIPPET" else a for a in argv])
     for thread in threading.enumerate():
         if thread.name == "jaxscope-template-prestart":
             thread.join(timeout=10)
