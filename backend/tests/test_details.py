@@ -323,3 +323,38 @@ def test_a_run_that_forges_more_detail_ids_than_the_bound_is_ended(
         assert session.details_worker is None
     finally:
         sandbox.call(session.close())
+
+
+def test_a_failed_runs_capture_is_sent_for_a_bounded_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``runner._send_capture``: a failed run's held whole events go before ``run_failed``, for at
+    most ``seconds`` (its time counts against the run's limits, and a run that failed near its
+    wall-clock limit must end with its own error); without ``seconds`` all of them go (up to the
+    byte cap); an error while sending never stops the terminal event."""
+    import time
+
+    from jaxscope.protocol import RunRequest
+    from jaxscope.sandbox import runner
+
+    sent: list[str] = []
+
+    def slow_send(event: object, detail_id: str, run_id: str) -> int:
+        time.sleep(0.02)
+        sent.append(detail_id)
+        return 10
+
+    monkeypatch.setattr(runner, "_send_whole", slow_send)
+    ctx = runner.RunContext(
+        RunRequest(run_id="r", exhibit="transpose", code="", details="on_demand")
+    )
+    ctx.capture = {f"d{i}": object() for i in range(100)}  # type: ignore[misc]
+    runner._send_capture(ctx)
+    assert len(sent) == 100
+    sent.clear()
+    runner._send_capture(ctx, 0.1)
+    assert 1 <= len(sent) < 100  # stopped by the time, not the bytes (100 x 10 B)
+
+    def failing_send(event: object, detail_id: str, run_id: str) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "_send_whole", failing_send)
+    runner._send_capture(ctx)  # does not raise

@@ -147,6 +147,9 @@ GC_THRESHOLDS = (50_000, 20, 20)
 # to answer): at most this many bytes of it, summaries' whole events first, then ranges' answers
 # (design 0045). The run's own stream stays far below the supervisor's MAX_RUN_BYTES (64 MiB).
 RETIRED_DETAIL_BYTES = 16 * 2**20
+# ... and a failed run's, for at most this long (an 8,000-op transpose walk failing at its end
+# held 18.6 MB, ~2.8 s to send).
+FAILED_DETAIL_S = 1.0
 # An eager run (the CLI's) sends an event over STREAM_LIMIT_BYTES in ranges with their answers
 # (design 0051) only while its whole stream stays within this: the supervisor's MAX_RUN_BYTES
 # (64 MiB) less 8 MiB for what the run sends after it. Past it the event is summarised.
@@ -857,23 +860,29 @@ def run_job(
         # This worker will not stay to answer detail requests (it retires, or the run failed:
         # the supervisor stops a failed run's worker): the whole events go now, before the
         # terminal one (each replaces its summary; the supervisor checks them), so that a
-        # failed run's last steps still show their values.
-        _send_capture(ctx)
+        # failed run's last steps still show their values. A failed run sends them for at most
+        # FAILED_DETAIL_S: the time counts against its limits, and a run that failed near its
+        # wall-clock limit must still end with its own error, not a timeout.
+        _send_capture(ctx, FAILED_DETAIL_S if isinstance(terminal, RunFailed) else None)
     send_event(terminal)
     return retire
 
 
-def _send_capture(ctx: RunContext) -> None:
+def _send_capture(ctx: RunContext, seconds: float | None = None) -> None:
     """Send the run's held whole events (:func:`_send_whole`), summaries first, then ranges, up
-    to RETIRED_DETAIL_BYTES: a 20,000-eqn program's ranges are tens of MB the page never asked
-    for, and would pass the run's byte limit. Those not sent answer "gone" (the worker is
-    stopped). Never raises: the terminal event goes out whatever."""
-    with contextlib.suppress(Exception):
+    to RETIRED_DETAIL_BYTES (and for ``seconds`` at most, when given): a 20,000-eqn program's
+    ranges are tens of MB the page never asked for, and would pass the run's byte limit. Those
+    not sent answer "gone" (the worker is stopped). Never raises: the terminal event goes out
+    whatever."""
+    deadline = None if seconds is None else time.monotonic() + seconds
+    with contextlib.suppress(BaseException):
         sent = 0
         for detail_id, event in sorted(
             ctx.capture.items(), key=lambda item: isinstance(item[1], RANGE_ANSWERS)
         ):
-            if sent >= RETIRED_DETAIL_BYTES:
+            if sent >= RETIRED_DETAIL_BYTES or (
+                deadline is not None and time.monotonic() > deadline
+            ):
                 break
             sent += _send_whole(event, detail_id, ctx.run_id)
 
